@@ -1,0 +1,357 @@
+package rules
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/vm"
+)
+
+// Expr is one compiled expression. It is compiled once, when the program is
+// validated, and evaluated many times; the hot path never parses.
+type Expr struct {
+	Src    string // the expression text (without {{ }})
+	Ptr    string // JSON Pointer of the string value that holds it
+	Offset int    // rune offset of Src inside that string value
+	Refs   []Ref  // catalog ids referenced through state('...')
+	prog   *vm.Program
+}
+
+// Ref is one catalog id named inside an expression, with its rune offsets
+// inside the expression source (for diagnostic ranges).
+type Ref struct {
+	ID       string
+	From, To int
+}
+
+// Env is what an evaluation sees: the closed environment of automation/1.
+type Env struct {
+	Trigger map[string]any // id, kind, entity, value, from, to, time
+	Params  map[string]any
+	Vars    map[string]any
+	Steps   map[string]any // step id → {"output": v}
+	World   World
+	Budget  uint // expr memory budget (0 = DefaultLimits.MemoryBudget)
+}
+
+// EnvFunctions names the functions of the closed environment, in the order
+// the expressions guide lists them. compileEnv and (*Env).vars must agree.
+var EnvFunctions = []struct{ Name, Signature, Doc string }{
+	{"state", "state(id string) any", "current value of a state entry; id must be a string constant"},
+	{"now", "now() time", "the world's clock (virtual in test runs)"},
+	{"hour", "hour(t time) int", "hour of day 0-23 in the configured time zone"},
+	{"minute", "minute(t time) int", "minute 0-59"},
+	{"weekday", "weekday(t time) int", "day of week, 0 = Sunday … 6 = Saturday"},
+	{"seconds", "seconds(d string) float", "a duration such as \"90s\" or \"2m\" in seconds"},
+}
+
+// EnvVariables names the variables of the closed environment.
+var EnvVariables = []struct{ Name, Doc string }{
+	{"trigger", "the trigger that fired: trigger.id, trigger.kind, trigger.entity, trigger.value, trigger.from, trigger.to, trigger.time"},
+	{"params", "the program's parameters (execute input bound to params)"},
+	{"vars", "variables assigned by set steps (scope rules apply)"},
+	{"steps", "outputs of earlier steps: steps.<id>.output (scope rules apply)"},
+}
+
+func stateStub(string) any       { return nil }
+func nowStub() time.Time         { return time.Time{} }
+func hourOf(t time.Time) int     { return t.Hour() }
+func minuteOf(t time.Time) int   { return t.Minute() }
+func weekdayOf(t time.Time) int  { return int(t.Weekday()) }
+func secondsOf(s string) float64 { d, _ := ParseDuration(s); return d.Seconds() }
+
+// compileEnv is the typing environment expressions are checked against.
+var compileEnv = map[string]any{
+	"trigger": map[string]any{},
+	"params":  map[string]any{},
+	"vars":    map[string]any{},
+	"steps":   map[string]any{},
+	"state":   stateStub,
+	"now":     nowStub,
+	"hour":    hourOf,
+	"minute":  minuteOf,
+	"weekday": weekdayOf,
+	"seconds": secondsOf,
+}
+
+func (e *Env) vars() map[string]any {
+	w := e.World
+	return map[string]any{
+		"trigger": orEmpty(e.Trigger),
+		"params":  orEmpty(e.Params),
+		"vars":    orEmpty(e.Vars),
+		"steps":   orEmpty(e.Steps),
+		"state": func(id string) any {
+			if w == nil {
+				return nil
+			}
+			v, _ := w.State(id)
+			return v
+		},
+		"now": func() time.Time {
+			if w == nil {
+				return time.Now()
+			}
+			return w.Now()
+		},
+		"hour":    hourOf,
+		"minute":  minuteOf,
+		"weekday": weekdayOf,
+		"seconds": secondsOf,
+	}
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// CompileExpr compiles src in the closed environment. maxNodes bounds the
+// AST (0 = DefaultLimits.MaxExprNodes). The error, when not nil, is an
+// *expr file.Error carrying the position inside src where possible.
+func CompileExpr(src string, maxNodes uint) (*Expr, error) {
+	if maxNodes == 0 {
+		maxNodes = DefaultLimits.MaxExprNodes
+	}
+	p, err := expr.Compile(src,
+		expr.Env(compileEnv),
+		expr.DisableBuiltin("now"),
+		expr.MaxNodes(maxNodes),
+	)
+	if err != nil {
+		return nil, err
+	}
+	x := &Expr{Src: src, prog: p}
+	x.Refs = collectRefs(p.Node())
+	return x, nil
+}
+
+// collectRefs finds every state('id') call. Non-constant arguments are
+// reported by the validator (see NonConstantRefs).
+func collectRefs(root ast.Node) []Ref {
+	var refs []Ref
+	ast.Find(root, func(n ast.Node) bool {
+		c, ok := n.(*ast.CallNode)
+		if !ok || len(c.Arguments) != 1 {
+			return false
+		}
+		if id, ok := c.Callee.(*ast.IdentifierNode); !ok || id.Value != "state" {
+			return false
+		}
+		if s, ok := c.Arguments[0].(*ast.StringNode); ok {
+			loc := s.Location()
+			refs = append(refs, Ref{ID: s.Value, From: loc.From, To: loc.To})
+		}
+		return false
+	})
+	return refs
+}
+
+// Node returns the expression's AST (for validation passes).
+func (x *Expr) Node() ast.Node { return x.prog.Node() }
+
+// Eval runs the expression against env.
+func (x *Expr) Eval(env *Env) (any, error) {
+	v := vm.VM{MemoryBudget: env.budget()}
+	out, err := v.Run(x.prog, env.vars())
+	if err != nil {
+		return nil, fmt.Errorf("expression %q: %w", x.Src, err)
+	}
+	return out, nil
+}
+
+// EvalBool runs the expression and requires a boolean result.
+func (x *Expr) EvalBool(env *Env) (bool, error) {
+	v, err := x.Eval(env)
+	if err != nil {
+		return false, err
+	}
+	b, ok := v.(bool)
+	if !ok {
+		return false, fmt.Errorf("expression %q: got %T, want bool", x.Src, v)
+	}
+	return b, nil
+}
+
+func (e *Env) budget() uint {
+	if e.Budget == 0 {
+		return DefaultLimits.MemoryBudget
+	}
+	return e.Budget
+}
+
+// Template is a program value that may embed expressions: a whole-string
+// "{{ expr }}" keeps the expression's type; mixed text interpolates to a
+// string; objects and arrays are templates element-wise; anything else is a
+// constant.
+type Template struct {
+	Ptr   string
+	Const any // used when no expression is involved (IsConst)
+
+	IsConst bool
+	Whole   *Expr          // "{{ expr }}" alone
+	Parts   []TemplatePart // mixed text
+	Object  map[string]*Template
+	Array   []*Template
+}
+
+// TemplatePart is literal text or an expression inside a mixed string.
+type TemplatePart struct {
+	Text string
+	Expr *Expr
+}
+
+// Exprs lists every expression inside t (for validation passes).
+func (t *Template) Exprs() []*Expr {
+	if t == nil {
+		return nil
+	}
+	var out []*Expr
+	if t.Whole != nil {
+		out = append(out, t.Whole)
+	}
+	for _, p := range t.Parts {
+		if p.Expr != nil {
+			out = append(out, p.Expr)
+		}
+	}
+	for _, k := range sortedKeys(t.Object) {
+		out = append(out, t.Object[k].Exprs()...)
+	}
+	for _, a := range t.Array {
+		out = append(out, a.Exprs()...)
+	}
+	return out
+}
+
+// Eval computes the template's value.
+func (t *Template) Eval(env *Env) (any, error) {
+	switch {
+	case t == nil:
+		return nil, nil
+	case t.IsConst:
+		return t.Const, nil
+	case t.Whole != nil:
+		return t.Whole.Eval(env)
+	case t.Parts != nil:
+		var b strings.Builder
+		for _, p := range t.Parts {
+			if p.Expr == nil {
+				b.WriteString(p.Text)
+				continue
+			}
+			v, err := p.Expr.Eval(env)
+			if err != nil {
+				return nil, err
+			}
+			fmt.Fprint(&b, formatValue(v))
+		}
+		return b.String(), nil
+	case t.Object != nil:
+		out := make(map[string]any, len(t.Object))
+		for k, sub := range t.Object {
+			v, err := sub.Eval(env)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = v
+		}
+		return out, nil
+	case t.Array != nil:
+		out := make([]any, len(t.Array))
+		for i, sub := range t.Array {
+			v, err := sub.Eval(env)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return out, nil
+	}
+	return t.Const, nil
+}
+
+func formatValue(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case time.Time:
+		return x.Format(time.RFC3339)
+	case float64:
+		if x == float64(int64(x)) {
+			return fmt.Sprintf("%d", int64(x))
+		}
+	}
+	return fmt.Sprint(v)
+}
+
+// ParseDuration accepts Go durations ("500ms", "2m", "1h30m") and ISO 8601
+// durations ("PT2M"), the two forms home-automation users write.
+func ParseDuration(s string) (time.Duration, error) {
+	s = strings.TrimSpace(s)
+	if strings.HasPrefix(s, "P") || strings.HasPrefix(s, "-P") {
+		return parseISODuration(s)
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("bad duration %q: want e.g. \"500ms\", \"90s\", \"2m\", \"1h30m\" or ISO 8601 \"PT2M\"", s)
+	}
+	return d, nil
+}
+
+func parseISODuration(s string) (time.Duration, error) {
+	neg := false
+	orig := s
+	if strings.HasPrefix(s, "-") {
+		neg, s = true, s[1:]
+	}
+	s = s[1:] // P
+	var d time.Duration
+	inTime := false
+	num := ""
+	for _, r := range s {
+		switch {
+		case r == 'T':
+			inTime = true
+		case (r >= '0' && r <= '9') || r == '.':
+			num += string(r)
+		default:
+			if num == "" {
+				return 0, fmt.Errorf("bad duration %q", orig)
+			}
+			var f float64
+			if _, err := fmt.Sscanf(num, "%g", &f); err != nil {
+				return 0, fmt.Errorf("bad duration %q", orig)
+			}
+			num = ""
+			var unit time.Duration
+			switch {
+			case r == 'D' && !inTime:
+				unit = 24 * time.Hour
+			case r == 'W' && !inTime:
+				unit = 7 * 24 * time.Hour
+			case r == 'H' && inTime:
+				unit = time.Hour
+			case r == 'M' && inTime:
+				unit = time.Minute
+			case r == 'S' && inTime:
+				unit = time.Second
+			default:
+				return 0, fmt.Errorf("bad duration %q (years and months are not fixed lengths)", orig)
+			}
+			d += time.Duration(f * float64(unit))
+		}
+	}
+	if num != "" || len(s) == 0 {
+		return 0, fmt.Errorf("bad duration %q", orig)
+	}
+	if neg {
+		d = -d
+	}
+	return d, nil
+}

@@ -1,0 +1,39 @@
+package rules
+
+import "time"
+
+// Limits are the named budgets of validation and execution (spec §10.1).
+// They live in one place; DefaultLimits is what the server uses unless the
+// configuration overrides a value.
+type Limits struct {
+	// Validation.
+	MaxProgramBytes int           // raw program size
+	MaxNodes        int           // JSON values in the program
+	MaxDepth        int           // nesting of steps (if/choose/repeat)
+	MaxExprNodes    uint          // AST nodes per expression (expr MaxNodes)
+	MaxExprLen      int           // characters per expression
+	ValidateWall    time.Duration // wall time of one validation
+
+	// Execution.
+	MaxSteps      int           // trace entries per run
+	MaxIterations int           // iterations per loop activation (and while/until max cap)
+	MaxWall       time.Duration // wall time of one run (virtual time in a test run)
+	MaxCallDepth  int           // nested promoted-automation calls
+	MemoryBudget  uint          // expr VM memory budget per evaluation
+}
+
+// DefaultLimits are the budgets in force unless configured otherwise.
+var DefaultLimits = Limits{
+	MaxProgramBytes: 256 << 10,
+	MaxNodes:        20000,
+	MaxDepth:        16,
+	MaxExprNodes:    500,
+	MaxExprLen:      2000,
+	ValidateWall:    2 * time.Second,
+
+	MaxSteps:      10000,
+	MaxIterations: 1000,
+	MaxWall:       24 * time.Hour,
+	MaxCallDepth:  4,
+	MemoryBudget:  1 << 20,
+}

@@ -1,0 +1,173 @@
+// Package rules is the automation/1 Language: the program model, decoding
+// with JSON Pointer locations, validation with closed diagnostics,
+// expressions (expr-lang/expr), plan derivation, the interpreter that runs a
+// body against a World (live or simulated), and the guides. It is pure: no
+// MQTT, no SQL; it sees a catalog snapshot and a World.
+package rules
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Language is the one Language identifier this package implements.
+const Language = "automation/1"
+
+// Modes for overlapping firings, as Home Assistant users know them.
+const (
+	ModeSingle   = "single"
+	ModeRestart  = "restart"
+	ModeQueued   = "queued"
+	ModeParallel = "parallel"
+)
+
+// Program is a decoded automation/1 program. Every node keeps the JSON
+// Pointer it was decoded from (Ptr), so diagnostics and traces can locate it.
+type Program struct {
+	Name        string
+	Description string
+	Mode        string          // one of the Mode* constants; "" decodes to single
+	Max         int             // queued/parallel bound; 0 = engine default
+	Params      json.RawMessage // JSON Schema of the inputs (nil = none)
+	Triggers    []*Trigger
+	Conditions  []*Condition
+	Steps       []*Step
+}
+
+// TriggerKind is the closed set of trigger kinds.
+type TriggerKind string
+
+// Trigger kinds.
+const (
+	TriggerState   TriggerKind = "state"   // {"state": id, "to"?, "from"?, "for"?}
+	TriggerNumeric TriggerKind = "numeric" // {"state": id, "above"?, "below"?, "for"?}
+	TriggerEvent   TriggerKind = "event"   // {"event": id, "value"?}
+	TriggerCron    TriggerKind = "cron"    // {"cron": "0 30 18 * * *"} seconds optional
+	TriggerTime    TriggerKind = "time"    // {"at": "07:30"} or "07:30:15"
+	TriggerSun     TriggerKind = "sun"     // {"sun": "sunrise"|"sunset", "offset"?: "-30m"}
+)
+
+// Value is an optional JSON literal (to/from/value filters).
+type Value struct {
+	Set bool
+	V   any
+}
+
+// Trigger is one trigger of a program.
+type Trigger struct {
+	Ptr    string
+	ID     string
+	Kind   TriggerKind
+	Entity string // state or event entry id
+	To     Value
+	From   Value
+	Above  *float64
+	Below  *float64
+	For    time.Duration // held duration (0 = none)
+	Cron   string
+	At     string // HH:MM[:SS]
+	Sun    string // sunrise | sunset
+	Offset time.Duration
+}
+
+// Condition is one condition; all must hold for the body to run.
+type Condition struct {
+	Ptr  string
+	ID   string
+	Expr *Expr
+}
+
+// StepKind is the closed set of step kinds.
+type StepKind string
+
+// Step kinds.
+const (
+	StepCall   StepKind = "call"
+	StepDelay  StepKind = "delay"
+	StepWait   StepKind = "wait"
+	StepIf     StepKind = "if"
+	StepChoose StepKind = "choose"
+	StepRepeat StepKind = "repeat"
+	StepSet    StepKind = "set"
+	StepStop   StepKind = "stop"
+)
+
+// Step is one body step. Exactly the fields of its Kind are set.
+type Step struct {
+	Ptr  string
+	ID   string
+	Kind StepKind
+
+	// call
+	Call string               // catalog id of an action or automation
+	Args map[string]*Template // argument values; templates are compiled
+
+	// delay
+	Delay *Template // duration text, possibly templated ("{{ params.hold }}")
+
+	// wait
+	Wait              *WaitSpec
+	Timeout           time.Duration // 0 = no timeout (bounded by the run's wall time)
+	ContinueOnTimeout bool
+
+	// if
+	If   *Expr
+	Then []*Step
+	Else []*Step
+
+	// choose
+	Choose  []*Arm
+	Default []*Step
+
+	// repeat
+	Repeat *RepeatSpec
+	Do     []*Step
+
+	// set: variable name → value
+	Set map[string]*Template
+
+	// stop
+	Stop  string // reason
+	Error bool   // stop as a failure
+}
+
+// WaitSpec is what a wait step waits for: a state change like a trigger, or
+// an expression becoming true.
+type WaitSpec struct {
+	Ptr   string
+	State string // state entry id (with To/From/Above/Below), or ""
+	Event string // event entry id (with To as value filter), or ""
+	To    Value
+	From  Value
+	Above *float64
+	Below *float64
+	For   *Template // held duration, may be templated
+	Expr  *Expr     // or: wait until this expression is true
+}
+
+// Arm is one option of a choose step. Label is unique within the step and is
+// the label plans and trace decisions use; it defaults to "arm<n>" (1-based).
+type Arm struct {
+	Ptr   string
+	Label string
+	When  *Expr
+	Do    []*Step
+}
+
+// RepeatSpec bounds a loop: exactly one of Count, While, Until, ForEach.
+// While/Until loops carry Max (required, ≤ the engine limit).
+type RepeatSpec struct {
+	Ptr     string
+	Count   *Template // integer, possibly templated
+	While   *Expr
+	Until   *Expr
+	ForEach *Template // array value or expression yielding an array
+	Max     int
+}
+
+// Arm labels used by if steps.
+const (
+	LabelThen    = "then"
+	LabelElse    = "else"
+	LabelDefault = "default"
+)

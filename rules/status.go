@@ -1,0 +1,83 @@
+package rules
+
+// StatusInfo is one row of a closed status table (spec §5.7): its ok value
+// and whether side effects may have occurred when it is reported.
+type StatusInfo struct {
+	Status      string
+	OK          bool
+	SideEffects string // "yes", "no", "possible"
+	Meaning     string
+}
+
+// Run statuses. The four reserved ones keep their spec meaning.
+const (
+	StatusSuccess          = "success"
+	StatusConditionsNotMet = "conditions_not_met"
+	StatusStopped          = "stopped"
+	StatusSkipped          = "skipped"
+	StatusValidationError  = "validation_error"
+	StatusCatalogDrift     = "catalog_drift"
+	StatusPromotionDrift   = "promotion_drift"
+	StatusPartial          = "partial"
+	StatusFailed           = "failed"
+	StatusTimeout          = "timeout"
+	StatusLimitExceeded    = "limit_exceeded"
+	StatusNotConnected     = "not_connected"
+	StatusBroken           = "broken"
+	StatusInterrupted      = "interrupted"
+	StatusCancelled        = "cancelled"
+)
+
+// RunStatuses is the one closed table of run-level statuses; the engine
+// reports only these and the closed-sets guide is generated from it.
+var RunStatuses = []StatusInfo{
+	{StatusSuccess, true, "yes", "the run completed (for a deploy: the rule is installed and armed)"},
+	{StatusConditionsNotMet, true, "no", "a trigger fired but a condition was false, so the body did not run"},
+	{StatusStopped, true, "possible", "a stop step ended the run on purpose; steps before it ran"},
+	{StatusSkipped, true, "no", "the firing was dropped: mode single and the rule was already running, or queued/parallel at max"},
+	{StatusValidationError, false, "no", "refused: the program (or input/context) is invalid; diagnostics attached"},
+	{StatusCatalogDrift, false, "no", "refused: expected_catalog_version differs from the current catalog_version"},
+	{StatusPromotionDrift, false, "no", "refused: an entry the promoted program references changed since promotion"},
+	{StatusPartial, false, "possible", "the run started and did not complete; the partial trace is attached"},
+	{StatusFailed, false, "possible", "a step failed (a call was refused or an expression failed) or a stop step set error"},
+	{StatusTimeout, false, "possible", "the run exceeded its wall-time bound, or a wait timed out without continue_on_timeout"},
+	{StatusLimitExceeded, false, "possible", "a bound was exceeded: steps, loop iterations, call depth or expression memory"},
+	{StatusNotConnected, false, "possible", "the MQTT broker was unreachable, so a command was refused (never silently dropped)"},
+	{StatusBroken, false, "no", "a referenced device vanished or changed shape since install; the rule is marked broken"},
+	{StatusInterrupted, false, "possible", "the server stopped (or crashed) while the firing was running"},
+	{StatusCancelled, false, "possible", "the run was cancelled: mode restart started a newer firing, or the rule was disabled or removed"},
+}
+
+// Step statuses.
+const (
+	StepSuccess       = "success"
+	StepNotMet        = "not_met"
+	StepFailed        = "failed"
+	StepTimeout       = "timeout"
+	StepStopped       = "stopped"
+	StepCancelled     = "cancelled"
+	StepLimitExceeded = "limit_exceeded"
+	StepNotConnected  = "not_connected"
+)
+
+// StepStatuses is the one closed table of step-level statuses.
+var StepStatuses = []StatusInfo{
+	{StepSuccess, true, "yes", "the step completed; a call step's command was published (simulated in a test run)"},
+	{StepNotMet, true, "no", "a condition evaluated to false"},
+	{StepStopped, true, "no", "a stop step without error"},
+	{StepTimeout, false, "no", "a wait step's timeout passed before its condition held"},
+	{StepFailed, false, "possible", "the step failed; output carries the error"},
+	{StepCancelled, false, "possible", "the run was cancelled while this step was running"},
+	{StepLimitExceeded, false, "no", "a bound was exceeded at this step"},
+	{StepNotConnected, false, "no", "a call could not be published because the broker is unreachable"},
+}
+
+// LookupStatus finds a status in a table.
+func LookupStatus(table []StatusInfo, status string) (StatusInfo, bool) {
+	for _, s := range table {
+		if s.Status == status {
+			return s, true
+		}
+	}
+	return StatusInfo{}, false
+}
