@@ -1,0 +1,143 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// migrations is the schema history: migrations[i] brings the database to
+// version i+1. Append only; never edit a released entry.
+var migrations = []string{
+	// 1: programs, rules, runs, idempotency keys, pending timers, meta.
+	`
+CREATE TABLE programs (
+	ref        TEXT PRIMARY KEY,
+	name       TEXT NOT NULL,
+	principal  TEXT NOT NULL,
+	body       TEXT NOT NULL,
+	plan       TEXT,
+	params     TEXT,
+	risk_hints TEXT,
+	risk       TEXT NOT NULL,
+	baseline   TEXT,
+	created_at INTEGER NOT NULL
+);
+CREATE INDEX programs_by_name ON programs (name, created_at);
+
+CREATE TABLE rules (
+	name         TEXT PRIMARY KEY,
+	ref          TEXT NOT NULL REFERENCES programs (ref),
+	principal    TEXT NOT NULL,
+	enabled      INTEGER NOT NULL,
+	broken       TEXT NOT NULL DEFAULT '',
+	installed_at INTEGER NOT NULL,
+	updated_at   INTEGER NOT NULL
+);
+
+CREATE TABLE runs (
+	id        TEXT PRIMARY KEY,
+	principal TEXT NOT NULL,
+	rule      TEXT NOT NULL,
+	ref       TEXT NOT NULL,
+	kind      TEXT NOT NULL,
+	status    TEXT NOT NULL,
+	ok        INTEGER NOT NULL,
+	started   INTEGER NOT NULL,
+	ended     INTEGER,
+	level     TEXT NOT NULL,
+	envelope  TEXT,
+	expires   INTEGER
+);
+CREATE INDEX runs_by_start     ON runs (started, id);
+CREATE INDEX runs_by_rule      ON runs (rule, started, id);
+CREATE INDEX runs_by_principal ON runs (principal, started, id);
+CREATE INDEX runs_by_status    ON runs (status, started, id);
+CREATE INDEX runs_by_expiry    ON runs (expires) WHERE expires IS NOT NULL;
+
+CREATE TABLE idempotency (
+	key       TEXT PRIMARY KEY,
+	principal TEXT NOT NULL,
+	hash      TEXT NOT NULL,
+	envelope  TEXT,
+	expires   INTEGER
+);
+CREATE INDEX idempotency_by_expiry ON idempotency (expires) WHERE expires IS NOT NULL;
+
+CREATE TABLE pending (
+	id       TEXT PRIMARY KEY,
+	rule     TEXT REFERENCES rules (name) ON DELETE CASCADE,
+	kind     TEXT NOT NULL,
+	deadline INTEGER NOT NULL,
+	state    TEXT
+);
+CREATE INDEX pending_by_rule ON pending (rule);
+
+CREATE TABLE meta (
+	key   TEXT PRIMARY KEY,
+	value TEXT NOT NULL
+);
+`,
+}
+
+// migrate brings db up to len(list), one transaction per migration. A
+// database at a higher version than the binary knows is refused untouched.
+func migrate(ctx context.Context, db *sql.DB, list []string) error {
+	if _, err := db.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		applied_at INTEGER NOT NULL)`); err != nil {
+		return fmt.Errorf("storage: create schema_migrations: %w", err)
+	}
+	for {
+		done, err := migrateOne(ctx, db, list)
+		if err != nil || done {
+			return err
+		}
+	}
+}
+
+// migrateOne applies the next pending migration, if any. The version is
+// read inside the (immediate) transaction so two processes opening the
+// same file cannot apply a step twice.
+func migrateOne(ctx context.Context, db *sql.DB, list []string) (done bool, err error) {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, fmt.Errorf("storage: migrate: begin: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	var v int
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
+		return false, fmt.Errorf("storage: migrate: read version: %w", err)
+	}
+	switch {
+	case v > len(list):
+		return false, fmt.Errorf("%w: database is at version %d, this binary knows up to %d", ErrSchemaTooNew, v, len(list))
+	case v == len(list):
+		return true, tx.Rollback()
+	}
+	if _, err := tx.ExecContext(ctx, list[v]); err != nil {
+		return false, fmt.Errorf("storage: migration %d: %w", v+1, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_at) VALUES (?, ?)`,
+		v+1, time.Now().UnixNano()); err != nil {
+		return false, fmt.Errorf("storage: migration %d: record version: %w", v+1, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return false, fmt.Errorf("storage: migration %d: commit: %w", v+1, err)
+	}
+	return false, nil
+}
+
+// SchemaVersion reports the version the database is at.
+func (s *Store) SchemaVersion(ctx context.Context) (int, error) {
+	var v int
+	if err := s.r.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("storage: read schema version: %w", err)
+	}
+	return v, nil
+}

@@ -1,0 +1,272 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Program is a promoted program (spec §5.4): an immutable body under a
+// content-addressed Ref, with the catalog baseline recorded at promotion.
+type Program struct {
+	Ref       string
+	Name      string
+	Principal string
+	Body      json.RawMessage
+	Plan      json.RawMessage
+	Params    json.RawMessage
+	RiskHints json.RawMessage
+	Risk      string
+	Baseline  json.RawMessage
+	CreatedAt time.Time
+}
+
+// Rule is an installed rule: a name bound to one promoted program.
+type Rule struct {
+	Name        string
+	Ref         string
+	Principal   string
+	Enabled     bool
+	Broken      string // reason; "" means the rule is fine
+	InstalledAt time.Time
+	UpdatedAt   time.Time
+}
+
+const programCols = `ref, name, principal, body, plan, params, risk_hints, risk, baseline, created_at`
+
+// PutProgram stores p unless its Ref is already stored. Refs are immutable:
+// if the stored program under Ref has a different name, body or baseline,
+// PutProgram fails with ErrConflict rather than silently keeping the old
+// baseline (a re-promotion after drift must mint a new ref, spec §5.4).
+func (s *Store) PutProgram(ctx context.Context, p Program) error {
+	return s.inTx(ctx, "put program "+p.Ref, func(tx *sql.Tx) error {
+		return putProgram(ctx, tx, p, s.now())
+	})
+}
+
+func checkProgram(p Program) error {
+	if p.Ref == "" || p.Name == "" {
+		return fmt.Errorf("%w: program needs a ref and a name", ErrInvalid)
+	}
+	if len(p.Body) == 0 {
+		return fmt.Errorf("%w: program %s has no body", ErrInvalid, p.Ref)
+	}
+	for _, f := range []struct {
+		name string
+		raw  []byte
+	}{{"body", p.Body}, {"plan", p.Plan}, {"params", p.Params}, {"risk_hints", p.RiskHints}, {"baseline", p.Baseline}} {
+		if err := checkJSON("program "+p.Ref+" "+f.name, f.raw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func putProgram(ctx context.Context, tx *sql.Tx, p Program, now time.Time) error {
+	if err := checkProgram(p); err != nil {
+		return err
+	}
+	if p.CreatedAt.IsZero() {
+		p.CreatedAt = now
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO programs (`+programCols+`)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (ref) DO NOTHING`,
+		p.Ref, p.Name, p.Principal, jsonArg(p.Body), jsonArg(p.Plan), jsonArg(p.Params),
+		jsonArg(p.RiskHints), p.Risk, jsonArg(p.Baseline), timeArg(p.CreatedAt))
+	if err != nil {
+		return fmt.Errorf("storage: put program %s: %w", p.Ref, err)
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 1 {
+		if err != nil {
+			return fmt.Errorf("storage: put program %s: %w", p.Ref, err)
+		}
+		return nil
+	}
+	old, err := scanProgram(tx.QueryRowContext(ctx, `SELECT `+programCols+` FROM programs WHERE ref = ?`, p.Ref))
+	if err != nil {
+		return fmt.Errorf("storage: put program %s: read stored: %w", p.Ref, err)
+	}
+	switch {
+	case old.Name != p.Name:
+		return fmt.Errorf("%w: program %s is stored under name %q, not %q", ErrConflict, p.Ref, old.Name, p.Name)
+	case !sameJSON(old.Body, p.Body):
+		return fmt.Errorf("%w: program %s is stored with a different body", ErrConflict, p.Ref)
+	case !sameJSON(old.Baseline, p.Baseline):
+		return fmt.Errorf("%w: program %s is stored with a different baseline", ErrConflict, p.Ref)
+	}
+	return nil
+}
+
+// sameJSON compares two JSON texts ignoring insignificant whitespace.
+func sameJSON(a, b []byte) bool {
+	var ca, cb bytes.Buffer
+	if json.Compact(&ca, a) != nil || json.Compact(&cb, b) != nil {
+		return bytes.Equal(a, b)
+	}
+	return bytes.Equal(ca.Bytes(), cb.Bytes())
+}
+
+type scanner interface{ Scan(dest ...any) error }
+
+func scanProgram(row scanner) (Program, error) {
+	var p Program
+	var body, plan, params, hints, baseline []byte
+	var created sql.NullInt64
+	if err := row.Scan(&p.Ref, &p.Name, &p.Principal, &body, &plan, &params, &hints, &p.Risk, &baseline, &created); err != nil {
+		return Program{}, err
+	}
+	p.Body, p.Plan, p.Params, p.RiskHints, p.Baseline = jsonVal(body), jsonVal(plan), jsonVal(params), jsonVal(hints), jsonVal(baseline)
+	p.CreatedAt = timeVal(created)
+	return p, nil
+}
+
+// GetProgram returns the program stored under ref, or ErrNotFound.
+func (s *Store) GetProgram(ctx context.Context, ref string) (Program, error) {
+	p, err := scanProgram(s.r.QueryRowContext(ctx, `SELECT `+programCols+` FROM programs WHERE ref = ?`, ref))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Program{}, fmt.Errorf("storage: get program %s: %w", ref, ErrNotFound)
+	}
+	if err != nil {
+		return Program{}, fmt.Errorf("storage: get program %s: %w", ref, err)
+	}
+	return p, nil
+}
+
+// ListPrograms returns every stored version of the rule called name, newest
+// first.
+func (s *Store) ListPrograms(ctx context.Context, name string) ([]Program, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+programCols+` FROM programs
+		WHERE name = ? ORDER BY created_at DESC, rowid DESC`, name)
+	if err != nil {
+		return nil, fmt.Errorf("storage: list programs %s: %w", name, err)
+	}
+	defer rows.Close()
+	var out []Program
+	for rows.Next() {
+		p, err := scanProgram(rows)
+		if err != nil {
+			return nil, fmt.Errorf("storage: list programs %s: %w", name, err)
+		}
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: list programs %s: %w", name, err)
+	}
+	return out, nil
+}
+
+// InstallRule stores p and binds r.Name to it in one transaction; installing
+// over an existing name replaces the binding atomically (keeping the first
+// InstalledAt). r.Ref is taken from p.Ref. Zero timestamps default to now.
+func (s *Store) InstallRule(ctx context.Context, p Program, r Rule) error {
+	if r.Name == "" {
+		return fmt.Errorf("%w: rule needs a name", ErrInvalid)
+	}
+	if r.Ref != "" && r.Ref != p.Ref {
+		return fmt.Errorf("%w: rule %s names ref %s but the program is %s", ErrInvalid, r.Name, r.Ref, p.Ref)
+	}
+	now := s.now()
+	if r.InstalledAt.IsZero() {
+		r.InstalledAt = now
+	}
+	if r.UpdatedAt.IsZero() {
+		r.UpdatedAt = r.InstalledAt
+	}
+	return s.inTx(ctx, "install rule "+r.Name, func(tx *sql.Tx) error {
+		if err := putProgram(ctx, tx, p, now); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO rules (name, ref, principal, enabled, broken, installed_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (name) DO UPDATE SET ref = excluded.ref, principal = excluded.principal,
+				enabled = excluded.enabled, broken = excluded.broken, updated_at = excluded.updated_at`,
+			r.Name, p.Ref, r.Principal, boolArg(r.Enabled), r.Broken, timeArg(r.InstalledAt), timeArg(r.UpdatedAt))
+		if err != nil {
+			return fmt.Errorf("storage: install rule %s: %w", r.Name, err)
+		}
+		return nil
+	})
+}
+
+const ruleCols = `name, ref, principal, enabled, broken, installed_at, updated_at`
+
+func scanRule(row scanner) (Rule, error) {
+	var r Rule
+	var installed, updated sql.NullInt64
+	if err := row.Scan(&r.Name, &r.Ref, &r.Principal, &r.Enabled, &r.Broken, &installed, &updated); err != nil {
+		return Rule{}, err
+	}
+	r.InstalledAt, r.UpdatedAt = timeVal(installed), timeVal(updated)
+	return r, nil
+}
+
+// GetRule returns the installed rule called name, or ErrNotFound.
+func (s *Store) GetRule(ctx context.Context, name string) (Rule, error) {
+	r, err := scanRule(s.r.QueryRowContext(ctx, `SELECT `+ruleCols+` FROM rules WHERE name = ?`, name))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Rule{}, fmt.Errorf("storage: get rule %s: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return Rule{}, fmt.Errorf("storage: get rule %s: %w", name, err)
+	}
+	return r, nil
+}
+
+// ListRules returns every installed rule, sorted by name.
+func (s *Store) ListRules(ctx context.Context) ([]Rule, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT `+ruleCols+` FROM rules ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("storage: list rules: %w", err)
+	}
+	defer rows.Close()
+	var out []Rule
+	for rows.Next() {
+		r, err := scanRule(rows)
+		if err != nil {
+			return nil, fmt.Errorf("storage: list rules: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: list rules: %w", err)
+	}
+	return out, nil
+}
+
+// SetRuleEnabled enables or disables the rule called name.
+func (s *Store) SetRuleEnabled(ctx context.Context, name string, enabled bool) error {
+	return s.execOne(ctx, "set rule "+name+" enabled",
+		`UPDATE rules SET enabled = ?, updated_at = ? WHERE name = ?`, boolArg(enabled), s.now().UnixNano(), name)
+}
+
+// SetRuleBroken records why the rule called name is broken; "" clears it.
+func (s *Store) SetRuleBroken(ctx context.Context, name, reason string) error {
+	return s.execOne(ctx, "set rule "+name+" broken",
+		`UPDATE rules SET broken = ?, updated_at = ? WHERE name = ?`, reason, s.now().UnixNano(), name)
+}
+
+// RemoveRule uninstalls the rule called name and drops its pending timers.
+// Its programs and runs stay. It returns ErrNotFound if no such rule exists.
+func (s *Store) RemoveRule(ctx context.Context, name string) error {
+	return s.execOne(ctx, "remove rule "+name, `DELETE FROM rules WHERE name = ?`, name)
+}
+
+// execOne runs one write statement that must touch exactly one row.
+func (s *Store) execOne(ctx context.Context, what, query string, args ...any) error {
+	res, err := s.w.ExecContext(ctx, query, args...)
+	if err != nil {
+		return fmt.Errorf("storage: %s: %w", what, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return fmt.Errorf("storage: %s: %w", what, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("storage: %s: %w", what, ErrNotFound)
+	}
+	return nil
+}

@@ -1,0 +1,307 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Run statuses the store itself writes or reads specially. The rest of the
+// closed set lives in rules.RunStatuses; "running" is storage-internal (a
+// firing recorded before it finished).
+const (
+	StatusRunning     = "running"
+	StatusInterrupted = "interrupted"
+)
+
+// Run kinds.
+const (
+	KindDeploy = "deploy"
+	KindTest   = "test"
+	KindFiring = "firing"
+)
+
+// Run is one run record: the envelope exactly as returned on the inline door
+// ({run_id, outcome, output, trace}), for the fetch door (spec §6.6).
+type Run struct {
+	ID        string
+	Principal string
+	Rule      string // "" for an inline program
+	Ref       string
+	Kind      string // KindDeploy, KindTest, KindFiring
+	Status    string
+	OK        bool
+	Started   time.Time
+	Ended     time.Time
+	Level     string // trace level recorded
+	Envelope  json.RawMessage
+	Expires   time.Time // zero: no expiry (e.g. session retention, purged by the engine)
+}
+
+// RunFilter selects runs for ListRuns; zero fields do not filter.
+type RunFilter struct {
+	Rule      string
+	Kind      string
+	Status    string
+	Principal string
+	OK        *bool
+	// Before is a pagination cursor: the ID of the last run of the previous
+	// page. Only runs ordered after it (older) are returned.
+	Before string
+	// Limit caps the page; <= 0 means DefaultRunLimit, capped at MaxRunLimit.
+	Limit int
+}
+
+// Page sizes for ListRuns.
+const (
+	DefaultRunLimit = 50
+	MaxRunLimit     = 1000
+)
+
+// ErrBadCursor reports a RunFilter.Before that is neither a stored run nor a
+// well-formed run id.
+var ErrBadCursor = errors.New("storage: bad run cursor")
+
+const runCols = `id, principal, rule, ref, kind, status, ok, started, ended, level, envelope, expires`
+
+const upsertRunSQL = `INSERT INTO runs (` + runCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+	ON CONFLICT (id) DO UPDATE SET principal = excluded.principal, rule = excluded.rule,
+		ref = excluded.ref, kind = excluded.kind, status = excluded.status, ok = excluded.ok,
+		started = excluded.started, ended = excluded.ended, level = excluded.level,
+		envelope = excluded.envelope, expires = excluded.expires`
+
+func checkRun(r *Run) error {
+	if r.ID == "" {
+		return fmt.Errorf("%w: run needs an id", ErrInvalid)
+	}
+	if r.Started.IsZero() {
+		return fmt.Errorf("%w: run %s has no start time", ErrInvalid, r.ID)
+	}
+	return checkJSON("run "+r.ID+" envelope", r.Envelope)
+}
+
+// InsertRuns writes a batch of runs in one transaction. A run whose ID is
+// already stored is replaced, so a firing first recorded as "running" can
+// be finished through the same batch path. Either the whole batch lands or
+// none of it.
+func (s *Store) InsertRuns(ctx context.Context, runs []Run) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	for i := range runs {
+		if err := checkRun(&runs[i]); err != nil {
+			return err
+		}
+	}
+	return s.inTx(ctx, fmt.Sprintf("insert %d runs", len(runs)), func(tx *sql.Tx) error {
+		st, err := tx.PrepareContext(ctx, upsertRunSQL)
+		if err != nil {
+			return fmt.Errorf("storage: insert runs: prepare: %w", err)
+		}
+		defer st.Close()
+		for _, r := range runs {
+			if _, err := st.ExecContext(ctx, runArgs(r)...); err != nil {
+				return fmt.Errorf("storage: insert run %s: %w", r.ID, err)
+			}
+		}
+		return nil
+	})
+}
+
+// UpsertRun writes one run, replacing any stored run with the same ID.
+func (s *Store) UpsertRun(ctx context.Context, r Run) error {
+	if err := checkRun(&r); err != nil {
+		return err
+	}
+	if _, err := s.w.ExecContext(ctx, upsertRunSQL, runArgs(r)...); err != nil {
+		return fmt.Errorf("storage: upsert run %s: %w", r.ID, err)
+	}
+	return nil
+}
+
+func runArgs(r Run) []any {
+	return []any{r.ID, r.Principal, r.Rule, r.Ref, r.Kind, r.Status, boolArg(r.OK),
+		r.Started.UnixNano(), timeArg(r.Ended), r.Level, jsonArg(r.Envelope), timeArg(r.Expires)}
+}
+
+func scanRun(row scanner) (Run, error) {
+	var r Run
+	var started int64
+	var ended, expires sql.NullInt64
+	var env []byte
+	if err := row.Scan(&r.ID, &r.Principal, &r.Rule, &r.Ref, &r.Kind, &r.Status, &r.OK,
+		&started, &ended, &r.Level, &env, &expires); err != nil {
+		return Run{}, err
+	}
+	r.Started = time.Unix(0, started).UTC()
+	r.Ended, r.Expires = timeVal(ended), timeVal(expires)
+	r.Envelope = jsonVal(env)
+	return r, nil
+}
+
+// GetRun returns the run with id, or ErrNotFound if it is unknown or has
+// expired (expired and unknown are indistinguishable, spec §6.6).
+func (s *Store) GetRun(ctx context.Context, id string) (Run, error) {
+	r, err := scanRun(s.r.QueryRowContext(ctx, `SELECT `+runCols+` FROM runs
+		WHERE id = ? AND (expires IS NULL OR expires > ?)`, id, s.now().UnixNano()))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Run{}, fmt.Errorf("storage: get run %s: %w", id, ErrNotFound)
+	}
+	if err != nil {
+		return Run{}, fmt.Errorf("storage: get run %s: %w", id, err)
+	}
+	return r, nil
+}
+
+// ListRuns returns unexpired runs matching f, newest first (by start time,
+// then ID). Pass the last ID of a page as f.Before to get the next page;
+// pages stay stable while new runs arrive.
+func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
+	var where []string
+	var args []any
+	where, args = append(where, "(expires IS NULL OR expires > ?)"), append(args, s.now().UnixNano())
+	for _, c := range []struct{ col, val string }{
+		{"rule", f.Rule}, {"kind", f.Kind}, {"status", f.Status}, {"principal", f.Principal},
+	} {
+		if c.val != "" {
+			where, args = append(where, c.col+" = ?"), append(args, c.val)
+		}
+	}
+	if f.OK != nil {
+		where, args = append(where, "ok = ?"), append(args, boolArg(*f.OK))
+	}
+	if f.Before != "" {
+		started, err := s.cursorStart(ctx, f.Before)
+		if err != nil {
+			return nil, err
+		}
+		where = append(where, "(started < ? OR (started = ? AND id < ?))")
+		args = append(args, started, started, f.Before)
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultRunLimit
+	}
+	limit = min(limit, MaxRunLimit)
+	args = append(args, limit)
+	q := `SELECT ` + runCols + ` FROM runs WHERE ` + strings.Join(where, " AND ") +
+		` ORDER BY started DESC, id DESC LIMIT ?`
+	rows, err := s.r.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("storage: list runs: %w", err)
+	}
+	defer rows.Close()
+	out := make([]Run, 0, min(limit, 64))
+	for rows.Next() {
+		r, err := scanRun(rows)
+		if err != nil {
+			return nil, fmt.Errorf("storage: list runs: %w", err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("storage: list runs: %w", err)
+	}
+	return out, nil
+}
+
+// cursorStart resolves a cursor run id to its start time. A cursor run
+// that has since been purged falls back to the time encoded in its id, so
+// paging through a trimmed history does not fail.
+func (s *Store) cursorStart(ctx context.Context, id string) (int64, error) {
+	var started int64
+	err := s.r.QueryRowContext(ctx, `SELECT started FROM runs WHERE id = ?`, id).Scan(&started)
+	if err == nil {
+		return started, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("storage: list runs: resolve cursor %s: %w", id, err)
+	}
+	t, ok := RunIDTime(id)
+	if !ok {
+		return 0, fmt.Errorf("%w: %q", ErrBadCursor, id)
+	}
+	return t.UnixNano(), nil
+}
+
+// purgeBatch bounds each purge transaction so a large backlog never holds
+// the write lock for long.
+const purgeBatch = 1000
+
+// PurgeExpired deletes runs and idempotency keys whose expiry is at or
+// before now, in bounded batches, and returns how many records went.
+func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (int, error) {
+	total := 0
+	for _, table := range []string{"runs", "idempotency"} {
+		q := `DELETE FROM ` + table + ` WHERE rowid IN (SELECT rowid FROM ` + table +
+			` WHERE expires IS NOT NULL AND expires <= ? LIMIT ?)`
+		for {
+			res, err := s.w.ExecContext(ctx, q, now.UnixNano(), purgeBatch)
+			if err != nil {
+				return total, fmt.Errorf("storage: purge expired %s: %w", table, err)
+			}
+			n, err := res.RowsAffected()
+			if err != nil {
+				return total, fmt.Errorf("storage: purge expired %s: %w", table, err)
+			}
+			total += int(n)
+			if n < purgeBatch {
+				break
+			}
+		}
+	}
+	return total, nil
+}
+
+// TrimRule keeps, for each status, the newest keepPerStatus finished
+// firings of rule and deletes the older ones, so a burst of successes
+// cannot evict the last failure. Running firings are never trimmed, and
+// neither are deploy or test runs: those came from execute and carry the
+// retention commitment of spec §6.6.
+func (s *Store) TrimRule(ctx context.Context, rule string, keepPerStatus int) (int, error) {
+	if keepPerStatus < 1 {
+		return 0, fmt.Errorf("%w: trim rule %s: keepPerStatus must be at least 1, got %d", ErrInvalid, rule, keepPerStatus)
+	}
+	res, err := s.w.ExecContext(ctx, `DELETE FROM runs WHERE rowid IN (
+		SELECT rowid FROM (
+			SELECT rowid, ROW_NUMBER() OVER (PARTITION BY status ORDER BY started DESC, id DESC) AS n
+			FROM runs WHERE rule = ? AND kind = ? AND status <> ?)
+		WHERE n > ?)`, rule, KindFiring, StatusRunning, keepPerStatus)
+	if err != nil {
+		return 0, fmt.Errorf("storage: trim rule %s: %w", rule, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("storage: trim rule %s: %w", rule, err)
+	}
+	return int(n), nil
+}
+
+// InterruptedError is the outcome error MarkInterrupted writes.
+const InterruptedError = "the server stopped while the run was in progress"
+
+// MarkInterrupted turns every run still "running" (left by a crash or an
+// unclean stop) into "interrupted" with ok false and ended at now, and
+// rewrites the outcome member of its envelope to match. Other envelope
+// members are kept; an envelope that is not a JSON object is replaced by
+// {run_id, outcome}.
+func (s *Store) MarkInterrupted(ctx context.Context, now time.Time) (int, error) {
+	res, err := s.w.ExecContext(ctx, `UPDATE runs SET status = ?1, ok = 0, ended = ?2,
+		envelope = CASE WHEN json_valid(envelope) AND json_type(envelope) = 'object'
+			THEN json_set(envelope, '$.outcome', json_object('ok', json('false'), 'status', ?1, 'error', ?3))
+			ELSE json_object('run_id', id, 'outcome', json_object('ok', json('false'), 'status', ?1, 'error', ?3))
+		END
+		WHERE status = ?4`, StatusInterrupted, now.UnixNano(), InterruptedError, StatusRunning)
+	if err != nil {
+		return 0, fmt.Errorf("storage: mark interrupted runs: %w", err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("storage: mark interrupted runs: %w", err)
+	}
+	return int(n), nil
+}

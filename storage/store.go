@@ -1,0 +1,189 @@
+// Package storage owns Pilothouse's SQLite database: schema migrations,
+// promoted programs with their baselines, installed rules, run records with
+// retention, idempotency keys, pending timers and a small settings table.
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// Sentinel errors; every returned error wraps one of these or the driver's.
+var (
+	// ErrNotFound reports that the requested record does not exist (or has
+	// expired).
+	ErrNotFound = errors.New("storage: not found")
+	// ErrConflict reports that a record exists with different immutable
+	// content: an idempotency key with another hash, or a program ref with
+	// another body.
+	ErrConflict = errors.New("storage: conflict")
+	// ErrSchemaTooNew reports a database migrated by a newer binary.
+	ErrSchemaTooNew = errors.New("storage: database schema is newer than this binary")
+	// ErrInvalid reports a record the store refuses to write.
+	ErrInvalid = errors.New("storage: invalid record")
+)
+
+// FileName is the database file created inside the data folder.
+const FileName = "pilothouse.db"
+
+const (
+	busyTimeoutMs = 5000
+	readConns     = 4
+)
+
+// Store is the SQLite-backed store. All writes go through one connection
+// (SQLite has one writer anyway; queueing in database/sql is cheaper than
+// SQLITE_BUSY retries), reads go through a small read-only pool that WAL
+// lets run alongside the writer.
+type Store struct {
+	w, r *sql.DB
+	now  func() time.Time // clock for expiry checks on reads; tests swap it
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open creates dir if needed, opens dir/pilothouse.db and applies pending
+// schema migrations.
+func Open(ctx context.Context, dir string) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o750); err != nil {
+		return nil, fmt.Errorf("storage: create data folder: %w", err)
+	}
+	abs, err := filepath.Abs(filepath.Join(dir, FileName))
+	if err != nil {
+		return nil, fmt.Errorf("storage: resolve database path: %w", err)
+	}
+	w, err := openDB(abs, false)
+	if err != nil {
+		return nil, err
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxLifetime(0)
+	w.SetConnMaxIdleTime(0)
+	if err := migrate(ctx, w, migrations); err != nil {
+		w.Close()
+		return nil, err
+	}
+	r, err := openDB(abs, true)
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	r.SetMaxOpenConns(readConns)
+	r.SetMaxIdleConns(readConns)
+	if err := r.PingContext(ctx); err != nil {
+		w.Close()
+		r.Close()
+		return nil, fmt.Errorf("storage: open read pool: %w", err)
+	}
+	return &Store{w: w, r: r, now: time.Now}, nil
+}
+
+// openDB opens one pool on the database file. The path goes through a
+// file: URI so that characters such as '?' or '#' in the folder name are
+// escaped rather than parsed as parameters.
+func openDB(path string, readOnly bool) (*sql.DB, error) {
+	q := url.Values{}
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMs))
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(NORMAL)")
+	if readOnly {
+		q.Add("_pragma", "query_only(1)")
+	} else {
+		// BEGIN IMMEDIATE: a transaction that reads then writes must take
+		// the write lock up front, or it can fail with SQLITE_BUSY on upgrade.
+		q.Set("_txlock", "immediate")
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path), RawQuery: q.Encode()}
+	dsn := u.String()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("storage: open %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// Close closes the database. It is safe to call more than once.
+func (s *Store) Close() error {
+	s.closeOnce.Do(func() {
+		s.closeErr = errors.Join(s.r.Close(), s.w.Close())
+		if s.closeErr != nil {
+			s.closeErr = fmt.Errorf("storage: close: %w", s.closeErr)
+		}
+	})
+	return s.closeErr
+}
+
+// inTx runs fn in one write transaction, committing on success.
+func (s *Store) inTx(ctx context.Context, what string, fn func(*sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("storage: %s: begin: %w", what, err)
+	}
+	if err := fn(tx); err != nil {
+		_ = tx.Rollback()
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("storage: %s: commit: %w", what, err)
+	}
+	return nil
+}
+
+// Time columns hold Unix nanoseconds; the zero time is NULL.
+
+func timeArg(t time.Time) any {
+	if t.IsZero() {
+		return nil
+	}
+	return t.UnixNano()
+}
+
+func timeVal(n sql.NullInt64) time.Time {
+	if !n.Valid {
+		return time.Time{}
+	}
+	return time.Unix(0, n.Int64).UTC()
+}
+
+// jsonArg passes JSON as TEXT: SQLite's json functions read a BLOB as JSONB,
+// which would garble the envelope rewrite in MarkInterrupted.
+func jsonArg(raw []byte) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	return string(raw)
+}
+
+func jsonVal(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+func checkJSON(what string, raw []byte) error {
+	if len(raw) > 0 && !json.Valid(raw) {
+		return fmt.Errorf("%w: %s is not valid JSON", ErrInvalid, what)
+	}
+	return nil
+}
+
+func boolArg(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
