@@ -58,17 +58,19 @@ const (
 	StepCancelled     = "cancelled"
 	StepLimitExceeded = "limit_exceeded"
 	StepNotConnected  = "not_connected"
+	StepSkipped       = "skipped"
 )
 
 // StepStatuses is the one closed table of step-level statuses.
 var StepStatuses = []StatusInfo{
-	{StepSuccess, true, "yes", "the step completed; a call step's command was published (simulated in a test run)"},
-	{StepNotMet, true, "no", "a condition evaluated to false"},
-	{StepStopped, true, "no", "a stop step without error"},
-	{StepTimeout, false, "no", "a wait step's timeout passed before its condition held"},
-	{StepFailed, false, "possible", "the step failed; output carries the error"},
+	{StepSuccess, true, "yes", "the step completed; a call step's command was published (simulated in a test run); a branch or loop entry completed its activation"},
+	{StepNotMet, true, "no", "a condition evaluated to false (output false); the run ends with conditions_not_met"},
+	{StepSkipped, true, "no", "a condition was not evaluated because the run was started with conditions skipped (manual run)"},
+	{StepStopped, true, "no", "a stop step without error, or a branch or loop entry whose body ended with one"},
+	{StepTimeout, false, "no", "a wait step's timeout passed before its condition held (with continue_on_timeout the run goes on), or the run's wall-time bound passed during this step"},
+	{StepFailed, false, "possible", "the step failed (a call was refused, an expression failed, a stop step set error); outcome.error says why. A branch or loop entry is failed when a step inside it failed"},
 	{StepCancelled, false, "possible", "the run was cancelled while this step was running"},
-	{StepLimitExceeded, false, "no", "a bound was exceeded at this step"},
+	{StepLimitExceeded, false, "no", "a bound was exceeded at this step: loop iterations, call depth or expression memory"},
 	{StepNotConnected, false, "no", "a call could not be published because the broker is unreachable"},
 }
 

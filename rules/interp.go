@@ -1,0 +1,387 @@
+package rules
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+// ErrNotConnected marks a call that could not be published because the MQTT
+// broker is unreachable. The engine's live World wraps the mqtt package's
+// error with it, so the run ends with status not_connected instead of failed.
+var ErrNotConnected = errors.New("not connected to the MQTT broker")
+
+// TriggerFire is the trigger activation that starts a run.
+type TriggerFire struct {
+	ID      string // trigger id in the program ("" only for programs without triggers)
+	Value   any    // the new value (state), the event payload, or the fire time
+	From    any    // the previous value, when known
+	Time    time.Time
+	Because string // the decision's reason; "" = derived from the trigger
+}
+
+// RunInput is everything a run starts from besides the program and World.
+type RunInput struct {
+	Trigger TriggerFire
+	Params  map[string]any // bound program params (defaults are filled in)
+	Limits  Limits         // zero fields take DefaultLimits
+	// SkipConditions records every condition as skipped instead of
+	// evaluating it (a manual "run now").
+	SkipConditions bool
+}
+
+// CallRecord is one World.Call the run made.
+type CallRecord struct {
+	Step   string         `json:"step"` // qualified trace id
+	ID     string         `json:"id"`   // catalog id
+	Args   map[string]any `json:"args,omitempty"`
+	Output any            `json:"output,omitempty"`
+	Error  string         `json:"error,omitempty"`
+	At     time.Time      `json:"at"`
+}
+
+// RunResult is a finished (or ended) run. Steps is the full-detail trace;
+// TraceAt derives the level a caller asked for.
+type RunResult struct {
+	Outcome pilotage.Outcome
+	Steps   []pilotage.TraceStep
+	// Output is the run's result value: {"vars": …} when variables were
+	// set, "stop" with the reason when a stop step ended the run,
+	// "condition" with the id of the condition that was false. nil when
+	// there is nothing to report.
+	Output         any
+	Vars           map[string]any
+	Calls          []CallRecord
+	Started, Ended time.Time
+}
+
+// halt ends an activation: a step failed, a bound was hit, the run was
+// cancelled or a stop step ran. nil means "carry on".
+type halt struct {
+	status string // a run status
+	msg    string
+}
+
+func (h *halt) ok() bool {
+	s, _ := LookupStatus(RunStatuses, h.status)
+	return s.OK
+}
+
+// interp is one run in progress.
+type interp struct {
+	ctx      context.Context
+	w        World
+	lim      Limits
+	start    time.Time
+	deadline time.Time
+	steps    []pilotage.TraceStep
+	calls    []CallRecord
+	current  string // qualified id of the step being executed (panic reports)
+}
+
+// frame is one activation of a program body: the run itself, or an
+// expanded promoted automation (prefix "call#1/").
+type frame struct {
+	c      *Compiled
+	env    *Env
+	prefix string
+	depth  int
+}
+
+// Run executes a compiled program against w: the trigger entry, the
+// conditions in order, then the body. It never panics and never returns
+// nil; the outcome is authoritative and Steps is the trace so far.
+func Run(ctx context.Context, c *Compiled, w World, in RunInput) (res *RunResult) {
+	lim := limitsOrDefault(in.Limits)
+	start := w.Now()
+	r := &interp{ctx: ctx, w: w, lim: lim, start: start, deadline: start.Add(lim.MaxWall)}
+	res = &RunResult{Started: start}
+	var top *frame
+	defer func() {
+		if p := recover(); p != nil {
+			h := &halt{StatusFailed, fmt.Sprintf("internal error at step %q: %v", r.current, p)}
+			r.failOpen(h)
+			r.finishResult(res, top, h)
+		}
+	}()
+	top, h := r.run(c, in)
+	r.finishResult(res, top, h)
+	return res
+}
+
+func (r *interp) finishResult(res *RunResult, top *frame, h *halt) {
+	res.Steps = r.steps
+	res.Calls = r.calls
+	res.Ended = r.safeNow()
+	out := map[string]any{}
+	switch {
+	case h == nil:
+		res.Outcome = pilotage.Outcome{OK: true, Status: StatusSuccess}
+	default:
+		res.Outcome = pilotage.Outcome{OK: h.ok(), Status: h.status}
+		if !h.ok() {
+			res.Outcome.Error = h.msg
+		}
+		switch h.status {
+		case StatusConditionsNotMet:
+			out["condition"] = h.msg
+		case StatusStopped:
+			out["stop"] = h.msg
+		}
+	}
+	if top != nil && len(top.env.Vars) > 0 {
+		res.Vars = top.env.Vars
+		out["vars"] = jsonSafe(top.env.Vars)
+	}
+	if len(out) > 0 {
+		res.Output = out
+	}
+}
+
+func (r *interp) safeNow() (t time.Time) {
+	defer func() {
+		if recover() != nil {
+			t = r.start
+		}
+	}()
+	return r.w.Now()
+}
+
+// failOpen marks every entry still marked running (the one a panic or a
+// halt interrupted) with the halt's status.
+func (r *interp) failOpen(h *halt) {
+	for i := range r.steps {
+		if r.steps[i].Outcome.Status == "" {
+			r.setOutcome(i, stepStatusFor(h.status), h.msg)
+		}
+	}
+}
+
+func (r *interp) run(c *Compiled, in RunInput) (*frame, *halt) {
+	if c == nil || c.Program == nil {
+		return nil, &halt{StatusFailed, "no program to run"}
+	}
+	p := c.Program
+	env := &Env{
+		Params: withParamDefaults(p.Params, in.Params),
+		Vars:   map[string]any{},
+		Steps:  map[string]any{},
+		World:  r.w,
+		Budget: r.lim.MemoryBudget,
+	}
+	f := &frame{c: c, env: env}
+	if h := r.triggers(f, in.Trigger); h != nil {
+		return f, h
+	}
+	for _, cond := range p.Conditions {
+		if h := r.condition(f, cond, in.SkipConditions); h != nil {
+			return f, h
+		}
+	}
+	return f, r.seq(f, p.Steps, "")
+}
+
+func limitsOrDefault(l Limits) Limits {
+	d := DefaultLimits
+	if l.MaxSteps <= 0 {
+		l.MaxSteps = d.MaxSteps
+	}
+	if l.MaxIterations <= 0 {
+		l.MaxIterations = d.MaxIterations
+	}
+	if l.MaxWall <= 0 {
+		l.MaxWall = d.MaxWall
+	}
+	if l.MaxCallDepth <= 0 {
+		l.MaxCallDepth = d.MaxCallDepth
+	}
+	if l.MemoryBudget == 0 {
+		l.MemoryBudget = d.MemoryBudget
+	}
+	return l
+}
+
+// triggers records the trigger branch ("triggers" took <id>) and the
+// trigger's own entry, and binds trigger.* for expressions.
+func (r *interp) triggers(f *frame, fire TriggerFire) *halt {
+	p := f.c.Program
+	if len(p.Triggers) == 0 && fire.ID == "" {
+		f.env.Trigger = map[string]any{"id": "", "value": fire.Value, "from": fire.From, "time": r.fireTime(fire)}
+		return nil
+	}
+	var t *Trigger
+	for _, x := range p.Triggers {
+		if x.ID == fire.ID {
+			t = x
+		}
+	}
+	if t == nil {
+		return &halt{StatusFailed, fmt.Sprintf("unknown trigger %q", fire.ID)}
+	}
+	f.env.Trigger = map[string]any{
+		"id": t.ID, "kind": string(t.Kind), "entity": t.Entity,
+		"value": fire.Value, "from": fire.From, "to": fire.Value, "time": r.fireTime(fire),
+	}
+	i, h := r.begin(TriggersStepID)
+	if h != nil {
+		return h
+	}
+	because := fire.Because
+	if because == "" {
+		because = triggerReason(t, fire)
+	}
+	r.steps[i].Decisions = []pilotage.Decision{{At: TriggersStepID, Took: t.ID, Because: because}}
+	r.setOutcome(i, StepSuccess, "")
+	j, h := r.begin(t.ID)
+	if h != nil {
+		return h
+	}
+	r.steps[j].Output = jsonSafe(fire.Value)
+	r.setOutcome(j, StepSuccess, "")
+	return nil
+}
+
+// TriggersStepID is the id of the trigger branch in plans and traces: its
+// arms are the trigger ids, and a run's decision names the one that fired.
+const TriggersStepID = "triggers"
+
+func (r *interp) fireTime(fire TriggerFire) time.Time {
+	if fire.Time.IsZero() {
+		return r.start
+	}
+	return fire.Time
+}
+
+func triggerReason(t *Trigger, fire TriggerFire) string {
+	switch t.Kind {
+	case TriggerState, TriggerNumeric:
+		return fmt.Sprintf("%s changed to %s", t.Entity, formatReason(fire.Value))
+	case TriggerEvent:
+		return fmt.Sprintf("%s fired %s", t.Entity, formatReason(fire.Value))
+	case TriggerCron:
+		return fmt.Sprintf("cron %q matched", t.Cron)
+	case TriggerTime:
+		return fmt.Sprintf("time %s reached", t.At)
+	case TriggerSun:
+		if t.Offset != 0 {
+			return fmt.Sprintf("%s %+v reached", t.Sun, t.Offset)
+		}
+		return t.Sun + " reached"
+	}
+	return "trigger " + t.ID + " fired"
+}
+
+func (r *interp) condition(f *frame, cond *Condition, skip bool) *halt {
+	i, h := r.begin(cond.ID)
+	if h != nil {
+		return h
+	}
+	if skip {
+		r.setOutcome(i, StepSkipped, "")
+		return nil
+	}
+	b, err := cond.Expr.EvalBool(f.env)
+	if err != nil {
+		return r.fail(i, exprHalt(cond.ID, err))
+	}
+	r.steps[i].Output = b
+	f.env.Steps[cond.ID] = map[string]any{"output": b}
+	if !b {
+		r.setOutcome(i, StepNotMet, "")
+		return &halt{StatusConditionsNotMet, cond.ID}
+	}
+	r.setOutcome(i, StepSuccess, "")
+	return nil
+}
+
+// begin appends the entry for qid, after checking cancellation and the
+// run's bounds. The entry's outcome stays empty until setOutcome.
+func (r *interp) begin(qid string) (int, *halt) {
+	r.current = qid
+	if err := r.ctx.Err(); err != nil {
+		return -1, &halt{StatusCancelled, fmt.Sprintf("cancelled before step %q", qid)}
+	}
+	now := r.w.Now()
+	if now.After(r.deadline) {
+		return -1, r.wallHalt(qid)
+	}
+	if len(r.steps) >= r.lim.MaxSteps {
+		return -1, &halt{StatusLimitExceeded, fmt.Sprintf("step limit of %d trace entries reached before step %q", r.lim.MaxSteps, qid)}
+	}
+	ms := float64(now.Sub(r.start)) / float64(time.Millisecond)
+	r.steps = append(r.steps, pilotage.TraceStep{ID: qid, TMs: &ms})
+	return len(r.steps) - 1, nil
+}
+
+func (r *interp) wallHalt(qid string) *halt {
+	return &halt{StatusTimeout, fmt.Sprintf("run exceeded its wall-time bound of %s at step %q", r.lim.MaxWall, qid)}
+}
+
+func (r *interp) setOutcome(i int, status, msg string) {
+	s, _ := LookupStatus(StepStatuses, status)
+	r.steps[i].Outcome = pilotage.Outcome{OK: s.OK, Status: status, Error: msg}
+}
+
+// fail marks entry i with h's status and returns h.
+func (r *interp) fail(i int, h *halt) *halt {
+	msg := ""
+	if !h.ok() {
+		msg = h.msg
+	}
+	r.setOutcome(i, stepStatusFor(h.status), msg)
+	return h
+}
+
+// stepStatusFor maps a run status to the step status that reports it.
+func stepStatusFor(runStatus string) string {
+	switch runStatus {
+	case StatusStopped:
+		return StepStopped
+	case StatusConditionsNotMet:
+		return StepNotMet
+	case StatusSuccess:
+		return StepSuccess
+	}
+	if _, ok := LookupStatus(StepStatuses, runStatus); ok {
+		return runStatus
+	}
+	return StepFailed
+}
+
+// seq runs a list of steps; sfx is the loop qualification ("#2#1").
+func (r *interp) seq(f *frame, list []*Step, sfx string) *halt {
+	for _, s := range list {
+		if h := r.step(f, s, sfx); h != nil {
+			return h
+		}
+	}
+	return nil
+}
+
+func (r *interp) step(f *frame, s *Step, sfx string) *halt {
+	qid := f.prefix + s.ID + sfx
+	i, h := r.begin(qid)
+	if h != nil {
+		return h
+	}
+	switch s.Kind {
+	case StepCall:
+		return r.call(f, s, qid, i)
+	case StepDelay:
+		return r.delay(f, s, qid, i)
+	case StepWait:
+		return r.wait(f, s, qid, i)
+	case StepIf, StepChoose:
+		return r.branch(f, s, qid, sfx, i)
+	case StepRepeat:
+		return r.repeat(f, s, qid, sfx, i)
+	case StepSet:
+		return r.set(f, s, qid, i)
+	case StepStop:
+		return r.stop(f, s, qid, i)
+	}
+	return r.fail(i, &halt{StatusFailed, fmt.Sprintf("step %q: unknown step kind %q", qid, s.Kind)})
+}

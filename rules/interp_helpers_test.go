@@ -1,0 +1,203 @@
+package rules
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+// Builders for hand-made programs (the interpreter's tests do not depend on
+// the decoder). Names start with "it" to stay out of other test files' way.
+
+var itStart = time.Date(2026, 1, 15, 22, 0, 0, 0, time.UTC)
+
+func itExpr(src string) *Expr {
+	x, err := CompileExpr(src, 0)
+	if err != nil {
+		panic("itExpr " + src + ": " + err.Error())
+	}
+	return x
+}
+
+func itConst(v any) *Template { return &Template{IsConst: true, Const: v} }
+func itTpl(src string) *Template {
+	return &Template{Whole: itExpr(src)}
+}
+
+func itArgs(kv ...any) map[string]*Template {
+	m := map[string]*Template{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		switch v := kv[i+1].(type) {
+		case *Template:
+			m[kv[i].(string)] = v
+		default:
+			m[kv[i].(string)] = itConst(v)
+		}
+	}
+	return m
+}
+
+func itCall(id, target string, kv ...any) *Step {
+	return &Step{ID: id, Kind: StepCall, Call: target, Args: itArgs(kv...)}
+}
+func itDelay(id, d string) *Step { return &Step{ID: id, Kind: StepDelay, Delay: itConst(d)} }
+func itWait(id, state string, to any, timeout time.Duration, cont bool) *Step {
+	return &Step{ID: id, Kind: StepWait, Wait: &WaitSpec{State: state, To: Value{Set: true, V: to}}, Timeout: timeout, ContinueOnTimeout: cont}
+}
+func itIf(id, cond string, then, els []*Step) *Step {
+	return &Step{ID: id, Kind: StepIf, If: itExpr(cond), Then: then, Else: els}
+}
+func itArm(label, when string, do ...*Step) *Arm {
+	return &Arm{Label: label, When: itExpr(when), Do: do}
+}
+func itChoose(id string, def []*Step, arms ...*Arm) *Step {
+	return &Step{ID: id, Kind: StepChoose, Choose: arms, Default: def}
+}
+func itCount(id string, n any, do ...*Step) *Step {
+	t, ok := n.(*Template)
+	if !ok {
+		t = itConst(n)
+	}
+	return &Step{ID: id, Kind: StepRepeat, Repeat: &RepeatSpec{Count: t}, Do: do}
+}
+func itWhile(id, cond string, max int, do ...*Step) *Step {
+	return &Step{ID: id, Kind: StepRepeat, Repeat: &RepeatSpec{While: itExpr(cond), Max: max}, Do: do}
+}
+func itUntil(id, cond string, max int, do ...*Step) *Step {
+	return &Step{ID: id, Kind: StepRepeat, Repeat: &RepeatSpec{Until: itExpr(cond), Max: max}, Do: do}
+}
+func itForEach(id string, list *Template, do ...*Step) *Step {
+	return &Step{ID: id, Kind: StepRepeat, Repeat: &RepeatSpec{ForEach: list}, Do: do}
+}
+func itSet(id string, kv ...any) *Step { return &Step{ID: id, Kind: StepSet, Set: itArgs(kv...)} }
+func itStop(id, reason string, isErr bool) *Step {
+	return &Step{ID: id, Kind: StepStop, Stop: reason, Error: isErr}
+}
+
+func itState(id, entity string, to any) *Trigger {
+	return &Trigger{ID: id, Kind: TriggerState, Entity: entity, To: Value{Set: true, V: to}}
+}
+func itCond(id, src string) *Condition { return &Condition{ID: id, Expr: itExpr(src)} }
+
+// itCompile wraps a program with the plan itPlan derives.
+func itCompile(p *Program) *Compiled {
+	return &Compiled{Program: p, Plan: itPlan(p), Entries: map[string]*pilotage.Entry{}}
+}
+
+func itProgram(triggers []*Trigger, conds []*Condition, steps ...*Step) *Compiled {
+	return itCompile(&Program{Name: "t", Triggers: triggers, Conditions: conds, Steps: steps})
+}
+
+// itPlan derives a plan the way the validator does (a hand-written stand-in
+// used where Validate is not involved): the "triggers" branch with one arm
+// per trigger, the conditions, then the body.
+func itPlan(p *Program) *pilotage.Plan {
+	pl := &pilotage.Plan{MaxRisk: pilotage.RiskRead, MaxRiskHints: pilotage.RiskHints{ReadOnly: true}}
+	add := func(ps pilotage.PlanStep) {
+		ps.Risk = pilotage.RiskRead
+		ps.RiskHints = pilotage.HintsOf(pilotage.RiskRead)
+		pl.Steps = append(pl.Steps, ps)
+	}
+	if len(p.Triggers) > 0 {
+		add(pilotage.PlanStep{ID: TriggersStepID, Kind: "trigger"})
+		for _, t := range p.Triggers {
+			add(pilotage.PlanStep{ID: t.ID, Kind: "trigger", Arm: &pilotage.Arm{Branch: TriggersStepID, Label: t.ID}})
+		}
+	}
+	for _, c := range p.Conditions {
+		add(pilotage.PlanStep{ID: c.ID, Kind: "condition"})
+	}
+	var walk func(steps []*Step, arm *pilotage.Arm, loop string)
+	walk = func(steps []*Step, arm *pilotage.Arm, loop string) {
+		for _, s := range steps {
+			ps := pilotage.PlanStep{ID: s.ID, Kind: string(s.Kind), Arm: arm, Loop: loop}
+			if s.Kind == StepCall {
+				ps.Calls = []string{s.Call}
+			}
+			add(ps)
+			walk(s.Then, &pilotage.Arm{Branch: s.ID, Label: LabelThen}, loop)
+			walk(s.Else, &pilotage.Arm{Branch: s.ID, Label: LabelElse}, loop)
+			for _, a := range s.Choose {
+				walk(a.Do, &pilotage.Arm{Branch: s.ID, Label: a.Label}, loop)
+			}
+			walk(s.Default, &pilotage.Arm{Branch: s.ID, Label: LabelDefault}, loop)
+			if s.Kind == StepRepeat {
+				walk(s.Do, nil, s.ID)
+			}
+		}
+	}
+	walk(p.Steps, nil, "")
+	return pl
+}
+
+// itSim is a SimWorld over a fixed base state.
+func itSim(base map[string]any, sc Scenario) *SimWorld {
+	return NewSimWorld(func(id string) (any, bool) { v, ok := base[id]; return v, ok }, itStart, sc, nil)
+}
+
+// itRun runs c and checks the invariants every trace must keep.
+func itRun(t testing.TB, c *Compiled, w World, in RunInput) *RunResult {
+	t.Helper()
+	res := Run(context.Background(), c, w, in)
+	itCheckResult(t, c.Plan, res)
+	return res
+}
+
+func itCheckResult(t testing.TB, plan *pilotage.Plan, res *RunResult) {
+	t.Helper()
+	if res == nil {
+		t.Fatal("Run returned nil")
+	}
+	if _, ok := LookupStatus(RunStatuses, res.Outcome.Status); !ok {
+		t.Errorf("run status %q not in RunStatuses", res.Outcome.Status)
+	}
+	if info, _ := LookupStatus(RunStatuses, res.Outcome.Status); info.OK != res.Outcome.OK {
+		t.Errorf("run outcome %+v: ok disagrees with the table", res.Outcome)
+	}
+	last := -1.0
+	for _, s := range res.Steps {
+		info, ok := LookupStatus(StepStatuses, s.Outcome.Status)
+		if !ok || info.OK != s.Outcome.OK {
+			t.Errorf("step %q outcome %+v not a closed step status", s.ID, s.Outcome)
+		}
+		if s.TMs == nil || *s.TMs < last {
+			t.Errorf("step %q: t_ms missing or decreasing", s.ID)
+		} else {
+			last = *s.TMs
+		}
+	}
+	if err := CheckCorrespondence(plan, res.Steps, res.Outcome); err != nil {
+		t.Errorf("correspondence: %v\ntrace: %s", err, itIDs(res.Steps))
+	}
+	for _, lvl := range []string{pilotage.LevelFull, pilotage.LevelSummary} {
+		if _, err := json.Marshal(TraceAt(res.Steps, lvl)); err != nil {
+			t.Errorf("trace at %s does not encode: %v", lvl, err)
+		}
+	}
+}
+
+func itIDs(steps []pilotage.TraceStep) []string {
+	ids := make([]string, len(steps))
+	for i, s := range steps {
+		ids[i] = s.ID
+	}
+	return ids
+}
+
+func itStep(t testing.TB, res *RunResult, id string) pilotage.TraceStep {
+	t.Helper()
+	for _, s := range res.Steps {
+		if s.ID == id {
+			return s
+		}
+	}
+	t.Fatalf("no trace entry %q in %v", id, itIDs(res.Steps))
+	return pilotage.TraceStep{}
+}
+
+func itFire(id string, v any) RunInput {
+	return RunInput{Trigger: TriggerFire{ID: id, Value: v}}
+}

@@ -1,0 +1,399 @@
+package rules
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"time"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+func (r *interp) evalArgs(f *frame, qid string, args map[string]*Template) (map[string]any, *halt) {
+	out := make(map[string]any, len(args))
+	for _, k := range sortedKeys(args) {
+		v, err := args[k].Eval(f.env)
+		if err != nil {
+			return nil, exprHalt(qid, err)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func (r *interp) call(f *frame, s *Step, qid string, i int) *halt {
+	r.steps[i].Calls = []string{s.Call}
+	args, h := r.evalArgs(f, qid, s.Args)
+	if h != nil {
+		return r.fail(i, h)
+	}
+	r.steps[i].Input = jsonSafe(args)
+	if sub, isAuto := r.automation(f, s.Call); isAuto {
+		return r.callAutomation(f, s, qid, i, args, sub)
+	}
+	out, err := r.w.Call(r.ctx, s.Call, args)
+	rec := CallRecord{Step: qid, ID: s.Call, Args: args, Output: out, At: r.w.Now()}
+	if err != nil {
+		rec.Error = err.Error()
+		r.calls = append(r.calls, rec)
+		return r.fail(i, r.callHalt(qid, s.Call, err))
+	}
+	r.calls = append(r.calls, rec)
+	r.steps[i].Output = jsonSafe(out)
+	f.env.Steps[s.ID] = map[string]any{"output": out}
+	r.setOutcome(i, StepSuccess, "")
+	return nil
+}
+
+func (r *interp) callHalt(qid, id string, err error) *halt {
+	switch {
+	case errors.Is(err, ErrNotConnected):
+		return &halt{StatusNotConnected, fmt.Sprintf("step %q: %s not sent: not connected to the MQTT broker", qid, id)}
+	case r.ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		return &halt{StatusCancelled, fmt.Sprintf("cancelled during step %q", qid)}
+	}
+	return &halt{StatusFailed, fmt.Sprintf("step %q: %s failed: %v", qid, id, err)}
+}
+
+// automation resolves a call target to a promoted body: first the bodies
+// resolved at validation, then the World. isAuto is true for an entry of
+// kind automation even when no body is available (sub == nil).
+func (r *interp) automation(f *frame, id string) (sub *Compiled, isAuto bool) {
+	if c, ok := f.c.Sub[id]; ok && c != nil {
+		return c, true
+	}
+	if c, ok := r.w.Automation(id); ok && c != nil {
+		return c, true
+	}
+	if e, ok := f.c.Entries[id]; ok && e != nil && e.Kind == pilotage.KindAutomation {
+		return nil, true
+	}
+	return nil, false
+}
+
+// callAutomation runs a promoted body inline (trace_subprogram expanded):
+// its entries are prefixed "<qid>/", its params are the call's args, and
+// its triggers and conditions are not evaluated (like Home Assistant's
+// automation.trigger). A stop without error ends only the sub-program.
+func (r *interp) callAutomation(f *frame, s *Step, qid string, i int, args map[string]any, sub *Compiled) *halt {
+	if sub == nil || sub.Program == nil {
+		return r.fail(i, &halt{StatusFailed, fmt.Sprintf("step %q: automation %q is not available", qid, s.Call)})
+	}
+	if f.depth+1 > r.lim.MaxCallDepth {
+		return r.fail(i, &halt{StatusLimitExceeded, fmt.Sprintf("step %q: call depth limit of %d exceeded", qid, r.lim.MaxCallDepth)})
+	}
+	env := &Env{
+		Trigger: f.env.Trigger,
+		Params:  withParamDefaults(sub.Program.Params, args),
+		Vars:    map[string]any{},
+		Steps:   map[string]any{},
+		World:   r.w,
+		Budget:  r.lim.MemoryBudget,
+	}
+	sf := &frame{c: sub, env: env, prefix: qid + "/", depth: f.depth + 1}
+	h := r.seq(sf, sub.Program.Steps, "")
+	r.current = qid
+	out := map[string]any{}
+	if len(env.Vars) > 0 {
+		out["vars"] = env.Vars
+	}
+	status := StatusSuccess
+	if h != nil {
+		status = h.status
+		if h.status == StatusStopped {
+			out["stop"] = h.msg
+		}
+	}
+	out["status"] = status
+	r.steps[i].Output = jsonSafe(out)
+	f.env.Steps[s.ID] = map[string]any{"output": out}
+	if h != nil && !h.ok() {
+		return r.fail(i, h)
+	}
+	r.setOutcome(i, StepSuccess, "")
+	return nil
+}
+
+func (r *interp) delay(f *frame, s *Step, qid string, i int) *halt {
+	v, err := s.Delay.Eval(f.env)
+	if err != nil {
+		return r.fail(i, exprHalt(qid, err))
+	}
+	d, err := durationValue(v)
+	if err != nil {
+		return r.fail(i, &halt{StatusFailed, fmt.Sprintf("step %q: delay: %v", qid, err)})
+	}
+	r.steps[i].Input = map[string]any{"duration": d.String()}
+	capped := false
+	if rem := r.deadline.Sub(r.w.Now()); d > rem {
+		d, capped = max(rem, 0), true
+	}
+	if err := r.w.Sleep(r.ctx, d); err != nil {
+		return r.fail(i, &halt{StatusCancelled, fmt.Sprintf("cancelled during step %q", qid)})
+	}
+	if capped {
+		return r.fail(i, r.wallHalt(qid))
+	}
+	r.setOutcome(i, StepSuccess, "")
+	return nil
+}
+
+// durationValue reads a delay or hold duration: text ("90s", "PT2M") or a
+// number of seconds.
+func durationValue(v any) (time.Duration, error) {
+	var d time.Duration
+	switch x := v.(type) {
+	case string:
+		var err error
+		if d, err = ParseDuration(x); err != nil {
+			return 0, err
+		}
+	case time.Duration:
+		d = x
+	default:
+		f, ok := interpNumber(v)
+		if !ok {
+			return 0, fmt.Errorf("got %s, want a duration such as \"90s\" or a number of seconds", interpTypeName(v))
+		}
+		d = time.Duration(f * float64(time.Second))
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("negative duration %s", d)
+	}
+	return d, nil
+}
+
+func (r *interp) wait(f *frame, s *Step, qid string, i int) *halt {
+	req, in, h := r.waitRequest(f, s, qid)
+	if h != nil {
+		return r.fail(i, h)
+	}
+	r.steps[i].Input = in
+	capped := false
+	if rem := r.deadline.Sub(r.w.Now()); req.Timeout == 0 || req.Timeout > rem {
+		req.Timeout, capped = max(rem, time.Nanosecond), true
+	}
+	began := r.w.Now()
+	met, err := r.w.Wait(r.ctx, req)
+	if err != nil {
+		if r.ctx.Err() != nil {
+			return r.fail(i, &halt{StatusCancelled, fmt.Sprintf("cancelled during step %q", qid)})
+		}
+		return r.fail(i, &halt{StatusFailed, fmt.Sprintf("step %q: wait failed: %v", qid, err)})
+	}
+	waited := float64(r.w.Now().Sub(began)) / float64(time.Millisecond)
+	out := map[string]any{"met": met, "waited_ms": waited}
+	r.steps[i].Output = out
+	f.env.Steps[s.ID] = map[string]any{"output": out}
+	switch {
+	case met:
+		r.setOutcome(i, StepSuccess, "")
+	case capped:
+		return r.fail(i, r.wallHalt(qid))
+	case s.ContinueOnTimeout:
+		r.setOutcome(i, StepTimeout, fmt.Sprintf("timed out after %s; continuing", s.Timeout))
+	default:
+		return r.fail(i, &halt{StatusTimeout, fmt.Sprintf("step %q: wait timed out after %s", qid, s.Timeout)})
+	}
+	return nil
+}
+
+// waitRequest builds the World's view of a wait step and the trace input
+// describing it. An expression that fails on its first check fails the
+// step; later failures count as "not yet".
+func (r *interp) waitRequest(f *frame, s *Step, qid string) (*WaitRequest, map[string]any, *halt) {
+	ws := s.Wait
+	if ws == nil {
+		return nil, nil, &halt{StatusFailed, fmt.Sprintf("step %q: wait has nothing to wait for", qid)}
+	}
+	req := &WaitRequest{StepID: qid, Timeout: s.Timeout}
+	in := map[string]any{}
+	if s.Timeout > 0 {
+		in["timeout"] = s.Timeout.String()
+	}
+	if ws.For != nil {
+		v, err := ws.For.Eval(f.env)
+		if err != nil {
+			return nil, nil, exprHalt(qid, err)
+		}
+		if req.For, err = durationValue(v); err != nil {
+			return nil, nil, &halt{StatusFailed, fmt.Sprintf("step %q: wait for: %v", qid, err)}
+		}
+		in["for"] = req.For.String()
+	}
+	switch {
+	case ws.Event != "":
+		req.Event, req.EventValue = ws.Event, ws.To
+		in["event"] = ws.Event
+		if ws.To.Set {
+			in["value"] = jsonSafe(ws.To.V)
+		}
+		return req, in, nil
+	case ws.State != "":
+		in["state"] = ws.State
+		addValueFilters(in, ws)
+		req.Entities = []string{ws.State}
+		req.Check = r.stateCheck(ws)
+	case ws.Expr != nil:
+		in["expr"] = ws.Expr.Src
+		for _, ref := range ws.Expr.Refs {
+			req.Entities = interpAppendUnique(req.Entities, ref.ID)
+		}
+		x, env := ws.Expr, f.env
+		if _, err := x.EvalBool(env); err != nil {
+			return nil, nil, exprHalt(qid, err)
+		}
+		req.Check = func() (ok bool) {
+			defer func() {
+				if recover() != nil {
+					ok = false
+				}
+			}()
+			b, err := x.EvalBool(env)
+			return err == nil && b
+		}
+	default:
+		return nil, nil, &halt{StatusFailed, fmt.Sprintf("step %q: wait has nothing to wait for", qid)}
+	}
+	return req, in, nil
+}
+
+func addValueFilters(in map[string]any, ws *WaitSpec) {
+	if ws.To.Set {
+		in["to"] = jsonSafe(ws.To.V)
+	}
+	if ws.From.Set {
+		in["from"] = jsonSafe(ws.From.V)
+	}
+	if ws.Above != nil {
+		in["above"] = *ws.Above
+	}
+	if ws.Below != nil {
+		in["below"] = *ws.Below
+	}
+}
+
+// stateCheck holds when the state has the wanted value: equal to `to`,
+// different from `from` (it left that value), above/below the bounds.
+func (r *interp) stateCheck(ws *WaitSpec) func() bool {
+	w := r.w
+	return func() (ok bool) {
+		defer func() {
+			if recover() != nil {
+				ok = false
+			}
+		}()
+		v, _ := w.State(ws.State)
+		if ws.To.Set && !interpEqual(v, ws.To.V) {
+			return false
+		}
+		if ws.From.Set && interpEqual(v, ws.From.V) {
+			return false
+		}
+		if ws.Above != nil || ws.Below != nil {
+			x, isNum := interpNumber(v)
+			if !isNum || (ws.Above != nil && x <= *ws.Above) || (ws.Below != nil && x >= *ws.Below) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// branch runs an if or choose step: one decision, then the selected arm.
+func (r *interp) branch(f *frame, s *Step, qid, sfx string, i int) *halt {
+	var (
+		took, because string
+		arm           []*Step
+	)
+	if s.Kind == StepIf {
+		b, err := s.If.EvalBool(f.env)
+		if err != nil {
+			return r.fail(i, exprHalt(qid, err))
+		}
+		took, arm = LabelElse, s.Else
+		if b {
+			took, arm = LabelThen, s.Then
+		}
+		because = fmt.Sprintf("%s = %t", s.If.Src, b)
+	} else {
+		took, arm, because = LabelDefault, s.Default, fmt.Sprintf("no arm matched (%d checked)", len(s.Choose))
+		for _, a := range s.Choose {
+			b, err := a.When.EvalBool(f.env)
+			if err != nil {
+				return r.fail(i, exprHalt(qid, err))
+			}
+			if b {
+				took, arm, because = a.Label, a.Do, a.When.Src+" = true"
+				break
+			}
+		}
+	}
+	r.steps[i].Decisions = []pilotage.Decision{{At: qid, Took: took, Because: because}}
+	if h := r.seq(f, arm, sfx); h != nil {
+		return r.fail(i, h)
+	}
+	r.setOutcome(i, StepSuccess, "")
+	return nil
+}
+
+func (r *interp) set(f *frame, s *Step, qid string, i int) *halt {
+	vals, h := r.evalArgs(f, qid, s.Set)
+	if h != nil {
+		return r.fail(i, h)
+	}
+	for k, v := range vals {
+		f.env.Vars[k] = v
+	}
+	r.steps[i].Output = jsonSafe(vals)
+	f.env.Steps[s.ID] = map[string]any{"output": vals}
+	r.setOutcome(i, StepSuccess, "")
+	return nil
+}
+
+func (r *interp) stop(f *frame, s *Step, qid string, i int) *halt {
+	if s.Stop != "" {
+		r.steps[i].Output = map[string]any{"reason": s.Stop}
+	}
+	if s.Error {
+		msg := s.Stop
+		if msg == "" {
+			msg = fmt.Sprintf("stopped with error at step %q", qid)
+		}
+		return r.fail(i, &halt{StatusFailed, msg})
+	}
+	r.setOutcome(i, StepStopped, "")
+	return &halt{StatusStopped, s.Stop}
+}
+
+func interpNumber(v any) (float64, bool) {
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return float64(rv.Int()), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return float64(rv.Uint()), true
+	case reflect.Float32, reflect.Float64:
+		return rv.Float(), true
+	}
+	return 0, false
+}
+
+// interpEqual compares JSON-ish values: numbers by value, the rest deeply.
+func interpEqual(a, b any) bool {
+	if x, ok := interpNumber(a); ok {
+		y, ok := interpNumber(b)
+		return ok && x == y
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+func interpAppendUnique(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}
