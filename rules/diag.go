@@ -1,0 +1,263 @@
+package rules
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+// CodeInfo is one row of the closed diagnostic-code table.
+type CodeInfo struct {
+	Code     string
+	Severity pilotage.Severity
+	Meaning  string
+}
+
+// Diagnostic codes of automation/1. Codes is the one closed table: the
+// validator emits only these, and the closed-sets guide is generated from it.
+const (
+	CodeConstraint       = "constraint"
+	CodeInputBinding     = "input_binding"
+	CodeContextBinding   = "context_binding"
+	CodeSyntax           = "syntax"
+	CodeTypeMismatch     = "type_mismatch"
+	CodeUnknownField     = "unknown_field"
+	CodeMissingField     = "missing_field"
+	CodeDuplicateKey     = "duplicate_key"
+	CodeConflictFields   = "conflicting_fields"
+	CodeInvalidID        = "invalid_id"
+	CodeReservedChar     = "reserved_character"
+	CodeReservedID       = "reserved_id"
+	CodeDuplicateID      = "duplicate_id"
+	CodeDuplicateLabel   = "duplicate_label"
+	CodeUnknownName      = "unknown_name"
+	CodeWrongKind        = "wrong_kind"
+	CodeNotCallable      = "not_callable"
+	CodeBadArguments     = "bad_arguments"
+	CodeBadExpression    = "bad_expression"
+	CodeNonConstantRef   = "non_constant_reference"
+	CodeBadCron          = "bad_cron"
+	CodeBadDuration      = "bad_duration"
+	CodeBadTime          = "bad_time"
+	CodeMissingLocation  = "missing_location"
+	CodeUnreachableValue = "unreachable_value"
+	CodeBadMode          = "bad_mode"
+	CodeBadParams        = "bad_params"
+	CodeUnboundedLoop    = "unbounded_loop"
+	CodeScope            = "scope"
+	CodeUnknownStep      = "unknown_step"
+)
+
+// Codes is the closed set of diagnostic codes, each with its fixed severity.
+var Codes = []CodeInfo{
+	{CodeConstraint, pilotage.SeverityError, "reserved: a rule of the Language was broken that no more specific code names (a value out of range or outside its allowed set)"},
+	{CodeInputBinding, pilotage.SeverityError, "reserved: execute input does not fit the program (params against the params schema, or the test-run scenario); path points into input"},
+	{CodeContextBinding, pilotage.SeverityError, "reserved: context was supplied, but automation/1 declares no context_schema; path is \"\""},
+	{CodeSyntax, pilotage.SeverityError, "the program is not well-formed JSON; the message and range give line and column in the document"},
+	{CodeTypeMismatch, pilotage.SeverityError, "a value has the wrong JSON type (e.g. a number where a string is required)"},
+	{CodeUnknownField, pilotage.SeverityError, "an object has a member the Language does not define here; the hint names the closest field"},
+	{CodeMissingField, pilotage.SeverityError, "a required member is absent (or a required array is empty)"},
+	{CodeDuplicateKey, pilotage.SeverityError, "an object has the same member name twice"},
+	{CodeConflictFields, pilotage.SeverityError, "members that exclude each other are both present (e.g. a step with both call and delay)"},
+	{CodeInvalidID, pilotage.SeverityError, "an id, name or variable name is empty, too long or not of the allowed form"},
+	{CodeReservedChar, pilotage.SeverityError, "an id contains '#' or '/', which are reserved for trace identity (spec §3.4)"},
+	{CodeReservedID, pilotage.SeverityError, "an id is reserved: 'triggers' names the trigger branch of every plan and trace"},
+	{CodeDuplicateID, pilotage.SeverityError, "two triggers, conditions or steps share an id; ids are unique across the whole program"},
+	{CodeDuplicateLabel, pilotage.SeverityError, "two arms of one choose step share a label"},
+	{CodeUnknownName, pilotage.SeverityError, "a catalog id is not in the catalog (visible to you); the hint lists close matches"},
+	{CodeWrongKind, pilotage.SeverityError, "a catalog id names an entry of the wrong kind (e.g. a state trigger on an action)"},
+	{CodeNotCallable, pilotage.SeverityError, "call names an entry that is not callable (only action and automation entries are)"},
+	{CodeBadArguments, pilotage.SeverityError, "call args do not satisfy the entry's input_schema; path points at the argument"},
+	{CodeBadExpression, pilotage.SeverityError, "an expression does not compile in the closed environment; range points inside the string"},
+	{CodeNonConstantRef, pilotage.SeverityError, "state(...) was given something other than a string constant, so the reference is not known statically"},
+	{CodeBadCron, pilotage.SeverityError, "a cron spec does not parse (5 fields, or 6 with seconds first, or a descriptor like @hourly)"},
+	{CodeBadDuration, pilotage.SeverityError, "a duration does not parse (\"500ms\", \"90s\", \"2m\", \"1h30m\", \"PT2M\"), is negative, or is templated where a constant is required"},
+	{CodeBadTime, pilotage.SeverityError, "a time of day is not HH:MM or HH:MM:SS (24-hour clock)"},
+	{CodeMissingLocation, pilotage.SeverityError, "a sun trigger needs the server's location (latitude/longitude), which is not configured"},
+	{CodeUnreachableValue, pilotage.SeverityWarning, "a to/from/value filter is a value the entry's output_schema never produces, so it can never match"},
+	{CodeBadMode, pilotage.SeverityError, "mode is not single, restart, queued or parallel, or max is used wrongly"},
+	{CodeBadParams, pilotage.SeverityError, "params is not a valid JSON Schema of an object"},
+	{CodeUnboundedLoop, pilotage.SeverityError, "a while/until loop has no max, or a loop bound exceeds the engine's iteration limit"},
+	{CodeScope, pilotage.SeverityError, "a vars.* value or steps.<id>.output is named where it is not addressable (see the scope rules)"},
+	{CodeUnknownStep, pilotage.SeverityError, "steps.<id> names no step, or a step that has not run yet at this point"},
+}
+
+// CodeSeverity returns the fixed severity of a code (error when unknown).
+func CodeSeverity(code string) pilotage.Severity {
+	for _, c := range Codes {
+		if c.Code == code {
+			return c.Severity
+		}
+	}
+	return pilotage.SeverityError
+}
+
+// diags accumulates findings.
+type diags struct {
+	list []pilotage.Diagnostic
+}
+
+func (d *diags) add(code, path, hint, format string, args ...any) *pilotage.Diagnostic {
+	d.list = append(d.list, pilotage.Diagnostic{
+		Code:     code,
+		Severity: CodeSeverity(code),
+		Message:  fmt.Sprintf(format, args...),
+		Path:     path,
+		Hint:     hint,
+	})
+	return &d.list[len(d.list)-1]
+}
+
+// addRange adds a finding located inside the string value at path, between
+// rune offsets from and to of that string.
+func (d *diags) addRange(code, path, s string, from, to int, hint, format string, args ...any) {
+	g := d.add(code, path, hint, format, args...)
+	g.Range = stringRange(s, from, to)
+}
+
+// stringRange converts rune offsets inside s to a 1-based line/column range;
+// the end position is exclusive (the column just after the last rune).
+func stringRange(s string, from, to int) *pilotage.Range {
+	n := 0
+	for range s {
+		n++
+	}
+	from = min(max(from, 0), n)
+	to = min(max(to, from), n)
+	if to == from && to < n {
+		to++
+	}
+	pos := func(off int) pilotage.Position {
+		line, col, i := 1, 1, 0
+		for _, r := range s {
+			if i == off {
+				break
+			}
+			if r == '\n' {
+				line++
+				col = 1
+			} else {
+				col++
+			}
+			i++
+		}
+		return pilotage.Position{Line: line, Column: col}
+	}
+	return &pilotage.Range{Start: pos(from), End: pos(to)}
+}
+
+func hasErrors(ds []pilotage.Diagnostic) bool {
+	for _, d := range ds {
+		if d.Severity == pilotage.SeverityError {
+			return true
+		}
+	}
+	return false
+}
+
+// comparePtr orders JSON Pointers in document order for arrays (numeric
+// tokens compare as numbers); "" comes first.
+func comparePtr(a, b string) int {
+	as, bs := strings.Split(a, "/"), strings.Split(b, "/")
+	for i := 0; i < len(as) && i < len(bs); i++ {
+		if as[i] == bs[i] {
+			continue
+		}
+		ai, aerr := strconv.Atoi(as[i])
+		bi, berr := strconv.Atoi(bs[i])
+		if aerr == nil && berr == nil {
+			return ai - bi
+		}
+		return strings.Compare(as[i], bs[i])
+	}
+	return len(as) - len(bs)
+}
+
+// closeMatches returns up to max candidates within a small edit distance
+// of s, closest first.
+func closeMatches(s string, candidates []string, limit int) []string {
+	type m struct {
+		c string
+		d int
+	}
+	budget := max(2, len(s)/3)
+	var best []m
+	for _, c := range candidates {
+		if abs(len(c)-len(s)) > budget {
+			continue
+		}
+		d := editDistance(s, c, budget)
+		if d > budget {
+			continue
+		}
+		best = append(best, m{c, d})
+	}
+	// insertion sort: few matches
+	for i := 1; i < len(best); i++ {
+		for j := i; j > 0 && (best[j].d < best[j-1].d || best[j].d == best[j-1].d && best[j].c < best[j-1].c); j-- {
+			best[j], best[j-1] = best[j-1], best[j]
+		}
+	}
+	var out []string
+	for i := 0; i < len(best) && i < limit; i++ {
+		out = append(out, best[i].c)
+	}
+	return out
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// editDistance is the Levenshtein distance of a and b (bytes), giving up
+// (returning budget+1) once every path exceeds budget.
+func editDistance(a, b string, budget int) int {
+	if len(a) > 256 || len(b) > 256 {
+		if a == b {
+			return 0
+		}
+		return budget + 1
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		rowMin := cur[0]
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			rowMin = min(rowMin, cur[j])
+		}
+		if rowMin > budget {
+			return budget + 1
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+func hintFor(matches []string) string {
+	if len(matches) == 0 {
+		return ""
+	}
+	return "did you mean " + strings.Join(quoteAll(matches), " or ") + "?"
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = strconv.Quote(s)
+	}
+	return out
+}

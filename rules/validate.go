@@ -1,0 +1,282 @@
+package rules
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+// ValidateOptions are the inputs of Validate besides the program and the
+// catalog snapshot.
+type ValidateOptions struct {
+	Limits Limits
+	// Context is the validate request's context member (nil = absent).
+	// automation/1 declares no context_schema, so any supplied context is a
+	// context_binding finding.
+	Context json.RawMessage
+	// HasLocation reports whether the server knows its latitude/longitude;
+	// sun triggers need it.
+	HasLocation bool
+	// Automation resolves promoted bodies by catalog id (may be nil).
+	Automation func(id string) (*Compiled, bool)
+}
+
+// Result is the outcome of Validate.
+type Result struct {
+	Valid          bool
+	Diagnostics    []pilotage.Diagnostic // never nil
+	CatalogVersion string
+	Plan           *pilotage.Plan // iff Valid
+	Compiled       *Compiled      // iff Valid
+}
+
+// Validate decodes and checks a program against a caller-scoped catalog
+// snapshot. Invalid programs are a normal Result with Valid false; the
+// error is a *pilotage.RequestError (resource_exhausted) when a validation
+// bound is exceeded. Validate has no side effect.
+func Validate(raw []byte, cat Catalog, o ValidateOptions) (*Result, error) {
+	lim := o.Limits.withDefaults()
+	deadline := time.Now().Add(lim.ValidateWall)
+	dc := newDecoder(lim, deadline)
+	prog, err := dc.decode(raw)
+	if err != nil {
+		return nil, err
+	}
+	c := &checker{
+		cat: cat, o: o, lim: lim, deadline: deadline, strs: dc.strs, d: dc.d,
+		entries: map[string]*pilotage.Entry{}, sub: map[string]*Compiled{},
+		schemas: map[string]*jsonschema.Schema{}, allIDs: dc.ids,
+		seenVars: map[string]bool{}, seenSteps: map[string]bool{},
+	}
+	if o.Context != nil {
+		c.d.add(CodeContextBinding, "", "omit context: automation/1 takes none", "context was supplied, but automation/1 declares no context_schema")
+	}
+	if prog != nil {
+		c.program(prog)
+		if c.fatal != nil {
+			return nil, c.fatal
+		}
+	}
+	res := &Result{Diagnostics: c.d.list, CatalogVersion: cat.Version()}
+	if res.Diagnostics == nil {
+		res.Diagnostics = []pilotage.Diagnostic{}
+	}
+	sort.SliceStable(res.Diagnostics, func(i, j int) bool {
+		return comparePtr(res.Diagnostics[i].Path, res.Diagnostics[j].Path) < 0
+	})
+	res.Valid = prog != nil && !hasErrors(res.Diagnostics)
+	if !res.Valid {
+		return res, nil
+	}
+	plan := BuildPlan(prog, c.entries)
+	var canon bytes.Buffer
+	if err := json.Compact(&canon, raw); err != nil {
+		canon.Reset()
+		canon.Write(raw)
+	}
+	refs := sortedKeys(c.entries)
+	res.Plan = plan
+	res.Compiled = &Compiled{
+		Program: prog,
+		Raw:     canon.Bytes(),
+		Plan:    plan,
+		Refs:    refs,
+		Entries: c.entries,
+		Sub:     c.sub,
+	}
+	return res, nil
+}
+
+// checker holds one validation's catalog-dependent pass.
+type checker struct {
+	cat      Catalog
+	o        ValidateOptions
+	lim      Limits
+	deadline time.Time
+	fatal    error
+	d        diags
+	strs     map[string]string
+	allIDs   map[string]string // every trigger/condition/step id
+
+	entries map[string]*pilotage.Entry
+	sub     map[string]*Compiled
+	schemas map[string]*jsonschema.Schema // by entry id; nil = unusable
+	hints   int
+
+	seenVars  map[string]bool
+	seenSteps map[string]bool
+}
+
+func (c *checker) alive() bool {
+	if c.fatal != nil {
+		return false
+	}
+	if time.Now().After(c.deadline) {
+		c.fatal = exhausted("validation exceeded its wall-time bound of " + c.lim.ValidateWall.String())
+		return false
+	}
+	return true
+}
+
+func (c *checker) program(p *Program) {
+	for _, t := range p.Triggers {
+		if !c.alive() {
+			return
+		}
+		c.trigger(t)
+	}
+	root := &scope{vars: map[string]bool{}, steps: map[string]bool{}}
+	for _, cd := range p.Conditions {
+		c.expr(cd.Expr, root)
+	}
+	c.steps(p.Steps, root)
+}
+
+// lookup resolves a catalog id referenced at path, reporting unknown names
+// (with close matches from the visible catalog only) and wrong kinds.
+// rng, when not nil, locates the id inside the string at path.
+func (c *checker) lookup(id, path string, rng *pilotage.Range, what string, kinds ...pilotage.Kind) *pilotage.Entry {
+	e, ok := c.cat.Get(id)
+	if !ok {
+		hint := ""
+		if c.hints < 20 {
+			c.hints++
+			hint = hintFor(closeMatches(id, c.cat.IDs(), 3))
+		}
+		if hint == "" {
+			hint = "look it up with pilotage_lookup (verb list, q = part of the name)"
+		}
+		g := c.d.add(CodeUnknownName, path, hint, "%s %q is not in the catalog", what, id)
+		g.Range = rng
+		return nil
+	}
+	if len(kinds) > 0 && !slices.Contains(kinds, e.Kind) {
+		g := c.d.add(CodeWrongKind, path, "", "%s %q is a %s entry; want %s", what, id, e.Kind, kindList(kinds))
+		g.Range = rng
+		return nil
+	}
+	c.entries[id] = e
+	return e
+}
+
+func kindList(ks []pilotage.Kind) string {
+	s := ""
+	for i, k := range ks {
+		if i > 0 {
+			s += " or "
+		}
+		s += string(k)
+	}
+	return s
+}
+
+func (c *checker) trigger(t *Trigger) {
+	switch t.Kind {
+	case TriggerState, TriggerNumeric:
+		if t.Entity == "" {
+			return
+		}
+		e := c.lookup(t.Entity, t.Ptr+"/state", nil, "state", pilotage.KindState)
+		if e != nil {
+			c.filter(e, t.To, t.Ptr+"/to")
+			c.filter(e, t.From, t.Ptr+"/from")
+			if t.Kind == TriggerNumeric {
+				c.numeric(e, t.Ptr+"/state")
+			}
+		}
+	case TriggerEvent:
+		if t.Entity == "" {
+			return
+		}
+		if e := c.lookup(t.Entity, t.Ptr+"/event", nil, "event", pilotage.KindEvent); e != nil {
+			c.filter(e, t.To, t.Ptr+"/value")
+		}
+	case TriggerSun:
+		if !c.o.HasLocation {
+			c.d.add(CodeMissingLocation, t.Ptr+"/sun", "ask the operator to configure the location, or use an \"at\" or \"cron\" trigger", "a sun trigger needs the server's latitude/longitude, which is not configured")
+		}
+	}
+}
+
+// filter warns when a to/from/value filter can never match the entry's
+// output_schema.
+func (c *checker) filter(e *pilotage.Entry, v Value, path string) {
+	if !v.Set || len(e.OutputSchema) == 0 {
+		return
+	}
+	sch := c.schema("out:"+e.ID, e.OutputSchema)
+	if sch == nil {
+		return
+	}
+	if err := sch.Validate(v.V); err != nil {
+		c.d.add(CodeUnreachableValue, path, outputHint(e), "%s never reports %s: %s", e.ID, compactJSON(v.V), firstLeafMessage(err))
+	}
+}
+
+// numeric warns when a threshold watches a state whose schema is not a number.
+func (c *checker) numeric(e *pilotage.Entry, path string) {
+	var s struct {
+		Type any `json:"type"`
+	}
+	if json.Unmarshal(e.OutputSchema, &s) != nil || s.Type == nil {
+		return
+	}
+	ok := false
+	switch t := s.Type.(type) {
+	case string:
+		ok = t == "number" || t == "integer"
+	case []any:
+		for _, x := range t {
+			ok = ok || x == "number" || x == "integer"
+		}
+	}
+	if !ok {
+		c.d.add(CodeUnreachableValue, path, "use to/from for non-numeric states", "%s is not numeric (type %v), so above/below never match", e.ID, s.Type)
+	}
+}
+
+func outputHint(e *pilotage.Entry) string {
+	var s struct {
+		Enum []any `json:"enum"`
+		Type any   `json:"type"`
+	}
+	if json.Unmarshal(e.OutputSchema, &s) != nil {
+		return ""
+	}
+	if len(s.Enum) > 0 {
+		return "it reports one of " + compactJSON(s.Enum)
+	}
+	if s.Type != nil {
+		return "it reports a value of type " + compactJSON(s.Type)
+	}
+	return ""
+}
+
+func compactJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "?"
+	}
+	return string(b)
+}
+
+// schema compiles (once per validation) a catalog entry's schema; nil
+// when it does not compile (the catalog's problem, not the program's: such
+// values are then not checked).
+func (c *checker) schema(key string, raw json.RawMessage) *jsonschema.Schema {
+	if s, ok := c.schemas[key]; ok {
+		return s
+	}
+	var s *jsonschema.Schema
+	if doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw)); err == nil {
+		s, _ = compileSchema(doc)
+	}
+	c.schemas[key] = s
+	return s
+}

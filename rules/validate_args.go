@@ -1,0 +1,145 @@
+package rules
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+var printer = message.NewPrinter(language.English)
+
+// maxArgFindings bounds the bad_arguments findings of one call.
+const maxArgFindings = 5
+
+// args checks a call's arguments against the entry's input_schema.
+// Constant arguments are checked fully; a templated argument's value is
+// unknown until run time, so it only counts as present (and as a known
+// property where the schema forbids others).
+func (c *checker) args(s *Step, e *pilotage.Entry) {
+	if len(e.InputSchema) == 0 {
+		return
+	}
+	sch := c.schema("in:"+e.ID, e.InputSchema)
+	if sch == nil {
+		return
+	}
+	base := s.Ptr + "/args"
+	inst := map[string]any{}
+	var templated []string
+	for k, t := range s.Args {
+		if t.IsConst {
+			inst[k] = t.Const
+		} else {
+			templated = append(templated, k)
+		}
+	}
+	n := 0
+	report := func(path, format string, args ...any) {
+		if n < maxArgFindings {
+			c.d.add(CodeBadArguments, path, argHint(e), format, args...)
+		}
+		n++
+	}
+	if err := sch.Validate(inst); err != nil {
+		var ve *jsonschema.ValidationError
+		if !errors.As(err, &ve) {
+			report(base, "%s: %v", s.Call, err)
+			return
+		}
+		for _, l := range leafErrors(ve, nil) {
+			if len(l.InstanceLocation) > 0 && slices.Contains(templated, l.InstanceLocation[0]) {
+				continue
+			}
+			path := base
+			for _, tok := range l.InstanceLocation {
+				path += "/" + escapePtr(tok)
+			}
+			if req, ok := l.ErrorKind.(*kind.Required); ok {
+				var missing []string
+				for _, m := range req.Missing {
+					if !slices.Contains(templated, m) {
+						missing = append(missing, m)
+					}
+				}
+				if len(missing) == 0 {
+					continue
+				}
+				if len(l.InstanceLocation) == 0 && len(s.Args) == 0 {
+					path = s.Ptr
+				}
+				report(path, "%s needs argument %s", s.Call, strings.Join(quoteAll(missing), ", "))
+				continue
+			}
+			if ap, ok := l.ErrorKind.(*kind.AdditionalProperties); ok && len(l.InstanceLocation) == 0 {
+				for _, p := range ap.Properties {
+					report(base+"/"+escapePtr(p), "%s takes no argument %q", s.Call, p)
+				}
+				continue
+			}
+			report(path, "%s: %s", s.Call, l.ErrorKind.LocalizedString(printer))
+		}
+	}
+	c.templatedArgs(s, e, templated, report)
+}
+
+// templatedArgs reports templated arguments the schema does not define when
+// it forbids additional properties.
+func (c *checker) templatedArgs(s *Step, e *pilotage.Entry, templated []string, report func(string, string, ...any)) {
+	if len(templated) == 0 {
+		return
+	}
+	var sch struct {
+		Properties           map[string]json.RawMessage `json:"properties"`
+		AdditionalProperties *bool                      `json:"additionalProperties"`
+	}
+	if json.Unmarshal(e.InputSchema, &sch) != nil || sch.AdditionalProperties == nil || *sch.AdditionalProperties {
+		return
+	}
+	slices.Sort(templated)
+	for _, k := range templated {
+		if _, ok := sch.Properties[k]; !ok {
+			report(s.Ptr+"/args/"+escapePtr(k), "%s takes no argument %q", s.Call, k)
+		}
+	}
+}
+
+// argHint lists the entry's arguments.
+func argHint(e *pilotage.Entry) string {
+	var sch struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(e.InputSchema, &sch) != nil || len(sch.Properties) == 0 {
+		return ""
+	}
+	return "arguments of " + e.ID + ": " + strings.Join(sortedKeys(sch.Properties), ", ") + " (see pilotage_lookup get)"
+}
+
+// leafErrors flattens a validation error tree into its most specific
+// findings.
+func leafErrors(ve *jsonschema.ValidationError, out []*jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(ve.Causes) == 0 {
+		return append(out, ve)
+	}
+	for _, c := range ve.Causes {
+		out = leafErrors(c, out)
+	}
+	return out
+}
+
+func firstLeafMessage(err error) string {
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &ve) {
+		if ls := leafErrors(ve, nil); len(ls) > 0 {
+			return ls[0].ErrorKind.LocalizedString(printer)
+		}
+	}
+	return err.Error()
+}

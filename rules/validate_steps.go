@@ -1,0 +1,222 @@
+package rules
+
+import (
+	"github.com/expr-lang/expr/ast"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+// scope is what a point of the program may address (scope rules): vars
+// set and steps completed earlier in the same or an enclosing step list.
+// A branch arm or loop body gets a child scope that is dropped when the
+// construct ends, so values produced inside it are not addressable after.
+type scope struct {
+	parent *scope
+	vars   map[string]bool
+	steps  map[string]bool
+	loop   bool // inside a repeat body: vars.index is set
+	each   bool // inside a for_each body: vars.item is set
+}
+
+func (s *scope) child(loop, each bool) *scope {
+	return &scope{parent: s, vars: map[string]bool{}, steps: map[string]bool{}, loop: loop || s.loop, each: each || s.each}
+}
+
+// loopVar reports whether name is a loop variable set in this scope.
+func (s *scope) loopVar(name string) bool {
+	return name == "index" && s.loop || name == "item" && s.each
+}
+
+func (s *scope) hasVar(name string) bool {
+	for ; s != nil; s = s.parent {
+		if s.vars[name] {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *scope) hasStep(id string) bool {
+	for ; s != nil; s = s.parent {
+		if s.steps[id] {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *checker) steps(list []*Step, sc *scope) {
+	for _, s := range list {
+		if !c.alive() {
+			return
+		}
+		c.step(s, sc)
+		if s.ID != "" {
+			sc.steps[s.ID] = true
+			c.seenSteps[s.ID] = true
+		}
+	}
+}
+
+func (c *checker) step(s *Step, sc *scope) {
+	switch s.Kind {
+	case StepCall:
+		for _, k := range sortedKeys(s.Args) {
+			c.template(s.Args[k], sc)
+		}
+		c.call(s)
+	case StepDelay:
+		c.template(s.Delay, sc)
+	case StepWait:
+		c.wait(s.Wait, sc)
+	case StepIf:
+		c.expr(s.If, sc)
+		c.steps(s.Then, sc.child(false, false))
+		c.steps(s.Else, sc.child(false, false))
+	case StepChoose:
+		for _, a := range s.Choose {
+			c.expr(a.When, sc)
+			c.steps(a.Do, sc.child(false, false))
+		}
+		c.steps(s.Default, sc.child(false, false))
+	case StepRepeat:
+		body := sc.child(true, s.Repeat != nil && s.Repeat.ForEach != nil)
+		if r := s.Repeat; r != nil {
+			c.template(r.Count, sc)
+			c.template(r.ForEach, sc)
+			c.expr(r.While, body)
+		}
+		c.steps(s.Do, body)
+		if s.Repeat != nil {
+			// until is checked after each iteration: it sees the body.
+			c.expr(s.Repeat.Until, body)
+		}
+	case StepSet:
+		keys := sortedKeys(s.Set)
+		for _, k := range keys {
+			c.template(s.Set[k], sc)
+		}
+		for _, k := range keys {
+			sc.vars[k] = true
+			c.seenVars[k] = true
+		}
+	}
+}
+
+func (c *checker) wait(w *WaitSpec, sc *scope) {
+	if w == nil {
+		return
+	}
+	switch {
+	case w.State != "":
+		if e := c.lookup(w.State, w.Ptr+"/state", nil, "state", pilotage.KindState); e != nil {
+			c.filter(e, w.To, w.Ptr+"/to")
+			c.filter(e, w.From, w.Ptr+"/from")
+			if w.Above != nil || w.Below != nil {
+				c.numeric(e, w.Ptr+"/state")
+			}
+		}
+	case w.Event != "":
+		if e := c.lookup(w.Event, w.Ptr+"/event", nil, "event", pilotage.KindEvent); e != nil {
+			c.filter(e, w.To, w.Ptr+"/value")
+		}
+	}
+	c.expr(w.Expr, sc)
+	c.template(w.For, sc)
+}
+
+func (c *checker) call(s *Step) {
+	if s.Call == "" {
+		return
+	}
+	path := s.Ptr + "/call"
+	e := c.lookup(s.Call, path, nil, "call")
+	if e == nil {
+		return
+	}
+	if !e.Callable || !pilotage.KindCallable(e.Kind) {
+		delete(c.entries, s.Call)
+		c.d.add(CodeNotCallable, path, "call an action (e.g. \"hall_light.set\") or a promoted automation", "%q is a %s entry, which cannot be called", s.Call, e.Kind)
+		return
+	}
+	if e.Kind == pilotage.KindAutomation && c.o.Automation != nil {
+		if sub, ok := c.o.Automation(s.Call); ok {
+			c.sub[s.Call] = sub
+		}
+	}
+	c.args(s, e)
+}
+
+func (c *checker) template(t *Template, sc *scope) {
+	for _, x := range t.Exprs() {
+		c.expr(x, sc)
+	}
+}
+
+// expr checks one compiled expression: catalog references, constant
+// entity ids, and the scope of vars.* and steps.*.
+func (c *checker) expr(x *Expr, sc *scope) {
+	if x == nil {
+		return
+	}
+	str := c.strs[x.Ptr]
+	rng := func(from, to int) *pilotage.Range {
+		return stringRange(str, x.Offset+from, x.Offset+to)
+	}
+	for _, r := range x.Refs {
+		c.lookup(r.ID, x.Ptr, rng(r.From, r.To), "state("+r.ID+")", pilotage.KindState, pilotage.KindEvent)
+	}
+	ast.Find(x.Node(), func(n ast.Node) bool {
+		switch n := n.(type) {
+		case *ast.CallNode:
+			if id, ok := n.Callee.(*ast.IdentifierNode); ok && id.Value == "state" && len(n.Arguments) == 1 {
+				if _, ok := n.Arguments[0].(*ast.StringNode); !ok {
+					l := n.Arguments[0].Location()
+					c.d.add(CodeNonConstantRef, x.Ptr, "write the id as a string constant: state('hall_motion.occupancy')", "state() needs a string constant so every reference is known before the program runs").Range = rng(l.From, max(l.To, l.From+1))
+				}
+			}
+		case *ast.MemberNode:
+			c.member(n, x, sc, rng)
+		}
+		return false
+	})
+}
+
+func (c *checker) member(n *ast.MemberNode, x *Expr, sc *scope, rng func(int, int) *pilotage.Range) {
+	root, ok := n.Node.(*ast.IdentifierNode)
+	if !ok {
+		return
+	}
+	prop, ok := n.Property.(*ast.StringNode)
+	if !ok {
+		return
+	}
+	l := root.Location()
+	r := rng(l.From, max(prop.Location().To, l.From+len(root.Value)+1+len(prop.Value)))
+	switch root.Value {
+	case "vars":
+		switch {
+		case sc.hasVar(prop.Value) || sc.loopVar(prop.Value):
+		case prop.Value == "index" || prop.Value == "item":
+			c.d.add(CodeScope, x.Ptr, "vars.index is set in every repeat body, vars.item in for_each bodies", "vars.%s is only addressable inside a repeat body that sets it", prop.Value).Range = r
+		case c.seenVars[prop.Value]:
+			c.d.add(CodeScope, x.Ptr, "set a default before the branch or loop (e.g. {\"set\": {\""+prop.Value+"\": null}}) so it is addressable here", "vars.%s is set inside a branch arm or loop body that has ended; it is not addressable here", prop.Value).Range = r
+		default:
+			c.d.add(CodeScope, x.Ptr, "set it with a set step before this point", "vars.%s is not set by any earlier step in scope", prop.Value).Range = r
+		}
+	case "steps":
+		id := prop.Value
+		switch {
+		case sc.hasStep(id):
+		case c.seenSteps[id]:
+			c.d.add(CodeScope, x.Ptr, "copy the value into a variable set before the branch or loop", "steps.%s ran inside a branch arm or loop body that has ended; its output is not addressable here", id).Range = r
+		default:
+			_, exists := c.allIDs[id]
+			msg := "steps.%s names no step"
+			if exists {
+				msg = "steps.%s has not run at this point (a later step, itself, or a trigger/condition id)"
+			}
+			c.d.add(CodeUnknownStep, x.Ptr, "", msg, id).Range = r
+		}
+	}
+}
