@@ -7,7 +7,6 @@ import (
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
-
 // Plan step kinds besides the step kinds themselves.
 const (
 	PlanKindTrigger   = "trigger"   // the reserved "triggers" branch
