@@ -1,0 +1,218 @@
+package rules
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+func simInput(t *testing.T, s string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestParseScenario(t *testing.T) {
+	in := simInput(t, `{"params":{"hold":"5m"},"scenario":{"trigger":"door","value":false,"from":true,
+		"state":{"hall_lux.illuminance":3},"now":"2026-01-15T23:30:00+01:00","waits":{"quiet":"timeout","loop#2":"met"}}}`)
+	params, sc, diags := ParseScenario(in)
+	if len(diags) != 0 {
+		t.Fatalf("diags: %+v", diags)
+	}
+	now := time.Date(2026, 1, 15, 23, 30, 0, 0, time.FixedZone("", 3600))
+	want := Scenario{Trigger: "door", Value: false, From: true, State: map[string]any{"hall_lux.illuminance": 3.0},
+		Now: &now, Waits: map[string]string{"quiet": "timeout", "loop#2": "met"}}
+	if !reflect.DeepEqual(params, map[string]any{"hold": "5m"}) || !sc.Now.Equal(now) {
+		t.Errorf("params %v now %v", params, sc.Now)
+	}
+	sc.Now, want.Now = nil, nil
+	if !reflect.DeepEqual(sc, want) {
+		t.Errorf("scenario = %+v\nwant %+v", sc, want)
+	}
+	if p, sc, d := ParseScenario(nil); len(p) != 0 || !reflect.DeepEqual(sc, Scenario{}) || d != nil {
+		t.Errorf("empty input: %v %+v %v", p, sc, d)
+	}
+}
+
+func TestParseScenarioErrors(t *testing.T) {
+	tests := []struct {
+		input string
+		paths []string
+	}{
+		{`{"params":[1]}`, []string{"/params"}},
+		{`{"scenario":"door"}`, []string{"/scenario"}},
+		{`{"hold":"5m"}`, []string{"/hold"}},
+		{`{"a/b":1}`, []string{"/a~1b"}},
+		{`{"scenario":{"now":"tomorrow"}}`, []string{"/scenario/now"}},
+		{`{"scenario":{"now":17}}`, []string{"/scenario/now"}},
+		{`{"scenario":{"trigger":3,"state":[1]}}`, []string{"/scenario/state", "/scenario/trigger"}},
+		{`{"scenario":{"waits":{"quiet":"soon","ok":"met"}}}`, []string{"/scenario/waits/quiet"}},
+		{`{"scenario":{"waits":"met"}}`, []string{"/scenario/waits"}},
+		{`{"scenario":{"when":"now"}}`, []string{"/scenario/when"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.input, func(t *testing.T) {
+			_, _, diags := ParseScenario(simInput(t, tt.input))
+			var paths []string
+			for _, d := range diags {
+				if d.Code != "input_binding" || d.Severity != pilotage.SeverityError || d.Message == "" {
+					t.Errorf("bad diagnostic %+v", d)
+				}
+				paths = append(paths, d.Path)
+			}
+			if !reflect.DeepEqual(paths, tt.paths) {
+				t.Errorf("paths = %q, want %q", paths, tt.paths)
+			}
+		})
+	}
+}
+
+func TestSimWorldCallsAndEffects(t *testing.T) {
+	w := itSim(itBase(), Scenario{State: map[string]any{"hall_lux.illuminance": 99.0}})
+	if v, _ := w.State("hall_lux.illuminance"); v != 99.0 {
+		t.Errorf("override not seen: %v", v)
+	}
+	out, err := w.Call(context.Background(), "hall_light.set", map[string]any{"state": "ON", "brightness": 20, "transition": 2})
+	if err != nil || !reflect.DeepEqual(out, map[string]any{"simulated": true}) {
+		t.Fatalf("call = %v, %v", out, err)
+	}
+	if v, _ := w.State("hall_light.state"); v != "ON" {
+		t.Errorf("fallback effect: state = %v", v)
+	}
+	if _, ok := w.State("hall_light.transition"); ok {
+		t.Error("fallback created a state that does not exist")
+	}
+	w2 := NewSimWorld(nil, itStart, Scenario{}, func(id string, args map[string]any) map[string]any {
+		return map[string]any{"front_lock.state": "LOCKED"}
+	})
+	_, _ = w2.Call(context.Background(), "front_lock.lock", nil)
+	if v, _ := w2.State("front_lock.state"); v != "LOCKED" || len(w2.Calls()) != 1 {
+		t.Errorf("effects: %v, calls %v", v, w2.Calls())
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := w.Call(ctx, "a.set", nil); err == nil {
+		t.Error("call under a cancelled context succeeded")
+	}
+	if err := w.Sleep(ctx, time.Second); err == nil {
+		t.Error("sleep under a cancelled context succeeded")
+	}
+}
+
+func TestSimWorldWaits(t *testing.T) {
+	never := func() bool { return false }
+	tests := []struct {
+		name    string
+		waits   map[string]string
+		req     WaitRequest
+		met     bool
+		elapsed time.Duration
+	}{
+		{"default met after for", nil, WaitRequest{StepID: "q", Check: never, For: 2 * time.Minute, Timeout: time.Hour}, true, 2 * time.Minute},
+		{"default met at once", nil, WaitRequest{StepID: "q", Check: never}, true, 0},
+		{"for longer than timeout", nil, WaitRequest{StepID: "q", For: 2 * time.Hour, Timeout: time.Hour}, false, time.Hour},
+		{"scenario timeout by base id", map[string]string{"q": "timeout"}, WaitRequest{StepID: "call#1/q#3", Timeout: time.Hour}, false, time.Hour},
+		{"qualified id wins", map[string]string{"q": "timeout", "q#2": "met"}, WaitRequest{StepID: "q#2", Timeout: time.Hour}, true, 0},
+		{"event wait", nil, WaitRequest{StepID: "q", Event: "remote.action", Timeout: time.Minute}, true, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := itSim(nil, Scenario{Waits: tt.waits})
+			met, err := w.Wait(context.Background(), &tt.req)
+			if err != nil || met != tt.met || w.Now().Sub(itStart) != tt.elapsed {
+				t.Errorf("met=%v err=%v elapsed=%v", met, err, w.Now().Sub(itStart))
+			}
+		})
+	}
+}
+
+func TestFireFor(t *testing.T) {
+	above, below := 25.0, 30.0
+	c := itProgram([]*Trigger{
+		itState("motion", "hall_motion.occupancy", true),
+		{ID: "any", Kind: TriggerState, Entity: "front_door.contact"},
+		{ID: "hot", Kind: TriggerNumeric, Entity: "room.temp", Above: &above},
+		{ID: "band", Kind: TriggerNumeric, Entity: "room.temp", Above: &above, Below: &below},
+		{ID: "press", Kind: TriggerEvent, Entity: "remote.action", To: Value{Set: true, V: "on"}},
+		{ID: "dusk", Kind: TriggerCron, Cron: "0 30 18 * * *"},
+	}, nil, itCall("a", "a.set"))
+	base := map[string]any{"hall_motion.occupancy": false, "front_door.contact": true, "room.temp": 20.0}
+	tests := []struct {
+		sc         Scenario
+		id         string
+		value, frm any
+	}{
+		{Scenario{}, "motion", true, false},
+		{Scenario{Trigger: "any"}, "any", true, true},
+		{Scenario{Trigger: "any", Value: false, From: true}, "any", false, true},
+		{Scenario{Trigger: "hot"}, "hot", 26.0, 20.0},
+		{Scenario{Trigger: "band"}, "band", 27.5, 20.0},
+		{Scenario{Trigger: "press"}, "press", "on", nil},
+		{Scenario{Trigger: "dusk"}, "dusk", itStart.Format(time.RFC3339), nil},
+	}
+	for _, tt := range tests {
+		w := itSim(base, tt.sc)
+		fire, err := FireFor(c, tt.sc, w)
+		if err != nil || fire.ID != tt.id || fire.Value != tt.value || fire.From != tt.frm || fire.Because != "test run: scenario" {
+			t.Errorf("%+v: fire = %+v, %v", tt.sc, fire, err)
+		}
+	}
+	w := itSim(base, Scenario{})
+	if _, err := FireFor(c, Scenario{}, w); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := w.State("hall_motion.occupancy"); v != true {
+		t.Errorf("fired state not visible in the sim world: %v", v)
+	}
+	_, err := FireFor(c, Scenario{Trigger: "nope"}, w)
+	if se, ok := err.(*ScenarioError); !ok || se.Path != "/scenario/trigger" {
+		t.Errorf("unknown trigger: %v", err)
+	}
+}
+
+func TestCheckScenario(t *testing.T) {
+	c := itProgram(itMotion, nil, itCount("r", 1, itWait("q", "x.y", 1, time.Minute, false)))
+	diags := CheckScenario(c, Scenario{Trigger: "nope", Waits: map[string]string{"q#1": "met", "r": "met"}})
+	var paths []string
+	for _, d := range diags {
+		paths = append(paths, d.Path)
+	}
+	if want := []string{"/scenario/trigger", "/scenario/waits/r"}; !reflect.DeepEqual(paths, want) {
+		t.Errorf("paths = %q, want %q", paths, want)
+	}
+}
+
+// TestTestRunScenario is the whole test-run path: input → scenario →
+// fire → run in a SimWorld.
+func TestTestRunScenario(t *testing.T) {
+	c := itProgram(itMotion, []*Condition{itCond("dark", "state('hall_lux.illuminance') < 30")},
+		itCall("on", "hall_light.set", "state", "ON"),
+		itWait("quiet", "hall_motion.occupancy", false, 30*time.Minute, false),
+		itIf("late", "hour(now()) >= 23", []*Step{itCall("dim", "hall_light.set", "brightness", 20)}, []*Step{itCall("off", "hall_light.set", "state", "OFF")}))
+	params, sc, diags := ParseScenario(simInput(t, `{"scenario":{"trigger":"motion","now":"2026-01-15T23:10:00Z","waits":{"quiet":"met"}}}`))
+	if len(diags) > 0 || len(CheckScenario(c, sc)) > 0 {
+		t.Fatal(diags)
+	}
+	w := itSim(itBase(), sc)
+	fire, err := FireFor(c, sc, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := itRun(t, c, w, RunInput{Trigger: fire, Params: params})
+	if got := itIDs(res.Steps); !reflect.DeepEqual(got, []string{"triggers", "motion", "dark", "on", "quiet", "late", "dim"}) {
+		t.Errorf("ids = %q", got)
+	}
+	if d := itStep(t, res, "triggers").Decisions[0]; d.Because != "test run: scenario" {
+		t.Errorf("because = %q", d.Because)
+	}
+	if !res.Started.Equal(time.Date(2026, 1, 15, 23, 10, 0, 0, time.UTC)) {
+		t.Errorf("started %v", res.Started)
+	}
+}
