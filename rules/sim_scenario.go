@@ -9,10 +9,6 @@ import (
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
-// simCodeInputBinding is the spec's diagnostic code for input that does not
-// bind (paths point into execute's input).
-const simCodeInputBinding = "input_binding"
-
 // ParseScenario splits execute's input for a test run, by the documented
 // convention:
 //
@@ -25,7 +21,7 @@ const simCodeInputBinding = "input_binding"
 // diagnostics whose paths point into input ("/scenario/now").
 func ParseScenario(input map[string]any) (params map[string]any, sc Scenario, diags []pilotage.Diagnostic) {
 	bad := func(path, msg, hint string) {
-		diags = append(diags, pilotage.Diagnostic{Code: simCodeInputBinding, Severity: pilotage.SeverityError, Message: msg, Path: path, Hint: hint})
+		diags = append(diags, pilotage.Diagnostic{Code: CodeInputBinding, Severity: pilotage.SeverityError, Message: msg, Path: path, Hint: hint})
 	}
 	params = map[string]any{}
 	for _, k := range sortedKeys(input) {
@@ -130,7 +126,7 @@ func CheckScenario(c *Compiled, sc Scenario) []pilotage.Diagnostic {
 			found = found || t.ID == sc.Trigger
 		}
 		if !found {
-			diags = append(diags, pilotage.Diagnostic{Code: simCodeInputBinding, Severity: pilotage.SeverityError,
+			diags = append(diags, pilotage.Diagnostic{Code: CodeInputBinding, Severity: pilotage.SeverityError,
 				Message: fmt.Sprintf("unknown trigger %q", sc.Trigger), Path: "/scenario/trigger",
 				Hint: "triggers: " + strings.Join(triggerIDs(p), ", ")})
 		}
@@ -144,7 +140,7 @@ func CheckScenario(c *Compiled, sc Scenario) []pilotage.Diagnostic {
 	sort.Strings(keys)
 	for _, k := range keys {
 		if !waits[BaseStepID(k)] {
-			diags = append(diags, pilotage.Diagnostic{Code: simCodeInputBinding, Severity: pilotage.SeverityError,
+			diags = append(diags, pilotage.Diagnostic{Code: CodeInputBinding, Severity: pilotage.SeverityError,
 				Message: fmt.Sprintf("%q is not a wait step of the program", k), Path: "/scenario/waits/" + simEscapePointer(k)})
 		}
 	}
