@@ -1,0 +1,339 @@
+package devices
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pilothouse/pilothouse/mqtt"
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+// field is one input property of an action: its JSON Schema and the checks
+// Call applies before publishing.
+type field struct {
+	schema map[string]any
+	kind   string // string, number, integer, boolean, object, array, any
+	enum   []any
+	min    *float64
+	max    *float64
+	props  map[string]*field // kind object: its closed set of properties
+}
+
+// action is one callable entry and how to carry it out.
+type action struct {
+	id, name, desc string
+	risk           pilotage.Risk
+	fields         map[string]*field
+	required       []string
+	minProps       int
+	affects        map[string]string // arg key -> state id
+	send           func(ctx context.Context, p *sender, args map[string]any) error
+}
+
+func newAction(id, name, desc string, risk pilotage.Risk) *action {
+	return &action{id: id, name: name, desc: desc, risk: risk, fields: map[string]*field{}, affects: map[string]string{}, minProps: 1}
+}
+
+func (a *action) inputSchema() map[string]any {
+	props := make(map[string]any, len(a.fields))
+	for k, f := range a.fields {
+		props[k] = f.schema
+	}
+	s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if a.minProps > 0 {
+		s["minProperties"] = a.minProps
+	}
+	if len(a.required) > 0 {
+		s["required"] = a.required
+	}
+	return s
+}
+
+func fnum(v float64) *float64 { return &v }
+
+func numField(desc string, min, max *float64, step float64, unit string) *field {
+	s := map[string]any{"type": "number"}
+	if min != nil {
+		s["minimum"] = *min
+	}
+	if max != nil {
+		s["maximum"] = *max
+	}
+	if step > 0 {
+		s["multipleOf"] = step
+	}
+	if unit != "" {
+		s["x-unit"] = unit
+		desc = strings.TrimSpace(desc + " (unit: " + unit + ")")
+	}
+	if desc != "" {
+		s["description"] = desc
+	}
+	return &field{schema: s, kind: "number", min: min, max: max}
+}
+
+func enumField(desc string, values []any) *field {
+	s := map[string]any{"enum": values}
+	if allStrings(values) {
+		s["type"] = "string"
+	}
+	if desc != "" {
+		s["description"] = desc
+	}
+	return &field{schema: s, kind: "any", enum: values}
+}
+
+func strField(desc string) *field {
+	s := map[string]any{"type": "string"}
+	if desc != "" {
+		s["description"] = desc
+	}
+	return &field{schema: s, kind: "string"}
+}
+
+func boolField(desc string) *field {
+	s := map[string]any{"type": "boolean"}
+	if desc != "" {
+		s["description"] = desc
+	}
+	return &field{schema: s, kind: "boolean"}
+}
+
+func objField(desc string, props map[string]*field) *field {
+	ps := map[string]any{}
+	for k, f := range props {
+		ps[k] = f.schema
+	}
+	s := map[string]any{"type": "object", "properties": ps, "additionalProperties": false, "minProperties": 1}
+	if desc != "" {
+		s["description"] = desc
+	}
+	return &field{schema: s, kind: "object", props: props}
+}
+
+func allStrings(vs []any) bool {
+	for _, v := range vs {
+		if _, ok := v.(string); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// normalize turns Go numeric types into float64 so that checks and JSON
+// encoding agree.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case int:
+		return float64(x)
+	case int32:
+		return float64(x)
+	case int64:
+		return float64(x)
+	case float32:
+		return float64(x)
+	case uint8:
+		return float64(x)
+	case uint:
+		return float64(x)
+	case json.Number:
+		if f, err := x.Float64(); err == nil {
+			return f
+		}
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = normalize(e)
+		}
+		return out
+	}
+	return v
+}
+
+func (f *field) check(path string, v any) error {
+	if f.enum != nil {
+		for _, e := range f.enum {
+			if equalValues(e, v) {
+				return nil
+			}
+		}
+		return fmt.Errorf("%s: %v is not one of %v", path, v, f.enum)
+	}
+	switch f.kind {
+	case "string":
+		if _, ok := v.(string); !ok {
+			return fmt.Errorf("%s: want a string", path)
+		}
+	case "boolean":
+		if _, ok := v.(bool); !ok {
+			return fmt.Errorf("%s: want a boolean", path)
+		}
+	case "number":
+		n, ok := v.(float64)
+		if !ok || math.IsNaN(n) || math.IsInf(n, 0) {
+			return fmt.Errorf("%s: want a number", path)
+		}
+		if f.min != nil && n < *f.min {
+			return fmt.Errorf("%s: %v is below the minimum %v", path, n, *f.min)
+		}
+		if f.max != nil && n > *f.max {
+			return fmt.Errorf("%s: %v is above the maximum %v", path, n, *f.max)
+		}
+	case "object":
+		m, ok := v.(map[string]any)
+		if !ok || len(m) == 0 {
+			return fmt.Errorf("%s: want a non-empty object", path)
+		}
+		return checkProps(path+".", f.props, m)
+	case "array":
+		if _, ok := v.([]any); !ok {
+			return fmt.Errorf("%s: want an array", path)
+		}
+	}
+	return nil
+}
+
+func checkProps(prefix string, fields map[string]*field, args map[string]any) error {
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		f, ok := fields[k]
+		if !ok {
+			return fmt.Errorf("%s%s: unknown argument", prefix, k)
+		}
+		if err := f.check(prefix+k, args[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *action) validate(args map[string]any) error {
+	if len(args) < a.minProps {
+		return fmt.Errorf("%s: at least %d argument(s) required", a.id, a.minProps)
+	}
+	for _, r := range a.required {
+		if _, ok := args[r]; !ok {
+			return fmt.Errorf("%s: argument %s is required", a.id, r)
+		}
+	}
+	if err := checkProps("", a.fields, args); err != nil {
+		return fmt.Errorf("%s: %w", a.id, err)
+	}
+	return nil
+}
+
+// sender publishes the messages of one Call.
+type sender struct {
+	id   string
+	conn mqtt.PubSub
+	http *http.Client
+}
+
+func (s *sender) publish(ctx context.Context, topic string, payload []byte) error {
+	if s.conn == nil {
+		return fmt.Errorf("devices: %s: %w", s.id, mqtt.ErrNotConnected)
+	}
+	if err := s.conn.Publish(ctx, topic, payload, 1, false); err != nil {
+		return fmt.Errorf("devices: %s: publish %s: %w", s.id, topic, err)
+	}
+	return nil
+}
+
+func (s *sender) publishJSON(ctx context.Context, topic string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("devices: %s: encode: %w", s.id, err)
+	}
+	return s.publish(ctx, topic, b)
+}
+
+// Call validates args against the action's input schema and publishes the
+// command (QoS 1). It returns an error wrapping mqtt.ErrNotConnected while
+// disconnected, and an error for an unknown or non-callable id.
+func (c *Catalog) Call(ctx context.Context, id string, args map[string]any) error {
+	c.mu.RLock()
+	a := c.model.actions[id]
+	conn := c.conn
+	c.mu.RUnlock()
+	if a == nil {
+		return fmt.Errorf("devices: unknown action %q", id)
+	}
+	norm := make(map[string]any, len(args))
+	for k, v := range args {
+		norm[k] = normalize(v)
+	}
+	if err := a.validate(norm); err != nil {
+		return err
+	}
+	return a.send(ctx, &sender{id: id, conn: conn, http: &http.Client{Timeout: 5 * time.Second}}, norm)
+}
+
+func notifySpecs(chs []NotifyChannel) []*devSpec {
+	if len(chs) == 0 {
+		return nil
+	}
+	s := &devSpec{source: "config", noDevice: true}
+	for _, ch := range chs {
+		ch := ch
+		if ch.ID == "" {
+			continue
+		}
+		name := ch.Name
+		if name == "" {
+			name = ch.ID
+		}
+		a := newAction(ch.ID, name, "Send a notification to "+name+"; it leaves the house.", pilotage.RiskExternal)
+		a.fields["message"] = strField("Message text")
+		a.fields["title"] = strField("Optional title")
+		a.required = []string{"message"}
+		a.send = func(ctx context.Context, p *sender, args map[string]any) error {
+			body := map[string]any{"message": args["message"], "title": args["title"]}
+			if args["title"] == nil {
+				body["title"] = ""
+			}
+			if ch.Topic != "" {
+				return p.publishJSON(ctx, ch.Topic, body)
+			}
+			if ch.URL == "" {
+				return fmt.Errorf("devices: %s: channel has neither topic nor url", ch.ID)
+			}
+			return postJSON(ctx, p.http, ch.URL, body)
+		}
+		s.actions = append(s.actions, a)
+	}
+	return []*devSpec{s}
+}
+
+func postJSON(ctx context.Context, hc *http.Client, url string, body any) error {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		return fmt.Errorf("devices: notify: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("devices: notify: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("devices: notify: webhook answered %s", resp.Status)
+	}
+	return nil
+}

@@ -1,0 +1,333 @@
+// Package devices owns the live device world: it parses Zigbee2MQTT
+// bridge/devices and Home Assistant MQTT discovery into Pilotage catalog
+// entries (device, state, event, action), keeps live values beside them and
+// publishes commands. HandleMessage is the single ingestion entry point.
+package devices
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pilothouse/pilothouse/mqtt"
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+// Options configure a Catalog. Zero values get working defaults.
+type Options struct {
+	Z2MBase  string // Zigbee2MQTT base topic, default "zigbee2mqtt"
+	HAPrefix string // Home Assistant discovery prefix, default "homeassistant"
+	Notify   []NotifyChannel
+	Logger   *slog.Logger
+	Now      func() time.Time
+}
+
+// NotifyChannel is a configured notification target, exposed as an action
+// entry of risk external.
+type NotifyChannel struct {
+	ID    string // catalog id, e.g. "notify.phone"
+	Name  string
+	Topic string // MQTT topic the message is published to (JSON {"title","message"})
+	URL   string // optional HTTP webhook (POST JSON), used when Topic is empty
+}
+
+// Live is a live value served beside an entry; never part of the entry.
+type Live struct {
+	Value       any       `json:"value,omitempty"`
+	Available   *bool     `json:"available,omitempty"`
+	LastSeen    time.Time `json:"last_seen,omitempty"`
+	Unsupported string    `json:"unsupported,omitempty"`
+}
+
+// ChangeKind classifies a Change.
+type ChangeKind int
+
+// The kinds of changes subscribers see.
+const (
+	ChangeState ChangeKind = iota + 1
+	ChangeEvent
+	ChangeAvailability
+	ChangeCatalog
+)
+
+func (k ChangeKind) String() string {
+	switch k {
+	case ChangeState:
+		return "state"
+	case ChangeEvent:
+		return "event"
+	case ChangeAvailability:
+		return "availability"
+	case ChangeCatalog:
+		return "catalog"
+	}
+	return "unknown"
+}
+
+// Change is one live change. For ChangeCatalog, ID is the entry id and Value
+// is "added", "removed" or "modified". For ChangeAvailability, ID is the
+// device id and Value the new bool.
+type Change struct {
+	Kind        ChangeKind
+	ID          string
+	Value, Prev any
+	Time        time.Time
+}
+
+// Catalog is the catalog source. All methods are safe for concurrent use.
+type Catalog struct {
+	opts Options
+	log  *slog.Logger
+	now  func() time.Time
+
+	ingest sync.Mutex // serialises HandleMessage (and subscriber dispatch order)
+
+	mu      sync.RWMutex // guards everything below
+	z2m     *z2mSource
+	ha      *haSource
+	model   *model // routing and actions of the current snapshot
+	live    map[string]*liveVal
+	devLive map[string]*devLive
+	pending map[string][]byte // last payload of topics nobody routes yet (bounded)
+	subs    map[int]func(Change)
+	nextSub int
+	conn    mqtt.PubSub
+	subbed  map[string]bool // topics subscribed beyond the two wildcards
+	subQ    []string
+	subWake chan struct{}
+
+	snap atomic.Pointer[Snapshot]
+}
+
+type liveVal struct {
+	value       any
+	lastSeen    time.Time
+	unsupported string
+	dev         string
+}
+
+type devLive struct {
+	obj      map[string]any
+	lastSeen time.Time
+	avail    map[string]bool // availability topic -> available
+	availNow *bool
+}
+
+// maxPending bounds the cache of payloads on topics nobody routes yet, so
+// that a retained state that arrives before its discovery is not lost.
+const maxPending = 4096
+
+// NewCatalog builds an empty catalog (with the notification channels).
+func NewCatalog(o Options) *Catalog {
+	if o.Z2MBase == "" {
+		o.Z2MBase = "zigbee2mqtt"
+	}
+	if o.HAPrefix == "" {
+		o.HAPrefix = "homeassistant"
+	}
+	o.Z2MBase = strings.TrimSuffix(o.Z2MBase, "/")
+	o.HAPrefix = strings.TrimSuffix(o.HAPrefix, "/")
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	c := &Catalog{
+		opts:    o,
+		log:     o.Logger.With("component", "devices"),
+		now:     o.Now,
+		z2m:     newZ2MSource(o.Z2MBase),
+		ha:      newHASource(o.HAPrefix),
+		live:    map[string]*liveVal{},
+		devLive: map[string]*devLive{},
+		pending: map[string][]byte{},
+		subs:    map[int]func(Change){},
+		subbed:  map[string]bool{},
+		subWake: make(chan struct{}, 1),
+	}
+	c.snap.Store(&Snapshot{byID: map[string]*pilotage.Entry{}, hashes: map[string]string{}})
+	tx := c.begin()
+	c.rebuildLocked(tx)
+	c.finish(tx)
+	return c
+}
+
+// Start subscribes <base>/# and <prefix>/# on conn and keeps conn for Call
+// and for the extra state topics discovery points to. The subscription
+// goroutine stops when ctx is done.
+func (c *Catalog) Start(ctx context.Context, conn mqtt.PubSub) error {
+	c.mu.Lock()
+	c.conn = conn
+	c.mu.Unlock()
+	for _, f := range []string{c.opts.Z2MBase + "/#", c.opts.HAPrefix + "/#"} {
+		if err := conn.Subscribe(f, 0, c.HandleMessage); err != nil {
+			return fmt.Errorf("devices: subscribe %s: %w", f, err)
+		}
+	}
+	go c.subscriber(ctx, conn)
+	c.wakeSubscriber()
+	return nil
+}
+
+// subscriber subscribes the state topics outside the two wildcards. It runs
+// on its own goroutine because a Subscribe may deliver retained messages
+// synchronously, and HandleMessage must not wait for itself.
+func (c *Catalog) subscriber(ctx context.Context, conn mqtt.PubSub) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.subWake:
+		}
+		c.mu.Lock()
+		q := c.subQ
+		c.subQ = nil
+		c.mu.Unlock()
+		for _, t := range q {
+			if err := conn.Subscribe(t, 0, c.HandleMessage); err != nil {
+				c.log.Warn("subscribe state topic", "topic", t, "err", err)
+				c.mu.Lock()
+				delete(c.subbed, t) // retried after the next discovery change
+				c.mu.Unlock()
+			}
+		}
+	}
+}
+
+func (c *Catalog) wakeSubscriber() {
+	select {
+	case c.subWake <- struct{}{}:
+	default:
+	}
+}
+
+// HandleMessage ingests one MQTT message: discovery, state, availability or
+// event. It never panics on payload content; malformed payloads are logged
+// with their topic and skipped, keeping the previous catalog.
+func (c *Catalog) HandleMessage(m mqtt.Message) {
+	c.ingest.Lock()
+	defer c.ingest.Unlock()
+	c.mu.Lock()
+	tx := c.begin()
+	c.handleLocked(tx, m)
+	subs := c.finish(tx)
+	c.mu.Unlock()
+	for _, ch := range tx.changes {
+		for _, fn := range subs {
+			fn(ch)
+		}
+	}
+	if tx.newSubs {
+		c.wakeSubscriber()
+	}
+}
+
+func (c *Catalog) handleLocked(tx *txn, m mqtt.Message) {
+	t := m.Topic
+	base, prefix := c.opts.Z2MBase+"/", c.opts.HAPrefix+"/"
+	switch {
+	case t == base+"bridge/devices":
+		if c.z2m.handleDevices(c.log, m.Payload) {
+			c.rebuildLocked(tx)
+		}
+		return
+	case t == base+"bridge/event":
+		if c.z2m.handleEvent(c.log, m.Payload) {
+			c.rebuildLocked(tx)
+		}
+		return
+	case strings.HasPrefix(t, prefix) && strings.HasSuffix(t, "/config"):
+		if c.ha.handleConfig(c.log, t, m.Payload) {
+			c.rebuildLocked(tx)
+		}
+		return
+	}
+	if rs, ok := c.model.routes[t]; ok {
+		for _, r := range rs {
+			r(tx, m.Payload)
+		}
+		return
+	}
+	if len(c.pending) < maxPending || c.pending[t] != nil {
+		c.pending[t] = append([]byte(nil), m.Payload...)
+	}
+}
+
+// Subscribe registers fn for every live change. fn runs synchronously on the
+// ingestion goroutine after the state lock is released: it may read the
+// catalog but must not call HandleMessage, and must be fast.
+func (c *Catalog) Subscribe(fn func(Change)) (cancel func()) {
+	c.mu.Lock()
+	id := c.nextSub
+	c.nextSub++
+	c.subs[id] = fn
+	c.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			c.mu.Lock()
+			delete(c.subs, id)
+			c.mu.Unlock()
+		})
+	}
+}
+
+// Snapshot returns the current immutable snapshot.
+func (c *Catalog) Snapshot() *Snapshot { return c.snap.Load() }
+
+// Live returns the live value of a state id, or the whole state object of a
+// device id. Event and action ids have no live value.
+func (c *Catalog) Live(id string) (Live, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if d, ok := c.devLive[id]; ok {
+		if _, known := c.snap.Load().byID[id]; known {
+			obj := make(map[string]any, len(d.obj))
+			for k, v := range d.obj {
+				obj[k] = v
+			}
+			return Live{Value: obj, Available: copyBool(d.availNow), LastSeen: d.lastSeen}, true
+		}
+	}
+	lv, ok := c.live[id]
+	if !ok {
+		if e, known := c.snap.Load().byID[id]; known && e.Kind == pilotage.KindState {
+			return Live{Unsupported: c.model.unsupported[id]}, true
+		}
+		return Live{}, false
+	}
+	out := Live{Value: lv.value, LastSeen: lv.lastSeen, Unsupported: lv.unsupported}
+	if d, ok := c.devLive[lv.dev]; ok {
+		out.Available = copyBool(d.availNow)
+	}
+	return out, true
+}
+
+// StateIDsForAction maps each argument key of an action to the state id it
+// affects (for simulated effects in test runs).
+func (c *Catalog) StateIDsForAction(actionID string) map[string]string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	a, ok := c.model.actions[actionID]
+	if !ok {
+		return nil
+	}
+	out := make(map[string]string, len(a.affects))
+	for k, v := range a.affects {
+		out[k] = v
+	}
+	return out
+}
+
+func copyBool(b *bool) *bool {
+	if b == nil {
+		return nil
+	}
+	v := *b
+	return &v
+}

@@ -1,0 +1,238 @@
+package devices
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+// lightCaps are the capabilities a light config announces.
+type lightCaps struct {
+	brightness, colorTemp bool
+	xy, hs, rgb           bool
+	scale, minM, maxM     float64
+	effects               []any
+}
+
+func (x *ent) lightCaps() lightCaps {
+	c := lightCaps{scale: 255, minM: 153, maxM: 500}
+	if v, ok := x.num("brightness_scale"); ok && v > 0 {
+		c.scale = v
+	}
+	if v, ok := x.num("min_mireds"); ok {
+		c.minM = v
+	}
+	if v, ok := x.num("max_mireds"); ok {
+		c.maxM = v
+	}
+	flag := func(k string) bool { b, _ := x.cfg[k].(bool); return b }
+	c.brightness, c.colorTemp = flag("brightness"), flag("color_temp")
+	c.xy, c.hs, c.rgb = flag("xy"), flag("hs"), flag("rgb")
+	for _, m := range stringsOf(x.list("supported_color_modes")) {
+		switch m {
+		case "onoff":
+			continue
+		case "color_temp":
+			c.colorTemp = true
+		case "xy":
+			c.xy = true
+		case "hs":
+			c.hs = true
+		case "rgb", "rgbw", "rgbww":
+			c.rgb = true
+		}
+		c.brightness = true
+	}
+	if flag("effect") {
+		c.effects = x.list("effect_list")
+	}
+	return c
+}
+
+func (c lightCaps) colorField() *field {
+	props := map[string]*field{}
+	if c.xy {
+		props["x"] = numField("CIE x", fnum(0), fnum(1), 0, "")
+		props["y"] = numField("CIE y", fnum(0), fnum(1), 0, "")
+	}
+	if c.hs {
+		props["h"] = numField("Hue", fnum(0), fnum(360), 0, "°")
+		props["s"] = numField("Saturation", fnum(0), fnum(100), 0, "%")
+	}
+	if c.rgb {
+		for _, k := range []string{"r", "g", "b"} {
+			props[k] = numField(strings.ToUpper(k), fnum(0), fnum(255), 0, "")
+		}
+	}
+	if len(props) == 0 {
+		return nil
+	}
+	return objField("Colour (x/y, h/s or r/g/b as supported)", props)
+}
+
+func (x *ent) light() {
+	switch x.str("schema", "default") {
+	case "json":
+		x.jsonLight()
+	case "template":
+		x.b.spec.states = append(x.b.spec.states, stateSpec{id: x.mainID(), name: x.name, desc: x.unitDesc(),
+			schema: onOffSchema(x.unitDesc()), unsupported: "template-schema lights are not supported"})
+	default:
+		x.defaultLight()
+	}
+}
+
+func (x *ent) lightAction(c lightCaps) *action {
+	a := x.newAction("set", "Turn "+x.name+" on/off or change brightness/colour.", pilotage.RiskControl)
+	a.fields["state"] = enumField("ON or OFF", []any{"ON", "OFF"})
+	if c.brightness {
+		a.fields["brightness"] = numField("Brightness", fnum(0), fnum(c.scale), 0, "")
+	}
+	if c.colorTemp {
+		a.fields["color_temp"] = numField("Colour temperature", fnum(c.minM), fnum(c.maxM), 0, "mired")
+	}
+	return a
+}
+
+func (x *ent) jsonLight() {
+	c := x.lightCaps()
+	dev := x.b.spec.id
+	type sub struct {
+		key, id string
+		schema  map[string]any
+	}
+	subs := []sub{{"state", x.mainID(), onOffSchema(x.unitDesc())}}
+	if c.brightness {
+		subs = append(subs, sub{"brightness", x.subID("brightness"), map[string]any{"type": "number", "minimum": 0.0, "maximum": c.scale}})
+	}
+	if c.colorTemp {
+		subs = append(subs, sub{"color_temp", x.subID("color_temp"), map[string]any{"type": "number", "minimum": c.minM, "maximum": c.maxM, "x-unit": "mired"}})
+	}
+	if cf := c.colorField(); cf != nil {
+		subs = append(subs, sub{"color", x.subID("color"), map[string]any{"type": "object"}})
+	}
+	if len(c.effects) > 0 {
+		subs = append(subs, sub{"effect", x.subID("effect"), map[string]any{"type": "string"}})
+	}
+	topic := x.str("state_topic", "")
+	if topic != "" {
+		for _, s := range subs {
+			x.b.spec.states = append(x.b.spec.states, stateSpec{id: s.id, name: x.name + " " + s.key, desc: x.unitDesc(), schema: s.schema})
+		}
+		x.b.spec.routes = append(x.b.spec.routes, topicRoute{topic, func(tx *txn, p []byte) {
+			var obj map[string]any
+			if json.Unmarshal(p, &obj) != nil {
+				return
+			}
+			tx.touch(dev)
+			for _, s := range subs {
+				v, ok := obj[s.key]
+				if !ok || v == nil {
+					continue // partial state: keep what we know
+				}
+				if s.key == "state" {
+					if v, ok = matcher([2]string{"ON", "ON"}, [2]string{"OFF", "OFF"})(v); !ok {
+						continue
+					}
+				}
+				tx.setState(dev, s.id, strings.TrimPrefix(s.id, dev+"."), v)
+			}
+		}})
+	}
+	a := x.lightAction(c)
+	if cf := c.colorField(); cf != nil {
+		a.fields["color"] = cf
+	}
+	if len(c.effects) > 0 {
+		a.fields["effect"] = enumField("Effect", c.effects)
+	}
+	a.fields["transition"] = numField("Transition time", fnum(0), nil, 0, "s")
+	if topic != "" {
+		for _, s := range subs {
+			if _, ok := a.fields[s.key]; ok {
+				a.affects[s.key] = s.id
+			}
+		}
+	}
+	cmd := x.str("command_topic", "")
+	a.send = func(ctx context.Context, p *sender, args map[string]any) error {
+		msg := make(map[string]any, len(args)+1)
+		for k, v := range args {
+			msg[k] = v
+		}
+		if _, ok := msg["state"]; !ok {
+			msg["state"] = "ON"
+		}
+		return p.publishJSON(ctx, cmd, msg)
+	}
+}
+
+func (x *ent) defaultLight() {
+	c := x.lightCaps()
+	on, off := x.str("payload_on", "ON"), x.str("payload_off", "OFF")
+	tpl := x.str("state_value_template", x.str("value_template", ""))
+	x.addState(x.mainID(), x.name, x.unitDesc(), onOffSchema(x.unitDesc()), x.str("state_topic", ""), tpl,
+		matcher([2]string{on, "ON"}, [2]string{off, "OFF"}))
+	if x.has("brightness_command_topic") || x.has("brightness_state_topic") {
+		c.brightness = true
+	}
+	if x.has("color_temp_command_topic") || x.has("color_temp_state_topic") {
+		c.colorTemp = true
+	}
+	if c.brightness {
+		x.addState(x.subID("brightness"), x.name+" brightness", "Brightness", map[string]any{"type": "number", "minimum": 0.0, "maximum": c.scale},
+			x.str("brightness_state_topic", ""), x.str("brightness_value_template", ""), numberConv)
+	}
+	if c.colorTemp {
+		x.addState(x.subID("color_temp"), x.name+" colour temperature", "Colour temperature",
+			map[string]any{"type": "number", "minimum": c.minM, "maximum": c.maxM, "x-unit": "mired"},
+			x.str("color_temp_state_topic", ""), x.str("color_temp_value_template", ""), numberConv)
+	}
+	send, ok := x.command("command_topic", "")
+	if !ok {
+		return
+	}
+	a := x.lightAction(c)
+	x.affect(a, "state", x.mainID(), "state_topic")
+	sendB, okB := x.command("brightness_command_topic", "brightness_command_template")
+	if okB && c.brightness {
+		x.affect(a, "brightness", x.subID("brightness"), "brightness_state_topic")
+	} else {
+		delete(a.fields, "brightness")
+	}
+	sendCT, okCT := x.command("color_temp_command_topic", "color_temp_command_template")
+	if okCT && c.colorTemp {
+		x.affect(a, "color_temp", x.subID("color_temp"), "color_temp_state_topic")
+	} else {
+		delete(a.fields, "color_temp")
+	}
+	onType := x.str("on_command_type", "last")
+	a.send = func(ctx context.Context, p *sender, args map[string]any) error {
+		st, hasState := args["state"]
+		if st == "OFF" {
+			return send(ctx, p, off)
+		}
+		if hasState && onType == "first" {
+			if err := send(ctx, p, on); err != nil {
+				return err
+			}
+		}
+		if v, ok := args["brightness"]; ok && okB {
+			if err := sendB(ctx, p, v); err != nil {
+				return err
+			}
+		}
+		if v, ok := args["color_temp"]; ok && okCT {
+			if err := sendCT(ctx, p, v); err != nil {
+				return err
+			}
+		}
+		_, hasB := args["brightness"]
+		if hasState && onType != "first" && !(onType == "brightness" && hasB) {
+			return send(ctx, p, on)
+		}
+		return nil
+	}
+}

@@ -1,0 +1,437 @@
+package devices
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"reflect"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+// Snapshot is one immutable view of the catalog entries.
+type Snapshot struct {
+	// Gen increments iff an entry was added, removed or changed in a
+	// defined field. Live values never change it.
+	Gen     uint64
+	entries []*pilotage.Entry
+	byID    map[string]*pilotage.Entry
+	hashes  map[string]string
+}
+
+// Entries returns the entries sorted by id. The slice and entries are shared
+// and must be treated as read-only.
+func (s *Snapshot) Entries() []*pilotage.Entry { return s.entries }
+
+// Get returns the entry with this id.
+func (s *Snapshot) Get(id string) (*pilotage.Entry, bool) {
+	e, ok := s.byID[id]
+	return e, ok
+}
+
+// Hash returns the content hash of the entry excluding its Revision, or ""
+// for an unknown id.
+func (s *Snapshot) Hash(id string) string { return s.hashes[id] }
+
+// Len is the number of entries.
+func (s *Snapshot) Len() int { return len(s.entries) }
+
+// route handles one payload on a routed topic.
+type route func(tx *txn, payload []byte)
+
+type topicRoute struct {
+	topic string
+	fn    route
+}
+
+// model is the routing and action table that goes with a snapshot.
+type model struct {
+	routes      map[string][]route
+	actions     map[string]*action
+	unsupported map[string]string
+}
+
+// devSpec is the source-neutral description of one device, from which its
+// entries, routes and actions are derived.
+type devSpec struct {
+	id, name, desc string
+	source, typ    string
+	manufacturer   string
+	modelName      string
+	area           string
+	tags           []string
+	noDevice       bool // notification channels: actions only
+	states         []stateSpec
+	events         []eventSpec
+	actions        []*action
+	routes         []topicRoute
+}
+
+type stateSpec struct {
+	id, name, desc string
+	schema         map[string]any
+	unsupported    string
+}
+
+type eventSpec struct {
+	id, name, desc string
+	values         []string
+}
+
+// txn collects the changes of one HandleMessage call.
+type txn struct {
+	c       *Catalog
+	now     time.Time
+	changes []Change
+	newSubs bool
+}
+
+func (c *Catalog) begin() *txn { return &txn{c: c, now: c.now()} }
+
+// finish returns the subscribers to notify (nil when nothing changed).
+func (c *Catalog) finish(tx *txn) []func(Change) {
+	if len(tx.changes) == 0 || len(c.subs) == 0 {
+		return nil
+	}
+	ids := make([]int, 0, len(c.subs))
+	for id := range c.subs {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	out := make([]func(Change), len(ids))
+	for i, id := range ids {
+		out[i] = c.subs[id]
+	}
+	return out
+}
+
+func (tx *txn) dev(id string) *devLive {
+	d := tx.c.devLive[id]
+	if d == nil {
+		d = &devLive{obj: map[string]any{}}
+		tx.c.devLive[id] = d
+	}
+	return d
+}
+
+// setState records a state value; prop is the key in the device object.
+func (tx *txn) setState(dev, id, prop string, v any) {
+	lv := tx.c.live[id]
+	if lv == nil {
+		lv = &liveVal{dev: dev, unsupported: tx.c.model.unsupported[id]}
+		tx.c.live[id] = lv
+	}
+	lv.lastSeen = tx.now
+	d := tx.dev(dev)
+	d.lastSeen = tx.now
+	if prop != "" {
+		d.obj[prop] = v
+	}
+	if lv.unsupported != "" || equalValues(lv.value, v) {
+		return
+	}
+	prev := lv.value
+	lv.value = v
+	tx.changes = append(tx.changes, Change{Kind: ChangeState, ID: id, Value: v, Prev: prev, Time: tx.now})
+}
+
+func (tx *txn) fireEvent(dev, id string, v any) {
+	d := tx.dev(dev)
+	d.lastSeen = tx.now
+	tx.changes = append(tx.changes, Change{Kind: ChangeEvent, ID: id, Value: v, Time: tx.now})
+}
+
+func (tx *txn) touch(dev string) { tx.dev(dev).lastSeen = tx.now }
+
+// setAvail records one availability topic of a device and recomputes the
+// device's availability under mode ("all", "any", or "latest").
+func (tx *txn) setAvail(dev, topic string, ok bool, mode string) {
+	d := tx.dev(dev)
+	if d.avail == nil {
+		d.avail = map[string]bool{}
+	}
+	d.avail[topic] = ok
+	now := ok
+	switch mode {
+	case "all":
+		now = true
+		for _, v := range d.avail {
+			now = now && v
+		}
+	case "any":
+		now = false
+		for _, v := range d.avail {
+			now = now || v
+		}
+	}
+	if d.availNow != nil && *d.availNow == now {
+		return
+	}
+	var prev any
+	if d.availNow != nil {
+		prev = *d.availNow
+	}
+	d.availNow = &now
+	tx.changes = append(tx.changes, Change{Kind: ChangeAvailability, ID: dev, Value: now, Prev: prev, Time: tx.now})
+}
+
+func equalValues(a, b any) bool {
+	switch av := a.(type) {
+	case nil:
+		return b == nil
+	case string:
+		bv, ok := b.(string)
+		return ok && av == bv
+	case float64:
+		bv, ok := b.(float64)
+		return ok && av == bv
+	case bool:
+		bv, ok := b.(bool)
+		return ok && av == bv
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// rebuildLocked recomputes entries, routes and actions from the sources,
+// bumps Gen iff an entry changed and emits ChangeCatalog per changed id.
+func (c *Catalog) rebuildLocked(tx *txn) {
+	specs := c.z2m.build(c.log)
+	taken := map[string]bool{}
+	for _, s := range specs {
+		taken[s.id] = true
+	}
+	specs = append(specs, c.ha.build(c.log, taken)...)
+	specs = append(specs, notifySpecs(c.opts.Notify)...)
+
+	m := &model{routes: map[string][]route{}, actions: map[string]*action{}, unsupported: map[string]string{}}
+	byID := map[string]*pilotage.Entry{}
+	devOf := map[string]string{}
+	add := func(e *pilotage.Entry, dev string) bool {
+		if _, dup := byID[e.ID]; dup {
+			c.log.Warn("duplicate catalog id skipped", "id", e.ID, "device", dev)
+			return false
+		}
+		byID[e.ID] = e
+		devOf[e.ID] = dev
+		return true
+	}
+	for _, s := range specs {
+		if !s.noDevice {
+			if !add(deviceEntry(s), s.id) {
+				continue
+			}
+		}
+		for _, st := range s.states {
+			if add(stateEntry(s, st), s.id) && st.unsupported != "" {
+				m.unsupported[st.id] = st.unsupported
+			}
+		}
+		for _, ev := range s.events {
+			add(eventEntry(s, ev), s.id)
+		}
+		for _, a := range s.actions {
+			if add(actionEntry(s, a), s.id) {
+				m.actions[a.id] = a
+			}
+		}
+		for _, r := range s.routes {
+			m.routes[r.topic] = append(m.routes[r.topic], r.fn)
+		}
+	}
+	c.model = m
+	for _, id := range c.commitEntries(tx, byID) {
+		delete(c.live, id) // its meaning changed: unknown until the next message
+	}
+	c.pruneLive(byID)
+	c.subscribeRoutes(tx)
+	c.replayPending(tx)
+}
+
+// commitEntries stores a new snapshot when entries changed and returns the
+// ids of modified entries.
+func (c *Catalog) commitEntries(tx *txn, byID map[string]*pilotage.Entry) []string {
+	old := c.snap.Load()
+	hashes := make(map[string]string, len(byID))
+	entries := make([]*pilotage.Entry, 0, len(byID))
+	var changes []Change
+	var modified []string
+	for id, e := range byID {
+		h := entryHash(e)
+		e.Revision = h
+		hashes[id] = h
+		entries = append(entries, e)
+		if oh, ok := old.hashes[id]; !ok {
+			changes = append(changes, Change{Kind: ChangeCatalog, ID: id, Value: "added", Time: tx.now})
+		} else if oh != h {
+			changes = append(changes, Change{Kind: ChangeCatalog, ID: id, Value: "modified", Time: tx.now})
+			modified = append(modified, id)
+		}
+	}
+	for id := range old.hashes {
+		if _, ok := byID[id]; !ok {
+			changes = append(changes, Change{Kind: ChangeCatalog, ID: id, Value: "removed", Time: tx.now})
+		}
+	}
+	if len(changes) == 0 {
+		return nil
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].ID < entries[j].ID })
+	sort.Slice(changes, func(i, j int) bool { return changes[i].ID < changes[j].ID })
+	c.snap.Store(&Snapshot{Gen: old.Gen + 1, entries: entries, byID: byID, hashes: hashes})
+	tx.changes = append(tx.changes, changes...)
+	return modified
+}
+
+// pruneLive forgets live values of entries and devices that are gone, and
+// refreshes the unsupported marks.
+func (c *Catalog) pruneLive(byID map[string]*pilotage.Entry) {
+	for id, lv := range c.live {
+		if _, ok := byID[id]; !ok {
+			delete(c.live, id)
+			continue
+		}
+		lv.unsupported = c.model.unsupported[id]
+		if lv.unsupported != "" {
+			lv.value = nil
+		}
+	}
+	for id := range c.devLive {
+		if _, ok := byID[id]; !ok {
+			delete(c.devLive, id)
+		}
+	}
+}
+
+// subscribeRoutes queues the routed topics outside the two wildcard
+// subscriptions for the subscriber goroutine.
+func (c *Catalog) subscribeRoutes(tx *txn) {
+	base, prefix := c.opts.Z2MBase+"/", c.opts.HAPrefix+"/"
+	for t := range c.model.routes {
+		if strings.HasPrefix(t, base) || strings.HasPrefix(t, prefix) || c.subbed[t] {
+			continue
+		}
+		c.subbed[t] = true
+		c.subQ = append(c.subQ, t)
+		tx.newSubs = true
+	}
+	sort.Strings(c.subQ)
+}
+
+// replayPending feeds payloads that arrived before their route existed.
+func (c *Catalog) replayPending(tx *txn) {
+	if len(c.pending) == 0 {
+		return
+	}
+	topics := make([]string, 0)
+	for t := range c.pending {
+		if _, ok := c.model.routes[t]; ok {
+			topics = append(topics, t)
+		}
+	}
+	sort.Strings(topics)
+	for _, t := range topics {
+		p := c.pending[t]
+		delete(c.pending, t)
+		for _, r := range c.model.routes[t] {
+			r(tx, p)
+		}
+	}
+}
+
+func entryHash(e *pilotage.Entry) string {
+	cp := *e
+	cp.Revision = ""
+	b, _ := json.Marshal(&cp)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
+}
+
+func readHints() pilotage.RiskHints { return pilotage.HintsOf(pilotage.RiskRead) }
+
+func deviceEntry(s *devSpec) *pilotage.Entry {
+	tags := []string{"source:" + s.source}
+	if s.typ != "" {
+		tags = append(tags, "type:"+s.typ)
+	}
+	if s.manufacturer != "" {
+		tags = append(tags, "manufacturer:"+s.manufacturer)
+	}
+	if s.modelName != "" {
+		tags = append(tags, "model:"+s.modelName)
+	}
+	if s.area != "" {
+		tags = append(tags, "area:"+s.area)
+	}
+	tags = append(tags, s.tags...)
+	return &pilotage.Entry{ID: s.id, Kind: pilotage.KindDevice, Name: s.name, Description: s.desc,
+		Tags: tags, Risk: pilotage.RiskRead, RiskHints: readHints()}
+}
+
+func childTags(s *devSpec, extra ...string) []string {
+	tags := []string{"device:" + s.id, "source:" + s.source}
+	if s.area != "" {
+		tags = append(tags, "area:"+s.area)
+	}
+	return append(tags, extra...)
+}
+
+func stateEntry(s *devSpec, st stateSpec) *pilotage.Entry {
+	desc := st.desc
+	var extra []string
+	if st.unsupported != "" {
+		extra = append(extra, "unsupported")
+		desc = strings.TrimSpace(desc + " Live value unsupported: " + st.unsupported + ".")
+	}
+	return &pilotage.Entry{ID: st.id, Kind: pilotage.KindState, Name: st.name, Description: desc,
+		Tags: childTags(s, extra...), OutputSchema: mustJSON(st.schema), Risk: pilotage.RiskRead, RiskHints: readHints()}
+}
+
+func eventEntry(s *devSpec, ev eventSpec) *pilotage.Entry {
+	schema := map[string]any{"type": "string"}
+	if len(ev.values) > 0 {
+		schema["enum"] = ev.values
+	}
+	return &pilotage.Entry{ID: ev.id, Kind: pilotage.KindEvent, Name: ev.name, Description: ev.desc,
+		Tags: childTags(s), OutputSchema: mustJSON(schema), Risk: pilotage.RiskRead, RiskHints: readHints()}
+}
+
+func actionEntry(s *devSpec, a *action) *pilotage.Entry {
+	var tags []string
+	if s.noDevice {
+		tags = []string{"notify"}
+	} else {
+		tags = childTags(s)
+	}
+	return &pilotage.Entry{ID: a.id, Kind: pilotage.KindAction, Name: a.name, Description: a.desc,
+		Tags: tags, Callable: true, InputSchema: mustJSON(a.inputSchema()), Risk: a.risk, RiskHints: pilotage.HintsOf(a.risk)}
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return json.RawMessage(`{}`)
+	}
+	return b
+}
+
+// slug turns a friendly name into an id segment: lowercase ASCII letters,
+// digits and '_' (everything else becomes '_', runs collapse, ends trimmed).
+func slug(s string) string {
+	var b strings.Builder
+	under := false
+	for _, r := range strings.ToLower(s) {
+		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
+			b.WriteRune(r)
+			under = false
+			continue
+		}
+		if !under && b.Len() > 0 {
+			b.WriteByte('_')
+			under = true
+		}
+	}
+	return strings.TrimSuffix(b.String(), "_")
+}

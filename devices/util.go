@@ -1,0 +1,5 @@
+package devices
+
+import "sort"
+
+func sortStrings(s []string) { sort.Strings(s) }
