@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -134,6 +135,10 @@ func (c *checker) program(p *Program) {
 	root := &scope{vars: map[string]bool{}, steps: map[string]bool{}}
 	for _, cd := range p.Conditions {
 		c.expr(cd.Expr, root)
+		if cd.ID != "" {
+			root.steps[cd.ID] = true
+			c.seenSteps[cd.ID] = true
+		}
 	}
 	c.steps(p.Steps, root)
 }
@@ -157,12 +162,19 @@ func (c *checker) lookup(id, path string, rng *pilotage.Range, what string, kind
 		return nil
 	}
 	if len(kinds) > 0 && !slices.Contains(kinds, e.Kind) {
-		g := c.d.add(CodeWrongKind, path, "", "%s %q is a %s entry; want %s", what, id, e.Kind, kindList(kinds))
+		g := c.d.add(CodeWrongKind, path, "", "%s %q is %s %s entry; want %s", what, id, article(string(e.Kind)), e.Kind, kindList(kinds))
 		g.Range = rng
 		return nil
 	}
 	c.entries[id] = e
 	return e
+}
+
+func article(w string) string {
+	if w != "" && strings.ContainsRune("aeiou", rune(w[0])) {
+		return "an"
+	}
+	return "a"
 }
 
 func kindList(ks []pilotage.Kind) string {

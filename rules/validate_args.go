@@ -84,6 +84,11 @@ func (c *checker) args(s *Step, e *pilotage.Entry) {
 				}
 				continue
 			}
+			if len(l.InstanceLocation) == 0 && len(templated) > 0 {
+				// minProperties, dependencies, oneOf …: unknowable while
+				// some arguments are only known at run time.
+				continue
+			}
 			report(path, "%s: %s", s.Call, l.ErrorKind.LocalizedString(printer))
 		}
 	}

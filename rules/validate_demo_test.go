@@ -74,7 +74,6 @@ func demoCatalog() *mapCatalog {
 		st("living_thermostat.occupied_heating_setpoint", `{"type":"number","minimum":5,"maximum":30}`),
 		st("living_thermostat.system_mode", `{"type":"string","enum":["off","heat","auto"]}`),
 		st("outdoor_weather.temperature", `{"type":"number","unit":"°C"}`), st("outdoor_weather.humidity", `{"type":"number","minimum":0,"maximum":100}`),
-		st("presence.anyone_home", `{"type":"boolean"}`),
 		entry("bedroom_remote.action", pilotage.KindEvent, pilotage.RiskRead, "", `{"type":"string","enum":["on","off","brightness_up","brightness_down","toggle"]}`),
 		entry("script.flash_porch", pilotage.KindAutomation, pilotage.RiskControl, `{"type":"object","properties":{"times":{"type":"integer","minimum":1,"maximum":10}}}`, ""),
 	)

@@ -136,7 +136,7 @@ func (c *checker) call(s *Step) {
 	}
 	if !e.Callable || !pilotage.KindCallable(e.Kind) {
 		delete(c.entries, s.Call)
-		c.d.add(CodeNotCallable, path, "call an action (e.g. \"hall_light.set\") or a promoted automation", "%q is a %s entry, which cannot be called", s.Call, e.Kind)
+		c.d.add(CodeNotCallable, path, "call an action (e.g. \"hall_light.set\") or a promoted automation", "%q is %s %s entry, which cannot be called", s.Call, article(string(e.Kind)), e.Kind)
 		return
 	}
 	if e.Kind == pilotage.KindAutomation && c.o.Automation != nil {
@@ -164,7 +164,7 @@ func (c *checker) expr(x *Expr, sc *scope) {
 		return stringRange(str, x.Offset+from, x.Offset+to)
 	}
 	for _, r := range x.Refs {
-		c.lookup(r.ID, x.Ptr, rng(r.From, r.To), "state("+r.ID+")", pilotage.KindState, pilotage.KindEvent)
+		c.lookup(r.ID, x.Ptr, rng(r.From, r.To), "state() id", pilotage.KindState, pilotage.KindEvent)
 	}
 	ast.Find(x.Node(), func(n ast.Node) bool {
 		switch n := n.(type) {

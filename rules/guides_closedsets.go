@@ -1,0 +1,168 @@
+package rules
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+// closedSetsBody generates the closed-sets guide from the tables the
+// validator, planner and interpreter use, so the two cannot disagree.
+func closedSetsBody() string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	w("# automation/1 — closed sets\n\n")
+	w("Every closed set of the Language, generated from the tables the server itself uses. ")
+	w("Values outside these sets never appear on the wire.\n\n")
+
+	w("## Diagnostic codes\n\n")
+	w("Each code has a fixed severity. A program is valid iff no diagnostic has severity `error`; warnings never block. ")
+	w("`path` is a JSON Pointer into the program (`\"\"` = the whole document; for `input_binding` into execute's `input`, for `context_binding` into `context`). ")
+	w("`range`, when present, is a 1-based `{start:{line,column}, end:{line,column}}` inside the string value at `path` (end exclusive). ")
+	w("`constraint`, `input_binding` and `context_binding` are the spec's reserved codes.\n\n")
+	w("| code | severity | meaning |\n|---|---|---|\n")
+	for _, c := range Codes {
+		w("| `%s` | %s | %s |\n", c.Code, c.Severity, cell(c.Meaning))
+	}
+
+	w("\n## Catalog entry kinds\n\n| kind | callable | what |\n|---|---|---|\n")
+	for _, k := range pilotage.Kinds {
+		w("| `%s` | %s | %s |\n", k.Kind, yesNo(k.Callable), cell(k.What))
+	}
+	w("\nOnly callable kinds may appear in a `call` step. Live values (current state) are served beside entries, never in them.\n")
+
+	w("\n## Risk levels\n\n| risk | readOnly | destructive | openWorld | typical |\n|---|---|---|---|---|\n")
+	for _, r := range pilotage.RiskLevels {
+		w("| `%s` | %t | %t | %t | %s |\n", r.Risk, r.Hints.ReadOnly, r.Hints.Destructive, r.Hints.OpenWorld, cell(r.Typical))
+	}
+	w("\nA plan's `max_risk_hints` is computed from the steps' hints: readOnly = AND, destructive = OR, openWorld = OR; ")
+	w("`max_risk` is the level consistent with them (destructive → `security`, else openWorld → `external`, else not readOnly → `control`, else `read`). ")
+	w("Triggers, conditions, delays, waits, sets, stops, branches and loops are `read`; a call carries its entry's risk ")
+	w("(a promoted automation its declared risk).\n")
+
+	statusTable(&b, "Run statuses", "Run-level `outcome.status` of execute and trace.", RunStatuses)
+	statusTable(&b, "Step statuses", "`outcome.status` of each trace entry.", StepStatuses)
+
+	w("\n## Trigger kinds\n\n| kind | members | plan step kind |\n|---|---|---|\n")
+	for _, k := range []TriggerKind{TriggerState, TriggerNumeric, TriggerEvent, TriggerCron, TriggerTime, TriggerSun} {
+		w("| `%s` | %s | `trigger:%s` |\n", k, codeList(triggerFields[k]), k)
+	}
+	w("\nA trigger with `state` is `numeric` when it has `above` or `below`, else `state`.\n")
+
+	w("\n## Step kinds\n\n| kind | members |\n|---|---|\n")
+	for _, k := range stepKinds {
+		w("| `%s` | %s |\n", k, codeList(stepFields[StepKind(k)]))
+	}
+	w("\nWait objects: `{state, to?, from?, for?}`, `{state, above?, below?, for?}`, `{event, value?}` or `{expr, for?}`. ")
+	w("Repeat objects: exactly one of `count`, `for_each`, `while`, `until`, plus `max` (required for while/until). ")
+	w("Choose arms: `{label?, when, do}`.\n")
+
+	w("\n## Modes\n\n| mode | a firing while the rule is still running |\n|---|---|\n")
+	w("| `single` | is skipped (status `skipped`); the default |\n")
+	w("| `restart` | cancels the running run (status `cancelled`) and starts anew |\n")
+	w("| `queued` | waits its turn; at most `max` waiting (more are `skipped`) |\n")
+	w("| `parallel` | runs alongside; at most `max` at once (more are `skipped`) |\n")
+
+	w("\n## Expression environment\n\n| function | doc |\n|---|---|\n")
+	for _, f := range EnvFunctions {
+		w("| `%s` | %s |\n", f.Signature, cell(f.Doc))
+	}
+	w("\n| variable | doc |\n|---|---|\n")
+	for _, v := range EnvVariables {
+		w("| `%s` | %s |\n", v.Name, cell(v.Doc))
+	}
+	w("| `vars.index`, `vars.item` | inside a repeat body: the 1-based iteration; in for_each bodies the current item |\n")
+
+	w("\n## Limits\n\nValidation beyond a validation bound is the request error `resource_exhausted`; a run beyond an execution bound ends with status `limit_exceeded` or `timeout`.\n\n")
+	w("| limit | default | bounds |\n|---|---|---|\n")
+	lv := reflect.ValueOf(DefaultLimits)
+	for i := 0; i < lv.NumField(); i++ {
+		f := lv.Type().Field(i)
+		w("| `%s` | %v | %s |\n", f.Name, lv.Field(i).Interface(), cell(limitDocs[f.Name]))
+	}
+
+	b.WriteString(closedSetsProse)
+	return b.String()
+}
+
+var limitDocs = map[string]string{
+	"MaxProgramBytes": "size of a program in bytes",
+	"MaxNodes":        "JSON values in a program",
+	"MaxDepth":        "nesting of if/choose/repeat step lists",
+	"MaxExprNodes":    "syntax nodes per expression",
+	"MaxExprLen":      "characters per expression",
+	"ValidateWall":    "wall time of one validation",
+	"MaxSteps":        "trace entries per run",
+	"MaxIterations":   "iterations per loop activation; the largest count or max a loop may declare",
+	"MaxWall":         "duration of one run (virtual time in a test run)",
+	"MaxCallDepth":    "nested calls of promoted automations",
+	"MemoryBudget":    "expression evaluation memory budget",
+}
+
+func statusTable(b *strings.Builder, title, intro string, rows []StatusInfo) {
+	fmt.Fprintf(b, "\n## %s\n\n%s `ok` is the outcome's `ok`; side effects says whether devices may have been commanded when the status is reported.\n\n", title, intro)
+	b.WriteString("| status | ok | side effects | meaning |\n|---|---|---|---|\n")
+	for _, s := range rows {
+		fmt.Fprintf(b, "| `%s` | %t | %s | %s |\n", s.Status, s.OK, s.SideEffects, cell(s.Meaning))
+	}
+}
+
+func cell(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
+
+func yesNo(v bool) string {
+	if v {
+		return "yes"
+	}
+	return "no"
+}
+
+func codeList(ss []string) string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = "`" + s + "`"
+	}
+	return strings.Join(out, ", ")
+}
+
+const closedSetsProse = `
+## Scope rules
+
+- A ` + "`set`" + ` step makes ` + "`vars.<name>`" + ` addressable in the steps after it, in the same step list and in lists nested inside those steps.
+- A finished step makes ` + "`steps.<id>.output`" + ` addressable the same way; condition ids are addressable in the body (` + "`steps.<condition id>.output`" + ` is true).
+- A value produced inside a branch arm (` + "`then`, `else`" + `, a choose arm, ` + "`default`" + `) or a loop body (` + "`do`" + `) is addressable only later inside that same arm or body. After the ` + "`if`/`choose`/`repeat`" + ` ends it is not addressable, even if every arm sets it: that is the diagnostic ` + "`scope`" + `.
+- To use a value after a branch, set a default before the branch and set it again inside the arms: ` + "`vars`" + ` is one map per run, so the arm's assignment is what you read afterwards.
+- A step id that has not run yet at that point (a later step, the step itself) or no step at all is ` + "`unknown_step`" + `. The ` + "`if`/`choose`/`repeat`" + ` step's own id is addressable after it (a repeat's output is ` + "`{iterations}`" + `).
+- ` + "`vars.index`" + ` is addressable inside every repeat body, ` + "`vars.item`" + ` inside for_each bodies; a ` + "`while`" + ` and an ` + "`until`" + ` expression see the body's scope. All values of one ` + "`set`" + ` are computed before any is assigned.
+- Catalog ids in ` + "`state('…')`" + ` must be string constants (` + "`non_constant_reference`" + `), so every reference is known before the program runs.
+
+## Input and params
+
+The program's ` + "`params`" + ` member is a JSON Schema of an object (type ` + "`object`" + `). execute ` + "`input`" + ` is bound to ` + "`params`" + ` for inline programs: the input object is checked against that schema (findings: ` + "`input_binding`" + `, path into input), defaults are filled in, and expressions read it as ` + "`params.<name>`" + `. A program without params takes no input. A promoted automation called from another program receives the call's ` + "`args`" + ` as its params.
+
+For test runs ` + "`input`" + ` may also carry ` + "`{\"params\":{...},\"scenario\":{\"trigger\":\"<trigger id>\",\"value\":…,\"from\":…,\"state\":{\"id\":value},\"now\":\"RFC3339\",\"waits\":{\"<wait step id>\":\"met\"|\"timeout\"}}}`" + `: ` + "`params`" + ` as above; ` + "`scenario`" + ` picks the trigger that fires (default the first), its value and previous value, state overrides, the virtual clock at the start, and how each wait ends (see the ` + "`test-runs`" + ` guide).
+
+validate takes no ` + "`context`" + `: automation/1 declares no context_schema, so a supplied context is a ` + "`context_binding`" + ` finding at path ` + "`\"\"`" + `.
+
+## Output of a run
+
+- Deploy (execute without test_run): ` + "`output`" + ` is ` + "`{program_ref, rule, replaced, triggers, next_fire}`" + `: the promoted body's reference, the installed rule's name (= program name; deploying the same name again replaces it), whether it replaced one, the armed triggers and the next scheduled firing (when known). The deploy trace describes the installation (promote, install, arm); the plan describes the body.
+- Test run: ` + "`output`" + ` is ` + "`{calls: [...], vars}`" + `: each call the body would have made (` + "`step`" + `, catalog ` + "`id`" + `, ` + "`args`" + `, ` + "`output`" + `, ` + "`at`" + `) and the final variables.
+- Each firing of an installed rule is its own run with its own run id, outcome and trace.
+
+## Trace format
+
+- Identity: each trace entry's ` + "`id`" + ` is the program's own step id. Entries inside a loop body carry the iteration: ` + "`toggle#2`" + ` is body step ` + "`toggle`" + ` in iteration 2 of its loop (nested loops add one ` + "`#n`" + ` per enclosing loop, outermost first: ` + "`flip#2#3`" + `). Entries of a promoted automation run through a ` + "`call`" + ` step are prefixed with the calling entry's id and ` + "`/`" + `: ` + "`script_call#1/inner#3`" + `. That is why ids may not contain ` + "`#`" + ` or ` + "`/`" + `.
+- The reserved step ` + "`triggers`" + ` comes first in every plan and trace: a branch whose arms are the trigger ids. In a trace its decision's ` + "`took`" + ` is the trigger that fired, followed by that trigger's entry (output: the trigger value), then the conditions, then the body.
+- Decisions: a branch (` + "`if`" + `, ` + "`choose`" + `, ` + "`triggers`" + `) records one decision whose ` + "`took`" + ` is the arm label taken (` + "`then`" + `, ` + "`else`" + `, a choose label, ` + "`default`" + `, or a trigger id); a loop records one decision per evaluation, ` + "`took`" + ` = ` + "`continue`" + ` or ` + "`exit`" + `, with ` + "`because`" + ` saying why.
+- Levels: ` + "`full`" + ` carries each entry's ` + "`input`" + ` and ` + "`output`" + `. Summary traces omit ` + "`input`" + ` and replace an ` + "`output`" + ` whose JSON exceeds 256 bytes with ` + "`{\"truncated\": true, \"bytes\": N, \"preview\": \"<first 200 chars of the JSON>\"}`" + `.
+
+## Plan format
+
+The plan describes the deployed body. Steps in order: the branch ` + "`triggers`" + ` (kind ` + "`trigger`" + `), one step per trigger (kind ` + "`trigger:<kind>`" + `, ` + "`arm: {branch: \"triggers\", label: <trigger id>}`" + `), one per condition (kind ` + "`condition`" + `), then the body: every step with its step kind; ` + "`call`" + ` steps list the entry in ` + "`calls`" + ` with its risk; ` + "`if`" + `/` + "`choose`" + ` are branch steps followed by the steps of every arm carrying ` + "`arm: {branch: <id>, label}`" + `; ` + "`repeat`" + ` is a loop step followed by its body once, carrying ` + "`loop: <repeat id>`" + `. A step names only its innermost construct: an arm inside a loop carries ` + "`arm`" + `, a loop inside an arm gives its body ` + "`loop`" + `. A call to a promoted automation is one step with the automation's declared risk.
+
+## Step identifiers
+
+Programs have native ids (` + "`id`" + ` on every trigger, condition and step), so no identifiers are generated: plans and traces use them as written. Ids are 1-64 characters, unique across triggers, conditions and steps, without ` + "`#`" + ` or ` + "`/`" + `, and not ` + "`triggers`" + `.
+`
