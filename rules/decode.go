@@ -356,7 +356,11 @@ func (dc *decoder) trigger(n *jnode) *Trigger {
 			t.Offset = dc.constDuration(v, "offset", true)
 		}
 	}
-	dc.fields(n, "a "+string(t.Kind)+" trigger", triggerFields[t.Kind])
+	allowed := triggerFields[t.Kind]
+	if t.Kind == TriggerNumeric {
+		allowed = append(allowed[:len(allowed):len(allowed)], "to", "from") // reported as conflicts above
+	}
+	dc.fields(n, "a "+string(t.Kind)+" trigger", allowed)
 	dc.triggerFilters(n, t)
 	return t
 }

@@ -172,7 +172,7 @@ func describeStep(s *Step) string {
 	case StepCall:
 		return "call " + s.Call
 	case StepDelay:
-		return "wait " + templateText(s.Delay)
+		return "delay " + templateText(s.Delay)
 	case StepWait:
 		return describeWait(s)
 	case StepIf:

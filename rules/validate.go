@@ -147,12 +147,59 @@ func (c *checker) program(p *Program) {
 // (with close matches from the visible catalog only) and wrong kinds.
 // rng, when not nil, locates the id inside the string at path.
 func (c *checker) lookup(id, path string, rng *pilotage.Range, what string, kinds ...pilotage.Kind) *pilotage.Entry {
+	return c.lookupFor(id, path, rng, what, false, kinds...)
+}
+
+// maxHinted bounds the unknown names of one validation that get close-match
+// hints (each costs a scan of the visible catalog).
+const maxHinted = 20
+
+// suggest lists visible ids close to id by edit distance, preferring entries
+// of a wanted kind (callable ones for a call); when none is close, it offers
+// the wanted entries of the same device (the id's part before '.').
+func (c *checker) suggest(id string, callable bool, kinds []pilotage.Kind) []string {
+	ids := c.cat.IDs()
+	wanted := func(x string) bool {
+		e, ok := c.cat.Get(x)
+		switch {
+		case !ok:
+			return false
+		case callable:
+			return e.Callable
+		case len(kinds) > 0:
+			return slices.Contains(kinds, e.Kind)
+		}
+		return true
+	}
+	var out []string
+	for _, m := range closeMatches(id, ids, 8) {
+		if wanted(m) && len(out) < 3 {
+			out = append(out, m)
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	dev, _, ok := strings.Cut(id, ".")
+	if !ok {
+		return nil
+	}
+	i := sort.SearchStrings(ids, dev+".")
+	for ; i < len(ids) && strings.HasPrefix(ids[i], dev+".") && len(out) < 3; i++ {
+		if wanted(ids[i]) {
+			out = append(out, ids[i])
+		}
+	}
+	return out
+}
+
+func (c *checker) lookupFor(id, path string, rng *pilotage.Range, what string, callable bool, kinds ...pilotage.Kind) *pilotage.Entry {
 	e, ok := c.cat.Get(id)
 	if !ok {
 		hint := ""
-		if c.hints < 20 {
+		if c.hints < maxHinted {
 			c.hints++
-			hint = hintFor(closeMatches(id, c.cat.IDs(), 3))
+			hint = hintFor(c.suggest(id, callable, kinds))
 		}
 		if hint == "" {
 			hint = "look it up with pilotage_lookup (verb list, q = part of the name)"

@@ -130,7 +130,7 @@ func (c *checker) call(s *Step) {
 		return
 	}
 	path := s.Ptr + "/call"
-	e := c.lookup(s.Call, path, nil, "call")
+	e := c.lookupFor(s.Call, path, nil, "call", true)
 	if e == nil {
 		return
 	}
