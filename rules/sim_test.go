@@ -216,3 +216,26 @@ func TestTestRunScenario(t *testing.T) {
 		t.Errorf("started %v", res.Started)
 	}
 }
+
+// FuzzParseScenario: any JSON object as execute input gives a result and
+// only input_binding diagnostics with pointer paths, never a panic.
+func FuzzParseScenario(f *testing.F) {
+	for _, s := range []string{
+		`{}`, `{"params":{"a":1}}`, `{"scenario":{"trigger":"t","now":"2026-01-15T23:30:00Z","waits":{"w":"met"}}}`,
+		`{"scenario":{"state":{"a.b":1},"waits":{"x":"soon"}}}`, `{"x":[1,2]}`, `{"scenario":null}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var in map[string]any
+		if json.Unmarshal(raw, &in) != nil {
+			return
+		}
+		_, _, diags := ParseScenario(in)
+		for _, d := range diags {
+			if d.Code != "input_binding" || d.Path == "" || d.Path[0] != '/' {
+				t.Errorf("bad diagnostic %+v", d)
+			}
+		}
+	})
+}

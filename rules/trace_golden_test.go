@@ -70,7 +70,7 @@ var traceBase = map[string]any{
 var traceStart = time.Date(2026, 1, 15, 20, 0, 0, 0, time.UTC)
 
 // traceAutomations validates the promoted bodies under testdata/traces/automations.
-func traceAutomations(t *testing.T, cat Catalog) map[string]*Compiled {
+func traceAutomations(t testing.TB, cat Catalog) map[string]*Compiled {
 	t.Helper()
 	files, _ := filepath.Glob("testdata/traces/automations/*.json")
 	out := map[string]*Compiled{}
@@ -81,7 +81,7 @@ func traceAutomations(t *testing.T, cat Catalog) map[string]*Compiled {
 	return out
 }
 
-func traceValidate(t *testing.T, file string, cat Catalog, autos map[string]*Compiled) *Result {
+func traceValidate(t testing.TB, file string, cat Catalog, autos map[string]*Compiled) *Result {
 	t.Helper()
 	raw, err := os.ReadFile(file)
 	if err != nil {
