@@ -301,8 +301,8 @@ func (r *interp) condition(f *frame, cond *Condition, skip bool) *halt {
 // run's bounds. The entry's outcome stays empty until setOutcome.
 func (r *interp) begin(qid string) (int, *halt) {
 	r.current = qid
-	if err := r.ctx.Err(); err != nil {
-		return -1, &halt{StatusCancelled, fmt.Sprintf("cancelled before step %q", qid)}
+	if r.ctx.Err() != nil {
+		return -1, r.ctxHalt("before", qid)
 	}
 	now := r.w.Now()
 	if now.After(r.deadline) {
@@ -314,6 +314,15 @@ func (r *interp) begin(qid string) (int, *halt) {
 	ms := float64(now.Sub(r.start)) / float64(time.Millisecond)
 	r.steps = append(r.steps, pilotage.TraceStep{ID: qid, TMs: &ms})
 	return len(r.steps) - 1, nil
+}
+
+// ctxHalt reports the end of the run's context: cancelled (mode restart, a
+// disabled rule, shutdown), or timeout when the engine's deadline passed.
+func (r *interp) ctxHalt(where, qid string) *halt {
+	if errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
+		return &halt{StatusTimeout, fmt.Sprintf("run deadline passed %s step %q", where, qid)}
+	}
+	return &halt{StatusCancelled, fmt.Sprintf("cancelled %s step %q", where, qid)}
 }
 
 func (r *interp) wallHalt(qid string) *halt {

@@ -51,7 +51,7 @@ func (r *interp) callHalt(qid, id string, err error) *halt {
 	case errors.Is(err, ErrNotConnected):
 		return &halt{StatusNotConnected, fmt.Sprintf("step %q: %s not sent: not connected to the MQTT broker", qid, id)}
 	case r.ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
-		return &halt{StatusCancelled, fmt.Sprintf("cancelled during step %q", qid)}
+		return r.ctxHalt("during", qid)
 	}
 	return &halt{StatusFailed, fmt.Sprintf("step %q: %s failed: %v", qid, id, err)}
 }
@@ -130,7 +130,10 @@ func (r *interp) delay(f *frame, s *Step, qid string, i int) *halt {
 		d, capped = max(rem, 0), true
 	}
 	if err := r.w.Sleep(r.ctx, d); err != nil {
-		return r.fail(i, &halt{StatusCancelled, fmt.Sprintf("cancelled during step %q", qid)})
+		if r.ctx.Err() != nil {
+			return r.fail(i, r.ctxHalt("during", qid))
+		}
+		return r.fail(i, &halt{StatusFailed, fmt.Sprintf("step %q: delay failed: %v", qid, err)})
 	}
 	if capped {
 		return r.fail(i, r.wallHalt(qid))
@@ -178,7 +181,7 @@ func (r *interp) wait(f *frame, s *Step, qid string, i int) *halt {
 	met, err := r.w.Wait(r.ctx, req)
 	if err != nil {
 		if r.ctx.Err() != nil {
-			return r.fail(i, &halt{StatusCancelled, fmt.Sprintf("cancelled during step %q", qid)})
+			return r.fail(i, r.ctxHalt("during", qid))
 		}
 		return r.fail(i, &halt{StatusFailed, fmt.Sprintf("step %q: wait failed: %v", qid, err)})
 	}

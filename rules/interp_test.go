@@ -376,15 +376,49 @@ func TestRunCallErrors(t *testing.T) {
 	}
 }
 
+// cancelWorld cancels the run's context when the body sleeps, as a rule
+// restart or shutdown would.
+type cancelWorld struct {
+	*SimWorld
+	cancel context.CancelFunc
+}
+
+func (w *cancelWorld) Sleep(ctx context.Context, d time.Duration) error {
+	w.cancel()
+	return ctx.Err()
+}
+
 func TestRunCancelled(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	c := itProgram(itMotion, nil, itCall("a", "a.set"))
-	res := Run(ctx, c, itSim(itBase(), Scenario{}), itFire("motion", true))
-	itCheckResult(t, c.Plan, res)
-	if res.Outcome.Status != StatusCancelled || res.Outcome.OK {
-		t.Errorf("outcome = %+v", res.Outcome)
-	}
+	c := itProgram(itMotion, nil, itCall("a", "a.set"), itDelay("d", "1m"), itCall("b", "b.set"))
+	t.Run("before the first step", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		res := Run(ctx, c, itSim(itBase(), Scenario{}), itFire("motion", true))
+		itCheckResult(t, c.Plan, res)
+		if res.Outcome != (pilotage.Outcome{Status: StatusCancelled, Error: `cancelled before step "triggers"`}) || len(res.Steps) != 0 {
+			t.Errorf("outcome = %+v, %d steps", res.Outcome, len(res.Steps))
+		}
+	})
+	t.Run("during a delay", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		res := Run(ctx, c, &cancelWorld{itSim(itBase(), Scenario{}), cancel}, itFire("motion", true))
+		itCheckResult(t, c.Plan, res)
+		if res.Outcome.Status != StatusCancelled || res.Outcome.Error != `cancelled during step "d"` {
+			t.Errorf("outcome = %+v", res.Outcome)
+		}
+		if got := itStep(t, res, "d").Outcome.Status; got != StepCancelled || len(res.Steps) != 4 {
+			t.Errorf("delay step %q, ids %v", got, itIDs(res.Steps))
+		}
+	})
+	t.Run("engine deadline", func(t *testing.T) {
+		ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
+		defer cancel()
+		res := Run(ctx, c, itSim(itBase(), Scenario{}), itFire("motion", true))
+		if res.Outcome.Status != StatusTimeout {
+			t.Errorf("outcome = %+v", res.Outcome)
+		}
+	})
 }
 
 func TestRunMemoryBudget(t *testing.T) {

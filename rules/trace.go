@@ -78,13 +78,52 @@ func CheckCorrespondence(plan *pilotage.Plan, tr []pilotage.TraceStep, outcome p
 	if plan == nil {
 		return errors.New("no plan")
 	}
-	planByID := map[string]*pilotage.PlanStep{}
-	for i := range plan.Steps {
-		planByID[plan.Steps[i].ID] = &plan.Steps[i]
+	sc, errs := scanTrace(tr)
+	expected := map[string]bool{}
+	for _, s := range plan.Steps {
+		switch {
+		case s.Arm != nil:
+			if sc.selected[s.Arm.Branch][s.Arm.Label] {
+				expected[s.ID] = true
+			} else if sc.present[s.ID] {
+				errs = append(errs, fmt.Sprintf("step %q of unselected arm %s:%s is in the trace", s.ID, s.Arm.Branch, s.Arm.Label))
+			}
+		case s.Loop != "":
+			expected[s.ID] = sc.continues[s.Loop] > 0
+		default:
+			expected[s.ID] = true
+		}
 	}
-	selected := map[string]map[string]bool{} // branch base id → labels taken
-	continues := map[string]int{}            // loop base id → continue decisions
-	present := map[string]bool{}             // base ids of unprefixed entries
+	if outcome.Status == StatusSuccess {
+		for _, s := range plan.Steps {
+			if expected[s.ID] && !sc.present[s.ID] {
+				errs = append(errs, fmt.Sprintf("expected step %q is missing from a successful trace", s.ID))
+			}
+		}
+	} else {
+		for _, e := range sc.unprefixed {
+			if !expected[BaseStepID(e.ID)] {
+				errs = append(errs, fmt.Sprintf("trace entry %q is not in the expected set", e.ID))
+			}
+		}
+	}
+	errs = append(errs, checkCalls(plan, sc.unprefixed)...)
+	if len(errs) > 0 {
+		return fmt.Errorf("trace does not correspond to plan: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// traceScan is what correspondence needs from a trace's unprefixed entries.
+type traceScan struct {
+	unprefixed []pilotage.TraceStep
+	selected   map[string]map[string]bool // branch base id → labels taken
+	continues  map[string]int             // loop base id → "continue" decisions
+	present    map[string]bool            // base ids
+}
+
+func scanTrace(tr []pilotage.TraceStep) (traceScan, []string) {
+	sc := traceScan{selected: map[string]map[string]bool{}, continues: map[string]int{}, present: map[string]bool{}}
 	var errs []string
 	seen := map[string]bool{}
 	for _, e := range tr {
@@ -95,63 +134,39 @@ func CheckCorrespondence(plan *pilotage.Plan, tr []pilotage.TraceStep, outcome p
 		if strings.Contains(e.ID, "/") {
 			continue
 		}
+		sc.unprefixed = append(sc.unprefixed, e)
 		base := BaseStepID(e.ID)
-		present[base] = true
+		sc.present[base] = true
 		for _, d := range e.Decisions {
-			if selected[base] == nil {
-				selected[base] = map[string]bool{}
+			if sc.selected[base] == nil {
+				sc.selected[base] = map[string]bool{}
 			}
-			selected[base][d.Took] = true
+			sc.selected[base][d.Took] = true
 			if d.Took == TookContinue {
-				continues[base]++
+				sc.continues[base]++
 			}
 		}
 	}
-	expected := map[string]bool{}
-	for _, s := range plan.Steps {
-		switch {
-		case s.Arm != nil:
-			if selected[s.Arm.Branch][s.Arm.Label] {
-				expected[s.ID] = true
-			} else if present[s.ID] {
-				errs = append(errs, fmt.Sprintf("step %q of unselected arm %s:%s is in the trace", s.ID, s.Arm.Branch, s.Arm.Label))
-			}
-		case s.Loop != "":
-			if continues[s.Loop] > 0 {
-				expected[s.ID] = true
-			}
-		default:
-			expected[s.ID] = true
-		}
+	return sc, errs
+}
+
+// checkCalls: an entry may only call what its plan step lists (the Engine
+// must not execute an operation that was not part of the validated program).
+func checkCalls(plan *pilotage.Plan, entries []pilotage.TraceStep) []string {
+	byID := map[string]*pilotage.PlanStep{}
+	for i := range plan.Steps {
+		byID[plan.Steps[i].ID] = &plan.Steps[i]
 	}
-	if outcome.Status == StatusSuccess {
-		for _, s := range plan.Steps {
-			if expected[s.ID] && !present[s.ID] {
-				errs = append(errs, fmt.Sprintf("expected step %q is missing from a successful trace", s.ID))
-			}
-		}
-	} else {
-		for _, e := range tr {
-			if !strings.Contains(e.ID, "/") && !expected[BaseStepID(e.ID)] {
-				errs = append(errs, fmt.Sprintf("trace entry %q is not in the expected set", e.ID))
-			}
-		}
-	}
-	for _, e := range tr {
-		if strings.Contains(e.ID, "/") {
-			continue
-		}
-		ps := planByID[BaseStepID(e.ID)]
+	var errs []string
+	for _, e := range entries {
+		ps := byID[BaseStepID(e.ID)]
 		for _, c := range e.Calls {
 			if ps == nil || !traceHasString(ps.Calls, c) {
 				errs = append(errs, fmt.Sprintf("trace entry %q calls %q, which its plan step does not list", e.ID, c))
 			}
 		}
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("trace does not correspond to plan: %s", strings.Join(errs, "; "))
-	}
-	return nil
+	return errs
 }
 
 func traceHasString(list []string, s string) bool {
