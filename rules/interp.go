@@ -94,6 +94,20 @@ type frame struct {
 // Run executes a compiled program against w: the trigger entry, the
 // conditions in order, then the body. It never panics and never returns
 // nil; the outcome is authoritative and Steps is the trace so far.
+//
+// The trace starts with the "triggers" branch entry (took = trigger id)
+// and the trigger's entry (output = its value), then one entry per
+// condition (output true/false), then the body in execution order with
+// flat identities (spec §5.8.2). Run statuses: success; conditions_not_met
+// (ok, a condition was false); stopped (ok, a stop step); failed (a call
+// was refused, an expression failed, stop with error, a panic);
+// not_connected (a call's error wraps ErrNotConnected); timeout (a wait
+// timed out without continue_on_timeout, the MaxWall bound on the World
+// clock, or ctx's deadline); limit_exceeded (MaxSteps entries,
+// MaxIterations per loop activation, MaxCallDepth, expression memory);
+// cancelled (ctx cancelled; the engine reports shutdowns as interrupted).
+// A branch or loop entry's outcome is that of its activation: success, or
+// the status of the step that ended it.
 func Run(ctx context.Context, c *Compiled, w World, in RunInput) (res *RunResult) {
 	lim := limitsOrDefault(in.Limits)
 	start := w.Now()
@@ -103,7 +117,6 @@ func Run(ctx context.Context, c *Compiled, w World, in RunInput) (res *RunResult
 	defer func() {
 		if p := recover(); p != nil {
 			h := &halt{StatusFailed, fmt.Sprintf("internal error at step %q: %v", r.current, p)}
-			r.failOpen(h)
 			r.finishResult(res, top, h)
 		}
 	}()
@@ -113,6 +126,9 @@ func Run(ctx context.Context, c *Compiled, w World, in RunInput) (res *RunResult
 }
 
 func (r *interp) finishResult(res *RunResult, top *frame, h *halt) {
+	if h != nil {
+		r.failOpen(h)
+	}
 	res.Steps = r.steps
 	res.Calls = r.calls
 	res.Ended = r.safeNow()

@@ -430,3 +430,29 @@ func TestRunMemoryBudget(t *testing.T) {
 		t.Errorf("outcome = %+v", res.Outcome)
 	}
 }
+
+// TestRunConcurrent runs one Compiled from several goroutines (installed
+// rules in mode parallel share it); -race checks that Run keeps no shared
+// mutable state.
+func TestRunConcurrent(t *testing.T) {
+	c := itProgram(itMotion, []*Condition{itCond("dark", "state('hall_lux.illuminance') < 30")},
+		itForEach("each", itConst([]any{1, 2, 3}), itSet("v", "x", itTpl("vars.item * 2"))),
+		itCall("on", "hall_light.set", "brightness", itTpl("vars.x")))
+	results := make([]*RunResult, 8)
+	done := make(chan struct{})
+	for i := range results {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			results[i] = Run(context.Background(), c, itSim(itBase(), Scenario{}), itFire("motion", true))
+		}()
+	}
+	for range results {
+		<-done
+	}
+	for _, res := range results {
+		itCheckResult(t, c.Plan, res)
+		if res.Outcome.Status != StatusSuccess || res.Vars["x"] != 6 {
+			t.Errorf("outcome %+v vars %v", res.Outcome, res.Vars)
+		}
+	}
+}
