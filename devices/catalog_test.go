@@ -78,7 +78,9 @@ const bridgeTwo = `[
    {"type":"numeric","name":"illuminance","property":"illuminance","access":1,"unit":"lx"}]}}
 ]`
 
-func msg(topic, payload string) mqtt.Message { return mqtt.Message{Topic: topic, Payload: []byte(payload)} }
+func msg(topic, payload string) mqtt.Message {
+	return mqtt.Message{Topic: topic, Payload: []byte(payload)}
+}
 
 func TestGenerationAndHashes(t *testing.T) {
 	c, clk := newTestCatalog()

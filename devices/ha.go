@@ -14,6 +14,8 @@ type haSource struct {
 	prefix   string
 	entities map[string]*haEntity // by discovery topic ("#cmp" suffix for device-based)
 	devCmps  map[string][]string  // device discovery topic -> its entity keys
+	nextVer  uint64
+	cache    map[string]*devSpec // group fingerprint -> spec
 }
 
 // haEntity is one discovered entity, abbreviations expanded and '~'
@@ -25,6 +27,7 @@ type haEntity struct {
 	cfg       map[string]any
 	dev       map[string]any // expanded device block, nil when absent
 	origin    string
+	ver       uint64 // identifies this config version (cache key)
 }
 
 func newHASource(prefix string) *haSource {
@@ -83,6 +86,8 @@ func (h *haSource) handleConfig(log *slog.Logger, topic string, payload []byte) 
 		log.Debug("discovery component not supported, ignored", "topic", topic, "component", parts[0])
 		return h.remove(topic)
 	}
+	h.nextVer++
+	ent.ver = h.nextVer
 	h.entities[topic] = ent
 	return true
 }
@@ -183,6 +188,8 @@ func (h *haSource) replaceDevice(topic string, ents []*haEntity) bool {
 	}
 	keys := make([]string, 0, len(ents))
 	for _, e := range ents {
+		h.nextVer++
+		e.ver = h.nextVer
 		h.entities[e.key] = e
 		keys = append(keys, e.key)
 	}

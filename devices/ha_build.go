@@ -1,6 +1,7 @@
 package devices
 
 import (
+	"fmt"
 	"log/slog"
 	"sort"
 	"strings"
@@ -73,6 +74,7 @@ func (h *haSource) build(log *slog.Logger, taken map[string]bool) []*devSpec {
 		return order[i] < order[j]
 	})
 	used := map[string]bool{}
+	cache := make(map[string]*devSpec, len(order))
 	var out []*devSpec
 	for _, dk := range order {
 		g := groups[dk]
@@ -92,9 +94,25 @@ func (h *haSource) build(log *slog.Logger, taken map[string]bool) []*devSpec {
 			continue
 		}
 		used[id] = true
-		out = append(out, buildHADevice(id, name, g))
+		fp := g.fingerprint(id, name)
+		spec := h.cache[fp]
+		if spec == nil {
+			spec = buildHADevice(id, name, g)
+		}
+		cache[fp] = spec
+		out = append(out, spec)
 	}
+	h.cache = cache
 	return out
+}
+
+func (g *haGroup) fingerprint(id, name string) string {
+	var b strings.Builder
+	b.WriteString(id + "\x00" + name)
+	for _, e := range g.ents {
+		fmt.Fprintf(&b, "\x00%s=%d", e.key, e.ver)
+	}
+	return b.String()
 }
 
 // keyRank sorts devices with identifiers before connection-only devices

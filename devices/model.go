@@ -68,6 +68,33 @@ type devSpec struct {
 	events         []eventSpec
 	actions        []*action
 	routes         []topicRoute
+	entries        []*pilotage.Entry // built once per spec, revision set
+}
+
+// buildEntries derives the spec's entries once; specs are cached by their
+// sources while their input is unchanged, so rebuilds stay cheap.
+func (s *devSpec) buildEntries() []*pilotage.Entry {
+	if s.entries != nil {
+		return s.entries
+	}
+	var out []*pilotage.Entry
+	if !s.noDevice {
+		out = append(out, deviceEntry(s))
+	}
+	for _, st := range s.states {
+		out = append(out, stateEntry(s, st))
+	}
+	for _, ev := range s.events {
+		out = append(out, eventEntry(s, ev))
+	}
+	for _, a := range s.actions {
+		out = append(out, actionEntry(s, a))
+	}
+	for _, e := range out {
+		e.Revision = entryHash(e)
+	}
+	s.entries = out
+	return out
 }
 
 type stateSpec struct {
@@ -210,7 +237,7 @@ func (c *Catalog) rebuildLocked(tx *txn) {
 	byID := map[string]*pilotage.Entry{}
 	devOf := map[string]string{}
 	add := func(e *pilotage.Entry, dev string) bool {
-		if _, dup := byID[e.ID]; dup {
+		if _, dup := byID[e.ID]; dup && byID[e.ID] != e {
 			c.log.Warn("duplicate catalog id skipped", "id", e.ID, "device", dev)
 			return false
 		}
@@ -219,21 +246,25 @@ func (c *Catalog) rebuildLocked(tx *txn) {
 		return true
 	}
 	for _, s := range specs {
-		if !s.noDevice {
-			if !add(deviceEntry(s), s.id) {
+		ents := s.buildEntries()
+		if !s.noDevice && !add(ents[0], s.id) {
+			continue
+		}
+		for _, e := range ents {
+			if e.Kind == pilotage.KindDevice {
+				continue
+			}
+			if !add(e, s.id) {
 				continue
 			}
 		}
 		for _, st := range s.states {
-			if add(stateEntry(s, st), s.id) && st.unsupported != "" {
+			if st.unsupported != "" {
 				m.unsupported[st.id] = st.unsupported
 			}
 		}
-		for _, ev := range s.events {
-			add(eventEntry(s, ev), s.id)
-		}
 		for _, a := range s.actions {
-			if add(actionEntry(s, a), s.id) {
+			if byID[a.id] != nil && devOf[a.id] == s.id {
 				m.actions[a.id] = a
 			}
 		}
@@ -259,8 +290,7 @@ func (c *Catalog) commitEntries(tx *txn, byID map[string]*pilotage.Entry) []stri
 	var changes []Change
 	var modified []string
 	for id, e := range byID {
-		h := entryHash(e)
-		e.Revision = h
+		h := e.Revision
 		hashes[id] = h
 		entries = append(entries, e)
 		if oh, ok := old.hashes[id]; !ok {

@@ -17,6 +17,8 @@ import (
 type z2mSource struct {
 	base    string
 	devices []z2mDevice
+	raws    []string            // each device's JSON, the cache key with its id
+	cache   map[string]*devSpec // id + raw -> spec built from it
 	// lastFire dedupes an action seen both in the JSON state and on the
 	// plain <name>/action topic.
 	lastFire map[string]firing
@@ -80,20 +82,27 @@ func newZ2MSource(base string) *z2mSource {
 
 // handleDevices replaces the device list; a malformed payload keeps the old.
 func (z *z2mSource) handleDevices(log *slog.Logger, payload []byte) bool {
-	var list []z2mDevice
-	if err := json.Unmarshal(payload, &list); err != nil {
+	var raws []json.RawMessage
+	if err := json.Unmarshal(payload, &raws); err != nil {
 		log.Warn("malformed zigbee2mqtt bridge/devices skipped", "topic", z.base+"/bridge/devices", "err", err)
 		return false
 	}
-	kept := list[:0]
-	for _, d := range list {
+	devs := make([]z2mDevice, 0, len(raws))
+	keys := make([]string, 0, len(raws))
+	for _, r := range raws {
+		var d z2mDevice
+		if err := json.Unmarshal(r, &d); err != nil {
+			log.Warn("malformed zigbee2mqtt bridge/devices skipped", "topic", z.base+"/bridge/devices", "err", err)
+			return false
+		}
 		if d.IEEE == "" && d.FriendlyName == "" {
 			log.Warn("zigbee2mqtt device without ieee_address and friendly_name skipped", "topic", z.base+"/bridge/devices")
 			continue
 		}
-		kept = append(kept, d)
+		devs = append(devs, d)
+		keys = append(keys, string(r))
 	}
-	z.devices = kept
+	z.devices, z.raws = devs, keys
 	return true
 }
 
@@ -119,6 +128,7 @@ func (z *z2mSource) handleEvent(log *slog.Logger, payload []byte) bool {
 		for i, d := range z.devices {
 			if d.IEEE == ev.Data.IEEE {
 				z.devices = append(z.devices[:i:i], z.devices[i+1:]...)
+				z.raws = append(z.raws[:i:i], z.raws[i+1:]...)
 				return true
 			}
 		}
@@ -128,6 +138,8 @@ func (z *z2mSource) handleEvent(log *slog.Logger, payload []byte) bool {
 				z.devices[i].Definition = ev.Data.Definition
 				z.devices[i].Supported = ev.Data.Supported
 				z.devices[i].InterviewState = "SUCCESSFUL"
+				b, _ := json.Marshal(&z.devices[i])
+				z.raws[i] = string(b)
 				return true
 			}
 		}
@@ -138,6 +150,7 @@ func (z *z2mSource) handleEvent(log *slog.Logger, payload []byte) bool {
 func (z *z2mSource) build(log *slog.Logger) []*devSpec {
 	var out []*devSpec
 	used := map[string]bool{}
+	cache := make(map[string]*devSpec, len(z.devices))
 	for i := range z.devices {
 		d := &z.devices[i]
 		if d.Type == "Coordinator" || d.Disabled {
@@ -155,8 +168,15 @@ func (z *z2mSource) build(log *slog.Logger) []*devSpec {
 			continue
 		}
 		used[id] = true
-		out = append(out, z.buildDevice(id, d))
+		key := id + "\x00" + z.raws[i]
+		spec := z.cache[key]
+		if spec == nil {
+			spec = z.buildDevice(id, d)
+		}
+		cache[key] = spec
+		out = append(out, spec)
 	}
+	z.cache = cache
 	return out
 }
 
