@@ -452,7 +452,7 @@ func compileExprSafe(src string, maxNodes uint) (x *Expr, err error) {
 			x, err = nil, fmt.Errorf("expression compiler failed: %v", r)
 		}
 	}()
-	return CompileExpr(src, maxNodes)
+	return compileExprPooled(src, maxNodes)
 }
 
 func (dc *decoder) badExpr(e *ExprError) {

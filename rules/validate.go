@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -332,10 +333,40 @@ func (c *checker) schema(key string, raw json.RawMessage) *jsonschema.Schema {
 	if s, ok := c.schemas[key]; ok {
 		return s
 	}
-	var s *jsonschema.Schema
+	s := catalogSchemas.get(raw)
+	c.schemas[key] = s
+	return s
+}
+
+// schemaMemo memoizes compiled catalog schemas by their text. Compiling
+// (which checks the schema against its metaschema) costs far more than a
+// validation, and catalogs repeat the same schemas for every device of a
+// model. A compiled schema is immutable, so sharing is safe; the memo is
+// bounded and simply starts over when full.
+type schemaMemo struct {
+	mu  sync.Mutex
+	max int
+	m   map[string]*jsonschema.Schema
+}
+
+var catalogSchemas = &schemaMemo{max: 4096}
+
+func (sm *schemaMemo) get(raw json.RawMessage) *jsonschema.Schema {
+	key := string(raw)
+	sm.mu.Lock()
+	s, ok := sm.m[key]
+	sm.mu.Unlock()
+	if ok {
+		return s
+	}
 	if doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw)); err == nil {
 		s, _ = compileSchema(doc)
 	}
-	c.schemas[key] = s
+	sm.mu.Lock()
+	if sm.m == nil || len(sm.m) >= sm.max {
+		sm.m = make(map[string]*jsonschema.Schema)
+	}
+	sm.m[key] = s
+	sm.mu.Unlock()
 	return s
 }

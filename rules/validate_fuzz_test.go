@@ -1,0 +1,66 @@
+package rules
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+// FuzzValidate feeds random bytes to the decoder and validator: they must
+// never panic or hang, findings must come from the closed table, and the
+// only error is a resource_exhausted request error.
+func FuzzValidate(f *testing.F) {
+	files, _ := filepath.Glob("testdata/validate/*.json")
+	for _, p := range files {
+		if b, err := os.ReadFile(p); err == nil && len(b) < 8<<10 {
+			f.Add(b)
+		}
+	}
+	for _, g := range Guides() {
+		for _, src := range guidePrograms(g.Body) {
+			f.Add([]byte(src))
+		}
+	}
+	for _, tc := range codeCases {
+		f.Add([]byte(tc.src))
+	}
+	f.Add([]byte(`{"name":"x","triggers":[{"id":"a","cron":"TZ= 0 0 * * *"}],"steps":[{"id":"s","delay":"{{ '}}' }}"}]}`))
+	f.Add([]byte("\"\\ud800\\udc00\""))
+	cat := demoCatalog()
+	lim := DefaultLimits
+	lim.ValidateWall = 2 * time.Second
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		start := time.Now()
+		res, err := Validate(raw, cat, ValidateOptions{Limits: lim, HasLocation: len(raw)%2 == 0})
+		if d := time.Since(start); d > 5*time.Second {
+			t.Fatalf("validation took %v", d)
+		}
+		if err != nil {
+			var re *pilotage.RequestError
+			if !errors.As(err, &re) || re.Kind != pilotage.ErrResourceExhausted {
+				t.Fatalf("unexpected error %v", err)
+			}
+			return
+		}
+		checkClosed(t, res.Diagnostics)
+		if res.Diagnostics == nil {
+			t.Fatal("nil diagnostics")
+		}
+		if res.Valid != (res.Plan != nil && res.Compiled != nil) {
+			t.Fatalf("valid=%v plan=%v", res.Valid, res.Plan != nil)
+		}
+		if res.Valid && hasErrors(res.Diagnostics) {
+			t.Fatal("valid with errors")
+		}
+		if _, _, err := Decode(raw, lim); err != nil {
+			var re *pilotage.RequestError
+			if !errors.As(err, &re) {
+				t.Fatalf("Decode: %v", err)
+			}
+		}
+	})
+}
