@@ -26,6 +26,7 @@ const (
 	StatusBroken           = "broken"
 	StatusInterrupted      = "interrupted"
 	StatusCancelled        = "cancelled"
+	StatusDenied           = "denied"
 )
 
 // RunStatuses is the one closed table of run-level statuses; the engine
@@ -46,6 +47,7 @@ var RunStatuses = []StatusInfo{
 	{StatusBroken, false, "no", "a referenced device vanished or changed shape since install; the rule is marked broken"},
 	{StatusInterrupted, false, "possible", "the server stopped (or crashed) while the firing was running"},
 	{StatusCancelled, false, "possible", "the run was cancelled: mode restart started a newer firing, or the rule was disabled or removed"},
+	{StatusDenied, false, "no", "the caller may not do this: deploying needs a principal allowed to deploy; nothing was installed"},
 }
 
 // Step statuses.
