@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -178,7 +179,9 @@ func (r *interp) wait(f *frame, s *Step, qid string, i int) *halt {
 		req.Timeout, capped = max(rem, time.Nanosecond), true
 	}
 	began := r.w.Now()
+	release := guardCheck(req)
 	met, err := r.w.Wait(r.ctx, req)
+	release()
 	if err != nil {
 		if r.ctx.Err() != nil {
 			return r.fail(i, r.ctxHalt("during", qid))
@@ -274,6 +277,29 @@ func addValueFilters(in map[string]any, ws *WaitSpec) {
 	}
 	if ws.Below != nil {
 		in["below"] = *ws.Below
+	}
+}
+
+// guardCheck makes req.Check safe to call from the World's goroutines: once
+// the returned release has run (right after Wait returns, before the run
+// goes on and changes vars), Check reports false without touching the run's
+// environment, and no evaluation is still in flight.
+func guardCheck(req *WaitRequest) (release func()) {
+	check := req.Check
+	if check == nil {
+		return func() {}
+	}
+	var mu sync.RWMutex
+	done := false
+	req.Check = func() bool {
+		mu.RLock()
+		defer mu.RUnlock()
+		return !done && check()
+	}
+	return func() {
+		mu.Lock()
+		done = true
+		mu.Unlock()
 	}
 }
 

@@ -456,3 +456,37 @@ func TestRunConcurrent(t *testing.T) {
 		}
 	}
 }
+
+// lateCheckWorld calls the wait's Check from another goroutine after Wait
+// returned, as a live World's subscription callback may; -race checks that
+// this does not race with the run changing vars.
+type lateCheckWorld struct {
+	*SimWorld
+	done chan bool
+}
+
+func (w *lateCheckWorld) Wait(ctx context.Context, req *WaitRequest) (bool, error) {
+	go func() {
+		for range 100 {
+			if req.Check() {
+				w.done <- true
+				return
+			}
+		}
+		w.done <- false
+	}()
+	return true, nil
+}
+
+func TestRunWaitCheckAfterWait(t *testing.T) {
+	c := itProgram(itMotion, nil,
+		itSet("a", "n", 0),
+		&Step{ID: "w", Kind: StepWait, Wait: &WaitSpec{Expr: itExpr("vars.n < 1000")}},
+		itCount("r", 50, itSet("b", "n", itTpl("vars.index"))))
+	w := &lateCheckWorld{SimWorld: itSim(itBase(), Scenario{}), done: make(chan bool, 1)}
+	res := itRun(t, c, w, itFire("motion", true))
+	<-w.done // Check may have held before release; it must not race either way
+	if res.Outcome.Status != StatusSuccess {
+		t.Errorf("outcome %+v", res.Outcome)
+	}
+}
