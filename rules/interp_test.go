@@ -415,6 +415,7 @@ func TestRunCancelled(t *testing.T) {
 		ctx, cancel := context.WithDeadline(context.Background(), time.Unix(0, 0))
 		defer cancel()
 		res := Run(ctx, c, itSim(itBase(), Scenario{}), itFire("motion", true))
+		itCheckResult(t, c.Plan, res)
 		if res.Outcome.Status != StatusTimeout {
 			t.Errorf("outcome = %+v", res.Outcome)
 		}
