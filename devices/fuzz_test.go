@@ -1,0 +1,89 @@
+package devices
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+func seedFiles(f *testing.F, match func(replayMsg) bool, add func(replayMsg)) {
+	f.Helper()
+	if _, err := os.Stat(filepath.Join(realDir, "manifest.json")); err != nil {
+		return // seeds from testdata only when the shared captures exist
+	}
+	for _, m := range loadReplay(f) {
+		if match(m) {
+			add(m)
+		}
+	}
+}
+
+// checkSnapshot asserts invariants every snapshot must keep.
+func checkSnapshot(t *testing.T, c *Catalog) {
+	s := c.Snapshot()
+	prev := ""
+	for _, e := range s.Entries() {
+		if e.ID <= prev {
+			t.Fatalf("entries not sorted/unique at %q", e.ID)
+		}
+		prev = e.ID
+		if e.Revision == "" || s.Hash(e.ID) != e.Revision {
+			t.Fatalf("%s: revision/hash mismatch", e.ID)
+		}
+		if e.Callable != pilotage.KindCallable(e.Kind) || (e.Callable && len(e.InputSchema) == 0) {
+			t.Fatalf("%s: callable/input_schema inconsistent", e.ID)
+		}
+		if strings.ContainsAny(e.ID, "#/ ") {
+			t.Fatalf("%s: unsafe id", e.ID)
+		}
+	}
+}
+
+func FuzzZ2MDevices(f *testing.F) {
+	f.Add([]byte(bridgeTwo))
+	f.Add([]byte(`[{"ieee_address":"0x1","friendly_name":"x","definition":{"exposes":[{"type":"composite","property":"c","access":7,"features":[{"type":"numeric","property":"a","access":2}]}]}}]`))
+	f.Add([]byte(`not json`))
+	seedFiles(f, func(m replayMsg) bool { return strings.HasSuffix(m.Topic, "bridge/devices") || strings.HasSuffix(m.Topic, "bridge/event") },
+		func(m replayMsg) { f.Add(m.msg.Payload) })
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		c, _ := newTestCatalog()
+		c.HandleMessage(msg("zigbee2mqtt/bridge/devices", string(payload)))
+		c.HandleMessage(msg("zigbee2mqtt/bridge/event", string(payload)))
+		for _, e := range c.Snapshot().Entries() {
+			if e.Kind == pilotage.KindDevice {
+				c.HandleMessage(msg("zigbee2mqtt/"+e.Name, string(payload)))
+				c.HandleMessage(msg("zigbee2mqtt/"+e.Name, `{"state":"ON","brightness":1,"action":"x"}`))
+				c.HandleMessage(msg("zigbee2mqtt/"+e.Name+"/availability", string(payload)))
+			}
+		}
+		checkSnapshot(t, c)
+	})
+}
+
+func FuzzHADiscovery(f *testing.F) {
+	f.Add("homeassistant/light/kitchen/config", []byte(`{"~":"k","cmd_t":"~/set","stat_t":"~/state","schema":"json","name":null,"dev":{"ids":"1","name":"K"}}`))
+	f.Add("homeassistant/device/x/config", []byte(`{"dev":{"ids":"x"},"cmps":{"a":{"p":"sensor","stat_t":"s","val_tpl":"{{ value_json.a | float | round(1) }}"}}}`))
+	seedFiles(f, func(m replayMsg) bool { return strings.HasPrefix(m.Topic, "homeassistant/") },
+		func(m replayMsg) { f.Add(m.Topic, m.msg.Payload) })
+	f.Fuzz(func(t *testing.T, topic string, payload []byte) {
+		c, _ := newTestCatalog()
+		c.HandleMessage(msg(topic, string(payload)))
+		c.mu.RLock()
+		topics := make([]string, 0, len(c.model.routes))
+		for tp := range c.model.routes {
+			topics = append(topics, tp)
+		}
+		c.mu.RUnlock()
+		for _, tp := range topics {
+			c.HandleMessage(msg(tp, string(payload)))
+			c.HandleMessage(msg(tp, `{"state":"ON","value":1}`))
+			c.HandleMessage(msg(tp, `ON`))
+		}
+		checkSnapshot(t, c)
+		c.HandleMessage(msg(topic, ""))
+		checkSnapshot(t, c)
+	})
+}
