@@ -46,7 +46,9 @@ func FuzzZ2MDevices(f *testing.F) {
 	f.Add([]byte(bridgeTwo))
 	f.Add([]byte(`[{"ieee_address":"0x1","friendly_name":"x","definition":{"exposes":[{"type":"composite","property":"c","access":7,"features":[{"type":"numeric","property":"a","access":2}]}]}}]`))
 	f.Add([]byte(`not json`))
-	seedFiles(f, func(m replayMsg) bool { return strings.HasSuffix(m.Topic, "bridge/devices") || strings.HasSuffix(m.Topic, "bridge/event") },
+	seedFiles(f, func(m replayMsg) bool {
+		return strings.HasSuffix(m.Topic, "bridge/devices") || strings.HasSuffix(m.Topic, "bridge/event")
+	},
 		func(m replayMsg) { f.Add(m.msg.Payload) })
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		c, _ := newTestCatalog()
