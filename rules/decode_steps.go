@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -51,6 +52,7 @@ func (dc *decoder) step(n *jnode, depth int) *Step {
 	s := &Step{Ptr: n.ptr, ID: dc.id(n)}
 	key, ok := dc.kindKey(n, "a step", stepKinds)
 	if !ok {
+		dc.fields(n, "a step", allStepFields())
 		return s
 	}
 	s.Kind = StepKind(key)
@@ -93,6 +95,18 @@ func (dc *decoder) step(n *jnode, depth int) *Step {
 		}
 	}
 	return s
+}
+
+func allStepFields() []string {
+	var out []string
+	for _, k := range stepKinds {
+		for _, f := range stepFields[StepKind(k)] {
+			if !slices.Contains(out, f) {
+				out = append(out, f)
+			}
+		}
+	}
+	return out
 }
 
 var varNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
@@ -495,7 +509,9 @@ func (dc *decoder) template(n *jnode) *Template {
 	return constIfPure(t, n.value())
 }
 
-// exprField compiles an expression-typed string field.
+// exprField compiles an expression-typed string field. Fields other than
+// for_each are conditions: an expression whose type is known not to be
+// boolean is reported.
 func (dc *decoder) exprField(n *jnode, what string) *Expr {
 	s, ok := dc.str(n, what)
 	if !ok {
@@ -503,5 +519,13 @@ func (dc *decoder) exprField(n *jnode, what string) *Expr {
 	}
 	dc.curStr = s
 	dc.strs[n.ptr] = s
-	return bareExpr(n.ptr, s, dc.compile, dc.badExpr)
+	x := bareExpr(n.ptr, s, dc.compile, dc.badExpr)
+	if x != nil && what != "for_each" {
+		if t := x.Node().Type(); t != nil && t.Kind() != reflect.Bool && t.Kind() != reflect.Interface {
+			dc.d.addRange(CodeBadExpression, n.ptr, s, x.Offset, x.Offset+utf8.RuneCountInString(x.Src),
+				"compare it, e.g. \"hour(now()) >= 22\"", "%s must be true or false, but this expression is %s", what, t)
+			return nil
+		}
+	}
+	return x
 }

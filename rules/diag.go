@@ -78,7 +78,7 @@ var Codes = []CodeInfo{
 	{CodeMissingLocation, pilotage.SeverityError, "a sun trigger needs the server's location (latitude/longitude), which is not configured"},
 	{CodeUnreachableValue, pilotage.SeverityWarning, "a to/from/value filter is a value the entry's output_schema never produces, so it can never match"},
 	{CodeBadMode, pilotage.SeverityError, "mode is not single, restart, queued or parallel, or max is used wrongly"},
-	{CodeBadParams, pilotage.SeverityError, "params is not a valid JSON Schema of an object"},
+	{CodeBadParams, pilotage.SeverityError, "params is not a valid JSON Schema of an object, or an expression names a param it does not declare"},
 	{CodeUnboundedLoop, pilotage.SeverityError, "a while/until loop has no max, or a loop bound exceeds the engine's iteration limit"},
 	{CodeScope, pilotage.SeverityError, "a vars.* value or steps.<id>.output is named where it is not addressable (see the scope rules)"},
 	{CodeUnknownStep, pilotage.SeverityError, "steps.<id> names no step, or a step that has not run yet at this point"},

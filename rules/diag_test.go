@@ -69,6 +69,8 @@ var codeCases = []codeCase{
 	{"bad_mode/max_single", CodeBadMode, "/max", prog(`[{"id":"x","stop":""}]`, `"max":3`), ValidateOptions{}},
 	{"bad_params/not_object", CodeBadParams, "/params/type", prog(`[{"id":"x","stop":""}]`, `"params":{"type":"string"}`), ValidateOptions{}},
 	{"bad_params/bad_schema", CodeBadParams, "/params", prog(`[{"id":"x","stop":""}]`, `"params":{"type":"object","properties":{"a":{"type":"strnig"}}}`), ValidateOptions{}},
+	{"bad_params/undeclared", CodeBadParams, "/steps/0/delay", prog(`[{"id":"x","delay":"{{ params.hodl }}"}]`, `"params":{"type":"object","properties":{"hold":{"type":"string"}}}`), ValidateOptions{}},
+	{"bad_params/no_params", CodeBadParams, "/steps/0/delay", prog(`[{"id":"x","delay":"{{ params.hold }}"}]`), ValidateOptions{}},
 	{"unbounded_loop/while_no_max", CodeUnboundedLoop, "/steps/0/repeat", prog(`[{"id":"r","repeat":{"while":"true"},"do":[]}]`), ValidateOptions{}},
 	{"unbounded_loop/count", CodeUnboundedLoop, "/steps/0/repeat/count", prog(`[{"id":"r","repeat":{"count":100000},"do":[]}]`), ValidateOptions{}},
 	{"scope/var_after_branch", CodeScope, "/steps/1/args/message", prog(`[{"id":"b","if":"true","then":[{"id":"s","set":{"x":1}}]},{"id":"n","call":"notify.phone","args":{"message":"{{ vars.x }}"}}]`), ValidateOptions{}},
@@ -183,4 +185,21 @@ func checkClosed(t testing.TB, ds []pilotage.Diagnostic) {
 func diagString(ds []pilotage.Diagnostic) string {
 	b, _ := json.Marshal(ds)
 	return string(b)
+}
+
+func TestExpressionMustBeBool(t *testing.T) {
+	for _, tc := range []struct {
+		expr string
+		ok   bool
+	}{
+		{"hour(now())", false}, {"'yes'", false}, {"hour(now()) > 3", true}, {"state('hall_motion.occupancy')", true}, {"trigger.value", true},
+	} {
+		res, err := Validate([]byte(prog(`[{"id":"x","if":"`+tc.expr+`","then":[]}]`)), demoCatalog(), ValidateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Valid != tc.ok {
+			t.Errorf("%s: valid=%v, want %v: %s", tc.expr, res.Valid, tc.ok, diagString(res.Diagnostics))
+		}
+	}
 }

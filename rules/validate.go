@@ -113,6 +113,35 @@ type checker struct {
 
 	seenVars  map[string]bool
 	seenSteps map[string]bool
+	// paramNames are the declared params (nil = not knowable: the schema
+	// admits other members).
+	paramNames map[string]bool
+}
+
+// declaredParams reads the property names of a params schema; nil when the
+// schema admits undeclared members.
+func declaredParams(raw json.RawMessage) map[string]bool {
+	if len(raw) == 0 {
+		return map[string]bool{}
+	}
+	var s map[string]json.RawMessage
+	if json.Unmarshal(raw, &s) != nil {
+		return nil
+	}
+	for _, k := range []string{"additionalProperties", "patternProperties", "allOf", "anyOf", "oneOf", "$ref", "if", "dependentSchemas", "unevaluatedProperties"} {
+		if _, ok := s[k]; ok {
+			return nil
+		}
+	}
+	var props map[string]json.RawMessage
+	if p, ok := s["properties"]; ok && json.Unmarshal(p, &props) != nil {
+		return nil
+	}
+	out := make(map[string]bool, len(props))
+	for k := range props {
+		out[k] = true
+	}
+	return out
 }
 
 func (c *checker) alive() bool {
@@ -127,6 +156,7 @@ func (c *checker) alive() bool {
 }
 
 func (c *checker) program(p *Program) {
+	c.paramNames = declaredParams(p.Params)
 	for _, t := range p.Triggers {
 		if !c.alive() {
 			return

@@ -194,6 +194,14 @@ func (c *checker) member(n *ast.MemberNode, x *Expr, sc *scope, rng func(int, in
 	l := root.Location()
 	r := rng(l.From, max(prop.Location().To, l.From+len(root.Value)+1+len(prop.Value)))
 	switch root.Value {
+	case "params":
+		if c.paramNames != nil && !c.paramNames[prop.Value] {
+			hint := "declare it under params.properties"
+			if m := closeMatches(prop.Value, sortedKeys(c.paramNames), 1); len(m) > 0 {
+				hint = hintFor(m)
+			}
+			c.d.add(CodeBadParams, x.Ptr, hint, "params.%s is not declared in the program's params schema", prop.Value).Range = r
+		}
 	case "vars":
 		switch {
 		case sc.hasVar(prop.Value) || sc.loopVar(prop.Value):
