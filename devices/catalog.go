@@ -294,15 +294,15 @@ func (c *Catalog) Live(id string) (Live, bool) {
 			return Live{Value: obj, Available: copyBool(d.availNow), LastSeen: d.lastSeen}, true
 		}
 	}
-	lv, ok := c.live[id]
-	if !ok {
-		if e, known := c.snap.Load().byID[id]; known && e.Kind == pilotage.KindState {
-			return Live{Unsupported: c.model.unsupported[id]}, true
-		}
+	e, known := c.snap.Load().byID[id]
+	if !known || e.Kind == pilotage.KindAction {
 		return Live{}, false
 	}
-	out := Live{Value: lv.value, LastSeen: lv.lastSeen, Unsupported: lv.unsupported}
-	if d, ok := c.devLive[lv.dev]; ok {
+	out := Live{Unsupported: c.model.unsupported[id]}
+	if lv, ok := c.live[id]; ok {
+		out.Value, out.LastSeen = lv.value, lv.lastSeen
+	}
+	if d, ok := c.devLive[c.model.devOf[id]]; ok {
 		out.Available = copyBool(d.availNow)
 	}
 	return out, true

@@ -52,6 +52,7 @@ type model struct {
 	routes      map[string][]route
 	actions     map[string]*action
 	unsupported map[string]string
+	devOf       map[string]string // entry id -> device id
 }
 
 // devSpec is the source-neutral description of one device, from which its
@@ -165,9 +166,16 @@ func (tx *txn) setState(dev, id, prop string, v any) {
 	tx.changes = append(tx.changes, Change{Kind: ChangeState, ID: id, Value: v, Prev: prev, Time: tx.now})
 }
 
+// fireEvent records an occurrence; Live of an event id is its last value.
 func (tx *txn) fireEvent(dev, id string, v any) {
 	d := tx.dev(dev)
 	d.lastSeen = tx.now
+	lv := tx.c.live[id]
+	if lv == nil {
+		lv = &liveVal{dev: dev}
+		tx.c.live[id] = lv
+	}
+	lv.value, lv.lastSeen = v, tx.now
 	tx.changes = append(tx.changes, Change{Kind: ChangeEvent, ID: id, Value: v, Time: tx.now})
 }
 
@@ -272,6 +280,7 @@ func (c *Catalog) rebuildLocked(tx *txn) {
 			m.routes[r.topic] = append(m.routes[r.topic], r.fn)
 		}
 	}
+	m.devOf = devOf
 	c.model = m
 	for _, id := range c.commitEntries(tx, byID) {
 		delete(c.live, id) // its meaning changed: unknown until the next message

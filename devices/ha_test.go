@@ -1,0 +1,220 @@
+package devices
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestTemplates(t *testing.T) {
+	cases := []struct {
+		tpl, payload string
+		want         any
+		wantErr      string
+		unsupported  bool
+	}{
+		{"{{ value }}", "ON", "ON", "", false},
+		{"{{value_json.POWER1}}", `{"POWER1":"OFF"}`, "OFF", "", false},
+		{"{{ value_json['ENERGY'].Today }}", `{"ENERGY":{"Today":0.087}}`, 0.087, "", false},
+		{`{{ value_json["state"] }}`, `{"state":"LOCK"}`, "LOCK", "", false},
+		{"{{ value_json.a[1].b }}", `{"a":[{"b":1},{"b":2}]}`, 2.0, "", false},
+		{"{{ value_json.lux | float }}", `{"lux":"253"}`, 253.0, "", false},
+		{"{{ value_json.t | round(1) }}", `{"t":21.349}`, 21.3, "", false},
+		{"{{ value | int }}", `7.9`, 7.0, "", false},
+		{"{{ value_json.missing }}", `{"a":1}`, nil, "template path not present in payload", false},
+		{"{{ value_json.a }}", `not json`, nil, "value_json: invalid character 'o' in literal null (expecting 'u')", false},
+		{"{{ '%0.1f'|format(value_json.RainTotal) }}", `{}`, nil, "", true},
+		{`{% if value in ("5") %}3{% endif %}`, `5`, nil, "", true},
+		{"{{ value_json.a }} {{ value }}", `{}`, nil, "", true},
+		{"{{ value_json.a | default(0) }}", `{}`, nil, "", true},
+		{"{{ now() }}", ``, nil, "", true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.tpl, func(t *testing.T) {
+			tp := compileTemplate(tc.tpl)
+			if got := tp != nil && tp.unsupported != ""; got != tc.unsupported {
+				t.Fatalf("unsupported = %v (%+v)", got, tp)
+			}
+			if tc.unsupported {
+				return
+			}
+			v, err := tp.render([]byte(tc.payload))
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(v, tc.want) {
+				t.Fatalf("render = %#v, %v; want %#v", v, err, tc.want)
+			}
+		})
+	}
+}
+
+func TestRenderCommand(t *testing.T) {
+	cases := []struct {
+		tpl  string
+		v    any
+		want string
+		ok   bool
+	}{
+		{"", 50.0, "50", true},
+		{`{ "position": {{ position }} }`, 30.0, `{ "position": 30 }`, true},
+		{"{{value}}", "ON", "ON", true},
+		{"{{ value | int }}", 1.0, "", false},
+		{"{% if value %}1{% endif %}", 1.0, "", false},
+	}
+	for _, tc := range cases {
+		got, ok := renderCommand(tc.tpl, tc.v)
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("renderCommand(%q) = %q, %v; want %q, %v", tc.tpl, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestExpandConfigAbbreviationsAndTilde(t *testing.T) {
+	raw := map[string]any{
+		"stat_t": "~SENSOR", "avty_t": "~LWT", "pl_avail": "Online", "cmd_t": "cmnd/~",
+		"dev":  map[string]any{"ids": "x", "mf": "Acme", "sa": "Hall"},
+		"o":    map[string]any{"name": "Tasmota", "sw": "1"},
+		"avty": map[string]any{"t": "~/status", "val_tpl": "{{ value }}"},
+		"~":    "tasmota01/tele/",
+	}
+	cfg := expandConfig(raw)
+	e, err := newHAEntity("homeassistant/switch/x/config", "switch", "x", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"state_topic": "tasmota01/tele/SENSOR", "availability_topic": "tasmota01/tele/LWT",
+		"command_topic": "cmnd/tasmota01/tele/", "payload_available": "Online"}
+	for k, v := range want {
+		if got := e.str(k, ""); got != v {
+			t.Errorf("%s = %q, want %q", k, got, v)
+		}
+	}
+	if e.dev["manufacturer"] != "Acme" || e.dev["suggested_area"] != "Hall" || e.dev["identifiers"] != "x" || e.origin != "Tasmota" {
+		t.Errorf("device/origin blocks not expanded: %v %q", e.dev, e.origin)
+	}
+	av, _ := cfg["availability"].([]any)
+	if len(av) != 1 || av[0].(map[string]any)["topic"] != "tasmota01/tele//status" || av[0].(map[string]any)["value_template"] != "{{ value }}" {
+		t.Errorf("availability item: %v", cfg["availability"])
+	}
+}
+
+func TestHADiscoveryLifecycle(t *testing.T) {
+	c, _ := newTestCatalog()
+	dev := `{"dev":{"ids":"abc","name":"Bed Room","sa":"Upstairs","mf":"Acme"},"o":{"name":"x"},"stat_t":"bed/state","cmps":{
+	  "t":{"p":"sensor","dev_cla":"temperature","unit_of_meas":"°C","val_tpl":"{{ value_json.temperature }}","uniq_id":"t1"},
+	  "h":{"p":"sensor","dev_cla":"humidity","unit_of_meas":"%","val_tpl":"{{ value_json.humidity }}","uniq_id":"h1"}}}`
+	c.HandleMessage(msg("homeassistant/device/abc/config", dev))
+	s1 := c.Snapshot()
+	for _, id := range []string{"bed_room", "bed_room.temperature", "bed_room.humidity"} {
+		if _, ok := s1.Get(id); !ok {
+			t.Fatalf("missing %s", id)
+		}
+	}
+	if e, _ := s1.Get("bed_room"); !hasTag(e, "area:Upstairs") || !hasTag(e, "manufacturer:Acme") {
+		t.Fatalf("device tags %v", e.Tags)
+	}
+	c.HandleMessage(msg("bed/state", `{"temperature":20.5,"humidity":"44"}`))
+	if s := c.Snapshot(); s.Gen != s1.Gen {
+		t.Fatal("state changed gen")
+	}
+	if l, _ := c.Live("bed_room.humidity"); l.Value != 44.0 {
+		t.Fatalf("humidity %+v", l)
+	}
+	// A component reduced to its platform is removed; the rest is untouched.
+	c.HandleMessage(msg("homeassistant/device/abc/config", strings.Replace(dev,
+		`"h":{"p":"sensor","dev_cla":"humidity","unit_of_meas":"%","val_tpl":"{{ value_json.humidity }}","uniq_id":"h1"}`, `"h":{"p":"sensor"}`, 1)))
+	s2 := c.Snapshot()
+	if s2.Gen != s1.Gen+1 {
+		t.Fatalf("gen %d -> %d", s1.Gen, s2.Gen)
+	}
+	if _, ok := s2.Get("bed_room.humidity"); ok {
+		t.Fatal("humidity not removed")
+	}
+	if s2.Hash("bed_room.temperature") != s1.Hash("bed_room.temperature") || s2.Hash("bed_room") != s1.Hash("bed_room") {
+		t.Fatal("untouched entries changed hash")
+	}
+	if l, _ := c.Live("bed_room.temperature"); l.Value != 20.5 {
+		t.Fatalf("temperature live lost: %+v", l)
+	}
+	// Broken payloads leave the catalog alone.
+	for _, p := range []string{`{"dev":{"ids":"abc"},"cmps":"x"}`, `{"cmps":{}}`, `{"dev":{"ids":"abc"},"cmps":{"a":{"stat_t":"x"}}}`, `{,}`} {
+		c.HandleMessage(msg("homeassistant/device/abc/config", p))
+		if c.Snapshot() != s2 {
+			t.Fatalf("%s changed the catalog", p)
+		}
+	}
+	// Empty payload removes the device.
+	c.HandleMessage(msg("homeassistant/device/abc/config", ""))
+	if s3 := c.Snapshot(); s3.Len() != 0 || s3.Gen != s2.Gen+1 {
+		t.Fatalf("after removal: %d entries, gen %d", s3.Len(), s3.Gen)
+	}
+	// Removing something never discovered is a no-op.
+	c.HandleMessage(msg("homeassistant/binary_sensor/nothing/config", ""))
+	if c.Snapshot().Gen != s2.Gen+1 {
+		t.Fatal("no-op removal bumped gen")
+	}
+}
+
+func TestHAAvailabilityModes(t *testing.T) {
+	c, _ := newTestCatalog()
+	c.HandleMessage(msg("homeassistant/switch/p/config", `{"name":"Plug","cmd_t":"p/set","stat_t":"p/state","dev":{"ids":"p","name":"Plug"},
+	 "availability_mode":"all","availability":[{"topic":"bridge/state","value_template":"{{ value_json.state }}"},{"topic":"p/avail"}]}`))
+	steps := []struct {
+		topic, payload string
+		want           *bool
+	}{
+		{"bridge/state", `{"state":"online"}`, ptr(true)},
+		{"p/avail", `offline`, ptr(false)},
+		{"p/avail", `ONLINE`, ptr(true)},
+		{"bridge/state", `{"state":"offline"}`, ptr(false)},
+		{"bridge/state", `garbage`, ptr(false)},
+	}
+	for _, st := range steps {
+		c.HandleMessage(msg(st.topic, st.payload))
+		l, _ := c.Live("plug.state")
+		if !reflect.DeepEqual(l.Available, st.want) {
+			t.Fatalf("after %s=%s: available %v", st.topic, st.payload, l.Available)
+		}
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestIllegalAndUnknownDiscovery(t *testing.T) {
+	c, _ := newTestCatalog()
+	for _, m := range []struct{ topic, payload string }{
+		{"homeassistant/binary_sensor/rörkrökare/config", `{"stat_t":"x"}`},
+		{"homeassistant/sensor/a/b/c/config", `{"stat_t":"x"}`},
+		{"homeassistant/sensor/x/config", `{"name":"no state topic"}`},
+		{"homeassistant/alarm_control_panel/x/config", `{"stat_t":"a","cmd_t":"b","qos":"1"}`},
+		{"homeassistant/vacuum/x/config", `{"cmd_t":"b"}`},
+		{"homeassistant/sensor/x/config", `[1,2]`},
+		{"homeassistant/sensor/x/config", `null`},
+	} {
+		c.HandleMessage(msg(m.topic, m.payload))
+	}
+	if n := c.Snapshot().Len(); n != 0 {
+		t.Fatalf("entries %d: %v", n, c.Snapshot().Entries()[0].ID)
+	}
+}
+
+func TestSubscriberMayReadCatalog(t *testing.T) {
+	c, _ := newTestCatalog()
+	c.HandleMessage(msg("zigbee2mqtt/bridge/devices", bridgeTwo))
+	var seen []any
+	cancel := c.Subscribe(func(ch Change) {
+		l, _ := c.Live(ch.ID) // must not deadlock
+		seen = append(seen, l.Value)
+		_ = c.Snapshot().Len()
+	})
+	c.HandleMessage(msg("zigbee2mqtt/hall_motion", `{"occupancy":true}`))
+	cancel()
+	c.HandleMessage(msg("zigbee2mqtt/hall_motion", `{"occupancy":false}`))
+	if !reflect.DeepEqual(seen, []any{true}) {
+		t.Fatalf("seen %v", seen)
+	}
+}
