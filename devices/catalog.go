@@ -1,11 +1,8 @@
-// Package devices owns the live device world: it parses Zigbee2MQTT
-// bridge/devices and Home Assistant MQTT discovery into Pilotage catalog
-// entries (device, state, event, action), keeps live values beside them and
-// publishes commands. HandleMessage is the single ingestion entry point.
 package devices
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -121,6 +118,9 @@ type devLive struct {
 // that a retained state that arrives before its discovery is not lost.
 const maxPending = 4096
 
+// maxPendingPayload bounds the size of one cached payload.
+const maxPendingPayload = 16 << 10
+
 // NewCatalog builds an empty catalog (with the notification channels).
 func NewCatalog(o Options) *Catalog {
 	if o.Z2MBase == "" {
@@ -162,6 +162,10 @@ func NewCatalog(o Options) *Catalog {
 // goroutine stops when ctx is done.
 func (c *Catalog) Start(ctx context.Context, conn mqtt.PubSub) error {
 	c.mu.Lock()
+	if c.conn != nil {
+		c.mu.Unlock()
+		return errors.New("devices: catalog already started")
+	}
 	c.conn = conn
 	c.mu.Unlock()
 	for _, f := range []string{c.opts.Z2MBase + "/#", c.opts.HAPrefix + "/#"} {
@@ -251,6 +255,9 @@ func (c *Catalog) handleLocked(tx *txn, m mqtt.Message) {
 		for _, r := range rs {
 			r(tx, m.Payload)
 		}
+		return
+	}
+	if len(m.Payload) > maxPendingPayload {
 		return
 	}
 	if len(c.pending) < maxPending || c.pending[t] != nil {

@@ -1,0 +1,42 @@
+// Package devices owns the live device world: it turns Zigbee2MQTT
+// bridge/devices and Home Assistant MQTT discovery into Pilotage catalog
+// entries (device, state, event, action), keeps live values beside them and
+// publishes commands. HandleMessage is the single ingestion entry point.
+//
+// Decisions worth knowing (the guides repeat the user-facing ones):
+//
+//   - Ids derive from the friendly/device name: lowercase ASCII, every other
+//     run of characters becomes one '_' ("Hallway Motion" -> hallway_motion,
+//     "living_room/remote" -> living_room_remote). States are
+//     <device>.<property>, events <device>.action, the device command is
+//     <device>.set. A Home Assistant entity that is not the device's primary
+//     one (name null or equal to the device name) gets its own key:
+//     <device>.<key> for its state, <device>.<key>.set (or .press) for its
+//     command. Collisions get the identifier appended; native Zigbee2MQTT
+//     devices win over the same device discovered through Home Assistant.
+//   - Binary Zigbee2MQTT properties whose value_on/value_off are booleans
+//     are JSON booleans; otherwise the state is the raw payload value with
+//     an enum of the two (e.g. "ON"/"OFF", "LOCK"/"UNLOCK"), so rules compare
+//     against what the device sends and what /set accepts. "x-active-value":
+//     false marks inverted sensors (Aqara contact: true = closed).
+//   - Home Assistant states are normalised to the same vocabulary: switches
+//     and lights "ON"/"OFF", binary sensors booleans, locks
+//     locked/unlocked/locking/unlocking/jammed/open/opening, covers
+//     open/opening/closed/closing/stopped plus position 0..100. Command
+//     inputs use the Zigbee2MQTT keys (state, brightness, color_temp,
+//     position, occupied_heating_setpoint, system_mode) and Call translates
+//     to the configured payloads and topics.
+//   - Value templates: only {{ value }} and value_json paths with float, int,
+//     round(n), string, lower, upper, trim filters. Anything else marks the
+//     state "unsupported" (tag, description, Live.Unsupported); its value is
+//     never guessed. Command templates: literal text with {{ value }}-style
+//     substitutions only, else that command field is not offered.
+//   - Risk: locks, covers (all of them: we cannot tell a garage door from a
+//     blind reliably), valves, sirens and alarm panels are security; other
+//     device commands control; notification channels external.
+//   - Live values, availability and last-seen never touch entries: Gen and
+//     hashes change only when discovery changes an entry. Revision is the
+//     entry's content hash.
+//   - Malformed payloads are logged with their topic and skipped; the last
+//     good discovery for that topic stays.
+package devices
