@@ -24,9 +24,11 @@ func (s *Store) GetIdem(ctx context.Context, key string) (Idem, error) {
 	var it Idem
 	var env []byte
 	var expires sql.NullInt64
-	err := s.r.QueryRowContext(ctx, `SELECT key, principal, hash, envelope, expires FROM idempotency
-		WHERE key = ? AND (expires IS NULL OR expires > ?)`, key, s.now().UnixNano()).
-		Scan(&it.Key, &it.Principal, &it.Hash, &env, &expires)
+	row, err := s.queryRow(ctx, `SELECT key, principal, hash, envelope, expires FROM idempotency
+		WHERE key = ? AND (expires IS NULL OR expires > ?)`, key, s.now().UnixNano())
+	if err == nil {
+		err = row.Scan(&it.Key, &it.Principal, &it.Hash, &env, &expires)
+	}
 	if errors.Is(err, sql.ErrNoRows) {
 		return Idem{}, fmt.Errorf("storage: get idempotency key: %w", ErrNotFound)
 	}

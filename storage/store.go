@@ -49,13 +49,59 @@ type Store struct {
 	w, r *sql.DB
 	now  func() time.Time // clock for expiry checks on reads; tests swap it
 
+	stmtMu sync.Mutex
+	stmts  map[stmtKey]*sql.Stmt // prepared hot-path statements; preparing costs more than running
+
 	closeOnce sync.Once
 	closeErr  error
+}
+
+type stmtKey struct {
+	db    *sql.DB
+	query string
+}
+
+// stmt returns a prepared statement for query on db, preparing it once.
+// Never call it for s.w inside a write transaction: preparing needs the
+// writer's only connection.
+// Queries are built from constants (ListRuns has a bounded set of shapes),
+// so the cache stays small.
+func (s *Store) stmt(ctx context.Context, db *sql.DB, query string) (*sql.Stmt, error) {
+	s.stmtMu.Lock()
+	defer s.stmtMu.Unlock()
+	k := stmtKey{db, query}
+	if st, ok := s.stmts[k]; ok {
+		return st, nil
+	}
+	st, err := db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if s.stmts == nil {
+		s.stmts = make(map[stmtKey]*sql.Stmt)
+	}
+	s.stmts[k] = st
+	return st, nil
+}
+
+// queryRow runs a cached read statement returning one row.
+func (s *Store) queryRow(ctx context.Context, query string, args ...any) (*sql.Row, error) {
+	st, err := s.stmt(ctx, s.r, query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryRowContext(ctx, args...), nil
 }
 
 // Open creates dir if needed, opens dir/pilothouse.db and applies pending
 // schema migrations.
 func Open(ctx context.Context, dir string) (*Store, error) {
+	return open(ctx, dir, readConns)
+}
+
+// open is Open with the size of the read pool; readers == 0 sends reads
+// through the single writer connection too (kept to measure the split).
+func open(ctx context.Context, dir string, readers int) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("storage: create data folder: %w", err)
 	}
@@ -75,13 +121,16 @@ func Open(ctx context.Context, dir string) (*Store, error) {
 		w.Close()
 		return nil, err
 	}
+	if readers == 0 {
+		return &Store{w: w, r: w, now: time.Now}, nil
+	}
 	r, err := openDB(abs, true)
 	if err != nil {
 		w.Close()
 		return nil, err
 	}
-	r.SetMaxOpenConns(readConns)
-	r.SetMaxIdleConns(readConns)
+	r.SetMaxOpenConns(readers)
+	r.SetMaxIdleConns(readers)
 	if err := r.PingContext(ctx); err != nil {
 		w.Close()
 		r.Close()
@@ -118,7 +167,20 @@ func openDB(path string, readOnly bool) (*sql.DB, error) {
 // Close closes the database. It is safe to call more than once.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
-		s.closeErr = errors.Join(s.r.Close(), s.w.Close())
+		// optimize refreshes the planner's statistics where they have
+		// drifted; cheap, and recommended by SQLite before closing.
+		_, optErr := s.w.Exec(`PRAGMA optimize`)
+		s.stmtMu.Lock()
+		for _, st := range s.stmts {
+			st.Close()
+		}
+		s.stmts = nil
+		s.stmtMu.Unlock()
+		var rErr error
+		if s.r != s.w {
+			rErr = s.r.Close()
+		}
+		s.closeErr = errors.Join(optErr, rErr, s.w.Close())
 		if s.closeErr != nil {
 			s.closeErr = fmt.Errorf("storage: close: %w", s.closeErr)
 		}

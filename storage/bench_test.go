@@ -1,0 +1,156 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+// benchEnvelope is a realistic ~2 KiB envelope: outcome plus a trace of
+// a dozen steps.
+func benchEnvelope(id string) json.RawMessage {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"run_id":%q,"outcome":{"ok":true,"status":"success"},"trace":{"level":"full","steps":[`, id)
+	for i := 0; b.Len() < 2000; i++ {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":"s%d","path":"/do/%d","kind":"call","outcome":{"ok":true,"status":"success"},"t_ms":%d.5,"changed":{"light.kitchen":{"state":"ON"}}}`, i, i, i)
+	}
+	b.WriteString(`]}}`)
+	return json.RawMessage(b.String())
+}
+
+func benchRuns(n int, start time.Time) []Run {
+	runs := make([]Run, n)
+	for i := range runs {
+		t := start.Add(time.Duration(i) * time.Millisecond)
+		id := newRunID(t)
+		runs[i] = Run{ID: id, Principal: "alice", Rule: fmt.Sprintf("rule%d", i%20), Ref: "ref1", Kind: KindFiring,
+			Status: "success", OK: true, Started: t, Ended: t.Add(time.Millisecond), Level: "full",
+			Envelope: benchEnvelope(id), Expires: t.Add(7 * 24 * time.Hour)}
+	}
+	return runs
+}
+
+func openBench(b *testing.B, readers int) *Store {
+	b.Helper()
+	s, err := open(context.Background(), b.TempDir(), readers)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	s.now = func() time.Time { return t0 }
+	return s
+}
+
+func fill(b *testing.B, s *Store, n int) []Run {
+	b.Helper()
+	all := benchRuns(n, t0.Add(-time.Hour))
+	for i := 0; i < n; i += 500 {
+		if err := s.InsertRuns(context.Background(), all[i:min(i+500, n)]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return all
+}
+
+func BenchmarkInsertRuns100(b *testing.B) {
+	s := openBench(b, readConns)
+	ctx := context.Background()
+	batches := make([][]Run, 0, 64)
+	start := t0
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		if i%64 == 0 {
+			batches = batches[:0]
+			for range 64 {
+				batches = append(batches, benchRuns(100, start))
+				start = start.Add(time.Second)
+			}
+		}
+		batch := batches[i%64]
+		b.StartTimer()
+		if err := s.InsertRuns(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*100)/b.Elapsed().Seconds(), "runs/s")
+}
+
+func BenchmarkGetRun(b *testing.B) {
+	s := openBench(b, readConns)
+	all := fill(b, s, 10000)
+	ctx := context.Background()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := s.GetRun(ctx, all[rand.IntN(len(all))].ID); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkListRuns(b *testing.B) {
+	s := openBench(b, readConns)
+	all := fill(b, s, 10000)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		f    RunFilter
+	}{
+		{"newest50", RunFilter{Limit: 50}},
+		{"cursor50", RunFilter{Limit: 50, Before: all[5000].ID}},
+		{"rule50", RunFilter{Limit: 50, Rule: "rule7"}},
+		{"rule+failed(none)", RunFilter{Limit: 50, Rule: "rule7", Status: "failed"}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := s.ListRuns(ctx, c.f); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkReadsDuringWrites measures GetRun from parallel readers while
+// a writer inserts batches, with split pools and with one shared connection.
+func BenchmarkReadsDuringWrites(b *testing.B) {
+	for _, readers := range []int{readConns, 0} {
+		b.Run(fmt.Sprintf("readers=%d", readers), func(b *testing.B) {
+			s := openBench(b, readers)
+			all := fill(b, s, 10000)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan int)
+			go func() {
+				n := 0
+				start := t0
+				for ctx.Err() == nil {
+					if err := s.InsertRuns(ctx, benchRuns(100, start)); err == nil {
+						n++
+					}
+					start = start.Add(time.Second)
+				}
+				done <- n
+			}()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := s.GetRun(ctx, all[rand.IntN(len(all))].ID); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			cancel()
+			batches := <-done
+			b.ReportMetric(float64(batches*100)/b.Elapsed().Seconds(), "written-runs/s")
+		})
+	}
+}
