@@ -1,0 +1,198 @@
+package mqtt
+
+import (
+	"bytes"
+	"crypto/subtle"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"sync"
+
+	mochi "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/hooks/auth"
+	"github.com/mochi-mqtt/server/v2/listeners"
+	"github.com/mochi-mqtt/server/v2/packets"
+)
+
+// Broker is an embedded MQTT broker (mochi-mqtt) on one TCP listener, with
+// retained messages, for the zero-setup default and for tests.
+type Broker struct {
+	srv       *mochi.Server
+	ln        *trackingListener
+	closeOnce sync.Once
+}
+
+const listenerID = "tcp"
+
+// BrokerOption configures StartBroker.
+type BrokerOption func(*brokerConfig)
+
+type brokerConfig struct {
+	users map[string]string
+}
+
+// WithUsers makes the broker accept only clients that present one of these
+// username/password pairs. Without it every client is allowed.
+func WithUsers(users map[string]string) BrokerOption {
+	return func(c *brokerConfig) {
+		c.users = make(map[string]string, len(users))
+		for u, p := range users {
+			c.users[u] = p
+		}
+	}
+}
+
+// StartBroker listens on addr ("127.0.0.1:1883", or "127.0.0.1:0" for a free
+// port) and serves MQTT there until Close. A nil logger discards the broker's
+// logs.
+func StartBroker(addr string, logger *slog.Logger, opts ...BrokerOption) (*Broker, error) {
+	var cfg brokerConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	nl, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("mqtt: embedded broker: listen on %s: %w", addr, err)
+	}
+	ln := &trackingListener{Listener: nl, conns: map[*trackedConn]struct{}{}}
+	srv := mochi.New(&mochi.Options{
+		Logger:                 logger.With("component", "mqtt-broker"),
+		SysTopicResendInterval: 60,
+	})
+	var hook mochi.Hook = new(auth.AllowHook)
+	if cfg.users != nil {
+		hook = &passwordHook{users: cfg.users}
+	}
+	if err := srv.AddHook(hook, nil); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("mqtt: embedded broker: %w", err)
+	}
+	if err := srv.AddListener(listeners.NewNet(listenerID, ln)); err != nil {
+		_ = ln.Close()
+		return nil, fmt.Errorf("mqtt: embedded broker: %w", err)
+	}
+	if err := srv.Serve(); err != nil {
+		_ = srv.Close()
+		_ = ln.Close()
+		return nil, fmt.Errorf("mqtt: embedded broker: %w", err)
+	}
+	return &Broker{srv: srv, ln: ln}, nil
+}
+
+// Addr returns the host:port the broker listens on (the real port when
+// started on port 0).
+func (b *Broker) Addr() string { return b.ln.Addr().String() }
+
+// URL returns a URL a Client can dial, e.g. "tcp://127.0.0.1:41883". An
+// unspecified listen address (0.0.0.0, ::) is given as 127.0.0.1.
+func (b *Broker) URL() string {
+	host, port, err := net.SplitHostPort(b.Addr())
+	if err != nil {
+		return "tcp://" + b.Addr()
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "tcp://" + net.JoinHostPort(host, port)
+}
+
+// Port returns the TCP port the broker listens on.
+func (b *Broker) Port() int {
+	_, port, _ := net.SplitHostPort(b.Addr())
+	n, _ := strconv.Atoi(port)
+	return n
+}
+
+// Close disconnects all clients and stops listening. Retained messages are
+// kept in memory only, so they are gone afterwards. Safe to call more than
+// once.
+func (b *Broker) Close() error {
+	var err error
+	b.closeOnce.Do(func() {
+		// mochi's own listener shutdown (closeListenerClients) can deadlock
+		// on its clients lock when a client attaches or leaves at the same
+		// moment (a recursive RLock in Clients.GetByListener). So we take
+		// the listener away from mochi, close it and every connection it
+		// accepted ourselves, and only then let mochi stop.
+		b.srv.Listeners.Delete(listenerID)
+		b.ln.closeAll()
+		err = b.srv.Close()
+	})
+	return err
+}
+
+// trackingListener remembers the connections it accepted so that Close can
+// end them all, including one accepted a moment before.
+type trackingListener struct {
+	net.Listener
+	mu     sync.Mutex
+	conns  map[*trackedConn]struct{}
+	closed bool
+}
+
+func (l *trackingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	tc := &trackedConn{Conn: c, l: l}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		_ = c.Close()
+		return nil, net.ErrClosed
+	}
+	l.conns[tc] = struct{}{}
+	return tc, nil
+}
+
+func (l *trackingListener) closeAll() {
+	_ = l.Listener.Close()
+	l.mu.Lock()
+	l.closed = true
+	conns := l.conns
+	l.conns = map[*trackedConn]struct{}{}
+	l.mu.Unlock()
+	for c := range conns {
+		_ = c.Conn.Close()
+	}
+}
+
+type trackedConn struct {
+	net.Conn
+	l *trackingListener
+}
+
+func (c *trackedConn) Close() error {
+	c.l.mu.Lock()
+	delete(c.l.conns, c)
+	c.l.mu.Unlock()
+	return c.Conn.Close()
+}
+
+// passwordHook authenticates clients against a username/password map and
+// allows every topic to an authenticated client.
+type passwordHook struct {
+	mochi.HookBase
+	users map[string]string
+}
+
+func (h *passwordHook) ID() string { return "pilothouse-password-auth" }
+
+func (h *passwordHook) Provides(b byte) bool {
+	return bytes.Contains([]byte{mochi.OnConnectAuthenticate, mochi.OnACLCheck}, []byte{b})
+}
+
+func (h *passwordHook) OnConnectAuthenticate(_ *mochi.Client, pk packets.Packet) bool {
+	want, ok := h.users[string(pk.Connect.Username)]
+	if !ok {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(want), pk.Connect.Password) == 1
+}
+
+func (h *passwordHook) OnACLCheck(*mochi.Client, string, bool) bool { return true }

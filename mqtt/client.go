@@ -1,0 +1,663 @@
+package mqtt
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultConnectTimeout       = 5 * time.Second
+	DefaultMaxReconnectInterval = 10 * time.Second
+	DefaultPublishTimeout       = 10 * time.Second
+	DefaultQueueSize            = 1024
+
+	// disconnectQuiesce bounds how long Close waits for the DISCONNECT packet.
+	disconnectQuiesce = 250 // milliseconds, paho's unit
+	// handlerStopWait bounds how long Close waits for running handlers.
+	handlerStopWait = time.Second
+)
+
+// Options configure a Client. Only Broker is required.
+type Options struct {
+	// Broker is the broker URL: tcp://host:port, ssl://host:port (also
+	// tls://, mqtt://, mqtts://), ws://host:port/path or wss://. A bare
+	// host:port means tcp://.
+	Broker   string
+	ClientID string // default: "pilothouse-" + random hex
+	Username string
+	Password string
+	TLS      *tls.Config
+	// ConnectTimeout bounds one connection attempt and, for Dial, the whole
+	// wait for the first connection. Default DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// ConnectRetry makes Dial behave like DialLazy: return at once and keep
+	// trying to connect in the background until Close.
+	ConnectRetry bool
+	// MaxReconnectInterval caps the backoff between connection attempts.
+	// Default DefaultMaxReconnectInterval.
+	MaxReconnectInterval time.Duration
+	// PublishTimeout bounds Publish when its context has no deadline.
+	// Default DefaultPublishTimeout.
+	PublishTimeout time.Duration
+	// QueueSize is the per-subscription delivery queue length. When a
+	// handler falls this far behind, further messages for it are dropped,
+	// counted (Dropped) and logged. Default DefaultQueueSize.
+	QueueSize int
+	Logger    *slog.Logger
+}
+
+// Client is a paho-based MQTT 3.1.1 connection with a clean session that
+// reconnects with backoff, re-establishes every remembered subscription after
+// each (re)connect, and refuses to publish while disconnected.
+//
+// Delivery: each Subscribe gets its own queue and goroutine, so a handler sees
+// the messages of its subscription in the order the broker sent them, and a
+// slow handler delays only itself. Handlers may call Publish. They should
+// still be fast: a handler that falls QueueSize messages behind loses
+// messages (counted in Dropped), it never stalls the connection.
+type Client struct {
+	opts Options
+	log  *slog.Logger
+	pc   paho.Client
+
+	mu        sync.Mutex
+	subs      map[string][]*subscription // by filter
+	up        bool                       // last state seen by refreshStatus
+	down      chan struct{}              // closed when the current connection is lost
+	listeners []func(up bool)
+	closed    bool
+	// ready is set once onConnect has taken its snapshot of c.subs for a
+	// connection; from then on Subscribe sends SUBSCRIBE itself.
+	ready      bool
+	firstReady chan struct{} // closed after the first onConnect
+
+	kick      chan struct{} // wakes the status notifier
+	quit      chan struct{} // closed by Close
+	closeOnce sync.Once
+	wg        sync.WaitGroup // connect loop, notifier, dispatchers
+	dropped   atomic.Uint64
+}
+
+type subscription struct {
+	filter string
+	qos    byte
+	h      Handler
+	queue  chan Message
+}
+
+// Dial connects to o.Broker and returns once the first connection is up, or
+// fails after o.ConnectTimeout (or when ctx ends) with the last connection
+// error. With o.ConnectRetry it behaves like DialLazy. After the first
+// connection the client reconnects by itself until Close.
+func Dial(ctx context.Context, o Options) (*Client, error) {
+	if o.ConnectRetry {
+		return DialLazy(o)
+	}
+	c, err := newClient(o)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.connectFirst(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+// DialLazy returns a client at once and connects in the background, retrying
+// with backoff (capped at o.MaxReconnectInterval) until it succeeds or Close
+// is called. Subscriptions made before the connection is up are established
+// as soon as it is. It fails only on invalid options.
+func DialLazy(o Options) (*Client, error) {
+	c, err := newClient(o)
+	if err != nil {
+		return nil, err
+	}
+	c.wg.Add(1)
+	go c.connectLoop()
+	return c, nil
+}
+
+func newClient(o Options) (*Client, error) {
+	broker, err := normalizeBroker(o.Broker)
+	if err != nil {
+		return nil, err
+	}
+	o.Broker = broker
+	if o.ConnectTimeout <= 0 {
+		o.ConnectTimeout = DefaultConnectTimeout
+	}
+	if o.MaxReconnectInterval <= 0 {
+		o.MaxReconnectInterval = DefaultMaxReconnectInterval
+	}
+	if o.PublishTimeout <= 0 {
+		o.PublishTimeout = DefaultPublishTimeout
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = DefaultQueueSize
+	}
+	if o.ClientID == "" {
+		o.ClientID = randomClientID()
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	c := &Client{
+		opts: o,
+		log:  o.Logger.With("component", "mqtt", "broker", redact(o.Broker)),
+		subs: map[string][]*subscription{},
+		down: closedChan(),
+		kick: make(chan struct{}, 1),
+		quit: make(chan struct{}),
+
+		firstReady: make(chan struct{}),
+	}
+	c.pc = paho.NewClient(c.pahoOptions())
+	c.wg.Add(1)
+	go c.notifier()
+	return c, nil
+}
+
+func (c *Client) pahoOptions() *paho.ClientOptions {
+	o := c.opts
+	po := paho.NewClientOptions().
+		AddBroker(o.Broker).
+		SetClientID(o.ClientID).
+		SetUsername(o.Username).
+		SetPassword(o.Password).
+		SetCleanSession(true).
+		SetResumeSubs(false).
+		SetOrderMatters(true). // our route callback only enqueues, so this never blocks for long
+		SetAutoReconnect(true).
+		SetConnectRetry(false). // first connection is retried by Dial / connectLoop
+		SetMaxReconnectInterval(o.MaxReconnectInterval).
+		SetConnectTimeout(o.ConnectTimeout).
+		SetWriteTimeout(o.PublishTimeout).
+		SetKeepAlive(30 * time.Second).
+		SetPingTimeout(10 * time.Second).
+		SetOnConnectHandler(func(paho.Client) { c.onConnect() }).
+		SetConnectionLostHandler(func(_ paho.Client, err error) {
+			c.log.Warn("connection lost; reconnecting", "err", err)
+			c.refreshStatus()
+		})
+	if o.TLS != nil {
+		po.SetTLSConfig(o.TLS)
+	}
+	return po
+}
+
+// normalizeBroker checks the broker URL and adds tcp:// to a bare host:port.
+func normalizeBroker(b string) (string, error) {
+	b = strings.TrimSpace(b)
+	if b == "" {
+		return "", errors.New("mqtt: no broker URL")
+	}
+	if !strings.Contains(b, "://") {
+		b = "tcp://" + b
+	}
+	u, err := url.Parse(b)
+	if err != nil {
+		return "", fmt.Errorf("mqtt: broker URL %q: %w", redact(b), err)
+	}
+	switch u.Scheme {
+	case "tcp", "mqtt", "ssl", "tls", "mqtts", "tcps", "ws", "wss":
+	default:
+		return "", fmt.Errorf("mqtt: broker URL %q: unsupported scheme %q (want tcp, ssl, ws or wss)", redact(b), u.Scheme)
+	}
+	if u.Host == "" {
+		return "", fmt.Errorf("mqtt: broker URL %q: no host", redact(b))
+	}
+	return b, nil
+}
+
+// redact hides a password embedded in a broker URL before it is logged.
+func redact(b string) string {
+	u, err := url.Parse(b)
+	if err != nil || u.User == nil {
+		return b
+	}
+	return u.Redacted()
+}
+
+func randomClientID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return "pilothouse-" + hex.EncodeToString(b[:])
+}
+
+func closedChan() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}
+
+// connectFirst tries to connect until ConnectTimeout has passed or ctx ends.
+// A broker that answers with a refusal (bad credentials, client id) fails at
+// once; unreachable brokers are retried with a short backoff.
+func (c *Client) connectFirst(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
+	defer cancel()
+	wait := 100 * time.Millisecond
+	for {
+		err := c.attempt(ctx.Done())
+		if err == nil {
+			select { // let onConnect finish so Subscribe after Dial is synchronous
+			case <-c.firstReady:
+			case <-ctx.Done():
+			}
+			c.refreshStatus()
+			return nil
+		}
+		var refused *refusedError
+		if errors.As(err, &refused) || ctx.Err() != nil {
+			return fmt.Errorf("mqtt: connect to %s within %s: %w", redact(c.opts.Broker), c.opts.ConnectTimeout, err)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("mqtt: connect to %s within %s: %w", redact(c.opts.Broker), c.opts.ConnectTimeout, err)
+		case <-t.C:
+		}
+		wait = min(2*wait, time.Second)
+	}
+}
+
+// connectLoop is DialLazy's background connector; paho's auto-reconnect takes
+// over once the first connection is up.
+func (c *Client) connectLoop() {
+	defer c.wg.Done()
+	wait := 250 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := c.attempt(c.quit)
+		if err == nil {
+			return
+		}
+		select {
+		case <-c.quit:
+			return
+		default:
+		}
+		c.log.Warn("broker unreachable; retrying", "attempt", attempt, "retry_in", wait, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-c.quit:
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		wait = min(2*wait, c.opts.MaxReconnectInterval)
+	}
+}
+
+// refusedError is a CONNACK refusal: retrying will not help.
+type refusedError struct {
+	code byte
+	err  error
+}
+
+func (e *refusedError) Error() string {
+	return fmt.Sprintf("broker refused the connection (code %d): %v", e.code, e.err)
+}
+func (e *refusedError) Unwrap() error { return e.err }
+
+// attempt makes one connection attempt, abandoned when stop is closed.
+func (c *Client) attempt(stop <-chan struct{}) error {
+	tok := c.pc.Connect()
+	select {
+	case <-tok.Done():
+	case <-stop:
+		return errors.New("connection attempt abandoned")
+	}
+	err := tok.Error()
+	if err == nil {
+		return nil
+	}
+	if ct, ok := tok.(*paho.ConnectToken); ok {
+		// 3 (server unavailable) is worth retrying; the other refusals are not.
+		if rc := ct.ReturnCode(); rc != 0 && rc != 3 && rc < 0x80 {
+			return &refusedError{code: rc, err: err}
+		}
+	}
+	return err
+}
+
+// onConnect runs (on a paho goroutine) after every successful (re)connect.
+func (c *Client) onConnect() {
+	c.log.Info("connected")
+	c.resubscribeAll()
+	c.refreshStatus()
+}
+
+func (c *Client) resubscribeAll() {
+	c.mu.Lock()
+	want := make(map[string]byte, len(c.subs))
+	for f, subs := range c.subs {
+		want[f] = maxQoS(subs)
+	}
+	first := !c.ready
+	c.ready = true
+	c.mu.Unlock()
+	if first {
+		defer close(c.firstReady)
+	}
+	toks := make(map[string]paho.Token, len(want))
+	for f, q := range want {
+		toks[f] = c.pc.Subscribe(f, q, c.route(f))
+	}
+	for f, tok := range toks {
+		if err := c.waitSubscribe(f, tok); err != nil {
+			c.log.Error("resubscribe failed", "filter", f, "err", err)
+		}
+	}
+}
+
+func maxQoS(subs []*subscription) byte {
+	var q byte
+	for _, s := range subs {
+		q = max(q, s.qos)
+	}
+	return q
+}
+
+func (c *Client) waitSubscribe(filter string, tok paho.Token) error {
+	if !tok.WaitTimeout(c.opts.ConnectTimeout) {
+		return fmt.Errorf("mqtt: subscribe %q: no SUBACK within %s", filter, c.opts.ConnectTimeout)
+	}
+	if err := tok.Error(); err != nil {
+		return fmt.Errorf("mqtt: subscribe %q: %w", filter, err)
+	}
+	if st, ok := tok.(*paho.SubscribeToken); ok {
+		if code, found := st.Result()[filter]; found && code >= 0x80 {
+			return fmt.Errorf("mqtt: subscribe %q: refused by the broker (code %#x)", filter, code)
+		}
+	}
+	return nil
+}
+
+// route returns the paho callback for one filter: it copies the message and
+// enqueues it for every handler of that filter, without blocking.
+func (c *Client) route(filter string) paho.MessageHandler {
+	return func(_ paho.Client, pm paho.Message) {
+		m := Message{Topic: pm.Topic(), Payload: pm.Payload(), Retained: pm.Retained()}
+		c.mu.Lock()
+		subs := c.subs[filter]
+		c.mu.Unlock()
+		for _, s := range subs {
+			select {
+			case s.queue <- m:
+			case <-c.quit:
+				return
+			default:
+				if n := c.dropped.Add(1); n == 1 || n%1000 == 0 {
+					c.log.Warn("handler too slow; message dropped", "filter", filter, "topic", m.Topic, "dropped_total", n)
+				}
+			}
+		}
+	}
+}
+
+// Subscribe registers h for filter (MQTT wildcards allowed) at the given QoS.
+// The subscription is remembered and re-established after every reconnect;
+// while disconnected it is only remembered and Subscribe returns nil.
+// Retained messages arrive with Retained set. Subscribing again to a filter
+// that already has handlers makes the broker resend its retained messages,
+// which the existing handlers see again.
+func (c *Client) Subscribe(filter string, qos byte, h Handler) error {
+	if err := validFilter(filter); err != nil {
+		return err
+	}
+	if qos > 2 || h == nil {
+		return fmt.Errorf("mqtt: subscribe %q: invalid qos %d or nil handler", filter, qos)
+	}
+	s := &subscription{filter: filter, qos: qos, h: h, queue: make(chan Message, c.opts.QueueSize)}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return fmt.Errorf("mqtt: subscribe %q: client closed", filter)
+	}
+	c.subs[filter] = append(c.subs[filter], s)
+	q := maxQoS(c.subs[filter])
+	ready := c.ready
+	c.wg.Add(1)
+	c.mu.Unlock()
+	go c.dispatch(s)
+
+	if !ready || !c.pc.IsConnectionOpen() {
+		return nil // the next onConnect subscribes
+	}
+	err := c.waitSubscribe(filter, c.pc.Subscribe(filter, q, c.route(filter)))
+	if err != nil && !c.pc.IsConnectionOpen() {
+		return nil // lost the connection meanwhile; onConnect will subscribe
+	}
+	if err != nil {
+		c.removeSub(s)
+	}
+	return err
+}
+
+func (c *Client) removeSub(s *subscription) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	subs := c.subs[s.filter]
+	for i, x := range subs {
+		if x == s {
+			c.subs[s.filter] = append(subs[:i:i], subs[i+1:]...)
+			break
+		}
+	}
+	if len(c.subs[s.filter]) == 0 {
+		delete(c.subs, s.filter)
+	}
+	// The dispatcher keeps running until Close; it just gets no messages.
+}
+
+func validFilter(f string) error {
+	if f == "" || strings.ContainsRune(f, 0) {
+		return fmt.Errorf("mqtt: invalid topic filter %q", f)
+	}
+	levels := strings.Split(f, "/")
+	for i, l := range levels {
+		switch {
+		case l == "#" && i != len(levels)-1,
+			l != "#" && l != "+" && strings.ContainsAny(l, "#+"):
+			return fmt.Errorf("mqtt: invalid topic filter %q", f)
+		}
+	}
+	return nil
+}
+
+// dispatch runs one subscription's handler, in order, until Close.
+func (c *Client) dispatch(s *subscription) {
+	defer c.wg.Done()
+	for {
+		select {
+		case <-c.quit:
+			return
+		case m := <-s.queue:
+			c.call(s, m)
+		}
+	}
+}
+
+func (c *Client) call(s *subscription, m Message) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("message handler panicked", "filter", s.filter, "topic", m.Topic, "panic", r)
+		}
+	}()
+	s.h(m)
+}
+
+// Publish sends one message and waits for it to be written (QoS 0) or
+// acknowledged (QoS 1, 2) until ctx ends (or PublishTimeout if ctx has no
+// deadline). While disconnected it returns ErrNotConnected at once; if the
+// connection drops while waiting it returns ErrNotConnected too, and the
+// message may or may not have reached the broker.
+func (c *Client) Publish(ctx context.Context, topic string, payload []byte, qos byte, retain bool) error {
+	if topic == "" || strings.ContainsAny(topic, "+#\x00") {
+		return fmt.Errorf("mqtt: publish: invalid topic %q", topic)
+	}
+	if qos > 2 {
+		return fmt.Errorf("mqtt: publish %q: invalid qos %d", topic, qos)
+	}
+	down, ok := c.connection()
+	if !ok {
+		return ErrNotConnected
+	}
+	if _, has := ctx.Deadline(); !has {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.opts.PublishTimeout)
+		defer cancel()
+	}
+	tok := c.pc.Publish(topic, qos, retain, payload)
+	select {
+	case <-tok.Done():
+	case <-down:
+		return ErrNotConnected
+	case <-ctx.Done():
+		return fmt.Errorf("mqtt: publish %q: %w", topic, ctx.Err())
+	}
+	if err := tok.Error(); err != nil {
+		if errors.Is(err, paho.ErrNotConnected) {
+			return ErrNotConnected
+		}
+		return fmt.Errorf("mqtt: publish %q: %w", topic, err)
+	}
+	return nil
+}
+
+// connection reports whether the connection is open and returns a channel
+// closed when it is lost.
+func (c *Client) connection() (<-chan struct{}, bool) {
+	c.mu.Lock()
+	up, down, closed := c.up, c.down, c.closed
+	c.mu.Unlock()
+	if closed || !c.pc.IsConnectionOpen() {
+		return nil, false
+	}
+	if !up { // paho is connected but onConnect has not run yet
+		c.refreshStatus()
+		c.mu.Lock()
+		up, down = c.up, c.down
+		c.mu.Unlock()
+	}
+	return down, up
+}
+
+// Connected reports whether the connection to the broker is open now.
+func (c *Client) Connected() bool {
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	return !closed && c.pc.IsConnectionOpen()
+}
+
+// Dropped returns how many messages were dropped because a handler's queue
+// was full.
+func (c *Client) Dropped() uint64 { return c.dropped.Load() }
+
+// OnConnectionChange registers f to be called with true when the connection
+// comes up and false when it goes down (including Close). Calls are made in
+// order from one goroutine; rapid flaps may be coalesced. f is not called
+// with the state at registration time: read Connected for that.
+func (c *Client) OnConnectionChange(f func(up bool)) {
+	if f == nil {
+		return
+	}
+	c.mu.Lock()
+	c.listeners = append(c.listeners, f)
+	c.mu.Unlock()
+}
+
+// refreshStatus re-reads paho's connection state and records edges.
+func (c *Client) refreshStatus() {
+	c.mu.Lock()
+	up := !c.closed && c.pc.IsConnectionOpen()
+	if up != c.up {
+		c.up = up
+		if up {
+			c.down = make(chan struct{})
+		} else {
+			close(c.down)
+		}
+	}
+	c.mu.Unlock()
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// notifier calls the OnConnectionChange listeners on state edges. On Close
+// it delivers the final "down" before returning.
+func (c *Client) notifier() {
+	defer c.wg.Done()
+	last := false
+	deliver := func() {
+		c.mu.Lock()
+		up, ls := c.up, append([]func(bool){}, c.listeners...)
+		c.mu.Unlock()
+		if up == last {
+			return
+		}
+		last = up
+		for _, f := range ls {
+			c.callListener(f, up)
+		}
+	}
+	for {
+		select {
+		case <-c.kick:
+			deliver()
+		case <-c.quit:
+			deliver()
+			return
+		}
+	}
+}
+
+func (c *Client) callListener(f func(bool), up bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("connection listener panicked", "panic", r)
+		}
+	}()
+	f(up)
+}
+
+// Close disconnects (waiting at most 250 ms for the DISCONNECT to be sent),
+// stops background work and waits for it, at most about a second for
+// handlers still running. It is safe to call more than once.
+func (c *Client) Close() {
+	c.closeOnce.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+		c.pc.Disconnect(disconnectQuiesce)
+		c.refreshStatus()
+		close(c.quit)
+		done := make(chan struct{})
+		go func() { c.wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(handlerStopWait):
+			c.log.Warn("a message handler is still running after Close")
+		}
+	})
+}
+
+var _ PubSub = (*Client)(nil)

@@ -1,0 +1,320 @@
+package mqtt
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// waitFor polls cond until it holds or timeout passes.
+func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval, not synchronisation
+	}
+}
+
+func startBroker(t testing.TB, addr string) *Broker {
+	t.Helper()
+	b, err := StartBroker(addr, quietLogger())
+	if err != nil {
+		t.Fatalf("StartBroker(%q): %v", addr, err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	return b
+}
+
+func dial(t testing.TB, url string) *Client {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, Options{Broker: url, Logger: quietLogger()})
+	if err != nil {
+		t.Fatalf("Dial(%s): %v", url, err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// inbox collects messages from a handler for assertions.
+type inbox struct {
+	mu   sync.Mutex
+	msgs []Message
+}
+
+func (b *inbox) handle(m Message) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.msgs = append(b.msgs, m)
+}
+
+func (b *inbox) all() []Message {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]Message(nil), b.msgs...)
+}
+
+func (b *inbox) find(payload string) (Message, bool) {
+	for _, m := range b.all() {
+		if string(m.Payload) == payload {
+			return m, true
+		}
+	}
+	return Message{}, false
+}
+
+func ctxT(t testing.TB) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestRoundtrip(t *testing.T) {
+	b := startBroker(t, "127.0.0.1:0")
+	sub := dial(t, b.URL())
+	pub := dial(t, b.URL())
+	var in inbox
+	if err := sub.Subscribe("home/+/state", 1, in.handle); err != nil {
+		t.Fatal(err)
+	}
+	for i, p := range []string{"one", "two", "three"} {
+		topic := "home/" + string(rune('a'+i)) + "/state"
+		if err := pub.Publish(ctxT(t), topic, []byte(p), 1, false); err != nil {
+			t.Fatalf("Publish: %v", err)
+		}
+	}
+	waitFor(t, 3*time.Second, "three messages", func() bool { return len(in.all()) == 3 })
+	got := in.all()
+	for i, want := range []string{"one", "two", "three"} {
+		if string(got[i].Payload) != want || got[i].Retained {
+			t.Errorf("message %d = %q retained=%v, want %q live (order preserved)", i, got[i].Payload, got[i].Retained, want)
+		}
+	}
+	if got[1].Topic != "home/b/state" {
+		t.Errorf("topic = %q", got[1].Topic)
+	}
+}
+
+func TestRetainedDelivery(t *testing.T) {
+	b := startBroker(t, "127.0.0.1:0")
+	pub := dial(t, b.URL())
+	if err := pub.Publish(ctxT(t), "z2m/bridge/state", []byte(`{"state":"online"}`), 1, true); err != nil {
+		t.Fatal(err)
+	}
+	sub := dial(t, b.URL())
+	var in inbox
+	if err := sub.Subscribe("z2m/bridge/#", 1, in.handle); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Second, "retained message", func() bool { return len(in.all()) >= 1 })
+	// mochi acknowledges a publish before fanning it out, so the subscriber
+	// may also get the original publish live; the first copy is the retained one.
+	if m := in.all()[0]; !m.Retained || m.Topic != "z2m/bridge/state" {
+		t.Errorf("got %+v, want retained on z2m/bridge/state", m)
+	}
+	// A message published while subscribed is live, not retained.
+	if err := pub.Publish(ctxT(t), "z2m/bridge/state", []byte(`live`), 1, true); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Second, "live message", func() bool { _, ok := in.find("live"); return ok })
+	if m, _ := in.find("live"); m.Retained {
+		t.Errorf("live message delivered with Retained=true")
+	}
+}
+
+func TestResubscribeAfterBrokerRestart(t *testing.T) {
+	b := startBroker(t, "127.0.0.1:0")
+	addr := b.Addr()
+	sub := dial(t, b.URL())
+	pub := dial(t, b.URL())
+	var ups, downs atomic.Int32
+	sub.OnConnectionChange(func(up bool) {
+		if up {
+			ups.Add(1)
+		} else {
+			downs.Add(1)
+		}
+	})
+	var in inbox
+	if err := sub.Subscribe("cmd/#", 1, in.handle); err != nil {
+		t.Fatal(err)
+	}
+	if err := pub.Publish(ctxT(t), "cmd/a", []byte("before"), 1, false); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Second, "message before restart", func() bool { _, ok := in.find("before"); return ok })
+
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Second, "subscriber to notice the broker is gone", func() bool { return !sub.Connected() })
+	waitFor(t, 3*time.Second, "down notification", func() bool { return downs.Load() == 1 })
+
+	startBroker(t, addr) // same port
+	waitFor(t, 15*time.Second, "both clients to reconnect", func() bool { return sub.Connected() && pub.Connected() })
+	waitFor(t, 3*time.Second, "up notification", func() bool { return ups.Load() == 1 })
+	// The subscriber re-subscribes in its OnConnect handler, which may
+	// finish just after Connected turns true: publish until it arrives.
+	waitFor(t, 5*time.Second, "message after restart", func() bool {
+		_ = pub.Publish(ctxT(t), "cmd/a", []byte("after"), 1, false)
+		_, ok := in.find("after")
+		return ok
+	})
+}
+
+func TestPublishWhileBrokerDown(t *testing.T) {
+	b := startBroker(t, "127.0.0.1:0")
+	c := dial(t, b.URL())
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Second, "disconnect", func() bool { return !c.Connected() })
+	start := time.Now()
+	err := c.Publish(ctxT(t), "cmd/light/set", []byte(`{"state":"ON"}`), 1, false)
+	if !errors.Is(err, ErrNotConnected) {
+		t.Fatalf("Publish while down = %v, want ErrNotConnected", err)
+	}
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Errorf("Publish while down took %s, want immediate", d)
+	}
+}
+
+func TestDialFailsAfterConnectTimeout(t *testing.T) {
+	b := startBroker(t, "127.0.0.1:0")
+	url := b.URL()
+	_ = b.Close() // nothing listens there now
+	start := time.Now()
+	_, err := Dial(context.Background(), Options{Broker: url, ConnectTimeout: 300 * time.Millisecond, Logger: quietLogger()})
+	if err == nil {
+		t.Fatal("Dial to a closed port succeeded")
+	}
+	if !strings.Contains(err.Error(), "connect to tcp://127.0.0.1:") {
+		t.Errorf("error %q does not name the broker", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("Dial took %s with ConnectTimeout 300ms", d)
+	}
+}
+
+func TestDialLazyConnectsWhenBrokerAppears(t *testing.T) {
+	b := startBroker(t, "127.0.0.1:0")
+	addr, url := b.Addr(), b.URL()
+	_ = b.Close()
+	c, err := DialLazy(Options{Broker: url, MaxReconnectInterval: 200 * time.Millisecond, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	var in inbox
+	if err := c.Subscribe("early/#", 0, in.handle); err != nil {
+		t.Fatalf("Subscribe before connect: %v", err)
+	}
+	if err := c.Publish(ctxT(t), "early/x", []byte("x"), 1, false); !errors.Is(err, ErrNotConnected) {
+		t.Fatalf("Publish before connect = %v, want ErrNotConnected", err)
+	}
+	b2 := startBroker(t, addr)
+	waitFor(t, 5*time.Second, "lazy connect", c.Connected)
+	pub := dial(t, b2.URL())
+	waitFor(t, 5*time.Second, "subscription made before connect to work", func() bool {
+		_ = pub.Publish(ctxT(t), "early/x", []byte("hello"), 1, false)
+		_, ok := in.find("hello")
+		return ok
+	})
+}
+
+func TestBrokerPasswordAuth(t *testing.T) {
+	b, err := StartBroker("127.0.0.1:0", quietLogger(), WithUsers(map[string]string{"pilot": "s3cret"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	ctx := ctxT(t)
+	if _, err := Dial(ctx, Options{Broker: b.URL(), Username: "pilot", Password: "wrong", Logger: quietLogger()}); err == nil {
+		t.Fatal("Dial with a wrong password succeeded")
+	}
+	c, err := Dial(ctx, Options{Broker: b.URL(), Username: "pilot", Password: "s3cret", Logger: quietLogger()})
+	if err != nil {
+		t.Fatalf("Dial with the right password: %v", err)
+	}
+	c.Close()
+}
+
+func TestCloseIdempotentAndBounded(t *testing.T) {
+	b := startBroker(t, "127.0.0.1:0")
+	c := dial(t, b.URL())
+	block := make(chan struct{})
+	if err := c.Subscribe("slow", 0, func(Message) { <-block }); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Publish(ctxT(t), "slow", []byte("x"), 0, false); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	c.Close()
+	c.Close()
+	close(block)
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("Close took %s", d)
+	}
+	if err := c.Publish(ctxT(t), "x", nil, 0, false); !errors.Is(err, ErrNotConnected) {
+		t.Errorf("Publish after Close = %v, want ErrNotConnected", err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Errorf("second Broker.Close = %v", err)
+	}
+}
+
+func TestInvalidInput(t *testing.T) {
+	for _, broker := range []string{"", "http://x:1", "tcp://"} {
+		if _, err := DialLazy(Options{Broker: broker}); err == nil {
+			t.Errorf("DialLazy(%q) succeeded", broker)
+		}
+	}
+	b := startBroker(t, "127.0.0.1:0")
+	c := dial(t, b.URL())
+	for _, f := range []string{"", "a/#/b", "a+/b", "a/b#"} {
+		if err := c.Subscribe(f, 0, func(Message) {}); err == nil {
+			t.Errorf("Subscribe(%q) succeeded", f)
+		}
+	}
+	for _, topic := range []string{"", "a/+", "a/#"} {
+		if err := c.Publish(ctxT(t), topic, nil, 0, false); err == nil {
+			t.Errorf("Publish(%q) succeeded", topic)
+		}
+	}
+	if !c.Connected() {
+		t.Error("invalid input cost the connection")
+	}
+}
+
+func BenchmarkRoundtrip(b *testing.B) {
+	br := startBroker(b, "127.0.0.1:0")
+	sub := dial(b, br.URL())
+	pub := dial(b, br.URL())
+	got := make(chan struct{}, 1)
+	if err := sub.Subscribe("bench/rt", 1, func(Message) { got <- struct{}{} }); err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	payload := []byte(`{"state":"ON","brightness":100}`)
+	for b.Loop() {
+		if err := pub.Publish(ctx, "bench/rt", payload, 1, false); err != nil {
+			b.Fatal(err)
+		}
+		<-got
+	}
+}
