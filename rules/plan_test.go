@@ -75,7 +75,7 @@ func TestPlanInvariants(t *testing.T) {
 			srcs[g.ID+"/"+string(rune('a'+i))] = src
 		}
 	}
-	big := bigCatalog(200)
+	big := bigCatalog(5000)
 	for name, src := range srcs {
 		t.Run(name, func(t *testing.T) {
 			c := Catalog(cat)
@@ -87,6 +87,9 @@ func TestPlanInvariants(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !res.Valid {
+				if !strings.Contains(name, "errors") && name != "testdata/validate/syntax_error.json" {
+					t.Fatalf("invalid: %s", diagString(res.Diagnostics))
+				}
 				return
 			}
 			checkPlan(t, res.Compiled.Program, res.Plan)

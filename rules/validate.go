@@ -190,7 +190,22 @@ const maxHinted = 20
 // the wanted entries of the same device (the id's part before '.').
 func (c *checker) suggest(id string, callable bool, kinds []pilotage.Kind) []string {
 	ids := c.cat.IDs()
-	wanted := func(x string) bool {
+	wanted := c.wantFunc(callable, kinds)
+	var out []string
+	for _, m := range closeMatches(id, ids, 8) {
+		if wanted(m) && len(out) < 3 {
+			out = append(out, m)
+		}
+	}
+	if len(out) > 0 {
+		return out
+	}
+	return c.sameDevice(id, wanted)
+}
+
+// wantFunc accepts the ids of callable entries (callable) or of kinds.
+func (c *checker) wantFunc(callable bool, kinds []pilotage.Kind) func(string) bool {
+	return func(x string) bool {
 		e, ok := c.cat.Get(x)
 		switch {
 		case !ok:
@@ -202,22 +217,17 @@ func (c *checker) suggest(id string, callable bool, kinds []pilotage.Kind) []str
 		}
 		return true
 	}
+}
+
+// sameDevice lists (up to 3) entries of the device id names (the part before
+// '.', or id itself when it names a device) that want accepts.
+func (c *checker) sameDevice(id string, want func(string) bool) []string {
+	dev, _, _ := strings.Cut(id, ".")
+	ids := c.cat.IDs()
 	var out []string
-	for _, m := range closeMatches(id, ids, 8) {
-		if wanted(m) && len(out) < 3 {
-			out = append(out, m)
-		}
-	}
-	if len(out) > 0 {
-		return out
-	}
-	dev, _, ok := strings.Cut(id, ".")
-	if !ok {
-		return nil
-	}
 	i := sort.SearchStrings(ids, dev+".")
 	for ; i < len(ids) && strings.HasPrefix(ids[i], dev+".") && len(out) < 3; i++ {
-		if wanted(ids[i]) {
+		if ids[i] != id && want(ids[i]) {
 			out = append(out, ids[i])
 		}
 	}
@@ -240,7 +250,7 @@ func (c *checker) lookupFor(id, path string, rng *pilotage.Range, what string, c
 		return nil
 	}
 	if len(kinds) > 0 && !slices.Contains(kinds, e.Kind) {
-		g := c.d.add(CodeWrongKind, path, "", "%s %q is %s %s entry; want %s", what, id, article(string(e.Kind)), e.Kind, kindList(kinds))
+		g := c.d.add(CodeWrongKind, path, hintFor(c.sameDevice(id, c.wantFunc(callable, kinds))), "%s %q is %s %s entry; want %s", what, id, article(string(e.Kind)), e.Kind, kindList(kinds))
 		g.Range = rng
 		return nil
 	}

@@ -86,3 +86,37 @@ func BenchmarkValidate50Steps(b *testing.B) {
 	slices.Sort(durs)
 	b.ReportMetric(float64(durs[len(durs)*99/100].Nanoseconds()), "p99-ns")
 }
+
+// TestValidateConcurrent validates from several goroutines at once (the
+// schema memo and the pooled expression configurations are shared).
+func TestValidateConcurrent(t *testing.T) {
+	cat := bigCatalog(5000)
+	g, _ := GuideByID("cookbook")
+	progs := append(guidePrograms(g.Body), string(fiftyStepProgram()))
+	errs := make(chan string, 64)
+	done := make(chan struct{})
+	for w := 0; w < 8; w++ {
+		go func(w int) {
+			defer func() { done <- struct{}{} }()
+			for i := 0; i < 20; i++ {
+				src := progs[(w+i)%len(progs)]
+				res, err := Validate([]byte(src), cat, ValidateOptions{HasLocation: true})
+				if err != nil {
+					errs <- fmt.Sprintf("worker %d: %v", w, err)
+					return
+				}
+				if !res.Valid {
+					errs <- fmt.Sprintf("worker %d: %s", w, diagString(res.Diagnostics))
+					return
+				}
+			}
+		}(w)
+	}
+	for w := 0; w < 8; w++ {
+		<-done
+	}
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
