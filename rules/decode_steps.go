@@ -109,6 +109,32 @@ func allStepFields() []string {
 	return out
 }
 
+// fieldHomes names, for each member a step or trigger kind defines, the
+// kinds it belongs to (for hints on misplaced members).
+var fieldHomes = func() map[string]string {
+	homes := map[string][]string{}
+	addHome := func(f, home string) {
+		if f != "id" && !slices.Contains(homes[f], home) {
+			homes[f] = append(homes[f], home)
+		}
+	}
+	for _, k := range stepKinds {
+		for _, f := range stepFields[StepKind(k)] {
+			addHome(f, k+" steps")
+		}
+	}
+	for _, k := range []TriggerKind{TriggerState, TriggerNumeric, TriggerEvent, TriggerCron, TriggerTime, TriggerSun} {
+		for _, f := range triggerFields[k] {
+			addHome(f, string(k)+" triggers")
+		}
+	}
+	out := map[string]string{}
+	for f, hs := range homes {
+		out[f] = strings.Join(hs, " and ")
+	}
+	return out
+}()
+
 var varNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 
 func (dc *decoder) setStep(v *jnode, s *Step) {
@@ -318,6 +344,9 @@ func (dc *decoder) fields(n *jnode, what string, allowed []string) {
 			continue
 		}
 		hint := hintFor(closeMatches(k, allowed, 2))
+		if home, ok := fieldHomes[k]; ok && hint == "" {
+			hint = fmt.Sprintf("%q belongs to %s; allowed here: %s", k, home, strings.Join(allowed, ", "))
+		}
 		if hint == "" {
 			hint = "allowed here: " + strings.Join(allowed, ", ")
 		}
