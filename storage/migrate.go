@@ -79,6 +79,8 @@ CREATE TABLE meta (
 	value TEXT NOT NULL
 );
 `,
+	// 2: the params an installed rule was deployed with.
+	`ALTER TABLE rules ADD COLUMN params TEXT;`,
 }
 
 // migrate brings db up to len(list), one transaction per migration. A

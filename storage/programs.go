@@ -31,7 +31,8 @@ type Rule struct {
 	Ref         string
 	Principal   string
 	Enabled     bool
-	Broken      string // reason; "" means the rule is fine
+	Broken      string          // reason; "" means the rule is fine
+	Params      json.RawMessage // the input bound to the program's params at install
 	InstalledAt time.Time
 	UpdatedAt   time.Time
 }
@@ -180,11 +181,11 @@ func (s *Store) InstallRule(ctx context.Context, p Program, r Rule) error {
 		if err := putProgram(ctx, tx, p, now); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO rules (name, ref, principal, enabled, broken, installed_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)
+		_, err := tx.ExecContext(ctx, `INSERT INTO rules (name, ref, principal, enabled, broken, installed_at, updated_at, params)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET ref = excluded.ref, principal = excluded.principal,
-				enabled = excluded.enabled, broken = excluded.broken, updated_at = excluded.updated_at`,
-			r.Name, p.Ref, r.Principal, boolArg(r.Enabled), r.Broken, timeArg(r.InstalledAt), timeArg(r.UpdatedAt))
+				enabled = excluded.enabled, broken = excluded.broken, updated_at = excluded.updated_at, params = excluded.params`,
+			r.Name, p.Ref, r.Principal, boolArg(r.Enabled), r.Broken, timeArg(r.InstalledAt), timeArg(r.UpdatedAt), jsonArg(r.Params))
 		if err != nil {
 			return fmt.Errorf("storage: install rule %s: %w", r.Name, err)
 		}
@@ -192,15 +193,16 @@ func (s *Store) InstallRule(ctx context.Context, p Program, r Rule) error {
 	})
 }
 
-const ruleCols = `name, ref, principal, enabled, broken, installed_at, updated_at`
+const ruleCols = `name, ref, principal, enabled, broken, installed_at, updated_at, params`
 
 func scanRule(row scanner) (Rule, error) {
 	var r Rule
 	var installed, updated sql.NullInt64
-	if err := row.Scan(&r.Name, &r.Ref, &r.Principal, &r.Enabled, &r.Broken, &installed, &updated); err != nil {
+	var params []byte
+	if err := row.Scan(&r.Name, &r.Ref, &r.Principal, &r.Enabled, &r.Broken, &installed, &updated, &params); err != nil {
 		return Rule{}, err
 	}
-	r.InstalledAt, r.UpdatedAt = timeVal(installed), timeVal(updated)
+	r.InstalledAt, r.UpdatedAt, r.Params = timeVal(installed), timeVal(updated), jsonVal(params)
 	return r, nil
 }
 

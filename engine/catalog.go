@@ -1,0 +1,358 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+// catalogService merges device entries with promoted automations and serves
+// them within each principal's scope: listings, versions, changed_since.
+type catalogService struct {
+	e *Engine
+
+	mu      sync.Mutex
+	autos   map[string]*automation // by entry id (= program_ref)
+	autoGen uint64
+	views   map[string]*view            // principal name → latest view
+	history map[string]map[string]*view // principal name → version → view
+	order   map[string][]string         // principal name → versions, oldest first
+}
+
+// automation is one promoted program as a catalog entry.
+type automation struct {
+	entry *pilotage.Entry
+	hash  string
+	refs  []string // catalog ids its body references
+}
+
+// view is one principal's immutable snapshot of the catalog.
+type view struct {
+	devGen, autoGen uint64
+	entries         []*pilotage.Entry // sorted by id
+	byID            map[string]*pilotage.Entry
+	hashes          map[string]string
+	version         string
+	ids             []string
+}
+
+const maxHistory = 64
+
+func newCatalogService(e *Engine) *catalogService {
+	return &catalogService{
+		e:       e,
+		autos:   map[string]*automation{},
+		views:   map[string]*view{},
+		history: map[string]map[string]*view{},
+		order:   map[string][]string{},
+	}
+}
+
+func entryHash(e *pilotage.Entry) string {
+	c := *e
+	c.Revision = ""
+	b, _ := json.Marshal(&c)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
+}
+
+// addAutomation registers a promoted program's entry.
+func (c *catalogService) addAutomation(entry *pilotage.Entry, refs []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.autos[entry.ID]; ok {
+		return
+	}
+	c.autos[entry.ID] = &automation{entry: entry, hash: entryHash(entry), refs: refs}
+	c.autoGen++
+}
+
+func (c *catalogService) devSnapshot() *devices.Snapshot {
+	if c.e.devs == nil {
+		return nil
+	}
+	return c.e.devs.Snapshot()
+}
+
+// view returns p's current view, building it when the catalog moved.
+func (c *catalogService) view(p *Principal) *view {
+	snap := c.devSnapshot()
+	var devGen uint64
+	if snap != nil {
+		devGen = snap.Gen
+	}
+	key := p.scopeKey()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v := c.views[key]; v != nil && v.devGen == devGen && v.autoGen == c.autoGen {
+		return v
+	}
+	v := c.build(p, snap, devGen)
+	c.views[key] = v
+	h := c.history[key]
+	if h == nil {
+		h = map[string]*view{}
+		c.history[key] = h
+	}
+	if _, seen := h[v.version]; !seen {
+		h[v.version] = v
+		c.order[key] = append(c.order[key], v.version)
+		if len(c.order[key]) > maxHistory {
+			delete(h, c.order[key][0])
+			c.order[key] = c.order[key][1:]
+		}
+	}
+	return v
+}
+
+// build computes a view; c.mu is held.
+func (c *catalogService) build(p *Principal, snap *devices.Snapshot, devGen uint64) *view {
+	v := &view{devGen: devGen, autoGen: c.autoGen, byID: map[string]*pilotage.Entry{}, hashes: map[string]string{}}
+	if snap != nil {
+		for _, en := range snap.Entries() {
+			var devTags []string
+			if en.Kind != pilotage.KindDevice {
+				if d, ok := snap.Get(deviceOf(en.ID)); ok {
+					devTags = d.Tags
+				}
+			}
+			if !p.Visible(en, devTags) {
+				continue
+			}
+			v.byID[en.ID] = en
+			v.hashes[en.ID] = snap.Hash(en.ID)
+		}
+	}
+	for id, a := range c.autos {
+		ok := p.Visible(a.entry, nil)
+		for _, r := range a.refs {
+			if _, vis := v.byID[r]; !vis {
+				if _, isAuto := c.autos[r]; !isAuto {
+					ok = false
+					break
+				}
+			}
+		}
+		if ok {
+			v.byID[id] = a.entry
+			v.hashes[id] = a.hash
+		}
+	}
+	v.ids = make([]string, 0, len(v.byID))
+	for id := range v.byID {
+		v.ids = append(v.ids, id)
+	}
+	sort.Strings(v.ids)
+	v.entries = make([]*pilotage.Entry, len(v.ids))
+	h := sha256.New()
+	for i, id := range v.ids {
+		v.entries[i] = v.byID[id]
+		h.Write([]byte(id))
+		h.Write([]byte{0})
+		h.Write([]byte(v.hashes[id]))
+		h.Write([]byte{0})
+	}
+	v.version = "cv1-" + hex.EncodeToString(h.Sum(nil)[:12])
+	return v
+}
+
+// Get implements rules.Catalog.
+func (v *view) Get(id string) (*pilotage.Entry, bool) { e, ok := v.byID[id]; return e, ok }
+
+// IDs implements rules.Catalog.
+func (v *view) IDs() []string { return v.ids }
+
+// Version implements rules.Catalog.
+func (v *view) Version() string { return v.version }
+
+// LookupRequest is the pilotage_lookup arguments.
+type LookupRequest struct {
+	Verb           string `json:"verb"`
+	Kind           string `json:"kind,omitempty"`
+	Tag            string `json:"tag,omitempty"`
+	Q              string `json:"q,omitempty"`
+	Cursor         string `json:"cursor,omitempty"`
+	Limit          int    `json:"limit,omitempty"`
+	ID             string `json:"id,omitempty"`
+	CatalogVersion string `json:"catalog_version,omitempty"`
+}
+
+// ListResponse is the list verb's result.
+type ListResponse struct {
+	Items          []*pilotage.Entry `json:"items"`
+	NextCursor     string            `json:"next_cursor,omitempty"`
+	CatalogVersion string            `json:"catalog_version"`
+}
+
+// GetResponse is the get verb's result; live values ride beside the entry.
+type GetResponse struct {
+	Entry          *pilotage.Entry `json:"entry"`
+	Live           *devices.Live   `json:"live,omitempty"`
+	CatalogVersion string          `json:"catalog_version"`
+}
+
+// Change is one changed_since row.
+type Change struct {
+	ID     string `json:"id"`
+	Change string `json:"change"`
+}
+
+// ChangedResponse is the changed_since verb's result.
+type ChangedResponse struct {
+	CatalogVersion string   `json:"catalog_version"`
+	Changes        []Change `json:"changes"`
+}
+
+// Lookup limits.
+const (
+	DefaultListLimit = 50
+	MaxListLimit     = 500
+)
+
+// Lookup serves pilotage_lookup within the caller's scope.
+func (e *Engine) Lookup(ctx context.Context, req LookupRequest) (any, error) {
+	p := e.principal(ctx)
+	v := e.cat.view(p)
+	switch req.Verb {
+	case "list":
+		return v.list(req)
+	case "get":
+		if req.ID == "" {
+			return nil, &pilotage.RequestError{Kind: pilotage.ErrInvalidRequest, Message: "get needs id", CatalogVersion: v.version}
+		}
+		en, ok := v.byID[req.ID]
+		if !ok {
+			return nil, &pilotage.RequestError{Kind: pilotage.ErrNotFound, Message: "no catalog entry with id " + quote(req.ID), CatalogVersion: v.version}
+		}
+		resp := &GetResponse{Entry: en, CatalogVersion: v.version}
+		if e.devs != nil && en.Kind != pilotage.KindAutomation {
+			if l, ok := e.devs.Live(req.ID); ok {
+				resp.Live = &l
+			}
+		}
+		return resp, nil
+	case "changed_since":
+		if req.CatalogVersion == "" {
+			return nil, &pilotage.RequestError{Kind: pilotage.ErrInvalidRequest, Message: "changed_since needs catalog_version", CatalogVersion: v.version}
+		}
+		return e.cat.changedSince(p, v, req.CatalogVersion)
+	case "":
+		return nil, &pilotage.RequestError{Kind: pilotage.ErrInvalidRequest, Message: "verb is required: list, get or changed_since", CatalogVersion: v.version}
+	default:
+		return nil, &pilotage.RequestError{Kind: pilotage.ErrInvalidRequest, Message: "unknown verb " + quote(req.Verb) + ": want list, get or changed_since", CatalogVersion: v.version}
+	}
+}
+
+func (v *view) list(req LookupRequest) (*ListResponse, error) {
+	limit := req.Limit
+	switch {
+	case limit == 0:
+		limit = DefaultListLimit
+	case limit < 0 || limit > MaxListLimit:
+		return nil, &pilotage.RequestError{Kind: pilotage.ErrInvalidRequest, Message: fmt.Sprintf("limit must be 1..%d", MaxListLimit), CatalogVersion: v.version}
+	}
+	start := 0
+	if req.Cursor != "" {
+		after, err := decodeCursor(req.Cursor)
+		if err != nil {
+			return nil, &pilotage.RequestError{Kind: pilotage.ErrInvalidRequest, Message: "cursor is not one this server returned", CatalogVersion: v.version}
+		}
+		start = sort.SearchStrings(v.ids, after)
+		if start < len(v.ids) && v.ids[start] == after {
+			start++
+		}
+	}
+	q := strings.ToLower(strings.TrimSpace(req.Q))
+	resp := &ListResponse{Items: []*pilotage.Entry{}, CatalogVersion: v.version}
+	for i := start; i < len(v.entries); i++ {
+		en := v.entries[i]
+		if req.Kind != "" && string(en.Kind) != req.Kind {
+			continue
+		}
+		if req.Tag != "" && !hasTag(en.Tags, req.Tag) {
+			continue
+		}
+		if q != "" && !matchesQuery(en, q) {
+			continue
+		}
+		if len(resp.Items) == limit {
+			resp.NextCursor = encodeCursor(resp.Items[len(resp.Items)-1].ID)
+			break
+		}
+		resp.Items = append(resp.Items, en)
+	}
+	return resp, nil
+}
+
+func matchesQuery(en *pilotage.Entry, q string) bool {
+	for _, w := range strings.Fields(q) {
+		if !strings.Contains(strings.ToLower(en.ID), w) &&
+			!strings.Contains(strings.ToLower(en.Name), w) &&
+			!strings.Contains(strings.ToLower(en.Description), w) &&
+			!tagsContain(en.Tags, w) {
+			return false
+		}
+	}
+	return true
+}
+
+func tagsContain(tags []string, w string) bool {
+	for _, t := range tags {
+		if strings.Contains(strings.ToLower(t), w) {
+			return true
+		}
+	}
+	return false
+}
+
+func encodeCursor(after string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("a:" + after))
+}
+
+func decodeCursor(c string) (string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil || !strings.HasPrefix(string(b), "a:") {
+		return "", fmt.Errorf("bad cursor")
+	}
+	return string(b[2:]), nil
+}
+
+func (c *catalogService) changedSince(p *Principal, cur *view, token string) (*ChangedResponse, error) {
+	c.mu.Lock()
+	old := c.history[p.scopeKey()][token]
+	c.mu.Unlock()
+	if old == nil {
+		return nil, &pilotage.RequestError{Kind: pilotage.ErrUnknownBaseline, Message: "cannot compute changes from that catalog_version; list the catalog again", CatalogVersion: cur.version}
+	}
+	resp := &ChangedResponse{CatalogVersion: cur.version, Changes: []Change{}}
+	for _, id := range cur.ids {
+		oh, ok := old.hashes[id]
+		switch {
+		case !ok:
+			resp.Changes = append(resp.Changes, Change{id, "added"})
+		case oh != cur.hashes[id]:
+			resp.Changes = append(resp.Changes, Change{id, "modified"})
+		}
+	}
+	for _, id := range old.ids {
+		if _, ok := cur.hashes[id]; !ok {
+			resp.Changes = append(resp.Changes, Change{id, "removed"})
+		}
+	}
+	sort.Slice(resp.Changes, func(i, j int) bool { return resp.Changes[i].ID < resp.Changes[j].ID })
+	return resp, nil
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

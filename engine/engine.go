@@ -1,0 +1,190 @@
+// Package engine implements the Pilotage semantics of Pilothouse: the
+// manifest, the scoped catalog service, validation, the execute pipeline in
+// the spec's processing order, the scheduler that arms installed rules
+// (cron + an event index) and runs their bodies, trace recording and
+// principals. Transports (MCP, web) sit on top of it.
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/rules"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// Config is the engine's part of the configuration.
+type Config struct {
+	// Retention of run records (ISO 8601 in the manifest). Default 30 days.
+	Retention time.Duration
+	// KeepPerStatus bounds stored firings per rule and per status.
+	KeepPerStatus int
+	// Location for sunrise/sunset triggers (nil = not configured).
+	Location *Location
+	// TimeZone for cron, time-of-day and expression helpers.
+	TimeZone *time.Location
+	// Limits of validation and execution.
+	Limits rules.Limits
+	// Principals; empty = a single all-seeing owner.
+	Principals []*Principal
+	// Now is the clock (tests); default time.Now.
+	Now func() time.Time
+}
+
+// Location is a point on Earth for sun triggers.
+type Location struct {
+	Latitude  float64 `json:"latitude"`
+	Longitude float64 `json:"longitude"`
+}
+
+// RetentionText renders the retention as an ISO 8601 duration.
+func (c *Config) RetentionText() string {
+	d := c.Retention
+	if d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("P%dD", int(d/(24*time.Hour)))
+	}
+	return fmt.Sprintf("PT%dS", int(d/time.Second))
+}
+
+func (c *Config) defaults() {
+	if c.Retention <= 0 {
+		c.Retention = 30 * 24 * time.Hour
+	}
+	if c.KeepPerStatus <= 0 {
+		c.KeepPerStatus = 50
+	}
+	if c.TimeZone == nil {
+		c.TimeZone = time.Local
+	}
+	if c.Limits.MaxSteps == 0 {
+		c.Limits = rules.DefaultLimits
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Engine ties the catalog, the Language, storage and the scheduler together.
+type Engine struct {
+	cfg   Config
+	log   *slog.Logger
+	devs  *devices.Catalog
+	store *storage.Store
+
+	cat   *catalogService
+	sched *scheduler
+	rec   *recorder
+
+	mu     sync.Mutex
+	closed bool
+	bodies map[string]*promotedBody // program_ref → compiled promoted body
+
+	hubMu  sync.Mutex
+	subs   map[chan Event]struct{}
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+}
+
+// New builds an engine. store may be nil only in tests of the read-only
+// operations (the manifest then declares no execute).
+func New(cfg Config, devs *devices.Catalog, store *storage.Store, log *slog.Logger) *Engine {
+	cfg.defaults()
+	if log == nil {
+		log = slog.Default()
+	}
+	e := &Engine{cfg: cfg, log: log, devs: devs, store: store}
+	e.cat = newCatalogService(e)
+	if store != nil {
+		e.rec = newRecorder(store, log, cfg.KeepPerStatus)
+		e.sched = newScheduler(e)
+	}
+	return e
+}
+
+// Now is the engine's clock.
+func (e *Engine) Now() time.Time { return e.cfg.Now() }
+
+// Config returns the effective configuration.
+func (e *Engine) Config() Config { return e.cfg }
+
+// Start re-arms installed rules from storage and starts the background
+// jobs. It returns after the rules are armed.
+func (e *Engine) Start(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	e.cancel = cancel
+	if e.store == nil {
+		return nil
+	}
+	if err := e.cat.loadAutomations(ctx); err != nil {
+		return err
+	}
+	if n, err := e.store.MarkInterrupted(ctx, e.Now()); err != nil {
+		return fmt.Errorf("engine: marking interrupted firings: %w", err)
+	} else if n > 0 {
+		e.log.Info("firings interrupted by the last stop recorded", "count", n)
+	}
+	e.rec.start()
+	if err := e.sched.start(ctx); err != nil {
+		e.rec.close()
+		return err
+	}
+	e.wg.Add(1)
+	go func() {
+		defer e.wg.Done()
+		e.purgeLoop(ctx)
+	}()
+	return nil
+}
+
+// Close stops the scheduler, drains the recorder and waits for background
+// jobs. It is idempotent.
+func (e *Engine) Close() {
+	e.mu.Lock()
+	if e.closed {
+		e.mu.Unlock()
+		return
+	}
+	e.closed = true
+	e.mu.Unlock()
+	if e.cancel != nil {
+		e.cancel()
+	}
+	if e.sched != nil {
+		e.sched.close()
+	}
+	if e.rec != nil {
+		e.rec.close()
+	}
+	e.wg.Wait()
+}
+
+func (e *Engine) purgeLoop(ctx context.Context) {
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		if n, err := e.store.PurgeExpired(ctx, e.Now()); err != nil {
+			if ctx.Err() == nil {
+				e.log.Warn("purging expired runs", "err", err)
+			}
+		} else if n > 0 {
+			e.log.Info("purged expired runs", "count", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// principal resolves the caller of an operation.
+func (e *Engine) principal(ctx context.Context) *Principal {
+	if p := PrincipalFrom(ctx); p != nil {
+		return p
+	}
+	return Owner
+}

@@ -1,0 +1,183 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// RuleInfo is one installed rule as listings show it.
+type RuleInfo struct {
+	Name        string          `json:"name"`
+	Status      string          `json:"status"` // enabled, disabled, broken
+	Broken      string          `json:"broken,omitempty"`
+	ProgramRef  string          `json:"program_ref"`
+	Description string          `json:"description,omitempty"`
+	MaxRisk     pilotage.Risk   `json:"max_risk"`
+	Triggers    []TriggerInfo   `json:"triggers"`
+	NextFire    *time.Time      `json:"next_fire,omitempty"`
+	LastFirings []FiringInfo    `json:"last_firings"`
+	InstalledAt time.Time       `json:"installed_at"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+	Principal   string          `json:"principal"`
+	Plan        *pilotage.Plan  `json:"-"`
+	Program     json.RawMessage `json:"-"`
+}
+
+// FiringInfo is one recent run of a rule.
+type FiringInfo struct {
+	RunID   string    `json:"run_id"`
+	Status  string    `json:"status"`
+	OK      bool      `json:"ok"`
+	Started time.Time `json:"started"`
+}
+
+// ErrRuleNotFound is returned for unknown (or invisible) rule names.
+var ErrRuleNotFound = errors.New("no installed rule with that name")
+
+// visibleRule reports whether p may see rule r: its own rules, or a rule
+// whose promoted program is visible in p's catalog.
+func (e *Engine) visibleRule(p *Principal, r storage.Rule) bool {
+	if r.Principal == p.Name {
+		return true
+	}
+	_, ok := e.cat.view(p).Get(r.Ref)
+	return ok
+}
+
+// ListRules lists the installed rules visible to the caller, by name.
+func (e *Engine) ListRules(ctx context.Context, lastFirings int) ([]RuleInfo, error) {
+	if e.store == nil {
+		return []RuleInfo{}, nil
+	}
+	p := e.principal(ctx)
+	list, err := e.store.ListRules(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("engine: listing rules: %w", err)
+	}
+	out := make([]RuleInfo, 0, len(list))
+	for _, r := range list {
+		if !e.visibleRule(p, r) {
+			continue
+		}
+		ri, err := e.ruleInfo(ctx, r, lastFirings)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ri)
+	}
+	return out, nil
+}
+
+// GetRule returns one visible rule with its program and plan.
+func (e *Engine) GetRule(ctx context.Context, name string, lastFirings int) (RuleInfo, error) {
+	p := e.principal(ctx)
+	if e.store == nil {
+		return RuleInfo{}, ErrRuleNotFound
+	}
+	r, err := e.store.GetRule(ctx, name)
+	if errors.Is(err, storage.ErrNotFound) || (err == nil && !e.visibleRule(p, r)) {
+		return RuleInfo{}, ErrRuleNotFound
+	}
+	if err != nil {
+		return RuleInfo{}, fmt.Errorf("engine: reading rule: %w", err)
+	}
+	return e.ruleInfo(ctx, r, lastFirings)
+}
+
+func (e *Engine) ruleInfo(ctx context.Context, r storage.Rule, lastFirings int) (RuleInfo, error) {
+	ri := RuleInfo{Name: r.Name, ProgramRef: r.Ref, Broken: r.Broken, InstalledAt: r.InstalledAt, UpdatedAt: r.UpdatedAt,
+		Principal: r.Principal, LastFirings: []FiringInfo{}, Triggers: []TriggerInfo{}}
+	switch {
+	case r.Broken != "":
+		ri.Status = "broken"
+	case r.Enabled:
+		ri.Status = "enabled"
+	default:
+		ri.Status = "disabled"
+	}
+	if b := e.body(r.Ref); b != nil {
+		ri.Plan = b.compiled.Plan
+		ri.Program = b.program.Body
+		ri.Description = b.compiled.Program.Description
+		if b.compiled.Plan != nil {
+			ri.MaxRisk = b.compiled.Plan.MaxRisk
+		}
+	}
+	if ar := e.sched.ruleByName(r.Name); ar != nil {
+		info := ar.info(e)
+		ri.Triggers = info.Triggers
+		if r.Enabled && r.Broken == "" {
+			ri.NextFire = info.NextFire
+		}
+		if ar.broken != "" && ri.Broken == "" {
+			ri.Broken, ri.Status = ar.broken, "broken"
+		}
+	}
+	if lastFirings > 0 {
+		runs, err := e.store.ListRuns(ctx, storage.RunFilter{Rule: r.Name, Kind: "firing", Limit: lastFirings})
+		if err != nil {
+			return ri, fmt.Errorf("engine: listing firings: %w", err)
+		}
+		for _, run := range runs {
+			ri.LastFirings = append(ri.LastFirings, FiringInfo{RunID: run.ID, Status: run.Status, OK: run.OK, Started: run.Started})
+		}
+	}
+	return ri, nil
+}
+
+// SetRuleEnabled enables or disables a visible rule.
+func (e *Engine) SetRuleEnabled(ctx context.Context, name string, on bool) (RuleInfo, error) {
+	if _, err := e.GetRule(ctx, name, 0); err != nil {
+		return RuleInfo{}, err
+	}
+	if err := e.store.SetRuleEnabled(ctx, name, on); err != nil {
+		return RuleInfo{}, fmt.Errorf("engine: updating rule: %w", err)
+	}
+	e.sched.setEnabled(name, on)
+	e.notify(Event{Type: "rule", Rule: name, Status: map[bool]string{true: "enabled", false: "disabled"}[on], OK: true, Time: e.Now()})
+	return e.GetRule(ctx, name, 5)
+}
+
+// RemoveRule uninstalls a visible rule. Its promoted programs stay (they are
+// immutable history, and rollback targets).
+func (e *Engine) RemoveRule(ctx context.Context, name string) error {
+	if _, err := e.GetRule(ctx, name, 0); err != nil {
+		return err
+	}
+	if err := e.store.RemoveRule(ctx, name); err != nil {
+		return fmt.Errorf("engine: removing rule: %w", err)
+	}
+	e.sched.remove(name)
+	e.notify(Event{Type: "rule", Rule: name, Status: "removed", OK: true, Time: e.Now()})
+	return nil
+}
+
+// RuleVersions lists the promoted versions of a rule, newest first.
+func (e *Engine) RuleVersions(ctx context.Context, name string) ([]storage.Program, error) {
+	if _, err := e.GetRule(ctx, name, 0); err != nil {
+		return nil, err
+	}
+	return e.store.ListPrograms(ctx, name)
+}
+
+// ListRuns lists stored runs visible to the caller, newest first.
+func (e *Engine) ListRuns(ctx context.Context, f storage.RunFilter) ([]storage.Run, error) {
+	p := e.principal(ctx)
+	if p != Owner {
+		f.Principal = p.Name
+	}
+	return e.store.ListRuns(ctx, f)
+}
+
+// Flush waits until every queued run record is written (tests, benchmarks).
+func (e *Engine) Flush() {
+	if e.rec != nil {
+		e.rec.flush()
+	}
+}

@@ -1,0 +1,313 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// baselineField is the load-bearing part of an entry (spec §5.4).
+type baselineField struct {
+	Kind         pilotage.Kind      `json:"kind"`
+	InputSchema  json.RawMessage    `json:"input_schema,omitempty"`
+	OutputSchema json.RawMessage    `json:"output_schema,omitempty"`
+	Risk         pilotage.Risk      `json:"risk"`
+	RiskHints    pilotage.RiskHints `json:"risk_hints"`
+	Languages    []string           `json:"languages,omitempty"`
+}
+
+func baselineOf(en *pilotage.Entry) baselineField {
+	return baselineField{Kind: en.Kind, InputSchema: canonicalJSON(en.InputSchema), OutputSchema: canonicalJSON(en.OutputSchema),
+		Risk: en.Risk, RiskHints: en.RiskHints, Languages: en.Languages}
+}
+
+func baselineJSON(b baselineField) []byte {
+	out, _ := json.Marshal(b)
+	return out
+}
+
+// programRef is the immutable, content-addressed reference of a body.
+func programRef(c *rules.Compiled) string {
+	sum := sha256.Sum256(canonicalJSON(c.Raw))
+	return "automation." + c.Program.Name + "@" + hex.EncodeToString(sum[:6])
+}
+
+// promotedBody is a promoted program held in memory, compiled once.
+type promotedBody struct {
+	compiled *rules.Compiled
+	baseline map[string]baselineField
+	program  storage.Program
+}
+
+// automationEntry builds the catalog entry of a promoted program. Its risk is
+// the body's aggregate: never safer than what it contains.
+func automationEntry(ref string, c *rules.Compiled) *pilotage.Entry {
+	schema := c.Program.Params
+	if len(bytes.TrimSpace(schema)) == 0 {
+		schema = json.RawMessage(`{"type":"object","additionalProperties":false}`)
+	}
+	hints := pilotage.RiskHints{ReadOnly: true}
+	if c.Plan != nil {
+		hints = c.Plan.MaxRiskHints
+	}
+	desc := c.Program.Description
+	if desc == "" {
+		desc = "promoted automation/1 program " + c.Program.Name
+	}
+	en := &pilotage.Entry{
+		ID: ref, Kind: pilotage.KindAutomation, Name: c.Program.Name, Description: desc,
+		Tags: []string{"rule:" + c.Program.Name}, Callable: true, InputSchema: canonicalJSON(schema),
+		Risk: pilotage.RiskOf(hints), RiskHints: hints, Languages: []string{rules.Language},
+	}
+	en.Revision = entryHash(en)
+	return en
+}
+
+// promote stores the body (idempotent: refs are content-addressed) and
+// registers its catalog entry.
+func (e *Engine) promote(ctx context.Context, p *Principal, c *rules.Compiled) (storage.Program, error) {
+	ref := programRef(c)
+	base := map[string]baselineField{}
+	for id, en := range c.Entries {
+		base[id] = baselineOf(en)
+	}
+	bj, _ := json.Marshal(base)
+	pj, _ := json.Marshal(c.Plan)
+	en := automationEntry(ref, c)
+	hj, _ := json.Marshal(en.RiskHints)
+	prog := storage.Program{
+		Ref: ref, Name: c.Program.Name, Principal: p.Name, Body: canonicalJSON(c.Raw), Plan: pj,
+		Params: en.InputSchema, RiskHints: hj, Risk: string(en.Risk), Baseline: bj, CreatedAt: e.Now(),
+	}
+	e.rememberBody(ref, &promotedBody{compiled: c, baseline: base, program: prog})
+	e.cat.addAutomation(en, c.Refs)
+	return prog, nil
+}
+
+func (e *Engine) rememberBody(ref string, b *promotedBody) {
+	e.mu.Lock()
+	if e.bodies == nil {
+		e.bodies = map[string]*promotedBody{}
+	}
+	e.bodies[ref] = b
+	e.mu.Unlock()
+}
+
+func (e *Engine) body(ref string) *promotedBody {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.bodies[ref]
+}
+
+// automationBody resolves a visible automation entry to its compiled body.
+func (e *Engine) automationBody(p *Principal, id string) (*rules.Compiled, bool) {
+	if _, ok := e.cat.view(p).Get(id); !ok {
+		return nil, false
+	}
+	b := e.body(id)
+	if b == nil {
+		return nil, false
+	}
+	return b.compiled, true
+}
+
+// baselineDrift compares a promoted body's baseline with the caller's
+// current catalog; "" means no drift.
+func (e *Engine) baselineDrift(p *Principal, ref string) string {
+	b := e.body(ref)
+	if b == nil {
+		return "the promoted program is not available"
+	}
+	v := e.cat.view(p)
+	ids := make([]string, 0, len(b.baseline))
+	for id := range b.baseline {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		en, ok := v.Get(id)
+		if !ok {
+			return "referenced entry " + quote(id) + " no longer exists"
+		}
+		if !bytes.Equal(baselineJSON(baselineOf(en)), baselineJSON(b.baseline[id])) {
+			return "referenced entry " + quote(id) + " changed since promotion"
+		}
+	}
+	return ""
+}
+
+// loadAutomations compiles every stored promoted program back into memory
+// and the catalog (at start-up).
+func (c *catalogService) loadAutomations(ctx context.Context) error {
+	e := c.e
+	progs, err := e.store.ListPrograms(ctx, "")
+	if err != nil {
+		return fmt.Errorf("engine: loading promoted programs: %w", err)
+	}
+	// Bodies may call other automations: load in creation order (oldest
+	// first), which is dependency order since a callee is promoted first.
+	sort.Slice(progs, func(i, j int) bool { return progs[i].CreatedAt.Before(progs[j].CreatedAt) })
+	for _, pr := range progs {
+		c, err := e.compileStored(pr)
+		if err != nil {
+			e.log.Warn("promoted program no longer compiles; its rule will be marked broken", "ref", pr.Ref, "err", err)
+			continue
+		}
+		var base map[string]baselineField
+		_ = json.Unmarshal(pr.Baseline, &base)
+		e.rememberBody(pr.Ref, &promotedBody{compiled: c, baseline: base, program: pr})
+		e.cat.addAutomation(automationEntry(pr.Ref, c), c.Refs)
+	}
+	return nil
+}
+
+// compileStored recompiles a stored body. It validates against the full
+// (owner) catalog as recorded: expressions and structure are what matters;
+// drift against the live catalog is checked at firing time.
+func (e *Engine) compileStored(pr storage.Program) (*rules.Compiled, error) {
+	cat := &baselineCatalog{base: map[string]*pilotage.Entry{}}
+	var base map[string]baselineField
+	if err := json.Unmarshal(pr.Baseline, &base); err != nil {
+		return nil, fmt.Errorf("bad baseline: %w", err)
+	}
+	for id, b := range base {
+		cat.base[id] = &pilotage.Entry{ID: id, Kind: b.Kind, Callable: pilotage.KindCallable(b.Kind),
+			InputSchema: b.InputSchema, OutputSchema: b.OutputSchema, Risk: b.Risk, RiskHints: b.RiskHints, Languages: b.Languages}
+	}
+	for id := range cat.base {
+		cat.ids = append(cat.ids, id)
+	}
+	sort.Strings(cat.ids)
+	res, err := rules.Validate(pr.Body, cat, rules.ValidateOptions{
+		Limits: e.cfg.Limits, HasLocation: true,
+		Automation: func(id string) (*rules.Compiled, bool) {
+			if b := e.body(id); b != nil {
+				return b.compiled, true
+			}
+			return nil, false
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	if !res.Valid {
+		var msgs []string
+		for _, d := range res.Diagnostics {
+			if d.Severity == pilotage.SeverityError {
+				msgs = append(msgs, d.Path+": "+d.Message)
+			}
+		}
+		return nil, fmt.Errorf("invalid: %s", strings.Join(msgs, "; "))
+	}
+	return res.Compiled, nil
+}
+
+// baselineCatalog is a rules.Catalog made of a promotion baseline.
+type baselineCatalog struct {
+	base map[string]*pilotage.Entry
+	ids  []string
+}
+
+func (b *baselineCatalog) Get(id string) (*pilotage.Entry, bool) { e, ok := b.base[id]; return e, ok }
+func (b *baselineCatalog) IDs() []string                         { return b.ids }
+func (b *baselineCatalog) Version() string                       { return "" }
+
+// bindInput applies the input convention: input is the params object; for
+// test runs the reserved member "scenario" describes the simulation.
+func bindInput(c *rules.Compiled, raw json.RawMessage, testRun bool) (map[string]any, *rules.Scenario, []pilotage.Diagnostic) {
+	params := map[string]any{}
+	if present(raw) {
+		var in any
+		if err := json.Unmarshal(raw, &in); err != nil {
+			return nil, nil, []pilotage.Diagnostic{inputDiag("", "input is not valid JSON")}
+		}
+		obj, ok := in.(map[string]any)
+		if !ok {
+			return nil, nil, []pilotage.Diagnostic{inputDiag("", "input must be an object of params")}
+		}
+		params = obj
+	}
+	var sc *rules.Scenario
+	if s, ok := params["scenario"]; ok {
+		if !testRun {
+			return nil, nil, []pilotage.Diagnostic{inputDiag("/scenario", "scenario is only accepted with test_run: true")}
+		}
+		rest := make(map[string]any, len(params))
+		for k, v := range params {
+			if k != "scenario" {
+				rest[k] = v
+			}
+		}
+		_, parsed, diags := rules.ParseScenario(map[string]any{"scenario": s})
+		if len(diags) > 0 {
+			return nil, nil, diags
+		}
+		sc = &parsed
+		params = rest
+	}
+	if d := checkParams(c, params); d != nil {
+		return nil, nil, d
+	}
+	return applyDefaults(c, params), sc, nil
+}
+
+func inputDiag(path, msg string) pilotage.Diagnostic {
+	return pilotage.Diagnostic{Code: "input_binding", Severity: pilotage.SeverityError, Path: path, Message: msg}
+}
+
+// checkParams validates params against the program's params schema.
+func checkParams(c *rules.Compiled, params map[string]any) []pilotage.Diagnostic {
+	schema := c.Program.Params
+	if len(bytes.TrimSpace(schema)) == 0 {
+		if len(params) > 0 {
+			return []pilotage.Diagnostic{inputDiag("", "the program declares no params: input must be empty")}
+		}
+		return nil
+	}
+	sch, err := compileSchema(schema)
+	if err != nil {
+		return []pilotage.Diagnostic{inputDiag("", "the program's params schema does not compile: "+err.Error())}
+	}
+	inst, _ := roundTrip(params)
+	if err := sch.Validate(inst); err != nil {
+		var ve *jsonschema.ValidationError
+		if ok := asValidationError(err, &ve); ok {
+			var out []pilotage.Diagnostic
+			for _, leaf := range leaves(ve) {
+				out = append(out, inputDiag(pointer(leaf.InstanceLocation), leafMessage(leaf)))
+			}
+			return out
+		}
+		return []pilotage.Diagnostic{inputDiag("", err.Error())}
+	}
+	return nil
+}
+
+// applyDefaults fills top-level params defaults from the schema.
+func applyDefaults(c *rules.Compiled, params map[string]any) map[string]any {
+	var s struct {
+		Properties map[string]struct {
+			Default any `json:"default"`
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(c.Program.Params, &s); err != nil {
+		return params
+	}
+	for k, p := range s.Properties {
+		if _, ok := params[k]; !ok && p.Default != nil {
+			params[k] = p.Default
+		}
+	}
+	return params
+}

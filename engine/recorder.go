@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// recorder batches run records into SQLite through a bounded queue, so a
+// firing never waits on the database. Overflow is counted and logged.
+type recorder struct {
+	store   *storage.Store
+	log     *slog.Logger
+	keep    int
+	ch      chan storage.Run
+	dropped atomic.Uint64
+	written atomic.Uint64
+	once    sync.Once
+	done    chan struct{}
+	flushMu sync.Mutex
+	pending sync.WaitGroup
+}
+
+const recorderQueue = 1 << 16
+
+func newRecorder(store *storage.Store, log *slog.Logger, keep int) *recorder {
+	return &recorder{store: store, log: log, keep: keep, ch: make(chan storage.Run, recorderQueue), done: make(chan struct{})}
+}
+
+func (r *recorder) start() { go r.loop() }
+
+// add queues a run; it never blocks.
+func (r *recorder) add(run storage.Run) {
+	r.pending.Add(1)
+	select {
+	case r.ch <- run:
+	default:
+		r.pending.Done()
+		if n := r.dropped.Add(1); n == 1 || n%1000 == 0 {
+			r.log.Warn("run recorder queue full: firing records dropped", "dropped", n)
+		}
+	}
+}
+
+// flush waits until everything queued so far is written (tests, shutdown).
+func (r *recorder) flush() { r.pending.Wait() }
+
+func (r *recorder) loop() {
+	defer close(r.done)
+	const maxBatch = 512
+	batch := make([]storage.Run, 0, maxBatch)
+	trimCount := map[string]int{}
+	write := func() {
+		if len(batch) == 0 {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := r.store.InsertRuns(ctx, batch); err != nil {
+			r.log.Warn("writing run records", "count", len(batch), "err", err)
+		} else {
+			r.written.Add(uint64(len(batch)))
+		}
+		for _, run := range batch {
+			if run.Rule == "" {
+				continue
+			}
+			trimCount[run.Rule]++
+			if trimCount[run.Rule] >= r.keep {
+				trimCount[run.Rule] = 0
+				if _, err := r.store.TrimRule(ctx, run.Rule, r.keep); err != nil {
+					r.log.Warn("trimming runs", "rule", run.Rule, "err", err)
+				}
+			}
+		}
+		cancel()
+		for range batch {
+			r.pending.Done()
+		}
+		batch = batch[:0]
+	}
+	for {
+		run, ok := <-r.ch
+		if !ok {
+			write()
+			return
+		}
+		batch = append(batch, run)
+	drain:
+		for len(batch) < maxBatch {
+			select {
+			case run, ok := <-r.ch:
+				if !ok {
+					write()
+					return
+				}
+				batch = append(batch, run)
+			default:
+				break drain
+			}
+		}
+		write()
+	}
+}
+
+func (r *recorder) close() {
+	r.once.Do(func() {
+		close(r.ch)
+		<-r.done
+	})
+}

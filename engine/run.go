@@ -1,0 +1,145 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// testRun simulates the body with no side effect: a scratch copy of the
+// caller-visible live state, a virtual clock, recorded (not published) calls.
+func (e *Engine) testRun(ctx context.Context, p *Principal, runID string, c *rules.Compiled, params map[string]any, sc *rules.Scenario, req ExecuteRequest) (*ExecuteResponse, error) {
+	var scen rules.Scenario
+	if sc != nil {
+		scen = *sc
+	}
+	v := e.cat.view(p)
+	base := func(id string) (any, bool) {
+		if _, ok := v.Get(id); !ok || e.devs == nil {
+			return nil, false
+		}
+		l, ok := e.devs.Live(id)
+		if !ok {
+			return nil, false
+		}
+		return l.Value, true
+	}
+	start := e.Now().In(e.cfg.TimeZone)
+	if scen.Now != nil {
+		start = *scen.Now
+	}
+	w := rules.NewSimWorld(base, start, scen, e.simEffects)
+	e.addSubprograms(p, w, c, 0)
+	tf, err := rules.FireFor(c, scen, w)
+	if err != nil {
+		return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: rules.StatusValidationError, Error: err.Error()},
+			Diagnostics: []pilotage.Diagnostic{inputDiag("/scenario/trigger", err.Error())}}, nil
+	}
+	res := rules.Run(ctx, c, w, rules.RunInput{Trigger: tf, Params: params, Limits: e.cfg.Limits})
+	resp := &ExecuteResponse{RunID: runID, Outcome: res.Outcome}
+	if res.Outcome.OK {
+		calls := res.Calls
+		if calls == nil {
+			calls = []rules.CallRecord{}
+		}
+		resp.Output = map[string]any{"calls": calls, "vars": orEmptyMap(res.Vars)}
+	}
+	resp.Trace = &pilotage.Trace{Level: pilotage.LevelFull, Steps: res.Steps, Stats: runStats(res)}
+	return resp, nil
+}
+
+func orEmptyMap(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+func runStats(res *rules.RunResult) map[string]any {
+	return map[string]any{
+		"steps":      len(res.Steps),
+		"calls":      len(res.Calls),
+		"elapsed_ms": float64(res.Ended.Sub(res.Started)) / float64(time.Millisecond),
+	}
+}
+
+// simEffects predicts the state a command would produce, for test runs.
+func (e *Engine) simEffects(actionID string, args map[string]any) map[string]any {
+	if e.devs == nil {
+		return nil
+	}
+	keys := e.devs.StateIDsForAction(actionID)
+	if len(keys) == 0 {
+		return nil
+	}
+	out := map[string]any{}
+	for k, v := range args {
+		if id, ok := keys[k]; ok {
+			out[id] = v
+		}
+	}
+	return out
+}
+
+// DeployOutput is the output of a successful installation Run.
+type DeployOutput struct {
+	ProgramRef string        `json:"program_ref"`
+	Rule       string        `json:"rule"`
+	Replaced   bool          `json:"replaced"`
+	Triggers   []TriggerInfo `json:"triggers"`
+	NextFire   *time.Time    `json:"next_fire,omitempty"`
+}
+
+// deploy installs the program as a rule: promote, persist in one
+// transaction, arm (replacing a rule of the same name atomically).
+func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rules.Compiled, params map[string]any, req ExecuteRequest) (*ExecuteResponse, error) {
+	t0 := e.Now()
+	ms := func() *float64 { d := float64(e.Now().Sub(t0)) / float64(time.Millisecond); return &d }
+	if !p.Deploy {
+		return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: rules.StatusDenied, Error: "principal " + quote(p.Name) + " may not deploy rules"},
+			Trace: &pilotage.Trace{Level: pilotage.LevelFull, Steps: []pilotage.TraceStep{{ID: "install", Outcome: pilotage.Outcome{OK: false, Status: rules.StepFailed, Error: "deploy not allowed"}, TMs: ms()}}}}, nil
+	}
+	prog, err := e.promote(ctx, p, c)
+	if err != nil {
+		return nil, err
+	}
+	steps := []pilotage.TraceStep{{ID: "promote", Input: map[string]any{"name": c.Program.Name}, Output: map[string]any{"program_ref": prog.Ref, "risk": prog.Risk},
+		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()}}
+	_, getErr := e.store.GetRule(ctx, c.Program.Name)
+	replaced := getErr == nil
+	now := e.Now()
+	paramsJSON, _ := json.Marshal(params)
+	rule := storage.Rule{Name: c.Program.Name, Ref: prog.Ref, Principal: p.Name, Enabled: true, Params: paramsJSON, InstalledAt: now, UpdatedAt: now}
+	if err := e.store.InstallRule(ctx, prog, rule); err != nil {
+		steps = append(steps, pilotage.TraceStep{ID: "install", Outcome: pilotage.Outcome{OK: false, Status: rules.StepFailed, Error: err.Error()}, TMs: ms()})
+		return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: rules.StatusPartial, Error: "storing the rule failed"},
+			Trace: &pilotage.Trace{Level: pilotage.LevelFull, Steps: steps}}, nil
+	}
+	steps = append(steps, pilotage.TraceStep{ID: "install", Output: map[string]any{"rule": rule.Name, "replaced": replaced},
+		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()})
+	ar := e.sched.install(rule, c, params)
+	info := ar.info(e)
+	out := &DeployOutput{ProgramRef: prog.Ref, Rule: rule.Name, Replaced: replaced, Triggers: info.Triggers, NextFire: info.NextFire}
+	steps = append(steps, pilotage.TraceStep{ID: "arm", Output: map[string]any{"triggers": info.Triggers, "next_fire": info.NextFire},
+		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()})
+	return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: true, Status: rules.StatusSuccess}, Output: out,
+		Trace: &pilotage.Trace{Level: pilotage.LevelFull, Steps: steps}}, nil
+}
+
+// addSubprograms gives a simulated world the promoted bodies a program
+// calls, transitively (bounded by the call-depth limit).
+func (e *Engine) addSubprograms(p *Principal, w *rules.SimWorld, c *rules.Compiled, depth int) {
+	if depth > e.cfg.Limits.MaxCallDepth {
+		return
+	}
+	for _, id := range c.Refs {
+		if sub, ok := e.automationBody(p, id); ok {
+			w.SetAutomation(id, sub)
+			e.addSubprograms(p, w, sub, depth+1)
+		}
+	}
+}

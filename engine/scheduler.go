@@ -1,0 +1,482 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/robfig/cron/v3"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// scheduler arms installed rules: an index from entity id to the triggers
+// watching it (a firing is a map lookup, never a scan of all rules), cron
+// entries for schedules, timers for sun events and held ("for") states.
+type scheduler struct {
+	e *Engine
+
+	mu    sync.RWMutex
+	rules map[string]*armedRule
+	index map[string][]*armedTrigger // state/event entity id → triggers
+	cron  *cron.Cron
+	unsub func()
+	ctx   context.Context
+	wg    sync.WaitGroup
+	gen   uint64 // device snapshot generation last checked for broken rules
+}
+
+// armedRule is one installed, enabled rule in memory.
+type armedRule struct {
+	s         *scheduler
+	rule      storage.Rule
+	c         *rules.Compiled
+	params    map[string]any
+	principal *Principal
+	triggers  []*armedTrigger
+	cronIDs   []cron.EntryID
+	sunTimers []*time.Timer
+
+	mu      sync.Mutex
+	running []*firing
+	queue   []rules.TriggerFire
+	stopped bool
+	broken  string
+}
+
+// armedTrigger is one trigger of an armed rule.
+type armedTrigger struct {
+	r    *armedRule
+	t    *rules.Trigger
+	mu   sync.Mutex
+	hold *time.Timer // pending "for" window
+}
+
+// firing is one running execution of a rule body.
+type firing struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// TriggerInfo describes an armed trigger.
+type TriggerInfo struct {
+	ID       string     `json:"id"`
+	Kind     string     `json:"kind"`
+	Entity   string     `json:"entity,omitempty"`
+	Spec     string     `json:"spec,omitempty"`
+	NextFire *time.Time `json:"next_fire,omitempty"`
+}
+
+// ruleArmInfo is the arming summary of a rule.
+type ruleArmInfo struct {
+	Triggers []TriggerInfo
+	NextFire *time.Time
+}
+
+func newScheduler(e *Engine) *scheduler {
+	return &scheduler{
+		e:     e,
+		rules: map[string]*armedRule{},
+		index: map[string][]*armedTrigger{},
+		cron: cron.New(cron.WithLocation(e.cfg.TimeZone), cron.WithChain(cron.Recover(cron.DiscardLogger))),
+	}
+}
+
+// start loads every installed rule from storage and arms the enabled ones.
+func (s *scheduler) start(ctx context.Context) error {
+	s.ctx = ctx
+	list, err := s.e.store.ListRules(ctx)
+	if err != nil {
+		return fmt.Errorf("engine: loading rules: %w", err)
+	}
+	for _, r := range list {
+		b := s.e.body(r.Ref)
+		if b == nil {
+			_ = s.e.store.SetRuleBroken(ctx, r.Name, "its program no longer compiles")
+			continue
+		}
+		var params map[string]any
+		_ = json.Unmarshal(r.Params, &params)
+		s.install(r, b.compiled, params)
+	}
+	if s.e.devs != nil {
+		s.unsub = s.e.devs.Subscribe(s.onChange)
+	}
+	s.cron.Start()
+	return nil
+}
+
+// close disarms everything and waits for running firings to end (they are
+// cancelled and recorded as interrupted).
+func (s *scheduler) close() {
+	if s.unsub != nil {
+		s.unsub()
+	}
+	<-s.cron.Stop().Done()
+	s.mu.Lock()
+	for _, r := range s.rules {
+		s.disarmLocked(r)
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// install arms a rule, replacing one of the same name atomically: the index
+// never holds both.
+func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[string]any) *armedRule {
+	p := s.e.principalByName(rule.Principal)
+	ar := &armedRule{s: s, rule: rule, c: c, params: params, principal: p, broken: rule.Broken}
+	for _, t := range c.Program.Triggers {
+		ar.triggers = append(ar.triggers, &armedTrigger{r: ar, t: t})
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old := s.rules[rule.Name]; old != nil {
+		s.disarmLocked(old)
+	}
+	s.rules[rule.Name] = ar
+	if rule.Enabled {
+		s.armLocked(ar)
+	}
+	return ar
+}
+
+func (s *scheduler) armLocked(ar *armedRule) {
+	ar.mu.Lock()
+	ar.stopped = false
+	ar.mu.Unlock()
+	for _, at := range ar.triggers {
+		t := at.t
+		switch t.Kind {
+		case rules.TriggerState, rules.TriggerNumeric, rules.TriggerEvent:
+			s.index[t.Entity] = append(s.index[t.Entity], at)
+		case rules.TriggerCron, rules.TriggerTime:
+			spec := t.Cron
+			if t.Kind == rules.TriggerTime {
+				spec = timeOfDaySpec(t.At)
+			}
+			sch, err := rules.ParseCron(spec)
+			if err != nil {
+				s.e.log.Warn("cron spec no longer parses", "rule", ar.rule.Name, "spec", spec, "err", err)
+				continue
+			}
+			at := at
+			ar.cronIDs = append(ar.cronIDs, s.cron.Schedule(sch, cron.FuncJob(func() { at.fire(nil, nil, "schedule "+spec) })))
+		case rules.TriggerSun:
+			s.armSun(ar, at)
+		}
+	}
+}
+
+// armSun schedules the next sunrise/sunset (+offset) and re-arms after it.
+func (s *scheduler) armSun(ar *armedRule, at *armedTrigger) {
+	loc := s.e.cfg.Location
+	if loc == nil {
+		return
+	}
+	next := nextSunEvent(s.e.Now(), *loc, at.t.Sun, at.t.Offset)
+	if next.IsZero() {
+		return
+	}
+	var tm *time.Timer
+	tm = time.AfterFunc(next.Sub(s.e.Now()), func() {
+		at.fire(nil, nil, at.t.Sun+" at "+next.In(s.e.cfg.TimeZone).Format("15:04"))
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.rules[ar.rule.Name] == ar && ar.rule.Enabled {
+			s.armSun(ar, at)
+		}
+	})
+	ar.sunTimers = append(ar.sunTimers, tm)
+}
+
+// disarmLocked removes a rule's triggers and cancels its firings.
+func (s *scheduler) disarmLocked(ar *armedRule) {
+	for _, at := range ar.triggers {
+		ids := s.index[at.t.Entity]
+		for i, x := range ids {
+			if x == at {
+				ids = append(ids[:i:i], ids[i+1:]...)
+				break
+			}
+		}
+		if len(ids) == 0 {
+			delete(s.index, at.t.Entity)
+		} else {
+			s.index[at.t.Entity] = ids
+		}
+		at.mu.Lock()
+		if at.hold != nil {
+			at.hold.Stop()
+			at.hold = nil
+		}
+		at.mu.Unlock()
+	}
+	for _, id := range ar.cronIDs {
+		s.cron.Remove(id)
+	}
+	ar.cronIDs = nil
+	for _, tm := range ar.sunTimers {
+		tm.Stop()
+	}
+	ar.sunTimers = nil
+	ar.mu.Lock()
+	ar.stopped = true
+	ar.queue = nil
+	for _, f := range ar.running {
+		f.cancel()
+	}
+	ar.mu.Unlock()
+}
+
+// onChange is called on the ingestion goroutine for every state change and
+// event: one map lookup finds the triggers that watch this entity.
+func (s *scheduler) onChange(ch devices.Change) {
+	if ch.Kind != devices.ChangeState && ch.Kind != devices.ChangeEvent {
+		return
+	}
+	s.mu.RLock()
+	ats := s.index[ch.ID]
+	if len(ats) == 0 {
+		s.mu.RUnlock()
+		return
+	}
+	ats = append([]*armedTrigger(nil), ats...)
+	s.mu.RUnlock()
+	for _, at := range ats {
+		at.observe(ch)
+	}
+}
+
+// observe applies one change to a trigger: fire now, start or cancel a
+// held window.
+func (at *armedTrigger) observe(ch devices.Change) {
+	t := at.t
+	matched, holds := matchTrigger(t, ch.Prev, ch.Value, ch.Kind == devices.ChangeEvent)
+	if t.For <= 0 {
+		if matched {
+			at.fire(ch.Value, ch.Prev, describeChange(t, ch))
+		}
+		return
+	}
+	at.mu.Lock()
+	defer at.mu.Unlock()
+	switch {
+	case matched && at.hold == nil:
+		val, prev, because := ch.Value, ch.Prev, describeChange(t, ch)+" and held for "+t.For.String()
+		at.hold = time.AfterFunc(t.For, func() {
+			at.mu.Lock()
+			at.hold = nil
+			at.mu.Unlock()
+			at.fire(val, prev, because)
+		})
+	case !holds && at.hold != nil:
+		at.hold.Stop()
+		at.hold = nil
+	}
+}
+
+// matchTrigger reports whether a change fires t now (matched) and whether
+// t's condition still holds (for held windows).
+func matchTrigger(t *rules.Trigger, prev, cur any, isEvent bool) (matched, holds bool) {
+	switch t.Kind {
+	case rules.TriggerEvent:
+		ok := !t.To.Set || valueEqual(t.To.V, cur)
+		return ok && isEvent, false
+	case rules.TriggerNumeric:
+		in := func(v any) bool {
+			f, ok := toFloat(v)
+			if !ok {
+				return false
+			}
+			return (t.Above == nil || f > *t.Above) && (t.Below == nil || f < *t.Below)
+		}
+		now := in(cur)
+		return now && !in(prev), now
+	default: // state
+		if valueEqual(prev, cur) {
+			return false, t.To.Set && valueEqual(t.To.V, cur)
+		}
+		toOK := !t.To.Set || valueEqual(t.To.V, cur)
+		fromOK := !t.From.Set || valueEqual(t.From.V, prev)
+		return toOK && fromOK, toOK
+	}
+}
+
+func describeChange(t *rules.Trigger, ch devices.Change) string {
+	if ch.Kind == devices.ChangeEvent {
+		return fmt.Sprintf("%s fired %s", t.Entity, compact(ch.Value))
+	}
+	return fmt.Sprintf("%s changed from %s to %s", t.Entity, compact(ch.Prev), compact(ch.Value))
+}
+
+func compact(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// valueEqual compares JSON-ish values, numbers by value.
+func valueEqual(a, b any) bool {
+	if fa, ok := toFloat(a); ok {
+		if fb, ok := toFloat(b); ok {
+			return fa == fb
+		}
+		return false
+	}
+	if sa, ok := a.(string); ok {
+		if sb, ok := b.(string); ok {
+			return sa == sb
+		}
+		return false
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+func toFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, true
+	case float32:
+		return float64(x), true
+	case int:
+		return float64(x), true
+	case int64:
+		return float64(x), true
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	case string:
+		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+		return f, err == nil && strings.TrimSpace(x) != ""
+	}
+	return 0, false
+}
+
+// timeOfDaySpec turns "HH:MM[:SS]" into a cron spec with seconds.
+func timeOfDaySpec(at string) string {
+	parts := strings.Split(at, ":")
+	sec := "0"
+	if len(parts) == 3 {
+		sec = strings.TrimLeft(parts[2], "0")
+		if sec == "" {
+			sec = "0"
+		}
+	}
+	h := strings.TrimLeft(parts[0], "0")
+	if h == "" {
+		h = "0"
+	}
+	m := "0"
+	if len(parts) > 1 {
+		m = strings.TrimLeft(parts[1], "0")
+		if m == "" {
+			m = "0"
+		}
+	}
+	return fmt.Sprintf("%s %s %s * * *", sec, m, h)
+}
+
+// info summarises a rule's triggers and next scheduled time.
+func (ar *armedRule) info(e *Engine) ruleArmInfo {
+	var out ruleArmInfo
+	now := e.Now()
+	for _, at := range ar.triggers {
+		t := at.t
+		ti := TriggerInfo{ID: t.ID, Kind: string(t.Kind), Entity: t.Entity}
+		var next time.Time
+		switch t.Kind {
+		case rules.TriggerCron:
+			ti.Spec = t.Cron
+			if sch, err := rules.ParseCron(t.Cron); err == nil {
+				next = sch.Next(now.In(e.cfg.TimeZone))
+			}
+		case rules.TriggerTime:
+			ti.Spec = t.At
+			if sch, err := rules.ParseCron(timeOfDaySpec(t.At)); err == nil {
+				next = sch.Next(now.In(e.cfg.TimeZone))
+			}
+		case rules.TriggerSun:
+			ti.Spec = t.Sun
+			if t.Offset != 0 {
+				ti.Spec += " " + t.Offset.String()
+			}
+			if e.cfg.Location != nil {
+				next = nextSunEvent(now, *e.cfg.Location, t.Sun, t.Offset)
+			}
+		}
+		if !next.IsZero() {
+			n := next
+			ti.NextFire = &n
+			if out.NextFire == nil || n.Before(*out.NextFire) {
+				out.NextFire = &n
+			}
+		}
+		out.Triggers = append(out.Triggers, ti)
+	}
+	return out
+}
+
+// ruleByName returns the armed (or disabled) rule.
+func (s *scheduler) ruleByName(name string) *armedRule {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.rules[name]
+}
+
+// setEnabled arms or disarms a rule in memory.
+func (s *scheduler) setEnabled(name string, on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ar := s.rules[name]
+	if ar == nil || ar.rule.Enabled == on {
+		return
+	}
+	ar.rule.Enabled = on
+	if on {
+		s.armLocked(ar)
+	} else {
+		s.disarmLocked(ar)
+	}
+}
+
+// remove disarms and forgets a rule.
+func (s *scheduler) remove(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ar := s.rules[name]; ar != nil {
+		s.disarmLocked(ar)
+		delete(s.rules, name)
+	}
+}
+
+// entryBaseline checks that every entry the rule references still exists
+// with the shape it was validated against; "" means fine.
+func (ar *armedRule) brokenReason(e *Engine) string {
+	if e.devs == nil {
+		return ""
+	}
+	v := e.cat.view(ar.principal)
+	for id, en := range ar.c.Entries {
+		cur, ok := v.Get(id)
+		if !ok {
+			return "referenced entry " + quote(id) + " vanished from the catalog"
+		}
+		if string(baselineJSON(baselineOf(cur))) != string(baselineJSON(baselineOf(en))) {
+			return "referenced entry " + quote(id) + " changed shape since install"
+		}
+	}
+	return ""
+}
+
+var _ = pilotage.Version

@@ -1,0 +1,57 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules"
+)
+
+// ValidateResponse is pilotage_validate's result (spec §6.4).
+type ValidateResponse struct {
+	Valid          bool                  `json:"valid"`
+	Diagnostics    []pilotage.Diagnostic `json:"diagnostics"`
+	CatalogVersion string                `json:"catalog_version"`
+	Plan           *pilotage.Plan        `json:"plan,omitempty"`
+}
+
+// Validate checks a program against the caller's catalog snapshot. It has no
+// side effect. A resource bound exceeded is a request error.
+func (e *Engine) Validate(ctx context.Context, program json.RawMessage, context json.RawMessage) (*ValidateResponse, error) {
+	p := e.principal(ctx)
+	res, _, err := e.validate(p, program, context)
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// validate runs the Language's validator in p's scope.
+func (e *Engine) validate(p *Principal, program, ctxRaw json.RawMessage) (*ValidateResponse, *rules.Compiled, error) {
+	v := e.cat.view(p)
+	opts := rules.ValidateOptions{
+		Limits:      e.cfg.Limits,
+		Context:     ctxRaw,
+		HasLocation: e.cfg.Location != nil,
+		Automation:  func(id string) (*rules.Compiled, bool) { return e.automationBody(p, id) },
+	}
+	res, err := rules.Validate(program, v, opts)
+	if err != nil {
+		if re, ok := err.(*pilotage.RequestError); ok {
+			re.CatalogVersion = v.version
+			return nil, nil, re
+		}
+		return nil, nil, &pilotage.RequestError{Kind: pilotage.ErrInvalidRequest, Message: err.Error(), CatalogVersion: v.version}
+	}
+	out := &ValidateResponse{
+		Valid:          res.Valid,
+		Diagnostics:    res.Diagnostics,
+		CatalogVersion: v.version,
+		Plan:           res.Plan,
+	}
+	if out.Diagnostics == nil {
+		out.Diagnostics = []pilotage.Diagnostic{}
+	}
+	return out, res.Compiled, nil
+}

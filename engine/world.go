@@ -1,0 +1,146 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/mqtt"
+	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules"
+)
+
+// liveWorld is the World of an installed rule's firing: live state,
+// commands published through MQTT, real timers. Every name is re-checked
+// against the rule's principal at execution time (spec §10.3).
+type liveWorld struct {
+	e *Engine
+	p *Principal
+}
+
+func (w *liveWorld) Now() time.Time { return w.e.Now().In(w.e.cfg.TimeZone) }
+
+func (w *liveWorld) State(id string) (any, bool) {
+	if _, ok := w.e.cat.view(w.p).Get(id); !ok {
+		return nil, false
+	}
+	l, ok := w.e.devs.Live(id)
+	if !ok {
+		return nil, false
+	}
+	return l.Value, true
+}
+
+func (w *liveWorld) Call(ctx context.Context, id string, args map[string]any) (any, error) {
+	en, ok := w.e.cat.view(w.p).Get(id)
+	if !ok || en.Kind != pilotage.KindAction {
+		return nil, fmt.Errorf("no callable action %s", quote(id))
+	}
+	if err := w.e.devs.Call(ctx, id, args); err != nil {
+		if errors.Is(err, mqtt.ErrNotConnected) {
+			return nil, fmt.Errorf("%w: %v", rules.ErrNotConnected, err)
+		}
+		return nil, err
+	}
+	return map[string]any{"published": true}, nil
+}
+
+func (w *liveWorld) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (w *liveWorld) Automation(id string) (*rules.Compiled, bool) {
+	return w.e.automationBody(w.p, id)
+}
+
+// Wait blocks until the request's condition holds for its For duration, or
+// the event occurs, or the timeout passes.
+func (w *liveWorld) Wait(ctx context.Context, req *rules.WaitRequest) (bool, error) {
+	var timeout <-chan time.Time
+	if req.Timeout > 0 {
+		t := time.NewTimer(req.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	met := make(chan struct{}, 1)
+	signal := func() {
+		select {
+		case met <- struct{}{}:
+		default:
+		}
+	}
+	var mu sync.Mutex
+	var hold *time.Timer
+	defer func() {
+		mu.Lock()
+		if hold != nil {
+			hold.Stop()
+		}
+		mu.Unlock()
+	}()
+	watch := map[string]bool{}
+	for _, id := range req.Entities {
+		watch[id] = true
+	}
+	evaluate := func() {
+		if req.Check == nil {
+			return
+		}
+		ok := req.Check()
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case ok && req.For <= 0:
+			signal()
+		case ok && hold == nil:
+			hold = time.AfterFunc(req.For, signal)
+		case !ok && hold != nil:
+			hold.Stop()
+			hold = nil
+		}
+	}
+	unsub := w.e.devs.Subscribe(func(ch devices.Change) {
+		switch {
+		case req.Event != "" && ch.Kind == devices.ChangeEvent && ch.ID == req.Event:
+			if !req.EventValue.Set || valueEqual(req.EventValue.V, ch.Value) {
+				signal()
+			}
+		case ch.Kind == devices.ChangeState && (len(watch) == 0 || watch[ch.ID]):
+			evaluate()
+		}
+	})
+	defer unsub()
+	evaluate()
+	select {
+	case <-met:
+		return true, nil
+	case <-timeout:
+		return false, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+// principalByName finds a configured principal (the owner by default).
+func (e *Engine) principalByName(name string) *Principal {
+	for _, p := range e.cfg.Principals {
+		if p.Name == name {
+			return p
+		}
+	}
+	if name == Owner.Name || len(e.cfg.Principals) == 0 {
+		return Owner
+	}
+	// A principal removed from the configuration keeps no authority.
+	return &Principal{Name: name, Scope: Scope{Kinds: []pilotage.Kind{"none"}}}
+}
