@@ -196,7 +196,7 @@ func (c *checker) member(n *ast.MemberNode, x *Expr, sc *scope, rng func(int, in
 	switch root.Value {
 	case "params":
 		if c.paramNames != nil && !c.paramNames[prop.Value] {
-			hint := "declare it under params.properties"
+			hint := "declare it: \"params\": {\"type\": \"object\", \"properties\": {\"" + prop.Value + "\": {...}}}"
 			if m := closeMatches(prop.Value, sortedKeys(c.paramNames), 1); len(m) > 0 {
 				hint = hintFor(m)
 			}
