@@ -354,14 +354,34 @@ func (c *Client) resubscribeAll() {
 	if first {
 		defer close(c.firstReady)
 	}
-	toks := make(map[string]paho.Token, len(want))
 	for f, q := range want {
-		toks[f] = c.pc.Subscribe(f, q, c.route(f))
-	}
-	for f, tok := range toks {
-		if err := c.waitSubscribe(f, tok); err != nil {
+		if err := c.subscribe(f, q); err != nil {
 			c.log.Error("resubscribe failed", "filter", f, "err", err)
 		}
+	}
+}
+
+// errIDInUse is mochi's SUBACK code 0x91 (packet identifier in use): mochi
+// shares one packet-id space between its QoS 1 deliveries to a client and
+// that client's own SUBSCRIBEs, so a SUBSCRIBE can collide with a retained
+// message still waiting for our PUBACK. Retrying shortly after succeeds.
+var errIDInUse = errors.New("packet identifier in use")
+
+// subscribe sends one SUBSCRIBE and waits for its SUBACK, retrying a few
+// times on a packet-id collision.
+func (c *Client) subscribe(filter string, qos byte) error {
+	wait := 10 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		err := c.waitSubscribe(filter, c.pc.Subscribe(filter, qos, c.route(filter)))
+		if !errors.Is(err, errIDInUse) || attempt == 8 {
+			return err
+		}
+		select {
+		case <-c.quit:
+			return err
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 500*time.Millisecond)
 	}
 }
 
@@ -382,6 +402,9 @@ func (c *Client) waitSubscribe(filter string, tok paho.Token) error {
 	}
 	if st, ok := tok.(*paho.SubscribeToken); ok {
 		if code, found := st.Result()[filter]; found && code >= 0x80 {
+			if code == 0x91 {
+				return fmt.Errorf("mqtt: subscribe %q: %w", filter, errIDInUse)
+			}
 			return fmt.Errorf("mqtt: subscribe %q: refused by the broker (code %#x)", filter, code)
 		}
 	}
@@ -439,7 +462,7 @@ func (c *Client) Subscribe(filter string, qos byte, h Handler) error {
 	if !ready || !c.pc.IsConnectionOpen() {
 		return nil // the next onConnect subscribes
 	}
-	err := c.waitSubscribe(filter, c.pc.Subscribe(filter, q, c.route(filter)))
+	err := c.subscribe(filter, q)
 	if err != nil && !c.pc.IsConnectionOpen() {
 		return nil // lost the connection meanwhile; onConnect will subscribe
 	}

@@ -318,3 +318,24 @@ func BenchmarkRoundtrip(b *testing.B) {
 		<-got
 	}
 }
+
+// mochi shares packet ids between its deliveries and our SUBSCRIBEs: a
+// SUBSCRIBE sent while retained messages are in flight must still succeed.
+func TestSubscribeWhileRetainedInFlight(t *testing.T) {
+	b := startBroker(t, "127.0.0.1:0")
+	pub := dial(t, b.URL())
+	for i := range 50 {
+		topic := "flood/" + string(rune('a'+i%26)) + "/" + string(rune('a'+i/26))
+		if err := pub.Publish(ctxT(t), topic, []byte("x"), 1, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := dial(t, b.URL())
+	var in inbox
+	for _, f := range []string{"flood/#", "other/1", "other/2", "other/3"} {
+		if err := c.Subscribe(f, 1, in.handle); err != nil {
+			t.Fatalf("Subscribe(%s): %v", f, err)
+		}
+	}
+	waitFor(t, 3*time.Second, "50 retained messages", func() bool { return len(in.all()) >= 50 })
+}
