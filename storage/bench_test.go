@@ -133,6 +133,7 @@ func BenchmarkListRuns(b *testing.B) {
 	}{
 		{"newest50", RunFilter{Limit: 50}},
 		{"cursor50", RunFilter{Limit: 50, Before: all[5000].ID}},
+		{"newest50-skipenvelope", RunFilter{Limit: 50, SkipEnvelope: true}},
 		{"rule50", RunFilter{Limit: 50, Rule: "rule7"}},
 		{"rule+failed(none)", RunFilter{Limit: 50, Rule: "rule7", Status: "failed"}},
 	} {

@@ -47,8 +47,8 @@ CREATE TABLE runs (
 	started   INTEGER NOT NULL,
 	ended     INTEGER,
 	level     TEXT NOT NULL,
-	envelope  TEXT,
-	expires   INTEGER
+	expires   INTEGER,
+	envelope  TEXT -- last: the big column, so reading the others never walks past it
 );
 CREATE INDEX runs_by_start     ON runs (started, id);
 CREATE INDEX runs_by_rule      ON runs (rule, started, id);

@@ -54,6 +54,9 @@ type RunFilter struct {
 	Before string
 	// Limit caps the page; <= 0 means DefaultRunLimit, capped at MaxRunLimit.
 	Limit int
+	// SkipEnvelope leaves Run.Envelope nil: listings rarely need the trace,
+	// and reading it is about half the cost of a page.
+	SkipEnvelope bool
 }
 
 // Page sizes for ListRuns.
@@ -66,13 +69,16 @@ const (
 // well-formed run id.
 var ErrBadCursor = errors.New("storage: bad run cursor")
 
-const runCols = `id, principal, rule, ref, kind, status, ok, started, ended, level, envelope, expires`
+const runCols = `id, principal, rule, ref, kind, status, ok, started, ended, level, expires, envelope`
+
+// runColsNoEnvelope selects NULL in the envelope's place so scanRun serves both.
+const runColsNoEnvelope = `id, principal, rule, ref, kind, status, ok, started, ended, level, expires, NULL`
 
 const upsertRunSQL = `INSERT INTO runs (` + runCols + `) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 	ON CONFLICT (id) DO UPDATE SET principal = excluded.principal, rule = excluded.rule,
 		ref = excluded.ref, kind = excluded.kind, status = excluded.status, ok = excluded.ok,
 		started = excluded.started, ended = excluded.ended, level = excluded.level,
-		envelope = excluded.envelope, expires = excluded.expires`
+		expires = excluded.expires, envelope = excluded.envelope`
 
 func checkRun(r *Run) error {
 	if r.ID == "" {
@@ -132,7 +138,7 @@ func (s *Store) UpsertRun(ctx context.Context, r Run) error {
 
 func runArgs(r Run) []any {
 	return []any{r.ID, r.Principal, r.Rule, r.Ref, r.Kind, r.Status, boolArg(r.OK),
-		r.Started.UnixNano(), timeArg(r.Ended), r.Level, jsonArg(r.Envelope), timeArg(r.Expires)}
+		r.Started.UnixNano(), timeArg(r.Ended), r.Level, timeArg(r.Expires), jsonArg(r.Envelope)}
 }
 
 func scanRun(row scanner) (Run, error) {
@@ -141,7 +147,7 @@ func scanRun(row scanner) (Run, error) {
 	var ended, expires sql.NullInt64
 	var env []byte
 	if err := row.Scan(&r.ID, &r.Principal, &r.Rule, &r.Ref, &r.Kind, &r.Status, &r.OK,
-		&started, &ended, &r.Level, &env, &expires); err != nil {
+		&started, &ended, &r.Level, &expires, &env); err != nil {
 		return Run{}, err
 	}
 	r.Started = time.Unix(0, started).UTC()
@@ -201,7 +207,11 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 	}
 	limit = min(limit, MaxRunLimit)
 	args = append(args, limit)
-	q := `SELECT ` + runCols + ` FROM runs WHERE ` + strings.Join(where, " AND ") +
+	cols := runCols
+	if f.SkipEnvelope {
+		cols = runColsNoEnvelope
+	}
+	q := `SELECT ` + cols + ` FROM runs WHERE ` + strings.Join(where, " AND ") +
 		` ORDER BY started DESC, id DESC LIMIT ?`
 	st, err := s.stmt(ctx, s.r, q)
 	if err != nil {

@@ -275,6 +275,11 @@ func TestListRunsFiltersAndPagination(t *testing.T) {
 			}
 		})
 	}
+	full, _ := s.ListRuns(ctx, RunFilter{Limit: 3})
+	lean, err := s.ListRuns(ctx, RunFilter{Limit: 3, SkipEnvelope: true})
+	if err != nil || len(lean) != 3 || lean[0].Envelope != nil || lean[0].ID != full[0].ID || full[0].Envelope == nil {
+		t.Fatalf("SkipEnvelope = %+v, %v", lean, err)
+	}
 	if _, err := s.ListRuns(ctx, RunFilter{Before: "garbage"}); !errors.Is(err, ErrBadCursor) {
 		t.Fatalf("garbage cursor: %v", err)
 	}
