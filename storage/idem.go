@@ -40,37 +40,66 @@ func (s *Store) GetIdem(ctx context.Context, key string) (Idem, error) {
 }
 
 // PutIdem records it. If the key is already recorded (and unexpired) with
-// the same hash, the first record is kept and PutIdem returns nil; with a
-// different hash it returns ErrConflict. An expired record is replaced.
+// the same hash, the first envelope is kept and PutIdem returns nil (a
+// record claimed by ClaimIdem with no envelope yet gets it.Envelope); with
+// a different hash it returns ErrConflict. An expired record is replaced.
 func (s *Store) PutIdem(ctx context.Context, it Idem) error {
+	_, _, err := s.putIdem(ctx, "put idempotency key", it)
+	return err
+}
+
+// ClaimIdem records it (normally with no Envelope) before the run starts,
+// so two concurrent requests with one key cannot both execute. claimed is
+// true for the caller that recorded the key; any other caller gets the
+// stored record (its Envelope is nil while the first run is in flight),
+// or ErrConflict if the key was used with another hash. The claimant
+// completes the record with PutIdem.
+func (s *Store) ClaimIdem(ctx context.Context, it Idem) (stored Idem, claimed bool, err error) {
+	return s.putIdem(ctx, "claim idempotency key", it)
+}
+
+func (s *Store) putIdem(ctx context.Context, what string, it Idem) (Idem, bool, error) {
 	if it.Key == "" || it.Hash == "" {
-		return fmt.Errorf("%w: idempotency record needs a key and a hash", ErrInvalid)
+		return Idem{}, false, fmt.Errorf("%w: idempotency record needs a key and a hash", ErrInvalid)
 	}
 	if err := checkJSON("idempotency envelope", it.Envelope); err != nil {
-		return err
+		return Idem{}, false, err
 	}
 	now := s.now().UnixNano()
-	return s.inTx(ctx, "put idempotency key", func(tx *sql.Tx) error {
-		var hash string
-		err := tx.QueryRowContext(ctx, `SELECT hash FROM idempotency
-			WHERE key = ? AND (expires IS NULL OR expires > ?)`, it.Key, now).Scan(&hash)
+	var stored Idem
+	claimed := false
+	err := s.inTx(ctx, what, func(tx *sql.Tx) error {
+		var env []byte
+		var expires sql.NullInt64
+		err := tx.QueryRowContext(ctx, `SELECT key, principal, hash, envelope, expires FROM idempotency
+			WHERE key = ? AND (expires IS NULL OR expires > ?)`, it.Key, now).
+			Scan(&stored.Key, &stored.Principal, &stored.Hash, &env, &expires)
+		stored.Envelope, stored.Expires = jsonVal(env), timeVal(expires)
 		switch {
-		case err == nil && hash == it.Hash:
+		case err == nil && stored.Hash != it.Hash:
+			return fmt.Errorf("storage: %s: %w: key already used with a different runnable or input", what, ErrConflict)
+		case err == nil && (stored.Envelope != nil || it.Envelope == nil):
 			return nil
-		case err == nil:
-			return fmt.Errorf("storage: put idempotency key: %w: key already used with a different runnable or input", ErrConflict)
-		case !errors.Is(err, sql.ErrNoRows):
-			return fmt.Errorf("storage: put idempotency key: %w", err)
+		case err == nil: // completing a claim
+			_, err = tx.ExecContext(ctx, `UPDATE idempotency SET envelope = ?, expires = ? WHERE key = ?`,
+				jsonArg(it.Envelope), timeArg(it.Expires), it.Key)
+			stored.Envelope, stored.Expires = it.Envelope, it.Expires
+		case errors.Is(err, sql.ErrNoRows):
+			_, err = tx.ExecContext(ctx, `INSERT INTO idempotency (key, principal, hash, envelope, expires)
+				VALUES (?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET principal = excluded.principal,
+				hash = excluded.hash, envelope = excluded.envelope, expires = excluded.expires`,
+				it.Key, it.Principal, it.Hash, jsonArg(it.Envelope), timeArg(it.Expires))
+			stored, claimed = it, true
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO idempotency (key, principal, hash, envelope, expires)
-			VALUES (?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET principal = excluded.principal,
-			hash = excluded.hash, envelope = excluded.envelope, expires = excluded.expires`,
-			it.Key, it.Principal, it.Hash, jsonArg(it.Envelope), timeArg(it.Expires))
 		if err != nil {
-			return fmt.Errorf("storage: put idempotency key: %w", err)
+			return fmt.Errorf("storage: %s: %w", what, err)
 		}
 		return nil
 	})
+	if err != nil {
+		return Idem{}, false, err
+	}
+	return stored, claimed, nil
 }
 
 // Pending is a timer that must survive a restart: a delay, a wait, or the

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -280,6 +281,56 @@ func TestIdempotency(t *testing.T) {
 	n, err := s.PurgeExpired(ctx, now)
 	if err != nil || n != 1 {
 		t.Fatalf("PurgeExpired = %d, %v; want 1", n, err)
+	}
+}
+
+func TestClaimIdem(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	claim := Idem{Key: "k", Principal: "alice", Hash: "h", Expires: time.Now().Add(time.Hour)}
+	var wg sync.WaitGroup
+	type result struct {
+		claimed bool
+		err     error
+	}
+	results := make(chan result, 8)
+	for range 8 {
+		wg.Go(func() {
+			_, claimed, err := s.ClaimIdem(ctx, claim)
+			results <- result{claimed, err}
+		})
+	}
+	wg.Wait()
+	close(results)
+	n := 0
+	for r := range results {
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		if r.claimed {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d concurrent claims won; want exactly 1", n)
+	}
+	got, claimed, err := s.ClaimIdem(ctx, claim)
+	if err != nil || claimed || got.Envelope != nil {
+		t.Fatalf("claim while in flight = %+v, %v, %v", got, claimed, err)
+	}
+	done := claim
+	done.Envelope = json.RawMessage(`{"run_id":"run_a"}`)
+	if err := s.PutIdem(ctx, done); err != nil {
+		t.Fatalf("completing the claim: %v", err)
+	}
+	got, claimed, err = s.ClaimIdem(ctx, claim)
+	if err != nil || claimed || string(got.Envelope) != `{"run_id":"run_a"}` {
+		t.Fatalf("replay = %+v, %v, %v", got, claimed, err)
+	}
+	other := claim
+	other.Hash = "h2"
+	if _, _, err := s.ClaimIdem(ctx, other); !errors.Is(err, ErrConflict) {
+		t.Fatalf("claim with another hash = %v", err)
 	}
 }
 
