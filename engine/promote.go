@@ -10,8 +10,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -234,18 +232,18 @@ func bindInput(c *rules.Compiled, raw json.RawMessage, testRun bool) (map[string
 		}
 		obj, ok := in.(map[string]any)
 		if !ok {
-			return nil, nil, []pilotage.Diagnostic{inputDiag("", "input must be an object of params")}
+			return nil, nil, []pilotage.Diagnostic{inputDiag("", "input must be an object: the program's params")}
 		}
 		params = obj
 	}
 	var sc *rules.Scenario
-	if s, ok := params["scenario"]; ok {
+	if s, ok := params[rules.ReservedInputMember]; ok {
 		if !testRun {
-			return nil, nil, []pilotage.Diagnostic{inputDiag("/scenario", "scenario is only accepted with test_run: true")}
+			return nil, nil, []pilotage.Diagnostic{inputDiag("/"+rules.ReservedInputMember, "scenario is only accepted with test_run: true")}
 		}
 		rest := make(map[string]any, len(params))
 		for k, v := range params {
-			if k != "scenario" {
+			if k != rules.ReservedInputMember {
 				rest[k] = v
 			}
 		}
@@ -253,61 +251,18 @@ func bindInput(c *rules.Compiled, raw json.RawMessage, testRun bool) (map[string
 		if len(diags) > 0 {
 			return nil, nil, diags
 		}
+		if d := rules.CheckScenario(c, parsed); len(d) > 0 {
+			return nil, nil, d
+		}
 		sc = &parsed
 		params = rest
 	}
-	if d := checkParams(c, params); d != nil {
+	if d := rules.CheckParams(c.Program, params, ""); len(d) > 0 {
 		return nil, nil, d
 	}
-	return applyDefaults(c, params), sc, nil
+	return params, sc, nil
 }
 
 func inputDiag(path, msg string) pilotage.Diagnostic {
 	return pilotage.Diagnostic{Code: "input_binding", Severity: pilotage.SeverityError, Path: path, Message: msg}
-}
-
-// checkParams validates params against the program's params schema.
-func checkParams(c *rules.Compiled, params map[string]any) []pilotage.Diagnostic {
-	schema := c.Program.Params
-	if len(bytes.TrimSpace(schema)) == 0 {
-		if len(params) > 0 {
-			return []pilotage.Diagnostic{inputDiag("", "the program declares no params: input must be empty")}
-		}
-		return nil
-	}
-	sch, err := compileSchema(schema)
-	if err != nil {
-		return []pilotage.Diagnostic{inputDiag("", "the program's params schema does not compile: "+err.Error())}
-	}
-	inst, _ := roundTrip(params)
-	if err := sch.Validate(inst); err != nil {
-		var ve *jsonschema.ValidationError
-		if ok := asValidationError(err, &ve); ok {
-			var out []pilotage.Diagnostic
-			for _, leaf := range leaves(ve) {
-				out = append(out, inputDiag(pointer(leaf.InstanceLocation), leafMessage(leaf)))
-			}
-			return out
-		}
-		return []pilotage.Diagnostic{inputDiag("", err.Error())}
-	}
-	return nil
-}
-
-// applyDefaults fills top-level params defaults from the schema.
-func applyDefaults(c *rules.Compiled, params map[string]any) map[string]any {
-	var s struct {
-		Properties map[string]struct {
-			Default any `json:"default"`
-		} `json:"properties"`
-	}
-	if err := json.Unmarshal(c.Program.Params, &s); err != nil {
-		return params
-	}
-	for k, p := range s.Properties {
-		if _, ok := params[k]; !ok && p.Default != nil {
-			params[k] = p.Default
-		}
-	}
-	return params
 }

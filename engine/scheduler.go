@@ -86,7 +86,7 @@ func newScheduler(e *Engine) *scheduler {
 		e:     e,
 		rules: map[string]*armedRule{},
 		index: map[string][]*armedTrigger{},
-		cron: cron.New(cron.WithLocation(e.cfg.TimeZone), cron.WithChain(cron.Recover(cron.DiscardLogger))),
+		cron:  cron.New(cron.WithLocation(e.cfg.TimeZone), cron.WithChain(cron.Recover(cron.DiscardLogger))),
 	}
 }
 

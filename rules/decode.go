@@ -207,6 +207,10 @@ func (denyLoader) Load(url string) (any, error) {
 	return nil, fmt.Errorf("external schema references are not allowed (%s)", url)
 }
 
+// ReservedInputMember is the execute input member that carries a test-run
+// scenario; it is never a param.
+const ReservedInputMember = "scenario"
+
 func (dc *decoder) params(v *jnode) json.RawMessage {
 	if v.kind != jObj {
 		dc.d.add(CodeBadParams, v.ptr, "", "params must be a JSON Schema object, got %s", v.kind)
@@ -215,6 +219,12 @@ func (dc *decoder) params(v *jnode) json.RawMessage {
 	if t := v.get("type"); t != nil && !(t.kind == jStr && t.str == "object") {
 		dc.d.add(CodeBadParams, t.ptr, "", "params describes the program's input object: its type must be \"object\"")
 		return nil
+	}
+	if props := v.get("properties"); props != nil && props.kind == jObj {
+		if sc := props.get(ReservedInputMember); sc != nil {
+			dc.d.add(CodeBadParams, sc.ptr, "rename the parameter", "%q is reserved in execute input for test-run scenarios: a param may not be called so", ReservedInputMember)
+			return nil
+		}
 	}
 	val := v.value()
 	if _, err := compileSchema(val); err != nil {

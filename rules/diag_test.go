@@ -69,6 +69,7 @@ var codeCases = []codeCase{
 	{"bad_mode/max_single", CodeBadMode, "/max", prog(`[{"id":"x","stop":""}]`, `"max":3`), ValidateOptions{}},
 	{"bad_params/not_object", CodeBadParams, "/params/type", prog(`[{"id":"x","stop":""}]`, `"params":{"type":"string"}`), ValidateOptions{}},
 	{"bad_params/bad_schema", CodeBadParams, "/params", prog(`[{"id":"x","stop":""}]`, `"params":{"type":"object","properties":{"a":{"type":"strnig"}}}`), ValidateOptions{}},
+	{"bad_params/reserved_scenario", CodeBadParams, "/params/properties/scenario", prog(`[{"id":"x","stop":""}]`, `"params":{"type":"object","properties":{"scenario":{"type":"string"}}}`), ValidateOptions{}},
 	{"bad_params/undeclared", CodeBadParams, "/steps/0/delay", prog(`[{"id":"x","delay":"{{ params.hodl }}"}]`, `"params":{"type":"object","properties":{"hold":{"type":"string"}}}`), ValidateOptions{}},
 	{"bad_params/no_params", CodeBadParams, "/steps/0/delay", prog(`[{"id":"x","delay":"{{ params.hold }}"}]`), ValidateOptions{}},
 	{"unbounded_loop/while_no_max", CodeUnboundedLoop, "/steps/0/repeat", prog(`[{"id":"r","repeat":{"while":"true"},"do":[]}]`), ValidateOptions{}},

@@ -141,7 +141,9 @@ const closedSetsProse = `
 
 The program's ` + "`params`" + ` member is a JSON Schema of an object (type ` + "`object`" + `). execute ` + "`input`" + ` is bound to ` + "`params`" + ` for inline programs: the input object is checked against that schema (findings: ` + "`input_binding`" + `, path into input), defaults are filled in, and expressions read it as ` + "`params.<name>`" + `. A program without params takes no input. A promoted automation called from another program receives the call's ` + "`args`" + ` as its params.
 
-For test runs ` + "`input`" + ` may also carry ` + "`{\"params\":{...},\"scenario\":{\"trigger\":\"<trigger id>\",\"value\":…,\"from\":…,\"state\":{\"id\":value},\"now\":\"RFC3339\",\"waits\":{\"<wait step id>\":\"met\"|\"timeout\"}}}`" + `: ` + "`params`" + ` as above; ` + "`scenario`" + ` picks the trigger that fires (default the first), its value and previous value, state overrides, the virtual clock at the start, and how each wait ends (see the ` + "`test-runs`" + ` guide).
+For a promoted program (` + "`program_ref`" + `) the same holds: ` + "`input`" + ` is its params object, checked against the automation entry's ` + "`input_schema`" + `.
+
+For test runs ` + "`input`" + ` may also carry the reserved member ` + "`scenario`" + ` beside the params: ` + "`{\"<param>\":…,\"scenario\":{\"trigger\":\"<trigger id>\",\"value\":…,\"from\":…,\"state\":{\"id\":value},\"now\":\"RFC3339\",\"waits\":{\"<wait step id>\":\"met\"|\"timeout\"}}}`" + `. ` + "`scenario`" + ` is never a param (a params schema may not declare it: ` + "`bad_params`" + `) and is refused without test_run; it picks the trigger that fires (default the first), its value and previous value, state overrides, the virtual clock at the start, and how each wait ends (see the ` + "`test-runs`" + ` guide).
 
 validate takes no ` + "`context`" + `: automation/1 declares no context_schema, so a supplied context is a ` + "`context_binding`" + ` finding at path ` + "`\"\"`" + `.
 

@@ -98,7 +98,7 @@ func TestClosedSetsGuide(t *testing.T) {
 	}
 	wants = append(wants,
 		"## Scope rules", "## Input and params", "## Output of a run", "## Trace format",
-		`{"params":{...},"scenario":{"trigger":"<trigger id>","value":…,"from":…,"state":{"id":value},"now":"RFC3339","waits":{"<wait step id>":"met"|"timeout"}}}`,
+		`{"<param>":…,"scenario":{"trigger":"<trigger id>","value":…,"from":…,"state":{"id":value},"now":"RFC3339","waits":{"<wait step id>":"met"|"timeout"}}}`,
 		`{"truncated": true, "bytes": N, "preview": "<first 200 chars of the JSON>"}`,
 		"`{program_ref, rule, replaced, triggers, next_fire}`", "`{calls: [...], vars}`",
 		"`triggers`", "`continue`", "`exit`", "MaxIterations", "| 1000 |",
