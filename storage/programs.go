@@ -137,11 +137,14 @@ func (s *Store) GetProgram(ctx context.Context, ref string) (Program, error) {
 	return p, nil
 }
 
-// ListPrograms returns every stored version of the rule called name, newest
-// first.
+// ListPrograms returns every stored version of the rule called name,
+// newest first; name "" lists every stored program (for loading at start).
 func (s *Store) ListPrograms(ctx context.Context, name string) ([]Program, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT `+programCols+` FROM programs
-		WHERE name = ? ORDER BY created_at DESC, rowid DESC`, name)
+	q, args := `SELECT `+programCols+` FROM programs`, []any{}
+	if name != "" {
+		q, args = q+` WHERE name = ?`, append(args, name)
+	}
+	rows, err := s.r.QueryContext(ctx, q+` ORDER BY created_at DESC, rowid DESC`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("storage: list programs %s: %w", name, err)
 	}

@@ -52,18 +52,16 @@ type RunFilter struct {
 	// Before is a pagination cursor: the ID of the last run of the previous
 	// page. Only runs ordered after it (older) are returned.
 	Before string
-	// Limit caps the page; <= 0 means DefaultRunLimit, capped at MaxRunLimit.
+	// Limit caps the page; <= 0 means DefaultRunLimit. The store sets no
+	// upper bound: callers facing clients bound their own pages.
 	Limit int
 	// SkipEnvelope leaves Run.Envelope nil: listings rarely need the trace,
 	// and reading it is about half the cost of a page.
 	SkipEnvelope bool
 }
 
-// Page sizes for ListRuns.
-const (
-	DefaultRunLimit = 50
-	MaxRunLimit     = 1000
-)
+// DefaultRunLimit is the ListRuns page size when RunFilter.Limit is unset.
+const DefaultRunLimit = 50
 
 // ErrBadCursor reports a RunFilter.Before that is neither a stored run nor a
 // well-formed run id.
@@ -205,7 +203,6 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 	if limit <= 0 {
 		limit = DefaultRunLimit
 	}
-	limit = min(limit, MaxRunLimit)
 	args = append(args, limit)
 	cols := runCols
 	if f.SkipEnvelope {

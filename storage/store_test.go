@@ -158,6 +158,9 @@ func TestPrograms(t *testing.T) {
 	if err != nil || len(list) != 2 || list[0].Ref != "ref2" || list[1].Ref != "ref1" {
 		t.Fatalf("ListPrograms = %+v, %v", list, err)
 	}
+	if all, err := s.ListPrograms(ctx, ""); err != nil || len(all) != 3 {
+		t.Fatalf("ListPrograms(\"\") = %d programs, %v; want 3", len(all), err)
+	}
 	if _, err := s.GetProgram(ctx, "nope"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("GetProgram(nope) = %v", err)
 	}
@@ -198,11 +201,12 @@ func TestInstallRuleReplacesAtomically(t *testing.T) {
 	}
 	s.w.ExecContext(ctx, `DROP TRIGGER no_rules`)
 	t1 := t0.Add(time.Hour)
-	if err := s.InstallRule(ctx, prog("porch", "ref2"), Rule{Name: "porch", Principal: "bob", Enabled: true, UpdatedAt: t1, InstalledAt: t1}); err != nil {
+	params := json.RawMessage(`{"brightness":40}`)
+	if err := s.InstallRule(ctx, prog("porch", "ref2"), Rule{Name: "porch", Principal: "bob", Enabled: true, Params: params, UpdatedAt: t1, InstalledAt: t1}); err != nil {
 		t.Fatal(err)
 	}
 	r, err = s.GetRule(ctx, "porch")
-	want := Rule{Name: "porch", Ref: "ref2", Principal: "bob", Enabled: true, InstalledAt: t0, UpdatedAt: t1}
+	want := Rule{Name: "porch", Ref: "ref2", Principal: "bob", Enabled: true, Params: params, InstalledAt: t0, UpdatedAt: t1}
 	if err != nil || !reflect.DeepEqual(r, want) {
 		t.Fatalf("after re-deploy:\n got %+v, %v\nwant %+v", r, err, want)
 	}
