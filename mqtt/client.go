@@ -43,8 +43,9 @@ type Options struct {
 	// ConnectTimeout bounds one connection attempt and, for Dial, the whole
 	// wait for the first connection. Default DefaultConnectTimeout.
 	ConnectTimeout time.Duration
-	// ConnectRetry makes Dial behave like DialLazy: return at once and keep
-	// trying to connect in the background until Close.
+	// ConnectRetry lets Dial return after one failed attempt and keep
+	// trying in the background (see Dial), so a server can start while its
+	// broker is still down.
 	ConnectRetry bool
 	// MaxReconnectInterval caps the backoff between connection attempts.
 	// Default DefaultMaxReconnectInterval.
@@ -100,21 +101,58 @@ type subscription struct {
 
 // Dial connects to o.Broker and returns once the first connection is up, or
 // fails after o.ConnectTimeout (or when ctx ends) with the last connection
-// error. With o.ConnectRetry it behaves like DialLazy. After the first
-// connection the client reconnects by itself until Close.
+// error. After the first connection the client reconnects by itself until
+// Close.
+//
+// With o.ConnectRetry, Dial makes one attempt; if the broker cannot be
+// reached it returns the client anyway and keeps trying in the background
+// like DialLazy. A broker that refuses the connection (bad credentials) is
+// an error in both modes.
 func Dial(ctx context.Context, o Options) (*Client, error) {
-	if o.ConnectRetry {
-		return DialLazy(o)
-	}
 	c, err := newClient(o)
 	if err != nil {
 		return nil, err
 	}
-	if err := c.connectFirst(ctx); err != nil {
+	if o.ConnectRetry {
+		err = c.connectOnce(ctx)
+	} else {
+		err = c.connectFirst(ctx)
+	}
+	if err != nil {
 		c.Close()
 		return nil, err
 	}
 	return c, nil
+}
+
+// connectOnce is Dial with ConnectRetry: one attempt, then background retries.
+func (c *Client) connectOnce(ctx context.Context) error {
+	err := c.attempt(ctx.Done())
+	if err == nil {
+		c.awaitFirstReady(ctx)
+		return nil
+	}
+	var refused *refusedError
+	if errors.As(err, &refused) || ctx.Err() != nil {
+		return fmt.Errorf("mqtt: connect to %s: %w", redact(c.opts.Broker), err)
+	}
+	c.log.Warn("broker not reachable yet; retrying in the background", "err", err)
+	c.wg.Add(1)
+	go c.connectLoop()
+	return nil
+}
+
+// awaitFirstReady lets the first onConnect finish, so that a Subscribe made
+// right after Dial is sent and acknowledged synchronously.
+func (c *Client) awaitFirstReady(ctx context.Context) {
+	t := time.NewTimer(c.opts.ConnectTimeout)
+	defer t.Stop()
+	select {
+	case <-c.firstReady:
+	case <-ctx.Done():
+	case <-t.C:
+	}
+	c.refreshStatus()
 }
 
 // DialLazy returns a client at once and connects in the background, retrying
@@ -254,11 +292,7 @@ func (c *Client) connectFirst(ctx context.Context) error {
 	for {
 		err := c.attempt(ctx.Done())
 		if err == nil {
-			select { // let onConnect finish so Subscribe after Dial is synchronous
-			case <-c.firstReady:
-			case <-ctx.Done():
-			}
-			c.refreshStatus()
+			c.awaitFirstReady(ctx)
 			return nil
 		}
 		var refused *refusedError

@@ -339,3 +339,23 @@ func TestSubscribeWhileRetainedInFlight(t *testing.T) {
 	}
 	waitFor(t, 3*time.Second, "50 retained messages", func() bool { return len(in.all()) >= 50 })
 }
+
+func TestDialConnectRetry(t *testing.T) {
+	b := startBroker(t, "127.0.0.1:0")
+	addr, url := b.Addr(), b.URL()
+	_ = b.Close()
+	start := time.Now()
+	c, err := Dial(ctxT(t), Options{Broker: url, ConnectRetry: true, MaxReconnectInterval: 200 * time.Millisecond, Logger: quietLogger()})
+	if err != nil {
+		t.Fatalf("Dial with ConnectRetry while the broker is down: %v", err)
+	}
+	t.Cleanup(c.Close)
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Dial with ConnectRetry took %s", d)
+	}
+	if c.Connected() {
+		t.Fatal("connected to a closed port")
+	}
+	startBroker(t, addr)
+	waitFor(t, 5*time.Second, "background connect", c.Connected)
+}

@@ -263,12 +263,14 @@ func (s *Sim) change(ctx context.Context, name string, f func(d *device) (bool, 
 		s.mu.Unlock()
 		return fmt.Errorf("demo: no device %q", name)
 	}
+	wasOccupied := d.state["occupancy"] == true
 	changed, err := f(d)
 	if err != nil || !changed {
 		s.mu.Unlock()
 		return err
 	}
-	if d.name == "hall_motion" && d.state["occupancy"] == true && s.o.Pace > 0 {
+	// Motion clears by itself a while after it starts, like a real sensor.
+	if d.name == "hall_motion" && !wasOccupied && d.state["occupancy"] == true && s.o.Pace > 0 {
 		s.motionClearAt = time.Now().Add(s.motionHold())
 		kick(s.wake)
 	}
