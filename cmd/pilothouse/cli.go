@@ -1,0 +1,408 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/pilotclient"
+)
+
+// defaultServer is where the client commands look for Pilothouse.
+const defaultServer = "http://127.0.0.1:8080/mcp"
+
+// cliHooks is a test seam: tests set beforeExecute to force catalog drift
+// between validate and execute.
+var cliHooks struct {
+	beforeExecute func(ctx context.Context, attempt int) error
+}
+
+// runCLI runs a client command (apply, test, rules, trace) against a
+// running server over MCP. It is a Pilotage Client (spec §7): the risk gate
+// is enforced here, by the Host, not by any Model.
+func runCLI(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer, stdin io.Reader) error {
+	switch cmd {
+	case "apply":
+		return cliApply(ctx, args, stdout, stderr, stdin)
+	case "test":
+		return cliTest(ctx, args, stdout, stderr)
+	case "rules":
+		return cliRules(ctx, args, stdout, stderr)
+	case "trace":
+		return cliTrace(ctx, args, stdout, stderr)
+	default:
+		return fmt.Errorf("unknown client command %q (apply, test, rules, trace)", cmd)
+	}
+}
+
+// conn holds the connection flags every client command shares.
+type conn struct{ server, token string }
+
+func (c *conn) register(fs *flag.FlagSet) {
+	server := os.Getenv("PILOTHOUSE_SERVER")
+	if server == "" {
+		server = defaultServer
+	}
+	fs.StringVar(&c.server, "server", server, "MCP endpoint of the server (env PILOTHOUSE_SERVER)")
+	fs.StringVar(&c.token, "token", os.Getenv("PILOTHOUSE_TOKEN"), "bearer token (env PILOTHOUSE_TOKEN)")
+}
+
+func (c *conn) dial(ctx context.Context) (*pilotclient.Client, error) {
+	return pilotclient.Dial(ctx, pilotclient.Options{URL: c.server, Token: c.token, Name: "pilothouse-cli", Version: "1"})
+}
+
+// parseInterspersed parses flags that may come before or after the
+// positional arguments ("apply rule.json --approve").
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("pilothouse "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs
+}
+
+func readProgram(path string) (json.RawMessage, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, fmt.Errorf("%s: not a JSON object: %w", path, err)
+	}
+	return json.RawMessage(b), nil
+}
+
+func cliApply(ctx context.Context, args []string, stdout, stderr io.Writer, stdin io.Reader) error {
+	fs := newFlagSet("apply", stderr)
+	var cn conn
+	cn.register(fs)
+	var approve, yes bool
+	fs.BoolVar(&approve, "approve", false, "Host policy: approve destructive/openWorld plans without asking")
+	fs.BoolVar(&yes, "yes", false, "same as --approve")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return errors.New("usage: pilothouse apply rule.json [--approve] [--server URL] [--token T]")
+	}
+	prog, err := readProgram(pos[0])
+	if err != nil {
+		return err
+	}
+	c, err := cn.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	in := bufio.NewReader(stdin)
+	res, err := c.Run(ctx, prog, pilotclient.RunOptions{
+		OnValidate: func(v *pilotclient.ValidateResult, attempt int) {
+			if attempt > 1 {
+				fmt.Fprintln(stdout, "re-validated against the current catalog:")
+			}
+			printValidation(stdout, prog, v)
+		},
+		OnDrift: func(r *pilotclient.ExecuteResult, ids []string) {
+			fmt.Fprintf(stdout, "catalog drift: the catalog changed since validation (%s); looked up %s again, re-validating and retrying once\n",
+				r.Outcome.Error, orNone(strings.Join(ids, ", ")))
+		},
+		Approve: func(ctx context.Context, g *pilotclient.GateRequest) (bool, error) {
+			printGate(stdout, g)
+			if approve || yes {
+				fmt.Fprintln(stdout, "approved by policy (--approve)")
+				return true, nil
+			}
+			fmt.Fprint(stdout, "Deploy this rule? [y/N] ")
+			line, err := in.ReadString('\n')
+			if err != nil && line == "" {
+				fmt.Fprintln(stdout)
+				return false, nil
+			}
+			ans := strings.ToLower(strings.TrimSpace(line))
+			return ans == "y" || ans == "yes", nil
+		},
+		BeforeExecute: cliHooks.beforeExecute,
+	})
+	if err != nil {
+		return err
+	}
+	if n := len(res.Validation.Errors()); n > 0 || !res.Validation.Valid {
+		return fmt.Errorf("%s is invalid (%d error(s)): nothing was deployed", pos[0], n)
+	}
+	return reportDeploy(stdout, prog, res)
+}
+
+func reportDeploy(stdout io.Writer, prog json.RawMessage, res *pilotclient.RunResult) error {
+	r := res.Execution
+	if r.Outcome.Status == pilotclient.StatusCatalogDrift {
+		return fmt.Errorf("the catalog drifted again after one retry (run %s): nothing was deployed; try again", r.RunID)
+	}
+	if r.Outcome.Status == "validation_error" {
+		printDiagnostics(stdout, prog, r.Diagnostics)
+	}
+	if err := pilotclient.Verify(r, false); err != nil {
+		return err
+	}
+	d, _ := r.Deploy()
+	verb := "installed"
+	if d.Replaced {
+		verb = "replaced"
+	}
+	fmt.Fprintf(stdout, "deployed: rule %s %s as %s (run %s)\n", d.Rule, verb, d.ProgramRef, r.RunID)
+	for _, t := range d.Triggers {
+		fmt.Fprintf(stdout, "  trigger %s: %s%s\n", t.ID, t.Kind, triggerDetail(t))
+	}
+	if d.NextFire != nil {
+		fmt.Fprintf(stdout, "  next fire: %s\n", d.NextFire.Format(time.RFC3339))
+	} else {
+		fmt.Fprintln(stdout, "  next fire: on the next matching event")
+	}
+	return nil
+}
+
+func triggerDetail(t pilotclient.TriggerInfo) string {
+	s := ""
+	if t.Entity != "" {
+		s += " " + t.Entity
+	}
+	if t.Spec != "" {
+		s += " " + t.Spec
+	}
+	if t.NextFire != nil {
+		s += " (next " + t.NextFire.Format(time.RFC3339) + ")"
+	}
+	return s
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "nothing"
+	}
+	return s
+}
+
+// stateFlags collects repeated --state id=value.
+type stateFlags map[string]any
+
+func (s stateFlags) String() string { return "" }
+func (s stateFlags) Set(v string) error {
+	id, val, ok := strings.Cut(v, "=")
+	if !ok || id == "" {
+		return fmt.Errorf("want id=value, got %q", v)
+	}
+	s[id] = jsonOrString(val)
+	return nil
+}
+
+// jsonOrString parses v as JSON when it parses (true, 42, {"a":1}), else
+// keeps it as a string (ON).
+func jsonOrString(v string) any {
+	var out any
+	if err := json.Unmarshal([]byte(v), &out); err == nil {
+		return out
+	}
+	return v
+}
+
+func cliTest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("test", stderr)
+	var cn conn
+	cn.register(fs)
+	var trigger, value, now string
+	state := stateFlags{}
+	fs.StringVar(&trigger, "trigger", "", "trigger id that fires (default: the first trigger)")
+	fs.StringVar(&value, "value", "", "the trigger's value (JSON, or a plain string)")
+	fs.Var(state, "state", "state id=value before the run (repeatable)")
+	fs.StringVar(&now, "now", "", "simulated time, RFC 3339")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return errors.New("usage: pilothouse test rule.json [--trigger ID --value V --state id=value ... --now RFC3339]")
+	}
+	prog, err := readProgram(pos[0])
+	if err != nil {
+		return err
+	}
+	scenario := map[string]any{}
+	if trigger != "" {
+		scenario["trigger"] = trigger
+	}
+	if value != "" {
+		scenario["value"] = jsonOrString(value)
+	}
+	if len(state) > 0 {
+		scenario["state"] = map[string]any(state)
+	}
+	if now != "" {
+		if _, err := time.Parse(time.RFC3339, now); err != nil {
+			return fmt.Errorf("--now %q: want RFC 3339, e.g. 2026-01-15T23:30:00Z", now)
+		}
+		scenario["now"] = now
+	}
+	c, err := cn.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	var plan *pilotclient.Plan
+	res, err := c.Run(ctx, prog, pilotclient.RunOptions{TestRun: true, Input: map[string]any{"scenario": scenario},
+		OnValidate: func(v *pilotclient.ValidateResult, attempt int) {
+			plan = v.Plan
+			if !v.Valid || len(v.Errors()) > 0 {
+				printValidation(stdout, prog, v)
+			}
+		},
+		BeforeExecute: cliHooks.beforeExecute,
+	})
+	if err != nil {
+		return err
+	}
+	if !res.Validation.Valid || len(res.Validation.Errors()) > 0 {
+		return fmt.Errorf("%s is invalid: nothing was run", pos[0])
+	}
+	r := res.Execution
+	fmt.Fprintf(stdout, "test run %s: %s", r.RunID, r.Outcome.Status)
+	if r.Outcome.Error != "" {
+		fmt.Fprintf(stdout, " (%s)", r.Outcome.Error)
+	}
+	fmt.Fprintln(stdout)
+	printDiagnostics(stdout, prog, r.Diagnostics)
+	if r.Trace != nil {
+		printTrace(stdout, plan, r.Trace)
+	}
+	printTestOutput(stdout, r.Output)
+	return pilotclient.Verify(r, true)
+}
+
+func cliRules(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("rules", stderr)
+	var cn conn
+	cn.register(fs)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	c, err := cn.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if len(pos) == 0 {
+		list, err := c.Rules(ctx)
+		if err != nil {
+			return err
+		}
+		printRules(stdout, list)
+		return nil
+	}
+	if len(pos) != 2 {
+		return errors.New("usage: pilothouse rules [enable|disable|remove NAME]")
+	}
+	switch verb, name := pos[0], pos[1]; verb {
+	case "enable", "disable":
+		r, err := c.SetRuleEnabled(ctx, name, verb == "enable")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "rule %s: %s\n", r.Name, r.Status)
+	case "remove":
+		if err := c.RemoveRule(ctx, name); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "rule %s: removed\n", name)
+	default:
+		return fmt.Errorf("unknown rules verb %q (enable, disable, remove)", verb)
+	}
+	return nil
+}
+
+func cliTrace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("trace", stderr)
+	var cn conn
+	cn.register(fs)
+	var level string
+	fs.StringVar(&level, "level", pilotage.LevelFull, "summary or full")
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return errors.New("usage: pilothouse trace RUN_ID [--level summary|full]")
+	}
+	c, err := cn.dial(ctx)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	t, err := c.Trace(ctx, pos[0], level)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "run %s: %s", t.RunID, t.Outcome.Status)
+	if t.Outcome.Error != "" {
+		fmt.Fprintf(stdout, " (%s)", t.Outcome.Error)
+	}
+	fmt.Fprintln(stdout)
+	if t.Trace != nil {
+		printTrace(stdout, nil, t.Trace)
+	}
+	if len(t.Output) > 0 && string(t.Output) != "null" {
+		fmt.Fprintf(stdout, "output: %s\n", compact(t.Output))
+	}
+	if t.Narration != "" {
+		fmt.Fprintf(stdout, "narration (server's interpretation, unverified):\n%s\n", t.Narration)
+	}
+	return nil
+}
+
+// runHealthcheck GETs /healthz of the local server and fails unless it
+// answers 200; the container image's HEALTHCHECK runs it (no shell there).
+func runHealthcheck(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("pilothouse healthcheck", flag.ContinueOnError)
+	url := fs.String("url", "http://127.0.0.1:8080/healthz", "health endpoint")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, *url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("healthcheck: %w", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("healthcheck: %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	return nil
+}

@@ -1,0 +1,283 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/pilotclient"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files under testdata/")
+
+const cliToken = "cli-test-token"
+
+// startCLIApp starts a server that requires a bearer token and waits for
+// the demo catalog.
+func startCLIApp(t *testing.T) (*app, string) {
+	t.Helper()
+	cfg := testConfig(t)
+	cfg.Principals = []*engine.Principal{{Name: "owner", TokenHash: engine.HashToken(cliToken), Deploy: true}}
+	a := startTestApp(t, cfg)
+	url := a.URL() + "/mcp"
+	c := dialT(t, url)
+	waitFor(t, 10*time.Second, "the demo catalog", func() bool {
+		_, err1 := c.Get(context.Background(), "front_lock.set")
+		_, err2 := c.Get(context.Background(), "hall_light.set")
+		return err1 == nil && err2 == nil
+	})
+	return a, url
+}
+
+func dialT(t *testing.T, url string) *pilotclient.Client {
+	t.Helper()
+	c, err := pilotclient.Dial(context.Background(), pilotclient.Options{URL: url, Token: cliToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func writeFile(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// cli runs one client command and returns stdout.
+func cli(t *testing.T, url, stdin, cmd string, args ...string) (string, error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	args = append(args, "--server", url, "--token", cliToken)
+	err := runCLI(context.Background(), cmd, args, &out, &errb, strings.NewReader(stdin))
+	if errb.Len() > 0 {
+		t.Logf("stderr: %s", errb.String())
+	}
+	return out.String(), err
+}
+
+func ruleNames(t *testing.T, c *pilotclient.Client) []string {
+	t.Helper()
+	list, err := c.Rules(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, r := range list {
+		names = append(names, r.Name)
+	}
+	return names
+}
+
+const lockRule = `{
+  "name": "lock-on-motion",
+  "description": "Lock the front door when the hall sees motion",
+  "triggers": [{"id": "motion", "state": "hall_motion.occupancy", "to": true}],
+  "steps": [{"id": "lock", "call": "front_lock.set", "args": {"state": "LOCK"}}]
+}`
+
+func TestCLIApplyGatesDestructivePlans(t *testing.T) {
+	_, url := startCLIApp(t)
+	c := dialT(t, url)
+	file := writeFile(t, "lock.json", lockRule)
+
+	out, err := cli(t, url, "n\n", "apply", file)
+	if !errors.Is(err, pilotclient.ErrNotApproved) {
+		t.Fatalf("apply without approval: err = %v, want ErrNotApproved\n%s", err, out)
+	}
+	for _, want := range []string{"APPROVAL REQUIRED", "destructive: true", "step lock calls front_lock.set (risk security (destructive))",
+		"claims made by the server", "Deploy this rule? [y/N]"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if names := ruleNames(t, c); len(names) != 0 {
+		t.Fatalf("refused apply installed %v", names)
+	}
+
+	// No answer at all (stdin closed) is a refusal too.
+	if _, err := cli(t, url, "", "apply", file); !errors.Is(err, pilotclient.ErrNotApproved) {
+		t.Fatalf("apply with empty stdin: %v", err)
+	}
+
+	out, err = cli(t, url, "", "apply", file, "--approve")
+	if err != nil {
+		t.Fatalf("apply --approve: %v\n%s", err, out)
+	}
+	for _, want := range []string{"approved by policy (--approve)", "deployed: rule lock-on-motion installed as automation.lock-on-motion@",
+		"trigger motion: state hall_motion.occupancy"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if names := ruleNames(t, c); len(names) != 1 || names[0] != "lock-on-motion" {
+		t.Fatalf("rules after approved apply: %v", names)
+	}
+
+	// Interactive yes, and the management commands.
+	if out, err := cli(t, url, "y\n", "apply", file); err != nil || !strings.Contains(out, "lock-on-motion replaced") {
+		t.Fatalf("apply with y: %v\n%s", err, out)
+	}
+	if out, err := cli(t, url, "", "rules", "disable", "lock-on-motion"); err != nil || out != "rule lock-on-motion: disabled\n" {
+		t.Fatalf("rules disable: %v %q", err, out)
+	}
+	if out, err := cli(t, url, "", "rules"); err != nil || !strings.Contains(out, "lock-on-motion  disabled  risk security") {
+		t.Fatalf("rules: %v %q", err, out)
+	}
+	if out, err := cli(t, url, "", "rules", "remove", "lock-on-motion"); err != nil || out != "rule lock-on-motion: removed\n" {
+		t.Fatalf("rules remove: %v %q", err, out)
+	}
+	_, err = cli(t, url, "", "rules", "enable", "lock-on-motion")
+	if !pilotclient.IsKind(err, "not_found") {
+		t.Fatalf("enable a removed rule: %v", err)
+	}
+}
+
+func TestCLIApplyLowRiskNeedsNoApproval(t *testing.T) {
+	_, url := startCLIApp(t)
+	out, err := cli(t, url, "", "apply", writeFile(t, "motion.json", motionLight))
+	if err != nil {
+		t.Fatalf("apply: %v\n%s", err, out)
+	}
+	if strings.Contains(out, "APPROVAL") || !strings.Contains(out, "max_risk: control") {
+		t.Fatalf("a control-risk plan was gated or not shown:\n%s", out)
+	}
+	m := regexp.MustCompile(`\(run (\S+)\)`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no run id in %q", out)
+	}
+	tr, err := cli(t, url, "", "trace", m[1], "--level", "summary")
+	if err != nil || !strings.Contains(tr, "run "+m[1]+": success") || !strings.Contains(tr, "install [success]") {
+		t.Fatalf("trace: %v\n%s", err, tr)
+	}
+	if _, err := cli(t, url, "", "trace", "r-nope"); !pilotclient.IsKind(err, "not_found") {
+		t.Fatalf("trace of an unknown run: %v", err)
+	}
+}
+
+func TestCLIApplyPrintsDiagnosticsWithExcerpt(t *testing.T) {
+	_, url := startCLIApp(t)
+	bad := strings.Replace(motionLight, `"hall_light.set"`, `"hall_lite.set"`, 1)
+	out, err := cli(t, url, "", "apply", writeFile(t, "bad.json", bad), "--approve")
+	if err == nil || !strings.Contains(err.Error(), "is invalid (1 error(s)): nothing was deployed") {
+		t.Fatalf("apply of an invalid program: %v\n%s", err, out)
+	}
+	for _, want := range []string{"error unknown_name at /steps/0/call: call \"hall_lite.set\" is not in the catalog", "    hint: ", `    | "hall_lite.set"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestCLIApplyRecoversFromDrift changes the catalog between validate and
+// execute (installing another rule adds an automation entry): the client
+// re-looks-up, re-validates, re-gates and retries exactly once.
+func TestCLIApplyRecoversFromDrift(t *testing.T) {
+	_, url := startCLIApp(t)
+	c := dialT(t, url)
+	n, serial := 0, 0
+	drifter := func(every bool) func(ctx context.Context, attempt int) error {
+		return func(ctx context.Context, attempt int) error {
+			n++
+			if attempt > 1 && !every {
+				return nil
+			}
+			serial++
+			prog := strings.Replace(motionLight, "hall-motion-light", fmt.Sprintf("drift-%d", serial), 1)
+			_, err := c.Execute(ctx, pilotclient.ExecuteRequest{Program: []byte(prog), IdempotencyKey: pilotclient.NewKey()})
+			return err
+		}
+	}
+	t.Cleanup(func() { cliHooks.beforeExecute = nil })
+
+	cliHooks.beforeExecute = drifter(false)
+	out, err := cli(t, url, "", "apply", writeFile(t, "lock.json", lockRule), "--approve")
+	if err != nil {
+		t.Fatalf("apply across drift: %v\n%s", err, out)
+	}
+	if n != 2 || strings.Count(out, "catalog drift:") != 1 || !strings.Contains(out, "looked up front_lock.set again") ||
+		!strings.Contains(out, "re-validated against the current catalog") || !strings.Contains(out, "deployed: rule lock-on-motion") {
+		t.Fatalf("want exactly one retry (hook ran %d times):\n%s", n, out)
+	}
+
+	// Drift on every attempt: one retry, then give up with nothing installed.
+	n = 0
+	cliHooks.beforeExecute = drifter(true)
+	out, err = cli(t, url, "", "apply", writeFile(t, "motion.json", motionLight))
+	if err == nil || !strings.Contains(err.Error(), "drifted again after one retry") || n != 2 {
+		t.Fatalf("double drift: err=%v hook ran %d times\n%s", err, n, out)
+	}
+	for _, name := range ruleNames(t, c) {
+		if name == "hall-motion-light" {
+			t.Fatal("a drifted apply installed the rule")
+		}
+	}
+}
+
+// TestCLITestGolden test-runs the motion rule with a fixed scenario.
+func TestCLITestGolden(t *testing.T) {
+	_, url := startCLIApp(t)
+	prog := `{
+  "name": "hall-motion-night",
+  "triggers": [{"id": "motion", "state": "hall_motion.occupancy", "to": true}],
+  "steps": [
+    {"id": "late", "if": "hour(now()) >= 23",
+      "then": [{"id": "dim", "call": "hall_light.set", "args": {"state": "ON", "brightness": 20}}],
+      "else": [{"id": "bright", "call": "hall_light.set", "args": {"state": "ON", "brightness": 200}}]},
+    {"id": "blink", "repeat": {"count": 2}, "do": [
+      {"id": "toggle", "call": "porch_light.set", "args": {"state": "TOGGLE"}}
+    ]},
+    {"id": "remember", "set": {"who": "{{ trigger.id }}"}}
+  ]
+}`
+	out, err := cli(t, url, "", "test", writeFile(t, "motion.json", prog), "--trigger", "motion", "--value", "true",
+		"--state", "hall_light.state=OFF", "--now", "2026-01-15T23:30:00Z")
+	if err != nil {
+		t.Fatalf("test: %v\n%s", err, out)
+	}
+	got := regexp.MustCompile(`test run \S+:`).ReplaceAllString(out, "test run <run-id>:")
+	golden := filepath.Join("testdata", "cli", "test_motion.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update)", err)
+	}
+	if got != string(want) {
+		t.Fatalf("test output differs from %s (run with -update):\n--- got\n%s--- want\n%s", golden, got, want)
+	}
+}
+
+func TestCLIUsageAndAuth(t *testing.T) {
+	_, url := startCLIApp(t)
+	var out, errb bytes.Buffer
+	err := runCLI(context.Background(), "rules", []string{"--server", url, "--token", "wrong"}, &out, &errb, strings.NewReader(""))
+	if err == nil || !strings.Contains(err.Error(), "check --token") {
+		t.Fatalf("wrong token: %v", err)
+	}
+	if err := runCLI(context.Background(), "nope", nil, &out, &errb, nil); err == nil {
+		t.Fatal("unknown command accepted")
+	}
+	if _, err := cli(t, url, "", "apply"); err == nil || !strings.HasPrefix(err.Error(), "usage:") {
+		t.Fatalf("apply without file: %v", err)
+	}
+	if _, err := cli(t, url, "", "test", "x.json", "--now", "yesterday"); err == nil {
+		t.Fatal("bad --now accepted")
+	}
+}

@@ -1,0 +1,202 @@
+package pilotclient
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+// Manifest is the Server's self-description (unknown members ignored).
+type Manifest struct {
+	Pilotage string `json:"pilotage"`
+	Server   *struct {
+		Name    string `json:"name"`
+		Version string `json:"version"`
+	} `json:"server,omitempty"`
+	Capabilities map[string]json.RawMessage `json:"capabilities,omitempty"`
+	Languages    []LanguageEntry            `json:"languages"`
+}
+
+// LanguageEntry is one manifest language.
+type LanguageEntry struct {
+	ID            string                     `json:"id"`
+	Title         string                     `json:"title,omitempty"`
+	Capabilities  map[string]json.RawMessage `json:"capabilities,omitempty"`
+	Guides        map[string]string          `json:"guides"`
+	Catalog       map[string]string          `json:"catalog,omitempty"`
+	Loop          map[string]string          `json:"loop"`
+	Locator       string                     `json:"locator"`
+	ExecutionMode string                     `json:"execution_mode,omitempty"`
+	TraceLevel    string                     `json:"trace_level,omitempty"`
+	Retention     string                     `json:"retention,omitempty"`
+}
+
+// Capabilities is an effective capability map: capability → declared
+// sub-features ("" key = the capability itself).
+type Capabilities map[string]map[string]bool
+
+// Has reports whether "cap" or "cap.sub" is declared (spec §4.2: a
+// sub-feature is declared only when its parent is and its value is true).
+func (c Capabilities) Has(name string) bool {
+	capName, sub, hasSub := strings.Cut(name, ".")
+	m, ok := c[capName]
+	if !ok {
+		return false
+	}
+	if !hasSub {
+		return true
+	}
+	return m[sub]
+}
+
+// effective computes a Language's effective map: per capability, the
+// Language-level value replaces the Server-level one in full (spec §4.2).
+func effective(server, lang map[string]json.RawMessage) Capabilities {
+	out := Capabilities{}
+	add := func(k string, raw json.RawMessage) {
+		var b bool
+		if json.Unmarshal(raw, &b) == nil {
+			if b {
+				out[k] = map[string]bool{}
+			} else {
+				delete(out, k)
+			}
+			return
+		}
+		var subs map[string]any
+		if json.Unmarshal(raw, &subs) == nil {
+			m := map[string]bool{}
+			for s, v := range subs {
+				if bv, ok := v.(bool); ok && bv {
+					m[s] = true
+				}
+			}
+			out[k] = m
+			return
+		}
+		delete(out, k) // an unrecognized shape declares nothing (conservative)
+	}
+	for k, v := range server {
+		if _, ok := lang[k]; !ok {
+			add(k, v)
+		}
+	}
+	for k, v := range lang {
+		add(k, v)
+	}
+	return out
+}
+
+// GetResult is lookup get's answer.
+type GetResult struct {
+	Entry          *pilotage.Entry `json:"entry"`
+	Live           json.RawMessage `json:"live,omitempty"`
+	CatalogVersion string          `json:"catalog_version"`
+}
+
+// Plan is a validation plan. MaxRiskHints stays raw so that missing or
+// malformed risk information can be treated as risky (spec §7.3 fail closed).
+type Plan struct {
+	Steps        []pilotage.PlanStep `json:"steps"`
+	MaxRisk      pilotage.Risk       `json:"max_risk"`
+	MaxRiskHints json.RawMessage     `json:"max_risk_hints"`
+	Summary      string              `json:"summary,omitempty"`
+}
+
+// ValidateResult is validate's answer.
+type ValidateResult struct {
+	Valid          bool                  `json:"valid"`
+	Diagnostics    []pilotage.Diagnostic `json:"diagnostics"`
+	CatalogVersion string                `json:"catalog_version"`
+	Plan           *Plan                 `json:"plan,omitempty"`
+}
+
+// Errors returns the error-severity diagnostics (the ones that block
+// execution, spec §7.2). An unknown severity counts as an error.
+func (v *ValidateResult) Errors() []pilotage.Diagnostic {
+	var out []pilotage.Diagnostic
+	for _, d := range v.Diagnostics {
+		if d.Severity != pilotage.SeverityWarning && d.Severity != pilotage.SeverityInfo {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// ExecuteRequest is one execute request.
+type ExecuteRequest struct {
+	Program                json.RawMessage
+	Input                  map[string]any
+	TraceLevel             string
+	Store                  *bool
+	ExpectedCatalogVersion string
+	IdempotencyKey         string
+	TestRun                bool
+}
+
+// ExecuteResult is execute's answer.
+type ExecuteResult struct {
+	RunID          string                `json:"run_id"`
+	Outcome        pilotage.Outcome      `json:"outcome"`
+	Output         json.RawMessage       `json:"output,omitempty"`
+	Trace          *pilotage.Trace       `json:"trace,omitempty"`
+	Diagnostics    []pilotage.Diagnostic `json:"diagnostics,omitempty"`
+	CatalogVersion string                `json:"catalog_version,omitempty"`
+}
+
+// Deploy decodes the output of a successful deploy.
+func (r *ExecuteResult) Deploy() (*DeployOutput, bool) {
+	var d DeployOutput
+	if !r.Outcome.OK || len(r.Output) == 0 || json.Unmarshal(r.Output, &d) != nil || d.ProgramRef == "" {
+		return nil, false
+	}
+	return &d, true
+}
+
+// DeployOutput is Pilothouse's installation result.
+type DeployOutput struct {
+	ProgramRef string        `json:"program_ref"`
+	Rule       string        `json:"rule"`
+	Replaced   bool          `json:"replaced"`
+	Triggers   []TriggerInfo `json:"triggers"`
+	NextFire   *time.Time    `json:"next_fire,omitempty"`
+}
+
+// TriggerInfo is one armed trigger.
+type TriggerInfo struct {
+	ID       string     `json:"id"`
+	Kind     string     `json:"kind"`
+	Entity   string     `json:"entity,omitempty"`
+	Spec     string     `json:"spec,omitempty"`
+	NextFire *time.Time `json:"next_fire,omitempty"`
+}
+
+// TraceResult is the fetch door's answer.
+type TraceResult struct {
+	RunID     string           `json:"run_id"`
+	Outcome   pilotage.Outcome `json:"outcome"`
+	Output    json.RawMessage  `json:"output,omitempty"`
+	Trace     *pilotage.Trace  `json:"trace"`
+	Narration string           `json:"narration,omitempty"`
+}
+
+// Rule is one installed rule as pilothouse_rules lists it.
+type Rule struct {
+	Name        string        `json:"name"`
+	Status      string        `json:"status"`
+	Broken      string        `json:"broken,omitempty"`
+	ProgramRef  string        `json:"program_ref"`
+	Description string        `json:"description,omitempty"`
+	MaxRisk     pilotage.Risk `json:"max_risk"`
+	Triggers    []TriggerInfo `json:"triggers"`
+	NextFire    *time.Time    `json:"next_fire,omitempty"`
+	LastFirings []struct {
+		RunID   string    `json:"run_id"`
+		Status  string    `json:"status"`
+		OK      bool      `json:"ok"`
+		Started time.Time `json:"started"`
+	} `json:"last_firings"`
+	Principal string `json:"principal"`
+}
