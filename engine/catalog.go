@@ -134,9 +134,18 @@ func (c *catalogService) build(p *Principal, snap *devices.Snapshot, devGen uint
 	}
 	for id, a := range c.autos {
 		ok := p.Visible(a.entry, nil)
+		// Hidden when it references an entry that exists but is invisible
+		// to p; references that vanished for everyone keep it visible (its
+		// use is then promotion_drift, not not_found).
 		for _, r := range a.refs {
-			if _, vis := v.byID[r]; !vis {
-				if _, isAuto := c.autos[r]; !isAuto {
+			if _, vis := v.byID[r]; vis {
+				continue
+			}
+			if _, isAuto := c.autos[r]; isAuto {
+				continue
+			}
+			if snap != nil {
+				if _, exists := snap.Get(r); exists {
 					ok = false
 					break
 				}

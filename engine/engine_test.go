@@ -1,0 +1,283 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules"
+)
+
+const motionLight = `{"name":"hall-motion-light","mode":"restart",
+ "triggers":[{"id":"motion","state":"hall_motion.occupancy","to":true}],
+ "steps":[{"id":"on","call":"hall_light.set","args":{"state":"ON","brightness":180}}]}`
+
+func TestDeployFiresOnMotion(t *testing.T) {
+	h := newHouse(t, Config{})
+	cmds := h.watch("zigbee2mqtt/hall_light/set")
+	dep := h.deploy(motionLight)
+	out := dep.Output.(*DeployOutput)
+	if out.Rule != "hall-motion-light" || len(out.Triggers) != 1 || out.Triggers[0].Entity != "hall_motion.occupancy" {
+		t.Fatalf("deploy output: %+v", out)
+	}
+	if err := h.sim.Trigger(context.Background(), "hall_motion", map[string]any{"occupancy": true}); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(5*time.Second, "the light command", func() bool { return cmds.count() > 0 })
+	if got := cmds.last(); got["state"] != "ON" || got["brightness"] != float64(180) {
+		t.Fatalf("command = %v", got)
+	}
+	h.waitFor(5*time.Second, "the firing record", func() bool { return len(h.firings("hall-motion-light")) > 0 })
+	run := h.firings("hall-motion-light")[0]
+	if run.Status != rules.StatusSuccess || !run.OK {
+		t.Fatalf("firing: %s %v %s", run.Status, run.OK, run.Envelope)
+	}
+	tr, err := h.eng.Trace(context.Background(), TraceRequest{RunID: run.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []string{}
+	for _, s := range tr.Trace.Steps {
+		ids = append(ids, s.ID)
+	}
+	if strings.Join(ids, ",") != "triggers,motion,on" {
+		t.Fatalf("trace ids = %v", ids)
+	}
+	if err := rules.CheckCorrespondence(h.eng.body(out.ProgramRef).compiled.Plan, tr.Trace.Steps, tr.Outcome); err != nil {
+		t.Fatalf("plan–trace correspondence: %v", err)
+	}
+	// Motion going false does not fire (to: true).
+	n := cmds.count()
+	_ = h.sim.Trigger(context.Background(), "hall_motion", map[string]any{"occupancy": false})
+	h.waitFor(5*time.Second, "the state to settle", func() bool {
+		l, _ := h.devs.Live("hall_motion.occupancy")
+		return l.Value == false
+	})
+	h.eng.Flush()
+	if cmds.count() != n {
+		t.Fatalf("a false occupancy fired the rule")
+	}
+}
+
+func TestConditionsNotMetIsRecorded(t *testing.T) {
+	h := newHouse(t, Config{})
+	h.deploy(`{"name":"dark-only","triggers":[{"id":"m","state":"hall_motion.occupancy","to":true}],
+	 "conditions":[{"id":"dark","expr":"state('hall_motion.illuminance') < -1000"}],
+	 "steps":[{"id":"on","call":"hall_light.set","args":{"state":"ON"}}]}`)
+	_ = h.sim.Trigger(context.Background(), "hall_motion", map[string]any{"occupancy": true})
+	h.waitFor(5*time.Second, "the firing", func() bool { return len(h.firings("dark-only")) > 0 })
+	if r := h.firings("dark-only")[0]; r.Status != rules.StatusConditionsNotMet || !r.OK {
+		t.Fatalf("got %s ok=%v", r.Status, r.OK)
+	}
+}
+
+func TestTestRunHasNoSideEffect(t *testing.T) {
+	h := newHouse(t, Config{})
+	cmds := h.watch("zigbee2mqtt/#")
+	h.waitFor(5*time.Second, "retained messages", func() bool { return cmds.count() > 0 })
+	before := cmds.count()
+	resp := h.execute(ExecuteRequest{Program: json.RawMessage(`{"name":"blink","triggers":[{"id":"t","cron":"0 0 * * * *"}],
+	 "steps":[{"id":"loop","repeat":{"count":3},"do":[{"id":"toggle","call":"porch_light.set","args":{"state":"TOGGLE"}},{"id":"pause","delay":"10m"}]}]}`), TestRun: true})
+	if !resp.Outcome.OK {
+		t.Fatalf("test run: %+v", resp.Outcome)
+	}
+	var ids []string
+	for _, s := range resp.Trace.Steps {
+		ids = append(ids, s.ID)
+	}
+	want := "triggers,t,loop,toggle#1,pause#1,toggle#2,pause#2,toggle#3,pause#3"
+	if strings.Join(ids, ",") != want {
+		t.Fatalf("ids = %v, want %s", ids, want)
+	}
+	rules, _ := h.eng.ListRules(context.Background(), 0)
+	if len(rules) != 0 {
+		t.Fatalf("a test run installed a rule")
+	}
+	h.eng.Flush()
+	if strings.Contains(string(mustJSON(cmds.msgs[before:])), "porch_light/set") {
+		t.Fatal("a test run published a command")
+	}
+}
+
+func mustJSON(v any) []byte { b, _ := json.Marshal(v); return b }
+
+func TestCatalogVersionIgnoresStateAndTracksShape(t *testing.T) {
+	h := newHouse(t, Config{})
+	ctx := context.Background()
+	v0 := h.eng.cat.view(Owner).version
+	_ = h.sim.Trigger(ctx, "hall_motion", map[string]any{"illuminance": 3})
+	h.waitFor(5*time.Second, "the reading", func() bool {
+		l, _ := h.devs.Live("hall_motion.illuminance")
+		return l.Value == float64(3)
+	})
+	if v := h.eng.cat.view(Owner).version; v != v0 {
+		t.Fatal("a sensor reading changed catalog_version")
+	}
+	if err := h.sim.Rename("porch_light", "porch_lamp"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(5*time.Second, "the rename", func() bool { _, ok := h.devs.Snapshot().Get("porch_lamp.set"); return ok })
+	resp, err := h.eng.Lookup(ctx, LookupRequest{Verb: "changed_since", CatalogVersion: v0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := resp.(*ChangedResponse)
+	if ch.CatalogVersion == v0 {
+		t.Fatal("version did not move on a rename")
+	}
+	kinds := map[string]string{}
+	for _, c := range ch.Changes {
+		kinds[c.ID] = c.Change
+	}
+	if kinds["porch_light.set"] != "removed" || kinds["porch_lamp.set"] != "added" || kinds["hall_light.set"] != "" {
+		t.Fatalf("changes = %v", ch.Changes)
+	}
+	_, err = h.eng.Lookup(ctx, LookupRequest{Verb: "changed_since", CatalogVersion: "cv1-never"})
+	var re *pilotage.RequestError
+	if !errors.As(err, &re) || re.Kind != pilotage.ErrUnknownBaseline {
+		t.Fatalf("unknown baseline: %v", err)
+	}
+}
+
+func TestPromotionAndDrift(t *testing.T) {
+	h := newHouse(t, Config{})
+	dep := h.deploy(motionLight)
+	ref := dep.Output.(*DeployOutput).ProgramRef
+	// The promoted program is a catalog entry with the body's risk.
+	got, err := h.eng.Lookup(context.Background(), LookupRequest{Verb: "get", ID: ref})
+	if err != nil {
+		t.Fatal(err)
+	}
+	en := got.(*GetResponse).Entry
+	if en.Kind != pilotage.KindAutomation || en.RiskHints.ReadOnly || en.Risk != pilotage.RiskControl {
+		t.Fatalf("automation entry: %+v", en)
+	}
+	// Re-deploying the exact body by reference works.
+	if r := h.execute(ExecuteRequest{ProgramRef: ref}); !r.Outcome.OK {
+		t.Fatalf("redeploy by ref: %+v", r.Outcome)
+	}
+	// A stale catalog token is drift, nothing happens.
+	if r := h.execute(ExecuteRequest{ProgramRef: ref, ExpectedCatalogVersion: "cv1-old"}); r.Outcome.Status != rules.StatusCatalogDrift {
+		t.Fatalf("drift: %+v", r.Outcome)
+	}
+	// The hall light vanishes: the ref is promotion_drift, the rule broken.
+	if err := h.sim.Remove("hall_light"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(5*time.Second, "removal", func() bool { _, ok := h.devs.Snapshot().Get("hall_light.set"); return !ok })
+	if r := h.execute(ExecuteRequest{ProgramRef: ref}); r.Outcome.Status != rules.StatusPromotionDrift {
+		t.Fatalf("promotion drift: %+v", r.Outcome)
+	}
+	_ = h.sim.Trigger(context.Background(), "hall_motion", map[string]any{"occupancy": true})
+	h.waitFor(5*time.Second, "the broken firing", func() bool { return len(h.firings("hall-motion-light")) > 0 })
+	if r := h.firings("hall-motion-light")[0]; r.Status != rules.StatusBroken {
+		t.Fatalf("firing status %s", r.Status)
+	}
+	ri, err := h.eng.GetRule(context.Background(), "hall-motion-light", 1)
+	if err != nil || ri.Status != "broken" {
+		t.Fatalf("rule status %q (%v)", ri.Status, err)
+	}
+}
+
+func TestIdempotency(t *testing.T) {
+	h := newHouse(t, Config{})
+	a := h.execute(ExecuteRequest{Program: json.RawMessage(motionLight), IdempotencyKey: "k"})
+	b := h.execute(ExecuteRequest{Program: json.RawMessage(motionLight), IdempotencyKey: "k"})
+	if a.RunID != b.RunID {
+		t.Fatalf("replay ran again: %s vs %s", a.RunID, b.RunID)
+	}
+	_, err := h.eng.Execute(context.Background(), ExecuteRequest{Program: json.RawMessage(strings.Replace(motionLight, "180", "90", 1)), IdempotencyKey: "k"})
+	var re *pilotage.RequestError
+	if !errors.As(err, &re) || re.Kind != pilotage.ErrConflict {
+		t.Fatalf("conflict: %v", err)
+	}
+}
+
+func TestRestartRearmsRules(t *testing.T) {
+	h := newHouse(t, Config{})
+	cmds := h.watch("zigbee2mqtt/hall_light/set")
+	h.deploy(motionLight)
+	h.stop()
+	h.start()
+	rl, err := h.eng.ListRules(context.Background(), 0)
+	if err != nil || len(rl) != 1 || rl[0].Status != "enabled" {
+		t.Fatalf("after restart: %+v %v", rl, err)
+	}
+	_ = h.sim.Trigger(context.Background(), "hall_motion", map[string]any{"occupancy": true})
+	h.waitFor(5*time.Second, "a firing after restart", func() bool { return cmds.count() > 0 })
+}
+
+func TestDisableStopsFiring(t *testing.T) {
+	h := newHouse(t, Config{})
+	ctx := context.Background()
+	cmds := h.watch("zigbee2mqtt/hall_light/set")
+	h.deploy(motionLight)
+	if _, err := h.eng.SetRuleEnabled(ctx, "hall-motion-light", false); err != nil {
+		t.Fatal(err)
+	}
+	_ = h.sim.Trigger(ctx, "hall_motion", map[string]any{"occupancy": true})
+	h.waitFor(5*time.Second, "the state", func() bool { l, _ := h.devs.Live("hall_motion.occupancy"); return l.Value == true })
+	h.eng.Flush()
+	if cmds.count() != 0 || len(h.firings("hall-motion-light")) != 0 {
+		t.Fatal("a disabled rule fired")
+	}
+	if err := h.eng.RemoveRule(ctx, "hall-motion-light"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.eng.GetRule(ctx, "hall-motion-light", 0); !errors.Is(err, ErrRuleNotFound) {
+		t.Fatalf("after remove: %v", err)
+	}
+}
+
+func TestGuestScopeIsIndistinguishable(t *testing.T) {
+	guest := &Principal{Name: "guest", TokenHash: HashToken("g"), Scope: Scope{DenyTypes: []string{"lock", "cover"}, DenyDevices: []string{"notify"}}}
+	owner := &Principal{Name: "owner", TokenHash: HashToken("o"), Deploy: true}
+	h := newHouse(t, Config{Principals: []*Principal{owner, guest}})
+	gctx := WithPrincipal(context.Background(), guest)
+	prog := func(id string) json.RawMessage {
+		return json.RawMessage(`{"name":"x","triggers":[{"id":"t","cron":"0 0 * * * *"}],"steps":[{"id":"s","call":"` + id + `","args":{"state":"LOCK"}}]}`)
+	}
+	invisible, err := h.eng.Validate(gctx, prog("front_lock.set"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	missing, err := h.eng.Validate(gctx, prog("front_lokk.set"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := strings.ReplaceAll(string(mustJSON(invisible)), "front_lock", "NAME")
+	b := strings.ReplaceAll(string(mustJSON(missing)), "front_lokk", "NAME")
+	if a != b {
+		t.Fatalf("invisible and missing differ:\n%s\n%s", a, b)
+	}
+	if strings.Contains(string(mustJSON(missing)), "front_lock") {
+		t.Fatal("a hint leaked the invisible lock")
+	}
+	_, e1 := h.eng.Lookup(gctx, LookupRequest{Verb: "get", ID: "front_lock.set"})
+	_, e2 := h.eng.Lookup(gctx, LookupRequest{Verb: "get", ID: "front_lokk.set"})
+	if strings.ReplaceAll(e1.Error(), "front_lock", "NAME") != strings.ReplaceAll(e2.Error(), "front_lokk", "NAME") {
+		t.Fatalf("lookup errors differ: %v / %v", e1, e2)
+	}
+	// An owner's change to an invisible entry leaves the guest's version alone.
+	gv := h.eng.cat.view(guest).version
+	ov := h.eng.cat.view(owner).version
+	if err := h.sim.Rename("front_lock", "front_door_lock"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(5*time.Second, "rename", func() bool { _, ok := h.devs.Snapshot().Get("front_door_lock.set"); return ok })
+	if h.eng.cat.view(owner).version == ov {
+		t.Fatal("owner version did not move")
+	}
+	if h.eng.cat.view(guest).version != gv {
+		t.Fatal("guest version moved on an invisible change")
+	}
+	// A guest may not deploy.
+	r, err := h.eng.Execute(gctx, ExecuteRequest{Program: json.RawMessage(strings.ReplaceAll(motionLight, "hall-motion-light", "g"))})
+	if err != nil || r.Outcome.Status != rules.StatusDenied {
+		t.Fatalf("guest deploy: %+v %v", r, err)
+	}
+}

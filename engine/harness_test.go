@@ -1,0 +1,177 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/devices/demo"
+	"github.com/pilothouse/pilothouse/mqtt"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// house is a real, in-process Pilothouse without transports: embedded
+// broker on a free port, device discovery, the demo devices, SQLite in a
+// temp dir and the engine.
+type house struct {
+	t      *testing.T
+	broker *mqtt.Broker
+	client *mqtt.Client
+	devs   *devices.Catalog
+	sim    *demo.Sim
+	store  *storage.Store
+	eng    *Engine
+	dir    string
+	cfg    Config
+}
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+func newHouse(t *testing.T, cfg Config) *house {
+	t.Helper()
+	h := &house{t: t, dir: t.TempDir(), cfg: cfg}
+	var err error
+	h.broker, err = mqtt.StartBroker("127.0.0.1:0", quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.broker.Close() })
+	h.client, err = mqtt.Dial(context.Background(), mqtt.Options{Broker: h.broker.URL(), ClientID: "engine-test", Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.client.Close)
+	h.devs = devices.NewCatalog(devices.Options{Logger: quiet(), Notify: []devices.NotifyChannel{{ID: "notify.phone", Name: "Phone", Topic: "pilothouse/notify/phone"}}})
+	if err := h.devs.Start(context.Background(), h.client); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	h.sim = demo.New(h.client, demo.Options{Pace: time.Hour, Logger: quiet()})
+	if err := h.sim.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.sim.Close)
+	h.waitFor(10*time.Second, "demo catalog", func() bool {
+		snap := h.devs.Snapshot()
+		for _, id := range demoIDs {
+			if _, ok := snap.Get(id); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	return h
+}
+
+// start opens storage and starts the engine (again, for restart tests).
+func (h *house) start() {
+	var err error
+	h.store, err = storage.Open(context.Background(), h.dir)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.eng = New(h.cfg, h.devs, h.store, quiet())
+	if err := h.eng.Start(context.Background()); err != nil {
+		h.t.Fatal(err)
+	}
+	eng, store := h.eng, h.store
+	h.t.Cleanup(func() { eng.Close(); _ = store.Close() })
+}
+
+// stop stops the engine and storage (a clean restart).
+func (h *house) stop() {
+	h.eng.Close()
+	_ = h.store.Close()
+}
+
+func (h *house) waitFor(d time.Duration, what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// watch records messages on a topic filter.
+type watch struct {
+	mu   sync.Mutex
+	msgs []mqtt.Message
+}
+
+func (h *house) watch(filter string) *watch {
+	h.t.Helper()
+	w := &watch{}
+	c, err := mqtt.Dial(context.Background(), mqtt.Options{Broker: h.broker.URL(), Logger: quiet()})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(c.Close)
+	if err := c.Subscribe(filter, 1, func(m mqtt.Message) {
+		w.mu.Lock()
+		w.msgs = append(w.msgs, m)
+		w.mu.Unlock()
+	}); err != nil {
+		h.t.Fatal(err)
+	}
+	return w
+}
+
+func (w *watch) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.msgs)
+}
+
+func (w *watch) last() map[string]any {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.msgs) == 0 {
+		return nil
+	}
+	var m map[string]any
+	_ = json.Unmarshal(w.msgs[len(w.msgs)-1].Payload, &m)
+	return m
+}
+
+func (h *house) execute(req ExecuteRequest) *ExecuteResponse {
+	h.t.Helper()
+	resp, err := h.eng.Execute(context.Background(), req)
+	if err != nil {
+		h.t.Fatalf("execute: %v", err)
+	}
+	return resp
+}
+
+func (h *house) deploy(program string) *ExecuteResponse {
+	h.t.Helper()
+	resp := h.execute(ExecuteRequest{Program: json.RawMessage(program)})
+	if !resp.Outcome.OK {
+		b, _ := json.Marshal(resp)
+		h.t.Fatalf("deploy failed: %s", b)
+	}
+	return resp
+}
+
+// firings returns the stored firings of a rule, newest first.
+func (h *house) firings(rule string) []storage.Run {
+	h.eng.Flush()
+	runs, err := h.store.ListRuns(context.Background(), storage.RunFilter{Rule: rule, Kind: "firing", Limit: 100})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return runs
+}
+
+// demoIDs are entries of every demo device (the catalog is complete when
+// all are present).
+var demoIDs = []string{"hall_light.set", "porch_light.set", "hall_motion.occupancy", "hall_motion.illuminance",
+	"front_door.contact", "front_lock.set", "garage_door.set", "living_plug.power", "living_thermostat.set",
+	"bedroom_remote.action", "outdoor_weather.temperature", "outdoor_weather.humidity", "notify.phone"}
