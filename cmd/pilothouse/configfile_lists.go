@@ -1,0 +1,179 @@
+package main
+
+import (
+	"encoding/hex"
+	"fmt"
+	"path"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+// principals replaces the principal list. Each principal has exactly one
+// of token_sha256, token_env and token (plaintext: accepted with a warning,
+// kept only hashed).
+func (l *cfgLoader) principals(n *yaml.Node, key string) error {
+	if n.Kind != yaml.SequenceNode {
+		return l.errAt(n, key, "want a list of principals, got %s", describe(n))
+	}
+	out := []*engine.Principal{}
+	names := map[string]bool{}
+	for i, it := range n.Content {
+		it = deref(it)
+		k := fmt.Sprintf("%s[%d]", key, i)
+		p := &engine.Principal{}
+		var hash, plain, env string
+		sources := 0
+		count := func(h handler) handler {
+			return func(n *yaml.Node, key string) error { sources++; return h(n, key) }
+		}
+		err := l.mapping(it, k, map[string]handler{
+			"name": l.checked(&p.Name, nonEmpty),
+			"token_sha256": count(l.checked(&hash, func(s string) error {
+				if b, err := hex.DecodeString(s); err != nil || len(b) != 32 {
+					return fmt.Errorf("want 64 hex digits (sha256sum of the token)")
+				}
+				return nil
+			})),
+			"token":     count(l.checked(&plain, nonEmpty)),
+			"token_env": count(l.fromEnv(&env)),
+			"deploy":    l.boolean(&p.Deploy),
+			"scope":     func(n *yaml.Node, key string) error { return l.scope(n, key, &p.Scope) },
+		})
+		if err != nil {
+			return err
+		}
+		switch {
+		case p.Name == "":
+			return l.errAt(it, k, "name is required")
+		case names[p.Name]:
+			return l.errAt(it, k+".name", "principal %q is defined twice", p.Name)
+		case sources > 1:
+			return l.errAt(it, k, "set one of token_sha256, token_env and token")
+		}
+		names[p.Name] = true
+		switch {
+		case hash != "":
+			p.TokenHash = strings.ToLower(hash)
+		case env != "":
+			p.TokenHash = engine.HashToken(env)
+		case plain != "":
+			p.TokenHash = engine.HashToken(plain)
+			if l.warn != nil {
+				fmt.Fprintf(l.warn, "config %s:%d:%d: warning: %s.token is a plaintext secret; prefer token_sha256 (%s) or token_env\n",
+					l.file, it.Line, it.Column, k, p.TokenHash)
+			}
+		}
+		out = append(out, p)
+	}
+	l.c.Principals = out
+	return nil
+}
+
+func (l *cfgLoader) scope(n *yaml.Node, key string, s *engine.Scope) error {
+	var kinds, risks []string
+	err := l.mapping(n, key, map[string]handler{
+		"areas":         l.strList(&s.Areas, nonEmpty),
+		"allow_no_area": l.boolean(&s.AllowNoArea),
+		"devices":       l.strList(&s.Devices, checkPattern),
+		"deny_devices":  l.strList(&s.DenyDevices, checkPattern),
+		"kinds": l.strList(&kinds, func(v string) error {
+			for _, k := range pilotage.Kinds {
+				if string(k.Kind) == v {
+					return nil
+				}
+			}
+			return fmt.Errorf("unknown kind %q (device, state, event, action, automation)", v)
+		}),
+		"deny_types": l.strList(&s.DenyTypes, nonEmpty),
+		"deny_risks": l.strList(&risks, func(v string) error {
+			for _, r := range pilotage.RiskLevels {
+				if string(r.Risk) == v {
+					return nil
+				}
+			}
+			return fmt.Errorf("unknown risk %q (read, control, security, external)", v)
+		}),
+	})
+	for _, k := range kinds {
+		s.Kinds = append(s.Kinds, pilotage.Kind(k))
+	}
+	for _, r := range risks {
+		s.DenyRisks = append(s.DenyRisks, pilotage.Risk(r))
+	}
+	return err
+}
+
+func checkPattern(p string) error {
+	if _, err := path.Match(p, ""); err != nil || p == "" {
+		return fmt.Errorf("bad device pattern %q", p)
+	}
+	return nil
+}
+
+// notify replaces the notification channels.
+func (l *cfgLoader) notify(n *yaml.Node, key string) error {
+	if n.Kind != yaml.SequenceNode {
+		return l.errAt(n, key, "want a list of channels, got %s", describe(n))
+	}
+	out := []devices.NotifyChannel{}
+	ids := map[string]bool{}
+	for i, it := range n.Content {
+		it = deref(it)
+		k := fmt.Sprintf("%s[%d]", key, i)
+		var ch devices.NotifyChannel
+		err := l.mapping(it, k, map[string]handler{
+			"id": l.checked(&ch.ID, func(s string) error {
+				if !strings.HasPrefix(s, "notify.") || len(s) == len("notify.") || strings.ContainsAny(s, " /#+") {
+					return fmt.Errorf("want an id such as \"notify.phone\", got %q", s)
+				}
+				return nil
+			}),
+			"name":  l.str(&ch.Name),
+			"topic": l.checked(&ch.Topic, nonEmpty),
+			"url": l.checked(&ch.URL, func(s string) error {
+				if !strings.HasPrefix(s, "http://") && !strings.HasPrefix(s, "https://") {
+					return fmt.Errorf("want an http(s) URL, got %q", s)
+				}
+				return nil
+			}),
+		})
+		if err != nil {
+			return err
+		}
+		switch {
+		case ch.ID == "":
+			return l.errAt(it, k, "id is required")
+		case ids[ch.ID]:
+			return l.errAt(it, k+".id", "channel %q is defined twice", ch.ID)
+		case (ch.Topic == "") == (ch.URL == ""):
+			return l.errAt(it, k, "set exactly one of topic and url")
+		}
+		ids[ch.ID] = true
+		out = append(out, ch)
+	}
+	l.c.Notify = out
+	return nil
+}
+
+// limits overrides rules.Limits field by field.
+func (l *cfgLoader) limits(n *yaml.Node, key string) error {
+	lim := &l.c.Limits
+	return l.mapping(n, key, map[string]handler{
+		"max_program_bytes": l.integer(&lim.MaxProgramBytes),
+		"max_nodes":         l.integer(&lim.MaxNodes),
+		"max_depth":         l.integer(&lim.MaxDepth),
+		"max_expr_nodes":    l.uinteger(&lim.MaxExprNodes),
+		"max_expr_len":      l.integer(&lim.MaxExprLen),
+		"validate_wall":     l.duration(&lim.ValidateWall),
+		"max_steps":         l.integer(&lim.MaxSteps),
+		"max_iterations":    l.integer(&lim.MaxIterations),
+		"max_wall":          l.duration(&lim.MaxWall),
+		"max_call_depth":    l.integer(&lim.MaxCallDepth),
+		"memory_budget":     l.uinteger(&lim.MemoryBudget),
+	})
+}

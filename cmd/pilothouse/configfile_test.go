@@ -1,0 +1,206 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+func loadYAML(t *testing.T, body string) (*Config, string, error) {
+	t.Helper()
+	c := defaultConfig()
+	var warn bytes.Buffer
+	err := parseConfigYAML("pilothouse.yaml", []byte(body), c, &warn)
+	return c, warn.String(), err
+}
+
+func TestConfigFileGood(t *testing.T) {
+	t.Setenv("PH_TEST_MQTT_PW", "mqtt-secret")
+	t.Setenv("PH_TEST_TOKEN", "kid-token")
+	c, warn, err := loadYAML(t, `
+listen: 0.0.0.0:8080
+allowed_origins: [https://home.example.com]
+data_dir: /data
+mqtt:
+  broker: tcp://mosquitto:1883
+  embedded_listen: 127.0.0.1:1884
+  client_id: ph
+  username: pilothouse
+  password_env: PH_TEST_MQTT_PW
+zigbee2mqtt: {base_topic: z2m}
+homeassistant: {discovery_prefix: ha}
+demo: {enabled: false, pace: 5s}
+location: {latitude: 48.85, longitude: 2.35}
+time_zone: Europe/Paris
+retention: P7D
+log: {level: debug, json: true}
+principals:
+  - name: owner
+    token: owner-token
+    deploy: true
+  - name: kid
+    token_env: PH_TEST_TOKEN
+    scope:
+      areas: [bedroom]
+      allow_no_area: true
+      devices: ["bedroom_*"]
+      deny_devices: [front_lock]
+      kinds: [device, state, action]
+      deny_types: [lock, cover]
+      deny_risks: [security, external]
+  - name: ci
+    token_sha256: `+engine.HashToken("ci")+`
+stdio_principal: kid
+notify:
+  - {id: notify.phone, name: Phone, topic: pilothouse/notify/phone}
+  - {id: notify.hook, url: "https://example.com/hook"}
+limits:
+  max_steps: 500
+  max_iterations: 50
+  max_wall: 1h
+  max_call_depth: 2
+  max_program_bytes: 65536
+  validate_wall: PT1S
+  memory_budget: 4096
+`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(warn, "config pilothouse.yaml:19:5: warning: principals[0].token is a plaintext secret; prefer token_sha256 ("+engine.HashToken("owner-token")+") or token_env") {
+		t.Errorf("plaintext token warning: %q", warn)
+	}
+	lat, lon := 48.85, 2.35
+	want := defaultConfig()
+	want.Addr, want.AllowedOrigins, want.DataDir = "0.0.0.0:8080", []string{"https://home.example.com"}, "/data"
+	want.Broker, want.BrokerListen, want.ClientID, want.MQTTUser, want.MQTTPassword = "tcp://mosquitto:1883", "127.0.0.1:1884", "ph", "pilothouse", "mqtt-secret"
+	want.Z2MBase, want.HAPrefix, want.Demo, want.DemoPace = "z2m", "ha", false, 5*time.Second
+	want.Latitude, want.Longitude, want.TimeZone, want.Retention = &lat, &lon, "Europe/Paris", "P7D"
+	want.LogLevel, want.LogJSON, want.StdioAs = "debug", true, "kid"
+	want.Principals = []*engine.Principal{
+		{Name: "owner", TokenHash: engine.HashToken("owner-token"), Deploy: true},
+		{Name: "kid", TokenHash: engine.HashToken("kid-token"), Scope: engine.Scope{Areas: []string{"bedroom"}, AllowNoArea: true,
+			Devices: []string{"bedroom_*"}, DenyDevices: []string{"front_lock"}, Kinds: []pilotage.Kind{"device", "state", "action"},
+			DenyTypes: []string{"lock", "cover"}, DenyRisks: []pilotage.Risk{"security", "external"}}},
+		{Name: "ci", TokenHash: engine.HashToken("ci")},
+	}
+	want.Notify = []devices.NotifyChannel{{ID: "notify.phone", Name: "Phone", Topic: "pilothouse/notify/phone"}, {ID: "notify.hook", URL: "https://example.com/hook"}}
+	want.Limits.MaxSteps, want.Limits.MaxIterations, want.Limits.MaxWall, want.Limits.MaxCallDepth = 500, 50, time.Hour, 2
+	want.Limits.MaxProgramBytes, want.Limits.ValidateWall, want.Limits.MemoryBudget = 65536, time.Second, 4096
+	if !reflect.DeepEqual(c, want) {
+		t.Fatalf("config:\n got %+v\nwant %+v", c, want)
+	}
+	if err := c.check(true); err != nil {
+		t.Fatalf("check: %v", err)
+	}
+}
+
+func TestConfigFileEmptyKeepsDefaults(t *testing.T) {
+	for _, body := range []string{"", "# nothing\n", "---\n", "~\n"} {
+		c, _, err := loadYAML(t, body)
+		if err != nil || !reflect.DeepEqual(c, defaultConfig()) {
+			t.Errorf("%q: err=%v, config changed", body, err)
+		}
+	}
+}
+
+func TestConfigFileBad(t *testing.T) {
+	t.Setenv("PH_TEST_EMPTY", "")
+	for _, tc := range []struct{ name, body, want string }{
+		{"typo nested", "mqtt:\n  broker: tcp://x:1883\n  brokr: tcp://y:1883\n", "config pilothouse.yaml:3:3: mqtt.brokr: unknown key (did you mean broker?)"},
+		{"typo top", "listn: 1.2.3.4:80\n", "config pilothouse.yaml:1:1: listn: unknown key (did you mean listen?)"},
+		{"unknown far", "colour: blue\n", "config pilothouse.yaml:1:1: colour: unknown key (known keys: allowed_origins, data_dir, demo, homeassistant, limits, listen, location, log, mqtt, notify, principals, retention, stdio_principal, time_zone, zigbee2mqtt)"},
+		{"repeated", "listen: a:1\nlisten: b:2\n", "config pilothouse.yaml:2:1: listen: key repeated"},
+		{"not a mapping", "- a\n- b\n", "config pilothouse.yaml:1:1: want a mapping of keys, got a list"},
+		{"bool type", "demo:\n  enabled: yes please\n", `config pilothouse.yaml:2:12: demo.enabled: want true or false, got string "yes please"`},
+		{"string type", "data_dir: 42\n", "config pilothouse.yaml:1:11: data_dir: want a string, got number 42"},
+		{"listen value", "listen: 8080\n", "config pilothouse.yaml:1:9: listen: want a string, got number 8080"},
+		{"listen hostport", "listen: localhost\n", `config pilothouse.yaml:1:9: listen: want host:port such as "127.0.0.1:8080", got "localhost"`},
+		{"broker scheme", "mqtt: {broker: \"http://x:1\"}\n", `config pilothouse.yaml:1:16: mqtt.broker: unsupported scheme "http" (tcp, ssl, ws, wss)`},
+		{"password twice", "mqtt:\n  password: a\n  password_env: HOME\n", "config pilothouse.yaml:2:3: mqtt: set password or password_env, not both"},
+		{"env unset", "mqtt: {password_env: PH_TEST_NOT_SET_EVER}\n", "config pilothouse.yaml:1:22: mqtt.password_env: environment variable PH_TEST_NOT_SET_EVER is not set"},
+		{"env empty", "mqtt: {password_env: PH_TEST_EMPTY}\n", "config pilothouse.yaml:1:22: mqtt.password_env: environment variable PH_TEST_EMPTY is not set"},
+		{"pace", "demo: {pace: fast}\n", `config pilothouse.yaml:1:14: demo.pace: want a positive duration such as "20s" or "PT20S", got "fast"`},
+		{"latitude range", "location: {latitude: 91, longitude: 0}\n", "config pilothouse.yaml:1:22: location.latitude: must be between -90 and 90, got 91"},
+		{"location half", "location:\n  latitude: 10\n", "config pilothouse.yaml:2:3: location: set both latitude and longitude"},
+		{"tz", "time_zone: Mars/Olympus\n", `config pilothouse.yaml:1:12: time_zone: unknown IANA time zone "Mars/Olympus" (e.g. Europe/Paris)`},
+		{"retention", "retention: 30 days\n", `config pilothouse.yaml:1:12: retention: want an ISO 8601 duration such as "P30D", got "30 days"`},
+		{"log level", "log: {level: loud}\n", `config pilothouse.yaml:1:14: log.level: want debug, info, warn or error, got "loud"`},
+		{"origin", "allowed_origins: [home.example.com]\n", `config pilothouse.yaml:1:19: allowed_origins[0]: want an origin such as "https://home.example.com", got "home.example.com"`},
+		{"principals type", "principals: {name: x}\n", "config pilothouse.yaml:1:13: principals: want a list of principals, got a mapping"},
+		{"principal no name", "principals:\n  - token: x\n", "config pilothouse.yaml:2:5: principals[0]: name is required"},
+		{"principal two tokens", "principals:\n  - name: a\n    token: x\n    token_env: HOME\n", "config pilothouse.yaml:2:5: principals[0]: set one of token_sha256, token_env and token"},
+		{"principal twice", "principals:\n  - {name: a, token: x}\n  - {name: a, token: y}\n", `config pilothouse.yaml:3:5: principals[1].name: principal "a" is defined twice`},
+		{"token hash", "principals:\n  - {name: a, token_sha256: abc}\n", "config pilothouse.yaml:2:29: principals[0].token_sha256: want 64 hex digits (sha256sum of the token)"},
+		{"scope key", "principals:\n  - name: a\n    scope: {area: [x]}\n", "config pilothouse.yaml:3:13: principals[0].scope.area: unknown key (did you mean areas?)"},
+		{"scope kind", "principals:\n  - name: a\n    scope: {kinds: [gadget]}\n", `config pilothouse.yaml:3:21: principals[0].scope.kinds[0]: unknown kind "gadget" (device, state, event, action, automation)`},
+		{"scope risk", "principals:\n  - name: a\n    scope:\n      deny_risks: [scary]\n", `config pilothouse.yaml:4:20: principals[0].scope.deny_risks[0]: unknown risk "scary" (read, control, security, external)`},
+		{"scope pattern", "principals:\n  - name: a\n    scope: {devices: [\"[x\"]}\n", `config pilothouse.yaml:3:23: principals[0].scope.devices[0]: bad device pattern "[x"`},
+		{"stdio principal", "principals:\n  - {name: a, token: x}\nstdio_principal: b\n", `config pilothouse.yaml:3:18: stdio_principal: no principal named "b"`},
+		{"notify id", "notify:\n  - {id: phone, topic: t}\n", `config pilothouse.yaml:2:10: notify[0].id: want an id such as "notify.phone", got "phone"`},
+		{"notify both", "notify:\n  - {id: notify.x, topic: t, url: \"https://x\"}\n", "config pilothouse.yaml:2:5: notify[0]: set exactly one of topic and url"},
+		{"notify twice", "notify:\n  - {id: notify.x, topic: t}\n  - {id: notify.x, topic: u}\n", `config pilothouse.yaml:3:5: notify[1].id: channel "notify.x" is defined twice`},
+		{"limit type", "limits:\n  max_steps: many\n", `config pilothouse.yaml:2:14: limits.max_steps: want an integer, got string "many"`},
+		{"limit sign", "limits:\n  max_steps: -1\n", "config pilothouse.yaml:2:14: limits.max_steps: must be positive, got -1"},
+		{"limit key", "limits:\n  max_step: 5\n", "config pilothouse.yaml:2:3: limits.max_step: unknown key (did you mean max_steps?)"},
+		{"yaml syntax", "mqtt:\n  broker: [\n", "config pilothouse.yaml:2: did not find expected node content"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, err := loadYAML(t, tc.body)
+			if err == nil || err.Error() != tc.want {
+				t.Fatalf("\n got %v\nwant %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestConfigFileMissing(t *testing.T) {
+	err := loadConfigFile(filepath.Join(t.TempDir(), "nope.yaml"), defaultConfig())
+	if err == nil || !os.IsNotExist(errorsUnwrapAll(err)) {
+		t.Fatalf("missing file: %v", err)
+	}
+}
+
+func errorsUnwrapAll(err error) error {
+	for {
+		u := unwrap(err)
+		if u == nil {
+			return err
+		}
+		err = u
+	}
+}
+
+func unwrap(err error) error {
+	u, ok := err.(interface{ Unwrap() error })
+	if !ok {
+		return nil
+	}
+	return u.Unwrap()
+}
+
+// TestConfigFileExamples loads the shipped examples.
+func TestConfigFileExamples(t *testing.T) {
+	t.Setenv("PILOTHOUSE_MQTT_PASSWORD", "x")
+	t.Setenv("PILOTHOUSE_OWNER_TOKEN", "y")
+	for _, f := range []string{"pilothouse.yaml", "pilothouse-mosquitto.yaml"} {
+		c := defaultConfig()
+		var warn bytes.Buffer
+		if err := loadConfigFileWarn(filepath.Join("..", "..", "examples", f), c, &warn); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if warn.Len() > 0 {
+			t.Errorf("%s warns: %s", f, warn.String())
+		}
+		if err := c.check(true); err != nil {
+			t.Errorf("%s: check: %v", f, err)
+		}
+	}
+}
