@@ -15,7 +15,6 @@ import (
 // machine is shared, and CPU time is far less disturbed by other load.
 type cpuMeter struct {
 	start time.Duration
-	n     int
 }
 
 func cpuNow() time.Duration {

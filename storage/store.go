@@ -164,6 +164,16 @@ func openDB(path string, readOnly bool) (*sql.DB, error) {
 	return db, nil
 }
 
+// SetClock replaces the wall clock the store uses to hide expired runs and
+// idempotency keys on reads (GetRun, ListRuns, GetIdem, PutIdem); wire it to
+// the engine's clock so both agree on what has expired. Call it before the
+// Store is shared between goroutines.
+func (s *Store) SetClock(now func() time.Time) {
+	if now != nil {
+		s.now = now
+	}
+}
+
 // Close closes the database. It is safe to call more than once.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {

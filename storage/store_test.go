@@ -245,7 +245,7 @@ func TestIdempotency(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	s.now = func() time.Time { return now }
+	s.SetClock(func() time.Time { return now })
 	first := Idem{Key: "k1", Principal: "alice", Hash: "h1", Envelope: json.RawMessage(`{"run_id":"run_a"}`), Expires: now.Add(time.Hour)}
 	if err := s.PutIdem(ctx, first); err != nil {
 		t.Fatal(err)
