@@ -3,20 +3,23 @@ package mcpserver
 // Input and output schemas of the tools. Output schemas admit the error
 // shape too (the TypeScript client validates structuredContent on isError).
 
-const errorShape = `{"type":"object","required":["error"],"properties":{"error":{"type":"object","required":["kind","message"],"properties":{"kind":{"type":"string","enum":["invalid_request","not_found","unsupported","conflict","unknown_baseline","resource_exhausted"]},"message":{"type":"string"},"catalog_version":{"type":"string"}}}}}`
+const errorProp = `"error":{"type":"object","description":"present only on a request error (isError: true)","required":["kind","message"],"properties":{"kind":{"type":"string","enum":["invalid_request","not_found","unsupported","conflict","unknown_baseline","resource_exhausted"]},"message":{"type":"string"},"catalog_version":{"type":"string"}}}`
 
-func withError(ok string) string {
-	return `{"type":"object","anyOf":[` + ok + `,` + errorShape + `]}`
+// withError turns the success shape's properties into an output schema that
+// also admits the error shape: no member is required, and "error" is one of
+// the properties (a plain object schema every client can represent).
+func withError(okProps string) string {
+	return `{"type":"object","properties":{` + okProps + `,` + errorProp + `}}`
 }
 
 const languageProp = `"language":{"type":"string","enum":["automation/1"],"description":"Language id from the manifest"}`
 
 var (
 	discoverIn  = `{"type":"object","properties":{},"additionalProperties":false}`
-	discoverOut = withError(`{"type":"object","required":["pilotage","languages"],"properties":{"pilotage":{"type":"string"},"languages":{"type":"array"}}}`)
+	discoverOut = withError(`"pilotage":{"type":"string"},"languages":{"type":"array"}`)
 
 	learnIn  = `{"type":"object","required":["language"],"properties":{` + languageProp + `,"id":{"type":"string","description":"guide id; omit for the index"},"topic":{"type":"string","description":"topic id inside the guide (guides.topic_fetch)"}},"additionalProperties":false}`
-	learnOut = withError(`{"type":"object","properties":{"guides":{"type":"array"},"id":{"type":"string"},"body":{"type":"string"}}}`)
+	learnOut = withError(`"guides":{"type":"array"},"id":{"type":"string"},"body":{"type":"string"}`)
 
 	lookupIn = `{"type":"object","required":["language","verb"],"properties":{` + languageProp + `,
 "verb":{"type":"string","enum":["list","get","changed_since"]},
@@ -26,10 +29,10 @@ var (
 "cursor":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":500},
 "id":{"type":"string","description":"entry id (get)"},
 "catalog_version":{"type":"string","description":"baseline token (changed_since)"}},"additionalProperties":false}`
-	lookupOut = withError(`{"type":"object","required":["catalog_version"],"properties":{"catalog_version":{"type":"string"},"items":{"type":"array"},"next_cursor":{"type":"string"},"entry":{"type":"object"},"live":{"type":"object"},"changes":{"type":"array"}}}`)
+	lookupOut = withError(`"catalog_version":{"type":"string"},"items":{"type":"array"},"next_cursor":{"type":"string"},"entry":{"type":"object"},"live":{"type":"object"},"changes":{"type":"array"}`)
 
 	validateIn  = `{"type":"object","required":["language","program"],"properties":{` + languageProp + `,"program":{"type":"object","description":"an automation/1 program (see the core guide)"},"context":{"description":"automation/1 declares no context_schema: any context is reported as context_binding"}},"additionalProperties":false}`
-	validateOut = withError(`{"type":"object","required":["valid","diagnostics"],"properties":{"valid":{"type":"boolean"},"diagnostics":{"type":"array"},"catalog_version":{"type":"string"},"plan":{"type":"object"}}}`)
+	validateOut = withError(`"valid":{"type":"boolean"},"diagnostics":{"type":"array"},"catalog_version":{"type":"string"},"plan":{"type":"object"}`)
 
 	executeIn = `{"type":"object","required":["language"],"properties":{` + languageProp + `,
 "program":{"type":"object","description":"inline program (exactly one of program and program_ref)"},
@@ -41,13 +44,13 @@ var (
 "expected_catalog_version":{"type":"string"},
 "idempotency_key":{"type":"string"},
 "test_run":{"type":"boolean","description":"simulate the body with no side effect instead of installing"}},"additionalProperties":false}`
-	executeOut = withError(`{"type":"object","required":["run_id","outcome"],"properties":{"run_id":{"type":"string"},"outcome":{"type":"object","required":["ok","status"],"properties":{"ok":{"type":"boolean"},"status":{"type":"string"},"error":{"type":"string"}}},"output":{},"trace":{"type":"object"},"diagnostics":{"type":"array"},"catalog_version":{"type":"string"}}}`)
+	executeOut = withError(`"run_id":{"type":"string"},"outcome":{"type":"object","required":["ok","status"],"properties":{"ok":{"type":"boolean"},"status":{"type":"string"},"error":{"type":"string"}}},"output":{},"trace":{"type":"object"},"diagnostics":{"type":"array"},"catalog_version":{"type":"string"}`)
 
 	traceIn  = `{"type":"object","required":["run_id"],"properties":{"run_id":{"type":"string"},"trace_level":{"type":"string","enum":["summary","full"]},"question":{"type":"string"}},"additionalProperties":false}`
-	traceOut = withError(`{"type":"object","required":["run_id","outcome","trace"],"properties":{"run_id":{"type":"string"},"outcome":{"type":"object"},"output":{},"trace":{"type":"object"},"narration":{"type":"string"}}}`)
+	traceOut = withError(`"run_id":{"type":"string"},"outcome":{"type":"object"},"output":{},"trace":{"type":"object"},"narration":{"type":"string"}`)
 
 	rulesListIn  = `{"type":"object","properties":{"last_firings":{"type":"integer","minimum":0,"maximum":50,"description":"how many recent firings per rule (default 5)"}},"additionalProperties":false}`
-	rulesListOut = withError(`{"type":"object","required":["rules"],"properties":{"rules":{"type":"array"}}}`)
+	rulesListOut = withError(`"rules":{"type":"array"}`)
 	ruleNameIn   = `{"type":"object","required":["name"],"properties":{"name":{"type":"string","description":"the rule's name (the program's name)"}},"additionalProperties":false}`
-	ruleOut      = withError(`{"type":"object","properties":{"rule":{"type":"object"},"removed":{"type":"string"}}}`)
+	ruleOut      = withError(`"rule":{"type":"object"},"removed":{"type":"string"}`)
 )
