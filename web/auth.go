@@ -1,0 +1,232 @@
+package web
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pilothouse/pilothouse/engine"
+)
+
+const (
+	cookieName = "pilothouse_session"
+	// maxSessions bounds the in-memory session table; the oldest go first.
+	maxSessions = 4096
+)
+
+// session is one browser's login: its principal and its CSRF token.
+type session struct {
+	id        string
+	principal *engine.Principal
+	csrf      string
+	expires   time.Time
+
+	mu    sync.Mutex
+	flash string
+}
+
+func (ss *session) setFlash(msg string) {
+	ss.mu.Lock()
+	ss.flash = msg
+	ss.mu.Unlock()
+}
+
+func (ss *session) takeFlash() string {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	f := ss.flash
+	ss.flash = ""
+	return f
+}
+
+// sessions maps random session ids to sessions, in memory, with expiry.
+type sessions struct {
+	ttl time.Duration
+	now func() time.Time
+
+	mu   sync.Mutex
+	byID map[string]*session
+}
+
+func newSessions(ttl time.Duration, now func() time.Time) *sessions {
+	return &sessions{ttl: ttl, now: now, byID: map[string]*session{}}
+}
+
+func randomToken() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// create starts a session for p, evicting expired (then the oldest)
+// sessions to stay bounded.
+func (s *sessions) create(p *engine.Principal) *session {
+	now := s.now()
+	ss := &session{id: randomToken(), principal: p, csrf: randomToken(), expires: now.Add(s.ttl)}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.byID) >= maxSessions {
+		var oldest *session
+		for id, x := range s.byID {
+			if !now.Before(x.expires) {
+				delete(s.byID, id)
+			} else if oldest == nil || x.expires.Before(oldest.expires) {
+				oldest = x
+			}
+		}
+		if len(s.byID) >= maxSessions && oldest != nil {
+			delete(s.byID, oldest.id)
+		}
+	}
+	s.byID[ss.id] = ss
+	return ss
+}
+
+func (s *sessions) get(id string) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss := s.byID[id]
+	if ss == nil {
+		return nil
+	}
+	if !s.now().Before(ss.expires) {
+		delete(s.byID, id)
+		return nil
+	}
+	return ss
+}
+
+func (s *sessions) remove(id string) {
+	s.mu.Lock()
+	delete(s.byID, id)
+	s.mu.Unlock()
+}
+
+func (s *server) loginRequired() bool { return len(s.o.Principals) > 0 }
+
+func (s *server) setCookie(w http.ResponseWriter, r *http.Request, ss *session) {
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: ss.id, Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, Expires: ss.expires})
+}
+
+func (s *server) session(r *http.Request) *session {
+	c, err := r.Cookie(cookieName)
+	if err != nil || c.Value == "" {
+		return nil
+	}
+	return s.sess.get(c.Value)
+}
+
+// authed resolves the session (creating an owner session when logins are
+// off, redirecting to the login page when they are on) and checks the CSRF
+// token of every POST.
+func (s *server) authed(h handlerFunc) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ss := s.session(r)
+		if ss == nil {
+			if s.loginRequired() {
+				if r.Method != http.MethodGet || r.URL.Path == "/events" {
+					http.Error(w, "login required", http.StatusUnauthorized)
+					return
+				}
+				redirect(w, r, "/login?next="+url.QueryEscape(r.URL.RequestURI()))
+				return
+			}
+			ss = s.sess.create(engine.Owner)
+			s.setCookie(w, r, ss)
+		}
+		if r.Method == http.MethodPost && !s.csrfOK(r, ss) {
+			s.fail(w, r, ss, http.StatusForbidden, "This form has expired or did not come from this page. Go back, reload and try again.", nil)
+			return
+		}
+		h(w, r, ss)
+	})
+}
+
+// csrfOK checks the form token against the session's, and a present
+// Origin header against the request's own host.
+func (s *server) csrfOK(r *http.Request, ss *session) bool {
+	if !sameOrigin(r) {
+		return false
+	}
+	tok := r.PostFormValue("csrf")
+	return tok != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(ss.csrf)) == 1
+}
+
+func sameOrigin(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true // not a browser form post, or an old browser: the CSRF token decides
+	}
+	u, err := url.Parse(o)
+	return err == nil && strings.EqualFold(u.Host, r.Host)
+}
+
+type loginData struct {
+	Next  string
+	Error string
+}
+
+func (s *server) loginPage(w http.ResponseWriter, r *http.Request) {
+	if !s.loginRequired() {
+		redirect(w, r, "/")
+		return
+	}
+	s.render(w, r, nil, "login", page{Title: "Log in", Data: loginData{Next: safeNext(r.URL.Query().Get("next"))}})
+}
+
+func (s *server) login(w http.ResponseWriter, r *http.Request) {
+	if !s.loginRequired() {
+		redirect(w, r, "/")
+		return
+	}
+	if !sameOrigin(r) {
+		http.Error(w, "cross-origin login refused", http.StatusForbidden)
+		return
+	}
+	next := safeNext(r.PostFormValue("next"))
+	tok := strings.TrimSpace(r.PostFormValue("token"))
+	var p *engine.Principal
+	for _, c := range s.o.Principals {
+		if c.Matches(tok) {
+			p = c
+			break
+		}
+	}
+	if p == nil {
+		s.log.Info("web login refused", "remote", r.RemoteAddr)
+		s.renderCode(w, nil, http.StatusUnauthorized, "login", page{Title: "Log in", Data: loginData{Next: next, Error: "That token is not valid."}})
+		return
+	}
+	if old := s.session(r); old != nil {
+		s.sess.remove(old.id)
+	}
+	ss := s.sess.create(p)
+	s.setCookie(w, r, ss)
+	s.log.Info("web login", "principal", p.Name)
+	redirect(w, r, next)
+}
+
+func (s *server) logout(w http.ResponseWriter, r *http.Request, ss *session) {
+	s.sess.remove(ss.id)
+	http.SetCookie(w, &http.Cookie{Name: cookieName, Value: "", Path: "/", HttpOnly: true,
+		SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil, MaxAge: -1})
+	if s.loginRequired() {
+		redirect(w, r, "/login")
+		return
+	}
+	redirect(w, r, "/")
+}
+
+// safeNext keeps post-login redirects on this site.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.ContainsAny(next, "\r\n") {
+		return "/"
+	}
+	return next
+}

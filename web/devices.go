@@ -1,0 +1,172 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+// deviceView is one device with its states, events and actions.
+type deviceView struct {
+	Entry     *pilotage.Entry
+	Type      string
+	Area      string
+	Available *bool
+	LastSeen  time.Time
+	States    []liveRow
+	Events    []liveRow
+	Actions   []actionRow
+}
+
+type liveRow struct {
+	Entry *pilotage.Entry
+	Value string
+	Unit  string
+}
+
+type actionRow struct {
+	Entry *pilotage.Entry
+	Args  string // settable argument names
+}
+
+// visibleEntries lists the caller's whole scoped catalog, page by page.
+func (s *server) visibleEntries(ctx context.Context) ([]*pilotage.Entry, error) {
+	var out []*pilotage.Entry
+	req := engine.LookupRequest{Verb: "list", Limit: engine.MaxListLimit}
+	for {
+		res, err := s.e.Lookup(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		lr := res.(*engine.ListResponse)
+		out = append(out, lr.Items...)
+		if lr.NextCursor == "" {
+			return out, nil
+		}
+		req.Cursor = lr.NextCursor
+	}
+}
+
+// live reads a live value: straight from the device catalog when the UI
+// has it (ids come from the scoped listing), else through the engine.
+func (s *server) live(ctx context.Context, id string) (devices.Live, bool) {
+	if s.o.Devices != nil {
+		return s.o.Devices.Live(id)
+	}
+	res, err := s.e.Lookup(ctx, engine.LookupRequest{Verb: "get", ID: id})
+	if err != nil {
+		return devices.Live{}, false
+	}
+	if g, ok := res.(*engine.GetResponse); ok && g.Live != nil {
+		return *g.Live, true
+	}
+	return devices.Live{}, false
+}
+
+func (s *server) devicesPage(w http.ResponseWriter, r *http.Request, ss *session) {
+	ctx := ss.ctx(r)
+	entries, err := s.visibleEntries(ctx)
+	if err != nil {
+		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the catalog failed.", err)
+		return
+	}
+	s.render(w, r, ss, "devices", page{Title: "Devices", Nav: "devices", Live: "devices", Data: s.groupDevices(ctx, entries)})
+}
+
+// groupDevices attaches every state, event and action to its device;
+// entries of no visible device (e.g. notification channels) form their
+// own group at the end.
+func (s *server) groupDevices(ctx context.Context, entries []*pilotage.Entry) []*deviceView {
+	byID := map[string]*deviceView{}
+	var list []*deviceView
+	for _, en := range entries {
+		if en.Kind == pilotage.KindDevice {
+			dv := &deviceView{Entry: en, Type: tagValue(en.Tags, "type:"), Area: tagValue(en.Tags, "area:")}
+			if l, ok := s.live(ctx, en.ID); ok {
+				dv.Available, dv.LastSeen = l.Available, l.LastSeen
+			}
+			byID[en.ID] = dv
+			list = append(list, dv)
+		}
+	}
+	var other *deviceView
+	for _, en := range entries {
+		if en.Kind == pilotage.KindDevice || en.Kind == pilotage.KindAutomation {
+			continue
+		}
+		dev := tagValue(en.Tags, "device:")
+		if dev == "" {
+			dev, _, _ = strings.Cut(en.ID, ".")
+		}
+		dv := byID[dev]
+		if dv == nil {
+			if other == nil {
+				other = &deviceView{Entry: &pilotage.Entry{ID: "other", Name: "Other entries"}}
+			}
+			dv = other
+		}
+		switch en.Kind {
+		case pilotage.KindAction:
+			dv.Actions = append(dv.Actions, actionRow{Entry: en, Args: schemaProps(en.InputSchema)})
+		case pilotage.KindState, pilotage.KindEvent:
+			row := liveRow{Entry: en, Value: "—", Unit: schemaUnit(en.OutputSchema)}
+			if l, ok := s.live(ctx, en.ID); ok && l.Value != nil {
+				row.Value = compactJSON(l.Value)
+			}
+			if en.Kind == pilotage.KindState {
+				dv.States = append(dv.States, row)
+			} else {
+				dv.Events = append(dv.Events, row)
+			}
+		}
+	}
+	if other != nil {
+		list = append(list, other)
+	}
+	return list
+}
+
+func tagValue(tags []string, prefix string) string {
+	for _, t := range tags {
+		if v, ok := strings.CutPrefix(t, prefix); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+func schemaProps(raw json.RawMessage) string {
+	var sch struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(raw, &sch) != nil || len(sch.Properties) == 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(sch.Properties))
+	for k := range sch.Properties {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ", ")
+}
+
+func schemaUnit(raw json.RawMessage) string {
+	var sch struct {
+		Unit  string `json:"x-unit"`
+		Unit2 string `json:"unit"`
+	}
+	if json.Unmarshal(raw, &sch) != nil {
+		return ""
+	}
+	if sch.Unit != "" {
+		return sch.Unit
+	}
+	return sch.Unit2
+}

@@ -1,0 +1,232 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/engine"
+)
+
+// SSE budgets: buffers between the engine/catalog and one stream (a slow
+// browser loses events, it never blocks ingestion), the keep-alive period,
+// and how many catalog changes are remembered between two notices.
+const (
+	sseEngineBuffer  = 64
+	sseDeviceBuffer  = 256
+	sseKeepAlive     = 25 * time.Second
+	sseTick          = time.Second
+	sseMaxCatPending = 1024
+)
+
+// ruleVis is what a stream may tell about one rule.
+type ruleVis struct {
+	seen    bool // the rule is visible (status changes may be sent)
+	firings bool // its runs are visible (firings may be sent)
+}
+
+// stream is one /events connection: its scope, caches and counters.
+type stream struct {
+	s       *server
+	ctx     context.Context
+	p       *engine.Principal
+	w       http.ResponseWriter
+	rc      *http.ResponseController
+	rules   map[string]ruleVis
+	visible map[string]bool // device catalog ids in scope
+	stale   bool
+	catIDs  map[string]bool // catalog changes since the last notice
+	dropped atomic.Int64
+}
+
+// events serves server-sent events: firings and rule changes from the
+// engine, live device values from the catalog, each filtered by the
+// session's scope. The stream ends with the request.
+func (s *server) events(w http.ResponseWriter, r *http.Request, ss *session) {
+	st := &stream{s: s, ctx: ss.ctx(r), p: ss.principal, w: w, rc: http.NewResponseController(w),
+		rules: map[string]ruleVis{}, catIDs: map[string]bool{}}
+	engCh, cancelEng := s.e.Events(sseEngineBuffer)
+	defer cancelEng()
+	devCh := make(chan devices.Change, sseDeviceBuffer)
+	if s.o.Devices != nil {
+		cancelDev := s.o.Devices.Subscribe(func(c devices.Change) {
+			select {
+			case devCh <- c:
+			default:
+				st.dropped.Add(1)
+			}
+		})
+		defer cancelDev()
+		st.refreshVisible()
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(http.StatusOK)
+	if _, err := fmt.Fprint(w, "retry: 3000\n\n"); err != nil || st.rc.Flush() != nil {
+		return
+	}
+	tick := time.NewTicker(sseTick)
+	defer tick.Stop()
+	lastWrite := time.Now()
+	for {
+		var err error
+		select {
+		case <-r.Context().Done():
+			return
+		case ev, ok := <-engCh:
+			if !ok {
+				return
+			}
+			err = st.engineEvent(ev)
+		case c := <-devCh:
+			err = st.deviceChange(c)
+		case now := <-tick.C:
+			err = st.tick()
+			if err == nil && now.Sub(lastWrite) >= sseKeepAlive {
+				_, err = fmt.Fprint(w, ": keep-alive\n\n")
+				lastWrite = now
+			}
+		}
+		if err == nil {
+			err = st.rc.Flush()
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (st *stream) send(event string, data any) error {
+	b, err := json.Marshal(data)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(st.w, "event: %s\ndata: %s\n\n", event, b)
+	return err
+}
+
+// rule resolves what this stream may say about a rule (cached).
+func (st *stream) rule(name string) ruleVis {
+	if v, ok := st.rules[name]; ok {
+		return v
+	}
+	ri, err := st.s.e.GetRule(st.ctx, name, 0)
+	v := ruleVis{seen: err == nil}
+	// Runs are listed by owner; other principals see their own (engine.ListRuns).
+	v.firings = v.seen && (st.p == engine.Owner || ri.Principal == st.p.Name)
+	st.rules[name] = v
+	return v
+}
+
+// firingMsg is a firing as the pages insert it.
+type firingMsg struct {
+	Rule   string `json:"rule"`
+	RunID  string `json:"run_id"`
+	Status string `json:"status"`
+	Text   string `json:"text"`
+	Class  string `json:"class"`
+	OK     bool   `json:"ok"`
+	When   string `json:"when"`
+	Time   string `json:"time"`
+}
+
+type ruleMsg struct {
+	Rule   string `json:"rule"`
+	Status string `json:"status"`
+	Class  string `json:"class"`
+}
+
+func (st *stream) engineEvent(ev engine.Event) error {
+	switch ev.Type {
+	case "firing":
+		if !st.rule(ev.Rule).firings {
+			return nil
+		}
+		return st.send("firing", firingMsg{Rule: ev.Rule, RunID: ev.RunID, Status: ev.Status, Text: statusText(ev.Status),
+			Class: statusClass(ev.Status, ev.OK), OK: ev.OK, When: when(ev.Time), Time: ev.Time.UTC().Format(time.RFC3339)})
+	case "rule":
+		v := st.rule(ev.Rule)
+		if ev.Status == "removed" {
+			delete(st.rules, ev.Rule)
+		}
+		if !v.seen {
+			return nil
+		}
+		return st.send("rule", ruleMsg{Rule: ev.Rule, Status: ev.Status, Class: statusClass(ev.Status, true)})
+	}
+	return nil
+}
+
+type liveMsg struct {
+	ID        string `json:"id"`
+	Value     string `json:"value,omitempty"`
+	Available *bool  `json:"available,omitempty"`
+	When      string `json:"when"`
+}
+
+func (st *stream) deviceChange(c devices.Change) error {
+	if c.Kind == devices.ChangeCatalog {
+		st.stale = true
+		if len(st.catIDs) < sseMaxCatPending {
+			st.catIDs[c.ID] = true
+		}
+		return nil
+	}
+	if st.stale {
+		st.refreshVisible()
+	}
+	if !st.visible[c.ID] {
+		return nil
+	}
+	switch c.Kind {
+	case devices.ChangeState, devices.ChangeEvent:
+		return st.send("live", liveMsg{ID: c.ID, Value: compactJSON(c.Value), When: when(c.Time)})
+	case devices.ChangeAvailability:
+		b, ok := c.Value.(bool)
+		if !ok {
+			return nil
+		}
+		return st.send("live", liveMsg{ID: c.ID, Available: &b, When: when(c.Time)})
+	}
+	return nil
+}
+
+// tick sends one coalesced "catalog changed" notice when a change touched
+// an entry in scope (before or after the change).
+func (st *stream) tick() error {
+	if len(st.catIDs) == 0 {
+		return nil
+	}
+	old := st.visible
+	st.refreshVisible()
+	hit := false
+	for id := range st.catIDs {
+		if old[id] || st.visible[id] {
+			hit = true
+			break
+		}
+	}
+	clear(st.catIDs)
+	if !hit {
+		return nil
+	}
+	return st.send("catalog", map[string]any{"dropped": st.dropped.Load()})
+}
+
+func (st *stream) refreshVisible() {
+	st.stale = false
+	entries, err := st.s.visibleEntries(st.ctx)
+	if err != nil {
+		return
+	}
+	st.visible = make(map[string]bool, len(entries))
+	for _, en := range entries {
+		st.visible[en.ID] = true
+	}
+}

@@ -1,0 +1,241 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/mqtt"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// bridge is a Zigbee2MQTT bridge/devices payload: a light, a motion
+// sensor and a lock.
+const bridge = `[
+ {"ieee_address":"0x01","type":"Coordinator","friendly_name":"Coordinator","definition":null},
+ {"ieee_address":"0x02","type":"Router","friendly_name":"hall_light","supported":true,
+  "definition":{"vendor":"Philips","model":"X1","description":"Bulb","exposes":[
+   {"type":"light","features":[
+    {"type":"binary","name":"state","property":"state","access":7,"value_on":"ON","value_off":"OFF","value_toggle":"TOGGLE"},
+    {"type":"numeric","name":"brightness","property":"brightness","access":7,"value_min":0,"value_max":254}]}]}},
+ {"ieee_address":"0x03","type":"EndDevice","friendly_name":"hall_motion","supported":true,
+  "definition":{"vendor":"Aqara","model":"M1","description":"Motion","exposes":[
+   {"type":"binary","name":"occupancy","property":"occupancy","access":1,"value_on":true,"value_off":false},
+   {"type":"numeric","name":"illuminance","property":"illuminance","access":1,"unit":"lx"}]}},
+ {"ieee_address":"0x04","type":"EndDevice","friendly_name":"front_lock","supported":true,
+  "definition":{"vendor":"Yale","model":"YRD","description":"Assure lock","exposes":[
+   {"type":"lock","features":[
+    {"type":"binary","name":"state","property":"state","access":7,"value_on":"LOCK","value_off":"UNLOCK"}]}]}}
+]`
+
+const motionRule = `{
+  "name": "hall-motion-light",
+  "description": "Hall light on when motion is seen",
+  "triggers": [{"id": "motion", "state": "hall_motion.occupancy", "to": true}],
+  "steps": [{"id": "on", "call": "hall_light.set", "args": {"state": "ON", "brightness": 180}}]
+}`
+
+const lockRule = `{
+  "name": "night-lock",
+  "triggers": [{"id": "night", "at": "23:00"}],
+  "steps": [{"id": "lock", "call": "front_lock.set", "args": {"state": "LOCK"}}]
+}`
+
+// fakeConn is an in-memory mqtt.PubSub recording publishes.
+type fakeConn struct {
+	mu   sync.Mutex
+	pubs []string
+}
+
+func (f *fakeConn) Subscribe(string, byte, mqtt.Handler) error { return nil }
+
+func (f *fakeConn) Publish(_ context.Context, topic string, payload []byte, _ byte, _ bool) error {
+	f.mu.Lock()
+	f.pubs = append(f.pubs, topic+" "+string(payload))
+	f.mu.Unlock()
+	return nil
+}
+
+type fixture struct {
+	t     *testing.T
+	e     *engine.Engine
+	store *storage.Store
+	devs  *devices.Catalog
+	srv   *httptest.Server
+}
+
+var (
+	ownerTok = "owner-secret"
+	guestTok = "guest-secret"
+)
+
+func testPrincipals() []*engine.Principal {
+	return []*engine.Principal{
+		{Name: "owner", TokenHash: engine.HashToken(ownerTok), Deploy: true},
+		{Name: "guest", TokenHash: engine.HashToken(guestTok), Scope: engine.Scope{DenyTypes: []string{"lock", "cover"}, DenyDevices: []string{"notify"}}},
+	}
+}
+
+// tWriter logs the UI's log lines through the test.
+type tWriter struct{ t *testing.T }
+
+func (w tWriter) Write(b []byte) (int, error) { w.t.Log(strings.TrimSpace(string(b))); return len(b), nil }
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// newFixture starts a real engine on SQLite in a temp folder with a device
+// catalog fed with bridge, and serves the UI on an httptest server.
+func newFixture(t *testing.T, principals []*engine.Principal) *fixture {
+	t.Helper()
+	ctx := context.Background()
+	store, err := storage.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	devs := devices.NewCatalog(devices.Options{Logger: quiet(),
+		Notify: []devices.NotifyChannel{{ID: "notify.phone", Name: "Phone", Topic: "pilothouse/notify/phone"}}})
+	cctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(cancel)
+	if err := devs.Start(cctx, &fakeConn{}); err != nil {
+		t.Fatal(err)
+	}
+	devs.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/bridge/devices", Payload: []byte(bridge)})
+	devs.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/hall_motion", Payload: []byte(`{"occupancy":false,"illuminance":12}`)})
+	e := engine.New(engine.Config{Principals: principals}, devs, store, quiet())
+	if err := e.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(e.Close)
+	f := &fixture{t: t, e: e, store: store, devs: devs}
+	f.srv = httptest.NewServer(Handler(e, Options{Principals: principals, Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil)), Devices: devs}))
+	t.Cleanup(f.srv.Close)
+	return f
+}
+
+// deploy installs a program as p (nil = owner) through the engine.
+func (f *fixture) deploy(p *engine.Principal, program string) *engine.ExecuteResponse {
+	f.t.Helper()
+	ctx := context.Background()
+	if p != nil {
+		ctx = engine.WithPrincipal(ctx, p)
+	}
+	resp, err := f.e.Execute(ctx, engine.ExecuteRequest{Program: json.RawMessage(program)})
+	if err != nil || !resp.Outcome.OK {
+		f.t.Fatalf("deploy: %v %+v", err, resp)
+	}
+	return resp
+}
+
+func (f *fixture) motion(on bool) {
+	f.devs.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/hall_motion", Payload: []byte(`{"occupancy":` + map[bool]string{true: "true", false: "false"}[on] + `}`)})
+}
+
+// firings returns the stored firings of rule, newest first.
+func (f *fixture) firings(rule string) []storage.Run {
+	f.e.Flush()
+	runs, err := f.store.ListRuns(context.Background(), storage.RunFilter{Rule: rule, Kind: "firing"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return runs
+}
+
+// client is a browser stand-in: a cookie jar, no automatic redirects.
+type client struct {
+	t    *testing.T
+	base string
+	c    *http.Client
+}
+
+func (f *fixture) client() *client {
+	jar, _ := cookiejar.New(nil)
+	return &client{t: f.t, base: f.srv.URL, c: &http.Client{Jar: jar, Timeout: 10 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+}
+
+func (c *client) do(req *http.Request) (int, string, http.Header) {
+	c.t.Helper()
+	resp, err := c.c.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+func (c *client) get(path string) (int, string, http.Header) {
+	c.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, c.base+path, nil)
+	return c.do(req)
+}
+
+func (c *client) post(path string, form url.Values) (int, string, http.Header) {
+	c.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, c.base+path, strings.NewReader(form.Encode()))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	return c.do(req)
+}
+
+var csrfRE = regexp.MustCompile(`name="csrf" value="([^"]+)"`)
+
+// csrf loads path and returns the CSRF token of its forms.
+func (c *client) csrf(path string) string {
+	c.t.Helper()
+	code, body, _ := c.get(path)
+	m := csrfRE.FindStringSubmatch(body)
+	if code != 200 || m == nil {
+		c.t.Fatalf("GET %s: %d, no csrf token in page", path, code)
+	}
+	return m[1]
+}
+
+func (c *client) login(token string) {
+	c.t.Helper()
+	code, _, h := c.post("/login", url.Values{"token": {token}, "next": {"/"}})
+	if code != http.StatusSeeOther || h.Get("Location") != "/" {
+		c.t.Fatalf("login: %d %v", code, h)
+	}
+}
+
+func mustContain(t *testing.T, what, body string, wants ...string) {
+	t.Helper()
+	for _, w := range wants {
+		if !strings.Contains(body, w) {
+			t.Errorf("%s: missing %q", what, w)
+		}
+	}
+}
+
+func mustNotContain(t *testing.T, what, body string, nots ...string) {
+	t.Helper()
+	for _, w := range nots {
+		if strings.Contains(body, w) {
+			t.Errorf("%s: unexpectedly contains %q", what, w)
+		}
+	}
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

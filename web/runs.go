@@ -1,0 +1,131 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// runsPageSize is the Runs page's page size.
+const runsPageSize = 50
+
+type runsData struct {
+	Runs     []storage.Run
+	Outcome  string
+	Kind     string
+	Rule     string
+	Before   string
+	Next     string // link to the next (older) page, "" on the last
+	Outcomes []string
+}
+
+// runStatuses offered by the outcome filter (besides ok and failed).
+var runStatuses = []string{"success", "conditions_not_met", "skipped", "stopped", "failed", "partial", "timeout",
+	"broken", "cancelled", "interrupted", "not_connected", "limit_exceeded", "denied", "validation_error"}
+
+func (s *server) runsPage(w http.ResponseWriter, r *http.Request, ss *session) {
+	q := r.URL.Query()
+	d := runsData{Outcome: q.Get("outcome"), Kind: q.Get("kind"), Rule: q.Get("rule"), Before: q.Get("before"), Outcomes: runStatuses}
+	f := storage.RunFilter{Rule: d.Rule, Before: d.Before, Limit: runsPageSize}
+	switch d.Kind {
+	case "", storage.KindDeploy, storage.KindTest, storage.KindFiring:
+		f.Kind = d.Kind
+	default:
+		s.fail(w, r, ss, http.StatusBadRequest, "Unknown run kind.", nil)
+		return
+	}
+	switch d.Outcome {
+	case "":
+	case "ok", "failed":
+		ok := d.Outcome == "ok"
+		f.OK = &ok
+	default:
+		f.Status = d.Outcome
+	}
+	runs, err := s.e.ListRuns(ss.ctx(r), f)
+	if errors.Is(err, storage.ErrBadCursor) {
+		s.fail(w, r, ss, http.StatusBadRequest, "That page cursor is not valid.", nil)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, ss, http.StatusInternalServerError, "Listing runs failed.", err)
+		return
+	}
+	d.Runs = runs
+	if len(runs) == runsPageSize {
+		nq := url.Values{}
+		for k, v := range map[string]string{"outcome": d.Outcome, "kind": d.Kind, "rule": d.Rule, "before": runs[len(runs)-1].ID} {
+			if v != "" {
+				nq.Set(k, v)
+			}
+		}
+		d.Next = "/runs?" + nq.Encode()
+	}
+	live := "runs"
+	if d.Before != "" {
+		live = "" // an older page does not grow at the top
+	}
+	s.render(w, r, ss, "runs", page{Title: "Runs", Nav: "runs", Live: live, Data: d})
+}
+
+type runData struct {
+	*engine.TraceResponse
+	Rule    string
+	Started time.Time
+	Failed  *pilotage.TraceStep
+	Steps   []traceRow
+}
+
+// traceRow is one trace step with its id split into its identity levels.
+type traceRow struct {
+	pilotage.TraceStep
+	Depth int
+	Segs  []stepSegment
+}
+
+// narratedRule finds the rule in the engine's fact-only narration of a
+// firing ("Firing of rule "name" …"); the trace response carries no rule.
+var narratedRule = regexp.MustCompile(`^Firing of rule ("(?:[^"\\]|\\.)*")`)
+
+func (s *server) runPage(w http.ResponseWriter, r *http.Request, ss *session) {
+	id := r.PathValue("id")
+	ctx := ss.ctx(r)
+	tr, err := s.e.Trace(ctx, engine.TraceRequest{RunID: id})
+	var re *pilotage.RequestError
+	if errors.As(err, &re) && re.Kind == pilotage.ErrNotFound {
+		// A firing announced over SSE may still be queued in the recorder.
+		s.e.Flush()
+		tr, err = s.e.Trace(ctx, engine.TraceRequest{RunID: id})
+	}
+	if errors.As(err, &re) {
+		s.fail(w, r, ss, http.StatusNotFound, "No retained run "+id+" (unknown, expired, or not yours).", nil)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the run failed.", err)
+		return
+	}
+	d := runData{TraceResponse: tr}
+	d.Started, _ = storage.RunIDTime(tr.RunID)
+	if m := narratedRule.FindStringSubmatch(tr.Narration); m != nil {
+		if name, err := strconv.Unquote(m[1]); err == nil {
+			d.Rule = name
+		}
+	}
+	for i := range tr.Trace.Steps {
+		st := tr.Trace.Steps[i]
+		segs := stepSegments(st.ID)
+		d.Steps = append(d.Steps, traceRow{TraceStep: st, Depth: len(segs) - 1, Segs: segs})
+		if !st.Outcome.OK && d.Failed == nil {
+			d.Failed = &tr.Trace.Steps[i]
+		}
+	}
+	s.render(w, r, ss, "run", page{Title: "Run " + tr.RunID, Nav: "runs", Data: d})
+}

@@ -1,0 +1,137 @@
+// Pilothouse web UI: confirmations and live updates over server-sent events.
+// Pages work without it; it only applies /events to what is on screen.
+(function () {
+  "use strict";
+
+  document.addEventListener("submit", function (e) {
+    var msg = e.target.getAttribute("data-confirm");
+    if (msg && !window.confirm(msg)) e.preventDefault();
+  });
+
+  var live = document.body.getAttribute("data-live");
+  if (!live || !window.EventSource) return;
+
+  function el(tag, attrs, text) {
+    var n = document.createElement(tag);
+    for (var k in attrs) n.setAttribute(k, attrs[k]);
+    if (text !== undefined) n.textContent = text;
+    return n;
+  }
+  function byData(attr, value) {
+    var out = [];
+    document.querySelectorAll("[" + attr + "]").forEach(function (n) {
+      if (n.getAttribute(attr) === value) out.push(n);
+    });
+    return out;
+  }
+  function badge(text, cls) { return el("span", { "class": "badge " + cls }, text); }
+  function runLink(ev) { return el("a", { href: "/runs/" + encodeURIComponent(ev.run_id), "class": "mono" }, ev.run_id); }
+  function timeEl(ev) { return el("time", { datetime: ev.time }, ev.when); }
+  function notice(text) {
+    var n = document.getElementById("notice");
+    if (!n) return;
+    n.textContent = text + " ";
+    var b = el("button", { type: "button" }, "Reload");
+    b.addEventListener("click", function () { location.reload(); });
+    n.appendChild(b);
+    n.hidden = false;
+  }
+  function cell(label, child) {
+    var td = el("td", { "data-label": label });
+    td.appendChild(child);
+    return td;
+  }
+  function prependRow(tbody, cells) {
+    var tr = el("tr", { "class": "fresh" });
+    cells.forEach(function (c) { tr.appendChild(c); });
+    tbody.insertBefore(tr, tbody.firstChild);
+    var max = 200;
+    while (tbody.rows.length > max) tbody.deleteRow(tbody.rows.length - 1);
+  }
+
+  var onFiring = {
+    rules: function (ev) {
+      var rows = byData("data-rule", ev.rule).filter(function (n) { return n.tagName === "TR"; });
+      if (!rows.length) { notice("Rule " + ev.rule + " fired and is not listed yet."); return; }
+      rows.forEach(function (tr) {
+        var td = tr.querySelector('[data-cell="last"]');
+        if (!td) return;
+        td.textContent = "";
+        var a = el("a", { href: "/runs/" + encodeURIComponent(ev.run_id) });
+        a.appendChild(timeEl(ev));
+        td.appendChild(a);
+        td.appendChild(document.createTextNode(" "));
+        td.appendChild(badge(ev.text, ev.class));
+        tr.classList.remove("fresh"); void tr.offsetWidth; tr.classList.add("fresh");
+      });
+    },
+    rule: function (ev, name) {
+      if (ev.rule !== name) return;
+      var t = document.getElementById("activity");
+      if (!t) return;
+      var none = document.getElementById("no-activity");
+      if (none) none.hidden = true;
+      prependRow(t.tBodies[0], [cell("When", timeEl(ev)), cell("Outcome", badge(ev.text, ev.class)), cell("Run", runLink(ev))]);
+    },
+    runs: function (ev) {
+      var t = document.getElementById("runs");
+      if (!t) return;
+      var kind = t.getAttribute("data-kind"), rule = t.getAttribute("data-rule"), oc = t.getAttribute("data-outcome");
+      if (kind && kind !== "firing") return;
+      if (rule && rule !== ev.rule) return;
+      if (oc === "ok" && !ev.ok) return;
+      if (oc === "failed" && ev.ok) return;
+      if (oc && oc !== "ok" && oc !== "failed" && oc !== ev.status) return;
+      var r = el("a", { href: "/rules/" + encodeURIComponent(ev.rule) }, ev.rule);
+      prependRow(t.tBodies[0], [cell("When", timeEl(ev)), cell("Kind", document.createTextNode("firing")),
+        cell("Rule", r), cell("Outcome", badge(ev.text, ev.class)), cell("Run", runLink(ev))]);
+    }
+  };
+
+  function onRule(ev, page, name) {
+    if (page === "rules") {
+      byData("data-rule", ev.rule).forEach(function (tr) {
+        var td = tr.querySelector('[data-cell="status"]');
+        if (!td) return;
+        td.textContent = "";
+        td.appendChild(badge(ev.status, ev.class));
+      });
+    } else if (page === "rule" && ev.rule === name) {
+      var b = document.getElementById("rule-status");
+      if (b) { b.textContent = ev.status; b.className = "badge " + ev.class; }
+      notice("This rule is now " + ev.status + ".");
+    }
+  }
+
+  function onLive(ev) {
+    if (ev.value !== undefined) {
+      byData("data-live", ev.id).forEach(function (td) {
+        td.textContent = ev.value;
+        td.title = "updated " + ev.when;
+        td.classList.remove("flash-live"); void td.offsetWidth; td.classList.add("flash-live");
+      });
+    }
+    if (ev.available !== undefined) {
+      byData("data-avail", ev.id).forEach(function (b) {
+        b.textContent = ev.available ? "online" : "offline";
+        b.className = "badge " + (ev.available ? "st-ok" : "st-bad");
+      });
+    }
+  }
+
+  var page = live, name = "";
+  if (live.indexOf("rule:") === 0) { page = "rule"; name = live.slice(5); }
+  var conn = document.getElementById("conn");
+  var es = new EventSource("/events");
+  function parse(m) { try { return JSON.parse(m.data); } catch (e) { return null; } }
+  es.onopen = function () { if (conn) { conn.textContent = "live"; conn.className = "conn on"; } };
+  es.onerror = function () { if (conn) { conn.textContent = "reconnecting"; conn.className = "conn off"; } };
+  es.addEventListener("firing", function (m) {
+    var ev = parse(m);
+    if (ev && onFiring[page]) onFiring[page](ev, name);
+  });
+  es.addEventListener("rule", function (m) { var ev = parse(m); if (ev) onRule(ev, page, name); });
+  es.addEventListener("live", function (m) { var ev = parse(m); if (ev && page === "devices") onLive(ev); });
+  es.addEventListener("catalog", function () { if (page === "devices") notice("The device catalog changed."); });
+  window.addEventListener("pagehide", function () { es.close(); });
+})();

@@ -1,0 +1,163 @@
+// Package web is the small web UI of Pilothouse: installed rules, their
+// plans and firings, runs and traces, devices with live values. Pages are
+// rendered on the server from embedded templates; a little vanilla JS
+// applies server-sent events. Every engine call runs as the session's
+// principal, so the UI is scoped exactly like the catalog.
+package web
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/engine"
+)
+
+// Options configure the UI.
+type Options struct {
+	// Principals that may log in with their token. When empty, every
+	// visitor is the owner (loopback-only serving is enforced by the caller).
+	Principals []*engine.Principal
+	Logger     *slog.Logger
+	// Devices, when set, feeds live device values to the Devices page over
+	// server-sent events.
+	Devices *devices.Catalog
+	// SessionTTL bounds a login (default 12 hours).
+	SessionTTL time.Duration
+	// Now is the clock (tests); default time.Now.
+	Now func() time.Time
+}
+
+//go:embed templates/*.html
+var templateFS embed.FS
+
+//go:embed static
+var staticFS embed.FS
+
+// server is the UI's state: the engine, sessions and parsed templates.
+type server struct {
+	e     *engine.Engine
+	o     Options
+	log   *slog.Logger
+	sess  *sessions
+	pages map[string]*template.Template
+}
+
+// Handler serves the UI. Mount it at "/".
+func Handler(e *engine.Engine, o Options) http.Handler {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.SessionTTL <= 0 {
+		o.SessionTTL = 12 * time.Hour
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	s := &server{e: e, o: o, log: o.Logger, sess: newSessions(o.SessionTTL, o.Now), pages: parsePages()}
+	return s.routes()
+}
+
+func (s *server) routes() http.Handler {
+	mux := http.NewServeMux()
+	static, _ := fs.Sub(staticFS, "static")
+	mux.Handle("GET /static/", http.StripPrefix("/static/", cacheFor(http.FileServerFS(static))))
+	mux.HandleFunc("GET /login", s.loginPage)
+	mux.HandleFunc("POST /login", s.login)
+	mux.Handle("POST /logout", s.authed(s.logout))
+	mux.Handle("GET /{$}", s.authed(s.rulesPage))
+	mux.Handle("GET /rules/{name}", s.authed(s.rulePage))
+	mux.Handle("POST /rules/{name}/{action}", s.authed(s.ruleAction))
+	mux.Handle("GET /runs", s.authed(s.runsPage))
+	mux.Handle("GET /runs/{id}", s.authed(s.runPage))
+	mux.Handle("GET /devices", s.authed(s.devicesPage))
+	mux.Handle("GET /events", s.authed(s.events))
+	return secureHeaders(mux)
+}
+
+// handlerFunc is a page handler that runs with a session.
+type handlerFunc func(w http.ResponseWriter, r *http.Request, ss *session)
+
+// ctx is the request context carrying the session's principal: every engine
+// call goes through it.
+func (ss *session) ctx(r *http.Request) context.Context {
+	return engine.WithPrincipal(r.Context(), ss.principal)
+}
+
+func secureHeaders(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hd := w.Header()
+		hd.Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'; form-action 'self'; base-uri 'none'")
+		hd.Set("X-Content-Type-Options", "nosniff")
+		hd.Set("Referrer-Policy", "same-origin")
+		hd.Set("X-Frame-Options", "DENY")
+		h.ServeHTTP(w, r)
+	})
+}
+
+func cacheFor(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=300")
+		h.ServeHTTP(w, r)
+	})
+}
+
+// page is what every template receives.
+type page struct {
+	Title   string
+	Nav     string // active nav item
+	User    string // principal name ("" when logins are off)
+	CSRF    string
+	Flash   string
+	Live    string // SSE topics the page listens to ("" = none)
+	Data    any
+	Elapsed time.Duration
+}
+
+// render executes the named page into a buffer first, so a template error
+// never leaves a half-written page.
+func (s *server) render(w http.ResponseWriter, r *http.Request, ss *session, name string, p page) {
+	s.renderCode(w, ss, http.StatusOK, name, p)
+}
+
+func (s *server) renderCode(w http.ResponseWriter, ss *session, code int, name string, p page) {
+	t := s.pages[name]
+	if ss != nil {
+		p.CSRF = ss.csrf
+		if len(s.o.Principals) > 0 {
+			p.User = ss.principal.Name
+		}
+		p.Flash = ss.takeFlash()
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {
+		s.log.Error("rendering page", "page", name, "err", err)
+		http.Error(w, "rendering the page failed", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// fail renders an error page with a status code; internal errors are
+// logged, not shown.
+func (s *server) fail(w http.ResponseWriter, r *http.Request, ss *session, code int, msg string, err error) {
+	if err != nil && !errors.Is(err, context.Canceled) {
+		s.log.Error("web request failed", "path", r.URL.Path, "err", err)
+	}
+	s.renderCode(w, ss, code, "error", page{Title: http.StatusText(code), Data: map[string]any{"Code": code, "Message": msg}})
+}
+
+// redirect answers a POST with 303 See Other.
+func redirect(w http.ResponseWriter, r *http.Request, to string) {
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
