@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/devices/demo"
+	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/engine/mcpserver"
+	"github.com/pilothouse/pilothouse/mqtt"
+	"github.com/pilothouse/pilothouse/storage"
+	"github.com/pilothouse/pilothouse/web"
+)
+
+// app is one running Pilothouse: every part with its stop function, stopped
+// in reverse start order.
+type app struct {
+	cfg    *Config
+	log    *slog.Logger
+	broker *mqtt.Broker
+	client *mqtt.Client
+	store  *storage.Store
+	devs   *devices.Catalog
+	sim    *demo.Sim
+	eng    *engine.Engine
+	mcp    *mcpserver.Server
+	http   *http.Server
+	ln     net.Listener
+	stops  []func()
+}
+
+// startApp starts the parts in dependency order; on any failure it stops
+// what it started and returns the error (start-or-roll-back).
+func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool) (a *app, err error) {
+	a = &app{cfg: cfg, log: log}
+	defer func() {
+		if err != nil {
+			a.stop()
+			a = nil
+		}
+	}()
+	if err := cfg.check(withHTTP); err != nil {
+		return nil, err
+	}
+	if a.store, err = storage.Open(ctx, cfg.DataDir); err != nil {
+		return a, fmt.Errorf("opening storage in %s: %w", cfg.DataDir, err)
+	}
+	a.stops = append(a.stops, func() { _ = a.store.Close() })
+
+	brokerURL := cfg.Broker
+	if brokerURL == "" {
+		if a.broker, err = mqtt.StartBroker(cfg.BrokerListen, log.With("part", "broker")); err != nil {
+			return a, fmt.Errorf("starting the embedded MQTT broker on %s (use --broker-listen to move it, or --broker to use an existing broker): %w", cfg.BrokerListen, err)
+		}
+		a.stops = append(a.stops, func() { _ = a.broker.Close() })
+		brokerURL = a.broker.URL()
+		log.Info("embedded MQTT broker listening", "addr", a.broker.Addr())
+	}
+	a.client, err = mqtt.Dial(ctx, mqtt.Options{Broker: brokerURL, ClientID: cfg.ClientID, Username: cfg.MQTTUser,
+		Password: cfg.MQTTPassword, TLS: cfg.tlsConfig(), Logger: log.With("part", "mqtt"), ConnectRetry: cfg.Broker != ""})
+	if err != nil {
+		return a, fmt.Errorf("connecting to MQTT broker %s: %w", brokerURL, err)
+	}
+	a.stops = append(a.stops, a.client.Close)
+
+	a.devs = devices.NewCatalog(devices.Options{Z2MBase: cfg.Z2MBase, HAPrefix: cfg.HAPrefix, Notify: cfg.Notify, Logger: log.With("part", "devices")})
+	if err := a.devs.Start(ctx, a.client); err != nil {
+		return a, fmt.Errorf("starting device discovery: %w", err)
+	}
+
+	a.eng = engine.New(cfg.engineConfig(), a.devs, a.store, log.With("part", "engine"))
+	if err := a.eng.Start(ctx); err != nil {
+		return a, fmt.Errorf("starting the engine: %w", err)
+	}
+	a.stops = append(a.stops, a.eng.Close)
+
+	if cfg.Demo {
+		a.sim = demo.New(a.client, demo.Options{Base: cfg.Z2MBase, HAPrefix: cfg.HAPrefix, Pace: cfg.DemoPace,
+			NotifyTopic: "pilothouse/notify/phone", Logger: log.With("part", "demo")})
+		if err := a.sim.Start(ctx); err != nil {
+			return a, fmt.Errorf("starting the demo devices: %w", err)
+		}
+		a.stops = append(a.stops, a.sim.Close)
+	}
+
+	a.mcp = mcpserver.New(a.eng, mcpserver.Options{Default: cfg.stdioPrincipal(), Logger: log.With("part", "mcp")})
+	if withHTTP {
+		if err := a.serveHTTP(); err != nil {
+			return a, err
+		}
+	}
+	return a, nil
+}
+
+func (a *app) serveHTTP() error {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", a.mcp.HTTPHandler(mcpserver.HTTPOptions{Path: "/mcp", Principals: a.cfg.Principals, AllowedOrigins: a.cfg.AllowedOrigins}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		status, code := "ok", http.StatusOK
+		if !a.client.Connected() {
+			status, code = "mqtt disconnected", http.StatusServiceUnavailable
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		fmt.Fprintf(w, `{"status":%q,"version":%q}`+"\n", status, engine.Version)
+	})
+	mux.Handle("/", web.Handler(a.eng, web.Options{Principals: a.cfg.Principals, Logger: a.log.With("part", "web")}))
+	ln, err := net.Listen("tcp", a.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s (use --addr to move it): %w", a.cfg.Addr, err)
+	}
+	a.ln = ln
+	a.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		if err := a.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.log.Error("http server stopped", "err", err)
+		}
+	}()
+	a.stops = append(a.stops, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := a.http.Shutdown(ctx); err != nil {
+			_ = a.http.Close()
+		}
+	})
+	a.log.Info("serving", "mcp", "http://"+ln.Addr().String()+"/mcp", "web", "http://"+ln.Addr().String()+"/")
+	return nil
+}
+
+// URL is the base URL of the HTTP listener.
+func (a *app) URL() string { return "http://" + a.ln.Addr().String() }
+
+// stop stops every part in reverse start order, each bounded.
+func (a *app) stop() {
+	for i := len(a.stops) - 1; i >= 0; i-- {
+		a.stops[i]()
+	}
+	a.stops = nil
+}
+
+func newLogger(level string, json bool) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	opts := &slog.HandlerOptions{Level: l}
+	if json {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}

@@ -1,0 +1,264 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand"
+	"os"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/mqtt"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// benchResult is one measured configuration.
+type benchResult struct {
+	Rules     int           `json:"rules"`
+	Rate      int           `json:"rate"`
+	Sent      int           `json:"sent"`
+	Received  int           `json:"received"`
+	Lost      int           `json:"lost"`
+	P50       time.Duration `json:"p50"`
+	P99       time.Duration `json:"p99"`
+	Max       time.Duration `json:"max"`
+	Recorded  int           `json:"recorded"`
+	SetupTime time.Duration `json:"setup"`
+}
+
+// runBench measures event → command latency: a state message is published,
+// an installed rule fires and publishes a command, a subscriber receives it.
+// Everything is real: embedded broker on loopback, SQLite, the recorder
+// writing a trace for every firing.
+func runBench(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("pilothouse bench", flag.ContinueOnError)
+	rulesList := fs.String("rules", "1,1000,10000", "comma-separated installed-rule counts to measure")
+	rate := fs.Int("rate", 1000, "events per second")
+	dur := fs.Duration("duration", 5*time.Second, "measuring time per configuration")
+	jsonOut := fs.Bool("json", false, "print results as JSON lines")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var counts []int
+	for _, s := range splitComma(*rulesList) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return fmt.Errorf("--rules: %q is not a positive count", s)
+		}
+		counts = append(counts, n)
+	}
+	for _, n := range counts {
+		res, err := benchOnce(ctx, n, *rate, *dur)
+		if err != nil {
+			return err
+		}
+		if *jsonOut {
+			b, _ := json.Marshal(res)
+			fmt.Println(string(b))
+		} else {
+			fmt.Printf("rules=%-6d rate=%d/s sent=%d received=%d lost=%d p50=%v p99=%v max=%v recorded=%d setup=%v\n",
+				res.Rules, res.Rate, res.Sent, res.Received, res.Lost, res.P50.Round(time.Microsecond), res.P99.Round(time.Microsecond),
+				res.Max.Round(time.Microsecond), res.Recorded, res.SetupTime.Round(time.Millisecond))
+		}
+	}
+	return nil
+}
+
+func splitComma(s string) []string {
+	var out []string
+	cur := ""
+	for _, r := range s {
+		if r == ',' {
+			if cur != "" {
+				out = append(out, cur)
+			}
+			cur = ""
+			continue
+		}
+		if r != ' ' {
+			cur += string(r)
+		}
+	}
+	if cur != "" {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// benchDevices is a Zigbee2MQTT bridge/devices payload with n sensors and
+// n lights.
+func benchDevices(n int) []byte {
+	var devs []map[string]any
+	for i := 0; i < n; i++ {
+		devs = append(devs, map[string]any{
+			"ieee_address": fmt.Sprintf("0x%016x", i+1), "friendly_name": fmt.Sprintf("bench_sensor_%d", i), "type": "EndDevice",
+			"supported": true, "interview_completed": true,
+			"definition": map[string]any{"model": "BENCH-S", "vendor": "Pilothouse", "description": "bench counter",
+				"exposes": []any{map[string]any{"type": "numeric", "name": "count", "property": "count", "access": 1}}},
+		}, map[string]any{
+			"ieee_address": fmt.Sprintf("0x%016x", n+i+1), "friendly_name": fmt.Sprintf("bench_light_%d", i), "type": "Router",
+			"supported": true, "interview_completed": true,
+			"definition": map[string]any{"model": "BENCH-L", "vendor": "Pilothouse", "description": "bench light",
+				"exposes": []any{map[string]any{"type": "light", "features": []any{
+					map[string]any{"type": "binary", "name": "state", "property": "state", "access": 7, "value_on": "ON", "value_off": "OFF"},
+					map[string]any{"type": "numeric", "name": "brightness", "property": "brightness", "access": 7, "value_min": 0, "value_max": 1000000000},
+				}}}},
+		})
+	}
+	b, _ := json.Marshal(devs)
+	return b
+}
+
+func benchOnce(ctx context.Context, n, rate int, dur time.Duration) (*benchResult, error) {
+	t0 := time.Now()
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	dir, err := os.MkdirTemp("", "pilothouse-bench-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	broker, err := mqtt.StartBroker("127.0.0.1:0", log)
+	if err != nil {
+		return nil, err
+	}
+	defer broker.Close()
+	store, err := storage.Open(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	client, err := mqtt.Dial(ctx, mqtt.Options{Broker: broker.URL(), ClientID: "bench-engine", Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+	devs := devices.NewCatalog(devices.Options{Logger: log})
+	if err := devs.Start(ctx, client); err != nil {
+		return nil, err
+	}
+	eng := engine.New(engine.Config{}, devs, store, log)
+	if err := eng.Start(ctx); err != nil {
+		return nil, err
+	}
+	defer eng.Close()
+
+	pub, err := mqtt.Dial(ctx, mqtt.Options{Broker: broker.URL(), ClientID: "bench-publisher", Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	defer pub.Close()
+	if err := pub.Publish(ctx, "zigbee2mqtt/bridge/devices", benchDevices(n), 1, true); err != nil {
+		return nil, err
+	}
+	if err := waitUntil(ctx, 60*time.Second, func() bool {
+		_, ok := devs.Snapshot().Get(fmt.Sprintf("bench_light_%d.set", n-1))
+		return ok
+	}); err != nil {
+		return nil, fmt.Errorf("bench devices never appeared in the catalog: %w", err)
+	}
+	for i := 0; i < n; i++ {
+		prog := fmt.Sprintf(`{"name":"bench-%d","mode":"parallel","max":100,"triggers":[{"id":"t","state":"bench_sensor_%d.count"}],
+"steps":[{"id":"cmd","call":"bench_light_%d.set","args":{"brightness":"{{ trigger.value }}"}}]}`, i, i, i)
+		resp, err := eng.Execute(ctx, engine.ExecuteRequest{Program: json.RawMessage(prog), TraceLevel: "none", Store: boolPtr(false)})
+		if err != nil {
+			return nil, fmt.Errorf("installing bench rule %d: %w", i, err)
+		}
+		if !resp.Outcome.OK {
+			return nil, fmt.Errorf("installing bench rule %d: %s %s %v", i, resp.Outcome.Status, resp.Outcome.Error, resp.Diagnostics)
+		}
+	}
+	res := &benchResult{Rules: n, Rate: rate, SetupTime: time.Since(t0)}
+
+	var mu sync.Mutex
+	sentAt := map[int]time.Time{}
+	var lat []time.Duration
+	sub, err := mqtt.Dial(ctx, mqtt.Options{Broker: broker.URL(), ClientID: "bench-subscriber", Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Close()
+	if err := sub.Subscribe("zigbee2mqtt/+/set", 0, func(m mqtt.Message) {
+		now := time.Now()
+		var body struct {
+			Brightness float64 `json:"brightness"`
+		}
+		if json.Unmarshal(m.Payload, &body) != nil {
+			return
+		}
+		seq := int(body.Brightness)
+		mu.Lock()
+		if t, ok := sentAt[seq]; ok {
+			lat = append(lat, now.Sub(t))
+			delete(sentAt, seq)
+		}
+		mu.Unlock()
+	}); err != nil {
+		return nil, err
+	}
+	rnd := rand.New(rand.NewSource(1))
+	interval := time.Second / time.Duration(rate)
+	total := int(dur / interval)
+	start := time.Now()
+	for seq := 1; seq <= total; seq++ {
+		due := start.Add(time.Duration(seq) * interval)
+		if d := time.Until(due); d > 0 {
+			time.Sleep(d)
+		}
+		dev := rnd.Intn(n)
+		payload := []byte(fmt.Sprintf(`{"count":%d}`, seq))
+		mu.Lock()
+		sentAt[seq] = time.Now()
+		mu.Unlock()
+		if err := pub.Publish(ctx, fmt.Sprintf("zigbee2mqtt/bench_sensor_%d", dev), payload, 0, false); err != nil {
+			return nil, err
+		}
+		res.Sent++
+	}
+	_ = waitUntil(ctx, 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(sentAt) == 0
+	})
+	eng.Flush()
+	mu.Lock()
+	res.Received = len(lat)
+	res.Lost = len(sentAt)
+	mu.Unlock()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	if len(lat) > 0 {
+		res.P50 = lat[len(lat)/2]
+		res.P99 = lat[len(lat)*99/100]
+		res.Max = lat[len(lat)-1]
+	}
+	runs, err := eng.ListRuns(ctx, storage.RunFilter{Kind: "firing", Limit: 1 << 30})
+	if err == nil {
+		res.Recorded = len(runs)
+	}
+	return res, nil
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+// waitUntil polls cond until it holds or the deadline passes.
+func waitUntil(ctx context.Context, d time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %v", d)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
+}

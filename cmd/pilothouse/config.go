@@ -1,0 +1,208 @@
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules"
+)
+
+// Config is the whole configuration. Defaults run with zero setup: an
+// embedded broker, demo devices, SQLite in ./pilothouse-data, MCP and the
+// web UI on 127.0.0.1:8080.
+type Config struct {
+	Addr           string
+	AllowedOrigins []string
+	DataDir        string
+
+	Broker       string // "" = embedded
+	BrokerListen string
+	ClientID     string
+	MQTTUser     string
+	MQTTPassword string
+	MQTTCAFile   string
+	MQTTInsecure bool
+
+	Z2MBase  string
+	HAPrefix string
+
+	Demo     bool
+	DemoPace time.Duration
+
+	Latitude, Longitude *float64
+	TimeZone            string
+	Retention           string
+	LogLevel            string
+	LogJSON             bool
+
+	Notify     []devices.NotifyChannel
+	Principals []*engine.Principal
+	StdioAs    string
+	Limits     rules.Limits
+
+	tls *tls.Config
+}
+
+func defaultConfig() *Config {
+	return &Config{
+		Addr: "127.0.0.1:8080", DataDir: "./pilothouse-data", BrokerListen: "127.0.0.1:1883", ClientID: "pilothouse",
+		Z2MBase: "zigbee2mqtt", HAPrefix: "homeassistant", Demo: true, DemoPace: 20 * time.Second,
+		Retention: "P30D", LogLevel: "info", StdioAs: "owner", Limits: rules.DefaultLimits,
+	}
+}
+
+// envPrefix is the prefix of environment variables that override flags'
+// defaults: --data → PILOTHOUSE_DATA, --broker-listen → PILOTHOUSE_BROKER_LISTEN.
+const envPrefix = "PILOTHOUSE_"
+
+// parseFlags reads flags; environment variables provide the defaults.
+func parseFlags(name string, args []string) (*Config, error) {
+	c := defaultConfig()
+	fs := flag.NewFlagSet("pilothouse "+name, flag.ContinueOnError)
+	var lat, lon, notifyTopic, token, origins string
+	fs.StringVar(&c.Addr, "addr", c.Addr, "HTTP listen address for MCP (/mcp), the web UI (/) and /healthz")
+	fs.StringVar(&origins, "allowed-origins", "", "comma-separated extra browser origins allowed to call the server")
+	fs.StringVar(&c.DataDir, "data", c.DataDir, "data folder (SQLite database)")
+	fs.StringVar(&c.Broker, "broker", c.Broker, "external MQTT broker URL (tcp://host:1883, ssl://host:8883); empty = embedded broker")
+	fs.StringVar(&c.BrokerListen, "broker-listen", c.BrokerListen, "listen address of the embedded broker")
+	fs.StringVar(&c.ClientID, "mqtt-client-id", c.ClientID, "MQTT client id")
+	fs.StringVar(&c.MQTTUser, "mqtt-user", c.MQTTUser, "MQTT username")
+	fs.StringVar(&c.MQTTPassword, "mqtt-password", c.MQTTPassword, "MQTT password")
+	fs.StringVar(&c.MQTTCAFile, "mqtt-ca", c.MQTTCAFile, "CA certificate file for ssl:// brokers")
+	fs.BoolVar(&c.MQTTInsecure, "mqtt-insecure", false, "skip TLS certificate verification (testing only)")
+	fs.StringVar(&c.Z2MBase, "z2m-base", c.Z2MBase, "Zigbee2MQTT base topic")
+	fs.StringVar(&c.HAPrefix, "ha-prefix", c.HAPrefix, "Home Assistant MQTT discovery prefix")
+	fs.BoolVar(&c.Demo, "demo", c.Demo, "run the demo device simulator")
+	fs.DurationVar(&c.DemoPace, "demo-pace", c.DemoPace, "mean time between spontaneous demo sensor changes")
+	fs.StringVar(&lat, "lat", "", "latitude for sunrise/sunset triggers")
+	fs.StringVar(&lon, "lon", "", "longitude for sunrise/sunset triggers")
+	fs.StringVar(&c.TimeZone, "tz", "", "IANA time zone for schedules (default: the system's)")
+	fs.StringVar(&c.Retention, "retention", c.Retention, "how long run records are kept (ISO 8601 duration, e.g. P30D)")
+	fs.StringVar(&notifyTopic, "notify-topic", "pilothouse/notify/phone", "MQTT topic of the notify.phone channel (empty = none)")
+	fs.StringVar(&token, "token", "", "bearer token of the owner principal (required when --addr is not loopback)")
+	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	fs.BoolVar(&c.LogJSON, "log-json", false, "log as JSON")
+	// Environment overrides defaults; explicit flags win.
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		key := envPrefix + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		if v, ok := os.LookupEnv(key); ok {
+			if err := f.Value.Set(v); err != nil && envErr == nil {
+				envErr = fmt.Errorf("environment variable %s=%q: %w", key, v, err)
+			}
+		}
+	})
+	if envErr != nil {
+		return nil, envErr
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	for _, o := range strings.Split(origins, ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			c.AllowedOrigins = append(c.AllowedOrigins, o)
+		}
+	}
+	for _, kv := range []struct {
+		name string
+		s    string
+		dst  **float64
+	}{{"lat", lat, &c.Latitude}, {"lon", lon, &c.Longitude}} {
+		if kv.s == "" {
+			continue
+		}
+		f, err := strconv.ParseFloat(kv.s, 64)
+		if err != nil {
+			return nil, fmt.Errorf("--%s %q: not a number", kv.name, kv.s)
+		}
+		*kv.dst = &f
+	}
+	if notifyTopic != "" {
+		c.Notify = append(c.Notify, devices.NotifyChannel{ID: "notify.phone", Name: "Phone notification", Topic: notifyTopic})
+	}
+	if token != "" {
+		c.Principals = append(c.Principals, &engine.Principal{Name: "owner", TokenHash: engine.HashToken(token), Deploy: true})
+	}
+	return c, nil
+}
+
+// check validates the configuration as a whole.
+func (c *Config) check(withHTTP bool) error {
+	if _, err := rules.ParseDuration(c.Retention); err != nil {
+		return fmt.Errorf("retention: %w", err)
+	}
+	if (c.Latitude == nil) != (c.Longitude == nil) {
+		return errors.New("location: set both --lat and --lon, or neither")
+	}
+	if c.TimeZone != "" {
+		if _, err := time.LoadLocation(c.TimeZone); err != nil {
+			return fmt.Errorf("tz %q: %w", c.TimeZone, err)
+		}
+	}
+	if withHTTP && len(c.Principals) == 0 {
+		host, _, err := net.SplitHostPort(c.Addr)
+		if err != nil {
+			return fmt.Errorf("addr %q: %w", c.Addr, err)
+		}
+		ip := net.ParseIP(host)
+		if host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			return fmt.Errorf("refusing to serve %s without authentication: configure principals (or --token) to listen beyond loopback", c.Addr)
+		}
+	}
+	if c.MQTTCAFile != "" || c.MQTTInsecure {
+		tc := &tls.Config{InsecureSkipVerify: c.MQTTInsecure} //nolint:gosec // opt-in for testing
+		if c.MQTTCAFile != "" {
+			pem, err := os.ReadFile(c.MQTTCAFile)
+			if err != nil {
+				return fmt.Errorf("mqtt ca: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return fmt.Errorf("mqtt ca %s: no PEM certificate found", c.MQTTCAFile)
+			}
+			tc.RootCAs = pool
+		}
+		c.tls = tc
+	}
+	return nil
+}
+
+func (c *Config) tlsConfig() *tls.Config { return c.tls }
+
+func (c *Config) engineConfig() engine.Config {
+	ret, _ := rules.ParseDuration(c.Retention)
+	ec := engine.Config{Retention: ret, Limits: c.Limits, Principals: c.Principals}
+	if c.Latitude != nil {
+		ec.Location = &engine.Location{Latitude: *c.Latitude, Longitude: *c.Longitude}
+	}
+	if c.TimeZone != "" {
+		ec.TimeZone, _ = time.LoadLocation(c.TimeZone)
+	}
+	return ec
+}
+
+// stdioPrincipal is who requests without a token run as.
+func (c *Config) stdioPrincipal() *engine.Principal {
+	for _, p := range c.Principals {
+		if p.Name == c.StdioAs {
+			return p
+		}
+	}
+	return engine.Owner
+}
+
+var _ = pilotage.Version

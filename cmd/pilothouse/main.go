@@ -1,0 +1,53 @@
+// Command pilothouse is the Pilothouse server (serve, stdio), the demo
+// device simulator (sim) and a command-line Pilotage client.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `pilothouse — let an AI assistant automate your home, safely (Pilotage automation/1 over MCP)
+
+Usage:
+  pilothouse [serve] [flags]     run the server: MCP at http://127.0.0.1:8080/mcp, web UI at /
+  pilothouse stdio [flags]       serve MCP over stdin/stdout (for desktop assistants)
+  pilothouse sim --broker URL    run only the demo device simulator against a broker
+  pilothouse bench [flags]       measure event → command latency with N installed rules
+
+Run "pilothouse <command> -h" for the flags of a command.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	args := os.Args[1:]
+	cmd := "serve"
+	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
+		cmd, args = args[0], args[1:]
+	}
+	var err error
+	switch cmd {
+	case "serve":
+		err = runServe(ctx, args, false)
+	case "stdio":
+		err = runServe(ctx, args, true)
+	case "sim":
+		err = runSim(ctx, args)
+	case "bench":
+		err = runBench(ctx, args)
+	case "help", "-h", "--help":
+		fmt.Print(usage)
+		return
+	default:
+		fmt.Fprintf(os.Stderr, "pilothouse: unknown command %q\n\n%s", cmd, usage)
+		os.Exit(2)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pilothouse:", err)
+		os.Exit(1)
+	}
+}
