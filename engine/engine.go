@@ -97,6 +97,9 @@ func New(cfg Config, devs *devices.Catalog, store *storage.Store, log *slog.Logg
 		log = slog.Default()
 	}
 	e := &Engine{cfg: cfg, log: log, devs: devs, store: store}
+	if store != nil {
+		store.SetClock(cfg.Now)
+	}
 	e.cat = newCatalogService(e)
 	if store != nil {
 		e.rec = newRecorder(store, log, cfg.KeepPerStatus)

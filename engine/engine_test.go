@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -194,6 +195,40 @@ func TestIdempotency(t *testing.T) {
 	var re *pilotage.RequestError
 	if !errors.As(err, &re) || re.Kind != pilotage.ErrConflict {
 		t.Fatalf("conflict: %v", err)
+	}
+	// A refused run is never recorded for replay.
+	refused := h.execute(ExecuteRequest{Program: json.RawMessage(motionLight), IdempotencyKey: "k2", ExpectedCatalogVersion: "cv1-stale"})
+	if refused.Outcome.Status != rules.StatusCatalogDrift {
+		t.Fatalf("drift: %+v", refused.Outcome)
+	}
+	if r := h.execute(ExecuteRequest{Program: json.RawMessage(motionLight), IdempotencyKey: "k2"}); !r.Outcome.OK || r.RunID == refused.RunID {
+		t.Fatalf("after a refused run the key must execute afresh: %+v", r)
+	}
+}
+
+func TestIdempotencyConcurrent(t *testing.T) {
+	h := newHouse(t, Config{})
+	prog := strings.ReplaceAll(motionLight, "hall-motion-light", "concurrent")
+	ids := make(chan string, 8)
+	var wg sync.WaitGroup
+	for i := 0; i < 8; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r, err := h.eng.Execute(context.Background(), ExecuteRequest{Program: json.RawMessage(prog), IdempotencyKey: "same"})
+			if err == nil {
+				ids <- r.RunID
+			}
+		}()
+	}
+	wg.Wait()
+	close(ids)
+	seen := map[string]bool{}
+	for id := range ids {
+		seen[id] = true
+	}
+	if len(seen) != 1 {
+		t.Fatalf("one key executed %d times: %v", len(seen), seen)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
@@ -37,6 +38,10 @@ type ExecuteResponse struct {
 	CatalogVersion string                `json:"catalog_version,omitempty"`
 }
 
+// claimTTL bounds how long an in-flight idempotency claim blocks its key if
+// the server dies before completing it.
+const claimTTL = 5 * time.Minute
+
 // envelope is what a stored run keeps: the facts that rode the response,
 // with the trace at the recorded (full) level.
 type envelope struct {
@@ -57,6 +62,7 @@ func isNull(raw json.RawMessage) bool { return !present(raw) }
 // first failing check decides the response.
 func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteResponse, error) {
 	p := e.principal(ctx)
+	recorded := false
 	v := e.cat.view(p)
 	reqErr := func(kind, msg string) error {
 		return &pilotage.RequestError{Kind: kind, Message: msg, CatalogVersion: v.version}
@@ -92,18 +98,30 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 	if req.IdempotencyKey != "" {
 		idemKey = p.Name + "\x00" + req.IdempotencyKey
 		idemHash = runnableHash(req)
-		rec, err := e.store.GetIdem(ctx, idemKey)
+		rec, claimed, err := e.store.ClaimIdem(ctx, storage.Idem{Key: idemKey, Principal: p.Name, Hash: idemHash, Expires: e.Now().Add(claimTTL)})
 		switch {
-		case err == nil && rec.Hash == idemHash && e.Now().Before(rec.Expires):
-			var resp ExecuteResponse
-			if err := json.Unmarshal(rec.Envelope, &resp); err == nil {
-				return &resp, nil
-			}
-		case err == nil && e.Now().Before(rec.Expires):
+		case errors.Is(err, storage.ErrConflict):
 			return nil, reqErr(pilotage.ErrConflict, "idempotency_key was already used with a different program, program_ref or input")
-		case err != nil && !errors.Is(err, storage.ErrNotFound):
-			return nil, fmt.Errorf("engine: reading idempotency key: %w", err)
+		case err != nil:
+			return nil, fmt.Errorf("engine: claiming idempotency key: %w", err)
+		case !claimed && rec.Envelope == nil:
+			return nil, reqErr(pilotage.ErrConflict, "a request with this idempotency_key is still being processed")
+		case !claimed:
+			var resp ExecuteResponse
+			if err := json.Unmarshal(rec.Envelope, &resp); err != nil {
+				return nil, fmt.Errorf("engine: decoding recorded result: %w", err)
+			}
+			return &resp, nil
 		}
+		// Refused runs and failures release the claim: only started runs
+		// are recorded for replay.
+		defer func() {
+			if !recorded {
+				if err := e.store.DeleteIdem(context.WithoutCancel(ctx), idemKey); err != nil {
+					e.log.Warn("releasing idempotency key", "err", err)
+				}
+			}
+		}()
 	}
 	runID := storage.NewRunID()
 	refused := func(status, msg string, diags []pilotage.Diagnostic) *ExecuteResponse {
@@ -166,9 +184,10 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 	}
 	if idemKey != "" {
 		b, _ := json.Marshal(resp)
-		err := e.store.PutIdem(ctx, storage.Idem{Key: idemKey, Principal: p.Name, Hash: idemHash, Envelope: b, Expires: e.Now().Add(e.cfg.Retention)})
-		if err != nil && !errors.Is(err, storage.ErrConflict) {
+		if err := e.store.PutIdem(ctx, storage.Idem{Key: idemKey, Principal: p.Name, Hash: idemHash, Envelope: b, Expires: e.Now().Add(e.cfg.Retention)}); err != nil {
 			e.log.Warn("recording idempotency key", "err", err)
+		} else {
+			recorded = true
 		}
 	}
 	return resp, nil

@@ -35,10 +35,24 @@ func baselineJSON(b baselineField) []byte {
 	return out
 }
 
-// programRef is the immutable, content-addressed reference of a body.
+// programRef is the immutable, content-addressed reference of a body and
+// its baseline: re-promoting the same body after a referenced entry changed
+// mints a new reference (spec §5.4).
 func programRef(c *rules.Compiled) string {
-	sum := sha256.Sum256(canonicalJSON(c.Raw))
-	return "automation." + c.Program.Name + "@" + hex.EncodeToString(sum[:6])
+	h := sha256.New()
+	h.Write(canonicalJSON(c.Raw))
+	ids := make([]string, 0, len(c.Entries))
+	for id := range c.Entries {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		h.Write([]byte{0})
+		h.Write([]byte(id))
+		h.Write([]byte{0})
+		h.Write(baselineJSON(baselineOf(c.Entries[id])))
+	}
+	return "automation." + c.Program.Name + "@" + hex.EncodeToString(h.Sum(nil)[:6])
 }
 
 // promotedBody is a promoted program held in memory, compiled once.

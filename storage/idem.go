@@ -196,3 +196,14 @@ func (s *Store) SetMeta(ctx context.Context, key, val string) error {
 	}
 	return nil
 }
+
+// DeleteIdem forgets a key (a claim whose run was refused: refused runs are
+// never recorded for replay). Deleting an absent key is fine.
+func (s *Store) DeleteIdem(ctx context.Context, key string) error {
+	return s.inTx(ctx, "delete idempotency key", func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM idempotency WHERE key = ?`, key); err != nil {
+			return fmt.Errorf("storage: delete idempotency key: %w", err)
+		}
+		return nil
+	})
+}
