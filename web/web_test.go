@@ -53,7 +53,7 @@ func TestRulesListDetailAndRun(t *testing.T) {
 	_, body, _ = c.get("/rules/hall-motion-light")
 	mustContain(t, "rule detail", body,
 		"Plan", `<span class="mono step-id">on</span>`, "hall_light.set", // plan step with its call
-		`&#34;brightness&#34;: 180`, // pretty program JSON
+		`&#34;brightness&#34;: 180`,                  // pretty program JSON
 		dep.Output.(*engine.DeployOutput).ProgramRef, // promoted version
 		`/runs/`+runs[0].ID, "Disable", "Remove", "Test run now", `<option value="motion">`)
 
