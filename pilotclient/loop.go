@@ -204,8 +204,11 @@ func GateReasons(p *Plan) []string {
 	maxDestr, _ := hints["destructive"].(bool)
 	maxOpen, _ := hints["openWorld"].(bool)
 	for _, s := range p.Steps {
-		if (s.RiskHints.Destructive && !maxDestr) || (s.RiskHints.OpenWorld && !maxOpen) || !knownRisk(s.Risk) {
-			reasons = append(reasons, fmt.Sprintf("step %s is riskier than the plan's maximum (or of unknown risk %q)", s.ID, s.Risk))
+		switch {
+		case !knownRisk(s.Risk):
+			reasons = append(reasons, fmt.Sprintf("step %s has unknown risk %q: treated as risky", s.ID, s.Risk))
+		case (s.RiskHints.Destructive && !maxDestr) || (s.RiskHints.OpenWorld && !maxOpen):
+			reasons = append(reasons, fmt.Sprintf("step %s is labelled riskier (%s) than the plan's max_risk_hints: treated as risky", s.ID, s.Risk))
 		}
 	}
 	return reasons
