@@ -43,6 +43,7 @@ type view struct {
 	hashes          map[string]string
 	version         string
 	ids             []string
+	search          []string // lowercased id, name, description and tags per entry, for q
 }
 
 const maxHistory = 64
@@ -162,9 +163,11 @@ func (c *catalogService) build(p *Principal, snap *devices.Snapshot, devGen uint
 	}
 	sort.Strings(v.ids)
 	v.entries = make([]*pilotage.Entry, len(v.ids))
+	v.search = make([]string, len(v.ids))
 	h := sha256.New()
 	for i, id := range v.ids {
 		v.entries[i] = v.byID[id]
+		v.search[i] = searchText(v.entries[i])
 		h.Write([]byte(id))
 		h.Write([]byte{0})
 		h.Write([]byte(v.hashes[id]))
@@ -290,7 +293,7 @@ func (v *view) list(req LookupRequest) (*ListResponse, error) {
 		if req.Tag != "" && !hasTag(en.Tags, req.Tag) {
 			continue
 		}
-		if q != "" && !matchesQuery(en, q) {
+		if q != "" && !matchesQuery(v.search[i], q) {
 			continue
 		}
 		if len(resp.Items) == limit {
@@ -302,25 +305,18 @@ func (v *view) list(req LookupRequest) (*ListResponse, error) {
 	return resp, nil
 }
 
-func matchesQuery(en *pilotage.Entry, q string) bool {
+func searchText(en *pilotage.Entry) string {
+	return strings.ToLower(en.ID + "\x00" + en.Name + "\x00" + en.Description + "\x00" + strings.Join(en.Tags, "\x00"))
+}
+
+// matchesQuery reports whether every word of q occurs in the entry's text.
+func matchesQuery(text, q string) bool {
 	for _, w := range strings.Fields(q) {
-		if !strings.Contains(strings.ToLower(en.ID), w) &&
-			!strings.Contains(strings.ToLower(en.Name), w) &&
-			!strings.Contains(strings.ToLower(en.Description), w) &&
-			!tagsContain(en.Tags, w) {
+		if !strings.Contains(text, w) {
 			return false
 		}
 	}
 	return true
-}
-
-func tagsContain(tags []string, w string) bool {
-	for _, t := range tags {
-		if strings.Contains(strings.ToLower(t), w) {
-			return true
-		}
-	}
-	return false
 }
 
 func encodeCursor(after string) string {
