@@ -67,9 +67,11 @@ func StartBroker(addr string, logger *slog.Logger, opts ...BrokerOption) (*Broke
 	if cfg.users != nil {
 		hook = &passwordHook{users: cfg.users}
 	}
-	if err := srv.AddHook(hook, nil); err != nil {
-		_ = ln.Close()
-		return nil, fmt.Errorf("mqtt: embedded broker: %w", err)
+	for _, h := range []mochi.Hook{hook, new(retainGuard)} {
+		if err := srv.AddHook(h, nil); err != nil {
+			_ = ln.Close()
+			return nil, fmt.Errorf("mqtt: embedded broker: %w", err)
+		}
 	}
 	if err := srv.AddListener(listeners.NewNet(listenerID, ln)); err != nil {
 		_ = ln.Close()
@@ -196,3 +198,61 @@ func (h *passwordHook) OnConnectAuthenticate(_ *mochi.Client, pk packets.Packet)
 }
 
 func (h *passwordHook) OnACLCheck(*mochi.Client, string, bool) bool { return true }
+
+// retainGuard works around a data race in mochi v2.7.9 (mochi-mqtt/server
+// issue #200): storing a retained message writes a topic node's retainPath
+// under that node's lock, while delivering retained messages to a new
+// wildcard subscription reads it without the lock. The guard makes the
+// processing of a retained PUBLISH exclusive with the retained-message
+// delivery of a SUBSCRIBE. Each client's packets are processed one at a
+// time on that client's goroutine, so the lock taken in OnPublish or
+// OnSubscribed is released in OnPacketProcessed of the same packet, which
+// mochi calls after every processed packet. Nothing blocking happens under
+// the lock except the packet's own acknowledgement write; deliveries to
+// other clients are non-blocking queue sends.
+type retainGuard struct {
+	mochi.HookBase
+	mu   sync.RWMutex
+	held sync.Map // *mochi.Client -> guardHold
+}
+
+type guardHold int
+
+const (
+	holdRead guardHold = iota + 1
+	holdWrite
+)
+
+func (g *retainGuard) ID() string { return "pilothouse-retain-guard" }
+
+func (g *retainGuard) Provides(b byte) bool {
+	return bytes.Contains([]byte{mochi.OnPublish, mochi.OnSubscribed, mochi.OnPacketProcessed}, []byte{b})
+}
+
+func (g *retainGuard) OnPublish(cl *mochi.Client, pk packets.Packet) (packets.Packet, error) {
+	if pk.FixedHeader.Retain && !cl.Net.Inline {
+		g.mu.Lock()
+		g.held.Store(cl, holdWrite)
+	}
+	return pk, nil
+}
+
+func (g *retainGuard) OnSubscribed(cl *mochi.Client, _ packets.Packet, _ []byte) {
+	if !cl.Net.Inline {
+		g.mu.RLock()
+		g.held.Store(cl, holdRead)
+	}
+}
+
+func (g *retainGuard) OnPacketProcessed(cl *mochi.Client, _ packets.Packet, _ error) {
+	h, ok := g.held.LoadAndDelete(cl)
+	if !ok {
+		return
+	}
+	switch h.(guardHold) {
+	case holdWrite:
+		g.mu.Unlock()
+	case holdRead:
+		g.mu.RUnlock()
+	}
+}

@@ -359,3 +359,35 @@ func TestDialConnectRetry(t *testing.T) {
 	startBroker(t, addr)
 	waitFor(t, 5*time.Second, "background connect", c.Connected)
 }
+
+func TestSlowHandlerDropsAndCounts(t *testing.T) {
+	b := startBroker(t, "127.0.0.1:0")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, Options{Broker: b.URL(), QueueSize: 1, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	release := make(chan struct{})
+	var fast inbox
+	if err := c.Subscribe("slow/#", 0, func(Message) { <-release }); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Subscribe("fast/#", 0, fast.handle); err != nil {
+		t.Fatal(err)
+	}
+	pub := dial(t, b.URL())
+	for range 10 {
+		if err := pub.Publish(ctxT(t), "slow/x", []byte("x"), 1, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 3*time.Second, "drops to be counted", func() bool { return c.Dropped() > 0 })
+	// A stuck handler does not stall the other subscriptions.
+	if err := pub.Publish(ctxT(t), "fast/x", []byte("ok"), 1, false); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Second, "fast subscription delivery", func() bool { _, ok := fast.find("ok"); return ok })
+	close(release)
+}

@@ -15,8 +15,9 @@ type Message struct {
 	Retained bool
 }
 
-// Handler receives messages of a subscription. It must not block for long:
-// it runs on the client's delivery goroutine.
+// Handler receives messages of a subscription, in order. It must not block
+// for long: *Client runs it on the subscription's own delivery goroutine
+// with a bounded queue in front (it may call Publish).
 type Handler func(Message)
 
 // PubSub is what the rest of the program needs from a connection. *Client

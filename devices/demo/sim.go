@@ -421,7 +421,8 @@ func (s *Sim) Press(ctx context.Context, action string) error {
 }
 
 // State returns a copy of a device's current state, nil for an unknown
-// device. outdoor_weather gives its temperature and humidity.
+// device. Numbers are float64, as decoded from the published JSON.
+// outdoor_weather gives its temperature and humidity.
 func (s *Sim) State(name string) map[string]any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
