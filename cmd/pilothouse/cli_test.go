@@ -281,3 +281,23 @@ func TestCLIUsageAndAuth(t *testing.T) {
 		t.Fatal("bad --now accepted")
 	}
 }
+
+// TestExampleRulesValidate keeps examples/rules valid against the demo.
+func TestExampleRulesValidate(t *testing.T) {
+	_, url := startCLIApp(t)
+	c := dialT(t, url)
+	files, _ := filepath.Glob(filepath.Join("..", "..", "examples", "rules", "*.json"))
+	if len(files) == 0 {
+		t.Fatal("no example rules")
+	}
+	for _, f := range files {
+		prog, err := readProgram(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := c.Validate(context.Background(), prog)
+		if err != nil || !v.Valid {
+			t.Errorf("%s: err=%v diagnostics=%+v", f, err, v)
+		}
+	}
+}
