@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/pilotage"
 )
 
 // SSE budgets: buffers between the engine/catalog and one stream (a slow
@@ -41,6 +43,10 @@ type stream struct {
 	stale   bool
 	catIDs  map[string]bool // catalog changes since the last notice
 	dropped atomic.Int64
+	// Without a device catalog in Options, live values are polled through
+	// the engine once per tick: last is what the browser was last told.
+	poll bool
+	last map[string]string
 }
 
 // events serves server-sent events: firings and rule changes from the
@@ -52,7 +58,14 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, ss *session) {
 	engCh, cancelEng := s.e.Events(sseEngineBuffer)
 	defer cancelEng()
 	devCh := make(chan devices.Change, sseDeviceBuffer)
-	if s.o.Devices != nil {
+	wantDevices := r.URL.Query().Get("devices") == "1"
+	switch {
+	case wantDevices && s.o.Devices == nil:
+		st.poll, st.last = true, map[string]string{}
+		if err := st.pollLive(false); err != nil {
+			return
+		}
+	case wantDevices:
 		cancelDev := s.o.Devices.Subscribe(func(c devices.Change) {
 			select {
 			case devCh <- c:
@@ -88,6 +101,9 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, ss *session) {
 			err = st.deviceChange(c)
 		case now := <-tick.C:
 			err = st.tick()
+			if err == nil && st.poll {
+				err = st.pollLive(true)
+			}
 			if err == nil && now.Sub(lastWrite) >= sseKeepAlive {
 				_, err = fmt.Fprint(w, ": keep-alive\n\n")
 				lastWrite = now
@@ -229,4 +245,46 @@ func (st *stream) refreshVisible() {
 	for _, en := range entries {
 		st.visible[en.ID] = true
 	}
+}
+
+// pollLive reads the live values of every visible state, event and
+// device through the engine and, when send is set, tells the browser
+// about those that changed since the last poll.
+func (st *stream) pollLive(send bool) error {
+	entries, err := st.s.visibleEntries(st.ctx)
+	if err != nil {
+		return nil // try again next tick
+	}
+	for _, en := range entries {
+		if en.Kind != pilotage.KindState && en.Kind != pilotage.KindEvent && en.Kind != pilotage.KindDevice {
+			continue
+		}
+		l, ok := st.s.live(st.ctx, en.ID)
+		if !ok {
+			continue
+		}
+		var key string
+		var msg liveMsg
+		if en.Kind == pilotage.KindDevice {
+			if l.Available == nil {
+				continue
+			}
+			key = strconv.FormatBool(*l.Available)
+			msg = liveMsg{ID: en.ID, Available: l.Available, When: when(l.LastSeen)}
+		} else {
+			if l.Value == nil {
+				continue
+			}
+			key = compactJSON(l.Value)
+			msg = liveMsg{ID: en.ID, Value: key, When: when(l.LastSeen)}
+		}
+		prev, seen := st.last[en.ID]
+		st.last[en.ID] = key
+		if send && (!seen || prev != key) {
+			if err := st.send("live", msg); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

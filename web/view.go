@@ -35,6 +35,18 @@ var funcs = template.FuncMap{
 	"join":        strings.Join,
 	"statusText":  statusText,
 	"deref":       func(b *bool) bool { return b != nil && *b },
+	"refRule":     refRule,
+}
+
+// refRule is the rule name inside a program ref
+// ("automation.hall-light@1a2b" → "hall-light"), or "".
+func refRule(ref string) string {
+	name, ok := strings.CutPrefix(ref, "automation.")
+	if !ok {
+		return ""
+	}
+	name, _, _ = strings.Cut(name, "@")
+	return name
 }
 
 // riskClass is the CSS class of a risk badge; unknown risks look like the

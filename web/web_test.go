@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -218,7 +220,7 @@ func TestEventsStream(t *testing.T) {
 	c.get("/") // session cookie
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/events", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/events?devices=1", nil)
 	resp, err := c.c.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -268,4 +270,33 @@ func expectEvents(t *testing.T, lines <-chan string, want map[string]string) {
 			t.Fatalf("timed out waiting for %v", want)
 		}
 	}
+}
+
+// TestEventsPolledWithoutCatalog: without Options.Devices the stream polls
+// live values through the engine.
+func TestEventsPolledWithoutCatalog(t *testing.T) {
+	f := newFixture(t, nil)
+	srv := httptest.NewServer(Handler(f.e, Options{Logger: quiet()}))
+	defer srv.Close()
+	c := f.client()
+	c.base = srv.URL
+	c.get("/devices")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/events?devices=1", nil)
+	resp, err := c.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := make(chan string, 100)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	f.devs.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/hall_motion", Payload: []byte(`{"illuminance":99}`)})
+	expectEvents(t, lines, map[string]string{"event: live": `"id":"hall_motion.illuminance","value":"99"`})
 }

@@ -122,7 +122,7 @@
   var page = live, name = "";
   if (live.indexOf("rule:") === 0) { page = "rule"; name = live.slice(5); }
   var conn = document.getElementById("conn");
-  var es = new EventSource("/events");
+  var es = new EventSource(page === "devices" ? "/events?devices=1" : "/events");
   function parse(m) { try { return JSON.parse(m.data); } catch (e) { return null; } }
   es.onopen = function () { if (conn) { conn.textContent = "live"; conn.className = "conn on"; } };
   es.onerror = function () { if (conn) { conn.textContent = "reconnecting"; conn.className = "conn off"; } };
