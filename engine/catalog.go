@@ -20,12 +20,13 @@ import (
 type catalogService struct {
 	e *Engine
 
-	mu      sync.Mutex
-	autos   map[string]*automation // by entry id (= program_ref)
-	autoGen uint64
-	views   map[string]*view            // principal name → latest view
-	history map[string]map[string]*view // principal name → version → view
-	order   map[string][]string         // principal name → versions, oldest first
+	mu        sync.Mutex
+	autos     map[string]*automation // by entry id (= program_ref)
+	autoOrder []string               // ids in the order they were added; autoGen = len
+	autoGen   uint64
+	views     map[string]*view            // principal name → latest view
+	history   map[string]map[string]*view // principal name → version → view
+	order     map[string][]string         // principal name → versions, oldest first
 }
 
 // automation is one promoted program as a catalog entry.
@@ -74,6 +75,7 @@ func (c *catalogService) addAutomation(entry *pilotage.Entry, refs []string) {
 		return
 	}
 	c.autos[entry.ID] = &automation{entry: entry, hash: entryHash(entry), refs: refs}
+	c.autoOrder = append(c.autoOrder, entry.ID)
 	c.autoGen++
 }
 
@@ -97,7 +99,12 @@ func (c *catalogService) view(p *Principal) *view {
 	if v := c.views[key]; v != nil && v.devGen == devGen && v.autoGen == c.autoGen {
 		return v
 	}
-	v := c.build(p, snap, devGen)
+	var v *view
+	if old := c.views[key]; old != nil && old.devGen == devGen && old.autoGen < c.autoGen {
+		v = c.extend(p, old, snap) // only automations were added: no full rebuild
+	} else {
+		v = c.build(p, snap, devGen)
+	}
 	c.views[key] = v
 	h := c.history[key]
 	if h == nil {
@@ -133,35 +140,79 @@ func (c *catalogService) build(p *Principal, snap *devices.Snapshot, devGen uint
 			v.hashes[en.ID] = snap.Hash(en.ID)
 		}
 	}
-	for id, a := range c.autos {
-		ok := p.Visible(a.entry, nil)
-		// Hidden when it references an entry that exists but is invisible
-		// to p; references that vanished for everyone keep it visible (its
-		// use is then promotion_drift, not not_found).
-		for _, r := range a.refs {
-			if _, vis := v.byID[r]; vis {
-				continue
-			}
-			if _, isAuto := c.autos[r]; isAuto {
-				continue
-			}
-			if snap != nil {
-				if _, exists := snap.Get(r); exists {
-					ok = false
-					break
-				}
-			}
-		}
-		if ok {
-			v.byID[id] = a.entry
-			v.hashes[id] = a.hash
-		}
+	for _, id := range c.autoOrder {
+		c.addVisibleAuto(p, v, snap, id)
 	}
 	v.ids = make([]string, 0, len(v.byID))
 	for id := range v.byID {
 		v.ids = append(v.ids, id)
 	}
 	sort.Strings(v.ids)
+	v.finish()
+	return v
+}
+
+// extend derives a view from old by adding the automations promoted since;
+// c.mu is held.
+func (c *catalogService) extend(p *Principal, old *view, snap *devices.Snapshot) *view {
+	v := &view{devGen: old.devGen, autoGen: c.autoGen, byID: make(map[string]*pilotage.Entry, len(old.byID)+1), hashes: make(map[string]string, len(old.hashes)+1)}
+	for k, e := range old.byID {
+		v.byID[k] = e
+	}
+	for k, h := range old.hashes {
+		v.hashes[k] = h
+	}
+	var added []string
+	for _, id := range c.autoOrder[old.autoGen:] {
+		if c.addVisibleAuto(p, v, snap, id) {
+			added = append(added, id)
+		}
+	}
+	sort.Strings(added)
+	v.ids = make([]string, 0, len(old.ids)+len(added))
+	i, j := 0, 0
+	for i < len(old.ids) || j < len(added) {
+		if j == len(added) || (i < len(old.ids) && old.ids[i] < added[j]) {
+			v.ids = append(v.ids, old.ids[i])
+			i++
+		} else {
+			v.ids = append(v.ids, added[j])
+			j++
+		}
+	}
+	v.finish()
+	return v
+}
+
+// addVisibleAuto adds automation id to v when p may see it. It is hidden
+// when it references an entry that exists but is invisible to p; references
+// that vanished for everyone keep it visible (its use is then
+// promotion_drift, not not_found).
+func (c *catalogService) addVisibleAuto(p *Principal, v *view, snap *devices.Snapshot, id string) bool {
+	a := c.autos[id]
+	if !p.Visible(a.entry, nil) {
+		return false
+	}
+	for _, r := range a.refs {
+		if _, vis := v.byID[r]; vis {
+			continue
+		}
+		if _, isAuto := c.autos[r]; isAuto {
+			continue
+		}
+		if snap != nil {
+			if _, exists := snap.Get(r); exists {
+				return false
+			}
+		}
+	}
+	v.byID[id] = a.entry
+	v.hashes[id] = a.hash
+	return true
+}
+
+// finish fills entries, search text and the version from ids.
+func (v *view) finish() {
 	v.entries = make([]*pilotage.Entry, len(v.ids))
 	v.search = make([]string, len(v.ids))
 	h := sha256.New()
@@ -174,7 +225,6 @@ func (c *catalogService) build(p *Principal, snap *devices.Snapshot, devGen uint
 		h.Write([]byte{0})
 	}
 	v.version = "cv1-" + hex.EncodeToString(h.Sum(nil)[:12])
-	return v
 }
 
 // Get implements rules.Catalog.
