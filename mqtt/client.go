@@ -282,21 +282,28 @@ func (c *Client) connectFirst(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
 	defer cancel()
 	wait := 100 * time.Millisecond
+	var last error // the most informative failure so far
+	fail := func() error {
+		return fmt.Errorf("mqtt: connect to %s within %s: %w", redact(c.opts.Broker), c.opts.ConnectTimeout, last)
+	}
 	for {
 		err := c.attempt(ctx.Done())
 		if err == nil {
 			c.awaitFirstReady(ctx)
 			return nil
 		}
+		if last == nil || ctx.Err() == nil {
+			last = err
+		}
 		var refused *refusedError
 		if errors.As(err, &refused) || ctx.Err() != nil {
-			return fmt.Errorf("mqtt: connect to %s within %s: %w", redact(c.opts.Broker), c.opts.ConnectTimeout, err)
+			return fail()
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("mqtt: connect to %s within %s: %w", redact(c.opts.Broker), c.opts.ConnectTimeout, err)
+			return fail()
 		case <-t.C:
 		}
 		wait = min(2*wait, time.Second)
@@ -318,7 +325,11 @@ func (c *Client) connectLoop() {
 			return
 		default:
 		}
-		c.log.Warn("broker unreachable; retrying", "attempt", attempt, "retry_in", wait, "err", err)
+		level := slog.LevelDebug
+		if attempt == 1 || attempt%10 == 0 {
+			level = slog.LevelWarn
+		}
+		c.log.Log(context.Background(), level, "broker unreachable; retrying", "attempt", attempt, "retry_in", wait, "err", err)
 		t := time.NewTimer(wait)
 		select {
 		case <-c.quit:
@@ -347,7 +358,7 @@ func (c *Client) attempt(stop <-chan struct{}) error {
 	select {
 	case <-tok.Done():
 	case <-stop:
-		return errors.New("connection attempt abandoned")
+		return errors.New("no answer from the broker before the deadline")
 	}
 	err := tok.Error()
 	if err == nil {
