@@ -385,7 +385,11 @@ func cliTrace(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // answers 200; the container image's HEALTHCHECK runs it (no shell there).
 func runHealthcheck(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("pilothouse healthcheck", flag.ContinueOnError)
-	url := fs.String("url", "http://127.0.0.1:8080/healthz", "health endpoint")
+	def := os.Getenv("PILOTHOUSE_HEALTHCHECK_URL")
+	if def == "" {
+		def = "http://127.0.0.1:8080/healthz"
+	}
+	url := fs.String("url", def, "health endpoint (env PILOTHOUSE_HEALTHCHECK_URL)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -172,8 +172,28 @@ func printGate(w io.Writer, g *pilotclient.GateRequest) {
 			}
 		}
 	}
+	if lines := programLines(g.Program); len(lines) > 0 {
+		fmt.Fprintln(w, "  program:")
+		for _, l := range lines {
+			fmt.Fprintf(w, "    %s\n", l)
+		}
+	}
 	fmt.Fprintln(w, "Note: the plan, its step descriptions and every risk label above are claims made by the server;")
-	fmt.Fprintln(w, "this client has not verified them (Pilotage §7.3). Read the program itself before approving.")
+	fmt.Fprintln(w, "this client has not verified them (Pilotage §7.3). Read the program above before approving.")
+}
+
+// programLines is the program itself, indented, at most 40 lines: the
+// approval is about what the program does, not only what the server says.
+func programLines(prog json.RawMessage) []string {
+	var b bytes.Buffer
+	if err := json.Indent(&b, prog, "", "  "); err != nil {
+		return nil
+	}
+	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
+	if len(lines) > 40 {
+		lines = append(lines[:39], fmt.Sprintf("… (%d more lines)", len(lines)-39))
+	}
+	return lines
 }
 
 // printTrace prints a trace as a tree: steps are indented under the branch

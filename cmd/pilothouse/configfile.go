@@ -40,6 +40,30 @@ func loadConfigFile(file string, c *Config) error {
 	return loadConfigFileWarn(file, c, os.Stderr)
 }
 
+// configFileArg finds the configuration file for a command line: the value
+// of --config / -config (as "--config FILE" or "--config=FILE"), else the
+// environment variable PILOTHOUSE_CONFIG, else "". The integrator calls it
+// before registering the other flags, so that the file provides their
+// defaults and environment variables and flags still win.
+func configFileArg(args []string) string {
+	for i, a := range args {
+		if a == "--" {
+			break
+		}
+		name, val, hasVal := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "config" {
+			continue
+		}
+		if hasVal {
+			return val
+		}
+		if i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return os.Getenv(envPrefix + "CONFIG")
+}
+
 // loadConfigFileWarn is loadConfigFile with warnings written to warn.
 func loadConfigFileWarn(file string, c *Config, warn io.Writer) error {
 	b, err := os.ReadFile(file)

@@ -204,3 +204,27 @@ func TestConfigFileExamples(t *testing.T) {
 		}
 	}
 }
+
+func TestConfigFileArg(t *testing.T) {
+	t.Setenv("PILOTHOUSE_CONFIG", "")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--config", "a.yaml", "--demo=false"}, "a.yaml"},
+		{[]string{"--demo=false", "-config=b.yaml"}, "b.yaml"},
+		{[]string{"--addr", "x:1"}, ""},
+		{[]string{"--", "--config", "c.yaml"}, ""},
+	} {
+		if got := configFileArg(tc.args); got != tc.want {
+			t.Errorf("%q: got %q, want %q", tc.args, got, tc.want)
+		}
+	}
+	t.Setenv("PILOTHOUSE_CONFIG", "/etc/pilothouse/pilothouse.yaml")
+	if got := configFileArg(nil); got != "/etc/pilothouse/pilothouse.yaml" {
+		t.Errorf("from the environment: %q", got)
+	}
+	if got := configFileArg([]string{"--config", "d.yaml"}); got != "d.yaml" {
+		t.Errorf("the flag wins over the environment: %q", got)
+	}
+}
