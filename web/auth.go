@@ -177,7 +177,7 @@ func (s *server) loginPage(w http.ResponseWriter, r *http.Request) {
 		redirect(w, r, "/")
 		return
 	}
-	s.render(w, r, nil, "login", page{Title: "Log in", Data: loginData{Next: safeNext(r.URL.Query().Get("next"))}})
+	s.render(w, r, nil, "login", page{Title: "Log in", NoNav: true, Data: loginData{Next: safeNext(r.URL.Query().Get("next"))}})
 }
 
 func (s *server) login(w http.ResponseWriter, r *http.Request) {
@@ -200,7 +200,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if p == nil {
 		s.log.Info("web login refused", "remote", r.RemoteAddr)
-		s.renderCode(w, nil, http.StatusUnauthorized, "login", page{Title: "Log in", Data: loginData{Next: next, Error: "That token is not valid."}})
+		s.renderCode(w, nil, http.StatusUnauthorized, "login", page{Title: "Log in", NoNav: true, Data: loginData{Next: next, Error: "That token is not valid."}})
 		return
 	}
 	if old := s.session(r); old != nil {

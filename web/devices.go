@@ -27,6 +27,7 @@ type deviceView struct {
 
 type liveRow struct {
 	Entry *pilotage.Entry
+	Short string // the id without its device prefix, inside the device's card
 	Value string
 	Unit  string
 }
@@ -116,7 +117,11 @@ func (s *server) groupDevices(ctx context.Context, entries []*pilotage.Entry) []
 		case pilotage.KindAction:
 			dv.Actions = append(dv.Actions, actionRow{Entry: en, Args: schemaProps(en.InputSchema)})
 		case pilotage.KindState, pilotage.KindEvent:
-			row := liveRow{Entry: en, Value: "—", Unit: schemaUnit(en.OutputSchema)}
+			short := en.ID
+			if dv != other {
+				short = strings.TrimPrefix(en.ID, dev+".")
+			}
+			row := liveRow{Entry: en, Short: short, Value: "—", Unit: schemaUnit(en.OutputSchema)}
 			if l, ok := s.live(ctx, en.ID); ok && l.Value != nil {
 				row.Value = compactJSON(l.Value)
 			}

@@ -1,11 +1,16 @@
 package web
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
+	"html/template"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -20,19 +25,134 @@ type ruleRow struct {
 }
 
 func (s *server) rulesPage(w http.ResponseWriter, r *http.Request, ss *session) {
-	list, err := s.e.ListRules(ss.ctx(r), 1)
+	ctx := ss.ctx(r)
+	list, err := s.e.ListRules(ctx, 0)
 	if err != nil {
 		s.fail(w, r, ss, http.StatusInternalServerError, "Listing the rules failed.", err)
 		return
 	}
-	rows := make([]ruleRow, len(list))
+	last, err := s.lastFirings(ctx, list)
+	if err != nil {
+		s.fail(w, r, ss, http.StatusInternalServerError, "Listing the last firings failed.", err)
+		return
+	}
+	rows := make([]template.HTML, len(list))
 	for i, ri := range list {
-		rows[i] = ruleRow{RuleInfo: ri, Summary: triggerSummary(ri)}
-		if len(ri.LastFirings) > 0 {
-			rows[i].Last = &ri.LastFirings[0]
+		if rows[i], err = s.rows.html(s.pages["rules"], ri, last[ri.Name]); err != nil {
+			s.fail(w, r, ss, http.StatusInternalServerError, "Rendering the rules failed.", err)
+			return
 		}
 	}
+	s.rows.prune(list)
 	s.render(w, r, ss, "rules", page{Title: "Rules", Nav: "rules", Live: "rules", Data: rows})
+}
+
+// rowCache keeps each rule's rendered row until something it shows
+// changes: with a thousand rules, template execution is most of the
+// page's cost, and rows rarely change between two loads.
+type rowCache struct {
+	mu sync.Mutex
+	m  map[string]cachedRow
+}
+
+type cachedRow struct {
+	key  string
+	html template.HTML
+}
+
+// rowKey names everything a row shows; the program ref stands for the
+// description, triggers and risk, which a ref fixes.
+func rowKey(ri engine.RuleInfo, last *engine.FiringInfo) string {
+	var b strings.Builder
+	b.WriteString(ri.Status + "\x00" + ri.Broken + "\x00" + ri.ProgramRef + "\x00" + string(ri.MaxRisk) + "\x00")
+	if last != nil {
+		b.WriteString(last.RunID + "\x00" + last.Status)
+	}
+	b.WriteString("\x00")
+	if ri.NextFire != nil {
+		b.WriteString(ri.NextFire.Format(time.RFC3339Nano))
+	}
+	return b.String()
+}
+
+func (c *rowCache) html(t *template.Template, ri engine.RuleInfo, last *engine.FiringInfo) (template.HTML, error) {
+	key := rowKey(ri, last)
+	c.mu.Lock()
+	cr, ok := c.m[ri.Name]
+	c.mu.Unlock()
+	if ok && cr.key == key {
+		return cr.html, nil
+	}
+	var buf bytes.Buffer
+	if err := t.ExecuteTemplate(&buf, "row", ruleRow{RuleInfo: ri, Summary: triggerSummary(ri), Last: last}); err != nil {
+		return "", err
+	}
+	h := template.HTML(buf.String()) // produced by html/template: escaped
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[string]cachedRow{}
+	}
+	c.m[ri.Name] = cachedRow{key: key, html: h}
+	c.mu.Unlock()
+	return h, nil
+}
+
+// prune drops rows of rules that are gone, once the cache has grown past
+// twice the listing (listings are scoped, so one caller's list is not all).
+func (c *rowCache) prune(list []engine.RuleInfo) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.m) <= 2*len(list)+64 {
+		return
+	}
+	keep := make(map[string]bool, len(list))
+	for _, ri := range list {
+		keep[ri.Name] = true
+	}
+	for name := range c.m {
+		if !keep[name] {
+			delete(c.m, name)
+		}
+	}
+}
+
+// recentFirings is how many of the newest firings one query reads to find
+// the rules' last firings; rules not among them are asked one by one.
+const recentFirings = 1000
+
+// lastFirings finds each rule's newest firing the caller may see (runs
+// are scoped like the run list: a guest sees its own). One query covers the
+// rules that fired recently, so a busy house does not cost a query per rule.
+func (s *server) lastFirings(ctx context.Context, list []engine.RuleInfo) (map[string]*engine.FiringInfo, error) {
+	out := make(map[string]*engine.FiringInfo, len(list))
+	if len(list) == 0 {
+		return out, nil
+	}
+	runs, err := s.e.ListRuns(ctx, storage.RunFilter{Kind: storage.KindFiring, Limit: recentFirings})
+	if err != nil {
+		return nil, err
+	}
+	for _, run := range runs {
+		if _, ok := out[run.Rule]; !ok {
+			out[run.Rule] = &engine.FiringInfo{RunID: run.ID, Status: run.Status, OK: run.OK, Started: run.Started}
+		}
+	}
+	if len(runs) < recentFirings {
+		return out, nil // every stored firing was read
+	}
+	for _, ri := range list {
+		if _, ok := out[ri.Name]; ok {
+			continue
+		}
+		one, err := s.e.ListRuns(ctx, storage.RunFilter{Rule: ri.Name, Kind: storage.KindFiring, Limit: 1})
+		if err != nil {
+			return nil, err
+		}
+		if len(one) == 1 {
+			out[ri.Name] = &engine.FiringInfo{RunID: one[0].ID, Status: one[0].Status, OK: one[0].OK, Started: one[0].Started}
+		}
+	}
+	return out, nil
 }
 
 // planStep is a plan step with its nesting made explicit for display.
@@ -183,5 +303,5 @@ func (s *server) testRun(r *http.Request, ss *session, name string) (string, err
 		return back, nil
 	}
 	ss.setFlash("Test run finished: " + statusText(resp.Outcome.Status) + ". Nothing was sent to any device.")
-	return "/runs/" + url.PathEscape(resp.RunID), nil
+	return "/runs/" + url.PathEscape(resp.RunID) + "?rule=" + url.QueryEscape(name), nil
 }

@@ -118,6 +118,11 @@ func (s *server) runPage(w http.ResponseWriter, r *http.Request, ss *session) {
 		if name, err := strconv.Unquote(m[1]); err == nil {
 			d.Rule = name
 		}
+	} else if name := r.URL.Query().Get("rule"); name != "" {
+		// A test run started from a rule's page links back to it, if visible.
+		if _, err := s.e.GetRule(ctx, name, 0); err == nil {
+			d.Rule = name
+		}
 	}
 	for i := range tr.Trace.Steps {
 		st := tr.Trace.Steps[i]

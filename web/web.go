@@ -48,6 +48,7 @@ type server struct {
 	log   *slog.Logger
 	sess  *sessions
 	pages map[string]*template.Template
+	rows  rowCache
 }
 
 // Handler serves the UI. Mount it at "/".
@@ -117,6 +118,7 @@ type page struct {
 	CSRF    string
 	Flash   string
 	Live    string // SSE topics the page listens to ("" = none)
+	NoNav   bool   // the login page has nothing to navigate to yet
 	Data    any
 	Elapsed time.Duration
 }
