@@ -200,7 +200,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	}
 	if p == nil {
 		s.log.Info("web login refused", "remote", r.RemoteAddr)
-		s.renderCode(w, nil, http.StatusUnauthorized, "login", page{Title: "Log in", NoNav: true, Data: loginData{Next: next, Error: "That token is not valid."}})
+		s.renderCode(w, r, nil, http.StatusUnauthorized, "login", page{Title: "Log in", NoNav: true, Data: loginData{Next: next, Error: "That token is not valid."}})
 		return
 	}
 	if old := s.session(r); old != nil {

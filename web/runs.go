@@ -90,6 +90,18 @@ type traceRow struct {
 	Segs  []stepSegment
 }
 
+// stepDepth is how deep a trace step is nested: each iteration or
+// expansion (#n) and each call level (/) is one level.
+func stepDepth(segs []stepSegment) int {
+	iters := 0
+	for _, sg := range segs {
+		if sg.Iter != "" {
+			iters++
+		}
+	}
+	return min(max(iters, len(segs)-1), 3)
+}
+
 // narratedRule finds the rule in the engine's fact-only narration of a
 // firing ("Firing of rule "name" …"); the trace response carries no rule.
 var narratedRule = regexp.MustCompile(`^Firing of rule ("(?:[^"\\]|\\.)*")`)
@@ -127,7 +139,7 @@ func (s *server) runPage(w http.ResponseWriter, r *http.Request, ss *session) {
 	for i := range tr.Trace.Steps {
 		st := tr.Trace.Steps[i]
 		segs := stepSegments(st.ID)
-		d.Steps = append(d.Steps, traceRow{TraceStep: st, Depth: len(segs) - 1, Segs: segs})
+		d.Steps = append(d.Steps, traceRow{TraceStep: st, Depth: stepDepth(segs), Segs: segs})
 		if !st.Outcome.OK && d.Failed == nil {
 			d.Failed = &tr.Trace.Steps[i]
 		}

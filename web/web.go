@@ -7,6 +7,7 @@ package web
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"embed"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
@@ -126,10 +128,24 @@ type page struct {
 // render executes the named page into a buffer first, so a template error
 // never leaves a half-written page.
 func (s *server) render(w http.ResponseWriter, r *http.Request, ss *session, name string, p page) {
-	s.renderCode(w, ss, http.StatusOK, name, p)
+	s.renderCode(w, r, ss, http.StatusOK, name, p)
 }
 
-func (s *server) renderCode(w http.ResponseWriter, ss *session, code int, name string, p page) {
+// gzipMin is the page size from which responses are compressed (a page of
+// a thousand rules is ~600 KB of HTML, ~40 KB gzipped).
+const gzipMin = 16 << 10
+
+func acceptsGzip(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		enc, q, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(enc), "gzip") && strings.ReplaceAll(q, " ", "") != "q=0" {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *server) renderCode(w http.ResponseWriter, r *http.Request, ss *session, code int, name string, p page) {
 	t := s.pages[name]
 	if ss != nil {
 		p.CSRF = ss.csrf
@@ -144,8 +160,18 @@ func (s *server) renderCode(w http.ResponseWriter, ss *session, code int, name s
 		http.Error(w, "rendering the page failed", http.StatusInternalServerError)
 		return
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Add("Vary", "Accept-Encoding")
+	if buf.Len() >= gzipMin && acceptsGzip(r) {
+		h.Set("Content-Encoding", "gzip")
+		w.WriteHeader(code)
+		zw := gzip.NewWriter(w)
+		_, _ = zw.Write(buf.Bytes())
+		_ = zw.Close()
+		return
+	}
 	w.WriteHeader(code)
 	_, _ = w.Write(buf.Bytes())
 }
@@ -156,7 +182,7 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, ss *session, code 
 	if err != nil && !errors.Is(err, context.Canceled) {
 		s.log.Error("web request failed", "path", r.URL.Path, "err", err)
 	}
-	s.renderCode(w, ss, code, "error", page{Title: http.StatusText(code), Data: map[string]any{"Code": code, "Message": msg}})
+	s.renderCode(w, r, ss, code, "error", page{Title: http.StatusText(code), Data: map[string]any{"Code": code, "Message": msg}})
 }
 
 // redirect answers a POST with 303 See Other.

@@ -300,3 +300,34 @@ func TestEventsPolledWithoutCatalog(t *testing.T) {
 	f.devs.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/hall_motion", Payload: []byte(`{"illuminance":99}`)})
 	expectEvents(t, lines, map[string]string{"event: live": `"id":"hall_motion.illuminance","value":"99"`})
 }
+
+// TestPlanMarkersAndIterations: branch arms and loops are marked in the
+// plan; the trace shows iteration identity (blink#2) and decisions.
+func TestPlanMarkersAndIterations(t *testing.T) {
+	f := newFixture(t, nil)
+	f.deploy(nil, `{
+  "name": "blinker",
+  "triggers": [{"id": "motion", "state": "hall_motion.occupancy", "to": true}],
+  "steps": [
+    {"id": "late", "if": "state('hall_motion.illuminance') < 50",
+     "then": [{"id": "dim", "call": "hall_light.set", "args": {"brightness": 20}}],
+     "else": [{"id": "off", "call": "hall_light.set", "args": {"state": "OFF"}}]},
+    {"id": "blink", "repeat": {"count": 2}, "do": [{"id": "flash", "call": "hall_light.set", "args": {"state": "TOGGLE"}}]}
+  ]
+}`)
+	c := f.client()
+	_, body, _ := c.get("/rules/blinker")
+	mustContain(t, "plan", body, `⎇ late: then`, `⎇ late: else`, `↻ loop blink`)
+	tok := c.csrf("/rules/blinker")
+	_, _, h := c.post("/rules/blinker/test", url.Values{"csrf": {tok}, "trigger": {"motion"}, "value": {"true"}})
+	_, body, _ = c.get(h.Get("Location"))
+	mustContain(t, "trace", body,
+		`<li id="step-flash#2" class="depth-1 st-ok">`,
+		`<span class="mono">flash</span><span class="iter" title="iteration / expansion">#2</span>`,
+		`at <span class="mono">late</span> took <strong class="mono">then</strong>`,
+		`href="/rules/blinker"`)
+	if t.Failed() {
+		i := strings.Index(body, "Timeline")
+		t.Log(body[i:])
+	}
+}

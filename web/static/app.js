@@ -90,7 +90,9 @@
 
   function onRule(ev, page, name) {
     if (page === "rules") {
-      byData("data-rule", ev.rule).forEach(function (tr) {
+      var rows = byData("data-rule", ev.rule);
+      if (!rows.length && ev.status !== "removed") notice("Rule " + ev.rule + " is now " + ev.status + ".");
+      rows.forEach(function (tr) {
         var td = tr.querySelector('[data-cell="status"]');
         if (!td) return;
         td.textContent = "";
