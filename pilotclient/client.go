@@ -263,7 +263,12 @@ func (c *Client) Execute(ctx context.Context, r ExecuteRequest) (*ExecuteResult,
 	if r.IdempotencyKey != "" && !c.caps.Has("execute.idempotency") {
 		r.IdempotencyKey = ""
 	}
-	args := map[string]any{"language": Language, "program": r.Program}
+	args := map[string]any{"language": Language}
+	if r.ProgramRef != "" {
+		args["program_ref"] = r.ProgramRef
+	} else {
+		args["program"] = r.Program
+	}
 	if r.Input != nil {
 		args["input"] = r.Input
 	}

@@ -91,7 +91,9 @@ func effective(server, lang map[string]json.RawMessage) Capabilities {
 
 // GetResult is lookup get's answer.
 type GetResult struct {
-	Entry          *pilotage.Entry `json:"entry"`
+	Entry *pilotage.Entry `json:"entry"`
+	// RawEntry is the entry as sent, for fail-closed risk checks.
+	RawEntry       json.RawMessage `json:"-"`
 	Live           json.RawMessage `json:"live,omitempty"`
 	CatalogVersion string          `json:"catalog_version"`
 }
@@ -127,7 +129,9 @@ func (v *ValidateResult) Errors() []pilotage.Diagnostic {
 
 // ExecuteRequest is one execute request.
 type ExecuteRequest struct {
+	// Program (inline) or ProgramRef (a promoted program): exactly one.
 	Program                json.RawMessage
+	ProgramRef             string
 	Input                  map[string]any
 	TraceLevel             string
 	Store                  *bool
@@ -199,4 +203,25 @@ type Rule struct {
 		Started time.Time `json:"started"`
 	} `json:"last_firings"`
 	Principal string `json:"principal"`
+}
+
+// UnmarshalJSON keeps the raw entry beside the decoded one.
+func (g *GetResult) UnmarshalJSON(b []byte) error {
+	type plain GetResult
+	var aux struct {
+		plain
+		Raw json.RawMessage `json:"entry"`
+	}
+	if err := json.Unmarshal(b, &aux); err != nil {
+		return err
+	}
+	*g = GetResult(aux.plain)
+	g.RawEntry = aux.Raw
+	if len(aux.Raw) > 0 && string(aux.Raw) != "null" {
+		g.Entry = &pilotage.Entry{}
+		if err := json.Unmarshal(aux.Raw, g.Entry); err != nil {
+			return err
+		}
+	}
+	return nil
 }

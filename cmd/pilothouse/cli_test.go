@@ -301,3 +301,47 @@ func TestExampleRulesValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestPromotedProgramLoop runs an installed rule's promoted program by
+// reference: gated on the entry's risk_hints, retried once across drift.
+func TestPromotedProgramLoop(t *testing.T) {
+	_, url := startCLIApp(t)
+	c := dialT(t, url)
+	ctx := context.Background()
+	res, err := c.Run(ctx, []byte(lockRule), pilotclient.RunOptions{Approve: func(context.Context, *pilotclient.GateRequest) (bool, error) { return true, nil }})
+	if err != nil || pilotclient.Verify(res.Execution, false) != nil {
+		t.Fatalf("deploy: %v %+v", err, res)
+	}
+	d, _ := res.Execution.Deploy()
+
+	tr, err := c.RunRef(ctx, d.ProgramRef, pilotclient.RunOptions{TestRun: true})
+	if err != nil || tr.Gate != nil || pilotclient.Verify(tr.Execution, true) != nil {
+		t.Fatalf("test run by ref: %v gate=%v %+v", err, tr.Gate, tr.Execution)
+	}
+	if _, err := c.RunRef(ctx, d.ProgramRef, pilotclient.RunOptions{}); !errors.Is(err, pilotclient.ErrNotApproved) {
+		t.Fatalf("deploy by ref without approval: %v", err)
+	}
+	hooks := 0
+	asked := 0
+	rr, err := c.RunRef(ctx, d.ProgramRef, pilotclient.RunOptions{
+		Approve: func(_ context.Context, g *pilotclient.GateRequest) (bool, error) {
+			asked++
+			return strings.Contains(strings.Join(g.Reasons, ";"), "destructive: true"), nil
+		},
+		BeforeExecute: func(ctx context.Context, attempt int) error {
+			hooks++
+			if attempt == 1 {
+				prog := strings.Replace(motionLight, "hall-motion-light", "drift-ref", 1)
+				_, err := c.Execute(ctx, pilotclient.ExecuteRequest{Program: []byte(prog)})
+				return err
+			}
+			return nil
+		},
+	})
+	if err != nil || rr.Attempts != 2 || hooks != 2 || asked != 1 || pilotclient.Verify(rr.Execution, false) != nil {
+		t.Fatalf("deploy by ref across drift: err=%v attempts=%d hooks=%d asked=%d %+v", err, rr.Attempts, hooks, asked, rr.Execution)
+	}
+	if _, err := c.RunRef(ctx, "automation.nope@000", pilotclient.RunOptions{TestRun: true}); !pilotclient.IsKind(err, "not_found") {
+		t.Fatalf("unknown ref: %v", err)
+	}
+}
