@@ -57,25 +57,8 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, ss *session) {
 		rules: map[string]ruleVis{}, catIDs: map[string]bool{}}
 	engCh, cancelEng := s.e.Events(sseEngineBuffer)
 	defer cancelEng()
-	devCh := make(chan devices.Change, sseDeviceBuffer)
-	wantDevices := r.URL.Query().Get("devices") == "1"
-	switch {
-	case wantDevices && s.o.Devices == nil:
-		st.poll, st.last = true, map[string]string{}
-		if err := st.pollLive(false); err != nil {
-			return
-		}
-	case wantDevices:
-		cancelDev := s.o.Devices.Subscribe(func(c devices.Change) {
-			select {
-			case devCh <- c:
-			default:
-				st.dropped.Add(1)
-			}
-		})
-		defer cancelDev()
-		st.refreshVisible()
-	}
+	devCh, cancelDev := st.watchDevices(r.URL.Query().Get("devices") == "1")
+	defer cancelDev()
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -116,6 +99,30 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, ss *session) {
 			return
 		}
 	}
+}
+
+// watchDevices subscribes the stream to live device changes when the page
+// shows devices: pushed by the device catalog when the UI has one, else
+// polled through the engine on every tick.
+func (st *stream) watchDevices(want bool) (<-chan devices.Change, func()) {
+	ch := make(chan devices.Change, sseDeviceBuffer)
+	switch {
+	case !want:
+		return ch, func() {}
+	case st.s.o.Devices == nil:
+		st.poll, st.last = true, map[string]string{}
+		_ = st.pollLive(false) // the baseline: what the page was rendered with
+		return ch, func() {}
+	}
+	cancel := st.s.o.Devices.Subscribe(func(c devices.Change) {
+		select {
+		case ch <- c:
+		default:
+			st.dropped.Add(1)
+		}
+	})
+	st.refreshVisible()
+	return ch, cancel
 }
 
 func (st *stream) send(event string, data any) error {

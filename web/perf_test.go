@@ -47,36 +47,7 @@ func populate(tb testing.TB) *bigHouse {
 	devs := devices.NewCatalog(devices.Options{Logger: quiet()})
 	devs.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/bridge/devices", Payload: []byte(bridge)})
 
-	// One real deploy and one real firing, as templates.
-	e1 := engine.New(engine.Config{}, devs, store, quiet())
-	if err := e1.Start(ctx); err != nil {
-		tb.Fatal(err)
-	}
-	resp, err := e1.Execute(ctx, engine.ExecuteRequest{Program: json.RawMessage(motionRule)})
-	if err != nil || !resp.Outcome.OK {
-		tb.Fatalf("deploy: %v %+v", err, resp)
-	}
-	devs.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/hall_motion", Payload: []byte(`{"occupancy":true}`)})
-	var tmplRun storage.Run
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		e1.Flush()
-		runs, _ := store.ListRuns(ctx, storage.RunFilter{Kind: "firing", Limit: 1})
-		if len(runs) == 1 {
-			tmplRun = runs[0]
-			break
-		}
-		if time.Now().After(deadline) {
-			tb.Fatal("no template firing")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	e1.Close()
-	prog, err := store.GetProgram(ctx, resp.Output.(*engine.DeployOutput).ProgramRef)
-	if err != nil {
-		tb.Fatal(err)
-	}
-
+	prog, tmplRun := templates(tb, devs, store)
 	var body map[string]any
 	_ = json.Unmarshal(prog.Body, &body)
 	names := make([]string, perfRules)
@@ -133,6 +104,42 @@ func populate(tb testing.TB) *bigHouse {
 	}
 	last, _ := store.ListRuns(ctx, storage.RunFilter{Kind: "firing", Limit: 1})
 	return &bigHouse{h: h, cookie: cookies[0], runID: last[0].ID}
+}
+
+// templates deploys one rule for real and fires it once: its promoted
+// program and the firing's run are what populate clones.
+func templates(tb testing.TB, devs *devices.Catalog, store *storage.Store) (storage.Program, storage.Run) {
+	tb.Helper()
+	ctx := context.Background()
+	e1 := engine.New(engine.Config{}, devs, store, quiet())
+	if err := e1.Start(ctx); err != nil {
+		tb.Fatal(err)
+	}
+	resp, err := e1.Execute(ctx, engine.ExecuteRequest{Program: json.RawMessage(motionRule)})
+	if err != nil || !resp.Outcome.OK {
+		tb.Fatalf("deploy: %v %+v", err, resp)
+	}
+	devs.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/hall_motion", Payload: []byte(`{"occupancy":true}`)})
+	var tmplRun storage.Run
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		e1.Flush()
+		runs, _ := store.ListRuns(ctx, storage.RunFilter{Kind: "firing", Limit: 1})
+		if len(runs) == 1 {
+			tmplRun = runs[0]
+			break
+		}
+		if time.Now().After(deadline) {
+			tb.Fatal("no template firing")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	e1.Close()
+	prog, err := store.GetProgram(ctx, resp.Output.(*engine.DeployOutput).ProgramRef)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return prog, tmplRun
 }
 
 func (b *bigHouse) pages() []string {
