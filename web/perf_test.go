@@ -191,7 +191,11 @@ func TestRenderBudget(t *testing.T) {
 func BenchmarkPages(b *testing.B) {
 	h := populate(b)
 	for _, p := range h.pages() {
-		b.Run(strings.ReplaceAll(strings.TrimPrefix(p, "/"), "/", "_"), func(b *testing.B) {
+		name := strings.ReplaceAll(strings.TrimPrefix(p, "/"), "/", "_")
+		if name == "" {
+			name = "rules_list"
+		}
+		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
 				h.get(b, p)
 			}
