@@ -56,7 +56,7 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 
 	brokerURL := cfg.Broker
 	if brokerURL == "" {
-		if a.broker, err = mqtt.StartBroker(cfg.BrokerListen, log.With("part", "broker")); err != nil {
+		if a.broker, err = mqtt.StartBroker(cfg.BrokerListen, quietBelow(log, cfg.LogLevel).With("part", "broker")); err != nil {
 			return a, fmt.Errorf("starting the embedded MQTT broker on %s (use --broker-listen to move it, or --broker to use an existing broker): %w", cfg.BrokerListen, err)
 		}
 		a.stops = append(a.stops, func() { _ = a.broker.Close() })
@@ -143,6 +143,32 @@ func (a *app) stop() {
 		a.stops[i]()
 	}
 	a.stops = nil
+}
+
+// quietBelow keeps a chatty component (the embedded broker logs every hook
+// at info) to warnings unless the server runs at debug level.
+func quietBelow(log *slog.Logger, level string) *slog.Logger {
+	if level == "debug" {
+		return log
+	}
+	return slog.New(levelFilter{log.Handler(), slog.LevelWarn})
+}
+
+type levelFilter struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (f levelFilter) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= f.min && f.Handler.Enabled(ctx, l)
+}
+
+func (f levelFilter) WithAttrs(a []slog.Attr) slog.Handler {
+	return levelFilter{f.Handler.WithAttrs(a), f.min}
+}
+
+func (f levelFilter) WithGroup(g string) slog.Handler {
+	return levelFilter{f.Handler.WithGroup(g), f.min}
 }
 
 func newLogger(level string, json bool) *slog.Logger {

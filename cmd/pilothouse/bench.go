@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand"
 	"os"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"sync"
@@ -44,8 +45,20 @@ func runBench(ctx context.Context, args []string) error {
 	rate := fs.Int("rate", 1000, "events per second")
 	dur := fs.Duration("duration", 5*time.Second, "measuring time per configuration")
 	jsonOut := fs.Bool("json", false, "print results as JSON lines")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var counts []int
 	for _, s := range splitComma(*rulesList) {

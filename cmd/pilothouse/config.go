@@ -69,8 +69,27 @@ const envPrefix = "PILOTHOUSE_"
 // parseFlags reads flags; environment variables provide the defaults.
 func parseFlags(name string, args []string) (*Config, error) {
 	c := defaultConfig()
+	configFile := configFileArg(args)
+	if configFile != "" {
+		if err := loadConfigFileWarn(configFile, c, os.Stderr); err != nil {
+			return nil, err
+		}
+	}
 	fs := flag.NewFlagSet("pilothouse "+name, flag.ContinueOnError)
 	var lat, lon, notifyTopic, token, origins string
+	fs.StringVar(&configFile, "config", configFile, "YAML configuration file (see docs/configuration.md); flags and PILOTHOUSE_* variables override it")
+	if c.Latitude != nil {
+		lat = strconv.FormatFloat(*c.Latitude, 'f', -1, 64)
+	}
+	if c.Longitude != nil {
+		lon = strconv.FormatFloat(*c.Longitude, 'f', -1, 64)
+	}
+	origins = strings.Join(c.AllowedOrigins, ",")
+	c.AllowedOrigins = nil
+	defaultNotify := ""
+	if len(c.Notify) == 0 {
+		defaultNotify = "pilothouse/notify/phone"
+	}
 	fs.StringVar(&c.Addr, "addr", c.Addr, "HTTP listen address for MCP (/mcp), the web UI (/) and /healthz")
 	fs.StringVar(&origins, "allowed-origins", "", "comma-separated extra browser origins allowed to call the server")
 	fs.StringVar(&c.DataDir, "data", c.DataDir, "data folder (SQLite database)")
@@ -89,7 +108,7 @@ func parseFlags(name string, args []string) (*Config, error) {
 	fs.StringVar(&lon, "lon", "", "longitude for sunrise/sunset triggers")
 	fs.StringVar(&c.TimeZone, "tz", "", "IANA time zone for schedules (default: the system's)")
 	fs.StringVar(&c.Retention, "retention", c.Retention, "how long run records are kept (ISO 8601 duration, e.g. P30D)")
-	fs.StringVar(&notifyTopic, "notify-topic", "pilothouse/notify/phone", "MQTT topic of the notify.phone channel (empty = none)")
+	fs.StringVar(&notifyTopic, "notify-topic", defaultNotify, "MQTT topic of the notify.phone channel (empty = none; default when the config file declares no notify channels)")
 	fs.StringVar(&token, "token", "", "bearer token of the owner principal (required when --addr is not loopback)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.BoolVar(&c.LogJSON, "log-json", false, "log as JSON")
@@ -132,12 +151,35 @@ func parseFlags(name string, args []string) (*Config, error) {
 		*kv.dst = &f
 	}
 	if notifyTopic != "" {
-		c.Notify = append(c.Notify, devices.NotifyChannel{ID: "notify.phone", Name: "Phone notification", Topic: notifyTopic})
+		c.Notify = setNotify(c.Notify, devices.NotifyChannel{ID: "notify.phone", Name: "Phone notification", Topic: notifyTopic})
 	}
 	if token != "" {
-		c.Principals = append(c.Principals, &engine.Principal{Name: "owner", TokenHash: engine.HashToken(token), Deploy: true})
+		c.Principals = setPrincipal(c.Principals, &engine.Principal{Name: "owner", TokenHash: engine.HashToken(token), Deploy: true})
 	}
 	return c, nil
+}
+
+// setNotify adds or replaces the channel with ch's id.
+func setNotify(list []devices.NotifyChannel, ch devices.NotifyChannel) []devices.NotifyChannel {
+	for i, x := range list {
+		if x.ID == ch.ID {
+			list[i] = ch
+			return list
+		}
+	}
+	return append(list, ch)
+}
+
+// setPrincipal adds p, or replaces the token of the principal of that name
+// (--token overrides the owner's token from the file).
+func setPrincipal(list []*engine.Principal, p *engine.Principal) []*engine.Principal {
+	for _, x := range list {
+		if x.Name == p.Name {
+			x.TokenHash = p.TokenHash
+			return list
+		}
+	}
+	return append(list, p)
 }
 
 // check validates the configuration as a whole.

@@ -18,6 +18,13 @@ Usage:
   pilothouse sim --broker URL    run only the demo device simulator against a broker
   pilothouse bench [flags]       measure event → command latency with N installed rules
 
+Client commands (talk to a running server: --server URL, --token or PILOTHOUSE_SERVER / PILOTHOUSE_TOKEN):
+  pilothouse apply rule.json [--approve]   validate, show the plan, gate risk, install, verify
+  pilothouse test rule.json [--trigger ID --value V --state id=value --now T]   simulate, print the trace
+  pilothouse rules [enable|disable|remove NAME]
+  pilothouse trace RUN_ID [--level summary|full]
+  pilothouse healthcheck                   exit 0 when /healthz answers ok
+
 Run "pilothouse <command> -h" for the flags of a command.
 `
 
@@ -39,6 +46,10 @@ func main() {
 		err = runSim(ctx, args)
 	case "bench":
 		err = runBench(ctx, args)
+	case "apply", "test", "rules", "trace":
+		err = runCLI(ctx, cmd, args, os.Stdout, os.Stderr, os.Stdin)
+	case "healthcheck":
+		err = runHealthcheck(ctx, args)
 	case "help", "-h", "--help":
 		fmt.Print(usage)
 		return
