@@ -44,7 +44,19 @@ type view struct {
 	hashes          map[string]string
 	version         string
 	ids             []string
-	search          []string // lowercased id, name, description and tags per entry, for q
+	searchOnce      sync.Once
+	search          []string // lowercased id, name, description and tags per entry, built on the first q
+}
+
+// searchTexts returns the per-entry search text, built once per view.
+func (v *view) searchTexts() []string {
+	v.searchOnce.Do(func() {
+		v.search = make([]string, len(v.entries))
+		for i, en := range v.entries {
+			v.search[i] = searchText(en)
+		}
+	})
+	return v.search
 }
 
 const maxHistory = 64
@@ -214,11 +226,9 @@ func (c *catalogService) addVisibleAuto(p *Principal, v *view, snap *devices.Sna
 // finish fills entries, search text and the version from ids.
 func (v *view) finish() {
 	v.entries = make([]*pilotage.Entry, len(v.ids))
-	v.search = make([]string, len(v.ids))
 	h := sha256.New()
 	for i, id := range v.ids {
 		v.entries[i] = v.byID[id]
-		v.search[i] = searchText(v.entries[i])
 		h.Write([]byte(id))
 		h.Write([]byte{0})
 		h.Write([]byte(v.hashes[id]))
@@ -334,6 +344,10 @@ func (v *view) list(req LookupRequest) (*ListResponse, error) {
 		}
 	}
 	q := strings.ToLower(strings.TrimSpace(req.Q))
+	var texts []string
+	if q != "" {
+		texts = v.searchTexts()
+	}
 	resp := &ListResponse{Items: []*pilotage.Entry{}, CatalogVersion: v.version}
 	for i := start; i < len(v.entries); i++ {
 		en := v.entries[i]
@@ -343,7 +357,7 @@ func (v *view) list(req LookupRequest) (*ListResponse, error) {
 		if req.Tag != "" && !hasTag(en.Tags, req.Tag) {
 			continue
 		}
-		if q != "" && !matchesQuery(v.search[i], q) {
+		if q != "" && !matchesQuery(texts[i], q) {
 			continue
 		}
 		if len(resp.Items) == limit {
