@@ -12,6 +12,7 @@ import (
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/storage"
 )
 
 // SSE budgets: buffers between the engine/catalog and one stream (a slow
@@ -47,6 +48,10 @@ type stream struct {
 	// the engine once per tick: last is what the browser was last told.
 	poll bool
 	last map[string]string
+	// Deploys raise no engine event: pages that list rules watch the
+	// newest deploy run instead (one indexed query per tick).
+	deploys    bool
+	lastDeploy string
 }
 
 // events serves server-sent events: firings and rule changes from the
@@ -59,6 +64,10 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, ss *session) {
 	defer cancelEng()
 	devCh, cancelDev := st.watchDevices(r.URL.Query().Get("devices") == "1")
 	defer cancelDev()
+	if r.URL.Query().Get("deploys") == "1" {
+		st.deploys = true
+		_, st.lastDeploy = st.newestDeploy()
+	}
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
@@ -86,6 +95,9 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, ss *session) {
 			err = st.tick()
 			if err == nil && st.poll {
 				err = st.pollLive(true)
+			}
+			if err == nil && st.deploys {
+				err = st.checkDeploys()
 			}
 			if err == nil && now.Sub(lastWrite) >= sseKeepAlive {
 				_, err = fmt.Fprint(w, ": keep-alive\n\n")
@@ -294,4 +306,29 @@ func (st *stream) pollLive(send bool) error {
 		}
 	}
 	return nil
+}
+
+func (st *stream) newestDeploy() (storage.Run, string) {
+	runs, err := st.s.e.ListRuns(st.ctx, storage.RunFilter{Kind: storage.KindDeploy, Limit: 1})
+	if err != nil || len(runs) == 0 {
+		return storage.Run{}, ""
+	}
+	return runs[0], runs[0].ID
+}
+
+type deployMsg struct {
+	Rule string `json:"rule"`
+	Ref  string `json:"ref"`
+	OK   bool   `json:"ok"`
+}
+
+// checkDeploys tells the page about an install (or a refused one) since
+// the stream began or the last notice.
+func (st *stream) checkDeploys() error {
+	run, id := st.newestDeploy()
+	if id == "" || id == st.lastDeploy {
+		return nil
+	}
+	st.lastDeploy = id
+	return st.send("deploy", deployMsg{Rule: refRule(run.Ref), Ref: run.Ref, OK: run.OK})
 }

@@ -339,3 +339,30 @@ func TestPlanMarkersAndIterations(t *testing.T) {
 		t.Log(body[i:])
 	}
 }
+
+// TestEventsDeploy: pages that list rules hear about installs, which the
+// engine announces no event for.
+func TestEventsDeploy(t *testing.T) {
+	f := newFixture(t, nil)
+	c := f.client()
+	c.get("/")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/events?deploys=1", nil)
+	resp, err := c.c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	lines := make(chan string, 100)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	waitFor(t, 5*time.Second, "the stream", func() bool { return len(lines) > 0 }) // "retry:" line
+	f.deploy(nil, motionRule)
+	expectEvents(t, lines, map[string]string{"event: deploy": `"rule":"hall-motion-light"`})
+}

@@ -133,6 +133,7 @@ func TestWebEndToEnd(t *testing.T) {
 	shot.take(ctx, "login")
 	login(t, ctx, ownerTok)
 	do(t, ctx, "empty rules", chromedp.WaitVisible(chromedp.CSS(".empty")))
+	waitLive(t, ctx)
 	shot.take(ctx, "rules-empty")
 
 	// Deploy over MCP.
@@ -148,9 +149,11 @@ func TestWebEndToEnd(t *testing.T) {
 		t.Fatalf("deploy: %v", dep)
 	}
 
-	// It appears on Rules; a firing then appears live, without a reload.
+	// The open Rules page says so live; its Reload button lists the rule.
+	// A firing then appears live, without a reload.
 	row := `tr[data-rule="hall-motion-light"]`
-	do(t, ctx, "rule listed", chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(row)))
+	waitJS(t, ctx, "the install notice", `!document.getElementById('notice').hidden && document.getElementById('notice').textContent.includes('hall-motion-light was installed')`)
+	do(t, ctx, "rule listed", chromedp.Click(chromedp.CSS("#notice button")), chromedp.WaitVisible(chromedp.CSS(row)))
 	waitLive(t, ctx)
 	eval[bool](t, ctx, `window.__sameDocument = true`)
 	if got := eval[string](t, ctx, `document.querySelector('`+row+` [data-cell="last"]').textContent.trim()`); got != "never" {

@@ -124,7 +124,7 @@
   var page = live, name = "";
   if (live.indexOf("rule:") === 0) { page = "rule"; name = live.slice(5); }
   var conn = document.getElementById("conn");
-  var es = new EventSource(page === "devices" ? "/events?devices=1" : "/events");
+  var es = new EventSource(page === "devices" ? "/events?devices=1" : page === "runs" ? "/events" : "/events?deploys=1");
   function parse(m) { try { return JSON.parse(m.data); } catch (e) { return null; } }
   es.onopen = function () { if (conn) { conn.textContent = "live"; conn.className = "conn on"; } };
   es.onerror = function () { if (conn) { conn.textContent = "reconnecting"; conn.className = "conn off"; } };
@@ -134,6 +134,12 @@
   });
   es.addEventListener("rule", function (m) { var ev = parse(m); if (ev) onRule(ev, page, name); });
   es.addEventListener("live", function (m) { var ev = parse(m); if (ev && page === "devices") onLive(ev); });
+  es.addEventListener("deploy", function (m) {
+    var ev = parse(m);
+    if (!ev || !ev.ok || !ev.rule) return;
+    if (page === "rules") notice("Rule " + ev.rule + " was installed.");
+    else if (page === "rule" && ev.rule === name) notice("A new version of this rule was installed.");
+  });
   es.addEventListener("catalog", function () { if (page === "devices") notice("The device catalog changed."); });
   window.addEventListener("pagehide", function () { es.close(); });
 })();
