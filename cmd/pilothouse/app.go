@@ -41,8 +41,10 @@ type app struct {
 func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool) (a *app, err error) {
 	a = &app{cfg: cfg, log: log}
 	defer func() {
-		if err != nil {
+		if err != nil && a != nil {
 			a.stop()
+		}
+		if err != nil {
 			a = nil
 		}
 	}()
