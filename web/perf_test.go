@@ -71,7 +71,7 @@ func populate(tb testing.TB) *bigHouse {
 		r.Kind = kinds[i%len(kinds)]
 		r.Started = base.Add(time.Duration(i) * 8 * time.Second)
 		r.Ended = r.Started.Add(time.Millisecond)
-		r.Expires = time.Time{}
+		r.Expires = time.Now().Add(30 * 24 * time.Hour) // engine.Trace treats a zero expiry as expired
 		if r.Kind == "firing" {
 			r.Rule = names[i%perfRules]
 		} else {

@@ -79,13 +79,14 @@ type runData struct {
 	*engine.TraceResponse
 	Rule    string
 	Started time.Time
-	Failed  *pilotage.TraceStep
+	Failed  *traceRow
 	Steps   []traceRow
 }
 
 // traceRow is one trace step with its id split into its identity levels.
 type traceRow struct {
 	pilotage.TraceStep
+	N     int // 1-based position, the step's anchor
 	Depth int
 	Segs  []stepSegment
 }
@@ -139,9 +140,14 @@ func (s *server) runPage(w http.ResponseWriter, r *http.Request, ss *session) {
 	for i := range tr.Trace.Steps {
 		st := tr.Trace.Steps[i]
 		segs := stepSegments(st.ID)
-		d.Steps = append(d.Steps, traceRow{TraceStep: st, Depth: stepDepth(segs), Segs: segs})
-		if !st.Outcome.OK && d.Failed == nil {
-			d.Failed = &tr.Trace.Steps[i]
+		d.Steps = append(d.Steps, traceRow{TraceStep: st, N: i + 1, Depth: stepDepth(segs), Segs: segs})
+	}
+	// Branch and loop entries are logged before their bodies and fail with
+	// them, so the last failed step is the cause.
+	for i := len(d.Steps) - 1; i >= 0; i-- {
+		if !d.Steps[i].Outcome.OK {
+			d.Failed = &d.Steps[i]
+			break
 		}
 	}
 	s.render(w, r, ss, "run", page{Title: "Run " + tr.RunID, Nav: "runs", Data: d})

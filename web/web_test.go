@@ -330,7 +330,7 @@ func TestPlanMarkersAndIterations(t *testing.T) {
 	_, _, h := c.post("/rules/blinker/test", url.Values{"csrf": {tok}, "trigger": {"motion"}, "value": {"true"}})
 	_, body, _ = c.get(h.Get("Location"))
 	mustContain(t, "trace", body,
-		`<li id="step-flash#2" class="depth-1 st-ok">`,
+		`class="depth-1 st-ok">`,
 		`<span class="mono">flash</span><span class="iter" title="iteration / expansion">#2</span>`,
 		`at <span class="mono">late</span> took <strong class="mono">then</strong>`,
 		`href="/rules/blinker"`)
@@ -365,4 +365,23 @@ func TestEventsDeploy(t *testing.T) {
 	waitFor(t, 5*time.Second, "the stream", func() bool { return len(lines) > 0 }) // "retry:" line
 	f.deploy(nil, motionRule)
 	expectEvents(t, lines, map[string]string{"event: deploy": `"rule":"hall-motion-light"`})
+}
+
+// TestRunFailure: a failed run names its failing step, with the error.
+func TestRunFailure(t *testing.T) {
+	f := newFixture(t, nil)
+	id := storage.NewRunID()
+	env := `{"run_id":"` + id + `","outcome":{"ok":false,"status":"failed","error":"a step failed"},"trace":{"level":"full","steps":[
+	 {"id":"triggers","outcome":{"ok":true,"status":"success"},"decisions":[{"at":"triggers","took":"motion","because":"hall_motion.occupancy changed from false to true"}]},
+	 {"id":"call#1/inner#3","calls":["hall_light.set"],"input":{"state":"ON"},"outcome":{"ok":false,"status":"not_connected","error":"the MQTT broker is unreachable"},"t_ms":12.5}]}}`
+	err := f.store.InsertRuns(context.Background(), []storage.Run{{ID: id, Principal: "owner", Rule: "r", Kind: "firing",
+		Status: "failed", Started: time.Now(), Level: "full", Envelope: []byte(env), Expires: time.Now().Add(time.Hour)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ := f.client().get("/runs/" + id)
+	mustContain(t, "failed run", body,
+		`Failed at step <a class="mono" href="#step-2">call#1/inner#3</a> (not connected): the MQTT broker is unreachable`,
+		`<span class="mono">call</span><span class="iter" title="iteration / expansion">#1</span><span class="sep" aria-hidden="true">›</span><span class="mono">inner</span><span class="iter" title="iteration / expansion">#3</span>`,
+		`class="depth-2 st-bad"`, "12 ms", `&#34;state&#34;: &#34;ON&#34;`)
 }
