@@ -330,5 +330,6 @@ func (st *stream) checkDeploys() error {
 		return nil
 	}
 	st.lastDeploy = id
+	clear(st.rules) // an install may make a rule visible, or replace its owner
 	return st.send("deploy", deployMsg{Rule: refRule(run.Ref), Ref: run.Ref, OK: run.OK})
 }
