@@ -105,6 +105,12 @@ func (ar *armedRule) run(ctx context.Context, tf rules.TriggerFire) {
 		ar.record(runID, started, pilotage.Outcome{OK: false, Status: rules.StatusBroken, Error: reason}, nil, nil)
 		return
 	}
+	if ar.waits {
+		// A body that can take time is recorded as running first, so a
+		// crash in the middle leaves a record that the next start marks
+		// interrupted.
+		ar.record(runID, started, pilotage.Outcome{OK: false, Status: storage.StatusRunning, Error: "the firing is running"}, nil, nil)
+	}
 	w := &liveWorld{e: e, p: ar.principal}
 	res := rules.Run(ctx, ar.c, w, rules.RunInput{Trigger: tf, Params: ar.params, Limits: e.cfg.Limits})
 	out := res.Outcome
@@ -160,5 +166,27 @@ func (ar *armedRule) record(runID string, started time.Time, out pilotage.Outcom
 	e.rec.add(storage.Run{ID: runID, Principal: ar.principal.Name, Rule: ar.rule.Name, Ref: ar.rule.Ref, Kind: "firing",
 		Status: out.Status, OK: out.OK, Started: started, Ended: now, Level: pilotage.LevelFull, Envelope: b,
 		Expires: now.Add(e.cfg.Retention)})
-	e.notify(Event{Type: "firing", Rule: ar.rule.Name, RunID: runID, Status: out.Status, OK: out.OK, Time: now})
+	if out.Status != storage.StatusRunning {
+		e.notify(Event{Type: "firing", Rule: ar.rule.Name, RunID: runID, Status: out.Status, OK: out.OK, Time: now})
+	}
+}
+
+// takesTime reports whether a body contains a delay or a wait (anywhere):
+// such firings can span a restart.
+func takesTime(steps []*rules.Step) bool {
+	for _, st := range steps {
+		switch st.Kind {
+		case rules.StepDelay, rules.StepWait:
+			return true
+		}
+		if takesTime(st.Then) || takesTime(st.Else) || takesTime(st.Default) || takesTime(st.Do) {
+			return true
+		}
+		for _, arm := range st.Choose {
+			if takesTime(arm.Do) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -45,6 +45,8 @@ type armedRule struct {
 	cronIDs   []cron.EntryID
 	sunTimers []*time.Timer
 
+	waits bool // the body has delays or waits (recorded as running first)
+
 	mu      sync.Mutex
 	running []*firing
 	queue   []rules.TriggerFire
@@ -133,7 +135,7 @@ func (s *scheduler) close() {
 // never holds both.
 func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[string]any) *armedRule {
 	p := s.e.principalByName(rule.Principal)
-	ar := &armedRule{s: s, rule: rule, c: c, params: params, principal: p, broken: rule.Broken}
+	ar := &armedRule{s: s, rule: rule, c: c, params: params, principal: p, broken: rule.Broken, waits: takesTime(c.Program.Steps)}
 	for _, t := range c.Program.Triggers {
 		ar.triggers = append(ar.triggers, &armedTrigger{r: ar, t: t})
 	}
@@ -158,6 +160,9 @@ func (s *scheduler) armLocked(ar *armedRule) {
 		switch t.Kind {
 		case rules.TriggerState, rules.TriggerNumeric, rules.TriggerEvent:
 			s.index[t.Entity] = append(s.index[t.Entity], at)
+			if t.For > 0 && t.Kind != rules.TriggerEvent {
+				at.resumeHold()
+			}
 		case rules.TriggerCron, rules.TriggerTime:
 			spec := t.Cron
 			if t.Kind == rules.TriggerTime {
@@ -480,3 +485,38 @@ func (ar *armedRule) brokenReason(e *Engine) string {
 }
 
 var _ = pilotage.Version
+
+// resumeHold starts a held ("for") window at arming time when the watched
+// state already satisfies the trigger: after a restart (or an enable), a
+// door that was left open still alerts once it has been open for the
+// duration, counted from the arming.
+func (at *armedTrigger) resumeHold() {
+	e := at.r.s.e
+	if e.devs == nil {
+		return
+	}
+	l, ok := e.devs.Live(at.t.Entity)
+	if !ok {
+		return
+	}
+	_, holds := matchTrigger(at.t, nil, l.Value, false)
+	if at.t.Kind == rules.TriggerState && !at.t.To.Set {
+		holds = false // "any change" has nothing to hold
+	}
+	if !holds {
+		return
+	}
+	at.mu.Lock()
+	defer at.mu.Unlock()
+	if at.hold != nil {
+		return
+	}
+	val := l.Value
+	because := fmt.Sprintf("%s was %s when the rule was armed and held for %s", at.t.Entity, compact(val), at.t.For)
+	at.hold = time.AfterFunc(at.t.For, func() {
+		at.mu.Lock()
+		at.hold = nil
+		at.mu.Unlock()
+		at.fire(val, nil, because)
+	})
+}
