@@ -25,6 +25,7 @@ type RuleInfo struct {
 	InstalledAt time.Time       `json:"installed_at"`
 	UpdatedAt   time.Time       `json:"updated_at"`
 	Principal   string          `json:"principal"`
+	Params      json.RawMessage `json:"params,omitempty"`
 	Plan        *pilotage.Plan  `json:"-"`
 	Program     json.RawMessage `json:"-"`
 }
@@ -39,6 +40,10 @@ type FiringInfo struct {
 
 // ErrRuleNotFound is returned for unknown (or invisible) rule names.
 var ErrRuleNotFound = errors.New("no installed rule with that name")
+
+// ErrNotAllowed is returned when the caller may see a rule but not manage
+// it: enabling, disabling and removing need a principal that may deploy.
+var ErrNotAllowed = errors.New("this principal may not manage rules")
 
 // visibleRule reports whether p may see rule r: its own rules, or a rule
 // whose promoted program is visible in p's catalog.
@@ -65,7 +70,7 @@ func (e *Engine) ListRules(ctx context.Context, lastFirings int) ([]RuleInfo, er
 		if !e.visibleRule(p, r) {
 			continue
 		}
-		ri, err := e.ruleInfo(ctx, r, lastFirings)
+		ri, err := e.ruleInfo(ctx, p, r, lastFirings)
 		if err != nil {
 			return nil, err
 		}
@@ -87,12 +92,12 @@ func (e *Engine) GetRule(ctx context.Context, name string, lastFirings int) (Rul
 	if err != nil {
 		return RuleInfo{}, fmt.Errorf("engine: reading rule: %w", err)
 	}
-	return e.ruleInfo(ctx, r, lastFirings)
+	return e.ruleInfo(ctx, p, r, lastFirings)
 }
 
-func (e *Engine) ruleInfo(ctx context.Context, r storage.Rule, lastFirings int) (RuleInfo, error) {
+func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, lastFirings int) (RuleInfo, error) {
 	ri := RuleInfo{Name: r.Name, ProgramRef: r.Ref, Broken: r.Broken, InstalledAt: r.InstalledAt, UpdatedAt: r.UpdatedAt,
-		Principal: r.Principal, LastFirings: []FiringInfo{}, Triggers: []TriggerInfo{}}
+		Principal: r.Principal, Params: r.Params, LastFirings: []FiringInfo{}, Triggers: []TriggerInfo{}}
 	switch {
 	case r.Broken != "":
 		ri.Status = "broken"
@@ -120,7 +125,11 @@ func (e *Engine) ruleInfo(ctx context.Context, r storage.Rule, lastFirings int) 
 		}
 	}
 	if lastFirings > 0 {
-		runs, err := e.store.ListRuns(ctx, storage.RunFilter{Rule: r.Name, Kind: "firing", Limit: lastFirings})
+		f := storage.RunFilter{Rule: r.Name, Kind: "firing", Limit: lastFirings, SkipEnvelope: true}
+		if p != Owner {
+			f.Principal = p.Name // firings run under the installer's authority
+		}
+		runs, err := e.store.ListRuns(ctx, f)
 		if err != nil {
 			return ri, fmt.Errorf("engine: listing firings: %w", err)
 		}
@@ -136,6 +145,9 @@ func (e *Engine) SetRuleEnabled(ctx context.Context, name string, on bool) (Rule
 	if _, err := e.GetRule(ctx, name, 0); err != nil {
 		return RuleInfo{}, err
 	}
+	if !e.principal(ctx).Deploy {
+		return RuleInfo{}, ErrNotAllowed
+	}
 	if err := e.store.SetRuleEnabled(ctx, name, on); err != nil {
 		return RuleInfo{}, fmt.Errorf("engine: updating rule: %w", err)
 	}
@@ -149,6 +161,9 @@ func (e *Engine) SetRuleEnabled(ctx context.Context, name string, on bool) (Rule
 func (e *Engine) RemoveRule(ctx context.Context, name string) error {
 	if _, err := e.GetRule(ctx, name, 0); err != nil {
 		return err
+	}
+	if !e.principal(ctx).Deploy {
+		return ErrNotAllowed
 	}
 	if err := e.store.RemoveRule(ctx, name); err != nil {
 		return fmt.Errorf("engine: removing rule: %w", err)

@@ -55,7 +55,8 @@ func (e *Engine) Trace(ctx context.Context, req TraceRequest) (*TraceResponse, e
 	if err != nil {
 		return nil, fmt.Errorf("engine: reading run: %w", err)
 	}
-	if (run.Principal != p.Name && p != Owner) || !e.Now().Before(run.Expires) {
+	expired := !run.Expires.IsZero() && !e.Now().Before(run.Expires)
+	if (run.Principal != p.Name && p != Owner) || expired {
 		return nil, notFound
 	}
 	var env envelope

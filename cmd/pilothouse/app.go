@@ -113,7 +113,7 @@ func (a *app) serveHTTP() error {
 		w.WriteHeader(code)
 		fmt.Fprintf(w, `{"status":%q,"version":%q}`+"\n", status, engine.Version)
 	})
-	mux.Handle("/", web.Handler(a.eng, web.Options{Principals: a.cfg.Principals, Logger: a.log.With("part", "web")}))
+	mux.Handle("/", web.Handler(a.eng, web.Options{Principals: a.cfg.Principals, Devices: a.devs, Logger: a.log.With("part", "web")}))
 	ln, err := net.Listen("tcp", a.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s (use --addr to move it): %w", a.cfg.Addr, err)

@@ -179,8 +179,11 @@ func ruleName(args map[string]json.RawMessage) (string, error) {
 }
 
 func notFoundRule(err error) error {
-	if errors.Is(err, engine.ErrRuleNotFound) {
+	switch {
+	case errors.Is(err, engine.ErrRuleNotFound):
 		return pilotage.Errorf(pilotage.ErrNotFound, "no installed rule with that name")
+	case errors.Is(err, engine.ErrNotAllowed):
+		return pilotage.Errorf(pilotage.ErrInvalidRequest, "this principal may not enable, disable or remove rules")
 	}
 	return err
 }
