@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 )
@@ -315,4 +316,85 @@ func TestGuestScopeIsIndistinguishable(t *testing.T) {
 	if err != nil || r.Outcome.Status != rules.StatusDenied {
 		t.Fatalf("guest deploy: %+v %v", r, err)
 	}
+}
+
+func TestStoreAndTraceLevels(t *testing.T) {
+	h := newHouse(t, Config{})
+	ctx := context.Background()
+	prog := json.RawMessage(`{"name":"porch","triggers":[{"id":"t","cron":"0 0 20 * * *"}],"steps":[{"id":"on","call":"porch_light.set","args":{"state":"ON"}}]}`)
+	no := false
+	yes := true
+	cases := []struct {
+		name       string
+		store      *bool
+		level      string
+		fetchable  bool
+		inlineNone bool
+	}{
+		{"store absent: retention governs", nil, "", true, false},
+		{"store false: never retained", &no, "", false, false},
+		{"store true with level none: retained at full", &yes, "none", true, true},
+		{"summary inline", nil, "summary", true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := h.execute(ExecuteRequest{Program: prog, TestRun: true, Store: tc.store, TraceLevel: tc.level})
+			if !r.Outcome.OK || r.RunID == "" {
+				t.Fatalf("run: %+v", r)
+			}
+			if tc.inlineNone != (r.Trace == nil) {
+				t.Fatalf("inline trace present=%v", r.Trace != nil)
+			}
+			if tc.level == "summary" {
+				if r.Trace.Level != "summary" || r.Trace.Steps[len(r.Trace.Steps)-1].Input != nil {
+					t.Fatalf("summary trace: %+v", r.Trace)
+				}
+			}
+			got, err := h.eng.Trace(ctx, TraceRequest{RunID: r.RunID})
+			if tc.fetchable {
+				if err != nil || got.Trace.Level != "full" || len(got.Trace.Steps) == 0 {
+					t.Fatalf("fetch: %+v %v", got, err)
+				}
+				sum, err := h.eng.Trace(ctx, TraceRequest{RunID: r.RunID, TraceLevel: "summary"})
+				if err != nil || sum.Trace.Level != "summary" {
+					t.Fatalf("fetch summary: %+v %v", sum, err)
+				}
+				return
+			}
+			var re *pilotage.RequestError
+			if !errors.As(err, &re) || re.Kind != pilotage.ErrNotFound {
+				t.Fatalf("store:false run fetched: %v", err)
+			}
+		})
+	}
+	// Expired runs are the same not_found.
+	r := h.execute(ExecuteRequest{Program: prog, TestRun: true})
+	h.eng.cfg.Now = func() time.Time { return time.Now().Add(31 * 24 * time.Hour) }
+	defer func() { h.eng.cfg.Now = time.Now }()
+	_, err := h.eng.Trace(ctx, TraceRequest{RunID: r.RunID})
+	var re *pilotage.RequestError
+	if !errors.As(err, &re) || re.Kind != pilotage.ErrNotFound || re.Message != "no retained run with that run_id" {
+		t.Fatalf("expired run: %v", err)
+	}
+}
+
+func TestBrokerRestartStateFlowsAgain(t *testing.T) {
+	h := newHouse(t, Config{})
+	addr := h.broker.Addr()
+	if err := h.broker.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(5*time.Second, "the client to notice", func() bool { return !h.client.Connected() })
+	var err error
+	h.broker, err = mqtt.StartBroker(addr, quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.broker.Close() })
+	h.waitFor(15*time.Second, "the reconnect", func() bool { return h.client.Connected() })
+	h.waitFor(10*time.Second, "a state change after the restart", func() bool {
+		_ = h.sim.Trigger(context.Background(), "hall_motion", map[string]any{"illuminance": 777})
+		l, _ := h.devs.Live("hall_motion.illuminance")
+		return l.Value == float64(777)
+	})
 }
