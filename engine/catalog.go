@@ -36,30 +36,7 @@ type automation struct {
 	refs  []string // catalog ids its body references
 }
 
-// view is one principal's immutable snapshot of the catalog.
-type view struct {
-	devGen, autoGen uint64
-	entries         []*pilotage.Entry // sorted by id
-	byID            map[string]*pilotage.Entry
-	hashes          map[string]string
-	version         string
-	ids             []string
-	searchOnce      sync.Once
-	search          []string // lowercased id, name, description and tags per entry, built on the first q
-}
-
-// searchTexts returns the per-entry search text, built once per view.
-func (v *view) searchTexts() []string {
-	v.searchOnce.Do(func() {
-		v.search = make([]string, len(v.entries))
-		for i, en := range v.entries {
-			v.search[i] = searchText(en)
-		}
-	})
-	return v.search
-}
-
-const maxHistory = 64
+const maxHistory = 32
 
 func newCatalogService(e *Engine) *catalogService {
 	return &catalogService{
@@ -134,118 +111,6 @@ func (c *catalogService) view(p *Principal) *view {
 	return v
 }
 
-// build computes a view; c.mu is held.
-func (c *catalogService) build(p *Principal, snap *devices.Snapshot, devGen uint64) *view {
-	v := &view{devGen: devGen, autoGen: c.autoGen, byID: map[string]*pilotage.Entry{}, hashes: map[string]string{}}
-	if snap != nil {
-		for _, en := range snap.Entries() {
-			var devTags []string
-			if en.Kind != pilotage.KindDevice {
-				if d, ok := snap.Get(deviceOf(en.ID)); ok {
-					devTags = d.Tags
-				}
-			}
-			if !p.Visible(en, devTags) {
-				continue
-			}
-			v.byID[en.ID] = en
-			v.hashes[en.ID] = snap.Hash(en.ID)
-		}
-	}
-	for _, id := range c.autoOrder {
-		c.addVisibleAuto(p, v, snap, id)
-	}
-	v.ids = make([]string, 0, len(v.byID))
-	for id := range v.byID {
-		v.ids = append(v.ids, id)
-	}
-	sort.Strings(v.ids)
-	v.finish()
-	return v
-}
-
-// extend derives a view from old by adding the automations promoted since;
-// c.mu is held.
-func (c *catalogService) extend(p *Principal, old *view, snap *devices.Snapshot) *view {
-	v := &view{devGen: old.devGen, autoGen: c.autoGen, byID: make(map[string]*pilotage.Entry, len(old.byID)+1), hashes: make(map[string]string, len(old.hashes)+1)}
-	for k, e := range old.byID {
-		v.byID[k] = e
-	}
-	for k, h := range old.hashes {
-		v.hashes[k] = h
-	}
-	var added []string
-	for _, id := range c.autoOrder[old.autoGen:] {
-		if c.addVisibleAuto(p, v, snap, id) {
-			added = append(added, id)
-		}
-	}
-	sort.Strings(added)
-	v.ids = make([]string, 0, len(old.ids)+len(added))
-	i, j := 0, 0
-	for i < len(old.ids) || j < len(added) {
-		if j == len(added) || (i < len(old.ids) && old.ids[i] < added[j]) {
-			v.ids = append(v.ids, old.ids[i])
-			i++
-		} else {
-			v.ids = append(v.ids, added[j])
-			j++
-		}
-	}
-	v.finish()
-	return v
-}
-
-// addVisibleAuto adds automation id to v when p may see it. It is hidden
-// when it references an entry that exists but is invisible to p; references
-// that vanished for everyone keep it visible (its use is then
-// promotion_drift, not not_found).
-func (c *catalogService) addVisibleAuto(p *Principal, v *view, snap *devices.Snapshot, id string) bool {
-	a := c.autos[id]
-	if !p.Visible(a.entry, nil) {
-		return false
-	}
-	for _, r := range a.refs {
-		if _, vis := v.byID[r]; vis {
-			continue
-		}
-		if _, isAuto := c.autos[r]; isAuto {
-			continue
-		}
-		if snap != nil {
-			if _, exists := snap.Get(r); exists {
-				return false
-			}
-		}
-	}
-	v.byID[id] = a.entry
-	v.hashes[id] = a.hash
-	return true
-}
-
-// finish fills entries, search text and the version from ids.
-func (v *view) finish() {
-	v.entries = make([]*pilotage.Entry, len(v.ids))
-	h := sha256.New()
-	for i, id := range v.ids {
-		v.entries[i] = v.byID[id]
-		h.Write([]byte(id))
-		h.Write([]byte{0})
-		h.Write([]byte(v.hashes[id]))
-		h.Write([]byte{0})
-	}
-	v.version = "cv1-" + hex.EncodeToString(h.Sum(nil)[:12])
-}
-
-// Get implements rules.Catalog.
-func (v *view) Get(id string) (*pilotage.Entry, bool) { e, ok := v.byID[id]; return e, ok }
-
-// IDs implements rules.Catalog.
-func (v *view) IDs() []string { return v.ids }
-
-// Version implements rules.Catalog.
-func (v *view) Version() string { return v.version }
-
 // LookupRequest is the pilotage_lookup arguments.
 type LookupRequest struct {
 	Verb           string `json:"verb"`
@@ -301,7 +166,7 @@ func (e *Engine) Lookup(ctx context.Context, req LookupRequest) (any, error) {
 		if req.ID == "" {
 			return nil, &pilotage.RequestError{Kind: pilotage.ErrInvalidRequest, Message: "get needs id", CatalogVersion: v.version}
 		}
-		en, ok := v.byID[req.ID]
+		en, ok := v.Get(req.ID)
 		if !ok {
 			return nil, &pilotage.RequestError{Kind: pilotage.ErrNotFound, Message: "no catalog entry with id " + quote(req.ID), CatalogVersion: v.version}
 		}
@@ -332,14 +197,15 @@ func (v *view) list(req LookupRequest) (*ListResponse, error) {
 	case limit < 0 || limit > MaxListLimit:
 		return nil, &pilotage.RequestError{Kind: pilotage.ErrInvalidRequest, Message: fmt.Sprintf("limit must be 1..%d", MaxListLimit), CatalogVersion: v.version}
 	}
+	ids, entries := v.flat()
 	start := 0
 	if req.Cursor != "" {
 		after, err := decodeCursor(req.Cursor)
 		if err != nil {
 			return nil, &pilotage.RequestError{Kind: pilotage.ErrInvalidRequest, Message: "cursor is not one this server returned", CatalogVersion: v.version}
 		}
-		start = sort.SearchStrings(v.ids, after)
-		if start < len(v.ids) && v.ids[start] == after {
+		start = sort.SearchStrings(ids, after)
+		if start < len(ids) && ids[start] == after {
 			start++
 		}
 	}
@@ -349,8 +215,8 @@ func (v *view) list(req LookupRequest) (*ListResponse, error) {
 		texts = v.searchTexts()
 	}
 	resp := &ListResponse{Items: []*pilotage.Entry{}, CatalogVersion: v.version}
-	for i := start; i < len(v.entries); i++ {
-		en := v.entries[i]
+	for i := start; i < len(entries); i++ {
+		en := entries[i]
 		if req.Kind != "" && string(en.Kind) != req.Kind {
 			continue
 		}
@@ -403,17 +269,20 @@ func (c *catalogService) changedSince(p *Principal, cur *view, token string) (*C
 		return nil, &pilotage.RequestError{Kind: pilotage.ErrUnknownBaseline, Message: "cannot compute changes from that catalog_version; list the catalog again", CatalogVersion: cur.version}
 	}
 	resp := &ChangedResponse{CatalogVersion: cur.version, Changes: []Change{}}
-	for _, id := range cur.ids {
-		oh, ok := old.hashes[id]
+	curIDs, _ := cur.flat()
+	oldIDs, _ := old.flat()
+	for _, id := range curIDs {
+		oh, ok := old.hash(id)
+		ch, _ := cur.hash(id)
 		switch {
 		case !ok:
 			resp.Changes = append(resp.Changes, Change{id, "added"})
-		case oh != cur.hashes[id]:
+		case oh != ch:
 			resp.Changes = append(resp.Changes, Change{id, "modified"})
 		}
 	}
-	for _, id := range old.ids {
-		if _, ok := cur.hashes[id]; !ok {
+	for _, id := range oldIDs {
+		if _, ok := cur.hash(id); !ok {
 			resp.Changes = append(resp.Changes, Change{id, "removed"})
 		}
 	}

@@ -124,11 +124,21 @@ func (ar *armedRule) run(ctx context.Context, tf rules.TriggerFire) {
 	ar.record(runID, started, out, output, res.Steps)
 }
 
-// checkBroken re-checks referenced entries when the device catalog moved.
+// checkBroken re-checks referenced entries when the caller's catalog moved
+// (a firing on an unchanged catalog costs one comparison).
 func (ar *armedRule) checkBroken() string {
 	e := ar.s.e
+	version := e.cat.view(ar.principal).version
+	ar.mu.Lock()
+	if version == ar.checkedVersion {
+		reason := ar.broken
+		ar.mu.Unlock()
+		return reason
+	}
+	ar.mu.Unlock()
 	reason := ar.brokenReason(e)
 	ar.mu.Lock()
+	ar.checkedVersion = version
 	changed := reason != ar.broken
 	ar.broken = reason
 	ar.rule.Broken = reason

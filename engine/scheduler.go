@@ -47,11 +47,12 @@ type armedRule struct {
 
 	waits bool // the body has delays or waits (recorded as running first)
 
-	mu      sync.Mutex
-	running []*firing
-	queue   []rules.TriggerFire
-	stopped bool
-	broken  string
+	mu             sync.Mutex
+	checkedVersion string // catalog_version brokenReason last ran against
+	running        []*firing
+	queue          []rules.TriggerFire
+	stopped        bool
+	broken         string
 }
 
 // armedTrigger is one trigger of an armed rule.

@@ -1,0 +1,216 @@
+package engine
+
+import (
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"sync"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+// view is one principal's immutable snapshot of the catalog. A view is
+// either flat (base == nil: own holds every entry) or a layer over a flat
+// base holding the automations promoted since, so promoting a rule costs
+// O(promoted since the last flattening), not O(catalog).
+type view struct {
+	devGen, autoGen uint64
+	base            *view
+	own             map[string]*pilotage.Entry
+	hashes          map[string]string
+	n               int
+	sum             [2]uint64 // order-independent sum of H(id, hash): the version is content-determined
+	version         string
+
+	flatOnce sync.Once
+	ids      []string
+	entries  []*pilotage.Entry
+
+	searchOnce sync.Once
+	search     []string // lowercased id, name, description and tags per entry, built on the first q
+}
+
+// flattenAt bounds a layer: beyond it the next promotion flattens.
+const flattenAt = 256
+
+func newView(devGen, autoGen uint64, base *view) *view {
+	v := &view{devGen: devGen, autoGen: autoGen, base: base, own: map[string]*pilotage.Entry{}, hashes: map[string]string{}}
+	if base != nil {
+		v.n, v.sum = base.n, base.sum
+	}
+	return v
+}
+
+func (v *view) add(id string, e *pilotage.Entry, hash string) {
+	if _, dup := v.hash(id); dup {
+		return
+	}
+	v.own[id] = e
+	v.hashes[id] = hash
+	v.n++
+	d := sha256.Sum256([]byte(id + "\x00" + hash))
+	v.sum[0] += binary.BigEndian.Uint64(d[0:8])
+	v.sum[1] += binary.BigEndian.Uint64(d[8:16])
+}
+
+func (v *view) seal() *view {
+	v.version = fmt.Sprintf("cv1-%016x%016x", v.sum[0], v.sum[1])
+	return v
+}
+
+// Get implements rules.Catalog.
+func (v *view) Get(id string) (*pilotage.Entry, bool) {
+	if e, ok := v.own[id]; ok {
+		return e, true
+	}
+	if v.base != nil {
+		return v.base.Get(id)
+	}
+	return nil, false
+}
+
+func (v *view) hash(id string) (string, bool) {
+	if h, ok := v.hashes[id]; ok {
+		return h, true
+	}
+	if v.base != nil {
+		return v.base.hash(id)
+	}
+	return "", false
+}
+
+// IDs implements rules.Catalog.
+func (v *view) IDs() []string { ids, _ := v.flat(); return ids }
+
+// Version implements rules.Catalog.
+func (v *view) Version() string { return v.version }
+
+// flat returns every id, sorted, and the entries in that order (built once).
+func (v *view) flat() ([]string, []*pilotage.Entry) {
+	v.flatOnce.Do(func() {
+		own := make([]string, 0, len(v.own))
+		for id := range v.own {
+			own = append(own, id)
+		}
+		sort.Strings(own)
+		var baseIDs []string
+		if v.base != nil {
+			baseIDs, _ = v.base.flat()
+		}
+		v.ids = make([]string, 0, len(own)+len(baseIDs))
+		i, j := 0, 0
+		for i < len(baseIDs) || j < len(own) {
+			if j == len(own) || (i < len(baseIDs) && baseIDs[i] < own[j]) {
+				v.ids = append(v.ids, baseIDs[i])
+				i++
+			} else {
+				v.ids = append(v.ids, own[j])
+				j++
+			}
+		}
+		v.entries = make([]*pilotage.Entry, len(v.ids))
+		for k, id := range v.ids {
+			v.entries[k], _ = v.Get(id)
+		}
+	})
+	return v.ids, v.entries
+}
+
+// searchTexts returns the per-entry search text, built once per view.
+func (v *view) searchTexts() []string {
+	v.searchOnce.Do(func() {
+		_, entries := v.flat()
+		v.search = make([]string, len(entries))
+		for i, en := range entries {
+			v.search[i] = searchText(en)
+		}
+	})
+	return v.search
+}
+
+// flatten materializes a layered view into a flat one with the same content.
+func (v *view) flatten() *view {
+	if v.base == nil {
+		return v
+	}
+	f := newView(v.devGen, v.autoGen, nil)
+	ids, entries := v.flat()
+	for i, id := range ids {
+		f.own[id] = entries[i]
+		f.hashes[id], _ = v.hash(id)
+	}
+	f.n, f.sum, f.version = v.n, v.sum, v.version
+	return f
+}
+
+// build computes a flat view; c.mu is held.
+func (c *catalogService) build(p *Principal, snap *devices.Snapshot, devGen uint64) *view {
+	v := newView(devGen, c.autoGen, nil)
+	if snap != nil {
+		for _, en := range snap.Entries() {
+			var devTags []string
+			if en.Kind != pilotage.KindDevice {
+				if d, ok := snap.Get(deviceOf(en.ID)); ok {
+					devTags = d.Tags
+				}
+			}
+			if p.Visible(en, devTags) {
+				v.add(en.ID, en, snap.Hash(en.ID))
+			}
+		}
+	}
+	for _, id := range c.autoOrder {
+		c.addVisibleAuto(p, v, snap, id)
+	}
+	return v.seal()
+}
+
+// extend derives a view from old by adding the automations promoted since;
+// c.mu is held.
+func (c *catalogService) extend(p *Principal, old *view, snap *devices.Snapshot) *view {
+	base := old
+	var carry map[string]*pilotage.Entry
+	if old.base != nil {
+		if len(old.own) >= flattenAt {
+			base = old.flatten()
+		} else {
+			base, carry = old.base, old.own
+		}
+	}
+	v := newView(old.devGen, c.autoGen, base)
+	for id, e := range carry {
+		h, _ := old.hash(id)
+		v.add(id, e, h)
+	}
+	for _, id := range c.autoOrder[old.autoGen:] {
+		c.addVisibleAuto(p, v, snap, id)
+	}
+	return v.seal()
+}
+
+// addVisibleAuto adds automation id to v when p may see it. It is hidden
+// when it references an entry that exists but is invisible to p; references
+// that vanished for everyone keep it visible (its use is then
+// promotion_drift, not not_found).
+func (c *catalogService) addVisibleAuto(p *Principal, v *view, snap *devices.Snapshot, id string) {
+	a := c.autos[id]
+	if !p.Visible(a.entry, nil) {
+		return
+	}
+	for _, r := range a.refs {
+		if _, vis := v.Get(r); vis {
+			continue
+		}
+		if _, isAuto := c.autos[r]; isAuto {
+			continue
+		}
+		if snap != nil {
+			if _, exists := snap.Get(r); exists {
+				return
+			}
+		}
+	}
+	v.add(id, a.entry, a.hash)
+}
