@@ -9,10 +9,37 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 )
+
+var (
+	buildOnce sync.Once
+	builtBin  string
+	buildErr  error
+)
+
+// buildBinary builds the real pilothouse binary once per test process.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "pilothouse-bin-*")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		builtBin = filepath.Join(dir, "pilothouse")
+		build := exec.Command("go", "build", "-o", builtBin, ".")
+		build.Stderr = os.Stderr
+		buildErr = build.Run()
+	})
+	if buildErr != nil {
+		t.Fatalf("go build: %v", buildErr)
+	}
+	return builtBin
+}
 
 func freePort(t *testing.T) int {
 	t.Helper()
@@ -54,12 +81,7 @@ func TestKill9RestartRecordsInterruptedAndRearms(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "pilothouse")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Stderr = os.Stderr
-	if err := build.Run(); err != nil {
-		t.Fatalf("go build: %v", err)
-	}
+	bin := buildBinary(t)
 	data := t.TempDir()
 	cmd, url := startBinary(t, bin, data)
 	c := mcpClient(t, url+"/mcp", nil, "")
