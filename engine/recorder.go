@@ -53,7 +53,11 @@ func (r *recorder) loop() {
 	defer close(r.done)
 	const maxBatch = 512
 	batch := make([]storage.Run, 0, maxBatch)
+	// Trimming is a separate statement per rule: do it at most once per
+	// trimEvery, for the rules that stored at least keep runs since.
+	const trimEvery = 5 * time.Second
 	trimCount := map[string]int{}
+	lastTrim := time.Now()
 	write := func() {
 		if len(batch) == 0 {
 			return
@@ -65,14 +69,19 @@ func (r *recorder) loop() {
 			r.written.Add(uint64(len(batch)))
 		}
 		for _, run := range batch {
-			if run.Rule == "" {
-				continue
+			if run.Rule != "" {
+				trimCount[run.Rule]++
 			}
-			trimCount[run.Rule]++
-			if trimCount[run.Rule] >= r.keep {
-				trimCount[run.Rule] = 0
-				if _, err := r.store.TrimRule(ctx, run.Rule, r.keep); err != nil {
-					r.log.Warn("trimming runs", "rule", run.Rule, "err", err)
+		}
+		if time.Since(lastTrim) >= trimEvery {
+			lastTrim = time.Now()
+			for rule, n := range trimCount {
+				if n < r.keep {
+					continue
+				}
+				delete(trimCount, rule)
+				if _, err := r.store.TrimRule(ctx, rule, r.keep); err != nil {
+					r.log.Warn("trimming runs", "rule", rule, "err", err)
 				}
 			}
 		}
