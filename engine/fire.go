@@ -124,13 +124,14 @@ func (ar *armedRule) run(ctx context.Context, tf rules.TriggerFire) {
 	ar.record(runID, started, out, output, res.Steps)
 }
 
-// checkBroken re-checks referenced entries when the caller's catalog moved
-// (a firing on an unchanged catalog costs one comparison).
+// checkBroken re-checks referenced entries when the device catalog moved
+// (a firing on an unchanged catalog costs one comparison). Promoted bodies
+// are immutable and scopes are fixed, so the device generation is the key.
 func (ar *armedRule) checkBroken() string {
 	e := ar.s.e
-	version := e.cat.view(ar.principal).version
+	gen := e.cat.view(ar.principal).devGen + 1 // +1: 0 means never checked
 	ar.mu.Lock()
-	if version == ar.checkedVersion {
+	if gen == ar.checkedGen {
 		reason := ar.broken
 		ar.mu.Unlock()
 		return reason
@@ -138,7 +139,7 @@ func (ar *armedRule) checkBroken() string {
 	ar.mu.Unlock()
 	reason := ar.brokenReason(e)
 	ar.mu.Lock()
-	ar.checkedVersion = version
+	ar.checkedGen = gen
 	changed := reason != ar.broken
 	ar.broken = reason
 	ar.rule.Broken = reason

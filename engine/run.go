@@ -121,7 +121,7 @@ func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rule
 	}
 	steps = append(steps, pilotage.TraceStep{ID: "install", Output: map[string]any{"rule": rule.Name, "replaced": replaced},
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()})
-	ar := e.sched.install(rule, c, params)
+	ar := e.sched.install(rule, c, params, e.cat.view(p).devGen+1)
 	info := ar.info(e)
 	out := &DeployOutput{ProgramRef: prog.Ref, Rule: rule.Name, Replaced: replaced, Triggers: info.Triggers, NextFire: info.NextFire}
 	steps = append(steps, pilotage.TraceStep{ID: "arm", Output: map[string]any{"triggers": info.Triggers, "next_fire": info.NextFire},

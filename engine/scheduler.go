@@ -47,12 +47,12 @@ type armedRule struct {
 
 	waits bool // the body has delays or waits (recorded as running first)
 
-	mu             sync.Mutex
-	checkedVersion string // catalog_version brokenReason last ran against
-	running        []*firing
-	queue          []rules.TriggerFire
-	stopped        bool
-	broken         string
+	mu         sync.Mutex
+	checkedGen uint64 // device catalog generation brokenReason last ran against (0 = never)
+	running    []*firing
+	queue      []rules.TriggerFire
+	stopped    bool
+	broken     string
 }
 
 // armedTrigger is one trigger of an armed rule.
@@ -108,7 +108,7 @@ func (s *scheduler) start(ctx context.Context) error {
 		}
 		var params map[string]any
 		_ = json.Unmarshal(r.Params, &params)
-		s.install(r, b.compiled, params)
+		s.install(r, b.compiled, params, 0)
 	}
 	if s.e.devs != nil {
 		s.unsub = s.e.devs.Subscribe(s.onChange)
@@ -134,9 +134,13 @@ func (s *scheduler) close() {
 
 // install arms a rule, replacing one of the same name atomically: the index
 // never holds both.
-func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[string]any) *armedRule {
+// validatedAt is the device catalog generation the body was just validated
+// against (0 when unknown, e.g. re-arming at start-up): firings on that same
+// generation skip the broken check.
+func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[string]any, validatedAt uint64) *armedRule {
 	p := s.e.principalByName(rule.Principal)
-	ar := &armedRule{s: s, rule: rule, c: c, params: params, principal: p, broken: rule.Broken, waits: takesTime(c.Program.Steps)}
+	ar := &armedRule{s: s, rule: rule, c: c, params: params, principal: p, broken: rule.Broken, waits: takesTime(c.Program.Steps),
+		checkedGen: validatedAt}
 	for _, t := range c.Program.Triggers {
 		ar.triggers = append(ar.triggers, &armedTrigger{r: ar, t: t})
 	}
