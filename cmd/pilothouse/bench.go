@@ -253,10 +253,22 @@ func benchOnce(ctx context.Context, n, rate int, dur time.Duration) (*benchResul
 		res.P99 = lat[len(lat)*99/100]
 		res.Max = lat[len(lat)-1]
 	}
-	runs, err := eng.ListRuns(ctx, storage.RunFilter{Kind: "firing", Limit: 1 << 30})
-	if err == nil {
-		res.Recorded = len(runs)
+	// The command reaches the subscriber before the firing is recorded:
+	// wait (bounded) until every firing has been handed to the recorder.
+	count := func() int {
+		eng.Flush()
+		runs, err := eng.ListRuns(ctx, storage.RunFilter{Kind: "firing", Limit: 1 << 30, SkipEnvelope: true})
+		if err != nil {
+			return -1
+		}
+		return len(runs)
 	}
+	want := res.Sent
+	if n > 0 && want > 50*n {
+		want = 50 * n // history is trimmed to 50 per rule and outcome
+	}
+	_ = waitUntil(ctx, 10*time.Second, func() bool { return count() >= want })
+	res.Recorded = count()
 	return res, nil
 }
 
