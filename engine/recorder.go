@@ -20,6 +20,7 @@ type recorder struct {
 	dropped atomic.Uint64
 	written atomic.Uint64
 	once    sync.Once
+	started atomic.Bool
 	done    chan struct{}
 	flushMu sync.Mutex
 	pending sync.WaitGroup
@@ -31,7 +32,10 @@ func newRecorder(store *storage.Store, log *slog.Logger, keep int) *recorder {
 	return &recorder{store: store, log: log, keep: keep, ch: make(chan storage.Run, recorderQueue), done: make(chan struct{})}
 }
 
-func (r *recorder) start() { go r.loop() }
+func (r *recorder) start() {
+	r.started.Store(true)
+	go r.loop()
+}
 
 // add queues a run; it never blocks.
 func (r *recorder) add(run storage.Run) {
@@ -118,6 +122,8 @@ func (r *recorder) loop() {
 func (r *recorder) close() {
 	r.once.Do(func() {
 		close(r.ch)
-		<-r.done
+		if r.started.Load() {
+			<-r.done
+		}
 	})
 }
