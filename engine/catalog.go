@@ -36,7 +36,7 @@ type automation struct {
 	refs  []string // catalog ids its body references
 }
 
-const maxHistory = 32
+const maxHistory = 8
 
 func newCatalogService(e *Engine) *catalogService {
 	return &catalogService{

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand"
 	"os"
+	"runtime"
 	"runtime/pprof"
 	"sort"
 	"strconv"
@@ -45,7 +46,9 @@ func runBench(ctx context.Context, args []string) error {
 	rate := fs.Int("rate", 1000, "events per second")
 	dur := fs.Duration("duration", 5*time.Second, "measuring time per configuration")
 	jsonOut := fs.Bool("json", false, "print results as JSON lines")
+	brokerURL := fs.String("broker", "", "use this MQTT broker (e.g. a local Mosquitto) instead of the embedded one")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measuring phases (not the set-up) to this file")
+	memProfile := fs.String("memprofile", "", "write an allocation profile of the measuring phases to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -57,6 +60,16 @@ func runBench(ctx context.Context, args []string) error {
 		defer f.Close()
 		profileTo = f
 	}
+	if *memProfile != "" {
+		runtime.MemProfileRate = 0 // set-up allocations are not sampled
+		defer func() {
+			if f, err := os.Create(*memProfile); err == nil {
+				_ = pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
+		allocProfiling = true
+	}
 	var counts []int
 	for _, s := range splitComma(*rulesList) {
 		n, err := strconv.Atoi(s)
@@ -66,7 +79,7 @@ func runBench(ctx context.Context, args []string) error {
 		counts = append(counts, n)
 	}
 	for _, n := range counts {
-		res, err := benchOnce(ctx, n, *rate, *dur)
+		res, err := benchOnce(ctx, *brokerURL, n, *rate, *dur)
 		if err != nil {
 			return err
 		}
@@ -127,7 +140,7 @@ func benchDevices(n int) []byte {
 	return b
 }
 
-func benchOnce(ctx context.Context, n, rate int, dur time.Duration) (*benchResult, error) {
+func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Duration) (*benchResult, error) {
 	t0 := time.Now()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	dir, err := os.MkdirTemp("", "pilothouse-bench-*")
@@ -135,22 +148,28 @@ func benchOnce(ctx context.Context, n, rate int, dur time.Duration) (*benchResul
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	broker, err := mqtt.StartBroker("127.0.0.1:0", log)
-	if err != nil {
-		return nil, err
+	if brokerURL == "" {
+		broker, err := mqtt.StartBroker("127.0.0.1:0", log)
+		if err != nil {
+			return nil, err
+		}
+		defer broker.Close()
+		brokerURL = broker.URL()
 	}
-	defer broker.Close()
+	// Topics of this run only (an external broker may hold retained
+	// messages of earlier runs).
+	base := fmt.Sprintf("bench%d", time.Now().UnixNano())
 	store, err := storage.Open(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
 	defer store.Close()
-	client, err := mqtt.Dial(ctx, mqtt.Options{Broker: broker.URL(), ClientID: "bench-engine", Logger: log})
+	client, err := mqtt.Dial(ctx, mqtt.Options{Broker: brokerURL, ClientID: "bench-engine", Logger: log})
 	if err != nil {
 		return nil, err
 	}
 	defer client.Close()
-	devs := devices.NewCatalog(devices.Options{Logger: log})
+	devs := devices.NewCatalog(devices.Options{Z2MBase: base, HAPrefix: base + "-ha", Logger: log})
 	if err := devs.Start(ctx, client); err != nil {
 		return nil, err
 	}
@@ -160,12 +179,12 @@ func benchOnce(ctx context.Context, n, rate int, dur time.Duration) (*benchResul
 	}
 	defer eng.Close()
 
-	pub, err := mqtt.Dial(ctx, mqtt.Options{Broker: broker.URL(), ClientID: "bench-publisher", Logger: log})
+	pub, err := mqtt.Dial(ctx, mqtt.Options{Broker: brokerURL, ClientID: "bench-publisher", Logger: log})
 	if err != nil {
 		return nil, err
 	}
 	defer pub.Close()
-	if err := pub.Publish(ctx, "zigbee2mqtt/bridge/devices", benchDevices(n), 1, true); err != nil {
+	if err := pub.Publish(ctx, base+"/bridge/devices", benchDevices(n), 1, false); err != nil {
 		return nil, err
 	}
 	if err := waitUntil(ctx, 60*time.Second, func() bool {
@@ -190,12 +209,12 @@ func benchOnce(ctx context.Context, n, rate int, dur time.Duration) (*benchResul
 	var mu sync.Mutex
 	sentAt := map[int]time.Time{}
 	var lat []time.Duration
-	sub, err := mqtt.Dial(ctx, mqtt.Options{Broker: broker.URL(), ClientID: "bench-subscriber", Logger: log})
+	sub, err := mqtt.Dial(ctx, mqtt.Options{Broker: brokerURL, ClientID: "bench-subscriber", Logger: log})
 	if err != nil {
 		return nil, err
 	}
 	defer sub.Close()
-	if err := sub.Subscribe("zigbee2mqtt/+/set", 0, func(m mqtt.Message) {
+	if err := sub.Subscribe(base+"/+/set", 0, func(m mqtt.Message) {
 		now := time.Now()
 		var body struct {
 			Brightness float64 `json:"brightness"`
@@ -218,6 +237,10 @@ func benchOnce(ctx context.Context, n, rate int, dur time.Duration) (*benchResul
 			defer pprof.StopCPUProfile()
 		}
 	}
+	if allocProfiling {
+		runtime.MemProfileRate = 64 << 10
+		defer func() { runtime.MemProfileRate = 0 }()
+	}
 	rnd := rand.New(rand.NewSource(1))
 	interval := time.Second / time.Duration(rate)
 	total := int(dur / interval)
@@ -232,7 +255,7 @@ func benchOnce(ctx context.Context, n, rate int, dur time.Duration) (*benchResul
 		mu.Lock()
 		sentAt[seq] = time.Now()
 		mu.Unlock()
-		if err := pub.Publish(ctx, fmt.Sprintf("zigbee2mqtt/bench_sensor_%d", dev), payload, 0, false); err != nil {
+		if err := pub.Publish(ctx, fmt.Sprintf("%s/bench_sensor_%d", base, dev), payload, 0, false); err != nil {
 			return nil, err
 		}
 		res.Sent++
@@ -273,6 +296,9 @@ func benchOnce(ctx context.Context, n, rate int, dur time.Duration) (*benchResul
 }
 
 func boolPtr(b bool) *bool { return &b }
+
+// allocProfiling samples allocations during the measuring phases only.
+var allocProfiling bool
 
 // profileTo receives the CPU profile of the measuring phase (bench --cpuprofile).
 var profileTo io.Writer
