@@ -22,14 +22,19 @@ type recorder struct {
 	once    sync.Once
 	started atomic.Bool
 	done    chan struct{}
-	flushMu sync.Mutex
-	pending sync.WaitGroup
+	// enq counts runs accepted into the queue, done those written (or
+	// failed); flush waits for done to reach enq as it was at the call.
+	enq, done2 atomic.Uint64
+	mu         sync.Mutex
+	progress   *sync.Cond
 }
 
 const recorderQueue = 1 << 16
 
 func newRecorder(store *storage.Store, log *slog.Logger, keep int) *recorder {
-	return &recorder{store: store, log: log, keep: keep, ch: make(chan storage.Run, recorderQueue), done: make(chan struct{})}
+	r := &recorder{store: store, log: log, keep: keep, ch: make(chan storage.Run, recorderQueue), done: make(chan struct{})}
+	r.progress = sync.NewCond(&r.mu)
+	return r
 }
 
 func (r *recorder) start() {
@@ -39,11 +44,10 @@ func (r *recorder) start() {
 
 // add queues a run; it never blocks.
 func (r *recorder) add(run storage.Run) {
-	r.pending.Add(1)
 	select {
 	case r.ch <- run:
+		r.enq.Add(1)
 	default:
-		r.pending.Done()
 		if n := r.dropped.Add(1); n == 1 || n%1000 == 0 {
 			r.log.Warn("run recorder queue full: firing records dropped", "dropped", n)
 		}
@@ -51,7 +55,17 @@ func (r *recorder) add(run storage.Run) {
 }
 
 // flush waits until everything queued so far is written (tests, shutdown).
-func (r *recorder) flush() { r.pending.Wait() }
+func (r *recorder) flush() {
+	target := r.enq.Load()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for r.done2.Load() < target {
+		if !r.started.Load() {
+			return
+		}
+		r.progress.Wait()
+	}
+}
 
 func (r *recorder) loop() {
 	defer close(r.done)
@@ -90,11 +104,18 @@ func (r *recorder) loop() {
 			}
 		}
 		cancel()
-		for range batch {
-			r.pending.Done()
-		}
+		r.mu.Lock()
+		r.done2.Add(uint64(len(batch)))
+		r.progress.Broadcast()
+		r.mu.Unlock()
 		batch = batch[:0]
 	}
+	// Commits are what cost (every commit rewrites the touched pages into
+	// the WAL): linger briefly after the first run of a batch so bursts
+	// share one transaction.
+	const linger = 20 * time.Millisecond
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
 	for {
 		run, ok := <-r.ch
 		if !ok {
@@ -102,19 +123,22 @@ func (r *recorder) loop() {
 			return
 		}
 		batch = append(batch, run)
-	drain:
+		timer.Reset(linger)
+	collect:
 		for len(batch) < maxBatch {
 			select {
 			case run, ok := <-r.ch:
 				if !ok {
+					timer.Stop()
 					write()
 					return
 				}
 				batch = append(batch, run)
-			default:
-				break drain
+			case <-timer.C:
+				break collect
 			}
 		}
+		timer.Stop()
 		write()
 	}
 }

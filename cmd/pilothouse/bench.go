@@ -194,7 +194,7 @@ func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Dura
 		return nil, fmt.Errorf("bench devices never appeared in the catalog: %w", err)
 	}
 	for i := 0; i < n; i++ {
-		prog := fmt.Sprintf(`{"name":"bench-%d","mode":"parallel","max":100,"triggers":[{"id":"t","state":"bench_sensor_%d.count"}],
+		prog := fmt.Sprintf(`{"name":"bench-%d","mode":"parallel","max":1000,"triggers":[{"id":"t","state":"bench_sensor_%d.count"}],
 "steps":[{"id":"cmd","call":"bench_light_%d.set","args":{"brightness":"{{ trigger.value }}"}}]}`, i, i, i)
 		resp, err := eng.Execute(ctx, engine.ExecuteRequest{Program: json.RawMessage(prog), TraceLevel: "none", Store: boolPtr(false)})
 		if err != nil {
