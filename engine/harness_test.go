@@ -130,6 +130,17 @@ func (w *watch) count() int {
 	return len(w.msgs)
 }
 
+// topicsSince lists the topics of messages after the first n.
+func (w *watch) topicsSince(n int) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, m := range w.msgs[n:] {
+		out = append(out, m.Topic)
+	}
+	return out
+}
+
 func (w *watch) last() map[string]any {
 	w.mu.Lock()
 	defer w.mu.Unlock()

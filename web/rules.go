@@ -257,6 +257,10 @@ func (s *server) ruleAction(w http.ResponseWriter, r *http.Request, ss *session)
 		s.fail(w, r, ss, http.StatusNotFound, "No installed rule called "+name+".", nil)
 		return
 	}
+	if errors.Is(err, engine.ErrNotAllowed) {
+		s.fail(w, r, ss, http.StatusForbidden, "Your login may look at this rule but not change it.", nil)
+		return
+	}
 	if err != nil {
 		var re *pilotage.RequestError
 		if !errors.As(err, &re) {
@@ -288,7 +292,13 @@ func (s *server) testRun(r *http.Request, ss *session, name string) (string, err
 		}
 		sc["value"] = parsed
 	}
-	input, _ := json.Marshal(map[string]any{"scenario": sc})
+	// The rule's install params, plus the scenario (the input convention).
+	in := map[string]any{}
+	if len(ri.Params) > 0 {
+		_ = json.Unmarshal(ri.Params, &in)
+	}
+	in["scenario"] = sc
+	input, _ := json.Marshal(in)
 	resp, err := s.e.Execute(ctx, engine.ExecuteRequest{ProgramRef: ri.ProgramRef, TestRun: true, Input: input})
 	if err != nil {
 		return "", err
