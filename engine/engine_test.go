@@ -398,3 +398,47 @@ func TestBrokerRestartStateFlowsAgain(t *testing.T) {
 		return l.Value == float64(777)
 	})
 }
+
+func TestCallPromotedAutomation(t *testing.T) {
+	h := newHouse(t, Config{})
+	script := h.deploy(`{"name":"porch-blink","params":{"type":"object","properties":{"times":{"type":"integer","minimum":1,"maximum":5,"default":2}}},
+	 "triggers":[{"id":"nightly","at":"03:00"}],
+	 "steps":[{"id":"blink","repeat":{"count":"{{ params.times }}"},"do":[{"id":"toggle","call":"porch_light.set","args":{"state":"TOGGLE"}}]}]}`)
+	ref := script.Output.(*DeployOutput).ProgramRef
+	caller := `{"name":"door-greeting","triggers":[{"id":"opened","state":"front_door.contact","to":false}],
+	 "steps":[{"id":"greet","call":"` + ref + `","args":{"times":3}}]}`
+	val, err := h.eng.Validate(context.Background(), json.RawMessage(caller), nil)
+	if err != nil || !val.Valid {
+		t.Fatalf("validate: %+v %v", val, err)
+	}
+	var greet *pilotage.PlanStep
+	for i := range val.Plan.Steps {
+		if val.Plan.Steps[i].ID == "greet" {
+			greet = &val.Plan.Steps[i]
+		}
+	}
+	if greet == nil || len(greet.Calls) != 1 || greet.Calls[0] != ref || greet.Risk != pilotage.RiskControl {
+		t.Fatalf("plan step of the call: %+v", greet)
+	}
+	r := h.execute(ExecuteRequest{Program: json.RawMessage(caller), TestRun: true})
+	if !r.Outcome.OK {
+		t.Fatalf("test run: %+v", r.Outcome)
+	}
+	var ids []string
+	for _, s := range r.Trace.Steps {
+		ids = append(ids, s.ID)
+	}
+	got := strings.Join(ids, ",")
+	want := "triggers,opened,greet,greet/blink,greet/toggle#1,greet/toggle#2,greet/toggle#3"
+	if got != want {
+		t.Fatalf("expanded trace ids:\n got %s\nwant %s", got, want)
+	}
+	if err := rules.CheckCorrespondence(val.Plan, r.Trace.Steps, r.Outcome); err != nil {
+		t.Fatal(err)
+	}
+	// Deployed, a real firing runs the script's body against the devices.
+	cmds := h.watch("zigbee2mqtt/porch_light/set")
+	h.deploy(caller)
+	_ = h.sim.Trigger(context.Background(), "front_door", map[string]any{"contact": false})
+	h.waitFor(5*time.Second, "three toggles", func() bool { return cmds.count() >= 3 })
+}
