@@ -108,7 +108,7 @@ func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, las
 	}
 	if b := e.body(r.Ref); b != nil {
 		ri.Plan = b.compiled.Plan
-		ri.Program = b.program.Body
+		ri.Program = b.compiled.Raw
 		ri.Description = b.compiled.Program.Description
 		if b.compiled.Plan != nil {
 			ri.MaxRisk = b.compiled.Plan.MaxRisk

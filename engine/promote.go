@@ -55,11 +55,12 @@ func programRef(c *rules.Compiled) string {
 	return "automation." + c.Program.Name + "@" + hex.EncodeToString(h.Sum(nil)[:6])
 }
 
-// promotedBody is a promoted program held in memory, compiled once.
+// promotedBody is a promoted program held in memory, compiled once. The
+// stored JSON (body, plan, baseline bytes) stays in SQLite: the compiled
+// form already holds what firing and listing need.
 type promotedBody struct {
 	compiled *rules.Compiled
 	baseline map[string]baselineField
-	program  storage.Program
 }
 
 // automationEntry builds the catalog entry of a promoted program. Its risk is
@@ -102,7 +103,7 @@ func (e *Engine) promote(ctx context.Context, p *Principal, c *rules.Compiled) (
 		Ref: ref, Name: c.Program.Name, Principal: p.Name, Body: canonicalJSON(c.Raw), Plan: pj,
 		Params: en.InputSchema, RiskHints: hj, Risk: string(en.Risk), Baseline: bj, CreatedAt: e.Now(),
 	}
-	e.rememberBody(ref, &promotedBody{compiled: c, baseline: base, program: prog})
+	e.rememberBody(ref, &promotedBody{compiled: c, baseline: base})
 	e.cat.addAutomation(en, c.Refs)
 	return prog, nil
 }
@@ -178,7 +179,7 @@ func (c *catalogService) loadAutomations(ctx context.Context) error {
 		}
 		var base map[string]baselineField
 		_ = json.Unmarshal(pr.Baseline, &base)
-		e.rememberBody(pr.Ref, &promotedBody{compiled: c, baseline: base, program: pr})
+		e.rememberBody(pr.Ref, &promotedBody{compiled: c, baseline: base})
 		e.cat.addAutomation(automationEntry(pr.Ref, c), c.Refs)
 	}
 	return nil
