@@ -232,3 +232,45 @@ func TestEndToEndHTTP(t *testing.T) {
 	}
 	resp.Body.Close()
 }
+
+// TestCapabilityAdvertisement: initialize advertises Pilotage under both
+// experimental (MCP ≤ 2025-11-25) and extensions (2026-07-28), and the
+// instructions point at pilotage_discover.
+func TestCapabilityAdvertisement(t *testing.T) {
+	a := startTestApp(t, testConfig(t))
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`
+	req, _ := http.NewRequest("POST", a.URL()+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Result struct {
+			Capabilities struct {
+				Experimental map[string]map[string]any `json:"experimental"`
+				Extensions   map[string]map[string]any `json:"extensions"`
+			} `json:"capabilities"`
+			Instructions string `json:"instructions"`
+		} `json:"result"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"version": "1.1", "manifest": "pilotage://manifest", "discover": "pilotage_discover"}
+	for name, got := range map[string]map[string]any{
+		"experimental.pilotage":              out.Result.Capabilities.Experimental["pilotage"],
+		"extensions.dev.pilothouse/pilotage": out.Result.Capabilities.Extensions["dev.pilothouse/pilotage"],
+	} {
+		for k, v := range want {
+			if got[k] != v {
+				t.Errorf("%s.%s = %v, want %v", name, k, got[k], v)
+			}
+		}
+	}
+	if !strings.Contains(out.Result.Instructions, "pilotage_discover") {
+		t.Errorf("instructions: %q", out.Result.Instructions)
+	}
+}
