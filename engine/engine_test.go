@@ -12,6 +12,7 @@ import (
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
+	"github.com/pilothouse/pilothouse/storage"
 )
 
 const motionLight = `{"name":"hall-motion-light","mode":"restart",
@@ -441,4 +442,14 @@ func TestCallPromotedAutomation(t *testing.T) {
 	h.deploy(caller)
 	_ = h.sim.Trigger(context.Background(), "front_door", map[string]any{"contact": false})
 	h.waitFor(5*time.Second, "three toggles", func() bool { return cmds.count() >= 3 })
+}
+
+// TestStorageStatusesAreClosed: the statuses storage writes on its own
+// (running, interrupted) are rows of the closed run-status table.
+func TestStorageStatusesAreClosed(t *testing.T) {
+	for _, st := range []string{storage.StatusRunning, storage.StatusInterrupted} {
+		if _, ok := rules.LookupStatus(rules.RunStatuses, st); !ok {
+			t.Errorf("status %q is not in rules.RunStatuses", st)
+		}
+	}
 }

@@ -109,7 +109,7 @@ func (ar *armedRule) run(ctx context.Context, tf rules.TriggerFire) {
 		// A body that can take time is recorded as running first, so a
 		// crash in the middle leaves a record that the next start marks
 		// interrupted.
-		ar.record(runID, started, pilotage.Outcome{OK: false, Status: storage.StatusRunning, Error: "the firing is running"}, nil, nil)
+		ar.record(runID, started, pilotage.Outcome{OK: false, Status: rules.StatusRunning, Error: "the firing is running"}, nil, nil)
 	}
 	w := &liveWorld{e: e, p: ar.principal}
 	res := rules.Run(ctx, ar.c, w, rules.RunInput{Trigger: tf, Params: ar.params, Limits: e.cfg.Limits})
@@ -177,7 +177,7 @@ func (ar *armedRule) record(runID string, started time.Time, out pilotage.Outcom
 	e.rec.add(storage.Run{ID: runID, Principal: ar.principal.Name, Rule: ar.rule.Name, Ref: ar.rule.Ref, Kind: "firing",
 		Status: out.Status, OK: out.OK, Started: started, Ended: now, Level: pilotage.LevelFull, Envelope: b,
 		Expires: now.Add(e.cfg.Retention)})
-	if out.Status != storage.StatusRunning {
+	if out.Status != rules.StatusRunning {
 		e.notify(Event{Type: "firing", Rule: ar.rule.Name, RunID: runID, Status: out.Status, OK: out.OK, Time: now})
 	}
 }

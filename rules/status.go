@@ -27,6 +27,7 @@ const (
 	StatusInterrupted      = "interrupted"
 	StatusCancelled        = "cancelled"
 	StatusDenied           = "denied"
+	StatusRunning          = "running"
 )
 
 // RunStatuses is the one closed table of run-level statuses; the engine
@@ -48,6 +49,7 @@ var RunStatuses = []StatusInfo{
 	{StatusInterrupted, false, "possible", "the server stopped (or crashed) while the firing was running"},
 	{StatusCancelled, false, "possible", "the run was cancelled: mode restart started a newer firing, or the rule was disabled or removed"},
 	{StatusDenied, false, "no", "the caller may not do this: deploying needs a principal allowed to deploy; nothing was installed"},
+	{StatusRunning, false, "possible", "a firing whose body has delays or waits is still running (fetch it again later); a crash turns it into interrupted"},
 }
 
 // Step statuses.
