@@ -31,7 +31,11 @@ type scheduler struct {
 	unsub func()
 	ctx   context.Context
 	wg    sync.WaitGroup
-	gen   uint64 // device snapshot generation last checked for broken rules
+
+	pend       *pendingWriter
+	savedHolds map[string]storage.Pending // held windows persisted before the start
+	closing    bool                       // set under mu by close: disarming keeps persisted windows
+	gen        uint64                     // device snapshot generation last checked for broken rules
 }
 
 // armedRule is one installed, enabled rule in memory.
@@ -96,6 +100,17 @@ func newScheduler(e *Engine) *scheduler {
 // start loads every installed rule from storage and arms the enabled ones.
 func (s *scheduler) start(ctx context.Context) error {
 	s.ctx = ctx
+	s.pend = newPendingWriter(s.e.store, s.e.log)
+	s.savedHolds = map[string]storage.Pending{}
+	if saved, err := s.e.store.ListPending(ctx, ""); err == nil {
+		for _, p := range saved {
+			if p.Kind == "for" {
+				s.savedHolds[p.ID] = p
+			}
+		}
+	} else {
+		s.e.log.Warn("reading held windows", "err", err)
+	}
 	list, err := s.e.store.ListRules(ctx)
 	if err != nil {
 		return fmt.Errorf("engine: loading rules: %w", err)
@@ -125,11 +140,15 @@ func (s *scheduler) close() {
 	}
 	<-s.cron.Stop().Done()
 	s.mu.Lock()
+	s.closing = true
 	for _, r := range s.rules {
 		s.disarmLocked(r)
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	if s.pend != nil {
+		s.pend.close()
+	}
 }
 
 // install arms a rule, replacing one of the same name atomically: the index
@@ -224,10 +243,7 @@ func (s *scheduler) disarmLocked(ar *armedRule) {
 			s.index[at.t.Entity] = ids
 		}
 		at.mu.Lock()
-		if at.hold != nil {
-			at.hold.Stop()
-			at.hold = nil
-		}
+		at.closeHold(!s.closing) // at shutdown the window's deadline is kept
 		at.mu.Unlock()
 	}
 	for _, id := range ar.cronIDs {
@@ -281,16 +297,9 @@ func (at *armedTrigger) observe(ch devices.Change) {
 	defer at.mu.Unlock()
 	switch {
 	case matched && at.hold == nil:
-		val, prev, because := ch.Value, ch.Prev, describeChange(t, ch)+" and held for "+t.For.String()
-		at.hold = time.AfterFunc(t.For, func() {
-			at.mu.Lock()
-			at.hold = nil
-			at.mu.Unlock()
-			at.fire(val, prev, because)
-		})
+		at.openHold(ch.Value, ch.Prev, describeChange(t, ch)+" and held for "+t.For.String(), at.r.s.e.Now().Add(t.For))
 	case !holds && at.hold != nil:
-		at.hold.Stop()
-		at.hold = nil
+		at.closeHold(true)
 	}
 }
 
@@ -490,38 +499,3 @@ func (ar *armedRule) brokenReason(e *Engine) string {
 }
 
 var _ = pilotage.Version
-
-// resumeHold starts a held ("for") window at arming time when the watched
-// state already satisfies the trigger: after a restart (or an enable), a
-// door that was left open still alerts once it has been open for the
-// duration, counted from the arming.
-func (at *armedTrigger) resumeHold() {
-	e := at.r.s.e
-	if e.devs == nil {
-		return
-	}
-	l, ok := e.devs.Live(at.t.Entity)
-	if !ok {
-		return
-	}
-	_, holds := matchTrigger(at.t, nil, l.Value, false)
-	if at.t.Kind == rules.TriggerState && !at.t.To.Set {
-		holds = false // "any change" has nothing to hold
-	}
-	if !holds {
-		return
-	}
-	at.mu.Lock()
-	defer at.mu.Unlock()
-	if at.hold != nil {
-		return
-	}
-	val := l.Value
-	because := fmt.Sprintf("%s was %s when the rule was armed and held for %s", at.t.Entity, compact(val), at.t.For)
-	at.hold = time.AfterFunc(at.t.For, func() {
-		at.mu.Lock()
-		at.hold = nil
-		at.mu.Unlock()
-		at.fire(val, nil, because)
-	})
-}

@@ -1,0 +1,149 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/pilothouse/pilothouse/rules"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// Held ("for") windows survive restarts: when a window opens its deadline
+// is written to the pending table; when it closes or fires the row goes.
+// At start-up a rule's window whose state still holds resumes with its
+// original deadline (firing at once if the deadline passed while the server
+// was down); a window whose state no longer holds is dropped.
+
+// pendingOp is one ordered write of the pending table.
+type pendingOp struct {
+	put bool
+	p   storage.Pending
+}
+
+// pendingWriter applies pending-table writes in order on its own
+// goroutine, so dispatch never waits for SQLite. A full queue drops the
+// write (the window then restarts from the arming after a crash) and logs.
+type pendingWriter struct {
+	store *storage.Store
+	log   *slog.Logger
+	ch    chan pendingOp
+	done  chan struct{}
+	once  sync.Once
+}
+
+func newPendingWriter(store *storage.Store, log *slog.Logger) *pendingWriter {
+	w := &pendingWriter{store: store, log: log, ch: make(chan pendingOp, 4096), done: make(chan struct{})}
+	go w.loop()
+	return w
+}
+
+func (w *pendingWriter) loop() {
+	defer close(w.done)
+	for op := range w.ch {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		var err error
+		if op.put {
+			err = w.store.PutPending(ctx, op.p)
+		} else {
+			err = w.store.DeletePending(ctx, op.p.ID)
+		}
+		cancel()
+		if err != nil {
+			w.log.Warn("persisting a held window", "id", op.p.ID, "err", err)
+		}
+	}
+}
+
+func (w *pendingWriter) send(op pendingOp) {
+	select {
+	case w.ch <- op:
+	default:
+		w.log.Warn("held-window queue full: not persisted", "id", op.p.ID)
+	}
+}
+
+func (w *pendingWriter) close() {
+	w.once.Do(func() {
+		close(w.ch)
+		<-w.done
+	})
+}
+
+// holdID names a trigger's window in the pending table.
+func (at *armedTrigger) holdID() string {
+	return at.r.rule.Name + "/" + at.t.ID
+}
+
+// openHold starts the window; at.mu is held.
+func (at *armedTrigger) openHold(val, prev any, because string, deadline time.Time) {
+	s := at.r.s
+	d := time.Until(deadline)
+	if d < 0 {
+		d = 0
+	}
+	at.hold = time.AfterFunc(d, func() {
+		at.mu.Lock()
+		at.hold = nil
+		at.mu.Unlock()
+		s.pend.send(pendingOp{p: storage.Pending{ID: at.holdID()}})
+		at.fire(val, prev, because)
+	})
+	state, _ := json.Marshal(map[string]any{"value": val})
+	s.pend.send(pendingOp{put: true, p: storage.Pending{ID: at.holdID(), Rule: at.r.rule.Name, Kind: "for", Deadline: deadline, State: state}})
+}
+
+// closeHold cancels the window; at.mu is held. forget=false keeps the
+// persisted deadline (server shutdown: the window resumes at the next start).
+func (at *armedTrigger) closeHold(forget bool) {
+	if at.hold != nil {
+		at.hold.Stop()
+		at.hold = nil
+	}
+	if forget {
+		at.r.s.pend.send(pendingOp{p: storage.Pending{ID: at.holdID()}})
+	}
+}
+
+// resumeHold opens a window at arming time when the watched state already
+// satisfies the trigger: with the persisted deadline when one survived a
+// restart, otherwise counted from the arming. A persisted window whose
+// state no longer holds is dropped.
+func (at *armedTrigger) resumeHold() {
+	s := at.r.s
+	e := s.e
+	saved, hadSaved := s.savedHolds[at.holdID()] // s.mu is held (armLocked)
+	delete(s.savedHolds, at.holdID())
+	holds := false
+	var val any
+	if e.devs != nil {
+		if l, ok := e.devs.Live(at.t.Entity); ok {
+			val = l.Value
+			_, holds = matchTrigger(at.t, nil, l.Value, false)
+		}
+	}
+	if at.t.Kind == rules.TriggerState && !at.t.To.Set {
+		holds = false // "any change" has nothing to hold
+	}
+	at.mu.Lock()
+	defer at.mu.Unlock()
+	if !holds {
+		if hadSaved {
+			at.closeHold(true)
+		}
+		return
+	}
+	if at.hold != nil {
+		return
+	}
+	deadline := e.Now().Add(at.t.For)
+	because := fmt.Sprintf("%s was %s when the rule was armed and held for %s", at.t.Entity, compact(val), at.t.For)
+	if hadSaved {
+		deadline = saved.Deadline
+		because = fmt.Sprintf("%s held %s since before the restart (window due %s)", at.t.Entity, compact(val), deadline.Format(time.RFC3339))
+	}
+	at.openHold(val, nil, because, deadline)
+}
