@@ -58,7 +58,7 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 
 	brokerURL := cfg.Broker
 	if brokerURL == "" {
-		if a.broker, err = mqtt.StartBroker(cfg.BrokerListen, quietBelow(log, cfg.LogLevel).With("part", "broker")); err != nil {
+		if a.broker, err = mqtt.StartBroker(cfg.BrokerListen, quietBelow(log, cfg.LogLevel, slog.LevelError).With("part", "broker")); err != nil {
 			return a, fmt.Errorf("starting the embedded MQTT broker on %s (use --broker-listen to move it, or --broker to use an existing broker): %w", cfg.BrokerListen, err)
 		}
 		a.stops = append(a.stops, func() { _ = a.broker.Close() })
@@ -92,7 +92,7 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 		a.stops = append(a.stops, a.sim.Close)
 	}
 
-	a.mcp = mcpserver.New(a.eng, mcpserver.Options{Default: cfg.stdioPrincipal(), Logger: log.With("part", "mcp")})
+	a.mcp = mcpserver.New(a.eng, mcpserver.Options{Default: cfg.stdioPrincipal(), Logger: quietBelow(log, cfg.LogLevel, slog.LevelWarn).With("part", "mcp")})
 	if withHTTP {
 		if err := a.serveHTTP(); err != nil {
 			return a, err
@@ -148,12 +148,13 @@ func (a *app) stop() {
 }
 
 // quietBelow keeps a chatty component (the embedded broker logs every hook
-// at info) to warnings unless the server runs at debug level.
-func quietBelow(log *slog.Logger, level string) *slog.Logger {
+// and every closed connection, mcp-go every request) at min and above
+// unless the server runs at debug level.
+func quietBelow(log *slog.Logger, level string, min slog.Level) *slog.Logger {
 	if level == "debug" {
 		return log
 	}
-	return slog.New(levelFilter{log.Handler(), slog.LevelWarn})
+	return slog.New(levelFilter{log.Handler(), min})
 }
 
 type levelFilter struct {
