@@ -8,6 +8,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -24,13 +25,35 @@ type ruleRow struct {
 	Last    *engine.FiringInfo
 }
 
+// rulesPerPage bounds one Rules page.
+const rulesPerPage = 200
+
+// rulesData is what the Rules page template gets.
+type rulesData struct {
+	Rows       []template.HTML
+	Total      int
+	From, To   int
+	Prev, Next int // page numbers, 0 = none
+	Paginated  bool
+}
+
 func (s *server) rulesPage(w http.ResponseWriter, r *http.Request, ss *session) {
 	ctx := ss.ctx(r)
-	list, err := s.e.ListRules(ctx, 0)
+	all, err := s.e.ListRules(ctx, 0)
 	if err != nil {
 		s.fail(w, r, ss, http.StatusInternalServerError, "Listing the rules failed.", err)
 		return
 	}
+	pageNo, _ := strconv.Atoi(r.URL.Query().Get("page"))
+	if pageNo < 1 {
+		pageNo = 1
+	}
+	from := (pageNo - 1) * rulesPerPage
+	if from > len(all) {
+		from = len(all)
+	}
+	to := min(from+rulesPerPage, len(all))
+	list := all[from:to]
 	last, err := s.lastFirings(ctx, list)
 	if err != nil {
 		s.fail(w, r, ss, http.StatusInternalServerError, "Listing the last firings failed.", err)
@@ -43,8 +66,15 @@ func (s *server) rulesPage(w http.ResponseWriter, r *http.Request, ss *session) 
 			return
 		}
 	}
-	s.rows.prune(list)
-	s.render(w, r, ss, "rules", page{Title: "Rules", Nav: "rules", Live: "rules", Data: rows})
+	s.rows.prune(all)
+	d := rulesData{Rows: rows, Total: len(all), From: from + 1, To: to, Paginated: len(all) > rulesPerPage}
+	if pageNo > 1 {
+		d.Prev = pageNo - 1
+	}
+	if to < len(all) {
+		d.Next = pageNo + 1
+	}
+	s.render(w, r, ss, "rules", page{Title: "Rules", Nav: "rules", Live: "rules", Data: d})
 }
 
 // rowCache keeps each rule's rendered row until something it shows
