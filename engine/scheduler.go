@@ -295,11 +295,11 @@ func (at *armedTrigger) observe(ch devices.Change) {
 	}
 	at.mu.Lock()
 	defer at.mu.Unlock()
-	switch {
-	case matched && at.hold == nil:
-		at.openHold(ch.Value, ch.Prev, describeChange(t, ch)+" and held for "+t.For.String(), at.r.s.e.Now().Add(t.For))
-	case !holds && at.hold != nil:
+	if !holds && at.hold != nil {
 		at.closeHold(true)
+	}
+	if matched && at.hold == nil {
+		at.openHold(ch.Value, ch.Prev, describeChange(t, ch)+" and held for "+t.For.String(), at.r.s.e.Now().Add(t.For))
 	}
 }
 
@@ -326,7 +326,9 @@ func matchTrigger(t *rules.Trigger, prev, cur any, isEvent bool) (matched, holds
 		}
 		toOK := !t.To.Set || valueEqual(t.To.V, cur)
 		fromOK := !t.From.Set || valueEqual(t.From.V, prev)
-		return toOK && fromOK, toOK
+		// Without "to", a window holds while the state stays put: a further
+		// change ends it (and opens a new one).
+		return toOK && fromOK, t.To.Set && toOK
 	}
 }
 
