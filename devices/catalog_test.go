@@ -213,6 +213,18 @@ func TestLiveDeviceObjectAndEvents(t *testing.T) {
 	if len(evs) != 2 || evs[0].Value != "toggle" || evs[1].Value != "on" || evs[0].ID != "remote.action" {
 		t.Fatalf("events %+v", evs)
 	}
+	// A genuine double press within the window is two events, reported
+	// as pairs or on one topic only.
+	evs = nil
+	for i := 0; i < 2; i++ {
+		c.HandleMessage(msg("zigbee2mqtt/remote", `{"action":"toggle"}`))
+		c.HandleMessage(msg("zigbee2mqtt/remote/action", `toggle`))
+	}
+	c.HandleMessage(msg("zigbee2mqtt/remote", `{"action":"on"}`))
+	c.HandleMessage(msg("zigbee2mqtt/remote", `{"action":"on"}`))
+	if len(evs) != 4 {
+		t.Fatalf("double presses: %d events %+v, want 4", len(evs), evs)
+	}
 	l, ok := c.Live("remote")
 	obj, _ := l.Value.(map[string]any)
 	if !ok || obj["battery"] != 90.0 || obj["linkquality"] != 20.0 {

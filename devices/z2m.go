@@ -23,8 +23,9 @@ type z2mSource struct {
 }
 
 type firing struct {
-	value string
-	at    time.Time
+	value     string
+	viaAction bool // seen on <base>/<name>/action (else in the JSON state)
+	at        time.Time
 }
 
 type z2mDevice struct {

@@ -30,7 +30,7 @@ func (z *z2mSource) stateRoute(dev string, props map[string]*z2mProp) route {
 			case p == nil:
 				d.obj[k] = v
 			case p.event:
-				if s, ok := v.(string); ok && s != "" && z.fresh(p.id, s, tx.now) {
+				if s, ok := v.(string); ok && s != "" && z.fresh(p.id, s, false, tx.now) {
 					tx.fireEvent(dev, p.id, s)
 				}
 			default:
@@ -43,12 +43,19 @@ func (z *z2mSource) stateRoute(dev string, props map[string]*z2mProp) route {
 	}
 }
 
-// fresh reports whether an event firing is new (not the same value seen on
-// the other topic within a second).
-func (z *z2mSource) fresh(id, v string, now time.Time) bool {
+// fresh reports whether an event firing is new. Zigbee2MQTT reports one
+// press twice, in the JSON state and on <name>/action: the second copy (the
+// same value on the other topic within a second) is the duplicate, and it
+// consumes the pair, so a genuine second press (on the same topic, or after
+// the pair) is never swallowed.
+func (z *z2mSource) fresh(id, v string, viaAction bool, now time.Time) bool {
 	last, ok := z.lastFire[id]
-	z.lastFire[id] = firing{v, now}
-	return !ok || last.value != v || now.Sub(last.at) > time.Second || now.Before(last.at)
+	if ok && last.value == v && last.viaAction != viaAction && !now.Before(last.at) && now.Sub(last.at) <= time.Second {
+		delete(z.lastFire, id)
+		return false
+	}
+	z.lastFire[id] = firing{value: v, viaAction: viaAction, at: now}
+	return true
 }
 
 func (z *z2mSource) actionRoute(dev, id string) route {
@@ -57,7 +64,7 @@ func (z *z2mSource) actionRoute(dev, id string) route {
 		if s == "" {
 			return
 		}
-		if z.fresh(id, s, tx.now) {
+		if z.fresh(id, s, true, tx.now) {
 			tx.fireEvent(dev, id, s)
 		}
 	}

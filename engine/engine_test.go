@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -484,4 +485,44 @@ func TestHeldWindowSurvivesRestart(t *testing.T) {
 		p, _ := h.store.ListPending(context.Background(), "door-left-open")
 		return len(p) == 0
 	})
+}
+
+// TestModes: overlapping firings follow the rule's mode, as Home Assistant
+// users know them.
+func TestModes(t *testing.T) {
+	cases := []struct {
+		mode, press string
+		want        map[string]int // statuses of the two firings
+	}{
+		{"single", "on", map[string]int{rules.StatusSuccess: 1, rules.StatusSkipped: 1}},
+		{"restart", "off", map[string]int{rules.StatusSuccess: 1, rules.StatusCancelled: 1}},
+		{"queued", "brightness_up", map[string]int{rules.StatusSuccess: 2}},
+		{"parallel", "brightness_down", map[string]int{rules.StatusSuccess: 2}},
+	}
+	h := newHouse(t, Config{})
+	for _, tc := range cases {
+		t.Run(tc.mode, func(t *testing.T) {
+			name := "mode-" + tc.mode
+			h.deploy(`{"name":"` + name + `","mode":"` + tc.mode + `","triggers":[{"id":"press","event":"bedroom_remote.action","value":"` + tc.press + `"}],
+			 "steps":[{"id":"on","call":"porch_light.set","args":{"state":"ON"}},{"id":"hold","delay":"400ms"},{"id":"off","call":"porch_light.set","args":{"state":"OFF"}}]}`)
+			for i := 0; i < 2; i++ {
+				if err := h.sim.Press(context.Background(), tc.press); err != nil {
+					t.Fatal(err)
+				}
+				h.waitFor(5*time.Second, "the press to reach the rule", func() bool { return len(h.firings(name)) > i })
+			}
+			h.waitFor(5*time.Second, "both firings to finish as "+fmt.Sprint(tc.want), func() bool {
+				got := map[string]int{}
+				for _, r := range h.firings(name) {
+					got[r.Status]++
+				}
+				for st, n := range tc.want {
+					if got[st] != n {
+						return false
+					}
+				}
+				return len(h.firings(name)) == 2
+			})
+		})
+	}
 }
