@@ -526,3 +526,33 @@ func TestModes(t *testing.T) {
 		})
 	}
 }
+
+// TestCommandsRefusedWhileDisconnected: with the broker down, a firing's
+// command is refused at once and the run records not_connected (never a
+// silent drop).
+func TestCommandsRefusedWhileDisconnected(t *testing.T) {
+	h := newHouse(t, Config{})
+	if err := h.broker.Close(); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(5*time.Second, "the disconnect", func() bool { return !h.client.Connected() })
+	h.deploy(`{"name":"every-second","triggers":[{"id":"tick","cron":"* * * * * *"}],
+	 "steps":[{"id":"on","call":"porch_light.set","args":{"state":"ON"}}]}`)
+	h.waitFor(5*time.Second, "a refused firing", func() bool {
+		for _, r := range h.firings("every-second") {
+			if r.Status == rules.StatusNotConnected && !r.OK {
+				return true
+			}
+		}
+		return false
+	})
+	run := h.firings("every-second")[0]
+	tr, err := h.eng.Trace(context.Background(), TraceRequest{RunID: run.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := tr.Trace.Steps[len(tr.Trace.Steps)-1]
+	if last.ID != "on" || last.Outcome.Status != rules.StepNotConnected || !strings.Contains(last.Outcome.Error, "not connected") {
+		t.Fatalf("the call step: %+v", last)
+	}
+}
