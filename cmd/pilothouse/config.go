@@ -125,6 +125,18 @@ func parseFlags(name string, args []string) (*Config, error) {
 	if envErr != nil {
 		return nil, envErr
 	}
+	fs.Usage = func() {
+		out := fs.Output()
+		fmt.Fprintf(out, "Usage of pilothouse %s (each flag also reads PILOTHOUSE_<FLAG>, e.g. --broker-listen = PILOTHOUSE_BROKER_LISTEN):\n", name)
+		fs.VisitAll(func(f *flag.Flag) {
+			env := envPrefix + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+			fmt.Fprintf(out, "  --%s (%s)\n    \t%s", f.Name, env, f.Usage)
+			if f.DefValue != "" && f.DefValue != "false" {
+				fmt.Fprintf(out, " (default %q)", f.DefValue)
+			}
+			fmt.Fprintln(out)
+		})
+	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
