@@ -119,7 +119,11 @@ func (ar *armedRule) run(ctx context.Context, tf rules.TriggerFire) {
 	}
 	var output any
 	if out.OK {
-		output = map[string]any{"calls": len(res.Calls)}
+		calls := res.Calls
+		if calls == nil {
+			calls = []rules.CallRecord{}
+		}
+		output = map[string]any{"calls": calls, "vars": orEmptyMap(res.Vars)}
 	}
 	ar.record(runID, started, out, output, res.Steps)
 }

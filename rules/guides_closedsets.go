@@ -151,7 +151,7 @@ validate takes no ` + "`context`" + `: automation/1 declares no context_schema, 
 
 - Deploy (execute without test_run): ` + "`output`" + ` is ` + "`{program_ref, rule, replaced, triggers, next_fire}`" + `: the promoted body's reference, the installed rule's name (= program name; deploying the same name again replaces it), whether it replaced one, the armed triggers and the next scheduled firing (when known). The deploy trace describes the installation (promote, install, arm); the plan describes the body.
 - Test run: ` + "`output`" + ` is ` + "`{calls: [...], vars}`" + `: each call the body would have made (` + "`step`" + `, catalog ` + "`id`" + `, ` + "`args`" + `, ` + "`output`" + `, ` + "`at`" + `) and the final variables.
-- Each firing of an installed rule is its own run with its own run id, outcome and trace.
+- Each firing of an installed rule is its own run with its own run id, outcome and trace; when ` + "`ok`" + `, its ` + "`output`" + ` is ` + "`{calls: [...], vars}`" + ` as for a test run, except that the calls were really published.
 
 ## Trace format
 
