@@ -116,18 +116,30 @@ func splitComma(s string) []string {
 	return out
 }
 
-// benchDevices is a Zigbee2MQTT bridge/devices payload with n sensors and
-// n lights.
+// benchProps is how many counters one bench sensor exposes: rule i watches
+// counter i%benchProps of sensor i/benchProps, so every rule has its own
+// trigger entity while the house stays a plausible size (10,000 rules on
+// 1,000 sensors and 1,000 lights).
+const benchProps = 10
+
+func benchSensors(n int) int { return (n + benchProps - 1) / benchProps }
+
+// benchDevices is a Zigbee2MQTT bridge/devices payload with the sensors
+// and as many lights.
 func benchDevices(n int) []byte {
 	var devs []map[string]any
-	for i := 0; i < n; i++ {
+	s := benchSensors(n)
+	for i := 0; i < s; i++ {
+		var exposes []any
+		for k := 0; k < benchProps; k++ {
+			exposes = append(exposes, map[string]any{"type": "numeric", "name": fmt.Sprintf("count%d", k), "property": fmt.Sprintf("count%d", k), "access": 1})
+		}
 		devs = append(devs, map[string]any{
 			"ieee_address": fmt.Sprintf("0x%016x", i+1), "friendly_name": fmt.Sprintf("bench_sensor_%d", i), "type": "EndDevice",
 			"supported": true, "interview_completed": true,
-			"definition": map[string]any{"model": "BENCH-S", "vendor": "Pilothouse", "description": "bench counter",
-				"exposes": []any{map[string]any{"type": "numeric", "name": "count", "property": "count", "access": 1}}},
+			"definition": map[string]any{"model": "BENCH-S", "vendor": "Pilothouse", "description": "bench counters", "exposes": exposes},
 		}, map[string]any{
-			"ieee_address": fmt.Sprintf("0x%016x", n+i+1), "friendly_name": fmt.Sprintf("bench_light_%d", i), "type": "Router",
+			"ieee_address": fmt.Sprintf("0x%016x", s+i+1), "friendly_name": fmt.Sprintf("bench_light_%d", i), "type": "Router",
 			"supported": true, "interview_completed": true,
 			"definition": map[string]any{"model": "BENCH-L", "vendor": "Pilothouse", "description": "bench light",
 				"exposes": []any{map[string]any{"type": "light", "features": []any{
@@ -188,14 +200,15 @@ func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Dura
 		return nil, err
 	}
 	if err := waitUntil(ctx, 60*time.Second, func() bool {
-		_, ok := devs.Snapshot().Get(fmt.Sprintf("bench_light_%d.set", n-1))
+		_, ok := devs.Snapshot().Get(fmt.Sprintf("bench_light_%d.set", benchSensors(n)-1))
 		return ok
 	}); err != nil {
 		return nil, fmt.Errorf("bench devices never appeared in the catalog: %w", err)
 	}
 	for i := 0; i < n; i++ {
-		prog := fmt.Sprintf(`{"name":"bench-%d","mode":"parallel","max":1000,"triggers":[{"id":"t","state":"bench_sensor_%d.count"}],
-"steps":[{"id":"cmd","call":"bench_light_%d.set","args":{"brightness":"{{ trigger.value }}"}}]}`, i, i, i)
+		dev, prop := i/benchProps, i%benchProps
+		prog := fmt.Sprintf(`{"name":"bench-%d","mode":"parallel","max":1000,"triggers":[{"id":"t","state":"bench_sensor_%d.count%d"}],
+"steps":[{"id":"cmd","call":"bench_light_%d.set","args":{"brightness":"{{ trigger.value }}"}}]}`, i, dev, prop, dev)
 		resp, err := eng.Execute(ctx, engine.ExecuteRequest{Program: json.RawMessage(prog), TraceLevel: "none", Store: boolPtr(false)})
 		if err != nil {
 			return nil, fmt.Errorf("installing bench rule %d: %w", i, err)
@@ -250,8 +263,9 @@ func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Dura
 		if d := time.Until(due); d > 0 {
 			time.Sleep(d)
 		}
-		dev := rnd.Intn(n)
-		payload := []byte(fmt.Sprintf(`{"count":%d}`, seq))
+		rule := rnd.Intn(n) // the rule this event is for
+		dev := rule / benchProps
+		payload := []byte(fmt.Sprintf(`{"count%d":%d}`, rule%benchProps, seq))
 		mu.Lock()
 		sentAt[seq] = time.Now()
 		mu.Unlock()
