@@ -3,6 +3,7 @@ package rules
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/expr-lang/expr"
@@ -155,10 +156,16 @@ func collectRefs(root ast.Node) []Ref {
 // Node returns the expression's AST (for validation passes).
 func (x *Expr) Node() ast.Node { return x.prog.Node() }
 
+// vmPool reuses expr VMs (a VM resets its stack, scopes and memory count
+// on every Run), sparing an allocation and its zeroing per evaluation.
+var vmPool = sync.Pool{New: func() any { return new(vm.VM) }}
+
 // Eval runs the expression against env.
 func (x *Expr) Eval(env *Env) (any, error) {
-	v := vm.VM{MemoryBudget: env.budget()}
+	v := vmPool.Get().(*vm.VM)
+	v.MemoryBudget = env.budget()
 	out, err := v.Run(x.prog, env.vars())
+	vmPool.Put(v)
 	if err != nil {
 		return nil, fmt.Errorf("expression %q: %w", x.Src, err)
 	}
