@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/storage"
@@ -120,4 +121,36 @@ func narrate(run storage.Run, env *envelope, question string) string {
 		b.WriteString(" (The narration restates recorded facts only; it does not answer free-form questions beyond them.)")
 	}
 	return b.String()
+}
+
+// RunMeta is what listings show of a run beside its envelope.
+type RunMeta struct {
+	RunID   string    `json:"run_id"`
+	Kind    string    `json:"kind"` // deploy, test, firing
+	Rule    string    `json:"rule,omitempty"`
+	Ref     string    `json:"program_ref,omitempty"`
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended"`
+}
+
+// RunInfo returns a retained run's metadata, scoped like Trace (another
+// principal's run is not found).
+func (e *Engine) RunInfo(ctx context.Context, id string) (RunMeta, error) {
+	p := e.principal(ctx)
+	notFound := pilotage.Errorf(pilotage.ErrNotFound, "no retained run with that run_id")
+	if e.store == nil {
+		return RunMeta{}, notFound
+	}
+	run, err := e.store.GetRun(ctx, id)
+	if errors.Is(err, storage.ErrNotFound) {
+		return RunMeta{}, notFound
+	}
+	if err != nil {
+		return RunMeta{}, fmt.Errorf("engine: reading run: %w", err)
+	}
+	expired := !run.Expires.IsZero() && !e.Now().Before(run.Expires)
+	if (run.Principal != p.Name && p != Owner) || expired {
+		return RunMeta{}, notFound
+	}
+	return RunMeta{RunID: run.ID, Kind: run.Kind, Rule: run.Rule, Ref: run.Ref, Started: run.Started, Ended: run.Ended}, nil
 }

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"regexp"
-	"strconv"
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine"
@@ -103,10 +101,6 @@ func stepDepth(segs []stepSegment) int {
 	return min(max(iters, len(segs)-1), 3)
 }
 
-// narratedRule finds the rule in the engine's fact-only narration of a
-// firing ("Firing of rule "name" …"); the trace response carries no rule.
-var narratedRule = regexp.MustCompile(`^Firing of rule ("(?:[^"\\]|\\.)*")`)
-
 func (s *server) runPage(w http.ResponseWriter, r *http.Request, ss *session) {
 	id := r.PathValue("id")
 	ctx := ss.ctx(r)
@@ -127,10 +121,9 @@ func (s *server) runPage(w http.ResponseWriter, r *http.Request, ss *session) {
 	}
 	d := runData{TraceResponse: tr}
 	d.Started, _ = storage.RunIDTime(tr.RunID)
-	if m := narratedRule.FindStringSubmatch(tr.Narration); m != nil {
-		if name, err := strconv.Unquote(m[1]); err == nil {
-			d.Rule = name
-		}
+	if meta, err := s.e.RunInfo(ctx, id); err == nil && meta.Rule != "" {
+		d.Rule = meta.Rule
+		d.Started = meta.Started
 	} else if name := r.URL.Query().Get("rule"); name != "" {
 		// A test run started from a rule's page links back to it, if visible.
 		if _, err := s.e.GetRule(ctx, name, 0); err == nil {
