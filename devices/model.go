@@ -1,8 +1,6 @@
 package devices
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"reflect"
 	"sort"
@@ -92,7 +90,7 @@ func (s *devSpec) buildEntries() []*pilotage.Entry {
 		out = append(out, actionEntry(s, a))
 	}
 	for _, e := range out {
-		e.Revision = entryHash(e)
+		e.Revision = e.ContentHash()
 	}
 	s.entries = out
 	return out
@@ -378,14 +376,6 @@ func (c *Catalog) replayPending(tx *txn) {
 			r(tx, p)
 		}
 	}
-}
-
-func entryHash(e *pilotage.Entry) string {
-	cp := *e
-	cp.Revision = ""
-	b, _ := json.Marshal(&cp)
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:12])
 }
 
 func readHints() pilotage.RiskHints { return pilotage.HintsOf(pilotage.RiskRead) }

@@ -2,9 +2,7 @@ package engine
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -48,14 +46,6 @@ func newCatalogService(e *Engine) *catalogService {
 	}
 }
 
-func entryHash(e *pilotage.Entry) string {
-	c := *e
-	c.Revision = ""
-	b, _ := json.Marshal(&c)
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:12])
-}
-
 // addAutomation registers a promoted program's entry.
 func (c *catalogService) addAutomation(entry *pilotage.Entry, refs []string) {
 	c.mu.Lock()
@@ -63,7 +53,7 @@ func (c *catalogService) addAutomation(entry *pilotage.Entry, refs []string) {
 	if _, ok := c.autos[entry.ID]; ok {
 		return
 	}
-	c.autos[entry.ID] = &automation{entry: entry, hash: entryHash(entry), refs: refs}
+	c.autos[entry.ID] = &automation{entry: entry, hash: entry.ContentHash(), refs: refs}
 	c.autoOrder = append(c.autoOrder, entry.ID)
 	c.autoGen++
 }

@@ -83,7 +83,7 @@ func automationEntry(ref string, c *rules.Compiled) *pilotage.Entry {
 		Tags: []string{"rule:" + c.Program.Name}, Callable: true, InputSchema: canonicalJSON(schema),
 		Risk: pilotage.RiskOf(hints), RiskHints: hints, Languages: []string{rules.Language},
 	}
-	en.Revision = entryHash(en)
+	en.Revision = en.ContentHash()
 	return en
 }
 

@@ -5,7 +5,11 @@
 // rules, storage and engine can all speak the same types without cycles.
 package pilotage
 
-import "encoding/json"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+)
 
 // Version is the Pilotage extension version on the wire (spec §11.1).
 const Version = "1.1"
@@ -136,6 +140,18 @@ type Entry struct {
 	RiskHints    RiskHints       `json:"risk_hints"`
 	Languages    []string        `json:"languages,omitempty"`
 	Revision     string          `json:"revision,omitempty"`
+}
+
+// ContentHash identifies an entry's defined fields except Revision: two
+// entries have equal hashes iff catalog_version must not tell them apart
+// (spec §5.4). Producers use it as the Revision, and catalog versions and
+// changed_since are computed from it.
+func (e *Entry) ContentHash() string {
+	c := *e
+	c.Revision = ""
+	b, _ := json.Marshal(&c)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
 }
 
 // Position is a 1-based line/column inside a string value.
