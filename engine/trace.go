@@ -42,23 +42,12 @@ func (e *Engine) Trace(ctx context.Context, req TraceRequest) (*TraceResponse, e
 	default:
 		return nil, pilotage.Errorf(pilotage.ErrInvalidRequest, "trace_level must be summary or full")
 	}
-	notFound := pilotage.Errorf(pilotage.ErrNotFound, "no retained run with that run_id")
 	if req.RunID == "" {
 		return nil, pilotage.Errorf(pilotage.ErrInvalidRequest, "run_id is required")
 	}
-	if e.store == nil {
-		return nil, notFound
-	}
-	run, err := e.store.GetRun(ctx, req.RunID)
-	if errors.Is(err, storage.ErrNotFound) {
-		return nil, notFound
-	}
+	run, err := e.retainedRun(ctx, p, req.RunID)
 	if err != nil {
-		return nil, fmt.Errorf("engine: reading run: %w", err)
-	}
-	expired := !run.Expires.IsZero() && !e.Now().Before(run.Expires)
-	if (run.Principal != p.Name && p != Owner) || expired {
-		return nil, notFound
+		return nil, err
 	}
 	var env envelope
 	if err := json.Unmarshal(run.Envelope, &env); err != nil {
@@ -136,21 +125,30 @@ type RunMeta struct {
 // RunInfo returns a retained run's metadata, scoped like Trace (another
 // principal's run is not found).
 func (e *Engine) RunInfo(ctx context.Context, id string) (RunMeta, error) {
-	p := e.principal(ctx)
+	run, err := e.retainedRun(ctx, e.principal(ctx), id)
+	if err != nil {
+		return RunMeta{}, err
+	}
+	return RunMeta{RunID: run.ID, Kind: run.Kind, Rule: run.Rule, Ref: run.Ref, Started: run.Started, Ended: run.Ended}, nil
+}
+
+// retainedRun reads a run p may see. Unknown, expired, non-retained and
+// other principals' runs are the same not_found (spec §6.6).
+func (e *Engine) retainedRun(ctx context.Context, p *Principal, id string) (storage.Run, error) {
 	notFound := pilotage.Errorf(pilotage.ErrNotFound, "no retained run with that run_id")
 	if e.store == nil {
-		return RunMeta{}, notFound
+		return storage.Run{}, notFound
 	}
 	run, err := e.store.GetRun(ctx, id)
 	if errors.Is(err, storage.ErrNotFound) {
-		return RunMeta{}, notFound
+		return storage.Run{}, notFound
 	}
 	if err != nil {
-		return RunMeta{}, fmt.Errorf("engine: reading run: %w", err)
+		return storage.Run{}, fmt.Errorf("engine: reading run: %w", err)
 	}
 	expired := !run.Expires.IsZero() && !e.Now().Before(run.Expires)
 	if (run.Principal != p.Name && p != Owner) || expired {
-		return RunMeta{}, notFound
+		return storage.Run{}, notFound
 	}
-	return RunMeta{RunID: run.ID, Kind: run.Kind, Rule: run.Rule, Ref: run.Ref, Started: run.Started, Ended: run.Ended}, nil
+	return run, nil
 }
