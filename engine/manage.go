@@ -125,10 +125,9 @@ func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, las
 		}
 	}
 	if lastFirings > 0 {
-		f := storage.RunFilter{Rule: r.Name, Kind: "firing", Limit: lastFirings, SkipEnvelope: true}
-		if p != Owner {
-			f.Principal = p.Name // firings run under the installer's authority
-		}
+		// Runs belong to the principal they ran under (a firing: the
+		// rule's installer), the same rule as the trace door.
+		f := storage.RunFilter{Rule: r.Name, Kind: "firing", Principal: p.Name, Limit: lastFirings, SkipEnvelope: true}
 		runs, err := e.store.ListRuns(ctx, f)
 		if err != nil {
 			return ri, fmt.Errorf("engine: listing firings: %w", err)
@@ -183,10 +182,7 @@ func (e *Engine) RuleVersions(ctx context.Context, name string) ([]storage.Progr
 
 // ListRuns lists stored runs visible to the caller, newest first.
 func (e *Engine) ListRuns(ctx context.Context, f storage.RunFilter) ([]storage.Run, error) {
-	p := e.principal(ctx)
-	if p != Owner {
-		f.Principal = p.Name
-	}
+	f.Principal = e.principal(ctx).Name // a run belongs to the principal it ran under
 	return e.store.ListRuns(ctx, f)
 }
 

@@ -132,8 +132,9 @@ func (e *Engine) RunInfo(ctx context.Context, id string) (RunMeta, error) {
 	return RunMeta{RunID: run.ID, Kind: run.Kind, Rule: run.Rule, Ref: run.Ref, Started: run.Started, Ended: run.Ended}, nil
 }
 
-// retainedRun reads a run p may see. Unknown, expired, non-retained and
-// other principals' runs are the same not_found (spec §6.6).
+// retainedRun reads a run p may see: runs belong to the principal they ran
+// under. Unknown, expired, non-retained and other principals' runs are the
+// same not_found (spec §6.6).
 func (e *Engine) retainedRun(ctx context.Context, p *Principal, id string) (storage.Run, error) {
 	notFound := pilotage.Errorf(pilotage.ErrNotFound, "no retained run with that run_id")
 	if e.store == nil {
@@ -147,7 +148,7 @@ func (e *Engine) retainedRun(ctx context.Context, p *Principal, id string) (stor
 		return storage.Run{}, fmt.Errorf("engine: reading run: %w", err)
 	}
 	expired := !run.Expires.IsZero() && !e.Now().Before(run.Expires)
-	if (run.Principal != p.Name && p != Owner) || expired {
+	if run.Principal != p.Name || expired {
 		return storage.Run{}, notFound
 	}
 	return run, nil

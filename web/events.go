@@ -153,8 +153,8 @@ func (st *stream) rule(name string) ruleVis {
 	}
 	ri, err := st.s.e.GetRule(st.ctx, name, 0)
 	v := ruleVis{seen: err == nil}
-	// Runs are listed by owner; other principals see their own (engine.ListRuns).
-	v.firings = v.seen && (st.p == engine.Owner || ri.Principal == st.p.Name)
+	// Runs belong to the principal they ran under (engine.ListRuns).
+	v.firings = v.seen && ri.Principal == st.p.Name
 	st.rules[name] = v
 	return v
 }
