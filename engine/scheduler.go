@@ -13,7 +13,6 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/pilothouse/pilothouse/devices"
-	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -499,5 +498,3 @@ func (ar *armedRule) brokenReason(e *Engine) string {
 	}
 	return ""
 }
-
-var _ = pilotage.Version

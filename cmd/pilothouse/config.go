@@ -14,7 +14,6 @@ import (
 
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine"
-	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 )
 
@@ -258,5 +257,3 @@ func (c *Config) stdioPrincipal() *engine.Principal {
 	}
 	return engine.Owner
 }
-
-var _ = pilotage.Version

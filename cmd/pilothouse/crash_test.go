@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -142,5 +141,4 @@ func TestKill9RestartRecordsInterruptedAndRearms(t *testing.T) {
 		}
 		return false
 	})
-	_ = context.Background()
 }
