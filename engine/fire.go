@@ -171,16 +171,11 @@ func (ar *armedRule) record(runID string, started time.Time, out pilotage.Outcom
 	if steps == nil {
 		steps = []pilotage.TraceStep{}
 	}
-	env := envelope{RunID: runID, Outcome: out, Output: output, Trace: &pilotage.Trace{Level: pilotage.LevelFull, Steps: steps}}
-	b, err := json.Marshal(env)
-	if err != nil {
-		e.log.Warn("encoding firing", "rule", ar.rule.Name, "err", err)
-		return
-	}
+	env := &envelope{RunID: runID, Outcome: out, Output: output, Trace: &pilotage.Trace{Level: pilotage.LevelFull, Steps: steps}}
 	now := e.Now()
 	e.rec.add(storage.Run{ID: runID, Principal: ar.principal.Name, Rule: ar.rule.Name, Ref: ar.rule.Ref, Kind: "firing",
-		Status: out.Status, OK: out.OK, Started: started, Ended: now, Level: pilotage.LevelFull, Envelope: b,
-		Expires: now.Add(e.cfg.Retention)})
+		Status: out.Status, OK: out.OK, Started: started, Ended: now, Level: pilotage.LevelFull,
+		Expires: now.Add(e.cfg.Retention)}, env)
 	if out.Status != rules.StatusRunning {
 		e.notify(Event{Type: "firing", Rule: ar.rule.Name, RunID: runID, Status: out.Status, OK: out.OK, Time: now})
 	}

@@ -227,6 +227,7 @@ func (c *Client) pahoOptions() *paho.ClientOptions {
 	if o.TLS != nil {
 		po.SetTLSConfig(o.TLS)
 	}
+	po.SetCustomOpenConnectionFn(openConnection)
 	return po
 }
 

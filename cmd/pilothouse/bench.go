@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
@@ -34,6 +35,18 @@ type benchResult struct {
 	Max       time.Duration `json:"max"`
 	Recorded  int           `json:"recorded"`
 	SetupTime time.Duration `json:"setup"`
+	// Per-event allocation and collections during the measuring phase
+	// (whole process: broker, clients, engine, recorder).
+	BytesPerEvent  uint64 `json:"bytes_per_event"`
+	AllocsPerEvent uint64 `json:"allocs_per_event"`
+	GCs            uint32 `json:"gcs"`
+	HeapLive       uint64 `json:"heap_live"` // after set-up, bytes
+	// CPU is the process's CPU time (user+system) per second of the
+	// measuring phase: 1.0 is one core busy.
+	CPU float64 `json:"cpu_cores"`
+	// GCTime is how long a full collection of the set-up heap takes
+	// (the work every collection during the measurement repeats).
+	GCTime time.Duration `json:"gc_time"`
 }
 
 // runBench measures event → command latency: a state message is published,
@@ -49,6 +62,7 @@ func runBench(ctx context.Context, args []string) error {
 	brokerURL := fs.String("broker", "", "use this MQTT broker (e.g. a local Mosquitto) instead of the embedded one")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measuring phases (not the set-up) to this file")
 	memProfile := fs.String("memprofile", "", "write an allocation profile of the measuring phases to this file")
+	heapProfile := fs.String("heapprofile", "", "write the live heap after the set-up of the last configuration to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -70,6 +84,10 @@ func runBench(ctx context.Context, args []string) error {
 		}()
 		allocProfiling = true
 	}
+	heapProfileTo = *heapProfile
+	if heapProfileTo != "" && *memProfile == "" {
+		runtime.MemProfileRate = 4 << 10
+	}
 	var counts []int
 	for _, s := range splitComma(*rulesList) {
 		n, err := strconv.Atoi(s)
@@ -87,9 +105,10 @@ func runBench(ctx context.Context, args []string) error {
 			b, _ := json.Marshal(res)
 			fmt.Println(string(b))
 		} else {
-			fmt.Printf("rules=%-6d rate=%d/s sent=%d received=%d lost=%d p50=%v p99=%v max=%v recorded=%d setup=%v\n",
+			fmt.Printf("rules=%-6d rate=%d/s sent=%d received=%d lost=%d p50=%v p99=%v max=%v recorded=%d setup=%v heap=%dMB alloc/event=%dB/%d gcs=%d gc=%v cpu=%.2f\n",
 				res.Rules, res.Rate, res.Sent, res.Received, res.Lost, res.P50.Round(time.Microsecond), res.P99.Round(time.Microsecond),
-				res.Max.Round(time.Microsecond), res.Recorded, res.SetupTime.Round(time.Millisecond))
+				res.Max.Round(time.Microsecond), res.Recorded, res.SetupTime.Round(time.Millisecond),
+				res.HeapLive>>20, res.BytesPerEvent, res.AllocsPerEvent, res.GCs, res.GCTime.Round(time.Millisecond), res.CPU)
 		}
 	}
 	return nil
@@ -239,6 +258,9 @@ func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Dura
 		mu.Lock()
 		if t, ok := sentAt[seq]; ok {
 			lat = append(lat, now.Sub(t))
+			if os.Getenv("BENCH_TIMELINE") != "" && now.Sub(t) > 20*time.Millisecond {
+				fmt.Fprintf(os.Stderr, "slow seq=%d at=%s lat=%v\n", seq, t.Format("15:04:05.000"), now.Sub(t))
+			}
 			delete(sentAt, seq)
 		}
 		mu.Unlock()
@@ -251,8 +273,21 @@ func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Dura
 		}
 	}
 	if allocProfiling {
+		// Left on: the profile is scaled by the rate when it is written.
 		runtime.MemProfileRate = 64 << 10
-		defer func() { runtime.MemProfileRate = 0 }()
+	}
+	gcStart := time.Now()
+	runtime.GC()
+	res.GCTime = time.Since(gcStart)
+	var ms0, ms1 runtime.MemStats
+	runtime.ReadMemStats(&ms0)
+	res.HeapLive = ms0.HeapAlloc
+	cpu0 := processCPU()
+	if heapProfileTo != "" {
+		if f, err := os.Create(heapProfileTo); err == nil {
+			_ = pprof.Lookup("heap").WriteTo(f, 0)
+			f.Close()
+		}
 	}
 	rnd := rand.New(rand.NewSource(1))
 	interval := time.Second / time.Duration(rate)
@@ -280,6 +315,13 @@ func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Dura
 		return len(sentAt) == 0
 	})
 	eng.Flush()
+	res.CPU = (processCPU() - cpu0).Seconds() / time.Since(start).Seconds()
+	runtime.ReadMemStats(&ms1)
+	if res.Sent > 0 {
+		res.BytesPerEvent = (ms1.TotalAlloc - ms0.TotalAlloc) / uint64(res.Sent)
+		res.AllocsPerEvent = (ms1.Mallocs - ms0.Mallocs) / uint64(res.Sent)
+	}
+	res.GCs = ms1.NumGC - ms0.NumGC
 	mu.Lock()
 	res.Received = len(lat)
 	res.Lost = len(sentAt)
@@ -311,8 +353,20 @@ func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Dura
 
 func boolPtr(b bool) *bool { return &b }
 
+// processCPU is the user+system CPU time the process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // allocProfiling samples allocations during the measuring phases only.
 var allocProfiling bool
+
+// heapProfileTo names the file for the live heap after set-up (bench --heapprofile).
+var heapProfileTo string
 
 // profileTo receives the CPU profile of the measuring phase (bench --cpuprofile).
 var profileTo io.Writer

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"syscall"
 )
 
@@ -30,16 +29,6 @@ Client commands (talk to a running server: --server URL, --token or PILOTHOUSE_S
 
 Run "pilothouse <command> -h" for the flags of a command.
 `
-
-// tuneGC trades memory for latency: unless GOGC is set, the collector runs
-// at GOGC=400. A home's live heap is tens of MB; at thousands of events per
-// second the default GOGC spends a large share of two cores marking
-// (measured with pilothouse bench). GOMEMLIMIT still caps it when set.
-func tuneGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(400)
-	}
-}
 
 func main() {
 	tuneGC()
