@@ -71,7 +71,7 @@ func (ar *armedRule) startLocked(tf rules.TriggerFire) {
 	f := &firing{cancel: cancel, done: make(chan struct{})}
 	ar.running = append(ar.running, f)
 	s.wg.Add(1)
-	go func() {
+	s.work.run(func() {
 		defer s.wg.Done()
 		defer close(f.done)
 		defer cancel()
@@ -93,7 +93,7 @@ func (ar *armedRule) startLocked(tf rules.TriggerFire) {
 			ar.startLocked(*next)
 		}
 		ar.mu.Unlock()
-	}()
+	})
 }
 
 // run executes the body once on the live world and records the firing.

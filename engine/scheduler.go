@@ -35,6 +35,7 @@ type scheduler struct {
 	savedHolds map[string]storage.Pending // held windows persisted before the start
 	closing    bool                       // set under mu by close: disarming keeps persisted windows
 	gen        uint64                     // device snapshot generation last checked for broken rules
+	work       *workers                   // goroutines firings run on
 }
 
 // armedRule is one installed, enabled rule in memory.
@@ -92,6 +93,7 @@ func newScheduler(e *Engine) *scheduler {
 		e:     e,
 		rules: map[string]*armedRule{},
 		index: map[string][]*armedTrigger{},
+		work:  newWorkers(),
 		cron:  cron.New(cron.WithLocation(e.cfg.TimeZone), cron.WithChain(cron.Recover(cron.DiscardLogger))),
 	}
 }

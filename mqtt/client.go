@@ -76,6 +76,7 @@ type Client struct {
 
 	mu        sync.Mutex
 	subs      map[string][]*subscription // by filter
+	wild      []string                   // the filters of subs with wildcards
 	up        bool                       // last state seen by refreshStatus
 	down      chan struct{}              // closed when the current connection is lost
 	listeners []func(up bool)
@@ -228,6 +229,7 @@ func (c *Client) pahoOptions() *paho.ClientOptions {
 		po.SetTLSConfig(o.TLS)
 	}
 	po.SetCustomOpenConnectionFn(openConnection)
+	po.SetDefaultPublishHandler(c.deliver)
 	return po
 }
 
@@ -397,10 +399,14 @@ func (c *Client) Publish(ctx context.Context, topic string, payload []byte, qos 
 	if !ok {
 		return ErrNotConnected
 	}
-	if _, has := ctx.Deadline(); !has {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, c.opts.PublishTimeout)
-		defer cancel()
+	// Bound the wait when the caller did not. A QoS 0 publish completes
+	// once written, and paho's write timeout (PublishTimeout) bounds that;
+	// only an acknowledged publish can wait on the broker indefinitely.
+	var expired <-chan time.Time
+	if _, has := ctx.Deadline(); !has && qos > 0 {
+		t := time.NewTimer(c.opts.PublishTimeout)
+		defer t.Stop()
+		expired = t.C
 	}
 	tok := c.pc.Publish(topic, qos, retain, payload)
 	select {
@@ -409,6 +415,8 @@ func (c *Client) Publish(ctx context.Context, topic string, payload []byte, qos 
 		return ErrNotConnected
 	case <-ctx.Done():
 		return fmt.Errorf("mqtt: publish %q: %w", topic, ctx.Err())
+	case <-expired:
+		return fmt.Errorf("mqtt: publish %q: %w", topic, context.DeadlineExceeded)
 	}
 	if err := tok.Error(); err != nil {
 		if errors.Is(err, paho.ErrNotConnected) {

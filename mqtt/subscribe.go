@@ -46,7 +46,7 @@ var errIDInUse = errors.New("packet identifier in use")
 func (c *Client) subscribe(filter string, qos byte) error {
 	wait := 10 * time.Millisecond
 	for attempt := 0; ; attempt++ {
-		err := c.waitSubscribe(filter, c.pc.Subscribe(filter, qos, c.route(filter)))
+		err := c.waitSubscribe(filter, c.pc.Subscribe(filter, qos, nil)) // delivered by c.deliver
 		if !errors.Is(err, errIDInUse) || attempt == 8 {
 			return err
 		}
@@ -85,27 +85,66 @@ func (c *Client) waitSubscribe(filter string, tok paho.Token) error {
 	return nil
 }
 
-// route returns the paho callback for one filter: it copies the message and
-// enqueues it for every handler of that filter, without blocking.
-func (c *Client) route(filter string) paho.MessageHandler {
-	return func(_ paho.Client, pm paho.Message) {
-		m := Message{Topic: pm.Topic(), Payload: pm.Payload(), Retained: pm.Retained()}
-		c.mu.Lock()
-		subs := c.subs[filter]
-		c.mu.Unlock()
-		for _, s := range subs {
-			select {
-			case s.queue <- m:
-			case <-c.quit:
-				return
-			default:
-				if n := c.dropped.Add(1); n == 1 || n%1000 == 0 {
-					c.log.Warn("handler too slow; message dropped", "filter", filter, "topic", m.Topic, "dropped_total", n)
-				}
+// deliver is paho's handler for every message: it copies the message and
+// enqueues it for every handler of every filter it matches, without
+// blocking. Exact filters are one map lookup; only wildcard filters are
+// matched one by one (paho's own router splits the topic and every filter
+// into new slices for every message).
+func (c *Client) deliver(_ paho.Client, pm paho.Message) {
+	m := Message{Topic: pm.Topic(), Payload: pm.Payload(), Retained: pm.Retained()}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.subs[m.Topic] {
+		c.enqueue(s, m)
+	}
+	for _, f := range c.wild {
+		if topicMatch(f, m.Topic) {
+			for _, s := range c.subs[f] {
+				c.enqueue(s, m)
 			}
 		}
 	}
 }
+
+func (c *Client) enqueue(s *subscription, m Message) {
+	select {
+	case s.queue <- m:
+	default:
+		if n := c.dropped.Add(1); n == 1 || n%1000 == 0 {
+			c.log.Warn("handler too slow; message dropped", "filter", s.filter, "topic", m.Topic, "dropped_total", n)
+		}
+	}
+}
+
+// topicMatch reports whether topic matches filter (MQTT 3.1.1 §4.7):
+// "+" matches one level, a final "#" the rest (and the parent level), and
+// wildcards at the first level never match topics starting with "$".
+func topicMatch(filter, topic string) bool {
+	if topic != "" && topic[0] == '$' && filter != "" && (filter[0] == '+' || filter[0] == '#') {
+		return false
+	}
+	for {
+		fl, frest, fmore := strings.Cut(filter, "/")
+		if fl == "#" {
+			return true
+		}
+		tl, trest, tmore := strings.Cut(topic, "/")
+		if fl != "+" && fl != tl {
+			return false
+		}
+		switch {
+		case !fmore && !tmore:
+			return true
+		case !tmore:
+			return frest == "#"
+		case !fmore:
+			return false
+		}
+		filter, topic = frest, trest
+	}
+}
+
+func isWild(filter string) bool { return strings.ContainsAny(filter, "+#") }
 
 // Subscribe registers h for filter (MQTT wildcards allowed) at the given QoS.
 // The subscription is remembered and re-established after every reconnect;
@@ -125,6 +164,9 @@ func (c *Client) Subscribe(filter string, qos byte, h Handler) error {
 	if c.closed {
 		c.mu.Unlock()
 		return fmt.Errorf("mqtt: subscribe %q: client closed", filter)
+	}
+	if len(c.subs[filter]) == 0 && isWild(filter) {
+		c.wild = append(c.wild, filter)
 	}
 	c.subs[filter] = append(c.subs[filter], s)
 	q := maxQoS(c.subs[filter])
@@ -158,6 +200,12 @@ func (c *Client) removeSub(s *subscription) {
 	}
 	if len(c.subs[s.filter]) == 0 {
 		delete(c.subs, s.filter)
+		for i, f := range c.wild {
+			if f == s.filter {
+				c.wild = append(c.wild[:i:i], c.wild[i+1:]...)
+				break
+			}
+		}
 	}
 	// The dispatcher keeps running until Close; it just gets no messages.
 }

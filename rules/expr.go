@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -36,7 +37,19 @@ type Env struct {
 	Steps   map[string]any // step id → {"output": v}
 	World   World
 	Budget  uint // expr memory budget (0 = DefaultLimits.MemoryBudget)
+
+	// cache is the expression environment built from the fields above,
+	// reused while they still name the same maps (the maps themselves are
+	// live: steps and vars fill in as the run goes). World must not change
+	// once an expression has been evaluated.
+	cache    map[string]any
+	cacheKey envKey
 }
+
+// envKey identifies the maps and world an Env's cache was built from.
+type envKey struct{ trigger, params, vars, steps unsafe.Pointer }
+
+func mapID(m map[string]any) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&m)) }
 
 // EnvFunctions names the functions of the closed environment, in the order
 // the expressions guide lists them. compileEnv and (*Env).vars must agree.
@@ -78,13 +91,36 @@ var compileEnv = map[string]any{
 	"seconds": secondsOf,
 }
 
+// vars is the environment expressions run against; it is built once per Env
+// (an evaluation used to allocate a map and two closures).
 func (e *Env) vars() map[string]any {
+	if e.Trigger == nil {
+		e.Trigger = map[string]any{}
+	}
+	if e.Params == nil {
+		e.Params = map[string]any{}
+	}
+	if e.Vars == nil {
+		e.Vars = map[string]any{}
+	}
+	if e.Steps == nil {
+		e.Steps = map[string]any{}
+	}
+	k := envKey{mapID(e.Trigger), mapID(e.Params), mapID(e.Vars), mapID(e.Steps)}
+	if e.cache != nil && k == e.cacheKey {
+		return e.cache
+	}
+	e.cache, e.cacheKey = e.buildVars(), k
+	return e.cache
+}
+
+func (e *Env) buildVars() map[string]any {
 	w := e.World
 	return map[string]any{
-		"trigger": orEmpty(e.Trigger),
-		"params":  orEmpty(e.Params),
-		"vars":    orEmpty(e.Vars),
-		"steps":   orEmpty(e.Steps),
+		"trigger": e.Trigger,
+		"params":  e.Params,
+		"vars":    e.Vars,
+		"steps":   e.Steps,
 		"state": func(id string) any {
 			if w == nil {
 				return nil
@@ -103,13 +139,6 @@ func (e *Env) vars() map[string]any {
 		"weekday": weekdayOf,
 		"seconds": secondsOf,
 	}
-}
-
-func orEmpty(m map[string]any) map[string]any {
-	if m == nil {
-		return map[string]any{}
-	}
-	return m
 }
 
 // CompileExpr compiles src in the closed environment. maxNodes bounds the

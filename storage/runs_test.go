@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -376,5 +377,41 @@ func TestRunIDs(t *testing.T) {
 	}
 	if id := NewRunID(); id[:4] != "run_" {
 		t.Fatalf("NewRunID = %q", id)
+	}
+}
+
+// TestListRunsByRuleWalksTheRuleIndex pins the query plan: a rule's runs
+// come from runs_by_rule even when the principal (every run of the owner)
+// and status are filtered too; walking the principal index instead made
+// the web Rules page take seconds with 10,000 runs.
+func TestListRunsByRuleWalksTheRuleIndex(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	for _, f := range []RunFilter{
+		{Rule: "porch", Kind: KindFiring, Principal: "owner", Limit: 1},
+		{Rule: "porch", Status: "failed", Principal: "owner"},
+		{Rule: "porch", Principal: "owner", Before: newRunID(t0)},
+	} {
+		q, args, err := s.listRunsQuery(ctx, f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, err := s.r.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		if got := strings.Join(plan, "; "); !strings.Contains(got, "runs_by_rule") {
+			t.Errorf("%+v: plan %q does not use runs_by_rule", f, got)
+		}
 	}
 }

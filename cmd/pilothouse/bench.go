@@ -3,12 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"math/rand"
 	"os"
+	"os/exec"
 	"runtime"
 	"runtime/pprof"
 	"sort"
@@ -41,9 +43,10 @@ type benchResult struct {
 	AllocsPerEvent uint64 `json:"allocs_per_event"`
 	GCs            uint32 `json:"gcs"`
 	HeapLive       uint64 `json:"heap_live"` // after set-up, bytes
-	// CPU is the process's CPU time (user+system) per second of the
-	// measuring phase: 1.0 is one core busy.
-	CPU float64 `json:"cpu_cores"`
+	// CPU is the server process's CPU time (user+system) per second of the
+	// measuring phase (1.0 is one core busy); LoadCPU the load generator's.
+	CPU     float64 `json:"cpu_cores"`
+	LoadCPU float64 `json:"load_cpu_cores"`
 	// GCTime is how long a full collection of the set-up heap takes
 	// (the work every collection during the measurement repeats).
 	GCTime time.Duration `json:"gc_time"`
@@ -62,6 +65,7 @@ func runBench(ctx context.Context, args []string) error {
 	brokerURL := fs.String("broker", "", "use this MQTT broker (e.g. a local Mosquitto) instead of the embedded one")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measuring phases (not the set-up) to this file")
 	memProfile := fs.String("memprofile", "", "write an allocation profile of the measuring phases to this file")
+	loadProcess := fs.Bool("load-process", false, "run the load generator (publisher and subscriber) as a child process instead of inside the server process")
 	heapProfile := fs.String("heapprofile", "", "write the live heap after the set-up of the last configuration to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -97,7 +101,7 @@ func runBench(ctx context.Context, args []string) error {
 		counts = append(counts, n)
 	}
 	for _, n := range counts {
-		res, err := benchOnce(ctx, *brokerURL, n, *rate, *dur)
+		res, err := benchOnce(ctx, *brokerURL, n, *rate, *dur, !*loadProcess)
 		if err != nil {
 			return err
 		}
@@ -105,10 +109,10 @@ func runBench(ctx context.Context, args []string) error {
 			b, _ := json.Marshal(res)
 			fmt.Println(string(b))
 		} else {
-			fmt.Printf("rules=%-6d rate=%d/s sent=%d received=%d lost=%d p50=%v p99=%v max=%v recorded=%d setup=%v heap=%dMB alloc/event=%dB/%d gcs=%d gc=%v cpu=%.2f\n",
+			fmt.Printf("rules=%-6d rate=%d/s sent=%d received=%d lost=%d p50=%v p99=%v max=%v recorded=%d setup=%v heap=%dMB alloc/event=%dB/%d gcs=%d gc=%v cpu=%.2f load-cpu=%.2f\n",
 				res.Rules, res.Rate, res.Sent, res.Received, res.Lost, res.P50.Round(time.Microsecond), res.P99.Round(time.Microsecond),
 				res.Max.Round(time.Microsecond), res.Recorded, res.SetupTime.Round(time.Millisecond),
-				res.HeapLive>>20, res.BytesPerEvent, res.AllocsPerEvent, res.GCs, res.GCTime.Round(time.Millisecond), res.CPU)
+				res.HeapLive>>20, res.BytesPerEvent, res.AllocsPerEvent, res.GCs, res.GCTime.Round(time.Millisecond), res.CPU, res.LoadCPU)
 		}
 	}
 	return nil
@@ -171,7 +175,7 @@ func benchDevices(n int) []byte {
 	return b
 }
 
-func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Duration) (*benchResult, error) {
+func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Duration, inProcess bool) (*benchResult, error) {
 	t0 := time.Now()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	dir, err := os.MkdirTemp("", "pilothouse-bench-*")
@@ -210,7 +214,7 @@ func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Dura
 	}
 	defer eng.Close()
 
-	pub, err := mqtt.Dial(ctx, mqtt.Options{Broker: brokerURL, ClientID: "bench-publisher", Logger: log})
+	pub, err := mqtt.Dial(ctx, mqtt.Options{Broker: brokerURL, ClientID: "bench-setup", Logger: log})
 	if err != nil {
 		return nil, err
 	}
@@ -238,35 +242,6 @@ func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Dura
 	}
 	res := &benchResult{Rules: n, Rate: rate, SetupTime: time.Since(t0)}
 
-	var mu sync.Mutex
-	sentAt := map[int]time.Time{}
-	var lat []time.Duration
-	sub, err := mqtt.Dial(ctx, mqtt.Options{Broker: brokerURL, ClientID: "bench-subscriber", Logger: log})
-	if err != nil {
-		return nil, err
-	}
-	defer sub.Close()
-	if err := sub.Subscribe(base+"/+/set", 0, func(m mqtt.Message) {
-		now := time.Now()
-		var body struct {
-			Brightness float64 `json:"brightness"`
-		}
-		if json.Unmarshal(m.Payload, &body) != nil {
-			return
-		}
-		seq := int(body.Brightness)
-		mu.Lock()
-		if t, ok := sentAt[seq]; ok {
-			lat = append(lat, now.Sub(t))
-			if os.Getenv("BENCH_TIMELINE") != "" && now.Sub(t) > 20*time.Millisecond {
-				fmt.Fprintf(os.Stderr, "slow seq=%d at=%s lat=%v\n", seq, t.Format("15:04:05.000"), now.Sub(t))
-			}
-			delete(sentAt, seq)
-		}
-		mu.Unlock()
-	}); err != nil {
-		return nil, err
-	}
 	if profileTo != nil {
 		if err := pprof.StartCPUProfile(profileTo); err == nil {
 			defer pprof.StopCPUProfile()
@@ -282,56 +257,36 @@ func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Dura
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 	res.HeapLive = ms0.HeapAlloc
-	cpu0 := processCPU()
 	if heapProfileTo != "" {
 		if f, err := os.Create(heapProfileTo); err == nil {
 			_ = pprof.Lookup("heap").WriteTo(f, 0)
 			f.Close()
 		}
 	}
-	rnd := rand.New(rand.NewSource(1))
-	interval := time.Second / time.Duration(rate)
-	total := int(dur / interval)
-	start := time.Now()
-	for seq := 1; seq <= total; seq++ {
-		due := start.Add(time.Duration(seq) * interval)
-		if d := time.Until(due); d > 0 {
-			time.Sleep(d)
+	spec := loadSpec{Broker: brokerURL, Base: base, Rules: n, Rate: rate, Duration: dur}
+	start, cpu0 := time.Now(), processCPU()
+	var lr *loadResult
+	if inProcess {
+		lr, err = runLoad(ctx, spec)
+		if lr != nil {
+			lr.CPU = 0 // counted in the server's
 		}
-		rule := rnd.Intn(n) // the rule this event is for
-		dev := rule / benchProps
-		payload := []byte(fmt.Sprintf(`{"count%d":%d}`, rule%benchProps, seq))
-		mu.Lock()
-		sentAt[seq] = time.Now()
-		mu.Unlock()
-		if err := pub.Publish(ctx, fmt.Sprintf("%s/bench_sensor_%d", base, dev), payload, 0, false); err != nil {
-			return nil, err
-		}
-		res.Sent++
+	} else {
+		lr, err = runLoadProcess(ctx, spec)
 	}
-	_ = waitUntil(ctx, 10*time.Second, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(sentAt) == 0
-	})
+	if err != nil {
+		return nil, err
+	}
 	eng.Flush()
 	res.CPU = (processCPU() - cpu0).Seconds() / time.Since(start).Seconds()
 	runtime.ReadMemStats(&ms1)
+	res.Sent, res.Received, res.Lost = lr.Sent, lr.Received, lr.Lost
+	res.P50, res.P99, res.Max, res.LoadCPU = lr.P50, lr.P99, lr.Max, lr.CPU
 	if res.Sent > 0 {
 		res.BytesPerEvent = (ms1.TotalAlloc - ms0.TotalAlloc) / uint64(res.Sent)
 		res.AllocsPerEvent = (ms1.Mallocs - ms0.Mallocs) / uint64(res.Sent)
 	}
 	res.GCs = ms1.NumGC - ms0.NumGC
-	mu.Lock()
-	res.Received = len(lat)
-	res.Lost = len(sentAt)
-	mu.Unlock()
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	if len(lat) > 0 {
-		res.P50 = lat[len(lat)/2]
-		res.P99 = lat[len(lat)*99/100]
-		res.Max = lat[len(lat)-1]
-	}
 	// The command reaches the subscriber before the firing is recorded:
 	// wait (bounded) until every firing has been handed to the recorder.
 	count := func() int {
@@ -385,4 +340,164 @@ func waitUntil(ctx context.Context, d time.Duration, cond func() bool) error {
 		}
 	}
 	return nil
+}
+
+// slowLog, when set (PILOTHOUSE_BENCH_SLOW=duration), receives a line per
+// event slower than slowAfter: to line tail latency up with GODEBUG=gctrace=1.
+var (
+	slowLog   io.Writer
+	slowAfter time.Duration
+)
+
+func init() {
+	if d, err := time.ParseDuration(os.Getenv("PILOTHOUSE_BENCH_SLOW")); err == nil {
+		slowLog, slowAfter = os.Stderr, d
+	}
+}
+
+// loadSpec tells the load generator what to publish and where.
+type loadSpec struct {
+	Broker   string        `json:"broker"`
+	Base     string        `json:"base"`
+	Rules    int           `json:"rules"`
+	Rate     int           `json:"rate"`
+	Duration time.Duration `json:"duration"`
+}
+
+// loadResult is what the load generator measured.
+type loadResult struct {
+	Sent     int           `json:"sent"`
+	Received int           `json:"received"`
+	Lost     int           `json:"lost"`
+	P50      time.Duration `json:"p50"`
+	P99      time.Duration `json:"p99"`
+	Max      time.Duration `json:"max"`
+	CPU      float64       `json:"cpu_cores"`
+}
+
+// runLoadProcess runs the load generator as a child process ("pilothouse
+// bench-load"), like Zigbee2MQTT and a device would be: its CPU and garbage
+// are not the server's, and a pause of the server does not pause the clock
+// that measures it.
+func runLoadProcess(ctx context.Context, spec loadSpec) (*loadResult, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	b, _ := json.Marshal(spec)
+	cmd := exec.CommandContext(ctx, exe, "bench-load", string(b))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("bench load generator: %w", err)
+	}
+	var lr loadResult
+	if err := json.Unmarshal(out, &lr); err != nil {
+		return nil, fmt.Errorf("bench load generator printed %q: %w", out, err)
+	}
+	return &lr, nil
+}
+
+// runBenchLoad is the hidden "bench-load" command: run the load described
+// by the JSON argument and print the result as JSON.
+func runBenchLoad(ctx context.Context, args []string) error {
+	if len(args) != 1 {
+		return errors.New("bench-load: want one JSON argument (started by pilothouse bench)")
+	}
+	var spec loadSpec
+	if err := json.Unmarshal([]byte(args[0]), &spec); err != nil {
+		return fmt.Errorf("bench-load: %w", err)
+	}
+	lr, err := runLoad(ctx, spec)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(os.Stdout).Encode(lr)
+}
+
+// runLoad publishes spec.Rate state messages a second for spec.Duration, each
+// for a random rule, and times each until its command reaches a subscriber.
+func runLoad(ctx context.Context, spec loadSpec) (*loadResult, error) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	res := &loadResult{}
+	var mu sync.Mutex
+	sentAt := map[int]time.Time{}
+	var lat []time.Duration
+	sub, err := mqtt.Dial(ctx, mqtt.Options{Broker: spec.Broker, ClientID: "bench-subscriber", Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	defer sub.Close()
+	if err := sub.Subscribe(spec.Base+"/+/set", 0, func(m mqtt.Message) {
+		now := time.Now()
+		var body struct {
+			Brightness float64 `json:"brightness"`
+		}
+		if json.Unmarshal(m.Payload, &body) != nil {
+			return
+		}
+		seq := int(body.Brightness)
+		mu.Lock()
+		if t, ok := sentAt[seq]; ok {
+			lat = append(lat, now.Sub(t))
+			if slowLog != nil && now.Sub(t) > slowAfter {
+				fmt.Fprintf(slowLog, "slow seq=%d sent=%s latency=%v\n", seq, t.Format("15:04:05.000000"), now.Sub(t).Round(time.Microsecond))
+			}
+			delete(sentAt, seq)
+		}
+		mu.Unlock()
+	}); err != nil {
+		return nil, err
+	}
+	pub, err := mqtt.Dial(ctx, mqtt.Options{Broker: spec.Broker, ClientID: "bench-publisher", Logger: log})
+	if err != nil {
+		return nil, err
+	}
+	defer pub.Close()
+	rnd := rand.New(rand.NewSource(1))
+	topics := make([]string, benchSensors(spec.Rules))
+	for i := range topics {
+		topics[i] = fmt.Sprintf("%s/bench_sensor_%d", spec.Base, i)
+	}
+	var payload []byte
+	pubCtx, cancelPub := context.WithTimeout(ctx, spec.Duration+time.Minute)
+	defer cancelPub()
+	interval := time.Second / time.Duration(spec.Rate)
+	total := int(spec.Duration / interval)
+	start, cpu0 := time.Now(), processCPU()
+	for seq := 1; seq <= total; seq++ {
+		due := start.Add(time.Duration(seq) * interval)
+		if d := time.Until(due); d > 0 {
+			time.Sleep(d)
+		}
+		rule := rnd.Intn(spec.Rules) // the rule this event is for
+		// The load generator shares the CPUs with the server: keep it cheap.
+		payload = strconv.AppendInt(append(payload[:0], `{"count`...), int64(rule%benchProps), 10)
+		payload = strconv.AppendInt(append(payload, `":`...), int64(seq), 10)
+		payload = append(payload, '}')
+		mu.Lock()
+		sentAt[seq] = time.Now()
+		mu.Unlock()
+		if err := pub.Publish(pubCtx, topics[rule/benchProps], payload, 0, false); err != nil {
+			return nil, err
+		}
+		res.Sent++
+	}
+	_ = waitUntil(ctx, 10*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(sentAt) == 0
+	})
+	res.CPU = (processCPU() - cpu0).Seconds() / time.Since(start).Seconds()
+	mu.Lock()
+	res.Received = len(lat)
+	res.Lost = len(sentAt)
+	mu.Unlock()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	if len(lat) > 0 {
+		res.P50 = lat[len(lat)/2]
+		res.P99 = lat[len(lat)*99/100]
+		res.Max = lat[len(lat)-1]
+	}
+	return res, nil
 }

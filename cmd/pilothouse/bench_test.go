@@ -10,7 +10,7 @@ import (
 // event becomes a command seen by the subscriber, and every firing is
 // recorded.
 func TestBenchMeasuresRealFirings(t *testing.T) {
-	res, err := benchOnce(context.Background(), "", 3, 200, 300*time.Millisecond)
+	res, err := benchOnce(context.Background(), "", 3, 200, 300*time.Millisecond, true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,6 +47,8 @@ func main() {
 		err = runServe(ctx, args, true)
 	case "sim":
 		err = runSim(ctx, args)
+	case "bench-load": // started by bench
+		err = runBenchLoad(ctx, args)
 	case "bench":
 		err = runBench(ctx, args)
 	case "apply", "test", "rules", "trace":

@@ -1,0 +1,40 @@
+package engine
+
+import "time"
+
+// workers runs firings on reused goroutines. A fresh goroutine starts with
+// a small stack and grows it (copying it) on nearly every firing; a worker
+// that already ran one has the stack it needs. A firing never waits for a
+// worker: when none is idle, a new one starts.
+type workers struct {
+	idle chan func() // unbuffered: a send succeeds only into an idle worker
+}
+
+// workerIdle is how long an idle worker waits for work before it exits.
+const workerIdle = 10 * time.Second
+
+func newWorkers() *workers { return &workers{idle: make(chan func())} }
+
+// run runs f on an idle worker or a new one.
+func (w *workers) run(f func()) {
+	select {
+	case w.idle <- f:
+	default:
+		go w.loop(f)
+	}
+}
+
+func (w *workers) loop(f func()) {
+	t := time.NewTimer(workerIdle)
+	defer t.Stop()
+	for {
+		f()
+		f = nil // do not keep the last firing's closure alive while idle
+		t.Reset(workerIdle)
+		select {
+		case f = <-w.idle:
+		case <-t.C:
+			return
+		}
+	}
+}
