@@ -60,7 +60,26 @@ func programRef(c *rules.Compiled) string {
 // form already holds what firing and listing need.
 type promotedBody struct {
 	compiled *rules.Compiled
-	baseline map[string]baselineField
+	baseline []baselineSum // sorted by id
+}
+
+// baselineSum is one referenced entry's load-bearing fields, hashed: all
+// drift detection needs in memory (the fields themselves are stored).
+type baselineSum struct {
+	id  string
+	sum [sha256.Size]byte
+}
+
+func sumBaseline(b baselineField) [sha256.Size]byte { return sha256.Sum256(baselineJSON(b)) }
+
+// baselineSums hashes a baseline, sorted by id.
+func baselineSums(base map[string]baselineField) []baselineSum {
+	out := make([]baselineSum, 0, len(base))
+	for id, b := range base {
+		out = append(out, baselineSum{id, sumBaseline(b)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
 }
 
 // automationEntry builds the catalog entry of a promoted program. Its risk is
@@ -103,7 +122,7 @@ func (e *Engine) promote(ctx context.Context, p *Principal, c *rules.Compiled) (
 		Ref: ref, Name: c.Program.Name, Principal: p.Name, Body: canonicalJSON(c.Raw), Plan: pj,
 		Params: en.InputSchema, RiskHints: hj, Risk: string(en.Risk), Baseline: bj, CreatedAt: e.Now(),
 	}
-	e.rememberBody(ref, &promotedBody{compiled: c, baseline: base})
+	e.rememberBody(ref, &promotedBody{compiled: c, baseline: baselineSums(base)})
 	e.cat.addAutomation(en, c.Refs)
 	return prog, nil
 }
@@ -143,18 +162,13 @@ func (e *Engine) baselineDrift(p *Principal, ref string) string {
 		return "the promoted program is not available"
 	}
 	v := e.cat.view(p)
-	ids := make([]string, 0, len(b.baseline))
-	for id := range b.baseline {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		en, ok := v.Get(id)
+	for _, bs := range b.baseline {
+		en, ok := v.Get(bs.id)
 		if !ok {
-			return "referenced entry " + quote(id) + " no longer exists"
+			return "referenced entry " + quote(bs.id) + " no longer exists"
 		}
-		if !bytes.Equal(baselineJSON(baselineOf(en)), baselineJSON(b.baseline[id])) {
-			return "referenced entry " + quote(id) + " changed since promotion"
+		if sumBaseline(baselineOf(en)) != bs.sum {
+			return "referenced entry " + quote(bs.id) + " changed since promotion"
 		}
 	}
 	return ""
@@ -179,7 +193,7 @@ func (c *catalogService) loadAutomations(ctx context.Context) error {
 		}
 		var base map[string]baselineField
 		_ = json.Unmarshal(pr.Baseline, &base)
-		e.rememberBody(pr.Ref, &promotedBody{compiled: c, baseline: base})
+		e.rememberBody(pr.Ref, &promotedBody{compiled: c, baseline: baselineSums(base)})
 		e.cat.addAutomation(automationEntry(pr.Ref, c), c.Refs)
 	}
 	return nil

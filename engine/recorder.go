@@ -69,6 +69,9 @@ func (r *recorder) add(run storage.Run, env *envelope) {
 	}
 }
 
+// pending reports whether runs are queued but not yet written.
+func (r *recorder) pending() bool { return r.done2.Load() < r.enq.Load() }
+
 // flush waits until everything queued so far is written (tests, shutdown).
 func (r *recorder) flush() {
 	target := r.enq.Load()
@@ -84,7 +87,7 @@ func (r *recorder) flush() {
 
 func (r *recorder) loop() {
 	defer close(r.done)
-	const maxBatch = 512
+	const maxBatch = 2048
 	batch := make([]storage.Run, 0, maxBatch)
 	items := make([]*recItem, 0, maxBatch)
 	push := func(it *recItem) {
@@ -144,10 +147,13 @@ func (r *recorder) loop() {
 		clear(items) // let the envelopes go
 		items = items[:0]
 	}
-	// Commits are what cost (every commit rewrites the touched pages into
-	// the WAL): linger briefly after the first run of a batch so bursts
-	// share one transaction.
-	const linger = 20 * time.Millisecond
+	// Commits are what cost: every commit rewrites each page it touched
+	// into the WAL, and the per-rule index touches a page per rule fired.
+	// Linger after the first run of a batch so a burst shares one
+	// transaction (at 5,000 firings/s on 1,000 rules, 100 ms instead of
+	// 20 ms cut the recorder's CPU per firing from 59 to 46 µs). A run
+	// fetched by id meanwhile waits for its batch (Engine.retainedRun).
+	const linger = 100 * time.Millisecond
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {

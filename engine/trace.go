@@ -141,6 +141,12 @@ func (e *Engine) retainedRun(ctx context.Context, p *Principal, id string) (stor
 		return storage.Run{}, notFound
 	}
 	run, err := e.store.GetRun(ctx, id)
+	if errors.Is(err, storage.ErrNotFound) && e.rec != nil && e.rec.pending() {
+		// A firing announced as it ended (events, listings of the rule
+		// in memory) may still wait in the recorder's batch.
+		e.rec.flush()
+		run, err = e.store.GetRun(ctx, id)
+	}
 	if errors.Is(err, storage.ErrNotFound) {
 		return storage.Run{}, notFound
 	}

@@ -2,7 +2,9 @@ package rules
 
 import (
 	"errors"
+	"runtime"
 	"sync"
+	"weak"
 
 	"github.com/expr-lang/expr"
 	exprchecker "github.com/expr-lang/expr/checker"
@@ -10,6 +12,7 @@ import (
 	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/optimizer"
+	"github.com/expr-lang/expr/vm"
 )
 
 // exprConfigPools hold prepared expr configurations by node bound.
@@ -38,11 +41,58 @@ func exprConfigPool(maxNodes uint) *sync.Pool {
 	return p.(*sync.Pool)
 }
 
-// compileExprPooled is CompileExpr over a reused configuration.
+// compiledExprs shares compiled programs between expressions with the same
+// source: a house's rules repeat expressions ("trigger.value",
+// "state('sun.elevation') < 3"), and a compiled program (bytecode, constants,
+// its syntax tree) is immutable and safe for concurrent VMs. Entries are
+// weak: a program no installed rule uses any more is collected, and its
+// entry removed.
+var compiledExprs = struct {
+	sync.Mutex
+	m map[exprKey]weak.Pointer[vm.Program]
+}{m: map[exprKey]weak.Pointer[vm.Program]{}}
+
+type exprKey struct {
+	src      string
+	maxNodes uint
+}
+
+// compileExprPooled is CompileExpr over a reused configuration, sharing
+// the program of an identical expression compiled before.
 func compileExprPooled(src string, maxNodes uint) (*Expr, error) {
 	if maxNodes == 0 {
 		maxNodes = DefaultLimits.MaxExprNodes
 	}
+	k := exprKey{src, maxNodes}
+	compiledExprs.Lock()
+	wp, ok := compiledExprs.m[k]
+	compiledExprs.Unlock()
+	if ok {
+		if prog := wp.Value(); prog != nil {
+			return &Expr{Src: src, prog: prog, Refs: collectRefs(prog.Node())}, nil
+		}
+	}
+	x, err := compileExprFresh(src, maxNodes)
+	if err != nil {
+		return nil, err
+	}
+	compiledExprs.Lock()
+	if old, ok := compiledExprs.m[k]; !ok || old.Value() == nil {
+		wp := weak.Make(x.prog)
+		compiledExprs.m[k] = wp
+		runtime.AddCleanup(x.prog, func(k exprKey) {
+			compiledExprs.Lock()
+			if compiledExprs.m[k] == wp {
+				delete(compiledExprs.m, k)
+			}
+			compiledExprs.Unlock()
+		}, k)
+	}
+	compiledExprs.Unlock()
+	return x, nil
+}
+
+func compileExprFresh(src string, maxNodes uint) (*Expr, error) {
 	pool := exprConfigPool(maxNodes)
 	cfg := pool.Get().(*conf.Config)
 	defer pool.Put(cfg)

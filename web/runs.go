@@ -104,13 +104,8 @@ func stepDepth(segs []stepSegment) int {
 func (s *server) runPage(w http.ResponseWriter, r *http.Request, ss *session) {
 	id := r.PathValue("id")
 	ctx := ss.ctx(r)
-	tr, err := s.e.Trace(ctx, engine.TraceRequest{RunID: id})
+	tr, err := s.e.Trace(ctx, engine.TraceRequest{RunID: id}) // waits for a run still in the recorder's batch
 	var re *pilotage.RequestError
-	if errors.As(err, &re) && re.Kind == pilotage.ErrNotFound {
-		// A firing announced over SSE may still be queued in the recorder.
-		s.e.Flush()
-		tr, err = s.e.Trace(ctx, engine.TraceRequest{RunID: id})
-	}
 	if errors.As(err, &re) {
 		s.fail(w, r, ss, http.StatusNotFound, "No retained run "+id+" (unknown, expired, or not yours).", nil)
 		return

@@ -418,22 +418,21 @@ func runBenchLoad(ctx context.Context, args []string) error {
 // runLoad publishes spec.Rate state messages a second for spec.Duration, each
 // for a random rule, and times each until its command reaches a subscriber.
 func runLoad(ctx context.Context, spec loadSpec) (*loadResult, error) {
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	res := &loadResult{}
 	var mu sync.Mutex
 	sentAt := map[int]time.Time{}
 	var lat []time.Duration
-	sub, err := mqtt.Dial(ctx, mqtt.Options{Broker: spec.Broker, ClientID: "bench-subscriber", Logger: log})
+	sub, err := dialLoad(spec.Broker, "bench-subscriber", 10*time.Second)
 	if err != nil {
 		return nil, err
 	}
-	defer sub.Close()
-	if err := sub.Subscribe(spec.Base+"/+/set", 0, func(m mqtt.Message) {
+	defer sub.close()
+	if err := sub.subscribe(spec.Base+"/+/set", func(_ string, payload []byte) {
 		now := time.Now()
 		var body struct {
 			Brightness float64 `json:"brightness"`
 		}
-		if json.Unmarshal(m.Payload, &body) != nil {
+		if json.Unmarshal(payload, &body) != nil {
 			return
 		}
 		seq := int(body.Brightness)
@@ -449,19 +448,17 @@ func runLoad(ctx context.Context, spec loadSpec) (*loadResult, error) {
 	}); err != nil {
 		return nil, err
 	}
-	pub, err := mqtt.Dial(ctx, mqtt.Options{Broker: spec.Broker, ClientID: "bench-publisher", Logger: log})
+	pub, err := dialLoad(spec.Broker, "bench-publisher", 10*time.Second)
 	if err != nil {
 		return nil, err
 	}
-	defer pub.Close()
+	defer pub.close()
 	rnd := rand.New(rand.NewSource(1))
 	topics := make([]string, benchSensors(spec.Rules))
 	for i := range topics {
 		topics[i] = fmt.Sprintf("%s/bench_sensor_%d", spec.Base, i)
 	}
 	var payload []byte
-	pubCtx, cancelPub := context.WithTimeout(ctx, spec.Duration+time.Minute)
-	defer cancelPub()
 	interval := time.Second / time.Duration(spec.Rate)
 	total := int(spec.Duration / interval)
 	start, cpu0 := time.Now(), processCPU()
@@ -478,7 +475,7 @@ func runLoad(ctx context.Context, spec loadSpec) (*loadResult, error) {
 		mu.Lock()
 		sentAt[seq] = time.Now()
 		mu.Unlock()
-		if err := pub.Publish(pubCtx, topics[rule/benchProps], payload, 0, false); err != nil {
+		if err := pub.publish(topics[rule/benchProps], payload); err != nil {
 			return nil, err
 		}
 		res.Sent++
