@@ -92,7 +92,13 @@ func (e *Engine) GetRule(ctx context.Context, name string, lastFirings int) (Rul
 	if err != nil {
 		return RuleInfo{}, fmt.Errorf("engine: reading rule: %w", err)
 	}
-	return e.ruleInfo(ctx, p, r, lastFirings)
+	ri, err := e.ruleInfo(ctx, p, r, lastFirings)
+	if err == nil {
+		if b := e.body(r.Ref); b != nil {
+			ri.Plan = b.decodedPlan()
+		}
+	}
+	return ri, err
 }
 
 func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, lastFirings int) (RuleInfo, error) {
@@ -107,12 +113,9 @@ func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, las
 		ri.Status = "disabled"
 	}
 	if b := e.body(r.Ref); b != nil {
-		ri.Plan = b.compiled.Plan
 		ri.Program = b.compiled.Raw
 		ri.Description = b.compiled.Program.Description
-		if b.compiled.Plan != nil {
-			ri.MaxRisk = b.compiled.Plan.MaxRisk
-		}
+		ri.MaxRisk = b.maxRisk
 	}
 	if ar := e.sched.ruleByName(r.Name); ar != nil {
 		info := ar.info(e)

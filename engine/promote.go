@@ -58,9 +58,38 @@ func programRef(c *rules.Compiled) string {
 // promotedBody is a promoted program held in memory, compiled once. The
 // stored JSON (body, plan, baseline bytes) stays in SQLite: the compiled
 // form already holds what firing and listing need.
+//
+// The plan is kept encoded: it is read for one rule's page, while a
+// decoded plan (a tree of steps, strings and hints) is several hundred
+// pointers per rule for the collector to trace on every cycle.
 type promotedBody struct {
-	compiled *rules.Compiled
-	baseline []baselineSum // sorted by id
+	compiled *rules.Compiled // Plan is nil: see plan
+	baseline []baselineSum   // sorted by id
+	plan     json.RawMessage // the plan as stored
+	maxRisk  pilotage.Risk
+}
+
+// newPromotedBody takes c's plan out of it into its encoded form.
+func newPromotedBody(c *rules.Compiled, base []baselineSum) *promotedBody {
+	b := &promotedBody{compiled: c, baseline: base}
+	if c.Plan != nil {
+		b.plan, _ = json.Marshal(c.Plan)
+		b.maxRisk = c.Plan.MaxRisk
+		c.Plan = nil
+	}
+	return b
+}
+
+// decodedPlan returns the body's plan (nil if it has none).
+func (b *promotedBody) decodedPlan() *pilotage.Plan {
+	if len(b.plan) == 0 {
+		return nil
+	}
+	var p pilotage.Plan
+	if json.Unmarshal(b.plan, &p) != nil {
+		return nil
+	}
+	return &p
 }
 
 // baselineSum is one referenced entry's load-bearing fields, hashed: all
@@ -122,7 +151,7 @@ func (e *Engine) promote(ctx context.Context, p *Principal, c *rules.Compiled) (
 		Ref: ref, Name: c.Program.Name, Principal: p.Name, Body: canonicalJSON(c.Raw), Plan: pj,
 		Params: en.InputSchema, RiskHints: hj, Risk: string(en.Risk), Baseline: bj, CreatedAt: e.Now(),
 	}
-	e.rememberBody(ref, &promotedBody{compiled: c, baseline: baselineSums(base)})
+	e.rememberBody(ref, newPromotedBody(c, baselineSums(base)))
 	e.cat.addAutomation(en, c.Refs)
 	return prog, nil
 }
@@ -193,8 +222,9 @@ func (c *catalogService) loadAutomations(ctx context.Context) error {
 		}
 		var base map[string]baselineField
 		_ = json.Unmarshal(pr.Baseline, &base)
-		e.rememberBody(pr.Ref, &promotedBody{compiled: c, baseline: baselineSums(base)})
-		e.cat.addAutomation(automationEntry(pr.Ref, c), c.Refs)
+		en := automationEntry(pr.Ref, c)
+		e.rememberBody(pr.Ref, newPromotedBody(c, baselineSums(base)))
+		e.cat.addAutomation(en, c.Refs)
 	}
 	return nil
 }

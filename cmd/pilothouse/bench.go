@@ -66,7 +66,7 @@ func runBench(ctx context.Context, args []string) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measuring phases (not the set-up) to this file")
 	memProfile := fs.String("memprofile", "", "write an allocation profile of the measuring phases to this file")
 	loadProcess := fs.Bool("load-process", false, "run the load generator (publisher and subscriber) as a child process instead of inside the server process")
-	heapProfile := fs.String("heapprofile", "", "write the live heap after the set-up of the last configuration to this file")
+	heapProfile := fs.String("heapprofile", "", "write the live heap after the set-up of the last configuration to this file, and after its measurement to this file.after")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -279,6 +279,13 @@ func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Dura
 	}
 	eng.Flush()
 	res.CPU = (processCPU() - cpu0).Seconds() / time.Since(start).Seconds()
+	if heapProfileTo != "" {
+		runtime.GC()
+		if f, err := os.Create(heapProfileTo + ".after"); err == nil {
+			_ = pprof.Lookup("heap").WriteTo(f, 0)
+			f.Close()
+		}
+	}
 	runtime.ReadMemStats(&ms1)
 	res.Sent, res.Received, res.Lost = lr.Sent, lr.Received, lr.Lost
 	res.P50, res.P99, res.Max, res.LoadCPU = lr.P50, lr.P99, lr.Max, lr.CPU
