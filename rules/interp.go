@@ -112,6 +112,11 @@ func Run(ctx context.Context, c *Compiled, w World, in RunInput) (res *RunResult
 	lim := limitsOrDefault(in.Limits)
 	start := w.Now()
 	r := &interp{ctx: ctx, w: w, lim: lim, start: start, deadline: start.Add(lim.MaxWall)}
+	if c != nil && c.Program != nil {
+		// The trigger branch, its trigger, the conditions and the top-level
+		// steps: one allocation for most runs instead of a doubling series.
+		r.steps = make([]pilotage.TraceStep, 0, min(2+len(c.Program.Conditions)+len(c.Program.Steps), 64))
+	}
 	res = &RunResult{Started: start}
 	var top *frame
 	defer func() {
