@@ -128,30 +128,33 @@ func (r *recorder) loop() {
 		if cap(scratch) > maxScratch {
 			scratch = nil // an outsized envelope's buffer is not kept
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		if err := r.store.InsertRuns(ctx, batch, storage.WriteOptions{Yield: runtime.Gosched, EncodedJSON: true}); err != nil {
-			r.log.Warn("writing run records", "count", len(batch), "err", err)
-		} else {
-			r.written.Add(uint64(len(batch)))
-		}
 		for _, run := range batch {
 			if run.Rule != "" {
 				trimCount[run.Rule]++
 			}
 		}
+		// Trims ride in the batch's transaction.
+		var trim []string
 		if time.Since(lastTrim) >= trimEvery {
 			lastTrim = time.Now()
 			for rule, n := range trimCount {
-				if n < r.keep {
-					continue
-				}
-				delete(trimCount, rule)
-				if _, err := r.store.TrimRule(ctx, rule, r.keep); err != nil {
-					r.log.Warn("trimming runs", "rule", rule, "err", err)
+				if n >= r.keep {
+					trim = append(trim, rule)
+					delete(trimCount, rule)
 				}
 			}
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := r.store.InsertRuns(ctx, batch, storage.WriteOptions{Yield: runtime.Gosched, EncodedJSON: true, Trim: trim, KeepPerStatus: r.keep})
 		cancel()
+		if err != nil {
+			r.log.Warn("writing run records", "count", len(batch), "trims", len(trim), "err", err)
+			for _, rule := range trim {
+				trimCount[rule] += r.keep // retried with the next batch after trimEvery
+			}
+		} else {
+			r.written.Add(uint64(len(batch)))
+		}
 		r.mu.Lock()
 		r.done2.Add(uint64(len(batch)))
 		r.progress.Broadcast()

@@ -83,6 +83,12 @@ type WriteOptions struct {
 	// Yield is called between rows: a background writer passes
 	// runtime.Gosched so a large batch never holds a processor for long.
 	Yield func()
+	// Trim lists rules to trim in the same transaction, after the rows
+	// are written, keeping KeepPerStatus runs per status (see TrimRule):
+	// one commit instead of one per rule (a trim per rule and commit made
+	// a 1,000-rule house fall behind at 5,000 firings/s).
+	Trim          []string
+	KeepPerStatus int
 	// EncodedJSON says every envelope was produced by a JSON encoder (always
 	// valid: encoding/json or pilotage.AppendJSON), so the store need not
 	// parse it again: on a firing's path that
@@ -112,7 +118,10 @@ func (s *Store) InsertRuns(ctx context.Context, runs []Run, opts ...WriteOptions
 	for _, x := range opts {
 		o = x
 	}
-	if len(runs) == 0 {
+	if len(o.Trim) > 0 && o.KeepPerStatus < 1 {
+		return fmt.Errorf("%w: insert runs: KeepPerStatus must be at least 1 to trim, got %d", ErrInvalid, o.KeepPerStatus)
+	}
+	if len(runs) == 0 && len(o.Trim) == 0 {
 		return nil
 	}
 	for i := range runs {
@@ -126,12 +135,31 @@ func (s *Store) InsertRuns(ctx context.Context, runs []Run, opts ...WriteOptions
 	if err != nil {
 		return fmt.Errorf("storage: insert runs: prepare: %w", err)
 	}
+	var trim *sql.Stmt
+	if len(o.Trim) > 0 {
+		if trim, err = s.stmt(ctx, s.w, trimRuleSQL); err != nil {
+			return fmt.Errorf("storage: insert runs: prepare trim: %w", err)
+		}
+	}
 	return s.inTx(ctx, fmt.Sprintf("insert %d runs", len(runs)), func(tx *sql.Tx) error {
 		st := tx.StmtContext(ctx, ps)
 		defer st.Close()
 		for _, r := range runs {
 			if _, err := st.ExecContext(ctx, runArgs(r)...); err != nil {
 				return fmt.Errorf("storage: insert run %s: %w", r.ID, err)
+			}
+			if o.Yield != nil {
+				o.Yield()
+			}
+		}
+		if trim == nil {
+			return nil
+		}
+		tt := tx.StmtContext(ctx, trim)
+		defer tt.Close()
+		for _, rule := range o.Trim {
+			if _, err := tt.ExecContext(ctx, rule, KindFiring, StatusRunning, o.KeepPerStatus); err != nil {
+				return fmt.Errorf("storage: trim rule %s: %w", rule, err)
 			}
 			if o.Yield != nil {
 				o.Yield()
@@ -327,6 +355,12 @@ func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (int, error) {
 	return total, nil
 }
 
+const trimRuleSQL = `DELETE FROM runs WHERE rowid IN (
+		SELECT rowid FROM (
+			SELECT rowid, ROW_NUMBER() OVER (PARTITION BY status ORDER BY started DESC, id DESC) AS n
+			FROM runs WHERE rule = ? AND kind = ? AND status <> ?)
+		WHERE n > ?)`
+
 // TrimRule keeps, for each status, the newest keepPerStatus finished
 // firings of rule and deletes the older ones, so a burst of successes
 // cannot evict the last failure. Running firings are never trimmed, and
@@ -336,11 +370,7 @@ func (s *Store) TrimRule(ctx context.Context, rule string, keepPerStatus int) (i
 	if keepPerStatus < 1 {
 		return 0, fmt.Errorf("%w: trim rule %s: keepPerStatus must be at least 1, got %d", ErrInvalid, rule, keepPerStatus)
 	}
-	res, err := s.w.ExecContext(ctx, `DELETE FROM runs WHERE rowid IN (
-		SELECT rowid FROM (
-			SELECT rowid, ROW_NUMBER() OVER (PARTITION BY status ORDER BY started DESC, id DESC) AS n
-			FROM runs WHERE rule = ? AND kind = ? AND status <> ?)
-		WHERE n > ?)`, rule, KindFiring, StatusRunning, keepPerStatus)
+	res, err := s.w.ExecContext(ctx, trimRuleSQL, rule, KindFiring, StatusRunning, keepPerStatus)
 	if err != nil {
 		return 0, fmt.Errorf("storage: trim rule %s: %w", rule, err)
 	}

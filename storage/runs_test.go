@@ -415,3 +415,39 @@ func TestListRunsByRuleWalksTheRuleIndex(t *testing.T) {
 		}
 	}
 }
+
+// TestInsertRunsTrimsInTheSameTransaction: trims ride along a batch, per
+// status, and only for the rules listed.
+func TestInsertRunsTrimsInTheSameTransaction(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	var first []Run
+	for i := range 30 {
+		first = append(first, mkRun("porch", "success", true, t0.Add(time.Duration(i)*time.Second)))
+		first = append(first, mkRun("attic", "success", true, t0.Add(time.Duration(i)*time.Second)))
+	}
+	first = append(first, mkRun("porch", "failed", false, t0.Add(-time.Hour)))
+	if err := s.InsertRuns(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	next := []Run{mkRun("porch", "success", true, t0.Add(time.Hour))}
+	if err := s.InsertRuns(ctx, next, WriteOptions{Trim: []string{"porch"}, KeepPerStatus: 5}); err != nil {
+		t.Fatal(err)
+	}
+	count := func(rule, status string) int {
+		l, err := s.ListRuns(ctx, RunFilter{Rule: rule, Status: status, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(l)
+	}
+	if p, f, a := count("porch", "success"), count("porch", "failed"), count("attic", ""); p != 5 || f != 1 || a != 30 {
+		t.Fatalf("after trim: porch success %d (want 5), porch failed %d (want 1), attic %d (want 30)", p, f, a)
+	}
+	if _, err := s.GetRun(ctx, next[0].ID); err != nil {
+		t.Fatalf("the batch's own run was trimmed: %v", err)
+	}
+	if err := s.InsertRuns(ctx, nil, WriteOptions{Trim: []string{"porch"}}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("trim without KeepPerStatus: %v", err)
+	}
+}
