@@ -230,6 +230,7 @@ func (c *Client) pahoOptions() *paho.ClientOptions {
 	}
 	po.SetCustomOpenConnectionFn(openConnection)
 	po.SetDefaultPublishHandler(c.deliver)
+	po.SetStore(newCopyingStore())
 	return po
 }
 
