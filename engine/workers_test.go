@@ -1,0 +1,37 @@
+package engine
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestWorkersRunEverythingAndReuse: every function runs, concurrently when
+// submitted concurrently (a blocked firing never holds up another), and an
+// idle worker takes the next one.
+func TestWorkersRunEverythingAndReuse(t *testing.T) {
+	w := newWorkers()
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		w.run(func() { defer wg.Done(); <-release }) // all 20 blocked at once
+	}
+	close(release)
+	wg.Wait()
+	// Idle workers now wait for work: a submission is taken by one of them.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		done := make(chan struct{})
+		select {
+		case w.idle <- func() { close(done) }:
+			<-done
+			return
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no idle worker took work after the first batch")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
