@@ -27,14 +27,9 @@ import (
 
 // benchResult is one measured configuration.
 type benchResult struct {
-	Rules     int           `json:"rules"`
-	Rate      int           `json:"rate"`
-	Sent      int           `json:"sent"`
-	Received  int           `json:"received"`
-	Lost      int           `json:"lost"`
-	P50       time.Duration `json:"p50"`
-	P99       time.Duration `json:"p99"`
-	Max       time.Duration `json:"max"`
+	Rules int `json:"rules"`
+	Rate  int `json:"rate"`
+	loadResult
 	Recorded  int           `json:"recorded"`
 	SetupTime time.Duration `json:"setup"`
 	// Per-event allocation and collections during the measuring phase
@@ -44,9 +39,9 @@ type benchResult struct {
 	GCs            uint32 `json:"gcs"`
 	HeapLive       uint64 `json:"heap_live"` // after set-up, bytes
 	// CPU is the server process's CPU time (user+system) per second of the
-	// measuring phase (1.0 is one core busy); LoadCPU the load generator's.
-	CPU     float64 `json:"cpu_cores"`
-	LoadCPU float64 `json:"load_cpu_cores"`
+	// measuring phase (1.0 is one core busy); LoadCPU is the load
+	// generator's when it runs as its own process.
+	CPU float64 `json:"cpu_cores"`
 	// GCTime is how long a full collection of the set-up heap takes
 	// (the work every collection during the measurement repeats).
 	GCTime time.Duration `json:"gc_time"`
@@ -269,7 +264,7 @@ func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Dura
 	if inProcess {
 		lr, err = runLoad(ctx, spec)
 		if lr != nil {
-			lr.CPU = 0 // counted in the server's
+			lr.LoadCPU = 0 // counted in the server's
 		}
 	} else {
 		lr, err = runLoadProcess(ctx, spec)
@@ -287,8 +282,7 @@ func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Dura
 		}
 	}
 	runtime.ReadMemStats(&ms1)
-	res.Sent, res.Received, res.Lost = lr.Sent, lr.Received, lr.Lost
-	res.P50, res.P99, res.Max, res.LoadCPU = lr.P50, lr.P99, lr.Max, lr.CPU
+	res.loadResult = *lr
 	if res.Sent > 0 {
 		res.BytesPerEvent = (ms1.TotalAlloc - ms0.TotalAlloc) / uint64(res.Sent)
 		res.AllocsPerEvent = (ms1.Mallocs - ms0.Mallocs) / uint64(res.Sent)
@@ -379,7 +373,7 @@ type loadResult struct {
 	P50      time.Duration `json:"p50"`
 	P99      time.Duration `json:"p99"`
 	Max      time.Duration `json:"max"`
-	CPU      float64       `json:"cpu_cores"`
+	LoadCPU  float64       `json:"load_cpu_cores"`
 }
 
 // runLoadProcess runs the load generator as a child process ("pilothouse
@@ -492,7 +486,7 @@ func runLoad(ctx context.Context, spec loadSpec) (*loadResult, error) {
 		defer mu.Unlock()
 		return len(sentAt) == 0
 	})
-	res.CPU = (processCPU() - cpu0).Seconds() / time.Since(start).Seconds()
+	res.LoadCPU = (processCPU() - cpu0).Seconds() / time.Since(start).Seconds()
 	mu.Lock()
 	res.Received = len(lat)
 	res.Lost = len(sentAt)

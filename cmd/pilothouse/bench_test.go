@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"os/exec"
 	"testing"
 	"time"
 )
@@ -19,5 +21,25 @@ func TestBenchMeasuresRealFirings(t *testing.T) {
 	}
 	if res.P50 <= 0 || res.P99 < res.P50 || res.Max < res.P99 {
 		t.Fatalf("latency figures %+v", res)
+	}
+}
+
+// TestBenchLoadProcess runs the real binary's bench with the load generator
+// in its own process (pilothouse bench-load) and checks what it reports.
+func TestBenchLoadProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary")
+	}
+	bin := buildBinary(t)
+	out, err := exec.Command(bin, "bench", "--rules", "3", "--rate", "200", "--duration", "300ms", "--json", "--load-process").Output()
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, out)
+	}
+	var res benchResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("bench printed %q: %v", out, err)
+	}
+	if res.Sent == 0 || res.Received != res.Sent || res.Lost != 0 || res.Recorded != res.Sent || res.LoadCPU <= 0 || res.CPU <= 0 {
+		t.Fatalf("bench result %+v", res)
 	}
 }
