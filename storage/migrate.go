@@ -81,6 +81,10 @@ CREATE TABLE meta (
 `,
 	// 2: the params an installed rule was deployed with.
 	`ALTER TABLE rules ADD COLUMN params TEXT;`,
+	// 3: runs_by_rule covers the history trim (kind, status), which then
+	// reads no run rows, only the index.
+	`DROP INDEX runs_by_rule;
+CREATE INDEX runs_by_rule ON runs (rule, started, id, kind, status);`,
 }
 
 // migrate brings db up to len(list), one transaction per migration. A
