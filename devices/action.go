@@ -276,8 +276,12 @@ func (c *Catalog) Call(ctx context.Context, id string, args map[string]any) erro
 	if err := a.validate(norm); err != nil {
 		return err
 	}
-	return a.send(ctx, &sender{id: id, conn: conn, http: &http.Client{Timeout: 5 * time.Second}}, norm)
+	return a.send(ctx, &sender{id: id, conn: conn, http: notifyHTTP}, norm)
 }
+
+// notifyHTTP posts to webhook notify channels (shared: an http.Client keeps
+// its connections for reuse).
+var notifyHTTP = &http.Client{Timeout: 5 * time.Second}
 
 func notifySpecs(chs []NotifyChannel) []*devSpec {
 	if len(chs) == 0 {
