@@ -72,6 +72,7 @@ type promotedBody struct {
 // newPromotedBody takes c's plan out of it into its encoded form.
 func newPromotedBody(c *rules.Compiled, base []baselineSum) *promotedBody {
 	b := &promotedBody{compiled: c, baseline: base}
+	c.DropPointers()
 	if c.Plan != nil {
 		b.plan, _ = json.Marshal(c.Plan)
 		b.maxRisk = c.Plan.MaxRisk

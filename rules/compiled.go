@@ -34,3 +34,81 @@ type Compiled struct {
 	// resolved at validation time (nil when resolved through World).
 	Sub map[string]*Compiled
 }
+
+// DropPointers clears the JSON Pointers a compiled program keeps for
+// diagnostics. A promoted body is never diagnosed again (a stored program
+// is re-validated from its JSON), and an installed house holds thousands
+// of them: each pointer is one more object for the collector to trace.
+// The program runs exactly as before.
+func (c *Compiled) DropPointers() {
+	if c == nil || c.Program == nil {
+		return
+	}
+	p := c.Program
+	for _, t := range p.Triggers {
+		t.Ptr = ""
+	}
+	for _, cond := range p.Conditions {
+		cond.Ptr = ""
+		cond.Expr.dropPointer()
+	}
+	dropStepPointers(p.Steps)
+}
+
+func dropStepPointers(steps []*Step) {
+	for _, s := range steps {
+		s.Ptr = ""
+		for _, a := range s.Args {
+			a.dropPointers()
+		}
+		for _, t := range s.Set {
+			t.dropPointers()
+		}
+		s.Delay.dropPointers()
+		if w := s.Wait; w != nil {
+			w.Ptr = ""
+			w.For.dropPointers()
+			w.Expr.dropPointer()
+		}
+		s.If.dropPointer()
+		if r := s.Repeat; r != nil {
+			r.Ptr = ""
+			r.Count.dropPointers()
+			r.ForEach.dropPointers()
+			r.While.dropPointer()
+			r.Until.dropPointer()
+		}
+		for _, arm := range s.Choose {
+			arm.Ptr = ""
+			arm.When.dropPointer()
+			dropStepPointers(arm.Do)
+		}
+		dropStepPointers(s.Then)
+		dropStepPointers(s.Else)
+		dropStepPointers(s.Default)
+		dropStepPointers(s.Do)
+	}
+}
+
+func (x *Expr) dropPointer() {
+	if x != nil {
+		x.Ptr = ""
+	}
+}
+
+func (t *Template) dropPointers() {
+	if t == nil {
+		return
+	}
+	t.Ptr = ""
+	t.Whole.dropPointer()
+	for i := range t.Parts {
+		t.Parts[i].Expr.dropPointer()
+	}
+	for _, sub := range t.Object {
+		sub.dropPointers()
+	}
+	for _, sub := range t.Array {
+		sub.dropPointers()
+	}
+}

@@ -1,0 +1,95 @@
+package rules
+
+import (
+	"context"
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+)
+
+// TestDropPointersKeepsBehaviour: every cookbook program, its pointers
+// dropped, leaves no JSON Pointer behind and runs exactly as before.
+func TestDropPointersKeepsBehaviour(t *testing.T) {
+	cat := demoCatalog()
+	now := time.Date(2026, 1, 15, 22, 0, 0, 0, time.UTC)
+	n := 0
+	for _, g := range Guides() {
+		for i, src := range guidePrograms(g.Body) {
+			a, errA := Validate([]byte(src), cat, ValidateOptions{HasLocation: true})
+			b, errB := Validate([]byte(src), cat, ValidateOptions{HasLocation: true})
+			if errA != nil || errB != nil || !a.Valid || !b.Valid {
+				t.Fatalf("%s/%d does not validate", g.ID, i+1)
+			}
+			b.Compiled.DropPointers()
+			if p := findPtr(reflect.ValueOf(b.Compiled.Program), map[uintptr]bool{}); p != "" {
+				t.Fatalf("%s/%d: pointer %q left after DropPointers", g.ID, i+1, p)
+			}
+			for _, trig := range a.Compiled.Program.Triggers {
+				run := func(c *Compiled) string {
+					sc := Scenario{Trigger: trig.ID, Now: &now, Waits: map[string]string{}}
+					w := NewSimWorld(func(string) (any, bool) { return nil, false }, now, sc, nil)
+					fire, err := FireFor(c, sc, w)
+					if err != nil {
+						t.Fatal(err)
+					}
+					out := Run(context.Background(), c, w, RunInput{Trigger: fire, Limits: DefaultLimits})
+					j, _ := json.Marshal(struct{ O, S, C any }{out.Outcome, out.Steps, out.Calls})
+					return string(j)
+				}
+				if x, y := run(a.Compiled), run(b.Compiled); x != y {
+					t.Fatalf("%s/%d trigger %s runs differently without pointers:\n%s\n%s", g.ID, i+1, trig.ID, x, y)
+				}
+				n++
+			}
+		}
+	}
+	if n < 12 {
+		t.Fatalf("only %d runs compared", n)
+	}
+}
+
+// findPtr returns the first non-empty string field named Ptr reachable
+// from v.
+func findPtr(v reflect.Value, seen map[uintptr]bool) string {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() || seen[v.Pointer()] {
+			return ""
+		}
+		seen[v.Pointer()] = true
+		return findPtr(v.Elem(), seen)
+	case reflect.Interface:
+		if v.IsNil() {
+			return ""
+		}
+		return findPtr(v.Elem(), seen)
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			f := v.Type().Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			if f.Name == "Ptr" && f.Type.Kind() == reflect.String && v.Field(i).String() != "" {
+				return v.Field(i).String()
+			}
+			if p := findPtr(v.Field(i), seen); p != "" {
+				return p
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := 0; i < v.Len(); i++ {
+			if p := findPtr(v.Index(i), seen); p != "" {
+				return p
+			}
+		}
+	case reflect.Map:
+		it := v.MapRange()
+		for it.Next() {
+			if p := findPtr(it.Value(), seen); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
+}
