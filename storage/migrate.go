@@ -85,6 +85,11 @@ CREATE TABLE meta (
 	// reads no run rows, only the index.
 	`DROP INDEX runs_by_rule;
 CREATE INDEX runs_by_rule ON runs (rule, started, id, kind, status);`,
+	// 4: runs_by_status leaves out successes, nearly every firing: one
+	// B-tree fewer to insert into and delete from per firing. Listing
+	// successes walks runs_by_start (they are most runs anyway).
+	`DROP INDEX runs_by_status;
+CREATE INDEX runs_by_status ON runs (status, started, id) WHERE status <> 'success';`,
 }
 
 // migrate brings db up to len(list), one transaction per migration. A

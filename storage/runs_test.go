@@ -414,6 +414,19 @@ func TestListRunsByRuleWalksTheRuleIndex(t *testing.T) {
 			t.Errorf("%+v: plan %q does not use runs_by_rule", f, got)
 		}
 	}
+	// Without a rule, a failure status walks the partial runs_by_status.
+	q, args, err := s.listRunsQuery(ctx, RunFilter{Status: "failed", Principal: "owner"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var id, parent, unused int
+	var detail string
+	if err := s.r.QueryRowContext(ctx, "EXPLAIN QUERY PLAN "+q, args...).Scan(&id, &parent, &unused, &detail); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(detail, "runs_by_status") {
+		t.Errorf("status=failed: plan %q does not use runs_by_status", detail)
+	}
 }
 
 // TestInsertRunsTrimsInTheSameTransaction: trims ride along a batch, per
