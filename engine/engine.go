@@ -169,7 +169,7 @@ func (e *Engine) purgeLoop(ctx context.Context) {
 	t := time.NewTicker(time.Hour)
 	defer t.Stop()
 	for {
-		if n, err := e.store.PurgeExpired(ctx, e.Now()); err != nil {
+		if n, err := e.store.PurgeExpired(ctx, e.Now(), e.cfg.Retention); err != nil {
 			if ctx.Err() == nil {
 				e.log.Warn("purging expired runs", "err", err)
 			}

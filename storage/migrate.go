@@ -90,6 +90,10 @@ CREATE INDEX runs_by_rule ON runs (rule, started, id, kind, status);`,
 	// successes walks runs_by_start (they are most runs anyway).
 	`DROP INDEX runs_by_status;
 CREATE INDEX runs_by_status ON runs (status, started, id) WHERE status <> 'success';`,
+	// 5: no expiry index on runs: PurgeExpired walks runs_by_start up to
+	// now minus the retention (a run expires at least that long after it
+	// started). One B-tree fewer per firing.
+	`DROP INDEX runs_by_expiry;`,
 }
 
 // migrate brings db up to len(list), one transaction per migration. A

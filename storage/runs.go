@@ -337,19 +337,33 @@ const purgeBatch = 1000
 
 // PurgeExpired deletes runs and idempotency keys whose expiry is at or
 // before now, in bounded batches, and returns how many records went.
-func (s *Store) PurgeExpired(ctx context.Context, now time.Time) (int, error) {
+// minAge is the retention runs are written with: a run expires no earlier
+// than minAge after it started, so only runs started before now - minAge
+// are looked at (walking runs_by_start; runs have no expiry index). A run
+// written under a longer retention than minAge is kept until it expires; one
+// written under a shorter one is invisible once expired (every read checks
+// the expiry) and purged once it is minAge old.
+func (s *Store) PurgeExpired(ctx context.Context, now time.Time, minAge time.Duration) (int, error) {
 	total := 0
-	for _, table := range []string{"runs", "idempotency"} {
-		q := `DELETE FROM ` + table + ` WHERE rowid IN (SELECT rowid FROM ` + table +
-			` WHERE expires IS NOT NULL AND expires <= ? LIMIT ?)`
+	for _, p := range []struct {
+		table, q string
+		args     []any
+	}{
+		{"runs", `DELETE FROM runs WHERE rowid IN (SELECT rowid FROM runs
+			WHERE started <= ? AND expires IS NOT NULL AND expires <= ? LIMIT ?)`,
+			[]any{now.Add(-max(minAge, 0)).UnixNano(), now.UnixNano(), purgeBatch}},
+		{"idempotency", `DELETE FROM idempotency WHERE rowid IN (SELECT rowid FROM idempotency
+			WHERE expires IS NOT NULL AND expires <= ? LIMIT ?)`,
+			[]any{now.UnixNano(), purgeBatch}},
+	} {
 		for {
-			res, err := s.w.ExecContext(ctx, q, now.UnixNano(), purgeBatch)
+			res, err := s.w.ExecContext(ctx, p.q, p.args...)
 			if err != nil {
-				return total, fmt.Errorf("storage: purge expired %s: %w", table, err)
+				return total, fmt.Errorf("storage: purge expired %s: %w", p.table, err)
 			}
 			n, err := res.RowsAffected()
 			if err != nil {
-				return total, fmt.Errorf("storage: purge expired %s: %w", table, err)
+				return total, fmt.Errorf("storage: purge expired %s: %w", p.table, err)
 			}
 			total += int(n)
 			if n < purgeBatch {

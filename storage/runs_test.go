@@ -171,28 +171,36 @@ func TestPurgeExpired(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	var runs []Run
-	for i := range 2500 {
+	for i := range 2500 { // retention 1 h, as the engine writes them
 		r := mkRun("porch", "success", true, t0.Add(time.Duration(i)*time.Millisecond))
-		r.Expires = t0.Add(time.Hour)
+		r.Expires = r.Ended.Add(time.Hour)
 		runs = append(runs, r)
 	}
-	keep := mkRun("porch", "success", true, t0)
-	keep.Expires = t0.Add(2 * time.Hour)
+	keep := mkRun("porch", "success", true, t0) // written under a longer retention
+	keep.Expires = keep.Ended.Add(2 * time.Hour)
 	forever := mkRun("porch", "success", true, t0)
-	runs = append(runs, keep, forever)
+	// Written under a shorter retention (5 min) late in the hour: expired
+	// at the purge, invisible, purged once an hour old.
+	short := mkRun("porch", "success", true, t0.Add(50*time.Minute))
+	short.Expires = short.Ended.Add(5 * time.Minute)
+	runs = append(runs, keep, forever, short)
 	if err := s.InsertRuns(ctx, runs); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.PurgeExpired(ctx, t0.Add(time.Hour-time.Nanosecond)); err != nil || n != 0 {
+	if n, err := s.PurgeExpired(ctx, t0.Add(time.Hour), time.Hour); err != nil || n != 0 {
 		t.Fatalf("PurgeExpired early = %d, %v", n, err)
 	}
-	if n, err := s.PurgeExpired(ctx, t0.Add(time.Hour)); err != nil || n != 2500 {
+	at := t0.Add(time.Hour + 3*time.Second)
+	if n, err := s.PurgeExpired(ctx, at, time.Hour); err != nil || n != 2500 {
 		t.Fatalf("PurgeExpired = %d, %v; want 2500", n, err)
 	}
-	s.now = func() time.Time { return t0 }
+	s.now = func() time.Time { return at }
 	left, err := s.ListRuns(ctx, RunFilter{})
 	if err != nil || len(left) != 2 {
-		t.Fatalf("left = %d, %v; want 2", len(left), err)
+		t.Fatalf("left = %d, %v; want 2 (keep, forever; the short one is expired)", len(left), err)
+	}
+	if n, err := s.PurgeExpired(ctx, t0.Add(2*time.Hour), time.Hour); err != nil || n != 1 {
+		t.Fatalf("PurgeExpired of the short-retention run = %d, %v; want 1", n, err)
 	}
 }
 

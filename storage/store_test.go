@@ -282,7 +282,7 @@ func TestIdempotency(t *testing.T) {
 	if err := s.PutIdem(ctx, Idem{Key: "old", Hash: "h", Expires: now.Add(-time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	n, err := s.PurgeExpired(ctx, now)
+	n, err := s.PurgeExpired(ctx, now, time.Hour)
 	if err != nil || n != 1 {
 		t.Fatalf("PurgeExpired = %d, %v; want 1", n, err)
 	}
