@@ -112,12 +112,19 @@ func baselineSums(base map[string]baselineField) []baselineSum {
 	return out
 }
 
+// Shared by every automation entry (entries are never modified in place):
+// a house with thousands of rules holds one copy, not thousands.
+var (
+	noParamsSchema      = json.RawMessage(`{"additionalProperties":false,"type":"object"}`) // canonical
+	automationLanguages = []string{rules.Language}
+)
+
 // automationEntry builds the catalog entry of a promoted program. Its risk is
 // the body's aggregate: never safer than what it contains.
 func automationEntry(ref string, c *rules.Compiled) *pilotage.Entry {
-	schema := c.Program.Params
-	if len(bytes.TrimSpace(schema)) == 0 {
-		schema = json.RawMessage(`{"type":"object","additionalProperties":false}`)
+	schema := noParamsSchema
+	if len(bytes.TrimSpace(c.Program.Params)) > 0 {
+		schema = canonicalJSON(c.Program.Params)
 	}
 	hints := pilotage.RiskHints{ReadOnly: true}
 	if c.Plan != nil {
@@ -129,8 +136,8 @@ func automationEntry(ref string, c *rules.Compiled) *pilotage.Entry {
 	}
 	en := &pilotage.Entry{
 		ID: ref, Kind: pilotage.KindAutomation, Name: c.Program.Name, Description: desc,
-		Tags: []string{"rule:" + c.Program.Name}, Callable: true, InputSchema: canonicalJSON(schema),
-		Risk: pilotage.RiskOf(hints), RiskHints: hints, Languages: []string{rules.Language},
+		Tags: []string{"rule:" + c.Program.Name}, Callable: true, InputSchema: schema,
+		Risk: pilotage.RiskOf(hints), RiskHints: hints, Languages: automationLanguages,
 	}
 	en.Revision = en.ContentHash()
 	return en
