@@ -4,8 +4,10 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
+	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -190,6 +192,15 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := safeNext(r.PostFormValue("next"))
+	addr := clientKey(r.RemoteAddr)
+	if wait := s.logins.wait(addr); wait > 0 {
+		mins := int(wait/time.Minute) + 1
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
+		s.log.Warn("web login refused: too many failures", "remote", r.RemoteAddr)
+		s.renderCode(w, r, nil, http.StatusTooManyRequests, "login", page{Title: "Log in", NoNav: true,
+			Data: loginData{Next: next, Error: fmt.Sprintf("Too many failed logins from this address. Try again in %d minute(s).", mins)}})
+		return
+	}
 	tok := strings.TrimSpace(r.PostFormValue("token"))
 	var p *engine.Principal
 	for _, c := range s.o.Principals {
@@ -199,6 +210,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if p == nil {
+		s.logins.fail(addr)
 		s.log.Info("web login refused", "remote", r.RemoteAddr)
 		s.renderCode(w, r, nil, http.StatusUnauthorized, "login", page{Title: "Log in", NoNav: true, Data: loginData{Next: next, Error: "That token is not valid."}})
 		return
@@ -206,6 +218,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	if old := s.session(r); old != nil {
 		s.sess.remove(old.id)
 	}
+	s.logins.succeed(addr)
 	ss := s.sess.create(p)
 	s.setCookie(w, r, ss)
 	s.log.Info("web login", "principal", p.Name)

@@ -45,12 +45,13 @@ var staticFS embed.FS
 
 // server is the UI's state: the engine, sessions and parsed templates.
 type server struct {
-	e     *engine.Engine
-	o     Options
-	log   *slog.Logger
-	sess  *sessions
-	pages map[string]*template.Template
-	rows  rowCache
+	e      *engine.Engine
+	o      Options
+	log    *slog.Logger
+	sess   *sessions
+	logins *loginLimit
+	pages  map[string]*template.Template
+	rows   rowCache
 }
 
 // Handler serves the UI. Mount it at "/".
@@ -64,7 +65,7 @@ func Handler(e *engine.Engine, o Options) http.Handler {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &server{e: e, o: o, log: o.Logger, sess: newSessions(o.SessionTTL, o.Now), pages: parsePages()}
+	s := &server{e: e, o: o, log: o.Logger, sess: newSessions(o.SessionTTL, o.Now), logins: newLoginLimit(o.Now), pages: parsePages()}
 	return s.routes()
 }
 
