@@ -44,6 +44,7 @@ func (l Limits) withDefaults() Limits {
 	set(&l.MaxDepth, d.MaxDepth)
 	set(&l.MaxExprLen, d.MaxExprLen)
 	set(&l.MaxIterations, d.MaxIterations)
+	set(&l.MaxConcurrent, d.MaxConcurrent)
 	if l.MaxExprNodes == 0 {
 		l.MaxExprNodes = d.MaxExprNodes
 	}
@@ -189,6 +190,9 @@ func (dc *decoder) mode(n *jnode, p *Program) {
 		case !ok:
 		case m < 1:
 			dc.d.add(CodeBadMode, v.ptr, "", "max must be at least 1, got %d", m)
+		case m > dc.lim.MaxConcurrent:
+			dc.d.add(CodeBadMode, v.ptr, fmt.Sprintf("use a max of at most %d", dc.lim.MaxConcurrent),
+				"max %d is more than the bound of %d firings of one rule running or queued at once", m, dc.lim.MaxConcurrent)
 		case p.Mode != ModeQueued && p.Mode != ModeParallel:
 			dc.d.add(CodeBadMode, v.ptr, "set mode to \"queued\" or \"parallel\", or drop max", "max applies only to mode queued or parallel (mode is %s)", p.Mode)
 		default:

@@ -67,6 +67,7 @@ var codeCases = []codeCase{
 	{"unreachable_value/event", CodeUnreachableValue, "/triggers/0/value", `{"name":"t","triggers":[{"id":"a","event":"bedroom_remote.action","value":"double"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
 	{"bad_mode/unknown", CodeBadMode, "/mode", prog(`[{"id":"x","stop":""}]`, `"mode":"once"`), ValidateOptions{}},
 	{"bad_mode/max_single", CodeBadMode, "/max", prog(`[{"id":"x","stop":""}]`, `"max":3`), ValidateOptions{}},
+	{"bad_mode/max_bound", CodeBadMode, "/max", prog(`[{"id":"x","stop":""}]`, `"mode":"parallel","max":1001`), ValidateOptions{}},
 	{"bad_params/not_object", CodeBadParams, "/params/type", prog(`[{"id":"x","stop":""}]`, `"params":{"type":"string"}`), ValidateOptions{}},
 	{"bad_params/bad_schema", CodeBadParams, "/params", prog(`[{"id":"x","stop":""}]`, `"params":{"type":"object","properties":{"a":{"type":"strnig"}}}`), ValidateOptions{}},
 	{"bad_params/reserved_scenario", CodeBadParams, "/params/properties/scenario", prog(`[{"id":"x","stop":""}]`, `"params":{"type":"object","properties":{"scenario":{"type":"string"}}}`), ValidateOptions{}},

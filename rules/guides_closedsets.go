@@ -99,6 +99,7 @@ var limitDocs = map[string]string{
 	"MaxWall":         "duration of one run (virtual time in a test run)",
 	"MaxCallDepth":    "nested calls of promoted automations",
 	"MemoryBudget":    "expression evaluation memory budget",
+	"MaxConcurrent":   "the largest max a queued or parallel rule may declare",
 }
 
 func statusTable(b *strings.Builder, title, intro string, rows []StatusInfo) {

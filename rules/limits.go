@@ -20,6 +20,7 @@ type Limits struct {
 	MaxWall       time.Duration // wall time of one run (virtual time in a test run)
 	MaxCallDepth  int           // nested promoted-automation calls
 	MemoryBudget  uint          // expr VM memory budget per evaluation
+	MaxConcurrent int           // the largest "max" a queued or parallel rule may declare
 }
 
 // DefaultLimits are the budgets in force unless configured otherwise.
@@ -36,4 +37,5 @@ var DefaultLimits = Limits{
 	MaxWall:       24 * time.Hour,
 	MaxCallDepth:  4,
 	MemoryBudget:  1 << 20,
+	MaxConcurrent: 1000,
 }

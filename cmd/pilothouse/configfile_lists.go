@@ -175,5 +175,6 @@ func (l *cfgLoader) limits(n *yaml.Node, key string) error {
 		"max_wall":          l.duration(&lim.MaxWall),
 		"max_call_depth":    l.integer(&lim.MaxCallDepth),
 		"memory_budget":     l.uinteger(&lim.MemoryBudget),
+		"max_concurrent":    l.integer(&lim.MaxConcurrent),
 	})
 }
