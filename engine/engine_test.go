@@ -556,3 +556,34 @@ func TestCommandsRefusedWhileDisconnected(t *testing.T) {
 		t.Fatalf("the call step: %+v", last)
 	}
 }
+
+// TestNarrowDeployerCannotReplaceHiddenRule: a deployer whose scope hides
+// the owner's lock rule cannot overwrite it by deploying the same name; a
+// rule it can see, it may replace.
+func TestNarrowDeployerCannotReplaceHiddenRule(t *testing.T) {
+	owner := &Principal{Name: "owner", TokenHash: HashToken("o"), Deploy: true}
+	kid := &Principal{Name: "kid", TokenHash: HashToken("k"), Deploy: true, Scope: Scope{DenyTypes: []string{"lock", "cover"}, DenyDevices: []string{"notify"}}}
+	h := newHouse(t, Config{Principals: []*Principal{owner, kid}})
+	octx := WithPrincipal(context.Background(), owner)
+	kctx := WithPrincipal(context.Background(), kid)
+	lockRule := `{"name":"night-lock","triggers":[{"id":"t","cron":"0 0 23 * * *"}],"steps":[{"id":"s","call":"front_lock.set","args":{"state":"LOCK"}}]}`
+	if r, err := h.eng.Execute(octx, ExecuteRequest{Program: json.RawMessage(lockRule)}); err != nil || !r.Outcome.OK {
+		t.Fatalf("owner deploy: %+v %v", r, err)
+	}
+	harmless := `{"name":"night-lock","triggers":[{"id":"t","cron":"0 0 23 * * *"}],"steps":[{"id":"s","call":"porch_light.set","args":{"state":"OFF"}}]}`
+	r, err := h.eng.Execute(kctx, ExecuteRequest{Program: json.RawMessage(harmless)})
+	if err != nil || r.Outcome.OK || r.Outcome.Status != rules.StatusDenied {
+		t.Fatalf("kid replaced the hidden lock rule: %+v %v", r.Outcome, err)
+	}
+	ri, err := h.eng.GetRule(octx, "night-lock", 0)
+	if err != nil || !strings.Contains(string(ri.Program), "front_lock.set") {
+		t.Fatalf("the owner's rule changed: %s %v", ri.Program, err)
+	}
+	// A rule the kid can see (its own) it may replace.
+	own := strings.ReplaceAll(harmless, "night-lock", "kid-porch")
+	for i := 0; i < 2; i++ {
+		if r, err := h.eng.Execute(kctx, ExecuteRequest{Program: json.RawMessage(own)}); err != nil || !r.Outcome.OK {
+			t.Fatalf("kid deploy %d of its own rule: %+v %v", i+1, r.Outcome, err)
+		}
+	}
+}

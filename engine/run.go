@@ -103,14 +103,22 @@ func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rule
 		return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: rules.StatusDenied, Error: "principal " + quote(p.Name) + " may not deploy rules"},
 			Trace: &pilotage.Trace{Level: pilotage.LevelFull, Steps: []pilotage.TraceStep{{ID: "install", Outcome: pilotage.Outcome{OK: false, Status: rules.StepFailed, Error: "deploy not allowed"}, TMs: ms()}}}}, nil
 	}
+	// A rule of the same name is replaced only if this principal could
+	// manage it (see it and deploy): a deployer with a narrow scope must
+	// not overwrite a rule it cannot see.
+	existing, getErr := e.store.GetRule(ctx, c.Program.Name)
+	replaced := getErr == nil
+	if replaced && !e.visibleRule(p, existing) {
+		return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: rules.StatusDenied,
+			Error: "a rule named " + quote(c.Program.Name) + " is installed by another principal; choose another name"},
+			Trace: &pilotage.Trace{Level: pilotage.LevelFull, Steps: []pilotage.TraceStep{{ID: "install", Outcome: pilotage.Outcome{OK: false, Status: rules.StepFailed, Error: "name taken"}, TMs: ms()}}}}, nil
+	}
 	prog, err := e.promote(ctx, p, c)
 	if err != nil {
 		return nil, err
 	}
 	steps := []pilotage.TraceStep{{ID: "promote", Input: map[string]any{"name": c.Program.Name}, Output: map[string]any{"program_ref": prog.Ref, "risk": prog.Risk},
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()}}
-	_, getErr := e.store.GetRule(ctx, c.Program.Name)
-	replaced := getErr == nil
 	now := e.Now()
 	paramsJSON, _ := json.Marshal(params)
 	rule := storage.Rule{Name: c.Program.Name, Ref: prog.Ref, Principal: p.Name, Enabled: true, Params: paramsJSON, InstalledAt: now, UpdatedAt: now}
