@@ -1,0 +1,133 @@
+package mqtt
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"fmt"
+	"math/big"
+	"net"
+	"testing"
+	"time"
+
+	mochi "github.com/mochi-mqtt/server/v2"
+	"github.com/mochi-mqtt/server/v2/hooks/auth"
+	"github.com/mochi-mqtt/server/v2/listeners"
+)
+
+// The dialer (openConnection) replaces paho's for every scheme; these tests
+// run a publish/subscribe round trip over TLS and WebSocket against mochi.
+
+func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "localhost"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		DNSNames: []string{"localhost"}, IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, pool
+}
+
+func startMochi(t *testing.T, l listeners.Listener) {
+	t.Helper()
+	srv := mochi.New(&mochi.Options{Logger: quietLogger()})
+	if err := srv.AddHook(new(auth.AllowHook), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.AddListener(l); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Serve(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+}
+
+func roundtrip(t *testing.T, o Options) {
+	t.Helper()
+	o.Logger = quietLogger()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, o)
+	if err != nil {
+		t.Fatalf("Dial(%s): %v", o.Broker, err)
+	}
+	defer c.Close()
+	in := &inbox{}
+	if err := c.Subscribe("conn/+/x", 1, in.handle); err != nil {
+		t.Fatal(err)
+	}
+	// Many packets, some bigger than the read buffer, arrive in order.
+	big := make([]byte, readBuffer+1000)
+	for i := range big {
+		big[i] = 'a' + byte(i%26)
+	}
+	for i := range 50 {
+		p := []byte(fmt.Sprintf("m%02d", i))
+		if i == 25 {
+			p = append(p, big...)
+		}
+		if err := c.Publish(ctx, fmt.Sprintf("conn/%d/x", i), p, 1, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 5*time.Second, "50 messages", func() bool { return len(in.all()) == 50 })
+	for i, m := range in.all() {
+		if want := fmt.Sprintf("m%02d", i); string(m.Payload[:3]) != want || m.Topic != fmt.Sprintf("conn/%d/x", i) {
+			t.Fatalf("message %d: %s %.3s", i, m.Topic, m.Payload)
+		}
+		if i == 25 && len(m.Payload) != 3+len(big) {
+			t.Fatalf("big message: %d bytes", len(m.Payload))
+		}
+	}
+}
+
+func TestDialTLS(t *testing.T) {
+	cert, pool := selfSigned(t)
+	nl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	startMochi(t, listeners.NewNet("tls", tls.NewListener(nl, &tls.Config{Certificates: []tls.Certificate{cert}})))
+	roundtrip(t, Options{Broker: "ssl://" + nl.Addr().String(), TLS: &tls.Config{RootCAs: pool}})
+
+	// A certificate the client does not trust is refused.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if c, err := Dial(ctx, Options{Broker: "ssl://" + nl.Addr().String(), Logger: quietLogger(), ConnectTimeout: time.Second}); err == nil {
+		c.Close()
+		t.Fatal("an untrusted certificate was accepted")
+	}
+}
+
+func TestDialWebSocket(t *testing.T) {
+	// mochi's WebSocket listener takes an address, not a listener: find a
+	// free port and give it over (a brief window another process could use).
+	nl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := nl.Addr().String()
+	nl.Close()
+	startMochi(t, listeners.NewWebsocket(listeners.Config{ID: "ws", Address: addr}))
+	roundtrip(t, Options{Broker: "ws://" + addr + "/"})
+}
