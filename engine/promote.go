@@ -121,14 +121,14 @@ var (
 
 // automationEntry builds the catalog entry of a promoted program. Its risk is
 // the body's aggregate: never safer than what it contains.
-func automationEntry(ref string, c *rules.Compiled) *pilotage.Entry {
+func automationEntry(ref string, c *rules.Compiled, plan *pilotage.Plan) *pilotage.Entry {
 	schema := noParamsSchema
 	if len(bytes.TrimSpace(c.Program.Params)) > 0 {
 		schema = canonicalJSON(c.Program.Params)
 	}
 	hints := pilotage.RiskHints{ReadOnly: true}
-	if c.Plan != nil {
-		hints = c.Plan.MaxRiskHints
+	if plan != nil {
+		hints = plan.MaxRiskHints
 	}
 	desc := c.Program.Description
 	if desc == "" {
@@ -152,14 +152,22 @@ func (e *Engine) promote(ctx context.Context, p *Principal, c *rules.Compiled) (
 		base[id] = baselineOf(en)
 	}
 	bj, _ := json.Marshal(base)
-	pj, _ := json.Marshal(c.Plan)
-	en := automationEntry(ref, c)
+	// A body promoted before (redeploying a program_ref) keeps its plan
+	// encoded, not in c: take it from there, and keep the body held.
+	plan, held := c.Plan, e.heldBody(ref)
+	if plan == nil && held != nil {
+		plan = held.decodedPlan()
+	}
+	pj, _ := json.Marshal(plan)
+	en := automationEntry(ref, c, plan)
 	hj, _ := json.Marshal(en.RiskHints)
 	prog := storage.Program{
 		Ref: ref, Name: c.Program.Name, Principal: p.Name, Body: canonicalJSON(c.Raw), Plan: pj,
 		Params: en.InputSchema, RiskHints: hj, Risk: string(en.Risk), Baseline: bj, CreatedAt: e.Now(),
 	}
-	e.rememberBody(ref, newPromotedBody(c, baselineSums(base)))
+	if held == nil {
+		e.rememberBody(ref, newPromotedBody(c, baselineSums(base)))
+	}
 	e.cat.addAutomation(en, c.Refs)
 	return prog, nil
 }
@@ -173,10 +181,50 @@ func (e *Engine) rememberBody(ref string, b *promotedBody) {
 	e.mu.Unlock()
 }
 
-func (e *Engine) body(ref string) *promotedBody {
+// heldBody returns ref's body if it is held in memory.
+func (e *Engine) heldBody(ref string) *promotedBody {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.bodies[ref]
+}
+
+// body returns the compiled promoted body of ref, compiling a stored
+// version that is not held in memory (nil if there is none).
+func (e *Engine) body(ref string) *promotedBody {
+	b := e.heldBody(ref)
+	if b != nil || e.store == nil {
+		return b
+	}
+	return e.loadBody(ref)
+}
+
+// loadBody compiles a stored promoted program no installed rule uses (a
+// rollback target, an older version) on first use, and keeps it. Start-up
+// holds only the installed versions in memory: a house's version history
+// grows with every redeploy, and every body held is work for the collector.
+func (e *Engine) loadBody(ref string) *promotedBody {
+	pr, err := e.store.GetProgram(context.Background(), ref)
+	if err != nil {
+		return nil
+	}
+	c, err := e.compileStored(pr)
+	if err != nil {
+		e.log.Warn("promoted program no longer compiles", "ref", ref, "err", err)
+		return nil
+	}
+	var base map[string]baselineField
+	_ = json.Unmarshal(pr.Baseline, &base)
+	b := newPromotedBody(c, baselineSums(base))
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if old := e.bodies[ref]; old != nil {
+		return old // compiled meanwhile by another caller
+	}
+	if e.bodies == nil {
+		e.bodies = map[string]*promotedBody{}
+	}
+	e.bodies[ref] = b
+	return b
 }
 
 // automationBody resolves a visible automation entry to its compiled body.
@@ -222,16 +270,32 @@ func (c *catalogService) loadAutomations(ctx context.Context) error {
 	// Bodies may call other automations: load in creation order (oldest
 	// first), which is dependency order since a callee is promoted first.
 	sort.Slice(progs, func(i, j int) bool { return progs[i].CreatedAt.Before(progs[j].CreatedAt) })
-	for _, pr := range progs {
-		c, err := e.compileStored(pr)
-		if err != nil {
-			e.log.Warn("promoted program no longer compiles; its rule will be marked broken", "ref", pr.Ref, "err", err)
-			continue
+	installed := map[string]bool{}
+	if list, err := e.store.ListRules(ctx); err == nil {
+		for _, r := range list {
+			installed[r.Ref] = true
 		}
-		var base map[string]baselineField
-		_ = json.Unmarshal(pr.Baseline, &base)
-		en := automationEntry(pr.Ref, c)
-		e.rememberBody(pr.Ref, newPromotedBody(c, baselineSums(base)))
+	}
+	for _, pr := range progs {
+		known := e.heldBody(pr.Ref)
+		var c *rules.Compiled
+		var plan *pilotage.Plan
+		if known != nil { // compiled already as another program's callee
+			c, plan = known.compiled, known.decodedPlan()
+		} else {
+			var err error
+			if c, err = e.compileStored(pr); err != nil {
+				e.log.Warn("promoted program no longer compiles; its rule will be marked broken", "ref", pr.Ref, "err", err)
+				continue
+			}
+			plan = c.Plan
+		}
+		en := automationEntry(pr.Ref, c, plan)
+		if installed[pr.Ref] && known == nil {
+			var base map[string]baselineField
+			_ = json.Unmarshal(pr.Baseline, &base)
+			e.rememberBody(pr.Ref, newPromotedBody(c, baselineSums(base)))
+		}
 		e.cat.addAutomation(en, c.Refs)
 	}
 	return nil

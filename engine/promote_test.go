@@ -1,8 +1,12 @@
 package engine
 
 import (
+	"context"
 	"encoding/json"
+	"strings"
 	"testing"
+
+	"github.com/pilothouse/pilothouse/pilotage"
 )
 
 // TestNoParamsSchemaIsCanonical: the shared schema of a program without
@@ -10,5 +14,46 @@ import (
 func TestNoParamsSchemaIsCanonical(t *testing.T) {
 	if got := string(canonicalJSON(json.RawMessage(`{"type":"object","additionalProperties":false}`))); got != string(noParamsSchema) {
 		t.Fatalf("canonical %s, shared %s", got, noParamsSchema)
+	}
+}
+
+// TestOldVersionsLoadOnDemand: after a restart only the installed version
+// of a rule is held compiled; an older version (a rollback target) is
+// compiled when first used, and the catalog is the same as before.
+func TestOldVersionsLoadOnDemand(t *testing.T) {
+	h := newHouse(t, Config{})
+	ctx := context.Background()
+	v1 := h.deploy(motionLight).Output.(*DeployOutput).ProgramRef
+	v2 := h.deploy(strings.Replace(motionLight, `"brightness":180`, `"brightness":90`, 1)).Output.(*DeployOutput).ProgramRef
+	if v1 == v2 {
+		t.Fatal("a changed body kept its program_ref")
+	}
+	version := h.eng.cat.view(h.eng.principal(ctx)).version
+	h.stop()
+	h.start()
+	h.eng.mu.Lock()
+	_, held1 := h.eng.bodies[v1]
+	_, held2 := h.eng.bodies[v2]
+	h.eng.mu.Unlock()
+	if held1 || !held2 {
+		t.Fatalf("after restart: v1 held %v (want false), v2 held %v (want true)", held1, held2)
+	}
+	if got := h.eng.cat.view(h.eng.principal(ctx)).version; got != version {
+		t.Fatalf("catalog version moved across the restart: %s -> %s", version, got)
+	}
+	for _, ref := range []string{v1, v2} {
+		en, ok := h.eng.cat.view(h.eng.principal(ctx)).Get(ref)
+		if !ok || en.Risk != pilotage.RiskControl {
+			t.Fatalf("automation entry %s after restart: %+v", ref, en)
+		}
+	}
+	// Roll back to v1: compiled on demand, deployed, and it is what runs.
+	r := h.execute(ExecuteRequest{ProgramRef: v1})
+	if !r.Outcome.OK {
+		t.Fatalf("rollback to %s: %+v %v", v1, r.Outcome, r.Diagnostics)
+	}
+	ri, err := h.eng.GetRule(ctx, "hall-motion-light", 0)
+	if err != nil || ri.ProgramRef != v1 || ri.Plan == nil {
+		t.Fatalf("after rollback: %+v %v", ri, err)
 	}
 }
