@@ -13,6 +13,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -341,7 +342,8 @@ func describeChange(t *rules.Trigger, ch devices.Change) string {
 }
 
 func compact(v any) string {
-	b, err := json.Marshal(v)
+	var buf [64]byte
+	b, err := pilotage.AppendJSON(buf[:0], v)
 	if err != nil {
 		return fmt.Sprint(v)
 	}
