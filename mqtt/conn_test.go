@@ -131,3 +131,43 @@ func TestDialWebSocket(t *testing.T) {
 	startMochi(t, listeners.NewWebsocket(listeners.Config{ID: "ws", Address: addr}))
 	roundtrip(t, Options{Broker: "ws://" + addr + "/"})
 }
+
+// TestPublishingThroughBrokerRestarts publishes QoS 1 messages without a
+// pause while the broker restarts: paho's resume then resends stored
+// messages while new ones are written (run with -race: the store hands
+// paho copies, see copyingStore).
+func TestPublishingThroughBrokerRestarts(t *testing.T) {
+	b := startBroker(t, "127.0.0.1:0")
+	addr := b.Addr()
+	pub := dial(t, b.URL())
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+			_ = pub.Publish(ctx, "stress/x", []byte(fmt.Sprint(i)), 1, false) // errors while down are expected
+			cancel()
+		}
+	}()
+	for range 3 {
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 3*time.Second, "the client to notice", func() bool { return !pub.Connected() })
+		b = startBroker(t, addr)
+		waitFor(t, 15*time.Second, "the client to reconnect", func() bool { return pub.Connected() })
+	}
+	close(stop)
+	<-done
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := pub.Publish(ctx, "stress/x", []byte("last"), 1, false); err != nil {
+		t.Fatalf("publish after the restarts: %v", err)
+	}
+}
