@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -52,6 +53,10 @@ type RunFilter struct {
 	// Before is a pagination cursor: the ID of the last run of the previous
 	// page. Only runs ordered after it (older) are returned.
 	Before string
+	// After is the other way: the ID of the first run of the current page.
+	// Only runs ordered before it (newer) are returned: the Limit of them
+	// closest to it, still newest first. At most one of Before and After.
+	After string
 	// Limit caps the page; <= 0 means DefaultRunLimit. The store sets no
 	// upper bound: callers facing clients bound their own pages.
 	Limit int
@@ -254,6 +259,9 @@ func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("storage: list runs: %w", err)
 	}
+	if f.After != "" {
+		slices.Reverse(out)
+	}
 	return out, nil
 }
 
@@ -285,6 +293,17 @@ func (s *Store) listRunsQuery(ctx context.Context, f RunFilter) (string, []any, 
 	if f.OK != nil {
 		where, args = append(where, "ok = ?"), append(args, boolArg(*f.OK))
 	}
+	if f.Before != "" && f.After != "" {
+		return "", nil, fmt.Errorf("%w: both before and after cursors", ErrBadCursor)
+	}
+	if f.After != "" {
+		started, err := s.cursorStart(ctx, f.After)
+		if err != nil {
+			return "", nil, err
+		}
+		where = append(where, "started >= ? AND (started > ? OR id > ?)")
+		args = append(args, started, started, f.After)
+	}
 	if f.Before != "" {
 		started, err := s.cursorStart(ctx, f.Before)
 		if err != nil {
@@ -304,8 +323,11 @@ func (s *Store) listRunsQuery(ctx context.Context, f RunFilter) (string, []any, 
 	if f.SkipEnvelope {
 		cols = runColsNoEnvelope
 	}
-	q := `SELECT ` + cols + ` FROM runs WHERE ` + strings.Join(where, " AND ") +
-		` ORDER BY started DESC, id DESC LIMIT ?`
+	order := ` ORDER BY started DESC, id DESC LIMIT ?`
+	if f.After != "" {
+		order = ` ORDER BY started ASC, id ASC LIMIT ?` // the closest newer runs; ListRuns reverses them
+	}
+	q := `SELECT ` + cols + ` FROM runs WHERE ` + strings.Join(where, " AND ") + order
 	return q, args, nil
 }
 

@@ -255,6 +255,7 @@ func TestListRunsFiltersAndPagination(t *testing.T) {
 				return ri.ID > rj.ID
 			})
 			var got []string
+			var pages [][]string
 			f := c.f
 			f.Limit = 7
 			for page := 0; ; page++ {
@@ -271,9 +272,12 @@ func TestListRunsFiltersAndPagination(t *testing.T) {
 					}
 					t.Cleanup(func() { s.w.Exec(`DELETE FROM runs WHERE id = ?`, newer.ID) })
 				}
+				var ids []string
 				for _, r := range list {
 					got = append(got, r.ID)
+					ids = append(ids, r.ID)
 				}
+				pages = append(pages, ids)
 				if len(list) < f.Limit {
 					break
 				}
@@ -281,6 +285,25 @@ func TestListRunsFiltersAndPagination(t *testing.T) {
 			}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Fatalf("paged %d runs, want %d\n got %v\nwant %v", len(got), len(want), got, want)
+			}
+			// Back up with After: each newer page is the page before it.
+			for k := len(pages) - 1; k > 0; k-- {
+				if len(pages[k]) == 0 {
+					continue
+				}
+				b := c.f
+				b.Limit, b.After = 7, pages[k][0]
+				list, err := s.ListRuns(ctx, b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ids []string
+				for _, r := range list {
+					ids = append(ids, r.ID)
+				}
+				if fmt.Sprint(ids) != fmt.Sprint(pages[k-1]) {
+					t.Fatalf("newer than page %d:\n got %v\nwant %v", k, ids, pages[k-1])
+				}
 			}
 		})
 	}
@@ -291,6 +314,9 @@ func TestListRunsFiltersAndPagination(t *testing.T) {
 	}
 	if _, err := s.ListRuns(ctx, RunFilter{Before: "garbage"}); !errors.Is(err, ErrBadCursor) {
 		t.Fatalf("garbage cursor: %v", err)
+	}
+	if _, err := s.ListRuns(ctx, RunFilter{Before: full[2].ID, After: full[0].ID}); !errors.Is(err, ErrBadCursor) {
+		t.Fatalf("both cursors: %v", err)
 	}
 	// A cursor run that was purged still pages by its id's time.
 	gone := newRunID(t0.Add(2500 * time.Millisecond))

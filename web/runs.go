@@ -20,7 +20,9 @@ type runsData struct {
 	Kind     string
 	Rule     string
 	Before   string
+	After    string
 	Next     string // link to the next (older) page, "" on the last
+	Prev     string // link to the previous (newer) page, "" on the newest
 	Outcomes []string
 }
 
@@ -30,8 +32,14 @@ var runStatuses = []string{"success", "conditions_not_met", "skipped", "stopped"
 
 func (s *server) runsPage(w http.ResponseWriter, r *http.Request, ss *session) {
 	q := r.URL.Query()
-	d := runsData{Outcome: q.Get("outcome"), Kind: q.Get("kind"), Rule: q.Get("rule"), Before: q.Get("before"), Outcomes: runStatuses}
-	f := storage.RunFilter{Rule: d.Rule, Before: d.Before, Limit: runsPageSize}
+	d := runsData{Outcome: q.Get("outcome"), Kind: q.Get("kind"), Rule: q.Get("rule"), Before: q.Get("before"), After: q.Get("after"), Outcomes: runStatuses}
+	if d.Before != "" && d.After != "" {
+		d.After = "" // a hand-made URL: older wins
+	}
+	f := storage.RunFilter{Rule: d.Rule, Before: d.Before, After: d.After, Limit: runsPageSize}
+	if d.After != "" {
+		f.Limit++ // one more tells whether a newer page exists
+	}
 	switch d.Kind {
 	case "", storage.KindDeploy, storage.KindTest, storage.KindFiring:
 		f.Kind = d.Kind
@@ -56,19 +64,32 @@ func (s *server) runsPage(w http.ResponseWriter, r *http.Request, ss *session) {
 		s.fail(w, r, ss, http.StatusInternalServerError, "Listing runs failed.", err)
 		return
 	}
+	moreNewer := false
+	if d.After != "" && len(runs) > runsPageSize {
+		runs, moreNewer = runs[1:], true // keep the runs closest to the cursor
+	}
 	d.Runs = runs
-	if len(runs) == runsPageSize {
+	link := func(cursor, id string) string {
 		nq := url.Values{}
-		for k, v := range map[string]string{"outcome": d.Outcome, "kind": d.Kind, "rule": d.Rule, "before": runs[len(runs)-1].ID} {
+		for k, v := range map[string]string{"outcome": d.Outcome, "kind": d.Kind, "rule": d.Rule, cursor: id} {
 			if v != "" {
 				nq.Set(k, v)
 			}
 		}
-		d.Next = "/runs?" + nq.Encode()
+		return "/runs?" + nq.Encode()
+	}
+	// Older runs exist past a full page, or past any page reached by going
+	// newer; newer runs exist above any page reached by going older, or when
+	// the extra run fetched going newer came back.
+	if len(runs) > 0 && (len(runs) == runsPageSize || d.After != "") {
+		d.Next = link("before", runs[len(runs)-1].ID)
+	}
+	if len(runs) > 0 && (d.Before != "" || moreNewer) {
+		d.Prev = link("after", runs[0].ID)
 	}
 	live := "runs"
-	if d.Before != "" {
-		live = "" // an older page does not grow at the top
+	if d.Prev != "" {
+		live = "" // a page below the newest does not grow at the top
 	}
 	s.render(w, r, ss, "runs", page{Title: "Runs", Nav: "runs", Live: live, Data: d})
 }

@@ -190,8 +190,15 @@ func TestRunsPageFiltersAndPages(t *testing.T) {
 		resp.Body.Close()
 	}
 	_, body, _ = c.get("/runs?before=" + runs[70].ID)
-	mustContain(t, "second page", body, runs[69].ID, runs[20].ID, "« Newest")
+	mustContain(t, "second page", body, runs[69].ID, runs[20].ID, "« Newest", `rel="prev"`, "after="+runs[69].ID)
 	mustNotContain(t, "second page", body, runs[70].ID, runs[19].ID)
+	// One page newer than that: the 50 runs just above it, and older again.
+	_, body, _ = c.get("/runs?after=" + runs[69].ID)
+	mustContain(t, "newer page", body, runs[70].ID, runs[119].ID, `rel="next"`, "before="+runs[70].ID)
+	mustNotContain(t, "newer page", body, runs[69].ID, `rel="prev"`)
+	_, body, _ = c.get("/runs?after=" + runs[9].ID)
+	mustContain(t, "a newer page below the top", body, runs[10].ID, runs[59].ID, `rel="prev"`, `rel="next"`)
+	mustNotContain(t, "a newer page below the top", body, runs[9].ID, runs[60].ID)
 
 	_, body, _ = c.get("/runs?outcome=failed")
 	if n := strings.Count(body, `data-label="Run"`); n != 40 {
