@@ -229,7 +229,9 @@ func (e *Engine) loadBody(ref string) *promotedBody {
 
 // automationBody resolves a visible automation entry to its compiled body.
 func (e *Engine) automationBody(p *Principal, id string) (*rules.Compiled, bool) {
-	if _, ok := e.cat.view(p).Get(id); !ok {
+	// Every call step asks (an action id among them): only an automation
+	// entry may cost a load.
+	if en, ok := e.cat.view(p).Get(id); !ok || en.Kind != pilotage.KindAutomation {
 		return nil, false
 	}
 	b := e.body(id)

@@ -57,3 +57,25 @@ func TestOldVersionsLoadOnDemand(t *testing.T) {
 		t.Fatalf("after rollback: %+v %v", ri, err)
 	}
 }
+
+// TestAutomationBodyOnlyForAutomations: every call step asks whether its
+// target is a promoted automation; an action id is answered from the
+// catalog (no storage read), an automation not held is compiled on demand.
+func TestAutomationBodyOnlyForAutomations(t *testing.T) {
+	h := newHouse(t, Config{})
+	ctx := context.Background()
+	ref := h.deploy(motionLight).Output.(*DeployOutput).ProgramRef
+	p := h.eng.principal(ctx)
+	if c, ok := h.eng.automationBody(p, "hall_light.set"); ok || c != nil {
+		t.Fatal("an action resolved to a promoted body")
+	}
+	if h.eng.heldBody("hall_light.set") != nil {
+		t.Fatal("an action id was loaded as a body")
+	}
+	h.eng.mu.Lock()
+	delete(h.eng.bodies, ref) // as after a restart, for a version not installed
+	h.eng.mu.Unlock()
+	if c, ok := h.eng.automationBody(p, ref); !ok || c == nil {
+		t.Fatal("a promoted automation not held was not compiled on demand")
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	mochi "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/hooks/auth"
@@ -20,7 +21,9 @@ import (
 type Broker struct {
 	srv       *mochi.Server
 	ln        *trackingListener
+	guard     *retainGuard
 	closeOnce sync.Once
+	closed    atomic.Bool
 }
 
 const listenerID = "tcp"
@@ -62,12 +65,14 @@ func StartBroker(addr string, logger *slog.Logger, opts ...BrokerOption) (*Broke
 	srv := mochi.New(&mochi.Options{
 		Logger:                 logger.With("component", "mqtt-broker"),
 		SysTopicResendInterval: 60,
+		InlineClient:           true, // Broker.Inline: the server's own client
 	})
 	var hook mochi.Hook = new(auth.AllowHook)
 	if cfg.users != nil {
 		hook = &passwordHook{users: cfg.users}
 	}
-	for _, h := range []mochi.Hook{hook, new(retainGuard)} {
+	guard := new(retainGuard)
+	for _, h := range []mochi.Hook{hook, guard} {
 		if err := srv.AddHook(h, nil); err != nil {
 			_ = ln.Close()
 			return nil, fmt.Errorf("mqtt: embedded broker: %w", err)
@@ -82,7 +87,7 @@ func StartBroker(addr string, logger *slog.Logger, opts ...BrokerOption) (*Broke
 		_ = ln.Close()
 		return nil, fmt.Errorf("mqtt: embedded broker: %w", err)
 	}
-	return &Broker{srv: srv, ln: ln}, nil
+	return &Broker{srv: srv, ln: ln, guard: guard}, nil
 }
 
 // Addr returns the host:port the broker listens on (the real port when
@@ -115,6 +120,7 @@ func (b *Broker) Port() int {
 func (b *Broker) Close() error {
 	var err error
 	b.closeOnce.Do(func() {
+		b.closed.Store(true)
 		// mochi's own listener shutdown (closeListenerClients) can deadlock
 		// on its clients lock when a client attaches or leaves at the same
 		// moment (a recursive RLock in Clients.GetByListener). So we take

@@ -25,7 +25,7 @@ type app struct {
 	cfg    *Config
 	log    *slog.Logger
 	broker *mqtt.Broker
-	client *mqtt.Client
+	client mqttConn
 	store  *storage.Store
 	devs   *devices.Catalog
 	sim    *demo.Sim
@@ -65,10 +65,16 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 		brokerURL = a.broker.URL()
 		log.Info("embedded MQTT broker listening", "addr", a.broker.Addr())
 	}
-	a.client, err = mqtt.Dial(ctx, mqtt.Options{Broker: brokerURL, ClientID: cfg.ClientID, Username: cfg.MQTTUser,
-		Password: cfg.MQTTPassword, TLS: cfg.tlsConfig(), Logger: log.With("part", "mqtt"), ConnectRetry: cfg.Broker != ""})
-	if err != nil {
-		return a, fmt.Errorf("connecting to MQTT broker %s: %w", brokerURL, err)
+	if a.broker != nil {
+		// The embedded broker's own client: no TCP connection in between.
+		a.client = a.broker.Inline(log.With("part", "mqtt"))
+	} else {
+		c, err := mqtt.Dial(ctx, mqtt.Options{Broker: brokerURL, ClientID: cfg.ClientID, Username: cfg.MQTTUser,
+			Password: cfg.MQTTPassword, TLS: cfg.tlsConfig(), Logger: log.With("part", "mqtt"), ConnectRetry: cfg.Broker != ""})
+		if err != nil {
+			return a, fmt.Errorf("connecting to MQTT broker %s: %w", brokerURL, err)
+		}
+		a.client = c
 	}
 	a.stops = append(a.stops, a.client.Close)
 
@@ -99,6 +105,14 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 		}
 	}
 	return a, nil
+}
+
+// mqttConn is the server's MQTT connection: a Client of an external
+// broker, or the embedded broker's Inline client.
+type mqttConn interface {
+	mqtt.PubSub
+	Connected() bool
+	Close()
 }
 
 func (a *app) serveHTTP() error {

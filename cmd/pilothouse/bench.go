@@ -178,9 +178,9 @@ func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Dura
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	var broker *mqtt.Broker
 	if brokerURL == "" {
-		broker, err := mqtt.StartBroker("127.0.0.1:0", log)
-		if err != nil {
+		if broker, err = mqtt.StartBroker("127.0.0.1:0", log); err != nil {
 			return nil, err
 		}
 		defer broker.Close()
@@ -194,8 +194,12 @@ func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Dura
 		return nil, err
 	}
 	defer store.Close()
-	client, err := mqtt.Dial(ctx, mqtt.Options{Broker: brokerURL, ClientID: "bench-engine", Logger: log})
-	if err != nil {
+	// As the server does: the embedded broker's own client, or a TCP
+	// client of an external broker.
+	var client mqttConn
+	if broker != nil {
+		client = broker.Inline(log)
+	} else if client, err = mqtt.Dial(ctx, mqtt.Options{Broker: brokerURL, ClientID: "bench-engine", Logger: log}); err != nil {
 		return nil, err
 	}
 	defer client.Close()
