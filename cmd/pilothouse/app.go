@@ -96,6 +96,11 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 			return a, fmt.Errorf("starting the demo devices: %w", err)
 		}
 		a.stops = append(a.stops, a.sim.Close)
+		// Announcements reach the catalog asynchronously: serve once the
+		// demo house is in it, so a client's first lookup sees it.
+		if !waitCatalog(ctx, a.devs, a.sim.Devices(), 5*time.Second) {
+			log.Warn("demo devices not all in the catalog yet; serving anyway")
+		}
 	}
 
 	a.mcp = mcpserver.New(a.eng, mcpserver.Options{Default: cfg.stdioPrincipal(), Logger: quietBelow(log, cfg.LogLevel, slog.LevelWarn).With("part", "mcp")})
@@ -105,6 +110,27 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 		}
 	}
 	return a, nil
+}
+
+// waitCatalog polls until every named device is in the catalog, or d passes.
+func waitCatalog(ctx context.Context, devs *devices.Catalog, names []string, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		snap, all := devs.Snapshot(), true
+		for _, n := range names {
+			if _, ok := snap.Get(n); !ok {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval
+	}
 }
 
 // mqttConn is the server's MQTT connection: a Client of an external
