@@ -64,17 +64,13 @@ func (c *Inline) Subscribe(filter string, qos byte, h Handler) error {
 	c.subs = append(c.subs, inlineSub{filter, id})
 	c.wg.Add(1)
 	c.mu.Unlock()
-	queue := make(chan Message, DefaultQueueSize)
-	go c.dispatch(filter, queue, h)
+	s := &subscription{filter: filter, qos: qos, h: h, queue: make(chan Message, DefaultQueueSize)}
+	go func() {
+		defer c.wg.Done()
+		s.run(c.quit, c.log)
+	}()
 	deliver := func(_ *mochi.Client, _ packets.Subscription, pk packets.Packet) {
-		m := Message{Topic: pk.TopicName, Payload: append([]byte(nil), pk.Payload...), Retained: pk.FixedHeader.Retain}
-		select {
-		case queue <- m:
-		default:
-			if n := c.dropped.Add(1); n == 1 || n%1000 == 0 {
-				c.log.Warn("handler too slow; message dropped", "filter", filter, "topic", m.Topic, "dropped_total", n)
-			}
-		}
+		s.offer(Message{Topic: pk.TopicName, Payload: append([]byte(nil), pk.Payload...), Retained: pk.FixedHeader.Retain}, &c.dropped, c.log)
 	}
 	// Retained messages are delivered inside Subscribe: exclusive with a
 	// retained PUBLISH being stored (see retainGuard).
@@ -85,26 +81,6 @@ func (c *Inline) Subscribe(filter string, qos byte, h Handler) error {
 		return fmt.Errorf("mqtt: subscribe %q: %w", filter, err)
 	}
 	return nil
-}
-
-func (c *Inline) dispatch(filter string, queue chan Message, h Handler) {
-	defer c.wg.Done()
-	call := func(m Message) {
-		defer func() {
-			if r := recover(); r != nil {
-				c.log.Error("message handler panicked", "filter", filter, "topic", m.Topic, "panic", r)
-			}
-		}()
-		h(m)
-	}
-	for {
-		select {
-		case <-c.quit:
-			return
-		case m := <-queue:
-			call(m)
-		}
-	}
 }
 
 // Publish hands the message to the broker, which delivers it before

@@ -3,7 +3,9 @@ package mqtt
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
@@ -106,14 +108,41 @@ func (c *Client) deliver(_ paho.Client, pm paho.Message) {
 	}
 }
 
-func (c *Client) enqueue(s *subscription, m Message) {
+func (c *Client) enqueue(s *subscription, m Message) { s.offer(m, &c.dropped, c.log) }
+
+// offer queues m for the handler without blocking: a handler QueueSize
+// messages behind loses m (counted in dropped, logged now and then). Shared
+// by Client and Inline.
+func (s *subscription) offer(m Message, dropped *atomic.Uint64, log *slog.Logger) {
 	select {
 	case s.queue <- m:
 	default:
-		if n := c.dropped.Add(1); n == 1 || n%1000 == 0 {
-			c.log.Warn("handler too slow; message dropped", "filter", s.filter, "topic", m.Topic, "dropped_total", n)
+		if n := dropped.Add(1); n == 1 || n%1000 == 0 {
+			log.Warn("handler too slow; message dropped", "filter", s.filter, "topic", m.Topic, "dropped_total", n)
 		}
 	}
+}
+
+// run calls the handler for each queued message, in order, until quit is
+// closed; a panicking handler is logged and the next message goes on.
+func (s *subscription) run(quit <-chan struct{}, log *slog.Logger) {
+	for {
+		select {
+		case <-quit:
+			return
+		case m := <-s.queue:
+			s.call(m, log)
+		}
+	}
+}
+
+func (s *subscription) call(m Message, log *slog.Logger) {
+	defer func() {
+		if r := recover(); r != nil {
+			log.Error("message handler panicked", "filter", s.filter, "topic", m.Topic, "panic", r)
+		}
+	}()
+	s.h(m)
 }
 
 // topicMatch reports whether topic matches filter (MQTT 3.1.1 §4.7):
@@ -228,21 +257,5 @@ func validFilter(f string) error {
 // dispatch runs one subscription's handler, in order, until Close.
 func (c *Client) dispatch(s *subscription) {
 	defer c.wg.Done()
-	for {
-		select {
-		case <-c.quit:
-			return
-		case m := <-s.queue:
-			c.call(s, m)
-		}
-	}
-}
-
-func (c *Client) call(s *subscription, m Message) {
-	defer func() {
-		if r := recover(); r != nil {
-			c.log.Error("message handler panicked", "filter", s.filter, "topic", m.Topic, "panic", r)
-		}
-	}()
-	s.h(m)
+	s.run(c.quit, c.log)
 }
