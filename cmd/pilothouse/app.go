@@ -114,23 +114,15 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 
 // waitCatalog polls until every named device is in the catalog, or d passes.
 func waitCatalog(ctx context.Context, devs *devices.Catalog, names []string, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for {
-		snap, all := devs.Snapshot(), true
+	return waitUntil(ctx, d, func() bool {
+		snap := devs.Snapshot()
 		for _, n := range names {
 			if _, ok := snap.Get(n); !ok {
-				all = false
-				break
+				return false
 			}
 		}
-		if all {
-			return true
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false
-		}
-		time.Sleep(5 * time.Millisecond) // polling interval
-	}
+		return true
+	}) == nil
 }
 
 // mqttConn is the server's MQTT connection: a Client of an external
