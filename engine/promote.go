@@ -172,13 +172,26 @@ func (e *Engine) promote(ctx context.Context, p *Principal, c *rules.Compiled) (
 	return prog, nil
 }
 
-func (e *Engine) rememberBody(ref string, b *promotedBody) {
+// rememberBody holds b as ref's body, unless one is held already (refs
+// are content-addressed: it is the same program), and returns the held one.
+func (e *Engine) rememberBody(ref string, b *promotedBody) *promotedBody {
 	e.mu.Lock()
+	defer e.mu.Unlock()
+	if old := e.bodies[ref]; old != nil {
+		return old
+	}
 	if e.bodies == nil {
 		e.bodies = map[string]*promotedBody{}
 	}
 	e.bodies[ref] = b
-	e.mu.Unlock()
+	return b
+}
+
+// storedBody is the promoted body of a stored program compiled as c.
+func storedBody(pr storage.Program, c *rules.Compiled) *promotedBody {
+	var base map[string]baselineField
+	_ = json.Unmarshal(pr.Baseline, &base)
+	return newPromotedBody(c, baselineSums(base))
 }
 
 // heldBody returns ref's body if it is held in memory.
@@ -212,19 +225,7 @@ func (e *Engine) loadBody(ref string) *promotedBody {
 		e.log.Warn("promoted program no longer compiles", "ref", ref, "err", err)
 		return nil
 	}
-	var base map[string]baselineField
-	_ = json.Unmarshal(pr.Baseline, &base)
-	b := newPromotedBody(c, baselineSums(base))
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if old := e.bodies[ref]; old != nil {
-		return old // compiled meanwhile by another caller
-	}
-	if e.bodies == nil {
-		e.bodies = map[string]*promotedBody{}
-	}
-	e.bodies[ref] = b
-	return b
+	return e.rememberBody(ref, storedBody(pr, c)) // or the one another caller compiled meanwhile
 }
 
 // automationBody resolves a visible automation entry to its compiled body.
@@ -294,9 +295,7 @@ func (c *catalogService) loadAutomations(ctx context.Context) error {
 		}
 		en := automationEntry(pr.Ref, c, plan)
 		if installed[pr.Ref] && known == nil {
-			var base map[string]baselineField
-			_ = json.Unmarshal(pr.Baseline, &base)
-			e.rememberBody(pr.Ref, newPromotedBody(c, baselineSums(base)))
+			e.rememberBody(pr.Ref, storedBody(pr, c))
 		}
 		e.cat.addAutomation(en, c.Refs)
 	}
