@@ -64,13 +64,14 @@ func (r *interp) automation(f *frame, id string) (sub *Compiled, isAuto bool) {
 	if c, ok := f.c.Sub[id]; ok && c != nil {
 		return c, true
 	}
+	e, known := f.c.Entries[id]
+	if known && e != nil && e.Kind != pilotage.KindAutomation {
+		return nil, false // an action (most calls): the World is not asked
+	}
 	if c, ok := r.w.Automation(id); ok && c != nil {
 		return c, true
 	}
-	if e, ok := f.c.Entries[id]; ok && e != nil && e.Kind == pilotage.KindAutomation {
-		return nil, true
-	}
-	return nil, false
+	return nil, known && e != nil
 }
 
 // callAutomation runs a promoted body inline (trace_subprogram expanded):

@@ -491,3 +491,34 @@ func TestRunWaitCheckAfterWait(t *testing.T) {
 		t.Errorf("outcome %+v", res.Outcome)
 	}
 }
+
+// askingWorld counts the World's Automation lookups.
+type askingWorld struct {
+	*SimWorld
+	asked []string
+}
+
+func (w *askingWorld) Automation(id string) (*Compiled, bool) {
+	w.asked = append(w.asked, id)
+	return w.SimWorld.Automation(id)
+}
+
+// TestCallsToActionsDoNotAskForAutomations: the interpreter asks the World
+// for a promoted body only when the validated entry is an automation (on a
+// server the answer for an action used to cost a storage read per firing).
+func TestCallsToActionsDoNotAskForAutomations(t *testing.T) {
+	c := itProgram(nil, nil, itCall("on", "lamp.set", "state", "ON"), itCall("sub", "automation.helper@abc"))
+	c.Entries["lamp.set"] = &pilotage.Entry{ID: "lamp.set", Kind: pilotage.KindAction}
+	c.Entries["automation.helper@abc"] = &pilotage.Entry{ID: "automation.helper@abc", Kind: pilotage.KindAutomation}
+	helper := itProgram(nil, nil, itCall("inner", "lamp.set", "state", "OFF"))
+	helper.Entries["lamp.set"] = c.Entries["lamp.set"]
+	w := &askingWorld{SimWorld: itSim(nil, Scenario{})}
+	w.SetAutomation("automation.helper@abc", helper)
+	res := Run(context.Background(), c, w, RunInput{Limits: DefaultLimits})
+	if !res.Outcome.OK {
+		t.Fatalf("run: %+v", res.Outcome)
+	}
+	if len(w.asked) != 1 || w.asked[0] != "automation.helper@abc" {
+		t.Fatalf("World.Automation asked for %v, want only the automation", w.asked)
+	}
+}
