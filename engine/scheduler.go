@@ -233,6 +233,8 @@ func (s *scheduler) armSun(ar *armedRule, at *armedTrigger) {
 func (s *scheduler) disarmLocked(ar *armedRule) {
 	for _, at := range ar.triggers {
 		ids := s.index[at.t.Entity]
+		// A new array: onChange reads index slices after releasing the
+		// lock (arming only appends past the length a reader holds).
 		for i, x := range ids {
 			if x == at {
 				ids = append(ids[:i:i], ids[i+1:]...)
@@ -272,12 +274,7 @@ func (s *scheduler) onChange(ch devices.Change) {
 		return
 	}
 	s.mu.RLock()
-	ats := s.index[ch.ID]
-	if len(ats) == 0 {
-		s.mu.RUnlock()
-		return
-	}
-	ats = append([]*armedTrigger(nil), ats...)
+	ats := s.index[ch.ID] // never changed in place: no copy needed (see disarmLocked)
 	s.mu.RUnlock()
 	for _, at := range ats {
 		at.observe(ch)
