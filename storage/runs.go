@@ -146,11 +146,19 @@ func (s *Store) InsertRuns(ctx context.Context, runs []Run, opts ...WriteOptions
 			return fmt.Errorf("storage: insert runs: prepare trim: %w", err)
 		}
 	}
+	// Rows are executed under a context that cannot be cancelled, and the
+	// batch checks ctx between rows instead: the SQLite driver starts a
+	// goroutine per statement to watch a cancellable context (one per
+	// firing at thousands of firings a second), and a row is microseconds.
+	rowCtx := context.WithoutCancel(ctx)
 	return s.inTx(ctx, fmt.Sprintf("insert %d runs", len(runs)), func(tx *sql.Tx) error {
-		st := tx.StmtContext(ctx, ps)
+		st := tx.StmtContext(rowCtx, ps)
 		defer st.Close()
 		for _, r := range runs {
-			if _, err := st.ExecContext(ctx, runArgs(r)...); err != nil {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if _, err := st.ExecContext(rowCtx, runArgs(r)...); err != nil {
 				return fmt.Errorf("storage: insert run %s: %w", r.ID, err)
 			}
 			if o.Yield != nil {
@@ -160,10 +168,13 @@ func (s *Store) InsertRuns(ctx context.Context, runs []Run, opts ...WriteOptions
 		if trim == nil {
 			return nil
 		}
-		tt := tx.StmtContext(ctx, trim)
+		tt := tx.StmtContext(rowCtx, trim)
 		defer tt.Close()
 		for _, rule := range o.Trim {
-			if _, err := tt.ExecContext(ctx, rule, KindFiring, StatusRunning, o.KeepPerStatus); err != nil {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if _, err := tt.ExecContext(rowCtx, rule, KindFiring, StatusRunning, o.KeepPerStatus); err != nil {
 				return fmt.Errorf("storage: trim rule %s: %w", rule, err)
 			}
 			if o.Yield != nil {

@@ -498,3 +498,34 @@ func TestInsertRunsTrimsInTheSameTransaction(t *testing.T) {
 		t.Fatalf("trim without KeepPerStatus: %v", err)
 	}
 }
+
+// A batch cancelled between rows stops there and lands nothing (its rows
+// run under a context the driver does not watch; the batch checks it).
+func TestInsertRunsCancelledMidBatchLandsNothing(t *testing.T) {
+	s, _ := openTest(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var batch []Run
+	for i := range 5 {
+		batch = append(batch, mkRun("porch", "success", true, t0.Add(time.Duration(i)*time.Second)))
+	}
+	rows := 0
+	err := s.InsertRuns(ctx, batch, WriteOptions{Yield: func() {
+		if rows++; rows == 2 {
+			cancel()
+		}
+	}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("InsertRuns after cancel: %v, want context.Canceled", err)
+	}
+	if rows != 2 {
+		t.Fatalf("%d rows written after the cancel, want the batch to stop at 2", rows)
+	}
+	l, err := s.ListRuns(context.Background(), RunFilter{Rule: "porch", Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l) != 0 {
+		t.Fatalf("%d runs stored from a cancelled batch, want 0", len(l))
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"strconv"
 	"sync"
@@ -61,6 +62,7 @@ func runBench(ctx context.Context, args []string) error {
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measuring phases (not the set-up) to this file")
 	memProfile := fs.String("memprofile", "", "write an allocation profile of the measuring phases to this file")
 	loadProcess := fs.Bool("load-process", false, "run the load generator (publisher and subscriber) as a child process instead of inside the server process")
+	traceFile := fs.String("trace", "", "write a runtime execution trace of the measuring phases to this file (go tool trace)")
 	heapProfile := fs.String("heapprofile", "", "write the live heap after the set-up of the last configuration to this file, and after its measurement to this file.after")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -84,6 +86,14 @@ func runBench(ctx context.Context, args []string) error {
 		allocProfiling = true
 	}
 	heapProfileTo = *heapProfile
+	if *traceFile != "" {
+		f, err := os.Create(*traceFile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		traceTo = f
+	}
 	if heapProfileTo != "" && *memProfile == "" {
 		runtime.MemProfileRate = 4 << 10
 	}
@@ -263,6 +273,11 @@ func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Dura
 		}
 	}
 	spec := loadSpec{Broker: brokerURL, Base: base, Rules: n, Rate: rate, Duration: dur}
+	if traceTo != nil && !trace.IsEnabled() {
+		if err := trace.Start(traceTo); err == nil {
+			defer trace.Stop()
+		}
+	}
 	start, cpu0 := time.Now(), processCPU()
 	var lr *loadResult
 	if inProcess {
@@ -350,6 +365,7 @@ func waitUntil(ctx context.Context, d time.Duration, cond func() bool) error {
 // slowLog, when set (PILOTHOUSE_BENCH_SLOW=duration), receives a line per
 // event slower than slowAfter: to line tail latency up with GODEBUG=gctrace=1.
 var (
+	traceTo   io.Writer // --trace: the first measured configuration is traced
 	slowLog   io.Writer
 	slowAfter time.Duration
 )
@@ -444,6 +460,9 @@ func runLoad(ctx context.Context, spec loadSpec) (*loadResult, error) {
 		mu.Lock()
 		if t, ok := sentAt[seq]; ok {
 			lat = append(lat, now.Sub(t))
+			if traceTo != nil && now.Sub(t) > 10*time.Millisecond && trace.IsEnabled() {
+				trace.Log(context.Background(), "slow", now.Sub(t).String())
+			}
 			if slowLog != nil && now.Sub(t) > slowAfter {
 				fmt.Fprintf(slowLog, "slow seq=%d sent=%s latency=%v\n", seq, t.Format("15:04:05.000000"), now.Sub(t).Round(time.Microsecond))
 			}
