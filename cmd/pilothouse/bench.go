@@ -60,7 +60,7 @@ func runBench(ctx context.Context, args []string) error {
 	jsonOut := fs.Bool("json", false, "print results as JSON lines")
 	brokerURL := fs.String("broker", "", "use this MQTT broker (e.g. a local Mosquitto) instead of the embedded one")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measuring phases (not the set-up) to this file")
-	memProfile := fs.String("memprofile", "", "write an allocation profile of the measuring phases to this file")
+	memProfile := fs.String("memprofile", "", "write an allocation profile of the last configuration to this file and the profile at the start of its measuring phase to this file.base (go tool pprof -base FILE.base FILE)")
 	loadProcess := fs.Bool("load-process", false, "run the load generator (publisher and subscriber) as a child process instead of inside the server process")
 	traceFile := fs.String("trace", "", "write a runtime execution trace of the measuring phases to this file (go tool trace)")
 	heapProfile := fs.String("heapprofile", "", "write the live heap after the set-up of the last configuration to this file, and after its measurement to this file.after")
@@ -76,14 +76,11 @@ func runBench(ctx context.Context, args []string) error {
 		profileTo = f
 	}
 	if *memProfile != "" {
-		runtime.MemProfileRate = 0 // set-up allocations are not sampled
-		defer func() {
-			if f, err := os.Create(*memProfile); err == nil {
-				_ = pprof.Lookup("allocs").WriteTo(f, 0)
-				f.Close()
-			}
-		}()
-		allocProfiling = true
+		// Set once, before anything is allocated: the sampler computes its
+		// next sample from the rate in force at the previous one, so a rate
+		// changed later (or 0 during set-up) is not followed.
+		runtime.MemProfileRate = 64 << 10
+		allocProfileTo = *memProfile
 	}
 	heapProfileTo = *heapProfile
 	if *traceFile != "" {
@@ -256,21 +253,17 @@ func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Dura
 			defer pprof.StopCPUProfile()
 		}
 	}
-	if allocProfiling {
-		// Left on: the profile is scaled by the rate when it is written.
-		runtime.MemProfileRate = 64 << 10
-	}
 	gcStart := time.Now()
 	runtime.GC()
 	res.GCTime = time.Since(gcStart)
+	if allocProfileTo != "" {
+		writeProfile("allocs", allocProfileTo+".base") // as of the collection above
+	}
 	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 	res.HeapLive = ms0.HeapAlloc
 	if heapProfileTo != "" {
-		if f, err := os.Create(heapProfileTo); err == nil {
-			_ = pprof.Lookup("heap").WriteTo(f, 0)
-			f.Close()
-		}
+		writeProfile("heap", heapProfileTo)
 	}
 	spec := loadSpec{Broker: brokerURL, Base: base, Rules: n, Rate: rate, Duration: dur}
 	if traceTo != nil && !trace.IsEnabled() {
@@ -293,12 +286,14 @@ func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Dura
 	}
 	eng.Flush()
 	res.CPU = (processCPU() - cpu0).Seconds() / time.Since(start).Seconds()
+	if heapProfileTo != "" || allocProfileTo != "" {
+		runtime.GC() // profiles are as of the last collection
+	}
 	if heapProfileTo != "" {
-		runtime.GC()
-		if f, err := os.Create(heapProfileTo + ".after"); err == nil {
-			_ = pprof.Lookup("heap").WriteTo(f, 0)
-			f.Close()
-		}
+		writeProfile("heap", heapProfileTo+".after")
+	}
+	if allocProfileTo != "" {
+		writeProfile("allocs", allocProfileTo)
 	}
 	runtime.ReadMemStats(&ms1)
 	res.loadResult = *lr
@@ -337,8 +332,15 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// allocProfiling samples allocations during the measuring phases only.
-var allocProfiling bool
+// allocProfileTo names the file for the allocation profile (bench --memprofile).
+var allocProfileTo string
+
+func writeProfile(name, file string) {
+	if f, err := os.Create(file); err == nil {
+		_ = pprof.Lookup(name).WriteTo(f, 0)
+		f.Close()
+	}
+}
 
 // heapProfileTo names the file for the live heap after set-up (bench --heapprofile).
 var heapProfileTo string
