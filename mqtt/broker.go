@@ -22,6 +22,7 @@ type Broker struct {
 	srv       *mochi.Server
 	ln        *trackingListener
 	guard     *retainGuard
+	router    *inlineRouter
 	closeOnce sync.Once
 	closed    atomic.Bool
 }
@@ -71,8 +72,8 @@ func StartBroker(addr string, logger *slog.Logger, opts ...BrokerOption) (*Broke
 	if cfg.users != nil {
 		hook = &passwordHook{users: cfg.users}
 	}
-	guard := new(retainGuard)
-	for _, h := range []mochi.Hook{hook, guard} {
+	guard, router := new(retainGuard), new(inlineRouter)
+	for _, h := range []mochi.Hook{hook, guard, router} {
 		if err := srv.AddHook(h, nil); err != nil {
 			_ = ln.Close()
 			return nil, fmt.Errorf("mqtt: embedded broker: %w", err)
@@ -87,7 +88,7 @@ func StartBroker(addr string, logger *slog.Logger, opts ...BrokerOption) (*Broke
 		_ = ln.Close()
 		return nil, fmt.Errorf("mqtt: embedded broker: %w", err)
 	}
-	return &Broker{srv: srv, ln: ln, guard: guard}, nil
+	return &Broker{srv: srv, ln: ln, guard: guard, router: router}, nil
 }
 
 // Addr returns the host:port the broker listens on (the real port when

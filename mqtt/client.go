@@ -75,10 +75,9 @@ type Client struct {
 	pc   paho.Client
 
 	mu        sync.Mutex
-	subs      map[string][]*subscription // by filter
-	wild      []string                   // the filters of subs with wildcards
-	up        bool                       // last state seen by refreshStatus
-	down      chan struct{}              // closed when the current connection is lost
+	subs      routes
+	up        bool          // last state seen by refreshStatus
+	down      chan struct{} // closed when the current connection is lost
 	listeners []func(up bool)
 	closed    bool
 	// ready is set once onConnect has taken its snapshot of c.subs for a
@@ -190,7 +189,6 @@ func newClient(o Options) (*Client, error) {
 	c := &Client{
 		opts: o,
 		log:  o.Logger.With("component", "mqtt", "broker", redact(o.Broker)),
-		subs: map[string][]*subscription{},
 		down: closedChan(),
 		kick: make(chan struct{}, 1),
 		quit: make(chan struct{}),

@@ -19,23 +19,24 @@ import (
 // a third of the CPU an event costs with the embedded broker). Devices and
 // other clients still connect over TCP. It has the Client's delivery
 // semantics: each Subscribe gets its own queue and goroutine, handlers see
-// their messages in order, and a handler that falls QueueSize messages
-// behind loses messages (counted, logged) rather than stalling the broker.
+// their messages in order (retained ones first, with Retained set; live
+// ones without it, as a broker sends them to an established subscription),
+// and a handler that falls QueueSize messages behind loses messages
+// (counted, logged) rather than stalling the broker.
+//
+// Messages reach Inline subscriptions through the broker's inlineRouter,
+// not mochi's inline subscriptions: mochi's topic lookup copies the map of
+// inline subscriptions of every matching topic level on every publish
+// (about 1.6 KB per message, twice per firing).
 type Inline struct {
 	b       *Broker
 	log     *slog.Logger
 	mu      sync.Mutex
-	nextID  int
-	subs    []inlineSub
+	subs    []*subscription
 	closed  bool
 	quit    chan struct{}
 	wg      sync.WaitGroup
 	dropped atomic.Uint64
-}
-
-type inlineSub struct {
-	filter string
-	id     int
 }
 
 // Inline returns a new in-process client of b.
@@ -54,32 +55,20 @@ func (c *Inline) Subscribe(filter string, qos byte, h Handler) error {
 	if qos > 2 || h == nil {
 		return fmt.Errorf("mqtt: subscribe %q: invalid qos %d or nil handler", filter, qos)
 	}
+	s := newSubscription(filter, qos, h, DefaultQueueSize, &c.dropped, c.log)
 	c.mu.Lock()
-	if c.closed {
+	if c.closed || c.b.closed.Load() {
 		c.mu.Unlock()
 		return fmt.Errorf("mqtt: subscribe %q: client closed", filter)
 	}
-	c.nextID++
-	id := c.nextID
-	c.subs = append(c.subs, inlineSub{filter, id})
+	c.subs = append(c.subs, s)
 	c.wg.Add(1)
 	c.mu.Unlock()
-	s := &subscription{filter: filter, qos: qos, h: h, queue: make(chan Message, DefaultQueueSize)}
 	go func() {
 		defer c.wg.Done()
 		s.run(c.quit, c.log)
 	}()
-	deliver := func(_ *mochi.Client, _ packets.Subscription, pk packets.Packet) {
-		s.offer(Message{Topic: pk.TopicName, Payload: append([]byte(nil), pk.Payload...), Retained: pk.FixedHeader.Retain}, &c.dropped, c.log)
-	}
-	// Retained messages are delivered inside Subscribe: exclusive with a
-	// retained PUBLISH being stored (see retainGuard).
-	c.b.guard.mu.RLock()
-	err := c.b.srv.Subscribe(filter, id, deliver)
-	c.b.guard.mu.RUnlock()
-	if err != nil {
-		return fmt.Errorf("mqtt: subscribe %q: %w", filter, err)
-	}
+	c.b.router.subscribe(c.b, s)
 	return nil
 }
 
@@ -134,11 +123,65 @@ func (c *Inline) Close() {
 	c.closed = true
 	subs := c.subs
 	c.mu.Unlock()
-	if !c.b.closed.Load() {
-		for _, s := range subs {
-			_ = c.b.srv.Unsubscribe(s.filter, s.id)
-		}
+	for _, s := range subs {
+		c.b.router.unsubscribe(s)
 	}
 	close(c.quit)
 	c.wg.Wait()
+}
+
+// inlineRouter delivers the broker's messages to Inline subscriptions: a
+// mochi hook called after every publish (and sent will) with our own topic
+// table. Its lock orders a subscription against deliveries: a message is
+// either among the retained ones a new subscription reads or delivered to
+// it live, never both (retained publishes additionally hold retainGuard,
+// which Subscribe takes first, against mochi #200).
+type inlineRouter struct {
+	mochi.HookBase
+	mu     sync.RWMutex
+	routes routes
+}
+
+func (r *inlineRouter) ID() string { return "pilothouse-inline-router" }
+
+func (r *inlineRouter) Provides(b byte) bool {
+	return b == mochi.OnPublished || b == mochi.OnWillSent
+}
+
+func (r *inlineRouter) OnPublished(_ *mochi.Client, pk packets.Packet) { r.deliver(pk) }
+
+func (r *inlineRouter) OnWillSent(_ *mochi.Client, pk packets.Packet) { r.deliver(pk) }
+
+func (r *inlineRouter) deliver(pk packets.Packet) {
+	if pk.Ignore {
+		return
+	}
+	var m Message
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	r.routes.match(pk.TopicName, func(s *subscription) {
+		if m.Topic == "" { // one copy shared by the handlers, as Client does
+			m = Message{Topic: pk.TopicName, Payload: append([]byte(nil), pk.Payload...)}
+		}
+		s.offer(m)
+	})
+}
+
+// subscribe queues the retained messages matching s's filter and adds s to
+// the table, as one step for deliveries.
+func (r *inlineRouter) subscribe(b *Broker, s *subscription) {
+	b.guard.mu.RLock()
+	defer b.guard.mu.RUnlock()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, pk := range b.srv.Topics.Messages(s.filter) {
+		s.offer(Message{Topic: pk.TopicName, Payload: append([]byte(nil), pk.Payload...), Retained: true})
+	}
+	r.routes.add(s)
+}
+
+func (r *inlineRouter) unsubscribe(s *subscription) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.routes.remove(s)
 }

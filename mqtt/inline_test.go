@@ -1,11 +1,16 @@
 package mqtt
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"testing"
 	"time"
+
+	"github.com/mochi-mqtt/server/v2/packets"
 )
 
 // TestInlineTalksToTCPClients: the broker's own client sees what TCP
@@ -99,4 +104,58 @@ func TestInlineRetainedWhileSubscribing(t *testing.T) {
 		}
 	}
 	<-done
+}
+
+// TestInlineSeesWillsAndLiveRetainFlag: a device's last will (sent by the
+// broker when its connection drops, not published by anyone) reaches inline
+// subscriptions, and a message delivered to an established subscription is
+// live (Retained false) even when it was published with retain, as over TCP.
+func TestInlineSeesWillsAndLiveRetainFlag(t *testing.T) {
+	b := startBroker(t, "127.0.0.1:0")
+	in := b.Inline(quietLogger())
+	defer in.Close()
+	var got inbox
+	if err := in.Subscribe("dev/#", 0, got.handle); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", b.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	connect := packets.Packet{
+		FixedHeader:     packets.FixedHeader{Type: packets.Connect},
+		ProtocolVersion: 4,
+		Connect: packets.ConnectParams{
+			ProtocolName: []byte("MQTT"), Clean: true, Keepalive: 30, ClientIdentifier: "plug",
+			WillFlag: true, WillTopic: "dev/plug/availability", WillPayload: []byte("offline"), WillRetain: true,
+		},
+	}
+	var buf bytes.Buffer
+	if err := connect.ConnectEncode(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Write(buf.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	connack := make([]byte, 4)
+	if _, err := io.ReadFull(conn, connack); err != nil || connack[0]>>4 != packets.Connack || connack[3] != 0 {
+		t.Fatalf("CONNACK %x: %v", connack, err)
+	}
+	dev := dial(t, b.URL())
+	if err := dev.Publish(ctxT(t), "dev/plug/state", []byte("ON"), 1, true); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Second, "the live retained publish", func() bool { _, ok := got.find("ON"); return ok })
+	if m, _ := got.find("ON"); m.Retained {
+		t.Error("a live message to an established subscription has Retained set")
+	}
+	conn.Close() // dropped without DISCONNECT: the broker sends the will
+	waitFor(t, 3*time.Second, "the last will", func() bool { _, ok := got.find("offline"); return ok })
+	// A later subscription gets the (retained) will as a retained message.
+	var late inbox
+	if err := in.Subscribe("dev/plug/availability", 0, late.handle); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Second, "the retained will", func() bool { m, ok := late.find("offline"); return ok && m.Retained })
 }

@@ -12,16 +12,22 @@ import (
 )
 
 type subscription struct {
-	filter string
-	qos    byte
-	h      Handler
-	queue  chan Message
+	filter  string
+	qos     byte
+	h       Handler
+	queue   chan Message
+	dropped *atomic.Uint64 // the owning client's drop count
+	log     *slog.Logger
+}
+
+func newSubscription(filter string, qos byte, h Handler, queueSize int, dropped *atomic.Uint64, log *slog.Logger) *subscription {
+	return &subscription{filter: filter, qos: qos, h: h, queue: make(chan Message, queueSize), dropped: dropped, log: log}
 }
 
 func (c *Client) resubscribeAll() {
 	c.mu.Lock()
-	want := make(map[string]byte, len(c.subs))
-	for f, subs := range c.subs {
+	want := make(map[string]byte, len(c.subs.byFilter))
+	for f, subs := range c.subs.byFilter {
 		want[f] = maxQoS(subs)
 	}
 	first := !c.ready
@@ -96,29 +102,18 @@ func (c *Client) deliver(_ paho.Client, pm paho.Message) {
 	m := Message{Topic: pm.Topic(), Payload: pm.Payload(), Retained: pm.Retained()}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for _, s := range c.subs[m.Topic] {
-		c.enqueue(s, m)
-	}
-	for _, f := range c.wild {
-		if topicMatch(f, m.Topic) {
-			for _, s := range c.subs[f] {
-				c.enqueue(s, m)
-			}
-		}
-	}
+	c.subs.match(m.Topic, func(s *subscription) { s.offer(m) })
 }
 
-func (c *Client) enqueue(s *subscription, m Message) { s.offer(m, &c.dropped, c.log) }
-
 // offer queues m for the handler without blocking: a handler QueueSize
-// messages behind loses m (counted in dropped, logged now and then). Shared
-// by Client and Inline.
-func (s *subscription) offer(m Message, dropped *atomic.Uint64, log *slog.Logger) {
+// messages behind loses m (counted in its client's drop count, logged now
+// and then). Shared by Client and Inline.
+func (s *subscription) offer(m Message) {
 	select {
 	case s.queue <- m:
 	default:
-		if n := dropped.Add(1); n == 1 || n%1000 == 0 {
-			log.Warn("handler too slow; message dropped", "filter", s.filter, "topic", m.Topic, "dropped_total", n)
+		if n := s.dropped.Add(1); n == 1 || n%1000 == 0 {
+			s.log.Warn("handler too slow; message dropped", "filter", s.filter, "topic", m.Topic, "dropped_total", n)
 		}
 	}
 }
@@ -188,17 +183,13 @@ func (c *Client) Subscribe(filter string, qos byte, h Handler) error {
 	if qos > 2 || h == nil {
 		return fmt.Errorf("mqtt: subscribe %q: invalid qos %d or nil handler", filter, qos)
 	}
-	s := &subscription{filter: filter, qos: qos, h: h, queue: make(chan Message, c.opts.QueueSize)}
+	s := newSubscription(filter, qos, h, c.opts.QueueSize, &c.dropped, c.log)
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return fmt.Errorf("mqtt: subscribe %q: client closed", filter)
 	}
-	if len(c.subs[filter]) == 0 && isWild(filter) {
-		c.wild = append(c.wild, filter)
-	}
-	c.subs[filter] = append(c.subs[filter], s)
-	q := maxQoS(c.subs[filter])
+	q := maxQoS(c.subs.add(s))
 	ready := c.ready
 	c.wg.Add(1)
 	c.mu.Unlock()
@@ -220,22 +211,7 @@ func (c *Client) Subscribe(filter string, qos byte, h Handler) error {
 func (c *Client) removeSub(s *subscription) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	subs := c.subs[s.filter]
-	for i, x := range subs {
-		if x == s {
-			c.subs[s.filter] = append(subs[:i:i], subs[i+1:]...)
-			break
-		}
-	}
-	if len(c.subs[s.filter]) == 0 {
-		delete(c.subs, s.filter)
-		for i, f := range c.wild {
-			if f == s.filter {
-				c.wild = append(c.wild[:i:i], c.wild[i+1:]...)
-				break
-			}
-		}
-	}
+	c.subs.remove(s)
 	// The dispatcher keeps running until Close; it just gets no messages.
 }
 
