@@ -96,6 +96,7 @@ type Catalog struct {
 	subbed  map[string]bool // topics subscribed beyond the two wildcards
 	subQ    []string
 	subWake chan struct{}
+	intern  *interner // shares equal schemas, tags and texts between entries
 
 	snap atomic.Pointer[Snapshot]
 }
@@ -149,8 +150,9 @@ func NewCatalog(o Options) *Catalog {
 		subs:    map[int]func(Change){},
 		subbed:  map[string]bool{},
 		subWake: make(chan struct{}, 1),
+		intern:  newInterner(),
 	}
-	c.snap.Store(&Snapshot{byID: map[string]*pilotage.Entry{}, hashes: map[string]string{}})
+	c.snap.Store(&Snapshot{byID: map[string]*pilotage.Entry{}})
 	tx := c.begin()
 	c.rebuildLocked(tx)
 	c.finish(tx)

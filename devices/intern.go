@@ -1,0 +1,80 @@
+package devices
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// interner shares equal immutable values (schemas, tag lists, names and
+// descriptions) between the entries of one catalog: many devices of one
+// model describe themselves identically, and every live object is marked by
+// every garbage collection. Shared slices have len == cap, so an append by a
+// reader copies instead of writing into a neighbour's value.
+type interner struct {
+	raws map[string]json.RawMessage
+	strs map[string]string
+	tags map[string][]string
+}
+
+// maxInterned bounds the tables; they start over when full (values already
+// shared stay shared, only later builds stop finding them).
+const maxInterned = 4096
+
+func newInterner() *interner {
+	return &interner{raws: map[string]json.RawMessage{}, strs: map[string]string{}, tags: map[string][]string{}}
+}
+
+func (in *interner) trim() {
+	if len(in.raws)+len(in.strs)+len(in.tags) > maxInterned {
+		*in = *newInterner()
+	}
+}
+
+func (in *interner) raw(b json.RawMessage) json.RawMessage {
+	if v, ok := in.raws[string(b)]; ok {
+		return v
+	}
+	b = b[:len(b):len(b)]
+	in.raws[string(b)] = b
+	return b
+}
+
+func (in *interner) str(s string) string {
+	if s == "" {
+		return ""
+	}
+	if v, ok := in.strs[s]; ok {
+		return v
+	}
+	s = strings.Clone(s)
+	in.strs[s] = s
+	return s
+}
+
+// concat is in.str(a + b) without building a + b when it is known.
+func (in *interner) concat(a, b string) string {
+	n := len(a) + len(b)
+	if n <= 64 {
+		var buf [64]byte
+		k := append(append(buf[:0], a...), b...)
+		if v, ok := in.strs[string(k)]; ok {
+			return v
+		}
+	}
+	s := a + b
+	in.strs[s] = s
+	return s
+}
+
+func (in *interner) tagList(tags []string) []string {
+	if len(tags) == 0 {
+		return tags
+	}
+	key := strings.Join(tags, "\x00")
+	if v, ok := in.tags[key]; ok {
+		return v
+	}
+	tags = tags[:len(tags):len(tags)]
+	in.tags[key] = tags
+	return tags
+}
