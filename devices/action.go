@@ -56,6 +56,15 @@ func (a *action) inputSchema() map[string]any {
 	return s
 }
 
+// dropSchemas forgets the schemas of built fields: only Call's checks read
+// fields once their action's entry exists.
+func dropSchemas(fields map[string]*field) {
+	for _, f := range fields {
+		f.schema = nil
+		dropSchemas(f.props)
+	}
+}
+
 func fnum(v float64) *float64 { return &v }
 
 func numField(desc string, min, max *float64, step float64, unit string) *field {

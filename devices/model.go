@@ -118,7 +118,23 @@ func (s *devSpec) buildEntries(in *interner) []pilotage.Entry {
 		off = ends[i]
 	}
 	s.entries, s.built = out, true
+	s.dropBuildState()
 	return out
+}
+
+// dropBuildState forgets what only buildEntries reads: schemas, texts and
+// event values. Of the states, rebuildLocked still reads the unsupported.
+func (s *devSpec) dropBuildState() {
+	var keep []stateSpec
+	for _, st := range s.states {
+		if st.unsupported != "" {
+			keep = append(keep, stateSpec{id: st.id, unsupported: st.unsupported})
+		}
+	}
+	s.states, s.events = keep, nil
+	for _, a := range s.actions {
+		dropSchemas(a.fields)
+	}
 }
 
 type stateSpec struct {

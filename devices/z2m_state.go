@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// stateRoute merges a (partial) JSON state object into the device.
-func (z *z2mSource) stateRoute(dev string, props map[string]*z2mProp) route {
+// stateRoute merges a (partial) JSON state object into the device; props
+// are sorted by key.
+func (z *z2mSource) stateRoute(dev string, props []z2mProp) route {
 	return func(tx *txn, payload []byte) {
 		var obj map[string]any
 		if err := json.Unmarshal(payload, &obj); err != nil || obj == nil {
@@ -23,9 +24,16 @@ func (z *z2mSource) stateRoute(dev string, props map[string]*z2mProp) route {
 		sort.Strings(keys)
 		d := tx.dev(dev)
 		d.lastSeen = tx.now
+		j := 0
 		for _, k := range keys {
 			v := obj[k]
-			p := props[k]
+			for j < len(props) && props[j].key < k {
+				j++
+			}
+			var p *z2mProp
+			if j < len(props) && props[j].key == k {
+				p = &props[j]
+			}
 			switch {
 			case p == nil:
 				d.obj[k] = v
