@@ -78,3 +78,27 @@ func (in *interner) tagList(tags []string) []string {
 	in.tags[key] = tags
 	return tags
 }
+
+// textSlab builds several strings as substrings of one allocation: add
+// names the destination, done fills them all in.
+type textSlab struct {
+	buf  []byte
+	dsts []*string
+	ends []int
+}
+
+func (t *textSlab) add(dst *string, parts ...string) {
+	for _, p := range parts {
+		t.buf = append(t.buf, p...)
+	}
+	t.dsts = append(t.dsts, dst)
+	t.ends = append(t.ends, len(t.buf))
+}
+
+func (t *textSlab) done() {
+	all, start := string(t.buf), 0
+	for i, d := range t.dsts {
+		*d = all[start:t.ends[i]]
+		start = t.ends[i]
+	}
+}

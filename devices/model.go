@@ -66,7 +66,8 @@ type devSpec struct {
 	modelName      string
 	area           string
 	tags           []string
-	noDevice       bool // notification channels: actions only
+	deviceTag      string // "device:<id>" when built ahead
+	noDevice       bool   // notification channels: actions only
 	states         []stateSpec
 	events         []eventSpec
 	actions        []*action
@@ -132,6 +133,7 @@ func (s *devSpec) dropBuildState() {
 		}
 	}
 	s.states, s.events = keep, nil
+	s.name, s.desc, s.typ, s.manufacturer, s.modelName, s.area, s.tags, s.deviceTag = "", "", "", "", "", "", nil, ""
 	for _, a := range s.actions {
 		dropSchemas(a.fields)
 	}
@@ -444,8 +446,12 @@ func deviceEntry(s *devSpec, in *interner) pilotage.Entry {
 // childTags is the tag list shared by the states, events and actions of a
 // device.
 func childTags(s *devSpec, in *interner) []string {
+	dt := s.deviceTag
+	if dt == "" {
+		dt = "device:" + s.id
+	}
 	tags := make([]string, 0, 3)
-	tags = append(tags, "device:"+s.id, in.concat("source:", s.source))
+	tags = append(tags, dt, in.concat("source:", s.source))
 	if s.area != "" {
 		tags = append(tags, in.concat("area:", s.area))
 	}

@@ -231,6 +231,7 @@ type z2mBuilder struct {
 	props      map[string]z2mProp
 	stateIdx   map[string]int
 	act        *action
+	sids       map[string]string // key -> id
 	typ        string
 	hasAction  bool
 	hasBinary  bool
@@ -238,11 +239,40 @@ type z2mBuilder struct {
 }
 
 func (z *z2mSource) buildDevice(id string, d *z2mDevice) *devSpec {
-	topic := z.base + "/" + d.FriendlyName
 	s := &devSpec{id: id, name: d.FriendlyName, source: "zigbee2mqtt", area: d.Area}
-	b := &z2mBuilder{spec: s, props: map[string]z2mProp{}, stateIdx: map[string]int{}}
-	b.act = newAction(id+".set", d.FriendlyName+" set", "", pilotage.RiskControl)
-	z.routeAvailability(s, topic+"/availability")
+	b := &z2mBuilder{spec: s, props: map[string]z2mProp{}, stateIdx: map[string]int{}, sids: map[string]string{}}
+	// The device's own strings (topics, ids) are substrings of one string.
+	var topic, availTopic, setTopic, actID, actName string
+	var sl textSlab
+	sl.add(&topic, z.base, "/", d.FriendlyName)
+	sl.add(&availTopic, z.base, "/", d.FriendlyName, "/availability")
+	sl.add(&setTopic, z.base, "/", d.FriendlyName, "/set")
+	sl.add(&actID, id, ".set")
+	sl.add(&actName, d.FriendlyName, " set")
+	sl.add(&s.deviceTag, "device:", id)
+	if d.Definition != nil {
+		keys := map[string]bool{}
+		for _, e := range d.Definition.Exposes {
+			routedKeys(e, keys)
+		}
+		ks := make([]string, 0, len(keys))
+		for k := range keys {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		sids := make([]string, len(ks))
+		for i, k := range ks {
+			sl.add(&sids[i], id, ".", slug(k))
+		}
+		sl.done()
+		for i, k := range ks {
+			b.sids[k] = sids[i]
+		}
+	} else {
+		sl.done()
+	}
+	b.act = newAction(actID, actName, "", pilotage.RiskControl)
+	z.routeAvailability(s, availTopic)
 	if d.Definition == nil {
 		s.desc = "Zigbee device not yet interviewed or not supported by Zigbee2MQTT; no states are known."
 		s.tags = append(s.tags, "supported:false")
@@ -266,15 +296,37 @@ func (z *z2mSource) buildDevice(id string, d *z2mDevice) *devSpec {
 		}
 		b.act.desc = fmt.Sprintf("Set settable properties of %s (%s); publishes a JSON object to %s/set.", d.FriendlyName, s.desc, topic)
 		b.act.send = func(ctx context.Context, p *sender, args map[string]any) error {
-			return p.publishJSON(ctx, topic+"/set", args)
+			return p.publishJSON(ctx, setTopic, args)
 		}
 		s.actions = append(s.actions, b.act)
 	}
 	s.routes = append(s.routes, topicRoute{topic, z.stateRoute(id, sortedProps(b.props))})
 	if b.hasAction {
-		s.routes = append(s.routes, topicRoute{topic + "/action", z.actionRoute(id, id+".action")})
+		s.routes = append(s.routes, topicRoute{topic + "/action", z.actionRoute(id, b.sid("action"))})
 	}
 	return s
+}
+
+// routedKeys collects the keys walk gives an id to.
+func routedKeys(e expose, keys map[string]bool) {
+	switch e.Type {
+	case "composite", "binary", "numeric", "enum", "text", "list":
+		if k := exposeKey(e); k != "" {
+			keys[k] = true
+		}
+	default:
+		for _, f := range e.Features {
+			routedKeys(f, keys)
+		}
+	}
+}
+
+// sid is the state (or event) id of a key of the device's JSON state.
+func (b *z2mBuilder) sid(key string) string {
+	if id, ok := b.sids[key]; ok {
+		return id
+	}
+	return b.spec.id + "." + slug(key)
 }
 
 func isSecurityType(t string) bool {
@@ -363,7 +415,7 @@ func (b *z2mBuilder) leaf(e expose) {
 	if key == "" {
 		return
 	}
-	sid := b.spec.id + "." + slug(key)
+	sid := b.sid(key)
 	if e.Access&accessPublished != 0 {
 		if key == "action" && e.Type == "enum" && e.Access&accessSet == 0 {
 			b.hasAction = true
@@ -415,7 +467,7 @@ func (b *z2mBuilder) composite(e expose) {
 	if key == "" {
 		return
 	}
-	sid := b.spec.id + "." + slug(key)
+	sid := b.sid(key)
 	if e.Access&accessPublished != 0 {
 		props := map[string]any{}
 		for _, f := range e.Features {
