@@ -87,7 +87,7 @@ type Catalog struct {
 	z2m     *z2mSource
 	ha      *haSource
 	model   *model // routing and actions of the current snapshot
-	live    map[string]*liveVal
+	live    map[string]liveVal
 	devLive map[string]*devLive
 	pending map[string][]byte // last payload of topics nobody routes yet (bounded)
 	subs    map[int]func(Change)
@@ -144,7 +144,7 @@ func NewCatalog(o Options) *Catalog {
 		now:     o.Now,
 		z2m:     newZ2MSource(o.Z2MBase),
 		ha:      newHASource(o.HAPrefix),
-		live:    map[string]*liveVal{},
+		live:    map[string]liveVal{},
 		devLive: map[string]*devLive{},
 		pending: map[string][]byte{},
 		subs:    map[int]func(Change){},

@@ -71,7 +71,9 @@ type devSpec struct {
 	states         []stateSpec
 	events         []eventSpec
 	actions        []*action
-	routes         []topicRoute
+	routes         []topicRoute // while building; then routeTopics and routeFns
+	routeTopics    []string
+	routeFns       []route
 	entries        []pilotage.Entry // built once per spec, revision set
 	built          bool
 }
@@ -133,6 +135,12 @@ func (s *devSpec) dropBuildState() {
 		}
 	}
 	s.states, s.events = keep, nil
+	s.routeTopics = make([]string, len(s.routes))
+	s.routeFns = make([]route, len(s.routes))
+	for i, r := range s.routes {
+		s.routeTopics[i], s.routeFns[i] = r.topic, r.fn
+	}
+	s.routes = nil
 	s.name, s.desc, s.typ, s.manufacturer, s.modelName, s.area, s.tags, s.deviceTag = "", "", "", "", "", "", nil, ""
 	for _, a := range s.actions {
 		dropSchemas(a.fields)
@@ -188,10 +196,9 @@ func (tx *txn) dev(id string) *devLive {
 
 // setState records a state value; prop is the key in the device object.
 func (tx *txn) setState(dev, id, prop string, v any) {
-	lv := tx.c.live[id]
-	if lv == nil {
-		lv = &liveVal{dev: dev, unsupported: tx.c.model.unsupported[id]}
-		tx.c.live[id] = lv
+	lv, ok := tx.c.live[id]
+	if !ok {
+		lv = liveVal{dev: dev, unsupported: tx.c.model.unsupported[id]}
 	}
 	lv.lastSeen = tx.now
 	d := tx.dev(dev)
@@ -200,10 +207,12 @@ func (tx *txn) setState(dev, id, prop string, v any) {
 		d.obj[prop] = v
 	}
 	if lv.unsupported != "" || equalValues(lv.value, v) {
+		tx.c.live[id] = lv
 		return
 	}
 	prev := lv.value
 	lv.value = v
+	tx.c.live[id] = lv
 	tx.changes = append(tx.changes, Change{Kind: ChangeState, ID: id, Value: v, Prev: prev, Time: tx.now})
 }
 
@@ -211,12 +220,12 @@ func (tx *txn) setState(dev, id, prop string, v any) {
 func (tx *txn) fireEvent(dev, id string, v any) {
 	d := tx.dev(dev)
 	d.lastSeen = tx.now
-	lv := tx.c.live[id]
-	if lv == nil {
-		lv = &liveVal{dev: dev}
-		tx.c.live[id] = lv
+	lv, ok := tx.c.live[id]
+	if !ok {
+		lv = liveVal{dev: dev}
 	}
 	lv.value, lv.lastSeen = v, tx.now
+	tx.c.live[id] = lv
 	tx.changes = append(tx.changes, Change{Kind: ChangeEvent, ID: id, Value: v, Time: tx.now})
 }
 
@@ -318,8 +327,12 @@ func (c *Catalog) rebuildLocked(tx *txn) {
 				m.actions[a.id] = a
 			}
 		}
-		for _, r := range s.routes {
-			m.routes[r.topic] = append(m.routes[r.topic], r.fn)
+		for i, t := range s.routeTopics {
+			if rs, ok := m.routes[t]; ok {
+				m.routes[t] = append(rs, s.routeFns[i])
+			} else {
+				m.routes[t] = s.routeFns[i : i+1 : i+1] // shared: an append copies
+			}
 		}
 	}
 	m.devOf = devOf
@@ -376,6 +389,7 @@ func (c *Catalog) pruneLive(byID map[string]*pilotage.Entry) {
 		if lv.unsupported != "" {
 			lv.value = nil
 		}
+		c.live[id] = lv
 	}
 	for id := range c.devLive {
 		if _, ok := byID[id]; !ok {

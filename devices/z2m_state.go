@@ -45,7 +45,7 @@ func (z *z2mSource) stateRoute(dev string, props []z2mProp) route {
 				if p.number {
 					v = coerceNumber(v)
 				}
-				tx.setState(dev, p.id, k, v)
+				tx.setState(dev, p.id, p.key, v) // the key kept with the route, not the message's copy
 			}
 		}
 	}
