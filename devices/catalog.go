@@ -138,11 +138,12 @@ func NewCatalog(o Options) *Catalog {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	in := newInterner()
 	c := &Catalog{
 		opts:    o,
 		log:     o.Logger.With("component", "devices"),
 		now:     o.Now,
-		z2m:     newZ2MSource(o.Z2MBase),
+		z2m:     newZ2MSource(o.Z2MBase, in),
 		ha:      newHASource(o.HAPrefix),
 		live:    map[string]liveVal{},
 		devLive: map[string]*devLive{},
@@ -150,7 +151,7 @@ func NewCatalog(o Options) *Catalog {
 		subs:    map[int]func(Change){},
 		subbed:  map[string]bool{},
 		subWake: make(chan struct{}, 1),
-		intern:  newInterner(),
+		intern:  in,
 	}
 	c.snap.Store(&Snapshot{byID: map[string]*pilotage.Entry{}})
 	tx := c.begin()
@@ -254,9 +255,7 @@ func (c *Catalog) handleLocked(tx *txn, m mqtt.Message) {
 		return
 	}
 	if rs, ok := c.model.routes[t]; ok {
-		for _, r := range rs {
-			r(tx, m.Payload)
-		}
+		rs.run(tx, m.Payload)
 		return
 	}
 	if len(m.Payload) > maxPendingPayload {

@@ -49,9 +49,22 @@ type topicRoute struct {
 	fn    route
 }
 
+// routeSet is the routes of one topic: nearly always one.
+type routeSet struct {
+	fn   route
+	more []route
+}
+
+func (rs routeSet) run(tx *txn, payload []byte) {
+	rs.fn(tx, payload)
+	for _, r := range rs.more {
+		r(tx, payload)
+	}
+}
+
 // model is the routing and action table that goes with a snapshot.
 type model struct {
-	routes      map[string][]route
+	routes      map[string]routeSet
 	actions     map[string]*action
 	unsupported map[string]string
 	devOf       map[string]string // entry id -> device id
@@ -71,9 +84,7 @@ type devSpec struct {
 	states         []stateSpec
 	events         []eventSpec
 	actions        []*action
-	routes         []topicRoute // while building; then routeTopics and routeFns
-	routeTopics    []string
-	routeFns       []route
+	routes         []topicRoute
 	entries        []pilotage.Entry // built once per spec, revision set
 	built          bool
 }
@@ -135,12 +146,6 @@ func (s *devSpec) dropBuildState() {
 		}
 	}
 	s.states, s.events = keep, nil
-	s.routeTopics = make([]string, len(s.routes))
-	s.routeFns = make([]route, len(s.routes))
-	for i, r := range s.routes {
-		s.routeTopics[i], s.routeFns[i] = r.topic, r.fn
-	}
-	s.routes = nil
 	s.name, s.desc, s.typ, s.manufacturer, s.modelName, s.area, s.tags, s.deviceTag = "", "", "", "", "", "", nil, ""
 	for _, a := range s.actions {
 		dropSchemas(a.fields)
@@ -291,7 +296,7 @@ func (c *Catalog) rebuildLocked(tx *txn) {
 	specs = append(specs, c.ha.build(c.log, taken)...)
 	specs = append(specs, notifySpecs(c.opts.Notify)...)
 
-	m := &model{routes: map[string][]route{}, actions: map[string]*action{}, unsupported: map[string]string{}}
+	m := &model{routes: map[string]routeSet{}, actions: map[string]*action{}, unsupported: map[string]string{}}
 	byID := map[string]*pilotage.Entry{}
 	devOf := map[string]string{}
 	add := func(e *pilotage.Entry, dev string) bool {
@@ -327,11 +332,12 @@ func (c *Catalog) rebuildLocked(tx *txn) {
 				m.actions[a.id] = a
 			}
 		}
-		for i, t := range s.routeTopics {
-			if rs, ok := m.routes[t]; ok {
-				m.routes[t] = append(rs, s.routeFns[i])
+		for _, r := range s.routes {
+			if rs, ok := m.routes[r.topic]; ok {
+				rs.more = append(rs.more, r.fn)
+				m.routes[r.topic] = rs
 			} else {
-				m.routes[t] = s.routeFns[i : i+1 : i+1] // shared: an append copies
+				m.routes[r.topic] = routeSet{fn: r.fn}
 			}
 		}
 	}
@@ -428,9 +434,7 @@ func (c *Catalog) replayPending(tx *txn) {
 	for _, t := range topics {
 		p := c.pending[t]
 		delete(c.pending, t)
-		for _, r := range c.model.routes[t] {
-			r(tx, p)
-		}
+		c.model.routes[t].run(tx, p)
 	}
 }
 

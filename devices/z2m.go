@@ -20,6 +20,7 @@ type z2mSource struct {
 	devices []z2mHead
 	raws    []string             // each device's JSON, the cache key with its id
 	cache   map[string]z2mCached // id -> spec built from raw
+	in      *interner            // the catalog's: shares state keys between devices
 	// lastFire dedupes an action seen both in the JSON state and on the
 	// plain <name>/action topic.
 	lastFire map[string]firing
@@ -31,14 +32,17 @@ type firing struct {
 	at        time.Time
 }
 
-// z2mHead is the part of a device every rebuild reads.
+// z2mHead is the part of a device every rebuild reads; its friendly name
+// and IEEE address share one string.
 type z2mHead struct {
 	ieee, friendlyName string
 	skip               bool // the coordinator, or disabled
 }
 
 func headOf(d *z2mDevice) z2mHead {
-	return z2mHead{ieee: d.IEEE, friendlyName: d.FriendlyName, skip: d.Type == "Coordinator" || d.Disabled}
+	both := d.FriendlyName + d.IEEE
+	n := len(d.FriendlyName)
+	return z2mHead{ieee: both[n:], friendlyName: both[:n], skip: d.Type == "Coordinator" || d.Disabled}
 }
 
 type z2mCached struct {
@@ -93,8 +97,8 @@ const (
 	accessSet       = 2
 )
 
-func newZ2MSource(base string) *z2mSource {
-	return &z2mSource{base: base, lastFire: map[string]firing{}}
+func newZ2MSource(base string, in *interner) *z2mSource {
+	return &z2mSource{base: base, lastFire: map[string]firing{}, in: in}
 }
 
 // handleDevices replaces the device list; a malformed payload keeps the old.
@@ -227,6 +231,7 @@ func sortedProps(m map[string]z2mProp) []z2mProp {
 }
 
 type z2mBuilder struct {
+	in         *interner
 	spec       *devSpec
 	props      map[string]z2mProp
 	stateIdx   map[string]int
@@ -240,7 +245,7 @@ type z2mBuilder struct {
 
 func (z *z2mSource) buildDevice(id string, d *z2mDevice) *devSpec {
 	s := &devSpec{id: id, name: d.FriendlyName, source: "zigbee2mqtt", area: d.Area}
-	b := &z2mBuilder{spec: s, props: map[string]z2mProp{}, stateIdx: map[string]int{}, sids: map[string]string{}}
+	b := &z2mBuilder{in: z.in, spec: s, props: map[string]z2mProp{}, stateIdx: map[string]int{}, sids: map[string]string{}}
 	// The device's own strings (topics, ids) are substrings of one string.
 	var topic, availTopic, setTopic, actID, actName string
 	var sl textSlab
@@ -411,7 +416,7 @@ func exposeName(e expose) string {
 }
 
 func (b *z2mBuilder) leaf(e expose) {
-	key := exposeKey(e)
+	key := b.in.str(exposeKey(e))
 	if key == "" {
 		return
 	}
@@ -463,7 +468,7 @@ func mergeObjectSchema(dst, src map[string]any) {
 }
 
 func (b *z2mBuilder) composite(e expose) {
-	key := exposeKey(e)
+	key := b.in.str(exposeKey(e))
 	if key == "" {
 		return
 	}
