@@ -91,6 +91,8 @@ type Catalog struct {
 	devLive map[string]*devLive
 	pending map[string][]byte // last payload of topics nobody routes yet (bounded)
 	subs    map[int]func(Change)
+	subList []func(Change) // subs by id (listSubs)
+	tx      txn            // the transaction of the running HandleMessage
 	nextSub int
 	conn    mqtt.PubSub
 	subbed  map[string]bool // topics subscribed beyond the two wildcards
@@ -157,6 +159,7 @@ func NewCatalog(o Options) *Catalog {
 	tx := c.begin()
 	c.rebuildLocked(tx)
 	c.finish(tx)
+	tx.end()
 	return c
 }
 
@@ -232,6 +235,7 @@ func (c *Catalog) HandleMessage(m mqtt.Message) {
 	if tx.newSubs {
 		c.wakeSubscriber()
 	}
+	tx.end()
 }
 
 func (c *Catalog) handleLocked(tx *txn, m mqtt.Message) {
@@ -274,12 +278,14 @@ func (c *Catalog) Subscribe(fn func(Change)) (cancel func()) {
 	id := c.nextSub
 	c.nextSub++
 	c.subs[id] = fn
+	c.listSubs()
 	c.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			c.mu.Lock()
 			delete(c.subs, id)
+			c.listSubs()
 			c.mu.Unlock()
 		})
 	}

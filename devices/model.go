@@ -171,13 +171,37 @@ type txn struct {
 	newSubs bool
 }
 
-func (c *Catalog) begin() *txn { return &txn{c: c, now: c.now()} }
+// begin starts the transaction of one HandleMessage (or of NewCatalog):
+// the ingest lock serialises them, so one txn and its change buffer are
+// reused; end releases what it refers to.
+func (c *Catalog) begin() *txn {
+	tx := &c.tx
+	*tx = txn{c: c, now: c.now(), changes: tx.changes[:0]}
+	return tx
+}
+
+// end forgets the values of the finished transaction and keeps a small
+// change buffer for the next.
+func (tx *txn) end() {
+	clear(tx.changes)
+	if cap(tx.changes) > 64 {
+		tx.changes = nil
+	}
+	tx.changes = tx.changes[:0]
+}
 
 // finish returns the subscribers to notify (nil when nothing changed).
 func (c *Catalog) finish(tx *txn) []func(Change) {
 	if len(tx.changes) == 0 || len(c.subs) == 0 {
 		return nil
 	}
+	return c.subList
+}
+
+// listSubs recomputes subList, the subscribers in subscription order. It
+// is replaced, never changed in place, so a finished transaction may use
+// it after the lock is released.
+func (c *Catalog) listSubs() {
 	ids := make([]int, 0, len(c.subs))
 	for id := range c.subs {
 		ids = append(ids, id)
@@ -187,7 +211,7 @@ func (c *Catalog) finish(tx *txn) []func(Change) {
 	for i, id := range ids {
 		out[i] = c.subs[id]
 	}
-	return out
+	c.subList = out
 }
 
 func (tx *txn) dev(id string) *devLive {

@@ -300,7 +300,7 @@ func (z *z2mSource) buildDevice(id string, d *z2mDevice) *devSpec {
 			b.act.risk = pilotage.RiskSecurity
 		}
 		b.act.desc = fmt.Sprintf("Set settable properties of %s (%s); publishes a JSON object to %s/set.", d.FriendlyName, s.desc, topic)
-		b.act.send = func(ctx context.Context, p *sender, args map[string]any) error {
+		b.act.send = func(ctx context.Context, p sender, args map[string]any) error {
 			return p.publishJSON(ctx, setTopic, args)
 		}
 		s.actions = append(s.actions, b.act)
