@@ -99,6 +99,7 @@ type Catalog struct {
 	subQ    []string
 	subWake chan struct{}
 	intern  *interner // shares equal schemas, tags and texts between entries
+	topics  struct{ devices, event, haPrefix string }
 
 	snap atomic.Pointer[Snapshot]
 }
@@ -155,6 +156,9 @@ func NewCatalog(o Options) *Catalog {
 		subWake: make(chan struct{}, 1),
 		intern:  in,
 	}
+	c.topics.devices = o.Z2MBase + "/bridge/devices"
+	c.topics.event = o.Z2MBase + "/bridge/event"
+	c.topics.haPrefix = o.HAPrefix + "/"
 	c.snap.Store(&Snapshot{byID: map[string]*pilotage.Entry{}})
 	tx := c.begin()
 	c.rebuildLocked(tx)
@@ -240,19 +244,18 @@ func (c *Catalog) HandleMessage(m mqtt.Message) {
 
 func (c *Catalog) handleLocked(tx *txn, m mqtt.Message) {
 	t := m.Topic
-	base, prefix := c.opts.Z2MBase+"/", c.opts.HAPrefix+"/"
 	switch {
-	case t == base+"bridge/devices":
+	case t == c.topics.devices:
 		if c.z2m.handleDevices(c.log, m.Payload) {
 			c.rebuildLocked(tx)
 		}
 		return
-	case t == base+"bridge/event":
+	case t == c.topics.event:
 		if c.z2m.handleEvent(c.log, m.Payload) {
 			c.rebuildLocked(tx)
 		}
 		return
-	case strings.HasPrefix(t, prefix) && strings.HasSuffix(t, "/config"):
+	case strings.HasPrefix(t, c.topics.haPrefix) && strings.HasSuffix(t, "/config"):
 		if c.ha.handleConfig(c.log, t, m.Payload) {
 			c.rebuildLocked(tx)
 		}
