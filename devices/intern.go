@@ -2,6 +2,9 @@ package devices
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
 	"strings"
 )
 
@@ -11,9 +14,10 @@ import (
 // every garbage collection. Shared slices have len == cap, so an append by a
 // reader copies instead of writing into a neighbour's value.
 type interner struct {
-	raws map[string]json.RawMessage
-	strs map[string]string
-	tags map[string][]string
+	raws   map[string]json.RawMessage
+	strs   map[string]string
+	tags   map[string][]string
+	fields map[string]map[string]*field
 }
 
 // maxInterned bounds the tables; they start over when full (values already
@@ -21,11 +25,12 @@ type interner struct {
 const maxInterned = 4096
 
 func newInterner() *interner {
-	return &interner{raws: map[string]json.RawMessage{}, strs: map[string]string{}, tags: map[string][]string{}}
+	return &interner{raws: map[string]json.RawMessage{}, strs: map[string]string{}, tags: map[string][]string{},
+		fields: map[string]map[string]*field{}}
 }
 
 func (in *interner) trim() {
-	if len(in.raws)+len(in.strs)+len(in.tags) > maxInterned {
+	if len(in.raws)+len(in.strs)+len(in.tags)+len(in.fields) > maxInterned {
 		*in = *newInterner()
 	}
 }
@@ -64,6 +69,60 @@ func (in *interner) concat(a, b string) string {
 	s := a + b
 	in.strs[s] = s
 	return s
+}
+
+// fieldMap shares the checks of equal actions (every light of a model):
+// built fields are never changed, and only kind, enum, min, max and props
+// decide what Call accepts (the schemas are gone by now).
+func (in *interner) fieldMap(fields map[string]*field) map[string]*field {
+	var b strings.Builder
+	if !writeFieldsKey(&b, fields) {
+		return fields
+	}
+	key := b.String()
+	if v, ok := in.fields[key]; ok {
+		return v
+	}
+	in.fields[key] = fields
+	return fields
+}
+
+// writeFieldsKey writes what identifies the checks of fields; false when a
+// value has no JSON form to tell it by.
+func writeFieldsKey(b *strings.Builder, fields map[string]*field) bool {
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	b.WriteByte('{')
+	for _, k := range keys {
+		f := fields[k]
+		fmt.Fprintf(b, "%q:%s/", k, f.kind)
+		if f.enum != nil {
+			b.WriteString("enum")
+			for _, v := range f.enum {
+				j, err := json.Marshal(v)
+				if err != nil {
+					return false
+				}
+				fmt.Fprintf(b, "|%T=%s", v, j)
+			}
+		}
+		for _, p := range []*float64{f.min, f.max} {
+			if p == nil {
+				b.WriteString("/-")
+			} else {
+				fmt.Fprintf(b, "/%x", math.Float64bits(*p))
+			}
+		}
+		if f.props != nil && !writeFieldsKey(b, f.props) {
+			return false
+		}
+		b.WriteByte(';')
+	}
+	b.WriteByte('}')
+	return true
 }
 
 func (in *interner) tagList(tags []string) []string {

@@ -132,13 +132,13 @@ func (s *devSpec) buildEntries(in *interner) []pilotage.Entry {
 		off = ends[i]
 	}
 	s.entries, s.built = out, true
-	s.dropBuildState()
+	s.dropBuildState(in)
 	return out
 }
 
 // dropBuildState forgets what only buildEntries reads: schemas, texts and
 // event values. Of the states, rebuildLocked still reads the unsupported.
-func (s *devSpec) dropBuildState() {
+func (s *devSpec) dropBuildState(in *interner) {
 	var keep []stateSpec
 	for _, st := range s.states {
 		if st.unsupported != "" {
@@ -149,6 +149,7 @@ func (s *devSpec) dropBuildState() {
 	s.name, s.desc, s.typ, s.manufacturer, s.modelName, s.area, s.tags, s.deviceTag = "", "", "", "", "", "", nil, ""
 	for _, a := range s.actions {
 		dropSchemas(a.fields)
+		a.fields = in.fieldMap(a.fields)
 	}
 }
 

@@ -204,7 +204,7 @@ func (z *z2mSource) build(log *slog.Logger) []*devSpec {
 			d.FriendlyName = h.friendlyName // one copy of the name
 			ent = z2mCached{raw: z.raws[i], spec: z.buildDevice(id, &d)}
 		}
-		cache[id] = ent
+		cache[ent.spec.id] = ent // the spec's copy of the id, not this rebuild's
 		out = append(out, ent.spec)
 	}
 	z.cache = cache
@@ -276,6 +276,8 @@ func (z *z2mSource) buildDevice(id string, d *z2mDevice) *devSpec {
 	} else {
 		sl.done()
 	}
+	id = s.deviceTag[len("device:"):] // the slab's copy
+	s.id = id
 	b.act = newAction(actID, actName, "", pilotage.RiskControl)
 	z.routeAvailability(s, availTopic)
 	if d.Definition == nil {
