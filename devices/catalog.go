@@ -268,8 +268,13 @@ func (c *Catalog) handleLocked(tx *txn, m mqtt.Message) {
 	if len(m.Payload) > maxPendingPayload {
 		return
 	}
-	if len(c.pending) < maxPending || c.pending[t] != nil {
-		c.pending[t] = append([]byte(nil), m.Payload...)
+	if old := c.pending[t]; len(c.pending) < maxPending || old != nil {
+		if len(m.Payload) == 0 {
+			old = nil // as append([]byte(nil)) of nothing
+		}
+		// The old payload was never handed out (replayPending deletes
+		// before it routes), so its buffer is reused.
+		c.pending[t] = append(old[:0], m.Payload...)
 	}
 }
 
