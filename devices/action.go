@@ -34,7 +34,7 @@ type action struct {
 	required       []string
 	minProps       int
 	affects        map[string]string // arg key -> state id
-	send           func(ctx context.Context, p *sender, args map[string]any) error
+	send           func(ctx context.Context, p sender, args map[string]any) error
 }
 
 func newAction(id, name, desc string, risk pilotage.Risk) *action {
@@ -54,6 +54,15 @@ func (a *action) inputSchema() map[string]any {
 		s["required"] = a.required
 	}
 	return s
+}
+
+// dropSchemas forgets the schemas of built fields: only Call's checks read
+// fields once their action's entry exists.
+func dropSchemas(fields map[string]*field) {
+	for _, f := range fields {
+		f.schema = nil
+		dropSchemas(f.props)
+	}
 }
 
 func fnum(v float64) *float64 { return &v }
@@ -157,6 +166,22 @@ func normalize(v any) any {
 	return v
 }
 
+// isNormal reports whether normalize leaves v as it is (and a map of such
+// values needs no copy).
+func isNormal(v any) bool {
+	switch x := v.(type) {
+	case int, int32, int64, float32, uint8, uint, json.Number:
+		return false
+	case map[string]any:
+		for _, e := range x {
+			if !isNormal(e) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
 func (f *field) check(path string, v any) error {
 	if f.enum != nil {
 		for _, e := range f.enum {
@@ -201,7 +226,8 @@ func (f *field) check(path string, v any) error {
 }
 
 func checkProps(prefix string, fields map[string]*field, args map[string]any) error {
-	keys := make([]string, 0, len(args))
+	var buf [8]string
+	keys := buf[:0]
 	for k := range args {
 		keys = append(keys, k)
 	}
@@ -251,7 +277,7 @@ func (s *sender) publish(ctx context.Context, topic string, payload []byte) erro
 }
 
 func (s *sender) publishJSON(ctx context.Context, topic string, v any) error {
-	b, err := json.Marshal(v)
+	b, err := pilotage.AppendJSON(make([]byte, 0, 128), v) // exactly json.Marshal's bytes
 	if err != nil {
 		return fmt.Errorf("devices: %s: encode: %w", s.id, err)
 	}
@@ -269,14 +295,17 @@ func (c *Catalog) Call(ctx context.Context, id string, args map[string]any) erro
 	if a == nil {
 		return fmt.Errorf("devices: unknown action %q", id)
 	}
-	norm := make(map[string]any, len(args))
-	for k, v := range args {
-		norm[k] = normalize(v)
+	norm := args
+	if !isNormal(args) {
+		norm = make(map[string]any, len(args))
+		for k, v := range args {
+			norm[k] = normalize(v)
+		}
 	}
 	if err := a.validate(norm); err != nil {
 		return err
 	}
-	return a.send(ctx, &sender{id: id, conn: conn, http: notifyHTTP}, norm)
+	return a.send(ctx, sender{id: id, conn: conn, http: notifyHTTP}, norm)
 }
 
 // notifyHTTP posts to webhook notify channels (shared: an http.Client keeps
@@ -301,7 +330,7 @@ func notifySpecs(chs []NotifyChannel) []*devSpec {
 		a.fields["message"] = strField("Message text")
 		a.fields["title"] = strField("Optional title")
 		a.required = []string{"message"}
-		a.send = func(ctx context.Context, p *sender, args map[string]any) error {
+		a.send = func(ctx context.Context, p sender, args map[string]any) error {
 			body := map[string]any{"message": args["message"], "title": args["title"]}
 			if args["title"] == nil {
 				body["title"] = ""

@@ -87,15 +87,19 @@ type Catalog struct {
 	z2m     *z2mSource
 	ha      *haSource
 	model   *model // routing and actions of the current snapshot
-	live    map[string]*liveVal
+	live    map[string]liveVal
 	devLive map[string]*devLive
 	pending map[string][]byte // last payload of topics nobody routes yet (bounded)
 	subs    map[int]func(Change)
+	subList []func(Change) // subs by id (listSubs)
+	tx      txn            // the transaction of the running HandleMessage
 	nextSub int
 	conn    mqtt.PubSub
 	subbed  map[string]bool // topics subscribed beyond the two wildcards
 	subQ    []string
 	subWake chan struct{}
+	intern  *interner // shares equal schemas, tags and texts between entries
+	topics  struct{ devices, event, haPrefix string }
 
 	snap atomic.Pointer[Snapshot]
 }
@@ -137,23 +141,29 @@ func NewCatalog(o Options) *Catalog {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	in := newInterner()
 	c := &Catalog{
 		opts:    o,
 		log:     o.Logger.With("component", "devices"),
 		now:     o.Now,
-		z2m:     newZ2MSource(o.Z2MBase),
+		z2m:     newZ2MSource(o.Z2MBase, in),
 		ha:      newHASource(o.HAPrefix),
-		live:    map[string]*liveVal{},
+		live:    map[string]liveVal{},
 		devLive: map[string]*devLive{},
 		pending: map[string][]byte{},
 		subs:    map[int]func(Change){},
 		subbed:  map[string]bool{},
 		subWake: make(chan struct{}, 1),
+		intern:  in,
 	}
-	c.snap.Store(&Snapshot{byID: map[string]*pilotage.Entry{}, hashes: map[string]string{}})
+	c.topics.devices = o.Z2MBase + "/bridge/devices"
+	c.topics.event = o.Z2MBase + "/bridge/event"
+	c.topics.haPrefix = o.HAPrefix + "/"
+	c.snap.Store(&Snapshot{byID: map[string]*pilotage.Entry{}})
 	tx := c.begin()
 	c.rebuildLocked(tx)
 	c.finish(tx)
+	tx.end()
 	return c
 }
 
@@ -229,39 +239,42 @@ func (c *Catalog) HandleMessage(m mqtt.Message) {
 	if tx.newSubs {
 		c.wakeSubscriber()
 	}
+	tx.end()
 }
 
 func (c *Catalog) handleLocked(tx *txn, m mqtt.Message) {
 	t := m.Topic
-	base, prefix := c.opts.Z2MBase+"/", c.opts.HAPrefix+"/"
 	switch {
-	case t == base+"bridge/devices":
+	case t == c.topics.devices:
 		if c.z2m.handleDevices(c.log, m.Payload) {
 			c.rebuildLocked(tx)
 		}
 		return
-	case t == base+"bridge/event":
+	case t == c.topics.event:
 		if c.z2m.handleEvent(c.log, m.Payload) {
 			c.rebuildLocked(tx)
 		}
 		return
-	case strings.HasPrefix(t, prefix) && strings.HasSuffix(t, "/config"):
+	case strings.HasPrefix(t, c.topics.haPrefix) && strings.HasSuffix(t, "/config"):
 		if c.ha.handleConfig(c.log, t, m.Payload) {
 			c.rebuildLocked(tx)
 		}
 		return
 	}
 	if rs, ok := c.model.routes[t]; ok {
-		for _, r := range rs {
-			r(tx, m.Payload)
-		}
+		rs.run(tx, m.Payload)
 		return
 	}
 	if len(m.Payload) > maxPendingPayload {
 		return
 	}
-	if len(c.pending) < maxPending || c.pending[t] != nil {
-		c.pending[t] = append([]byte(nil), m.Payload...)
+	if old := c.pending[t]; len(c.pending) < maxPending || old != nil {
+		if len(m.Payload) == 0 {
+			old = nil // as append([]byte(nil)) of nothing
+		}
+		// The old payload was never handed out (replayPending deletes
+		// before it routes), so its buffer is reused.
+		c.pending[t] = append(old[:0], m.Payload...)
 	}
 }
 
@@ -273,12 +286,14 @@ func (c *Catalog) Subscribe(fn func(Change)) (cancel func()) {
 	id := c.nextSub
 	c.nextSub++
 	c.subs[id] = fn
+	c.listSubs()
 	c.mu.Unlock()
 	var once sync.Once
 	return func() {
 		once.Do(func() {
 			c.mu.Lock()
 			delete(c.subs, id)
+			c.listSubs()
 			c.mu.Unlock()
 		})
 	}

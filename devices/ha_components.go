@@ -47,13 +47,13 @@ func scalarConv(v any) (any, bool) {
 
 // command returns a publisher of one value to topic through the optional
 // command template tplKey; ok is false when the template is unsupported.
-func (x *ent) command(topicKey, tplKey string) (func(ctx context.Context, p *sender, v any) error, bool) {
+func (x *ent) command(topicKey, tplKey string) (func(ctx context.Context, p sender, v any) error, bool) {
 	topic := x.str(topicKey, "")
 	tpl := x.str(tplKey, "")
 	if topic == "" || (tpl != "" && !commandTemplateOK(tpl)) {
 		return nil, false
 	}
-	return func(ctx context.Context, p *sender, v any) error {
+	return func(ctx context.Context, p sender, v any) error {
 		s, _ := renderCommand(tpl, v)
 		return p.publish(ctx, topic, []byte(s))
 	}, true
@@ -97,7 +97,7 @@ func (x *ent) switchLike() {
 	a := x.newAction("set", "Turn "+x.name+" on or off.", risk)
 	a.fields["state"] = enumField("ON or OFF", []any{"ON", "OFF"})
 	x.affect(a, "state", x.mainID(), "state_topic")
-	a.send = func(ctx context.Context, p *sender, args map[string]any) error {
+	a.send = func(ctx context.Context, p sender, args map[string]any) error {
 		pl := off
 		if args["state"] == "ON" {
 			pl = on
@@ -134,7 +134,7 @@ func (x *ent) lock() {
 	a := x.newAction("set", "Lock or unlock "+x.name+".", pilotage.RiskSecurity)
 	a.fields["state"] = enumField("LOCK, UNLOCK (or OPEN to unlatch when supported)", values)
 	x.affect(a, "state", x.mainID(), "state_topic")
-	a.send = func(ctx context.Context, p *sender, args map[string]any) error {
+	a.send = func(ctx context.Context, p sender, args map[string]any) error {
 		return send(ctx, p, payloads[stringify(args["state"])])
 	}
 }
@@ -176,7 +176,7 @@ func (x *ent) cover() {
 		if len(values) > 0 {
 			a.fields["state"] = enumField("OPEN, CLOSE or STOP", values)
 			x.affect(a, "state", x.mainID(), "state_topic")
-			a.send = func(ctx context.Context, p *sender, args map[string]any) error {
+			a.send = func(ctx context.Context, p sender, args map[string]any) error {
 				return send(ctx, p, payloads[stringify(args["state"])])
 			}
 		}
@@ -185,7 +185,7 @@ func (x *ent) cover() {
 		a.fields["position"] = numField("Target position, 0 closed … 100 open", fnum(0), fnum(100), 0, "%")
 		x.affect(a, "position", x.subID("position"), "position_topic")
 		stateSend := a.send
-		a.send = func(ctx context.Context, p *sender, args map[string]any) error {
+		a.send = func(ctx context.Context, p sender, args map[string]any) error {
 			if s, ok := args["state"]; ok && stateSend != nil {
 				if err := stateSend(ctx, p, map[string]any{"state": s}); err != nil {
 					return err
@@ -254,7 +254,7 @@ func (x *ent) climate() {
 	if len(a.fields) == 0 {
 		return
 	}
-	a.send = func(ctx context.Context, p *sender, args map[string]any) error {
+	a.send = func(ctx context.Context, p sender, args map[string]any) error {
 		if m, ok := args["system_mode"]; ok && okM {
 			if err := sendM(ctx, p, m); err != nil {
 				return err
@@ -276,7 +276,7 @@ func (x *ent) button() {
 	a := x.newAction("press", "Press "+x.name+".", pilotage.RiskControl)
 	a.minProps = 0
 	pl := x.str("payload_press", "PRESS")
-	a.send = func(ctx context.Context, p *sender, _ map[string]any) error { return send(ctx, p, pl) }
+	a.send = func(ctx context.Context, p sender, _ map[string]any) error { return send(ctx, p, pl) }
 }
 
 func (x *ent) valueEntity() {
@@ -322,7 +322,7 @@ func (x *ent) valueEntity() {
 	a := x.newAction("set", "Set "+x.name+".", pilotage.RiskControl)
 	a.fields[key] = f
 	x.affect(a, key, x.mainID(), "state_topic")
-	a.send = func(ctx context.Context, p *sender, args map[string]any) error { return send(ctx, p, args[key]) }
+	a.send = func(ctx context.Context, p sender, args map[string]any) error { return send(ctx, p, args[key]) }
 }
 
 func (x *ent) fan() {
@@ -344,7 +344,7 @@ func (x *ent) fan() {
 		a.fields["percentage"] = numField("Speed", fnum(0), fnum(100), 0, "%")
 		x.affect(a, "percentage", x.subID("percentage"), "percentage_state_topic")
 	}
-	a.send = func(ctx context.Context, p *sender, args map[string]any) error {
+	a.send = func(ctx context.Context, p sender, args map[string]any) error {
 		if s, ok := args["state"]; ok {
 			pl := off
 			if s == "ON" {
@@ -381,7 +381,7 @@ func (x *ent) alarmPanel() {
 	a.fields["state"] = enumField("Command", values)
 	a.fields["code"] = strField("Optional code")
 	a.required = []string{"state"}
-	a.send = func(ctx context.Context, p *sender, args map[string]any) error {
+	a.send = func(ctx context.Context, p sender, args map[string]any) error {
 		return send(ctx, p, payloads[stringify(args["state"])])
 	}
 }

@@ -157,7 +157,7 @@ func (x *ent) jsonLight() {
 		}
 	}
 	cmd := x.str("command_topic", "")
-	a.send = func(ctx context.Context, p *sender, args map[string]any) error {
+	a.send = func(ctx context.Context, p sender, args map[string]any) error {
 		msg := make(map[string]any, len(args)+1)
 		for k, v := range args {
 			msg[k] = v
@@ -209,7 +209,7 @@ func (x *ent) defaultLight() {
 		delete(a.fields, "color_temp")
 	}
 	onType := x.str("on_command_type", "last")
-	a.send = func(ctx context.Context, p *sender, args map[string]any) error {
+	a.send = func(ctx context.Context, p sender, args map[string]any) error {
 		st, hasState := args["state"]
 		if st == "OFF" {
 			return send(ctx, p, off)

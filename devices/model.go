@@ -17,7 +17,6 @@ type Snapshot struct {
 	Gen     uint64
 	entries []*pilotage.Entry
 	byID    map[string]*pilotage.Entry
-	hashes  map[string]string
 }
 
 // Entries returns the entries sorted by id. The slice and entries are shared
@@ -31,8 +30,13 @@ func (s *Snapshot) Get(id string) (*pilotage.Entry, bool) {
 }
 
 // Hash returns the content hash of the entry excluding its Revision, or ""
-// for an unknown id.
-func (s *Snapshot) Hash(id string) string { return s.hashes[id] }
+// for an unknown id. It is the entry's Revision.
+func (s *Snapshot) Hash(id string) string {
+	if e, ok := s.byID[id]; ok {
+		return e.Revision
+	}
+	return ""
+}
 
 // Len is the number of entries.
 func (s *Snapshot) Len() int { return len(s.entries) }
@@ -45,9 +49,22 @@ type topicRoute struct {
 	fn    route
 }
 
+// routeSet is the routes of one topic: nearly always one.
+type routeSet struct {
+	fn   route
+	more []route
+}
+
+func (rs routeSet) run(tx *txn, payload []byte) {
+	rs.fn(tx, payload)
+	for _, r := range rs.more {
+		r(tx, payload)
+	}
+}
+
 // model is the routing and action table that goes with a snapshot.
 type model struct {
-	routes      map[string][]route
+	routes      map[string]routeSet
 	actions     map[string]*action
 	unsupported map[string]string
 	devOf       map[string]string // entry id -> device id
@@ -62,38 +79,78 @@ type devSpec struct {
 	modelName      string
 	area           string
 	tags           []string
-	noDevice       bool // notification channels: actions only
+	deviceTag      string // "device:<id>" when built ahead
+	noDevice       bool   // notification channels: actions only
 	states         []stateSpec
 	events         []eventSpec
 	actions        []*action
 	routes         []topicRoute
-	entries        []*pilotage.Entry // built once per spec, revision set
+	entries        []pilotage.Entry // built once per spec, revision set
+	built          bool
 }
 
 // buildEntries derives the spec's entries once; specs are cached by their
-// sources while their input is unchanged, so rebuilds stay cheap.
-func (s *devSpec) buildEntries() []*pilotage.Entry {
-	if s.entries != nil {
+// sources while their input is unchanged, so rebuilds stay cheap. The
+// entries of a spec live in one slab, share their tag list and one string of
+// revisions; equal schemas, names and descriptions are shared through in.
+func (s *devSpec) buildEntries(in *interner) []pilotage.Entry {
+	if s.built {
 		return s.entries
 	}
-	var out []*pilotage.Entry
+	n := len(s.states) + len(s.events) + len(s.actions)
 	if !s.noDevice {
-		out = append(out, deviceEntry(s))
+		n++
+	}
+	out := make([]pilotage.Entry, 0, n)
+	if !s.noDevice {
+		out = append(out, deviceEntry(s, in))
+	}
+	var tags []string
+	if s.noDevice {
+		tags = in.tagList([]string{"notify"})
+	} else {
+		tags = childTags(s, in)
 	}
 	for _, st := range s.states {
-		out = append(out, stateEntry(s, st))
+		out = append(out, stateEntry(s, st, tags, in))
 	}
 	for _, ev := range s.events {
-		out = append(out, eventEntry(s, ev))
+		out = append(out, eventEntry(ev, tags, in))
 	}
 	for _, a := range s.actions {
-		out = append(out, actionEntry(s, a))
+		out = append(out, actionEntry(a, tags, in))
 	}
-	for _, e := range out {
-		e.Revision = e.ContentHash()
+	revs := make([]byte, 0, 24*len(out))
+	ends := make([]int, len(out))
+	for i := range out {
+		revs = append(revs, out[i].ContentHash()...)
+		ends[i] = len(revs)
 	}
-	s.entries = out
+	all, off := string(revs), 0
+	for i := range out {
+		out[i].Revision = all[off:ends[i]]
+		off = ends[i]
+	}
+	s.entries, s.built = out, true
+	s.dropBuildState(in)
 	return out
+}
+
+// dropBuildState forgets what only buildEntries reads: schemas, texts and
+// event values. Of the states, rebuildLocked still reads the unsupported.
+func (s *devSpec) dropBuildState(in *interner) {
+	var keep []stateSpec
+	for _, st := range s.states {
+		if st.unsupported != "" {
+			keep = append(keep, stateSpec{id: st.id, unsupported: st.unsupported})
+		}
+	}
+	s.states, s.events = keep, nil
+	s.name, s.desc, s.typ, s.manufacturer, s.modelName, s.area, s.tags, s.deviceTag = "", "", "", "", "", "", nil, ""
+	for _, a := range s.actions {
+		dropSchemas(a.fields)
+		a.fields = in.fieldMap(a.fields)
+	}
 }
 
 type stateSpec struct {
@@ -115,13 +172,37 @@ type txn struct {
 	newSubs bool
 }
 
-func (c *Catalog) begin() *txn { return &txn{c: c, now: c.now()} }
+// begin starts the transaction of one HandleMessage (or of NewCatalog):
+// the ingest lock serialises them, so one txn and its change buffer are
+// reused; end releases what it refers to.
+func (c *Catalog) begin() *txn {
+	tx := &c.tx
+	*tx = txn{c: c, now: c.now(), changes: tx.changes[:0]}
+	return tx
+}
+
+// end forgets the values of the finished transaction and keeps a small
+// change buffer for the next.
+func (tx *txn) end() {
+	clear(tx.changes)
+	if cap(tx.changes) > 64 {
+		tx.changes = nil
+	}
+	tx.changes = tx.changes[:0]
+}
 
 // finish returns the subscribers to notify (nil when nothing changed).
 func (c *Catalog) finish(tx *txn) []func(Change) {
 	if len(tx.changes) == 0 || len(c.subs) == 0 {
 		return nil
 	}
+	return c.subList
+}
+
+// listSubs recomputes subList, the subscribers in subscription order. It
+// is replaced, never changed in place, so a finished transaction may use
+// it after the lock is released.
+func (c *Catalog) listSubs() {
 	ids := make([]int, 0, len(c.subs))
 	for id := range c.subs {
 		ids = append(ids, id)
@@ -131,7 +212,7 @@ func (c *Catalog) finish(tx *txn) []func(Change) {
 	for i, id := range ids {
 		out[i] = c.subs[id]
 	}
-	return out
+	c.subList = out
 }
 
 func (tx *txn) dev(id string) *devLive {
@@ -145,10 +226,9 @@ func (tx *txn) dev(id string) *devLive {
 
 // setState records a state value; prop is the key in the device object.
 func (tx *txn) setState(dev, id, prop string, v any) {
-	lv := tx.c.live[id]
-	if lv == nil {
-		lv = &liveVal{dev: dev, unsupported: tx.c.model.unsupported[id]}
-		tx.c.live[id] = lv
+	lv, ok := tx.c.live[id]
+	if !ok {
+		lv = liveVal{dev: dev, unsupported: tx.c.model.unsupported[id]}
 	}
 	lv.lastSeen = tx.now
 	d := tx.dev(dev)
@@ -157,10 +237,12 @@ func (tx *txn) setState(dev, id, prop string, v any) {
 		d.obj[prop] = v
 	}
 	if lv.unsupported != "" || equalValues(lv.value, v) {
+		tx.c.live[id] = lv
 		return
 	}
 	prev := lv.value
 	lv.value = v
+	tx.c.live[id] = lv
 	tx.changes = append(tx.changes, Change{Kind: ChangeState, ID: id, Value: v, Prev: prev, Time: tx.now})
 }
 
@@ -168,12 +250,12 @@ func (tx *txn) setState(dev, id, prop string, v any) {
 func (tx *txn) fireEvent(dev, id string, v any) {
 	d := tx.dev(dev)
 	d.lastSeen = tx.now
-	lv := tx.c.live[id]
-	if lv == nil {
-		lv = &liveVal{dev: dev}
-		tx.c.live[id] = lv
+	lv, ok := tx.c.live[id]
+	if !ok {
+		lv = liveVal{dev: dev}
 	}
 	lv.value, lv.lastSeen = v, tx.now
+	tx.c.live[id] = lv
 	tx.changes = append(tx.changes, Change{Kind: ChangeEvent, ID: id, Value: v, Time: tx.now})
 }
 
@@ -239,7 +321,7 @@ func (c *Catalog) rebuildLocked(tx *txn) {
 	specs = append(specs, c.ha.build(c.log, taken)...)
 	specs = append(specs, notifySpecs(c.opts.Notify)...)
 
-	m := &model{routes: map[string][]route{}, actions: map[string]*action{}, unsupported: map[string]string{}}
+	m := &model{routes: map[string]routeSet{}, actions: map[string]*action{}, unsupported: map[string]string{}}
 	byID := map[string]*pilotage.Entry{}
 	devOf := map[string]string{}
 	add := func(e *pilotage.Entry, dev string) bool {
@@ -252,11 +334,12 @@ func (c *Catalog) rebuildLocked(tx *txn) {
 		return true
 	}
 	for _, s := range specs {
-		ents := s.buildEntries()
-		if !s.noDevice && !add(ents[0], s.id) {
+		ents := s.buildEntries(c.intern)
+		if !s.noDevice && !add(&ents[0], s.id) {
 			continue
 		}
-		for _, e := range ents {
+		for i := range ents {
+			e := &ents[i]
 			if e.Kind == pilotage.KindDevice {
 				continue
 			}
@@ -275,7 +358,12 @@ func (c *Catalog) rebuildLocked(tx *txn) {
 			}
 		}
 		for _, r := range s.routes {
-			m.routes[r.topic] = append(m.routes[r.topic], r.fn)
+			if rs, ok := m.routes[r.topic]; ok {
+				rs.more = append(rs.more, r.fn)
+				m.routes[r.topic] = rs
+			} else {
+				m.routes[r.topic] = routeSet{fn: r.fn}
+			}
 		}
 	}
 	m.devOf = devOf
@@ -284,6 +372,7 @@ func (c *Catalog) rebuildLocked(tx *txn) {
 		delete(c.live, id) // its meaning changed: unknown until the next message
 	}
 	c.pruneLive(byID)
+	c.intern.trim()
 	c.subscribeRoutes(tx)
 	c.replayPending(tx)
 }
@@ -292,22 +381,19 @@ func (c *Catalog) rebuildLocked(tx *txn) {
 // ids of modified entries.
 func (c *Catalog) commitEntries(tx *txn, byID map[string]*pilotage.Entry) []string {
 	old := c.snap.Load()
-	hashes := make(map[string]string, len(byID))
 	entries := make([]*pilotage.Entry, 0, len(byID))
 	var changes []Change
 	var modified []string
 	for id, e := range byID {
-		h := e.Revision
-		hashes[id] = h
 		entries = append(entries, e)
-		if oh, ok := old.hashes[id]; !ok {
+		if oe, ok := old.byID[id]; !ok {
 			changes = append(changes, Change{Kind: ChangeCatalog, ID: id, Value: "added", Time: tx.now})
-		} else if oh != h {
+		} else if oe.Revision != e.Revision {
 			changes = append(changes, Change{Kind: ChangeCatalog, ID: id, Value: "modified", Time: tx.now})
 			modified = append(modified, id)
 		}
 	}
-	for id := range old.hashes {
+	for id := range old.byID {
 		if _, ok := byID[id]; !ok {
 			changes = append(changes, Change{Kind: ChangeCatalog, ID: id, Value: "removed", Time: tx.now})
 		}
@@ -317,7 +403,7 @@ func (c *Catalog) commitEntries(tx *txn, byID map[string]*pilotage.Entry) []stri
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].ID < entries[j].ID })
 	sort.Slice(changes, func(i, j int) bool { return changes[i].ID < changes[j].ID })
-	c.snap.Store(&Snapshot{Gen: old.Gen + 1, entries: entries, byID: byID, hashes: hashes})
+	c.snap.Store(&Snapshot{Gen: old.Gen + 1, entries: entries, byID: byID})
 	tx.changes = append(tx.changes, changes...)
 	return modified
 }
@@ -334,6 +420,7 @@ func (c *Catalog) pruneLive(byID map[string]*pilotage.Entry) {
 		if lv.unsupported != "" {
 			lv.value = nil
 		}
+		c.live[id] = lv
 	}
 	for id := range c.devLive {
 		if _, ok := byID[id]; !ok {
@@ -372,70 +459,70 @@ func (c *Catalog) replayPending(tx *txn) {
 	for _, t := range topics {
 		p := c.pending[t]
 		delete(c.pending, t)
-		for _, r := range c.model.routes[t] {
-			r(tx, p)
-		}
+		c.model.routes[t].run(tx, p)
 	}
 }
 
 func readHints() pilotage.RiskHints { return pilotage.HintsOf(pilotage.RiskRead) }
 
-func deviceEntry(s *devSpec) *pilotage.Entry {
-	tags := []string{"source:" + s.source}
+func deviceEntry(s *devSpec, in *interner) pilotage.Entry {
+	tags := []string{in.concat("source:", s.source)}
 	if s.typ != "" {
-		tags = append(tags, "type:"+s.typ)
+		tags = append(tags, in.concat("type:", s.typ))
 	}
 	if s.manufacturer != "" {
-		tags = append(tags, "manufacturer:"+s.manufacturer)
+		tags = append(tags, in.concat("manufacturer:", s.manufacturer))
 	}
 	if s.modelName != "" {
-		tags = append(tags, "model:"+s.modelName)
+		tags = append(tags, in.concat("model:", s.modelName))
 	}
 	if s.area != "" {
-		tags = append(tags, "area:"+s.area)
+		tags = append(tags, in.concat("area:", s.area))
 	}
-	tags = append(tags, s.tags...)
-	return &pilotage.Entry{ID: s.id, Kind: pilotage.KindDevice, Name: s.name, Description: s.desc,
-		Tags: tags, Risk: pilotage.RiskRead, RiskHints: readHints()}
+	for _, t := range s.tags {
+		tags = append(tags, in.str(t))
+	}
+	return pilotage.Entry{ID: s.id, Kind: pilotage.KindDevice, Name: s.name, Description: in.str(s.desc),
+		Tags: in.tagList(tags), Risk: pilotage.RiskRead, RiskHints: readHints()}
 }
 
-func childTags(s *devSpec, extra ...string) []string {
-	tags := []string{"device:" + s.id, "source:" + s.source}
+// childTags is the tag list shared by the states, events and actions of a
+// device.
+func childTags(s *devSpec, in *interner) []string {
+	dt := s.deviceTag
+	if dt == "" {
+		dt = "device:" + s.id
+	}
+	tags := make([]string, 0, 3)
+	tags = append(tags, dt, in.concat("source:", s.source))
 	if s.area != "" {
-		tags = append(tags, "area:"+s.area)
+		tags = append(tags, in.concat("area:", s.area))
 	}
-	return append(tags, extra...)
+	return tags[:len(tags):len(tags)]
 }
 
-func stateEntry(s *devSpec, st stateSpec) *pilotage.Entry {
+func stateEntry(s *devSpec, st stateSpec, tags []string, in *interner) pilotage.Entry {
 	desc := st.desc
-	var extra []string
 	if st.unsupported != "" {
-		extra = append(extra, "unsupported")
+		tags = append(tags[:len(tags):len(tags)], "unsupported")
 		desc = strings.TrimSpace(desc + " Live value unsupported: " + st.unsupported + ".")
 	}
-	return &pilotage.Entry{ID: st.id, Kind: pilotage.KindState, Name: st.name, Description: desc,
-		Tags: childTags(s, extra...), OutputSchema: mustJSON(st.schema), Risk: pilotage.RiskRead, RiskHints: readHints()}
+	return pilotage.Entry{ID: st.id, Kind: pilotage.KindState, Name: in.str(st.name), Description: in.str(desc),
+		Tags: tags, OutputSchema: in.raw(mustJSON(st.schema)), Risk: pilotage.RiskRead, RiskHints: readHints()}
 }
 
-func eventEntry(s *devSpec, ev eventSpec) *pilotage.Entry {
+func eventEntry(ev eventSpec, tags []string, in *interner) pilotage.Entry {
 	schema := map[string]any{"type": "string"}
 	if len(ev.values) > 0 {
 		schema["enum"] = ev.values
 	}
-	return &pilotage.Entry{ID: ev.id, Kind: pilotage.KindEvent, Name: ev.name, Description: ev.desc,
-		Tags: childTags(s), OutputSchema: mustJSON(schema), Risk: pilotage.RiskRead, RiskHints: readHints()}
+	return pilotage.Entry{ID: ev.id, Kind: pilotage.KindEvent, Name: in.str(ev.name), Description: in.str(ev.desc),
+		Tags: tags, OutputSchema: in.raw(mustJSON(schema)), Risk: pilotage.RiskRead, RiskHints: readHints()}
 }
 
-func actionEntry(s *devSpec, a *action) *pilotage.Entry {
-	var tags []string
-	if s.noDevice {
-		tags = []string{"notify"}
-	} else {
-		tags = childTags(s)
-	}
-	return &pilotage.Entry{ID: a.id, Kind: pilotage.KindAction, Name: a.name, Description: a.desc,
-		Tags: tags, Callable: true, InputSchema: mustJSON(a.inputSchema()), Risk: a.risk, RiskHints: pilotage.HintsOf(a.risk)}
+func actionEntry(a *action, tags []string, in *interner) pilotage.Entry {
+	return pilotage.Entry{ID: a.id, Kind: pilotage.KindAction, Name: a.name, Description: a.desc,
+		Tags: tags, Callable: true, InputSchema: in.raw(mustJSON(a.inputSchema())), Risk: a.risk, RiskHints: pilotage.HintsOf(a.risk)}
 }
 
 func mustJSON(v any) json.RawMessage {

@@ -5,18 +5,22 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
-// z2mSource holds the last good Zigbee2MQTT bridge/devices list.
+// z2mSource holds the last good Zigbee2MQTT bridge/devices list: of each
+// device what every rebuild needs and its JSON, decoded again only when its
+// spec must be built (the decoded definitions are not kept).
 type z2mSource struct {
 	base    string
-	devices []z2mDevice
-	raws    []string            // each device's JSON, the cache key with its id
-	cache   map[string]*devSpec // id + raw -> spec built from it
+	devices []z2mHead
+	raws    []string             // each device's JSON, the cache key with its id
+	cache   map[string]z2mCached // id -> spec built from raw
+	in      *interner            // the catalog's: shares state keys between devices
 	// lastFire dedupes an action seen both in the JSON state and on the
 	// plain <name>/action topic.
 	lastFire map[string]firing
@@ -26,6 +30,24 @@ type firing struct {
 	value     string
 	viaAction bool // seen on <base>/<name>/action (else in the JSON state)
 	at        time.Time
+}
+
+// z2mHead is the part of a device every rebuild reads; its friendly name
+// and IEEE address share one string.
+type z2mHead struct {
+	ieee, friendlyName string
+	skip               bool // the coordinator, or disabled
+}
+
+func headOf(d *z2mDevice) z2mHead {
+	both := d.FriendlyName + d.IEEE
+	n := len(d.FriendlyName)
+	return z2mHead{ieee: both[n:], friendlyName: both[:n], skip: d.Type == "Coordinator" || d.Disabled}
+}
+
+type z2mCached struct {
+	raw  string
+	spec *devSpec
 }
 
 type z2mDevice struct {
@@ -75,8 +97,8 @@ const (
 	accessSet       = 2
 )
 
-func newZ2MSource(base string) *z2mSource {
-	return &z2mSource{base: base, lastFire: map[string]firing{}}
+func newZ2MSource(base string, in *interner) *z2mSource {
+	return &z2mSource{base: base, lastFire: map[string]firing{}, in: in}
 }
 
 // handleDevices replaces the device list; a malformed payload keeps the old.
@@ -86,7 +108,7 @@ func (z *z2mSource) handleDevices(log *slog.Logger, payload []byte) bool {
 		log.Warn("malformed zigbee2mqtt bridge/devices skipped", "topic", z.base+"/bridge/devices", "err", err)
 		return false
 	}
-	devs := make([]z2mDevice, 0, len(raws))
+	devs := make([]z2mHead, 0, len(raws))
 	keys := make([]string, 0, len(raws))
 	for _, r := range raws {
 		var d z2mDevice
@@ -98,7 +120,7 @@ func (z *z2mSource) handleDevices(log *slog.Logger, payload []byte) bool {
 			log.Warn("zigbee2mqtt device without ieee_address and friendly_name skipped", "topic", z.base+"/bridge/devices")
 			continue
 		}
-		devs = append(devs, d)
+		devs = append(devs, headOf(&d))
 		keys = append(keys, string(r))
 	}
 	z.devices, z.raws = devs, keys
@@ -125,19 +147,24 @@ func (z *z2mSource) handleEvent(log *slog.Logger, payload []byte) bool {
 	switch {
 	case ev.Type == "device_leave":
 		for i, d := range z.devices {
-			if d.IEEE == ev.Data.IEEE {
+			if d.ieee == ev.Data.IEEE {
 				z.devices = append(z.devices[:i:i], z.devices[i+1:]...)
 				z.raws = append(z.raws[:i:i], z.raws[i+1:]...)
 				return true
 			}
 		}
 	case ev.Type == "device_interview" && ev.Data.Status == "successful" && ev.Data.Definition != nil:
-		for i, d := range z.devices {
-			if d.IEEE == ev.Data.IEEE {
-				z.devices[i].Definition = ev.Data.Definition
-				z.devices[i].Supported = ev.Data.Supported
-				z.devices[i].InterviewState = "SUCCESSFUL"
-				b, _ := json.Marshal(&z.devices[i])
+		for i, h := range z.devices {
+			if h.ieee == ev.Data.IEEE {
+				var d z2mDevice
+				if err := json.Unmarshal([]byte(z.raws[i]), &d); err != nil {
+					log.Warn("zigbee2mqtt device unreadable", "topic", z.base+"/bridge/event", "err", err)
+					return false
+				}
+				d.Definition = ev.Data.Definition
+				d.Supported = ev.Data.Supported
+				d.InterviewState = "SUCCESSFUL"
+				b, _ := json.Marshal(&d)
 				z.raws[i] = string(b)
 				return true
 			}
@@ -149,31 +176,36 @@ func (z *z2mSource) handleEvent(log *slog.Logger, payload []byte) bool {
 func (z *z2mSource) build(log *slog.Logger) []*devSpec {
 	var out []*devSpec
 	used := map[string]bool{}
-	cache := make(map[string]*devSpec, len(z.devices))
+	cache := make(map[string]z2mCached, len(z.devices))
 	for i := range z.devices {
-		d := &z.devices[i]
-		if d.Type == "Coordinator" || d.Disabled {
+		h := &z.devices[i]
+		if h.skip {
 			continue
 		}
-		id := slug(d.FriendlyName)
+		id := slug(h.friendlyName)
 		if id == "" {
-			id = slug(d.IEEE)
+			id = slug(h.ieee)
 		}
 		if id == "" || used[id] {
-			id = strings.Trim(id+"_"+slug(d.IEEE), "_")
+			id = strings.Trim(id+"_"+slug(h.ieee), "_")
 		}
 		if id == "" || used[id] {
-			log.Warn("zigbee2mqtt device id collision skipped", "friendly_name", d.FriendlyName)
+			log.Warn("zigbee2mqtt device id collision skipped", "friendly_name", h.friendlyName)
 			continue
 		}
 		used[id] = true
-		key := id + "\x00" + z.raws[i]
-		spec := z.cache[key]
-		if spec == nil {
-			spec = z.buildDevice(id, d)
+		ent, ok := z.cache[id]
+		if !ok || ent.raw != z.raws[i] {
+			var d z2mDevice
+			if err := json.Unmarshal([]byte(z.raws[i]), &d); err != nil {
+				log.Warn("zigbee2mqtt device unreadable", "friendly_name", h.friendlyName, "err", err)
+				continue
+			}
+			d.FriendlyName = h.friendlyName // one copy of the name
+			ent = z2mCached{raw: z.raws[i], spec: z.buildDevice(id, &d)}
 		}
-		cache[key] = spec
-		out = append(out, spec)
+		cache[ent.spec.id] = ent // the spec's copy of the id, not this rebuild's
+		out = append(out, ent.spec)
 	}
 	z.cache = cache
 	return out
@@ -181,16 +213,30 @@ func (z *z2mSource) build(log *slog.Logger) []*devSpec {
 
 // z2mProp routes one key of the device's JSON state.
 type z2mProp struct {
+	key    string
 	id     string
 	event  bool
 	number bool
 }
 
+// sortedProps lists the routed keys in key order, for the state route.
+func sortedProps(m map[string]z2mProp) []z2mProp {
+	out := make([]z2mProp, 0, len(m))
+	for k, p := range m {
+		p.key = k
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].key < out[j].key })
+	return out
+}
+
 type z2mBuilder struct {
+	in         *interner
 	spec       *devSpec
-	props      map[string]*z2mProp
+	props      map[string]z2mProp
 	stateIdx   map[string]int
 	act        *action
+	sids       map[string]string // key -> id
 	typ        string
 	hasAction  bool
 	hasBinary  bool
@@ -198,11 +244,42 @@ type z2mBuilder struct {
 }
 
 func (z *z2mSource) buildDevice(id string, d *z2mDevice) *devSpec {
-	topic := z.base + "/" + d.FriendlyName
 	s := &devSpec{id: id, name: d.FriendlyName, source: "zigbee2mqtt", area: d.Area}
-	b := &z2mBuilder{spec: s, props: map[string]*z2mProp{}, stateIdx: map[string]int{}}
-	b.act = newAction(id+".set", d.FriendlyName+" set", "", pilotage.RiskControl)
-	z.routeAvailability(s, topic+"/availability")
+	b := &z2mBuilder{in: z.in, spec: s, props: map[string]z2mProp{}, stateIdx: map[string]int{}, sids: map[string]string{}}
+	// The device's own strings (topics, ids) are substrings of one string.
+	var topic, availTopic, setTopic, actID, actName string
+	var sl textSlab
+	sl.add(&topic, z.base, "/", d.FriendlyName)
+	sl.add(&availTopic, z.base, "/", d.FriendlyName, "/availability")
+	sl.add(&setTopic, z.base, "/", d.FriendlyName, "/set")
+	sl.add(&actID, id, ".set")
+	sl.add(&actName, d.FriendlyName, " set")
+	sl.add(&s.deviceTag, "device:", id)
+	if d.Definition != nil {
+		keys := map[string]bool{}
+		for _, e := range d.Definition.Exposes {
+			routedKeys(e, keys)
+		}
+		ks := make([]string, 0, len(keys))
+		for k := range keys {
+			ks = append(ks, k)
+		}
+		sort.Strings(ks)
+		sids := make([]string, len(ks))
+		for i, k := range ks {
+			sl.add(&sids[i], id, ".", slug(k))
+		}
+		sl.done()
+		for i, k := range ks {
+			b.sids[k] = sids[i]
+		}
+	} else {
+		sl.done()
+	}
+	id = s.deviceTag[len("device:"):] // the slab's copy
+	s.id = id
+	b.act = newAction(actID, actName, "", pilotage.RiskControl)
+	z.routeAvailability(s, availTopic)
 	if d.Definition == nil {
 		s.desc = "Zigbee device not yet interviewed or not supported by Zigbee2MQTT; no states are known."
 		s.tags = append(s.tags, "supported:false")
@@ -225,16 +302,38 @@ func (z *z2mSource) buildDevice(id string, d *z2mDevice) *devSpec {
 			b.act.risk = pilotage.RiskSecurity
 		}
 		b.act.desc = fmt.Sprintf("Set settable properties of %s (%s); publishes a JSON object to %s/set.", d.FriendlyName, s.desc, topic)
-		b.act.send = func(ctx context.Context, p *sender, args map[string]any) error {
-			return p.publishJSON(ctx, topic+"/set", args)
+		b.act.send = func(ctx context.Context, p sender, args map[string]any) error {
+			return p.publishJSON(ctx, setTopic, args)
 		}
 		s.actions = append(s.actions, b.act)
 	}
-	s.routes = append(s.routes, topicRoute{topic, z.stateRoute(id, b.props)})
+	s.routes = append(s.routes, topicRoute{topic, z.stateRoute(id, sortedProps(b.props))})
 	if b.hasAction {
-		s.routes = append(s.routes, topicRoute{topic + "/action", z.actionRoute(id, id+".action")})
+		s.routes = append(s.routes, topicRoute{topic + "/action", z.actionRoute(id, b.sid("action"))})
 	}
 	return s
+}
+
+// routedKeys collects the keys walk gives an id to.
+func routedKeys(e expose, keys map[string]bool) {
+	switch e.Type {
+	case "composite", "binary", "numeric", "enum", "text", "list":
+		if k := exposeKey(e); k != "" {
+			keys[k] = true
+		}
+	default:
+		for _, f := range e.Features {
+			routedKeys(f, keys)
+		}
+	}
+}
+
+// sid is the state (or event) id of a key of the device's JSON state.
+func (b *z2mBuilder) sid(key string) string {
+	if id, ok := b.sids[key]; ok {
+		return id
+	}
+	return b.spec.id + "." + slug(key)
 }
 
 func isSecurityType(t string) bool {
@@ -319,19 +418,19 @@ func exposeName(e expose) string {
 }
 
 func (b *z2mBuilder) leaf(e expose) {
-	key := exposeKey(e)
+	key := b.in.str(exposeKey(e))
 	if key == "" {
 		return
 	}
-	sid := b.spec.id + "." + slug(key)
+	sid := b.sid(key)
 	if e.Access&accessPublished != 0 {
 		if key == "action" && e.Type == "enum" && e.Access&accessSet == 0 {
 			b.hasAction = true
 			b.spec.events = append(b.spec.events, eventSpec{id: sid, name: exposeName(e), desc: exposeDesc(e), values: stringsOf(e.Values)})
-			b.props[key] = &z2mProp{id: sid, event: true}
+			b.props[key] = z2mProp{id: sid, event: true}
 		} else {
 			b.addState(key, sid, exposeName(e), exposeDesc(e), stateSchema(e))
-			b.props[key] = &z2mProp{id: sid, number: e.Type == "numeric"}
+			b.props[key] = z2mProp{id: sid, number: e.Type == "numeric"}
 			if e.Type == "binary" {
 				b.hasBinary = true
 			}
@@ -371,11 +470,11 @@ func mergeObjectSchema(dst, src map[string]any) {
 }
 
 func (b *z2mBuilder) composite(e expose) {
-	key := exposeKey(e)
+	key := b.in.str(exposeKey(e))
 	if key == "" {
 		return
 	}
-	sid := b.spec.id + "." + slug(key)
+	sid := b.sid(key)
 	if e.Access&accessPublished != 0 {
 		props := map[string]any{}
 		for _, f := range e.Features {
@@ -385,7 +484,7 @@ func (b *z2mBuilder) composite(e expose) {
 		}
 		if len(props) > 0 {
 			b.addState(key, sid, exposeName(e), exposeDesc(e), map[string]any{"type": "object", "properties": props})
-			b.props[key] = &z2mProp{id: sid}
+			b.props[key] = z2mProp{id: sid}
 		}
 	}
 	if e.Access&accessSet == 0 {

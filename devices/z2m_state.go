@@ -1,16 +1,34 @@
 package devices
 
 import (
+	"bytes"
 	"encoding/json"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 )
 
-// stateRoute merges a (partial) JSON state object into the device.
-func (z *z2mSource) stateRoute(dev string, props map[string]*z2mProp) route {
+// stateRoute merges a (partial) JSON state object into the device; props
+// are sorted by key. The common flat message is read without building a
+// map; anything else goes through json.Unmarshal.
+func (z *z2mSource) stateRoute(dev string, props []z2mProp) route {
 	return func(tx *txn, payload []byte) {
+		var buf [16]flatMember
+		if ms, ok := parseFlat(payload, buf[:0]); ok {
+			d := tx.dev(dev)
+			d.lastSeen = tx.now
+			j := 0
+			for _, m := range ms {
+				if p := findProp(props, &j, m.key); p != nil {
+					z.applyProp(tx, dev, p, m.val)
+				} else {
+					d.obj[string(m.key)] = m.val
+				}
+			}
+			return
+		}
 		var obj map[string]any
 		if err := json.Unmarshal(payload, &obj); err != nil || obj == nil {
 			tx.c.log.Warn("malformed zigbee2mqtt state skipped", "topic", z.base+"/"+dev, "device", dev, "err", err)
@@ -23,24 +41,140 @@ func (z *z2mSource) stateRoute(dev string, props map[string]*z2mProp) route {
 		sort.Strings(keys)
 		d := tx.dev(dev)
 		d.lastSeen = tx.now
+		j := 0
 		for _, k := range keys {
-			v := obj[k]
-			p := props[k]
-			switch {
-			case p == nil:
-				d.obj[k] = v
-			case p.event:
-				if s, ok := v.(string); ok && s != "" && z.fresh(p.id, s, false, tx.now) {
-					tx.fireEvent(dev, p.id, s)
-				}
-			default:
-				if p.number {
-					v = coerceNumber(v)
-				}
-				tx.setState(dev, p.id, k, v)
+			if p := findProp(props, &j, k); p != nil {
+				z.applyProp(tx, dev, p, obj[k])
+			} else {
+				d.obj[k] = obj[k]
 			}
 		}
 	}
+}
+
+// findProp advances *j over props (sorted by key) to key, which must not
+// be below the keys asked before.
+func findProp[K string | []byte](props []z2mProp, j *int, key K) *z2mProp {
+	for *j < len(props) && props[*j].key < string(key) {
+		*j++
+	}
+	if *j < len(props) && props[*j].key == string(key) {
+		return &props[*j]
+	}
+	return nil
+}
+
+// applyProp records the value of a routed key.
+func (z *z2mSource) applyProp(tx *txn, dev string, p *z2mProp, v any) {
+	if p.event {
+		if s, ok := v.(string); ok && s != "" && z.fresh(p.id, s, false, tx.now) {
+			tx.fireEvent(dev, p.id, s)
+		}
+		return
+	}
+	if p.number {
+		v = coerceNumber(v)
+	}
+	tx.setState(dev, p.id, p.key, v) // the key kept with the route, not the message's copy
+}
+
+// flatMember is one member of a flat JSON state object.
+type flatMember struct {
+	key []byte
+	val any
+}
+
+// parseFlat decodes the common state message, a JSON object of scalars
+// whose keys and strings are plain ASCII without escapes and whose keys are
+// unique, exactly as json.Unmarshal into a map[string]any would (numbers by
+// strconv.ParseFloat, as encoding/json does), and appends its members to ms
+// sorted by key. It reports false for anything else (nested values,
+// escapes, duplicate keys, a number out of range, invalid JSON, no object),
+// which the caller hands to json.Unmarshal.
+func parseFlat(p []byte, ms []flatMember) ([]flatMember, bool) {
+	if !json.Valid(p) {
+		return nil, false
+	}
+	i := skipSpace(p, 0)
+	if p[i] != '{' {
+		return nil, false
+	}
+	i = skipSpace(p, i+1)
+	if p[i] == '}' {
+		return ms, true
+	}
+	for {
+		k, j, ok := plainString(p, i)
+		if !ok {
+			return nil, false
+		}
+		i = skipSpace(p, skipSpace(p, j)+1) // past ':'
+		var v any
+		switch c := p[i]; {
+		case c == '"':
+			s, j, ok := plainString(p, i)
+			if !ok {
+				return nil, false
+			}
+			v, i = string(s), j
+		case c == 't':
+			v, i = true, i+4
+		case c == 'f':
+			v, i = false, i+5
+		case c == 'n':
+			v, i = nil, i+4
+		case c == '-' || c >= '0' && c <= '9':
+			j := i + 1
+			for j < len(p) && strings.IndexByte("0123456789.eE+-", p[j]) >= 0 {
+				j++
+			}
+			f, err := strconv.ParseFloat(string(p[i:j]), 64)
+			if err != nil {
+				return nil, false
+			}
+			v, i = f, j
+		default:
+			return nil, false // an object or an array
+		}
+		ms = append(ms, flatMember{k, v})
+		i = skipSpace(p, i)
+		if p[i] != ',' {
+			break // '}'
+		}
+		i = skipSpace(p, i+1)
+	}
+	slices.SortFunc(ms, func(a, b flatMember) int { return bytes.Compare(a.key, b.key) })
+	for n := 1; n < len(ms); n++ {
+		if bytes.Equal(ms[n-1].key, ms[n].key) {
+			return nil, false
+		}
+	}
+	return ms, true
+}
+
+// plainString returns the contents of the JSON string starting at p[i]
+// and the index after it; false when it holds an escape or a non-ASCII
+// byte (whose decoding json.Unmarshal is left to).
+func plainString(p []byte, i int) ([]byte, int, bool) {
+	if p[i] != '"' {
+		return nil, 0, false
+	}
+	for j := i + 1; j < len(p); j++ {
+		switch c := p[j]; {
+		case c == '"':
+			return p[i+1 : j], j + 1, true
+		case c == '\\' || c >= 0x80:
+			return nil, 0, false
+		}
+	}
+	return nil, 0, false
+}
+
+func skipSpace(p []byte, i int) int {
+	for i < len(p) && (p[i] == ' ' || p[i] == '\t' || p[i] == '\n' || p[i] == '\r') {
+		i++
+	}
+	return i
 }
 
 // fresh reports whether an event firing is new. Zigbee2MQTT reports one

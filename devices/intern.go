@@ -1,0 +1,163 @@
+package devices
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// interner shares equal immutable values (schemas, tag lists, names and
+// descriptions) between the entries of one catalog: many devices of one
+// model describe themselves identically, and every live object is marked by
+// every garbage collection. Shared slices have len == cap, so an append by a
+// reader copies instead of writing into a neighbour's value.
+type interner struct {
+	raws   map[string]json.RawMessage
+	strs   map[string]string
+	tags   map[string][]string
+	fields map[string]map[string]*field
+}
+
+// maxInterned bounds the tables; they start over when full (values already
+// shared stay shared, only later builds stop finding them).
+const maxInterned = 4096
+
+func newInterner() *interner {
+	return &interner{raws: map[string]json.RawMessage{}, strs: map[string]string{}, tags: map[string][]string{},
+		fields: map[string]map[string]*field{}}
+}
+
+func (in *interner) trim() {
+	if len(in.raws)+len(in.strs)+len(in.tags)+len(in.fields) > maxInterned {
+		*in = *newInterner()
+	}
+}
+
+func (in *interner) raw(b json.RawMessage) json.RawMessage {
+	if v, ok := in.raws[string(b)]; ok {
+		return v
+	}
+	b = b[:len(b):len(b)]
+	in.raws[string(b)] = b
+	return b
+}
+
+func (in *interner) str(s string) string {
+	if s == "" {
+		return ""
+	}
+	if v, ok := in.strs[s]; ok {
+		return v
+	}
+	s = strings.Clone(s)
+	in.strs[s] = s
+	return s
+}
+
+// concat is in.str(a + b) without building a + b when it is known.
+func (in *interner) concat(a, b string) string {
+	n := len(a) + len(b)
+	if n <= 64 {
+		var buf [64]byte
+		k := append(append(buf[:0], a...), b...)
+		if v, ok := in.strs[string(k)]; ok {
+			return v
+		}
+	}
+	s := a + b
+	in.strs[s] = s
+	return s
+}
+
+// fieldMap shares the checks of equal actions (every light of a model):
+// built fields are never changed, and only kind, enum, min, max and props
+// decide what Call accepts (the schemas are gone by now).
+func (in *interner) fieldMap(fields map[string]*field) map[string]*field {
+	var b strings.Builder
+	if !writeFieldsKey(&b, fields) {
+		return fields
+	}
+	key := b.String()
+	if v, ok := in.fields[key]; ok {
+		return v
+	}
+	in.fields[key] = fields
+	return fields
+}
+
+// writeFieldsKey writes what identifies the checks of fields; false when a
+// value has no JSON form to tell it by.
+func writeFieldsKey(b *strings.Builder, fields map[string]*field) bool {
+	keys := make([]string, 0, len(fields))
+	for k := range fields {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	b.WriteByte('{')
+	for _, k := range keys {
+		f := fields[k]
+		fmt.Fprintf(b, "%q:%s/", k, f.kind)
+		if f.enum != nil {
+			b.WriteString("enum")
+			for _, v := range f.enum {
+				j, err := json.Marshal(v)
+				if err != nil {
+					return false
+				}
+				fmt.Fprintf(b, "|%T=%s", v, j)
+			}
+		}
+		for _, p := range []*float64{f.min, f.max} {
+			if p == nil {
+				b.WriteString("/-")
+			} else {
+				fmt.Fprintf(b, "/%x", math.Float64bits(*p))
+			}
+		}
+		if f.props != nil && !writeFieldsKey(b, f.props) {
+			return false
+		}
+		b.WriteByte(';')
+	}
+	b.WriteByte('}')
+	return true
+}
+
+func (in *interner) tagList(tags []string) []string {
+	if len(tags) == 0 {
+		return tags
+	}
+	key := strings.Join(tags, "\x00")
+	if v, ok := in.tags[key]; ok {
+		return v
+	}
+	tags = tags[:len(tags):len(tags)]
+	in.tags[key] = tags
+	return tags
+}
+
+// textSlab builds several strings as substrings of one allocation: add
+// names the destination, done fills them all in.
+type textSlab struct {
+	buf  []byte
+	dsts []*string
+	ends []int
+}
+
+func (t *textSlab) add(dst *string, parts ...string) {
+	for _, p := range parts {
+		t.buf = append(t.buf, p...)
+	}
+	t.dsts = append(t.dsts, dst)
+	t.ends = append(t.ends, len(t.buf))
+}
+
+func (t *textSlab) done() {
+	all, start := string(t.buf), 0
+	for i, d := range t.dsts {
+		*d = all[start:t.ends[i]]
+		start = t.ends[i]
+	}
+}
