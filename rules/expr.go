@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -20,6 +21,41 @@ type Expr struct {
 	Offset int    // rune offset of Src inside that string value
 	Refs   []Ref  // catalog ids referenced through state('...')
 	prog   *vm.Program
+
+	// reach caches what the compiled program can reach of its
+	// environment (reachKnown|reachEnv|reachSteps), computed on first use.
+	reach atomic.Uint32
+}
+
+const (
+	reachKnown = 1 << iota
+	reachEnv   // loads $env: the environment map itself can escape as a value
+	reachSteps // may read steps (or the whole environment)
+)
+
+// reaches reports what x's program can read of the environment. A program
+// names an environment variable by a constant (OpLoadFast "steps"), and
+// $env by OpLoadEnv; any constant "steps" counts, so a literal of that
+// text only costs a flush.
+func (x *Expr) reaches() uint32 {
+	if f := x.reach.Load(); f != 0 {
+		return f
+	}
+	f := uint32(reachKnown)
+	if x.prog != nil {
+		for _, op := range x.prog.Bytecode {
+			if op == vm.OpLoadEnv {
+				f |= reachEnv | reachSteps
+			}
+		}
+		for _, c := range x.prog.Constants {
+			if s, ok := c.(string); ok && s == "steps" {
+				f |= reachSteps
+			}
+		}
+	}
+	x.reach.Store(f)
+	return f
 }
 
 // Ref is one catalog id named inside an expression, with its rune offsets
@@ -44,6 +80,113 @@ type Env struct {
 	// once an expression has been evaluated.
 	cache    map[string]any
 	cacheKey envKey
+	// held is cache's pooled holder; release returns it unless leaked
+	// ($env was evaluated: the map may live on as a value).
+	held   *envVars
+	leaked bool
+
+	// Step outputs are kept in pend until an expression that can read
+	// steps is evaluated (most bodies never read them: no map per step).
+	// From then on (stepsLive) they are written through, as the map may
+	// be held by a value.
+	pend      []stepOutput
+	pendBuf   [2]stepOutput
+	stepsLive bool
+}
+
+type stepOutput struct {
+	id  string
+	out any
+}
+
+// setStepOutput records steps.<id>.output.
+func (e *Env) setStepOutput(id string, out any) {
+	if e.stepsLive {
+		e.stepsMap()[id] = map[string]any{"output": out}
+		return
+	}
+	if e.pend == nil {
+		e.pend = e.pendBuf[:0]
+	}
+	e.pend = append(e.pend, stepOutput{id, out})
+}
+
+func (e *Env) stepsMap() map[string]any {
+	if e.Steps == nil {
+		e.Steps = map[string]any{}
+	}
+	return e.Steps
+}
+
+// flushSteps writes the pending step outputs into Steps, in order.
+func (e *Env) flushSteps() {
+	if len(e.pend) == 0 {
+		return
+	}
+	m := e.stepsMap()
+	for i, p := range e.pend {
+		m[p.id] = map[string]any{"output": p.out}
+		e.pend[i] = stepOutput{}
+	}
+	e.pend = e.pend[:0]
+}
+
+// envVars is a pooled expression environment: the map and the closures
+// over the World it holds (built once per holder, not once per run).
+type envVars struct {
+	m map[string]any
+	w World
+}
+
+var envVarsPool = sync.Pool{New: func() any {
+	h := &envVars{}
+	h.m = map[string]any{
+		"trigger": nil,
+		"params":  nil,
+		"vars":    nil,
+		"steps":   nil,
+		"state": func(id string) any {
+			if h.w == nil {
+				return nil
+			}
+			v, _ := h.w.State(id)
+			return v
+		},
+		"now": func() time.Time {
+			if h.w == nil {
+				return time.Now()
+			}
+			return h.w.Now()
+		},
+		"hour":    hourOf,
+		"minute":  minuteOf,
+		"weekday": weekdayOf,
+		"seconds": secondsOf,
+	}
+	return h
+}}
+
+func (h *envVars) bind(e *Env) {
+	h.m["trigger"] = e.Trigger
+	h.m["params"] = e.Params
+	h.m["vars"] = e.Vars
+	h.m["steps"] = e.Steps
+}
+
+// release hands the Env's expression environment back for reuse. The Env
+// must not be evaluated again, and nothing may be evaluating it.
+func (e *Env) release() {
+	h := e.held
+	if h == nil {
+		return
+	}
+	e.held, e.cache = nil, nil
+	if e.leaked {
+		return
+	}
+	h.m["trigger"], h.m["params"], h.m["vars"], h.m["steps"] = nil, nil, nil, nil
+	h.w = nil
+	envVarsPool.Put(h)
 }
 
 // envKey identifies the maps and world an Env's cache was built from.
@@ -110,35 +253,17 @@ func (e *Env) vars() map[string]any {
 	if e.cache != nil && k == e.cacheKey {
 		return e.cache
 	}
-	e.cache, e.cacheKey = e.buildVars(), k
-	return e.cache
-}
-
-func (e *Env) buildVars() map[string]any {
-	w := e.World
-	return map[string]any{
-		"trigger": e.Trigger,
-		"params":  e.Params,
-		"vars":    e.Vars,
-		"steps":   e.Steps,
-		"state": func(id string) any {
-			if w == nil {
-				return nil
-			}
-			v, _ := w.State(id)
-			return v
-		},
-		"now": func() time.Time {
-			if w == nil {
-				return time.Now()
-			}
-			return w.Now()
-		},
-		"hour":    hourOf,
-		"minute":  minuteOf,
-		"weekday": weekdayOf,
-		"seconds": secondsOf,
+	h := e.held
+	if h == nil || e.leaked {
+		// A leaked map keeps the maps it was built from (as a new map
+		// did before holders were pooled).
+		h = envVarsPool.Get().(*envVars)
+		h.w = e.World
+		e.held, e.leaked = h, false
 	}
+	h.bind(e)
+	e.cache, e.cacheKey = h.m, k
+	return e.cache
 }
 
 // CompileExpr compiles src in the closed environment. maxNodes bounds the
@@ -191,9 +316,17 @@ var vmPool = sync.Pool{New: func() any { return new(vm.VM) }}
 
 // Eval runs the expression against env.
 func (x *Expr) Eval(env *Env) (any, error) {
+	if f := x.reaches(); f&reachSteps != 0 && !env.stepsLive {
+		env.flushSteps()
+		env.stepsLive = true
+	}
+	vars := env.vars()
+	if x.reaches()&reachEnv != 0 && !env.leaked {
+		env.leaked = true
+	}
 	v := vmPool.Get().(*vm.VM)
 	v.MemoryBudget = env.budget()
-	out, err := v.Run(x.prog, env.vars())
+	out, err := v.Run(x.prog, vars)
 	vmPool.Put(v)
 	if err != nil {
 		return nil, fmt.Errorf("expression %q: %w", x.Src, err)

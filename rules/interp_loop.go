@@ -58,7 +58,7 @@ func (r *interp) repeat(f *frame, s *Step, qid, sfx string, i int) *halt {
 	}
 	out := map[string]any{"iterations": n - 1}
 	r.steps[i].Output = out
-	f.env.Steps[s.ID] = map[string]any{"output": out}
+	f.env.setStepOutput(s.ID, out)
 	r.setOutcome(i, StepSuccess, "")
 	return nil
 }
