@@ -68,12 +68,6 @@ type armedTrigger struct {
 	hold *time.Timer // pending "for" window
 }
 
-// firing is one running execution of a rule body.
-type firing struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
 // TriggerInfo describes an armed trigger.
 type TriggerInfo struct {
 	ID       string     `json:"id"`
@@ -262,7 +256,7 @@ func (s *scheduler) disarmLocked(ar *armedRule) {
 	ar.stopped = true
 	ar.queue = nil
 	for _, f := range ar.running {
-		f.cancel()
+		f.cancel(context.Canceled)
 	}
 	ar.mu.Unlock()
 }

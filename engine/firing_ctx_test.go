@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// A firing is the context its body runs under: it must behave as
+// context.WithTimeout(parent, maxWall) did, whether or not Done was asked
+// for.
+func TestFiringContextBehavesLikeWithTimeout(t *testing.T) {
+	wait := func(t *testing.T, ch <-chan struct{}) {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Second):
+			t.Fatal("Done never closed")
+		}
+	}
+	t.Run("running", func(t *testing.T) {
+		f := newFiring(context.Background(), time.Hour)
+		if err := f.Err(); err != nil {
+			t.Fatalf("Err = %v", err)
+		}
+		if d, ok := f.Deadline(); !ok || time.Until(d) < 59*time.Minute {
+			t.Fatalf("Deadline = %v, %v", d, ok)
+		}
+		select {
+		case <-f.Done():
+			t.Fatal("Done closed while running")
+		default:
+		}
+		f.cancel(context.Canceled)
+	})
+	for _, lazy := range []bool{false, true} {
+		name := map[bool]string{false: "done-first", true: "err-only"}[lazy]
+		t.Run("deadline/"+name, func(t *testing.T) {
+			f := newFiring(context.Background(), 20*time.Millisecond)
+			if !lazy {
+				wait(t, f.Done())
+			} else {
+				time.Sleep(30 * time.Millisecond)
+			}
+			if err := f.Err(); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("Err = %v, want DeadlineExceeded", err)
+			}
+			wait(t, f.Done())
+			f.cancel(context.Canceled)
+			if err := f.Err(); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("after cancel Err = %v, want DeadlineExceeded kept", err)
+			}
+		})
+		t.Run("cancel/"+name, func(t *testing.T) {
+			f := newFiring(context.Background(), time.Hour)
+			var done <-chan struct{}
+			if !lazy {
+				done = f.Done()
+			}
+			f.cancel(context.Canceled)
+			if err := f.Err(); !errors.Is(err, context.Canceled) {
+				t.Fatalf("Err = %v, want Canceled", err)
+			}
+			if lazy {
+				done = f.Done()
+			}
+			wait(t, done)
+		})
+		t.Run("parent/"+name, func(t *testing.T) {
+			parent, stop := context.WithCancel(context.Background())
+			f := newFiring(parent, time.Hour)
+			var done <-chan struct{}
+			if !lazy {
+				done = f.Done()
+			}
+			stop()
+			if lazy {
+				if err := f.Err(); !errors.Is(err, context.Canceled) {
+					t.Fatalf("Err = %v, want Canceled", err)
+				}
+				done = f.Done()
+			}
+			wait(t, done)
+			if err := f.Err(); !errors.Is(err, context.Canceled) {
+				t.Fatalf("Err = %v, want Canceled", err)
+			}
+		})
+	}
+	t.Run("child", func(t *testing.T) {
+		type key struct{}
+		parent := context.WithValue(context.Background(), key{}, "v")
+		f := newFiring(parent, time.Hour)
+		child, stop := context.WithTimeout(f, time.Hour)
+		defer stop()
+		if child.Value(key{}) != "v" {
+			t.Fatal("values do not pass through")
+		}
+		f.cancel(context.Canceled)
+		wait(t, child.Done())
+		if !errors.Is(child.Err(), context.Canceled) {
+			t.Fatalf("child Err = %v", child.Err())
+		}
+	})
+	t.Run("parent-deadline", func(t *testing.T) {
+		parent, stop := context.WithTimeout(context.Background(), time.Minute)
+		defer stop()
+		pd, _ := parent.Deadline()
+		if d, _ := newFiring(parent, time.Hour).Deadline(); !d.Equal(pd) {
+			t.Fatalf("Deadline = %v, want the parent's %v", d, pd)
+		}
+	})
+}
