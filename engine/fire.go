@@ -70,7 +70,7 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 func (ar *armedRule) startLocked(tf rules.TriggerFire) {
 	s := ar.s
 	f := newFiring(s.ctx, s.e.cfg.Limits.MaxWall)
-	f.ar, f.tf = ar, tf
+	f.ar, f.tf, f.world = ar, tf, liveWorld{e: s.e, p: ar.principal}
 	ar.running = append(ar.running, f)
 	s.wg.Add(1)
 	s.work.run(f)
@@ -81,7 +81,7 @@ func (f *firing) do() {
 	ar, s := f.ar, f.ar.s
 	defer s.wg.Done()
 	defer f.cancel(context.Canceled) // releases the deadline timer, if made
-	ar.run(f, f.tf)
+	ar.run(f, f.tf, &f.world)
 	ar.mu.Lock()
 	// In place: ar.running is only read and written under ar.mu, and
 	// keeping its array spares an allocation per firing.
@@ -108,8 +108,9 @@ func (f *firing) do() {
 // broker); until then Err checks the clock and the parent itself, which is
 // all most firings need (an embedded-broker publish only calls Err).
 type firing struct {
-	ar *armedRule
-	tf rules.TriggerFire
+	ar    *armedRule
+	tf    rules.TriggerFire
+	world liveWorld
 
 	parent   context.Context
 	deadline time.Time
@@ -190,8 +191,8 @@ func (f *firing) endLocked(err error) {
 	}
 }
 
-// run executes the body once on the live world and records the firing.
-func (ar *armedRule) run(ctx context.Context, tf rules.TriggerFire) {
+// run executes the body once on the live world w and records the firing.
+func (ar *armedRule) run(ctx context.Context, tf rules.TriggerFire, w *liveWorld) {
 	e := ar.s.e
 	runID := storage.NewRunID()
 	started := e.Now()
@@ -205,21 +206,16 @@ func (ar *armedRule) run(ctx context.Context, tf rules.TriggerFire) {
 		// interrupted.
 		ar.record(runID, started, pilotage.Outcome{OK: false, Status: rules.StatusRunning, Error: "the firing is running"}, nil, nil)
 	}
-	w := &liveWorld{e: e, p: ar.principal}
 	res := rules.Run(ctx, ar.c, w, rules.RunInput{Trigger: tf, Params: ar.params, Limits: e.cfg.Limits})
 	out := res.Outcome
 	if out.Status == rules.StatusCancelled && errors.Is(ar.s.ctx.Err(), context.Canceled) {
 		out = pilotage.Outcome{OK: false, Status: rules.StatusInterrupted, Error: "the server stopped during the firing"}
 	}
-	var output any
-	if out.OK {
-		calls := res.Calls
-		if calls == nil {
-			calls = []rules.CallRecord{}
-		}
-		output = map[string]any{"calls": calls, "vars": orEmptyMap(res.Vars)}
+	steps := res.Steps
+	if !out.OK {
+		res = nil // no output
 	}
-	ar.record(runID, started, out, output, res.Steps)
+	ar.record(runID, started, out, res, steps)
 }
 
 // checkBroken re-checks referenced entries when the device catalog moved
@@ -260,19 +256,52 @@ func (ar *armedRule) recordSkipped(tf rules.TriggerFire, why string) {
 }
 
 // record hands the firing's run to the recorder (never blocks dispatch).
-func (ar *armedRule) record(runID string, started time.Time, out pilotage.Outcome, output any, steps []pilotage.TraceStep) {
+// res, when not nil, gives the output {"calls": …, "vars": …} of a firing
+// that ended ok.
+func (ar *armedRule) record(runID string, started time.Time, out pilotage.Outcome, res *rules.RunResult, steps []pilotage.TraceStep) {
 	e := ar.s.e
 	if steps == nil {
 		steps = []pilotage.TraceStep{}
 	}
-	env := &envelope{RunID: runID, Outcome: out, Output: output, Trace: &pilotage.Trace{Level: pilotage.LevelFull, Steps: steps}}
+	fr := &firingRecord{}
+	fr.trace = pilotage.Trace{Level: pilotage.LevelFull, Steps: steps}
+	fr.env = envelope{RunID: runID, Outcome: out, Trace: &fr.trace}
+	if res != nil {
+		calls := res.Calls
+		if calls == nil {
+			calls = []rules.CallRecord{}
+		}
+		fr.out = firingOutput{calls: calls, vars: res.Vars}
+		fr.env.Output = &fr.out
+	}
 	now := e.Now()
-	e.rec.add(storage.Run{ID: runID, Principal: ar.principal.Name, Rule: ar.rule.Name, Ref: ar.rule.Ref, Kind: "firing",
+	fr.item = recItem{run: storage.Run{ID: runID, Principal: ar.principal.Name, Rule: ar.rule.Name, Ref: ar.rule.Ref, Kind: "firing",
 		Status: out.Status, OK: out.OK, Started: started, Ended: now, Level: pilotage.LevelFull,
-		Expires: now.Add(e.cfg.Retention)}, env)
+		Expires: now.Add(e.cfg.Retention)}, env: &fr.env}
+	e.rec.addItem(&fr.item)
 	if out.Status != rules.StatusRunning {
 		e.notify(Event{Type: "firing", Rule: ar.rule.Name, RunID: runID, Status: out.Status, OK: out.OK, Time: now})
 	}
+}
+
+// firingRecord is what a firing hands the recorder, in one allocation.
+type firingRecord struct {
+	item  recItem
+	env   envelope
+	trace pilotage.Trace
+	out   firingOutput
+}
+
+// firingOutput is the output of a firing that ended ok: {"calls": [...],
+// "vars": {...}} (vars {} when the run set none). It encodes as that map
+// would, through encoding/json and appendOutput alike.
+type firingOutput struct {
+	calls []rules.CallRecord // not nil
+	vars  map[string]any
+}
+
+func (o *firingOutput) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]any{"calls": o.calls, "vars": orEmptyMap(o.vars)})
 }
 
 // takesTime reports whether a body contains a delay or a wait (anywhere):

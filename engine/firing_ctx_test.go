@@ -3,8 +3,15 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules"
 )
 
 // A firing is the context its body runs under: it must behave as
@@ -110,4 +117,31 @@ func TestFiringContextBehavesLikeWithTimeout(t *testing.T) {
 			t.Fatalf("Deadline = %v, want the parent's %v", d, pd)
 		}
 	})
+}
+
+// describeChange builds its text in one buffer; it must read as the
+// Sprintf it replaced (JSON values, fmt.Sprint for what JSON cannot carry).
+func TestDescribeChangeText(t *testing.T) {
+	old := func(v any) string {
+		b, err := pilotage.AppendJSON(nil, v)
+		if err != nil {
+			return fmt.Sprint(v)
+		}
+		return string(b)
+	}
+	tr := &rules.Trigger{ID: "t", Kind: rules.TriggerState, Entity: "hall_motion.occupancy"}
+	for _, c := range []struct{ prev, cur any }{
+		{false, true}, {nil, 21.5}, {"off", "on"}, {1e21, math.NaN()},
+		{map[string]any{"a": []any{1, "<b>"}}, strings.Repeat("x", 300)},
+		{make(chan int), func() {}},
+	} {
+		got := describeChange(tr, devices.Change{Kind: devices.ChangeState, Prev: c.prev, Value: c.cur})
+		if want := fmt.Sprintf("%s changed from %s to %s", tr.Entity, old(c.prev), old(c.cur)); got != want {
+			t.Errorf("state %v -> %v:\n got %s\nwant %s", c.prev, c.cur, got, want)
+		}
+		got = describeChange(tr, devices.Change{Kind: devices.ChangeEvent, Value: c.cur})
+		if want := fmt.Sprintf("%s fired %s", tr.Entity, old(c.cur)); got != want {
+			t.Errorf("event %v:\n got %s\nwant %s", c.cur, got, want)
+		}
+	}
 }

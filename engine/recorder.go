@@ -60,9 +60,12 @@ type recItem struct {
 }
 
 // add queues a run; it never blocks.
-func (r *recorder) add(run storage.Run, env *envelope) {
+func (r *recorder) add(run storage.Run, env *envelope) { r.addItem(&recItem{run, env}) }
+
+// addItem queues it; it never blocks. it must not change once queued.
+func (r *recorder) addItem(it *recItem) {
 	select {
-	case r.ch <- &recItem{run, env}:
+	case r.ch <- it:
 		r.enq.Add(1)
 	default:
 		if n := r.dropped.Add(1); n == 1 || n%1000 == 0 {
@@ -252,6 +255,19 @@ func appendEnvelope(b []byte, env *envelope) ([]byte, error) {
 // pilotage cannot name, are encoded here rather than by json.Marshal.
 func appendOutput(b []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
+	case *firingOutput:
+		b = append(b, `{"calls":`...)
+		b, err := appendCalls(b, x.calls)
+		if err != nil {
+			return b, err
+		}
+		b = append(b, `,"vars":`...)
+		if x.vars == nil {
+			b = append(b, "{}"...)
+		} else if b, err = pilotage.AppendJSON(b, x.vars); err != nil {
+			return b, err
+		}
+		return append(b, '}'), nil
 	case []rules.CallRecord:
 		return appendCalls(b, x)
 	case map[string]any:

@@ -326,19 +326,28 @@ func matchTrigger(t *rules.Trigger, prev, cur any, isEvent bool) (matched, holds
 }
 
 func describeChange(t *rules.Trigger, ch devices.Change) string {
+	var buf [128]byte // one string made, not one per part and a Sprintf
+	b := append(buf[:0], t.Entity...)
 	if ch.Kind == devices.ChangeEvent {
-		return fmt.Sprintf("%s fired %s", t.Entity, compact(ch.Value))
+		b = append(b, " fired "...)
+	} else {
+		b = append(b, " changed from "...)
+		b = appendCompact(b, ch.Prev)
+		b = append(b, " to "...)
 	}
-	return fmt.Sprintf("%s changed from %s to %s", t.Entity, compact(ch.Prev), compact(ch.Value))
+	return string(appendCompact(b, ch.Value))
 }
 
-func compact(v any) string {
-	var buf [64]byte
-	b, err := pilotage.AppendJSON(buf[:0], v)
+func compact(v any) string { return string(appendCompact(nil, v)) }
+
+// appendCompact appends v's JSON, or fmt.Sprint(v) when it has none.
+func appendCompact(b []byte, v any) []byte {
+	n := len(b)
+	b, err := pilotage.AppendJSON(b, v)
 	if err != nil {
-		return fmt.Sprint(v)
+		return fmt.Append(b[:n], v)
 	}
-	return string(b)
+	return b
 }
 
 // valueEqual compares JSON-ish values, numbers by value.
