@@ -11,6 +11,7 @@ import (
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm"
+	"github.com/expr-lang/expr/vm/runtime"
 )
 
 // Expr is one compiled expression. It is compiled once, when the program is
@@ -23,34 +24,48 @@ type Expr struct {
 	prog   *vm.Program
 
 	// reach caches what the compiled program can reach of its
-	// environment (reachKnown|reachEnv|reachSteps), computed on first use.
+	// environment (reach* bits), computed on first use.
 	reach atomic.Uint32
 }
 
 const (
-	reachKnown = 1 << iota
-	reachEnv   // loads $env: the environment map itself can escape as a value
-	reachSteps // may read steps (or the whole environment)
+	reachKnown   = 1 << iota
+	reachEnv     // loads $env: the environment map itself can escape as a value
+	reachTrigger // may read trigger
+	reachParams  // may read params
+	reachVars    // may read vars
+	reachSteps   // may read steps
+	reachAll     = reachEnv | reachTrigger | reachParams | reachVars | reachSteps
 )
 
+var reachNames = map[string]uint32{"trigger": reachTrigger, "params": reachParams, "vars": reachVars, "steps": reachSteps}
+
 // reaches reports what x's program can read of the environment. A program
-// names an environment variable by a constant (OpLoadFast "steps"), and
-// $env by OpLoadEnv; any constant "steps" counts, so a literal of that
-// text only costs a flush.
+// names an environment variable by a constant (OpLoadFast "vars" on a map
+// environment; a field path on a struct one), and the whole environment
+// by OpLoadEnv ($env). Any constant with a variable's name counts, so a
+// string literal of that text only costs the variable's binding.
 func (x *Expr) reaches() uint32 {
 	if f := x.reach.Load(); f != 0 {
 		return f
 	}
 	f := uint32(reachKnown)
-	if x.prog != nil {
+	if x.prog == nil {
+		f |= reachAll
+	} else {
 		for _, op := range x.prog.Bytecode {
 			if op == vm.OpLoadEnv {
-				f |= reachEnv | reachSteps
+				f |= reachAll
 			}
 		}
 		for _, c := range x.prog.Constants {
-			if s, ok := c.(string); ok && s == "steps" {
-				f |= reachSteps
+			switch c := c.(type) {
+			case string:
+				f |= reachNames[c]
+			case *runtime.Field:
+				for _, name := range c.Path {
+					f |= reachNames[name]
+				}
 			}
 		}
 	}
@@ -90,8 +105,10 @@ type Env struct {
 	// From then on (stepsLive) they are written through, as the map may
 	// be held by a value.
 	pend      []stepOutput
-	pendBuf   [2]stepOutput
+	pendBuf   [1]stepOutput
 	stepsLive bool
+	trigSet   bool           // trig holds the run's trigger
+	trig      triggerBinding // Trigger's content until it is built
 }
 
 type stepOutput struct {
@@ -234,20 +251,28 @@ var compileEnv = map[string]any{
 	"seconds": secondsOf,
 }
 
-// vars is the environment expressions run against; it is built once per Env
-// (an evaluation used to allocate a map and two closures).
-func (e *Env) vars() map[string]any {
-	if e.Trigger == nil {
-		e.Trigger = map[string]any{}
+// vars is the environment an expression that reaches f runs against. The
+// maps f names are made when missing (the trigger's when first needed);
+// the others may be nil: the expression cannot read them. The map is built
+// once per Env and rebound when the maps change (an evaluation used to
+// allocate a map and two closures).
+func (e *Env) vars(f uint32) map[string]any {
+	if f&reachSteps != 0 && !e.stepsLive {
+		// From now on steps may be held by a value: write through.
+		e.flushSteps()
+		e.stepsLive = true
 	}
-	if e.Params == nil {
+	if f&reachTrigger != 0 {
+		e.triggerMap()
+	}
+	if f&reachParams != 0 && e.Params == nil {
 		e.Params = map[string]any{}
 	}
-	if e.Vars == nil {
-		e.Vars = map[string]any{}
+	if f&reachVars != 0 {
+		e.varsMap()
 	}
-	if e.Steps == nil {
-		e.Steps = map[string]any{}
+	if f&reachSteps != 0 {
+		e.stepsMap()
 	}
 	k := envKey{mapID(e.Trigger), mapID(e.Params), mapID(e.Vars), mapID(e.Steps)}
 	if e.cache != nil && k == e.cacheKey {
@@ -263,7 +288,73 @@ func (e *Env) vars() map[string]any {
 	}
 	h.bind(e)
 	e.cache, e.cacheKey = h.m, k
+	if f&reachEnv != 0 {
+		e.leaked = true
+	}
 	return e.cache
+}
+
+// varsMap returns Vars, made when missing.
+func (e *Env) varsMap() map[string]any {
+	if e.Vars == nil {
+		e.Vars = map[string]any{}
+	}
+	return e.Vars
+}
+
+// triggerMap returns Trigger, built from the run's trigger binding the
+// first time it is needed (a body that never reads trigger never builds it).
+func (e *Env) triggerMap() map[string]any {
+	if e.Trigger != nil {
+		return e.Trigger
+	}
+	tb := &e.trig
+	switch {
+	case !e.trigSet:
+		e.Trigger = map[string]any{}
+	case tb.t == nil:
+		e.Trigger = map[string]any{"id": "", "value": tb.fire.Value, "from": tb.fire.From, "time": tb.fire.Time}
+	default:
+		t := tb.t
+		e.Trigger = map[string]any{
+			"id": t.ID, "kind": triggerKindValue(t.Kind), "entity": t.Entity,
+			"value": tb.fire.Value, "from": tb.fire.From, "to": tb.fire.Value, "time": tb.fire.Time,
+		}
+	}
+	*tb, e.trigSet = triggerBinding{}, false
+	return e.Trigger
+}
+
+// triggerBinding is what trigger.* is built from (see triggerMap).
+type triggerBinding struct {
+	t    *Trigger    // nil: a program without triggers
+	fire TriggerFire // Time is the fire time the run uses
+}
+
+// bindTrigger sets what trigger.* will be built from; at is the fire time.
+func (e *Env) bindTrigger(t *Trigger, fire TriggerFire, at time.Time) {
+	fire.Time = at
+	e.trig, e.trigSet, e.Trigger = triggerBinding{t: t, fire: fire}, true, nil
+}
+
+// triggerKindValue is string(k) as an interface value, without boxing the
+// known kinds anew each time.
+func triggerKindValue(k TriggerKind) any {
+	switch k {
+	case TriggerState:
+		return string(TriggerState)
+	case TriggerNumeric:
+		return string(TriggerNumeric)
+	case TriggerEvent:
+		return string(TriggerEvent)
+	case TriggerCron:
+		return string(TriggerCron)
+	case TriggerTime:
+		return string(TriggerTime)
+	case TriggerSun:
+		return string(TriggerSun)
+	}
+	return string(k)
 }
 
 // CompileExpr compiles src in the closed environment. maxNodes bounds the
@@ -316,14 +407,7 @@ var vmPool = sync.Pool{New: func() any { return new(vm.VM) }}
 
 // Eval runs the expression against env.
 func (x *Expr) Eval(env *Env) (any, error) {
-	if f := x.reaches(); f&reachSteps != 0 && !env.stepsLive {
-		env.flushSteps()
-		env.stepsLive = true
-	}
-	vars := env.vars()
-	if x.reaches()&reachEnv != 0 && !env.leaked {
-		env.leaked = true
-	}
+	vars := env.vars(x.reaches())
 	v := vmPool.Get().(*vm.VM)
 	v.MemoryBudget = env.budget()
 	out, err := v.Run(x.prog, vars)

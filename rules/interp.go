@@ -116,16 +116,25 @@ type frame struct {
 func Run(ctx context.Context, c *Compiled, w World, in RunInput) (res *RunResult) {
 	lim := limitsOrDefault(in.Limits)
 	start := w.Now()
-	m := &runMem{}
-	r := &m.r
-	*r = interp{ctx: ctx, w: w, lim: lim, start: start, deadline: start.Add(lim.MaxWall), mem: m}
+	// The trigger branch, its trigger, the conditions and the top-level
+	// steps: room for them made at once instead of a doubling series, in
+	// the run's own allocation when they are few.
+	n := 0
 	if c != nil && c.Program != nil {
-		// The trigger branch, its trigger, the conditions and the top-level
-		// steps: one allocation for most runs instead of a doubling series.
-		n := min(2+len(c.Program.Conditions)+len(c.Program.Steps), 64)
-		r.steps = make([]pilotage.TraceStep, 0, n)
-		r.tms = make([]float64, 0, n)
+		n = min(2+len(c.Program.Conditions)+len(c.Program.Steps), 64)
 	}
+	var m *runMem
+	var steps []pilotage.TraceStep
+	var tms []float64
+	if n <= smallRun {
+		sm := &smallRunMem{}
+		m, steps, tms = &sm.runMem, sm.steps[:0], sm.tms[:0]
+	} else {
+		m, steps, tms = &runMem{}, make([]pilotage.TraceStep, 0, n), make([]float64, 0, n)
+	}
+	r := &m.r
+	*r = interp{ctx: ctx, w: w, lim: lim, start: start, deadline: start.Add(lim.MaxWall), mem: m, steps: steps, tms: tms}
+	r.calls = m.firstRec[:0]
 	res = &m.res
 	res.Started = start
 	var top *frame
@@ -155,6 +164,18 @@ type runMem struct {
 	decision  [1]pilotage.Decision
 	firstCall [1]string
 	callUsed  bool
+	firstRec  [1]CallRecord
+}
+
+// smallRun is how many top-level trace entries a run's own allocation has
+// room for: a trigger, its branch and two steps or conditions.
+const smallRun = 4
+
+// smallRunMem is a runMem with its trace's first entries.
+type smallRunMem struct {
+	runMem
+	steps [smallRun]pilotage.TraceStep
+	tms   [smallRun]float64
 }
 
 func (r *interp) finishResult(res *RunResult, top *frame, h *halt) {
@@ -219,8 +240,6 @@ func (r *interp) run(c *Compiled, in RunInput) (*frame, *halt) {
 	env := &r.mem.env
 	*env = Env{
 		Params: withParamDefaults(p.Params, in.Params),
-		Vars:   map[string]any{},
-		Steps:  map[string]any{},
 		World:  r.w,
 		Budget: r.lim.MemoryBudget,
 	}
@@ -262,7 +281,7 @@ func limitsOrDefault(l Limits) Limits {
 func (r *interp) triggers(f *frame, fire TriggerFire) *halt {
 	p := f.c.Program
 	if len(p.Triggers) == 0 && fire.ID == "" {
-		f.env.Trigger = map[string]any{"id": "", "value": fire.Value, "from": fire.From, "time": r.fireTime(fire)}
+		f.env.bindTrigger(nil, fire, r.fireTime(fire))
 		return nil
 	}
 	var t *Trigger
@@ -274,10 +293,7 @@ func (r *interp) triggers(f *frame, fire TriggerFire) *halt {
 	if t == nil {
 		return &halt{StatusFailed, fmt.Sprintf("unknown trigger %q", fire.ID)}
 	}
-	f.env.Trigger = map[string]any{
-		"id": t.ID, "kind": string(t.Kind), "entity": t.Entity,
-		"value": fire.Value, "from": fire.From, "to": fire.Value, "time": r.fireTime(fire),
-	}
+	f.env.bindTrigger(t, fire, r.fireTime(fire))
 	i, h := r.begin(TriggersStepID)
 	if h != nil {
 		return h

@@ -46,9 +46,12 @@ func BenchmarkRunFiring(b *testing.B) {
 }
 
 // TestRunFiringAllocs pins the allocations of one simple firing (the bench
-// body): the result, its trace and call record, the args and the trigger
-// binding. It was 38 before runs shared one allocation, pooled the
-// expression environment and stopped copying JSON-safe objects.
+// body): the run's own allocation (result, interpreter, environment, the
+// first trace entries and call record), the trigger map and three of its
+// values, the args map, the World's output and expr's map fetch. It was 38
+// before runs shared one allocation, pooled the expression environment,
+// bound trigger, params, vars and steps only when an expression reads them
+// and stopped copying JSON-safe objects.
 func TestRunFiringAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector drops pooled objects at random")
@@ -61,8 +64,8 @@ func TestRunFiringAllocs(t *testing.T) {
 			t.Fatal(res.Outcome)
 		}
 	})
-	if n > 18 {
-		t.Errorf("one firing allocates %.0f objects, want at most 18", n)
+	if n > 11 {
+		t.Errorf("one firing allocates %.0f objects, want at most 11", n)
 	}
 }
 
@@ -115,5 +118,42 @@ func TestRunEnvValueNotReused(t *testing.T) {
 	env := first.Calls[0].Args["env"].(map[string]any)
 	if v := env["trigger"].(map[string]any)["value"]; v != 1.0 {
 		t.Errorf("the first run's $env now says trigger.value = %v", v)
+	}
+}
+
+// trigger, params, vars and steps are made when an expression reads them;
+// what the expression sees must not change.
+func TestRunEnvironmentBoundOnDemand(t *testing.T) {
+	w := &firingWorld{now: itStart}
+	at := itStart.Add(-time.Second)
+	want := map[string]any{"id": "t", "kind": "state", "entity": "x.y", "value": 2.0, "from": 1.0, "to": 2.0, "time": at}
+	c := itProgram([]*Trigger{itState("t", "x.y", 2.0)}, nil,
+		itCall("a", "light.set", "b", 1),
+		itCount("r", 2, itCall("in", "light.set", "b", 2)),
+		itSet("s", "tr", itTpl("trigger"), "p", itTpl("params")),
+		itCall("e", "light.set", "env", itTpl("$env")))
+	res := itRun(t, c, w, RunInput{Trigger: TriggerFire{ID: "t", Value: 2.0, From: 1.0, Time: at}})
+	if !res.Outcome.OK {
+		t.Fatalf("outcome %+v", res.Outcome)
+	}
+	if !reflect.DeepEqual(res.Vars["tr"], want) {
+		t.Errorf("trigger = %v, want %v", res.Vars["tr"], want)
+	}
+	if p := res.Vars["p"]; !reflect.DeepEqual(p, map[string]any{}) {
+		t.Errorf("params = %#v, want {}", p)
+	}
+	if _, ok := res.Vars["index"]; ok {
+		t.Errorf("vars.index outlived its loop: %v", res.Vars)
+	}
+	env := res.Calls[len(res.Calls)-1].Args["env"].(map[string]any)
+	if !reflect.DeepEqual(env["trigger"], want) || len(env["steps"].(map[string]any)) != 5 ||
+		len(env["vars"].(map[string]any)) != 2 || env["params"] == nil {
+		t.Errorf("$env = %v", env)
+	}
+	// Without triggers: id "", the fire's value and time.
+	c = itProgram(nil, nil, itSet("s", "tr", itTpl("trigger")))
+	res = itRun(t, c, w, RunInput{Trigger: TriggerFire{Value: "v"}})
+	if want := map[string]any{"id": "", "value": "v", "from": nil, "time": itStart}; !reflect.DeepEqual(res.Vars["tr"], want) {
+		t.Errorf("trigger without triggers = %v, want %v", res.Vars["tr"], want)
 	}
 }

@@ -91,10 +91,8 @@ func (r *interp) callAutomation(f *frame, s *Step, qid string, i int, args map[s
 		return r.fail(i, &halt{StatusLimitExceeded, fmt.Sprintf("step %q: call depth limit of %d exceeded", qid, r.lim.MaxCallDepth)})
 	}
 	env := &Env{
-		Trigger: f.env.Trigger,
+		Trigger: f.env.triggerMap(),
 		Params:  withParamDefaults(sub.Program.Params, args),
-		Vars:    map[string]any{},
-		Steps:   map[string]any{},
 		World:   r.w,
 		Budget:  r.lim.MemoryBudget,
 	}
@@ -380,7 +378,7 @@ func (r *interp) set(f *frame, s *Step, qid string, i int) *halt {
 		return r.fail(i, h)
 	}
 	for k, v := range vals {
-		f.env.Vars[k] = v
+		f.env.varsMap()[k] = v
 	}
 	r.steps[i].Output = jsonSafeFresh(vals)
 	f.env.setStepOutput(s.ID, vals)

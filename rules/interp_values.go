@@ -161,6 +161,9 @@ func safeScalar(v any) bool {
 // each property in the program's params schema. The caller's map is not
 // modified.
 func withParamDefaults(schema json.RawMessage, params map[string]any) map[string]any {
+	if len(params) == 0 && len(schema) == 0 {
+		return nil // made when an expression reads params
+	}
 	out := make(map[string]any, len(params))
 	for k, v := range params {
 		out[k] = v
