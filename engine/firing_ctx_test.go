@@ -144,4 +144,10 @@ func TestDescribeChangeText(t *testing.T) {
 			t.Errorf("event %v:\n got %s\nwant %s", c.cur, got, want)
 		}
 	}
+	if !raceEnabled {
+		ch := devices.Change{Kind: devices.ChangeState, Prev: 20.5, Value: 21.0}
+		if n := testing.AllocsPerRun(100, func() { describeChange(tr, ch) }); n > 1 {
+			t.Errorf("describeChange allocates %.0f objects, want 1", n)
+		}
+	}
 }

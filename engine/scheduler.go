@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/robfig/cron/v3"
 
@@ -326,8 +327,10 @@ func matchTrigger(t *rules.Trigger, prev, cur any, isEvent bool) (matched, holds
 }
 
 func describeChange(t *rules.Trigger, ch devices.Change) string {
-	var buf [128]byte // one string made, not one per part and a Sprintf
-	b := append(buf[:0], t.Entity...)
+	// One allocation, not one per part and a Sprintf: the text is built
+	// in a buffer that becomes the string (nothing else refers to it).
+	b := make([]byte, 0, len(t.Entity)+48)
+	b = append(b, t.Entity...)
 	if ch.Kind == devices.ChangeEvent {
 		b = append(b, " fired "...)
 	} else {
@@ -335,7 +338,8 @@ func describeChange(t *rules.Trigger, ch devices.Change) string {
 		b = appendCompact(b, ch.Prev)
 		b = append(b, " to "...)
 	}
-	return string(appendCompact(b, ch.Value))
+	b = appendCompact(b, ch.Value)
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 func compact(v any) string { return string(appendCompact(nil, v)) }
