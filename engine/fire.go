@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -32,7 +34,7 @@ func (at *armedTrigger) fire(value, prev any, because string) {
 	switch mode {
 	case rules.ModeRestart:
 		for _, f := range ar.running {
-			f.cancel()
+			f.cancel(context.Canceled)
 		}
 	case rules.ModeQueued:
 		if len(ar.running) > 0 {
@@ -67,37 +69,130 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 // startLocked launches one firing; ar.mu is held.
 func (ar *armedRule) startLocked(tf rules.TriggerFire) {
 	s := ar.s
-	ctx, cancel := context.WithTimeout(s.ctx, s.e.cfg.Limits.MaxWall)
-	f := &firing{cancel: cancel, done: make(chan struct{})}
+	f := newFiring(s.ctx, s.e.cfg.Limits.MaxWall)
+	f.ar, f.tf, f.world = ar, tf, liveWorld{e: s.e, p: ar.principal}
 	ar.running = append(ar.running, f)
 	s.wg.Add(1)
-	s.work.run(func() {
-		defer s.wg.Done()
-		defer close(f.done)
-		defer cancel()
-		ar.run(ctx, tf)
-		ar.mu.Lock()
-		for i, x := range ar.running {
-			if x == f {
-				ar.running = append(ar.running[:i:i], ar.running[i+1:]...)
-				break
-			}
-		}
-		var next *rules.TriggerFire
-		if len(ar.queue) > 0 && !ar.stopped {
-			n := ar.queue[0]
-			ar.queue = ar.queue[1:]
-			next = &n
-		}
-		if next != nil {
-			ar.startLocked(*next)
-		}
-		ar.mu.Unlock()
-	})
+	s.work.run(f)
 }
 
-// run executes the body once on the live world and records the firing.
-func (ar *armedRule) run(ctx context.Context, tf rules.TriggerFire) {
+// do runs the firing on a worker (the task workers run).
+func (f *firing) do() {
+	ar, s := f.ar, f.ar.s
+	defer s.wg.Done()
+	defer f.cancel(context.Canceled) // releases the deadline timer, if made
+	ar.run(f, f.tf, &f.world)
+	ar.mu.Lock()
+	// In place: ar.running is only read and written under ar.mu, and
+	// keeping its array spares an allocation per firing.
+	if i := slices.Index(ar.running, f); i >= 0 {
+		ar.running = slices.Delete(ar.running, i, i+1)
+	}
+	var next *rules.TriggerFire
+	if len(ar.queue) > 0 && !ar.stopped {
+		n := ar.queue[0]
+		ar.queue = ar.queue[1:]
+		next = &n
+	}
+	if next != nil {
+		ar.startLocked(*next)
+	}
+	ar.mu.Unlock()
+}
+
+// firing is one running execution of a rule body, and the context it runs
+// under: what context.WithTimeout(parent, maxWall) gives (cancelled by
+// cancel, by the parent, or DeadlineExceeded at the deadline), in the
+// firing's own allocation. The timer and the parent watch are only made
+// when Done is asked for (a wait, a delay, a publish to an external
+// broker); until then Err checks the clock and the parent itself, which is
+// all most firings need (an embedded-broker publish only calls Err).
+type firing struct {
+	ar    *armedRule
+	tf    rules.TriggerFire
+	world liveWorld
+
+	parent   context.Context
+	deadline time.Time
+
+	mu    sync.Mutex
+	err   error
+	done  chan struct{} // made by Done; closed when err is set
+	timer *time.Timer   // made by Done: expires the firing at the deadline
+	stop  func() bool   // made by Done: stops watching the parent
+}
+
+func newFiring(parent context.Context, maxWall time.Duration) *firing {
+	d := time.Now().Add(maxWall)
+	if pd, ok := parent.Deadline(); ok && pd.Before(d) {
+		d = pd // as context.WithDeadline: the earlier deadline is the one
+	}
+	return &firing{parent: parent, deadline: d}
+}
+
+func (f *firing) Deadline() (time.Time, bool) { return f.deadline, true }
+
+func (f *firing) Value(key any) any { return f.parent.Value(key) }
+
+func (f *firing) Err() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.checkLocked()
+	return f.err
+}
+
+// checkLocked ends the firing when its parent ended or its deadline passed.
+func (f *firing) checkLocked() {
+	if f.err != nil {
+		return
+	}
+	if err := f.parent.Err(); err != nil {
+		f.endLocked(err)
+	} else if !time.Now().Before(f.deadline) {
+		f.endLocked(context.DeadlineExceeded)
+	}
+}
+
+func (f *firing) Done() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.done != nil {
+		return f.done
+	}
+	f.done = make(chan struct{})
+	if f.checkLocked(); f.err != nil {
+		close(f.done)
+		return f.done
+	}
+	f.timer = time.AfterFunc(time.Until(f.deadline), func() { f.cancel(context.DeadlineExceeded) })
+	f.stop = context.AfterFunc(f.parent, func() { f.cancel(f.parent.Err()) })
+	return f.done
+}
+
+// cancel ends the firing with err unless it has already ended.
+func (f *firing) cancel(err error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.err == nil {
+		f.endLocked(err)
+	}
+}
+
+func (f *firing) endLocked(err error) {
+	f.err = err
+	if f.done != nil {
+		close(f.done)
+	}
+	if f.timer != nil {
+		f.timer.Stop()
+	}
+	if f.stop != nil {
+		f.stop()
+	}
+}
+
+// run executes the body once on the live world w and records the firing.
+func (ar *armedRule) run(ctx context.Context, tf rules.TriggerFire, w *liveWorld) {
 	e := ar.s.e
 	runID := storage.NewRunID()
 	started := e.Now()
@@ -111,21 +206,16 @@ func (ar *armedRule) run(ctx context.Context, tf rules.TriggerFire) {
 		// interrupted.
 		ar.record(runID, started, pilotage.Outcome{OK: false, Status: rules.StatusRunning, Error: "the firing is running"}, nil, nil)
 	}
-	w := &liveWorld{e: e, p: ar.principal}
 	res := rules.Run(ctx, ar.c, w, rules.RunInput{Trigger: tf, Params: ar.params, Limits: e.cfg.Limits})
 	out := res.Outcome
 	if out.Status == rules.StatusCancelled && errors.Is(ar.s.ctx.Err(), context.Canceled) {
 		out = pilotage.Outcome{OK: false, Status: rules.StatusInterrupted, Error: "the server stopped during the firing"}
 	}
-	var output any
-	if out.OK {
-		calls := res.Calls
-		if calls == nil {
-			calls = []rules.CallRecord{}
-		}
-		output = map[string]any{"calls": calls, "vars": orEmptyMap(res.Vars)}
+	steps := res.Steps
+	if !out.OK {
+		res = nil // no output
 	}
-	ar.record(runID, started, out, output, res.Steps)
+	ar.record(runID, started, out, res, steps)
 }
 
 // checkBroken re-checks referenced entries when the device catalog moved
@@ -166,19 +256,52 @@ func (ar *armedRule) recordSkipped(tf rules.TriggerFire, why string) {
 }
 
 // record hands the firing's run to the recorder (never blocks dispatch).
-func (ar *armedRule) record(runID string, started time.Time, out pilotage.Outcome, output any, steps []pilotage.TraceStep) {
+// res, when not nil, gives the output {"calls": …, "vars": …} of a firing
+// that ended ok.
+func (ar *armedRule) record(runID string, started time.Time, out pilotage.Outcome, res *rules.RunResult, steps []pilotage.TraceStep) {
 	e := ar.s.e
 	if steps == nil {
 		steps = []pilotage.TraceStep{}
 	}
-	env := &envelope{RunID: runID, Outcome: out, Output: output, Trace: &pilotage.Trace{Level: pilotage.LevelFull, Steps: steps}}
+	fr := &firingRecord{}
+	fr.trace = pilotage.Trace{Level: pilotage.LevelFull, Steps: steps}
+	fr.env = envelope{RunID: runID, Outcome: out, Trace: &fr.trace}
+	if res != nil {
+		calls := res.Calls
+		if calls == nil {
+			calls = []rules.CallRecord{}
+		}
+		fr.out = firingOutput{calls: calls, vars: res.Vars}
+		fr.env.Output = &fr.out
+	}
 	now := e.Now()
-	e.rec.add(storage.Run{ID: runID, Principal: ar.principal.Name, Rule: ar.rule.Name, Ref: ar.rule.Ref, Kind: "firing",
+	fr.item = recItem{run: storage.Run{ID: runID, Principal: ar.principal.Name, Rule: ar.rule.Name, Ref: ar.rule.Ref, Kind: "firing",
 		Status: out.Status, OK: out.OK, Started: started, Ended: now, Level: pilotage.LevelFull,
-		Expires: now.Add(e.cfg.Retention)}, env)
+		Expires: now.Add(e.cfg.Retention)}, env: &fr.env}
+	e.rec.addItem(&fr.item)
 	if out.Status != rules.StatusRunning {
 		e.notify(Event{Type: "firing", Rule: ar.rule.Name, RunID: runID, Status: out.Status, OK: out.OK, Time: now})
 	}
+}
+
+// firingRecord is what a firing hands the recorder, in one allocation.
+type firingRecord struct {
+	item  recItem
+	env   envelope
+	trace pilotage.Trace
+	out   firingOutput
+}
+
+// firingOutput is the output of a firing that ended ok: {"calls": [...],
+// "vars": {...}} (vars {} when the run set none). It encodes as that map
+// would, through encoding/json and appendOutput alike.
+type firingOutput struct {
+	calls []rules.CallRecord // not nil
+	vars  map[string]any
+}
+
+func (o *firingOutput) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]any{"calls": o.calls, "vars": orEmptyMap(o.vars)})
 }
 
 // takesTime reports whether a body contains a delay or a wait (anywhere):

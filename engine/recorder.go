@@ -60,9 +60,12 @@ type recItem struct {
 }
 
 // add queues a run; it never blocks.
-func (r *recorder) add(run storage.Run, env *envelope) {
+func (r *recorder) add(run storage.Run, env *envelope) { r.addItem(&recItem{run, env}) }
+
+// addItem queues it; it never blocks. it must not change once queued.
+func (r *recorder) addItem(it *recItem) {
 	select {
-	case r.ch <- &recItem{run, env}:
+	case r.ch <- it:
 		r.enq.Add(1)
 	default:
 		if n := r.dropped.Add(1); n == 1 || n%1000 == 0 {
@@ -101,32 +104,41 @@ func (r *recorder) loop() {
 	const trimEvery = 5 * time.Second
 	trimCount := map[string]int{}
 	lastTrim := time.Now()
-	// scratch is where envelopes are encoded, reused from row to row.
-	var scratch []byte
-	const maxScratch = 256 << 10
+	// arena holds a batch's encoded envelopes back to back, reused from
+	// batch to batch: rows point into it until InsertRuns has written them
+	// (the store copies them; nothing keeps a batch's rows after).
+	var arena []byte
+	var ends []int // ends[i]: end of item i's envelope in arena (-1: none)
+	const maxArena = 2 << 20
 	write := func() {
 		if len(batch) == 0 {
 			return
 		}
+		arena, ends = arena[:0], ends[:0]
 		for i := range batch {
-			if env := items[i].env; env != nil {
-				var b []byte
-				var err error
-				scratch, err = appendEnvelope(scratch[:0], env)
-				if err != nil {
-					r.log.Warn("encoding run record", "run", batch[i].ID, "err", err)
-					b = []byte(`{"run_id":` + strconv.Quote(batch[i].ID) + `}`)
-				} else {
-					b = make([]byte, len(scratch)) // the row keeps its own bytes
-					copy(b, scratch)
-				}
-				batch[i].Envelope = b
-				items[i].env = nil
-				runtime.Gosched()
+			env := items[i].env
+			if env == nil {
+				ends = append(ends, -1)
+				continue
 			}
+			start := len(arena)
+			var err error
+			arena, err = appendEnvelope(arena, env)
+			if err != nil {
+				r.log.Warn("encoding run record", "run", batch[i].ID, "err", err)
+				arena = append(arena[:start], `{"run_id":`+strconv.Quote(batch[i].ID)+`}`...)
+			}
+			ends = append(ends, len(arena))
+			items[i].env = nil
+			runtime.Gosched()
 		}
-		if cap(scratch) > maxScratch {
-			scratch = nil // an outsized envelope's buffer is not kept
+		// Slices are taken once the arena has stopped growing.
+		start := 0
+		for i, end := range ends {
+			if end >= 0 {
+				batch[i].Envelope = arena[start:end:end]
+				start = end
+			}
 		}
 		for _, run := range batch {
 			if run.Rule != "" {
@@ -159,9 +171,13 @@ func (r *recorder) loop() {
 		r.done2.Add(uint64(len(batch)))
 		r.progress.Broadcast()
 		r.mu.Unlock()
+		clear(batch) // no row keeps pointing into the arena
 		batch = batch[:0]
 		clear(items) // let the envelopes go
 		items = items[:0]
+		if cap(arena) > maxArena {
+			arena = nil // an outsized batch's buffer is not kept
+		}
 	}
 	// Commits are what cost: every commit rewrites each page it touched
 	// into the WAL, and the per-rule index touches a page per rule fired.
@@ -239,6 +255,19 @@ func appendEnvelope(b []byte, env *envelope) ([]byte, error) {
 // pilotage cannot name, are encoded here rather than by json.Marshal.
 func appendOutput(b []byte, v any) ([]byte, error) {
 	switch x := v.(type) {
+	case *firingOutput:
+		b = append(b, `{"calls":`...)
+		b, err := appendCalls(b, x.calls)
+		if err != nil {
+			return b, err
+		}
+		b = append(b, `,"vars":`...)
+		if x.vars == nil {
+			b = append(b, "{}"...)
+		} else if b, err = pilotage.AppendJSON(b, x.vars); err != nil {
+			return b, err
+		}
+		return append(b, '}'), nil
 	case []rules.CallRecord:
 		return appendCalls(b, x)
 	case map[string]any:

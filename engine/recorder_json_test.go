@@ -95,6 +95,39 @@ func TestEnvelopeEncodingMatchesMarshal(t *testing.T) {
 	}
 }
 
+// A firing's output is a firingOutput, not the map it replaced: it must
+// encode to the same bytes, through appendEnvelope and json.Marshal.
+func TestFiringOutputEncodesAsItsMap(t *testing.T) {
+	for name, c := range map[string]struct {
+		calls []rules.CallRecord
+		vars  map[string]any
+	}{
+		"calls and vars": {realisticCalls(), map[string]any{"lux": 12.5, "night": true, "who": "<hall>\xff"}},
+		"no vars":        {realisticCalls(), nil},
+		"empty vars":     {[]rules.CallRecord{}, map[string]any{}},
+		"no calls":       {[]rules.CallRecord{}, nil},
+	} {
+		old := firingEnvelope("r", c.calls, orEmptyMap(c.vars))
+		want, err := json.Marshal(old)
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := firingEnvelope("r", nil, nil)
+		env.Output = &firingOutput{calls: c.calls, vars: c.vars}
+		got, err := appendEnvelope(nil, env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		marshalled, err := json.Marshal(env)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) || !bytes.Equal(marshalled, want) {
+			t.Errorf("%s:\n got %s\n marshal %s\nwant %s", name, got, marshalled, want)
+		}
+	}
+}
+
 // TestEnvelopeEncodingRandom compares random call records and variables.
 func TestEnvelopeEncodingRandom(t *testing.T) {
 	r := rand.New(rand.NewSource(42))

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/robfig/cron/v3"
 
@@ -66,12 +67,6 @@ type armedTrigger struct {
 	t    *rules.Trigger
 	mu   sync.Mutex
 	hold *time.Timer // pending "for" window
-}
-
-// firing is one running execution of a rule body.
-type firing struct {
-	cancel context.CancelFunc
-	done   chan struct{}
 }
 
 // TriggerInfo describes an armed trigger.
@@ -262,7 +257,7 @@ func (s *scheduler) disarmLocked(ar *armedRule) {
 	ar.stopped = true
 	ar.queue = nil
 	for _, f := range ar.running {
-		f.cancel()
+		f.cancel(context.Canceled)
 	}
 	ar.mu.Unlock()
 }
@@ -332,19 +327,31 @@ func matchTrigger(t *rules.Trigger, prev, cur any, isEvent bool) (matched, holds
 }
 
 func describeChange(t *rules.Trigger, ch devices.Change) string {
+	// One allocation, not one per part and a Sprintf: the text is built
+	// in a buffer that becomes the string (nothing else refers to it).
+	b := make([]byte, 0, len(t.Entity)+48)
+	b = append(b, t.Entity...)
 	if ch.Kind == devices.ChangeEvent {
-		return fmt.Sprintf("%s fired %s", t.Entity, compact(ch.Value))
+		b = append(b, " fired "...)
+	} else {
+		b = append(b, " changed from "...)
+		b = appendCompact(b, ch.Prev)
+		b = append(b, " to "...)
 	}
-	return fmt.Sprintf("%s changed from %s to %s", t.Entity, compact(ch.Prev), compact(ch.Value))
+	b = appendCompact(b, ch.Value)
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
-func compact(v any) string {
-	var buf [64]byte
-	b, err := pilotage.AppendJSON(buf[:0], v)
+func compact(v any) string { return string(appendCompact(nil, v)) }
+
+// appendCompact appends v's JSON, or fmt.Sprint(v) when it has none.
+func appendCompact(b []byte, v any) []byte {
+	n := len(b)
+	b, err := pilotage.AppendJSON(b, v)
 	if err != nil {
-		return fmt.Sprint(v)
+		return fmt.Append(b[:n], v)
 	}
-	return string(b)
+	return b
 }
 
 // valueEqual compares JSON-ish values, numbers by value.

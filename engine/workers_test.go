@@ -15,7 +15,7 @@ func TestWorkersRunEverythingAndReuse(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 20 {
 		wg.Add(1)
-		w.run(func() { defer wg.Done(); <-release }) // all 20 blocked at once
+		w.run(taskFunc(func() { defer wg.Done(); <-release })) // all 20 blocked at once
 	}
 	close(release)
 	wg.Wait()
@@ -24,7 +24,7 @@ func TestWorkersRunEverythingAndReuse(t *testing.T) {
 	for {
 		done := make(chan struct{})
 		select {
-		case w.idle <- func() { close(done) }:
+		case w.idle <- taskFunc(func() { close(done) }):
 			<-done
 			return
 		default:

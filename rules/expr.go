@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm"
+	"github.com/expr-lang/expr/vm/runtime"
 )
 
 // Expr is one compiled expression. It is compiled once, when the program is
@@ -20,6 +22,55 @@ type Expr struct {
 	Offset int    // rune offset of Src inside that string value
 	Refs   []Ref  // catalog ids referenced through state('...')
 	prog   *vm.Program
+
+	// reach caches what the compiled program can reach of its
+	// environment (reach* bits), computed on first use.
+	reach atomic.Uint32
+}
+
+const (
+	reachKnown   = 1 << iota
+	reachEnv     // loads $env: the environment map itself can escape as a value
+	reachTrigger // may read trigger
+	reachParams  // may read params
+	reachVars    // may read vars
+	reachSteps   // may read steps
+	reachAll     = reachEnv | reachTrigger | reachParams | reachVars | reachSteps
+)
+
+var reachNames = map[string]uint32{"trigger": reachTrigger, "params": reachParams, "vars": reachVars, "steps": reachSteps}
+
+// reaches reports what x's program can read of the environment. A program
+// names an environment variable by a constant (OpLoadFast "vars" on a map
+// environment; a field path on a struct one), and the whole environment
+// by OpLoadEnv ($env). Any constant with a variable's name counts, so a
+// string literal of that text only costs the variable's binding.
+func (x *Expr) reaches() uint32 {
+	if f := x.reach.Load(); f != 0 {
+		return f
+	}
+	f := uint32(reachKnown)
+	if x.prog == nil {
+		f |= reachAll
+	} else {
+		for _, op := range x.prog.Bytecode {
+			if op == vm.OpLoadEnv {
+				f |= reachAll
+			}
+		}
+		for _, c := range x.prog.Constants {
+			switch c := c.(type) {
+			case string:
+				f |= reachNames[c]
+			case *runtime.Field:
+				for _, name := range c.Path {
+					f |= reachNames[name]
+				}
+			}
+		}
+	}
+	x.reach.Store(f)
+	return f
 }
 
 // Ref is one catalog id named inside an expression, with its rune offsets
@@ -44,6 +95,115 @@ type Env struct {
 	// once an expression has been evaluated.
 	cache    map[string]any
 	cacheKey envKey
+	// held is cache's pooled holder; release returns it unless leaked
+	// ($env was evaluated: the map may live on as a value).
+	held   *envVars
+	leaked bool
+
+	// Step outputs are kept in pend until an expression that can read
+	// steps is evaluated (most bodies never read them: no map per step).
+	// From then on (stepsLive) they are written through, as the map may
+	// be held by a value.
+	pend      []stepOutput
+	pendBuf   [1]stepOutput
+	stepsLive bool
+	trigSet   bool           // trig holds the run's trigger
+	trig      triggerBinding // Trigger's content until it is built
+}
+
+type stepOutput struct {
+	id  string
+	out any
+}
+
+// setStepOutput records steps.<id>.output.
+func (e *Env) setStepOutput(id string, out any) {
+	if e.stepsLive {
+		e.stepsMap()[id] = map[string]any{"output": out}
+		return
+	}
+	if e.pend == nil {
+		e.pend = e.pendBuf[:0]
+	}
+	e.pend = append(e.pend, stepOutput{id, out})
+}
+
+func (e *Env) stepsMap() map[string]any {
+	if e.Steps == nil {
+		e.Steps = map[string]any{}
+	}
+	return e.Steps
+}
+
+// flushSteps writes the pending step outputs into Steps, in order.
+func (e *Env) flushSteps() {
+	if len(e.pend) == 0 {
+		return
+	}
+	m := e.stepsMap()
+	for i, p := range e.pend {
+		m[p.id] = map[string]any{"output": p.out}
+		e.pend[i] = stepOutput{}
+	}
+	e.pend = e.pend[:0]
+}
+
+// envVars is a pooled expression environment: the map and the closures
+// over the World it holds (built once per holder, not once per run).
+type envVars struct {
+	m map[string]any
+	w World
+}
+
+var envVarsPool = sync.Pool{New: func() any {
+	h := &envVars{}
+	h.m = map[string]any{
+		"trigger": nil,
+		"params":  nil,
+		"vars":    nil,
+		"steps":   nil,
+		"state": func(id string) any {
+			if h.w == nil {
+				return nil
+			}
+			v, _ := h.w.State(id)
+			return v
+		},
+		"now": func() time.Time {
+			if h.w == nil {
+				return time.Now()
+			}
+			return h.w.Now()
+		},
+		"hour":    hourOf,
+		"minute":  minuteOf,
+		"weekday": weekdayOf,
+		"seconds": secondsOf,
+	}
+	return h
+}}
+
+func (h *envVars) bind(e *Env) {
+	h.m["trigger"] = e.Trigger
+	h.m["params"] = e.Params
+	h.m["vars"] = e.Vars
+	h.m["steps"] = e.Steps
+}
+
+// release hands the Env's expression environment back for reuse. The Env
+// must not be evaluated again, and nothing may be evaluating it.
+func (e *Env) release() {
+	h := e.held
+	if h == nil {
+		return
+	}
+	e.held, e.cache = nil, nil
+	if e.leaked {
+		return
+	}
+	h.m["trigger"], h.m["params"], h.m["vars"], h.m["steps"] = nil, nil, nil, nil
+	h.w = nil
+	envVarsPool.Put(h)
 }
 
 // envKey identifies the maps and world an Env's cache was built from.
@@ -91,54 +251,110 @@ var compileEnv = map[string]any{
 	"seconds": secondsOf,
 }
 
-// vars is the environment expressions run against; it is built once per Env
-// (an evaluation used to allocate a map and two closures).
-func (e *Env) vars() map[string]any {
-	if e.Trigger == nil {
-		e.Trigger = map[string]any{}
+// vars is the environment an expression that reaches f runs against. The
+// maps f names are made when missing (the trigger's when first needed);
+// the others may be nil: the expression cannot read them. The map is built
+// once per Env and rebound when the maps change (an evaluation used to
+// allocate a map and two closures).
+func (e *Env) vars(f uint32) map[string]any {
+	if f&reachSteps != 0 && !e.stepsLive {
+		// From now on steps may be held by a value: write through.
+		e.flushSteps()
+		e.stepsLive = true
 	}
-	if e.Params == nil {
+	if f&reachTrigger != 0 {
+		e.triggerMap()
+	}
+	if f&reachParams != 0 && e.Params == nil {
 		e.Params = map[string]any{}
 	}
-	if e.Vars == nil {
-		e.Vars = map[string]any{}
+	if f&reachVars != 0 {
+		e.varsMap()
 	}
-	if e.Steps == nil {
-		e.Steps = map[string]any{}
+	if f&reachSteps != 0 {
+		e.stepsMap()
 	}
 	k := envKey{mapID(e.Trigger), mapID(e.Params), mapID(e.Vars), mapID(e.Steps)}
 	if e.cache != nil && k == e.cacheKey {
 		return e.cache
 	}
-	e.cache, e.cacheKey = e.buildVars(), k
+	h := e.held
+	if h == nil || e.leaked {
+		// A leaked map keeps the maps it was built from (as a new map
+		// did before holders were pooled).
+		h = envVarsPool.Get().(*envVars)
+		h.w = e.World
+		e.held, e.leaked = h, false
+	}
+	h.bind(e)
+	e.cache, e.cacheKey = h.m, k
+	if f&reachEnv != 0 {
+		e.leaked = true
+	}
 	return e.cache
 }
 
-func (e *Env) buildVars() map[string]any {
-	w := e.World
-	return map[string]any{
-		"trigger": e.Trigger,
-		"params":  e.Params,
-		"vars":    e.Vars,
-		"steps":   e.Steps,
-		"state": func(id string) any {
-			if w == nil {
-				return nil
-			}
-			v, _ := w.State(id)
-			return v
-		},
-		"now": func() time.Time {
-			if w == nil {
-				return time.Now()
-			}
-			return w.Now()
-		},
-		"hour":    hourOf,
-		"minute":  minuteOf,
-		"weekday": weekdayOf,
-		"seconds": secondsOf,
+// varsMap returns Vars, made when missing.
+func (e *Env) varsMap() map[string]any {
+	if e.Vars == nil {
+		e.Vars = map[string]any{}
 	}
+	return e.Vars
+}
+
+// triggerMap returns Trigger, built from the run's trigger binding the
+// first time it is needed (a body that never reads trigger never builds it).
+func (e *Env) triggerMap() map[string]any {
+	if e.Trigger != nil {
+		return e.Trigger
+	}
+	tb := &e.trig
+	switch {
+	case !e.trigSet:
+		e.Trigger = map[string]any{}
+	case tb.t == nil:
+		e.Trigger = map[string]any{"id": "", "value": tb.fire.Value, "from": tb.fire.From, "time": tb.fire.Time}
+	default:
+		t := tb.t
+		e.Trigger = map[string]any{
+			"id": t.ID, "kind": triggerKindValue(t.Kind), "entity": t.Entity,
+			"value": tb.fire.Value, "from": tb.fire.From, "to": tb.fire.Value, "time": tb.fire.Time,
+		}
+	}
+	*tb, e.trigSet = triggerBinding{}, false
+	return e.Trigger
+}
+
+// triggerBinding is what trigger.* is built from (see triggerMap).
+type triggerBinding struct {
+	t    *Trigger    // nil: a program without triggers
+	fire TriggerFire // Time is the fire time the run uses
+}
+
+// bindTrigger sets what trigger.* will be built from; at is the fire time.
+func (e *Env) bindTrigger(t *Trigger, fire TriggerFire, at time.Time) {
+	fire.Time = at
+	e.trig, e.trigSet, e.Trigger = triggerBinding{t: t, fire: fire}, true, nil
+}
+
+// triggerKindValue is string(k) as an interface value, without boxing the
+// known kinds anew each time.
+func triggerKindValue(k TriggerKind) any {
+	switch k {
+	case TriggerState:
+		return string(TriggerState)
+	case TriggerNumeric:
+		return string(TriggerNumeric)
+	case TriggerEvent:
+		return string(TriggerEvent)
+	case TriggerCron:
+		return string(TriggerCron)
+	case TriggerTime:
+		return string(TriggerTime)
+	case TriggerSun:
+		return string(TriggerSun)
+	}
+	return string(k)
 }
 
 // CompileExpr compiles src in the closed environment. maxNodes bounds the
@@ -191,9 +407,10 @@ var vmPool = sync.Pool{New: func() any { return new(vm.VM) }}
 
 // Eval runs the expression against env.
 func (x *Expr) Eval(env *Env) (any, error) {
+	vars := env.vars(x.reaches())
 	v := vmPool.Get().(*vm.VM)
 	v.MemoryBudget = env.budget()
-	out, err := v.Run(x.prog, env.vars())
+	out, err := v.Run(x.prog, vars)
 	vmPool.Put(v)
 	if err != nil {
 		return nil, fmt.Errorf("expression %q: %w", x.Src, err)

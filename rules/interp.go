@@ -80,6 +80,11 @@ type interp struct {
 	steps    []pilotage.TraceStep
 	calls    []CallRecord
 	current  string // qualified id of the step being executed (panic reports)
+	// tms backs the entries' TMs pointers: one array for many entries.
+	// Entries point into it, so it is only ever appended to within its
+	// capacity (a full one is replaced, not grown).
+	tms []float64
+	mem *runMem
 }
 
 // frame is one activation of a program body: the run itself, or an
@@ -111,23 +116,66 @@ type frame struct {
 func Run(ctx context.Context, c *Compiled, w World, in RunInput) (res *RunResult) {
 	lim := limitsOrDefault(in.Limits)
 	start := w.Now()
-	r := &interp{ctx: ctx, w: w, lim: lim, start: start, deadline: start.Add(lim.MaxWall)}
+	// The trigger branch, its trigger, the conditions and the top-level
+	// steps: room for them made at once instead of a doubling series, in
+	// the run's own allocation when they are few.
+	n := 0
 	if c != nil && c.Program != nil {
-		// The trigger branch, its trigger, the conditions and the top-level
-		// steps: one allocation for most runs instead of a doubling series.
-		r.steps = make([]pilotage.TraceStep, 0, min(2+len(c.Program.Conditions)+len(c.Program.Steps), 64))
+		n = min(2+len(c.Program.Conditions)+len(c.Program.Steps), 64)
 	}
-	res = &RunResult{Started: start}
+	var m *runMem
+	var steps []pilotage.TraceStep
+	var tms []float64
+	if n <= smallRun {
+		sm := &smallRunMem{}
+		m, steps, tms = &sm.runMem, sm.steps[:0], sm.tms[:0]
+	} else {
+		m, steps, tms = &runMem{}, make([]pilotage.TraceStep, 0, n), make([]float64, 0, n)
+	}
+	r := &m.r
+	*r = interp{ctx: ctx, w: w, lim: lim, start: start, deadline: start.Add(lim.MaxWall), mem: m, steps: steps, tms: tms}
+	r.calls = m.firstRec[:0]
+	res = &m.res
+	res.Started = start
 	var top *frame
 	defer func() {
 		if p := recover(); p != nil {
 			h := &halt{StatusFailed, fmt.Sprintf("internal error at step %q: %v", r.current, p)}
 			r.finishResult(res, top, h)
 		}
+		if top != nil {
+			top.env.release()
+		}
 	}()
 	top, h := r.run(c, in)
 	r.finishResult(res, top, h)
 	return res
+}
+
+// runMem is what every run allocates, in one allocation: the result, the
+// interpreter, the top frame and its environment, and room for the first
+// call step's calls list and the trigger decision (trace entries point
+// into it, so it lives as long as the result's trace).
+type runMem struct {
+	res       RunResult
+	r         interp
+	top       frame
+	env       Env
+	decision  [1]pilotage.Decision
+	firstCall [1]string
+	callUsed  bool
+	firstRec  [1]CallRecord
+}
+
+// smallRun is how many top-level trace entries a run's own allocation has
+// room for: a trigger, its branch and two steps or conditions.
+const smallRun = 4
+
+// smallRunMem is a runMem with its trace's first entries.
+type smallRunMem struct {
+	runMem
+	steps [smallRun]pilotage.TraceStep
+	tms   [smallRun]float64
 }
 
 func (r *interp) finishResult(res *RunResult, top *frame, h *halt) {
@@ -137,7 +185,7 @@ func (r *interp) finishResult(res *RunResult, top *frame, h *halt) {
 	res.Steps = r.steps
 	res.Calls = r.calls
 	res.Ended = r.safeNow()
-	out := map[string]any{}
+	var out map[string]any // made only when there is something to report
 	switch {
 	case h == nil:
 		res.Outcome = pilotage.Outcome{OK: true, Status: StatusSuccess}
@@ -148,13 +196,16 @@ func (r *interp) finishResult(res *RunResult, top *frame, h *halt) {
 		}
 		switch h.status {
 		case StatusConditionsNotMet:
-			out["condition"] = h.msg
+			out = map[string]any{"condition": h.msg}
 		case StatusStopped:
-			out["stop"] = h.msg
+			out = map[string]any{"stop": h.msg}
 		}
 	}
 	if top != nil && len(top.env.Vars) > 0 {
 		res.Vars = top.env.Vars
+		if out == nil {
+			out = map[string]any{}
+		}
 		out["vars"] = jsonSafe(top.env.Vars)
 	}
 	if len(out) > 0 {
@@ -186,14 +237,14 @@ func (r *interp) run(c *Compiled, in RunInput) (*frame, *halt) {
 		return nil, &halt{StatusFailed, "no program to run"}
 	}
 	p := c.Program
-	env := &Env{
+	env := &r.mem.env
+	*env = Env{
 		Params: withParamDefaults(p.Params, in.Params),
-		Vars:   map[string]any{},
-		Steps:  map[string]any{},
 		World:  r.w,
 		Budget: r.lim.MemoryBudget,
 	}
-	f := &frame{c: c, env: env}
+	f := &r.mem.top
+	*f = frame{c: c, env: env}
 	if h := r.triggers(f, in.Trigger); h != nil {
 		return f, h
 	}
@@ -230,7 +281,7 @@ func limitsOrDefault(l Limits) Limits {
 func (r *interp) triggers(f *frame, fire TriggerFire) *halt {
 	p := f.c.Program
 	if len(p.Triggers) == 0 && fire.ID == "" {
-		f.env.Trigger = map[string]any{"id": "", "value": fire.Value, "from": fire.From, "time": r.fireTime(fire)}
+		f.env.bindTrigger(nil, fire, r.fireTime(fire))
 		return nil
 	}
 	var t *Trigger
@@ -242,10 +293,7 @@ func (r *interp) triggers(f *frame, fire TriggerFire) *halt {
 	if t == nil {
 		return &halt{StatusFailed, fmt.Sprintf("unknown trigger %q", fire.ID)}
 	}
-	f.env.Trigger = map[string]any{
-		"id": t.ID, "kind": string(t.Kind), "entity": t.Entity,
-		"value": fire.Value, "from": fire.From, "to": fire.Value, "time": r.fireTime(fire),
-	}
+	f.env.bindTrigger(t, fire, r.fireTime(fire))
 	i, h := r.begin(TriggersStepID)
 	if h != nil {
 		return h
@@ -254,7 +302,8 @@ func (r *interp) triggers(f *frame, fire TriggerFire) *halt {
 	if because == "" {
 		because = triggerReason(t, fire)
 	}
-	r.steps[i].Decisions = []pilotage.Decision{{At: TriggersStepID, Took: t.ID, Because: because}}
+	r.mem.decision[0] = pilotage.Decision{At: TriggersStepID, Took: t.ID, Because: because}
+	r.steps[i].Decisions = r.mem.decision[:1:1]
 	r.setOutcome(i, StepSuccess, "")
 	j, h := r.begin(t.ID)
 	if h != nil {
@@ -309,7 +358,7 @@ func (r *interp) condition(f *frame, cond *Condition, skip bool) *halt {
 		return r.fail(i, exprHalt(cond.ID, err))
 	}
 	r.steps[i].Output = b
-	f.env.Steps[cond.ID] = map[string]any{"output": b}
+	f.env.setStepOutput(cond.ID, b)
 	if !b {
 		r.setOutcome(i, StepNotMet, "")
 		return &halt{StatusConditionsNotMet, cond.ID}
@@ -332,8 +381,11 @@ func (r *interp) begin(qid string) (int, *halt) {
 	if len(r.steps) >= r.lim.MaxSteps {
 		return -1, &halt{StatusLimitExceeded, fmt.Sprintf("step limit of %d trace entries reached before step %q", r.lim.MaxSteps, qid)}
 	}
-	ms := float64(now.Sub(r.start)) / float64(time.Millisecond)
-	r.steps = append(r.steps, pilotage.TraceStep{ID: qid, TMs: &ms})
+	if len(r.tms) == cap(r.tms) {
+		r.tms = make([]float64, 0, min(max(2*cap(r.tms), 4), 64))
+	}
+	r.tms = append(r.tms, float64(now.Sub(r.start))/float64(time.Millisecond))
+	r.steps = append(r.steps, pilotage.TraceStep{ID: qid, TMs: &r.tms[len(r.tms)-1]})
 	return len(r.steps) - 1, nil
 }
 

@@ -31,7 +31,7 @@ func (r *interp) repeat(f *frame, s *Step, qid, sfx string, i int) *halt {
 	if h != nil {
 		return r.fail(i, h)
 	}
-	restore := saveVars(f.env.Vars, "index", "item")
+	restore := saveVars(f.env.varsMap(), "index", "item")
 	defer restore()
 	n := 1
 	for ; ; n++ {
@@ -47,9 +47,9 @@ func (r *interp) repeat(f *frame, s *Step, qid, sfx string, i int) *halt {
 			return r.fail(i, &halt{StatusLimitExceeded, fmt.Sprintf("step %q: loop exceeded %d iterations", qid, r.lim.MaxIterations)})
 		}
 		r.decide(i, qid, TookContinue, because)
-		f.env.Vars["index"] = n
+		f.env.varsMap()["index"] = n
 		if ls.items != nil {
-			f.env.Vars["item"] = ls.items[n-1]
+			f.env.varsMap()["item"] = ls.items[n-1]
 		}
 		if h := r.seq(f, s.Do, sfx+"#"+strconv.Itoa(n)); h != nil {
 			r.current = qid
@@ -58,7 +58,7 @@ func (r *interp) repeat(f *frame, s *Step, qid, sfx string, i int) *halt {
 	}
 	out := map[string]any{"iterations": n - 1}
 	r.steps[i].Output = out
-	f.env.Steps[s.ID] = map[string]any{"output": out}
+	f.env.setStepOutput(s.ID, out)
 	r.setOutcome(i, StepSuccess, "")
 	return nil
 }

@@ -24,12 +24,17 @@ func (r *interp) evalArgs(f *frame, qid string, args map[string]*Template) (map[
 }
 
 func (r *interp) call(f *frame, s *Step, qid string, i int) *halt {
-	r.steps[i].Calls = []string{s.Call}
+	if m := r.mem; !m.callUsed {
+		m.firstCall[0], m.callUsed = s.Call, true
+		r.steps[i].Calls = m.firstCall[:1:1]
+	} else {
+		r.steps[i].Calls = []string{s.Call}
+	}
 	args, h := r.evalArgs(f, qid, s.Args)
 	if h != nil {
 		return r.fail(i, h)
 	}
-	r.steps[i].Input = jsonSafe(args)
+	r.steps[i].Input = jsonSafeFresh(args)
 	if sub, isAuto := r.automation(f, s.Call); isAuto {
 		return r.callAutomation(f, s, qid, i, args, sub)
 	}
@@ -41,8 +46,8 @@ func (r *interp) call(f *frame, s *Step, qid string, i int) *halt {
 		return r.fail(i, r.callHalt(qid, s.Call, err))
 	}
 	r.calls = append(r.calls, rec)
-	r.steps[i].Output = jsonSafe(out)
-	f.env.Steps[s.ID] = map[string]any{"output": out}
+	r.steps[i].Output = jsonSafeFresh(out)
+	f.env.setStepOutput(s.ID, out)
 	r.setOutcome(i, StepSuccess, "")
 	return nil
 }
@@ -86,15 +91,14 @@ func (r *interp) callAutomation(f *frame, s *Step, qid string, i int, args map[s
 		return r.fail(i, &halt{StatusLimitExceeded, fmt.Sprintf("step %q: call depth limit of %d exceeded", qid, r.lim.MaxCallDepth)})
 	}
 	env := &Env{
-		Trigger: f.env.Trigger,
+		Trigger: f.env.triggerMap(),
 		Params:  withParamDefaults(sub.Program.Params, args),
-		Vars:    map[string]any{},
-		Steps:   map[string]any{},
 		World:   r.w,
 		Budget:  r.lim.MemoryBudget,
 	}
 	sf := &frame{c: sub, env: env, prefix: qid + "/", depth: f.depth + 1}
 	h := r.seq(sf, sub.Program.Steps, "")
+	env.release()
 	r.current = qid
 	out := map[string]any{}
 	if len(env.Vars) > 0 {
@@ -109,7 +113,7 @@ func (r *interp) callAutomation(f *frame, s *Step, qid string, i int, args map[s
 	}
 	out["status"] = status
 	r.steps[i].Output = jsonSafe(out)
-	f.env.Steps[s.ID] = map[string]any{"output": out}
+	f.env.setStepOutput(s.ID, out)
 	if h != nil && !h.ok() {
 		return r.fail(i, h)
 	}
@@ -192,7 +196,7 @@ func (r *interp) wait(f *frame, s *Step, qid string, i int) *halt {
 	waited := float64(r.w.Now().Sub(began)) / float64(time.Millisecond)
 	out := map[string]any{"met": met, "waited_ms": waited}
 	r.steps[i].Output = out
-	f.env.Steps[s.ID] = map[string]any{"output": out}
+	f.env.setStepOutput(s.ID, out)
 	switch {
 	case met:
 		r.setOutcome(i, StepSuccess, "")
@@ -374,10 +378,10 @@ func (r *interp) set(f *frame, s *Step, qid string, i int) *halt {
 		return r.fail(i, h)
 	}
 	for k, v := range vals {
-		f.env.Vars[k] = v
+		f.env.varsMap()[k] = v
 	}
-	r.steps[i].Output = jsonSafe(vals)
-	f.env.Steps[s.ID] = map[string]any{"output": vals}
+	r.steps[i].Output = jsonSafeFresh(vals)
+	f.env.setStepOutput(s.ID, vals)
 	r.setOutcome(i, StepSuccess, "")
 	return nil
 }

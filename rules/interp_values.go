@@ -126,10 +126,44 @@ func jsonSafe(v any) any {
 	return v
 }
 
+// jsonSafeFresh is jsonSafe for a value made for this step alone (the
+// args map of a call, the values of a set step, a World's call output):
+// when it is an object whose members are already JSON-safe scalars, the
+// copy jsonSafe would make is equal to it, and since nothing changes such
+// a value later, the trace can hold it as it is. Anything else (members
+// that are objects or lists, which may be the run's live vars or steps)
+// is copied as before.
+func jsonSafeFresh(v any) any {
+	if m, ok := v.(map[string]any); ok && m != nil {
+		for _, e := range m {
+			if !safeScalar(e) {
+				return jsonSafe(v)
+			}
+		}
+		return v
+	}
+	return jsonSafe(v)
+}
+
+// safeScalar reports whether jsonSafe returns v itself and v holds no
+// reference (an immutable scalar).
+func safeScalar(v any) bool {
+	switch x := v.(type) {
+	case nil, bool, string, int, int64, int32, uint, uint64, uint32, json.Number, time.Time:
+		return true
+	case float64:
+		return !math.IsNaN(x) && !math.IsInf(x, 0)
+	}
+	return false
+}
+
 // withParamDefaults fills absent top-level params from the "default" of
 // each property in the program's params schema. The caller's map is not
 // modified.
 func withParamDefaults(schema json.RawMessage, params map[string]any) map[string]any {
+	if len(params) == 0 && len(schema) == 0 {
+		return nil // made when an expression reads params
+	}
 	out := make(map[string]any, len(params))
 	for k, v := range params {
 		out[k] = v

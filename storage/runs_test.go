@@ -529,3 +529,43 @@ func TestInsertRunsCancelledMidBatchLandsNothing(t *testing.T) {
 		t.Fatalf("%d runs stored from a cancelled batch, want 0", len(l))
 	}
 }
+
+// InsertRuns hands envelopes to the driver without copying them: the row
+// must hold its own bytes (a writer reuses one buffer for a batch's
+// envelopes), stored as TEXT, and repeated column values must not leak
+// from one row into the next.
+func TestInsertRunsEnvelopeBytesAreCopiedAsText(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	a := mkRun("porch", "success", true, t0)
+	b := mkRun("attic", "failed", false, t0.Add(time.Second))
+	b.Principal, b.Kind, b.Level = "bob", KindTest, "summary"
+	arena := []byte(`{"run_id":"a"}{"run_id":"bb"}`)
+	a.Envelope, b.Envelope = arena[:14:14], arena[14:]
+	if err := s.InsertRuns(ctx, []Run{a, b}, WriteOptions{EncodedJSON: true}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range arena {
+		arena[i] = 'x'
+	}
+	for _, want := range []struct {
+		r   Run
+		env string
+	}{{a, `{"run_id":"a"}`}, {b, `{"run_id":"bb"}`}} {
+		got, err := s.GetRun(ctx, want.r.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got.Envelope) != want.env || got.Principal != want.r.Principal || got.Rule != want.r.Rule ||
+			got.Kind != want.r.Kind || got.Status != want.r.Status || got.Level != want.r.Level || got.OK != want.r.OK {
+			t.Errorf("run %s read back as %+v (envelope %s), want %+v (envelope %s)", want.r.ID, got, got.Envelope, want.r, want.env)
+		}
+		var typ string
+		if err := s.w.QueryRowContext(ctx, `SELECT typeof(envelope) FROM runs WHERE id = ?`, want.r.ID).Scan(&typ); err != nil {
+			t.Fatal(err)
+		}
+		if typ != "text" {
+			t.Errorf("envelope stored as %s, want text", typ)
+		}
+	}
+}
