@@ -100,6 +100,7 @@ var limitDocs = map[string]string{
 	"MaxCallDepth":    "nested calls of promoted automations",
 	"MemoryBudget":    "expression evaluation memory budget",
 	"MaxConcurrent":   "the largest max a queued or parallel rule may declare",
+	"MaxSetValues":    "JSON values set steps store in one run (each value is copied; nested at most 64 deep)",
 }
 
 func statusTable(b *strings.Builder, title, intro string, rows []StatusInfo) {

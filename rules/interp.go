@@ -85,6 +85,8 @@ type interp struct {
 	// capacity (a full one is replaced, not grown).
 	tms []float64
 	mem *runMem
+	// setValues counts the JSON values set steps stored (Limits.MaxSetValues).
+	setValues int
 }
 
 // frame is one activation of a program body: the run itself, or an
@@ -109,7 +111,8 @@ type frame struct {
 // not_connected (a call's error wraps ErrNotConnected); timeout (a wait
 // timed out without continue_on_timeout, the MaxWall bound on the World
 // clock, or ctx's deadline); limit_exceeded (MaxSteps entries,
-// MaxIterations per loop activation, MaxCallDepth, expression memory);
+// MaxIterations per loop activation, MaxCallDepth, expression memory,
+// MaxSetValues and MaxValueDepth for values set steps store);
 // cancelled (ctx cancelled; the engine reports shutdowns as interrupted).
 // A branch or loop entry's outcome is that of its activation: success, or
 // the status of the step that ended it.
@@ -272,6 +275,9 @@ func limitsOrDefault(l Limits) Limits {
 	}
 	if l.MemoryBudget == 0 {
 		l.MemoryBudget = d.MemoryBudget
+	}
+	if l.MaxSetValues <= 0 {
+		l.MaxSetValues = d.MaxSetValues
 	}
 	return l
 }

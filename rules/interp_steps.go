@@ -377,6 +377,13 @@ func (r *interp) set(f *frame, s *Step, qid string, i int) *halt {
 	if h != nil {
 		return r.fail(i, h)
 	}
+	for _, k := range sortedKeys(vals) {
+		c, h := r.storedValue(qid, k, vals[k])
+		if h != nil {
+			return r.fail(i, h)
+		}
+		vals[k] = c
+	}
 	for k, v := range vals {
 		f.env.varsMap()[k] = v
 	}
@@ -430,4 +437,63 @@ func interpAppendUnique(list []string, s string) []string {
 		}
 	}
 	return append(list, s)
+}
+
+// storedValue is the copy of v a set step stores under name: an expression
+// may return one of the run's own live maps (vars, steps, $env), and a
+// variable holding the map it lives in would make every later encoding of
+// the run recurse forever. The copy is JSON-safe and bounded: at most
+// MaxValueDepth deep, and all set steps of a run together store at most
+// MaxSetValues JSON values.
+func (r *interp) storedValue(qid, name string, v any) (any, *halt) {
+	c, ok := r.copyValue(jsonSafeScalar(v), 1)
+	if !ok {
+		if r.setValues > r.lim.MaxSetValues {
+			return nil, &halt{StatusLimitExceeded, fmt.Sprintf("step %q: setting %q would make this run store more than %d JSON values through set steps", qid, name, r.lim.MaxSetValues)}
+		}
+		return nil, &halt{StatusLimitExceeded, fmt.Sprintf("step %q: the value of %q is nested more than %d levels deep", qid, name, MaxValueDepth)}
+	}
+	return c, nil
+}
+
+// copyValue deep-copies a JSON-safe value, counting its JSON values
+// against the run's budget; false when the budget or the depth runs out.
+func (r *interp) copyValue(v any, depth int) (any, bool) {
+	if r.setValues++; r.setValues > r.lim.MaxSetValues || depth > MaxValueDepth {
+		return nil, false
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			c, ok := r.copyValue(jsonSafeScalar(e), depth+1)
+			if !ok {
+				return nil, false
+			}
+			out[k] = c
+		}
+		return out, true
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			c, ok := r.copyValue(jsonSafeScalar(e), depth+1)
+			if !ok {
+				return nil, false
+			}
+			out[i] = c
+		}
+		return out, true
+	}
+	return v, true
+}
+
+// jsonSafeScalar is jsonSafe for everything but the two JSON container
+// types, which it returns as they are (copyValue walks them itself, so a
+// container that holds itself is never walked without a bound).
+func jsonSafeScalar(v any) any {
+	switch v.(type) {
+	case map[string]any, []any:
+		return v
+	}
+	return jsonSafe(v)
 }

@@ -21,7 +21,12 @@ type Limits struct {
 	MaxCallDepth  int           // nested promoted-automation calls
 	MemoryBudget  uint          // expr VM memory budget per evaluation
 	MaxConcurrent int           // the largest "max" a queued or parallel rule may declare
+	MaxSetValues  int           // JSON values set steps store in one run (each value copied, nested at most MaxValueDepth)
 }
+
+// MaxValueDepth is how deep a value a set step stores may nest (not
+// configurable: SQLite's JSON functions refuse deeper documents).
+const MaxValueDepth = 64
 
 // DefaultLimits are the budgets in force unless configured otherwise.
 var DefaultLimits = Limits{
@@ -38,4 +43,5 @@ var DefaultLimits = Limits{
 	MaxCallDepth:  4,
 	MemoryBudget:  1 << 20,
 	MaxConcurrent: 1000,
+	MaxSetValues:  100000,
 }

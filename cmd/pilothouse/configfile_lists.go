@@ -176,5 +176,6 @@ func (l *cfgLoader) limits(n *yaml.Node, key string) error {
 		"max_call_depth":    l.integer(&lim.MaxCallDepth),
 		"memory_budget":     l.uinteger(&lim.MemoryBudget),
 		"max_concurrent":    l.integer(&lim.MaxConcurrent),
+		"max_set_values":    l.integer(&lim.MaxSetValues),
 	})
 }
