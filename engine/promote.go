@@ -72,7 +72,7 @@ type promotedBody struct {
 // newPromotedBody takes c's plan out of it into its encoded form.
 func newPromotedBody(c *rules.Compiled, base []baselineSum) *promotedBody {
 	b := &promotedBody{compiled: c, baseline: base}
-	c.DropPointers()
+	c.Compact()
 	if c.Plan != nil {
 		b.plan, _ = json.Marshal(c.Plan)
 		b.maxRisk = c.Plan.MaxRisk
@@ -167,6 +167,11 @@ func (e *Engine) promote(ctx context.Context, p *Principal, c *rules.Compiled) (
 	}
 	if held == nil {
 		e.rememberBody(ref, newPromotedBody(c, baselineSums(base)))
+	} else {
+		// c is the held body's twin: an installed rule keeps it, so it is
+		// held as compactly (the plan is the held body's).
+		c.Compact()
+		c.Plan = nil
 	}
 	e.cat.addAutomation(en, c.Refs)
 	return prog, nil
