@@ -69,12 +69,19 @@ type promotedBody struct {
 	maxRisk  pilotage.Risk
 }
 
-// newPromotedBody takes c's plan out of it into its encoded form.
-func newPromotedBody(c *rules.Compiled, base []baselineSum) *promotedBody {
+// newPromotedBody takes c's plan out of it into its encoded form, and
+// compacts c (see rules.Compiled.Compact). c must not be shared yet.
+func newPromotedBody(c *rules.Compiled, ref string, base []baselineSum) *promotedBody {
 	b := &promotedBody{compiled: c, baseline: base}
+	shareName(c, ref)
 	c.Compact()
 	if c.Plan != nil {
-		b.plan, _ = json.Marshal(c.Plan)
+		plan, _ := json.Marshal(c.Plan)
+		// The program and its plan in one pointer-free object.
+		buf := make([]byte, len(c.Raw)+len(plan))
+		n := copy(buf, c.Raw)
+		copy(buf[n:], plan)
+		c.Raw, b.plan = buf[:n:n], buf[n:]
 		b.maxRisk = c.Plan.MaxRisk
 		c.Plan = nil
 	}
@@ -130,23 +137,49 @@ func automationEntry(ref string, c *rules.Compiled, plan *pilotage.Plan) *pilota
 	if plan != nil {
 		hints = plan.MaxRiskHints
 	}
-	desc := c.Program.Description
+	// The tag and a default description are cut from one string, and the
+	// tag list is allocated with the entry: a house holds one entry per
+	// promoted program, and each object is work for the collector.
+	name := c.Program.Name
+	tag, desc := "rule:"+name, c.Program.Description
 	if desc == "" {
-		desc = "promoted automation/1 program " + c.Program.Name
+		both := "rule:" + name + "promoted automation/1 program " + name
+		tag, desc = both[:len("rule:")+len(name)], both[len("rule:")+len(name):]
 	}
-	en := &pilotage.Entry{
-		ID: ref, Kind: pilotage.KindAutomation, Name: c.Program.Name, Description: desc,
-		Tags: []string{"rule:" + c.Program.Name}, Callable: true, InputSchema: schema,
+	a := &automationEntryAlloc{}
+	a.tags[0] = tag
+	en := &a.entry
+	*en = pilotage.Entry{
+		ID: ref, Kind: pilotage.KindAutomation, Name: name, Description: desc,
+		Tags: a.tags[:], Callable: true, InputSchema: schema,
 		Risk: pilotage.RiskOf(hints), RiskHints: hints, Languages: automationLanguages,
 	}
 	en.Revision = en.ContentHash()
 	return en
 }
 
+// automationEntryAlloc is an automation entry allocated with its tags.
+type automationEntryAlloc struct {
+	entry pilotage.Entry
+	tags  [1]string
+}
+
+// shareName makes c's program name the copy inside its program_ref
+// ("automation.<name>@<hash>"), which is held anyway. c must not be
+// shared yet.
+func shareName(c *rules.Compiled, ref string) {
+	name := c.Program.Name
+	const prefix = "automation."
+	if strings.HasPrefix(ref, prefix+name+"@") {
+		c.Program.Name = ref[len(prefix) : len(prefix)+len(name)]
+	}
+}
+
 // promote stores the body (idempotent: refs are content-addressed) and
 // registers its catalog entry.
 func (e *Engine) promote(ctx context.Context, p *Principal, c *rules.Compiled) (storage.Program, error) {
 	ref := programRef(c)
+	shareName(c, ref)
 	base := map[string]baselineField{}
 	for id, en := range c.Entries {
 		base[id] = baselineOf(en)
@@ -166,7 +199,7 @@ func (e *Engine) promote(ctx context.Context, p *Principal, c *rules.Compiled) (
 		Params: en.InputSchema, RiskHints: hj, Risk: string(en.Risk), Baseline: bj, CreatedAt: e.Now(),
 	}
 	if held == nil {
-		e.rememberBody(ref, newPromotedBody(c, baselineSums(base)))
+		e.rememberBody(ref, newPromotedBody(c, ref, baselineSums(base)))
 	} else {
 		// c is the held body's twin: an installed rule keeps it, so it is
 		// held as compactly (the plan is the held body's).
@@ -196,7 +229,7 @@ func (e *Engine) rememberBody(ref string, b *promotedBody) *promotedBody {
 func storedBody(pr storage.Program, c *rules.Compiled) *promotedBody {
 	var base map[string]baselineField
 	_ = json.Unmarshal(pr.Baseline, &base)
-	return newPromotedBody(c, baselineSums(base))
+	return newPromotedBody(c, pr.Ref, baselineSums(base))
 }
 
 // heldBody returns ref's body if it is held in memory.
@@ -296,6 +329,7 @@ func (c *catalogService) loadAutomations(ctx context.Context) error {
 				e.log.Warn("promoted program no longer compiles; its rule will be marked broken", "ref", pr.Ref, "err", err)
 				continue
 			}
+			shareName(c, pr.Ref)
 			plan = c.Plan
 		}
 		en := automationEntry(pr.Ref, c, plan)
