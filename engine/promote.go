@@ -59,42 +59,45 @@ func programRef(c *rules.Compiled) string {
 // stored JSON (body, plan, baseline bytes) stays in SQLite: the compiled
 // form already holds what firing and listing need.
 //
-// The plan is kept encoded: it is read for one rule's page, while a
-// decoded plan (a tree of steps, strings and hints) is several hundred
-// pointers per rule for the collector to trace on every cycle.
+// The plan is not held at all: it is read for one rule's page, and it is
+// derived again from the compiled program and the entries it was validated
+// against (rules.BuildPlan is a function of the two, and both are
+// immutable), while a decoded plan is several hundred pointers per rule
+// for the collector to trace on every cycle, and even its encoding was the
+// larger part of a held rule.
 type promotedBody struct {
-	compiled *rules.Compiled // Plan is nil: see plan
+	compiled *rules.Compiled // Plan is nil: see decodedPlan
 	baseline []baselineSum   // sorted by id
-	plan     json.RawMessage // the plan as stored
+	hasPlan  bool
 	maxRisk  pilotage.Risk
 }
 
-// newPromotedBody takes c's plan out of it into its encoded form, and
-// compacts c (see rules.Compiled.Compact). c must not be shared yet.
+// newPromotedBody takes c's plan out of it, and compacts c (see
+// rules.Compiled.Compact). c must not be shared yet.
 func newPromotedBody(c *rules.Compiled, ref string, base []baselineSum) *promotedBody {
 	b := &promotedBody{compiled: c, baseline: base}
 	shareName(c, ref)
 	c.Compact()
 	if c.Plan != nil {
-		plan, _ := json.Marshal(c.Plan)
-		// The program and its plan in one pointer-free object.
-		buf := make([]byte, len(c.Raw)+len(plan))
-		n := copy(buf, c.Raw)
-		copy(buf[n:], plan)
-		c.Raw, b.plan = buf[:n:n], buf[n:]
+		b.hasPlan = true
 		b.maxRisk = c.Plan.MaxRisk
 		c.Plan = nil
 	}
 	return b
 }
 
-// decodedPlan returns the body's plan (nil if it has none).
+// decodedPlan returns the body's plan (nil if it has none), as it was
+// encoded when the body was promoted or loaded.
 func (b *promotedBody) decodedPlan() *pilotage.Plan {
-	if len(b.plan) == 0 {
+	if !b.hasPlan {
+		return nil
+	}
+	enc, err := json.Marshal(rules.BuildPlan(b.compiled.Program, b.compiled.Entries))
+	if err != nil {
 		return nil
 	}
 	var p pilotage.Plan
-	if json.Unmarshal(b.plan, &p) != nil {
+	if json.Unmarshal(enc, &p) != nil {
 		return nil
 	}
 	return &p
