@@ -47,21 +47,19 @@ type armedRule struct {
 	s         *scheduler
 	name      string // the rule's name
 	ref       string // its program_ref
-	enabled   bool   // guarded by s.mu
 	c         *rules.Compiled
 	params    map[string]any // nil when the program takes none
 	principal *Principal
 	triggers  []*armedTrigger
-	cronIDs   []cron.EntryID
-	sunTimers []*time.Timer
 
-	waits bool // the body has delays or waits (recorded as running first)
+	enabled bool // guarded by s.mu
+	waits   bool // the body has delays or waits (recorded as running first)
+	stopped bool // guarded by mu
 
 	mu         sync.Mutex
 	checkedGen uint64 // device catalog generation brokenReason last ran against (0 = never)
 	running    []*firing
 	queue      []rules.TriggerFire
-	stopped    bool
 	broken     string
 
 	// The trigger of a one-trigger rule (most rules), allocated with it.
@@ -76,6 +74,10 @@ type armedTrigger struct {
 	self [1]*armedTrigger // {itself}: the index entry of an entity only it watches
 	mu   sync.Mutex
 	hold *time.Timer // pending "for" window
+
+	// Guarded by the scheduler's mu while armed:
+	cronID cron.EntryID  // its cron entry (cron and time triggers; 0 = none)
+	suns   []*time.Timer // its sun event timers since armed (sun triggers)
 }
 
 // firing is one running execution of a rule body.
@@ -231,7 +233,7 @@ func (s *scheduler) armLocked(ar *armedRule) {
 				continue
 			}
 			at := at
-			ar.cronIDs = append(ar.cronIDs, s.cron.Schedule(sch, cron.FuncJob(func() { at.fire(nil, nil, "schedule "+spec) })))
+			at.cronID = s.cron.Schedule(sch, cron.FuncJob(func() { at.fire(nil, nil, "schedule "+spec) }))
 		case rules.TriggerSun:
 			s.armSun(ar, at)
 		}
@@ -257,7 +259,7 @@ func (s *scheduler) armSun(ar *armedRule, at *armedTrigger) {
 			s.armSun(ar, at)
 		}
 	})
-	ar.sunTimers = append(ar.sunTimers, tm)
+	at.suns = append(at.suns, tm)
 }
 
 // disarmLocked removes a rule's triggers and cancels its firings.
@@ -280,15 +282,15 @@ func (s *scheduler) disarmLocked(ar *armedRule) {
 		at.mu.Lock()
 		at.closeHold(!s.closing) // at shutdown the window's deadline is kept
 		at.mu.Unlock()
+		if at.cronID != 0 {
+			s.cron.Remove(at.cronID)
+			at.cronID = 0
+		}
+		for _, tm := range at.suns {
+			tm.Stop()
+		}
+		at.suns = nil
 	}
-	for _, id := range ar.cronIDs {
-		s.cron.Remove(id)
-	}
-	ar.cronIDs = nil
-	for _, tm := range ar.sunTimers {
-		tm.Stop()
-	}
-	ar.sunTimers = nil
 	ar.mu.Lock()
 	ar.stopped = true
 	ar.queue = nil
