@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+
+	"github.com/pilothouse/pilothouse/rules"
 )
 
 // footprintRule is a typical installed rule: a state trigger and a call
@@ -87,4 +89,32 @@ func TestHeldPlanIsStoredPlan(t *testing.T) {
 	h.stop()
 	h.start()
 	check("after restart")
+}
+
+// TestPromotedBodyBaseline: a held body's baseline is the one it was
+// promoted with, its ids shared with the program's references when they
+// are the same and its own when not.
+func TestPromotedBodyBaseline(t *testing.T) {
+	h := newHouse(t, Config{})
+	ref := h.deploy(motionLight).Output.(*DeployOutput).ProgramRef
+	b := h.eng.heldBody(ref)
+	base := map[string]baselineField{}
+	for id, en := range b.compiled.Entries {
+		base[id] = baselineOf(en)
+	}
+	want := baselineSums(base)
+	if len(want) != 2 || len(b.baseIDs) != len(want) || &b.baseIDs[0] != &b.compiled.Refs[0] {
+		t.Fatalf("baseline ids %v, refs %v, want %d shared", b.baseIDs, b.compiled.Refs, len(want))
+	}
+	for i := range want {
+		if got := b.baseline(i); got != want[i] {
+			t.Errorf("baseline %d: %v, want %v", i, got, want[i])
+		}
+	}
+	own := newPromotedBody(&rules.Compiled{Program: &rules.Program{Name: "x"}, Raw: []byte(`{}`), Refs: []string{"a.set"}},
+		"automation.x@0", []baselineSum{{id: "b.set", sum: [32]byte{1}}, {id: "c.set", sum: [32]byte{2}}})
+	if len(own.baseIDs) != 2 || own.baseline(0) != (baselineSum{"b.set", [32]byte{1}}) || own.baseline(1) != (baselineSum{"c.set", [32]byte{2}}) ||
+		string(own.compiled.Raw) != `{}` {
+		t.Fatalf("a baseline of other ids: %v %x %s", own.baseIDs, own.baseSums, own.compiled.Raw)
+	}
 }

@@ -67,17 +67,47 @@ func programRef(c *rules.Compiled) string {
 // larger part of a held rule.
 type promotedBody struct {
 	compiled *rules.Compiled // Plan is nil: see decodedPlan
-	baseline []baselineSum   // sorted by id
+	// The baseline, sorted by id: the ids (compiled.Refs, the same ids,
+	// when they are) and their sums, sha256.Size bytes each, kept in one
+	// pointer-free object with the program's JSON.
+	baseIDs  []string
+	baseSums []byte
 	hasPlan  bool
 	maxRisk  pilotage.Risk
+}
+
+// baseline returns the i-th entry of b's baseline.
+func (b *promotedBody) baseline(i int) baselineSum {
+	bs := baselineSum{id: b.baseIDs[i]}
+	copy(bs.sum[:], b.baseSums[i*sha256.Size:])
+	return bs
 }
 
 // newPromotedBody takes c's plan out of it, and compacts c (see
 // rules.Compiled.Compact). c must not be shared yet.
 func newPromotedBody(c *rules.Compiled, ref string, base []baselineSum) *promotedBody {
-	b := &promotedBody{compiled: c, baseline: base}
+	b := &promotedBody{compiled: c}
 	shareName(c, ref)
 	c.Compact()
+	// The baseline's ids are the referenced ids (both are the entries the
+	// program was validated against, sorted): share them when they are.
+	b.baseIDs = c.Refs
+	for i, bs := range base {
+		if len(base) != len(c.Refs) || bs.id != c.Refs[i] {
+			b.baseIDs = make([]string, len(base))
+			for j, bs := range base {
+				b.baseIDs[j] = bs.id
+			}
+			break
+		}
+	}
+	raw := len(c.Raw)
+	buf := make([]byte, raw+len(base)*sha256.Size)
+	copy(buf, c.Raw)
+	for i, bs := range base {
+		copy(buf[raw+i*sha256.Size:], bs.sum[:])
+	}
+	c.Raw, b.baseSums = buf[:raw:raw], buf[raw:]
 	if c.Plan != nil {
 		b.hasPlan = true
 		b.maxRisk = c.Plan.MaxRisk
@@ -291,7 +321,8 @@ func (e *Engine) baselineDrift(p *Principal, ref string) string {
 		return "the promoted program is not available"
 	}
 	v := e.cat.view(p)
-	for _, bs := range b.baseline {
+	for i := range b.baseIDs {
+		bs := b.baseline(i)
 		en, ok := v.Get(bs.id)
 		if !ok {
 			return "referenced entry " + quote(bs.id) + " no longer exists"
