@@ -19,8 +19,8 @@ type catalogService struct {
 	e *Engine
 
 	mu        sync.Mutex
-	autos     map[string]*automation // by entry id (= program_ref)
-	autoOrder []string               // ids in the order they were added; autoGen = len
+	autos     map[string]automation // by entry id (= program_ref)
+	autoOrder []string              // ids in the order they were added; autoGen = len
 	autoGen   uint64
 	views     map[string]*view            // principal name → latest view
 	history   map[string]map[string]*view // principal name → version → view
@@ -39,7 +39,7 @@ const maxHistory = 8
 func newCatalogService(e *Engine) *catalogService {
 	return &catalogService{
 		e:       e,
-		autos:   map[string]*automation{},
+		autos:   map[string]automation{},
 		views:   map[string]*view{},
 		history: map[string]map[string]*view{},
 		order:   map[string][]string{},
@@ -53,7 +53,11 @@ func (c *catalogService) addAutomation(entry *pilotage.Entry, refs []string) {
 	if _, ok := c.autos[entry.ID]; ok {
 		return
 	}
-	c.autos[entry.ID] = &automation{entry: entry, hash: entry.ContentHash(), refs: refs}
+	hash := entry.ContentHash()
+	if hash == entry.Revision {
+		hash = entry.Revision // one copy
+	}
+	c.autos[entry.ID] = automation{entry: entry, hash: hash, refs: refs}
 	c.autoOrder = append(c.autoOrder, entry.ID)
 	c.autoGen++
 }

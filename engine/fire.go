@@ -236,14 +236,13 @@ func (ar *armedRule) checkBroken() string {
 	ar.checkedGen = gen
 	changed := reason != ar.broken
 	ar.broken = reason
-	ar.rule.Broken = reason
 	ar.mu.Unlock()
 	if changed {
-		if err := e.store.SetRuleBroken(context.Background(), ar.rule.Name, reason); err != nil {
-			e.log.Warn("marking rule broken", "rule", ar.rule.Name, "err", err)
+		if err := e.store.SetRuleBroken(context.Background(), ar.name, reason); err != nil {
+			e.log.Warn("marking rule broken", "rule", ar.name, "err", err)
 		}
 		if reason != "" {
-			e.log.Warn("rule is broken", "rule", ar.rule.Name, "reason", reason)
+			e.log.Warn("rule is broken", "rule", ar.name, "reason", reason)
 		}
 	}
 	return reason
@@ -275,12 +274,12 @@ func (ar *armedRule) record(runID string, started time.Time, out pilotage.Outcom
 		fr.env.Output = &fr.out
 	}
 	now := e.Now()
-	fr.item = recItem{run: storage.Run{ID: runID, Principal: ar.principal.Name, Rule: ar.rule.Name, Ref: ar.rule.Ref, Kind: "firing",
+	fr.item = recItem{run: storage.Run{ID: runID, Principal: ar.principal.Name, Rule: ar.name, Ref: ar.ref, Kind: "firing",
 		Status: out.Status, OK: out.OK, Started: started, Ended: now, Level: pilotage.LevelFull,
 		Expires: now.Add(e.cfg.Retention)}, env: &fr.env}
 	e.rec.addItem(&fr.item)
 	if out.Status != rules.StatusRunning {
-		e.notify(Event{Type: "firing", Rule: ar.rule.Name, RunID: runID, Status: out.Status, OK: out.OK, Time: now})
+		e.notify(Event{Type: "firing", Rule: ar.name, RunID: runID, Status: out.Status, OK: out.OK, Time: now})
 	}
 }
 

@@ -75,7 +75,7 @@ func (w *pendingWriter) close() {
 
 // holdID names a trigger's window in the pending table.
 func (at *armedTrigger) holdID() string {
-	return at.r.rule.Name + "/" + at.t.ID
+	return at.r.name + "/" + at.t.ID
 }
 
 // openHold starts the window; at.mu is held.
@@ -93,7 +93,7 @@ func (at *armedTrigger) openHold(val, prev any, because string, deadline time.Ti
 		at.fire(val, prev, because)
 	})
 	state, _ := json.Marshal(map[string]any{"value": val})
-	s.pend.send(pendingOp{put: true, p: storage.Pending{ID: at.holdID(), Rule: at.r.rule.Name, Kind: "for", Deadline: deadline, State: state}})
+	s.pend.send(pendingOp{put: true, p: storage.Pending{ID: at.holdID(), Rule: at.r.name, Kind: "for", Deadline: deadline, State: state}})
 }
 
 // closeHold cancels the window; at.mu is held. forget=false keeps the

@@ -59,35 +59,75 @@ func programRef(c *rules.Compiled) string {
 // stored JSON (body, plan, baseline bytes) stays in SQLite: the compiled
 // form already holds what firing and listing need.
 //
-// The plan is kept encoded: it is read for one rule's page, while a
-// decoded plan (a tree of steps, strings and hints) is several hundred
-// pointers per rule for the collector to trace on every cycle.
+// The plan is not held at all: it is read for one rule's page, and it is
+// derived again from the compiled program and the entries it was validated
+// against (rules.BuildPlan is a function of the two, and both are
+// immutable), while a decoded plan is several hundred pointers per rule
+// for the collector to trace on every cycle, and even its encoding was the
+// larger part of a held rule.
 type promotedBody struct {
-	compiled *rules.Compiled // Plan is nil: see plan
-	baseline []baselineSum   // sorted by id
-	plan     json.RawMessage // the plan as stored
+	compiled *rules.Compiled // Plan is nil: see decodedPlan
+	// The baseline, sorted by id: the ids (compiled.Refs, the same ids,
+	// when they are) and their sums, sha256.Size bytes each, kept in one
+	// pointer-free object with the program's JSON.
+	baseIDs  []string
+	baseSums []byte
+	hasPlan  bool
 	maxRisk  pilotage.Risk
 }
 
-// newPromotedBody takes c's plan out of it into its encoded form.
-func newPromotedBody(c *rules.Compiled, base []baselineSum) *promotedBody {
-	b := &promotedBody{compiled: c, baseline: base}
-	c.DropPointers()
+// baseline returns the i-th entry of b's baseline.
+func (b *promotedBody) baseline(i int) baselineSum {
+	bs := baselineSum{id: b.baseIDs[i]}
+	copy(bs.sum[:], b.baseSums[i*sha256.Size:])
+	return bs
+}
+
+// newPromotedBody takes c's plan out of it, and compacts c (see
+// rules.Compiled.Compact). c must not be shared yet.
+func newPromotedBody(c *rules.Compiled, ref string, base []baselineSum) *promotedBody {
+	b := &promotedBody{compiled: c}
+	shareName(c, ref)
+	c.Compact()
+	// The baseline's ids are the referenced ids (both are the entries the
+	// program was validated against, sorted): share them when they are.
+	b.baseIDs = c.Refs
+	for i, bs := range base {
+		if len(base) != len(c.Refs) || bs.id != c.Refs[i] {
+			b.baseIDs = make([]string, len(base))
+			for j, bs := range base {
+				b.baseIDs[j] = bs.id
+			}
+			break
+		}
+	}
+	raw := len(c.Raw)
+	buf := make([]byte, raw+len(base)*sha256.Size)
+	copy(buf, c.Raw)
+	for i, bs := range base {
+		copy(buf[raw+i*sha256.Size:], bs.sum[:])
+	}
+	c.Raw, b.baseSums = buf[:raw:raw], buf[raw:]
 	if c.Plan != nil {
-		b.plan, _ = json.Marshal(c.Plan)
+		b.hasPlan = true
 		b.maxRisk = c.Plan.MaxRisk
 		c.Plan = nil
 	}
 	return b
 }
 
-// decodedPlan returns the body's plan (nil if it has none).
+// decodedPlan returns the body's plan (nil if it has none), as it was
+// encoded when the body was promoted or loaded.
 func (b *promotedBody) decodedPlan() *pilotage.Plan {
-	if len(b.plan) == 0 {
+	if !b.hasPlan {
+		return nil
+	}
+	enc, err := json.Marshal(rules.BuildPlan(b.compiled.Program, b.compiled.Entries))
+	if err != nil {
 		return nil
 	}
 	var p pilotage.Plan
-	if json.Unmarshal(b.plan, &p) != nil {
+	if json.Unmarshal(enc, &p) != nil {
 		return nil
 	}
 	return &p
@@ -130,23 +170,49 @@ func automationEntry(ref string, c *rules.Compiled, plan *pilotage.Plan) *pilota
 	if plan != nil {
 		hints = plan.MaxRiskHints
 	}
-	desc := c.Program.Description
+	// The tag and a default description are cut from one string, and the
+	// tag list is allocated with the entry: a house holds one entry per
+	// promoted program, and each object is work for the collector.
+	name := c.Program.Name
+	tag, desc := "rule:"+name, c.Program.Description
 	if desc == "" {
-		desc = "promoted automation/1 program " + c.Program.Name
+		both := "rule:" + name + "promoted automation/1 program " + name
+		tag, desc = both[:len("rule:")+len(name)], both[len("rule:")+len(name):]
 	}
-	en := &pilotage.Entry{
-		ID: ref, Kind: pilotage.KindAutomation, Name: c.Program.Name, Description: desc,
-		Tags: []string{"rule:" + c.Program.Name}, Callable: true, InputSchema: schema,
+	a := &automationEntryAlloc{}
+	a.tags[0] = tag
+	en := &a.entry
+	*en = pilotage.Entry{
+		ID: ref, Kind: pilotage.KindAutomation, Name: name, Description: desc,
+		Tags: a.tags[:], Callable: true, InputSchema: schema,
 		Risk: pilotage.RiskOf(hints), RiskHints: hints, Languages: automationLanguages,
 	}
 	en.Revision = en.ContentHash()
 	return en
 }
 
+// automationEntryAlloc is an automation entry allocated with its tags.
+type automationEntryAlloc struct {
+	entry pilotage.Entry
+	tags  [1]string
+}
+
+// shareName makes c's program name the copy inside its program_ref
+// ("automation.<name>@<hash>"), which is held anyway. c must not be
+// shared yet.
+func shareName(c *rules.Compiled, ref string) {
+	name := c.Program.Name
+	const prefix = "automation."
+	if strings.HasPrefix(ref, prefix+name+"@") {
+		c.Program.Name = ref[len(prefix) : len(prefix)+len(name)]
+	}
+}
+
 // promote stores the body (idempotent: refs are content-addressed) and
 // registers its catalog entry.
 func (e *Engine) promote(ctx context.Context, p *Principal, c *rules.Compiled) (storage.Program, error) {
 	ref := programRef(c)
+	shareName(c, ref)
 	base := map[string]baselineField{}
 	for id, en := range c.Entries {
 		base[id] = baselineOf(en)
@@ -166,7 +232,12 @@ func (e *Engine) promote(ctx context.Context, p *Principal, c *rules.Compiled) (
 		Params: en.InputSchema, RiskHints: hj, Risk: string(en.Risk), Baseline: bj, CreatedAt: e.Now(),
 	}
 	if held == nil {
-		e.rememberBody(ref, newPromotedBody(c, baselineSums(base)))
+		e.rememberBody(ref, newPromotedBody(c, ref, baselineSums(base)))
+	} else {
+		// c is the held body's twin: an installed rule keeps it, so it is
+		// held as compactly (the plan is the held body's).
+		c.Compact()
+		c.Plan = nil
 	}
 	e.cat.addAutomation(en, c.Refs)
 	return prog, nil
@@ -191,7 +262,7 @@ func (e *Engine) rememberBody(ref string, b *promotedBody) *promotedBody {
 func storedBody(pr storage.Program, c *rules.Compiled) *promotedBody {
 	var base map[string]baselineField
 	_ = json.Unmarshal(pr.Baseline, &base)
-	return newPromotedBody(c, baselineSums(base))
+	return newPromotedBody(c, pr.Ref, baselineSums(base))
 }
 
 // heldBody returns ref's body if it is held in memory.
@@ -250,7 +321,8 @@ func (e *Engine) baselineDrift(p *Principal, ref string) string {
 		return "the promoted program is not available"
 	}
 	v := e.cat.view(p)
-	for _, bs := range b.baseline {
+	for i := range b.baseIDs {
+		bs := b.baseline(i)
 		en, ok := v.Get(bs.id)
 		if !ok {
 			return "referenced entry " + quote(bs.id) + " no longer exists"
@@ -291,6 +363,7 @@ func (c *catalogService) loadAutomations(ctx context.Context) error {
 				e.log.Warn("promoted program no longer compiles; its rule will be marked broken", "ref", pr.Ref, "err", err)
 				continue
 			}
+			shareName(c, pr.Ref)
 			plan = c.Plan
 		}
 		en := automationEntry(pr.Ref, c, plan)

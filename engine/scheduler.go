@@ -41,32 +41,44 @@ type scheduler struct {
 }
 
 // armedRule is one installed, enabled rule in memory.
+//
+// It keeps only what arming and firing read of the stored rule (the rest
+// is read from storage when a rule is listed): a house holds thousands.
 type armedRule struct {
 	s         *scheduler
-	rule      storage.Rule
+	name      string // the rule's name
+	ref       string // its program_ref
 	c         *rules.Compiled
-	params    map[string]any
+	params    map[string]any // nil when the program takes none
 	principal *Principal
 	triggers  []*armedTrigger
-	cronIDs   []cron.EntryID
-	sunTimers []*time.Timer
 
-	waits bool // the body has delays or waits (recorded as running first)
+	enabled bool // guarded by s.mu
+	waits   bool // the body has delays or waits (recorded as running first)
+	stopped bool // guarded by mu
 
 	mu         sync.Mutex
 	checkedGen uint64 // device catalog generation brokenReason last ran against (0 = never)
 	running    []*firing
 	queue      []rules.TriggerFire
-	stopped    bool
 	broken     string
+
+	// The trigger of a one-trigger rule (most rules), allocated with it.
+	one     armedTrigger
+	oneList [1]*armedTrigger
 }
 
 // armedTrigger is one trigger of an armed rule.
 type armedTrigger struct {
 	r    *armedRule
 	t    *rules.Trigger
+	self [1]*armedTrigger // {itself}: the index entry of an entity only it watches
 	mu   sync.Mutex
 	hold *time.Timer // pending "for" window
+
+	// Guarded by the scheduler's mu while armed:
+	cronID cron.EntryID  // its cron entry (cron and time triggers; 0 = none)
+	suns   []*time.Timer // its sun event timers since armed (sun triggers)
 }
 
 // TriggerInfo describes an armed trigger.
@@ -155,10 +167,27 @@ func (s *scheduler) close() {
 // generation skip the broken check.
 func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[string]any, validatedAt uint64) *armedRule {
 	p := s.e.principalByName(rule.Principal)
-	ar := &armedRule{s: s, rule: rule, c: c, params: params, principal: p, broken: rule.Broken, waits: takesTime(c.Program.Steps),
-		checkedGen: validatedAt}
-	for _, t := range c.Program.Triggers {
-		ar.triggers = append(ar.triggers, &armedTrigger{r: ar, t: t})
+	if len(params) == 0 {
+		params = nil // a run copies its params: nil reads as none
+	}
+	ar := &armedRule{s: s, name: rule.Name, ref: rule.Ref, enabled: rule.Enabled, c: c, params: params, principal: p,
+		broken: rule.Broken, waits: takesTime(c.Program.Steps), checkedGen: validatedAt}
+	switch ts := c.Program.Triggers; len(ts) {
+	case 0:
+	case 1:
+		ar.one.r, ar.one.t = ar, ts[0]
+		ar.one.self[0] = &ar.one
+		ar.oneList[0] = &ar.one
+		ar.triggers = ar.oneList[:]
+	default:
+		ats := make([]armedTrigger, len(ts))
+		ar.triggers = make([]*armedTrigger, len(ts))
+		for i, t := range ts {
+			at := &ats[i]
+			at.r, at.t = ar, t
+			at.self[0] = at
+			ar.triggers[i] = at
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -166,7 +195,7 @@ func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[str
 		s.disarmLocked(old)
 	}
 	s.rules[rule.Name] = ar
-	if rule.Enabled {
+	if ar.enabled {
 		s.armLocked(ar)
 	}
 	return ar
@@ -180,7 +209,11 @@ func (s *scheduler) armLocked(ar *armedRule) {
 		t := at.t
 		switch t.Kind {
 		case rules.TriggerState, rules.TriggerNumeric, rules.TriggerEvent:
-			s.index[t.Entity] = append(s.index[t.Entity], at)
+			if ats := s.index[t.Entity]; len(ats) == 0 {
+				s.index[t.Entity] = at.self[:] // no array of its own for an entity one trigger watches
+			} else {
+				s.index[t.Entity] = append(ats, at)
+			}
 			if t.For > 0 && t.Kind != rules.TriggerEvent {
 				at.resumeHold()
 			}
@@ -191,11 +224,11 @@ func (s *scheduler) armLocked(ar *armedRule) {
 			}
 			sch, err := rules.ParseCron(spec)
 			if err != nil {
-				s.e.log.Warn("cron spec no longer parses", "rule", ar.rule.Name, "spec", spec, "err", err)
+				s.e.log.Warn("cron spec no longer parses", "rule", ar.name, "spec", spec, "err", err)
 				continue
 			}
 			at := at
-			ar.cronIDs = append(ar.cronIDs, s.cron.Schedule(sch, cron.FuncJob(func() { at.fire(nil, nil, "schedule "+spec) })))
+			at.cronID = s.cron.Schedule(sch, cron.FuncJob(func() { at.fire(nil, nil, "schedule "+spec) }))
 		case rules.TriggerSun:
 			s.armSun(ar, at)
 		}
@@ -217,11 +250,11 @@ func (s *scheduler) armSun(ar *armedRule, at *armedTrigger) {
 		at.fire(nil, nil, at.t.Sun+" at "+next.In(s.e.cfg.TimeZone).Format("15:04"))
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.rules[ar.rule.Name] == ar && ar.rule.Enabled {
+		if s.rules[ar.name] == ar && ar.enabled {
 			s.armSun(ar, at)
 		}
 	})
-	ar.sunTimers = append(ar.sunTimers, tm)
+	at.suns = append(at.suns, tm)
 }
 
 // disarmLocked removes a rule's triggers and cancels its firings.
@@ -244,15 +277,15 @@ func (s *scheduler) disarmLocked(ar *armedRule) {
 		at.mu.Lock()
 		at.closeHold(!s.closing) // at shutdown the window's deadline is kept
 		at.mu.Unlock()
+		if at.cronID != 0 {
+			s.cron.Remove(at.cronID)
+			at.cronID = 0
+		}
+		for _, tm := range at.suns {
+			tm.Stop()
+		}
+		at.suns = nil
 	}
-	for _, id := range ar.cronIDs {
-		s.cron.Remove(id)
-	}
-	ar.cronIDs = nil
-	for _, tm := range ar.sunTimers {
-		tm.Stop()
-	}
-	ar.sunTimers = nil
 	ar.mu.Lock()
 	ar.stopped = true
 	ar.queue = nil
@@ -467,10 +500,10 @@ func (s *scheduler) setEnabled(name string, on bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ar := s.rules[name]
-	if ar == nil || ar.rule.Enabled == on {
+	if ar == nil || ar.enabled == on {
 		return
 	}
-	ar.rule.Enabled = on
+	ar.enabled = on
 	if on {
 		s.armLocked(ar)
 	} else {

@@ -18,8 +18,7 @@ import (
 type view struct {
 	devGen, autoGen uint64
 	base            *view
-	own             map[string]*pilotage.Entry
-	hashes          map[string]string
+	own             map[string]viewEntry
 	n               int
 	sum             [2]uint64 // order-independent sum of H(id, hash): the version is content-determined
 	version         string
@@ -32,11 +31,23 @@ type view struct {
 	search     []string // lowercased id, name, description and tags per entry, built on the first q
 }
 
+// viewEntry is one entry of a view with its content hash (one map, not
+// two: a flat view holds every entry of the catalog).
+type viewEntry struct {
+	e    *pilotage.Entry
+	hash string
+}
+
 // flattenAt bounds a layer: beyond it the next promotion flattens.
 const flattenAt = 256
 
 func newView(devGen, autoGen uint64, base *view) *view {
-	v := &view{devGen: devGen, autoGen: autoGen, base: base, own: map[string]*pilotage.Entry{}, hashes: map[string]string{}}
+	return newViewSized(devGen, autoGen, base, 0)
+}
+
+// newViewSized makes a view for about n entries of its own.
+func newViewSized(devGen, autoGen uint64, base *view, n int) *view {
+	v := &view{devGen: devGen, autoGen: autoGen, base: base, own: make(map[string]viewEntry, n)}
 	if base != nil {
 		v.n, v.sum = base.n, base.sum
 	}
@@ -47,8 +58,7 @@ func (v *view) add(id string, e *pilotage.Entry, hash string) {
 	if _, dup := v.hash(id); dup {
 		return
 	}
-	v.own[id] = e
-	v.hashes[id] = hash
+	v.own[id] = viewEntry{e, hash}
 	v.n++
 	d := sha256.Sum256([]byte(id + "\x00" + hash))
 	v.sum[0] += binary.BigEndian.Uint64(d[0:8])
@@ -62,8 +72,8 @@ func (v *view) seal() *view {
 
 // Get implements rules.Catalog.
 func (v *view) Get(id string) (*pilotage.Entry, bool) {
-	if e, ok := v.own[id]; ok {
-		return e, true
+	if ve, ok := v.own[id]; ok {
+		return ve.e, true
 	}
 	if v.base != nil {
 		return v.base.Get(id)
@@ -72,8 +82,8 @@ func (v *view) Get(id string) (*pilotage.Entry, bool) {
 }
 
 func (v *view) hash(id string) (string, bool) {
-	if h, ok := v.hashes[id]; ok {
-		return h, true
+	if ve, ok := v.own[id]; ok {
+		return ve.hash, true
 	}
 	if v.base != nil {
 		return v.base.hash(id)
@@ -135,11 +145,11 @@ func (v *view) flatten() *view {
 	if v.base == nil {
 		return v
 	}
-	f := newView(v.devGen, v.autoGen, nil)
 	ids, entries := v.flat()
+	f := newViewSized(v.devGen, v.autoGen, nil, len(ids))
 	for i, id := range ids {
-		f.own[id] = entries[i]
-		f.hashes[id], _ = v.hash(id)
+		h, _ := v.hash(id)
+		f.own[id] = viewEntry{entries[i], h}
 	}
 	f.n, f.sum, f.version = v.n, v.sum, v.version
 	return f
@@ -171,7 +181,7 @@ func (c *catalogService) build(p *Principal, snap *devices.Snapshot, devGen uint
 // c.mu is held.
 func (c *catalogService) extend(p *Principal, old *view, snap *devices.Snapshot) *view {
 	base := old
-	var carry map[string]*pilotage.Entry
+	var carry map[string]viewEntry
 	if old.base != nil {
 		if len(old.own) >= flattenAt {
 			base = old.flatten()
@@ -180,9 +190,8 @@ func (c *catalogService) extend(p *Principal, old *view, snap *devices.Snapshot)
 		}
 	}
 	v := newView(old.devGen, c.autoGen, base)
-	for id, e := range carry {
-		h, _ := old.hash(id)
-		v.add(id, e, h)
+	for id, ve := range carry {
+		v.add(id, ve.e, ve.hash)
 	}
 	for _, id := range c.autoOrder[old.autoGen:] {
 		c.addVisibleAuto(p, v, snap, id)

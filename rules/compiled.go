@@ -33,6 +33,8 @@ type Compiled struct {
 	// Sub are the compiled bodies of the promoted automations it calls,
 	// resolved at validation time (nil when resolved through World).
 	Sub map[string]*Compiled
+
+	compacted bool // Compact ran
 }
 
 // DropPointers clears the JSON Pointers a compiled program keeps for

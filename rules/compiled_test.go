@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // TestDropPointersKeepsBehaviour: every cookbook program, its pointers
@@ -92,4 +93,91 @@ func findPtr(v reflect.Value, seen map[uintptr]bool) string {
 		}
 	}
 	return ""
+}
+
+// TestCompactKeepsProgram: every cookbook program, compacted, is equal to
+// itself with only its pointers dropped (Compact changes where the parts
+// are held, not what they are), plans the same and runs the same.
+func TestCompactKeepsProgram(t *testing.T) {
+	cat := demoCatalog()
+	now := time.Date(2026, 1, 15, 22, 0, 0, 0, time.UTC)
+	n := 0
+	for _, g := range Guides() {
+		for i, src := range guidePrograms(g.Body) {
+			a, errA := Validate([]byte(src), cat, ValidateOptions{HasLocation: true})
+			b, errB := Validate([]byte(src), cat, ValidateOptions{HasLocation: true})
+			if errA != nil || errB != nil || !a.Valid || !b.Valid {
+				t.Fatalf("%s/%d does not validate", g.ID, i+1)
+			}
+			a.Compiled.DropPointers()
+			b.Compiled.Compact()
+			b.Compiled.Compact() // a second call changes nothing
+			if !reflect.DeepEqual(a.Compiled.Program, b.Compiled.Program) {
+				t.Fatalf("%s/%d: the compacted program differs", g.ID, i+1)
+			}
+			pa, _ := json.Marshal(BuildPlan(a.Compiled.Program, a.Compiled.Entries))
+			pb, _ := json.Marshal(BuildPlan(b.Compiled.Program, b.Compiled.Entries))
+			pv, _ := json.Marshal(b.Plan) // as validated
+			if string(pa) != string(pb) || string(pv) != string(pb) {
+				t.Fatalf("%s/%d: the compacted program plans differently:\n%s\n%s\n%s", g.ID, i+1, pv, pa, pb)
+			}
+			for _, trig := range a.Compiled.Program.Triggers {
+				run := func(c *Compiled) string {
+					sc := Scenario{Trigger: trig.ID, Now: &now, Waits: map[string]string{}}
+					w := NewSimWorld(func(string) (any, bool) { return nil, false }, now, sc, nil)
+					fire, err := FireFor(c, sc, w)
+					if err != nil {
+						t.Fatal(err)
+					}
+					out := Run(context.Background(), c, w, RunInput{Trigger: fire, Limits: DefaultLimits})
+					j, _ := json.Marshal(struct{ O, S, C any }{out.Outcome, out.Steps, out.Calls})
+					return string(j)
+				}
+				if x, y := run(a.Compiled), run(b.Compiled); x != y {
+					t.Fatalf("%s/%d trigger %s runs differently compacted:\n%s\n%s", g.ID, i+1, trig.ID, x, y)
+				}
+				n++
+			}
+		}
+	}
+	if n < 12 {
+		t.Fatalf("only %d runs compared", n)
+	}
+}
+
+// TestCompactShares: two compacted programs share their equal parts, and
+// keep apart constants that only look alike.
+func TestCompactShares(t *testing.T) {
+	cat := demoCatalog()
+	prog := func(name, level string) *Program {
+		src := `{"name":"` + name + `","triggers":[{"id":"t","state":"hall_motion.occupancy","to":true}],
+"conditions":[{"id":"dark","expr":"state('hall_motion.illuminance') < 30"}],
+"steps":[{"id":"on","call":"hall_light.set","args":{"state":"ON","brightness":"{{ trigger.value }}"}},
+{"id":"lvl","set":{"level":` + level + `}}]}`
+		res, err := Validate([]byte(src), cat, ValidateOptions{})
+		if err != nil || !res.Valid {
+			t.Fatalf("%s: %v %v", name, err, res.Diagnostics)
+		}
+		res.Compiled.Compact()
+		return res.Compiled.Program
+	}
+	a, b, c := prog("a", "0"), prog("b", "0"), prog("c", "-0")
+	if reflect.ValueOf(a.Steps[0].Args).Pointer() != reflect.ValueOf(b.Steps[0].Args).Pointer() {
+		t.Error("equal args are not shared")
+	}
+	if a.Conditions[0].Expr != b.Conditions[0].Expr {
+		t.Error("equal conditions are not shared")
+	}
+	if a.Steps[0].ID != b.Steps[0].ID || unsafe.StringData(a.Steps[0].ID) != unsafe.StringData(b.Steps[0].ID) {
+		t.Error("equal step ids are not shared")
+	}
+	if reflect.ValueOf(a.Steps[1].Set).Pointer() != reflect.ValueOf(b.Steps[1].Set).Pointer() {
+		t.Error("equal set steps are not shared")
+	}
+	if reflect.ValueOf(a.Steps[1].Set).Pointer() == reflect.ValueOf(c.Steps[1].Set).Pointer() {
+		t.Error("0 and -0 are shared")
+	}
+	if x, _ := json.Marshal(c.Steps[1].Set["level"].Const); string(x) != "-0" {
+		t.Errorf("-0 set to %s", x)
+	}
 }

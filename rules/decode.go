@@ -176,9 +176,9 @@ func (dc *decoder) program(n *jnode) *Program {
 func (dc *decoder) mode(n *jnode, p *Program) {
 	if v := n.get("mode"); v != nil {
 		if s, ok := dc.str(v, "mode"); ok {
-			switch s {
-			case ModeSingle, ModeRestart, ModeQueued, ModeParallel:
-				p.Mode = s
+			switch i := slices.Index(modes, s); {
+			case i >= 0:
+				p.Mode = modes[i] // the constant: the decoded copy is not kept
 			default:
 				dc.d.add(CodeBadMode, v.ptr, hintFor(closeMatches(s, modes, 1)), "mode %q is not one of single, restart, queued, parallel", s)
 			}

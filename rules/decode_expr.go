@@ -69,7 +69,7 @@ func compileExprPooled(src string, maxNodes uint) (*Expr, error) {
 	compiledExprs.Unlock()
 	if ok {
 		if prog := wp.Value(); prog != nil {
-			return &Expr{Src: src, prog: prog, Refs: collectRefs(prog.Node())}, nil
+			return newExpr(src, prog), nil
 		}
 	}
 	x, err := compileExprFresh(src, maxNodes)
@@ -113,7 +113,5 @@ func compileExprFresh(src string, maxNodes uint) (*Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := &Expr{Src: src, prog: prog}
-	x.Refs = collectRefs(prog.Node())
-	return x, nil
+	return newExpr(src, prog), nil
 }

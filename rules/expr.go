@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -23,9 +22,10 @@ type Expr struct {
 	Refs   []Ref  // catalog ids referenced through state('...')
 	prog   *vm.Program
 
-	// reach caches what the compiled program can reach of its
-	// environment (reach* bits), computed on first use.
-	reach atomic.Uint32
+	// reach is what the compiled program can reach of its environment
+	// (reach* bits), computed when the program is compiled: an Expr is
+	// immutable once made (held programs share them).
+	reach uint32
 }
 
 const (
@@ -46,19 +46,23 @@ var reachNames = map[string]uint32{"trigger": reachTrigger, "params": reachParam
 // by OpLoadEnv ($env). Any constant with a variable's name counts, so a
 // string literal of that text only costs the variable's binding.
 func (x *Expr) reaches() uint32 {
-	if f := x.reach.Load(); f != 0 {
-		return f
+	if x.reach != 0 {
+		return x.reach
 	}
+	return reachOf(x.prog)
+}
+
+func reachOf(prog *vm.Program) uint32 {
 	f := uint32(reachKnown)
-	if x.prog == nil {
+	if prog == nil {
 		f |= reachAll
 	} else {
-		for _, op := range x.prog.Bytecode {
+		for _, op := range prog.Bytecode {
 			if op == vm.OpLoadEnv {
 				f |= reachAll
 			}
 		}
-		for _, c := range x.prog.Constants {
+		for _, c := range prog.Constants {
 			switch c := c.(type) {
 			case string:
 				f |= reachNames[c]
@@ -69,8 +73,12 @@ func (x *Expr) reaches() uint32 {
 			}
 		}
 	}
-	x.reach.Store(f)
 	return f
+}
+
+// newExpr is the one way an Expr is made from a compiled program.
+func newExpr(src string, prog *vm.Program) *Expr {
+	return &Expr{Src: src, prog: prog, Refs: collectRefs(prog.Node()), reach: reachOf(prog)}
 }
 
 // Ref is one catalog id named inside an expression, with its rune offsets
@@ -372,9 +380,7 @@ func CompileExpr(src string, maxNodes uint) (*Expr, error) {
 	if err != nil {
 		return nil, err
 	}
-	x := &Expr{Src: src, prog: p}
-	x.Refs = collectRefs(p.Node())
-	return x, nil
+	return newExpr(src, p), nil
 }
 
 // collectRefs finds every state('id') call. Non-constant arguments are

@@ -52,7 +52,7 @@ func Validate(raw []byte, cat Catalog, o ValidateOptions) (*Result, error) {
 	}
 	c := &checker{
 		cat: cat, o: o, lim: lim, deadline: deadline, strs: dc.strs, d: dc.d,
-		entries: map[string]*pilotage.Entry{}, sub: map[string]*Compiled{},
+		entries: map[string]*pilotage.Entry{},
 		schemas: map[string]*jsonschema.Schema{}, allIDs: dc.ids,
 		seenVars: map[string]bool{}, seenSteps: map[string]bool{},
 	}
@@ -84,15 +84,26 @@ func Validate(raw []byte, cat Catalog, o ValidateOptions) (*Result, error) {
 	}
 	refs := sortedKeys(c.entries)
 	res.Plan = plan
-	res.Compiled = &Compiled{
-		Program: prog,
+	// One allocation for the compiled program and its Program (a house
+	// holds thousands of compiled programs: each object is one more for
+	// the collector to trace).
+	cp := &compiledProgram{prog: *prog}
+	cp.Compiled = Compiled{
+		Program: &cp.prog,
 		Raw:     canon.Bytes(),
 		Plan:    plan,
 		Refs:    refs,
 		Entries: c.entries,
-		Sub:     c.sub,
+		Sub:     c.sub, // nil unless the program calls promoted automations
 	}
+	res.Compiled = &cp.Compiled
 	return res, nil
+}
+
+// compiledProgram is a Compiled allocated together with its Program.
+type compiledProgram struct {
+	Compiled
+	prog Program
 }
 
 // checker holds one validation's catalog-dependent pass.
@@ -254,8 +265,20 @@ func (c *checker) lookupFor(id, path string, rng *pilotage.Range, what string, c
 		g.Range = rng
 		return nil
 	}
+	if e.ID == id {
+		id = e.ID // the catalog's copy: the program's own copy can be freed
+	}
 	c.entries[id] = e
 	return e
+}
+
+// shareID returns the catalog entry's own copy of id (equal to it), so the
+// program does not keep a copy of its own.
+func shareID(id string, e *pilotage.Entry) string {
+	if e.ID == id {
+		return e.ID
+	}
+	return id
 }
 
 func article(w string) string {
@@ -284,6 +307,7 @@ func (c *checker) trigger(t *Trigger) {
 		}
 		e := c.lookup(t.Entity, t.Ptr+"/state", nil, "state", pilotage.KindState)
 		if e != nil {
+			t.Entity = shareID(t.Entity, e)
 			c.filter(e, t.To, t.Ptr+"/to")
 			c.filter(e, t.From, t.Ptr+"/from")
 			if t.Kind == TriggerNumeric {
@@ -295,6 +319,7 @@ func (c *checker) trigger(t *Trigger) {
 			return
 		}
 		if e := c.lookup(t.Entity, t.Ptr+"/event", nil, "event", pilotage.KindEvent); e != nil {
+			t.Entity = shareID(t.Entity, e)
 			c.filter(e, t.To, t.Ptr+"/value")
 		}
 	case TriggerSun:

@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"testing"
+
+	"github.com/pilothouse/pilothouse/rules"
+)
+
+// footprintRule is a typical installed rule: a state trigger and a call
+// whose argument is templated.
+func footprintRule(i int) string {
+	states := []string{"hall_motion.occupancy", "hall_motion.illuminance", "living_plug.power", "outdoor_weather.temperature"}
+	return fmt.Sprintf(`{"name":"footprint-%d","mode":"parallel","max":10,
+"triggers":[{"id":"t","state":%q}],
+"steps":[{"id":"cmd","call":"hall_light.set","args":{"brightness":"{{ trigger.value }}"}}]}`, i, states[i%len(states)])
+}
+
+// TestInstalledRuleFootprint pins what an installed rule keeps on the heap:
+// every collection marks all of it, so a house with thousands of rules
+// stalls event dispatch for as long. It was 39 objects and 4.1 KB per
+// rule (pilothouse bench --rules 10000); the bounds leave room for the
+// map growth a house of this size amortizes.
+func TestInstalledRuleFootprint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("installs hundreds of rules")
+	}
+	h := newHouse(t, Config{})
+	const warm, n = 20, 400
+	for i := 0; i < warm; i++ {
+		h.deploy(footprintRule(i))
+	}
+	var m0, m1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&m0)
+	for i := warm; i < warm+n; i++ {
+		resp := h.execute(ExecuteRequest{Program: json.RawMessage(footprintRule(i)), TraceLevel: "none", Store: new(bool)})
+		if !resp.Outcome.OK {
+			t.Fatalf("deploy %d: %+v", i, resp.Outcome)
+		}
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&m1)
+	objects := float64(int64(m1.HeapObjects)-int64(m0.HeapObjects)) / n
+	bytes := float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc)) / n
+	t.Logf("per installed rule: %.1f heap objects, %.0f bytes", objects, bytes)
+	if objects > 18 {
+		t.Errorf("an installed rule keeps %.1f heap objects, want at most 18", objects)
+	}
+	if bytes > 3200 {
+		t.Errorf("an installed rule keeps %.0f heap bytes, want at most 3200", bytes)
+	}
+}
+
+// TestHeldPlanIsStoredPlan: a rule's plan, derived again from its held
+// body, is the plan stored when it was promoted, before and after a
+// restart.
+func TestHeldPlanIsStoredPlan(t *testing.T) {
+	h := newHouse(t, Config{})
+	ctx := context.Background()
+	progs := []string{motionLight, footprintRule(1), `{"name":"evening","triggers":[{"id":"dusk","at":"19:30"}],
+"conditions":[{"id":"dark","expr":"state('hall_motion.illuminance') < 30"}],
+"steps":[{"id":"check","if":"state('front_door.contact') == false","then":[{"id":"on","call":"porch_light.set","args":{"state":"ON"}}],
+"else":[{"id":"wait","delay":"5m"},{"id":"stop","stop":"door open"}]}]}`}
+	var names []string
+	for _, src := range progs {
+		names = append(names, h.deploy(src).Output.(*DeployOutput).Rule)
+	}
+	check := func(when string) {
+		for _, name := range names {
+			ri, err := h.eng.GetRule(ctx, name, 0)
+			if err != nil || ri.Plan == nil {
+				t.Fatalf("%s: rule %s: %+v %v", when, name, ri, err)
+			}
+			pr, err := h.store.GetProgram(ctx, ri.ProgramRef)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, _ := json.Marshal(ri.Plan)
+			if string(got) != string(canonicalJSON(pr.Plan)) && string(got) != string(pr.Plan) {
+				t.Errorf("%s: rule %s plans\n%s\nstored\n%s", when, name, got, pr.Plan)
+			}
+		}
+	}
+	check("after deploy")
+	h.stop()
+	h.start()
+	check("after restart")
+}
+
+// TestPromotedBodyBaseline: a held body's baseline is the one it was
+// promoted with, its ids shared with the program's references when they
+// are the same and its own when not.
+func TestPromotedBodyBaseline(t *testing.T) {
+	h := newHouse(t, Config{})
+	ref := h.deploy(motionLight).Output.(*DeployOutput).ProgramRef
+	b := h.eng.heldBody(ref)
+	base := map[string]baselineField{}
+	for id, en := range b.compiled.Entries {
+		base[id] = baselineOf(en)
+	}
+	want := baselineSums(base)
+	if len(want) != 2 || len(b.baseIDs) != len(want) || &b.baseIDs[0] != &b.compiled.Refs[0] {
+		t.Fatalf("baseline ids %v, refs %v, want %d shared", b.baseIDs, b.compiled.Refs, len(want))
+	}
+	for i := range want {
+		if got := b.baseline(i); got != want[i] {
+			t.Errorf("baseline %d: %v, want %v", i, got, want[i])
+		}
+	}
+	own := newPromotedBody(&rules.Compiled{Program: &rules.Program{Name: "x"}, Raw: []byte(`{}`), Refs: []string{"a.set"}},
+		"automation.x@0", []baselineSum{{id: "b.set", sum: [32]byte{1}}, {id: "c.set", sum: [32]byte{2}}})
+	if len(own.baseIDs) != 2 || own.baseline(0) != (baselineSum{"b.set", [32]byte{1}}) || own.baseline(1) != (baselineSum{"c.set", [32]byte{2}}) ||
+		string(own.compiled.Raw) != `{}` {
+		t.Fatalf("a baseline of other ids: %v %x %s", own.baseIDs, own.baseSums, own.compiled.Raw)
+	}
+}
