@@ -100,8 +100,12 @@ func (r *recorder) loop() {
 		items = append(items, it)
 	}
 	// Trimming is a separate statement per rule: do it at most once per
-	// trimEvery, for the rules that stored at least keep runs since.
+	// trimEvery, for the rules that stored at least keep runs since, and
+	// at once for a rule that stored hotTrim × keep runs since (a rule
+	// firing thousands of times a second is trimmed by a few hundred rows
+	// per batch, not tens of thousands in one statement every trimEvery).
 	const trimEvery = 5 * time.Second
+	const hotTrim = 4
 	trimCount := map[string]int{}
 	lastTrim := time.Now()
 	// arena holds a batch's encoded envelopes back to back, reused from
@@ -140,13 +144,20 @@ func (r *recorder) loop() {
 				start = end
 			}
 		}
-		for _, run := range batch {
-			if run.Rule != "" {
-				trimCount[run.Rule]++
-			}
-		}
 		// Trims ride in the batch's transaction.
 		var trim []string
+		for _, run := range batch {
+			if run.Rule != "" {
+				n := trimCount[run.Rule] + 1
+				trimCount[run.Rule] = n
+				if n == hotTrim*r.keep {
+					trim = append(trim, run.Rule)
+				}
+			}
+		}
+		for _, rule := range trim {
+			delete(trimCount, rule)
+		}
 		if time.Since(lastTrim) >= trimEvery {
 			lastTrim = time.Now()
 			for rule, n := range trimCount {

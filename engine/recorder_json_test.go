@@ -278,3 +278,47 @@ func BenchmarkEnvelopeEncode(b *testing.B) {
 		b.SetBytes(int64(len(out)))
 	})
 }
+
+// TestRecorderTrimsAHotRuleAtOnce: a rule that stored hotTrim × keep runs
+// is trimmed back to keep per outcome by the next batch (a few hundred
+// rows per statement), not tens of thousands of rows every trimEvery.
+func TestRecorderTrimsAHotRuleAtOnce(t *testing.T) {
+	ctx := context.Background()
+	store, err := storage.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	const keep = 5
+	rec := newRecorder(store, quiet(), keep)
+	rec.start()
+	defer rec.close()
+	now := time.Now()
+	add := func(rule string, n int) {
+		for range n {
+			id := storage.NewRunID()
+			rec.add(storage.Run{ID: id, Rule: rule, Kind: "firing", Status: rules.StatusSuccess, OK: true, Started: now, Ended: now,
+				Level: pilotage.LevelFull, Expires: now.Add(time.Hour)}, &envelope{RunID: id, Outcome: pilotage.Outcome{Status: rules.StatusSuccess, OK: true}})
+		}
+		rec.flush()
+	}
+	count := func(rule string) int {
+		l, err := store.ListRuns(ctx, storage.RunFilter{Rule: rule, Limit: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(l)
+	}
+	add("hot", 4*keep-1)
+	add("cool", 4*keep-1)
+	if n := count("hot"); n != 4*keep-1 {
+		t.Fatalf("hot rule has %d runs below the hot threshold, want all %d", n, 4*keep-1)
+	}
+	add("hot", 1) // reaches hotTrim × keep since the last trim
+	if n := count("hot"); n != keep {
+		t.Fatalf("hot rule has %d runs after reaching the threshold, want %d (trimmed with that batch)", n, keep)
+	}
+	if n := count("cool"); n != 4*keep-1 {
+		t.Fatalf("a rule below the threshold was trimmed before trimEvery: %d runs", n)
+	}
+}
