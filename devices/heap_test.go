@@ -2,7 +2,6 @@ package devices
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"runtime"
 	"testing"
@@ -10,40 +9,13 @@ import (
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
-// benchHouse is the bridge/devices payload of `pilothouse bench`: n sensors
-// with 10 numeric counters each and n lights (state + brightness).
-func benchHouse(n int) []byte {
-	var devs []map[string]any
-	for i := 0; i < n; i++ {
-		var exposes []any
-		for k := 0; k < 10; k++ {
-			exposes = append(exposes, map[string]any{"type": "numeric", "name": fmt.Sprintf("count%d", k), "property": fmt.Sprintf("count%d", k), "access": 1})
-		}
-		devs = append(devs, map[string]any{
-			"ieee_address": fmt.Sprintf("0x%016x", i+1), "friendly_name": fmt.Sprintf("bench_sensor_%d", i), "type": "EndDevice",
-			"supported": true, "interview_completed": true,
-			"definition": map[string]any{"model": "BENCH-S", "vendor": "Pilothouse", "description": "bench counters", "exposes": exposes},
-		}, map[string]any{
-			"ieee_address": fmt.Sprintf("0x%016x", n+i+1), "friendly_name": fmt.Sprintf("bench_light_%d", i), "type": "Router",
-			"supported": true, "interview_completed": true,
-			"definition": map[string]any{"model": "BENCH-L", "vendor": "Pilothouse", "description": "bench light",
-				"exposes": []any{map[string]any{"type": "light", "features": []any{
-					map[string]any{"type": "binary", "name": "state", "property": "state", "access": 7, "value_on": "ON", "value_off": "OFF"},
-					map[string]any{"type": "numeric", "name": "brightness", "property": "brightness", "access": 7, "value_min": 0, "value_max": 1000000000},
-				}}}},
-		})
-	}
-	b, _ := json.Marshal(devs)
-	return b
-}
-
 type heapUse struct{ objects, bytes float64 }
 
 // heapPerDevice is the live heap the catalog of the bench house (2n
 // devices) holds per device after discovery, and with one state message
 // per device ingested.
 func heapPerDevice(n int) (catalog, live heapUse) {
-	payload := benchHouse(n)
+	payload := SyntheticZ2MHouse(n, 10)
 	msgs := make([]mqtt.Message, 0, 2*n)
 	for i := 0; i < n; i++ {
 		msgs = append(msgs,
@@ -102,7 +74,7 @@ func TestCatalogHeapPerDevice(t *testing.T) {
 // message and of one Call.
 func TestIngestStateAllocs(t *testing.T) {
 	c, _ := newTestCatalog()
-	c.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/bridge/devices", Payload: benchHouse(10)})
+	c.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/bridge/devices", Payload: SyntheticZ2MHouse(10, 10)})
 	conn := newFakeConn()
 	conn.connected = true
 	if err := c.Start(context.Background(), conn); err != nil {

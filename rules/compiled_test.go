@@ -3,6 +3,7 @@ package rules
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -26,23 +27,7 @@ func TestDropPointersKeepsBehaviour(t *testing.T) {
 			if p := findPtr(reflect.ValueOf(b.Compiled.Program), map[uintptr]bool{}); p != "" {
 				t.Fatalf("%s/%d: pointer %q left after DropPointers", g.ID, i+1, p)
 			}
-			for _, trig := range a.Compiled.Program.Triggers {
-				run := func(c *Compiled) string {
-					sc := Scenario{Trigger: trig.ID, Now: &now, Waits: map[string]string{}}
-					w := NewSimWorld(func(string) (any, bool) { return nil, false }, now, sc, nil)
-					fire, err := FireFor(c, sc, w)
-					if err != nil {
-						t.Fatal(err)
-					}
-					out := Run(context.Background(), c, w, RunInput{Trigger: fire, Limits: DefaultLimits})
-					j, _ := json.Marshal(struct{ O, S, C any }{out.Outcome, out.Steps, out.Calls})
-					return string(j)
-				}
-				if x, y := run(a.Compiled), run(b.Compiled); x != y {
-					t.Fatalf("%s/%d trigger %s runs differently without pointers:\n%s\n%s", g.ID, i+1, trig.ID, x, y)
-				}
-				n++
-			}
+			n += sameRuns(t, fmt.Sprintf("%s/%d without pointers", g.ID, i+1), a.Compiled, b.Compiled, now)
 		}
 	}
 	if n < 12 {
@@ -121,23 +106,7 @@ func TestCompactKeepsProgram(t *testing.T) {
 			if string(pa) != string(pb) || string(pv) != string(pb) {
 				t.Fatalf("%s/%d: the compacted program plans differently:\n%s\n%s\n%s", g.ID, i+1, pv, pa, pb)
 			}
-			for _, trig := range a.Compiled.Program.Triggers {
-				run := func(c *Compiled) string {
-					sc := Scenario{Trigger: trig.ID, Now: &now, Waits: map[string]string{}}
-					w := NewSimWorld(func(string) (any, bool) { return nil, false }, now, sc, nil)
-					fire, err := FireFor(c, sc, w)
-					if err != nil {
-						t.Fatal(err)
-					}
-					out := Run(context.Background(), c, w, RunInput{Trigger: fire, Limits: DefaultLimits})
-					j, _ := json.Marshal(struct{ O, S, C any }{out.Outcome, out.Steps, out.Calls})
-					return string(j)
-				}
-				if x, y := run(a.Compiled), run(b.Compiled); x != y {
-					t.Fatalf("%s/%d trigger %s runs differently compacted:\n%s\n%s", g.ID, i+1, trig.ID, x, y)
-				}
-				n++
-			}
+			n += sameRuns(t, fmt.Sprintf("%s/%d compacted", g.ID, i+1), a.Compiled, b.Compiled, now)
 		}
 	}
 	if n < 12 {
@@ -180,4 +149,30 @@ func TestCompactShares(t *testing.T) {
 	if x, _ := json.Marshal(c.Steps[1].Set["level"].Const); string(x) != "-0" {
 		t.Errorf("-0 set to %s", x)
 	}
+}
+
+// sameRuns runs a and b (the same program held two ways) from each of its
+// triggers in a simulation and fails unless outcome, trace and calls are
+// the same; it returns how many runs it compared.
+func sameRuns(t *testing.T, what string, a, b *Compiled, now time.Time) int {
+	t.Helper()
+	n := 0
+	for _, trig := range a.Program.Triggers {
+		run := func(c *Compiled) string {
+			sc := Scenario{Trigger: trig.ID, Now: &now, Waits: map[string]string{}}
+			w := NewSimWorld(func(string) (any, bool) { return nil, false }, now, sc, nil)
+			fire, err := FireFor(c, sc, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := Run(context.Background(), c, w, RunInput{Trigger: fire, Limits: DefaultLimits})
+			j, _ := json.Marshal(struct{ O, S, C any }{out.Outcome, out.Steps, out.Calls})
+			return string(j)
+		}
+		if x, y := run(a), run(b); x != y {
+			t.Fatalf("%s: trigger %s runs differently:\n%s\n%s", what, trig.ID, x, y)
+		}
+		n++
+	}
+	return n
 }

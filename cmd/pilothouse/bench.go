@@ -149,34 +149,6 @@ const benchProps = 10
 
 func benchSensors(n int) int { return (n + benchProps - 1) / benchProps }
 
-// benchDevices is a Zigbee2MQTT bridge/devices payload with the sensors
-// and as many lights.
-func benchDevices(n int) []byte {
-	var devs []map[string]any
-	s := benchSensors(n)
-	for i := 0; i < s; i++ {
-		var exposes []any
-		for k := 0; k < benchProps; k++ {
-			exposes = append(exposes, map[string]any{"type": "numeric", "name": fmt.Sprintf("count%d", k), "property": fmt.Sprintf("count%d", k), "access": 1})
-		}
-		devs = append(devs, map[string]any{
-			"ieee_address": fmt.Sprintf("0x%016x", i+1), "friendly_name": fmt.Sprintf("bench_sensor_%d", i), "type": "EndDevice",
-			"supported": true, "interview_completed": true,
-			"definition": map[string]any{"model": "BENCH-S", "vendor": "Pilothouse", "description": "bench counters", "exposes": exposes},
-		}, map[string]any{
-			"ieee_address": fmt.Sprintf("0x%016x", s+i+1), "friendly_name": fmt.Sprintf("bench_light_%d", i), "type": "Router",
-			"supported": true, "interview_completed": true,
-			"definition": map[string]any{"model": "BENCH-L", "vendor": "Pilothouse", "description": "bench light",
-				"exposes": []any{map[string]any{"type": "light", "features": []any{
-					map[string]any{"type": "binary", "name": "state", "property": "state", "access": 7, "value_on": "ON", "value_off": "OFF"},
-					map[string]any{"type": "numeric", "name": "brightness", "property": "brightness", "access": 7, "value_min": 0, "value_max": 1000000000},
-				}}}},
-		})
-	}
-	b, _ := json.Marshal(devs)
-	return b
-}
-
 func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Duration, inProcess bool) (*benchResult, error) {
 	t0 := time.Now()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -225,7 +197,7 @@ func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Dura
 		return nil, err
 	}
 	defer pub.Close()
-	if err := pub.Publish(ctx, base+"/bridge/devices", benchDevices(n), 1, false); err != nil {
+	if err := pub.Publish(ctx, base+"/bridge/devices", devices.SyntheticZ2MHouse(benchSensors(n), benchProps), 1, false); err != nil {
 		return nil, err
 	}
 	if err := waitUntil(ctx, 60*time.Second, func() bool {
