@@ -99,8 +99,8 @@ func TestPromotedBodyBaseline(t *testing.T) {
 	ref := h.deploy(motionLight).Output.(*DeployOutput).ProgramRef
 	b := h.eng.heldBody(ref)
 	base := map[string]baselineField{}
-	for id, en := range b.compiled.Entries {
-		base[id] = baselineOf(en)
+	for i, en := range b.compiled.Entries {
+		base[b.compiled.Refs[i]] = baselineOf(en)
 	}
 	want := baselineSums(base)
 	if len(want) != 2 || len(b.baseIDs) != len(want) || &b.baseIDs[0] != &b.compiled.Refs[0] {

@@ -41,16 +41,11 @@ func baselineJSON(b baselineField) []byte {
 func programRef(c *rules.Compiled) string {
 	h := sha256.New()
 	h.Write(canonicalJSON(c.Raw))
-	ids := make([]string, 0, len(c.Entries))
-	for id := range c.Entries {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
+	for i, en := range c.Entries { // in Refs order: sorted by id
 		h.Write([]byte{0})
-		h.Write([]byte(id))
+		h.Write([]byte(c.Refs[i]))
 		h.Write([]byte{0})
-		h.Write(baselineJSON(baselineOf(c.Entries[id])))
+		h.Write(baselineJSON(baselineOf(en)))
 	}
 	return "automation." + c.Program.Name + "@" + hex.EncodeToString(h.Sum(nil)[:6])
 }
@@ -122,7 +117,7 @@ func (b *promotedBody) decodedPlan() *pilotage.Plan {
 	if !b.hasPlan {
 		return nil
 	}
-	enc, err := json.Marshal(rules.BuildPlan(b.compiled.Program, b.compiled.Entries))
+	enc, err := json.Marshal(rules.BuildPlan(b.compiled.Program, b.compiled.Entry))
 	if err != nil {
 		return nil
 	}
@@ -214,8 +209,8 @@ func (e *Engine) promote(ctx context.Context, p *Principal, c *rules.Compiled) (
 	ref := programRef(c)
 	shareName(c, ref)
 	base := map[string]baselineField{}
-	for id, en := range c.Entries {
-		base[id] = baselineOf(en)
+	for i, en := range c.Entries {
+		base[c.Refs[i]] = baselineOf(en)
 	}
 	bj, _ := json.Marshal(base)
 	// A body promoted before (redeploying a program_ref) keeps its plan

@@ -528,7 +528,8 @@ func (ar *armedRule) brokenReason(e *Engine) string {
 		return ""
 	}
 	v := e.cat.view(ar.principal)
-	for id, en := range ar.c.Entries {
+	for i, en := range ar.c.Entries {
+		id := ar.c.Refs[i]
 		cur, ok := v.Get(id)
 		if !ok {
 			return "referenced entry " + quote(id) + " vanished from the catalog"

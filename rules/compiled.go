@@ -2,6 +2,7 @@ package rules
 
 import (
 	"encoding/json"
+	"sort"
 
 	"github.com/pilothouse/pilothouse/pilotage"
 )
@@ -28,13 +29,25 @@ type Compiled struct {
 	// Refs are the catalog ids the program references, sorted, unique.
 	Refs []string
 	// Entries are the referenced entries as validated (the promotion
-	// baseline is taken from them).
-	Entries map[string]*pilotage.Entry
+	// baseline is taken from them): Entries[i] is the entry of Refs[i]. A
+	// slice beside Refs instead of a map: a house holds thousands of
+	// compiled programs, and a map of two entries is 256 bytes for the
+	// collector to mark. Look one up with Entry.
+	Entries []*pilotage.Entry
 	// Sub are the compiled bodies of the promoted automations it calls,
 	// resolved at validation time (nil when resolved through World).
 	Sub map[string]*Compiled
 
 	compacted bool // Compact ran
+}
+
+// Entry returns the referenced entry with this id as validated, or nil.
+func (c *Compiled) Entry(id string) *pilotage.Entry {
+	i := sort.SearchStrings(c.Refs, id)
+	if i < len(c.Refs) && i < len(c.Entries) && c.Refs[i] == id {
+		return c.Entries[i]
+	}
+	return nil
 }
 
 // DropPointers clears the JSON Pointers a compiled program keeps for

@@ -100,8 +100,8 @@ func TestCompactKeepsProgram(t *testing.T) {
 			if !reflect.DeepEqual(a.Compiled.Program, b.Compiled.Program) {
 				t.Fatalf("%s/%d: the compacted program differs", g.ID, i+1)
 			}
-			pa, _ := json.Marshal(BuildPlan(a.Compiled.Program, a.Compiled.Entries))
-			pb, _ := json.Marshal(BuildPlan(b.Compiled.Program, b.Compiled.Entries))
+			pa, _ := json.Marshal(BuildPlan(a.Compiled.Program, a.Compiled.Entry))
+			pb, _ := json.Marshal(BuildPlan(b.Compiled.Program, b.Compiled.Entry))
 			pv, _ := json.Marshal(b.Plan) // as validated
 			if string(pa) != string(pb) || string(pv) != string(pb) {
 				t.Fatalf("%s/%d: the compacted program plans differently:\n%s\n%s\n%s", g.ID, i+1, pv, pa, pb)

@@ -160,7 +160,7 @@ func TestValidResultCompiled(t *testing.T) {
 		t.Errorf("refs %v, want %s", c.Refs, want)
 	}
 	for _, r := range c.Refs {
-		if c.Entries[r] == nil {
+		if c.Entry(r) == nil {
 			t.Errorf("no entry for %s", r)
 		}
 	}

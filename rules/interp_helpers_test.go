@@ -3,6 +3,7 @@ package rules
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -84,7 +85,19 @@ func itCond(id, src string) *Condition { return &Condition{ID: id, Expr: itExpr(
 
 // itCompile wraps a program with the plan itPlan derives.
 func itCompile(p *Program) *Compiled {
-	return &Compiled{Program: p, Plan: itPlan(p), Entries: map[string]*pilotage.Entry{}}
+	return &Compiled{Program: p, Plan: itPlan(p)}
+}
+
+// itEntry adds a referenced entry to c, keeping Refs sorted and Entries
+// beside them.
+func itEntry(c *Compiled, e *pilotage.Entry) {
+	i, found := slices.BinarySearch(c.Refs, e.ID)
+	if found {
+		c.Entries[i] = e
+		return
+	}
+	c.Refs = slices.Insert(c.Refs, i, e.ID)
+	c.Entries = slices.Insert(c.Entries, i, e)
 }
 
 func itProgram(triggers []*Trigger, conds []*Condition, steps ...*Step) *Compiled {

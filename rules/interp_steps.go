@@ -69,14 +69,14 @@ func (r *interp) automation(f *frame, id string) (sub *Compiled, isAuto bool) {
 	if c, ok := f.c.Sub[id]; ok && c != nil {
 		return c, true
 	}
-	e, known := f.c.Entries[id]
-	if known && e != nil && e.Kind != pilotage.KindAutomation {
+	e := f.c.Entry(id)
+	if e != nil && e.Kind != pilotage.KindAutomation {
 		return nil, false // an action (most calls): the World is not asked
 	}
 	if c, ok := r.w.Automation(id); ok && c != nil {
 		return c, true
 	}
-	return nil, known && e != nil
+	return nil, e != nil
 }
 
 // callAutomation runs a promoted body inline (trace_subprogram expanded):

@@ -242,7 +242,7 @@ func TestRunVirtualTime(t *testing.T) {
 
 func TestRunBounds(t *testing.T) {
 	recur := itCompile(&Program{Name: "rec", Steps: []*Step{itCall("again", "script.rec")}})
-	recur.Entries = map[string]*pilotage.Entry{"script.rec": {ID: "script.rec", Kind: pilotage.KindAutomation}}
+	itEntry(recur, &pilotage.Entry{ID: "script.rec", Kind: pilotage.KindAutomation})
 	tests := []struct {
 		name   string
 		c      *Compiled
@@ -302,7 +302,7 @@ func TestRunExpandedAutomation(t *testing.T) {
 	c := itProgram(itMotion, nil,
 		itCount("rep", 2, itCall("script", "script.flash", "who", itTpl("trigger.id"))),
 		itCall("after", "a.set"))
-	c.Entries["script.flash"] = &pilotage.Entry{ID: "script.flash", Kind: pilotage.KindAutomation}
+	itEntry(c, &pilotage.Entry{ID: "script.flash", Kind: pilotage.KindAutomation})
 	c.Plan = itPlan(c.Program)
 	w := itSim(itBase(), Scenario{})
 	w.SetAutomation("script.flash", sub)
@@ -508,10 +508,10 @@ func (w *askingWorld) Automation(id string) (*Compiled, bool) {
 // server the answer for an action used to cost a storage read per firing).
 func TestCallsToActionsDoNotAskForAutomations(t *testing.T) {
 	c := itProgram(nil, nil, itCall("on", "lamp.set", "state", "ON"), itCall("sub", "automation.helper@abc"))
-	c.Entries["lamp.set"] = &pilotage.Entry{ID: "lamp.set", Kind: pilotage.KindAction}
-	c.Entries["automation.helper@abc"] = &pilotage.Entry{ID: "automation.helper@abc", Kind: pilotage.KindAutomation}
+	itEntry(c, &pilotage.Entry{ID: "lamp.set", Kind: pilotage.KindAction})
+	itEntry(c, &pilotage.Entry{ID: "automation.helper@abc", Kind: pilotage.KindAutomation})
 	helper := itProgram(nil, nil, itCall("inner", "lamp.set", "state", "OFF"))
-	helper.Entries["lamp.set"] = c.Entries["lamp.set"]
+	itEntry(helper, c.Entry("lamp.set"))
 	w := &askingWorld{SimWorld: itSim(nil, Scenario{})}
 	w.SetAutomation("automation.helper@abc", helper)
 	res := Run(context.Background(), c, w, RunInput{Limits: DefaultLimits})

@@ -18,9 +18,10 @@ const (
 // the triggers (kind "trigger:<kind>"), then the conditions, then the body:
 // branches and loops are steps of their own, every arm's steps are listed
 // with arm, loop bodies once with loop (arm wins inside a loop: the
-// innermost construct is named). entries are the referenced catalog entries.
-func BuildPlan(p *Program, entries map[string]*pilotage.Entry) *pilotage.Plan {
-	b := &planBuilder{entries: entries}
+// innermost construct is named). entry looks up the referenced catalog
+// entries (nil for an unknown id).
+func BuildPlan(p *Program, entry func(id string) *pilotage.Entry) *pilotage.Plan {
+	b := &planBuilder{entry: entry}
 	read := pilotage.HintsOf(pilotage.RiskRead)
 	b.add(pilotage.PlanStep{ID: TriggersStepID, Kind: PlanKindTrigger,
 		Description: fmt.Sprintf("the run starts when any of %d trigger(s) fires", len(p.Triggers)),
@@ -56,9 +57,9 @@ type planCtx struct {
 }
 
 type planBuilder struct {
-	entries map[string]*pilotage.Entry
-	out     []pilotage.PlanStep
-	calls   []string
+	entry func(id string) *pilotage.Entry
+	out   []pilotage.PlanStep
+	calls []string
 }
 
 func (b *planBuilder) add(s pilotage.PlanStep) { b.out = append(b.out, s) }
@@ -75,7 +76,7 @@ func (b *planBuilder) step(s *Step, ctx planCtx) {
 		Description: describeStep(s)}
 	if s.Kind == StepCall {
 		ps.Calls = []string{s.Call}
-		if e := b.entries[s.Call]; e != nil {
+		if e := b.entry(s.Call); e != nil {
 			ps.Risk, ps.RiskHints = e.Risk, e.RiskHints
 		} else {
 			// Unknown at plan time (should not happen for a valid

@@ -76,13 +76,17 @@ func Validate(raw []byte, cat Catalog, o ValidateOptions) (*Result, error) {
 	if !res.Valid {
 		return res, nil
 	}
-	plan := BuildPlan(prog, c.entries)
+	plan := BuildPlan(prog, func(id string) *pilotage.Entry { return c.entries[id] })
 	var canon bytes.Buffer
 	if err := json.Compact(&canon, raw); err != nil {
 		canon.Reset()
 		canon.Write(raw)
 	}
 	refs := sortedKeys(c.entries)
+	entries := make([]*pilotage.Entry, len(refs))
+	for i, id := range refs {
+		entries[i] = c.entries[id]
+	}
 	res.Plan = plan
 	// One allocation for the compiled program and its Program (a house
 	// holds thousands of compiled programs: each object is one more for
@@ -93,7 +97,7 @@ func Validate(raw []byte, cat Catalog, o ValidateOptions) (*Result, error) {
 		Raw:     canon.Bytes(),
 		Plan:    plan,
 		Refs:    refs,
-		Entries: c.entries,
+		Entries: entries,
 		Sub:     c.sub, // nil unless the program calls promoted automations
 	}
 	res.Compiled = &cp.Compiled
