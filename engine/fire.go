@@ -311,6 +311,9 @@ func takesTime(steps []*rules.Step) bool {
 		case rules.StepDelay, rules.StepWait:
 			return true
 		}
+		if st.StepMore == nil {
+			continue
+		}
 		if takesTime(st.Then) || takesTime(st.Else) || takesTime(st.Default) || takesTime(st.Do) {
 			return true
 		}

@@ -246,10 +246,14 @@ func (t *shareTable) templates(m map[string]*Template) map[string]*Template {
 
 func (t *shareTable) steps(list []*Step) []*Step {
 	list = pack(list)
+	packMore(list)
 	for _, s := range list {
 		s.ID = t.str(s.ID)
 		s.Args = t.templates(s.Args)
 		s.Delay, _ = t.template(s.Delay)
+		if s.StepMore == nil {
+			continue
+		}
 		if w := s.Wait; w != nil {
 			w.To.V = t.value(w.To.V)
 			w.From.V = t.value(w.From.V)
@@ -277,6 +281,27 @@ func (t *shareTable) steps(list []*Step) []*Step {
 		s.Stop = t.str(s.Stop)
 	}
 	return list
+}
+
+// packMore reallocates the StepMore of a packed list's steps in one object
+// (a list of call and delay steps has none).
+func packMore(list []*Step) {
+	n := 0
+	for _, s := range list {
+		if s.StepMore != nil {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	more := make([]StepMore, 0, n)
+	for _, s := range list {
+		if s.StepMore != nil {
+			more = append(more, *s.StepMore)
+			s.StepMore = &more[len(more)-1]
+		}
+	}
 }
 
 // tmplID identifies a shared template in a map key; the table holds the

@@ -76,10 +76,13 @@ func dropStepPointers(steps []*Step) {
 		for _, a := range s.Args {
 			a.dropPointers()
 		}
+		s.Delay.dropPointers()
+		if s.StepMore == nil {
+			continue
+		}
 		for _, t := range s.Set {
 			t.dropPointers()
 		}
-		s.Delay.dropPointers()
 		if w := s.Wait; w != nil {
 			w.Ptr = ""
 			w.For.dropPointers()

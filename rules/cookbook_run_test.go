@@ -61,6 +61,9 @@ func allSteps(steps []*Step) []*Step {
 	var out []*Step
 	for _, s := range steps {
 		out = append(out, s)
+		if s.StepMore == nil {
+			continue
+		}
 		out = append(out, allSteps(s.Then)...)
 		out = append(out, allSteps(s.Else)...)
 		out = append(out, allSteps(s.Default)...)

@@ -56,6 +56,9 @@ func (dc *decoder) step(n *jnode, depth int) *Step {
 		return s
 	}
 	s.Kind = StepKind(key)
+	if s.Kind.hasMore() {
+		s.StepMore = &StepMore{}
+	}
 	dc.fields(n, "a "+key+" step", stepFields[s.Kind])
 	v := n.get(key)
 	switch s.Kind {

@@ -482,7 +482,7 @@ func (w *lateCheckWorld) Wait(ctx context.Context, req *WaitRequest) (bool, erro
 func TestRunWaitCheckAfterWait(t *testing.T) {
 	c := itProgram(itMotion, nil,
 		itSet("a", "n", 0),
-		&Step{ID: "w", Kind: StepWait, Wait: &WaitSpec{Expr: itExpr("vars.n < 1000")}},
+		&Step{ID: "w", Kind: StepWait, StepMore: &StepMore{Wait: &WaitSpec{Expr: itExpr("vars.n < 1000")}}},
 		itCount("r", 50, itSet("b", "n", itTpl("vars.index"))))
 	w := &lateCheckWorld{SimWorld: itSim(itBase(), Scenario{}), done: make(chan bool, 1)}
 	res := itRun(t, c, w, itFire("motion", true))

@@ -92,7 +92,13 @@ const (
 	StepStop   StepKind = "stop"
 )
 
-// Step is one body step. Exactly the fields of its Kind are set.
+// Step is one body step. Exactly the fields of its Kind are set. A call
+// or delay step (most steps of a house's rules) keeps its fields inline;
+// the other kinds keep theirs in StepMore, nil for call and delay steps: a
+// house holds thousands of steps and the collector marks every byte of
+// them on each cycle. StepMore's fields read through Step (s.Then), which
+// is only valid when s.Kind is one of its kinds; code walking steps of any
+// kind checks s.StepMore first.
 type Step struct {
 	Ptr  string
 	ID   string
@@ -105,10 +111,14 @@ type Step struct {
 	// delay
 	Delay *Template // duration text, possibly templated ("{{ params.hold }}")
 
+	*StepMore // wait, if, choose, repeat, set and stop steps
+}
+
+// StepMore holds the fields of the step kinds other than call and delay.
+type StepMore struct {
 	// wait
-	Wait              *WaitSpec
-	Timeout           time.Duration // 0 = no timeout (bounded by the run's wall time)
-	ContinueOnTimeout bool
+	Wait    *WaitSpec
+	Timeout time.Duration // 0 = no timeout (bounded by the run's wall time)
 
 	// if
 	If   *Expr
@@ -127,8 +137,19 @@ type Step struct {
 	Set map[string]*Template
 
 	// stop
-	Stop  string // reason
-	Error bool   // stop as a failure
+	Stop string // reason
+
+	ContinueOnTimeout bool // wait
+	Error             bool // stop: stop as a failure
+}
+
+// hasMore reports whether steps of kind k keep their fields in StepMore.
+func (k StepKind) hasMore() bool {
+	switch k {
+	case StepWait, StepIf, StepChoose, StepRepeat, StepSet, StepStop:
+		return true
+	}
+	return false
 }
 
 // WaitSpec is what a wait step waits for: a state change like a trigger, or

@@ -152,6 +152,9 @@ func collectWaitIDs(steps []*Step, out map[string]bool) {
 		if s.Kind == StepWait {
 			out[s.ID] = true
 		}
+		if s.StepMore == nil {
+			continue
+		}
 		collectWaitIDs(s.Then, out)
 		collectWaitIDs(s.Else, out)
 		collectWaitIDs(s.Default, out)
