@@ -39,11 +39,13 @@ func (c *Compiled) Compact() {
 	p.Triggers = pack(p.Triggers)
 	for _, t := range p.Triggers {
 		t.ID = shared.str(t.ID)
-		t.Cron = shared.str(t.Cron)
-		t.At = shared.str(t.At)
-		t.Sun = shared.str(t.Sun)
 		t.To.V = shared.value(t.To.V)
 		t.From.V = shared.value(t.From.V)
+		if m := t.TriggerMore; m != nil {
+			m.Cron = shared.str(m.Cron)
+			m.At = shared.str(m.At)
+			m.Sun = shared.str(m.Sun)
+		}
 	}
 	p.Conditions = pack(p.Conditions)
 	for _, cd := range p.Conditions {

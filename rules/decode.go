@@ -329,6 +329,7 @@ func (dc *decoder) trigger(n *jnode) *Trigger {
 		t.Kind = TriggerState
 		if n.get("above") != nil || n.get("below") != nil {
 			t.Kind = TriggerNumeric
+			t.TriggerMore = &TriggerMore{}
 			for _, k := range []string{"to", "from"} {
 				if v := n.get(k); v != nil {
 					dc.d.add(CodeConflictFields, v.ptr, "", "a state trigger uses either to/from (state change) or above/below (numeric threshold), not both")
@@ -341,6 +342,7 @@ func (dc *decoder) trigger(n *jnode) *Trigger {
 		t.Entity, _ = dc.str(n.get("event"), "event")
 	case "cron":
 		t.Kind = TriggerCron
+		t.TriggerMore = &TriggerMore{}
 		v := n.get("cron")
 		if s, ok := dc.str(v, "cron"); ok {
 			t.Cron = s
@@ -350,6 +352,7 @@ func (dc *decoder) trigger(n *jnode) *Trigger {
 		}
 	case "at":
 		t.Kind = TriggerTime
+		t.TriggerMore = &TriggerMore{}
 		v := n.get("at")
 		if s, ok := dc.str(v, "at"); ok {
 			t.At = s
@@ -359,6 +362,7 @@ func (dc *decoder) trigger(n *jnode) *Trigger {
 		}
 	case "sun":
 		t.Kind = TriggerSun
+		t.TriggerMore = &TriggerMore{}
 		v := n.get("sun")
 		if s, ok := dc.str(v, "sun"); ok {
 			t.Sun = s

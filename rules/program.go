@@ -53,7 +53,11 @@ type Value struct {
 	V   any
 }
 
-// Trigger is one trigger of a program.
+// Trigger is one trigger of a program. A state or event trigger (most
+// triggers of a house's rules) keeps its fields inline; numeric, cron,
+// time and sun triggers keep the fields of their kind in TriggerMore, nil
+// for state and event triggers. TriggerMore's fields read through Trigger
+// (t.Above), which is only valid when t.Kind is one of its kinds.
 type Trigger struct {
 	Ptr    string
 	ID     string
@@ -61,9 +65,16 @@ type Trigger struct {
 	Entity string // state or event entry id
 	To     Value
 	From   Value
-	Above  *float64
-	Below  *float64
 	For    time.Duration // held duration (0 = none)
+
+	*TriggerMore // numeric, cron, time and sun triggers
+}
+
+// TriggerMore holds the fields of the numeric, cron, time and sun trigger
+// kinds.
+type TriggerMore struct {
+	Above  *float64 // numeric
+	Below  *float64 // numeric
 	Cron   string
 	At     string // HH:MM[:SS]
 	Sun    string // sunrise | sunset
