@@ -22,8 +22,11 @@ func footprintRule(i int) string {
 // TestInstalledRuleFootprint pins what an installed rule keeps on the heap:
 // every collection marks all of it, so a house with thousands of rules
 // stalls event dispatch for as long. It was 39 objects and 4.1 KB per
-// rule (pilothouse bench --rules 10000); the bounds leave room for the
-// map growth a house of this size amortizes.
+// rule (pilothouse bench --rules 10000), then 13 objects and 2.45 KB; it
+// is 12 objects and ~1.83 KB (~1.97 KB under -race) since Compiled.Entries
+// is a slice and steps and triggers keep the fields of rare kinds behind a
+// pointer. The bounds leave room for the map growth a house of this size
+// amortizes (runs vary by about 100 bytes).
 func TestInstalledRuleFootprint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("installs hundreds of rules")
@@ -47,11 +50,15 @@ func TestInstalledRuleFootprint(t *testing.T) {
 	objects := float64(int64(m1.HeapObjects)-int64(m0.HeapObjects)) / n
 	bytes := float64(int64(m1.HeapAlloc)-int64(m0.HeapAlloc)) / n
 	t.Logf("per installed rule: %.1f heap objects, %.0f bytes", objects, bytes)
-	if objects > 18 {
-		t.Errorf("an installed rule keeps %.1f heap objects, want at most 18", objects)
+	maxBytes := 2100.0
+	if raceEnabled {
+		maxBytes = 2300 // the race detector's allocations are larger
 	}
-	if bytes > 3200 {
-		t.Errorf("an installed rule keeps %.0f heap bytes, want at most 3200", bytes)
+	if objects > 13 {
+		t.Errorf("an installed rule keeps %.1f heap objects, want at most 13", objects)
+	}
+	if bytes > maxBytes {
+		t.Errorf("an installed rule keeps %.0f heap bytes, want at most %.0f", bytes, maxBytes)
 	}
 }
 
