@@ -99,7 +99,7 @@ type Catalog struct {
 	subQ    []string
 	subWake chan struct{}
 	intern  *interner // shares equal schemas, tags and texts between entries
-	topics  struct{ devices, event, haPrefix string }
+	topics  struct{ devices, event, haPrefix, z2mPrefix string }
 
 	snap atomic.Pointer[Snapshot]
 }
@@ -159,6 +159,7 @@ func NewCatalog(o Options) *Catalog {
 	c.topics.devices = o.Z2MBase + "/bridge/devices"
 	c.topics.event = o.Z2MBase + "/bridge/event"
 	c.topics.haPrefix = o.HAPrefix + "/"
+	c.topics.z2mPrefix = o.Z2MBase + "/"
 	c.snap.Store(&Snapshot{byID: map[string]*pilotage.Entry{}})
 	tx := c.begin()
 	c.rebuildLocked(tx)
@@ -265,6 +266,9 @@ func (c *Catalog) handleLocked(tx *txn, m mqtt.Message) {
 		rs.run(tx, m.Payload)
 		return
 	}
+	if c.z2mCommand(t) {
+		return // a command to a device (ours, among others), never its state
+	}
 	if len(m.Payload) > maxPendingPayload {
 		return
 	}
@@ -276,6 +280,19 @@ func (c *Catalog) handleLocked(tx *txn, m mqtt.Message) {
 		// before it routes), so its buffer is reused.
 		c.pending[t] = append(old[:0], m.Payload...)
 	}
+}
+
+// z2mCommand reports whether t is a Zigbee2MQTT command topic:
+// <base>/<name>/set or /get, optionally followed by /<attribute>. The
+// catalog's <base>/# subscription sees every command (each firing's too);
+// none is state to keep for a device that is not discovered yet.
+func (c *Catalog) z2mCommand(t string) bool {
+	rest, ok := strings.CutPrefix(t, c.topics.z2mPrefix)
+	if !ok {
+		return false
+	}
+	return strings.HasSuffix(rest, "/set") || strings.HasSuffix(rest, "/get") ||
+		strings.Contains(rest, "/set/") || strings.Contains(rest, "/get/")
 }
 
 // Subscribe registers fn for every live change. fn runs synchronously on the

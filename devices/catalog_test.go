@@ -376,3 +376,25 @@ func TestCallZ2MNative(t *testing.T) {
 		t.Fatalf("StateIDsForAction %v", got)
 	}
 }
+
+// TestCommandTopicsAreNotKeptAsPendingState: the catalog's <base>/#
+// subscription sees every Zigbee2MQTT command (each firing's too); a
+// command is never state, so it is not kept for a device discovered later,
+// while a state message that arrives before discovery still is.
+func TestCommandTopicsAreNotKeptAsPendingState(t *testing.T) {
+	c := NewCatalog(Options{})
+	for _, topic := range []string{"zigbee2mqtt/lamp/set", "zigbee2mqtt/lamp/get", "zigbee2mqtt/lamp/set/brightness", "zigbee2mqtt/living/lamp/get/state"} {
+		c.HandleMessage(mqtt.Message{Topic: topic, Payload: []byte(`{"state":"ON"}`)})
+	}
+	c.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/bench_sensor_0", Payload: []byte(`{"count3":7}`)})
+	c.mu.Lock()
+	pending := len(c.pending)
+	c.mu.Unlock()
+	if pending != 1 {
+		t.Fatalf("%d pending topics, want only the early state message", pending)
+	}
+	c.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/bridge/devices", Payload: SyntheticZ2MHouse(1, 4)})
+	if v, ok := c.Live("bench_sensor_0.count3"); !ok || v.Value != 7.0 {
+		t.Fatalf("early state not replayed after discovery: %+v %v", v, ok)
+	}
+}
