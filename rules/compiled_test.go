@@ -13,26 +13,12 @@ import (
 // TestDropPointersKeepsBehaviour: every cookbook program, its pointers
 // dropped, leaves no JSON Pointer behind and runs exactly as before.
 func TestDropPointersKeepsBehaviour(t *testing.T) {
-	cat := demoCatalog()
-	now := time.Date(2026, 1, 15, 22, 0, 0, 0, time.UTC)
-	n := 0
-	for _, g := range Guides() {
-		for i, src := range guidePrograms(g.Body) {
-			a, errA := Validate([]byte(src), cat, ValidateOptions{HasLocation: true})
-			b, errB := Validate([]byte(src), cat, ValidateOptions{HasLocation: true})
-			if errA != nil || errB != nil || !a.Valid || !b.Valid {
-				t.Fatalf("%s/%d does not validate", g.ID, i+1)
-			}
-			b.Compiled.DropPointers()
-			if p := findPtr(reflect.ValueOf(b.Compiled.Program), map[uintptr]bool{}); p != "" {
-				t.Fatalf("%s/%d: pointer %q left after DropPointers", g.ID, i+1, p)
-			}
-			n += sameRuns(t, fmt.Sprintf("%s/%d without pointers", g.ID, i+1), a.Compiled, b.Compiled, now)
+	forCookbookTwins(t, func(name string, a, b *Compiled) {
+		b.DropPointers()
+		if p := findPtr(reflect.ValueOf(b.Program), map[uintptr]bool{}); p != "" {
+			t.Fatalf("%s: pointer %q left after DropPointers", name, p)
 		}
-	}
-	if n < 12 {
-		t.Fatalf("only %d runs compared", n)
-	}
+	}, "without pointers")
 }
 
 // findPtr returns the first non-empty string field named Ptr reachable
@@ -84,29 +70,40 @@ func findPtr(v reflect.Value, seen map[uintptr]bool) string {
 // itself with only its pointers dropped (Compact changes where the parts
 // are held, not what they are), plans the same and runs the same.
 func TestCompactKeepsProgram(t *testing.T) {
+	forCookbookTwins(t, func(name string, a, b *Compiled) {
+		a.DropPointers()
+		b.Compact()
+		b.Compact() // a second call changes nothing
+		if !reflect.DeepEqual(a.Program, b.Program) {
+			t.Fatalf("%s: the compacted program differs", name)
+		}
+		pa, _ := json.Marshal(BuildPlan(a.Program, a.Entry))
+		pb, _ := json.Marshal(BuildPlan(b.Program, b.Entry))
+		pv, _ := json.Marshal(b.Plan) // as validated
+		if string(pa) != string(pb) || string(pv) != string(pb) {
+			t.Fatalf("%s: the compacted program plans differently:\n%s\n%s\n%s", name, pv, pa, pb)
+		}
+	}, "compacted")
+}
+
+// forCookbookTwins validates every cookbook program twice, lets change
+// alter the twins (a, b), then checks that they run the same from each
+// trigger; at least 12 runs must have been compared.
+func forCookbookTwins(t *testing.T, change func(name string, a, b *Compiled), how string) {
+	t.Helper()
 	cat := demoCatalog()
 	now := time.Date(2026, 1, 15, 22, 0, 0, 0, time.UTC)
 	n := 0
 	for _, g := range Guides() {
 		for i, src := range guidePrograms(g.Body) {
+			name := fmt.Sprintf("%s/%d", g.ID, i+1)
 			a, errA := Validate([]byte(src), cat, ValidateOptions{HasLocation: true})
 			b, errB := Validate([]byte(src), cat, ValidateOptions{HasLocation: true})
 			if errA != nil || errB != nil || !a.Valid || !b.Valid {
-				t.Fatalf("%s/%d does not validate", g.ID, i+1)
+				t.Fatalf("%s does not validate", name)
 			}
-			a.Compiled.DropPointers()
-			b.Compiled.Compact()
-			b.Compiled.Compact() // a second call changes nothing
-			if !reflect.DeepEqual(a.Compiled.Program, b.Compiled.Program) {
-				t.Fatalf("%s/%d: the compacted program differs", g.ID, i+1)
-			}
-			pa, _ := json.Marshal(BuildPlan(a.Compiled.Program, a.Compiled.Entry))
-			pb, _ := json.Marshal(BuildPlan(b.Compiled.Program, b.Compiled.Entry))
-			pv, _ := json.Marshal(b.Plan) // as validated
-			if string(pa) != string(pb) || string(pv) != string(pb) {
-				t.Fatalf("%s/%d: the compacted program plans differently:\n%s\n%s\n%s", g.ID, i+1, pv, pa, pb)
-			}
-			n += sameRuns(t, fmt.Sprintf("%s/%d compacted", g.ID, i+1), a.Compiled, b.Compiled, now)
+			change(name, a.Compiled, b.Compiled)
+			n += sameRuns(t, name+" "+how, a.Compiled, b.Compiled, now)
 		}
 	}
 	if n < 12 {
