@@ -11,6 +11,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules"
 )
 
 // catalogService merges device entries with promoted automations and serves
@@ -31,7 +32,18 @@ type catalogService struct {
 type automation struct {
 	entry *pilotage.Entry
 	hash  string
-	refs  []string // catalog ids its body references
+	// reach is every catalog id other than an automation that the body
+	// references, directly or through the automations it calls, sorted:
+	// who may see the automation (and its rules) is decided from it. It is
+	// computed once, when the program is registered; a program_ref is
+	// immutable, and so is everything it calls (by program_ref), so the set
+	// never changes: a re-promoted callee is a new ref its old callers do
+	// not reach. It shares the body's Refs when the body calls no
+	// automation.
+	reach []string
+	// opaque: a called automation is not registered (its stored program
+	// no longer compiles), so reach is incomplete.
+	opaque bool
 }
 
 const maxHistory = 8
@@ -46,8 +58,9 @@ func newCatalogService(e *Engine) *catalogService {
 	}
 }
 
-// addAutomation registers a promoted program's entry.
-func (c *catalogService) addAutomation(entry *pilotage.Entry, refs []string) {
+// addAutomation registers a promoted program's entry; body is its
+// compiled program (only its references are read).
+func (c *catalogService) addAutomation(entry *pilotage.Entry, body *rules.Compiled) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.autos[entry.ID]; ok {
@@ -57,9 +70,51 @@ func (c *catalogService) addAutomation(entry *pilotage.Entry, refs []string) {
 	if hash == entry.Revision {
 		hash = entry.Revision // one copy
 	}
-	c.autos[entry.ID] = automation{entry: entry, hash: hash, refs: refs}
+	reach, opaque := c.reach(body)
+	c.autos[entry.ID] = automation{entry: entry, hash: hash, reach: reach, opaque: opaque}
 	c.autoOrder = append(c.autoOrder, entry.ID)
 	c.autoGen++
+}
+
+// reach computes an automation's transitive references from its body's
+// and its callees' (registered before it: a callee is promoted first);
+// c.mu is held.
+func (c *catalogService) reach(body *rules.Compiled) ([]string, bool) {
+	isAuto := func(i int) bool {
+		if _, ok := c.autos[body.Refs[i]]; ok {
+			return true
+		}
+		return i < len(body.Entries) && body.Entries[i] != nil && body.Entries[i].Kind == pilotage.KindAutomation
+	}
+	calls := false
+	for i := range body.Refs {
+		calls = calls || isAuto(i)
+	}
+	if !calls {
+		return body.Refs, false
+	}
+	set, opaque := map[string]struct{}{}, false
+	for i, id := range body.Refs {
+		if !isAuto(i) {
+			set[id] = struct{}{}
+			continue
+		}
+		callee, ok := c.autos[id]
+		if !ok {
+			opaque = true
+			continue
+		}
+		opaque = opaque || callee.opaque
+		for _, r := range callee.reach {
+			set[r] = struct{}{}
+		}
+	}
+	reach := make([]string, 0, len(set))
+	for r := range set {
+		reach = append(reach, r)
+	}
+	sort.Strings(reach)
+	return reach, opaque
 }
 
 func (c *catalogService) devSnapshot() *devices.Snapshot {

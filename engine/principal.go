@@ -74,6 +74,11 @@ func deviceOf(id string) string {
 
 // Visible reports whether e is inside p's scope. deviceTags are the tags of
 // the entry's device (entries inherit their device's area and type).
+//
+// A promoted automation is judged here only by what it is (kind, risk, an
+// exact deny of its id): it has no device, area or type, and whether it may
+// be seen depends on everything it reaches, which the catalog decides from
+// its transitive references (see addVisibleAuto).
 func (p *Principal) Visible(e *pilotage.Entry, deviceTags []string) bool {
 	s := &p.Scope
 	if len(s.Kinds) > 0 && !containsKind(s.Kinds, e.Kind) {
@@ -84,6 +89,14 @@ func (p *Principal) Visible(e *pilotage.Entry, deviceTags []string) bool {
 			return false
 		}
 	}
+	if e.Kind == pilotage.KindAutomation {
+		for _, pat := range s.DenyDevices {
+			if pat == e.ID {
+				return false
+			}
+		}
+		return true
+	}
 	tags := e.Tags
 	if deviceTags != nil {
 		tags = append(append([]string(nil), e.Tags...), deviceTags...)
@@ -93,47 +106,71 @@ func (p *Principal) Visible(e *pilotage.Entry, deviceTags []string) bool {
 			return false
 		}
 	}
-	dev := deviceOf(e.ID)
+	return p.deviceAllowed(e.ID) && p.areaAllowed(tags)
+}
+
+// deviceAllowed applies the device patterns to an entry id.
+func (p *Principal) deviceAllowed(id string) bool {
+	s := &p.Scope
+	dev := deviceOf(id)
 	for _, pat := range s.DenyDevices {
-		if ok, _ := path.Match(pat, dev); ok || pat == e.ID {
+		if ok, _ := path.Match(pat, dev); ok || pat == id {
 			return false
 		}
 	}
-	if len(s.Devices) > 0 {
-		found := false
-		for _, pat := range s.Devices {
-			if ok, _ := path.Match(pat, dev); ok {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
+	if len(s.Devices) == 0 {
+		return true
+	}
+	for _, pat := range s.Devices {
+		if ok, _ := path.Match(pat, dev); ok {
+			return true
 		}
 	}
-	if len(s.Areas) > 0 {
-		area := ""
-		for _, t := range tags {
-			if strings.HasPrefix(t, "area:") {
-				area = t[len("area:"):]
-				break
-			}
-		}
-		if area == "" {
-			return s.AllowNoArea
-		}
-		found := false
-		for _, a := range s.Areas {
-			if strings.EqualFold(a, area) {
-				found = true
-				break
-			}
-		}
-		if !found {
-			return false
+	return false
+}
+
+// areaAllowed applies the area list to an entry's (and its device's) tags.
+func (p *Principal) areaAllowed(tags []string) bool {
+	s := &p.Scope
+	if len(s.Areas) == 0 {
+		return true
+	}
+	area := ""
+	for _, t := range tags {
+		if strings.HasPrefix(t, "area:") {
+			area = t[len("area:"):]
+			break
 		}
 	}
-	return true
+	if area == "" {
+		return s.AllowNoArea
+	}
+	for _, a := range s.Areas {
+		if strings.EqualFold(a, area) {
+			return true
+		}
+	}
+	return false
+}
+
+// unrestricted reports whether p's scope lets it see every entry.
+func (p *Principal) unrestricted() bool {
+	s := &p.Scope
+	return len(s.Kinds) == 0 && len(s.DenyRisks) == 0 && len(s.DenyTypes) == 0 &&
+		len(s.DenyDevices) == 0 && len(s.Devices) == 0 && len(s.Areas) == 0
+}
+
+// visibleAbsent reports whether p may see an entry that is not in the
+// catalog now (its device vanished, or has not been announced again since
+// a restart), judged by its id alone: a scope that needs the entry's kind,
+// risk or tags to decide does not see it. A rule reaching an entry the
+// caller could not see must not surface while that entry is away.
+func (p *Principal) visibleAbsent(id string) bool {
+	s := &p.Scope
+	if len(s.Kinds) > 0 || len(s.DenyRisks) > 0 || len(s.DenyTypes) > 0 || len(s.Areas) > 0 {
+		return false
+	}
+	return p.deviceAllowed(id)
 }
 
 func containsKind(ks []pilotage.Kind, k pilotage.Kind) bool {

@@ -234,7 +234,7 @@ func (e *Engine) promote(ctx context.Context, p *Principal, c *rules.Compiled) (
 		c.Compact()
 		c.Plan = nil
 	}
-	e.cat.addAutomation(en, c.Refs)
+	e.cat.addAutomation(en, c)
 	return prog, nil
 }
 
@@ -340,34 +340,66 @@ func (c *catalogService) loadAutomations(ctx context.Context) error {
 	// Bodies may call other automations: load in creation order (oldest
 	// first), which is dependency order since a callee is promoted first.
 	sort.Slice(progs, func(i, j int) bool { return progs[i].CreatedAt.Before(progs[j].CreatedAt) })
-	installed := map[string]bool{}
+	l := &loader{e: e, byRef: make(map[string]storage.Program, len(progs)), installed: map[string]bool{}, done: map[string]bool{}}
 	if list, err := e.store.ListRules(ctx); err == nil {
 		for _, r := range list {
-			installed[r.Ref] = true
+			l.installed[r.Ref] = true
 		}
 	}
 	for _, pr := range progs {
-		known := e.heldBody(pr.Ref)
-		var c *rules.Compiled
-		var plan *pilotage.Plan
-		if known != nil { // compiled already as another program's callee
-			c, plan = known.compiled, known.decodedPlan()
-		} else {
-			var err error
-			if c, err = e.compileStored(pr); err != nil {
-				e.log.Warn("promoted program no longer compiles; its rule will be marked broken", "ref", pr.Ref, "err", err)
-				continue
-			}
-			shareName(c, pr.Ref)
-			plan = c.Plan
-		}
-		en := automationEntry(pr.Ref, c, plan)
-		if installed[pr.Ref] && known == nil {
-			e.rememberBody(pr.Ref, storedBody(pr, c))
-		}
-		e.cat.addAutomation(en, c.Refs)
+		l.byRef[pr.Ref] = pr
+	}
+	for _, pr := range progs {
+		l.register(pr)
 	}
 	return nil
+}
+
+// loader registers stored promoted programs at start-up.
+type loader struct {
+	e         *Engine
+	byRef     map[string]storage.Program
+	installed map[string]bool
+	done      map[string]bool
+}
+
+// register compiles pr and registers its catalog entry, after the
+// automations it calls: an automation's reach (who may see it) is computed
+// from its callees' when it is registered. Creation order is normally
+// dependency order, but creation times come from a wall clock, which may
+// have stepped back.
+func (l *loader) register(pr storage.Program) {
+	if l.done[pr.Ref] {
+		return
+	}
+	l.done[pr.Ref] = true
+	e := l.e
+	known := e.heldBody(pr.Ref)
+	var c *rules.Compiled
+	var plan *pilotage.Plan
+	if known != nil { // compiled already as another program's callee
+		c, plan = known.compiled, known.decodedPlan()
+	} else {
+		var err error
+		if c, err = e.compileStored(pr); err != nil {
+			e.log.Warn("promoted program no longer compiles; its rule will be marked broken", "ref", pr.Ref, "err", err)
+			return
+		}
+		shareName(c, pr.Ref)
+		plan = c.Plan
+	}
+	for i, id := range c.Refs {
+		if i < len(c.Entries) && c.Entries[i] != nil && c.Entries[i].Kind == pilotage.KindAutomation {
+			if callee, ok := l.byRef[id]; ok {
+				l.register(callee)
+			}
+		}
+	}
+	en := automationEntry(pr.Ref, c, plan)
+	if l.installed[pr.Ref] && known == nil {
+		e.rememberBody(pr.Ref, storedBody(pr, c))
+	}
+	e.cat.addAutomation(en, c)
 }
 
 // compileStored recompiles a stored body. It validates against the full

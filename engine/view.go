@@ -199,26 +199,28 @@ func (c *catalogService) extend(p *Principal, old *view, snap *devices.Snapshot)
 	return v.seal()
 }
 
-// addVisibleAuto adds automation id to v when p may see it. It is hidden
-// when it references an entry that exists but is invisible to p; references
-// that vanished for everyone keep it visible (its use is then
-// promotion_drift, not not_found).
+// addVisibleAuto adds automation id to v when p may see it: when every
+// entry it reaches, directly or through the automations it calls, is one p
+// sees. An entry that exists but is invisible to p hides it; so does one
+// that is not in the catalog now unless p could see it by its id alone
+// (for an all-seeing principal a vanished reference keeps the automation
+// visible: its use is then promotion_drift, not not_found).
 func (c *catalogService) addVisibleAuto(p *Principal, v *view, snap *devices.Snapshot, id string) {
 	a := c.autos[id]
-	if !p.Visible(a.entry, nil) {
+	if !p.Visible(a.entry, nil) || (a.opaque && !p.unrestricted()) {
 		return
 	}
-	for _, r := range a.refs {
+	for _, r := range a.reach {
 		if _, vis := v.Get(r); vis {
-			continue
-		}
-		if _, isAuto := c.autos[r]; isAuto {
 			continue
 		}
 		if snap != nil {
 			if _, exists := snap.Get(r); exists {
 				return
 			}
+		}
+		if !p.visibleAbsent(r) {
+			return
 		}
 	}
 	v.add(id, a.entry, a.hash)

@@ -60,7 +60,7 @@ func benchRuns(n int, start time.Time) []Run {
 
 func openBench(b *testing.B, readers int) *Store {
 	b.Helper()
-	s, err := open(context.Background(), b.TempDir(), readers)
+	s, err := open(context.Background(), b.TempDir(), readers, Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -93,15 +93,27 @@ func (s *Store) queryRow(ctx context.Context, query string, args ...any) (*sql.R
 	return st.QueryRowContext(ctx, args...), nil
 }
 
+// Options tune how a Store is opened; the zero value is the default.
+type Options struct {
+	// BusyTimeout is how long a statement waits for another connection's
+	// lock on the database before it fails (default 5 s).
+	BusyTimeout time.Duration
+}
+
 // Open creates dir if needed, opens dir/pilothouse.db and applies pending
 // schema migrations.
 func Open(ctx context.Context, dir string) (*Store, error) {
-	return open(ctx, dir, readConns)
+	return open(ctx, dir, readConns, Options{})
+}
+
+// OpenWith is Open with options.
+func OpenWith(ctx context.Context, dir string, o Options) (*Store, error) {
+	return open(ctx, dir, readConns, o)
 }
 
 // open is Open with the size of the read pool; readers == 0 sends reads
 // through the single writer connection too (kept to measure the split).
-func open(ctx context.Context, dir string, readers int) (*Store, error) {
+func open(ctx context.Context, dir string, readers int, o Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o750); err != nil {
 		return nil, fmt.Errorf("storage: create data folder: %w", err)
 	}
@@ -109,7 +121,11 @@ func open(ctx context.Context, dir string, readers int) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("storage: resolve database path: %w", err)
 	}
-	w, err := openDB(abs, false)
+	busy := time.Duration(busyTimeoutMs) * time.Millisecond
+	if o.BusyTimeout > 0 {
+		busy = o.BusyTimeout
+	}
+	w, err := openDB(abs, false, busy)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +140,7 @@ func open(ctx context.Context, dir string, readers int) (*Store, error) {
 	if readers == 0 {
 		return &Store{w: w, r: w, now: time.Now}, nil
 	}
-	r, err := openDB(abs, true)
+	r, err := openDB(abs, true, busy)
 	if err != nil {
 		w.Close()
 		return nil, err
@@ -142,9 +158,9 @@ func open(ctx context.Context, dir string, readers int) (*Store, error) {
 // openDB opens one pool on the database file. The path goes through a
 // file: URI so that characters such as '?' or '#' in the folder name are
 // escaped rather than parsed as parameters.
-func openDB(path string, readOnly bool) (*sql.DB, error) {
+func openDB(path string, readOnly bool, busy time.Duration) (*sql.DB, error) {
 	q := url.Values{}
-	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busyTimeoutMs))
+	q.Add("_pragma", fmt.Sprintf("busy_timeout(%d)", busy.Milliseconds()))
 	q.Add("_pragma", "foreign_keys(1)")
 	q.Add("_pragma", "journal_mode(WAL)")
 	q.Add("_pragma", "synchronous(NORMAL)")

@@ -97,7 +97,7 @@ func TestOpenRefusesNewerSchema(t *testing.T) {
 
 func TestMigrationFailureRollsBack(t *testing.T) {
 	ctx := context.Background()
-	db, err := openDB(filepath.Join(t.TempDir(), "m.db"), false)
+	db, err := openDB(filepath.Join(t.TempDir(), "m.db"), false, time.Duration(busyTimeoutMs)*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}

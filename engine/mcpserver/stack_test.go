@@ -1,0 +1,190 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/devices/demo"
+	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/engine/mcpserver"
+	"github.com/pilothouse/pilothouse/mqtt"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// httpStack is a real Pilothouse behind the streamable HTTP handler:
+// embedded broker on port 0, discovery, the demo house, SQLite in a temp
+// folder, the engine, and bearer-token principals.
+type httpStack struct {
+	t     *testing.T
+	url   string
+	dir   string
+	eng   *engine.Engine
+	store *storage.Store
+	sim   *demo.Sim
+	devs  *devices.Catalog
+}
+
+// newHTTPStack starts the stack with principals (none = the default owner)
+// and storage opened with so.
+func newHTTPStack(t *testing.T, principals []*engine.Principal, so storage.Options) *httpStack {
+	t.Helper()
+	ctx := context.Background()
+	s := &httpStack{t: t, dir: t.TempDir()}
+	b, err := mqtt.StartBroker("127.0.0.1:0", quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	c, err := mqtt.Dial(ctx, mqtt.Options{Broker: b.URL(), Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	s.devs = devices.NewCatalog(devices.Options{Logger: quiet()})
+	if err := s.devs.Start(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	if s.store, err = storage.OpenWith(ctx, s.dir, so); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.store.Close() })
+	s.eng = engine.New(engine.Config{Principals: principals}, s.devs, s.store, quiet())
+	if err := s.eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.eng.Close)
+	s.sim = demo.New(c, demo.Options{Pace: time.Hour, Logger: quiet()})
+	if err := s.sim.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.sim.Close)
+	waitUntil(t, 10*time.Second, "the demo catalog", func() bool {
+		snap := s.devs.Snapshot()
+		for _, id := range []string{"front_lock.set", "living_plug.set", "hall_light.set", "porch_light.set"} {
+			if _, ok := snap.Get(id); !ok {
+				return false
+			}
+		}
+		return true
+	})
+	srv := mcpserver.New(s.eng, mcpserver.Options{Logger: quiet()})
+	hs := httptest.NewServer(srv.HTTPHandler(mcpserver.HTTPOptions{Principals: principals}))
+	t.Cleanup(hs.Close)
+	s.url = hs.URL + "/mcp"
+	return s
+}
+
+// client connects the real mcp-go client over HTTP with a bearer token
+// ("" = none).
+func (s *httpStack) client(token string) *client.Client {
+	t := s.t
+	t.Helper()
+	var opts []transport.StreamableHTTPCOption
+	if token != "" {
+		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+	}
+	c, err := client.NewStreamableHttpClient(s.url, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
+	if _, err := c.Initialize(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", d, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// prog decodes a program literal for tool arguments.
+func prog(t *testing.T, src string) map[string]any {
+	t.Helper()
+	var p map[string]any
+	if err := json.Unmarshal([]byte(src), &p); err != nil {
+		t.Fatalf("program literal: %v\n%s", err, src)
+	}
+	return p
+}
+
+// deployed deploys src and returns its program_ref, failing unless it
+// succeeded.
+func deployed(t *testing.T, c *client.Client, src string) string {
+	t.Helper()
+	out, isErr := callTool(t, c, "pilotage_execute", map[string]any{"language": "automation/1", "program": prog(t, src)})
+	oc, _ := out["outcome"].(map[string]any)
+	if isErr || oc["ok"] != true {
+		t.Fatalf("deploy: %v", out)
+	}
+	return out["output"].(map[string]any)["program_ref"].(string)
+}
+
+// automationIDs lists the automation entries c sees.
+func automationIDs(t *testing.T, c *client.Client) []string {
+	t.Helper()
+	out, isErr := callTool(t, c, "pilotage_lookup", map[string]any{"language": "automation/1", "verb": "list", "kind": "automation", "limit": 500})
+	if isErr {
+		t.Fatalf("list: %v", out)
+	}
+	var ids []string
+	for _, it := range out["items"].([]any) {
+		ids = append(ids, it.(map[string]any)["id"].(string))
+	}
+	return ids
+}
+
+// ruleNames lists the installed rules c sees.
+func ruleNames(t *testing.T, c *client.Client) []string {
+	t.Helper()
+	out, isErr := callTool(t, c, "pilothouse_rules", map[string]any{"last_firings": 0})
+	if isErr {
+		t.Fatalf("rules: %v", out)
+	}
+	var names []string
+	for _, r := range out["rules"].([]any) {
+		names = append(names, r.(map[string]any)["name"].(string))
+	}
+	return names
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// masked is v as JSON with each of names replaced by NAME.
+func masked(v any, names ...string) string {
+	b, _ := json.Marshal(v)
+	s := string(b)
+	for _, n := range names {
+		s = strings.ReplaceAll(s, n, "NAME")
+	}
+	return s
+}

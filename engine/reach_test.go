@@ -1,0 +1,53 @@
+package engine
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestReachSurvivesRestartWithSteppedBackClock: who may see an automation
+// is decided from everything it reaches through the automations it calls.
+// After a restart that holds even when the wall clock stepped back between
+// promoting a callee and its caller (stored creation times out of
+// dependency order).
+func TestReachSurvivesRestartWithSteppedBackClock(t *testing.T) {
+	var now atomic.Int64
+	now.Store(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC).UnixNano())
+	living := &Principal{Name: "living", Deploy: true, Scope: Scope{Devices: []string{"living_*"}}}
+	noPlug := &Principal{Name: "noplug", Scope: Scope{DenyDevices: []string{"living_plug"}}}
+	h := newHouse(t, Config{Principals: []*Principal{Owner, living, noPlug}, Now: func() time.Time { return time.Unix(0, now.Load()) }})
+	as := func(p *Principal) context.Context { return WithPrincipal(context.Background(), p) }
+
+	resp, err := h.eng.Execute(as(living), ExecuteRequest{Program: []byte(`{"name":"plug-off","triggers":[{"id":"t","at":"01:00"}],"steps":[{"id":"off","call":"living_plug.set","args":{"state":"OFF"}}]}`)})
+	if err != nil || !resp.Outcome.OK {
+		t.Fatalf("deploy callee: %+v %v", resp, err)
+	}
+	callee := resp.Output.(*DeployOutput).ProgramRef
+	now.Add(-int64(time.Hour)) // the clock steps back
+	resp, err = h.eng.Execute(as(living), ExecuteRequest{Program: []byte(`{"name":"plug-off-late","triggers":[{"id":"t","at":"02:00"}],"steps":[{"id":"run","call":"` + callee + `"}]}`)})
+	if err != nil || !resp.Outcome.OK {
+		t.Fatalf("deploy caller: %+v %v", resp, err)
+	}
+	caller := resp.Output.(*DeployOutput).ProgramRef
+
+	check := func(when string) {
+		t.Helper()
+		for _, ref := range []string{callee, caller} {
+			if _, err := h.eng.Lookup(as(living), LookupRequest{Verb: "get", ID: ref}); err != nil {
+				t.Errorf("%s: living cannot see %s: %v", when, ref, err)
+			}
+			if _, err := h.eng.Lookup(as(noPlug), LookupRequest{Verb: "get", ID: ref}); err == nil {
+				t.Errorf("%s: a principal denied the plug sees %s", when, ref)
+			}
+		}
+		if _, err := h.eng.GetRule(as(noPlug), "plug-off-late", 0); err == nil {
+			t.Errorf("%s: a principal denied the plug sees the rule reaching it", when)
+		}
+	}
+	check("before the restart")
+	h.stop()
+	h.start()
+	check("after the restart")
+}
