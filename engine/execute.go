@@ -56,73 +56,27 @@ func present(raw json.RawMessage) bool {
 	return s != "" && s != "null"
 }
 
-func isNull(raw json.RawMessage) bool { return !present(raw) }
-
 // Execute processes an execute request in the order of spec §6.5.2; the
 // first failing check decides the response.
 func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteResponse, error) {
 	p := e.principal(ctx)
-	recorded := false
 	v := e.cat.view(p)
 	reqErr := func(kind, msg string) error {
 		return &pilotage.RequestError{Kind: kind, Message: msg, CatalogVersion: v.version}
 	}
 
 	// 1. Request well-formedness.
-	if e.store == nil {
-		return nil, reqErr(pilotage.ErrUnsupported, "execute is not available on this server")
+	promoted, level, err := e.checkRequest(p, v, req, reqErr)
+	if err != nil {
+		return nil, err
 	}
-	hasProg, hasRef := present(req.Program), req.ProgramRef != ""
-	if hasProg == hasRef {
-		return nil, reqErr(pilotage.ErrInvalidRequest, "exactly one of program and program_ref is required")
+	idem, replay, err := e.claimIdem(ctx, p, v, req, reqErr)
+	if err != nil || replay != nil {
+		return replay, err
 	}
-	var promoted *rules.Compiled
-	if hasRef {
-		en, ok := v.Get(req.ProgramRef)
-		if ok && en.Kind == pilotage.KindAutomation {
-			promoted, ok = e.automationBody(p, req.ProgramRef)
-		}
-		if !ok || promoted == nil {
-			return nil, reqErr(pilotage.ErrNotFound, "no promoted program with program_ref "+quote(req.ProgramRef))
-		}
-	}
-	level := req.TraceLevel
-	switch level {
-	case "":
-		level = pilotage.LevelFull
-	case pilotage.LevelNone, pilotage.LevelSummary, pilotage.LevelFull:
-	default:
-		return nil, reqErr(pilotage.ErrInvalidRequest, "trace_level must be none, summary or full")
-	}
-	var idemHash, idemKey string
-	if req.IdempotencyKey != "" {
-		idemKey = p.Name + "\x00" + req.IdempotencyKey
-		idemHash = runnableHash(req)
-		rec, claimed, err := e.store.ClaimIdem(ctx, storage.Idem{Key: idemKey, Principal: p.Name, Hash: idemHash, Expires: e.Now().Add(claimTTL)})
-		switch {
-		case errors.Is(err, storage.ErrConflict):
-			return nil, reqErr(pilotage.ErrConflict, "idempotency_key was already used with a different program, program_ref or input")
-		case err != nil:
-			return nil, fmt.Errorf("engine: claiming idempotency key: %w", err)
-		case !claimed && rec.Envelope == nil:
-			return nil, reqErr(pilotage.ErrConflict, "a request with this idempotency_key is still being processed")
-		case !claimed:
-			var resp ExecuteResponse
-			if err := json.Unmarshal(rec.Envelope, &resp); err != nil {
-				return nil, fmt.Errorf("engine: decoding recorded result: %w", err)
-			}
-			return &resp, nil
-		}
-		// Refused runs and failures release the claim: only started runs
-		// are recorded for replay.
-		defer func() {
-			if !recorded {
-				if err := e.store.DeleteIdem(context.WithoutCancel(ctx), idemKey); err != nil {
-					e.log.Warn("releasing idempotency key", "err", err)
-				}
-			}
-		}()
-	}
+	// Refused runs and failures release the claim: only started runs
+	// are recorded for replay.
+	defer idem.release(ctx)
 	runID := storage.NewRunID()
 	refused := func(status, msg string, diags []pilotage.Diagnostic) *ExecuteResponse {
 		return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: status, Error: msg}, Diagnostics: diags, CatalogVersion: v.version}
@@ -134,25 +88,9 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 	}
 
 	// 3. Re-validation, or the promotion baseline.
-	compiled := promoted
-	if hasProg {
-		res, c, err := e.validate(p, req.Program, req.Context)
-		if err != nil {
-			return nil, err
-		}
-		if !res.Valid {
-			return refused(rules.StatusValidationError, "the program is invalid", res.Diagnostics), nil
-		}
-		compiled = c
-	} else {
-		if d := e.baselineDrift(p, req.ProgramRef); d != "" {
-			return refused(rules.StatusPromotionDrift, d, nil), nil
-		}
-		if present(req.Context) {
-			return refused(rules.StatusValidationError, "context is not accepted", []pilotage.Diagnostic{{
-				Code: "context_binding", Severity: pilotage.SeverityError, Path: "",
-				Message: "automation/1 declares no context_schema: omit context"}}), nil
-		}
+	compiled, refusal, err := e.runnable(p, req, promoted, refused)
+	if err != nil || refusal != nil {
+		return refusal, err
 	}
 
 	// 4. Input binding.
@@ -163,7 +101,6 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 
 	// 5. Execution.
 	var resp *ExecuteResponse
-	var err error
 	if req.TestRun {
 		resp, err = e.testRun(ctx, p, runID, compiled, params, scenario, req)
 	} else {
@@ -173,24 +110,176 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 		return nil, err
 	}
 	resp.CatalogVersion = e.cat.view(p).version
-	full := resp.Trace
-	resp.Trace = traceAt(full, level)
-	stored := req.Store == nil || *req.Store
-	if stored {
-		env := envelope{RunID: runID, Outcome: resp.Outcome, Output: resp.Output, Trace: full}
-		if err := e.storeRun(ctx, p, runID, "", refOf(compiled), kindOf(req), env); err != nil {
-			return nil, err
-		}
+	if err := e.record(ctx, p, runID, compiled, req, resp, level); err != nil {
+		return nil, err
 	}
-	if idemKey != "" {
-		b, _ := json.Marshal(resp)
-		if err := e.store.PutIdem(ctx, storage.Idem{Key: idemKey, Principal: p.Name, Hash: idemHash, Envelope: b, Expires: e.Now().Add(e.cfg.Retention)}); err != nil {
-			e.log.Warn("recording idempotency key", "err", err)
-		} else {
-			recorded = true
-		}
-	}
+	idem.complete(ctx, resp)
 	return resp, nil
+}
+
+// checkRequest checks step 1 of execute: exactly one runnable, a visible
+// program_ref, a known trace level.
+func (e *Engine) checkRequest(p *Principal, v *view, req ExecuteRequest, reqErr func(kind, msg string) error) (*rules.Compiled, string, error) {
+	if e.store == nil {
+		return nil, "", reqErr(pilotage.ErrUnsupported, "execute is not available on this server")
+	}
+	hasProg, hasRef := present(req.Program), req.ProgramRef != ""
+	if hasProg == hasRef {
+		return nil, "", reqErr(pilotage.ErrInvalidRequest, "exactly one of program and program_ref is required")
+	}
+	var promoted *rules.Compiled
+	if hasRef {
+		en, ok := v.Get(req.ProgramRef)
+		if ok && en.Kind == pilotage.KindAutomation {
+			promoted, ok = e.automationBody(p, req.ProgramRef)
+		}
+		if !ok || promoted == nil {
+			return nil, "", reqErr(pilotage.ErrNotFound, "no promoted program with program_ref "+quote(req.ProgramRef))
+		}
+	}
+	level := req.TraceLevel
+	switch level {
+	case "":
+		level = pilotage.LevelFull
+	case pilotage.LevelNone, pilotage.LevelSummary, pilotage.LevelFull:
+	default:
+		return nil, "", reqErr(pilotage.ErrInvalidRequest, "trace_level must be none, summary or full")
+	}
+	return promoted, level, nil
+}
+
+// idemClaim is an execute request's claim of its idempotency key (the
+// zero value: the request carries none).
+type idemClaim struct {
+	e         *Engine
+	p         *Principal
+	key, hash string
+	recorded  bool
+}
+
+// claimIdem claims the request's idempotency key before the run starts;
+// a repeated request gets the recorded response of the first.
+func (e *Engine) claimIdem(ctx context.Context, p *Principal, v *view, req ExecuteRequest, reqErr func(kind, msg string) error) (*idemClaim, *ExecuteResponse, error) {
+	c := &idemClaim{e: e, p: p}
+	if req.IdempotencyKey == "" {
+		return c, nil, nil
+	}
+	c.key, c.hash = p.Name+"\x00"+req.IdempotencyKey, runnableHash(req)
+	rec, claimed, err := e.store.ClaimIdem(ctx, storage.Idem{Key: c.key, Principal: p.Name, Hash: c.hash, Expires: e.Now().Add(claimTTL)})
+	switch {
+	case errors.Is(err, storage.ErrConflict):
+		return nil, nil, reqErr(pilotage.ErrConflict, "idempotency_key was already used with a different program, program_ref or input")
+	case errors.Is(err, storage.ErrUnavailable):
+		e.log.Warn("claiming an idempotency key failed; nothing ran", "err", err)
+		return nil, nil, storageRequestError("the idempotency_key could not be recorded, so nothing ran", v.version)
+	case err != nil:
+		return nil, nil, fmt.Errorf("engine: claiming idempotency key: %w", err)
+	case !claimed && rec.Envelope == nil:
+		return nil, nil, reqErr(pilotage.ErrConflict, "a request with this idempotency_key is still being processed")
+	case !claimed:
+		var resp ExecuteResponse
+		if err := json.Unmarshal(rec.Envelope, &resp); err != nil {
+			return nil, nil, fmt.Errorf("engine: decoding recorded result: %w", err)
+		}
+		return nil, &resp, nil
+	}
+	return c, nil, nil
+}
+
+// complete records resp for replay under the claimed key.
+func (c *idemClaim) complete(ctx context.Context, resp *ExecuteResponse) {
+	if c.key == "" {
+		return
+	}
+	b, _ := json.Marshal(resp)
+	if err := c.e.store.PutIdem(ctx, storage.Idem{Key: c.key, Principal: c.p.Name, Hash: c.hash, Envelope: b, Expires: c.e.Now().Add(c.e.cfg.Retention)}); err != nil {
+		c.e.log.Warn("recording idempotency key", "err", err)
+		return
+	}
+	c.recorded = true
+}
+
+// release forgets a claim whose response was not recorded.
+func (c *idemClaim) release(ctx context.Context) {
+	if c.key == "" || c.recorded {
+		return
+	}
+	if err := c.e.store.DeleteIdem(context.WithoutCancel(ctx), c.key); err != nil {
+		c.e.log.Warn("releasing idempotency key", "err", err)
+	}
+}
+
+// runnable is step 3 of execute: an inline program is validated again, a
+// promoted one is checked against its baseline.
+func (e *Engine) runnable(p *Principal, req ExecuteRequest, promoted *rules.Compiled, refused func(status, msg string, diags []pilotage.Diagnostic) *ExecuteResponse) (*rules.Compiled, *ExecuteResponse, error) {
+	if present(req.Program) {
+		res, c, err := e.validate(p, req.Program, req.Context)
+		if err != nil {
+			return nil, nil, err
+		}
+		if !res.Valid {
+			return nil, refused(rules.StatusValidationError, "the program is invalid", res.Diagnostics), nil
+		}
+		return c, nil, nil
+	}
+	if d := e.baselineDrift(p, req.ProgramRef); d != "" {
+		return nil, refused(rules.StatusPromotionDrift, d, nil), nil
+	}
+	if present(req.Context) {
+		return nil, refused(rules.StatusValidationError, "context is not accepted", []pilotage.Diagnostic{{
+			Code: "context_binding", Severity: pilotage.SeverityError, Path: "",
+			Message: "automation/1 declares no context_schema: omit context"}}), nil
+	}
+	return promoted, nil, nil
+}
+
+// record stores the run (unless store is false) and cuts the inline trace
+// to the effective level. When storage cannot write, a test run (it had no
+// side effect) becomes a request error to retry; a deploy's outcome stands
+// (its rule is installed, or nothing is) and its trace says that the
+// record is missing.
+func (e *Engine) record(ctx context.Context, p *Principal, runID string, compiled *rules.Compiled, req ExecuteRequest, resp *ExecuteResponse, level string) error {
+	full := resp.Trace
+	if req.Store == nil || *req.Store {
+		env := envelope{RunID: runID, Outcome: resp.Outcome, Output: resp.Output, Trace: full}
+		err := e.storeRun(ctx, p, runID, "", refOf(compiled), kindOf(req), env)
+		switch {
+		case err == nil:
+		case !errors.Is(err, storage.ErrUnavailable):
+			return err
+		case req.TestRun:
+			e.log.Warn("storing a test run failed", "run", runID, "err", err)
+			return storageRequestError("the test run could not be stored (it had no side effect; retry, or pass store: false)", resp.CatalogVersion)
+		default:
+			e.log.Warn("storing a deploy's run record failed; pilotage_trace will not find it", "run", runID, "err", err)
+			if full != nil {
+				if full.Stats == nil {
+					full.Stats = map[string]any{}
+				}
+				full.Stats["stored"] = false
+				full.Stats["store_error"] = "the run record could not be stored: pilotage_trace will not find " + runID
+			}
+		}
+	}
+	resp.Trace = traceAt(full, level)
+	return nil
+}
+
+// storageRequestError is the request error of an operation storage could
+// not serve: nothing was changed, and a retry may succeed.
+func storageRequestError(what, catalogVersion string) *pilotage.RequestError {
+	return &pilotage.RequestError{Kind: pilotage.ErrResourceExhausted, CatalogVersion: catalogVersion,
+		Message: what + ": storage is unavailable (the server log and /healthz say why); retry later"}
+}
+
+// StorageRequestError turns a storage failure (storage.ErrUnavailable)
+// into the request error a transport returns for it; nil for any other
+// error. Nothing was changed: every change is stored before it is applied.
+func StorageRequestError(err error) *pilotage.RequestError {
+	if !errors.Is(err, storage.ErrUnavailable) {
+		return nil
+	}
+	return storageRequestError("the request could not be served, nothing was changed", "")
 }
 
 func kindOf(req ExecuteRequest) string {

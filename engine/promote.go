@@ -203,9 +203,19 @@ func shareName(c *rules.Compiled, ref string) {
 	}
 }
 
-// promote stores the body (idempotent: refs are content-addressed) and
-// registers its catalog entry.
-func (e *Engine) promote(ctx context.Context, p *Principal, c *rules.Compiled) (storage.Program, error) {
+// promotion is a program ready to be promoted: what storage keeps of it
+// and its catalog entry. Preparing it changes nothing in memory or
+// storage; commit registers it once storage holds it, so a deploy that
+// storage refused leaves no automation behind for another rule to call.
+type promotion struct {
+	prog  storage.Program
+	entry *pilotage.Entry
+	base  map[string]baselineField
+	held  *promotedBody // the body already held under this ref, if any
+}
+
+// preparePromotion computes c's program_ref, stored form and entry.
+func (e *Engine) preparePromotion(p *Principal, c *rules.Compiled) *promotion {
 	ref := programRef(c)
 	shareName(c, ref)
 	base := map[string]baselineField{}
@@ -226,16 +236,21 @@ func (e *Engine) promote(ctx context.Context, p *Principal, c *rules.Compiled) (
 		Ref: ref, Name: c.Program.Name, Principal: p.Name, Body: canonicalJSON(c.Raw), Plan: pj,
 		Params: en.InputSchema, RiskHints: hj, Risk: string(en.Risk), Baseline: bj, CreatedAt: e.Now(),
 	}
-	if held == nil {
-		e.rememberBody(ref, newPromotedBody(c, ref, baselineSums(base)))
+	return &promotion{prog: prog, entry: en, base: base, held: held}
+}
+
+// commitPromotion holds the promoted body and registers its catalog entry;
+// call it only once storage committed the program.
+func (e *Engine) commitPromotion(pr *promotion, c *rules.Compiled) {
+	if pr.held == nil {
+		e.rememberBody(pr.prog.Ref, newPromotedBody(c, pr.prog.Ref, baselineSums(pr.base)))
 	} else {
 		// c is the held body's twin: an installed rule keeps it, so it is
 		// held as compactly (the plan is the held body's).
 		c.Compact()
 		c.Plan = nil
 	}
-	e.cat.addAutomation(en, c)
-	return prog, nil
+	e.cat.addAutomation(pr.entry, c)
 }
 
 // rememberBody holds b as ref's body, unless one is held already (refs

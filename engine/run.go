@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -95,43 +96,48 @@ type DeployOutput struct {
 }
 
 // deploy installs the program as a rule: promote, persist in one
-// transaction, arm (replacing a rule of the same name atomically).
+// transaction, arm (replacing a rule of the same name atomically). It is
+// all or nothing: memory (the catalog entry, the held body, the armed
+// rule) changes only after storage committed the program and the rule.
 func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rules.Compiled, params map[string]any, req ExecuteRequest) (*ExecuteResponse, error) {
 	t0 := e.Now()
 	ms := func() *float64 { d := float64(e.Now().Sub(t0)) / float64(time.Millisecond); return &d }
+	fail := func(status, msg, stepErr string, steps []pilotage.TraceStep) *ExecuteResponse {
+		steps = append(steps, pilotage.TraceStep{ID: "install", Outcome: pilotage.Outcome{OK: false, Status: rules.StepFailed, Error: stepErr}, TMs: ms()})
+		return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: status, Error: msg},
+			Trace: &pilotage.Trace{Level: pilotage.LevelFull, Steps: steps}}
+	}
 	if !p.Deploy {
-		return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: rules.StatusDenied, Error: "principal " + quote(p.Name) + " may not deploy rules"},
-			Trace: &pilotage.Trace{Level: pilotage.LevelFull, Steps: []pilotage.TraceStep{{ID: "install", Outcome: pilotage.Outcome{OK: false, Status: rules.StepFailed, Error: "deploy not allowed"}, TMs: ms()}}}}, nil
+		return fail(rules.StatusDenied, "principal "+quote(p.Name)+" may not deploy rules", "deploy not allowed", nil), nil
 	}
 	// A rule of the same name is replaced only if this principal could
 	// manage it (see it and deploy): a deployer with a narrow scope must
 	// not overwrite a rule it cannot see.
 	existing, getErr := e.store.GetRule(ctx, c.Program.Name)
+	if getErr != nil && !errors.Is(getErr, storage.ErrNotFound) {
+		e.log.Warn("deploy: reading the installed rule failed; nothing was installed", "rule", c.Program.Name, "err", getErr)
+		return fail(rules.StatusPartial, "reading the installed rules failed; nothing was promoted or installed", getErr.Error(), nil), nil
+	}
 	replaced := getErr == nil
 	if replaced && !e.visibleRule(p, existing) {
-		return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: rules.StatusDenied,
-			Error: "a rule named " + quote(c.Program.Name) + " is installed by another principal; choose another name"},
-			Trace: &pilotage.Trace{Level: pilotage.LevelFull, Steps: []pilotage.TraceStep{{ID: "install", Outcome: pilotage.Outcome{OK: false, Status: rules.StepFailed, Error: "name taken"}, TMs: ms()}}}}, nil
+		return fail(rules.StatusDenied, "a rule named "+quote(c.Program.Name)+" is installed by another principal; choose another name", "name taken", nil), nil
 	}
-	prog, err := e.promote(ctx, p, c)
-	if err != nil {
-		return nil, err
-	}
-	steps := []pilotage.TraceStep{{ID: "promote", Input: map[string]any{"name": c.Program.Name}, Output: map[string]any{"program_ref": prog.Ref, "risk": prog.Risk},
+	pr := e.preparePromotion(p, c)
+	steps := []pilotage.TraceStep{{ID: "promote", Input: map[string]any{"name": c.Program.Name}, Output: map[string]any{"program_ref": pr.prog.Ref, "risk": pr.prog.Risk},
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()}}
 	now := e.Now()
 	paramsJSON, _ := json.Marshal(params)
-	rule := storage.Rule{Name: c.Program.Name, Ref: prog.Ref, Principal: p.Name, Enabled: true, Params: paramsJSON, InstalledAt: now, UpdatedAt: now}
-	if err := e.store.InstallRule(ctx, prog, rule); err != nil {
-		steps = append(steps, pilotage.TraceStep{ID: "install", Outcome: pilotage.Outcome{OK: false, Status: rules.StepFailed, Error: err.Error()}, TMs: ms()})
-		return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: rules.StatusPartial, Error: "storing the rule failed"},
-			Trace: &pilotage.Trace{Level: pilotage.LevelFull, Steps: steps}}, nil
+	rule := storage.Rule{Name: c.Program.Name, Ref: pr.prog.Ref, Principal: p.Name, Enabled: true, Params: paramsJSON, InstalledAt: now, UpdatedAt: now}
+	if err := e.store.InstallRule(ctx, pr.prog, rule); err != nil {
+		e.log.Warn("deploy: storing the program and the rule failed; nothing was installed", "rule", rule.Name, "err", err)
+		return fail(rules.StatusPartial, "storing the program and the rule failed; nothing was promoted or installed", err.Error(), steps), nil
 	}
+	e.commitPromotion(pr, c)
 	steps = append(steps, pilotage.TraceStep{ID: "install", Output: map[string]any{"rule": rule.Name, "replaced": replaced},
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()})
 	ar := e.sched.install(rule, c, params, e.cat.view(p).devGen+1)
 	info := ar.info(e)
-	out := &DeployOutput{ProgramRef: prog.Ref, Rule: rule.Name, Replaced: replaced, Triggers: info.Triggers, NextFire: info.NextFire}
+	out := &DeployOutput{ProgramRef: pr.prog.Ref, Rule: rule.Name, Replaced: replaced, Triggers: info.Triggers, NextFire: info.NextFire}
 	steps = append(steps, pilotage.TraceStep{ID: "arm", Output: map[string]any{"triggers": info.Triggers, "next_fire": info.NextFire},
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()})
 	e.notify(Event{Type: "rule", Rule: rule.Name, RunID: runID, Status: "installed", OK: true, Time: e.Now()})

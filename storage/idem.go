@@ -21,6 +21,11 @@ type Idem struct {
 
 // GetIdem returns the unexpired record for key, or ErrNotFound.
 func (s *Store) GetIdem(ctx context.Context, key string) (Idem, error) {
+	v, err := s.getIdem(ctx, key)
+	return v, s.fault(ctx, err)
+}
+
+func (s *Store) getIdem(ctx context.Context, key string) (Idem, error) {
 	var it Idem
 	var env []byte
 	var expires sql.NullInt64
@@ -130,23 +135,28 @@ func (s *Store) PutPending(ctx context.Context, p Pending) error {
 		deadline = excluded.deadline, state = excluded.state`,
 		p.ID, rule, p.Kind, p.Deadline.UnixNano(), jsonArg(p.State))
 	if err != nil {
-		return fmt.Errorf("storage: put pending %s: %w", p.ID, err)
+		err = fmt.Errorf("storage: put pending %s: %w", p.ID, err)
 	}
-	return nil
+	return s.wrote(ctx, err)
 }
 
 // DeletePending removes the timer with id; removing an absent timer is not
 // an error (a timer may fire and be removed concurrently with its rule).
 func (s *Store) DeletePending(ctx context.Context, id string) error {
 	if _, err := s.w.ExecContext(ctx, `DELETE FROM pending WHERE id = ?`, id); err != nil {
-		return fmt.Errorf("storage: delete pending %s: %w", id, err)
+		return s.wrote(ctx, fmt.Errorf("storage: delete pending %s: %w", id, err))
 	}
-	return nil
+	return s.wrote(ctx, nil)
 }
 
 // ListPending returns the timers of rule ("" for all timers), earliest
 // deadline first.
 func (s *Store) ListPending(ctx context.Context, rule string) ([]Pending, error) {
+	v, err := s.listPending(ctx, rule)
+	return v, s.fault(ctx, err)
+}
+
+func (s *Store) listPending(ctx context.Context, rule string) ([]Pending, error) {
 	q := `SELECT id, COALESCE(rule, ''), kind, deadline, state FROM pending`
 	var args []any
 	if rule != "" {
@@ -176,6 +186,11 @@ func (s *Store) ListPending(ctx context.Context, rule string) ([]Pending, error)
 
 // GetMeta returns the setting key, or ErrNotFound.
 func (s *Store) GetMeta(ctx context.Context, key string) (string, error) {
+	v, err := s.getMeta(ctx, key)
+	return v, s.fault(ctx, err)
+}
+
+func (s *Store) getMeta(ctx context.Context, key string) (string, error) {
 	var v string
 	err := s.r.QueryRowContext(ctx, `SELECT value FROM meta WHERE key = ?`, key).Scan(&v)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -192,9 +207,9 @@ func (s *Store) SetMeta(ctx context.Context, key, val string) error {
 	_, err := s.w.ExecContext(ctx, `INSERT INTO meta (key, value) VALUES (?, ?)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, val)
 	if err != nil {
-		return fmt.Errorf("storage: set meta %s: %w", key, err)
+		err = fmt.Errorf("storage: set meta %s: %w", key, err)
 	}
-	return nil
+	return s.wrote(ctx, err)
 }
 
 // DeleteIdem forgets a key (a claim whose run was refused: refused runs are

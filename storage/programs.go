@@ -127,6 +127,11 @@ func scanProgram(row scanner) (Program, error) {
 
 // GetProgram returns the program stored under ref, or ErrNotFound.
 func (s *Store) GetProgram(ctx context.Context, ref string) (Program, error) {
+	v, err := s.getProgram(ctx, ref)
+	return v, s.fault(ctx, err)
+}
+
+func (s *Store) getProgram(ctx context.Context, ref string) (Program, error) {
 	p, err := scanProgram(s.r.QueryRowContext(ctx, `SELECT `+programCols+` FROM programs WHERE ref = ?`, ref))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Program{}, fmt.Errorf("storage: get program %s: %w", ref, ErrNotFound)
@@ -140,6 +145,11 @@ func (s *Store) GetProgram(ctx context.Context, ref string) (Program, error) {
 // ListPrograms returns every stored version of the rule called name,
 // newest first; name "" lists every stored program (for loading at start).
 func (s *Store) ListPrograms(ctx context.Context, name string) ([]Program, error) {
+	v, err := s.listPrograms(ctx, name)
+	return v, s.fault(ctx, err)
+}
+
+func (s *Store) listPrograms(ctx context.Context, name string) ([]Program, error) {
 	q, args := `SELECT `+programCols+` FROM programs`, []any{}
 	if name != "" {
 		q, args = q+` WHERE name = ?`, append(args, name)
@@ -211,6 +221,11 @@ func scanRule(row scanner) (Rule, error) {
 
 // GetRule returns the installed rule called name, or ErrNotFound.
 func (s *Store) GetRule(ctx context.Context, name string) (Rule, error) {
+	v, err := s.getRule(ctx, name)
+	return v, s.fault(ctx, err)
+}
+
+func (s *Store) getRule(ctx context.Context, name string) (Rule, error) {
 	r, err := scanRule(s.r.QueryRowContext(ctx, `SELECT `+ruleCols+` FROM rules WHERE name = ?`, name))
 	if errors.Is(err, sql.ErrNoRows) {
 		return Rule{}, fmt.Errorf("storage: get rule %s: %w", name, ErrNotFound)
@@ -223,6 +238,11 @@ func (s *Store) GetRule(ctx context.Context, name string) (Rule, error) {
 
 // ListRules returns every installed rule, sorted by name.
 func (s *Store) ListRules(ctx context.Context) ([]Rule, error) {
+	v, err := s.listRules(ctx)
+	return v, s.fault(ctx, err)
+}
+
+func (s *Store) listRules(ctx context.Context) ([]Rule, error) {
 	rows, err := s.r.QueryContext(ctx, `SELECT `+ruleCols+` FROM rules ORDER BY name`)
 	if err != nil {
 		return nil, fmt.Errorf("storage: list rules: %w", err)
@@ -264,12 +284,13 @@ func (s *Store) RemoveRule(ctx context.Context, name string) error {
 func (s *Store) execOne(ctx context.Context, what, query string, args ...any) error {
 	res, err := s.w.ExecContext(ctx, query, args...)
 	if err != nil {
-		return fmt.Errorf("storage: %s: %w", what, err)
+		return s.wrote(ctx, fmt.Errorf("storage: %s: %w", what, err))
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return fmt.Errorf("storage: %s: %w", what, err)
+		return s.wrote(ctx, fmt.Errorf("storage: %s: %w", what, err))
 	}
+	_ = s.wrote(ctx, nil)
 	if n == 0 {
 		return fmt.Errorf("storage: %s: %w", what, ErrNotFound)
 	}

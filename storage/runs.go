@@ -139,12 +139,12 @@ func (s *Store) InsertRuns(ctx context.Context, runs []Run, opts ...WriteOptions
 	// transaction holds.
 	ps, err := s.stmt(ctx, s.w, upsertRunSQL)
 	if err != nil {
-		return fmt.Errorf("storage: insert runs: prepare: %w", err)
+		return s.wrote(ctx, fmt.Errorf("storage: insert runs: prepare: %w", err))
 	}
 	var trim *sql.Stmt
 	if len(o.Trim) > 0 {
 		if trim, err = s.stmt(ctx, s.w, trimRuleSQL); err != nil {
-			return fmt.Errorf("storage: insert runs: prepare trim: %w", err)
+			return s.wrote(ctx, fmt.Errorf("storage: insert runs: prepare trim: %w", err))
 		}
 	}
 	// Rows are executed under a context that cannot be cancelled, and the
@@ -195,13 +195,13 @@ func (s *Store) UpsertRun(ctx context.Context, r Run) error {
 	}
 	st, err := s.stmt(ctx, s.w, upsertRunSQL)
 	if err != nil {
-		return fmt.Errorf("storage: upsert run %s: prepare: %w", r.ID, err)
+		return s.wrote(ctx, fmt.Errorf("storage: upsert run %s: prepare: %w", r.ID, err))
 	}
 	var ra runArgBuf
 	if _, err := st.ExecContext(ctx, ra.fill(&r)...); err != nil {
-		return fmt.Errorf("storage: upsert run %s: %w", r.ID, err)
+		return s.wrote(ctx, fmt.Errorf("storage: upsert run %s: %w", r.ID, err))
 	}
-	return nil
+	return s.wrote(ctx, nil)
 }
 
 // runArgBuf is the argument list of upsertRunSQL, reused from row to row
@@ -260,6 +260,11 @@ func scanRun(row scanner) (Run, error) {
 // GetRun returns the run with id, or ErrNotFound if it is unknown or has
 // expired (expired and unknown are indistinguishable, spec §6.6).
 func (s *Store) GetRun(ctx context.Context, id string) (Run, error) {
+	v, err := s.getRun(ctx, id)
+	return v, s.fault(ctx, err)
+}
+
+func (s *Store) getRun(ctx context.Context, id string) (Run, error) {
 	row, err := s.queryRow(ctx, `SELECT `+runCols+` FROM runs
 		WHERE id = ? AND (expires IS NULL OR expires > ?)`, id, s.now().UnixNano())
 	if err != nil {
@@ -279,6 +284,11 @@ func (s *Store) GetRun(ctx context.Context, id string) (Run, error) {
 // then ID). Pass the last ID of a page as f.Before to get the next page;
 // pages stay stable while new runs arrive.
 func (s *Store) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
+	v, err := s.listRuns(ctx, f)
+	return v, s.fault(ctx, err)
+}
+
+func (s *Store) listRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 	q, args, err := s.listRunsQuery(ctx, f)
 	if err != nil {
 		return nil, err
@@ -429,12 +439,13 @@ func (s *Store) PurgeExpired(ctx context.Context, now time.Time, minAge time.Dur
 		for {
 			res, err := s.w.ExecContext(ctx, p.q, p.args...)
 			if err != nil {
-				return total, fmt.Errorf("storage: purge expired %s: %w", p.table, err)
+				return total, s.wrote(ctx, fmt.Errorf("storage: purge expired %s: %w", p.table, err))
 			}
 			n, err := res.RowsAffected()
 			if err != nil {
-				return total, fmt.Errorf("storage: purge expired %s: %w", p.table, err)
+				return total, s.wrote(ctx, fmt.Errorf("storage: purge expired %s: %w", p.table, err))
 			}
+			_ = s.wrote(ctx, nil)
 			total += int(n)
 			if n < purgeBatch {
 				break
@@ -461,13 +472,13 @@ func (s *Store) TrimRule(ctx context.Context, rule string, keepPerStatus int) (i
 	}
 	res, err := s.w.ExecContext(ctx, trimRuleSQL, rule, KindFiring, StatusRunning, keepPerStatus)
 	if err != nil {
-		return 0, fmt.Errorf("storage: trim rule %s: %w", rule, err)
+		return 0, s.wrote(ctx, fmt.Errorf("storage: trim rule %s: %w", rule, err))
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return 0, fmt.Errorf("storage: trim rule %s: %w", rule, err)
+		return 0, s.wrote(ctx, fmt.Errorf("storage: trim rule %s: %w", rule, err))
 	}
-	return int(n), nil
+	return int(n), s.wrote(ctx, nil)
 }
 
 // InterruptedError is the outcome error MarkInterrupted writes.
@@ -486,11 +497,11 @@ func (s *Store) MarkInterrupted(ctx context.Context, now time.Time) (int, error)
 		END
 		WHERE status = ?4`, StatusInterrupted, now.UnixNano(), InterruptedError, StatusRunning)
 	if err != nil {
-		return 0, fmt.Errorf("storage: mark interrupted runs: %w", err)
+		return 0, s.wrote(ctx, fmt.Errorf("storage: mark interrupted runs: %w", err))
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return 0, fmt.Errorf("storage: mark interrupted runs: %w", err)
+		return 0, s.wrote(ctx, fmt.Errorf("storage: mark interrupted runs: %w", err))
 	}
-	return int(n), nil
+	return int(n), s.wrote(ctx, nil)
 }

@@ -52,6 +52,8 @@ type Store struct {
 	stmtMu sync.Mutex
 	stmts  map[stmtKey]*sql.Stmt // prepared hot-path statements; preparing costs more than running
 
+	health writeHealth
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -138,7 +140,9 @@ func open(ctx context.Context, dir string, readers int, o Options) (*Store, erro
 		return nil, err
 	}
 	if readers == 0 {
-		return &Store{w: w, r: w, now: time.Now}, nil
+		st := &Store{w: w, r: w, now: time.Now}
+		st.health.init()
+		return st, nil
 	}
 	r, err := openDB(abs, true, busy)
 	if err != nil {
@@ -152,7 +156,9 @@ func open(ctx context.Context, dir string, readers int, o Options) (*Store, erro
 		r.Close()
 		return nil, fmt.Errorf("storage: open read pool: %w", err)
 	}
-	return &Store{w: w, r: r, now: time.Now}, nil
+	st := &Store{w: w, r: r, now: time.Now}
+	st.health.init()
+	return st, nil
 }
 
 // openDB opens one pool on the database file. The path goes through a
@@ -197,6 +203,7 @@ func (s *Store) SetClock(now func() time.Time) {
 // Close closes the database. It is safe to call more than once.
 func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
+		s.health.stopProbe()
 		// optimize refreshes the planner's statistics where they have
 		// drifted; cheap, and recommended by SQLite before closing.
 		_, optErr := s.w.Exec(`PRAGMA optimize`)
@@ -222,16 +229,16 @@ func (s *Store) Close() error {
 func (s *Store) inTx(ctx context.Context, what string, fn func(*sql.Tx) error) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
-		return fmt.Errorf("storage: %s: begin: %w", what, err)
+		return s.wrote(ctx, fmt.Errorf("storage: %s: begin: %w", what, err))
 	}
 	if err := fn(tx); err != nil {
 		_ = tx.Rollback()
-		return err
+		return s.wrote(ctx, err)
 	}
 	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("storage: %s: commit: %w", what, err)
+		return s.wrote(ctx, fmt.Errorf("storage: %s: commit: %w", what, err))
 	}
-	return nil
+	return s.wrote(ctx, nil)
 }
 
 // Time columns hold Unix nanoseconds; the zero time is NULL.

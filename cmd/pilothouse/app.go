@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -141,9 +142,16 @@ func (a *app) serveHTTP() error {
 		if !a.client.Connected() {
 			status, code = "mqtt disconnected", http.StatusServiceUnavailable
 		}
+		// Storage that cannot write (locked by another process, disk full,
+		// read-only) fails deploys and loses run records: unhealthy.
+		storeSt := a.store.WriteStatus()
+		if !storeSt.OK && code == http.StatusOK {
+			status, code = "storage cannot write", http.StatusServiceUnavailable
+		}
+		storeJSON, _ := json.Marshal(storeSt)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
-		fmt.Fprintf(w, `{"status":%q,"version":%q}`+"\n", status, engine.Version)
+		fmt.Fprintf(w, `{"status":%q,"version":%q,"storage":%s}`+"\n", status, engine.Version, storeJSON)
 	})
 	mux.Handle("/", web.Handler(a.eng, web.Options{Principals: a.cfg.Principals, Devices: a.devs, Logger: a.log.With("part", "web")}))
 	ln, err := net.Listen("tcp", a.cfg.Addr)

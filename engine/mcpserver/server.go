@@ -85,6 +85,11 @@ func (s *Server) tool(name, desc, in, out string, ann mcp.ToolAnnotation, h func
 		switch {
 		case errors.As(err, &re):
 			return errorResult(re), nil
+		case engine.StorageRequestError(err) != nil:
+			// Storage cannot serve (locked, full, read-only): a Pilotage
+			// request error, never the transport's -32603.
+			s.log.Warn("tool failed: storage unavailable", "tool", name, "err", err)
+			return errorResult(engine.StorageRequestError(err)), nil
 		case err != nil:
 			// A server fault (storage failure, a bug): the transport channel.
 			s.log.Error("tool failed", "tool", name, "err", err)

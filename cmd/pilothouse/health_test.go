@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+type healthBody struct {
+	Status  string              `json:"status"`
+	Storage storage.WriteStatus `json:"storage"`
+}
+
+func getHealth(t *testing.T, a *app) (int, healthBody) {
+	t.Helper()
+	resp, err := http.Get(a.URL() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h healthBody
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		t.Fatalf("healthz body: %v", err)
+	}
+	return resp.StatusCode, h
+}
+
+// TestHealthzReportsStorageThatCannotWrite: with the database locked by
+// another process, a stored test run is a request error (not JSON-RPC
+// -32603) and /healthz answers 503 with the storage error; once the lock
+// goes, /healthz recovers by itself.
+func TestHealthzReportsStorageThatCannotWrite(t *testing.T) {
+	a := startTestApp(t, testConfig(t))
+	c := mcpClient(t, a.URL()+"/mcp", nil, "")
+	if code, h := getHealth(t, a); code != http.StatusOK || !h.Storage.OK {
+		t.Fatalf("healthz before: %d %+v", code, h)
+	}
+
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(filepath.Join(a.cfg.DataDir, storage.FileName)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "BEGIN EXCLUSIVE"); err != nil {
+		t.Fatal(err)
+	}
+	var prog map[string]any
+	_ = json.Unmarshal([]byte(motionLight), &prog)
+	out, isErr := call(t, c, "pilotage_execute", map[string]any{"language": "automation/1", "program": prog, "test_run": true})
+	if e, _ := out["error"].(map[string]any); !isErr || e["kind"] != "resource_exhausted" {
+		t.Fatalf("stored test run with the database locked: %v", out)
+	}
+	code, h := getHealth(t, a)
+	if code != http.StatusServiceUnavailable || h.Status != "storage cannot write" || h.Storage.OK || !strings.Contains(h.Storage.Error, "locked") || h.Storage.Failures == 0 {
+		t.Fatalf("healthz with the database locked: %d %+v", code, h)
+	}
+
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "/healthz to recover", func() bool {
+		code, h := getHealth(t, a)
+		return code == http.StatusOK && h.Storage.OK && h.Status == "ok"
+	})
+}
