@@ -175,12 +175,31 @@ func (e *Engine) RemoveRule(ctx context.Context, name string) error {
 	return nil
 }
 
-// RuleVersions lists the promoted versions of a rule, newest first.
+// RuleVersions lists the promoted versions of a rule the caller may see,
+// newest first: its own, and those whose program is visible in its catalog
+// (an older version may reach what the current one does not).
 func (e *Engine) RuleVersions(ctx context.Context, name string) ([]storage.Program, error) {
 	if _, err := e.GetRule(ctx, name, 0); err != nil {
 		return nil, err
 	}
-	return e.store.ListPrograms(ctx, name)
+	all, err := e.store.ListPrograms(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	p, v := e.principal(ctx), (*view)(nil)
+	out := all[:0]
+	for _, pr := range all {
+		if pr.Principal != p.Name {
+			if v == nil {
+				v = e.cat.view(p)
+			}
+			if _, ok := v.Get(pr.Ref); !ok {
+				continue
+			}
+		}
+		out = append(out, pr)
+	}
+	return out, nil
 }
 
 // ListRuns lists stored runs visible to the caller, newest first.

@@ -51,3 +51,21 @@ func TestReachSurvivesRestartWithSteppedBackClock(t *testing.T) {
 	h.start()
 	check("after the restart")
 }
+
+// TestRuleVersionsFollowScope: a rule the caller may see lists only the
+// versions it may see: an older version reaching the front lock stays
+// hidden from a principal denied the lock.
+func TestRuleVersionsFollowScope(t *testing.T) {
+	guest := &Principal{Name: "guest", Scope: Scope{DenyDevices: []string{"front_lock"}}}
+	h := newHouse(t, Config{Principals: []*Principal{Owner, guest}})
+	v1 := h.deploy(`{"name":"shared","triggers":[{"id":"t","at":"23:00"}],"steps":[{"id":"a","call":"front_lock.set","args":{"state":"LOCK"}}]}`).Output.(*DeployOutput).ProgramRef
+	v2 := h.deploy(`{"name":"shared","triggers":[{"id":"t","at":"23:00"}],"steps":[{"id":"a","call":"porch_light.set","args":{"state":"ON"}}]}`).Output.(*DeployOutput).ProgramRef
+	ctx := WithPrincipal(context.Background(), guest)
+	vs, err := h.eng.RuleVersions(ctx, "shared")
+	if err != nil || len(vs) != 1 || vs[0].Ref != v2 {
+		t.Fatalf("the guest's versions of shared: %+v %v (v1 %s, v2 %s)", vs, err, v1, v2)
+	}
+	if all, err := h.eng.RuleVersions(context.Background(), "shared"); err != nil || len(all) != 2 {
+		t.Fatalf("the owner's versions: %+v %v", all, err)
+	}
+}
