@@ -56,27 +56,9 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 	}
 	a.stops = append(a.stops, func() { _ = a.store.Close() })
 
-	brokerURL := cfg.Broker
-	if brokerURL == "" {
-		if a.broker, err = mqtt.StartBroker(cfg.BrokerListen, quietBelow(log, cfg.LogLevel, slog.LevelError).With("part", "broker")); err != nil {
-			return a, fmt.Errorf("starting the embedded MQTT broker on %s (use --broker-listen to move it, or --broker to use an existing broker): %w", cfg.BrokerListen, err)
-		}
-		a.stops = append(a.stops, func() { _ = a.broker.Close() })
-		brokerURL = a.broker.URL()
-		log.Info("embedded MQTT broker listening", "addr", a.broker.Addr())
+	if err := a.connectMQTT(ctx); err != nil {
+		return a, err
 	}
-	if a.broker != nil {
-		// The embedded broker's own client: no TCP connection in between.
-		a.client = a.broker.Inline(log.With("part", "mqtt"))
-	} else {
-		c, err := mqtt.Dial(ctx, mqtt.Options{Broker: brokerURL, ClientID: cfg.ClientID, Username: cfg.MQTTUser,
-			Password: cfg.MQTTPassword, TLS: cfg.tlsConfig(), Logger: log.With("part", "mqtt"), ConnectRetry: cfg.Broker != ""})
-		if err != nil {
-			return a, fmt.Errorf("connecting to MQTT broker %s: %w", brokerURL, err)
-		}
-		a.client = c
-	}
-	a.stops = append(a.stops, a.client.Close)
 
 	a.devs = devices.NewCatalog(devices.Options{Z2MBase: cfg.Z2MBase, HAPrefix: cfg.HAPrefix, Notify: cfg.Notify, Logger: log.With("part", "devices")})
 	if err := a.devs.Start(ctx, a.client); err != nil {
@@ -110,6 +92,32 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 		}
 	}
 	return a, nil
+}
+
+// connectMQTT starts the embedded broker and its Inline client, or dials
+// the external broker.
+func (a *app) connectMQTT(ctx context.Context) error {
+	cfg, log := a.cfg, a.log
+	if cfg.Broker == "" {
+		var err error
+		if a.broker, err = mqtt.StartBroker(cfg.BrokerListen, quietBelow(log, cfg.LogLevel, slog.LevelError).With("part", "broker"),
+			mqtt.WithBrokerUsers(cfg.BrokerUsers), mqtt.WithAuthLogger(log.With("part", "broker"))); err != nil {
+			return fmt.Errorf("starting the embedded MQTT broker on %s (use --broker-listen to move it, or --broker to use an existing broker): %w", cfg.BrokerListen, err)
+		}
+		a.stops = append(a.stops, func() { _ = a.broker.Close() })
+		log.Info("embedded MQTT broker listening", "addr", a.broker.Addr(), "users", len(cfg.BrokerUsers))
+		// The embedded broker's own client: no TCP connection in between.
+		a.client = a.broker.Inline(log.With("part", "mqtt"))
+	} else {
+		c, err := mqtt.Dial(ctx, mqtt.Options{Broker: cfg.Broker, ClientID: cfg.ClientID, Username: cfg.MQTTUser,
+			Password: cfg.MQTTPassword, TLS: cfg.tlsConfig(), Logger: log.With("part", "mqtt"), ConnectRetry: true})
+		if err != nil {
+			return fmt.Errorf("connecting to MQTT broker %s: %w", cfg.Broker, err)
+		}
+		a.client = c
+	}
+	a.stops = append(a.stops, a.client.Close)
+	return nil
 }
 
 // waitCatalog polls until every named device is in the catalog, or d passes.
