@@ -110,7 +110,8 @@ func (a *app) connectMQTT(ctx context.Context) error {
 		a.client = a.broker.Inline(log.With("part", "mqtt"))
 	} else {
 		c, err := mqtt.Dial(ctx, mqtt.Options{Broker: cfg.Broker, ClientID: cfg.ClientID, Username: cfg.MQTTUser,
-			Password: cfg.MQTTPassword, TLS: cfg.tlsConfig(), Logger: log.With("part", "mqtt"), ConnectRetry: true})
+			Password: cfg.MQTTPassword, TLS: cfg.tlsConfig(), Logger: log.With("part", "mqtt"), ConnectRetry: true,
+			PublishTimeout: cfg.publishTimeout})
 		if err != nil {
 			return fmt.Errorf("connecting to MQTT broker %s: %w", cfg.Broker, err)
 		}
@@ -138,6 +139,8 @@ func waitCatalog(ctx context.Context, devs *devices.Catalog, names []string, d t
 type mqttConn interface {
 	mqtt.PubSub
 	Connected() bool
+	// Health says whether the broker is connected and answering, else why.
+	Health() (ok bool, reason string)
 	Close()
 }
 
@@ -146,8 +149,8 @@ func (a *app) serveHTTP() error {
 	mux.Handle("/mcp", a.mcp.HTTPHandler(mcpserver.HTTPOptions{Path: "/mcp", Principals: a.cfg.Principals, AllowedOrigins: a.cfg.AllowedOrigins}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		status, code := "ok", http.StatusOK
-		if !a.client.Connected() {
-			status, code = "mqtt disconnected", http.StatusServiceUnavailable
+		if ok, reason := a.client.Health(); !ok {
+			status, code = reason, http.StatusServiceUnavailable
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)

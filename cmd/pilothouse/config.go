@@ -52,7 +52,8 @@ type Config struct {
 	StdioAs    string
 	Limits     rules.Limits
 
-	tls *tls.Config
+	tls            *tls.Config
+	publishTimeout time.Duration // mqtt.Options.PublishTimeout; 0 = its default (tests shorten it)
 }
 
 func defaultConfig() *Config {
