@@ -60,7 +60,8 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 		return a, err
 	}
 
-	a.devs = devices.NewCatalog(devices.Options{Z2MBase: cfg.Z2MBase, HAPrefix: cfg.HAPrefix, Notify: cfg.Notify, Logger: log.With("part", "devices")})
+	a.devs = devices.NewCatalog(devices.Options{Z2MBase: cfg.Z2MBase, HAPrefix: cfg.HAPrefix, Notify: cfg.Notify, Logger: log.With("part", "devices"),
+		IDs: deviceIDs{a.store}})
 	if err := a.devs.Start(ctx, a.client); err != nil {
 		return a, fmt.Errorf("starting device discovery: %w", err)
 	}
