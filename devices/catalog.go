@@ -21,6 +21,9 @@ type Options struct {
 	Notify   []NotifyChannel
 	Logger   *slog.Logger
 	Now      func() time.Time
+	// IDs persists the device ids discovery assigns (nil: they are first
+	// come, first served only while the process runs).
+	IDs IDRegistry
 }
 
 // NotifyChannel is a configured notification target, exposed as an action
@@ -99,6 +102,7 @@ type Catalog struct {
 	subQ    []string
 	subWake chan struct{}
 	intern  *interner // shares equal schemas, tags and texts between entries
+	ids     *idTable  // device id assignments; changed under ingest and mu
 	topics  struct{ devices, event, haPrefix, z2mPrefix string }
 
 	snap atomic.Pointer[Snapshot]
@@ -155,6 +159,7 @@ func NewCatalog(o Options) *Catalog {
 		subbed:  map[string]bool{},
 		subWake: make(chan struct{}, 1),
 		intern:  in,
+		ids:     newIDTable(),
 	}
 	c.topics.devices = o.Z2MBase + "/bridge/devices"
 	c.topics.event = o.Z2MBase + "/bridge/event"
@@ -168,9 +173,10 @@ func NewCatalog(o Options) *Catalog {
 	return c
 }
 
-// Start subscribes <base>/# and <prefix>/# on conn and keeps conn for Call
-// and for the extra state topics discovery points to. The subscription
-// goroutine stops when ctx is done.
+// Start loads the persisted device ids (Options.IDs), subscribes <base>/#
+// and <prefix>/# on conn and keeps conn for Call and for the extra state
+// topics discovery points to. The subscription goroutine stops when ctx is
+// done.
 func (c *Catalog) Start(ctx context.Context, conn mqtt.PubSub) error {
 	c.mu.Lock()
 	if c.conn != nil {
@@ -179,6 +185,9 @@ func (c *Catalog) Start(ctx context.Context, conn mqtt.PubSub) error {
 	}
 	c.conn = conn
 	c.mu.Unlock()
+	if err := c.loadIDs(ctx); err != nil {
+		return fmt.Errorf("devices: loading the device id registry: %w", err)
+	}
 	for _, f := range []string{c.opts.Z2MBase + "/#", c.opts.HAPrefix + "/#"} {
 		if err := conn.Subscribe(f, 0, c.HandleMessage); err != nil {
 			return fmt.Errorf("devices: subscribe %s: %w", f, err)
@@ -239,6 +248,9 @@ func (c *Catalog) HandleMessage(m mqtt.Message) {
 	}
 	if tx.newSubs {
 		c.wakeSubscriber()
+	}
+	if tx.rebuilt {
+		c.saveIDs()
 	}
 	tx.end()
 }

@@ -12,8 +12,18 @@
 //     <device>.set. A Home Assistant entity that is not the device's primary
 //     one (name null or equal to the device name) gets its own key:
 //     <device>.<key> for its state, <device>.<key>.set (or .press) for its
-//     command. Collisions get the identifier appended; native Zigbee2MQTT
-//     devices win over the same device discovered through Home Assistant.
+//     command.
+//   - Device ids are first come, first served and pinned to the device's
+//     stable key (Zigbee2MQTT IEEE address, Home Assistant identifiers,
+//     unique_id or discovery topic; see IDAssignment), persisted through
+//     Options.IDs: a device whose name asks for a taken id gets base_2,
+//     base_3, … and keeps it across restarts whatever order discovery
+//     arrives in, so no newcomer, from either source, can take a known
+//     device's id (and its rules). A device that leaves (discovery removed,
+//     gone from the Zigbee2MQTT list) or is renamed releases its id.
+//     Zigbee2MQTT's own Home Assistant discovery of a device
+//     ("zigbee2mqtt_<ieee>") shares the native device's key; the native
+//     device wins.
 //   - Binary Zigbee2MQTT properties whose value_on/value_off are booleans
 //     are JSON booleans; otherwise the state is the raw payload value with
 //     an enum of the two (e.g. "ON"/"OFF", "LOCK"/"UNLOCK"), so rules compare

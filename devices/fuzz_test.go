@@ -40,6 +40,17 @@ func checkSnapshot(t *testing.T, c *Catalog) {
 			t.Fatalf("%s: unsafe id", e.ID)
 		}
 	}
+	// The device id table: one id per key, one key per id.
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if len(c.ids.byKey) != len(c.ids.byID) {
+		t.Fatalf("id table: %d keys, %d ids", len(c.ids.byKey), len(c.ids.byID))
+	}
+	for k, v := range c.ids.byKey {
+		if c.ids.byID[v.id] != k {
+			t.Fatalf("id table: %s holds %s, which belongs to %s", k, v.id, c.ids.byID[v.id])
+		}
+	}
 }
 
 func FuzzZ2MDevices(f *testing.F) {

@@ -37,7 +37,45 @@ func (e *haEntity) devKey() string {
 	return "ent:" + e.key
 }
 
-func (h *haSource) build(log *slog.Logger, taken map[string]bool) []*devSpec {
+// build makes the devices' specs. Each device claims its id from ids under
+// its stable key (first come, first served: see idTable); a device that
+// Zigbee2MQTT also lists natively (natives) is left to the native one.
+func (h *haSource) build(log *slog.Logger, ids *idTable, natives []*devSpec) []*devSpec {
+	groups, order := h.groups(log)
+	nativeIDs := make(map[string]bool, len(natives))
+	for _, s := range natives {
+		nativeIDs[s.id] = true
+	}
+	cache := make(map[string]*devSpec, len(order))
+	var out []*devSpec
+	for _, dk := range order {
+		g := groups[dk]
+		name := g.deviceName()
+		base := firstNonEmpty(slug(name), slug(strings.SplitN(dk, ":", 2)[1]))
+		key := g.regKey()
+		if ids.claimed(key) || (nativeIDs[base] && g.fromZigbee2MQTT()) {
+			ids.keep(key)
+			continue // Zigbee2MQTT's own discovery of a device it lists natively
+		}
+		id, ok := ids.claim(key, base)
+		if !ok {
+			log.Warn("discovery device skipped: no usable name", "device", name)
+			continue
+		}
+		fp := g.fingerprint(id, name)
+		spec := h.cache[fp]
+		if spec == nil {
+			spec = buildHADevice(id, name, g)
+		}
+		cache[fp] = spec
+		out = append(out, spec)
+	}
+	h.cache = cache
+	return out
+}
+
+// groups sorts the accepted entities into devices, in claim order.
+func (h *haSource) groups(log *slog.Logger) (map[string]*haGroup, []string) {
 	groups := map[string]*haGroup{}
 	var order []string
 	seenUID := map[string]string{}
@@ -73,37 +111,27 @@ func (h *haSource) build(log *slog.Logger, taken map[string]bool) []*devSpec {
 		}
 		return order[i] < order[j]
 	})
-	used := map[string]bool{}
-	cache := make(map[string]*devSpec, len(order))
-	var out []*devSpec
-	for _, dk := range order {
-		g := groups[dk]
-		name := g.deviceName()
-		id := slug(name)
-		if id == "" {
-			id = slug(strings.SplitN(dk, ":", 2)[1])
+	return groups, order
+}
+
+// regKey is the group's key in the id registry (IDAssignment.Key).
+// Zigbee2MQTT's discovery names a device "zigbee2mqtt_<ieee>": it shares
+// the native device's key, so either keeps the same id.
+func (g *haGroup) regKey() idKey {
+	switch {
+	case strings.HasPrefix(g.key, "ids:"):
+		if ieee, ok := strings.CutPrefix(g.key, "ids:zigbee2mqtt_"); ok && strings.HasPrefix(ieee, "0x") {
+			return idKey{z2m: true, s: ieee}
 		}
-		if taken[id] && g.fromZigbee2MQTT() {
-			continue // the native Zigbee2MQTT device owns this id
-		}
-		if taken[id] || used[id] || id == "" {
-			id = strings.Trim(id+"_"+slug(g.disambiguator()), "_")
-		}
-		if taken[id] || used[id] || id == "" {
-			log.Warn("discovery device id collision skipped", "device", name)
-			continue
-		}
-		used[id] = true
-		fp := g.fingerprint(id, name)
-		spec := h.cache[fp]
-		if spec == nil {
-			spec = buildHADevice(id, name, g)
-		}
-		cache[fp] = spec
-		out = append(out, spec)
+		return idKey{s: g.key}
+	case strings.HasPrefix(g.key, "cns:"):
+		return idKey{s: g.key}
 	}
-	h.cache = cache
-	return out
+	e := g.ents[0]
+	if uid := e.str("unique_id", ""); uid != "" {
+		return idKey{s: "uid:" + e.component + "/" + uid}
+	}
+	return idKey{s: "topic:" + e.key}
 }
 
 func (g *haGroup) fingerprint(id, name string) string {
@@ -116,7 +144,8 @@ func (g *haGroup) fingerprint(id, name string) string {
 }
 
 // keyRank sorts devices with identifiers before connection-only devices
-// before lone entities, so that real devices win id collisions.
+// before lone entities, so that real devices win id collisions among the
+// devices first seen in one rebuild.
 func keyRank(k string) int {
 	switch {
 	case strings.HasPrefix(k, "ids:"):
@@ -134,14 +163,6 @@ func (g *haGroup) fromZigbee2MQTT() bool {
 		}
 	}
 	return false
-}
-
-func (g *haGroup) disambiguator() string {
-	k := strings.SplitN(g.key, ":", 2)[1]
-	if strings.HasPrefix(g.key, "ent:") {
-		return g.ents[0].objectID
-	}
-	return k
 }
 
 func (g *haGroup) devField(k string) string {

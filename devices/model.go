@@ -170,6 +170,7 @@ type txn struct {
 	now     time.Time
 	changes []Change
 	newSubs bool
+	rebuilt bool // discovery changed: device ids may have been assigned
 }
 
 // begin starts the transaction of one HandleMessage (or of NewCatalog):
@@ -313,12 +314,11 @@ func equalValues(a, b any) bool {
 // rebuildLocked recomputes entries, routes and actions from the sources,
 // bumps Gen iff an entry changed and emits ChangeCatalog per changed id.
 func (c *Catalog) rebuildLocked(tx *txn) {
-	specs := c.z2m.build(c.log)
-	taken := map[string]bool{}
-	for _, s := range specs {
-		taken[s.id] = true
-	}
-	specs = append(specs, c.ha.build(c.log, taken)...)
+	tx.rebuilt = true
+	c.ids.begin()
+	specs := c.z2m.build(c.log, c.ids)
+	specs = append(specs, c.ha.build(c.log, c.ids, specs)...)
+	c.ids.end(c.z2m.listed)
 	specs = append(specs, notifySpecs(c.opts.Notify)...)
 
 	m := &model{routes: map[string]routeSet{}, actions: map[string]*action{}, unsupported: map[string]string{}}

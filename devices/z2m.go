@@ -24,6 +24,7 @@ type z2mSource struct {
 	// lastFire dedupes an action seen both in the JSON state and on the
 	// plain <name>/action topic.
 	lastFire map[string]firing
+	listed   bool // a bridge/devices list was accepted: it is complete
 }
 
 type firing struct {
@@ -123,7 +124,7 @@ func (z *z2mSource) handleDevices(log *slog.Logger, payload []byte) bool {
 		devs = append(devs, headOf(&d))
 		keys = append(keys, string(r))
 	}
-	z.devices, z.raws = devs, keys
+	z.devices, z.raws, z.listed = devs, keys, true
 	return true
 }
 
@@ -173,27 +174,23 @@ func (z *z2mSource) handleEvent(log *slog.Logger, payload []byte) bool {
 	return false
 }
 
-func (z *z2mSource) build(log *slog.Logger) []*devSpec {
+// build makes the devices' specs; each device's id is claimed from ids
+// under its IEEE address (first come, first served: see idTable).
+func (z *z2mSource) build(log *slog.Logger, ids *idTable) []*devSpec {
 	var out []*devSpec
-	used := map[string]bool{}
 	cache := make(map[string]z2mCached, len(z.devices))
 	for i := range z.devices {
 		h := &z.devices[i]
+		key := z2mKey(h)
 		if h.skip {
+			ids.keep(key)
 			continue
 		}
-		id := slug(h.friendlyName)
-		if id == "" {
-			id = slug(h.ieee)
-		}
-		if id == "" || used[id] {
-			id = strings.Trim(id+"_"+slug(h.ieee), "_")
-		}
-		if id == "" || used[id] {
-			log.Warn("zigbee2mqtt device id collision skipped", "friendly_name", h.friendlyName)
+		id, ok := ids.claim(key, firstNonEmpty(slug(h.friendlyName), slug(h.ieee)))
+		if !ok {
+			log.Warn("zigbee2mqtt device skipped: no usable name, or its ieee_address is listed twice", "friendly_name", h.friendlyName, "ieee_address", h.ieee)
 			continue
 		}
-		used[id] = true
 		ent, ok := z.cache[id]
 		if !ok || ent.raw != z.raws[i] {
 			var d z2mDevice
@@ -205,6 +202,7 @@ func (z *z2mSource) build(log *slog.Logger) []*devSpec {
 			ent = z2mCached{raw: z.raws[i], spec: z.buildDevice(id, &d)}
 		}
 		cache[ent.spec.id] = ent // the spec's copy of the id, not this rebuild's
+		ids.share(key, ent.spec.id)
 		out = append(out, ent.spec)
 	}
 	z.cache = cache

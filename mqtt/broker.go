@@ -2,7 +2,6 @@ package mqtt
 
 import (
 	"bytes"
-	"crypto/subtle"
 	"fmt"
 	"log/slog"
 	"net"
@@ -23,6 +22,7 @@ type Broker struct {
 	ln        *trackingListener
 	guard     *retainGuard
 	router    *inlineRouter
+	auth      AuthCounts
 	closeOnce sync.Once
 	closed    atomic.Bool
 }
@@ -33,23 +33,25 @@ const listenerID = "tcp"
 type BrokerOption func(*brokerConfig)
 
 type brokerConfig struct {
-	users map[string]string
+	users   []BrokerUser
+	authLog *slog.Logger
 }
 
-// WithUsers makes the broker accept only clients that present one of these
-// username/password pairs. Without it every client is allowed.
-func WithUsers(users map[string]string) BrokerOption {
-	return func(c *brokerConfig) {
-		c.users = make(map[string]string, len(users))
-		for u, p := range users {
-			c.users[u] = p
-		}
-	}
+// WithAuthLogger sets where refused connections and denied publishes and
+// subscriptions are logged (default: the broker's logger).
+func WithAuthLogger(l *slog.Logger) BrokerOption {
+	return func(c *brokerConfig) { c.authLog = l }
 }
 
 // StartBroker listens on addr ("127.0.0.1:1883", or "127.0.0.1:0" for a free
 // port) and serves MQTT there until Close. A nil logger discards the broker's
 // logs.
+//
+// Without broker users (WithBrokerUsers) every client is allowed, so the
+// listener must be loopback: any other address fails with
+// ErrAnonymousListener, as Mosquitto 2 refuses anonymous clients beyond
+// loopback. With users, every network client must authenticate, on
+// loopback too; the Inline client needs no credentials.
 func StartBroker(addr string, logger *slog.Logger, opts ...BrokerOption) (*Broker, error) {
 	var cfg brokerConfig
 	for _, o := range opts {
@@ -58,22 +60,35 @@ func StartBroker(addr string, logger *slog.Logger, opts ...BrokerOption) (*Broke
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	users, err := newAuthUsers(cfg.users)
+	if err != nil {
+		return nil, fmt.Errorf("mqtt: embedded broker: %w", err)
+	}
 	nl, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("mqtt: embedded broker: listen on %s: %w", addr, err)
 	}
+	if len(users) == 0 && !loopbackAddr(nl.Addr()) {
+		_ = nl.Close()
+		return nil, fmt.Errorf("%w: %s listens on %s without broker users", ErrAnonymousListener, addr, nl.Addr())
+	}
 	ln := &trackingListener{Listener: nl, conns: map[*trackedConn]struct{}{}}
+	blog := logger.With("component", "mqtt-broker")
 	srv := mochi.New(&mochi.Options{
-		Logger:                 logger.With("component", "mqtt-broker"),
+		Logger:                 blog,
 		SysTopicResendInterval: 60,
 		InlineClient:           true, // Broker.Inline: the server's own client
 	})
+	b := &Broker{srv: srv, ln: ln, guard: new(retainGuard), router: new(inlineRouter)}
 	var hook mochi.Hook = new(auth.AllowHook)
-	if cfg.users != nil {
-		hook = &passwordHook{users: cfg.users}
+	if len(users) > 0 {
+		alog := blog
+		if cfg.authLog != nil {
+			alog = cfg.authLog.With("component", "mqtt-broker")
+		}
+		hook = &authHook{users: users, log: alog, counts: &b.auth}
 	}
-	guard, router := new(retainGuard), new(inlineRouter)
-	for _, h := range []mochi.Hook{hook, guard, router} {
+	for _, h := range []mochi.Hook{hook, b.guard, b.router} {
 		if err := srv.AddHook(h, nil); err != nil {
 			_ = ln.Close()
 			return nil, fmt.Errorf("mqtt: embedded broker: %w", err)
@@ -88,8 +103,12 @@ func StartBroker(addr string, logger *slog.Logger, opts ...BrokerOption) (*Broke
 		_ = ln.Close()
 		return nil, fmt.Errorf("mqtt: embedded broker: %w", err)
 	}
-	return &Broker{srv: srv, ln: ln, guard: guard, router: router}, nil
+	return b, nil
 }
+
+// AuthCounts returns the counters of refused connections and denied
+// publishes and subscriptions (all zero without broker users).
+func (b *Broker) AuthCounts() *AuthCounts { return &b.auth }
 
 // Addr returns the host:port the broker listens on (the real port when
 // started on port 0).
@@ -182,29 +201,6 @@ func (c *trackedConn) Close() error {
 	c.l.mu.Unlock()
 	return c.Conn.Close()
 }
-
-// passwordHook authenticates clients against a username/password map and
-// allows every topic to an authenticated client.
-type passwordHook struct {
-	mochi.HookBase
-	users map[string]string
-}
-
-func (h *passwordHook) ID() string { return "pilothouse-password-auth" }
-
-func (h *passwordHook) Provides(b byte) bool {
-	return bytes.Contains([]byte{mochi.OnConnectAuthenticate, mochi.OnACLCheck}, []byte{b})
-}
-
-func (h *passwordHook) OnConnectAuthenticate(_ *mochi.Client, pk packets.Packet) bool {
-	want, ok := h.users[string(pk.Connect.Username)]
-	if !ok {
-		return false
-	}
-	return subtle.ConstantTimeCompare([]byte(want), pk.Connect.Password) == 1
-}
-
-func (h *passwordHook) OnACLCheck(*mochi.Client, string, bool) bool { return true }
 
 // retainGuard works around a data race in mochi v2.7.9 (mochi-mqtt/server
 // issue #200): storing a retained message writes a topic node's retainPath

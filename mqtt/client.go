@@ -24,6 +24,12 @@ const (
 	DefaultPublishTimeout       = 10 * time.Second
 	DefaultQueueSize            = 1024
 
+	// keepAlive is the MQTT keepalive: paho pings after this long without
+	// traffic and drops the connection when no PINGRESP follows within
+	// pingTimeout.
+	keepAlive   = 30 * time.Second
+	pingTimeout = 10 * time.Second
+
 	// disconnectQuiesce bounds how long Close waits for the DISCONNECT packet.
 	disconnectQuiesce = 250 // milliseconds, paho's unit
 	// handlerStopWait bounds how long Close waits for running handlers.
@@ -90,6 +96,9 @@ type Client struct {
 	closeOnce sync.Once
 	wg        sync.WaitGroup // connect loop, notifier, dispatchers
 	dropped   atomic.Uint64
+
+	lastRead atomic.Int64 // Unix ns: when bytes last came from the broker
+	health   healthState  // guarded by mu
 }
 
 // Dial connects to o.Broker and returns once the first connection is up, or
@@ -216,17 +225,18 @@ func (c *Client) pahoOptions() *paho.ClientOptions {
 		SetMaxReconnectInterval(o.MaxReconnectInterval).
 		SetConnectTimeout(o.ConnectTimeout).
 		SetWriteTimeout(o.PublishTimeout).
-		SetKeepAlive(30 * time.Second).
-		SetPingTimeout(10 * time.Second).
+		SetKeepAlive(keepAlive).
+		SetPingTimeout(pingTimeout).
 		SetOnConnectHandler(func(paho.Client) { c.onConnect() }).
 		SetConnectionLostHandler(func(_ paho.Client, err error) {
 			c.log.Warn("connection lost; reconnecting", "err", err)
+			c.noteLost(err)
 			c.refreshStatus()
 		})
 	if o.TLS != nil {
 		po.SetTLSConfig(o.TLS)
 	}
-	po.SetCustomOpenConnectionFn(openConnection)
+	po.SetCustomOpenConnectionFn(c.openConnection)
 	po.SetDefaultPublishHandler(c.deliver)
 	po.SetStore(newCopyingStore())
 	return po
@@ -383,10 +393,12 @@ func (c *Client) onConnect() {
 }
 
 // Publish sends one message and waits for it to be written (QoS 0) or
-// acknowledged (QoS 1, 2) until ctx ends (or PublishTimeout if ctx has no
-// deadline). While disconnected it returns ErrNotConnected at once; if the
-// connection drops while waiting it returns ErrNotConnected too, and the
-// message may or may not have reached the broker.
+// acknowledged (QoS 1, 2), at most PublishTimeout and never past ctx. While
+// disconnected it returns ErrNotConnected at once; if the connection drops
+// while waiting it returns ErrNotConnected too, and the message may or may
+// not have reached the broker. A broker that does not answer in time (frozen,
+// overloaded) makes it fail with an error wrapping context.DeadlineExceeded,
+// and Health reports the broker as not answering until it answers again.
 func (c *Client) Publish(ctx context.Context, topic string, payload []byte, qos byte, retain bool) error {
 	if topic == "" || strings.ContainsAny(topic, "+#\x00") {
 		return fmt.Errorf("mqtt: publish: invalid topic %q", topic)
@@ -398,32 +410,45 @@ func (c *Client) Publish(ctx context.Context, topic string, payload []byte, qos 
 	if !ok {
 		return ErrNotConnected
 	}
-	// Bound the wait when the caller did not. A QoS 0 publish completes
-	// once written, and paho's write timeout (PublishTimeout) bounds that;
-	// only an acknowledged publish can wait on the broker indefinitely.
-	var expired <-chan time.Time
-	if _, has := ctx.Deadline(); !has && qos > 0 {
-		t := time.NewTimer(c.opts.PublishTimeout)
-		defer t.Stop()
-		expired = t.C
-	}
-	tok := c.pc.Publish(topic, qos, retain, payload)
-	select {
-	case <-tok.Done():
-	case <-down:
-		return ErrNotConnected
-	case <-ctx.Done():
-		return fmt.Errorf("mqtt: publish %q: %w", topic, ctx.Err())
-	case <-expired:
-		return fmt.Errorf("mqtt: publish %q: %w", topic, context.DeadlineExceeded)
+	start := time.Now()
+	t := time.NewTimer(c.opts.PublishTimeout)
+	defer t.Stop()
+	// paho's Publish itself waits (up to its write timeout) while its
+	// writer is stuck on a full socket: hand it over from a goroutine, so
+	// that this wait honours ctx and the timer too.
+	handed := make(chan paho.Token, 1)
+	go func() { handed <- c.pc.Publish(topic, qos, retain, payload) }()
+	var tok paho.Token
+	for tok == nil || !isDone(tok) {
+		var done <-chan struct{}
+		if tok != nil {
+			done = tok.Done()
+		}
+		select {
+		case tok = <-handed:
+			handed = nil
+		case <-done:
+		case <-down:
+			return ErrNotConnected
+		case <-ctx.Done():
+			return fmt.Errorf("mqtt: publish %q: %w", topic, ctx.Err())
+		case <-t.C:
+			return c.publishTimedOut(start, topic, qos)
+		}
 	}
 	if err := tok.Error(); err != nil {
-		if errors.Is(err, paho.ErrNotConnected) {
-			return ErrNotConnected
-		}
-		return fmt.Errorf("mqtt: publish %q: %w", topic, err)
+		return c.publishFailed(start, topic, err)
 	}
 	return nil
+}
+
+func isDone(tok paho.Token) bool {
+	select {
+	case <-tok.Done():
+		return true
+	default:
+		return false
+	}
 }
 
 // connection reports whether the connection is open and returns a channel

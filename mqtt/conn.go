@@ -6,6 +6,8 @@ import (
 	"errors"
 	"net"
 	"net/url"
+	"sync/atomic"
+	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 	"golang.org/x/net/proxy"
@@ -30,9 +32,43 @@ func newBufferedConn(c net.Conn) net.Conn {
 	return &bufferedConn{Conn: c, r: bufio.NewReaderSize(c, readBuffer)}
 }
 
-// openConnection dials the broker like paho does (TCP through the
-// environment's proxy settings, TLS, WebSocket) and buffers reads.
-func openConnection(uri *url.URL, o paho.ClientOptions) (net.Conn, error) {
+// watchedConn is the connection under TLS and the read buffer: it notes
+// when bytes last came from the broker (Client.Health) and puts a deadline
+// on every write. paho sets one only for PUBLISH packets; without it, a
+// PINGREQ or PUBACK written to a broker that stopped reading (frozen, its
+// socket buffer full) would block its goroutine for good, and the
+// keepalive would never notice the broker is gone.
+type watchedConn struct {
+	net.Conn
+	lastRead     *atomic.Int64 // Unix nanoseconds
+	writeTimeout time.Duration
+}
+
+func (c *watchedConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.lastRead.Store(time.Now().UnixNano())
+	}
+	return n, err
+}
+
+func (c *watchedConn) Write(p []byte) (int, error) {
+	_ = c.Conn.SetWriteDeadline(time.Now().Add(c.writeTimeout))
+	return c.Conn.Write(p)
+}
+
+// openConnection is paho's dialer for c (openConn with c's watch).
+func (c *Client) openConnection(uri *url.URL, o paho.ClientOptions) (net.Conn, error) {
+	c.lastRead.Store(time.Now().UnixNano()) // a new connection: nothing overdue yet
+	return openConn(uri, o, func(raw net.Conn) net.Conn {
+		return &watchedConn{Conn: raw, lastRead: &c.lastRead, writeTimeout: c.opts.PublishTimeout}
+	})
+}
+
+// openConn dials the broker like paho does (TCP through the environment's
+// proxy settings, TLS, WebSocket), wraps the raw connection with watch and
+// buffers reads.
+func openConn(uri *url.URL, o paho.ClientOptions, watch func(net.Conn) net.Conn) (net.Conn, error) {
 	dialer := o.Dialer
 	if dialer == nil {
 		dialer = &net.Dialer{Timeout: o.ConnectTimeout}
@@ -50,13 +86,19 @@ func openConnection(uri *url.URL, o paho.ClientOptions) (net.Conn, error) {
 			tlsc = o.TLSConfig
 		}
 		conn, err = paho.NewWebsocket(u.String(), tlsc, o.ConnectTimeout, o.HTTPHeaders, o.WebsocketOptions)
+		if err == nil {
+			conn = watch(conn)
+		}
 	case "mqtt", "tcp":
 		conn, err = proxy.FromEnvironmentUsing(dialer).Dial("tcp", uri.Host)
+		if err == nil {
+			conn = watch(conn)
+		}
 	case "ssl", "tls", "mqtts", "mqtt+ssl", "tcps":
 		var raw net.Conn
 		raw, err = proxy.FromEnvironmentUsing(dialer).Dial("tcp", uri.Host)
 		if err == nil {
-			tc := tls.Client(raw, tlsFor(o.TLSConfig, uri))
+			tc := tls.Client(watch(raw), tlsFor(o.TLSConfig, uri))
 			if err = tc.Handshake(); err != nil {
 				raw.Close()
 			} else {

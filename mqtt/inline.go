@@ -110,6 +110,15 @@ func (c *Inline) Connected() bool {
 	return !closed && !c.b.closed.Load()
 }
 
+// Health reports whether the client and its broker are open (an
+// in-process broker cannot freeze apart from the server).
+func (c *Inline) Health() (ok bool, reason string) {
+	if !c.Connected() {
+		return false, "mqtt disconnected: the embedded broker is closed"
+	}
+	return true, ""
+}
+
 // Dropped reports how many messages were dropped for slow handlers.
 func (c *Inline) Dropped() uint64 { return c.dropped.Load() }
 

@@ -94,6 +94,13 @@ CREATE INDEX runs_by_status ON runs (status, started, id) WHERE status <> 'succe
 	// now minus the retention (a run expires at least that long after it
 	// started). One B-tree fewer per firing.
 	`DROP INDEX runs_by_expiry;`,
+	// 6: the device id registry: which device (stable key) owns which id.
+	`CREATE TABLE device_ids (
+	key         TEXT PRIMARY KEY,
+	id          TEXT NOT NULL UNIQUE,
+	base        TEXT NOT NULL,
+	assigned_at INTEGER NOT NULL
+);`,
 }
 
 // migrate brings db up to len(list), one transaction per migration. A

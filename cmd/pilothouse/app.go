@@ -57,29 +57,12 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 	}
 	a.stops = append(a.stops, func() { _ = a.store.Close() })
 
-	brokerURL := cfg.Broker
-	if brokerURL == "" {
-		if a.broker, err = mqtt.StartBroker(cfg.BrokerListen, quietBelow(log, cfg.LogLevel, slog.LevelError).With("part", "broker")); err != nil {
-			return a, fmt.Errorf("starting the embedded MQTT broker on %s (use --broker-listen to move it, or --broker to use an existing broker): %w", cfg.BrokerListen, err)
-		}
-		a.stops = append(a.stops, func() { _ = a.broker.Close() })
-		brokerURL = a.broker.URL()
-		log.Info("embedded MQTT broker listening", "addr", a.broker.Addr())
+	if err := a.connectMQTT(ctx); err != nil {
+		return a, err
 	}
-	if a.broker != nil {
-		// The embedded broker's own client: no TCP connection in between.
-		a.client = a.broker.Inline(log.With("part", "mqtt"))
-	} else {
-		c, err := mqtt.Dial(ctx, mqtt.Options{Broker: brokerURL, ClientID: cfg.ClientID, Username: cfg.MQTTUser,
-			Password: cfg.MQTTPassword, TLS: cfg.tlsConfig(), Logger: log.With("part", "mqtt"), ConnectRetry: cfg.Broker != ""})
-		if err != nil {
-			return a, fmt.Errorf("connecting to MQTT broker %s: %w", brokerURL, err)
-		}
-		a.client = c
-	}
-	a.stops = append(a.stops, a.client.Close)
 
-	a.devs = devices.NewCatalog(devices.Options{Z2MBase: cfg.Z2MBase, HAPrefix: cfg.HAPrefix, Notify: cfg.Notify, Logger: log.With("part", "devices")})
+	a.devs = devices.NewCatalog(devices.Options{Z2MBase: cfg.Z2MBase, HAPrefix: cfg.HAPrefix, Notify: cfg.Notify, Logger: log.With("part", "devices"),
+		IDs: deviceIDs{a.store}})
 	if err := a.devs.Start(ctx, a.client); err != nil {
 		return a, fmt.Errorf("starting device discovery: %w", err)
 	}
@@ -113,6 +96,33 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 	return a, nil
 }
 
+// connectMQTT starts the embedded broker and its Inline client, or dials
+// the external broker.
+func (a *app) connectMQTT(ctx context.Context) error {
+	cfg, log := a.cfg, a.log
+	if cfg.Broker == "" {
+		var err error
+		if a.broker, err = mqtt.StartBroker(cfg.BrokerListen, quietBelow(log, cfg.LogLevel, slog.LevelError).With("part", "broker"),
+			mqtt.WithBrokerUsers(cfg.BrokerUsers), mqtt.WithAuthLogger(log.With("part", "broker"))); err != nil {
+			return fmt.Errorf("starting the embedded MQTT broker on %s (use --broker-listen to move it, or --broker to use an existing broker): %w", cfg.BrokerListen, err)
+		}
+		a.stops = append(a.stops, func() { _ = a.broker.Close() })
+		log.Info("embedded MQTT broker listening", "addr", a.broker.Addr(), "users", len(cfg.BrokerUsers))
+		// The embedded broker's own client: no TCP connection in between.
+		a.client = a.broker.Inline(log.With("part", "mqtt"))
+	} else {
+		c, err := mqtt.Dial(ctx, mqtt.Options{Broker: cfg.Broker, ClientID: cfg.ClientID, Username: cfg.MQTTUser,
+			Password: cfg.MQTTPassword, TLS: cfg.tlsConfig(), Logger: log.With("part", "mqtt"), ConnectRetry: true,
+			PublishTimeout: cfg.publishTimeout})
+		if err != nil {
+			return fmt.Errorf("connecting to MQTT broker %s: %w", cfg.Broker, err)
+		}
+		a.client = c
+	}
+	a.stops = append(a.stops, a.client.Close)
+	return nil
+}
+
 // waitCatalog polls until every named device is in the catalog, or d passes.
 func waitCatalog(ctx context.Context, devs *devices.Catalog, names []string, d time.Duration) bool {
 	return waitUntil(ctx, d, func() bool {
@@ -131,6 +141,8 @@ func waitCatalog(ctx context.Context, devs *devices.Catalog, names []string, d t
 type mqttConn interface {
 	mqtt.PubSub
 	Connected() bool
+	// Health says whether the broker is connected and answering, else why.
+	Health() (ok bool, reason string)
 	Close()
 }
 
@@ -139,8 +151,8 @@ func (a *app) serveHTTP() error {
 	mux.Handle("/mcp", a.mcp.HTTPHandler(mcpserver.HTTPOptions{Path: "/mcp", Principals: a.cfg.Principals, AllowedOrigins: a.cfg.AllowedOrigins}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		status, code := "ok", http.StatusOK
-		if !a.client.Connected() {
-			status, code = "mqtt disconnected", http.StatusServiceUnavailable
+		if ok, reason := a.client.Health(); !ok {
+			status, code = reason, http.StatusServiceUnavailable
 		}
 		// Storage that cannot write (locked by another process, disk full,
 		// read-only) fails deploys and loses run records: unhealthy.

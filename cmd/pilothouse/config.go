@@ -14,6 +14,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/rules"
 )
 
@@ -27,6 +28,7 @@ type Config struct {
 
 	Broker       string // "" = embedded
 	BrokerListen string
+	BrokerUsers  []mqtt.BrokerUser // of the embedded broker
 	ClientID     string
 	MQTTUser     string
 	MQTTPassword string
@@ -50,7 +52,8 @@ type Config struct {
 	StdioAs    string
 	Limits     rules.Limits
 
-	tls *tls.Config
+	tls            *tls.Config
+	publishTimeout time.Duration // mqtt.Options.PublishTimeout; 0 = its default (tests shorten it)
 }
 
 func defaultConfig() *Config {
@@ -215,6 +218,9 @@ func (c *Config) check(withHTTP bool) error {
 		if host != "localhost" && (ip == nil || !ip.IsLoopback()) {
 			return fmt.Errorf("refusing to serve %s without authentication: configure principals (or --token) to listen beyond loopback", c.Addr)
 		}
+	}
+	if err := c.checkBrokerListen(); err != nil {
+		return err
 	}
 	if c.MQTTCAFile != "" || c.MQTTInsecure {
 		tc := &tls.Config{InsecureSkipVerify: c.MQTTInsecure} //nolint:gosec // opt-in for testing

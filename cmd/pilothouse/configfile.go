@@ -467,6 +467,7 @@ func (l *cfgLoader) mqtt(n *yaml.Node, key string) error {
 	err := l.mapping(n, key, map[string]handler{
 		"broker":          l.checked(&c.Broker, checkBrokerURL),
 		"embedded_listen": l.checked(&c.BrokerListen, checkHostPort),
+		"embedded_users":  l.brokerUsers,
 		"client_id":       l.checked(&c.ClientID, nonEmpty),
 		"username":        l.str(&c.MQTTUser),
 		"password": func(n *yaml.Node, key string) error {

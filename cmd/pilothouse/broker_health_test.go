@@ -1,0 +1,64 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/mqtt"
+	"github.com/pilothouse/pilothouse/mqtt/mqtttest"
+)
+
+func getHealthStatus(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct{ Status string }
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, body.Status
+}
+
+// TestHealthzReportsFrozenBroker: with the external broker frozen (a proxy
+// that stops forwarding), a command's publish returns within the publish
+// timeout and /healthz says the broker is not answering, until it answers
+// again (issue 14, item 14).
+func TestHealthzReportsFrozenBroker(t *testing.T) {
+	broker, err := mqtt.StartBroker("127.0.0.1:0", quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = broker.Close() })
+	proxy := mqtttest.StartFreezeProxy(t, broker.Addr())
+	cfg := testConfig(t)
+	cfg.Broker, cfg.Demo = proxy.URL(), false
+	cfg.publishTimeout = 300 * time.Millisecond
+	a := startTestApp(t, cfg)
+	if code, status := getHealthStatus(t, a.URL()); code != http.StatusOK || status != "ok" {
+		t.Fatalf("healthz before the freeze: %d %q", code, status)
+	}
+	proxy.Freeze()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a run's deadline
+	defer cancel()
+	start := time.Now()
+	err = a.client.Publish(ctx, "zigbee2mqtt/front_lock/set", []byte(`{"state":"LOCK"}`), 1, false)
+	if took := time.Since(start); err == nil || took > 2*time.Second {
+		t.Fatalf("publish to the frozen broker: %v after %s", err, took)
+	}
+	code, status := getHealthStatus(t, a.URL())
+	if code != http.StatusServiceUnavailable || !strings.Contains(status, "mqtt broker not answering") || !strings.Contains(status, "zigbee2mqtt/front_lock/set") {
+		t.Fatalf("healthz with the broker frozen: %d %q", code, status)
+	}
+	proxy.Thaw()
+	waitFor(t, 5*time.Second, "healthz ok once the broker answers", func() bool {
+		code, _ := getHealthStatus(t, a.URL())
+		return code == http.StatusOK
+	})
+}

@@ -1,0 +1,82 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/pilothouse/pilothouse/mqtt"
+)
+
+// brokerUsers replaces the embedded broker's users (mqtt.embedded_users).
+// Each has exactly one of password_hash (mosquitto_passwd's $7$ format),
+// password_env and password (plaintext: accepted with a warning), and
+// optional read/write topic filters (absent: every topic; [] none).
+func (l *cfgLoader) brokerUsers(n *yaml.Node, key string) error {
+	if n.Kind != yaml.SequenceNode {
+		return l.errAt(n, key, "want a list of users, got %s", describe(n))
+	}
+	out := []mqtt.BrokerUser{}
+	names := map[string]bool{}
+	for i, it := range n.Content {
+		it = deref(it)
+		k := fmt.Sprintf("%s[%d]", key, i)
+		var u mqtt.BrokerUser
+		var plain string
+		sources := 0
+		count := func(h handler) handler {
+			return func(n *yaml.Node, key string) error { sources++; return h(n, key) }
+		}
+		err := l.mapping(it, k, map[string]handler{
+			"username":      l.checked(&u.Name, nonEmpty),
+			"password_hash": count(l.checked(&u.PasswordHash, mqtt.CheckPasswordHash)),
+			"password_env":  count(l.fromEnv(&u.Password)),
+			"password":      count(l.checked(&plain, nonEmpty)),
+			"read":          l.strList(&u.Read, mqtt.CheckFilter),
+			"write":         l.strList(&u.Write, mqtt.CheckFilter),
+		})
+		if err != nil {
+			return err
+		}
+		switch {
+		case u.Name == "":
+			return l.errAt(it, k, "username is required")
+		case names[u.Name]:
+			return l.errAt(it, k+".username", "broker user %q is defined twice", u.Name)
+		case sources != 1:
+			return l.errAt(it, k, "set exactly one of password_hash, password_env and password")
+		}
+		names[u.Name] = true
+		if plain != "" {
+			u.Password = plain
+			if l.warn != nil {
+				fmt.Fprintf(l.warn, "config %s:%d:%d: warning: %s.password is a plaintext secret; prefer password_hash (mosquitto_passwd) or password_env\n",
+					l.file, it.Line, it.Column, k)
+			}
+		}
+		out = append(out, u)
+	}
+	l.c.BrokerUsers = out
+	return nil
+}
+
+// checkBrokerListen refuses an embedded broker beyond loopback without
+// broker users (the broker itself refuses too, after resolving the address).
+func (c *Config) checkBrokerListen() error {
+	if c.Broker != "" || len(c.BrokerUsers) > 0 {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(c.BrokerListen)
+	if err != nil {
+		return fmt.Errorf("broker-listen %q: %w", c.BrokerListen, err)
+	}
+	if ip := net.ParseIP(host); host == "localhost" || (ip != nil && ip.IsLoopback()) {
+		return nil
+	}
+	return errors.New("refusing to run the embedded MQTT broker on " + c.BrokerListen +
+		" without authentication: anyone who can reach it could publish device states (and so fire rules) and read every device. " +
+		"Configure broker users (mqtt.embedded_users in the configuration file, see docs/configuration.md), " +
+		"keep --broker-listen on loopback (127.0.0.1:1883), or use an external broker (--broker)")
+}

@@ -1,0 +1,260 @@
+package devices
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/mqtt"
+)
+
+// memRegistry is an IDRegistry in memory (storage implements the real one;
+// devices may not import it).
+type memRegistry struct {
+	mu    sync.Mutex
+	m     map[string]IDAssignment
+	fail  error
+	saves int
+}
+
+func (r *memRegistry) LoadDeviceIDs(context.Context) ([]IDAssignment, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []IDAssignment
+	for _, a := range r.m {
+		out = append(out, a)
+	}
+	return out, nil
+}
+
+func (r *memRegistry) SaveDeviceIDs(_ context.Context, put []IDAssignment, del []string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.fail != nil {
+		return r.fail
+	}
+	if r.m == nil {
+		r.m = map[string]IDAssignment{}
+	}
+	for _, k := range del {
+		delete(r.m, k)
+	}
+	for _, a := range put {
+		r.m[a.Key] = a
+	}
+	r.saves++
+	return nil
+}
+
+func (r *memRegistry) ids() map[string]string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string]string{}
+	for k, a := range r.m {
+		out[k] = a.ID
+	}
+	return out
+}
+
+// weatherConfig is a Home Assistant discovery config of a temperature
+// sensor on a device named "Outdoor Weather" with the given identifier.
+func weatherConfig(ident, stateTopic string) string {
+	return fmt.Sprintf(`{"name":"Temperature","unique_id":"%s_temp","device_class":"temperature","state_topic":"%s",
+		"device":{"identifiers":["%s"],"name":"Outdoor Weather"}}`, ident, stateTopic, ident)
+}
+
+const (
+	realWeather = "homeassistant/sensor/ws1/temperature/config"
+	evilWeather = "homeassistant/sensor/aaa_evil/temperature/config"
+	evilMotion  = "homeassistant/binary_sensor/aab_evil/motion/config"
+	// The attacker's Zigbee2MQTT device list names a device after the
+	// Home Assistant one.
+	z2mList = `[{"ieee_address":"0x0001","friendly_name":"hall_motion","type":"EndDevice","supported":true,"definition":{"vendor":"Aqara","model":"M1","description":"Motion","exposes":[{"type":"binary","name":"occupancy","property":"occupancy","access":1,"value_on":true,"value_off":false}]}},
+		{"ieee_address":"0x0bad","friendly_name":"outdoor_weather","type":"EndDevice","supported":true,"definition":{"vendor":"Evil","model":"E1","description":"Fake","exposes":[{"type":"numeric","name":"temperature","property":"temperature","access":1}]}}]`
+)
+
+// houseOverMQTT is one run of the server: an embedded broker, the catalog
+// on its Inline client, and a device publishing over TCP.
+type houseOverMQTT struct {
+	c   *Catalog
+	pub *mqtt.Client
+}
+
+func startHouse(t *testing.T, reg IDRegistry) *houseOverMQTT {
+	t.Helper()
+	b, err := mqtt.StartBroker("127.0.0.1:0", quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	in := b.Inline(quietLogger())
+	t.Cleanup(func() { cancel(); in.Close(); _ = b.Close() })
+	c := NewCatalog(Options{Logger: quietLogger(), IDs: reg})
+	if err := c.Start(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer dcancel()
+	pub, err := mqtt.Dial(dctx, mqtt.Options{Broker: b.URL(), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pub.Close)
+	return &houseOverMQTT{c: c, pub: pub}
+}
+
+// publish sends a retained message and waits until the catalog has id.
+func (h *houseOverMQTT) publish(t *testing.T, topic, payload, waitID string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.pub.Publish(ctx, topic, []byte(payload), 1, true); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, ok := h.c.Snapshot().Get(waitID); ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never appeared after %s", waitID, topic)
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval, not synchronisation
+	}
+}
+
+// liveOf polls until the state id holds want.
+func (h *houseOverMQTT) liveOf(t *testing.T, topic, payload, id string, want any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.pub.Publish(ctx, topic, []byte(payload), 1, false); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if l, _ := h.c.Live(id); fmt.Sprint(l.Value) == fmt.Sprint(want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			l, _ := h.c.Live(id)
+			t.Fatalf("%s = %v after %s on %s, want %v", id, l.Value, payload, topic, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func deviceIDs(c *Catalog) []string {
+	var out []string
+	for _, e := range c.Snapshot().Entries() {
+		if e.Kind == "device" {
+			out = append(out, e.ID)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestDeviceIDTakeoverOverMQTT: a discovery config with other identifiers
+// but the same name as a known device, from Home Assistant discovery or a
+// Zigbee2MQTT device list, gets a suffixed id; the original keeps its id
+// and its topics; and after a restart each keeps its id although the
+// newcomers arrive first (issue 14, item 6).
+func TestDeviceIDTakeoverOverMQTT(t *testing.T) {
+	reg := &memRegistry{}
+	h := startHouse(t, reg)
+	h.publish(t, realWeather, weatherConfig("ws-1", "weather/real"), "outdoor_weather.temperature")
+	h.publish(t, evilWeather, weatherConfig("a-evil", "weather/evil"), "outdoor_weather_2.temperature")
+	h.publish(t, "zigbee2mqtt/bridge/devices", z2mList, "outdoor_weather_3.temperature")
+	h.publish(t, evilMotion, `{"name":"Motion","unique_id":"evil_motion","state_topic":"motion/evil","device":{"identifiers":["b-evil"],"name":"Hall Motion"}}`, "hall_motion_2")
+	h.liveOf(t, "weather/real", "7.5", "outdoor_weather.temperature", 7.5)
+	h.liveOf(t, "weather/evil", "99", "outdoor_weather_2.temperature", 99.0)
+	h.liveOf(t, "zigbee2mqtt/outdoor_weather", `{"temperature":98}`, "outdoor_weather_3.temperature", 98.0)
+	if l, _ := h.c.Live("outdoor_weather.temperature"); fmt.Sprint(l.Value) != "7.5" {
+		t.Fatalf("the attackers' topics moved outdoor_weather.temperature to %v", l.Value)
+	}
+	want := []string{"hall_motion", "hall_motion_2", "outdoor_weather", "outdoor_weather_2", "outdoor_weather_3"}
+	if got := deviceIDs(h.c); !reflect.DeepEqual(got, want) {
+		t.Fatalf("devices %v, want %v", got, want)
+	}
+	wantReg := map[string]string{"ha:ids:ws-1": "outdoor_weather", "ha:ids:a-evil": "outdoor_weather_2",
+		"z2m:0x0bad": "outdoor_weather_3", "z2m:0x0001": "hall_motion", "ha:ids:b-evil": "hall_motion_2"}
+	if got := reg.ids(); !reflect.DeepEqual(got, wantReg) {
+		t.Fatalf("registry %v, want %v", got, wantReg)
+	}
+
+	// Restart on a fresh broker: the newcomers arrive first, alone.
+	h2 := startHouse(t, reg)
+	h2.publish(t, evilWeather, weatherConfig("a-evil", "weather/evil"), "outdoor_weather_2.temperature")
+	h2.publish(t, evilMotion, `{"name":"Motion","unique_id":"evil_motion","state_topic":"motion/evil","device":{"identifiers":["b-evil"],"name":"Hall Motion"}}`, "hall_motion_2")
+	if _, ok := h2.c.Snapshot().Get("outdoor_weather"); ok {
+		t.Fatal("after a restart the newcomer took outdoor_weather")
+	}
+	h2.publish(t, "zigbee2mqtt/bridge/devices", z2mList, "outdoor_weather_3")
+	h2.publish(t, realWeather, weatherConfig("ws-1", "weather/real"), "outdoor_weather.temperature")
+	h2.liveOf(t, "weather/real", "8", "outdoor_weather.temperature", 8.0)
+	if got := deviceIDs(h2.c); !reflect.DeepEqual(got, want) {
+		t.Fatalf("after restart: devices %v, want %v", got, want)
+	}
+	if got := reg.ids(); !reflect.DeepEqual(got, wantReg) {
+		t.Fatalf("after restart: registry %v, want %v", got, wantReg)
+	}
+}
+
+// TestDeviceIDsReleaseRenameAndDuplicates: a device that leaves releases
+// its id; a renamed device takes its new name's id; two devices claiming
+// one identity in one list: the first wins; Zigbee2MQTT's own Home
+// Assistant discovery of a native device shares its id in either order.
+func TestDeviceIDsReleaseRenameAndDuplicates(t *testing.T) {
+	reg := &memRegistry{}
+	c, _ := newTestCatalog(func(o *Options) { o.IDs = reg })
+	if err := c.loadIDs(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name  string
+		topic string
+		body  string
+		want  []string
+	}{
+		{"real", realWeather, weatherConfig("ws-1", "weather/real"), []string{"outdoor_weather"}},
+		{"newcomer", evilWeather, weatherConfig("a-evil", "weather/evil"), []string{"outdoor_weather", "outdoor_weather_2"}},
+		{"the original leaves", realWeather, "", []string{"outdoor_weather_2"}},
+		{"it comes back: first come", realWeather, weatherConfig("ws-1", "weather/real"), []string{"outdoor_weather", "outdoor_weather_2"}},
+		{"the newcomer renames itself", evilWeather, `{"name":"T","state_topic":"w/e","device":{"identifiers":["a-evil"],"name":"Garden"}}`, []string{"garden", "outdoor_weather"}},
+		{"Zigbee2MQTT's HA discovery first", "homeassistant/binary_sensor/0x0001/occupancy/config",
+			`{"name":"Occupancy","state_topic":"zigbee2mqtt/hall_motion","device":{"identifiers":["zigbee2mqtt_0x0001"],"name":"hall_motion"},"origin":{"name":"Zigbee2MQTT"}}`,
+			[]string{"garden", "hall_motion", "outdoor_weather"}},
+		{"then its native device", "zigbee2mqtt/bridge/devices", z2mList[:len(z2mList)-1] + `,` + z2mList[1:],
+			[]string{"garden", "hall_motion", "outdoor_weather", "outdoor_weather_2"}},
+	}
+	for _, st := range steps {
+		c.HandleMessage(msg(st.topic, st.body))
+		if got := deviceIDs(c); !reflect.DeepEqual(got, st.want) {
+			t.Fatalf("%s: devices %v, want %v", st.name, got, st.want)
+		}
+	}
+	if e, _ := c.Snapshot().Get("hall_motion"); e == nil || e.Tags[0] != "source:zigbee2mqtt" {
+		t.Fatalf("hall_motion is not the native Zigbee2MQTT device: %+v", e)
+	}
+	// A device gone from the next (complete) Zigbee2MQTT list releases its id.
+	c.HandleMessage(msg("zigbee2mqtt/bridge/devices", "[]"))
+	if got := reg.ids(); got["z2m:0x0001"] != "hall_motion" || got["z2m:0x0bad"] != "" {
+		t.Fatalf("after an empty device list the registry is %v (the HA discovery of 0x0001 still holds hall_motion)", got)
+	}
+	reg.fail = errors.New("disk full")
+	c.HandleMessage(msg(evilMotion, `{"name":"Motion","state_topic":"m/e","device":{"identifiers":["b-evil"],"name":"Porch"}}`))
+	if _, ok := c.Snapshot().Get("porch"); !ok {
+		t.Fatal("a failed save lost the assignment")
+	}
+	reg.fail = nil
+	c.HandleMessage(msg(evilMotion, `{"name":"Motion","state_topic":"m/e","device":{"identifiers":["b-evil"],"name":"Porch"},"icon":"x"}`))
+	if got := reg.ids(); got["ha:ids:b-evil"] != "porch" {
+		t.Fatalf("the save was not retried: %v", got)
+	}
+}

@@ -1,0 +1,67 @@
+package mqtt
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/mqtt/mqtttest"
+)
+
+// TestPublishBoundedWhenBrokerFreezes: with the broker frozen, a publish
+// returns within PublishTimeout with a clear error even when the caller's
+// context allows far longer (an engine run's), and Health says why the
+// broker is not ok until it answers again (issue 14, item 14).
+func TestPublishBoundedWhenBrokerFreezes(t *testing.T) {
+	const timeout = 500 * time.Millisecond
+	b := startBroker(t, "127.0.0.1:0")
+	for _, tc := range []struct {
+		name    string
+		qos     byte
+		payload int
+	}{
+		{"qos1 unacknowledged", 1, 16},
+		{"qos2 unacknowledged", 2, 16},
+		{"qos0 write blocked on a full socket", 0, 8 << 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := mqtttest.StartFreezeProxy(t, b.Addr())
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			c, err := Dial(ctx, Options{Broker: p.URL(), PublishTimeout: timeout, Logger: quietLogger()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(c.Close)
+			if err := c.Publish(ctxT(t), "freeze/warmup", []byte("x"), 1, false); err != nil {
+				t.Fatal(err)
+			}
+			if ok, reason := c.Health(); !ok {
+				t.Fatalf("Health before the freeze = %q", reason)
+			}
+			p.Freeze()
+			long, cancelLong := context.WithTimeout(context.Background(), 60*time.Second) // as a run's deadline
+			defer cancelLong()
+			start := time.Now()
+			err = c.Publish(long, "freeze/cmd", make([]byte, tc.payload), tc.qos, false)
+			took := time.Since(start)
+			if err == nil || took > timeout+time.Second {
+				t.Fatalf("Publish with the broker frozen = %v after %s, want an error within %s", err, took, timeout)
+			}
+			if !errors.Is(err, ErrNotConnected) && !strings.Contains(err.Error(), "within "+timeout.String()) {
+				t.Errorf("Publish error %q does not say what happened", err)
+			}
+			waitFor(t, 5*time.Second, "Health to report the frozen broker", func() bool { ok, _ := c.Health(); return !ok })
+			_, reason := c.Health()
+			if !strings.Contains(reason, "broker") {
+				t.Errorf("Health reason %q", reason)
+			}
+			p.Thaw()
+			if tc.qos > 0 {
+				waitFor(t, 5*time.Second, "Health to recover once the broker answers", func() bool { ok, _ := c.Health(); return ok })
+			}
+		})
+	}
+}
