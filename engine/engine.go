@@ -103,6 +103,7 @@ func New(cfg Config, devs *devices.Catalog, store *storage.Store, log *slog.Logg
 	e.cat = newCatalogService(e)
 	if store != nil {
 		e.rec = newRecorder(store, log, cfg.KeepPerStatus)
+		e.rec.announce = e.notify
 		e.sched = newScheduler(e)
 	}
 	return e

@@ -1,6 +1,11 @@
 package engine
 
-import "time"
+import (
+	"context"
+	"time"
+
+	"github.com/pilothouse/pilothouse/storage"
+)
 
 // Event is a notification for live views (the web UI's server-sent events).
 type Event struct {
@@ -12,10 +17,20 @@ type Event struct {
 	ID     string    `json:"id,omitempty"` // entity id for state events
 	Value  any       `json:"value,omitempty"`
 	Time   time.Time `json:"time"`
+	// Principal and Ref say whom the event concerns, for EventVisible: a
+	// firing's run principal and the rule's program; a rule change's owner
+	// and program as of the change.
+	Principal string `json:"-"`
+	Ref       string `json:"-"`
 }
 
 // Events subscribes (a slow subscriber loses events, it never blocks the
-// engine) to engine events; call the returned cancel when done.
+// engine) to engine events; call the returned cancel when done. Events are
+// not scoped: pass each through EventVisible as it is delivered.
+//
+// A firing is announced once its run record is committed (by the recorder,
+// after the batch's transaction): whatever the stream announced survives a
+// crash, and a run the recorder could not write is never announced.
 func (e *Engine) Events(buffer int) (<-chan Event, func()) {
 	ch := make(chan Event, buffer)
 	e.hubMu.Lock()
@@ -32,6 +47,24 @@ func (e *Engine) Events(buffer int) (<-chan Event, func()) {
 		}
 		e.hubMu.Unlock()
 	}
+}
+
+// EventVisible reports whether the principal of ctx may be told about ev,
+// judged when it is delivered (not when the stream subscribed): a firing
+// only to the principal its run belongs to (the one pilotage_trace serves
+// it to), a rule change only to a principal that sees the rule as it is
+// now owned and programmed (its owner, or one whose scope shows its
+// program). A rule that changed owner or program after a stream began is
+// judged by its new owner and program.
+func (e *Engine) EventVisible(ctx context.Context, ev Event) bool {
+	p := e.principal(ctx)
+	switch ev.Type {
+	case "firing":
+		return ev.Principal != "" && ev.Principal == p.Name
+	case "rule":
+		return ev.Principal != "" && e.visibleRule(p, storage.Rule{Name: ev.Rule, Principal: ev.Principal, Ref: ev.Ref})
+	}
+	return false
 }
 
 func (e *Engine) notify(ev Event) {

@@ -144,7 +144,8 @@ func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, las
 
 // SetRuleEnabled enables or disables a visible rule.
 func (e *Engine) SetRuleEnabled(ctx context.Context, name string, on bool) (RuleInfo, error) {
-	if _, err := e.GetRule(ctx, name, 0); err != nil {
+	ri, err := e.GetRule(ctx, name, 0)
+	if err != nil {
 		return RuleInfo{}, err
 	}
 	if !e.principal(ctx).Deploy {
@@ -154,14 +155,15 @@ func (e *Engine) SetRuleEnabled(ctx context.Context, name string, on bool) (Rule
 		return RuleInfo{}, fmt.Errorf("engine: updating rule: %w", err)
 	}
 	e.sched.setEnabled(name, on)
-	e.notify(Event{Type: "rule", Rule: name, Status: map[bool]string{true: "enabled", false: "disabled"}[on], OK: true, Time: e.Now()})
+	e.notify(Event{Type: "rule", Rule: name, Status: map[bool]string{true: "enabled", false: "disabled"}[on], OK: true, Time: e.Now(), Principal: ri.Principal, Ref: ri.ProgramRef})
 	return e.GetRule(ctx, name, 5)
 }
 
 // RemoveRule uninstalls a visible rule. Its promoted programs stay (they are
 // immutable history, and rollback targets).
 func (e *Engine) RemoveRule(ctx context.Context, name string) error {
-	if _, err := e.GetRule(ctx, name, 0); err != nil {
+	ri, err := e.GetRule(ctx, name, 0)
+	if err != nil {
 		return err
 	}
 	if !e.principal(ctx).Deploy {
@@ -171,7 +173,7 @@ func (e *Engine) RemoveRule(ctx context.Context, name string) error {
 		return fmt.Errorf("engine: removing rule: %w", err)
 	}
 	e.sched.remove(name)
-	e.notify(Event{Type: "rule", Rule: name, Status: "removed", OK: true, Time: e.Now()})
+	e.notify(Event{Type: "rule", Rule: name, Status: "removed", OK: true, Time: e.Now(), Principal: ri.Principal, Ref: ri.ProgramRef})
 	return nil
 }
 

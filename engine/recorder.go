@@ -37,6 +37,9 @@ type recorder struct {
 	enq, done2 atomic.Uint64
 	mu         sync.Mutex
 	progress   *sync.Cond
+	// announce, when set, is told about every committed firing marked
+	// announce (the live stream), after its batch's transaction.
+	announce func(Event)
 }
 
 const recorderQueue = 1 << 14 // about 3 s of firings at 5,000/s
@@ -53,14 +56,16 @@ func (r *recorder) start() {
 }
 
 // recItem is a queued run; env, when set, is encoded into run.Envelope by
-// the recorder. env must not change once queued.
+// the recorder. env must not change once queued. announce: tell the live
+// stream once the run is committed (a firing that ended).
 type recItem struct {
-	run storage.Run
-	env *envelope
+	run      storage.Run
+	env      *envelope
+	announce bool
 }
 
 // add queues a run; it never blocks.
-func (r *recorder) add(run storage.Run, env *envelope) { r.addItem(&recItem{run, env}) }
+func (r *recorder) add(run storage.Run, env *envelope) { r.addItem(&recItem{run: run, env: env}) }
 
 // addItem queues it; it never blocks. it must not change once queued.
 func (r *recorder) addItem(it *recItem) {
@@ -176,7 +181,7 @@ func (r *recorder) loop() {
 				trimCount[rule] += r.keep // retried with the next batch after trimEvery
 			}
 		} else {
-			r.written.Add(uint64(len(batch)))
+			r.committed(items)
 		}
 		r.mu.Lock()
 		r.done2.Add(uint64(len(batch)))
@@ -223,6 +228,23 @@ func (r *recorder) loop() {
 		}
 		timer.Stop()
 		write()
+	}
+}
+
+// committed counts a committed batch and tells the live stream about its
+// firings, in the order they were queued: only what is stored is announced.
+func (r *recorder) committed(items []*recItem) {
+	r.written.Add(uint64(len(items)))
+	if r.announce == nil {
+		return
+	}
+	for _, it := range items {
+		if !it.announce {
+			continue
+		}
+		run := &it.run
+		r.announce(Event{Type: "firing", Rule: run.Rule, RunID: run.ID, Status: run.Status, OK: run.OK, Time: run.Ended,
+			Principal: run.Principal, Ref: run.Ref})
 	}
 }
 

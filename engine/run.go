@@ -140,7 +140,7 @@ func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rule
 	out := &DeployOutput{ProgramRef: pr.prog.Ref, Rule: rule.Name, Replaced: replaced, Triggers: info.Triggers, NextFire: info.NextFire}
 	steps = append(steps, pilotage.TraceStep{ID: "arm", Output: map[string]any{"triggers": info.Triggers, "next_fire": info.NextFire},
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()})
-	e.notify(Event{Type: "rule", Rule: rule.Name, RunID: runID, Status: "installed", OK: true, Time: e.Now()})
+	e.notify(Event{Type: "rule", Rule: rule.Name, RunID: runID, Status: "installed", OK: true, Time: e.Now(), Principal: rule.Principal, Ref: rule.Ref})
 	return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: true, Status: rules.StatusSuccess}, Output: out,
 		Trace: &pilotage.Trace{Level: pilotage.LevelFull, Steps: steps}}, nil
 }

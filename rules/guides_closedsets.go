@@ -75,7 +75,7 @@ func closedSetsBody() string {
 	}
 	w("| `vars.index`, `vars.item` | inside a repeat body: the 1-based iteration; in for_each bodies the current item |\n")
 
-	w("\n## Limits\n\nValidation beyond a validation bound is the request error `resource_exhausted`; a run beyond an execution bound ends with status `limit_exceeded` or `timeout`.\n\n")
+	w("\n## Limits\n\nA request beyond a request bound is refused before any work (an HTTP body with status 413, an argument with the request error `resource_exhausted` naming it); validation beyond a validation bound is the request error `resource_exhausted`; a run beyond an execution bound ends with status `limit_exceeded` or `timeout`.\n\n")
 	w("| limit | default | bounds |\n|---|---|---|\n")
 	lv := reflect.ValueOf(DefaultLimits)
 	for i := 0; i < lv.NumField(); i++ {
@@ -88,6 +88,9 @@ func closedSetsBody() string {
 }
 
 var limitDocs = map[string]string{
+	"MaxRequestBytes": "size of an HTTP request body (beyond: HTTP 413) and of one stdio line (beyond: a parse error)",
+	"MaxArgBytes":     "bytes of each string argument of a tool: ids, q, cursor, names, keys (beyond: `resource_exhausted`)",
+	"MaxInputBytes":   "JSON bytes of execute's input and of its context, what a run may store of them (beyond: `resource_exhausted`)",
 	"MaxProgramBytes": "size of a program in bytes",
 	"MaxNodes":        "JSON values in a program",
 	"MaxDepth":        "nesting of if/choose/repeat step lists",

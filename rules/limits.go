@@ -6,6 +6,11 @@ import "time"
 // They live in one place; DefaultLimits is what the server uses unless the
 // configuration overrides a value.
 type Limits struct {
+	// Requests (the MCP and web bindings), checked before any parsing work.
+	MaxRequestBytes int // HTTP request body (413 beyond), and one stdio line
+	MaxArgBytes     int // each string argument of a tool (ids, q, cursor, names, keys)
+	MaxInputBytes   int // execute's input and context (JSON bytes): what a run may store of them
+
 	// Validation.
 	MaxProgramBytes int           // raw program size
 	MaxNodes        int           // JSON values in the program
@@ -30,6 +35,10 @@ const MaxValueDepth = 64
 
 // DefaultLimits are the budgets in force unless configured otherwise.
 var DefaultLimits = Limits{
+	MaxRequestBytes: 1 << 20,
+	MaxArgBytes:     4 << 10,
+	MaxInputBytes:   64 << 10,
+
 	MaxProgramBytes: 256 << 10,
 	MaxNodes:        20000,
 	MaxDepth:        16,

@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -56,6 +57,8 @@ type Store struct {
 
 	closeOnce sync.Once
 	closeErr  error
+
+	envReads atomic.Uint64 // run envelopes read by id (EnvelopeReads)
 }
 
 type stmtKey struct {

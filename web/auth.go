@@ -236,10 +236,37 @@ func (s *server) logout(w http.ResponseWriter, r *http.Request, ss *session) {
 	redirect(w, r, "/")
 }
 
-// safeNext keeps post-login redirects on this site.
+// safeNext keeps post-login redirects on this site: only an absolute path
+// of this server survives, anything else is "/".
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") || strings.ContainsAny(next, "\r\n") {
+	if !sameSitePath(next) {
 		return "/"
 	}
 	return next
+}
+
+// sameSitePath reports whether p is a same-site absolute path however it is
+// read. Browsers drop tabs and newlines anywhere in a URL and treat '\' as
+// '/' ("/\t/evil" and "/\\evil" are "//evil", another host), and a proxy
+// may decode percent-escapes once: so only printable ASCII without space or
+// backslash may appear, raw or percent-decoded, and neither form may start
+// with "//". (The pages' own paths, which is what next carries, are
+// escaped ASCII.)
+func sameSitePath(p string) bool {
+	dec, err := url.PathUnescape(p)
+	if err != nil || len(p) > 2048 {
+		return false
+	}
+	for _, s := range []string{p, dec} {
+		if !strings.HasPrefix(s, "/") || strings.HasPrefix(s, "//") {
+			return false
+		}
+		for i := 0; i < len(s); i++ {
+			if c := s[i]; c <= ' ' || c >= 0x7f || c == '\\' {
+				return false
+			}
+		}
+	}
+	u, err := url.Parse(p)
+	return err == nil && u.Scheme == "" && u.Host == "" && u.User == nil && u.Opaque == ""
 }

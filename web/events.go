@@ -26,20 +26,12 @@ const (
 	sseMaxCatPending = 1024
 )
 
-// ruleVis is what a stream may tell about one rule.
-type ruleVis struct {
-	seen    bool // the rule is visible (status changes may be sent)
-	firings bool // its runs are visible (firings may be sent)
-}
-
 // stream is one /events connection: its scope, caches and counters.
 type stream struct {
 	s       *server
 	ctx     context.Context
-	p       *engine.Principal
 	w       http.ResponseWriter
 	rc      *http.ResponseController
-	rules   map[string]ruleVis
 	visible map[string]bool // device catalog ids in scope
 	stale   bool
 	catIDs  map[string]bool // catalog changes since the last notice
@@ -58,8 +50,8 @@ type stream struct {
 // engine, live device values from the catalog, each filtered by the
 // session's scope. The stream ends with the request.
 func (s *server) events(w http.ResponseWriter, r *http.Request, ss *session) {
-	st := &stream{s: s, ctx: ss.ctx(r), p: ss.principal, w: w, rc: http.NewResponseController(w),
-		rules: map[string]ruleVis{}, catIDs: map[string]bool{}}
+	st := &stream{s: s, ctx: ss.ctx(r), w: w, rc: http.NewResponseController(w),
+		catIDs: map[string]bool{}}
 	engCh, cancelEng := s.e.Events(sseEngineBuffer)
 	defer cancelEng()
 	devCh, cancelDev := st.watchDevices(r.URL.Query().Get("devices") == "1")
@@ -146,19 +138,6 @@ func (st *stream) send(event string, data any) error {
 	return err
 }
 
-// rule resolves what this stream may say about a rule (cached).
-func (st *stream) rule(name string) ruleVis {
-	if v, ok := st.rules[name]; ok {
-		return v
-	}
-	ri, err := st.s.e.GetRule(st.ctx, name, 0)
-	v := ruleVis{seen: err == nil}
-	// Runs belong to the principal they ran under (engine.ListRuns).
-	v.firings = v.seen && ri.Principal == st.p.Name
-	st.rules[name] = v
-	return v
-}
-
 // firingMsg is a firing as the pages insert it.
 type firingMsg struct {
 	Rule   string `json:"rule"`
@@ -177,22 +156,18 @@ type ruleMsg struct {
 	Class  string `json:"class"`
 }
 
+// engineEvent relays an engine event the session's principal may see,
+// judged as it is delivered (the rule's owner and program may have changed
+// since the stream began; nothing is cached).
 func (st *stream) engineEvent(ev engine.Event) error {
+	if !st.s.e.EventVisible(st.ctx, ev) {
+		return nil
+	}
 	switch ev.Type {
 	case "firing":
-		if !st.rule(ev.Rule).firings {
-			return nil
-		}
 		return st.send("firing", firingMsg{Rule: ev.Rule, RunID: ev.RunID, Status: ev.Status, Text: statusText(ev.Status),
 			Class: statusClass(ev.Status, ev.OK), OK: ev.OK, When: when(ev.Time), Time: ev.Time.UTC().Format(time.RFC3339)})
 	case "rule":
-		v := st.rule(ev.Rule)
-		if ev.Status == "removed" {
-			delete(st.rules, ev.Rule)
-		}
-		if !v.seen {
-			return nil
-		}
 		return st.send("rule", ruleMsg{Rule: ev.Rule, Status: ev.Status, Class: statusClass(ev.Status, true)})
 	}
 	return nil
@@ -330,6 +305,5 @@ func (st *stream) checkDeploys() error {
 		return nil
 	}
 	st.lastDeploy = id
-	clear(st.rules) // an install may make a rule visible, or replace its owner
 	return st.send("deploy", deployMsg{Rule: refRule(run.Ref), Ref: run.Ref, OK: run.OK})
 }

@@ -97,7 +97,7 @@ func populate(tb testing.TB) *bigHouse {
 	h := Handler(e, Options{Logger: quiet(), Devices: devs})
 	// A first request mints the (owner) session cookie.
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/devices", nil))
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1/devices", nil))
 	cookies := rec.Result().Cookies()
 	if len(cookies) == 0 {
 		tb.Fatal("no session cookie")
@@ -148,7 +148,7 @@ func (b *bigHouse) pages() []string {
 }
 
 func (b *bigHouse) get(tb testing.TB, path string) (time.Duration, int) {
-	req := httptest.NewRequest(http.MethodGet, path, nil)
+	req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1"+path, nil)
 	req.AddCookie(b.cookie)
 	rec := httptest.NewRecorder()
 	t0 := time.Now()

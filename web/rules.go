@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/engine/mcpserver"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -329,6 +330,9 @@ func (s *server) testRun(r *http.Request, ss *session, name string) (string, err
 	}
 	in["scenario"] = sc
 	input, _ := json.Marshal(in)
+	if err := mcpserver.InputTooLarge(s.e.Config().Limits, "input", input); err != nil {
+		return "", err // refused whole, never stored
+	}
 	resp, err := s.e.Execute(ctx, engine.ExecuteRequest{ProgramRef: ri.ProgramRef, TestRun: true, Input: input})
 	if err != nil {
 		return "", err

@@ -20,6 +20,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/engine/mcpserver"
 )
 
 // Options configure the UI.
@@ -35,6 +36,10 @@ type Options struct {
 	SessionTTL time.Duration
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+	// Guard is the allowed-host policy (DNS rebinding) and request body
+	// bound, shared with /mcp; nil = loopback names only and the engine's
+	// limits.max_request_bytes.
+	Guard *mcpserver.Guard
 }
 
 //go:embed templates/*.html
@@ -65,6 +70,9 @@ func Handler(e *engine.Engine, o Options) http.Handler {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
+	if o.Guard == nil {
+		o.Guard = mcpserver.NewGuard(mcpserver.GuardOptions{MaxBodyBytes: e.Config().Limits.MaxRequestBytes, Logger: o.Logger})
+	}
 	s := &server{e: e, o: o, log: o.Logger, sess: newSessions(o.SessionTTL, o.Now), logins: newLoginLimit(o.Now), pages: parsePages()}
 	return s.routes()
 }
@@ -83,7 +91,9 @@ func (s *server) routes() http.Handler {
 	mux.Handle("GET /runs/{id}", s.authed(s.runPage))
 	mux.Handle("GET /devices", s.authed(s.devicesPage))
 	mux.Handle("GET /events", s.authed(s.events))
-	return secureHeaders(mux)
+	// Every route, the login page and static files included, is behind
+	// the guard: a rebound name must not even get an owner session.
+	return secureHeaders(s.o.Guard.Wrap(mux))
 }
 
 // handlerFunc is a page handler that runs with a session.

@@ -148,7 +148,12 @@ type mqttConn interface {
 
 func (a *app) serveHTTP() error {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", a.mcp.HTTPHandler(mcpserver.HTTPOptions{Path: "/mcp", Principals: a.cfg.Principals, AllowedOrigins: a.cfg.AllowedOrigins}))
+	// One allowed-host policy and body bound for /mcp and the web UI
+	// (/healthz stays open: the container's health check).
+	guard := mcpserver.NewGuard(mcpserver.GuardOptions{AllowedHosts: a.cfg.AllowedHosts,
+		MaxBodyBytes: a.cfg.Limits.MaxRequestBytes, Logger: a.log.With("part", "http")})
+	mux.Handle("/mcp", a.mcp.HTTPHandler(mcpserver.HTTPOptions{Path: "/mcp", Principals: a.cfg.Principals,
+		AllowedOrigins: a.cfg.AllowedOrigins, Guard: guard}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		status, code := "ok", http.StatusOK
 		if ok, reason := a.client.Health(); !ok {
@@ -165,7 +170,7 @@ func (a *app) serveHTTP() error {
 		w.WriteHeader(code)
 		fmt.Fprintf(w, `{"status":%q,"version":%q,"storage":%s}`+"\n", status, engine.Version, storeJSON)
 	})
-	mux.Handle("/", web.Handler(a.eng, web.Options{Principals: a.cfg.Principals, Devices: a.devs, Logger: a.log.With("part", "web")}))
+	mux.Handle("/", web.Handler(a.eng, web.Options{Principals: a.cfg.Principals, Devices: a.devs, Logger: a.log.With("part", "web"), Guard: guard}))
 	ln, err := net.Listen("tcp", a.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s (use --addr to move it): %w", a.cfg.Addr, err)

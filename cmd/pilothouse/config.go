@@ -24,6 +24,7 @@ import (
 type Config struct {
 	Addr           string
 	AllowedOrigins []string
+	AllowedHosts   []string
 	DataDir        string
 
 	Broker       string // "" = embedded
@@ -78,7 +79,7 @@ func parseFlags(name string, args []string) (*Config, error) {
 		}
 	}
 	fs := flag.NewFlagSet("pilothouse "+name, flag.ContinueOnError)
-	var lat, lon, notifyTopic, token, origins string
+	var lat, lon, notifyTopic, token string
 	fs.StringVar(&configFile, "config", configFile, "YAML configuration file (see docs/configuration.md); flags and PILOTHOUSE_* variables override it")
 	if c.Latitude != nil {
 		lat = strconv.FormatFloat(*c.Latitude, 'f', -1, 64)
@@ -86,14 +87,14 @@ func parseFlags(name string, args []string) (*Config, error) {
 	if c.Longitude != nil {
 		lon = strconv.FormatFloat(*c.Longitude, 'f', -1, 64)
 	}
-	origins = strings.Join(c.AllowedOrigins, ",")
-	c.AllowedOrigins = nil
+	origins, hosts := strings.Join(c.AllowedOrigins, ","), strings.Join(c.AllowedHosts, ",")
 	defaultNotify := ""
 	if len(c.Notify) == 0 {
 		defaultNotify = "pilothouse/notify/phone"
 	}
 	fs.StringVar(&c.Addr, "addr", c.Addr, "HTTP listen address for MCP (/mcp), the web UI (/) and /healthz")
-	fs.StringVar(&origins, "allowed-origins", "", "comma-separated extra browser origins allowed to call the server")
+	fs.StringVar(&origins, "allowed-origins", origins, "comma-separated extra browser origins allowed to call the server")
+	fs.StringVar(&hosts, "allowed-hosts", hosts, "comma-separated host names the server answers to besides loopback names and IP addresses (DNS rebinding protection)")
 	fs.StringVar(&c.DataDir, "data", c.DataDir, "data folder (SQLite database)")
 	fs.StringVar(&c.Broker, "broker", c.Broker, "external MQTT broker URL (tcp://host:1883, ssl://host:8883); empty = embedded broker")
 	fs.StringVar(&c.BrokerListen, "broker-listen", c.BrokerListen, "listen address of the embedded broker")
@@ -145,11 +146,7 @@ func parseFlags(name string, args []string) (*Config, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	for _, o := range strings.Split(origins, ",") {
-		if o = strings.TrimSpace(o); o != "" {
-			c.AllowedOrigins = append(c.AllowedOrigins, o)
-		}
-	}
+	c.AllowedOrigins, c.AllowedHosts = splitList(origins), splitList(hosts)
 	for _, kv := range []struct {
 		name string
 		s    string
@@ -171,6 +168,17 @@ func parseFlags(name string, args []string) (*Config, error) {
 		c.Principals = setPrincipal(c.Principals, &engine.Principal{Name: "owner", TokenHash: engine.HashToken(token), Deploy: true})
 	}
 	return c, nil
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // setNotify adds or replaces the channel with ch's id.
@@ -203,6 +211,14 @@ func (c *Config) check(withHTTP bool) error {
 	}
 	if (c.Latitude == nil) != (c.Longitude == nil) {
 		return errors.New("location: set both --lat and --lon, or neither")
+	}
+	for _, h := range c.AllowedHosts {
+		if err := checkHostName(h); err != nil {
+			return fmt.Errorf("allowed hosts: %w", err)
+		}
+	}
+	if need := c.Limits.MaxProgramBytes + c.Limits.MaxInputBytes; c.Limits.MaxRequestBytes < need {
+		return fmt.Errorf("limits.max_request_bytes (%d) must be at least max_program_bytes + max_input_bytes (%d): a request could not carry the largest program and input", c.Limits.MaxRequestBytes, need)
 	}
 	if c.TimeZone != "" {
 		if _, err := time.LoadLocation(c.TimeZone); err != nil {

@@ -377,14 +377,11 @@ func (l *cfgLoader) top(root *yaml.Node) error {
 	err := l.mapping(root, "", map[string]handler{
 		"listen":          l.checked(&c.Addr, checkHostPort),
 		"allowed_origins": l.strList(&c.AllowedOrigins, checkOrigin),
+		"allowed_hosts":   l.strList(&c.AllowedHosts, checkHostName),
 		"data_dir":        l.checked(&c.DataDir, nonEmpty),
 		"mqtt":            l.mqtt,
-		"zigbee2mqtt": func(n *yaml.Node, key string) error {
-			return l.mapping(n, key, map[string]handler{"base_topic": l.checked(&c.Z2MBase, nonEmpty)})
-		},
-		"homeassistant": func(n *yaml.Node, key string) error {
-			return l.mapping(n, key, map[string]handler{"discovery_prefix": l.checked(&c.HAPrefix, nonEmpty)})
-		},
+		"zigbee2mqtt":     l.single("base_topic", &c.Z2MBase),
+		"homeassistant":   l.single("discovery_prefix", &c.HAPrefix),
 		"demo": func(n *yaml.Node, key string) error {
 			return l.mapping(n, key, map[string]handler{"enabled": l.boolean(&c.Demo), "pace": l.duration(&c.DemoPace)})
 		},
@@ -434,6 +431,13 @@ func (l *cfgLoader) top(root *yaml.Node) error {
 	return nil
 }
 
+// single decodes a mapping of one non-empty string key.
+func (l *cfgLoader) single(field string, dst *string) handler {
+	return func(n *yaml.Node, key string) error {
+		return l.mapping(n, key, map[string]handler{field: l.checked(dst, nonEmpty)})
+	}
+}
+
 // findKey returns the value node of a top-level key (or root).
 func findKey(root *yaml.Node, key string) *yaml.Node {
 	for i := 0; i+1 < len(root.Content); i += 2 {
@@ -443,6 +447,17 @@ func findKey(root *yaml.Node, key string) *yaml.Node {
 	}
 	return root
 }
+
+// checkHostName accepts a DNS name as a browser sends it in Host (no
+// scheme, port or path): "pilothouse.lan", "home.example.com".
+func checkHostName(s string) error {
+	if !hostNameRE.MatchString(s) || len(s) > 253 {
+		return fmt.Errorf("want a host name such as \"pilothouse.lan\" (no scheme, port or path), got %q", s)
+	}
+	return nil
+}
+
+var hostNameRE = regexp.MustCompile(`^(?i)[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$`)
 
 func checkOrigin(s string) error {
 	u, err := url.Parse(s)

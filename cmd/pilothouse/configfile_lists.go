@@ -164,6 +164,9 @@ func (l *cfgLoader) notify(n *yaml.Node, key string) error {
 func (l *cfgLoader) limits(n *yaml.Node, key string) error {
 	lim := &l.c.Limits
 	return l.mapping(n, key, map[string]handler{
+		"max_request_bytes": l.integer(&lim.MaxRequestBytes),
+		"max_arg_bytes":     l.integer(&lim.MaxArgBytes),
+		"max_input_bytes":   l.integer(&lim.MaxInputBytes),
 		"max_program_bytes": l.integer(&lim.MaxProgramBytes),
 		"max_nodes":         l.integer(&lim.MaxNodes),
 		"max_depth":         l.integer(&lim.MaxDepth),

@@ -28,6 +28,7 @@ func TestConfigFileGood(t *testing.T) {
 	c, warn, err := loadYAML(t, `
 listen: 0.0.0.0:8080
 allowed_origins: [https://home.example.com]
+allowed_hosts: [pilothouse.lan, Home.Example.com]
 data_dir: /data
 mqtt:
   broker: tcp://mosquitto:1883
@@ -70,16 +71,20 @@ limits:
   max_program_bytes: 65536
   validate_wall: PT1S
   memory_budget: 4096
+  max_request_bytes: 2097152
+  max_arg_bytes: 512
+  max_input_bytes: 8192
 `)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(warn, "config pilothouse.yaml:19:5: warning: principals[0].token is a plaintext secret; prefer token_sha256 ("+engine.HashToken("owner-token")+") or token_env") {
+	if !strings.Contains(warn, "config pilothouse.yaml:20:5: warning: principals[0].token is a plaintext secret; prefer token_sha256 ("+engine.HashToken("owner-token")+") or token_env") {
 		t.Errorf("plaintext token warning: %q", warn)
 	}
 	lat, lon := 48.85, 2.35
 	want := defaultConfig()
 	want.Addr, want.AllowedOrigins, want.DataDir = "0.0.0.0:8080", []string{"https://home.example.com"}, "/data"
+	want.AllowedHosts = []string{"pilothouse.lan", "Home.Example.com"}
 	want.Broker, want.BrokerListen, want.ClientID, want.MQTTUser, want.MQTTPassword = "tcp://mosquitto:1883", "127.0.0.1:1884", "ph", "pilothouse", "mqtt-secret"
 	want.Z2MBase, want.HAPrefix, want.Demo, want.DemoPace = "z2m", "ha", false, 5*time.Second
 	want.Latitude, want.Longitude, want.TimeZone, want.Retention = &lat, &lon, "Europe/Paris", "P7D"
@@ -94,6 +99,7 @@ limits:
 	want.Notify = []devices.NotifyChannel{{ID: "notify.phone", Name: "Phone", Topic: "pilothouse/notify/phone"}, {ID: "notify.hook", URL: "https://example.com/hook"}}
 	want.Limits.MaxSteps, want.Limits.MaxIterations, want.Limits.MaxWall, want.Limits.MaxCallDepth = 500, 50, time.Hour, 2
 	want.Limits.MaxProgramBytes, want.Limits.ValidateWall, want.Limits.MemoryBudget = 65536, time.Second, 4096
+	want.Limits.MaxRequestBytes, want.Limits.MaxArgBytes, want.Limits.MaxInputBytes = 2<<20, 512, 8192
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("config:\n got %+v\nwant %+v", c, want)
 	}
@@ -116,7 +122,7 @@ func TestConfigFileBad(t *testing.T) {
 	for _, tc := range []struct{ name, body, want string }{
 		{"typo nested", "mqtt:\n  broker: tcp://x:1883\n  brokr: tcp://y:1883\n", "config pilothouse.yaml:3:3: mqtt.brokr: unknown key (did you mean broker?)"},
 		{"typo top", "listn: 1.2.3.4:80\n", "config pilothouse.yaml:1:1: listn: unknown key (did you mean listen?)"},
-		{"unknown far", "colour: blue\n", "config pilothouse.yaml:1:1: colour: unknown key (known keys: allowed_origins, data_dir, demo, homeassistant, limits, listen, location, log, mqtt, notify, principals, retention, stdio_principal, time_zone, zigbee2mqtt)"},
+		{"unknown far", "colour: blue\n", "config pilothouse.yaml:1:1: colour: unknown key (known keys: allowed_hosts, allowed_origins, data_dir, demo, homeassistant, limits, listen, location, log, mqtt, notify, principals, retention, stdio_principal, time_zone, zigbee2mqtt)"},
 		{"repeated", "listen: a:1\nlisten: b:2\n", "config pilothouse.yaml:2:1: listen: key repeated"},
 		{"not a mapping", "- a\n- b\n", "config pilothouse.yaml:1:1: want a mapping of keys, got a list"},
 		{"bool type", "demo:\n  enabled: yes please\n", `config pilothouse.yaml:2:12: demo.enabled: want true or false, got string "yes please"`},
@@ -134,6 +140,8 @@ func TestConfigFileBad(t *testing.T) {
 		{"retention", "retention: 30 days\n", `config pilothouse.yaml:1:12: retention: want an ISO 8601 duration such as "P30D", got "30 days"`},
 		{"log level", "log: {level: loud}\n", `config pilothouse.yaml:1:14: log.level: want debug, info, warn or error, got "loud"`},
 		{"origin", "allowed_origins: [home.example.com]\n", `config pilothouse.yaml:1:19: allowed_origins[0]: want an origin such as "https://home.example.com", got "home.example.com"`},
+		{"host with port", "allowed_hosts: [pilothouse.lan:8080]\n", `config pilothouse.yaml:1:17: allowed_hosts[0]: want a host name such as "pilothouse.lan" (no scheme, port or path), got "pilothouse.lan:8080"`},
+		{"host as URL", "allowed_hosts: [\"https://home.example.com\"]\n", `config pilothouse.yaml:1:17: allowed_hosts[0]: want a host name such as "pilothouse.lan" (no scheme, port or path), got "https://home.example.com"`},
 		{"principals type", "principals: {name: x}\n", "config pilothouse.yaml:1:13: principals: want a list of principals, got a mapping"},
 		{"principal no name", "principals:\n  - token: x\n", "config pilothouse.yaml:2:5: principals[0]: name is required"},
 		{"principal two tokens", "principals:\n  - name: a\n    token: x\n    token_env: HOME\n", "config pilothouse.yaml:2:5: principals[0]: set one of token_sha256, token_env and token"},

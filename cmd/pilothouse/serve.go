@@ -6,8 +6,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/mark3labs/mcp-go/server"
-
 	"github.com/pilothouse/pilothouse/devices/demo"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
@@ -31,8 +29,7 @@ func runServe(ctx context.Context, args []string, stdio bool) error {
 	}
 	log.Info("pilothouse started", "in", time.Since(t0).Round(time.Millisecond))
 	if stdio {
-		srv := server.NewStdioServer(a.mcp.MCP)
-		err = srv.Listen(ctx, os.Stdin, os.Stdout)
+		err = a.mcp.ServeStdio(ctx, os.Stdin, os.Stdout)
 		if err != nil && ctx.Err() != nil {
 			err = nil
 		}

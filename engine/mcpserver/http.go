@@ -23,17 +23,25 @@ type HTTPOptions struct {
 	// AllowedOrigins are extra browser origins allowed to call (the
 	// server's own loopback origins always are).
 	AllowedOrigins []string
+	// Guard is the allowed-host policy and body bound shared with the web
+	// UI (nil: loopback names only, and the engine's MaxRequestBytes).
+	Guard *Guard
 }
 
-// HTTPHandler serves MCP over streamable HTTP behind bearer-token
-// authentication and an Origin check; mcp-go's DNS-rebinding protection
-// stays on.
+// HTTPHandler serves MCP over streamable HTTP behind the shared guard
+// (allowed hosts: DNS rebinding; the body bound: 413), an Origin check and
+// bearer-token authentication. The guard replaces mcp-go's loopback-only
+// Host check, so /mcp and the web UI accept the same names.
 func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 	if o.Path == "" {
 		o.Path = "/mcp"
 	}
+	if o.Guard == nil {
+		o.Guard = NewGuard(GuardOptions{MaxBodyBytes: s.limits().MaxRequestBytes, Logger: s.log})
+	}
 	streamable := server.NewStreamableHTTPServer(s.MCP,
 		server.WithEndpointPath(o.Path),
+		server.WithDisableLocalhostProtection(true),
 		server.WithHTTPContextFunc(func(ctx context.Context, r *http.Request) context.Context {
 			if p := engine.PrincipalFrom(r.Context()); p != nil {
 				return engine.WithPrincipal(ctx, p)
@@ -42,6 +50,9 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 		}),
 	)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !o.Guard.CheckHost(w, r) {
+			return
+		}
 		if !originAllowed(r, o.AllowedOrigins) {
 			http.Error(w, "origin not allowed", http.StatusForbidden)
 			return
@@ -54,6 +65,9 @@ func (s *Server) HTTPHandler(o HTTPOptions) http.Handler {
 				http.Error(w, "a valid bearer token is required", http.StatusUnauthorized)
 				return
 			}
+		}
+		if !o.Guard.BoundBody(w, r) {
+			return
 		}
 		streamable.ServeHTTP(w, r.WithContext(engine.WithPrincipal(r.Context(), p)))
 	})

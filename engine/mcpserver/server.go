@@ -37,6 +37,7 @@ type Server struct {
 	e   *engine.Engine
 	def *engine.Principal
 	log *slog.Logger
+	lim rules.Limits // the engine's, request bounds defaulted
 }
 
 // New builds the MCP server.
@@ -48,7 +49,7 @@ func New(e *engine.Engine, o Options) *Server {
 		o.Logger = slog.Default()
 	}
 	settings := map[string]any{"version": pilotage.Version, "manifest": engine.ManifestURI, "discover": engine.ToolDiscover}
-	s := &Server{e: e, def: o.Default, log: o.Logger}
+	s := &Server{e: e, def: o.Default, log: o.Logger, lim: requestLimits(e.Config().Limits)}
 	s.MCP = server.NewMCPServer("pilothouse", engine.Version,
 		server.WithInstructions(Instructions),
 		server.WithToolCapabilities(false),
@@ -77,6 +78,9 @@ func (s *Server) tool(name, desc, in, out string, ann mcp.ToolAnnotation, h func
 	s.MCP.AddTool(t, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ctx = s.withPrincipal(ctx)
 		args, err := decodeArgs(req.GetRawArguments(), allowed)
+		if err == nil {
+			err = s.checkArgSizes(args)
+		}
 		if err != nil {
 			return errorResult(err), nil
 		}

@@ -27,6 +27,29 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // and returns an in-process mcp-go client.
 func setup(t *testing.T) (*client.Client, *engine.Engine) {
 	t.Helper()
+	eng, _ := stack(t, engine.Config{})
+	srv := mcpserver.New(eng, mcpserver.Options{Logger: quiet()})
+	cl, err := client.NewInProcessClient(srv.MCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := cl.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
+	if _, err := cl.Initialize(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.Close() })
+	return cl, eng
+}
+
+// stack starts the real parts (embedded broker, devices, demo, SQLite,
+// engine with cfg) and waits for the demo catalog.
+func stack(t *testing.T, cfg engine.Config) (*engine.Engine, *storage.Store) {
+	t.Helper()
 	ctx := context.Background()
 	b, err := mqtt.StartBroker("127.0.0.1:0", quiet())
 	if err != nil {
@@ -47,7 +70,7 @@ func setup(t *testing.T) (*client.Client, *engine.Engine) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = store.Close() })
-	eng := engine.New(engine.Config{}, devs, store, quiet())
+	eng := engine.New(cfg, devs, store, quiet())
 	if err := eng.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -67,21 +90,7 @@ func setup(t *testing.T) (*client.Client, *engine.Engine) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
-	srv := mcpserver.New(eng, mcpserver.Options{Logger: quiet()})
-	cl, err := client.NewInProcessClient(srv.MCP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cl.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	req := mcp.InitializeRequest{}
-	req.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
-	if _, err := cl.Initialize(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Close() })
-	return cl, eng
+	return eng, store
 }
 
 func callTool(t *testing.T, c *client.Client, name string, args any) (map[string]any, bool) {

@@ -1,0 +1,148 @@
+package mcpserver
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+	"sync/atomic"
+
+	"github.com/pilothouse/pilothouse/rules"
+)
+
+// GuardOptions configure the HTTP guard.
+type GuardOptions struct {
+	// AllowedHosts are the host names (no port) the server may be reached
+	// by besides loopback: a reverse proxy's name, the house server's LAN
+	// name. Case-insensitive, exact.
+	AllowedHosts []string
+	// MaxBodyBytes bounds a request body (0 = rules.DefaultLimits).
+	MaxBodyBytes int
+	Logger       *slog.Logger
+}
+
+// Guard is the policy every HTTP route but /healthz shares, /mcp and the
+// web UI alike: the allowed-host check against DNS rebinding, and the
+// request body bound.
+//
+// DNS rebinding: a page at http://evil.example:8080 whose name the attacker
+// re-points at 127.0.0.1 is, to the browser, its own origin: it may read
+// responses, cookies set for it and CSRF tokens. Only the Host header tells
+// such a request apart, so a request is served only when its Host is a
+// loopback name ("localhost", a loopback IP), an IP literal (a browser sends
+// one only when it was pointed at that address itself: no name to rebind),
+// or a configured name. mcp-go's own protection (loopback connections with
+// a loopback Host) is replaced by this one so that both routes answer the
+// same and configured names work behind a local reverse proxy.
+type Guard struct {
+	hosts   map[string]bool
+	maxBody int64
+	log     *slog.Logger
+
+	refusedHosts  atomic.Uint64
+	refusedBodies atomic.Uint64
+}
+
+// NewGuard builds the shared guard.
+func NewGuard(o GuardOptions) *Guard {
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = rules.DefaultLimits.MaxRequestBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	g := &Guard{hosts: map[string]bool{}, maxBody: int64(o.MaxBodyBytes), log: o.Logger}
+	for _, h := range o.AllowedHosts {
+		g.hosts[strings.ToLower(strings.TrimSpace(h))] = true
+	}
+	return g
+}
+
+// AllowedHost reports whether a Host header value (host or host:port) may
+// be served.
+func (g *Guard) AllowedHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	} else if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		host = host[1 : len(host)-1]
+	}
+	if host == "" {
+		return false
+	}
+	if _, err := netip.ParseAddr(host); err == nil {
+		return true // an IP literal: no name to rebind (loopback or not)
+	}
+	host = strings.ToLower(host)
+	return host == "localhost" || g.hosts[host]
+}
+
+// Wrap applies the guard to h: a foreign Host is refused with 403, a body
+// over the bound with 413, both before h runs.
+func (g *Guard) Wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !g.CheckHost(w, r) || !g.BoundBody(w, r) {
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// CheckHost answers 403 and returns false when r's Host is not allowed.
+func (g *Guard) CheckHost(w http.ResponseWriter, r *http.Request) bool {
+	if g.AllowedHost(r.Host) {
+		return true
+	}
+	if n := g.refusedHosts.Add(1); n == 1 || n%1000 == 0 {
+		g.log.Warn("refused a request for a host that is not allowed (DNS rebinding protection); add the name to allowed_hosts if it is yours",
+			"host", r.Host, "remote", r.RemoteAddr, "refused", n)
+	}
+	http.Error(w, fmt.Sprintf("Forbidden: host %q is not allowed. This server answers to loopback names, IP addresses and the names in allowed_hosts (configuration file or --allowed-hosts).", r.Host), http.StatusForbidden)
+	return false
+}
+
+// BoundBody reads r's body into memory up to the bound, before anything
+// parses it (mcp-go reads a whole body with io.ReadAll; a form parser up to
+// 10 MB). Beyond the bound it answers 413 having read at most bound+1 bytes
+// (nothing when Content-Length already says so) and returns false.
+func (g *Guard) BoundBody(w http.ResponseWriter, r *http.Request) bool {
+	if r.Body == nil || r.Body == http.NoBody {
+		return true
+	}
+	if r.ContentLength > g.maxBody {
+		g.tooLarge(w, r, r.ContentLength)
+		return false
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, max(0, min(r.ContentLength, g.maxBody))+1))
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, g.maxBody))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		g.tooLarge(w, r, -1)
+		return false
+	case err != nil:
+		http.Error(w, "reading the request body failed: "+err.Error(), http.StatusBadRequest)
+		return false
+	}
+	r.Body = io.NopCloser(buf)
+	return true
+}
+
+func (g *Guard) tooLarge(w http.ResponseWriter, r *http.Request, declared int64) {
+	if n := g.refusedBodies.Add(1); n == 1 || n%1000 == 0 {
+		g.log.Warn("refused a request body over limits.max_request_bytes", "path", r.URL.Path, "limit", g.maxBody,
+			"content_length", declared, "remote", r.RemoteAddr, "refused", n)
+	}
+	w.Header().Set("Connection", "close")
+	http.Error(w, fmt.Sprintf("Request body too large: the limit is %d bytes (limits.max_request_bytes).", g.maxBody), http.StatusRequestEntityTooLarge)
+}
+
+// Refused counts the requests refused so far, by reason.
+func (g *Guard) Refused() (hosts, bodies uint64) {
+	return g.refusedHosts.Load(), g.refusedBodies.Load()
+}
