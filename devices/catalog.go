@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -98,8 +99,7 @@ type Catalog struct {
 	tx      txn            // the transaction of the running HandleMessage
 	nextSub int
 	conn    mqtt.PubSub
-	subbed  map[string]bool // topics subscribed beyond the two wildcards
-	subQ    []string
+	want    []string // the subscription's filters (sorted), from the last rebuild
 	subWake chan struct{}
 	intern  *interner // shares equal schemas, tags and texts between entries
 	ids     *idTable  // device id assignments; changed under ingest and mu
@@ -156,7 +156,6 @@ func NewCatalog(o Options) *Catalog {
 		devLive: map[string]*devLive{},
 		pending: map[string][]byte{},
 		subs:    map[int]func(Change){},
-		subbed:  map[string]bool{},
 		subWake: make(chan struct{}, 1),
 		intern:  in,
 		ids:     newIDTable(),
@@ -173,10 +172,11 @@ func NewCatalog(o Options) *Catalog {
 	return c
 }
 
-// Start loads the persisted device ids (Options.IDs), subscribes <base>/#
-// and <prefix>/# on conn and keeps conn for Call and for the extra state
-// topics discovery points to. The subscription goroutine stops when ctx is
-// done.
+// Start loads the persisted device ids (Options.IDs), subscribes what
+// discovery and state need on conn (see staticFilters) and keeps conn for
+// Call. The topics discovery points to outside those filters are
+// subscribed, and unsubscribed when gone, by a goroutine that stops when
+// ctx is done.
 func (c *Catalog) Start(ctx context.Context, conn mqtt.PubSub) error {
 	c.mu.Lock()
 	if c.conn != nil {
@@ -188,38 +188,53 @@ func (c *Catalog) Start(ctx context.Context, conn mqtt.PubSub) error {
 	if err := c.loadIDs(ctx); err != nil {
 		return fmt.Errorf("devices: loading the device id registry: %w", err)
 	}
-	for _, f := range []string{c.opts.Z2MBase + "/#", c.opts.HAPrefix + "/#"} {
-		if err := conn.Subscribe(f, 0, c.HandleMessage); err != nil {
-			return fmt.Errorf("devices: subscribe %s: %w", f, err)
-		}
+	fs, err := mqtt.SubscribeSet(conn, 0, c.HandleMessage)
+	if err != nil {
+		return fmt.Errorf("devices: subscribe: %w", err)
 	}
-	go c.subscriber(ctx, conn)
-	c.wakeSubscriber()
+	c.mu.RLock()
+	want := c.want
+	c.mu.RUnlock()
+	if err := fs.Set(want); err != nil {
+		return fmt.Errorf("devices: subscribe: %w", err)
+	}
+	go c.subscriber(ctx, fs, want)
 	return nil
 }
 
-// subscriber subscribes the state topics outside the two wildcards. It runs
-// on its own goroutine because a Subscribe may deliver retained messages
-// synchronously, and HandleMessage must not wait for itself.
-func (c *Catalog) subscriber(ctx context.Context, conn mqtt.PubSub) {
+// staticFilters are the catalog's filters whatever the devices: the
+// Zigbee2MQTT bridge's device list and events, every device's state,
+// availability and action topic (a friendly name without "/"), and Home
+// Assistant discovery configs. None matches a command (<base>/<name>/set,
+// /get, ...): the catalog never receives the commands it publishes, nor
+// anyone else's. Topics discovery points to outside them (names with "/",
+// Home Assistant state topics) are subscribed one by one.
+func (c *Catalog) staticFilters() []string {
+	b, p := c.opts.Z2MBase, c.opts.HAPrefix
+	return []string{b + "/bridge/devices", b + "/bridge/event", b + "/+", b + "/+/availability", b + "/+/action",
+		p + "/+/+/config", p + "/+/+/+/config"}
+}
+
+// subscriber keeps the subscription's filters those of the last rebuild.
+// It runs on its own goroutine because Set waits for the broker, which
+// delivers retained messages to HandleMessage meanwhile.
+func (c *Catalog) subscriber(ctx context.Context, fs mqtt.Filters, have []string) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-c.subWake:
 		}
-		c.mu.Lock()
-		q := c.subQ
-		c.subQ = nil
-		c.mu.Unlock()
-		for _, t := range q {
-			if err := conn.Subscribe(t, 0, c.HandleMessage); err != nil {
-				c.log.Warn("subscribe state topic", "topic", t, "err", err)
-				c.mu.Lock()
-				delete(c.subbed, t) // retried after the next discovery change
-				c.mu.Unlock()
-			}
+		c.mu.RLock()
+		want := c.want
+		c.mu.RUnlock()
+		if slices.Equal(want, have) {
+			continue
 		}
+		if err := fs.Set(want); err != nil {
+			c.log.Warn("subscribe state topics", "err", err) // retried after the next discovery change
+		}
+		have = want
 	}
 }
 
@@ -296,8 +311,8 @@ func (c *Catalog) handleLocked(tx *txn, m mqtt.Message) {
 
 // z2mCommand reports whether t is a Zigbee2MQTT command topic:
 // <base>/<name>/set or /get, optionally followed by /<attribute>. The
-// catalog's <base>/# subscription sees every command (each firing's too);
-// none is state to keep for a device that is not discovered yet.
+// catalog's filters match none, but HandleMessage may be given one; none is
+// state to keep for a device that is not discovered yet.
 func (c *Catalog) z2mCommand(t string) bool {
 	rest, ok := strings.CutPrefix(t, c.topics.z2mPrefix)
 	if !ok {

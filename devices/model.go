@@ -3,10 +3,12 @@ package devices
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
@@ -429,19 +431,21 @@ func (c *Catalog) pruneLive(byID map[string]*pilotage.Entry) {
 	}
 }
 
-// subscribeRoutes queues the routed topics outside the two wildcard
-// subscriptions for the subscriber goroutine.
+// subscribeRoutes computes the catalog's filters: the static ones and
+// every routed topic they do not cover; a change wakes the subscriber.
 func (c *Catalog) subscribeRoutes(tx *txn) {
-	base, prefix := c.opts.Z2MBase+"/", c.opts.HAPrefix+"/"
+	static := c.staticFilters()
+	want := static
 	for t := range c.model.routes {
-		if strings.HasPrefix(t, base) || strings.HasPrefix(t, prefix) || c.subbed[t] {
-			continue
+		if !slices.ContainsFunc(static, func(f string) bool { return mqtt.TopicMatch(f, t) }) {
+			want = append(want, t)
 		}
-		c.subbed[t] = true
-		c.subQ = append(c.subQ, t)
+	}
+	slices.Sort(want)
+	if !slices.Equal(want, c.want) {
+		c.want = want
 		tx.newSubs = true
 	}
-	sort.Strings(c.subQ)
 }
 
 // replayPending feeds payloads that arrived before their route existed.

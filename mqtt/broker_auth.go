@@ -127,7 +127,7 @@ func (u *authUser) canWrite(topic string) bool {
 		return true
 	}
 	for _, f := range u.writ {
-		if topicMatch(f, topic) {
+		if TopicMatch(f, topic) {
 			return true
 		}
 	}

@@ -23,6 +23,7 @@ const (
 	DefaultMaxReconnectInterval = 10 * time.Second
 	DefaultPublishTimeout       = 10 * time.Second
 	DefaultQueueSize            = 1024
+	DefaultStallLimit           = 2 * time.Second
 
 	// keepAlive is the MQTT keepalive: paho pings after this long without
 	// traffic and drops the connection when no PINGRESP follows within
@@ -60,21 +61,28 @@ type Options struct {
 	// Default DefaultPublishTimeout.
 	PublishTimeout time.Duration
 	// QueueSize is the per-subscription delivery queue length. When a
-	// handler falls this far behind, further messages for it are dropped,
-	// counted (Dropped) and logged. Default DefaultQueueSize.
+	// handler falls this far behind, the connection waits for it
+	// (backpressure: the broker holds further messages back), counted in
+	// Delivery. Default DefaultQueueSize.
 	QueueSize int
-	Logger    *slog.Logger
+	// StallLimit bounds that wait for one message: a handler stuck this
+	// long loses the message (counted in Delivery, logged) so that the
+	// connection goes on. Default DefaultStallLimit.
+	StallLimit time.Duration
+	Logger     *slog.Logger
 }
 
 // Client is a paho-based MQTT 3.1.1 connection with a clean session that
 // reconnects with backoff, re-establishes every remembered subscription after
 // each (re)connect, and refuses to publish while disconnected.
 //
-// Delivery: each Subscribe gets its own queue and goroutine, so a handler sees
-// the messages of its subscription in the order the broker sent them, and a
-// slow handler delays only itself. Handlers may call Publish. They should
-// still be fast: a handler that falls QueueSize messages behind loses
-// messages (counted in Dropped), it never stalls the connection.
+// Delivery: each Subscribe (and each SubscribeSet) gets its own queue and
+// goroutine, so a handler sees the messages of its subscription in the
+// order the broker sent them. Handlers may call Publish. A handler that
+// falls QueueSize messages behind holds the connection back until it
+// catches up (TCP backpressure to the broker rather than lost messages),
+// at most StallLimit per message; so a handler must not wait for the
+// connection (a QoS 1 acknowledgement, a SUBACK) while its queue is full.
 type Client struct {
 	opts Options
 	log  *slog.Logger
@@ -95,7 +103,10 @@ type Client struct {
 	quit      chan struct{} // closed by Close
 	closeOnce sync.Once
 	wg        sync.WaitGroup // connect loop, notifier, dispatchers
-	dropped   atomic.Uint64
+	stats     deliveryStats
+	// wire serialises the SUBSCRIBE and UNSUBSCRIBE exchanges of Subscribe,
+	// filter sets and resubscribeAll with the table changes they send.
+	wire sync.Mutex
 
 	lastRead atomic.Int64 // Unix ns: when bytes last came from the broker
 	health   healthState  // guarded by mu
@@ -189,6 +200,9 @@ func newClient(o Options) (*Client, error) {
 	if o.QueueSize <= 0 {
 		o.QueueSize = DefaultQueueSize
 	}
+	if o.StallLimit <= 0 {
+		o.StallLimit = DefaultStallLimit
+	}
 	if o.ClientID == "" {
 		o.ClientID = randomClientID()
 	}
@@ -219,7 +233,7 @@ func (c *Client) pahoOptions() *paho.ClientOptions {
 		SetPassword(o.Password).
 		SetCleanSession(true).
 		SetResumeSubs(false).
-		SetOrderMatters(true). // our route callback only enqueues, so this never blocks for long
+		SetOrderMatters(true). // our route callback only enqueues (waiting when a queue is full: backpressure)
 		SetAutoReconnect(true).
 		SetConnectRetry(false). // first connection is retried by Dial / connectLoop
 		SetMaxReconnectInterval(o.MaxReconnectInterval).
@@ -477,9 +491,12 @@ func (c *Client) Connected() bool {
 	return !closed && c.pc.IsConnectionOpen()
 }
 
-// Dropped returns how many messages were dropped because a handler's queue
-// was full.
-func (c *Client) Dropped() uint64 { return c.dropped.Load() }
+// Dropped returns how many messages were dropped because a handler was
+// stuck for the whole StallLimit.
+func (c *Client) Dropped() uint64 { return c.stats.dropped.Load() }
+
+// Delivery reports how deliveries to the handlers went so far.
+func (c *Client) Delivery() Delivery { return c.stats.snapshot() }
 
 // OnConnectionChange registers f to be called with true when the connection
 // comes up and false when it goes down (including Close). Calls are made in

@@ -369,16 +369,49 @@ func TestDialConnectRetry(t *testing.T) {
 	waitFor(t, 5*time.Second, "background connect", c.Connected)
 }
 
-func TestSlowHandlerDropsAndCounts(t *testing.T) {
+// TestSlowHandlerHoldsTheConnectionBack: a handler behind its queue makes
+// the connection wait (counted) and loses nothing.
+func TestSlowHandlerHoldsTheConnectionBack(t *testing.T) {
 	b := startBroker(t, "127.0.0.1:0")
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := Dial(ctx, Options{Broker: b.URL(), QueueSize: 1, Logger: quietLogger()})
+	c, err := Dial(ctxT(t), Options{Broker: b.URL(), QueueSize: 1, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	var got inbox
+	if err := c.Subscribe("slow/#", 0, func(m Message) { time.Sleep(10 * time.Millisecond); got.handle(m) }); err != nil {
+		t.Fatal(err)
+	}
+	pub := dial(t, b.URL())
+	const n = 30
+	for i := range n {
+		if err := pub.Publish(ctxT(t), "slow/x", []byte{byte('a' + i)}, 0, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 5*time.Second, "every message", func() bool { return len(got.all()) == n })
+	for i, m := range got.all() {
+		if m.Payload[0] != byte('a'+i) {
+			t.Fatalf("message %d is %q: out of order", i, m.Payload)
+		}
+	}
+	if d := c.Delivery(); d.Backpressured == 0 || d.Waited <= 0 || d.Dropped != 0 {
+		t.Fatalf("Delivery() = %+v, want backpressure and no drops", d)
+	}
+}
+
+// TestStuckHandlerDropsAfterTheStallLimit: a handler stuck for good holds
+// the connection back at most StallLimit a message, then loses messages
+// (counted), and the other subscriptions go on.
+func TestStuckHandlerDropsAfterTheStallLimit(t *testing.T) {
+	b := startBroker(t, "127.0.0.1:0")
+	c, err := Dial(ctxT(t), Options{Broker: b.URL(), QueueSize: 1, StallLimit: 50 * time.Millisecond, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
 	release := make(chan struct{})
+	defer close(release)
 	var fast inbox
 	if err := c.Subscribe("slow/#", 0, func(Message) { <-release }); err != nil {
 		t.Fatal(err)
@@ -387,16 +420,14 @@ func TestSlowHandlerDropsAndCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	pub := dial(t, b.URL())
-	for range 10 {
+	for range 5 {
 		if err := pub.Publish(ctxT(t), "slow/x", []byte("x"), 1, false); err != nil {
 			t.Fatal(err)
 		}
 	}
 	waitFor(t, 3*time.Second, "drops to be counted", func() bool { return c.Dropped() > 0 })
-	// A stuck handler does not stall the other subscriptions.
 	if err := pub.Publish(ctxT(t), "fast/x", []byte("ok"), 1, false); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 3*time.Second, "fast subscription delivery", func() bool { _, ok := fast.find("ok"); return ok })
-	close(release)
 }

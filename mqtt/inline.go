@@ -5,9 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	mochi "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
@@ -29,14 +29,14 @@ import (
 // inline subscriptions of every matching topic level on every publish
 // (about 1.6 KB per message, twice per firing).
 type Inline struct {
-	b       *Broker
-	log     *slog.Logger
-	mu      sync.Mutex
-	subs    []*subscription
-	closed  bool
-	quit    chan struct{}
-	wg      sync.WaitGroup
-	dropped atomic.Uint64
+	b      *Broker
+	log    *slog.Logger
+	mu     sync.Mutex
+	subs   []*subscription
+	closed bool
+	quit   chan struct{}
+	wg     sync.WaitGroup
+	stats  deliveryStats
 }
 
 // Inline returns a new in-process client of b.
@@ -55,20 +55,77 @@ func (c *Inline) Subscribe(filter string, qos byte, h Handler) error {
 	if qos > 2 || h == nil {
 		return fmt.Errorf("mqtt: subscribe %q: invalid qos %d or nil handler", filter, qos)
 	}
-	s := newSubscription(filter, qos, h, DefaultQueueSize, &c.dropped, c.log)
+	s, err := c.start(filter, qos, h)
+	if err != nil {
+		return err
+	}
+	c.b.router.change(c.b, s, []string{filter}, nil)
+	return nil
+}
+
+// start makes a subscription and starts its delivery goroutine.
+func (c *Inline) start(filter string, qos byte, h Handler) (*subscription, error) {
+	s := newSubscription(filter, qos, h, DefaultQueueSize, DefaultStallLimit, &c.stats, c.quit, c.log)
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.closed || c.b.closed.Load() {
-		c.mu.Unlock()
-		return fmt.Errorf("mqtt: subscribe %q: client closed", filter)
+		return nil, fmt.Errorf("mqtt: subscribe %q: client closed", filter)
 	}
 	c.subs = append(c.subs, s)
 	c.wg.Add(1)
-	c.mu.Unlock()
 	go func() {
 		defer c.wg.Done()
 		s.run(c.quit, c.log)
 	}()
-	c.b.router.subscribe(c.b, s)
+	return s, nil
+}
+
+// inlineSet is an Inline filter set.
+type inlineSet struct {
+	c   *Inline
+	s   *subscription
+	mu  sync.Mutex
+	cur map[string]bool
+}
+
+// SubscribeSet starts an empty filter set with handler h (see Filters).
+func (c *Inline) SubscribeSet(qos byte, h Handler) (Filters, error) {
+	if qos > 2 || h == nil {
+		return nil, fmt.Errorf("mqtt: subscribe set: invalid qos %d or nil handler", qos)
+	}
+	s, err := c.start("(filter set)", qos, h)
+	if err != nil {
+		return nil, err
+	}
+	return &inlineSet{c: c, s: s, cur: map[string]bool{}}, nil
+}
+
+func (fs *inlineSet) Set(filters []string) error {
+	for _, f := range filters {
+		if err := validFilter(f); err != nil {
+			return err
+		}
+	}
+	if !fs.c.Connected() {
+		return errors.New("mqtt: subscribe set: client closed")
+	}
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	want := make(map[string]bool, len(filters))
+	var add, gone []string
+	for _, f := range filters {
+		if !want[f] && !fs.cur[f] {
+			add = append(add, f)
+		}
+		want[f] = true
+	}
+	for f := range fs.cur {
+		if !want[f] {
+			gone = append(gone, f)
+		}
+	}
+	fs.cur = want
+	fs.c.b.router.change(fs.c.b, fs.s, add, gone)
 	return nil
 }
 
@@ -119,8 +176,11 @@ func (c *Inline) Health() (ok bool, reason string) {
 	return true, ""
 }
 
-// Dropped reports how many messages were dropped for slow handlers.
-func (c *Inline) Dropped() uint64 { return c.dropped.Load() }
+// Dropped reports how many messages were dropped for stuck handlers.
+func (c *Inline) Dropped() uint64 { return c.stats.dropped.Load() }
+
+// Delivery reports how deliveries to the handlers went so far.
+func (c *Inline) Delivery() Delivery { return c.stats.snapshot() }
 
 // Close removes the subscriptions and stops the handlers' goroutines.
 func (c *Inline) Close() {
@@ -132,9 +192,7 @@ func (c *Inline) Close() {
 	c.closed = true
 	subs := c.subs
 	c.mu.Unlock()
-	for _, s := range subs {
-		c.b.router.unsubscribe(s)
-	}
+	c.b.router.unsubscribe(subs)
 	close(c.quit)
 	c.wg.Wait()
 }
@@ -165,32 +223,49 @@ func (r *inlineRouter) deliver(pk packets.Packet) {
 	if pk.Ignore {
 		return
 	}
-	var m Message
+	var buf [4]*subscription
 	r.mu.RLock()
-	defer r.mu.RUnlock()
-	r.routes.match(pk.TopicName, func(s *subscription) {
-		if m.Topic == "" { // one copy shared by the handlers, as Client does
-			m = Message{Topic: pk.TopicName, Payload: append([]byte(nil), pk.Payload...)}
-		}
+	subs := r.routes.matching(pk.TopicName, buf[:0])
+	r.mu.RUnlock()
+	if len(subs) == 0 {
+		return
+	}
+	// One copy shared by the handlers, as Client does; offered outside the
+	// lock, since an offer may wait for a handler (backpressure).
+	m := Message{Topic: pk.TopicName, Payload: append([]byte(nil), pk.Payload...)}
+	for _, s := range subs {
 		s.offer(m)
-	})
+	}
 }
 
-// subscribe queues the retained messages matching s's filter and adds s to
-// the table, as one step for deliveries.
-func (r *inlineRouter) subscribe(b *Broker, s *subscription) {
+// change registers s under the filters of add, queueing each one's
+// retained messages first, and unregisters it from gone, as one step for
+// deliveries.
+func (r *inlineRouter) change(b *Broker, s *subscription, add, gone []string) {
 	b.guard.mu.RLock()
 	defer b.guard.mu.RUnlock()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, pk := range b.srv.Topics.Messages(s.filter) {
-		s.offer(Message{Topic: pk.TopicName, Payload: append([]byte(nil), pk.Payload...), Retained: true})
+	for _, f := range gone {
+		r.routes.remove(f, s)
 	}
-	r.routes.add(s)
+	for _, f := range add {
+		for _, pk := range b.srv.Topics.Messages(f) {
+			s.offer(Message{Topic: pk.TopicName, Payload: append([]byte(nil), pk.Payload...), Retained: true})
+		}
+		r.routes.add(f, s)
+	}
 }
 
-func (r *inlineRouter) unsubscribe(s *subscription) {
+// unsubscribe removes subs from every filter.
+func (r *inlineRouter) unsubscribe(subs []*subscription) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.routes.remove(s)
+	for f, list := range r.routes.byFilter {
+		for _, s := range list {
+			if slices.Contains(subs, s) {
+				r.routes.remove(f, s)
+			}
+		}
+	}
 }

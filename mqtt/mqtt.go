@@ -6,6 +6,8 @@ package mqtt
 import (
 	"context"
 	"errors"
+	"sync"
+	"time"
 )
 
 // Message is one received MQTT message.
@@ -15,9 +17,10 @@ type Message struct {
 	Retained bool
 }
 
-// Handler receives messages of a subscription, in order. It must not block
-// for long: *Client runs it on the subscription's own delivery goroutine
-// with a bounded queue in front (it may call Publish).
+// Handler receives messages of a subscription, in order. It should be
+// fast: *Client runs it on the subscription's own delivery goroutine with a
+// bounded queue in front, and a full queue holds the connection back (it
+// may call Publish).
 type Handler func(Message)
 
 // PubSub is what the rest of the program needs from a connection. *Client
@@ -33,3 +36,72 @@ type PubSub interface {
 
 // ErrNotConnected is returned by Publish while the broker is unreachable.
 var ErrNotConnected = errors.New("mqtt: not connected to the broker")
+
+// Filters is a subscription to a set of topic filters that changes while
+// it runs: one handler, one queue, the messages of all its filters in the
+// order they arrive, each message once even when several of its filters
+// match it.
+type Filters interface {
+	// Set makes filters the subscribed set: it subscribes the new ones
+	// (their retained messages follow) and unsubscribes the ones gone, and
+	// returns once the broker has acknowledged. While disconnected the set
+	// is only remembered (subscribed on connect) and Set returns nil. A
+	// filter the broker refuses is not kept: the next Set tries it again.
+	Set(filters []string) error
+}
+
+// SetSubscriber is a connection that subscribes filter sets itself (one
+// SUBSCRIBE for many filters, UNSUBSCRIBE for the ones gone). *Client and
+// *Inline are.
+type SetSubscriber interface {
+	SubscribeSet(qos byte, h Handler) (Filters, error)
+}
+
+// SubscribeSet returns a filter set on conn, empty until its first Set.
+// A conn that is no SetSubscriber gets one Subscribe per new filter, and
+// filters removed from the set stay subscribed (their messages still reach
+// h).
+func SubscribeSet(conn PubSub, qos byte, h Handler) (Filters, error) {
+	if ss, ok := conn.(SetSubscriber); ok {
+		return ss.SubscribeSet(qos, h)
+	}
+	return &plainSet{conn: conn, qos: qos, h: h, done: map[string]bool{}}, nil
+}
+
+// plainSet is SubscribeSet over Subscribe.
+type plainSet struct {
+	mu   sync.Mutex
+	conn PubSub
+	qos  byte
+	h    Handler
+	done map[string]bool
+}
+
+func (p *plainSet) Set(filters []string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var errs []error
+	for _, f := range filters {
+		if p.done[f] {
+			continue
+		}
+		if err := p.conn.Subscribe(f, p.qos, p.h); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		p.done[f] = true
+	}
+	return errors.Join(errs...)
+}
+
+// Delivery says how the deliveries of a connection to its handlers went.
+type Delivery struct {
+	// Backpressured counts messages that found their handler's queue full
+	// and waited for room (holding the connection back meanwhile).
+	Backpressured uint64
+	// Waited is the total time those messages waited.
+	Waited time.Duration
+	// Dropped counts messages lost because their handler was stuck for the
+	// whole stall limit.
+	Dropped uint64
+}

@@ -1,31 +1,35 @@
 package mqtt
 
+import "slices"
+
 // routes is a subscription table shared by Client and the embedded broker's
 // inline router: exact filters are one map lookup, and only wildcard filters
 // are matched one by one, without allocating (paho's router and mochi's
-// topic index both build new slices or maps for every message). Callers
-// hold their own lock.
+// topic index both build new slices or maps for every message). A filter
+// set's subscription is registered under each of its filters. Callers hold
+// their own lock.
 type routes struct {
 	byFilter map[string][]*subscription
 	wild     []string // the filters of byFilter with wildcards
 }
 
-// add registers s under its filter and returns the filter's subscriptions.
-func (r *routes) add(s *subscription) []*subscription {
+// add registers s under filter and returns the filter's subscriptions.
+func (r *routes) add(filter string, s *subscription) []*subscription {
 	if r.byFilter == nil {
 		r.byFilter = map[string][]*subscription{}
 	}
-	if len(r.byFilter[s.filter]) == 0 && isWild(s.filter) {
-		r.wild = append(r.wild, s.filter)
+	if len(r.byFilter[filter]) == 0 && isWild(filter) {
+		r.wild = append(r.wild, filter)
 	}
-	r.byFilter[s.filter] = append(r.byFilter[s.filter], s)
-	return r.byFilter[s.filter]
+	r.byFilter[filter] = append(r.byFilter[filter], s)
+	return r.byFilter[filter]
 }
 
-// remove unregisters s; the table's slices are never changed in place, so
-// a caller iterating a copy of them is unaffected.
-func (r *routes) remove(s *subscription) {
-	subs := r.byFilter[s.filter]
+// remove unregisters s from filter and reports whether the filter has no
+// subscription left; the table's slices are never changed in place, so a
+// caller iterating a copy of them is unaffected.
+func (r *routes) remove(filter string, s *subscription) (last bool) {
+	subs := r.byFilter[filter]
 	for i, x := range subs {
 		if x == s {
 			subs = append(subs[:i:i], subs[i+1:]...)
@@ -33,28 +37,34 @@ func (r *routes) remove(s *subscription) {
 		}
 	}
 	if len(subs) > 0 {
-		r.byFilter[s.filter] = subs
-		return
+		r.byFilter[filter] = subs
+		return false
 	}
-	delete(r.byFilter, s.filter)
+	delete(r.byFilter, filter)
 	for i, f := range r.wild {
-		if f == s.filter {
+		if f == filter {
 			r.wild = append(r.wild[:i:i], r.wild[i+1:]...)
 			break
 		}
 	}
+	return true
 }
 
-// match calls fn for every subscription whose filter matches topic.
-func (r *routes) match(topic string, fn func(*subscription)) {
-	for _, s := range r.byFilter[topic] {
-		fn(s)
-	}
-	for _, f := range r.wild {
-		if topicMatch(f, topic) {
-			for _, s := range r.byFilter[f] {
-				fn(s)
+// matching appends to out every subscription with a filter that matches
+// topic, each once (a set may match a topic through several filters).
+func (r *routes) matching(topic string, out []*subscription) []*subscription {
+	add := func(subs []*subscription) {
+		for _, s := range subs {
+			if !slices.Contains(out, s) {
+				out = append(out, s)
 			}
 		}
 	}
+	add(r.byFilter[topic])
+	for _, f := range r.wild {
+		if TopicMatch(f, topic) {
+			add(r.byFilter[f])
+		}
+	}
+	return out
 }

@@ -11,20 +11,39 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 )
 
+// subscription is one handler with its queue and delivery goroutine. A
+// plain Subscribe has one filter; a filter set (SubscribeSet) registers the
+// same subscription under each of its filters.
 type subscription struct {
-	filter  string
-	qos     byte
-	h       Handler
-	queue   chan Message
-	dropped *atomic.Uint64 // the owning client's drop count
-	log     *slog.Logger
+	filter string // the filter, or a description of a set (for logs)
+	qos    byte
+	h      Handler
+	queue  chan Message
+	stats  *deliveryStats // the owning client's
+	stall  time.Duration  // how long an offer may wait for room
+	quit   <-chan struct{}
+	log    *slog.Logger
 }
 
-func newSubscription(filter string, qos byte, h Handler, queueSize int, dropped *atomic.Uint64, log *slog.Logger) *subscription {
-	return &subscription{filter: filter, qos: qos, h: h, queue: make(chan Message, queueSize), dropped: dropped, log: log}
+// deliveryStats counts how deliveries to a client's handlers went.
+type deliveryStats struct {
+	waits, waitedNs, dropped atomic.Uint64
 }
 
+func (d *deliveryStats) snapshot() Delivery {
+	return Delivery{Backpressured: d.waits.Load(), Waited: time.Duration(d.waitedNs.Load()), Dropped: d.dropped.Load()}
+}
+
+func newSubscription(filter string, qos byte, h Handler, queueSize int, stall time.Duration, stats *deliveryStats, quit <-chan struct{}, log *slog.Logger) *subscription {
+	return &subscription{filter: filter, qos: qos, h: h, queue: make(chan Message, queueSize), stats: stats, stall: stall, quit: quit, log: log}
+}
+
+// resubscribeAll subscribes every filter of the table on a new connection,
+// in batches (a house of thousands of devices has thousands of exact
+// filters).
 func (c *Client) resubscribeAll() {
+	c.wire.Lock()
+	defer c.wire.Unlock()
 	c.mu.Lock()
 	want := make(map[string]byte, len(c.subs.byFilter))
 	for f, subs := range c.subs.byFilter {
@@ -36,10 +55,8 @@ func (c *Client) resubscribeAll() {
 	if first {
 		defer close(c.firstReady)
 	}
-	for f, q := range want {
-		if err := c.subscribe(f, q); err != nil {
-			c.log.Error("resubscribe failed", "filter", f, "err", err)
-		}
+	for f, err := range c.subscribeMany(want) {
+		c.log.Error("resubscribe failed", "filter", f, "err", err)
 	}
 }
 
@@ -49,22 +66,69 @@ func (c *Client) resubscribeAll() {
 // message still waiting for our PUBACK. Retrying shortly after succeeds.
 var errIDInUse = errors.New("packet identifier in use")
 
-// subscribe sends one SUBSCRIBE and waits for its SUBACK, retrying a few
-// times on a packet-id collision.
-func (c *Client) subscribe(filter string, qos byte) error {
+// subscribeBatch bounds the filters of one SUBSCRIBE or UNSUBSCRIBE packet.
+const subscribeBatch = 128
+
+// subscribeMany sends SUBSCRIBEs for want (filter -> QoS), subscribeBatch
+// filters a packet, waits for their SUBACKs, retries filters refused for a
+// packet-id collision a few times, and returns the filters that failed.
+func (c *Client) subscribeMany(want map[string]byte) map[string]error {
+	failed := map[string]error{}
 	wait := 10 * time.Millisecond
-	for attempt := 0; ; attempt++ {
-		err := c.waitSubscribe(filter, c.pc.Subscribe(filter, qos, nil)) // delivered by c.deliver
-		if !errors.Is(err, errIDInUse) || attempt == 8 {
-			return err
+	for attempt := 0; len(want) > 0; attempt++ {
+		retry := map[string]byte{}
+		for _, batch := range batches(want) {
+			tok := c.pc.SubscribeMultiple(batch, nil) // delivered by c.deliver
+			for f, err := range c.waitSubscribe(batch, tok) {
+				if errors.Is(err, errIDInUse) && attempt < 8 {
+					retry[f] = batch[f]
+					continue
+				}
+				failed[f] = err
+			}
+		}
+		if want = retry; len(want) == 0 {
+			break
 		}
 		select {
 		case <-c.quit:
-			return err
+			for f := range want {
+				failed[f] = fmt.Errorf("mqtt: subscribe %q: %w", f, errIDInUse)
+			}
+			return failed
 		case <-time.After(wait):
 		}
 		wait = min(2*wait, 500*time.Millisecond)
 	}
+	return failed
+}
+
+// batches splits want into maps of at most subscribeBatch filters.
+func batches(want map[string]byte) []map[string]byte {
+	var out []map[string]byte
+	for f, q := range want {
+		if len(out) == 0 || len(out[len(out)-1]) == subscribeBatch {
+			out = append(out, make(map[string]byte, min(len(want), subscribeBatch)))
+		}
+		out[len(out)-1][f] = q
+	}
+	return out
+}
+
+// unsubscribeMany sends UNSUBSCRIBEs for filters, subscribeBatch a packet,
+// and waits for their acknowledgements.
+func (c *Client) unsubscribeMany(filters []string) error {
+	for i := 0; i < len(filters); i += subscribeBatch {
+		batch := filters[i:min(i+subscribeBatch, len(filters))]
+		tok := c.pc.Unsubscribe(batch...)
+		if !tok.WaitTimeout(c.opts.ConnectTimeout) {
+			return fmt.Errorf("mqtt: unsubscribe %d filters: no UNSUBACK within %s", len(batch), c.opts.ConnectTimeout)
+		}
+		if err := tok.Error(); err != nil {
+			return fmt.Errorf("mqtt: unsubscribe %d filters: %w", len(batch), err)
+		}
+	}
+	return nil
 }
 
 func maxQoS(subs []*subscription) byte {
@@ -75,45 +139,84 @@ func maxQoS(subs []*subscription) byte {
 	return q
 }
 
-func (c *Client) waitSubscribe(filter string, tok paho.Token) error {
+// waitSubscribe waits for the SUBACK of one SUBSCRIBE of batch and returns
+// the filters that failed.
+func (c *Client) waitSubscribe(batch map[string]byte, tok paho.Token) map[string]error {
+	all := func(err error) map[string]error {
+		out := make(map[string]error, len(batch))
+		for f := range batch {
+			out[f] = fmt.Errorf("mqtt: subscribe %q: %w", f, err)
+		}
+		return out
+	}
 	if !tok.WaitTimeout(c.opts.ConnectTimeout) {
-		return fmt.Errorf("mqtt: subscribe %q: no SUBACK within %s", filter, c.opts.ConnectTimeout)
+		return all(fmt.Errorf("no SUBACK within %s", c.opts.ConnectTimeout))
 	}
 	if err := tok.Error(); err != nil {
-		return fmt.Errorf("mqtt: subscribe %q: %w", filter, err)
+		return all(err)
 	}
-	if st, ok := tok.(*paho.SubscribeToken); ok {
-		if code, found := st.Result()[filter]; found && code >= 0x80 {
-			if code == 0x91 {
-				return fmt.Errorf("mqtt: subscribe %q: %w", filter, errIDInUse)
-			}
-			return fmt.Errorf("mqtt: subscribe %q: refused by the broker (code %#x)", filter, code)
+	st, ok := tok.(*paho.SubscribeToken)
+	if !ok {
+		return nil
+	}
+	var out map[string]error
+	for f, code := range st.Result() {
+		if _, mine := batch[f]; !mine || code < 0x80 {
+			continue
+		}
+		if out == nil {
+			out = map[string]error{}
+		}
+		if code == 0x91 {
+			out[f] = fmt.Errorf("mqtt: subscribe %q: %w", f, errIDInUse)
+		} else {
+			out[f] = fmt.Errorf("mqtt: subscribe %q: refused by the broker (code %#x)", f, code)
 		}
 	}
-	return nil
+	return out
 }
 
-// deliver is paho's handler for every message: it copies the message and
-// enqueues it for every handler of every filter it matches, without
-// blocking. Exact filters are one map lookup; only wildcard filters are
-// matched one by one (paho's own router splits the topic and every filter
-// into new slices for every message).
+// deliver is paho's handler for every message, on paho's router goroutine:
+// it hands the message to every subscription whose filters match it (once
+// each), waiting for room in a full queue (see offer). Exact filters are one
+// map lookup; only wildcard filters are matched one by one (paho's own
+// router splits the topic and every filter into new slices for every
+// message). The table's lock is not held while waiting.
 func (c *Client) deliver(_ paho.Client, pm paho.Message) {
 	m := Message{Topic: pm.Topic(), Payload: pm.Payload(), Retained: pm.Retained()}
+	var buf [4]*subscription
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.subs.match(m.Topic, func(s *subscription) { s.offer(m) })
+	subs := c.subs.matching(m.Topic, buf[:0])
+	c.mu.Unlock()
+	for _, s := range subs {
+		s.offer(m)
+	}
 }
 
-// offer queues m for the handler without blocking: a handler QueueSize
-// messages behind loses m (counted in its client's drop count, logged now
-// and then). Shared by Client and Inline.
+// offer queues m for the handler. A full queue is backpressure: the
+// deliverer waits for room (paho's router, and so the connection: the
+// broker holds further messages back; or the embedded broker's publisher),
+// counted in the client's Delivery. Only a handler stuck for the whole
+// stall limit loses m (counted, logged now and then), so that a handler
+// that waits for the connection itself cannot stall it for good. Shared by
+// Client and Inline.
 func (s *subscription) offer(m Message) {
 	select {
 	case s.queue <- m:
+		return
 	default:
-		if n := s.dropped.Add(1); n == 1 || n%1000 == 0 {
-			s.log.Warn("handler too slow; message dropped", "filter", s.filter, "topic", m.Topic, "dropped_total", n)
+	}
+	start := time.Now()
+	t := time.NewTimer(s.stall)
+	defer t.Stop()
+	s.stats.waits.Add(1)
+	defer func() { s.stats.waitedNs.Add(uint64(time.Since(start))) }()
+	select {
+	case s.queue <- m:
+	case <-s.quit:
+	case <-t.C:
+		if n := s.stats.dropped.Add(1); n == 1 || n%1000 == 0 {
+			s.log.Warn("handler stuck; message dropped", "filter", s.filter, "topic", m.Topic, "waited", s.stall, "dropped_total", n)
 		}
 	}
 }
@@ -140,10 +243,10 @@ func (s *subscription) call(m Message, log *slog.Logger) {
 	s.h(m)
 }
 
-// topicMatch reports whether topic matches filter (MQTT 3.1.1 §4.7):
+// TopicMatch reports whether topic matches filter (MQTT 3.1.1 §4.7):
 // "+" matches one level, a final "#" the rest (and the parent level), and
 // wildcards at the first level never match topics starting with "$".
-func topicMatch(filter, topic string) bool {
+func TopicMatch(filter, topic string) bool {
 	if topic != "" && topic[0] == '$' && filter != "" && (filter[0] == '+' || filter[0] == '#') {
 		return false
 	}
@@ -183,13 +286,15 @@ func (c *Client) Subscribe(filter string, qos byte, h Handler) error {
 	if qos > 2 || h == nil {
 		return fmt.Errorf("mqtt: subscribe %q: invalid qos %d or nil handler", filter, qos)
 	}
-	s := newSubscription(filter, qos, h, c.opts.QueueSize, &c.dropped, c.log)
+	s := c.newSub(filter, qos, h)
+	c.wire.Lock()
+	defer c.wire.Unlock()
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return fmt.Errorf("mqtt: subscribe %q: client closed", filter)
 	}
-	q := maxQoS(c.subs.add(s))
+	q := maxQoS(c.subs.add(filter, s))
 	ready := c.ready
 	c.wg.Add(1)
 	c.mu.Unlock()
@@ -198,21 +303,20 @@ func (c *Client) Subscribe(filter string, qos byte, h Handler) error {
 	if !ready || !c.pc.IsConnectionOpen() {
 		return nil // the next onConnect subscribes
 	}
-	err := c.subscribe(filter, q)
+	err := c.subscribeMany(map[string]byte{filter: q})[filter]
 	if err != nil && !c.pc.IsConnectionOpen() {
 		return nil // lost the connection meanwhile; onConnect will subscribe
 	}
 	if err != nil {
-		c.removeSub(s)
+		c.mu.Lock()
+		c.subs.remove(filter, s) // its dispatcher runs until Close, without messages
+		c.mu.Unlock()
 	}
 	return err
 }
 
-func (c *Client) removeSub(s *subscription) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.subs.remove(s)
-	// The dispatcher keeps running until Close; it just gets no messages.
+func (c *Client) newSub(filter string, qos byte, h Handler) *subscription {
+	return newSubscription(filter, qos, h, c.opts.QueueSize, c.opts.StallLimit, &c.stats, c.quit, c.log)
 }
 
 func validFilter(f string) error {

@@ -30,14 +30,14 @@ func TestTopicMatch(t *testing.T) {
 		{"a/b/#", "a/bc", false},
 		{"", "a", false},
 	} {
-		if got := topicMatch(c.filter, c.topic); got != c.want {
-			t.Errorf("topicMatch(%q, %q) = %v, want %v", c.filter, c.topic, got, c.want)
+		if got := TopicMatch(c.filter, c.topic); got != c.want {
+			t.Errorf("TopicMatch(%q, %q) = %v, want %v", c.filter, c.topic, got, c.want)
 		}
 	}
 }
 
 func BenchmarkTopicMatch(b *testing.B) {
 	for b.Loop() {
-		topicMatch("zigbee2mqtt/+/set", "zigbee2mqtt/hall_light/set")
+		TopicMatch("zigbee2mqtt/+/set", "zigbee2mqtt/hall_light/set")
 	}
 }
