@@ -276,7 +276,8 @@ func (ar *armedRule) record(runID string, started time.Time, out pilotage.Outcom
 	now := e.Now()
 	fr.item = recItem{run: storage.Run{ID: runID, Principal: ar.principal.Name, Rule: ar.name, Ref: ar.ref, Kind: "firing",
 		Status: out.Status, OK: out.OK, Started: started, Ended: now, Level: pilotage.LevelFull,
-		Expires: now.Add(e.cfg.Retention)}, env: &fr.env, announce: out.Status != rules.StatusRunning}
+		Expires: now.Add(e.cfg.Retention)}, env: &fr.env, announce: out.Status != rules.StatusRunning,
+		final: !ar.waits && out.Status != rules.StatusRunning}
 	e.rec.addItem(&fr.item) // the recorder announces it once committed
 }
 

@@ -1,39 +1,45 @@
 package engine
 
 import (
-	"context"
 	"log/slog"
-	"runtime"
-	"slices"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
-	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
 // recorder batches run records into SQLite through a bounded queue, so a
-// firing never waits on the database. Overflow is counted and logged.
+// firing never waits on the database.
 //
 // Everything that costs is done here rather than on the firing's goroutine:
 // the envelope is encoded to JSON by the recorder, and the batch yields the
 // processor between rows so a long write never keeps a CPU away from event
 // dispatch (on a 2-core house server the two compete).
+//
+// Under load it does less per firing rather than fall behind: batches
+// linger longer (one commit for up to a second of firings), and a batch
+// does not write the firings the retention policy would trim at once (of a
+// rule's finished firings of one status, only the newest keep per status
+// are kept, and a batch holding more than keep of them supersedes the older
+// ones: counted, never written, never announced). Past the queue, a firing
+// keeps a summary record (outcome and times, no trace: counted); only past
+// the summaries' bound too is a record dropped (counted and logged).
 type recorder struct {
-	store   *storage.Store
-	log     *slog.Logger
-	keep    int
-	ch      chan *recItem
-	dropped atomic.Uint64
-	written atomic.Uint64
-	once    sync.Once
+	store *storage.Store
+	log   *slog.Logger
+	keep  int
+	ch    chan *recItem
+	over  overflow // bounded by overMax
+	stats recorderCounts
+	once  sync.Once
+
 	started atomic.Bool
 	done    chan struct{}
-	// enq counts runs accepted into the queue, done those written (or
-	// failed); flush waits for done to reach enq as it was at the call.
+	// enq counts runs accepted (queued or summarized), done2 those
+	// written, superseded or failed; flush waits for done2 to reach enq as
+	// it was at the call.
 	enq, done2 atomic.Uint64
 	mu         sync.Mutex
 	progress   *sync.Cond
@@ -42,10 +48,41 @@ type recorder struct {
 	announce func(Event)
 }
 
-const recorderQueue = 1 << 14 // about 3 s of firings at 5,000/s
+// overflow holds summary records of firings that found the queue full.
+type overflow struct {
+	mu    sync.Mutex
+	items []*recItem
+	max   int
+	kick  chan struct{} // wakes the writer
+}
+
+type recorderCounts struct {
+	written, superseded, summarized, dropped, failed atomic.Uint64
+}
+
+// RecorderStats counts what became of the run records handed to the
+// recorder since the start.
+type RecorderStats struct {
+	Written    uint64 `json:"written"`    // stored (with their trace, or as summaries)
+	Superseded uint64 `json:"superseded"` // trimmed by the retention policy before they were written
+	Summarized uint64 `json:"summarized"` // kept as a summary record (no trace): the queue was full
+	Dropped    uint64 `json:"dropped"`    // lost: the summaries' bound was reached too
+	Failed     uint64 `json:"failed"`     // lost: the database refused the batch
+	Queued     uint64 `json:"queued"`     // accepted, not written yet
+}
+
+const (
+	recorderQueue = 1 << 14 // firings waiting for the writer with their traces
+	overflowMax   = 1 << 16 // summary records waiting beyond the queue
+)
 
 func newRecorder(store *storage.Store, log *slog.Logger, keep int) *recorder {
-	r := &recorder{store: store, log: log, keep: keep, ch: make(chan *recItem, recorderQueue), done: make(chan struct{})}
+	return newRecorderSized(store, log, keep, recorderQueue, overflowMax)
+}
+
+func newRecorderSized(store *storage.Store, log *slog.Logger, keep, queue, overMax int) *recorder {
+	r := &recorder{store: store, log: log, keep: keep, ch: make(chan *recItem, queue), done: make(chan struct{})}
+	r.over.kick, r.over.max = make(chan struct{}, 1), overMax
 	r.progress = sync.NewCond(&r.mu)
 	return r
 }
@@ -57,11 +94,14 @@ func (r *recorder) start() {
 
 // recItem is a queued run; env, when set, is encoded into run.Envelope by
 // the recorder. env must not change once queued. announce: tell the live
-// stream once the run is committed (a firing that ended).
+// stream once the run is committed (a firing that ended). final: a
+// finished firing recorded once (no earlier "running" row), which the
+// retention policy may supersede.
 type recItem struct {
 	run      storage.Run
 	env      *envelope
 	announce bool
+	final    bool
 }
 
 // add queues a run; it never blocks.
@@ -69,14 +109,67 @@ func (r *recorder) add(run storage.Run, env *envelope) { r.addItem(&recItem{run:
 
 // addItem queues it; it never blocks. it must not change once queued.
 func (r *recorder) addItem(it *recItem) {
+	r.enq.Add(1)
 	select {
 	case r.ch <- it:
-		r.enq.Add(1)
+		return
 	default:
-		if n := r.dropped.Add(1); n == 1 || n%1000 == 0 {
-			r.log.Warn("run recorder queue full: firing records dropped", "dropped", n)
-		}
 	}
+	// The queue is full: keep a summary (a fresh small record, so the
+	// firing's trace can go).
+	sum := &recItem{run: it.run, announce: it.announce}
+	sum.run.Level = pilotage.LevelSummary
+	if it.env != nil {
+		sum.env = &envelope{RunID: it.env.RunID, Outcome: it.env.Outcome}
+	}
+	r.over.mu.Lock()
+	full := len(r.over.items) >= r.over.max
+	if !full {
+		r.over.items = append(r.over.items, sum)
+	}
+	r.over.mu.Unlock()
+	if full {
+		r.settled(1)
+		if n := r.stats.dropped.Add(1); n == 1 || n%1000 == 0 {
+			r.log.Warn("run recorder far behind: firing records dropped", "dropped", n)
+		}
+		return
+	}
+	if n := r.stats.summarized.Add(1); n == 1 || n%1000 == 0 {
+		r.log.Warn("run recorder queue full: firings recorded as summaries, without their trace", "summarized", n)
+	}
+	select {
+	case r.over.kick <- struct{}{}:
+	default:
+	}
+}
+
+// takeOverflow moves the waiting summaries out of the overflow.
+func (r *recorder) takeOverflow() []*recItem {
+	r.over.mu.Lock()
+	defer r.over.mu.Unlock()
+	out := r.over.items
+	r.over.items = nil
+	return out
+}
+
+// Stats reports the recorder's counts.
+func (r *recorder) Stats() RecorderStats {
+	st := RecorderStats{Written: r.stats.written.Load(), Superseded: r.stats.superseded.Load(),
+		Summarized: r.stats.summarized.Load(), Dropped: r.stats.dropped.Load(), Failed: r.stats.failed.Load()}
+	if enq, done := r.enq.Load(), r.done2.Load(); enq > done {
+		st.Queued = enq - done
+	}
+	return st
+}
+
+// settled counts n accepted runs as done (written, superseded, failed or
+// dropped) and wakes flush.
+func (r *recorder) settled(n int) {
+	r.mu.Lock()
+	r.done2.Add(uint64(n))
+	r.progress.Broadcast()
+	r.mu.Unlock()
 }
 
 // pending reports whether runs are queued but not yet written.
@@ -95,146 +188,81 @@ func (r *recorder) flush() {
 	}
 }
 
+// Batching. Commits are what cost: every commit rewrites each page it
+// touched into the WAL, and the per-rule index touches a page per rule
+// fired. So a batch lingers after its first run, lingerIdle normally
+// (at 5,000 firings/s on 1,000 rules, 100 ms instead of 20 ms cut the
+// recorder's CPU per firing from 59 to 46 µs), and lingerBusy once runs
+// arrive at busyRate or faster: one commit a second, and a rule firing
+// more than keep times a second has its older firings superseded rather
+// than written and trimmed. A run fetched by id meanwhile waits for its
+// batch (Engine.retainedRun).
+const (
+	lingerIdle = 100 * time.Millisecond
+	lingerBusy = time.Second
+	busyRate   = 2000 // runs per second
+	maxBatch   = recorderQueue
+)
+
 func (r *recorder) loop() {
 	defer close(r.done)
-	const maxBatch = 2048
-	batch := make([]storage.Run, 0, maxBatch)
-	items := make([]*recItem, 0, maxBatch)
-	push := func(it *recItem) {
-		batch = append(batch, it.run)
-		items = append(items, it)
-	}
-	// Trimming is a separate statement per rule: do it at most once per
-	// trimEvery, for the rules that stored at least keep runs since, and
-	// at once for a rule that stored hotTrim × keep runs since (a rule
-	// firing thousands of times a second is trimmed by a few hundred rows
-	// per batch, not tens of thousands in one statement every trimEvery).
-	const trimEvery = 5 * time.Second
-	const hotTrim = 4
-	trimCount := map[string]int{}
-	lastTrim := time.Now()
-	// arena holds a batch's encoded envelopes back to back, reused from
-	// batch to batch: rows point into it until InsertRuns has written them
-	// (the store copies them; nothing keeps a batch's rows after).
-	var arena []byte
-	var ends []int // ends[i]: end of item i's envelope in arena (-1: none)
-	const maxArena = 2 << 20
-	write := func() {
-		if len(batch) == 0 {
-			return
-		}
-		arena, ends = arena[:0], ends[:0]
-		for i := range batch {
-			env := items[i].env
-			if env == nil {
-				ends = append(ends, -1)
-				continue
-			}
-			start := len(arena)
-			var err error
-			arena, err = appendEnvelope(arena, env)
-			if err != nil {
-				r.log.Warn("encoding run record", "run", batch[i].ID, "err", err)
-				arena = append(arena[:start], `{"run_id":`+strconv.Quote(batch[i].ID)+`}`...)
-			}
-			ends = append(ends, len(arena))
-			items[i].env = nil
-			runtime.Gosched()
-		}
-		// Slices are taken once the arena has stopped growing.
-		start := 0
-		for i, end := range ends {
-			if end >= 0 {
-				batch[i].Envelope = arena[start:end:end]
-				start = end
-			}
-		}
-		// Trims ride in the batch's transaction.
-		var trim []string
-		for _, run := range batch {
-			if run.Rule != "" {
-				n := trimCount[run.Rule] + 1
-				trimCount[run.Rule] = n
-				if n == hotTrim*r.keep {
-					trim = append(trim, run.Rule)
-				}
-			}
-		}
-		for _, rule := range trim {
-			delete(trimCount, rule)
-		}
-		if time.Since(lastTrim) >= trimEvery {
-			lastTrim = time.Now()
-			for rule, n := range trimCount {
-				if n >= r.keep {
-					trim = append(trim, rule)
-					delete(trimCount, rule)
-				}
-			}
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		err := r.store.InsertRuns(ctx, batch, storage.WriteOptions{Yield: runtime.Gosched, EncodedJSON: true, Trim: trim, KeepPerStatus: r.keep})
-		cancel()
-		if err != nil {
-			r.log.Warn("writing run records", "count", len(batch), "trims", len(trim), "err", err)
-			for _, rule := range trim {
-				trimCount[rule] += r.keep // retried with the next batch after trimEvery
-			}
-		} else {
-			r.committed(items)
-		}
-		r.mu.Lock()
-		r.done2.Add(uint64(len(batch)))
-		r.progress.Broadcast()
-		r.mu.Unlock()
-		clear(batch) // no row keeps pointing into the arena
-		batch = batch[:0]
-		clear(items) // let the envelopes go
-		items = items[:0]
-		if cap(arena) > maxArena {
-			arena = nil // an outsized batch's buffer is not kept
-		}
-	}
-	// Commits are what cost: every commit rewrites each page it touched
-	// into the WAL, and the per-rule index touches a page per rule fired.
-	// Linger after the first run of a batch so a burst shares one
-	// transaction (at 5,000 firings/s on 1,000 rules, 100 ms instead of
-	// 20 ms cut the recorder's CPU per firing from 59 to 46 µs). A run
-	// fetched by id meanwhile waits for its batch (Engine.retainedRun).
-	const linger = 100 * time.Millisecond
+	w := newBatchWriter(r)
+	linger := lingerIdle
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
-		it, ok := <-r.ch
+		var it *recItem
+		ok := true
+		select {
+		case it, ok = <-r.ch:
+		case <-r.over.kick:
+		}
+		began := time.Now()
+		if ok && it != nil {
+			w.push(it)
+			ok = w.collect(timer, linger)
+		}
+		for _, s := range r.takeOverflow() {
+			w.push(s)
+		}
+		n := w.write()
 		if !ok {
-			write()
+			for _, s := range r.takeOverflow() { // added while closing
+				w.push(s)
+			}
+			w.write()
 			return
 		}
-		push(it)
-		timer.Reset(linger)
-	collect:
-		for len(batch) < maxBatch {
-			select {
-			case it, ok := <-r.ch:
-				if !ok {
-					timer.Stop()
-					write()
-					return
-				}
-				push(it)
-			case <-timer.C:
-				break collect
-			}
+		linger = lingerIdle
+		if float64(n)/max(time.Since(began).Seconds(), lingerIdle.Seconds()) >= busyRate {
+			linger = lingerBusy
 		}
-		timer.Stop()
-		write()
 	}
+}
+
+// collect adds queued runs to the batch until linger has passed since the
+// first or the batch is full; false once the queue is closed.
+func (w *batchWriter) collect(timer *time.Timer, linger time.Duration) bool {
+	timer.Reset(linger)
+	defer timer.Stop()
+	for len(w.items) < maxBatch {
+		select {
+		case it, ok := <-w.r.ch:
+			if !ok {
+				return false
+			}
+			w.push(it)
+		case <-timer.C:
+			return true
+		}
+	}
+	return true
 }
 
 // committed counts a committed batch and tells the live stream about its
 // firings, in the order they were queued: only what is stored is announced.
 func (r *recorder) committed(items []*recItem) {
-	r.written.Add(uint64(len(items)))
+	r.stats.written.Add(uint64(len(items)))
 	if r.announce == nil {
 		return
 	}
@@ -257,122 +285,11 @@ func (r *recorder) close() {
 	})
 }
 
-// appendEnvelope appends env encoded byte for byte as json.Marshal(env)
-// would (envelope's field order, tags and omitempty), without encoding/json's
-// reflection over the maps a firing's output and trace are made of.
-func appendEnvelope(b []byte, env *envelope) ([]byte, error) {
-	var err error
-	b = append(b, `{"run_id":`...)
-	b = pilotage.AppendJSONString(b, env.RunID)
-	b = append(b, `,"outcome":`...)
-	if b, err = pilotage.AppendJSON(b, &env.Outcome); err != nil {
-		return b, err
+// RecorderStats reports what became of the run records so far (zero
+// without storage).
+func (e *Engine) RecorderStats() RecorderStats {
+	if e.rec == nil {
+		return RecorderStats{}
 	}
-	if env.Output != nil {
-		b = append(b, `,"output":`...)
-		if b, err = appendOutput(b, env.Output); err != nil {
-			return b, err
-		}
-	}
-	if env.Trace != nil {
-		b = append(b, `,"trace":`...)
-		if b, err = pilotage.AppendJSON(b, env.Trace); err != nil {
-			return b, err
-		}
-	}
-	return append(b, '}'), nil
-}
-
-// appendOutput is pilotage.AppendJSON, except that call records (a
-// firing's output is {"calls": []rules.CallRecord, "vars": …}), which
-// pilotage cannot name, are encoded here rather than by json.Marshal.
-func appendOutput(b []byte, v any) ([]byte, error) {
-	switch x := v.(type) {
-	case *firingOutput:
-		b = append(b, `{"calls":`...)
-		b, err := appendCalls(b, x.calls)
-		if err != nil {
-			return b, err
-		}
-		b = append(b, `,"vars":`...)
-		if x.vars == nil {
-			b = append(b, "{}"...)
-		} else if b, err = pilotage.AppendJSON(b, x.vars); err != nil {
-			return b, err
-		}
-		return append(b, '}'), nil
-	case []rules.CallRecord:
-		return appendCalls(b, x)
-	case map[string]any:
-		if x == nil {
-			break
-		}
-		var buf [8]string
-		keys := buf[:0]
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys) // encoding/json's key order
-		b = append(b, '{')
-		for i, k := range keys {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = pilotage.AppendJSONString(b, k)
-			b = append(b, ':')
-			var err error
-			if calls, ok := x[k].([]rules.CallRecord); ok {
-				b, err = appendCalls(b, calls)
-			} else {
-				b, err = pilotage.AppendJSON(b, x[k])
-			}
-			if err != nil {
-				return b, err
-			}
-		}
-		return append(b, '}'), nil
-	}
-	return pilotage.AppendJSON(b, v)
-}
-
-// appendCalls encodes call records as json.Marshal does (rules.CallRecord's
-// tags; TestEnvelopeEncodingTags fails when they change).
-func appendCalls(b []byte, cs []rules.CallRecord) ([]byte, error) {
-	if cs == nil {
-		return append(b, "null"...), nil
-	}
-	var err error
-	b = append(b, '[')
-	for i := range cs {
-		c := &cs[i]
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, `{"step":`...)
-		b = pilotage.AppendJSONString(b, c.Step)
-		b = append(b, `,"id":`...)
-		b = pilotage.AppendJSONString(b, c.ID)
-		if len(c.Args) > 0 {
-			b = append(b, `,"args":`...)
-			if b, err = pilotage.AppendJSON(b, c.Args); err != nil {
-				return b, err
-			}
-		}
-		if c.Output != nil {
-			b = append(b, `,"output":`...)
-			if b, err = pilotage.AppendJSON(b, c.Output); err != nil {
-				return b, err
-			}
-		}
-		if c.Error != "" {
-			b = append(b, `,"error":`...)
-			b = pilotage.AppendJSONString(b, c.Error)
-		}
-		b = append(b, `,"at":`...)
-		if b, err = pilotage.AppendJSON(b, &c.At); err != nil {
-			return b, err
-		}
-		b = append(b, '}')
-	}
-	return append(b, ']'), nil
+	return e.rec.Stats()
 }

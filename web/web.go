@@ -40,6 +40,10 @@ type Options struct {
 	// bound, shared with /mcp; nil = loopback names only and the engine's
 	// limits.max_request_bytes.
 	Guard *mcpserver.Guard
+	// Load, when set, lists how the server fell behind under load (held
+	// back the broker, kept summaries instead of traces, lost records),
+	// shown on every page.
+	Load func() []string
 }
 
 //go:embed templates/*.html
@@ -132,6 +136,7 @@ type page struct {
 	Flash   string
 	Live    string // SSE topics the page listens to ("" = none)
 	NoNav   bool   // the login page has nothing to navigate to yet
+	Load    []string
 	Data    any
 	Elapsed time.Duration
 }
@@ -164,6 +169,9 @@ func (s *server) renderCode(w http.ResponseWriter, r *http.Request, ss *session,
 			p.User = ss.principal.Name
 		}
 		p.Flash = ss.takeFlash()
+		if s.o.Load != nil {
+			p.Load = s.o.Load()
+		}
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {

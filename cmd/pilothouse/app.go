@@ -143,6 +143,8 @@ type mqttConn interface {
 	Connected() bool
 	// Health says whether the broker is connected and answering, else why.
 	Health() (ok bool, reason string)
+	// Delivery says how deliveries to the handlers went (backpressure).
+	Delivery() mqtt.Delivery
 	Close()
 }
 
@@ -166,11 +168,13 @@ func (a *app) serveHTTP() error {
 			status, code = "storage cannot write", http.StatusServiceUnavailable
 		}
 		storeJSON, _ := json.Marshal(storeSt)
+		loadJSON, _ := json.Marshal(a.load())
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
-		fmt.Fprintf(w, `{"status":%q,"version":%q,"storage":%s}`+"\n", status, engine.Version, storeJSON)
+		fmt.Fprintf(w, `{"status":%q,"version":%q,"storage":%s,"load":%s}`+"\n", status, engine.Version, storeJSON, loadJSON)
 	})
-	mux.Handle("/", web.Handler(a.eng, web.Options{Principals: a.cfg.Principals, Devices: a.devs, Logger: a.log.With("part", "web"), Guard: guard}))
+	mux.Handle("/", web.Handler(a.eng, web.Options{Principals: a.cfg.Principals, Devices: a.devs, Logger: a.log.With("part", "web"), Guard: guard,
+		Load: func() []string { return a.load().Warnings }}))
 	ln, err := net.Listen("tcp", a.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s (use --addr to move it): %w", a.cfg.Addr, err)

@@ -16,6 +16,7 @@ import (
 type healthBody struct {
 	Status  string              `json:"status"`
 	Storage storage.WriteStatus `json:"storage"`
+	Load    loadReport          `json:"load"`
 }
 
 func getHealth(t *testing.T, a *app) (int, healthBody) {
@@ -39,7 +40,7 @@ func getHealth(t *testing.T, a *app) (int, healthBody) {
 func TestHealthzReportsStorageThatCannotWrite(t *testing.T) {
 	a := startTestApp(t, testConfig(t))
 	c := mcpClient(t, a.URL()+"/mcp", nil, "")
-	if code, h := getHealth(t, a); code != http.StatusOK || !h.Storage.OK {
+	if code, h := getHealth(t, a); code != http.StatusOK || !h.Storage.OK || len(h.Load.Warnings) != 0 {
 		t.Fatalf("healthz before: %d %+v", code, h)
 	}
 

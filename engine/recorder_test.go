@@ -1,0 +1,137 @@
+package engine
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+func openStore(t *testing.T) *storage.Store {
+	t.Helper()
+	store, err := storage.Open(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
+func firingItem(rule, status string, started time.Time, final bool) *recItem {
+	id := storage.NewRunID()
+	return &recItem{run: storage.Run{ID: id, Rule: rule, Kind: "firing", Status: status, OK: status == rules.StatusSuccess,
+		Started: started, Ended: started, Level: pilotage.LevelFull, Expires: started.Add(time.Hour)},
+		env: &envelope{RunID: id, Outcome: pilotage.Outcome{Status: status, OK: status == rules.StatusSuccess}}, final: final, announce: true}
+}
+
+func countRuns(t *testing.T, store *storage.Store, f storage.RunFilter) []storage.Run {
+	t.Helper()
+	f.Limit = 1000
+	l, err := store.ListRuns(context.Background(), f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// TestRecorderSupersedesPastTheRetention: a batch holding more than keep
+// finished firings of a rule and status writes only the newest keep (the
+// retention policy would trim the others at once), trims what the rule
+// stored before, and writes every firing it may not supersede (recorded
+// as running first) and every rule below keep.
+func TestRecorderSupersedesPastTheRetention(t *testing.T) {
+	store := openStore(t)
+	const keep = 5
+	rec := newRecorder(store, quiet(), keep)
+	var announced []string
+	rec.announce = func(ev Event) { announced = append(announced, ev.RunID) }
+	rec.start()
+	defer rec.close()
+	t0 := time.Now()
+	old := firingItem("hot", rules.StatusSuccess, t0.Add(-time.Minute), true)
+	rec.addItem(old)
+	rec.flush()
+	var newest []string
+	for i := range 20 {
+		it := firingItem("hot", rules.StatusSuccess, t0.Add(time.Duration(i)*time.Millisecond), true)
+		if i >= 20-keep {
+			newest = append(newest, it.run.ID)
+		}
+		rec.addItem(it)
+		rec.addItem(firingItem("hot", rules.StatusFailed, t0, true))
+	}
+	for range 8 {
+		rec.addItem(firingItem("waits", rules.StatusSuccess, t0, false))
+	}
+	for range 3 {
+		rec.addItem(firingItem("cool", rules.StatusSuccess, t0, true))
+	}
+	rec.flush()
+	hot := countRuns(t, store, storage.RunFilter{Rule: "hot", Status: rules.StatusSuccess})
+	if len(hot) != keep {
+		t.Fatalf("hot successes stored: %d, want the newest %d", len(hot), keep)
+	}
+	if n := len(countRuns(t, store, storage.RunFilter{Rule: "waits"})); n != 8 {
+		t.Fatalf("firings recorded as running first stored: %d, want all 8", n)
+	}
+	for _, id := range newest {
+		if _, err := store.GetRun(context.Background(), id); err != nil {
+			t.Fatalf("one of the newest firings is not stored: %v", err)
+		}
+	}
+	if n := len(countRuns(t, store, storage.RunFilter{Rule: "hot", Status: rules.StatusFailed})); n != keep {
+		t.Fatalf("hot failures stored: %d, want %d", n, keep)
+	}
+	if n := len(countRuns(t, store, storage.RunFilter{Rule: "cool"})); n != 3 {
+		t.Fatalf("cool firings stored: %d, want 3", n)
+	}
+	if _, err := store.GetRun(context.Background(), old.run.ID); err == nil {
+		t.Fatal("the rule's older stored firing was not trimmed")
+	}
+	st := rec.Stats()
+	if st.Superseded != 30 || st.Written != 1+2*keep+8+3 || st.Queued != 0 || st.Summarized+st.Dropped+st.Failed != 0 {
+		t.Fatalf("stats %+v", st)
+	}
+	if len(announced) != int(st.Written) {
+		t.Fatalf("announced %d firings, want the %d written", len(announced), st.Written)
+	}
+}
+
+// TestRecorderKeepsSummariesPastTheQueue: a firing that finds the queue
+// full keeps a summary record (outcome and times, no trace), counted;
+// past the summaries' bound too, records are dropped, counted.
+func TestRecorderKeepsSummariesPastTheQueue(t *testing.T) {
+	store := openStore(t)
+	rec := newRecorderSized(store, quiet(), 50, 4, 3)
+	defer rec.close()
+	t0 := time.Now()
+	var items []*recItem
+	for i := range 9 {
+		it := firingItem("r", rules.StatusSuccess, t0.Add(time.Duration(i)*time.Millisecond), true)
+		it.env.Trace = &pilotage.Trace{Level: pilotage.LevelFull, Steps: []pilotage.TraceStep{{ID: "s"}}}
+		items = append(items, it)
+		rec.addItem(it) // not started: the queue fills
+	}
+	if st := rec.Stats(); st.Summarized != 3 || st.Dropped != 2 || st.Queued != 7 {
+		t.Fatalf("stats before the writer runs: %+v", st)
+	}
+	rec.start()
+	rec.flush()
+	for i, it := range items {
+		run, err := store.GetRun(context.Background(), it.run.ID)
+		switch {
+		case i < 4 && (err != nil || run.Level != pilotage.LevelFull):
+			t.Fatalf("queued firing %d: %v %q", i, err, run.Level)
+		case i >= 4 && i < 7 && (err != nil || run.Level != pilotage.LevelSummary || string(run.Envelope) != `{"run_id":"`+it.run.ID+`","outcome":{"ok":true,"status":"success"}}`):
+			t.Fatalf("summarized firing %d: %v %q %s", i, err, run.Level, run.Envelope)
+		case i >= 7 && err == nil:
+			t.Fatalf("firing %d past both bounds was stored", i)
+		}
+	}
+	if st := rec.Stats(); st.Written != 7 || st.Queued != 0 {
+		t.Fatalf("stats after: %+v", st)
+	}
+}
