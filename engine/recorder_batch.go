@@ -13,12 +13,22 @@ import (
 )
 
 // batchWriter is the recorder's writing side: one batch at a time, on the
-// recorder's goroutine.
+// recorder's goroutine. As runs arrive it applies the retention policy:
+// of a rule's final firings of one status it holds the newest keep, and
+// an older one is superseded as soon as keep newer ones are held (its
+// trace is released at once).
 type batchWriter struct {
 	r     *recorder
-	items []*recItem
-	rows  []storage.Run // the rows written (items not superseded)
-	kept  []*recItem    // their items, in queue order
+	fifo  []*recItem             // runs that are never superseded
+	tails map[tailKey][]*recItem // final firings by rule and status
+	held  int                    // runs held (fifo and tails)
+	n     int                    // runs pushed into this batch
+	seq   uint64                 // queue order of the pushed runs
+	// superseded lists the rules that had firings superseded in this
+	// batch: their stored firings are trimmed with it.
+	superseded map[string]bool
+	rows       []storage.Run // the rows written
+	kept       []*recItem    // their items, in queue order
 	// arena holds a batch's encoded envelopes back to back, reused from
 	// batch to batch: rows point into it until InsertRuns has written them
 	// (the store copies them; nothing keeps a batch's rows after).
@@ -34,6 +44,8 @@ type batchWriter struct {
 	lastTrim  time.Time
 }
 
+type tailKey struct{ rule, status string }
+
 const (
 	trimEvery = 5 * time.Second
 	hotTrim   = 4
@@ -41,20 +53,54 @@ const (
 )
 
 func newBatchWriter(r *recorder) *batchWriter {
-	return &batchWriter{r: r, trimCount: map[string]int{}, lastTrim: time.Now()}
+	return &batchWriter{r: r, tails: map[tailKey][]*recItem{}, superseded: map[string]bool{}, trimCount: map[string]int{}, lastTrim: time.Now()}
 }
 
-func (w *batchWriter) push(it *recItem) { w.items = append(w.items, it) }
+// push adds a run to the batch.
+func (w *batchWriter) push(it *recItem) {
+	w.n++
+	w.held++
+	w.seq++
+	it.seq = w.seq
+	if !it.final || it.run.Status == rules.StatusRunning {
+		w.fifo = append(w.fifo, it)
+		return
+	}
+	k := tailKey{it.run.Rule, it.run.Status}
+	t := append(w.tails[k], it)
+	if len(t) >= 2*w.r.keep { // amortised: sorted and cut every keep arrivals
+		t = w.cut(k.rule, t)
+	}
+	w.tails[k] = t
+}
 
-// write stores the batch and returns how many runs it held.
+// cut keeps the newest keep of a tail, by start then id (the trim's
+// order), and counts the others superseded.
+func (w *batchWriter) cut(rule string, t []*recItem) []*recItem {
+	keep := w.r.keep
+	if len(t) <= keep {
+		return t
+	}
+	slices.SortFunc(t, func(a, b *recItem) int {
+		return cmp.Or(a.run.Started.Compare(b.run.Started), cmp.Compare(a.run.ID, b.run.ID))
+	})
+	drop := len(t) - keep
+	w.held -= drop
+	w.superseded[rule] = true
+	n := copy(t, t[drop:])
+	clear(t[n:])
+	return t[:n]
+}
+
+// write stores the batch and returns how many runs were pushed into it.
 func (w *batchWriter) write() int {
-	n := len(w.items)
+	n := w.n
 	if n == 0 {
 		return 0
 	}
-	superseded := w.supersede()
+	w.gather()
 	w.encode()
-	trim := w.trims(superseded)
+	trim := w.trims()
 	r := w.r
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	err := r.store.InsertRuns(ctx, w.rows, storage.WriteOptions{Yield: runtime.Gosched, EncodedJSON: true, Trim: trim, KeepPerStatus: r.keep})
@@ -72,57 +118,26 @@ func (w *batchWriter) write() int {
 	r.settled(n)
 	clear(w.rows) // no row keeps pointing into the arena
 	w.rows = w.rows[:0]
-	clear(w.items) // let the envelopes go
-	w.items = w.items[:0]
-	clear(w.kept)
+	clear(w.kept) // let the envelopes go
 	w.kept = w.kept[:0]
+	w.n, w.held = 0, 0
+	clear(w.superseded)
 	if cap(w.arena) > maxArena {
 		w.arena = nil // an outsized batch's buffer is not kept
 	}
 	return n
 }
 
-// supersede keeps, of each rule's final firings of one status in the
-// batch, the newest keep (by start, then id: the trim's order), and
-// returns the rules that had older ones (those are not written; the
-// stored ones of those rules are trimmed with this batch).
-func (w *batchWriter) supersede() map[string]bool {
-	type key struct{ rule, status string }
-	count := map[key]int{}
-	for _, it := range w.items {
-		if it.final && it.run.Status != rules.StatusRunning {
-			count[key{it.run.Rule, it.run.Status}]++
-		}
+// gather moves the held runs into kept, in queue order.
+func (w *batchWriter) gather() {
+	w.kept = append(w.kept, w.fifo...)
+	clear(w.fifo)
+	w.fifo = w.fifo[:0]
+	for k, t := range w.tails {
+		w.kept = append(w.kept, w.cut(k.rule, t)...)
+		delete(w.tails, k)
 	}
-	var drop map[*recItem]bool
-	var superseded map[string]bool
-	for k, n := range count {
-		if n <= w.r.keep {
-			continue
-		}
-		if drop == nil {
-			drop, superseded = map[*recItem]bool{}, map[string]bool{}
-		}
-		superseded[k.rule] = true
-		group := make([]*recItem, 0, n)
-		for _, it := range w.items {
-			if it.final && it.run.Rule == k.rule && it.run.Status == k.status {
-				group = append(group, it)
-			}
-		}
-		slices.SortFunc(group, func(a, b *recItem) int {
-			return cmp.Or(a.run.Started.Compare(b.run.Started), cmp.Compare(a.run.ID, b.run.ID))
-		})
-		for _, it := range group[:n-w.r.keep] {
-			drop[it] = true
-		}
-	}
-	for _, it := range w.items {
-		if !drop[it] {
-			w.kept = append(w.kept, it)
-		}
-	}
-	return superseded
+	slices.SortFunc(w.kept, func(a, b *recItem) int { return cmp.Compare(a.seq, b.seq) })
 }
 
 // encode fills the rows of the kept items, their envelopes encoded into
@@ -158,10 +173,10 @@ func (w *batchWriter) encode() {
 
 // trims lists the rules to trim with this batch (rides in its
 // transaction).
-func (w *batchWriter) trims(superseded map[string]bool) []string {
+func (w *batchWriter) trims() []string {
 	var trim []string
 	for _, run := range w.rows {
-		if run.Rule == "" || superseded[run.Rule] {
+		if run.Rule == "" || w.superseded[run.Rule] {
 			continue
 		}
 		n := w.trimCount[run.Rule] + 1
@@ -170,7 +185,7 @@ func (w *batchWriter) trims(superseded map[string]bool) []string {
 			trim = append(trim, run.Rule)
 		}
 	}
-	for rule := range superseded {
+	for rule := range w.superseded {
 		trim = append(trim, rule)
 	}
 	for _, rule := range trim {
