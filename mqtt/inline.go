@@ -75,7 +75,7 @@ func (c *Inline) start(filter string, qos byte, h Handler) (*subscription, error
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		s.run(c.quit, c.log)
+		s.run(c.quit)
 	}()
 	return s, nil
 }
@@ -97,6 +97,7 @@ func (c *Inline) SubscribeSet(qos byte, h Handler) (Filters, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.direct = true
 	return &inlineSet{c: c, s: s, cur: map[string]bool{}}, nil
 }
 

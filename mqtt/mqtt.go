@@ -52,7 +52,13 @@ type Filters interface {
 
 // SetSubscriber is a connection that subscribes filter sets itself (one
 // SUBSCRIBE for many filters, UNSUBSCRIBE for the ones gone). *Client and
-// *Inline are.
+// *Inline are. A set's handler runs on the goroutine that delivers the
+// message (the connection's, or the embedded broker's publisher) whenever
+// nothing is queued for it, which saves a hand-over per message and holds
+// the connection back while it runs; under a burst the messages queue and
+// its delivery goroutine takes over. So it must never wait for the
+// connection: no QoS 1 or 2 Publish (that waits for an acknowledgement
+// the connection would deliver), no Subscribe or Set.
 type SetSubscriber interface {
 	SubscribeSet(qos byte, h Handler) (Filters, error)
 }

@@ -20,6 +20,7 @@ func (c *Client) SubscribeSet(qos byte, h Handler) (Filters, error) {
 		return nil, fmt.Errorf("mqtt: subscribe set: invalid qos %d or nil handler", qos)
 	}
 	s := c.newSub("(filter set)", qos, h)
+	s.direct = true
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()

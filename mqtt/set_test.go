@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -148,5 +150,61 @@ func TestFilterSetManyFilters(t *testing.T) {
 	}
 	if err := fs.Set([]string{"ok", "a/#/b"}); err == nil || !strings.Contains(err.Error(), "a/#/b") {
 		t.Fatalf("Set with an invalid filter: %v", err)
+	}
+}
+
+// TestFilterSetOrderUnderConcurrency: a set's handler, run by the
+// deliverer when idle and by its goroutine under a burst, sees each
+// publisher's messages in order, every one once, one at a time.
+func TestFilterSetOrderUnderConcurrency(t *testing.T) {
+	b := startBroker(t, "127.0.0.1:0")
+	for name, conn := range setConns(t, b) {
+		t.Run(name, func(t *testing.T) {
+			const pubs, n = 4, 300
+			var mu sync.Mutex
+			last := map[string]int{}
+			var running atomic.Int32
+			total := 0
+			fs, err := conn.SubscribeSet(0, func(m Message) {
+				if running.Add(1) != 1 {
+					t.Error("the handler runs twice at once")
+				}
+				defer running.Add(-1)
+				var seq int
+				fmt.Sscan(string(m.Payload), &seq)
+				mu.Lock()
+				if seq != last[m.Topic]+1 {
+					t.Errorf("%s: %d after %d", m.Topic, seq, last[m.Topic])
+				}
+				last[m.Topic] = seq
+				total++
+				mu.Unlock()
+				if seq%50 == 0 {
+					time.Sleep(time.Millisecond) // a slow message: the next ones queue
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := fs.Set([]string{name + "/+"}); err != nil {
+				t.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			for p := range pubs {
+				pub := dial(t, b.URL())
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := 1; i <= n; i++ {
+						if err := pub.Publish(ctxT(t), fmt.Sprintf("%s/p%d", name, p), []byte(fmt.Sprint(i)), 0, false); err != nil {
+							t.Error(err)
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			waitFor(t, 5*time.Second, "every message", func() bool { mu.Lock(); defer mu.Unlock(); return total == pubs*n })
+		})
 	}
 }

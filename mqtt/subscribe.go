@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -23,6 +24,12 @@ type subscription struct {
 	stall  time.Duration  // how long an offer may wait for room
 	quit   <-chan struct{}
 	log    *slog.Logger
+	// direct: the deliverer runs the handler itself when nothing is queued
+	// for it (see offer). running is held while the handler runs; pending
+	// counts the messages queued and not yet handled.
+	direct  bool
+	running sync.Mutex
+	pending atomic.Int64
 }
 
 // deliveryStats counts how deliveries to a client's handlers went.
@@ -193,14 +200,26 @@ func (c *Client) deliver(_ paho.Client, pm paho.Message) {
 	}
 }
 
-// offer queues m for the handler. A full queue is backpressure: the
-// deliverer waits for room (paho's router, and so the connection: the
-// broker holds further messages back; or the embedded broker's publisher),
-// counted in the client's Delivery. Only a handler stuck for the whole
-// stall limit loses m (counted, logged now and then), so that a handler
-// that waits for the connection itself cannot stall it for good. Shared by
-// Client and Inline.
+// offer hands m to the handler. A direct subscription's handler runs on
+// the deliverer's goroutine when nothing is queued for it and it is not
+// running: no hand-over to the delivery goroutine, and the deliverer (the
+// connection) waits for it. Otherwise m is queued. A full queue is
+// backpressure: the deliverer waits for room (paho's router, and so the
+// connection: the broker holds further messages back; or the embedded
+// broker's publisher), counted in the client's Delivery. Only a handler
+// stuck for the whole stall limit loses m (counted, logged now and then),
+// so that a handler that waits for the connection itself cannot stall it
+// for good. Shared by Client and Inline.
 func (s *subscription) offer(m Message) {
+	if s.direct && s.pending.Load() == 0 && s.running.TryLock() {
+		if s.pending.Load() == 0 { // nothing was queued meanwhile: m is next
+			s.call(m)
+			s.running.Unlock()
+			return
+		}
+		s.running.Unlock()
+	}
+	s.pending.Add(1)
 	select {
 	case s.queue <- m:
 		return
@@ -214,7 +233,9 @@ func (s *subscription) offer(m Message) {
 	select {
 	case s.queue <- m:
 	case <-s.quit:
+		s.pending.Add(-1)
 	case <-t.C:
+		s.pending.Add(-1)
 		if n := s.stats.dropped.Add(1); n == 1 || n%1000 == 0 {
 			s.log.Warn("handler stuck; message dropped", "filter", s.filter, "topic", m.Topic, "waited", s.stall, "dropped_total", n)
 		}
@@ -223,21 +244,24 @@ func (s *subscription) offer(m Message) {
 
 // run calls the handler for each queued message, in order, until quit is
 // closed; a panicking handler is logged and the next message goes on.
-func (s *subscription) run(quit <-chan struct{}, log *slog.Logger) {
+func (s *subscription) run(quit <-chan struct{}) {
 	for {
 		select {
 		case <-quit:
 			return
 		case m := <-s.queue:
-			s.call(m, log)
+			s.running.Lock()
+			s.call(m)
+			s.pending.Add(-1)
+			s.running.Unlock()
 		}
 	}
 }
 
-func (s *subscription) call(m Message, log *slog.Logger) {
+func (s *subscription) call(m Message) {
 	defer func() {
 		if r := recover(); r != nil {
-			log.Error("message handler panicked", "filter", s.filter, "topic", m.Topic, "panic", r)
+			s.log.Error("message handler panicked", "filter", s.filter, "topic", m.Topic, "panic", r)
 		}
 	}()
 	s.h(m)
@@ -337,5 +361,5 @@ func validFilter(f string) error {
 // dispatch runs one subscription's handler, in order, until Close.
 func (c *Client) dispatch(s *subscription) {
 	defer c.wg.Done()
-	s.run(c.quit, c.log)
+	s.run(c.quit)
 }
