@@ -9,20 +9,23 @@ import (
 )
 
 // GC policy. Unless GOGC is set, the collector lets the heap grow to
-// max(5 × live heap, live heap + headroom) between collections:
+// max(2 × live heap, live heap + headroom) between collections:
 //
-//   - GOGC=400 rather than 100: at thousands of events per second the
-//     default spends a large share of two cores marking;
+//   - GOGC=100, Go's default: the heap stays near twice what is live. The
+//     server ran GOGC=400 plus 128 MB of headroom before (issue 18): at
+//     5,000 events/s in the peer bench it peaked at 463 MiB resident, with
+//     this policy at 138 MiB for the same CPU (62–63% of a core; the
+//     collections of a small live heap are short); and after 400 MCP calls
+//     an idle server no longer holds 64 MiB of uncollected garbage;
 //   - a floor of gcHeadroom (PILOTHOUSE_GC_HEADROOM, in MB; 0 turns it off)
-//     so a small house (a live heap of a few MB) is not collected ten times
-//     a second during a burst: each collection, however small, stalls event
-//     dispatch a little (measured with pilothouse bench: at 5,000 events/s
-//     and 1 rule, 48 collections in 5 s gave p99 17 ms, 8 gave 8 ms).
+//     so a small house (a live heap of a few MB) is not collected ten
+//     times a second during a burst: each collection, however small,
+//     stalls event dispatch a little.
 //
 // GOMEMLIMIT still caps the heap when set.
 const (
-	gcPercent         = 400
-	defaultGCHeadroom = 128 << 20
+	gcPercent         = 100
+	defaultGCHeadroom = 32 << 20
 	gcTuneEvery       = 500 * time.Millisecond
 )
 
@@ -57,10 +60,10 @@ func tuneGC() {
 }
 
 // gcPercentFor is the GOGC that gives a heap goal of at least live +
-// headroom, and never less than gcPercent. It moves in steps of 100 so a
+// headroom, and never less than gcPercent. It moves in steps of 50 so a
 // live heap that breathes a little does not move the goal every tick.
 func gcPercentFor(live, headroom uint64) int {
 	live = max(live, 1<<20)
-	p := int(headroom*100/live) / 100 * 100
+	p := int(headroom*100/live) / 50 * 50
 	return max(p, gcPercent)
 }

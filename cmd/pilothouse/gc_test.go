@@ -8,13 +8,13 @@ func TestGCPercentFor(t *testing.T) {
 		live, headroom uint64
 		want           int
 	}{
-		{2 * mb, 128 * mb, 6400}, // small house: the goal is live + 128 MB
-		{0, 128 * mb, 12800},     // below 1 MB counts as 1 MB
-		{32 * mb, 128 * mb, 400}, // 4 × live already gives the headroom
-		{95 * mb, 128 * mb, 400}, // big house: plain GOGC=400
-		{3 * mb, 128 * mb, 4200}, // 4266 rounded down to a step of 100
-		{10 * mb, 16 * mb, 400},  // never below gcPercent
-		{1 * mb, 0, gcPercent},   // headroom off
+		{2 * mb, 32 * mb, 1600}, // small house: the goal is live + 32 MB
+		{0, 32 * mb, 3200},      // below 1 MB counts as 1 MB
+		{32 * mb, 32 * mb, 100}, // 2 × live already gives the headroom
+		{95 * mb, 32 * mb, 100}, // big house: plain GOGC=100
+		{3 * mb, 32 * mb, 1050}, // 1066 rounded down to a step of 50
+		{10 * mb, 4 * mb, 100},  // never below gcPercent
+		{1 * mb, 0, gcPercent},  // headroom off
 	} {
 		if got := gcPercentFor(c.live, c.headroom); got != c.want {
 			t.Errorf("gcPercentFor(%d MB, %d MB) = %d, want %d", c.live/mb, c.headroom/mb, got, c.want)
