@@ -413,6 +413,11 @@ func (c *Client) onConnect() {
 // not have reached the broker. A broker that does not answer in time (frozen,
 // overloaded) makes it fail with an error wrapping context.DeadlineExceeded,
 // and Health reports the broker as not answering until it answers again.
+//
+// paho takes the message on the caller's goroutine (no goroutine per
+// publish): that is immediate unless paho's writer is stuck on a full
+// socket, and then bounded by PublishTimeout (paho's write timeout), during
+// which ctx is not looked at.
 func (c *Client) Publish(ctx context.Context, topic string, payload []byte, qos byte, retain bool) error {
 	if topic == "" || strings.ContainsAny(topic, "+#\x00") {
 		return fmt.Errorf("mqtt: publish: invalid topic %q", topic)
@@ -424,24 +429,16 @@ func (c *Client) Publish(ctx context.Context, topic string, payload []byte, qos 
 	if !ok {
 		return ErrNotConnected
 	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("mqtt: publish %q: %w", topic, err)
+	}
 	start := time.Now()
-	t := time.NewTimer(c.opts.PublishTimeout)
-	defer t.Stop()
-	// paho's Publish itself waits (up to its write timeout) while its
-	// writer is stuck on a full socket: hand it over from a goroutine, so
-	// that this wait honours ctx and the timer too.
-	handed := make(chan paho.Token, 1)
-	go func() { handed <- c.pc.Publish(topic, qos, retain, payload) }()
-	var tok paho.Token
-	for tok == nil || !isDone(tok) {
-		var done <-chan struct{}
-		if tok != nil {
-			done = tok.Done()
-		}
+	tok := c.pc.Publish(topic, qos, retain, payload)
+	if !isDone(tok) {
+		t := time.NewTimer(c.opts.PublishTimeout - time.Since(start))
+		defer t.Stop()
 		select {
-		case tok = <-handed:
-			handed = nil
-		case <-done:
+		case <-tok.Done():
 		case <-down:
 			return ErrNotConnected
 		case <-ctx.Done():
@@ -451,6 +448,9 @@ func (c *Client) Publish(ctx context.Context, topic string, payload []byte, qos 
 		}
 	}
 	if err := tok.Error(); err != nil {
+		if time.Since(start) >= c.opts.PublishTimeout && strings.Contains(err.Error(), "timeout") {
+			return c.publishTimedOut(start, topic, qos) // paho gave up taking it
+		}
 		return c.publishFailed(start, topic, err)
 	}
 	return nil

@@ -65,3 +65,30 @@ func TestPublishBoundedWhenBrokerFreezes(t *testing.T) {
 		})
 	}
 }
+
+// TestPublishBehindAStuckWriterIsBounded: while paho's writer is stuck on
+// a full socket (the broker frozen), a further publish, which paho takes
+// on the caller's goroutine, still returns within PublishTimeout.
+func TestPublishBehindAStuckWriterIsBounded(t *testing.T) {
+	const timeout = 500 * time.Millisecond
+	b := startBroker(t, "127.0.0.1:0")
+	p := mqtttest.StartFreezeProxy(t, b.Addr())
+	c, err := Dial(ctxT(t), Options{Broker: p.URL(), PublishTimeout: timeout, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	p.Freeze()
+	defer p.Thaw()
+	stuck := make(chan error, 1)
+	go func() { stuck <- c.Publish(context.Background(), "freeze/big", make([]byte, 8<<20), 0, false) }()
+	time.Sleep(50 * time.Millisecond) // the writer is on the big one
+	start := time.Now()
+	err = c.Publish(context.Background(), "freeze/next", []byte("x"), 1, false)
+	if took := time.Since(start); err == nil || took > timeout+time.Second {
+		t.Fatalf("a publish behind the stuck one = %v after %s, want an error within %s", err, took, timeout)
+	}
+	if err := <-stuck; err == nil {
+		t.Fatal("the big publish to a frozen broker succeeded")
+	}
+}
