@@ -15,17 +15,20 @@ import (
 //     server ran GOGC=400 plus 128 MB of headroom before (issue 18): at
 //     5,000 events/s in the peer bench it peaked at 463 MiB resident, with
 //     this policy at 138 MiB for the same CPU (62–63% of a core; the
-//     collections of a small live heap are short); and after 400 MCP calls
-//     an idle server no longer holds 64 MiB of uncollected garbage;
-//   - a floor of gcHeadroom (PILOTHOUSE_GC_HEADROOM, in MB; 0 turns it off)
-//     so a small house (a live heap of a few MB) is not collected ten
-//     times a second during a burst: each collection, however small,
-//     stalls event dispatch a little.
+//     collections of a small live heap are short);
+//   - a floor of 16 MB of headroom: after 400 MCP calls the demo house is
+//     at 47 MiB resident (64 MiB with the old policy, 65 with 32 MB, 37
+//     with 8 MB; the live heap is 5 MB), and a small house at 5,000
+//     events/s is collected about three times a second, each time briefly;
+//     PILOTHOUSE_GC_HEADROOM sets it (in MB; 0 turns it off). Without it a
+//     small house (a live heap of a few MB) would be collected ten times
+//     a second during a burst: each collection, however small, stalls
+//     event dispatch a little.
 //
 // GOMEMLIMIT still caps the heap when set.
 const (
 	gcPercent         = 100
-	defaultGCHeadroom = 32 << 20
+	defaultGCHeadroom = 16 << 20
 	gcTuneEvery       = 500 * time.Millisecond
 )
 

@@ -8,11 +8,11 @@ func TestGCPercentFor(t *testing.T) {
 		live, headroom uint64
 		want           int
 	}{
-		{2 * mb, 32 * mb, 1600}, // small house: the goal is live + 32 MB
-		{0, 32 * mb, 3200},      // below 1 MB counts as 1 MB
-		{32 * mb, 32 * mb, 100}, // 2 × live already gives the headroom
-		{95 * mb, 32 * mb, 100}, // big house: plain GOGC=100
-		{3 * mb, 32 * mb, 1050}, // 1066 rounded down to a step of 50
+		{2 * mb, 16 * mb, 800},  // small house: the goal is live + 16 MB
+		{0, 16 * mb, 1600},      // below 1 MB counts as 1 MB
+		{16 * mb, 16 * mb, 100}, // 2 × live already gives the headroom
+		{95 * mb, 16 * mb, 100}, // big house: plain GOGC=100
+		{3 * mb, 16 * mb, 500},  // 533 rounded down to a step of 50
 		{10 * mb, 4 * mb, 100},  // never below gcPercent
 		{1 * mb, 0, gcPercent},  // headroom off
 	} {
