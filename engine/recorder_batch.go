@@ -21,19 +21,22 @@ type batchWriter struct {
 	r     *recorder
 	fifo  []*recItem             // runs that are never superseded
 	tails map[tailKey][]*recItem // final firings by rule and status
-	held  int                    // runs held (fifo and tails)
-	n     int                    // runs pushed into this batch
-	seq   uint64                 // queue order of the pushed runs
+	// arrived counts the final firings of each rule and status pushed
+	// into this batch (nextLinger).
+	arrived map[tailKey]int
+	held    int    // runs held (fifo and tails)
+	n       int    // runs pushed into this batch
+	seq     uint64 // queue order of the pushed runs
 	// superseded lists the rules that had firings superseded in this
 	// batch: their stored firings are trimmed with it.
 	superseded map[string]bool
 	rows       []storage.Run // the rows written
 	kept       []*recItem    // their items, in queue order
-	// arena holds a batch's encoded envelopes back to back, reused from
-	// batch to batch: rows point into it until InsertRuns has written them
-	// (the store copies them; nothing keeps a batch's rows after).
-	arena []byte
-	ends  []int // ends[i]: end of row i's envelope in arena (-1: none)
+	// arena holds encoded envelopes back to back: rows point into it until
+	// InsertRuns has written them (the store copies them; nothing keeps a
+	// batch's rows after). first is the batch's first arena, reused.
+	arena, first []byte
+	ends         []int // ends[i]: end of row i's envelope in its arena (-1: none)
 	// Trimming is a separate statement per rule: done at most once per
 	// trimEvery, for the rules that stored at least keep runs since, and
 	// at once for a rule that stored hotTrim × keep runs since (a rule
@@ -47,13 +50,14 @@ type batchWriter struct {
 type tailKey struct{ rule, status string }
 
 const (
-	trimEvery = 5 * time.Second
-	hotTrim   = 4
-	maxArena  = 2 << 20
+	trimEvery  = 5 * time.Second
+	hotTrim    = 4
+	arenaChunk = 1 << 20
 )
 
 func newBatchWriter(r *recorder) *batchWriter {
-	return &batchWriter{r: r, tails: map[tailKey][]*recItem{}, superseded: map[string]bool{}, trimCount: map[string]int{}, lastTrim: time.Now()}
+	return &batchWriter{r: r, tails: map[tailKey][]*recItem{}, arrived: map[tailKey]int{}, superseded: map[string]bool{},
+		trimCount: map[string]int{}, lastTrim: time.Now()}
 }
 
 // push adds a run to the batch.
@@ -67,6 +71,7 @@ func (w *batchWriter) push(it *recItem) {
 		return
 	}
 	k := tailKey{it.run.Rule, it.run.Status}
+	w.arrived[k]++
 	t := append(w.tails[k], it)
 	if len(t) >= 2*w.r.keep { // amortised: sorted and cut every keep arrivals
 		t = w.cut(k.rule, t)
@@ -122,10 +127,27 @@ func (w *batchWriter) write() int {
 	w.kept = w.kept[:0]
 	w.n, w.held = 0, 0
 	clear(w.superseded)
-	if cap(w.arena) > maxArena {
-		w.arena = nil // an outsized batch's buffer is not kept
-	}
+	w.arena = nil
 	return n
+}
+
+// nextLinger is the linger of the next batch, from the n runs of the one
+// just written that took d to gather: lingerBusy when, at the same rates,
+// it would let the retention policy skip at least a quarter of the runs.
+func (w *batchWriter) nextLinger(n int, d time.Duration) time.Duration {
+	defer clear(w.arrived)
+	if n == 0 {
+		return lingerIdle
+	}
+	scale := lingerBusy.Seconds() / max(d.Seconds(), lingerIdle.Seconds())
+	skip := 0.0
+	for _, a := range w.arrived {
+		skip += max(0, float64(a)*scale-float64(w.r.keep))
+	}
+	if skip >= 0.25*float64(n)*scale {
+		return lingerBusy
+	}
+	return lingerIdle
 }
 
 // gather moves the held runs into kept, in queue order.
@@ -134,17 +156,30 @@ func (w *batchWriter) gather() {
 	clear(w.fifo)
 	w.fifo = w.fifo[:0]
 	for k, t := range w.tails {
+		if len(t) == 0 { // a rule that fired in the batch before: its slice goes
+			delete(w.tails, k)
+			continue
+		}
 		w.kept = append(w.kept, w.cut(k.rule, t)...)
-		delete(w.tails, k)
+		clear(t)
+		w.tails[k] = t[:0]
 	}
 	slices.SortFunc(w.kept, func(a, b *recItem) int { return cmp.Compare(a.seq, b.seq) })
 }
 
-// encode fills the rows of the kept items, their envelopes encoded into
-// the arena.
+// encode fills the rows of the kept items, their envelopes encoded back to
+// back into arenas of about arenaChunk bytes: the first is reused from
+// batch to batch, and a big batch adds chunks rather than regrowing (and
+// copying) one buffer.
 func (w *batchWriter) encode() {
-	w.arena, w.ends = w.arena[:0], w.ends[:0]
+	w.arena, w.ends = w.first[:0], w.ends[:0]
+	from := 0 // the first row whose envelope is in the current arena
 	for _, it := range w.kept {
+		if len(w.arena) >= arenaChunk {
+			w.slice(from)
+			from = len(w.rows)
+			w.arena = make([]byte, 0, arenaChunk+arenaChunk/8)
+		}
 		w.rows = append(w.rows, it.run)
 		if it.env == nil {
 			w.ends = append(w.ends, -1)
@@ -161,10 +196,18 @@ func (w *batchWriter) encode() {
 		it.env = nil
 		runtime.Gosched()
 	}
-	// Slices are taken once the arena has stopped growing.
+	w.slice(from)
+}
+
+// slice points rows from on at their envelopes in the current arena, once
+// it has stopped growing.
+func (w *batchWriter) slice(from int) {
+	if from == 0 && cap(w.arena) <= 2*arenaChunk {
+		w.first = w.arena // kept for the next batch
+	}
 	start := 0
-	for i, end := range w.ends {
-		if end >= 0 {
+	for i := from; i < len(w.rows); i++ {
+		if end := w.ends[i]; end >= 0 {
 			w.rows[i].Envelope = w.arena[start:end:end]
 			start = end
 		}
