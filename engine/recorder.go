@@ -239,6 +239,9 @@ func (r *recorder) loop() {
 		for _, s := range r.takeOverflow() {
 			w.push(s)
 		}
+		if !ok {
+			w.urgent = true
+		}
 		n := w.write()
 		if !ok {
 			for _, s := range r.takeOverflow() { // added while closing
@@ -266,6 +269,7 @@ func (w *batchWriter) collect(timer *time.Timer, linger time.Duration) bool {
 				return false
 			}
 		case <-w.r.hurry:
+			w.urgent = true // written without pauses
 			return w.drain()
 		case <-timer.C:
 			return w.drain()

@@ -45,6 +45,8 @@ type batchWriter struct {
 	// or that had firings superseded in this batch.
 	trimCount map[string]int
 	lastTrim  time.Time
+	slice0    time.Time // start of the current slice of work (pace)
+	urgent    bool      // a flush waits: no pauses (pace)
 }
 
 type tailKey struct{ rule, status string }
@@ -53,6 +55,7 @@ const (
 	trimEvery  = 5 * time.Second
 	hotTrim    = 4
 	arenaChunk = 1 << 20
+	paceSlice  = 2 * time.Millisecond
 )
 
 func newBatchWriter(r *recorder) *batchWriter {
@@ -108,7 +111,8 @@ func (w *batchWriter) write() int {
 	trim := w.trims()
 	r := w.r
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	err := r.store.InsertRuns(ctx, w.rows, storage.WriteOptions{Yield: runtime.Gosched, EncodedJSON: true, Trim: trim, KeepPerStatus: r.keep})
+	w.slice0 = time.Now()
+	err := r.store.InsertRuns(ctx, w.rows, storage.WriteOptions{Yield: w.pace, EncodedJSON: true, Trim: trim, KeepPerStatus: r.keep})
 	cancel()
 	if err != nil {
 		r.log.Warn("writing run records", "count", len(w.rows), "trims", len(trim), "err", err)
@@ -125,7 +129,7 @@ func (w *batchWriter) write() int {
 	w.rows = w.rows[:0]
 	clear(w.kept) // let the envelopes go
 	w.kept = w.kept[:0]
-	w.n, w.held = 0, 0
+	w.n, w.held, w.urgent = 0, 0, false
 	clear(w.superseded)
 	w.arena = nil
 	return n
@@ -150,6 +154,24 @@ func (w *batchWriter) nextLinger(n int, d time.Duration) time.Duration {
 	return lingerIdle
 }
 
+// pace runs between rows while a batch is encoded and written. It yields
+// the processor, and after every paceSlice of work it sleeps twice as long
+// unless the queue is filling: a batch of a busy second (thousands of
+// rows, tens of ms of CPU) is spread over a few hundred ms at a third of a
+// core, rather than take a whole core at once from the event path, the
+// broker and the devices that share a small house server's two.
+func (w *batchWriter) pace() {
+	runtime.Gosched()
+	d := time.Since(w.slice0)
+	if d < paceSlice {
+		return
+	}
+	if !w.urgent && len(w.r.hurry) == 0 && len(w.r.ch) < cap(w.r.ch)/8 && len(w.r.kick) == 0 {
+		time.Sleep(2 * d)
+	}
+	w.slice0 = time.Now()
+}
+
 // gather moves the held runs into kept, in queue order.
 func (w *batchWriter) gather() {
 	w.kept = append(w.kept, w.fifo...)
@@ -172,6 +194,7 @@ func (w *batchWriter) gather() {
 // batch to batch, and a big batch adds chunks rather than regrowing (and
 // copying) one buffer.
 func (w *batchWriter) encode() {
+	w.slice0 = time.Now()
 	w.arena, w.ends = w.first[:0], w.ends[:0]
 	from := 0 // the first row whose envelope is in the current arena
 	for _, it := range w.kept {
@@ -194,7 +217,7 @@ func (w *batchWriter) encode() {
 		}
 		w.ends = append(w.ends, len(w.arena))
 		it.env = nil
-		runtime.Gosched()
+		w.pace()
 	}
 	w.slice(from)
 }
