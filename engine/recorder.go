@@ -242,6 +242,7 @@ func (r *recorder) loop() {
 		if !ok {
 			w.urgent = true
 		}
+		w.paced = linger == lingerBusy
 		n := w.write()
 		if !ok {
 			for _, s := range r.takeOverflow() { // added while closing

@@ -47,6 +47,7 @@ type batchWriter struct {
 	lastTrim  time.Time
 	slice0    time.Time // start of the current slice of work (pace)
 	urgent    bool      // a flush waits: no pauses (pace)
+	paced     bool      // a busy batch: pauses between slices of work (pace)
 }
 
 type tailKey struct{ rule, status string }
@@ -56,6 +57,7 @@ const (
 	hotTrim    = 4
 	arenaChunk = 1 << 20
 	paceSlice  = 2 * time.Millisecond
+	paceMax    = 8 * time.Millisecond
 )
 
 func newBatchWriter(r *recorder) *batchWriter {
@@ -155,19 +157,25 @@ func (w *batchWriter) nextLinger(n int, d time.Duration) time.Duration {
 }
 
 // pace runs between rows while a batch is encoded and written. It yields
-// the processor, and after every paceSlice of work it sleeps twice as long
-// unless the queue is filling: a batch of a busy second (thousands of
-// rows, tens of ms of CPU) is spread over a few hundred ms at a third of a
-// core, rather than take a whole core at once from the event path, the
-// broker and the devices that share a small house server's two.
+// the processor, and in a busy batch (lingerBusy: thousands of rows, tens
+// of ms of CPU) it sleeps twice as long as each paceSlice of work took, at
+// most paceMax, unless the queue is filling (an eighth full or kicked), a
+// flush waits or the recorder closes: the batch is spread over a few
+// hundred ms at about a third of a core, rather than take a whole core at
+// once from the event path, the broker and the devices that share a small
+// house server's two. (The slice is wall time: on a crowded machine it
+// includes time the writer waited for a processor, hence the cap.)
 func (w *batchWriter) pace() {
 	runtime.Gosched()
+	if !w.paced {
+		return
+	}
 	d := time.Since(w.slice0)
 	if d < paceSlice {
 		return
 	}
 	if !w.urgent && len(w.r.hurry) == 0 && len(w.r.ch) < cap(w.r.ch)/8 && len(w.r.kick) == 0 {
-		time.Sleep(2 * d)
+		time.Sleep(min(2*d, paceMax))
 	}
 	w.slice0 = time.Now()
 }
