@@ -76,6 +76,10 @@ func (ar *armedRule) startLocked(tf rules.TriggerFire) {
 	s.work.run(f)
 }
 
+// limited: a body without delays and waits only waits for its commands'
+// acknowledgements; it counts against workers' maxRunning.
+func (f *firing) limited() bool { return !f.ar.waits }
+
 // do runs the firing on a worker (the task workers run).
 func (f *firing) do() {
 	ar, s := f.ar, f.ar.s

@@ -42,3 +42,78 @@ func TestWorkersRunEverythingAndReuse(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// limitedTask is a limited task for tests.
+type limitedTask func()
+
+func (f limitedTask) do()           { f() }
+func (f limitedTask) limited() bool { return true }
+
+// TestWorkersLimitRunningFirings: at most maxRunning limited tasks run at
+// once, the others start in order as slots free up, and unlimited tasks
+// (bodies with delays and waits) run whatever the limit.
+func TestWorkersLimitRunningFirings(t *testing.T) {
+	w := newWorkers()
+	release := make(chan struct{})
+	var mu sync.Mutex
+	running, peak := 0, 0
+	var order []int
+	var wg sync.WaitGroup
+	const n = maxRunning + 50
+	for i := range n {
+		wg.Add(1)
+		w.run(limitedTask(func() {
+			defer wg.Done()
+			mu.Lock()
+			running++
+			peak = max(peak, running)
+			order = append(order, i)
+			mu.Unlock()
+			<-release
+			mu.Lock()
+			running--
+			mu.Unlock()
+		}))
+	}
+	unlimited := make(chan struct{})
+	w.run(taskFunc(func() { close(unlimited) }))
+	select {
+	case <-unlimited:
+	case <-time.After(5 * time.Second):
+		t.Fatal("an unlimited task waited behind the limited ones")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mu.Lock()
+		r := running
+		mu.Unlock()
+		if r == maxRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d limited tasks running, want %d", r, maxRunning)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	if peak != maxRunning {
+		t.Fatalf("peak %d running, want %d", peak, maxRunning)
+	}
+	for i, v := range order[maxRunning:] {
+		if v != maxRunning+i {
+			t.Fatalf("backlog ran out of order: %v", order[maxRunning:])
+		}
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
+		w.mu.Lock()
+		r, b := w.running, len(w.backlog)
+		w.mu.Unlock()
+		if r == 0 && b == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after: %d running, %d waiting", r, b)
+		}
+	}
+}
