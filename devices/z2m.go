@@ -89,6 +89,19 @@ type expose struct {
 	ValueStep   *float64 `json:"value_step"`
 	Values      []any    `json:"values"`
 	Features    []expose `json:"features"`
+	Presets     []preset `json:"presets"`
+	ItemType    *expose  `json:"item_type"`
+	LengthMin   *float64 `json:"length_min"`
+	LengthMax   *float64 `json:"length_max"`
+}
+
+// preset is a named value of a numeric expose; the value may lie outside
+// value_min..value_max (color_temp_startup "previous" = 65535) or be a
+// string (on_level "previous").
+type preset struct {
+	Name        string `json:"name"`
+	Value       any    `json:"value"`
+	Description string `json:"description"`
 }
 
 // Access bits of a Zigbee2MQTT expose.

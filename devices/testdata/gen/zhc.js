@@ -152,16 +152,18 @@ function keyOf(e) {
 
 // dupSigs names properties exposed more than once with different shapes
 // (at top level or inside one specific expose, where the catalog routes
-// them).
+// them): a shape is the expose without its texts, named by its outer
+// signature.
 function dupSigs(exposes) {
-    const byKey = new Map();
+    const byKey = new Map(); // key -> shape (the expose without its texts) -> outer signature
     const add = (e) => {
         const k = keyOf(e);
         if (!k) return;
         const s = [];
         sigs(e, "", s);
-        if (!byKey.has(k)) byKey.set(k, new Set());
-        byKey.get(k).add(s.join(","));
+        const shape = stableStringify({...e, description: undefined, label: undefined, category: undefined, homeassistant: undefined});
+        if (!byKey.has(k)) byKey.set(k, new Map());
+        byKey.get(k).set(shape, s[0]);
     };
     for (const e of exposes) {
         if (specific.has(e.type)) (e.features || []).forEach(add);
@@ -170,7 +172,9 @@ function dupSigs(exposes) {
     const out = [];
     for (const [, shapes] of byKey) {
         if (shapes.size > 1) {
-            out.push("dup:" + [...shapes].map((s) => s.split(",")[0].split("/")[0]).sort().join("+"));
+            // Each shape by its outer signature without its context.
+            const outer = [...shapes.values()];
+            out.push("dup:" + outer.sort().join("+"));
         }
     }
     return out;
