@@ -87,7 +87,18 @@ type devSpec struct {
 	routes         []topicRoute
 	entries        []pilotage.Entry // built once per spec, revision set
 	built          bool
+	fidelity       fidelity // how fully the source's description is modelled
 }
+
+// fidelity says how fully a device is modelled; a partial or unmodelled
+// device's entry says why (tag and description).
+type fidelity uint8
+
+const (
+	fidelityFull fidelity = iota
+	fidelityPartial
+	fidelityNone
+)
 
 // buildEntries derives the spec's entries once; specs are cached by their
 // sources while their input is unchanged, so rebuilds stay cheap. The

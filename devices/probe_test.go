@@ -28,13 +28,13 @@ type probeGap struct {
 	detail string
 }
 
-type fidelity struct {
+type probeResult struct {
 	probes int
 	gaps   []probeGap
 	marked bool // the device entry says it is not fully modelled
 }
 
-func (f *fidelity) verdict() string {
+func (f *probeResult) verdict() string {
 	switch {
 	case len(f.gaps) == 0:
 		return "full"
@@ -51,13 +51,14 @@ type prober struct {
 	dev     string // device id
 	topic   string // <base>/<friendly_name>
 	schemas map[string]*jsonschema.Schema
-	f       fidelity
+	dups    map[string]bool // keys exposed more than once
+	f       probeResult
 }
 
 // sample is a value to send and what Zigbee2MQTT must receive for it.
 type sample struct{ in, out any }
 
-func probeZHCDevice(tb testing.TB, d *zhcDevice) *fidelity {
+func probeZHCDevice(tb testing.TB, d *zhcDevice) *probeResult {
 	c, _ := newTestCatalog()
 	conn := newFakeConn()
 	c.mu.Lock()
@@ -73,6 +74,7 @@ func probeZHCDevice(tb testing.TB, d *zhcDevice) *fidelity {
 		p.gap("definition", nil, "no definition")
 		return &p.f
 	}
+	p.dups = exposedTwice(d.dev.Definition.Exposes)
 	for _, e := range d.dev.Definition.Exposes {
 		if isSpecificExpose(e.Type) {
 			for _, f := range e.Features {
@@ -164,11 +166,22 @@ func (p *prober) state(key string, e *expose) {
 			return
 		}
 	}
+	// Zigbee2MQTT publishes it in the device's JSON state: the state
+	// entry's live value is what was published.
+	v := stateSamples(e)[0]
+	b, _ := json.Marshal(map[string]any{key: v})
+	p.c.HandleMessage(msg(p.topic, string(b)))
+	if l, _ := p.c.Live(ent.ID); !reflect.DeepEqual(l.Value, decoded(p.tb, map[string]any{"v": v})["v"]) {
+		p.gap("state not ingested", e, fmt.Sprintf("%s: published %s, live %v", ent.ID, b, l.Value))
+	}
 }
 
 func (p *prober) set(key string, e *expose) {
 	for _, s := range setSamples(e) {
 		p.call(e, map[string]any{key: s.in}, map[string]any{key: s.out})
+	}
+	if p.dups[key] {
+		return // another shape of key may admit what this one does not
 	}
 	for _, bad := range illFormed(e) {
 		p.reject(e, map[string]any{key: bad})
@@ -418,18 +431,26 @@ func compositeSetSample(e *expose) sample {
 	return sample{in, out}
 }
 
-func anySettable(fs []expose) bool {
-	for _, f := range fs {
-		if f.Access&accessSet != 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// illFormed are values Zigbee2MQTT's expose rules out: a list item of the
-// wrong type, a list too long or too short.
+// illFormed are values Zigbee2MQTT's expose rules out: a number out of
+// range that is no preset, an unknown member of a composite, a list item
+// of the wrong type, a list too long or too short.
 func illFormed(e *expose) []any {
+	switch e.Type {
+	case "numeric":
+		var out []any
+		if e.ValueMax != nil && !isPresetValue(e, *e.ValueMax+1) {
+			out = append(out, *e.ValueMax+1)
+		}
+		if e.ValueMin != nil && !isPresetValue(e, *e.ValueMin-1) {
+			out = append(out, *e.ValueMin-1)
+		}
+		return append(out, "no such preset")
+	case "composite":
+		if len(e.Features) > 0 {
+			return []any{map[string]any{"no_such_member": 1.0}}
+		}
+		return []any{"not an object"}
+	}
 	if e.Type != "list" || e.ItemType == nil {
 		return nil
 	}
@@ -450,6 +471,33 @@ func illFormed(e *expose) []any {
 	}
 	if e.LengthMin != nil && *e.LengthMin > 0 {
 		out = append(out, []any{})
+	}
+	return out
+}
+
+func isPresetValue(e *expose, v float64) bool {
+	for _, p := range e.Presets {
+		if p.Value == v {
+			return true
+		}
+	}
+	return false
+}
+
+// exposedTwice lists the keys exposed more than once (at top level or in
+// a specific expose).
+func exposedTwice(es []expose) map[string]bool {
+	seen, out := map[string]bool{}, map[string]bool{}
+	for _, e := range es {
+		fs := []expose{e}
+		if isSpecificExpose(e.Type) {
+			fs = e.Features
+		}
+		for _, f := range fs {
+			k := exposeKey(f)
+			out[k] = out[k] || seen[k]
+			seen[k] = true
+		}
 	}
 	return out
 }

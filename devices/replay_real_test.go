@@ -70,7 +70,7 @@ func TestReplayRealData(t *testing.T) {
 	}{
 		{
 			name: "zigbee2mqtt house before the leak sensor leaves", until: 30,
-			kinds: map[pilotage.Kind]int{pilotage.KindDevice: 12, pilotage.KindState: 109, pilotage.KindEvent: 3, pilotage.KindAction: 9},
+			kinds: map[pilotage.Kind]int{pilotage.KindDevice: 12, pilotage.KindState: 110, pilotage.KindEvent: 3, pilotage.KindAction: 17},
 			present: []entryCheck{
 				{"front_door_lock.set", func(t *testing.T, c *Catalog, e *pilotage.Entry) {
 					if e.Risk != pilotage.RiskSecurity || !e.RiskHints.Destructive || e.RiskHints.ReadOnly {
@@ -92,11 +92,22 @@ func TestReplayRealData(t *testing.T) {
 					if prop(s, "properties", "color_temp", "x-unit") != "mired" {
 						t.Errorf("color_temp unit: %v", prop(s, "properties", "color_temp"))
 					}
-					// color exposed twice (xy and hs): one object with both.
-					for _, k := range []string{"x", "y", "hue", "saturation"} {
-						if prop(s, "properties", "color", "properties", k) == nil {
-							t.Errorf("color lacks %s", k)
+					// color exposed twice (xy and hs): every form Zigbee2MQTT
+					// reads, {x, y} and {hue, saturation} among them.
+					forms, _ := prop(s, "properties", "color", "anyOf").([]any)
+					seen := map[string]bool{}
+					for _, f := range forms {
+						for k := range f.(map[string]any)["properties"].(map[string]any) {
+							seen[k] = true
 						}
+					}
+					for _, k := range []string{"x", "y", "hue", "saturation", "hex", "r", "h", "hsv"} {
+						if !seen[k] {
+							t.Errorf("color lacks %s: %v", k, prop(s, "properties", "color"))
+						}
+					}
+					if prop(s, "properties", "transition", "minimum") != 0.0 || prop(s, "properties", "brightness_step") == nil {
+						t.Errorf("light extras: %v", prop(s, "properties", "transition"))
 					}
 					if e.Risk != pilotage.RiskControl {
 						t.Errorf("light risk %s", e.Risk)
@@ -134,7 +145,8 @@ func TestReplayRealData(t *testing.T) {
 					if e.Risk != pilotage.RiskControl || !reflect.DeepEqual(prop(s, "properties", "child_lock", "enum"), []any{"LOCK", "UNLOCK"}) {
 						t.Errorf("plug: risk %s child_lock %v", e.Risk, prop(s, "properties", "child_lock"))
 					}
-					if prop(s, "properties", "countdown", "multipleOf") != 1.0 {
+					// value_step is a hint (x-step), never multipleOf.
+					if prop(s, "properties", "countdown", "x-step") != 1.0 || prop(s, "properties", "countdown", "multipleOf") != nil {
 						t.Errorf("countdown step: %v", prop(s, "properties", "countdown"))
 					}
 				}},
