@@ -31,7 +31,8 @@ type probeGap struct {
 type probeResult struct {
 	probes int
 	gaps   []probeGap
-	marked bool // the device entry says it is not fully modelled
+	marked bool   // the device entry says it is not fully modelled
+	typ    string // the device's type tag and its set action's risk
 }
 
 func (f *probeResult) verdict() string {
@@ -69,6 +70,14 @@ func probeZHCDevice(tb testing.TB, d *zhcDevice) *probeResult {
 		schemas: map[string]*jsonschema.Schema{}}
 	if de, ok := c.Snapshot().Get(p.dev); ok {
 		p.f.marked = hasTag(de, "partial") || hasTag(de, "unmodelled")
+		for _, tag := range de.Tags {
+			if strings.HasPrefix(tag, "type:") {
+				p.f.typ = tag
+			}
+		}
+	}
+	if a, ok := c.Snapshot().Get(p.dev + ".set"); ok {
+		p.f.typ += " " + string(a.Risk)
 	}
 	if d.dev.Definition == nil {
 		p.gap("definition", nil, "no definition")

@@ -311,6 +311,7 @@ func libraryVerdicts(tb testing.TB, devs []zhcDevice) (map[string]int, map[strin
 			own.gaps = append(own.gaps, g)
 		}
 		verdicts["exposes "+own.verdict()]++
+		kinds["type "+f.typ]++
 	}
 	return verdicts, kinds
 }

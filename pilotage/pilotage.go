@@ -104,13 +104,13 @@ type DeviceType struct {
 // closed-sets guide is generated from it. Rows are tried in order; the
 // first that matches types the device.
 var DeviceTypes = []DeviceType{
-	{"lock", RiskSecurity, "a lock expose: door locks", nil},
+	{"lock", RiskSecurity, "a lock expose: door locks", []string{"door lock", "smart lock", "digital lock", "gas lock"}},
 	{"cover", RiskSecurity, "a cover expose: blinds, shutters, curtains, gates", nil},
 	{"garage_door", RiskSecurity, "a garage_door_contact expose: garage door openers (their trigger)", []string{"garage door opener"}},
 	{"siren", RiskSecurity, "a warning expose or a settable alarm: sirens, warning devices", []string{"siren"}},
 	{"alarm_panel", RiskSecurity, "a settable arm_mode: security keypads", nil},
 	{"climate", RiskControl, "a climate expose: thermostats and radiator valves (TRVs)", nil},
-	{"valve", RiskSecurity, "water and gas valves, water timers",
+	{"valve", RiskSecurity, "water and gas valves and water timers, by their description (a climate expose, tried first, makes a radiator valve climate)",
 		[]string{"valve", "water timer", "watering timer", "sprinkler", "irrigation", "shut-off", "shutoff"}},
 	{"light", RiskControl, "a light expose", nil},
 	{"switch", RiskControl, "a switch expose: plugs, relays, wall switches", nil},
