@@ -141,9 +141,11 @@ func (a *app) serveHTTP() error {
 		if !a.client.Connected() {
 			status, code = "mqtt disconnected", http.StatusServiceUnavailable
 		}
+		cov := a.devs.Coverage() // devices not (fully) modelled: their entries say why
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
-		fmt.Fprintf(w, `{"status":%q,"version":%q}`+"\n", status, engine.Version)
+		fmt.Fprintf(w, `{"status":%q,"version":%q,"devices":{"total":%d,"partial":%d,"unmodelled":%d}}`+"\n",
+			status, engine.Version, cov.Devices, cov.Partial, cov.Unmodelled)
 	})
 	mux.Handle("/", web.Handler(a.eng, web.Options{Principals: a.cfg.Principals, Devices: a.devs, Logger: a.log.With("part", "web")}))
 	ln, err := net.Listen("tcp", a.cfg.Addr)
