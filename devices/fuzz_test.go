@@ -1,6 +1,7 @@
 package devices
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -45,6 +46,13 @@ func FuzzZ2MDevices(f *testing.F) {
 		return strings.HasSuffix(m.Topic, "bridge/devices") || strings.HasSuffix(m.Topic, "bridge/event")
 	},
 		func(m replayMsg) { f.Add(m.msg.Payload) })
+	// One device per expose shape of the Zigbee2MQTT library, and the rows.
+	for _, d := range loadZHC(f, zhcDir+"/devices.json") {
+		f.Add([]byte("[" + string(d.raw) + "]"))
+	}
+	if b, err := os.ReadFile("testdata/z2m_rows.json"); err == nil {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		c, _ := newTestCatalog()
 		c.HandleMessage(msg("zigbee2mqtt/bridge/devices", string(payload)))
