@@ -350,7 +350,7 @@ func TestLibraryFidelity(t *testing.T) {
 	devs := loadZHC(t, path)
 	verdicts, kinds := libraryVerdicts(t, devs)
 	t.Logf("%d devices: full %d, partial %d, none %d (marked with a reason: %d)\n"+
-		"the exposes' own values only (no get, no light extras): full %d, partial %d, none %d\ngaps by kind:\n%s",
+		"the exposes' own values only (no get, no light extras): full %d, partial %d, none %d\ngaps by kind, and device types with their set risk:\n%s",
 		len(devs), verdicts["full"], verdicts["partial"], verdicts["none"], verdicts["marked"],
 		verdicts["exposes full"], verdicts["exposes partial"], verdicts["exposes none"], formatCounts(kinds, 80))
 }
