@@ -194,3 +194,29 @@ func TestZ2MRowsRisk(t *testing.T) {
 		}
 	}
 }
+
+// TestDeviceTypeOrder: the first row of pilotage.DeviceTypes that matches
+// types the device, by its exposes or its description.
+func TestDeviceTypeOrder(t *testing.T) {
+	cases := []struct{ desc, exposes, typ string }{
+		// A cover stays cover (deny_types: [cover] scopes keep hiding it).
+		{"Garage door opener", `{"type":"cover","features":[{"type":"enum","name":"state","property":"state","access":3,"values":["OPEN","CLOSE","STOP"]}]}`, "cover"},
+		{"Garage door opener", `{"type":"binary","name":"trigger","property":"trigger","access":3,"value_on":true,"value_off":false}`, "garage_door"},
+		{"Roller blind", `{"type":"cover","features":[{"type":"enum","name":"state","property":"state","access":3,"values":["OPEN","CLOSE","STOP"]}]}`, "cover"},
+		{"Thermostatic radiator valve", `{"type":"climate","features":[{"type":"numeric","name":"current_heating_setpoint","property":"current_heating_setpoint","access":7}]}`, "climate"},
+		{"Smart water valve", `{"type":"switch","features":[{"type":"binary","name":"state","property":"state","access":7,"value_on":"ON","value_off":"OFF"}]}`, "valve"},
+		{"Hose faucet water timer", `{"type":"switch","features":[{"type":"binary","name":"state","property":"state","access":7,"value_on":"ON","value_off":"OFF"}]}`, "valve"},
+		{"Smart door lock", `{"type":"text","name":"unlock_door","property":"unlock_door","access":2}`, "lock"},
+		{"Smart plug", `{"type":"switch","features":[{"type":"binary","name":"state","property":"state","access":7,"value_on":"ON","value_off":"OFF"}]}`, "switch"},
+	}
+	for _, tc := range cases {
+		c, _ := newTestCatalog()
+		c.HandleMessage(msg("zigbee2mqtt/bridge/devices", `[{"ieee_address":"0x01","friendly_name":"d","type":"Router","supported":true,
+			"definition":{"vendor":"V","model":"M","description":"`+tc.desc+`","exposes":[`+tc.exposes+`]}}]`))
+		d, _ := c.Snapshot().Get("d")
+		a, _ := c.Snapshot().Get("d.set")
+		if d == nil || a == nil || !hasTag(d, "type:"+tc.typ) || a.Risk != pilotage.DeviceTypeRisk(tc.typ) {
+			t.Errorf("%s: %v %v", tc.desc, d, a)
+		}
+	}
+}

@@ -105,7 +105,7 @@ type DeviceType struct {
 // first that matches types the device.
 var DeviceTypes = []DeviceType{
 	{"lock", RiskSecurity, "a lock expose: door locks", []string{"door lock", "smart lock", "digital lock", "gas lock"}},
-	{"cover", RiskSecurity, "a cover expose: blinds, shutters, curtains, gates", nil},
+	{"cover", RiskSecurity, "a cover expose: blinds, shutters, curtains, gates, garage doors driven as covers", nil},
 	{"garage_door", RiskSecurity, "a garage_door_contact expose: garage door openers (their trigger)", []string{"garage door opener"}},
 	{"siren", RiskSecurity, "a warning expose or a settable alarm: sirens, warning devices", []string{"siren"}},
 	{"alarm_panel", RiskSecurity, "a settable arm_mode: security keypads", nil},
