@@ -41,9 +41,20 @@
 //     state "unsupported" (tag, description, Live.Unsupported); its value is
 //     never guessed. Command templates: literal text with {{ value }}-style
 //     substitutions only, else that command field is not offered.
-//   - Risk: locks, covers (all of them: we cannot tell a garage door from a
-//     blind reliably), valves, sirens and alarm panels are security; other
-//     device commands control; notification channels external.
+//   - Zigbee2MQTT schemas say what Zigbee2MQTT takes: numeric presets by
+//     name or value (a name is sent as its value, as its frontend does),
+//     value_step as the hint "x-step" (never multipleOf), lists with their
+//     item type and length limits, composites as states whenever published,
+//     a property exposed twice as a union, the keys Zigbee2MQTT documents
+//     for lights (transition, move/step, colour forms), and <device>.get
+//     (risk read) for gettable properties. What cannot be modelled is
+//     tagged partial/unmodelled on the device entry, logged once, and
+//     counted (Catalog.Coverage, /healthz).
+//   - Risk: pilotage.DeviceTypes types a device and gives its set action's
+//     risk (locks, covers, garage door openers, sirens, alarm panels, water
+//     valves security; thermostats and radiator valves control); the
+//     closed-sets guide prints the same table. Notification channels are
+//     external.
 //   - Live values, availability and last-seen never touch entries: Gen and
 //     hashes change only when discovery changes an entry. Revision is the
 //     entry's content hash.

@@ -68,6 +68,19 @@ type model struct {
 	actions     map[string]*action
 	unsupported map[string]string
 	devOf       map[string]string // entry id -> device id
+	coverage    Coverage
+}
+
+// addRoutes adds the routes of one device.
+func (m *model) addRoutes(rs []topicRoute) {
+	for _, r := range rs {
+		if set, ok := m.routes[r.topic]; ok {
+			set.more = append(set.more, r.fn)
+			m.routes[r.topic] = set
+		} else {
+			m.routes[r.topic] = routeSet{fn: r.fn}
+		}
+	}
 }
 
 // devSpec is the source-neutral description of one device, from which its
@@ -87,7 +100,18 @@ type devSpec struct {
 	routes         []topicRoute
 	entries        []pilotage.Entry // built once per spec, revision set
 	built          bool
+	fidelity       fidelity // how fully the source's description is modelled
 }
+
+// fidelity says how fully a device is modelled; a partial or unmodelled
+// device's entry says why (tag and description).
+type fidelity uint8
+
+const (
+	fidelityFull fidelity = iota
+	fidelityPartial
+	fidelityNone
+)
 
 // buildEntries derives the spec's entries once; specs are cached by their
 // sources while their input is unchanged, so rebuilds stay cheap. The
@@ -338,13 +362,10 @@ func (c *Catalog) rebuildLocked(tx *txn) {
 		if !s.noDevice && !add(&ents[0], s.id) {
 			continue
 		}
+		m.coverage.count(s)
 		for i := range ents {
-			e := &ents[i]
-			if e.Kind == pilotage.KindDevice {
-				continue
-			}
-			if !add(e, s.id) {
-				continue
+			if ents[i].Kind != pilotage.KindDevice {
+				add(&ents[i], s.id)
 			}
 		}
 		for _, st := range s.states {
@@ -357,14 +378,7 @@ func (c *Catalog) rebuildLocked(tx *txn) {
 				m.actions[a.id] = a
 			}
 		}
-		for _, r := range s.routes {
-			if rs, ok := m.routes[r.topic]; ok {
-				rs.more = append(rs.more, r.fn)
-				m.routes[r.topic] = rs
-			} else {
-				m.routes[r.topic] = routeSet{fn: r.fn}
-			}
-		}
+		m.addRoutes(s.routes)
 	}
 	m.devOf = devOf
 	c.model = m

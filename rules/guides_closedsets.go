@@ -41,6 +41,7 @@ func closedSetsBody() string {
 	w("`max_risk` is the level consistent with them (destructive → `security`, else openWorld → `external`, else not readOnly → `control`, else `read`). ")
 	w("Triggers, conditions, delays, waits, sets, stops, branches and loops are `read`; a call carries its entry's risk ")
 	w("(a promoted automation its declared risk).\n")
+	deviceTypesTable(&b)
 
 	statusTable(&b, "Run statuses", "Run-level `outcome.status` of execute and trace.", RunStatuses)
 	statusTable(&b, "Step statuses", "`outcome.status` of each trace entry.", StepStatuses)
@@ -104,6 +105,21 @@ var limitDocs = map[string]string{
 	"MemoryBudget":    "expression evaluation memory budget",
 	"MaxConcurrent":   "the largest max a queued or parallel rule may declare",
 	"MaxSetValues":    "JSON values set steps store in one run (each value is copied; nested at most 64 deep)",
+}
+
+// deviceTypesTable writes pilotage.DeviceTypes, the table the catalog
+// types devices and risks their actions from.
+func deviceTypesTable(b *strings.Builder) {
+	b.WriteString("\n## Device types\n\nA device entry's `type:` tag, and the risk of its set action (a get action, which only asks for fresh values, is `read`). ")
+	b.WriteString("A Zigbee2MQTT device takes the first row it matches: by what it exposes, or by one of the words in its description.\n\n")
+	b.WriteString("| type | risk | recognised by |\n|---|---|---|\n")
+	for _, d := range pilotage.DeviceTypes {
+		by := d.Means
+		if len(d.Words) > 0 {
+			by += `; or "` + strings.Join(d.Words, `", "`) + `" in the description`
+		}
+		fmt.Fprintf(b, "| `%s` | `%s` | %s |\n", d.Type, d.Risk, cell(by))
+	}
 }
 
 func statusTable(b *strings.Builder, title, intro string, rows []StatusInfo) {

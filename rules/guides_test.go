@@ -84,6 +84,9 @@ func TestClosedSetsGuide(t *testing.T) {
 	for _, r := range pilotage.RiskLevels {
 		wants = append(wants, fmt.Sprintf("| `%s` | %t | %t | %t |", r.Risk, r.Hints.ReadOnly, r.Hints.Destructive, r.Hints.OpenWorld))
 	}
+	for _, d := range pilotage.DeviceTypes {
+		wants = append(wants, fmt.Sprintf("| `%s` | `%s` | %s", d.Type, d.Risk, d.Means))
+	}
 	for _, s := range append(append([]StatusInfo{}, RunStatuses...), StepStatuses...) {
 		wants = append(wants, fmt.Sprintf("| `%s` | %t | %s |", s.Status, s.OK, s.SideEffects))
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -154,22 +153,7 @@ func (a *app) serveHTTP() error {
 		MaxBodyBytes: a.cfg.Limits.MaxRequestBytes, Logger: a.log.With("part", "http")})
 	mux.Handle("/mcp", a.mcp.HTTPHandler(mcpserver.HTTPOptions{Path: "/mcp", Principals: a.cfg.Principals,
 		AllowedOrigins: a.cfg.AllowedOrigins, Guard: guard}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		status, code := "ok", http.StatusOK
-		if ok, reason := a.client.Health(); !ok {
-			status, code = reason, http.StatusServiceUnavailable
-		}
-		// Storage that cannot write (locked by another process, disk full,
-		// read-only) fails deploys and loses run records: unhealthy.
-		storeSt := a.store.WriteStatus()
-		if !storeSt.OK && code == http.StatusOK {
-			status, code = "storage cannot write", http.StatusServiceUnavailable
-		}
-		storeJSON, _ := json.Marshal(storeSt)
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(code)
-		fmt.Fprintf(w, `{"status":%q,"version":%q,"storage":%s}`+"\n", status, engine.Version, storeJSON)
-	})
+	mux.HandleFunc("/healthz", a.healthz)
 	mux.Handle("/", web.Handler(a.eng, web.Options{Principals: a.cfg.Principals, Devices: a.devs, Logger: a.log.With("part", "web"), Guard: guard}))
 	ln, err := net.Listen("tcp", a.cfg.Addr)
 	if err != nil {
