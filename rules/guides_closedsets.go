@@ -101,6 +101,9 @@ var limitDocs = map[string]string{
 	"MemoryBudget":    "expression evaluation memory budget",
 	"MaxConcurrent":   "the largest max a queued or parallel rule may declare",
 	"MaxSetValues":    "JSON values set steps store in one run (each value is copied; nested at most 64 deep)",
+	"MaxValueBytes":   "bytes of one string, list or object an expression, template or set step makes (compact JSON size)",
+	"MaxEvalBytes":    "bytes one expression evaluation builds in all (string +, repeat, join, replace, split, toJSON, list and object literals, …)",
+	"MaxRunBytes":     "bytes one run records: trace inputs, outputs and decisions, call records (bounds the stored run)",
 }
 
 func statusTable(b *strings.Builder, title, intro string, rows []StatusInfo) {
