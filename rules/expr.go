@@ -243,12 +243,11 @@ var EnvVariables = []struct{ Name, Doc string }{
 	{"steps", "outputs of earlier steps: steps.<id>.output (scope rules apply)"},
 }
 
-func stateStub(string) any       { return nil }
-func nowStub() time.Time         { return time.Time{} }
-func hourOf(t time.Time) int     { return t.Hour() }
-func minuteOf(t time.Time) int   { return t.Minute() }
-func weekdayOf(t time.Time) int  { return int(t.Weekday()) }
-func secondsOf(s string) float64 { d, _ := ParseDuration(s); return d.Seconds() }
+func stateStub(string) any      { return nil }
+func nowStub() time.Time        { return time.Time{} }
+func hourOf(t time.Time) int    { return t.Hour() }
+func minuteOf(t time.Time) int  { return t.Minute() }
+func weekdayOf(t time.Time) int { return int(t.Weekday()) }
 
 // compileEnv is the typing environment expressions are checked against.
 var compileEnv = map[string]any{

@@ -183,10 +183,10 @@ func durationValue(v any) (time.Duration, error) {
 		if !ok {
 			return 0, fmt.Errorf("got %s, want a duration such as \"90s\" or a number of seconds", interpTypeName(v))
 		}
-		d = time.Duration(f * float64(time.Second))
+		return secondsDuration(f)
 	}
 	if d < 0 {
-		return 0, fmt.Errorf("negative duration %s", d)
+		return 0, fmt.Errorf("got %s: a duration cannot be negative", d)
 	}
 	return d, nil
 }
