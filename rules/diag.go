@@ -48,6 +48,7 @@ const (
 	CodeUnboundedLoop    = "unbounded_loop"
 	CodeScope            = "scope"
 	CodeUnknownStep      = "unknown_step"
+	CodeCallDepth        = "call_depth"
 )
 
 // Codes is the closed set of diagnostic codes, each with its fixed severity.
@@ -82,6 +83,7 @@ var Codes = []CodeInfo{
 	{CodeUnboundedLoop, pilotage.SeverityError, "a while/until loop has no max, or a loop bound exceeds the engine's iteration limit"},
 	{CodeScope, pilotage.SeverityError, "a vars.* value or steps.<id>.output is named where it is not addressable (see the scope rules)"},
 	{CodeUnknownStep, pilotage.SeverityError, "steps.<id> names no step, or a step that has not run yet at this point"},
+	{CodeCallDepth, pilotage.SeverityError, "a call starts a chain of promoted automations calling each other deeper than the engine's call-depth limit (MaxCallDepth): every run would end limit_exceeded"},
 }
 
 // CodeSeverity returns the fixed severity of a code (error when unknown).

@@ -142,15 +142,32 @@ func (c *checker) call(s *Step) {
 		c.d.add(CodeNotCallable, path, "call an action (e.g. \"hall_light.set\") or a promoted automation", "%q is %s %s entry, which cannot be called", s.Call, article(string(e.Kind)), e.Kind)
 		return
 	}
-	if e.Kind == pilotage.KindAutomation && c.o.Automation != nil {
-		if sub, ok := c.o.Automation(s.Call); ok {
+	if e.Kind == pilotage.KindAutomation {
+		c.automationCall(s, path)
+	}
+	c.args(s, e)
+}
+
+// automationCall resolves a promoted body and checks how deep the chain
+// of calls it starts nests: the run would end limit_exceeded at the call
+// that goes past MaxCallDepth, every time, so it is refused here.
+func (c *checker) automationCall(s *Step, path string) {
+	depth := 1
+	if c.o.Automation != nil {
+		if sub, ok := c.o.Automation(s.Call); ok && sub != nil {
 			if c.sub == nil {
 				c.sub = map[string]*Compiled{}
 			}
 			c.sub[s.Call] = sub
+			depth += sub.CallDepth
 		}
 	}
-	c.args(s, e)
+	c.callDepth = max(c.callDepth, depth)
+	if depth > c.lim.MaxCallDepth {
+		c.d.add(CodeCallDepth, path, "call a shallower automation, or inline part of the chain",
+			"calling %q nests promoted automations %d deep (its own calls nest %d deep); the limit is %d (MaxCallDepth), so every run would end limit_exceeded",
+			s.Call, depth, depth-1, c.lim.MaxCallDepth)
+	}
 }
 
 func (c *checker) template(t *Template, sc *scope) {
