@@ -140,7 +140,7 @@ const closedSetsProse = `
 - To use a value after a branch, set a default before the branch and set it again inside the arms: ` + "`vars`" + ` is one map per run, so the arm's assignment is what you read afterwards.
 - A step id that has not run yet at that point (a later step, the step itself) or no step at all is ` + "`unknown_step`" + `. The ` + "`if`/`choose`/`repeat`" + ` step's own id is addressable after it (a repeat's output is ` + "`{iterations}`" + `).
 - ` + "`vars.index`" + ` is addressable inside every repeat body, ` + "`vars.item`" + ` inside for_each bodies; a ` + "`while`" + ` and an ` + "`until`" + ` expression see the body's scope. All values of one ` + "`set`" + ` are computed before any is assigned.
-- Catalog ids in ` + "`state('…')`" + ` must be string constants (` + "`non_constant_reference`" + `), so every reference is known before the program runs.
+- Catalog ids in ` + "`state('…')`" + ` must be string constants, and ` + "`state`" + ` may only be called directly: an alias (` + "`let s = state`" + `), ` + "`state`" + ` passed as a value, and ` + "`$env`" + ` are refused too (` + "`non_constant_reference`" + `), so every reference is known before the program runs.
 
 ## Input and params
 
