@@ -574,7 +574,7 @@ func (t *Template) source() string {
 			b.WriteString(p.Text)
 		}
 		if b.Len() > 80 {
-			return b.String()[:80] + "…"
+			return strings.ToValidUTF8(b.String()[:80], "") + "…"
 		}
 	}
 	return b.String()
