@@ -37,6 +37,11 @@ type Compiled struct {
 	// Sub are the compiled bodies of the promoted automations it calls,
 	// resolved at validation time (nil when resolved through World).
 	Sub map[string]*Compiled
+	// CallDepth is how deep its promoted-automation calls nest: 0 when it
+	// calls none, else 1 + the deepest CallDepth of the bodies it calls
+	// (a body not resolved at validation counts 0). A run nests it that
+	// deep below its own frame.
+	CallDepth int
 
 	compacted bool // Compact ran
 }

@@ -45,6 +45,7 @@ func (l Limits) withDefaults() Limits {
 	set(&l.MaxExprLen, d.MaxExprLen)
 	set(&l.MaxIterations, d.MaxIterations)
 	set(&l.MaxConcurrent, d.MaxConcurrent)
+	set(&l.MaxCallDepth, d.MaxCallDepth)
 	if l.MaxExprNodes == 0 {
 		l.MaxExprNodes = d.MaxExprNodes
 	}

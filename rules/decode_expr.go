@@ -6,7 +6,6 @@ import (
 	"sync"
 	"weak"
 
-	"github.com/expr-lang/expr"
 	exprchecker "github.com/expr-lang/expr/checker"
 	"github.com/expr-lang/expr/compiler"
 	"github.com/expr-lang/expr/conf"
@@ -29,7 +28,7 @@ func exprConfigPool(maxNodes uint) *sync.Pool {
 	}
 	p, _ := exprConfigPools.LoadOrStore(maxNodes, &sync.Pool{New: func() any {
 		c := conf.CreateNew()
-		for _, op := range []expr.Option{expr.Env(compileEnv), expr.DisableBuiltin("now"), expr.MaxNodes(maxNodes)} {
+		for _, op := range exprOptions(maxNodes) {
 			op(c)
 		}
 		for name := range c.Disabled {

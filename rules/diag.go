@@ -48,6 +48,7 @@ const (
 	CodeUnboundedLoop    = "unbounded_loop"
 	CodeScope            = "scope"
 	CodeUnknownStep      = "unknown_step"
+	CodeCallDepth        = "call_depth"
 )
 
 // Codes is the closed set of diagnostic codes, each with its fixed severity.
@@ -71,7 +72,7 @@ var Codes = []CodeInfo{
 	{CodeNotCallable, pilotage.SeverityError, "call names an entry that is not callable (only action and automation entries are)"},
 	{CodeBadArguments, pilotage.SeverityError, "call args do not satisfy the entry's input_schema; path points at the argument"},
 	{CodeBadExpression, pilotage.SeverityError, "an expression does not compile in the closed environment; range points inside the string"},
-	{CodeNonConstantRef, pilotage.SeverityError, "state(...) was given something other than a string constant, so the reference is not known statically"},
+	{CodeNonConstantRef, pilotage.SeverityError, "state(...) was given something other than a string constant, state was used other than as a direct call (an alias, a value passed on), or $env was used: the references would not be known statically"},
 	{CodeBadCron, pilotage.SeverityError, "a cron spec does not parse (5 fields, or 6 with seconds first, or a descriptor like @hourly)"},
 	{CodeBadDuration, pilotage.SeverityError, "a duration does not parse (\"500ms\", \"90s\", \"2m\", \"1h30m\", \"PT2M\"), is negative, or is templated where a constant is required"},
 	{CodeBadTime, pilotage.SeverityError, "a time of day is not HH:MM or HH:MM:SS (24-hour clock)"},
@@ -82,6 +83,7 @@ var Codes = []CodeInfo{
 	{CodeUnboundedLoop, pilotage.SeverityError, "a while/until loop has no max, or a loop bound exceeds the engine's iteration limit"},
 	{CodeScope, pilotage.SeverityError, "a vars.* value or steps.<id>.output is named where it is not addressable (see the scope rules)"},
 	{CodeUnknownStep, pilotage.SeverityError, "steps.<id> names no step, or a step that has not run yet at this point"},
+	{CodeCallDepth, pilotage.SeverityError, "a call starts a chain of promoted automations calling each other deeper than the engine's call-depth limit (MaxCallDepth): every run would end limit_exceeded"},
 }
 
 // CodeSeverity returns the fixed severity of a code (error when unknown).

@@ -79,6 +79,8 @@ var codeCases = []codeCase{
 	{"scope/step_output_after_loop", CodeScope, "/steps/1/if", prog(`[{"id":"r","repeat":{"count":2},"do":[{"id":"in","call":"hall_light.set","args":{"state":"TOGGLE"}}]},{"id":"x","if":"steps.in.output != nil","then":[]}]`), ValidateOptions{}},
 	{"scope/index_outside_loop", CodeScope, "/steps/0/if", prog(`[{"id":"x","if":"vars.index > 1","then":[]}]`), ValidateOptions{}},
 	{"unknown_step/later", CodeUnknownStep, "/steps/0/if", prog(`[{"id":"x","if":"steps.y.output == nil","then":[]},{"id":"y","stop":""}]`), ValidateOptions{}},
+	{"call_depth/chain", CodeCallDepth, "/steps/0/call", prog(`[{"id":"x","call":"script.flash_porch","args":{"times":2}}]`),
+		ValidateOptions{Automation: func(string) (*Compiled, bool) { return &Compiled{Program: &Program{}, CallDepth: 4}, true }}},
 }
 
 // inputCases exercise the input_binding code through CheckParams.

@@ -96,6 +96,9 @@ type Env struct {
 	Steps   map[string]any // step id → {"output": v}
 	World   World
 	Budget  uint // expr memory budget (0 = DefaultLimits.MemoryBudget)
+	// Byte budgets of one evaluation (0 = DefaultLimits'): the largest
+	// value it may build or return, and all it may build together.
+	ValueBytes, EvalBytes int
 
 	// cache is the expression environment built from the fields above,
 	// reused while they still name the same maps (the maps themselves are
@@ -159,8 +162,9 @@ func (e *Env) flushSteps() {
 // envVars is a pooled expression environment: the map and the closures
 // over the World it holds (built once per holder, not once per run).
 type envVars struct {
-	m map[string]any
-	w World
+	m   map[string]any
+	w   World
+	mem evalMem // the running evaluation's byte budget (m[memVar])
 }
 
 var envVarsPool = sync.Pool{New: func() any {
@@ -187,6 +191,7 @@ var envVarsPool = sync.Pool{New: func() any {
 		"minute":  minuteOf,
 		"weekday": weekdayOf,
 		"seconds": secondsOf,
+		memVar:    &h.mem,
 	}
 	return h
 }}
@@ -238,12 +243,11 @@ var EnvVariables = []struct{ Name, Doc string }{
 	{"steps", "outputs of earlier steps: steps.<id>.output (scope rules apply)"},
 }
 
-func stateStub(string) any       { return nil }
-func nowStub() time.Time         { return time.Time{} }
-func hourOf(t time.Time) int     { return t.Hour() }
-func minuteOf(t time.Time) int   { return t.Minute() }
-func weekdayOf(t time.Time) int  { return int(t.Weekday()) }
-func secondsOf(s string) float64 { d, _ := ParseDuration(s); return d.Seconds() }
+func stateStub(string) any      { return nil }
+func nowStub() time.Time        { return time.Time{} }
+func hourOf(t time.Time) int    { return t.Hour() }
+func minuteOf(t time.Time) int  { return t.Minute() }
+func weekdayOf(t time.Time) int { return int(t.Weekday()) }
 
 // compileEnv is the typing environment expressions are checked against.
 var compileEnv = map[string]any{
@@ -257,6 +261,7 @@ var compileEnv = map[string]any{
 	"minute":  minuteOf,
 	"weekday": weekdayOf,
 	"seconds": secondsOf,
+	memVar:    (*evalMem)(nil),
 }
 
 // vars is the environment an expression that reaches f runs against. The
@@ -372,11 +377,7 @@ func CompileExpr(src string, maxNodes uint) (*Expr, error) {
 	if maxNodes == 0 {
 		maxNodes = DefaultLimits.MaxExprNodes
 	}
-	p, err := expr.Compile(src,
-		expr.Env(compileEnv),
-		expr.DisableBuiltin("now"),
-		expr.MaxNodes(maxNodes),
-	)
+	p, err := expr.Compile(src, exprOptions(maxNodes)...)
 	if err != nil {
 		return nil, err
 	}
@@ -414,10 +415,15 @@ var vmPool = sync.Pool{New: func() any { return new(vm.VM) }}
 // Eval runs the expression against env.
 func (x *Expr) Eval(env *Env) (any, error) {
 	vars := env.vars(x.reaches())
+	mem := &env.held.mem
+	*mem = evalMem{value: env.valueBytes(), total: env.evalBytes()}
 	v := vmPool.Get().(*vm.VM)
 	v.MemoryBudget = env.budget()
 	out, err := v.Run(x.prog, vars)
 	vmPool.Put(v)
+	if err == nil {
+		err = resultFits(out, mem.value)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("expression %q: %w", x.Src, err)
 	}
@@ -435,6 +441,20 @@ func (x *Expr) EvalBool(env *Env) (bool, error) {
 		return false, fmt.Errorf("expression %q: got %T, want bool", x.Src, v)
 	}
 	return b, nil
+}
+
+func (e *Env) valueBytes() int {
+	if e.ValueBytes <= 0 {
+		return DefaultLimits.MaxValueBytes
+	}
+	return e.ValueBytes
+}
+
+func (e *Env) evalBytes() int {
+	if e.EvalBytes <= 0 {
+		return DefaultLimits.MaxEvalBytes
+	}
+	return e.EvalBytes
 }
 
 func (e *Env) budget() uint {
@@ -498,19 +518,7 @@ func (t *Template) Eval(env *Env) (any, error) {
 	case t.Whole != nil:
 		return t.Whole.Eval(env)
 	case t.Parts != nil:
-		var b strings.Builder
-		for _, p := range t.Parts {
-			if p.Expr == nil {
-				b.WriteString(p.Text)
-				continue
-			}
-			v, err := p.Expr.Eval(env)
-			if err != nil {
-				return nil, err
-			}
-			fmt.Fprint(&b, formatValue(v))
-		}
-		return b.String(), nil
+		return t.evalParts(env)
 	case t.Object != nil:
 		out := make(map[string]any, len(t.Object))
 		for k, sub := range t.Object {
@@ -535,6 +543,43 @@ func (t *Template) Eval(env *Env) (any, error) {
 	return t.Const, nil
 }
 
+// evalParts interpolates mixed text, the result bounded like any value.
+func (t *Template) evalParts(env *Env) (any, error) {
+	var b strings.Builder
+	limit := env.valueBytes()
+	for _, p := range t.Parts {
+		s := p.Text
+		if p.Expr != nil {
+			v, err := p.Expr.Eval(env)
+			if err != nil {
+				return nil, err
+			}
+			s = formatValue(v)
+		}
+		if n := b.Len() + len(s); n > limit {
+			return nil, fmt.Errorf("text %q: %w", t.source(), &LimitError{What: "the interpolated text", Bytes: n, Limit: "MaxValueBytes", Max: limit})
+		}
+		b.WriteString(s)
+	}
+	return b.String(), nil
+}
+
+// source is the mixed text as written (for messages), shortened.
+func (t *Template) source() string {
+	var b strings.Builder
+	for _, p := range t.Parts {
+		if p.Expr != nil {
+			b.WriteString("{{ " + p.Expr.Src + " }}")
+		} else {
+			b.WriteString(p.Text)
+		}
+		if b.Len() > 80 {
+			return strings.ToValidUTF8(b.String()[:80], "") + "…"
+		}
+	}
+	return b.String()
+}
+
 func formatValue(v any) string {
 	switch x := v.(type) {
 	case nil:
@@ -547,70 +592,4 @@ func formatValue(v any) string {
 		}
 	}
 	return fmt.Sprint(v)
-}
-
-// ParseDuration accepts Go durations ("500ms", "2m", "1h30m") and ISO 8601
-// durations ("PT2M"), the two forms home-automation users write.
-func ParseDuration(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	if strings.HasPrefix(s, "P") || strings.HasPrefix(s, "-P") {
-		return parseISODuration(s)
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("bad duration %q: want e.g. \"500ms\", \"90s\", \"2m\", \"1h30m\" or ISO 8601 \"PT2M\"", s)
-	}
-	return d, nil
-}
-
-func parseISODuration(s string) (time.Duration, error) {
-	neg := false
-	orig := s
-	if strings.HasPrefix(s, "-") {
-		neg, s = true, s[1:]
-	}
-	s = s[1:] // P
-	var d time.Duration
-	inTime := false
-	num := ""
-	for _, r := range s {
-		switch {
-		case r == 'T':
-			inTime = true
-		case (r >= '0' && r <= '9') || r == '.':
-			num += string(r)
-		default:
-			if num == "" {
-				return 0, fmt.Errorf("bad duration %q", orig)
-			}
-			var f float64
-			if _, err := fmt.Sscanf(num, "%g", &f); err != nil {
-				return 0, fmt.Errorf("bad duration %q", orig)
-			}
-			num = ""
-			var unit time.Duration
-			switch {
-			case r == 'D' && !inTime:
-				unit = 24 * time.Hour
-			case r == 'W' && !inTime:
-				unit = 7 * 24 * time.Hour
-			case r == 'H' && inTime:
-				unit = time.Hour
-			case r == 'M' && inTime:
-				unit = time.Minute
-			case r == 'S' && inTime:
-				unit = time.Second
-			default:
-				return 0, fmt.Errorf("bad duration %q (years and months are not fixed lengths)", orig)
-			}
-			d += time.Duration(f * float64(unit))
-		}
-	}
-	if num != "" || len(s) == 0 {
-		return 0, fmt.Errorf("bad duration %q", orig)
-	}
-	if neg {
-		d = -d
-	}
-	return d, nil
 }

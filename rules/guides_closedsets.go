@@ -105,6 +105,9 @@ var limitDocs = map[string]string{
 	"MemoryBudget":    "expression evaluation memory budget",
 	"MaxConcurrent":   "the largest max a queued or parallel rule may declare",
 	"MaxSetValues":    "JSON values set steps store in one run (each value is copied; nested at most 64 deep)",
+	"MaxValueBytes":   "bytes of one string, list or object an expression, template or set step makes (compact JSON size)",
+	"MaxEvalBytes":    "bytes one expression evaluation builds in all (string +, repeat, join, replace, split, toJSON, list and object literals, …)",
+	"MaxRunBytes":     "bytes one run records: trace inputs, outputs and decisions, call records (bounds the stored run)",
 }
 
 // deviceTypesTable writes pilotage.DeviceTypes, the table the catalog
@@ -156,7 +159,7 @@ const closedSetsProse = `
 - To use a value after a branch, set a default before the branch and set it again inside the arms: ` + "`vars`" + ` is one map per run, so the arm's assignment is what you read afterwards.
 - A step id that has not run yet at that point (a later step, the step itself) or no step at all is ` + "`unknown_step`" + `. The ` + "`if`/`choose`/`repeat`" + ` step's own id is addressable after it (a repeat's output is ` + "`{iterations}`" + `).
 - ` + "`vars.index`" + ` is addressable inside every repeat body, ` + "`vars.item`" + ` inside for_each bodies; a ` + "`while`" + ` and an ` + "`until`" + ` expression see the body's scope. All values of one ` + "`set`" + ` are computed before any is assigned.
-- Catalog ids in ` + "`state('…')`" + ` must be string constants (` + "`non_constant_reference`" + `), so every reference is known before the program runs.
+- Catalog ids in ` + "`state('…')`" + ` must be string constants, and ` + "`state`" + ` may only be called directly: an alias (` + "`let s = state`" + `), ` + "`state`" + ` passed as a value, and ` + "`$env`" + ` are refused too (` + "`non_constant_reference`" + `), so every reference is known before the program runs.
 
 ## Input and params
 

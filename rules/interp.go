@@ -87,6 +87,8 @@ type interp struct {
 	mem *runMem
 	// setValues counts the JSON values set steps stored (Limits.MaxSetValues).
 	setValues int
+	// bytes counts what the run records (Limits.MaxRunBytes).
+	bytes int
 }
 
 // frame is one activation of a program body: the run itself, or an
@@ -112,7 +114,9 @@ type frame struct {
 // timed out without continue_on_timeout, the MaxWall bound on the World
 // clock, or ctx's deadline); limit_exceeded (MaxSteps entries,
 // MaxIterations per loop activation, MaxCallDepth, expression memory,
-// MaxSetValues and MaxValueDepth for values set steps store);
+// MaxValueBytes and MaxEvalBytes for what an evaluation builds,
+// MaxRunBytes for what the run records, MaxSetValues and MaxValueDepth
+// for values set steps store);
 // cancelled (ctx cancelled; the engine reports shutdowns as interrupted).
 // A branch or loop entry's outcome is that of its activation: success, or
 // the status of the step that ended it.
@@ -245,6 +249,9 @@ func (r *interp) run(c *Compiled, in RunInput) (*frame, *halt) {
 		Params: withParamDefaults(p.Params, in.Params),
 		World:  r.w,
 		Budget: r.lim.MemoryBudget,
+
+		ValueBytes: r.lim.MaxValueBytes,
+		EvalBytes:  r.lim.MaxEvalBytes,
 	}
 	f := &r.mem.top
 	*f = frame{c: c, env: env}
@@ -279,6 +286,15 @@ func limitsOrDefault(l Limits) Limits {
 	if l.MaxSetValues <= 0 {
 		l.MaxSetValues = d.MaxSetValues
 	}
+	if l.MaxValueBytes <= 0 {
+		l.MaxValueBytes = d.MaxValueBytes
+	}
+	if l.MaxEvalBytes <= 0 {
+		l.MaxEvalBytes = d.MaxEvalBytes
+	}
+	if l.MaxRunBytes <= 0 {
+		l.MaxRunBytes = d.MaxRunBytes
+	}
 	return l
 }
 
@@ -308,12 +324,16 @@ func (r *interp) triggers(f *frame, fire TriggerFire) *halt {
 	if because == "" {
 		because = triggerReason(t, fire)
 	}
+	r.chargeText(len(because) + len(t.ID))
 	r.mem.decision[0] = pilotage.Decision{At: TriggersStepID, Took: t.ID, Because: because}
 	r.steps[i].Decisions = r.mem.decision[:1:1]
 	r.setOutcome(i, StepSuccess, "")
 	j, h := r.begin(t.ID)
 	if h != nil {
 		return h
+	}
+	if h := r.record(t.ID, "the trigger value", fire.Value); h != nil {
+		return r.fail(j, h)
 	}
 	r.steps[j].Output = jsonSafe(fire.Value)
 	r.setOutcome(j, StepSuccess, "")
@@ -386,6 +406,9 @@ func (r *interp) begin(qid string) (int, *halt) {
 	}
 	if len(r.steps) >= r.lim.MaxSteps {
 		return -1, &halt{StatusLimitExceeded, fmt.Sprintf("step limit of %d trace entries reached before step %q", r.lim.MaxSteps, qid)}
+	}
+	if r.chargeText(len(qid) + entryOverhead); r.bytes > r.lim.MaxRunBytes {
+		return -1, r.runBytesHalt(qid, "this entry")
 	}
 	if len(r.tms) == cap(r.tms) {
 		r.tms = make([]float64, 0, min(max(2*cap(r.tms), 4), 64))

@@ -64,6 +64,7 @@ func (r *interp) repeat(f *frame, s *Step, qid, sfx string, i int) *halt {
 }
 
 func (r *interp) decide(i int, qid, took, because string) {
+	r.chargeText(len(qid) + len(took) + len(because) + 32)
 	r.steps[i].Decisions = append(r.steps[i].Decisions, pilotage.Decision{At: qid, Took: took, Because: because})
 }
 

@@ -31,6 +31,9 @@ func (r *interp) call(f *frame, s *Step, qid string, i int) *halt {
 		r.steps[i].Calls = []string{s.Call}
 	}
 	args, h := r.evalArgs(f, qid, s.Args)
+	if h == nil {
+		h = r.record(qid, "the call's arguments", args)
+	}
 	if h != nil {
 		return r.fail(i, h)
 	}
@@ -46,6 +49,15 @@ func (r *interp) call(f *frame, s *Step, qid string, i int) *halt {
 		return r.fail(i, r.callHalt(qid, s.Call, err))
 	}
 	r.calls = append(r.calls, rec)
+	// The call record keeps the arguments a second time, and the output
+	// twice (record and trace).
+	h = r.record(qid, "the call's record", args)
+	for k := 0; k < 2 && h == nil; k++ {
+		h = r.record(qid, "the call's output", out)
+	}
+	if h != nil {
+		return r.fail(i, h)
+	}
 	r.steps[i].Output = jsonSafeFresh(out)
 	f.env.setStepOutput(s.ID, out)
 	r.setOutcome(i, StepSuccess, "")
@@ -95,6 +107,9 @@ func (r *interp) callAutomation(f *frame, s *Step, qid string, i int, args map[s
 		Params:  withParamDefaults(sub.Program.Params, args),
 		World:   r.w,
 		Budget:  r.lim.MemoryBudget,
+
+		ValueBytes: r.lim.MaxValueBytes,
+		EvalBytes:  r.lim.MaxEvalBytes,
 	}
 	sf := &frame{c: sub, env: env, prefix: qid + "/", depth: f.depth + 1}
 	h := r.seq(sf, sub.Program.Steps, "")
@@ -112,6 +127,9 @@ func (r *interp) callAutomation(f *frame, s *Step, qid string, i int, args map[s
 		}
 	}
 	out["status"] = status
+	if hb := r.record(qid, "the automation's output", out); hb != nil && (h == nil || h.ok()) {
+		h = hb
+	}
 	r.steps[i].Output = jsonSafe(out)
 	f.env.setStepOutput(s.ID, out)
 	if h != nil && !h.ok() {
@@ -165,10 +183,10 @@ func durationValue(v any) (time.Duration, error) {
 		if !ok {
 			return 0, fmt.Errorf("got %s, want a duration such as \"90s\" or a number of seconds", interpTypeName(v))
 		}
-		d = time.Duration(f * float64(time.Second))
+		return secondsDuration(f)
 	}
 	if d < 0 {
-		return 0, fmt.Errorf("negative duration %s", d)
+		return 0, fmt.Errorf("got %s: a duration cannot be negative", d)
 	}
 	return d, nil
 }
@@ -176,6 +194,9 @@ func durationValue(v any) (time.Duration, error) {
 func (r *interp) wait(f *frame, s *Step, qid string, i int) *halt {
 	req, in, h := r.waitRequest(f, s, qid)
 	if h != nil {
+		return r.fail(i, h)
+	}
+	if h := r.record(qid, "the wait's input", in); h != nil {
 		return r.fail(i, h)
 	}
 	r.steps[i].Input = in
@@ -294,11 +315,13 @@ func guardCheck(req *WaitRequest) (release func()) {
 	if check == nil {
 		return func() {}
 	}
-	var mu sync.RWMutex
+	// One check at a time: an evaluation uses its environment's byte
+	// budget (and caches), which are not shared between goroutines.
+	var mu sync.Mutex
 	done := false
 	req.Check = func() bool {
-		mu.RLock()
-		defer mu.RUnlock()
+		mu.Lock()
+		defer mu.Unlock()
 		return !done && check()
 	}
 	return func() {
@@ -379,6 +402,9 @@ func (r *interp) set(f *frame, s *Step, qid string, i int) *halt {
 	}
 	for _, k := range sortedKeys(vals) {
 		c, h := r.storedValue(qid, k, vals[k])
+		if h == nil {
+			h = r.setValueFits(qid, k, c)
+		}
 		if h != nil {
 			return r.fail(i, h)
 		}
@@ -395,6 +421,7 @@ func (r *interp) set(f *frame, s *Step, qid string, i int) *halt {
 
 func (r *interp) stop(f *frame, s *Step, qid string, i int) *halt {
 	if s.Stop != "" {
+		r.chargeText(len(s.Stop))
 		r.steps[i].Output = map[string]any{"reason": s.Stop}
 	}
 	if s.Error {

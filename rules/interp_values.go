@@ -3,6 +3,7 @@ package rules
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -20,7 +21,8 @@ func exprHalt(qid string, err error) *halt {
 		msg = msg[:i]
 	}
 	status := StatusFailed
-	if strings.Contains(msg, "memory budget exceeded") {
+	var le *LimitError
+	if errors.As(err, &le) || strings.Contains(msg, "memory budget exceeded") {
 		status = StatusLimitExceeded
 	}
 	return &halt{status, fmt.Sprintf("step %q: %s", qid, msg)}

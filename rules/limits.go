@@ -27,6 +27,11 @@ type Limits struct {
 	MemoryBudget  uint          // expr VM memory budget per evaluation
 	MaxConcurrent int           // the largest "max" a queued or parallel rule may declare
 	MaxSetValues  int           // JSON values set steps store in one run (each value copied, nested at most MaxValueDepth)
+
+	// Bytes, measured as the compact JSON a value encodes to.
+	MaxValueBytes int // one string, list or object an expression, template or set step makes
+	MaxEvalBytes  int // everything one evaluation builds (strings, lists, objects), summed
+	MaxRunBytes   int // what one run records: trace inputs, outputs and decisions, call records
 }
 
 // MaxValueDepth is how deep a value a set step stores may nest (not
@@ -53,4 +58,13 @@ var DefaultLimits = Limits{
 	MemoryBudget:  1 << 20,
 	MaxConcurrent: 1000,
 	MaxSetValues:  100000,
+
+	// A house rule's values are short texts and small objects; 1 MiB
+	// holds any notification text or device payload many times over.
+	// One evaluation may build a few of those (a list of them, a join);
+	// a run's stored envelope (trace and outputs, kept 30 days) is bounded
+	// by MaxRunBytes: 4 MiB is 10,000 full trace entries of 400 bytes.
+	MaxValueBytes: 1 << 20,
+	MaxEvalBytes:  4 << 20,
+	MaxRunBytes:   4 << 20,
 }

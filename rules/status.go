@@ -43,7 +43,7 @@ var RunStatuses = []StatusInfo{
 	{StatusPartial, false, "possible", "the run started and did not complete; the partial trace is attached"},
 	{StatusFailed, false, "possible", "a step failed (a call was refused or an expression failed) or a stop step set error"},
 	{StatusTimeout, false, "possible", "the run exceeded its wall-time bound (virtual time in a test run) or the engine's deadline, or a wait timed out without continue_on_timeout"},
-	{StatusLimitExceeded, false, "possible", "a bound was exceeded: trace entries per run, iterations per loop, promoted-automation call depth, expression memory or the values set steps store; the partial trace is attached"},
+	{StatusLimitExceeded, false, "possible", "a bound was exceeded: trace entries per run, iterations per loop, promoted-automation call depth, expression memory, the bytes of one value, of one evaluation or of what the run records, or the values set steps store; the message names the limit and the step, and the partial trace is attached"},
 	{StatusNotConnected, false, "possible", "the MQTT broker was unreachable, so a command was refused (never silently dropped)"},
 	{StatusBroken, false, "no", "a referenced device vanished or changed shape since install; the rule is marked broken"},
 	{StatusInterrupted, false, "possible", "the server stopped (or crashed) while the firing was running"},

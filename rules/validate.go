@@ -82,26 +82,33 @@ func Validate(raw []byte, cat Catalog, o ValidateOptions) (*Result, error) {
 		canon.Reset()
 		canon.Write(raw)
 	}
+	res.Plan = plan
+	res.Compiled = c.compiled(prog, plan, canon.Bytes())
+	return res, nil
+}
+
+// compiled assembles the validated program.
+func (c *checker) compiled(prog *Program, plan *pilotage.Plan, canon []byte) *Compiled {
 	refs := sortedKeys(c.entries)
 	entries := make([]*pilotage.Entry, len(refs))
 	for i, id := range refs {
 		entries[i] = c.entries[id]
 	}
-	res.Plan = plan
 	// One allocation for the compiled program and its Program (a house
 	// holds thousands of compiled programs: each object is one more for
 	// the collector to trace).
 	cp := &compiledProgram{prog: *prog}
 	cp.Compiled = Compiled{
 		Program: &cp.prog,
-		Raw:     canon.Bytes(),
+		Raw:     canon,
 		Plan:    plan,
 		Refs:    refs,
 		Entries: entries,
 		Sub:     c.sub, // nil unless the program calls promoted automations
+
+		CallDepth: c.callDepth,
 	}
-	res.Compiled = &cp.Compiled
-	return res, nil
+	return &cp.Compiled
 }
 
 // compiledProgram is a Compiled allocated together with its Program.
@@ -123,8 +130,10 @@ type checker struct {
 
 	entries map[string]*pilotage.Entry
 	sub     map[string]*Compiled
-	schemas map[string]*jsonschema.Schema // by entry id; nil = unusable
-	hints   int
+	// callDepth is the program's CallDepth so far.
+	callDepth int
+	schemas   map[string]*jsonschema.Schema // by entry id; nil = unusable
+	hints     int
 
 	seenVars  map[string]bool
 	seenSteps map[string]bool

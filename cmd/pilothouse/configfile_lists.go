@@ -180,5 +180,8 @@ func (l *cfgLoader) limits(n *yaml.Node, key string) error {
 		"memory_budget":     l.uinteger(&lim.MemoryBudget),
 		"max_concurrent":    l.integer(&lim.MaxConcurrent),
 		"max_set_values":    l.integer(&lim.MaxSetValues),
+		"max_value_bytes":   l.integer(&lim.MaxValueBytes),
+		"max_eval_bytes":    l.integer(&lim.MaxEvalBytes),
+		"max_run_bytes":     l.integer(&lim.MaxRunBytes),
 	})
 }
