@@ -28,8 +28,8 @@ type TraceResponse struct {
 	Narration string           `json:"narration,omitempty"`
 }
 
-// Trace fetches a stored run. Unknown, expired, non-retained and other
-// principals' runs are the same not_found.
+// Trace fetches a stored run. Unknown, expired, non-retained and (unless the
+// caller is an administrator) other principals' runs are the same not_found.
 func (e *Engine) Trace(ctx context.Context, req TraceRequest) (*TraceResponse, error) {
 	p := e.principal(ctx)
 	level := req.TraceLevel
@@ -133,7 +133,7 @@ func (e *Engine) RunInfo(ctx context.Context, id string) (RunMeta, error) {
 }
 
 // retainedRun reads a run p may see: runs belong to the principal they ran
-// under. Unknown, expired, non-retained and other principals' runs are the
+// under (an administrator sees every run). Unknown, expired, non-retained and other principals' runs are the
 // same not_found (spec §6.6).
 func (e *Engine) retainedRun(ctx context.Context, p *Principal, id string) (storage.Run, error) {
 	notFound := pilotage.Errorf(pilotage.ErrNotFound, "no retained run with that run_id")
@@ -154,7 +154,7 @@ func (e *Engine) retainedRun(ctx context.Context, p *Principal, id string) (stor
 		return storage.Run{}, fmt.Errorf("engine: reading run: %w", err)
 	}
 	expired := !run.Expires.IsZero() && !e.Now().Before(run.Expires)
-	if run.Principal != p.Name || expired {
+	if !p.ownsRun(run.Principal) || expired {
 		return storage.Run{}, notFound
 	}
 	return run, nil

@@ -165,7 +165,7 @@ func parseFlags(name string, args []string) (*Config, error) {
 		c.Notify = setNotify(c.Notify, devices.NotifyChannel{ID: "notify.phone", Name: "Phone notification", Topic: notifyTopic})
 	}
 	if token != "" {
-		c.Principals = setPrincipal(c.Principals, &engine.Principal{Name: "owner", TokenHash: engine.HashToken(token), Deploy: true})
+		c.Principals = setPrincipal(c.Principals, &engine.Principal{Name: "owner", TokenHash: engine.HashToken(token), Deploy: true, Admin: true})
 	}
 	return c, nil
 }

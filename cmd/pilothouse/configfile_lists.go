@@ -27,7 +27,7 @@ func (l *cfgLoader) principals(n *yaml.Node, key string) error {
 		k := fmt.Sprintf("%s[%d]", key, i)
 		p := &engine.Principal{}
 		var hash, plain, env string
-		sources := 0
+		sources, adminSet := 0, false
 		count := func(h handler) handler {
 			return func(n *yaml.Node, key string) error { sources++; return h(n, key) }
 		}
@@ -42,6 +42,7 @@ func (l *cfgLoader) principals(n *yaml.Node, key string) error {
 			"token":     count(l.checked(&plain, nonEmpty)),
 			"token_env": count(l.fromEnv(&env)),
 			"deploy":    l.boolean(&p.Deploy),
+			"admin":     func(n *yaml.Node, key string) error { adminSet = true; return l.boolean(&p.Admin)(n, key) },
 			"scope":     func(n *yaml.Node, key string) error { return l.scope(n, key, &p.Scope) },
 		})
 		if err != nil {
@@ -56,6 +57,9 @@ func (l *cfgLoader) principals(n *yaml.Node, key string) error {
 			return l.errAt(it, k, "set one of token_sha256, token_env and token")
 		}
 		names[p.Name] = true
+		if !adminSet {
+			p.Admin = p.Name == engine.Owner.Name // the owner sees the whole house unless told otherwise
+		}
 		switch {
 		case hash != "":
 			p.TokenHash = strings.ToLower(hash)
