@@ -60,22 +60,28 @@ func (l *cfgLoader) principals(n *yaml.Node, key string) error {
 		if !adminSet {
 			p.Admin = p.Name == engine.Owner.Name // the owner sees the whole house unless told otherwise
 		}
-		switch {
-		case hash != "":
-			p.TokenHash = strings.ToLower(hash)
-		case env != "":
-			p.TokenHash = engine.HashToken(env)
-		case plain != "":
-			p.TokenHash = engine.HashToken(plain)
-			if l.warn != nil {
-				fmt.Fprintf(l.warn, "config %s:%d:%d: warning: %s.token is a plaintext secret; prefer token_sha256 (%s) or token_env\n",
-					l.file, it.Line, it.Column, k, p.TokenHash)
-			}
-		}
+		l.setToken(p, hash, env, plain, it, k)
 		out = append(out, p)
 	}
 	l.c.Principals = out
 	return nil
+}
+
+// setToken keeps the hash of the principal's one token source, warning
+// about a plaintext token.
+func (l *cfgLoader) setToken(p *engine.Principal, hash, env, plain string, it *yaml.Node, k string) {
+	switch {
+	case hash != "":
+		p.TokenHash = strings.ToLower(hash)
+	case env != "":
+		p.TokenHash = engine.HashToken(env)
+	case plain != "":
+		p.TokenHash = engine.HashToken(plain)
+		if l.warn != nil {
+			fmt.Fprintf(l.warn, "config %s:%d:%d: warning: %s.token is a plaintext secret; prefer token_sha256 (%s) or token_env\n",
+				l.file, it.Line, it.Column, k, p.TokenHash)
+		}
+	}
 }
 
 func (l *cfgLoader) scope(n *yaml.Node, key string, s *engine.Scope) error {
