@@ -35,6 +35,9 @@ type app struct {
 	http   *http.Server
 	ln     net.Listener
 	stops  []func()
+
+	instance   string // this run's id, in /healthz and the endpoint file
+	localToken string // the house's local token (see mcpPrincipals)
 }
 
 // startApp starts the parts in dependency order; on any failure it stops
@@ -136,7 +139,8 @@ type mqttConn interface {
 
 func (a *app) serveHTTP() error {
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", a.mcp.HTTPHandler(mcpserver.HTTPOptions{Path: "/mcp", Principals: a.cfg.Principals, AllowedOrigins: a.cfg.AllowedOrigins}))
+	a.instance = randomHex(8)
+	mux.Handle("/mcp", a.mcp.HTTPHandler(mcpserver.HTTPOptions{Path: "/mcp", Principals: a.mcpPrincipals(), AllowedOrigins: a.cfg.AllowedOrigins}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		status, code := "ok", http.StatusOK
 		if !a.client.Connected() {
@@ -151,7 +155,7 @@ func (a *app) serveHTTP() error {
 		storeJSON, _ := json.Marshal(storeSt)
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
-		fmt.Fprintf(w, `{"status":%q,"version":%q,"storage":%s}`+"\n", status, engine.Version, storeJSON)
+		fmt.Fprintf(w, `{"status":%q,"version":%q,"storage":%s,"instance":%q}`+"\n", status, engine.Version, storeJSON, a.instance)
 	})
 	mux.Handle("/", web.Handler(a.eng, web.Options{Principals: a.cfg.Principals, Devices: a.devs, Logger: a.log.With("part", "web")}))
 	ln, err := net.Listen("tcp", a.cfg.Addr)

@@ -70,6 +70,7 @@ func loadConfigFileWarn(file string, c *Config, warn io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	c.ConfigFile = file
 	return parseConfigYAML(file, b, c, warn)
 }
 
