@@ -318,7 +318,7 @@ func (c *Catalog) rebuildLocked(tx *txn) {
 	for _, s := range specs {
 		taken[s.id] = true
 	}
-	specs = append(specs, c.ha.build(c.log, taken)...)
+	specs = c.assignAreas(append(specs, c.ha.build(c.log, taken)...))
 	specs = append(specs, notifySpecs(c.opts.Notify)...)
 
 	m := &model{routes: map[string]routeSet{}, actions: map[string]*action{}, unsupported: map[string]string{}}

@@ -46,6 +46,7 @@ type Config struct {
 	LogLevel            string
 	LogJSON             bool
 
+	Areas      []devices.AreaRule // device areas by name pattern (area:<x> tags)
 	Notify     []devices.NotifyChannel
 	Principals []*engine.Principal
 	StdioAs    string
