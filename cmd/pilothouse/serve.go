@@ -65,6 +65,7 @@ func runStdio(ctx context.Context, args []string, in io.Reader, out io.Writer) e
 		log.Info("bridging MCP to the server running this house", "mcp", ep.MCP, "pid", ep.PID, "data", cfg.DataDir)
 		return runBridge(ctx, ep, in, out, log)
 	}
+	log.Info("no pilothouse serve runs this house: running it in this process", "data", cfg.DataDir)
 	t0 := time.Now()
 	a, err := startApp(ctx, cfg, log, false)
 	if err != nil {
