@@ -26,6 +26,11 @@ type ExecuteRequest struct {
 	ExpectedCatalogVersion string          `json:"expected_catalog_version,omitempty"`
 	IdempotencyKey         string          `json:"idempotency_key,omitempty"`
 	TestRun                bool            `json:"test_run,omitempty"`
+	// Once runs the body a single time on the live house as the caller
+	// instead of installing it (see runOnce); Confirmed is the risk the
+	// caller confirmed for it. Not on the wire: the web UI's controls.
+	Once      bool          `json:"-"`
+	Confirmed pilotage.Risk `json:"-"`
 }
 
 // ExecuteResponse is pilotage_execute's result.
@@ -101,9 +106,12 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 
 	// 5. Execution.
 	var resp *ExecuteResponse
-	if req.TestRun {
+	switch {
+	case req.TestRun:
 		resp, err = e.testRun(ctx, p, runID, compiled, params, scenario, req)
-	} else {
+	case req.Once:
+		resp = e.runOnce(ctx, p, runID, compiled, params, req.Confirmed)
+	default:
 		resp, err = e.deploy(ctx, p, runID, compiled, params, req)
 	}
 	if err != nil {
@@ -286,6 +294,9 @@ func kindOf(req ExecuteRequest) string {
 	if req.TestRun {
 		return "test"
 	}
+	if req.Once {
+		return storage.KindManual
+	}
 	return "deploy"
 }
 
@@ -324,6 +335,9 @@ func runnableHash(req ExecuteRequest) string {
 		h.Write(canonicalJSON(req.Input))
 	}
 	fmt.Fprintf(h, "\x00test_run=%v", req.TestRun)
+	if req.Once {
+		h.Write([]byte("\x00once"))
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -164,3 +164,19 @@ func scanHistValue(rows *sql.Rows, dest func(t *int64, num *sql.NullFloat64, val
 	}
 	return v, nil
 }
+
+// HistoryValueCounts counts entity's changes in [from, to) per value (as
+// JSON text), the most frequent first, at most limit values.
+func (s *Store) HistoryValueCounts(ctx context.Context, entity string, from, to time.Time, limit int) (map[string]int, error) {
+	out := map[string]int{}
+	err := s.histQuery(ctx, `SELECT coalesce(val, CAST(num AS TEXT), 'null') AS v, count(*) AS n FROM history
+		WHERE entity = `+histEntity+` AND t >= ? AND t < ? GROUP BY v ORDER BY n DESC, v LIMIT ?`,
+		func(rows *sql.Rows) error {
+			var v string
+			var n int
+			err := rows.Scan(&v, &n)
+			out[v] = n
+			return err
+		}, entity, from.UnixMilli(), to.UnixMilli(), limit)
+	return out, err
+}
