@@ -166,9 +166,10 @@ func (a *app) serveHTTP() error {
 			status, code = "storage cannot write", http.StatusServiceUnavailable
 		}
 		storeJSON, _ := json.Marshal(storeSt)
+		histJSON, _ := json.Marshal(a.eng.HistoryStatus()) // drops and failures: visible, not unhealthy
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(code)
-		fmt.Fprintf(w, `{"status":%q,"version":%q,"storage":%s}`+"\n", status, engine.Version, storeJSON)
+		fmt.Fprintf(w, `{"status":%q,"version":%q,"storage":%s,"history":%s}`+"\n", status, engine.Version, storeJSON, histJSON)
 	})
 	mux.Handle("/", web.Handler(a.eng, web.Options{Principals: a.cfg.Principals, Devices: a.devs, Logger: a.log.With("part", "web"), Guard: guard}))
 	ln, err := net.Listen("tcp", a.cfg.Addr)

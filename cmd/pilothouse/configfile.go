@@ -401,6 +401,7 @@ func (l *cfgLoader) top(root *yaml.Node) error {
 			}
 			return nil
 		}),
+		"history": l.history,
 		"log": func(n *yaml.Node, key string) error {
 			return l.mapping(n, key, map[string]handler{"level": l.checked(&c.LogLevel, checkLevel), "json": l.boolean(&c.LogJSON)})
 		},
