@@ -129,3 +129,19 @@ func TestHistoryRetentionAndBuckets(t *testing.T) {
 		}
 	}
 }
+
+func TestRuleReads(t *testing.T) {
+	guest := &Principal{Name: "guest", Scope: Scope{DenyDevices: []string{"front_door"}}}
+	h := newHouse(t, Config{Principals: []*Principal{Owner, guest}})
+	h.deploy(`{"name": "dark-motion",
+  "triggers": [{"id": "motion", "state": "hall_motion.occupancy", "to": true}, {"id": "dusk", "at": "21:00"}, {"id": "btn", "event": "bedroom_remote.action"}],
+  "conditions": [{"id": "dark", "expr": "state('hall_motion.illuminance') < 50 && state('hall_motion.occupancy') == true"}],
+  "steps": [{"id": "on", "call": "hall_light.set", "args": {"state": "ON"}}]}`)
+	got, err := h.eng.RuleReads(context.Background(), "dark-motion")
+	if err != nil || len(got) != 2 || got[0] != "hall_motion.occupancy" || got[1] != "hall_motion.illuminance" {
+		t.Fatalf("reads: %v %v", got, err)
+	}
+	if _, err := h.eng.RuleReads(context.Background(), "nope"); !errors.Is(err, ErrRuleNotFound) {
+		t.Fatalf("unknown rule: %v", err)
+	}
+}
