@@ -105,15 +105,7 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 	}
 
 	// 5. Execution.
-	var resp *ExecuteResponse
-	switch {
-	case req.TestRun:
-		resp, err = e.testRun(ctx, p, runID, compiled, params, scenario, req)
-	case req.Once:
-		resp = e.runOnce(ctx, p, runID, compiled, params, req.Confirmed)
-	default:
-		resp, err = e.deploy(ctx, p, runID, compiled, params, req)
-	}
+	resp, err := e.execution(ctx, p, runID, compiled, params, scenario, req)
 	if err != nil {
 		return nil, err
 	}
@@ -123,6 +115,17 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 	}
 	idem.complete(ctx, resp)
 	return resp, nil
+}
+
+// execution is step 5 of execute: a test run, a manual run or a deploy.
+func (e *Engine) execution(ctx context.Context, p *Principal, runID string, c *rules.Compiled, params map[string]any, sc *rules.Scenario, req ExecuteRequest) (*ExecuteResponse, error) {
+	switch {
+	case req.TestRun:
+		return e.testRun(ctx, p, runID, c, params, sc, req)
+	case req.Once:
+		return e.runOnce(ctx, p, runID, c, params, req.Confirmed), nil
+	}
+	return e.deploy(ctx, p, runID, c, params, req)
 }
 
 // checkRequest checks step 1 of execute: exactly one runnable, a visible

@@ -401,14 +401,13 @@ func (l *cfgLoader) top(root *yaml.Node) error {
 			}
 			return nil
 		}),
-		"history": l.history,
 		"log": func(n *yaml.Node, key string) error {
 			return l.mapping(n, key, map[string]handler{"level": l.checked(&c.LogLevel, checkLevel), "json": l.boolean(&c.LogJSON)})
 		},
 		"principals":      l.principals,
 		"stdio_principal": l.checked(&c.StdioAs, nonEmpty),
 		"notify":          l.notify,
-		"limits":          l.limits,
+		"limits":          l.limits, "history": l.history,
 	})
 	if err != nil {
 		return err
