@@ -219,7 +219,7 @@ func bandChart(c *chartSpec, h *engine.EntityHistory) {
 	for k, n := range sortedCounts(h.Counts) {
 		c.Summary += ", " + k + " " + itoa(n) + "×"
 	}
-	if len(c.Segs) == 0 {
+	if h.Count == 0 && h.Start == nil {
 		c.Summary = "nothing recorded"
 	}
 }
