@@ -205,3 +205,13 @@ func TestRuleTimelineOverlaysFirings(t *testing.T) {
 func newEntry(id string) *pilotage.Entry {
 	return &pilotage.Entry{ID: id, Name: id, Kind: pilotage.KindDevice}
 }
+
+func TestRunsListManualRuns(t *testing.T) {
+	f := newFixture(t, nil)
+	c := f.client()
+	tok := c.csrf("/devices/hall_light")
+	c.post("/devices/hall_light/control", url.Values{"csrf": {tok}, "action": {"hall_light.set"}, "arg.state": {"OFF"}})
+	_, body, _ := c.get("/runs?kind=manual")
+	mustContain(t, "manual runs", body, `<option value="manual" selected>`, `<span class="mono">hall_light.set</span> <span class="sub">by hand</span>`)
+	mustNotContain(t, "manual runs", body, `href="/rules/control.`)
+}

@@ -37,6 +37,7 @@ var funcs = template.FuncMap{
 	"deref":       func(b *bool) bool { return b != nil && *b },
 	"refRule":     refRule,
 	"list":        func(v ...string) []string { return v },
+	"controlOf":   func(ref string) string { return strings.TrimPrefix(refRule(ref), "control.") },
 }
 
 // refRule is the rule name inside a program ref
