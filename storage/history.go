@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -50,6 +51,9 @@ const (
 	histEntitySQL = `INSERT INTO history_entities (entity) VALUES (?)
 		ON CONFLICT (entity) DO UPDATE SET entity = excluded.entity RETURNING id`
 	histInsertSQL = `INSERT INTO history (entity, t, num, val) VALUES (?, ?, ?, ?)`
+	// histChunk rows go in one statement: a statement's overhead (and its
+	// allocations) is paid once per chunk rather than once per row.
+	histChunk = 64
 	histBucketSQL = `INSERT INTO history_5m (entity, bucket, n, lo, hi, total) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (entity, bucket) DO UPDATE SET n = n + excluded.n, lo = min(lo, excluded.lo),
 			hi = max(hi, excluded.hi), total = total + excluded.total`
@@ -72,8 +76,8 @@ func (s *Store) WriteHistory(ctx context.Context, pts []HistoryPoint, o HistoryW
 	if len(pts) == 0 {
 		return 0, nil
 	}
-	stmts := [3]*sql.Stmt{}
-	for i, q := range []string{histEntitySQL, histInsertSQL, histBucketSQL} {
+	stmts := [4]*sql.Stmt{}
+	for i, q := range []string{histEntitySQL, histInsertSQL, histBucketSQL, histInsertChunkSQL} {
 		st, err := s.stmt(ctx, s.w, q)
 		if err != nil {
 			return 0, s.wrote(ctx, fmt.Errorf("storage: write history: prepare: %w", err))
@@ -87,7 +91,7 @@ func (s *Store) WriteHistory(ctx context.Context, pts []HistoryPoint, o HistoryW
 		if err != nil {
 			return err
 		}
-		aggs, err := insertHistoryRows(ctx, rowCtx, tx.StmtContext(rowCtx, stmts[1]), pts, ids, o.Yield)
+		aggs, err := insertHistoryRows(ctx, rowCtx, [2]*sql.Stmt{tx.StmtContext(rowCtx, stmts[1]), tx.StmtContext(rowCtx, stmts[3])}, pts, ids, o.Yield)
 		if err != nil {
 			return err
 		}
@@ -122,37 +126,55 @@ func historyIDs(ctx context.Context, st *sql.Stmt, pts []HistoryPoint) (map[stri
 	return ids, nil
 }
 
-// insertHistoryRows inserts the rows and sums the numeric ones per bucket.
-func insertHistoryRows(ctx, rowCtx context.Context, st *sql.Stmt, pts []HistoryPoint, ids map[string]int64, yield func()) (map[bucketKey]*bucketAgg, error) {
-	defer st.Close()
+// histInsertChunkSQL inserts histChunk rows.
+var histInsertChunkSQL = `INSERT INTO history (entity, t, num, val) VALUES (?, ?, ?, ?)` +
+	strings.Repeat(", (?, ?, ?, ?)", histChunk-1)
+
+// insertHistoryRows inserts the rows, histChunk per statement (st[1]) and
+// the rest one by one (st[0]), and sums the numeric ones per bucket.
+func insertHistoryRows(ctx, rowCtx context.Context, st [2]*sql.Stmt, pts []HistoryPoint, ids map[string]int64, yield func()) (map[bucketKey]*bucketAgg, error) {
+	defer st[0].Close()
+	defer st[1].Close()
 	aggs := map[bucketKey]*bucketAgg{}
-	for i := range pts {
+	args := make([]any, 0, 4*histChunk)
+	for i := 0; i < len(pts); {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		p := &pts[i]
-		id, ms := ids[p.Entity], p.T.UnixMilli()
-		var num, val any
-		if p.IsNum {
-			num = p.Num
-			k := bucketKey{id, ms - ms%HistoryBucketMS}
-			if a := aggs[k]; a == nil {
-				aggs[k] = &bucketAgg{n: 1, lo: p.Num, hi: p.Num, total: p.Num}
-			} else {
-				a.n++
-				a.lo, a.hi, a.total = min(a.lo, p.Num), max(a.hi, p.Num), a.total+p.Num
-			}
-		} else {
-			val = p.JSON
+		n := 1
+		if len(pts)-i >= histChunk {
+			n = histChunk
 		}
-		if _, err := st.ExecContext(rowCtx, id, ms, num, val); err != nil {
-			return nil, fmt.Errorf("storage: write history row: %w", err)
+		args = args[:0]
+		for _, p := range pts[i : i+n] {
+			args = appendHistoryRow(args, p, ids[p.Entity], aggs)
 		}
+		if _, err := st[min(n-1, 1)].ExecContext(rowCtx, args...); err != nil {
+			return nil, fmt.Errorf("storage: write history rows: %w", err)
+		}
+		i += n
 		if yield != nil {
 			yield()
 		}
 	}
 	return aggs, nil
+}
+
+// appendHistoryRow appends a row's arguments and sums a number into its
+// bucket.
+func appendHistoryRow(args []any, p HistoryPoint, id int64, aggs map[bucketKey]*bucketAgg) []any {
+	ms := p.T.UnixMilli()
+	if !p.IsNum {
+		return append(args, id, ms, nil, p.JSON)
+	}
+	k := bucketKey{id, ms - ms%HistoryBucketMS}
+	if a := aggs[k]; a == nil {
+		aggs[k] = &bucketAgg{n: 1, lo: p.Num, hi: p.Num, total: p.Num}
+	} else {
+		a.n++
+		a.lo, a.hi, a.total = min(a.lo, p.Num), max(a.hi, p.Num), a.total+p.Num
+	}
+	return append(args, id, ms, p.Num, nil)
 }
 
 // trimHistory deletes the oldest raw rows beyond maxRows (at most
