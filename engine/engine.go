@@ -170,7 +170,7 @@ func (e *Engine) Close() {
 	if e.sched != nil {
 		e.sched.close()
 	}
-	if e.hist != nil && e.hist.unsub != nil {
+	if e.hist != nil {
 		e.hist.close()
 	}
 	if e.rec != nil {

@@ -82,6 +82,7 @@ type historyRecorder struct {
 	done  chan struct{}
 	unsub func()
 
+	started                           atomic.Bool
 	dropped, written, failed, trimmed atomic.Uint64
 	// The writer's own:
 	pts      []storage.HistoryPoint // reused from batch to batch
@@ -124,21 +125,26 @@ func (h *historyRecorder) onChange(c devices.Change) {
 }
 
 func (h *historyRecorder) start(ctx context.Context) {
+	h.started.Store(true)
 	go h.loop(ctx)
 	h.unsub = h.devs.Subscribe(h.onChange)
 }
 
 // close stops listening and writes what is queued.
 func (h *historyRecorder) close() {
-	if h.unsub != nil {
-		h.unsub()
+	if !h.started.Load() {
+		return
 	}
+	h.unsub()
 	close(h.stop)
 	<-h.done
 }
 
 // sync writes everything queued so far before it returns.
 func (h *historyRecorder) sync() {
+	if !h.started.Load() {
+		return
+	}
 	done := make(chan struct{})
 	select {
 	case h.flush <- done:

@@ -145,6 +145,9 @@ func lineChart(c *chartSpec, h *engine.EntityHistory) {
 	n := len(h.Buckets) + 2
 	c.T, c.Mean, c.Min, c.Max = make([]int64, 0, n), make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
 	add := func(t time.Time, mean, lo, hi float64) {
+		if !finite(mean) || !finite(lo) || !finite(hi) {
+			return // JSON has no such number; nothing stores one either
+		}
 		c.T = append(c.T, t.Unix())
 		c.Mean, c.Min, c.Max = append(c.Mean, round(mean)), append(c.Min, round(lo)), append(c.Max, round(hi))
 	}
@@ -177,6 +180,8 @@ func lineChart(c *chartSpec, h *engine.EntityHistory) {
 		c.Summary = "nothing recorded"
 	}
 }
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 
 func bandChart(c *chartSpec, h *engine.EntityHistory) {
 	c.Kind = "band"

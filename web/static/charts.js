@@ -17,7 +17,7 @@
     bad: cv("--bad"), idle: cv("--idle"), warn: cv("--warn"), ext: cv("--ext") };
   var palette = [C.accent, C.warn, C.ext, C.ok, "#c2410c", "#0f766e", "#a21caf", "#4d7c0f"];
   // Values that mean "nothing going on" are drawn quietly.
-  var quiet = { "false": 1, "OFF": 1, "off": 1, "idle": 1, "CLOSE": 1, "closed": 1, "null": 1, "unlocked": 0 };
+  var quiet = { "false": 1, "OFF": 1, "off": 1, "idle": 1, "CLOSE": 1, "closed": 1, "null": 1 };
   var tz = data.tz;
   var tzDate = tz ? function (ts) { return uPlot.tzDate(new Date(ts * 1e3), tz); } : undefined;
   var two = function (n) { return n < 10 ? "0" + n : "" + n; };
