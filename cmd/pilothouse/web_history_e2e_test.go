@@ -99,7 +99,7 @@ func TestWebHistoryAndControl(t *testing.T) {
 	do(t, ctx, "login page", chromedp.Navigate(base+"/devices"), chromedp.WaitVisible(chromedp.CSS("#token")))
 	login(t, ctx, ownerTok)
 
-	findDevicesInBrowser(t, ctx, base, shot)
+	findDevicesInBrowser(t, ctx, a, base, shot)
 	deviceCharts(t, ctx, base, shot)
 	controlLight(t, ctx, a, base, shot)
 	confirmLock(t, ctx, a, base, shot)
@@ -152,9 +152,31 @@ func failOnJSErrors(t *testing.T, ctx context.Context) {
 	})
 }
 
-func findDevicesInBrowser(t *testing.T, ctx context.Context, base string, shot *shots) {
+// gardenSensor announces a Home Assistant device in the area Garden.
+func gardenSensor(t *testing.T, a *app) {
 	t.Helper()
+	cfg := `{"dev":{"ids":"g1","name":"Garden Sensor","sa":"Garden","mf":"Acme"},"o":{"name":"x"},"stat_t":"garden/state","cmps":{
+	  "t":{"p":"sensor","dev_cla":"temperature","unit_of_meas":"°C","val_tpl":"{{ value_json.temperature }}","uniq_id":"gt1"}}}`
+	if err := a.client.Publish(context.Background(), "homeassistant/device/g1/config", []byte(cfg), 1, true); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, "the garden sensor", func() bool { _, ok := a.devs.Snapshot().Get("garden_sensor"); return ok })
+}
+
+func findDevicesInBrowser(t *testing.T, ctx context.Context, a *app, base string, shot *shots) {
+	t.Helper()
+	gardenSensor(t, a)
 	do(t, ctx, "devices", chromedp.Navigate(base+"/devices"), chromedp.WaitVisible(chromedp.CSS(`#q`)))
+	// Grouped by area: named areas first, then the rest.
+	if groups := eval[[]string](t, ctx, `[...document.querySelectorAll('section.area > h2')].map(h => h.firstChild.textContent.trim())`); strings.Join(groups, ",") != "Garden,No area" {
+		t.Fatalf("area groups: %v", groups)
+	}
+	shot.take(ctx, "devices")
+	do(t, ctx, "garden only", chromedp.SetValue(chromedp.CSS("#area"), "Garden"), chromedp.Submit(chromedp.CSS("#q")), chromedp.WaitVisible(chromedp.CSS("#found")))
+	if names := eval[[]string](t, ctx, `[...document.querySelectorAll('.device h3 a')].map(a => a.textContent)`); len(names) != 1 || names[0] != "Garden Sensor" {
+		t.Fatalf("area Garden: %v", names)
+	}
+	do(t, ctx, "devices again", chromedp.Navigate(base+"/devices"), chromedp.WaitVisible(chromedp.CSS(`#q`)))
 	do(t, ctx, "find motion", chromedp.SendKeys(chromedp.CSS("#q"), "motion"), chromedp.Submit(chromedp.CSS("#q")),
 		chromedp.WaitVisible(chromedp.CSS("#found")))
 	names := eval[[]string](t, ctx, `[...document.querySelectorAll('.device h3 a')].map(a => a.textContent)`)
