@@ -53,7 +53,7 @@ const (
 	histInsertSQL = `INSERT INTO history (entity, t, num, val) VALUES (?, ?, ?, ?)`
 	// histChunk rows go in one statement: a statement's overhead (and its
 	// allocations) is paid once per chunk rather than once per row.
-	histChunk = 64
+	histChunk     = 64
 	histBucketSQL = `INSERT INTO history_5m (entity, bucket, n, lo, hi, total) VALUES (?, ?, ?, ?, ?, ?)
 		ON CONFLICT (entity, bucket) DO UPDATE SET n = n + excluded.n, lo = min(lo, excluded.lo),
 			hi = max(hi, excluded.hi), total = total + excluded.total`
