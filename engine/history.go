@@ -86,7 +86,10 @@ type historyRecorder struct {
 	dropped, written, failed, trimmed atomic.Uint64
 	// The writer's own:
 	pts      []storage.HistoryPoint // reused from batch to batch
-	failures int                    // failed writes, for the log
+	ids      storage.HistoryIDs     // entity ids, kept between writes
+	sums     storage.HistorySums    // 5-minute summaries, written every sumsEvery
+	lastSums time.Time
+	failures int // failed writes, for the log
 }
 
 type histItem struct {
@@ -166,14 +169,14 @@ func (h *historyRecorder) loop(ctx context.Context) {
 	for {
 		select {
 		case <-h.stop:
-			h.write(ctx)
+			h.write(ctx, true)
 			return
 		case <-tick.C:
-			h.write(ctx)
+			h.write(ctx, false)
 		case <-h.wake:
-			h.write(ctx)
+			h.write(ctx, false)
 		case d := <-h.flush:
-			h.write(ctx)
+			h.write(ctx, true)
 			close(d)
 		case <-purge.C:
 			h.purge(ctx)
@@ -181,13 +184,21 @@ func (h *historyRecorder) loop(ctx context.Context) {
 	}
 }
 
-// write swaps the buffer out and writes it.
-func (h *historyRecorder) write(ctx context.Context) {
+// sumsEvery is how often the 5-minute summaries are written: one row per
+// numeric state per sumsEvery, not per batch (a crash loses at most this
+// much of the summaries; the changes themselves are in their batches).
+const sumsEvery = 30 * time.Second
+
+// write swaps the buffer out and writes it; the summaries too every
+// sumsEvery, or when sums says so.
+func (h *historyRecorder) write(ctx context.Context, sums bool) {
 	h.mu.Lock()
 	items := h.buf
 	h.buf = h.spare
 	h.mu.Unlock()
-	if len(items) == 0 {
+	now := time.Now()
+	sums = sums || now.Sub(h.lastSums) >= sumsEvery
+	if len(items) == 0 && !sums {
 		h.spare = items
 		return
 	}
@@ -199,7 +210,11 @@ func (h *historyRecorder) write(ctx context.Context) {
 	}
 	clear(items) // drop the values' references
 	h.spare = items[:0]
-	n, err := h.store.WriteHistory(ctx, pts, storage.HistoryWrite{MaxRows: h.cfg.MaxRows, Yield: runtime.Gosched})
+	n, err := h.store.WriteHistory(ctx, pts, storage.HistoryWrite{MaxRows: h.cfg.MaxRows, Yield: runtime.Gosched,
+		IDs: &h.ids, Sums: &h.sums, FlushSums: sums})
+	if err == nil && sums {
+		h.lastSums = now
+	}
 	if err != nil {
 		h.failed.Add(uint64(len(pts)))
 		if h.failures++; h.failures == 1 || h.failures%100 == 0 {

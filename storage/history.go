@@ -39,25 +39,59 @@ type HistoryWrite struct {
 	// most trimChunk of the oldest rows, so a lowered bound is reached
 	// over a few batches rather than in one long transaction.
 	MaxRows int
-	// Yield is called between rows (runtime.Gosched for a background
-	// writer, as WriteOptions.Yield).
+	// Yield is called between statements (runtime.Gosched for a
+	// background writer, as WriteOptions.Yield).
 	Yield func()
+	// IDs, when set, keeps entity ids from write to write (one writer's).
+	IDs *HistoryIDs
+	// Sums, when set, collects the batch's 5-minute summaries instead of
+	// writing them, until a write with FlushSums: a writer that flushes
+	// them every 30 s writes a summary row per entity per 30 s rather than
+	// per batch. Nil: the batch's summaries are written with it.
+	Sums      *HistorySums
+	FlushSums bool
 }
+
+// HistorySums are 5-minute summaries not written yet (one writer's).
+type HistorySums struct{ m map[bucketKey]*bucketAgg }
+
+// Len is how many summary rows are waiting.
+func (h *HistorySums) Len() int { return len(h.m) }
+
+// HistoryIDs caches the entity ids WriteHistory resolved (entities are
+// never deleted, so an id stays valid). Not safe for concurrent use.
+type HistoryIDs struct{ m map[string]int64 }
 
 // trimChunk bounds the rows one WriteHistory deletes to honour MaxRows.
 const trimChunk = 20000
 
+// Rows go histChunk to a statement (summaries sumChunk): a statement's
+// overhead and allocations are paid once per chunk, not once per row.
+const (
+	histChunk = 64
+	sumChunk  = 32
+)
+
 const (
 	histEntitySQL = `INSERT INTO history_entities (entity) VALUES (?)
 		ON CONFLICT (entity) DO UPDATE SET entity = excluded.entity RETURNING id`
-	histInsertSQL = `INSERT INTO history (entity, t, num, val) VALUES (?, ?, ?, ?)`
-	// histChunk rows go in one statement: a statement's overhead (and its
-	// allocations) is paid once per chunk rather than once per row.
-	histChunk     = 64
-	histBucketSQL = `INSERT INTO history_5m (entity, bucket, n, lo, hi, total) VALUES (?, ?, ?, ?, ?, ?)
-		ON CONFLICT (entity, bucket) DO UPDATE SET n = n + excluded.n, lo = min(lo, excluded.lo),
-			hi = max(hi, excluded.hi), total = total + excluded.total`
+	histInsertSQL = `INSERT INTO history (entity, t, num, val) VALUES `
+	histRowSQL    = `(?, ?, ?, ?)`
+	histBucketSQL = `INSERT INTO history_5m (entity, bucket, n, lo, hi, total) VALUES `
+	histSumSQL    = `(?, ?, ?, ?, ?, ?)`
+	histUpsertSQL = ` ON CONFLICT (entity, bucket) DO UPDATE SET n = n + excluded.n, lo = min(lo, excluded.lo),
+		hi = max(hi, excluded.hi), total = total + excluded.total`
 )
+
+// histStatements are WriteHistory's statements: the entity upsert, and
+// one row and a chunk of rows of the changes and of the summaries.
+var histStatements = [5]string{
+	histEntitySQL,
+	histInsertSQL + histRowSQL,
+	histInsertSQL + histRowSQL + strings.Repeat(", "+histRowSQL, histChunk-1),
+	histBucketSQL + histSumSQL + histUpsertSQL,
+	histBucketSQL + histSumSQL + strings.Repeat(", "+histSumSQL, sumChunk-1) + histUpsertSQL,
+}
 
 type bucketKey struct {
 	entity int64
@@ -73,91 +107,167 @@ type bucketAgg struct {
 // 5-minute summaries, and trims the raw table to o.MaxRows. It returns
 // how many old rows the bound deleted.
 func (s *Store) WriteHistory(ctx context.Context, pts []HistoryPoint, o HistoryWrite) (int, error) {
-	if len(pts) == 0 {
+	if len(pts) == 0 && (o.Sums == nil || !o.FlushSums || o.Sums.Len() == 0) {
 		return 0, nil
 	}
-	stmts := [4]*sql.Stmt{}
-	for i, q := range []string{histEntitySQL, histInsertSQL, histBucketSQL, histInsertChunkSQL} {
+	var ps [5]*sql.Stmt
+	for i, q := range histStatements {
 		st, err := s.stmt(ctx, s.w, q)
 		if err != nil {
 			return 0, s.wrote(ctx, fmt.Errorf("storage: write history: prepare: %w", err))
 		}
-		stmts[i] = st
+		ps[i] = st
+	}
+	if o.IDs == nil {
+		o.IDs = &HistoryIDs{}
+	}
+	if o.Sums == nil {
+		o.Sums, o.FlushSums = &HistorySums{}, true
 	}
 	trimmed := 0
+	var fresh map[string]int64
+	batch := map[bucketKey]*bucketAgg{}
 	rowCtx := context.WithoutCancel(ctx) // as InsertRuns: no watcher goroutine per row
 	err := s.inTx(ctx, fmt.Sprintf("write %d history rows", len(pts)), func(tx *sql.Tx) error {
-		ids, err := historyIDs(rowCtx, tx.StmtContext(rowCtx, stmts[0]), pts)
-		if err != nil {
+		var st [5]*sql.Stmt
+		for i := range ps {
+			st[i] = tx.StmtContext(rowCtx, ps[i])
+			defer st[i].Close()
+		}
+		var err error
+		if fresh, err = o.IDs.resolve(rowCtx, st[0], pts); err != nil {
 			return err
 		}
-		aggs, err := insertHistoryRows(ctx, rowCtx, [2]*sql.Stmt{tx.StmtContext(rowCtx, stmts[1]), tx.StmtContext(rowCtx, stmts[3])}, pts, ids, o.Yield)
-		if err != nil {
+		if err := writeHistoryRows(ctx, rowCtx, st, pts, o.IDs.m, fresh, batch, o); err != nil {
 			return err
-		}
-		up := tx.StmtContext(rowCtx, stmts[2])
-		defer up.Close()
-		for k, a := range aggs {
-			if _, err := up.ExecContext(rowCtx, k.entity, k.bucket, a.n, a.lo, a.hi, a.total); err != nil {
-				return fmt.Errorf("storage: write history summary: %w", err)
-			}
 		}
 		trimmed, err = trimHistory(rowCtx, tx, o.MaxRows)
 		return err
 	})
+	if err == nil {
+		o.IDs.keep(fresh)
+		if o.FlushSums {
+			clear(o.Sums.m)
+		} else {
+			o.Sums.merge(batch)
+		}
+	}
 	return trimmed, err
 }
 
-// historyIDs resolves (creating) the entity ids of a batch.
-func historyIDs(ctx context.Context, st *sql.Stmt, pts []HistoryPoint) (map[string]int64, error) {
-	defer st.Close()
-	ids := map[string]int64{}
+// resolve creates the ids of the batch's entities it does not know yet;
+// they are kept (keep) once the transaction commits.
+func (c *HistoryIDs) resolve(ctx context.Context, st *sql.Stmt, pts []HistoryPoint) (map[string]int64, error) {
+	var fresh map[string]int64
 	for i := range pts {
 		e := pts[i].Entity
-		if _, ok := ids[e]; ok {
+		if _, ok := c.m[e]; ok {
+			continue
+		}
+		if _, ok := fresh[e]; ok {
 			continue
 		}
 		var id int64
 		if err := st.QueryRowContext(ctx, e).Scan(&id); err != nil {
 			return nil, fmt.Errorf("storage: write history: entity %s: %w", e, err)
 		}
-		ids[e] = id
+		if fresh == nil {
+			fresh = map[string]int64{}
+		}
+		fresh[e] = id
 	}
-	return ids, nil
+	return fresh, nil
 }
 
-// histInsertChunkSQL inserts histChunk rows.
-var histInsertChunkSQL = `INSERT INTO history (entity, t, num, val) VALUES (?, ?, ?, ?)` +
-	strings.Repeat(", (?, ?, ?, ?)", histChunk-1)
+func (c *HistoryIDs) keep(fresh map[string]int64) {
+	if c.m == nil {
+		c.m = make(map[string]int64, len(fresh))
+	}
+	for e, id := range fresh {
+		c.m[e] = id
+	}
+}
 
-// insertHistoryRows inserts the rows, histChunk per statement (st[1]) and
-// the rest one by one (st[0]), and sums the numeric ones per bucket.
-func insertHistoryRows(ctx, rowCtx context.Context, st [2]*sql.Stmt, pts []HistoryPoint, ids map[string]int64, yield func()) (map[bucketKey]*bucketAgg, error) {
-	defer st[0].Close()
-	defer st[1].Close()
-	aggs := map[bucketKey]*bucketAgg{}
-	args := make([]any, 0, 4*histChunk)
-	for i := 0; i < len(pts); {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+// writeHistoryRows inserts the rows, summing their numbers into batch,
+// and with o.FlushSums upserts the pending sums and batch's (st: see
+// histStatements). The caller keeps batch's sums once the transaction
+// commits: a failed write changes no sum.
+func writeHistoryRows(ctx, rowCtx context.Context, st [5]*sql.Stmt, pts []HistoryPoint, ids, fresh map[string]int64, batch map[bucketKey]*bucketAgg, o HistoryWrite) error {
+	id := func(e string) int64 {
+		if v, ok := ids[e]; ok {
+			return v
 		}
-		n := 1
-		if len(pts)-i >= histChunk {
-			n = histChunk
+		return fresh[e]
+	}
+	err := execChunks(ctx, rowCtx, st[1], st[2], len(pts), histChunk, func(args []any, i int) []any {
+		return appendHistoryRow(args, pts[i], id(pts[i].Entity), batch)
+	}, o.Yield)
+	if err != nil || !o.FlushSums {
+		return wrapErr("storage: write history rows: %w", err)
+	}
+	all := &HistorySums{}
+	all.merge(o.Sums.m)
+	all.merge(batch)
+	keys := make([]bucketKey, 0, len(all.m))
+	for k := range all.m {
+		keys = append(keys, k)
+	}
+	err = execChunks(ctx, rowCtx, st[3], st[4], len(keys), sumChunk, func(args []any, i int) []any {
+		a := all.m[keys[i]]
+		return append(args, keys[i].entity, keys[i].bucket, a.n, a.lo, a.hi, a.total)
+	}, o.Yield)
+	return wrapErr("storage: write history summaries: %w", err)
+}
+
+// merge adds sums to h.
+func (h *HistorySums) merge(sums map[bucketKey]*bucketAgg) {
+	if h.m == nil {
+		h.m = make(map[bucketKey]*bucketAgg, len(sums))
+	}
+	for k, b := range sums {
+		a := h.m[k]
+		if a == nil {
+			c := *b
+			h.m[k] = &c
+			continue
+		}
+		a.n += b.n
+		a.lo, a.hi, a.total = min(a.lo, b.lo), max(a.hi, b.hi), a.total+b.total
+	}
+}
+
+func wrapErr(format string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf(format, err)
+}
+
+// execChunks runs n rows through many (chunk rows a statement) and the
+// rest through one; row appends row i's arguments.
+func execChunks(ctx, rowCtx context.Context, one, many *sql.Stmt, n, chunk int, row func(args []any, i int) []any, yield func()) error {
+	var args []any
+	for i := 0; i < n; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		k, st := 1, one
+		if n-i >= chunk {
+			k, st = chunk, many
 		}
 		args = args[:0]
-		for _, p := range pts[i : i+n] {
-			args = appendHistoryRow(args, p, ids[p.Entity], aggs)
+		for j := i; j < i+k; j++ {
+			args = row(args, j)
 		}
-		if _, err := st[min(n-1, 1)].ExecContext(rowCtx, args...); err != nil {
-			return nil, fmt.Errorf("storage: write history rows: %w", err)
+		if _, err := st.ExecContext(rowCtx, args...); err != nil {
+			return err
 		}
-		i += n
+		i += k
 		if yield != nil {
 			yield()
 		}
 	}
-	return aggs, nil
+	return nil
 }
 
 // appendHistoryRow appends a row's arguments and sums a number into its

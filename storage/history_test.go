@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -101,6 +102,31 @@ func TestHistoryBucketsRawAndSummaries(t *testing.T) {
 	}
 }
 
+// TestHistorySumsWaitForAFlush: a writer that keeps the summaries writes
+// them when it asks, all at once.
+func TestHistorySumsWaitForAFlush(t *testing.T) {
+	s, _ := openTest(t)
+	ctx := context.Background()
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	sums := &HistorySums{}
+	for i := range 3 {
+		pt := []HistoryPoint{{Entity: "a.num", T: t0.Add(time.Duration(i) * time.Minute), IsNum: true, Num: float64(i)}}
+		if _, err := s.WriteHistory(ctx, pt, HistoryWrite{Sums: sums}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if b, _ := s.HistoryNumBuckets(ctx, "a.num", t0, t0.Add(time.Hour), 5*time.Minute); len(b) != 0 || sums.Len() != 1 {
+		t.Fatalf("summaries written before a flush: %+v, %d pending", b, sums.Len())
+	}
+	if _, err := s.WriteHistory(ctx, nil, HistoryWrite{Sums: sums, FlushSums: true}); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := s.HistoryNumBuckets(ctx, "a.num", t0, t0.Add(time.Hour), 5*time.Minute)
+	if len(b) != 1 || b[0].N != 3 || b[0].Lo != 0 || b[0].Hi != 2 || sums.Len() != 0 {
+		t.Fatalf("after the flush: %+v, %d pending", b, sums.Len())
+	}
+}
+
 func TestHistoryBoundAndPurge(t *testing.T) {
 	s, _ := openTest(t)
 	ctx := context.Background()
@@ -138,18 +164,31 @@ func TestHistoryBoundAndPurge(t *testing.T) {
 	}
 }
 
+// BenchmarkWriteHistory writes 1,000-row batches as the engine's recorder
+// does (ids kept between batches, summaries written every 15th batch),
+// over 20 entities and over 1,000.
 func BenchmarkWriteHistory(b *testing.B) {
-	s, _ := openTest(b)
-	t0 := time.Now()
-	batch := make([]HistoryPoint, 1000)
-	for i := range batch {
-		batch[i] = HistoryPoint{Entity: "e" + string(rune('a'+i%20)) + ".v", T: t0.Add(time.Duration(i) * time.Millisecond), IsNum: i%2 == 0, Num: float64(i), JSON: "true"}
+	for _, entities := range []int{20, 1000} {
+		b.Run(fmt.Sprintf("entities=%d", entities), func(b *testing.B) {
+			s, _ := openTest(b)
+			t0 := time.Now()
+			batch := make([]HistoryPoint, 1000)
+			names := make([]string, entities)
+			for i := range names {
+				names[i] = fmt.Sprintf("e%d.v", i)
+			}
+			ids, sums := &HistoryIDs{}, &HistorySums{}
+			b.ResetTimer()
+			for n := 0; b.Loop(); n++ {
+				for i := range batch {
+					batch[i] = HistoryPoint{Entity: names[i%entities], T: t0.Add(time.Duration(n*1000+i) * time.Millisecond),
+						IsNum: i%2 == 0, Num: float64(i), JSON: "true"}
+				}
+				if _, err := s.WriteHistory(context.Background(), batch, HistoryWrite{MaxRows: 100000, IDs: ids, Sums: sums, FlushSums: n%15 == 14}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(batch)), "ns/row")
+		})
 	}
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := s.WriteHistory(context.Background(), batch, HistoryWrite{MaxRows: 100000}); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(batch)), "ns/row")
 }
