@@ -90,7 +90,10 @@ func (s *server) groupDevices(ctx context.Context, entries []*pilotage.Entry) []
 	var list, others []*deviceView
 	for _, en := range entries {
 		if en.Kind == pilotage.KindDevice {
-			dv := &deviceView{Entry: en, Type: tagValue(en.Tags, "type:"), Area: tagValue(en.Tags, "area:")}
+			// Areas match case-insensitively in scopes ("Garden" from a
+			// Home Assistant device is the garden of a Zigbee2MQTT one):
+			// one group each.
+			dv := &deviceView{Entry: en, Type: tagValue(en.Tags, "type:"), Area: strings.ToLower(tagValue(en.Tags, "area:"))}
 			if l, ok := s.live(ctx, en.ID); ok {
 				dv.Available, dv.LastSeen = l.Available, l.LastSeen
 			}

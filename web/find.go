@@ -26,11 +26,19 @@ type areaGroup struct {
 // noArea is the area filter's value for devices without one.
 const noArea = "-"
 
+// areaParam is the area filter as devices carry it (lower case).
+func areaParam(v string) string {
+	if v == noArea {
+		return v
+	}
+	return strings.ToLower(v)
+}
+
 // findDevices filters devices by text (every word, over the device's and
 // its entries' ids, names, descriptions and tags), area, type and entry
 // kind, and groups them by area (named areas first, by name).
 func findDevices(list []*deviceView, q url.Values) findData {
-	f := findData{Q: strings.TrimSpace(q.Get("q")), Area: q.Get("area"), Type: q.Get("type"), Kind: q.Get("kind"), Total: len(list)}
+	f := findData{Q: strings.TrimSpace(q.Get("q")), Area: areaParam(q.Get("area")), Type: q.Get("type"), Kind: q.Get("kind"), Total: len(list)}
 	f.Filtered = f.Q != "" || f.Area != "" || f.Type != "" || f.Kind != ""
 	areas, types := map[string]bool{}, map[string]bool{}
 	words := strings.Fields(strings.ToLower(f.Q))
