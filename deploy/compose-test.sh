@@ -116,7 +116,7 @@ remove_new_images() {
   new=$(comm -13 "$work/images.before" "$work/images.after")
   [ -z "$new" ] && return 0
   if [ "${KEEP_STANDINS:-}" = 1 ]; then
-    for i in "${standin_tags[@]}"; do keep+=("$(docker image inspect -f '{{.Id}}' "$i" 2>/dev/null)"); done
+    for i in "${standins[@]}"; do standin "$i" && keep+=("$(docker image inspect -f '{{.Id}}' "$i")"); done
   fi
   # Children before parents: a few passes settle any order.
   for pass in 1 2 3 4 5; do
@@ -131,11 +131,11 @@ remove_new_images() {
   done
   say "removed the images this run created$([ "${KEEP_STANDINS:-}" = 1 ] && echo ' (kept the stand-ins: KEEP_STANDINS=1)')"
 }
-standin_tags=()
 trap cleanup EXIT
 
 # ------------------------------------------------------------ stand-ins
 base=pilothouse-standin/debian:bookworm
+standins=("$base" eclipse-mosquitto:2 golang:1.26 gcr.io/distroless/static-debian12:nonroot)
 standin() { [ "$(docker image inspect -f '{{index .Config.Labels "org.pilothouse.standin"}}' "$1" 2>/dev/null)" = 1 ]; }
 present() { docker image inspect "$1" >/dev/null 2>&1; }
 
@@ -149,12 +149,11 @@ debian_mirror() {
 }
 
 make_base() {
-  present "$base" && return
   command -v debootstrap >/dev/null 2>&1 || { say "debootstrap is not installed (apt-get install debootstrap)"; return 1; }
-  local mirror
+  local mirror s
   mirror=$(debian_mirror)
   mirror=${mirror:-http://deb.debian.org/debian}
-  local s=$(date +%s)
+  s=$(date +%s)
   debootstrap --variant=minbase bookworm "$work/rootfs" "$mirror" >"$work/debootstrap.log" 2>&1 ||
     { tail -n 20 "$work/debootstrap.log"; return 1; }
   # As in Debian's own images: no service starts inside a build.
@@ -164,29 +163,29 @@ make_base() {
   tar -C "$work/rootfs" -c . | docker import \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     --change 'LABEL org.pilothouse.standin=1' --change 'CMD ["bash"]' - "$base" >/dev/null
-  standin_tags+=("$base")
+  rm -rf "$work/rootfs"
   say "base rootfs: debootstrap --variant=minbase bookworm $mirror, docker import as $base ($(($(date +%s) - s)) s)"
 }
 
 build_standin() { # tag context-dir
-  docker build -q -t "$1" "$2" >"$work/build.log" 2>&1 || { tail -n 30 "$work/build.log"; return 1; }
-  standin_tags+=("$1")
+  local log=$work/build.${1//[\/:]/_}.log
+  docker build -q -t "$1" "$2" >"$log" 2>&1 || { tail -n 30 "$log"; return 1; }
 }
 
 mosquitto_standin() {
+  local s=$(date +%s)
   build_standin eclipse-mosquitto:2 "$repo/deploy/standins/mosquitto"
-  say "stand-in eclipse-mosquitto:2: Debian's $(docker run --rm --entrypoint /usr/sbin/mosquitto eclipse-mosquitto:2 -h 2>/dev/null | head -n 1), uid $(docker run --rm eclipse-mosquitto:2 id -u mosquitto)"
+  say "stand-in eclipse-mosquitto:2: Debian's $(docker run --rm --entrypoint /usr/sbin/mosquitto eclipse-mosquitto:2 -h 2>/dev/null | head -n 1), uid $(docker run --rm eclipse-mosquitto:2 id -u mosquitto) ($(($(date +%s) - s)) s)"
 }
 
-golang_standin() {
+golang_context() { # runs beside debootstrap: host work only
   local ctx=$work/golang goroot
   goroot=$(go env GOROOT)
-  mkdir -p "$ctx"
+  mkdir -p "$ctx/mod/cache"
   cp "$repo/deploy/standins/golang/Dockerfile" "$ctx/"
   cp -al "$goroot" "$ctx/go" 2>/dev/null || cp -a "$goroot" "$ctx/go"
   # The modules the Dockerfile's "go mod download" and "go build" need,
-  # taken from the host's module cache (the Go proxy only for what it
-  # lacks), into a module cache of their own.
+  # from the host's module cache (the Go proxy only for what it lacks).
   # Only their downloads (cache/download: zips, go.mod files) go in the
   # image, as a proxy would serve them: the build's "go mod download"
   # extracts them as it would after fetching.
@@ -194,14 +193,16 @@ golang_standin() {
     GOPROXY="file://$(go env GOMODCACHE)/cache/download,$(go env GOPROXY)" \
     sh -c 'go mod download && go list -deps ./cmd/pilothouse >/dev/null') >"$work/gomod.log" 2>&1 ||
     { cat "$work/gomod.log"; return 1; }
-  mkdir -p "$ctx/mod/cache"
   mv "$work/modfull/cache/download" "$ctx/mod/cache/"
   rm -rf "$work/modfull"
-  local mods
+}
+
+golang_standin() {
+  local ctx=$work/golang mods s=$(date +%s)
   mods=$(du -sh "$ctx/mod" | cut -f1)
   build_standin golang:1.26 "$ctx"
   rm -rf "$ctx"
-  say "stand-in golang:1.26: the host's $(docker run --rm golang:1.26 go version | cut -d' ' -f3-), the downloads of go.mod's modules ($mods), GOPROXY=off"
+  say "stand-in golang:1.26: the host's $(docker run --rm golang:1.26 go version | cut -d' ' -f3-), the downloads of go.mod's modules ($mods), GOPROXY=off ($(($(date +%s) - s)) s)"
 }
 
 distroless_standin() {
@@ -222,19 +223,30 @@ distroless_standin() {
 }
 
 step="base images"
-present "$base" && say "base rootfs: $base (stand-in from an earlier run)"
-for img in eclipse-mosquitto:2 golang:1.26 gcr.io/distroless/static-debian12:nonroot; do
-  if present "$img"; then
-    if standin "$img"; then say "$img: stand-in from an earlier run"; else say "$img: the real image, already present"; fi
-    continue
+todo=()
+for img in "${standins[@]:1}"; do
+  if ! present "$img"; then
+    todo+=("$img")
+  elif standin "$img"; then
+    say "$img: stand-in from an earlier run"
+  else
+    say "$img: the real image, already present"
   fi
-  make_base
-  case $img in
-    eclipse-mosquitto:2) mosquitto_standin ;;
-    golang:1.26) golang_standin ;;
-    *) distroless_standin ;;
-  esac
 done
+# The slow parts side by side: debootstrap with the Go context, then the
+# three builds.
+jobs_=()
+need() { [[ " ${todo[*]-} " == *" $1 "* ]]; }
+need golang:1.26 && { golang_context & jobs_+=($!); }
+need gcr.io/distroless/static-debian12:nonroot && { distroless_standin & jobs_+=($!); }
+if need golang:1.26 || need eclipse-mosquitto:2; then
+  if present "$base"; then say "base rootfs: $base (stand-in from an earlier run)"; else make_base; fi
+fi
+for j in "${jobs_[@]}"; do wait "$j"; done
+jobs_=()
+need golang:1.26 && { golang_standin & jobs_+=($!); }
+need eclipse-mosquitto:2 && { mosquitto_standin & jobs_+=($!); }
+for j in "${jobs_[@]}"; do wait "$j"; done
 
 # ----------------------------------------------------- the README's setup
 step="copy of the working tree"
