@@ -261,6 +261,7 @@ say "copied the working tree to $src (compose project $project)"
 readme_block() { # marker: the first ```sh block after the line holding it
   awk -v m="$1" 'index($0, m) {f=1; next} f && /^```sh/ {b=1; next} b && /^```/ {exit} b {print}' README.md
 }
+dc() { "${compose[@]}" "$@"; }
 as_user_types() { # the README says "docker compose"; Compose 1.29 is "docker-compose"
   if [ "${compose[*]}" = docker-compose ]; then sed 's/docker compose /docker-compose /g'; else cat; fi
 }
@@ -271,9 +272,6 @@ readme_block 'compose-test:setup' >"$work/setup.sh"
 as_user_types <"$work/setup.sh" | bash -euo pipefail >"$work/setup.log" 2>&1 || { cat "$work/setup.log"; exit 1; }
 [ -f deploy/mosquitto/passwd ] || { say "the setup block made no deploy/mosquitto/passwd file"; exit 1; }
 say "README setup: .env ($(stat -c '%a' .env)), deploy/mosquitto/passwd ($(stat -c '%a uid %u' deploy/mosquitto/passwd))"
-set -a
-. ./.env
-set +a
 
 # Published ports: the compose file's defaults (127.0.0.1:8080, :1883)
 # unless something here already listens there.
@@ -284,6 +282,31 @@ if busy 8080; then http_port=$(free_port); export PILOTHOUSE_PUBLISH_HTTP=127.0.
 if busy 1883; then mqtt_port=$(free_port); export PILOTHOUSE_PUBLISH_MQTT=127.0.0.1:$mqtt_port; fi
 [ "$http_port$mqtt_port" = 80801883 ] || say "8080 or 1883 is taken here: publishing on 127.0.0.1:$http_port and 127.0.0.1:$mqtt_port (PILOTHOUSE_PUBLISH_HTTP/MQTT)"
 
+step="secrets stay out of git and the image build"
+if git -C "$repo" rev-parse --git-dir >/dev/null 2>&1; then
+  for f in .env deploy/mosquitto/passwd; do
+    git -C "$repo" check-ignore -q "$f" || { say "git does not ignore $f"; exit 1; }
+  done
+fi
+# What the Dockerfile's "COPY . ." sees: the same context, copied whole.
+ctx_image=$(printf 'FROM scratch\nCOPY . /ctx/\n' | docker build -q -f - . 2>"$work/ctx.log" | tail -n 1) ||
+  { cat "$work/ctx.log"; exit 1; }
+ctx_box=$(docker create "$ctx_image" none)
+leaked=$(docker export "$ctx_box" | tar -t | grep -E '^ctx/(\.env|deploy/mosquitto/passwd)$' || true)
+docker rm "$ctx_box" >/dev/null
+docker rmi "$ctx_image" >/dev/null
+[ -z "$leaked" ] || { say "the build context holds secrets: $leaked"; exit 1; }
+say "git ignores .env and deploy/mosquitto/passwd; the build context leaves both out"
+
+step="up without passwd"
+mv deploy/mosquitto/passwd "$work/passwd.aside"
+if dc up -d mosquitto >"$work/nopasswd.log" 2>&1; then say "up started without deploy/mosquitto/passwd"; exit 1; fi
+[ ! -e deploy/mosquitto/passwd ] || { say "up without passwd left $(stat -c %F deploy/mosquitto/passwd) deploy/mosquitto/passwd"; exit 1; }
+grep -q 'does not exist' "$work/nopasswd.log" || { say "up without passwd failed, but not saying so:"; cat "$work/nopasswd.log"; exit 1; }
+dc down >/dev/null 2>&1
+mv "$work/passwd.aside" deploy/mosquitto/passwd
+say "without deploy/mosquitto/passwd, up refuses: $(grep -o 'bind source path does not exist[^"]*' "$work/nopasswd.log" | head -n 1 | cut -c1-90)…; nothing created in its place"
+
 step="README up block (docker compose up -d: build and start)"
 readme_block 'compose-test:up' >"$work/up.sh"
 s=$(date +%s)
@@ -291,7 +314,6 @@ as_user_types <"$work/up.sh" | bash -euo pipefail >"$work/up.log" 2>&1
 say "README up: $(as_user_types <"$work/up.sh" | grep -v '^#' | sed 's/ *#.*//' | paste -sd';' | sed 's/;/; /g') ($(($(date +%s) - s)) s, image built)"
 
 # ------------------------------------------------------------ as a user
-dc() { "${compose[@]}" "$@"; }
 cid() { dc ps -q "$1"; }
 wait_healthy() { # service...
   local deadline=$(($(date +%s) + health_timeout)) svc st all
