@@ -31,71 +31,41 @@ skip() {
 }
 health_timeout=${COMPOSE_TEST_TIMEOUT:-240}
 
-# ---------------------------------------------------------------- Docker
-command -v docker >/dev/null 2>&1 || skip "no docker client (apt-get install docker.io docker-compose)"
+# ------------------------------------------------------------- cleanup
+# Everything a run creates is removed when it ends, whatever the outcome:
+# the compose project (containers, network, volumes), the images (found by
+# comparing the image list before and after), the copy of the tree, and
+# dockerd if it started it.
 work=$(mktemp -d /tmp/pilothouse-compose-test.XXXXXX)
 started_dockerd=
 dockerd_pid=
-if ! docker info >/dev/null 2>&1; then
-  command -v dockerd >/dev/null 2>&1 || { rm -rf "$work"; skip "docker cannot reach an engine and there is no dockerd"; }
-  [ "$(id -u)" = 0 ] || { rm -rf "$work"; skip "docker cannot reach an engine and only root can start dockerd"; }
-  dockerd --storage-driver=overlay2 --exec-opt native.cgroupdriver=cgroupfs \
-    >"$work/dockerd.log" 2>&1 &
-  dockerd_pid=$!
-  started_dockerd=1
-  for _ in $(seq 1 120); do
-    docker info >/dev/null 2>&1 && break
-    kill -0 "$dockerd_pid" 2>/dev/null || break
-    sleep 0.5
-  done
-  if ! docker info >/dev/null 2>&1; then
-    tail -n 15 "$work/dockerd.log" | sed 's/^/  dockerd: /'
-    kill "$dockerd_pid" 2>/dev/null || true
-    wait "$dockerd_pid" 2>/dev/null || true
-    rm -rf "$work"
-    skip "dockerd will not start here (above: the end of its log)"
-  fi
-  say "started dockerd (pid $dockerd_pid): $(docker version -f 'engine {{.Server.Version}}, {{.Server.Os}}/{{.Server.Arch}}' 2>/dev/null)"
-else
-  say "using the running Docker engine $(docker version -f '{{.Server.Version}}' 2>/dev/null)"
-fi
-
-if docker compose version >/dev/null 2>&1; then
-  compose=(docker compose)
-elif command -v docker-compose >/dev/null 2>&1; then
-  compose=(docker-compose)
-else
-  echo "compose-test: FAILED: Docker runs but there is neither the compose plugin nor docker-compose" >&2
-  exit 1
-fi
-say "compose: ${compose[*]} ($("${compose[@]}" version --short 2>/dev/null || echo '?'))"
-
-# Everything this run creates is removed at the end: the images (found by
-# comparing the image list before and after), the compose project
-# (containers, network, volumes), the copy of the tree, and dockerd if it
-# started it.
-docker images -aq --no-trunc | sort -u >"$work/images.before"
+compose=()
 project=pilothouse-compose-test-$$
 export COMPOSE_PROJECT_NAME=$project
 src=$work/pilothouse
 step=setup
+base=pilothouse-standin/debian:bookworm
+standins=("$base" eclipse-mosquitto:2 golang:1.26 gcr.io/distroless/static-debian12:nonroot)
+standin() { [ "$(docker image inspect -f '{{index .Config.Labels "org.pilothouse.standin"}}' "$1" 2>/dev/null)" = 1 ]; }
+present() { docker image inspect "$1" >/dev/null 2>&1; }
+
 cleanup() {
   local rc=$?
-  set +e
+  set +eu
   trap - EXIT
   if [ "$rc" != 0 ] && [ "$rc" != 77 ]; then
     say "FAILED at step: $step (exit $rc)"
-    if [ -d "$src" ]; then
+    if [ -f "$src/docker-compose.yml" ] && [ ${#compose[@]} -gt 0 ]; then
       (cd "$src" && "${compose[@]}" ps) 2>&1 | sed 's/^/  ps: /'
       (cd "$src" && "${compose[@]}" logs --no-color --tail=60) 2>&1 | sed 's/^/  log: /'
     fi
     [ -s "$work/up.log" ] && tail -n 40 "$work/up.log" | sed 's/^/  up: /'
   fi
-  if [ -f "$src/docker-compose.yml" ]; then
+  if [ -f "$src/docker-compose.yml" ] && [ ${#compose[@]} -gt 0 ]; then
     (cd "$src" && "${compose[@]}" down -v --rmi local --remove-orphans) >"$work/down.log" 2>&1 ||
       { say "docker compose down failed:"; sed 's/^/  down: /' "$work/down.log"; }
   fi
-  remove_new_images
+  [ -f "$work/images.before" ] && remove_new_images
   rm -rf "$work"
   if [ -n "$started_dockerd" ]; then
     kill "$dockerd_pid" 2>/dev/null
@@ -111,33 +81,86 @@ cleanup() {
   exit "$rc"
 }
 remove_new_images() {
-  local keep=() new i pass
+  local keep=() new i pass left
   docker images -aq --no-trunc | sort -u >"$work/images.after"
   new=$(comm -13 "$work/images.before" "$work/images.after")
-  [ -z "$new" ] && return 0
   if [ "${KEEP_STANDINS:-}" = 1 ]; then
     for i in "${standins[@]}"; do standin "$i" && keep+=("$(docker image inspect -f '{{.Id}}' "$i")"); done
   fi
   # Children before parents: a few passes settle any order.
   for pass in 1 2 3 4 5; do
-    local left=()
+    left=()
     for i in $new; do
-      [[ " ${keep[*]-} " == *" $i "* ]] && continue
+      [[ " ${keep[*]} " == *" $i "* ]] && continue
       docker image inspect "$i" >/dev/null 2>&1 || continue
       docker rmi -f "$i" >/dev/null 2>&1 || left+=("$i")
     done
     [ ${#left[@]} = 0 ] && break
     new=${left[*]}
   done
+  if [ "${KEEP_STANDINS:-}" != 1 ]; then
+    # Stand-ins an earlier KEEP_STANDINS=1 run left go too.
+    for i in "${standins[@]:1}" "$base"; do standin "$i" && docker rmi "$i" >/dev/null 2>&1; done
+  fi
   say "removed the images this run created$([ "${KEEP_STANDINS:-}" = 1 ] && echo ' (kept the stand-ins: KEEP_STANDINS=1)')"
 }
 trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---------------------------------------------------------------- Docker
+command -v docker >/dev/null 2>&1 || skip "no docker client (apt-get install docker.io docker-compose)"
+if ! docker info >/dev/null 2>&1; then
+  command -v dockerd >/dev/null 2>&1 || skip "docker cannot reach an engine and there is no dockerd"
+  [ "$(id -u)" = 0 ] || skip "docker cannot reach an engine and only root can start dockerd"
+  dockerd --storage-driver=overlay2 --exec-opt native.cgroupdriver=cgroupfs \
+    >"$work/dockerd.log" 2>&1 &
+  dockerd_pid=$!
+  started_dockerd=1
+  for _ in $(seq 1 120); do
+    docker info >/dev/null 2>&1 && break
+    kill -0 "$dockerd_pid" 2>/dev/null || break
+    sleep 0.5
+  done
+  if ! docker info >/dev/null 2>&1; then
+    tail -n 15 "$work/dockerd.log" | sed 's/^/  dockerd: /'
+    # Running but not answering is a failure, not "cannot run".
+    kill -0 "$dockerd_pid" 2>/dev/null && { say "dockerd started but did not answer within 60 s (above: the end of its log)"; exit 1; }
+    started_dockerd=
+    skip "dockerd will not start here (above: the end of its log)"
+  fi
+  say "started dockerd (pid $dockerd_pid): $(docker version -f 'engine {{.Server.Version}}, {{.Server.Os}}/{{.Server.Arch}}' 2>/dev/null)"
+else
+  say "using the running Docker engine $(docker version -f '{{.Server.Version}}' 2>/dev/null)"
+fi
+
+if docker compose version >/dev/null 2>&1; then
+  compose=(docker compose)
+elif command -v docker-compose >/dev/null 2>&1; then
+  compose=(docker-compose)
+else
+  say "Docker runs, but there is neither the compose plugin nor docker-compose"
+  exit 1
+fi
+say "compose: ${compose[*]} ($("${compose[@]}" version --short 2>/dev/null || echo '?'))"
+docker images -aq --no-trunc | sort -u >"$work/images.before"
+
+# A run that was killed leaves its project behind, and "restart:
+# unless-stopped" brings it back with the engine: remove it first.
+stale_projects=$(docker ps -aq | xargs -r docker inspect -f '{{index .Config.Labels "com.docker.compose.project"}}' |
+  grep -E '^pilothouse-compose-test-[0-9]+$' | sort -u || true)
+stale_volumes=$(docker volume ls -q | grep -E '^pilothouse-compose-test-[0-9]+_' || true)
+if [ -n "$stale_projects$stale_volumes" ]; then
+  for p in $stale_projects; do
+    docker ps -aq --filter "label=com.docker.compose.project=$p" | xargs -r docker rm -f >/dev/null
+  done
+  [ -z "$stale_volumes" ] || docker volume rm $stale_volumes >/dev/null
+  docker network ls -q --filter name=pilothouse-compose-test- | xargs -r docker network rm >/dev/null 2>&1 || true
+  docker images --format '{{.Repository}}:{{.Tag}}' | grep -E '^pilothouse-compose-test-[0-9]+[_-]pilothouse:' |
+    xargs -r docker rmi >/dev/null 2>&1 || true
+  say "removed what an interrupted earlier run left: $(echo $stale_projects $stale_volumes | wc -w) project(s)/volume(s)"
+fi
 
 # ------------------------------------------------------------ stand-ins
-base=pilothouse-standin/debian:bookworm
-standins=("$base" eclipse-mosquitto:2 golang:1.26 gcr.io/distroless/static-debian12:nonroot)
-standin() { [ "$(docker image inspect -f '{{index .Config.Labels "org.pilothouse.standin"}}' "$1" 2>/dev/null)" = 1 ]; }
-present() { docker image inspect "$1" >/dev/null 2>&1; }
 
 debian_mirror() {
   # The machine's own Debian mirror, http first (minbase has no CA bundle).
@@ -253,7 +276,11 @@ step="copy of the working tree"
 mkdir -p "$src"
 # Tracked and untracked files, less what git ignores (so never a .env or a
 # passwd file of this checkout): a repository root of its own.
-(git ls-files -z -co --exclude-standard | tar --null -T - --ignore-failed-read -cf - 2>/dev/null) | tar -C "$src" -xf -
+if git rev-parse --git-dir >/dev/null 2>&1; then
+  (git ls-files -z -co --exclude-standard | tar --null -T - --ignore-failed-read -cf - 2>/dev/null) | tar -C "$src" -xf -
+else # an exported tree: everything but the secrets
+  tar --exclude=./.git --exclude=./.env --exclude=./deploy/mosquitto/passwd -cf - . | tar -C "$src" -xf -
+fi
 cd "$src"
 [ ! -e .env ] && [ ! -e deploy/mosquitto/passwd ] || { say ".env or passwd reached the copy: they must be ignored"; exit 1; }
 say "copied the working tree to $src (compose project $project)"
