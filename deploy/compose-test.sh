@@ -66,6 +66,9 @@ cleanup() {
       { say "docker compose down failed:"; sed 's/^/  down: /' "$work/down.log"; }
   fi
   [ -f "$work/images.before" ] && remove_new_images
+  if [ -f "$work/volumes.before" ]; then # anonymous ones too (the images' VOLUMEs)
+    docker volume ls -q | sort -u | comm -13 "$work/volumes.before" - | xargs -r docker volume rm >/dev/null 2>&1
+  fi
   rm -rf "$work"
   if [ -n "$started_dockerd" ]; then
     kill "$dockerd_pid" 2>/dev/null
@@ -143,6 +146,7 @@ else
 fi
 say "compose: ${compose[*]} ($("${compose[@]}" version --short 2>/dev/null || echo '?'))"
 docker images -aq --no-trunc | sort -u >"$work/images.before"
+docker volume ls -q | sort -u >"$work/volumes.before"
 
 # A run that was killed leaves its project behind, and "restart:
 # unless-stopped" brings it back with the engine: remove it first.
@@ -429,7 +433,7 @@ say "pilothouse rules after the restart: $(grep -c 'fired .*: success' "$work/ru
 step="up without passwd"
 # What a user who skipped step 2 gets: Mosquitto stops with a clear error,
 # pilothouse does not start, and nothing is created in passwd's place.
-dc down >/dev/null 2>&1
+dc down -v >/dev/null 2>&1
 mv deploy/mosquitto/passwd "$work/passwd.aside"
 if timeout 60 "${compose[@]}" up -d >"$work/nopasswd.log" 2>&1; then
   say "up went through without deploy/mosquitto/passwd"
@@ -439,15 +443,17 @@ fi
 until_ok 20 "Mosquitto's error about the missing passwd" sh -c "$(printf '%q ' "${compose[@]}") logs --no-color mosquitto | grep -q 'Unable to open pwfile'"
 [ "$(docker inspect -f '{{.State.Running}}' "$(cid pilothouse)" 2>/dev/null || echo false)" != true ] ||
   { say "pilothouse runs without Mosquitto's passwd"; exit 1; }
-dc down >/dev/null 2>&1
+dc down -v >/dev/null 2>&1
 mv "$work/passwd.aside" deploy/mosquitto/passwd
 say "without deploy/mosquitto/passwd: up fails ($(grep -m1 -oE 'is unhealthy|exited \([0-9]+\)|dependency failed[^.]*' "$work/nopasswd.log" || echo 'timed out waiting')), Mosquitto logs \"Unable to open pwfile\", pilothouse stays down, nothing created in its place"
 
 step="docker compose down"
 cd "$work"
 (cd "$src" && dc down -v --rmi local --remove-orphans) >"$work/down.log" 2>&1
-left=$(docker ps -aq --filter "label=com.docker.compose.project=$project"; docker volume ls -q --filter "label=com.docker.compose.project=$project")
-[ -z "$left" ] || { say "left after down: $left"; exit 1; }
+left=$(docker ps -aq --filter "label=com.docker.compose.project=$project"
+  docker network ls -q --filter "label=com.docker.compose.project=$project"
+  docker volume ls -q | sort -u | comm -13 "$work/volumes.before" -)
+[ -z "$left" ] || { say "left after down -v:" $left; exit 1; }
 rm -f "$src/docker-compose.yml" # cleanup's own down has nothing left to do
 say "docker compose down -v: no container, network or volume left"
 step=done
