@@ -16,7 +16,7 @@
 # failed. One line per step on stdout; on failure the step, the containers'
 # state and their logs.
 #
-# Environment: KEEP_STANDINS=1 keeps the stand-in images it built (the next
+# Environment: KEEP_STANDINS=1 keeps the stand-in images (the next
 # run reuses them); COMPOSE_TEST_TIMEOUT (seconds, default 240) bounds each
 # wait for health.
 set -euo pipefail
