@@ -511,5 +511,5 @@ func bindInput(c *rules.Compiled, raw json.RawMessage, testRun bool) (map[string
 }
 
 func inputDiag(path, msg string) pilotage.Diagnostic {
-	return pilotage.Diagnostic{Code: "input_binding", Severity: pilotage.SeverityError, Path: path, Message: msg}
+	return pilotage.Diagnostic{Code: rules.CodeInputBinding, Severity: pilotage.SeverityError, Path: path, Message: msg}
 }

@@ -273,17 +273,6 @@ func schemaErrText(err error) string {
 
 // ---- triggers and conditions ----
 
-var triggerKinds = []string{"state", "event", "cron", "at", "sun"}
-
-var triggerFields = map[TriggerKind][]string{
-	TriggerState:   {"id", "state", "to", "from", "for"},
-	TriggerNumeric: {"id", "state", "above", "below", "for"},
-	TriggerEvent:   {"id", "event", "value"},
-	TriggerCron:    {"id", "cron"},
-	TriggerTime:    {"id", "at"},
-	TriggerSun:     {"id", "sun", "offset"},
-}
-
 var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
 // ParseCron parses a cron spec the way triggers do (seconds optional).
@@ -320,9 +309,9 @@ func (dc *decoder) trigger(n *jnode) *Trigger {
 	}
 	t := &Trigger{Ptr: n.ptr}
 	t.ID = dc.id(n)
-	key, ok := dc.kindKey(n, "a trigger", triggerKinds)
+	key, ok := dc.kindKey(n, "a trigger", triggerKeys)
 	if !ok {
-		dc.fields(n, "trigger", allTriggerFields())
+		dc.fields(n, "trigger", allTriggerFields)
 		return t
 	}
 	switch key {
@@ -375,25 +364,14 @@ func (dc *decoder) trigger(n *jnode) *Trigger {
 			t.Offset = dc.constDuration(v, "offset", true)
 		}
 	}
-	allowed := triggerFields[t.Kind]
+	row, _ := triggerKind(t.Kind)
+	allowed := row.Members
 	if t.Kind == TriggerNumeric {
 		allowed = append(allowed[:len(allowed):len(allowed)], "to", "from") // reported as conflicts above
 	}
 	dc.fields(n, "a "+string(t.Kind)+" trigger", allowed)
 	dc.triggerFilters(n, t)
 	return t
-}
-
-func allTriggerFields() []string {
-	var out []string
-	for _, k := range []TriggerKind{TriggerState, TriggerNumeric, TriggerEvent, TriggerCron, TriggerTime, TriggerSun} {
-		for _, f := range triggerFields[k] {
-			if !slices.Contains(out, f) {
-				out = append(out, f)
-			}
-		}
-	}
-	return out
 }
 
 func (dc *decoder) triggerFilters(n *jnode, t *Trigger) {

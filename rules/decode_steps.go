@@ -12,19 +12,6 @@ import (
 	"unicode/utf8"
 )
 
-var stepKinds = []string{"call", "delay", "wait", "if", "choose", "repeat", "set", "stop"}
-
-var stepFields = map[StepKind][]string{
-	StepCall:   {"id", "call", "args"},
-	StepDelay:  {"id", "delay"},
-	StepWait:   {"id", "wait", "timeout", "continue_on_timeout"},
-	StepIf:     {"id", "if", "then", "else"},
-	StepChoose: {"id", "choose", "default"},
-	StepRepeat: {"id", "repeat", "do"},
-	StepSet:    {"id", "set"},
-	StepStop:   {"id", "stop", "error"},
-}
-
 func (dc *decoder) stepList(n *jnode, depth int) []*Step {
 	if !dc.array(n, "a step list") {
 		return nil
@@ -50,16 +37,17 @@ func (dc *decoder) step(n *jnode, depth int) *Step {
 		return nil
 	}
 	s := &Step{Ptr: n.ptr, ID: dc.id(n)}
-	key, ok := dc.kindKey(n, "a step", stepKinds)
+	key, ok := dc.kindKey(n, "a step", stepKeys)
 	if !ok {
-		dc.fields(n, "a step", allStepFields())
+		dc.fields(n, "a step", allStepFields)
 		return s
 	}
 	s.Kind = StepKind(key)
 	if s.Kind.hasMore() {
 		s.StepMore = &StepMore{}
 	}
-	dc.fields(n, "a "+key+" step", stepFields[s.Kind])
+	row, _ := stepKind(s.Kind)
+	dc.fields(n, "a "+key+" step", row.Members)
 	v := n.get(key)
 	switch s.Kind {
 	case StepCall:
@@ -99,44 +87,6 @@ func (dc *decoder) step(n *jnode, depth int) *Step {
 	}
 	return s
 }
-
-func allStepFields() []string {
-	var out []string
-	for _, k := range stepKinds {
-		for _, f := range stepFields[StepKind(k)] {
-			if !slices.Contains(out, f) {
-				out = append(out, f)
-			}
-		}
-	}
-	return out
-}
-
-// fieldHomes names, for each member a step or trigger kind defines, the
-// kinds it belongs to (for hints on misplaced members).
-var fieldHomes = func() map[string]string {
-	homes := map[string][]string{}
-	addHome := func(f, home string) {
-		if f != "id" && !slices.Contains(homes[f], home) {
-			homes[f] = append(homes[f], home)
-		}
-	}
-	for _, k := range stepKinds {
-		for _, f := range stepFields[StepKind(k)] {
-			addHome(f, k+" steps")
-		}
-	}
-	for _, k := range []TriggerKind{TriggerState, TriggerNumeric, TriggerEvent, TriggerCron, TriggerTime, TriggerSun} {
-		for _, f := range triggerFields[k] {
-			addHome(f, string(k)+" triggers")
-		}
-	}
-	out := map[string]string{}
-	for f, hs := range homes {
-		out[f] = strings.Join(hs, " and ")
-	}
-	return out
-}()
 
 var varNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 

@@ -47,14 +47,14 @@ func closedSetsBody() string {
 	statusTable(&b, "Step statuses", "`outcome.status` of each trace entry.", StepStatuses)
 
 	w("\n## Trigger kinds\n\n| kind | members | plan step kind |\n|---|---|---|\n")
-	for _, k := range []TriggerKind{TriggerState, TriggerNumeric, TriggerEvent, TriggerCron, TriggerTime, TriggerSun} {
-		w("| `%s` | %s | `trigger:%s` |\n", k, codeList(triggerFields[k]), k)
+	for _, k := range TriggerKinds {
+		w("| `%s` | %s | `%s` |\n", k.Kind, codeList(k.Members), PlanKindTrigger+":"+string(k.Kind))
 	}
 	w("\nA trigger with `state` is `numeric` when it has `above` or `below`, else `state`.\n")
 
 	w("\n## Step kinds\n\n| kind | members |\n|---|---|\n")
-	for _, k := range stepKinds {
-		w("| `%s` | %s |\n", k, codeList(stepFields[StepKind(k)]))
+	for _, k := range StepKinds {
+		w("| `%s` | %s |\n", k.Kind, codeList(k.Members))
 	}
 	w("\nWait objects: `{state, to?, from?, for?}`, `{state, above?, below?, for?}`, `{event, value?}` or `{expr, for?}`. ")
 	w("Repeat objects: exactly one of `count`, `for_each`, `while`, `until`, plus `max` (required for while/until). ")

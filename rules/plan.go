@@ -87,18 +87,12 @@ func (b *planBuilder) step(s *Step, ctx planCtx) {
 		b.calls = append(b.calls, s.Call)
 	}
 	b.add(ps)
-	arm := func(label string) planCtx { return planCtx{arm: &pilotage.Arm{Branch: s.ID, Label: label}} }
-	switch s.Kind {
-	case StepIf:
-		b.steps(s.Then, arm(LabelThen))
-		b.steps(s.Else, arm(LabelElse))
-	case StepChoose:
-		for _, a := range s.Choose {
-			b.steps(a.Do, arm(a.Label))
+	for ch := range s.Children() {
+		sub := planCtx{arm: &pilotage.Arm{Branch: s.ID, Label: ch.Label}}
+		if ch.Loop {
+			sub = planCtx{loop: s.ID}
 		}
-		b.steps(s.Default, arm(LabelDefault))
-	case StepRepeat:
-		b.steps(s.Do, planCtx{loop: s.ID})
+		b.steps(ch.Steps, sub)
 	}
 }
 

@@ -148,19 +148,10 @@ func CheckScenario(c *Compiled, sc Scenario) []pilotage.Diagnostic {
 }
 
 func collectWaitIDs(steps []*Step, out map[string]bool) {
-	for _, s := range steps {
+	walkSteps(steps, func(s *Step) bool {
 		if s.Kind == StepWait {
 			out[s.ID] = true
 		}
-		if s.StepMore == nil {
-			continue
-		}
-		collectWaitIDs(s.Then, out)
-		collectWaitIDs(s.Else, out)
-		collectWaitIDs(s.Default, out)
-		collectWaitIDs(s.Do, out)
-		for _, a := range s.Choose {
-			collectWaitIDs(a.Do, out)
-		}
-	}
+		return true
+	})
 }

@@ -69,16 +69,12 @@ func (c *checker) step(s *Step, sc *scope) {
 		c.template(s.Delay, sc)
 	case StepWait:
 		c.wait(s.Wait, sc)
-	case StepIf:
+	case StepIf, StepChoose:
 		c.expr(s.If, sc)
-		c.steps(s.Then, sc.child(false, false))
-		c.steps(s.Else, sc.child(false, false))
-	case StepChoose:
-		for _, a := range s.Choose {
-			c.expr(a.When, sc)
-			c.steps(a.Do, sc.child(false, false))
+		for ch := range s.Children() {
+			c.expr(ch.When, sc)
+			c.steps(ch.Steps, sc.child(false, false))
 		}
-		c.steps(s.Default, sc.child(false, false))
 	case StepRepeat:
 		body := sc.child(true, s.Repeat != nil && s.Repeat.ForEach != nil)
 		if r := s.Repeat; r != nil {
