@@ -78,6 +78,9 @@ type Engine struct {
 	cat   *catalogService
 	sched *scheduler
 	rec   *recorder
+	// rules is what validations, held programs and runs reuse: the
+	// engine owns it, rules keeps no state of its own.
+	rules *rules.Cache
 
 	mu     sync.Mutex
 	closed bool
@@ -96,7 +99,7 @@ func New(cfg Config, devs *devices.Catalog, store *storage.Store, log *slog.Logg
 	if log == nil {
 		log = slog.Default()
 	}
-	e := &Engine{cfg: cfg, log: log, devs: devs, store: store}
+	e := &Engine{cfg: cfg, log: log, devs: devs, store: store, rules: rules.NewCache()}
 	if store != nil {
 		store.SetClock(cfg.Now)
 	}

@@ -97,8 +97,8 @@ func forCookbookTwins(t *testing.T, change func(name string, a, b *Compiled), ho
 	for _, g := range Guides() {
 		for i, src := range guidePrograms(g.Body) {
 			name := fmt.Sprintf("%s/%d", g.ID, i+1)
-			a, errA := Validate([]byte(src), cat, ValidateOptions{HasLocation: true})
-			b, errB := Validate([]byte(src), cat, ValidateOptions{HasLocation: true})
+			a, errA := Validate([]byte(src), cat, ValidateOptions{HasLocation: true, Cache: itCache})
+			b, errB := Validate([]byte(src), cat, ValidateOptions{HasLocation: true, Cache: itCache})
 			if errA != nil || errB != nil || !a.Valid || !b.Valid {
 				t.Fatalf("%s does not validate", name)
 			}
@@ -120,7 +120,7 @@ func TestCompactShares(t *testing.T) {
 "conditions":[{"id":"dark","expr":"state('hall_motion.illuminance') < 30"}],
 "steps":[{"id":"on","call":"hall_light.set","args":{"state":"ON","brightness":"{{ trigger.value }}"}},
 {"id":"lvl","set":{"level":` + level + `}}]}`
-		res, err := Validate([]byte(src), cat, ValidateOptions{})
+		res, err := Validate([]byte(src), cat, ValidateOptions{Cache: itCache})
 		if err != nil || !res.Valid {
 			t.Fatalf("%s: %v %v", name, err, res.Diagnostics)
 		}

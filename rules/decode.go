@@ -23,7 +23,7 @@ import (
 // *pilotage.RequestError of kind resource_exhausted.
 func Decode(raw []byte, lim Limits) (*Program, []pilotage.Diagnostic, error) {
 	lim = lim.withDefaults()
-	dc := newDecoder(lim, time.Now().Add(lim.ValidateWall))
+	dc := newDecoder(lim, time.Now().Add(lim.ValidateWall), nil)
 	p, err := dc.decode(raw)
 	if err != nil {
 		return nil, nil, err
@@ -57,6 +57,7 @@ func (l Limits) withDefaults() Limits {
 
 type decoder struct {
 	lim      Limits
+	cache    *Cache // nil: nothing reused
 	deadline time.Time
 	d        diags
 	fatal    error
@@ -65,8 +66,8 @@ type decoder struct {
 	strs     map[string]string // pointer → string value holding expressions
 }
 
-func newDecoder(lim Limits, deadline time.Time) *decoder {
-	return &decoder{lim: lim, deadline: deadline, ids: map[string]string{}, strs: map[string]string{}}
+func newDecoder(lim Limits, deadline time.Time, cache *Cache) *decoder {
+	return &decoder{lim: lim, cache: cache, deadline: deadline, ids: map[string]string{}, strs: map[string]string{}}
 }
 
 func exhausted(msg string) *pilotage.RequestError {

@@ -432,7 +432,7 @@ func (dc *decoder) compile(src string) (*Expr, error) {
 	if !dc.checkTime() {
 		return nil, errExprTooBig
 	}
-	x, err := compileExprSafe(src, dc.lim.MaxExprNodes)
+	x, err := compileExprSafe(dc.cache, src, dc.lim.MaxExprNodes)
 	if err != nil && strings.Contains(err.Error(), "exceeds maximum allowed nodes") {
 		dc.fatal = exhausted(fmt.Sprintf("an expression has more than %d nodes", dc.lim.MaxExprNodes))
 		return nil, errExprTooBig
@@ -442,13 +442,13 @@ func (dc *decoder) compile(src string) (*Expr, error) {
 
 // compileExprSafe turns a compiler panic into an error: expressions come
 // from programs, and nothing a program says may crash the server.
-func compileExprSafe(src string, maxNodes uint) (x *Expr, err error) {
+func compileExprSafe(k *Cache, src string, maxNodes uint) (x *Expr, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			x, err = nil, fmt.Errorf("expression compiler failed: %v", r)
 		}
 	}()
-	return compileExprPooled(src, maxNodes)
+	return k.compileExpr(src, maxNodes)
 }
 
 func (dc *decoder) badExpr(e *ExprError) {

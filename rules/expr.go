@@ -3,9 +3,7 @@ package rules
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -89,6 +87,8 @@ type Ref struct {
 }
 
 // Env is what an evaluation sees: the closed environment of automation/1.
+// Set Trigger, Params, Vars and Steps before the first evaluation: from
+// then on the run only makes the ones still missing, never replaces one.
 type Env struct {
 	Trigger map[string]any // id, kind, entity, value, from, to, time
 	Params  map[string]any
@@ -100,14 +100,15 @@ type Env struct {
 	// value it may build or return, and all it may build together.
 	ValueBytes, EvalBytes int
 
-	// cache is the expression environment built from the fields above,
-	// reused while they still name the same maps (the maps themselves are
-	// live: steps and vars fill in as the run goes). World must not change
+	cache *Cache // lends holders and VMs (nil: made anew)
+	// bound is the expression environment built from the fields above,
+	// reused while the same maps are set (the maps themselves are live:
+	// steps and vars fill in as the run goes). World must not change
 	// once an expression has been evaluated.
-	cache    map[string]any
-	cacheKey envKey
-	// held is cache's pooled holder; release returns it unless leaked
-	// ($env was evaluated: the map may live on as a value).
+	bound    map[string]any
+	boundKey envKey
+	// held is bound's holder; release returns it unless leaked ($env
+	// was evaluated: the map may live on as a value).
 	held   *envVars
 	leaked bool
 
@@ -167,7 +168,7 @@ type envVars struct {
 	mem evalMem // the running evaluation's byte budget (m[memVar])
 }
 
-var envVarsPool = sync.Pool{New: func() any {
+func newEnvVars() *envVars {
 	h := &envVars{}
 	h.m = map[string]any{
 		"trigger": nil,
@@ -194,7 +195,7 @@ var envVarsPool = sync.Pool{New: func() any {
 		memVar:    &h.mem,
 	}
 	return h
-}}
+}
 
 func (h *envVars) bind(e *Env) {
 	h.m["trigger"] = e.Trigger
@@ -210,19 +211,30 @@ func (e *Env) release() {
 	if h == nil {
 		return
 	}
-	e.held, e.cache = nil, nil
+	e.held, e.bound = nil, nil
 	if e.leaked {
 		return
 	}
 	h.m["trigger"], h.m["params"], h.m["vars"], h.m["steps"] = nil, nil, nil, nil
 	h.w = nil
-	envVarsPool.Put(h)
+	e.cache.putEnv(h)
 }
 
-// envKey identifies the maps and world an Env's cache was built from.
-type envKey struct{ trigger, params, vars, steps unsafe.Pointer }
+// envKey records which of an Env's maps were set when its expression
+// environment was bound. A map is only ever made where one was missing,
+// never replaced (see Env), so the binding is stale exactly when the key
+// has changed.
+type envKey uint8
 
-func mapID(m map[string]any) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&m)) }
+func (e *Env) key() envKey {
+	var k envKey
+	for i, m := range [...]map[string]any{e.Trigger, e.Params, e.Vars, e.Steps} {
+		if m != nil {
+			k |= 1 << i
+		}
+	}
+	return k
+}
 
 // EnvFunctions names the functions of the closed environment, in the order
 // the expressions guide lists them. compileEnv and (*Env).vars must agree.
@@ -287,24 +299,24 @@ func (e *Env) vars(f uint32) map[string]any {
 	if f&reachSteps != 0 {
 		e.stepsMap()
 	}
-	k := envKey{mapID(e.Trigger), mapID(e.Params), mapID(e.Vars), mapID(e.Steps)}
-	if e.cache != nil && k == e.cacheKey {
-		return e.cache
+	k := e.key()
+	if e.bound != nil && k == e.boundKey {
+		return e.bound
 	}
 	h := e.held
 	if h == nil || e.leaked {
 		// A leaked map keeps the maps it was built from (as a new map
 		// did before holders were pooled).
-		h = envVarsPool.Get().(*envVars)
+		h = e.cache.env()
 		h.w = e.World
 		e.held, e.leaked = h, false
 	}
 	h.bind(e)
-	e.cache, e.cacheKey = h.m, k
+	e.bound, e.boundKey = h.m, k
 	if f&reachEnv != 0 {
 		e.leaked = true
 	}
-	return e.cache
+	return e.bound
 }
 
 // varsMap returns Vars, made when missing.
@@ -408,19 +420,15 @@ func collectRefs(root ast.Node) []Ref {
 // Node returns the expression's AST (for validation passes).
 func (x *Expr) Node() ast.Node { return x.prog.Node() }
 
-// vmPool reuses expr VMs (a VM resets its stack, scopes and memory count
-// on every Run), sparing an allocation and its zeroing per evaluation.
-var vmPool = sync.Pool{New: func() any { return new(vm.VM) }}
-
 // Eval runs the expression against env.
 func (x *Expr) Eval(env *Env) (any, error) {
 	vars := env.vars(x.reaches())
 	mem := &env.held.mem
 	*mem = evalMem{value: env.valueBytes(), total: env.evalBytes()}
-	v := vmPool.Get().(*vm.VM)
+	v := env.cache.vm()
 	v.MemoryBudget = env.budget()
 	out, err := v.Run(x.prog, vars)
-	vmPool.Put(v)
+	env.cache.putVM(v)
 	if err == nil {
 		err = resultFits(out, mem.value)
 	}

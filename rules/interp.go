@@ -31,6 +31,9 @@ type RunInput struct {
 	// SkipConditions records every condition as skipped instead of
 	// evaluating it (a manual "run now").
 	SkipConditions bool
+	// Cache lends the run its expression environments and VMs (nil: they
+	// are made anew).
+	Cache *Cache
 }
 
 // CallRecord is one World.Call the run made.
@@ -75,6 +78,7 @@ type interp struct {
 	ctx      context.Context
 	w        World
 	lim      Limits
+	cache    *Cache
 	start    time.Time
 	deadline time.Time
 	steps    []pilotage.TraceStep
@@ -140,7 +144,7 @@ func Run(ctx context.Context, c *Compiled, w World, in RunInput) (res *RunResult
 		m, steps, tms = &runMem{}, make([]pilotage.TraceStep, 0, n), make([]float64, 0, n)
 	}
 	r := &m.r
-	*r = interp{ctx: ctx, w: w, lim: lim, start: start, deadline: start.Add(lim.MaxWall), mem: m, steps: steps, tms: tms}
+	*r = interp{ctx: ctx, w: w, lim: lim, cache: in.Cache, start: start, deadline: start.Add(lim.MaxWall), mem: m, steps: steps, tms: tms}
 	r.calls = m.firstRec[:0]
 	res = &m.res
 	res.Started = start
@@ -249,6 +253,7 @@ func (r *interp) run(c *Compiled, in RunInput) (*frame, *halt) {
 		Params: withParamDefaults(p.Params, in.Params),
 		World:  r.w,
 		Budget: r.lim.MemoryBudget,
+		cache:  r.cache,
 
 		ValueBytes: r.lim.MaxValueBytes,
 		EvalBytes:  r.lim.MaxEvalBytes,

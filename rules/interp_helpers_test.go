@@ -15,6 +15,10 @@ import (
 
 var itStart = time.Date(2026, 1, 15, 22, 0, 0, 0, time.UTC)
 
+// itCache is the Cache the tests share, as an engine's validations and
+// runs do.
+var itCache = NewCache()
+
 func itExpr(src string) *Expr {
 	x, err := CompileExpr(src, 0)
 	if err != nil {

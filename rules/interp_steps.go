@@ -107,6 +107,7 @@ func (r *interp) callAutomation(f *frame, s *Step, qid string, i int, args map[s
 		Params:  withParamDefaults(sub.Program.Params, args),
 		World:   r.w,
 		Budget:  r.lim.MemoryBudget,
+		cache:   r.cache,
 
 		ValueBytes: r.lim.MaxValueBytes,
 		EvalBytes:  r.lim.MaxEvalBytes,

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -27,6 +26,8 @@ type ValidateOptions struct {
 	HasLocation bool
 	// Automation resolves promoted bodies by catalog id (may be nil).
 	Automation func(id string) (*Compiled, bool)
+	// Cache is what validations reuse (nil: nothing).
+	Cache *Cache
 }
 
 // Result is the outcome of Validate.
@@ -45,7 +46,7 @@ type Result struct {
 func Validate(raw []byte, cat Catalog, o ValidateOptions) (*Result, error) {
 	lim := o.Limits.withDefaults()
 	deadline := time.Now().Add(lim.ValidateWall)
-	dc := newDecoder(lim, deadline)
+	dc := newDecoder(lim, deadline, o.Cache)
 	prog, err := dc.decode(raw)
 	if err != nil {
 		return nil, err
@@ -411,40 +412,7 @@ func (c *checker) schema(key string, raw json.RawMessage) *jsonschema.Schema {
 	if s, ok := c.schemas[key]; ok {
 		return s
 	}
-	s := catalogSchemas.get(raw)
+	s := c.o.Cache.schema(raw)
 	c.schemas[key] = s
-	return s
-}
-
-// schemaMemo memoizes compiled catalog schemas by their text. Compiling
-// (which checks the schema against its metaschema) costs far more than a
-// validation, and catalogs repeat the same schemas for every device of a
-// model. A compiled schema is immutable, so sharing is safe; the memo is
-// bounded and simply starts over when full.
-type schemaMemo struct {
-	mu  sync.Mutex
-	max int
-	m   map[string]*jsonschema.Schema
-}
-
-var catalogSchemas = &schemaMemo{max: 4096}
-
-func (sm *schemaMemo) get(raw json.RawMessage) *jsonschema.Schema {
-	key := string(raw)
-	sm.mu.Lock()
-	s, ok := sm.m[key]
-	sm.mu.Unlock()
-	if ok {
-		return s
-	}
-	if doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw)); err == nil {
-		s, _ = compileSchema(doc)
-	}
-	sm.mu.Lock()
-	if sm.m == nil || len(sm.m) >= sm.max {
-		sm.m = make(map[string]*jsonschema.Schema)
-	}
-	sm.m[key] = s
-	sm.mu.Unlock()
 	return s
 }
