@@ -290,7 +290,7 @@ func kindOf(req ExecuteRequest) string {
 }
 
 func refOf(c *rules.Compiled) string {
-	if c == nil || c.Program == nil {
+	if c == nil {
 		return ""
 	}
 	return programRef(c)

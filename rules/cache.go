@@ -12,13 +12,13 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
-// Cache is what rules reuses from one validation, hold or run to the
-// next: prepared expr configurations, compiled expression programs shared
-// by source, compiled catalog schemas, the table held programs share their
-// equal parts through (see Hold), and pools of expression environments and
+// Cache is what rules reuses from one validation or run to the next:
+// prepared expr configurations, compiled expression programs shared by
+// source, compiled catalog schemas, the table run forms share their equal
+// parts through (intern.go), and pools of expression environments and
 // VMs. The engine makes one and hands it to Validate
-// (ValidateOptions.Cache), Run (RunInput.Cache) and Hold; rules keeps no
-// state of its own between calls. A nil *Cache reuses nothing: everything
+// (ValidateOptions.Cache) and Run (RunInput.Cache); rules keeps no state
+// of its own between calls. A nil *Cache reuses nothing: everything
 // is made anew, with the same results.
 //
 // Every table of a Cache is a memo: bounded, and started over when full.
@@ -27,6 +27,7 @@ type Cache struct {
 	configs memo[uint, *sync.Pool]                  // node bound → pool of prepared *conf.Config
 	progs   memo[exprKey, weak.Pointer[vm.Program]] // compiled programs by source
 	schemas memo[string, *jsonschema.Schema]        // compiled catalog schemas by text
+	shared  memo[shareKey, any]                     // parts of run forms (intern.go)
 	envs    sync.Pool                               // *envVars
 	vms     sync.Pool                               // *vm.VM
 }
@@ -36,12 +37,13 @@ const (
 	maxConfigs = 16      // distinct expression node bounds (one in practice)
 	maxProgs   = 1 << 16 // compiled expression programs (weak: they keep nothing alive)
 	maxSchemas = 4096    // compiled catalog schemas
+	maxShared  = 1 << 16 // shared parts of run forms
 )
 
 // NewCache makes an empty Cache.
 func NewCache() *Cache {
 	k := &Cache{}
-	k.configs.max, k.progs.max, k.schemas.max = maxConfigs, maxProgs, maxSchemas
+	k.configs.max, k.progs.max, k.schemas.max, k.shared.max = maxConfigs, maxProgs, maxSchemas, maxShared
 	return k
 }
 

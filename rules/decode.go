@@ -320,7 +320,6 @@ func (dc *decoder) trigger(n *jnode) *Trigger {
 		t.Kind = TriggerState
 		if n.get("above") != nil || n.get("below") != nil {
 			t.Kind = TriggerNumeric
-			t.TriggerMore = &TriggerMore{}
 			for _, k := range []string{"to", "from"} {
 				if v := n.get(k); v != nil {
 					dc.d.add(CodeConflictFields, v.ptr, "", "a state trigger uses either to/from (state change) or above/below (numeric threshold), not both")
@@ -333,27 +332,27 @@ func (dc *decoder) trigger(n *jnode) *Trigger {
 		t.Entity, _ = dc.str(n.get("event"), "event")
 	case "cron":
 		t.Kind = TriggerCron
-		t.TriggerMore = &TriggerMore{}
 		v := n.get("cron")
 		if s, ok := dc.str(v, "cron"); ok {
 			t.Cron = s
-			if _, err := ParseCron(s); err != nil {
+			var err error
+			if t.Schedule, err = ParseCron(s); err != nil {
 				dc.d.add(CodeBadCron, v.ptr, "e.g. \"0 30 7 * * 1-5\" (sec min hour dom month dow) or \"30 7 * * *\"", "cron %q: %v", s, err)
 			}
 		}
 	case "at":
 		t.Kind = TriggerTime
-		t.TriggerMore = &TriggerMore{}
 		v := n.get("at")
 		if s, ok := dc.str(v, "at"); ok {
 			t.At = s
-			if !validClock(s) {
+			if validClock(s) {
+				t.Schedule, _ = ParseCron(timeOfDaySpec(s))
+			} else {
 				dc.d.add(CodeBadTime, v.ptr, "e.g. \"07:30\" or \"22:15:30\"", "at %q is not HH:MM or HH:MM:SS", s)
 			}
 		}
 	case "sun":
 		t.Kind = TriggerSun
-		t.TriggerMore = &TriggerMore{}
 		v := n.get("sun")
 		if s, ok := dc.str(v, "sun"); ok {
 			t.Sun = s
@@ -414,6 +413,22 @@ func jvalue(n *jnode) Value {
 		return Value{}
 	}
 	return Value{Set: true, V: n.value()}
+}
+
+// timeOfDaySpec is the cron spec (with seconds) of a time trigger's
+// "HH:MM[:SS]".
+func timeOfDaySpec(at string) string {
+	parts := strings.Split(at, ":")
+	field := func(i int) string {
+		if i >= len(parts) {
+			return "0"
+		}
+		if f := strings.TrimLeft(parts[i], "0"); f != "" {
+			return f
+		}
+		return "0"
+	}
+	return field(2) + " " + field(1) + " " + field(0) + " * * *"
 }
 
 func validClock(s string) bool {

@@ -43,9 +43,6 @@ func (dc *decoder) step(n *jnode, depth int) *Step {
 		return s
 	}
 	s.Kind = StepKind(key)
-	if s.Kind.hasMore() {
-		s.StepMore = &StepMore{}
-	}
 	row, _ := stepKind(s.Kind)
 	dc.fields(n, "a "+key+" step", row.Members)
 	v := n.get(key)

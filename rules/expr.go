@@ -342,7 +342,7 @@ func (e *Env) triggerMap() map[string]any {
 	default:
 		t := tb.t
 		e.Trigger = map[string]any{
-			"id": t.ID, "kind": triggerKindValue(t.Kind), "entity": t.Entity,
+			"id": t.id, "kind": triggerKindValues[t.kind], "entity": t.entity,
 			"value": tb.fire.Value, "from": tb.fire.From, "to": tb.fire.Value, "time": tb.fire.Time,
 		}
 	}
@@ -352,35 +352,26 @@ func (e *Env) triggerMap() map[string]any {
 
 // triggerBinding is what trigger.* is built from (see triggerMap).
 type triggerBinding struct {
-	t    *Trigger    // nil: a program without triggers
+	t    *RunTrigger // nil: a program without triggers
 	fire TriggerFire // Time is the fire time the run uses
 }
 
 // bindTrigger sets what trigger.* will be built from; at is the fire time.
-func (e *Env) bindTrigger(t *Trigger, fire TriggerFire, at time.Time) {
+func (e *Env) bindTrigger(t *RunTrigger, fire TriggerFire, at time.Time) {
 	fire.Time = at
 	e.trig, e.trigSet, e.Trigger = triggerBinding{t: t, fire: fire}, true, nil
 }
 
-// triggerKindValue is string(k) as an interface value, without boxing the
-// known kinds anew each time.
-func triggerKindValue(k TriggerKind) any {
-	switch k {
-	case TriggerState:
-		return string(TriggerState)
-	case TriggerNumeric:
-		return string(TriggerNumeric)
-	case TriggerEvent:
-		return string(TriggerEvent)
-	case TriggerCron:
-		return string(TriggerCron)
-	case TriggerTime:
-		return string(TriggerTime)
-	case TriggerSun:
-		return string(TriggerSun)
+// triggerKindValues are the trigger kinds as interface values, by their
+// index in TriggerKinds: boxed once, not on every run.
+var triggerKindValues = func() []any {
+	out := make([]any, len(TriggerKinds)+1)
+	for i, k := range TriggerKinds {
+		out[i] = string(k.Kind)
 	}
-	return string(k)
-}
+	out[len(TriggerKinds)] = "" // a kind outside the table
+	return out
+}()
 
 // CompileExpr compiles src in the closed environment. maxNodes bounds the
 // AST (0 = DefaultLimits.MaxExprNodes). The error, when not nil, is an

@@ -154,9 +154,6 @@ type Child struct {
 // and delay steps have none.
 func (s *Step) Children() iter.Seq[Child] {
 	return func(yield func(Child) bool) {
-		if s.StepMore == nil {
-			return
-		}
 		switch s.Kind {
 		case StepIf:
 			_ = yield(Child{Label: LabelThen, Steps: s.Then}) && yield(Child{Label: LabelElse, Steps: s.Else})

@@ -61,8 +61,8 @@ func TestFiftyStepProgramValid(t *testing.T) {
 	if !res.Valid {
 		t.Fatalf("invalid: %s", diagString(res.Diagnostics))
 	}
-	if len(res.Compiled.Program.Steps) != 50 {
-		t.Fatalf("%d steps", len(res.Compiled.Program.Steps))
+	if len(res.Program.Steps) != 50 {
+		t.Fatalf("%d steps", len(res.Program.Steps))
 	}
 }
 

@@ -106,7 +106,6 @@ func (c *checker) wait(w *WaitSpec, sc *scope) {
 	switch {
 	case w.State != "":
 		if e := c.lookup(w.State, w.Ptr+"/state", nil, "state", pilotage.KindState); e != nil {
-			w.State = shareID(w.State, e)
 			c.filter(e, w.To, w.Ptr+"/to")
 			c.filter(e, w.From, w.Ptr+"/from")
 			if w.Above != nil || w.Below != nil {
@@ -115,7 +114,6 @@ func (c *checker) wait(w *WaitSpec, sc *scope) {
 		}
 	case w.Event != "":
 		if e := c.lookup(w.Event, w.Ptr+"/event", nil, "event", pilotage.KindEvent); e != nil {
-			w.Event = shareID(w.Event, e)
 			c.filter(e, w.To, w.Ptr+"/value")
 		}
 	}
@@ -132,7 +130,6 @@ func (c *checker) call(s *Step) {
 	if e == nil {
 		return
 	}
-	s.Call = shareID(s.Call, e)
 	if !e.Callable || !pilotage.KindCallable(e.Kind) {
 		delete(c.entries, s.Call)
 		c.d.add(CodeNotCallable, path, "call an action (e.g. \"hall_light.set\") or a promoted automation", "%q is %s %s entry, which cannot be called", s.Call, article(string(e.Kind)), e.Kind)
