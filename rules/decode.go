@@ -315,6 +315,20 @@ func (dc *decoder) trigger(n *jnode) *Trigger {
 		dc.fields(n, "trigger", allTriggerFields)
 		return t
 	}
+	dc.triggerKind(n, t, key)
+	row, _ := triggerKind(t.Kind)
+	allowed := row.Members
+	if t.Kind == TriggerNumeric {
+		allowed = append(allowed[:len(allowed):len(allowed)], "to", "from") // reported as conflicts above
+	}
+	dc.fields(n, "a "+string(t.Kind)+" trigger", allowed)
+	dc.triggerFilters(n, t)
+	return t
+}
+
+// triggerKind decodes the member that selects t's kind (key) and what
+// goes with it.
+func (dc *decoder) triggerKind(n *jnode, t *Trigger, key string) {
 	switch key {
 	case "state":
 		t.Kind = TriggerState
@@ -332,46 +346,55 @@ func (dc *decoder) trigger(n *jnode) *Trigger {
 		t.Entity, _ = dc.str(n.get("event"), "event")
 	case "cron":
 		t.Kind = TriggerCron
-		v := n.get("cron")
-		if s, ok := dc.str(v, "cron"); ok {
-			t.Cron = s
-			var err error
-			if t.Schedule, err = ParseCron(s); err != nil {
-				dc.d.add(CodeBadCron, v.ptr, "e.g. \"0 30 7 * * 1-5\" (sec min hour dom month dow) or \"30 7 * * *\"", "cron %q: %v", s, err)
-			}
-		}
+		dc.cronTrigger(n.get("cron"), t)
 	case "at":
 		t.Kind = TriggerTime
-		v := n.get("at")
-		if s, ok := dc.str(v, "at"); ok {
-			t.At = s
-			if validClock(s) {
-				t.Schedule, _ = ParseCron(timeOfDaySpec(s))
-			} else {
-				dc.d.add(CodeBadTime, v.ptr, "e.g. \"07:30\" or \"22:15:30\"", "at %q is not HH:MM or HH:MM:SS", s)
-			}
-		}
+		dc.timeTrigger(n.get("at"), t)
 	case "sun":
 		t.Kind = TriggerSun
-		v := n.get("sun")
-		if s, ok := dc.str(v, "sun"); ok {
-			t.Sun = s
-			if s != "sunrise" && s != "sunset" {
-				dc.d.add(CodeConstraint, v.ptr, hintFor(closeMatches(s, []string{"sunrise", "sunset"}, 1)), "sun must be \"sunrise\" or \"sunset\", got %q", s)
-			}
-		}
-		if v := n.get("offset"); v != nil {
-			t.Offset = dc.constDuration(v, "offset", true)
+		dc.sunTrigger(n, t)
+	}
+}
+
+// cronTrigger parses a cron trigger's spec, once: the run form keeps the
+// schedule.
+func (dc *decoder) cronTrigger(v *jnode, t *Trigger) {
+	s, ok := dc.str(v, "cron")
+	if !ok {
+		return
+	}
+	t.Cron = s
+	var err error
+	if t.Schedule, err = ParseCron(s); err != nil {
+		dc.d.add(CodeBadCron, v.ptr, "e.g. \"0 30 7 * * 1-5\" (sec min hour dom month dow) or \"30 7 * * *\"", "cron %q: %v", s, err)
+	}
+}
+
+// timeTrigger reads a time trigger's "HH:MM[:SS]" into its daily schedule.
+func (dc *decoder) timeTrigger(v *jnode, t *Trigger) {
+	s, ok := dc.str(v, "at")
+	if !ok {
+		return
+	}
+	t.At = s
+	if !validClock(s) {
+		dc.d.add(CodeBadTime, v.ptr, "e.g. \"07:30\" or \"22:15:30\"", "at %q is not HH:MM or HH:MM:SS", s)
+		return
+	}
+	t.Schedule, _ = ParseCron(timeOfDaySpec(s))
+}
+
+func (dc *decoder) sunTrigger(n *jnode, t *Trigger) {
+	v := n.get("sun")
+	if s, ok := dc.str(v, "sun"); ok {
+		t.Sun = s
+		if s != "sunrise" && s != "sunset" {
+			dc.d.add(CodeConstraint, v.ptr, hintFor(closeMatches(s, []string{"sunrise", "sunset"}, 1)), "sun must be \"sunrise\" or \"sunset\", got %q", s)
 		}
 	}
-	row, _ := triggerKind(t.Kind)
-	allowed := row.Members
-	if t.Kind == TriggerNumeric {
-		allowed = append(allowed[:len(allowed):len(allowed)], "to", "from") // reported as conflicts above
+	if v := n.get("offset"); v != nil {
+		t.Offset = dc.constDuration(v, "offset", true)
 	}
-	dc.fields(n, "a "+string(t.Kind)+" trigger", allowed)
-	dc.triggerFilters(n, t)
-	return t
 }
 
 func (dc *decoder) triggerFilters(n *jnode, t *Trigger) {

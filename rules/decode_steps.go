@@ -198,16 +198,7 @@ func (dc *decoder) repeatSpec(v *jnode) *RepeatSpec {
 	r := &RepeatSpec{Ptr: v.ptr}
 	dc.fields(v, "repeat", []string{"count", "while", "until", "for_each", "max"})
 	if m := v.get("max"); m != nil {
-		if n, ok := dc.integer(m, "max"); ok {
-			switch {
-			case n < 1:
-				dc.d.add(CodeConstraint, m.ptr, "", "max must be at least 1, got %d", n)
-			case n > dc.lim.MaxIterations:
-				dc.d.add(CodeUnboundedLoop, m.ptr, "", "max %d exceeds the engine's limit of %d iterations", n, dc.lim.MaxIterations)
-			default:
-				r.Max = n
-			}
-		}
+		r.Max = dc.loopMax(m)
 	}
 	key, ok := dc.kindKey(v, "repeat", []string{"count", "while", "until", "for_each"})
 	if !ok {
@@ -216,19 +207,7 @@ func (dc *decoder) repeatSpec(v *jnode) *RepeatSpec {
 	x := v.get(key)
 	switch key {
 	case "count":
-		r.Count = dc.template(x)
-		if x.kind != jStr {
-			if n, ok := dc.integer(x, "count"); ok {
-				switch {
-				case n < 0:
-					dc.d.add(CodeConstraint, x.ptr, "", "count must not be negative, got %d", n)
-				case n > dc.lim.MaxIterations:
-					dc.d.add(CodeUnboundedLoop, x.ptr, "", "count %d exceeds the engine's limit of %d iterations", n, dc.lim.MaxIterations)
-				}
-			}
-		} else if r.Count != nil && r.Count.IsConst {
-			dc.d.add(CodeTypeMismatch, x.ptr, "e.g. 3 or \"{{ params.times }}\"", "count must be an integer or a \"{{ }}\" expression")
-		}
+		r.Count = dc.loopCount(x)
 	case "while", "until":
 		e := dc.exprField(x, key)
 		if key == "while" {
@@ -240,23 +219,66 @@ func (dc *decoder) repeatSpec(v *jnode) *RepeatSpec {
 			dc.d.add(CodeUnboundedLoop, v.ptr, "add \"max\": 100 (at most the engine limit)", "a %s loop needs max (at most %d iterations)", key, dc.lim.MaxIterations)
 		}
 	case "for_each":
-		switch x.kind {
-		case jArr:
-			if len(x.vals) > dc.lim.MaxIterations {
-				dc.d.add(CodeUnboundedLoop, x.ptr, "", "for_each has %d items, more than the engine's limit of %d iterations", len(x.vals), dc.lim.MaxIterations)
-			}
-			r.ForEach = dc.template(x)
-		case jStr:
-			if strings.Contains(x.str, "{{") {
-				r.ForEach = dc.template(x)
-			} else if e := dc.exprField(x, "for_each"); e != nil {
-				r.ForEach = &Template{Ptr: x.ptr, Whole: e}
-			}
-		default:
-			dc.typeErr(x, "for_each", "an array or an expression")
-		}
+		r.ForEach = dc.loopItems(x)
 	}
 	return r
+}
+
+// loopMax reads a loop's max (0 when it is not a usable bound).
+func (dc *decoder) loopMax(m *jnode) int {
+	n, ok := dc.integer(m, "max")
+	switch {
+	case !ok:
+	case n < 1:
+		dc.d.add(CodeConstraint, m.ptr, "", "max must be at least 1, got %d", n)
+	case n > dc.lim.MaxIterations:
+		dc.d.add(CodeUnboundedLoop, m.ptr, "", "max %d exceeds the engine's limit of %d iterations", n, dc.lim.MaxIterations)
+	default:
+		return n
+	}
+	return 0
+}
+
+// loopCount reads a count loop's count: an integer or a "{{ }}" template.
+func (dc *decoder) loopCount(x *jnode) *Template {
+	t := dc.template(x)
+	if x.kind == jStr {
+		if t != nil && t.IsConst {
+			dc.d.add(CodeTypeMismatch, x.ptr, "e.g. 3 or \"{{ params.times }}\"", "count must be an integer or a \"{{ }}\" expression")
+		}
+		return t
+	}
+	if n, ok := dc.integer(x, "count"); ok {
+		switch {
+		case n < 0:
+			dc.d.add(CodeConstraint, x.ptr, "", "count must not be negative, got %d", n)
+		case n > dc.lim.MaxIterations:
+			dc.d.add(CodeUnboundedLoop, x.ptr, "", "count %d exceeds the engine's limit of %d iterations", n, dc.lim.MaxIterations)
+		}
+	}
+	return t
+}
+
+// loopItems reads a for_each loop's items: an array, or an expression
+// (with or without "{{ }}") yielding one.
+func (dc *decoder) loopItems(x *jnode) *Template {
+	switch x.kind {
+	case jArr:
+		if len(x.vals) > dc.lim.MaxIterations {
+			dc.d.add(CodeUnboundedLoop, x.ptr, "", "for_each has %d items, more than the engine's limit of %d iterations", len(x.vals), dc.lim.MaxIterations)
+		}
+		return dc.template(x)
+	case jStr:
+		if strings.Contains(x.str, "{{") {
+			return dc.template(x)
+		}
+		if e := dc.exprField(x, "for_each"); e != nil {
+			return &Template{Ptr: x.ptr, Whole: e}
+		}
+		return nil
+	}
+	dc.typeErr(x, "for_each", "an array or an expression")
+	return nil
 }
 
 // ---- field helpers ----
