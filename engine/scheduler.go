@@ -33,7 +33,6 @@ type scheduler struct {
 	pend       *pendingWriter
 	savedHolds map[string]storage.Pending // held windows persisted before the start
 	closing    bool                       // set under mu by close: disarming keeps persisted windows
-	gen        uint64                     // device snapshot generation last checked for broken rules
 	work       *workers                   // goroutines firings run on
 }
 
@@ -239,8 +238,7 @@ func (s *scheduler) armSun(ar *armedRule, at *armedTrigger) {
 	if next.IsZero() {
 		return
 	}
-	var tm *time.Timer
-	tm = time.AfterFunc(next.Sub(s.e.Now()), func() {
+	tm := time.AfterFunc(next.Sub(s.e.Now()), func() {
 		at.fire(nil, nil, sun+" at "+next.In(s.e.cfg.TimeZone).Format("15:04"))
 		s.mu.Lock()
 		defer s.mu.Unlock()
