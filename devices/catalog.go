@@ -19,6 +19,7 @@ type Options struct {
 	Z2MBase  string // Zigbee2MQTT base topic, default "zigbee2mqtt"
 	HAPrefix string // Home Assistant discovery prefix, default "homeassistant"
 	Notify   []NotifyChannel
+	Areas    []AreaRule // configured areas by device id (see area.go)
 	Logger   *slog.Logger
 	Now      func() time.Time
 	// IDs persists the device ids discovery assigns (nil: they are first

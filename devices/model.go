@@ -341,7 +341,7 @@ func (c *Catalog) rebuildLocked(tx *txn) {
 	tx.rebuilt = true
 	c.ids.begin()
 	specs := c.z2m.build(c.log, c.ids)
-	specs = append(specs, c.ha.build(c.log, c.ids, specs)...)
+	specs = c.assignAreas(append(specs, c.ha.build(c.log, c.ids, specs)...))
 	c.ids.end(c.z2m.listed)
 	specs = append(specs, notifySpecs(c.opts.Notify)...)
 

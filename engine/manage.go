@@ -46,9 +46,10 @@ var ErrRuleNotFound = errors.New("no installed rule with that name")
 var ErrNotAllowed = errors.New("this principal may not manage rules")
 
 // visibleRule reports whether p may see rule r: its own rules, or a rule
-// whose promoted program is visible in p's catalog.
+// whose promoted program is visible in p's catalog; an administrator sees
+// every rule.
 func (e *Engine) visibleRule(p *Principal, r storage.Rule) bool {
-	if r.Principal == p.Name {
+	if p.ownsRun(r.Principal) {
 		return true
 	}
 	_, ok := e.cat.view(p).Get(r.Ref)
@@ -129,8 +130,12 @@ func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, las
 	}
 	if lastFirings > 0 {
 		// Runs belong to the principal they ran under (a firing: the
-		// rule's installer), the same rule as the trace door.
+		// rule's installer), the same rule as the trace door; an
+		// administrator sees every firing.
 		f := storage.RunFilter{Rule: r.Name, Kind: "firing", Principal: p.Name, Limit: lastFirings, SkipEnvelope: true}
+		if p.Admin {
+			f.Principal = ""
+		}
 		runs, err := e.store.ListRuns(ctx, f)
 		if err != nil {
 			return ri, fmt.Errorf("engine: listing firings: %w", err)
@@ -191,7 +196,7 @@ func (e *Engine) RuleVersions(ctx context.Context, name string) ([]storage.Progr
 	p, v := e.principal(ctx), (*view)(nil)
 	out := all[:0]
 	for _, pr := range all {
-		if pr.Principal != p.Name {
+		if !p.ownsRun(pr.Principal) {
 			if v == nil {
 				v = e.cat.view(p)
 			}
@@ -204,9 +209,13 @@ func (e *Engine) RuleVersions(ctx context.Context, name string) ([]storage.Progr
 	return out, nil
 }
 
-// ListRuns lists stored runs visible to the caller, newest first.
+// ListRuns lists stored runs visible to the caller, newest first: a run
+// belongs to the principal it ran under; an administrator sees every run
+// (f.Principal, when set, then narrows to one principal's).
 func (e *Engine) ListRuns(ctx context.Context, f storage.RunFilter) ([]storage.Run, error) {
-	f.Principal = e.principal(ctx).Name // a run belongs to the principal it ran under
+	if p := e.principal(ctx); !p.Admin {
+		f.Principal = p.Name
+	}
 	return e.store.ListRuns(ctx, f)
 }
 

@@ -34,6 +34,9 @@ type app struct {
 	http   *http.Server
 	ln     net.Listener
 	stops  []func()
+
+	instance   string // this run's id, in /healthz and the endpoint file
+	localToken string // the house's local token (see mcpPrincipals)
 }
 
 // startApp starts the parts in dependency order; on any failure it stops
@@ -60,8 +63,8 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 		return a, err
 	}
 
-	a.devs = devices.NewCatalog(devices.Options{Z2MBase: cfg.Z2MBase, HAPrefix: cfg.HAPrefix, Notify: cfg.Notify, Logger: log.With("part", "devices"),
-		IDs: deviceIDs{a.store}})
+	a.devs = devices.NewCatalog(devices.Options{Z2MBase: cfg.Z2MBase, HAPrefix: cfg.HAPrefix, Notify: cfg.Notify, Areas: cfg.Areas,
+		Logger: log.With("part", "devices"), IDs: deviceIDs{a.store}})
 	if err := a.devs.Start(ctx, a.client); err != nil {
 		return a, fmt.Errorf("starting device discovery: %w", err)
 	}
@@ -151,7 +154,8 @@ func (a *app) serveHTTP() error {
 	// (/healthz stays open: the container's health check).
 	guard := mcpserver.NewGuard(mcpserver.GuardOptions{AllowedHosts: a.cfg.AllowedHosts,
 		MaxBodyBytes: a.cfg.Limits.MaxRequestBytes, Logger: a.log.With("part", "http")})
-	mux.Handle("/mcp", a.mcp.HTTPHandler(mcpserver.HTTPOptions{Path: "/mcp", Principals: a.cfg.Principals,
+	a.instance = randomHex(8)
+	mux.Handle("/mcp", a.mcp.HTTPHandler(mcpserver.HTTPOptions{Path: "/mcp", Principals: a.mcpPrincipals(),
 		AllowedOrigins: a.cfg.AllowedOrigins, Guard: guard}))
 	mux.HandleFunc("/healthz", a.healthz)
 	mux.Handle("/", web.Handler(a.eng, web.Options{Principals: a.cfg.Principals, Devices: a.devs, Logger: a.log.With("part", "web"), Guard: guard}))

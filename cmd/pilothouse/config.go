@@ -19,13 +19,14 @@ import (
 )
 
 // Config is the whole configuration. Defaults run with zero setup: an
-// embedded broker, demo devices, SQLite in ./pilothouse-data, MCP and the
-// web UI on 127.0.0.1:8080.
+// embedded broker, demo devices, SQLite in the per-user data folder
+// (resolveDataDir), MCP and the web UI on 127.0.0.1:8080.
 type Config struct {
+	ConfigFile     string // the --config file read ("" = none)
 	Addr           string
 	AllowedOrigins []string
 	AllowedHosts   []string
-	DataDir        string
+	DataDir        string // "" = the per-user default (resolveDataDir)
 
 	Broker       string // "" = embedded
 	BrokerListen string
@@ -48,6 +49,7 @@ type Config struct {
 	LogLevel            string
 	LogJSON             bool
 
+	Areas      []devices.AreaRule // device areas by name pattern (area:<x> tags)
 	Notify     []devices.NotifyChannel
 	Principals []*engine.Principal
 	StdioAs    string
@@ -59,7 +61,7 @@ type Config struct {
 
 func defaultConfig() *Config {
 	return &Config{
-		Addr: "127.0.0.1:8080", DataDir: "./pilothouse-data", BrokerListen: "127.0.0.1:1883", ClientID: "pilothouse",
+		Addr: "127.0.0.1:8080", BrokerListen: "127.0.0.1:1883", ClientID: "pilothouse",
 		Z2MBase: "zigbee2mqtt", HAPrefix: "homeassistant", Demo: true, DemoPace: 20 * time.Second,
 		Retention: "P30D", LogLevel: "info", StdioAs: "owner", Limits: rules.DefaultLimits,
 	}
@@ -78,7 +80,7 @@ func parseFlags(name string, args []string) (*Config, error) {
 			return nil, err
 		}
 	}
-	fs := flag.NewFlagSet("pilothouse "+name, flag.ContinueOnError)
+	fs := commandFlags(name) // sim registers only the flags it uses
 	var lat, lon, notifyTopic, token string
 	fs.StringVar(&configFile, "config", configFile, "YAML configuration file (see docs/configuration.md); flags and PILOTHOUSE_* variables override it")
 	if c.Latitude != nil {
@@ -95,7 +97,7 @@ func parseFlags(name string, args []string) (*Config, error) {
 	fs.StringVar(&c.Addr, "addr", c.Addr, "HTTP listen address for MCP (/mcp), the web UI (/) and /healthz")
 	fs.StringVar(&origins, "allowed-origins", origins, "comma-separated extra browser origins allowed to call the server")
 	fs.StringVar(&hosts, "allowed-hosts", hosts, "comma-separated host names the server answers to besides loopback names and IP addresses (DNS rebinding protection)")
-	fs.StringVar(&c.DataDir, "data", c.DataDir, "data folder (SQLite database)")
+	fs.StringVar(&c.DataDir, "data", c.DataDir, "data folder (SQLite database; default: $XDG_DATA_HOME/pilothouse, else ~/.local/share/pilothouse, or ./pilothouse-data when the working directory has one)")
 	fs.StringVar(&c.Broker, "broker", c.Broker, "external MQTT broker URL (tcp://host:1883, ssl://host:8883); empty = embedded broker")
 	fs.StringVar(&c.BrokerListen, "broker-listen", c.BrokerListen, "listen address of the embedded broker")
 	fs.StringVar(&c.ClientID, "mqtt-client-id", c.ClientID, "MQTT client id")
@@ -121,7 +123,7 @@ func parseFlags(name string, args []string) (*Config, error) {
 		key := envPrefix + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
 		if v, ok := os.LookupEnv(key); ok {
 			if err := f.Value.Set(v); err != nil && envErr == nil {
-				envErr = fmt.Errorf("environment variable %s=%q: %w", key, v, err)
+				envErr = envError(key, v, f)
 			}
 		}
 	})
@@ -130,7 +132,7 @@ func parseFlags(name string, args []string) (*Config, error) {
 	}
 	fs.Usage = func() {
 		out := fs.Output()
-		fmt.Fprintf(out, "Usage of pilothouse %s (each flag also reads PILOTHOUSE_<FLAG>, e.g. --broker-listen = PILOTHOUSE_BROKER_LISTEN):\n", name)
+		fmt.Fprintf(out, "Usage of pilothouse %s (each flag also reads PILOTHOUSE_<FLAG>, e.g. --mqtt-user = PILOTHOUSE_MQTT_USER):\n", name)
 		fs.VisitAll(func(f *flag.Flag) {
 			env := envPrefix + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
 			fmt.Fprintf(out, "  --%s (%s)\n    \t%s", f.Name, env, f.Usage)
@@ -157,7 +159,7 @@ func parseFlags(name string, args []string) (*Config, error) {
 		}
 		f, err := strconv.ParseFloat(kv.s, 64)
 		if err != nil {
-			return nil, fmt.Errorf("--%s %q: not a number", kv.name, kv.s)
+			return nil, fmt.Errorf("--%s (or %s%s) %q: want a number of degrees such as 48.8566", kv.name, envPrefix, strings.ToUpper(kv.name), kv.s)
 		}
 		*kv.dst = &f
 	}
@@ -165,7 +167,7 @@ func parseFlags(name string, args []string) (*Config, error) {
 		c.Notify = setNotify(c.Notify, devices.NotifyChannel{ID: "notify.phone", Name: "Phone notification", Topic: notifyTopic})
 	}
 	if token != "" {
-		c.Principals = setPrincipal(c.Principals, &engine.Principal{Name: "owner", TokenHash: engine.HashToken(token), Deploy: true})
+		c.Principals = setPrincipal(c.Principals, &engine.Principal{Name: "owner", TokenHash: engine.HashToken(token), Deploy: true, Admin: true})
 	}
 	return c, nil
 }

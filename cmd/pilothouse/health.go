@@ -14,6 +14,8 @@ type health struct {
 	Status  string              `json:"status"`
 	Version string              `json:"version"`
 	Storage storage.WriteStatus `json:"storage"`
+	// Instance identifies this run of the server (stdio bridges check it).
+	Instance string `json:"instance"`
 	// Devices counts devices that are not (fully) modelled: their entries
 	// say why.
 	Devices devicesHealth `json:"devices"`
@@ -28,7 +30,7 @@ type devicesHealth struct {
 // healthz answers 200 when the broker answers and storage can write, else
 // 503 with the reason in status.
 func (a *app) healthz(w http.ResponseWriter, _ *http.Request) {
-	h := health{Status: "ok", Version: engine.Version, Storage: a.store.WriteStatus()}
+	h := health{Status: "ok", Version: engine.Version, Storage: a.store.WriteStatus(), Instance: a.instance}
 	cov := a.devs.Coverage()
 	h.Devices = devicesHealth{Total: cov.Devices, Partial: cov.Partial, Unmodelled: cov.Unmodelled}
 	if ok, reason := a.client.Health(); !ok {
