@@ -23,17 +23,18 @@ type interner struct {
 }
 
 // shareKey names a part held programs share: its kind (the share*
-// constants) and its content.
+// constants) and its content: of says what s and f hold (a constant's
+// type, 'n' 's' 'f' 'b', or 'x' an expression's source).
 type shareKey struct {
-	kind byte
-	s    string
-	f    uint64
+	kind, of byte
+	s        string
+	f        uint64
 }
 
 // Kinds of shared parts.
 const (
-	shareText  = 's' // a short text: an id, a label, a reason, a string constant
-	shareNum   = 'f' // a number constant, by its bits (-0 and 0 differ)
+	shareText  = 's' // a short text: an id, a label, a reason
+	shareValue = 'V' // a constant string or number (a filter value)
 	shareExpr  = 'x' // an expression, by its source
 	shareTmpl  = 't' // a template: a constant scalar or one whole expression
 	shareDur   = 'd' // a duration spec, by its template's key
@@ -76,16 +77,17 @@ func (in *interner) id(s string) string {
 
 // constKey is the key of a constant scalar: nil, a string, a number or a
 // boolean (ok false for anything else, or a long string).
+// A number is keyed by its bits: -0 and 0 differ.
 func constKey(v any) (shareKey, bool) {
 	switch x := v.(type) {
 	case nil:
-		return shareKey{kind: 'n'}, true
+		return shareKey{of: 'n'}, true
 	case string:
-		return shareKey{kind: shareText, s: x}, len(x) <= maxSharedString
+		return shareKey{of: 's', s: x}, len(x) <= maxSharedString
 	case float64:
-		return shareKey{kind: shareNum, f: math.Float64bits(x)}, true
+		return shareKey{of: 'f', f: math.Float64bits(x)}, true
 	case bool:
-		k := shareKey{kind: 'b'}
+		k := shareKey{of: 'b'}
 		if x {
 			k.f = 1
 		}
@@ -98,10 +100,10 @@ func constKey(v any) (shareKey, bool) {
 // its own; nil and booleans are not).
 func (in *interner) value(v any) any {
 	k, ok := constKey(v)
-	if !ok || (k.kind != shareText && k.kind != shareNum) {
+	if !ok || (k.of != 's' && k.of != 'f') {
 		return v
 	}
-	k.kind = 'V' // a value, apart from texts
+	k.kind = shareValue
 	return shared(in, k, func() any { return v })
 }
 
@@ -121,11 +123,10 @@ func tmplKey(t *Template) (shareKey, bool) {
 	switch {
 	case plain && t.IsConst:
 		k, ok := constKey(t.Const)
-		k.s = string(k.kind) + k.s
 		k.kind = shareTmpl
 		return k, ok
 	case plain && t.Whole != nil:
-		return shareKey{kind: shareTmpl, s: "x" + t.Whole.Src}, true
+		return shareKey{kind: shareTmpl, of: 'x', s: t.Whole.Src}, true
 	}
 	return shareKey{}, false
 }
@@ -187,7 +188,7 @@ func (in *interner) vals(m map[string]*Template) []namedTemplate {
 			return build()
 		}
 		key = strconv.AppendInt(key, int64(len(name)), 10)
-		key = append(append(append(key, ':'), name...), k.s...)
+		key = append(append(append(append(key, ':'), name...), k.of), k.s...)
 		key = strconv.AppendUint(append(key, ':'), k.f, 16)
 		key = append(key, ';')
 	}

@@ -305,17 +305,11 @@ func limitsOrDefault(l Limits) Limits {
 // triggers records the trigger branch ("triggers" took <id>) and the
 // trigger's own entry, and binds trigger.* for expressions.
 func (r *interp) triggers(f *frame, fire TriggerFire) *halt {
-	ts := f.c.triggers
-	if len(ts) == 0 && fire.ID == "" {
+	if len(f.c.triggers) == 0 && fire.ID == "" {
 		f.env.bindTrigger(nil, fire, r.fireTime(fire))
 		return nil
 	}
-	var t *RunTrigger
-	for i := range ts {
-		if ts[i].id == fire.ID {
-			t = &ts[i]
-		}
-	}
+	t := f.c.trigger(fire.ID)
 	if t == nil {
 		return &halt{StatusFailed, fmt.Sprintf("unknown trigger %q", fire.ID)}
 	}

@@ -17,7 +17,7 @@ func (t *RunTrigger) Match(prev, cur any, isEvent bool) (matched, holds bool) {
 		ok := !t.toSet || SameValue(t.to, cur)
 		return ok && isEvent, false
 	case TriggerNumeric:
-		above, below := t.Bounds()
+		above, below := t.bounds()
 		in := func(v any) bool {
 			f, ok := numberOf(v)
 			if !ok {

@@ -128,7 +128,7 @@ func describeTrigger(t *RunTrigger) string {
 		return s + holdFor(t.hold.String(), t.hold != 0)
 	case TriggerNumeric:
 		s := "when " + t.entity + " goes"
-		above, below := t.Bounds()
+		above, below := t.bounds()
 		if above != nil {
 			s += fmt.Sprintf(" above %g", *above)
 		}

@@ -166,6 +166,26 @@ func (s *runStep) children() iter.Seq[runChild] {
 	}
 }
 
+// trigger returns the trigger with this id (the last, were two alike), or
+// nil.
+func (f *form) trigger(id string) *RunTrigger {
+	var t *RunTrigger
+	for i := range f.triggers {
+		if f.triggers[i].id == id {
+			t = &f.triggers[i]
+		}
+	}
+	return t
+}
+
+func (f *form) triggerIDs() []string {
+	ids := make([]string, len(f.triggers))
+	for i := range f.triggers {
+		ids[i] = f.triggers[i].id
+	}
+	return ids
+}
+
 // ID is the trigger's id.
 func (t *RunTrigger) ID() string { return t.id }
 
@@ -191,8 +211,8 @@ func (t *RunTrigger) To() Value { return Value{Set: t.toSet, V: t.to} }
 // From is a state trigger's "from" filter.
 func (t *RunTrigger) From() Value { return Value{Set: t.fromOK, V: t.from} }
 
-// Bounds are a numeric trigger's thresholds (nil when absent).
-func (t *RunTrigger) Bounds() (above, below *float64) {
+// bounds are a numeric trigger's thresholds (nil when absent).
+func (t *RunTrigger) bounds() (above, below *float64) {
 	m := t.more
 	if m == nil {
 		return nil, nil

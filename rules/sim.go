@@ -253,7 +253,7 @@ func defaultFireValue(t *RunTrigger, cur any, hasCur bool, now time.Time) any {
 		}
 		return cur
 	case TriggerNumeric:
-		above, below := t.Bounds()
+		above, below := t.bounds()
 		if x, ok := interpNumber(cur); ok && (above == nil || x > *above) && (below == nil || x < *below) {
 			return cur
 		}
@@ -268,24 +268,4 @@ func defaultFireValue(t *RunTrigger, cur any, hasCur bool, now time.Time) any {
 		return cur
 	}
 	return now.Format(time.RFC3339)
-}
-
-// trigger returns the trigger with this id (the last, were two alike), or
-// nil.
-func (f *form) trigger(id string) *RunTrigger {
-	var t *RunTrigger
-	for i := range f.triggers {
-		if f.triggers[i].id == id {
-			t = &f.triggers[i]
-		}
-	}
-	return t
-}
-
-func (f *form) triggerIDs() []string {
-	ids := make([]string, len(f.triggers))
-	for i := range f.triggers {
-		ids[i] = f.triggers[i].id
-	}
-	return ids
 }
