@@ -172,7 +172,7 @@ func (lw *lowerer) wait(s *Step) *waitStep {
 // trigger lowers one trigger.
 func (in *interner) trigger(t *Trigger) RunTrigger {
 	rt := RunTrigger{id: in.str(t.ID), entity: in.id(t.Entity), hold: t.For,
-		to: in.value(t.To.V), toSet: t.To.Set, from: in.value(t.From.V), fromOK: t.From.Set}
+		to: in.value(t.To.V), toSet: t.To.Set, from: in.value(t.From.V), fromSet: t.From.Set}
 	rt.kind = kindIndex(TriggerKinds, func(k TriggerKindInfo) bool { return k.Kind == t.Kind })
 	switch t.Kind {
 	case TriggerNumeric:

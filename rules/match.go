@@ -32,10 +32,10 @@ func (t *RunTrigger) Match(prev, cur any, isEvent bool) (matched, holds bool) {
 			return false, t.toSet && SameValue(t.to, cur)
 		}
 		toOK := !t.toSet || SameValue(t.to, cur)
-		fromOK := !t.fromOK || SameValue(t.from, prev)
+		fromSet := !t.fromSet || SameValue(t.from, prev)
 		// Without "to", a window holds while the state stays put: a further
 		// change ends it (and opens a new one).
-		return toOK && fromOK, t.toSet && toOK
+		return toOK && fromSet, t.toSet && toOK
 	}
 }
 

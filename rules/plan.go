@@ -119,7 +119,7 @@ func describeTrigger(t *RunTrigger) string {
 	switch t.Kind() {
 	case TriggerState:
 		s := "when " + t.entity + " changes"
-		if t.fromOK {
+		if t.fromSet {
 			s += " from " + compactJSON(t.from)
 		}
 		if t.toSet {

@@ -16,7 +16,8 @@ import (
 // house holds thousands of programs, and the collector marks every
 // object of them on each cycle, so
 //   - the steps of a program are one array, each child list a slice of
-//     it, and the parts only rarer kinds have sit behind one pointer;
+//     it; what only some kinds have (a wait, a branch, a loop) sits
+//     behind one interface, in one array per kind;
 //   - ids, labels, constants, expressions, templates, argument lists and
 //     schedules are shared with every equal one held (through a Cache);
 //   - durations and schedules are parsed once, and what a firing asks of
@@ -39,15 +40,15 @@ type form struct {
 // RunTrigger is one trigger of a run form: what the engine's scheduler
 // arms and matches changes against.
 type RunTrigger struct {
-	id     string
-	entity string // state, numeric and event triggers
-	to     any    // state: to; event: value
-	from   any
-	more   *triggerMore  // numeric, cron, time and sun triggers
-	hold   time.Duration // "for" (0 = none)
-	kind   uint8         // index into TriggerKinds
-	toSet  bool
-	fromOK bool // from is set
+	id      string
+	entity  string // state, numeric and event triggers
+	to      any    // state: to; event: value
+	from    any
+	more    *triggerMore  // numeric, cron, time and sun triggers
+	hold    time.Duration // "for" (0 = none)
+	kind    uint8         // index into TriggerKinds
+	toSet   bool
+	fromSet bool
 }
 
 // triggerMore holds what only numeric, cron, time and sun triggers have.
@@ -209,7 +210,7 @@ func (t *RunTrigger) For() time.Duration { return t.hold }
 func (t *RunTrigger) To() Value { return Value{Set: t.toSet, V: t.to} }
 
 // From is a state trigger's "from" filter.
-func (t *RunTrigger) From() Value { return Value{Set: t.fromOK, V: t.from} }
+func (t *RunTrigger) From() Value { return Value{Set: t.fromSet, V: t.from} }
 
 // bounds are a numeric trigger's thresholds (nil when absent).
 func (t *RunTrigger) bounds() (above, below *float64) {

@@ -229,7 +229,7 @@ func FireFor(c *Compiled, sc Scenario, w World) (TriggerFire, error) {
 		fire.Value = defaultFireValue(t, cur, hasCur, fire.Time)
 	}
 	if fire.From == nil {
-		if t.fromOK {
+		if t.fromSet {
 			fire.From = t.from
 		} else if hasCur {
 			fire.From = cur
