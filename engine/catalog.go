@@ -170,6 +170,8 @@ type LookupRequest struct {
 	Limit          int    `json:"limit,omitempty"`
 	ID             string `json:"id,omitempty"`
 	CatalogVersion string `json:"catalog_version,omitempty"`
+	// History (get of a state entry) asks for its recorded changes too.
+	History *HistoryArg `json:"history,omitempty"`
 }
 
 // ListResponse is the list verb's result.
@@ -184,6 +186,7 @@ type GetResponse struct {
 	Entry          *pilotage.Entry `json:"entry"`
 	Live           *devices.Live   `json:"live,omitempty"`
 	CatalogVersion string          `json:"catalog_version"`
+	History        *LookupHistory  `json:"history,omitempty"`
 }
 
 // Change is one changed_since row.
@@ -224,6 +227,13 @@ func (e *Engine) Lookup(ctx context.Context, req LookupRequest) (any, error) {
 			if l, ok := e.devs.Live(req.ID); ok {
 				resp.Live = &l
 			}
+		}
+		if req.History != nil {
+			h, err := e.lookupHistory(ctx, v, en, req.History)
+			if err != nil {
+				return nil, err
+			}
+			resp.History = h
 		}
 		return resp, nil
 	case "changed_since":

@@ -33,6 +33,8 @@ type Config struct {
 	Principals []*Principal
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+	// History configures the state history recorder.
+	History HistoryConfig
 }
 
 // Location is a point on Earth for sun triggers.
@@ -66,6 +68,7 @@ func (c *Config) defaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	c.History.defaults()
 }
 
 // Engine ties the catalog, the Language, storage and the scheduler together.
@@ -78,6 +81,7 @@ type Engine struct {
 	cat   *catalogService
 	sched *scheduler
 	rec   *recorder
+	hist  *historyRecorder // nil when off, or without devices or storage
 	// rules is what validations, held programs and runs reuse: the
 	// engine owns it, rules keeps no state of its own.
 	rules *rules.Cache
@@ -108,6 +112,9 @@ func New(cfg Config, devs *devices.Catalog, store *storage.Store, log *slog.Logg
 		e.rec = newRecorder(store, log, cfg.KeepPerStatus)
 		e.rec.announce = e.notify
 		e.sched = newScheduler(e)
+	}
+	if store != nil && devs != nil && !cfg.History.Off {
+		e.hist = newHistoryRecorder(store, devs, log.With("part", "history"), cfg.History, cfg.Now)
 	}
 	return e
 }
@@ -144,6 +151,9 @@ func (e *Engine) Start(ctx context.Context) error {
 		defer e.wg.Done()
 		e.purgeLoop(ctx)
 	}()
+	if e.hist != nil {
+		e.hist.start(ctx) // after the scheduler: its subscriber runs first
+	}
 	return nil
 }
 
@@ -162,6 +172,9 @@ func (e *Engine) Close() {
 	}
 	if e.sched != nil {
 		e.sched.close()
+	}
+	if e.hist != nil {
+		e.hist.close()
 	}
 	if e.rec != nil {
 		e.rec.close()

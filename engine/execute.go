@@ -26,6 +26,11 @@ type ExecuteRequest struct {
 	ExpectedCatalogVersion string          `json:"expected_catalog_version,omitempty"`
 	IdempotencyKey         string          `json:"idempotency_key,omitempty"`
 	TestRun                bool            `json:"test_run,omitempty"`
+	// Once runs the body a single time on the live house as the caller
+	// instead of installing it (see runOnce); Confirmed is the risk the
+	// caller confirmed for it. Not on the wire: the web UI's controls.
+	Once      bool          `json:"-"`
+	Confirmed pilotage.Risk `json:"-"`
 }
 
 // ExecuteResponse is pilotage_execute's result.
@@ -100,12 +105,7 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 	}
 
 	// 5. Execution.
-	var resp *ExecuteResponse
-	if req.TestRun {
-		resp, err = e.testRun(ctx, p, runID, compiled, params, scenario, req)
-	} else {
-		resp, err = e.deploy(ctx, p, runID, compiled, params, req)
-	}
+	resp, err := e.execution(ctx, p, runID, compiled, params, scenario, req)
 	if err != nil {
 		return nil, err
 	}
@@ -115,6 +115,17 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 	}
 	idem.complete(ctx, resp)
 	return resp, nil
+}
+
+// execution is step 5 of execute: a test run, a manual run or a deploy.
+func (e *Engine) execution(ctx context.Context, p *Principal, runID string, c *rules.Compiled, params map[string]any, sc *rules.Scenario, req ExecuteRequest) (*ExecuteResponse, error) {
+	switch {
+	case req.TestRun:
+		return e.testRun(ctx, p, runID, c, params, sc, req)
+	case req.Once:
+		return e.runOnce(ctx, p, runID, c, params, req.Confirmed), nil
+	}
+	return e.deploy(ctx, p, runID, c, params, req)
 }
 
 // checkRequest checks step 1 of execute: exactly one runnable, a visible
@@ -286,6 +297,9 @@ func kindOf(req ExecuteRequest) string {
 	if req.TestRun {
 		return "test"
 	}
+	if req.Once {
+		return storage.KindManual
+	}
 	return "deploy"
 }
 
@@ -324,6 +338,9 @@ func runnableHash(req ExecuteRequest) string {
 		h.Write(canonicalJSON(req.Input))
 	}
 	fmt.Fprintf(h, "\x00test_run=%v", req.TestRun)
+	if req.Once {
+		h.Write([]byte("\x00once"))
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 

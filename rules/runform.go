@@ -281,6 +281,26 @@ func (c *Compiled) Params() json.RawMessage { return c.params }
 // them, keeping pointers into this list.
 func (c *Compiled) Triggers() []RunTrigger { return c.triggers }
 
+// Reads lists the entries the triggers and conditions read, in order of
+// mention (an id may come again): the states of state and numeric
+// triggers, then the state('…') ids of each condition.
+func (c *Compiled) Reads() []string {
+	var out []string
+	for i := range c.triggers {
+		if k := c.triggers[i].Kind(); k == TriggerState || k == TriggerNumeric {
+			out = append(out, c.triggers[i].entity)
+		}
+	}
+	for _, cd := range c.conds {
+		if cd.x != nil {
+			for _, ref := range cd.x.Refs {
+				out = append(out, ref.ID)
+			}
+		}
+	}
+	return out
+}
+
 // TakesTime reports whether the body holds a delay or a wait (anywhere):
 // such firings can span a restart.
 func (c *Compiled) TakesTime() bool { return c.takesTime }

@@ -101,6 +101,29 @@ CREATE INDEX runs_by_status ON runs (status, started, id) WHERE status <> 'succe
 	base        TEXT NOT NULL,
 	assigned_at INTEGER NOT NULL
 );`,
+	// 7: state history (see history.go): entity ids, every change in
+	// insertion order (the rowid bounds the table's size), and 5-minute
+	// summaries of numeric states for long ranges.
+	`CREATE TABLE history_entities (
+	id     INTEGER PRIMARY KEY,
+	entity TEXT NOT NULL UNIQUE
+);
+CREATE TABLE history (
+	entity INTEGER NOT NULL,
+	t      INTEGER NOT NULL,
+	num    REAL,
+	val    TEXT
+);
+CREATE INDEX history_by_entity ON history (entity, t);
+CREATE TABLE history_5m (
+	entity INTEGER NOT NULL,
+	bucket INTEGER NOT NULL,
+	n      INTEGER NOT NULL,
+	lo     REAL NOT NULL,
+	hi     REAL NOT NULL,
+	total  REAL NOT NULL,
+	PRIMARY KEY (entity, bucket)
+) WITHOUT ROWID;`,
 }
 
 // migrate brings db up to len(list), one transaction per migration. A

@@ -28,22 +28,26 @@ type session struct {
 	csrf      string
 	expires   time.Time
 
-	mu    sync.Mutex
-	flash string
+	mu        sync.Mutex
+	flash     string
+	flashLink string // a link after the flash message ("" = none)
 }
 
-func (ss *session) setFlash(msg string) {
+func (ss *session) setFlash(msg string) { ss.setFlashLink(msg, "") }
+
+// setFlashLink sets the next page's message with a link (a run's trace).
+func (ss *session) setFlashLink(msg, href string) {
 	ss.mu.Lock()
-	ss.flash = msg
+	ss.flash, ss.flashLink = msg, href
 	ss.mu.Unlock()
 }
 
-func (ss *session) takeFlash() string {
+func (ss *session) takeFlash() (string, string) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	f := ss.flash
-	ss.flash = ""
-	return f
+	f, l := ss.flash, ss.flashLink
+	ss.flash, ss.flashLink = "", ""
+	return f, l
 }
 
 // sessions maps random session ids to sessions, in memory, with expiry.

@@ -201,6 +201,7 @@ type ruleData struct {
 	Activity []storage.Run
 	Triggers []string
 	MoreRuns string // link to the full run list for this rule
+	History  historyView
 }
 
 func (s *server) rulePage(w http.ResponseWriter, r *http.Request, ss *session) {
@@ -235,10 +236,14 @@ func (s *server) rulePage(w http.ResponseWriter, r *http.Request, ss *session) {
 	for _, t := range ri.Triggers {
 		d.Triggers = append(d.Triggers, t.ID)
 	}
+	if d.History, err = s.ruleTimeline(ctx, name, r.URL.Query()); err != nil {
+		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the rule's timeline failed.", err)
+		return
+	}
 	if len(d.Triggers) == 0 {
 		d.Triggers = programTriggerIDs(ri.Program)
 	}
-	s.render(w, r, ss, "rule", page{Title: ri.Name, Nav: "rules", Live: "rule:" + ri.Name, Data: d})
+	s.render(w, r, ss, "rule", page{Title: ri.Name, Nav: "rules", Live: "rule:" + ri.Name, Charts: true, Data: d})
 }
 
 func programTriggerIDs(raw json.RawMessage) []string {

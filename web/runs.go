@@ -41,7 +41,7 @@ func (s *server) runsPage(w http.ResponseWriter, r *http.Request, ss *session) {
 		f.Limit++ // one more tells whether a newer page exists
 	}
 	switch d.Kind {
-	case "", storage.KindDeploy, storage.KindTest, storage.KindFiring:
+	case "", storage.KindDeploy, storage.KindTest, storage.KindFiring, storage.KindManual:
 		f.Kind = d.Kind
 	default:
 		s.fail(w, r, ss, http.StatusBadRequest, "Unknown run kind.", nil)

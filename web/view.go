@@ -14,12 +14,12 @@ import (
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
-var pageNames = []string{"rules", "rule", "runs", "run", "devices", "login", "error"}
+var pageNames = []string{"rules", "rule", "runs", "run", "devices", "device", "confirm", "login", "error"}
 
 func parsePages() map[string]*template.Template {
 	out := map[string]*template.Template{}
 	for _, n := range pageNames {
-		out[n] = template.Must(template.New(n).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+n+".html"))
+		out[n] = template.Must(template.New(n).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/history.html", "templates/"+n+".html"))
 	}
 	return out
 }
@@ -36,6 +36,8 @@ var funcs = template.FuncMap{
 	"statusText":  statusText,
 	"deref":       func(b *bool) bool { return b != nil && *b },
 	"refRule":     refRule,
+	"list":        func(v ...string) []string { return v },
+	"controlOf":   func(ref string) string { return strings.TrimPrefix(refRule(ref), "control.") },
 }
 
 // refRule is the rule name inside a program ref

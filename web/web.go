@@ -90,6 +90,8 @@ func (s *server) routes() http.Handler {
 	mux.Handle("GET /runs", s.authed(s.runsPage))
 	mux.Handle("GET /runs/{id}", s.authed(s.runPage))
 	mux.Handle("GET /devices", s.authed(s.devicesPage))
+	mux.Handle("GET /devices/{id}", s.authed(s.devicePage))
+	mux.Handle("POST /devices/{id}/control", s.authed(s.controlAction))
 	mux.Handle("GET /events", s.authed(s.events))
 	// Every route, the login page and static files included, is behind
 	// the guard: a rebound name must not even get an owner session.
@@ -130,7 +132,9 @@ type page struct {
 	User    string // principal name ("" when logins are off)
 	CSRF    string
 	Flash   string
+	FlashTo string // a link after the flash ("" = none)
 	Live    string // SSE topics the page listens to ("" = none)
+	Charts  bool   // the page draws charts (loads uPlot)
 	NoNav   bool   // the login page has nothing to navigate to yet
 	Data    any
 	Elapsed time.Duration
@@ -163,7 +167,7 @@ func (s *server) renderCode(w http.ResponseWriter, r *http.Request, ss *session,
 		if len(s.o.Principals) > 0 {
 			p.User = ss.principal.Name
 		}
-		p.Flash = ss.takeFlash()
+		p.Flash, p.FlashTo = ss.takeFlash()
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {

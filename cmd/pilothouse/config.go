@@ -46,6 +46,7 @@ type Config struct {
 	Latitude, Longitude *float64
 	TimeZone            string
 	Retention           string
+	History             historyConfig
 	LogLevel            string
 	LogJSON             bool
 
@@ -269,6 +270,7 @@ func (c *Config) engineConfig() engine.Config {
 	if c.TimeZone != "" {
 		ec.TimeZone, _ = time.LoadLocation(c.TimeZone)
 	}
+	ec.History = c.History.engine()
 	return ec
 }
 

@@ -409,7 +409,7 @@ func (l *cfgLoader) top(root *yaml.Node) error {
 		"principals":      l.principals,
 		"stdio_principal": l.checked(&c.StdioAs, nonEmpty),
 		"notify":          l.notify,
-		"limits":          l.limits,
+		"limits":          l.limits, "history": l.history,
 	})
 	if err != nil {
 		return err

@@ -14,6 +14,9 @@ type health struct {
 	Status  string              `json:"status"`
 	Version string              `json:"version"`
 	Storage storage.WriteStatus `json:"storage"`
+	// History: state changes recorded, dropped, failed (visible, not
+	// unhealthy).
+	History engine.HistoryStatus `json:"history"`
 	// Instance identifies this run of the server (stdio bridges check it).
 	Instance string `json:"instance"`
 	// Devices counts devices that are not (fully) modelled: their entries
@@ -30,7 +33,8 @@ type devicesHealth struct {
 // healthz answers 200 when the broker answers and storage can write, else
 // 503 with the reason in status.
 func (a *app) healthz(w http.ResponseWriter, _ *http.Request) {
-	h := health{Status: "ok", Version: engine.Version, Storage: a.store.WriteStatus(), Instance: a.instance}
+	h := health{Status: "ok", Version: engine.Version, Storage: a.store.WriteStatus(), Instance: a.instance,
+		History: a.eng.HistoryStatus()}
 	cov := a.devs.Coverage()
 	h.Devices = devicesHealth{Total: cov.Devices, Partial: cov.Partial, Unmodelled: cov.Unmodelled}
 	if ok, reason := a.client.Health(); !ok {

@@ -7,6 +7,15 @@
     var msg = e.target.getAttribute("data-confirm");
     if (msg && !window.confirm(msg)) e.preventDefault();
   });
+  // A slider shows its value as it moves.
+  document.addEventListener("input", function (e) {
+    var out = e.target.getAttribute && e.target.getAttribute("data-out");
+    if (out && document.getElementById(out)) document.getElementById(out).textContent = e.target.value;
+  });
+  // Filters apply as soon as a choice changes.
+  document.querySelectorAll("form.find select").forEach(function (s) {
+    s.addEventListener("change", function () { s.form.submit(); });
+  });
 
   var live = document.body.getAttribute("data-live");
   if (!live || !window.EventSource) return;
