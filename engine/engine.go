@@ -82,6 +82,9 @@ type Engine struct {
 	sched *scheduler
 	rec   *recorder
 	hist  *historyRecorder // nil when off, or without devices or storage
+	// rules is what validations, held programs and runs reuse: the
+	// engine owns it, rules keeps no state of its own.
+	rules *rules.Cache
 
 	mu     sync.Mutex
 	closed bool
@@ -100,7 +103,7 @@ func New(cfg Config, devs *devices.Catalog, store *storage.Store, log *slog.Logg
 	if log == nil {
 		log = slog.Default()
 	}
-	e := &Engine{cfg: cfg, log: log, devs: devs, store: store}
+	e := &Engine{cfg: cfg, log: log, devs: devs, store: store, rules: rules.NewCache()}
 	if store != nil {
 		store.SetClock(cfg.Now)
 	}

@@ -238,7 +238,7 @@ func (e *Engine) runnable(p *Principal, req ExecuteRequest, promoted *rules.Comp
 	}
 	if present(req.Context) {
 		return nil, refused(rules.StatusValidationError, "context is not accepted", []pilotage.Diagnostic{{
-			Code: "context_binding", Severity: pilotage.SeverityError, Path: "",
+			Code: rules.CodeContextBinding, Severity: pilotage.SeverityError, Path: "",
 			Message: "automation/1 declares no context_schema: omit context"}}), nil
 	}
 	return promoted, nil, nil
@@ -304,7 +304,7 @@ func kindOf(req ExecuteRequest) string {
 }
 
 func refOf(c *rules.Compiled) string {
-	if c == nil || c.Program == nil {
+	if c == nil {
 		return ""
 	}
 	return programRef(c)

@@ -115,7 +115,7 @@ func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, las
 	}
 	if b := e.body(r.Ref); b != nil {
 		ri.Program = b.compiled.Raw
-		ri.Description = b.compiled.Program.Description
+		ri.Description = b.compiled.Description()
 		ri.MaxRisk = b.maxRisk
 	}
 	if ar := e.sched.ruleByName(r.Name); ar != nil {

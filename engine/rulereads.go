@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/pilothouse/pilothouse/pilotage"
-	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -39,18 +38,8 @@ func (e *Engine) RuleReads(ctx context.Context, name string) ([]string, error) {
 			out = append(out, id)
 		}
 	}
-	prog := b.compiled.Program
-	for _, t := range prog.Triggers {
-		if t.Kind == rules.TriggerState || t.Kind == rules.TriggerNumeric {
-			add(t.Entity)
-		}
-	}
-	for _, c := range prog.Conditions {
-		if c.Expr != nil {
-			for _, ref := range c.Expr.Refs {
-				add(ref.ID)
-			}
-		}
+	for _, id := range b.compiled.Reads() {
+		add(id)
 	}
 	return out, nil
 }

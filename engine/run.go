@@ -40,7 +40,7 @@ func (e *Engine) testRun(ctx context.Context, p *Principal, runID string, c *rul
 		return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: rules.StatusValidationError, Error: err.Error()},
 			Diagnostics: []pilotage.Diagnostic{inputDiag("/scenario/trigger", err.Error())}}, nil
 	}
-	res := rules.Run(ctx, c, w, rules.RunInput{Trigger: tf, Params: params, Limits: e.cfg.Limits})
+	res := rules.Run(ctx, c, w, rules.RunInput{Trigger: tf, Params: params, Limits: e.cfg.Limits, Cache: e.rules})
 	resp := &ExecuteResponse{RunID: runID, Outcome: res.Outcome}
 	if res.Outcome.OK {
 		calls := res.Calls
@@ -113,29 +113,30 @@ func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rule
 	// A rule of the same name is replaced only if this principal could
 	// manage it (see it and deploy): a deployer with a narrow scope must
 	// not overwrite a rule it cannot see.
-	existing, getErr := e.store.GetRule(ctx, c.Program.Name)
+	existing, getErr := e.store.GetRule(ctx, c.Name())
 	if getErr != nil && !errors.Is(getErr, storage.ErrNotFound) {
-		e.log.Warn("deploy: reading the installed rule failed; nothing was installed", "rule", c.Program.Name, "err", getErr)
+		e.log.Warn("deploy: reading the installed rule failed; nothing was installed", "rule", c.Name(), "err", getErr)
 		return fail(rules.StatusPartial, "reading the installed rules failed; nothing was promoted or installed", getErr.Error(), nil), nil
 	}
 	replaced := getErr == nil
 	if replaced && !e.visibleRule(p, existing) {
-		return fail(rules.StatusDenied, "a rule named "+quote(c.Program.Name)+" is installed by another principal; choose another name", "name taken", nil), nil
+		return fail(rules.StatusDenied, "a rule named "+quote(c.Name())+" is installed by another principal; choose another name", "name taken", nil), nil
 	}
 	pr := e.preparePromotion(p, c)
-	steps := []pilotage.TraceStep{{ID: "promote", Input: map[string]any{"name": c.Program.Name}, Output: map[string]any{"program_ref": pr.prog.Ref, "risk": pr.prog.Risk},
+	name := pr.c.Name() // the copy inside the program_ref
+	steps := []pilotage.TraceStep{{ID: "promote", Input: map[string]any{"name": name}, Output: map[string]any{"program_ref": pr.prog.Ref, "risk": pr.prog.Risk},
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()}}
 	now := e.Now()
 	paramsJSON, _ := json.Marshal(params)
-	rule := storage.Rule{Name: c.Program.Name, Ref: pr.prog.Ref, Principal: p.Name, Enabled: true, Params: paramsJSON, InstalledAt: now, UpdatedAt: now}
+	rule := storage.Rule{Name: name, Ref: pr.prog.Ref, Principal: p.Name, Enabled: true, Params: paramsJSON, InstalledAt: now, UpdatedAt: now}
 	if err := e.store.InstallRule(ctx, pr.prog, rule); err != nil {
 		e.log.Warn("deploy: storing the program and the rule failed; nothing was installed", "rule", rule.Name, "err", err)
 		return fail(rules.StatusPartial, "storing the program and the rule failed; nothing was promoted or installed", err.Error(), steps), nil
 	}
-	e.commitPromotion(pr, c)
+	held := e.commitPromotion(pr)
 	steps = append(steps, pilotage.TraceStep{ID: "install", Output: map[string]any{"rule": rule.Name, "replaced": replaced},
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()})
-	ar := e.sched.install(rule, c, params, e.cat.view(p).devGen+1)
+	ar := e.sched.install(rule, held, params, e.cat.view(p).devGen+1)
 	info := ar.info(e)
 	out := &DeployOutput{ProgramRef: pr.prog.Ref, Rule: rule.Name, Replaced: replaced, Triggers: info.Triggers, NextFire: info.NextFire}
 	steps = append(steps, pilotage.TraceStep{ID: "arm", Output: map[string]any{"triggers": info.Triggers, "next_fire": info.NextFire},

@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -36,7 +33,6 @@ type scheduler struct {
 	pend       *pendingWriter
 	savedHolds map[string]storage.Pending // held windows persisted before the start
 	closing    bool                       // set under mu by close: disarming keeps persisted windows
-	gen        uint64                     // device snapshot generation last checked for broken rules
 	work       *workers                   // goroutines firings run on
 }
 
@@ -71,8 +67,8 @@ type armedRule struct {
 // armedTrigger is one trigger of an armed rule.
 type armedTrigger struct {
 	r    *armedRule
-	t    *rules.Trigger
-	self [1]*armedTrigger // {itself}: the index entry of an entity only it watches
+	t    *rules.RunTrigger // in the rule's run form
+	self [1]*armedTrigger  // {itself}: the index entry of an entity only it watches
 	mu   sync.Mutex
 	hold *time.Timer // pending "for" window
 
@@ -171,20 +167,20 @@ func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[str
 		params = nil // a run copies its params: nil reads as none
 	}
 	ar := &armedRule{s: s, name: rule.Name, ref: rule.Ref, enabled: rule.Enabled, c: c, params: params, principal: p,
-		broken: rule.Broken, waits: takesTime(c.Program.Steps), checkedGen: validatedAt}
-	switch ts := c.Program.Triggers; len(ts) {
+		broken: rule.Broken, waits: c.TakesTime(), checkedGen: validatedAt}
+	switch ts := c.Triggers(); len(ts) {
 	case 0:
 	case 1:
-		ar.one.r, ar.one.t = ar, ts[0]
+		ar.one.r, ar.one.t = ar, &ts[0]
 		ar.one.self[0] = &ar.one
 		ar.oneList[0] = &ar.one
 		ar.triggers = ar.oneList[:]
 	default:
 		ats := make([]armedTrigger, len(ts))
 		ar.triggers = make([]*armedTrigger, len(ts))
-		for i, t := range ts {
+		for i := range ts {
 			at := &ats[i]
-			at.r, at.t = ar, t
+			at.r, at.t = ar, &ts[i]
 			at.self[0] = at
 			ar.triggers[i] = at
 		}
@@ -207,28 +203,24 @@ func (s *scheduler) armLocked(ar *armedRule) {
 	ar.mu.Unlock()
 	for _, at := range ar.triggers {
 		t := at.t
-		switch t.Kind {
+		switch t.Kind() {
 		case rules.TriggerState, rules.TriggerNumeric, rules.TriggerEvent:
-			if ats := s.index[t.Entity]; len(ats) == 0 {
-				s.index[t.Entity] = at.self[:] // no array of its own for an entity one trigger watches
+			if ats := s.index[t.Entity()]; len(ats) == 0 {
+				s.index[t.Entity()] = at.self[:] // no array of its own for an entity one trigger watches
 			} else {
-				s.index[t.Entity] = append(ats, at)
+				s.index[t.Entity()] = append(ats, at)
 			}
-			if t.For > 0 && t.Kind != rules.TriggerEvent {
+			if t.For() > 0 && t.Kind() != rules.TriggerEvent {
 				at.resumeHold()
 			}
 		case rules.TriggerCron, rules.TriggerTime:
-			spec := t.Cron
-			if t.Kind == rules.TriggerTime {
-				spec = timeOfDaySpec(t.At)
-			}
-			sch, err := rules.ParseCron(spec)
-			if err != nil {
-				s.e.log.Warn("cron spec no longer parses", "rule", ar.name, "spec", spec, "err", err)
+			sch := t.Schedule() // parsed when the program was decoded
+			if sch == nil {
+				s.e.log.Warn("trigger has no schedule", "rule", ar.name, "trigger", t.ID())
 				continue
 			}
-			at := at
-			at.cronID = s.cron.Schedule(sch, cron.FuncJob(func() { at.fire(nil, nil, "schedule "+spec) }))
+			because := "schedule " + t.CronSpec()
+			at.cronID = s.cron.Schedule(sch, cron.FuncJob(func() { at.fire(nil, nil, because) }))
 		case rules.TriggerSun:
 			s.armSun(ar, at)
 		}
@@ -241,13 +233,13 @@ func (s *scheduler) armSun(ar *armedRule, at *armedTrigger) {
 	if loc == nil {
 		return
 	}
-	next := nextSunEvent(s.e.Now(), *loc, at.t.Sun, at.t.Offset)
+	sun, offset := at.t.Sun()
+	next := nextSunEvent(s.e.Now(), *loc, sun, offset)
 	if next.IsZero() {
 		return
 	}
-	var tm *time.Timer
-	tm = time.AfterFunc(next.Sub(s.e.Now()), func() {
-		at.fire(nil, nil, at.t.Sun+" at "+next.In(s.e.cfg.TimeZone).Format("15:04"))
+	tm := time.AfterFunc(next.Sub(s.e.Now()), func() {
+		at.fire(nil, nil, sun+" at "+next.In(s.e.cfg.TimeZone).Format("15:04"))
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.rules[ar.name] == ar && ar.enabled {
@@ -260,7 +252,8 @@ func (s *scheduler) armSun(ar *armedRule, at *armedTrigger) {
 // disarmLocked removes a rule's triggers and cancels its firings.
 func (s *scheduler) disarmLocked(ar *armedRule) {
 	for _, at := range ar.triggers {
-		ids := s.index[at.t.Entity]
+		entity := at.t.Entity()
+		ids := s.index[entity]
 		// A new array: onChange reads index slices after releasing the
 		// lock (arming only appends past the length a reader holds).
 		for i, x := range ids {
@@ -270,9 +263,9 @@ func (s *scheduler) disarmLocked(ar *armedRule) {
 			}
 		}
 		if len(ids) == 0 {
-			delete(s.index, at.t.Entity)
+			delete(s.index, entity)
 		} else {
-			s.index[at.t.Entity] = ids
+			s.index[entity] = ids
 		}
 		at.mu.Lock()
 		at.closeHold(!s.closing) // at shutdown the window's deadline is kept
@@ -313,10 +306,10 @@ func (s *scheduler) onChange(ch devices.Change) {
 // held window.
 func (at *armedTrigger) observe(ch devices.Change) {
 	t := at.t
-	matched, holds := matchTrigger(t, ch.Prev, ch.Value, ch.Kind == devices.ChangeEvent)
-	if t.For <= 0 {
+	matched, holds := t.Match(ch.Prev, ch.Value, ch.Kind == devices.ChangeEvent)
+	if t.For() <= 0 {
 		if matched {
-			at.fire(ch.Value, ch.Prev, describeChange(t, ch))
+			at.fire(ch.Value, ch.Prev, describeChange(t.Entity(), ch))
 		}
 		return
 	}
@@ -326,44 +319,15 @@ func (at *armedTrigger) observe(ch devices.Change) {
 		at.closeHold(true)
 	}
 	if matched && at.hold == nil {
-		at.openHold(ch.Value, ch.Prev, describeChange(t, ch)+" and held for "+t.For.String(), at.r.s.e.Now().Add(t.For))
+		at.openHold(ch.Value, ch.Prev, describeChange(t.Entity(), ch)+" and held for "+t.For().String(), at.r.s.e.Now().Add(t.For()))
 	}
 }
 
-// matchTrigger reports whether a change fires t now (matched) and whether
-// t's condition still holds (for held windows).
-func matchTrigger(t *rules.Trigger, prev, cur any, isEvent bool) (matched, holds bool) {
-	switch t.Kind {
-	case rules.TriggerEvent:
-		ok := !t.To.Set || valueEqual(t.To.V, cur)
-		return ok && isEvent, false
-	case rules.TriggerNumeric:
-		in := func(v any) bool {
-			f, ok := toFloat(v)
-			if !ok {
-				return false
-			}
-			return (t.Above == nil || f > *t.Above) && (t.Below == nil || f < *t.Below)
-		}
-		now := in(cur)
-		return now && !in(prev), now
-	default: // state
-		if valueEqual(prev, cur) {
-			return false, t.To.Set && valueEqual(t.To.V, cur)
-		}
-		toOK := !t.To.Set || valueEqual(t.To.V, cur)
-		fromOK := !t.From.Set || valueEqual(t.From.V, prev)
-		// Without "to", a window holds while the state stays put: a further
-		// change ends it (and opens a new one).
-		return toOK && fromOK, t.To.Set && toOK
-	}
-}
-
-func describeChange(t *rules.Trigger, ch devices.Change) string {
+func describeChange(entity string, ch devices.Change) string {
 	// One allocation, not one per part and a Sprintf: the text is built
 	// in a buffer that becomes the string (nothing else refers to it).
-	b := make([]byte, 0, len(t.Entity)+48)
-	b = append(b, t.Entity...)
+	b := make([]byte, 0, len(entity)+48)
+	b = append(b, entity...)
 	if ch.Kind == devices.ChangeEvent {
 		b = append(b, " fired "...)
 	} else {
@@ -387,93 +351,28 @@ func appendCompact(b []byte, v any) []byte {
 	return b
 }
 
-// valueEqual compares JSON-ish values, numbers by value.
-func valueEqual(a, b any) bool {
-	if fa, ok := toFloat(a); ok {
-		if fb, ok := toFloat(b); ok {
-			return fa == fb
-		}
-		return false
-	}
-	if sa, ok := a.(string); ok {
-		if sb, ok := b.(string); ok {
-			return sa == sb
-		}
-		return false
-	}
-	return reflect.DeepEqual(a, b)
-}
-
-func toFloat(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case float32:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	case string:
-		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
-		return f, err == nil && strings.TrimSpace(x) != ""
-	}
-	return 0, false
-}
-
-// timeOfDaySpec turns "HH:MM[:SS]" into a cron spec with seconds.
-func timeOfDaySpec(at string) string {
-	parts := strings.Split(at, ":")
-	sec := "0"
-	if len(parts) == 3 {
-		sec = strings.TrimLeft(parts[2], "0")
-		if sec == "" {
-			sec = "0"
-		}
-	}
-	h := strings.TrimLeft(parts[0], "0")
-	if h == "" {
-		h = "0"
-	}
-	m := "0"
-	if len(parts) > 1 {
-		m = strings.TrimLeft(parts[1], "0")
-		if m == "" {
-			m = "0"
-		}
-	}
-	return fmt.Sprintf("%s %s %s * * *", sec, m, h)
-}
-
 // info summarises a rule's triggers and next scheduled time.
 func (ar *armedRule) info(e *Engine) ruleArmInfo {
 	var out ruleArmInfo
 	now := e.Now()
 	for _, at := range ar.triggers {
 		t := at.t
-		ti := TriggerInfo{ID: t.ID, Kind: string(t.Kind), Entity: t.Entity}
+		ti := TriggerInfo{ID: t.ID(), Kind: string(t.Kind()), Entity: t.Entity()}
 		var next time.Time
-		switch t.Kind {
-		case rules.TriggerCron:
-			ti.Spec = t.Cron
-			if sch, err := rules.ParseCron(t.Cron); err == nil {
-				next = sch.Next(now.In(e.cfg.TimeZone))
-			}
-		case rules.TriggerTime:
-			ti.Spec = t.At
-			if sch, err := rules.ParseCron(timeOfDaySpec(t.At)); err == nil {
+		switch t.Kind() {
+		case rules.TriggerCron, rules.TriggerTime:
+			ti.Spec = t.Spec()
+			if sch := t.Schedule(); sch != nil {
 				next = sch.Next(now.In(e.cfg.TimeZone))
 			}
 		case rules.TriggerSun:
-			ti.Spec = t.Sun
-			if t.Offset != 0 {
-				ti.Spec += " " + t.Offset.String()
+			sun, offset := t.Sun()
+			ti.Spec = sun
+			if offset != 0 {
+				ti.Spec += " " + offset.String()
 			}
 			if e.cfg.Location != nil {
-				next = nextSunEvent(now, *e.cfg.Location, t.Sun, t.Offset)
+				next = nextSunEvent(now, *e.cfg.Location, sun, offset)
 			}
 		}
 		if !next.IsZero() {

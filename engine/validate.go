@@ -35,6 +35,7 @@ func (e *Engine) validate(p *Principal, program, ctxRaw json.RawMessage) (*Valid
 		Context:     ctxRaw,
 		HasLocation: e.cfg.Location != nil,
 		Automation:  func(id string) (*rules.Compiled, bool) { return e.automationBody(p, id) },
+		Cache:       e.rules,
 	}
 	res, err := rules.Validate(program, v, opts)
 	if err != nil {

@@ -22,7 +22,7 @@ func TestCookbookTestRunsCorrespond(t *testing.T) {
 				t.Fatalf("%s/%d does not validate: %v %v", g.ID, i+1, err, res.Diagnostics)
 			}
 			c := res.Compiled
-			for _, trig := range c.Program.Triggers {
+			for _, trig := range res.Program.Triggers {
 				for k := 0; k < 8; k++ {
 					state := map[string]any{}
 					for _, id := range cat.IDs() {
@@ -32,7 +32,7 @@ func TestCookbookTestRunsCorrespond(t *testing.T) {
 					}
 					now := time.Date(2026, 1, 1+rnd.Intn(28), rnd.Intn(24), rnd.Intn(60), 0, 0, time.UTC)
 					sc := Scenario{Trigger: trig.ID, State: state, Now: &now, Waits: map[string]string{}}
-					for _, st := range allSteps(c.Program.Steps) {
+					for _, st := range allSteps(res.Program.Steps) {
 						if st.Kind == StepWait && rnd.Intn(2) == 0 {
 							sc.Waits[st.ID] = WaitTimeout
 						}
@@ -59,18 +59,6 @@ func TestCookbookTestRunsCorrespond(t *testing.T) {
 
 func allSteps(steps []*Step) []*Step {
 	var out []*Step
-	for _, s := range steps {
-		out = append(out, s)
-		if s.StepMore == nil {
-			continue
-		}
-		out = append(out, allSteps(s.Then)...)
-		out = append(out, allSteps(s.Else)...)
-		out = append(out, allSteps(s.Default)...)
-		out = append(out, allSteps(s.Do)...)
-		for _, a := range s.Choose {
-			out = append(out, allSteps(a.Do)...)
-		}
-	}
+	walkSteps(steps, func(s *Step) bool { out = append(out, s); return true })
 	return out
 }

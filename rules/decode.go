@@ -23,7 +23,7 @@ import (
 // *pilotage.RequestError of kind resource_exhausted.
 func Decode(raw []byte, lim Limits) (*Program, []pilotage.Diagnostic, error) {
 	lim = lim.withDefaults()
-	dc := newDecoder(lim, time.Now().Add(lim.ValidateWall))
+	dc := newDecoder(lim, time.Now().Add(lim.ValidateWall), nil)
 	p, err := dc.decode(raw)
 	if err != nil {
 		return nil, nil, err
@@ -57,6 +57,7 @@ func (l Limits) withDefaults() Limits {
 
 type decoder struct {
 	lim      Limits
+	cache    *Cache // nil: nothing reused
 	deadline time.Time
 	d        diags
 	fatal    error
@@ -65,8 +66,8 @@ type decoder struct {
 	strs     map[string]string // pointer → string value holding expressions
 }
 
-func newDecoder(lim Limits, deadline time.Time) *decoder {
-	return &decoder{lim: lim, deadline: deadline, ids: map[string]string{}, strs: map[string]string{}}
+func newDecoder(lim Limits, deadline time.Time, cache *Cache) *decoder {
+	return &decoder{lim: lim, cache: cache, deadline: deadline, ids: map[string]string{}, strs: map[string]string{}}
 }
 
 func exhausted(msg string) *pilotage.RequestError {
@@ -273,17 +274,6 @@ func schemaErrText(err error) string {
 
 // ---- triggers and conditions ----
 
-var triggerKinds = []string{"state", "event", "cron", "at", "sun"}
-
-var triggerFields = map[TriggerKind][]string{
-	TriggerState:   {"id", "state", "to", "from", "for"},
-	TriggerNumeric: {"id", "state", "above", "below", "for"},
-	TriggerEvent:   {"id", "event", "value"},
-	TriggerCron:    {"id", "cron"},
-	TriggerTime:    {"id", "at"},
-	TriggerSun:     {"id", "sun", "offset"},
-}
-
 var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
 // ParseCron parses a cron spec the way triggers do (seconds optional).
@@ -320,17 +310,30 @@ func (dc *decoder) trigger(n *jnode) *Trigger {
 	}
 	t := &Trigger{Ptr: n.ptr}
 	t.ID = dc.id(n)
-	key, ok := dc.kindKey(n, "a trigger", triggerKinds)
+	key, ok := dc.kindKey(n, "a trigger", triggerKeys)
 	if !ok {
-		dc.fields(n, "trigger", allTriggerFields())
+		dc.fields(n, "trigger", allTriggerFields)
 		return t
 	}
+	dc.triggerKind(n, t, key)
+	row, _ := triggerKind(t.Kind)
+	allowed := row.Members
+	if t.Kind == TriggerNumeric {
+		allowed = append(allowed[:len(allowed):len(allowed)], "to", "from") // reported as conflicts above
+	}
+	dc.fields(n, "a "+string(t.Kind)+" trigger", allowed)
+	dc.triggerFilters(n, t)
+	return t
+}
+
+// triggerKind decodes the member that selects t's kind (key) and what
+// goes with it.
+func (dc *decoder) triggerKind(n *jnode, t *Trigger, key string) {
 	switch key {
 	case "state":
 		t.Kind = TriggerState
 		if n.get("above") != nil || n.get("below") != nil {
 			t.Kind = TriggerNumeric
-			t.TriggerMore = &TriggerMore{}
 			for _, k := range []string{"to", "from"} {
 				if v := n.get(k); v != nil {
 					dc.d.add(CodeConflictFields, v.ptr, "", "a state trigger uses either to/from (state change) or above/below (numeric threshold), not both")
@@ -343,57 +346,55 @@ func (dc *decoder) trigger(n *jnode) *Trigger {
 		t.Entity, _ = dc.str(n.get("event"), "event")
 	case "cron":
 		t.Kind = TriggerCron
-		t.TriggerMore = &TriggerMore{}
-		v := n.get("cron")
-		if s, ok := dc.str(v, "cron"); ok {
-			t.Cron = s
-			if _, err := ParseCron(s); err != nil {
-				dc.d.add(CodeBadCron, v.ptr, "e.g. \"0 30 7 * * 1-5\" (sec min hour dom month dow) or \"30 7 * * *\"", "cron %q: %v", s, err)
-			}
-		}
+		dc.cronTrigger(n.get("cron"), t)
 	case "at":
 		t.Kind = TriggerTime
-		t.TriggerMore = &TriggerMore{}
-		v := n.get("at")
-		if s, ok := dc.str(v, "at"); ok {
-			t.At = s
-			if !validClock(s) {
-				dc.d.add(CodeBadTime, v.ptr, "e.g. \"07:30\" or \"22:15:30\"", "at %q is not HH:MM or HH:MM:SS", s)
-			}
-		}
+		dc.timeTrigger(n.get("at"), t)
 	case "sun":
 		t.Kind = TriggerSun
-		t.TriggerMore = &TriggerMore{}
-		v := n.get("sun")
-		if s, ok := dc.str(v, "sun"); ok {
-			t.Sun = s
-			if s != "sunrise" && s != "sunset" {
-				dc.d.add(CodeConstraint, v.ptr, hintFor(closeMatches(s, []string{"sunrise", "sunset"}, 1)), "sun must be \"sunrise\" or \"sunset\", got %q", s)
-			}
-		}
-		if v := n.get("offset"); v != nil {
-			t.Offset = dc.constDuration(v, "offset", true)
-		}
+		dc.sunTrigger(n, t)
 	}
-	allowed := triggerFields[t.Kind]
-	if t.Kind == TriggerNumeric {
-		allowed = append(allowed[:len(allowed):len(allowed)], "to", "from") // reported as conflicts above
-	}
-	dc.fields(n, "a "+string(t.Kind)+" trigger", allowed)
-	dc.triggerFilters(n, t)
-	return t
 }
 
-func allTriggerFields() []string {
-	var out []string
-	for _, k := range []TriggerKind{TriggerState, TriggerNumeric, TriggerEvent, TriggerCron, TriggerTime, TriggerSun} {
-		for _, f := range triggerFields[k] {
-			if !slices.Contains(out, f) {
-				out = append(out, f)
-			}
+// cronTrigger parses a cron trigger's spec, once: the run form keeps the
+// schedule.
+func (dc *decoder) cronTrigger(v *jnode, t *Trigger) {
+	s, ok := dc.str(v, "cron")
+	if !ok {
+		return
+	}
+	t.Cron = s
+	var err error
+	if t.Schedule, err = ParseCron(s); err != nil {
+		dc.d.add(CodeBadCron, v.ptr, "e.g. \"0 30 7 * * 1-5\" (sec min hour dom month dow) or \"30 7 * * *\"", "cron %q: %v", s, err)
+	}
+}
+
+// timeTrigger reads a time trigger's "HH:MM[:SS]" into its daily schedule.
+func (dc *decoder) timeTrigger(v *jnode, t *Trigger) {
+	s, ok := dc.str(v, "at")
+	if !ok {
+		return
+	}
+	t.At = s
+	if !validClock(s) {
+		dc.d.add(CodeBadTime, v.ptr, "e.g. \"07:30\" or \"22:15:30\"", "at %q is not HH:MM or HH:MM:SS", s)
+		return
+	}
+	t.Schedule, _ = ParseCron(timeOfDaySpec(s))
+}
+
+func (dc *decoder) sunTrigger(n *jnode, t *Trigger) {
+	v := n.get("sun")
+	if s, ok := dc.str(v, "sun"); ok {
+		t.Sun = s
+		if s != "sunrise" && s != "sunset" {
+			dc.d.add(CodeConstraint, v.ptr, hintFor(closeMatches(s, []string{"sunrise", "sunset"}, 1)), "sun must be \"sunrise\" or \"sunset\", got %q", s)
 		}
 	}
-	return out
+	if v := n.get("offset"); v != nil {
+		t.Offset = dc.constDuration(v, "offset", true)
+	}
 }
 
 func (dc *decoder) triggerFilters(n *jnode, t *Trigger) {
@@ -435,6 +436,22 @@ func jvalue(n *jnode) Value {
 		return Value{}
 	}
 	return Value{Set: true, V: n.value()}
+}
+
+// timeOfDaySpec is the cron spec (with seconds) of a time trigger's
+// "HH:MM[:SS]".
+func timeOfDaySpec(at string) string {
+	parts := strings.Split(at, ":")
+	field := func(i int) string {
+		if i >= len(parts) {
+			return "0"
+		}
+		if f := strings.TrimLeft(parts[i], "0"); f != "" {
+			return f
+		}
+		return "0"
+	}
+	return field(2) + " " + field(1) + " " + field(0) + " * * *"
 }
 
 func validClock(s string) bool {

@@ -80,7 +80,7 @@ var codeCases = []codeCase{
 	{"scope/index_outside_loop", CodeScope, "/steps/0/if", prog(`[{"id":"x","if":"vars.index > 1","then":[]}]`), ValidateOptions{}},
 	{"unknown_step/later", CodeUnknownStep, "/steps/0/if", prog(`[{"id":"x","if":"steps.y.output == nil","then":[]},{"id":"y","stop":""}]`), ValidateOptions{}},
 	{"call_depth/chain", CodeCallDepth, "/steps/0/call", prog(`[{"id":"x","call":"script.flash_porch","args":{"times":2}}]`),
-		ValidateOptions{Automation: func(string) (*Compiled, bool) { return &Compiled{Program: &Program{}, CallDepth: 4}, true }}},
+		ValidateOptions{Automation: func(string) (*Compiled, bool) { return &Compiled{CallDepth: 4}, true }}},
 }
 
 // inputCases exercise the input_binding code through CheckParams.
@@ -89,7 +89,7 @@ func TestCheckParams(t *testing.T) {
 	if err != nil || !res.Valid {
 		t.Fatalf("program: %v %+v", err, res)
 	}
-	p := res.Compiled.Program
+	p := res.Compiled
 	for _, tc := range []struct {
 		name   string
 		params any

@@ -16,7 +16,23 @@ func closedSetsBody() string {
 	w("# automation/1 — closed sets\n\n")
 	w("Every closed set of the Language, generated from the tables the server itself uses. ")
 	w("Values outside these sets never appear on the wire.\n\n")
+	codesTable(w)
+	catalogTables(w)
+	deviceTypesTable(&b)
+	statusTable(&b, "Run statuses", "Run-level `outcome.status` of execute and trace.", RunStatuses)
+	statusTable(&b, "Step statuses", "`outcome.status` of each trace entry.", StepStatuses)
+	kindTables(w)
+	modesTable(w)
+	envTables(w)
+	limitsTable(w)
+	b.WriteString(closedSetsProse)
+	return b.String()
+}
 
+// writeFunc writes formatted guide text.
+type writeFunc func(format string, args ...any)
+
+func codesTable(w writeFunc) {
 	w("## Diagnostic codes\n\n")
 	w("Each code has a fixed severity. A program is valid iff no diagnostic has severity `error`; warnings never block. ")
 	w("`path` is a JSON Pointer into the program (`\"\"` = the whole document; for `input_binding` into execute's `input`, for `context_binding` into `context`). ")
@@ -26,7 +42,10 @@ func closedSetsBody() string {
 	for _, c := range Codes {
 		w("| `%s` | %s | %s |\n", c.Code, c.Severity, cell(c.Meaning))
 	}
+}
 
+// catalogTables writes the catalog entry kinds and the risk levels.
+func catalogTables(w writeFunc) {
 	w("\n## Catalog entry kinds\n\n| kind | callable | what |\n|---|---|---|\n")
 	for _, k := range pilotage.Kinds {
 		w("| `%s` | %s | %s |\n", k.Kind, yesNo(k.Callable), cell(k.What))
@@ -41,31 +60,35 @@ func closedSetsBody() string {
 	w("`max_risk` is the level consistent with them (destructive → `security`, else openWorld → `external`, else not readOnly → `control`, else `read`). ")
 	w("Triggers, conditions, delays, waits, sets, stops, branches and loops are `read`; a call carries its entry's risk ")
 	w("(a promoted automation its declared risk).\n")
-	deviceTypesTable(&b)
+}
 
-	statusTable(&b, "Run statuses", "Run-level `outcome.status` of execute and trace.", RunStatuses)
-	statusTable(&b, "Step statuses", "`outcome.status` of each trace entry.", StepStatuses)
-
+// kindTables writes the trigger and step kinds (TriggerKinds, StepKinds).
+func kindTables(w writeFunc) {
 	w("\n## Trigger kinds\n\n| kind | members | plan step kind |\n|---|---|---|\n")
-	for _, k := range []TriggerKind{TriggerState, TriggerNumeric, TriggerEvent, TriggerCron, TriggerTime, TriggerSun} {
-		w("| `%s` | %s | `trigger:%s` |\n", k, codeList(triggerFields[k]), k)
+	for _, k := range TriggerKinds {
+		w("| `%s` | %s | `%s` |\n", k.Kind, codeList(k.Members), PlanKindTrigger+":"+string(k.Kind))
 	}
 	w("\nA trigger with `state` is `numeric` when it has `above` or `below`, else `state`.\n")
 
 	w("\n## Step kinds\n\n| kind | members |\n|---|---|\n")
-	for _, k := range stepKinds {
-		w("| `%s` | %s |\n", k, codeList(stepFields[StepKind(k)]))
+	for _, k := range StepKinds {
+		w("| `%s` | %s |\n", k.Kind, codeList(k.Members))
 	}
 	w("\nWait objects: `{state, to?, from?, for?}`, `{state, above?, below?, for?}`, `{event, value?}` or `{expr, for?}`. ")
 	w("Repeat objects: exactly one of `count`, `for_each`, `while`, `until`, plus `max` (required for while/until). ")
 	w("Choose arms: `{label?, when, do}`.\n")
+}
 
+func modesTable(w writeFunc) {
 	w("\n## Modes\n\n| mode | a firing while the rule is still running |\n|---|---|\n")
 	w("| `single` | is skipped (status `skipped`); the default |\n")
 	w("| `restart` | cancels the running run (status `cancelled`) and starts anew |\n")
 	w("| `queued` | waits its turn; at most `max` waiting (more are `skipped`) |\n")
 	w("| `parallel` | runs alongside; at most `max` at once (more are `skipped`) |\n")
+}
 
+// envTables writes the expression environment (EnvFunctions, EnvVariables).
+func envTables(w writeFunc) {
 	w("\n## Expression environment\n\n| function | doc |\n|---|---|\n")
 	for _, f := range EnvFunctions {
 		w("| `%s` | %s |\n", f.Signature, cell(f.Doc))
@@ -75,7 +98,10 @@ func closedSetsBody() string {
 		w("| `%s` | %s |\n", v.Name, cell(v.Doc))
 	}
 	w("| `vars.index`, `vars.item` | inside a repeat body: the 1-based iteration; in for_each bodies the current item |\n")
+}
 
+// limitsTable writes DefaultLimits with limitDocs.
+func limitsTable(w writeFunc) {
 	w("\n## Limits\n\nA request beyond a request bound is refused before any work (an HTTP body with status 413, an argument with the request error `resource_exhausted` naming it); validation beyond a validation bound is the request error `resource_exhausted`; a run beyond an execution bound ends with status `limit_exceeded` or `timeout`.\n\n")
 	w("| limit | default | bounds |\n|---|---|---|\n")
 	lv := reflect.ValueOf(DefaultLimits)
@@ -83,9 +109,6 @@ func closedSetsBody() string {
 		f := lv.Type().Field(i)
 		w("| `%s` | %v | %s |\n", f.Name, lv.Field(i).Interface(), cell(limitDocs[f.Name]))
 	}
-
-	b.WriteString(closedSetsProse)
-	return b.String()
 }
 
 var limitDocs = map[string]string{

@@ -90,7 +90,7 @@ func TestClosedSetsGuide(t *testing.T) {
 	for _, s := range append(append([]StatusInfo{}, RunStatuses...), StepStatuses...) {
 		wants = append(wants, fmt.Sprintf("| `%s` | %t | %s |", s.Status, s.OK, s.SideEffects))
 	}
-	for _, k := range stepKinds {
+	for _, k := range stepKeys {
 		wants = append(wants, "| `"+k+"` |")
 	}
 	for _, k := range []string{"single", "restart", "queued", "parallel", "trigger:state", "trigger:numeric", "trigger:event", "trigger:cron", "trigger:time", "trigger:sun"} {

@@ -31,6 +31,9 @@ type RunInput struct {
 	// SkipConditions records every condition as skipped instead of
 	// evaluating it (a manual "run now").
 	SkipConditions bool
+	// Cache lends the run its expression environments and VMs (nil: they
+	// are made anew).
+	Cache *Cache
 }
 
 // CallRecord is one World.Call the run made.
@@ -75,6 +78,7 @@ type interp struct {
 	ctx      context.Context
 	w        World
 	lim      Limits
+	cache    *Cache
 	start    time.Time
 	deadline time.Time
 	steps    []pilotage.TraceStep
@@ -127,8 +131,8 @@ func Run(ctx context.Context, c *Compiled, w World, in RunInput) (res *RunResult
 	// steps: room for them made at once instead of a doubling series, in
 	// the run's own allocation when they are few.
 	n := 0
-	if c != nil && c.Program != nil {
-		n = min(2+len(c.Program.Conditions)+len(c.Program.Steps), 64)
+	if c != nil {
+		n = min(2+len(c.conds)+len(c.steps), 64)
 	}
 	var m *runMem
 	var steps []pilotage.TraceStep
@@ -140,7 +144,7 @@ func Run(ctx context.Context, c *Compiled, w World, in RunInput) (res *RunResult
 		m, steps, tms = &runMem{}, make([]pilotage.TraceStep, 0, n), make([]float64, 0, n)
 	}
 	r := &m.r
-	*r = interp{ctx: ctx, w: w, lim: lim, start: start, deadline: start.Add(lim.MaxWall), mem: m, steps: steps, tms: tms}
+	*r = interp{ctx: ctx, w: w, lim: lim, cache: in.Cache, start: start, deadline: start.Add(lim.MaxWall), mem: m, steps: steps, tms: tms}
 	r.calls = m.firstRec[:0]
 	res = &m.res
 	res.Started = start
@@ -240,15 +244,15 @@ func (r *interp) failOpen(h *halt) {
 }
 
 func (r *interp) run(c *Compiled, in RunInput) (*frame, *halt) {
-	if c == nil || c.Program == nil {
+	if c == nil {
 		return nil, &halt{StatusFailed, "no program to run"}
 	}
-	p := c.Program
 	env := &r.mem.env
 	*env = Env{
-		Params: withParamDefaults(p.Params, in.Params),
+		Params: withParamDefaults(c.params, in.Params),
 		World:  r.w,
 		Budget: r.lim.MemoryBudget,
+		cache:  r.cache,
 
 		ValueBytes: r.lim.MaxValueBytes,
 		EvalBytes:  r.lim.MaxEvalBytes,
@@ -258,12 +262,12 @@ func (r *interp) run(c *Compiled, in RunInput) (*frame, *halt) {
 	if h := r.triggers(f, in.Trigger); h != nil {
 		return f, h
 	}
-	for _, cond := range p.Conditions {
-		if h := r.condition(f, cond, in.SkipConditions); h != nil {
+	for i := range c.conds {
+		if h := r.condition(f, &c.conds[i], in.SkipConditions); h != nil {
 			return f, h
 		}
 	}
-	return f, r.seq(f, p.Steps, "")
+	return f, r.seq(f, c.steps, "")
 }
 
 func limitsOrDefault(l Limits) Limits {
@@ -301,17 +305,11 @@ func limitsOrDefault(l Limits) Limits {
 // triggers records the trigger branch ("triggers" took <id>) and the
 // trigger's own entry, and binds trigger.* for expressions.
 func (r *interp) triggers(f *frame, fire TriggerFire) *halt {
-	p := f.c.Program
-	if len(p.Triggers) == 0 && fire.ID == "" {
+	if len(f.c.triggers) == 0 && fire.ID == "" {
 		f.env.bindTrigger(nil, fire, r.fireTime(fire))
 		return nil
 	}
-	var t *Trigger
-	for _, x := range p.Triggers {
-		if x.ID == fire.ID {
-			t = x
-		}
-	}
+	t := f.c.trigger(fire.ID)
 	if t == nil {
 		return &halt{StatusFailed, fmt.Sprintf("unknown trigger %q", fire.ID)}
 	}
@@ -324,15 +322,15 @@ func (r *interp) triggers(f *frame, fire TriggerFire) *halt {
 	if because == "" {
 		because = triggerReason(t, fire)
 	}
-	r.chargeText(len(because) + len(t.ID))
-	r.mem.decision[0] = pilotage.Decision{At: TriggersStepID, Took: t.ID, Because: because}
+	r.chargeText(len(because) + len(t.id))
+	r.mem.decision[0] = pilotage.Decision{At: TriggersStepID, Took: t.id, Because: because}
 	r.steps[i].Decisions = r.mem.decision[:1:1]
 	r.setOutcome(i, StepSuccess, "")
-	j, h := r.begin(t.ID)
+	j, h := r.begin(t.id)
 	if h != nil {
 		return h
 	}
-	if h := r.record(t.ID, "the trigger value", fire.Value); h != nil {
+	if h := r.record(t.id, "the trigger value", fire.Value); h != nil {
 		return r.fail(j, h)
 	}
 	r.steps[j].Output = jsonSafe(fire.Value)
@@ -351,27 +349,28 @@ func (r *interp) fireTime(fire TriggerFire) time.Time {
 	return fire.Time
 }
 
-func triggerReason(t *Trigger, fire TriggerFire) string {
-	switch t.Kind {
+func triggerReason(t *RunTrigger, fire TriggerFire) string {
+	switch t.Kind() {
 	case TriggerState, TriggerNumeric:
-		return fmt.Sprintf("%s changed to %s", t.Entity, formatReason(fire.Value))
+		return fmt.Sprintf("%s changed to %s", t.entity, formatReason(fire.Value))
 	case TriggerEvent:
-		return fmt.Sprintf("%s fired %s", t.Entity, formatReason(fire.Value))
+		return fmt.Sprintf("%s fired %s", t.entity, formatReason(fire.Value))
 	case TriggerCron:
-		return fmt.Sprintf("cron %q matched", t.Cron)
+		return fmt.Sprintf("cron %q matched", t.Spec())
 	case TriggerTime:
-		return fmt.Sprintf("time %s reached", t.At)
+		return fmt.Sprintf("time %s reached", t.Spec())
 	case TriggerSun:
-		if t.Offset != 0 {
-			return fmt.Sprintf("%s %+v reached", t.Sun, t.Offset)
+		sun, offset := t.Sun()
+		if offset != 0 {
+			return fmt.Sprintf("%s %+v reached", sun, offset)
 		}
-		return t.Sun + " reached"
+		return sun + " reached"
 	}
-	return "trigger " + t.ID + " fired"
+	return "trigger " + t.id + " fired"
 }
 
-func (r *interp) condition(f *frame, cond *Condition, skip bool) *halt {
-	i, h := r.begin(cond.ID)
+func (r *interp) condition(f *frame, cond *runCond, skip bool) *halt {
+	i, h := r.begin(cond.id)
 	if h != nil {
 		return h
 	}
@@ -379,15 +378,15 @@ func (r *interp) condition(f *frame, cond *Condition, skip bool) *halt {
 		r.setOutcome(i, StepSkipped, "")
 		return nil
 	}
-	b, err := cond.Expr.EvalBool(f.env)
+	b, err := cond.x.EvalBool(f.env)
 	if err != nil {
-		return r.fail(i, exprHalt(cond.ID, err))
+		return r.fail(i, exprHalt(cond.id, err))
 	}
 	r.steps[i].Output = b
-	f.env.setStepOutput(cond.ID, b)
+	f.env.setStepOutput(cond.id, b)
 	if !b {
 		r.setOutcome(i, StepNotMet, "")
-		return &halt{StatusConditionsNotMet, cond.ID}
+		return &halt{StatusConditionsNotMet, cond.id}
 	}
 	r.setOutcome(i, StepSuccess, "")
 	return nil
@@ -463,22 +462,22 @@ func stepStatusFor(runStatus string) string {
 }
 
 // seq runs a list of steps; sfx is the loop qualification ("#2#1").
-func (r *interp) seq(f *frame, list []*Step, sfx string) *halt {
-	for _, s := range list {
-		if h := r.step(f, s, sfx); h != nil {
+func (r *interp) seq(f *frame, list []runStep, sfx string) *halt {
+	for i := range list {
+		if h := r.step(f, &list[i], sfx); h != nil {
 			return h
 		}
 	}
 	return nil
 }
 
-func (r *interp) step(f *frame, s *Step, sfx string) *halt {
-	qid := f.prefix + s.ID + sfx
+func (r *interp) step(f *frame, s *runStep, sfx string) *halt {
+	qid := f.prefix + s.id + sfx
 	i, h := r.begin(qid)
 	if h != nil {
 		return h
 	}
-	switch s.Kind {
+	switch s.Kind() {
 	case StepCall:
 		return r.call(f, s, qid, i)
 	case StepDelay:
@@ -494,5 +493,5 @@ func (r *interp) step(f *frame, s *Step, sfx string) *halt {
 	case StepStop:
 		return r.stop(f, s, qid, i)
 	}
-	return r.fail(i, &halt{StatusFailed, fmt.Sprintf("step %q: unknown step kind %q", qid, s.Kind)})
+	return r.fail(i, &halt{StatusFailed, fmt.Sprintf("step %q: unknown step kind %q", qid, s.Kind())})
 }

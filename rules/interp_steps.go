@@ -11,26 +11,27 @@ import (
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
-func (r *interp) evalArgs(f *frame, qid string, args map[string]*Template) (map[string]any, *halt) {
+// evalArgs evaluates named templates in name order.
+func (r *interp) evalArgs(f *frame, qid string, args []namedTemplate) (map[string]any, *halt) {
 	out := make(map[string]any, len(args))
-	for _, k := range sortedKeys(args) {
-		v, err := args[k].Eval(f.env)
+	for _, a := range args {
+		v, err := a.t.Eval(f.env)
 		if err != nil {
 			return nil, exprHalt(qid, err)
 		}
-		out[k] = v
+		out[a.name] = v
 	}
 	return out, nil
 }
 
-func (r *interp) call(f *frame, s *Step, qid string, i int) *halt {
+func (r *interp) call(f *frame, s *runStep, qid string, i int) *halt {
 	if m := r.mem; !m.callUsed {
-		m.firstCall[0], m.callUsed = s.Call, true
+		m.firstCall[0], m.callUsed = s.text, true
 		r.steps[i].Calls = m.firstCall[:1:1]
 	} else {
-		r.steps[i].Calls = []string{s.Call}
+		r.steps[i].Calls = []string{s.text}
 	}
-	args, h := r.evalArgs(f, qid, s.Args)
+	args, h := r.evalArgs(f, qid, s.vals)
 	if h == nil {
 		h = r.record(qid, "the call's arguments", args)
 	}
@@ -38,15 +39,15 @@ func (r *interp) call(f *frame, s *Step, qid string, i int) *halt {
 		return r.fail(i, h)
 	}
 	r.steps[i].Input = jsonSafeFresh(args)
-	if sub, isAuto := r.automation(f, s.Call); isAuto {
+	if sub, isAuto := r.automation(f, s.text); isAuto {
 		return r.callAutomation(f, s, qid, i, args, sub)
 	}
-	out, err := r.w.Call(r.ctx, s.Call, args)
-	rec := CallRecord{Step: qid, ID: s.Call, Args: args, Output: out, At: r.w.Now()}
+	out, err := r.w.Call(r.ctx, s.text, args)
+	rec := CallRecord{Step: qid, ID: s.text, Args: args, Output: out, At: r.w.Now()}
 	if err != nil {
 		rec.Error = err.Error()
 		r.calls = append(r.calls, rec)
-		return r.fail(i, r.callHalt(qid, s.Call, err))
+		return r.fail(i, r.callHalt(qid, s.text, err))
 	}
 	r.calls = append(r.calls, rec)
 	// The call record keeps the arguments a second time, and the output
@@ -59,7 +60,7 @@ func (r *interp) call(f *frame, s *Step, qid string, i int) *halt {
 		return r.fail(i, h)
 	}
 	r.steps[i].Output = jsonSafeFresh(out)
-	f.env.setStepOutput(s.ID, out)
+	f.env.setStepOutput(s.id, out)
 	r.setOutcome(i, StepSuccess, "")
 	return nil
 }
@@ -95,24 +96,25 @@ func (r *interp) automation(f *frame, id string) (sub *Compiled, isAuto bool) {
 // its entries are prefixed "<qid>/", its params are the call's args, and
 // its triggers and conditions are not evaluated (like Home Assistant's
 // automation.trigger). A stop without error ends only the sub-program.
-func (r *interp) callAutomation(f *frame, s *Step, qid string, i int, args map[string]any, sub *Compiled) *halt {
-	if sub == nil || sub.Program == nil {
-		return r.fail(i, &halt{StatusFailed, fmt.Sprintf("step %q: automation %q is not available", qid, s.Call)})
+func (r *interp) callAutomation(f *frame, s *runStep, qid string, i int, args map[string]any, sub *Compiled) *halt {
+	if sub == nil {
+		return r.fail(i, &halt{StatusFailed, fmt.Sprintf("step %q: automation %q is not available", qid, s.text)})
 	}
 	if f.depth+1 > r.lim.MaxCallDepth {
 		return r.fail(i, &halt{StatusLimitExceeded, fmt.Sprintf("step %q: call depth limit of %d exceeded", qid, r.lim.MaxCallDepth)})
 	}
 	env := &Env{
 		Trigger: f.env.triggerMap(),
-		Params:  withParamDefaults(sub.Program.Params, args),
+		Params:  withParamDefaults(sub.params, args),
 		World:   r.w,
 		Budget:  r.lim.MemoryBudget,
+		cache:   r.cache,
 
 		ValueBytes: r.lim.MaxValueBytes,
 		EvalBytes:  r.lim.MaxEvalBytes,
 	}
 	sf := &frame{c: sub, env: env, prefix: qid + "/", depth: f.depth + 1}
-	h := r.seq(sf, sub.Program.Steps, "")
+	h := r.seq(sf, sub.steps, "")
 	env.release()
 	r.current = qid
 	out := map[string]any{}
@@ -131,7 +133,7 @@ func (r *interp) callAutomation(f *frame, s *Step, qid string, i int, args map[s
 		h = hb
 	}
 	r.steps[i].Output = jsonSafe(out)
-	f.env.setStepOutput(s.ID, out)
+	f.env.setStepOutput(s.id, out)
 	if h != nil && !h.ok() {
 		return r.fail(i, h)
 	}
@@ -139,14 +141,10 @@ func (r *interp) callAutomation(f *frame, s *Step, qid string, i int, args map[s
 	return nil
 }
 
-func (r *interp) delay(f *frame, s *Step, qid string, i int) *halt {
-	v, err := s.Delay.Eval(f.env)
-	if err != nil {
-		return r.fail(i, exprHalt(qid, err))
-	}
-	d, err := durationValue(v)
-	if err != nil {
-		return r.fail(i, &halt{StatusFailed, fmt.Sprintf("step %q: delay: %v", qid, err)})
+func (r *interp) delay(f *frame, s *runStep, qid string, i int) *halt {
+	d, h := r.duration(f, s.more.(*durSpec), qid, "delay")
+	if h != nil {
+		return r.fail(i, h)
 	}
 	r.steps[i].Input = map[string]any{"duration": d.String()}
 	capped := false
@@ -164,6 +162,23 @@ func (r *interp) delay(f *frame, s *Step, qid string, i int) *halt {
 	}
 	r.setOutcome(i, StepSuccess, "")
 	return nil
+}
+
+// duration is a delay's or a wait's hold duration: parsed once when it is
+// constant, else evaluated.
+func (r *interp) duration(f *frame, ds *durSpec, qid, what string) (time.Duration, *halt) {
+	if ds.constant {
+		return ds.d, nil
+	}
+	v, err := ds.t.Eval(f.env)
+	if err != nil {
+		return 0, exprHalt(qid, err)
+	}
+	d, err := durationValue(v)
+	if err != nil {
+		return 0, &halt{StatusFailed, fmt.Sprintf("step %q: %s: %v", qid, what, err)}
+	}
+	return d, nil
 }
 
 // durationValue reads a delay or hold duration: text ("90s", "PT2M") or a
@@ -191,8 +206,9 @@ func durationValue(v any) (time.Duration, error) {
 	return d, nil
 }
 
-func (r *interp) wait(f *frame, s *Step, qid string, i int) *halt {
-	req, in, h := r.waitRequest(f, s, qid)
+func (r *interp) wait(f *frame, s *runStep, qid string, i int) *halt {
+	ws := s.more.(*waitStep)
+	req, in, h := r.waitRequest(f, ws, qid)
 	if h != nil {
 		return r.fail(i, h)
 	}
@@ -217,16 +233,16 @@ func (r *interp) wait(f *frame, s *Step, qid string, i int) *halt {
 	waited := float64(r.w.Now().Sub(began)) / float64(time.Millisecond)
 	out := map[string]any{"met": met, "waited_ms": waited}
 	r.steps[i].Output = out
-	f.env.setStepOutput(s.ID, out)
+	f.env.setStepOutput(s.id, out)
 	switch {
 	case met:
 		r.setOutcome(i, StepSuccess, "")
 	case capped:
 		return r.fail(i, r.wallHalt(qid))
-	case s.ContinueOnTimeout:
-		r.setOutcome(i, StepTimeout, fmt.Sprintf("timed out after %s; continuing", s.Timeout))
+	case ws.cont:
+		r.setOutcome(i, StepTimeout, fmt.Sprintf("timed out after %s; continuing", ws.timeout))
 	default:
-		return r.fail(i, &halt{StatusTimeout, fmt.Sprintf("step %q: wait timed out after %s", qid, s.Timeout)})
+		return r.fail(i, &halt{StatusTimeout, fmt.Sprintf("step %q: wait timed out after %s", qid, ws.timeout)})
 	}
 	return nil
 }
@@ -234,45 +250,38 @@ func (r *interp) wait(f *frame, s *Step, qid string, i int) *halt {
 // waitRequest builds the World's view of a wait step and the trace input
 // describing it. An expression that fails on its first check fails the
 // step; later failures count as "not yet".
-func (r *interp) waitRequest(f *frame, s *Step, qid string) (*WaitRequest, map[string]any, *halt) {
-	ws := s.Wait
-	if ws == nil {
-		return nil, nil, &halt{StatusFailed, fmt.Sprintf("step %q: wait has nothing to wait for", qid)}
-	}
-	req := &WaitRequest{StepID: qid, Timeout: s.Timeout}
+func (r *interp) waitRequest(f *frame, ws *waitStep, qid string) (*WaitRequest, map[string]any, *halt) {
+	req := &WaitRequest{StepID: qid, Timeout: ws.timeout}
 	in := map[string]any{}
-	if s.Timeout > 0 {
-		in["timeout"] = s.Timeout.String()
+	if ws.timeout > 0 {
+		in["timeout"] = ws.timeout.String()
 	}
-	if ws.For != nil {
-		v, err := ws.For.Eval(f.env)
-		if err != nil {
-			return nil, nil, exprHalt(qid, err)
-		}
-		if req.For, err = durationValue(v); err != nil {
-			return nil, nil, &halt{StatusFailed, fmt.Sprintf("step %q: wait for: %v", qid, err)}
+	if ws.hold != nil {
+		var h *halt
+		if req.For, h = r.duration(f, ws.hold, qid, "wait for"); h != nil {
+			return nil, nil, h
 		}
 		in["for"] = req.For.String()
 	}
 	switch {
-	case ws.Event != "":
-		req.Event, req.EventValue = ws.Event, ws.To
-		in["event"] = ws.Event
-		if ws.To.Set {
-			in["value"] = jsonSafe(ws.To.V)
+	case ws.event != "":
+		req.Event, req.EventValue = ws.event, ws.to
+		in["event"] = ws.event
+		if ws.to.Set {
+			in["value"] = jsonSafe(ws.to.V)
 		}
 		return req, in, nil
-	case ws.State != "":
-		in["state"] = ws.State
+	case ws.state != "":
+		in["state"] = ws.state
 		addValueFilters(in, ws)
-		req.Entities = []string{ws.State}
+		req.Entities = []string{ws.state}
 		req.Check = r.stateCheck(ws)
-	case ws.Expr != nil:
-		in["expr"] = ws.Expr.Src
-		for _, ref := range ws.Expr.Refs {
+	case ws.expr != nil:
+		in["expr"] = ws.expr.Src
+		for _, ref := range ws.expr.Refs {
 			req.Entities = interpAppendUnique(req.Entities, ref.ID)
 		}
-		x, env := ws.Expr, f.env
+		x, env := ws.expr, f.env
 		if _, err := x.EvalBool(env); err != nil {
 			return nil, nil, exprHalt(qid, err)
 		}
@@ -291,18 +300,18 @@ func (r *interp) waitRequest(f *frame, s *Step, qid string) (*WaitRequest, map[s
 	return req, in, nil
 }
 
-func addValueFilters(in map[string]any, ws *WaitSpec) {
-	if ws.To.Set {
-		in["to"] = jsonSafe(ws.To.V)
+func addValueFilters(in map[string]any, ws *waitStep) {
+	if ws.to.Set {
+		in["to"] = jsonSafe(ws.to.V)
 	}
-	if ws.From.Set {
-		in["from"] = jsonSafe(ws.From.V)
+	if ws.from.Set {
+		in["from"] = jsonSafe(ws.from.V)
 	}
-	if ws.Above != nil {
-		in["above"] = *ws.Above
+	if ws.above != nil {
+		in["above"] = *ws.above
 	}
-	if ws.Below != nil {
-		in["below"] = *ws.Below
+	if ws.below != nil {
+		in["below"] = *ws.below
 	}
 }
 
@@ -333,7 +342,7 @@ func guardCheck(req *WaitRequest) (release func()) {
 
 // stateCheck holds when the state has the wanted value: equal to `to`,
 // different from `from` (it left that value), above/below the bounds.
-func (r *interp) stateCheck(ws *WaitSpec) func() bool {
+func (r *interp) stateCheck(ws *waitStep) func() bool {
 	w := r.w
 	return func() (ok bool) {
 		defer func() {
@@ -341,16 +350,16 @@ func (r *interp) stateCheck(ws *WaitSpec) func() bool {
 				ok = false
 			}
 		}()
-		v, _ := w.State(ws.State)
-		if ws.To.Set && !interpEqual(v, ws.To.V) {
+		v, _ := w.State(ws.state)
+		if ws.to.Set && !interpEqual(v, ws.to.V) {
 			return false
 		}
-		if ws.From.Set && interpEqual(v, ws.From.V) {
+		if ws.from.Set && interpEqual(v, ws.from.V) {
 			return false
 		}
-		if ws.Above != nil || ws.Below != nil {
+		if ws.above != nil || ws.below != nil {
 			x, isNum := interpNumber(v)
-			if !isNum || (ws.Above != nil && x <= *ws.Above) || (ws.Below != nil && x >= *ws.Below) {
+			if !isNum || (ws.above != nil && x <= *ws.above) || (ws.below != nil && x >= *ws.below) {
 				return false
 			}
 		}
@@ -359,30 +368,31 @@ func (r *interp) stateCheck(ws *WaitSpec) func() bool {
 }
 
 // branch runs an if or choose step: one decision, then the selected arm.
-func (r *interp) branch(f *frame, s *Step, qid, sfx string, i int) *halt {
+func (r *interp) branch(f *frame, s *runStep, qid, sfx string, i int) *halt {
 	var (
 		took, because string
-		arm           []*Step
+		arm           []runStep
 	)
-	if s.Kind == StepIf {
-		b, err := s.If.EvalBool(f.env)
+	if x, ok := s.more.(*ifStep); ok {
+		b, err := x.cond.EvalBool(f.env)
 		if err != nil {
 			return r.fail(i, exprHalt(qid, err))
 		}
-		took, arm = LabelElse, s.Else
+		took, arm = LabelElse, x.els
 		if b {
-			took, arm = LabelThen, s.Then
+			took, arm = LabelThen, x.then
 		}
-		because = fmt.Sprintf("%s = %t", s.If.Src, b)
+		because = fmt.Sprintf("%s = %t", x.cond.Src, b)
 	} else {
-		took, arm, because = LabelDefault, s.Default, fmt.Sprintf("no arm matched (%d checked)", len(s.Choose))
-		for _, a := range s.Choose {
-			b, err := a.When.EvalBool(f.env)
+		x := s.more.(*chooseStep)
+		took, arm, because = LabelDefault, x.def, fmt.Sprintf("no arm matched (%d checked)", len(x.arms))
+		for _, a := range x.arms {
+			b, err := a.when.EvalBool(f.env)
 			if err != nil {
 				return r.fail(i, exprHalt(qid, err))
 			}
 			if b {
-				took, arm, because = a.Label, a.Do, a.When.Src+" = true"
+				took, arm, because = a.label, a.do, a.when.Src+" = true"
 				break
 			}
 		}
@@ -395,12 +405,13 @@ func (r *interp) branch(f *frame, s *Step, qid, sfx string, i int) *halt {
 	return nil
 }
 
-func (r *interp) set(f *frame, s *Step, qid string, i int) *halt {
-	vals, h := r.evalArgs(f, qid, s.Set)
+func (r *interp) set(f *frame, s *runStep, qid string, i int) *halt {
+	vals, h := r.evalArgs(f, qid, s.vals)
 	if h != nil {
 		return r.fail(i, h)
 	}
-	for _, k := range sortedKeys(vals) {
+	for _, a := range s.vals {
+		k := a.name
 		c, h := r.storedValue(qid, k, vals[k])
 		if h == nil {
 			h = r.setValueFits(qid, k, c)
@@ -414,25 +425,25 @@ func (r *interp) set(f *frame, s *Step, qid string, i int) *halt {
 		f.env.varsMap()[k] = v
 	}
 	r.steps[i].Output = jsonSafeFresh(vals)
-	f.env.setStepOutput(s.ID, vals)
+	f.env.setStepOutput(s.id, vals)
 	r.setOutcome(i, StepSuccess, "")
 	return nil
 }
 
-func (r *interp) stop(f *frame, s *Step, qid string, i int) *halt {
-	if s.Stop != "" {
-		r.chargeText(len(s.Stop))
-		r.steps[i].Output = map[string]any{"reason": s.Stop}
+func (r *interp) stop(f *frame, s *runStep, qid string, i int) *halt {
+	if s.text != "" {
+		r.chargeText(len(s.text))
+		r.steps[i].Output = map[string]any{"reason": s.text}
 	}
-	if s.Error {
-		msg := s.Stop
+	if s.flags&stopError != 0 {
+		msg := s.text
 		if msg == "" {
 			msg = fmt.Sprintf("stopped with error at step %q", qid)
 		}
 		return r.fail(i, &halt{StatusFailed, msg})
 	}
 	r.setOutcome(i, StepStopped, "")
-	return &halt{StatusStopped, s.Stop}
+	return &halt{StatusStopped, s.text}
 }
 
 func interpNumber(v any) (float64, bool) {

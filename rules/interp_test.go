@@ -303,7 +303,6 @@ func TestRunExpandedAutomation(t *testing.T) {
 		itCount("rep", 2, itCall("script", "script.flash", "who", itTpl("trigger.id"))),
 		itCall("after", "a.set"))
 	itEntry(c, &pilotage.Entry{ID: "script.flash", Kind: pilotage.KindAutomation})
-	c.Plan = itPlan(c.Program)
 	w := itSim(itBase(), Scenario{})
 	w.SetAutomation("script.flash", sub)
 	res := itRun(t, c, w, itFire("motion", true))
@@ -327,7 +326,7 @@ func TestRunExpandedAutomation(t *testing.T) {
 		t.Errorf("sub args = %#v", got)
 	}
 	// A failure inside the sub-program fails the caller with the same status.
-	sub.Program.Steps = []*Step{itStop("bad", "sub failed", true)}
+	w.SetAutomation("script.flash", itCompile(&Program{Name: "flash", Params: sub.Params(), Steps: []*Step{itStop("bad", "sub failed", true)}}))
 	res = itRun(t, c, w, itFire("motion", true))
 	if res.Outcome.Status != StatusFailed || itStep(t, res, "script#1").Outcome.Status != StepFailed {
 		t.Errorf("outcome %+v / %+v", res.Outcome, itStep(t, res, "script#1").Outcome)
@@ -482,7 +481,7 @@ func (w *lateCheckWorld) Wait(ctx context.Context, req *WaitRequest) (bool, erro
 func TestRunWaitCheckAfterWait(t *testing.T) {
 	c := itProgram(itMotion, nil,
 		itSet("a", "n", 0),
-		&Step{ID: "w", Kind: StepWait, StepMore: &StepMore{Wait: &WaitSpec{Expr: itExpr("vars.n < 1000")}}},
+		&Step{ID: "w", Kind: StepWait, Wait: &WaitSpec{Expr: itExpr("vars.n < 1000")}},
 		itCount("r", 50, itSet("b", "n", itTpl("vars.index"))))
 	w := &lateCheckWorld{SimWorld: itSim(itBase(), Scenario{}), done: make(chan bool, 1)}
 	res := itRun(t, c, w, itFire("motion", true))

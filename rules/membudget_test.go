@@ -17,7 +17,7 @@ import (
 // counts as much as what is kept).
 func memRun(t testing.TB, src string, lim Limits) (*RunResult, uint64) {
 	t.Helper()
-	res, err := Validate([]byte(src), demoCatalog(), ValidateOptions{Limits: lim})
+	res, err := Validate([]byte(src), demoCatalog(), ValidateOptions{Limits: lim, Cache: itCache})
 	if err != nil || !res.Valid {
 		t.Fatalf("program does not validate: %v %+v", err, res.Diagnostics)
 	}
@@ -30,7 +30,7 @@ func memRun(t testing.TB, src string, lim Limits) (*RunResult, uint64) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	out := Run(context.Background(), c, w, RunInput{Trigger: fire, Limits: lim})
+	out := Run(context.Background(), c, w, RunInput{Trigger: fire, Limits: lim, Cache: itCache})
 	runtime.ReadMemStats(&after)
 	if err := CheckCorrespondence(c.Plan, out.Steps, out.Outcome); err != nil {
 		t.Errorf("trace: %v", err)

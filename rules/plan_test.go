@@ -93,7 +93,7 @@ func TestPlanInvariants(t *testing.T) {
 				}
 				return
 			}
-			checkPlan(t, res.Compiled.Program, res.Plan)
+			checkPlan(t, res.Program, res.Plan)
 		})
 	}
 }

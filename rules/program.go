@@ -8,6 +8,8 @@ package rules
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/robfig/cron/v3"
 )
 
 // Language is the one Language identifier this package implements.
@@ -53,11 +55,8 @@ type Value struct {
 	V   any
 }
 
-// Trigger is one trigger of a program. A state or event trigger (most
-// triggers of a house's rules) keeps its fields inline; numeric, cron,
-// time and sun triggers keep the fields of their kind in TriggerMore, nil
-// for state and event triggers. TriggerMore's fields read through Trigger
-// (t.Above), which is only valid when t.Kind is one of its kinds.
+// Trigger is one trigger of a program, as decoded: the fields of its
+// Kind are set. Cron and time triggers carry their parsed schedule.
 type Trigger struct {
 	Ptr    string
 	ID     string
@@ -66,19 +65,15 @@ type Trigger struct {
 	To     Value
 	From   Value
 	For    time.Duration // held duration (0 = none)
-
-	*TriggerMore // numeric, cron, time and sun triggers
-}
-
-// TriggerMore holds the fields of the numeric, cron, time and sun trigger
-// kinds.
-type TriggerMore struct {
-	Above  *float64 // numeric
-	Below  *float64 // numeric
+	Above  *float64      // numeric
+	Below  *float64      // numeric
 	Cron   string
 	At     string // HH:MM[:SS]
 	Sun    string // sunrise | sunset
 	Offset time.Duration
+	// Schedule is a cron or time trigger's schedule, parsed when decoded
+	// (nil when the spec does not parse).
+	Schedule cron.Schedule
 }
 
 // Condition is one condition; all must hold for the body to run.
@@ -103,13 +98,8 @@ const (
 	StepStop   StepKind = "stop"
 )
 
-// Step is one body step. Exactly the fields of its Kind are set. A call
-// or delay step (most steps of a house's rules) keeps its fields inline;
-// the other kinds keep theirs in StepMore, nil for call and delay steps: a
-// house holds thousands of steps and the collector marks every byte of
-// them on each cycle. StepMore's fields read through Step (s.Then), which
-// is only valid when s.Kind is one of its kinds; code walking steps of any
-// kind checks s.StepMore first.
+// Step is one body step, as decoded: exactly the fields of its Kind are
+// set; Children walks its child step lists.
 type Step struct {
 	Ptr  string
 	ID   string
@@ -122,14 +112,10 @@ type Step struct {
 	// delay
 	Delay *Template // duration text, possibly templated ("{{ params.hold }}")
 
-	*StepMore // wait, if, choose, repeat, set and stop steps
-}
-
-// StepMore holds the fields of the step kinds other than call and delay.
-type StepMore struct {
 	// wait
-	Wait    *WaitSpec
-	Timeout time.Duration // 0 = no timeout (bounded by the run's wall time)
+	Wait              *WaitSpec
+	Timeout           time.Duration // 0 = no timeout (bounded by the run's wall time)
+	ContinueOnTimeout bool
 
 	// if
 	If   *Expr
@@ -148,19 +134,8 @@ type StepMore struct {
 	Set map[string]*Template
 
 	// stop
-	Stop string // reason
-
-	ContinueOnTimeout bool // wait
-	Error             bool // stop: stop as a failure
-}
-
-// hasMore reports whether steps of kind k keep their fields in StepMore.
-func (k StepKind) hasMore() bool {
-	switch k {
-	case StepWait, StepIf, StepChoose, StepRepeat, StepSet, StepStop:
-		return true
-	}
-	return false
+	Stop  string // reason
+	Error bool   // stop as a failure
 }
 
 // WaitSpec is what a wait step waits for: a state change like a trigger, or

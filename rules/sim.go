@@ -204,81 +204,68 @@ func (e *ScenarioError) Error() string { return e.Message }
 // scenario's state overrides it. Because is "test run: scenario".
 func FireFor(c *Compiled, sc Scenario, w World) (TriggerFire, error) {
 	fire := TriggerFire{Time: w.Now(), Because: "test run: scenario", Value: sc.Value, From: sc.From}
-	if c == nil || c.Program == nil {
+	if c == nil {
 		return fire, &ScenarioError{"", "no program"}
 	}
-	p := c.Program
-	if len(p.Triggers) == 0 {
+	if len(c.triggers) == 0 {
 		if sc.Trigger != "" {
 			return fire, &ScenarioError{"/scenario/trigger", fmt.Sprintf("unknown trigger %q: the program has no triggers", sc.Trigger)}
 		}
 		return fire, nil
 	}
-	t := p.Triggers[0]
+	t := &c.triggers[0]
 	if sc.Trigger != "" {
-		t = nil
-		for _, x := range p.Triggers {
-			if x.ID == sc.Trigger {
-				t = x
-			}
-		}
-		if t == nil {
-			return fire, &ScenarioError{"/scenario/trigger", fmt.Sprintf("unknown trigger %q: want one of %s", sc.Trigger, strings.Join(triggerIDs(p), ", "))}
+		if t = c.trigger(sc.Trigger); t == nil {
+			return fire, &ScenarioError{"/scenario/trigger", fmt.Sprintf("unknown trigger %q: want one of %s", sc.Trigger, strings.Join(c.triggerIDs(), ", "))}
 		}
 	}
-	fire.ID = t.ID
+	fire.ID = t.id
+	kind := t.Kind()
 	cur, hasCur := any(nil), false
-	if t.Entity != "" && t.Kind != TriggerEvent {
-		cur, hasCur = w.State(t.Entity)
+	if t.entity != "" && kind != TriggerEvent {
+		cur, hasCur = w.State(t.entity)
 	}
 	if fire.Value == nil {
 		fire.Value = defaultFireValue(t, cur, hasCur, fire.Time)
 	}
 	if fire.From == nil {
-		if t.From.Set {
-			fire.From = t.From.V
+		if t.fromSet {
+			fire.From = t.from
 		} else if hasCur {
 			fire.From = cur
 		}
 	}
-	if sw, ok := w.(*SimWorld); ok && (t.Kind == TriggerState || t.Kind == TriggerNumeric) {
+	if sw, ok := w.(*SimWorld); ok && (kind == TriggerState || kind == TriggerNumeric) {
 		sw.mu.Lock()
-		if _, overridden := sw.scratch[t.Entity]; !overridden {
-			sw.scratch[t.Entity] = fire.Value
+		if _, overridden := sw.scratch[t.entity]; !overridden {
+			sw.scratch[t.entity] = fire.Value
 		}
 		sw.mu.Unlock()
 	}
 	return fire, nil
 }
 
-func defaultFireValue(t *Trigger, cur any, hasCur bool, now time.Time) any {
-	switch t.Kind {
+func defaultFireValue(t *RunTrigger, cur any, hasCur bool, now time.Time) any {
+	switch t.Kind() {
 	case TriggerState, TriggerEvent:
-		if t.To.Set {
-			return t.To.V
+		if t.toSet {
+			return t.to
 		}
 		return cur
 	case TriggerNumeric:
-		if x, ok := interpNumber(cur); ok && (t.Above == nil || x > *t.Above) && (t.Below == nil || x < *t.Below) {
+		above, below := t.bounds()
+		if x, ok := interpNumber(cur); ok && (above == nil || x > *above) && (below == nil || x < *below) {
 			return cur
 		}
 		switch {
-		case t.Above != nil && t.Below != nil:
-			return (*t.Above + *t.Below) / 2
-		case t.Above != nil:
-			return *t.Above + 1
-		case t.Below != nil:
-			return *t.Below - 1
+		case above != nil && below != nil:
+			return (*above + *below) / 2
+		case above != nil:
+			return *above + 1
+		case below != nil:
+			return *below - 1
 		}
 		return cur
 	}
 	return now.Format(time.RFC3339)
-}
-
-func triggerIDs(p *Program) []string {
-	ids := make([]string, len(p.Triggers))
-	for i, t := range p.Triggers {
-		ids[i] = t.ID
-	}
-	return ids
 }

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -115,52 +116,25 @@ func simEscapePointer(s string) string {
 // CheckScenario reports scenario members that name nothing in the program:
 // an unknown trigger, or a waits key that is not a wait step.
 func CheckScenario(c *Compiled, sc Scenario) []pilotage.Diagnostic {
-	if c == nil || c.Program == nil {
+	if c == nil {
 		return nil
 	}
 	var diags []pilotage.Diagnostic
-	p := c.Program
-	if sc.Trigger != "" {
-		found := false
-		for _, t := range p.Triggers {
-			found = found || t.ID == sc.Trigger
-		}
-		if !found {
-			diags = append(diags, pilotage.Diagnostic{Code: CodeInputBinding, Severity: pilotage.SeverityError,
-				Message: fmt.Sprintf("unknown trigger %q", sc.Trigger), Path: "/scenario/trigger",
-				Hint: "triggers: " + strings.Join(triggerIDs(p), ", ")})
-		}
+	if sc.Trigger != "" && c.trigger(sc.Trigger) == nil {
+		diags = append(diags, pilotage.Diagnostic{Code: CodeInputBinding, Severity: pilotage.SeverityError,
+			Message: fmt.Sprintf("unknown trigger %q", sc.Trigger), Path: "/scenario/trigger",
+			Hint: "triggers: " + strings.Join(c.triggerIDs(), ", ")})
 	}
-	waits := map[string]bool{}
-	collectWaitIDs(p.Steps, waits)
 	keys := make([]string, 0, len(sc.Waits))
 	for k := range sc.Waits {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if !waits[BaseStepID(k)] {
+		if _, isWait := slices.BinarySearch(c.waitIDs, BaseStepID(k)); !isWait {
 			diags = append(diags, pilotage.Diagnostic{Code: CodeInputBinding, Severity: pilotage.SeverityError,
 				Message: fmt.Sprintf("%q is not a wait step of the program", k), Path: "/scenario/waits/" + simEscapePointer(k)})
 		}
 	}
 	return diags
-}
-
-func collectWaitIDs(steps []*Step, out map[string]bool) {
-	for _, s := range steps {
-		if s.Kind == StepWait {
-			out[s.ID] = true
-		}
-		if s.StepMore == nil {
-			continue
-		}
-		collectWaitIDs(s.Then, out)
-		collectWaitIDs(s.Else, out)
-		collectWaitIDs(s.Default, out)
-		collectWaitIDs(s.Do, out)
-		for _, a := range s.Choose {
-			collectWaitIDs(a.Do, out)
-		}
-	}
 }

@@ -138,10 +138,10 @@ func TestFireFor(t *testing.T) {
 	c := itProgram([]*Trigger{
 		itState("motion", "hall_motion.occupancy", true),
 		{ID: "any", Kind: TriggerState, Entity: "front_door.contact"},
-		{ID: "hot", Kind: TriggerNumeric, Entity: "room.temp", TriggerMore: &TriggerMore{Above: &above}},
-		{ID: "band", Kind: TriggerNumeric, Entity: "room.temp", TriggerMore: &TriggerMore{Above: &above, Below: &below}},
+		{ID: "hot", Kind: TriggerNumeric, Entity: "room.temp", Above: &above},
+		{ID: "band", Kind: TriggerNumeric, Entity: "room.temp", Above: &above, Below: &below},
 		{ID: "press", Kind: TriggerEvent, Entity: "remote.action", To: Value{Set: true, V: "on"}},
-		{ID: "dusk", Kind: TriggerCron, TriggerMore: &TriggerMore{Cron: "0 30 18 * * *"}},
+		{ID: "dusk", Kind: TriggerCron, Cron: "0 30 18 * * *"},
 	}, nil, itCall("a", "a.set"))
 	base := map[string]any{"hall_motion.occupancy": false, "front_door.contact": true, "room.temp": 20.0}
 	tests := []struct {

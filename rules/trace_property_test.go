@@ -192,7 +192,7 @@ func TestTraceCorrespondenceProperty(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := Validate(raw, cat, ValidateOptions{Automation: func(id string) (*Compiled, bool) { c, ok := autos[id]; return c, ok }})
+		res, err := Validate(raw, cat, ValidateOptions{Cache: itCache, Automation: func(id string) (*Compiled, bool) { c, ok := autos[id]; return c, ok }})
 		if err != nil || !res.Valid {
 			t.Fatalf("seed %d: generated program is invalid: %v %+v\n%s", seed, err, res.Diagnostics, raw)
 		}
@@ -225,7 +225,7 @@ func FuzzTraceCorrespondence(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed, scen uint64) {
 		g := &progGen{r: rand.New(rand.NewPCG(seed, 7))}
 		raw, _ := json.Marshal(g.program())
-		res, err := Validate(raw, cat, ValidateOptions{Automation: func(id string) (*Compiled, bool) { c, ok := autos[id]; return c, ok }})
+		res, err := Validate(raw, cat, ValidateOptions{Cache: itCache, Automation: func(id string) (*Compiled, bool) { c, ok := autos[id]; return c, ok }})
 		if err != nil || !res.Valid {
 			t.Fatalf("generated program is invalid: %v %+v\n%s", err, res.Diagnostics, raw)
 		}

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -27,6 +26,8 @@ type ValidateOptions struct {
 	HasLocation bool
 	// Automation resolves promoted bodies by catalog id (may be nil).
 	Automation func(id string) (*Compiled, bool)
+	// Cache is what validations reuse (nil: nothing).
+	Cache *Cache
 }
 
 // Result is the outcome of Validate.
@@ -36,6 +37,9 @@ type Result struct {
 	CatalogVersion string
 	Plan           *pilotage.Plan // iff Valid
 	Compiled       *Compiled      // iff Valid
+	// Program is the program as decoded (nil when the text is not a JSON
+	// object): what diagnostics point into. Compiled holds what runs.
+	Program *Program
 }
 
 // Validate decodes and checks a program against a caller-scoped catalog
@@ -45,7 +49,7 @@ type Result struct {
 func Validate(raw []byte, cat Catalog, o ValidateOptions) (*Result, error) {
 	lim := o.Limits.withDefaults()
 	deadline := time.Now().Add(lim.ValidateWall)
-	dc := newDecoder(lim, deadline)
+	dc := newDecoder(lim, deadline, o.Cache)
 	prog, err := dc.decode(raw)
 	if err != nil {
 		return nil, err
@@ -65,7 +69,7 @@ func Validate(raw []byte, cat Catalog, o ValidateOptions) (*Result, error) {
 			return nil, c.fatal
 		}
 	}
-	res := &Result{Diagnostics: c.d.list, CatalogVersion: cat.Version()}
+	res := &Result{Diagnostics: c.d.list, CatalogVersion: cat.Version(), Program: prog}
 	if res.Diagnostics == nil {
 		res.Diagnostics = []pilotage.Diagnostic{}
 	}
@@ -76,45 +80,34 @@ func Validate(raw []byte, cat Catalog, o ValidateOptions) (*Result, error) {
 	if !res.Valid {
 		return res, nil
 	}
-	plan := BuildPlan(prog, func(id string) *pilotage.Entry { return c.entries[id] })
 	var canon bytes.Buffer
 	if err := json.Compact(&canon, raw); err != nil {
 		canon.Reset()
 		canon.Write(raw)
 	}
-	res.Plan = plan
-	res.Compiled = c.compiled(prog, plan, canon.Bytes())
+	res.Compiled = c.compiled(prog, canon.Bytes())
+	res.Plan = res.Compiled.Plan
 	return res, nil
 }
 
-// compiled assembles the validated program.
-func (c *checker) compiled(prog *Program, plan *pilotage.Plan, canon []byte) *Compiled {
+// compiled assembles the validated program, lowered into its run form.
+func (c *checker) compiled(prog *Program, canon []byte) *Compiled {
 	refs := sortedKeys(c.entries)
 	entries := make([]*pilotage.Entry, len(refs))
 	for i, id := range refs {
 		entries[i] = c.entries[id]
 	}
-	// One allocation for the compiled program and its Program (a house
-	// holds thousands of compiled programs: each object is one more for
-	// the collector to trace).
-	cp := &compiledProgram{prog: *prog}
-	cp.Compiled = Compiled{
-		Program: &cp.prog,
+	cp := &Compiled{
 		Raw:     canon,
-		Plan:    plan,
 		Refs:    refs,
 		Entries: entries,
 		Sub:     c.sub, // nil unless the program calls promoted automations
 
 		CallDepth: c.callDepth,
 	}
-	return &cp.Compiled
-}
-
-// compiledProgram is a Compiled allocated together with its Program.
-type compiledProgram struct {
-	Compiled
-	prog Program
+	cp.form = lower(prog, &interner{k: c.o.Cache, entry: cp.Entry})
+	cp.Plan = BuildPlan(cp)
+	return cp
 }
 
 // checker holds one validation's catalog-dependent pass.
@@ -285,15 +278,6 @@ func (c *checker) lookupFor(id, path string, rng *pilotage.Range, what string, c
 	return e
 }
 
-// shareID returns the catalog entry's own copy of id (equal to it), so the
-// program does not keep a copy of its own.
-func shareID(id string, e *pilotage.Entry) string {
-	if e.ID == id {
-		return e.ID
-	}
-	return id
-}
-
 func article(w string) string {
 	if w != "" && strings.ContainsRune("aeiou", rune(w[0])) {
 		return "an"
@@ -320,7 +304,6 @@ func (c *checker) trigger(t *Trigger) {
 		}
 		e := c.lookup(t.Entity, t.Ptr+"/state", nil, "state", pilotage.KindState)
 		if e != nil {
-			t.Entity = shareID(t.Entity, e)
 			c.filter(e, t.To, t.Ptr+"/to")
 			c.filter(e, t.From, t.Ptr+"/from")
 			if t.Kind == TriggerNumeric {
@@ -332,7 +315,6 @@ func (c *checker) trigger(t *Trigger) {
 			return
 		}
 		if e := c.lookup(t.Entity, t.Ptr+"/event", nil, "event", pilotage.KindEvent); e != nil {
-			t.Entity = shareID(t.Entity, e)
 			c.filter(e, t.To, t.Ptr+"/value")
 		}
 	case TriggerSun:
@@ -411,40 +393,7 @@ func (c *checker) schema(key string, raw json.RawMessage) *jsonschema.Schema {
 	if s, ok := c.schemas[key]; ok {
 		return s
 	}
-	s := catalogSchemas.get(raw)
+	s := c.o.Cache.schema(raw)
 	c.schemas[key] = s
-	return s
-}
-
-// schemaMemo memoizes compiled catalog schemas by their text. Compiling
-// (which checks the schema against its metaschema) costs far more than a
-// validation, and catalogs repeat the same schemas for every device of a
-// model. A compiled schema is immutable, so sharing is safe; the memo is
-// bounded and simply starts over when full.
-type schemaMemo struct {
-	mu  sync.Mutex
-	max int
-	m   map[string]*jsonschema.Schema
-}
-
-var catalogSchemas = &schemaMemo{max: 4096}
-
-func (sm *schemaMemo) get(raw json.RawMessage) *jsonschema.Schema {
-	key := string(raw)
-	sm.mu.Lock()
-	s, ok := sm.m[key]
-	sm.mu.Unlock()
-	if ok {
-		return s
-	}
-	if doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw)); err == nil {
-		s, _ = compileSchema(doc)
-	}
-	sm.mu.Lock()
-	if sm.m == nil || len(sm.m) >= sm.max {
-		sm.m = make(map[string]*jsonschema.Schema)
-	}
-	sm.m[key] = s
-	sm.mu.Unlock()
 	return s
 }

@@ -35,7 +35,7 @@ func FuzzValidate(f *testing.F) {
 	lim.ValidateWall = 2 * time.Second
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		start := time.Now()
-		res, err := Validate(raw, cat, ValidateOptions{Limits: lim, HasLocation: len(raw)%2 == 0})
+		res, err := Validate(raw, cat, ValidateOptions{Limits: lim, HasLocation: len(raw)%2 == 0, Cache: itCache})
 		if d := time.Since(start); d > 5*time.Second {
 			t.Fatalf("validation took %v", d)
 		}

@@ -69,16 +69,12 @@ func (c *checker) step(s *Step, sc *scope) {
 		c.template(s.Delay, sc)
 	case StepWait:
 		c.wait(s.Wait, sc)
-	case StepIf:
+	case StepIf, StepChoose:
 		c.expr(s.If, sc)
-		c.steps(s.Then, sc.child(false, false))
-		c.steps(s.Else, sc.child(false, false))
-	case StepChoose:
-		for _, a := range s.Choose {
-			c.expr(a.When, sc)
-			c.steps(a.Do, sc.child(false, false))
+		for ch := range s.Children() {
+			c.expr(ch.When, sc)
+			c.steps(ch.Steps, sc.child(false, false))
 		}
-		c.steps(s.Default, sc.child(false, false))
 	case StepRepeat:
 		body := sc.child(true, s.Repeat != nil && s.Repeat.ForEach != nil)
 		if r := s.Repeat; r != nil {
@@ -110,7 +106,6 @@ func (c *checker) wait(w *WaitSpec, sc *scope) {
 	switch {
 	case w.State != "":
 		if e := c.lookup(w.State, w.Ptr+"/state", nil, "state", pilotage.KindState); e != nil {
-			w.State = shareID(w.State, e)
 			c.filter(e, w.To, w.Ptr+"/to")
 			c.filter(e, w.From, w.Ptr+"/from")
 			if w.Above != nil || w.Below != nil {
@@ -119,7 +114,6 @@ func (c *checker) wait(w *WaitSpec, sc *scope) {
 		}
 	case w.Event != "":
 		if e := c.lookup(w.Event, w.Ptr+"/event", nil, "event", pilotage.KindEvent); e != nil {
-			w.Event = shareID(w.Event, e)
 			c.filter(e, w.To, w.Ptr+"/value")
 		}
 	}
@@ -136,7 +130,6 @@ func (c *checker) call(s *Step) {
 	if e == nil {
 		return
 	}
-	s.Call = shareID(s.Call, e)
 	if !e.Callable || !pilotage.KindCallable(e.Kind) {
 		delete(c.entries, s.Call)
 		c.d.add(CodeNotCallable, path, "call an action (e.g. \"hall_light.set\") or a promoted automation", "%q is %s %s entry, which cannot be called", s.Call, article(string(e.Kind)), e.Kind)
