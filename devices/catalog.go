@@ -160,7 +160,7 @@ func NewCatalog(o Options) *Catalog {
 		subbed:  map[string]bool{},
 		subWake: make(chan struct{}, 1),
 		intern:  in,
-		ids:     newIDTable(),
+		ids:     newIDTable(o.Logger.With("component", "devices"), o.Now),
 	}
 	c.topics.devices = o.Z2MBase + "/bridge/devices"
 	c.topics.event = o.Z2MBase + "/bridge/event"

@@ -19,8 +19,17 @@
 //     Options.IDs: a device whose name asks for a taken id gets base_2,
 //     base_3, … and keeps it across restarts whatever order discovery
 //     arrives in, so no newcomer, from either source, can take a known
-//     device's id (and its rules). A device that leaves (discovery removed,
-//     gone from the Zigbee2MQTT list) or is renamed releases its id.
+//     device's id (and its rules). A Home Assistant device keeps its id
+//     whatever name later discovery messages give it (as Home Assistant
+//     pins entity ids to unique ids: a rename changes the name, not the
+//     id); a device renamed in Zigbee2MQTT (its topics move too) takes its
+//     new name's id. An id a device leaves (discovery removed, gone from
+//     the Zigbee2MQTT list, renamed in Zigbee2MQTT) stays reserved for it
+//     for 30 days, logged: it gets the id back if it returns, and no other
+//     device takes it meanwhile. Within a Home Assistant device, each
+//     discovery entity keeps its segment (outdoor_weather.temperature) the
+//     same way, so an entity joining a device with its identifiers never
+//     takes a state id from one that came first.
 //     Zigbee2MQTT's own Home Assistant discovery of a device
 //     ("zigbee2mqtt_<ieee>") shares the native device's key; the native
 //     device wins.

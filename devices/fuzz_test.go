@@ -36,16 +36,26 @@ func checkSnapshot(t *testing.T, c *Catalog) {
 			t.Fatalf("%s: unsafe id", e.ID)
 		}
 	}
-	// The device id table: one id per key, one key per id.
+	// The device id table: every id belongs to one key, which holds it
+	// (cur) or keeps it reserved (kept), never both; one held id per key.
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if len(c.ids.byKey) != len(c.ids.byID) {
-		t.Fatalf("id table: %d keys, %d ids", len(c.ids.byKey), len(c.ids.byID))
-	}
-	for k, v := range c.ids.byKey {
-		if c.ids.byID[v.id] != k {
-			t.Fatalf("id table: %s holds %s, which belongs to %s", k, v.id, c.ids.byID[v.id])
+	n := len(c.ids.cur)
+	for k, id := range c.ids.cur {
+		if r, ok := c.ids.byID[id]; !ok || r.key != k || !r.left.IsZero() {
+			t.Fatalf("id table: %s holds %s, which is %+v", k, id, r)
 		}
+	}
+	for k, ids := range c.ids.kept {
+		n += len(ids)
+		for _, id := range ids {
+			if r, ok := c.ids.byID[id]; !ok || r.key != k || r.left.IsZero() {
+				t.Fatalf("id table: %s keeps %s, which is %+v", k, id, r)
+			}
+		}
+	}
+	if n != len(c.ids.byID) {
+		t.Fatalf("id table: %d ids held or kept, %d assigned", n, len(c.ids.byID))
 	}
 }
 

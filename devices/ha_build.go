@@ -41,7 +41,8 @@ func (e *haEntity) devKey() string {
 // its stable key (first come, first served: see idTable); a device that
 // Zigbee2MQTT also lists natively (natives) is left to the native one.
 func (h *haSource) build(log *slog.Logger, ids *idTable, natives []*devSpec) []*devSpec {
-	groups, order := h.groups(log)
+	slotKeys := ids.slotKeys(h.entities)
+	groups, order := h.groups(log, ids)
 	nativeIDs := make(map[string]bool, len(natives))
 	for _, s := range natives {
 		nativeIDs[s.id] = true
@@ -62,10 +63,13 @@ func (h *haSource) build(log *slog.Logger, ids *idTable, natives []*devSpec) []*
 			log.Warn("discovery device skipped: no usable name", "device", name)
 			continue
 		}
+		for _, e := range g.ents {
+			ids.keep(slotKeys[e])
+		}
 		fp := g.fingerprint(id, name)
 		spec := h.cache[fp]
 		if spec == nil {
-			spec = buildHADevice(id, name, g)
+			spec = buildHADevice(id, name, g, slots{ids, id, slotKeys})
 		}
 		cache[fp] = spec
 		out = append(out, spec)
@@ -74,19 +78,21 @@ func (h *haSource) build(log *slog.Logger, ids *idTable, natives []*devSpec) []*
 	return out
 }
 
-// groups sorts the accepted entities into devices, in claim order.
-func (h *haSource) groups(log *slog.Logger) (map[string]*haGroup, []string) {
+// groups sorts the accepted entities into devices, in claim order. Of the
+// configs sharing a unique_id, the one whose topic holds it in ids keeps
+// it, else the first to arrive (see uidOwners).
+func (h *haSource) groups(log *slog.Logger, ids *idTable) (map[string]*haGroup, []string) {
 	groups := map[string]*haGroup{}
 	var order []string
 	seenUID := map[string]string{}
+	owners := h.uidOwners(ids)
 	for _, k := range sortedKeys(h.entities) {
 		e := h.entities[k]
 		if uid := e.str("unique_id", ""); uid != "" {
-			if first, dup := seenUID[e.component+"/"+uid]; dup {
-				log.Debug("duplicate unique_id ignored", "topic", k, "first", first)
+			if owner := owners[e.component+"/"+uid]; owner != k {
+				log.Debug("duplicate unique_id ignored", "topic", k, "kept", owner)
 				continue
 			}
-			seenUID[e.component+"/"+uid] = k
 		}
 		if e.component == "device_automation" {
 			k := "da/" + e.str("topic", "") + "/" + e.str("type", "") + "/" + e.str("subtype", "") + "/" + e.str("payload", "")
@@ -112,6 +118,27 @@ func (h *haSource) groups(log *slog.Logger) (map[string]*haGroup, []string) {
 		return order[i] < order[j]
 	})
 	return groups, order
+}
+
+// uidOwners picks, for each "<component>/<unique_id>", the topic of the
+// config that keeps it: the one its entity's segment is pinned to in ids,
+// else the earliest to arrive (as Home Assistant ignores a later config
+// with a unique_id it has), never the one whose topic sorts first.
+func (h *haSource) uidOwners(ids *idTable) map[string]string {
+	owners := map[string]string{}
+	for k, e := range h.entities {
+		uk, ok := uidSlotKey(e)
+		if !ok {
+			continue
+		}
+		u := strings.TrimPrefix(uk.s, "ent:uid:")
+		cur, seen := owners[u]
+		pinned := ids.slotOwner(uk)
+		if !seen || k == pinned || cur != pinned && e.ver < h.entities[cur].ver {
+			owners[u] = k
+		}
+	}
+	return owners
 }
 
 // regKey is the group's key in the id registry (IDAssignment.Key).
@@ -190,7 +217,7 @@ func (g *haGroup) deviceName() string {
 
 var haTypePriority = []string{"lock", "alarm_control_panel", "valve", "siren", "cover", "climate", "light", "fan", "switch", "event", "device_automation", "binary_sensor", "sensor"}
 
-func buildHADevice(id, name string, g *haGroup) *devSpec {
+func buildHADevice(id, name string, g *haGroup, pins slots) *devSpec {
 	s := &devSpec{id: id, name: name, source: "homeassistant",
 		manufacturer: g.devField("manufacturer"), modelName: g.devField("model"), area: g.devField("suggested_area")}
 	comps := map[string]bool{}
@@ -214,7 +241,7 @@ func buildHADevice(id, name string, g *haGroup) *devSpec {
 		desc = "Device from Home Assistant MQTT discovery"
 	}
 	s.desc = desc
-	b := &haBuilder{spec: s, usedKeys: map[string]bool{}, availSeen: map[string]bool{}, lone: len(g.ents) == 1}
+	b := &haBuilder{spec: s, usedKeys: map[string]bool{}, availSeen: map[string]bool{}, lone: len(g.ents) == 1, pins: pins}
 	ents := append([]*haEntity(nil), g.ents...)
 	// Controllable components claim the primary slot first; plain sensors
 	// claim device-class names before binary sensors (battery vs battery_low).
@@ -245,7 +272,8 @@ type haBuilder struct {
 	spec      *devSpec
 	usedKeys  map[string]bool
 	availSeen map[string]bool
-	lone      bool // the device has a single entity
+	lone      bool  // the device has a single entity
+	pins      slots // the segments the device's entities hold (first come)
 }
 
 // entityKey derives the entity's id segment: its name without the device
@@ -272,13 +300,20 @@ func (b *haBuilder) entityKey(e *haEntity, devName string) string {
 	if e.component == "device_automation" {
 		key = slug(e.str("type", "") + "_" + e.str("subtype", ""))
 	}
+	ek := b.pins.key(e)
+	if seg, ok := b.pins.pinned(ek); ok && !b.usedKeys[seg] {
+		key = seg // its segment since it first came
+	}
 	for _, cand := range []string{key, slug(e.objectID), slug(e.str("device_class", "")), slug(e.component), slug(e.component + "_" + e.objectID)} {
-		if !b.usedKeys[cand] {
+		if !b.usedKeys[cand] && b.pins.free(cand, ek) {
 			b.usedKeys[cand] = true
+			b.pins.pin(ek, cand, e.key)
 			return cand
 		}
 	}
-	return slug(e.component + "_" + e.key)
+	seg := slug(e.component + "_" + e.key)
+	b.pins.pin(ek, seg, e.key)
+	return seg
 }
 
 // ent is the per-entity naming context.

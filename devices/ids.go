@@ -2,6 +2,7 @@ package devices
 
 import (
 	"context"
+	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,32 +13,58 @@ import (
 // ids are first come, first served and stay put across restarts whatever
 // order discovery messages arrive in (as Home Assistant's entity registry
 // pins entity ids to unique ids). storage.Store implements it; the catalog
-// reads it once at Start and writes only when discovery assigns or
-// releases an id, never per state message.
+// reads it once at Start and writes only when discovery assigns, reserves
+// or frees an id, never per state message.
 type IDRegistry interface {
 	LoadDeviceIDs(ctx context.Context) ([]IDAssignment, error)
-	// SaveDeviceIDs removes the assignments of the del keys and stores put
-	// (replacing the keys' earlier assignments), as one transaction.
+	// SaveDeviceIDs removes the assignments of the del ids and stores put
+	// (replacing the ids' earlier assignments), as one transaction.
 	SaveDeviceIDs(ctx context.Context, put []IDAssignment, del []string) error
 }
 
-// IDAssignment pins a device id to a device's stable key.
+// IDAssignment pins an id to a device's (or a discovery entity's) stable
+// key. A key holds at most one id at a time (Left zero) and may keep
+// others reserved (Left set).
 type IDAssignment struct {
 	// Key identifies the device whatever its name: "z2m:<ieee address>"
 	// (also the key of Zigbee2MQTT's own Home Assistant discovery of that
 	// device, identifier "zigbee2mqtt_<ieee>"), "ha:ids:<first identifier>",
 	// "ha:cns:<type>=<value>", "ha:uid:<component>/<unique_id>" or
-	// "ha:topic:<discovery topic>" for an entity without a device.
+	// "ha:topic:<discovery topic>" for an entity without a device; or one
+	// Home Assistant discovery entity within its device:
+	// "ha:ent:uid:<component>/<unique_id>" or "ha:ent:topic:<topic>".
 	Key string
-	// ID is the device id; its states, events and actions derive from it.
+	// ID is the device id (its states, events and actions derive from
+	// it); for an entity key, "<device id>#<segment>": the segment its
+	// states and actions take within the device ("temperature" in
+	// outdoor_weather.temperature; "" for the device's primary entity).
 	ID string
-	// Base is the id the device's name asks for: ID itself, or ID less a
-	// "_<n>" suffix when another device had it first. A device whose name
-	// changes (another base) gets a new id; the old one is released.
+	// Base is the id the device's name asks for now: ID itself, or ID less
+	// a "_<n>" suffix when another device had it first. Home Assistant
+	// ids stay with their device whatever its name (as Home Assistant's
+	// entity ids do); a device renamed in Zigbee2MQTT takes its new name's
+	// id (its topics changed too) and keeps the old one reserved. For an
+	// entity key, the discovery topic of the config that holds the
+	// segment: of two configs with one unique_id, that one keeps it.
 	Base string
+	// Left is when the key stopped holding ID (zero while it holds it):
+	// its device left (discovery removed, gone from the Zigbee2MQTT device
+	// list) or was renamed in Zigbee2MQTT. ID stays reserved for the key
+	// until Left plus idReserve: it gets ID back if it returns, and no
+	// other device takes ID meanwhile, so a rule naming ID never follows
+	// another device.
+	Left time.Time
 }
 
 const z2mKeyPrefix, haKeyPrefix = "z2m:", "ha:"
+
+// idReserve is how long an id stays reserved for the device that left it;
+// maxReserved bounds the reservations (the oldest ends first), so that
+// discovery configs coming and going cannot grow the registry for ever.
+const (
+	idReserve   = 30 * 24 * time.Hour
+	maxReserved = 4096
+)
 
 // idKey is a device's key in memory: IDAssignment.Key without its "z2m:"
 // or "ha:" prefix, so that making one allocates nothing (a Zigbee2MQTT key
@@ -73,6 +100,38 @@ func z2mKey(h *z2mHead) idKey {
 	return idKey{z2m: true, s: h.ieee}
 }
 
+// uidSlotKey is the key of a Home Assistant discovery entity's segment
+// by its unique_id ("" when it has none).
+func uidSlotKey(e *haEntity) (idKey, bool) {
+	uid := e.str("unique_id", "")
+	return idKey{s: "ent:uid:" + e.component + "/" + uid}, uid != ""
+}
+
+// slotKeys returns the key of each discovery entity's segment within its
+// device (ents by topic): its unique_id's, or its topic's when it has none
+// or when another config holds its unique_id and has not left since this
+// run saw it (not seen yet after a restart counts as holding: its config
+// may simply not have arrived yet), so that a config reusing a unique_id
+// never takes the segment of the one that came first. A config holding a
+// unique_id, present, is recorded as seen.
+func (t *idTable) slotKeys(ents map[string]*haEntity) map[*haEntity]idKey {
+	keys := make(map[*haEntity]idKey, len(ents))
+	for topic, e := range ents {
+		k, ok := uidSlotKey(e)
+		owner := t.slotOwner(k)
+		switch {
+		case !ok:
+			k = idKey{s: "ent:topic:" + topic}
+		case owner == topic:
+			t.ownerSeen[k] = true
+		case owner != "" && (ents[owner] != nil || !t.ownerSeen[k]):
+			k = idKey{s: "ent:topic:" + topic}
+		}
+		keys[e] = k
+	}
+	return keys
+}
+
 func firstNonEmpty(a, b string) string {
 	if a != "" {
 		return a
@@ -83,46 +142,96 @@ func firstNonEmpty(a, b string) string {
 // saveTimeout bounds one write of the registry.
 const saveTimeout = 5 * time.Second
 
-type idVal struct{ id, base string }
+// idRow is one assignment: id (the map key) belongs to key.
+type idRow struct {
+	key  idKey
+	base string
+	left time.Time // zero while key holds the id
+}
 
-// idTable is the catalog's copy of the registry: every key holds at most
-// one id and every id at most one key. A rebuild claims the id of each
-// device it builds; keys not claimed by a rebuild that were present in the
-// previous one (the device left: discovery removed, or gone from the
-// Zigbee2MQTT device list) are released. A key not seen since the start
-// keeps its id: its discovery may simply not have arrived yet. Changes
-// wait in put/del until saved.
+// idTable is the catalog's copy of the registry. Every id belongs to one
+// key; a key holds at most one id (cur) and keeps the ids it left
+// reserved. A rebuild claims the id of each device it builds; a key
+// claimed by the previous rebuild but not by this one (its device left),
+// and once a Zigbee2MQTT device list is known any Zigbee2MQTT key it no
+// longer lists, leaves its id, which stays reserved for it (idReserve). A
+// key not seen since the start keeps its id: its discovery may simply not
+// have arrived yet. Changes wait in dirty until saved.
 type idTable struct {
-	byKey   map[idKey]idVal
-	byID    map[string]idKey
-	present map[idKey]bool // keys claimed or kept by the last rebuild
-	now     map[idKey]bool // keys claimed or kept by the running rebuild
-	put     map[idKey]bool // assigned, not saved yet
-	del     map[idKey]bool // released, not saved yet
+	log     *slog.Logger
+	clock   func() time.Time
+	byID    map[string]idRow
+	cur     map[idKey]string   // the id each key holds
+	kept    map[idKey][]string // the ids reserved for each key
+	present map[idKey]bool     // keys claimed or kept by the last rebuild
+	now     map[idKey]bool     // keys claimed or kept by the running rebuild
+	dirty   map[string]bool    // ids stored or removed, not saved yet
+	limit   int                // maxReserved (tests lower it)
+	// ownerSeen marks the entity keys whose owning discovery topic this
+	// run has seen (see slotKeys).
+	ownerSeen map[idKey]bool
 }
 
-func newIDTable() *idTable {
-	return &idTable{byKey: map[idKey]idVal{}, byID: map[string]idKey{}, present: map[idKey]bool{},
-		put: map[idKey]bool{}, del: map[idKey]bool{}}
+func newIDTable(log *slog.Logger, clock func() time.Time) *idTable {
+	return &idTable{log: log, clock: clock, byID: map[string]idRow{}, cur: map[idKey]string{},
+		kept: map[idKey][]string{}, present: map[idKey]bool{}, dirty: map[string]bool{}, limit: maxReserved,
+		ownerSeen: map[idKey]bool{}}
 }
 
-// load adds persisted assignments; one whose key is malformed or whose key
-// or id is taken already (loaded twice, or assigned before Start) is
-// skipped and returned.
+// load adds persisted assignments; one whose key is malformed, whose id is
+// taken already, or that would be a second id held by one key is skipped
+// and returned.
 func (t *idTable) load(as []IDAssignment) (skipped []IDAssignment) {
 	for _, a := range as {
 		k, ok := parseIDKey(a.Key)
-		if _, dup := t.byKey[k]; !ok || dup || a.ID == "" || a.Base == "" {
+		_, dupID := t.byID[a.ID]
+		_, dupKey := t.cur[k]
+		if !ok || dupID || a.ID == "" || a.Base == "" && !strings.Contains(a.ID, "#") || a.Left.IsZero() && dupKey {
 			skipped = append(skipped, a)
 			continue
 		}
-		if _, dup := t.byID[a.ID]; dup {
-			skipped = append(skipped, a)
-			continue
-		}
-		t.byKey[k], t.byID[a.ID] = idVal{a.ID, a.Base}, k
+		t.put(a.ID, idRow{key: k, base: a.Base, left: a.Left})
+		delete(t.dirty, a.ID)
 	}
 	return skipped
+}
+
+// put stores row under id, keeping cur and kept in step.
+func (t *idTable) put(id string, r idRow) {
+	t.drop(id)
+	t.byID[id] = r
+	if r.left.IsZero() {
+		t.cur[r.key] = id
+	} else {
+		t.kept[r.key] = append(t.kept[r.key], id)
+	}
+	t.dirty[id] = true
+}
+
+// drop removes id's assignment.
+func (t *idTable) drop(id string) {
+	r, ok := t.byID[id]
+	if !ok {
+		return
+	}
+	delete(t.byID, id)
+	if t.cur[r.key] == id {
+		delete(t.cur, r.key)
+	}
+	if ids := t.kept[r.key]; len(ids) > 0 {
+		out := ids[:0]
+		for _, x := range ids {
+			if x != id {
+				out = append(out, x)
+			}
+		}
+		if len(out) == 0 {
+			delete(t.kept, r.key)
+		} else {
+			t.kept[r.key] = out
+		}
+	}
+	t.dirty[id] = true
 }
 
 func (t *idTable) begin() { t.now = make(map[idKey]bool, len(t.present)) }
@@ -134,89 +243,239 @@ func (t *idTable) claimed(key idKey) bool { return t.now[key] }
 // its id for when it comes back).
 func (t *idTable) keep(key idKey) { t.now[key] = true }
 
-// claim returns the id of key for a device whose name asks for base: its
-// pinned id while base is unchanged, else base, or base_2, base_3, … when
-// another key holds it. ok is false for an empty base, and when the running
-// rebuild has claimed key already (two devices claiming one identity: the
-// first wins).
+// claim returns the id of key for a device whose name asks for base. A
+// Home Assistant key keeps its id whatever base (a rename by a discovery
+// message changes the device's name, not its id); a Zigbee2MQTT key keeps
+// it while base is unchanged, and when renamed takes base's id and keeps
+// the old one reserved. A key without an id takes back one reserved for
+// it, else base, or base_2, base_3, … when another key holds or keeps
+// it. ok is false for an empty base, and when the running rebuild has
+// claimed key already (two devices claiming one identity: the first wins).
 func (t *idTable) claim(key idKey, base string) (id string, ok bool) {
 	if t.now[key] || base == "" {
 		return "", false
 	}
 	t.now[key] = true
-	if v, has := t.byKey[key]; has {
-		if v.base == base {
-			return v.id, true
+	if id, has := t.cur[key]; has {
+		r := t.byID[id]
+		switch {
+		case r.base == base:
+			return id, true
+		case !key.z2m:
+			t.log.Info("device renamed by discovery: its id stays (ids are pinned to the device)", "id", id, "key", key.String(), "name_asks", base)
+			r.base = base
+			t.put(id, r)
+			return id, true
 		}
-		t.release(key) // renamed: the new name's id, first come
+		t.leave(id, "device renamed in Zigbee2MQTT: rules naming the old id must be changed", slog.LevelWarn)
 	}
-	id = base
+	if id, ok := t.reclaim(key, base); ok {
+		return id, true
+	}
+	return t.assign(key, base), true
+}
+
+// reclaim gives key back an id reserved for it: the one base asks for, or
+// for a Home Assistant key (whose ids do not follow names) the latest.
+func (t *idTable) reclaim(key idKey, base string) (string, bool) {
+	best := ""
+	for _, id := range t.kept[key] {
+		r := t.byID[id]
+		if r.base == base {
+			best = id
+			break
+		}
+		if !key.z2m && (best == "" || r.left.After(t.byID[best].left)) {
+			best = id
+		}
+	}
+	if best == "" {
+		return "", false
+	}
+	t.log.Info("device back: it gets its reserved id again", "id", best, "key", key.String())
+	t.put(best, idRow{key: key, base: base})
+	return best, true
+}
+
+// assign gives key the first free id of base, base_2, base_3, …; a
+// suffix is logged with who holds the id.
+func (t *idTable) assign(key idKey, base string) string {
+	id := base
 	for n := 2; ; n++ {
 		if _, taken := t.byID[id]; !taken {
 			break
 		}
 		id = base + "_" + strconv.Itoa(n)
 	}
-	t.byKey[key], t.byID[id], t.put[key] = idVal{id, base}, key, true
-	delete(t.del, key)
-	return id, true
+	if id != base {
+		holder := t.byID[base]
+		t.log.Warn("device id taken: the newcomer gets a suffix", "wants", base, "gets", id, "key", key.String(),
+			"holder", holder.key.String(), "holder_left", !holder.left.IsZero())
+	}
+	t.put(id, idRow{key: key, base: base})
+	return id
+}
+
+// leave makes key's id reserved for it from now on; level is the log
+// line's (an entity's segment is not logged).
+func (t *idTable) leave(id, why string, level slog.Level) {
+	r := t.byID[id]
+	r.left = t.clock()
+	t.put(id, r)
+	if !strings.Contains(id, "#") {
+		t.log.Log(context.Background(), level, "device id reserved for its device", "id", id, "key", r.key.String(),
+			"why", why, "until", r.left.Add(idReserve).Format(time.RFC3339))
+	}
 }
 
 // share makes the table keep the spec's copy of key's id (a substring of
 // the spec's own strings) rather than one more string per device.
 func (t *idTable) share(key idKey, id string) {
-	if v, ok := t.byKey[key]; ok && v.id == id {
-		if v.base == v.id {
-			v.base = id
-		}
-		v.id = id
-		t.byKey[key] = v
-		delete(t.byID, id)
-		t.byID[id] = key
-	}
-}
-
-func (t *idTable) release(key idKey) {
-	v, ok := t.byKey[key]
-	if !ok {
+	if t.cur[key] != id {
 		return
 	}
-	delete(t.byKey, key)
-	delete(t.byID, v.id)
-	delete(t.put, key)
-	t.del[key] = true
+	r := t.byID[id]
+	if r.base == id {
+		r.base = id
+	}
+	delete(t.byID, id)
+	t.byID[id] = r
+	t.cur[key] = id
 }
 
-// end releases the ids of keys that left since the previous rebuild and,
-// once a Zigbee2MQTT device list is known (z2mListed), of every Zigbee2MQTT
-// key it no longer holds: that list is complete, so a device removed while
-// Pilothouse was down does not keep its id reserved.
+// end lets the keys that left since the previous rebuild (and, once a
+// Zigbee2MQTT device list is known (z2mListed), every Zigbee2MQTT key it
+// no longer holds: that list is complete) leave their ids, reserved for
+// them; and ends the reservations past idReserve or beyond maxReserved.
 func (t *idTable) end(z2mListed bool) {
 	for k := range t.present {
-		if !t.now[k] {
-			t.release(k)
+		if id, ok := t.cur[k]; ok && !t.now[k] {
+			t.leave(id, "device left", slog.LevelInfo)
 		}
 	}
 	if z2mListed {
-		for k := range t.byKey {
+		for k, id := range t.cur {
 			if k.z2m && !t.now[k] {
-				t.release(k)
+				t.leave(id, "device no longer in the Zigbee2MQTT device list", slog.LevelInfo)
 			}
 		}
 	}
+	t.expire()
 	t.present, t.now = t.now, nil
+}
+
+// expire ends reservations older than idReserve, and the oldest beyond
+// maxReserved.
+func (t *idTable) expire() {
+	type res struct {
+		id   string
+		left time.Time
+	}
+	var all []res
+	cutoff := t.clock().Add(-idReserve)
+	for _, ids := range t.kept {
+		for _, id := range ids {
+			all = append(all, res{id, t.byID[id].left})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].left.After(all[j].left) })
+	for i, r := range all {
+		if i < t.limit && r.left.After(cutoff) {
+			continue
+		}
+		if !strings.Contains(r.id, "#") {
+			t.log.Info("device id reservation ended: the id is free", "id", r.id, "key", t.byID[r.id].key.String(),
+				"left", r.left.Format(time.RFC3339))
+		}
+		k := t.byID[r.id].key
+		t.drop(r.id)
+		if _, held := t.cur[k]; !held && len(t.kept[k]) == 0 {
+			delete(t.ownerSeen, k)
+		}
+	}
+}
+
+// slots is one device's view of the segments its discovery entities hold
+// (entity keys, ids "<device id>#<segment>"): like device ids, first come
+// and pinned, so that an entity joining a device (a discovery config with
+// the device's identifiers) never takes the segment, and so the state id,
+// of one that was there first, whatever their topics' order.
+type slots struct {
+	t    *idTable
+	dev  string
+	keys map[*haEntity]idKey // from slotKeys
+}
+
+// key returns e's key.
+func (s slots) key(e *haEntity) idKey {
+	if k, ok := s.keys[e]; ok {
+		return k
+	}
+	return idKey{s: "ent:topic:" + e.key}
+}
+
+// pinned returns the segment k holds or keeps on this device.
+func (s slots) pinned(k idKey) (string, bool) {
+	if s.t == nil {
+		return "", false
+	}
+	for _, id := range append([]string{s.t.cur[k]}, s.t.kept[k]...) {
+		if seg, ok := strings.CutPrefix(id, s.dev+"#"); ok {
+			return seg, true
+		}
+	}
+	return "", false
+}
+
+// free reports whether seg may go to k: no other key holds or keeps it on
+// this device.
+func (s slots) free(seg string, k idKey) bool {
+	if s.t == nil {
+		return true
+	}
+	r, ok := s.t.byID[s.dev+"#"+seg]
+	return !ok || r.key == k
+}
+
+// pin makes seg k's segment on this device, for the config on topic (k
+// leaves any other: a slot on another device id is no use to it).
+func (s slots) pin(k idKey, seg, topic string) {
+	if s.t == nil {
+		return
+	}
+	id := s.dev + "#" + seg
+	s.t.ownerSeen[k] = true
+	if r, ok := s.t.byID[id]; ok && r.key == k && r.left.IsZero() && r.base == topic {
+		return
+	}
+	if old, ok := s.t.cur[k]; ok {
+		s.t.drop(old)
+	}
+	s.t.put(id, idRow{key: k, base: topic})
+}
+
+// slotOwner returns the discovery topic whose config the entity key k's
+// segment was pinned for ("" if none).
+func (t *idTable) slotOwner(k idKey) string {
+	if id, ok := t.cur[k]; ok {
+		return t.byID[id].base
+	}
+	for _, id := range t.kept[k] {
+		return t.byID[id].base
+	}
+	return ""
 }
 
 // pending returns the unsaved changes, sorted.
 func (t *idTable) pending() (put []IDAssignment, del []string) {
-	for k := range t.put {
-		v := t.byKey[k]
-		put = append(put, IDAssignment{Key: k.String(), ID: v.id, Base: v.base})
+	for id := range t.dirty {
+		if r, ok := t.byID[id]; ok {
+			put = append(put, IDAssignment{Key: r.key.String(), ID: id, Base: r.base, Left: r.left})
+		} else {
+			del = append(del, id)
+		}
 	}
-	for k := range t.del {
-		del = append(del, k.String())
-	}
-	sort.Slice(put, func(i, j int) bool { return put[i].Key < put[j].Key })
+	sort.Slice(put, func(i, j int) bool { return put[i].ID < put[j].ID })
 	sort.Strings(del)
 	return put, del
 }
@@ -224,13 +483,13 @@ func (t *idTable) pending() (put []IDAssignment, del []string) {
 // saved forgets the changes a successful save stored.
 func (t *idTable) saved(put []IDAssignment, del []string) {
 	for _, a := range put {
-		if k, ok := parseIDKey(a.Key); ok && t.byKey[k] == (idVal{a.ID, a.Base}) {
-			delete(t.put, k)
+		if k, ok := parseIDKey(a.Key); ok && t.byID[a.ID] == (idRow{key: k, base: a.Base, left: a.Left}) {
+			delete(t.dirty, a.ID)
 		}
 	}
-	for _, s := range del {
-		if k, ok := parseIDKey(s); ok {
-			delete(t.del, k)
+	for _, id := range del {
+		if _, ok := t.byID[id]; !ok {
+			delete(t.dirty, id)
 		}
 	}
 }
@@ -249,7 +508,7 @@ func (c *Catalog) loadIDs(ctx context.Context) error {
 	defer c.ingest.Unlock()
 	c.mu.Lock()
 	for _, a := range c.ids.load(as) {
-		c.log.Warn("device id registry: conflicting assignment ignored", "key", a.Key, "id", a.ID)
+		c.log.Warn("device id registry: conflicting assignment ignored", "key", a.Key, "id", a.ID, "left", a.Left)
 	}
 	tx := c.begin()
 	c.rebuildLocked(tx)
@@ -281,7 +540,7 @@ func (c *Catalog) saveIDs() {
 	defer cancel()
 	if err := c.opts.IDs.SaveDeviceIDs(ctx, put, del); err != nil {
 		c.log.Error("device id registry: saving failed; the ids hold until restart and the save is retried at the next discovery change",
-			"assigned", len(put), "released", len(del), "err", err)
+			"stored", len(put), "freed", len(del), "err", err)
 		return
 	}
 	c.ids.saved(put, del)

@@ -124,6 +124,20 @@ CREATE TABLE history_5m (
 	total  REAL NOT NULL,
 	PRIMARY KEY (entity, bucket)
 ) WITHOUT ROWID;`,
+	// 8: device ids by id: a key holds one id (left_at 0) and may keep
+	// others reserved (left_at: when it left them), so that an id a rule
+	// names is not taken by another device at once.
+	`CREATE TABLE device_ids_v8 (
+	id          TEXT PRIMARY KEY,
+	key         TEXT NOT NULL,
+	base        TEXT NOT NULL,
+	assigned_at INTEGER NOT NULL,
+	left_at     INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO device_ids_v8 (id, key, base, assigned_at) SELECT id, key, base, assigned_at FROM device_ids;
+DROP TABLE device_ids;
+ALTER TABLE device_ids_v8 RENAME TO device_ids;
+CREATE UNIQUE INDEX device_ids_held ON device_ids (key) WHERE left_at = 0;`,
 }
 
 // migrate brings db up to len(list), one transaction per migration. A
