@@ -28,6 +28,11 @@ type RuleInfo struct {
 	Params      json.RawMessage `json:"params,omitempty"`
 	Plan        *pilotage.Plan  `json:"-"`
 	Program     json.RawMessage `json:"-"`
+	// Missing lists the catalog entries the rule references that are not
+	// in the catalog now (a device removed, renamed, or not announced yet
+	// since a restart): until they are back, the rule cannot fire, or
+	// its firings end broken.
+	Missing []string `json:"missing,omitempty"`
 }
 
 // FiringInfo is one recent run of a rule.
@@ -127,6 +132,7 @@ func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, las
 		if ar.broken != "" && ri.Broken == "" {
 			ri.Broken, ri.Status = ar.broken, "broken"
 		}
+		ri.Missing = ar.missing(e)
 	}
 	if lastFirings > 0 {
 		// Runs belong to the principal they ran under (a firing: the
