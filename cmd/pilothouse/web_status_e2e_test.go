@@ -254,3 +254,46 @@ func corruptProgram(t *testing.T, dir, rule, from, to string) {
 		t.Fatalf("no stored program of %s", rule)
 	}
 }
+
+// TestWebStorageState: storage that cannot write (the database locked by
+// another process) turns the indicator to "storage failing" with a banner
+// saying what fails, until the lock goes.
+func TestWebStorageState(t *testing.T) {
+	a := startTestApp(t, testConfig(t))
+	ctx := browser(t)
+	failOnJSErrors(t, ctx)
+	shot := newShots(t)
+	do(t, ctx, "rules", chromedp.Navigate(a.URL()+"/"), chromedp.WaitVisible(chromedp.CSS("#empty")))
+	waitLive(t, ctx)
+
+	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(filepath.Join(a.cfg.DataDir, storage.FileName)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "BEGIN EXCLUSIVE"); err != nil {
+		t.Fatal(err)
+	}
+	// A write that fails: a stored test run.
+	var prog map[string]any
+	_ = json.Unmarshal([]byte(motionLight), &prog)
+	c := mcpClient(t, a.URL()+"/mcp", nil, "")
+	if _, isErr := call(t, c, "pilotage_execute", map[string]any{"language": "automation/1", "program": prog, "test_run": true}); !isErr {
+		t.Fatal("a stored test run with the database locked succeeded")
+	}
+	waitJS(t, ctx, "the indicator says storage fails", `document.getElementById('conn').textContent === 'storage failing' && !document.getElementById('trouble').hidden`)
+	mustHave(t, "banner", text(t, ctx, "#trouble"), "Storage cannot write since", "locked", "runs are not recorded")
+	shot.take(ctx, "storage-failing")
+
+	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 30*time.Second, "the indicator live again", func() bool {
+		return eval[bool](t, ctx, `document.getElementById('conn').textContent === 'live' && document.getElementById('trouble').hidden`)
+	})
+}
