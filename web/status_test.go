@@ -55,7 +55,9 @@ func TestStatusIndicator(t *testing.T) {
 		t.Fatalf("healthy /status: %+v", v)
 	}
 
-	hs.set(func(h *Health) { h.BrokerOK, h.BrokerReason = false, "mqtt disconnected: connection to the broker lost (EOF)" })
+	hs.set(func(h *Health) {
+		h.BrokerOK, h.BrokerReason = false, "mqtt disconnected: connection to the broker lost (EOF)"
+	})
 	_, body, _ = owner.get("/")
 	mustContain(t, "broker down", body, `class="conn off"`, ">broker unreachable<",
 		"No connection to the MQTT broker tcp://broker.lan:1883: connection to the broker lost (EOF). Device values")
