@@ -151,6 +151,9 @@ func triggerSummary(ri engine.RuleInfo) string {
 			parts = append(parts, strings.TrimSpace(t.Kind+" "+t.Entity+" "+t.Spec))
 		}
 	}
+	if len(parts) == 0 && ri.Program == nil {
+		return "— (its program could not be loaded)"
+	}
 	if len(parts) == 0 {
 		return "no triggers (called only)"
 	}

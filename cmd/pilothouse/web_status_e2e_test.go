@@ -172,6 +172,9 @@ func TestWebRulesThatCannotFire(t *testing.T) {
 	}
 	do(t, ctx, "broken rule page", chromedp.Navigate(a.URL()+"/rules/porch-evening"), chromedp.WaitVisible(chromedp.CSS("#cannot-fire")))
 	mustHave(t, "broken rule page", text(t, ctx, "#cannot-fire"), "broken and cannot fire", "its program no longer compiles")
+	if got := text(t, ctx, "dl.facts dd"); got != "— (its program could not be loaded)" {
+		t.Fatalf("broken rule, triggers: %q", got)
+	}
 	if got := text(t, ctx, "#next"); got != "none: the rule is broken" {
 		t.Fatalf("broken rule, next scheduled: %q", got)
 	}
