@@ -28,6 +28,11 @@ type RuleInfo struct {
 	Params      json.RawMessage `json:"params,omitempty"`
 	Plan        *pilotage.Plan  `json:"-"`
 	Program     json.RawMessage `json:"-"`
+	// Missing lists the catalog entries the rule references that are not
+	// in the catalog now (a device removed, renamed, or not announced yet
+	// since a restart): until they are back, the rule cannot fire, or
+	// its firings end broken.
+	Missing []string `json:"missing,omitempty"`
 }
 
 // FiringInfo is one recent run of a rule.
@@ -119,14 +124,7 @@ func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, las
 		ri.MaxRisk = b.maxRisk
 	}
 	if ar := e.sched.ruleByName(r.Name); ar != nil {
-		info := ar.info(e)
-		ri.Triggers = info.Triggers
-		if r.Enabled && r.Broken == "" {
-			ri.NextFire = info.NextFire
-		}
-		if ar.broken != "" && ri.Broken == "" {
-			ri.Broken, ri.Status = ar.broken, "broken"
-		}
+		ar.describe(e, r.Enabled, &ri)
 	}
 	if lastFirings > 0 {
 		// Runs belong to the principal they ran under (a firing: the
@@ -145,6 +143,32 @@ func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, las
 		}
 	}
 	return ri, nil
+}
+
+// describe adds what the armed rule knows: its triggers, when it fires
+// next, and whether it can. A broken mark comes from a firing that found
+// a referenced entry gone or changed: it is judged against the catalog
+// now, as the next firing will judge it (a device that came back clears
+// it), without recording anything.
+func (ar *armedRule) describe(e *Engine, enabled bool, ri *RuleInfo) {
+	info := ar.info(e)
+	ri.Triggers = info.Triggers
+	ar.mu.Lock()
+	marked := ar.broken
+	ar.mu.Unlock()
+	if marked != "" || ri.Broken != "" {
+		ri.Broken = ar.brokenReason(e)
+	}
+	switch {
+	case ri.Broken != "":
+		ri.Status = "broken"
+	case enabled:
+		ri.Status = "enabled"
+		ri.NextFire = info.NextFire
+	default:
+		ri.Status = "disabled"
+	}
+	ri.Missing = ar.missing(e)
 }
 
 // SetRuleEnabled enables or disables a visible rule.

@@ -420,6 +420,23 @@ func (s *scheduler) remove(name string) {
 	}
 }
 
+// missing lists the referenced entries the rule's principal cannot find
+// in the catalog now, without side effects (brokenReason, run when the
+// rule fires, also records the rule broken).
+func (ar *armedRule) missing(e *Engine) []string {
+	if e.devs == nil {
+		return nil
+	}
+	v := e.cat.view(ar.principal)
+	var out []string
+	for _, id := range ar.c.Refs {
+		if _, ok := v.Get(id); !ok {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // entryBaseline checks that every entry the rule references still exists
 // with the shape it was validated against; "" means fine.
 func (ar *armedRule) brokenReason(e *Engine) string {

@@ -136,7 +136,7 @@ func (s *server) authed(h handlerFunc) http.Handler {
 		ss := s.session(r)
 		if ss == nil {
 			if s.loginRequired() {
-				if r.Method != http.MethodGet || r.URL.Path == "/events" {
+				if r.Method != http.MethodGet || r.URL.Path == "/events" || r.URL.Path == "/status" {
 					http.Error(w, "login required", http.StatusUnauthorized)
 					return
 				}

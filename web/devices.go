@@ -78,7 +78,52 @@ func (s *server) devicesPage(w http.ResponseWriter, r *http.Request, ss *session
 		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the catalog failed.", err)
 		return
 	}
-	s.render(w, r, ss, "devices", page{Title: "Devices", Nav: "devices", Live: "devices", Data: findDevices(s.groupDevices(ctx, entries), r.URL.Query())})
+	list := s.groupDevices(ctx, entries)
+	d := devicesData{findData: findDevices(list, r.URL.Query())}
+	if !hasDevice(list) {
+		d.Empty = s.noDevices(ss)
+	}
+	s.render(w, r, ss, "devices", page{Title: "Devices", Nav: "devices", Live: "devices", Data: d})
+}
+
+// devicesData is the Devices page: the found devices and, when none is
+// visible at all, why.
+type devicesData struct {
+	findData
+	Empty *noDevices
+}
+
+// noDevices explains an empty Devices page: devices hidden by the login's
+// scope, or none discovered, with where Pilothouse listens for them.
+type noDevices struct {
+	InHouse  int  // devices the house knows, in any scope
+	Sees     bool // the login may see the broker and topics
+	Health   Health
+	Z2MTopic string // where the Zigbee2MQTT device list comes from
+	HATopic  string // the Home Assistant discovery filter
+}
+
+func (s *server) noDevices(ss *session) *noDevices {
+	h := s.health()
+	n := &noDevices{InHouse: h.Devices, Sees: ss.seesHouse(), Health: h}
+	if h.Z2MBase != "" {
+		n.Z2MTopic = h.Z2MBase + "/bridge/devices"
+	}
+	if h.HAPrefix != "" {
+		n.HATopic = h.HAPrefix + "/#"
+	}
+	return n
+}
+
+// hasDevice reports whether a device (not only a notification channel)
+// is among the views.
+func hasDevice(list []*deviceView) bool {
+	for _, dv := range list {
+		if dv.Entry.Kind == pilotage.KindDevice {
+			return true
+		}
+	}
+	return false
 }
 
 // groupDevices attaches every state, event and action to its device;

@@ -166,7 +166,7 @@ func (st *stream) engineEvent(ev engine.Event) error {
 	switch ev.Type {
 	case "firing":
 		return st.send("firing", firingMsg{Rule: ev.Rule, RunID: ev.RunID, Status: ev.Status, Text: statusText(ev.Status),
-			Class: statusClass(ev.Status, ev.OK), OK: ev.OK, When: when(ev.Time), Time: ev.Time.UTC().Format(time.RFC3339)})
+			Class: statusClass(ev.Status, ev.OK), OK: ev.OK, When: st.s.when(ev.Time), Time: ev.Time.UTC().Format(time.RFC3339)})
 	case "rule":
 		return st.send("rule", ruleMsg{Rule: ev.Rule, Status: ev.Status, Class: statusClass(ev.Status, true)})
 	}
@@ -196,13 +196,13 @@ func (st *stream) deviceChange(c devices.Change) error {
 	}
 	switch c.Kind {
 	case devices.ChangeState, devices.ChangeEvent:
-		return st.send("live", liveMsg{ID: c.ID, Value: compactJSON(c.Value), When: when(c.Time)})
+		return st.send("live", liveMsg{ID: c.ID, Value: compactJSON(c.Value), When: st.s.when(c.Time)})
 	case devices.ChangeAvailability:
 		b, ok := c.Value.(bool)
 		if !ok {
 			return nil
 		}
-		return st.send("live", liveMsg{ID: c.ID, Available: &b, When: when(c.Time)})
+		return st.send("live", liveMsg{ID: c.ID, Available: &b, When: st.s.when(c.Time)})
 	}
 	return nil
 }
@@ -264,13 +264,13 @@ func (st *stream) pollLive(send bool) error {
 				continue
 			}
 			key = strconv.FormatBool(*l.Available)
-			msg = liveMsg{ID: en.ID, Available: l.Available, When: when(l.LastSeen)}
+			msg = liveMsg{ID: en.ID, Available: l.Available, When: st.s.when(l.LastSeen)}
 		} else {
 			if l.Value == nil {
 				continue
 			}
 			key = compactJSON(l.Value)
-			msg = liveMsg{ID: en.ID, Value: key, When: when(l.LastSeen)}
+			msg = liveMsg{ID: en.ID, Value: key, When: st.s.when(l.LastSeen)}
 		}
 		prev, seen := st.last[en.ID]
 		st.last[en.ID] = key

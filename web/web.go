@@ -40,6 +40,9 @@ type Options struct {
 	// bound, shared with /mcp; nil = loopback names only and the engine's
 	// limits.max_request_bytes.
 	Guard *mcpserver.Guard
+	// Health, when set, reports the broker's and storage's state (what
+	// /healthz reports): every page shows it, and polls it.
+	Health func() Health
 }
 
 //go:embed templates/*.html
@@ -57,6 +60,7 @@ type server struct {
 	logins *loginLimit
 	pages  map[string]*template.Template
 	rows   rowCache
+	clock  clock
 }
 
 // Handler serves the UI. Mount it at "/".
@@ -73,7 +77,8 @@ func Handler(e *engine.Engine, o Options) http.Handler {
 	if o.Guard == nil {
 		o.Guard = mcpserver.NewGuard(mcpserver.GuardOptions{MaxBodyBytes: e.Config().Limits.MaxRequestBytes, Logger: o.Logger})
 	}
-	s := &server{e: e, o: o, log: o.Logger, sess: newSessions(o.SessionTTL, o.Now), logins: newLoginLimit(o.Now), pages: parsePages()}
+	c := newClock(e.Config().TimeZone)
+	s := &server{e: e, o: o, log: o.Logger, sess: newSessions(o.SessionTTL, o.Now), logins: newLoginLimit(o.Now), pages: parsePages(c), clock: c}
 	return s.routes()
 }
 
@@ -93,6 +98,7 @@ func (s *server) routes() http.Handler {
 	mux.Handle("GET /devices/{id}", s.authed(s.devicePage))
 	mux.Handle("POST /devices/{id}/control", s.authed(s.controlAction))
 	mux.Handle("GET /events", s.authed(s.events))
+	mux.Handle("GET /status", s.authed(s.status))
 	// Every route, the login page and static files included, is behind
 	// the guard: a rebound name must not even get an owner session.
 	return secureHeaders(s.o.Guard.Wrap(mux))
@@ -136,6 +142,7 @@ type page struct {
 	Live    string // SSE topics the page listens to ("" = none)
 	Charts  bool   // the page draws charts (loads uPlot)
 	NoNav   bool   // the login page has nothing to navigate to yet
+	Status  *statusView
 	Data    any
 	Elapsed time.Duration
 }
@@ -168,6 +175,8 @@ func (s *server) renderCode(w http.ResponseWriter, r *http.Request, ss *session,
 			p.User = ss.principal.Name
 		}
 		p.Flash, p.FlashTo = ss.takeFlash()
+		st := s.statusView(ss)
+		p.Status = &st
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {

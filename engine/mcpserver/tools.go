@@ -24,7 +24,7 @@ func (s *Server) addTools() {
 	s.tool(engine.ToolTrace, "Pilotage trace: fetch a stored run's trace by run_id (deploys, test runs and every firing of installed rules).",
 		traceIn, traceOut, annotations("Fetch a run trace", true, false, true, false), s.trace)
 
-	s.tool("pilothouse_rules", "List installed rules: status (enabled/disabled/broken), triggers, next scheduled time, latest firings with run ids.",
+	s.tool("pilothouse_rules", "List installed rules: status (enabled/disabled/broken), missing (referenced entries not in the catalog now: the rule cannot fire until they are back), triggers, next scheduled time, latest firings with run ids.",
 		rulesListIn, rulesListOut, annotations("List installed rules", true, false, true, false), s.rulesList)
 	s.tool("pilothouse_rule_enable", "Enable (re-arm) an installed rule by name.",
 		ruleNameIn, ruleOut, annotations("Enable a rule", false, false, true, false), s.ruleEnable(true))
