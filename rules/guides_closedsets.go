@@ -131,6 +131,15 @@ var limitDocs = map[string]string{
 	"MaxValueBytes":   "bytes of one string, list or object an expression, template or set step makes (compact JSON size)",
 	"MaxEvalBytes":    "bytes one expression evaluation builds in all (string +, repeat, join, replace, split, toJSON, list and object literals, …)",
 	"MaxRunBytes":     "bytes one run records: trace inputs, outputs and decisions, call records (bounds the stored run)",
+
+	"MaxConnections":          "HTTP connections open at once (beyond: the oldest idle one is closed, or the new one)",
+	"MaxStreams":              "event streams open at once: GET /mcp and the web UI's /events (beyond: HTTP 503)",
+	"MaxStreamsPerPrincipal":  "event streams one principal holds open (beyond: HTTP 429)",
+	"MaxSessions":             "MCP sessions live at once (beyond: initialize is refused with HTTP 503)",
+	"MaxSessionsPerPrincipal": "MCP sessions one principal holds (beyond: its least recently used session without a stream ends)",
+	"SessionIdle":             "an MCP session unused this long, with no open stream, ends (its next request: HTTP 404, initialize again)",
+	"MaxStoredTestRuns":       "test runs one principal keeps stored within the retention (beyond: a stored test run is refused with `resource_exhausted`; store: false still runs)",
+	"MaxStoredTestBytes":      "bytes of the test-run records one principal keeps stored (beyond: as MaxStoredTestRuns)",
 }
 
 // deviceTypesTable writes pilotage.DeviceTypes, the table the catalog

@@ -32,6 +32,18 @@ type Limits struct {
 	MaxValueBytes int // one string, list or object an expression, template or set step makes
 	MaxEvalBytes  int // everything one evaluation builds (strings, lists, objects), summed
 	MaxRunBytes   int // what one run records: trace inputs, outputs and decisions, call records
+
+	// Serving: what clients may hold open (HTTP), beyond: refused or ended.
+	MaxConnections          int           // HTTP connections open at once
+	MaxStreams              int           // event streams open at once (GET /mcp, the web UI's /events)
+	MaxStreamsPerPrincipal  int           // event streams one principal may hold open
+	MaxSessions             int           // MCP sessions live at once
+	MaxSessionsPerPrincipal int           // MCP sessions one principal may hold
+	SessionIdle             time.Duration // an MCP session unused this long (no open stream) ends
+
+	// Storage: what one principal may keep stored within the retention.
+	MaxStoredTestRuns  int // test runs kept
+	MaxStoredTestBytes int // bytes of test-run records kept
 }
 
 // MaxValueDepth is how deep a value a set step stores may nest (not
@@ -67,4 +79,18 @@ var DefaultLimits = Limits{
 	MaxValueBytes: 1 << 20,
 	MaxEvalBytes:  4 << 20,
 	MaxRunBytes:   4 << 20,
+
+	// A browser holds one stream per open page, an assistant one per
+	// session; a house has a few of each. A session costs about 10 KB.
+	MaxConnections:          512,
+	MaxStreams:              128,
+	MaxStreamsPerPrincipal:  16,
+	MaxSessions:             1024,
+	MaxSessionsPerPrincipal: 64,
+	SessionIdle:             time.Hour,
+
+	// A test run's record is a few KB; 64 MiB is thousands of them, or 16
+	// at the MaxRunBytes bound.
+	MaxStoredTestRuns:  1000,
+	MaxStoredTestBytes: 64 << 20,
 }

@@ -105,6 +105,20 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, ss *session) {
 	}
 }
 
+// bounded holds a stream slot while h serves: open streams are bounded per
+// principal and in all, shared with GET /mcp (limits.max_streams_per_principal,
+// limits.max_streams); beyond, 429 or 503 with the reason.
+func (s *server) bounded(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, ss *session) {
+		release, ok := s.o.Guard.OpenStream(w, r, ss.principal.Name)
+		if !ok {
+			return
+		}
+		defer release()
+		h(w, r, ss)
+	}
+}
+
 // watchDevices subscribes the stream to live device changes when the page
 // shows devices: pushed by the device catalog when the UI has one, else
 // polled through the engine on every tick.

@@ -75,7 +75,9 @@ func Handler(e *engine.Engine, o Options) http.Handler {
 		o.Now = time.Now
 	}
 	if o.Guard == nil {
-		o.Guard = mcpserver.NewGuard(mcpserver.GuardOptions{MaxBodyBytes: e.Config().Limits.MaxRequestBytes, Logger: o.Logger})
+		g := mcpserver.LimitOptions(e.Config().Limits)
+		g.Logger = o.Logger
+		o.Guard = mcpserver.NewGuard(g)
 	}
 	c := newClock(e.Config().TimeZone)
 	s := &server{e: e, o: o, log: o.Logger, sess: newSessions(o.SessionTTL, o.Now), logins: newLoginLimit(o.Now), pages: parsePages(c), clock: c}
@@ -97,7 +99,7 @@ func (s *server) routes() http.Handler {
 	mux.Handle("GET /devices", s.authed(s.devicesPage))
 	mux.Handle("GET /devices/{id}", s.authed(s.devicePage))
 	mux.Handle("POST /devices/{id}/control", s.authed(s.controlAction))
-	mux.Handle("GET /events", s.authed(s.events))
+	mux.Handle("GET /events", s.authed(s.bounded(s.events)))
 	mux.Handle("GET /status", s.authed(s.status))
 	// Every route, the login page and static files included, is behind
 	// the guard: a rebound name must not even get an owner session.

@@ -32,6 +32,7 @@ type app struct {
 	eng    *engine.Engine
 	mcp    *mcpserver.Server
 	http   *http.Server
+	guard  *mcpserver.Guard
 	ln     net.Listener
 	stops  []func()
 
@@ -152,8 +153,10 @@ func (a *app) serveHTTP() error {
 	mux := http.NewServeMux()
 	// One allowed-host policy and body bound for /mcp and the web UI
 	// (/healthz stays open: the container's health check).
-	guard := mcpserver.NewGuard(mcpserver.GuardOptions{AllowedHosts: a.cfg.AllowedHosts,
-		MaxBodyBytes: a.cfg.Limits.MaxRequestBytes, Logger: a.log.With("part", "http")})
+	gopts := mcpserver.LimitOptions(a.cfg.Limits)
+	gopts.AllowedHosts, gopts.Logger = a.cfg.AllowedHosts, a.log.With("part", "http")
+	guard := mcpserver.NewGuard(gopts)
+	a.guard = guard
 	a.instance = randomHex(8)
 	mux.Handle("/mcp", a.mcp.HTTPHandler(mcpserver.HTTPOptions{Path: "/mcp", Principals: a.mcpPrincipals(),
 		AllowedOrigins: a.cfg.AllowedOrigins, Guard: guard}))
@@ -165,7 +168,12 @@ func (a *app) serveHTTP() error {
 		return fmt.Errorf("listening on %s (use --addr to move it): %w", a.cfg.Addr, err)
 	}
 	a.ln = ln
-	a.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// Connections are bounded (the guard closes the longest-waiting idle
+	// or silent one past limits.max_connections); a client gets 10 s to
+	// send its headers (64 KB of them) and may keep an idle connection for
+	// a minute. Streams and long runs are not cut by a write timeout.
+	a.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+		MaxHeaderBytes: 64 << 10, ConnState: guard.ConnState}
 	go func() {
 		if err := a.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("http server stopped", "err", err)

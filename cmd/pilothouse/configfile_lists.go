@@ -193,5 +193,14 @@ func (l *cfgLoader) limits(n *yaml.Node, key string) error {
 		"max_value_bytes":   l.integer(&lim.MaxValueBytes),
 		"max_eval_bytes":    l.integer(&lim.MaxEvalBytes),
 		"max_run_bytes":     l.integer(&lim.MaxRunBytes),
+
+		"max_connections":            l.integer(&lim.MaxConnections),
+		"max_streams":                l.integer(&lim.MaxStreams),
+		"max_streams_per_principal":  l.integer(&lim.MaxStreamsPerPrincipal),
+		"max_sessions":               l.integer(&lim.MaxSessions),
+		"max_sessions_per_principal": l.integer(&lim.MaxSessionsPerPrincipal),
+		"session_idle":               l.duration(&lim.SessionIdle),
+		"max_stored_test_runs":       l.integer(&lim.MaxStoredTestRuns),
+		"max_stored_test_bytes":      l.integer(&lim.MaxStoredTestBytes),
 	})
 }

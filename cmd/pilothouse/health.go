@@ -5,6 +5,7 @@ import (
 	"net/http"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/engine/mcpserver"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -22,6 +23,11 @@ type health struct {
 	// Devices counts devices that are not (fully) modelled: their entries
 	// say why.
 	Devices devicesHealth `json:"devices"`
+	// HTTP counts open connections and event streams and what the bounds
+	// refused (limits.max_connections, max_streams, …); Sessions the MCP
+	// sessions live and ended.
+	HTTP     *mcpserver.HTTPStats    `json:"http,omitempty"`
+	Sessions *mcpserver.SessionStats `json:"mcp_sessions,omitempty"`
 }
 
 type devicesHealth struct {
@@ -37,6 +43,10 @@ func (a *app) healthz(w http.ResponseWriter, _ *http.Request) {
 		History: a.eng.HistoryStatus()}
 	cov := a.devs.Coverage()
 	h.Devices = devicesHealth{Total: cov.Devices, Partial: cov.Partial, Unmodelled: cov.Unmodelled}
+	if a.guard != nil {
+		st, ss := a.guard.Stats(), a.mcp.Sessions()
+		h.HTTP, h.Sessions = &st, &ss
+	}
 	if ok, reason := a.client.Health(); !ok {
 		h.Status = reason
 	} else if !h.Storage.OK {

@@ -20,10 +20,14 @@ func requestLimits(l rules.Limits) rules.Limits {
 	for _, f := range []struct{ v, def *int }{
 		{&l.MaxRequestBytes, &d.MaxRequestBytes}, {&l.MaxArgBytes, &d.MaxArgBytes},
 		{&l.MaxInputBytes, &d.MaxInputBytes}, {&l.MaxProgramBytes, &d.MaxProgramBytes},
+		{&l.MaxSessions, &d.MaxSessions}, {&l.MaxSessionsPerPrincipal, &d.MaxSessionsPerPrincipal},
 	} {
 		if *f.v <= 0 {
 			*f.v = *f.def
 		}
+	}
+	if l.SessionIdle <= 0 {
+		l.SessionIdle = d.SessionIdle
 	}
 	return l
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -38,6 +39,17 @@ type Server struct {
 	def *engine.Principal
 	log *slog.Logger
 	lim rules.Limits // the engine's, request bounds defaulted
+
+	sessions atomic.Pointer[sessionTable] // the HTTP endpoint's, once built
+}
+
+// Sessions says what the HTTP endpoint's session table holds and has
+// ended (zero before HTTPHandler).
+func (s *Server) Sessions() SessionStats {
+	if t := s.sessions.Load(); t != nil {
+		return t.stats()
+	}
+	return SessionStats{}
 }
 
 // New builds the MCP server.
