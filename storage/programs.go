@@ -282,7 +282,12 @@ func (s *Store) RemoveRule(ctx context.Context, name string) error {
 
 // execOne runs one write statement that must touch exactly one row.
 func (s *Store) execOne(ctx context.Context, what, query string, args ...any) error {
-	res, err := s.w.ExecContext(ctx, query, args...)
+	conn, err := s.writer(ctx, what)
+	if err != nil {
+		return s.fault(ctx, err)
+	}
+	defer conn.Close()
+	res, err := conn.ExecContext(ctx, query, args...)
 	if err != nil {
 		return s.wrote(ctx, fmt.Errorf("storage: %s: %w", what, err))
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/storage"
 )
 
 const (
@@ -133,6 +134,8 @@ func (s *server) session(r *http.Request) *session {
 // token of every POST.
 func (s *server) authed(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// One request's writes fail fast once storage failed.
+		r = r.WithContext(storage.FailFast(r.Context()))
 		ss := s.session(r)
 		if ss == nil {
 			if s.loginRequired() {

@@ -21,6 +21,7 @@ import (
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/engine/mcpserver"
+	"github.com/pilothouse/pilothouse/storage"
 )
 
 // Options configure the UI.
@@ -203,9 +204,18 @@ func (s *server) renderCode(w http.ResponseWriter, r *http.Request, ss *session,
 }
 
 // fail renders an error page with a status code; internal errors are
-// logged, not shown.
+// logged, not shown. Storage that cannot serve (locked by another program,
+// disk full, read-only) is not an internal error: the page is 503 and says
+// so in words, as /healthz does, and that nothing was changed.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, ss *session, code int, msg string, err error) {
-	if err != nil && !errors.Is(err, context.Canceled) {
+	switch {
+	case errors.Is(err, storage.ErrUnavailable):
+		s.log.Warn("web request failed: storage unavailable", "path", r.URL.Path, "err", err)
+		code = http.StatusServiceUnavailable
+		msg += " Storage is unavailable, so nothing was changed: " + err.Error() +
+			". The database may be locked by another program (a backup?), or its disk full or read-only; /healthz says when it writes again. Retry later."
+		w.Header().Set("Retry-After", "5")
+	case err != nil && !errors.Is(err, context.Canceled):
 		s.log.Error("web request failed", "path", r.URL.Path, "err", err)
 	}
 	s.renderCode(w, r, ss, code, "error", page{Title: http.StatusText(code), Data: map[string]any{"Code": code, "Message": msg}})
