@@ -90,6 +90,9 @@ type Engine struct {
 	closed bool
 	bodies map[string]*promotedBody // program_ref → compiled promoted body
 
+	holdMu sync.Mutex
+	holds  map[string]testHold // principal → its test runs in flight that will store
+
 	hubMu  sync.Mutex
 	subs   map[chan Event]struct{}
 	cancel context.CancelFunc
@@ -103,7 +106,7 @@ func New(cfg Config, devs *devices.Catalog, store *storage.Store, log *slog.Logg
 	if log == nil {
 		log = slog.Default()
 	}
-	e := &Engine{cfg: cfg, log: log, devs: devs, store: store, rules: rules.NewCache()}
+	e := &Engine{cfg: cfg, log: log, devs: devs, store: store, rules: rules.NewCache(), holds: map[string]testHold{}}
 	if store != nil {
 		store.SetClock(cfg.Now)
 	}

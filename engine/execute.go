@@ -75,6 +75,11 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 	if err != nil {
 		return nil, err
 	}
+	release, err := e.holdTestStorage(ctx, p, req, v.version)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	idem, replay, err := e.claimIdem(ctx, p, v, req, reqErr)
 	if err != nil || replay != nil {
 		return replay, err

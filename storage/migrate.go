@@ -138,6 +138,11 @@ INSERT INTO device_ids_v8 (id, key, base, assigned_at) SELECT id, key, base, ass
 DROP TABLE device_ids;
 ALTER TABLE device_ids_v8 RENAME TO device_ids;
 CREATE UNIQUE INDEX device_ids_held ON device_ids (key) WHERE left_at = 0;`,
+	// 9: what one principal keeps stored (StoredUsage): its test runs
+	// (a partial index: firings, nearly every run, pay nothing) and its
+	// idempotency records.
+	`CREATE INDEX IF NOT EXISTS runs_tests_by_principal ON runs (principal, expires) WHERE kind = 'test';
+CREATE INDEX IF NOT EXISTS idempotency_by_principal ON idempotency (principal);`,
 }
 
 // migrate brings db up to len(list), one transaction per migration. A

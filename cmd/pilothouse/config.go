@@ -223,6 +223,9 @@ func (c *Config) check(withHTTP bool) error {
 	if need := c.Limits.MaxProgramBytes + c.Limits.MaxInputBytes; c.Limits.MaxRequestBytes < need {
 		return fmt.Errorf("limits.max_request_bytes (%d) must be at least max_program_bytes + max_input_bytes (%d): a request could not carry the largest program and input", c.Limits.MaxRequestBytes, need)
 	}
+	if l := c.Limits; l.MaxStoredTestBytes < l.MaxRunBytes {
+		return fmt.Errorf("limits.max_stored_test_bytes (%d) must be at least max_run_bytes (%d): no test run could be stored", l.MaxStoredTestBytes, l.MaxRunBytes)
+	}
 	if c.TimeZone != "" {
 		if _, err := time.LoadLocation(c.TimeZone); err != nil {
 			return fmt.Errorf("tz %q: %w", c.TimeZone, err)
