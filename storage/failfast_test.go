@@ -91,7 +91,9 @@ func TestFailFastWriterWait(t *testing.T) {
 	}()
 	t0 := time.Now()
 	err = s.SetRuleEnabled(FailFast(context.Background()), "x", true)
-	if d := time.Since(t0); !errors.Is(err, ErrUnavailable) || d > 3*busy || !strings.Contains(err.Error(), "writer stayed busy") {
+	// Bounded by the busy timeout, not by the 5 s the writer is held (a
+	// busy machine adds scheduling delay on top of the 200 ms).
+	if d := time.Since(t0); !errors.Is(err, ErrUnavailable) || d > 10*busy || !strings.Contains(err.Error(), "writer stayed busy") {
 		t.Fatalf("a request's write behind a held writer: %v after %v", err, d)
 	}
 	if !s.WriteStatus().OK {
