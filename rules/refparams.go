@@ -39,6 +39,8 @@ type RefParam struct {
 	Reports []any
 	// MaxRisk bounds the entry's risk ("" = any risk).
 	MaxRisk pilotage.Risk
+	// HasDefault: the param has a default id (used when none is given).
+	HasDefault bool
 }
 
 // refMembers are the members of a "catalog" constraint.
@@ -120,6 +122,7 @@ func parseRefParams(schema any, base string, report refFinding) map[string]*RefP
 			continue
 		}
 		if r := parseRef(name, c, ptr+"/"+RefKeyword, report); r != nil {
+			_, r.HasDefault = p["default"]
 			if out == nil {
 				out = map[string]*RefParam{}
 			}
@@ -291,6 +294,33 @@ func deviceTypeNames() []string {
 		out[i] = d.Type
 	}
 	return out
+}
+
+// covers reports whether every id that fits r fits o too (as far as the
+// constraints tell): r may be passed on where o is wanted.
+func (r *RefParam) covers(o *RefParam) bool {
+	if r.Kind != o.Kind || (o.Type != "" && r.Type != o.Type) || (o.Tag != "" && !strings.EqualFold(r.Tag, o.Tag)) {
+		return false
+	}
+	if o.MaxRisk != "" && (r.MaxRisk == "" || !hintsWithin(pilotage.HintsOf(r.MaxRisk), pilotage.HintsOf(o.MaxRisk))) {
+		return false
+	}
+	has := func(l []any, v any) bool {
+		return slices.ContainsFunc(l, func(x any) bool { return compactJSON(x) == compactJSON(v) })
+	}
+	for k, vs := range o.Accepts {
+		for _, v := range vs {
+			if !has(r.Accepts[k], v) {
+				return false
+			}
+		}
+	}
+	for _, v := range o.Reports {
+		if !has(r.Reports, v) {
+			return false
+		}
+	}
+	return true
 }
 
 func isRisk(s string) bool {

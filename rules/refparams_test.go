@@ -332,3 +332,85 @@ func TestOverlappingRules(t *testing.T) {
 }
 
 var _ = json.Marshal
+
+func TestRefParamsPassedToAutomations(t *testing.T) {
+	loose := strings.Replace(motionLight, `"type": "light", "accepts": {"state": ["ON", "OFF"]}, "max_risk": "control"`, `"max_risk": "external"`, 1)
+	for _, tc := range []struct {
+		name, callee, step, params string
+		bind                       map[string]any
+		code, path, msg            string
+	}{
+		{"constants", motionLight, `{"id":"x","call":"AUTO","args":{"sensor":"hall_motion.occupancy","light":"porch_light.set"}}`, "", nil, "", "", ""},
+		{"constant_misfits", motionLight, `{"id":"x","call":"AUTO","args":{"sensor":"hall_motion.occupancy","light":"living_plug.set"}}`, "", nil,
+			CodeBadArguments, "/steps/0/args/light", `"living_plug.set": its device is not of type light (living_plug is a switch); AUTO's light needs an action of a light device`},
+		{"missing", motionLight, `{"id":"x","call":"AUTO","args":{"sensor":"hall_motion.occupancy"}}`, "", nil, CodeBadArguments, "/steps/0", `AUTO needs argument "light"`},
+		{"dynamic", motionLight, `{"id":"x","call":"AUTO","args":{"sensor":"hall_motion.occupancy","light":"{{ trigger.id }}"}}`, "", nil, CodeTemplatedID, "/steps/0/args/light", "is a catalog reference"},
+		{"passed_on", motionLight, `{"id":"x","call":"AUTO","args":{"sensor":"hall_motion.occupancy","light":"{{ params.l }}"}}`,
+			`"l":{"catalog":{"kind":"action","type":"light","accepts":{"state":["ON","OFF","TOGGLE"]},"max_risk":"control"}}`, nil, "", "", ""},
+		{"passed_on_too_wide", motionLight, `{"id":"x","call":"AUTO","args":{"sensor":"hall_motion.occupancy","light":"{{ params.l }}"}}`,
+			`"l":{"catalog":{"kind":"action","max_risk":"control"}}`, nil, CodeBadArguments, "/steps/0/args/light", "params.l is an action, risk at most control; AUTO's light needs an action of a light device"},
+		{"passed_on_bound", motionLight, `{"id":"x","call":"AUTO","args":{"sensor":"hall_motion.occupancy","light":"{{ params.l }}"}}`,
+			`"l":{"catalog":{"kind":"action","type":"light","accepts":{"state":["ON","OFF"]},"max_risk":"control"}}`, map[string]any{"l": "porch_light.set"}, "", "", ""},
+		{"body_checked_with_constants", loose, `{"id":"x","call":"AUTO","args":{"sensor":"hall_motion.occupancy","light":"notify.phone"}}`, "", nil,
+			CodeBadArguments, "/steps/0/args/light", `with these arguments, AUTO would not run: light = "notify.phone": notify.phone needs argument "message"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			callee := mustValidate(t, tc.callee, ValidateOptions{})
+			const ref = "automation.motion-light@0a1b2c"
+			cat := taggedCatalog()
+			cat.m[ref] = &pilotage.Entry{ID: ref, Kind: pilotage.KindAutomation, Callable: true, InputSchema: callee.Compiled.Params(),
+				RiskHints: callee.Plan.MaxRiskHints, Risk: callee.Plan.MaxRisk}
+			cat.ids = append(cat.ids, ref)
+			params := ""
+			if tc.params != "" {
+				params = `"params":{"type":"object","properties":{` + tc.params + `}}`
+			}
+			src := strings.ReplaceAll(prog(`[`+tc.step+`]`, params), "AUTO", ref)
+			src = strings.Replace(src, ",}", "}", 1)
+			o := ValidateOptions{Automation: func(id string) (*Compiled, bool) { return callee.Compiled, id == ref }, Bind: tc.bind}
+			res, err := Validate([]byte(src), cat, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkClosed(t, res.Diagnostics)
+			if tc.code == "" {
+				if !res.Valid {
+					t.Fatalf("invalid: %s", diagString(res.Diagnostics))
+				}
+				if tc.name == "constants" {
+					calleeTrace(t, res.Compiled, callee.Compiled, ref)
+				}
+				return
+			}
+			msg := strings.ReplaceAll(tc.msg, "AUTO", ref)
+			for _, d := range res.Diagnostics {
+				if d.Code == tc.code && d.Path == tc.path && strings.Contains(d.Message, msg) {
+					return
+				}
+			}
+			t.Errorf("no %s at %s with %q: %s", tc.code, tc.path, msg, diagString(res.Diagnostics))
+		})
+	}
+}
+
+// calleeTrace runs a caller of the motion light: the callee's calls go to
+// the ids the caller passed, the caller references them, and the trace
+// shows them.
+func calleeTrace(t *testing.T, caller, callee *Compiled, ref string) {
+	t.Helper()
+	if !strings.Contains(strings.Join(caller.Refs, ","), "hall_motion.occupancy,porch_light.set") {
+		t.Errorf("caller refs %v", caller.Refs)
+	}
+	w := NewSimWorld(func(string) (any, bool) { return false, true }, time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC), Scenario{}, nil)
+	w.SetAutomation(ref, callee)
+	out := Run(context.Background(), caller, w, RunInput{Trigger: TriggerFire{ID: "go", Value: true}})
+	var got []string
+	for _, s := range out.Steps {
+		if len(s.Calls) > 0 {
+			got = append(got, s.ID+"="+strings.Join(s.Calls, ","))
+		}
+	}
+	if want := "x=" + ref + ",x/on=porch_light.set,x/off=porch_light.set"; strings.Join(got, ",") != want || !out.Outcome.OK {
+		t.Errorf("trace calls %v, want %s (%+v)", got, want, out.Outcome)
+	}
+}

@@ -162,6 +162,9 @@ func (c *checker) call(s *Step) {
 		c.automationCall(s, path)
 	}
 	c.args(s, e)
+	if e.Kind == pilotage.KindAutomation {
+		c.refArgs(s, e)
+	}
 }
 
 // automationCall resolves a promoted body and checks how deep the chain
