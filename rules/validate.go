@@ -35,6 +35,11 @@ type ValidateOptions struct {
 	// are input_binding diagnostics with a path into the input. The
 	// program should be valid without Bind first.
 	Bind map[string]any
+	// Recorded: the catalog is a baseline recorded when the program was
+	// bound (load-bearing fields only, no devices): the device type and
+	// tag constraints of its references, checked then, are not checked
+	// again.
+	Recorded bool
 	// Installed, when not nil, is the view of the installed rules the
 	// overlapping_rule warning reads (scoped to the caller).
 	Installed InstalledRules

@@ -124,6 +124,9 @@ CREATE TABLE history_5m (
 	total  REAL NOT NULL,
 	PRIMARY KEY (entity, bucket)
 ) WITHOUT ROWID;`,
+	// 8: the entries a rule with catalog-reference params was bound to
+	// (their load-bearing fields), to bind it again at start-up.
+	`ALTER TABLE rules ADD COLUMN binding TEXT;`,
 }
 
 // migrate brings db up to len(list), one transaction per migration. A
