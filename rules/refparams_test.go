@@ -414,3 +414,31 @@ func calleeTrace(t *testing.T, caller, callee *Compiled, ref string) {
 		t.Errorf("trace calls %v, want %s (%+v)", got, want, out.Outcome)
 	}
 }
+
+// TestCookbookCatalogParams: the cookbook's reusable motion light, as
+// served, binds to the demo devices and test-runs with the real ids.
+func TestCookbookCatalogParams(t *testing.T) {
+	g, _ := GuideByID("cookbook")
+	var src string
+	for _, p := range guidePrograms(g.Body) {
+		if strings.Contains(p, `"name": "motion-light"`) {
+			src = p
+		}
+	}
+	if src == "" {
+		t.Fatal("no reusable motion light in the cookbook")
+	}
+	res := mustValidate(t, src, ValidateOptions{Bind: map[string]any{"sensor": "hall_motion.occupancy", "light": "porch_light.set", "hold": "3m"}})
+	if !res.Valid {
+		t.Fatalf("bound: %s", diagString(res.Diagnostics))
+	}
+	w := NewSimWorld(func(string) (any, bool) { return false, true }, time.Date(2026, 1, 1, 20, 0, 0, 0, time.UTC), Scenario{}, nil)
+	out := Run(context.Background(), res.Compiled, w, RunInput{Trigger: TriggerFire{ID: "motion", Value: true}, Params: map[string]any{"hold": "3m"}})
+	var got []string
+	for _, c := range w.Calls() {
+		got = append(got, c.ID+compactJSON(c.Args))
+	}
+	if !out.Outcome.OK || strings.Join(got, " ") != `porch_light.set{"state":"ON"} porch_light.set{"state":"OFF"}` {
+		t.Errorf("%+v %v", out.Outcome, got)
+	}
+}
