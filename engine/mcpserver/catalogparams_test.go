@@ -121,6 +121,8 @@ func TestCatalogParamsOverMCP(t *testing.T) {
 		t.Errorf("promoted entry: %s", js(en))
 	}
 
+	passReferencesOn(t, c, ref)
+
 	for _, tc := range []struct {
 		name, member, value, msg string
 	}{
@@ -164,6 +166,14 @@ func TestCatalogParamsOverMCP(t *testing.T) {
 	rules, _ := callTool(t, c, "pilothouse_rules", map[string]any{"last_firings": 0})
 	if !strings.Contains(js(rules), `"params":{"hold":"1s","light":"porch_light.set","sensor":"hall_motion.occupancy"}`) {
 		t.Errorf("rules listing: %s", js(rules))
+	}
+
+	// The promoted program deployed again by its ref with other ids: the
+	// same body, bound anew.
+	again := execute(t, c, map[string]any{"program_ref": ref, "input": map[string]any{"sensor": "front_door.contact", "light": "hall_light.set"}})
+	ao, _ := again["output"].(map[string]any)
+	if ao["program_ref"] != ref || ao["replaced"] != true || js(step(ao["plan"], "on")["calls"]) != `["hall_light.set"]` || js(ao["triggers"]) != `[{"entity":"front_door.contact","id":"motion","kind":"state"}]` {
+		t.Errorf("deploy by program_ref: %s", js(again))
 	}
 }
 
@@ -216,5 +226,25 @@ func TestBoundIDsFollowScope(t *testing.T) {
 	}
 	if names := ruleNames(t, hall); contains(names, "motion-light") || !contains(names, "hall-motion") {
 		t.Errorf("the hall deployer's rules: %v", names)
+	}
+}
+
+// passReferencesOn: another program calls the promoted motion light with
+// ids of its own (checked against the light's constraints when it is
+// validated); its trace shows the ids the callee used.
+func passReferencesOn(t *testing.T, c *client.Client, ref string) {
+	t.Helper()
+	callerOf := func(light string) string {
+		return `{"name":"hall-by-remote","triggers":[{"id":"b","event":"bedroom_remote.action","value":"on"}],
+		  "steps":[{"id":"run","call":"` + ref + `","args":{"sensor":"hall_motion.occupancy","light":"` + light + `","hold":"1s"}}]}`
+	}
+	v := validate(t, c, callerOf("living_plug.set"))
+	if d := diagAt(v, "bad_arguments", "/steps/0/args/light"); v["valid"] != false || d == nil || !strings.Contains(d["message"].(string), "its device is not of type light") {
+		t.Errorf("a switch passed as the light: %s", js(v))
+	}
+	r := execute(t, c, map[string]any{"program": prog(t, callerOf("hall_light.set")), "test_run": true,
+		"input": map[string]any{"scenario": map[string]any{"trigger": "b", "value": "on"}}})
+	if oc := r["outcome"].(map[string]any); oc["ok"] != true || js(step(r["trace"], "run/on")["calls"]) != `["hall_light.set"]` || js(step(r["trace"], "run/off")["calls"]) != `["hall_light.set"]` {
+		t.Errorf("the callee's trace: %s", js(r))
 	}
 }
