@@ -124,7 +124,7 @@ var limitDocs = map[string]string{
 	"MaxSteps":        "trace entries per run",
 	"MaxIterations":   "iterations per loop activation; the largest count or max a loop may declare",
 	"MaxWall":         "duration of one run (virtual time in a test run)",
-	"MaxCallDepth":    "nested calls of promoted automations",
+	"MaxCallDepth":    "nested calls of promoted automations (checked at validate, and at execute for an automation given to a catalog param)",
 	"MemoryBudget":    "expression evaluation memory budget",
 	"MaxConcurrent":   "the largest max a queued or parallel rule may declare",
 	"MaxSetValues":    "JSON values set steps store in one run (each value is copied; nested at most 64 deep)",
