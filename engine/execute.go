@@ -130,7 +130,11 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 func (e *Engine) execution(ctx context.Context, p *Principal, runID string, c *rules.Compiled, b *bound, params map[string]any, sc *rules.Scenario, req ExecuteRequest) (*ExecuteResponse, error) {
 	switch {
 	case req.TestRun:
-		return e.testRun(ctx, p, runID, b.c, params, sc, req)
+		resp, err := e.testRun(ctx, p, runID, b.c, params, sc, req)
+		if out, ok := resp.Output.(map[string]any); ok && b.refs {
+			out["plan"] = b.c.Plan // what a deploy with this input installs
+		}
+		return resp, err
 	case req.Once:
 		return e.runOnce(ctx, p, runID, b.c, params, req.Confirmed), nil
 	}

@@ -201,7 +201,7 @@ validate takes no ` + "`context`" + `: automation/1 declares no context_schema, 
 ## Output of a run
 
 - Deploy (execute without test_run): ` + "`output`" + ` is ` + "`{program_ref, rule, replaced, triggers, next_fire}`" + `: the promoted body's reference, the installed rule's name (= program name; deploying the same name again replaces it), whether it replaced one, the armed triggers and the next scheduled firing (when known); with catalog params also ` + "`plan`" + `, the installed rule's plan with the bound ids, and ` + "`warnings`" + ` of the bound program (` + "`overlapping_rule`" + `). The deploy trace describes the installation (promote, bind when there are catalog params, install, arm); the plan describes the body.
-- Test run: ` + "`output`" + ` is ` + "`{calls: [...], vars}`" + `: each call the body would have made (` + "`step`" + `, catalog ` + "`id`" + `, ` + "`args`" + `, ` + "`output`" + `, ` + "`at`" + `) and the final variables.
+- Test run: ` + "`output`" + ` is ` + "`{calls: [...], vars}`" + `: each call the body would have made (` + "`step`" + `, catalog ` + "`id`" + `, ` + "`args`" + `, ` + "`output`" + `, ` + "`at`" + `) and the final variables; with catalog params also ` + "`plan`" + `, the plan a deploy with the same input installs (real ids and risk: what to gate on).
 - Each firing of an installed rule is its own run with its own run id, outcome and trace; when ` + "`ok`" + `, its ` + "`output`" + ` is ` + "`{calls: [...], vars}`" + ` as for a test run, except that the calls were really published.
 
 ## Trace format

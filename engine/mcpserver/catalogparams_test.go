@@ -104,6 +104,9 @@ func TestCatalogParamsOverMCP(t *testing.T) {
 	if oc := tr["outcome"].(map[string]any); oc["ok"] != true || js(step(tr["trace"], "on")["calls"]) != `["porch_light.set"]` {
 		t.Fatalf("test run: %s", js(tr))
 	}
+	if plan := tr["output"].(map[string]any)["plan"]; js(step(plan, "on")["calls"]) != `["porch_light.set"]` || plan.(map[string]any)["max_risk"] != "control" {
+		t.Errorf("test run plan: %s", js(plan))
+	}
 
 	input["hold"] = "1s"
 	dep := execute(t, c, map[string]any{"program": prog(t, motionLight), "input": input})
