@@ -131,7 +131,16 @@ func (e *Engine) rebind(r storage.Rule, c *rules.Compiled, params map[string]any
 	if !res.Valid {
 		return nil, fmt.Errorf("its params no longer bind: %s", diagSummary(res.Diagnostics))
 	}
-	return res.Compiled.Hold(r.Ref), nil
+	return heldBound(res.Compiled, r.Ref), nil
+}
+
+// heldBound is a bound program as an installed rule holds it: under its
+// program_ref, without its plan (derived again when a listing asks, as
+// for promoted bodies: a house holds thousands of rules).
+func heldBound(c *rules.Compiled, ref string) *rules.Compiled {
+	h := c.Hold(ref)
+	h.Plan = nil
+	return h
 }
 
 func diagSummary(ds []pilotage.Diagnostic) string {

@@ -131,7 +131,7 @@ func (e *Engine) execution(ctx context.Context, p *Principal, runID string, c *r
 	switch {
 	case req.TestRun:
 		resp, err := e.testRun(ctx, p, runID, b.c, params, sc, req)
-		if out, ok := resp.Output.(map[string]any); ok && b.refs {
+		if out, ok := outputMap(resp); ok && b.refs {
 			out["plan"] = b.c.Plan // what a deploy with this input installs
 		}
 		return resp, err
@@ -139,6 +139,14 @@ func (e *Engine) execution(ctx context.Context, p *Principal, runID string, c *r
 		return e.runOnce(ctx, p, runID, b.c, params, req.Confirmed), nil
 	}
 	return e.deploy(ctx, p, runID, c, b, params, req)
+}
+
+func outputMap(resp *ExecuteResponse) (map[string]any, bool) {
+	if resp == nil {
+		return nil, false
+	}
+	m, ok := resp.Output.(map[string]any)
+	return m, ok
 }
 
 // checkRequest checks step 1 of execute: exactly one runnable, a visible

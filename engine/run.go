@@ -148,7 +148,7 @@ func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rule
 	}
 	armed := e.commitPromotion(pr)
 	if b.refs {
-		armed = b.c.Hold(pr.prog.Ref)
+		armed = heldBound(b.c, pr.prog.Ref)
 	}
 	steps = append(steps, pilotage.TraceStep{ID: "install", Output: map[string]any{"rule": rule.Name, "replaced": replaced},
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()})
