@@ -102,7 +102,7 @@ func TestCheckParams(t *testing.T) {
 		want   []string // paths
 	}{
 		{"ok", map[string]any{"hold": "2m"}, "", nil},
-		{"missing", map[string]any{}, "/params", []string{"/params"}},
+		{"missing", map[string]any{}, "/params", []string{"/params/hold"}},
 		{"wrong_type", map[string]any{"hold": "2m", "n": "three"}, "", []string{"/n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -133,9 +133,13 @@ func TestCatalogParamsOverMCP(t *testing.T) {
 		{"unknown", "light", "porch_lamp.set", `light = "porch_lamp.set": it is not in the catalog`},
 		{"reports", "sensor", "hall_motion.illuminance", "it never reports true"},
 		{"format", "hold", "3 minutes", "params: '3 minutes' is not valid duration"},
+		{"missing", "light", "", `params needs "light": the id of an action of a light device accepting state ["ON","OFF"], risk at most control`},
 	} {
 		bad := map[string]any{"sensor": "hall_motion.occupancy", "light": "porch_light.set"}
 		bad[tc.member] = tc.value
+		if tc.value == "" {
+			delete(bad, tc.member)
+		}
 		r := execute(t, c, map[string]any{"program": prog(t, motionLight), "input": bad})
 		d := diagAt(r, "input_binding", "/"+tc.member)
 		if oc := r["outcome"].(map[string]any); oc["status"] != "validation_error" || d == nil || !strings.Contains(d["message"].(string), tc.msg) {
