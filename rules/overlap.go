@@ -45,6 +45,9 @@ func (c *Compiled) Calls() []string {
 	return out
 }
 
+// maxOverlaps bounds the rules one call's overlapping_rule warnings name.
+const maxOverlaps = 3
+
 // overlaps warns about each call of p to a device that another installed
 // rule also drives from a trigger p shares with it.
 func (c *checker) overlaps(p *Program) {
@@ -64,7 +67,7 @@ func (c *checker) overlaps(p *Program) {
 	if len(sites) == 0 {
 		return
 	}
-	warned := map[string]bool{}
+	warned, named := map[string]bool{}, map[string]int{}
 	for _, t := range p.Triggers {
 		if t.Entity == "" || strings.Contains(t.Entity, "{{") {
 			continue
@@ -75,10 +78,11 @@ func (c *checker) overlaps(p *Program) {
 			}
 			for _, s := range sites {
 				other := c.drives(it.Calls, s.dev)
-				if other == "" || warned[s.ptr+"\x00"+it.Rule] {
+				if other == "" || warned[s.ptr+"\x00"+it.Rule] || named[s.ptr] == maxOverlaps {
 					continue
 				}
 				warned[s.ptr+"\x00"+it.Rule] = true
+				named[s.ptr]++
 				c.d.add(CodeOverlappingRule, s.ptr, "merge the two into one rule, or make their conditions exclusive; deploying under the name "+it.Rule+" replaces that rule",
 					"rule %q also calls %s %s (its trigger %q): the two rules race and the last command wins", it.Rule, other, describeTrigger(it.Trigger), it.Trigger.ID())
 			}

@@ -324,6 +324,14 @@ func TestOverlappingRules(t *testing.T) {
 	if len(res.Diagnostics) != 1 || res.Diagnostics[0].Message != want || res.Diagnostics[0].Path != "/steps/0/call" {
 		t.Errorf("%s", diagString(res.Diagnostics))
 	}
+	// At most maxOverlaps rules are named per call.
+	var many installed
+	for _, n := range []string{"o1", "o2", "o3", "o4"} {
+		many = append(many, installedRule(strings.Replace(other, `"name":"other"`, `"name":"`+n+`"`, 1))...)
+	}
+	if res := mustValidate(t, prog(`[{"id":"x","call":"hall_light.set","args":{"state":"ON"}}]`), ValidateOptions{Installed: many}); len(res.Diagnostics) != maxOverlaps {
+		t.Errorf("many: %s", diagString(res.Diagnostics))
+	}
 	// A bound reference overlaps as its id does.
 	bound := mustValidate(t, motionLight, ValidateOptions{Installed: in, Bind: map[string]any{"sensor": "hall_motion.occupancy", "light": "hall_light.set"}})
 	if !bound.Valid || len(bound.Diagnostics) != 2 || bound.Diagnostics[0].Code != CodeOverlappingRule {
