@@ -92,6 +92,27 @@ func (r *RefParam) Describe() string {
 	return s
 }
 
+// decl is r's declaration as a params property.
+func (r *RefParam) decl() string {
+	c := map[string]any{"kind": r.Kind}
+	if r.Type != "" {
+		c["type"] = r.Type
+	}
+	if r.Tag != "" {
+		c["tag"] = r.Tag
+	}
+	if len(r.Accepts) > 0 {
+		c["accepts"] = r.Accepts
+	}
+	if len(r.Reports) > 0 {
+		c["reports"] = r.Reports
+	}
+	if r.MaxRisk != "" {
+		c["max_risk"] = r.MaxRisk
+	}
+	return fmt.Sprintf(`%q: {"type": "string", "catalog": %s}`, r.Name, compactJSON(c))
+}
+
 // refFinding reports one finding about a params schema's references.
 type refFinding func(code, path, hint, format string, args ...any)
 
@@ -145,8 +166,13 @@ func nearMiss(name string, p map[string]any, ptr string, report refFinding) {
 
 // refDeclHint shows how to declare name as a reference of kind k.
 func refDeclHint(name string, k pilotage.Kind) string {
+	return `declare it in params: "properties": {` + refDecl(name, k) + `}; execute binds it to an id`
+}
+
+// refDecl is the declaration of name as a reference of kind k.
+func refDecl(name string, k pilotage.Kind) string {
 	ex := map[pilotage.Kind]string{pilotage.KindAction: `, "type": "light", "max_risk": "control"`, pilotage.KindState: `, "type": "binary_sensor"`}[k]
-	return fmt.Sprintf(`declare it in params: "properties": {"%s": {"type": "string", "catalog": {"kind": "%s"%s}}}; execute binds it to an id`, name, k, ex)
+	return fmt.Sprintf(`"%s": {"type": "string", "catalog": {"kind": "%s"%s}}`, name, k, ex)
 }
 
 // parseRef reads one "catalog" constraint at ptr.

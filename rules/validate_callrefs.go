@@ -31,10 +31,10 @@ func (c *checker) refArgs(s *Step, e *pilotage.Entry) {
 			c.refConst(s.Call, r, t.Const, path)
 		case passed && c.refs[mine] != nil && c.refs[mine].covers(r):
 		case passed && c.refs[mine] != nil:
-			c.d.add(CodeBadArguments, path, "narrow params."+mine+"'s catalog constraint to at least "+s.Call+"'s",
+			c.d.add(CodeBadArguments, path, "narrow params."+mine+"'s catalog constraint to at least "+s.Call+"'s: "+r.decl(),
 				"params.%s is %s; %s's %s needs %s", mine, c.refs[mine].Describe(), s.Call, name, r.Describe())
 		default:
-			c.d.add(CodeTemplatedID, path, refDeclHint(name, r.Kind)+`, and pass it on as "{{ params.`+name+` }}"`,
+			c.d.add(CodeTemplatedID, path, `pass an id, or pass on a catalog param of yours declared at least as narrowly, "properties": {`+r.decl()+`} in params, as "{{ params.`+name+` }}"`,
 				"%s's %s is a catalog reference: pass a catalog id, or exactly \"{{ params.<name> }}\" naming a catalog-reference param of this program", s.Call, name)
 		}
 	}

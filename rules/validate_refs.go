@@ -36,7 +36,7 @@ func (c *checker) refSite(id, path string, kinds ...pilotage.Kind) (*RefParam, b
 	case exact:
 		c.d.add(CodeTemplatedID, path, refDeclHint(name, kinds[0]), "%q stands where a catalog id goes, but params.%s is not declared", id, name)
 	default:
-		c.d.add(CodeTemplatedID, path, refDeclHint("device", kinds[0])+`, and write the id as "{{ params.device }}"`,
+		c.d.add(CodeTemplatedID, path, `write the id itself (pilotage_lookup lists them), or declare a catalog param, "properties": {`+refDecl("device", kinds[0])+`} in params, and write "{{ params.device }}" here`,
 			"%q: a catalog id here must be known before the rule runs: write the id itself, or exactly \"{{ params.<name> }}\" naming a catalog-reference param", id)
 	}
 	return nil, true
