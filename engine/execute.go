@@ -103,14 +103,21 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 		return refusal, err
 	}
 
-	// 4. Input binding.
+	// 4. Input binding: the params against their schema, then the
+	// program as it will run with them.
 	params, scenario, diags := bindInput(compiled, req.Input, req.TestRun)
+	var bnd *bound
+	if len(diags) == 0 {
+		if bnd, diags, err = e.bind(p, compiled, params); err != nil {
+			return nil, err
+		}
+	}
 	if len(diags) > 0 {
 		return refused(rules.StatusValidationError, "input does not bind to the program's params", diags), nil
 	}
 
 	// 5. Execution.
-	resp, err := e.execution(ctx, p, runID, compiled, params, scenario, req)
+	resp, err := e.execution(ctx, p, runID, compiled, bnd, params, scenario, req)
 	if err != nil {
 		return nil, err
 	}
@@ -123,14 +130,28 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 }
 
 // execution is step 5 of execute: a test run, a manual run or a deploy.
-func (e *Engine) execution(ctx context.Context, p *Principal, runID string, c *rules.Compiled, params map[string]any, sc *rules.Scenario, req ExecuteRequest) (*ExecuteResponse, error) {
+// c is the program as validated, b the program bound to params (what
+// runs).
+func (e *Engine) execution(ctx context.Context, p *Principal, runID string, c *rules.Compiled, b *bound, params map[string]any, sc *rules.Scenario, req ExecuteRequest) (*ExecuteResponse, error) {
 	switch {
 	case req.TestRun:
-		return e.testRun(ctx, p, runID, c, params, sc, req)
+		resp, err := e.testRun(ctx, p, runID, b.c, params, sc, req)
+		if out, ok := outputMap(resp); ok && b.refs {
+			out["plan"] = b.c.Plan // what a deploy with this input installs
+		}
+		return resp, err
 	case req.Once:
-		return e.runOnce(ctx, p, runID, c, params, req.Confirmed), nil
+		return e.runOnce(ctx, p, runID, b.c, params, req.Confirmed), nil
 	}
-	return e.deploy(ctx, p, runID, c, params, req)
+	return e.deploy(ctx, p, runID, c, b, params, req)
+}
+
+func outputMap(resp *ExecuteResponse) (map[string]any, bool) {
+	if resp == nil {
+		return nil, false
+	}
+	m, ok := resp.Output.(map[string]any)
+	return m, ok
 }
 
 // checkRequest checks step 1 of execute: exactly one runnable, a visible

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -57,8 +58,11 @@ func (e *Engine) visibleRule(p *Principal, r storage.Rule) bool {
 	if p.ownsRun(r.Principal) {
 		return true
 	}
-	_, ok := e.cat.view(p).Get(r.Ref)
-	return ok
+	v := e.cat.view(p)
+	if _, ok := v.Get(r.Ref); !ok {
+		return false
+	}
+	return e.boundVisible(p, v, e.sched.ruleByName(r.Name))
 }
 
 // ListRules lists the installed rules visible to the caller, by name.
@@ -100,7 +104,9 @@ func (e *Engine) GetRule(ctx context.Context, name string, lastFirings int) (Rul
 	}
 	ri, err := e.ruleInfo(ctx, p, r, lastFirings)
 	if err == nil {
-		if b := e.body(r.Ref); b != nil {
+		if ar := e.sched.ruleByName(r.Name); ar != nil && len(ar.c.RefParams()) > 0 {
+			ri.Plan = rules.BuildPlan(ar.c) // bound: the real ids and risk
+		} else if b := e.body(r.Ref); b != nil {
 			ri.Plan = b.decodedPlan()
 		}
 	}
@@ -124,6 +130,9 @@ func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, las
 		ri.MaxRisk = b.maxRisk
 	}
 	if ar := e.sched.ruleByName(r.Name); ar != nil {
+		if len(ar.c.RefParams()) > 0 {
+			ri.MaxRisk = rules.BuildPlan(ar.c).MaxRisk
+		}
 		ar.describe(e, r.Enabled, &ri)
 	}
 	if lastFirings > 0 {

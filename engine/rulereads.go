@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -25,8 +26,13 @@ func (e *Engine) RuleReads(ctx context.Context, name string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("engine: reading rule: %w", err)
 	}
-	b := e.body(r.Ref)
-	if b == nil {
+	var c *rules.Compiled
+	if ar := e.sched.ruleByName(name); ar != nil {
+		c = ar.c // bound to its params when they name entries
+	} else if b := e.body(r.Ref); b != nil {
+		c = b.compiled
+	}
+	if c == nil {
 		return nil, nil // its program no longer compiles: nothing to show
 	}
 	v := e.cat.view(p)
@@ -38,7 +44,7 @@ func (e *Engine) RuleReads(ctx context.Context, name string) ([]string, error) {
 			out = append(out, id)
 		}
 	}
-	for _, id := range b.compiled.Reads() {
+	for _, id := range c.Reads() {
 		add(id)
 	}
 	return out, nil

@@ -93,13 +93,22 @@ type DeployOutput struct {
 	Replaced   bool          `json:"replaced"`
 	Triggers   []TriggerInfo `json:"triggers"`
 	NextFire   *time.Time    `json:"next_fire,omitempty"`
+	// Plan is the installed rule's plan when its catalog params were
+	// bound: the real ids, arguments and risk (the program's own plan
+	// shows the worst its constraints admit).
+	Plan *pilotage.Plan `json:"plan,omitempty"`
+	// Warnings of the program as bound (overlapping_rule).
+	Warnings []pilotage.Diagnostic `json:"warnings,omitempty"`
 }
 
 // deploy installs the program as a rule: promote, persist in one
 // transaction, arm (replacing a rule of the same name atomically). It is
 // all or nothing: memory (the catalog entry, the held body, the armed
 // rule) changes only after storage committed the program and the rule.
-func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rules.Compiled, params map[string]any, req ExecuteRequest) (*ExecuteResponse, error) {
+//
+// The program is promoted as written (its entry declares the worst risk
+// its catalog params admit); the rule runs b, the program bound to params.
+func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rules.Compiled, b *bound, params map[string]any, req ExecuteRequest) (*ExecuteResponse, error) {
 	t0 := e.Now()
 	ms := func() *float64 { d := float64(e.Now().Sub(t0)) / float64(time.Millisecond); return &d }
 	fail := func(status, msg, stepErr string, steps []pilotage.TraceStep) *ExecuteResponse {
@@ -126,19 +135,29 @@ func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rule
 	name := pr.c.Name() // the copy inside the program_ref
 	steps := []pilotage.TraceStep{{ID: "promote", Input: map[string]any{"name": name}, Output: map[string]any{"program_ref": pr.prog.Ref, "risk": pr.prog.Risk},
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()}}
+	if b.refs {
+		steps = append(steps, pilotage.TraceStep{ID: "bind", Input: params, Output: map[string]any{"references": b.references(params), "max_risk": b.c.Plan.MaxRisk},
+			Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()})
+	}
 	now := e.Now()
 	paramsJSON, _ := json.Marshal(params)
-	rule := storage.Rule{Name: name, Ref: pr.prog.Ref, Principal: p.Name, Enabled: true, Params: paramsJSON, InstalledAt: now, UpdatedAt: now}
+	rule := storage.Rule{Name: name, Ref: pr.prog.Ref, Principal: p.Name, Enabled: true, Params: paramsJSON, Binding: b.binding(), InstalledAt: now, UpdatedAt: now}
 	if err := e.store.InstallRule(ctx, pr.prog, rule); err != nil {
 		e.log.Warn("deploy: storing the program and the rule failed; nothing was installed", "rule", rule.Name, "err", err)
 		return fail(rules.StatusPartial, "storing the program and the rule failed; nothing was promoted or installed", err.Error(), steps), nil
 	}
-	held := e.commitPromotion(pr)
+	armed := e.commitPromotion(pr)
+	if b.refs {
+		armed = heldBound(b.c, pr.prog.Ref)
+	}
 	steps = append(steps, pilotage.TraceStep{ID: "install", Output: map[string]any{"rule": rule.Name, "replaced": replaced},
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()})
-	ar := e.sched.install(rule, held, params, e.cat.view(p).devGen+1)
+	ar := e.sched.install(rule, armed, params, e.cat.view(p).devGen+1)
 	info := ar.info(e)
-	out := &DeployOutput{ProgramRef: pr.prog.Ref, Rule: rule.Name, Replaced: replaced, Triggers: info.Triggers, NextFire: info.NextFire}
+	out := &DeployOutput{ProgramRef: pr.prog.Ref, Rule: rule.Name, Replaced: replaced, Triggers: info.Triggers, NextFire: info.NextFire, Warnings: b.warnings}
+	if b.refs {
+		out.Plan = b.c.Plan
+	}
 	steps = append(steps, pilotage.TraceStep{ID: "arm", Output: map[string]any{"triggers": info.Triggers, "next_fire": info.NextFire},
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()})
 	e.notify(Event{Type: "rule", Rule: rule.Name, RunID: runID, Status: "installed", OK: true, Time: e.Now(), Principal: rule.Principal, Ref: rule.Ref})

@@ -128,7 +128,17 @@ func (s *scheduler) start(ctx context.Context) error {
 		}
 		var params map[string]any
 		_ = json.Unmarshal(r.Params, &params)
-		s.install(r, b.compiled, params, 0)
+		c := b.compiled
+		if len(c.RefParams()) > 0 {
+			bc, err := s.e.rebind(r, c, params)
+			if err != nil {
+				s.e.log.Warn("rule no longer binds; it is marked broken", "rule", r.Name, "err", err)
+				_ = s.e.store.SetRuleBroken(ctx, r.Name, err.Error())
+				continue
+			}
+			c = bc
+		}
+		s.install(r, c, params, 0)
 	}
 	if s.e.devs != nil {
 		s.unsub = s.e.devs.Subscribe(s.onChange)

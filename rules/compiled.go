@@ -45,7 +45,24 @@ type Compiled struct {
 	// deep below its own frame.
 	CallDepth int
 
+	// refs are the program's catalog-reference params, by name.
+	refs []*RefParam
+
 	form
+}
+
+// RefParams are the program's catalog-reference params, sorted by name
+// (nil when it declares none): execute binds them (ValidateOptions.Bind).
+func (c *Compiled) RefParams() []*RefParam { return c.refs }
+
+// refParam returns the catalog-reference param name, or nil.
+func (c *Compiled) refParam(name string) *RefParam {
+	for _, r := range c.refs {
+		if r.Name == name {
+			return r
+		}
+	}
+	return nil
 }
 
 // Entry returns the referenced entry with this id as validated, or nil.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -147,7 +148,12 @@ func (dc *decoder) program(n *jnode) *Program {
 	}
 	dc.mode(n, p)
 	if v := n.get("params"); v != nil {
-		p.Params = dc.params(v)
+		if p.Params = dc.params(v); p.Params != nil {
+			dc.paramDefaults(v)
+			p.RefParams = parseRefParams(v.value(), v.ptr, func(code, path, hint, format string, args ...any) {
+				dc.d.add(code, path, hint, format, args...)
+			})
+		}
 	}
 	if v := dc.required(n, "triggers", "program"); v != nil && dc.array(v, "triggers") {
 		if len(v.vals) == 0 {
@@ -242,7 +248,12 @@ func (dc *decoder) params(v *jnode) json.RawMessage {
 }
 
 // compileSchema compiles a JSON Schema value with no external loading.
-func compileSchema(doc any) (sch *jsonschema.Schema, err error) {
+func compileSchema(doc any) (*jsonschema.Schema, error) { return compileSchemaAt(doc, "") }
+
+// compileSchemaAt compiles the subschema at the JSON Pointer ptr of doc
+// ("" = doc itself). Formats are asserted: "duration" is automation/1's
+// (ParseDuration: "90s", "2m", "PT2M"), the others JSON Schema's.
+func compileSchemaAt(doc any, ptr string) (sch *jsonschema.Schema, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			sch, err = nil, fmt.Errorf("schema compiler failed: %v", r)
@@ -250,10 +261,51 @@ func compileSchema(doc any) (sch *jsonschema.Schema, err error) {
 	}()
 	c := jsonschema.NewCompiler()
 	c.UseLoader(denyLoader{})
+	c.AssertFormat()
+	c.RegisterFormat(&jsonschema.Format{Name: "duration", Validate: durationFormat})
 	if err := c.AddResource("mem:///schema.json", doc); err != nil {
 		return nil, err
 	}
-	return c.Compile("mem:///schema.json")
+	loc := "mem:///schema.json"
+	if ptr != "" {
+		loc += "#" + ptr
+	}
+	return c.Compile(loc)
+}
+
+// durationFormat is the "duration" format: a string ParseDuration reads.
+func durationFormat(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return nil
+	}
+	_, err := ParseDuration(s)
+	return err
+}
+
+// paramDefaults checks each top-level param's default against the param's
+// own schema (formats included): a default that does not fit would fail
+// the first run that uses it.
+func (dc *decoder) paramDefaults(v *jnode) {
+	props := v.get("properties")
+	if props == nil || props.kind != jObj {
+		return
+	}
+	doc := v.value()
+	for i, name := range props.keys {
+		p := props.vals[i]
+		def := p.get("default")
+		if p.kind != jObj || def == nil {
+			continue
+		}
+		sch, err := compileSchemaAt(doc, "/properties/"+url.PathEscape(escapePtr(name)))
+		if err != nil {
+			continue
+		}
+		if err := sch.Validate(def.value()); err != nil {
+			dc.d.add(CodeBadParams, def.ptr, "", "the default of params.%s does not fit its schema: %s", name, firstLeafMessage(err))
+		}
+	}
 }
 
 func schemaErrText(err error) string {

@@ -49,6 +49,8 @@ const (
 	CodeScope            = "scope"
 	CodeUnknownStep      = "unknown_step"
 	CodeCallDepth        = "call_depth"
+	CodeTemplatedID      = "templated_id"
+	CodeOverlappingRule  = "overlapping_rule"
 )
 
 // Codes is the closed set of diagnostic codes, each with its fixed severity.
@@ -77,13 +79,15 @@ var Codes = []CodeInfo{
 	{CodeBadDuration, pilotage.SeverityError, "a duration does not parse (\"500ms\", \"90s\", \"2m\", \"1h30m\", \"PT2M\"), is negative, or is templated where a constant is required"},
 	{CodeBadTime, pilotage.SeverityError, "a time of day is not HH:MM or HH:MM:SS (24-hour clock)"},
 	{CodeMissingLocation, pilotage.SeverityError, "a sun trigger needs the server's location (latitude/longitude), which is not configured"},
-	{CodeUnreachableValue, pilotage.SeverityWarning, "a to/from/value filter is a value the entry's output_schema never produces, so it can never match"},
+	{CodeUnreachableValue, pilotage.SeverityError, "a to/from/value filter is a value the entry's output_schema never produces, or above/below watch a state that is not a number, or above is not below below: the trigger can never fire (the wait never ends)"},
 	{CodeBadMode, pilotage.SeverityError, "mode is not single, restart, queued or parallel, or max is used wrongly"},
 	{CodeBadParams, pilotage.SeverityError, "params is not a valid JSON Schema of an object, or an expression names a param it does not declare"},
 	{CodeUnboundedLoop, pilotage.SeverityError, "a while/until loop has no max, or a loop bound exceeds the engine's iteration limit"},
 	{CodeScope, pilotage.SeverityError, "a vars.* value or steps.<id>.output is named where it is not addressable (see the scope rules)"},
 	{CodeUnknownStep, pilotage.SeverityError, "steps.<id> names no step, or a step that has not run yet at this point"},
 	{CodeCallDepth, pilotage.SeverityError, "a call starts a chain of promoted automations calling each other deeper than the engine's call-depth limit (MaxCallDepth): every run would end limit_exceeded"},
+	{CodeTemplatedID, pilotage.SeverityError, "a template stands where a catalog id goes (call, a trigger's or wait's state or event, an id passed to an automation's catalog param): only exactly \"{{ params.<name> }}\" naming a param declared with \"catalog\" may; the hint shows the declaration"},
+	{CodeOverlappingRule, pilotage.SeverityWarning, "another installed rule (visible to you) calls an action of the same device from the same trigger: the two race and the last command wins; merge them, make their conditions exclusive, or deploy under that rule's name to replace it"},
 }
 
 // CodeSeverity returns the fixed severity of a code (error when unknown).

@@ -25,11 +25,18 @@ func (r *interp) evalArgs(f *frame, qid string, args []namedTemplate) (map[strin
 }
 
 func (r *interp) call(f *frame, s *runStep, qid string, i int) *halt {
+	target := s.text
+	if s.flags&callParam != 0 {
+		var h *halt
+		if target, h = paramID(f, s.text, qid); h != nil {
+			return r.fail(i, h)
+		}
+	}
 	if m := r.mem; !m.callUsed {
-		m.firstCall[0], m.callUsed = s.text, true
+		m.firstCall[0], m.callUsed = target, true
 		r.steps[i].Calls = m.firstCall[:1:1]
 	} else {
-		r.steps[i].Calls = []string{s.text}
+		r.steps[i].Calls = []string{target}
 	}
 	args, h := r.evalArgs(f, qid, s.vals)
 	if h == nil {
@@ -39,15 +46,15 @@ func (r *interp) call(f *frame, s *runStep, qid string, i int) *halt {
 		return r.fail(i, h)
 	}
 	r.steps[i].Input = jsonSafeFresh(args)
-	if sub, isAuto := r.automation(f, s.text); isAuto {
+	if sub, isAuto := r.automation(f, target); isAuto {
 		return r.callAutomation(f, s, qid, i, args, sub)
 	}
-	out, err := r.w.Call(r.ctx, s.text, args)
-	rec := CallRecord{Step: qid, ID: s.text, Args: args, Output: out, At: r.w.Now()}
+	out, err := r.w.Call(r.ctx, target, args)
+	rec := CallRecord{Step: qid, ID: target, Args: args, Output: out, At: r.w.Now()}
 	if err != nil {
 		rec.Error = err.Error()
 		r.calls = append(r.calls, rec)
-		return r.fail(i, r.callHalt(qid, s.text, err))
+		return r.fail(i, r.callHalt(qid, target, err))
 	}
 	r.calls = append(r.calls, rec)
 	// The call record keeps the arguments a second time, and the output
@@ -63,6 +70,16 @@ func (r *interp) call(f *frame, s *runStep, qid string, i int) *halt {
 	f.env.setStepOutput(s.id, out)
 	r.setOutcome(i, StepSuccess, "")
 	return nil
+}
+
+// paramID is the catalog id a catalog-reference param holds in this
+// frame (a promoted automation's: its caller passed it, checked when the
+// caller was validated).
+func paramID(f *frame, name, qid string) (string, *halt) {
+	if id, ok := f.env.Params[name].(string); ok && id != "" {
+		return id, nil
+	}
+	return "", &halt{StatusFailed, fmt.Sprintf("step %q: catalog param %q is not bound to an id", qid, name)}
 }
 
 func (r *interp) callHalt(qid, id string, err error) *halt {
@@ -98,7 +115,7 @@ func (r *interp) automation(f *frame, id string) (sub *Compiled, isAuto bool) {
 // automation.trigger). A stop without error ends only the sub-program.
 func (r *interp) callAutomation(f *frame, s *runStep, qid string, i int, args map[string]any, sub *Compiled) *halt {
 	if sub == nil {
-		return r.fail(i, &halt{StatusFailed, fmt.Sprintf("step %q: automation %q is not available", qid, s.text)})
+		return r.fail(i, &halt{StatusFailed, fmt.Sprintf("step %q: automation %q is not available", qid, r.steps[i].Calls[0])})
 	}
 	if f.depth+1 > r.lim.MaxCallDepth {
 		return r.fail(i, &halt{StatusLimitExceeded, fmt.Sprintf("step %q: call depth limit of %d exceeded", qid, r.lim.MaxCallDepth)})
@@ -250,14 +267,34 @@ func (r *interp) wait(f *frame, s *runStep, qid string, i int) *halt {
 // waitRequest builds the World's view of a wait step and the trace input
 // describing it. An expression that fails on its first check fails the
 // step; later failures count as "not yet".
+// boundWait is ws with the id its catalog-reference param holds in this
+// frame (ws itself when it names the id).
+func boundWait(f *frame, ws *waitStep, qid string) (*waitStep, *halt) {
+	if !ws.byParam {
+		return ws, nil
+	}
+	bound := *ws
+	var h *halt
+	if bound.state != "" {
+		bound.state, h = paramID(f, ws.state, qid)
+	} else {
+		bound.event, h = paramID(f, ws.event, qid)
+	}
+	bound.byParam = false
+	return &bound, h
+}
+
 func (r *interp) waitRequest(f *frame, ws *waitStep, qid string) (*WaitRequest, map[string]any, *halt) {
+	ws, h := boundWait(f, ws, qid)
+	if h != nil {
+		return nil, nil, h
+	}
 	req := &WaitRequest{StepID: qid, Timeout: ws.timeout}
 	in := map[string]any{}
 	if ws.timeout > 0 {
 		in["timeout"] = ws.timeout.String()
 	}
 	if ws.hold != nil {
-		var h *halt
 		if req.For, h = r.duration(f, ws.hold, qid, "wait for"); h != nil {
 			return nil, nil, h
 		}

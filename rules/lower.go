@@ -119,6 +119,9 @@ func (lw *lowerer) step(d *runStep, s *Step) {
 	switch s.Kind {
 	case StepCall:
 		d.text, d.vals = in.id(s.Call), in.vals(s.Args)
+		if name, ok := paramSite(s.Call); ok {
+			d.text, d.flags = in.str(name), d.flags|callParam
+		}
 	case StepDelay:
 		d.more = in.dur(s.Delay)
 	case StepWait:
@@ -159,6 +162,14 @@ func (lw *lowerer) wait(s *Step) *waitStep {
 	x.timeout, x.cont = s.Timeout, s.ContinueOnTimeout
 	if w := s.Wait; w != nil {
 		x.state, x.event = in.id(w.State), in.id(w.Event)
+		if name, ok := paramSite(w.State + w.Event); ok {
+			x.byParam = true
+			if w.State != "" {
+				x.state = in.str(name)
+			} else {
+				x.event = in.str(name)
+			}
+		}
 		x.to = Value{Set: w.To.Set, V: in.value(w.To.V)}
 		x.from = Value{Set: w.From.Set, V: in.value(w.From.V)}
 		x.above, x.below, x.expr = w.Above, w.Below, in.expr(w.Expr)

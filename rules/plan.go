@@ -22,7 +22,7 @@ const (
 // (c.Entry). It is a function of c alone: a held program's plan is derived
 // again whenever it is needed, rather than held.
 func BuildPlan(c *Compiled) *pilotage.Plan {
-	b := &planBuilder{entry: c.Entry}
+	b := &planBuilder{entry: c.Entry, ref: c.refParam}
 	read := pilotage.HintsOf(pilotage.RiskRead)
 	b.add(pilotage.PlanStep{ID: TriggersStepID, Kind: PlanKindTrigger,
 		Description: fmt.Sprintf("the run starts when any of %d trigger(s) fires", len(c.triggers)),
@@ -60,6 +60,7 @@ type planCtx struct {
 
 type planBuilder struct {
 	entry func(id string) *pilotage.Entry
+	ref   func(name string) *RefParam
 	out   []pilotage.PlanStep
 	calls []string
 }
@@ -76,7 +77,17 @@ func (b *planBuilder) step(s *runStep, ctx planCtx) {
 	ps := pilotage.PlanStep{ID: s.id, Kind: string(s.Kind()), Risk: pilotage.RiskRead,
 		RiskHints: pilotage.HintsOf(pilotage.RiskRead), Arm: ctx.arm, Loop: ctx.loop,
 		Description: describeStep(s)}
-	if s.Kind() == StepCall {
+	switch {
+	case s.Kind() == StepCall && s.flags&callParam != 0:
+		// Not bound yet: the worst its constraints admit.
+		ps.RiskHints = pilotage.HintsOf("")
+		if r := b.ref(s.text); r != nil {
+			ps.RiskHints = r.Hints()
+			ps.Description += " (catalog param: " + r.Describe() + ")"
+		}
+		ps.Risk = pilotage.RiskOf(ps.RiskHints)
+		b.calls = append(b.calls, "{{ params."+s.text+" }}")
+	case s.Kind() == StepCall:
 		ps.Calls = []string{s.text}
 		if e := b.entry(s.text); e != nil {
 			ps.Risk, ps.RiskHints = e.Risk, e.RiskHints
@@ -169,7 +180,11 @@ func holdFor(d string, set bool) string {
 func describeStep(s *runStep) string {
 	switch s.Kind() {
 	case StepCall:
-		return "call " + s.text
+		target := s.text
+		if s.flags&callParam != 0 {
+			target = "{{ params." + s.text + " }}"
+		}
+		return "call " + target + describeArgs(s.vals)
 	case StepDelay:
 		return "delay " + templateText(s.more.(*durSpec).t)
 	case StepWait:
@@ -197,9 +212,30 @@ func describeStep(s *runStep) string {
 	return ""
 }
 
+// describeArgs shows a call's arguments: constants as JSON, templates as
+// written (a deployed rule's params-only templates are constants by then).
+func describeArgs(vals []namedTemplate) string {
+	if len(vals) == 0 {
+		return ""
+	}
+	args := make(map[string]any, len(vals))
+	for _, v := range vals {
+		switch {
+		case v.t == nil:
+		case v.t.IsConst:
+			args[v.name] = v.t.Const
+		default:
+			args[v.name] = templateText(v.t)
+		}
+	}
+	return " with " + compactJSON(args)
+}
+
 func describeWait(w *waitStep) string {
 	var d string
 	switch {
+	case w.byParam:
+		d = "wait for {{ params." + w.state + w.event + " }}"
 	case w.state != "":
 		d = "wait until " + w.state
 		if w.to.Set {

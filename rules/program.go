@@ -31,9 +31,12 @@ type Program struct {
 	Mode        string          // one of the Mode* constants; "" decodes to single
 	Max         int             // queued/parallel bound; 0 = engine default
 	Params      json.RawMessage // JSON Schema of the inputs (nil = none)
-	Triggers    []*Trigger
-	Conditions  []*Condition
-	Steps       []*Step
+	// RefParams are the params declared as catalog references (with
+	// "catalog"), by name (nil = none).
+	RefParams  map[string]*RefParam
+	Triggers   []*Trigger
+	Conditions []*Condition
+	Steps      []*Step
 }
 
 // TriggerKind is the closed set of trigger kinds.

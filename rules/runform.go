@@ -82,6 +82,7 @@ type runStep struct {
 // runStep flags.
 const (
 	stopError uint8 = 1 << iota // stop: as a failure
+	callParam                   // call: text names the catalog-reference param holding the target
 )
 
 type namedTemplate struct {
@@ -105,6 +106,7 @@ type waitStep struct {
 	hold         *durSpec // "for" (nil = none)
 	timeout      time.Duration
 	cont         bool // continue_on_timeout
+	byParam      bool // state or event names the catalog-reference param holding the id
 }
 
 type ifStep struct {

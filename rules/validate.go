@@ -28,6 +28,21 @@ type ValidateOptions struct {
 	Automation func(id string) (*Compiled, bool)
 	// Cache is what validations reuse (nil: nothing).
 	Cache *Cache
+	// Bind, when not nil, is execute's input (the params object): the
+	// program is checked as it will run with it (bind.go). Catalog
+	// references are replaced by the ids they name, which must be visible
+	// in the catalog and fit their constraints; findings the input causes
+	// are input_binding diagnostics with a path into the input. The
+	// program should be valid without Bind first.
+	Bind map[string]any
+	// Recorded: the catalog is a baseline recorded when the program was
+	// bound (load-bearing fields only, no devices): the device type and
+	// tag constraints of its references, checked then, are not checked
+	// again.
+	Recorded bool
+	// Installed, when not nil, is the view of the installed rules the
+	// overlapping_rule warning reads (scoped to the caller).
+	Installed InstalledRules
 }
 
 // Result is the outcome of Validate.
@@ -64,9 +79,13 @@ func Validate(raw []byte, cat Catalog, o ValidateOptions) (*Result, error) {
 		c.d.add(CodeContextBinding, "", "omit context: automation/1 takes none", "context was supplied, but automation/1 declares no context_schema")
 	}
 	if prog != nil {
+		prog = c.bindTo(prog)
 		c.program(prog)
 		if c.fatal != nil {
 			return nil, c.fatal
+		}
+		if c.bind != nil {
+			c.d.list = c.bind.mapped(c.d.list)
 		}
 	}
 	res := &Result{Diagnostics: c.d.list, CatalogVersion: cat.Version(), Program: prog}
@@ -105,6 +124,9 @@ func (c *checker) compiled(prog *Program, canon []byte) *Compiled {
 
 		CallDepth: c.callDepth,
 	}
+	for _, name := range sortedKeys(prog.RefParams) {
+		cp.refs = append(cp.refs, prog.RefParams[name])
+	}
 	cp.form = lower(prog, &interner{k: c.o.Cache, entry: cp.Entry})
 	cp.Plan = BuildPlan(cp)
 	return cp
@@ -133,6 +155,22 @@ type checker struct {
 	// paramNames are the declared params (nil = not knowable: the schema
 	// admits other members).
 	paramNames map[string]bool
+	// refs are the catalog-reference params; bind is the bound input
+	// (nil: validating the program itself).
+	refs map[string]*RefParam
+	bind *binding
+}
+
+// bindTo binds prog to the options' input, when there is one and prog
+// decoded without errors: the checker then checks the bound program.
+func (c *checker) bindTo(prog *Program) *Program {
+	c.refs = prog.RefParams
+	if c.o.Bind == nil || hasErrors(c.d.list) {
+		return prog
+	}
+	c.d.list = nil // what the decoder found was reported when the program was validated
+	prog, c.bind = bindProgram(prog, c.o.Bind, c.lim)
+	return prog
 }
 
 // declaredParams reads the property names of a params schema; nil when the
@@ -174,6 +212,9 @@ func (c *checker) alive() bool {
 
 func (c *checker) program(p *Program) {
 	c.paramNames = declaredParams(p.Params)
+	if c.bind != nil && !c.checkBinding() {
+		return
+	}
 	for _, t := range p.Triggers {
 		if !c.alive() {
 			return
@@ -189,6 +230,7 @@ func (c *checker) program(p *Program) {
 		}
 	}
 	c.steps(p.Steps, root)
+	c.overlaps(p)
 }
 
 // lookup resolves a catalog id referenced at path, reporting unknown names
@@ -299,7 +341,7 @@ func kindList(ks []pilotage.Kind) string {
 func (c *checker) trigger(t *Trigger) {
 	switch t.Kind {
 	case TriggerState, TriggerNumeric:
-		if t.Entity == "" {
+		if _, tmpl := c.refSite(t.Entity, t.Ptr+"/state", pilotage.KindState); t.Entity == "" || tmpl {
 			return
 		}
 		e := c.lookup(t.Entity, t.Ptr+"/state", nil, "state", pilotage.KindState)
@@ -311,7 +353,7 @@ func (c *checker) trigger(t *Trigger) {
 			}
 		}
 	case TriggerEvent:
-		if t.Entity == "" {
+		if _, tmpl := c.refSite(t.Entity, t.Ptr+"/event", pilotage.KindEvent); t.Entity == "" || tmpl {
 			return
 		}
 		if e := c.lookup(t.Entity, t.Ptr+"/event", nil, "event", pilotage.KindEvent); e != nil {

@@ -48,8 +48,16 @@ func CheckParams(c *Compiled, params any, at string) []pilotage.Diagnostic {
 		for _, tok := range l.InstanceLocation {
 			path += "/" + escapePtr(tok)
 		}
-		if req, ok := l.ErrorKind.(*kind.Required); ok && len(req.Missing) == 1 {
-			d.add(CodeInputBinding, path, "", "params needs %q", req.Missing[0])
+		if req, ok := l.ErrorKind.(*kind.Required); ok {
+			// Located at the member that is missing (where it goes).
+			for _, m := range req.Missing {
+				if r := c.refParam(m); r != nil && path == at {
+					d.add(CodeInputBinding, path+"/"+escapePtr(m), "find one with pilotage_lookup (verb list, kind "+string(r.Kind)+")",
+						"params needs %q: the id of %s", m, r.Describe())
+					continue
+				}
+				d.add(CodeInputBinding, path+"/"+escapePtr(m), "", "params needs %q", m)
+			}
 			continue
 		}
 		d.add(CodeInputBinding, path, "", "params: %s", l.ErrorKind.LocalizedString(printer))

@@ -103,6 +103,15 @@ func (c *checker) wait(w *WaitSpec, sc *scope) {
 	if w == nil {
 		return
 	}
+	id, member := w.State, "state"
+	if id == "" {
+		id, member = w.Event, "event"
+	}
+	if _, tmpl := c.refSite(id, w.Ptr+"/"+member, waitKind(w)); tmpl {
+		c.expr(w.Expr, sc)
+		c.template(w.For, sc)
+		return
+	}
 	switch {
 	case w.State != "":
 		if e := c.lookup(w.State, w.Ptr+"/state", nil, "state", pilotage.KindState); e != nil {
@@ -121,11 +130,25 @@ func (c *checker) wait(w *WaitSpec, sc *scope) {
 	c.template(w.For, sc)
 }
 
+// waitKind is the entry kind a wait's id names.
+func waitKind(w *WaitSpec) pilotage.Kind {
+	if w.State != "" {
+		return pilotage.KindState
+	}
+	return pilotage.KindEvent
+}
+
 func (c *checker) call(s *Step) {
 	if s.Call == "" {
 		return
 	}
 	path := s.Ptr + "/call"
+	if r, tmpl := c.refSite(s.Call, path, pilotage.KindAction, pilotage.KindAutomation); tmpl {
+		if r != nil && r.Kind == pilotage.KindAutomation {
+			c.callDepth = max(c.callDepth, 1)
+		}
+		return
+	}
 	e := c.lookupFor(s.Call, path, nil, "call", true)
 	if e == nil {
 		return
@@ -139,6 +162,9 @@ func (c *checker) call(s *Step) {
 		c.automationCall(s, path)
 	}
 	c.args(s, e)
+	if e.Kind == pilotage.KindAutomation {
+		c.refArgs(s, e)
+	}
 }
 
 // automationCall resolves a promoted body and checks how deep the chain
@@ -210,11 +236,11 @@ func (c *checker) constantArgs(n *ast.CallNode, name string, x *Expr, rng func(i
 	if len(n.Arguments) != 1 {
 		return
 	}
-	if _, ok := n.Arguments[0].(*ast.StringNode); ok {
+	if _, ok := n.Arguments[0].(*ast.StringNode); ok || c.refArg(n.Arguments[0], x, rng) {
 		return
 	}
 	from, to := nodeSpan(n.Arguments[0])
-	c.d.add(CodeNonConstantRef, x.Ptr, "write the id as a string constant: "+name+"('hall_motion.occupancy')",
+	c.d.add(CodeNonConstantRef, x.Ptr, "write the id as a string constant: "+name+"('hall_motion.occupancy'), or pass it as a catalog-reference param: "+name+"(params.sensor) with \"sensor\": {\"type\": \"string\", \"catalog\": {\"kind\": \"state\"}} in params",
 		"%s() needs a string constant so every reference is known before the program runs", name).Range = rng(from, max(to, from+1))
 }
 

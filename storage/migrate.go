@@ -143,6 +143,9 @@ CREATE UNIQUE INDEX device_ids_held ON device_ids (key) WHERE left_at = 0;`,
 	// idempotency records.
 	`CREATE INDEX IF NOT EXISTS runs_tests_by_principal ON runs (principal, expires) WHERE kind = 'test';
 CREATE INDEX IF NOT EXISTS idempotency_by_principal ON idempotency (principal);`,
+	// 10: the entries a rule with catalog-reference params was bound to
+	// (their load-bearing fields), to bind it again at start-up.
+	`ALTER TABLE rules ADD COLUMN binding TEXT;`,
 }
 
 // migrate brings db up to len(list), one transaction per migration. A

@@ -345,3 +345,26 @@ func TestPromotedProgramLoop(t *testing.T) {
 		t.Fatalf("unknown ref: %v", err)
 	}
 }
+
+// reusableLight is a program with a catalog param: it needs --input.
+const reusableLight = `{"name":"any-light","params":{"type":"object","required":["light"],"properties":{
+  "light":{"type":"string","catalog":{"kind":"action","type":"light","max_risk":"control"}}}},
+  "triggers":[{"id":"dusk","at":"19:00"}],"steps":[{"id":"on","call":"{{ params.light }}","args":{"state":"ON"}}]}`
+
+func TestCLIInputBindsCatalogParams(t *testing.T) {
+	_, url := startCLIApp(t)
+	file := writeFile(t, "any.json", reusableLight)
+	if out, err := cli(t, url, "", "apply", file); err == nil || !strings.Contains(out, "/light") {
+		t.Fatalf("apply without input: %v\n%s", err, out)
+	}
+	out, err := cli(t, url, "", "test", file, "--input", `{"light":"porch_light.set"}`)
+	if err != nil || !strings.Contains(out, "porch_light.set") {
+		t.Fatalf("test with input: %v\n%s", err, out)
+	}
+	if out, err := cli(t, url, "", "apply", file, "--input", `{"light":"porch_light.set"}`); err != nil || !strings.Contains(out, "deployed: rule any-light installed") {
+		t.Fatalf("apply with input: %v\n%s", err, out)
+	}
+	if _, err := cli(t, url, "", "apply", file, "--input", `[1]`); err == nil || !strings.Contains(err.Error(), "want a JSON object") {
+		t.Fatalf("a bad --input: %v", err)
+	}
+}

@@ -23,8 +23,8 @@ Usage:
   pilothouse --version           print the version and the revision it was built from
 
 Client commands (talk to a running server: --server URL, --token or PILOTHOUSE_SERVER / PILOTHOUSE_TOKEN):
-  pilothouse apply rule.json [--approve]   validate, show the plan, gate risk, install, verify
-  pilothouse test rule.json [--trigger ID --value V --state id=value --now T]   simulate, print the trace
+  pilothouse apply rule.json [--approve] [--input JSON]   validate, show the plan, gate risk, install, verify
+  pilothouse test rule.json [--input JSON] [--trigger ID --value V --state id=value --now T]   simulate, print the trace
   pilothouse rules [enable|disable|remove NAME]
   pilothouse trace RUN_ID [--level summary|full]
   pilothouse healthcheck                   exit 0 when /healthz answers ok
