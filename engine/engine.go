@@ -37,10 +37,12 @@ type Config struct {
 	History HistoryConfig
 }
 
-// Location is a point on Earth for sun triggers.
-type Location struct {
-	Latitude  float64 `json:"latitude"`
-	Longitude float64 `json:"longitude"`
+// Location is a point on Earth for sun triggers and conditions.
+type Location = rules.Location
+
+// place is the server's time zone and location, as runs see them.
+func (e *Engine) place() rules.Place {
+	return rules.Place{Zone: e.cfg.TimeZone, Location: e.cfg.Location}
 }
 
 // RetentionText renders the retention as an ISO 8601 duration.

@@ -29,11 +29,8 @@ func (e *Engine) testRun(ctx context.Context, p *Principal, runID string, c *rul
 		}
 		return l.Value, true
 	}
-	start := e.Now().In(e.cfg.TimeZone)
-	if scen.Now != nil {
-		start = *scen.Now
-	}
-	w := rules.NewSimWorld(base, start, scen, e.simEffects)
+	w := rules.NewSimWorld(base, e.Now(), scen, e.simEffects)
+	w.SetPlace(e.place())
 	e.addSubprograms(p, w, c, 0)
 	tf, err := rules.FireFor(c, scen, w)
 	if err != nil {

@@ -234,7 +234,7 @@ func (s *scheduler) armSun(ar *armedRule, at *armedTrigger) {
 		return
 	}
 	sun, offset := at.t.Sun()
-	next := nextSunEvent(s.e.Now(), *loc, sun, offset)
+	next := rules.NextSunEvent(s.e.Now().In(s.e.cfg.TimeZone), *loc, sun, offset)
 	if next.IsZero() {
 		return
 	}
@@ -372,7 +372,7 @@ func (ar *armedRule) info(e *Engine) ruleArmInfo {
 				ti.Spec += " " + offset.String()
 			}
 			if e.cfg.Location != nil {
-				next = nextSunEvent(now, *e.cfg.Location, sun, offset)
+				next = rules.NextSunEvent(now.In(e.cfg.TimeZone), *e.cfg.Location, sun, offset)
 			}
 		}
 		if !next.IsZero() {

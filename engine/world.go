@@ -23,6 +23,9 @@ type liveWorld struct {
 
 func (w *liveWorld) Now() time.Time { return w.e.Now().In(w.e.cfg.TimeZone) }
 
+// Place is the server's time zone and location.
+func (w *liveWorld) Place() rules.Place { return w.e.place() }
+
 func (w *liveWorld) State(id string) (any, bool) {
 	if _, ok := w.e.cat.view(w.p).Get(id); !ok {
 		return nil, false

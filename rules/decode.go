@@ -462,15 +462,3 @@ func validClock(s string) bool {
 	}
 	return false
 }
-
-func (dc *decoder) condition(n *jnode) *Condition {
-	if !dc.checkTime() || !dc.object(n, "condition") {
-		return nil
-	}
-	dc.fields(n, "a condition", []string{"id", "expr"})
-	c := &Condition{Ptr: n.ptr, ID: dc.id(n)}
-	if v := dc.required(n, "expr", "a condition"); v != nil {
-		c.Expr = dc.exprField(v, "expr")
-	}
-	return c
-}

@@ -76,7 +76,7 @@ var Codes = []CodeInfo{
 	{CodeBadCron, pilotage.SeverityError, "a cron spec does not parse (5 fields, or 6 with seconds first, or a descriptor like @hourly)"},
 	{CodeBadDuration, pilotage.SeverityError, "a duration does not parse (\"500ms\", \"90s\", \"2m\", \"1h30m\", \"PT2M\"), is negative, or is templated where a constant is required"},
 	{CodeBadTime, pilotage.SeverityError, "a time of day is not HH:MM or HH:MM:SS (24-hour clock)"},
-	{CodeMissingLocation, pilotage.SeverityError, "a sun trigger needs the server's location (latitude/longitude), which is not configured"},
+	{CodeMissingLocation, pilotage.SeverityError, "a sun trigger or sun condition needs the server's location (latitude/longitude), which is not configured; pilotage_discover says whether it is (environment.sun)"},
 	{CodeUnreachableValue, pilotage.SeverityWarning, "a to/from/value filter is a value the entry's output_schema never produces, so it can never match"},
 	{CodeBadMode, pilotage.SeverityError, "mode is not single, restart, queued or parallel, or max is used wrongly"},
 	{CodeBadParams, pilotage.SeverityError, "params is not a valid JSON Schema of an object, or an expression names a param it does not declare"},

@@ -378,9 +378,9 @@ func (r *interp) condition(f *frame, cond *runCond, skip bool) *halt {
 		r.setOutcome(i, StepSkipped, "")
 		return nil
 	}
-	b, err := cond.x.EvalBool(f.env)
-	if err != nil {
-		return r.fail(i, exprHalt(cond.id, err))
+	b, h := r.conditionHolds(f, cond)
+	if h != nil {
+		return r.fail(i, h)
 	}
 	r.steps[i].Output = b
 	f.env.setStepOutput(cond.id, b)
@@ -390,6 +390,28 @@ func (r *interp) condition(f *frame, cond *runCond, skip bool) *halt {
 	}
 	r.setOutcome(i, StepSuccess, "")
 	return nil
+}
+
+// conditionHolds evaluates a condition: its expression, or its time or
+// sun window at the world's clock (the entry's input then says how the
+// window stood that day).
+func (r *interp) conditionHolds(f *frame, cond *runCond) (bool, *halt) {
+	if cond.win == nil {
+		b, err := cond.x.EvalBool(f.env)
+		if err != nil {
+			return false, exprHalt(cond.id, err)
+		}
+		return b, nil
+	}
+	b, in, err := cond.win.eval(r.w.Now(), placeOf(r.w))
+	if h := r.record(cond.id, "the condition's input", in); h != nil {
+		return false, h
+	}
+	r.steps[len(r.steps)-1].Input = in
+	if err != nil {
+		return false, &halt{StatusFailed, fmt.Sprintf("condition %q: %v", cond.id, err)}
+	}
+	return b, nil
 }
 
 // begin appends the entry for qid, after checking cancellation and the

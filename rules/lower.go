@@ -27,7 +27,7 @@ func lower(p *Program, in *interner) form {
 	if len(p.Conditions) > 0 {
 		f.conds = make([]runCond, len(p.Conditions))
 		for i, c := range p.Conditions {
-			f.conds[i] = runCond{id: in.str(c.ID), x: in.expr(c.Expr)}
+			f.conds[i] = runCond{id: in.str(c.ID), x: in.expr(c.Expr), win: lowerWindow(c)}
 		}
 	}
 	f.steps = lw.list(p.Steps)

@@ -30,13 +30,16 @@ func BuildPlan(c *Compiled) *pilotage.Plan {
 	for i := range c.triggers {
 		t := &c.triggers[i]
 		b.add(pilotage.PlanStep{ID: t.id, Kind: PlanKindTrigger + ":" + string(t.Kind()),
-			Description: describeTrigger(t), Risk: pilotage.RiskRead, RiskHints: read,
+			Description: describeTrigger(t, c.zone), Risk: pilotage.RiskRead, RiskHints: read,
 			Arm: &pilotage.Arm{Branch: TriggersStepID, Label: t.id}})
 	}
 	for _, cd := range c.conds {
 		desc := ""
-		if cd.x != nil {
+		switch {
+		case cd.x != nil:
 			desc = "only if " + cd.x.Src
+		case cd.win != nil:
+			desc = cd.win.describe(c.zone)
 		}
 		b.add(pilotage.PlanStep{ID: cd.id, Kind: PlanKindCondition, Description: desc,
 			Risk: pilotage.RiskRead, RiskHints: read})
@@ -115,7 +118,7 @@ func (b *planBuilder) summary(c *Compiled, risk pilotage.Risk) string {
 		c.name, c.Mode(), len(c.triggers), len(c.conds), calls, risk)
 }
 
-func describeTrigger(t *RunTrigger) string {
+func describeTrigger(t *RunTrigger, zone string) string {
 	switch t.Kind() {
 	case TriggerState:
 		s := "when " + t.entity + " changes"
@@ -146,17 +149,22 @@ func describeTrigger(t *RunTrigger) string {
 		}
 		return s
 	case TriggerCron:
-		return "on schedule " + t.Spec()
+		return "on schedule " + t.Spec() + inZone(zone)
 	case TriggerTime:
-		return "every day at " + t.Spec()
+		return "every day at " + t.Spec() + inZone(zone)
 	case TriggerSun:
 		sun, offset := t.Sun()
-		if offset != 0 {
-			return fmt.Sprintf("at %s %+v", sun, offset)
-		}
-		return "at " + sun
+		return "at " + sunText(sun, offset) + " (the server's location)"
 	}
 	return ""
+}
+
+// inZone names the zone clock times are read in (nothing when unknown).
+func inZone(zone string) string {
+	if zone == "" {
+		return ""
+	}
+	return " (" + zone + ")"
 }
 
 func holdFor(d string, set bool) string {

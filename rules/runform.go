@@ -27,6 +27,7 @@ import (
 // form is the run form of a program (embedded in its Compiled).
 type form struct {
 	name, description string
+	zone              string          // the time zone plans name ("" = the server's)
 	params            json.RawMessage // the params schema (nil = none)
 	triggers          []RunTrigger
 	conds             []runCond
@@ -61,8 +62,9 @@ type triggerMore struct {
 }
 
 type runCond struct {
-	id string
-	x  *Expr
+	id  string
+	x   *Expr       // expr conditions
+	win *condWindow // time and sun conditions (window.go)
 }
 
 // runStep is one step. Call and delay steps (most steps of a house's

@@ -43,6 +43,7 @@ type SimWorld struct {
 	scratch     map[string]any
 	automations map[string]*Compiled
 	calls       []CallRecord
+	place       Place
 }
 
 // NewSimWorld builds a scratch world over base (the live state reader, may
@@ -59,6 +60,24 @@ func NewSimWorld(base func(id string) (any, bool), start time.Time, sc Scenario,
 		w.scratch[k] = v
 	}
 	return w
+}
+
+// SetPlace sets the world's time zone and location (for schedules, time
+// and sun conditions); the clock is read in that zone from then on.
+func (w *SimWorld) SetPlace(p Place) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.place = p
+	if p.Zone != nil {
+		w.now = w.now.In(p.Zone)
+	}
+}
+
+// Place is the world's time zone and location (see SetPlace).
+func (w *SimWorld) Place() Place {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.place
 }
 
 // Now is the virtual clock.

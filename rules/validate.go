@@ -24,6 +24,9 @@ type ValidateOptions struct {
 	// HasLocation reports whether the server knows its latitude/longitude;
 	// sun triggers need it.
 	HasLocation bool
+	// Zone is the server's time zone: plans name it beside clock times
+	// (nil: they say "server time").
+	Zone *time.Location
 	// Automation resolves promoted bodies by catalog id (may be nil).
 	Automation func(id string) (*Compiled, bool)
 	// Cache is what validations reuse (nil: nothing).
@@ -106,6 +109,9 @@ func (c *checker) compiled(prog *Program, canon []byte) *Compiled {
 		CallDepth: c.callDepth,
 	}
 	cp.form = lower(prog, &interner{k: c.o.Cache, entry: cp.Entry})
+	if c.o.Zone != nil {
+		cp.zone = zoneName(c.o.Zone)
+	}
 	cp.Plan = BuildPlan(cp)
 	return cp
 }
@@ -183,6 +189,9 @@ func (c *checker) program(p *Program) {
 	root := &scope{vars: map[string]bool{}, steps: map[string]bool{}}
 	for _, cd := range p.Conditions {
 		c.expr(cd.Expr, root)
+		if cd.Kind == CondSun && !c.o.HasLocation {
+			c.d.add(CodeMissingLocation, cd.Ptr+"/sun", "ask the operator to configure the location, or use a time condition: {\"time\": {\"after\": \"18:00\", \"before\": \"07:00\"}}", "a sun condition needs the server's latitude/longitude, which is not configured")
+		}
 		if cd.ID != "" {
 			root.steps[cd.ID] = true
 			c.seenSteps[cd.ID] = true
