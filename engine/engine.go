@@ -25,6 +25,9 @@ type Config struct {
 	KeepPerStatus int
 	// Location for sunrise/sunset triggers (nil = not configured).
 	Location *Location
+	// LocationSource says where Location came from: LocationConfigured
+	// (the default when Location is set) or LocationDemo.
+	LocationSource string
 	// TimeZone for cron, time-of-day and expression helpers.
 	TimeZone *time.Location
 	// Limits of validation and execution.
@@ -87,6 +90,9 @@ type Engine struct {
 	// rules is what validations, held programs and runs reuse: the
 	// engine owns it, rules keeps no state of its own.
 	rules *rules.Cache
+
+	guidesOnce sync.Once
+	guides     []rules.Guide // as served (Guides)
 
 	mu     sync.Mutex
 	closed bool

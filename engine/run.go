@@ -89,7 +89,8 @@ type DeployOutput struct {
 	Rule       string        `json:"rule"`
 	Replaced   bool          `json:"replaced"`
 	Triggers   []TriggerInfo `json:"triggers"`
-	NextFire   *time.Time    `json:"next_fire,omitempty"`
+	NextFire   *time.Time    `json:"next_fire,omitempty"` // local, with its UTC offset
+	TimeZone   string        `json:"time_zone"`           // the server's: schedules and next_fire are in it
 }
 
 // deploy installs the program as a rule: promote, persist in one
@@ -135,7 +136,8 @@ func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rule
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()})
 	ar := e.sched.install(rule, held, params, e.cat.view(p).devGen+1)
 	info := ar.info(e)
-	out := &DeployOutput{ProgramRef: pr.prog.Ref, Rule: rule.Name, Replaced: replaced, Triggers: info.Triggers, NextFire: info.NextFire}
+	out := &DeployOutput{ProgramRef: pr.prog.Ref, Rule: rule.Name, Replaced: replaced, Triggers: info.Triggers, NextFire: info.NextFire,
+		TimeZone: zoneText(e.cfg.TimeZone)}
 	steps = append(steps, pilotage.TraceStep{ID: "arm", Output: map[string]any{"triggers": info.Triggers, "next_fire": info.NextFire},
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()})
 	e.notify(Event{Type: "rule", Rule: rule.Name, RunID: runID, Status: "installed", OK: true, Time: e.Now(), Principal: rule.Principal, Ref: rule.Ref})

@@ -83,7 +83,9 @@ type TriggerInfo struct {
 	Kind     string     `json:"kind"`
 	Entity   string     `json:"entity,omitempty"`
 	Spec     string     `json:"spec,omitempty"`
-	NextFire *time.Time `json:"next_fire,omitempty"`
+	NextFire *time.Time `json:"next_fire,omitempty"` // local, with its UTC offset
+	// TimeZone is the zone a schedule or sun trigger's times are in.
+	TimeZone string `json:"time_zone,omitempty"`
 }
 
 // ruleArmInfo is the arming summary of a rule.
@@ -375,8 +377,11 @@ func (ar *armedRule) info(e *Engine) ruleArmInfo {
 				next = rules.NextSunEvent(now.In(e.cfg.TimeZone), *e.cfg.Location, sun, offset)
 			}
 		}
+		if k := t.Kind(); k == rules.TriggerCron || k == rules.TriggerTime || k == rules.TriggerSun {
+			ti.TimeZone = zoneText(e.cfg.TimeZone)
+		}
 		if !next.IsZero() {
-			n := next
+			n := next.In(e.cfg.TimeZone)
 			ti.NextFire = &n
 			if out.NextFire == nil || n.Before(*out.NextFire) {
 				out.NextFire = &n

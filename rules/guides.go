@@ -79,6 +79,14 @@ func newGuide(id, level, summary, body string) Guide {
 	return g
 }
 
+// WithSection returns g with a "## " section appended (a server's own
+// facts, such as its time zone): version, size and topics follow the
+// new body.
+func WithSection(g Guide, section string) Guide {
+	body := strings.TrimRight(g.Body, "\n") + "\n\n" + strings.TrimRight(section, "\n") + "\n"
+	return newGuide(g.ID, g.Level, g.Summary, body)
+}
+
 // Guides returns every guide, in index order (bodies included).
 func Guides() []Guide {
 	out := make([]Guide, len(guides))
@@ -106,7 +114,12 @@ func GuideTopic(id, topic string) (string, bool) {
 	if id == ClosedSetsTopic && topic == ClosedSetsTopic {
 		return g.Body, true
 	}
-	for _, s := range sections(g.Body) {
+	return SectionOf(g.Body, topic)
+}
+
+// SectionOf returns the "## " section of a guide body by its slug.
+func SectionOf(body, topic string) (string, bool) {
+	for _, s := range sections(body) {
 		if s.slug == topic {
 			return s.text, true
 		}

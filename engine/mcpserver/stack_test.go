@@ -37,6 +37,13 @@ type httpStack struct {
 // and storage opened with so.
 func newHTTPStack(t *testing.T, principals []*engine.Principal, so storage.Options) *httpStack {
 	t.Helper()
+	return newHTTPStackWith(t, engine.Config{Principals: principals}, so)
+}
+
+// newHTTPStackWith starts the stack with the engine configured by cfg.
+func newHTTPStackWith(t *testing.T, cfg engine.Config, so storage.Options) *httpStack {
+	t.Helper()
+	principals := cfg.Principals
 	ctx := context.Background()
 	s := &httpStack{t: t, dir: t.TempDir()}
 	b, err := mqtt.StartBroker("127.0.0.1:0", quiet())
@@ -57,7 +64,7 @@ func newHTTPStack(t *testing.T, principals []*engine.Principal, so storage.Optio
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.store.Close() })
-	s.eng = engine.New(engine.Config{Principals: principals}, s.devs, s.store, quiet())
+	s.eng = engine.New(cfg, s.devs, s.store, quiet())
 	if err := s.eng.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
