@@ -58,6 +58,7 @@ type armedRule struct {
 	running    []*firing
 	queue      []rules.TriggerFire
 	broken     string
+	lastBody   time.Time // when the body last started (throttled rules)
 
 	// The trigger of a one-trigger rule (most rules), allocated with it.
 	one     armedTrigger
@@ -170,6 +171,9 @@ func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[str
 	}
 	ar := &armedRule{s: s, name: rule.Name, ref: rule.Ref, enabled: rule.Enabled, c: c, params: params, principal: p,
 		broken: rule.Broken, waits: c.TakesTime(), checkedGen: validatedAt}
+	if c.Throttle() > 0 {
+		ar.lastBody = s.lastBodyStart(rule.Name)
+	}
 	switch ts := c.Triggers(); len(ts) {
 	case 0:
 	case 1:

@@ -123,7 +123,7 @@ func (dc *decoder) checkTime() bool {
 	return true
 }
 
-var programFields = []string{"name", "description", "mode", "max", "params", "triggers", "conditions", "steps"}
+var programFields = []string{"name", "description", "mode", "max", "throttle", "params", "triggers", "conditions", "steps"}
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$`)
 
@@ -146,6 +146,9 @@ func (dc *decoder) program(n *jnode) *Program {
 		p.Description, _ = dc.str(v, "description")
 	}
 	dc.mode(n, p)
+	if v := n.get("throttle"); v != nil {
+		p.Throttle = dc.constDuration(v, "throttle", false)
+	}
 	if v := n.get("params"); v != nil {
 		p.Params = dc.params(v)
 	}

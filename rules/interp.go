@@ -28,6 +28,11 @@ type RunInput struct {
 	Trigger TriggerFire
 	Params  map[string]any // bound program params (defaults are filled in)
 	Limits  Limits         // zero fields take DefaultLimits
+	// Throttle, when set, is asked once the conditions held: throttled
+	// ends the run with status throttled instead of running the body
+	// (until is when the window closes). It is the rule's throttle gate
+	// (the engine's, or a test run's scenario.last_run).
+	Throttle func(now time.Time) (until time.Time, throttled bool)
 	// SkipConditions records every condition as skipped instead of
 	// evaluating it (a manual "run now").
 	SkipConditions bool
@@ -93,6 +98,8 @@ type interp struct {
 	setValues int
 	// bytes counts what the run records (Limits.MaxRunBytes).
 	bytes int
+	// throttle is the program's throttle once the gate was asked.
+	throttle time.Duration
 }
 
 // frame is one activation of a program body: the run itself, or an
@@ -205,11 +212,16 @@ func (r *interp) finishResult(res *RunResult, top *frame, h *halt) {
 		if !h.ok() {
 			res.Outcome.Error = h.msg
 		}
+		if h.status == StatusThrottled {
+			res.Outcome.Error = "throttled: the body ran less than " + shortDuration(r.throttle) + " ago; it may run again at " + h.msg
+		}
 		switch h.status {
 		case StatusConditionsNotMet:
 			out = map[string]any{"condition": h.msg}
 		case StatusStopped:
 			out = map[string]any{"stop": h.msg}
+		case StatusThrottled:
+			out = map[string]any{"throttled_until": h.msg}
 		}
 	}
 	if top != nil && len(top.env.Vars) > 0 {
@@ -265,6 +277,12 @@ func (r *interp) run(c *Compiled, in RunInput) (*frame, *halt) {
 	for i := range c.conds {
 		if h := r.condition(f, &c.conds[i], in.SkipConditions); h != nil {
 			return f, h
+		}
+	}
+	if in.Throttle != nil && c.throttle > 0 {
+		r.throttle = c.throttle
+		if until, ok := in.Throttle(r.w.Now()); ok {
+			return f, &halt{StatusThrottled, until.Format(time.RFC3339)}
 		}
 	}
 	return f, r.seq(f, c.steps, "")

@@ -15,7 +15,7 @@ func lower(p *Program, in *interner) form {
 		repeats: make(slab[repeatStep], n.repeats), waits: make(slab[waitStep], n.waits),
 	}
 	f := form{
-		name: p.Name, description: p.Description, params: p.Params, max: p.Max,
+		name: p.Name, description: p.Description, params: p.Params, max: p.Max, throttle: p.Throttle,
 		mode: uint8(max(slices.Index(modes, p.Mode), 0)), // "" (a program built by hand) is single
 	}
 	if len(p.Triggers) > 0 {

@@ -114,8 +114,12 @@ func (b *planBuilder) summary(c *Compiled, risk pilotage.Risk) string {
 	if len(uniq) > 0 {
 		calls = "calls " + strings.Join(uniq, ", ")
 	}
-	return fmt.Sprintf("rule %s (mode %s): %d trigger(s), %d condition(s); %s; max risk %s",
-		c.name, c.Mode(), len(c.triggers), len(c.conds), calls, risk)
+	throttle := ""
+	if c.throttle > 0 {
+		throttle = ", at most once per " + shortDuration(c.throttle)
+	}
+	return fmt.Sprintf("rule %s (mode %s%s): %d trigger(s), %d condition(s); %s; max risk %s",
+		c.name, c.Mode(), throttle, len(c.triggers), len(c.conds), calls, risk)
 }
 
 func describeTrigger(t *RunTrigger, zone string) string {

@@ -30,6 +30,7 @@ type Program struct {
 	Description string
 	Mode        string          // one of the Mode* constants; "" decodes to single
 	Max         int             // queued/parallel bound; 0 = engine default
+	Throttle    time.Duration   // at most one body run per this long (0 = none)
 	Params      json.RawMessage // JSON Schema of the inputs (nil = none)
 	Triggers    []*Trigger
 	Conditions  []*Condition

@@ -28,6 +28,7 @@ const (
 	StatusCancelled        = "cancelled"
 	StatusDenied           = "denied"
 	StatusRunning          = "running"
+	StatusThrottled        = "throttled"
 )
 
 // RunStatuses is the one closed table of run-level statuses; the engine
@@ -37,6 +38,7 @@ var RunStatuses = []StatusInfo{
 	{StatusConditionsNotMet, true, "no", "a trigger fired but a condition was false, so the body did not run"},
 	{StatusStopped, true, "possible", "a stop step ended the run on purpose; steps before it ran"},
 	{StatusSkipped, true, "no", "the firing was dropped: mode single and the rule was already running, or queued/parallel at max"},
+	{StatusThrottled, true, "no", "the conditions held but the rule's throttle window was open (its body last started less than throttle ago), so the body did not run; output.throttled_until says when it may run again"},
 	{StatusValidationError, false, "no", "refused: the program (or input/context) is invalid; diagnostics attached"},
 	{StatusCatalogDrift, false, "no", "refused: expected_catalog_version differs from the current catalog_version"},
 	{StatusPromotionDrift, false, "no", "refused: an entry the promoted program references changed since promotion"},
