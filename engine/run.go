@@ -31,6 +31,7 @@ func (e *Engine) testRun(ctx context.Context, p *Principal, runID string, c *rul
 	}
 	w := rules.NewSimWorld(base, e.Now(), scen, e.simEffects)
 	w.SetPlace(e.place())
+	w.SetChangedBase(func(id string) (time.Time, bool) { return e.lastChanged(p, id) })
 	e.addSubprograms(p, w, c, 0)
 	tf, err := rules.FireFor(c, scen, w)
 	if err != nil {

@@ -26,6 +26,9 @@ func (w *liveWorld) Now() time.Time { return w.e.Now().In(w.e.cfg.TimeZone) }
 // Place is the server's time zone and location.
 func (w *liveWorld) Place() rules.Place { return w.e.place() }
 
+// LastChanged is when state (or event) id last changed (see changes.go).
+func (w *liveWorld) LastChanged(id string) (time.Time, bool) { return w.e.lastChanged(w.p, id) }
+
 func (w *liveWorld) State(id string) (any, bool) {
 	if _, ok := w.e.cat.view(w.p).Get(id); !ok {
 		return nil, false

@@ -44,6 +44,10 @@ type SimWorld struct {
 	automations map[string]*Compiled
 	calls       []CallRecord
 	place       Place
+	// changed is when each state last changed in the simulation (the
+	// scenario, a call's effect); changedBase answers for the others.
+	changed     map[string]time.Time
+	changedBase func(id string) (time.Time, bool)
 }
 
 // NewSimWorld builds a scratch world over base (the live state reader, may
@@ -55,9 +59,9 @@ func NewSimWorld(base func(id string) (any, bool), start time.Time, sc Scenario,
 	if sc.Now != nil {
 		start = *sc.Now
 	}
-	w := &SimWorld{base: base, now: start, waits: sc.Waits, effects: effects, scratch: map[string]any{}}
+	w := &SimWorld{base: base, now: start, waits: sc.Waits, effects: effects, scratch: map[string]any{}, changed: map[string]time.Time{}}
 	for k, v := range sc.State {
-		w.scratch[k] = v
+		w.setLocked(k, v)
 	}
 	return w
 }
@@ -104,11 +108,45 @@ func (w *SimWorld) stateLocked(id string) (any, bool) {
 	return nil, false
 }
 
-// SetState overrides one state in the scratch world.
+// SetState overrides one state in the scratch world, changed now on the
+// virtual clock.
 func (w *SimWorld) SetState(id string, v any) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.setLocked(id, v)
+}
+
+// setLocked sets a state; a different value is a change at the virtual
+// now (since() counts from it).
+func (w *SimWorld) setLocked(id string, v any) {
+	if old, ok := w.stateLocked(id); !ok || !SameValue(old, v) {
+		w.changed[id] = w.now
+	}
 	w.scratch[id] = v
+}
+
+// SetChangedBase answers LastChanged for the states the simulation has
+// not changed (the live house's last changes).
+func (w *SimWorld) SetChangedBase(f func(id string) (time.Time, bool)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.changedBase = f
+}
+
+// LastChanged is when a state last changed: in the simulation, else as
+// the base says.
+func (w *SimWorld) LastChanged(id string) (time.Time, bool) {
+	w.mu.Lock()
+	t, ok := w.changed[id]
+	base := w.changedBase
+	w.mu.Unlock()
+	if ok {
+		return t, true
+	}
+	if base != nil {
+		return base(id)
+	}
+	return time.Time{}, false
 }
 
 // Call records the call, applies its simulated effects to the scratch
@@ -128,7 +166,7 @@ func (w *SimWorld) Call(ctx context.Context, id string, args map[string]any) (an
 		changes = w.fallbackEffects(id, args)
 	}
 	for k, v := range changes {
-		w.scratch[k] = v
+		w.setLocked(k, v)
 	}
 	return map[string]any{"simulated": true}, nil
 }
@@ -254,10 +292,15 @@ func FireFor(c *Compiled, sc Scenario, w World) (TriggerFire, error) {
 			fire.From = cur
 		}
 	}
+	if sw, ok := w.(*SimWorld); ok && kind == TriggerEvent {
+		sw.mu.Lock()
+		sw.scratch[t.entity], sw.changed[t.entity] = fire.Value, sw.now
+		sw.mu.Unlock()
+	}
 	if sw, ok := w.(*SimWorld); ok && (kind == TriggerState || kind == TriggerNumeric) {
 		sw.mu.Lock()
 		if _, overridden := sw.scratch[t.entity]; !overridden {
-			sw.scratch[t.entity] = fire.Value
+			sw.setLocked(t.entity, fire.Value)
 		}
 		sw.mu.Unlock()
 	}

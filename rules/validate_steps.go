@@ -180,7 +180,7 @@ func (c *checker) expr(x *Expr, sc *scope) {
 		return stringRange(str, x.Offset+from, x.Offset+to)
 	}
 	for _, r := range x.Refs {
-		c.lookup(r.ID, x.Ptr, rng(r.From, r.To), "state() id", pilotage.KindState, pilotage.KindEvent)
+		c.lookup(r.ID, x.Ptr, rng(r.From, r.To), r.Fn+"() id", pilotage.KindState, pilotage.KindEvent)
 	}
 	callees := map[ast.Node]bool{}
 	ast.Find(x.Node(), func(n ast.Node) bool {
@@ -202,7 +202,7 @@ func (c *checker) expr(x *Expr, sc *scope) {
 // each use must be a direct call with a string constant id, so that every
 // entry a program can read is known before it runs (plan, references,
 // scope).
-var catalogReaders = map[string]bool{"state": true}
+var catalogReaders = map[string]bool{"state": true, "since": true, "last_changed": true}
 
 // constantArgs checks a direct call of a catalog reader: its one argument
 // must be a string constant.
