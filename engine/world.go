@@ -123,7 +123,7 @@ func (w *liveWorld) Wait(ctx context.Context, req *rules.WaitRequest) (bool, err
 	unsub := w.e.devs.Subscribe(func(ch devices.Change) {
 		switch {
 		case req.Event != "" && ch.Kind == devices.ChangeEvent && ch.ID == req.Event:
-			if !req.EventValue.Set || rules.SameValue(req.EventValue.V, ch.Value) {
+			if rules.EventMatches(req.EventValue, ch.Value) {
 				signal()
 			}
 		case ch.Kind == devices.ChangeState && (len(watch) == 0 || watch[ch.ID]):

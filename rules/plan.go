@@ -148,7 +148,9 @@ func describeTrigger(t *RunTrigger, zone string) string {
 		return s + holdFor(t.hold.String(), t.hold != 0)
 	case TriggerEvent:
 		s := "on event " + t.entity
-		if t.toSet {
+		if _, isList := t.to.([]any); t.toSet && isList {
+			s += " in " + compactJSON(t.to)
+		} else if t.toSet {
 			s += " = " + compactJSON(t.to)
 		}
 		return s
@@ -225,6 +227,9 @@ func describeWait(w *waitStep) string {
 		}
 	case w.event != "":
 		d = "wait for event " + w.event
+		if w.to.Set {
+			d += " " + compactJSON(w.to.V)
+		}
 	case w.expr != nil:
 		d = "wait until " + w.expr.Src
 	}

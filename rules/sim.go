@@ -310,6 +310,9 @@ func FireFor(c *Compiled, sc Scenario, w World) (TriggerFire, error) {
 func defaultFireValue(t *RunTrigger, cur any, hasCur bool, now time.Time) any {
 	switch t.Kind() {
 	case TriggerState, TriggerEvent:
+		if list, ok := t.to.([]any); ok && t.Kind() == TriggerEvent && len(list) > 0 {
+			return list[0]
+		}
 		if t.toSet {
 			return t.to
 		}

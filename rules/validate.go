@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -324,7 +325,7 @@ func (c *checker) trigger(t *Trigger) {
 			return
 		}
 		if e := c.lookup(t.Entity, t.Ptr+"/event", nil, "event", pilotage.KindEvent); e != nil {
-			c.filter(e, t.To, t.Ptr+"/value")
+			c.eventFilter(e, t.To, t.Ptr+"/value")
 		}
 	case TriggerSun:
 		if !c.o.HasLocation {
@@ -345,6 +346,22 @@ func (c *checker) filter(e *pilotage.Entry, v Value, path string) {
 	}
 	if err := sch.Validate(v.V); err != nil {
 		c.d.add(CodeUnreachableValue, path, outputHint(e), "%s never reports %s: %s", e.ID, compactJSON(v.V), firstLeafMessage(err))
+	}
+}
+
+// eventFilter checks an event's value filter: one value, or a list of
+// values any of which matches, each one the entry can report.
+func (c *checker) eventFilter(e *pilotage.Entry, v Value, path string) {
+	list, isList := v.V.([]any)
+	if !v.Set || !isList {
+		c.filter(e, v, path)
+		return
+	}
+	if len(list) == 0 {
+		c.d.add(CodeConstraint, path, "list the values to match, e.g. [\"double\", \"triple\"], or drop value to match every event", "value lists no value: the trigger could never fire")
+	}
+	for i, x := range list {
+		c.filter(e, Value{Set: true, V: x}, path+"/"+strconv.Itoa(i))
 	}
 }
 

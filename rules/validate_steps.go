@@ -114,7 +114,7 @@ func (c *checker) wait(w *WaitSpec, sc *scope) {
 		}
 	case w.Event != "":
 		if e := c.lookup(w.Event, w.Ptr+"/event", nil, "event", pilotage.KindEvent); e != nil {
-			c.filter(e, w.To, w.Ptr+"/value")
+			c.eventFilter(e, w.To, w.Ptr+"/value")
 		}
 	}
 	c.expr(w.Expr, sc)

@@ -26,7 +26,7 @@ func sunStack(t *testing.T) (*httpStack, *client.Client) {
 
 func call(t *testing.T, c *client.Client, tool string, args map[string]any) map[string]any {
 	t.Helper()
-	if _, ok := args["language"]; !ok && tool != "pilotage_discover" && tool != "pilotage_trace" {
+	if _, ok := args["language"]; !ok && strings.HasPrefix(tool, "pilotage_") && tool != "pilotage_discover" && tool != "pilotage_trace" {
 		args["language"] = "automation/1"
 	}
 	out, isErr := callTool(t, c, tool, args)
