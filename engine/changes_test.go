@@ -60,7 +60,7 @@ func TestSinceSurvivesRestart(t *testing.T) {
 		return d.Value == false && m.Value == false
 	})
 	resp := h.execute(ExecuteRequest{TestRun: true, Program: json.RawMessage(`{"name": "since",
-	  "triggers": [{"id": "t", "at": "07:00"}],
+	  "triggers": [{"id": "t", "event": "bedroom_remote.action"}],
 	  "steps": [{"id": "read", "set": {"door": "{{ since('front_door.contact') }}", "hall": "{{ since('hall_motion.occupancy') }}",
 	    "door_at": "{{ last_changed('front_door.contact') }}", "remote": "{{ since('bedroom_remote.action') }}"}}]}`)})
 	out, _ := json.Marshal(resp.Output)
@@ -68,8 +68,8 @@ func TestSinceSurvivesRestart(t *testing.T) {
 	_ = json.Unmarshal(out, &o)
 	door, _ := o.Vars["door"].(float64)
 	hall, _ := o.Vars["hall"].(float64)
-	if door < 7190 || door > 7300 || hall > 120 || o.Vars["remote"] != nil {
-		t.Fatalf("since: door %v s (want about 7200), hall %v s (want a few), remote %v (want nil: never pressed); %s", door, hall, o.Vars["remote"], out)
+	if door < 7190 || door > 7300 || hall > 120 || o.Vars["remote"] != 0.0 {
+		t.Fatalf("since: door %v s (want about 7200), hall %v s (want a few), remote %v (want 0: the press that fired); %s", door, hall, o.Vars["remote"], out)
 	}
 	if at, err := time.Parse(time.RFC3339Nano, o.Vars["door_at"].(string)); err != nil || at.Sub(now.Add(-2*time.Hour)).Abs() > time.Second {
 		t.Errorf("last_changed %v, want %v", o.Vars["door_at"], now.Add(-2*time.Hour))

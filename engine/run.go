@@ -19,6 +19,16 @@ func (e *Engine) testRun(ctx context.Context, p *Principal, runID string, c *rul
 		scen = *sc
 	}
 	v := e.cat.view(p)
+	if d := rules.CheckScenarioIDs(scen, func(id string) (pilotage.Kind, bool) {
+		en, ok := v.Get(id)
+		if !ok {
+			return "", false
+		}
+		return en.Kind, true
+	}); len(d) > 0 {
+		return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: rules.StatusValidationError, Error: "the scenario names ids that are not in the catalog"},
+			Diagnostics: d}, nil
+	}
 	base := func(id string) (any, bool) {
 		if _, ok := v.Get(id); !ok || e.devs == nil {
 			return nil, false
@@ -38,7 +48,8 @@ func (e *Engine) testRun(ctx context.Context, p *Principal, runID string, c *rul
 		return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: rules.StatusValidationError, Error: err.Error()},
 			Diagnostics: []pilotage.Diagnostic{inputDiag("/scenario/trigger", err.Error())}}, nil
 	}
-	res := rules.Run(ctx, c, w, rules.RunInput{Trigger: tf, Params: params, Limits: e.cfg.Limits, Cache: e.rules})
+	res := rules.Run(ctx, c, w, rules.RunInput{Trigger: tf, Params: params, Limits: e.cfg.Limits, Cache: e.rules,
+		Throttle: w.Throttle(c.Throttle())})
 	resp := &ExecuteResponse{RunID: runID, Outcome: res.Outcome}
 	if res.Outcome.OK {
 		calls := res.Calls

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -21,6 +22,12 @@ type TriggerFire struct {
 	From    any    // the previous value, when known
 	Time    time.Time
 	Because string // the decision's reason; "" = derived from the trigger
+	// Detail is the trigger entry's input: in a test run, how the
+	// scenario's trigger was simulated (its hold, its schedule).
+	Detail map[string]any
+	// NotFired, when set, is why the scenario's trigger would not fire (a
+	// test run): the run ends not_triggered after the trigger's entry.
+	NotFired string
 }
 
 // RunInput is everything a run starts from besides the program and World.
@@ -100,6 +107,9 @@ type interp struct {
 	bytes int
 	// throttle is the program's throttle once the gate was asked.
 	throttle time.Duration
+	// assumed lists the entries whose result a test run's scenario
+	// forced (step status assumed).
+	assumed []string
 }
 
 // frame is one activation of a program body: the run itself, or an
@@ -205,6 +215,9 @@ func (r *interp) finishResult(res *RunResult, top *frame, h *halt) {
 	res.Ended = r.safeNow()
 	var out map[string]any // made only when there is something to report
 	switch {
+	case h == nil && len(r.assumed) > 0:
+		res.Outcome = pilotage.Outcome{OK: true, Status: StatusAssumed,
+			Error: "the body ran to its end, but these results were assumed by scenario.waits, not simulated: " + strings.Join(r.assumed, ", ")}
 	case h == nil:
 		res.Outcome = pilotage.Outcome{OK: true, Status: StatusSuccess}
 	default:
@@ -212,8 +225,11 @@ func (r *interp) finishResult(res *RunResult, top *frame, h *halt) {
 		if !h.ok() {
 			res.Outcome.Error = h.msg
 		}
-		if h.status == StatusThrottled {
+		switch h.status {
+		case StatusThrottled:
 			res.Outcome.Error = "throttled: the body ran less than " + shortDuration(r.throttle) + " ago; it may run again at " + h.msg
+		case StatusNotTriggered:
+			res.Outcome.Error = "the trigger would not fire: " + h.msg
 		}
 		switch h.status {
 		case StatusConditionsNotMet:
@@ -350,6 +366,16 @@ func (r *interp) triggers(f *frame, fire TriggerFire) *halt {
 	}
 	if h := r.record(t.id, "the trigger value", fire.Value); h != nil {
 		return r.fail(j, h)
+	}
+	if fire.Detail != nil {
+		if h := r.record(t.id, "the trigger's simulation", fire.Detail); h != nil {
+			return r.fail(j, h)
+		}
+		r.steps[j].Input = fire.Detail
+	}
+	if fire.NotFired != "" {
+		r.setOutcome(j, StepNotMet, fire.NotFired)
+		return &halt{StatusNotTriggered, fire.NotFired}
 	}
 	r.steps[j].Output = jsonSafe(fire.Value)
 	r.setOutcome(j, StepSuccess, "")
