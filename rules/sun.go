@@ -57,6 +57,9 @@ func SunTimes(t time.Time, loc Location) (rise, set time.Time, ok bool) {
 	if !ok1 || !ok2 {
 		return time.Time{}, time.Time{}, false
 	}
+	// Whole seconds: the approximation is good to a minute, and times
+	// shown (RFC 3339) and given back (scenario.now) have no fraction.
+	r, s = r.Truncate(time.Second), s.Truncate(time.Second)
 	return onLocalDay(r, y, m, d, zone), onLocalDay(s, y, m, d, zone), true
 }
 
