@@ -247,6 +247,8 @@ func FuzzParseScenario(f *testing.F) {
 	for _, s := range []string{
 		`{}`, `{"params":{"a":1}}`, `{"scenario":{"trigger":"t","now":"2026-01-15T23:30:00Z","waits":{"w":"met"}}}`,
 		`{"scenario":{"state":{"a.b":1},"waits":{"x":"soon"}}}`, `{"x":[1,2]}`, `{"scenario":null}`,
+		`{"scenario":{"timeline":[{"at":"-1h","state":{"a.b":1}},{"at":"2m","event":{"r.action":"on"}}],"last_run":"-20m"}}`,
+		`{"scenario":{"timeline":[{"at":3},{"state":[]},"x"],"last_run":{}}}`,
 	} {
 		f.Add([]byte(s))
 	}
