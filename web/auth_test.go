@@ -29,9 +29,9 @@ func TestLoginRequired(t *testing.T) {
 		t.Errorf("static assets need no login: %d", code)
 	}
 
-	code, body, _ := c.get("/login?next=/devices")
+	_, body, _ := c.get("/login?next=/devices")
 	mustContain(t, "login page", body, `name="token"`, `type="password"`, `value="/devices"`)
-	code, body, _ = c.post("/login", url.Values{"token": {"wrong"}, "next": {"/devices"}})
+	code, body, _ := c.post("/login", url.Values{"token": {"wrong"}, "next": {"/devices"}})
 	if code != http.StatusUnauthorized {
 		t.Fatalf("bad token: %d", code)
 	}
