@@ -20,7 +20,7 @@ const defaultModeMax = 10
 func (at *armedTrigger) fire(value, prev any, because string) {
 	ar := at.r
 	e := ar.s.e
-	tf := rules.TriggerFire{ID: at.t.ID(), Value: value, From: prev, Time: e.Now(), Because: because}
+	tf := rules.TriggerFire{ID: at.t.ID(), Value: value, From: prev, Time: e.Now().In(e.cfg.TimeZone), Because: because}
 	ar.mu.Lock()
 	if ar.stopped {
 		ar.mu.Unlock()

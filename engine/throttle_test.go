@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -43,5 +44,26 @@ func TestThrottleLive(t *testing.T) {
 	press("on", 4)
 	if st := h.firings("throttled-porch")[0].Status; st != rules.StatusThrottled {
 		t.Errorf("after a restart: %s, want throttled (the window was stored)", st)
+	}
+}
+
+// TestFiringTimesAreLocal: a firing's trigger.time and now() are in the
+// configured zone, whatever the system's.
+func TestFiringTimesAreLocal(t *testing.T) {
+	tokyo, err := time.LoadLocation("Asia/Tokyo")
+	if err != nil {
+		t.Skip("no zone data:", err)
+	}
+	h := newHouse(t, Config{TimeZone: tokyo})
+	h.deploy(`{"name": "hours", "triggers": [{"id": "press", "event": "bedroom_remote.action"}],
+	  "steps": [{"id": "read", "set": {"fired": "{{ hour(trigger.time) }}", "now": "{{ hour(now()) }}", "zone": "{{ trigger.time }}"}}]}`)
+	if err := h.sim.Press(context.Background(), "on"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitFor(5*time.Second, "the firing", func() bool { return len(h.firings("hours")) == 1 })
+	env := string(h.firings("hours")[0].Envelope)
+	want := time.Now().In(tokyo)
+	if !strings.Contains(env, `"fired":`+strconv.Itoa(want.Hour())) || !strings.Contains(env, `"now":`+strconv.Itoa(want.Hour())) || !strings.Contains(env, "+09:00") {
+		t.Errorf("firing output: %s", env)
 	}
 }
