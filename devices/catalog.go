@@ -38,10 +38,17 @@ type NotifyChannel struct {
 
 // Live is a live value served beside an entry; never part of the entry.
 type Live struct {
-	Value       any       `json:"value,omitempty"`
-	Available   *bool     `json:"available,omitempty"`
-	LastSeen    time.Time `json:"last_seen,omitempty"`
+	Value     any       `json:"value,omitempty"`
+	Available *bool     `json:"available,omitempty"`
+	LastSeen  time.Time `json:"last_seen,omitempty"`
+	// LastChanged is when the value last changed (a state) or last
+	// occurred (an event), as far as this process saw.
+	LastChanged time.Time `json:"last_changed,omitzero"`
 	Unsupported string    `json:"unsupported,omitempty"`
+	// FirstValue: the value is the first this process saw of the entry,
+	// so LastChanged is when it arrived, not necessarily when it changed
+	// (see RestoreChanged).
+	FirstValue bool `json:"-"`
 }
 
 // ChangeKind classifies a Change.
@@ -112,6 +119,8 @@ type Catalog struct {
 type liveVal struct {
 	value       any
 	lastSeen    time.Time
+	changed     time.Time // see Live.LastChanged
+	first       bool      // see Live.FirstValue
 	unsupported string
 	dev         string
 }
@@ -352,12 +361,33 @@ func (c *Catalog) Live(id string) (Live, bool) {
 	}
 	out := Live{Unsupported: c.model.unsupported[id]}
 	if lv, ok := c.live[id]; ok {
-		out.Value, out.LastSeen = lv.value, lv.lastSeen
+		out.Value, out.LastSeen, out.LastChanged, out.FirstValue = lv.value, lv.lastSeen, lv.changed, lv.first
 	}
 	if d, ok := c.devLive[c.model.devOf[id]]; ok {
 		out.Available = copyBool(d.availNow)
 	}
 	return out, true
+}
+
+// RestoreChanged settles when the first value this process saw of a
+// state changed, from a record that outlived a restart: the state held
+// value since at. It applies only while the live value is still that
+// first one and equal to value; either way the first value is settled
+// (a later call changes nothing). It reports whether LastChanged moved.
+func (c *Catalog) RestoreChanged(id string, value any, at time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lv, ok := c.live[id]
+	if !ok || !lv.first {
+		return false
+	}
+	lv.first = false
+	moved := equalValues(lv.value, value) && at.Before(lv.changed)
+	if moved {
+		lv.changed = at
+	}
+	c.live[id] = lv
+	return moved
 }
 
 // StateIDsForAction maps each argument key of an action to the state id it

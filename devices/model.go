@@ -266,7 +266,7 @@ func (tx *txn) setState(dev, id, prop string, v any) {
 		return
 	}
 	prev := lv.value
-	lv.value = v
+	lv.value, lv.changed, lv.first = v, tx.now, prev == nil && lv.changed.IsZero()
 	tx.c.live[id] = lv
 	tx.changes = append(tx.changes, Change{Kind: ChangeState, ID: id, Value: v, Prev: prev, Time: tx.now})
 }
@@ -279,7 +279,7 @@ func (tx *txn) fireEvent(dev, id string, v any) {
 	if !ok {
 		lv = liveVal{dev: dev}
 	}
-	lv.value, lv.lastSeen = v, tx.now
+	lv.value, lv.lastSeen, lv.changed = v, tx.now, tx.now
 	tx.c.live[id] = lv
 	tx.changes = append(tx.changes, Change{Kind: ChangeEvent, ID: id, Value: v, Time: tx.now})
 }

@@ -19,6 +19,16 @@ func (e *Engine) testRun(ctx context.Context, p *Principal, runID string, c *rul
 		scen = *sc
 	}
 	v := e.cat.view(p)
+	if d := rules.CheckScenarioIDs(scen, func(id string) (pilotage.Kind, bool) {
+		en, ok := v.Get(id)
+		if !ok {
+			return "", false
+		}
+		return en.Kind, true
+	}); len(d) > 0 {
+		return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: rules.StatusValidationError, Error: "the scenario names ids that are not in the catalog"},
+			Diagnostics: d}, nil
+	}
 	base := func(id string) (any, bool) {
 		if _, ok := v.Get(id); !ok || e.devs == nil {
 			return nil, false
@@ -29,18 +39,17 @@ func (e *Engine) testRun(ctx context.Context, p *Principal, runID string, c *rul
 		}
 		return l.Value, true
 	}
-	start := e.Now().In(e.cfg.TimeZone)
-	if scen.Now != nil {
-		start = *scen.Now
-	}
-	w := rules.NewSimWorld(base, start, scen, e.simEffects)
+	w := rules.NewSimWorld(base, e.Now(), scen, e.simEffects)
+	w.SetPlace(e.place())
+	w.SetChangedBase(func(id string) (time.Time, bool) { return e.lastChanged(p, id) })
 	e.addSubprograms(p, w, c, 0)
 	tf, err := rules.FireFor(c, scen, w)
 	if err != nil {
 		return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: rules.StatusValidationError, Error: err.Error()},
 			Diagnostics: []pilotage.Diagnostic{inputDiag("/scenario/trigger", err.Error())}}, nil
 	}
-	res := rules.Run(ctx, c, w, rules.RunInput{Trigger: tf, Params: params, Limits: e.cfg.Limits, Cache: e.rules})
+	res := rules.Run(ctx, c, w, rules.RunInput{Trigger: tf, Params: params, Limits: e.cfg.Limits, Cache: e.rules,
+		Throttle: w.Throttle(c.Throttle())})
 	resp := &ExecuteResponse{RunID: runID, Outcome: res.Outcome}
 	if res.Outcome.OK {
 		calls := res.Calls
@@ -92,7 +101,8 @@ type DeployOutput struct {
 	Rule       string        `json:"rule"`
 	Replaced   bool          `json:"replaced"`
 	Triggers   []TriggerInfo `json:"triggers"`
-	NextFire   *time.Time    `json:"next_fire,omitempty"`
+	NextFire   *time.Time    `json:"next_fire,omitempty"` // local, with its UTC offset
+	TimeZone   string        `json:"time_zone"`           // the server's: schedules and next_fire are in it
 	// Plan is the installed rule's plan when its catalog params were
 	// bound: the real ids, arguments and risk (the program's own plan
 	// shows the worst its constraints admit).
@@ -154,7 +164,8 @@ func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rule
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()})
 	ar := e.sched.install(rule, armed, params, e.cat.view(p).devGen+1)
 	info := ar.info(e)
-	out := &DeployOutput{ProgramRef: pr.prog.Ref, Rule: rule.Name, Replaced: replaced, Triggers: info.Triggers, NextFire: info.NextFire, Warnings: b.warnings}
+	out := &DeployOutput{ProgramRef: pr.prog.Ref, Rule: rule.Name, Replaced: replaced, Triggers: info.Triggers, NextFire: info.NextFire,
+		TimeZone: zoneText(e.cfg.TimeZone), Warnings: b.warnings}
 	if b.refs {
 		out.Plan = b.c.Plan
 	}

@@ -38,6 +38,7 @@ func TestCookbookTestRunsCorrespond(t *testing.T) {
 						}
 					}
 					w := NewSimWorld(func(string) (any, bool) { return nil, false }, now, sc, nil)
+					w.SetPlace(Place{Zone: time.UTC, Location: &Location{Latitude: 51.48, Longitude: 0}})
 					fire, err := FireFor(c, sc, w)
 					if err != nil {
 						t.Fatalf("%s/%d: %v", g.ID, i+1, err)

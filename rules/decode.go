@@ -124,7 +124,7 @@ func (dc *decoder) checkTime() bool {
 	return true
 }
 
-var programFields = []string{"name", "description", "mode", "max", "params", "triggers", "conditions", "steps"}
+var programFields = []string{"name", "description", "mode", "max", "throttle", "params", "triggers", "conditions", "steps"}
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$`)
 
@@ -147,6 +147,9 @@ func (dc *decoder) program(n *jnode) *Program {
 		p.Description, _ = dc.str(v, "description")
 	}
 	dc.mode(n, p)
+	if v := n.get("throttle"); v != nil {
+		p.Throttle = dc.constDuration(v, "throttle", false)
+	}
 	if v := n.get("params"); v != nil {
 		if p.Params = dc.params(v); p.Params != nil {
 			dc.paramDefaults(v)
@@ -513,16 +516,4 @@ func validClock(s string) bool {
 		}
 	}
 	return false
-}
-
-func (dc *decoder) condition(n *jnode) *Condition {
-	if !dc.checkTime() || !dc.object(n, "condition") {
-		return nil
-	}
-	dc.fields(n, "a condition", []string{"id", "expr"})
-	c := &Condition{Ptr: n.ptr, ID: dc.id(n)}
-	if v := dc.required(n, "expr", "a condition"); v != nil {
-		c.Expr = dc.exprField(v, "expr")
-	}
-	return c
 }

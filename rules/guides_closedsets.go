@@ -68,7 +68,21 @@ func kindTables(w writeFunc) {
 	for _, k := range TriggerKinds {
 		w("| `%s` | %s | `%s` |\n", k.Kind, codeList(k.Members), PlanKindTrigger+":"+string(k.Kind))
 	}
-	w("\nA trigger with `state` is `numeric` when it has `above` or `below`, else `state`.\n")
+	w("\nA trigger with `state` is `numeric` when it has `above` or `below`, else `state`. ")
+	w("An event trigger's `value` may be a list: any of its values matches.\n")
+
+	w("\n## Condition kinds\n\n| kind | members | object members | plan step kind |\n|---|---|---|---|\n")
+	for _, k := range ConditionKinds {
+		obj := "—"
+		if len(k.Window) > 0 {
+			obj = codeList(k.Window)
+		}
+		w("| `%s` | %s | %s | `%s` |\n", k.Kind, codeList(k.Members), obj, PlanKindCondition)
+	}
+	w("\nA window is from `after` (inclusive) until `before` (exclusive); when `after` is later in the day than `before` it crosses midnight. ")
+	w("`weekday` is a name or list of `mon` … `sun`, the day of the moment checked. Offsets are signed durations. ")
+	w("Sun conditions need the server's location (`missing_location` otherwise; `pilotage_discover` says whether it has one, `environment.sun`).\n")
+	w("\nA program's `throttle` (a constant duration) lets its body start at most once per that long: a firing that passes its conditions sooner ends `throttled`.\n")
 
 	w("\n## Step kinds\n\n| kind | members |\n|---|---|\n")
 	for _, k := range StepKinds {
@@ -203,7 +217,7 @@ Formats are asserted: a param declared ` + "`{\"type\": \"string\", \"format\": 
 
 **Catalog params.** A top-level property of ` + "`params`" + ` with the member ` + "`catalog`" + ` is a catalog reference: its value is a catalog id. ` + "`catalog`" + ` has ` + "`kind`" + ` (required: ` + "`state`, `event`, `action`, `automation`" + `), ` + "`type`" + ` (a device type of the table above: the entry's device carries ` + "`type:<type>`" + `), ` + "`tag`" + ` (the entry or its device carries it, case-insensitive), ` + "`accepts`" + ` (actions and automations: ` + "`{argument: value or [values]}`" + ` its ` + "`input_schema`" + ` must accept), ` + "`reports`" + ` (states and events: values its ` + "`output_schema`" + ` must admit) and ` + "`max_risk`" + `. In the body exactly ` + "`\"{{ params.<name> }}\"`" + ` stands for the id where an id goes (` + "`call`" + `, a trigger's or a wait's ` + "`state`/`event`" + `), and ` + "`state(params.<name>)`" + ` reads it in expressions; any other template there is ` + "`templated_id`" + `. Validation without input plans a call through a catalog param without ` + "`calls`" + ` and with the worst risk its constraint admits (` + "`max_risk`" + `; without it destructive and openWorld); a promoted program's entry declares that risk. Execute binds: every catalog param needs an id (from input or its default) that is visible to the caller (an invisible id reads exactly like a missing one) and fits, and then the program is validated with the ids in place; findings are ` + "`input_binding`" + ` at ` + "`/<param>`" + `. An installed rule runs, plans and traces the bound program; who may see the rule follows its bound ids as it follows every reference. A call to a promoted automation passes each of its catalog params an id (checked, and joining the caller's references) or ` + "`\"{{ params.<name> }}\"`" + ` of the caller's own catalog param with at least the same constraints; with constant arguments the automation's body is checked with them (` + "`bad_arguments`" + `).
 
-For test runs ` + "`input`" + ` may also carry the reserved member ` + "`scenario`" + ` beside the params: ` + "`{\"<param>\":…,\"scenario\":{\"trigger\":\"<trigger id>\",\"value\":…,\"from\":…,\"state\":{\"id\":value},\"now\":\"RFC3339\",\"waits\":{\"<wait step id>\":\"met\"|\"timeout\"}}}`" + `. ` + "`scenario`" + ` is never a param (a params schema may not declare it: ` + "`bad_params`" + `) and is refused without test_run; it picks the trigger that fires (default the first), its value and previous value, state overrides, the virtual clock at the start, and how each wait ends (see the ` + "`test-runs`" + ` guide).
+For test runs ` + "`input`" + ` may also carry the reserved member ` + "`scenario`" + ` beside the params: ` + "`{\"<param>\":…,\"scenario\":{\"trigger\":\"<trigger id>\",\"value\":…,\"from\":…,\"state\":{\"id\":value},\"now\":\"RFC3339\",\"timeline\":[{\"at\":\"90s\",\"state\":{\"id\":value},\"event\":{\"id\":payload}}],\"last_run\":\"-20m\",\"waits\":{\"<wait step id>\":\"met\"|\"timeout\"}}}`" + `. ` + "`scenario`" + ` is never a param (a params schema may not declare it: ` + "`bad_params`" + `) and is refused without test_run; it picks the trigger that fires (default the first), its value and previous value, state overrides, the virtual clock at the start, a timeline of state changes and events at offsets on the virtual clock (negative: before the start), when the body last ran (for a throttle), and, as an assumption, how a wait ends. Held triggers fire only after their hold, schedules only at a time they fire (else the run is ` + "`not_triggered`" + `), waits resolve from the timeline or time out, and a forced wait is ` + "`assumed`" + ` (see the ` + "`test-runs`" + ` guide).
 
 validate takes no ` + "`context`" + `: automation/1 declares no context_schema, so a supplied context is a ` + "`context_binding`" + ` finding at path ` + "`\"\"`" + `.
 

@@ -93,6 +93,9 @@ func TestClosedSetsGuide(t *testing.T) {
 	for _, k := range stepKeys {
 		wants = append(wants, "| `"+k+"` |")
 	}
+	for _, k := range ConditionKinds {
+		wants = append(wants, "| `"+string(k.Kind)+"` | "+codeList(k.Members))
+	}
 	for _, k := range []string{"single", "restart", "queued", "parallel", "trigger:state", "trigger:numeric", "trigger:event", "trigger:cron", "trigger:time", "trigger:sun"} {
 		wants = append(wants, "`"+k+"`")
 	}
@@ -101,7 +104,8 @@ func TestClosedSetsGuide(t *testing.T) {
 	}
 	wants = append(wants,
 		"## Scope rules", "## Input and params", "## Output of a run", "## Trace format",
-		`{"<param>":…,"scenario":{"trigger":"<trigger id>","value":…,"from":…,"state":{"id":value},"now":"RFC3339","waits":{"<wait step id>":"met"|"timeout"}}}`,
+		`{"<param>":…,"scenario":{"trigger":"<trigger id>","value":…,"from":…,"state":{"id":value},"now":"RFC3339","timeline":[{"at":"90s","state":{"id":value},"event":{"id":payload}}],"last_run":"-20m","waits":{"<wait step id>":"met"|"timeout"}}}`,
+		"## Condition kinds", "`not_triggered`", "`assumed`", "`throttled`",
 		`{"truncated": true, "bytes": N, "preview": "<first 200 chars of the JSON>"}`,
 		"`{program_ref, rule, replaced, triggers, next_fire}`", "`{calls: [...], vars}`",
 		"`triggers`", "`continue`", "`exit`", "MaxIterations", "| 1000 |",

@@ -249,9 +249,16 @@ func (r *interp) wait(f *frame, s *runStep, qid string, i int) *halt {
 	}
 	waited := float64(r.w.Now().Sub(began)) / float64(time.Millisecond)
 	out := map[string]any{"met": met, "waited_ms": waited}
+	forced, assumed := r.assumedWait(qid)
+	if assumed {
+		out["assumed"] = "scenario.waits: " + forced
+	}
 	r.steps[i].Output = out
 	f.env.setStepOutput(s.id, out)
 	switch {
+	case assumed && (met || ws.cont):
+		r.assumed = append(r.assumed, qid)
+		r.setOutcome(i, StepAssumed, "not simulated: scenario.waits says "+forced)
 	case met:
 		r.setOutcome(i, StepSuccess, "")
 	case capped:
@@ -262,6 +269,15 @@ func (r *interp) wait(f *frame, s *runStep, qid string, i int) *halt {
 		return r.fail(i, &halt{StatusTimeout, fmt.Sprintf("step %q: wait timed out after %s", qid, ws.timeout)})
 	}
 	return nil
+}
+
+// assumedWait reports whether a test run's scenario forced the wait's
+// result (and what it said).
+func (r *interp) assumedWait(qid string) (string, bool) {
+	if sw, ok := r.w.(*SimWorld); ok {
+		return sw.Assumed(qid)
+	}
+	return "", false
 }
 
 // waitRequest builds the World's view of a wait step and the trace input

@@ -100,8 +100,16 @@ func TestCatalogParamsOverMCP(t *testing.T) {
 	}
 
 	input := map[string]any{"sensor": "hall_motion.occupancy", "light": "porch_light.set", "hold": "90s"}
-	tr := execute(t, c, map[string]any{"program": prog(t, motionLight), "test_run": true, "input": input})
-	if oc := tr["outcome"].(map[string]any); oc["ok"] != true || js(step(tr["trace"], "on")["calls"]) != `["porch_light.set"]` {
+	// The scenario's timeline ends the motion, so the wait is met after
+	// the bound hold (90s) on the virtual clock and the light goes off.
+	testInput := map[string]any{"scenario": map[string]any{"timeline": []any{
+		map[string]any{"at": "10s", "state": map[string]any{"hall_motion.occupancy": false}}}}}
+	for k, v := range input {
+		testInput[k] = v
+	}
+	tr := execute(t, c, map[string]any{"program": prog(t, motionLight), "test_run": true, "input": testInput})
+	if oc := tr["outcome"].(map[string]any); oc["status"] != "success" || js(step(tr["trace"], "on")["calls"]) != `["porch_light.set"]` ||
+		js(step(tr["trace"], "off")["calls"]) != `["porch_light.set"]` || step(tr["trace"], "off")["t_ms"] != 100000.0 {
 		t.Fatalf("test run: %s", js(tr))
 	}
 	if plan := tr["output"].(map[string]any)["plan"]; js(step(plan, "on")["calls"]) != `["porch_light.set"]` || plan.(map[string]any)["max_risk"] != "control" {
