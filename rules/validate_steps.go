@@ -236,7 +236,7 @@ func (c *checker) constantArgs(n *ast.CallNode, name string, x *Expr, rng func(i
 	if len(n.Arguments) != 1 {
 		return
 	}
-	if _, ok := n.Arguments[0].(*ast.StringNode); ok || c.refArg(n.Arguments[0], x, rng) {
+	if _, ok := n.Arguments[0].(*ast.StringNode); ok || c.refArg(name, n.Arguments[0], x, rng) {
 		return
 	}
 	from, to := nodeSpan(n.Arguments[0])
