@@ -107,7 +107,7 @@ func TestClosedSetsGuide(t *testing.T) {
 		`{"<param>":…,"scenario":{"trigger":"<trigger id>","value":…,"from":…,"state":{"id":value},"now":"RFC3339","timeline":[{"at":"90s","state":{"id":value},"event":{"id":payload}}],"last_run":"-20m","waits":{"<wait step id>":"met"|"timeout"}}}`,
 		"## Condition kinds", "`not_triggered`", "`assumed`", "`throttled`",
 		`{"truncated": true, "bytes": N, "preview": "<first 200 chars of the JSON>"}`,
-		"`{program_ref, rule, replaced, triggers, next_fire}`", "`{calls: [...], vars}`",
+		"`{program_ref, rule, replaced, triggers, next_fire, time_zone}`", "`{calls: [...], vars}`",
 		"`triggers`", "`continue`", "`exit`", "MaxIterations", "| 1000 |",
 	)
 	for _, w := range wants {

@@ -405,4 +405,18 @@ func TestCLIInputBindsCatalogParams(t *testing.T) {
 	if _, err := cli(t, url, "", "apply", file, "--input", `[1]`); err == nil || !strings.Contains(err.Error(), "want a JSON object") {
 		t.Fatalf("a bad --input: %v", err)
 	}
+	// --input and a timeline together: the bound sensor goes quiet at
+	// +10s, the wait is met a minute later and the light goes off.
+	motion := writeFile(t, "motion.json", `{"name":"any-motion","params":{"type":"object","required":["sensor","light"],"properties":{
+	  "sensor":{"type":"string","catalog":{"kind":"state","type":"binary_sensor"}},
+	  "light":{"type":"string","catalog":{"kind":"action","type":"light","max_risk":"control"}}}},
+	  "triggers":[{"id":"motion","state":"{{ params.sensor }}","to":true}],
+	  "steps":[{"id":"on","call":"{{ params.light }}","args":{"state":"ON"}},
+	    {"id":"quiet","wait":{"state":"{{ params.sensor }}","to":false,"for":"1m"},"timeout":"10m"},
+	    {"id":"off","call":"{{ params.light }}","args":{"state":"OFF"}}]}`)
+	out, err = cli(t, url, "", "test", motion, "--input", `{"sensor":"hall_motion.occupancy","light":"porch_light.set"}`,
+		"--at", "10s:hall_motion.occupancy=false")
+	if err != nil || !strings.Contains(out, ": success") || !strings.Contains(out, `"waited_ms":70000`) || !strings.Contains(out, `porch_light.set {"state":"OFF"} (step off)`) {
+		t.Fatalf("test with input and a timeline: %v\n%s", err, out)
+	}
 }
