@@ -101,3 +101,39 @@ func TestSunThroughMCP(t *testing.T) {
 		t.Errorf("trigger info: %v", trig)
 	}
 }
+
+// TestBoundPlanNamesTheZone: a program with a catalog param is planned
+// bound (test-run and deploy output, the rule listing) with the zone
+// beside its clock times, as validate plans it unbound.
+func TestBoundPlanNamesTheZone(t *testing.T) {
+	_, c := sunStack(t)
+	const garage = `{"name": "any-garage",
+	  "params": {"type": "object", "required": ["door"], "properties": {
+	    "door": {"type": "string", "catalog": {"kind": "action", "type": "cover", "accepts": {"state": "CLOSE"}}}}},
+	  "triggers": [{"id": "late", "at": "23:00"}],
+	  "conditions": [{"id": "night", "time": {"after": "22:00", "before": "06:00"}}],
+	  "steps": [{"id": "close", "call": "{{ params.door }}", "args": {"state": "CLOSE"}}]}`
+	const want = "only between 22:00 and 06:00 (crossing midnight) (Europe/Berlin)"
+	desc := func(plan any, id string) string {
+		for _, s := range plan.(map[string]any)["steps"].([]any) {
+			if s := s.(map[string]any); s["id"] == id {
+				d, _ := s["description"].(string)
+				return d
+			}
+		}
+		return ""
+	}
+	v := call(t, c, "pilotage_validate", map[string]any{"program": prog(t, garage)})
+	if d := desc(v["plan"], "night"); d != want {
+		t.Fatalf("validate plan: %q", d)
+	}
+	input := map[string]any{"door": "garage_door.set"}
+	tr := call(t, c, "pilotage_execute", map[string]any{"program": prog(t, garage), "test_run": true, "input": input})
+	if d := desc(tr["output"].(map[string]any)["plan"], "night"); d != want {
+		t.Errorf("test-run plan: %q (%v)", d, tr["outcome"])
+	}
+	dep := call(t, c, "pilotage_execute", map[string]any{"program": prog(t, garage), "input": input})
+	if d := desc(dep["output"].(map[string]any)["plan"], "night"); d != want {
+		t.Errorf("deploy plan: %q (%v)", d, dep["outcome"])
+	}
+}
