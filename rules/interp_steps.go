@@ -11,13 +11,18 @@ import (
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
-// evalArgs evaluates named templates in name order.
-func (r *interp) evalArgs(f *frame, qid string, args []namedTemplate) (map[string]any, *halt) {
+// evalArgs evaluates named templates in name order, each recorded as it
+// is made (the step's trace entry holds them): what (e.g. "setting %q")
+// names one in a message.
+func (r *interp) evalArgs(f *frame, qid, what string, args []namedTemplate) (map[string]any, *halt) {
 	out := make(map[string]any, len(args))
 	for _, a := range args {
 		v, err := a.t.Eval(f.env)
 		if err != nil {
 			return nil, exprHalt(qid, err)
+		}
+		if h := r.recordf(qid, v, what, a.name); h != nil {
+			return nil, h
 		}
 		out[a.name] = v
 	}
@@ -31,10 +36,7 @@ func (r *interp) call(f *frame, s *runStep, qid string, i int) *halt {
 	} else {
 		r.steps[i].Calls = []string{s.text}
 	}
-	args, h := r.evalArgs(f, qid, s.vals)
-	if h == nil {
-		h = r.record(qid, "the call's arguments", args)
-	}
+	args, h := r.evalArgs(f, qid, "the call's argument %q", s.vals)
 	if h != nil {
 		return r.fail(i, h)
 	}
@@ -112,6 +114,8 @@ func (r *interp) callAutomation(f *frame, s *runStep, qid string, i int, args ma
 
 		ValueBytes: r.lim.MaxValueBytes,
 		EvalBytes:  r.lim.MaxEvalBytes,
+		EvalOps:    r.lim.MaxEvalOps,
+		ctx:        r.ctx,
 	}
 	sf := &frame{c: sub, env: env, prefix: qid + "/", depth: f.depth + 1}
 	h := r.seq(sf, sub.steps, "")
@@ -406,7 +410,7 @@ func (r *interp) branch(f *frame, s *runStep, qid, sfx string, i int) *halt {
 }
 
 func (r *interp) set(f *frame, s *runStep, qid string, i int) *halt {
-	vals, h := r.evalArgs(f, qid, s.vals)
+	vals, h := r.evalArgs(f, qid, "setting %q", s.vals)
 	if h != nil {
 		return r.fail(i, h)
 	}
@@ -414,7 +418,7 @@ func (r *interp) set(f *frame, s *runStep, qid string, i int) *halt {
 		k := a.name
 		c, h := r.storedValue(qid, k, vals[k])
 		if h == nil {
-			h = r.setValueFits(qid, k, c)
+			h = r.setValueFits(f, qid, k, c)
 		}
 		if h != nil {
 			return r.fail(i, h)
