@@ -279,7 +279,7 @@ func memBase64(m *evalMem, args []any) error {
 // fromJSON's values are about as large as their text). Each call is first
 // charged its operations (builtinOps); every result is then charged its
 // bytes. The others (len, type, abs, ceil, floor, round, first, last,
-// get, the bit functions) take constant time and make a scalar; now is
+// the bit functions) take constant time and make a scalar; now is
 // not available; the loop builtins (map, filter, groupBy, …) are charged
 // by iteration (exprops.go).
 var memBuiltins = map[string]func(m *evalMem, args []any) error{
@@ -290,8 +290,12 @@ var memBuiltins = map[string]func(m *evalMem, args []any) error{
 	"reverse": nil, "keys": nil, "values": nil, "toPairs": nil, "fromPairs": nil,
 	"trim": nil, "trimPrefix": nil, "trimSuffix": nil, "indexOf": nil, "lastIndexOf": nil,
 	"hasPrefix": nil, "hasSuffix": nil, "int": nil, "float": nil, "duration": nil, "date": nil,
-	"timezone": nil, "take": nil, "fromBase64": nil,
+	"timezone": nil, "take": nil, "fromBase64": nil, "get": memGet,
 }
+
+// memGet is get's check: none (a lookup builds nothing; builtinOps
+// charges hashing its key).
+func memGet(*evalMem, []any) error { return nil }
 
 // memBuiltin wraps expr's builtin name: the hidden budget argument first,
 // then the builtin's own arguments and types.
@@ -360,13 +364,14 @@ func withMemParam(t reflect.Type) reflect.Type {
 
 // memFunctions are the functions memPatcher calls, with their types.
 var memFunctions = map[string]*builtin.Function{
-	"_add":   {Name: "_add", Func: memAdd, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, any, any) any)).Elem()}},
-	"_cat":   {Name: "_cat", Func: memAdd, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, string, string) string)).Elem()}},
-	"_list":  {Name: "_list", Func: memList, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, ...any) []any)).Elem()}},
-	"_map":   {Name: "_map", Func: memMap, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, ...any) map[string]any)).Elem()}},
-	"_tick":  {Name: "_tick", Func: memTick, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, string, int) bool)).Elem()}},
-	"_range": {Name: "_range", Func: memRange, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, any, any) []int)).Elem()}},
-	"_cmp":   {Name: "_cmp", Func: memCmp, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, string, any, any) bool)).Elem()}},
+	"_add":    {Name: "_add", Func: memAdd, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, any, any) any)).Elem()}},
+	"_cat":    {Name: "_cat", Func: memAdd, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, string, string) string)).Elem()}},
+	"_list":   {Name: "_list", Func: memList, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, ...any) []any)).Elem()}},
+	"_map":    {Name: "_map", Func: memMap, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, ...any) map[string]any)).Elem()}},
+	"_tick":   {Name: "_tick", Func: memTick, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, string, int) bool)).Elem()}},
+	"_range":  {Name: "_range", Func: memRange, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, any, any) []int)).Elem()}},
+	"_cmp":    {Name: "_cmp", Func: memCmp, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, string, any, any) bool)).Elem()}},
+	"_method": {Name: "_method", Func: memMethod, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, ...any) bool)).Elem()}},
 }
 
 // memOption installs the budgeted functions in an expr configuration.
@@ -432,7 +437,11 @@ func (p *memPatcher) Visit(node *ast.Node) {
 		}
 	case *ast.CallNode:
 		id, ok := n.Callee.(*ast.IdentifierNode)
-		if !ok || !hasMemBuiltin(id.Value) {
+		if !ok {
+			p.chargedCall(node, n)
+			return
+		}
+		if !hasMemBuiltin(id.Value) {
 			return
 		}
 		if len(n.Arguments) > 0 {

@@ -126,11 +126,10 @@ func memCmp(args ...any) (any, error) {
 	left := m.opsLeft() + 1
 	var n int
 	switch op {
-	case "in":
-		if rv := reflect.ValueOf(b); rv.Kind() == reflect.Map {
-			n = work(a, left) // hashing the key
-		} else {
-			n = work(b, left)
+	case "in": // hashing the key, or comparing it with each item
+		n = work(a, left)
+		if rv := reflect.ValueOf(b); rv.Kind() != reflect.Map {
+			n += work(b, left)
 		}
 	case "[]": // m[k]: hashing the key
 		n = work(b, left)
@@ -216,6 +215,9 @@ func (w *worker) addReflect(rv reflect.Value, depth int) {
 // arguments, times log n to sort and n for uniq (which compares each item
 // with every one kept), plus loading a time zone.
 func builtinOps(name string, args []any, limit int) int {
+	if name == "get" { // a lookup: hashing the key
+		return 1 + work(args[1:], limit)
+	}
 	n := 1 + work(args, limit)
 	switch name {
 	case "sort", "median":
@@ -326,7 +328,7 @@ func (p *memPatcher) chargedKey(node *ast.Node, n *ast.MemberNode) {
 	if n.Method || n.Optional || isConstNode(n.Property) || !mayBeString(n.Property.Type()) {
 		return
 	}
-	if ast.Find(n.Node, func(x ast.Node) bool { m, ok := x.(*ast.MemberNode); return ok && m.Optional }) != nil {
+	if ast.Find(n.Node, isOptional) != nil {
 		return
 	}
 	p.vars++
@@ -338,14 +340,66 @@ func (p *memPatcher) chargedKey(node *ast.Node, n *ast.MemberNode) {
 		Expr: &ast.SequenceNode{Nodes: []ast.Node{charge, member}}})
 }
 
+// chargedCall puts _method(mem, args…) in front of a method call
+// (trigger.time.Format(layout)): what a method builds and costs follows
+// its arguments. Computed arguments are evaluated into hidden variables
+// first; an optional chain is left as it is.
+func (p *memPatcher) chargedCall(node *ast.Node, n *ast.CallNode) {
+	callee, ok := n.Callee.(*ast.MemberNode)
+	if !ok || len(n.Arguments) == 0 || ast.Find(callee, isOptional) != nil {
+		return
+	}
+	p.vars++
+	charge := &ast.CallNode{Callee: &ast.IdentifierNode{Value: "_method"}, Arguments: []ast.Node{memIdent()}}
+	call := &ast.CallNode{Callee: callee}
+	var decls []*ast.VariableDeclaratorNode
+	for i, a := range n.Arguments {
+		if isConstNode(a) {
+			charge.Arguments = append(charge.Arguments, a)
+			call.Arguments = append(call.Arguments, a)
+			continue
+		}
+		name := fmt.Sprintf(" m%d.%d", p.vars, i)
+		decls = append(decls, &ast.VariableDeclaratorNode{Name: name, Value: a})
+		charge.Arguments = append(charge.Arguments, &ast.IdentifierNode{Value: name})
+		call.Arguments = append(call.Arguments, &ast.IdentifierNode{Value: name})
+	}
+	var out ast.Node = &ast.SequenceNode{Nodes: []ast.Node{charge, call}}
+	for i := len(decls) - 1; i >= 0; i-- {
+		decls[i].Expr = out
+		out = decls[i]
+	}
+	ast.Patch(node, out)
+}
+
+func isOptional(x ast.Node) bool { m, ok := x.(*ast.MemberNode); return ok && m.Optional }
+
+// memMethod is _method(mem, args…): a method call's operations, and what
+// it may build (a time layout expands to at most about four times its
+// length).
+func memMethod(args ...any) (any, error) {
+	m := memOf(args[0])
+	args = args[1:]
+	if err := m.tick("a method call", 1+work(args, m.opsLeft())); err != nil {
+		return nil, err
+	}
+	n := 0
+	for _, a := range args {
+		if s, ok := a.(string); ok {
+			n += len(s)
+		}
+	}
+	return true, m.charge("a method call", mulSize(n, 4))
+}
+
 // costlyOp reports whether a op b may cost more than a constant: both
 // operands computed (or, for in, contains and matches, the one walked),
 // and neither known to be a number, a boolean or a time.
 func costlyOp(n *ast.BinaryNode) bool {
 	l, r := n.Left, n.Right
 	switch n.Operator {
-	case "in":
-		return !isConstNode(r) && !isScalar(r.Type())
+	case "in": // walks the list, or hashes the key
+		return (!isConstNode(r) && !isScalar(r.Type())) || (!isConstNode(l) && mayBeString(l.Type()))
 	case "contains", "matches":
 		return !isConstNode(l) || !isConstNode(r)
 	case "==", "!=", "<", ">", "<=", ">=", "startsWith", "endsWith":
