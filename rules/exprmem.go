@@ -394,8 +394,10 @@ func exprOptions(maxNodes uint) []expr.Option {
 // calls: `+` that may join strings, list and object literals with a
 // computed member, and the builtins of memBuiltins (their budget
 // argument); and its costly ones into charged ones (exprops.go): loop
-// builtins, ranges and operators that walk their operands. One patcher
-// compiles one expression (vars numbers its hidden variables).
+// builtins, ranges and operators that walk their operands. A patcher
+// lives in a pooled configuration, used by one compilation at a time;
+// vars numbers the hidden variables it adds (never reset: a name only has
+// to be unique within its expression).
 type memPatcher struct{ vars int }
 
 func (p *memPatcher) Visit(node *ast.Node) {

@@ -3,6 +3,7 @@ package rules
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/bits"
 	"reflect"
 	"regexp"
@@ -105,7 +106,7 @@ func memRange(args ...any) (any, error) {
 	if hi >= lo {
 		n = hi - lo + 1
 		if n <= 0 {
-			n = -1 // overflow
+			n = math.MaxInt // more items than an int counts
 		}
 	}
 	if err := m.tick("a range", 1+n/16); err != nil {

@@ -63,3 +63,20 @@ func (r *interp) setValueFits(f *frame, qid, name string, v any) *halt {
 	}
 	return nil
 }
+
+// keepCall appends the record of a call the World was asked to make. The
+// record holds the arguments a second time (the trace entry's input holds
+// them too) and the output twice with the entry's: both count against
+// MaxRunBytes, and when they would pass it the record keeps only which
+// call was made, when (the halt says why the rest is missing).
+func (r *interp) keepCall(qid string, rec CallRecord) *halt {
+	h := r.record(qid, "the call's record", rec.Args)
+	for k := 0; k < 2 && h == nil && rec.Output != nil; k++ {
+		h = r.record(qid, "the call's output", rec.Output)
+	}
+	if h != nil {
+		rec.Args, rec.Output = nil, nil
+	}
+	r.calls = append(r.calls, rec)
+	return h
+}

@@ -48,17 +48,10 @@ func (r *interp) call(f *frame, s *runStep, qid string, i int) *halt {
 	rec := CallRecord{Step: qid, ID: s.text, Args: args, Output: out, At: r.w.Now()}
 	if err != nil {
 		rec.Error = err.Error()
-		r.calls = append(r.calls, rec)
+		_ = r.keepCall(qid, rec) // the call's failure is what ends the run
 		return r.fail(i, r.callHalt(qid, s.text, err))
 	}
-	r.calls = append(r.calls, rec)
-	// The call record keeps the arguments a second time, and the output
-	// twice (record and trace).
-	h = r.record(qid, "the call's record", args)
-	for k := 0; k < 2 && h == nil; k++ {
-		h = r.record(qid, "the call's output", out)
-	}
-	if h != nil {
+	if h := r.keepCall(qid, rec); h != nil {
 		return r.fail(i, h)
 	}
 	r.steps[i].Output = jsonSafeFresh(out)
@@ -133,10 +126,13 @@ func (r *interp) callAutomation(f *frame, s *runStep, qid string, i int, args ma
 		}
 	}
 	out["status"] = status
-	if hb := r.record(qid, "the automation's output", out); hb != nil && (h == nil || h.ok()) {
-		h = hb
+	if hb := r.record(qid, "the automation's output", out); hb != nil {
+		if h == nil || h.ok() {
+			h = hb
+		}
+	} else {
+		r.steps[i].Output = jsonSafe(out)
 	}
-	r.steps[i].Output = jsonSafe(out)
 	f.env.setStepOutput(s.id, out)
 	if h != nil && !h.ok() {
 		return r.fail(i, h)
