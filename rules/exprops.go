@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/bits"
 	"reflect"
-	"regexp"
 	"time"
 
 	"github.com/expr-lang/expr/ast"
@@ -26,9 +25,11 @@ import (
 //   - each builtin that walks its arguments (memBuiltin): by their size,
 //     times log n for sorting and n for uniq;
 //   - the operators whose cost follows their operands (==, <, in,
-//     contains, matches, startsWith, …, when neither operand is a
-//     constant): evaluated into hidden variables first, charged by _cmp,
-//     then compared, so their types and checks stay what they were;
+//     contains, matches, startsWith, …, see costlyOp) and a lookup m[k]
+//     with a computed key: their computed operands are evaluated into
+//     hidden variables first, charged by _cmp, then used, so types and
+//     checks stay what they were;
+//   - a method call (trigger.time.Format(layout)), by its arguments;
 //   - a range a..b (_range), and string + (memAdd).
 //
 // An operation is about one step of the VM; walking a list costs one per
@@ -136,8 +137,10 @@ func memCmp(args ...any) (any, error) {
 		n = work(b, left)
 	case "contains", "matches":
 		n = work(a, left) + work(b, left)
-		if _, isConst := b.(*regexp.Regexp); op == "matches" && !isConst {
-			n += 4 * work(b, left) // compiling the pattern
+		if op == "matches" {
+			// Compiling the pattern (a constant one is compiled once, but
+			// is as short as the program).
+			n += 4 * work(b, left)
 		}
 	default: // comparisons stop at the shorter operand
 		n = min(work(a, left), work(b, left))
