@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"sort"
 	"strings"
-
-	"github.com/pilothouse/pilothouse/pilotage"
 )
 
 type haGroup struct {
@@ -65,7 +63,7 @@ func (h *haSource) build(log *slog.Logger, ids *idTable, natives []*devSpec) []*
 		fp := g.fingerprint(id, name)
 		spec := h.cache[fp]
 		if spec == nil {
-			spec = buildHADevice(id, name, g)
+			spec = buildHADevice(log, id, name, g)
 		}
 		cache[fp] = spec
 		out = append(out, spec)
@@ -188,64 +186,13 @@ func (g *haGroup) deviceName() string {
 	return g.ents[0].objectID
 }
 
-var haTypePriority = []string{"lock", "alarm_control_panel", "valve", "siren", "cover", "climate", "light", "fan", "switch", "event", "device_automation", "binary_sensor", "sensor"}
-
-func buildHADevice(id, name string, g *haGroup) *devSpec {
-	s := &devSpec{id: id, name: name, source: "homeassistant",
-		manufacturer: g.devField("manufacturer"), modelName: g.devField("model"), area: g.devField("suggested_area")}
-	comps := map[string]bool{}
-	for _, e := range g.ents {
-		comps[e.component] = true
-	}
-	for _, t := range haTypePriority {
-		if comps[t] {
-			s.typ = map[string]string{"alarm_control_panel": "alarm_panel", "event": "remote", "device_automation": "remote"}[t]
-			if s.typ == "" {
-				s.typ = t
-			}
-			break
-		}
-	}
-	desc := strings.TrimSpace(s.manufacturer + " " + s.modelName)
-	if o := g.ents[0].origin; o != "" {
-		desc = strings.TrimSpace(desc + " (discovered via " + o + ")")
-	}
-	if desc == "" {
-		desc = "Device from Home Assistant MQTT discovery"
-	}
-	s.desc = desc
-	b := &haBuilder{spec: s, usedKeys: map[string]bool{}, availSeen: map[string]bool{}, lone: len(g.ents) == 1}
-	ents := append([]*haEntity(nil), g.ents...)
-	// Controllable components claim the primary slot first; plain sensors
-	// claim device-class names before binary sensors (battery vs battery_low).
-	rank := map[string]int{}
-	for i, t := range haTypePriority {
-		rank[t] = i
-	}
-	rank["sensor"] = rank["binary_sensor"] - 1
-	sort.SliceStable(ents, func(i, j int) bool {
-		ri, oki := rank[ents[i].component]
-		rj, okj := rank[ents[j].component]
-		if !oki {
-			ri = len(rank)
-		}
-		if !okj {
-			rj = len(rank)
-		}
-		return ri < rj
-	})
-	for _, e := range ents {
-		b.entity(e, name)
-	}
-	return s
-}
-
 // haBuilder adds one device's entities to its spec.
 type haBuilder struct {
 	spec      *devSpec
 	usedKeys  map[string]bool
 	availSeen map[string]bool
-	lone      bool // the device has a single entity
+	lone      bool     // the device has a single entity
+	gaps      []string // what cannot be modelled
 }
 
 // entityKey derives the entity's id segment: its name without the device
@@ -269,8 +216,13 @@ func (b *haBuilder) entityKey(e *haEntity, devName string) string {
 			key = slug(e.objectID)
 		}
 	}
-	if e.component == "device_automation" {
+	switch e.component {
+	case "device_automation":
 		key = slug(e.str("type", "") + "_" + e.str("subtype", ""))
+	case "update":
+		if _, isNull, _ := e.name(); isNull {
+			key = "update"
+		}
 	}
 	for _, cand := range []string{key, slug(e.objectID), slug(e.str("device_class", "")), slug(e.component), slug(e.component + "_" + e.objectID)} {
 		if !b.usedKeys[cand] {
@@ -311,6 +263,11 @@ func (x *ent) actionID(verb string) string {
 }
 
 func (b *haBuilder) entity(e *haEntity, devName string) {
+	if e.unmodelled {
+		n, _, _ := e.name()
+		b.gap(firstNonEmpty(n, e.objectID) + ": " + e.component + " entities are not modelled")
+		return
+	}
 	x := &ent{haEntity: e, b: b, key: b.entityKey(e, devName)}
 	x.name, _, _ = e.name()
 	if x.name == "" {
@@ -321,7 +278,7 @@ func (b *haBuilder) entity(e *haEntity, devName string) {
 	} else if !strings.HasPrefix(strings.ToLower(x.name), strings.ToLower(devName)) {
 		x.name = devName + " " + x.name
 	}
-	b.availability(e)
+	b.availability(e, x.name)
 	switch e.component {
 	case "sensor":
 		x.sensor()
@@ -349,101 +306,7 @@ func (b *haBuilder) entity(e *haEntity, devName string) {
 		x.event()
 	case "device_automation":
 		x.trigger()
+	case "update":
+		x.update()
 	}
-}
-
-// availability routes the entity's availability topics to its device.
-func (b *haBuilder) availability(e *haEntity) {
-	type item struct{ topic, on, off, tpl string }
-	var items []item
-	on, off := e.str("payload_available", "online"), e.str("payload_not_available", "offline")
-	if t := e.str("availability_topic", ""); t != "" {
-		items = append(items, item{t, on, off, e.str("availability_template", "")})
-	}
-	for _, it := range e.list("availability") {
-		m, ok := it.(map[string]any)
-		if !ok {
-			continue
-		}
-		sub := &haEntity{cfg: m}
-		if t := sub.str("topic", ""); t != "" {
-			items = append(items, item{t, sub.str("payload_available", on), sub.str("payload_not_available", off), sub.str("value_template", "")})
-		}
-	}
-	mode := e.str("availability_mode", "latest")
-	dev := b.spec.id
-	for _, it := range items {
-		if b.availSeen[it.topic] {
-			continue
-		}
-		b.availSeen[it.topic] = true
-		it := it
-		t := compileTemplate(it.tpl)
-		b.spec.routes = append(b.spec.routes, topicRoute{it.topic, func(tx *txn, p []byte) {
-			v, err := t.render(p)
-			if err != nil {
-				return
-			}
-			s := strings.TrimSpace(stringify(v))
-			switch {
-			case s == it.on || strings.EqualFold(s, it.on):
-				tx.setAvail(dev, it.topic, true, mode)
-			case s == it.off || strings.EqualFold(s, it.off):
-				tx.setAvail(dev, it.topic, false, mode)
-			}
-		}})
-	}
-}
-
-// addState declares a state and routes topic through tpl and conv into it.
-func (x *ent) addState(id, name, desc string, schema map[string]any, topic, tplSrc string, conv func(any) (any, bool)) {
-	if topic == "" {
-		return
-	}
-	t := compileTemplate(tplSrc)
-	st := stateSpec{id: id, name: name, desc: desc, schema: schema}
-	if t != nil && t.unsupported != "" {
-		st.unsupported = t.unsupported
-	}
-	x.b.spec.states = append(x.b.spec.states, st)
-	if st.unsupported != "" {
-		return
-	}
-	dev := x.b.spec.id
-	prop := strings.TrimPrefix(id, dev+".")
-	x.b.spec.routes = append(x.b.spec.routes, topicRoute{topic, func(tx *txn, p []byte) {
-		v, err := t.render(p)
-		if err != nil {
-			tx.touch(dev)
-			return
-		}
-		if conv != nil {
-			var ok bool
-			if v, ok = conv(v); !ok {
-				tx.touch(dev)
-				return
-			}
-		}
-		tx.setState(dev, id, prop, v)
-	}})
-}
-
-func (x *ent) newAction(verb, desc string, risk pilotage.Risk) *action {
-	a := newAction(x.actionID(verb), x.name+" "+verb, desc, risk)
-	x.b.spec.actions = append(x.b.spec.actions, a)
-	return a
-}
-
-func (x *ent) unitDesc() string {
-	parts := []string{}
-	if dc := x.str("device_class", ""); dc != "" {
-		parts = append(parts, "device class "+dc)
-	}
-	if ec := x.str("entity_category", ""); ec != "" {
-		parts = append(parts, ec)
-	}
-	if len(parts) == 0 {
-		return x.name
-	}
-	return x.name + " (" + strings.Join(parts, ", ") + ")"
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-
-	"github.com/pilothouse/pilothouse/pilotage"
 )
 
 // lightCaps are the capabilities a light config announces.
@@ -85,7 +83,7 @@ func (x *ent) light() {
 }
 
 func (x *ent) lightAction(c lightCaps) *action {
-	a := x.newAction("set", "Turn "+x.name+" on/off or change brightness/colour.", pilotage.RiskControl)
+	a := x.newAction("set", "Turn "+x.name+" on/off or change brightness/colour.")
 	a.fields["state"] = enumField("ON or OFF", []any{"ON", "OFF"})
 	if c.brightness {
 		a.fields["brightness"] = numField("Brightness", fnum(0), fnum(c.scale), 0, "")
@@ -212,26 +210,26 @@ func (x *ent) defaultLight() {
 	a.send = func(ctx context.Context, p sender, args map[string]any) error {
 		st, hasState := args["state"]
 		if st == "OFF" {
-			return send(ctx, p, off)
+			return send(ctx, p, off, nil)
 		}
 		if hasState && onType == "first" {
-			if err := send(ctx, p, on); err != nil {
+			if err := send(ctx, p, on, nil); err != nil {
 				return err
 			}
 		}
 		if v, ok := args["brightness"]; ok && okB {
-			if err := sendB(ctx, p, v); err != nil {
+			if err := sendB(ctx, p, pyRoundInt(v), nil); err != nil {
 				return err
 			}
 		}
 		if v, ok := args["color_temp"]; ok && okCT {
-			if err := sendCT(ctx, p, v); err != nil {
+			if err := sendCT(ctx, p, pyRoundInt(v), nil); err != nil {
 				return err
 			}
 		}
 		_, hasB := args["brightness"]
 		if hasState && onType != "first" && !(onType == "brightness" && hasB) {
-			return send(ctx, p, on)
+			return send(ctx, p, on, nil)
 		}
 		return nil
 	}

@@ -195,6 +195,11 @@ type txn struct {
 	changes []Change
 	newSubs bool
 	rebuilt bool // discovery changed: device ids may have been assigned
+	// The payload decoded for value_json, shared by the routes of one
+	// topic (renderMsg).
+	jsonOf  *byte
+	jsonLen int
+	jsonVal any
 }
 
 // begin starts the transaction of one HandleMessage (or of NewCatalog):
@@ -209,6 +214,7 @@ func (c *Catalog) begin() *txn {
 // end forgets the values of the finished transaction and keeps a small
 // change buffer for the next.
 func (tx *txn) end() {
+	tx.jsonOf, tx.jsonVal = nil, nil
 	clear(tx.changes)
 	if cap(tx.changes) > 64 {
 		tx.changes = nil
