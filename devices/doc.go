@@ -79,6 +79,15 @@
 //   - Live values, availability and last-seen never touch entries: Gen and
 //     hashes change only when discovery changes an entry. Revision is the
 //     entry's content hash.
+//   - Discovery is incremental (commit.go): a Home Assistant config
+//     rebuilds the devices it belongs to, before and after, and commit
+//     applies only their entries, routes, actions and live values. A
+//     Snapshot is immutable and shares all else with the previous one
+//     (copy on write of a device's id shard and of the sorted chunks its
+//     entries are in), so a discovery message costs the same at 300 or
+//     3,000 devices (TestDiscoveryCostFlat) and readers never lock. A
+//     Zigbee2MQTT device list names every device: it compares all specs,
+//     by pointer (unchanged devices keep theirs).
 //   - Malformed payloads are logged with their topic and skipped; the last
 //     good discovery for that topic stays.
 package devices

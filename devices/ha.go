@@ -15,7 +15,9 @@ type haSource struct {
 	entities map[string]*haEntity // by discovery topic ("#cmp" suffix for device-based)
 	devCmps  map[string][]string  // device discovery topic -> its entity keys
 	nextVer  uint64
-	cache    map[string]*devSpec // group fingerprint -> spec
+	groups   map[string]*haGroupState // by device key (haEntity.devKey)
+	dirty    map[string]bool          // devices to rebuild
+	uids     map[string]*uidSlot      // by dedupKey
 }
 
 // haEntity is one discovered entity, abbreviations expanded and '~'
@@ -34,7 +36,8 @@ type haEntity struct {
 }
 
 func newHASource(prefix string) *haSource {
-	return &haSource{prefix: prefix, entities: map[string]*haEntity{}, devCmps: map[string][]string{}}
+	return &haSource{prefix: prefix, entities: map[string]*haEntity{}, devCmps: map[string][]string{},
+		groups: map[string]*haGroupState{}, dirty: map[string]bool{}, uids: map[string]*uidSlot{}}
 }
 
 var haIDRe = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
@@ -95,7 +98,7 @@ func (h *haSource) handleConfig(log *slog.Logger, topic string, payload []byte) 
 		return false
 	}
 	if len(payload) == 0 {
-		return h.remove(topic)
+		return h.drop(log, topic)
 	}
 	raw, err := decodeObject(payload)
 	if err != nil {
@@ -103,16 +106,14 @@ func (h *haSource) handleConfig(log *slog.Logger, topic string, payload []byte) 
 		return false
 	}
 	if migrating(raw) {
-		return h.remove(topic) // the device-based config takes over
+		return h.drop(log, topic) // the device-based config takes over
 	}
 	ent, err := newHAEntity(topic, parts[0], parts[len(parts)-1], expandConfig(raw))
 	if err != nil {
 		log.Warn("invalid discovery config skipped", "topic", topic, "err", err)
 		return false
 	}
-	h.nextVer++
-	ent.ver = h.nextVer
-	h.entities[topic] = ent
+	h.put(log, ent)
 	return true
 }
 
@@ -137,14 +138,6 @@ func migrating(raw map[string]any) bool {
 	return false
 }
 
-func (h *haSource) remove(topic string) bool {
-	if _, ok := h.entities[topic]; !ok {
-		return false
-	}
-	delete(h.entities, topic)
-	return true
-}
-
 func decodeObject(p []byte) (map[string]any, error) {
 	var raw map[string]any
 	if err := json.Unmarshal(p, &raw); err != nil {
@@ -164,7 +157,7 @@ func decodeObject(p []byte) (map[string]any, error) {
 // a migration request removes them all.
 func (h *haSource) handleDevice(log *slog.Logger, topic string, payload []byte) bool {
 	if len(payload) == 0 {
-		return h.replaceDevice(topic, nil)
+		return h.replaceDevice(log, topic, nil)
 	}
 	raw, err := decodeObject(payload)
 	if err != nil {
@@ -172,14 +165,14 @@ func (h *haSource) handleDevice(log *slog.Logger, topic string, payload []byte) 
 		return false
 	}
 	if migrating(raw) {
-		return h.replaceDevice(topic, nil)
+		return h.replaceDevice(log, topic, nil)
 	}
 	cfg := expandConfig(raw)
 	if err := checkDeviceConfig(cfg); err != nil {
 		log.Warn("invalid device discovery config skipped", "topic", topic, "err", err)
 		return false
 	}
-	return h.replaceDevice(topic, h.deviceEntities(log, topic, cfg))
+	return h.replaceDevice(log, topic, h.deviceEntities(log, topic, cfg))
 }
 
 func checkDeviceConfig(cfg map[string]any) error {
@@ -266,17 +259,21 @@ func (h *haSource) deviceEntities(log *slog.Logger, topic string, cfg map[string
 	return out
 }
 
-func (h *haSource) replaceDevice(topic string, ents []*haEntity) bool {
+func (h *haSource) replaceDevice(log *slog.Logger, topic string, ents []*haEntity) bool {
 	old := h.devCmps[topic]
 	changed := len(old) != len(ents)
+	keep := make(map[string]bool, len(ents))
+	for _, e := range ents {
+		keep[e.key] = true
+	}
 	for _, k := range old {
-		delete(h.entities, k)
+		if !keep[k] {
+			h.drop(log, k)
+		}
 	}
 	keys := make([]string, 0, len(ents))
 	for _, e := range ents {
-		h.nextVer++
-		e.ver = h.nextVer
-		h.entities[e.key] = e
+		h.put(log, e)
 		keys = append(keys, e.key)
 	}
 	if len(keys) == 0 {

@@ -2,8 +2,6 @@ package devices
 
 import (
 	"fmt"
-	"log/slog"
-	"sort"
 	"strings"
 )
 
@@ -33,83 +31,6 @@ func (e *haEntity) devKey() string {
 		}
 	}
 	return "ent:" + e.key
-}
-
-// build makes the devices' specs. Each device claims its id from ids under
-// its stable key (first come, first served: see idTable); a device that
-// Zigbee2MQTT also lists natively (natives) is left to the native one.
-func (h *haSource) build(log *slog.Logger, ids *idTable, natives []*devSpec) []*devSpec {
-	groups, order := h.groups(log)
-	nativeIDs := make(map[string]bool, len(natives))
-	for _, s := range natives {
-		nativeIDs[s.id] = true
-	}
-	cache := make(map[string]*devSpec, len(order))
-	var out []*devSpec
-	for _, dk := range order {
-		g := groups[dk]
-		name := g.deviceName()
-		base := firstNonEmpty(slug(name), slug(strings.SplitN(dk, ":", 2)[1]))
-		key := g.regKey()
-		if ids.claimed(key) || (nativeIDs[base] && g.fromZigbee2MQTT()) {
-			ids.keep(key)
-			continue // Zigbee2MQTT's own discovery of a device it lists natively
-		}
-		id, ok := ids.claim(key, base)
-		if !ok {
-			log.Warn("discovery device skipped: no usable name", "device", name)
-			continue
-		}
-		fp := g.fingerprint(id, name)
-		spec := h.cache[fp]
-		if spec == nil {
-			spec = buildHADevice(log, id, name, g)
-		}
-		cache[fp] = spec
-		out = append(out, spec)
-	}
-	h.cache = cache
-	return out
-}
-
-// groups sorts the accepted entities into devices, in claim order.
-func (h *haSource) groups(log *slog.Logger) (map[string]*haGroup, []string) {
-	groups := map[string]*haGroup{}
-	var order []string
-	seenUID := map[string]string{}
-	for _, k := range sortedKeys(h.entities) {
-		e := h.entities[k]
-		if uid := e.str("unique_id", ""); uid != "" {
-			if first, dup := seenUID[e.component+"/"+uid]; dup {
-				log.Debug("duplicate unique_id ignored", "topic", k, "first", first)
-				continue
-			}
-			seenUID[e.component+"/"+uid] = k
-		}
-		if e.component == "device_automation" {
-			k := "da/" + e.str("topic", "") + "/" + e.str("type", "") + "/" + e.str("subtype", "") + "/" + e.str("payload", "")
-			if _, dup := seenUID[k]; dup {
-				continue
-			}
-			seenUID[k] = e.key
-		}
-		dk := e.devKey()
-		g := groups[dk]
-		if g == nil {
-			g = &haGroup{key: dk}
-			groups[dk] = g
-			order = append(order, dk)
-		}
-		g.ents = append(g.ents, e)
-	}
-	sort.Slice(order, func(i, j int) bool {
-		ri, rj := keyRank(order[i]), keyRank(order[j])
-		if ri != rj {
-			return ri < rj
-		}
-		return order[i] < order[j]
-	})
-	return groups, order
 }
 
 // regKey is the group's key in the id registry (IDAssignment.Key).

@@ -150,7 +150,12 @@ func (t *idTable) claim(key idKey, base string) (id string, ok bool) {
 		}
 		t.release(key) // renamed: the new name's id, first come
 	}
-	id = base
+	return t.assign(key, base), true
+}
+
+// assign gives key the id base, or base_2, base_3, … when it is taken.
+func (t *idTable) assign(key idKey, base string) string {
+	id := base
 	for n := 2; ; n++ {
 		if _, taken := t.byID[id]; !taken {
 			break
@@ -159,7 +164,57 @@ func (t *idTable) claim(key idKey, base string) (id string, ok bool) {
 	}
 	t.byKey[key], t.byID[id], t.put[key] = idVal{id, base}, key, true
 	delete(t.del, key)
-	return id, true
+	return id
+}
+
+// Outside a full rebuild (begin … end) a Home Assistant device claims,
+// keeps and leaves its key on its own: inRebuild tells the two apart, and
+// the *Any methods do what the running mode needs.
+
+func (t *idTable) inRebuild() bool { return t.now != nil }
+
+// taken reports whether another device holds key: claimed by the running
+// rebuild, or present outside one.
+func (t *idTable) taken(key idKey) bool {
+	if t.now != nil {
+		return t.now[key]
+	}
+	return t.present[key]
+}
+
+func (t *idTable) claimAny(key idKey, base string) (string, bool) {
+	if t.now != nil {
+		return t.claim(key, base)
+	}
+	if base == "" {
+		return "", false
+	}
+	t.present[key] = true
+	if v, has := t.byKey[key]; has {
+		if v.base == base {
+			return v.id, true
+		}
+		t.release(key)
+	}
+	return t.assign(key, base), true
+}
+
+func (t *idTable) keepAny(key idKey) {
+	if t.now != nil {
+		t.now[key] = true
+		return
+	}
+	t.present[key] = true
+}
+
+// leave releases key of a device that is gone (a rebuild releases what it
+// does not claim at its end).
+func (t *idTable) leave(key idKey) {
+	if t.now != nil || !t.present[key] {
+		return
+	}
+	delete(t.present, key)
+	t.release(key)
 }
 
 // share makes the table keep the spec's copy of key's id (a substring of

@@ -137,9 +137,14 @@ func (h *houseOverMQTT) liveOf(t *testing.T, topic, payload, id string, want any
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for {
+	for i := 1; ; i++ {
 		if l, _ := h.c.Live(id); fmt.Sprint(l.Value) == fmt.Sprint(want) {
 			return
+		}
+		if i%20 == 0 { // the catalog subscribes a new state topic on its own goroutine: say it again
+			if err := h.pub.Publish(ctx, topic, []byte(payload), 1, false); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if time.Now().After(deadline) {
 			l, _ := h.c.Live(id)
