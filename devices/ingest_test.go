@@ -3,6 +3,7 @@ package devices
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -46,18 +47,18 @@ func haDiscoveryCost(n int) (allocs, bytes float64) {
 	b := a
 	b.Payload = []byte(`{"name":"Temperature","unique_id":"burst00007_t","state_topic":"burst/00007/state","unit_of_measurement":"°F","device":{"identifiers":["burst00007"],"name":"Burst 00007"}}`)
 	i := 0
-	res := testing.Benchmark(func(tb *testing.B) {
-		tb.ReportAllocs()
-		for k := 0; k < tb.N; k++ {
-			i++
-			if i%2 == 0 {
-				c.HandleMessage(a)
-			} else {
-				c.HandleMessage(b)
-			}
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	allocs = testing.AllocsPerRun(100, func() {
+		i++
+		if i%2 == 0 {
+			c.HandleMessage(a)
+		} else {
+			c.HandleMessage(b)
 		}
 	})
-	return float64(res.AllocsPerOp()), float64(res.AllocedBytesPerOp())
+	runtime.ReadMemStats(&m1)
+	return allocs, float64(m1.TotalAlloc-m0.TotalAlloc) / float64(i)
 }
 
 // TestDiscoveryCostFlat: one discovery message costs about the same with
