@@ -153,7 +153,7 @@ func NewCatalog(o Options) *Catalog {
 		log:     o.Logger.With("component", "devices"),
 		now:     o.Now,
 		z2m:     newZ2MSource(o.Z2MBase, in),
-		ha:      newHASource(o.HAPrefix),
+		ha:      newHASource(o.HAPrefix, in),
 		live:    map[string]liveVal{},
 		devLive: map[string]*devLive{},
 		pending: map[string][]byte{},

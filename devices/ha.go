@@ -18,6 +18,7 @@ type haSource struct {
 	groups   map[string]*haGroupState // by device key (haEntity.devKey)
 	dirty    map[string]bool          // devices to rebuild
 	uids     map[string]*uidSlot      // by dedupKey
+	in       *interner                // the catalog's: specs build their entries at once
 }
 
 // haEntity is one discovered entity, abbreviations expanded and '~'
@@ -35,8 +36,8 @@ type haEntity struct {
 	unmodelled bool
 }
 
-func newHASource(prefix string) *haSource {
-	return &haSource{prefix: prefix, entities: map[string]*haEntity{}, devCmps: map[string][]string{},
+func newHASource(prefix string, in *interner) *haSource {
+	return &haSource{prefix: prefix, in: in, entities: map[string]*haEntity{}, devCmps: map[string][]string{},
 		groups: map[string]*haGroupState{}, dirty: map[string]bool{}, uids: map[string]*uidSlot{}}
 }
 

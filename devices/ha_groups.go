@@ -184,5 +184,6 @@ func (h *haSource) rebuildGroup(log *slog.Logger, ids *idTable, natives map[stri
 	g.regKey, g.held = key, true
 	if fp := hg.fingerprint(id, name); fp != g.fp || g.spec == nil {
 		g.fp, g.spec = fp, buildHADevice(log, id, name, hg)
+		g.spec.buildEntries(h.in)
 	}
 }

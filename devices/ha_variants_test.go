@@ -83,6 +83,26 @@ func startVariantHouse(t *testing.T) *variantHouse {
 	return h
 }
 
+// availOf publishes an availability payload and polls until id's device
+// availability is want.
+func (h *variantHouse) availOf(t *testing.T, topic, payload, id string, want bool) {
+	t.Helper()
+	if err := h.pub.Publish(context.Background(), topic, []byte(payload), 1, false); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if l, _ := h.c.Live(id); l.Available != nil && *l.Available == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			l, _ := h.c.Live(id)
+			t.Fatalf("%s available %v after %s on %s, want %v", id, l.Available, payload, topic, want)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // waitID polls until the catalog has id.
 func (h *variantHouse) waitID(t *testing.T, id string) {
 	t.Helper()
@@ -177,22 +197,16 @@ func checkVariantStates(t *testing.T, h *variantHouse) {
 			t.Errorf("%s = %#v, want %v", id, l.Value, want)
 		}
 	}
-	h.liveOf(t, "og/garage01/status", "ready", "garage.state", "open")
-	if l, _ := h.c.Live("garage.state"); l.Available == nil || !*l.Available {
-		t.Errorf("garage after ready: available %v", l.Available)
-	}
+	h.availOf(t, "og/garage01/status", "ready", "garage.state", true)
 	h.liveOf(t, "homie/boiler/$stats/temperature", "55.2", "boiler.temperature", 55.2)
 	h.liveOf(t, "homie/boiler/pump/$value", "true", "boiler.pump", "ON")
-	h.liveOf(t, "homie/boiler/$state", "lost", "boiler.pump", "ON")
-	if l, _ := h.c.Live("boiler.pump"); l.Available == nil || *l.Available {
-		t.Errorf("boiler after lost: available %v", l.Available)
-	}
+	h.availOf(t, "homie/boiler/$state", "ready", "boiler.pump", true)
+	h.availOf(t, "homie/boiler/$state", "lost", "boiler.pump", false)
 	h.liveOf(t, "zwave/kitchen/switch_multilevel/currentValue", `{"value":42}`, "kitchen_dimmer.brightness", 42.0)
-	h.liveOf(t, "zwave/_CLIENTS/ZWAVE_GATEWAY-zwavejs/status", `{"value":true}`, "kitchen_dimmer.state", "ON")
-	h.liveOf(t, "zwave/kitchen/status", `{"value":"Alive"}`, "kitchen_dimmer.state", "ON")
-	if l, _ := h.c.Live("kitchen_dimmer.state"); l.Available == nil || !*l.Available {
-		t.Errorf("dimmer with both availability topics up: %v", l.Available)
-	}
+	h.liveOf(t, "zwave/kitchen/switch_multilevel/currentValue", `{"value":42}`, "kitchen_dimmer.state", "ON")
+	h.availOf(t, "zwave/_CLIENTS/ZWAVE_GATEWAY-zwavejs/status", `{"value":true}`, "kitchen_dimmer.state", true)
+	h.availOf(t, "zwave/kitchen/status", `{"value":"Dead"}`, "kitchen_dimmer.state", false) // mode all: one down is down
+	h.availOf(t, "zwave/kitchen/status", `{"value":"Alive"}`, "kitchen_dimmer.state", true)
 	h.liveOf(t, "ems-esp/thermostat_data", `{"hc1":{"mode":"manual","seltemp":21.5,"currtemp":20.04,"heating":1}}`, "thermostat.hc1_system_mode", "heat")
 	for id, want := range map[string]any{"thermostat.hc1_occupied_heating_setpoint": 21.5, "thermostat.hc1_local_temperature": 20.0,
 		"thermostat.hc1_running_state": "heating"} {

@@ -203,6 +203,7 @@ func (z *z2mSource) build(log *slog.Logger, ids *idTable) []*devSpec {
 			}
 			d.FriendlyName = h.friendlyName // one copy of the name
 			ent = z2mCached{raw: z.raws[i], spec: z.buildDevice(log, id, &d)}
+			ent.spec.buildEntries(z.in) // now: the build state it then drops would pile up over the list
 		}
 		cache[ent.spec.id] = ent // the spec's copy of the id, not this rebuild's
 		ids.share(key, ent.spec.id)
