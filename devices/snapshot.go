@@ -1,6 +1,8 @@
 package devices
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"sort"
 	"sync"
 
@@ -19,6 +21,7 @@ type Snapshot struct {
 	shards *[snapShards]map[string]*pilotage.Entry // by id; a device's entries share a shard
 	chunks []*entryChunk                           // every entry, sorted by id
 	n      int
+	sum    [2]uint64
 
 	flatOnce sync.Once
 	flat     []*pilotage.Entry
@@ -80,6 +83,25 @@ func (s *Snapshot) Hash(id string) string {
 // Len is the number of entries.
 func (s *Snapshot) Len() int { return s.n }
 
+// ContentSum is the sum over the entries of EntrySum(id, revision): it
+// changes with any entry's id or content and not with their order, so a
+// catalog version can be read from it without visiting the entries.
+func (s *Snapshot) ContentSum() [2]uint64 { return s.sum }
+
+// EntrySum is one entry's part of ContentSum: the first 16 bytes of
+// SHA-256(id NUL revision) as two big-endian numbers.
+func EntrySum(id, revision string) [2]uint64 {
+	var buf [128]byte
+	d := sha256.Sum256(append(append(append(buf[:0], id...), 0), revision...))
+	return [2]uint64{binary.BigEndian.Uint64(d[0:8]), binary.BigEndian.Uint64(d[8:16])}
+}
+
+func (e *snapEdit) addSum(id, rev string, sign uint64) {
+	d := EntrySum(id, rev)
+	e.sum[0] += sign * d[0]
+	e.sum[1] += sign * d[1]
+}
+
 // snapEdit derives the next snapshot from one: it copies what it changes
 // (a shard map, a chunk) the first time it changes it.
 type snapEdit struct {
@@ -88,11 +110,12 @@ type snapEdit struct {
 	chunks  []*entryChunk
 	fresh   map[*entryChunk]bool // chunks made by this edit
 	n       int
+	sum     [2]uint64
 	changed bool
 }
 
 func (s *Snapshot) edit() *snapEdit {
-	return &snapEdit{shards: *s.shards, chunks: append([]*entryChunk(nil), s.chunks...), n: s.n,
+	return &snapEdit{shards: *s.shards, chunks: append([]*entryChunk(nil), s.chunks...), n: s.n, sum: s.sum,
 		fresh: map[*entryChunk]bool{}}
 }
 
@@ -128,7 +151,11 @@ func (e *snapEdit) own(i int) *entryChunk {
 func (e *snapEdit) put(en *pilotage.Entry) {
 	e.changed = true
 	sh := e.shard(en.ID)
-	_, had := sh[en.ID]
+	prev, had := sh[en.ID]
+	if had {
+		e.addSum(prev.ID, prev.Revision, ^uint64(0)) // times -1
+	}
+	e.addSum(en.ID, en.Revision, 1)
 	sh[en.ID] = en
 	if len(e.chunks) == 0 {
 		c := &entryChunk{ents: []*pilotage.Entry{en}}
@@ -160,9 +187,11 @@ func (e *snapEdit) put(en *pilotage.Entry) {
 // del removes the entry with this id (if any).
 func (e *snapEdit) del(id string) {
 	sh := e.shards[shardOf(id)]
-	if _, ok := sh[id]; !ok {
+	prev, ok := sh[id]
+	if !ok {
 		return
 	}
+	e.addSum(prev.ID, prev.Revision, ^uint64(0))
 	e.changed = true
 	delete(e.shard(id), id)
 	e.n--
@@ -178,5 +207,5 @@ func (e *snapEdit) del(id string) {
 // done is the edited snapshot.
 func (e *snapEdit) done(gen uint64) *Snapshot {
 	sh := e.shards
-	return &Snapshot{Gen: gen, shards: &sh, chunks: e.chunks, n: e.n}
+	return &Snapshot{Gen: gen, shards: &sh, chunks: e.chunks, n: e.n, sum: e.sum}
 }

@@ -73,4 +73,12 @@ func checkSnapshotContent(t *testing.T, round int, s *Snapshot, want map[string]
 			t.Fatalf("round %d: chunk of %d", round, len(c.ents))
 		}
 	}
+	var sum [2]uint64
+	for _, e := range ents {
+		d := EntrySum(e.ID, e.Revision)
+		sum[0], sum[1] = sum[0]+d[0], sum[1]+d[1]
+	}
+	if sum != s.ContentSum() {
+		t.Fatalf("round %d: content sum %x, want %x", round, s.ContentSum(), sum)
+	}
 }

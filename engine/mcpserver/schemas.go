@@ -26,7 +26,7 @@ var (
 "kind":{"type":"string","enum":["device","state","event","action","automation"]},
 "tag":{"type":"string","description":"exact tag, e.g. type:light, area:kitchen, source:zigbee2mqtt"},
 "q":{"type":"string","description":"free text over id, name, description and tags"},
-"cursor":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":500},
+"cursor":{"type":"string","description":"next_cursor of the previous page (list, changed_since)"},"limit":{"type":"integer","minimum":1,"maximum":500,"description":"page size: list 50 by default, changed_since 500"},
 "id":{"type":"string","description":"entry id (get)"},
 "catalog_version":{"type":"string","description":"baseline token (changed_since)"}},"additionalProperties":false}`
 	lookupOut = withError(`"catalog_version":{"type":"string"},"items":{"type":"array"},"next_cursor":{"type":"string"},"entry":{"type":"object"},"live":{"type":"object"},"changes":{"type":"array"}`)
