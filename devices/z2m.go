@@ -1,7 +1,9 @@
 package devices
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"sort"
 	"strings"
@@ -14,7 +16,7 @@ import (
 type z2mSource struct {
 	base    string
 	devices []z2mHead
-	raws    []string             // each device's JSON, the cache key with its id
+	raws    []json.RawMessage    // each device's JSON, the cache key with its id (never changed in place)
 	cache   map[string]z2mCached // id -> spec built from raw
 	in      *interner            // the catalog's: shares state keys between devices
 	// lastFire dedupes an action seen both in the JSON state and on the
@@ -43,7 +45,7 @@ func headOf(d *z2mDevice) z2mHead {
 }
 
 type z2mCached struct {
-	raw  string
+	raw  json.RawMessage
 	spec *devSpec
 }
 
@@ -60,6 +62,37 @@ type z2mDevice struct {
 	ModelID            string         `json:"model_id"`
 	Description        string         `json:"description"`
 	Area               string         `json:"area"`
+}
+
+// z2mDeviceHead reads a device without its definition's contents (the
+// list is checked and its heads kept; each definition is decoded when its
+// device is built).
+type z2mDeviceHead z2mDevice
+
+func (d *z2mDeviceHead) UnmarshalJSON(b []byte) error {
+	type head struct {
+		IEEE         string       `json:"ieee_address"`
+		FriendlyName string       `json:"friendly_name"`
+		Type         string       `json:"type"`
+		Disabled     bool         `json:"disabled"`
+		Definition   objectOrNull `json:"definition"`
+	}
+	var h head
+	if err := json.Unmarshal(b, &h); err != nil {
+		return err
+	}
+	d.IEEE, d.FriendlyName, d.Type, d.Disabled = h.IEEE, h.FriendlyName, h.Type, h.Disabled
+	return nil
+}
+
+// objectOrNull accepts a JSON object or null without decoding it.
+type objectOrNull struct{}
+
+func (objectOrNull) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] != '{' && string(b) != "null" {
+		return errors.New("definition is not an object")
+	}
+	return nil
 }
 
 type z2mDefinition struct {
@@ -113,10 +146,10 @@ func (z *z2mSource) handleDevices(log *slog.Logger, payload []byte) bool {
 		return false
 	}
 	devs := make([]z2mHead, 0, len(raws))
-	keys := make([]string, 0, len(raws))
+	keys := make([]json.RawMessage, 0, len(raws))
 	for _, r := range raws {
 		var d z2mDevice
-		if err := json.Unmarshal(r, &d); err != nil {
+		if err := json.Unmarshal(r, (*z2mDeviceHead)(&d)); err != nil {
 			log.Warn("malformed zigbee2mqtt bridge/devices skipped", "topic", z.base+"/bridge/devices", "err", err)
 			return false
 		}
@@ -125,7 +158,7 @@ func (z *z2mSource) handleDevices(log *slog.Logger, payload []byte) bool {
 			continue
 		}
 		devs = append(devs, headOf(&d))
-		keys = append(keys, string(r))
+		keys = append(keys, r)
 	}
 	z.devices, z.raws, z.listed = devs, keys, true
 	return true
@@ -161,7 +194,7 @@ func (z *z2mSource) handleEvent(log *slog.Logger, payload []byte) bool {
 		for i, h := range z.devices {
 			if h.ieee == ev.Data.IEEE {
 				var d z2mDevice
-				if err := json.Unmarshal([]byte(z.raws[i]), &d); err != nil {
+				if err := json.Unmarshal(z.raws[i], &d); err != nil {
 					log.Warn("zigbee2mqtt device unreadable", "topic", z.base+"/bridge/event", "err", err)
 					return false
 				}
@@ -169,7 +202,7 @@ func (z *z2mSource) handleEvent(log *slog.Logger, payload []byte) bool {
 				d.Supported = ev.Data.Supported
 				d.InterviewState = "SUCCESSFUL"
 				b, _ := json.Marshal(&d)
-				z.raws[i] = string(b)
+				z.raws[i] = b
 				return true
 			}
 		}
@@ -195,9 +228,9 @@ func (z *z2mSource) build(log *slog.Logger, ids *idTable) []*devSpec {
 			continue
 		}
 		ent, ok := z.cache[id]
-		if !ok || ent.raw != z.raws[i] {
+		if !ok || !bytes.Equal(ent.raw, z.raws[i]) {
 			var d z2mDevice
-			if err := json.Unmarshal([]byte(z.raws[i]), &d); err != nil {
+			if err := json.Unmarshal(z.raws[i], &d); err != nil {
 				log.Warn("zigbee2mqtt device unreadable", "friendly_name", h.friendlyName, "err", err)
 				continue
 			}
