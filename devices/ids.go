@@ -127,9 +127,6 @@ func (t *idTable) load(as []IDAssignment) (skipped []IDAssignment) {
 
 func (t *idTable) begin() { t.now = make(map[idKey]bool, len(t.present)) }
 
-// claimed reports whether the running rebuild has claimed key already.
-func (t *idTable) claimed(key idKey) bool { return t.now[key] }
-
 // keep marks key present without claiming an id (a disabled device keeps
 // its id for when it comes back).
 func (t *idTable) keep(key idKey) { t.now[key] = true }
