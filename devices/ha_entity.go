@@ -1,6 +1,7 @@
 package devices
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -73,9 +74,14 @@ func (x *ent) addState(id, name, desc string, schema map[string]any, topic, tplS
 	}
 	dev := x.b.spec.id
 	prop := strings.TrimPrefix(id, dev+".")
+	warned := false // the first failure of this template is logged (routes run under the catalog's lock)
 	x.b.spec.routes = append(x.b.spec.routes, topicRoute{topic, func(tx *txn, p []byte) {
 		v, err := t.renderMsg(tx, p)
 		if err != nil {
+			if !warned && !errors.Is(err, errNoValue) {
+				warned = true
+				tx.c.log.Warn("home assistant template failed; the state keeps its value", "id", id, "topic", topic, "err", err)
+			}
 			tx.touch(dev)
 			return
 		}

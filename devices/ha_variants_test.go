@@ -215,6 +215,16 @@ func checkVariantStates(t *testing.T, h *variantHouse) {
 		}
 	}
 	h.liveOf(t, "hp/state", `{"flow":35.5,"profile":"eco","fan":"ON","speed":2}`, "heat_pump.flow_temperature", 35.5)
+	// A template that fails on a payload (round of "x") leaves its state
+	// as it was, and says so once.
+	h.liveOf(t, "ems-esp/thermostat_data", `{"hc1":{"mode":"off","seltemp":19,"currtemp":"x","heating":0}}`, "thermostat.hc1_system_mode", "off")
+	h.liveOf(t, "ems-esp/thermostat_data", `{"hc1":{"mode":"auto","seltemp":19,"currtemp":"y","heating":0}}`, "thermostat.hc1_system_mode", "auto")
+	if l, _ := h.c.Live("thermostat.hc1_local_temperature"); l.Value != 20.0 {
+		t.Errorf("local temperature after a failed template: %v", l.Value)
+	}
+	if n := strings.Count(h.logs.String(), "home assistant template failed"); n != 1 {
+		t.Errorf("template failure logged %d times, want once", n)
+	}
 }
 
 func checkVariantCommands(t *testing.T, h *variantHouse) {
