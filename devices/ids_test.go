@@ -155,7 +155,7 @@ func (h *houseOverMQTT) liveOf(t *testing.T, topic, payload, id string, want any
 	defer cancel()
 	deadline := time.Now().Add(5 * time.Second)
 	for i := 0; ; i++ {
-		if i%20 == 0 {
+		if i%20 == 0 { // the catalog subscribes a new state topic on its own goroutine: say it again
 			if err := h.pub.Publish(ctx, topic, []byte(payload), 1, false); err != nil {
 				t.Fatal(err)
 			}
