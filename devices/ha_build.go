@@ -87,27 +87,55 @@ func (g *haGroup) fromZigbee2MQTT() bool {
 	return false
 }
 
-func (g *haGroup) devField(k string) string {
+// The device's own config is the first seen of its entities' (the
+// holder): its device block names the device, and says its manufacturer,
+// model and suggested area, before any config that joined the device
+// later with its identifiers (which could otherwise rename it, or move it
+// to another area, by a topic that sorts first).
+
+// firstSeen returns what get gives for the first-seen config that gives
+// something ("" if none).
+func (g *haGroup) firstSeen(get func(e *haEntity) string) string {
+	best, at := "", uint64(0)
 	for _, e := range g.ents {
-		if e.dev != nil {
-			if v, ok := e.dev[k]; ok && v != nil && stringify(v) != "" {
-				return stringify(v)
-			}
+		if best != "" && e.seen >= at {
+			continue
+		}
+		if v := get(e); v != "" {
+			best, at = v, e.seen
 		}
 	}
-	return ""
+	return best
+}
+
+// holder is the first-seen config.
+func (g *haGroup) holder() *haEntity {
+	h := g.ents[0]
+	for _, e := range g.ents[1:] {
+		if e.seen < h.seen {
+			h = e
+		}
+	}
+	return h
+}
+
+func (g *haGroup) devField(k string) string {
+	return g.firstSeen(func(e *haEntity) string {
+		if v, ok := e.dev[k]; ok && v != nil {
+			return stringify(v)
+		}
+		return ""
+	})
 }
 
 func (g *haGroup) deviceName() string {
 	if n := g.devField("name"); n != "" {
 		return n
 	}
-	for _, e := range g.ents {
-		if n, _, _ := e.name(); n != "" {
-			return n
-		}
+	if n := g.firstSeen(func(e *haEntity) string { n, _, _ := e.name(); return n }); n != "" {
+		return n
 	}
-	return g.ents[0].objectID
+	return g.holder().objectID
 }
 
 // haBuilder adds one device's entities to its spec.

@@ -75,7 +75,7 @@ func buildHADevice(log *slog.Logger, id, name string, g *haGroup, pins slots) *d
 		manufacturer: g.devField("manufacturer"), modelName: g.devField("model"), area: g.devField("suggested_area")}
 	s.typ = haDeviceType(g, name)
 	desc := strings.TrimSpace(s.manufacturer + " " + s.modelName)
-	if o := g.ents[0].origin; o != "" {
+	if o := g.firstSeen(func(e *haEntity) string { return e.origin }); o != "" {
 		desc = strings.TrimSpace(desc + " (discovered via " + o + ")")
 	}
 	if desc == "" {
