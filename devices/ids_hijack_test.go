@@ -144,7 +144,7 @@ func TestJoiningConfigDoesNotRenameTheDevice(t *testing.T) {
 	station := `{"name":"Temperature","unique_id":"ws-1_temp","device_class":"temperature","state_topic":"weather/real",
 		"device":{"identifiers":["ws-1"],"name":"Outdoor Weather","manufacturer":"Acme","model":"WS1","suggested_area":"Garden"}}`
 	join := `{"name":"Temperature","unique_id":"evil6_temp","device_class":"temperature","state_topic":"evil/6",
-		"device":{"identifiers":["ws-1"],"name":"hijack","manufacturer":"Evil","model":"X","suggested_area":"Attic"},"origin":{"name":"evil"}}`
+		"device":{"identifiers":["ws-1"],"name":"hijack","manufacturer":"Evil","model":"X","suggested_area":"Attic"},"origin":{"name":"area:Attic"}}`
 	check := func(step string) {
 		t.Helper()
 		e, ok := c.Snapshot().Get("outdoor_weather")
