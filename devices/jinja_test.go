@@ -176,10 +176,18 @@ func TestJinjaBounded(t *testing.T) {
 		if tp.unsupported != "" {
 			continue
 		}
-		t0 := time.Now()
-		out, err := tp.render(payload, time.Time{})
-		if d := time.Since(t0); d > 250*time.Millisecond {
-			t.Errorf("%.50q took %v", src, d)
+		// The fastest of three renderings: the bound is on the work, not
+		// on how busy the machine is (CI shares two cores).
+		var out any
+		var err error
+		fastest := time.Duration(1 << 62)
+		for range 3 {
+			t0 := time.Now()
+			out, err = tp.render(payload, time.Time{})
+			fastest = min(fastest, time.Since(t0))
+		}
+		if limit := 250 * time.Millisecond * raceSlowdown; fastest > limit {
+			t.Errorf("%.50q took %v (limit %v)", src, fastest, limit)
 		}
 		if s, _ := out.(string); len(s) > maxJValue {
 			t.Errorf("%.50q made %d bytes", src, len(s))
