@@ -58,6 +58,9 @@ func checkSnapshot(t *testing.T, c *Catalog) {
 	if n != len(c.ids.byID) {
 		t.Fatalf("id table: %d ids held or kept, %d assigned", n, len(c.ids.byID))
 	}
+	if kept := n - len(c.ids.cur); kept != c.ids.nKept {
+		t.Fatalf("id table: %d ids kept, counted %d", kept, c.ids.nKept)
+	}
 }
 
 func FuzzZ2MDevices(f *testing.F) {
