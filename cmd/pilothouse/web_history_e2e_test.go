@@ -266,6 +266,9 @@ func controlLight(t *testing.T, ctx context.Context, a *app, base string, shot *
 	}
 	do(t, ctx, "brightness", chromedp.Click(chromedp.CSS(`#f-hall-light-set-brightness ~ button[type="submit"]`)), chromedp.WaitVisible(chromedp.CSS("#recent-controls")))
 	waitFor(t, 5*time.Second, "brightness 42", func() bool { l, _ := a.devs.Live("hall_light.brightness"); return l.Value == 42.0 })
+	// The command is published before its run is stored: the light can
+	// be at 42 before the run is listed.
+	waitFor(t, 5*time.Second, "two manual runs", func() bool { return len(manualRuns(t, a)) >= 2 })
 	runs := manualRuns(t, a)
 	if len(runs) != 2 || runs[0].Principal != "owner" || !runs[0].OK {
 		t.Fatalf("manual runs: %+v", runs)
