@@ -75,7 +75,7 @@ func (h *haSource) put(log *slog.Logger, e *haEntity) {
 			return
 		}
 		if slot.owner != "" {
-			log.Warn("discovery entity ignored: its unique_id's segment is another config's", "topic", slot.owner, "holder", e.key)
+			log.Warn("discovery entity ignored: the config holding its unique_id's segment is back", "topic", slot.owner, "holder", e.key)
 			h.leave(h.entities[slot.owner])
 		}
 		slot.owner = e.key
