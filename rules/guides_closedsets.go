@@ -148,7 +148,8 @@ var limitDocs = map[string]string{
 // types devices and risks their actions from.
 func deviceTypesTable(b *strings.Builder) {
 	b.WriteString("\n## Device types\n\nA device entry's `type:` tag, and the risk of its set action (a get action, which only asks for fresh values, is `read`). ")
-	b.WriteString("A Zigbee2MQTT device takes the first row it matches: by what it exposes, or by one of the words in its description.\n\n")
+	b.WriteString("A Zigbee2MQTT device takes the first row it matches: by what it exposes, or by one of the words in its description. ")
+	b.WriteString("A Home Assistant device likewise, by its entities' components (its config and diagnostic entities only when it has no other), or by the words in its name or model; all its actions take the row's risk.\n\n")
 	b.WriteString("| type | risk | recognised by |\n|---|---|---|\n")
 	for _, d := range pilotage.DeviceTypes {
 		by := d.Means
