@@ -109,8 +109,10 @@ type Catalog struct {
 	subbed  map[string]bool // topics subscribed beyond the two wildcards
 	subQ    []string
 	subWake chan struct{}
-	intern  *interner // shares equal schemas, tags and texts between entries
-	ids     *idTable  // device id assignments; changed under ingest and mu
+	intern  *interner       // shares equal schemas, tags and texts between entries
+	ids     *idTable        // device id assignments; changed under ingest and mu
+	z2mIDs  map[string]bool // ids of the Zigbee2MQTT devices (the last list)
+	notify  *devSpec        // the notification channels (built once)
 	topics  struct{ devices, event, haPrefix, z2mPrefix string }
 
 	snap atomic.Pointer[Snapshot]
@@ -156,12 +158,13 @@ func NewCatalog(o Options) *Catalog {
 		o.Now = time.Now
 	}
 	in := newInterner()
+	ids := newIDTable(o.Logger.With("component", "devices"), o.Now)
 	c := &Catalog{
 		opts:    o,
 		log:     o.Logger.With("component", "devices"),
 		now:     o.Now,
-		z2m:     newZ2MSource(o.Z2MBase, in),
-		ha:      newHASource(o.HAPrefix),
+		z2m:     newZ2MSource(o.Z2MBase, in, o.Areas),
+		ha:      newHASource(o.HAPrefix, in, ids, o.Areas),
 		live:    map[string]liveVal{},
 		devLive: map[string]*devLive{},
 		pending: map[string][]byte{},
@@ -169,13 +172,14 @@ func NewCatalog(o Options) *Catalog {
 		subbed:  map[string]bool{},
 		subWake: make(chan struct{}, 1),
 		intern:  in,
-		ids:     newIDTable(o.Logger.With("component", "devices"), o.Now),
+		ids:     ids,
 	}
 	c.topics.devices = o.Z2MBase + "/bridge/devices"
 	c.topics.event = o.Z2MBase + "/bridge/event"
 	c.topics.haPrefix = o.HAPrefix + "/"
 	c.topics.z2mPrefix = o.Z2MBase + "/"
-	c.snap.Store(&Snapshot{byID: map[string]*pilotage.Entry{}})
+	c.model = newModel()
+	c.snap.Store(emptySnapshot())
 	tx := c.begin()
 	c.rebuildLocked(tx)
 	c.finish(tx)
@@ -280,12 +284,11 @@ func (c *Catalog) handleLocked(tx *txn, m mqtt.Message) {
 		return
 	case strings.HasPrefix(t, c.topics.haPrefix) && strings.HasSuffix(t, "/config"):
 		if c.ha.handleConfig(c.log, t, m.Payload) {
-			c.rebuildLocked(tx)
+			c.commit(tx, c.ha.rebuild(c.log, c.ids, c.z2mIDs))
 		}
 		return
 	}
-	if rs, ok := c.model.routes[t]; ok {
-		rs.run(tx, m.Payload)
+	if c.route(tx, t, m.Payload) {
 		return
 	}
 	if c.z2mCommand(t) {
@@ -302,6 +305,21 @@ func (c *Catalog) handleLocked(tx *txn, m mqtt.Message) {
 		// before it routes), so its buffer is reused.
 		c.pending[t] = append(old[:0], m.Payload...)
 	}
+}
+
+// route runs the routes of topic t; false when nothing routes it.
+func (c *Catalog) route(tx *txn, t string, payload []byte) bool {
+	tr, ok := c.model.routes[t]
+	if !ok {
+		return false
+	}
+	if tr.byDev != nil && tr.list == nil {
+		tr.run(tx, payload)
+		c.model.routes[t] = tr // keep the list it built
+		return true
+	}
+	tr.run(tx, payload)
+	return true
 }
 
 // z2mCommand reports whether t is a Zigbee2MQTT command topic:
@@ -346,8 +364,9 @@ func (c *Catalog) Snapshot() *Snapshot { return c.snap.Load() }
 func (c *Catalog) Live(id string) (Live, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	snap := c.snap.Load()
 	if d, ok := c.devLive[id]; ok {
-		if _, known := c.snap.Load().byID[id]; known {
+		if _, known := snap.Get(id); known {
 			obj := make(map[string]any, len(d.obj))
 			for k, v := range d.obj {
 				obj[k] = v
@@ -355,7 +374,7 @@ func (c *Catalog) Live(id string) (Live, bool) {
 			return Live{Value: obj, Available: copyBool(d.availNow), LastSeen: d.lastSeen}, true
 		}
 	}
-	e, known := c.snap.Load().byID[id]
+	e, known := snap.Get(id)
 	if !known || e.Kind == pilotage.KindAction {
 		return Live{}, false
 	}

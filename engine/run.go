@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -48,6 +49,15 @@ func (e *Engine) testRun(ctx context.Context, p *Principal, runID string, c *rul
 		return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: rules.StatusValidationError, Error: err.Error()},
 			Diagnostics: []pilotage.Diagnostic{inputDiag("/scenario/trigger", err.Error())}}, nil
 	}
+	// The World's clock is virtual: MaxWall bounds the run's simulated
+	// time, MaxTestRunWall its real time. The request's context ends it
+	// too (an evaluation checks it as it goes).
+	wall := e.cfg.Limits.MaxTestRunWall
+	if wall <= 0 {
+		wall = rules.DefaultLimits.MaxTestRunWall
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, wall, fmt.Errorf("the test run took longer than %s of real time (MaxTestRunWall)", wall))
+	defer cancel()
 	res := rules.Run(ctx, c, w, rules.RunInput{Trigger: tf, Params: params, Limits: e.cfg.Limits, Cache: e.rules,
 		Throttle: w.Throttle(c.Throttle())})
 	resp := &ExecuteResponse{RunID: runID, Outcome: res.Outcome}

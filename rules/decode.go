@@ -338,7 +338,31 @@ func ParseCron(spec string) (s cron.Schedule, err error) {
 			s, err = nil, fmt.Errorf("cron spec %q: %v", spec, r)
 		}
 	}()
+	if err := checkEvery(spec); err != nil {
+		return nil, err
+	}
 	return cronParser.Parse(spec)
+}
+
+// checkEvery refuses an "@every" duration robfig/cron would not honour:
+// it runs a schedule at most once a second and drops what is below a
+// second, so "@every -1s" and "@every 1ns" fired every second.
+func checkEvery(spec string) error {
+	f := strings.Fields(spec)
+	if len(f) > 0 && (strings.HasPrefix(f[0], "TZ=") || strings.HasPrefix(f[0], "CRON_TZ=")) {
+		f = f[1:]
+	}
+	if len(f) != 2 || f[0] != "@every" {
+		return nil
+	}
+	d, err := time.ParseDuration(f[1])
+	if err != nil {
+		return fmt.Errorf("@every takes a whole number of seconds, at least 1s (e.g. 90s, 5m, 1h30m): %v", err)
+	}
+	if d < time.Second || d%time.Second != 0 {
+		return fmt.Errorf("@every %s: the schedule runs at most once a second and drops fractions of a second; @every takes a whole number of seconds, at least 1s (e.g. 90s, 5m, 1h30m)", f[1])
+	}
+	return nil
 }
 
 func (dc *decoder) kindKey(n *jnode, what string, keys []string) (string, bool) {

@@ -128,17 +128,22 @@ func collectRefs(root ast.Node) []Ref {
 // Node returns the expression's AST (for validation passes).
 func (x *Expr) Node() ast.Node { return x.prog.Node() }
 
-// Eval runs the expression against env.
+// Eval runs the expression against env, as one evaluation.
 func (x *Expr) Eval(env *Env) (any, error) {
+	env.beginEval()
+	return x.run(env)
+}
+
+// run runs the expression within the evaluation under way (an expression
+// of a template shares the template's budget).
+func (x *Expr) run(env *Env) (any, error) {
 	vars := env.vars(x.reaches())
-	mem := &env.held.mem
-	*mem = evalMem{value: env.valueBytes(), total: env.evalBytes()}
 	v := env.cache.vm()
 	v.MemoryBudget = env.budget()
 	out, err := v.Run(x.prog, vars)
 	env.cache.putVM(v)
 	if err == nil {
-		err = resultFits(out, mem.value)
+		err = resultFits(out, env.mem.value)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("expression %q: %w", x.Src, err)

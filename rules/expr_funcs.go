@@ -54,9 +54,8 @@ var compileEnv = map[string]any{
 // envVars is a pooled expression environment: the map and the closures
 // over the World it holds (built once per holder, not once per run).
 type envVars struct {
-	m   map[string]any
-	w   World
-	mem evalMem // the running evaluation's byte budget (m[memVar])
+	m map[string]any
+	w World
 }
 
 func newEnvVars() *envVars {
@@ -97,7 +96,7 @@ func newEnvVars() *envVars {
 			}
 			return t.In(placeOf(h.w).Zone)
 		},
-		memVar: &h.mem,
+		memVar: (*evalMem)(nil), // the bound Env's budget
 	}
 	return h
 }

@@ -144,7 +144,9 @@ var limitDocs = map[string]string{
 	"MaxSetValues":    "JSON values set steps store in one run (each value is copied; nested at most 64 deep)",
 	"MaxValueBytes":   "bytes of one string, list or object an expression, template or set step makes (compact JSON size)",
 	"MaxEvalBytes":    "bytes one expression evaluation builds in all (string +, repeat, join, replace, split, toJSON, list and object literals, …)",
-	"MaxRunBytes":     "bytes one run records: trace inputs, outputs and decisions, call records (bounds the stored run)",
+	"MaxRunBytes":     "bytes one run records, measured as JSON with its escapes: trace inputs, outputs and decisions, call records, the output vars (bounds the stored run)",
+	"MaxEvalOps":      "operations one expression or template evaluation may do: each iteration of map, filter, all, sum, groupBy, reduce, …; each builtin and comparison by the size of what it walks (beyond: `limit_exceeded`)",
+	"MaxTestRunWall":  "real time a test run may take (its clock is virtual; beyond: `timeout`)",
 
 	"MaxConnections":          "HTTP connections open at once (beyond: the oldest idle one is closed, or the new one)",
 	"MaxStreams":              "event streams open at once: GET /mcp and the web UI's /events (beyond: HTTP 503)",
@@ -160,7 +162,8 @@ var limitDocs = map[string]string{
 // types devices and risks their actions from.
 func deviceTypesTable(b *strings.Builder) {
 	b.WriteString("\n## Device types\n\nA device entry's `type:` tag, and the risk of its set action (a get action, which only asks for fresh values, is `read`). ")
-	b.WriteString("A Zigbee2MQTT device takes the first row it matches: by what it exposes, or by one of the words in its description.\n\n")
+	b.WriteString("A Zigbee2MQTT device takes the first row it matches: by what it exposes, or by one of the words in its description. ")
+	b.WriteString("A Home Assistant device likewise, by its entities' components (its config and diagnostic entities only when it has no other), or by the words in its name or model; all its actions take the row's risk.\n\n")
 	b.WriteString("| type | risk | recognised by |\n|---|---|---|\n")
 	for _, d := range pilotage.DeviceTypes {
 		by := d.Means

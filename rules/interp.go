@@ -110,6 +110,9 @@ type interp struct {
 	// assumed lists the entries whose result a test run's scenario
 	// forced (step status assumed).
 	assumed []string
+	// varBytes is what each variable of the top frame counts in bytes
+	// (the run's output holds them as they are at its end).
+	varBytes map[string]int
 }
 
 // frame is one activation of a program body: the run itself, or an
@@ -137,7 +140,7 @@ type frame struct {
 // MaxIterations per loop activation, MaxCallDepth, expression memory,
 // MaxValueBytes and MaxEvalBytes for what an evaluation builds,
 // MaxRunBytes for what the run records, MaxSetValues and MaxValueDepth
-// for values set steps store);
+// for values set steps store, MaxEvalOps for an evaluation's operations);
 // cancelled (ctx cancelled; the engine reports shutdowns as interrupted).
 // A branch or loop entry's outcome is that of its activation: success, or
 // the status of the step that ended it.
@@ -284,6 +287,8 @@ func (r *interp) run(c *Compiled, in RunInput) (*frame, *halt) {
 
 		ValueBytes: r.lim.MaxValueBytes,
 		EvalBytes:  r.lim.MaxEvalBytes,
+		EvalOps:    r.lim.MaxEvalOps,
+		ctx:        r.ctx,
 	}
 	f := &r.mem.top
 	*f = frame{c: c, env: env}
@@ -332,6 +337,9 @@ func limitsOrDefault(l Limits) Limits {
 	}
 	if l.MaxRunBytes <= 0 {
 		l.MaxRunBytes = d.MaxRunBytes
+	}
+	if l.MaxEvalOps <= 0 {
+		l.MaxEvalOps = d.MaxEvalOps
 	}
 	return l
 }
@@ -486,10 +494,14 @@ func (r *interp) begin(qid string) (int, *halt) {
 // ctxHalt reports the end of the run's context: cancelled (mode restart, a
 // disabled rule, shutdown), or timeout when the engine's deadline passed.
 func (r *interp) ctxHalt(where, qid string) *halt {
-	if errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
-		return &halt{StatusTimeout, fmt.Sprintf("run deadline passed %s step %q", where, qid)}
+	why := ""
+	if c := context.Cause(r.ctx); c != nil && c != r.ctx.Err() {
+		why = ": " + c.Error()
 	}
-	return &halt{StatusCancelled, fmt.Sprintf("cancelled %s step %q", where, qid)}
+	if errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
+		return &halt{StatusTimeout, fmt.Sprintf("run deadline passed %s step %q%s", where, qid, why)}
+	}
+	return &halt{StatusCancelled, fmt.Sprintf("cancelled %s step %q%s", where, qid, why)}
 }
 
 func (r *interp) wallHalt(qid string) *halt {
