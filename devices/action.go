@@ -5,26 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/pilotage"
 )
-
-// field is one input property of an action: its JSON Schema and the checks
-// Call applies before publishing.
-type field struct {
-	schema map[string]any
-	kind   string // string, number, integer, boolean, object, array, any
-	enum   []any
-	min    *float64
-	max    *float64
-	props  map[string]*field // kind object: its closed set of properties
-}
 
 // action is one callable entry and how to carry it out.
 type action struct {
@@ -34,6 +20,7 @@ type action struct {
 	required       []string
 	minProps       int
 	affects        map[string]string // arg key -> state id
+	presets        bool              // a field has presets: Call sends their values for their names
 	send           func(ctx context.Context, p sender, args map[string]any) error
 }
 
@@ -60,80 +47,20 @@ func (a *action) inputSchema() map[string]any {
 // fields once their action's entry exists.
 func dropSchemas(fields map[string]*field) {
 	for _, f := range fields {
-		f.schema = nil
-		dropSchemas(f.props)
+		dropSchema(f)
 	}
 }
 
-func fnum(v float64) *float64 { return &v }
-
-func numField(desc string, min, max *float64, step float64, unit string) *field {
-	s := map[string]any{"type": "number"}
-	if min != nil {
-		s["minimum"] = *min
+func dropSchema(f *field) {
+	if f == nil {
+		return
 	}
-	if max != nil {
-		s["maximum"] = *max
+	f.schema = nil
+	dropSchemas(f.props)
+	dropSchema(f.items)
+	for _, a := range f.alts {
+		dropSchema(a)
 	}
-	if step > 0 {
-		s["multipleOf"] = step
-	}
-	if unit != "" {
-		s["x-unit"] = unit
-		desc = strings.TrimSpace(desc + " (unit: " + unit + ")")
-	}
-	if desc != "" {
-		s["description"] = desc
-	}
-	return &field{schema: s, kind: "number", min: min, max: max}
-}
-
-func enumField(desc string, values []any) *field {
-	s := map[string]any{"enum": values}
-	if allStrings(values) {
-		s["type"] = "string"
-	}
-	if desc != "" {
-		s["description"] = desc
-	}
-	return &field{schema: s, kind: "any", enum: values}
-}
-
-func strField(desc string) *field {
-	s := map[string]any{"type": "string"}
-	if desc != "" {
-		s["description"] = desc
-	}
-	return &field{schema: s, kind: "string"}
-}
-
-func boolField(desc string) *field {
-	s := map[string]any{"type": "boolean"}
-	if desc != "" {
-		s["description"] = desc
-	}
-	return &field{schema: s, kind: "boolean"}
-}
-
-func objField(desc string, props map[string]*field) *field {
-	ps := map[string]any{}
-	for k, f := range props {
-		ps[k] = f.schema
-	}
-	s := map[string]any{"type": "object", "properties": ps, "additionalProperties": false, "minProperties": 1}
-	if desc != "" {
-		s["description"] = desc
-	}
-	return &field{schema: s, kind: "object", props: props}
-}
-
-func allStrings(vs []any) bool {
-	for _, v := range vs {
-		if _, ok := v.(string); !ok {
-			return false
-		}
-	}
-	return true
 }
 
 // normalize turns Go numeric types into float64 so that checks and JSON
@@ -180,68 +107,6 @@ func isNormal(v any) bool {
 		}
 	}
 	return true
-}
-
-func (f *field) check(path string, v any) error {
-	if f.enum != nil {
-		for _, e := range f.enum {
-			if equalValues(e, v) {
-				return nil
-			}
-		}
-		return fmt.Errorf("%s: %v is not one of %v", path, v, f.enum)
-	}
-	switch f.kind {
-	case "string":
-		if _, ok := v.(string); !ok {
-			return fmt.Errorf("%s: want a string", path)
-		}
-	case "boolean":
-		if _, ok := v.(bool); !ok {
-			return fmt.Errorf("%s: want a boolean", path)
-		}
-	case "number":
-		n, ok := v.(float64)
-		if !ok || math.IsNaN(n) || math.IsInf(n, 0) {
-			return fmt.Errorf("%s: want a number", path)
-		}
-		if f.min != nil && n < *f.min {
-			return fmt.Errorf("%s: %v is below the minimum %v", path, n, *f.min)
-		}
-		if f.max != nil && n > *f.max {
-			return fmt.Errorf("%s: %v is above the maximum %v", path, n, *f.max)
-		}
-	case "object":
-		m, ok := v.(map[string]any)
-		if !ok || len(m) == 0 {
-			return fmt.Errorf("%s: want a non-empty object", path)
-		}
-		return checkProps(path+".", f.props, m)
-	case "array":
-		if _, ok := v.([]any); !ok {
-			return fmt.Errorf("%s: want an array", path)
-		}
-	}
-	return nil
-}
-
-func checkProps(prefix string, fields map[string]*field, args map[string]any) error {
-	var buf [8]string
-	keys := buf[:0]
-	for k := range args {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		f, ok := fields[k]
-		if !ok {
-			return fmt.Errorf("%s%s: unknown argument", prefix, k)
-		}
-		if err := f.check(prefix+k, args[k]); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 func (a *action) validate(args map[string]any) error {
@@ -304,6 +169,9 @@ func (c *Catalog) Call(ctx context.Context, id string, args map[string]any) erro
 	}
 	if err := a.validate(norm); err != nil {
 		return err
+	}
+	if a.presets {
+		norm = publishProps(a.fields, norm)
 	}
 	return a.send(ctx, sender{id: id, conn: conn, http: notifyHTTP}, norm)
 }

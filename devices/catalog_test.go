@@ -89,7 +89,7 @@ func TestGenerationAndHashes(t *testing.T) {
 	defer cancel()
 	c.HandleMessage(msg("zigbee2mqtt/bridge/devices", bridgeTwo))
 	s1 := c.Snapshot()
-	ids := []string{"hall_light", "hall_light.state", "hall_light.brightness", "hall_light.set", "hall_motion", "hall_motion.occupancy", "hall_motion.illuminance"}
+	ids := []string{"hall_light", "hall_light.state", "hall_light.brightness", "hall_light.set", "hall_light.get", "hall_motion", "hall_motion.occupancy", "hall_motion.illuminance"}
 	for _, id := range ids {
 		if s1.Hash(id) == "" {
 			t.Fatalf("missing %s", id)
@@ -124,7 +124,7 @@ func TestGenerationAndHashes(t *testing.T) {
 			changed: []string{"hall_motion", "hall_motion.occupancy", "hall_motion.illuminance", "landing_motion", "landing_motion.occupancy", "landing_motion.illuminance"}},
 		{name: "remove", genDelta: 1,
 			msgs:    []mqtt.Message{msg("zigbee2mqtt/bridge/devices", renamed+"]")},
-			changed: []string{"hall_light", "hall_light.state", "hall_light.brightness", "hall_light.set"}},
+			changed: []string{"hall_light", "hall_light.state", "hall_light.brightness", "hall_light.set", "hall_light.get"}},
 	}
 	prev := s1
 	for _, st := range steps {

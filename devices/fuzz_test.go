@@ -1,8 +1,8 @@
 package devices
 
 import (
+	"encoding/json"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,9 +11,6 @@ import (
 
 func seedFiles(f *testing.F, match func(replayMsg) bool, add func(replayMsg)) {
 	f.Helper()
-	if _, err := os.Stat(filepath.Join(realDir, "manifest.json")); err != nil {
-		return // seeds from testdata only when the shared captures exist
-	}
 	for _, m := range loadReplay(f) {
 		if match(m) {
 			add(m)
@@ -40,16 +37,29 @@ func checkSnapshot(t *testing.T, c *Catalog) {
 			t.Fatalf("%s: unsafe id", e.ID)
 		}
 	}
-	// The device id table: one id per key, one key per id.
+	// The device id table: every id belongs to one key, which holds it
+	// (cur) or keeps it reserved (kept), never both; one held id per key.
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	if len(c.ids.byKey) != len(c.ids.byID) {
-		t.Fatalf("id table: %d keys, %d ids", len(c.ids.byKey), len(c.ids.byID))
-	}
-	for k, v := range c.ids.byKey {
-		if c.ids.byID[v.id] != k {
-			t.Fatalf("id table: %s holds %s, which belongs to %s", k, v.id, c.ids.byID[v.id])
+	n := len(c.ids.cur)
+	for k, id := range c.ids.cur {
+		if r, ok := c.ids.byID[id]; !ok || r.key != k || !r.left.IsZero() {
+			t.Fatalf("id table: %s holds %s, which is %+v", k, id, r)
 		}
+	}
+	for k, ids := range c.ids.kept {
+		n += len(ids)
+		for _, id := range ids {
+			if r, ok := c.ids.byID[id]; !ok || r.key != k || r.left.IsZero() {
+				t.Fatalf("id table: %s keeps %s, which is %+v", k, id, r)
+			}
+		}
+	}
+	if n != len(c.ids.byID) {
+		t.Fatalf("id table: %d ids held or kept, %d assigned", n, len(c.ids.byID))
+	}
+	if kept := n - len(c.ids.cur); kept != c.ids.nKept {
+		t.Fatalf("id table: %d ids kept, counted %d", kept, c.ids.nKept)
 	}
 }
 
@@ -61,6 +71,13 @@ func FuzzZ2MDevices(f *testing.F) {
 		return strings.HasSuffix(m.Topic, "bridge/devices") || strings.HasSuffix(m.Topic, "bridge/event")
 	},
 		func(m replayMsg) { f.Add(m.msg.Payload) })
+	// One device per expose shape of the Zigbee2MQTT library, and the rows.
+	for _, d := range loadZHC(f, zhcDir+"/devices.json") {
+		f.Add([]byte("[" + string(d.raw) + "]"))
+	}
+	if b, err := os.ReadFile("testdata/z2m_rows.json"); err == nil {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, payload []byte) {
 		c, _ := newTestCatalog()
 		c.HandleMessage(msg("zigbee2mqtt/bridge/devices", string(payload)))
@@ -81,6 +98,20 @@ func FuzzHADiscovery(f *testing.F) {
 	f.Add("homeassistant/device/x/config", []byte(`{"dev":{"ids":"x"},"cmps":{"a":{"p":"sensor","stat_t":"s","val_tpl":"{{ value_json.a | float | round(1) }}"}}}`))
 	seedFiles(f, func(m replayMsg) bool { return strings.HasPrefix(m.Topic, "homeassistant/") },
 		func(m replayMsg) { f.Add(m.Topic, m.msg.Payload) })
+	// Our own variants: device-based with full keys and a node id, Homie
+	// "$" topics, availability lists, Jinja climate and command templates.
+	if b, err := os.ReadFile("testdata/ha/variants.json"); err == nil {
+		var vs []struct {
+			Topic   string `json:"topic"`
+			Payload any    `json:"payload"`
+		}
+		if json.Unmarshal(b, &vs) == nil {
+			for _, v := range vs {
+				p, _ := json.Marshal(v.Payload)
+				f.Add(v.Topic, p)
+			}
+		}
+	}
 	f.Fuzz(func(t *testing.T, topic string, payload []byte) {
 		c, _ := newTestCatalog()
 		c.HandleMessage(msg(topic, string(payload)))

@@ -2,6 +2,7 @@ package devices
 
 import (
 	"context"
+	"log/slog"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,32 +13,58 @@ import (
 // ids are first come, first served and stay put across restarts whatever
 // order discovery messages arrive in (as Home Assistant's entity registry
 // pins entity ids to unique ids). storage.Store implements it; the catalog
-// reads it once at Start and writes only when discovery assigns or
-// releases an id, never per state message.
+// reads it once at Start and writes only when discovery assigns, reserves
+// or frees an id, never per state message.
 type IDRegistry interface {
 	LoadDeviceIDs(ctx context.Context) ([]IDAssignment, error)
-	// SaveDeviceIDs removes the assignments of the del keys and stores put
-	// (replacing the keys' earlier assignments), as one transaction.
+	// SaveDeviceIDs removes the assignments of the del ids and stores put
+	// (replacing the ids' earlier assignments), as one transaction.
 	SaveDeviceIDs(ctx context.Context, put []IDAssignment, del []string) error
 }
 
-// IDAssignment pins a device id to a device's stable key.
+// IDAssignment pins an id to a device's (or a discovery entity's) stable
+// key. A key holds at most one id at a time (Left zero) and may keep
+// others reserved (Left set).
 type IDAssignment struct {
 	// Key identifies the device whatever its name: "z2m:<ieee address>"
 	// (also the key of Zigbee2MQTT's own Home Assistant discovery of that
 	// device, identifier "zigbee2mqtt_<ieee>"), "ha:ids:<first identifier>",
 	// "ha:cns:<type>=<value>", "ha:uid:<component>/<unique_id>" or
-	// "ha:topic:<discovery topic>" for an entity without a device.
+	// "ha:topic:<discovery topic>" for an entity without a device; or one
+	// Home Assistant discovery entity within its device:
+	// "ha:ent:uid:<component>/<unique_id>" or "ha:ent:topic:<topic>".
 	Key string
-	// ID is the device id; its states, events and actions derive from it.
+	// ID is the device id (its states, events and actions derive from
+	// it); for an entity key, "<device id>#<segment>": the segment its
+	// states and actions take within the device ("temperature" in
+	// outdoor_weather.temperature; "" for the device's primary entity).
 	ID string
-	// Base is the id the device's name asks for: ID itself, or ID less a
-	// "_<n>" suffix when another device had it first. A device whose name
-	// changes (another base) gets a new id; the old one is released.
+	// Base is the id the device's name asks for now: ID itself, or ID less
+	// a "_<n>" suffix when another device had it first. Home Assistant
+	// ids stay with their device whatever its name (as Home Assistant's
+	// entity ids do); a device renamed in Zigbee2MQTT takes its new name's
+	// id (its topics changed too) and keeps the old one reserved. For an
+	// entity key, the discovery topic of the config that holds the
+	// segment: of two configs with one unique_id, that one keeps it.
 	Base string
+	// Left is when the key stopped holding ID (zero while it holds it):
+	// its device left (discovery removed, gone from the Zigbee2MQTT device
+	// list) or was renamed in Zigbee2MQTT. ID stays reserved for the key
+	// until Left plus idReserve: it gets ID back if it returns, and no
+	// other device takes ID meanwhile, so a rule naming ID never follows
+	// another device.
+	Left time.Time
 }
 
 const z2mKeyPrefix, haKeyPrefix = "z2m:", "ha:"
+
+// idReserve is how long an id stays reserved for the device that left it;
+// maxReserved bounds the reservations (the oldest ends first), so that
+// discovery configs coming and going cannot grow the registry for ever.
+const (
+	idReserve   = 30 * 24 * time.Hour
+	maxReserved = 4096
+)
 
 // idKey is a device's key in memory: IDAssignment.Key without its "z2m:"
 // or "ha:" prefix, so that making one allocates nothing (a Zigbee2MQTT key
@@ -83,140 +110,344 @@ func firstNonEmpty(a, b string) string {
 // saveTimeout bounds one write of the registry.
 const saveTimeout = 5 * time.Second
 
-type idVal struct{ id, base string }
+// idRow is one assignment: id (the map key) belongs to key.
+type idRow struct {
+	key  idKey
+	base string
+	left time.Time // zero while key holds the id
+}
 
-// idTable is the catalog's copy of the registry: every key holds at most
-// one id and every id at most one key. A rebuild claims the id of each
-// device it builds; keys not claimed by a rebuild that were present in the
-// previous one (the device left: discovery removed, or gone from the
-// Zigbee2MQTT device list) are released. A key not seen since the start
-// keeps its id: its discovery may simply not have arrived yet. Changes
-// wait in put/del until saved.
+// idTable is the catalog's copy of the registry. Every id belongs to one
+// key; a key holds at most one id (cur) and keeps the ids it left
+// reserved. A full rebuild (begin … end) claims the id of each device it
+// builds; a key claimed by the previous rebuild but not by this one (its
+// device left), and once a Zigbee2MQTT device list is known any
+// Zigbee2MQTT key it no longer lists, leaves its id, which stays reserved
+// for it (idReserve). Between full rebuilds a Home Assistant device
+// claims, keeps and leaves its key on its own (claimAny, keepAny,
+// leaveKey), with the same rules: it keeps its id whatever its name, the
+// id it leaves stays reserved for it, it gets a reserved id back. A key
+// not seen since the start keeps its id: its discovery may simply not
+// have arrived yet. Changes wait in dirty until saved.
 type idTable struct {
-	byKey   map[idKey]idVal
-	byID    map[string]idKey
-	present map[idKey]bool // keys claimed or kept by the last rebuild
-	now     map[idKey]bool // keys claimed or kept by the running rebuild
-	put     map[idKey]bool // assigned, not saved yet
-	del     map[idKey]bool // released, not saved yet
+	log     *slog.Logger
+	clock   func() time.Time
+	byID    map[string]idRow
+	cur     map[idKey]string   // the id each key holds
+	kept    map[idKey][]string // the ids reserved for each key
+	present map[idKey]bool     // keys claimed or kept by the last rebuild
+	now     map[idKey]bool     // keys claimed or kept by the running rebuild
+	dirty   map[string]bool    // ids stored or removed, not saved yet
+	limit   int                // maxReserved (tests lower it)
+	nKept   int                // reservations (the ids in kept)
+	nextEnd time.Time          // no reservation ends before (zero: none)
+	// ownerSeen marks the entity keys whose owning discovery topic this
+	// run has seen (see slotKeys).
+	ownerSeen map[idKey]bool
 }
 
-func newIDTable() *idTable {
-	return &idTable{byKey: map[idKey]idVal{}, byID: map[string]idKey{}, present: map[idKey]bool{},
-		put: map[idKey]bool{}, del: map[idKey]bool{}}
+func newIDTable(log *slog.Logger, clock func() time.Time) *idTable {
+	return &idTable{log: log, clock: clock, byID: map[string]idRow{}, cur: map[idKey]string{},
+		kept: map[idKey][]string{}, present: map[idKey]bool{}, dirty: map[string]bool{}, limit: maxReserved,
+		ownerSeen: map[idKey]bool{}}
 }
 
-// load adds persisted assignments; one whose key is malformed or whose key
-// or id is taken already (loaded twice, or assigned before Start) is
-// skipped and returned.
+// load adds persisted assignments; one whose key is malformed, whose id is
+// taken already, or that would be a second id held by one key is skipped
+// and returned.
 func (t *idTable) load(as []IDAssignment) (skipped []IDAssignment) {
 	for _, a := range as {
 		k, ok := parseIDKey(a.Key)
-		if _, dup := t.byKey[k]; !ok || dup || a.ID == "" || a.Base == "" {
+		_, dupID := t.byID[a.ID]
+		_, dupKey := t.cur[k]
+		if !ok || dupID || a.ID == "" || a.Base == "" && !strings.Contains(a.ID, "#") || a.Left.IsZero() && dupKey {
 			skipped = append(skipped, a)
 			continue
 		}
-		if _, dup := t.byID[a.ID]; dup {
-			skipped = append(skipped, a)
-			continue
-		}
-		t.byKey[k], t.byID[a.ID] = idVal{a.ID, a.Base}, k
+		t.put(a.ID, idRow{key: k, base: a.Base, left: a.Left})
+		delete(t.dirty, a.ID)
 	}
 	return skipped
 }
 
-func (t *idTable) begin() { t.now = make(map[idKey]bool, len(t.present)) }
+// put stores row under id, keeping cur and kept in step.
+func (t *idTable) put(id string, r idRow) {
+	t.drop(id)
+	t.byID[id] = r
+	if r.left.IsZero() {
+		t.cur[r.key] = id
+	} else {
+		t.kept[r.key] = append(t.kept[r.key], id)
+		t.nKept++
+		if end := r.left.Add(idReserve); t.nextEnd.IsZero() || end.Before(t.nextEnd) {
+			t.nextEnd = end
+		}
+	}
+	t.dirty[id] = true
+}
 
-// claimed reports whether the running rebuild has claimed key already.
-func (t *idTable) claimed(key idKey) bool { return t.now[key] }
+// drop removes id's assignment.
+func (t *idTable) drop(id string) {
+	r, ok := t.byID[id]
+	if !ok {
+		return
+	}
+	delete(t.byID, id)
+	if t.cur[r.key] == id {
+		delete(t.cur, r.key)
+	}
+	if !r.left.IsZero() {
+		t.nKept--
+	}
+	if ids := t.kept[r.key]; len(ids) > 0 {
+		out := ids[:0]
+		for _, x := range ids {
+			if x != id {
+				out = append(out, x)
+			}
+		}
+		if len(out) == 0 {
+			delete(t.kept, r.key)
+		} else {
+			t.kept[r.key] = out
+		}
+	}
+	t.dirty[id] = true
+}
+
+func (t *idTable) begin() { t.now = make(map[idKey]bool, len(t.present)) }
 
 // keep marks key present without claiming an id (a disabled device keeps
 // its id for when it comes back).
 func (t *idTable) keep(key idKey) { t.now[key] = true }
 
-// claim returns the id of key for a device whose name asks for base: its
-// pinned id while base is unchanged, else base, or base_2, base_3, … when
-// another key holds it. ok is false for an empty base, and when the running
-// rebuild has claimed key already (two devices claiming one identity: the
-// first wins).
+// claim returns the id of key for a device whose name asks for base. A
+// Home Assistant key keeps its id whatever base (a rename by a discovery
+// message changes the device's name, not its id); a Zigbee2MQTT key keeps
+// it while base is unchanged, and when renamed takes base's id and keeps
+// the old one reserved. A key without an id takes back one reserved for
+// it, else base, or base_2, base_3, … when another key holds or keeps
+// it. ok is false for an empty base, and when the running rebuild has
+// claimed key already (two devices claiming one identity: the first wins).
 func (t *idTable) claim(key idKey, base string) (id string, ok bool) {
 	if t.now[key] || base == "" {
 		return "", false
 	}
 	t.now[key] = true
-	if v, has := t.byKey[key]; has {
-		if v.base == base {
-			return v.id, true
+	return t.claimKey(key, base), true
+}
+
+// claimKey is claim's choice of key's id, within a rebuild or not.
+func (t *idTable) claimKey(key idKey, base string) string {
+	if id, has := t.cur[key]; has {
+		r := t.byID[id]
+		switch {
+		case r.base == base:
+			return id
+		case !key.z2m:
+			t.log.Info("device renamed by discovery: its id stays (ids are pinned to the device)", "id", id, "key", key.String(), "name_asks", base)
+			r.base = base
+			t.put(id, r)
+			return id
 		}
-		t.release(key) // renamed: the new name's id, first come
+		t.leave(id, "device renamed in Zigbee2MQTT: rules naming the old id must be changed", slog.LevelWarn)
 	}
-	id = base
+	if id, ok := t.reclaim(key, base); ok {
+		return id
+	}
+	return t.assign(key, base)
+}
+
+// reclaim gives key back an id reserved for it: the one base asks for, or
+// for a Home Assistant key (whose ids do not follow names) the latest.
+func (t *idTable) reclaim(key idKey, base string) (string, bool) {
+	best := ""
+	for _, id := range t.kept[key] {
+		r := t.byID[id]
+		if r.base == base {
+			best = id
+			break
+		}
+		if !key.z2m && (best == "" || r.left.After(t.byID[best].left)) {
+			best = id
+		}
+	}
+	if best == "" {
+		return "", false
+	}
+	t.log.Info("device back: it gets its reserved id again", "id", best, "key", key.String())
+	t.put(best, idRow{key: key, base: base})
+	return best, true
+}
+
+// assign gives key the first free id of base, base_2, base_3, …; a
+// suffix is logged with who holds the id.
+func (t *idTable) assign(key idKey, base string) string {
+	id := base
 	for n := 2; ; n++ {
 		if _, taken := t.byID[id]; !taken {
 			break
 		}
 		id = base + "_" + strconv.Itoa(n)
 	}
-	t.byKey[key], t.byID[id], t.put[key] = idVal{id, base}, key, true
-	delete(t.del, key)
-	return id, true
+	if id != base {
+		holder := t.byID[base]
+		t.log.Warn("device id taken: the newcomer gets a suffix", "wants", base, "gets", id, "key", key.String(),
+			"holder", holder.key.String(), "holder_left", !holder.left.IsZero())
+	}
+	t.put(id, idRow{key: key, base: base})
+	return id
+}
+
+// leave makes key's id reserved for it from now on; level is the log
+// line's (an entity's segment is not logged).
+func (t *idTable) leave(id, why string, level slog.Level) {
+	r := t.byID[id]
+	r.left = t.clock()
+	t.put(id, r)
+	if !strings.Contains(id, "#") {
+		t.log.Log(context.Background(), level, "device id reserved for its device", "id", id, "key", r.key.String(),
+			"why", why, "until", r.left.Add(idReserve).Format(time.RFC3339))
+	}
 }
 
 // share makes the table keep the spec's copy of key's id (a substring of
 // the spec's own strings) rather than one more string per device.
 func (t *idTable) share(key idKey, id string) {
-	if v, ok := t.byKey[key]; ok && v.id == id {
-		if v.base == v.id {
-			v.base = id
-		}
-		v.id = id
-		t.byKey[key] = v
-		delete(t.byID, id)
-		t.byID[id] = key
-	}
-}
-
-func (t *idTable) release(key idKey) {
-	v, ok := t.byKey[key]
-	if !ok {
+	if t.cur[key] != id {
 		return
 	}
-	delete(t.byKey, key)
-	delete(t.byID, v.id)
-	delete(t.put, key)
-	t.del[key] = true
+	r := t.byID[id]
+	if r.base == id {
+		r.base = id
+	}
+	delete(t.byID, id)
+	t.byID[id] = r
+	t.cur[key] = id
 }
 
-// end releases the ids of keys that left since the previous rebuild and,
-// once a Zigbee2MQTT device list is known (z2mListed), of every Zigbee2MQTT
-// key it no longer holds: that list is complete, so a device removed while
-// Pilothouse was down does not keep its id reserved.
+// Outside a full rebuild (begin … end) a Home Assistant device claims,
+// keeps and leaves its key on its own, one discovery message at a time:
+// inRebuild tells the two apart, and claimAny, keepAny and leaveKey do
+// what the running mode needs, with claim's rules (the id stays with its
+// device, a key gets its reserved id back, a suffix never takes a
+// reserved id). Reservations end as at a rebuild's end.
+
+func (t *idTable) inRebuild() bool { return t.now != nil }
+
+// taken reports whether a device holds key: claimed by the running
+// rebuild, or present outside one.
+func (t *idTable) taken(key idKey) bool {
+	if t.now != nil {
+		return t.now[key]
+	}
+	return t.present[key]
+}
+
+// claimAny is claim within a rebuild; outside one, key's device (which
+// holds key, or found it not taken) claims its id.
+func (t *idTable) claimAny(key idKey, base string) (string, bool) {
+	if t.now != nil {
+		return t.claim(key, base)
+	}
+	if base == "" {
+		return "", false
+	}
+	t.present[key] = true
+	t.expire()
+	return t.claimKey(key, base), true
+}
+
+// keepAny is keep within a rebuild; outside one, key stays present.
+func (t *idTable) keepAny(key idKey) {
+	if t.now != nil {
+		t.now[key] = true
+		return
+	}
+	t.present[key] = true
+}
+
+// leaveKey is a device leaving key outside a rebuild (its discovery
+// removed): its id stays reserved for it. Within a rebuild it does
+// nothing: end decides what left.
+func (t *idTable) leaveKey(key idKey) {
+	if t.now != nil || !t.present[key] {
+		return
+	}
+	delete(t.present, key)
+	if id, ok := t.cur[key]; ok {
+		t.leave(id, "device left", slog.LevelInfo)
+	}
+	t.expire()
+}
+
+// end lets the keys that left since the previous rebuild (and, once a
+// Zigbee2MQTT device list is known (z2mListed), every Zigbee2MQTT key it
+// no longer holds: that list is complete) leave their ids, reserved for
+// them; and ends the reservations past idReserve or beyond maxReserved.
 func (t *idTable) end(z2mListed bool) {
 	for k := range t.present {
-		if !t.now[k] {
-			t.release(k)
+		if id, ok := t.cur[k]; ok && !t.now[k] {
+			t.leave(id, "device left", slog.LevelInfo)
 		}
 	}
 	if z2mListed {
-		for k := range t.byKey {
+		for k, id := range t.cur {
 			if k.z2m && !t.now[k] {
-				t.release(k)
+				t.leave(id, "device no longer in the Zigbee2MQTT device list", slog.LevelInfo)
 			}
 		}
 	}
+	t.expire()
 	t.present, t.now = t.now, nil
+}
+
+// expire ends reservations older than idReserve, and the oldest beyond
+// maxReserved.
+func (t *idTable) expire() {
+	if t.nKept <= t.limit && (t.nKept == 0 || t.clock().Before(t.nextEnd)) {
+		return // nothing to end (the usual case: no sort per discovery message)
+	}
+	type res struct {
+		id   string
+		left time.Time
+	}
+	var all []res
+	cutoff := t.clock().Add(-idReserve)
+	for _, ids := range t.kept {
+		for _, id := range ids {
+			all = append(all, res{id, t.byID[id].left})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].left.After(all[j].left) })
+	t.nextEnd = time.Time{}
+	for i, r := range all {
+		if i < t.limit && r.left.After(cutoff) {
+			t.nextEnd = r.left.Add(idReserve) // the oldest kept so far
+			continue
+		}
+		if !strings.Contains(r.id, "#") {
+			t.log.Info("device id reservation ended: the id is free", "id", r.id, "key", t.byID[r.id].key.String(),
+				"left", r.left.Format(time.RFC3339))
+		}
+		k := t.byID[r.id].key
+		t.drop(r.id)
+		if _, held := t.cur[k]; !held && len(t.kept[k]) == 0 {
+			delete(t.ownerSeen, k)
+		}
+	}
 }
 
 // pending returns the unsaved changes, sorted.
 func (t *idTable) pending() (put []IDAssignment, del []string) {
-	for k := range t.put {
-		v := t.byKey[k]
-		put = append(put, IDAssignment{Key: k.String(), ID: v.id, Base: v.base})
+	for id := range t.dirty {
+		if r, ok := t.byID[id]; ok {
+			put = append(put, IDAssignment{Key: r.key.String(), ID: id, Base: r.base, Left: r.left})
+		} else {
+			del = append(del, id)
+		}
 	}
-	for k := range t.del {
-		del = append(del, k.String())
-	}
-	sort.Slice(put, func(i, j int) bool { return put[i].Key < put[j].Key })
+	sort.Slice(put, func(i, j int) bool { return put[i].ID < put[j].ID })
 	sort.Strings(del)
 	return put, del
 }
@@ -224,13 +455,13 @@ func (t *idTable) pending() (put []IDAssignment, del []string) {
 // saved forgets the changes a successful save stored.
 func (t *idTable) saved(put []IDAssignment, del []string) {
 	for _, a := range put {
-		if k, ok := parseIDKey(a.Key); ok && t.byKey[k] == (idVal{a.ID, a.Base}) {
-			delete(t.put, k)
+		if k, ok := parseIDKey(a.Key); ok && t.byID[a.ID] == (idRow{key: k, base: a.Base, left: a.Left}) {
+			delete(t.dirty, a.ID)
 		}
 	}
-	for _, s := range del {
-		if k, ok := parseIDKey(s); ok {
-			delete(t.del, k)
+	for _, id := range del {
+		if _, ok := t.byID[id]; !ok {
+			delete(t.dirty, id)
 		}
 	}
 }
@@ -249,7 +480,7 @@ func (c *Catalog) loadIDs(ctx context.Context) error {
 	defer c.ingest.Unlock()
 	c.mu.Lock()
 	for _, a := range c.ids.load(as) {
-		c.log.Warn("device id registry: conflicting assignment ignored", "key", a.Key, "id", a.ID)
+		c.log.Warn("device id registry: conflicting assignment ignored", "key", a.Key, "id", a.ID, "left", a.Left)
 	}
 	tx := c.begin()
 	c.rebuildLocked(tx)
@@ -281,7 +512,7 @@ func (c *Catalog) saveIDs() {
 	defer cancel()
 	if err := c.opts.IDs.SaveDeviceIDs(ctx, put, del); err != nil {
 		c.log.Error("device id registry: saving failed; the ids hold until restart and the save is retried at the next discovery change",
-			"assigned", len(put), "released", len(del), "err", err)
+			"stored", len(put), "freed", len(del), "err", err)
 		return
 	}
 	c.ids.saved(put, del)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +15,7 @@ import (
 )
 
 // memRegistry is an IDRegistry in memory (storage implements the real one;
-// devices may not import it).
+// devices may not import it), by id.
 type memRegistry struct {
 	mu    sync.Mutex
 	m     map[string]IDAssignment
@@ -41,22 +42,39 @@ func (r *memRegistry) SaveDeviceIDs(_ context.Context, put []IDAssignment, del [
 	if r.m == nil {
 		r.m = map[string]IDAssignment{}
 	}
-	for _, k := range del {
-		delete(r.m, k)
+	for _, id := range del {
+		delete(r.m, id)
 	}
 	for _, a := range put {
-		r.m[a.Key] = a
+		r.m[a.ID] = a
 	}
 	r.saves++
 	return nil
 }
 
+// ids returns the device ids each device key holds.
 func (r *memRegistry) ids() map[string]string {
+	return r.rows(func(a IDAssignment) bool { return a.Left.IsZero() && !strings.HasPrefix(a.Key, "ha:ent:") })
+}
+
+// reserved returns the device ids reserved for a device that left them.
+func (r *memRegistry) reserved() map[string]string {
+	return r.rows(func(a IDAssignment) bool { return !a.Left.IsZero() && !strings.HasPrefix(a.Key, "ha:ent:") })
+}
+
+// slots returns the segments Home Assistant entities hold.
+func (r *memRegistry) slots() map[string]string {
+	return r.rows(func(a IDAssignment) bool { return a.Left.IsZero() && strings.HasPrefix(a.Key, "ha:ent:") })
+}
+
+func (r *memRegistry) rows(keep func(IDAssignment) bool) map[string]string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := map[string]string{}
-	for k, a := range r.m {
-		out[k] = a.ID
+	for _, a := range r.m {
+		if keep(a) {
+			out[a.Key] = a.ID
+		}
 	}
 	return out
 }
@@ -128,16 +146,20 @@ func (h *houseOverMQTT) publish(t *testing.T, topic, payload, waitID string) {
 	}
 }
 
-// liveOf polls until the state id holds want.
+// liveOf publishes payload on topic until the state id holds want: the
+// catalog subscribes to a discovered state topic after it built the
+// device, so the first publish may come before the subscription.
 func (h *houseOverMQTT) liveOf(t *testing.T, topic, payload, id string, want any) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := h.pub.Publish(ctx, topic, []byte(payload), 1, false); err != nil {
-		t.Fatal(err)
-	}
 	deadline := time.Now().Add(5 * time.Second)
-	for {
+	for i := 0; ; i++ {
+		if i%20 == 0 { // the catalog subscribes a new state topic on its own goroutine: say it again
+			if err := h.pub.Publish(ctx, topic, []byte(payload), 1, false); err != nil {
+				t.Fatal(err)
+			}
+		}
 		if l, _ := h.c.Live(id); fmt.Sprint(l.Value) == fmt.Sprint(want) {
 			return
 		}
@@ -206,55 +228,173 @@ func TestDeviceIDTakeoverOverMQTT(t *testing.T) {
 	}
 }
 
-// TestDeviceIDsReleaseRenameAndDuplicates: a device that leaves releases
-// its id; a renamed device takes its new name's id; two devices claiming
-// one identity in one list: the first wins; Zigbee2MQTT's own Home
-// Assistant discovery of a native device shares its id in either order.
-func TestDeviceIDsReleaseRenameAndDuplicates(t *testing.T) {
-	reg := &memRegistry{}
-	c, _ := newTestCatalog(func(o *Options) { o.IDs = reg })
-	if err := c.loadIDs(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	steps := []struct {
-		name  string
-		topic string
-		body  string
-		want  []string
-	}{
-		{"real", realWeather, weatherConfig("ws-1", "weather/real"), []string{"outdoor_weather"}},
-		{"newcomer", evilWeather, weatherConfig("a-evil", "weather/evil"), []string{"outdoor_weather", "outdoor_weather_2"}},
-		{"the original leaves", realWeather, "", []string{"outdoor_weather_2"}},
-		{"it comes back: first come", realWeather, weatherConfig("ws-1", "weather/real"), []string{"outdoor_weather", "outdoor_weather_2"}},
-		{"the newcomer renames itself", evilWeather, `{"name":"T","state_topic":"w/e","device":{"identifiers":["a-evil"],"name":"Garden"}}`, []string{"garden", "outdoor_weather"}},
-		{"Zigbee2MQTT's HA discovery first", "homeassistant/binary_sensor/0x0001/occupancy/config",
-			`{"name":"Occupancy","state_topic":"zigbee2mqtt/hall_motion","device":{"identifiers":["zigbee2mqtt_0x0001"],"name":"hall_motion"},"origin":{"name":"Zigbee2MQTT"}}`,
-			[]string{"garden", "hall_motion", "outdoor_weather"}},
-		{"then its native device", "zigbee2mqtt/bridge/devices", z2mList[:len(z2mList)-1] + `,` + z2mList[1:],
-			[]string{"garden", "hall_motion", "outdoor_weather", "outdoor_weather_2"}},
-	}
+// idStep is one discovery message and the device ids after it.
+type idStep struct {
+	name  string
+	topic string
+	body  string
+	want  []string
+}
+
+func runIDSteps(t *testing.T, c *Catalog, steps []idStep) {
+	t.Helper()
 	for _, st := range steps {
 		c.HandleMessage(msg(st.topic, st.body))
 		if got := deviceIDs(c); !reflect.DeepEqual(got, st.want) {
 			t.Fatalf("%s: devices %v, want %v", st.name, got, st.want)
 		}
 	}
+}
+
+func loadedCatalog(t *testing.T, reg *memRegistry) (*Catalog, *fakeClock) {
+	t.Helper()
+	c, clk := newTestCatalog(func(o *Options) { o.IDs = reg })
+	if err := c.loadIDs(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return c, clk
+}
+
+// TestDeviceIDsReservedRenamedAndDuplicates: a device that leaves keeps
+// its id reserved (a newcomer with its name gets a suffix, it gets its id
+// back); a rename by discovery keeps the id; two devices claiming one
+// identity in one list: the first wins; Zigbee2MQTT's own Home Assistant
+// discovery of a native device shares its id in either order.
+func TestDeviceIDsReservedRenamedAndDuplicates(t *testing.T) {
+	reg := &memRegistry{}
+	c, _ := loadedCatalog(t, reg)
+	runIDSteps(t, c, []idStep{
+		{"real", realWeather, weatherConfig("ws-1", "weather/real"), []string{"outdoor_weather"}},
+		{"newcomer", evilWeather, weatherConfig("a-evil", "weather/evil"), []string{"outdoor_weather", "outdoor_weather_2"}},
+		{"the original leaves", realWeather, "", []string{"outdoor_weather_2"}},
+		{"a newcomer meanwhile", "homeassistant/sensor/c/t/config", weatherConfig("c-new", "weather/c"), []string{"outdoor_weather_2", "outdoor_weather_3"}},
+		{"the original comes back", realWeather, weatherConfig("ws-1", "weather/real"), []string{"outdoor_weather", "outdoor_weather_2", "outdoor_weather_3"}},
+		{"a rename by discovery keeps the id", evilWeather, `{"name":"T","state_topic":"w/e","device":{"identifiers":["a-evil"],"name":"Garden"}}`,
+			[]string{"outdoor_weather", "outdoor_weather_2", "outdoor_weather_3"}},
+		{"Zigbee2MQTT's HA discovery first", "homeassistant/binary_sensor/0x0001/occupancy/config",
+			`{"name":"Occupancy","state_topic":"zigbee2mqtt/hall_motion","device":{"identifiers":["zigbee2mqtt_0x0001"],"name":"hall_motion"},"origin":{"name":"Zigbee2MQTT"}}`,
+			[]string{"hall_motion", "outdoor_weather", "outdoor_weather_2", "outdoor_weather_3"}},
+		{"then its native device", "zigbee2mqtt/bridge/devices", z2mList[:len(z2mList)-1] + `,` + z2mList[1:],
+			[]string{"hall_motion", "outdoor_weather", "outdoor_weather_2", "outdoor_weather_3", "outdoor_weather_4"}},
+	})
 	if e, _ := c.Snapshot().Get("hall_motion"); e == nil || e.Tags[0] != "source:zigbee2mqtt" {
 		t.Fatalf("hall_motion is not the native Zigbee2MQTT device: %+v", e)
 	}
-	// A device gone from the next (complete) Zigbee2MQTT list releases its id.
+	if got := reg.reserved(); len(got) != 0 {
+		t.Fatalf("reserved %v, want none", got)
+	}
+	// A device gone from the next (complete) Zigbee2MQTT list leaves its
+	// id, reserved for it.
 	c.HandleMessage(msg("zigbee2mqtt/bridge/devices", "[]"))
 	if got := reg.ids(); got["z2m:0x0001"] != "hall_motion" || got["z2m:0x0bad"] != "" {
 		t.Fatalf("after an empty device list the registry is %v (the HA discovery of 0x0001 still holds hall_motion)", got)
 	}
+	if got := reg.reserved(); got["z2m:0x0bad"] != "outdoor_weather_4" {
+		t.Fatalf("after an empty device list, reserved %v", got)
+	}
 	reg.fail = errors.New("disk full")
-	c.HandleMessage(msg(evilMotion, `{"name":"Motion","state_topic":"m/e","device":{"identifiers":["b-evil"],"name":"Porch"}}`))
+	c.HandleMessage(msg(evilMotion, `{"name":"Motion","state_topic":"m/e","device":{"identifiers":["d-new"],"name":"Porch"}}`))
 	if _, ok := c.Snapshot().Get("porch"); !ok {
 		t.Fatal("a failed save lost the assignment")
 	}
 	reg.fail = nil
-	c.HandleMessage(msg(evilMotion, `{"name":"Motion","state_topic":"m/e","device":{"identifiers":["b-evil"],"name":"Porch"},"icon":"x"}`))
-	if got := reg.ids(); got["ha:ids:b-evil"] != "porch" {
+	c.HandleMessage(msg(evilMotion, `{"name":"Motion","state_topic":"m/e","device":{"identifiers":["d-new"],"name":"Porch"},"icon":"x"}`))
+	if got := reg.ids(); got["ha:ids:d-new"] != "porch" {
 		t.Fatalf("the save was not retried: %v", got)
+	}
+}
+
+// TestZigbee2MQTTRenameKeepsOldIDReserved: a rename in Zigbee2MQTT moves
+// the device's topics, so its id follows; the old id stays reserved for
+// it (logged), so a newcomer with the old name does not take it over, and
+// renaming back restores it.
+func TestZigbee2MQTTRenameKeepsOldIDReserved(t *testing.T) {
+	reg := &memRegistry{}
+	c, _ := loadedCatalog(t, reg)
+	list := func(name string) string {
+		return `[{"ieee_address":"0x0001","friendly_name":"` + name + `","type":"EndDevice","supported":true,"definition":{"vendor":"Aqara","model":"M1","description":"Motion","exposes":[{"type":"binary","name":"occupancy","property":"occupancy","access":1,"value_on":true,"value_off":false}]}}]`
+	}
+	runIDSteps(t, c, []idStep{
+		{"listed", "zigbee2mqtt/bridge/devices", list("hall_motion"), []string{"hall_motion"}},
+		{"renamed", "zigbee2mqtt/bridge/devices", list("corridor_motion"), []string{"corridor_motion"}},
+		{"a newcomer with the old name", evilMotion, `{"name":"Motion","state_topic":"m/e","device":{"identifiers":["b-evil"],"name":"Hall Motion"}}`,
+			[]string{"corridor_motion", "hall_motion_2"}},
+		{"renamed back", "zigbee2mqtt/bridge/devices", list("hall_motion"), []string{"hall_motion", "hall_motion_2"}},
+	})
+	if got, want := reg.reserved(), map[string]string{"z2m:0x0001": "corridor_motion"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("reserved %v, want %v", got, want)
+	}
+}
+
+// TestDeviceIDReservationsEnd: a reservation ends after idReserve, and
+// beyond the cap the oldest ends first; a reservation loaded from the
+// registry ends too.
+func TestDeviceIDReservationsEnd(t *testing.T) {
+	reg := &memRegistry{}
+	c, clk := loadedCatalog(t, reg)
+	c.ids.limit = 4 // two devices: each keeps its id and its entity's segment
+	for i, ident := range []string{"a", "b", "c"} {
+		topic := "homeassistant/sensor/" + ident + "/t/config"
+		c.HandleMessage(msg(topic, weatherConfig(ident, "w/"+ident)))
+		clk.t = clk.t.Add(time.Hour)
+		c.HandleMessage(msg(topic, ""))
+		if got := len(reg.reserved()); got != min(i+1, 2) {
+			t.Fatalf("after %d devices left: %d reserved, want %d (%v)", i+1, got, min(i+1, 2), reg.reserved())
+		}
+	}
+	if got, want := reg.reserved(), map[string]string{"ha:ids:b": "outdoor_weather_2", "ha:ids:c": "outdoor_weather_3"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("reserved %v, want %v (the oldest ends first)", got, want)
+	}
+	clk.t = clk.t.Add(idReserve)
+	runIDSteps(t, c, []idStep{{"a month later", "homeassistant/sensor/d/t/config", weatherConfig("d", "w/d"), []string{"outdoor_weather"}}})
+	if got := reg.reserved(); len(got) != 0 {
+		t.Fatalf("reserved %v a month later", got)
+	}
+	// Loaded: a reservation from months ago ends at Start.
+	old := &memRegistry{m: map[string]IDAssignment{"hall_motion": {Key: "ha:ids:x", ID: "hall_motion", Base: "hall_motion", Left: clk.t.Add(-3 * idReserve)}}}
+	c2, _ := loadedCatalog(t, old)
+	runIDSteps(t, c2, []idStep{{"newcomer", evilMotion, `{"name":"Motion","state_topic":"m/e","device":{"identifiers":["b"],"name":"Hall Motion"}}`, []string{"hall_motion"}}})
+}
+
+// TestDeviceIDsAcrossFullAndIncrementalRebuilds: Home Assistant devices
+// claim and leave their ids between full rebuilds (a Zigbee2MQTT device
+// list), and the two keep one table: an id left between rebuilds stays
+// reserved through the next rebuild, where a Zigbee2MQTT device asking
+// for it gets a suffix, as a Home Assistant newcomer does after it; the
+// device comes back to its id and its entity's segment; a rename by
+// discovery keeps the id across a rebuild.
+func TestDeviceIDsAcrossFullAndIncrementalRebuilds(t *testing.T) {
+	reg := &memRegistry{}
+	c, _ := loadedCatalog(t, reg)
+	hall := z2mList[:strings.Index(z2mList, "},\n")+1] + "]"
+	steps := []idStep{
+		{"station", realWeather, weatherConfig("ws-1", "weather/real"), []string{"outdoor_weather"}},
+		{"a list", "zigbee2mqtt/bridge/devices", hall, []string{"hall_motion", "outdoor_weather"}},
+		{"the station leaves", realWeather, "", []string{"hall_motion"}},
+		{"a list naming a device outdoor_weather", "zigbee2mqtt/bridge/devices", z2mList, []string{"hall_motion", "outdoor_weather_2"}},
+		{"a newcomer", "homeassistant/sensor/c/t/config", weatherConfig("c-new", "weather/c"), []string{"hall_motion", "outdoor_weather_2", "outdoor_weather_3"}},
+		{"the station is back", realWeather, weatherConfig("ws-1", "weather/real"), []string{"hall_motion", "outdoor_weather", "outdoor_weather_2", "outdoor_weather_3"}},
+		{"renamed by discovery", realWeather, strings.Replace(weatherConfig("ws-1", "weather/real"), "Outdoor Weather", "Garden", 1),
+			[]string{"hall_motion", "outdoor_weather", "outdoor_weather_2", "outdoor_weather_3"}},
+		{"a list again", "zigbee2mqtt/bridge/devices", z2mList, []string{"hall_motion", "outdoor_weather", "outdoor_weather_2", "outdoor_weather_3"}},
+	}
+	for _, st := range steps {
+		runIDSteps(t, c, []idStep{st})
+		checkSnapshot(t, c)
+		if st.name == "a list naming a device outdoor_weather" {
+			if got := reg.reserved(); got["ha:ids:ws-1"] != "outdoor_weather" {
+				t.Fatalf("%s: reserved %v, want outdoor_weather kept for ha:ids:ws-1", st.name, got)
+			}
+		}
+	}
+	if _, ok := c.Snapshot().Get("outdoor_weather.temperature"); !ok {
+		t.Fatal("the station's temperature lost its segment")
+	}
+	want := map[string]string{"ha:ids:ws-1": "outdoor_weather", "z2m:0x0bad": "outdoor_weather_2", "ha:ids:c-new": "outdoor_weather_3", "z2m:0x0001": "hall_motion"}
+	if got := reg.ids(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("registry %v, want %v", got, want)
+	}
+	if got := reg.reserved(); len(got) != 0 {
+		t.Fatalf("reserved %v, want none", got)
 	}
 }

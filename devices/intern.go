@@ -3,7 +3,6 @@ package devices
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"sort"
 	"strings"
 )
@@ -72,8 +71,8 @@ func (in *interner) concat(a, b string) string {
 }
 
 // fieldMap shares the checks of equal actions (every light of a model):
-// built fields are never changed, and only kind, enum, min, max and props
-// decide what Call accepts (the schemas are gone by now).
+// built fields are never changed, and what writeFieldKey writes decides
+// what Call accepts (the schemas are gone by now).
 func (in *interner) fieldMap(fields map[string]*field) map[string]*field {
 	var b strings.Builder
 	if !writeFieldsKey(&b, fields) {
@@ -97,26 +96,8 @@ func writeFieldsKey(b *strings.Builder, fields map[string]*field) bool {
 	sort.Strings(keys)
 	b.WriteByte('{')
 	for _, k := range keys {
-		f := fields[k]
-		fmt.Fprintf(b, "%q:%s/", k, f.kind)
-		if f.enum != nil {
-			b.WriteString("enum")
-			for _, v := range f.enum {
-				j, err := json.Marshal(v)
-				if err != nil {
-					return false
-				}
-				fmt.Fprintf(b, "|%T=%s", v, j)
-			}
-		}
-		for _, p := range []*float64{f.min, f.max} {
-			if p == nil {
-				b.WriteString("/-")
-			} else {
-				fmt.Fprintf(b, "/%x", math.Float64bits(*p))
-			}
-		}
-		if f.props != nil && !writeFieldsKey(b, f.props) {
+		fmt.Fprintf(b, "%q:", k)
+		if !writeFieldKey(b, fields[k]) {
 			return false
 		}
 		b.WriteByte(';')

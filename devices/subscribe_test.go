@@ -234,7 +234,7 @@ func ExampleCatalog_Start_filters() {
 	c.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/bridge/devices", Payload: []byte(bridgeWithLamp())})
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	fmt.Println(strings.Join(c.want, "\n"))
+	fmt.Println(strings.Join(c.wantLocked(), "\n"))
 	// Output:
 	// homeassistant/+/+/+/config
 	// homeassistant/+/+/config

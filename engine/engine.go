@@ -25,6 +25,9 @@ type Config struct {
 	KeepPerStatus int
 	// Location for sunrise/sunset triggers (nil = not configured).
 	Location *Location
+	// LocationSource says where Location came from: LocationConfigured
+	// (the default when Location is set) or LocationDemo.
+	LocationSource string
 	// TimeZone for cron, time-of-day and expression helpers.
 	TimeZone *time.Location
 	// Limits of validation and execution.
@@ -33,12 +36,16 @@ type Config struct {
 	Principals []*Principal
 	// Now is the clock (tests); default time.Now.
 	Now func() time.Time
+	// History configures the state history recorder.
+	History HistoryConfig
 }
 
-// Location is a point on Earth for sun triggers.
-type Location struct {
-	Latitude  float64 `json:"latitude"`
-	Longitude float64 `json:"longitude"`
+// Location is a point on Earth for sun triggers and conditions.
+type Location = rules.Location
+
+// place is the server's time zone and location, as runs see them.
+func (e *Engine) place() rules.Place {
+	return rules.Place{Zone: e.cfg.TimeZone, Location: e.cfg.Location}
 }
 
 // RetentionText renders the retention as an ISO 8601 duration.
@@ -66,6 +73,7 @@ func (c *Config) defaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
+	c.History.defaults()
 }
 
 // Engine ties the catalog, the Language, storage and the scheduler together.
@@ -78,10 +86,20 @@ type Engine struct {
 	cat   *catalogService
 	sched *scheduler
 	rec   *recorder
+	hist  *historyRecorder // nil when off, or without devices or storage
+	// rules is what validations, held programs and runs reuse: the
+	// engine owns it, rules keeps no state of its own.
+	rules *rules.Cache
+
+	guidesOnce sync.Once
+	guides     []rules.Guide // as served (Guides)
 
 	mu     sync.Mutex
 	closed bool
 	bodies map[string]*promotedBody // program_ref → compiled promoted body
+
+	holdMu sync.Mutex
+	holds  map[string]testHold // principal → its test runs in flight that will store
 
 	hubMu  sync.Mutex
 	subs   map[chan Event]struct{}
@@ -96,7 +114,7 @@ func New(cfg Config, devs *devices.Catalog, store *storage.Store, log *slog.Logg
 	if log == nil {
 		log = slog.Default()
 	}
-	e := &Engine{cfg: cfg, log: log, devs: devs, store: store}
+	e := &Engine{cfg: cfg, log: log, devs: devs, store: store, rules: rules.NewCache(), holds: map[string]testHold{}}
 	if store != nil {
 		store.SetClock(cfg.Now)
 	}
@@ -105,6 +123,9 @@ func New(cfg Config, devs *devices.Catalog, store *storage.Store, log *slog.Logg
 		e.rec = newRecorder(store, log, cfg.KeepPerStatus)
 		e.rec.announce = e.notify
 		e.sched = newScheduler(e)
+	}
+	if store != nil && devs != nil && !cfg.History.Off {
+		e.hist = newHistoryRecorder(store, devs, log.With("part", "history"), cfg.History, cfg.Now)
 	}
 	return e
 }
@@ -141,6 +162,9 @@ func (e *Engine) Start(ctx context.Context) error {
 		defer e.wg.Done()
 		e.purgeLoop(ctx)
 	}()
+	if e.hist != nil {
+		e.hist.start(ctx) // after the scheduler: its subscriber runs first
+	}
 	return nil
 }
 
@@ -159,6 +183,9 @@ func (e *Engine) Close() {
 	}
 	if e.sched != nil {
 		e.sched.close()
+	}
+	if e.hist != nil {
+		e.hist.close()
 	}
 	if e.rec != nil {
 		e.rec.close()

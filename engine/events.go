@@ -60,7 +60,7 @@ func (e *Engine) EventVisible(ctx context.Context, ev Event) bool {
 	p := e.principal(ctx)
 	switch ev.Type {
 	case "firing":
-		return ev.Principal != "" && ev.Principal == p.Name
+		return ev.Principal != "" && p.ownsRun(ev.Principal)
 	case "rule":
 		return ev.Principal != "" && e.visibleRule(p, storage.Rule{Name: ev.Rule, Principal: ev.Principal, Ref: ev.Ref})
 	}

@@ -26,6 +26,11 @@ type ExecuteRequest struct {
 	ExpectedCatalogVersion string          `json:"expected_catalog_version,omitempty"`
 	IdempotencyKey         string          `json:"idempotency_key,omitempty"`
 	TestRun                bool            `json:"test_run,omitempty"`
+	// Once runs the body a single time on the live house as the caller
+	// instead of installing it (see runOnce); Confirmed is the risk the
+	// caller confirmed for it. Not on the wire: the web UI's controls.
+	Once      bool          `json:"-"`
+	Confirmed pilotage.Risk `json:"-"`
 }
 
 // ExecuteResponse is pilotage_execute's result.
@@ -70,6 +75,11 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 	if err != nil {
 		return nil, err
 	}
+	release, err := e.holdTestStorage(ctx, p, req, v.version)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	idem, replay, err := e.claimIdem(ctx, p, v, req, reqErr)
 	if err != nil || replay != nil {
 		return replay, err
@@ -93,19 +103,21 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 		return refusal, err
 	}
 
-	// 4. Input binding.
+	// 4. Input binding: the params against their schema, then the
+	// program as it will run with them.
 	params, scenario, diags := bindInput(compiled, req.Input, req.TestRun)
+	var bnd *bound
+	if len(diags) == 0 {
+		if bnd, diags, err = e.bind(p, compiled, params); err != nil {
+			return nil, err
+		}
+	}
 	if len(diags) > 0 {
 		return refused(rules.StatusValidationError, "input does not bind to the program's params", diags), nil
 	}
 
 	// 5. Execution.
-	var resp *ExecuteResponse
-	if req.TestRun {
-		resp, err = e.testRun(ctx, p, runID, compiled, params, scenario, req)
-	} else {
-		resp, err = e.deploy(ctx, p, runID, compiled, params, req)
-	}
+	resp, err := e.execution(ctx, p, runID, compiled, bnd, params, scenario, req)
 	if err != nil {
 		return nil, err
 	}
@@ -115,6 +127,31 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 	}
 	idem.complete(ctx, resp)
 	return resp, nil
+}
+
+// execution is step 5 of execute: a test run, a manual run or a deploy.
+// c is the program as validated, b the program bound to params (what
+// runs).
+func (e *Engine) execution(ctx context.Context, p *Principal, runID string, c *rules.Compiled, b *bound, params map[string]any, sc *rules.Scenario, req ExecuteRequest) (*ExecuteResponse, error) {
+	switch {
+	case req.TestRun:
+		resp, err := e.testRun(ctx, p, runID, b.c, params, sc, req)
+		if out, ok := outputMap(resp); ok && b.refs {
+			out["plan"] = b.c.Plan // what a deploy with this input installs
+		}
+		return resp, err
+	case req.Once:
+		return e.runOnce(ctx, p, runID, b.c, params, req.Confirmed), nil
+	}
+	return e.deploy(ctx, p, runID, c, b, params, req)
+}
+
+func outputMap(resp *ExecuteResponse) (map[string]any, bool) {
+	if resp == nil {
+		return nil, false
+	}
+	m, ok := resp.Output.(map[string]any)
+	return m, ok
 }
 
 // checkRequest checks step 1 of execute: exactly one runnable, a visible
@@ -227,7 +264,7 @@ func (e *Engine) runnable(p *Principal, req ExecuteRequest, promoted *rules.Comp
 	}
 	if present(req.Context) {
 		return nil, refused(rules.StatusValidationError, "context is not accepted", []pilotage.Diagnostic{{
-			Code: "context_binding", Severity: pilotage.SeverityError, Path: "",
+			Code: rules.CodeContextBinding, Severity: pilotage.SeverityError, Path: "",
 			Message: "automation/1 declares no context_schema: omit context"}}), nil
 	}
 	return promoted, nil, nil
@@ -286,11 +323,14 @@ func kindOf(req ExecuteRequest) string {
 	if req.TestRun {
 		return "test"
 	}
+	if req.Once {
+		return storage.KindManual
+	}
 	return "deploy"
 }
 
 func refOf(c *rules.Compiled) string {
-	if c == nil || c.Program == nil {
+	if c == nil {
 		return ""
 	}
 	return programRef(c)
@@ -324,6 +364,9 @@ func runnableHash(req ExecuteRequest) string {
 		h.Write(canonicalJSON(req.Input))
 	}
 	fmt.Fprintf(h, "\x00test_run=%v", req.TestRun)
+	if req.Once {
+		h.Write([]byte("\x00once"))
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -20,14 +20,14 @@ const defaultModeMax = 10
 func (at *armedTrigger) fire(value, prev any, because string) {
 	ar := at.r
 	e := ar.s.e
-	tf := rules.TriggerFire{ID: at.t.ID, Value: value, From: prev, Time: e.Now(), Because: because}
+	tf := rules.TriggerFire{ID: at.t.ID(), Value: value, From: prev, Time: e.Now().In(e.cfg.TimeZone), Because: because}
 	ar.mu.Lock()
 	if ar.stopped {
 		ar.mu.Unlock()
 		return
 	}
-	mode := ar.c.Program.Mode
-	max := ar.c.Program.Max
+	mode := ar.c.Mode()
+	max := ar.c.Max()
 	if max <= 0 {
 		max = defaultModeMax
 	}
@@ -210,7 +210,11 @@ func (ar *armedRule) run(ctx context.Context, tf rules.TriggerFire, w *liveWorld
 		// interrupted.
 		ar.record(runID, started, pilotage.Outcome{OK: false, Status: rules.StatusRunning, Error: "the firing is running"}, nil, nil)
 	}
-	res := rules.Run(ctx, ar.c, w, rules.RunInput{Trigger: tf, Params: ar.params, Limits: e.cfg.Limits})
+	in := rules.RunInput{Trigger: tf, Params: ar.params, Limits: e.cfg.Limits, Cache: e.rules}
+	if ar.c.Throttle() > 0 {
+		in.Throttle = ar.throttleGate
+	}
+	res := rules.Run(ctx, ar.c, w, in)
 	out := res.Outcome
 	if out.Status == rules.StatusCancelled && errors.Is(ar.s.ctx.Err(), context.Canceled) {
 		out = pilotage.Outcome{OK: false, Status: rules.StatusInterrupted, Error: "the server stopped during the firing"}
@@ -303,27 +307,4 @@ type firingOutput struct {
 
 func (o *firingOutput) MarshalJSON() ([]byte, error) {
 	return json.Marshal(map[string]any{"calls": o.calls, "vars": orEmptyMap(o.vars)})
-}
-
-// takesTime reports whether a body contains a delay or a wait (anywhere):
-// such firings can span a restart.
-func takesTime(steps []*rules.Step) bool {
-	for _, st := range steps {
-		switch st.Kind {
-		case rules.StepDelay, rules.StepWait:
-			return true
-		}
-		if st.StepMore == nil {
-			continue
-		}
-		if takesTime(st.Then) || takesTime(st.Else) || takesTime(st.Default) || takesTime(st.Do) {
-			return true
-		}
-		for _, arm := range st.Choose {
-			if takesTime(arm.Do) {
-				return true
-			}
-		}
-	}
-	return false
 }

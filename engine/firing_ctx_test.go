@@ -11,7 +11,6 @@ import (
 
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/pilotage"
-	"github.com/pilothouse/pilothouse/rules"
 )
 
 // A firing is the context its body runs under: it must behave as
@@ -129,24 +128,24 @@ func TestDescribeChangeText(t *testing.T) {
 		}
 		return string(b)
 	}
-	tr := &rules.Trigger{ID: "t", Kind: rules.TriggerState, Entity: "hall_motion.occupancy"}
+	const entity = "hall_motion.occupancy"
 	for _, c := range []struct{ prev, cur any }{
 		{false, true}, {nil, 21.5}, {"off", "on"}, {1e21, math.NaN()},
 		{map[string]any{"a": []any{1, "<b>"}}, strings.Repeat("x", 300)},
 		{make(chan int), func() {}},
 	} {
-		got := describeChange(tr, devices.Change{Kind: devices.ChangeState, Prev: c.prev, Value: c.cur})
-		if want := fmt.Sprintf("%s changed from %s to %s", tr.Entity, old(c.prev), old(c.cur)); got != want {
+		got := describeChange(entity, devices.Change{Kind: devices.ChangeState, Prev: c.prev, Value: c.cur})
+		if want := fmt.Sprintf("%s changed from %s to %s", entity, old(c.prev), old(c.cur)); got != want {
 			t.Errorf("state %v -> %v:\n got %s\nwant %s", c.prev, c.cur, got, want)
 		}
-		got = describeChange(tr, devices.Change{Kind: devices.ChangeEvent, Value: c.cur})
-		if want := fmt.Sprintf("%s fired %s", tr.Entity, old(c.cur)); got != want {
+		got = describeChange(entity, devices.Change{Kind: devices.ChangeEvent, Value: c.cur})
+		if want := fmt.Sprintf("%s fired %s", entity, old(c.cur)); got != want {
 			t.Errorf("event %v:\n got %s\nwant %s", c.cur, got, want)
 		}
 	}
 	if !raceEnabled {
 		ch := devices.Change{Kind: devices.ChangeState, Prev: 20.5, Value: 21.0}
-		if n := testing.AllocsPerRun(100, func() { describeChange(tr, ch) }); n > 1 {
+		if n := testing.AllocsPerRun(100, func() { describeChange(entity, ch) }); n > 1 {
 			t.Errorf("describeChange allocates %.0f objects, want 1", n)
 		}
 	}

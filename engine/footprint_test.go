@@ -118,7 +118,7 @@ func TestPromotedBodyBaseline(t *testing.T) {
 			t.Errorf("baseline %d: %v, want %v", i, got, want[i])
 		}
 	}
-	own := newPromotedBody(&rules.Compiled{Program: &rules.Program{Name: "x"}, Raw: []byte(`{}`), Refs: []string{"a.set"}},
+	own := newPromotedBody(&rules.Compiled{Raw: []byte(`{}`), Refs: []string{"a.set"}},
 		"automation.x@0", []baselineSum{{id: "b.set", sum: [32]byte{1}}, {id: "c.set", sum: [32]byte{2}}})
 	if len(own.baseIDs) != 2 || own.baseline(0) != (baselineSum{"b.set", [32]byte{1}}) || own.baseline(1) != (baselineSum{"c.set", [32]byte{2}}) ||
 		string(own.compiled.Raw) != `{}` {

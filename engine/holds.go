@@ -75,7 +75,7 @@ func (w *pendingWriter) close() {
 
 // holdID names a trigger's window in the pending table.
 func (at *armedTrigger) holdID() string {
-	return at.r.name + "/" + at.t.ID
+	return at.r.name + "/" + at.t.ID()
 }
 
 // openHold starts the window; at.mu is held.
@@ -120,12 +120,12 @@ func (at *armedTrigger) resumeHold() {
 	holds := false
 	var val any
 	if e.devs != nil {
-		if l, ok := e.devs.Live(at.t.Entity); ok {
+		if l, ok := e.devs.Live(at.t.Entity()); ok {
 			val = l.Value
-			_, holds = matchTrigger(at.t, nil, l.Value, false)
+			_, holds = at.t.Match(nil, l.Value, false)
 		}
 	}
-	if at.t.Kind == rules.TriggerState && !at.t.To.Set {
+	if at.t.Kind() == rules.TriggerState && !at.t.To().Set {
 		holds = false // "any change" has nothing to hold
 	}
 	at.mu.Lock()
@@ -139,11 +139,11 @@ func (at *armedTrigger) resumeHold() {
 	if at.hold != nil {
 		return
 	}
-	deadline := e.Now().Add(at.t.For)
-	because := fmt.Sprintf("%s was %s when the rule was armed and held for %s", at.t.Entity, compact(val), at.t.For)
+	deadline := e.Now().Add(at.t.For())
+	because := fmt.Sprintf("%s was %s when the rule was armed and held for %s", at.t.Entity(), compact(val), at.t.For())
 	if hadSaved {
 		deadline = saved.Deadline
-		because = fmt.Sprintf("%s held %s since before the restart (window due %s)", at.t.Entity, compact(val), deadline.Format(time.RFC3339))
+		because = fmt.Sprintf("%s held %s since before the restart (window due %s)", at.t.Entity(), compact(val), deadline.Format(time.RFC3339))
 	}
 	at.openHold(val, nil, because, deadline)
 }

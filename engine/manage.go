@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -28,6 +29,11 @@ type RuleInfo struct {
 	Params      json.RawMessage `json:"params,omitempty"`
 	Plan        *pilotage.Plan  `json:"-"`
 	Program     json.RawMessage `json:"-"`
+	// Missing lists the catalog entries the rule references that are not
+	// in the catalog now (a device removed, renamed, or not announced yet
+	// since a restart): until they are back, the rule cannot fire, or
+	// its firings end broken.
+	Missing []string `json:"missing,omitempty"`
 }
 
 // FiringInfo is one recent run of a rule.
@@ -46,13 +52,17 @@ var ErrRuleNotFound = errors.New("no installed rule with that name")
 var ErrNotAllowed = errors.New("this principal may not manage rules")
 
 // visibleRule reports whether p may see rule r: its own rules, or a rule
-// whose promoted program is visible in p's catalog.
+// whose promoted program is visible in p's catalog; an administrator sees
+// every rule.
 func (e *Engine) visibleRule(p *Principal, r storage.Rule) bool {
-	if r.Principal == p.Name {
+	if p.ownsRun(r.Principal) {
 		return true
 	}
-	_, ok := e.cat.view(p).Get(r.Ref)
-	return ok
+	v := e.cat.view(p)
+	if _, ok := v.Get(r.Ref); !ok {
+		return false
+	}
+	return e.boundVisible(p, v, e.sched.ruleByName(r.Name))
 }
 
 // ListRules lists the installed rules visible to the caller, by name.
@@ -94,7 +104,9 @@ func (e *Engine) GetRule(ctx context.Context, name string, lastFirings int) (Rul
 	}
 	ri, err := e.ruleInfo(ctx, p, r, lastFirings)
 	if err == nil {
-		if b := e.body(r.Ref); b != nil {
+		if ar := e.sched.ruleByName(r.Name); ar != nil && len(ar.c.RefParams()) > 0 {
+			ri.Plan = rules.BuildPlan(ar.c) // bound: the real ids and risk
+		} else if b := e.body(r.Ref); b != nil {
 			ri.Plan = b.decodedPlan()
 		}
 	}
@@ -114,23 +126,23 @@ func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, las
 	}
 	if b := e.body(r.Ref); b != nil {
 		ri.Program = b.compiled.Raw
-		ri.Description = b.compiled.Program.Description
+		ri.Description = b.compiled.Description()
 		ri.MaxRisk = b.maxRisk
 	}
 	if ar := e.sched.ruleByName(r.Name); ar != nil {
-		info := ar.info(e)
-		ri.Triggers = info.Triggers
-		if r.Enabled && r.Broken == "" {
-			ri.NextFire = info.NextFire
+		if len(ar.c.RefParams()) > 0 {
+			ri.MaxRisk = rules.BuildPlan(ar.c).MaxRisk
 		}
-		if ar.broken != "" && ri.Broken == "" {
-			ri.Broken, ri.Status = ar.broken, "broken"
-		}
+		ar.describe(e, r.Enabled, &ri)
 	}
 	if lastFirings > 0 {
 		// Runs belong to the principal they ran under (a firing: the
-		// rule's installer), the same rule as the trace door.
+		// rule's installer), the same rule as the trace door; an
+		// administrator sees every firing.
 		f := storage.RunFilter{Rule: r.Name, Kind: "firing", Principal: p.Name, Limit: lastFirings, SkipEnvelope: true}
+		if p.Admin {
+			f.Principal = ""
+		}
 		runs, err := e.store.ListRuns(ctx, f)
 		if err != nil {
 			return ri, fmt.Errorf("engine: listing firings: %w", err)
@@ -140,6 +152,32 @@ func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, las
 		}
 	}
 	return ri, nil
+}
+
+// describe adds what the armed rule knows: its triggers, when it fires
+// next, and whether it can. A broken mark comes from a firing that found
+// a referenced entry gone or changed: it is judged against the catalog
+// now, as the next firing will judge it (a device that came back clears
+// it), without recording anything.
+func (ar *armedRule) describe(e *Engine, enabled bool, ri *RuleInfo) {
+	info := ar.info(e)
+	ri.Triggers = info.Triggers
+	ar.mu.Lock()
+	marked := ar.broken
+	ar.mu.Unlock()
+	if marked != "" || ri.Broken != "" {
+		ri.Broken = ar.brokenReason(e)
+	}
+	switch {
+	case ri.Broken != "":
+		ri.Status = "broken"
+	case enabled:
+		ri.Status = "enabled"
+		ri.NextFire = info.NextFire
+	default:
+		ri.Status = "disabled"
+	}
+	ri.Missing = ar.missing(e)
 }
 
 // SetRuleEnabled enables or disables a visible rule.
@@ -191,7 +229,7 @@ func (e *Engine) RuleVersions(ctx context.Context, name string) ([]storage.Progr
 	p, v := e.principal(ctx), (*view)(nil)
 	out := all[:0]
 	for _, pr := range all {
-		if pr.Principal != p.Name {
+		if !p.ownsRun(pr.Principal) {
 			if v == nil {
 				v = e.cat.view(p)
 			}
@@ -204,9 +242,13 @@ func (e *Engine) RuleVersions(ctx context.Context, name string) ([]storage.Progr
 	return out, nil
 }
 
-// ListRuns lists stored runs visible to the caller, newest first.
+// ListRuns lists stored runs visible to the caller, newest first: a run
+// belongs to the principal it ran under; an administrator sees every run
+// (f.Principal, when set, then narrows to one principal's).
 func (e *Engine) ListRuns(ctx context.Context, f storage.RunFilter) ([]storage.Run, error) {
-	f.Principal = e.principal(ctx).Name // a run belongs to the principal it ran under
+	if p := e.principal(ctx); !p.Admin {
+		f.Principal = p.Name
+	}
 	return e.store.ListRuns(ctx, f)
 }
 

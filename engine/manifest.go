@@ -47,6 +47,9 @@ type LanguageEntry struct {
 	Retention          string            `json:"retention,omitempty"`
 	TraceSubprogram    string            `json:"trace_subprogram,omitempty"`
 	PromotionAuthority string            `json:"promotion_authority,omitempty"`
+	// Environment is automation/1's own member: the server's time zone
+	// and whether sun triggers and conditions are available.
+	Environment *Environment `json:"environment,omitempty"`
 }
 
 // Version of the server binary (set by cmd at build time if desired).
@@ -81,6 +84,7 @@ func (e *Engine) Manifest() *Manifest {
 		lang.TraceSubprogram = "expanded"
 		lang.PromotionAuthority = "caller"
 	}
+	lang.Environment = e.Environment()
 	lang.Capabilities = caps
 	lang.Loop = loop
 	return &Manifest{

@@ -20,7 +20,11 @@ type Principal struct {
 	// usable as the stdio/in-process default principal).
 	TokenHash string `json:"-"`
 	Deploy    bool   `json:"deploy"`
-	Scope     Scope  `json:"scope"`
+	// Admin sees every installed rule, run and trace of the house,
+	// whoever installed or ran it (the owner is one); Scope still bounds
+	// its catalog. Managing a rule still needs Deploy.
+	Admin bool  `json:"admin,omitempty"`
+	Scope Scope `json:"scope"`
 }
 
 // Scope restricts what a principal sees. An empty allow list allows all;
@@ -44,7 +48,7 @@ type Scope struct {
 
 // Owner is the default all-seeing principal (stdio and unauthenticated
 // loopback serving without configured principals).
-var Owner = &Principal{Name: "owner", Deploy: true}
+var Owner = &Principal{Name: "owner", Deploy: true, Admin: true}
 
 // HashToken returns the stored form of a bearer token.
 func HashToken(token string) string {
@@ -60,6 +64,10 @@ func (p *Principal) Matches(token string) bool {
 	h := HashToken(token)
 	return subtle.ConstantTimeCompare([]byte(h), []byte(p.TokenHash)) == 1
 }
+
+// ownsRun reports whether p may see a run or a firing recorded under the
+// principal named ranAs: its own, or any when p is an administrator.
+func (p *Principal) ownsRun(ranAs string) bool { return p.Admin || ranAs == p.Name }
 
 // scopeKey identifies the scope for caching views.
 func (p *Principal) scopeKey() string { return p.Name }

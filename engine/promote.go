@@ -47,7 +47,7 @@ func programRef(c *rules.Compiled) string {
 		h.Write([]byte{0})
 		h.Write(baselineJSON(baselineOf(en)))
 	}
-	return "automation." + c.Program.Name + "@" + hex.EncodeToString(h.Sum(nil)[:6])
+	return "automation." + c.Name() + "@" + hex.EncodeToString(h.Sum(nil)[:6])
 }
 
 // promotedBody is a promoted program held in memory, compiled once. The
@@ -78,12 +78,11 @@ func (b *promotedBody) baseline(i int) baselineSum {
 	return bs
 }
 
-// newPromotedBody takes c's plan out of it, and compacts c (see
-// rules.Compiled.Compact). c must not be shared yet.
+// newPromotedBody holds c under ref (rules.Compiled.Hold), its plan taken
+// out and its JSON kept beside the baseline.
 func newPromotedBody(c *rules.Compiled, ref string, base []baselineSum) *promotedBody {
+	c = c.Hold(ref) // a copy of its own: its Raw and Plan change below
 	b := &promotedBody{compiled: c}
-	shareName(c, ref)
-	c.Compact()
 	// The baseline's ids are the referenced ids (both are the entries the
 	// program was validated against, sorted): share them when they are.
 	b.baseIDs = c.Refs
@@ -117,7 +116,7 @@ func (b *promotedBody) decodedPlan() *pilotage.Plan {
 	if !b.hasPlan {
 		return nil
 	}
-	enc, err := json.Marshal(rules.BuildPlan(b.compiled.Program, b.compiled.Entry))
+	enc, err := json.Marshal(rules.BuildPlan(b.compiled))
 	if err != nil {
 		return nil
 	}
@@ -158,8 +157,8 @@ var (
 // the body's aggregate: never safer than what it contains.
 func automationEntry(ref string, c *rules.Compiled, plan *pilotage.Plan) *pilotage.Entry {
 	schema := noParamsSchema
-	if len(bytes.TrimSpace(c.Program.Params)) > 0 {
-		schema = canonicalJSON(c.Program.Params)
+	if len(bytes.TrimSpace(c.Params())) > 0 {
+		schema = canonicalJSON(c.Params())
 	}
 	hints := pilotage.RiskHints{ReadOnly: true}
 	if plan != nil {
@@ -168,8 +167,8 @@ func automationEntry(ref string, c *rules.Compiled, plan *pilotage.Plan) *pilota
 	// The tag and a default description are cut from one string, and the
 	// tag list is allocated with the entry: a house holds one entry per
 	// promoted program, and each object is work for the collector.
-	name := c.Program.Name
-	tag, desc := "rule:"+name, c.Program.Description
+	name := c.Name()
+	tag, desc := "rule:"+name, c.Description()
 	if desc == "" {
 		both := "rule:" + name + "promoted automation/1 program " + name
 		tag, desc = both[:len("rule:")+len(name)], both[len("rule:")+len(name):]
@@ -192,17 +191,6 @@ type automationEntryAlloc struct {
 	tags  [1]string
 }
 
-// shareName makes c's program name the copy inside its program_ref
-// ("automation.<name>@<hash>"), which is held anyway. c must not be
-// shared yet.
-func shareName(c *rules.Compiled, ref string) {
-	name := c.Program.Name
-	const prefix = "automation."
-	if strings.HasPrefix(ref, prefix+name+"@") {
-		c.Program.Name = ref[len(prefix) : len(prefix)+len(name)]
-	}
-}
-
 // promotion is a program ready to be promoted: what storage keeps of it
 // and its catalog entry. Preparing it changes nothing in memory or
 // storage; commit registers it once storage holds it, so a deploy that
@@ -211,13 +199,14 @@ type promotion struct {
 	prog  storage.Program
 	entry *pilotage.Entry
 	base  map[string]baselineField
-	held  *promotedBody // the body already held under this ref, if any
+	held  *promotedBody   // the body already held under this ref, if any
+	c     *rules.Compiled // the program held under ref (rules.Compiled.Hold)
 }
 
 // preparePromotion computes c's program_ref, stored form and entry.
 func (e *Engine) preparePromotion(p *Principal, c *rules.Compiled) *promotion {
 	ref := programRef(c)
-	shareName(c, ref)
+	c = c.Hold(ref)
 	base := map[string]baselineField{}
 	for i, en := range c.Entries {
 		base[c.Refs[i]] = baselineOf(en)
@@ -233,24 +222,23 @@ func (e *Engine) preparePromotion(p *Principal, c *rules.Compiled) *promotion {
 	en := automationEntry(ref, c, plan)
 	hj, _ := json.Marshal(en.RiskHints)
 	prog := storage.Program{
-		Ref: ref, Name: c.Program.Name, Principal: p.Name, Body: canonicalJSON(c.Raw), Plan: pj,
+		Ref: ref, Name: c.Name(), Principal: p.Name, Body: canonicalJSON(c.Raw), Plan: pj,
 		Params: en.InputSchema, RiskHints: hj, Risk: string(en.Risk), Baseline: bj, CreatedAt: e.Now(),
 	}
-	return &promotion{prog: prog, entry: en, base: base, held: held}
+	return &promotion{prog: prog, entry: en, base: base, held: held, c: c}
 }
 
 // commitPromotion holds the promoted body and registers its catalog entry;
-// call it only once storage committed the program.
-func (e *Engine) commitPromotion(pr *promotion, c *rules.Compiled) {
-	if pr.held == nil {
-		e.rememberBody(pr.prog.Ref, newPromotedBody(c, pr.prog.Ref, baselineSums(pr.base)))
-	} else {
-		// c is the held body's twin: an installed rule keeps it, so it is
-		// held as compactly (the plan is the held body's).
-		c.Compact()
-		c.Plan = nil
+// call it only once storage committed the program. It returns the held
+// program, for an installed rule to keep: a body promoted before is the
+// same program (refs are content-addressed), so a redeploy keeps that one.
+func (e *Engine) commitPromotion(pr *promotion) *rules.Compiled {
+	b := pr.held
+	if b == nil {
+		b = e.rememberBody(pr.prog.Ref, newPromotedBody(pr.c, pr.prog.Ref, baselineSums(pr.base)))
 	}
-	e.cat.addAutomation(pr.entry, c)
+	e.cat.addAutomation(pr.entry, b.compiled)
+	return b.compiled
 }
 
 // rememberBody holds b as ref's body, unless one is held already (refs
@@ -400,7 +388,7 @@ func (l *loader) register(pr storage.Program) {
 			e.log.Warn("promoted program no longer compiles; its rule will be marked broken", "ref", pr.Ref, "err", err)
 			return
 		}
-		shareName(c, pr.Ref)
+		c = c.Hold(pr.Ref)
 		plan = c.Plan
 	}
 	for i, id := range c.Refs {
@@ -435,7 +423,7 @@ func (e *Engine) compileStored(pr storage.Program) (*rules.Compiled, error) {
 	}
 	sort.Strings(cat.ids)
 	res, err := rules.Validate(pr.Body, cat, rules.ValidateOptions{
-		Limits: e.cfg.Limits, HasLocation: true,
+		Limits: e.cfg.Limits, HasLocation: true, Zone: e.cfg.TimeZone, Cache: e.rules, Recorded: true,
 		Automation: func(id string) (*rules.Compiled, bool) {
 			if b := e.body(id); b != nil {
 				return b.compiled, true
@@ -504,12 +492,12 @@ func bindInput(c *rules.Compiled, raw json.RawMessage, testRun bool) (map[string
 		sc = &parsed
 		params = rest
 	}
-	if d := rules.CheckParams(c.Program, params, ""); len(d) > 0 {
+	if d := rules.CheckParams(c, params, ""); len(d) > 0 {
 		return nil, nil, d
 	}
 	return params, sc, nil
 }
 
 func inputDiag(path, msg string) pilotage.Diagnostic {
-	return pilotage.Diagnostic{Code: "input_binding", Severity: pilotage.SeverityError, Path: path, Message: msg}
+	return pilotage.Diagnostic{Code: rules.CodeInputBinding, Severity: pilotage.SeverityError, Path: path, Message: msg}
 }

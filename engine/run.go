@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -19,6 +20,16 @@ func (e *Engine) testRun(ctx context.Context, p *Principal, runID string, c *rul
 		scen = *sc
 	}
 	v := e.cat.view(p)
+	if d := rules.CheckScenarioIDs(scen, func(id string) (pilotage.Kind, bool) {
+		en, ok := v.Get(id)
+		if !ok {
+			return "", false
+		}
+		return en.Kind, true
+	}); len(d) > 0 {
+		return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: rules.StatusValidationError, Error: "the scenario names ids that are not in the catalog"},
+			Diagnostics: d}, nil
+	}
 	base := func(id string) (any, bool) {
 		if _, ok := v.Get(id); !ok || e.devs == nil {
 			return nil, false
@@ -29,18 +40,26 @@ func (e *Engine) testRun(ctx context.Context, p *Principal, runID string, c *rul
 		}
 		return l.Value, true
 	}
-	start := e.Now().In(e.cfg.TimeZone)
-	if scen.Now != nil {
-		start = *scen.Now
-	}
-	w := rules.NewSimWorld(base, start, scen, e.simEffects)
+	w := rules.NewSimWorld(base, e.Now(), scen, e.simEffects)
+	w.SetPlace(e.place())
+	w.SetChangedBase(func(id string) (time.Time, bool) { return e.lastChanged(p, id) })
 	e.addSubprograms(p, w, c, 0)
 	tf, err := rules.FireFor(c, scen, w)
 	if err != nil {
 		return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: rules.StatusValidationError, Error: err.Error()},
 			Diagnostics: []pilotage.Diagnostic{inputDiag("/scenario/trigger", err.Error())}}, nil
 	}
-	res := rules.Run(ctx, c, w, rules.RunInput{Trigger: tf, Params: params, Limits: e.cfg.Limits})
+	// The World's clock is virtual: MaxWall bounds the run's simulated
+	// time, MaxTestRunWall its real time. The request's context ends it
+	// too (an evaluation checks it as it goes).
+	wall := e.cfg.Limits.MaxTestRunWall
+	if wall <= 0 {
+		wall = rules.DefaultLimits.MaxTestRunWall
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, wall, fmt.Errorf("the test run took longer than %s of real time (MaxTestRunWall)", wall))
+	defer cancel()
+	res := rules.Run(ctx, c, w, rules.RunInput{Trigger: tf, Params: params, Limits: e.cfg.Limits, Cache: e.rules,
+		Throttle: w.Throttle(c.Throttle())})
 	resp := &ExecuteResponse{RunID: runID, Outcome: res.Outcome}
 	if res.Outcome.OK {
 		calls := res.Calls
@@ -92,14 +111,24 @@ type DeployOutput struct {
 	Rule       string        `json:"rule"`
 	Replaced   bool          `json:"replaced"`
 	Triggers   []TriggerInfo `json:"triggers"`
-	NextFire   *time.Time    `json:"next_fire,omitempty"`
+	NextFire   *time.Time    `json:"next_fire,omitempty"` // local, with its UTC offset
+	TimeZone   string        `json:"time_zone"`           // the server's: schedules and next_fire are in it
+	// Plan is the installed rule's plan when its catalog params were
+	// bound: the real ids, arguments and risk (the program's own plan
+	// shows the worst its constraints admit).
+	Plan *pilotage.Plan `json:"plan,omitempty"`
+	// Warnings of the program as bound (overlapping_rule).
+	Warnings []pilotage.Diagnostic `json:"warnings,omitempty"`
 }
 
 // deploy installs the program as a rule: promote, persist in one
 // transaction, arm (replacing a rule of the same name atomically). It is
 // all or nothing: memory (the catalog entry, the held body, the armed
 // rule) changes only after storage committed the program and the rule.
-func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rules.Compiled, params map[string]any, req ExecuteRequest) (*ExecuteResponse, error) {
+//
+// The program is promoted as written (its entry declares the worst risk
+// its catalog params admit); the rule runs b, the program bound to params.
+func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rules.Compiled, b *bound, params map[string]any, req ExecuteRequest) (*ExecuteResponse, error) {
 	t0 := e.Now()
 	ms := func() *float64 { d := float64(e.Now().Sub(t0)) / float64(time.Millisecond); return &d }
 	fail := func(status, msg, stepErr string, steps []pilotage.TraceStep) *ExecuteResponse {
@@ -113,31 +142,43 @@ func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rule
 	// A rule of the same name is replaced only if this principal could
 	// manage it (see it and deploy): a deployer with a narrow scope must
 	// not overwrite a rule it cannot see.
-	existing, getErr := e.store.GetRule(ctx, c.Program.Name)
+	existing, getErr := e.store.GetRule(ctx, c.Name())
 	if getErr != nil && !errors.Is(getErr, storage.ErrNotFound) {
-		e.log.Warn("deploy: reading the installed rule failed; nothing was installed", "rule", c.Program.Name, "err", getErr)
+		e.log.Warn("deploy: reading the installed rule failed; nothing was installed", "rule", c.Name(), "err", getErr)
 		return fail(rules.StatusPartial, "reading the installed rules failed; nothing was promoted or installed", getErr.Error(), nil), nil
 	}
 	replaced := getErr == nil
 	if replaced && !e.visibleRule(p, existing) {
-		return fail(rules.StatusDenied, "a rule named "+quote(c.Program.Name)+" is installed by another principal; choose another name", "name taken", nil), nil
+		return fail(rules.StatusDenied, "a rule named "+quote(c.Name())+" is installed by another principal; choose another name", "name taken", nil), nil
 	}
 	pr := e.preparePromotion(p, c)
-	steps := []pilotage.TraceStep{{ID: "promote", Input: map[string]any{"name": c.Program.Name}, Output: map[string]any{"program_ref": pr.prog.Ref, "risk": pr.prog.Risk},
+	name := pr.c.Name() // the copy inside the program_ref
+	steps := []pilotage.TraceStep{{ID: "promote", Input: map[string]any{"name": name}, Output: map[string]any{"program_ref": pr.prog.Ref, "risk": pr.prog.Risk},
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()}}
+	if b.refs {
+		steps = append(steps, pilotage.TraceStep{ID: "bind", Input: params, Output: map[string]any{"references": b.references(params), "max_risk": b.c.Plan.MaxRisk},
+			Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()})
+	}
 	now := e.Now()
 	paramsJSON, _ := json.Marshal(params)
-	rule := storage.Rule{Name: c.Program.Name, Ref: pr.prog.Ref, Principal: p.Name, Enabled: true, Params: paramsJSON, InstalledAt: now, UpdatedAt: now}
+	rule := storage.Rule{Name: name, Ref: pr.prog.Ref, Principal: p.Name, Enabled: true, Params: paramsJSON, Binding: b.binding(), InstalledAt: now, UpdatedAt: now}
 	if err := e.store.InstallRule(ctx, pr.prog, rule); err != nil {
 		e.log.Warn("deploy: storing the program and the rule failed; nothing was installed", "rule", rule.Name, "err", err)
 		return fail(rules.StatusPartial, "storing the program and the rule failed; nothing was promoted or installed", err.Error(), steps), nil
 	}
-	e.commitPromotion(pr, c)
+	armed := e.commitPromotion(pr)
+	if b.refs {
+		armed = heldBound(b.c, pr.prog.Ref)
+	}
 	steps = append(steps, pilotage.TraceStep{ID: "install", Output: map[string]any{"rule": rule.Name, "replaced": replaced},
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()})
-	ar := e.sched.install(rule, c, params, e.cat.view(p).devGen+1)
+	ar := e.sched.install(rule, armed, params, e.cat.view(p).devGen+1)
 	info := ar.info(e)
-	out := &DeployOutput{ProgramRef: pr.prog.Ref, Rule: rule.Name, Replaced: replaced, Triggers: info.Triggers, NextFire: info.NextFire}
+	out := &DeployOutput{ProgramRef: pr.prog.Ref, Rule: rule.Name, Replaced: replaced, Triggers: info.Triggers, NextFire: info.NextFire,
+		TimeZone: zoneText(e.cfg.TimeZone), Warnings: b.warnings}
+	if b.refs {
+		out.Plan = b.c.Plan
+	}
 	steps = append(steps, pilotage.TraceStep{ID: "arm", Output: map[string]any{"triggers": info.Triggers, "next_fire": info.NextFire},
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()})
 	e.notify(Event{Type: "rule", Rule: rule.Name, RunID: runID, Status: "installed", OK: true, Time: e.Now(), Principal: rule.Principal, Ref: rule.Ref})

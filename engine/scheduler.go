@@ -4,9 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"reflect"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -36,7 +33,6 @@ type scheduler struct {
 	pend       *pendingWriter
 	savedHolds map[string]storage.Pending // held windows persisted before the start
 	closing    bool                       // set under mu by close: disarming keeps persisted windows
-	gen        uint64                     // device snapshot generation last checked for broken rules
 	work       *workers                   // goroutines firings run on
 }
 
@@ -62,6 +58,7 @@ type armedRule struct {
 	running    []*firing
 	queue      []rules.TriggerFire
 	broken     string
+	lastBody   time.Time // when the body last started (throttled rules)
 
 	// The trigger of a one-trigger rule (most rules), allocated with it.
 	one     armedTrigger
@@ -71,8 +68,8 @@ type armedRule struct {
 // armedTrigger is one trigger of an armed rule.
 type armedTrigger struct {
 	r    *armedRule
-	t    *rules.Trigger
-	self [1]*armedTrigger // {itself}: the index entry of an entity only it watches
+	t    *rules.RunTrigger // in the rule's run form
+	self [1]*armedTrigger  // {itself}: the index entry of an entity only it watches
 	mu   sync.Mutex
 	hold *time.Timer // pending "for" window
 
@@ -87,7 +84,9 @@ type TriggerInfo struct {
 	Kind     string     `json:"kind"`
 	Entity   string     `json:"entity,omitempty"`
 	Spec     string     `json:"spec,omitempty"`
-	NextFire *time.Time `json:"next_fire,omitempty"`
+	NextFire *time.Time `json:"next_fire,omitempty"` // local, with its UTC offset
+	// TimeZone is the zone a schedule or sun trigger's times are in.
+	TimeZone string `json:"time_zone,omitempty"`
 }
 
 // ruleArmInfo is the arming summary of a rule.
@@ -132,7 +131,17 @@ func (s *scheduler) start(ctx context.Context) error {
 		}
 		var params map[string]any
 		_ = json.Unmarshal(r.Params, &params)
-		s.install(r, b.compiled, params, 0)
+		c := b.compiled
+		if len(c.RefParams()) > 0 {
+			bc, err := s.e.rebind(r, c, params)
+			if err != nil {
+				s.e.log.Warn("rule no longer binds; it is marked broken", "rule", r.Name, "err", err)
+				_ = s.e.store.SetRuleBroken(ctx, r.Name, err.Error())
+				continue
+			}
+			c = bc
+		}
+		s.install(r, c, params, 0)
 	}
 	if s.e.devs != nil {
 		s.unsub = s.e.devs.Subscribe(s.onChange)
@@ -171,20 +180,23 @@ func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[str
 		params = nil // a run copies its params: nil reads as none
 	}
 	ar := &armedRule{s: s, name: rule.Name, ref: rule.Ref, enabled: rule.Enabled, c: c, params: params, principal: p,
-		broken: rule.Broken, waits: takesTime(c.Program.Steps), checkedGen: validatedAt}
-	switch ts := c.Program.Triggers; len(ts) {
+		broken: rule.Broken, waits: c.TakesTime(), checkedGen: validatedAt}
+	if c.Throttle() > 0 {
+		ar.lastBody = s.lastBodyStart(rule.Name)
+	}
+	switch ts := c.Triggers(); len(ts) {
 	case 0:
 	case 1:
-		ar.one.r, ar.one.t = ar, ts[0]
+		ar.one.r, ar.one.t = ar, &ts[0]
 		ar.one.self[0] = &ar.one
 		ar.oneList[0] = &ar.one
 		ar.triggers = ar.oneList[:]
 	default:
 		ats := make([]armedTrigger, len(ts))
 		ar.triggers = make([]*armedTrigger, len(ts))
-		for i, t := range ts {
+		for i := range ts {
 			at := &ats[i]
-			at.r, at.t = ar, t
+			at.r, at.t = ar, &ts[i]
 			at.self[0] = at
 			ar.triggers[i] = at
 		}
@@ -207,28 +219,24 @@ func (s *scheduler) armLocked(ar *armedRule) {
 	ar.mu.Unlock()
 	for _, at := range ar.triggers {
 		t := at.t
-		switch t.Kind {
+		switch t.Kind() {
 		case rules.TriggerState, rules.TriggerNumeric, rules.TriggerEvent:
-			if ats := s.index[t.Entity]; len(ats) == 0 {
-				s.index[t.Entity] = at.self[:] // no array of its own for an entity one trigger watches
+			if ats := s.index[t.Entity()]; len(ats) == 0 {
+				s.index[t.Entity()] = at.self[:] // no array of its own for an entity one trigger watches
 			} else {
-				s.index[t.Entity] = append(ats, at)
+				s.index[t.Entity()] = append(ats, at)
 			}
-			if t.For > 0 && t.Kind != rules.TriggerEvent {
+			if t.For() > 0 && t.Kind() != rules.TriggerEvent {
 				at.resumeHold()
 			}
 		case rules.TriggerCron, rules.TriggerTime:
-			spec := t.Cron
-			if t.Kind == rules.TriggerTime {
-				spec = timeOfDaySpec(t.At)
-			}
-			sch, err := rules.ParseCron(spec)
-			if err != nil {
-				s.e.log.Warn("cron spec no longer parses", "rule", ar.name, "spec", spec, "err", err)
+			sch := t.Schedule() // parsed when the program was decoded
+			if sch == nil {
+				s.e.log.Warn("trigger has no schedule", "rule", ar.name, "trigger", t.ID())
 				continue
 			}
-			at := at
-			at.cronID = s.cron.Schedule(sch, cron.FuncJob(func() { at.fire(nil, nil, "schedule "+spec) }))
+			because := "schedule " + t.CronSpec()
+			at.cronID = s.cron.Schedule(sch, cron.FuncJob(func() { at.fire(nil, nil, because) }))
 		case rules.TriggerSun:
 			s.armSun(ar, at)
 		}
@@ -241,13 +249,13 @@ func (s *scheduler) armSun(ar *armedRule, at *armedTrigger) {
 	if loc == nil {
 		return
 	}
-	next := nextSunEvent(s.e.Now(), *loc, at.t.Sun, at.t.Offset)
+	sun, offset := at.t.Sun()
+	next := rules.NextSunEvent(s.e.Now().In(s.e.cfg.TimeZone), *loc, sun, offset)
 	if next.IsZero() {
 		return
 	}
-	var tm *time.Timer
-	tm = time.AfterFunc(next.Sub(s.e.Now()), func() {
-		at.fire(nil, nil, at.t.Sun+" at "+next.In(s.e.cfg.TimeZone).Format("15:04"))
+	tm := time.AfterFunc(next.Sub(s.e.Now()), func() {
+		at.fire(nil, nil, sun+" at "+next.In(s.e.cfg.TimeZone).Format("15:04"))
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.rules[ar.name] == ar && ar.enabled {
@@ -260,7 +268,8 @@ func (s *scheduler) armSun(ar *armedRule, at *armedTrigger) {
 // disarmLocked removes a rule's triggers and cancels its firings.
 func (s *scheduler) disarmLocked(ar *armedRule) {
 	for _, at := range ar.triggers {
-		ids := s.index[at.t.Entity]
+		entity := at.t.Entity()
+		ids := s.index[entity]
 		// A new array: onChange reads index slices after releasing the
 		// lock (arming only appends past the length a reader holds).
 		for i, x := range ids {
@@ -270,9 +279,9 @@ func (s *scheduler) disarmLocked(ar *armedRule) {
 			}
 		}
 		if len(ids) == 0 {
-			delete(s.index, at.t.Entity)
+			delete(s.index, entity)
 		} else {
-			s.index[at.t.Entity] = ids
+			s.index[entity] = ids
 		}
 		at.mu.Lock()
 		at.closeHold(!s.closing) // at shutdown the window's deadline is kept
@@ -313,10 +322,10 @@ func (s *scheduler) onChange(ch devices.Change) {
 // held window.
 func (at *armedTrigger) observe(ch devices.Change) {
 	t := at.t
-	matched, holds := matchTrigger(t, ch.Prev, ch.Value, ch.Kind == devices.ChangeEvent)
-	if t.For <= 0 {
+	matched, holds := t.Match(ch.Prev, ch.Value, ch.Kind == devices.ChangeEvent)
+	if t.For() <= 0 {
 		if matched {
-			at.fire(ch.Value, ch.Prev, describeChange(t, ch))
+			at.fire(ch.Value, ch.Prev, describeChange(t.Entity(), ch))
 		}
 		return
 	}
@@ -326,44 +335,15 @@ func (at *armedTrigger) observe(ch devices.Change) {
 		at.closeHold(true)
 	}
 	if matched && at.hold == nil {
-		at.openHold(ch.Value, ch.Prev, describeChange(t, ch)+" and held for "+t.For.String(), at.r.s.e.Now().Add(t.For))
+		at.openHold(ch.Value, ch.Prev, describeChange(t.Entity(), ch)+" and held for "+t.For().String(), at.r.s.e.Now().Add(t.For()))
 	}
 }
 
-// matchTrigger reports whether a change fires t now (matched) and whether
-// t's condition still holds (for held windows).
-func matchTrigger(t *rules.Trigger, prev, cur any, isEvent bool) (matched, holds bool) {
-	switch t.Kind {
-	case rules.TriggerEvent:
-		ok := !t.To.Set || valueEqual(t.To.V, cur)
-		return ok && isEvent, false
-	case rules.TriggerNumeric:
-		in := func(v any) bool {
-			f, ok := toFloat(v)
-			if !ok {
-				return false
-			}
-			return (t.Above == nil || f > *t.Above) && (t.Below == nil || f < *t.Below)
-		}
-		now := in(cur)
-		return now && !in(prev), now
-	default: // state
-		if valueEqual(prev, cur) {
-			return false, t.To.Set && valueEqual(t.To.V, cur)
-		}
-		toOK := !t.To.Set || valueEqual(t.To.V, cur)
-		fromOK := !t.From.Set || valueEqual(t.From.V, prev)
-		// Without "to", a window holds while the state stays put: a further
-		// change ends it (and opens a new one).
-		return toOK && fromOK, t.To.Set && toOK
-	}
-}
-
-func describeChange(t *rules.Trigger, ch devices.Change) string {
+func describeChange(entity string, ch devices.Change) string {
 	// One allocation, not one per part and a Sprintf: the text is built
 	// in a buffer that becomes the string (nothing else refers to it).
-	b := make([]byte, 0, len(t.Entity)+48)
-	b = append(b, t.Entity...)
+	b := make([]byte, 0, len(entity)+48)
+	b = append(b, entity...)
 	if ch.Kind == devices.ChangeEvent {
 		b = append(b, " fired "...)
 	} else {
@@ -387,97 +367,35 @@ func appendCompact(b []byte, v any) []byte {
 	return b
 }
 
-// valueEqual compares JSON-ish values, numbers by value.
-func valueEqual(a, b any) bool {
-	if fa, ok := toFloat(a); ok {
-		if fb, ok := toFloat(b); ok {
-			return fa == fb
-		}
-		return false
-	}
-	if sa, ok := a.(string); ok {
-		if sb, ok := b.(string); ok {
-			return sa == sb
-		}
-		return false
-	}
-	return reflect.DeepEqual(a, b)
-}
-
-func toFloat(v any) (float64, bool) {
-	switch x := v.(type) {
-	case float64:
-		return x, true
-	case float32:
-		return float64(x), true
-	case int:
-		return float64(x), true
-	case int64:
-		return float64(x), true
-	case json.Number:
-		f, err := x.Float64()
-		return f, err == nil
-	case string:
-		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
-		return f, err == nil && strings.TrimSpace(x) != ""
-	}
-	return 0, false
-}
-
-// timeOfDaySpec turns "HH:MM[:SS]" into a cron spec with seconds.
-func timeOfDaySpec(at string) string {
-	parts := strings.Split(at, ":")
-	sec := "0"
-	if len(parts) == 3 {
-		sec = strings.TrimLeft(parts[2], "0")
-		if sec == "" {
-			sec = "0"
-		}
-	}
-	h := strings.TrimLeft(parts[0], "0")
-	if h == "" {
-		h = "0"
-	}
-	m := "0"
-	if len(parts) > 1 {
-		m = strings.TrimLeft(parts[1], "0")
-		if m == "" {
-			m = "0"
-		}
-	}
-	return fmt.Sprintf("%s %s %s * * *", sec, m, h)
-}
-
 // info summarises a rule's triggers and next scheduled time.
 func (ar *armedRule) info(e *Engine) ruleArmInfo {
 	var out ruleArmInfo
 	now := e.Now()
 	for _, at := range ar.triggers {
 		t := at.t
-		ti := TriggerInfo{ID: t.ID, Kind: string(t.Kind), Entity: t.Entity}
+		ti := TriggerInfo{ID: t.ID(), Kind: string(t.Kind()), Entity: t.Entity()}
 		var next time.Time
-		switch t.Kind {
-		case rules.TriggerCron:
-			ti.Spec = t.Cron
-			if sch, err := rules.ParseCron(t.Cron); err == nil {
-				next = sch.Next(now.In(e.cfg.TimeZone))
-			}
-		case rules.TriggerTime:
-			ti.Spec = t.At
-			if sch, err := rules.ParseCron(timeOfDaySpec(t.At)); err == nil {
+		switch t.Kind() {
+		case rules.TriggerCron, rules.TriggerTime:
+			ti.Spec = t.Spec()
+			if sch := t.Schedule(); sch != nil {
 				next = sch.Next(now.In(e.cfg.TimeZone))
 			}
 		case rules.TriggerSun:
-			ti.Spec = t.Sun
-			if t.Offset != 0 {
-				ti.Spec += " " + t.Offset.String()
+			sun, offset := t.Sun()
+			ti.Spec = sun
+			if offset != 0 {
+				ti.Spec += " " + offset.String()
 			}
 			if e.cfg.Location != nil {
-				next = nextSunEvent(now, *e.cfg.Location, t.Sun, t.Offset)
+				next = rules.NextSunEvent(now.In(e.cfg.TimeZone), *e.cfg.Location, sun, offset)
 			}
 		}
+		if k := t.Kind(); k == rules.TriggerCron || k == rules.TriggerTime || k == rules.TriggerSun {
+			ti.TimeZone = zoneText(e.cfg.TimeZone)
+		}
 		if !next.IsZero() {
-			n := next
+			n := next.In(e.cfg.TimeZone)
 			ti.NextFire = &n
 			if out.NextFire == nil || n.Before(*out.NextFire) {
 				out.NextFire = &n
@@ -519,6 +437,23 @@ func (s *scheduler) remove(name string) {
 		s.disarmLocked(ar)
 		delete(s.rules, name)
 	}
+}
+
+// missing lists the referenced entries the rule's principal cannot find
+// in the catalog now, without side effects (brokenReason, run when the
+// rule fires, also records the rule broken).
+func (ar *armedRule) missing(e *Engine) []string {
+	if e.devs == nil {
+		return nil
+	}
+	v := e.cat.view(ar.principal)
+	var out []string
+	for _, id := range ar.c.Refs {
+		if _, ok := v.Get(id); !ok {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // entryBaseline checks that every entry the rule references still exists

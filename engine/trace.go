@@ -28,8 +28,8 @@ type TraceResponse struct {
 	Narration string           `json:"narration,omitempty"`
 }
 
-// Trace fetches a stored run. Unknown, expired, non-retained and other
-// principals' runs are the same not_found.
+// Trace fetches a stored run. Unknown, expired, non-retained and (unless the
+// caller is an administrator) other principals' runs are the same not_found.
 func (e *Engine) Trace(ctx context.Context, req TraceRequest) (*TraceResponse, error) {
 	p := e.principal(ctx)
 	level := req.TraceLevel
@@ -133,21 +133,22 @@ func (e *Engine) RunInfo(ctx context.Context, id string) (RunMeta, error) {
 }
 
 // retainedRun reads a run p may see: runs belong to the principal they ran
-// under. Unknown, expired, non-retained and other principals' runs are the
-// same not_found (spec §6.6), reached by the same path at the same cost:
-// the store compares the principal before it reads the envelope, so a
-// foreign run's existence and size do not show in the response time.
+// under (an administrator sees every run). Unknown, expired, non-retained
+// and other principals' runs are the same not_found (spec §6.6), reached by
+// the same path at the same cost: the store compares the principal before
+// it reads the envelope, so a foreign run's existence and size do not show
+// in the response time.
 func (e *Engine) retainedRun(ctx context.Context, p *Principal, id string) (storage.Run, error) {
 	notFound := pilotage.Errorf(pilotage.ErrNotFound, "no retained run with that run_id")
 	if e.store == nil {
 		return storage.Run{}, notFound
 	}
-	run, err := e.store.GetRunOf(ctx, id, p.Name)
+	run, err := e.getRunFor(ctx, p, id)
 	if errors.Is(err, storage.ErrNotFound) && e.rec != nil && e.rec.pending() {
 		// A firing listed from memory (the rule's latest firings) may still
 		// wait in the recorder's batch.
 		e.rec.flush()
-		run, err = e.store.GetRunOf(ctx, id, p.Name)
+		run, err = e.getRunFor(ctx, p, id)
 	}
 	if errors.Is(err, storage.ErrNotFound) {
 		return storage.Run{}, notFound
@@ -159,4 +160,13 @@ func (e *Engine) retainedRun(ctx context.Context, p *Principal, id string) (stor
 		return storage.Run{}, notFound
 	}
 	return run, nil
+}
+
+// getRunFor reads run id if p may see it: an administrator any run, anyone
+// else only its own (compared in the statement, before the envelope).
+func (e *Engine) getRunFor(ctx context.Context, p *Principal, id string) (storage.Run, error) {
+	if p.Admin {
+		return e.store.GetRun(ctx, id)
+	}
+	return e.store.GetRunOf(ctx, id, p.Name)
 }

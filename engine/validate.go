@@ -34,15 +34,14 @@ func (e *Engine) validate(p *Principal, program, ctxRaw json.RawMessage) (*Valid
 		Limits:      e.cfg.Limits,
 		Context:     ctxRaw,
 		HasLocation: e.cfg.Location != nil,
+		Zone:        e.cfg.TimeZone,
 		Automation:  func(id string) (*rules.Compiled, bool) { return e.automationBody(p, id) },
+		Cache:       e.rules,
+		Installed:   e.installed(p),
 	}
 	res, err := rules.Validate(program, v, opts)
 	if err != nil {
-		if re, ok := err.(*pilotage.RequestError); ok {
-			re.CatalogVersion = v.version
-			return nil, nil, re
-		}
-		return nil, nil, &pilotage.RequestError{Kind: pilotage.ErrInvalidRequest, Message: err.Error(), CatalogVersion: v.version}
+		return nil, nil, requestError(err, v.version)
 	}
 	out := &ValidateResponse{
 		Valid:          res.Valid,

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 
 	mochi "github.com/mochi-mqtt/server/v2"
-	"github.com/mochi-mqtt/server/v2/hooks/auth"
 	"github.com/mochi-mqtt/server/v2/listeners"
 	"github.com/mochi-mqtt/server/v2/packets"
 )
@@ -51,7 +50,10 @@ func WithAuthLogger(l *slog.Logger) BrokerOption {
 // listener must be loopback: any other address fails with
 // ErrAnonymousListener, as Mosquitto 2 refuses anonymous clients beyond
 // loopback. With users, every network client must authenticate, on
-// loopback too; the Inline client needs no credentials.
+// loopback too; the Inline client needs no credentials. Either way a
+// CONNECT whose last will could not be published as a PUBLISH (its user's
+// write filters, $SYS, wildcards) is refused: mochi sends wills without
+// asking the ACL.
 func StartBroker(addr string, logger *slog.Logger, opts ...BrokerOption) (*Broker, error) {
 	var cfg brokerConfig
 	for _, o := range opts {
@@ -80,14 +82,11 @@ func StartBroker(addr string, logger *slog.Logger, opts ...BrokerOption) (*Broke
 		InlineClient:           true, // Broker.Inline: the server's own client
 	})
 	b := &Broker{srv: srv, ln: ln, guard: new(retainGuard), router: new(inlineRouter)}
-	var hook mochi.Hook = new(auth.AllowHook)
-	if len(users) > 0 {
-		alog := blog
-		if cfg.authLog != nil {
-			alog = cfg.authLog.With("component", "mqtt-broker")
-		}
-		hook = &authHook{users: users, log: alog, counts: &b.auth}
+	alog := blog
+	if cfg.authLog != nil {
+		alog = cfg.authLog.With("component", "mqtt-broker")
 	}
+	hook := &authHook{anonymous: len(users) == 0, users: users, sessions: srv.Clients, log: alog, counts: &b.auth}
 	for _, h := range []mochi.Hook{hook, b.guard, b.router} {
 		if err := srv.AddHook(h, nil); err != nil {
 			_ = ln.Close()
@@ -206,8 +205,8 @@ func (c *trackedConn) Close() error {
 // issue #200): storing a retained message writes a topic node's retainPath
 // under that node's lock, while delivering retained messages to a new
 // wildcard subscription reads it without the lock. The guard makes the
-// processing of a retained PUBLISH exclusive with the retained-message
-// delivery of a SUBSCRIBE. Each client's packets are processed one at a
+// processing of a retained PUBLISH (or the sending of a retained will)
+// exclusive with the retained-message delivery of a SUBSCRIBE. Each client's packets are processed one at a
 // time on that client's goroutine, so the lock taken in OnPublish or
 // OnSubscribed is released in OnPacketProcessed of the same packet, which
 // mochi calls after every processed packet. Nothing blocking happens under
@@ -229,7 +228,7 @@ const (
 func (g *retainGuard) ID() string { return "pilothouse-retain-guard" }
 
 func (g *retainGuard) Provides(b byte) bool {
-	return bytes.Contains([]byte{mochi.OnPublish, mochi.OnSubscribed, mochi.OnPacketProcessed}, []byte{b})
+	return bytes.Contains([]byte{mochi.OnPublish, mochi.OnSubscribed, mochi.OnPacketProcessed, mochi.OnWill, mochi.OnWillSent}, []byte{b})
 }
 
 func (g *retainGuard) OnPublish(cl *mochi.Client, pk packets.Packet) (packets.Packet, error) {
@@ -247,7 +246,25 @@ func (g *retainGuard) OnSubscribed(cl *mochi.Client, _ packets.Packet, _ []byte)
 	}
 }
 
-func (g *retainGuard) OnPacketProcessed(cl *mochi.Client, _ packets.Packet, _ error) {
+// OnWill takes the lock for a retained will, which mochi stores the way it
+// stores a retained PUBLISH, on the disconnecting client's goroutine
+// between OnWill and OnWillSent. A will delay (MQTT 5) would have mochi
+// store it later from its own loop, past every hook, so a retained will
+// is sent at once instead.
+func (g *retainGuard) OnWill(cl *mochi.Client, will mochi.Will) (mochi.Will, error) {
+	if will.Retain && !cl.Net.Inline {
+		cl.Properties.Will.WillDelayInterval = 0
+		g.mu.Lock()
+		g.held.Store(cl, holdWrite)
+	}
+	return will, nil
+}
+
+func (g *retainGuard) OnWillSent(cl *mochi.Client, _ packets.Packet) { g.release(cl) }
+
+func (g *retainGuard) OnPacketProcessed(cl *mochi.Client, _ packets.Packet, _ error) { g.release(cl) }
+
+func (g *retainGuard) release(cl *mochi.Client) {
 	h, ok := g.held.LoadAndDelete(cl)
 	if !ok {
 		return

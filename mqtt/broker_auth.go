@@ -35,7 +35,10 @@ var ErrAnonymousListener = errors.New("mqtt: embedded broker: refusing anonymous
 // Read and Write are MQTT topic filters. nil allows everything; an empty
 // non-nil list allows nothing. A SUBSCRIBE is accepted when its filter
 // overlaps a Read filter, and each message is delivered only when its topic
-// matches one (as Mosquitto's ACLs do); a PUBLISH must match a Write filter.
+// matches one (as Mosquitto's ACLs do); a PUBLISH must match a Write filter,
+// and so must a CONNECT's last will (else the CONNECT is refused). A client
+// id's session belongs to the user who made it: another user's CONNECT
+// under that id is refused.
 type BrokerUser struct {
 	Name         string
 	Password     string
@@ -212,20 +215,26 @@ func newAuthUsers(users []BrokerUser) (map[string]*authUser, error) {
 }
 
 // authHook authenticates network clients against the broker users and
-// applies their topic filters. mochi's own auth.Ledger is not used: it
-// compares plaintext passwords with ==, and its per-user ACL is a map, so
-// which of two overlapping filters decides depends on map order.
+// applies their topic filters; without users (anonymous, loopback only)
+// it allows every client and topic. Either way it checks a client's last
+// will at CONNECT: mochi publishes a will without asking the ACL, so a
+// will the client could not publish itself is refused there, as Mosquitto
+// does. mochi's own auth.Ledger is not used: it compares plaintext
+// passwords with ==, and its per-user ACL is a map, so which of two
+// overlapping filters decides depends on map order.
 type authHook struct {
 	mochi.HookBase
-	users  map[string]*authUser
-	dummy  authUser // compared against for unknown users, so they cost as much
-	log    *slog.Logger
-	counts *AuthCounts
+	anonymous bool // no broker users: every client and topic is allowed
+	users     map[string]*authUser
+	sessions  *mochi.Clients // the broker's sessions, connected or not
+	dummy     authUser       // compared against for unknown users, so they cost as much
+	log       *slog.Logger
+	counts    *AuthCounts
 }
 
 // AuthCounts counts what the broker's authentication refused.
 type AuthCounts struct {
-	RefusedConnects  atomic.Uint64
+	RefusedConnects  atomic.Uint64 // bad credentials, or a will the client may not publish
 	DeniedPublishes  atomic.Uint64
 	DeniedSubscribes atomic.Uint64
 }
@@ -237,13 +246,46 @@ func (h *authHook) Provides(b byte) bool {
 }
 
 func (h *authHook) OnConnectAuthenticate(cl *mochi.Client, pk packets.Packet) bool {
+	var u *authUser
+	if !h.anonymous {
+		if u = h.authenticate(cl, pk); u == nil {
+			return false
+		}
+		if other, ok := h.sessionOwner(cl.ID, u); ok {
+			return h.refuse(cl, pk, packets.ErrClientIdentifierNotValid, "client id names a session of another user", "session_user", other)
+		}
+	}
+	if why := willRefusal(pk, u); why != "" {
+		return h.refuse(cl, pk, packets.ErrNotAuthorized, why, "will_topic", pk.Connect.WillTopic)
+	}
+	return true
+}
+
+// sessionOwner reports the user of another user's session (connected or
+// kept for a client without a clean session) under client id id. Taking
+// it over would hand its queued messages to u (mochi resends them without
+// asking the ACL) and disconnect its owner.
+func (h *authHook) sessionOwner(id string, u *authUser) (string, bool) {
+	if h.sessions == nil {
+		return "", false
+	}
+	ex, ok := h.sessions.Get(id)
+	if !ok || (!ex.Net.Inline && string(ex.Properties.Username) == u.name) {
+		return "", false
+	}
+	return string(ex.Properties.Username), true
+}
+
+// authenticate returns the user whose credentials the CONNECT presents,
+// or nil (counted and logged).
+func (h *authHook) authenticate(cl *mochi.Client, pk packets.Packet) *authUser {
 	name := string(pk.Connect.Username)
 	u, ok := h.users[name]
 	if !ok {
 		u = &h.dummy
 	}
 	if u.passwordOK(pk.Connect.Password) && ok {
-		return true
+		return u
 	}
 	h.counts.RefusedConnects.Add(1)
 	reason := "bad username or password"
@@ -251,11 +293,50 @@ func (h *authHook) OnConnectAuthenticate(cl *mochi.Client, pk packets.Packet) bo
 		reason = "anonymous clients are not allowed (broker users are configured)"
 	}
 	h.log.Warn("mqtt client refused", "remote", cl.Net.Remote, "client_id", cl.ID, "username", name, "reason", reason)
+	return nil
+}
+
+// willRefusal says why the CONNECT's will may not be published, "" when
+// it may (or there is none): its topic must be a valid topic name outside
+// $SYS, as a PUBLISH's must, and one the user (nil: anonymous) may write.
+// Users' filters are fixed while the broker runs, so a will accepted at
+// CONNECT stays allowed when it is sent, after a session takeover too.
+func willRefusal(pk packets.Packet, u *authUser) string {
+	if !pk.Connect.WillFlag {
+		return ""
+	}
+	if !mochi.IsValidFilter(pk.Connect.WillTopic, true) {
+		return "invalid will topic (a topic name outside $SYS, without wildcards)"
+	}
+	if u != nil && !u.canWrite(pk.Connect.WillTopic) {
+		return "will topic not writable by this user"
+	}
+	return ""
+}
+
+// refuse refuses an authenticated CONNECT with code, counted and logged.
+// mochi would answer a false OnConnectAuthenticate with "bad username or
+// password" (0x86; 0x05 "not authorized" for MQTT 3), so the CONNACK is
+// written here and the connection closed before mochi's own answer.
+func (h *authHook) refuse(cl *mochi.Client, pk packets.Packet, code packets.Code, why string, attrs ...any) bool {
+	h.counts.RefusedConnects.Add(1)
+	h.log.Warn("mqtt client refused", append([]any{"remote", cl.Net.Remote, "client_id", cl.ID,
+		"username", string(pk.Connect.Username), "reason", why}, attrs...)...)
+	ack := packets.Packet{FixedHeader: packets.FixedHeader{Type: packets.Connack}, ReasonCode: code.Code,
+		Properties: packets.Properties{ReasonString: code.Reason}}
+	if cl.Properties.ProtocolVersion < 5 {
+		ack.ReasonCode = packets.Err3NotAuthorized.Code
+		if v3, ok := packets.V5CodesToV3[code]; ok {
+			ack.ReasonCode = v3.Code
+		}
+	}
+	_ = cl.WritePacket(ack)
+	cl.Stop(code)
 	return false
 }
 
 func (h *authHook) OnACLCheck(cl *mochi.Client, topic string, write bool) bool {
-	if cl.Net.Inline {
+	if cl.Net.Inline || h.anonymous {
 		return true
 	}
 	u := h.users[string(cl.Properties.Username)]

@@ -47,7 +47,9 @@ func TestPublishBoundedWhenBrokerFreezes(t *testing.T) {
 			start := time.Now()
 			err = c.Publish(long, "freeze/cmd", make([]byte, tc.payload), tc.qos, false)
 			took := time.Since(start)
-			if err == nil || took > timeout+time.Second {
+			// The bug was 40 s (keepalive); a busy machine adds a second
+			// or two to the timeout.
+			if err == nil || took > timeout+3*time.Second {
 				t.Fatalf("Publish with the broker frozen = %v after %s, want an error within %s", err, took, timeout)
 			}
 			if !errors.Is(err, ErrNotConnected) && !strings.Contains(err.Error(), "within "+timeout.String()) {

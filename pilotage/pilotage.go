@@ -88,6 +88,49 @@ func Aggregate(hs ...RiskHints) RiskHints {
 	return out
 }
 
+// DeviceType is one row of the device types table: a device entry's
+// type:<Type> tag, the risk of its actions, and how the catalog recognises
+// such a device: what it exposes (Means), or one of Words in its
+// description.
+type DeviceType struct {
+	Type  string
+	Risk  Risk
+	Means string
+	Words []string
+}
+
+// DeviceTypes is the one table of device types and the risk of what they
+// do: the catalog types devices and risks their actions from it, and the
+// closed-sets guide is generated from it. Rows are tried in order; the
+// first that matches types the device.
+var DeviceTypes = []DeviceType{
+	{"lock", RiskSecurity, "a lock expose: door locks", []string{"door lock", "smart lock", "digital lock", "gas lock"}},
+	{"cover", RiskSecurity, "a cover expose: blinds, shutters, curtains, gates, garage doors driven as covers", nil},
+	{"garage_door", RiskSecurity, "a garage_door_contact expose: garage door openers (their trigger)", []string{"garage door opener"}},
+	{"siren", RiskSecurity, "a warning expose or a settable alarm: sirens, warning devices", []string{"siren"}},
+	{"alarm_panel", RiskSecurity, "a settable arm_mode: security keypads", nil},
+	{"climate", RiskControl, "a climate expose: thermostats and radiator valves (TRVs)", nil},
+	{"valve", RiskSecurity, "water and gas valves and water timers, by their description (a climate expose, tried first, makes a radiator valve climate)",
+		[]string{"valve", "water timer", "watering timer", "sprinkler", "irrigation", "shut-off", "shutoff"}},
+	{"light", RiskControl, "a light expose", nil},
+	{"switch", RiskControl, "a switch expose: plugs, relays, wall switches", nil},
+	{"fan", RiskControl, "a fan expose", nil},
+	{"remote", RiskControl, "an action event and at most one settable property: remotes, buttons", nil},
+	{"binary_sensor", RiskControl, "a binary expose: contact, motion, leak sensors", nil},
+	{"sensor", RiskControl, "anything else", nil},
+}
+
+// DeviceTypeRisk is the risk of the actions of a device of type t; an
+// unknown type is control.
+func DeviceTypeRisk(t string) Risk {
+	for _, d := range DeviceTypes {
+		if d.Type == t {
+			return d.Risk
+		}
+	}
+	return RiskControl
+}
+
 // Kind is a catalog entry kind (closed set: Kinds).
 type Kind string
 

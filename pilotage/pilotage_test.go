@@ -1,6 +1,9 @@
 package pilotage
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestContentHashIgnoresOnlyRevision(t *testing.T) {
 	base := Entry{ID: "hall_light.set", Kind: KindAction, Callable: true, InputSchema: []byte(`{"type":"object"}`), Risk: RiskControl}
@@ -40,5 +43,29 @@ func TestRiskOfAndAggregate(t *testing.T) {
 	}
 	if h := HintsOf("unknown"); !h.Destructive || !h.OpenWorld {
 		t.Error("an unknown risk must fail closed")
+	}
+}
+
+func TestDeviceTypes(t *testing.T) {
+	seen := map[string]bool{}
+	for _, d := range DeviceTypes {
+		if seen[d.Type] || d.Type == "" || d.Means == "" {
+			t.Errorf("row %+v: duplicate or empty", d)
+		}
+		seen[d.Type] = true
+		if HintsOf(d.Risk) == (RiskHints{Destructive: true, OpenWorld: true}) {
+			t.Errorf("%s: unknown risk %q", d.Type, d.Risk)
+		}
+		for _, w := range d.Words {
+			if w != strings.ToLower(w) {
+				t.Errorf("%s: word %q must be lower case (descriptions are compared lower-cased)", d.Type, w)
+			}
+		}
+		if DeviceTypeRisk(d.Type) != d.Risk {
+			t.Errorf("DeviceTypeRisk(%s) = %s", d.Type, DeviceTypeRisk(d.Type))
+		}
+	}
+	if DeviceTypes[len(DeviceTypes)-1].Type != "sensor" || DeviceTypeRisk("no such type") != RiskControl {
+		t.Error("the last row must match anything; an unknown type is control")
 	}
 }

@@ -5,28 +5,31 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/expr-lang/expr/vm"
 )
 
-// TestDropPointersKeepsBehaviour: every cookbook program, its pointers
-// dropped, leaves no JSON Pointer behind and runs exactly as before.
-func TestDropPointersKeepsBehaviour(t *testing.T) {
+// TestRunFormHoldsNoPointers: the run form of every cookbook program
+// keeps none of the JSON Pointers and offsets diagnostics need, and runs
+// exactly as the program does unshared.
+func TestRunFormHoldsNoPointers(t *testing.T) {
 	forCookbookTwins(t, func(name string, a, b *Compiled) {
-		b.DropPointers()
-		if p := findPtr(reflect.ValueOf(b.Program), map[uintptr]bool{}); p != "" {
-			t.Fatalf("%s: pointer %q left after DropPointers", name, p)
+		if p := findPtr(reflect.ValueOf(&b.form), map[uintptr]bool{}); p != "" {
+			t.Fatalf("%s: pointer %q left in the run form", name, p)
 		}
 	}, "without pointers")
 }
 
-// findPtr returns the first non-empty string field named Ptr reachable
-// from v.
+// findPtr returns the first non-empty string field named Ptr, or the
+// first non-zero Offset, reachable from v (expression programs aside).
 func findPtr(v reflect.Value, seen map[uintptr]bool) string {
 	switch v.Kind() {
 	case reflect.Pointer:
-		if v.IsNil() || seen[v.Pointer()] {
+		if v.IsNil() || seen[v.Pointer()] || v.Type() == reflect.TypeOf((*vm.Program)(nil)) {
 			return ""
 		}
 		seen[v.Pointer()] = true
@@ -39,11 +42,11 @@ func findPtr(v reflect.Value, seen map[uintptr]bool) string {
 	case reflect.Struct:
 		for i := 0; i < v.NumField(); i++ {
 			f := v.Type().Field(i)
-			if !f.IsExported() {
-				continue
-			}
-			if f.Name == "Ptr" && f.Type.Kind() == reflect.String && v.Field(i).String() != "" {
+			switch {
+			case f.Name == "Ptr" && f.Type.Kind() == reflect.String && v.Field(i).String() != "":
 				return v.Field(i).String()
+			case f.Name == "Offset" && f.Type.Kind() == reflect.Int && v.Field(i).Int() != 0:
+				return "offset " + strconv.FormatInt(v.Field(i).Int(), 10)
 			}
 			if p := findPtr(v.Field(i), seen); p != "" {
 				return p
@@ -66,28 +69,27 @@ func findPtr(v reflect.Value, seen map[uintptr]bool) string {
 	return ""
 }
 
-// TestCompactKeepsProgram: every cookbook program, compacted, is equal to
-// itself with only its pointers dropped (Compact changes where the parts
-// are held, not what they are), plans the same and runs the same.
-func TestCompactKeepsProgram(t *testing.T) {
+// TestHeldRunsAsValidated: every cookbook program, lowered unshared and
+// lowered through a Cache then held, plans and runs the same, and the
+// held program's name is the copy inside its ref.
+func TestHeldRunsAsValidated(t *testing.T) {
 	forCookbookTwins(t, func(name string, a, b *Compiled) {
-		a.DropPointers()
-		b.Compact()
-		b.Compact() // a second call changes nothing
-		if !reflect.DeepEqual(a.Program, b.Program) {
-			t.Fatalf("%s: the compacted program differs", name)
+		ref := "automation." + b.Name() + "@0123456789ab"
+		*b = *b.Hold(ref)
+		if b.Name() != a.Name() || unsafe.StringData(b.Name()) != unsafe.StringData(ref[len("automation."):]) {
+			t.Fatalf("%s: held name %q is not the copy inside its ref", name, b.Name())
 		}
-		pa, _ := json.Marshal(BuildPlan(a.Program, a.Entry))
-		pb, _ := json.Marshal(BuildPlan(b.Program, b.Entry))
+		pa, _ := json.Marshal(BuildPlan(a))
+		pb, _ := json.Marshal(BuildPlan(b))
 		pv, _ := json.Marshal(b.Plan) // as validated
 		if string(pa) != string(pb) || string(pv) != string(pb) {
-			t.Fatalf("%s: the compacted program plans differently:\n%s\n%s\n%s", name, pv, pa, pb)
+			t.Fatalf("%s: the held program plans differently:\n%s\n%s\n%s", name, pv, pa, pb)
 		}
-	}, "compacted")
+	}, "held")
 }
 
-// forCookbookTwins validates every cookbook program twice, lets change
-// alter the twins (a, b), then checks that they run the same from each
+// forCookbookTwins validates every cookbook program twice, a without a
+// Cache and b through one, lets change alter the twins (a, b), then checks that they run the same from each
 // trigger; at least 12 runs must have been compared.
 func forCookbookTwins(t *testing.T, change func(name string, a, b *Compiled), how string) {
 	t.Helper()
@@ -98,7 +100,7 @@ func forCookbookTwins(t *testing.T, change func(name string, a, b *Compiled), ho
 		for i, src := range guidePrograms(g.Body) {
 			name := fmt.Sprintf("%s/%d", g.ID, i+1)
 			a, errA := Validate([]byte(src), cat, ValidateOptions{HasLocation: true})
-			b, errB := Validate([]byte(src), cat, ValidateOptions{HasLocation: true})
+			b, errB := Validate([]byte(src), cat, ValidateOptions{HasLocation: true, Cache: itCache})
 			if errA != nil || errB != nil || !a.Valid || !b.Valid {
 				t.Fatalf("%s does not validate", name)
 			}
@@ -111,40 +113,45 @@ func forCookbookTwins(t *testing.T, change func(name string, a, b *Compiled), ho
 	}
 }
 
-// TestCompactShares: two compacted programs share their equal parts, and
-// keep apart constants that only look alike.
-func TestCompactShares(t *testing.T) {
+// TestRunFormsShare: two programs lowered through one Cache share their
+// equal parts, and keep apart constants that only look alike.
+func TestRunFormsShare(t *testing.T) {
 	cat := demoCatalog()
-	prog := func(name, level string) *Program {
+	prog := func(name, level string) *Compiled {
 		src := `{"name":"` + name + `","triggers":[{"id":"t","state":"hall_motion.occupancy","to":true}],
 "conditions":[{"id":"dark","expr":"state('hall_motion.illuminance') < 30"}],
 "steps":[{"id":"on","call":"hall_light.set","args":{"state":"ON","brightness":"{{ trigger.value }}"}},
-{"id":"lvl","set":{"level":` + level + `}}]}`
-		res, err := Validate([]byte(src), cat, ValidateOptions{})
+{"id":"lvl","set":{"level":` + level + `}},{"id":"pause","delay":"5m"}]}`
+		res, err := Validate([]byte(src), cat, ValidateOptions{Cache: itCache})
 		if err != nil || !res.Valid {
 			t.Fatalf("%s: %v %v", name, err, res.Diagnostics)
 		}
-		res.Compiled.Compact()
-		return res.Compiled.Program
+		return res.Compiled
 	}
 	a, b, c := prog("a", "0"), prog("b", "0"), prog("c", "-0")
-	if reflect.ValueOf(a.Steps[0].Args).Pointer() != reflect.ValueOf(b.Steps[0].Args).Pointer() {
+	if &a.steps[0].vals[0] != &b.steps[0].vals[0] {
 		t.Error("equal args are not shared")
 	}
-	if a.Conditions[0].Expr != b.Conditions[0].Expr {
+	if a.conds[0].x != b.conds[0].x {
 		t.Error("equal conditions are not shared")
 	}
-	if a.Steps[0].ID != b.Steps[0].ID || unsafe.StringData(a.Steps[0].ID) != unsafe.StringData(b.Steps[0].ID) {
+	if a.steps[0].id != b.steps[0].id || unsafe.StringData(a.steps[0].id) != unsafe.StringData(b.steps[0].id) {
 		t.Error("equal step ids are not shared")
 	}
-	if reflect.ValueOf(a.Steps[1].Set).Pointer() != reflect.ValueOf(b.Steps[1].Set).Pointer() {
+	if unsafe.StringData(a.steps[0].text) != unsafe.StringData(a.Entry("hall_light.set").ID) {
+		t.Error("a call target is not the entry's id")
+	}
+	if &a.steps[1].vals[0] != &b.steps[1].vals[0] {
 		t.Error("equal set steps are not shared")
 	}
-	if reflect.ValueOf(a.Steps[1].Set).Pointer() == reflect.ValueOf(c.Steps[1].Set).Pointer() {
+	if &a.steps[1].vals[0] == &c.steps[1].vals[0] {
 		t.Error("0 and -0 are shared")
 	}
-	if x, _ := json.Marshal(c.Steps[1].Set["level"].Const); string(x) != "-0" {
+	if x, _ := json.Marshal(c.steps[1].vals[0].t.Const); string(x) != "-0" {
 		t.Errorf("-0 set to %s", x)
+	}
+	if d := a.steps[2].more.(*durSpec); d != b.steps[2].more || !d.constant || d.d != 5*time.Minute {
+		t.Errorf("constant delays: %+v, %+v", d, b.steps[2].more)
 	}
 }
 
@@ -154,9 +161,9 @@ func TestCompactShares(t *testing.T) {
 func sameRuns(t *testing.T, what string, a, b *Compiled, now time.Time) int {
 	t.Helper()
 	n := 0
-	for _, trig := range a.Program.Triggers {
+	for _, trig := range a.Triggers() {
 		run := func(c *Compiled) string {
-			sc := Scenario{Trigger: trig.ID, Now: &now, Waits: map[string]string{}}
+			sc := Scenario{Trigger: trig.ID(), Now: &now, Waits: map[string]string{}}
 			w := NewSimWorld(func(string) (any, bool) { return nil, false }, now, sc, nil)
 			fire, err := FireFor(c, sc, w)
 			if err != nil {
@@ -167,7 +174,7 @@ func sameRuns(t *testing.T, what string, a, b *Compiled, now time.Time) int {
 			return string(j)
 		}
 		if x, y := run(a), run(b); x != y {
-			t.Fatalf("%s: trigger %s runs differently:\n%s\n%s", what, trig.ID, x, y)
+			t.Fatalf("%s: trigger %s runs differently:\n%s\n%s", what, trig.ID(), x, y)
 		}
 		n++
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -23,7 +24,7 @@ import (
 // *pilotage.RequestError of kind resource_exhausted.
 func Decode(raw []byte, lim Limits) (*Program, []pilotage.Diagnostic, error) {
 	lim = lim.withDefaults()
-	dc := newDecoder(lim, time.Now().Add(lim.ValidateWall))
+	dc := newDecoder(lim, time.Now().Add(lim.ValidateWall), nil)
 	p, err := dc.decode(raw)
 	if err != nil {
 		return nil, nil, err
@@ -45,6 +46,7 @@ func (l Limits) withDefaults() Limits {
 	set(&l.MaxExprLen, d.MaxExprLen)
 	set(&l.MaxIterations, d.MaxIterations)
 	set(&l.MaxConcurrent, d.MaxConcurrent)
+	set(&l.MaxCallDepth, d.MaxCallDepth)
 	if l.MaxExprNodes == 0 {
 		l.MaxExprNodes = d.MaxExprNodes
 	}
@@ -56,6 +58,7 @@ func (l Limits) withDefaults() Limits {
 
 type decoder struct {
 	lim      Limits
+	cache    *Cache // nil: nothing reused
 	deadline time.Time
 	d        diags
 	fatal    error
@@ -64,8 +67,8 @@ type decoder struct {
 	strs     map[string]string // pointer → string value holding expressions
 }
 
-func newDecoder(lim Limits, deadline time.Time) *decoder {
-	return &decoder{lim: lim, deadline: deadline, ids: map[string]string{}, strs: map[string]string{}}
+func newDecoder(lim Limits, deadline time.Time, cache *Cache) *decoder {
+	return &decoder{lim: lim, cache: cache, deadline: deadline, ids: map[string]string{}, strs: map[string]string{}}
 }
 
 func exhausted(msg string) *pilotage.RequestError {
@@ -121,7 +124,7 @@ func (dc *decoder) checkTime() bool {
 	return true
 }
 
-var programFields = []string{"name", "description", "mode", "max", "params", "triggers", "conditions", "steps"}
+var programFields = []string{"name", "description", "mode", "max", "throttle", "params", "triggers", "conditions", "steps"}
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$`)
 
@@ -144,8 +147,16 @@ func (dc *decoder) program(n *jnode) *Program {
 		p.Description, _ = dc.str(v, "description")
 	}
 	dc.mode(n, p)
+	if v := n.get("throttle"); v != nil {
+		p.Throttle = dc.constDuration(v, "throttle", false)
+	}
 	if v := n.get("params"); v != nil {
-		p.Params = dc.params(v)
+		if p.Params = dc.params(v); p.Params != nil {
+			dc.paramDefaults(v)
+			p.RefParams = parseRefParams(v.value(), v.ptr, func(code, path, hint, format string, args ...any) {
+				dc.d.add(code, path, hint, format, args...)
+			})
+		}
 	}
 	if v := dc.required(n, "triggers", "program"); v != nil && dc.array(v, "triggers") {
 		if len(v.vals) == 0 {
@@ -240,7 +251,12 @@ func (dc *decoder) params(v *jnode) json.RawMessage {
 }
 
 // compileSchema compiles a JSON Schema value with no external loading.
-func compileSchema(doc any) (sch *jsonschema.Schema, err error) {
+func compileSchema(doc any) (*jsonschema.Schema, error) { return compileSchemaAt(doc, "") }
+
+// compileSchemaAt compiles the subschema at the JSON Pointer ptr of doc
+// ("" = doc itself). Formats are asserted: "duration" is automation/1's
+// (ParseDuration: "90s", "2m", "PT2M"), the others JSON Schema's.
+func compileSchemaAt(doc any, ptr string) (sch *jsonschema.Schema, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			sch, err = nil, fmt.Errorf("schema compiler failed: %v", r)
@@ -248,10 +264,51 @@ func compileSchema(doc any) (sch *jsonschema.Schema, err error) {
 	}()
 	c := jsonschema.NewCompiler()
 	c.UseLoader(denyLoader{})
+	c.AssertFormat()
+	c.RegisterFormat(&jsonschema.Format{Name: "duration", Validate: durationFormat})
 	if err := c.AddResource("mem:///schema.json", doc); err != nil {
 		return nil, err
 	}
-	return c.Compile("mem:///schema.json")
+	loc := "mem:///schema.json"
+	if ptr != "" {
+		loc += "#" + ptr
+	}
+	return c.Compile(loc)
+}
+
+// durationFormat is the "duration" format: a string ParseDuration reads.
+func durationFormat(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return nil
+	}
+	_, err := ParseDuration(s)
+	return err
+}
+
+// paramDefaults checks each top-level param's default against the param's
+// own schema (formats included): a default that does not fit would fail
+// the first run that uses it.
+func (dc *decoder) paramDefaults(v *jnode) {
+	props := v.get("properties")
+	if props == nil || props.kind != jObj {
+		return
+	}
+	doc := v.value()
+	for i, name := range props.keys {
+		p := props.vals[i]
+		def := p.get("default")
+		if p.kind != jObj || def == nil {
+			continue
+		}
+		sch, err := compileSchemaAt(doc, "/properties/"+url.PathEscape(escapePtr(name)))
+		if err != nil {
+			continue
+		}
+		if err := sch.Validate(def.value()); err != nil {
+			dc.d.add(CodeBadParams, def.ptr, "", "the default of params.%s does not fit its schema: %s", name, firstLeafMessage(err))
+		}
+	}
 }
 
 func schemaErrText(err error) string {
@@ -272,17 +329,6 @@ func schemaErrText(err error) string {
 
 // ---- triggers and conditions ----
 
-var triggerKinds = []string{"state", "event", "cron", "at", "sun"}
-
-var triggerFields = map[TriggerKind][]string{
-	TriggerState:   {"id", "state", "to", "from", "for"},
-	TriggerNumeric: {"id", "state", "above", "below", "for"},
-	TriggerEvent:   {"id", "event", "value"},
-	TriggerCron:    {"id", "cron"},
-	TriggerTime:    {"id", "at"},
-	TriggerSun:     {"id", "sun", "offset"},
-}
-
 var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
 // ParseCron parses a cron spec the way triggers do (seconds optional).
@@ -292,7 +338,31 @@ func ParseCron(spec string) (s cron.Schedule, err error) {
 			s, err = nil, fmt.Errorf("cron spec %q: %v", spec, r)
 		}
 	}()
+	if err := checkEvery(spec); err != nil {
+		return nil, err
+	}
 	return cronParser.Parse(spec)
+}
+
+// checkEvery refuses an "@every" duration robfig/cron would not honour:
+// it runs a schedule at most once a second and drops what is below a
+// second, so "@every -1s" and "@every 1ns" fired every second.
+func checkEvery(spec string) error {
+	f := strings.Fields(spec)
+	if len(f) > 0 && (strings.HasPrefix(f[0], "TZ=") || strings.HasPrefix(f[0], "CRON_TZ=")) {
+		f = f[1:]
+	}
+	if len(f) != 2 || f[0] != "@every" {
+		return nil
+	}
+	d, err := time.ParseDuration(f[1])
+	if err != nil {
+		return fmt.Errorf("@every takes a whole number of seconds, at least 1s (e.g. 90s, 5m, 1h30m): %v", err)
+	}
+	if d < time.Second || d%time.Second != 0 {
+		return fmt.Errorf("@every %s: the schedule runs at most once a second and drops fractions of a second; @every takes a whole number of seconds, at least 1s (e.g. 90s, 5m, 1h30m)", f[1])
+	}
+	return nil
 }
 
 func (dc *decoder) kindKey(n *jnode, what string, keys []string) (string, bool) {
@@ -319,17 +389,30 @@ func (dc *decoder) trigger(n *jnode) *Trigger {
 	}
 	t := &Trigger{Ptr: n.ptr}
 	t.ID = dc.id(n)
-	key, ok := dc.kindKey(n, "a trigger", triggerKinds)
+	key, ok := dc.kindKey(n, "a trigger", triggerKeys)
 	if !ok {
-		dc.fields(n, "trigger", allTriggerFields())
+		dc.fields(n, "trigger", allTriggerFields)
 		return t
 	}
+	dc.triggerKind(n, t, key)
+	row, _ := triggerKind(t.Kind)
+	allowed := row.Members
+	if t.Kind == TriggerNumeric {
+		allowed = append(allowed[:len(allowed):len(allowed)], "to", "from") // reported as conflicts above
+	}
+	dc.fields(n, "a "+string(t.Kind)+" trigger", allowed)
+	dc.triggerFilters(n, t)
+	return t
+}
+
+// triggerKind decodes the member that selects t's kind (key) and what
+// goes with it.
+func (dc *decoder) triggerKind(n *jnode, t *Trigger, key string) {
 	switch key {
 	case "state":
 		t.Kind = TriggerState
 		if n.get("above") != nil || n.get("below") != nil {
 			t.Kind = TriggerNumeric
-			t.TriggerMore = &TriggerMore{}
 			for _, k := range []string{"to", "from"} {
 				if v := n.get(k); v != nil {
 					dc.d.add(CodeConflictFields, v.ptr, "", "a state trigger uses either to/from (state change) or above/below (numeric threshold), not both")
@@ -342,57 +425,55 @@ func (dc *decoder) trigger(n *jnode) *Trigger {
 		t.Entity, _ = dc.str(n.get("event"), "event")
 	case "cron":
 		t.Kind = TriggerCron
-		t.TriggerMore = &TriggerMore{}
-		v := n.get("cron")
-		if s, ok := dc.str(v, "cron"); ok {
-			t.Cron = s
-			if _, err := ParseCron(s); err != nil {
-				dc.d.add(CodeBadCron, v.ptr, "e.g. \"0 30 7 * * 1-5\" (sec min hour dom month dow) or \"30 7 * * *\"", "cron %q: %v", s, err)
-			}
-		}
+		dc.cronTrigger(n.get("cron"), t)
 	case "at":
 		t.Kind = TriggerTime
-		t.TriggerMore = &TriggerMore{}
-		v := n.get("at")
-		if s, ok := dc.str(v, "at"); ok {
-			t.At = s
-			if !validClock(s) {
-				dc.d.add(CodeBadTime, v.ptr, "e.g. \"07:30\" or \"22:15:30\"", "at %q is not HH:MM or HH:MM:SS", s)
-			}
-		}
+		dc.timeTrigger(n.get("at"), t)
 	case "sun":
 		t.Kind = TriggerSun
-		t.TriggerMore = &TriggerMore{}
-		v := n.get("sun")
-		if s, ok := dc.str(v, "sun"); ok {
-			t.Sun = s
-			if s != "sunrise" && s != "sunset" {
-				dc.d.add(CodeConstraint, v.ptr, hintFor(closeMatches(s, []string{"sunrise", "sunset"}, 1)), "sun must be \"sunrise\" or \"sunset\", got %q", s)
-			}
-		}
-		if v := n.get("offset"); v != nil {
-			t.Offset = dc.constDuration(v, "offset", true)
-		}
+		dc.sunTrigger(n, t)
 	}
-	allowed := triggerFields[t.Kind]
-	if t.Kind == TriggerNumeric {
-		allowed = append(allowed[:len(allowed):len(allowed)], "to", "from") // reported as conflicts above
-	}
-	dc.fields(n, "a "+string(t.Kind)+" trigger", allowed)
-	dc.triggerFilters(n, t)
-	return t
 }
 
-func allTriggerFields() []string {
-	var out []string
-	for _, k := range []TriggerKind{TriggerState, TriggerNumeric, TriggerEvent, TriggerCron, TriggerTime, TriggerSun} {
-		for _, f := range triggerFields[k] {
-			if !slices.Contains(out, f) {
-				out = append(out, f)
-			}
+// cronTrigger parses a cron trigger's spec, once: the run form keeps the
+// schedule.
+func (dc *decoder) cronTrigger(v *jnode, t *Trigger) {
+	s, ok := dc.str(v, "cron")
+	if !ok {
+		return
+	}
+	t.Cron = s
+	var err error
+	if t.Schedule, err = ParseCron(s); err != nil {
+		dc.d.add(CodeBadCron, v.ptr, "e.g. \"0 30 7 * * 1-5\" (sec min hour dom month dow) or \"30 7 * * *\"", "cron %q: %v", s, err)
+	}
+}
+
+// timeTrigger reads a time trigger's "HH:MM[:SS]" into its daily schedule.
+func (dc *decoder) timeTrigger(v *jnode, t *Trigger) {
+	s, ok := dc.str(v, "at")
+	if !ok {
+		return
+	}
+	t.At = s
+	if !validClock(s) {
+		dc.d.add(CodeBadTime, v.ptr, "e.g. \"07:30\" or \"22:15:30\"", "at %q is not HH:MM or HH:MM:SS", s)
+		return
+	}
+	t.Schedule, _ = ParseCron(timeOfDaySpec(s))
+}
+
+func (dc *decoder) sunTrigger(n *jnode, t *Trigger) {
+	v := n.get("sun")
+	if s, ok := dc.str(v, "sun"); ok {
+		t.Sun = s
+		if s != "sunrise" && s != "sunset" {
+			dc.d.add(CodeConstraint, v.ptr, hintFor(closeMatches(s, []string{"sunrise", "sunset"}, 1)), "sun must be \"sunrise\" or \"sunset\", got %q", s)
 		}
 	}
-	return out
+	if v := n.get("offset"); v != nil {
+		t.Offset = dc.constDuration(v, "offset", true)
+	}
 }
 
 func (dc *decoder) triggerFilters(n *jnode, t *Trigger) {
@@ -436,6 +517,22 @@ func jvalue(n *jnode) Value {
 	return Value{Set: true, V: n.value()}
 }
 
+// timeOfDaySpec is the cron spec (with seconds) of a time trigger's
+// "HH:MM[:SS]".
+func timeOfDaySpec(at string) string {
+	parts := strings.Split(at, ":")
+	field := func(i int) string {
+		if i >= len(parts) {
+			return "0"
+		}
+		if f := strings.TrimLeft(parts[i], "0"); f != "" {
+			return f
+		}
+		return "0"
+	}
+	return field(2) + " " + field(1) + " " + field(0) + " * * *"
+}
+
 func validClock(s string) bool {
 	for _, layout := range []string{"15:04", "15:04:05"} {
 		if _, err := time.Parse(layout, s); err == nil && len(s) == len(layout) {
@@ -443,16 +540,4 @@ func validClock(s string) bool {
 		}
 	}
 	return false
-}
-
-func (dc *decoder) condition(n *jnode) *Condition {
-	if !dc.checkTime() || !dc.object(n, "condition") {
-		return nil
-	}
-	dc.fields(n, "a condition", []string{"id", "expr"})
-	c := &Condition{Ptr: n.ptr, ID: dc.id(n)}
-	if v := dc.required(n, "expr", "a condition"); v != nil {
-		c.Expr = dc.exprField(v, "expr")
-	}
-	return c
 }

@@ -21,7 +21,7 @@ func TestCompileExprPooledMatches(t *testing.T) {
 		t.Run(src, func(t *testing.T) {
 			for _, nodes := range []uint{0, 5} {
 				a, errA := CompileExpr(src, nodes)
-				b, errB := compileExprPooled(src, nodes)
+				b, errB := NewCache().compileExpr(src, nodes)
 				if fmt.Sprint(errA) != fmt.Sprint(errB) {
 					t.Fatalf("errors differ: %v vs %v", errA, errB)
 				}

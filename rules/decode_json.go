@@ -333,6 +333,11 @@ func (p *jparser) str() (string, error) {
 	}
 	var b strings.Builder
 	b.Write(p.src[start:p.pos])
+	return p.strEscaped(&b)
+}
+
+// strEscaped reads the rest of a string literal that has escapes into b.
+func (p *jparser) strEscaped(b *strings.Builder) (string, error) {
 	for {
 		if p.pos >= len(p.src) {
 			return "", p.errf("unterminated string")
@@ -353,44 +358,57 @@ func (p *jparser) str() (string, error) {
 		if p.pos >= len(p.src) {
 			return "", p.errf("unterminated string")
 		}
-		e := p.src[p.pos]
-		p.pos++
-		switch e {
-		case '"', '\\', '/':
-			b.WriteByte(e)
-		case 'b':
-			b.WriteByte('\b')
-		case 'f':
-			b.WriteByte('\f')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case 't':
-			b.WriteByte('\t')
-		case 'u':
-			r, err := p.hex4()
-			if err != nil {
-				return "", err
-			}
-			if utf16.IsSurrogate(r) && p.pos+6 <= len(p.src) && p.src[p.pos] == '\\' && p.src[p.pos+1] == 'u' {
-				save := p.pos
-				p.pos += 2
-				r2, err := p.hex4()
-				if err == nil {
-					if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
-						b.WriteRune(d)
-						continue
-					}
-				}
-				p.pos = save
-			}
-			b.WriteRune(r)
-		default:
-			p.pos--
-			return "", p.errf("bad escape \\%c in string", e)
+		if err := p.escape(b); err != nil {
+			return "", err
 		}
 	}
+}
+
+// escape reads the escape after a backslash into b.
+func (p *jparser) escape(b *strings.Builder) error {
+	e := p.src[p.pos]
+	p.pos++
+	switch e {
+	case '"', '\\', '/':
+		b.WriteByte(e)
+	case 'b':
+		b.WriteByte('\b')
+	case 'f':
+		b.WriteByte('\f')
+	case 'n':
+		b.WriteByte('\n')
+	case 'r':
+		b.WriteByte('\r')
+	case 't':
+		b.WriteByte('\t')
+	case 'u':
+		r, err := p.hex4()
+		if err != nil {
+			return err
+		}
+		b.WriteRune(p.surrogatePair(r))
+	default:
+		p.pos--
+		return p.errf("bad escape \\%c in string", e)
+	}
+	return nil
+}
+
+// surrogatePair completes r with the low surrogate escape that follows,
+// when r is a high one and one follows; else it is r.
+func (p *jparser) surrogatePair(r rune) rune {
+	if !utf16.IsSurrogate(r) || p.pos+6 > len(p.src) || p.src[p.pos] != '\\' || p.src[p.pos+1] != 'u' {
+		return r
+	}
+	save := p.pos
+	p.pos += 2
+	if r2, err := p.hex4(); err == nil {
+		if d := utf16.DecodeRune(r, r2); d != utf8.RuneError {
+			return d
+		}
+	}
+	p.pos = save
+	return r
 }
 
 func (p *jparser) hex4() (rune, error) {

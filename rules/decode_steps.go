@@ -12,19 +12,6 @@ import (
 	"unicode/utf8"
 )
 
-var stepKinds = []string{"call", "delay", "wait", "if", "choose", "repeat", "set", "stop"}
-
-var stepFields = map[StepKind][]string{
-	StepCall:   {"id", "call", "args"},
-	StepDelay:  {"id", "delay"},
-	StepWait:   {"id", "wait", "timeout", "continue_on_timeout"},
-	StepIf:     {"id", "if", "then", "else"},
-	StepChoose: {"id", "choose", "default"},
-	StepRepeat: {"id", "repeat", "do"},
-	StepSet:    {"id", "set"},
-	StepStop:   {"id", "stop", "error"},
-}
-
 func (dc *decoder) stepList(n *jnode, depth int) []*Step {
 	if !dc.array(n, "a step list") {
 		return nil
@@ -50,16 +37,14 @@ func (dc *decoder) step(n *jnode, depth int) *Step {
 		return nil
 	}
 	s := &Step{Ptr: n.ptr, ID: dc.id(n)}
-	key, ok := dc.kindKey(n, "a step", stepKinds)
+	key, ok := dc.kindKey(n, "a step", stepKeys)
 	if !ok {
-		dc.fields(n, "a step", allStepFields())
+		dc.fields(n, "a step", allStepFields)
 		return s
 	}
 	s.Kind = StepKind(key)
-	if s.Kind.hasMore() {
-		s.StepMore = &StepMore{}
-	}
-	dc.fields(n, "a "+key+" step", stepFields[s.Kind])
+	row, _ := stepKind(s.Kind)
+	dc.fields(n, "a "+key+" step", row.Members)
 	v := n.get(key)
 	switch s.Kind {
 	case StepCall:
@@ -99,44 +84,6 @@ func (dc *decoder) step(n *jnode, depth int) *Step {
 	}
 	return s
 }
-
-func allStepFields() []string {
-	var out []string
-	for _, k := range stepKinds {
-		for _, f := range stepFields[StepKind(k)] {
-			if !slices.Contains(out, f) {
-				out = append(out, f)
-			}
-		}
-	}
-	return out
-}
-
-// fieldHomes names, for each member a step or trigger kind defines, the
-// kinds it belongs to (for hints on misplaced members).
-var fieldHomes = func() map[string]string {
-	homes := map[string][]string{}
-	addHome := func(f, home string) {
-		if f != "id" && !slices.Contains(homes[f], home) {
-			homes[f] = append(homes[f], home)
-		}
-	}
-	for _, k := range stepKinds {
-		for _, f := range stepFields[StepKind(k)] {
-			addHome(f, k+" steps")
-		}
-	}
-	for _, k := range []TriggerKind{TriggerState, TriggerNumeric, TriggerEvent, TriggerCron, TriggerTime, TriggerSun} {
-		for _, f := range triggerFields[k] {
-			addHome(f, string(k)+" triggers")
-		}
-	}
-	out := map[string]string{}
-	for f, hs := range homes {
-		out[f] = strings.Join(hs, " and ")
-	}
-	return out
-}()
 
 var varNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 
@@ -251,16 +198,7 @@ func (dc *decoder) repeatSpec(v *jnode) *RepeatSpec {
 	r := &RepeatSpec{Ptr: v.ptr}
 	dc.fields(v, "repeat", []string{"count", "while", "until", "for_each", "max"})
 	if m := v.get("max"); m != nil {
-		if n, ok := dc.integer(m, "max"); ok {
-			switch {
-			case n < 1:
-				dc.d.add(CodeConstraint, m.ptr, "", "max must be at least 1, got %d", n)
-			case n > dc.lim.MaxIterations:
-				dc.d.add(CodeUnboundedLoop, m.ptr, "", "max %d exceeds the engine's limit of %d iterations", n, dc.lim.MaxIterations)
-			default:
-				r.Max = n
-			}
-		}
+		r.Max = dc.loopMax(m)
 	}
 	key, ok := dc.kindKey(v, "repeat", []string{"count", "while", "until", "for_each"})
 	if !ok {
@@ -269,19 +207,7 @@ func (dc *decoder) repeatSpec(v *jnode) *RepeatSpec {
 	x := v.get(key)
 	switch key {
 	case "count":
-		r.Count = dc.template(x)
-		if x.kind != jStr {
-			if n, ok := dc.integer(x, "count"); ok {
-				switch {
-				case n < 0:
-					dc.d.add(CodeConstraint, x.ptr, "", "count must not be negative, got %d", n)
-				case n > dc.lim.MaxIterations:
-					dc.d.add(CodeUnboundedLoop, x.ptr, "", "count %d exceeds the engine's limit of %d iterations", n, dc.lim.MaxIterations)
-				}
-			}
-		} else if r.Count != nil && r.Count.IsConst {
-			dc.d.add(CodeTypeMismatch, x.ptr, "e.g. 3 or \"{{ params.times }}\"", "count must be an integer or a \"{{ }}\" expression")
-		}
+		r.Count = dc.loopCount(x)
 	case "while", "until":
 		e := dc.exprField(x, key)
 		if key == "while" {
@@ -293,23 +219,66 @@ func (dc *decoder) repeatSpec(v *jnode) *RepeatSpec {
 			dc.d.add(CodeUnboundedLoop, v.ptr, "add \"max\": 100 (at most the engine limit)", "a %s loop needs max (at most %d iterations)", key, dc.lim.MaxIterations)
 		}
 	case "for_each":
-		switch x.kind {
-		case jArr:
-			if len(x.vals) > dc.lim.MaxIterations {
-				dc.d.add(CodeUnboundedLoop, x.ptr, "", "for_each has %d items, more than the engine's limit of %d iterations", len(x.vals), dc.lim.MaxIterations)
-			}
-			r.ForEach = dc.template(x)
-		case jStr:
-			if strings.Contains(x.str, "{{") {
-				r.ForEach = dc.template(x)
-			} else if e := dc.exprField(x, "for_each"); e != nil {
-				r.ForEach = &Template{Ptr: x.ptr, Whole: e}
-			}
-		default:
-			dc.typeErr(x, "for_each", "an array or an expression")
-		}
+		r.ForEach = dc.loopItems(x)
 	}
 	return r
+}
+
+// loopMax reads a loop's max (0 when it is not a usable bound).
+func (dc *decoder) loopMax(m *jnode) int {
+	n, ok := dc.integer(m, "max")
+	switch {
+	case !ok:
+	case n < 1:
+		dc.d.add(CodeConstraint, m.ptr, "", "max must be at least 1, got %d", n)
+	case n > dc.lim.MaxIterations:
+		dc.d.add(CodeUnboundedLoop, m.ptr, "", "max %d exceeds the engine's limit of %d iterations", n, dc.lim.MaxIterations)
+	default:
+		return n
+	}
+	return 0
+}
+
+// loopCount reads a count loop's count: an integer or a "{{ }}" template.
+func (dc *decoder) loopCount(x *jnode) *Template {
+	t := dc.template(x)
+	if x.kind == jStr {
+		if t != nil && t.IsConst {
+			dc.d.add(CodeTypeMismatch, x.ptr, "e.g. 3 or \"{{ params.times }}\"", "count must be an integer or a \"{{ }}\" expression")
+		}
+		return t
+	}
+	if n, ok := dc.integer(x, "count"); ok {
+		switch {
+		case n < 0:
+			dc.d.add(CodeConstraint, x.ptr, "", "count must not be negative, got %d", n)
+		case n > dc.lim.MaxIterations:
+			dc.d.add(CodeUnboundedLoop, x.ptr, "", "count %d exceeds the engine's limit of %d iterations", n, dc.lim.MaxIterations)
+		}
+	}
+	return t
+}
+
+// loopItems reads a for_each loop's items: an array, or an expression
+// (with or without "{{ }}") yielding one.
+func (dc *decoder) loopItems(x *jnode) *Template {
+	switch x.kind {
+	case jArr:
+		if len(x.vals) > dc.lim.MaxIterations {
+			dc.d.add(CodeUnboundedLoop, x.ptr, "", "for_each has %d items, more than the engine's limit of %d iterations", len(x.vals), dc.lim.MaxIterations)
+		}
+		return dc.template(x)
+	case jStr:
+		if strings.Contains(x.str, "{{") {
+			return dc.template(x)
+		}
+		if e := dc.exprField(x, "for_each"); e != nil {
+			return &Template{Ptr: x.ptr, Whole: e}
+		}
+		return nil
+	}
+	dc.typeErr(x, "for_each", "an array or an expression")
+	return nil
 }
 
 // ---- field helpers ----
@@ -482,7 +451,7 @@ func (dc *decoder) compile(src string) (*Expr, error) {
 	if !dc.checkTime() {
 		return nil, errExprTooBig
 	}
-	x, err := compileExprSafe(src, dc.lim.MaxExprNodes)
+	x, err := compileExprSafe(dc.cache, src, dc.lim.MaxExprNodes)
 	if err != nil && strings.Contains(err.Error(), "exceeds maximum allowed nodes") {
 		dc.fatal = exhausted(fmt.Sprintf("an expression has more than %d nodes", dc.lim.MaxExprNodes))
 		return nil, errExprTooBig
@@ -492,13 +461,13 @@ func (dc *decoder) compile(src string) (*Expr, error) {
 
 // compileExprSafe turns a compiler panic into an error: expressions come
 // from programs, and nothing a program says may crash the server.
-func compileExprSafe(src string, maxNodes uint) (x *Expr, err error) {
+func compileExprSafe(k *Cache, src string, maxNodes uint) (x *Expr, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			x, err = nil, fmt.Errorf("expression compiler failed: %v", r)
 		}
 	}()
-	return compileExprPooled(src, maxNodes)
+	return k.compileExpr(src, maxNodes)
 }
 
 func (dc *decoder) badExpr(e *ExprError) {

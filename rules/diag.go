@@ -48,6 +48,9 @@ const (
 	CodeUnboundedLoop    = "unbounded_loop"
 	CodeScope            = "scope"
 	CodeUnknownStep      = "unknown_step"
+	CodeCallDepth        = "call_depth"
+	CodeTemplatedID      = "templated_id"
+	CodeOverlappingRule  = "overlapping_rule"
 )
 
 // Codes is the closed set of diagnostic codes, each with its fixed severity.
@@ -71,17 +74,20 @@ var Codes = []CodeInfo{
 	{CodeNotCallable, pilotage.SeverityError, "call names an entry that is not callable (only action and automation entries are)"},
 	{CodeBadArguments, pilotage.SeverityError, "call args do not satisfy the entry's input_schema; path points at the argument"},
 	{CodeBadExpression, pilotage.SeverityError, "an expression does not compile in the closed environment; range points inside the string"},
-	{CodeNonConstantRef, pilotage.SeverityError, "state(...) was given something other than a string constant, so the reference is not known statically"},
+	{CodeNonConstantRef, pilotage.SeverityError, "state(...), since(...) or last_changed(...) was given something other than a string constant or params.<name> of a catalog param of kind state or event, such a reader was used other than as a direct call (an alias, a value passed on), or $env was used: the references would not be known statically"},
 	{CodeBadCron, pilotage.SeverityError, "a cron spec does not parse (5 fields, or 6 with seconds first, or a descriptor like @hourly)"},
 	{CodeBadDuration, pilotage.SeverityError, "a duration does not parse (\"500ms\", \"90s\", \"2m\", \"1h30m\", \"PT2M\"), is negative, or is templated where a constant is required"},
 	{CodeBadTime, pilotage.SeverityError, "a time of day is not HH:MM or HH:MM:SS (24-hour clock)"},
-	{CodeMissingLocation, pilotage.SeverityError, "a sun trigger needs the server's location (latitude/longitude), which is not configured"},
-	{CodeUnreachableValue, pilotage.SeverityWarning, "a to/from/value filter is a value the entry's output_schema never produces, so it can never match"},
+	{CodeMissingLocation, pilotage.SeverityError, "a sun trigger or sun condition needs the server's location (latitude/longitude), which is not configured; pilotage_discover says whether it is (environment.sun)"},
+	{CodeUnreachableValue, pilotage.SeverityError, "a to/from/value filter (or one value of an event's value list) is a value the entry's output_schema never produces, or above/below watch a state that is not a number, or above is not below below: the trigger can never fire on it (the wait never ends)"},
 	{CodeBadMode, pilotage.SeverityError, "mode is not single, restart, queued or parallel, or max is used wrongly"},
 	{CodeBadParams, pilotage.SeverityError, "params is not a valid JSON Schema of an object, or an expression names a param it does not declare"},
 	{CodeUnboundedLoop, pilotage.SeverityError, "a while/until loop has no max, or a loop bound exceeds the engine's iteration limit"},
 	{CodeScope, pilotage.SeverityError, "a vars.* value or steps.<id>.output is named where it is not addressable (see the scope rules)"},
 	{CodeUnknownStep, pilotage.SeverityError, "steps.<id> names no step, or a step that has not run yet at this point"},
+	{CodeCallDepth, pilotage.SeverityError, "a call starts a chain of promoted automations calling each other deeper than the engine's call-depth limit (MaxCallDepth): every run would end limit_exceeded"},
+	{CodeTemplatedID, pilotage.SeverityError, "a template stands where a catalog id goes (call, a trigger's or wait's state or event, an id passed to an automation's catalog param): only exactly \"{{ params.<name> }}\" naming a param declared with \"catalog\" may; the hint shows the declaration"},
+	{CodeOverlappingRule, pilotage.SeverityWarning, "another installed rule (visible to you) calls an action of the same device from the same trigger: the two race and the last command wins; merge them, make their conditions exclusive, or deploy under that rule's name to replace it"},
 }
 
 // CodeSeverity returns the fixed severity of a code (error when unknown).

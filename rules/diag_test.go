@@ -79,6 +79,13 @@ var codeCases = []codeCase{
 	{"scope/step_output_after_loop", CodeScope, "/steps/1/if", prog(`[{"id":"r","repeat":{"count":2},"do":[{"id":"in","call":"hall_light.set","args":{"state":"TOGGLE"}}]},{"id":"x","if":"steps.in.output != nil","then":[]}]`), ValidateOptions{}},
 	{"scope/index_outside_loop", CodeScope, "/steps/0/if", prog(`[{"id":"x","if":"vars.index > 1","then":[]}]`), ValidateOptions{}},
 	{"unknown_step/later", CodeUnknownStep, "/steps/0/if", prog(`[{"id":"x","if":"steps.y.output == nil","then":[]},{"id":"y","stop":""}]`), ValidateOptions{}},
+	{"templated_id/call_param_not_a_reference", CodeTemplatedID, "/steps/0/call", prog(`[{"id":"x","call":"{{ params.light }}","args":{"state":"ON"}}]`, `"params":{"type":"object","properties":{"light":{"type":"string"}}}`), ValidateOptions{}},
+	{"templated_id/trigger_undeclared", CodeTemplatedID, "/triggers/0/state", `{"name":"t","triggers":[{"id":"a","state":"{{ params.sensor }}","to":true}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
+	{"templated_id/built_id", CodeTemplatedID, "/steps/0/call", prog(`[{"id":"x","call":"{{ params.room }}_light.set","args":{"state":"ON"}}]`, `"params":{"type":"object","properties":{"room":{"type":"string"}}}`), ValidateOptions{}},
+	{"overlapping_rule/same_trigger", CodeOverlappingRule, "/steps/0/call", prog(`[{"id":"x","call":"hall_light.set","args":{"state":"ON"}}]`),
+		ValidateOptions{Installed: installedRule(`{"name":"other","triggers":[{"id":"m","state":"hall_motion.occupancy","to":true}],"steps":[{"id":"on","call":"hall_light.set","args":{"brightness":90}}]}`)}},
+	{"call_depth/chain", CodeCallDepth, "/steps/0/call", prog(`[{"id":"x","call":"script.flash_porch","args":{"times":2}}]`),
+		ValidateOptions{Automation: func(string) (*Compiled, bool) { return &Compiled{CallDepth: 4}, true }}},
 }
 
 // inputCases exercise the input_binding code through CheckParams.
@@ -87,7 +94,7 @@ func TestCheckParams(t *testing.T) {
 	if err != nil || !res.Valid {
 		t.Fatalf("program: %v %+v", err, res)
 	}
-	p := res.Compiled.Program
+	p := res.Compiled
 	for _, tc := range []struct {
 		name   string
 		params any
@@ -95,7 +102,7 @@ func TestCheckParams(t *testing.T) {
 		want   []string // paths
 	}{
 		{"ok", map[string]any{"hold": "2m"}, "", nil},
-		{"missing", map[string]any{}, "/params", []string{"/params"}},
+		{"missing", map[string]any{}, "/params", []string{"/params/hold"}},
 		{"wrong_type", map[string]any{"hold": "2m", "n": "three"}, "", []string{"/n"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

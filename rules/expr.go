@@ -1,11 +1,10 @@
 package rules
 
+// Compiled expressions: compiled once when a program is validated, run
+// many times against an Env (expr_env.go).
+
 import (
 	"fmt"
-	"strings"
-	"sync"
-	"time"
-	"unsafe"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
@@ -19,7 +18,7 @@ type Expr struct {
 	Src    string // the expression text (without {{ }})
 	Ptr    string // JSON Pointer of the string value that holds it
 	Offset int    // rune offset of Src inside that string value
-	Refs   []Ref  // catalog ids referenced through state('...')
+	Refs   []Ref  // catalog ids referenced through state('…'), since('…'), last_changed('…')
 	prog   *vm.Program
 
 	// reach is what the compiled program can reach of its environment
@@ -86,283 +85,7 @@ func newExpr(src string, prog *vm.Program) *Expr {
 type Ref struct {
 	ID       string
 	From, To int
-}
-
-// Env is what an evaluation sees: the closed environment of automation/1.
-type Env struct {
-	Trigger map[string]any // id, kind, entity, value, from, to, time
-	Params  map[string]any
-	Vars    map[string]any
-	Steps   map[string]any // step id → {"output": v}
-	World   World
-	Budget  uint // expr memory budget (0 = DefaultLimits.MemoryBudget)
-
-	// cache is the expression environment built from the fields above,
-	// reused while they still name the same maps (the maps themselves are
-	// live: steps and vars fill in as the run goes). World must not change
-	// once an expression has been evaluated.
-	cache    map[string]any
-	cacheKey envKey
-	// held is cache's pooled holder; release returns it unless leaked
-	// ($env was evaluated: the map may live on as a value).
-	held   *envVars
-	leaked bool
-
-	// Step outputs are kept in pend until an expression that can read
-	// steps is evaluated (most bodies never read them: no map per step).
-	// From then on (stepsLive) they are written through, as the map may
-	// be held by a value.
-	pend      []stepOutput
-	pendBuf   [1]stepOutput
-	stepsLive bool
-	trigSet   bool           // trig holds the run's trigger
-	trig      triggerBinding // Trigger's content until it is built
-}
-
-type stepOutput struct {
-	id  string
-	out any
-}
-
-// setStepOutput records steps.<id>.output.
-func (e *Env) setStepOutput(id string, out any) {
-	if e.stepsLive {
-		e.stepsMap()[id] = map[string]any{"output": out}
-		return
-	}
-	if e.pend == nil {
-		e.pend = e.pendBuf[:0]
-	}
-	e.pend = append(e.pend, stepOutput{id, out})
-}
-
-func (e *Env) stepsMap() map[string]any {
-	if e.Steps == nil {
-		e.Steps = map[string]any{}
-	}
-	return e.Steps
-}
-
-// flushSteps writes the pending step outputs into Steps, in order.
-func (e *Env) flushSteps() {
-	if len(e.pend) == 0 {
-		return
-	}
-	m := e.stepsMap()
-	for i, p := range e.pend {
-		m[p.id] = map[string]any{"output": p.out}
-		e.pend[i] = stepOutput{}
-	}
-	e.pend = e.pend[:0]
-}
-
-// envVars is a pooled expression environment: the map and the closures
-// over the World it holds (built once per holder, not once per run).
-type envVars struct {
-	m map[string]any
-	w World
-}
-
-var envVarsPool = sync.Pool{New: func() any {
-	h := &envVars{}
-	h.m = map[string]any{
-		"trigger": nil,
-		"params":  nil,
-		"vars":    nil,
-		"steps":   nil,
-		"state": func(id string) any {
-			if h.w == nil {
-				return nil
-			}
-			v, _ := h.w.State(id)
-			return v
-		},
-		"now": func() time.Time {
-			if h.w == nil {
-				return time.Now()
-			}
-			return h.w.Now()
-		},
-		"hour":    hourOf,
-		"minute":  minuteOf,
-		"weekday": weekdayOf,
-		"seconds": secondsOf,
-	}
-	return h
-}}
-
-func (h *envVars) bind(e *Env) {
-	h.m["trigger"] = e.Trigger
-	h.m["params"] = e.Params
-	h.m["vars"] = e.Vars
-	h.m["steps"] = e.Steps
-}
-
-// release hands the Env's expression environment back for reuse. The Env
-// must not be evaluated again, and nothing may be evaluating it.
-func (e *Env) release() {
-	h := e.held
-	if h == nil {
-		return
-	}
-	e.held, e.cache = nil, nil
-	if e.leaked {
-		return
-	}
-	h.m["trigger"], h.m["params"], h.m["vars"], h.m["steps"] = nil, nil, nil, nil
-	h.w = nil
-	envVarsPool.Put(h)
-}
-
-// envKey identifies the maps and world an Env's cache was built from.
-type envKey struct{ trigger, params, vars, steps unsafe.Pointer }
-
-func mapID(m map[string]any) unsafe.Pointer { return *(*unsafe.Pointer)(unsafe.Pointer(&m)) }
-
-// EnvFunctions names the functions of the closed environment, in the order
-// the expressions guide lists them. compileEnv and (*Env).vars must agree.
-var EnvFunctions = []struct{ Name, Signature, Doc string }{
-	{"state", "state(id string) any", "current value of a state entry; id must be a string constant"},
-	{"now", "now() time", "the world's clock (virtual in test runs)"},
-	{"hour", "hour(t time) int", "hour of day 0-23 in the configured time zone"},
-	{"minute", "minute(t time) int", "minute 0-59"},
-	{"weekday", "weekday(t time) int", "day of week, 0 = Sunday … 6 = Saturday"},
-	{"seconds", "seconds(d string) float", "a duration such as \"90s\" or \"2m\" in seconds"},
-}
-
-// EnvVariables names the variables of the closed environment.
-var EnvVariables = []struct{ Name, Doc string }{
-	{"trigger", "the trigger that fired: trigger.id, trigger.kind, trigger.entity, trigger.value, trigger.from, trigger.to, trigger.time"},
-	{"params", "the program's parameters (execute input bound to params)"},
-	{"vars", "variables assigned by set steps (scope rules apply)"},
-	{"steps", "outputs of earlier steps: steps.<id>.output (scope rules apply)"},
-}
-
-func stateStub(string) any       { return nil }
-func nowStub() time.Time         { return time.Time{} }
-func hourOf(t time.Time) int     { return t.Hour() }
-func minuteOf(t time.Time) int   { return t.Minute() }
-func weekdayOf(t time.Time) int  { return int(t.Weekday()) }
-func secondsOf(s string) float64 { d, _ := ParseDuration(s); return d.Seconds() }
-
-// compileEnv is the typing environment expressions are checked against.
-var compileEnv = map[string]any{
-	"trigger": map[string]any{},
-	"params":  map[string]any{},
-	"vars":    map[string]any{},
-	"steps":   map[string]any{},
-	"state":   stateStub,
-	"now":     nowStub,
-	"hour":    hourOf,
-	"minute":  minuteOf,
-	"weekday": weekdayOf,
-	"seconds": secondsOf,
-}
-
-// vars is the environment an expression that reaches f runs against. The
-// maps f names are made when missing (the trigger's when first needed);
-// the others may be nil: the expression cannot read them. The map is built
-// once per Env and rebound when the maps change (an evaluation used to
-// allocate a map and two closures).
-func (e *Env) vars(f uint32) map[string]any {
-	if f&reachSteps != 0 && !e.stepsLive {
-		// From now on steps may be held by a value: write through.
-		e.flushSteps()
-		e.stepsLive = true
-	}
-	if f&reachTrigger != 0 {
-		e.triggerMap()
-	}
-	if f&reachParams != 0 && e.Params == nil {
-		e.Params = map[string]any{}
-	}
-	if f&reachVars != 0 {
-		e.varsMap()
-	}
-	if f&reachSteps != 0 {
-		e.stepsMap()
-	}
-	k := envKey{mapID(e.Trigger), mapID(e.Params), mapID(e.Vars), mapID(e.Steps)}
-	if e.cache != nil && k == e.cacheKey {
-		return e.cache
-	}
-	h := e.held
-	if h == nil || e.leaked {
-		// A leaked map keeps the maps it was built from (as a new map
-		// did before holders were pooled).
-		h = envVarsPool.Get().(*envVars)
-		h.w = e.World
-		e.held, e.leaked = h, false
-	}
-	h.bind(e)
-	e.cache, e.cacheKey = h.m, k
-	if f&reachEnv != 0 {
-		e.leaked = true
-	}
-	return e.cache
-}
-
-// varsMap returns Vars, made when missing.
-func (e *Env) varsMap() map[string]any {
-	if e.Vars == nil {
-		e.Vars = map[string]any{}
-	}
-	return e.Vars
-}
-
-// triggerMap returns Trigger, built from the run's trigger binding the
-// first time it is needed (a body that never reads trigger never builds it).
-func (e *Env) triggerMap() map[string]any {
-	if e.Trigger != nil {
-		return e.Trigger
-	}
-	tb := &e.trig
-	switch {
-	case !e.trigSet:
-		e.Trigger = map[string]any{}
-	case tb.t == nil:
-		e.Trigger = map[string]any{"id": "", "value": tb.fire.Value, "from": tb.fire.From, "time": tb.fire.Time}
-	default:
-		t := tb.t
-		e.Trigger = map[string]any{
-			"id": t.ID, "kind": triggerKindValue(t.Kind), "entity": t.Entity,
-			"value": tb.fire.Value, "from": tb.fire.From, "to": tb.fire.Value, "time": tb.fire.Time,
-		}
-	}
-	*tb, e.trigSet = triggerBinding{}, false
-	return e.Trigger
-}
-
-// triggerBinding is what trigger.* is built from (see triggerMap).
-type triggerBinding struct {
-	t    *Trigger    // nil: a program without triggers
-	fire TriggerFire // Time is the fire time the run uses
-}
-
-// bindTrigger sets what trigger.* will be built from; at is the fire time.
-func (e *Env) bindTrigger(t *Trigger, fire TriggerFire, at time.Time) {
-	fire.Time = at
-	e.trig, e.trigSet, e.Trigger = triggerBinding{t: t, fire: fire}, true, nil
-}
-
-// triggerKindValue is string(k) as an interface value, without boxing the
-// known kinds anew each time.
-func triggerKindValue(k TriggerKind) any {
-	switch k {
-	case TriggerState:
-		return string(TriggerState)
-	case TriggerNumeric:
-		return string(TriggerNumeric)
-	case TriggerEvent:
-		return string(TriggerEvent)
-	case TriggerCron:
-		return string(TriggerCron)
-	case TriggerTime:
-		return string(TriggerTime)
-	case TriggerSun:
-		return string(TriggerSun)
-	}
-	return string(k)
+	Fn       string // the reader: state, since or last_changed
 }
 
 // CompileExpr compiles src in the closed environment. maxNodes bounds the
@@ -372,18 +95,15 @@ func CompileExpr(src string, maxNodes uint) (*Expr, error) {
 	if maxNodes == 0 {
 		maxNodes = DefaultLimits.MaxExprNodes
 	}
-	p, err := expr.Compile(src,
-		expr.Env(compileEnv),
-		expr.DisableBuiltin("now"),
-		expr.MaxNodes(maxNodes),
-	)
+	p, err := expr.Compile(src, exprOptions(maxNodes)...)
 	if err != nil {
 		return nil, err
 	}
 	return newExpr(src, p), nil
 }
 
-// collectRefs finds every state('id') call. Non-constant arguments are
+// collectRefs finds every call of a catalog reader (state('id'),
+// since('id'), last_changed('id')). Non-constant arguments are
 // reported by the validator (see NonConstantRefs).
 func collectRefs(root ast.Node) []Ref {
 	var refs []Ref
@@ -392,12 +112,13 @@ func collectRefs(root ast.Node) []Ref {
 		if !ok || len(c.Arguments) != 1 {
 			return false
 		}
-		if id, ok := c.Callee.(*ast.IdentifierNode); !ok || id.Value != "state" {
+		fn, ok := c.Callee.(*ast.IdentifierNode)
+		if !ok || !catalogReaders[fn.Value] {
 			return false
 		}
 		if s, ok := c.Arguments[0].(*ast.StringNode); ok {
 			loc := s.Location()
-			refs = append(refs, Ref{ID: s.Value, From: loc.From, To: loc.To})
+			refs = append(refs, Ref{ID: s.Value, From: loc.From, To: loc.To, Fn: fn.Value})
 		}
 		return false
 	})
@@ -407,17 +128,23 @@ func collectRefs(root ast.Node) []Ref {
 // Node returns the expression's AST (for validation passes).
 func (x *Expr) Node() ast.Node { return x.prog.Node() }
 
-// vmPool reuses expr VMs (a VM resets its stack, scopes and memory count
-// on every Run), sparing an allocation and its zeroing per evaluation.
-var vmPool = sync.Pool{New: func() any { return new(vm.VM) }}
-
-// Eval runs the expression against env.
+// Eval runs the expression against env, as one evaluation.
 func (x *Expr) Eval(env *Env) (any, error) {
+	env.beginEval()
+	return x.run(env)
+}
+
+// run runs the expression within the evaluation under way (an expression
+// of a template shares the template's budget).
+func (x *Expr) run(env *Env) (any, error) {
 	vars := env.vars(x.reaches())
-	v := vmPool.Get().(*vm.VM)
+	v := env.cache.vm()
 	v.MemoryBudget = env.budget()
 	out, err := v.Run(x.prog, vars)
-	vmPool.Put(v)
+	env.cache.putVM(v)
+	if err == nil {
+		err = resultFits(out, env.mem.value)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("expression %q: %w", x.Src, err)
 	}
@@ -435,182 +162,4 @@ func (x *Expr) EvalBool(env *Env) (bool, error) {
 		return false, fmt.Errorf("expression %q: got %T, want bool", x.Src, v)
 	}
 	return b, nil
-}
-
-func (e *Env) budget() uint {
-	if e.Budget == 0 {
-		return DefaultLimits.MemoryBudget
-	}
-	return e.Budget
-}
-
-// Template is a program value that may embed expressions: a whole-string
-// "{{ expr }}" keeps the expression's type; mixed text interpolates to a
-// string; objects and arrays are templates element-wise; anything else is a
-// constant.
-type Template struct {
-	Ptr   string
-	Const any // used when no expression is involved (IsConst)
-
-	IsConst bool
-	Whole   *Expr          // "{{ expr }}" alone
-	Parts   []TemplatePart // mixed text
-	Object  map[string]*Template
-	Array   []*Template
-}
-
-// TemplatePart is literal text or an expression inside a mixed string.
-type TemplatePart struct {
-	Text string
-	Expr *Expr
-}
-
-// Exprs lists every expression inside t (for validation passes).
-func (t *Template) Exprs() []*Expr {
-	if t == nil {
-		return nil
-	}
-	var out []*Expr
-	if t.Whole != nil {
-		out = append(out, t.Whole)
-	}
-	for _, p := range t.Parts {
-		if p.Expr != nil {
-			out = append(out, p.Expr)
-		}
-	}
-	for _, k := range sortedKeys(t.Object) {
-		out = append(out, t.Object[k].Exprs()...)
-	}
-	for _, a := range t.Array {
-		out = append(out, a.Exprs()...)
-	}
-	return out
-}
-
-// Eval computes the template's value.
-func (t *Template) Eval(env *Env) (any, error) {
-	switch {
-	case t == nil:
-		return nil, nil
-	case t.IsConst:
-		return t.Const, nil
-	case t.Whole != nil:
-		return t.Whole.Eval(env)
-	case t.Parts != nil:
-		var b strings.Builder
-		for _, p := range t.Parts {
-			if p.Expr == nil {
-				b.WriteString(p.Text)
-				continue
-			}
-			v, err := p.Expr.Eval(env)
-			if err != nil {
-				return nil, err
-			}
-			fmt.Fprint(&b, formatValue(v))
-		}
-		return b.String(), nil
-	case t.Object != nil:
-		out := make(map[string]any, len(t.Object))
-		for k, sub := range t.Object {
-			v, err := sub.Eval(env)
-			if err != nil {
-				return nil, err
-			}
-			out[k] = v
-		}
-		return out, nil
-	case t.Array != nil:
-		out := make([]any, len(t.Array))
-		for i, sub := range t.Array {
-			v, err := sub.Eval(env)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = v
-		}
-		return out, nil
-	}
-	return t.Const, nil
-}
-
-func formatValue(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case time.Time:
-		return x.Format(time.RFC3339)
-	case float64:
-		if x == float64(int64(x)) {
-			return fmt.Sprintf("%d", int64(x))
-		}
-	}
-	return fmt.Sprint(v)
-}
-
-// ParseDuration accepts Go durations ("500ms", "2m", "1h30m") and ISO 8601
-// durations ("PT2M"), the two forms home-automation users write.
-func ParseDuration(s string) (time.Duration, error) {
-	s = strings.TrimSpace(s)
-	if strings.HasPrefix(s, "P") || strings.HasPrefix(s, "-P") {
-		return parseISODuration(s)
-	}
-	d, err := time.ParseDuration(s)
-	if err != nil {
-		return 0, fmt.Errorf("bad duration %q: want e.g. \"500ms\", \"90s\", \"2m\", \"1h30m\" or ISO 8601 \"PT2M\"", s)
-	}
-	return d, nil
-}
-
-func parseISODuration(s string) (time.Duration, error) {
-	neg := false
-	orig := s
-	if strings.HasPrefix(s, "-") {
-		neg, s = true, s[1:]
-	}
-	s = s[1:] // P
-	var d time.Duration
-	inTime := false
-	num := ""
-	for _, r := range s {
-		switch {
-		case r == 'T':
-			inTime = true
-		case (r >= '0' && r <= '9') || r == '.':
-			num += string(r)
-		default:
-			if num == "" {
-				return 0, fmt.Errorf("bad duration %q", orig)
-			}
-			var f float64
-			if _, err := fmt.Sscanf(num, "%g", &f); err != nil {
-				return 0, fmt.Errorf("bad duration %q", orig)
-			}
-			num = ""
-			var unit time.Duration
-			switch {
-			case r == 'D' && !inTime:
-				unit = 24 * time.Hour
-			case r == 'W' && !inTime:
-				unit = 7 * 24 * time.Hour
-			case r == 'H' && inTime:
-				unit = time.Hour
-			case r == 'M' && inTime:
-				unit = time.Minute
-			case r == 'S' && inTime:
-				unit = time.Second
-			default:
-				return 0, fmt.Errorf("bad duration %q (years and months are not fixed lengths)", orig)
-			}
-			d += time.Duration(f * float64(unit))
-		}
-	}
-	if num != "" || len(s) == 0 {
-		return 0, fmt.Errorf("bad duration %q", orig)
-	}
-	if neg {
-		d = -d
-	}
-	return d, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -21,6 +22,12 @@ type TriggerFire struct {
 	From    any    // the previous value, when known
 	Time    time.Time
 	Because string // the decision's reason; "" = derived from the trigger
+	// Detail is the trigger entry's input: in a test run, how the
+	// scenario's trigger was simulated (its hold, its schedule).
+	Detail map[string]any
+	// NotFired, when set, is why the scenario's trigger would not fire (a
+	// test run): the run ends not_triggered after the trigger's entry.
+	NotFired string
 }
 
 // RunInput is everything a run starts from besides the program and World.
@@ -28,9 +35,17 @@ type RunInput struct {
 	Trigger TriggerFire
 	Params  map[string]any // bound program params (defaults are filled in)
 	Limits  Limits         // zero fields take DefaultLimits
+	// Throttle, when set, is asked once the conditions held: throttled
+	// ends the run with status throttled instead of running the body
+	// (until is when the window closes). It is the rule's throttle gate
+	// (the engine's, or a test run's scenario.last_run).
+	Throttle func(now time.Time) (until time.Time, throttled bool)
 	// SkipConditions records every condition as skipped instead of
 	// evaluating it (a manual "run now").
 	SkipConditions bool
+	// Cache lends the run its expression environments and VMs (nil: they
+	// are made anew).
+	Cache *Cache
 }
 
 // CallRecord is one World.Call the run made.
@@ -75,6 +90,7 @@ type interp struct {
 	ctx      context.Context
 	w        World
 	lim      Limits
+	cache    *Cache
 	start    time.Time
 	deadline time.Time
 	steps    []pilotage.TraceStep
@@ -87,6 +103,16 @@ type interp struct {
 	mem *runMem
 	// setValues counts the JSON values set steps stored (Limits.MaxSetValues).
 	setValues int
+	// bytes counts what the run records (Limits.MaxRunBytes).
+	bytes int
+	// throttle is the program's throttle once the gate was asked.
+	throttle time.Duration
+	// assumed lists the entries whose result a test run's scenario
+	// forced (step status assumed).
+	assumed []string
+	// varBytes is what each variable of the top frame counts in bytes
+	// (the run's output holds them as they are at its end).
+	varBytes map[string]int
 }
 
 // frame is one activation of a program body: the run itself, or an
@@ -112,7 +138,9 @@ type frame struct {
 // timed out without continue_on_timeout, the MaxWall bound on the World
 // clock, or ctx's deadline); limit_exceeded (MaxSteps entries,
 // MaxIterations per loop activation, MaxCallDepth, expression memory,
-// MaxSetValues and MaxValueDepth for values set steps store);
+// MaxValueBytes and MaxEvalBytes for what an evaluation builds,
+// MaxRunBytes for what the run records, MaxSetValues and MaxValueDepth
+// for values set steps store, MaxEvalOps for an evaluation's operations);
 // cancelled (ctx cancelled; the engine reports shutdowns as interrupted).
 // A branch or loop entry's outcome is that of its activation: success, or
 // the status of the step that ended it.
@@ -123,8 +151,8 @@ func Run(ctx context.Context, c *Compiled, w World, in RunInput) (res *RunResult
 	// steps: room for them made at once instead of a doubling series, in
 	// the run's own allocation when they are few.
 	n := 0
-	if c != nil && c.Program != nil {
-		n = min(2+len(c.Program.Conditions)+len(c.Program.Steps), 64)
+	if c != nil {
+		n = min(2+len(c.conds)+len(c.steps), 64)
 	}
 	var m *runMem
 	var steps []pilotage.TraceStep
@@ -136,7 +164,7 @@ func Run(ctx context.Context, c *Compiled, w World, in RunInput) (res *RunResult
 		m, steps, tms = &runMem{}, make([]pilotage.TraceStep, 0, n), make([]float64, 0, n)
 	}
 	r := &m.r
-	*r = interp{ctx: ctx, w: w, lim: lim, start: start, deadline: start.Add(lim.MaxWall), mem: m, steps: steps, tms: tms}
+	*r = interp{ctx: ctx, w: w, lim: lim, cache: in.Cache, start: start, deadline: start.Add(lim.MaxWall), mem: m, steps: steps, tms: tms}
 	r.calls = m.firstRec[:0]
 	res = &m.res
 	res.Started = start
@@ -190,6 +218,9 @@ func (r *interp) finishResult(res *RunResult, top *frame, h *halt) {
 	res.Ended = r.safeNow()
 	var out map[string]any // made only when there is something to report
 	switch {
+	case h == nil && len(r.assumed) > 0:
+		res.Outcome = pilotage.Outcome{OK: true, Status: StatusAssumed,
+			Error: "the body ran to its end, but these results were assumed by scenario.waits, not simulated: " + strings.Join(r.assumed, ", ")}
 	case h == nil:
 		res.Outcome = pilotage.Outcome{OK: true, Status: StatusSuccess}
 	default:
@@ -198,10 +229,18 @@ func (r *interp) finishResult(res *RunResult, top *frame, h *halt) {
 			res.Outcome.Error = h.msg
 		}
 		switch h.status {
+		case StatusThrottled:
+			res.Outcome.Error = "throttled: the body ran less than " + shortDuration(r.throttle) + " ago; it may run again at " + h.msg
+		case StatusNotTriggered:
+			res.Outcome.Error = "the trigger would not fire: " + h.msg
+		}
+		switch h.status {
 		case StatusConditionsNotMet:
 			out = map[string]any{"condition": h.msg}
 		case StatusStopped:
 			out = map[string]any{"stop": h.msg}
+		case StatusThrottled:
+			out = map[string]any{"throttled_until": h.msg}
 		}
 	}
 	if top != nil && len(top.env.Vars) > 0 {
@@ -236,27 +275,38 @@ func (r *interp) failOpen(h *halt) {
 }
 
 func (r *interp) run(c *Compiled, in RunInput) (*frame, *halt) {
-	if c == nil || c.Program == nil {
+	if c == nil {
 		return nil, &halt{StatusFailed, "no program to run"}
 	}
-	p := c.Program
 	env := &r.mem.env
 	*env = Env{
-		Params: withParamDefaults(p.Params, in.Params),
+		Params: withParamDefaults(c.params, in.Params),
 		World:  r.w,
 		Budget: r.lim.MemoryBudget,
+		cache:  r.cache,
+
+		ValueBytes: r.lim.MaxValueBytes,
+		EvalBytes:  r.lim.MaxEvalBytes,
+		EvalOps:    r.lim.MaxEvalOps,
+		ctx:        r.ctx,
 	}
 	f := &r.mem.top
 	*f = frame{c: c, env: env}
 	if h := r.triggers(f, in.Trigger); h != nil {
 		return f, h
 	}
-	for _, cond := range p.Conditions {
-		if h := r.condition(f, cond, in.SkipConditions); h != nil {
+	for i := range c.conds {
+		if h := r.condition(f, &c.conds[i], in.SkipConditions); h != nil {
 			return f, h
 		}
 	}
-	return f, r.seq(f, p.Steps, "")
+	if in.Throttle != nil && c.throttle > 0 {
+		r.throttle = c.throttle
+		if until, ok := in.Throttle(r.w.Now()); ok {
+			return f, &halt{StatusThrottled, until.Format(time.RFC3339)}
+		}
+	}
+	return f, r.seq(f, c.steps, "")
 }
 
 func limitsOrDefault(l Limits) Limits {
@@ -279,23 +329,29 @@ func limitsOrDefault(l Limits) Limits {
 	if l.MaxSetValues <= 0 {
 		l.MaxSetValues = d.MaxSetValues
 	}
+	if l.MaxValueBytes <= 0 {
+		l.MaxValueBytes = d.MaxValueBytes
+	}
+	if l.MaxEvalBytes <= 0 {
+		l.MaxEvalBytes = d.MaxEvalBytes
+	}
+	if l.MaxRunBytes <= 0 {
+		l.MaxRunBytes = d.MaxRunBytes
+	}
+	if l.MaxEvalOps <= 0 {
+		l.MaxEvalOps = d.MaxEvalOps
+	}
 	return l
 }
 
 // triggers records the trigger branch ("triggers" took <id>) and the
 // trigger's own entry, and binds trigger.* for expressions.
 func (r *interp) triggers(f *frame, fire TriggerFire) *halt {
-	p := f.c.Program
-	if len(p.Triggers) == 0 && fire.ID == "" {
+	if len(f.c.triggers) == 0 && fire.ID == "" {
 		f.env.bindTrigger(nil, fire, r.fireTime(fire))
 		return nil
 	}
-	var t *Trigger
-	for _, x := range p.Triggers {
-		if x.ID == fire.ID {
-			t = x
-		}
-	}
+	t := f.c.trigger(fire.ID)
 	if t == nil {
 		return &halt{StatusFailed, fmt.Sprintf("unknown trigger %q", fire.ID)}
 	}
@@ -308,12 +364,26 @@ func (r *interp) triggers(f *frame, fire TriggerFire) *halt {
 	if because == "" {
 		because = triggerReason(t, fire)
 	}
-	r.mem.decision[0] = pilotage.Decision{At: TriggersStepID, Took: t.ID, Because: because}
+	r.chargeText(len(because) + len(t.id))
+	r.mem.decision[0] = pilotage.Decision{At: TriggersStepID, Took: t.id, Because: because}
 	r.steps[i].Decisions = r.mem.decision[:1:1]
 	r.setOutcome(i, StepSuccess, "")
-	j, h := r.begin(t.ID)
+	j, h := r.begin(t.id)
 	if h != nil {
 		return h
+	}
+	if h := r.record(t.id, "the trigger value", fire.Value); h != nil {
+		return r.fail(j, h)
+	}
+	if fire.Detail != nil {
+		if h := r.record(t.id, "the trigger's simulation", fire.Detail); h != nil {
+			return r.fail(j, h)
+		}
+		r.steps[j].Input = fire.Detail
+	}
+	if fire.NotFired != "" {
+		r.setOutcome(j, StepNotMet, fire.NotFired)
+		return &halt{StatusNotTriggered, fire.NotFired}
 	}
 	r.steps[j].Output = jsonSafe(fire.Value)
 	r.setOutcome(j, StepSuccess, "")
@@ -331,27 +401,28 @@ func (r *interp) fireTime(fire TriggerFire) time.Time {
 	return fire.Time
 }
 
-func triggerReason(t *Trigger, fire TriggerFire) string {
-	switch t.Kind {
+func triggerReason(t *RunTrigger, fire TriggerFire) string {
+	switch t.Kind() {
 	case TriggerState, TriggerNumeric:
-		return fmt.Sprintf("%s changed to %s", t.Entity, formatReason(fire.Value))
+		return fmt.Sprintf("%s changed to %s", t.entity, formatReason(fire.Value))
 	case TriggerEvent:
-		return fmt.Sprintf("%s fired %s", t.Entity, formatReason(fire.Value))
+		return fmt.Sprintf("%s fired %s", t.entity, formatReason(fire.Value))
 	case TriggerCron:
-		return fmt.Sprintf("cron %q matched", t.Cron)
+		return fmt.Sprintf("cron %q matched", t.Spec())
 	case TriggerTime:
-		return fmt.Sprintf("time %s reached", t.At)
+		return fmt.Sprintf("time %s reached", t.Spec())
 	case TriggerSun:
-		if t.Offset != 0 {
-			return fmt.Sprintf("%s %+v reached", t.Sun, t.Offset)
+		sun, offset := t.Sun()
+		if offset != 0 {
+			return fmt.Sprintf("%s %+v reached", sun, offset)
 		}
-		return t.Sun + " reached"
+		return sun + " reached"
 	}
-	return "trigger " + t.ID + " fired"
+	return "trigger " + t.id + " fired"
 }
 
-func (r *interp) condition(f *frame, cond *Condition, skip bool) *halt {
-	i, h := r.begin(cond.ID)
+func (r *interp) condition(f *frame, cond *runCond, skip bool) *halt {
+	i, h := r.begin(cond.id)
 	if h != nil {
 		return h
 	}
@@ -359,18 +430,40 @@ func (r *interp) condition(f *frame, cond *Condition, skip bool) *halt {
 		r.setOutcome(i, StepSkipped, "")
 		return nil
 	}
-	b, err := cond.Expr.EvalBool(f.env)
-	if err != nil {
-		return r.fail(i, exprHalt(cond.ID, err))
+	b, h := r.conditionHolds(f, cond)
+	if h != nil {
+		return r.fail(i, h)
 	}
 	r.steps[i].Output = b
-	f.env.setStepOutput(cond.ID, b)
+	f.env.setStepOutput(cond.id, b)
 	if !b {
 		r.setOutcome(i, StepNotMet, "")
-		return &halt{StatusConditionsNotMet, cond.ID}
+		return &halt{StatusConditionsNotMet, cond.id}
 	}
 	r.setOutcome(i, StepSuccess, "")
 	return nil
+}
+
+// conditionHolds evaluates a condition: its expression, or its time or
+// sun window at the world's clock (the entry's input then says how the
+// window stood that day).
+func (r *interp) conditionHolds(f *frame, cond *runCond) (bool, *halt) {
+	if cond.win == nil {
+		b, err := cond.x.EvalBool(f.env)
+		if err != nil {
+			return false, exprHalt(cond.id, err)
+		}
+		return b, nil
+	}
+	b, in, err := cond.win.eval(r.w.Now(), placeOf(r.w))
+	if h := r.record(cond.id, "the condition's input", in); h != nil {
+		return false, h
+	}
+	r.steps[len(r.steps)-1].Input = in
+	if err != nil {
+		return false, &halt{StatusFailed, fmt.Sprintf("condition %q: %v", cond.id, err)}
+	}
+	return b, nil
 }
 
 // begin appends the entry for qid, after checking cancellation and the
@@ -387,6 +480,9 @@ func (r *interp) begin(qid string) (int, *halt) {
 	if len(r.steps) >= r.lim.MaxSteps {
 		return -1, &halt{StatusLimitExceeded, fmt.Sprintf("step limit of %d trace entries reached before step %q", r.lim.MaxSteps, qid)}
 	}
+	if r.chargeText(len(qid) + entryOverhead); r.bytes > r.lim.MaxRunBytes {
+		return -1, r.runBytesHalt(qid, "this entry")
+	}
 	if len(r.tms) == cap(r.tms) {
 		r.tms = make([]float64, 0, min(max(2*cap(r.tms), 4), 64))
 	}
@@ -398,10 +494,14 @@ func (r *interp) begin(qid string) (int, *halt) {
 // ctxHalt reports the end of the run's context: cancelled (mode restart, a
 // disabled rule, shutdown), or timeout when the engine's deadline passed.
 func (r *interp) ctxHalt(where, qid string) *halt {
-	if errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
-		return &halt{StatusTimeout, fmt.Sprintf("run deadline passed %s step %q", where, qid)}
+	why := ""
+	if c := context.Cause(r.ctx); c != nil && c != r.ctx.Err() {
+		why = ": " + c.Error()
 	}
-	return &halt{StatusCancelled, fmt.Sprintf("cancelled %s step %q", where, qid)}
+	if errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
+		return &halt{StatusTimeout, fmt.Sprintf("run deadline passed %s step %q%s", where, qid, why)}
+	}
+	return &halt{StatusCancelled, fmt.Sprintf("cancelled %s step %q%s", where, qid, why)}
 }
 
 func (r *interp) wallHalt(qid string) *halt {
@@ -440,22 +540,22 @@ func stepStatusFor(runStatus string) string {
 }
 
 // seq runs a list of steps; sfx is the loop qualification ("#2#1").
-func (r *interp) seq(f *frame, list []*Step, sfx string) *halt {
-	for _, s := range list {
-		if h := r.step(f, s, sfx); h != nil {
+func (r *interp) seq(f *frame, list []runStep, sfx string) *halt {
+	for i := range list {
+		if h := r.step(f, &list[i], sfx); h != nil {
 			return h
 		}
 	}
 	return nil
 }
 
-func (r *interp) step(f *frame, s *Step, sfx string) *halt {
-	qid := f.prefix + s.ID + sfx
+func (r *interp) step(f *frame, s *runStep, sfx string) *halt {
+	qid := f.prefix + s.id + sfx
 	i, h := r.begin(qid)
 	if h != nil {
 		return h
 	}
-	switch s.Kind {
+	switch s.Kind() {
 	case StepCall:
 		return r.call(f, s, qid, i)
 	case StepDelay:
@@ -471,5 +571,5 @@ func (r *interp) step(f *frame, s *Step, sfx string) *halt {
 	case StepStop:
 		return r.stop(f, s, qid, i)
 	}
-	return r.fail(i, &halt{StatusFailed, fmt.Sprintf("step %q: unknown step kind %q", qid, s.Kind)})
+	return r.fail(i, &halt{StatusFailed, fmt.Sprintf("step %q: unknown step kind %q", qid, s.Kind())})
 }

@@ -28,7 +28,7 @@ func benchFiring() (*Compiled, RunInput) {
 	c := itProgram([]*Trigger{{ID: "t", Kind: TriggerState, Entity: "bench_sensor_1.count1"}}, nil,
 		itCall("cmd", "bench_light_1.set", "brightness", itTpl("trigger.value")))
 	in := RunInput{Trigger: TriggerFire{ID: "t", Value: 41.0, From: 40.0, Time: itStart,
-		Because: "bench_sensor_1.count1 changed from 40 to 41"}}
+		Because: "bench_sensor_1.count1 changed from 40 to 41"}, Cache: itCache}
 	return c, in
 }
 

@@ -15,6 +15,10 @@ import (
 
 var itStart = time.Date(2026, 1, 15, 22, 0, 0, 0, time.UTC)
 
+// itCache is the Cache the tests share, as an engine's validations and
+// runs do.
+var itCache = NewCache()
+
 func itExpr(src string) *Expr {
 	x, err := CompileExpr(src, 0)
 	if err != nil {
@@ -46,38 +50,38 @@ func itCall(id, target string, kv ...any) *Step {
 }
 func itDelay(id, d string) *Step { return &Step{ID: id, Kind: StepDelay, Delay: itConst(d)} }
 func itWait(id, state string, to any, timeout time.Duration, cont bool) *Step {
-	return &Step{ID: id, Kind: StepWait, StepMore: &StepMore{Wait: &WaitSpec{State: state, To: Value{Set: true, V: to}}, Timeout: timeout, ContinueOnTimeout: cont}}
+	return &Step{ID: id, Kind: StepWait, Wait: &WaitSpec{State: state, To: Value{Set: true, V: to}}, Timeout: timeout, ContinueOnTimeout: cont}
 }
 func itIf(id, cond string, then, els []*Step) *Step {
-	return &Step{ID: id, Kind: StepIf, StepMore: &StepMore{If: itExpr(cond), Then: then, Else: els}}
+	return &Step{ID: id, Kind: StepIf, If: itExpr(cond), Then: then, Else: els}
 }
 func itArm(label, when string, do ...*Step) *Arm {
 	return &Arm{Label: label, When: itExpr(when), Do: do}
 }
 func itChoose(id string, def []*Step, arms ...*Arm) *Step {
-	return &Step{ID: id, Kind: StepChoose, StepMore: &StepMore{Choose: arms, Default: def}}
+	return &Step{ID: id, Kind: StepChoose, Choose: arms, Default: def}
 }
 func itCount(id string, n any, do ...*Step) *Step {
 	t, ok := n.(*Template)
 	if !ok {
 		t = itConst(n)
 	}
-	return &Step{ID: id, Kind: StepRepeat, StepMore: &StepMore{Repeat: &RepeatSpec{Count: t}, Do: do}}
+	return &Step{ID: id, Kind: StepRepeat, Repeat: &RepeatSpec{Count: t}, Do: do}
 }
 func itWhile(id, cond string, max int, do ...*Step) *Step {
-	return &Step{ID: id, Kind: StepRepeat, StepMore: &StepMore{Repeat: &RepeatSpec{While: itExpr(cond), Max: max}, Do: do}}
+	return &Step{ID: id, Kind: StepRepeat, Repeat: &RepeatSpec{While: itExpr(cond), Max: max}, Do: do}
 }
 func itUntil(id, cond string, max int, do ...*Step) *Step {
-	return &Step{ID: id, Kind: StepRepeat, StepMore: &StepMore{Repeat: &RepeatSpec{Until: itExpr(cond), Max: max}, Do: do}}
+	return &Step{ID: id, Kind: StepRepeat, Repeat: &RepeatSpec{Until: itExpr(cond), Max: max}, Do: do}
 }
 func itForEach(id string, list *Template, do ...*Step) *Step {
-	return &Step{ID: id, Kind: StepRepeat, StepMore: &StepMore{Repeat: &RepeatSpec{ForEach: list}, Do: do}}
+	return &Step{ID: id, Kind: StepRepeat, Repeat: &RepeatSpec{ForEach: list}, Do: do}
 }
 func itSet(id string, kv ...any) *Step {
-	return &Step{ID: id, Kind: StepSet, StepMore: &StepMore{Set: itArgs(kv...)}}
+	return &Step{ID: id, Kind: StepSet, Set: itArgs(kv...)}
 }
 func itStop(id, reason string, isErr bool) *Step {
-	return &Step{ID: id, Kind: StepStop, StepMore: &StepMore{Stop: reason, Error: isErr}}
+	return &Step{ID: id, Kind: StepStop, Stop: reason, Error: isErr}
 }
 
 func itState(id, entity string, to any) *Trigger {
@@ -85,9 +89,12 @@ func itState(id, entity string, to any) *Trigger {
 }
 func itCond(id, src string) *Condition { return &Condition{ID: id, Expr: itExpr(src)} }
 
-// itCompile wraps a program with the plan itPlan derives.
+// itCompile lowers a program into its run form, with the plan itPlan
+// derives.
 func itCompile(p *Program) *Compiled {
-	return &Compiled{Program: p, Plan: itPlan(p)}
+	c := &Compiled{Plan: itPlan(p)}
+	c.form = lower(p, &interner{k: itCache, entry: c.Entry})
+	return c
 }
 
 // itEntry adds a referenced entry to c, keeping Refs sorted and Entries
@@ -133,9 +140,6 @@ func itPlan(p *Program) *pilotage.Plan {
 				ps.Calls = []string{s.Call}
 			}
 			add(ps)
-			if s.StepMore == nil {
-				continue
-			}
 			walk(s.Then, &pilotage.Arm{Branch: s.ID, Label: LabelThen}, loop)
 			walk(s.Else, &pilotage.Arm{Branch: s.ID, Label: LabelElse}, loop)
 			for _, a := range s.Choose {

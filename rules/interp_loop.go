@@ -17,7 +17,7 @@ const (
 // loopState decides, before iteration n (1-based), whether a repeat step
 // continues.
 type loopState struct {
-	spec  *RepeatSpec
+	spec  *repeatStep
 	count int   // count loops
 	items []any // for_each loops
 }
@@ -26,8 +26,8 @@ type loopState struct {
 // collects a decision per evaluation, and body entries qualified "#n".
 // vars.index (1-based) is visible in every loop body, vars.item in for_each
 // bodies; the enclosing values are restored when the loop ends.
-func (r *interp) repeat(f *frame, s *Step, qid, sfx string, i int) *halt {
-	ls, h := r.loopStart(f, s, qid)
+func (r *interp) repeat(f *frame, s *runStep, qid, sfx string, i int) *halt {
+	ls, h := r.loopStart(f, s.more.(*repeatStep), qid)
 	if h != nil {
 		return r.fail(i, h)
 	}
@@ -51,31 +51,28 @@ func (r *interp) repeat(f *frame, s *Step, qid, sfx string, i int) *halt {
 		if ls.items != nil {
 			f.env.varsMap()["item"] = ls.items[n-1]
 		}
-		if h := r.seq(f, s.Do, sfx+"#"+strconv.Itoa(n)); h != nil {
+		if h := r.seq(f, ls.spec.do, sfx+"#"+strconv.Itoa(n)); h != nil {
 			r.current = qid
 			return r.fail(i, h)
 		}
 	}
 	out := map[string]any{"iterations": n - 1}
 	r.steps[i].Output = out
-	f.env.setStepOutput(s.ID, out)
+	f.env.setStepOutput(s.id, out)
 	r.setOutcome(i, StepSuccess, "")
 	return nil
 }
 
 func (r *interp) decide(i int, qid, took, because string) {
+	r.chargeText(len(qid) + len(took) + len(because) + 32)
 	r.steps[i].Decisions = append(r.steps[i].Decisions, pilotage.Decision{At: qid, Took: took, Because: because})
 }
 
-func (r *interp) loopStart(f *frame, s *Step, qid string) (*loopState, *halt) {
-	rs := s.Repeat
-	if rs == nil {
-		return nil, &halt{StatusFailed, fmt.Sprintf("step %q: repeat has no loop kind", qid)}
-	}
+func (r *interp) loopStart(f *frame, rs *repeatStep, qid string) (*loopState, *halt) {
 	ls := &loopState{spec: rs}
 	switch {
-	case rs.Count != nil:
-		v, err := rs.Count.Eval(f.env)
+	case rs.count != nil:
+		v, err := rs.count.Eval(f.env)
 		if err != nil {
 			return nil, exprHalt(qid, err)
 		}
@@ -87,8 +84,8 @@ func (r *interp) loopStart(f *frame, s *Step, qid string) (*loopState, *halt) {
 			return nil, &halt{StatusLimitExceeded, fmt.Sprintf("step %q: repeat count %d exceeds the limit of %d iterations", qid, int64(x), r.lim.MaxIterations)}
 		}
 		ls.count = int(x)
-	case rs.ForEach != nil:
-		v, err := rs.ForEach.Eval(f.env)
+	case rs.forEach != nil:
+		v, err := rs.forEach.Eval(f.env)
 		if err != nil {
 			return nil, exprHalt(qid, err)
 		}
@@ -97,7 +94,7 @@ func (r *interp) loopStart(f *frame, s *Step, qid string) (*loopState, *halt) {
 			return nil, &halt{StatusFailed, fmt.Sprintf("step %q: for_each: got %s, want an array", qid, interpTypeName(v))}
 		}
 		ls.items = items
-	case rs.While == nil && rs.Until == nil:
+	case rs.while == nil && rs.until == nil:
 		return nil, &halt{StatusFailed, fmt.Sprintf("step %q: repeat has no loop kind", qid)}
 	}
 	return ls, nil
@@ -108,9 +105,9 @@ func (r *interp) loopStart(f *frame, s *Step, qid string) (*loopState, *halt) {
 // Reaching a while/until loop's own max ends it normally.
 func (r *interp) loopDecide(f *frame, ls *loopState, qid string, n int) (bool, string, *halt) {
 	rs := ls.spec
-	overMax := rs.Max > 0 && n > rs.Max
+	overMax := rs.max > 0 && n > rs.max
 	switch {
-	case rs.Count != nil:
+	case rs.count != nil:
 		if n <= ls.count {
 			return true, fmt.Sprintf("iteration %d of %d", n, ls.count), nil
 		}
@@ -118,7 +115,7 @@ func (r *interp) loopDecide(f *frame, ls *loopState, qid string, n int) (bool, s
 			return false, "count is 0", nil
 		}
 		return false, fmt.Sprintf("count %d done", ls.count), nil
-	case rs.ForEach != nil:
+	case rs.forEach != nil:
 		if n <= len(ls.items) {
 			return true, fmt.Sprintf("item %d of %d", n, len(ls.items)), nil
 		}
@@ -126,27 +123,27 @@ func (r *interp) loopDecide(f *frame, ls *loopState, qid string, n int) (bool, s
 			return false, "list is empty", nil
 		}
 		return false, fmt.Sprintf("all %d items done", len(ls.items)), nil
-	case rs.While != nil:
+	case rs.while != nil:
 		if overMax {
-			return false, fmt.Sprintf("max %d iterations reached", rs.Max), nil
+			return false, fmt.Sprintf("max %d iterations reached", rs.max), nil
 		}
-		b, err := rs.While.EvalBool(f.env)
+		b, err := rs.while.EvalBool(f.env)
 		if err != nil {
 			return false, "", exprHalt(qid, err)
 		}
-		return b, fmt.Sprintf("while %s = %t", rs.While.Src, b), nil
+		return b, fmt.Sprintf("while %s = %t", rs.while.Src, b), nil
 	}
 	if n == 1 {
 		return true, "iteration 1 (until is checked after each iteration)", nil
 	}
-	b, err := rs.Until.EvalBool(f.env)
+	b, err := rs.until.EvalBool(f.env)
 	if err != nil {
 		return false, "", exprHalt(qid, err)
 	}
 	if !b && overMax {
-		return false, fmt.Sprintf("until %s = false; max %d iterations reached", rs.Until.Src, rs.Max), nil
+		return false, fmt.Sprintf("until %s = false; max %d iterations reached", rs.until.Src, rs.max), nil
 	}
-	return !b, fmt.Sprintf("until %s = %t", rs.Until.Src, b), nil
+	return !b, fmt.Sprintf("until %s = %t", rs.until.Src, b), nil
 }
 
 func interpList(v any) ([]any, bool) {

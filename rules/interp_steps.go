@@ -11,45 +11,70 @@ import (
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
-func (r *interp) evalArgs(f *frame, qid string, args map[string]*Template) (map[string]any, *halt) {
+// evalArgs evaluates named templates in name order, each recorded as it
+// is made (the step's trace entry holds them): what (e.g. "setting %q")
+// names one in a message.
+func (r *interp) evalArgs(f *frame, qid, what string, args []namedTemplate) (map[string]any, *halt) {
 	out := make(map[string]any, len(args))
-	for _, k := range sortedKeys(args) {
-		v, err := args[k].Eval(f.env)
+	for _, a := range args {
+		v, err := a.t.Eval(f.env)
 		if err != nil {
 			return nil, exprHalt(qid, err)
 		}
-		out[k] = v
+		if h := r.recordf(qid, v, what, a.name); h != nil {
+			return nil, h
+		}
+		out[a.name] = v
 	}
 	return out, nil
 }
 
-func (r *interp) call(f *frame, s *Step, qid string, i int) *halt {
+func (r *interp) call(f *frame, s *runStep, qid string, i int) *halt {
+	target := s.text
+	if s.flags&callParam != 0 {
+		var h *halt
+		if target, h = paramID(f, s.text, qid); h != nil {
+			return r.fail(i, h)
+		}
+	}
 	if m := r.mem; !m.callUsed {
-		m.firstCall[0], m.callUsed = s.Call, true
+		m.firstCall[0], m.callUsed = target, true
 		r.steps[i].Calls = m.firstCall[:1:1]
 	} else {
-		r.steps[i].Calls = []string{s.Call}
+		r.steps[i].Calls = []string{target}
 	}
-	args, h := r.evalArgs(f, qid, s.Args)
+	args, h := r.evalArgs(f, qid, "the call's argument %q", s.vals)
 	if h != nil {
 		return r.fail(i, h)
 	}
 	r.steps[i].Input = jsonSafeFresh(args)
-	if sub, isAuto := r.automation(f, s.Call); isAuto {
+	if sub, isAuto := r.automation(f, target); isAuto {
 		return r.callAutomation(f, s, qid, i, args, sub)
 	}
-	out, err := r.w.Call(r.ctx, s.Call, args)
-	rec := CallRecord{Step: qid, ID: s.Call, Args: args, Output: out, At: r.w.Now()}
+	out, err := r.w.Call(r.ctx, target, args)
+	rec := CallRecord{Step: qid, ID: target, Args: args, Output: out, At: r.w.Now()}
 	if err != nil {
 		rec.Error = err.Error()
-		r.calls = append(r.calls, rec)
-		return r.fail(i, r.callHalt(qid, s.Call, err))
+		_ = r.keepCall(qid, rec) // the call's failure is what ends the run
+		return r.fail(i, r.callHalt(qid, target, err))
 	}
-	r.calls = append(r.calls, rec)
+	if h := r.keepCall(qid, rec); h != nil {
+		return r.fail(i, h)
+	}
 	r.steps[i].Output = jsonSafeFresh(out)
-	f.env.setStepOutput(s.ID, out)
+	f.env.setStepOutput(s.id, out)
 	r.setOutcome(i, StepSuccess, "")
 	return nil
+}
+
+// paramID is the catalog id a catalog-reference param holds in this
+// frame (a promoted automation's: its caller passed it, checked when the
+// caller was validated).
+func paramID(f *frame, name, qid string) (string, *halt) {
+	if id, ok := f.env.Params[name].(string); ok && id != "" {
+		return id, nil
+	}
+	return "", &halt{StatusFailed, fmt.Sprintf("step %q: catalog param %q is not bound to an id", qid, name)}
 }
 
 func (r *interp) callHalt(qid, id string, err error) *halt {
@@ -83,21 +108,27 @@ func (r *interp) automation(f *frame, id string) (sub *Compiled, isAuto bool) {
 // its entries are prefixed "<qid>/", its params are the call's args, and
 // its triggers and conditions are not evaluated (like Home Assistant's
 // automation.trigger). A stop without error ends only the sub-program.
-func (r *interp) callAutomation(f *frame, s *Step, qid string, i int, args map[string]any, sub *Compiled) *halt {
-	if sub == nil || sub.Program == nil {
-		return r.fail(i, &halt{StatusFailed, fmt.Sprintf("step %q: automation %q is not available", qid, s.Call)})
+func (r *interp) callAutomation(f *frame, s *runStep, qid string, i int, args map[string]any, sub *Compiled) *halt {
+	if sub == nil {
+		return r.fail(i, &halt{StatusFailed, fmt.Sprintf("step %q: automation %q is not available", qid, r.steps[i].Calls[0])})
 	}
 	if f.depth+1 > r.lim.MaxCallDepth {
 		return r.fail(i, &halt{StatusLimitExceeded, fmt.Sprintf("step %q: call depth limit of %d exceeded", qid, r.lim.MaxCallDepth)})
 	}
 	env := &Env{
 		Trigger: f.env.triggerMap(),
-		Params:  withParamDefaults(sub.Program.Params, args),
+		Params:  withParamDefaults(sub.params, args),
 		World:   r.w,
 		Budget:  r.lim.MemoryBudget,
+		cache:   r.cache,
+
+		ValueBytes: r.lim.MaxValueBytes,
+		EvalBytes:  r.lim.MaxEvalBytes,
+		EvalOps:    r.lim.MaxEvalOps,
+		ctx:        r.ctx,
 	}
 	sf := &frame{c: sub, env: env, prefix: qid + "/", depth: f.depth + 1}
-	h := r.seq(sf, sub.Program.Steps, "")
+	h := r.seq(sf, sub.steps, "")
 	env.release()
 	r.current = qid
 	out := map[string]any{}
@@ -112,8 +143,14 @@ func (r *interp) callAutomation(f *frame, s *Step, qid string, i int, args map[s
 		}
 	}
 	out["status"] = status
-	r.steps[i].Output = jsonSafe(out)
-	f.env.setStepOutput(s.ID, out)
+	if hb := r.record(qid, "the automation's output", out); hb != nil {
+		if h == nil || h.ok() {
+			h = hb
+		}
+	} else {
+		r.steps[i].Output = jsonSafe(out)
+	}
+	f.env.setStepOutput(s.id, out)
 	if h != nil && !h.ok() {
 		return r.fail(i, h)
 	}
@@ -121,14 +158,10 @@ func (r *interp) callAutomation(f *frame, s *Step, qid string, i int, args map[s
 	return nil
 }
 
-func (r *interp) delay(f *frame, s *Step, qid string, i int) *halt {
-	v, err := s.Delay.Eval(f.env)
-	if err != nil {
-		return r.fail(i, exprHalt(qid, err))
-	}
-	d, err := durationValue(v)
-	if err != nil {
-		return r.fail(i, &halt{StatusFailed, fmt.Sprintf("step %q: delay: %v", qid, err)})
+func (r *interp) delay(f *frame, s *runStep, qid string, i int) *halt {
+	d, h := r.duration(f, s.more.(*durSpec), qid, "delay")
+	if h != nil {
+		return r.fail(i, h)
 	}
 	r.steps[i].Input = map[string]any{"duration": d.String()}
 	capped := false
@@ -148,6 +181,23 @@ func (r *interp) delay(f *frame, s *Step, qid string, i int) *halt {
 	return nil
 }
 
+// duration is a delay's or a wait's hold duration: parsed once when it is
+// constant, else evaluated.
+func (r *interp) duration(f *frame, ds *durSpec, qid, what string) (time.Duration, *halt) {
+	if ds.constant {
+		return ds.d, nil
+	}
+	v, err := ds.t.Eval(f.env)
+	if err != nil {
+		return 0, exprHalt(qid, err)
+	}
+	d, err := durationValue(v)
+	if err != nil {
+		return 0, &halt{StatusFailed, fmt.Sprintf("step %q: %s: %v", qid, what, err)}
+	}
+	return d, nil
+}
+
 // durationValue reads a delay or hold duration: text ("90s", "PT2M") or a
 // number of seconds.
 func durationValue(v any) (time.Duration, error) {
@@ -165,17 +215,21 @@ func durationValue(v any) (time.Duration, error) {
 		if !ok {
 			return 0, fmt.Errorf("got %s, want a duration such as \"90s\" or a number of seconds", interpTypeName(v))
 		}
-		d = time.Duration(f * float64(time.Second))
+		return secondsDuration(f)
 	}
 	if d < 0 {
-		return 0, fmt.Errorf("negative duration %s", d)
+		return 0, fmt.Errorf("got %s: a duration cannot be negative", d)
 	}
 	return d, nil
 }
 
-func (r *interp) wait(f *frame, s *Step, qid string, i int) *halt {
-	req, in, h := r.waitRequest(f, s, qid)
+func (r *interp) wait(f *frame, s *runStep, qid string, i int) *halt {
+	ws := s.more.(*waitStep)
+	req, in, h := r.waitRequest(f, ws, qid)
 	if h != nil {
+		return r.fail(i, h)
+	}
+	if h := r.record(qid, "the wait's input", in); h != nil {
 		return r.fail(i, h)
 	}
 	r.steps[i].Input = in
@@ -195,63 +249,92 @@ func (r *interp) wait(f *frame, s *Step, qid string, i int) *halt {
 	}
 	waited := float64(r.w.Now().Sub(began)) / float64(time.Millisecond)
 	out := map[string]any{"met": met, "waited_ms": waited}
+	forced, assumed := r.assumedWait(qid)
+	if assumed {
+		out["assumed"] = "scenario.waits: " + forced
+	}
 	r.steps[i].Output = out
-	f.env.setStepOutput(s.ID, out)
+	f.env.setStepOutput(s.id, out)
 	switch {
+	case assumed && (met || ws.cont):
+		r.assumed = append(r.assumed, qid)
+		r.setOutcome(i, StepAssumed, "not simulated: scenario.waits says "+forced)
 	case met:
 		r.setOutcome(i, StepSuccess, "")
 	case capped:
 		return r.fail(i, r.wallHalt(qid))
-	case s.ContinueOnTimeout:
-		r.setOutcome(i, StepTimeout, fmt.Sprintf("timed out after %s; continuing", s.Timeout))
+	case ws.cont:
+		r.setOutcome(i, StepTimeout, fmt.Sprintf("timed out after %s; continuing", ws.timeout))
 	default:
-		return r.fail(i, &halt{StatusTimeout, fmt.Sprintf("step %q: wait timed out after %s", qid, s.Timeout)})
+		return r.fail(i, &halt{StatusTimeout, fmt.Sprintf("step %q: wait timed out after %s", qid, ws.timeout)})
 	}
 	return nil
+}
+
+// assumedWait reports whether a test run's scenario forced the wait's
+// result (and what it said).
+func (r *interp) assumedWait(qid string) (string, bool) {
+	if sw, ok := r.w.(*SimWorld); ok {
+		return sw.Assumed(qid)
+	}
+	return "", false
 }
 
 // waitRequest builds the World's view of a wait step and the trace input
 // describing it. An expression that fails on its first check fails the
 // step; later failures count as "not yet".
-func (r *interp) waitRequest(f *frame, s *Step, qid string) (*WaitRequest, map[string]any, *halt) {
-	ws := s.Wait
-	if ws == nil {
-		return nil, nil, &halt{StatusFailed, fmt.Sprintf("step %q: wait has nothing to wait for", qid)}
+// boundWait is ws with the id its catalog-reference param holds in this
+// frame (ws itself when it names the id).
+func boundWait(f *frame, ws *waitStep, qid string) (*waitStep, *halt) {
+	if !ws.byParam {
+		return ws, nil
 	}
-	req := &WaitRequest{StepID: qid, Timeout: s.Timeout}
+	bound := *ws
+	var h *halt
+	if bound.state != "" {
+		bound.state, h = paramID(f, ws.state, qid)
+	} else {
+		bound.event, h = paramID(f, ws.event, qid)
+	}
+	bound.byParam = false
+	return &bound, h
+}
+
+func (r *interp) waitRequest(f *frame, ws *waitStep, qid string) (*WaitRequest, map[string]any, *halt) {
+	ws, h := boundWait(f, ws, qid)
+	if h != nil {
+		return nil, nil, h
+	}
+	req := &WaitRequest{StepID: qid, Timeout: ws.timeout}
 	in := map[string]any{}
-	if s.Timeout > 0 {
-		in["timeout"] = s.Timeout.String()
+	if ws.timeout > 0 {
+		in["timeout"] = ws.timeout.String()
 	}
-	if ws.For != nil {
-		v, err := ws.For.Eval(f.env)
-		if err != nil {
-			return nil, nil, exprHalt(qid, err)
-		}
-		if req.For, err = durationValue(v); err != nil {
-			return nil, nil, &halt{StatusFailed, fmt.Sprintf("step %q: wait for: %v", qid, err)}
+	if ws.hold != nil {
+		if req.For, h = r.duration(f, ws.hold, qid, "wait for"); h != nil {
+			return nil, nil, h
 		}
 		in["for"] = req.For.String()
 	}
 	switch {
-	case ws.Event != "":
-		req.Event, req.EventValue = ws.Event, ws.To
-		in["event"] = ws.Event
-		if ws.To.Set {
-			in["value"] = jsonSafe(ws.To.V)
+	case ws.event != "":
+		req.Event, req.EventValue = ws.event, ws.to
+		in["event"] = ws.event
+		if ws.to.Set {
+			in["value"] = jsonSafe(ws.to.V)
 		}
 		return req, in, nil
-	case ws.State != "":
-		in["state"] = ws.State
+	case ws.state != "":
+		in["state"] = ws.state
 		addValueFilters(in, ws)
-		req.Entities = []string{ws.State}
+		req.Entities = []string{ws.state}
 		req.Check = r.stateCheck(ws)
-	case ws.Expr != nil:
-		in["expr"] = ws.Expr.Src
-		for _, ref := range ws.Expr.Refs {
+	case ws.expr != nil:
+		in["expr"] = ws.expr.Src
+		for _, ref := range ws.expr.Refs {
 			req.Entities = interpAppendUnique(req.Entities, ref.ID)
 		}
-		x, env := ws.Expr, f.env
+		x, env := ws.expr, f.env
 		if _, err := x.EvalBool(env); err != nil {
 			return nil, nil, exprHalt(qid, err)
 		}
@@ -270,18 +353,18 @@ func (r *interp) waitRequest(f *frame, s *Step, qid string) (*WaitRequest, map[s
 	return req, in, nil
 }
 
-func addValueFilters(in map[string]any, ws *WaitSpec) {
-	if ws.To.Set {
-		in["to"] = jsonSafe(ws.To.V)
+func addValueFilters(in map[string]any, ws *waitStep) {
+	if ws.to.Set {
+		in["to"] = jsonSafe(ws.to.V)
 	}
-	if ws.From.Set {
-		in["from"] = jsonSafe(ws.From.V)
+	if ws.from.Set {
+		in["from"] = jsonSafe(ws.from.V)
 	}
-	if ws.Above != nil {
-		in["above"] = *ws.Above
+	if ws.above != nil {
+		in["above"] = *ws.above
 	}
-	if ws.Below != nil {
-		in["below"] = *ws.Below
+	if ws.below != nil {
+		in["below"] = *ws.below
 	}
 }
 
@@ -294,11 +377,13 @@ func guardCheck(req *WaitRequest) (release func()) {
 	if check == nil {
 		return func() {}
 	}
-	var mu sync.RWMutex
+	// One check at a time: an evaluation uses its environment's byte
+	// budget (and caches), which are not shared between goroutines.
+	var mu sync.Mutex
 	done := false
 	req.Check = func() bool {
-		mu.RLock()
-		defer mu.RUnlock()
+		mu.Lock()
+		defer mu.Unlock()
 		return !done && check()
 	}
 	return func() {
@@ -310,7 +395,7 @@ func guardCheck(req *WaitRequest) (release func()) {
 
 // stateCheck holds when the state has the wanted value: equal to `to`,
 // different from `from` (it left that value), above/below the bounds.
-func (r *interp) stateCheck(ws *WaitSpec) func() bool {
+func (r *interp) stateCheck(ws *waitStep) func() bool {
 	w := r.w
 	return func() (ok bool) {
 		defer func() {
@@ -318,16 +403,16 @@ func (r *interp) stateCheck(ws *WaitSpec) func() bool {
 				ok = false
 			}
 		}()
-		v, _ := w.State(ws.State)
-		if ws.To.Set && !interpEqual(v, ws.To.V) {
+		v, _ := w.State(ws.state)
+		if ws.to.Set && !interpEqual(v, ws.to.V) {
 			return false
 		}
-		if ws.From.Set && interpEqual(v, ws.From.V) {
+		if ws.from.Set && interpEqual(v, ws.from.V) {
 			return false
 		}
-		if ws.Above != nil || ws.Below != nil {
+		if ws.above != nil || ws.below != nil {
 			x, isNum := interpNumber(v)
-			if !isNum || (ws.Above != nil && x <= *ws.Above) || (ws.Below != nil && x >= *ws.Below) {
+			if !isNum || (ws.above != nil && x <= *ws.above) || (ws.below != nil && x >= *ws.below) {
 				return false
 			}
 		}
@@ -336,30 +421,31 @@ func (r *interp) stateCheck(ws *WaitSpec) func() bool {
 }
 
 // branch runs an if or choose step: one decision, then the selected arm.
-func (r *interp) branch(f *frame, s *Step, qid, sfx string, i int) *halt {
+func (r *interp) branch(f *frame, s *runStep, qid, sfx string, i int) *halt {
 	var (
 		took, because string
-		arm           []*Step
+		arm           []runStep
 	)
-	if s.Kind == StepIf {
-		b, err := s.If.EvalBool(f.env)
+	if x, ok := s.more.(*ifStep); ok {
+		b, err := x.cond.EvalBool(f.env)
 		if err != nil {
 			return r.fail(i, exprHalt(qid, err))
 		}
-		took, arm = LabelElse, s.Else
+		took, arm = LabelElse, x.els
 		if b {
-			took, arm = LabelThen, s.Then
+			took, arm = LabelThen, x.then
 		}
-		because = fmt.Sprintf("%s = %t", s.If.Src, b)
+		because = fmt.Sprintf("%s = %t", x.cond.Src, b)
 	} else {
-		took, arm, because = LabelDefault, s.Default, fmt.Sprintf("no arm matched (%d checked)", len(s.Choose))
-		for _, a := range s.Choose {
-			b, err := a.When.EvalBool(f.env)
+		x := s.more.(*chooseStep)
+		took, arm, because = LabelDefault, x.def, fmt.Sprintf("no arm matched (%d checked)", len(x.arms))
+		for _, a := range x.arms {
+			b, err := a.when.EvalBool(f.env)
 			if err != nil {
 				return r.fail(i, exprHalt(qid, err))
 			}
 			if b {
-				took, arm, because = a.Label, a.Do, a.When.Src+" = true"
+				took, arm, because = a.label, a.do, a.when.Src+" = true"
 				break
 			}
 		}
@@ -372,13 +458,17 @@ func (r *interp) branch(f *frame, s *Step, qid, sfx string, i int) *halt {
 	return nil
 }
 
-func (r *interp) set(f *frame, s *Step, qid string, i int) *halt {
-	vals, h := r.evalArgs(f, qid, s.Set)
+func (r *interp) set(f *frame, s *runStep, qid string, i int) *halt {
+	vals, h := r.evalArgs(f, qid, "setting %q", s.vals)
 	if h != nil {
 		return r.fail(i, h)
 	}
-	for _, k := range sortedKeys(vals) {
+	for _, a := range s.vals {
+		k := a.name
 		c, h := r.storedValue(qid, k, vals[k])
+		if h == nil {
+			h = r.setValueFits(f, qid, k, c)
+		}
 		if h != nil {
 			return r.fail(i, h)
 		}
@@ -388,24 +478,25 @@ func (r *interp) set(f *frame, s *Step, qid string, i int) *halt {
 		f.env.varsMap()[k] = v
 	}
 	r.steps[i].Output = jsonSafeFresh(vals)
-	f.env.setStepOutput(s.ID, vals)
+	f.env.setStepOutput(s.id, vals)
 	r.setOutcome(i, StepSuccess, "")
 	return nil
 }
 
-func (r *interp) stop(f *frame, s *Step, qid string, i int) *halt {
-	if s.Stop != "" {
-		r.steps[i].Output = map[string]any{"reason": s.Stop}
+func (r *interp) stop(f *frame, s *runStep, qid string, i int) *halt {
+	if s.text != "" {
+		r.chargeText(len(s.text))
+		r.steps[i].Output = map[string]any{"reason": s.text}
 	}
-	if s.Error {
-		msg := s.Stop
+	if s.flags&stopError != 0 {
+		msg := s.text
 		if msg == "" {
 			msg = fmt.Sprintf("stopped with error at step %q", qid)
 		}
 		return r.fail(i, &halt{StatusFailed, msg})
 	}
 	r.setOutcome(i, StepStopped, "")
-	return &halt{StatusStopped, s.Stop}
+	return &halt{StatusStopped, s.text}
 }
 
 func interpNumber(v any) (float64, bool) {

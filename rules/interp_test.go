@@ -80,11 +80,21 @@ func TestRunTraces(t *testing.T) {
 			status: StatusSuccess,
 		},
 		{
-			name:   "wait met by default",
+			name:   "wait met from the timeline",
 			c:      itProgram(itMotion, nil, itWait("quiet", "hall_motion.occupancy", false, 30*time.Minute, false), itCall("off", "hall_light.set")),
 			in:     itFire("motion", true),
+			sc:     Scenario{State: map[string]any{"hall_motion.occupancy": true}, Timeline: []TimelineEntry{{At: 10 * time.Minute, State: map[string]any{"hall_motion.occupancy": false}}}},
 			ids:    []string{"triggers", "motion", "quiet", "off"},
 			status: StatusSuccess,
+		},
+		{
+			name:   "wait without a timeline times out",
+			c:      itProgram(itMotion, nil, itWait("quiet", "hall_motion.occupancy", false, 30*time.Minute, false), itCall("off", "hall_light.set")),
+			in:     itFire("motion", true),
+			sc:     Scenario{State: map[string]any{"hall_motion.occupancy": true}},
+			ids:    []string{"triggers", "motion", "quiet"},
+			status: StatusTimeout,
+			errMsg: `step "quiet": wait timed out after 30m0s`,
 		},
 		{
 			name:   "wait timeout fails the run",
@@ -96,10 +106,19 @@ func TestRunTraces(t *testing.T) {
 			errMsg: `step "quiet": wait timed out after 30m0s`,
 		},
 		{
-			name:   "wait timeout with continue_on_timeout",
+			name:   "forced wait timeout with continue_on_timeout is assumed",
 			c:      itProgram(itMotion, nil, itWait("quiet", "hall_motion.occupancy", false, 30*time.Minute, true), itCall("off", "hall_light.set")),
 			in:     itFire("motion", true),
 			sc:     Scenario{Waits: map[string]string{"quiet": WaitTimeout}},
+			ids:    []string{"triggers", "motion", "quiet", "off"},
+			status: StatusAssumed,
+			errMsg: "the body ran to its end, but these results were assumed by scenario.waits, not simulated: quiet",
+		},
+		{
+			name:   "wait timeout with continue_on_timeout",
+			c:      itProgram(itMotion, nil, itWait("quiet", "hall_motion.occupancy", false, 30*time.Minute, true), itCall("off", "hall_light.set")),
+			in:     itFire("motion", true),
+			sc:     Scenario{State: map[string]any{"hall_motion.occupancy": true}},
 			ids:    []string{"triggers", "motion", "quiet", "off"},
 			status: StatusSuccess,
 		},
@@ -303,7 +322,6 @@ func TestRunExpandedAutomation(t *testing.T) {
 		itCount("rep", 2, itCall("script", "script.flash", "who", itTpl("trigger.id"))),
 		itCall("after", "a.set"))
 	itEntry(c, &pilotage.Entry{ID: "script.flash", Kind: pilotage.KindAutomation})
-	c.Plan = itPlan(c.Program)
 	w := itSim(itBase(), Scenario{})
 	w.SetAutomation("script.flash", sub)
 	res := itRun(t, c, w, itFire("motion", true))
@@ -327,7 +345,7 @@ func TestRunExpandedAutomation(t *testing.T) {
 		t.Errorf("sub args = %#v", got)
 	}
 	// A failure inside the sub-program fails the caller with the same status.
-	sub.Program.Steps = []*Step{itStop("bad", "sub failed", true)}
+	w.SetAutomation("script.flash", itCompile(&Program{Name: "flash", Params: sub.Params(), Steps: []*Step{itStop("bad", "sub failed", true)}}))
 	res = itRun(t, c, w, itFire("motion", true))
 	if res.Outcome.Status != StatusFailed || itStep(t, res, "script#1").Outcome.Status != StepFailed {
 		t.Errorf("outcome %+v / %+v", res.Outcome, itStep(t, res, "script#1").Outcome)
@@ -482,7 +500,7 @@ func (w *lateCheckWorld) Wait(ctx context.Context, req *WaitRequest) (bool, erro
 func TestRunWaitCheckAfterWait(t *testing.T) {
 	c := itProgram(itMotion, nil,
 		itSet("a", "n", 0),
-		&Step{ID: "w", Kind: StepWait, StepMore: &StepMore{Wait: &WaitSpec{Expr: itExpr("vars.n < 1000")}}},
+		&Step{ID: "w", Kind: StepWait, Wait: &WaitSpec{Expr: itExpr("vars.n < 1000")}},
 		itCount("r", 50, itSet("b", "n", itTpl("vars.index"))))
 	w := &lateCheckWorld{SimWorld: itSim(itBase(), Scenario{}), done: make(chan bool, 1)}
 	res := itRun(t, c, w, itFire("motion", true))

@@ -2,7 +2,9 @@ package rules
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -20,7 +22,13 @@ func exprHalt(qid string, err error) *halt {
 		msg = msg[:i]
 	}
 	status := StatusFailed
-	if strings.Contains(msg, "memory budget exceeded") {
+	var le *LimitError
+	switch {
+	case errors.Is(err, context.Canceled):
+		status = StatusCancelled
+	case errors.Is(err, context.DeadlineExceeded):
+		status = StatusTimeout
+	case errors.As(err, &le) || strings.Contains(msg, "memory budget exceeded"):
 		status = StatusLimitExceeded
 	}
 	return &halt{status, fmt.Sprintf("step %q: %s", qid, msg)}

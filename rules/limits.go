@@ -27,6 +27,29 @@ type Limits struct {
 	MemoryBudget  uint          // expr VM memory budget per evaluation
 	MaxConcurrent int           // the largest "max" a queued or parallel rule may declare
 	MaxSetValues  int           // JSON values set steps store in one run (each value copied, nested at most MaxValueDepth)
+
+	// Bytes, measured as the compact JSON a value encodes to.
+	MaxValueBytes int // one string, list or object an expression, template or set step makes
+	MaxEvalBytes  int // everything one evaluation builds (strings, lists, objects), summed
+	MaxRunBytes   int // what one run records: trace inputs, outputs and decisions, call records
+
+	// CPU: operations one evaluation may do (each iteration of a loop
+	// builtin, and each builtin or operator by the size of its input), and
+	// the real time a test run may take (its World's clock is virtual).
+	MaxEvalOps     int
+	MaxTestRunWall time.Duration
+
+	// Serving: what clients may hold open (HTTP), beyond: refused or ended.
+	MaxConnections          int           // HTTP connections open at once
+	MaxStreams              int           // event streams open at once (GET /mcp, the web UI's /events)
+	MaxStreamsPerPrincipal  int           // event streams one principal may hold open
+	MaxSessions             int           // MCP sessions live at once
+	MaxSessionsPerPrincipal int           // MCP sessions one principal may hold
+	SessionIdle             time.Duration // an MCP session unused this long (no open stream) ends
+
+	// Storage: what one principal may keep stored within the retention.
+	MaxStoredTestRuns  int // test runs kept
+	MaxStoredTestBytes int // bytes of test-run records kept
 }
 
 // MaxValueDepth is how deep a value a set step stores may nest (not
@@ -53,4 +76,33 @@ var DefaultLimits = Limits{
 	MemoryBudget:  1 << 20,
 	MaxConcurrent: 1000,
 	MaxSetValues:  100000,
+
+	// A house rule's values are short texts and small objects; 1 MiB
+	// holds any notification text or device payload many times over.
+	// One evaluation may build a few of those (a list of them, a join);
+	// a run's stored envelope (trace and outputs, kept 30 days) is bounded
+	// by MaxRunBytes: 4 MiB is 10,000 full trace entries of 400 bytes.
+	MaxValueBytes: 1 << 20,
+	MaxEvalBytes:  4 << 20,
+	MaxRunBytes:   4 << 20,
+
+	// An operation is about one step of the expression VM (tens of
+	// nanoseconds): a million is a loop over a thousand items nested in
+	// one over a thousand, a fraction of a second of CPU.
+	MaxEvalOps:     1_000_000,
+	MaxTestRunWall: 10 * time.Second,
+
+	// A browser holds one stream per open page, an assistant one per
+	// session; a house has a few of each. A session costs about 10 KB.
+	MaxConnections:          512,
+	MaxStreams:              128,
+	MaxStreamsPerPrincipal:  16,
+	MaxSessions:             1024,
+	MaxSessionsPerPrincipal: 64,
+	SessionIdle:             time.Hour,
+
+	// A test run's record is a few KB; 64 MiB is thousands of them, or 16
+	// at the MaxRunBytes bound.
+	MaxStoredTestRuns:  1000,
+	MaxStoredTestBytes: 64 << 20,
 }

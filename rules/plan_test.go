@@ -33,7 +33,8 @@ func checkPlan(t *testing.T, p *Program, plan *pilotage.Plan) {
 		if len(s.Calls) > 0 && s.Kind != string(StepCall) {
 			t.Errorf("%s: control-flow step %s carries calls", s.ID, s.Kind)
 		}
-		if s.Kind == string(StepCall) && len(s.Calls) != 1 {
+		// A call through an unbound catalog param names no entry yet.
+		if s.Kind == string(StepCall) && len(s.Calls) != 1 && !strings.Contains(s.Description, "(catalog param: ") {
 			t.Errorf("%s: call step without calls", s.ID)
 		}
 		if s.Arm != nil && s.Loop != "" {
@@ -93,7 +94,7 @@ func TestPlanInvariants(t *testing.T) {
 				}
 				return
 			}
-			checkPlan(t, res.Compiled.Program, res.Plan)
+			checkPlan(t, res.Program, res.Plan)
 		})
 	}
 }

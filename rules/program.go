@@ -8,6 +8,8 @@ package rules
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/robfig/cron/v3"
 )
 
 // Language is the one Language identifier this package implements.
@@ -28,10 +30,14 @@ type Program struct {
 	Description string
 	Mode        string          // one of the Mode* constants; "" decodes to single
 	Max         int             // queued/parallel bound; 0 = engine default
+	Throttle    time.Duration   // at most one body run per this long (0 = none)
 	Params      json.RawMessage // JSON Schema of the inputs (nil = none)
-	Triggers    []*Trigger
-	Conditions  []*Condition
-	Steps       []*Step
+	// RefParams are the params declared as catalog references (with
+	// "catalog"), by name (nil = none).
+	RefParams  map[string]*RefParam
+	Triggers   []*Trigger
+	Conditions []*Condition
+	Steps      []*Step
 }
 
 // TriggerKind is the closed set of trigger kinds.
@@ -53,11 +59,8 @@ type Value struct {
 	V   any
 }
 
-// Trigger is one trigger of a program. A state or event trigger (most
-// triggers of a house's rules) keeps its fields inline; numeric, cron,
-// time and sun triggers keep the fields of their kind in TriggerMore, nil
-// for state and event triggers. TriggerMore's fields read through Trigger
-// (t.Above), which is only valid when t.Kind is one of its kinds.
+// Trigger is one trigger of a program, as decoded: the fields of its
+// Kind are set. Cron and time triggers carry their parsed schedule.
 type Trigger struct {
 	Ptr    string
 	ID     string
@@ -66,26 +69,47 @@ type Trigger struct {
 	To     Value
 	From   Value
 	For    time.Duration // held duration (0 = none)
-
-	*TriggerMore // numeric, cron, time and sun triggers
-}
-
-// TriggerMore holds the fields of the numeric, cron, time and sun trigger
-// kinds.
-type TriggerMore struct {
-	Above  *float64 // numeric
-	Below  *float64 // numeric
+	Above  *float64      // numeric
+	Below  *float64      // numeric
 	Cron   string
 	At     string // HH:MM[:SS]
 	Sun    string // sunrise | sunset
 	Offset time.Duration
+	// Schedule is a cron or time trigger's schedule, parsed when decoded
+	// (nil when the spec does not parse).
+	Schedule cron.Schedule
 }
 
-// Condition is one condition; all must hold for the body to run.
+// ConditionKind is the closed set of condition kinds.
+type ConditionKind string
+
+// Condition kinds.
+const (
+	CondExpr ConditionKind = "expr" // {"expr": "state('hall_motion.illuminance') < 30"}
+	CondTime ConditionKind = "time" // {"time": {"after"?: "22:00", "before"?: "06:00", "weekday"?: ["mon", …]}}
+	CondSun  ConditionKind = "sun"  // {"sun": {"after"?: "sunset", "after_offset"?, "before"?: "sunrise", "before_offset"?}}
+)
+
+// Condition is one condition; all must hold for the body to run. Kind
+// says which of Expr (expr) and Window (time, sun) is set.
 type Condition struct {
-	Ptr  string
-	ID   string
-	Expr *Expr
+	Ptr    string
+	ID     string
+	Kind   ConditionKind
+	Expr   *Expr
+	Window *Window
+}
+
+// Window is what a time or sun condition allows: from After (inclusive)
+// until Before (exclusive), either bound optional. When After is later in
+// the day than Before the window crosses midnight ("after 22:00, before
+// 06:00" is the night). A time window's bounds are clock times
+// ("HH:MM[:SS]") and it may name weekdays; a sun window's are "sunrise"
+// or "sunset", each with an offset.
+type Window struct {
+	After, Before             string
+	AfterOffset, BeforeOffset time.Duration  // sun
+	Weekdays                  []time.Weekday // time; nil = every day
 }
 
 // StepKind is the closed set of step kinds.
@@ -103,13 +127,8 @@ const (
 	StepStop   StepKind = "stop"
 )
 
-// Step is one body step. Exactly the fields of its Kind are set. A call
-// or delay step (most steps of a house's rules) keeps its fields inline;
-// the other kinds keep theirs in StepMore, nil for call and delay steps: a
-// house holds thousands of steps and the collector marks every byte of
-// them on each cycle. StepMore's fields read through Step (s.Then), which
-// is only valid when s.Kind is one of its kinds; code walking steps of any
-// kind checks s.StepMore first.
+// Step is one body step, as decoded: exactly the fields of its Kind are
+// set; Children walks its child step lists.
 type Step struct {
 	Ptr  string
 	ID   string
@@ -122,14 +141,10 @@ type Step struct {
 	// delay
 	Delay *Template // duration text, possibly templated ("{{ params.hold }}")
 
-	*StepMore // wait, if, choose, repeat, set and stop steps
-}
-
-// StepMore holds the fields of the step kinds other than call and delay.
-type StepMore struct {
 	// wait
-	Wait    *WaitSpec
-	Timeout time.Duration // 0 = no timeout (bounded by the run's wall time)
+	Wait              *WaitSpec
+	Timeout           time.Duration // 0 = no timeout (bounded by the run's wall time)
+	ContinueOnTimeout bool
 
 	// if
 	If   *Expr
@@ -148,19 +163,8 @@ type StepMore struct {
 	Set map[string]*Template
 
 	// stop
-	Stop string // reason
-
-	ContinueOnTimeout bool // wait
-	Error             bool // stop: stop as a failure
-}
-
-// hasMore reports whether steps of kind k keep their fields in StepMore.
-func (k StepKind) hasMore() bool {
-	switch k {
-	case StepWait, StepIf, StepChoose, StepRepeat, StepSet, StepStop:
-		return true
-	}
-	return false
+	Stop  string // reason
+	Error bool   // stop as a failure
 }
 
 // WaitSpec is what a wait step waits for: a state change like a trigger, or

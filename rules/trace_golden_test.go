@@ -87,7 +87,7 @@ func traceValidate(t testing.TB, file string, cat Catalog, autos map[string]*Com
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := Validate(raw, cat, ValidateOptions{Automation: func(id string) (*Compiled, bool) { c, ok := autos[id]; return c, ok }})
+	res, err := Validate(raw, cat, ValidateOptions{Cache: itCache, Automation: func(id string) (*Compiled, bool) { c, ok := autos[id]; return c, ok }})
 	if err != nil {
 		t.Fatalf("%s: %v", file, err)
 	}
@@ -127,7 +127,7 @@ func traceTestRun(t *testing.T, c *Compiled, autos map[string]*Compiled, sf trac
 	if sf.Limits.MaxWall != "" {
 		lim.MaxWall, _ = ParseDuration(sf.Limits.MaxWall)
 	}
-	return Run(context.Background(), c, w, RunInput{Trigger: fire, Params: params, Limits: lim}), w
+	return Run(context.Background(), c, w, RunInput{Trigger: fire, Params: params, Limits: lim, Cache: itCache, Throttle: w.Throttle(c.Throttle())}), w
 }
 
 func TestTraceGolden(t *testing.T) {

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -25,8 +25,28 @@ type ValidateOptions struct {
 	// HasLocation reports whether the server knows its latitude/longitude;
 	// sun triggers need it.
 	HasLocation bool
+	// Zone is the server's time zone: plans name it beside clock times
+	// (nil: they say "server time").
+	Zone *time.Location
 	// Automation resolves promoted bodies by catalog id (may be nil).
 	Automation func(id string) (*Compiled, bool)
+	// Cache is what validations reuse (nil: nothing).
+	Cache *Cache
+	// Bind, when not nil, is execute's input (the params object): the
+	// program is checked as it will run with it (bind.go). Catalog
+	// references are replaced by the ids they name, which must be visible
+	// in the catalog and fit their constraints; findings the input causes
+	// are input_binding diagnostics with a path into the input. The
+	// program should be valid without Bind first.
+	Bind map[string]any
+	// Recorded: the catalog is a baseline recorded when the program was
+	// bound (load-bearing fields only, no devices): the device type and
+	// tag constraints of its references, checked then, are not checked
+	// again.
+	Recorded bool
+	// Installed, when not nil, is the view of the installed rules the
+	// overlapping_rule warning reads (scoped to the caller).
+	Installed InstalledRules
 }
 
 // Result is the outcome of Validate.
@@ -36,6 +56,9 @@ type Result struct {
 	CatalogVersion string
 	Plan           *pilotage.Plan // iff Valid
 	Compiled       *Compiled      // iff Valid
+	// Program is the program as decoded (nil when the text is not a JSON
+	// object): what diagnostics point into. Compiled holds what runs.
+	Program *Program
 }
 
 // Validate decodes and checks a program against a caller-scoped catalog
@@ -45,7 +68,7 @@ type Result struct {
 func Validate(raw []byte, cat Catalog, o ValidateOptions) (*Result, error) {
 	lim := o.Limits.withDefaults()
 	deadline := time.Now().Add(lim.ValidateWall)
-	dc := newDecoder(lim, deadline)
+	dc := newDecoder(lim, deadline, o.Cache)
 	prog, err := dc.decode(raw)
 	if err != nil {
 		return nil, err
@@ -60,12 +83,16 @@ func Validate(raw []byte, cat Catalog, o ValidateOptions) (*Result, error) {
 		c.d.add(CodeContextBinding, "", "omit context: automation/1 takes none", "context was supplied, but automation/1 declares no context_schema")
 	}
 	if prog != nil {
+		prog = c.bindTo(prog)
 		c.program(prog)
 		if c.fatal != nil {
 			return nil, c.fatal
 		}
+		if c.bind != nil {
+			c.d.list = c.bind.mapped(c.d.list)
+		}
 	}
-	res := &Result{Diagnostics: c.d.list, CatalogVersion: cat.Version()}
+	res := &Result{Diagnostics: c.d.list, CatalogVersion: cat.Version(), Program: prog}
 	if res.Diagnostics == nil {
 		res.Diagnostics = []pilotage.Diagnostic{}
 	}
@@ -76,38 +103,40 @@ func Validate(raw []byte, cat Catalog, o ValidateOptions) (*Result, error) {
 	if !res.Valid {
 		return res, nil
 	}
-	plan := BuildPlan(prog, func(id string) *pilotage.Entry { return c.entries[id] })
 	var canon bytes.Buffer
 	if err := json.Compact(&canon, raw); err != nil {
 		canon.Reset()
 		canon.Write(raw)
 	}
+	res.Compiled = c.compiled(prog, canon.Bytes())
+	res.Plan = res.Compiled.Plan
+	return res, nil
+}
+
+// compiled assembles the validated program, lowered into its run form.
+func (c *checker) compiled(prog *Program, canon []byte) *Compiled {
 	refs := sortedKeys(c.entries)
 	entries := make([]*pilotage.Entry, len(refs))
 	for i, id := range refs {
 		entries[i] = c.entries[id]
 	}
-	res.Plan = plan
-	// One allocation for the compiled program and its Program (a house
-	// holds thousands of compiled programs: each object is one more for
-	// the collector to trace).
-	cp := &compiledProgram{prog: *prog}
-	cp.Compiled = Compiled{
-		Program: &cp.prog,
-		Raw:     canon.Bytes(),
-		Plan:    plan,
+	cp := &Compiled{
+		Raw:     canon,
 		Refs:    refs,
 		Entries: entries,
 		Sub:     c.sub, // nil unless the program calls promoted automations
-	}
-	res.Compiled = &cp.Compiled
-	return res, nil
-}
 
-// compiledProgram is a Compiled allocated together with its Program.
-type compiledProgram struct {
-	Compiled
-	prog Program
+		CallDepth: c.callDepth,
+	}
+	for _, name := range sortedKeys(prog.RefParams) {
+		cp.refs = append(cp.refs, prog.RefParams[name])
+	}
+	cp.form = lower(prog, &interner{k: c.o.Cache, entry: cp.Entry})
+	if c.o.Zone != nil {
+		cp.zone = zoneName(c.o.Zone)
+	}
+	cp.Plan = BuildPlan(cp)
+	return cp
 }
 
 // checker holds one validation's catalog-dependent pass.
@@ -123,14 +152,32 @@ type checker struct {
 
 	entries map[string]*pilotage.Entry
 	sub     map[string]*Compiled
-	schemas map[string]*jsonschema.Schema // by entry id; nil = unusable
-	hints   int
+	// callDepth is the program's CallDepth so far.
+	callDepth int
+	schemas   map[string]*jsonschema.Schema // by entry id; nil = unusable
+	hints     int
 
 	seenVars  map[string]bool
 	seenSteps map[string]bool
 	// paramNames are the declared params (nil = not knowable: the schema
 	// admits other members).
 	paramNames map[string]bool
+	// refs are the catalog-reference params; bind is the bound input
+	// (nil: validating the program itself).
+	refs map[string]*RefParam
+	bind *binding
+}
+
+// bindTo binds prog to the options' input, when there is one and prog
+// decoded without errors: the checker then checks the bound program.
+func (c *checker) bindTo(prog *Program) *Program {
+	c.refs = prog.RefParams
+	if c.o.Bind == nil || hasErrors(c.d.list) {
+		return prog
+	}
+	c.d.list = nil // what the decoder found was reported when the program was validated
+	prog, c.bind = bindProgram(prog, c.o.Bind, c.lim)
+	return prog
 }
 
 // declaredParams reads the property names of a params schema; nil when the
@@ -172,6 +219,9 @@ func (c *checker) alive() bool {
 
 func (c *checker) program(p *Program) {
 	c.paramNames = declaredParams(p.Params)
+	if c.bind != nil && !c.checkBinding() {
+		return
+	}
 	for _, t := range p.Triggers {
 		if !c.alive() {
 			return
@@ -181,12 +231,16 @@ func (c *checker) program(p *Program) {
 	root := &scope{vars: map[string]bool{}, steps: map[string]bool{}}
 	for _, cd := range p.Conditions {
 		c.expr(cd.Expr, root)
+		if cd.Kind == CondSun && !c.o.HasLocation {
+			c.d.add(CodeMissingLocation, cd.Ptr+"/sun", "ask the operator to configure the location, or use a time condition: {\"time\": {\"after\": \"18:00\", \"before\": \"07:00\"}}", "a sun condition needs the server's latitude/longitude, which is not configured")
+		}
 		if cd.ID != "" {
 			root.steps[cd.ID] = true
 			c.seenSteps[cd.ID] = true
 		}
 	}
 	c.steps(p.Steps, root)
+	c.overlaps(p)
 }
 
 // lookup resolves a catalog id referenced at path, reporting unknown names
@@ -276,15 +330,6 @@ func (c *checker) lookupFor(id, path string, rng *pilotage.Range, what string, c
 	return e
 }
 
-// shareID returns the catalog entry's own copy of id (equal to it), so the
-// program does not keep a copy of its own.
-func shareID(id string, e *pilotage.Entry) string {
-	if e.ID == id {
-		return e.ID
-	}
-	return id
-}
-
 func article(w string) string {
 	if w != "" && strings.ContainsRune("aeiou", rune(w[0])) {
 		return "an"
@@ -306,12 +351,11 @@ func kindList(ks []pilotage.Kind) string {
 func (c *checker) trigger(t *Trigger) {
 	switch t.Kind {
 	case TriggerState, TriggerNumeric:
-		if t.Entity == "" {
+		if _, tmpl := c.refSite(t.Entity, t.Ptr+"/state", pilotage.KindState); t.Entity == "" || tmpl {
 			return
 		}
 		e := c.lookup(t.Entity, t.Ptr+"/state", nil, "state", pilotage.KindState)
 		if e != nil {
-			t.Entity = shareID(t.Entity, e)
 			c.filter(e, t.To, t.Ptr+"/to")
 			c.filter(e, t.From, t.Ptr+"/from")
 			if t.Kind == TriggerNumeric {
@@ -319,12 +363,11 @@ func (c *checker) trigger(t *Trigger) {
 			}
 		}
 	case TriggerEvent:
-		if t.Entity == "" {
+		if _, tmpl := c.refSite(t.Entity, t.Ptr+"/event", pilotage.KindEvent); t.Entity == "" || tmpl {
 			return
 		}
 		if e := c.lookup(t.Entity, t.Ptr+"/event", nil, "event", pilotage.KindEvent); e != nil {
-			t.Entity = shareID(t.Entity, e)
-			c.filter(e, t.To, t.Ptr+"/value")
+			c.eventFilter(e, t.To, t.Ptr+"/value")
 		}
 	case TriggerSun:
 		if !c.o.HasLocation {
@@ -345,6 +388,22 @@ func (c *checker) filter(e *pilotage.Entry, v Value, path string) {
 	}
 	if err := sch.Validate(v.V); err != nil {
 		c.d.add(CodeUnreachableValue, path, outputHint(e), "%s never reports %s: %s", e.ID, compactJSON(v.V), firstLeafMessage(err))
+	}
+}
+
+// eventFilter checks an event's value filter: one value, or a list of
+// values any of which matches, each one the entry can report.
+func (c *checker) eventFilter(e *pilotage.Entry, v Value, path string) {
+	list, isList := v.V.([]any)
+	if !v.Set || !isList {
+		c.filter(e, v, path)
+		return
+	}
+	if len(list) == 0 {
+		c.d.add(CodeConstraint, path, "list the values to match, e.g. [\"double\", \"triple\"], or drop value to match every event", "value lists no value: the trigger could never fire")
+	}
+	for i, x := range list {
+		c.filter(e, Value{Set: true, V: x}, path+"/"+strconv.Itoa(i))
 	}
 }
 
@@ -402,40 +461,7 @@ func (c *checker) schema(key string, raw json.RawMessage) *jsonschema.Schema {
 	if s, ok := c.schemas[key]; ok {
 		return s
 	}
-	s := catalogSchemas.get(raw)
+	s := c.o.Cache.schema(raw)
 	c.schemas[key] = s
-	return s
-}
-
-// schemaMemo memoizes compiled catalog schemas by their text. Compiling
-// (which checks the schema against its metaschema) costs far more than a
-// validation, and catalogs repeat the same schemas for every device of a
-// model. A compiled schema is immutable, so sharing is safe; the memo is
-// bounded and simply starts over when full.
-type schemaMemo struct {
-	mu  sync.Mutex
-	max int
-	m   map[string]*jsonschema.Schema
-}
-
-var catalogSchemas = &schemaMemo{max: 4096}
-
-func (sm *schemaMemo) get(raw json.RawMessage) *jsonschema.Schema {
-	key := string(raw)
-	sm.mu.Lock()
-	s, ok := sm.m[key]
-	sm.mu.Unlock()
-	if ok {
-		return s
-	}
-	if doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw)); err == nil {
-		s, _ = compileSchema(doc)
-	}
-	sm.mu.Lock()
-	if sm.m == nil || len(sm.m) >= sm.max {
-		sm.m = make(map[string]*jsonschema.Schema)
-	}
-	sm.m[key] = s
-	sm.mu.Unlock()
 	return s
 }

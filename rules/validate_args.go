@@ -31,73 +31,91 @@ func (c *checker) args(s *Step, e *pilotage.Entry) {
 	if sch == nil {
 		return
 	}
-	base := s.Ptr + "/args"
-	inst := map[string]any{}
-	var templated []string
-	for k, t := range s.Args {
+	inst, templated := splitArgs(s.Args)
+	report := c.argReporter(e)
+	if err := sch.Validate(inst); err != nil {
+		var ve *jsonschema.ValidationError
+		if !errors.As(err, &ve) {
+			report(s.Ptr+"/args", "%s: %v", s.Call, err)
+			return
+		}
+		for _, l := range leafErrors(ve, nil) {
+			argFinding(s, l, templated, report)
+		}
+	}
+	c.templatedArgs(s, e, templated, report)
+}
+
+// reportFunc adds one bad_arguments finding.
+type reportFunc func(path, format string, args ...any)
+
+// argReporter reports a call's findings, at most maxArgFindings of them.
+func (c *checker) argReporter(e *pilotage.Entry) reportFunc {
+	n := 0
+	return func(path, format string, args ...any) {
+		if n < maxArgFindings {
+			c.d.add(CodeBadArguments, path, argHint(e), format, args...)
+		}
+		n++
+	}
+}
+
+// splitArgs separates the constant arguments (the instance the schema
+// checks) from the templated ones.
+func splitArgs(args map[string]*Template) (inst map[string]any, templated []string) {
+	inst = map[string]any{}
+	for k, t := range args {
 		if t.IsConst {
 			inst[k] = t.Const
 		} else {
 			templated = append(templated, k)
 		}
 	}
-	n := 0
-	report := func(path, format string, args ...any) {
-		if n < maxArgFindings {
-			c.d.add(CodeBadArguments, path, argHint(e), format, args...)
-		}
-		n++
+	return inst, templated
+}
+
+// argFinding reports one leaf of the schema's verdict on the constant
+// arguments, unless only the templated ones could settle it.
+func argFinding(s *Step, l *jsonschema.ValidationError, templated []string, report reportFunc) {
+	loc := l.InstanceLocation
+	if len(loc) > 0 && slices.Contains(templated, loc[0]) {
+		return
 	}
-	if err := sch.Validate(inst); err != nil {
-		var ve *jsonschema.ValidationError
-		if !errors.As(err, &ve) {
-			report(base, "%s: %v", s.Call, err)
+	base := s.Ptr + "/args"
+	path := base
+	for _, tok := range loc {
+		path += "/" + escapePtr(tok)
+	}
+	switch k := l.ErrorKind.(type) {
+	case *kind.Required:
+		missing := slices.DeleteFunc(slices.Clone(k.Missing), func(m string) bool { return slices.Contains(templated, m) })
+		if len(missing) == 0 {
 			return
 		}
-		for _, l := range leafErrors(ve, nil) {
-			if len(l.InstanceLocation) > 0 && slices.Contains(templated, l.InstanceLocation[0]) {
-				continue
+		if len(loc) == 0 && len(s.Args) == 0 {
+			path = s.Ptr
+		}
+		report(path, "%s needs argument %s", s.Call, strings.Join(quoteAll(missing), ", "))
+		return
+	case *kind.AdditionalProperties:
+		if len(loc) == 0 {
+			for _, p := range k.Properties {
+				report(base+"/"+escapePtr(p), "%s takes no argument %q", s.Call, p)
 			}
-			path := base
-			for _, tok := range l.InstanceLocation {
-				path += "/" + escapePtr(tok)
-			}
-			if req, ok := l.ErrorKind.(*kind.Required); ok {
-				var missing []string
-				for _, m := range req.Missing {
-					if !slices.Contains(templated, m) {
-						missing = append(missing, m)
-					}
-				}
-				if len(missing) == 0 {
-					continue
-				}
-				if len(l.InstanceLocation) == 0 && len(s.Args) == 0 {
-					path = s.Ptr
-				}
-				report(path, "%s needs argument %s", s.Call, strings.Join(quoteAll(missing), ", "))
-				continue
-			}
-			if ap, ok := l.ErrorKind.(*kind.AdditionalProperties); ok && len(l.InstanceLocation) == 0 {
-				for _, p := range ap.Properties {
-					report(base+"/"+escapePtr(p), "%s takes no argument %q", s.Call, p)
-				}
-				continue
-			}
-			if len(l.InstanceLocation) == 0 && len(templated) > 0 {
-				// minProperties, dependencies, oneOf …: unknowable while
-				// some arguments are only known at run time.
-				continue
-			}
-			report(path, "%s: %s", s.Call, l.ErrorKind.LocalizedString(printer))
+			return
 		}
 	}
-	c.templatedArgs(s, e, templated, report)
+	if len(loc) == 0 && len(templated) > 0 {
+		// minProperties, dependencies, oneOf …: unknowable while some
+		// arguments are only known at run time.
+		return
+	}
+	report(path, "%s: %s", s.Call, l.ErrorKind.LocalizedString(printer))
 }
 
 // templatedArgs reports templated arguments the schema does not define when
 // it forbids additional properties.
-func (c *checker) templatedArgs(s *Step, e *pilotage.Entry, templated []string, report func(string, string, ...any)) {
+func (c *checker) templatedArgs(s *Step, e *pilotage.Entry, templated []string, report reportFunc) {
 	if len(templated) == 0 {
 		return
 	}

@@ -61,8 +61,8 @@ func TestFiftyStepProgramValid(t *testing.T) {
 	if !res.Valid {
 		t.Fatalf("invalid: %s", diagString(res.Diagnostics))
 	}
-	if len(res.Compiled.Program.Steps) != 50 {
-		t.Fatalf("%d steps", len(res.Compiled.Program.Steps))
+	if len(res.Program.Steps) != 50 {
+		t.Fatalf("%d steps", len(res.Program.Steps))
 	}
 }
 
@@ -76,7 +76,7 @@ func BenchmarkValidate50Steps(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		t0 := time.Now()
-		res, err := Validate(raw, cat, ValidateOptions{})
+		res, err := Validate(raw, cat, ValidateOptions{Cache: itCache})
 		durs = append(durs, time.Since(t0))
 		if err != nil || !res.Valid {
 			b.Fatalf("%v %v", err, res)
@@ -100,7 +100,7 @@ func TestValidateConcurrent(t *testing.T) {
 			defer func() { done <- struct{}{} }()
 			for i := 0; i < 20; i++ {
 				src := progs[(w+i)%len(progs)]
-				res, err := Validate([]byte(src), cat, ValidateOptions{HasLocation: true})
+				res, err := Validate([]byte(src), cat, ValidateOptions{HasLocation: true, Cache: itCache})
 				if err != nil {
 					errs <- fmt.Sprintf("worker %d: %v", w, err)
 					return

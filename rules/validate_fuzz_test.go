@@ -35,7 +35,7 @@ func FuzzValidate(f *testing.F) {
 	lim.ValidateWall = 2 * time.Second
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		start := time.Now()
-		res, err := Validate(raw, cat, ValidateOptions{Limits: lim, HasLocation: len(raw)%2 == 0})
+		res, err := Validate(raw, cat, ValidateOptions{Limits: lim, HasLocation: len(raw)%2 == 0, Cache: itCache})
 		if d := time.Since(start); d > 5*time.Second {
 			t.Fatalf("validation took %v", d)
 		}
@@ -62,5 +62,40 @@ func FuzzValidate(f *testing.F) {
 				t.Fatalf("Decode: %v", err)
 			}
 		}
+		if res.Valid && len(res.Compiled.Params()) > 0 {
+			fuzzBind(t, raw, res.Compiled, cat, lim)
+		}
 	})
+}
+
+// fuzzBind validates a valid program with params bound to an input made
+// from it: every catalog param the first id of its kind, every other
+// declared param a string no schema of a duration or number accepts.
+func fuzzBind(t *testing.T, raw []byte, c *Compiled, cat *mapCatalog, lim Limits) {
+	in := map[string]any{}
+	for name := range declaredParams(c.Params()) {
+		in[name] = "3 minutes"
+	}
+	for _, r := range c.RefParams() {
+		for _, id := range cat.IDs() {
+			if e, _ := cat.Get(id); e.Kind == r.Kind {
+				in[r.Name] = id
+				break
+			}
+		}
+	}
+	res, err := Validate(raw, cat, ValidateOptions{Limits: lim, HasLocation: true, Cache: itCache, Bind: in})
+	if err != nil {
+		var re *pilotage.RequestError
+		if !errors.As(err, &re) || re.Kind != pilotage.ErrResourceExhausted {
+			t.Fatalf("bound: unexpected error %v", err)
+		}
+		return
+	}
+	checkClosed(t, res.Diagnostics)
+	for _, d := range res.Diagnostics {
+		if d.Severity == pilotage.SeverityError && d.Code != CodeInputBinding {
+			t.Fatalf("bound: an error that is not input_binding: %+v", d)
+		}
+	}
 }

@@ -11,21 +11,21 @@ import (
 )
 
 // CheckParams checks execute's params value (the program's input: the
-// whole input for a deploy, input.params in a test run) against the
-// program's params schema. Findings carry code input_binding and a JSON
+// whole input for a deploy, input.params in a test run) against c's
+// params schema. Findings carry code input_binding and a JSON
 // Pointer into input, prefixed with at ("" or "/params").
-func CheckParams(p *Program, params any, at string) []pilotage.Diagnostic {
+func CheckParams(c *Compiled, params any, at string) []pilotage.Diagnostic {
 	var d diags
 	if params == nil {
 		params = map[string]any{}
 	}
-	if len(p.Params) == 0 {
+	if len(c.params) == 0 {
 		if m, ok := params.(map[string]any); !ok || len(m) > 0 {
 			d.add(CodeInputBinding, at, "declare params in the program, or send no input", "the program declares no params, so input must be empty")
 		}
 		return d.list
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(p.Params))
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(c.params))
 	if err != nil {
 		d.add(CodeInputBinding, at, "", "the program's params schema does not decode: %v", err)
 		return d.list
@@ -48,8 +48,16 @@ func CheckParams(p *Program, params any, at string) []pilotage.Diagnostic {
 		for _, tok := range l.InstanceLocation {
 			path += "/" + escapePtr(tok)
 		}
-		if req, ok := l.ErrorKind.(*kind.Required); ok && len(req.Missing) == 1 {
-			d.add(CodeInputBinding, path, "", "params needs %q", req.Missing[0])
+		if req, ok := l.ErrorKind.(*kind.Required); ok {
+			// Located at the member that is missing (where it goes).
+			for _, m := range req.Missing {
+				if r := c.refParam(m); r != nil && path == at {
+					d.add(CodeInputBinding, path+"/"+escapePtr(m), "find one with pilotage_lookup (verb list, kind "+string(r.Kind)+")",
+						"params needs %q: the id of %s", m, r.Describe())
+					continue
+				}
+				d.add(CodeInputBinding, path+"/"+escapePtr(m), "", "params needs %q", m)
+			}
 			continue
 		}
 		d.add(CodeInputBinding, path, "", "params: %s", l.ErrorKind.LocalizedString(printer))

@@ -69,16 +69,12 @@ func (c *checker) step(s *Step, sc *scope) {
 		c.template(s.Delay, sc)
 	case StepWait:
 		c.wait(s.Wait, sc)
-	case StepIf:
+	case StepIf, StepChoose:
 		c.expr(s.If, sc)
-		c.steps(s.Then, sc.child(false, false))
-		c.steps(s.Else, sc.child(false, false))
-	case StepChoose:
-		for _, a := range s.Choose {
-			c.expr(a.When, sc)
-			c.steps(a.Do, sc.child(false, false))
+		for ch := range s.Children() {
+			c.expr(ch.When, sc)
+			c.steps(ch.Steps, sc.child(false, false))
 		}
-		c.steps(s.Default, sc.child(false, false))
 	case StepRepeat:
 		body := sc.child(true, s.Repeat != nil && s.Repeat.ForEach != nil)
 		if r := s.Repeat; r != nil {
@@ -107,10 +103,18 @@ func (c *checker) wait(w *WaitSpec, sc *scope) {
 	if w == nil {
 		return
 	}
+	id, member := w.State, "state"
+	if id == "" {
+		id, member = w.Event, "event"
+	}
+	if _, tmpl := c.refSite(id, w.Ptr+"/"+member, waitKind(w)); tmpl {
+		c.expr(w.Expr, sc)
+		c.template(w.For, sc)
+		return
+	}
 	switch {
 	case w.State != "":
 		if e := c.lookup(w.State, w.Ptr+"/state", nil, "state", pilotage.KindState); e != nil {
-			w.State = shareID(w.State, e)
 			c.filter(e, w.To, w.Ptr+"/to")
 			c.filter(e, w.From, w.Ptr+"/from")
 			if w.Above != nil || w.Below != nil {
@@ -119,12 +123,19 @@ func (c *checker) wait(w *WaitSpec, sc *scope) {
 		}
 	case w.Event != "":
 		if e := c.lookup(w.Event, w.Ptr+"/event", nil, "event", pilotage.KindEvent); e != nil {
-			w.Event = shareID(w.Event, e)
-			c.filter(e, w.To, w.Ptr+"/value")
+			c.eventFilter(e, w.To, w.Ptr+"/value")
 		}
 	}
 	c.expr(w.Expr, sc)
 	c.template(w.For, sc)
+}
+
+// waitKind is the entry kind a wait's id names.
+func waitKind(w *WaitSpec) pilotage.Kind {
+	if w.State != "" {
+		return pilotage.KindState
+	}
+	return pilotage.KindEvent
 }
 
 func (c *checker) call(s *Step) {
@@ -132,25 +143,50 @@ func (c *checker) call(s *Step) {
 		return
 	}
 	path := s.Ptr + "/call"
+	if r, tmpl := c.refSite(s.Call, path, pilotage.KindAction, pilotage.KindAutomation); tmpl {
+		if r != nil && r.Kind == pilotage.KindAutomation {
+			c.callDepth = max(c.callDepth, 1)
+		}
+		return
+	}
 	e := c.lookupFor(s.Call, path, nil, "call", true)
 	if e == nil {
 		return
 	}
-	s.Call = shareID(s.Call, e)
 	if !e.Callable || !pilotage.KindCallable(e.Kind) {
 		delete(c.entries, s.Call)
 		c.d.add(CodeNotCallable, path, "call an action (e.g. \"hall_light.set\") or a promoted automation", "%q is %s %s entry, which cannot be called", s.Call, article(string(e.Kind)), e.Kind)
 		return
 	}
-	if e.Kind == pilotage.KindAutomation && c.o.Automation != nil {
-		if sub, ok := c.o.Automation(s.Call); ok {
+	if e.Kind == pilotage.KindAutomation {
+		c.automationCall(s, path)
+	}
+	c.args(s, e)
+	if e.Kind == pilotage.KindAutomation {
+		c.refArgs(s, e)
+	}
+}
+
+// automationCall resolves a promoted body and checks how deep the chain
+// of calls it starts nests: the run would end limit_exceeded at the call
+// that goes past MaxCallDepth, every time, so it is refused here.
+func (c *checker) automationCall(s *Step, path string) {
+	depth := 1
+	if c.o.Automation != nil {
+		if sub, ok := c.o.Automation(s.Call); ok && sub != nil {
 			if c.sub == nil {
 				c.sub = map[string]*Compiled{}
 			}
 			c.sub[s.Call] = sub
+			depth += sub.CallDepth
 		}
 	}
-	c.args(s, e)
+	c.callDepth = max(c.callDepth, depth)
+	if depth > c.lim.MaxCallDepth {
+		c.d.add(CodeCallDepth, path, "call a shallower automation, or inline part of the chain",
+			"calling %q nests promoted automations %d deep (its own calls nest %d deep); the limit is %d (MaxCallDepth), so every run would end limit_exceeded",
+			s.Call, depth, depth-1, c.lim.MaxCallDepth)
+	}
 }
 
 func (c *checker) template(t *Template, sc *scope) {
@@ -170,22 +206,82 @@ func (c *checker) expr(x *Expr, sc *scope) {
 		return stringRange(str, x.Offset+from, x.Offset+to)
 	}
 	for _, r := range x.Refs {
-		c.lookup(r.ID, x.Ptr, rng(r.From, r.To), "state() id", pilotage.KindState, pilotage.KindEvent)
+		c.lookup(r.ID, x.Ptr, rng(r.From, r.To), r.Fn+"() id", pilotage.KindState, pilotage.KindEvent)
 	}
+	callees := map[ast.Node]bool{}
 	ast.Find(x.Node(), func(n ast.Node) bool {
 		switch n := n.(type) {
 		case *ast.CallNode:
-			if id, ok := n.Callee.(*ast.IdentifierNode); ok && id.Value == "state" && len(n.Arguments) == 1 {
-				if _, ok := n.Arguments[0].(*ast.StringNode); !ok {
-					l := n.Arguments[0].Location()
-					c.d.add(CodeNonConstantRef, x.Ptr, "write the id as a string constant: state('hall_motion.occupancy')", "state() needs a string constant so every reference is known before the program runs").Range = rng(l.From, max(l.To, l.From+1))
-				}
+			if id, ok := n.Callee.(*ast.IdentifierNode); ok && catalogReaders[id.Value] {
+				callees[id] = true
+				c.constantArgs(n, id.Value, x, rng)
 			}
 		case *ast.MemberNode:
 			c.member(n, x, sc, rng)
 		}
 		return false
 	})
+	c.dynamicReads(x, callees, rng)
+}
+
+// catalogReaders are the environment functions that read catalog entries:
+// each use must be a direct call with a string constant id, so that every
+// entry a program can read is known before it runs (plan, references,
+// scope).
+var catalogReaders = map[string]bool{"state": true, "since": true, "last_changed": true}
+
+// constantArgs checks a direct call of a catalog reader: its one argument
+// must be a string constant.
+func (c *checker) constantArgs(n *ast.CallNode, name string, x *Expr, rng func(int, int) *pilotage.Range) {
+	if len(n.Arguments) != 1 {
+		return
+	}
+	if _, ok := n.Arguments[0].(*ast.StringNode); ok || c.refArg(name, n.Arguments[0], x, rng) {
+		return
+	}
+	from, to := nodeSpan(n.Arguments[0])
+	c.d.add(CodeNonConstantRef, x.Ptr, "write the id as a string constant: "+name+"('hall_motion.occupancy'), or pass it as a catalog-reference param: "+name+"(params.sensor) with \"sensor\": {\"type\": \"string\", \"catalog\": {\"kind\": \"state\"}} in params",
+		"%s() needs a string constant so every reference is known before the program runs", name).Range = rng(from, max(to, from+1))
+}
+
+// dynamicReads refuses every other way to reach a catalog reader: using it
+// as a value (let s = state; s('…'), passing it on, a computed callee)
+// and $env, which names the environment's members by computed keys.
+func (c *checker) dynamicReads(x *Expr, callees map[ast.Node]bool, rng func(int, int) *pilotage.Range) {
+	ast.Find(x.Node(), func(n ast.Node) bool {
+		id, ok := n.(*ast.IdentifierNode)
+		if !ok || callees[n] {
+			return false
+		}
+		l := id.Location()
+		switch {
+		case id.Value == "$env":
+			c.d.add(CodeNonConstantRef, x.Ptr, "name what you read directly: state('hall_motion.occupancy'), vars.x, params.x, trigger.value",
+				"$env reaches the environment (and state()) by computed names, so the references would not be known before the program runs").Range = rng(l.From, max(l.To, l.From+len(id.Value)))
+		case catalogReaders[id.Value]:
+			c.d.add(CodeNonConstantRef, x.Ptr, "call it directly with a string constant: "+id.Value+"('hall_motion.occupancy')",
+				"%s may only be called directly with a string constant; used as a value it could read any entry", id.Value).Range = rng(l.From, max(l.To, l.From+len(id.Value)))
+		}
+		return false
+	})
+}
+
+// nodeSpan is the rune range of n and everything below it (a node's own
+// location is its operator or first token).
+func nodeSpan(n ast.Node) (from, to int) {
+	from, to = n.Location().From, n.Location().To
+	ast.Find(n, func(d ast.Node) bool {
+		l := d.Location()
+		if l.To == 0 { // made by a patch, not parsed
+			return false
+		}
+		if l.From < from {
+			from = l.From
+		}
+		to = max(to, l.To)
+		return false
+	})
+	return from, to
 }
 
 func (c *checker) member(n *ast.MemberNode, x *Expr, sc *scope, rng func(int, int) *pilotage.Range) {

@@ -3,25 +3,34 @@ package storage
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 )
+
+func dev(key, id, base string) DeviceID { return DeviceID{Key: key, ID: id, Base: base} }
 
 func TestDeviceIDsRoundTrip(t *testing.T) {
 	s, dir := openTest(t)
 	ctx := context.Background()
+	left := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	renamed := DeviceID{Key: "z2m:0x1", ID: "hall_motion", Base: "hall_motion", Left: left}
 	steps := []struct {
 		put  []DeviceID
 		del  []string
 		want []DeviceID
 	}{
-		{put: []DeviceID{{"ha:ids:ws-1", "outdoor_weather", "outdoor_weather"}, {"ha:ids:evil", "outdoor_weather_2", "outdoor_weather"}},
-			want: []DeviceID{{"ha:ids:evil", "outdoor_weather_2", "outdoor_weather"}, {"ha:ids:ws-1", "outdoor_weather", "outdoor_weather"}}},
-		// The original leaves and the newcomer renames itself to its id:
-		// an id moves between keys within one batch.
-		{put: []DeviceID{{"ha:ids:evil", "outdoor_weather", "outdoor_weather"}}, del: []string{"ha:ids:ws-1"},
-			want: []DeviceID{{"ha:ids:evil", "outdoor_weather", "outdoor_weather"}}},
-		{del: []string{"ha:ids:evil", "never-stored"}, want: nil},
+		{put: []DeviceID{dev("ha:ids:ws-1", "outdoor_weather", "outdoor_weather"), dev("ha:ids:evil", "outdoor_weather_2", "outdoor_weather")},
+			want: []DeviceID{dev("ha:ids:evil", "outdoor_weather_2", "outdoor_weather"), dev("ha:ids:ws-1", "outdoor_weather", "outdoor_weather")}},
+		// An id moves between keys within one batch.
+		{put: []DeviceID{dev("ha:ids:evil", "outdoor_weather", "outdoor_weather")}, del: []string{"outdoor_weather_2"},
+			want: []DeviceID{dev("ha:ids:evil", "outdoor_weather", "outdoor_weather")}},
+		{del: []string{"outdoor_weather", "never-stored"}, want: nil},
+		// A key holds one id and keeps another reserved (renamed).
+		{put: []DeviceID{dev("z2m:0x1", "hall_motion", "hall_motion")}, want: []DeviceID{dev("z2m:0x1", "hall_motion", "hall_motion")}},
+		{put: []DeviceID{renamed, dev("z2m:0x1", "corridor", "corridor")},
+			want: []DeviceID{dev("z2m:0x1", "corridor", "corridor"), renamed}},
 	}
 	for i, st := range steps {
 		if err := s.SaveDeviceIDs(ctx, st.put, st.del); err != nil {
@@ -32,28 +41,65 @@ func TestDeviceIDsRoundTrip(t *testing.T) {
 			t.Fatalf("step %d: LoadDeviceIDs = %v, %v; want %v", i, got, err, st.want)
 		}
 	}
-	// Two keys may not hold one id: the batch fails whole.
-	err := s.SaveDeviceIDs(ctx, []DeviceID{{"a", "x", "x"}, {"b", "x", "x"}}, nil)
-	if err == nil {
-		t.Fatal("two keys holding one id were stored")
+	final := steps[len(steps)-1].want
+	// A key may not hold two ids: the batch fails whole.
+	if err := s.SaveDeviceIDs(ctx, []DeviceID{dev("a", "x", "x"), dev("a", "y", "y")}, []string{"corridor"}); err == nil {
+		t.Fatal("a key holding two ids was stored")
 	}
-	if got, _ := s.LoadDeviceIDs(ctx); got != nil {
+	if got, _ := s.LoadDeviceIDs(ctx); !reflect.DeepEqual(got, final) {
 		t.Fatalf("a failed batch left %v", got)
 	}
-	if err := s.SaveDeviceIDs(ctx, []DeviceID{{"", "x", "x"}}, nil); !errors.Is(err, ErrInvalid) {
+	if err := s.SaveDeviceIDs(ctx, []DeviceID{dev("", "x", "x")}, nil); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("empty key: %v", err)
 	}
 	// Assignments survive a reopen.
-	if err := s.SaveDeviceIDs(ctx, []DeviceID{{"z2m:0x1", "hall_motion", "hall_motion"}}, nil); err != nil {
-		t.Fatal(err)
-	}
 	s.Close()
 	s2, err := Open(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s2.Close()
-	if got, _ := s2.LoadDeviceIDs(ctx); !reflect.DeepEqual(got, []DeviceID{{"z2m:0x1", "hall_motion", "hall_motion"}}) {
+	if got, _ := s2.LoadDeviceIDs(ctx); !reflect.DeepEqual(got, final) {
 		t.Fatalf("after reopen: %v", got)
+	}
+}
+
+// TestDeviceIDsMigration7: the assignments of a version 6 database are
+// kept, each held by its key.
+func TestDeviceIDsMigration7(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "data")
+	s, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := openDB(filepath.Join(dir, FileName), false, time.Duration(busyTimeoutMs)*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`DROP TABLE device_ids`,
+		`DELETE FROM schema_migrations WHERE version >= 8`,
+		// what the later migrations made, so that they apply again
+		`DROP INDEX runs_tests_by_principal`,
+		`DROP INDEX idempotency_by_principal`,
+		`ALTER TABLE rules DROP COLUMN binding`,
+		migrations[5], // the device_ids table as migration 6 made it
+		`INSERT INTO device_ids (key, id, base, assigned_at) VALUES ('ha:ids:ws-1', 'outdoor_weather', 'outdoor_weather', 1), ('z2m:0x1', 'hall_motion', 'hall_motion', 2)`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	s2, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	want := []DeviceID{dev("ha:ids:ws-1", "outdoor_weather", "outdoor_weather"), dev("z2m:0x1", "hall_motion", "hall_motion")}
+	if got, err := s2.LoadDeviceIDs(ctx); err != nil || !reflect.DeepEqual(got, want) {
+		t.Fatalf("after migration 8: %v, %v; want %v", got, err, want)
 	}
 }

@@ -112,6 +112,7 @@ func (s *Store) wrote(ctx context.Context, err error) error {
 		go s.probe()
 	}
 	h.mu.Unlock()
+	noteFault(ctx, err)
 	return s.fault(ctx, err)
 }
 

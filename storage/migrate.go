@@ -101,6 +101,51 @@ CREATE INDEX runs_by_status ON runs (status, started, id) WHERE status <> 'succe
 	base        TEXT NOT NULL,
 	assigned_at INTEGER NOT NULL
 );`,
+	// 7: state history (see history.go): entity ids, every change in
+	// insertion order (the rowid bounds the table's size), and 5-minute
+	// summaries of numeric states for long ranges.
+	`CREATE TABLE history_entities (
+	id     INTEGER PRIMARY KEY,
+	entity TEXT NOT NULL UNIQUE
+);
+CREATE TABLE history (
+	entity INTEGER NOT NULL,
+	t      INTEGER NOT NULL,
+	num    REAL,
+	val    TEXT
+);
+CREATE INDEX history_by_entity ON history (entity, t);
+CREATE TABLE history_5m (
+	entity INTEGER NOT NULL,
+	bucket INTEGER NOT NULL,
+	n      INTEGER NOT NULL,
+	lo     REAL NOT NULL,
+	hi     REAL NOT NULL,
+	total  REAL NOT NULL,
+	PRIMARY KEY (entity, bucket)
+) WITHOUT ROWID;`,
+	// 8: device ids by id: a key holds one id (left_at 0) and may keep
+	// others reserved (left_at: when it left them), so that an id a rule
+	// names is not taken by another device at once.
+	`CREATE TABLE device_ids_v8 (
+	id          TEXT PRIMARY KEY,
+	key         TEXT NOT NULL,
+	base        TEXT NOT NULL,
+	assigned_at INTEGER NOT NULL,
+	left_at     INTEGER NOT NULL DEFAULT 0
+);
+INSERT INTO device_ids_v8 (id, key, base, assigned_at) SELECT id, key, base, assigned_at FROM device_ids;
+DROP TABLE device_ids;
+ALTER TABLE device_ids_v8 RENAME TO device_ids;
+CREATE UNIQUE INDEX device_ids_held ON device_ids (key) WHERE left_at = 0;`,
+	// 9: what one principal keeps stored (StoredUsage): its test runs
+	// (a partial index: firings, nearly every run, pay nothing) and its
+	// idempotency records.
+	`CREATE INDEX IF NOT EXISTS runs_tests_by_principal ON runs (principal, expires) WHERE kind = 'test';
+CREATE INDEX IF NOT EXISTS idempotency_by_principal ON idempotency (principal);`,
+	// 10: the entries a rule with catalog-reference params was bound to
+	// (their load-bearing fields), to bind it again at start-up.
+	`ALTER TABLE rules ADD COLUMN binding TEXT;`,
 }
 
 // migrate brings db up to len(list), one transaction per migration. A

@@ -27,12 +27,17 @@ type Program struct {
 
 // Rule is an installed rule: a name bound to one promoted program.
 type Rule struct {
-	Name        string
-	Ref         string
-	Principal   string
-	Enabled     bool
-	Broken      string          // reason; "" means the rule is fine
-	Params      json.RawMessage // the input bound to the program's params at install
+	Name      string
+	Ref       string
+	Principal string
+	Enabled   bool
+	Broken    string          // reason; "" means the rule is fine
+	Params    json.RawMessage // the input bound to the program's params at install
+	// Binding is the baseline of the entries the rule was bound to at
+	// install ({id: load-bearing fields}), when its program has
+	// catalog-reference params (nil otherwise): the bound body is
+	// validated against it again at start-up.
+	Binding     json.RawMessage
 	InstalledAt time.Time
 	UpdatedAt   time.Time
 }
@@ -194,11 +199,12 @@ func (s *Store) InstallRule(ctx context.Context, p Program, r Rule) error {
 		if err := putProgram(ctx, tx, p, now); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO rules (name, ref, principal, enabled, broken, installed_at, updated_at, params)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+		_, err := tx.ExecContext(ctx, `INSERT INTO rules (name, ref, principal, enabled, broken, installed_at, updated_at, params, binding)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (name) DO UPDATE SET ref = excluded.ref, principal = excluded.principal,
-				enabled = excluded.enabled, broken = excluded.broken, updated_at = excluded.updated_at, params = excluded.params`,
-			r.Name, p.Ref, r.Principal, boolArg(r.Enabled), r.Broken, timeArg(r.InstalledAt), timeArg(r.UpdatedAt), jsonArg(r.Params))
+				enabled = excluded.enabled, broken = excluded.broken, updated_at = excluded.updated_at, params = excluded.params,
+				binding = excluded.binding`,
+			r.Name, p.Ref, r.Principal, boolArg(r.Enabled), r.Broken, timeArg(r.InstalledAt), timeArg(r.UpdatedAt), jsonArg(r.Params), jsonArg(r.Binding))
 		if err != nil {
 			return fmt.Errorf("storage: install rule %s: %w", r.Name, err)
 		}
@@ -206,16 +212,16 @@ func (s *Store) InstallRule(ctx context.Context, p Program, r Rule) error {
 	})
 }
 
-const ruleCols = `name, ref, principal, enabled, broken, installed_at, updated_at, params`
+const ruleCols = `name, ref, principal, enabled, broken, installed_at, updated_at, params, binding`
 
 func scanRule(row scanner) (Rule, error) {
 	var r Rule
 	var installed, updated sql.NullInt64
-	var params []byte
-	if err := row.Scan(&r.Name, &r.Ref, &r.Principal, &r.Enabled, &r.Broken, &installed, &updated, &params); err != nil {
+	var params, binding []byte
+	if err := row.Scan(&r.Name, &r.Ref, &r.Principal, &r.Enabled, &r.Broken, &installed, &updated, &params, &binding); err != nil {
 		return Rule{}, err
 	}
-	r.InstalledAt, r.UpdatedAt, r.Params = timeVal(installed), timeVal(updated), jsonVal(params)
+	r.InstalledAt, r.UpdatedAt, r.Params, r.Binding = timeVal(installed), timeVal(updated), jsonVal(params), jsonVal(binding)
 	return r, nil
 }
 
@@ -282,7 +288,12 @@ func (s *Store) RemoveRule(ctx context.Context, name string) error {
 
 // execOne runs one write statement that must touch exactly one row.
 func (s *Store) execOne(ctx context.Context, what, query string, args ...any) error {
-	res, err := s.w.ExecContext(ctx, query, args...)
+	conn, err := s.writer(ctx, what)
+	if err != nil {
+		return s.fault(ctx, err)
+	}
+	defer conn.Close()
+	res, err := conn.ExecContext(ctx, query, args...)
 	if err != nil {
 		return s.wrote(ctx, fmt.Errorf("storage: %s: %w", what, err))
 	}

@@ -25,6 +25,7 @@ const (
 	KindDeploy = "deploy"
 	KindTest   = "test"
 	KindFiring = "firing"
+	KindManual = "manual" // a program run once by hand (the web UI's controls)
 )
 
 // Run is one run record: the envelope exactly as returned on the inline door

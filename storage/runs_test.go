@@ -401,7 +401,7 @@ func TestRunIDs(t *testing.T) {
 	if got, ok := RunIDTime(b); !ok || !got.Equal(t0.Add(time.Millisecond)) {
 		t.Fatalf("RunIDTime = %v, %v", got, ok)
 	}
-	if newRunID(t0) == newRunID(t0) {
+	if id1, id2 := newRunID(t0), newRunID(t0); id1 == id2 {
 		t.Fatal("two ids in the same millisecond collide")
 	}
 	for _, bad := range []string{"", "run_", "xyz_" + a[4:], "run_" + a[4:29] + "!", a + "0"} {

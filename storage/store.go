@@ -49,6 +49,7 @@ const (
 type Store struct {
 	w, r *sql.DB
 	now  func() time.Time // clock for expiry checks on reads; tests swap it
+	busy time.Duration    // the busy timeout; also a request's wait for the writer (FailFast)
 
 	stmtMu sync.Mutex
 	stmts  map[stmtKey]*sql.Stmt // prepared hot-path statements; preparing costs more than running
@@ -143,7 +144,7 @@ func open(ctx context.Context, dir string, readers int, o Options) (*Store, erro
 		return nil, err
 	}
 	if readers == 0 {
-		st := &Store{w: w, r: w, now: time.Now}
+		st := &Store{w: w, r: w, now: time.Now, busy: busy}
 		st.health.init()
 		return st, nil
 	}
@@ -159,7 +160,7 @@ func open(ctx context.Context, dir string, readers int, o Options) (*Store, erro
 		r.Close()
 		return nil, fmt.Errorf("storage: open read pool: %w", err)
 	}
-	st := &Store{w: w, r: r, now: time.Now}
+	st := &Store{w: w, r: r, now: time.Now, busy: busy}
 	st.health.init()
 	return st, nil
 }
@@ -230,7 +231,12 @@ func (s *Store) Close() error {
 
 // inTx runs fn in one write transaction, committing on success.
 func (s *Store) inTx(ctx context.Context, what string, fn func(*sql.Tx) error) error {
-	tx, err := s.w.BeginTx(ctx, nil)
+	conn, err := s.writer(ctx, what)
+	if err != nil {
+		return s.fault(ctx, err)
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return s.wrote(ctx, fmt.Errorf("storage: %s: begin: %w", what, err))
 	}

@@ -201,12 +201,13 @@ func TestInstallRuleReplacesAtomically(t *testing.T) {
 	}
 	s.w.ExecContext(ctx, `DROP TRIGGER no_rules`)
 	t1 := t0.Add(time.Hour)
-	params := json.RawMessage(`{"brightness":40}`)
-	if err := s.InstallRule(ctx, prog("porch", "ref2"), Rule{Name: "porch", Principal: "bob", Enabled: true, Params: params, UpdatedAt: t1, InstalledAt: t1}); err != nil {
+	params := json.RawMessage(`{"brightness":40,"light":"porch_light.set"}`)
+	binding := json.RawMessage(`{"porch_light.set":{"kind":"action","risk":"control"}}`)
+	if err := s.InstallRule(ctx, prog("porch", "ref2"), Rule{Name: "porch", Principal: "bob", Enabled: true, Params: params, Binding: binding, UpdatedAt: t1, InstalledAt: t1}); err != nil {
 		t.Fatal(err)
 	}
 	r, err = s.GetRule(ctx, "porch")
-	want := Rule{Name: "porch", Ref: "ref2", Principal: "bob", Enabled: true, Params: params, InstalledAt: t0, UpdatedAt: t1}
+	want := Rule{Name: "porch", Ref: "ref2", Principal: "bob", Enabled: true, Params: params, Binding: binding, InstalledAt: t0, UpdatedAt: t1}
 	if err != nil || !reflect.DeepEqual(r, want) {
 		t.Fatalf("after re-deploy:\n got %+v, %v\nwant %+v", r, err, want)
 	}

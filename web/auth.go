@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/storage"
 )
 
 const (
@@ -28,22 +29,26 @@ type session struct {
 	csrf      string
 	expires   time.Time
 
-	mu    sync.Mutex
-	flash string
+	mu        sync.Mutex
+	flash     string
+	flashLink string // a link after the flash message ("" = none)
 }
 
-func (ss *session) setFlash(msg string) {
+func (ss *session) setFlash(msg string) { ss.setFlashLink(msg, "") }
+
+// setFlashLink sets the next page's message with a link (a run's trace).
+func (ss *session) setFlashLink(msg, href string) {
 	ss.mu.Lock()
-	ss.flash = msg
+	ss.flash, ss.flashLink = msg, href
 	ss.mu.Unlock()
 }
 
-func (ss *session) takeFlash() string {
+func (ss *session) takeFlash() (string, string) {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
-	f := ss.flash
-	ss.flash = ""
-	return f
+	f, l := ss.flash, ss.flashLink
+	ss.flash, ss.flashLink = "", ""
+	return f, l
 }
 
 // sessions maps random session ids to sessions, in memory, with expiry.
@@ -129,10 +134,12 @@ func (s *server) session(r *http.Request) *session {
 // token of every POST.
 func (s *server) authed(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// One request's writes fail fast once storage failed.
+		r = r.WithContext(storage.FailFast(r.Context()))
 		ss := s.session(r)
 		if ss == nil {
 			if s.loginRequired() {
-				if r.Method != http.MethodGet || r.URL.Path == "/events" {
+				if r.Method != http.MethodGet || r.URL.Path == "/events" || r.URL.Path == "/status" {
 					http.Error(w, "login required", http.StatusUnauthorized)
 					return
 				}

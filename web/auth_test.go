@@ -30,6 +30,9 @@ func TestLoginRequired(t *testing.T) {
 	}
 
 	code, body, _ := c.get("/login?next=/devices")
+	if code != http.StatusOK {
+		t.Fatalf("login page: %d", code)
+	}
 	mustContain(t, "login page", body, `name="token"`, `type="password"`, `value="/devices"`)
 	code, body, _ = c.post("/login", url.Values{"token": {"wrong"}, "next": {"/devices"}})
 	if code != http.StatusUnauthorized {

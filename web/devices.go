@@ -78,18 +78,67 @@ func (s *server) devicesPage(w http.ResponseWriter, r *http.Request, ss *session
 		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the catalog failed.", err)
 		return
 	}
-	s.render(w, r, ss, "devices", page{Title: "Devices", Nav: "devices", Live: "devices", Data: s.groupDevices(ctx, entries)})
+	list := s.groupDevices(ctx, entries)
+	d := devicesData{findData: findDevices(list, r.URL.Query())}
+	if !hasDevice(list) {
+		d.Empty = s.noDevices(ss)
+	}
+	s.render(w, r, ss, "devices", page{Title: "Devices", Nav: "devices", Live: "devices", Data: d})
+}
+
+// devicesData is the Devices page: the found devices and, when none is
+// visible at all, why.
+type devicesData struct {
+	findData
+	Empty *noDevices
+}
+
+// noDevices explains an empty Devices page: devices hidden by the login's
+// scope, or none discovered, with where Pilothouse listens for them.
+type noDevices struct {
+	InHouse  int  // devices the house knows, in any scope
+	Sees     bool // the login may see the broker and topics
+	Health   Health
+	Z2MTopic string // where the Zigbee2MQTT device list comes from
+	HATopic  string // the Home Assistant discovery filter
+}
+
+func (s *server) noDevices(ss *session) *noDevices {
+	h := s.health()
+	n := &noDevices{InHouse: h.Devices, Sees: ss.seesHouse(), Health: h}
+	if h.Z2MBase != "" {
+		n.Z2MTopic = h.Z2MBase + "/bridge/devices"
+	}
+	if h.HAPrefix != "" {
+		n.HATopic = h.HAPrefix + "/#"
+	}
+	return n
+}
+
+// hasDevice reports whether a device (not only a notification channel)
+// is among the views.
+func hasDevice(list []*deviceView) bool {
+	for _, dv := range list {
+		if dv.Entry.Kind == pilotage.KindDevice {
+			return true
+		}
+	}
+	return false
 }
 
 // groupDevices attaches every state, event and action to its device;
-// entries of no visible device (e.g. notification channels) form their
-// own group at the end.
+// entries of no visible device (e.g. notification channels) are grouped
+// by the first part of their id ("notify.phone" under "notify"), after
+// the devices.
 func (s *server) groupDevices(ctx context.Context, entries []*pilotage.Entry) []*deviceView {
 	byID := map[string]*deviceView{}
-	var list []*deviceView
+	var list, others []*deviceView
 	for _, en := range entries {
 		if en.Kind == pilotage.KindDevice {
-			dv := &deviceView{Entry: en, Type: tagValue(en.Tags, "type:"), Area: tagValue(en.Tags, "area:")}
+			// Areas match case-insensitively in scopes ("Garden" from a
+			// Home Assistant device is the garden of a Zigbee2MQTT one):
+			// one group each.
+			dv := &deviceView{Entry: en, Type: tagValue(en.Tags, "type:"), Area: strings.ToLower(tagValue(en.Tags, "area:"))}
 			if l, ok := s.live(ctx, en.ID); ok {
 				dv.Available, dv.LastSeen = l.Available, l.LastSeen
 			}
@@ -97,7 +146,6 @@ func (s *server) groupDevices(ctx context.Context, entries []*pilotage.Entry) []
 			list = append(list, dv)
 		}
 	}
-	var other *deviceView
 	for _, en := range entries {
 		if en.Kind == pilotage.KindDevice || en.Kind == pilotage.KindAutomation {
 			continue
@@ -108,34 +156,31 @@ func (s *server) groupDevices(ctx context.Context, entries []*pilotage.Entry) []
 		}
 		dv := byID[dev]
 		if dv == nil {
-			if other == nil {
-				other = &deviceView{Entry: &pilotage.Entry{ID: "other", Name: "Other entries"}}
-			}
-			dv = other
+			dv = &deviceView{Entry: &pilotage.Entry{ID: dev, Name: dev}}
+			byID[dev] = dv
+			others = append(others, dv)
 		}
-		switch en.Kind {
-		case pilotage.KindAction:
-			dv.Actions = append(dv.Actions, actionRow{Entry: en, Args: schemaProps(en.InputSchema)})
-		case pilotage.KindState, pilotage.KindEvent:
-			short := en.ID
-			if dv != other {
-				short = strings.TrimPrefix(en.ID, dev+".")
-			}
-			row := liveRow{Entry: en, Short: short, Value: "—", Unit: schemaUnit(en.OutputSchema)}
-			if l, ok := s.live(ctx, en.ID); ok && l.Value != nil {
-				row.Value = compactJSON(l.Value)
-			}
-			if en.Kind == pilotage.KindState {
-				dv.States = append(dv.States, row)
-			} else {
-				dv.Events = append(dv.Events, row)
-			}
+		s.attach(ctx, dv, dev, en)
+	}
+	return append(list, others...)
+}
+
+// attach adds an entry to its device's view.
+func (s *server) attach(ctx context.Context, dv *deviceView, dev string, en *pilotage.Entry) {
+	switch en.Kind {
+	case pilotage.KindAction:
+		dv.Actions = append(dv.Actions, actionRow{Entry: en, Args: schemaProps(en.InputSchema)})
+	case pilotage.KindState, pilotage.KindEvent:
+		row := liveRow{Entry: en, Short: strings.TrimPrefix(en.ID, dev+"."), Value: "—", Unit: schemaUnit(en.OutputSchema)}
+		if l, ok := s.live(ctx, en.ID); ok && l.Value != nil {
+			row.Value = compactJSON(l.Value)
+		}
+		if en.Kind == pilotage.KindState {
+			dv.States = append(dv.States, row)
+		} else {
+			dv.Events = append(dv.Events, row)
 		}
 	}
-	if other != nil {
-		list = append(list, other)
-	}
-	return list
 }
 
 func tagValue(tags []string, prefix string) string {

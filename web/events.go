@@ -105,6 +105,20 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, ss *session) {
 	}
 }
 
+// bounded holds a stream slot while h serves: open streams are bounded per
+// principal and in all, shared with GET /mcp (limits.max_streams_per_principal,
+// limits.max_streams); beyond, 429 or 503 with the reason.
+func (s *server) bounded(h handlerFunc) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, ss *session) {
+		release, ok := s.o.Guard.OpenStream(w, r, ss.principal.Name)
+		if !ok {
+			return
+		}
+		defer release()
+		h(w, r, ss)
+	}
+}
+
 // watchDevices subscribes the stream to live device changes when the page
 // shows devices: pushed by the device catalog when the UI has one, else
 // polled through the engine on every tick.
@@ -166,7 +180,7 @@ func (st *stream) engineEvent(ev engine.Event) error {
 	switch ev.Type {
 	case "firing":
 		return st.send("firing", firingMsg{Rule: ev.Rule, RunID: ev.RunID, Status: ev.Status, Text: statusText(ev.Status),
-			Class: statusClass(ev.Status, ev.OK), OK: ev.OK, When: when(ev.Time), Time: ev.Time.UTC().Format(time.RFC3339)})
+			Class: statusClass(ev.Status, ev.OK), OK: ev.OK, When: st.s.when(ev.Time), Time: ev.Time.UTC().Format(time.RFC3339)})
 	case "rule":
 		return st.send("rule", ruleMsg{Rule: ev.Rule, Status: ev.Status, Class: statusClass(ev.Status, true)})
 	}
@@ -196,13 +210,13 @@ func (st *stream) deviceChange(c devices.Change) error {
 	}
 	switch c.Kind {
 	case devices.ChangeState, devices.ChangeEvent:
-		return st.send("live", liveMsg{ID: c.ID, Value: compactJSON(c.Value), When: when(c.Time)})
+		return st.send("live", liveMsg{ID: c.ID, Value: compactJSON(c.Value), When: st.s.when(c.Time)})
 	case devices.ChangeAvailability:
 		b, ok := c.Value.(bool)
 		if !ok {
 			return nil
 		}
-		return st.send("live", liveMsg{ID: c.ID, Available: &b, When: when(c.Time)})
+		return st.send("live", liveMsg{ID: c.ID, Available: &b, When: st.s.when(c.Time)})
 	}
 	return nil
 }
@@ -264,13 +278,13 @@ func (st *stream) pollLive(send bool) error {
 				continue
 			}
 			key = strconv.FormatBool(*l.Available)
-			msg = liveMsg{ID: en.ID, Available: l.Available, When: when(l.LastSeen)}
+			msg = liveMsg{ID: en.ID, Available: l.Available, When: st.s.when(l.LastSeen)}
 		} else {
 			if l.Value == nil {
 				continue
 			}
 			key = compactJSON(l.Value)
-			msg = liveMsg{ID: en.ID, Value: key, When: when(l.LastSeen)}
+			msg = liveMsg{ID: en.ID, Value: key, When: st.s.when(l.LastSeen)}
 		}
 		prev, seen := st.last[en.ID]
 		st.last[en.ID] = key

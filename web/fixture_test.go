@@ -102,8 +102,14 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 // catalog fed with bridge, and serves the UI on an httptest server.
 func newFixture(t *testing.T, principals []*engine.Principal) *fixture {
 	t.Helper()
+	return newFixtureWith(t, principals, t.TempDir(), storage.Options{})
+}
+
+// newFixtureWith is newFixture on the data folder dir, storage opened with so.
+func newFixtureWith(t *testing.T, principals []*engine.Principal, dir string, so storage.Options) *fixture {
+	t.Helper()
 	ctx := context.Background()
-	store, err := storage.Open(ctx, t.TempDir())
+	store, err := storage.OpenWith(ctx, dir, so)
 	if err != nil {
 		t.Fatal(err)
 	}

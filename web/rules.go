@@ -36,6 +36,10 @@ type rulesData struct {
 	From, To   int
 	Prev, Next int // page numbers, 0 = none
 	Paginated  bool
+	// The empty state: where to connect an assistant, and whether this
+	// login may install rules at all.
+	MCP       string
+	CanDeploy bool
 }
 
 func (s *server) rulesPage(w http.ResponseWriter, r *http.Request, ss *session) {
@@ -68,7 +72,8 @@ func (s *server) rulesPage(w http.ResponseWriter, r *http.Request, ss *session) 
 		}
 	}
 	s.rows.prune(all)
-	d := rulesData{Rows: rows, Total: len(all), From: from + 1, To: to, Paginated: len(all) > rulesPerPage}
+	d := rulesData{Rows: rows, Total: len(all), From: from + 1, To: to, Paginated: len(all) > rulesPerPage,
+		MCP: mcpURL(r), CanDeploy: ss.principal.Deploy}
 	if pageNo > 1 {
 		d.Prev = pageNo - 1
 	}
@@ -95,7 +100,7 @@ type cachedRow struct {
 // description, triggers and risk, which a ref fixes.
 func rowKey(ri engine.RuleInfo, last *engine.FiringInfo) string {
 	var b strings.Builder
-	b.WriteString(ri.Status + "\x00" + ri.Broken + "\x00" + ri.ProgramRef + "\x00" + string(ri.MaxRisk) + "\x00")
+	b.WriteString(ri.Status + "\x00" + ri.Broken + "\x00" + ri.ProgramRef + "\x00" + string(ri.MaxRisk) + "\x00" + strings.Join(ri.Missing, ",") + "\x00")
 	if last != nil {
 		b.WriteString(last.RunID + "\x00" + last.Status)
 	}
@@ -201,6 +206,7 @@ type ruleData struct {
 	Activity []storage.Run
 	Triggers []string
 	MoreRuns string // link to the full run list for this rule
+	History  historyView
 }
 
 func (s *server) rulePage(w http.ResponseWriter, r *http.Request, ss *session) {
@@ -235,10 +241,14 @@ func (s *server) rulePage(w http.ResponseWriter, r *http.Request, ss *session) {
 	for _, t := range ri.Triggers {
 		d.Triggers = append(d.Triggers, t.ID)
 	}
+	if d.History, err = s.ruleTimeline(ctx, name, r.URL.Query()); err != nil {
+		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the rule's timeline failed.", err)
+		return
+	}
 	if len(d.Triggers) == 0 {
 		d.Triggers = programTriggerIDs(ri.Program)
 	}
-	s.render(w, r, ss, "rule", page{Title: ri.Name, Nav: "rules", Live: "rule:" + ri.Name, Data: d})
+	s.render(w, r, ss, "rule", page{Title: ri.Name, Nav: "rules", Live: "rule:" + ri.Name, Charts: true, Data: d})
 }
 
 func programTriggerIDs(raw json.RawMessage) []string {
@@ -348,4 +358,13 @@ func (s *server) testRun(r *http.Request, ss *session, name string) (string, err
 	}
 	ss.setFlash("Test run finished: " + statusText(resp.Outcome.Status) + ". Nothing was sent to any device.")
 	return "/runs/" + url.PathEscape(resp.RunID) + "?rule=" + url.QueryEscape(name), nil
+}
+
+// mcpURL is this server's MCP endpoint as the browser reached it.
+func mcpURL(r *http.Request) string {
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	return scheme + "://" + r.Host + "/mcp"
 }

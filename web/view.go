@@ -8,18 +8,17 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
-var pageNames = []string{"rules", "rule", "runs", "run", "devices", "login", "error"}
+var pageNames = []string{"rules", "rule", "runs", "run", "devices", "device", "confirm", "login", "error"}
 
-func parsePages() map[string]*template.Template {
+func parsePages(c clock) map[string]*template.Template {
 	out := map[string]*template.Template{}
 	for _, n := range pageNames {
-		out[n] = template.Must(template.New(n).Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/"+n+".html"))
+		out[n] = template.Must(template.New(n).Funcs(funcs).Funcs(c.funcs()).ParseFS(templateFS, "templates/layout.html", "templates/history.html", "templates/parts.html", "templates/"+n+".html"))
 	}
 	return out
 }
@@ -27,8 +26,6 @@ func parsePages() map[string]*template.Template {
 var funcs = template.FuncMap{
 	"riskClass":   riskClass,
 	"statusClass": statusClass,
-	"when":        when,
-	"whenISO":     func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"pretty":      prettyJSON,
 	"ms":          formatMS,
 	"stepSegs":    stepSegments,
@@ -36,6 +33,8 @@ var funcs = template.FuncMap{
 	"statusText":  statusText,
 	"deref":       func(b *bool) bool { return b != nil && *b },
 	"refRule":     refRule,
+	"list":        func(v ...string) []string { return v },
+	"controlOf":   func(ref string) string { return strings.TrimPrefix(refRule(ref), "control.") },
 }
 
 // refRule is the rule name inside a program ref
@@ -69,7 +68,8 @@ func statusClass(status string, ok bool) string {
 	switch {
 	case !ok:
 		return "st-bad"
-	case status == "conditions_not_met" || status == "skipped" || status == "not_met":
+	case status == "conditions_not_met" || status == "skipped" || status == "throttled" || status == "not_met" ||
+		status == "not_triggered" || status == "assumed":
 		return "st-idle"
 	case status == "enabled":
 		return "st-ok"
@@ -83,13 +83,6 @@ func statusClass(status string, ok bool) string {
 
 // statusText is a status for humans: "conditions_not_met" → "conditions not met".
 func statusText(s string) string { return strings.ReplaceAll(s, "_", " ") }
-
-func when(t time.Time) string {
-	if t.IsZero() {
-		return "—"
-	}
-	return t.Local().Format("2006-01-02 15:04:05")
-}
 
 func prettyJSON(v any) string {
 	var raw []byte
@@ -158,6 +151,9 @@ func triggerSummary(ri engine.RuleInfo) string {
 		for _, t := range ri.Triggers {
 			parts = append(parts, strings.TrimSpace(t.Kind+" "+t.Entity+" "+t.Spec))
 		}
+	}
+	if len(parts) == 0 && ri.Program == nil {
+		return "— (its program could not be loaded)"
 	}
 	if len(parts) == 0 {
 		return "no triggers (called only)"

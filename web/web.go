@@ -21,6 +21,7 @@ import (
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/engine/mcpserver"
+	"github.com/pilothouse/pilothouse/storage"
 )
 
 // Options configure the UI.
@@ -40,6 +41,9 @@ type Options struct {
 	// bound, shared with /mcp; nil = loopback names only and the engine's
 	// limits.max_request_bytes.
 	Guard *mcpserver.Guard
+	// Health, when set, reports the broker's and storage's state (what
+	// /healthz reports): every page shows it, and polls it.
+	Health func() Health
 	// Load, when set, lists how the server fell behind under load (held
 	// back the broker, kept summaries instead of traces, lost records),
 	// shown on every page.
@@ -61,6 +65,7 @@ type server struct {
 	logins *loginLimit
 	pages  map[string]*template.Template
 	rows   rowCache
+	clock  clock
 }
 
 // Handler serves the UI. Mount it at "/".
@@ -75,9 +80,12 @@ func Handler(e *engine.Engine, o Options) http.Handler {
 		o.Now = time.Now
 	}
 	if o.Guard == nil {
-		o.Guard = mcpserver.NewGuard(mcpserver.GuardOptions{MaxBodyBytes: e.Config().Limits.MaxRequestBytes, Logger: o.Logger})
+		g := mcpserver.LimitOptions(e.Config().Limits)
+		g.Logger = o.Logger
+		o.Guard = mcpserver.NewGuard(g)
 	}
-	s := &server{e: e, o: o, log: o.Logger, sess: newSessions(o.SessionTTL, o.Now), logins: newLoginLimit(o.Now), pages: parsePages()}
+	c := newClock(e.Config().TimeZone)
+	s := &server{e: e, o: o, log: o.Logger, sess: newSessions(o.SessionTTL, o.Now), logins: newLoginLimit(o.Now), pages: parsePages(c), clock: c}
 	return s.routes()
 }
 
@@ -93,8 +101,12 @@ func (s *server) routes() http.Handler {
 	mux.Handle("POST /rules/{name}/{action}", s.authed(s.ruleAction))
 	mux.Handle("GET /runs", s.authed(s.runsPage))
 	mux.Handle("GET /runs/{id}", s.authed(s.runPage))
+	mux.Handle("GET /runs/{id}/json", s.authed(s.runJSON))
 	mux.Handle("GET /devices", s.authed(s.devicesPage))
-	mux.Handle("GET /events", s.authed(s.events))
+	mux.Handle("GET /devices/{id}", s.authed(s.devicePage))
+	mux.Handle("POST /devices/{id}/control", s.authed(s.controlAction))
+	mux.Handle("GET /events", s.authed(s.bounded(s.events)))
+	mux.Handle("GET /status", s.authed(s.status))
 	// Every route, the login page and static files included, is behind
 	// the guard: a rebound name must not even get an owner session.
 	return secureHeaders(s.o.Guard.Wrap(mux))
@@ -134,8 +146,11 @@ type page struct {
 	User    string // principal name ("" when logins are off)
 	CSRF    string
 	Flash   string
+	FlashTo string // a link after the flash ("" = none)
 	Live    string // SSE topics the page listens to ("" = none)
+	Charts  bool   // the page draws charts (loads uPlot)
 	NoNav   bool   // the login page has nothing to navigate to yet
+	Status  *statusView
 	Load    []string
 	Data    any
 	Elapsed time.Duration
@@ -168,7 +183,9 @@ func (s *server) renderCode(w http.ResponseWriter, r *http.Request, ss *session,
 		if len(s.o.Principals) > 0 {
 			p.User = ss.principal.Name
 		}
-		p.Flash = ss.takeFlash()
+		p.Flash, p.FlashTo = ss.takeFlash()
+		st := s.statusView(ss)
+		p.Status = &st
 		if s.o.Load != nil {
 			p.Load = s.o.Load()
 		}
@@ -196,9 +213,18 @@ func (s *server) renderCode(w http.ResponseWriter, r *http.Request, ss *session,
 }
 
 // fail renders an error page with a status code; internal errors are
-// logged, not shown.
+// logged, not shown. Storage that cannot serve (locked by another program,
+// disk full, read-only) is not an internal error: the page is 503 and says
+// so in words, as /healthz does, and that nothing was changed.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, ss *session, code int, msg string, err error) {
-	if err != nil && !errors.Is(err, context.Canceled) {
+	switch {
+	case errors.Is(err, storage.ErrUnavailable):
+		s.log.Warn("web request failed: storage unavailable", "path", r.URL.Path, "err", err)
+		code = http.StatusServiceUnavailable
+		msg += " Storage is unavailable, so nothing was changed: " + err.Error() +
+			". The database may be locked by another program (a backup?), or its disk full or read-only; /healthz says when it writes again. Retry later."
+		w.Header().Set("Retry-After", "5")
+	case err != nil && !errors.Is(err, context.Canceled):
 		s.log.Error("web request failed", "path", r.URL.Path, "err", err)
 	}
 	s.renderCode(w, r, ss, code, "error", page{Title: http.StatusText(code), Data: map[string]any{"Code": code, "Message": msg}})

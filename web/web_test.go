@@ -22,7 +22,7 @@ func TestRulesPageEmptyState(t *testing.T) {
 		t.Fatalf("GET /: %d", code)
 	}
 	mustContain(t, "empty rules page", body,
-		"No rules yet: ask your assistant to create one", "<code>/mcp</code>",
+		"No rules yet", "With an assistant (MCP)", "/mcp</code>", "From a terminal", "pilothouse apply examples/rules/hall-motion-light.json",
 		"turn on the hall light when motion is detected after dark")
 	if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") {
 		t.Errorf("CSP: %q", csp)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,8 +32,12 @@ type app struct {
 	eng    *engine.Engine
 	mcp    *mcpserver.Server
 	http   *http.Server
+	guard  *mcpserver.Guard
 	ln     net.Listener
 	stops  []func()
+
+	instance   string // this run's id, in /healthz and the endpoint file
+	localToken string // the house's local token (see mcpPrincipals)
 }
 
 // startApp starts the parts in dependency order; on any failure it stops
@@ -61,8 +64,8 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 		return a, err
 	}
 
-	a.devs = devices.NewCatalog(devices.Options{Z2MBase: cfg.Z2MBase, HAPrefix: cfg.HAPrefix, Notify: cfg.Notify, Logger: log.With("part", "devices"),
-		IDs: deviceIDs{a.store}})
+	a.devs = devices.NewCatalog(devices.Options{Z2MBase: cfg.Z2MBase, HAPrefix: cfg.HAPrefix, Notify: cfg.Notify, Areas: cfg.Areas,
+		Logger: log.With("part", "devices"), IDs: deviceIDs{a.store}})
 	if err := a.devs.Start(ctx, a.client); err != nil {
 		return a, fmt.Errorf("starting device discovery: %w", err)
 	}
@@ -152,35 +155,27 @@ func (a *app) serveHTTP() error {
 	mux := http.NewServeMux()
 	// One allowed-host policy and body bound for /mcp and the web UI
 	// (/healthz stays open: the container's health check).
-	guard := mcpserver.NewGuard(mcpserver.GuardOptions{AllowedHosts: a.cfg.AllowedHosts,
-		MaxBodyBytes: a.cfg.Limits.MaxRequestBytes, Logger: a.log.With("part", "http")})
-	mux.Handle("/mcp", a.mcp.HTTPHandler(mcpserver.HTTPOptions{Path: "/mcp", Principals: a.cfg.Principals,
+	gopts := mcpserver.LimitOptions(a.cfg.Limits)
+	gopts.AllowedHosts, gopts.Logger = a.cfg.AllowedHosts, a.log.With("part", "http")
+	guard := mcpserver.NewGuard(gopts)
+	a.guard = guard
+	a.instance = randomHex(8)
+	mux.Handle("/mcp", a.mcp.HTTPHandler(mcpserver.HTTPOptions{Path: "/mcp", Principals: a.mcpPrincipals(),
 		AllowedOrigins: a.cfg.AllowedOrigins, Guard: guard}))
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
-		status, code := "ok", http.StatusOK
-		if ok, reason := a.client.Health(); !ok {
-			status, code = reason, http.StatusServiceUnavailable
-		}
-		// Storage that cannot write (locked by another process, disk full,
-		// read-only) fails deploys and loses run records: unhealthy.
-		storeSt := a.store.WriteStatus()
-		if !storeSt.OK && code == http.StatusOK {
-			status, code = "storage cannot write", http.StatusServiceUnavailable
-		}
-		storeJSON, _ := json.Marshal(storeSt)
-		loadJSON, _ := json.Marshal(a.load())
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(code)
-		fmt.Fprintf(w, `{"status":%q,"version":%q,"storage":%s,"load":%s}`+"\n", status, engine.Version, storeJSON, loadJSON)
-	})
+	mux.HandleFunc("/healthz", a.healthz)
 	mux.Handle("/", web.Handler(a.eng, web.Options{Principals: a.cfg.Principals, Devices: a.devs, Logger: a.log.With("part", "web"), Guard: guard,
-		Load: func() []string { return a.load().Warnings }}))
+		Health: a.webHealth, Load: func() []string { return a.load().Warnings }}))
 	ln, err := net.Listen("tcp", a.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s (use --addr to move it): %w", a.cfg.Addr, err)
 	}
 	a.ln = ln
-	a.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	// Connections are bounded (the guard closes the longest-waiting idle
+	// or silent one past limits.max_connections); a client gets 10 s to
+	// send its headers (64 KB of them) and may keep an idle connection for
+	// a minute. Streams and long runs are not cut by a write timeout.
+	a.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+		MaxHeaderBytes: 64 << 10, ConnState: guard.ConnState}
 	go func() {
 		if err := a.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("http server stopped", "err", err)

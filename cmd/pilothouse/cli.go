@@ -99,17 +99,17 @@ func cliApply(ctx context.Context, args []string, stdout, stderr io.Writer, stdi
 	fs := newFlagSet("apply", stderr)
 	var cn conn
 	cn.register(fs)
-	var approve, yes bool
-	fs.BoolVar(&approve, "approve", false, "Host policy: approve destructive/openWorld plans without asking")
-	fs.BoolVar(&yes, "yes", false, "same as --approve")
+	approve := fs.Bool("approve", false, "Host policy: approve destructive/openWorld plans without asking")
+	yes := fs.Bool("yes", false, "same as --approve")
+	inputJSON := fs.String("input", "", inputUsage)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return errors.New("usage: pilothouse apply rule.json [--approve] [--server URL] [--token T]")
+		return errors.New("usage: pilothouse apply rule.json [--input JSON] [--approve] [--server URL] [--token T]")
 	}
-	prog, err := readProgram(pos[0])
+	prog, input, err := readProgramInput(pos[0], *inputJSON)
 	if err != nil {
 		return err
 	}
@@ -119,7 +119,7 @@ func cliApply(ctx context.Context, args []string, stdout, stderr io.Writer, stdi
 	}
 	defer c.Close()
 	in := bufio.NewReader(stdin)
-	res, err := c.Run(ctx, prog, pilotclient.RunOptions{
+	res, err := c.Run(ctx, prog, pilotclient.RunOptions{Input: input,
 		OnValidate: func(v *pilotclient.ValidateResult, attempt int) {
 			if attempt > 1 {
 				fmt.Fprintln(stdout, "re-validated against the current catalog:")
@@ -132,7 +132,7 @@ func cliApply(ctx context.Context, args []string, stdout, stderr io.Writer, stdi
 		},
 		Approve: func(ctx context.Context, g *pilotclient.GateRequest) (bool, error) {
 			printGate(stdout, g)
-			if approve || yes {
+			if *approve || *yes {
 				fmt.Fprintln(stdout, "approved by policy (--approve)")
 				return true, nil
 			}
@@ -154,6 +154,25 @@ func cliApply(ctx context.Context, args []string, stdout, stderr io.Writer, stdi
 		return fmt.Errorf("%s is invalid (%d error(s)): nothing was deployed", pos[0], n)
 	}
 	return reportDeploy(stdout, prog, res)
+}
+
+const inputUsage = `the program's params as a JSON object, e.g. '{"light":"hall_light.set","hold":"3m"}'`
+
+// readProgramInput reads the program file and --input, a JSON object
+// of the program's params ("" = none).
+func readProgramInput(path, input string) (json.RawMessage, map[string]any, error) {
+	prog, err := readProgram(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	in := map[string]any{}
+	if strings.TrimSpace(input) == "" {
+		return prog, in, nil
+	}
+	if err := json.Unmarshal([]byte(input), &in); err != nil || in == nil {
+		return nil, nil, fmt.Errorf("--input %q: want a JSON object of the program's params, e.g. '{\"light\":\"hall_light.set\"}'", input)
+	}
+	return prog, in, nil
 }
 
 func reportDeploy(stdout io.Writer, prog json.RawMessage, res *pilotclient.RunResult) error {
@@ -205,6 +224,64 @@ func orNone(s string) string {
 	return s
 }
 
+// scenarioFlags are pilothouse test's flags: the test run's scenario.
+type scenarioFlags struct {
+	trigger, value, now string
+	state               stateFlags
+	timeline            []any
+}
+
+func (sf *scenarioFlags) register(fs *flag.FlagSet) {
+	sf.state = stateFlags{}
+	fs.StringVar(&sf.trigger, "trigger", "", "trigger id that fires (default: the first trigger)")
+	fs.StringVar(&sf.value, "value", "", "the trigger's value (JSON, or a plain string)")
+	fs.Var(sf.state, "state", "state id=value before the run (repeatable)")
+	fs.StringVar(&sf.now, "now", "", "simulated time, RFC 3339")
+	fs.Var(timelineFlag{"state", &sf.timeline}, "at", "a state change on the virtual clock: offset:id=value, e.g. 90s:hall_motion.occupancy=false (repeatable; a negative offset is before the start)")
+	fs.Var(timelineFlag{"event", &sf.timeline}, "event", "an event on the virtual clock: offset:id=payload, e.g. 2m:bedroom_remote.action=off (repeatable)")
+}
+
+// scenario is the scenario the flags describe.
+func (sf *scenarioFlags) scenario() (map[string]any, error) {
+	scenario := map[string]any{}
+	if sf.trigger != "" {
+		scenario["trigger"] = sf.trigger
+	}
+	if sf.value != "" {
+		scenario["value"] = jsonOrString(sf.value)
+	}
+	if len(sf.state) > 0 {
+		scenario["state"] = map[string]any(sf.state)
+	}
+	if len(sf.timeline) > 0 {
+		scenario["timeline"] = sf.timeline
+	}
+	if sf.now != "" {
+		if _, err := time.Parse(time.RFC3339, sf.now); err != nil {
+			return nil, fmt.Errorf("--now %q: want RFC 3339, e.g. 2026-01-15T23:30:00Z", sf.now)
+		}
+		scenario["now"] = sf.now
+	}
+	return scenario, nil
+}
+
+// timelineFlag adds timeline entries of one kind ("state" or "event").
+type timelineFlag struct {
+	kind string
+	list *[]any
+}
+
+func (f timelineFlag) String() string { return "" }
+func (f timelineFlag) Set(v string) error {
+	at, rest, ok := strings.Cut(v, ":")
+	id, val, ok2 := strings.Cut(rest, "=")
+	if !ok || !ok2 || at == "" || id == "" {
+		return fmt.Errorf("want offset:id=value (e.g. 90s:hall_motion.occupancy=false), got %q", v)
+	}
+	*f.list = append(*f.list, map[string]any{"at": at, f.kind: map[string]any{id: jsonOrString(val)}})
+	return nil
+}
+
 // stateFlags collects repeated --state id=value.
 type stateFlags map[string]any
 
@@ -232,38 +309,22 @@ func cliTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlagSet("test", stderr)
 	var cn conn
 	cn.register(fs)
-	var trigger, value, now string
-	state := stateFlags{}
-	fs.StringVar(&trigger, "trigger", "", "trigger id that fires (default: the first trigger)")
-	fs.StringVar(&value, "value", "", "the trigger's value (JSON, or a plain string)")
-	fs.Var(state, "state", "state id=value before the run (repeatable)")
-	fs.StringVar(&now, "now", "", "simulated time, RFC 3339")
+	var sf scenarioFlags
+	sf.register(fs)
+	inputJSON := fs.String("input", "", inputUsage)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return errors.New("usage: pilothouse test rule.json [--trigger ID --value V --state id=value ... --now RFC3339]")
+		return errors.New("usage: pilothouse test rule.json [--input JSON] [--trigger ID --value V --state id=value ... --now RFC3339 --at 90s:id=value ... --event 2m:id=payload ...]")
 	}
-	prog, err := readProgram(pos[0])
+	prog, input, err := readProgramInput(pos[0], *inputJSON)
 	if err != nil {
 		return err
 	}
-	scenario := map[string]any{}
-	if trigger != "" {
-		scenario["trigger"] = trigger
-	}
-	if value != "" {
-		scenario["value"] = jsonOrString(value)
-	}
-	if len(state) > 0 {
-		scenario["state"] = map[string]any(state)
-	}
-	if now != "" {
-		if _, err := time.Parse(time.RFC3339, now); err != nil {
-			return fmt.Errorf("--now %q: want RFC 3339, e.g. 2026-01-15T23:30:00Z", now)
-		}
-		scenario["now"] = now
+	if input["scenario"], err = sf.scenario(); err != nil {
+		return err
 	}
 	c, err := cn.dial(ctx)
 	if err != nil {
@@ -271,7 +332,7 @@ func cliTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	}
 	defer c.Close()
 	var plan *pilotclient.Plan
-	res, err := c.Run(ctx, prog, pilotclient.RunOptions{TestRun: true, Input: map[string]any{"scenario": scenario},
+	res, err := c.Run(ctx, prog, pilotclient.RunOptions{TestRun: true, Input: input,
 		OnValidate: func(v *pilotclient.ValidateResult, attempt int) {
 			plan = v.Plan
 			if !v.Valid || len(v.Errors()) > 0 {
@@ -297,6 +358,11 @@ func cliTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		printTrace(stdout, plan, r.Trace)
 	}
 	printTestOutput(stdout, r.Output)
+	switch r.Outcome.Status {
+	case "not_triggered", "assumed":
+		// ok, but the scenario did not show the rule working.
+		return fmt.Errorf("test run %s ended %s, not success: give the scenario a timeline or a now at which it runs", r.RunID, r.Outcome.Status)
+	}
 	return pilotclient.Verify(r, true)
 }
 

@@ -19,13 +19,14 @@ import (
 )
 
 // Config is the whole configuration. Defaults run with zero setup: an
-// embedded broker, demo devices, SQLite in ./pilothouse-data, MCP and the
-// web UI on 127.0.0.1:8080.
+// embedded broker, demo devices, SQLite in the per-user data folder
+// (resolveDataDir), MCP and the web UI on 127.0.0.1:8080.
 type Config struct {
+	ConfigFile     string // the --config file read ("" = none)
 	Addr           string
 	AllowedOrigins []string
 	AllowedHosts   []string
-	DataDir        string
+	DataDir        string // "" = the per-user default (resolveDataDir)
 
 	Broker       string // "" = embedded
 	BrokerListen string
@@ -45,9 +46,11 @@ type Config struct {
 	Latitude, Longitude *float64
 	TimeZone            string
 	Retention           string
+	History             historyConfig
 	LogLevel            string
 	LogJSON             bool
 
+	Areas      []devices.AreaRule // device areas by name pattern (area:<x> tags)
 	Notify     []devices.NotifyChannel
 	Principals []*engine.Principal
 	StdioAs    string
@@ -59,7 +62,7 @@ type Config struct {
 
 func defaultConfig() *Config {
 	return &Config{
-		Addr: "127.0.0.1:8080", DataDir: "./pilothouse-data", BrokerListen: "127.0.0.1:1883", ClientID: "pilothouse",
+		Addr: "127.0.0.1:8080", BrokerListen: "127.0.0.1:1883", ClientID: "pilothouse",
 		Z2MBase: "zigbee2mqtt", HAPrefix: "homeassistant", Demo: true, DemoPace: 20 * time.Second,
 		Retention: "P30D", LogLevel: "info", StdioAs: "owner", Limits: rules.DefaultLimits,
 	}
@@ -78,7 +81,7 @@ func parseFlags(name string, args []string) (*Config, error) {
 			return nil, err
 		}
 	}
-	fs := flag.NewFlagSet("pilothouse "+name, flag.ContinueOnError)
+	fs := commandFlags(name) // sim registers only the flags it uses
 	var lat, lon, notifyTopic, token string
 	fs.StringVar(&configFile, "config", configFile, "YAML configuration file (see docs/configuration.md); flags and PILOTHOUSE_* variables override it")
 	if c.Latitude != nil {
@@ -95,7 +98,7 @@ func parseFlags(name string, args []string) (*Config, error) {
 	fs.StringVar(&c.Addr, "addr", c.Addr, "HTTP listen address for MCP (/mcp), the web UI (/) and /healthz")
 	fs.StringVar(&origins, "allowed-origins", origins, "comma-separated extra browser origins allowed to call the server")
 	fs.StringVar(&hosts, "allowed-hosts", hosts, "comma-separated host names the server answers to besides loopback names and IP addresses (DNS rebinding protection)")
-	fs.StringVar(&c.DataDir, "data", c.DataDir, "data folder (SQLite database)")
+	fs.StringVar(&c.DataDir, "data", c.DataDir, "data folder (SQLite database; default: $XDG_DATA_HOME/pilothouse, else ~/.local/share/pilothouse, or ./pilothouse-data when the working directory has one)")
 	fs.StringVar(&c.Broker, "broker", c.Broker, "external MQTT broker URL (tcp://host:1883, ssl://host:8883); empty = embedded broker")
 	fs.StringVar(&c.BrokerListen, "broker-listen", c.BrokerListen, "listen address of the embedded broker")
 	fs.StringVar(&c.ClientID, "mqtt-client-id", c.ClientID, "MQTT client id")
@@ -107,7 +110,7 @@ func parseFlags(name string, args []string) (*Config, error) {
 	fs.StringVar(&c.HAPrefix, "ha-prefix", c.HAPrefix, "Home Assistant MQTT discovery prefix")
 	fs.BoolVar(&c.Demo, "demo", c.Demo, "run the demo device simulator")
 	fs.DurationVar(&c.DemoPace, "demo-pace", c.DemoPace, "mean time between spontaneous demo sensor changes")
-	fs.StringVar(&lat, "lat", "", "latitude for sunrise/sunset triggers")
+	fs.StringVar(&lat, "lat", "", "latitude for sunrise/sunset triggers and conditions (default with --demo: the demo house's example location, Greenwich)")
 	fs.StringVar(&lon, "lon", "", "longitude for sunrise/sunset triggers")
 	fs.StringVar(&c.TimeZone, "tz", "", "IANA time zone for schedules (default: the system's)")
 	fs.StringVar(&c.Retention, "retention", c.Retention, "how long run records are kept (ISO 8601 duration, e.g. P30D)")
@@ -121,7 +124,7 @@ func parseFlags(name string, args []string) (*Config, error) {
 		key := envPrefix + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
 		if v, ok := os.LookupEnv(key); ok {
 			if err := f.Value.Set(v); err != nil && envErr == nil {
-				envErr = fmt.Errorf("environment variable %s=%q: %w", key, v, err)
+				envErr = envError(key, v, f)
 			}
 		}
 	})
@@ -130,7 +133,7 @@ func parseFlags(name string, args []string) (*Config, error) {
 	}
 	fs.Usage = func() {
 		out := fs.Output()
-		fmt.Fprintf(out, "Usage of pilothouse %s (each flag also reads PILOTHOUSE_<FLAG>, e.g. --broker-listen = PILOTHOUSE_BROKER_LISTEN):\n", name)
+		fmt.Fprintf(out, "Usage of pilothouse %s (each flag also reads PILOTHOUSE_<FLAG>, e.g. --mqtt-user = PILOTHOUSE_MQTT_USER):\n", name)
 		fs.VisitAll(func(f *flag.Flag) {
 			env := envPrefix + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
 			fmt.Fprintf(out, "  --%s (%s)\n    \t%s", f.Name, env, f.Usage)
@@ -157,7 +160,7 @@ func parseFlags(name string, args []string) (*Config, error) {
 		}
 		f, err := strconv.ParseFloat(kv.s, 64)
 		if err != nil {
-			return nil, fmt.Errorf("--%s %q: not a number", kv.name, kv.s)
+			return nil, fmt.Errorf("--%s (or %s%s) %q: want a number of degrees such as 48.8566", kv.name, envPrefix, strings.ToUpper(kv.name), kv.s)
 		}
 		*kv.dst = &f
 	}
@@ -165,7 +168,7 @@ func parseFlags(name string, args []string) (*Config, error) {
 		c.Notify = setNotify(c.Notify, devices.NotifyChannel{ID: "notify.phone", Name: "Phone notification", Topic: notifyTopic})
 	}
 	if token != "" {
-		c.Principals = setPrincipal(c.Principals, &engine.Principal{Name: "owner", TokenHash: engine.HashToken(token), Deploy: true})
+		c.Principals = setPrincipal(c.Principals, &engine.Principal{Name: "owner", TokenHash: engine.HashToken(token), Deploy: true, Admin: true})
 	}
 	return c, nil
 }
@@ -220,6 +223,9 @@ func (c *Config) check(withHTTP bool) error {
 	if need := c.Limits.MaxProgramBytes + c.Limits.MaxInputBytes; c.Limits.MaxRequestBytes < need {
 		return fmt.Errorf("limits.max_request_bytes (%d) must be at least max_program_bytes + max_input_bytes (%d): a request could not carry the largest program and input", c.Limits.MaxRequestBytes, need)
 	}
+	if l := c.Limits; l.MaxStoredTestBytes < l.MaxRunBytes {
+		return fmt.Errorf("limits.max_stored_test_bytes (%d) must be at least max_run_bytes (%d): no test run could be stored", l.MaxStoredTestBytes, l.MaxRunBytes)
+	}
 	if c.TimeZone != "" {
 		if _, err := time.LoadLocation(c.TimeZone); err != nil {
 			return fmt.Errorf("tz %q: %w", c.TimeZone, err)
@@ -261,12 +267,20 @@ func (c *Config) tlsConfig() *tls.Config { return c.tls }
 func (c *Config) engineConfig() engine.Config {
 	ret, _ := rules.ParseDuration(c.Retention)
 	ec := engine.Config{Retention: ret, Limits: c.Limits, Principals: c.Principals}
-	if c.Latitude != nil {
+	switch {
+	case c.Latitude != nil:
 		ec.Location = &engine.Location{Latitude: *c.Latitude, Longitude: *c.Longitude}
+		ec.LocationSource = engine.LocationConfigured
+	case c.Demo:
+		// The demo house declares an example location so that sun
+		// triggers work out of the box; discover says it is one.
+		loc := engine.DemoLocation
+		ec.Location, ec.LocationSource = &loc, engine.LocationDemo
 	}
 	if c.TimeZone != "" {
 		ec.TimeZone, _ = time.LoadLocation(c.TimeZone)
 	}
+	ec.History = c.History.engine()
 	return ec
 }
 

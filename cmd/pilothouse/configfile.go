@@ -70,6 +70,7 @@ func loadConfigFileWarn(file string, c *Config, warn io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("config: %w", err)
 	}
+	c.ConfigFile = file
 	return parseConfigYAML(file, b, c, warn)
 }
 
@@ -404,10 +405,11 @@ func (l *cfgLoader) top(root *yaml.Node) error {
 		"log": func(n *yaml.Node, key string) error {
 			return l.mapping(n, key, map[string]handler{"level": l.checked(&c.LogLevel, checkLevel), "json": l.boolean(&c.LogJSON)})
 		},
+		"areas":           l.areas,
 		"principals":      l.principals,
 		"stdio_principal": l.checked(&c.StdioAs, nonEmpty),
 		"notify":          l.notify,
-		"limits":          l.limits,
+		"limits":          l.limits, "history": l.history,
 	})
 	if err != nil {
 		return err

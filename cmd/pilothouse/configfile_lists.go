@@ -27,7 +27,7 @@ func (l *cfgLoader) principals(n *yaml.Node, key string) error {
 		k := fmt.Sprintf("%s[%d]", key, i)
 		p := &engine.Principal{}
 		var hash, plain, env string
-		sources := 0
+		sources, adminSet := 0, false
 		count := func(h handler) handler {
 			return func(n *yaml.Node, key string) error { sources++; return h(n, key) }
 		}
@@ -42,6 +42,7 @@ func (l *cfgLoader) principals(n *yaml.Node, key string) error {
 			"token":     count(l.checked(&plain, nonEmpty)),
 			"token_env": count(l.fromEnv(&env)),
 			"deploy":    l.boolean(&p.Deploy),
+			"admin":     func(n *yaml.Node, key string) error { adminSet = true; return l.boolean(&p.Admin)(n, key) },
 			"scope":     func(n *yaml.Node, key string) error { return l.scope(n, key, &p.Scope) },
 		})
 		if err != nil {
@@ -56,22 +57,31 @@ func (l *cfgLoader) principals(n *yaml.Node, key string) error {
 			return l.errAt(it, k, "set one of token_sha256, token_env and token")
 		}
 		names[p.Name] = true
-		switch {
-		case hash != "":
-			p.TokenHash = strings.ToLower(hash)
-		case env != "":
-			p.TokenHash = engine.HashToken(env)
-		case plain != "":
-			p.TokenHash = engine.HashToken(plain)
-			if l.warn != nil {
-				fmt.Fprintf(l.warn, "config %s:%d:%d: warning: %s.token is a plaintext secret; prefer token_sha256 (%s) or token_env\n",
-					l.file, it.Line, it.Column, k, p.TokenHash)
-			}
+		if !adminSet {
+			p.Admin = p.Name == engine.Owner.Name // the owner sees the whole house unless told otherwise
 		}
+		l.setToken(p, hash, env, plain, it, k)
 		out = append(out, p)
 	}
 	l.c.Principals = out
 	return nil
+}
+
+// setToken keeps the hash of the principal's one token source, warning
+// about a plaintext token.
+func (l *cfgLoader) setToken(p *engine.Principal, hash, env, plain string, it *yaml.Node, k string) {
+	switch {
+	case hash != "":
+		p.TokenHash = strings.ToLower(hash)
+	case env != "":
+		p.TokenHash = engine.HashToken(env)
+	case plain != "":
+		p.TokenHash = engine.HashToken(plain)
+		if l.warn != nil {
+			fmt.Fprintf(l.warn, "config %s:%d:%d: warning: %s.token is a plaintext secret; prefer token_sha256 (%s) or token_env\n",
+				l.file, it.Line, it.Column, k, p.TokenHash)
+		}
+	}
 }
 
 func (l *cfgLoader) scope(n *yaml.Node, key string, s *engine.Scope) error {
@@ -180,5 +190,19 @@ func (l *cfgLoader) limits(n *yaml.Node, key string) error {
 		"memory_budget":     l.uinteger(&lim.MemoryBudget),
 		"max_concurrent":    l.integer(&lim.MaxConcurrent),
 		"max_set_values":    l.integer(&lim.MaxSetValues),
+		"max_value_bytes":   l.integer(&lim.MaxValueBytes),
+		"max_eval_bytes":    l.integer(&lim.MaxEvalBytes),
+		"max_run_bytes":     l.integer(&lim.MaxRunBytes),
+		"max_eval_ops":      l.integer(&lim.MaxEvalOps),
+		"max_test_run_wall": l.duration(&lim.MaxTestRunWall),
+
+		"max_connections":            l.integer(&lim.MaxConnections),
+		"max_streams":                l.integer(&lim.MaxStreams),
+		"max_streams_per_principal":  l.integer(&lim.MaxStreamsPerPrincipal),
+		"max_sessions":               l.integer(&lim.MaxSessions),
+		"max_sessions_per_principal": l.integer(&lim.MaxSessionsPerPrincipal),
+		"session_idle":               l.duration(&lim.SessionIdle),
+		"max_stored_test_runs":       l.integer(&lim.MaxStoredTestRuns),
+		"max_stored_test_bytes":      l.integer(&lim.MaxStoredTestBytes),
 	})
 }

@@ -59,6 +59,7 @@ principals:
       deny_risks: [security, external]
   - name: ci
     token_sha256: `+engine.HashToken("ci")+`
+    admin: true
 stdio_principal: kid
 notify:
   - {id: notify.phone, name: Phone, topic: pilothouse/notify/phone}
@@ -90,11 +91,11 @@ limits:
 	want.Latitude, want.Longitude, want.TimeZone, want.Retention = &lat, &lon, "Europe/Paris", "P7D"
 	want.LogLevel, want.LogJSON, want.StdioAs = "debug", true, "kid"
 	want.Principals = []*engine.Principal{
-		{Name: "owner", TokenHash: engine.HashToken("owner-token"), Deploy: true},
+		{Name: "owner", TokenHash: engine.HashToken("owner-token"), Deploy: true, Admin: true}, // the owner is an administrator by default
 		{Name: "kid", TokenHash: engine.HashToken("kid-token"), Scope: engine.Scope{Areas: []string{"bedroom"}, AllowNoArea: true,
 			Devices: []string{"bedroom_*"}, DenyDevices: []string{"front_lock"}, Kinds: []pilotage.Kind{"device", "state", "action"},
 			DenyTypes: []string{"lock", "cover"}, DenyRisks: []pilotage.Risk{"security", "external"}}},
-		{Name: "ci", TokenHash: engine.HashToken("ci")},
+		{Name: "ci", TokenHash: engine.HashToken("ci"), Admin: true},
 	}
 	want.Notify = []devices.NotifyChannel{{ID: "notify.phone", Name: "Phone", Topic: "pilothouse/notify/phone"}, {ID: "notify.hook", URL: "https://example.com/hook"}}
 	want.Limits.MaxSteps, want.Limits.MaxIterations, want.Limits.MaxWall, want.Limits.MaxCallDepth = 500, 50, time.Hour, 2
@@ -122,7 +123,7 @@ func TestConfigFileBad(t *testing.T) {
 	for _, tc := range []struct{ name, body, want string }{
 		{"typo nested", "mqtt:\n  broker: tcp://x:1883\n  brokr: tcp://y:1883\n", "config pilothouse.yaml:3:3: mqtt.brokr: unknown key (did you mean broker?)"},
 		{"typo top", "listn: 1.2.3.4:80\n", "config pilothouse.yaml:1:1: listn: unknown key (did you mean listen?)"},
-		{"unknown far", "colour: blue\n", "config pilothouse.yaml:1:1: colour: unknown key (known keys: allowed_hosts, allowed_origins, data_dir, demo, homeassistant, limits, listen, location, log, mqtt, notify, principals, retention, stdio_principal, time_zone, zigbee2mqtt)"},
+		{"unknown far", "colour: blue\n", "config pilothouse.yaml:1:1: colour: unknown key (known keys: allowed_hosts, allowed_origins, areas, data_dir, demo, history, homeassistant, limits, listen, location, log, mqtt, notify, principals, retention, stdio_principal, time_zone, zigbee2mqtt)"},
 		{"repeated", "listen: a:1\nlisten: b:2\n", "config pilothouse.yaml:2:1: listen: key repeated"},
 		{"not a mapping", "- a\n- b\n", "config pilothouse.yaml:1:1: want a mapping of keys, got a list"},
 		{"bool type", "demo:\n  enabled: yes please\n", `config pilothouse.yaml:2:12: demo.enabled: want true or false, got string "yes please"`},
@@ -147,6 +148,7 @@ func TestConfigFileBad(t *testing.T) {
 		{"principal two tokens", "principals:\n  - name: a\n    token: x\n    token_env: HOME\n", "config pilothouse.yaml:2:5: principals[0]: set one of token_sha256, token_env and token"},
 		{"principal twice", "principals:\n  - {name: a, token: x}\n  - {name: a, token: y}\n", `config pilothouse.yaml:3:5: principals[1].name: principal "a" is defined twice`},
 		{"token hash", "principals:\n  - {name: a, token_sha256: abc}\n", "config pilothouse.yaml:2:29: principals[0].token_sha256: want 64 hex digits (sha256sum of the token)"},
+		{"admin type", "principals:\n  - {name: a, admin: yes please}\n", `config pilothouse.yaml:2:22: principals[0].admin: want true or false, got string "yes please"`},
 		{"scope key", "principals:\n  - name: a\n    scope: {area: [x]}\n", "config pilothouse.yaml:3:13: principals[0].scope.area: unknown key (did you mean areas?)"},
 		{"scope kind", "principals:\n  - name: a\n    scope: {kinds: [gadget]}\n", `config pilothouse.yaml:3:21: principals[0].scope.kinds[0]: unknown kind "gadget" (device, state, event, action, automation)`},
 		{"scope risk", "principals:\n  - name: a\n    scope:\n      deny_risks: [scary]\n", `config pilothouse.yaml:4:20: principals[0].scope.deny_risks[0]: unknown risk "scary" (read, control, security, external)`},
@@ -234,5 +236,17 @@ func TestConfigFileArg(t *testing.T) {
 	}
 	if got := configFileArg([]string{"--config", "d.yaml"}); got != "d.yaml" {
 		t.Errorf("the flag wins over the environment: %q", got)
+	}
+}
+
+// TestConfigFileAdminDefault: the principal named owner is an administrator
+// unless the file says otherwise; no other principal is by default.
+func TestConfigFileAdminDefault(t *testing.T) {
+	c, _, err := loadYAML(t, "principals:\n  - {name: owner, admin: false}\n  - {name: guest}\n  - {name: ops, admin: true}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Principals[0].Admin || c.Principals[1].Admin || !c.Principals[2].Admin {
+		t.Fatalf("admin flags: owner %v, guest %v, ops %v", c.Principals[0].Admin, c.Principals[1].Admin, c.Principals[2].Admin)
 	}
 }

@@ -230,6 +230,13 @@ func TestEndToEndHTTP(t *testing.T) {
 	if err != nil || resp.StatusCode != 200 {
 		t.Fatalf("healthz: %v %v", err, resp)
 	}
+	var health struct {
+		Status  string
+		Devices struct{ Total, Partial, Unmodelled int }
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&health); err != nil || health.Status != "ok" || health.Devices.Total == 0 {
+		t.Errorf("healthz: %+v %v", health, err)
+	}
 	resp.Body.Close()
 }
 

@@ -2,49 +2,116 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
-	"os"
+	"io"
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices/demo"
+	"github.com/pilothouse/pilothouse/engine/mcpserver"
 	"github.com/pilothouse/pilothouse/mqtt"
+	"github.com/pilothouse/pilothouse/pilotage"
 )
 
 // runServe runs the server until ctx ends (SIGINT/SIGTERM), then shuts every
-// part down in reverse start order within the shutdown budget.
-func runServe(ctx context.Context, args []string, stdio bool) error {
-	name := "serve"
-	if stdio {
-		name = "stdio"
-	}
-	cfg, err := parseFlags(name, args)
+// part down in reverse start order within the shutdown budget. It announces
+// itself in the data folder, where pilothouse stdio finds it.
+func runServe(ctx context.Context, args []string) error {
+	cfg, err := parseFlags("serve", args)
 	if err != nil {
 		return err
 	}
 	log := newLogger(cfg.LogLevel, cfg.LogJSON)
+	if note := resolveDataDir(cfg); note != "" {
+		log.Warn(note)
+	}
+	if err := refuseSecondServer(ctx, cfg.DataDir); err != nil {
+		return err
+	}
 	t0 := time.Now()
-	a, err := startApp(ctx, cfg, log, !stdio)
+	a, err := startApp(ctx, cfg, log, true)
 	if err != nil {
 		return err
 	}
-	log.Info("pilothouse started", "in", time.Since(t0).Round(time.Millisecond))
-	if stdio {
-		err = a.mcp.ServeStdio(ctx, os.Stdin, os.Stdout)
-		if err != nil && ctx.Err() != nil {
-			err = nil
-		}
-	} else {
-		<-ctx.Done()
+	if err := a.announce(); err != nil {
+		a.stop()
+		return err
 	}
-	log.Info("shutting down")
+	a.logStarted(t0)
+	<-ctx.Done()
+	a.shutdown()
+	return nil
+}
+
+// runStdio serves MCP on stdin/stdout. When a serve runs this house (the
+// same data folder), it bridges to it; otherwise it runs the house in this
+// process. A failure to start is told to the MCP client in words.
+func runStdio(ctx context.Context, args []string, in io.Reader, out io.Writer) error {
+	cfg, err := parseFlags("stdio", args)
+	if errors.Is(err, flag.ErrHelp) {
+		return err
+	}
+	if err != nil {
+		return stdioFailed(ctx, in, out, err)
+	}
+	log := newLogger(cfg.LogLevel, cfg.LogJSON)
+	if note := resolveDataDir(cfg); note != "" {
+		log.Warn(note)
+	}
+	// Lines from the client are bounded like every request (whether bridged
+	// or served here).
+	in = mcpserver.LimitLines(in, cfg.Limits.MaxRequestBytes, log)
+	if ep, ok := liveServer(ctx, cfg.DataDir); ok {
+		log.Info("bridging MCP to the server running this house", "mcp", ep.MCP, "pid", ep.PID, "data", cfg.DataDir)
+		return runBridge(ctx, ep, in, out, log)
+	}
+	log.Info("no pilothouse serve runs this house: running it in this process", "data", cfg.DataDir)
+	t0 := time.Now()
+	a, err := startApp(ctx, cfg, log, false)
+	if err != nil {
+		return stdioFailed(ctx, in, out, fmt.Errorf("%w (no pilothouse serve is running the data folder %s, so stdio tried to run the house itself)", err, cfg.DataDir))
+	}
+	a.logStarted(t0)
+	err = a.mcp.Serve(ctx, in, out)
+	if err != nil && ctx.Err() != nil {
+		err = nil
+	}
+	a.shutdown()
+	return err
+}
+
+// logStarted says what runs: where the configuration came from, the data
+// folder, how many principals and devices.
+func (a *app) logStarted(t0 time.Time) {
+	cfgFile := a.cfg.ConfigFile
+	if cfgFile == "" {
+		cfgFile = "none (defaults, PILOTHOUSE_* and flags)"
+	}
+	devs := 0
+	for _, e := range a.devs.Snapshot().Entries() {
+		if e.Kind == pilotage.KindDevice {
+			devs++
+		}
+	}
+	principals := fmt.Sprint(len(a.cfg.Principals))
+	if len(a.cfg.Principals) == 0 {
+		principals = "0 (every caller is the owner: loopback only)"
+	}
+	a.log.Info("pilothouse started", "in", time.Since(t0).Round(time.Millisecond), "version", versionString(),
+		"config", cfgFile, "data", a.cfg.DataDir, "principals", principals, "devices", devs)
+}
+
+// shutdown stops every part within the shutdown budget.
+func (a *app) shutdown() {
+	a.log.Info("shutting down")
 	done := make(chan struct{})
 	go func() { a.stop(); close(done) }()
 	select {
 	case <-done:
 	case <-time.After(2 * time.Second):
-		log.Warn("shutdown took longer than 2s; exiting")
+		a.log.Warn("shutdown took longer than 2s; exiting")
 	}
-	return err
 }
 
 // runSim runs only the demo devices against a broker.
@@ -56,8 +123,11 @@ func runSim(ctx context.Context, args []string) error {
 	if cfg.Broker == "" {
 		return fmt.Errorf("sim needs --broker tcp://host:port")
 	}
+	if err := cfg.check(false); err != nil {
+		return err
+	}
 	log := newLogger(cfg.LogLevel, cfg.LogJSON)
-	c, err := mqtt.Dial(ctx, mqtt.Options{Broker: cfg.Broker, ClientID: cfg.ClientID + "-sim", Username: cfg.MQTTUser, Password: cfg.MQTTPassword, Logger: log})
+	c, err := mqtt.Dial(ctx, mqtt.Options{Broker: cfg.Broker, ClientID: cfg.ClientID + "-sim", Username: cfg.MQTTUser, Password: cfg.MQTTPassword, TLS: cfg.tlsConfig(), Logger: log})
 	if err != nil {
 		return err
 	}

@@ -79,6 +79,7 @@ func identify() expose {
 // device is one simulated Zigbee2MQTT device.
 type device struct {
 	name         string
+	area         string // announced as "area:<x>" in the Zigbee2MQTT description
 	ieee         string
 	nwk          int
 	typ          string // Router or EndDevice
@@ -116,8 +117,25 @@ func (d *device) index() {
 
 func (d *device) snapshot() map[string]any { return maps.Clone(d.state) }
 
-// remoteActions are the actions of bedroom_remote.
-var remoteActions = []string{"on", "off", "brightness_up", "brightness_down", "toggle"}
+// remoteButtons are bedroom_remote's five buttons; remoteGestures what a
+// press of one can be. Like Aqara and Tuya multi-press remotes, the
+// action names the button and the gesture ("toggle_double"); a single
+// press is the button's name alone ("toggle"), as on IKEA remotes.
+var (
+	remoteButtons  = []string{"on", "off", "brightness_up", "brightness_down", "toggle"}
+	remoteGestures = []string{"", "_double", "_triple", "_hold", "_release"}
+	remoteActions  = remoteActionList()
+)
+
+func remoteActionList() []string {
+	var out []string
+	for _, g := range remoteGestures {
+		for _, b := range remoteButtons {
+			out = append(out, b+g)
+		}
+	}
+	return out
+}
 
 const remoteName = "bedroom_remote"
 
@@ -125,7 +143,7 @@ const remoteName = "bedroom_remote"
 func demoDevices() []*device {
 	ds := []*device{
 		{
-			name: "hall_light", ieee: "0x000b57fffe1a2b3c", nwk: 11011, typ: "Router", kind: "light",
+			name: "hall_light", area: "hall", ieee: "0x000b57fffe1a2b3c", nwk: 11011, typ: "Router", kind: "light",
 			vendor: "IKEA", model: "LED1836G9", description: "TRADFRI bulb E26/E27, white, 806 lm",
 			manufacturer: "IKEA of Sweden", modelID: "TRADFRI bulb E27 WW 806lm", power: "Mains (single phase)",
 			clusters: []string{"genBasic", "genIdentify", "genGroups", "genScenes", "genOnOff", "genLevelCtrl"},
@@ -140,7 +158,7 @@ func demoDevices() []*device {
 			state: map[string]any{"state": "OFF", "brightness": 128, "power_on_behavior": "previous", "linkquality": 142},
 		},
 		{
-			name: "porch_light", ieee: "0x00124b0024c1d2e3", nwk: 22022, typ: "Router", kind: "light",
+			name: "porch_light", area: "porch", ieee: "0x00124b0024c1d2e3", nwk: 22022, typ: "Router", kind: "light",
 			vendor: "Pilothouse", model: "PH-L1", description: "On/off light (simulated)",
 			manufacturer: "Pilothouse", modelID: "PH-L1", power: "Mains (single phase)",
 			clusters: []string{"genBasic", "genIdentify", "genGroups", "genScenes", "genOnOff"},
@@ -151,7 +169,7 @@ func demoDevices() []*device {
 			state: map[string]any{"state": "OFF", "linkquality": 118},
 		},
 		{
-			name: "hall_motion", ieee: "0x0017880106f2a3b5", nwk: 33033, typ: "EndDevice", kind: "sensor",
+			name: "hall_motion", area: "hall", ieee: "0x0017880106f2a3b5", nwk: 33033, typ: "EndDevice", kind: "sensor",
 			vendor: "Philips", model: "9290012607", description: "Hue motion sensor",
 			manufacturer: "Signify Netherlands B.V.", modelID: "SML001", power: "Battery",
 			clusters: []string{"genBasic", "genPowerCfg", "genIdentify", "msOccupancySensing", "msIlluminanceMeasurement"},
@@ -163,7 +181,7 @@ func demoDevices() []*device {
 			state: map[string]any{"occupancy": false, "illuminance": 120, "battery": 87, "linkquality": 90},
 		},
 		{
-			name: "front_door", ieee: "0x00158d0005a1b2c4", nwk: 44044, typ: "EndDevice", kind: "sensor",
+			name: "front_door", area: "hall", ieee: "0x00158d0005a1b2c4", nwk: 44044, typ: "EndDevice", kind: "sensor",
 			vendor: "Aqara", model: "MCCGQ11LM", description: "Door and window sensor",
 			manufacturer: "LUMI", modelID: "lumi.sensor_magnet.aq2", power: "Battery",
 			clusters: []string{"genBasic", "genIdentify", "genOnOff"},
@@ -176,7 +194,7 @@ func demoDevices() []*device {
 			state: map[string]any{"contact": true, "battery": 91, "linkquality": 105},
 		},
 		{
-			name: "front_lock", ieee: "0x000d6f0011223345", nwk: 55055, typ: "EndDevice", kind: "lock",
+			name: "front_lock", area: "hall", ieee: "0x000d6f0011223345", nwk: 55055, typ: "EndDevice", kind: "lock",
 			vendor: "Yale", model: "YRD226HA2619", description: "Assure lock",
 			manufacturer: "Yale", modelID: "YRD226 TSDB", power: "Battery",
 			clusters: []string{"genBasic", "genPowerCfg", "genIdentify", "closuresDoorLock"},
@@ -189,7 +207,7 @@ func demoDevices() []*device {
 			state: map[string]any{"state": "LOCK", "lock_state": "locked", "battery": 76, "linkquality": 98},
 		},
 		{
-			name: "garage_door", ieee: "0xa4c138f0e1d2c3b4", nwk: 60606, typ: "Router", kind: "cover",
+			name: "garage_door", area: "garage", ieee: "0xa4c138f0e1d2c3b4", nwk: 60606, typ: "Router", kind: "cover",
 			vendor: "Pilothouse", model: "PH-GD1", description: "Garage door opener (simulated)",
 			manufacturer: "Pilothouse", modelID: "PH-GD1", power: "Mains (single phase)",
 			clusters: []string{"genBasic", "genIdentify", "closuresWindowCovering"},
@@ -202,7 +220,7 @@ func demoDevices() []*device {
 			state: map[string]any{"state": "CLOSE", "position": 0, "linkquality": 120},
 		},
 		{
-			name: "living_plug", ieee: "0xa4c1380b1cd2e3f5", nwk: 17017, typ: "Router", kind: "switch",
+			name: "living_plug", area: "living", ieee: "0xa4c1380b1cd2e3f5", nwk: 17017, typ: "Router", kind: "switch",
 			vendor: "Tuya", model: "TS011F_plug_1", description: "Smart plug (with power monitoring)",
 			manufacturer: "_TZ3000_cphmq0q7", modelID: "TS011F", power: "Mains (single phase)",
 			clusters: []string{"genBasic", "genIdentify", "genOnOff", "seMetering", "haElectricalMeasurement"},
@@ -215,7 +233,7 @@ func demoDevices() []*device {
 			state: map[string]any{"state": "ON", "power": 62.4, "energy": 148.62, "linkquality": 172},
 		},
 		{
-			name: "living_thermostat", ieee: "0x0014490000112234", nwk: 28028, typ: "EndDevice", kind: "climate",
+			name: "living_thermostat", area: "living", ieee: "0x0014490000112234", nwk: 28028, typ: "EndDevice", kind: "climate",
 			vendor: "Pilothouse", model: "PH-TRV1", description: "Radiator thermostat (simulated)",
 			manufacturer: "Pilothouse", modelID: "PH-TRV1", power: "Battery",
 			clusters: []string{"genBasic", "genPowerCfg", "genIdentify", "hvacThermostat"},
@@ -231,8 +249,8 @@ func demoDevices() []*device {
 				"running_state": "heat", "battery": 68, "linkquality": 112},
 		},
 		{
-			name: remoteName, ieee: "0x000b57fffe8c9d0f", nwk: 29029, typ: "EndDevice", kind: "remote",
-			vendor: "Pilothouse", model: "PH-R5", description: "Five-button remote (simulated)",
+			name: remoteName, area: "bedroom", ieee: "0x000b57fffe8c9d0f", nwk: 29029, typ: "EndDevice", kind: "remote",
+			vendor: "Pilothouse", model: "PH-R5", description: "Five-button remote: single, double and triple presses, hold and release (simulated)",
 			manufacturer: "Pilothouse", modelID: "PH-R5", power: "Battery",
 			clusters: []string{"genBasic", "genPowerCfg", "genIdentify"},
 			exposes: []expose{
@@ -251,6 +269,7 @@ func demoDevices() []*device {
 // bridgeDevice is one element of <base>/bridge/devices (Zigbee2MQTT 2.x).
 type bridgeDevice struct {
 	Definition         *definition         `json:"definition,omitempty"`
+	Description        string              `json:"description,omitempty"`
 	Disabled           bool                `json:"disabled"`
 	Endpoints          map[string]endpoint `json:"endpoints"`
 	FriendlyName       string              `json:"friendly_name"`
@@ -314,6 +333,7 @@ func (d *device) bridgeEntry() bridgeDevice {
 	return bridgeDevice{
 		Definition: &definition{Description: d.description, Exposes: d.exposes, Model: d.model,
 			Options: []expose{}, Source: "native", Vendor: d.vendor},
+		Description:        "area:" + d.area, // the user's description in Zigbee2MQTT: how a device gets its area
 		Endpoints:          map[string]endpoint{"1": newEndpoint(d.clusters)},
 		FriendlyName:       d.name,
 		IEEEAddress:        d.ieee,

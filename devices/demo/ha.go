@@ -40,6 +40,7 @@ type haDevice struct {
 	Name         string   `json:"name"`
 	Manufacturer string   `json:"manufacturer"`
 	Model        string   `json:"model"`
+	Area         string   `json:"suggested_area,omitempty"`
 }
 
 type haOrigin struct {
@@ -48,7 +49,7 @@ type haOrigin struct {
 
 func (s *Sim) weatherConfigs() map[string]haSensor {
 	dev := haDevice{Identifiers: []string{"pilothouse_demo_" + weatherName}, Name: weatherName,
-		Manufacturer: "Pilothouse", Model: "Simulated weather station"}
+		Manufacturer: "Pilothouse", Model: "Simulated weather station", Area: "garden"}
 	mk := func(key, name, unit, class string) haSensor {
 		return haSensor{Name: name, UniqueID: "pilothouse_demo_" + weatherName + "_" + key,
 			StateTopic: weatherState, ValueTemplate: "{{ value_json." + key + " }}",

@@ -23,7 +23,17 @@ type GuardOptions struct {
 	AllowedHosts []string
 	// MaxBodyBytes bounds a request body (0 = rules.DefaultLimits).
 	MaxBodyBytes int
-	Logger       *slog.Logger
+	// MaxConnections, MaxStreams and MaxStreamsPerPrincipal bound what
+	// clients hold open (0 = rules.DefaultLimits).
+	MaxConnections, MaxStreams, MaxStreamsPerPrincipal int
+	Logger                                             *slog.Logger
+}
+
+// LimitOptions are the guard options that come from limits: the body
+// bound, connections and event streams.
+func LimitOptions(l rules.Limits) GuardOptions {
+	return GuardOptions{MaxBodyBytes: l.MaxRequestBytes, MaxConnections: l.MaxConnections,
+		MaxStreams: l.MaxStreams, MaxStreamsPerPrincipal: l.MaxStreamsPerPrincipal}
 }
 
 // Guard is the policy every HTTP route but /healthz shares, /mcp and the
@@ -46,17 +56,28 @@ type Guard struct {
 
 	refusedHosts  atomic.Uint64
 	refusedBodies atomic.Uint64
+
+	streams streamLimit
+	conns   connLimit
 }
 
 // NewGuard builds the shared guard.
 func NewGuard(o GuardOptions) *Guard {
-	if o.MaxBodyBytes <= 0 {
-		o.MaxBodyBytes = rules.DefaultLimits.MaxRequestBytes
+	d := rules.DefaultLimits
+	for _, f := range []struct{ v, def *int }{
+		{&o.MaxBodyBytes, &d.MaxRequestBytes}, {&o.MaxConnections, &d.MaxConnections},
+		{&o.MaxStreams, &d.MaxStreams}, {&o.MaxStreamsPerPrincipal, &d.MaxStreamsPerPrincipal},
+	} {
+		if *f.v <= 0 {
+			*f.v = *f.def
+		}
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	g := &Guard{hosts: map[string]bool{}, maxBody: int64(o.MaxBodyBytes), log: o.Logger}
+	g := &Guard{hosts: map[string]bool{}, maxBody: int64(o.MaxBodyBytes), log: o.Logger,
+		streams: streamLimit{maxTotal: o.MaxStreams, maxPer: o.MaxStreamsPerPrincipal, open: map[string]int{}},
+		conns:   connLimit{max: o.MaxConnections, conns: map[net.Conn]*connState{}}}
 	for _, h := range o.AllowedHosts {
 		g.hosts[strings.ToLower(strings.TrimSpace(h))] = true
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"sort"
 
 	"github.com/mark3labs/mcp-go/server"
@@ -19,10 +20,14 @@ func requestLimits(l rules.Limits) rules.Limits {
 	for _, f := range []struct{ v, def *int }{
 		{&l.MaxRequestBytes, &d.MaxRequestBytes}, {&l.MaxArgBytes, &d.MaxArgBytes},
 		{&l.MaxInputBytes, &d.MaxInputBytes}, {&l.MaxProgramBytes, &d.MaxProgramBytes},
+		{&l.MaxSessions, &d.MaxSessions}, {&l.MaxSessionsPerPrincipal, &d.MaxSessionsPerPrincipal},
 	} {
 		if *f.v <= 0 {
 			*f.v = *f.def
 		}
+	}
+	if l.SessionIdle <= 0 {
+		l.SessionIdle = d.SessionIdle
 	}
 	return l
 }
@@ -87,11 +92,24 @@ func (s *Server) checkArgSizes(args map[string]json.RawMessage) error {
 // as it streams in (memory stays at the bound) and answered like any
 // unparseable line, with a JSON-RPC parse error; the session goes on.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
-	max := s.lim.MaxRequestBytes
-	lr := &lineLimiter{r: in, max: max, onDrop: func() {
-		s.log.Warn("stdio: discarded a message over limits.max_request_bytes (answered with a parse error)", "limit", max)
+	return s.Serve(ctx, LimitLines(in, s.lim.MaxRequestBytes, s.log), out)
+}
+
+// Serve serves MCP over stdio from lines the caller has bounded already
+// (LimitLines).
+func (s *Server) Serve(ctx context.Context, in io.Reader, out io.Writer) error {
+	return server.NewStdioServer(s.MCP).Listen(ctx, in, out)
+}
+
+// LimitLines bounds the lines read from in at max bytes (newline
+// excluded): a longer line is cut at max and made unparseable (a NUL
+// follows), the rest of it skipped as it streams in, and a warning logged.
+// Whatever reads JSON-RPC lines from a client (stdio, the stdio bridge)
+// reads through it.
+func LimitLines(in io.Reader, max int, log *slog.Logger) io.Reader {
+	return &lineLimiter{r: in, max: max, onDrop: func() {
+		log.Warn("stdio: discarded a message over limits.max_request_bytes (answered with a parse error)", "limit", max)
 	}}
-	return server.NewStdioServer(s.MCP).Listen(ctx, lr, out)
 }
 
 // lineLimiter passes lines of at most max bytes (newline excluded) through;

@@ -23,7 +23,7 @@ func (s *Server) addResources() {
 			}
 			return []mcp.ResourceContents{mcp.TextResourceContents{URI: engine.ManifestURI, MIMEType: "application/json", Text: string(b)}}, nil
 		})
-	for _, g := range rules.Guides() {
+	for _, g := range s.e.Guides() {
 		g := g
 		uri := engine.GuidesURIPrefix + rules.Language + "/" + g.ID
 		s.MCP.AddResource(mcp.NewResource(uri, g.Title,

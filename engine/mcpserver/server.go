@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -18,6 +19,7 @@ import (
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
+	"github.com/pilothouse/pilothouse/storage"
 )
 
 // Instructions tell a model where to start.
@@ -38,6 +40,17 @@ type Server struct {
 	def *engine.Principal
 	log *slog.Logger
 	lim rules.Limits // the engine's, request bounds defaulted
+
+	sessions atomic.Pointer[sessionTable] // the HTTP endpoint's, once built
+}
+
+// Sessions says what the HTTP endpoint's session table holds and has
+// ended (zero before HTTPHandler).
+func (s *Server) Sessions() SessionStats {
+	if t := s.sessions.Load(); t != nil {
+		return t.stats()
+	}
+	return SessionStats{}
 }
 
 // New builds the MCP server.
@@ -76,7 +89,8 @@ func (s *Server) tool(name, desc, in, out string, ann mcp.ToolAnnotation, h func
 	t := mcp.Tool{Name: name, Description: desc, RawInputSchema: json.RawMessage(in), RawOutputSchema: json.RawMessage(out), Annotations: ann}
 	allowed := allowedFields(in)
 	s.MCP.AddTool(t, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		ctx = s.withPrincipal(ctx)
+		// One call's writes fail fast once storage failed (storage.FailFast).
+		ctx = storage.FailFast(s.withPrincipal(ctx))
 		args, err := decodeArgs(req.GetRawArguments(), allowed)
 		if err == nil {
 			err = s.checkArgSizes(args)
@@ -194,14 +208,15 @@ func checkLanguage(args map[string]json.RawMessage) error {
 	return nil
 }
 
+// okResult carries the result's JSON twice (text and structured content,
+// as the binding asks); the structured copy is the encoded bytes, not a
+// decoded tree: a 500-entry catalog page is ~0.8 MB.
 func okResult(v any) *mcp.CallToolResult {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return errorResult(pilotage.Errorf(pilotage.ErrInvalidRequest, "result could not be encoded"))
 	}
-	var structured any
-	_ = json.Unmarshal(b, &structured)
-	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(b))}, StructuredContent: structured}
+	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(b))}, StructuredContent: json.RawMessage(b)}
 }
 
 func errorResult(err error) *mcp.CallToolResult {

@@ -31,12 +31,21 @@ type httpStack struct {
 	store *storage.Store
 	sim   *demo.Sim
 	devs  *devices.Catalog
+	srv   *mcpserver.Server
 }
 
 // newHTTPStack starts the stack with principals (none = the default owner)
 // and storage opened with so.
 func newHTTPStack(t *testing.T, principals []*engine.Principal, so storage.Options) *httpStack {
 	t.Helper()
+	return newHTTPStackCfg(t, engine.Config{Principals: principals}, so)
+}
+
+// newHTTPStackCfg starts the stack with the engine configured by cfg
+// (limits, principals, zone, location).
+func newHTTPStackCfg(t *testing.T, cfg engine.Config, so storage.Options) *httpStack {
+	t.Helper()
+	principals := cfg.Principals
 	ctx := context.Background()
 	s := &httpStack{t: t, dir: t.TempDir()}
 	b, err := mqtt.StartBroker("127.0.0.1:0", quiet())
@@ -57,7 +66,7 @@ func newHTTPStack(t *testing.T, principals []*engine.Principal, so storage.Optio
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.store.Close() })
-	s.eng = engine.New(engine.Config{Principals: principals}, s.devs, s.store, quiet())
+	s.eng = engine.New(cfg, s.devs, s.store, quiet())
 	if err := s.eng.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -76,8 +85,8 @@ func newHTTPStack(t *testing.T, principals []*engine.Principal, so storage.Optio
 		}
 		return true
 	})
-	srv := mcpserver.New(s.eng, mcpserver.Options{Logger: quiet()})
-	hs := httptest.NewServer(srv.HTTPHandler(mcpserver.HTTPOptions{Principals: principals}))
+	s.srv = mcpserver.New(s.eng, mcpserver.Options{Logger: quiet()})
+	hs := httptest.NewServer(s.srv.HTTPHandler(mcpserver.HTTPOptions{Principals: principals}))
 	t.Cleanup(hs.Close)
 	s.url = hs.URL + "/mcp"
 	return s

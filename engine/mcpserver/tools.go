@@ -15,7 +15,7 @@ func (s *Server) addTools() {
 		discoverIn, discoverOut, annotations("Discover Pilotage manifest", true, false, true, false), s.discover)
 	s.tool(engine.ToolLearn, "Pilotage learn: without id, the guide index; with id, one guide (start with \"core\"); with id+topic, one section.",
 		learnIn, learnOut, annotations("Learn the automation/1 language", true, false, true, false), s.learn)
-	s.tool(engine.ToolLookup, "Pilotage lookup: the live device catalog (devices, states, events, actions, promoted automations). verb list (kind/tag/q filters, cursor), get (entry + live value), changed_since.",
+	s.tool(engine.ToolLookup, "Pilotage lookup: the live device catalog (devices, states, events, actions, promoted automations). verb list (kind/tag/q filters, cursor), get (entry + live value; with history: {since: \"PT12H\"} a state's recorded changes too, e.g. how often motion triggered last night), changed_since.",
 		lookupIn, lookupOut, annotations("Look up devices and actions", true, false, true, false), s.lookup)
 	s.tool(engine.ToolValidate, "Pilotage validate: check a program against the live catalog; returns closed diagnostics with JSON Pointer paths and, when valid, the risk-labelled plan of the deployed body. No side effect.",
 		validateIn, validateOut, annotations("Validate an automation", true, false, true, false), s.validate)
@@ -24,7 +24,7 @@ func (s *Server) addTools() {
 	s.tool(engine.ToolTrace, "Pilotage trace: fetch a stored run's trace by run_id (deploys, test runs and every firing of installed rules).",
 		traceIn, traceOut, annotations("Fetch a run trace", true, false, true, false), s.trace)
 
-	s.tool("pilothouse_rules", "List installed rules: status (enabled/disabled/broken), triggers, next scheduled time, latest firings with run ids.",
+	s.tool("pilothouse_rules", "List installed rules: status (enabled/disabled/broken), missing (referenced entries not in the catalog now: the rule cannot fire until they are back), triggers, next scheduled time, latest firings with run ids.",
 		rulesListIn, rulesListOut, annotations("List installed rules", true, false, true, false), s.rulesList)
 	s.tool("pilothouse_rule_enable", "Enable (re-arm) an installed rule by name.",
 		ruleNameIn, ruleOut, annotations("Enable a rule", false, false, true, false), s.ruleEnable(true))
@@ -79,19 +79,19 @@ func (s *Server) learn(ctx context.Context, args map[string]json.RawMessage) (an
 			return nil, pilotage.Errorf(pilotage.ErrInvalidRequest, "topic needs id")
 		}
 		idx := []GuideMeta{}
-		for _, g := range rules.Guides() {
+		for _, g := range s.e.Guides() {
 			idx = append(idx, meta(g))
 		}
 		return map[string]any{"language": rules.Language, "guides": idx}, nil
 	}
-	g, ok := rules.GuideByID(id)
+	g, ok := s.e.Guide(id)
 	if !ok {
 		return nil, pilotage.Errorf(pilotage.ErrNotFound, "no guide with id "+quote(id))
 	}
 	if topic == "" {
 		return GuideBody{GuideMeta: meta(g), Body: g.Body}, nil
 	}
-	body, ok := rules.GuideTopic(id, topic)
+	body, ok := s.e.GuideTopic(id, topic)
 	if !ok {
 		return nil, pilotage.Errorf(pilotage.ErrNotFound, "guide "+quote(id)+" has no topic "+quote(topic))
 	}

@@ -7,8 +7,76 @@
     var msg = e.target.getAttribute("data-confirm");
     if (msg && !window.confirm(msg)) e.preventDefault();
   });
+  // A slider shows its value as it moves.
+  document.addEventListener("input", function (e) {
+    var out = e.target.getAttribute && e.target.getAttribute("data-out");
+    if (out && document.getElementById(out)) document.getElementById(out).textContent = e.target.value;
+  });
+  // Filters apply as soon as a choice changes.
+  document.querySelectorAll("form.find select").forEach(function (s) {
+    s.addEventListener("change", function () { s.form.submit(); });
+  });
 
+  // Times: lists show them relative to now ("3 min ago"), the local time
+  // with its zone stays in the tooltip; refreshed every 30 s.
+  function relText(iso) {
+    var d = (Date.parse(iso) - Date.now()) / 1000, a = Math.abs(d), n, u;
+    if (isNaN(d)) return null;
+    if (a < 45) return d < 0 ? "just now" : "in under a minute";
+    if (a < 3600) { n = Math.round(a / 60); u = "min"; }
+    else if (a < 86400) { n = Math.round(a / 3600); u = "h"; }
+    else if (a < 7 * 86400) { n = Math.round(a / 86400); u = n === 1 ? "day" : "days"; }
+    else return null; // older: the date says more
+    return d < 0 ? n + " " + u + " ago" : "in " + n + " " + u;
+  }
+  function relTimes() {
+    document.querySelectorAll("time[data-rel]").forEach(function (t) {
+      if (!t.hasAttribute("data-abs")) t.setAttribute("data-abs", t.textContent);
+      var r = relText(t.getAttribute("datetime"));
+      var txt = r || t.getAttribute("data-abs");
+      if (t.textContent !== txt) t.textContent = txt;
+    });
+  }
+  relTimes();
+  setInterval(relTimes, 30000);
+
+  // The status indicator: "live" only while the event stream is open AND
+  // the broker and storage are fine (polled from /status every 5 s); a
+  // banner under the header says what is wrong.
+  var conn = document.getElementById("conn"), trouble = document.getElementById("trouble");
   var live = document.body.getAttribute("data-live");
+  var state = { sse: live && window.EventSource ? "connecting" : "", server: true,
+    health: conn ? { ok: conn.getAttribute("data-ok") === "true", label: conn.getAttribute("data-label"), title: conn.title,
+      problem: trouble ? trouble.textContent : "" } : null };
+  function paint() {
+    if (!conn) return;
+    var h = state.health || { ok: true, label: "connected", title: "" }, text, cls, title = h.title;
+    if (!state.server) { text = "server unreachable"; cls = "off"; title = "Pilothouse does not answer"; }
+    else if (!h.ok) { text = h.label; cls = "off"; }
+    else if (state.sse === "open") { text = "live"; cls = "on"; title += " · live updates on"; }
+    else if (state.sse === "connecting") { text = "connecting"; cls = ""; }
+    else if (state.sse === "error") { text = "reconnecting"; cls = "off"; title += " · live updates reconnecting"; }
+    else { text = h.label; cls = "on"; }
+    if (conn.textContent !== text) conn.textContent = text;
+    conn.className = "conn" + (cls ? " " + cls : "");
+    conn.title = title;
+    if (trouble) {
+      var p = state.server ? (h.problem || "") : "Pilothouse does not answer: what this page shows may be out of date.";
+      if (trouble.textContent !== p) trouble.textContent = p;
+      trouble.hidden = !p;
+    }
+  }
+  function poll() {
+    if (!conn || document.hidden) return;
+    fetch("/status", { credentials: "same-origin", cache: "no-store", headers: { Accept: "application/json" } })
+      .then(function (r) { return r.ok ? r.json() : null; })
+      .then(function (h) { state.server = true; if (h) state.health = h; paint(); },
+        function () { state.server = false; paint(); });
+  }
+  setInterval(poll, 5000);
+  document.addEventListener("visibilitychange", poll);
+  paint();
+
   if (!live || !window.EventSource) return;
 
   function el(tag, attrs, text) {
@@ -26,7 +94,11 @@
   }
   function badge(text, cls) { return el("span", { "class": "badge " + cls }, text); }
   function runLink(ev) { return el("a", { href: "/runs/" + encodeURIComponent(ev.run_id), "class": "mono" }, ev.run_id); }
-  function timeEl(ev) { return el("time", { datetime: ev.time }, ev.when); }
+  function timeEl(ev) {
+    var t = el("time", { datetime: ev.time, title: ev.when, "data-rel": "" }, ev.when);
+    setTimeout(relTimes, 0);
+    return t;
+  }
   function notice(text) {
     var n = document.getElementById("notice");
     if (!n) return;
@@ -82,7 +154,8 @@
       if (oc === "ok" && !ev.ok) return;
       if (oc === "failed" && ev.ok) return;
       if (oc && oc !== "ok" && oc !== "failed" && oc !== ev.status) return;
-      var r = el("a", { href: "/rules/" + encodeURIComponent(ev.rule) }, ev.rule);
+      var r = el("a", { href: "/rules/" + encodeURIComponent(ev.rule) }, ev.rule), empty = document.getElementById("empty");
+      if (empty) empty.hidden = true;
       prependRow(t.tBodies[0], [cell("When", timeEl(ev)), cell("Kind", document.createTextNode("firing")),
         cell("Rule", r), cell("Outcome", badge(ev.text, ev.class)), cell("Run", runLink(ev))]);
     }
@@ -93,10 +166,10 @@
       var rows = byData("data-rule", ev.rule);
       if (!rows.length && ev.status !== "removed") notice("Rule " + ev.rule + " is now " + ev.status + ".");
       rows.forEach(function (tr) {
-        var td = tr.querySelector('[data-cell="status"]');
-        if (!td) return;
-        td.textContent = "";
-        td.appendChild(badge(ev.status, ev.class));
+        var b = tr.querySelector("[data-status]"), next = tr.querySelector('[data-cell="next"]');
+        if (b) { b.textContent = ev.status; b.className = "badge " + ev.class; }
+        // What comes next is the server's to say: disabled is certain.
+        if (next) { next.textContent = ""; next.appendChild(el("span", { "class": "sub" }, ev.status === "disabled" ? "disabled" : "reload to see")); }
       });
     } else if (page === "rule" && ev.rule === name) {
       var b = document.getElementById("rule-status");
@@ -123,11 +196,10 @@
 
   var page = live, name = "";
   if (live.indexOf("rule:") === 0) { page = "rule"; name = live.slice(5); }
-  var conn = document.getElementById("conn");
   var es = new EventSource(page === "devices" ? "/events?devices=1" : page === "runs" ? "/events" : "/events?deploys=1");
   function parse(m) { try { return JSON.parse(m.data); } catch (e) { return null; } }
-  es.onopen = function () { if (conn) { conn.textContent = "live"; conn.className = "conn on"; } };
-  es.onerror = function () { if (conn) { conn.textContent = "reconnecting"; conn.className = "conn off"; } };
+  es.onopen = function () { state.sse = "open"; paint(); poll(); };
+  es.onerror = function () { state.sse = "error"; paint(); poll(); };
   es.addEventListener("firing", function (m) {
     var ev = parse(m);
     if (ev && onFiring[page]) onFiring[page](ev, name);

@@ -1,0 +1,341 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// bridge relays MCP between a stdio client and the streamable HTTP endpoint
+// of the serve that runs this house, so a desktop assistant that launches
+// "pilothouse stdio" talks to the running engine instead of starting a
+// second one. Every JSON-RPC line read from stdin is POSTed as it is; what
+// comes back (a JSON body, or each message of an SSE stream, in order) is
+// written to stdout one message per line. After initialize, a GET stream
+// carries what the server sends on its own. The session id and the
+// negotiated protocol version travel in headers the way the transport
+// requires, for the 2026-07-28 stateless core as for earlier revisions.
+type bridge struct {
+	ctx context.Context // ends when the client leaves
+	ep  endpoint
+	hc  *http.Client
+	log *slog.Logger
+
+	outMu sync.Mutex
+	out   io.Writer
+
+	mu        sync.Mutex
+	session   string
+	version   string // negotiated by initialize (before 2026-07-28)
+	listening bool
+
+	inflight sync.WaitGroup
+}
+
+// rpcMsg is what the bridge reads of a message to route it.
+type rpcMsg struct {
+	ID     json.RawMessage `json:"id,omitempty"`
+	Method string          `json:"method,omitempty"`
+	Params json.RawMessage `json:"params,omitempty"`
+	Result json.RawMessage `json:"result,omitempty"`
+}
+
+// isRequest reports whether m expects an answer.
+func (m *rpcMsg) isRequest() bool {
+	return m.Method != "" && len(m.ID) > 0 && string(m.ID) != "null"
+}
+
+// runBridge relays until stdin ends or ctx is done.
+func runBridge(ctx context.Context, ep endpoint, in io.Reader, out io.Writer, log *slog.Logger) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	b := &bridge{ctx: ctx, ep: ep, hc: &http.Client{}, log: log, out: out}
+	lines := readLines(ctx, in)
+	for {
+		select {
+		case line, ok := <-lines:
+			if !ok {
+				b.finish(cancel)
+				return nil
+			}
+			b.dispatch(ctx, line)
+		case <-ctx.Done():
+			b.finish(cancel)
+			return nil
+		}
+	}
+}
+
+// dispatch forwards one message. The messages that open a connection
+// (initialize, server/discover) are forwarded before the next line is
+// read, so what follows carries their session; the rest run concurrently,
+// as a client may send a ping or a cancellation while a call runs.
+func (b *bridge) dispatch(ctx context.Context, line []byte) {
+	var m rpcMsg
+	_ = json.Unmarshal(line, &m) // a batch or a malformed line goes as it is
+	if m.Method == string(mcp.MethodInitialize) || m.Method == string(mcp.MethodServerDiscover) {
+		b.forward(ctx, line, &m)
+		return
+	}
+	b.inflight.Add(1)
+	go func() {
+		defer b.inflight.Done()
+		b.forward(ctx, line, &m)
+	}()
+}
+
+// finish lets the requests in flight answer (for a while), stops the GET
+// stream and ends the session.
+func (b *bridge) finish(cancel context.CancelFunc) {
+	done := make(chan struct{})
+	go func() { b.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		b.log.Warn("bridge: requests still running when the client left; dropping them")
+	}
+	cancel()
+	session, _ := b.state()
+	if session == "" {
+		return
+	}
+	ctx, stop := context.WithTimeout(context.Background(), time.Second)
+	defer stop()
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, b.ep.MCP, nil)
+	if err != nil {
+		return
+	}
+	b.auth(req)
+	req.Header.Set(mcp.HeaderSessionID, session)
+	if resp, err := b.hc.Do(req); err == nil {
+		_ = resp.Body.Close()
+	}
+}
+
+func (b *bridge) state() (session, version string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.session, b.version
+}
+
+func (b *bridge) auth(req *http.Request) {
+	if b.ep.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+b.ep.Token)
+	}
+}
+
+// headers sets what the transport needs beside the body and returns the
+// session id sent ("" = none).
+func (b *bridge) headers(req *http.Request, m *rpcMsg) string {
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	b.auth(req)
+	var p struct {
+		Meta *mcp.Meta `json:"_meta"`
+	}
+	_ = json.Unmarshal(m.Params, &p)
+	session, version := b.state()
+	if v := p.Meta.ProtocolVersion(); v != "" {
+		version = v
+	}
+	if version != "" {
+		req.Header.Set(mcp.HeaderProtocolVersion, version)
+	}
+	if mcp.IsModernProtocol(version) {
+		if m.Method != "" {
+			for k, v := range mcp.StandardHeaders(version, mcp.MCPMethod(m.Method), m.Params) {
+				req.Header.Set(k, v)
+			}
+		}
+		return ""
+	}
+	if session != "" {
+		req.Header.Set(mcp.HeaderSessionID, session)
+	}
+	return session
+}
+
+// forward POSTs one message and relays the answer.
+func (b *bridge) forward(ctx context.Context, line []byte, m *rpcMsg) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.ep.MCP, bytes.NewReader(line))
+	if err != nil {
+		b.fail(m, err.Error())
+		return
+	}
+	sent := b.headers(req, m)
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		if ctx.Err() == nil {
+			b.fail(m, fmt.Sprintf("the Pilothouse server at %s did not answer (%v); is it still running?", b.ep.MCP, err))
+		}
+		return
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusAccepted:
+		return
+	case resp.StatusCode == http.StatusNotFound && sent != "":
+		b.fail(m, fmt.Sprintf("the Pilothouse server at %s no longer knows this session (it restarted?): reconnect", b.ep.MCP))
+		return
+	case resp.StatusCode != http.StatusOK:
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		var probe struct {
+			JSONRPC string `json:"jsonrpc"`
+		}
+		if json.Unmarshal(body, &probe) == nil && probe.JSONRPC != "" {
+			b.relay(body, m, resp.Header)
+			return
+		}
+		b.fail(m, fmt.Sprintf("the Pilothouse server at %s answered %s: %s", b.ep.MCP, resp.Status, strings.TrimSpace(string(body))))
+		return
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
+		readSSE(resp.Body, func(data []byte) { b.relay(data, m, resp.Header) })
+		return
+	}
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		b.fail(m, fmt.Sprintf("reading the answer of %s: %v", b.ep.MCP, err))
+		return
+	}
+	if len(bytes.TrimSpace(body)) > 0 {
+		b.relay(body, m, resp.Header)
+	}
+}
+
+// relay writes one message from the server, noting what initialize
+// negotiated when msg is its answer.
+func (b *bridge) relay(msg []byte, req *rpcMsg, h http.Header) {
+	if req.Method == string(mcp.MethodInitialize) {
+		var ans rpcMsg
+		if json.Unmarshal(msg, &ans) == nil && bytes.Equal(ans.ID, req.ID) && len(ans.Result) > 0 {
+			var res struct {
+				ProtocolVersion string `json:"protocolVersion"`
+			}
+			_ = json.Unmarshal(ans.Result, &res)
+			b.initialized(h.Get(mcp.HeaderSessionID), res.ProtocolVersion)
+		}
+	}
+	b.write(msg)
+}
+
+// initialized records the session and starts the GET stream once.
+func (b *bridge) initialized(session, version string) {
+	b.mu.Lock()
+	b.session, b.version = session, version
+	start := session != "" && !b.listening
+	b.listening = b.listening || start
+	b.mu.Unlock()
+	if start {
+		go b.listen(session)
+	}
+}
+
+// listen relays the server's own messages on the session's GET stream,
+// reconnecting while the session lasts.
+func (b *bridge) listen(session string) {
+	for b.ctx.Err() == nil {
+		if s, _ := b.state(); s != session {
+			return
+		}
+		req, err := http.NewRequestWithContext(b.ctx, http.MethodGet, b.ep.MCP, nil)
+		if err != nil {
+			return
+		}
+		b.auth(req)
+		_, version := b.state()
+		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set(mcp.HeaderSessionID, session)
+		if version != "" {
+			req.Header.Set(mcp.HeaderProtocolVersion, version)
+		}
+		resp, err := b.hc.Do(req)
+		if err != nil {
+			return
+		}
+		if resp.StatusCode != http.StatusOK {
+			_ = resp.Body.Close()
+			return // no stream offered (405) or the session is gone
+		}
+		readSSE(resp.Body, func(data []byte) { b.write(data) })
+		_ = resp.Body.Close()
+		select { // the server closed the stream: reconnect, not in a spin
+		case <-b.ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// fail answers a request with a JSON-RPC error saying what went wrong (a
+// notification or a response has no one to tell but the log).
+func (b *bridge) fail(m *rpcMsg, msg string) {
+	b.log.Warn("bridge: " + msg)
+	if m.isRequest() {
+		b.write(errorResponse(m.ID, mcp.INTERNAL_ERROR, msg))
+	}
+}
+
+// write puts one message on stdout, on one line.
+func (b *bridge) write(msg []byte) {
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, msg); err != nil {
+		b.log.Warn("bridge: dropping a message that is not JSON", "err", err)
+		return
+	}
+	buf.WriteByte('\n')
+	b.outMu.Lock()
+	defer b.outMu.Unlock()
+	if _, err := b.out.Write(buf.Bytes()); err != nil {
+		b.log.Debug("bridge: writing to the client", "err", err)
+	}
+}
+
+// errorResponse is a JSON-RPC error answering id.
+func errorResponse(id json.RawMessage, code int, msg string) []byte {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": msg}})
+	return b
+}
+
+// readSSE calls each with the data of every message event of an SSE
+// stream until it ends.
+func readSSE(r io.Reader, each func(data []byte)) {
+	br := bufio.NewReader(r)
+	var data bytes.Buffer
+	event := ""
+	for {
+		line, err := br.ReadBytes('\n')
+		line = bytes.TrimRight(line, "\r\n")
+		switch {
+		case len(line) == 0:
+			if data.Len() > 0 && (event == "" || event == "message") {
+				each(append([]byte(nil), data.Bytes()...))
+			}
+			data.Reset()
+			event = ""
+		case bytes.HasPrefix(line, []byte("data:")):
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			data.Write(bytes.TrimPrefix(line[len("data:"):], []byte(" ")))
+		case bytes.HasPrefix(line, []byte("event:")):
+			event = string(bytes.TrimSpace(line[len("event:"):]))
+		}
+		if err != nil {
+			return
+		}
+	}
+}

@@ -1,0 +1,45 @@
+package devices
+
+// Coverage counts the catalog's devices by how fully they are modelled.
+// A partial or unmodelled device's entry is tagged (partial, unmodelled)
+// and its description says what is missing; the catalog logs it once per
+// definition. The server shows the counts on /healthz.
+type Coverage struct {
+	Devices    int `json:"devices"`
+	Partial    int `json:"partial"`    // some exposes or entities could not be modelled
+	Unmodelled int `json:"unmodelled"` // nothing could (e.g. no Zigbee2MQTT definition)
+}
+
+// count adds a device: partial when its source marked it so or when one of
+// its states cannot be read (an unsupported Home Assistant template).
+func (cv *Coverage) count(s *devSpec) { cv.add(s, 1) }
+
+// uncount takes a device out again.
+func (cv *Coverage) uncount(s *devSpec) { cv.add(s, -1) }
+
+func (cv *Coverage) add(s *devSpec, n int) {
+	if s.noDevice {
+		return
+	}
+	cv.Devices += n
+	switch {
+	case s.fidelity == fidelityNone:
+		cv.Unmodelled += n
+	case s.fidelity == fidelityPartial:
+		cv.Partial += n
+	default:
+		for _, st := range s.states {
+			if st.unsupported != "" {
+				cv.Partial += n
+				return
+			}
+		}
+	}
+}
+
+// Coverage returns how fully the current catalog's devices are modelled.
+func (c *Catalog) Coverage() Coverage {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.model.coverage
+}

@@ -1,0 +1,52 @@
+package devices
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"testing"
+)
+
+// TestNeverSilently: what cannot be modelled is tagged and described on
+// the device entry, logged once per definition, and counted.
+func TestNeverSilently(t *testing.T) {
+	var logs bytes.Buffer
+	c, _ := newTestCatalog(func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	devs := `[
+ {"ieee_address":"0x01","type":"Router","friendly_name":"plug","supported":true,"definition":{"vendor":"V","model":"P1","description":"Plug","exposes":[
+   {"type":"switch","features":[{"type":"binary","name":"state","property":"state","access":7,"value_on":"ON","value_off":"OFF"}]}]}},
+ {"ieee_address":"0x02","type":"Router","friendly_name":"odd","supported":true,"definition":{"vendor":"V","model":"O1","description":"Odd","exposes":[
+   {"type":"numeric","name":"power","property":"power","access":1,"unit":"W"},
+   {"type":"matter_thing","name":"gizmo","property":"gizmo","access":3},
+   {"type":"numeric","access":1,"unit":"W"}]}},
+ {"ieee_address":"0x03","type":"EndDevice","friendly_name":"new","supported":false,"definition":null,"model_id":"TS0001"}
+]`
+	for i := 0; i < 2; i++ { // the second, identical list rebuilds from the cache
+		c.HandleMessage(msg("zigbee2mqtt/bridge/devices", devs))
+	}
+	c.HandleMessage(msg("zigbee2mqtt/bridge/devices", strings.Replace(devs, `"Plug"`, `"Smart plug"`, 1)))
+	if got, want := c.Coverage(), (Coverage{Devices: 3, Partial: 1, Unmodelled: 1}); got != want {
+		t.Errorf("coverage %+v, want %+v", got, want)
+	}
+	s := c.Snapshot()
+	odd, _ := s.Get("odd")
+	if !hasTag(odd, tagPartial) || !strings.Contains(odd.Description, `Not fully modelled: expose "gizmo" of unknown type "matter_thing"; a numeric expose without property or name.`) {
+		t.Errorf("odd: %v %q", odd.Tags, odd.Description)
+	}
+	if _, ok := s.Get("odd.power"); !ok {
+		t.Error("what can be modelled still is")
+	}
+	if n, _ := s.Get("new"); !hasTag(n, tagUnmodelled) {
+		t.Errorf("new: %v", n.Tags)
+	}
+	if p, _ := s.Get("plug"); hasTag(p, tagPartial) || hasTag(p, tagUnmodelled) {
+		t.Errorf("plug: %v", p.Tags)
+	}
+	out := logs.String()
+	if n := strings.Count(out, "not fully modelled"); n != 1 {
+		t.Errorf("logged %d times, want once:\n%s", n, out)
+	}
+	if n := strings.Count(out, "not modelled: no definition"); n != 1 {
+		t.Errorf("logged %d times, want once:\n%s", n, out)
+	}
+}

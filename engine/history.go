@@ -1,0 +1,294 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// HistoryConfig configures the state history recorder.
+type HistoryConfig struct {
+	// Off: record nothing (the device page then shows no charts).
+	Off bool
+	// Retention is how long changes are kept (default 10 days).
+	Retention time.Duration
+	// MaxRows bounds the stored changes; the oldest go first (default
+	// 2,000,000, about 90 MB). Numeric states keep 5-minute summaries for
+	// the whole retention beyond it.
+	MaxRows int
+	// FlushEvery is how often queued changes are written (default 2 s).
+	FlushEvery time.Duration
+	// Queue bounds the changes waiting for a write (default 8,192); more
+	// are dropped and counted (HistoryStatus).
+	Queue int
+}
+
+func (c *HistoryConfig) defaults() {
+	if c.Retention <= 0 {
+		c.Retention = 10 * 24 * time.Hour
+	}
+	if c.MaxRows <= 0 {
+		c.MaxRows = 2_000_000
+	}
+	if c.FlushEvery <= 0 {
+		c.FlushEvery = 2 * time.Second
+	}
+	if c.Queue <= 0 {
+		c.Queue = 8192
+	}
+}
+
+// HistoryStatus is the recorder's health, for /healthz.
+type HistoryStatus struct {
+	On      bool   `json:"on"`
+	Written uint64 `json:"written"`
+	// Dropped changes found the queue full; Failed were lost to writes
+	// that failed (the storage status says why).
+	Dropped uint64 `json:"dropped"`
+	Failed  uint64 `json:"failed"`
+	Queued  int    `json:"queued"`
+	// Trimmed rows were deleted to stay within MaxRows.
+	Trimmed   uint64 `json:"trimmed"`
+	MaxRows   int    `json:"max_rows"`
+	Retention string `json:"retention"`
+}
+
+// historyRecorder records state changes off the ingestion path: the
+// catalog's change feed appends each to a bounded buffer under a mutex (no
+// allocation, no channel, no goroutine wake-up), and a writer swaps the
+// buffer out every FlushEvery (or when it is half full) and writes it in
+// one transaction, yielding between rows.
+type historyRecorder struct {
+	store *storage.Store
+	log   *slog.Logger
+	cfg   HistoryConfig
+	now   func() time.Time
+	devs  *devices.Catalog
+
+	mu    sync.Mutex
+	buf   []histItem // cap = cfg.Queue, never grown
+	spare []histItem // the writer's buffer between swaps
+	wake  chan struct{}
+	flush chan chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
+	unsub func()
+
+	started                           atomic.Bool
+	dropped, written, failed, trimmed atomic.Uint64
+	// The writer's own:
+	pts      []storage.HistoryPoint // reused from batch to batch
+	ids      storage.HistoryIDs     // entity ids, kept between writes
+	sums     storage.HistorySums    // 5-minute summaries, written every sumsEvery
+	lastSums time.Time
+	failures int // failed writes, for the log
+}
+
+type histItem struct {
+	id string
+	v  any
+	t  time.Time
+}
+
+func newHistoryRecorder(store *storage.Store, devs *devices.Catalog, log *slog.Logger, cfg HistoryConfig, now func() time.Time) *historyRecorder {
+	return &historyRecorder{store: store, devs: devs, log: log, cfg: cfg, now: now,
+		buf: make([]histItem, 0, cfg.Queue), spare: make([]histItem, 0, cfg.Queue),
+		wake: make(chan struct{}, 1), flush: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// onChange is the catalog subscriber: it runs on the ingestion goroutine
+// for every live change.
+func (h *historyRecorder) onChange(c devices.Change) {
+	if c.Kind != devices.ChangeState {
+		return
+	}
+	h.mu.Lock()
+	n := len(h.buf)
+	if n == cap(h.buf) {
+		h.mu.Unlock()
+		h.dropped.Add(1)
+		return
+	}
+	h.buf = append(h.buf, histItem{id: c.ID, v: c.Value, t: c.Time})
+	h.mu.Unlock()
+	if n+1 == h.cfg.Queue/2 {
+		select {
+		case h.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (h *historyRecorder) start(ctx context.Context) {
+	h.started.Store(true)
+	go h.loop(ctx)
+	h.unsub = h.devs.Subscribe(h.onChange)
+}
+
+// close stops listening and writes what is queued.
+func (h *historyRecorder) close() {
+	if !h.started.Load() {
+		return
+	}
+	h.unsub()
+	close(h.stop)
+	<-h.done
+}
+
+// sync writes everything queued so far before it returns.
+func (h *historyRecorder) sync() {
+	if !h.started.Load() {
+		return
+	}
+	done := make(chan struct{})
+	select {
+	case h.flush <- done:
+		<-done
+	case <-h.done:
+	}
+}
+
+func (h *historyRecorder) loop(ctx context.Context) {
+	defer close(h.done)
+	// Writes are short and end with the loop (stop): the engine's context
+	// is cancelled before the recorder's last write.
+	ctx = context.WithoutCancel(ctx)
+	tick := time.NewTicker(h.cfg.FlushEvery)
+	defer tick.Stop()
+	purge := time.NewTicker(time.Hour)
+	defer purge.Stop()
+	h.purge(ctx)
+	for {
+		select {
+		case <-h.stop:
+			h.write(ctx, true)
+			return
+		case <-tick.C:
+			h.write(ctx, false)
+		case <-h.wake:
+			h.write(ctx, false)
+		case d := <-h.flush:
+			h.write(ctx, true)
+			close(d)
+		case <-purge.C:
+			h.purge(ctx)
+		}
+	}
+}
+
+// sumsEvery is how often the 5-minute summaries are written: one row per
+// numeric state per sumsEvery, not per batch (a crash loses at most this
+// much of the summaries; the changes themselves are in their batches).
+const sumsEvery = 30 * time.Second
+
+// write swaps the buffer out and writes it; the summaries too every
+// sumsEvery, or when sums says so.
+func (h *historyRecorder) write(ctx context.Context, sums bool) {
+	h.mu.Lock()
+	items := h.buf
+	h.buf = h.spare
+	h.mu.Unlock()
+	now := time.Now()
+	sums = sums || now.Sub(h.lastSums) >= sumsEvery
+	if len(items) == 0 && !sums {
+		h.spare = items
+		return
+	}
+	pts := h.pts[:0]
+	for i := range items {
+		if p, ok := historyPoint(&items[i]); ok {
+			pts = append(pts, p)
+		}
+	}
+	clear(items) // drop the values' references
+	h.spare = items[:0]
+	n, err := h.store.WriteHistory(ctx, pts, storage.HistoryWrite{MaxRows: h.cfg.MaxRows, Yield: runtime.Gosched,
+		IDs: &h.ids, Sums: &h.sums, FlushSums: sums})
+	if err == nil && sums {
+		h.lastSums = now
+	}
+	if err != nil {
+		h.failed.Add(uint64(len(pts)))
+		if h.failures++; h.failures == 1 || h.failures%100 == 0 {
+			h.log.Warn("writing state history failed; changes lost", "changes", len(pts), "failed_writes", h.failures, "err", err)
+		}
+	} else {
+		h.written.Add(uint64(len(pts)))
+		h.trimmed.Add(uint64(n))
+	}
+	clear(pts)
+	h.pts = pts[:0]
+}
+
+func (h *historyRecorder) purge(ctx context.Context) {
+	n, err := h.store.PurgeHistory(ctx, h.now().Add(-h.cfg.Retention))
+	switch {
+	case err != nil && ctx.Err() == nil:
+		h.log.Warn("purging old state history", "err", err)
+	case n > 0:
+		h.log.Info("purged old state history", "rows", n)
+	}
+}
+
+// historyPoint encodes a change: numbers as numbers, anything else as
+// JSON. Non-finite numbers are not recorded (JSON has none).
+func historyPoint(it *histItem) (storage.HistoryPoint, bool) {
+	p := storage.HistoryPoint{Entity: it.id, T: it.t}
+	switch v := it.v.(type) {
+	case float64:
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return p, false
+		}
+		p.IsNum, p.Num = true, v
+	case int:
+		p.IsNum, p.Num = true, float64(v)
+	case int64:
+		p.IsNum, p.Num = true, float64(v)
+	case bool:
+		p.JSON = "false"
+		if v {
+			p.JSON = "true"
+		}
+	case nil:
+		p.JSON = "null"
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return p, false
+		}
+		p.JSON = string(b)
+	}
+	return p, true
+}
+
+func (h *historyRecorder) status() HistoryStatus {
+	h.mu.Lock()
+	q := len(h.buf)
+	h.mu.Unlock()
+	c := Config{Retention: h.cfg.Retention}
+	return HistoryStatus{On: true, Written: h.written.Load(), Dropped: h.dropped.Load(), Failed: h.failed.Load(),
+		Queued: q, Trimmed: h.trimmed.Load(), MaxRows: h.cfg.MaxRows, Retention: c.RetentionText()}
+}
+
+// HistoryStatus reports the state history recorder's health.
+func (e *Engine) HistoryStatus() HistoryStatus {
+	if e.hist == nil {
+		return HistoryStatus{}
+	}
+	return e.hist.status()
+}
+
+// FlushHistory writes every state change queued so far (tests, tools).
+func (e *Engine) FlushHistory() {
+	if e.hist != nil {
+		e.hist.sync()
+	}
+}

@@ -1,0 +1,118 @@
+package mcpserver_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/devices/demo"
+	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/engine/mcpserver"
+	"github.com/pilothouse/pilothouse/mqtt"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// historyHouse is setup with the demo simulator at hand.
+func historyHouse(t *testing.T) (*client.Client, *engine.Engine, *demo.Sim, *devices.Catalog) {
+	t.Helper()
+	ctx := context.Background()
+	b, err := mqtt.StartBroker("127.0.0.1:0", quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	c := b.Inline(quiet())
+	t.Cleanup(c.Close)
+	devs := devices.NewCatalog(devices.Options{Logger: quiet()})
+	if err := devs.Start(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	store, err := storage.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = store.Close() })
+	eng := engine.New(engine.Config{TimeZone: time.FixedZone("Europe/Somewhere", 3600)}, devs, store, quiet())
+	if err := eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(eng.Close)
+	sim := demo.New(c, demo.Options{Pace: time.Hour, Logger: quiet()})
+	if err := sim.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	cl, err := client.NewInProcessClient(mcpserver.New(eng, mcpserver.Options{Logger: quiet()}).MCP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	req := mcp.InitializeRequest{}
+	req.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
+	if _, err := cl.Initialize(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.Close() })
+	return cl, eng, sim, devs
+}
+
+// TestLookupGetHistory: "how often did motion trigger" is one get with
+// the opt-in history argument; the history rides beside the entry.
+func TestLookupGetHistory(t *testing.T) {
+	cl, eng, sim, devs := historyHouse(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for _, on := range []bool{true, false, true, false, true, false} {
+		if err := sim.Trigger(context.Background(), "hall_motion", map[string]any{"occupancy": on}); err != nil {
+			t.Fatal(err)
+		}
+		for l, _ := devs.Live("hall_motion.occupancy"); l.Value != on; l, _ = devs.Live("hall_motion.occupancy") {
+			if time.Now().After(deadline) {
+				t.Fatal("occupancy never changed")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	eng.FlushHistory()
+	get := func(args map[string]any) (map[string]any, bool) {
+		return callTool(t, cl, "pilotage_lookup", args)
+	}
+	plain, _ := get(map[string]any{"language": "automation/1", "verb": "get", "id": "hall_motion.occupancy"})
+	if plain["history"] != nil {
+		t.Fatal("history without asking")
+	}
+	out, isErr := get(map[string]any{"language": "automation/1", "verb": "get", "id": "hall_motion.occupancy",
+		"history": map[string]any{"since": "PT1H", "limit": 3}})
+	if isErr {
+		t.Fatalf("get with history: %v", out)
+	}
+	h := out["history"].(map[string]any)
+	counts := h["counts"].(map[string]any)
+	if out["entry"].(map[string]any)["history"] != nil || counts["true"].(float64) < 3 || h["time_zone"] != "Europe/Somewhere" {
+		t.Fatalf("history: %v", h)
+	}
+	// More changes than the limit: buckets with the last value, not a list.
+	if h["changes"] != nil || len(h["bands"].([]any)) == 0 || len(h["bands"].([]any)) > 3 {
+		t.Fatalf("bounded history: %v", h)
+	}
+	full, _ := get(map[string]any{"language": "automation/1", "verb": "get", "id": "hall_motion.occupancy",
+		"history": map[string]any{"since": time.Now().Add(-time.Hour).Format(time.RFC3339)}})
+	if ch := full["history"].(map[string]any)["changes"].([]any); len(ch) < 6 {
+		t.Fatalf("changes: %v", ch)
+	}
+	for _, bad := range []map[string]any{
+		{"id": "hall_light.set", "history": map[string]any{}},
+		{"id": "hall_motion.occupancy", "history": map[string]any{"since": "yesterday-ish"}},
+		{"id": "hall_motion.occupancy", "history": map[string]any{"limit": 501}},
+	} {
+		bad["language"], bad["verb"] = "automation/1", "get"
+		if res, isErr := get(bad); !isErr || res["error"].(map[string]any)["kind"] != "invalid_request" {
+			t.Errorf("%v: %v", bad, res)
+		}
+	}
+}

@@ -1,0 +1,331 @@
+package rules
+
+import (
+	"encoding/json"
+	"iter"
+	"strings"
+	"time"
+
+	"github.com/robfig/cron/v3"
+)
+
+// The run form: a validated program lowered once (lower.go) into what the
+// interpreter, the planner and the engine's scheduler read, and nothing
+// else. It is immutable, so programs share its parts freely. Every
+// memory-layout decision lives here and in lower.go and intern.go: a
+// house holds thousands of programs, and the collector marks every
+// object of them on each cycle, so
+//   - the steps of a program are one array, each child list a slice of
+//     it; what only some kinds have (a wait, a branch, a loop) sits
+//     behind one interface, in one array per kind;
+//   - ids, labels, constants, expressions, templates, argument lists and
+//     schedules are shared with every equal one held (through a Cache);
+//   - durations and schedules are parsed once, and what a firing asks of
+//     the whole body (does it take time, which steps wait) is computed
+//     once.
+
+// form is the run form of a program (embedded in its Compiled).
+type form struct {
+	name, description string
+	zone              string          // the time zone plans name ("" = the server's)
+	params            json.RawMessage // the params schema (nil = none)
+	triggers          []RunTrigger
+	conds             []runCond
+	steps             []runStep
+	waitIDs           []string // sorted ids of the wait steps (scenarios name them)
+	max               int      // queued/parallel bound; 0 = engine default
+	throttle          time.Duration
+	mode              uint8 // index into modes
+	takesTime         bool  // some step can make a run span time
+}
+
+// RunTrigger is one trigger of a run form: what the engine's scheduler
+// arms and matches changes against.
+type RunTrigger struct {
+	id      string
+	entity  string // state, numeric and event triggers
+	to      any    // state: to; event: value
+	from    any
+	more    *triggerMore  // numeric, cron, time and sun triggers
+	hold    time.Duration // "for" (0 = none)
+	kind    uint8         // index into TriggerKinds
+	toSet   bool
+	fromSet bool
+}
+
+// triggerMore holds what only numeric, cron, time and sun triggers have.
+type triggerMore struct {
+	above, below       float64
+	hasAbove, hasBelow bool
+	schedule           cron.Schedule // cron and time
+	text               string        // cron: the spec; time: HH:MM[:SS]; sun: sunrise | sunset
+	offset             time.Duration // sun
+}
+
+type runCond struct {
+	id  string
+	x   *Expr       // expr conditions
+	win *condWindow // time and sun conditions (window.go)
+}
+
+// runStep is one step. Call and delay steps (most steps of a house's
+// rules) need no more than its own fields; the other kinds keep their
+// part in more.
+type runStep struct {
+	id   string
+	text string          // call: the target; stop: the reason
+	vals []namedTemplate // call: the arguments; set: the values; sorted by name
+	// more is the kind's own part: *durSpec (delay), *waitStep, *ifStep,
+	// *chooseStep or *repeatStep; nil for call, set and stop steps.
+	more  any
+	kind  uint8 // index into StepKinds
+	flags uint8
+}
+
+// runStep flags.
+const (
+	stopError uint8 = 1 << iota // stop: as a failure
+	callParam                   // call: text names the catalog-reference param holding the target
+)
+
+type namedTemplate struct {
+	name string
+	t    *Template
+}
+
+// durSpec is a duration that may be templated: constant (parsed once, d)
+// or evaluated on every run (t).
+type durSpec struct {
+	t        *Template // as written (plans show it)
+	d        time.Duration
+	constant bool
+}
+
+type waitStep struct {
+	state, event string
+	to, from     Value
+	above, below *float64
+	expr         *Expr
+	hold         *durSpec // "for" (nil = none)
+	timeout      time.Duration
+	cont         bool // continue_on_timeout
+	byParam      bool // state or event names the catalog-reference param holding the id
+}
+
+type ifStep struct {
+	cond      *Expr
+	then, els []runStep
+}
+
+type chooseStep struct {
+	arms []runArm
+	def  []runStep
+}
+
+type runArm struct {
+	label string
+	when  *Expr
+	do    []runStep
+}
+
+// repeatStep: exactly one of count, forEach, while and until is set
+// (none: a loop that has no kind, which fails when run).
+type repeatStep struct {
+	count, forEach *Template
+	while, until   *Expr
+	max            int
+	do             []runStep
+}
+
+// Kind is the step's kind ("" for one outside StepKinds: a program built
+// by hand).
+func (s *runStep) Kind() StepKind {
+	if int(s.kind) >= len(StepKinds) {
+		return ""
+	}
+	return StepKinds[s.kind].Kind
+}
+
+// runChild is one child list of a run step (see Step.Children).
+type runChild struct {
+	label string
+	loop  bool
+	steps []runStep
+}
+
+// children walks the step's child lists in the order plans list them.
+func (s *runStep) children() iter.Seq[runChild] {
+	return func(yield func(runChild) bool) {
+		switch m := s.more.(type) {
+		case *ifStep:
+			_ = yield(runChild{label: LabelThen, steps: m.then}) && yield(runChild{label: LabelElse, steps: m.els})
+		case *chooseStep:
+			for _, a := range m.arms {
+				if !yield(runChild{label: a.label, steps: a.do}) {
+					return
+				}
+			}
+			yield(runChild{label: LabelDefault, steps: m.def})
+		case *repeatStep:
+			yield(runChild{loop: true, steps: m.do})
+		}
+	}
+}
+
+// trigger returns the trigger with this id (the last, were two alike), or
+// nil.
+func (f *form) trigger(id string) *RunTrigger {
+	var t *RunTrigger
+	for i := range f.triggers {
+		if f.triggers[i].id == id {
+			t = &f.triggers[i]
+		}
+	}
+	return t
+}
+
+func (f *form) triggerIDs() []string {
+	ids := make([]string, len(f.triggers))
+	for i := range f.triggers {
+		ids[i] = f.triggers[i].id
+	}
+	return ids
+}
+
+// ID is the trigger's id.
+func (t *RunTrigger) ID() string { return t.id }
+
+// Kind is the trigger's kind.
+func (t *RunTrigger) Kind() TriggerKind {
+	if int(t.kind) >= len(TriggerKinds) {
+		return ""
+	}
+	return TriggerKinds[t.kind].Kind
+}
+
+// Entity is the state or event entry a state, numeric or event trigger
+// watches ("" for the others).
+func (t *RunTrigger) Entity() string { return t.entity }
+
+// For is how long a state or numeric trigger's condition must hold (0 =
+// it fires at once).
+func (t *RunTrigger) For() time.Duration { return t.hold }
+
+// To is a state trigger's "to" filter, or an event trigger's "value".
+func (t *RunTrigger) To() Value { return Value{Set: t.toSet, V: t.to} }
+
+// From is a state trigger's "from" filter.
+func (t *RunTrigger) From() Value { return Value{Set: t.fromSet, V: t.from} }
+
+// bounds are a numeric trigger's thresholds (nil when absent).
+func (t *RunTrigger) bounds() (above, below *float64) {
+	m := t.more
+	if m == nil {
+		return nil, nil
+	}
+	if m.hasAbove {
+		above = &m.above
+	}
+	if m.hasBelow {
+		below = &m.below
+	}
+	return above, below
+}
+
+// Schedule is a cron or time trigger's schedule (nil for the others).
+func (t *RunTrigger) Schedule() cron.Schedule {
+	if t.more == nil {
+		return nil
+	}
+	return t.more.schedule
+}
+
+// Spec is a cron trigger's spec, or a time trigger's time of day, as
+// written ("" for the others).
+func (t *RunTrigger) Spec() string {
+	if k := t.Kind(); t.more == nil || (k != TriggerCron && k != TriggerTime) {
+		return ""
+	}
+	return t.more.text
+}
+
+// CronSpec is the cron spec of a cron or time trigger's schedule (a time
+// trigger's with seconds: "0 30 7 * * *" for "07:30").
+func (t *RunTrigger) CronSpec() string {
+	if t.Kind() == TriggerTime {
+		return timeOfDaySpec(t.Spec())
+	}
+	return t.Spec()
+}
+
+// Sun is a sun trigger's event ("sunrise" or "sunset") and offset.
+func (t *RunTrigger) Sun() (event string, offset time.Duration) {
+	if t.Kind() != TriggerSun || t.more == nil {
+		return "", 0
+	}
+	return t.more.text, t.more.offset
+}
+
+// Name is the program's name.
+func (c *Compiled) Name() string { return c.name }
+
+// Description is the program's description.
+func (c *Compiled) Description() string { return c.description }
+
+// Mode is how overlapping firings behave: one of the Mode* constants.
+func (c *Compiled) Mode() string { return modes[c.mode] }
+
+// Max bounds a queued or parallel program's firings (0 = the engine's
+// default).
+func (c *Compiled) Max() int { return c.max }
+
+// Throttle is the shortest time between two starts of the body (0 =
+// none): a firing that passes its conditions sooner ends throttled.
+func (c *Compiled) Throttle() time.Duration { return c.throttle }
+
+// Params is the program's params schema (nil when it declares none).
+func (c *Compiled) Params() json.RawMessage { return c.params }
+
+// Triggers are the program's triggers, in program order: the engine arms
+// them, keeping pointers into this list.
+func (c *Compiled) Triggers() []RunTrigger { return c.triggers }
+
+// Reads lists the entries the triggers and conditions read, in order of
+// mention (an id may come again): the states of state and numeric
+// triggers, then the state('…') ids of each condition.
+func (c *Compiled) Reads() []string {
+	var out []string
+	for i := range c.triggers {
+		if k := c.triggers[i].Kind(); k == TriggerState || k == TriggerNumeric {
+			out = append(out, c.triggers[i].entity)
+		}
+	}
+	for _, cd := range c.conds {
+		if cd.x != nil {
+			for _, ref := range cd.x.Refs {
+				out = append(out, ref.ID)
+			}
+		}
+	}
+	return out
+}
+
+// TakesTime reports whether the body holds a delay or a wait (anywhere):
+// such firings can span a restart.
+func (c *Compiled) TakesTime() bool { return c.takesTime }
+
+// Hold returns c as held for long under the program ref ref
+// ("automation.<name>@…"): the same program, its name the copy inside ref
+// (a house holds thousands: one string fewer each). The parts are shared,
+// not copied; c stays as it is.
+func (c *Compiled) Hold(ref string) *Compiled {
+	h := *c
+	if len(h.Sub) == 0 {
+		h.Sub = nil
+	}
+	const prefix = "automation."
+	if strings.HasPrefix(ref, prefix+c.name+"@") {
+		h.name = ref[len(prefix) : len(prefix)+len(c.name)]
+	}
+	return &h
+}

@@ -1,0 +1,100 @@
+package web
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/engine"
+)
+
+// houseState is a settable Options.Health.
+type houseState struct {
+	mu sync.Mutex
+	h  Health
+}
+
+func (s *houseState) get() Health { s.mu.Lock(); defer s.mu.Unlock(); return s.h }
+
+func (s *houseState) set(f func(h *Health)) { s.mu.Lock(); f(&s.h); s.mu.Unlock() }
+
+// statusOf reads /status.
+func (c *client) statusOf() statusView {
+	c.t.Helper()
+	code, body, _ := c.get("/status")
+	var v statusView
+	if code != http.StatusOK || json.Unmarshal([]byte(body), &v) != nil {
+		c.t.Fatalf("/status: %d %s", code, body)
+	}
+	return v
+}
+
+// TestStatusIndicator: every page and /status say whether the broker and
+// storage are fine, and what is wrong when not; a guest is not told where
+// the broker is.
+func TestStatusIndicator(t *testing.T) {
+	f := newFixture(t, nil)
+	hs := &houseState{h: Health{Broker: "tcp://broker.lan:1883", BrokerOK: true, StorageOK: true, Z2MBase: "zigbee2mqtt", HAPrefix: "homeassistant", Devices: 3}}
+	srv := httptest.NewServer(Handler(f.e, Options{Principals: testPrincipals(), Logger: quiet(), Devices: f.devs, Health: hs.get}))
+	defer srv.Close()
+	owner, guest := f.client(), f.client()
+	owner.base, guest.base = srv.URL, srv.URL
+	if code, _, _ := owner.get("/status"); code != http.StatusUnauthorized {
+		t.Fatalf("/status without a login: %d", code)
+	}
+	owner.login(ownerTok)
+	guest.login(guestTok)
+
+	_, body, _ := owner.get("/runs/none") // an error page has it too
+	mustContain(t, "healthy", body, `id="conn"`, `data-ok="true"`, "Broker tcp://broker.lan:1883: connected", `id="trouble" role="alert" hidden`)
+	if v := owner.statusOf(); !v.OK || v.Label != "connected" || v.Problem != "" {
+		t.Fatalf("healthy /status: %+v", v)
+	}
+
+	hs.set(func(h *Health) {
+		h.BrokerOK, h.BrokerReason = false, "mqtt disconnected: connection to the broker lost (EOF)"
+	})
+	_, body, _ = owner.get("/")
+	mustContain(t, "broker down", body, `class="conn off"`, ">broker unreachable<",
+		"No connection to the MQTT broker tcp://broker.lan:1883: connection to the broker lost (EOF). Device values")
+	_, body, _ = guest.get("/")
+	mustContain(t, "broker down, guest", body, "No connection to the MQTT broker: connection to the broker lost (EOF).")
+	mustNotContain(t, "broker down, guest", body, "broker.lan")
+
+	hs.set(func(h *Health) {
+		h.BrokerReason = "mqtt broker not answering: nothing has come from it for 1m0s (keepalive 30s)"
+	})
+	if v := owner.statusOf(); v.OK || v.Label != "broker not answering" || !strings.HasPrefix(v.Problem, "The MQTT broker tcp://broker.lan:1883 is not answering: nothing has come") {
+		t.Fatalf("frozen broker /status: %+v", v)
+	}
+
+	hs.set(func(h *Health) {
+		h.BrokerOK, h.StorageOK, h.StorageError = true, false, "database is locked"
+		h.StorageSince = time.Date(2024, 7, 1, 12, 0, 0, 0, time.UTC)
+	})
+	if v := owner.statusOf(); v.OK || v.Label != "storage failing" || !strings.Contains(v.Problem, "Storage cannot write since 2024-07-01 ") || !strings.Contains(v.Problem, "database is locked") {
+		t.Fatalf("storage /status: %+v", v)
+	}
+}
+
+// TestDevicesEmptyWhenScopeHidesAll: a login whose scope shows no device
+// is told so, not that the house has none (nor where the broker is).
+func TestDevicesEmptyWhenScopeHidesAll(t *testing.T) {
+	f := newFixture(t, nil)
+	nobody := &engine.Principal{Name: "nobody", TokenHash: engine.HashToken("nobody-secret"), Scope: engine.Scope{Devices: []string{"attic_*"}}}
+	hs := &houseState{h: Health{Broker: "tcp://broker.lan:1883", BrokerOK: true, StorageOK: true, Z2MBase: "zigbee2mqtt", Devices: 3}}
+	srv := httptest.NewServer(Handler(f.e, Options{Principals: []*engine.Principal{nobody}, Logger: quiet(), Devices: f.devs, Health: hs.get}))
+	defer srv.Close()
+	c := f.client()
+	c.base = srv.URL
+	c.login("nobody-secret")
+	_, body, _ := c.get("/devices")
+	mustContain(t, "devices, nothing in scope", body, `id="empty"`, "No device is in your scope", "The house has 3 devices")
+	mustNotContain(t, "devices, nothing in scope", body, "broker.lan", "bridge/devices")
+	_, body, _ = c.get("/")
+	mustContain(t, "rules, may not deploy", body, "No rules visible to you")
+}
