@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"encoding/json"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"strings"
 	"testing"
@@ -44,7 +45,7 @@ func TestBoundRuleFiresAndSurvivesRestart(t *testing.T) {
 		n := cmds.count()
 		_ = h.sim.Trigger(ctx, "hall_motion", map[string]any{"occupancy": false})
 		_ = h.sim.Trigger(ctx, "hall_motion", map[string]any{"occupancy": true})
-		h.waitFor(5*time.Second, what, func() bool { return cmds.count() > n })
+		testutil.Eventually(h.t, 5*time.Second, what, func() bool { return cmds.count() > n })
 	}
 	fire("a firing of the bound rule")
 	h.stop()

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -48,7 +49,7 @@ func TestRulesListDetailAndRun(t *testing.T) {
 
 	f.motion(true)
 	var runs []storage.Run
-	waitFor(t, 5*time.Second, "a firing", func() bool { runs = f.firings("hall-motion-light"); return len(runs) > 0 })
+	testutil.Eventually(t, 5*time.Second, "a firing", func() bool { runs = f.firings("hall-motion-light"); return len(runs) > 0 })
 	_, body, _ = c.get("/")
 	mustContain(t, "rules page after a firing", body, `href="/runs/`+runs[0].ID+`"`, runs[0].Status)
 
@@ -86,7 +87,7 @@ func TestConditionsNotMetAndTraceIdentity(t *testing.T) {
 }`)
 	f.motion(true)
 	var runs []storage.Run
-	waitFor(t, 5*time.Second, "a firing", func() bool { runs = f.firings("dark-only"); return len(runs) > 0 })
+	testutil.Eventually(t, 5*time.Second, "a firing", func() bool { runs = f.firings("dark-only"); return len(runs) > 0 })
 	c := f.client()
 	_, body, _ := c.get("/rules/dark-only")
 	mustContain(t, "rule detail", body, "conditions not met")
@@ -369,7 +370,7 @@ func TestEventsDeploy(t *testing.T) {
 			lines <- sc.Text()
 		}
 	}()
-	waitFor(t, 5*time.Second, "the stream", func() bool { return len(lines) > 0 }) // "retry:" line
+	testutil.Eventually(t, 5*time.Second, "the stream", func() bool { return len(lines) > 0 }) // "retry:" line
 	f.deploy(nil, motionRule)
 	expectEvents(t, lines, map[string]string{"event: deploy": `"rule":"hall-motion-light"`})
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/pilotclient"
 )
 
@@ -30,7 +31,7 @@ func startCLIApp(t *testing.T) (*app, string) {
 	a := startTestApp(t, cfg)
 	url := a.URL() + "/mcp"
 	c := dialT(t, url)
-	waitFor(t, 10*time.Second, "the demo catalog", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the demo catalog", func() bool {
 		_, err1 := c.Get(context.Background(), "front_lock.set")
 		_, err2 := c.Get(context.Background(), "hall_light.set")
 		return err1 == nil && err2 == nil

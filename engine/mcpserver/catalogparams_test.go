@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -153,7 +154,7 @@ func TestCatalogParamsOverMCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	var firing string
-	waitUntil(t, 10*time.Second, "the bound rule to fire", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the bound rule to fire", func() bool {
 		if ids := firingsOf(t, c, "motion-light"); len(ids) > 0 {
 			firing = ids[0]
 		}
@@ -163,7 +164,7 @@ func TestCatalogParamsOverMCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ft map[string]any
-	waitUntil(t, 10*time.Second, "the firing to end", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the firing to end", func() bool {
 		ft, _ = callTool(t, c, "pilotage_trace", map[string]any{"run_id": firing})
 		return ft["outcome"].(map[string]any)["status"] == "success"
 	})
