@@ -33,7 +33,7 @@ func TestBoundRuleFiresAndSurvivesRestart(t *testing.T) {
 		b, _ := json.Marshal(resp)
 		t.Fatalf("deploy: %s", b)
 	}
-	out := resp.Output.(*DeployOutput)
+	out := resp.Output.(*pilotage.DeployOutput)
 	if out.Plan == nil || callsOf(out.Plan, "on") != "porch_light.set" || out.Triggers[0].Entity != "hall_motion.occupancy" {
 		t.Fatalf("deploy output: %+v", out)
 	}

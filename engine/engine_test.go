@@ -25,7 +25,7 @@ func TestDeployFiresOnMotion(t *testing.T) {
 	h := newHouse(t, Config{})
 	cmds := h.watch("zigbee2mqtt/hall_light/set")
 	dep := h.deploy(motionLight)
-	out := dep.Output.(*DeployOutput)
+	out := dep.Output.(*pilotage.DeployOutput)
 	if out.Rule != "hall-motion-light" || len(out.Triggers) != 1 || out.Triggers[0].Entity != "hall_motion.occupancy" {
 		t.Fatalf("deploy output: %+v", out)
 	}
@@ -151,7 +151,7 @@ func TestCatalogVersionIgnoresStateAndTracksShape(t *testing.T) {
 func TestPromotionAndDrift(t *testing.T) {
 	h := newHouse(t, Config{})
 	dep := h.deploy(motionLight)
-	ref := dep.Output.(*DeployOutput).ProgramRef
+	ref := dep.Output.(*pilotage.DeployOutput).ProgramRef
 	// The promoted program is a catalog entry with the body's risk.
 	got, err := h.eng.Lookup(context.Background(), LookupRequest{Verb: "get", ID: ref})
 	if err != nil {
@@ -407,7 +407,7 @@ func TestCallPromotedAutomation(t *testing.T) {
 	script := h.deploy(`{"name":"porch-blink","params":{"type":"object","properties":{"times":{"type":"integer","minimum":1,"maximum":5,"default":2}}},
 	 "triggers":[{"id":"nightly","at":"03:00"}],
 	 "steps":[{"id":"blink","repeat":{"count":"{{ params.times }}"},"do":[{"id":"toggle","call":"porch_light.set","args":{"state":"TOGGLE"}}]}]}`)
-	ref := script.Output.(*DeployOutput).ProgramRef
+	ref := script.Output.(*pilotage.DeployOutput).ProgramRef
 	caller := `{"name":"door-greeting","triggers":[{"id":"opened","state":"front_door.contact","to":false}],
 	 "steps":[{"id":"greet","call":"` + ref + `","args":{"times":3}}]}`
 	val, err := h.eng.Validate(context.Background(), json.RawMessage(caller), nil)

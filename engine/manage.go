@@ -5,43 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
-// RuleInfo is one installed rule as listings show it.
+// RuleInfo is one installed rule as listings show it: the wire record
+// and, for the web UI, its plan and program.
 type RuleInfo struct {
-	Name        string          `json:"name"`
-	Status      string          `json:"status"` // enabled, disabled, broken
-	Broken      string          `json:"broken,omitempty"`
-	ProgramRef  string          `json:"program_ref"`
-	Description string          `json:"description,omitempty"`
-	MaxRisk     pilotage.Risk   `json:"max_risk"`
-	Triggers    []TriggerInfo   `json:"triggers"`
-	NextFire    *time.Time      `json:"next_fire,omitempty"`
-	LastFirings []FiringInfo    `json:"last_firings"`
-	InstalledAt time.Time       `json:"installed_at"`
-	UpdatedAt   time.Time       `json:"updated_at"`
-	Principal   string          `json:"principal"`
-	Params      json.RawMessage `json:"params,omitempty"`
-	Plan        *pilotage.Plan  `json:"-"`
-	Program     json.RawMessage `json:"-"`
-	// Missing lists the catalog entries the rule references that are not
-	// in the catalog now (a device removed, renamed, or not announced yet
-	// since a restart): until they are back, the rule cannot fire, or
-	// its firings end broken.
-	Missing []string `json:"missing,omitempty"`
-}
-
-// FiringInfo is one recent run of a rule.
-type FiringInfo struct {
-	RunID   string    `json:"run_id"`
-	Status  string    `json:"status"`
-	OK      bool      `json:"ok"`
-	Started time.Time `json:"started"`
+	pilotage.RuleInfo
+	Plan    *pilotage.Plan  `json:"-"`
+	Program json.RawMessage `json:"-"`
 }
 
 // ErrRuleNotFound is returned for unknown (or invisible) rule names.
@@ -114,8 +89,8 @@ func (e *Engine) GetRule(ctx context.Context, name string, lastFirings int) (Rul
 }
 
 func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, lastFirings int) (RuleInfo, error) {
-	ri := RuleInfo{Name: r.Name, ProgramRef: r.Ref, Broken: r.Broken, InstalledAt: r.InstalledAt, UpdatedAt: r.UpdatedAt,
-		Principal: r.Principal, Params: r.Params, LastFirings: []FiringInfo{}, Triggers: []TriggerInfo{}}
+	ri := RuleInfo{RuleInfo: pilotage.RuleInfo{Name: r.Name, ProgramRef: r.Ref, Broken: r.Broken, InstalledAt: r.InstalledAt, UpdatedAt: r.UpdatedAt,
+		Principal: r.Principal, Params: r.Params, LastFirings: []pilotage.FiringInfo{}, Triggers: []pilotage.TriggerInfo{}}}
 	switch {
 	case r.Broken != "":
 		ri.Status = "broken"
@@ -148,7 +123,7 @@ func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, las
 			return ri, fmt.Errorf("engine: listing firings: %w", err)
 		}
 		for _, run := range runs {
-			ri.LastFirings = append(ri.LastFirings, FiringInfo{RunID: run.ID, Status: run.Status, OK: run.OK, Started: run.Started})
+			ri.LastFirings = append(ri.LastFirings, pilotage.FiringInfo{RunID: run.ID, Status: run.Status, OK: run.OK, Started: run.Started})
 		}
 	}
 	return ri, nil
@@ -215,6 +190,13 @@ func (e *Engine) RemoveRule(ctx context.Context, name string) error {
 	return nil
 }
 
+// Flush waits until every queued run record is written (tests, benchmarks).
+func (e *Engine) Flush() {
+	if e.rec != nil {
+		e.rec.flush()
+	}
+}
+
 // RuleVersions lists the promoted versions of a rule the caller may see,
 // newest first: its own, and those whose program is visible in its catalog
 // (an older version may reach what the current one does not).
@@ -250,11 +232,4 @@ func (e *Engine) ListRuns(ctx context.Context, f storage.RunFilter) ([]storage.R
 		f.Principal = p.Name
 	}
 	return e.store.ListRuns(ctx, f)
-}
-
-// Flush waits until every queued run record is written (tests, benchmarks).
-func (e *Engine) Flush() {
-	if e.rec != nil {
-		e.rec.flush()
-	}
 }

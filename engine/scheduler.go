@@ -77,18 +77,9 @@ type armedTrigger struct {
 	suns   []*time.Timer // its sun event timers since armed (sun triggers)
 }
 
-// TriggerInfo describes an armed trigger.
-type TriggerInfo struct {
-	ID       string     `json:"id"`
-	Kind     string     `json:"kind"`
-	Entity   string     `json:"entity,omitempty"`
-	Spec     string     `json:"spec,omitempty"`
-	NextFire *time.Time `json:"next_fire,omitempty"`
-}
-
 // ruleArmInfo is the arming summary of a rule.
 type ruleArmInfo struct {
-	Triggers []TriggerInfo
+	Triggers []pilotage.TriggerInfo
 	NextFire *time.Time
 }
 
@@ -367,7 +358,7 @@ func (ar *armedRule) info(e *Engine) ruleArmInfo {
 	now := e.Now()
 	for _, at := range ar.triggers {
 		t := at.t
-		ti := TriggerInfo{ID: t.ID(), Kind: string(t.Kind()), Entity: t.Entity()}
+		ti := pilotage.TriggerInfo{ID: t.ID(), Kind: string(t.Kind()), Entity: t.Entity()}
 		var next time.Time
 		switch t.Kind() {
 		case rules.TriggerCron, rules.TriggerTime:

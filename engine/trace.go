@@ -19,18 +19,9 @@ type TraceRequest struct {
 	Question   string `json:"question,omitempty"`
 }
 
-// TraceResponse is the fetch door's result: the recorded envelope.
-type TraceResponse struct {
-	RunID     string           `json:"run_id"`
-	Outcome   pilotage.Outcome `json:"outcome"`
-	Output    any              `json:"output,omitempty"`
-	Trace     *pilotage.Trace  `json:"trace"`
-	Narration string           `json:"narration,omitempty"`
-}
-
 // Trace fetches a stored run. Unknown, expired, non-retained and (unless the
 // caller is an administrator) other principals' runs are the same not_found.
-func (e *Engine) Trace(ctx context.Context, req TraceRequest) (*TraceResponse, error) {
+func (e *Engine) Trace(ctx context.Context, req TraceRequest) (*pilotage.TraceResponse, error) {
 	p := e.principal(ctx)
 	level := req.TraceLevel
 	switch level {
@@ -49,18 +40,22 @@ func (e *Engine) Trace(ctx context.Context, req TraceRequest) (*TraceResponse, e
 	if err != nil {
 		return nil, err
 	}
-	var env envelope
+	// The output is passed on as it was stored, not decoded.
+	var env struct {
+		envelope
+		Output json.RawMessage `json:"output,omitempty"`
+	}
 	if err := json.Unmarshal(run.Envelope, &env); err != nil {
 		return nil, fmt.Errorf("engine: decoding run %s: %w", run.ID, err)
 	}
 	if run.Level == pilotage.LevelSummary {
 		level = pilotage.LevelSummary
 	}
-	resp := &TraceResponse{RunID: env.RunID, Outcome: env.Outcome, Output: env.Output, Trace: traceAt(env.Trace, level)}
+	resp := &pilotage.TraceResponse{RunID: env.RunID, Outcome: env.Outcome, Output: env.Output, Trace: traceAt(env.Trace, level)}
 	if resp.Trace == nil {
 		resp.Trace = &pilotage.Trace{Level: level, Steps: []pilotage.TraceStep{}}
 	}
-	resp.Narration = narrate(run, &env, req.Question)
+	resp.Narration = narrate(run, &env.envelope, req.Question)
 	return resp, nil
 }
 
@@ -112,26 +107,6 @@ func narrate(run storage.Run, env *envelope, question string) string {
 	return b.String()
 }
 
-// RunMeta is what listings show of a run beside its envelope.
-type RunMeta struct {
-	RunID   string    `json:"run_id"`
-	Kind    string    `json:"kind"` // deploy, test, firing
-	Rule    string    `json:"rule,omitempty"`
-	Ref     string    `json:"program_ref,omitempty"`
-	Started time.Time `json:"started"`
-	Ended   time.Time `json:"ended"`
-}
-
-// RunInfo returns a retained run's metadata, scoped like Trace (another
-// principal's run is not found).
-func (e *Engine) RunInfo(ctx context.Context, id string) (RunMeta, error) {
-	run, err := e.retainedRun(ctx, e.principal(ctx), id)
-	if err != nil {
-		return RunMeta{}, err
-	}
-	return RunMeta{RunID: run.ID, Kind: run.Kind, Rule: run.Rule, Ref: run.Ref, Started: run.Started, Ended: run.Ended}, nil
-}
-
 // retainedRun reads a run p may see: runs belong to the principal they ran
 // under (an administrator sees every run). Unknown, expired, non-retained
 // and other principals' runs are the same not_found (spec §6.6), reached by
@@ -169,4 +144,24 @@ func (e *Engine) getRunFor(ctx context.Context, p *Principal, id string) (storag
 		return e.store.GetRun(ctx, id)
 	}
 	return e.store.GetRunOf(ctx, id, p.Name)
+}
+
+// RunMeta is what listings show of a run beside its envelope.
+type RunMeta struct {
+	RunID   string    `json:"run_id"`
+	Kind    string    `json:"kind"` // deploy, test, firing
+	Rule    string    `json:"rule,omitempty"`
+	Ref     string    `json:"program_ref,omitempty"`
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended"`
+}
+
+// RunInfo returns a retained run's metadata, scoped like Trace (another
+// principal's run is not found).
+func (e *Engine) RunInfo(ctx context.Context, id string) (RunMeta, error) {
+	run, err := e.retainedRun(ctx, e.principal(ctx), id)
+	if err != nil {
+		return RunMeta{}, err
+	}
+	return RunMeta{RunID: run.ID, Kind: run.Kind, Rule: run.Rule, Ref: run.Ref, Started: run.Started, Ended: run.Ended}, nil
 }

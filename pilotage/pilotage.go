@@ -1,8 +1,10 @@
 // Package pilotage holds the wire records of Pilotage 1.1 (spec Part II,
 // field tables fixed in shared/design/pilotage-binding.md) that several
-// packages share: catalog entries, risk, diagnostics, plans, outcomes and
-// traces. It is a leaf: it imports nothing from this module, so devices,
-// rules, storage and engine can all speak the same types without cycles.
+// packages share: catalog entries, risk, diagnostics, plans, outcomes,
+// traces, the manifest, and Pilothouse's own records on the same wire
+// (deploy output, rule listings). It is a leaf: it imports nothing from
+// this module, so devices, rules, storage, engine and the client
+// (pilotclient) all speak the same types without cycles.
 package pilotage
 
 import (

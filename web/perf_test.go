@@ -15,6 +15,7 @@ import (
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
+	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -131,7 +132,7 @@ func templates(tb testing.TB, devs *devices.Catalog, store *storage.Store) (stor
 		return len(runs) == 1
 	})
 	e1.Close()
-	prog, err := store.GetProgram(ctx, resp.Output.(*engine.DeployOutput).ProgramRef)
+	prog, err := store.GetProgram(ctx, resp.Output.(*pilotage.DeployOutput).ProgramRef)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 type ruleRow struct {
 	engine.RuleInfo
 	Summary string
-	Last    *engine.FiringInfo
+	Last    *pilotage.FiringInfo
 }
 
 // rulesPerPage bounds one Rules page.
@@ -98,7 +98,7 @@ type cachedRow struct {
 
 // rowKey names everything a row shows; the program ref stands for the
 // description, triggers and risk, which a ref fixes.
-func rowKey(ri engine.RuleInfo, last *engine.FiringInfo) string {
+func rowKey(ri engine.RuleInfo, last *pilotage.FiringInfo) string {
 	var b strings.Builder
 	b.WriteString(ri.Status + "\x00" + ri.Broken + "\x00" + ri.ProgramRef + "\x00" + string(ri.MaxRisk) + "\x00" + strings.Join(ri.Missing, ",") + "\x00")
 	if last != nil {
@@ -111,7 +111,7 @@ func rowKey(ri engine.RuleInfo, last *engine.FiringInfo) string {
 	return b.String()
 }
 
-func (c *rowCache) html(t *template.Template, ri engine.RuleInfo, last *engine.FiringInfo) (template.HTML, error) {
+func (c *rowCache) html(t *template.Template, ri engine.RuleInfo, last *pilotage.FiringInfo) (template.HTML, error) {
 	key := rowKey(ri, last)
 	c.mu.Lock()
 	cr, ok := c.m[ri.Name]
@@ -159,8 +159,8 @@ const recentFirings = 1000
 // lastFirings finds each rule's newest firing the caller may see (runs
 // are scoped like the run list: a guest sees its own). One query covers the
 // rules that fired recently, so a busy house does not cost a query per rule.
-func (s *server) lastFirings(ctx context.Context, list []engine.RuleInfo) (map[string]*engine.FiringInfo, error) {
-	out := make(map[string]*engine.FiringInfo, len(list))
+func (s *server) lastFirings(ctx context.Context, list []engine.RuleInfo) (map[string]*pilotage.FiringInfo, error) {
+	out := make(map[string]*pilotage.FiringInfo, len(list))
 	if len(list) == 0 {
 		return out, nil
 	}
@@ -170,7 +170,7 @@ func (s *server) lastFirings(ctx context.Context, list []engine.RuleInfo) (map[s
 	}
 	for _, run := range runs {
 		if _, ok := out[run.Rule]; !ok {
-			out[run.Rule] = &engine.FiringInfo{RunID: run.ID, Status: run.Status, OK: run.OK, Started: run.Started}
+			out[run.Rule] = &pilotage.FiringInfo{RunID: run.ID, Status: run.Status, OK: run.OK, Started: run.Started}
 		}
 	}
 	if len(runs) < recentFirings {
@@ -185,7 +185,7 @@ func (s *server) lastFirings(ctx context.Context, list []engine.RuleInfo) (map[s
 			return nil, err
 		}
 		if len(one) == 1 {
-			out[ri.Name] = &engine.FiringInfo{RunID: one[0].ID, Status: one[0].Status, OK: one[0].OK, Started: one[0].Started}
+			out[ri.Name] = &pilotage.FiringInfo{RunID: one[0].ID, Status: one[0].Status, OK: one[0].OK, Started: one[0].Started}
 		}
 	}
 	return out, nil

@@ -95,7 +95,7 @@ func (s *server) runsPage(w http.ResponseWriter, r *http.Request, ss *session) {
 }
 
 type runData struct {
-	*engine.TraceResponse
+	*pilotage.TraceResponse
 	Rule    string
 	Started time.Time
 	Failed  *traceRow

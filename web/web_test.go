@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
+	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -56,8 +56,8 @@ func TestRulesListDetailAndRun(t *testing.T) {
 	_, body, _ = c.get("/rules/hall-motion-light")
 	mustContain(t, "rule detail", body,
 		"Plan", `<span class="mono step-id">on</span>`, "hall_light.set", // plan step with its call
-		`&#34;brightness&#34;: 180`,                  // pretty program JSON
-		dep.Output.(*engine.DeployOutput).ProgramRef, // promoted version
+		`&#34;brightness&#34;: 180`,                    // pretty program JSON
+		dep.Output.(*pilotage.DeployOutput).ProgramRef, // promoted version
 		`/runs/`+runs[0].ID, "Disable", "Remove", "Test run now", `<option value="motion">`)
 
 	code, body, _ := c.get("/runs/" + runs[0].ID)

@@ -224,7 +224,7 @@ func reportDeploy(stdout io.Writer, prog json.RawMessage, res *pilotclient.RunRe
 	return nil
 }
 
-func triggerDetail(t pilotclient.TriggerInfo) string {
+func triggerDetail(t pilotage.TriggerInfo) string {
 	s := ""
 	if t.Entity != "" {
 		s += " " + t.Entity

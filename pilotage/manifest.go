@@ -1,0 +1,62 @@
+package pilotage
+
+import "encoding/json"
+
+// Tool names and resource URIs of the MCP binding
+// (shared/design/pilotage-binding.md): the server registers them, a
+// client calls them.
+const (
+	ToolDiscover = "pilotage_discover"
+	ToolLearn    = "pilotage_learn"
+	ToolLookup   = "pilotage_lookup"
+	ToolValidate = "pilotage_validate"
+	ToolExecute  = "pilotage_execute"
+	ToolTrace    = "pilotage_trace"
+
+	ManifestURI     = "pilotage://manifest"
+	GuidesURIPrefix = "pilotage://guides/"
+)
+
+// Manifest is a Server's Pilotage self-description (spec §5.1).
+// Capability values are true, false, or an object of sub-features.
+type Manifest struct {
+	Pilotage     string          `json:"pilotage"`
+	Server       *ServerInfo     `json:"server,omitempty"`
+	Capabilities map[string]any  `json:"capabilities,omitempty"`
+	Languages    []LanguageEntry `json:"languages"`
+}
+
+// ServerInfo names the server.
+type ServerInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// LanguageEntry is one item of manifest.languages: the Language's
+// capabilities (replacing the Server-level ones, spec §4.2) and where its
+// guides, catalog and loop operations live.
+type LanguageEntry struct {
+	ID                 string            `json:"id"`
+	Title              string            `json:"title,omitempty"`
+	Description        string            `json:"description,omitempty"`
+	Capabilities       map[string]any    `json:"capabilities"`
+	Guides             map[string]string `json:"guides"`
+	Catalog            map[string]string `json:"catalog,omitempty"`
+	Loop               map[string]string `json:"loop"`
+	Locator            string            `json:"locator"`
+	ExecutionMode      string            `json:"execution_mode,omitempty"`
+	TraceLevel         string            `json:"trace_level,omitempty"`
+	Retention          string            `json:"retention,omitempty"`
+	TraceSubprogram    string            `json:"trace_subprogram,omitempty"`
+	PromotionAuthority string            `json:"promotion_authority,omitempty"`
+}
+
+// TraceResponse is the fetch door's answer (spec §6.6): the recorded
+// envelope, Output as it was stored.
+type TraceResponse struct {
+	RunID     string          `json:"run_id"`
+	Outcome   Outcome         `json:"outcome"`
+	Output    json.RawMessage `json:"output,omitempty"`
+	Trace     *Trace          `json:"trace"`
+	Narration string          `json:"narration,omitempty"`
+}
