@@ -37,12 +37,7 @@ type NotifyChannel struct {
 }
 
 // Live is a live value served beside an entry; never part of the entry.
-type Live struct {
-	Value       any       `json:"value,omitempty"`
-	Available   *bool     `json:"available,omitempty"`
-	LastSeen    time.Time `json:"last_seen,omitempty"`
-	Unsupported string    `json:"unsupported,omitempty"`
-}
+type Live = pilotage.Live
 
 // ChangeKind classifies a Change.
 type ChangeKind int

@@ -184,7 +184,7 @@ type ListResponse struct {
 // GetResponse is the get verb's result; live values ride beside the entry.
 type GetResponse struct {
 	Entry          *pilotage.Entry `json:"entry"`
-	Live           *devices.Live   `json:"live,omitempty"`
+	Live           *pilotage.Live  `json:"live,omitempty"`
 	CatalogVersion string          `json:"catalog_version"`
 	History        *LookupHistory  `json:"history,omitempty"`
 }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/storage"
@@ -144,24 +143,4 @@ func (e *Engine) getRunFor(ctx context.Context, p *Principal, id string) (storag
 		return e.store.GetRun(ctx, id)
 	}
 	return e.store.GetRunOf(ctx, id, p.Name)
-}
-
-// RunMeta is what listings show of a run beside its envelope.
-type RunMeta struct {
-	RunID   string    `json:"run_id"`
-	Kind    string    `json:"kind"` // deploy, test, firing
-	Rule    string    `json:"rule,omitempty"`
-	Ref     string    `json:"program_ref,omitempty"`
-	Started time.Time `json:"started"`
-	Ended   time.Time `json:"ended"`
-}
-
-// RunInfo returns a retained run's metadata, scoped like Trace (another
-// principal's run is not found).
-func (e *Engine) RunInfo(ctx context.Context, id string) (RunMeta, error) {
-	run, err := e.retainedRun(ctx, e.principal(ctx), id)
-	if err != nil {
-		return RunMeta{}, err
-	}
-	return RunMeta{RunID: run.ID, Kind: run.Kind, Rule: run.Rule, Ref: run.Ref, Started: run.Started, Ended: run.Ended}, nil
 }

@@ -11,6 +11,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"time"
 )
 
 // Version is the Pilotage extension version on the wire (spec §11.1).
@@ -185,6 +186,16 @@ type Entry struct {
 	RiskHints    RiskHints       `json:"risk_hints"`
 	Languages    []string        `json:"languages,omitempty"`
 	Revision     string          `json:"revision,omitempty"`
+}
+
+// Live is an entry's live value, served beside the entry (lookup get),
+// never part of it: a state's value, or a device's state object and
+// availability.
+type Live struct {
+	Value       any       `json:"value,omitempty"`
+	Available   *bool     `json:"available,omitempty"`
+	LastSeen    time.Time `json:"last_seen,omitempty"`
+	Unsupported string    `json:"unsupported,omitempty"`
 }
 
 // ContentHash identifies an entry's defined fields except Revision: two

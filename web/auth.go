@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine"
-	"github.com/pilothouse/pilothouse/storage"
 )
 
 const (
@@ -135,7 +134,7 @@ func (s *server) session(r *http.Request) *session {
 func (s *server) authed(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// One request's writes fail fast once storage failed.
-		r = r.WithContext(storage.FailFast(r.Context()))
+		r = r.WithContext(engine.FailFast(r.Context()))
 		ss := s.session(r)
 		if ss == nil {
 			if s.loginRequired() {

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/pilotage"
 )
@@ -55,20 +54,9 @@ func (s *server) visibleEntries(ctx context.Context) ([]*pilotage.Entry, error) 
 	}
 }
 
-// live reads a live value: straight from the device catalog when the UI
-// has it (ids come from the scoped listing), else through the engine.
-func (s *server) live(ctx context.Context, id string) (devices.Live, bool) {
-	if s.o.Devices != nil {
-		return s.o.Devices.Live(id)
-	}
-	res, err := s.e.Lookup(ctx, engine.LookupRequest{Verb: "get", ID: id})
-	if err != nil {
-		return devices.Live{}, false
-	}
-	if g, ok := res.(*engine.GetResponse); ok && g.Live != nil {
-		return *g.Live, true
-	}
-	return devices.Live{}, false
+// live reads a live value of an entry in the caller's scope.
+func (s *server) live(ctx context.Context, id string) (pilotage.Live, bool) {
+	return s.e.Live(ctx, id)
 }
 
 func (s *server) devicesPage(w http.ResponseWriter, r *http.Request, ss *session) {

@@ -129,7 +129,7 @@ func newFixtureWith(t *testing.T, principals []*engine.Principal, dir string, so
 	}
 	t.Cleanup(e.Close)
 	f := &fixture{t: t, e: e, store: store, devs: devs}
-	f.srv = httptest.NewServer(Handler(e, Options{Principals: principals, Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil)), Devices: devs}))
+	f.srv = httptest.NewServer(Handler(e, Options{Principals: principals, Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil))}))
 	t.Cleanup(f.srv.Close)
 	return f
 }

@@ -96,7 +96,7 @@ func populate(tb testing.TB) *bigHouse {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(e.Close)
-	h := Handler(e, Options{Logger: quiet(), Devices: devs})
+	h := Handler(e, Options{Logger: quiet()})
 	// A first request mints the (owner) session cookie.
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1/devices", nil))

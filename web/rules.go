@@ -16,7 +16,6 @@ import (
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/engine/mcpserver"
 	"github.com/pilothouse/pilothouse/pilotage"
-	"github.com/pilothouse/pilothouse/storage"
 )
 
 // ruleRow is one line of the Rules page.
@@ -164,7 +163,7 @@ func (s *server) lastFirings(ctx context.Context, list []engine.RuleInfo) (map[s
 	if len(list) == 0 {
 		return out, nil
 	}
-	runs, err := s.e.ListRuns(ctx, storage.RunFilter{Kind: storage.KindFiring, Limit: recentFirings})
+	runs, err := s.e.ListRuns(ctx, engine.RunFilter{Kind: engine.KindFiring, Limit: recentFirings})
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +179,7 @@ func (s *server) lastFirings(ctx context.Context, list []engine.RuleInfo) (map[s
 		if _, ok := out[ri.Name]; ok {
 			continue
 		}
-		one, err := s.e.ListRuns(ctx, storage.RunFilter{Rule: ri.Name, Kind: storage.KindFiring, Limit: 1})
+		one, err := s.e.ListRuns(ctx, engine.RunFilter{Rule: ri.Name, Kind: engine.KindFiring, Limit: 1})
 		if err != nil {
 			return nil, err
 		}
@@ -202,8 +201,8 @@ type ruleData struct {
 	Summary  string
 	Program  string
 	Steps    []planStep
-	Versions []storage.Program
-	Activity []storage.Run
+	Versions []engine.RuleVersion
+	Activity []engine.Run
 	Triggers []string
 	MoreRuns string // link to the full run list for this rule
 	History  historyView
@@ -226,7 +225,7 @@ func (s *server) rulePage(w http.ResponseWriter, r *http.Request, ss *session) {
 		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the rule's versions failed.", err)
 		return
 	}
-	activity, err := s.e.ListRuns(ctx, storage.RunFilter{Rule: name, Limit: 25})
+	activity, err := s.e.ListRuns(ctx, engine.RunFilter{Rule: name, Limit: 25})
 	if err != nil {
 		s.fail(w, r, ss, http.StatusInternalServerError, "Listing the rule's firings failed.", err)
 		return

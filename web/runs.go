@@ -8,14 +8,13 @@ import (
 
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/pilotage"
-	"github.com/pilothouse/pilothouse/storage"
 )
 
 // runsPageSize is the Runs page's page size.
 const runsPageSize = 50
 
 type runsData struct {
-	Runs     []storage.Run
+	Runs     []engine.Run
 	Outcome  string
 	Kind     string
 	Rule     string
@@ -36,12 +35,12 @@ func (s *server) runsPage(w http.ResponseWriter, r *http.Request, ss *session) {
 	if d.Before != "" && d.After != "" {
 		d.After = "" // a hand-made URL: older wins
 	}
-	f := storage.RunFilter{Rule: d.Rule, Before: d.Before, After: d.After, Limit: runsPageSize}
+	f := engine.RunFilter{Rule: d.Rule, Before: d.Before, After: d.After, Limit: runsPageSize}
 	if d.After != "" {
 		f.Limit++ // one more tells whether a newer page exists
 	}
 	switch d.Kind {
-	case "", storage.KindDeploy, storage.KindTest, storage.KindFiring, storage.KindManual:
+	case "", engine.KindDeploy, engine.KindTest, engine.KindFiring, engine.KindManual:
 		f.Kind = d.Kind
 	default:
 		s.fail(w, r, ss, http.StatusBadRequest, "Unknown run kind.", nil)
@@ -56,7 +55,7 @@ func (s *server) runsPage(w http.ResponseWriter, r *http.Request, ss *session) {
 		f.Status = d.Outcome
 	}
 	runs, err := s.e.ListRuns(ss.ctx(r), f)
-	if errors.Is(err, storage.ErrBadCursor) {
+	if errors.Is(err, engine.ErrBadCursor) {
 		s.fail(w, r, ss, http.StatusBadRequest, "That page cursor is not valid.", nil)
 		return
 	}
@@ -136,7 +135,7 @@ func (s *server) runPage(w http.ResponseWriter, r *http.Request, ss *session) {
 		return
 	}
 	d := runData{TraceResponse: tr}
-	d.Started, _ = storage.RunIDTime(tr.RunID)
+	d.Started, _ = engine.RunIDTime(tr.RunID)
 	if meta, err := s.e.RunInfo(ctx, id); err == nil && meta.Rule != "" {
 		d.Rule = meta.Rule
 		d.Started = meta.Started

@@ -288,9 +288,9 @@ func expectEvents(t *testing.T, lines <-chan string, want map[string]string) {
 	}
 }
 
-// TestEventsPolledWithoutCatalog: without Options.Devices the stream polls
-// live values through the engine.
-func TestEventsPolledWithoutCatalog(t *testing.T) {
+// TestEventsLiveThroughEngine: the UI holds no device catalog of its own;
+// live values reach the stream through the engine's scoped watch.
+func TestEventsLiveThroughEngine(t *testing.T) {
 	f := newFixture(t, nil)
 	srv := httptest.NewServer(Handler(f.e, Options{Logger: quiet()}))
 	defer srv.Close()

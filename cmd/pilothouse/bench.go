@@ -278,7 +278,7 @@ func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Dura
 	// wait (bounded) until every firing has been handed to the recorder.
 	count := func() int {
 		eng.Flush()
-		runs, err := eng.ListRuns(ctx, storage.RunFilter{Kind: "firing", Limit: 1 << 30, SkipEnvelope: true})
+		runs, err := eng.ListRuns(ctx, engine.RunFilter{Kind: engine.KindFiring, Limit: 1 << 30})
 		if err != nil {
 			return -1
 		}

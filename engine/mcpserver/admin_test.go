@@ -100,7 +100,7 @@ func TestAdministratorsSeeTheWholeHouse(t *testing.T) {
 	}
 
 	// The runs listing (the web UI's Runs page) has the deploy and the firing.
-	runs, err := s.eng.ListRuns(engine.WithPrincipal(t.Context(), adminPrincipals()[0]), storage.RunFilter{Limit: 50})
+	runs, err := s.eng.ListRuns(engine.WithPrincipal(t.Context(), adminPrincipals()[0]), engine.RunFilter{Limit: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
