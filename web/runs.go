@@ -35,24 +35,10 @@ func (s *server) runsPage(w http.ResponseWriter, r *http.Request, ss *session) {
 	if d.Before != "" && d.After != "" {
 		d.After = "" // a hand-made URL: older wins
 	}
-	f := engine.RunFilter{Rule: d.Rule, Before: d.Before, After: d.After, Limit: runsPageSize}
-	if d.After != "" {
-		f.Limit++ // one more tells whether a newer page exists
-	}
-	switch d.Kind {
-	case "", engine.KindDeploy, engine.KindTest, engine.KindFiring, engine.KindManual:
-		f.Kind = d.Kind
-	default:
+	f, ok := d.filter()
+	if !ok {
 		s.fail(w, r, ss, http.StatusBadRequest, "Unknown run kind.", nil)
 		return
-	}
-	switch d.Outcome {
-	case "":
-	case "ok", "failed":
-		ok := d.Outcome == "ok"
-		f.OK = &ok
-	default:
-		f.Status = d.Outcome
 	}
 	runs, err := s.e.ListRuns(ss.ctx(r), f)
 	if errors.Is(err, engine.ErrBadCursor) {
@@ -63,6 +49,39 @@ func (s *server) runsPage(w http.ResponseWriter, r *http.Request, ss *session) {
 		s.fail(w, r, ss, http.StatusInternalServerError, "Listing runs failed.", err)
 		return
 	}
+	d.page(runs)
+	live := "runs"
+	if d.Prev != "" {
+		live = "" // a page below the newest does not grow at the top
+	}
+	s.render(w, r, ss, "runs", page{Title: "Runs", Nav: "runs", Live: live, Data: d})
+}
+
+// filter is the page's query; ok is false for an unknown kind.
+func (d *runsData) filter() (engine.RunFilter, bool) {
+	f := engine.RunFilter{Rule: d.Rule, Before: d.Before, After: d.After, Limit: runsPageSize}
+	if d.After != "" {
+		f.Limit++ // one more tells whether a newer page exists
+	}
+	switch d.Kind {
+	case "", engine.KindDeploy, engine.KindTest, engine.KindFiring, engine.KindManual:
+		f.Kind = d.Kind
+	default:
+		return f, false
+	}
+	switch d.Outcome {
+	case "":
+	case "ok", "failed":
+		ok := d.Outcome == "ok"
+		f.OK = &ok
+	default:
+		f.Status = d.Outcome
+	}
+	return f, true
+}
+
+// page keeps the page's runs and links the older and newer pages.
+func (d *runsData) page(runs []engine.Run) {
 	moreNewer := false
 	if d.After != "" && len(runs) > runsPageSize {
 		runs, moreNewer = runs[1:], true // keep the runs closest to the cursor
@@ -86,11 +105,6 @@ func (s *server) runsPage(w http.ResponseWriter, r *http.Request, ss *session) {
 	if len(runs) > 0 && (d.Before != "" || moreNewer) {
 		d.Prev = link("after", runs[0].ID)
 	}
-	live := "runs"
-	if d.Prev != "" {
-		live = "" // a page below the newest does not grow at the top
-	}
-	s.render(w, r, ss, "runs", page{Title: "Runs", Nav: "runs", Live: live, Data: d})
 }
 
 type runData struct {
