@@ -115,7 +115,7 @@ func (s *server) devicePage(w http.ResponseWriter, r *http.Request, ss *session)
 // the state <device>.<prop>, when there is one.
 func (s *server) currentOf(ctx context.Context, dev string) func(string) string {
 	return func(prop string) string {
-		if l, ok := s.live(ctx, dev+"."+prop); ok && l.Value != nil {
+		if l, ok := s.e.Live(ctx, dev+"."+prop); ok && l.Value != nil {
 			return compactJSON(l.Value)
 		}
 		return ""

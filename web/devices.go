@@ -54,11 +54,6 @@ func (s *server) visibleEntries(ctx context.Context) ([]*pilotage.Entry, error) 
 	}
 }
 
-// live reads a live value of an entry in the caller's scope.
-func (s *server) live(ctx context.Context, id string) (pilotage.Live, bool) {
-	return s.e.Live(ctx, id)
-}
-
 func (s *server) devicesPage(w http.ResponseWriter, r *http.Request, ss *session) {
 	ctx := ss.ctx(r)
 	entries, err := s.visibleEntries(ctx)
@@ -127,7 +122,7 @@ func (s *server) groupDevices(ctx context.Context, entries []*pilotage.Entry) []
 			// Home Assistant device is the garden of a Zigbee2MQTT one):
 			// one group each.
 			dv := &deviceView{Entry: en, Type: tagValue(en.Tags, "type:"), Area: strings.ToLower(tagValue(en.Tags, "area:"))}
-			if l, ok := s.live(ctx, en.ID); ok {
+			if l, ok := s.e.Live(ctx, en.ID); ok {
 				dv.Available, dv.LastSeen = l.Available, l.LastSeen
 			}
 			byID[en.ID] = dv
@@ -160,7 +155,7 @@ func (s *server) attach(ctx context.Context, dv *deviceView, dev string, en *pil
 		dv.Actions = append(dv.Actions, actionRow{Entry: en, Args: schemaProps(en.InputSchema)})
 	case pilotage.KindState, pilotage.KindEvent:
 		row := liveRow{Entry: en, Short: strings.TrimPrefix(en.ID, dev+"."), Value: "—", Unit: schemaUnit(en.OutputSchema)}
-		if l, ok := s.live(ctx, en.ID); ok && l.Value != nil {
+		if l, ok := s.e.Live(ctx, en.ID); ok && l.Value != nil {
 			row.Value = compactJSON(l.Value)
 		}
 		if en.Kind == pilotage.KindState {
