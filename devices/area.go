@@ -64,18 +64,20 @@ func areaOf(rules []AreaRule, id string) string {
 	return ""
 }
 
-// assignAreas sets the area of the specs not built yet (a built spec
-// already carries its entries' tags).
-func (c *Catalog) assignAreas(specs []*devSpec) []*devSpec {
-	for _, s := range specs {
-		if s.built || s.noDevice {
-			continue
-		}
-		if a := areaOf(c.opts.Areas, s.id); a != "" {
-			s.area = a
-		} else if a := descArea(s.desc); a != "" {
-			s.area = a
-		}
+// setArea sets the area of a device spec just built, before its entries
+// are (a built spec already carries its entries' tags); both sources call
+// it, on a full rebuild and on an incremental one alike. Rule 2 reads a
+// Zigbee2MQTT user description only: a Home Assistant device's
+// description is made of its discovery configs' manufacturer, model and
+// origin, which say nothing about areas (and a config joining the device
+// could set the origin).
+func setArea(rules []AreaRule, s *devSpec) {
+	if s.built || s.noDevice {
+		return
 	}
-	return specs
+	if a := areaOf(rules, s.id); a != "" {
+		s.area = a
+	} else if a := descArea(s.desc); a != "" && s.source == "zigbee2mqtt" {
+		s.area = a
+	}
 }

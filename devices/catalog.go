@@ -97,8 +97,10 @@ type Catalog struct {
 	subbed  map[string]bool // topics subscribed beyond the two wildcards
 	subQ    []string
 	subWake chan struct{}
-	intern  *interner // shares equal schemas, tags and texts between entries
-	ids     *idTable  // device id assignments; changed under ingest and mu
+	intern  *interner       // shares equal schemas, tags and texts between entries
+	ids     *idTable        // device id assignments; changed under ingest and mu
+	z2mIDs  map[string]bool // ids of the Zigbee2MQTT devices (the last list)
+	notify  *devSpec        // the notification channels (built once)
 	topics  struct{ devices, event, haPrefix, z2mPrefix string }
 
 	snap atomic.Pointer[Snapshot]
@@ -107,6 +109,8 @@ type Catalog struct {
 type liveVal struct {
 	value       any
 	lastSeen    time.Time
+	changed     time.Time // see Live.LastChanged
+	first       bool      // see Live.FirstValue
 	unsupported string
 	dev         string
 }
@@ -142,12 +146,13 @@ func NewCatalog(o Options) *Catalog {
 		o.Now = time.Now
 	}
 	in := newInterner()
+	ids := newIDTable(o.Logger.With("component", "devices"), o.Now)
 	c := &Catalog{
 		opts:    o,
 		log:     o.Logger.With("component", "devices"),
 		now:     o.Now,
-		z2m:     newZ2MSource(o.Z2MBase, in),
-		ha:      newHASource(o.HAPrefix),
+		z2m:     newZ2MSource(o.Z2MBase, in, o.Areas),
+		ha:      newHASource(o.HAPrefix, in, ids, o.Areas),
 		live:    map[string]liveVal{},
 		devLive: map[string]*devLive{},
 		pending: map[string][]byte{},
@@ -155,13 +160,14 @@ func NewCatalog(o Options) *Catalog {
 		subbed:  map[string]bool{},
 		subWake: make(chan struct{}, 1),
 		intern:  in,
-		ids:     newIDTable(o.Logger.With("component", "devices"), o.Now),
+		ids:     ids,
 	}
 	c.topics.devices = o.Z2MBase + "/bridge/devices"
 	c.topics.event = o.Z2MBase + "/bridge/event"
 	c.topics.haPrefix = o.HAPrefix + "/"
 	c.topics.z2mPrefix = o.Z2MBase + "/"
-	c.snap.Store(&Snapshot{byID: map[string]*pilotage.Entry{}})
+	c.model = newModel()
+	c.snap.Store(emptySnapshot())
 	tx := c.begin()
 	c.rebuildLocked(tx)
 	c.finish(tx)
@@ -266,12 +272,11 @@ func (c *Catalog) handleLocked(tx *txn, m mqtt.Message) {
 		return
 	case strings.HasPrefix(t, c.topics.haPrefix) && strings.HasSuffix(t, "/config"):
 		if c.ha.handleConfig(c.log, t, m.Payload) {
-			c.rebuildLocked(tx)
+			c.commit(tx, c.ha.rebuild(c.log, c.ids, c.z2mIDs))
 		}
 		return
 	}
-	if rs, ok := c.model.routes[t]; ok {
-		rs.run(tx, m.Payload)
+	if c.route(tx, t, m.Payload) {
 		return
 	}
 	if c.z2mCommand(t) {
@@ -288,6 +293,21 @@ func (c *Catalog) handleLocked(tx *txn, m mqtt.Message) {
 		// before it routes), so its buffer is reused.
 		c.pending[t] = append(old[:0], m.Payload...)
 	}
+}
+
+// route runs the routes of topic t; false when nothing routes it.
+func (c *Catalog) route(tx *txn, t string, payload []byte) bool {
+	tr, ok := c.model.routes[t]
+	if !ok {
+		return false
+	}
+	if tr.byDev != nil && tr.list == nil {
+		tr.run(tx, payload)
+		c.model.routes[t] = tr // keep the list it built
+		return true
+	}
+	tr.run(tx, payload)
+	return true
 }
 
 // z2mCommand reports whether t is a Zigbee2MQTT command topic:
@@ -332,8 +352,9 @@ func (c *Catalog) Snapshot() *Snapshot { return c.snap.Load() }
 func (c *Catalog) Live(id string) (Live, bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	snap := c.snap.Load()
 	if d, ok := c.devLive[id]; ok {
-		if _, known := c.snap.Load().byID[id]; known {
+		if _, known := snap.Get(id); known {
 			obj := make(map[string]any, len(d.obj))
 			for k, v := range d.obj {
 				obj[k] = v
@@ -341,18 +362,39 @@ func (c *Catalog) Live(id string) (Live, bool) {
 			return Live{Value: obj, Available: copyBool(d.availNow), LastSeen: d.lastSeen}, true
 		}
 	}
-	e, known := c.snap.Load().byID[id]
+	e, known := snap.Get(id)
 	if !known || e.Kind == pilotage.KindAction {
 		return Live{}, false
 	}
 	out := Live{Unsupported: c.model.unsupported[id]}
 	if lv, ok := c.live[id]; ok {
-		out.Value, out.LastSeen = lv.value, lv.lastSeen
+		out.Value, out.LastSeen, out.LastChanged, out.FirstValue = lv.value, lv.lastSeen, lv.changed, lv.first
 	}
 	if d, ok := c.devLive[c.model.devOf[id]]; ok {
 		out.Available = copyBool(d.availNow)
 	}
 	return out, true
+}
+
+// RestoreChanged settles when the first value this process saw of a
+// state changed, from a record that outlived a restart: the state held
+// value since at. It applies only while the live value is still that
+// first one and equal to value; either way the first value is settled
+// (a later call changes nothing). It reports whether LastChanged moved.
+func (c *Catalog) RestoreChanged(id string, value any, at time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	lv, ok := c.live[id]
+	if !ok || !lv.first {
+		return false
+	}
+	lv.first = false
+	moved := equalValues(lv.value, value) && at.Before(lv.changed)
+	if moved {
+		lv.changed = at
+	}
+	c.live[id] = lv
+	return moved
 }
 
 // StateIDsForAction maps each argument key of an action to the state id it

@@ -12,20 +12,25 @@ type Coverage struct {
 
 // count adds a device: partial when its source marked it so or when one of
 // its states cannot be read (an unsupported Home Assistant template).
-func (cv *Coverage) count(s *devSpec) {
+func (cv *Coverage) count(s *devSpec) { cv.add(s, 1) }
+
+// uncount takes a device out again.
+func (cv *Coverage) uncount(s *devSpec) { cv.add(s, -1) }
+
+func (cv *Coverage) add(s *devSpec, n int) {
 	if s.noDevice {
 		return
 	}
-	cv.Devices++
+	cv.Devices += n
 	switch {
 	case s.fidelity == fidelityNone:
-		cv.Unmodelled++
+		cv.Unmodelled += n
 	case s.fidelity == fidelityPartial:
-		cv.Partial++
+		cv.Partial += n
 	default:
 		for _, st := range s.states {
 			if st.unsupported != "" {
-				cv.Partial++
+				cv.Partial += n
 				return
 			}
 		}

@@ -45,11 +45,29 @@
 //     inputs use the Zigbee2MQTT keys (state, brightness, color_temp,
 //     position, occupied_heating_setpoint, system_mode) and Call translates
 //     to the configured payloads and topics.
-//   - Value templates: only {{ value }} and value_json paths with float, int,
-//     round(n), string, lower, upper, trim filters. Anything else marks the
-//     state "unsupported" (tag, description, Live.Unsupported); its value is
-//     never guessed. Command templates: literal text with {{ value }}-style
-//     substitutions only, else that command field is not offered.
+//   - Templates (value, availability, command) are Jinja as Home
+//     Assistant renders them, through a bounded interpreter (jinja_*.go):
+//     expressions, if/elif/else, for (with loop, break, continue), set,
+//     namespace, whitespace control, Python's values and formatting, and
+//     the filters, tests and functions value templates use (Home
+//     Assistant's float/int/bool/round with defaults, multiply, iif,
+//     is_defined, to_json/from_json, regex_*, timestamp_*, now()). Each
+//     rendering has a work budget and values a size cap: a template comes
+//     from whoever may publish discovery. github.com/nikolalohinski/gonja/v2
+//     was evaluated and not adopted (see template.go). A template the
+//     interpreter cannot compile makes its state "unsupported" (tag,
+//     description, Live.Unsupported) or its command not offered, and the
+//     device partial; a value is never guessed.
+//   - Home Assistant discovery is read as Home Assistant reads it: topics
+//     <prefix>/<component>/[<node_id>/]<object_id>/config (also for
+//     device-based discovery), abbreviations or full key names, '~',
+//     device-based discovery checked whole (device with an identifier,
+//     origin, components with known platforms, no other root keys) and
+//     its shared options (availability*, payload_(not_)available,
+//     state_topic, command_topic) inherited, migrate_discovery. Components
+//     Home Assistant has and this package does not model (camera, vacuum,
+//     tag, …) join their device, which says what it lacks; unknown ones
+//     are refused with a log line.
 //   - Zigbee2MQTT schemas say what Zigbee2MQTT takes: numeric presets by
 //     name or value (a name is sent as its value, as its frontend does),
 //     value_step as the hint "x-step" (never multipleOf), lists with their
@@ -59,14 +77,30 @@
 //     (risk read) for gettable properties. What cannot be modelled is
 //     tagged partial/unmodelled on the device entry, logged once, and
 //     counted (Catalog.Coverage, /healthz).
-//   - Risk: pilotage.DeviceTypes types a device and gives its set action's
+//   - Risk: pilotage.DeviceTypes types a device and gives its actions'
 //     risk (locks, covers, garage door openers, sirens, alarm panels, water
-//     valves security; thermostats and radiator valves control); the
-//     closed-sets guide prints the same table. Notification channels are
+//     valves security; thermostats and radiator valves control), for
+//     Zigbee2MQTT devices by their exposes and description, for Home
+//     Assistant devices by their entities' components (config and
+//     diagnostic entities aside) and their name and model; the closed-sets
+//     guide prints the same table. Notification channels are
 //     external.
 //   - Live values, availability and last-seen never touch entries: Gen and
 //     hashes change only when discovery changes an entry. Revision is the
 //     entry's content hash.
+//   - Discovery is incremental (commit.go): a Home Assistant config
+//     rebuilds the devices it belongs to, before and after, and commit
+//     applies only their entries, routes, actions and live values. A
+//     Snapshot is immutable and shares all else with the previous one
+//     (copy on write of a device's id shard and of the sorted chunks its
+//     entries are in), so a discovery message costs the same at 300 or
+//     3,000 devices (TestDiscoveryCostFlat) and readers never lock. A
+//     Zigbee2MQTT device list names every device: it compares all specs,
+//     by pointer (unchanged devices keep theirs). Between such full
+//     rebuilds a Home Assistant device claims, keeps and leaves its id
+//     and its entities' segments on its own, with the same rules (the id
+//     stays with the device, one it leaves stays reserved, it gets that
+//     back).
 //   - Malformed payloads are logged with their topic and skipped; the last
 //     good discovery for that topic stays.
 package devices

@@ -1,6 +1,7 @@
 package devices
 
 import (
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
@@ -57,6 +58,9 @@ func checkSnapshot(t *testing.T, c *Catalog) {
 	if n != len(c.ids.byID) {
 		t.Fatalf("id table: %d ids held or kept, %d assigned", n, len(c.ids.byID))
 	}
+	if kept := n - len(c.ids.cur); kept != c.ids.nKept {
+		t.Fatalf("id table: %d ids kept, counted %d", kept, c.ids.nKept)
+	}
 }
 
 func FuzzZ2MDevices(f *testing.F) {
@@ -94,6 +98,20 @@ func FuzzHADiscovery(f *testing.F) {
 	f.Add("homeassistant/device/x/config", []byte(`{"dev":{"ids":"x"},"cmps":{"a":{"p":"sensor","stat_t":"s","val_tpl":"{{ value_json.a | float | round(1) }}"}}}`))
 	seedFiles(f, func(m replayMsg) bool { return strings.HasPrefix(m.Topic, "homeassistant/") },
 		func(m replayMsg) { f.Add(m.Topic, m.msg.Payload) })
+	// Our own variants: device-based with full keys and a node id, Homie
+	// "$" topics, availability lists, Jinja climate and command templates.
+	if b, err := os.ReadFile("testdata/ha/variants.json"); err == nil {
+		var vs []struct {
+			Topic   string `json:"topic"`
+			Payload any    `json:"payload"`
+		}
+		if json.Unmarshal(b, &vs) == nil {
+			for _, v := range vs {
+				p, _ := json.Marshal(v.Payload)
+				f.Add(v.Topic, p)
+			}
+		}
+	}
 	f.Fuzz(func(t *testing.T, topic string, payload []byte) {
 		c, _ := newTestCatalog()
 		c.HandleMessage(msg(topic, string(payload)))

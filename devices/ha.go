@@ -15,7 +15,12 @@ type haSource struct {
 	entities map[string]*haEntity // by discovery topic ("#cmp" suffix for device-based)
 	devCmps  map[string][]string  // device discovery topic -> its entity keys
 	nextVer  uint64
-	cache    map[string]*devSpec // group fingerprint -> spec
+	groups   map[string]*haGroupState // by device key (haEntity.devKey)
+	dirty    map[string]bool          // devices to rebuild
+	uids     map[string]*uidSlot      // by dedupKey
+	in       *interner                // the catalog's: specs build their entries at once
+	ids      *idTable                 // the catalog's: who holds a unique_id (uidSlot)
+	areas    []AreaRule               // Options.Areas
 }
 
 // haEntity is one discovered entity, abbreviations expanded and '~'
@@ -28,76 +33,113 @@ type haEntity struct {
 	dev       map[string]any // expanded device block, nil when absent
 	origin    string
 	ver       uint64 // identifies this config version (cache key)
+	seen      uint64 // the ver its topic was first accepted with (kept by updates)
+	// unmodelled: a component Home Assistant has and this package does
+	// not model (update, vacuum, camera, …).
+	unmodelled bool
 }
 
-func newHASource(prefix string) *haSource {
-	return &haSource{prefix: prefix, entities: map[string]*haEntity{}, devCmps: map[string][]string{}}
+func newHASource(prefix string, in *interner, ids *idTable, areas []AreaRule) *haSource {
+	return &haSource{prefix: prefix, in: in, ids: ids, areas: areas, entities: map[string]*haEntity{}, devCmps: map[string][]string{},
+		groups: map[string]*haGroupState{}, dirty: map[string]bool{}, uids: map[string]*uidSlot{}}
 }
 
 var haIDRe = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 
-// haComponents lists the components this package understands; others are
-// accepted silently and produce no entries.
+// haComponents lists the components this package models.
 var haComponents = map[string]bool{
 	"binary_sensor": true, "sensor": true, "switch": true, "light": true, "lock": true, "cover": true,
 	"climate": true, "button": true, "event": true, "number": true, "select": true, "text": true,
 	"fan": true, "siren": true, "valve": true, "alarm_control_panel": true, "device_automation": true,
+	"update": true,
 }
 
-// handleConfig applies one discovery message; it reports whether the set of
-// accepted configs changed.
+// haSupported are the components Home Assistant's MQTT integration knows
+// (SUPPORTED_COMPONENTS). Of those this package does not model, an entity
+// still joins its device, which says what it lacks; any other component
+// is refused, as Home Assistant refuses it.
+var haSupported = map[string]bool{
+	"alarm_control_panel": true, "binary_sensor": true, "button": true, "camera": true, "climate": true,
+	"cover": true, "date": true, "datetime": true, "device_automation": true, "device_tracker": true,
+	"event": true, "fan": true, "humidifier": true, "image": true, "lawn_mower": true, "light": true,
+	"lock": true, "notify": true, "number": true, "scene": true, "select": true, "sensor": true,
+	"siren": true, "switch": true, "tag": true, "text": true, "time": true, "update": true,
+	"vacuum": true, "valve": true, "water_heater": true,
+}
+
+// haDeviceKeys are the keys allowed at the root of device-based discovery
+// (DEVICE_DISCOVERY_SCHEMA); haShared are those its components inherit
+// unless they set them (SHARED_OPTIONS), besides device and origin.
+var (
+	haDeviceKeys = map[string]bool{"device": true, "components": true, "origin": true, "state_topic": true,
+		"command_topic": true, "qos": true, "encoding": true, "availability": true, "availability_mode": true,
+		"availability_template": true, "availability_topic": true, "payload_available": true, "payload_not_available": true}
+	haShared = []string{"availability", "availability_mode", "availability_template", "availability_topic",
+		"command_topic", "payload_available", "payload_not_available", "state_topic"}
+)
+
+// handleConfig applies one discovery message on
+// <prefix>/<component>/[<node_id>/]<object_id>/config; it reports whether
+// the set of accepted configs changed. What is refused is logged.
 func (h *haSource) handleConfig(log *slog.Logger, topic string, payload []byte) bool {
 	rest := strings.TrimSuffix(strings.TrimPrefix(topic, h.prefix+"/"), "/config")
 	parts := strings.Split(rest, "/")
-	for _, p := range parts[1:] {
-		if !haIDRe.MatchString(p) {
-			log.Warn("illegal discovery topic skipped", "topic", topic)
-			return false
-		}
-	}
-	if len(parts) < 2 || len(parts) > 3 {
+	if len(parts) < 2 || len(parts) > 3 || !haWord(parts[0]) {
 		log.Warn("illegal discovery topic skipped", "topic", topic)
 		return false
 	}
-	if parts[0] == "device" {
-		if len(parts) != 2 {
-			log.Warn("illegal device discovery topic skipped", "topic", topic)
+	for _, p := range parts[1:] {
+		if !haIDRe.MatchString(p) {
+			log.Warn("illegal discovery topic skipped: node and object ids are [a-zA-Z0-9_-]", "topic", topic)
 			return false
 		}
+	}
+	if parts[0] == "device" {
 		return h.handleDevice(log, topic, payload)
 	}
+	if !haSupported[parts[0]] {
+		log.Warn("discovery component not supported by Home Assistant, skipped", "topic", topic, "component", parts[0])
+		return false
+	}
 	if len(payload) == 0 {
-		return h.remove(topic)
+		return h.drop(log, topic)
 	}
 	raw, err := decodeObject(payload)
 	if err != nil {
 		log.Warn("malformed discovery payload skipped", "topic", topic, "err", err)
 		return false
 	}
-	if len(raw) == 1 && raw["migrate_discovery"] != nil {
-		return h.remove(topic) // unloaded: the device-based config takes over
+	if migrating(raw) {
+		return h.drop(log, topic) // the device-based config takes over
 	}
 	ent, err := newHAEntity(topic, parts[0], parts[len(parts)-1], expandConfig(raw))
 	if err != nil {
 		log.Warn("invalid discovery config skipped", "topic", topic, "err", err)
 		return false
 	}
-	if ent == nil {
-		log.Debug("discovery component not supported, ignored", "topic", topic, "component", parts[0])
-		return h.remove(topic)
-	}
-	h.nextVer++
-	ent.ver = h.nextVer
-	h.entities[topic] = ent
+	h.put(log, ent)
 	return true
 }
 
-func (h *haSource) remove(topic string) bool {
-	if _, ok := h.entities[topic]; !ok {
-		return false
+// haWord is Python's \w+ (the component in a discovery topic).
+func haWord(s string) bool {
+	for _, r := range s {
+		if !(r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z') {
+			return false
+		}
 	}
-	delete(h.entities, topic)
-	return true
+	return s != ""
+}
+
+// migrating reports a discovery migration request ({"migrate_discovery":
+// true}, or its abbreviation): the config is dropped for the other form.
+func migrating(raw map[string]any) bool {
+	for _, k := range []string{"migrate_discovery", "migr_discvry"} {
+		if v, ok := raw[k]; ok && len(raw) == 1 {
+			return v == true
+		}
+	}
+	return false
 }
 
 func decodeObject(p []byte) (map[string]any, error) {
@@ -111,86 +153,131 @@ func decodeObject(p []byte) (map[string]any, error) {
 	return raw, nil
 }
 
-// handleDevice applies device-based discovery: the whole payload is checked
-// first, then replaces every component of that device topic.
+// handleDevice applies device-based discovery: the payload is checked as
+// Home Assistant checks it (device with an identifier or connection,
+// origin with a name, components each with a known platform, no other
+// root keys), then each component is validated on its own and the valid
+// ones replace every component of that device topic. An empty payload or
+// a migration request removes them all.
 func (h *haSource) handleDevice(log *slog.Logger, topic string, payload []byte) bool {
 	if len(payload) == 0 {
-		return h.replaceDevice(topic, nil)
+		return h.replaceDevice(log, topic, nil)
 	}
 	raw, err := decodeObject(payload)
 	if err != nil {
 		log.Warn("malformed device discovery payload skipped", "topic", topic, "err", err)
 		return false
 	}
+	if migrating(raw) {
+		return h.replaceDevice(log, topic, nil)
+	}
 	cfg := expandConfig(raw)
-	ents, err := h.deviceEntities(topic, cfg)
-	if err != nil {
+	if err := checkDeviceConfig(cfg); err != nil {
 		log.Warn("invalid device discovery config skipped", "topic", topic, "err", err)
 		return false
 	}
-	return h.replaceDevice(topic, ents)
+	return h.replaceDevice(log, topic, h.deviceEntities(log, topic, cfg))
 }
 
-func (h *haSource) deviceEntities(topic string, cfg map[string]any) ([]*haEntity, error) {
-	if _, ok := cfg["device"].(map[string]any); !ok {
-		return nil, errors.New("device-based discovery without a device mapping")
+func checkDeviceConfig(cfg map[string]any) error {
+	for _, k := range sortedKeys(cfg) {
+		if !haDeviceKeys[k] {
+			return fmt.Errorf("extra key not allowed in device discovery: %s", k)
+		}
+	}
+	dev, ok := cfg["device"].(map[string]any)
+	if !ok {
+		return errors.New("device (dev) must be a mapping")
+	}
+	if !hasIdentity(dev) {
+		return errors.New("device must have at least one identifying value in identifiers and/or connections")
+	}
+	if o, ok := cfg["origin"].(map[string]any); !ok || o["name"] == nil || o["name"] == "" {
+		return errors.New("origin (o) with a name is required")
 	}
 	cmps, ok := cfg["components"].(map[string]any)
 	if !ok {
-		return nil, errors.New("components (cmps) must be a mapping")
+		return errors.New("components (cmps) must be a mapping")
 	}
-	shared := map[string]any{}
-	for k, v := range cfg {
-		if k != "components" {
-			shared[k] = v
-		}
-	}
-	var out []*haEntity
 	for _, id := range sortedKeys(cmps) {
 		c, ok := cmps[id].(map[string]any)
 		if !ok {
-			return nil, fmt.Errorf("component %s is not a mapping", id)
+			return fmt.Errorf("component %s is not a mapping", id)
 		}
-		c = expandKeys(c, haAbbreviations)
+		p, _ := c["platform"].(string)
+		if p == "" {
+			p, _ = c["p"].(string)
+		}
+		if !haSupported[p] {
+			return fmt.Errorf("component %s: platform (p) %q is not one Home Assistant supports", id, p)
+		}
+	}
+	return nil
+}
+
+func hasIdentity(dev map[string]any) bool {
+	for _, k := range []string{"identifiers", "connections"} {
+		switch v := dev[k].(type) {
+		case string:
+			if v != "" {
+				return true
+			}
+		case []any:
+			if len(v) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// deviceEntities builds the components of a checked device config: each
+// inherits device, origin and the shared options it does not set; one
+// whose own config is invalid is logged and left out.
+func (h *haSource) deviceEntities(log *slog.Logger, topic string, cfg map[string]any) []*haEntity {
+	cmps := cfg["components"].(map[string]any)
+	var out []*haEntity
+	for _, id := range sortedKeys(cmps) {
+		c := expandKeys(cmps[id].(map[string]any), haAbbreviations)
 		platform, _ := c["platform"].(string)
-		if platform == "" {
-			return nil, fmt.Errorf("component %s has no platform (p)", id)
-		}
-		if !haIDRe.MatchString(id) {
-			return nil, fmt.Errorf("component id %q is illegal", id)
-		}
-		if len(c) == 1 {
+		delete(c, "platform")
+		if len(c) == 0 {
 			continue // {"p": "sensor"} alone removes the component
 		}
-		merged := map[string]any{}
-		for k, v := range shared {
-			merged[k] = v
+		merged := map[string]any{"device": cfg["device"], "origin": cfg["origin"]}
+		for _, k := range haShared {
+			if v, ok := cfg[k]; ok {
+				merged[k] = v
+			}
 		}
 		for k, v := range c {
 			merged[k] = expandValue(k, v)
 		}
 		ent, err := newHAEntity(topic+"#"+id, platform, id, merged)
 		if err != nil {
-			return nil, fmt.Errorf("component %s: %w", id, err)
+			log.Warn("invalid device discovery component skipped", "topic", topic, "component", id, "err", err)
+			continue
 		}
-		if ent != nil {
-			out = append(out, ent)
-		}
+		out = append(out, ent)
 	}
-	return out, nil
+	return out
 }
 
-func (h *haSource) replaceDevice(topic string, ents []*haEntity) bool {
+func (h *haSource) replaceDevice(log *slog.Logger, topic string, ents []*haEntity) bool {
 	old := h.devCmps[topic]
 	changed := len(old) != len(ents)
+	keep := make(map[string]bool, len(ents))
+	for _, e := range ents {
+		keep[e.key] = true
+	}
 	for _, k := range old {
-		delete(h.entities, k)
+		if !keep[k] {
+			h.drop(log, k)
+		}
 	}
 	keys := make([]string, 0, len(ents))
 	for _, e := range ents {
-		h.nextVer++
-		e.ver = h.nextVer
-		h.entities[e.key] = e
+		h.put(log, e)
 		keys = append(keys, e.key)
 	}
 	if len(keys) == 0 {
@@ -295,8 +382,9 @@ var haRequired = map[string][]string{
 	"device_automation":   {"topic", "type", "subtype"},
 }
 
-// newHAEntity validates one expanded config. It returns nil, nil for a
-// component this package does not model.
+// newHAEntity validates one expanded config. A component Home Assistant
+// supports but this package does not model gives an unmodelled entity:
+// its device says so.
 func newHAEntity(key, component, objectID string, cfg map[string]any) (*haEntity, error) {
 	substituteBase(cfg)
 	if q, ok := cfg["qos"]; ok {
@@ -306,7 +394,8 @@ func newHAEntity(key, component, objectID string, cfg map[string]any) (*haEntity
 		}
 	}
 	if !haComponents[component] {
-		return nil, nil
+		return &haEntity{key: key, component: component, objectID: objectID, cfg: cfg, unmodelled: true,
+			dev: mapOrNil(cfg["device"]), origin: originName(cfg)}, nil
 	}
 	for _, r := range haRequired[component] {
 		if v, ok := cfg[r]; !ok || v == nil || v == "" {
@@ -320,16 +409,22 @@ func newHAEntity(key, component, objectID string, cfg map[string]any) (*haEntity
 			}
 		}
 	}
-	e := &haEntity{key: key, component: component, objectID: objectID, cfg: cfg}
-	if d, ok := cfg["device"].(map[string]any); ok {
-		e.dev = d
-	} else if cfg["device"] != nil {
-		return nil, errors.New("device must be a mapping")
-	}
-	if o, ok := cfg["origin"].(map[string]any); ok {
-		e.origin, _ = o["name"].(string)
+	e := &haEntity{key: key, component: component, objectID: objectID, cfg: cfg, dev: mapOrNil(cfg["device"]), origin: originName(cfg)}
+	if cfg["device"] != nil && (e.dev == nil || !hasIdentity(e.dev)) {
+		return nil, errors.New("device must be a mapping with identifiers or connections")
 	}
 	return e, nil
+}
+
+func mapOrNil(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+func originName(cfg map[string]any) string {
+	o, _ := cfg["origin"].(map[string]any)
+	n, _ := o["name"].(string)
+	return n
 }
 
 // str reads a string option (numbers and booleans are rendered as text, as

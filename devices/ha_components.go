@@ -4,9 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
-
-	"github.com/pilothouse/pilothouse/pilotage"
 )
 
 func onOffSchema(desc string) map[string]any {
@@ -45,16 +44,32 @@ func scalarConv(v any) (any, bool) {
 	return stringify(v), true
 }
 
-// command returns a publisher of one value to topic through the optional
-// command template tplKey; ok is false when the template is unsupported.
-func (x *ent) command(topicKey, tplKey string) (func(ctx context.Context, p sender, v any) error, bool) {
+// cmdSend publishes one command value through the entity's command
+// template (vars: the template's other variables, e.g. a cover's
+// position).
+type cmdSend func(ctx context.Context, p sender, v any, vars map[string]any) error
+
+// command returns the publisher of topicKey through the command template
+// tplKey; ok is false without a topic, or when the template cannot be
+// rendered (the device then says so: the command is not offered).
+func (x *ent) command(topicKey, tplKey string) (cmdSend, bool) {
 	topic := x.str(topicKey, "")
-	tpl := x.str(tplKey, "")
-	if topic == "" || (tpl != "" && !commandTemplateOK(tpl)) {
+	if topic == "" {
 		return nil, false
 	}
-	return func(ctx context.Context, p sender, v any) error {
-		s, _ := renderCommand(tpl, v)
+	var t *tmpl
+	if tplKey != "" {
+		t = compileTemplate(x.str(tplKey, ""))
+	}
+	if t != nil && t.unsupported != "" {
+		x.b.gap(x.name + ": " + tplKey + " " + t.unsupported + "; " + topicKey + " is not offered")
+		return nil, false
+	}
+	return func(ctx context.Context, p sender, v any, vars map[string]any) error {
+		s, err := t.renderCommand(v, vars)
+		if err != nil {
+			return fmt.Errorf("devices: %s: %s: %w", p.id, tplKey, err)
+		}
 		return p.publish(ctx, topic, []byte(s))
 	}, true
 }
@@ -90,11 +105,7 @@ func (x *ent) switchLike() {
 	if !ok {
 		return
 	}
-	risk := pilotage.RiskControl
-	if x.component == "siren" {
-		risk = pilotage.RiskSecurity
-	}
-	a := x.newAction("set", "Turn "+x.name+" on or off.", risk)
+	a := x.newAction("set", "Turn "+x.name+" on or off.")
 	a.fields["state"] = enumField("ON or OFF", []any{"ON", "OFF"})
 	x.affect(a, "state", x.mainID(), "state_topic")
 	a.send = func(ctx context.Context, p sender, args map[string]any) error {
@@ -102,7 +113,7 @@ func (x *ent) switchLike() {
 		if args["state"] == "ON" {
 			pl = on
 		}
-		return send(ctx, p, pl)
+		return send(ctx, p, pl, nil)
 	}
 }
 
@@ -131,141 +142,16 @@ func (x *ent) lock() {
 		payloads["OPEN"] = x.str("payload_open", "OPEN")
 		values = append(values, "OPEN")
 	}
-	a := x.newAction("set", "Lock or unlock "+x.name+".", pilotage.RiskSecurity)
+	a := x.newAction("set", "Lock or unlock "+x.name+".")
 	a.fields["state"] = enumField("LOCK, UNLOCK (or OPEN to unlatch when supported)", values)
+	if x.has("code_format") {
+		a.fields["code"] = strField("Code, passed to the command template as code")
+		a.required = []string{"state"}
+	}
 	x.affect(a, "state", x.mainID(), "state_topic")
 	a.send = func(ctx context.Context, p sender, args map[string]any) error {
-		return send(ctx, p, payloads[stringify(args["state"])])
+		return send(ctx, p, payloads[stringify(args["state"])], map[string]any{"code": args["code"]})
 	}
-}
-
-func (x *ent) cover() {
-	pairs := [][2]string{
-		{x.str("state_open", "open"), "open"}, {x.str("state_opening", "opening"), "opening"},
-		{x.str("state_closed", "closed"), "closed"}, {x.str("state_closing", "closing"), "closing"},
-		{x.str("state_stopped", "stopped"), "stopped"},
-	}
-	schema := map[string]any{"type": "string", "enum": []any{"open", "opening", "closed", "closing", "stopped"}, "description": x.unitDesc()}
-	x.addState(x.mainID(), x.name, x.unitDesc(), schema, x.str("state_topic", ""), x.str("value_template", ""), matcher(pairs...))
-	open, okO := x.num("position_open")
-	if !okO {
-		open = 100
-	}
-	closed, _ := x.num("position_closed")
-	span := open - closed
-	if span == 0 {
-		span = 100
-	}
-	posSchema := map[string]any{"type": "number", "minimum": 0.0, "maximum": 100.0, "x-unit": "%", "description": "Position, 0 closed … 100 open"}
-	x.addState(x.subID("position"), x.name+" position", "Position in percent (100 = open)", posSchema,
-		x.str("position_topic", ""), x.str("position_template", ""), func(v any) (any, bool) {
-			f, ok := toFloat(v)
-			return (f - closed) / span * 100, ok
-		})
-	a := newAction(x.actionID("set"), x.name+" set", "Open, close, stop or position "+x.name+".", pilotage.RiskSecurity)
-	if send, ok := x.command("command_topic", ""); ok {
-		payloads := map[string]string{}
-		var values []any
-		for _, c := range [][3]string{{"OPEN", "payload_open", "OPEN"}, {"CLOSE", "payload_close", "CLOSE"}, {"STOP", "payload_stop", "STOP"}} {
-			if v, set := x.cfg[c[1]]; set && v == nil {
-				continue
-			}
-			payloads[c[0]] = x.str(c[1], c[2])
-			values = append(values, c[0])
-		}
-		if len(values) > 0 {
-			a.fields["state"] = enumField("OPEN, CLOSE or STOP", values)
-			x.affect(a, "state", x.mainID(), "state_topic")
-			a.send = func(ctx context.Context, p sender, args map[string]any) error {
-				return send(ctx, p, payloads[stringify(args["state"])])
-			}
-		}
-	}
-	if sendPos, ok := x.command("set_position_topic", "set_position_template"); ok {
-		a.fields["position"] = numField("Target position, 0 closed … 100 open", fnum(0), fnum(100), 0, "%")
-		x.affect(a, "position", x.subID("position"), "position_topic")
-		stateSend := a.send
-		a.send = func(ctx context.Context, p sender, args map[string]any) error {
-			if s, ok := args["state"]; ok && stateSend != nil {
-				if err := stateSend(ctx, p, map[string]any{"state": s}); err != nil {
-					return err
-				}
-			}
-			if pos, ok := args["position"].(float64); ok {
-				return sendPos(ctx, p, closed+pos/100*span)
-			}
-			return nil
-		}
-	}
-	if len(a.fields) > 0 {
-		x.b.spec.actions = append(x.b.spec.actions, a)
-	}
-}
-
-func tempUnit(u string) string {
-	switch strings.ToUpper(u) {
-	case "C":
-		return "°C"
-	case "F":
-		return "°F"
-	}
-	return "°C"
-}
-
-func (x *ent) climate() {
-	unit := tempUnit(x.str("temperature_unit", "C"))
-	minT, ok := x.num("min_temp")
-	if !ok {
-		minT = 7
-	}
-	maxT, ok := x.num("max_temp")
-	if !ok {
-		maxT = 35
-	}
-	step, _ := x.num("temp_step")
-	modes := x.list("modes")
-	if modes == nil {
-		modes = []any{"auto", "off", "cool", "heat", "dry", "fan_only"}
-	}
-	tSchema := func(d string) map[string]any {
-		return map[string]any{"type": "number", "x-unit": unit, "description": d}
-	}
-	x.addState(x.subID("local_temperature"), x.name+" temperature", "Measured temperature", tSchema("Measured temperature"),
-		x.str("current_temperature_topic", ""), x.str("current_temperature_template", ""), numberConv)
-	sp := tSchema("Target temperature")
-	sp["minimum"], sp["maximum"] = minT, maxT
-	x.addState(x.subID("occupied_heating_setpoint"), x.name+" setpoint", "Target temperature", sp,
-		x.str("temperature_state_topic", ""), x.str("temperature_state_template", ""), numberConv)
-	x.addState(x.subID("system_mode"), x.name+" mode", "HVAC mode", map[string]any{"type": "string", "enum": modes},
-		x.str("mode_state_topic", ""), x.str("mode_state_template", ""), scalarConv)
-	x.addState(x.subID("running_state"), x.name+" running state", "Current HVAC action", map[string]any{"type": "string"},
-		x.str("action_topic", ""), x.str("action_template", ""), scalarConv)
-	a := newAction(x.actionID("set"), x.name+" set", "Set the target temperature or mode of "+x.name+".", pilotage.RiskControl)
-	sendT, okT := x.command("temperature_command_topic", "temperature_command_template")
-	if okT {
-		a.fields["occupied_heating_setpoint"] = numField("Target temperature", fnum(minT), fnum(maxT), step, unit)
-		x.affect(a, "occupied_heating_setpoint", x.subID("occupied_heating_setpoint"), "temperature_state_topic")
-	}
-	sendM, okM := x.command("mode_command_topic", "mode_command_template")
-	if okM {
-		a.fields["system_mode"] = enumField("HVAC mode", modes)
-		x.affect(a, "system_mode", x.subID("system_mode"), "mode_state_topic")
-	}
-	if len(a.fields) == 0 {
-		return
-	}
-	a.send = func(ctx context.Context, p sender, args map[string]any) error {
-		if m, ok := args["system_mode"]; ok && okM {
-			if err := sendM(ctx, p, m); err != nil {
-				return err
-			}
-		}
-		if t, ok := args["occupied_heating_setpoint"]; ok && okT {
-			return sendT(ctx, p, t)
-		}
-		return nil
-	}
-	x.b.spec.actions = append(x.b.spec.actions, a)
 }
 
 func (x *ent) button() {
@@ -273,56 +159,53 @@ func (x *ent) button() {
 	if !ok {
 		return
 	}
-	a := x.newAction("press", "Press "+x.name+".", pilotage.RiskControl)
+	a := x.newAction("press", "Press "+x.name+".")
 	a.minProps = 0
 	pl := x.str("payload_press", "PRESS")
-	a.send = func(ctx context.Context, p sender, _ map[string]any) error { return send(ctx, p, pl) }
+	a.send = func(ctx context.Context, p sender, _ map[string]any) error { return send(ctx, p, pl, nil) }
 }
 
-func (x *ent) valueEntity() {
-	var schema map[string]any
-	var f *field
-	var conv func(any) (any, bool)
-	key := "value"
+// valueSpec is the state schema, set field and reading of a number,
+// select or text entity.
+func (x *ent) valueSpec() (schema map[string]any, f *field, conv func(any) (any, bool), key string) {
 	switch x.component {
 	case "number":
-		minV, ok := x.num("min")
-		if !ok {
-			minV = 1
-		}
-		maxV, ok := x.num("max")
-		if !ok {
-			maxV = 100
-		}
+		minV, maxV := x.numOr("min", 1), x.numOr("max", 100)
 		step, _ := x.num("step")
 		unit := x.str("unit_of_measurement", "")
 		schema = map[string]any{"type": "number", "minimum": minV, "maximum": maxV}
 		if unit != "" {
 			schema["x-unit"] = unit
 		}
-		f = numField(x.name, fnum(minV), fnum(maxV), step, unit)
-		conv = numberConv
+		return schema, numField(x.name, fnum(minV), fnum(maxV), step, unit), numberConv, "value"
 	case "select":
 		opts := x.list("options")
-		schema = map[string]any{"type": "string", "enum": opts}
-		f = enumField(x.name, opts)
-		conv = scalarConv
-		key = "option"
-	default:
-		schema = map[string]any{"type": "string"}
-		f = strField(x.name)
-		conv = scalarConv
+		return map[string]any{"type": "string", "enum": opts}, enumField(x.name, opts), scalarConv, "option"
 	}
+	return map[string]any{"type": "string"}, strField(x.name), scalarConv, "value"
+}
+
+// valueEntity is a number (sent as an int when integral, as Home
+// Assistant does), select or text.
+func (x *ent) valueEntity() {
+	schema, f, conv, key := x.valueSpec()
 	schema["description"] = x.unitDesc()
 	x.addState(x.mainID(), x.name, x.unitDesc(), schema, x.str("state_topic", ""), x.str("value_template", ""), conv)
 	send, ok := x.command("command_topic", "command_template")
 	if !ok {
 		return
 	}
-	a := x.newAction("set", "Set "+x.name+".", pilotage.RiskControl)
+	a := x.newAction("set", "Set "+x.name+".")
 	a.fields[key] = f
 	x.affect(a, key, x.mainID(), "state_topic")
-	a.send = func(ctx context.Context, p sender, args map[string]any) error { return send(ctx, p, args[key]) }
+	number := x.component == "number"
+	a.send = func(ctx context.Context, p sender, args map[string]any) error {
+		v := args[key]
+		if number {
+			v = pyNumber(v)
+		}
+		return send(ctx, p, v, nil)
+	}
 }
 
 func (x *ent) fan() {
@@ -336,7 +219,7 @@ func (x *ent) fan() {
 	if !ok {
 		return
 	}
-	a := x.newAction("set", "Turn "+x.name+" on/off or set its speed.", pilotage.RiskControl)
+	a := x.newAction("set", "Turn "+x.name+" on/off or set its speed.")
 	a.fields["state"] = enumField("ON or OFF", []any{"ON", "OFF"})
 	x.affect(a, "state", x.mainID(), "state_topic")
 	sendPct, okP := x.command("percentage_command_topic", "percentage_command_template")
@@ -344,27 +227,33 @@ func (x *ent) fan() {
 		a.fields["percentage"] = numField("Speed", fnum(0), fnum(100), 0, "%")
 		x.affect(a, "percentage", x.subID("percentage"), "percentage_state_topic")
 	}
+	lo, hi := x.numOr("speed_range_min", 1), x.numOr("speed_range_max", 100)
 	a.send = func(ctx context.Context, p sender, args map[string]any) error {
 		if s, ok := args["state"]; ok {
 			pl := off
 			if s == "ON" {
 				pl = on
 			}
-			if err := send(ctx, p, pl); err != nil {
+			if err := send(ctx, p, pl, nil); err != nil {
 				return err
 			}
 		}
-		if v, ok := args["percentage"]; ok && okP {
-			return sendPct(ctx, p, v)
+		if v, ok := args["percentage"].(float64); ok && okP {
+			return sendPct(ctx, p, int(math.Ceil((hi-lo+1)*v/100)), nil) // percentage_to_ranged_value, ceil
 		}
 		return nil
 	}
 }
 
+// alarmPanel: Home Assistant renders command_template (default
+// "{{action}}") with action and code.
 func (x *ent) alarmPanel() {
 	states := []any{"disarmed", "armed_home", "armed_away", "armed_night", "armed_vacation", "armed_custom_bypass", "pending", "triggered", "arming", "disarming"}
 	x.addState(x.mainID(), x.name, x.unitDesc(), map[string]any{"type": "string", "enum": states},
 		x.str("state_topic", ""), x.str("value_template", ""), scalarConv)
+	if !x.has("command_template") {
+		x.cfg["command_template"] = "{{action}}"
+	}
 	send, ok := x.command("command_topic", "command_template")
 	if !ok {
 		return
@@ -377,12 +266,13 @@ func (x *ent) alarmPanel() {
 		payloads[c[0]] = x.str(c[1], c[0])
 		values = append(values, c[0])
 	}
-	a := x.newAction("set", "Arm, disarm or trigger "+x.name+".", pilotage.RiskSecurity)
+	a := x.newAction("set", "Arm, disarm or trigger "+x.name+".")
 	a.fields["state"] = enumField("Command", values)
 	a.fields["code"] = strField("Optional code")
 	a.required = []string{"state"}
 	a.send = func(ctx context.Context, p sender, args map[string]any) error {
-		return send(ctx, p, payloads[stringify(args["state"])])
+		code, _ := args["code"].(string)
+		return send(ctx, p, nil, map[string]any{"action": payloads[stringify(args["state"])], "code": code})
 	}
 }
 
@@ -392,6 +282,7 @@ func (x *ent) event() {
 	t := compileTemplate(x.str("value_template", ""))
 	if t != nil && t.unsupported != "" {
 		ev.desc += ". Live events unsupported: " + t.unsupported + "."
+		x.b.gap(x.name + ": value_template " + t.unsupported)
 		x.b.spec.events = append(x.b.spec.events, ev)
 		return
 	}
@@ -402,13 +293,13 @@ func (x *ent) event() {
 		allowed[s] = true
 	}
 	x.b.spec.routes = append(x.b.spec.routes, topicRoute{x.str("state_topic", ""), func(tx *txn, p []byte) {
-		v, err := t.render(p)
+		v, err := t.renderMsg(tx, p)
 		if err != nil {
 			return
 		}
-		m, ok := v.(map[string]any)
-		if !ok {
-			_ = json.Unmarshal([]byte(stringify(v)), &m)
+		var m map[string]any
+		if json.Unmarshal([]byte(stringify(v)), &m) != nil {
+			return
 		}
 		et, _ := m["event_type"].(string)
 		if allowed[et] {
@@ -417,19 +308,58 @@ func (x *ent) event() {
 	}})
 }
 
+// trigger is a device trigger: it fires when the (templated) payload is
+// its payload, or on any payload when it has none.
 func (x *ent) trigger() {
 	want := x.str("payload", "")
 	ev := eventSpec{id: x.mainID(), name: x.name, desc: fmt.Sprintf("Device trigger %s %s", x.str("type", ""), x.str("subtype", ""))}
 	if want != "" {
 		ev.values = []string{want}
 	}
+	t := compileTemplate(x.str("value_template", ""))
+	if t != nil && t.unsupported != "" {
+		ev.desc += ". Live events unsupported: " + t.unsupported + "."
+		x.b.gap(x.name + ": value_template " + t.unsupported)
+		x.b.spec.events = append(x.b.spec.events, ev)
+		return
+	}
 	x.b.spec.events = append(x.b.spec.events, ev)
 	dev, id := x.b.spec.id, ev.id
 	x.b.spec.routes = append(x.b.spec.routes, topicRoute{x.str("topic", ""), func(tx *txn, p []byte) {
-		s := strings.TrimSpace(string(p))
+		v, err := t.renderMsg(tx, p)
+		if err != nil {
+			return
+		}
+		s := strings.TrimSpace(stringify(v))
 		if s == "" || (want != "" && s != want) {
 			return
 		}
 		tx.fireEvent(dev, id, s)
 	}})
+}
+
+// update is a firmware update entity: its state is the object Home
+// Assistant reads (installed_version, latest_version, in_progress, …; a
+// plain payload is the installed version), and install publishes
+// payload_install.
+func (x *ent) update() {
+	schema := map[string]any{"type": "object", "description": x.unitDesc() + "; installed_version, latest_version, in_progress, update_percentage",
+		"properties": map[string]any{"installed_version": map[string]any{"type": []any{"string", "null"}},
+			"latest_version": map[string]any{"type": []any{"string", "null"}}, "in_progress": map[string]any{"type": "boolean"}}}
+	x.addState(x.mainID(), x.name, x.unitDesc(), schema, x.str("state_topic", ""), x.str("value_template", ""), func(v any) (any, bool) {
+		s := strings.TrimSpace(stringify(v))
+		var m map[string]any
+		if json.Unmarshal([]byte(s), &m) == nil && m != nil {
+			return m, true
+		}
+		return map[string]any{"installed_version": s}, s != ""
+	})
+	send, ok := x.command("command_topic", "")
+	if !ok {
+		return
+	}
+	a := x.newAction("install", "Install the firmware update of "+x.name+".")
+	a.minProps = 0
+	pl := x.str("payload_install", "install")
+	a.send = func(ctx context.Context, p sender, _ map[string]any) error { return send(ctx, p, pl, nil) }
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-
-	"github.com/pilothouse/pilothouse/pilotage"
 )
 
 // lightCaps are the capabilities a light config announces.
@@ -85,7 +83,7 @@ func (x *ent) light() {
 }
 
 func (x *ent) lightAction(c lightCaps) *action {
-	a := x.newAction("set", "Turn "+x.name+" on/off or change brightness/colour.", pilotage.RiskControl)
+	a := x.newAction("set", "Turn "+x.name+" on/off or change brightness/colour.")
 	a.fields["state"] = enumField("ON or OFF", []any{"ON", "OFF"})
 	if c.brightness {
 		a.fields["brightness"] = numField("Brightness", fnum(0), fnum(c.scale), 0, "")
@@ -96,50 +94,30 @@ func (x *ent) lightAction(c lightCaps) *action {
 	return a
 }
 
+// jsonSub is one key of a JSON-schema light's state object.
+type jsonSub struct {
+	key, id string
+	schema  map[string]any
+}
+
 func (x *ent) jsonLight() {
 	c := x.lightCaps()
-	dev := x.b.spec.id
-	type sub struct {
-		key, id string
-		schema  map[string]any
-	}
-	subs := []sub{{"state", x.mainID(), onOffSchema(x.unitDesc())}}
+	subs := []jsonSub{{"state", x.mainID(), onOffSchema(x.unitDesc())}}
 	if c.brightness {
-		subs = append(subs, sub{"brightness", x.subID("brightness"), map[string]any{"type": "number", "minimum": 0.0, "maximum": c.scale}})
+		subs = append(subs, jsonSub{"brightness", x.subID("brightness"), map[string]any{"type": "number", "minimum": 0.0, "maximum": c.scale}})
 	}
 	if c.colorTemp {
-		subs = append(subs, sub{"color_temp", x.subID("color_temp"), map[string]any{"type": "number", "minimum": c.minM, "maximum": c.maxM, "x-unit": "mired"}})
+		subs = append(subs, jsonSub{"color_temp", x.subID("color_temp"), map[string]any{"type": "number", "minimum": c.minM, "maximum": c.maxM, "x-unit": "mired"}})
 	}
 	if cf := c.colorField(); cf != nil {
-		subs = append(subs, sub{"color", x.subID("color"), map[string]any{"type": "object"}})
+		subs = append(subs, jsonSub{"color", x.subID("color"), map[string]any{"type": "object"}})
 	}
 	if len(c.effects) > 0 {
-		subs = append(subs, sub{"effect", x.subID("effect"), map[string]any{"type": "string"}})
+		subs = append(subs, jsonSub{"effect", x.subID("effect"), map[string]any{"type": "string"}})
 	}
 	topic := x.str("state_topic", "")
 	if topic != "" {
-		for _, s := range subs {
-			x.b.spec.states = append(x.b.spec.states, stateSpec{id: s.id, name: x.name + " " + s.key, desc: x.unitDesc(), schema: s.schema})
-		}
-		x.b.spec.routes = append(x.b.spec.routes, topicRoute{topic, func(tx *txn, p []byte) {
-			var obj map[string]any
-			if json.Unmarshal(p, &obj) != nil {
-				return
-			}
-			tx.touch(dev)
-			for _, s := range subs {
-				v, ok := obj[s.key]
-				if !ok || v == nil {
-					continue // partial state: keep what we know
-				}
-				if s.key == "state" {
-					if v, ok = matcher([2]string{"ON", "ON"}, [2]string{"OFF", "OFF"})(v); !ok {
-						continue
-					}
-				}
-				tx.setState(dev, s.id, strings.TrimPrefix(s.id, dev+"."), v)
-			}
-		}})
+		x.jsonLightStates(topic, subs)
 	}
 	a := x.lightAction(c)
 	if cf := c.colorField(); cf != nil {
@@ -169,27 +147,38 @@ func (x *ent) jsonLight() {
 	}
 }
 
+// jsonLightStates declares the state keys of a JSON-schema light and
+// routes its JSON state into them (a partial state keeps the others).
+func (x *ent) jsonLightStates(topic string, subs []jsonSub) {
+	dev := x.b.spec.id
+	for _, s := range subs {
+		x.b.spec.states = append(x.b.spec.states, stateSpec{id: s.id, name: x.name + " " + s.key, desc: x.unitDesc(), schema: s.schema})
+	}
+	x.b.spec.routes = append(x.b.spec.routes, topicRoute{topic, func(tx *txn, p []byte) {
+		var obj map[string]any
+		if json.Unmarshal(p, &obj) != nil {
+			return
+		}
+		tx.touch(dev)
+		for _, s := range subs {
+			v, ok := obj[s.key]
+			if !ok || v == nil {
+				continue
+			}
+			if s.key == "state" {
+				if v, ok = matcher([2]string{"ON", "ON"}, [2]string{"OFF", "OFF"})(v); !ok {
+					continue
+				}
+			}
+			tx.setState(dev, s.id, strings.TrimPrefix(s.id, dev+"."), v)
+		}
+	}})
+}
+
 func (x *ent) defaultLight() {
 	c := x.lightCaps()
 	on, off := x.str("payload_on", "ON"), x.str("payload_off", "OFF")
-	tpl := x.str("state_value_template", x.str("value_template", ""))
-	x.addState(x.mainID(), x.name, x.unitDesc(), onOffSchema(x.unitDesc()), x.str("state_topic", ""), tpl,
-		matcher([2]string{on, "ON"}, [2]string{off, "OFF"}))
-	if x.has("brightness_command_topic") || x.has("brightness_state_topic") {
-		c.brightness = true
-	}
-	if x.has("color_temp_command_topic") || x.has("color_temp_state_topic") {
-		c.colorTemp = true
-	}
-	if c.brightness {
-		x.addState(x.subID("brightness"), x.name+" brightness", "Brightness", map[string]any{"type": "number", "minimum": 0.0, "maximum": c.scale},
-			x.str("brightness_state_topic", ""), x.str("brightness_value_template", ""), numberConv)
-	}
-	if c.colorTemp {
-		x.addState(x.subID("color_temp"), x.name+" colour temperature", "Colour temperature",
-			map[string]any{"type": "number", "minimum": c.minM, "maximum": c.maxM, "x-unit": "mired"},
-			x.str("color_temp_state_topic", ""), x.str("color_temp_value_template", ""), numberConv)
-	}
+	x.defaultLightStates(&c, on, off)
 	send, ok := x.command("command_topic", "")
 	if !ok {
 		return
@@ -208,31 +197,60 @@ func (x *ent) defaultLight() {
 	} else {
 		delete(a.fields, "color_temp")
 	}
-	onType := x.str("on_command_type", "last")
+	onType, full := x.str("on_command_type", "last"), pyRoundInt(c.scale)
+	// As Home Assistant's turn_on: "first" sends payload_on first, "last"
+	// (the default) after the brightness and colour temperature,
+	// "brightness" never, sending the brightness (full: the last one is
+	// not known here) instead.
 	a.send = func(ctx context.Context, p sender, args map[string]any) error {
-		st, hasState := args["state"]
-		if st == "OFF" {
-			return send(ctx, p, off)
+		if args["state"] == "OFF" {
+			return send(ctx, p, off, nil)
 		}
-		if hasState && onType == "first" {
-			if err := send(ctx, p, on); err != nil {
+		if onType == "first" {
+			if err := send(ctx, p, on, nil); err != nil {
 				return err
 			}
 		}
-		if v, ok := args["brightness"]; ok && okB {
-			if err := sendB(ctx, p, v); err != nil {
+		b, hasB := args["brightness"]
+		if !hasB && onType == "brightness" {
+			b, hasB = full, true
+		}
+		if hasB && okB {
+			if err := sendB(ctx, p, pyRoundInt(b), nil); err != nil {
 				return err
 			}
 		}
 		if v, ok := args["color_temp"]; ok && okCT {
-			if err := sendCT(ctx, p, v); err != nil {
+			if err := sendCT(ctx, p, pyRoundInt(v), nil); err != nil {
 				return err
 			}
 		}
-		_, hasB := args["brightness"]
-		if hasState && onType != "first" && !(onType == "brightness" && hasB) {
-			return send(ctx, p, on)
+		if onType == "last" {
+			return send(ctx, p, on, nil)
 		}
 		return nil
+	}
+}
+
+// defaultLightStates declares the on/off, brightness and colour
+// temperature states of a default-schema light.
+func (x *ent) defaultLightStates(c *lightCaps, on, off string) {
+	tpl := x.str("state_value_template", x.str("value_template", ""))
+	x.addState(x.mainID(), x.name, x.unitDesc(), onOffSchema(x.unitDesc()), x.str("state_topic", ""), tpl,
+		matcher([2]string{on, "ON"}, [2]string{off, "OFF"}))
+	if x.has("brightness_command_topic") || x.has("brightness_state_topic") {
+		c.brightness = true
+	}
+	if x.has("color_temp_command_topic") || x.has("color_temp_state_topic") {
+		c.colorTemp = true
+	}
+	if c.brightness {
+		x.addState(x.subID("brightness"), x.name+" brightness", "Brightness", map[string]any{"type": "number", "minimum": 0.0, "maximum": c.scale},
+			x.str("brightness_state_topic", ""), x.str("brightness_value_template", ""), numberConv)
+	}
+	if c.colorTemp {
+		x.addState(x.subID("color_temp"), x.name+" colour temperature", "Colour temperature",
+			map[string]any{"type": "number", "minimum": c.minM, "maximum": c.maxM, "x-unit": "mired"},
+			x.str("color_temp_state_topic", ""), x.str("color_temp_value_template", ""), numberConv)
 	}
 }

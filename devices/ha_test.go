@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestTemplates(t *testing.T) {
@@ -15,19 +16,21 @@ func TestTemplates(t *testing.T) {
 	}{
 		{"{{ value }}", "ON", "ON", "", false},
 		{"{{value_json.POWER1}}", `{"POWER1":"OFF"}`, "OFF", "", false},
-		{"{{ value_json['ENERGY'].Today }}", `{"ENERGY":{"Today":0.087}}`, 0.087, "", false},
+		{"{{ value_json['ENERGY'].Today }}", `{"ENERGY":{"Today":0.087}}`, "0.087", "", false},
 		{`{{ value_json["state"] }}`, `{"state":"LOCK"}`, "LOCK", "", false},
-		{"{{ value_json.a[1].b }}", `{"a":[{"b":1},{"b":2}]}`, 2.0, "", false},
-		{"{{ value_json.lux | float }}", `{"lux":"253"}`, 253.0, "", false},
-		{"{{ value_json.t | round(1) }}", `{"t":21.349}`, 21.3, "", false},
-		{"{{ value | int }}", `7.9`, 7.0, "", false},
+		{"{{ value_json.a[1].b }}", `{"a":[{"b":1},{"b":2}]}`, "2", "", false},
+		{"{{ value_json.lux | float }}", `{"lux":"253"}`, "253.0", "", false},
+		{"{{ value_json.t | round(1) }}", `{"t":21.349}`, "21.3", "", false},
+		{"{{ value | int }}", `7.9`, "7", "", false},
 		{"{{ value_json.missing }}", `{"a":1}`, nil, "template path not present in payload", false},
-		{"{{ value_json.a }}", `not json`, nil, "value_json: invalid character 'o' in literal null (expecting 'u')", false},
-		{"{{ '%0.1f'|format(value_json.RainTotal) }}", `{}`, nil, "", true},
-		{`{% if value in ("5") %}3{% endif %}`, `5`, nil, "", true},
-		{"{{ value_json.a }} {{ value }}", `{}`, nil, "", true},
-		{"{{ value_json.a | default(0) }}", `{}`, nil, "", true},
-		{"{{ now() }}", ``, nil, "", true},
+		{"{{ value_json.a }}", `not json`, nil, "'value_json' is undefined", false},
+		{"{{ '%0.1f'|format(value_json.RainTotal) }}", `{"RainTotal":12.345}`, "12.3", "", false},
+		{`{% if value in ("5") %}3{% endif %}`, `5`, "3", "", false},
+		{"{{ value_json.a }} {{ value }}", `{}`, "{}", "", false},
+		{"{{ value_json.a | default(0) }}", `{}`, "0", "", false},
+		{"{{ states('sensor.x') }}", ``, nil, "", true},
+		{"{% macro f() %}{% endmacro %}", ``, nil, "", true},
+		{"{{ value | frobnicate }}", ``, nil, "", true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.tpl, func(t *testing.T) {
@@ -38,7 +41,7 @@ func TestTemplates(t *testing.T) {
 			if tc.unsupported {
 				return
 			}
-			v, err := tp.render([]byte(tc.payload))
+			v, err := tp.render([]byte(tc.payload), time.Time{})
 			if tc.wantErr != "" {
 				if err == nil || err.Error() != tc.wantErr {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -56,19 +59,22 @@ func TestRenderCommand(t *testing.T) {
 	cases := []struct {
 		tpl  string
 		v    any
+		vars map[string]any
 		want string
-		ok   bool
 	}{
-		{"", 50.0, "50", true},
-		{`{ "position": {{ position }} }`, 30.0, `{ "position": 30 }`, true},
-		{"{{value}}", "ON", "ON", true},
-		{"{{ value | int }}", 1.0, "", false},
-		{"{% if value %}1{% endif %}", 1.0, "", false},
+		{"", 50, nil, "50"},
+		{"", 21.0, nil, "21.0"},
+		{`{ "position": {{ position }} }`, 128, map[string]any{"position": 50}, `{ "position": 50 }`},
+		{"{{value}}", "ON", nil, "ON"},
+		{"{{ value | int }}", 1.0, nil, "1"},
+		{"{% if value %}1{% endif %}", 1.0, nil, "1"},
+		{`{"temperature": {{ value | round(1) }}}`, 21.25, nil, `{"temperature": 21.2}`},
+		{"{{action}}", nil, map[string]any{"action": "ARM_AWAY", "code": ""}, "ARM_AWAY"},
 	}
 	for _, tc := range cases {
-		got, ok := renderCommand(tc.tpl, tc.v)
-		if ok != tc.ok || got != tc.want {
-			t.Errorf("renderCommand(%q) = %q, %v; want %q, %v", tc.tpl, got, ok, tc.want, tc.ok)
+		got, err := compileTemplate(tc.tpl).renderCommand(tc.v, tc.vars)
+		if err != nil || got != tc.want {
+			t.Errorf("renderCommand(%q, %v) = %q, %v; want %q", tc.tpl, tc.v, got, err, tc.want)
 		}
 	}
 }
@@ -191,7 +197,7 @@ func TestIllegalAndUnknownDiscovery(t *testing.T) {
 		{"homeassistant/sensor/a/b/c/config", `{"stat_t":"x"}`},
 		{"homeassistant/sensor/x/config", `{"name":"no state topic"}`},
 		{"homeassistant/alarm_control_panel/x/config", `{"stat_t":"a","cmd_t":"b","qos":"1"}`},
-		{"homeassistant/vacuum/x/config", `{"cmd_t":"b"}`},
+		{"homeassistant/frobnicator/x/config", `{"cmd_t":"b"}`},
 		{"homeassistant/sensor/x/config", `[1,2]`},
 		{"homeassistant/sensor/x/config", `null`},
 	} {

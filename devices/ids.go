@@ -100,38 +100,6 @@ func z2mKey(h *z2mHead) idKey {
 	return idKey{z2m: true, s: h.ieee}
 }
 
-// uidSlotKey is the key of a Home Assistant discovery entity's segment
-// by its unique_id ("" when it has none).
-func uidSlotKey(e *haEntity) (idKey, bool) {
-	uid := e.str("unique_id", "")
-	return idKey{s: "ent:uid:" + e.component + "/" + uid}, uid != ""
-}
-
-// slotKeys returns the key of each discovery entity's segment within its
-// device (ents by topic): its unique_id's, or its topic's when it has none
-// or when another config holds its unique_id and has not left since this
-// run saw it (not seen yet after a restart counts as holding: its config
-// may simply not have arrived yet), so that a config reusing a unique_id
-// never takes the segment of the one that came first. A config holding a
-// unique_id, present, is recorded as seen.
-func (t *idTable) slotKeys(ents map[string]*haEntity) map[*haEntity]idKey {
-	keys := make(map[*haEntity]idKey, len(ents))
-	for topic, e := range ents {
-		k, ok := uidSlotKey(e)
-		owner := t.slotOwner(k)
-		switch {
-		case !ok:
-			k = idKey{s: "ent:topic:" + topic}
-		case owner == topic:
-			t.ownerSeen[k] = true
-		case owner != "" && (ents[owner] != nil || !t.ownerSeen[k]):
-			k = idKey{s: "ent:topic:" + topic}
-		}
-		keys[e] = k
-	}
-	return keys
-}
-
 func firstNonEmpty(a, b string) string {
 	if a != "" {
 		return a
@@ -151,11 +119,15 @@ type idRow struct {
 
 // idTable is the catalog's copy of the registry. Every id belongs to one
 // key; a key holds at most one id (cur) and keeps the ids it left
-// reserved. A rebuild claims the id of each device it builds; a key
-// claimed by the previous rebuild but not by this one (its device left),
-// and once a Zigbee2MQTT device list is known any Zigbee2MQTT key it no
-// longer lists, leaves its id, which stays reserved for it (idReserve). A
-// key not seen since the start keeps its id: its discovery may simply not
+// reserved. A full rebuild (begin … end) claims the id of each device it
+// builds; a key claimed by the previous rebuild but not by this one (its
+// device left), and once a Zigbee2MQTT device list is known any
+// Zigbee2MQTT key it no longer lists, leaves its id, which stays reserved
+// for it (idReserve). Between full rebuilds a Home Assistant device
+// claims, keeps and leaves its key on its own (claimAny, keepAny,
+// leaveKey), with the same rules: it keeps its id whatever its name, the
+// id it leaves stays reserved for it, it gets a reserved id back. A key
+// not seen since the start keeps its id: its discovery may simply not
 // have arrived yet. Changes wait in dirty until saved.
 type idTable struct {
 	log     *slog.Logger
@@ -167,6 +139,8 @@ type idTable struct {
 	now     map[idKey]bool     // keys claimed or kept by the running rebuild
 	dirty   map[string]bool    // ids stored or removed, not saved yet
 	limit   int                // maxReserved (tests lower it)
+	nKept   int                // reservations (the ids in kept)
+	nextEnd time.Time          // no reservation ends before (zero: none)
 	// ownerSeen marks the entity keys whose owning discovery topic this
 	// run has seen (see slotKeys).
 	ownerSeen map[idKey]bool
@@ -204,6 +178,10 @@ func (t *idTable) put(id string, r idRow) {
 		t.cur[r.key] = id
 	} else {
 		t.kept[r.key] = append(t.kept[r.key], id)
+		t.nKept++
+		if end := r.left.Add(idReserve); t.nextEnd.IsZero() || end.Before(t.nextEnd) {
+			t.nextEnd = end
+		}
 	}
 	t.dirty[id] = true
 }
@@ -217,6 +195,9 @@ func (t *idTable) drop(id string) {
 	delete(t.byID, id)
 	if t.cur[r.key] == id {
 		delete(t.cur, r.key)
+	}
+	if !r.left.IsZero() {
+		t.nKept--
 	}
 	if ids := t.kept[r.key]; len(ids) > 0 {
 		out := ids[:0]
@@ -236,9 +217,6 @@ func (t *idTable) drop(id string) {
 
 func (t *idTable) begin() { t.now = make(map[idKey]bool, len(t.present)) }
 
-// claimed reports whether the running rebuild has claimed key already.
-func (t *idTable) claimed(key idKey) bool { return t.now[key] }
-
 // keep marks key present without claiming an id (a disabled device keeps
 // its id for when it comes back).
 func (t *idTable) keep(key idKey) { t.now[key] = true }
@@ -256,23 +234,28 @@ func (t *idTable) claim(key idKey, base string) (id string, ok bool) {
 		return "", false
 	}
 	t.now[key] = true
+	return t.claimKey(key, base), true
+}
+
+// claimKey is claim's choice of key's id, within a rebuild or not.
+func (t *idTable) claimKey(key idKey, base string) string {
 	if id, has := t.cur[key]; has {
 		r := t.byID[id]
 		switch {
 		case r.base == base:
-			return id, true
+			return id
 		case !key.z2m:
 			t.log.Info("device renamed by discovery: its id stays (ids are pinned to the device)", "id", id, "key", key.String(), "name_asks", base)
 			r.base = base
 			t.put(id, r)
-			return id, true
+			return id
 		}
 		t.leave(id, "device renamed in Zigbee2MQTT: rules naming the old id must be changed", slog.LevelWarn)
 	}
 	if id, ok := t.reclaim(key, base); ok {
-		return id, true
+		return id
 	}
-	return t.assign(key, base), true
+	return t.assign(key, base)
 }
 
 // reclaim gives key back an id reserved for it: the one base asks for, or
@@ -343,6 +326,61 @@ func (t *idTable) share(key idKey, id string) {
 	t.cur[key] = id
 }
 
+// Outside a full rebuild (begin … end) a Home Assistant device claims,
+// keeps and leaves its key on its own, one discovery message at a time:
+// inRebuild tells the two apart, and claimAny, keepAny and leaveKey do
+// what the running mode needs, with claim's rules (the id stays with its
+// device, a key gets its reserved id back, a suffix never takes a
+// reserved id). Reservations end as at a rebuild's end.
+
+func (t *idTable) inRebuild() bool { return t.now != nil }
+
+// taken reports whether a device holds key: claimed by the running
+// rebuild, or present outside one.
+func (t *idTable) taken(key idKey) bool {
+	if t.now != nil {
+		return t.now[key]
+	}
+	return t.present[key]
+}
+
+// claimAny is claim within a rebuild; outside one, key's device (which
+// holds key, or found it not taken) claims its id.
+func (t *idTable) claimAny(key idKey, base string) (string, bool) {
+	if t.now != nil {
+		return t.claim(key, base)
+	}
+	if base == "" {
+		return "", false
+	}
+	t.present[key] = true
+	t.expire()
+	return t.claimKey(key, base), true
+}
+
+// keepAny is keep within a rebuild; outside one, key stays present.
+func (t *idTable) keepAny(key idKey) {
+	if t.now != nil {
+		t.now[key] = true
+		return
+	}
+	t.present[key] = true
+}
+
+// leaveKey is a device leaving key outside a rebuild (its discovery
+// removed): its id stays reserved for it. Within a rebuild it does
+// nothing: end decides what left.
+func (t *idTable) leaveKey(key idKey) {
+	if t.now != nil || !t.present[key] {
+		return
+	}
+	delete(t.present, key)
+	if id, ok := t.cur[key]; ok {
+		t.leave(id, "device left", slog.LevelInfo)
+	}
+	t.expire()
+}
+
 // end lets the keys that left since the previous rebuild (and, once a
 // Zigbee2MQTT device list is known (z2mListed), every Zigbee2MQTT key it
 // no longer holds: that list is complete) leave their ids, reserved for
@@ -367,6 +405,9 @@ func (t *idTable) end(z2mListed bool) {
 // expire ends reservations older than idReserve, and the oldest beyond
 // maxReserved.
 func (t *idTable) expire() {
+	if t.nKept <= t.limit && (t.nKept == 0 || t.clock().Before(t.nextEnd)) {
+		return // nothing to end (the usual case: no sort per discovery message)
+	}
 	type res struct {
 		id   string
 		left time.Time
@@ -379,8 +420,10 @@ func (t *idTable) expire() {
 		}
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].left.After(all[j].left) })
+	t.nextEnd = time.Time{}
 	for i, r := range all {
 		if i < t.limit && r.left.After(cutoff) {
+			t.nextEnd = r.left.Add(idReserve) // the oldest kept so far
 			continue
 		}
 		if !strings.Contains(r.id, "#") {
@@ -393,77 +436,6 @@ func (t *idTable) expire() {
 			delete(t.ownerSeen, k)
 		}
 	}
-}
-
-// slots is one device's view of the segments its discovery entities hold
-// (entity keys, ids "<device id>#<segment>"): like device ids, first come
-// and pinned, so that an entity joining a device (a discovery config with
-// the device's identifiers) never takes the segment, and so the state id,
-// of one that was there first, whatever their topics' order.
-type slots struct {
-	t    *idTable
-	dev  string
-	keys map[*haEntity]idKey // from slotKeys
-}
-
-// key returns e's key.
-func (s slots) key(e *haEntity) idKey {
-	if k, ok := s.keys[e]; ok {
-		return k
-	}
-	return idKey{s: "ent:topic:" + e.key}
-}
-
-// pinned returns the segment k holds or keeps on this device.
-func (s slots) pinned(k idKey) (string, bool) {
-	if s.t == nil {
-		return "", false
-	}
-	for _, id := range append([]string{s.t.cur[k]}, s.t.kept[k]...) {
-		if seg, ok := strings.CutPrefix(id, s.dev+"#"); ok {
-			return seg, true
-		}
-	}
-	return "", false
-}
-
-// free reports whether seg may go to k: no other key holds or keeps it on
-// this device.
-func (s slots) free(seg string, k idKey) bool {
-	if s.t == nil {
-		return true
-	}
-	r, ok := s.t.byID[s.dev+"#"+seg]
-	return !ok || r.key == k
-}
-
-// pin makes seg k's segment on this device, for the config on topic (k
-// leaves any other: a slot on another device id is no use to it).
-func (s slots) pin(k idKey, seg, topic string) {
-	if s.t == nil {
-		return
-	}
-	id := s.dev + "#" + seg
-	s.t.ownerSeen[k] = true
-	if r, ok := s.t.byID[id]; ok && r.key == k && r.left.IsZero() && r.base == topic {
-		return
-	}
-	if old, ok := s.t.cur[k]; ok {
-		s.t.drop(old)
-	}
-	s.t.put(id, idRow{key: k, base: topic})
-}
-
-// slotOwner returns the discovery topic whose config the entity key k's
-// segment was pinned for ("" if none).
-func (t *idTable) slotOwner(k idKey) string {
-	if id, ok := t.cur[k]; ok {
-		return t.byID[id].base
-	}
-	for _, id := range t.kept[k] {
-		return t.byID[id].base
-	}
-	return ""
 }
 
 // pending returns the unsaved changes, sorted.

@@ -3,6 +3,7 @@ package devices
 import (
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -130,4 +131,38 @@ func TestUniqueIDMovesToANewTopic(t *testing.T) {
 		c, _ = loadedCatalog(t, reg) // restart: only the new topic
 		c.HandleMessage(msg(moved, weatherConfig("ws-1", "weather/v2")))
 	}
+}
+
+// TestJoiningConfigDoesNotRenameTheDevice: a config joining the station
+// with its identifiers, on a topic that sorts first, under another device
+// name, manufacturer, suggested area and an origin naming an area,
+// changes neither the station's name, manufacturer nor area: the
+// first-seen config (the holder) says them, also after either config is
+// published again.
+func TestJoiningConfigDoesNotRenameTheDevice(t *testing.T) {
+	c, _ := newTestCatalog()
+	station := `{"name":"Temperature","unique_id":"ws-1_temp","device_class":"temperature","state_topic":"weather/real",
+		"device":{"identifiers":["ws-1"],"name":"Outdoor Weather","manufacturer":"Acme","model":"WS1","suggested_area":"Garden"}}`
+	join := `{"name":"Temperature","unique_id":"evil6_temp","device_class":"temperature","state_topic":"evil/6",
+		"device":{"identifiers":["ws-1"],"name":"hijack","manufacturer":"Evil","model":"X","suggested_area":"Attic"},"origin":{"name":"area:Attic"}}`
+	check := func(step string) {
+		t.Helper()
+		e, ok := c.Snapshot().Get("outdoor_weather")
+		if !ok {
+			t.Fatalf("%s: no outdoor_weather (devices %v)", step, deviceIDs(c))
+		}
+		if e.Name != "Outdoor Weather" || !strings.HasPrefix(e.Description, "Acme WS1") || !hasTag(e, "area:Garden") || hasTag(e, "area:Attic") {
+			t.Fatalf("%s: station is %q %q %v", step, e.Name, e.Description, e.Tags)
+		}
+		if _, ok := c.Snapshot().Get("outdoor_weather.sensor"); !ok {
+			t.Fatalf("%s: the joining entity is not on the station (devices %v)", step, deviceIDs(c))
+		}
+	}
+	c.HandleMessage(msg(realWeather, station))
+	c.HandleMessage(msg(joinTopic, join))
+	check("joined")
+	c.HandleMessage(msg(realWeather, strings.Replace(station, "Temperature", "Temp", 1)))
+	check("the station's config again")
+	c.HandleMessage(msg(joinTopic, strings.Replace(join, "evil/6", "evil/66", 1)))
+	check("the joining config again")
 }

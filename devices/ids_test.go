@@ -155,7 +155,7 @@ func (h *houseOverMQTT) liveOf(t *testing.T, topic, payload, id string, want any
 	defer cancel()
 	deadline := time.Now().Add(5 * time.Second)
 	for i := 0; ; i++ {
-		if i%20 == 0 {
+		if i%20 == 0 { // the catalog subscribes a new state topic on its own goroutine: say it again
 			if err := h.pub.Publish(ctx, topic, []byte(payload), 1, false); err != nil {
 				t.Fatal(err)
 			}
@@ -354,4 +354,47 @@ func TestDeviceIDReservationsEnd(t *testing.T) {
 	old := &memRegistry{m: map[string]IDAssignment{"hall_motion": {Key: "ha:ids:x", ID: "hall_motion", Base: "hall_motion", Left: clk.t.Add(-3 * idReserve)}}}
 	c2, _ := loadedCatalog(t, old)
 	runIDSteps(t, c2, []idStep{{"newcomer", evilMotion, `{"name":"Motion","state_topic":"m/e","device":{"identifiers":["b"],"name":"Hall Motion"}}`, []string{"hall_motion"}}})
+}
+
+// TestDeviceIDsAcrossFullAndIncrementalRebuilds: Home Assistant devices
+// claim and leave their ids between full rebuilds (a Zigbee2MQTT device
+// list), and the two keep one table: an id left between rebuilds stays
+// reserved through the next rebuild, where a Zigbee2MQTT device asking
+// for it gets a suffix, as a Home Assistant newcomer does after it; the
+// device comes back to its id and its entity's segment; a rename by
+// discovery keeps the id across a rebuild.
+func TestDeviceIDsAcrossFullAndIncrementalRebuilds(t *testing.T) {
+	reg := &memRegistry{}
+	c, _ := loadedCatalog(t, reg)
+	hall := z2mList[:strings.Index(z2mList, "},\n")+1] + "]"
+	steps := []idStep{
+		{"station", realWeather, weatherConfig("ws-1", "weather/real"), []string{"outdoor_weather"}},
+		{"a list", "zigbee2mqtt/bridge/devices", hall, []string{"hall_motion", "outdoor_weather"}},
+		{"the station leaves", realWeather, "", []string{"hall_motion"}},
+		{"a list naming a device outdoor_weather", "zigbee2mqtt/bridge/devices", z2mList, []string{"hall_motion", "outdoor_weather_2"}},
+		{"a newcomer", "homeassistant/sensor/c/t/config", weatherConfig("c-new", "weather/c"), []string{"hall_motion", "outdoor_weather_2", "outdoor_weather_3"}},
+		{"the station is back", realWeather, weatherConfig("ws-1", "weather/real"), []string{"hall_motion", "outdoor_weather", "outdoor_weather_2", "outdoor_weather_3"}},
+		{"renamed by discovery", realWeather, strings.Replace(weatherConfig("ws-1", "weather/real"), "Outdoor Weather", "Garden", 1),
+			[]string{"hall_motion", "outdoor_weather", "outdoor_weather_2", "outdoor_weather_3"}},
+		{"a list again", "zigbee2mqtt/bridge/devices", z2mList, []string{"hall_motion", "outdoor_weather", "outdoor_weather_2", "outdoor_weather_3"}},
+	}
+	for _, st := range steps {
+		runIDSteps(t, c, []idStep{st})
+		checkSnapshot(t, c)
+		if st.name == "a list naming a device outdoor_weather" {
+			if got := reg.reserved(); got["ha:ids:ws-1"] != "outdoor_weather" {
+				t.Fatalf("%s: reserved %v, want outdoor_weather kept for ha:ids:ws-1", st.name, got)
+			}
+		}
+	}
+	if _, ok := c.Snapshot().Get("outdoor_weather.temperature"); !ok {
+		t.Fatal("the station's temperature lost its segment")
+	}
+	want := map[string]string{"ha:ids:ws-1": "outdoor_weather", "z2m:0x0bad": "outdoor_weather_2", "ha:ids:c-new": "outdoor_weather_3", "z2m:0x0001": "hall_motion"}
+	if got := reg.ids(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("registry %v, want %v", got, want)
+	}
+	if got := reg.reserved(); len(got) != 0 {
+		t.Fatalf("reserved %v, want none", got)
+	}
 }

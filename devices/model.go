@@ -10,79 +10,6 @@ import (
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
-// Snapshot is one immutable view of the catalog entries.
-type Snapshot struct {
-	// Gen increments iff an entry was added, removed or changed in a
-	// defined field. Live values never change it.
-	Gen     uint64
-	entries []*pilotage.Entry
-	byID    map[string]*pilotage.Entry
-}
-
-// Entries returns the entries sorted by id. The slice and entries are shared
-// and must be treated as read-only.
-func (s *Snapshot) Entries() []*pilotage.Entry { return s.entries }
-
-// Get returns the entry with this id.
-func (s *Snapshot) Get(id string) (*pilotage.Entry, bool) {
-	e, ok := s.byID[id]
-	return e, ok
-}
-
-// Hash returns the content hash of the entry excluding its Revision, or ""
-// for an unknown id. It is the entry's Revision.
-func (s *Snapshot) Hash(id string) string {
-	if e, ok := s.byID[id]; ok {
-		return e.Revision
-	}
-	return ""
-}
-
-// Len is the number of entries.
-func (s *Snapshot) Len() int { return len(s.entries) }
-
-// route handles one payload on a routed topic.
-type route func(tx *txn, payload []byte)
-
-type topicRoute struct {
-	topic string
-	fn    route
-}
-
-// routeSet is the routes of one topic: nearly always one.
-type routeSet struct {
-	fn   route
-	more []route
-}
-
-func (rs routeSet) run(tx *txn, payload []byte) {
-	rs.fn(tx, payload)
-	for _, r := range rs.more {
-		r(tx, payload)
-	}
-}
-
-// model is the routing and action table that goes with a snapshot.
-type model struct {
-	routes      map[string]routeSet
-	actions     map[string]*action
-	unsupported map[string]string
-	devOf       map[string]string // entry id -> device id
-	coverage    Coverage
-}
-
-// addRoutes adds the routes of one device.
-func (m *model) addRoutes(rs []topicRoute) {
-	for _, r := range rs {
-		if set, ok := m.routes[r.topic]; ok {
-			set.more = append(set.more, r.fn)
-			m.routes[r.topic] = set
-		} else {
-			m.routes[r.topic] = routeSet{fn: r.fn}
-		}
-	}
-}
-
 // devSpec is the source-neutral description of one device, from which its
 // entries, routes and actions are derived.
 type devSpec struct {
@@ -195,6 +122,11 @@ type txn struct {
 	changes []Change
 	newSubs bool
 	rebuilt bool // discovery changed: device ids may have been assigned
+	// The payload decoded for value_json, shared by the routes of one
+	// topic (renderMsg).
+	jsonOf  *byte
+	jsonLen int
+	jsonVal any
 }
 
 // begin starts the transaction of one HandleMessage (or of NewCatalog):
@@ -209,6 +141,7 @@ func (c *Catalog) begin() *txn {
 // end forgets the values of the finished transaction and keeps a small
 // change buffer for the next.
 func (tx *txn) end() {
+	tx.jsonOf, tx.jsonVal = nil, nil
 	clear(tx.changes)
 	if cap(tx.changes) > 64 {
 		tx.changes = nil
@@ -266,7 +199,7 @@ func (tx *txn) setState(dev, id, prop string, v any) {
 		return
 	}
 	prev := lv.value
-	lv.value = v
+	lv.value, lv.changed, lv.first = v, tx.now, prev == nil && lv.changed.IsZero()
 	tx.c.live[id] = lv
 	tx.changes = append(tx.changes, Change{Kind: ChangeState, ID: id, Value: v, Prev: prev, Time: tx.now})
 }
@@ -279,7 +212,7 @@ func (tx *txn) fireEvent(dev, id string, v any) {
 	if !ok {
 		lv = liveVal{dev: dev}
 	}
-	lv.value, lv.lastSeen = v, tx.now
+	lv.value, lv.lastSeen, lv.changed = v, tx.now, tx.now
 	tx.c.live[id] = lv
 	tx.changes = append(tx.changes, Change{Kind: ChangeEvent, ID: id, Value: v, Time: tx.now})
 }
@@ -333,148 +266,6 @@ func equalValues(a, b any) bool {
 		return ok && av == bv
 	}
 	return reflect.DeepEqual(a, b)
-}
-
-// rebuildLocked recomputes entries, routes and actions from the sources,
-// bumps Gen iff an entry changed and emits ChangeCatalog per changed id.
-func (c *Catalog) rebuildLocked(tx *txn) {
-	tx.rebuilt = true
-	c.ids.begin()
-	specs := c.z2m.build(c.log, c.ids)
-	specs = c.assignAreas(append(specs, c.ha.build(c.log, c.ids, specs)...))
-	c.ids.end(c.z2m.listed)
-	specs = append(specs, notifySpecs(c.opts.Notify)...)
-
-	m := &model{routes: map[string]routeSet{}, actions: map[string]*action{}, unsupported: map[string]string{}}
-	byID := map[string]*pilotage.Entry{}
-	devOf := map[string]string{}
-	add := func(e *pilotage.Entry, dev string) bool {
-		if _, dup := byID[e.ID]; dup && byID[e.ID] != e {
-			c.log.Warn("duplicate catalog id skipped", "id", e.ID, "device", dev)
-			return false
-		}
-		byID[e.ID] = e
-		devOf[e.ID] = dev
-		return true
-	}
-	for _, s := range specs {
-		ents := s.buildEntries(c.intern)
-		if !s.noDevice && !add(&ents[0], s.id) {
-			continue
-		}
-		m.coverage.count(s)
-		for i := range ents {
-			if ents[i].Kind != pilotage.KindDevice {
-				add(&ents[i], s.id)
-			}
-		}
-		for _, st := range s.states {
-			if st.unsupported != "" {
-				m.unsupported[st.id] = st.unsupported
-			}
-		}
-		for _, a := range s.actions {
-			if byID[a.id] != nil && devOf[a.id] == s.id {
-				m.actions[a.id] = a
-			}
-		}
-		m.addRoutes(s.routes)
-	}
-	m.devOf = devOf
-	c.model = m
-	for _, id := range c.commitEntries(tx, byID) {
-		delete(c.live, id) // its meaning changed: unknown until the next message
-	}
-	c.pruneLive(byID)
-	c.intern.trim()
-	c.subscribeRoutes(tx)
-	c.replayPending(tx)
-}
-
-// commitEntries stores a new snapshot when entries changed and returns the
-// ids of modified entries.
-func (c *Catalog) commitEntries(tx *txn, byID map[string]*pilotage.Entry) []string {
-	old := c.snap.Load()
-	entries := make([]*pilotage.Entry, 0, len(byID))
-	var changes []Change
-	var modified []string
-	for id, e := range byID {
-		entries = append(entries, e)
-		if oe, ok := old.byID[id]; !ok {
-			changes = append(changes, Change{Kind: ChangeCatalog, ID: id, Value: "added", Time: tx.now})
-		} else if oe.Revision != e.Revision {
-			changes = append(changes, Change{Kind: ChangeCatalog, ID: id, Value: "modified", Time: tx.now})
-			modified = append(modified, id)
-		}
-	}
-	for id := range old.byID {
-		if _, ok := byID[id]; !ok {
-			changes = append(changes, Change{Kind: ChangeCatalog, ID: id, Value: "removed", Time: tx.now})
-		}
-	}
-	if len(changes) == 0 {
-		return nil
-	}
-	sort.Slice(entries, func(i, j int) bool { return entries[i].ID < entries[j].ID })
-	sort.Slice(changes, func(i, j int) bool { return changes[i].ID < changes[j].ID })
-	c.snap.Store(&Snapshot{Gen: old.Gen + 1, entries: entries, byID: byID})
-	tx.changes = append(tx.changes, changes...)
-	return modified
-}
-
-// pruneLive forgets live values of entries and devices that are gone, and
-// refreshes the unsupported marks.
-func (c *Catalog) pruneLive(byID map[string]*pilotage.Entry) {
-	for id, lv := range c.live {
-		if _, ok := byID[id]; !ok {
-			delete(c.live, id)
-			continue
-		}
-		lv.unsupported = c.model.unsupported[id]
-		if lv.unsupported != "" {
-			lv.value = nil
-		}
-		c.live[id] = lv
-	}
-	for id := range c.devLive {
-		if _, ok := byID[id]; !ok {
-			delete(c.devLive, id)
-		}
-	}
-}
-
-// subscribeRoutes queues the routed topics outside the two wildcard
-// subscriptions for the subscriber goroutine.
-func (c *Catalog) subscribeRoutes(tx *txn) {
-	base, prefix := c.opts.Z2MBase+"/", c.opts.HAPrefix+"/"
-	for t := range c.model.routes {
-		if strings.HasPrefix(t, base) || strings.HasPrefix(t, prefix) || c.subbed[t] {
-			continue
-		}
-		c.subbed[t] = true
-		c.subQ = append(c.subQ, t)
-		tx.newSubs = true
-	}
-	sort.Strings(c.subQ)
-}
-
-// replayPending feeds payloads that arrived before their route existed.
-func (c *Catalog) replayPending(tx *txn) {
-	if len(c.pending) == 0 {
-		return
-	}
-	topics := make([]string, 0)
-	for t := range c.pending {
-		if _, ok := c.model.routes[t]; ok {
-			topics = append(topics, t)
-		}
-	}
-	sort.Strings(topics)
-	for _, t := range topics {
-		p := c.pending[t]
-		delete(c.pending, t)
-		c.model.routes[t].run(tx, p)
-	}
 }
 
 func readHints() pilotage.RiskHints { return pilotage.HintsOf(pilotage.RiskRead) }

@@ -1,7 +1,9 @@
 package devices
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"sort"
 	"strings"
@@ -14,13 +16,14 @@ import (
 type z2mSource struct {
 	base    string
 	devices []z2mHead
-	raws    []string             // each device's JSON, the cache key with its id
+	raws    []json.RawMessage    // each device's JSON, the cache key with its id (never changed in place)
 	cache   map[string]z2mCached // id -> spec built from raw
 	in      *interner            // the catalog's: shares state keys between devices
 	// lastFire dedupes an action seen both in the JSON state and on the
 	// plain <name>/action topic.
 	lastFire map[string]firing
-	listed   bool // a bridge/devices list was accepted: it is complete
+	listed   bool       // a bridge/devices list was accepted: it is complete
+	areas    []AreaRule // Options.Areas
 }
 
 type firing struct {
@@ -43,7 +46,7 @@ func headOf(d *z2mDevice) z2mHead {
 }
 
 type z2mCached struct {
-	raw  string
+	raw  json.RawMessage
 	spec *devSpec
 }
 
@@ -60,6 +63,37 @@ type z2mDevice struct {
 	ModelID            string         `json:"model_id"`
 	Description        string         `json:"description"`
 	Area               string         `json:"area"`
+}
+
+// z2mDeviceHead reads a device without its definition's contents (the
+// list is checked and its heads kept; each definition is decoded when its
+// device is built).
+type z2mDeviceHead z2mDevice
+
+func (d *z2mDeviceHead) UnmarshalJSON(b []byte) error {
+	type head struct {
+		IEEE         string       `json:"ieee_address"`
+		FriendlyName string       `json:"friendly_name"`
+		Type         string       `json:"type"`
+		Disabled     bool         `json:"disabled"`
+		Definition   objectOrNull `json:"definition"`
+	}
+	var h head
+	if err := json.Unmarshal(b, &h); err != nil {
+		return err
+	}
+	d.IEEE, d.FriendlyName, d.Type, d.Disabled = h.IEEE, h.FriendlyName, h.Type, h.Disabled
+	return nil
+}
+
+// objectOrNull accepts a JSON object or null without decoding it.
+type objectOrNull struct{}
+
+func (objectOrNull) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] != '{' && string(b) != "null" {
+		return errors.New("definition is not an object")
+	}
+	return nil
 }
 
 type z2mDefinition struct {
@@ -101,8 +135,8 @@ type preset struct {
 	Description string `json:"description"`
 }
 
-func newZ2MSource(base string, in *interner) *z2mSource {
-	return &z2mSource{base: base, lastFire: map[string]firing{}, in: in}
+func newZ2MSource(base string, in *interner, areas []AreaRule) *z2mSource {
+	return &z2mSource{base: base, lastFire: map[string]firing{}, in: in, areas: areas}
 }
 
 // handleDevices replaces the device list; a malformed payload keeps the old.
@@ -113,10 +147,10 @@ func (z *z2mSource) handleDevices(log *slog.Logger, payload []byte) bool {
 		return false
 	}
 	devs := make([]z2mHead, 0, len(raws))
-	keys := make([]string, 0, len(raws))
+	keys := make([]json.RawMessage, 0, len(raws))
 	for _, r := range raws {
 		var d z2mDevice
-		if err := json.Unmarshal(r, &d); err != nil {
+		if err := json.Unmarshal(r, (*z2mDeviceHead)(&d)); err != nil {
 			log.Warn("malformed zigbee2mqtt bridge/devices skipped", "topic", z.base+"/bridge/devices", "err", err)
 			return false
 		}
@@ -125,7 +159,7 @@ func (z *z2mSource) handleDevices(log *slog.Logger, payload []byte) bool {
 			continue
 		}
 		devs = append(devs, headOf(&d))
-		keys = append(keys, string(r))
+		keys = append(keys, r)
 	}
 	z.devices, z.raws, z.listed = devs, keys, true
 	return true
@@ -161,7 +195,7 @@ func (z *z2mSource) handleEvent(log *slog.Logger, payload []byte) bool {
 		for i, h := range z.devices {
 			if h.ieee == ev.Data.IEEE {
 				var d z2mDevice
-				if err := json.Unmarshal([]byte(z.raws[i]), &d); err != nil {
+				if err := json.Unmarshal(z.raws[i], &d); err != nil {
 					log.Warn("zigbee2mqtt device unreadable", "topic", z.base+"/bridge/event", "err", err)
 					return false
 				}
@@ -169,7 +203,7 @@ func (z *z2mSource) handleEvent(log *slog.Logger, payload []byte) bool {
 				d.Supported = ev.Data.Supported
 				d.InterviewState = "SUCCESSFUL"
 				b, _ := json.Marshal(&d)
-				z.raws[i] = string(b)
+				z.raws[i] = b
 				return true
 			}
 		}
@@ -195,14 +229,16 @@ func (z *z2mSource) build(log *slog.Logger, ids *idTable) []*devSpec {
 			continue
 		}
 		ent, ok := z.cache[id]
-		if !ok || ent.raw != z.raws[i] {
+		if !ok || !bytes.Equal(ent.raw, z.raws[i]) {
 			var d z2mDevice
-			if err := json.Unmarshal([]byte(z.raws[i]), &d); err != nil {
+			if err := json.Unmarshal(z.raws[i], &d); err != nil {
 				log.Warn("zigbee2mqtt device unreadable", "friendly_name", h.friendlyName, "err", err)
 				continue
 			}
 			d.FriendlyName = h.friendlyName // one copy of the name
 			ent = z2mCached{raw: z.raws[i], spec: z.buildDevice(log, id, &d)}
+			setArea(z.areas, ent.spec)
+			ent.spec.buildEntries(z.in) // now: the build state it then drops would pile up over the list
 		}
 		cache[ent.spec.id] = ent // the spec's copy of the id, not this rebuild's
 		ids.share(key, ent.spec.id)

@@ -4,10 +4,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/mqtt"
 )
 
 // zhcDir holds what devices/testdata/gen/zhc.js wrote from the
@@ -353,4 +357,37 @@ func TestLibraryFidelity(t *testing.T) {
 		"the exposes' own values only (no get, no light extras): full %d, partial %d, none %d\ngaps by kind, and device types with their set risk:\n%s",
 		len(devs), verdicts["full"], verdicts["partial"], verdicts["none"], verdicts["marked"],
 		verdicts["exposes full"], verdicts["exposes partial"], verdicts["exposes none"], formatCounts(kinds, 80))
+}
+
+// TestLibraryIngest measures the whole generated library arriving as one
+// bridge/devices message (PILOTHOUSE_ZHC_DEVICES, see TestLibraryFidelity):
+// the time until the snapshot holds it, the live heap it keeps, and
+// coverage.
+func TestLibraryIngest(t *testing.T) {
+	path := os.Getenv(zhcFullEnv)
+	if path == "" {
+		t.Skipf("set %s to the generated library (e.g. /tmp/zhc/devices.json)", zhcFullEnv)
+	}
+	payload, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	c := NewCatalog(Options{Logger: quietLogger()})
+	t0 := time.Now()
+	c.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/bridge/devices", Payload: payload, Retained: true})
+	d := time.Since(t0)
+	payload = nil
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	s := c.Snapshot()
+	t0 = time.Now()
+	n := len(s.Entries())
+	flat := time.Since(t0)
+	t.Logf("library: %d entries, %+v, ingested in %v (first Entries() %v), live heap %.1f MB (peak heap %.1f MB, sys %.1f MB)",
+		n, c.Coverage(), d.Round(time.Millisecond), flat.Round(time.Microsecond), float64(after.HeapAlloc-before.HeapAlloc)/1e6,
+		float64(after.HeapSys)/1e6, float64(after.Sys)/1e6)
+	_ = payload
 }

@@ -36,7 +36,7 @@ func (e *Engine) bind(p *Principal, c *rules.Compiled, params map[string]any) (*
 		params = map[string]any{}
 	}
 	res, err := rules.Validate(c.Raw, v, rules.ValidateOptions{
-		Limits: e.cfg.Limits, HasLocation: e.cfg.Location != nil, Cache: e.rules, Bind: params,
+		Limits: e.cfg.Limits, HasLocation: e.cfg.Location != nil, Zone: e.cfg.TimeZone, Cache: e.rules, Bind: params,
 		Automation: func(id string) (*rules.Compiled, bool) { return e.automationBody(p, id) },
 		Installed:  e.installed(p),
 	})
@@ -117,7 +117,7 @@ func (e *Engine) rebind(r storage.Rule, c *rules.Compiled, params map[string]any
 		params = map[string]any{}
 	}
 	res, err := rules.Validate(c.Raw, cat, rules.ValidateOptions{
-		Limits: e.cfg.Limits, HasLocation: true, Cache: e.rules, Bind: params, Recorded: true,
+		Limits: e.cfg.Limits, HasLocation: true, Zone: e.cfg.TimeZone, Cache: e.rules, Bind: params, Recorded: true,
 		Automation: func(id string) (*rules.Compiled, bool) {
 			if b := e.body(id); b != nil {
 				return b.compiled, true

@@ -26,6 +26,10 @@ type catalogService struct {
 	views     map[string]*view            // principal name → latest view
 	history   map[string]map[string]*view // principal name → version → view
 	order     map[string][]string         // principal name → versions, oldest first
+	// pinned keeps the targets of changed_since pages still being read
+	// (a moving catalog would push them out of history), a few per
+	// principal, oldest first.
+	pinned map[string][]*view
 }
 
 // automation is one promoted program as a catalog entry.
@@ -55,6 +59,7 @@ func newCatalogService(e *Engine) *catalogService {
 		views:   map[string]*view{},
 		history: map[string]map[string]*view{},
 		order:   map[string][]string{},
+		pinned:  map[string][]*view{},
 	}
 }
 
@@ -195,10 +200,13 @@ type Change struct {
 	Change string `json:"change"`
 }
 
-// ChangedResponse is the changed_since verb's result.
+// ChangedResponse is the changed_since verb's result: one page of the
+// changes (sorted by id) from the baseline to CatalogVersion; NextCursor,
+// passed back with the same baseline, continues toward that same version.
 type ChangedResponse struct {
 	CatalogVersion string   `json:"catalog_version"`
 	Changes        []Change `json:"changes"`
+	NextCursor     string   `json:"next_cursor,omitempty"`
 }
 
 // Lookup limits.
@@ -240,7 +248,7 @@ func (e *Engine) Lookup(ctx context.Context, req LookupRequest) (any, error) {
 		if req.CatalogVersion == "" {
 			return nil, &pilotage.RequestError{Kind: pilotage.ErrInvalidRequest, Message: "changed_since needs catalog_version", CatalogVersion: v.version}
 		}
-		return e.cat.changedSince(p, v, req.CatalogVersion)
+		return e.cat.changedSince(p, v, req)
 	case "":
 		return nil, &pilotage.RequestError{Kind: pilotage.ErrInvalidRequest, Message: "verb is required: list, get or changed_since", CatalogVersion: v.version}
 	default:
@@ -320,33 +328,129 @@ func decodeCursor(c string) (string, error) {
 	return string(b[2:]), nil
 }
 
-func (c *catalogService) changedSince(p *Principal, cur *view, token string) (*ChangedResponse, error) {
+// maxPinned bounds the changed_since targets kept per principal.
+const maxPinned = 4
+
+// changedSince serves one page of changes from the baseline: up to limit
+// (default and most MaxListLimit) in id order, toward the current version,
+// or, with a cursor, toward the version the first page named.
+func (c *catalogService) changedSince(p *Principal, cur *view, req LookupRequest) (*ChangedResponse, error) {
+	limit := req.Limit
+	switch {
+	case limit == 0:
+		limit = MaxListLimit
+	case limit < 0 || limit > MaxListLimit:
+		return nil, &pilotage.RequestError{Kind: pilotage.ErrInvalidRequest, Message: fmt.Sprintf("limit must be 1..%d", MaxListLimit), CatalogVersion: cur.version}
+	}
+	key := p.scopeKey()
+	target, after := cur, ""
 	c.mu.Lock()
-	old := c.history[p.scopeKey()][token]
+	old := c.history[key][req.CatalogVersion]
+	if req.Cursor != "" {
+		base, tv, a, err := decodeChangesCursor(req.Cursor)
+		if err != nil || base != req.CatalogVersion {
+			c.mu.Unlock()
+			return nil, &pilotage.RequestError{Kind: pilotage.ErrInvalidRequest, Message: "cursor is not one this server returned for that catalog_version", CatalogVersion: cur.version}
+		}
+		target, after = c.versionOf(key, tv), a
+	}
 	c.mu.Unlock()
-	if old == nil {
+	if old == nil || target == nil {
 		return nil, &pilotage.RequestError{Kind: pilotage.ErrUnknownBaseline, Message: "cannot compute changes from that catalog_version; list the catalog again", CatalogVersion: cur.version}
 	}
-	resp := &ChangedResponse{CatalogVersion: cur.version, Changes: []Change{}}
+	changes, more := diffViews(old, target, after, limit)
+	resp := &ChangedResponse{CatalogVersion: target.version, Changes: changes}
+	if more {
+		resp.NextCursor = encodeChangesCursor(req.CatalogVersion, target.version, changes[len(changes)-1].ID)
+		c.pin(key, target)
+	}
+	return resp, nil
+}
+
+// versionOf finds a view of p's by version: in history or pinned; c.mu
+// is held.
+func (c *catalogService) versionOf(key, version string) *view {
+	if v := c.history[key][version]; v != nil {
+		return v
+	}
+	for _, v := range c.pinned[key] {
+		if v.version == version {
+			return v
+		}
+	}
+	return nil
+}
+
+func (c *catalogService) pin(key string, v *view) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ps := c.pinned[key]
+	for _, x := range ps {
+		if x == v {
+			return
+		}
+	}
+	if len(ps) == maxPinned {
+		ps = ps[1:]
+	}
+	c.pinned[key] = append(ps, v)
+}
+
+// diffViews walks both views' ids after "after" in order and returns the
+// first limit changes, and whether more follow.
+func diffViews(old, cur *view, after string, limit int) ([]Change, bool) {
 	curIDs, _ := cur.flat()
 	oldIDs, _ := old.flat()
-	for _, id := range curIDs {
-		oh, ok := old.hash(id)
-		ch, _ := cur.hash(id)
+	i, j := idsAfter(curIDs, after), idsAfter(oldIDs, after)
+	out := []Change{}
+	for i < len(curIDs) || j < len(oldIDs) {
+		var ch Change
 		switch {
-		case !ok:
-			resp.Changes = append(resp.Changes, Change{id, "added"})
-		case oh != ch:
-			resp.Changes = append(resp.Changes, Change{id, "modified"})
+		case j == len(oldIDs) || (i < len(curIDs) && curIDs[i] < oldIDs[j]):
+			ch = Change{curIDs[i], "added"}
+			i++
+		case i == len(curIDs) || oldIDs[j] < curIDs[i]:
+			ch = Change{oldIDs[j], "removed"}
+			j++
+		default:
+			id := curIDs[i]
+			i, j = i+1, j+1
+			oh, _ := old.hash(id)
+			if ch2, _ := cur.hash(id); oh == ch2 {
+				continue
+			}
+			ch = Change{id, "modified"}
 		}
-	}
-	for _, id := range oldIDs {
-		if _, ok := cur.hash(id); !ok {
-			resp.Changes = append(resp.Changes, Change{id, "removed"})
+		if len(out) == limit {
+			return out, true
 		}
+		out = append(out, ch)
 	}
-	sort.Slice(resp.Changes, func(i, j int) bool { return resp.Changes[i].ID < resp.Changes[j].ID })
-	return resp, nil
+	return out, false
+}
+
+func idsAfter(ids []string, after string) int {
+	if after == "" {
+		return 0
+	}
+	k := sort.SearchStrings(ids, after)
+	if k < len(ids) && ids[k] == after {
+		k++
+	}
+	return k
+}
+
+func encodeChangesCursor(base, target, after string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("c:" + base + "\x00" + target + "\x00" + after))
+}
+
+func decodeChangesCursor(c string) (base, target, after string, err error) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	parts := strings.SplitN(strings.TrimPrefix(string(b), "c:"), "\x00", 3)
+	if err != nil || !strings.HasPrefix(string(b), "c:") || len(parts) != 3 {
+		return "", "", "", fmt.Errorf("bad cursor")
+	}
+	return parts[0], parts[1], parts[2], nil
 }
 
 func quote(s string) string {

@@ -25,6 +25,9 @@ type Config struct {
 	KeepPerStatus int
 	// Location for sunrise/sunset triggers (nil = not configured).
 	Location *Location
+	// LocationSource says where Location came from: LocationConfigured
+	// (the default when Location is set) or LocationDemo.
+	LocationSource string
 	// TimeZone for cron, time-of-day and expression helpers.
 	TimeZone *time.Location
 	// Limits of validation and execution.
@@ -37,10 +40,12 @@ type Config struct {
 	History HistoryConfig
 }
 
-// Location is a point on Earth for sun triggers.
-type Location struct {
-	Latitude  float64 `json:"latitude"`
-	Longitude float64 `json:"longitude"`
+// Location is a point on Earth for sun triggers and conditions.
+type Location = rules.Location
+
+// place is the server's time zone and location, as runs see them.
+func (e *Engine) place() rules.Place {
+	return rules.Place{Zone: e.cfg.TimeZone, Location: e.cfg.Location}
 }
 
 // RetentionText renders the retention as an ISO 8601 duration.
@@ -85,6 +90,9 @@ type Engine struct {
 	// rules is what validations, held programs and runs reuse: the
 	// engine owns it, rules keeps no state of its own.
 	rules *rules.Cache
+
+	guidesOnce sync.Once
+	guides     []rules.Guide // as served (Guides)
 
 	mu     sync.Mutex
 	closed bool

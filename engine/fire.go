@@ -20,7 +20,7 @@ const defaultModeMax = 10
 func (at *armedTrigger) fire(value, prev any, because string) {
 	ar := at.r
 	e := ar.s.e
-	tf := rules.TriggerFire{ID: at.t.ID(), Value: value, From: prev, Time: e.Now(), Because: because}
+	tf := rules.TriggerFire{ID: at.t.ID(), Value: value, From: prev, Time: e.Now().In(e.cfg.TimeZone), Because: because}
 	ar.mu.Lock()
 	if ar.stopped {
 		ar.mu.Unlock()
@@ -206,7 +206,11 @@ func (ar *armedRule) run(ctx context.Context, tf rules.TriggerFire, w *liveWorld
 		// interrupted.
 		ar.record(runID, started, pilotage.Outcome{OK: false, Status: rules.StatusRunning, Error: "the firing is running"}, nil, nil)
 	}
-	res := rules.Run(ctx, ar.c, w, rules.RunInput{Trigger: tf, Params: ar.params, Limits: e.cfg.Limits, Cache: e.rules})
+	in := rules.RunInput{Trigger: tf, Params: ar.params, Limits: e.cfg.Limits, Cache: e.rules}
+	if ar.c.Throttle() > 0 {
+		in.Throttle = ar.throttleGate
+	}
+	res := rules.Run(ctx, ar.c, w, in)
 	out := res.Outcome
 	if out.Status == rules.StatusCancelled && errors.Is(ar.s.ctx.Err(), context.Canceled) {
 		out = pilotage.Outcome{OK: false, Status: rules.StatusInterrupted, Error: "the server stopped during the firing"}

@@ -37,6 +37,7 @@ func (e *Engine) Manifest() *pilotage.Manifest {
 		lang.TraceSubprogram = "expanded"
 		lang.PromotionAuthority = "caller"
 	}
+	lang.Environment = e.Environment()
 	lang.Capabilities = caps
 	lang.Loop = loop
 	return &pilotage.Manifest{

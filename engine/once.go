@@ -40,7 +40,7 @@ func (e *Engine) runOnce(ctx context.Context, p *Principal, runID string, c *rul
 	w := &liveWorld{e: e, p: p}
 	// A program has at least one trigger: the first one stands for the
 	// caller's hand (nothing is armed).
-	tf := rules.TriggerFire{ID: c.Triggers()[0].ID(), Time: e.Now(), Because: "manual run by " + p.Name}
+	tf := rules.TriggerFire{ID: c.Triggers()[0].ID(), Time: e.Now().In(e.cfg.TimeZone), Because: "manual run by " + p.Name}
 	res := rules.Run(runCtx, c, w, rules.RunInput{Trigger: tf, Params: params, Limits: e.cfg.Limits, Cache: e.rules})
 	resp := &ExecuteResponse{RunID: runID, Outcome: res.Outcome,
 		Trace: &pilotage.Trace{Level: pilotage.LevelFull, Steps: res.Steps, Stats: runStats(res)}}

@@ -423,7 +423,7 @@ func (e *Engine) compileStored(pr storage.Program) (*rules.Compiled, error) {
 	}
 	sort.Strings(cat.ids)
 	res, err := rules.Validate(pr.Body, cat, rules.ValidateOptions{
-		Limits: e.cfg.Limits, HasLocation: true, Cache: e.rules, Recorded: true,
+		Limits: e.cfg.Limits, HasLocation: true, Zone: e.cfg.TimeZone, Cache: e.rules, Recorded: true,
 		Automation: func(id string) (*rules.Compiled, bool) {
 			if b := e.body(id); b != nil {
 				return b.compiled, true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -19,6 +20,16 @@ func (e *Engine) testRun(ctx context.Context, p *Principal, runID string, c *rul
 		scen = *sc
 	}
 	v := e.cat.view(p)
+	if d := rules.CheckScenarioIDs(scen, func(id string) (pilotage.Kind, bool) {
+		en, ok := v.Get(id)
+		if !ok {
+			return "", false
+		}
+		return en.Kind, true
+	}); len(d) > 0 {
+		return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: rules.StatusValidationError, Error: "the scenario names ids that are not in the catalog"},
+			Diagnostics: d}, nil
+	}
 	base := func(id string) (any, bool) {
 		if _, ok := v.Get(id); !ok || e.devs == nil {
 			return nil, false
@@ -29,18 +40,26 @@ func (e *Engine) testRun(ctx context.Context, p *Principal, runID string, c *rul
 		}
 		return l.Value, true
 	}
-	start := e.Now().In(e.cfg.TimeZone)
-	if scen.Now != nil {
-		start = *scen.Now
-	}
-	w := rules.NewSimWorld(base, start, scen, e.simEffects)
+	w := rules.NewSimWorld(base, e.Now(), scen, e.simEffects)
+	w.SetPlace(e.place())
+	w.SetChangedBase(func(id string) (time.Time, bool) { return e.lastChanged(p, id) })
 	e.addSubprograms(p, w, c, 0)
 	tf, err := rules.FireFor(c, scen, w)
 	if err != nil {
 		return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: rules.StatusValidationError, Error: err.Error()},
 			Diagnostics: []pilotage.Diagnostic{inputDiag("/scenario/trigger", err.Error())}}, nil
 	}
-	res := rules.Run(ctx, c, w, rules.RunInput{Trigger: tf, Params: params, Limits: e.cfg.Limits, Cache: e.rules})
+	// The World's clock is virtual: MaxWall bounds the run's simulated
+	// time, MaxTestRunWall its real time. The request's context ends it
+	// too (an evaluation checks it as it goes).
+	wall := e.cfg.Limits.MaxTestRunWall
+	if wall <= 0 {
+		wall = rules.DefaultLimits.MaxTestRunWall
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, wall, fmt.Errorf("the test run took longer than %s of real time (MaxTestRunWall)", wall))
+	defer cancel()
+	res := rules.Run(ctx, c, w, rules.RunInput{Trigger: tf, Params: params, Limits: e.cfg.Limits, Cache: e.rules,
+		Throttle: w.Throttle(c.Throttle())})
 	resp := &ExecuteResponse{RunID: runID, Outcome: res.Outcome}
 	if res.Outcome.OK {
 		calls := res.Calls
@@ -139,7 +158,8 @@ func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rule
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()})
 	ar := e.sched.install(rule, armed, params, e.cat.view(p).devGen+1)
 	info := ar.info(e)
-	out := &pilotage.DeployOutput{ProgramRef: pr.prog.Ref, Rule: rule.Name, Replaced: replaced, Triggers: info.Triggers, NextFire: info.NextFire, Warnings: b.warnings}
+	out := &pilotage.DeployOutput{ProgramRef: pr.prog.Ref, Rule: rule.Name, Replaced: replaced, Triggers: info.Triggers, NextFire: info.NextFire,
+		TimeZone: zoneText(e.cfg.TimeZone), Warnings: b.warnings}
 	if b.refs {
 		out.Plan = b.c.Plan
 	}

@@ -58,6 +58,7 @@ type armedRule struct {
 	running    []*firing
 	queue      []rules.TriggerFire
 	broken     string
+	lastBody   time.Time // when the body last started (throttled rules)
 
 	// The trigger of a one-trigger rule (most rules), allocated with it.
 	one     armedTrigger
@@ -169,6 +170,9 @@ func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[str
 	}
 	ar := &armedRule{s: s, name: rule.Name, ref: rule.Ref, enabled: rule.Enabled, c: c, params: params, principal: p,
 		broken: rule.Broken, waits: c.TakesTime(), checkedGen: validatedAt}
+	if c.Throttle() > 0 {
+		ar.lastBody = s.lastBodyStart(rule.Name)
+	}
 	switch ts := c.Triggers(); len(ts) {
 	case 0:
 	case 1:
@@ -235,7 +239,7 @@ func (s *scheduler) armSun(ar *armedRule, at *armedTrigger) {
 		return
 	}
 	sun, offset := at.t.Sun()
-	next := nextSunEvent(s.e.Now(), *loc, sun, offset)
+	next := rules.NextSunEvent(s.e.Now().In(s.e.cfg.TimeZone), *loc, sun, offset)
 	if next.IsZero() {
 		return
 	}
@@ -373,11 +377,14 @@ func (ar *armedRule) info(e *Engine) ruleArmInfo {
 				ti.Spec += " " + offset.String()
 			}
 			if e.cfg.Location != nil {
-				next = nextSunEvent(now, *e.cfg.Location, sun, offset)
+				next = rules.NextSunEvent(now.In(e.cfg.TimeZone), *e.cfg.Location, sun, offset)
 			}
 		}
+		if k := t.Kind(); k == rules.TriggerCron || k == rules.TriggerTime || k == rules.TriggerSun {
+			ti.TimeZone = zoneText(e.cfg.TimeZone)
+		}
 		if !next.IsZero() {
-			n := next
+			n := next.In(e.cfg.TimeZone)
 			ti.NextFire = &n
 			if out.NextFire == nil || n.Before(*out.NextFire) {
 				out.NextFire = &n

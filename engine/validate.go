@@ -34,6 +34,7 @@ func (e *Engine) validate(p *Principal, program, ctxRaw json.RawMessage) (*Valid
 		Limits:      e.cfg.Limits,
 		Context:     ctxRaw,
 		HasLocation: e.cfg.Location != nil,
+		Zone:        e.cfg.TimeZone,
 		Automation:  func(id string) (*rules.Compiled, bool) { return e.automationBody(p, id) },
 		Cache:       e.rules,
 		Installed:   e.installed(p),

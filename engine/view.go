@@ -1,8 +1,6 @@
 package engine
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
 	"fmt"
 	"sort"
 	"sync"
@@ -12,12 +10,14 @@ import (
 )
 
 // view is one principal's immutable snapshot of the catalog. A view is
-// either flat (base == nil: own holds every entry) or a layer over a flat
-// base holding the automations promoted since, so promoting a rule costs
-// O(promoted since the last flattening), not O(catalog).
+// either flat (base == nil: own holds every entry, and snap, when set,
+// holds every device entry: a principal who sees all of them) or a layer
+// over a flat base holding the automations promoted since, so promoting a
+// rule costs O(promoted since the last flattening), not O(catalog).
 type view struct {
 	devGen, autoGen uint64
 	base            *view
+	snap            *devices.Snapshot // all of its entries are in the view (its ContentSum is in sum)
 	own             map[string]viewEntry
 	n               int
 	sum             [2]uint64 // order-independent sum of H(id, hash): the version is content-determined
@@ -60,9 +60,9 @@ func (v *view) add(id string, e *pilotage.Entry, hash string) {
 	}
 	v.own[id] = viewEntry{e, hash}
 	v.n++
-	d := sha256.Sum256([]byte(id + "\x00" + hash))
-	v.sum[0] += binary.BigEndian.Uint64(d[0:8])
-	v.sum[1] += binary.BigEndian.Uint64(d[8:16])
+	d := devices.EntrySum(id, hash)
+	v.sum[0] += d[0]
+	v.sum[1] += d[1]
 }
 
 func (v *view) seal() *view {
@@ -75,6 +75,11 @@ func (v *view) Get(id string) (*pilotage.Entry, bool) {
 	if ve, ok := v.own[id]; ok {
 		return ve.e, true
 	}
+	if v.snap != nil {
+		if e, ok := v.snap.Get(id); ok {
+			return e, true
+		}
+	}
 	if v.base != nil {
 		return v.base.Get(id)
 	}
@@ -84,6 +89,11 @@ func (v *view) Get(id string) (*pilotage.Entry, bool) {
 func (v *view) hash(id string) (string, bool) {
 	if ve, ok := v.own[id]; ok {
 		return ve.hash, true
+	}
+	if v.snap != nil {
+		if e, ok := v.snap.Get(id); ok {
+			return e.Revision, true
+		}
 	}
 	if v.base != nil {
 		return v.base.hash(id)
@@ -106,8 +116,15 @@ func (v *view) flat() ([]string, []*pilotage.Entry) {
 		}
 		sort.Strings(own)
 		var baseIDs []string
-		if v.base != nil {
+		switch {
+		case v.base != nil:
 			baseIDs, _ = v.base.flat()
+		case v.snap != nil:
+			ents := v.snap.Entries()
+			baseIDs = make([]string, len(ents))
+			for i, e := range ents {
+				baseIDs[i] = e.ID
+			}
 		}
 		v.ids = make([]string, 0, len(own)+len(baseIDs))
 		i, j := 0, 0
@@ -155,10 +172,14 @@ func (v *view) flatten() *view {
 	return f
 }
 
-// build computes a flat view; c.mu is held.
+// build computes a flat view; c.mu is held. A principal who sees every
+// device entry gets the snapshot itself (nothing to visit: its version
+// comes from the snapshot's content sum).
 func (c *catalogService) build(p *Principal, snap *devices.Snapshot, devGen uint64) *view {
 	v := newView(devGen, c.autoGen, nil)
-	if snap != nil {
+	if snap != nil && p.unrestricted() {
+		v.snap, v.n, v.sum = snap, snap.Len(), snap.ContentSum()
+	} else if snap != nil {
 		for _, en := range snap.Entries() {
 			var devTags []string
 			if en.Kind != pilotage.KindDevice {

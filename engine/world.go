@@ -23,6 +23,12 @@ type liveWorld struct {
 
 func (w *liveWorld) Now() time.Time { return w.e.Now().In(w.e.cfg.TimeZone) }
 
+// Place is the server's time zone and location.
+func (w *liveWorld) Place() rules.Place { return w.e.place() }
+
+// LastChanged is when state (or event) id last changed (see changes.go).
+func (w *liveWorld) LastChanged(id string) (time.Time, bool) { return w.e.lastChanged(w.p, id) }
+
 func (w *liveWorld) State(id string) (any, bool) {
 	if _, ok := w.e.cat.view(w.p).Get(id); !ok {
 		return nil, false
@@ -123,7 +129,7 @@ func (wt *waiter) signal() {
 func (wt *waiter) change(ch devices.Change) {
 	switch req := wt.req; {
 	case req.Event != "" && ch.Kind == devices.ChangeEvent && ch.ID == req.Event:
-		if !req.EventValue.Set || rules.SameValue(req.EventValue.V, ch.Value) {
+		if rules.EventMatches(req.EventValue, ch.Value) {
 			wt.signal()
 		}
 	case ch.Kind == devices.ChangeState && (len(wt.watch) == 0 || wt.watch[ch.ID]):

@@ -49,6 +49,38 @@ type LanguageEntry struct {
 	Retention          string            `json:"retention,omitempty"`
 	TraceSubprogram    string            `json:"trace_subprogram,omitempty"`
 	PromotionAuthority string            `json:"promotion_authority,omitempty"`
+	// Environment is automation/1's own member: the server's time zone
+	// and whether sun triggers and conditions are available.
+	Environment *Environment `json:"environment,omitempty"`
+}
+
+// Environment is the manifest's account of the server's clock and place:
+// what time-of-day schedules, time conditions and sun triggers and
+// conditions are read against.
+type Environment struct {
+	// TimeZone is the IANA zone of schedules, clock times and traces.
+	TimeZone string `json:"time_zone"`
+	// Now is the server's local time (RFC 3339, with its UTC offset).
+	Now string  `json:"now"`
+	Sun SunInfo `json:"sun"`
+}
+
+// SunInfo says whether sun triggers and conditions are available.
+type SunInfo struct {
+	Available bool `json:"available"`
+	// LocationSource is configured, demo_example or none.
+	LocationSource string       `json:"location_source"`
+	Location       *GeoLocation `json:"location,omitempty"`
+	Note           string       `json:"note"`
+	// Sunrise and Sunset of today, local (absent in polar day or night).
+	Sunrise string `json:"sunrise,omitempty"`
+	Sunset  string `json:"sunset,omitempty"`
+}
+
+// GeoLocation is a place on Earth in decimal degrees.
+type GeoLocation struct {
+	Latitude  float64 `json:"latitude"`
+	Longitude float64 `json:"longitude"`
 }
 
 // TraceResponse is the fetch door's answer (spec §6.6): the recorded

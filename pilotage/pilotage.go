@@ -192,10 +192,17 @@ type Entry struct {
 // never part of it: a state's value, or a device's state object and
 // availability.
 type Live struct {
-	Value       any       `json:"value,omitempty"`
-	Available   *bool     `json:"available,omitempty"`
-	LastSeen    time.Time `json:"last_seen,omitempty"`
+	Value     any       `json:"value,omitempty"`
+	Available *bool     `json:"available,omitempty"`
+	LastSeen  time.Time `json:"last_seen,omitempty"`
+	// LastChanged is when the value last changed (a state) or last
+	// occurred (an event), as far as this process saw.
+	LastChanged time.Time `json:"last_changed,omitzero"`
 	Unsupported string    `json:"unsupported,omitempty"`
+	// FirstValue: the value is the first this process saw of the entry,
+	// so LastChanged is when it arrived, not necessarily when it changed
+	// (see devices' RestoreChanged).
+	FirstValue bool `json:"-"`
 }
 
 // ContentHash identifies an entry's defined fields except Revision: two

@@ -22,7 +22,8 @@ type DeployOutput struct {
 	Rule       string        `json:"rule"`
 	Replaced   bool          `json:"replaced"`
 	Triggers   []TriggerInfo `json:"triggers"`
-	NextFire   *time.Time    `json:"next_fire,omitempty"`
+	NextFire   *time.Time    `json:"next_fire,omitempty"` // local, with its UTC offset
+	TimeZone   string        `json:"time_zone"`           // the server's: schedules and next_fire are in it
 	// Plan is the installed rule's plan when its catalog params were
 	// bound: the real ids, arguments and risk (the program's own plan
 	// shows the worst its constraints admit).
@@ -37,7 +38,9 @@ type TriggerInfo struct {
 	Kind     string     `json:"kind"`
 	Entity   string     `json:"entity,omitempty"`
 	Spec     string     `json:"spec,omitempty"`
-	NextFire *time.Time `json:"next_fire,omitempty"`
+	NextFire *time.Time `json:"next_fire,omitempty"` // local, with its UTC offset
+	// TimeZone is the zone a schedule or sun trigger's times are in.
+	TimeZone string `json:"time_zone,omitempty"`
 }
 
 // RuleInfo is one installed rule as pilothouse_rules lists it.

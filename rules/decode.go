@@ -124,7 +124,7 @@ func (dc *decoder) checkTime() bool {
 	return true
 }
 
-var programFields = []string{"name", "description", "mode", "max", "params", "triggers", "conditions", "steps"}
+var programFields = []string{"name", "description", "mode", "max", "throttle", "params", "triggers", "conditions", "steps"}
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$`)
 
@@ -147,6 +147,9 @@ func (dc *decoder) program(n *jnode) *Program {
 		p.Description, _ = dc.str(v, "description")
 	}
 	dc.mode(n, p)
+	if v := n.get("throttle"); v != nil {
+		p.Throttle = dc.constDuration(v, "throttle", false)
+	}
 	if v := n.get("params"); v != nil {
 		if p.Params = dc.params(v); p.Params != nil {
 			dc.paramDefaults(v)
@@ -335,7 +338,31 @@ func ParseCron(spec string) (s cron.Schedule, err error) {
 			s, err = nil, fmt.Errorf("cron spec %q: %v", spec, r)
 		}
 	}()
+	if err := checkEvery(spec); err != nil {
+		return nil, err
+	}
 	return cronParser.Parse(spec)
+}
+
+// checkEvery refuses an "@every" duration robfig/cron would not honour:
+// it runs a schedule at most once a second and drops what is below a
+// second, so "@every -1s" and "@every 1ns" fired every second.
+func checkEvery(spec string) error {
+	f := strings.Fields(spec)
+	if len(f) > 0 && (strings.HasPrefix(f[0], "TZ=") || strings.HasPrefix(f[0], "CRON_TZ=")) {
+		f = f[1:]
+	}
+	if len(f) != 2 || f[0] != "@every" {
+		return nil
+	}
+	d, err := time.ParseDuration(f[1])
+	if err != nil {
+		return fmt.Errorf("@every takes a whole number of seconds, at least 1s (e.g. 90s, 5m, 1h30m): %v", err)
+	}
+	if d < time.Second || d%time.Second != 0 {
+		return fmt.Errorf("@every %s: the schedule runs at most once a second and drops fractions of a second; @every takes a whole number of seconds, at least 1s (e.g. 90s, 5m, 1h30m)", f[1])
+	}
+	return nil
 }
 
 func (dc *decoder) kindKey(n *jnode, what string, keys []string) (string, bool) {
@@ -513,16 +540,4 @@ func validClock(s string) bool {
 		}
 	}
 	return false
-}
-
-func (dc *decoder) condition(n *jnode) *Condition {
-	if !dc.checkTime() || !dc.object(n, "condition") {
-		return nil
-	}
-	dc.fields(n, "a condition", []string{"id", "expr"})
-	c := &Condition{Ptr: n.ptr, ID: dc.id(n)}
-	if v := dc.required(n, "expr", "a condition"); v != nil {
-		c.Expr = dc.exprField(v, "expr")
-	}
-	return c
 }

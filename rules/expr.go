@@ -18,7 +18,7 @@ type Expr struct {
 	Src    string // the expression text (without {{ }})
 	Ptr    string // JSON Pointer of the string value that holds it
 	Offset int    // rune offset of Src inside that string value
-	Refs   []Ref  // catalog ids referenced through state('...')
+	Refs   []Ref  // catalog ids referenced through state('…'), since('…'), last_changed('…')
 	prog   *vm.Program
 
 	// reach is what the compiled program can reach of its environment
@@ -85,6 +85,7 @@ func newExpr(src string, prog *vm.Program) *Expr {
 type Ref struct {
 	ID       string
 	From, To int
+	Fn       string // the reader: state, since or last_changed
 }
 
 // CompileExpr compiles src in the closed environment. maxNodes bounds the
@@ -101,7 +102,8 @@ func CompileExpr(src string, maxNodes uint) (*Expr, error) {
 	return newExpr(src, p), nil
 }
 
-// collectRefs finds every state('id') call. Non-constant arguments are
+// collectRefs finds every call of a catalog reader (state('id'),
+// since('id'), last_changed('id')). Non-constant arguments are
 // reported by the validator (see NonConstantRefs).
 func collectRefs(root ast.Node) []Ref {
 	var refs []Ref
@@ -110,12 +112,13 @@ func collectRefs(root ast.Node) []Ref {
 		if !ok || len(c.Arguments) != 1 {
 			return false
 		}
-		if id, ok := c.Callee.(*ast.IdentifierNode); !ok || id.Value != "state" {
+		fn, ok := c.Callee.(*ast.IdentifierNode)
+		if !ok || !catalogReaders[fn.Value] {
 			return false
 		}
 		if s, ok := c.Arguments[0].(*ast.StringNode); ok {
 			loc := s.Location()
-			refs = append(refs, Ref{ID: s.Value, From: loc.From, To: loc.To})
+			refs = append(refs, Ref{ID: s.Value, From: loc.From, To: loc.To, Fn: fn.Value})
 		}
 		return false
 	})
@@ -125,17 +128,22 @@ func collectRefs(root ast.Node) []Ref {
 // Node returns the expression's AST (for validation passes).
 func (x *Expr) Node() ast.Node { return x.prog.Node() }
 
-// Eval runs the expression against env.
+// Eval runs the expression against env, as one evaluation.
 func (x *Expr) Eval(env *Env) (any, error) {
+	env.beginEval()
+	return x.run(env)
+}
+
+// run runs the expression within the evaluation under way (an expression
+// of a template shares the template's budget).
+func (x *Expr) run(env *Env) (any, error) {
 	vars := env.vars(x.reaches())
-	mem := &env.held.mem
-	*mem = evalMem{value: env.valueBytes(), total: env.evalBytes()}
 	v := env.cache.vm()
 	v.MemoryBudget = env.budget()
 	out, err := v.Run(x.prog, vars)
 	env.cache.putVM(v)
 	if err == nil {
-		err = resultFits(out, mem.value)
+		err = resultFits(out, env.mem.value)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("expression %q: %w", x.Src, err)

@@ -4,6 +4,7 @@ package rules
 // a pooled expression environment only as far as an expression reads them.
 
 import (
+	"context"
 	"time"
 )
 
@@ -18,8 +19,14 @@ type Env struct {
 	World   World
 	Budget  uint // expr memory budget (0 = DefaultLimits.MemoryBudget)
 	// Byte budgets of one evaluation (0 = DefaultLimits'): the largest
-	// value it may build or return, and all it may build together.
-	ValueBytes, EvalBytes int
+	// value it may build or return, and all it may build together; and
+	// the operations it may do.
+	ValueBytes, EvalBytes, EvalOps int
+
+	// ctx is the run's context: an evaluation stops when it ends.
+	ctx context.Context
+	// mem is the running evaluation's budget (the environment's memVar).
+	mem evalMem
 
 	cache *Cache // lends holders and VMs (nil: made anew)
 	// bound is the expression environment built from the fields above,
@@ -86,6 +93,7 @@ func (h *envVars) bind(e *Env) {
 	h.m["params"] = e.Params
 	h.m["vars"] = e.Vars
 	h.m["steps"] = e.Steps
+	h.m[memVar] = &e.mem
 }
 
 // release hands the Env's expression environment back for reuse. The Env
@@ -100,6 +108,7 @@ func (e *Env) release() {
 		return
 	}
 	h.m["trigger"], h.m["params"], h.m["vars"], h.m["steps"] = nil, nil, nil, nil
+	h.m[memVar] = (*evalMem)(nil)
 	h.w = nil
 	e.cache.putEnv(h)
 }
@@ -229,6 +238,22 @@ func (e *Env) evalBytes() int {
 		return DefaultLimits.MaxEvalBytes
 	}
 	return e.EvalBytes
+}
+
+func (e *Env) evalOps() int {
+	if e.EvalOps <= 0 {
+		return DefaultLimits.MaxEvalOps
+	}
+	return e.EvalOps
+}
+
+// beginEval starts an evaluation's budget: an expression's, or a
+// template's with all the expressions inside it.
+func (e *Env) beginEval() {
+	e.mem = evalMem{value: e.valueBytes(), total: e.evalBytes(), maxOps: e.evalOps(), ctx: e.ctx}
+	if e.ctx != nil {
+		e.mem.done = e.ctx.Done()
+	}
 }
 
 func (e *Env) budget() uint {

@@ -16,6 +16,8 @@ var EnvFunctions = []struct{ Name, Signature, Doc string }{
 	{"minute", "minute(t time) int", "minute 0-59"},
 	{"weekday", "weekday(t time) int", "day of week, 0 = Sunday … 6 = Saturday"},
 	{"seconds", "seconds(d string) float", "a duration such as \"90s\" or \"2m\" in seconds"},
+	{"since", "since(id string) float", "seconds since a state last changed (an event: last occurred), on the world's clock; nil when it has no value yet; id must be a string constant"},
+	{"last_changed", "last_changed(id string) time", "when a state last changed (an event: last occurred), local time; nil when it has no value yet; id must be a string constant"},
 }
 
 // EnvVariables names the variables of the closed environment.
@@ -34,25 +36,26 @@ func weekdayOf(t time.Time) int { return int(t.Weekday()) }
 
 // compileEnv is the typing environment expressions are checked against.
 var compileEnv = map[string]any{
-	"trigger": map[string]any{},
-	"params":  map[string]any{},
-	"vars":    map[string]any{},
-	"steps":   map[string]any{},
-	"state":   stateStub,
-	"now":     nowStub,
-	"hour":    hourOf,
-	"minute":  minuteOf,
-	"weekday": weekdayOf,
-	"seconds": secondsOf,
-	memVar:    (*evalMem)(nil),
+	"trigger":      map[string]any{},
+	"params":       map[string]any{},
+	"vars":         map[string]any{},
+	"steps":        map[string]any{},
+	"state":        stateStub,
+	"now":          nowStub,
+	"hour":         hourOf,
+	"minute":       minuteOf,
+	"weekday":      weekdayOf,
+	"seconds":      secondsOf,
+	"since":        stateStub,
+	"last_changed": stateStub,
+	memVar:         (*evalMem)(nil),
 }
 
 // envVars is a pooled expression environment: the map and the closures
 // over the World it holds (built once per holder, not once per run).
 type envVars struct {
-	m   map[string]any
-	w   World
-	mem evalMem // the running evaluation's byte budget (m[memVar])
+	m map[string]any
+	w World
 }
 
 func newEnvVars() *envVars {
@@ -79,7 +82,36 @@ func newEnvVars() *envVars {
 		"minute":  minuteOf,
 		"weekday": weekdayOf,
 		"seconds": secondsOf,
-		memVar:    &h.mem,
+		"since": func(id string) any {
+			t, ok := lastChangedOf(h.w, id)
+			if !ok {
+				return nil
+			}
+			return max(h.w.Now().Sub(t).Seconds(), 0)
+		},
+		"last_changed": func(id string) any {
+			t, ok := lastChangedOf(h.w, id)
+			if !ok {
+				return nil
+			}
+			return t.In(placeOf(h.w).Zone)
+		},
+		memVar: (*evalMem)(nil), // the bound Env's budget
 	}
 	return h
+}
+
+// ChangeClock is a World that knows when states last changed (and events
+// last occurred): since() and last_changed() read it. In a World without
+// it they read nil.
+type ChangeClock interface {
+	LastChanged(id string) (time.Time, bool)
+}
+
+func lastChangedOf(w World, id string) (time.Time, bool) {
+	cc, ok := w.(ChangeClock)
+	if !ok {
+		return time.Time{}, false
+	}
+	return cc.LastChanged(id)
 }

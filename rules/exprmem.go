@@ -1,6 +1,7 @@
 package rules
 
 import (
+	"context"
 	"encoding/base64"
 	"fmt"
 	"reflect"
@@ -31,11 +32,17 @@ import (
 // It is not an identifier (a space), so an expression cannot name it.
 const memVar = "eval memory"
 
-// evalMem is one evaluation's byte budget.
+// evalMem is one evaluation's byte and operation budget (exprops.go).
 type evalMem struct {
 	used  int // bytes built so far
 	value int // MaxValueBytes
 	total int // MaxEvalBytes
+
+	ops    int // operations done so far
+	maxOps int // MaxEvalOps
+	// done is the run's context's Done channel (nil: it never ends).
+	done <-chan struct{}
+	ctx  context.Context
 }
 
 // LimitError is an evaluation that went past a byte budget.
@@ -57,6 +64,9 @@ func overLimit(what string, s valueSize, limit int) *LimitError {
 }
 
 func (e *LimitError) Error() string {
+	if e.Limit == opsLimit {
+		return opsMessage(e)
+	}
 	if e.Limit == "MaxEvalBytes" {
 		return fmt.Sprintf("%s would bring what this evaluation builds to %d bytes; the limit is %d bytes (MaxEvalBytes)", e.What, e.Bytes, e.Max)
 	}
@@ -75,7 +85,7 @@ func memOf(a any) *evalMem {
 	if m, ok := a.(*evalMem); ok && m != nil {
 		return m
 	}
-	return &evalMem{value: DefaultLimits.MaxValueBytes, total: DefaultLimits.MaxEvalBytes}
+	return &evalMem{value: DefaultLimits.MaxValueBytes, total: DefaultLimits.MaxEvalBytes, maxOps: DefaultLimits.MaxEvalOps}
 }
 
 // charge accounts n bytes about to be built by what.
@@ -135,6 +145,9 @@ func memAdd(args ...any) (any, error) {
 	a, b := args[1], args[2]
 	if x, ok := a.(string); ok {
 		if y, ok := b.(string); ok {
+			if err := m.tick(`"+"`, 1+(len(x)+len(y))/16); err != nil {
+				return nil, err
+			}
 			if err := m.charge(`"+"`, len(x)+len(y)); err != nil {
 				return nil, err
 			}
@@ -149,6 +162,9 @@ func memAdd(args ...any) (any, error) {
 // few times over would make the walks of later operations explode.
 func memList(args ...any) (any, error) {
 	m := memOf(args[0])
+	if err := m.tick("a list literal", len(args)); err != nil {
+		return nil, err
+	}
 	out := make([]any, len(args)-1)
 	copy(out, args[1:])
 	return out, m.chargeValue("a list literal", out)
@@ -158,6 +174,9 @@ func memList(args ...any) (any, error) {
 // alternate in args.
 func memMap(args ...any) (any, error) {
 	m := memOf(args[0])
+	if err := m.tick("an object literal", len(args)); err != nil {
+		return nil, err
+	}
 	out := make(map[string]any, (len(args)-1)/2)
 	for i := 1; i+1 < len(args); i += 2 {
 		k, ok := args[i].(string)
@@ -254,18 +273,29 @@ func memBase64(m *evalMem, args []any) error {
 	return m.charge("toBase64", base64.StdEncoding.EncodedLen(len(s)))
 }
 
-// memBuiltins are the expr builtins that can build something larger than
-// their arguments, each with the check made before it runs (nil: its
-// arguments must fit in one value; upper and lower grow a string by at most
-// half, fromJSON's values are about as large as their text). Every result
-// is then charged.
+// memBuiltins are the expr builtins whose cost or result grows with their
+// input, each with the check made before it runs (nil: its arguments must
+// fit in one value; upper and lower grow a string by at most half,
+// fromJSON's values are about as large as their text). Each call is first
+// charged its operations (builtinOps); every result is then charged its
+// bytes. The others (len, type, abs, ceil, floor, round, first, last,
+// the bit functions) take constant time and make a scalar; now is
+// not available; the loop builtins (map, filter, groupBy, …) are charged
+// by iteration (exprops.go).
 var memBuiltins = map[string]func(m *evalMem, args []any) error{
 	"repeat": memRepeat, "join": memJoin, "replace": memReplace,
 	"split": memSplit, "splitAfter": memSplit, "toJSON": memToJSON,
 	"toBase64": memBase64, "upper": nil, "lower": nil, "fromJSON": nil, "string": nil, "concat": nil, "flatten": nil,
 	"max": nil, "min": nil, "mean": nil, "median": nil, "uniq": nil, "sort": nil,
 	"reverse": nil, "keys": nil, "values": nil, "toPairs": nil, "fromPairs": nil,
+	"trim": nil, "trimPrefix": nil, "trimSuffix": nil, "indexOf": nil, "lastIndexOf": nil,
+	"hasPrefix": nil, "hasSuffix": nil, "int": nil, "float": nil, "duration": nil, "date": nil,
+	"timezone": nil, "take": nil, "fromBase64": nil, "get": memGet,
 }
+
+// memGet is get's check: none (a lookup builds nothing; builtinOps
+// charges hashing its key).
+func memGet(*evalMem, []any) error { return nil }
 
 // memBuiltin wraps expr's builtin name: the hidden budget argument first,
 // then the builtin's own arguments and types.
@@ -278,6 +308,9 @@ func memBuiltin(name string, pre func(*evalMem, []any) error) *builtin.Function 
 		m := memOf(args[0])
 		args = args[1:]
 		if err := pre(m, args); err != nil {
+			return nil, err
+		}
+		if err := m.tick(name, builtinOps(name, args, m.opsLeft())); err != nil {
 			return nil, err
 		}
 		out, err := callBuiltin(orig, args)
@@ -331,10 +364,14 @@ func withMemParam(t reflect.Type) reflect.Type {
 
 // memFunctions are the functions memPatcher calls, with their types.
 var memFunctions = map[string]*builtin.Function{
-	"_add":  {Name: "_add", Func: memAdd, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, any, any) any)).Elem()}},
-	"_cat":  {Name: "_cat", Func: memAdd, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, string, string) string)).Elem()}},
-	"_list": {Name: "_list", Func: memList, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, ...any) []any)).Elem()}},
-	"_map":  {Name: "_map", Func: memMap, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, ...any) map[string]any)).Elem()}},
+	"_add":    {Name: "_add", Func: memAdd, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, any, any) any)).Elem()}},
+	"_cat":    {Name: "_cat", Func: memAdd, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, string, string) string)).Elem()}},
+	"_list":   {Name: "_list", Func: memList, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, ...any) []any)).Elem()}},
+	"_map":    {Name: "_map", Func: memMap, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, ...any) map[string]any)).Elem()}},
+	"_tick":   {Name: "_tick", Func: memTick, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, string, int) bool)).Elem()}},
+	"_range":  {Name: "_range", Func: memRange, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, any, any) []int)).Elem()}},
+	"_cmp":    {Name: "_cmp", Func: memCmp, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, string, any, any) bool)).Elem()}},
+	"_method": {Name: "_method", Func: memMethod, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, ...any) bool)).Elem()}},
 }
 
 // memOption installs the budgeted functions in an expr configuration.
@@ -345,7 +382,7 @@ func memOption(c *conf.Config) {
 	for name, f := range memFunctions {
 		c.Functions[name] = f
 	}
-	c.Visitors = append(c.Visitors, memPatcher{})
+	c.Visitors = append(c.Visitors, &memPatcher{})
 }
 
 // exprOptions is the one expr configuration of automation/1 expressions.
@@ -355,13 +392,31 @@ func exprOptions(maxNodes uint) []expr.Option {
 
 // memPatcher rewrites an expression's growing operations into budgeted
 // calls: `+` that may join strings, list and object literals with a
-// computed member, and the builtins of memBuiltins (their budget argument).
-type memPatcher struct{}
+// computed member, and the builtins of memBuiltins (their budget
+// argument); and its costly ones into charged ones (exprops.go): loop
+// builtins, ranges and operators that walk their operands. A patcher
+// lives in a pooled configuration, used by one compilation at a time;
+// vars numbers the hidden variables it adds (never reset: a name only has
+// to be unique within its expression).
+type memPatcher struct{ vars int }
 
-func (memPatcher) Visit(node *ast.Node) {
+func (p *memPatcher) Visit(node *ast.Node) {
 	switch n := (*node).(type) {
+	case *ast.BuiltinNode:
+		tickPredicate(n)
+	case *ast.MemberNode:
+		p.chargedKey(node, n)
 	case *ast.BinaryNode:
-		if n.Operator != "+" || !mayBeString(n.Left.Type()) || !mayBeString(n.Right.Type()) {
+		switch n.Operator {
+		case "..":
+			rangeCall(node, n)
+			return
+		case "+":
+		default:
+			p.chargedOp(node, n)
+			return
+		}
+		if !mayBeString(n.Left.Type()) || !mayBeString(n.Right.Type()) {
 			return
 		}
 		fn := "_add"
@@ -384,7 +439,11 @@ func (memPatcher) Visit(node *ast.Node) {
 		}
 	case *ast.CallNode:
 		id, ok := n.Callee.(*ast.IdentifierNode)
-		if !ok || !hasMemBuiltin(id.Value) {
+		if !ok {
+			p.chargedCall(node, n)
+			return
+		}
+		if !hasMemBuiltin(id.Value) {
 			return
 		}
 		if len(n.Arguments) > 0 {

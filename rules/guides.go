@@ -34,11 +34,11 @@ var guideFS embed.FS
 var guideIndex = []struct{ id, level, summary string }{
 	{"core", LevelCore, "Start here: what a program is, one complete example, and the discover → learn → lookup → validate → execute → trace loop."},
 	{ClosedSetsTopic, LevelReference, "Every closed set: diagnostic codes, entry kinds, risk levels, run and step statuses, trigger and step kinds, modes, limits; scope rules, the input convention, outputs and trace format."},
-	{"triggers", LevelReference, "State, numeric, event, cron, time-of-day and sun triggers; trigger.* values; modes."},
+	{"triggers", LevelReference, "State, numeric, event (value sets), cron, time-of-day and sun triggers; conditions (expressions, time windows across midnight, weekdays, sun); throttle; trigger.* values; modes."},
 	{"steps", LevelReference, "call, delay, wait, if, choose, repeat, set and stop, with their outputs."},
 	{"expressions", LevelReference, "The closed expression environment: state(), trigger, params, vars, steps, time helpers, templates."},
-	{"test-runs", LevelReference, "Simulating a firing with test_run: the params/scenario input, outputs and traces."},
-	{"cookbook", LevelReference, "Twelve complete rules by task: motion light, away mode, door alerts, heating, remote scenes, locks, laundry, loops."},
+	{"test-runs", LevelReference, "Simulating a firing with test_run: the params/scenario input, timelines on the virtual clock, held and scheduled triggers, waits, not_triggered and assumed, outputs and traces."},
+	{"cookbook", LevelReference, "Eighteen complete rules by task: motion light, away mode, door alerts, heating, remote scenes and gestures, locks, laundry, loops, sunset, night windows, throttles, time since change, a reusable motion light with device params."},
 }
 
 var guides = loadGuides()
@@ -79,6 +79,14 @@ func newGuide(id, level, summary, body string) Guide {
 	return g
 }
 
+// WithSection returns g with a "## " section appended (a server's own
+// facts, such as its time zone): version, size and topics follow the
+// new body.
+func WithSection(g Guide, section string) Guide {
+	body := strings.TrimRight(g.Body, "\n") + "\n\n" + strings.TrimRight(section, "\n") + "\n"
+	return newGuide(g.ID, g.Level, g.Summary, body)
+}
+
 // Guides returns every guide, in index order (bodies included).
 func Guides() []Guide {
 	out := make([]Guide, len(guides))
@@ -106,7 +114,12 @@ func GuideTopic(id, topic string) (string, bool) {
 	if id == ClosedSetsTopic && topic == ClosedSetsTopic {
 		return g.Body, true
 	}
-	for _, s := range sections(g.Body) {
+	return SectionOf(g.Body, topic)
+}
+
+// SectionOf returns the "## " section of a guide body by its slug.
+func SectionOf(body, topic string) (string, bool) {
+	for _, s := range sections(body) {
 		if s.slug == topic {
 			return s.text, true
 		}

@@ -68,7 +68,21 @@ func kindTables(w writeFunc) {
 	for _, k := range TriggerKinds {
 		w("| `%s` | %s | `%s` |\n", k.Kind, codeList(k.Members), PlanKindTrigger+":"+string(k.Kind))
 	}
-	w("\nA trigger with `state` is `numeric` when it has `above` or `below`, else `state`.\n")
+	w("\nA trigger with `state` is `numeric` when it has `above` or `below`, else `state`. ")
+	w("An event trigger's `value` may be a list: any of its values matches.\n")
+
+	w("\n## Condition kinds\n\n| kind | members | object members | plan step kind |\n|---|---|---|---|\n")
+	for _, k := range ConditionKinds {
+		obj := "—"
+		if len(k.Window) > 0 {
+			obj = codeList(k.Window)
+		}
+		w("| `%s` | %s | %s | `%s` |\n", k.Kind, codeList(k.Members), obj, PlanKindCondition)
+	}
+	w("\nA window is from `after` (inclusive) until `before` (exclusive); when `after` is later in the day than `before` it crosses midnight. ")
+	w("`weekday` is a name or list of `mon` … `sun`, the day of the moment checked. Offsets are signed durations. ")
+	w("Sun conditions need the server's location (`missing_location` otherwise; `pilotage_discover` says whether it has one, `environment.sun`).\n")
+	w("\nA program's `throttle` (a constant duration) lets its body start at most once per that long: a firing that passes its conditions sooner ends `throttled`.\n")
 
 	w("\n## Step kinds\n\n| kind | members |\n|---|---|\n")
 	for _, k := range StepKinds {
@@ -130,7 +144,9 @@ var limitDocs = map[string]string{
 	"MaxSetValues":    "JSON values set steps store in one run (each value is copied; nested at most 64 deep)",
 	"MaxValueBytes":   "bytes of one string, list or object an expression, template or set step makes (compact JSON size)",
 	"MaxEvalBytes":    "bytes one expression evaluation builds in all (string +, repeat, join, replace, split, toJSON, list and object literals, …)",
-	"MaxRunBytes":     "bytes one run records: trace inputs, outputs and decisions, call records (bounds the stored run)",
+	"MaxRunBytes":     "bytes one run records, measured as JSON with its escapes: trace inputs, outputs and decisions, call records, the output vars (bounds the stored run)",
+	"MaxEvalOps":      "operations one expression or template evaluation may do: each iteration of map, filter, all, sum, groupBy, reduce, …; each builtin and comparison by the size of what it walks (beyond: `limit_exceeded`)",
+	"MaxTestRunWall":  "real time a test run may take (its clock is virtual; beyond: `timeout`)",
 
 	"MaxConnections":          "HTTP connections open at once (beyond: the oldest idle one is closed, or the new one)",
 	"MaxStreams":              "event streams open at once: GET /mcp and the web UI's /events (beyond: HTTP 503)",
@@ -146,7 +162,8 @@ var limitDocs = map[string]string{
 // types devices and risks their actions from.
 func deviceTypesTable(b *strings.Builder) {
 	b.WriteString("\n## Device types\n\nA device entry's `type:` tag, and the risk of its set action (a get action, which only asks for fresh values, is `read`). ")
-	b.WriteString("A Zigbee2MQTT device takes the first row it matches: by what it exposes, or by one of the words in its description.\n\n")
+	b.WriteString("A Zigbee2MQTT device takes the first row it matches: by what it exposes, or by one of the words in its description. ")
+	b.WriteString("A Home Assistant device likewise, by its entities' components (its config and diagnostic entities only when it has no other), or by the words in its name or model; all its actions take the row's risk.\n\n")
 	b.WriteString("| type | risk | recognised by |\n|---|---|---|\n")
 	for _, d := range pilotage.DeviceTypes {
 		by := d.Means
@@ -191,7 +208,7 @@ const closedSetsProse = `
 - To use a value after a branch, set a default before the branch and set it again inside the arms: ` + "`vars`" + ` is one map per run, so the arm's assignment is what you read afterwards.
 - A step id that has not run yet at that point (a later step, the step itself) or no step at all is ` + "`unknown_step`" + `. The ` + "`if`/`choose`/`repeat`" + ` step's own id is addressable after it (a repeat's output is ` + "`{iterations}`" + `).
 - ` + "`vars.index`" + ` is addressable inside every repeat body, ` + "`vars.item`" + ` inside for_each bodies; a ` + "`while`" + ` and an ` + "`until`" + ` expression see the body's scope. All values of one ` + "`set`" + ` are computed before any is assigned.
-- Catalog ids in ` + "`state('…')`" + ` must be string constants, and ` + "`state`" + ` may only be called directly: an alias (` + "`let s = state`" + `), ` + "`state`" + ` passed as a value, and ` + "`$env`" + ` are refused too (` + "`non_constant_reference`" + `), so every reference is known before the program runs.
+- Catalog ids in ` + "`state('…')`, `since('…')` and `last_changed('…')`" + ` must be string constants (or ` + "`params.<name>`" + ` of a catalog param of kind state or event), and these readers may only be called directly: an alias (` + "`let s = state`" + `), a reader passed as a value, and ` + "`$env`" + ` are refused too (` + "`non_constant_reference`" + `), so every reference is known before the program runs.
 
 ## Input and params
 
@@ -201,15 +218,15 @@ For a promoted program (` + "`program_ref`" + `) the same holds: ` + "`input`" +
 
 Formats are asserted: a param declared ` + "`{\"type\": \"string\", \"format\": \"duration\"}`" + ` must be a duration as automation/1 writes them (` + "`\"90s\"`, `\"2m\"`, `\"PT2M\"`" + `), the other JSON Schema formats as JSON Schema defines them; a ` + "`default`" + ` that does not fit its param's schema is ` + "`bad_params`" + `. Input binding goes further than the schema: execute checks the program with the input's values (params-only templates such as ` + "`\"{{ params.hold }}\"`" + ` are computed, so a delay, a loop count or a call argument that would fail the first run fails the execute instead, as ` + "`input_binding`" + ` at the member, with the program path in the message).
 
-**Catalog params.** A top-level property of ` + "`params`" + ` with the member ` + "`catalog`" + ` is a catalog reference: its value is a catalog id. ` + "`catalog`" + ` has ` + "`kind`" + ` (required: ` + "`state`, `event`, `action`, `automation`" + `), ` + "`type`" + ` (a device type of the table above: the entry's device carries ` + "`type:<type>`" + `), ` + "`tag`" + ` (the entry or its device carries it, case-insensitive), ` + "`accepts`" + ` (actions and automations: ` + "`{argument: value or [values]}`" + ` its ` + "`input_schema`" + ` must accept), ` + "`reports`" + ` (states and events: values its ` + "`output_schema`" + ` must admit) and ` + "`max_risk`" + `. In the body exactly ` + "`\"{{ params.<name> }}\"`" + ` stands for the id where an id goes (` + "`call`" + `, a trigger's or a wait's ` + "`state`/`event`" + `), and ` + "`state(params.<name>)`" + ` reads it in expressions; any other template there is ` + "`templated_id`" + `. Validation without input plans a call through a catalog param without ` + "`calls`" + ` and with the worst risk its constraint admits (` + "`max_risk`" + `; without it destructive and openWorld); a promoted program's entry declares that risk. Execute binds: every catalog param needs an id (from input or its default) that is visible to the caller (an invisible id reads exactly like a missing one) and fits, and then the program is validated with the ids in place; findings are ` + "`input_binding`" + ` at ` + "`/<param>`" + `. An installed rule runs, plans and traces the bound program; who may see the rule follows its bound ids as it follows every reference. A call to a promoted automation passes each of its catalog params an id (checked, and joining the caller's references) or ` + "`\"{{ params.<name> }}\"`" + ` of the caller's own catalog param with at least the same constraints; with constant arguments the automation's body is checked with them (` + "`bad_arguments`" + `).
+**Catalog params.** A top-level property of ` + "`params`" + ` with the member ` + "`catalog`" + ` is a catalog reference: its value is a catalog id. ` + "`catalog`" + ` has ` + "`kind`" + ` (required: ` + "`state`, `event`, `action`, `automation`" + `), ` + "`type`" + ` (a device type of the table above: the entry's device carries ` + "`type:<type>`" + `), ` + "`tag`" + ` (the entry or its device carries it, case-insensitive), ` + "`accepts`" + ` (actions and automations: ` + "`{argument: value or [values]}`" + ` its ` + "`input_schema`" + ` must accept), ` + "`reports`" + ` (states and events: values its ` + "`output_schema`" + ` must admit) and ` + "`max_risk`" + `. In the body exactly ` + "`\"{{ params.<name> }}\"`" + ` stands for the id where an id goes (` + "`call`" + `, a trigger's or a wait's ` + "`state`/`event`" + `), and ` + "`state(params.<name>)`" + ` (likewise ` + "`since`, `last_changed`" + `) reads it in expressions; any other template there is ` + "`templated_id`" + `. Validation without input plans a call through a catalog param without ` + "`calls`" + ` and with the worst risk its constraint admits (` + "`max_risk`" + `; without it destructive and openWorld); a promoted program's entry declares that risk. Execute binds: every catalog param needs an id (from input or its default) that is visible to the caller (an invisible id reads exactly like a missing one) and fits, and then the program is validated with the ids in place; findings are ` + "`input_binding`" + ` at ` + "`/<param>`" + `. An installed rule runs, plans and traces the bound program; who may see the rule follows its bound ids as it follows every reference. A call to a promoted automation passes each of its catalog params an id (checked, and joining the caller's references) or ` + "`\"{{ params.<name> }}\"`" + ` of the caller's own catalog param with at least the same constraints; with constant arguments the automation's body is checked with them (` + "`bad_arguments`" + `).
 
-For test runs ` + "`input`" + ` may also carry the reserved member ` + "`scenario`" + ` beside the params: ` + "`{\"<param>\":…,\"scenario\":{\"trigger\":\"<trigger id>\",\"value\":…,\"from\":…,\"state\":{\"id\":value},\"now\":\"RFC3339\",\"waits\":{\"<wait step id>\":\"met\"|\"timeout\"}}}`" + `. ` + "`scenario`" + ` is never a param (a params schema may not declare it: ` + "`bad_params`" + `) and is refused without test_run; it picks the trigger that fires (default the first), its value and previous value, state overrides, the virtual clock at the start, and how each wait ends (see the ` + "`test-runs`" + ` guide).
+For test runs ` + "`input`" + ` may also carry the reserved member ` + "`scenario`" + ` beside the params: ` + "`{\"<param>\":…,\"scenario\":{\"trigger\":\"<trigger id>\",\"value\":…,\"from\":…,\"state\":{\"id\":value},\"now\":\"RFC3339\",\"timeline\":[{\"at\":\"90s\",\"state\":{\"id\":value},\"event\":{\"id\":payload}}],\"last_run\":\"-20m\",\"waits\":{\"<wait step id>\":\"met\"|\"timeout\"}}}`" + `. ` + "`scenario`" + ` is never a param (a params schema may not declare it: ` + "`bad_params`" + `) and is refused without test_run; it picks the trigger that fires (default the first), its value and previous value, state overrides, the virtual clock at the start, a timeline of state changes and events at offsets on the virtual clock (negative: before the start), when the body last ran (for a throttle), and, as an assumption, how a wait ends. Held triggers fire only after their hold, schedules only at a time they fire (else the run is ` + "`not_triggered`" + `), waits resolve from the timeline or time out, and a forced wait is ` + "`assumed`" + ` (see the ` + "`test-runs`" + ` guide).
 
 validate takes no ` + "`context`" + `: automation/1 declares no context_schema, so a supplied context is a ` + "`context_binding`" + ` finding at path ` + "`\"\"`" + `.
 
 ## Output of a run
 
-- Deploy (execute without test_run): ` + "`output`" + ` is ` + "`{program_ref, rule, replaced, triggers, next_fire}`" + `: the promoted body's reference, the installed rule's name (= program name; deploying the same name again replaces it), whether it replaced one, the armed triggers and the next scheduled firing (when known); with catalog params also ` + "`plan`" + `, the installed rule's plan with the bound ids, and ` + "`warnings`" + ` of the bound program (` + "`overlapping_rule`" + `). The deploy trace describes the installation (promote, bind when there are catalog params, install, arm); the plan describes the body.
+- Deploy (execute without test_run): ` + "`output`" + ` is ` + "`{program_ref, rule, replaced, triggers, next_fire, time_zone}`" + `: the promoted body's reference, the installed rule's name (= program name; deploying the same name again replaces it), whether it replaced one, the armed triggers, the next scheduled firing (when known; local, with its UTC offset) and the server's time zone, which schedules are in; with catalog params also ` + "`plan`" + `, the installed rule's plan with the bound ids, and ` + "`warnings`" + ` of the bound program (` + "`overlapping_rule`" + `). The deploy trace describes the installation (promote, bind when there are catalog params, install, arm); the plan describes the body.
 - Test run: ` + "`output`" + ` is ` + "`{calls: [...], vars}`" + `: each call the body would have made (` + "`step`" + `, catalog ` + "`id`" + `, ` + "`args`" + `, ` + "`output`" + `, ` + "`at`" + `) and the final variables; with catalog params also ` + "`plan`" + `, the plan a deploy with the same input installs (real ids and risk: what to gate on).
 - Each firing of an installed rule is its own run with its own run id, outcome and trace; when ` + "`ok`" + `, its ` + "`output`" + ` is ` + "`{calls: [...], vars}`" + ` as for a test run, except that the calls were really published.
 

@@ -93,6 +93,9 @@ func TestClosedSetsGuide(t *testing.T) {
 	for _, k := range stepKeys {
 		wants = append(wants, "| `"+k+"` |")
 	}
+	for _, k := range ConditionKinds {
+		wants = append(wants, "| `"+string(k.Kind)+"` | "+codeList(k.Members))
+	}
 	for _, k := range []string{"single", "restart", "queued", "parallel", "trigger:state", "trigger:numeric", "trigger:event", "trigger:cron", "trigger:time", "trigger:sun"} {
 		wants = append(wants, "`"+k+"`")
 	}
@@ -101,9 +104,10 @@ func TestClosedSetsGuide(t *testing.T) {
 	}
 	wants = append(wants,
 		"## Scope rules", "## Input and params", "## Output of a run", "## Trace format",
-		`{"<param>":…,"scenario":{"trigger":"<trigger id>","value":…,"from":…,"state":{"id":value},"now":"RFC3339","waits":{"<wait step id>":"met"|"timeout"}}}`,
+		`{"<param>":…,"scenario":{"trigger":"<trigger id>","value":…,"from":…,"state":{"id":value},"now":"RFC3339","timeline":[{"at":"90s","state":{"id":value},"event":{"id":payload}}],"last_run":"-20m","waits":{"<wait step id>":"met"|"timeout"}}}`,
+		"## Condition kinds", "`not_triggered`", "`assumed`", "`throttled`",
 		`{"truncated": true, "bytes": N, "preview": "<first 200 chars of the JSON>"}`,
-		"`{program_ref, rule, replaced, triggers, next_fire}`", "`{calls: [...], vars}`",
+		"`{program_ref, rule, replaced, triggers, next_fire, time_zone}`", "`{calls: [...], vars}`",
 		"`triggers`", "`continue`", "`exit`", "MaxIterations", "| 1000 |",
 	)
 	for _, w := range wants {
@@ -126,15 +130,15 @@ func guidePrograms(body string) []string {
 }
 
 // TestGuideProgramsValidate validates every ```json block of every guide
-// (the cookbook's twelve rules and the core example) against the demo
+// (the cookbook's rules and the core example) against the demo
 // catalog: zero diagnostics.
 func TestGuideProgramsValidate(t *testing.T) {
 	cat := demoCatalog()
 	n := 0
 	for _, g := range Guides() {
 		progs := guidePrograms(g.Body)
-		if g.ID == "cookbook" && len(progs) < 12 {
-			t.Errorf("cookbook has %d programs, want ≥ 12", len(progs))
+		if g.ID == "cookbook" && len(progs) < 18 {
+			t.Errorf("cookbook has %d programs, want ≥ 18", len(progs))
 		}
 		for i, src := range progs {
 			n++
@@ -150,7 +154,7 @@ func TestGuideProgramsValidate(t *testing.T) {
 			})
 		}
 	}
-	if n < 13 {
+	if n < 19 {
 		t.Errorf("only %d guide programs", n)
 	}
 }

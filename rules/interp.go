@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -21,6 +22,12 @@ type TriggerFire struct {
 	From    any    // the previous value, when known
 	Time    time.Time
 	Because string // the decision's reason; "" = derived from the trigger
+	// Detail is the trigger entry's input: in a test run, how the
+	// scenario's trigger was simulated (its hold, its schedule).
+	Detail map[string]any
+	// NotFired, when set, is why the scenario's trigger would not fire (a
+	// test run): the run ends not_triggered after the trigger's entry.
+	NotFired string
 }
 
 // RunInput is everything a run starts from besides the program and World.
@@ -28,6 +35,11 @@ type RunInput struct {
 	Trigger TriggerFire
 	Params  map[string]any // bound program params (defaults are filled in)
 	Limits  Limits         // zero fields take DefaultLimits
+	// Throttle, when set, is asked once the conditions held: throttled
+	// ends the run with status throttled instead of running the body
+	// (until is when the window closes). It is the rule's throttle gate
+	// (the engine's, or a test run's scenario.last_run).
+	Throttle func(now time.Time) (until time.Time, throttled bool)
 	// SkipConditions records every condition as skipped instead of
 	// evaluating it (a manual "run now").
 	SkipConditions bool
@@ -93,6 +105,14 @@ type interp struct {
 	setValues int
 	// bytes counts what the run records (Limits.MaxRunBytes).
 	bytes int
+	// throttle is the program's throttle once the gate was asked.
+	throttle time.Duration
+	// assumed lists the entries whose result a test run's scenario
+	// forced (step status assumed).
+	assumed []string
+	// varBytes is what each variable of the top frame counts in bytes
+	// (the run's output holds them as they are at its end).
+	varBytes map[string]int
 }
 
 // frame is one activation of a program body: the run itself, or an
@@ -120,7 +140,7 @@ type frame struct {
 // MaxIterations per loop activation, MaxCallDepth, expression memory,
 // MaxValueBytes and MaxEvalBytes for what an evaluation builds,
 // MaxRunBytes for what the run records, MaxSetValues and MaxValueDepth
-// for values set steps store);
+// for values set steps store, MaxEvalOps for an evaluation's operations);
 // cancelled (ctx cancelled; the engine reports shutdowns as interrupted).
 // A branch or loop entry's outcome is that of its activation: success, or
 // the status of the step that ended it.
@@ -198,6 +218,9 @@ func (r *interp) finishResult(res *RunResult, top *frame, h *halt) {
 	res.Ended = r.safeNow()
 	var out map[string]any // made only when there is something to report
 	switch {
+	case h == nil && len(r.assumed) > 0:
+		res.Outcome = pilotage.Outcome{OK: true, Status: StatusAssumed,
+			Error: "the body ran to its end, but these results were assumed by scenario.waits, not simulated: " + strings.Join(r.assumed, ", ")}
 	case h == nil:
 		res.Outcome = pilotage.Outcome{OK: true, Status: StatusSuccess}
 	default:
@@ -206,10 +229,18 @@ func (r *interp) finishResult(res *RunResult, top *frame, h *halt) {
 			res.Outcome.Error = h.msg
 		}
 		switch h.status {
+		case StatusThrottled:
+			res.Outcome.Error = "throttled: the body ran less than " + shortDuration(r.throttle) + " ago; it may run again at " + h.msg
+		case StatusNotTriggered:
+			res.Outcome.Error = "the trigger would not fire: " + h.msg
+		}
+		switch h.status {
 		case StatusConditionsNotMet:
 			out = map[string]any{"condition": h.msg}
 		case StatusStopped:
 			out = map[string]any{"stop": h.msg}
+		case StatusThrottled:
+			out = map[string]any{"throttled_until": h.msg}
 		}
 	}
 	if top != nil && len(top.env.Vars) > 0 {
@@ -256,6 +287,8 @@ func (r *interp) run(c *Compiled, in RunInput) (*frame, *halt) {
 
 		ValueBytes: r.lim.MaxValueBytes,
 		EvalBytes:  r.lim.MaxEvalBytes,
+		EvalOps:    r.lim.MaxEvalOps,
+		ctx:        r.ctx,
 	}
 	f := &r.mem.top
 	*f = frame{c: c, env: env}
@@ -265,6 +298,12 @@ func (r *interp) run(c *Compiled, in RunInput) (*frame, *halt) {
 	for i := range c.conds {
 		if h := r.condition(f, &c.conds[i], in.SkipConditions); h != nil {
 			return f, h
+		}
+	}
+	if in.Throttle != nil && c.throttle > 0 {
+		r.throttle = c.throttle
+		if until, ok := in.Throttle(r.w.Now()); ok {
+			return f, &halt{StatusThrottled, until.Format(time.RFC3339)}
 		}
 	}
 	return f, r.seq(f, c.steps, "")
@@ -299,6 +338,9 @@ func limitsOrDefault(l Limits) Limits {
 	if l.MaxRunBytes <= 0 {
 		l.MaxRunBytes = d.MaxRunBytes
 	}
+	if l.MaxEvalOps <= 0 {
+		l.MaxEvalOps = d.MaxEvalOps
+	}
 	return l
 }
 
@@ -332,6 +374,16 @@ func (r *interp) triggers(f *frame, fire TriggerFire) *halt {
 	}
 	if h := r.record(t.id, "the trigger value", fire.Value); h != nil {
 		return r.fail(j, h)
+	}
+	if fire.Detail != nil {
+		if h := r.record(t.id, "the trigger's simulation", fire.Detail); h != nil {
+			return r.fail(j, h)
+		}
+		r.steps[j].Input = fire.Detail
+	}
+	if fire.NotFired != "" {
+		r.setOutcome(j, StepNotMet, fire.NotFired)
+		return &halt{StatusNotTriggered, fire.NotFired}
 	}
 	r.steps[j].Output = jsonSafe(fire.Value)
 	r.setOutcome(j, StepSuccess, "")
@@ -378,9 +430,9 @@ func (r *interp) condition(f *frame, cond *runCond, skip bool) *halt {
 		r.setOutcome(i, StepSkipped, "")
 		return nil
 	}
-	b, err := cond.x.EvalBool(f.env)
-	if err != nil {
-		return r.fail(i, exprHalt(cond.id, err))
+	b, h := r.conditionHolds(f, cond)
+	if h != nil {
+		return r.fail(i, h)
 	}
 	r.steps[i].Output = b
 	f.env.setStepOutput(cond.id, b)
@@ -390,6 +442,28 @@ func (r *interp) condition(f *frame, cond *runCond, skip bool) *halt {
 	}
 	r.setOutcome(i, StepSuccess, "")
 	return nil
+}
+
+// conditionHolds evaluates a condition: its expression, or its time or
+// sun window at the world's clock (the entry's input then says how the
+// window stood that day).
+func (r *interp) conditionHolds(f *frame, cond *runCond) (bool, *halt) {
+	if cond.win == nil {
+		b, err := cond.x.EvalBool(f.env)
+		if err != nil {
+			return false, exprHalt(cond.id, err)
+		}
+		return b, nil
+	}
+	b, in, err := cond.win.eval(r.w.Now(), placeOf(r.w))
+	if h := r.record(cond.id, "the condition's input", in); h != nil {
+		return false, h
+	}
+	r.steps[len(r.steps)-1].Input = in
+	if err != nil {
+		return false, &halt{StatusFailed, fmt.Sprintf("condition %q: %v", cond.id, err)}
+	}
+	return b, nil
 }
 
 // begin appends the entry for qid, after checking cancellation and the
@@ -420,10 +494,14 @@ func (r *interp) begin(qid string) (int, *halt) {
 // ctxHalt reports the end of the run's context: cancelled (mode restart, a
 // disabled rule, shutdown), or timeout when the engine's deadline passed.
 func (r *interp) ctxHalt(where, qid string) *halt {
-	if errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
-		return &halt{StatusTimeout, fmt.Sprintf("run deadline passed %s step %q", where, qid)}
+	why := ""
+	if c := context.Cause(r.ctx); c != nil && c != r.ctx.Err() {
+		why = ": " + c.Error()
 	}
-	return &halt{StatusCancelled, fmt.Sprintf("cancelled %s step %q", where, qid)}
+	if errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
+		return &halt{StatusTimeout, fmt.Sprintf("run deadline passed %s step %q%s", where, qid, why)}
+	}
+	return &halt{StatusCancelled, fmt.Sprintf("cancelled %s step %q%s", where, qid, why)}
 }
 
 func (r *interp) wallHalt(qid string) *halt {

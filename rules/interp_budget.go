@@ -10,17 +10,25 @@ const entryOverhead = 64
 // a call record's args or output) against MaxRunBytes: the stored envelope
 // of a run is the trace and the outputs, so a loop that makes a 400 kB
 // value 200 times must end before it has stored 80 MB.
-func (r *interp) record(qid, what string, v any) *halt {
+func (r *interp) record(qid, what string, v any) *halt { return r.recordf(qid, v, what, "") }
+
+// recordf is record with what made from a format and its argument only
+// when it is needed (a halt's message).
+func (r *interp) recordf(qid string, v any, format, arg string) *halt {
 	rest := r.lim.MaxRunBytes - r.bytes
 	s := measure(v, rest, false)
 	r.bytes += s.n
+	if !s.over(rest) {
+		return nil
+	}
+	what := format
+	if arg != "" {
+		what = fmt.Sprintf(format, arg)
+	}
 	if s.deep {
 		return &halt{StatusLimitExceeded, fmt.Sprintf("step %q: %s is nested more than %d levels deep", qid, what, maxMeasureDepth)}
 	}
-	if s.n > rest {
-		return r.runBytesHalt(qid, what)
-	}
-	return nil
+	return r.runBytesHalt(qid, what)
 }
 
 func (r *interp) runBytesHalt(qid, what string) *halt {
@@ -32,11 +40,43 @@ func (r *interp) runBytesHalt(qid, what string) *halt {
 func (r *interp) chargeText(n int) { r.bytes += n }
 
 // setValueFits bounds one value a set step stores: at most MaxValueBytes
-// (an object template can join several values that each fit), and
-// recorded against MaxRunBytes (the step's output holds it).
-func (r *interp) setValueFits(qid, name string, v any) *halt {
-	if s := measure(v, r.lim.MaxValueBytes, false); s.n > r.lim.MaxValueBytes {
+// (its evaluation recorded it against MaxRunBytes: the step's output
+// holds it). A variable of the top frame is held once more by the run's
+// output, as it is when the run ends: it counts against MaxRunBytes for
+// what it holds now, replacing what it held before.
+func (r *interp) setValueFits(f *frame, qid, name string, v any) *halt {
+	s := measure(v, r.lim.MaxValueBytes, false)
+	if s.over(r.lim.MaxValueBytes) {
 		return &halt{StatusLimitExceeded, fmt.Sprintf("step %q: the value of %q is more than %d bytes (MaxValueBytes)", qid, name, r.lim.MaxValueBytes)}
 	}
-	return r.record(qid, fmt.Sprintf("setting %q", name), v)
+	if f.depth > 0 {
+		return nil // the call step's output holds the automation's vars
+	}
+	if r.varBytes == nil {
+		r.varBytes = make(map[string]int, 4)
+	}
+	n := s.n + jsonStringLen(name) + 2
+	r.bytes += n - r.varBytes[name]
+	r.varBytes[name] = n
+	if r.bytes > r.lim.MaxRunBytes {
+		return r.runBytesHalt(qid, fmt.Sprintf("keeping %q in the run's output", name))
+	}
+	return nil
+}
+
+// keepCall appends the record of a call the World was asked to make. The
+// record holds the arguments a second time (the trace entry's input holds
+// them too) and the output twice with the entry's: both count against
+// MaxRunBytes, and when they would pass it the record keeps only which
+// call was made, when (the halt says why the rest is missing).
+func (r *interp) keepCall(qid string, rec CallRecord) *halt {
+	h := r.record(qid, "the call's record", rec.Args)
+	for k := 0; k < 2 && h == nil && rec.Output != nil; k++ {
+		h = r.record(qid, "the call's output", rec.Output)
+	}
+	if h != nil {
+		rec.Args, rec.Output = nil, nil
+	}
+	r.calls = append(r.calls, rec)
+	return h
 }

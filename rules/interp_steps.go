@@ -11,13 +11,18 @@ import (
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
-// evalArgs evaluates named templates in name order.
-func (r *interp) evalArgs(f *frame, qid string, args []namedTemplate) (map[string]any, *halt) {
+// evalArgs evaluates named templates in name order, each recorded as it
+// is made (the step's trace entry holds them): what (e.g. "setting %q")
+// names one in a message.
+func (r *interp) evalArgs(f *frame, qid, what string, args []namedTemplate) (map[string]any, *halt) {
 	out := make(map[string]any, len(args))
 	for _, a := range args {
 		v, err := a.t.Eval(f.env)
 		if err != nil {
 			return nil, exprHalt(qid, err)
+		}
+		if h := r.recordf(qid, v, what, a.name); h != nil {
+			return nil, h
 		}
 		out[a.name] = v
 	}
@@ -38,10 +43,7 @@ func (r *interp) call(f *frame, s *runStep, qid string, i int) *halt {
 	} else {
 		r.steps[i].Calls = []string{target}
 	}
-	args, h := r.evalArgs(f, qid, s.vals)
-	if h == nil {
-		h = r.record(qid, "the call's arguments", args)
-	}
+	args, h := r.evalArgs(f, qid, "the call's argument %q", s.vals)
 	if h != nil {
 		return r.fail(i, h)
 	}
@@ -53,17 +55,10 @@ func (r *interp) call(f *frame, s *runStep, qid string, i int) *halt {
 	rec := CallRecord{Step: qid, ID: target, Args: args, Output: out, At: r.w.Now()}
 	if err != nil {
 		rec.Error = err.Error()
-		r.calls = append(r.calls, rec)
+		_ = r.keepCall(qid, rec) // the call's failure is what ends the run
 		return r.fail(i, r.callHalt(qid, target, err))
 	}
-	r.calls = append(r.calls, rec)
-	// The call record keeps the arguments a second time, and the output
-	// twice (record and trace).
-	h = r.record(qid, "the call's record", args)
-	for k := 0; k < 2 && h == nil; k++ {
-		h = r.record(qid, "the call's output", out)
-	}
-	if h != nil {
+	if h := r.keepCall(qid, rec); h != nil {
 		return r.fail(i, h)
 	}
 	r.steps[i].Output = jsonSafeFresh(out)
@@ -129,6 +124,8 @@ func (r *interp) callAutomation(f *frame, s *runStep, qid string, i int, args ma
 
 		ValueBytes: r.lim.MaxValueBytes,
 		EvalBytes:  r.lim.MaxEvalBytes,
+		EvalOps:    r.lim.MaxEvalOps,
+		ctx:        r.ctx,
 	}
 	sf := &frame{c: sub, env: env, prefix: qid + "/", depth: f.depth + 1}
 	h := r.seq(sf, sub.steps, "")
@@ -146,10 +143,13 @@ func (r *interp) callAutomation(f *frame, s *runStep, qid string, i int, args ma
 		}
 	}
 	out["status"] = status
-	if hb := r.record(qid, "the automation's output", out); hb != nil && (h == nil || h.ok()) {
-		h = hb
+	if hb := r.record(qid, "the automation's output", out); hb != nil {
+		if h == nil || h.ok() {
+			h = hb
+		}
+	} else {
+		r.steps[i].Output = jsonSafe(out)
 	}
-	r.steps[i].Output = jsonSafe(out)
 	f.env.setStepOutput(s.id, out)
 	if h != nil && !h.ok() {
 		return r.fail(i, h)
@@ -249,9 +249,16 @@ func (r *interp) wait(f *frame, s *runStep, qid string, i int) *halt {
 	}
 	waited := float64(r.w.Now().Sub(began)) / float64(time.Millisecond)
 	out := map[string]any{"met": met, "waited_ms": waited}
+	forced, assumed := r.assumedWait(qid)
+	if assumed {
+		out["assumed"] = "scenario.waits: " + forced
+	}
 	r.steps[i].Output = out
 	f.env.setStepOutput(s.id, out)
 	switch {
+	case assumed && (met || ws.cont):
+		r.assumed = append(r.assumed, qid)
+		r.setOutcome(i, StepAssumed, "not simulated: scenario.waits says "+forced)
 	case met:
 		r.setOutcome(i, StepSuccess, "")
 	case capped:
@@ -262,6 +269,15 @@ func (r *interp) wait(f *frame, s *runStep, qid string, i int) *halt {
 		return r.fail(i, &halt{StatusTimeout, fmt.Sprintf("step %q: wait timed out after %s", qid, ws.timeout)})
 	}
 	return nil
+}
+
+// assumedWait reports whether a test run's scenario forced the wait's
+// result (and what it said).
+func (r *interp) assumedWait(qid string) (string, bool) {
+	if sw, ok := r.w.(*SimWorld); ok {
+		return sw.Assumed(qid)
+	}
+	return "", false
 }
 
 // waitRequest builds the World's view of a wait step and the trace input
@@ -443,7 +459,7 @@ func (r *interp) branch(f *frame, s *runStep, qid, sfx string, i int) *halt {
 }
 
 func (r *interp) set(f *frame, s *runStep, qid string, i int) *halt {
-	vals, h := r.evalArgs(f, qid, s.vals)
+	vals, h := r.evalArgs(f, qid, "setting %q", s.vals)
 	if h != nil {
 		return r.fail(i, h)
 	}
@@ -451,7 +467,7 @@ func (r *interp) set(f *frame, s *runStep, qid string, i int) *halt {
 		k := a.name
 		c, h := r.storedValue(qid, k, vals[k])
 		if h == nil {
-			h = r.setValueFits(qid, k, c)
+			h = r.setValueFits(f, qid, k, c)
 		}
 		if h != nil {
 			return r.fail(i, h)

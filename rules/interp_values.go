@@ -2,6 +2,7 @@ package rules
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,7 +23,12 @@ func exprHalt(qid string, err error) *halt {
 	}
 	status := StatusFailed
 	var le *LimitError
-	if errors.As(err, &le) || strings.Contains(msg, "memory budget exceeded") {
+	switch {
+	case errors.Is(err, context.Canceled):
+		status = StatusCancelled
+	case errors.Is(err, context.DeadlineExceeded):
+		status = StatusTimeout
+	case errors.As(err, &le) || strings.Contains(msg, "memory budget exceeded"):
 		status = StatusLimitExceeded
 	}
 	return &halt{status, fmt.Sprintf("step %q: %s", qid, msg)}

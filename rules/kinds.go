@@ -56,6 +56,35 @@ var TriggerKinds = []TriggerKindInfo{
 	{TriggerSun, "sun", []string{"id", "sun", "offset"}, false},
 }
 
+// ConditionKindInfo is one row of the closed condition-kind table.
+type ConditionKindInfo struct {
+	Kind ConditionKind
+	// Members are the members a condition of this kind may have; the
+	// member named like the kind selects it.
+	Members []string
+	// Window lists the members of a time or sun condition's object.
+	Window []string
+}
+
+// ConditionKinds is the closed set of condition kinds, in the order the
+// decoder tries their keys and the guides list them (Home Assistant's
+// template, time and sun conditions).
+var ConditionKinds = []ConditionKindInfo{
+	{CondExpr, []string{"id", "expr"}, nil},
+	{CondTime, []string{"id", "time"}, []string{"after", "before", "weekday"}},
+	{CondSun, []string{"id", "sun"}, []string{"after", "after_offset", "before", "before_offset"}},
+}
+
+// conditionKind returns the table row of k (ok false for a kind outside
+// it).
+func conditionKind(k ConditionKind) (ConditionKindInfo, bool) {
+	i := slices.IndexFunc(ConditionKinds, func(c ConditionKindInfo) bool { return c.Kind == k })
+	if i < 0 {
+		return ConditionKindInfo{}, false
+	}
+	return ConditionKinds[i], true
+}
+
 // stepKind returns the table row of k (ok false for a kind outside it).
 func stepKind(k StepKind) (StepKindInfo, bool) {
 	i := slices.IndexFunc(StepKinds, func(s StepKindInfo) bool { return s.Kind == k })
@@ -81,7 +110,16 @@ var (
 	allStepFields    = unionOf(StepKinds, func(k StepKindInfo) []string { return k.Members })
 	allTriggerFields = unionOf(TriggerKinds, func(k TriggerKindInfo) []string { return k.Members })
 	fieldHomes       = memberHomes()
+	conditionKeys    = conditionKindKeys()
 )
+
+func conditionKindKeys() []string {
+	keys := make([]string, len(ConditionKinds))
+	for i, k := range ConditionKinds {
+		keys[i] = string(k.Kind)
+	}
+	return keys
+}
 
 func stepKindKeys() []string {
 	keys := make([]string, len(StepKinds))

@@ -33,6 +33,12 @@ type Limits struct {
 	MaxEvalBytes  int // everything one evaluation builds (strings, lists, objects), summed
 	MaxRunBytes   int // what one run records: trace inputs, outputs and decisions, call records
 
+	// CPU: operations one evaluation may do (each iteration of a loop
+	// builtin, and each builtin or operator by the size of its input), and
+	// the real time a test run may take (its World's clock is virtual).
+	MaxEvalOps     int
+	MaxTestRunWall time.Duration
+
 	// Serving: what clients may hold open (HTTP), beyond: refused or ended.
 	MaxConnections          int           // HTTP connections open at once
 	MaxStreams              int           // event streams open at once (GET /mcp, the web UI's /events)
@@ -79,6 +85,12 @@ var DefaultLimits = Limits{
 	MaxValueBytes: 1 << 20,
 	MaxEvalBytes:  4 << 20,
 	MaxRunBytes:   4 << 20,
+
+	// An operation is about one step of the expression VM (tens of
+	// nanoseconds): a million is a loop over a thousand items nested in
+	// one over a thousand, a fraction of a second of CPU.
+	MaxEvalOps:     1_000_000,
+	MaxTestRunWall: 10 * time.Second,
 
 	// A browser holds one stream per open page, an assistant one per
 	// session; a house has a few of each. A session costs about 10 KB.

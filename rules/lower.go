@@ -15,7 +15,7 @@ func lower(p *Program, in *interner) form {
 		repeats: make(slab[repeatStep], n.repeats), waits: make(slab[waitStep], n.waits),
 	}
 	f := form{
-		name: p.Name, description: p.Description, params: p.Params, max: p.Max,
+		name: p.Name, description: p.Description, params: p.Params, max: p.Max, throttle: p.Throttle,
 		mode: uint8(max(slices.Index(modes, p.Mode), 0)), // "" (a program built by hand) is single
 	}
 	if len(p.Triggers) > 0 {
@@ -27,7 +27,7 @@ func lower(p *Program, in *interner) form {
 	if len(p.Conditions) > 0 {
 		f.conds = make([]runCond, len(p.Conditions))
 		for i, c := range p.Conditions {
-			f.conds[i] = runCond{id: in.str(c.ID), x: in.expr(c.Expr)}
+			f.conds[i] = runCond{id: in.str(c.ID), x: in.expr(c.Expr), win: lowerWindow(c)}
 		}
 	}
 	f.steps = lw.list(p.Steps)

@@ -14,8 +14,7 @@ import (
 func (t *RunTrigger) Match(prev, cur any, isEvent bool) (matched, holds bool) {
 	switch t.Kind() {
 	case TriggerEvent:
-		ok := !t.toSet || SameValue(t.to, cur)
-		return ok && isEvent, false
+		return isEvent && EventMatches(t.To(), cur), false
 	case TriggerNumeric:
 		above, below := t.bounds()
 		in := func(v any) bool {
@@ -37,6 +36,24 @@ func (t *RunTrigger) Match(prev, cur any, isEvent bool) (matched, holds bool) {
 		// change ends it (and opens a new one).
 		return toOK && fromSet, t.toSet && toOK
 	}
+}
+
+// EventMatches reports whether an event's payload passes a value filter:
+// no filter, the value itself, or, for a list, any of its values
+// (["double", "triple"]).
+func EventMatches(filter Value, payload any) bool {
+	if !filter.Set {
+		return true
+	}
+	if list, ok := filter.V.([]any); ok {
+		for _, v := range list {
+			if SameValue(v, payload) {
+				return true
+			}
+		}
+		return false
+	}
+	return SameValue(filter.V, payload)
 }
 
 // SameValue compares JSON-ish values the way triggers and event waits

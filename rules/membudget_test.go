@@ -2,6 +2,7 @@ package rules
 
 import (
 	"context"
+	"encoding/json"
 	"math/rand"
 	"runtime"
 	"runtime/metrics"
@@ -120,6 +121,10 @@ func genByteProgram(rnd *rand.Rand) string {
 		func() string { return "replace(vars.v, 'x', 'xxx')" },
 		func() string { return "string(map(1..50, vars.l))" },
 		func() string { return "vars.v + string(len(split(vars.v, '')))" },
+		func() string { return "repeat('\\u0001<\\\"', " + k() + ")" },
+		func() string { return "string(len(groupBy(1.." + k() + ", #)))" },
+		func() string { return "string(sum(vars.l, sum(1.." + k() + ", sum(vars.l, #))))" },
+		func() string { return "string(len(sortBy(map(1.." + k() + ", vars.v), len(#))))" },
 	}
 	listExprs := []func() string{
 		func() string { return "concat(vars.l, vars.l)" },
@@ -138,6 +143,8 @@ func genByteProgram(rnd *rand.Rand) string {
 			return `{"id":"` + id() + `","set":{"v":"{{ vars.v }}{{ vars.v }}-{{ vars.l }}"}}`
 		case 2:
 			return `{"id":"` + id() + `","call":"notify.phone","args":{"message":"{{ vars.v }}"}}`
+		case 3:
+			return `{"id":"` + id() + `","set":{"o":{"a":"{{ vars.v }}","b":["{{ vars.v }}","{{ vars.l }}",{"c":"{{ vars.v }}"}]}}}`
 		}
 		return `{"id":"` + id() + `","set":{"v":"{{ ` + strExprs[rnd.Intn(len(strExprs))]() + ` }}"}}`
 	}
@@ -219,6 +226,15 @@ func FuzzRunBytes(f *testing.F) {
 		}
 		if grew > 192<<20 {
 			t.Errorf("live heap grew by %d MB\n%s", grew>>20, src)
+		}
+		// What the engine stores of the run: its record stays within
+		// MaxRunBytes, measured as the JSON it is stored as.
+		b, err := json.Marshal(map[string]any{"outcome": res.Outcome, "output": res.Output, "trace": res.Steps, "calls": res.Calls})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(b) > DefaultLimits.MaxRunBytes+envelopeSlack {
+			t.Errorf("the run's record is %d bytes encoded\n%s", len(b), src)
 		}
 	})
 }

@@ -84,7 +84,7 @@ func (c *checker) overlaps(p *Program) {
 				warned[s.ptr+"\x00"+it.Rule] = true
 				named[s.ptr]++
 				c.d.add(CodeOverlappingRule, s.ptr, "merge the two into one rule, or make their conditions exclusive; deploying under the name "+it.Rule+" replaces that rule",
-					"rule %q also calls %s %s (its trigger %q): the two rules race and the last command wins", it.Rule, other, describeTrigger(it.Trigger), it.Trigger.ID())
+					"rule %q also calls %s %s (its trigger %q): the two rules race and the last command wins", it.Rule, other, describeTrigger(it.Trigger, zoneName(c.o.Zone)), it.Trigger.ID())
 			}
 		}
 	}
@@ -113,7 +113,8 @@ func (c *checker) deviceID(id string) string {
 
 // sameTrigger reports whether t and o fire on the same changes of the
 // entity they both watch: the same kind, and equal filters where both set
-// one (numeric thresholds must be equal).
+// one (numeric thresholds must be equal; event value lists must share a
+// value).
 func sameTrigger(t *Trigger, o *RunTrigger) bool {
 	if t.Kind != o.Kind() {
 		return false
@@ -123,7 +124,7 @@ func sameTrigger(t *Trigger, o *RunTrigger) bool {
 	case TriggerState:
 		return !differ(t.To, o.To()) && !differ(t.From, o.From())
 	case TriggerEvent:
-		return !differ(t.To, o.To())
+		return eventsMeet(t.To, o.To())
 	case TriggerNumeric:
 		above, below := o.bounds()
 		return sameBound(t.Above, above) && sameBound(t.Below, below)
@@ -133,4 +134,22 @@ func sameTrigger(t *Trigger, o *RunTrigger) bool {
 
 func sameBound(a, b *float64) bool {
 	return (a == nil) == (b == nil) && (a == nil || *a == *b)
+}
+
+// eventsMeet reports whether two event filters (a value, a list of
+// values, or none) match a payload in common.
+func eventsMeet(a, b Value) bool {
+	if !a.Set || !b.Set {
+		return true
+	}
+	list, ok := a.V.([]any)
+	if !ok {
+		return EventMatches(b, a.V)
+	}
+	for _, v := range list {
+		if EventMatches(b, v) {
+			return true
+		}
+	}
+	return false
 }

@@ -30,13 +30,16 @@ func BuildPlan(c *Compiled) *pilotage.Plan {
 	for i := range c.triggers {
 		t := &c.triggers[i]
 		b.add(pilotage.PlanStep{ID: t.id, Kind: PlanKindTrigger + ":" + string(t.Kind()),
-			Description: describeTrigger(t), Risk: pilotage.RiskRead, RiskHints: read,
+			Description: describeTrigger(t, c.zone), Risk: pilotage.RiskRead, RiskHints: read,
 			Arm: &pilotage.Arm{Branch: TriggersStepID, Label: t.id}})
 	}
 	for _, cd := range c.conds {
 		desc := ""
-		if cd.x != nil {
+		switch {
+		case cd.x != nil:
 			desc = "only if " + cd.x.Src
+		case cd.win != nil:
+			desc = cd.win.describe(c.zone)
 		}
 		b.add(pilotage.PlanStep{ID: cd.id, Kind: PlanKindCondition, Description: desc,
 			Risk: pilotage.RiskRead, RiskHints: read})
@@ -122,11 +125,15 @@ func (b *planBuilder) summary(c *Compiled, risk pilotage.Risk) string {
 	if len(uniq) > 0 {
 		calls = "calls " + strings.Join(uniq, ", ")
 	}
-	return fmt.Sprintf("rule %s (mode %s): %d trigger(s), %d condition(s); %s; max risk %s",
-		c.name, c.Mode(), len(c.triggers), len(c.conds), calls, risk)
+	throttle := ""
+	if c.throttle > 0 {
+		throttle = ", at most once per " + shortDuration(c.throttle)
+	}
+	return fmt.Sprintf("rule %s (mode %s%s): %d trigger(s), %d condition(s); %s; max risk %s",
+		c.name, c.Mode(), throttle, len(c.triggers), len(c.conds), calls, risk)
 }
 
-func describeTrigger(t *RunTrigger) string {
+func describeTrigger(t *RunTrigger, zone string) string {
 	switch t.Kind() {
 	case TriggerState:
 		s := "when " + t.entity + " changes"
@@ -152,22 +159,29 @@ func describeTrigger(t *RunTrigger) string {
 		return s + holdFor(t.hold.String(), t.hold != 0)
 	case TriggerEvent:
 		s := "on event " + t.entity
-		if t.toSet {
+		if _, isList := t.to.([]any); t.toSet && isList {
+			s += " in " + compactJSON(t.to)
+		} else if t.toSet {
 			s += " = " + compactJSON(t.to)
 		}
 		return s
 	case TriggerCron:
-		return "on schedule " + t.Spec()
+		return "on schedule " + t.Spec() + inZone(zone)
 	case TriggerTime:
-		return "every day at " + t.Spec()
+		return "every day at " + t.Spec() + inZone(zone)
 	case TriggerSun:
 		sun, offset := t.Sun()
-		if offset != 0 {
-			return fmt.Sprintf("at %s %+v", sun, offset)
-		}
-		return "at " + sun
+		return "at " + sunText(sun, offset) + " (the server's location)"
 	}
 	return ""
+}
+
+// inZone names the zone clock times are read in (nothing when unknown).
+func inZone(zone string) string {
+	if zone == "" {
+		return ""
+	}
+	return " (" + zone + ")"
 }
 
 func holdFor(d string, set bool) string {
@@ -249,6 +263,9 @@ func describeWait(w *waitStep) string {
 		}
 	case w.event != "":
 		d = "wait for event " + w.event
+		if w.to.Set {
+			d += " " + compactJSON(w.to.V)
+		}
 	case w.expr != nil:
 		d = "wait until " + w.expr.Src
 	}

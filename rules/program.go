@@ -30,6 +30,7 @@ type Program struct {
 	Description string
 	Mode        string          // one of the Mode* constants; "" decodes to single
 	Max         int             // queued/parallel bound; 0 = engine default
+	Throttle    time.Duration   // at most one body run per this long (0 = none)
 	Params      json.RawMessage // JSON Schema of the inputs (nil = none)
 	// RefParams are the params declared as catalog references (with
 	// "catalog"), by name (nil = none).
@@ -79,11 +80,36 @@ type Trigger struct {
 	Schedule cron.Schedule
 }
 
-// Condition is one condition; all must hold for the body to run.
+// ConditionKind is the closed set of condition kinds.
+type ConditionKind string
+
+// Condition kinds.
+const (
+	CondExpr ConditionKind = "expr" // {"expr": "state('hall_motion.illuminance') < 30"}
+	CondTime ConditionKind = "time" // {"time": {"after"?: "22:00", "before"?: "06:00", "weekday"?: ["mon", …]}}
+	CondSun  ConditionKind = "sun"  // {"sun": {"after"?: "sunset", "after_offset"?, "before"?: "sunrise", "before_offset"?}}
+)
+
+// Condition is one condition; all must hold for the body to run. Kind
+// says which of Expr (expr) and Window (time, sun) is set.
 type Condition struct {
-	Ptr  string
-	ID   string
-	Expr *Expr
+	Ptr    string
+	ID     string
+	Kind   ConditionKind
+	Expr   *Expr
+	Window *Window
+}
+
+// Window is what a time or sun condition allows: from After (inclusive)
+// until Before (exclusive), either bound optional. When After is later in
+// the day than Before the window crosses midnight ("after 22:00, before
+// 06:00" is the night). A time window's bounds are clock times
+// ("HH:MM[:SS]") and it may name weekdays; a sun window's are "sunrise"
+// or "sunset", each with an offset.
+type Window struct {
+	After, Before             string
+	AfterOffset, BeforeOffset time.Duration  // sun
+	Weekdays                  []time.Weekday // time; nil = every day
 }
 
 // StepKind is the closed set of step kinds.

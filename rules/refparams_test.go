@@ -332,6 +332,15 @@ func TestOverlappingRules(t *testing.T) {
 	if res := mustValidate(t, prog(`[{"id":"x","call":"hall_light.set","args":{"state":"ON"}}]`), ValidateOptions{Installed: many}); len(res.Diagnostics) != maxOverlaps {
 		t.Errorf("many: %s", diagString(res.Diagnostics))
 	}
+	// Event triggers overlap when their value lists share a gesture.
+	taps := installedRule(`{"name":"taps","triggers":[{"id":"p","event":"bedroom_remote.action","value":["toggle_double","toggle_triple"]}],"steps":[{"id":"on","call":"porch_light.set","args":{"state":"ON"}}]}`)
+	for value, warn := range map[string]bool{`"toggle_triple"`: true, `["on_double","toggle_double"]`: true, `"toggle"`: false, `["on","on_double"]`: false} {
+		src := `{"name":"t","triggers":[{"id":"go","event":"bedroom_remote.action","value":` + value + `}],"steps":[{"id":"x","call":"porch_light.set","args":{"state":"OFF"}}]}`
+		res := mustValidate(t, src, ValidateOptions{Installed: taps})
+		if found := len(res.Diagnostics) == 1 && res.Diagnostics[0].Code == CodeOverlappingRule; found != warn || !res.Valid {
+			t.Errorf("value %s: want a warning %v: %s", value, warn, diagString(res.Diagnostics))
+		}
+	}
 	// A bound reference overlaps as its id does.
 	bound := mustValidate(t, motionLight, ValidateOptions{Installed: in, Bind: map[string]any{"sensor": "hall_motion.occupancy", "light": "hall_light.set"}})
 	if !bound.Valid || len(bound.Diagnostics) != 2 || bound.Diagnostics[0].Code != CodeOverlappingRule {

@@ -27,14 +27,16 @@ import (
 // form is the run form of a program (embedded in its Compiled).
 type form struct {
 	name, description string
+	zone              string          // the time zone plans name ("" = the server's)
 	params            json.RawMessage // the params schema (nil = none)
 	triggers          []RunTrigger
 	conds             []runCond
 	steps             []runStep
 	waitIDs           []string // sorted ids of the wait steps (scenarios name them)
 	max               int      // queued/parallel bound; 0 = engine default
-	mode              uint8    // index into modes
-	takesTime         bool     // some step can make a run span time
+	throttle          time.Duration
+	mode              uint8 // index into modes
+	takesTime         bool  // some step can make a run span time
 }
 
 // RunTrigger is one trigger of a run form: what the engine's scheduler
@@ -61,8 +63,9 @@ type triggerMore struct {
 }
 
 type runCond struct {
-	id string
-	x  *Expr
+	id  string
+	x   *Expr       // expr conditions
+	win *condWindow // time and sun conditions (window.go)
 }
 
 // runStep is one step. Call and delay steps (most steps of a house's
@@ -275,6 +278,10 @@ func (c *Compiled) Mode() string { return modes[c.mode] }
 // Max bounds a queued or parallel program's firings (0 = the engine's
 // default).
 func (c *Compiled) Max() int { return c.max }
+
+// Throttle is the shortest time between two starts of the body (0 =
+// none): a firing that passes its conditions sooner ends throttled.
+func (c *Compiled) Throttle() time.Duration { return c.throttle }
 
 // Params is the program's params schema (nil when it declares none).
 func (c *Compiled) Params() json.RawMessage { return c.params }

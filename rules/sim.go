@@ -2,26 +2,59 @@ package rules
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"sync"
 	"time"
 )
 
 // Scenario is what a test run pretends: which trigger fires with what
-// value, state overrides, a fixed clock and how waits end. It is decoded
-// from execute's input by ParseScenario.
+// value, state overrides, a fixed clock, a timeline of what happens after
+// (and before) the start, and assumptions about waits. It is decoded from
+// execute's input by ParseScenario.
 type Scenario struct {
 	Trigger string         // trigger id; "" = the program's first trigger
 	Value   any            // the trigger's value; nil = the trigger's `to`, else the current state
 	From    any            // the previous value; nil = the trigger's `from`, else the current state
 	State   map[string]any // state id → value, overriding the live state
 	Now     *time.Time     // the virtual clock at the start; nil = the start passed to NewSimWorld
-	// Waits says how wait steps end, by qualified trace id ("loop#2") or
-	// base step id: WaitMet or WaitTimeout. Without an entry a wait is met
-	// after its `for` duration (at once without one), unless `for` is
-	// longer than its timeout, in which case it times out.
+	// Timeline is what happens on the virtual clock: state changes and
+	// events at offsets from the start (negative: before it, which sets
+	// what since() reads). Waits resolve from it, delays pass through it,
+	// and a held trigger fires only if it holds through it.
+	Timeline []TimelineEntry
+	// LastRun is when the rule's body last ran, for its throttle (nil:
+	// never).
+	LastRun *TimeOrOffset
+	// Waits forces how wait steps end, by qualified trace id ("loop#2") or
+	// base step id: WaitMet or WaitTimeout. A forced result is not
+	// simulated: the wait's entry is marked assumed (and a run that ends
+	// well then ends assumed, not success). Without an entry a wait
+	// resolves from the state and the timeline, or times out.
 	Waits map[string]string
+}
+
+// TimelineEntry is one moment of a scenario's timeline: states that
+// change and events that occur at At after the start.
+type TimelineEntry struct {
+	At    time.Duration
+	State map[string]any // state id → new value
+	Event map[string]any // event id → payload
+	Index int            // its place in the scenario's list (diagnostics)
+}
+
+// TimeOrOffset is a moment given as a time or as an offset from the
+// start of the run.
+type TimeOrOffset struct {
+	At     *time.Time
+	Offset time.Duration
+}
+
+// from resolves the moment against the start.
+func (t TimeOrOffset) from(start time.Time) time.Time {
+	if t.At != nil {
+		return *t.At
+	}
+	return start.Add(t.Offset)
 }
 
 // Scenario wait results.
@@ -43,6 +76,20 @@ type SimWorld struct {
 	scratch     map[string]any
 	automations map[string]*Compiled
 	calls       []CallRecord
+	place       Place
+	// changed is when each state last changed in the simulation (the
+	// scenario, a call's effect); changedBase answers for the others.
+	changed     map[string]time.Time
+	changedBase func(id string) (time.Time, bool)
+	// timeline is the scenario's timeline on the virtual clock; next is
+	// the first entry not applied yet.
+	timeline []simEntry
+	next     int
+	// assumed names the wait entries whose result the scenario forced
+	// (qualified trace id → what it said).
+	assumed       map[string]string
+	lastRun       *time.Time // the scenario's last_run, resolved
+	lastRunOffset bool       // it was given as an offset from the start
 }
 
 // NewSimWorld builds a scratch world over base (the live state reader, may
@@ -54,11 +101,46 @@ func NewSimWorld(base func(id string) (any, bool), start time.Time, sc Scenario,
 	if sc.Now != nil {
 		start = *sc.Now
 	}
-	w := &SimWorld{base: base, now: start, waits: sc.Waits, effects: effects, scratch: map[string]any{}}
-	for k, v := range sc.State {
-		w.scratch[k] = v
+	w := &SimWorld{base: base, now: start, waits: sc.Waits, effects: effects, scratch: map[string]any{},
+		changed: map[string]time.Time{}, assumed: map[string]string{}}
+	if sc.LastRun != nil {
+		t := sc.LastRun.from(start)
+		w.lastRun, w.lastRunOffset = &t, sc.LastRun.At == nil
 	}
+	for _, e := range sc.Timeline {
+		w.timeline = append(w.timeline, simEntry{at: start.Add(e.At), state: e.State, event: e.Event})
+	}
+	// The past first (since() reads it), then the scenario's state at
+	// the start, then what happens at the start itself.
+	for w.next < len(w.timeline) && w.timeline[w.next].at.Before(start) {
+		w.now = w.timeline[w.next].at
+		w.applyLocked(w.timeline[w.next])
+		w.next++
+	}
+	w.now = start
+	for k, v := range sc.State {
+		w.setLocked(k, v)
+	}
+	w.advanceLocked(start)
 	return w
+}
+
+// SetPlace sets the world's time zone and location (for schedules, time
+// and sun conditions); the clock is read in that zone from then on.
+func (w *SimWorld) SetPlace(p Place) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.place = p
+	if p.Zone != nil {
+		w.now = w.now.In(p.Zone)
+	}
+}
+
+// Place is the world's time zone and location (see SetPlace).
+func (w *SimWorld) Place() Place {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.place
 }
 
 // Now is the virtual clock.
@@ -85,11 +167,45 @@ func (w *SimWorld) stateLocked(id string) (any, bool) {
 	return nil, false
 }
 
-// SetState overrides one state in the scratch world.
+// SetState overrides one state in the scratch world, changed now on the
+// virtual clock.
 func (w *SimWorld) SetState(id string, v any) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.setLocked(id, v)
+}
+
+// setLocked sets a state; a different value is a change at the virtual
+// now (since() counts from it).
+func (w *SimWorld) setLocked(id string, v any) {
+	if old, ok := w.stateLocked(id); !ok || !SameValue(old, v) {
+		w.changed[id] = w.now
+	}
 	w.scratch[id] = v
+}
+
+// SetChangedBase answers LastChanged for the states the simulation has
+// not changed (the live house's last changes).
+func (w *SimWorld) SetChangedBase(f func(id string) (time.Time, bool)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.changedBase = f
+}
+
+// LastChanged is when a state last changed: in the simulation, else as
+// the base says.
+func (w *SimWorld) LastChanged(id string) (time.Time, bool) {
+	w.mu.Lock()
+	t, ok := w.changed[id]
+	base := w.changedBase
+	w.mu.Unlock()
+	if ok {
+		return t, true
+	}
+	if base != nil {
+		return base(id)
+	}
+	return time.Time{}, false
 }
 
 // Call records the call, applies its simulated effects to the scratch
@@ -109,7 +225,7 @@ func (w *SimWorld) Call(ctx context.Context, id string, args map[string]any) (an
 		changes = w.fallbackEffects(id, args)
 	}
 	for k, v := range changes {
-		w.scratch[k] = v
+		w.setLocked(k, v)
 	}
 	return map[string]any{"simulated": true}, nil
 }
@@ -134,39 +250,6 @@ func (w *SimWorld) Calls() []CallRecord {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]CallRecord(nil), w.calls...)
-}
-
-// Sleep advances the virtual clock by d.
-func (w *SimWorld) Sleep(ctx context.Context, d time.Duration) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	w.advance(d)
-	return nil
-}
-
-func (w *SimWorld) advance(d time.Duration) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.now = w.now.Add(d)
-}
-
-// Wait ends the wait as the scenario says (see Scenario.Waits), advancing
-// the virtual clock by the time it would have taken.
-func (w *SimWorld) Wait(ctx context.Context, req *WaitRequest) (bool, error) {
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	want, ok := w.waits[req.StepID]
-	if !ok {
-		want = w.waits[BaseStepID(req.StepID)]
-	}
-	if want == WaitTimeout || (req.Timeout > 0 && req.For > req.Timeout) {
-		w.advance(req.Timeout)
-		return false, nil
-	}
-	w.advance(req.For)
-	return true, nil
 }
 
 // SetAutomation makes a promoted automation's compiled body callable.
@@ -195,77 +278,3 @@ type ScenarioError struct {
 }
 
 func (e *ScenarioError) Error() string { return e.Message }
-
-// FireFor picks the trigger activation a scenario describes: its trigger
-// (default the program's first), value (default the trigger's `to`, else
-// the current state of its entity, else a value inside a numeric
-// trigger's bounds, else the clock for time triggers) and from. When w is a
-// *SimWorld, a state trigger's entity takes the fired value unless the
-// scenario's state overrides it. Because is "test run: scenario".
-func FireFor(c *Compiled, sc Scenario, w World) (TriggerFire, error) {
-	fire := TriggerFire{Time: w.Now(), Because: "test run: scenario", Value: sc.Value, From: sc.From}
-	if c == nil {
-		return fire, &ScenarioError{"", "no program"}
-	}
-	if len(c.triggers) == 0 {
-		if sc.Trigger != "" {
-			return fire, &ScenarioError{"/scenario/trigger", fmt.Sprintf("unknown trigger %q: the program has no triggers", sc.Trigger)}
-		}
-		return fire, nil
-	}
-	t := &c.triggers[0]
-	if sc.Trigger != "" {
-		if t = c.trigger(sc.Trigger); t == nil {
-			return fire, &ScenarioError{"/scenario/trigger", fmt.Sprintf("unknown trigger %q: want one of %s", sc.Trigger, strings.Join(c.triggerIDs(), ", "))}
-		}
-	}
-	fire.ID = t.id
-	kind := t.Kind()
-	cur, hasCur := any(nil), false
-	if t.entity != "" && kind != TriggerEvent {
-		cur, hasCur = w.State(t.entity)
-	}
-	if fire.Value == nil {
-		fire.Value = defaultFireValue(t, cur, hasCur, fire.Time)
-	}
-	if fire.From == nil {
-		if t.fromSet {
-			fire.From = t.from
-		} else if hasCur {
-			fire.From = cur
-		}
-	}
-	if sw, ok := w.(*SimWorld); ok && (kind == TriggerState || kind == TriggerNumeric) {
-		sw.mu.Lock()
-		if _, overridden := sw.scratch[t.entity]; !overridden {
-			sw.scratch[t.entity] = fire.Value
-		}
-		sw.mu.Unlock()
-	}
-	return fire, nil
-}
-
-func defaultFireValue(t *RunTrigger, cur any, hasCur bool, now time.Time) any {
-	switch t.Kind() {
-	case TriggerState, TriggerEvent:
-		if t.toSet {
-			return t.to
-		}
-		return cur
-	case TriggerNumeric:
-		above, below := t.bounds()
-		if x, ok := interpNumber(cur); ok && (above == nil || x > *above) && (below == nil || x < *below) {
-			return cur
-		}
-		switch {
-		case above != nil && below != nil:
-			return (*above + *below) / 2
-		case above != nil:
-			return *above + 1
-		case below != nil:
-			return *below - 1
-		}
-		return cur
-	}
-	return now.Format(time.RFC3339)
-}

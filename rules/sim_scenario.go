@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,6 +17,8 @@ import (
 //	{"params": {…program params…},
 //	 "scenario": {"trigger": "<trigger id>", "value": …, "from": …,
 //	              "state": {"<state id>": value}, "now": "RFC 3339",
+//	              "timeline": [{"at": "90s", "state": {…}, "event": {…}}],
+//	              "last_run": "RFC 3339" | "-20m",
 //	              "waits": {"<wait step id>": "met" | "timeout"}}}
 //
 // Both members are optional. Shapes that do not fit give input_binding
@@ -84,11 +87,106 @@ func parseScenarioObject(m map[string]any, bad func(path, msg, hint string)) Sce
 			sc.Now = &t
 		case "waits":
 			sc.Waits = parseWaits(v, path, bad)
+		case "timeline":
+			sc.Timeline = parseTimeline(v, path, bad)
+		case "last_run":
+			sc.LastRun = parseMoment(v, path, bad)
 		default:
-			bad(path, fmt.Sprintf("unknown scenario member %q", k), "scenario members: trigger, value, from, state, now, waits")
+			bad(path, fmt.Sprintf("unknown scenario member %q", k), "scenario members: "+strings.Join(ScenarioMembers, ", "))
 		}
 	}
 	return sc
+}
+
+// ScenarioMembers are the members of a test run's scenario.
+var ScenarioMembers = []string{"trigger", "value", "from", "state", "now", "timeline", "last_run", "waits"}
+
+// parseTimeline reads [{"at": "<offset>", "state"?: {…}, "event"?: {…}}],
+// sorted by at (entries at the same offset keep their order).
+func parseTimeline(v any, path string, bad func(path, msg, hint string)) []TimelineEntry {
+	list, ok := v.([]any)
+	if !ok {
+		bad(path, fmt.Sprintf("scenario timeline must be an array of {\"at\", \"state\"?, \"event\"?}, got %s", interpTypeName(v)), `e.g. [{"at": "90s", "state": {"hall_motion.occupancy": false}}]`)
+		return nil
+	}
+	var out []TimelineEntry
+	for i, x := range list {
+		p := path + "/" + strconv.Itoa(i)
+		m, ok := x.(map[string]any)
+		if !ok {
+			bad(p, fmt.Sprintf("a timeline entry must be an object, got %s", interpTypeName(x)), "")
+			continue
+		}
+		e := TimelineEntry{Index: i}
+		good := true
+		for _, k := range sortedKeys(m) {
+			switch k {
+			case "at":
+				d, err := timelineOffset(m[k])
+				if err != nil {
+					bad(p+"/at", "timeline at: "+err.Error(), `an offset from the start such as "90s", "2m" or "-1h" (before the start)`)
+					good = false
+				}
+				e.At = d
+			case "state", "event":
+				obj, ok := m[k].(map[string]any)
+				if !ok || len(obj) == 0 {
+					bad(p+"/"+k, fmt.Sprintf("timeline %s must be an object of id → value, got %s", k, formatReason(m[k])), "")
+					good = false
+				} else if k == "state" {
+					e.State = obj
+				} else {
+					e.Event = obj
+				}
+			default:
+				bad(p+"/"+simEscapePointer(k), fmt.Sprintf("unknown timeline member %q", k), "timeline entries have at, state and event")
+				good = false
+			}
+		}
+		if _, has := m["at"]; !has {
+			bad(p, "a timeline entry needs \"at\"", `e.g. {"at": "90s", "state": {…}}`)
+			good = false
+		}
+		if e.State == nil && e.Event == nil && good {
+			bad(p, "a timeline entry needs \"state\" or \"event\"", "")
+			good = false
+		}
+		if good {
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
+	return out
+}
+
+func timelineOffset(v any) (time.Duration, error) {
+	s, ok := v.(string)
+	if !ok {
+		return 0, fmt.Errorf("got %s, want a duration text", formatReason(v))
+	}
+	neg := strings.HasPrefix(s, "-")
+	d, err := ParseDuration(strings.TrimPrefix(s, "-"))
+	if err != nil {
+		return 0, err
+	}
+	if neg {
+		d = -d
+	}
+	return d, nil
+}
+
+// parseMoment reads an RFC 3339 time or an offset from the start.
+func parseMoment(v any, path string, bad func(path, msg, hint string)) *TimeOrOffset {
+	if s, ok := v.(string); ok {
+		if t, err := time.Parse(time.RFC3339, s); err == nil {
+			return &TimeOrOffset{At: &t}
+		}
+		if d, err := timelineOffset(s); err == nil {
+			return &TimeOrOffset{Offset: d}
+		}
+	}
+	bad(path, fmt.Sprintf("scenario last_run must be an RFC 3339 time or an offset from the start, got %s", formatReason(v)), `e.g. "-20m" (20 minutes before the start)`)
+	return nil
 }
 
 func parseWaits(v any, path string, bad func(path, msg, hint string)) map[string]string {
@@ -111,6 +209,38 @@ func parseWaits(v any, path string, bad func(path, msg, hint string)) map[string
 
 func simEscapePointer(s string) string {
 	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+}
+
+// CheckScenarioIDs reports the ids of scenario.state and the timeline
+// that are not entries of the right kind (states; events in a
+// timeline's event) as kindOf (the caller's catalog) sees them.
+func CheckScenarioIDs(sc Scenario, kindOf func(id string) (pilotage.Kind, bool)) []pilotage.Diagnostic {
+	var diags []pilotage.Diagnostic
+	check := func(path, id string, want ...pilotage.Kind) {
+		k, ok := kindOf(id)
+		if ok && slices.Contains(want, k) {
+			return
+		}
+		msg := fmt.Sprintf("%q is not a %s entry", id, want[0])
+		if !ok {
+			msg = fmt.Sprintf("unknown id %q", id)
+		}
+		diags = append(diags, pilotage.Diagnostic{Code: CodeInputBinding, Severity: pilotage.SeverityError, Message: msg,
+			Path: path + "/" + simEscapePointer(id), Hint: "use ids as pilotage_lookup lists them"})
+	}
+	for _, id := range sortedKeys(sc.State) {
+		check("/scenario/state", id, pilotage.KindState, pilotage.KindEvent)
+	}
+	for _, e := range sc.Timeline {
+		p := "/scenario/timeline/" + strconv.Itoa(e.Index)
+		for _, id := range sortedKeys(e.State) {
+			check(p+"/state", id, pilotage.KindState)
+		}
+		for _, id := range sortedKeys(e.Event) {
+			check(p+"/event", id, pilotage.KindEvent)
+		}
+	}
+	return diags
 }
 
 // CheckScenario reports scenario members that name nothing in the program:

@@ -107,27 +107,51 @@ func TestSimWorldCallsAndEffects(t *testing.T) {
 }
 
 func TestSimWorldWaits(t *testing.T) {
-	never := func() bool { return false }
+	closed := func(w *SimWorld) func() bool {
+		return func() bool { v, _ := w.State("door.contact"); return v == true }
+	}
+	at := func(d time.Duration, closed bool) TimelineEntry {
+		return TimelineEntry{At: d, State: map[string]any{"door.contact": closed}}
+	}
+	press := func(d time.Duration, v string) TimelineEntry {
+		return TimelineEntry{At: d, Event: map[string]any{"remote.action": v}}
+	}
 	tests := []struct {
-		name    string
-		waits   map[string]string
-		req     WaitRequest
-		met     bool
-		elapsed time.Duration
+		name     string
+		sc       Scenario
+		req      WaitRequest
+		met      bool
+		elapsed  time.Duration
+		assumed  bool
+		noCheck  bool
+		eventVal Value
 	}{
-		{"default met after for", nil, WaitRequest{StepID: "q", Check: never, For: 2 * time.Minute, Timeout: time.Hour}, true, 2 * time.Minute},
-		{"default met at once", nil, WaitRequest{StepID: "q", Check: never}, true, 0},
-		{"for longer than timeout", nil, WaitRequest{StepID: "q", For: 2 * time.Hour, Timeout: time.Hour}, false, time.Hour},
-		{"scenario timeout by base id", map[string]string{"q": "timeout"}, WaitRequest{StepID: "call#1/q#3", Timeout: time.Hour}, false, time.Hour},
-		{"qualified id wins", map[string]string{"q": "timeout", "q#2": "met"}, WaitRequest{StepID: "q#2", Timeout: time.Hour}, true, 0},
-		{"event wait", nil, WaitRequest{StepID: "q", Event: "remote.action", Timeout: time.Minute}, true, 0},
+		{"holds now: met after for", Scenario{State: map[string]any{"door.contact": true}}, WaitRequest{StepID: "q", For: 2 * time.Minute, Timeout: time.Hour}, true, 2 * time.Minute, false, false, Value{}},
+		{"holds now: met at once", Scenario{State: map[string]any{"door.contact": true}}, WaitRequest{StepID: "q", Timeout: time.Hour}, true, 0, false, false, Value{}},
+		{"never holds: times out", Scenario{}, WaitRequest{StepID: "q", Timeout: time.Hour}, false, time.Hour, false, false, Value{}},
+		{"for longer than timeout", Scenario{State: map[string]any{"door.contact": true}}, WaitRequest{StepID: "q", For: 2 * time.Hour, Timeout: time.Hour}, false, time.Hour, false, false, Value{}},
+		{"met when the timeline closes it", Scenario{Timeline: []TimelineEntry{at(10*time.Minute, true)}}, WaitRequest{StepID: "q", Timeout: time.Hour}, true, 10 * time.Minute, false, false, Value{}},
+		{"a reopening restarts the hold", Scenario{Timeline: []TimelineEntry{at(time.Minute, true), at(2*time.Minute, false), at(5*time.Minute, true)}},
+			WaitRequest{StepID: "q", For: 3 * time.Minute, Timeout: time.Hour}, true, 8 * time.Minute, false, false, Value{}},
+		{"the timeline comes too late", Scenario{Timeline: []TimelineEntry{at(2*time.Hour, true)}}, WaitRequest{StepID: "q", Timeout: time.Hour}, false, time.Hour, false, false, Value{}},
+		{"scenario timeout by base id", Scenario{Waits: map[string]string{"q": "timeout"}}, WaitRequest{StepID: "call#1/q#3", Timeout: time.Hour}, false, time.Hour, true, false, Value{}},
+		{"qualified id wins", Scenario{Waits: map[string]string{"q": "timeout", "q#2": "met"}}, WaitRequest{StepID: "q#2", Timeout: time.Hour}, true, 0, true, false, Value{}},
+		{"event wait without an event times out", Scenario{}, WaitRequest{StepID: "q", Event: "remote.action", Timeout: time.Minute}, false, time.Minute, false, true, Value{}},
+		{"event from the timeline", Scenario{Timeline: []TimelineEntry{press(20*time.Second, "toggle"), press(40*time.Second, "off_double")}},
+			WaitRequest{StepID: "q", Event: "remote.action", Timeout: time.Minute}, true, 40 * time.Second, false, true, Value{Set: true, V: []any{"off", "off_double"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := itSim(nil, Scenario{Waits: tt.waits})
-			met, err := w.Wait(context.Background(), &tt.req)
-			if err != nil || met != tt.met || w.Now().Sub(itStart) != tt.elapsed {
-				t.Errorf("met=%v err=%v elapsed=%v", met, err, w.Now().Sub(itStart))
+			w := itSim(nil, tt.sc)
+			req := tt.req
+			if !tt.noCheck {
+				req.Check = closed(w)
+			}
+			req.EventValue = tt.eventVal
+			met, err := w.Wait(context.Background(), &req)
+			_, assumed := w.Assumed(req.StepID)
+			if err != nil || met != tt.met || w.Now().Sub(itStart) != tt.elapsed || assumed != tt.assumed {
+				t.Errorf("met=%v err=%v elapsed=%v assumed=%v", met, err, w.Now().Sub(itStart), assumed)
 			}
 		})
 	}
@@ -150,17 +174,17 @@ func TestFireFor(t *testing.T) {
 		value, frm any
 	}{
 		{Scenario{}, "motion", true, false},
-		{Scenario{Trigger: "any"}, "any", true, true},
+		{Scenario{Trigger: "any"}, "any", true, nil}, // no change to report: from is unknown
 		{Scenario{Trigger: "any", Value: false, From: true}, "any", false, true},
 		{Scenario{Trigger: "hot"}, "hot", 26.0, 20.0},
 		{Scenario{Trigger: "band"}, "band", 27.5, 20.0},
 		{Scenario{Trigger: "press"}, "press", "on", nil},
-		{Scenario{Trigger: "dusk"}, "dusk", itStart.Format(time.RFC3339), nil},
+		{Scenario{Trigger: "dusk"}, "dusk", "2026-01-16T18:30:00Z", nil}, // no now: the next firing
 	}
 	for _, tt := range tests {
 		w := itSim(base, tt.sc)
 		fire, err := FireFor(c, tt.sc, w)
-		if err != nil || fire.ID != tt.id || fire.Value != tt.value || fire.From != tt.frm || fire.Because != "test run: scenario" {
+		if err != nil || fire.ID != tt.id || fire.Value != tt.value || fire.From != tt.frm || fire.Because != "test run: scenario" || fire.NotFired != "" {
 			t.Errorf("%+v: fire = %+v, %v", tt.sc, fire, err)
 		}
 	}
@@ -223,6 +247,8 @@ func FuzzParseScenario(f *testing.F) {
 	for _, s := range []string{
 		`{}`, `{"params":{"a":1}}`, `{"scenario":{"trigger":"t","now":"2026-01-15T23:30:00Z","waits":{"w":"met"}}}`,
 		`{"scenario":{"state":{"a.b":1},"waits":{"x":"soon"}}}`, `{"x":[1,2]}`, `{"scenario":null}`,
+		`{"scenario":{"timeline":[{"at":"-1h","state":{"a.b":1}},{"at":"2m","event":{"r.action":"on"}}],"last_run":"-20m"}}`,
+		`{"scenario":{"timeline":[{"at":3},{"state":[]},"x"],"last_run":{}}}`,
 	} {
 		f.Add([]byte(s))
 	}

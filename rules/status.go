@@ -28,6 +28,9 @@ const (
 	StatusCancelled        = "cancelled"
 	StatusDenied           = "denied"
 	StatusRunning          = "running"
+	StatusThrottled        = "throttled"
+	StatusNotTriggered     = "not_triggered"
+	StatusAssumed          = "assumed"
 )
 
 // RunStatuses is the one closed table of run-level statuses; the engine
@@ -37,6 +40,9 @@ var RunStatuses = []StatusInfo{
 	{StatusConditionsNotMet, true, "no", "a trigger fired but a condition was false, so the body did not run"},
 	{StatusStopped, true, "possible", "a stop step ended the run on purpose; steps before it ran"},
 	{StatusSkipped, true, "no", "the firing was dropped: mode single and the rule was already running, or queued/parallel at max"},
+	{StatusThrottled, true, "no", "the conditions held but the rule's throttle window was open (its body last started less than throttle ago), so the body did not run; output.throttled_until says when it may run again"},
+	{StatusNotTriggered, true, "no", "test runs only: the scenario's trigger would not fire (a held value did not hold for its for on the virtual clock, a schedule does not fire at scenario.now, or the scenario's value does not pass the trigger's filter), so nothing ran; the trigger's entry says why and when it would fire"},
+	{StatusAssumed, true, "no", "test runs only: the body ran to its end, but some results were not simulated: scenario.waits forced them; each such entry has step status assumed, and outcome.error lists them"},
 	{StatusValidationError, false, "no", "refused: the program (or input/context) is invalid; diagnostics attached"},
 	{StatusCatalogDrift, false, "no", "refused: expected_catalog_version differs from the current catalog_version"},
 	{StatusPromotionDrift, false, "no", "refused: an entry the promoted program references changed since promotion"},
@@ -63,12 +69,14 @@ const (
 	StepLimitExceeded = "limit_exceeded"
 	StepNotConnected  = "not_connected"
 	StepSkipped       = "skipped"
+	StepAssumed       = "assumed"
 )
 
 // StepStatuses is the one closed table of step-level statuses.
 var StepStatuses = []StatusInfo{
 	{StepSuccess, true, "yes", "the step completed; a call step's command was published (simulated in a test run); a branch or loop entry completed its activation"},
-	{StepNotMet, true, "no", "a condition evaluated to false (output false); the run ends with conditions_not_met"},
+	{StepNotMet, true, "no", "a condition evaluated to false (output false); the run ends with conditions_not_met. In a test run, the trigger's entry when the scenario's trigger would not fire (the run ends not_triggered)"},
+	{StepAssumed, true, "no", "test runs only: a wait whose result scenario.waits forced instead of the simulation (output.assumed says what it said); the run then ends assumed, not success"},
 	{StepSkipped, true, "no", "a condition was not evaluated because the run was started with conditions skipped (manual run)"},
 	{StepStopped, true, "no", "a stop step without error, or a branch or loop entry whose body ended with one"},
 	{StepTimeout, false, "no", "a wait step's timeout passed before its condition held (with continue_on_timeout the run goes on), or the run's wall-time bound passed during this step"},

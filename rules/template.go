@@ -50,21 +50,34 @@ func (t *Template) Exprs() []*Expr {
 	return out
 }
 
-// Eval computes the template's value.
+// Eval computes the template's value, as one evaluation: the
+// expressions inside share its byte and operation budgets, and an object
+// or list is measured member by member as it is built (6,000 members of a
+// megabyte each were once all built before the result was measured).
 func (t *Template) Eval(env *Env) (any, error) {
+	env.beginEval()
+	return t.eval(env)
+}
+
+func (t *Template) eval(env *Env) (any, error) {
 	switch {
 	case t == nil:
 		return nil, nil
 	case t.IsConst:
 		return t.Const, nil
 	case t.Whole != nil:
-		return t.Whole.Eval(env)
+		return t.Whole.run(env)
 	case t.Parts != nil:
 		return t.evalParts(env)
 	case t.Object != nil:
 		out := make(map[string]any, len(t.Object))
+		size := 2
 		for k, sub := range t.Object {
-			v, err := sub.Eval(env)
+			v, err := sub.eval(env)
+			if err == nil {
+				size += jsonStringLen(k) + 2
+				err = t.grow(env, &size, v)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -73,8 +86,13 @@ func (t *Template) Eval(env *Env) (any, error) {
 		return out, nil
 	case t.Array != nil:
 		out := make([]any, len(t.Array))
+		size := 2
 		for i, sub := range t.Array {
-			v, err := sub.Eval(env)
+			v, err := sub.eval(env)
+			if err == nil {
+				size++
+				err = t.grow(env, &size, v)
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -85,6 +103,26 @@ func (t *Template) Eval(env *Env) (any, error) {
 	return t.Const, nil
 }
 
+// grow adds a member's encoded size to size, what the object or list
+// being built measures so far: past MaxValueBytes it is not finished.
+func (t *Template) grow(env *Env, size *int, v any) error {
+	m := &env.mem
+	if err := m.tick("a template", 1); err != nil {
+		return err
+	}
+	rest := m.value - *size
+	s := measure(v, rest, false)
+	*size += s.n
+	if s.over(rest) {
+		what := "the list this template builds"
+		if t.Object != nil {
+			what = "the object this template builds"
+		}
+		return overLimit(what, valueSize{*size, s.deep}, m.value)
+	}
+	return nil
+}
+
 // evalParts interpolates mixed text, the result bounded like any value.
 func (t *Template) evalParts(env *Env) (any, error) {
 	var b strings.Builder
@@ -92,7 +130,7 @@ func (t *Template) evalParts(env *Env) (any, error) {
 	for _, p := range t.Parts {
 		s := p.Text
 		if p.Expr != nil {
-			v, err := p.Expr.Eval(env)
+			v, err := p.Expr.run(env)
 			if err != nil {
 				return nil, err
 			}

@@ -127,7 +127,7 @@ func traceTestRun(t *testing.T, c *Compiled, autos map[string]*Compiled, sf trac
 	if sf.Limits.MaxWall != "" {
 		lim.MaxWall, _ = ParseDuration(sf.Limits.MaxWall)
 	}
-	return Run(context.Background(), c, w, RunInput{Trigger: fire, Params: params, Limits: lim, Cache: itCache}), w
+	return Run(context.Background(), c, w, RunInput{Trigger: fire, Params: params, Limits: lim, Cache: itCache, Throttle: w.Throttle(c.Throttle())}), w
 }
 
 func TestTraceGolden(t *testing.T) {

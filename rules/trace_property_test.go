@@ -124,25 +124,43 @@ func (g *progGen) program() map[string]any {
 	for range 1 + g.r.IntN(3) {
 		id := g.id("t")
 		g.trigs = append(g.trigs, id)
-		if g.r.IntN(2) == 0 {
+		switch g.r.IntN(5) {
+		case 0:
 			trigs = append(trigs, map[string]any{"id": id, "state": "hall_motion.occupancy", "to": true})
-		} else {
+		case 1:
+			trigs = append(trigs, map[string]any{"id": id, "state": "hall_motion.occupancy", "to": true, "for": "2m"})
+		case 2:
+			trigs = append(trigs, map[string]any{"id": id, "event": "bedroom_remote.action", "value": []any{"on", "toggle"}})
+		case 3:
+			trigs = append(trigs, map[string]any{"id": id, "cron": "0 30 * * * *"})
+		default:
 			trigs = append(trigs, map[string]any{"id": id, "event": "bedroom_remote.action", "value": "on"})
 		}
 	}
+	p := map[string]any{"name": "random", "triggers": trigs, "steps": g.steps(1, false)}
+	if conds := g.conditions(); len(conds) > 0 {
+		p["conditions"] = conds
+	}
+	if g.r.IntN(4) == 0 {
+		p["throttle"] = "1h"
+	}
+	return p
+}
+
+func (g *progGen) conditions() []any {
 	var conds []any
 	for range g.r.IntN(3) {
+		if g.r.IntN(4) == 0 {
+			conds = append(conds, map[string]any{"id": g.id("cond"), "time": map[string]any{"after": "22:00", "before": "06:00"}})
+			continue
+		}
 		c := propConds[g.r.IntN(len(propConds))]
 		if g.r.IntN(3) > 0 {
 			c = "true"
 		}
 		conds = append(conds, map[string]any{"id": g.id("cond"), "expr": c})
 	}
-	p := map[string]any{"name": "random", "triggers": trigs, "steps": g.steps(1, false)}
-	if len(conds) > 0 {
-		p["conditions"] = conds
-	}
-	return p
+	return conds
 }
 
 func (g *progGen) scenario() traceScenarioFile {
@@ -161,6 +179,17 @@ func (g *progGen) scenario() traceScenarioFile {
 	}
 	if len(waits) > 0 {
 		sc["waits"] = waits
+	}
+	var timeline []any
+	for i := range g.r.IntN(4) {
+		at := fmt.Sprintf("%ds", 30*i+g.r.IntN(200))
+		timeline = append(timeline, map[string]any{"at": at, "state": map[string]any{"hall_motion.occupancy": g.r.IntN(2) == 0}})
+	}
+	if len(timeline) > 0 {
+		sc["timeline"] = timeline
+	}
+	if g.r.IntN(4) == 0 {
+		sc["last_run"] = "-10m"
 	}
 	var sf traceScenarioFile
 	sf.Input = map[string]any{"scenario": sc}
@@ -206,7 +235,8 @@ func TestTraceCorrespondenceProperty(t *testing.T) {
 			}
 		}
 	}
-	for _, s := range []string{StatusSuccess, StatusFailed, StatusTimeout, StatusLimitExceeded, StatusConditionsNotMet} {
+	for _, s := range []string{StatusSuccess, StatusFailed, StatusTimeout, StatusLimitExceeded, StatusConditionsNotMet,
+		StatusNotTriggered, StatusAssumed, StatusThrottled} {
 		if statuses[s] == 0 && !testing.Short() {
 			t.Errorf("no run ended with %s: the generator misses a path (%v)", s, statuses)
 		}

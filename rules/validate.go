@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +25,9 @@ type ValidateOptions struct {
 	// HasLocation reports whether the server knows its latitude/longitude;
 	// sun triggers need it.
 	HasLocation bool
+	// Zone is the server's time zone: plans name it beside clock times
+	// (nil: they say "server time").
+	Zone *time.Location
 	// Automation resolves promoted bodies by catalog id (may be nil).
 	Automation func(id string) (*Compiled, bool)
 	// Cache is what validations reuse (nil: nothing).
@@ -128,6 +132,9 @@ func (c *checker) compiled(prog *Program, canon []byte) *Compiled {
 		cp.refs = append(cp.refs, prog.RefParams[name])
 	}
 	cp.form = lower(prog, &interner{k: c.o.Cache, entry: cp.Entry})
+	if c.o.Zone != nil {
+		cp.zone = zoneName(c.o.Zone)
+	}
 	cp.Plan = BuildPlan(cp)
 	return cp
 }
@@ -224,6 +231,9 @@ func (c *checker) program(p *Program) {
 	root := &scope{vars: map[string]bool{}, steps: map[string]bool{}}
 	for _, cd := range p.Conditions {
 		c.expr(cd.Expr, root)
+		if cd.Kind == CondSun && !c.o.HasLocation {
+			c.d.add(CodeMissingLocation, cd.Ptr+"/sun", "ask the operator to configure the location, or use a time condition: {\"time\": {\"after\": \"18:00\", \"before\": \"07:00\"}}", "a sun condition needs the server's latitude/longitude, which is not configured")
+		}
 		if cd.ID != "" {
 			root.steps[cd.ID] = true
 			c.seenSteps[cd.ID] = true
@@ -357,7 +367,7 @@ func (c *checker) trigger(t *Trigger) {
 			return
 		}
 		if e := c.lookup(t.Entity, t.Ptr+"/event", nil, "event", pilotage.KindEvent); e != nil {
-			c.filter(e, t.To, t.Ptr+"/value")
+			c.eventFilter(e, t.To, t.Ptr+"/value")
 		}
 	case TriggerSun:
 		if !c.o.HasLocation {
@@ -378,6 +388,22 @@ func (c *checker) filter(e *pilotage.Entry, v Value, path string) {
 	}
 	if err := sch.Validate(v.V); err != nil {
 		c.d.add(CodeUnreachableValue, path, outputHint(e), "%s never reports %s: %s", e.ID, compactJSON(v.V), firstLeafMessage(err))
+	}
+}
+
+// eventFilter checks an event's value filter: one value, or a list of
+// values any of which matches, each one the entry can report.
+func (c *checker) eventFilter(e *pilotage.Entry, v Value, path string) {
+	list, isList := v.V.([]any)
+	if !v.Set || !isList {
+		c.filter(e, v, path)
+		return
+	}
+	if len(list) == 0 {
+		c.d.add(CodeConstraint, path, "list the values to match, e.g. [\"double\", \"triple\"], or drop value to match every event", "value lists no value: the trigger could never fire")
+	}
+	for i, x := range list {
+		c.filter(e, Value{Set: true, V: x}, path+"/"+strconv.Itoa(i))
 	}
 }
 

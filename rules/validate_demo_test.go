@@ -3,6 +3,7 @@ package rules
 import (
 	"encoding/json"
 	"sort"
+	"strings"
 
 	"github.com/pilothouse/pilothouse/pilotage"
 )
@@ -49,6 +50,18 @@ const (
 	notifyPhone = `{"type":"object","additionalProperties":false,"required":["message"],"properties":{"message":{"type":"string","minLength":1},"title":{"type":"string"}}}`
 )
 
+// remoteActions is the demo remote's output schema: five buttons, each
+// pressed once (its name), twice, three times, held and released.
+var remoteActions = func() string {
+	var vals []string
+	for _, g := range []string{"", "_double", "_triple", "_hold", "_release"} {
+		for _, b := range []string{"on", "off", "brightness_up", "brightness_down", "toggle"} {
+			vals = append(vals, `"`+b+g+`"`)
+		}
+	}
+	return `{"type":"string","enum":[` + strings.Join(vals, ",") + `]}`
+}()
+
 // demoCatalog mirrors the demo devices the guides' cookbook uses.
 func demoCatalog() *mapCatalog {
 	dev := func(id string) *pilotage.Entry { return entry(id, pilotage.KindDevice, pilotage.RiskRead, "", "") }
@@ -74,7 +87,7 @@ func demoCatalog() *mapCatalog {
 		st("living_thermostat.occupied_heating_setpoint", `{"type":"number","minimum":5,"maximum":30}`),
 		st("living_thermostat.system_mode", `{"type":"string","enum":["off","heat","auto"]}`),
 		st("outdoor_weather.temperature", `{"type":"number","unit":"°C"}`), st("outdoor_weather.humidity", `{"type":"number","minimum":0,"maximum":100}`),
-		entry("bedroom_remote.action", pilotage.KindEvent, pilotage.RiskRead, "", `{"type":"string","enum":["on","off","brightness_up","brightness_down","toggle"]}`),
+		entry("bedroom_remote.action", pilotage.KindEvent, pilotage.RiskRead, "", remoteActions),
 		entry("script.flash_porch", pilotage.KindAutomation, pilotage.RiskControl, `{"type":"object","properties":{"times":{"type":"integer","minimum":1,"maximum":10}}}`, ""),
 	)
 }

@@ -221,9 +221,10 @@ func hasTagFold(tags []string, tag string) bool {
 	return slices.ContainsFunc(tags, func(t string) bool { return strings.EqualFold(t, tag) })
 }
 
-// refArg checks state(params.<name>) in an expression: fine when name is
-// a catalog reference to a state or event (looked up when bound).
-func (c *checker) refArg(arg ast.Node, x *Expr, rng func(int, int) *pilotage.Range) bool {
+// refArg checks the argument of a catalog reader (state, since,
+// last_changed) written as params.<name>: fine when name is a catalog
+// reference to a state or event (looked up when bound).
+func (c *checker) refArg(fn string, arg ast.Node, x *Expr, rng func(int, int) *pilotage.Range) bool {
 	m, ok := arg.(*ast.MemberNode)
 	if !ok {
 		return false
@@ -241,7 +242,7 @@ func (c *checker) refArg(arg ast.Node, x *Expr, rng func(int, int) *pilotage.Ran
 		if id, ok := c.bind.params[r.Name].(string); ok {
 			c.bind.at(x.Ptr, r.Name)
 			from, to := nodeSpan(arg)
-			c.lookup(id, x.Ptr, rng(from, to), "state() id", pilotage.KindState, pilotage.KindEvent)
+			c.lookup(id, x.Ptr, rng(from, to), fn+"() id", pilotage.KindState, pilotage.KindEvent)
 		}
 	}
 	return true

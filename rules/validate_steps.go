@@ -123,7 +123,7 @@ func (c *checker) wait(w *WaitSpec, sc *scope) {
 		}
 	case w.Event != "":
 		if e := c.lookup(w.Event, w.Ptr+"/event", nil, "event", pilotage.KindEvent); e != nil {
-			c.filter(e, w.To, w.Ptr+"/value")
+			c.eventFilter(e, w.To, w.Ptr+"/value")
 		}
 	}
 	c.expr(w.Expr, sc)
@@ -206,7 +206,7 @@ func (c *checker) expr(x *Expr, sc *scope) {
 		return stringRange(str, x.Offset+from, x.Offset+to)
 	}
 	for _, r := range x.Refs {
-		c.lookup(r.ID, x.Ptr, rng(r.From, r.To), "state() id", pilotage.KindState, pilotage.KindEvent)
+		c.lookup(r.ID, x.Ptr, rng(r.From, r.To), r.Fn+"() id", pilotage.KindState, pilotage.KindEvent)
 	}
 	callees := map[ast.Node]bool{}
 	ast.Find(x.Node(), func(n ast.Node) bool {
@@ -228,7 +228,7 @@ func (c *checker) expr(x *Expr, sc *scope) {
 // each use must be a direct call with a string constant id, so that every
 // entry a program can read is known before it runs (plan, references,
 // scope).
-var catalogReaders = map[string]bool{"state": true}
+var catalogReaders = map[string]bool{"state": true, "since": true, "last_changed": true}
 
 // constantArgs checks a direct call of a catalog reader: its one argument
 // must be a string constant.
@@ -236,7 +236,7 @@ func (c *checker) constantArgs(n *ast.CallNode, name string, x *Expr, rng func(i
 	if len(n.Arguments) != 1 {
 		return
 	}
-	if _, ok := n.Arguments[0].(*ast.StringNode); ok || c.refArg(n.Arguments[0], x, rng) {
+	if _, ok := n.Arguments[0].(*ast.StringNode); ok || c.refArg(name, n.Arguments[0], x, rng) {
 		return
 	}
 	from, to := nodeSpan(n.Arguments[0])

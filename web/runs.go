@@ -1,10 +1,13 @@
 package web
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -26,7 +29,7 @@ type runsData struct {
 }
 
 // runStatuses offered by the outcome filter (besides ok and failed).
-var runStatuses = []string{"success", "conditions_not_met", "skipped", "stopped", "failed", "partial", "timeout",
+var runStatuses = []string{"success", "conditions_not_met", "skipped", "throttled", "stopped", "failed", "partial", "timeout",
 	"broken", "cancelled", "interrupted", "not_connected", "limit_exceeded", "denied", "validation_error"}
 
 func (s *server) runsPage(w http.ResponseWriter, r *http.Request, ss *session) {
@@ -113,14 +116,23 @@ type runData struct {
 	Started time.Time
 	Failed  *traceRow
 	Steps   []traceRow
+	// What the page shows of the run's values (see shown); the rest is
+	// at Raw, the run's JSON.
+	Out       *shownValue
+	Raw       string
+	Narrated  string
+	MoreSteps int // steps not listed (after the first maxRunRows)
 }
 
 // traceRow is one trace step with its id split into its identity levels.
 type traceRow struct {
 	pilotage.TraceStep
-	N     int // 1-based position, the step's anchor
-	Depth int
-	Segs  []stepSegment
+	N       int // 1-based position, the step's anchor
+	Depth   int
+	Segs    []stepSegment
+	In, Out *shownValue
+	Err     string
+	Because []string // the decisions' reasons, cut
 }
 
 // stepDepth is how deep a trace step is nested: each iteration or
@@ -159,18 +171,113 @@ func (s *server) runPage(w http.ResponseWriter, r *http.Request, ss *session) {
 			d.Rule = name
 		}
 	}
-	for i := range tr.Trace.Steps {
-		st := tr.Trace.Steps[i]
-		segs := stepSegments(st.ID)
-		d.Steps = append(d.Steps, traceRow{TraceStep: st, N: i + 1, Depth: stepDepth(segs), Segs: segs})
-	}
+	d.rows(tr)
+	s.render(w, r, ss, "run", page{Title: "Run " + tr.RunID, Nav: "runs", Data: d})
+}
+
+// rows lists the run's steps for the page, bounded: the first maxRunRows
+// and the failed one, each value cut (a run may hold megabytes: its page
+// once rendered 24 MB of HTML).
+func (d *runData) rows(tr *pilotage.TraceResponse) {
+	d.Raw = "/runs/" + url.PathEscape(tr.RunID) + "/json"
+	b := &shown{left: maxShownBytes, raw: d.Raw}
+	d.Narrated = clip(tr.Narration)
 	// Branch and loop entries are logged before their bodies and fail with
 	// them, so the last failed step is the cause.
-	for i := len(d.Steps) - 1; i >= 0; i-- {
-		if !d.Steps[i].Outcome.OK {
-			d.Failed = &d.Steps[i]
+	failed := -1
+	for i := len(tr.Trace.Steps) - 1; i >= 0; i-- {
+		if !tr.Trace.Steps[i].Outcome.OK {
+			failed = i
 			break
 		}
 	}
-	s.render(w, r, ss, "run", page{Title: "Run " + tr.RunID, Nav: "runs", Data: d})
+	for i := range tr.Trace.Steps {
+		if i >= maxRunRows && i != failed {
+			d.MoreSteps++
+			continue
+		}
+		st := tr.Trace.Steps[i]
+		segs := stepSegments(st.ID)
+		row := traceRow{TraceStep: st, N: i + 1, Depth: stepDepth(segs), Segs: segs,
+			In: b.show(st.Input), Out: b.show(st.Output), Err: clip(st.Outcome.Error)}
+		for _, dc := range st.Decisions {
+			row.Because = append(row.Because, clip(dc.Because))
+		}
+		d.Steps = append(d.Steps, row)
+	}
+	if failed >= 0 {
+		d.Failed = &d.Steps[len(d.Steps)-1]
+		for i := range d.Steps {
+			if d.Steps[i].N == failed+1 {
+				d.Failed = &d.Steps[i]
+			}
+		}
+	}
+	d.Out = b.show(tr.Output)
+}
+
+// The run page's bounds: the steps it lists, the bytes of indented JSON it
+// shows of one value and of all values, the characters of one message.
+const (
+	maxRunRows      = 1000
+	maxValueShown   = 8 << 10
+	maxShownBytes   = 256 << 10
+	maxMessageShown = 2000
+)
+
+// shownValue is what the page shows of a value: its indented JSON, cut
+// after More bytes (0: whole), with the raw JSON's address.
+type shownValue struct {
+	Text string
+	More int
+	Raw  string
+}
+
+// shown hands out the page's byte budget for values.
+type shown struct {
+	left int
+	raw  string
+}
+
+func (b *shown) show(v any) *shownValue {
+	if v == nil {
+		return nil
+	}
+	text := prettyJSON(v)
+	n := min(len(text), maxValueShown, max(b.left, 0))
+	for n > 0 && n < len(text) && !utf8.RuneStart(text[n]) {
+		n--
+	}
+	b.left -= n
+	return &shownValue{Text: text[:n], More: len(text) - n, Raw: b.raw}
+}
+
+// clip cuts a message to maxMessageShown bytes, saying how much was cut.
+func clip(s string) string {
+	if len(s) <= maxMessageShown {
+		return s
+	}
+	n := maxMessageShown
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return fmt.Sprintf("%s… (%d bytes more)", s[:n], len(s)-n)
+}
+
+// runJSON is a run as JSON (the run page's values in full), for the
+// principal who may read it.
+func (s *server) runJSON(w http.ResponseWriter, r *http.Request, ss *session) {
+	id := r.PathValue("id")
+	tr, err := s.e.Trace(ss.ctx(r), engine.TraceRequest{RunID: id})
+	var re *pilotage.RequestError
+	if errors.As(err, &re) {
+		s.fail(w, r, ss, http.StatusNotFound, "No retained run "+id+" (unknown, expired, or not yours).", nil)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the run failed.", err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(tr)
 }

@@ -68,7 +68,8 @@ func statusClass(status string, ok bool) string {
 	switch {
 	case !ok:
 		return "st-bad"
-	case status == "conditions_not_met" || status == "skipped" || status == "not_met":
+	case status == "conditions_not_met" || status == "skipped" || status == "throttled" || status == "not_met" ||
+		status == "not_triggered" || status == "assumed":
 		return "st-idle"
 	case status == "enabled":
 		return "st-ok"

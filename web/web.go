@@ -92,6 +92,7 @@ func (s *server) routes() http.Handler {
 	mux.Handle("POST /rules/{name}/{action}", s.authed(s.ruleAction))
 	mux.Handle("GET /runs", s.authed(s.runsPage))
 	mux.Handle("GET /runs/{id}", s.authed(s.runPage))
+	mux.Handle("GET /runs/{id}/json", s.authed(s.runJSON))
 	mux.Handle("GET /devices", s.authed(s.devicesPage))
 	mux.Handle("GET /devices/{id}", s.authed(s.devicePage))
 	mux.Handle("POST /devices/{id}/control", s.authed(s.controlAction))

@@ -175,27 +175,6 @@ func readProgramInput(path, input string) (json.RawMessage, map[string]any, erro
 	return prog, in, nil
 }
 
-// scenarioOf builds a test run's scenario from the test command's flags.
-func scenarioOf(trigger, value, now string, state stateFlags) (map[string]any, error) {
-	scenario := map[string]any{}
-	if trigger != "" {
-		scenario["trigger"] = trigger
-	}
-	if value != "" {
-		scenario["value"] = jsonOrString(value)
-	}
-	if len(state) > 0 {
-		scenario["state"] = map[string]any(state)
-	}
-	if now != "" {
-		if _, err := time.Parse(time.RFC3339, now); err != nil {
-			return nil, fmt.Errorf("--now %q: want RFC 3339, e.g. 2026-01-15T23:30:00Z", now)
-		}
-		scenario["now"] = now
-	}
-	return scenario, nil
-}
-
 func reportDeploy(stdout io.Writer, prog json.RawMessage, res *pilotclient.RunResult) error {
 	r := res.Execution
 	if r.Outcome.Status == pilotclient.StatusCatalogDrift {
@@ -245,6 +224,64 @@ func orNone(s string) string {
 	return s
 }
 
+// scenarioFlags are pilothouse test's flags: the test run's scenario.
+type scenarioFlags struct {
+	trigger, value, now string
+	state               stateFlags
+	timeline            []any
+}
+
+func (sf *scenarioFlags) register(fs *flag.FlagSet) {
+	sf.state = stateFlags{}
+	fs.StringVar(&sf.trigger, "trigger", "", "trigger id that fires (default: the first trigger)")
+	fs.StringVar(&sf.value, "value", "", "the trigger's value (JSON, or a plain string)")
+	fs.Var(sf.state, "state", "state id=value before the run (repeatable)")
+	fs.StringVar(&sf.now, "now", "", "simulated time, RFC 3339")
+	fs.Var(timelineFlag{"state", &sf.timeline}, "at", "a state change on the virtual clock: offset:id=value, e.g. 90s:hall_motion.occupancy=false (repeatable; a negative offset is before the start)")
+	fs.Var(timelineFlag{"event", &sf.timeline}, "event", "an event on the virtual clock: offset:id=payload, e.g. 2m:bedroom_remote.action=off (repeatable)")
+}
+
+// scenario is the scenario the flags describe.
+func (sf *scenarioFlags) scenario() (map[string]any, error) {
+	scenario := map[string]any{}
+	if sf.trigger != "" {
+		scenario["trigger"] = sf.trigger
+	}
+	if sf.value != "" {
+		scenario["value"] = jsonOrString(sf.value)
+	}
+	if len(sf.state) > 0 {
+		scenario["state"] = map[string]any(sf.state)
+	}
+	if len(sf.timeline) > 0 {
+		scenario["timeline"] = sf.timeline
+	}
+	if sf.now != "" {
+		if _, err := time.Parse(time.RFC3339, sf.now); err != nil {
+			return nil, fmt.Errorf("--now %q: want RFC 3339, e.g. 2026-01-15T23:30:00Z", sf.now)
+		}
+		scenario["now"] = sf.now
+	}
+	return scenario, nil
+}
+
+// timelineFlag adds timeline entries of one kind ("state" or "event").
+type timelineFlag struct {
+	kind string
+	list *[]any
+}
+
+func (f timelineFlag) String() string { return "" }
+func (f timelineFlag) Set(v string) error {
+	at, rest, ok := strings.Cut(v, ":")
+	id, val, ok2 := strings.Cut(rest, "=")
+	if !ok || !ok2 || at == "" || id == "" {
+		return fmt.Errorf("want offset:id=value (e.g. 90s:hall_motion.occupancy=false), got %q", v)
+	}
+	*f.list = append(*f.list, map[string]any{"at": at, f.kind: map[string]any{id: jsonOrString(val)}})
+	return nil
+}
+
 // stateFlags collects repeated --state id=value.
 type stateFlags map[string]any
 
@@ -272,25 +309,21 @@ func cliTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs := newFlagSet("test", stderr)
 	var cn conn
 	cn.register(fs)
-	var trigger, value, now string
-	state := stateFlags{}
-	fs.StringVar(&trigger, "trigger", "", "trigger id that fires (default: the first trigger)")
-	fs.StringVar(&value, "value", "", "the trigger's value (JSON, or a plain string)")
-	fs.Var(state, "state", "state id=value before the run (repeatable)")
-	fs.StringVar(&now, "now", "", "simulated time, RFC 3339")
+	var sf scenarioFlags
+	sf.register(fs)
 	inputJSON := fs.String("input", "", inputUsage)
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 {
-		return errors.New("usage: pilothouse test rule.json [--input JSON] [--trigger ID --value V --state id=value ... --now RFC3339]")
+		return errors.New("usage: pilothouse test rule.json [--input JSON] [--trigger ID --value V --state id=value ... --now RFC3339 --at 90s:id=value ... --event 2m:id=payload ...]")
 	}
 	prog, input, err := readProgramInput(pos[0], *inputJSON)
 	if err != nil {
 		return err
 	}
-	if input["scenario"], err = scenarioOf(trigger, value, now, state); err != nil {
+	if input["scenario"], err = sf.scenario(); err != nil {
 		return err
 	}
 	c, err := cn.dial(ctx)
@@ -325,6 +358,11 @@ func cliTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		printTrace(stdout, plan, r.Trace)
 	}
 	printTestOutput(stdout, r.Output)
+	switch r.Outcome.Status {
+	case "not_triggered", "assumed":
+		// ok, but the scenario did not show the rule working.
+		return fmt.Errorf("test run %s ended %s, not success: give the scenario a timeline or a now at which it runs", r.RunID, r.Outcome.Status)
+	}
 	return pilotclient.Verify(r, true)
 }
 

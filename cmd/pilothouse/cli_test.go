@@ -265,6 +265,44 @@ func TestCLITestGolden(t *testing.T) {
 	}
 }
 
+// TestCLITestTimeline test-runs a held trigger and a wait through the
+// scenario's timeline (--at, --event), and a schedule outside its time.
+func TestCLITestTimeline(t *testing.T) {
+	_, url := startCLIApp(t)
+	prog := writeFile(t, "door.json", `{
+  "name": "door-left-open",
+  "triggers": [{"id": "open", "state": "front_door.contact", "to": false, "for": "5m"}],
+  "steps": [
+    {"id": "on", "call": "porch_light.set", "args": {"state": "ON"}},
+    {"id": "closed", "wait": {"state": "front_door.contact", "to": true}, "timeout": "30m"},
+    {"id": "ack", "wait": {"event": "bedroom_remote.action", "value": ["off", "off_double"]}, "timeout": "10m"},
+    {"id": "off", "call": "porch_light.set", "args": {"state": "OFF"}}
+  ]
+}`)
+	out, err := cli(t, url, "", "test", prog, "--now", "2026-01-15T22:00:00Z",
+		"--at", "2m:front_door.contact=true", "--at", "3m:front_door.contact=false", "--at", "12m:front_door.contact=true", "--event", "15m:bedroom_remote.action=off_double")
+	if err != nil || !regexp.MustCompile(`test run \S+: success`).MatchString(out) {
+		t.Fatalf("test: %v\n%s", err, out)
+	}
+	got := regexp.MustCompile(`test run \S+:`).ReplaceAllString(out, "test run <run-id>:")
+	golden := filepath.Join("testdata", "cli", "test_timeline.golden")
+	if *update {
+		if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want, err := os.ReadFile(golden); err != nil || got != string(want) {
+		t.Fatalf("test output differs from %s (run with -update):\n--- got\n%s--- want\n%s", golden, got, want)
+	}
+	out, err = cli(t, url, "", "test", prog, "--now", "2026-01-15T22:00:00Z", "--at", "2m:front_door.contact=true")
+	if err == nil || !strings.Contains(out, "not_triggered") || !strings.Contains(out, "changed to true at +2m") {
+		t.Errorf("a broken hold: %v\n%s", err, out)
+	}
+	if _, err := cli(t, url, "", "test", prog, "--at", "2m"); err == nil {
+		t.Error("a bad --at accepted")
+	}
+}
+
 func TestCLIUsageAndAuth(t *testing.T) {
 	_, url := startCLIApp(t)
 	var out, errb bytes.Buffer
@@ -367,5 +405,19 @@ func TestCLIInputBindsCatalogParams(t *testing.T) {
 	}
 	if _, err := cli(t, url, "", "apply", file, "--input", `[1]`); err == nil || !strings.Contains(err.Error(), "want a JSON object") {
 		t.Fatalf("a bad --input: %v", err)
+	}
+	// --input and a timeline together: the bound sensor goes quiet at
+	// +10s, the wait is met a minute later and the light goes off.
+	motion := writeFile(t, "motion.json", `{"name":"any-motion","params":{"type":"object","required":["sensor","light"],"properties":{
+	  "sensor":{"type":"string","catalog":{"kind":"state","type":"binary_sensor"}},
+	  "light":{"type":"string","catalog":{"kind":"action","type":"light","max_risk":"control"}}}},
+	  "triggers":[{"id":"motion","state":"{{ params.sensor }}","to":true}],
+	  "steps":[{"id":"on","call":"{{ params.light }}","args":{"state":"ON"}},
+	    {"id":"quiet","wait":{"state":"{{ params.sensor }}","to":false,"for":"1m"},"timeout":"10m"},
+	    {"id":"off","call":"{{ params.light }}","args":{"state":"OFF"}}]}`)
+	out, err = cli(t, url, "", "test", motion, "--input", `{"sensor":"hall_motion.occupancy","light":"porch_light.set"}`,
+		"--at", "10s:hall_motion.occupancy=false")
+	if err != nil || !strings.Contains(out, ": success") || !strings.Contains(out, `"waited_ms":70000`) || !strings.Contains(out, `porch_light.set {"state":"OFF"} (step off)`) {
+		t.Fatalf("test with input and a timeline: %v\n%s", err, out)
 	}
 }

@@ -134,7 +134,7 @@ func (v *flagVars) register(fs *cmdFlags, c *Config) {
 	fs.StringVar(&c.HAPrefix, "ha-prefix", c.HAPrefix, "Home Assistant MQTT discovery prefix")
 	fs.BoolVar(&c.Demo, "demo", c.Demo, "run the demo device simulator")
 	fs.DurationVar(&c.DemoPace, "demo-pace", c.DemoPace, "mean time between spontaneous demo sensor changes")
-	fs.StringVar(&v.lat, "lat", "", "latitude for sunrise/sunset triggers")
+	fs.StringVar(&v.lat, "lat", "", "latitude for sunrise/sunset triggers and conditions (default with --demo: the demo house's example location, Greenwich)")
 	fs.StringVar(&v.lon, "lon", "", "longitude for sunrise/sunset triggers")
 	fs.StringVar(&c.TimeZone, "tz", "", "IANA time zone for schedules (default: the system's)")
 	fs.StringVar(&c.Retention, "retention", c.Retention, "how long run records are kept (ISO 8601 duration, e.g. P30D)")
@@ -296,8 +296,15 @@ func (c *Config) tlsConfig() *tls.Config { return c.tls }
 func (c *Config) engineConfig() engine.Config {
 	ret, _ := rules.ParseDuration(c.Retention)
 	ec := engine.Config{Retention: ret, Limits: c.Limits, Principals: c.Principals}
-	if c.Latitude != nil {
+	switch {
+	case c.Latitude != nil:
 		ec.Location = &engine.Location{Latitude: *c.Latitude, Longitude: *c.Longitude}
+		ec.LocationSource = engine.LocationConfigured
+	case c.Demo:
+		// The demo house declares an example location so that sun
+		// triggers work out of the box; discover says it is one.
+		loc := engine.DemoLocation
+		ec.Location, ec.LocationSource = &loc, engine.LocationDemo
 	}
 	if c.TimeZone != "" {
 		ec.TimeZone, _ = time.LoadLocation(c.TimeZone)

@@ -193,6 +193,8 @@ func (l *cfgLoader) limits(n *yaml.Node, key string) error {
 		"max_value_bytes":   l.integer(&lim.MaxValueBytes),
 		"max_eval_bytes":    l.integer(&lim.MaxEvalBytes),
 		"max_run_bytes":     l.integer(&lim.MaxRunBytes),
+		"max_eval_ops":      l.integer(&lim.MaxEvalOps),
+		"max_test_run_wall": l.duration(&lim.MaxTestRunWall),
 
 		"max_connections":            l.integer(&lim.MaxConnections),
 		"max_streams":                l.integer(&lim.MaxStreams),

@@ -45,7 +45,10 @@ func TestDeviceIDsSurviveRestart(t *testing.T) {
 			_, ok2 := s.Get("outdoor_weather_2.temperature")
 			return ok1 && ok2
 		})
-		if err := pub.Publish(ctx, "weather/real", []byte("7.5"), 1, false); err != nil {
+		// Retained: the catalog subscribes a state topic on its own
+		// goroutine after the entity appears, so a plain publish may
+		// come before the subscription and be lost.
+		if err := pub.Publish(ctx, "weather/real", []byte("7.5"), 1, true); err != nil {
 			t.Fatal(err)
 		}
 		testutil.Eventually(t, 5*time.Second, "the real sensor's value on outdoor_weather", func() bool {

@@ -21,3 +21,13 @@ func TestGCPercentFor(t *testing.T) {
 		}
 	}
 }
+
+func TestCeilingFor(t *testing.T) {
+	const mb = 1 << 20
+	if got := ceilingFor(48 * mb); got != gcCeiling {
+		t.Errorf("ceilingFor(48 MB) = %d MB, want %d MB", got/mb, gcCeiling/mb)
+	}
+	if got := ceilingFor(300 * mb); got != 600*mb {
+		t.Errorf("ceilingFor(300 MB) = %d MB, want 600 MB", got/mb)
+	}
+}

@@ -267,8 +267,11 @@ func controlLight(t *testing.T, ctx context.Context, a *app, base string, shot *
 	}
 	do(t, ctx, "brightness", chromedp.Click(chromedp.CSS(`#f-hall-light-set-brightness ~ button[type="submit"]`)), chromedp.WaitVisible(chromedp.CSS("#recent-controls")))
 	testutil.Eventually(t, 5*time.Second, "brightness 42", func() bool { l, _ := a.devs.Live("hall_light.brightness"); return l.Value == 42.0 })
-	runs := manualRuns(t, a)
-	if len(runs) != 2 || runs[0].Principal != "owner" || !runs[0].OK {
+	// The light can answer before the run's record is stored (the page
+	// was already showing #recent-controls): wait for the record.
+	var runs []storage.Run
+	testutil.Eventually(t, 5*time.Second, "two manual runs", func() bool { runs = manualRuns(t, a); return len(runs) == 2 })
+	if runs[0].Principal != "owner" || !runs[0].OK {
 		t.Fatalf("manual runs: %+v", runs)
 	}
 	// Its trace is one click away.

@@ -270,7 +270,9 @@ func TestWebStorageState(t *testing.T) {
 	do(t, ctx, "rules", chromedp.Navigate(a.URL()+"/"), chromedp.WaitVisible(chromedp.CSS("#empty")))
 	waitLive(t, ctx)
 
-	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(filepath.Join(a.cfg.DataDir, storage.FileName)))
+	// The lock waits out a write the house is making (the recorder, the
+	// state history), as the server's own connections do.
+	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(filepath.Join(a.cfg.DataDir, storage.FileName))+"?_pragma=busy_timeout(10000)")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -198,13 +198,29 @@ func (s *Sim) thermostat() {
 	})
 }
 
+// remotePress presses a button as people do: mostly once, sometimes
+// twice or three times quickly, sometimes held (a hold ends with a
+// release).
 func (s *Sim) remotePress() {
 	s.mu.Lock()
-	a := remoteActions[s.rng.IntN(len(remoteActions))]
+	b := remoteButtons[s.rng.IntN(len(remoteButtons))]
+	n := s.rng.IntN(20)
 	s.mu.Unlock()
+	presses := []string{b} // 12 in 20: single
+	switch {
+	case n >= 19:
+		presses = []string{b + "_triple"}
+	case n >= 16:
+		presses = []string{b + "_double"}
+	case n >= 12:
+		presses = []string{b + "_hold", b + "_release"}
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), opTimeout)
 	defer cancel()
-	if err := s.Press(ctx, a); err != nil {
-		s.log.Debug("remote press not published", "err", err)
+	for _, a := range presses {
+		if err := s.Press(ctx, a); err != nil {
+			s.log.Debug("remote press not published", "err", err)
+			return
+		}
 	}
 }

@@ -117,8 +117,25 @@ func (d *device) index() {
 
 func (d *device) snapshot() map[string]any { return maps.Clone(d.state) }
 
-// remoteActions are the actions of bedroom_remote.
-var remoteActions = []string{"on", "off", "brightness_up", "brightness_down", "toggle"}
+// remoteButtons are bedroom_remote's five buttons; remoteGestures what a
+// press of one can be. Like Aqara and Tuya multi-press remotes, the
+// action names the button and the gesture ("toggle_double"); a single
+// press is the button's name alone ("toggle"), as on IKEA remotes.
+var (
+	remoteButtons  = []string{"on", "off", "brightness_up", "brightness_down", "toggle"}
+	remoteGestures = []string{"", "_double", "_triple", "_hold", "_release"}
+	remoteActions  = remoteActionList()
+)
+
+func remoteActionList() []string {
+	var out []string
+	for _, g := range remoteGestures {
+		for _, b := range remoteButtons {
+			out = append(out, b+g)
+		}
+	}
+	return out
+}
 
 const remoteName = "bedroom_remote"
 
@@ -233,7 +250,7 @@ func demoDevices() []*device {
 		},
 		{
 			name: remoteName, area: "bedroom", ieee: "0x000b57fffe8c9d0f", nwk: 29029, typ: "EndDevice", kind: "remote",
-			vendor: "Pilothouse", model: "PH-R5", description: "Five-button remote (simulated)",
+			vendor: "Pilothouse", model: "PH-R5", description: "Five-button remote: single, double and triple presses, hold and release (simulated)",
 			manufacturer: "Pilothouse", modelID: "PH-R5", power: "Battery",
 			clusters: []string{"genBasic", "genPowerCfg", "genIdentify"},
 			exposes: []expose{

@@ -101,8 +101,16 @@ func TestCatalogParamsOverMCP(t *testing.T) {
 	}
 
 	input := map[string]any{"sensor": "hall_motion.occupancy", "light": "porch_light.set", "hold": "90s"}
-	tr := execute(t, c, map[string]any{"program": prog(t, motionLight), "test_run": true, "input": input})
-	if oc := tr["outcome"].(map[string]any); oc["ok"] != true || js(step(tr["trace"], "on")["calls"]) != `["porch_light.set"]` {
+	// The scenario's timeline ends the motion, so the wait is met after
+	// the bound hold (90s) on the virtual clock and the light goes off.
+	testInput := map[string]any{"scenario": map[string]any{"timeline": []any{
+		map[string]any{"at": "10s", "state": map[string]any{"hall_motion.occupancy": false}}}}}
+	for k, v := range input {
+		testInput[k] = v
+	}
+	tr := execute(t, c, map[string]any{"program": prog(t, motionLight), "test_run": true, "input": testInput})
+	if oc := tr["outcome"].(map[string]any); oc["status"] != "success" || js(step(tr["trace"], "on")["calls"]) != `["porch_light.set"]` ||
+		js(step(tr["trace"], "off")["calls"]) != `["porch_light.set"]` || step(tr["trace"], "off")["t_ms"] != 100000.0 {
 		t.Fatalf("test run: %s", js(tr))
 	}
 	if plan := tr["output"].(map[string]any)["plan"]; js(step(plan, "on")["calls"]) != `["porch_light.set"]` || plan.(map[string]any)["max_risk"] != "control" {
@@ -254,5 +262,52 @@ func passReferencesOn(t *testing.T, c *client.Client, ref string) {
 		"input": map[string]any{"scenario": map[string]any{"trigger": "b", "value": "on"}}})
 	if oc := r["outcome"].(map[string]any); oc["ok"] != true || js(step(r["trace"], "run/on")["calls"]) != `["hall_light.set"]` || js(step(r["trace"], "run/off")["calls"]) != `["hall_light.set"]` {
 		t.Errorf("the callee's trace: %s", js(r))
+	}
+}
+
+// doorGesture reads how long a catalog-param door has stood open and
+// fires on a set of gestures of a catalog-param remote.
+const doorGesture = `{
+  "name": "door-gesture",
+  "params": {
+    "type": "object",
+    "required": ["door", "remote"],
+    "properties": {
+      "door": {"type": "string", "catalog": {"kind": "state", "type": "binary_sensor", "reports": [true, false]}},
+      "remote": {"type": "string", "catalog": {"kind": "event", "type": "remote"}}
+    }
+  },
+  "triggers": [{"id": "press", "event": "{{ params.remote }}", "value": ["toggle_double", "toggle_triple"]}],
+  "conditions": [{"id": "long", "expr": "since(params.door) >= 600"}],
+  "steps": [
+    {"id": "note", "set": {"open": "{{ 'open ' + string(round(since(params.door) / 60)) + ' min' }}"}},
+    {"id": "light", "call": "porch_light.set", "args": {"state": "ON"}}
+  ]
+}`
+
+// TestCatalogParamsInSinceAndValueListsOverMCP: since(params.x) reads
+// the bound entry like state(params.x), and an event trigger with a value
+// list binds its "{{ params.x }}" id; a non-fitting id is input_binding.
+func TestCatalogParamsInSinceAndValueListsOverMCP(t *testing.T) {
+	s := newHTTPStack(t, nil, storage.Options{})
+	c := s.client("")
+	if v := validate(t, c, doorGesture); v["valid"] != true || len(v["diagnostics"].([]any)) != 0 {
+		t.Fatalf("validate: %s", js(v))
+	}
+	input := map[string]any{"door": "front_door.contact", "remote": "bedroom_remote.action",
+		"scenario": map[string]any{"value": "toggle_triple",
+			"timeline": []any{map[string]any{"at": "-20m", "state": map[string]any{"front_door.contact": false}}}}}
+	tr := execute(t, c, map[string]any{"program": prog(t, doorGesture), "test_run": true, "input": input})
+	out, _ := tr["output"].(map[string]any)
+	if oc := tr["outcome"].(map[string]any); oc["status"] != "success" || js(out["vars"]) != `{"open":"open 20 min"}` || len(out["calls"].([]any)) != 1 {
+		t.Fatalf("test run: %s", js(tr))
+	}
+	if d := step(out["plan"], "press")["description"]; d != `on event bedroom_remote.action in ["toggle_double","toggle_triple"]` {
+		t.Errorf("bound plan trigger: %v", d)
+	}
+	input["door"] = "hall_light.set"
+	bad := execute(t, c, map[string]any{"program": prog(t, doorGesture), "test_run": true, "input": input})
+	if diagAt(bad, "input_binding", "/door") == nil {
+		t.Errorf("a door that is an action: %s", js(bad))
 	}
 }

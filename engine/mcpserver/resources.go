@@ -23,7 +23,7 @@ func (s *Server) addResources() {
 			}
 			return []mcp.ResourceContents{mcp.TextResourceContents{URI: pilotage.ManifestURI, MIMEType: "application/json", Text: string(b)}}, nil
 		})
-	for _, g := range rules.Guides() {
+	for _, g := range s.e.Guides() {
 		g := g
 		uri := pilotage.GuidesURIPrefix + rules.Language + "/" + g.ID
 		s.MCP.AddResource(mcp.NewResource(uri, g.Title,

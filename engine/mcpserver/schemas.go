@@ -26,7 +26,7 @@ var (
 "kind":{"type":"string","enum":["device","state","event","action","automation"]},
 "tag":{"type":"string","description":"exact tag, e.g. type:light, area:kitchen, source:zigbee2mqtt"},
 "q":{"type":"string","description":"free text over id, name, description and tags"},
-"cursor":{"type":"string"},"limit":{"type":"integer","minimum":1,"maximum":500},
+"cursor":{"type":"string","description":"next_cursor of the previous page (list, changed_since)"},"limit":{"type":"integer","minimum":1,"maximum":500,"description":"page size: list 50 by default, changed_since 500"},
 "id":{"type":"string","description":"entry id (get)"},
 "catalog_version":{"type":"string","description":"baseline token (changed_since)"},
 "history":{"type":"object","description":"get of a state entry: also return its recorded changes (history beside the entry, like live): count, per-value counts, the value at the start, and the changes (or buckets when there are more than limit; numbers always as buckets with min/max/mean)","properties":{"since":{"type":"string","description":"ISO 8601 duration back from now (PT12H), RFC 3339 time, or local time in the server's time zone (2026-03-01T22:00); default PT24H"},"until":{"type":"string","description":"same forms; default now"},"limit":{"type":"integer","minimum":1,"maximum":500,"description":"changes (else buckets) returned; default 100"}},"additionalProperties":false}},"additionalProperties":false}`

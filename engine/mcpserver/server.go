@@ -207,14 +207,15 @@ func checkLanguage(args map[string]json.RawMessage) error {
 	return nil
 }
 
+// okResult carries the result's JSON twice (text and structured content,
+// as the binding asks); the structured copy is the encoded bytes, not a
+// decoded tree: a 500-entry catalog page is ~0.8 MB.
 func okResult(v any) *mcp.CallToolResult {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return errorResult(pilotage.Errorf(pilotage.ErrInvalidRequest, "result could not be encoded"))
 	}
-	var structured any
-	_ = json.Unmarshal(b, &structured)
-	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(b))}, StructuredContent: structured}
+	return &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(b))}, StructuredContent: json.RawMessage(b)}
 }
 
 func errorResult(err error) *mcp.CallToolResult {

@@ -42,7 +42,8 @@ func newHTTPStack(t *testing.T, principals []*engine.Principal, so storage.Optio
 	return newHTTPStackCfg(t, engine.Config{Principals: principals}, so)
 }
 
-// newHTTPStackCfg is newHTTPStack with an engine configuration (limits).
+// newHTTPStackCfg starts the stack with the engine configured by cfg
+// (limits, principals, zone, location).
 func newHTTPStackCfg(t *testing.T, cfg engine.Config, so storage.Options) *httpStack {
 	t.Helper()
 	principals := cfg.Principals

@@ -79,19 +79,19 @@ func (s *Server) learn(ctx context.Context, args map[string]json.RawMessage) (an
 			return nil, pilotage.Errorf(pilotage.ErrInvalidRequest, "topic needs id")
 		}
 		idx := []GuideMeta{}
-		for _, g := range rules.Guides() {
+		for _, g := range s.e.Guides() {
 			idx = append(idx, meta(g))
 		}
 		return map[string]any{"language": rules.Language, "guides": idx}, nil
 	}
-	g, ok := rules.GuideByID(id)
+	g, ok := s.e.Guide(id)
 	if !ok {
 		return nil, pilotage.Errorf(pilotage.ErrNotFound, "no guide with id "+quote(id))
 	}
 	if topic == "" {
 		return GuideBody{GuideMeta: meta(g), Body: g.Body}, nil
 	}
-	body, ok := rules.GuideTopic(id, topic)
+	body, ok := s.e.GuideTopic(id, topic)
 	if !ok {
 		return nil, pilotage.Errorf(pilotage.ErrNotFound, "guide "+quote(id)+" has no topic "+quote(topic))
 	}

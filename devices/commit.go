@@ -1,0 +1,350 @@
+package devices
+
+import (
+	"sort"
+	"strings"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+// Discovery is incremental: a message changes the specs of the devices it
+// concerns, and commit applies exactly those (their entries, routes,
+// actions, live values, subscriptions), so its cost does not grow with
+// the catalog. Only a Zigbee2MQTT device list, which names every device,
+// compares every spec (by pointer: unchanged devices keep theirs).
+
+// route handles one payload on a routed topic.
+type route func(tx *txn, payload []byte)
+
+type topicRoute struct {
+	topic string
+	fn    route
+}
+
+// topicRoutes are the routes of one topic. Nearly always one device has
+// one route on a topic (dev, one: no allocation of its own); otherwise
+// byDev holds them by device and list in device order, rebuilt after a
+// change when the topic next carries a message.
+type topicRoutes struct {
+	dev   string
+	one   route
+	byDev map[string][]route
+	list  []route
+}
+
+// add adds a device's route.
+func (tr *topicRoutes) add(dev string, r route) {
+	switch {
+	case tr.one == nil && tr.byDev == nil:
+		tr.dev, tr.one = dev, r
+		return
+	case tr.byDev == nil:
+		tr.byDev = map[string][]route{tr.dev: {tr.one}}
+		tr.dev, tr.one = "", nil
+	}
+	tr.byDev[dev] = append(tr.byDev[dev], r)
+	tr.list = nil
+}
+
+// remove takes a device's routes out; it reports whether none are left.
+func (tr *topicRoutes) remove(dev string) bool {
+	if tr.byDev == nil {
+		if tr.dev == dev {
+			tr.dev, tr.one = "", nil
+		}
+		return tr.one == nil
+	}
+	delete(tr.byDev, dev)
+	tr.list = nil
+	return len(tr.byDev) == 0
+}
+
+func (tr *topicRoutes) run(tx *txn, payload []byte) {
+	if tr.byDev == nil {
+		tr.one(tx, payload)
+		return
+	}
+	if tr.list == nil {
+		devs := make([]string, 0, len(tr.byDev))
+		for d := range tr.byDev {
+			devs = append(devs, d)
+		}
+		sort.Strings(devs)
+		for _, d := range devs {
+			tr.list = append(tr.list, tr.byDev[d]...)
+		}
+	}
+	for _, r := range tr.list {
+		r(tx, payload)
+	}
+}
+
+// model is the routing and action table that goes with the snapshot,
+// changed in place under the catalog's lock.
+type model struct {
+	routes      map[string]topicRoutes // read, changed and stored back under the lock
+	actions     map[string]*action
+	unsupported map[string]string
+	devOf       map[string]string   // entry id -> device id
+	specs       map[string]*devSpec // device id (notifySpecID) -> its spec in the snapshot
+	coverage    Coverage
+}
+
+// notifySpecID keys the notification channels' spec (no device).
+const notifySpecID = "\x00notify"
+
+func newModel() *model {
+	return &model{routes: map[string]topicRoutes{}, actions: map[string]*action{}, unsupported: map[string]string{},
+		devOf: map[string]string{}, specs: map[string]*devSpec{}}
+}
+
+func specKey(s *devSpec) string {
+	if s.noDevice {
+		return notifySpecID
+	}
+	return s.id
+}
+
+// specChange replaces a device's spec: old nil adds it, new nil removes it.
+type specChange struct{ old, new *devSpec }
+
+// commit applies spec changes: the entries of each device are compared
+// with its previous ones (ChangeCatalog per added, modified or removed
+// id), Gen bumps iff one changed, and the model follows.
+func (c *Catalog) commit(tx *txn, changes []specChange) {
+	if len(changes) == 0 {
+		return
+	}
+	tx.rebuilt = true
+	old := c.snap.Load()
+	ed := old.edit()
+	var cat []Change
+	var topics []string
+	for _, ch := range changes {
+		if ch.old != nil {
+			c.unplug(ch.old)
+		}
+		var newEnts map[string]*pilotage.Entry
+		if ch.new != nil {
+			newEnts = c.plug(ch.new)
+			topics = append(topics, routeTopics(ch.new)...)
+		}
+		cat = c.diffDevice(tx, ed, ch.old, newEnts, cat)
+		if ch.new == nil && ch.old != nil && !ch.old.noDevice {
+			delete(c.devLive, ch.old.id)
+		}
+	}
+	if ed.changed {
+		sort.Slice(cat, func(i, j int) bool { return cat[i].ID < cat[j].ID })
+		gen := old.Gen
+		if len(cat) > 0 {
+			gen++
+		}
+		c.snap.Store(ed.done(gen))
+		tx.changes = append(tx.changes, cat...)
+	}
+	c.intern.trim()
+	c.subscribeTopics(tx, topics)
+	c.replayTopics(tx, topics)
+}
+
+// diffDevice puts a device's new entries into the snapshot edit and takes
+// its old ones out, recording what changed; a modified entry's live
+// value is forgotten (its meaning changed).
+func (c *Catalog) diffDevice(tx *txn, ed *snapEdit, old *devSpec, newEnts map[string]*pilotage.Entry, cat []Change) []Change {
+	if old != nil {
+		for i := range old.entries {
+			id := old.entries[i].ID
+			if _, keep := newEnts[id]; keep || c.model.devOf[id] != "" {
+				continue
+			}
+			ed.del(id)
+			delete(c.live, id)
+			cat = append(cat, Change{Kind: ChangeCatalog, ID: id, Value: "removed", Time: tx.now})
+		}
+	}
+	for id, e := range newEnts {
+		prev, had := ed.shards[shardOf(id)][id]
+		switch {
+		case !had:
+			cat = append(cat, Change{Kind: ChangeCatalog, ID: id, Value: "added", Time: tx.now})
+		case prev.Revision != e.Revision:
+			cat = append(cat, Change{Kind: ChangeCatalog, ID: id, Value: "modified", Time: tx.now})
+			delete(c.live, id)
+		case prev == e:
+			continue
+		}
+		ed.put(e)
+	}
+	return cat
+}
+
+// unplug takes a spec's routes, actions and marks out of the model.
+func (c *Catalog) unplug(s *devSpec) {
+	m, key := c.model, specKey(s)
+	if m.specs[key] != s {
+		return
+	}
+	delete(m.specs, key)
+	m.coverage.uncount(s)
+	for _, r := range s.routes {
+		if tr, ok := m.routes[r.topic]; ok {
+			if tr.remove(key) {
+				delete(m.routes, r.topic)
+			} else {
+				m.routes[r.topic] = tr
+			}
+		}
+	}
+	for i := range s.entries {
+		id := s.entries[i].ID
+		if m.devOf[id] == key {
+			delete(m.devOf, id)
+			delete(m.actions, id)
+			delete(m.unsupported, id)
+		}
+	}
+}
+
+// plug puts a spec into the model and returns the entries it adds (an id
+// another device holds is skipped and logged).
+func (c *Catalog) plug(s *devSpec) map[string]*pilotage.Entry {
+	m, key := c.model, specKey(s)
+	ents := s.buildEntries(c.intern)
+	if !s.noDevice && m.devOf[s.id] != "" {
+		c.log.Warn("duplicate catalog id skipped", "id", s.id, "device", s.id)
+		return nil
+	}
+	m.specs[key] = s
+	m.coverage.count(s)
+	out := make(map[string]*pilotage.Entry, len(ents))
+	for i := range ents {
+		e := &ents[i]
+		if owner := m.devOf[e.ID]; (owner != "" && owner != key) || out[e.ID] != nil {
+			c.log.Warn("duplicate catalog id skipped", "id", e.ID, "device", s.id)
+			continue
+		}
+		m.devOf[e.ID] = key
+		out[e.ID] = e
+	}
+	for _, a := range s.actions {
+		if m.devOf[a.id] == key {
+			m.actions[a.id] = a
+		}
+	}
+	for _, st := range s.states {
+		if st.unsupported != "" {
+			m.unsupported[st.id] = st.unsupported
+			if lv, ok := c.live[st.id]; ok {
+				lv.unsupported, lv.value = st.unsupported, nil
+				c.live[st.id] = lv
+			}
+		}
+	}
+	for _, r := range s.routes {
+		tr := m.routes[r.topic]
+		tr.add(key, r.fn)
+		m.routes[r.topic] = tr
+	}
+	return out
+}
+
+func routeTopics(s *devSpec) []string {
+	out := make([]string, 0, len(s.routes))
+	for _, r := range s.routes {
+		out = append(out, r.topic)
+	}
+	return out
+}
+
+// subscribeTopics queues the routed topics outside the two wildcard
+// subscriptions for the subscriber goroutine.
+func (c *Catalog) subscribeTopics(tx *txn, topics []string) {
+	base, prefix := c.opts.Z2MBase+"/", c.opts.HAPrefix+"/"
+	for _, t := range topics {
+		if _, routed := c.model.routes[t]; !routed || strings.HasPrefix(t, base) || strings.HasPrefix(t, prefix) || c.subbed[t] {
+			continue
+		}
+		c.subbed[t] = true
+		c.subQ = append(c.subQ, t)
+		tx.newSubs = true
+	}
+}
+
+// replayTopics feeds payloads that arrived before their route existed.
+func (c *Catalog) replayTopics(tx *txn, topics []string) {
+	if len(c.pending) == 0 {
+		return
+	}
+	sort.Strings(topics)
+	for i, t := range topics {
+		if i > 0 && topics[i-1] == t {
+			continue
+		}
+		p, ok := c.pending[t]
+		if !ok {
+			continue
+		}
+		delete(c.pending, t)
+		c.route(tx, t, p)
+	}
+}
+
+// rebuildLocked recomputes every device from the sources (a Zigbee2MQTT
+// device list, the id registry loaded, the catalog made) and commits the
+// specs that are not the ones in the snapshot.
+func (c *Catalog) rebuildLocked(tx *txn) {
+	tx.rebuilt = true
+	c.ids.begin()
+	specs := c.z2m.build(c.log, c.ids)
+	c.z2mIDs = make(map[string]bool, len(specs))
+	want := make(map[string]*devSpec, len(specs)+len(c.ha.groups)+1)
+	for _, s := range specs {
+		c.z2mIDs[s.id] = true
+		want[s.id] = s
+	}
+	c.ha.rebuildAll(c.log, c.ids, c.z2mIDs)
+	c.ids.end(c.z2m.listed)
+	for _, s := range c.ha.current() {
+		if want[s.id] == nil {
+			want[s.id] = s
+		}
+	}
+	if c.notify == nil {
+		if ns := notifySpecs(c.opts.Notify); len(ns) > 0 {
+			c.notify = ns[0]
+		}
+	}
+	if c.notify != nil {
+		want[notifySpecID] = c.notify
+	}
+	var changes []specChange
+	for id, s := range c.model.specs {
+		if w := want[id]; w != s {
+			changes = append(changes, specChange{old: s, new: w})
+		}
+	}
+	for id, s := range want {
+		if _, had := c.model.specs[id]; !had {
+			changes = append(changes, specChange{new: s})
+		}
+	}
+	sort.Slice(changes, func(i, j int) bool { return changeOrder(changes[i]) < changeOrder(changes[j]) })
+	c.commit(tx, changes)
+}
+
+// changeOrder commits removals first, then Zigbee2MQTT devices, then Home
+// Assistant ones, then the notification channels (the first holder of an
+// entry id keeps it).
+func changeOrder(ch specChange) string {
+	if ch.new == nil {
+		return "0" + specKey(ch.old)
+	}
+	switch ch.new.source {
+	case "zigbee2mqtt":
+		return "1" + ch.new.id
+	case "homeassistant":
+		return "2" + ch.new.id
+	}
+	return "3"
+}

@@ -1,0 +1,128 @@
+package devices
+
+import (
+	"log/slog"
+	"sort"
+	"strings"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+// haDeviceType is the first row of pilotage.DeviceTypes the device
+// matches, as for Zigbee2MQTT: by the components of its entities (its
+// config and diagnostic entities only when it has no other), or by a word
+// of the row in its name, manufacturer or model (for an entity without a
+// device block, its name and object id).
+func haDeviceType(g *haGroup, name string) string {
+	comps := map[string]bool{}
+	words := []string{name, g.devField("manufacturer"), g.devField("model")}
+	controls := 0
+	primary := false // config and diagnostic entities do not type a device that has others
+	for _, e := range g.ents {
+		primary = primary || !e.has("entity_category")
+	}
+	for _, e := range g.ents {
+		if primary && e.has("entity_category") {
+			continue
+		}
+		comps[e.component] = true
+		switch e.component {
+		case "switch", "light", "lock", "cover", "climate", "number", "select", "text", "fan", "siren", "valve", "alarm_control_panel":
+			controls++
+		}
+		if e.dev == nil {
+			n, _, _ := e.name()
+			words = append(words, n, e.objectID)
+		}
+	}
+	text := strings.ToLower(strings.Join(words, " "))
+	for _, row := range pilotage.DeviceTypes {
+		if haMeans(row.Type, comps, controls) {
+			return row.Type
+		}
+		for _, w := range row.Words {
+			if strings.Contains(text, w) {
+				return row.Type
+			}
+		}
+	}
+	return "sensor"
+}
+
+// haMeans reports whether a device with these components is of type t.
+func haMeans(t string, comps map[string]bool, controls int) bool {
+	switch t {
+	case "lock", "cover", "siren", "climate", "light", "switch", "fan", "valve", "binary_sensor":
+		return comps[t]
+	case "alarm_panel":
+		return comps["alarm_control_panel"]
+	case "remote":
+		return (comps["event"] || comps["device_automation"]) && controls <= 1
+	case "sensor":
+		return true
+	}
+	return false // garage_door: a garage door driven as a cover is a cover
+}
+
+// haPrimaryOrder is the order entities claim the device's primary slot:
+// controllable components first; plain sensors claim device-class names
+// before binary sensors (battery vs battery_low).
+var haPrimaryOrder = []string{"lock", "alarm_control_panel", "valve", "siren", "cover", "climate", "light", "fan", "switch",
+	"event", "device_automation", "sensor", "binary_sensor"}
+
+func buildHADevice(log *slog.Logger, id, name string, g *haGroup, pins slots) *devSpec {
+	s := &devSpec{id: id, name: name, source: "homeassistant",
+		manufacturer: g.devField("manufacturer"), modelName: g.devField("model"), area: g.devField("suggested_area")}
+	s.typ = haDeviceType(g, name)
+	desc := strings.TrimSpace(s.manufacturer + " " + s.modelName)
+	if o := g.firstSeen(func(e *haEntity) string { return e.origin }); o != "" {
+		desc = strings.TrimSpace(desc + " (discovered via " + o + ")")
+	}
+	if desc == "" {
+		desc = "Device from Home Assistant MQTT discovery"
+	}
+	s.desc = desc
+	b := &haBuilder{spec: s, usedKeys: map[string]bool{}, availSeen: map[string]bool{}, lone: len(g.ents) == 1, pins: pins}
+	ents := append([]*haEntity(nil), g.ents...)
+	rank := map[string]int{}
+	for i, t := range haPrimaryOrder {
+		rank[t] = i + 1
+	}
+	sort.SliceStable(ents, func(i, j int) bool {
+		ri, rj := rank[ents[i].component], rank[ents[j].component]
+		if ri == 0 {
+			ri = len(rank) + 1
+		}
+		if rj == 0 {
+			rj = len(rank) + 1
+		}
+		return ri < rj
+	})
+	for _, e := range ents {
+		b.entity(e, name)
+	}
+	b.finish(log)
+	return s
+}
+
+// finish gives every action the device type's risk and marks what could
+// not be modelled (tag, description, one log line per discovery version).
+func (b *haBuilder) finish(log *slog.Logger) {
+	s := b.spec
+	risk := pilotage.DeviceTypeRisk(s.typ)
+	for _, a := range s.actions {
+		a.risk = risk
+	}
+	if len(b.gaps) == 0 {
+		return
+	}
+	s.fidelity = fidelityPartial
+	if len(s.states)+len(s.events)+len(s.actions) == 0 {
+		s.fidelity = fidelityNone
+		s.tags = append(s.tags, tagUnmodelled)
+	} else {
+		s.tags = append(s.tags, tagPartial)
+	}
+	s.desc += " Not fully modelled: " + strings.Join(b.gaps, "; ") + "."
+	log.Warn("home assistant device not fully modelled", "device", s.name, "id", s.id, "missing", b.gaps)
+}

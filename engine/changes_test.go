@@ -1,0 +1,81 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"github.com/pilothouse/pilothouse/internal/testutil"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/mqtt"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// TestSinceSurvivesRestart: since() counts from a state's last change as
+// the state history recorded it, across a restart of the whole process
+// (a fresh catalog whose first values are the broker's retained ones).
+func TestSinceSurvivesRestart(t *testing.T) {
+	ctx := context.Background()
+	// The first process records no history: the rows written below are
+	// the whole story before the restart.
+	h := newHouse(t, Config{History: HistoryConfig{Off: true}})
+	for name, patch := range map[string]map[string]any{"front_door": {"contact": false}, "hall_motion": {"occupancy": false}} {
+		if err := h.sim.Trigger(ctx, name, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.Eventually(h.t, 5*time.Second, "the door open and the hall quiet", func() bool {
+		d, _ := h.devs.Live("front_door.contact")
+		m, _ := h.devs.Live("hall_motion.occupancy")
+		return d.Value == false && m.Value == false
+	})
+	// Before this process: the door has been open for two hours; the
+	// hall was busy an hour ago, so its quiet began just now.
+	now := time.Now()
+	pts := []storage.HistoryPoint{
+		{Entity: "front_door.contact", T: now.Add(-3 * time.Hour), JSON: "true"},
+		{Entity: "front_door.contact", T: now.Add(-2 * time.Hour), JSON: "false"},
+		{Entity: "hall_motion.occupancy", T: now.Add(-3 * time.Hour), JSON: "false"},
+		{Entity: "hall_motion.occupancy", T: now.Add(-time.Hour), JSON: "true"},
+	}
+	if _, err := h.store.WriteHistory(ctx, pts, storage.HistoryWrite{}); err != nil {
+		t.Fatal(err)
+	}
+	h.stop()
+	h.cfg.History.Off = false
+	// A new process: a new connection and catalog over the same broker.
+	c2, err := mqtt.Dial(ctx, mqtt.Options{Broker: h.broker.URL(), ClientID: "engine-test-2", Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c2.Close)
+	h.devs = devices.NewCatalog(devices.Options{Logger: quiet()})
+	if err := h.devs.Start(ctx, c2); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	testutil.Eventually(h.t, 5*time.Second, "the retained states", func() bool {
+		d, _ := h.devs.Live("front_door.contact")
+		m, _ := h.devs.Live("hall_motion.occupancy")
+		return d.Value == false && m.Value == false
+	})
+	resp := h.execute(ExecuteRequest{TestRun: true, Program: json.RawMessage(`{"name": "since",
+	  "triggers": [{"id": "t", "event": "bedroom_remote.action"}],
+	  "steps": [{"id": "read", "set": {"door": "{{ since('front_door.contact') }}", "hall": "{{ since('hall_motion.occupancy') }}",
+	    "door_at": "{{ last_changed('front_door.contact') }}", "remote": "{{ since('bedroom_remote.action') }}"}}]}`)})
+	out, _ := json.Marshal(resp.Output)
+	var o struct{ Vars map[string]any }
+	_ = json.Unmarshal(out, &o)
+	door, _ := o.Vars["door"].(float64)
+	hall, _ := o.Vars["hall"].(float64)
+	if door < 7190 || door > 7300 || hall > 120 || o.Vars["remote"] != 0.0 {
+		t.Fatalf("since: door %v s (want about 7200), hall %v s (want a few), remote %v (want 0: the press that fired); %s", door, hall, o.Vars["remote"], out)
+	}
+	if at, err := time.Parse(time.RFC3339Nano, o.Vars["door_at"].(string)); err != nil || at.Sub(now.Add(-2*time.Hour)).Abs() > time.Second {
+		t.Errorf("last_changed %v, want %v", o.Vars["door_at"], now.Add(-2*time.Hour))
+	}
+	if l, _ := h.devs.Live("front_door.contact"); l.FirstValue || l.LastChanged.Sub(now.Add(-2*time.Hour)).Abs() > time.Second {
+		t.Errorf("the catalog keeps the settled change: %+v", l)
+	}
+}

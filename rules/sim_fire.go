@@ -1,0 +1,195 @@
+package rules
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// FireFor picks the trigger activation a scenario describes: its trigger
+// (default the program's first), value (default the trigger's `to` (the
+// first of an event's set), else the current state of its entity, else a
+// value inside a numeric trigger's bounds, else the clock for time
+// triggers) and from. When w is a *SimWorld the activation is simulated
+// honestly (see simulate): a state trigger's entity takes the fired value
+// unless the scenario's state overrides it, a held trigger fires only
+// after its hold on the virtual clock, a schedule only at a time it
+// fires; otherwise the activation's NotFired says why not. Because is
+// "test run: scenario".
+func FireFor(c *Compiled, sc Scenario, w World) (TriggerFire, error) {
+	fire := TriggerFire{Time: w.Now(), Because: "test run: scenario", Value: sc.Value, From: sc.From}
+	if c == nil {
+		return fire, &ScenarioError{"", "no program"}
+	}
+	if len(c.triggers) == 0 {
+		if sc.Trigger != "" {
+			return fire, &ScenarioError{"/scenario/trigger", fmt.Sprintf("unknown trigger %q: the program has no triggers", sc.Trigger)}
+		}
+		return fire, nil
+	}
+	t := &c.triggers[0]
+	if sc.Trigger != "" {
+		if t = c.trigger(sc.Trigger); t == nil {
+			return fire, &ScenarioError{"/scenario/trigger", fmt.Sprintf("unknown trigger %q: want one of %s", sc.Trigger, strings.Join(c.triggerIDs(), ", "))}
+		}
+	}
+	fire.ID = t.id
+	kind := t.Kind()
+	cur, hasCur := any(nil), false
+	if t.entity != "" && kind != TriggerEvent {
+		cur, hasCur = w.State(t.entity)
+	}
+	if fire.Value == nil {
+		fire.Value = defaultFireValue(t, cur, hasCur, fire.Time)
+	}
+	if fire.From == nil {
+		if t.fromSet {
+			fire.From = t.from
+		} else if hasCur && !SameValue(cur, fire.Value) {
+			fire.From = cur
+		}
+	}
+	if sw, ok := w.(*SimWorld); ok {
+		sw.simulate(t, sc, &fire)
+	}
+	return fire, nil
+}
+
+func defaultFireValue(t *RunTrigger, cur any, hasCur bool, now time.Time) any {
+	switch t.Kind() {
+	case TriggerState, TriggerEvent:
+		if list, ok := t.to.([]any); ok && t.Kind() == TriggerEvent && len(list) > 0 {
+			return list[0]
+		}
+		if t.toSet {
+			return t.to
+		}
+		return cur
+	case TriggerNumeric:
+		above, below := t.bounds()
+		if x, ok := interpNumber(cur); ok && (above == nil || x > *above) && (below == nil || x < *below) {
+			return cur
+		}
+		switch {
+		case above != nil && below != nil:
+			return (*above + *below) / 2
+		case above != nil:
+			return *above + 1
+		case below != nil:
+			return *below - 1
+		}
+		return cur
+	}
+	return now.Format(time.RFC3339)
+}
+
+// simulate makes the activation happen in the world: the scenario's
+// values must pass the trigger's filters, the entity takes the value
+// (state triggers) or the event occurs, a held trigger must hold through
+// the timeline, a schedule must fire at the start.
+func (w *SimWorld) simulate(t *RunTrigger, sc Scenario, fire *TriggerFire) {
+	if why := filterMiss(t, sc); why != "" {
+		fire.NotFired = why
+		return
+	}
+	w.mu.Lock()
+	switch t.Kind() {
+	case TriggerEvent:
+		w.scratch[t.entity], w.changed[t.entity] = fire.Value, w.now
+	case TriggerState, TriggerNumeric:
+		if _, overridden := sc.State[t.entity]; !overridden {
+			w.setLocked(t.entity, fire.Value)
+		}
+	}
+	w.mu.Unlock()
+	switch t.Kind() {
+	case TriggerCron, TriggerTime, TriggerSun:
+		w.scheduleFire(t, sc.Now != nil, fire)
+	case TriggerState, TriggerNumeric:
+		if t.hold > 0 {
+			w.holdFire(t, fire)
+		}
+	}
+}
+
+// filterMiss says why the scenario's own value or from would not pass
+// the trigger's filters ("" when they pass or the scenario gives none).
+func filterMiss(t *RunTrigger, sc Scenario) string {
+	switch t.Kind() {
+	case TriggerEvent:
+		if sc.Value != nil && !EventMatches(t.To(), sc.Value) {
+			return fmt.Sprintf("the scenario's value %s is not the event value the trigger waits for (%s)", formatReason(sc.Value), formatReason(t.to))
+		}
+	case TriggerState:
+		if sc.Value != nil && t.toSet && !SameValue(t.to, sc.Value) {
+			return fmt.Sprintf("the scenario's value %s is not the trigger's to (%s)", formatReason(sc.Value), formatReason(t.to))
+		}
+		if sc.From != nil && t.fromSet && !SameValue(t.from, sc.From) {
+			return fmt.Sprintf("the scenario's from %s is not the trigger's from (%s)", formatReason(sc.From), formatReason(t.from))
+		}
+	case TriggerNumeric:
+		if sc.Value != nil {
+			if matched, _ := t.Match(nil, sc.Value, false); !matched {
+				return fmt.Sprintf("the scenario's value %s is not inside the trigger's bounds", formatReason(sc.Value))
+			}
+		}
+	}
+	return ""
+}
+
+// holdFire runs a held trigger's window through the timeline: the
+// activation opens it at the start; a change that leaves the trigger's
+// condition closes it, a change that matches again opens a new one. The
+// trigger fires when a window has lasted its hold.
+func (w *SimWorld) holdFire(t *RunTrigger, fire *TriggerFire) {
+	start := w.Now()
+	opened, last := start, fire.Value
+	value, prev := fire.Value, fire.From
+	var broke string
+	for {
+		next, more := w.nextEntry()
+		if !opened.IsZero() && (!more || next.After(opened.Add(t.hold))) {
+			break
+		}
+		if !more {
+			break
+		}
+		w.advanceTo(next)
+		cur, _ := w.State(t.entity)
+		if SameValue(cur, last) {
+			continue
+		}
+		matched, holds := t.Match(last, cur, false)
+		if !opened.IsZero() && !holds {
+			broke = fmt.Sprintf("%s changed to %s at %s, before %s had passed", t.entity, formatReason(cur), offsetText(next.Sub(start)), shortDuration(t.hold))
+			opened = time.Time{}
+		}
+		if matched && opened.IsZero() {
+			opened, value, prev = next, cur, last
+		}
+		last = cur
+	}
+	fire.Detail = map[string]any{"for": shortDuration(t.hold)}
+	if opened.IsZero() {
+		fire.NotFired = "the trigger's condition did not hold for " + shortDuration(t.hold) + ": " + broke
+		return
+	}
+	due := opened.Add(t.hold)
+	w.advanceTo(due)
+	fire.Value, fire.From, fire.Time = value, prev, due
+	fire.Detail["held_since"] = opened.Format(time.RFC3339)
+	fire.Detail["fired_at"] = due.Format(time.RFC3339)
+	fire.Because = fmt.Sprintf("test run: %s was %s from %s and held for %s", t.entity, formatReason(value), offsetText(opened.Sub(start)), shortDuration(t.hold))
+}
+
+// offsetText is an offset from a test run's start ("+3m", "-1h", "the
+// start").
+func offsetText(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "the start"
+	case d < 0:
+		return "-" + shortDuration(-d)
+	}
+	return "+" + shortDuration(d)
+}
