@@ -108,6 +108,7 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 	params, scenario, diags := bindInput(compiled, req.Input, req.TestRun)
 	var bnd *bound
 	if len(diags) == 0 {
+		params = e.currentParams(p, compiled, params)
 		if bnd, diags, err = e.bind(p, compiled, params); err != nil {
 			return nil, err
 		}

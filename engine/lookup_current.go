@@ -1,9 +1,11 @@
 package engine
 
 import (
+	"maps"
 	"strings"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules"
 )
 
 // A promoted automation's id is "automation.<name>@<hash>": the hash is
@@ -36,4 +38,32 @@ func (e *Engine) currentAutomation(v *view, id string) (*pilotage.Entry, bool) {
 		}
 	}
 	return nil, false
+}
+
+// currentParams resolves, in execute's input, the value of each catalog
+// param of kind automation written "automation.<name>" (no hash) to the
+// current version's id: the bound program, a deployed rule included,
+// keeps that version. Other values are left to binding to judge.
+func (e *Engine) currentParams(p *Principal, c *rules.Compiled, params map[string]any) map[string]any {
+	var v *view
+	out, cloned := params, false
+	for _, r := range c.RefParams() {
+		s, ok := params[r.Name].(string)
+		if r.Kind != pilotage.KindAutomation || !ok || strings.Contains(s, "@") {
+			continue
+		}
+		if v == nil {
+			v = e.cat.view(p)
+		}
+		if _, exact := v.Get(s); exact {
+			continue
+		}
+		if en, ok := e.currentAutomation(v, s); ok {
+			if !cloned {
+				out, cloned = maps.Clone(params), true
+			}
+			out[r.Name] = en.ID
+		}
+	}
+	return out
 }

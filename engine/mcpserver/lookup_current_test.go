@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -46,6 +47,15 @@ func TestGetAutomationByNameThroughMCP(t *testing.T) {
 	}
 	if got, _ := get("automation.porch-late"); got != ref1 {
 		t.Fatalf("after redeploying the first body: %s, want %s", got, ref1)
+	}
+	// A catalog param of kind automation given by name binds the
+	// current version; the deployed caller's plan names it in full.
+	const caller = `{"name": "late-caller", "params": {"type": "object", "properties": {
+	    "job": {"type": "string", "catalog": {"kind": "automation", "max_risk": "control"}}}},
+	  "triggers": [{"id": "t", "at": "01:00"}], "steps": [{"id": "run", "call": "{{ params.job }}"}]}`
+	dep := call(t, c, "pilotage_execute", map[string]any{"program": prog(t, caller), "input": map[string]any{"job": "automation.porch-late"}})
+	if b, _ := json.Marshal(dep["output"]); dep["outcome"].(map[string]any)["ok"] != true || !strings.Contains(string(b), `"`+ref1+`"`) {
+		t.Fatalf("a caller bound by name: %v", dep)
 	}
 	call(t, c, "pilothouse_rule_disable", map[string]any{"name": "porch-late"})
 	if got, _ := get("automation.porch-late"); got != ref1 {
