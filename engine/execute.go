@@ -105,10 +105,9 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 
 	// 4. Input binding: the params against their schema, then the
 	// program as it will run with them.
-	params, scenario, diags := bindInput(compiled, req.Input, req.TestRun)
+	params, scenario, diags := e.inputOf(p, compiled, req)
 	var bnd *bound
 	if len(diags) == 0 {
-		params = e.currentParams(p, compiled, params)
 		if bnd, diags, err = e.bind(p, compiled, params); err != nil {
 			return nil, err
 		}

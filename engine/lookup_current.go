@@ -67,3 +67,13 @@ func (e *Engine) currentParams(p *Principal, c *rules.Compiled, params map[strin
 	}
 	return out
 }
+
+// inputOf is execute's input checked against the program's params
+// (bindInput), automations named without a hash resolved (currentParams).
+func (e *Engine) inputOf(p *Principal, c *rules.Compiled, req ExecuteRequest) (map[string]any, *rules.Scenario, []pilotage.Diagnostic) {
+	params, sc, diags := bindInput(c, req.Input, req.TestRun)
+	if len(diags) == 0 {
+		params = e.currentParams(p, c, params)
+	}
+	return params, sc, diags
+}

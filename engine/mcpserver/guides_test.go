@@ -228,6 +228,7 @@ func TestEveryGuideProgramThroughMCP(t *testing.T) {
 			}
 		}
 	}
+	checkCoverage(t, bodies["cookbook"])
 	if recipes < 20 || n < recipes+1 {
 		t.Errorf("%d programs in the guides, %d in the cookbook: want ≥ 20 recipes and the core example", n, recipes)
 	}
@@ -263,5 +264,33 @@ func checkStored(t *testing.T, c *client.Client, where string, out map[string]an
 	tr, isErr := callTool(t, c, "pilotage_trace", map[string]any{"run_id": runID})
 	if isErr == stored {
 		t.Errorf("%s: store %v, but pilotage_trace of %s: %v", where, stored, runID, tr)
+	}
+}
+
+// checkCoverage: the cookbook's programs and test runs use every construct
+// the guides teach at least once.
+func checkCoverage(t *testing.T, cookbook string) {
+	t.Helper()
+	var progs strings.Builder
+	for _, gp := range programsOf(t, "cookbook", cookbook) {
+		progs.WriteString(gp.src)
+	}
+	all := progs.String()
+	for _, want := range []string{
+		`"state": "`, `"event": "`, `"cron": "`, `"at": "`, `"sun": "sunset"`, `"sun": "sunrise"`, `"for": "`, `"above": `,
+		`"value": ["`, `"expr": "state(`, `"time": { "after": "22:00", "before": "06:00" }`, `"weekday": [`, `"after_offset": "`,
+		`"throttle": "`, `since('`, `last_changed('`, `"wait": {`, `"delay": "`, `"choose": [`, `"repeat": { "count"`,
+		`"repeat": { "for_each"`, `"repeat": { "until"`, `"set": {`, `"if": "`, `"mode": "restart"`, `"mode": "queued"`,
+		`"mode": "parallel"`, `"mode": "single"`, `"catalog": { "kind": "action"`, `"catalog": { "kind": "state"`,
+		`"catalog": { "kind": "automation"`, `"continue_on_timeout": true`,
+	} {
+		if !strings.Contains(all, want) {
+			t.Errorf("no cookbook program uses %s", want)
+		}
+	}
+	for _, want := range []string{`"store": false`, `"last_run": "`, `"timeline": [`, "→ `throttled`", "→ `not_triggered`", "→ `conditions_not_met`", "→ `validation_error`"} {
+		if !strings.Contains(cookbook, want) {
+			t.Errorf("no cookbook test run shows %s", want)
+		}
 	}
 }
