@@ -62,8 +62,10 @@ func TestCoreGuide(t *testing.T) {
 	if g.Level != LevelCore {
 		t.Errorf("level %q", g.Level)
 	}
-	if g.SizeBytes > 8192 {
-		t.Errorf("core guide is %d bytes, over 8 KiB", g.SizeBytes)
+	// The server appends its own section (zone, sun: about 550 bytes);
+	// served, the guide must stay within 8 KiB.
+	if g.SizeBytes > 8192-600 {
+		t.Errorf("core guide is %d bytes, over 8 KiB less room for the server's section", g.SizeBytes)
 	}
 	for _, want := range []string{"discover", "learn", "lookup", "validate", "test_run", "deploy", "trace", "```json"} {
 		if !strings.Contains(g.Body, want) {

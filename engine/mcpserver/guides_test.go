@@ -229,6 +229,9 @@ func TestEveryGuideProgramThroughMCP(t *testing.T) {
 		}
 	}
 	checkCoverage(t, bodies["cookbook"])
+	if len(bodies["core"]) > 8192 {
+		t.Errorf("the core guide as served is %d bytes, over 8 KiB", len(bodies["core"]))
+	}
 	if recipes < 20 || n < recipes+1 {
 		t.Errorf("%d programs in the guides, %d in the cookbook: want ≥ 20 recipes and the core example", n, recipes)
 	}
