@@ -228,6 +228,9 @@ func (e *Engine) Lookup(ctx context.Context, req LookupRequest) (any, error) {
 		}
 		en, ok := v.Get(req.ID)
 		if !ok {
+			en, ok = e.currentAutomation(v, req.ID)
+		}
+		if !ok {
 			return nil, &pilotage.RequestError{Kind: pilotage.ErrNotFound, Message: "no catalog entry with id " + quote(req.ID), CatalogVersion: v.version}
 		}
 		resp := &GetResponse{Entry: en, CatalogVersion: v.version}

@@ -132,7 +132,7 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 // bindRequest is step 4 of execute: the params against their schema,
 // then the program as it will run with them.
 func (e *Engine) bindRequest(p *Principal, c *rules.Compiled, req ExecuteRequest) (*bound, map[string]any, *rules.Scenario, []pilotage.Diagnostic, error) {
-	params, scenario, diags := bindInput(c, req.Input, req.TestRun)
+	params, scenario, diags := e.inputOf(p, c, req)
 	if len(diags) > 0 {
 		return nil, params, scenario, diags, nil
 	}

@@ -46,6 +46,13 @@ func newHTTPStack(t *testing.T, principals []*engine.Principal, so storage.Optio
 // (limits, principals, zone, location).
 func newHTTPStackCfg(t *testing.T, cfg engine.Config, so storage.Options) *httpStack {
 	t.Helper()
+	return newHTTPStackDevs(t, cfg, so, devices.Options{Logger: quiet()})
+}
+
+// newHTTPStackDevs starts the stack with the catalog configured by do
+// (notify channels).
+func newHTTPStackDevs(t *testing.T, cfg engine.Config, so storage.Options, do devices.Options) *httpStack {
+	t.Helper()
 	principals := cfg.Principals
 	ctx := context.Background()
 	s := &httpStack{t: t, dir: t.TempDir()}
@@ -59,7 +66,7 @@ func newHTTPStackCfg(t *testing.T, cfg engine.Config, so storage.Options) *httpS
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	s.devs = devices.NewCatalog(devices.Options{Logger: quiet()})
+	s.devs = devices.NewCatalog(do)
 	if err := s.devs.Start(ctx, c); err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ func (s *Server) addTools() {
 		discoverIn, discoverOut, annotations("Discover Pilotage manifest", true, false, true, false), s.discover)
 	s.tool(pilotage.ToolLearn, "Pilotage learn: without id, the guide index; with id, one guide (start with \"core\"); with id+topic, one section.",
 		learnIn, learnOut, annotations("Learn the automation/1 language", true, false, true, false), s.learn)
-	s.tool(pilotage.ToolLookup, "Pilotage lookup: the live device catalog (devices, states, events, actions, promoted automations). verb list (kind/tag/q filters, cursor), get (entry + live value; with history: {since: \"PT12H\"} a state's recorded changes too, e.g. how often motion triggered last night), changed_since.",
+	s.tool(pilotage.ToolLookup, "Pilotage lookup: the live device catalog (devices, states, events, actions, promoted automations). verb list (kind/tag/q filters, cursor), get (entry + live value; automation.<name> without its @hash gets the current version; with history: {since: \"PT12H\"} a state's recorded changes too, e.g. how often motion triggered last night), changed_since.",
 		lookupIn, lookupOut, annotations("Look up devices and actions", true, false, true, false), s.lookup)
 	s.tool(pilotage.ToolValidate, "Pilotage validate: check a program against the live catalog; returns closed diagnostics with JSON Pointer paths and, when valid, the risk-labelled plan of the deployed body. No side effect.",
 		validateIn, validateOut, annotations("Validate an automation", true, false, true, false), s.validate)
