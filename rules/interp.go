@@ -230,7 +230,7 @@ func (r *interp) finishResult(res *RunResult, top *frame, h *halt) {
 		}
 		switch h.status {
 		case StatusThrottled:
-			res.Outcome.Error = "throttled: the body ran less than " + shortDuration(r.throttle) + " ago; it may run again at " + h.msg
+			res.Outcome.Error = "throttled: the body ran less than " + HumanDuration(r.throttle) + " ago; it may run again at " + h.msg
 		case StatusNotTriggered:
 			res.Outcome.Error = "the trigger would not fire: " + h.msg
 		}
