@@ -133,3 +133,31 @@ func midSentence(s string) string {
 	}
 	return string(unicode.ToLower(r)) + s[n:]
 }
+
+// OutcomeSentence says how a run ended, as a person would: "The run
+// succeeded.", "The run failed: <reason>." An error that repeats the
+// status ("throttled: …") is not prefixed twice.
+func OutcomeSentence(status, errText string) string {
+	said := "ended with status " + strings.ReplaceAll(status, "_", " ")
+	if si, ok := LookupStatus(RunStatuses, status); ok && si.Said != "" {
+		said = si.Said
+	}
+	s := "The run " + said
+	if errText = strings.TrimSuffix(strings.TrimPrefix(errText, status+": "), "."); errText != "" {
+		s += ": " + errText
+	}
+	return s + "."
+}
+
+// StepSentence says how a step ended: `Step "on" failed: <reason>.`
+func StepSentence(id, status, errText string) string {
+	said := "ended with status " + strings.ReplaceAll(status, "_", " ")
+	if si, ok := LookupStatus(StepStatuses, status); ok && si.Said != "" {
+		said = si.Said
+	}
+	s := "Step " + strconv.Quote(id) + " " + said
+	if errText = strings.TrimSuffix(errText, "."); errText != "" {
+		s += ": " + errText
+	}
+	return s + "."
+}

@@ -75,3 +75,18 @@ func TestPlanWording(t *testing.T) {
 		t.Errorf("summary %q", s)
 	}
 }
+
+// TestStatusSentences: every status in the closed tables has its words.
+func TestStatusSentences(t *testing.T) {
+	for _, s := range append(append([]StatusInfo{}, RunStatuses...), StepStatuses...) {
+		if s.Said == "" {
+			t.Errorf("status %s has no Said", s.Status)
+		}
+	}
+	if got := OutcomeSentence(StatusTimeout, "step \"w\": wait timed out."); got != `The run timed out: step "w": wait timed out.` {
+		t.Errorf("timeout: %q", got)
+	}
+	if got := StepSentence("on", StepNotConnected, ""); got != `Step "on" could not reach the MQTT broker.` {
+		t.Errorf("step: %q", got)
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules"
 )
 
 var pageNames = []string{"rules", "rule", "runs", "run", "devices", "device", "confirm", "login", "error"}
@@ -31,6 +32,7 @@ var funcs = template.FuncMap{
 	"stepSegs":    stepSegments,
 	"join":        strings.Join,
 	"statusText":  statusText,
+	"outcomeText": func(o pilotage.Outcome) string { return rules.OutcomeSentence(o.Status, o.Error) },
 	"deref":       func(b *bool) bool { return b != nil && *b },
 	"refRule":     refRule,
 	"list":        func(v ...string) []string { return v },
