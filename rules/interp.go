@@ -413,7 +413,7 @@ func triggerReason(t *RunTrigger, fire TriggerFire) string {
 		return "it was " + t.Spec()
 	case TriggerSun:
 		sun, offset := t.Sun()
-		return "it was " + sunPhrase(sun, offset)
+		return "it was " + SunPhrase(sun, offset)
 	}
 	return "trigger " + t.id + " fired"
 }

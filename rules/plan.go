@@ -200,7 +200,7 @@ func describeTrigger(t *RunTrigger, zone string) string {
 		return "Every day at " + t.Spec() + inZone(zone)
 	case TriggerSun:
 		sun, offset := t.Sun()
-		return "At " + sunPhrase(sun, offset) + " (the server's location)"
+		return "At " + SunPhrase(sun, offset) + " (the server's location)"
 	}
 	return ""
 }

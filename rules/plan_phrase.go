@@ -101,9 +101,9 @@ func durationText(ds *durSpec) string {
 	return templateText(ds.t)
 }
 
-// sunPhrase is "sunset", "15 minutes after sunset" or "1 hour and 30
+// SunPhrase is "sunset", "15 minutes after sunset" or "1 hour and 30
 // minutes before sunrise".
-func sunPhrase(event string, off time.Duration) string {
+func SunPhrase(event string, off time.Duration) string {
 	switch {
 	case off > 0:
 		return HumanDuration(off) + " after " + event

@@ -30,9 +30,9 @@ func TestPhrasing(t *testing.T) {
 		{every(time.Hour), "every hour"},
 		{every(5 * time.Minute), "every 5 minutes"},
 		{every(90 * time.Minute), "every 1 hour and 30 minutes"},
-		{sunPhrase("sunset", 0), "sunset"},
-		{sunPhrase("sunset", 15*time.Minute), "15 minutes after sunset"},
-		{sunPhrase("sunrise", -90*time.Minute), "1 hour and 30 minutes before sunrise"},
+		{SunPhrase("sunset", 0), "sunset"},
+		{SunPhrase("sunset", 15*time.Minute), "15 minutes after sunset"},
+		{SunPhrase("sunrise", -90*time.Minute), "1 hour and 30 minutes before sunrise"},
 		{Capitalize("when x changes"), "When x changes"},
 		{Capitalize(""), ""},
 		{midSentence("When x changes"), "when x changes"},
@@ -88,5 +88,20 @@ func TestStatusSentences(t *testing.T) {
 	}
 	if got := StepSentence("on", StepNotConnected, ""); got != `Step "on" could not reach the MQTT broker.` {
 		t.Errorf("step: %q", got)
+	}
+}
+
+// TestTriggerReasons: a trace's "because" for schedules reads as words.
+func TestTriggerReasons(t *testing.T) {
+	src := `{"name":"t","triggers":[{"id":"t","at":"07:00"},{"id":"s","sun":"sunset","offset":"15m"}],"steps":[{"id":"x","stop":"done"}]}`
+	res := mustValidate(t, src, ValidateOptions{HasLocation: true})
+	if !res.Valid {
+		t.Fatalf("invalid: %s", diagString(res.Diagnostics))
+	}
+	trs := res.Compiled.Triggers()
+	for i, want := range []string{"it was 07:00", "it was 15 minutes after sunset"} {
+		if got := triggerReason(&trs[i], TriggerFire{}); got != want {
+			t.Errorf("trigger %d: %q, want %q", i, got, want)
+		}
 	}
 }

@@ -141,11 +141,11 @@ func (w *condWindow) describe(zone string) string {
 	if w.sun {
 		switch {
 		case w.sunAfter != "" && w.sunBefore != "":
-			s = "between " + sunPhrase(w.sunAfter, w.afterOff) + " and " + sunPhrase(w.sunBefore, w.beforeOff)
+			s = "between " + SunPhrase(w.sunAfter, w.afterOff) + " and " + SunPhrase(w.sunBefore, w.beforeOff)
 		case w.sunAfter != "":
-			s = "after " + sunPhrase(w.sunAfter, w.afterOff)
+			s = "after " + SunPhrase(w.sunAfter, w.afterOff)
 		default:
-			s = "before " + sunPhrase(w.sunBefore, w.beforeOff)
+			s = "before " + SunPhrase(w.sunBefore, w.beforeOff)
 		}
 		return "Only " + s + " (the server's location)"
 	}
