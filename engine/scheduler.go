@@ -224,7 +224,10 @@ func (s *scheduler) armLocked(ar *armedRule) {
 				s.e.log.Warn("trigger has no schedule", "rule", ar.name, "trigger", t.ID())
 				continue
 			}
-			because := "schedule " + t.CronSpec()
+			because := "the schedule " + t.CronSpec() + " came due"
+			if t.Kind() == rules.TriggerTime {
+				because = "it was " + t.Spec()
+			}
 			at.cronID = s.cron.Schedule(sch, cron.FuncJob(func() { at.fire(nil, nil, because) }))
 		case rules.TriggerSun:
 			s.armSun(ar, at)
@@ -244,7 +247,7 @@ func (s *scheduler) armSun(ar *armedRule, at *armedTrigger) {
 		return
 	}
 	tm := time.AfterFunc(next.Sub(s.e.Now()), func() {
-		at.fire(nil, nil, sun+" at "+next.In(s.e.cfg.TimeZone).Format("15:04"))
+		at.fire(nil, nil, "it was "+rules.SunPhrase(sun, offset)+" ("+next.In(s.e.cfg.TimeZone).Format("15:04")+")")
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.rules[ar.name] == ar && ar.enabled {

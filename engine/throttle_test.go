@@ -38,7 +38,7 @@ func TestThrottleLive(t *testing.T) {
 		t.Fatalf("statuses %v", got)
 	}
 	env := runs[0].Envelope
-	if !runs[0].OK || !strings.Contains(string(env), "throttled: the body ran less than 1h ago; it may run again at ") {
+	if !runs[0].OK || !strings.Contains(string(env), "throttled: the body ran less than 1 hour ago; it may run again at ") {
 		t.Errorf("throttled firing: ok=%v %s", runs[0].OK, env)
 	}
 	h.stop()

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -204,7 +203,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
 		s.log.Warn("web login refused: too many failures", "remote", r.RemoteAddr)
 		s.renderCode(w, r, nil, http.StatusTooManyRequests, "login", page{Title: "Log in", NoNav: true,
-			Data: loginData{Next: next, Error: fmt.Sprintf("Too many failed logins from this address. Try again in %d minute(s).", mins)}})
+			Data: loginData{Next: next, Error: "Too many failed logins from this address. Try again in " + engine.Plural(mins, "minute", "") + "."}})
 		return
 	}
 	tok := strings.TrimSpace(r.PostFormValue("token"))

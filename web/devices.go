@@ -22,6 +22,10 @@ type deviceView struct {
 	States    []liveRow
 	Events    []liveRow
 	Actions   []actionRow
+	// Fidelity is how fully the device is modelled ("" fully, partial,
+	// unmodelled), Gaps what is missing and why (markFidelity).
+	Fidelity string
+	Gaps     []string
 }
 
 type liveRow struct {
@@ -62,7 +66,7 @@ func (s *server) devicesPage(w http.ResponseWriter, r *http.Request, ss *session
 		return
 	}
 	list := s.groupDevices(ctx, entries)
-	d := devicesData{findData: findDevices(list, r.URL.Query())}
+	d := devicesData{findData: findDevices(list, r.URL.Query()), Coverage: coverageOf(list, !ss.seesHouse())}
 	if !hasDevice(list) {
 		d.Empty = s.noDevices(ss)
 	}
@@ -73,7 +77,8 @@ func (s *server) devicesPage(w http.ResponseWriter, r *http.Request, ss *session
 // visible at all, why.
 type devicesData struct {
 	findData
-	Empty *noDevices
+	Empty    *noDevices
+	Coverage coverageView
 }
 
 // noDevices explains an empty Devices page: devices hidden by the login's
@@ -144,6 +149,9 @@ func (s *server) groupDevices(ctx context.Context, entries []*pilotage.Entry) []
 			others = append(others, dv)
 		}
 		s.attach(ctx, dv, dev, en)
+	}
+	for _, dv := range list {
+		markFidelity(dv)
 	}
 	return append(list, others...)
 }

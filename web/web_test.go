@@ -65,7 +65,9 @@ func TestRulesListDetailAndRun(t *testing.T) {
 		t.Fatalf("run page: %d", code)
 	}
 	mustContain(t, "run page", body, "Timeline", `<span class="mono">triggers</span>`, "took <strong class=\"mono\">motion</strong>",
-		`<span class="mono">on</span>`, "hall_light.set", `href="/rules/hall-motion-light"`, "Firing of rule")
+		`<span class="mono">on</span>`, "hall_light.set", `href="/rules/hall-motion-light"`,
+		"<dd>The run succeeded.</dd>", `Rule &#34;hall-motion-light&#34; fired at `, "It called hall_light.set (step &#34;on&#34;)")
+	mustNotContain(t, "run page", body, "ok=true", "ok=false", "(s)")
 
 	code, _, _ = c.get("/rules/nope")
 	if code != 404 {

@@ -173,7 +173,7 @@ func TestCLIApplyPrintsDiagnosticsWithExcerpt(t *testing.T) {
 	_, url := startCLIApp(t)
 	bad := strings.Replace(motionLight, `"hall_light.set"`, `"hall_lite.set"`, 1)
 	out, err := cli(t, url, "", "apply", writeFile(t, "bad.json", bad), "--approve")
-	if err == nil || !strings.Contains(err.Error(), "is invalid (1 error(s)): nothing was deployed") {
+	if err == nil || !strings.Contains(err.Error(), "is invalid (1 error): nothing was deployed") {
 		t.Fatalf("apply of an invalid program: %v\n%s", err, out)
 	}
 	for _, want := range []string{"error unknown_name at /steps/0/call: call \"hall_lite.set\" is not in the catalog", "    hint: ", `    | "hall_lite.set"`} {

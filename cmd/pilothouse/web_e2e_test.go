@@ -222,6 +222,11 @@ func TestWebEndToEnd(t *testing.T) {
 	motion(t, a, true)
 	waitJS(t, ctx, "occupancy true on Devices, live", occ+` === "true"`)
 	shot.take(ctx, "devices")
+	// The coverage line counts what /healthz counts.
+	if cov, got := a.devs.Coverage(), eval[string](t, ctx, `document.getElementById('coverage').textContent`); cov.Partial+cov.Unmodelled != 0 ||
+		got != itoa(cov.Devices)+" devices, all fully modelled." {
+		t.Fatalf("coverage line %q for %+v", got, cov)
+	}
 
 	// A guest does not see the lock.
 	do(t, ctx, "logout", chromedp.Click(chromedp.CSS(`form.who button`)), chromedp.WaitVisible(chromedp.CSS("#token")))

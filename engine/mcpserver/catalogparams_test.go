@@ -302,7 +302,7 @@ func TestCatalogParamsInSinceAndValueListsOverMCP(t *testing.T) {
 	if oc := tr["outcome"].(map[string]any); oc["status"] != "success" || js(out["vars"]) != `{"open":"open 20 min"}` || len(out["calls"].([]any)) != 1 {
 		t.Fatalf("test run: %s", js(tr))
 	}
-	if d := step(out["plan"], "press")["description"]; d != `on event bedroom_remote.action in ["toggle_double","toggle_triple"]` {
+	if d := step(out["plan"], "press")["description"]; d != `When event bedroom_remote.action arrives with "toggle_double" or "toggle_triple"` {
 		t.Errorf("bound plan trigger: %v", d)
 	}
 	input["door"] = "hall_light.set"
