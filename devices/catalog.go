@@ -38,19 +38,7 @@ type NotifyChannel struct {
 }
 
 // Live is a live value served beside an entry; never part of the entry.
-type Live struct {
-	Value     any       `json:"value,omitempty"`
-	Available *bool     `json:"available,omitempty"`
-	LastSeen  time.Time `json:"last_seen,omitempty"`
-	// LastChanged is when the value last changed (a state) or last
-	// occurred (an event), as far as this process saw.
-	LastChanged time.Time `json:"last_changed,omitzero"`
-	Unsupported string    `json:"unsupported,omitempty"`
-	// FirstValue: the value is the first this process saw of the entry,
-	// so LastChanged is when it arrived, not necessarily when it changed
-	// (see RestoreChanged).
-	FirstValue bool `json:"-"`
-}
+type Live = pilotage.Live
 
 // ChangeKind classifies a Change.
 type ChangeKind int

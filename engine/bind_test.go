@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"encoding/json"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"strings"
 	"testing"
@@ -32,7 +33,7 @@ func TestBoundRuleFiresAndSurvivesRestart(t *testing.T) {
 		b, _ := json.Marshal(resp)
 		t.Fatalf("deploy: %s", b)
 	}
-	out := resp.Output.(*DeployOutput)
+	out := resp.Output.(*pilotage.DeployOutput)
 	if out.Plan == nil || callsOf(out.Plan, "on") != "porch_light.set" || out.Triggers[0].Entity != "hall_motion.occupancy" {
 		t.Fatalf("deploy output: %+v", out)
 	}
@@ -44,7 +45,7 @@ func TestBoundRuleFiresAndSurvivesRestart(t *testing.T) {
 		n := cmds.count()
 		_ = h.sim.Trigger(ctx, "hall_motion", map[string]any{"occupancy": false})
 		_ = h.sim.Trigger(ctx, "hall_motion", map[string]any{"occupancy": true})
-		h.waitFor(5*time.Second, what, func() bool { return cmds.count() > n })
+		testutil.Eventually(h.t, 5*time.Second, what, func() bool { return cmds.count() > n })
 	}
 	fire("a firing of the bound rule")
 	h.stop()

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 )
 
@@ -25,7 +26,7 @@ func TestDeployRefusesTooDeepCallChain(t *testing.T) {
 	ref := ""
 	limit := rules.DefaultLimits.MaxCallDepth
 	for i := 0; i <= limit; i++ {
-		ref = h.deploy(prog(i, ref)).Output.(*DeployOutput).ProgramRef
+		ref = h.deploy(prog(i, ref)).Output.(*pilotage.DeployOutput).ProgramRef
 	}
 	top := prog(limit, ref) // calls chain-limit: nests limit+1 deep
 	top = strings.Replace(top, fmt.Sprintf("chain-%d", limit), "too-deep", 1)

@@ -189,7 +189,7 @@ type ListResponse struct {
 // GetResponse is the get verb's result; live values ride beside the entry.
 type GetResponse struct {
 	Entry          *pilotage.Entry `json:"entry"`
-	Live           *devices.Live   `json:"live,omitempty"`
+	Live           *pilotage.Live  `json:"live,omitempty"`
 	CatalogVersion string          `json:"catalog_version"`
 	History        *LookupHistory  `json:"history,omitempty"`
 }
@@ -227,6 +227,9 @@ func (e *Engine) Lookup(ctx context.Context, req LookupRequest) (any, error) {
 			return nil, &pilotage.RequestError{Kind: pilotage.ErrInvalidRequest, Message: "get needs id", CatalogVersion: v.version}
 		}
 		en, ok := v.Get(req.ID)
+		if !ok {
+			en, ok = e.currentAutomation(v, req.ID)
+		}
 		if !ok {
 			return nil, &pilotage.RequestError{Kind: pilotage.ErrNotFound, Message: "no catalog entry with id " + quote(req.ID), CatalogVersion: v.version}
 		}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"testing"
 	"time"
 
@@ -24,7 +25,7 @@ func TestSinceSurvivesRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h.waitFor(5*time.Second, "the door open and the hall quiet", func() bool {
+	testutil.Eventually(h.t, 5*time.Second, "the door open and the hall quiet", func() bool {
 		d, _ := h.devs.Live("front_door.contact")
 		m, _ := h.devs.Live("hall_motion.occupancy")
 		return d.Value == false && m.Value == false
@@ -54,7 +55,7 @@ func TestSinceSurvivesRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.start()
-	h.waitFor(5*time.Second, "the retained states", func() bool {
+	testutil.Eventually(h.t, 5*time.Second, "the retained states", func() bool {
 		d, _ := h.devs.Live("front_door.contact")
 		m, _ := h.devs.Live("hall_motion.occupancy")
 		return d.Value == false && m.Value == false

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
@@ -24,18 +25,18 @@ func TestDeployFiresOnMotion(t *testing.T) {
 	h := newHouse(t, Config{})
 	cmds := h.watch("zigbee2mqtt/hall_light/set")
 	dep := h.deploy(motionLight)
-	out := dep.Output.(*DeployOutput)
+	out := dep.Output.(*pilotage.DeployOutput)
 	if out.Rule != "hall-motion-light" || len(out.Triggers) != 1 || out.Triggers[0].Entity != "hall_motion.occupancy" {
 		t.Fatalf("deploy output: %+v", out)
 	}
 	if err := h.sim.Trigger(context.Background(), "hall_motion", map[string]any{"occupancy": true}); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(5*time.Second, "the light command", func() bool { return cmds.count() > 0 })
+	testutil.Eventually(h.t, 5*time.Second, "the light command", func() bool { return cmds.count() > 0 })
 	if got := cmds.last(); got["state"] != "ON" || got["brightness"] != float64(180) {
 		t.Fatalf("command = %v", got)
 	}
-	h.waitFor(5*time.Second, "the firing record", func() bool { return len(h.firings("hall-motion-light")) > 0 })
+	testutil.Eventually(h.t, 5*time.Second, "the firing record", func() bool { return len(h.firings("hall-motion-light")) > 0 })
 	run := h.firings("hall-motion-light")[0]
 	if run.Status != rules.StatusSuccess || !run.OK {
 		t.Fatalf("firing: %s %v %s", run.Status, run.OK, run.Envelope)
@@ -57,7 +58,7 @@ func TestDeployFiresOnMotion(t *testing.T) {
 	// Motion going false does not fire (to: true).
 	n := cmds.count()
 	_ = h.sim.Trigger(context.Background(), "hall_motion", map[string]any{"occupancy": false})
-	h.waitFor(5*time.Second, "the state to settle", func() bool {
+	testutil.Eventually(h.t, 5*time.Second, "the state to settle", func() bool {
 		l, _ := h.devs.Live("hall_motion.occupancy")
 		return l.Value == false
 	})
@@ -73,7 +74,7 @@ func TestConditionsNotMetIsRecorded(t *testing.T) {
 	 "conditions":[{"id":"dark","expr":"state('hall_motion.illuminance') < -1000"}],
 	 "steps":[{"id":"on","call":"hall_light.set","args":{"state":"ON"}}]}`)
 	_ = h.sim.Trigger(context.Background(), "hall_motion", map[string]any{"occupancy": true})
-	h.waitFor(5*time.Second, "the firing", func() bool { return len(h.firings("dark-only")) > 0 })
+	testutil.Eventually(h.t, 5*time.Second, "the firing", func() bool { return len(h.firings("dark-only")) > 0 })
 	if r := h.firings("dark-only")[0]; r.Status != rules.StatusConditionsNotMet || !r.OK {
 		t.Fatalf("got %s ok=%v", r.Status, r.OK)
 	}
@@ -82,7 +83,7 @@ func TestConditionsNotMetIsRecorded(t *testing.T) {
 func TestTestRunHasNoSideEffect(t *testing.T) {
 	h := newHouse(t, Config{})
 	cmds := h.watch("zigbee2mqtt/#")
-	h.waitFor(5*time.Second, "retained messages", func() bool { return cmds.count() > 0 })
+	testutil.Eventually(h.t, 5*time.Second, "retained messages", func() bool { return cmds.count() > 0 })
 	before := cmds.count()
 	resp := h.execute(ExecuteRequest{Program: json.RawMessage(`{"name":"blink","triggers":[{"id":"t","cron":"0 0 * * * *"}],
 	 "steps":[{"id":"loop","repeat":{"count":3},"do":[{"id":"toggle","call":"porch_light.set","args":{"state":"TOGGLE"}},{"id":"pause","delay":"10m"}]}]}`), TestRun: true})
@@ -114,7 +115,7 @@ func TestCatalogVersionIgnoresStateAndTracksShape(t *testing.T) {
 	ctx := context.Background()
 	v0 := h.eng.cat.view(Owner).version
 	_ = h.sim.Trigger(ctx, "hall_motion", map[string]any{"illuminance": 3})
-	h.waitFor(5*time.Second, "the reading", func() bool {
+	testutil.Eventually(h.t, 5*time.Second, "the reading", func() bool {
 		l, _ := h.devs.Live("hall_motion.illuminance")
 		return l.Value == float64(3)
 	})
@@ -124,7 +125,7 @@ func TestCatalogVersionIgnoresStateAndTracksShape(t *testing.T) {
 	if err := h.sim.Rename("porch_light", "porch_lamp"); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(5*time.Second, "the rename", func() bool { _, ok := h.devs.Snapshot().Get("porch_lamp.set"); return ok })
+	testutil.Eventually(h.t, 5*time.Second, "the rename", func() bool { _, ok := h.devs.Snapshot().Get("porch_lamp.set"); return ok })
 	resp, err := h.eng.Lookup(ctx, LookupRequest{Verb: "changed_since", CatalogVersion: v0})
 	if err != nil {
 		t.Fatal(err)
@@ -150,7 +151,7 @@ func TestCatalogVersionIgnoresStateAndTracksShape(t *testing.T) {
 func TestPromotionAndDrift(t *testing.T) {
 	h := newHouse(t, Config{})
 	dep := h.deploy(motionLight)
-	ref := dep.Output.(*DeployOutput).ProgramRef
+	ref := dep.Output.(*pilotage.DeployOutput).ProgramRef
 	// The promoted program is a catalog entry with the body's risk.
 	got, err := h.eng.Lookup(context.Background(), LookupRequest{Verb: "get", ID: ref})
 	if err != nil {
@@ -172,12 +173,12 @@ func TestPromotionAndDrift(t *testing.T) {
 	if err := h.sim.Remove("hall_light"); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(5*time.Second, "removal", func() bool { _, ok := h.devs.Snapshot().Get("hall_light.set"); return !ok })
+	testutil.Eventually(h.t, 5*time.Second, "removal", func() bool { _, ok := h.devs.Snapshot().Get("hall_light.set"); return !ok })
 	if r := h.execute(ExecuteRequest{ProgramRef: ref}); r.Outcome.Status != rules.StatusPromotionDrift {
 		t.Fatalf("promotion drift: %+v", r.Outcome)
 	}
 	_ = h.sim.Trigger(context.Background(), "hall_motion", map[string]any{"occupancy": true})
-	h.waitFor(5*time.Second, "the broken firing", func() bool { return len(h.firings("hall-motion-light")) > 0 })
+	testutil.Eventually(h.t, 5*time.Second, "the broken firing", func() bool { return len(h.firings("hall-motion-light")) > 0 })
 	if r := h.firings("hall-motion-light")[0]; r.Status != rules.StatusBroken {
 		t.Fatalf("firing status %s", r.Status)
 	}
@@ -246,7 +247,7 @@ func TestRestartRearmsRules(t *testing.T) {
 		t.Fatalf("after restart: %+v %v", rl, err)
 	}
 	_ = h.sim.Trigger(context.Background(), "hall_motion", map[string]any{"occupancy": true})
-	h.waitFor(5*time.Second, "a firing after restart", func() bool { return cmds.count() > 0 })
+	testutil.Eventually(h.t, 5*time.Second, "a firing after restart", func() bool { return cmds.count() > 0 })
 }
 
 func TestDisableStopsFiring(t *testing.T) {
@@ -258,7 +259,7 @@ func TestDisableStopsFiring(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = h.sim.Trigger(ctx, "hall_motion", map[string]any{"occupancy": true})
-	h.waitFor(5*time.Second, "the state", func() bool { l, _ := h.devs.Live("hall_motion.occupancy"); return l.Value == true })
+	testutil.Eventually(h.t, 5*time.Second, "the state", func() bool { l, _ := h.devs.Live("hall_motion.occupancy"); return l.Value == true })
 	h.eng.Flush()
 	if cmds.count() != 0 || len(h.firings("hall-motion-light")) != 0 {
 		t.Fatal("a disabled rule fired")
@@ -306,7 +307,7 @@ func TestGuestScopeIsIndistinguishable(t *testing.T) {
 	if err := h.sim.Rename("front_lock", "front_door_lock"); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(5*time.Second, "rename", func() bool { _, ok := h.devs.Snapshot().Get("front_door_lock.set"); return ok })
+	testutil.Eventually(h.t, 5*time.Second, "rename", func() bool { _, ok := h.devs.Snapshot().Get("front_door_lock.set"); return ok })
 	if h.eng.cat.view(owner).version == ov {
 		t.Fatal("owner version did not move")
 	}
@@ -386,15 +387,15 @@ func TestBrokerRestartStateFlowsAgain(t *testing.T) {
 	if err := h.broker.Close(); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(5*time.Second, "the client to notice", func() bool { return !h.client.Connected() })
+	testutil.Eventually(h.t, 5*time.Second, "the client to notice", func() bool { return !h.client.Connected() })
 	var err error
 	h.broker, err = mqtt.StartBroker(addr, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.broker.Close() })
-	h.waitFor(15*time.Second, "the reconnect", func() bool { return h.client.Connected() })
-	h.waitFor(10*time.Second, "a state change after the restart", func() bool {
+	testutil.Eventually(h.t, 15*time.Second, "the reconnect", func() bool { return h.client.Connected() })
+	testutil.Eventually(h.t, 10*time.Second, "a state change after the restart", func() bool {
 		_ = h.sim.Trigger(context.Background(), "hall_motion", map[string]any{"illuminance": 777})
 		l, _ := h.devs.Live("hall_motion.illuminance")
 		return l.Value == float64(777)
@@ -406,7 +407,7 @@ func TestCallPromotedAutomation(t *testing.T) {
 	script := h.deploy(`{"name":"porch-blink","params":{"type":"object","properties":{"times":{"type":"integer","minimum":1,"maximum":5,"default":2}}},
 	 "triggers":[{"id":"nightly","at":"03:00"}],
 	 "steps":[{"id":"blink","repeat":{"count":"{{ params.times }}"},"do":[{"id":"toggle","call":"porch_light.set","args":{"state":"TOGGLE"}}]}]}`)
-	ref := script.Output.(*DeployOutput).ProgramRef
+	ref := script.Output.(*pilotage.DeployOutput).ProgramRef
 	caller := `{"name":"door-greeting","triggers":[{"id":"opened","state":"front_door.contact","to":false}],
 	 "steps":[{"id":"greet","call":"` + ref + `","args":{"times":3}}]}`
 	val, err := h.eng.Validate(context.Background(), json.RawMessage(caller), nil)
@@ -442,7 +443,7 @@ func TestCallPromotedAutomation(t *testing.T) {
 	cmds := h.watch("zigbee2mqtt/porch_light/set")
 	h.deploy(caller)
 	_ = h.sim.Trigger(context.Background(), "front_door", map[string]any{"contact": false})
-	h.waitFor(5*time.Second, "three toggles", func() bool { return cmds.count() >= 3 })
+	testutil.Eventually(h.t, 5*time.Second, "three toggles", func() bool { return cmds.count() >= 3 })
 }
 
 // TestStorageStatusesAreClosed: the statuses storage writes on its own
@@ -467,21 +468,21 @@ func TestHeldWindowSurvivesRestart(t *testing.T) {
 	if err := h.sim.Trigger(context.Background(), "front_door", map[string]any{"contact": false}); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(5*time.Second, "the persisted window", func() bool {
+	testutil.Eventually(h.t, 5*time.Second, "the persisted window", func() bool {
 		p, err := h.store.ListPending(context.Background(), "door-left-open")
 		return err == nil && len(p) == 1
 	})
 	h.stop()
 	// The server is down for a while (a deadline, not a synchronisation).
-	h.waitFor(5*time.Second, "1.2 s of downtime", func() bool { return time.Since(opened) >= 1200*time.Millisecond })
+	testutil.Eventually(h.t, 5*time.Second, "1.2 s of downtime", func() bool { return time.Since(opened) >= 1200*time.Millisecond })
 	h.start()
-	h.waitFor(5*time.Second, "the alert after the restart", func() bool { return cmds.count() > 0 })
+	testutil.Eventually(h.t, 5*time.Second, "the alert after the restart", func() bool { return cmds.count() > 0 })
 	// Resumed: ~1.5 s after the door opened. Restarted from zero it would
 	// be ≥ 2.7 s.
 	if since := time.Since(opened); since < 1400*time.Millisecond || since > 2200*time.Millisecond {
 		t.Fatalf("alert after %v: the window should end ~1.5 s after the door opened", since)
 	}
-	h.waitFor(5*time.Second, "the window row to go", func() bool {
+	testutil.Eventually(h.t, 5*time.Second, "the window row to go", func() bool {
 		p, _ := h.store.ListPending(context.Background(), "door-left-open")
 		return len(p) == 0
 	})
@@ -509,9 +510,9 @@ func TestModes(t *testing.T) {
 				if err := h.sim.Press(context.Background(), tc.press); err != nil {
 					t.Fatal(err)
 				}
-				h.waitFor(5*time.Second, "the press to reach the rule", func() bool { return len(h.firings(name)) > i })
+				testutil.Eventually(h.t, 5*time.Second, "the press to reach the rule", func() bool { return len(h.firings(name)) > i })
 			}
-			h.waitFor(5*time.Second, "both firings to finish as "+fmt.Sprint(tc.want), func() bool {
+			testutil.Eventually(h.t, 5*time.Second, "both firings to finish as "+fmt.Sprint(tc.want), func() bool {
 				got := map[string]int{}
 				for _, r := range h.firings(name) {
 					got[r.Status]++
@@ -535,10 +536,10 @@ func TestCommandsRefusedWhileDisconnected(t *testing.T) {
 	if err := h.broker.Close(); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(5*time.Second, "the disconnect", func() bool { return !h.client.Connected() })
+	testutil.Eventually(h.t, 5*time.Second, "the disconnect", func() bool { return !h.client.Connected() })
 	h.deploy(`{"name":"every-second","triggers":[{"id":"tick","cron":"* * * * * *"}],
 	 "steps":[{"id":"on","call":"porch_light.set","args":{"state":"ON"}}]}`)
-	h.waitFor(5*time.Second, "a refused firing", func() bool {
+	testutil.Eventually(h.t, 5*time.Second, "a refused firing", func() bool {
 		for _, r := range h.firings("every-second") {
 			if r.Status == rules.StatusNotConnected && !r.OK {
 				return true

@@ -3,6 +3,7 @@ package engine
 import (
 	"time"
 
+	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 )
 
@@ -13,33 +14,10 @@ const (
 	LocationNone       = "none"
 )
 
-// Environment is the manifest's account of the server's clock and place:
-// what time-of-day schedules, time conditions and sun triggers and
-// conditions are read against.
-type Environment struct {
-	// TimeZone is the IANA zone of schedules, clock times and traces.
-	TimeZone string `json:"time_zone"`
-	// Now is the server's local time (RFC 3339, with its UTC offset).
-	Now string  `json:"now"`
-	Sun SunInfo `json:"sun"`
-}
-
-// SunInfo says whether sun triggers and conditions are available.
-type SunInfo struct {
-	Available bool `json:"available"`
-	// LocationSource is configured, demo_example or none.
-	LocationSource string          `json:"location_source"`
-	Location       *rules.Location `json:"location,omitempty"`
-	Note           string          `json:"note"`
-	// Sunrise and Sunset of today, local (absent in polar day or night).
-	Sunrise string `json:"sunrise,omitempty"`
-	Sunset  string `json:"sunset,omitempty"`
-}
-
 // Environment describes the server's time zone and location now.
-func (e *Engine) Environment() *Environment {
+func (e *Engine) Environment() *pilotage.Environment {
 	now := e.Now().In(e.cfg.TimeZone)
-	env := &Environment{TimeZone: zoneText(e.cfg.TimeZone), Now: now.Format(time.RFC3339)}
+	env := &pilotage.Environment{TimeZone: zoneText(e.cfg.TimeZone), Now: now.Format(time.RFC3339)}
 	s := &env.Sun
 	switch {
 	case e.cfg.Location == nil:
@@ -55,7 +33,7 @@ func (e *Engine) Environment() *Environment {
 	}
 	s.Available = true
 	loc := *e.cfg.Location
-	s.Location = &loc
+	s.Location = &pilotage.GeoLocation{Latitude: loc.Latitude, Longitude: loc.Longitude}
 	if r, st, ok := rules.SunTimes(now, loc); ok {
 		s.Sunrise, s.Sunset = r.Format(time.RFC3339), st.Format(time.RFC3339)
 	}

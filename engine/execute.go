@@ -61,14 +61,18 @@ func present(raw json.RawMessage) bool {
 	return s != "" && s != "null"
 }
 
+// requestError is a request error that carries the view's catalog
+// version.
+func (v *view) requestError(kind, msg string) error {
+	return &pilotage.RequestError{Kind: kind, Message: msg, CatalogVersion: v.version}
+}
+
 // Execute processes an execute request in the order of spec §6.5.2; the
 // first failing check decides the response.
 func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteResponse, error) {
 	p := e.principal(ctx)
 	v := e.cat.view(p)
-	reqErr := func(kind, msg string) error {
-		return &pilotage.RequestError{Kind: kind, Message: msg, CatalogVersion: v.version}
-	}
+	reqErr := v.requestError
 
 	// 1. Request well-formedness.
 	promoted, level, err := e.checkRequest(p, v, req, reqErr)
@@ -103,14 +107,10 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 		return refusal, err
 	}
 
-	// 4. Input binding: the params against their schema, then the
-	// program as it will run with them.
-	params, scenario, diags := bindInput(compiled, req.Input, req.TestRun)
-	var bnd *bound
-	if len(diags) == 0 {
-		if bnd, diags, err = e.bind(p, compiled, params); err != nil {
-			return nil, err
-		}
+	// 4. Input binding.
+	bnd, params, scenario, diags, err := e.bindRequest(p, compiled, req)
+	if err != nil {
+		return nil, err
 	}
 	if len(diags) > 0 {
 		return refused(rules.StatusValidationError, "input does not bind to the program's params", diags), nil
@@ -127,6 +127,17 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 	}
 	idem.complete(ctx, resp)
 	return resp, nil
+}
+
+// bindRequest is step 4 of execute: the params against their schema,
+// then the program as it will run with them.
+func (e *Engine) bindRequest(p *Principal, c *rules.Compiled, req ExecuteRequest) (*bound, map[string]any, *rules.Scenario, []pilotage.Diagnostic, error) {
+	params, scenario, diags := e.inputOf(p, c, req)
+	if len(diags) > 0 {
+		return nil, params, scenario, diags, nil
+	}
+	b, diags, err := e.bind(p, c, params)
+	return b, params, scenario, diags, err
 }
 
 // execution is step 5 of execute: a test run, a manual run or a deploy.

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 )
 
@@ -74,7 +75,7 @@ func TestHeldPlanIsStoredPlan(t *testing.T) {
 "else":[{"id":"wait","delay":"5m"},{"id":"stop","stop":"door open"}]}]}`}
 	var names []string
 	for _, src := range progs {
-		names = append(names, h.deploy(src).Output.(*DeployOutput).Rule)
+		names = append(names, h.deploy(src).Output.(*pilotage.DeployOutput).Rule)
 	}
 	check := func(when string) {
 		for _, name := range names {
@@ -103,7 +104,7 @@ func TestHeldPlanIsStoredPlan(t *testing.T) {
 // are the same and its own when not.
 func TestPromotedBodyBaseline(t *testing.T) {
 	h := newHouse(t, Config{})
-	ref := h.deploy(motionLight).Output.(*DeployOutput).ProgramRef
+	ref := h.deploy(motionLight).Output.(*pilotage.DeployOutput).ProgramRef
 	b := h.eng.heldBody(ref)
 	base := map[string]baselineField{}
 	for i, en := range b.compiled.Entries {

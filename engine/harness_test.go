@@ -11,6 +11,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/devices/demo"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -56,7 +57,7 @@ func newHouse(t *testing.T, cfg Config) *house {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.sim.Close)
-	h.waitFor(10*time.Second, "demo catalog", func() bool {
+	testutil.Eventually(h.t, 10*time.Second, "demo catalog", func() bool {
 		snap := h.devs.Snapshot()
 		for _, id := range demoIDs {
 			if _, ok := snap.Get(id); !ok {
@@ -87,17 +88,6 @@ func (h *house) start() {
 func (h *house) stop() {
 	h.eng.Close()
 	_ = h.store.Close()
-}
-
-func (h *house) waitFor(d time.Duration, what string, cond func() bool) {
-	h.t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // watch records messages on a topic filter.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -17,7 +18,7 @@ func (h *house) set(dev, prop string, v any) {
 	if err := h.sim.Trigger(context.Background(), dev, map[string]any{prop: v}); err != nil {
 		h.t.Fatal(err)
 	}
-	h.waitFor(5*time.Second, dev+"."+prop, func() bool {
+	testutil.Eventually(h.t, 5*time.Second, dev+"."+prop, func() bool {
 		l, ok := h.devs.Live(dev + "." + prop)
 		return ok && l.Value == v
 	})

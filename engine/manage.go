@@ -5,43 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
-// RuleInfo is one installed rule as listings show it.
+// RuleInfo is one installed rule as listings show it: the wire record
+// and, for the web UI, its plan and program.
 type RuleInfo struct {
-	Name        string          `json:"name"`
-	Status      string          `json:"status"` // enabled, disabled, broken
-	Broken      string          `json:"broken,omitempty"`
-	ProgramRef  string          `json:"program_ref"`
-	Description string          `json:"description,omitempty"`
-	MaxRisk     pilotage.Risk   `json:"max_risk"`
-	Triggers    []TriggerInfo   `json:"triggers"`
-	NextFire    *time.Time      `json:"next_fire,omitempty"`
-	LastFirings []FiringInfo    `json:"last_firings"`
-	InstalledAt time.Time       `json:"installed_at"`
-	UpdatedAt   time.Time       `json:"updated_at"`
-	Principal   string          `json:"principal"`
-	Params      json.RawMessage `json:"params,omitempty"`
-	Plan        *pilotage.Plan  `json:"-"`
-	Program     json.RawMessage `json:"-"`
-	// Missing lists the catalog entries the rule references that are not
-	// in the catalog now (a device removed, renamed, or not announced yet
-	// since a restart): until they are back, the rule cannot fire, or
-	// its firings end broken.
-	Missing []string `json:"missing,omitempty"`
-}
-
-// FiringInfo is one recent run of a rule.
-type FiringInfo struct {
-	RunID   string    `json:"run_id"`
-	Status  string    `json:"status"`
-	OK      bool      `json:"ok"`
-	Started time.Time `json:"started"`
+	pilotage.RuleInfo
+	Plan    *pilotage.Plan  `json:"-"`
+	Program json.RawMessage `json:"-"`
 }
 
 // ErrRuleNotFound is returned for unknown (or invisible) rule names.
@@ -114,8 +89,8 @@ func (e *Engine) GetRule(ctx context.Context, name string, lastFirings int) (Rul
 }
 
 func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, lastFirings int) (RuleInfo, error) {
-	ri := RuleInfo{Name: r.Name, ProgramRef: r.Ref, Broken: r.Broken, InstalledAt: r.InstalledAt, UpdatedAt: r.UpdatedAt,
-		Principal: r.Principal, Params: r.Params, LastFirings: []FiringInfo{}, Triggers: []TriggerInfo{}}
+	ri := RuleInfo{RuleInfo: pilotage.RuleInfo{Name: r.Name, ProgramRef: r.Ref, Broken: r.Broken, InstalledAt: r.InstalledAt, UpdatedAt: r.UpdatedAt,
+		Principal: r.Principal, Params: r.Params, LastFirings: []pilotage.FiringInfo{}, Triggers: []pilotage.TriggerInfo{}}}
 	switch {
 	case r.Broken != "":
 		ri.Status = "broken"
@@ -148,7 +123,7 @@ func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, las
 			return ri, fmt.Errorf("engine: listing firings: %w", err)
 		}
 		for _, run := range runs {
-			ri.LastFirings = append(ri.LastFirings, FiringInfo{RunID: run.ID, Status: run.Status, OK: run.OK, Started: run.Started})
+			ri.LastFirings = append(ri.LastFirings, pilotage.FiringInfo{RunID: run.ID, Status: run.Status, OK: run.OK, Started: run.Started})
 		}
 	}
 	return ri, nil
@@ -213,43 +188,6 @@ func (e *Engine) RemoveRule(ctx context.Context, name string) error {
 	e.sched.remove(name)
 	e.notify(Event{Type: "rule", Rule: name, Status: "removed", OK: true, Time: e.Now(), Principal: ri.Principal, Ref: ri.ProgramRef})
 	return nil
-}
-
-// RuleVersions lists the promoted versions of a rule the caller may see,
-// newest first: its own, and those whose program is visible in its catalog
-// (an older version may reach what the current one does not).
-func (e *Engine) RuleVersions(ctx context.Context, name string) ([]storage.Program, error) {
-	if _, err := e.GetRule(ctx, name, 0); err != nil {
-		return nil, err
-	}
-	all, err := e.store.ListPrograms(ctx, name)
-	if err != nil {
-		return nil, err
-	}
-	p, v := e.principal(ctx), (*view)(nil)
-	out := all[:0]
-	for _, pr := range all {
-		if !p.ownsRun(pr.Principal) {
-			if v == nil {
-				v = e.cat.view(p)
-			}
-			if _, ok := v.Get(pr.Ref); !ok {
-				continue
-			}
-		}
-		out = append(out, pr)
-	}
-	return out, nil
-}
-
-// ListRuns lists stored runs visible to the caller, newest first: a run
-// belongs to the principal it ran under; an administrator sees every run
-// (f.Principal, when set, then narrows to one principal's).
-func (e *Engine) ListRuns(ctx context.Context, f storage.RunFilter) ([]storage.Run, error) {
-	if p := e.principal(ctx); !p.Admin {
-		f.Principal = p.Name
-	}
-	return e.store.ListRuns(ctx, f)
 }
 
 // Flush waits until every queued run record is written (tests, benchmarks).

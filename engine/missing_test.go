@@ -5,6 +5,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/pilothouse/pilothouse/internal/testutil"
 )
 
 // TestRuleMissingEntries: a rule whose device leaves the catalog says so
@@ -22,7 +24,7 @@ func TestRuleMissingEntries(t *testing.T) {
 	if err := h.sim.Rename("hall_light", "hall_lamp"); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(5*time.Second, "the light renamed", func() bool { return !present() })
+	testutil.Eventually(h.t, 5*time.Second, "the light renamed", func() bool { return !present() })
 	ri, err = h.eng.GetRule(ctx, "hall-motion-light", 0)
 	if err != nil || !slices.Equal(ri.Missing, []string{"hall_light.set"}) {
 		t.Fatalf("after the light left: missing %v (%v)", ri.Missing, err)
@@ -39,14 +41,14 @@ func TestRuleMissingEntries(t *testing.T) {
 	// the rule says it can fire again (as its next firing will find),
 	// without waiting for that firing.
 	_ = h.sim.Trigger(ctx, "hall_motion", map[string]any{"occupancy": true})
-	h.waitFor(5*time.Second, "the broken firing", func() bool { return len(h.firings("hall-motion-light")) > 0 })
+	testutil.Eventually(h.t, 5*time.Second, "the broken firing", func() bool { return len(h.firings("hall-motion-light")) > 0 })
 	if ri, _ = h.eng.GetRule(ctx, "hall-motion-light", 0); ri.Status != "broken" || ri.NextFire != nil {
 		t.Fatalf("after a broken firing: %q %q next %v", ri.Status, ri.Broken, ri.NextFire)
 	}
 	if err := h.sim.Rename("hall_lamp", "hall_light"); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(5*time.Second, "the light back", present)
+	testutil.Eventually(h.t, 5*time.Second, "the light back", present)
 	if ri, _ = h.eng.GetRule(ctx, "hall-motion-light", 0); ri.Status != "enabled" || ri.Broken != "" || len(ri.Missing) != 0 {
 		t.Fatalf("with the light back: %q %q missing %v", ri.Status, ri.Broken, ri.Missing)
 	}

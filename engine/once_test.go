@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -23,7 +24,7 @@ func TestRunOnceRecordsAManualRun(t *testing.T) {
 	if !resp.Outcome.OK || resp.Outcome.Status != "success" {
 		t.Fatalf("manual run: %+v", resp.Outcome)
 	}
-	h.waitFor(5*time.Second, "the command", func() bool { return w.count() == 1 })
+	testutil.Eventually(h.t, 5*time.Second, "the command", func() bool { return w.count() == 1 })
 	if got := w.last(); got["state"] != "ON" {
 		t.Fatalf("published %v", got)
 	}
@@ -84,7 +85,7 @@ func TestRunOnceRiskGateAndScope(t *testing.T) {
 	if resp := run(Owner, unlock, pilotage.RiskSecurity); !resp.Outcome.OK {
 		t.Fatalf("confirmed unlock: %+v", resp.Outcome)
 	}
-	h.waitFor(5*time.Second, "the unlock", func() bool { return w.count() == 1 })
+	testutil.Eventually(h.t, 5*time.Second, "the unlock", func() bool { return w.count() == 1 })
 	if resp := run(Owner, oneCall("notify.phone", `{"message":"hi"}`), pilotage.RiskExternal); !resp.Outcome.OK {
 		t.Fatalf("confirmed notification: %+v", resp.Outcome)
 	}

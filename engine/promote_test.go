@@ -23,8 +23,8 @@ func TestNoParamsSchemaIsCanonical(t *testing.T) {
 func TestOldVersionsLoadOnDemand(t *testing.T) {
 	h := newHouse(t, Config{})
 	ctx := context.Background()
-	v1 := h.deploy(motionLight).Output.(*DeployOutput).ProgramRef
-	v2 := h.deploy(strings.Replace(motionLight, `"brightness":180`, `"brightness":90`, 1)).Output.(*DeployOutput).ProgramRef
+	v1 := h.deploy(motionLight).Output.(*pilotage.DeployOutput).ProgramRef
+	v2 := h.deploy(strings.Replace(motionLight, `"brightness":180`, `"brightness":90`, 1)).Output.(*pilotage.DeployOutput).ProgramRef
 	if v1 == v2 {
 		t.Fatal("a changed body kept its program_ref")
 	}
@@ -64,7 +64,7 @@ func TestOldVersionsLoadOnDemand(t *testing.T) {
 func TestAutomationBodyOnlyForAutomations(t *testing.T) {
 	h := newHouse(t, Config{})
 	ctx := context.Background()
-	ref := h.deploy(motionLight).Output.(*DeployOutput).ProgramRef
+	ref := h.deploy(motionLight).Output.(*pilotage.DeployOutput).ProgramRef
 	p := h.eng.principal(ctx)
 	if c, ok := h.eng.automationBody(p, "hall_light.set"); ok || c != nil {
 		t.Fatal("an action resolved to a promoted body")

@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/pilothouse/pilothouse/pilotage"
 )
 
 // TestReachSurvivesRestartWithSteppedBackClock: who may see an automation
@@ -24,13 +26,13 @@ func TestReachSurvivesRestartWithSteppedBackClock(t *testing.T) {
 	if err != nil || !resp.Outcome.OK {
 		t.Fatalf("deploy callee: %+v %v", resp, err)
 	}
-	callee := resp.Output.(*DeployOutput).ProgramRef
+	callee := resp.Output.(*pilotage.DeployOutput).ProgramRef
 	now.Add(-int64(time.Hour)) // the clock steps back
 	resp, err = h.eng.Execute(as(living), ExecuteRequest{Program: []byte(`{"name":"plug-off-late","triggers":[{"id":"t","at":"02:00"}],"steps":[{"id":"run","call":"` + callee + `"}]}`)})
 	if err != nil || !resp.Outcome.OK {
 		t.Fatalf("deploy caller: %+v %v", resp, err)
 	}
-	caller := resp.Output.(*DeployOutput).ProgramRef
+	caller := resp.Output.(*pilotage.DeployOutput).ProgramRef
 
 	check := func(when string) {
 		t.Helper()
@@ -58,8 +60,8 @@ func TestReachSurvivesRestartWithSteppedBackClock(t *testing.T) {
 func TestRuleVersionsFollowScope(t *testing.T) {
 	guest := &Principal{Name: "guest", Scope: Scope{DenyDevices: []string{"front_lock"}}}
 	h := newHouse(t, Config{Principals: []*Principal{Owner, guest}})
-	v1 := h.deploy(`{"name":"shared","triggers":[{"id":"t","at":"23:00"}],"steps":[{"id":"a","call":"front_lock.set","args":{"state":"LOCK"}}]}`).Output.(*DeployOutput).ProgramRef
-	v2 := h.deploy(`{"name":"shared","triggers":[{"id":"t","at":"23:00"}],"steps":[{"id":"a","call":"porch_light.set","args":{"state":"ON"}}]}`).Output.(*DeployOutput).ProgramRef
+	v1 := h.deploy(`{"name":"shared","triggers":[{"id":"t","at":"23:00"}],"steps":[{"id":"a","call":"front_lock.set","args":{"state":"LOCK"}}]}`).Output.(*pilotage.DeployOutput).ProgramRef
+	v2 := h.deploy(`{"name":"shared","triggers":[{"id":"t","at":"23:00"}],"steps":[{"id":"a","call":"porch_light.set","args":{"state":"ON"}}]}`).Output.(*pilotage.DeployOutput).ProgramRef
 	ctx := WithPrincipal(context.Background(), guest)
 	vs, err := h.eng.RuleVersions(ctx, "shared")
 	if err != nil || len(vs) != 1 || vs[0].Ref != v2 {

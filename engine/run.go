@@ -105,22 +105,6 @@ func (e *Engine) simEffects(actionID string, args map[string]any) map[string]any
 	return out
 }
 
-// DeployOutput is the output of a successful installation Run.
-type DeployOutput struct {
-	ProgramRef string        `json:"program_ref"`
-	Rule       string        `json:"rule"`
-	Replaced   bool          `json:"replaced"`
-	Triggers   []TriggerInfo `json:"triggers"`
-	NextFire   *time.Time    `json:"next_fire,omitempty"` // local, with its UTC offset
-	TimeZone   string        `json:"time_zone"`           // the server's: schedules and next_fire are in it
-	// Plan is the installed rule's plan when its catalog params were
-	// bound: the real ids, arguments and risk (the program's own plan
-	// shows the worst its constraints admit).
-	Plan *pilotage.Plan `json:"plan,omitempty"`
-	// Warnings of the program as bound (overlapping_rule).
-	Warnings []pilotage.Diagnostic `json:"warnings,omitempty"`
-}
-
 // deploy installs the program as a rule: promote, persist in one
 // transaction, arm (replacing a rule of the same name atomically). It is
 // all or nothing: memory (the catalog entry, the held body, the armed
@@ -174,7 +158,7 @@ func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rule
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()})
 	ar := e.sched.install(rule, armed, params, e.cat.view(p).devGen+1)
 	info := ar.info(e)
-	out := &DeployOutput{ProgramRef: pr.prog.Ref, Rule: rule.Name, Replaced: replaced, Triggers: info.Triggers, NextFire: info.NextFire,
+	out := &pilotage.DeployOutput{ProgramRef: pr.prog.Ref, Rule: rule.Name, Replaced: replaced, Triggers: info.Triggers, NextFire: info.NextFire,
 		TimeZone: zoneText(e.cfg.TimeZone), Warnings: b.warnings}
 	if b.refs {
 		out.Plan = b.c.Plan

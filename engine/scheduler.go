@@ -78,20 +78,9 @@ type armedTrigger struct {
 	suns   []*time.Timer // its sun event timers since armed (sun triggers)
 }
 
-// TriggerInfo describes an armed trigger.
-type TriggerInfo struct {
-	ID       string     `json:"id"`
-	Kind     string     `json:"kind"`
-	Entity   string     `json:"entity,omitempty"`
-	Spec     string     `json:"spec,omitempty"`
-	NextFire *time.Time `json:"next_fire,omitempty"` // local, with its UTC offset
-	// TimeZone is the zone a schedule or sun trigger's times are in.
-	TimeZone string `json:"time_zone,omitempty"`
-}
-
 // ruleArmInfo is the arming summary of a rule.
 type ruleArmInfo struct {
-	Triggers []TriggerInfo
+	Triggers []pilotage.TriggerInfo
 	NextFire *time.Time
 }
 
@@ -235,7 +224,10 @@ func (s *scheduler) armLocked(ar *armedRule) {
 				s.e.log.Warn("trigger has no schedule", "rule", ar.name, "trigger", t.ID())
 				continue
 			}
-			because := "schedule " + t.CronSpec()
+			because := "the schedule " + t.CronSpec() + " came due"
+			if t.Kind() == rules.TriggerTime {
+				because = "it was " + t.Spec()
+			}
 			at.cronID = s.cron.Schedule(sch, cron.FuncJob(func() { at.fire(nil, nil, because) }))
 		case rules.TriggerSun:
 			s.armSun(ar, at)
@@ -255,7 +247,7 @@ func (s *scheduler) armSun(ar *armedRule, at *armedTrigger) {
 		return
 	}
 	tm := time.AfterFunc(next.Sub(s.e.Now()), func() {
-		at.fire(nil, nil, sun+" at "+next.In(s.e.cfg.TimeZone).Format("15:04"))
+		at.fire(nil, nil, "it was "+rules.SunPhrase(sun, offset)+" ("+next.In(s.e.cfg.TimeZone).Format("15:04")+")")
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.rules[ar.name] == ar && ar.enabled {
@@ -373,7 +365,7 @@ func (ar *armedRule) info(e *Engine) ruleArmInfo {
 	now := e.Now()
 	for _, at := range ar.triggers {
 		t := at.t
-		ti := TriggerInfo{ID: t.ID(), Kind: string(t.Kind()), Entity: t.Entity()}
+		ti := pilotage.TriggerInfo{ID: t.ID(), Kind: string(t.Kind()), Entity: t.Entity()}
 		var next time.Time
 		switch t.Kind() {
 		case rules.TriggerCron, rules.TriggerTime:

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func TestThrottleLive(t *testing.T) {
 		if err := h.sim.Press(context.Background(), action); err != nil {
 			t.Fatal(err)
 		}
-		h.waitFor(5*time.Second, "the firing", func() bool { return len(h.firings("throttled-porch")) == want })
+		testutil.Eventually(h.t, 5*time.Second, "the firing", func() bool { return len(h.firings("throttled-porch")) == want })
 	}
 	press("off", 1) // conditions_not_met: no window
 	press("on", 2)  // runs, opens the window
@@ -37,7 +38,7 @@ func TestThrottleLive(t *testing.T) {
 		t.Fatalf("statuses %v", got)
 	}
 	env := runs[0].Envelope
-	if !runs[0].OK || !strings.Contains(string(env), "throttled: the body ran less than 1h ago; it may run again at ") {
+	if !runs[0].OK || !strings.Contains(string(env), "throttled: the body ran less than 1 hour ago; it may run again at ") {
 		t.Errorf("throttled firing: ok=%v %s", runs[0].OK, env)
 	}
 	h.stop()
@@ -61,7 +62,7 @@ func TestFiringTimesAreLocal(t *testing.T) {
 	if err := h.sim.Press(context.Background(), "on"); err != nil {
 		t.Fatal(err)
 	}
-	h.waitFor(5*time.Second, "the firing", func() bool { return len(h.firings("hours")) == 1 })
+	testutil.Eventually(h.t, 5*time.Second, "the firing", func() bool { return len(h.firings("hours")) == 1 })
 	env := string(h.firings("hours")[0].Envelope)
 	want := time.Now().In(tokyo)
 	if !strings.Contains(env, `"fired":`+strconv.Itoa(want.Hour())) || !strings.Contains(env, `"now":`+strconv.Itoa(want.Hour())) || !strings.Contains(env, "+09:00") {
@@ -92,7 +93,7 @@ func TestBoundThrottledRuleAcrossRestart(t *testing.T) {
 		t.Fatalf("deploy: %+v %+v", resp.Outcome, resp.Diagnostics)
 	}
 	const want = "(Asia/Tokyo)"
-	if d := planDesc(resp.Output.(*DeployOutput).Plan, "day"); !strings.HasSuffix(d, want) {
+	if d := planDesc(resp.Output.(*pilotage.DeployOutput).Plan, "day"); !strings.HasSuffix(d, want) {
 		t.Errorf("deploy plan: %q", d)
 	}
 	press := func(action string, want int) {
@@ -100,7 +101,7 @@ func TestBoundThrottledRuleAcrossRestart(t *testing.T) {
 		if err := h.sim.Press(ctx, action); err != nil {
 			t.Fatal(err)
 		}
-		h.waitFor(5*time.Second, "the firing", func() bool { return len(h.firings("any-remote")) == want })
+		testutil.Eventually(h.t, 5*time.Second, "the firing", func() bool { return len(h.firings("any-remote")) == want })
 	}
 	press("on", 1)
 	press("off", 1) // not in the value list: no firing

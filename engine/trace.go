@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -19,18 +20,9 @@ type TraceRequest struct {
 	Question   string `json:"question,omitempty"`
 }
 
-// TraceResponse is the fetch door's result: the recorded envelope.
-type TraceResponse struct {
-	RunID     string           `json:"run_id"`
-	Outcome   pilotage.Outcome `json:"outcome"`
-	Output    any              `json:"output,omitempty"`
-	Trace     *pilotage.Trace  `json:"trace"`
-	Narration string           `json:"narration,omitempty"`
-}
-
 // Trace fetches a stored run. Unknown, expired, non-retained and (unless the
 // caller is an administrator) other principals' runs are the same not_found.
-func (e *Engine) Trace(ctx context.Context, req TraceRequest) (*TraceResponse, error) {
+func (e *Engine) Trace(ctx context.Context, req TraceRequest) (*pilotage.TraceResponse, error) {
 	p := e.principal(ctx)
 	level := req.TraceLevel
 	switch level {
@@ -49,62 +41,51 @@ func (e *Engine) Trace(ctx context.Context, req TraceRequest) (*TraceResponse, e
 	if err != nil {
 		return nil, err
 	}
-	var env envelope
+	// The output is passed on as it was stored, not decoded.
+	var env struct {
+		envelope
+		Output json.RawMessage `json:"output,omitempty"`
+	}
 	if err := json.Unmarshal(run.Envelope, &env); err != nil {
 		return nil, fmt.Errorf("engine: decoding run %s: %w", run.ID, err)
 	}
 	if run.Level == pilotage.LevelSummary {
 		level = pilotage.LevelSummary
 	}
-	resp := &TraceResponse{RunID: env.RunID, Outcome: env.Outcome, Output: env.Output, Trace: traceAt(env.Trace, level)}
+	resp := &pilotage.TraceResponse{RunID: env.RunID, Outcome: env.Outcome, Output: env.Output, Trace: traceAt(env.Trace, level)}
 	if resp.Trace == nil {
 		resp.Trace = &pilotage.Trace{Level: level, Steps: []pilotage.TraceStep{}}
 	}
-	resp.Narration = narrate(run, &env, req.Question)
+	resp.Narration = narrate(run, &env.envelope, req.Question, e.cfg.TimeZone)
 	return resp, nil
 }
 
 // narrate is a deterministic, fact-based summary of a stored run: it only
-// restates the envelope (no model, no guessing).
-func narrate(run storage.Run, env *envelope, question string) string {
+// restates the envelope (no model, no guessing), in sentences: `Rule
+// "hall" fired at 2026-01-15 07:00:00 CET (run r1). Trigger "motion"
+// fired because …. The run succeeded. It called hall_light.set (step
+// "on"). The trace has 3 steps.` Times are in the server's zone.
+func narrate(run storage.Run, env *envelope, question string, zone *time.Location) string {
 	var b strings.Builder
-	what := map[string]string{"firing": "Firing of rule " + quote(run.Rule), "deploy": "Installation", "test": "Test run"}[run.Kind]
-	if what == "" {
-		what = "Run"
+	at := run.Started.In(zoneOr(zone)).Format("2006-01-02 15:04:05 MST")
+	switch {
+	case run.Kind == "firing":
+		fmt.Fprintf(&b, "Rule %s fired at %s (run %s).", quote(run.Rule), at, run.ID)
+	case run.Kind == "deploy" && run.Rule != "":
+		fmt.Fprintf(&b, "An installation of rule %s started at %s (run %s).", quote(run.Rule), at, run.ID)
+	case run.Kind == "deploy":
+		fmt.Fprintf(&b, "An installation started at %s (run %s).", at, run.ID)
+	case run.Kind == "test":
+		fmt.Fprintf(&b, "A test run started at %s (run %s).", at, run.ID)
+	default:
+		fmt.Fprintf(&b, "Run %s started at %s.", run.ID, at)
 	}
-	fmt.Fprintf(&b, "%s %s started %s and ended with status %s (ok=%v).", what, run.ID, run.Started.UTC().Format("2006-01-02 15:04:05Z"), env.Outcome.Status, env.Outcome.OK)
-	if env.Outcome.Error != "" {
-		fmt.Fprintf(&b, " Reason: %s.", strings.TrimSuffix(env.Outcome.Error, "."))
+	if env.Trace != nil {
+		narrateDecisions(&b, env.Trace)
 	}
-	if env.Trace == nil {
-		return b.String()
-	}
-	var calls, failed []string
-	for _, s := range env.Trace.Steps {
-		for _, d := range s.Decisions {
-			if d.At == "triggers" {
-				fmt.Fprintf(&b, " Trigger %s fired (%s).", d.Took, d.Because)
-			}
-		}
-		if s.Outcome.Status == "not_met" {
-			fmt.Fprintf(&b, " Condition %s was not met.", s.ID)
-		}
-		if len(s.Calls) > 0 {
-			calls = append(calls, fmt.Sprintf("%s → %s", s.ID, strings.Join(s.Calls, ",")))
-		}
-		if !s.Outcome.OK {
-			failed = append(failed, fmt.Sprintf("%s (%s: %s)", s.ID, s.Outcome.Status, s.Outcome.Error))
-		}
-	}
-	fmt.Fprintf(&b, " %d trace steps", len(env.Trace.Steps))
-	if len(calls) > 0 {
-		fmt.Fprintf(&b, "; calls: %s", strings.Join(calls, "; "))
-	} else {
-		b.WriteString("; no calls")
-	}
-	b.WriteString(".")
-	if len(failed) > 0 {
-		fmt.Fprintf(&b, " Failed steps: %s.", strings.Join(failed, "; "))
+	b.WriteString(" " + rules.OutcomeSentence(env.Outcome.Status, env.Outcome.Error))
+	if env.Trace != nil {
+		narrateSteps(&b, env.Trace, run.Kind)
 	}
 	if question != "" {
 		b.WriteString(" (The narration restates recorded facts only; it does not answer free-form questions beyond them.)")
@@ -112,24 +93,60 @@ func narrate(run storage.Run, env *envelope, question string) string {
 	return b.String()
 }
 
-// RunMeta is what listings show of a run beside its envelope.
-type RunMeta struct {
-	RunID   string    `json:"run_id"`
-	Kind    string    `json:"kind"` // deploy, test, firing
-	Rule    string    `json:"rule,omitempty"`
-	Ref     string    `json:"program_ref,omitempty"`
-	Started time.Time `json:"started"`
-	Ended   time.Time `json:"ended"`
+func zoneOr(z *time.Location) *time.Location {
+	if z == nil {
+		return time.UTC
+	}
+	return z
 }
 
-// RunInfo returns a retained run's metadata, scoped like Trace (another
-// principal's run is not found).
-func (e *Engine) RunInfo(ctx context.Context, id string) (RunMeta, error) {
-	run, err := e.retainedRun(ctx, e.principal(ctx), id)
-	if err != nil {
-		return RunMeta{}, err
+// narrateDecisions says which trigger fired and which conditions failed.
+func narrateDecisions(b *strings.Builder, t *pilotage.Trace) {
+	for _, s := range t.Steps {
+		for _, d := range s.Decisions {
+			if d.At != rules.TriggersStepID {
+				continue
+			}
+			fmt.Fprintf(b, " Trigger %s fired", quote(d.Took))
+			if d.Because != "" {
+				b.WriteString(" because " + strings.TrimSuffix(d.Because, "."))
+			}
+			b.WriteString(".")
+		}
+		if s.Outcome.Status == rules.StepNotMet {
+			fmt.Fprintf(b, " Condition %s was not met.", quote(s.ID))
+		}
 	}
-	return RunMeta{RunID: run.ID, Kind: run.Kind, Rule: run.Rule, Ref: run.Ref, Started: run.Started, Ended: run.Ended}, nil
+}
+
+// narrateSteps says what was called (a test run only simulates), which
+// steps did not succeed, and how long the trace is.
+func narrateSteps(b *strings.Builder, t *pilotage.Trace, kind string) {
+	var calls []string
+	for _, s := range t.Steps {
+		if len(s.Calls) > 0 && s.Outcome.OK {
+			calls = append(calls, fmt.Sprintf("%s (step %s)", rules.JoinList(s.Calls, "and"), quote(s.ID)))
+		}
+	}
+	called, none := "It called ", "It called nothing."
+	switch kind {
+	case "test":
+		called, none = "It would have called ", "It would have called nothing."
+	case "deploy":
+		none = ""
+	}
+	switch {
+	case len(calls) > 0:
+		b.WriteString(" " + called + rules.JoinList(calls, "and") + ".")
+	case none != "":
+		b.WriteString(" " + none)
+	}
+	for _, s := range t.Steps {
+		if !s.Outcome.OK {
+			b.WriteString(" " + rules.StepSentence(s.ID, s.Outcome.Status, s.Outcome.Error))
+		}
+	}
+	fmt.Fprintf(b, " The trace has %s.", rules.Plural(len(t.Steps), "step", ""))
 }
 
 // retainedRun reads a run p may see: runs belong to the principal they ran

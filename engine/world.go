@@ -83,63 +83,85 @@ func (w *liveWorld) Wait(ctx context.Context, req *rules.WaitRequest) (bool, err
 		defer t.Stop()
 		timeout = t.C
 	}
-	met := make(chan struct{}, 1)
-	signal := func() {
-		select {
-		case met <- struct{}{}:
-		default:
-		}
-	}
-	var mu sync.Mutex
-	var hold *time.Timer
-	defer func() {
-		mu.Lock()
-		if hold != nil {
-			hold.Stop()
-		}
-		mu.Unlock()
-	}()
-	watch := map[string]bool{}
-	for _, id := range req.Entities {
-		watch[id] = true
-	}
-	evaluate := func() {
-		if req.Check == nil {
-			return
-		}
-		ok := req.Check()
-		mu.Lock()
-		defer mu.Unlock()
-		switch {
-		case ok && req.For <= 0:
-			signal()
-		case ok && hold == nil:
-			hold = time.AfterFunc(req.For, signal)
-		case !ok && hold != nil:
-			hold.Stop()
-			hold = nil
-		}
-	}
-	unsub := w.e.devs.Subscribe(func(ch devices.Change) {
-		switch {
-		case req.Event != "" && ch.Kind == devices.ChangeEvent && ch.ID == req.Event:
-			if rules.EventMatches(req.EventValue, ch.Value) {
-				signal()
-			}
-		case ch.Kind == devices.ChangeState && (len(watch) == 0 || watch[ch.ID]):
-			evaluate()
-		}
-	})
+	wt := newWaiter(req)
+	defer wt.stop()
+	unsub := w.e.devs.Subscribe(wt.change)
 	defer unsub()
-	evaluate()
+	wt.evaluate()
 	select {
-	case <-met:
+	case <-wt.met:
 		return true, nil
 	case <-timeout:
 		return false, nil
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}
+}
+
+// waiter is one Wait's state: the signal that the wait is over, and the
+// timer of a condition that must hold For a while.
+type waiter struct {
+	req   *rules.WaitRequest
+	watch map[string]bool // the states the condition reads (empty: any)
+	met   chan struct{}
+
+	mu   sync.Mutex
+	hold *time.Timer // the condition holds since; fires at For
+}
+
+func newWaiter(req *rules.WaitRequest) *waiter {
+	wt := &waiter{req: req, watch: map[string]bool{}, met: make(chan struct{}, 1)}
+	for _, id := range req.Entities {
+		wt.watch[id] = true
+	}
+	return wt
+}
+
+func (wt *waiter) signal() {
+	select {
+	case wt.met <- struct{}{}:
+	default:
+	}
+}
+
+// change is the device catalog's subscriber: the awaited event, or a
+// state the condition reads.
+func (wt *waiter) change(ch devices.Change) {
+	switch req := wt.req; {
+	case req.Event != "" && ch.Kind == devices.ChangeEvent && ch.ID == req.Event:
+		if rules.EventMatches(req.EventValue, ch.Value) {
+			wt.signal()
+		}
+	case ch.Kind == devices.ChangeState && (len(wt.watch) == 0 || wt.watch[ch.ID]):
+		wt.evaluate()
+	}
+}
+
+// evaluate checks the condition: met at once, or once it held For.
+func (wt *waiter) evaluate() {
+	if wt.req.Check == nil {
+		return
+	}
+	ok := wt.req.Check()
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	switch {
+	case ok && wt.req.For <= 0:
+		wt.signal()
+	case ok && wt.hold == nil:
+		wt.hold = time.AfterFunc(wt.req.For, wt.signal)
+	case !ok && wt.hold != nil:
+		wt.hold.Stop()
+		wt.hold = nil
+	}
+}
+
+func (wt *waiter) stop() {
+	wt.mu.Lock()
+	if wt.hold != nil {
+		wt.hold.Stop()
+	}
+	wt.mu.Unlock()
 }
 
 // principalByName finds a configured principal (the owner by default).

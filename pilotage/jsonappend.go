@@ -51,6 +51,9 @@ func fallback(b []byte, v any) ([]byte, error) {
 	return append(b, m...), nil
 }
 
+// appendAny dispatches by kind family: the values JSON itself is made of
+// first (the common case), then Go's other numbers, then the library and
+// trace records; anything else goes to json.Marshal.
 func appendAny(b []byte, v any, depth int) ([]byte, error) {
 	if depth > maxFastDepth {
 		return fallback(b, v)
@@ -64,104 +67,148 @@ func appendAny(b []byte, v any, depth int) ([]byte, error) {
 		return appendString(b, x), nil
 	case float64:
 		return appendFloat(b, x, 64)
-	case float32:
-		return appendFloat(b, float64(x), 32)
+	case map[string]any:
+		return appendMapAny(b, x, depth)
+	case []any:
+		return appendSliceAny(b, x, depth)
+	}
+	if out, ok := appendInteger(b, v); ok {
+		return out, nil
+	}
+	if out, ok, err := appendLibrary(b, v); ok {
+		return out, err
+	}
+	if out, ok, err := appendRecord(b, v, depth); ok {
+		return out, err
+	}
+	return fallback(b, v)
+}
+
+// appendInteger appends Go's integer kinds; ok is false for anything else.
+func appendInteger(b []byte, v any) ([]byte, bool) {
+	switch x := v.(type) {
 	case int:
-		return strconv.AppendInt(b, int64(x), 10), nil
+		return strconv.AppendInt(b, int64(x), 10), true
 	case int64:
-		return strconv.AppendInt(b, x, 10), nil
+		return strconv.AppendInt(b, x, 10), true
 	case int32:
-		return strconv.AppendInt(b, int64(x), 10), nil
+		return strconv.AppendInt(b, int64(x), 10), true
 	case int16:
-		return strconv.AppendInt(b, int64(x), 10), nil
+		return strconv.AppendInt(b, int64(x), 10), true
 	case int8:
-		return strconv.AppendInt(b, int64(x), 10), nil
+		return strconv.AppendInt(b, int64(x), 10), true
 	case uint:
-		return strconv.AppendUint(b, uint64(x), 10), nil
+		return strconv.AppendUint(b, uint64(x), 10), true
 	case uint64:
-		return strconv.AppendUint(b, x, 10), nil
+		return strconv.AppendUint(b, x, 10), true
 	case uint32:
-		return strconv.AppendUint(b, uint64(x), 10), nil
+		return strconv.AppendUint(b, uint64(x), 10), true
 	case uint16:
-		return strconv.AppendUint(b, uint64(x), 10), nil
+		return strconv.AppendUint(b, uint64(x), 10), true
 	case uint8:
-		return strconv.AppendUint(b, uint64(x), 10), nil
+		return strconv.AppendUint(b, uint64(x), 10), true
+	}
+	return b, false
+}
+
+// appendLibrary appends float32, encoding/json's and time's types and the
+// string slices and maps; ok is false for anything else.
+func appendLibrary(b []byte, v any) ([]byte, bool, error) {
+	switch x := v.(type) {
+	case float32:
+		out, err := appendFloat(b, float64(x), 32)
+		return out, true, err
 	case json.Number:
 		s := string(x)
 		if s == "" {
 			s = "0" // as encoding/json: the zero Number encodes as 0
 		}
 		if !isValidNumber(s) {
-			return fallback(b, v) // Marshal's error
+			out, err := fallback(b, v) // Marshal's error
+			return out, true, err
 		}
-		return append(b, s...), nil
+		return append(b, s...), true, nil
 	case json.RawMessage:
 		if x == nil {
-			return append(b, "null"...), nil
+			return append(b, "null"...), true, nil
 		}
-		return fallback(b, v) // Marshal compacts and HTML-escapes it
+		out, err := fallback(b, v) // Marshal compacts and HTML-escapes it
+		return out, true, err
 	case time.Time:
-		return appendTime(b, x)
+		out, err := appendTime(b, x)
+		return out, true, err
 	case *time.Time:
 		if x == nil {
-			return append(b, "null"...), nil
+			return append(b, "null"...), true, nil
 		}
-		return appendTime(b, *x)
-	case map[string]any:
-		return appendMapAny(b, x, depth)
-	case []any:
-		if x == nil {
-			return append(b, "null"...), nil
-		}
-		b = append(b, '[')
-		for i, e := range x {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var err error
-			if b, err = appendAny(b, e, depth+1); err != nil {
-				return b, err
-			}
-		}
-		return append(b, ']'), nil
+		out, err := appendTime(b, *x)
+		return out, true, err
 	case []string:
-		return appendStrings(b, x), nil
+		return appendStrings(b, x), true, nil
 	case map[string]string:
-		return appendMapString(b, x), nil
+		return appendMapString(b, x), true, nil
+	}
+	return b, false, nil
+}
+
+// appendRecord appends this package's trace records, their slices and
+// pointers; ok is false for anything else.
+func appendRecord(b []byte, v any, depth int) ([]byte, bool, error) {
+	var err error
+	switch x := v.(type) {
 	case Outcome:
-		return appendOutcome(b, &x), nil
+		b = appendOutcome(b, &x)
 	case *Outcome:
 		if x == nil {
-			return append(b, "null"...), nil
+			return append(b, "null"...), true, nil
 		}
-		return appendOutcome(b, x), nil
+		b = appendOutcome(b, x)
 	case Decision:
-		return appendDecision(b, &x), nil
+		b = appendDecision(b, &x)
 	case *Decision:
 		if x == nil {
-			return append(b, "null"...), nil
+			return append(b, "null"...), true, nil
 		}
-		return appendDecision(b, x), nil
+		b = appendDecision(b, x)
 	case []Decision:
-		return appendDecisions(b, x), nil
+		b = appendDecisions(b, x)
 	case TraceStep:
-		return appendStep(b, &x, depth)
+		b, err = appendStep(b, &x, depth)
 	case *TraceStep:
 		if x == nil {
-			return append(b, "null"...), nil
+			return append(b, "null"...), true, nil
 		}
-		return appendStep(b, x, depth)
+		b, err = appendStep(b, x, depth)
 	case []TraceStep:
-		return appendSteps(b, x, depth)
+		b, err = appendSteps(b, x, depth)
 	case Trace:
-		return appendTrace(b, &x, depth)
+		b, err = appendTrace(b, &x, depth)
 	case *Trace:
 		if x == nil {
-			return append(b, "null"...), nil
+			return append(b, "null"...), true, nil
 		}
-		return appendTrace(b, x, depth)
+		b, err = appendTrace(b, x, depth)
+	default:
+		return b, false, nil
 	}
-	return fallback(b, v)
+	return b, true, err
+}
+
+func appendSliceAny(b []byte, s []any, depth int) ([]byte, error) {
+	if s == nil {
+		return append(b, "null"...), nil
+	}
+	b = append(b, '[')
+	for i, e := range s {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendAny(b, e, depth+1); err != nil {
+			return b, err
+		}
+	}
+	return append(b, ']'), nil
 }
 
 // sortedKeys returns m's keys in encoding/json's order (byte-wise), in buf

@@ -1,14 +1,17 @@
 // Package pilotage holds the wire records of Pilotage 1.1 (spec Part II,
 // field tables fixed in shared/design/pilotage-binding.md) that several
-// packages share: catalog entries, risk, diagnostics, plans, outcomes and
-// traces. It is a leaf: it imports nothing from this module, so devices,
-// rules, storage and engine can all speak the same types without cycles.
+// packages share: catalog entries, risk, diagnostics, plans, outcomes,
+// traces, the manifest, and Pilothouse's own records on the same wire
+// (deploy output, rule listings). It is a leaf: it imports nothing from
+// this module, so devices, rules, storage, engine and the client
+// (pilotclient) all speak the same types without cycles.
 package pilotage
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"time"
 )
 
 // Version is the Pilotage extension version on the wire (spec §11.1).
@@ -183,6 +186,23 @@ type Entry struct {
 	RiskHints    RiskHints       `json:"risk_hints"`
 	Languages    []string        `json:"languages,omitempty"`
 	Revision     string          `json:"revision,omitempty"`
+}
+
+// Live is an entry's live value, served beside the entry (lookup get),
+// never part of it: a state's value, or a device's state object and
+// availability.
+type Live struct {
+	Value     any       `json:"value,omitempty"`
+	Available *bool     `json:"available,omitempty"`
+	LastSeen  time.Time `json:"last_seen,omitempty"`
+	// LastChanged is when the value last changed (a state) or last
+	// occurred (an event), as far as this process saw.
+	LastChanged time.Time `json:"last_changed,omitzero"`
+	Unsupported string    `json:"unsupported,omitempty"`
+	// FirstValue: the value is the first this process saw of the entry,
+	// so LastChanged is when it arrived, not necessarily when it changed
+	// (see devices' RestoreChanged).
+	FirstValue bool `json:"-"`
 }
 
 // ContentHash identifies an entry's defined fields except Revision: two

@@ -14,18 +14,12 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pilothouse/pilothouse/pilotage"
 )
 
 // Language is the only Language this client speaks.
 const Language = "automation/1"
-
-// Pilothouse's rule-management tools (outside Pilotage).
-const (
-	ToolRules       = "pilothouse_rules"
-	ToolRuleEnable  = "pilothouse_rule_enable"
-	ToolRuleDisable = "pilothouse_rule_disable"
-	ToolRuleRemove  = "pilothouse_rule_remove"
-)
 
 // RequestError is a Pilotage request error (spec §8): the tool answered
 // isError with {"error": {kind, message, catalog_version?}}.
@@ -63,10 +57,9 @@ type Options struct {
 // Client is one connected session. The manifest is fetched by Dial before
 // any other Pilotage operation (spec §12.2 item 1).
 type Client struct {
-	mc       *client.Client
-	manifest *Manifest
-	lang     *LanguageEntry
-	caps     Capabilities
+	mc   *client.Client
+	lang *pilotage.LanguageEntry
+	caps Capabilities
 }
 
 // Dial connects, initializes MCP and discovers the manifest.
@@ -114,9 +107,6 @@ func orDefault(s, d string) string {
 
 // Close ends the session.
 func (c *Client) Close() error { return c.mc.Close() }
-
-// Manifest is the discovered manifest.
-func (c *Client) Manifest() *Manifest { return c.manifest }
 
 // Capabilities is the effective capability map of automation/1.
 func (c *Client) Capabilities() Capabilities { return c.caps }
@@ -171,8 +161,8 @@ func (c *Client) call(ctx context.Context, tool string, args map[string]any, out
 
 // discover fetches the manifest and checks that it is usable.
 func (c *Client) discover(ctx context.Context) error {
-	var m Manifest
-	if err := c.call(ctx, "pilotage_discover", nil, &m); err != nil {
+	var m pilotage.Manifest
+	if err := c.call(ctx, pilotage.ToolDiscover, nil, &m); err != nil {
 		return err
 	}
 	major, _, _ := strings.Cut(m.Pilotage, ".")
@@ -198,7 +188,6 @@ func (c *Client) discover(ctx context.Context) error {
 		c.caps.Has("catalog") != (c.lang.Catalog["tool"] != "") {
 		return fmt.Errorf("%w: the manifest's loop/catalog fields disagree with its capabilities (invalid manifest)", ErrIncompatible)
 	}
-	c.manifest = &m
 	return nil
 }
 
@@ -209,23 +198,6 @@ func (c *Client) need(capability string) error {
 		return nil
 	}
 	return fmt.Errorf("%w: %s does not declare %s", ErrIncompatible, Language, capability)
-}
-
-// Learn fetches a guide (id "" = the index) as raw JSON.
-func (c *Client) Learn(ctx context.Context, id, topic string) (json.RawMessage, error) {
-	args := map[string]any{"language": Language}
-	if id != "" {
-		args["id"] = id
-	}
-	if topic != "" {
-		if err := c.need("guides.topic_fetch"); err != nil {
-			return nil, err
-		}
-		args["topic"] = topic
-	}
-	var out json.RawMessage
-	err := c.call(ctx, c.lang.Guides["tool"], args, &out)
-	return out, err
 }
 
 // Get looks one catalog entry up.
@@ -295,7 +267,7 @@ func (c *Client) Execute(ctx context.Context, r ExecuteRequest) (*ExecuteResult,
 }
 
 // Trace fetches a stored run (level "" = the server's default).
-func (c *Client) Trace(ctx context.Context, runID, level string) (*TraceResult, error) {
+func (c *Client) Trace(ctx context.Context, runID, level string) (*pilotage.TraceResponse, error) {
 	if err := c.need("trace_fetch"); err != nil {
 		return nil, err
 	}
@@ -303,7 +275,7 @@ func (c *Client) Trace(ctx context.Context, runID, level string) (*TraceResult, 
 	if level != "" {
 		args["trace_level"] = level
 	}
-	var out TraceResult
+	var out pilotage.TraceResponse
 	if err := c.call(ctx, c.lang.Loop["trace"], args, &out); err != nil {
 		return nil, err
 	}
@@ -311,24 +283,24 @@ func (c *Client) Trace(ctx context.Context, runID, level string) (*TraceResult, 
 }
 
 // Rules lists the installed rules.
-func (c *Client) Rules(ctx context.Context) ([]Rule, error) {
+func (c *Client) Rules(ctx context.Context) ([]pilotage.RuleInfo, error) {
 	var out struct {
-		Rules []Rule `json:"rules"`
+		Rules []pilotage.RuleInfo `json:"rules"`
 	}
-	if err := c.call(ctx, ToolRules, nil, &out); err != nil {
+	if err := c.call(ctx, pilotage.ToolRules, nil, &out); err != nil {
 		return nil, err
 	}
 	return out.Rules, nil
 }
 
 // SetRuleEnabled enables or disables an installed rule.
-func (c *Client) SetRuleEnabled(ctx context.Context, name string, on bool) (*Rule, error) {
-	tool := ToolRuleDisable
+func (c *Client) SetRuleEnabled(ctx context.Context, name string, on bool) (*pilotage.RuleInfo, error) {
+	tool := pilotage.ToolRuleDisable
 	if on {
-		tool = ToolRuleEnable
+		tool = pilotage.ToolRuleEnable
 	}
 	var out struct {
-		Rule Rule `json:"rule"`
+		Rule pilotage.RuleInfo `json:"rule"`
 	}
 	if err := c.call(ctx, tool, map[string]any{"name": name}, &out); err != nil {
 		return nil, err
@@ -338,5 +310,5 @@ func (c *Client) SetRuleEnabled(ctx context.Context, name string, on bool) (*Rul
 
 // RemoveRule uninstalls a rule.
 func (c *Client) RemoveRule(ctx context.Context, name string) error {
-	return c.call(ctx, ToolRuleRemove, map[string]any{"name": name}, nil)
+	return c.call(ctx, pilotage.ToolRuleRemove, map[string]any{"name": name}, nil)
 }

@@ -3,35 +3,9 @@ package pilotclient
 import (
 	"encoding/json"
 	"strings"
-	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
 )
-
-// Manifest is the Server's self-description (unknown members ignored).
-type Manifest struct {
-	Pilotage string `json:"pilotage"`
-	Server   *struct {
-		Name    string `json:"name"`
-		Version string `json:"version"`
-	} `json:"server,omitempty"`
-	Capabilities map[string]json.RawMessage `json:"capabilities,omitempty"`
-	Languages    []LanguageEntry            `json:"languages"`
-}
-
-// LanguageEntry is one manifest language.
-type LanguageEntry struct {
-	ID            string                     `json:"id"`
-	Title         string                     `json:"title,omitempty"`
-	Capabilities  map[string]json.RawMessage `json:"capabilities,omitempty"`
-	Guides        map[string]string          `json:"guides"`
-	Catalog       map[string]string          `json:"catalog,omitempty"`
-	Loop          map[string]string          `json:"loop"`
-	Locator       string                     `json:"locator"`
-	ExecutionMode string                     `json:"execution_mode,omitempty"`
-	TraceLevel    string                     `json:"trace_level,omitempty"`
-	Retention     string                     `json:"retention,omitempty"`
-}
 
 // Capabilities is an effective capability map: capability → declared
 // sub-features ("" key = the capability itself).
@@ -53,30 +27,27 @@ func (c Capabilities) Has(name string) bool {
 
 // effective computes a Language's effective map: per capability, the
 // Language-level value replaces the Server-level one in full (spec §4.2).
-func effective(server, lang map[string]json.RawMessage) Capabilities {
+func effective(server, lang map[string]any) Capabilities {
 	out := Capabilities{}
-	add := func(k string, raw json.RawMessage) {
-		var b bool
-		if json.Unmarshal(raw, &b) == nil {
-			if b {
+	add := func(k string, v any) {
+		switch x := v.(type) {
+		case bool:
+			if x {
 				out[k] = map[string]bool{}
 			} else {
 				delete(out, k)
 			}
-			return
-		}
-		var subs map[string]any
-		if json.Unmarshal(raw, &subs) == nil {
+		case map[string]any:
 			m := map[string]bool{}
-			for s, v := range subs {
-				if bv, ok := v.(bool); ok && bv {
+			for s, sv := range x {
+				if b, ok := sv.(bool); ok && b {
 					m[s] = true
 				}
 			}
 			out[k] = m
-			return
+		default:
+			delete(out, k) // null or an unrecognized shape declares nothing (conservative)
 		}
-		delete(out, k) // an unrecognized shape declares nothing (conservative)
 	}
 	for k, v := range server {
 		if _, ok := lang[k]; !ok {
@@ -151,58 +122,12 @@ type ExecuteResult struct {
 }
 
 // Deploy decodes the output of a successful deploy.
-func (r *ExecuteResult) Deploy() (*DeployOutput, bool) {
-	var d DeployOutput
+func (r *ExecuteResult) Deploy() (*pilotage.DeployOutput, bool) {
+	var d pilotage.DeployOutput
 	if !r.Outcome.OK || len(r.Output) == 0 || json.Unmarshal(r.Output, &d) != nil || d.ProgramRef == "" {
 		return nil, false
 	}
 	return &d, true
-}
-
-// DeployOutput is Pilothouse's installation result.
-type DeployOutput struct {
-	ProgramRef string        `json:"program_ref"`
-	Rule       string        `json:"rule"`
-	Replaced   bool          `json:"replaced"`
-	Triggers   []TriggerInfo `json:"triggers"`
-	NextFire   *time.Time    `json:"next_fire,omitempty"`
-}
-
-// TriggerInfo is one armed trigger.
-type TriggerInfo struct {
-	ID       string     `json:"id"`
-	Kind     string     `json:"kind"`
-	Entity   string     `json:"entity,omitempty"`
-	Spec     string     `json:"spec,omitempty"`
-	NextFire *time.Time `json:"next_fire,omitempty"`
-}
-
-// TraceResult is the fetch door's answer.
-type TraceResult struct {
-	RunID     string           `json:"run_id"`
-	Outcome   pilotage.Outcome `json:"outcome"`
-	Output    json.RawMessage  `json:"output,omitempty"`
-	Trace     *pilotage.Trace  `json:"trace"`
-	Narration string           `json:"narration,omitempty"`
-}
-
-// Rule is one installed rule as pilothouse_rules lists it.
-type Rule struct {
-	Name        string        `json:"name"`
-	Status      string        `json:"status"`
-	Broken      string        `json:"broken,omitempty"`
-	ProgramRef  string        `json:"program_ref"`
-	Description string        `json:"description,omitempty"`
-	MaxRisk     pilotage.Risk `json:"max_risk"`
-	Triggers    []TriggerInfo `json:"triggers"`
-	NextFire    *time.Time    `json:"next_fire,omitempty"`
-	LastFirings []struct {
-		RunID   string    `json:"run_id"`
-		Status  string    `json:"status"`
-		OK      bool      `json:"ok"`
-		Started time.Time `json:"started"`
-	} `json:"last_firings"`
-	Principal string `json:"principal"`
 }
 
 // UnmarshalJSON keeps the raw entry beside the decoded one.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"math/rand"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -84,16 +83,28 @@ func TestCookbookTestRunsCorrespond(t *testing.T) {
 	t.Logf("%d test runs checked", runs)
 }
 
-// recipeInput is the execute input the text before src (from its
-// heading) gives as "input": {...}.
+// recipeInput is the execute params the recipe's section gives (its
+// first "input": {...}, the scenario left out). An automation named there
+// that this catalog lacks (the cookbook deploys flash-porch first) is
+// replaced by the catalog's callable automation.
 func recipeInput(t *testing.T, body, src string) map[string]any {
 	t.Helper()
 	at := strings.Index(body, src)
 	head := strings.LastIndex(body[:at], "\n## ")
-	m := regexp.MustCompile(`"input": (\{[^}]*\})`).FindStringSubmatch(body[head:at])
+	sec := body[head+1:]
+	if next := strings.Index(sec, "\n## "); next >= 0 {
+		sec = sec[:next]
+	}
+	i := strings.Index(sec, `"input": {`)
 	var in map[string]any
-	if m == nil || json.Unmarshal([]byte(m[1]), &in) != nil {
-		t.Fatalf("the text before a program with catalog params gives no \"input\": {...}: %.80s", src)
+	if i < 0 || json.NewDecoder(strings.NewReader(sec[i+len(`"input": `):])).Decode(&in) != nil {
+		t.Fatalf("the section of a program with catalog params gives no \"input\": {...}: %.80s", src)
+	}
+	delete(in, "scenario")
+	for k, v := range in {
+		if s, ok := v.(string); ok && strings.HasPrefix(s, "automation.") {
+			in[k] = "script.flash_porch"
+		}
 	}
 	return in
 }

@@ -14,7 +14,7 @@ func TestEventValueSets(t *testing.T) {
 	if got, _ := tr.Match(nil, "toggle_double", false); got {
 		t.Error("a state change is not an event")
 	}
-	if d := comp.Plan.Steps[1].Description; d != `on event bedroom_remote.action in ["toggle_double","toggle_triple"]` {
+	if d := comp.Plan.Steps[1].Description; d != `When event bedroom_remote.action arrives with "toggle_double" or "toggle_triple"` {
 		t.Errorf("plan: %s", d)
 	}
 	// A test run without a value fires the first of the set.

@@ -7,7 +7,6 @@ import (
 	"math"
 	"math/rand"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -269,10 +268,13 @@ func TestIssue14EvalStopsWhenCancelled(t *testing.T) {
 		} else {
 			time.AfterFunc(time.Until(ended), cancel)
 		}
-		var atEnd atomic.Int64
-		context.AfterFunc(ctx, func() { atEnd.Store(int64(cpuTime(t))) })
+		// The AfterFunc runs on its own goroutine: on a busy machine it
+		// may run after the evaluation returned, so wait for its reading.
+		atEnd := make(chan time.Duration, 1)
+		context.AfterFunc(ctx, func() { atEnd <- cpuTime(t) })
 		res := runWithin(t, ctx, endless, lim, 10*time.Second)
-		took, used := time.Since(ended), cpuTime(t)-time.Duration(atEnd.Load())
+		took := time.Since(ended)
+		used := cpuTime(t) - <-atEnd
 		cancel()
 		if res.Outcome.Status != want || !strings.Contains(res.Outcome.Error, `"d"`) {
 			t.Fatalf("outcome %+v, want %s at step d", res.Outcome, want)

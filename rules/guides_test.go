@@ -62,8 +62,10 @@ func TestCoreGuide(t *testing.T) {
 	if g.Level != LevelCore {
 		t.Errorf("level %q", g.Level)
 	}
-	if g.SizeBytes > 8192 {
-		t.Errorf("core guide is %d bytes, over 8 KiB", g.SizeBytes)
+	// The server appends its own section (zone, sun: about 550 bytes);
+	// served, the guide must stay within 8 KiB.
+	if g.SizeBytes > 8192-600 {
+		t.Errorf("core guide is %d bytes, over 8 KiB less room for the server's section", g.SizeBytes)
 	}
 	for _, want := range []string{"discover", "learn", "lookup", "validate", "test_run", "deploy", "trace", "```json"} {
 		if !strings.Contains(g.Body, want) {
@@ -137,8 +139,8 @@ func TestGuideProgramsValidate(t *testing.T) {
 	n := 0
 	for _, g := range Guides() {
 		progs := guidePrograms(g.Body)
-		if g.ID == "cookbook" && len(progs) < 18 {
-			t.Errorf("cookbook has %d programs, want ≥ 18", len(progs))
+		if g.ID == "cookbook" && len(progs) < 20 {
+			t.Errorf("cookbook has %d programs, want ≥ 20", len(progs))
 		}
 		for i, src := range progs {
 			n++

@@ -230,7 +230,7 @@ func (r *interp) finishResult(res *RunResult, top *frame, h *halt) {
 		}
 		switch h.status {
 		case StatusThrottled:
-			res.Outcome.Error = "throttled: the body ran less than " + shortDuration(r.throttle) + " ago; it may run again at " + h.msg
+			res.Outcome.Error = "throttled: the body ran less than " + HumanDuration(r.throttle) + " ago; it may run again at " + h.msg
 		case StatusNotTriggered:
 			res.Outcome.Error = "the trigger would not fire: " + h.msg
 		}
@@ -406,17 +406,14 @@ func triggerReason(t *RunTrigger, fire TriggerFire) string {
 	case TriggerState, TriggerNumeric:
 		return fmt.Sprintf("%s changed to %s", t.entity, formatReason(fire.Value))
 	case TriggerEvent:
-		return fmt.Sprintf("%s fired %s", t.entity, formatReason(fire.Value))
+		return fmt.Sprintf("event %s arrived with %s", t.entity, formatReason(fire.Value))
 	case TriggerCron:
-		return fmt.Sprintf("cron %q matched", t.Spec())
+		return "the cron schedule " + t.Spec() + " matched"
 	case TriggerTime:
-		return fmt.Sprintf("time %s reached", t.Spec())
+		return "it was " + t.Spec()
 	case TriggerSun:
 		sun, offset := t.Sun()
-		if offset != 0 {
-			return fmt.Sprintf("%s %+v reached", sun, offset)
-		}
-		return sun + " reached"
+		return "it was " + SunPhrase(sun, offset)
 	}
 	return "trigger " + t.id + " fired"
 }

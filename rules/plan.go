@@ -2,7 +2,9 @@ package rules
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
 )
@@ -25,7 +27,7 @@ func BuildPlan(c *Compiled) *pilotage.Plan {
 	b := &planBuilder{entry: c.Entry, ref: c.refParam}
 	read := pilotage.HintsOf(pilotage.RiskRead)
 	b.add(pilotage.PlanStep{ID: TriggersStepID, Kind: PlanKindTrigger,
-		Description: fmt.Sprintf("the run starts when any of %d trigger(s) fires", len(c.triggers)),
+		Description: triggersText(len(c.triggers)),
 		Risk:        pilotage.RiskRead, RiskHints: read})
 	for i := range c.triggers {
 		t := &c.triggers[i]
@@ -37,7 +39,7 @@ func BuildPlan(c *Compiled) *pilotage.Plan {
 		desc := ""
 		switch {
 		case cd.x != nil:
-			desc = "only if " + cd.x.Src
+			desc = "Only if " + cd.x.Src
 		case cd.win != nil:
 			desc = cd.win.describe(c.zone)
 		}
@@ -121,31 +123,58 @@ func (b *planBuilder) summary(c *Compiled, risk pilotage.Risk) string {
 			uniq = append(uniq, c)
 		}
 	}
-	calls := "calls nothing"
+	calls := "it calls nothing"
 	if len(uniq) > 0 {
-		calls = "calls " + strings.Join(uniq, ", ")
+		calls = "it calls " + JoinList(uniq, "and")
 	}
 	throttle := ""
 	if c.throttle > 0 {
-		throttle = ", at most once per " + shortDuration(c.throttle)
+		throttle = ", at most once " + every(c.throttle)
 	}
-	return fmt.Sprintf("rule %s (mode %s%s): %d trigger(s), %d condition(s); %s; max risk %s",
-		c.name, c.Mode(), throttle, len(c.triggers), len(c.conds), calls, risk)
+	var when string
+	switch n := len(c.triggers); n {
+	case 0:
+		when = "has no triggers"
+	case 1:
+		when = "runs when its trigger fires"
+	default:
+		when = "runs when any of its " + Plural(n, "trigger", "") + " fires"
+	}
+	switch n := len(c.conds); n {
+	case 0:
+	case 1:
+		when += " and its condition holds"
+	default:
+		when += " and all " + Plural(n, "condition", "") + " hold"
+	}
+	return fmt.Sprintf("Rule %s (mode %s%s) %s; %s. Highest risk: %s.",
+		c.name, c.Mode(), throttle, when, calls, risk)
+}
+
+// triggersText describes the reserved "triggers" branch.
+func triggersText(n int) string {
+	switch n {
+	case 0:
+		return "The run has no triggers"
+	case 1:
+		return "The run starts when this trigger fires"
+	}
+	return "The run starts when any of these " + Plural(n, "trigger", "") + " fires"
 }
 
 func describeTrigger(t *RunTrigger, zone string) string {
 	switch t.Kind() {
 	case TriggerState:
-		s := "when " + t.entity + " changes"
+		s := "When " + t.entity + " changes"
 		if t.fromSet {
 			s += " from " + compactJSON(t.from)
 		}
 		if t.toSet {
 			s += " to " + compactJSON(t.to)
 		}
-		return s + holdFor(t.hold.String(), t.hold != 0)
+		return s + holdFor("and stays so", t.hold)
 	case TriggerNumeric:
-		s := "when " + t.entity + " goes"
+		s := "When " + t.entity + " goes"
 		above, below := t.bounds()
 		if above != nil {
 			s += fmt.Sprintf(" above %g", *above)
@@ -156,24 +185,33 @@ func describeTrigger(t *RunTrigger, zone string) string {
 			}
 			s += fmt.Sprintf(" below %g", *below)
 		}
-		return s + holdFor(t.hold.String(), t.hold != 0)
+		return s + holdFor("and stays there", t.hold)
 	case TriggerEvent:
-		s := "on event " + t.entity
-		if _, isList := t.to.([]any); t.toSet && isList {
-			s += " in " + compactJSON(t.to)
+		s := "When event " + t.entity + " arrives"
+		if list, isList := t.to.([]any); t.toSet && isList {
+			s += " with " + valuesText(list, "or")
 		} else if t.toSet {
-			s += " = " + compactJSON(t.to)
+			s += " with " + compactJSON(t.to)
 		}
 		return s
 	case TriggerCron:
-		return "on schedule " + t.Spec() + inZone(zone)
+		return "On the cron schedule " + t.Spec() + inZone(zone)
 	case TriggerTime:
-		return "every day at " + t.Spec() + inZone(zone)
+		return "Every day at " + t.Spec() + inZone(zone)
 	case TriggerSun:
 		sun, offset := t.Sun()
-		return "at " + sunText(sun, offset) + " (the server's location)"
+		return "At " + SunPhrase(sun, offset) + " (the server's location)"
 	}
 	return ""
+}
+
+// valuesText lists values as JSON joined by conj: `"a", "b" or "c"`.
+func valuesText(list []any, conj string) string {
+	parts := make([]string, len(list))
+	for i, v := range list {
+		parts[i] = compactJSON(v)
+	}
+	return JoinList(parts, conj)
 }
 
 // inZone names the zone clock times are read in (nothing when unknown).
@@ -184,11 +222,11 @@ func inZone(zone string) string {
 	return " (" + zone + ")"
 }
 
-func holdFor(d string, set bool) string {
-	if !set {
+func holdFor(how string, d time.Duration) string {
+	if d == 0 {
 		return ""
 	}
-	return " and stays for " + d
+	return " " + how + " for " + HumanDuration(d)
 }
 
 func describeStep(s *runStep) string {
@@ -198,82 +236,109 @@ func describeStep(s *runStep) string {
 		if s.flags&callParam != 0 {
 			target = "{{ params." + s.text + " }}"
 		}
-		return "call " + target + describeArgs(s.vals)
+		return "Call " + target + describeArgs(s.vals)
 	case StepDelay:
-		return "delay " + templateText(s.more.(*durSpec).t)
+		return "Wait " + durationText(s.more.(*durSpec))
 	case StepWait:
 		return describeWait(s.more.(*waitStep))
 	case StepIf:
 		if x := s.more.(*ifStep); x.cond != nil {
-			return "if " + x.cond.Src
+			return "If " + x.cond.Src
 		}
 	case StepChoose:
-		return fmt.Sprintf("choose one of %d arm(s) or default", len(s.more.(*chooseStep).arms))
+		return describeChoose(s.more.(*chooseStep))
 	case StepRepeat:
 		return describeRepeat(s.more.(*repeatStep))
 	case StepSet:
 		names := make([]string, len(s.vals))
 		for i, v := range s.vals {
-			names[i] = v.name
+			names[i] = "vars." + v.name
 		}
-		return "set vars." + strings.Join(names, ", vars.")
+		return "Set " + JoinList(names, "and")
 	case StepStop:
 		if s.flags&stopError != 0 {
-			return "stop with error: " + s.text
+			return "Stop the run with an error: " + s.text
 		}
-		return "stop: " + s.text
+		return "Stop the run: " + s.text
 	}
 	return ""
 }
 
-// describeArgs shows a call's arguments: constants as JSON, templates as
-// written (a deployed rule's params-only templates are constants by then).
+// describeArgs shows a call's arguments by name, in name order: constants
+// as JSON, templates as written (a deployed rule's params-only templates
+// are constants by then): ` with brightness 20 and state "ON"`.
 func describeArgs(vals []namedTemplate) string {
-	if len(vals) == 0 {
-		return ""
-	}
-	args := make(map[string]any, len(vals))
+	var parts []string
 	for _, v := range vals {
 		switch {
 		case v.t == nil:
+			continue
 		case v.t.IsConst:
-			args[v.name] = v.t.Const
+			parts = append(parts, v.name+" "+compactJSON(v.t.Const))
+		case v.t.Whole != nil:
+			parts = append(parts, v.name+" "+templateText(v.t))
 		default:
-			args[v.name] = templateText(v.t)
+			parts = append(parts, v.name+" "+compactJSON(templateText(v.t)))
 		}
 	}
-	return " with " + compactJSON(args)
+	if len(parts) == 0 {
+		return ""
+	}
+	slices.Sort(parts)
+	return " with " + JoinList(parts, "and")
+}
+
+func describeChoose(c *chooseStep) string {
+	s := "Choose the first of these " + Plural(len(c.arms), "option", "") + " whose condition holds"
+	if len(c.arms) == 1 {
+		s = "Take this option if its condition holds"
+	}
+	if len(c.def) > 0 {
+		return s + ", else the default"
+	}
+	return s + ", else nothing"
 }
 
 func describeWait(w *waitStep) string {
 	var d string
 	switch {
 	case w.byParam:
-		d = "wait for {{ params." + w.state + w.event + " }}"
+		d = "Wait for {{ params." + w.state + w.event + " }}"
 	case w.state != "":
-		d = "wait until " + w.state
+		d = "Wait until " + w.state
+		var is []string
 		if w.to.Set {
-			d += " is " + compactJSON(w.to.V)
+			is = append(is, "is "+compactJSON(w.to.V))
 		}
 		if w.above != nil {
-			d += fmt.Sprintf(" > %g", *w.above)
+			is = append(is, fmt.Sprintf("is above %g", *w.above))
 		}
 		if w.below != nil {
-			d += fmt.Sprintf(" < %g", *w.below)
+			is = append(is, fmt.Sprintf("below %g", *w.below))
+			if w.above == nil {
+				is[len(is)-1] = "is " + is[len(is)-1]
+			}
+		}
+		if len(is) > 0 {
+			d += " " + JoinList(is, "and")
 		}
 	case w.event != "":
-		d = "wait for event " + w.event
+		d = "Wait for event " + w.event
 		if w.to.Set {
-			d += " " + compactJSON(w.to.V)
+			d += " with " + compactJSON(w.to.V)
 		}
 	case w.expr != nil:
-		d = "wait until " + w.expr.Src
+		d = "Wait until " + w.expr.Src
 	}
 	if w.hold != nil {
-		d += " for " + templateText(w.hold.t)
+		d += " for " + durationText(w.hold)
 	}
 	if w.timeout > 0 {
-		d += " (timeout " + w.timeout.String() + ")"
+		then := "then the run times out"
+		if w.cont {
+			then = "then the run goes on"
+		}
+		d += " (at most " + HumanDuration(w.timeout) + ", " + then + ")"
 	}
 	return d
 }
@@ -281,15 +346,18 @@ func describeWait(w *waitStep) string {
 func describeRepeat(r *repeatStep) string {
 	switch {
 	case r.count != nil:
-		return "repeat " + templateText(r.count) + " times"
+		if r.count.IsConst && compactJSON(r.count.Const) == "1" {
+			return "Run once"
+		}
+		return "Repeat " + templateText(r.count) + " times"
 	case r.while != nil:
-		return fmt.Sprintf("repeat while %s (at most %d)", r.while.Src, r.max)
+		return fmt.Sprintf("Repeat while %s (at most %s)", r.while.Src, Plural(r.max, "time", ""))
 	case r.until != nil:
-		return fmt.Sprintf("repeat until %s (at most %d)", r.until.Src, r.max)
+		return fmt.Sprintf("Repeat until %s (at most %s)", r.until.Src, Plural(r.max, "time", ""))
 	case r.forEach != nil:
-		return "repeat for each of " + templateText(r.forEach)
+		return "Repeat for each item of " + templateText(r.forEach)
 	}
-	return "repeat"
+	return "Repeat"
 }
 
 func templateText(t *Template) string {

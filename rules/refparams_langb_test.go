@@ -49,7 +49,7 @@ func TestRefParamsInSinceAndValueLists(t *testing.T) {
 			t.Errorf("refs %v lack %s", c.Refs, id)
 		}
 	}
-	if d := planStep(res.Plan, "press").Description; d != `on event bedroom_remote.action in ["toggle_double","toggle_triple"]` {
+	if d := planStep(res.Plan, "press").Description; d != `When event bedroom_remote.action arrives with "toggle_double" or "toggle_triple"` {
 		t.Errorf("trigger: %q", d)
 	}
 	tr := &c.Triggers()[0]

@@ -102,10 +102,10 @@ func TestRefParamsUnboundPlanIsTheWorstCase(t *testing.T) {
 		t.Fatalf("invalid: %s", diagString(res.Diagnostics))
 	}
 	on := planStep(res.Plan, "on")
-	if on.Risk != pilotage.RiskControl || len(on.Calls) != 0 || !strings.Contains(on.Description, "call {{ params.light }} with {\"state\":\"ON\"} (catalog param: an action of a light device") {
+	if on.Risk != pilotage.RiskControl || len(on.Calls) != 0 || !strings.Contains(on.Description, "Call {{ params.light }} with state \"ON\" (catalog param: an action of a light device") {
 		t.Errorf("on: %+v", on)
 	}
-	if d := planStep(res.Plan, "motion").Description; d != "when {{ params.sensor }} changes to true" {
+	if d := planStep(res.Plan, "motion").Description; d != "When {{ params.sensor }} changes to true" {
 		t.Errorf("trigger: %q", d)
 	}
 	if len(res.Compiled.Refs) != 0 || res.Plan.MaxRisk != pilotage.RiskControl {
@@ -139,10 +139,10 @@ func TestRefParamsBound(t *testing.T) {
 		t.Errorf("trigger entity %q", e)
 	}
 	on := planStep(res.Plan, "on")
-	if len(on.Calls) != 1 || on.Calls[0] != "hall_light.set" || on.Description != `call hall_light.set with {"state":"ON"}` {
+	if len(on.Calls) != 1 || on.Calls[0] != "hall_light.set" || on.Description != `Call hall_light.set with state "ON"` {
 		t.Errorf("on: %+v", on)
 	}
-	if d := planStep(res.Plan, "quiet").Description; d != "wait until hall_motion.occupancy is false for 1m30s (timeout 1h0m0s)" {
+	if d := planStep(res.Plan, "quiet").Description; d != "Wait until hall_motion.occupancy is false for 1 minute and 30 seconds (at most 1 hour, then the run times out)" {
 		t.Errorf("quiet: %q", d)
 	}
 	if strings.Join(c.Calls(), ",") != "hall_light.set" {

@@ -11,7 +11,7 @@ func TestThrottleRun(t *testing.T) {
 	comp := validDemo(t, `{"name": "t", "throttle": "1h", "triggers": [{"id": "press", "event": "bedroom_remote.action"}],
 		"conditions": [{"id": "on", "expr": "trigger.value == 'on'"}],
 		"steps": [{"id": "s", "call": "hall_light.set", "args": {"state": "ON"}}]}`, false)
-	if comp.Throttle() != time.Hour || !strings.Contains(comp.Plan.Summary, "(mode single, at most once per 1h)") {
+	if comp.Throttle() != time.Hour || !strings.Contains(comp.Plan.Summary, "(mode single, at most once every hour)") {
 		t.Fatalf("throttle %v, summary %q", comp.Throttle(), comp.Plan.Summary)
 	}
 	var last time.Time
@@ -40,7 +40,7 @@ func TestThrottleRun(t *testing.T) {
 		if c.status == StatusThrottled {
 			out := res.Output.(map[string]any)
 			if out["throttled_until"] != itStart.Add(time.Hour).Format(time.RFC3339) || len(w.Calls()) != 0 ||
-				!strings.HasPrefix(res.Outcome.Error, "throttled: the body ran less than 1h ago") {
+				!strings.HasPrefix(res.Outcome.Error, "throttled: the body ran less than 1 hour ago") {
 				t.Errorf("throttled run: %+v %v calls %v", res.Outcome, out, w.Calls())
 			}
 		}

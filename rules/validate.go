@@ -258,10 +258,9 @@ const maxHinted = 20
 // of a wanted kind (callable ones for a call); when none is close, it offers
 // the wanted entries of the same device (the id's part before '.').
 func (c *checker) suggest(id string, callable bool, kinds []pilotage.Kind) []string {
-	ids := c.cat.IDs()
 	wanted := c.wantFunc(callable, kinds)
 	var out []string
-	for _, m := range closeMatches(id, ids, 8) {
+	for _, m := range closeMatches(id, c.cat.IDs(), 32) {
 		if wanted(m) && len(out) < 3 {
 			out = append(out, m)
 		}
@@ -288,19 +287,20 @@ func (c *checker) wantFunc(callable bool, kinds []pilotage.Kind) func(string) bo
 	}
 }
 
-// sameDevice lists (up to 3) entries of the device id names (the part before
-// '.', or id itself when it names a device) that want accepts.
+// sameDevice lists (up to 3, the most similar to id first) entries of the
+// device id names (the part before '.', or id itself when it names a
+// device) that want accepts.
 func (c *checker) sameDevice(id string, want func(string) bool) []string {
 	dev, _, _ := strings.Cut(id, ".")
 	ids := c.cat.IDs()
-	var out []string
+	var of []string
 	i := sort.SearchStrings(ids, dev+".")
-	for ; i < len(ids) && strings.HasPrefix(ids[i], dev+".") && len(out) < 3; i++ {
+	for ; i < len(ids) && strings.HasPrefix(ids[i], dev+"."); i++ {
 		if ids[i] != id && want(ids[i]) {
-			out = append(out, ids[i])
+			of = append(of, ids[i])
 		}
 	}
-	return out
+	return similar(id, of, 3, -1)
 }
 
 func (c *checker) lookupFor(id, path string, rng *pilotage.Range, what string, callable bool, kinds ...pilotage.Kind) *pilotage.Entry {

@@ -41,13 +41,14 @@ func entry(id string, k pilotage.Kind, risk pilotage.Risk, in, out string) *pilo
 }
 
 const (
-	onOff       = `{"type":"string","enum":["ON","OFF"]}`
-	lightSet    = `{"type":"object","additionalProperties":false,"minProperties":1,"properties":{"state":{"type":"string","enum":["ON","OFF","TOGGLE"]},"brightness":{"type":"integer","minimum":0,"maximum":254},"transition":{"type":"number","minimum":0}}}`
-	plugSet     = `{"type":"object","additionalProperties":false,"required":["state"],"properties":{"state":{"type":"string","enum":["ON","OFF","TOGGLE"]}}}`
-	lockSet     = `{"type":"object","additionalProperties":false,"required":["state"],"properties":{"state":{"type":"string","enum":["LOCK","UNLOCK"]}}}`
-	garageSet   = `{"type":"object","additionalProperties":false,"minProperties":1,"properties":{"state":{"type":"string","enum":["OPEN","CLOSE","STOP"]},"position":{"type":"integer","minimum":0,"maximum":100}}}`
-	thermoSet   = `{"type":"object","additionalProperties":false,"minProperties":1,"properties":{"occupied_heating_setpoint":{"type":"number","minimum":5,"maximum":30},"system_mode":{"type":"string","enum":["off","heat","auto"]}}}`
-	notifyPhone = `{"type":"object","additionalProperties":false,"required":["message"],"properties":{"message":{"type":"string","minLength":1},"title":{"type":"string"}}}`
+	onOff         = `{"type":"string","enum":["ON","OFF"]}`
+	lightSet      = `{"type":"object","additionalProperties":false,"minProperties":1,"properties":{"state":{"type":"string","enum":["ON","OFF","TOGGLE"]},"brightness":{"type":"integer","minimum":0,"maximum":254},"transition":{"type":"number","minimum":0}}}`
+	onOffLightSet = `{"type":"object","additionalProperties":false,"minProperties":1,"properties":{"state":{"type":"string","enum":["ON","OFF","TOGGLE"]},"transition":{"type":"number","minimum":0}}}`
+	plugSet       = `{"type":"object","additionalProperties":false,"required":["state"],"properties":{"state":{"type":"string","enum":["ON","OFF","TOGGLE"]}}}`
+	lockSet       = `{"type":"object","additionalProperties":false,"required":["state"],"properties":{"state":{"type":"string","enum":["LOCK","UNLOCK"]}}}`
+	garageSet     = `{"type":"object","additionalProperties":false,"minProperties":1,"properties":{"state":{"type":"string","enum":["OPEN","CLOSE","STOP"]},"position":{"type":"integer","minimum":0,"maximum":100}}}`
+	thermoSet     = `{"type":"object","additionalProperties":false,"minProperties":1,"properties":{"occupied_heating_setpoint":{"type":"number","minimum":5,"maximum":30},"system_mode":{"type":"string","enum":["off","heat","auto"]}}}`
+	notifyPhone   = `{"type":"object","additionalProperties":false,"required":["message"],"properties":{"message":{"type":"string","minLength":1},"title":{"type":"string"}}}`
 )
 
 // remoteActions is the demo remote's output schema: five buttons, each
@@ -70,14 +71,14 @@ func demoCatalog() *mapCatalog {
 		dev("hall_light"), dev("porch_light"), dev("hall_motion"), dev("front_door"), dev("front_lock"),
 		dev("garage_door"), dev("living_plug"), dev("living_thermostat"), dev("bedroom_remote"), dev("outdoor_weather"), dev("notify"),
 		entry("hall_light.set", pilotage.KindAction, pilotage.RiskControl, lightSet, ""),
-		entry("porch_light.set", pilotage.KindAction, pilotage.RiskControl, lightSet, ""),
+		entry("porch_light.set", pilotage.KindAction, pilotage.RiskControl, onOffLightSet, ""),
 		entry("living_plug.set", pilotage.KindAction, pilotage.RiskControl, plugSet, ""),
 		entry("front_lock.set", pilotage.KindAction, pilotage.RiskSecurity, lockSet, ""),
 		entry("garage_door.set", pilotage.KindAction, pilotage.RiskSecurity, garageSet, ""),
 		entry("living_thermostat.set", pilotage.KindAction, pilotage.RiskControl, thermoSet, ""),
 		entry("notify.phone", pilotage.KindAction, pilotage.RiskExternal, notifyPhone, ""),
 		st("hall_light.state", onOff), st("hall_light.brightness", `{"type":"integer","minimum":0,"maximum":254}`),
-		st("porch_light.state", onOff), st("porch_light.brightness", `{"type":"integer","minimum":0,"maximum":254}`),
+		st("porch_light.state", onOff), // an on/off light: no brightness, as in the demo house
 		st("hall_motion.occupancy", `{"type":"boolean"}`), st("hall_motion.illuminance", `{"type":"number","minimum":0,"unit":"lx"}`),
 		st("front_door.contact", `{"type":"boolean","description":"true = closed"}`),
 		st("front_lock.lock_state", `{"type":"string","enum":["locked","unlocked","not_fully_locked"]}`),

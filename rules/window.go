@@ -133,43 +133,43 @@ func (w *condWindow) dayNames() []any {
 	return out
 }
 
-// describe is the window in a plan ("between 22:00 and 06:00 on mon,
-// fri"); zone names the time zone ("" = the server's).
+// describe is the window in a plan ("Only from 22:00 until 06:00 the
+// next day, on Monday and Friday (Europe/Berlin)"); zone names the time
+// zone ("" = the server's).
 func (w *condWindow) describe(zone string) string {
 	var s string
 	if w.sun {
 		switch {
 		case w.sunAfter != "" && w.sunBefore != "":
-			s = "between " + sunText(w.sunAfter, w.afterOff) + " and " + sunText(w.sunBefore, w.beforeOff)
+			s = "between " + SunPhrase(w.sunAfter, w.afterOff) + " and " + SunPhrase(w.sunBefore, w.beforeOff)
 		case w.sunAfter != "":
-			s = "after " + sunText(w.sunAfter, w.afterOff)
+			s = "after " + SunPhrase(w.sunAfter, w.afterOff)
 		default:
-			s = "before " + sunText(w.sunBefore, w.beforeOff)
+			s = "before " + SunPhrase(w.sunBefore, w.beforeOff)
 		}
-		return "only " + s + " (the server's location)"
+		return "Only " + s + " (the server's location)"
 	}
 	switch {
+	case w.after >= 0 && w.before >= 0 && w.after > w.before:
+		s = "from " + clockText(w.after) + " until " + clockText(w.before) + " the next day"
 	case w.after >= 0 && w.before >= 0:
 		s = "between " + clockText(w.after) + " and " + clockText(w.before)
-		if w.after > w.before {
-			s += " (crossing midnight)"
-		}
 	case w.after >= 0:
 		s = "after " + clockText(w.after)
 	case w.before >= 0:
 		s = "before " + clockText(w.before)
 	}
 	if w.days != 0 {
-		names := make([]string, 0, 7)
-		for _, d := range w.dayNames() {
-			names = append(names, d.(string))
+		on := "on " + JoinList(dayNamesLong(w.dayNames()), "and")
+		if s != "" {
+			on = ", " + on
 		}
-		s = strings.TrimSpace(s + " on " + strings.Join(names, ", "))
+		s += on
 	}
 	if zone == "" {
 		zone = "server time"
 	}
-	return "only " + s + " (" + zone + ")"
+	return "Only " + s + " (" + zone + ")"
 }
 
 func clockText(sec int32) string {

@@ -172,9 +172,9 @@ func TestConditionPlan(t *testing.T) {
 		{"id": "dark", "sun": {"after": "sunset", "after_offset": "15m", "before": "sunrise", "before_offset": "-1h30m"}}],
 		"steps": [{"id": "s", "call": "hall_light.set", "args": {"state": "ON"}}]}`, true)
 	want := map[string]string{
-		"t":     "every day at 07:00 (Europe/Berlin)",
-		"night": "only between 22:00 and 06:00 (crossing midnight) on mon, fri (Europe/Berlin)",
-		"dark":  "only between sunset +15m and sunrise -1h30m (the server's location)",
+		"t":     "Every day at 07:00 (Europe/Berlin)",
+		"night": "Only from 22:00 until 06:00 the next day, on Monday and Friday (Europe/Berlin)",
+		"dark":  "Only between 15 minutes after sunset and 1 hour and 30 minutes before sunrise (the server's location)",
 	}
 	for _, s := range comp.Plan.Steps {
 		if w, ok := want[s.ID]; ok {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pilothouse/pilothouse/internal/testutil"
 )
 
 // TestWriteStatusFollowsARealLock: another connection holding SQLite's
@@ -62,12 +64,8 @@ func TestWriteStatusFollowsARealLock(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(4 * probeEvery)
-	for !s.WriteStatus().OK {
-		if time.Now().After(deadline) {
-			t.Fatalf("the status never recovered: %+v", s.WriteStatus())
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testutil.Within(4*probeEvery, func() bool { return s.WriteStatus().OK }) {
+		t.Fatalf("the status never recovered: %+v", s.WriteStatus())
 	}
 	if st := s.WriteStatus(); st.Error != "" || st.Failures != 3 {
 		t.Fatalf("recovered status: %+v", st)

@@ -148,45 +148,60 @@ func (s *Store) InsertRuns(ctx context.Context, runs []Run, opts ...WriteOptions
 			return s.wrote(ctx, fmt.Errorf("storage: insert runs: prepare trim: %w", err))
 		}
 	}
-	// Rows are executed under a context that cannot be cancelled, and the
-	// batch checks ctx between rows instead: the SQLite driver starts a
-	// goroutine per statement to watch a cancellable context (one per
-	// firing at thousands of firings a second), and a row is microseconds.
-	rowCtx := context.WithoutCancel(ctx)
 	return s.inTx(ctx, fmt.Sprintf("insert %d runs", len(runs)), func(tx *sql.Tx) error {
-		st := tx.StmtContext(rowCtx, ps)
-		defer st.Close()
-		var ra runArgBuf // one argument list for the batch
-		for i := range runs {
-			r := &runs[i]
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if _, err := st.ExecContext(rowCtx, ra.fill(r)...); err != nil {
-				return fmt.Errorf("storage: insert run %s: %w", r.ID, err)
-			}
-			if o.Yield != nil {
-				o.Yield()
-			}
+		if err := upsertRows(ctx, tx, ps, runs, o); err != nil {
+			return err
 		}
-		if trim == nil {
-			return nil
-		}
-		tt := tx.StmtContext(rowCtx, trim)
-		defer tt.Close()
-		for _, rule := range o.Trim {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if _, err := tt.ExecContext(rowCtx, rule, KindFiring, StatusRunning, o.KeepPerStatus); err != nil {
-				return fmt.Errorf("storage: trim rule %s: %w", rule, err)
-			}
-			if o.Yield != nil {
-				o.Yield()
-			}
-		}
-		return nil
+		return trimRules(ctx, tx, trim, o)
 	})
+}
+
+// upsertRows executes the prepared upsert for each run. Rows are executed
+// under a context that cannot be cancelled, and the batch checks ctx
+// between rows instead: the SQLite driver starts a goroutine per statement
+// to watch a cancellable context (one per firing at thousands of firings a
+// second), and a row is microseconds.
+func upsertRows(ctx context.Context, tx *sql.Tx, ps *sql.Stmt, runs []Run, o WriteOptions) error {
+	rowCtx := context.WithoutCancel(ctx)
+	st := tx.StmtContext(rowCtx, ps)
+	defer st.Close()
+	var ra runArgBuf // one argument list for the batch
+	for i := range runs {
+		r := &runs[i]
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if _, err := st.ExecContext(rowCtx, ra.fill(r)...); err != nil {
+			return fmt.Errorf("storage: insert run %s: %w", r.ID, err)
+		}
+		if o.Yield != nil {
+			o.Yield()
+		}
+	}
+	return nil
+}
+
+// trimRules keeps o.KeepPerStatus firings per status of each rule in
+// o.Trim (none when trim is nil), like upsertRows row by row.
+func trimRules(ctx context.Context, tx *sql.Tx, trim *sql.Stmt, o WriteOptions) error {
+	if trim == nil {
+		return nil
+	}
+	rowCtx := context.WithoutCancel(ctx)
+	tt := tx.StmtContext(rowCtx, trim)
+	defer tt.Close()
+	for _, rule := range o.Trim {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if _, err := tt.ExecContext(rowCtx, rule, KindFiring, StatusRunning, o.KeepPerStatus); err != nil {
+			return fmt.Errorf("storage: trim rule %s: %w", rule, err)
+		}
+		if o.Yield != nil {
+			o.Yield()
+		}
+	}
+	return nil
 }
 
 // UpsertRun writes one run, replacing any stored run with the same ID.
@@ -344,8 +359,30 @@ func (s *Store) listRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 
 // listRunsQuery is ListRuns' statement and arguments.
 func (s *Store) listRunsQuery(ctx context.Context, f RunFilter) (string, []any, error) {
-	var where []string
-	var args []any
+	where, args := s.runFilterTerms(f)
+	where, args, err := s.runCursorTerms(ctx, f, where, args)
+	if err != nil {
+		return "", nil, err
+	}
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultRunLimit
+	}
+	args = append(args, limit)
+	cols := runCols
+	if f.SkipEnvelope {
+		cols = runColsNoEnvelope
+	}
+	order := ` ORDER BY started DESC, id DESC LIMIT ?`
+	if f.After != "" {
+		order = ` ORDER BY started ASC, id ASC LIMIT ?` // the closest newer runs; ListRuns reverses them
+	}
+	q := `SELECT ` + cols + ` FROM runs WHERE ` + strings.Join(where, " AND ") + order
+	return q, args, nil
+}
+
+// runFilterTerms are the WHERE terms of f's fields other than the cursors.
+func (s *Store) runFilterTerms(f RunFilter) (where []string, args []any) {
 	where, args = append(where, "(expires IS NULL OR expires > ?)"), append(args, s.now().UnixNano())
 	// With a rule, the rule's index is the one to walk: "+col" keeps the
 	// planner off the principal and status indexes, which also deliver
@@ -370,13 +407,18 @@ func (s *Store) listRunsQuery(ctx context.Context, f RunFilter) (string, []any, 
 	if f.OK != nil {
 		where, args = append(where, "ok = ?"), append(args, boolArg(*f.OK))
 	}
+	return where, args
+}
+
+// runCursorTerms adds the terms of f's Before or After cursor.
+func (s *Store) runCursorTerms(ctx context.Context, f RunFilter, where []string, args []any) ([]string, []any, error) {
 	if f.Before != "" && f.After != "" {
-		return "", nil, fmt.Errorf("%w: both before and after cursors", ErrBadCursor)
+		return nil, nil, fmt.Errorf("%w: both before and after cursors", ErrBadCursor)
 	}
 	if f.After != "" {
 		started, err := s.cursorStart(ctx, f.After)
 		if err != nil {
-			return "", nil, err
+			return nil, nil, err
 		}
 		where = append(where, "started >= ? AND (started > ? OR id > ?)")
 		args = append(args, started, started, f.After)
@@ -384,28 +426,14 @@ func (s *Store) listRunsQuery(ctx context.Context, f RunFilter) (string, []any, 
 	if f.Before != "" {
 		started, err := s.cursorStart(ctx, f.Before)
 		if err != nil {
-			return "", nil, err
+			return nil, nil, err
 		}
 		// Same as started < s OR (started = s AND id < c), written so the
 		// planner bounds the index range (measured 4x faster).
 		where = append(where, "started <= ? AND (started < ? OR id < ?)")
 		args = append(args, started, started, f.Before)
 	}
-	limit := f.Limit
-	if limit <= 0 {
-		limit = DefaultRunLimit
-	}
-	args = append(args, limit)
-	cols := runCols
-	if f.SkipEnvelope {
-		cols = runColsNoEnvelope
-	}
-	order := ` ORDER BY started DESC, id DESC LIMIT ?`
-	if f.After != "" {
-		order = ` ORDER BY started ASC, id ASC LIMIT ?` // the closest newer runs; ListRuns reverses them
-	}
-	q := `SELECT ` + cols + ` FROM runs WHERE ` + strings.Join(where, " AND ") + order
-	return q, args, nil
+	return where, args, nil
 }
 
 // cursorStart resolves a cursor run id to its start time. A cursor run

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 )
 
 // TestOwnerSeesGuestRuns: a rule a guest installed fires; the owner (an
@@ -19,7 +20,7 @@ func TestOwnerSeesGuestRuns(t *testing.T) {
 	f := newFixture(t, ps)
 	dep := f.deploy(ps[1], motionRule)
 	f.motion(true)
-	waitFor(t, 5*time.Second, "the guest's rule to fire", func() bool { return len(f.firings("hall-motion-light")) > 0 })
+	testutil.Eventually(t, 5*time.Second, "the guest's rule to fire", func() bool { return len(f.firings("hall-motion-light")) > 0 })
 	firing := f.firings("hall-motion-light")[0].ID
 
 	owner := f.client()

@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
-	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine"
-	"github.com/pilothouse/pilothouse/storage"
 )
 
 const (
@@ -135,7 +133,7 @@ func (s *server) session(r *http.Request) *session {
 func (s *server) authed(h handlerFunc) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// One request's writes fail fast once storage failed.
-		r = r.WithContext(storage.FailFast(r.Context()))
+		r = r.WithContext(engine.FailFast(r.Context()))
 		ss := s.session(r)
 		if ss == nil {
 			if s.loginRequired() {
@@ -205,7 +203,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
 		s.log.Warn("web login refused: too many failures", "remote", r.RemoteAddr)
 		s.renderCode(w, r, nil, http.StatusTooManyRequests, "login", page{Title: "Log in", NoNav: true,
-			Data: loginData{Next: next, Error: fmt.Sprintf("Too many failed logins from this address. Try again in %d minute(s).", mins)}})
+			Data: loginData{Next: next, Error: "Too many failed logins from this address. Try again in " + engine.Plural(mins, "minute", "") + "."}})
 		return
 	}
 	tok := strings.TrimSpace(r.PostFormValue("token"))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 )
 
 func TestLoginRequired(t *testing.T) {
@@ -124,7 +125,7 @@ func TestGuestScope(t *testing.T) {
 	}
 	// The owner's runs are not the guest's.
 	f.motion(true)
-	waitFor(t, 5*time.Second, "a firing", func() bool { return len(f.firings("hall-motion-light")) > 0 })
+	testutil.Eventually(t, 5*time.Second, "a firing", func() bool { return len(f.firings("hall-motion-light")) > 0 })
 	id := f.firings("hall-motion-light")[0].ID
 	if code, _, _ := guest.get("/runs/" + id); code != http.StatusNotFound {
 		t.Errorf("guest reads the owner's run: %d", code)

@@ -11,7 +11,6 @@ import (
 
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/pilotage"
-	"github.com/pilothouse/pilothouse/storage"
 )
 
 // deviceData is what the device page template gets.
@@ -27,7 +26,7 @@ type deviceData struct {
 
 // controlRun is a recent manual run of one of the device's actions.
 type controlRun struct {
-	storage.Run
+	engine.Run
 	Action string
 }
 
@@ -116,7 +115,7 @@ func (s *server) devicePage(w http.ResponseWriter, r *http.Request, ss *session)
 // the state <device>.<prop>, when there is one.
 func (s *server) currentOf(ctx context.Context, dev string) func(string) string {
 	return func(prop string) string {
-		if l, ok := s.live(ctx, dev+"."+prop); ok && l.Value != nil {
+		if l, ok := s.e.Live(ctx, dev+"."+prop); ok && l.Value != nil {
 			return compactJSON(l.Value)
 		}
 		return ""
@@ -128,7 +127,7 @@ func (s *server) recentControls(ctx context.Context, actions []actionRow) ([]con
 	if len(actions) == 0 {
 		return nil, nil
 	}
-	runs, err := s.e.ListRuns(ctx, storage.RunFilter{Kind: storage.KindManual, Limit: 100, SkipEnvelope: true})
+	runs, err := s.e.ListRuns(ctx, engine.RunFilter{Kind: engine.KindManual, Limit: 100})
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/pilotage"
 )
@@ -23,6 +22,10 @@ type deviceView struct {
 	States    []liveRow
 	Events    []liveRow
 	Actions   []actionRow
+	// Fidelity is how fully the device is modelled ("" fully, partial,
+	// unmodelled), Gaps what is missing and why (markFidelity).
+	Fidelity string
+	Gaps     []string
 }
 
 type liveRow struct {
@@ -55,22 +58,6 @@ func (s *server) visibleEntries(ctx context.Context) ([]*pilotage.Entry, error) 
 	}
 }
 
-// live reads a live value: straight from the device catalog when the UI
-// has it (ids come from the scoped listing), else through the engine.
-func (s *server) live(ctx context.Context, id string) (devices.Live, bool) {
-	if s.o.Devices != nil {
-		return s.o.Devices.Live(id)
-	}
-	res, err := s.e.Lookup(ctx, engine.LookupRequest{Verb: "get", ID: id})
-	if err != nil {
-		return devices.Live{}, false
-	}
-	if g, ok := res.(*engine.GetResponse); ok && g.Live != nil {
-		return *g.Live, true
-	}
-	return devices.Live{}, false
-}
-
 func (s *server) devicesPage(w http.ResponseWriter, r *http.Request, ss *session) {
 	ctx := ss.ctx(r)
 	entries, err := s.visibleEntries(ctx)
@@ -79,7 +66,7 @@ func (s *server) devicesPage(w http.ResponseWriter, r *http.Request, ss *session
 		return
 	}
 	list := s.groupDevices(ctx, entries)
-	d := devicesData{findData: findDevices(list, r.URL.Query())}
+	d := devicesData{findData: findDevices(list, r.URL.Query()), Coverage: coverageOf(list, !ss.seesHouse())}
 	if !hasDevice(list) {
 		d.Empty = s.noDevices(ss)
 	}
@@ -90,7 +77,8 @@ func (s *server) devicesPage(w http.ResponseWriter, r *http.Request, ss *session
 // visible at all, why.
 type devicesData struct {
 	findData
-	Empty *noDevices
+	Empty    *noDevices
+	Coverage coverageView
 }
 
 // noDevices explains an empty Devices page: devices hidden by the login's
@@ -139,7 +127,7 @@ func (s *server) groupDevices(ctx context.Context, entries []*pilotage.Entry) []
 			// Home Assistant device is the garden of a Zigbee2MQTT one):
 			// one group each.
 			dv := &deviceView{Entry: en, Type: tagValue(en.Tags, "type:"), Area: strings.ToLower(tagValue(en.Tags, "area:"))}
-			if l, ok := s.live(ctx, en.ID); ok {
+			if l, ok := s.e.Live(ctx, en.ID); ok {
 				dv.Available, dv.LastSeen = l.Available, l.LastSeen
 			}
 			byID[en.ID] = dv
@@ -162,6 +150,9 @@ func (s *server) groupDevices(ctx context.Context, entries []*pilotage.Entry) []
 		}
 		s.attach(ctx, dv, dev, en)
 	}
+	for _, dv := range list {
+		markFidelity(dv)
+	}
 	return append(list, others...)
 }
 
@@ -172,7 +163,7 @@ func (s *server) attach(ctx context.Context, dv *deviceView, dev string, en *pil
 		dv.Actions = append(dv.Actions, actionRow{Entry: en, Args: schemaProps(en.InputSchema)})
 	case pilotage.KindState, pilotage.KindEvent:
 		row := liveRow{Entry: en, Short: strings.TrimPrefix(en.ID, dev+"."), Value: "—", Unit: schemaUnit(en.OutputSchema)}
-		if l, ok := s.live(ctx, en.ID); ok && l.Value != nil {
+		if l, ok := s.e.Live(ctx, en.ID); ok && l.Value != nil {
 			row.Value = compactJSON(l.Value)
 		}
 		if en.Kind == pilotage.KindState {

@@ -5,57 +5,47 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
-	"sync/atomic"
 	"time"
 
-	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine"
-	"github.com/pilothouse/pilothouse/pilotage"
-	"github.com/pilothouse/pilothouse/storage"
 )
 
-// SSE budgets: buffers between the engine/catalog and one stream (a slow
-// browser loses events, it never blocks ingestion), the keep-alive period,
-// and how many catalog changes are remembered between two notices.
+// SSE budgets: buffers between the engine and one stream (a slow browser
+// loses events, it never blocks ingestion) and the keep-alive period.
 const (
-	sseEngineBuffer  = 64
-	sseDeviceBuffer  = 256
-	sseKeepAlive     = 25 * time.Second
-	sseTick          = time.Second
-	sseMaxCatPending = 1024
+	sseEngineBuffer = 64
+	sseDeviceBuffer = 256
+	sseKeepAlive    = 25 * time.Second
+	sseTick         = time.Second
 )
 
-// stream is one /events connection: its scope, caches and counters.
+// stream is one /events connection and what it watches.
 type stream struct {
-	s       *server
-	ctx     context.Context
-	w       http.ResponseWriter
-	rc      *http.ResponseController
-	visible map[string]bool // device catalog ids in scope
-	stale   bool
-	catIDs  map[string]bool // catalog changes since the last notice
-	dropped atomic.Int64
-	// Without a device catalog in Options, live values are polled through
-	// the engine once per tick: last is what the browser was last told.
-	poll bool
-	last map[string]string
+	s    *server
+	ctx  context.Context
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	live *engine.LiveWatch // nil: the page shows no devices, or there are none
 	// Deploys raise no engine event: pages that list rules watch the
 	// newest deploy run instead (one indexed query per tick).
 	deploys    bool
 	lastDeploy string
 }
 
-// events serves server-sent events: firings and rule changes from the
-// engine, live device values from the catalog, each filtered by the
-// session's scope. The stream ends with the request.
+// events serves server-sent events: firings, rule changes and live
+// device values from the engine, each judged in the session's scope by
+// the engine. The stream ends with the request.
 func (s *server) events(w http.ResponseWriter, r *http.Request, ss *session) {
-	st := &stream{s: s, ctx: ss.ctx(r), w: w, rc: http.NewResponseController(w),
-		catIDs: map[string]bool{}}
+	st := &stream{s: s, ctx: ss.ctx(r), w: w, rc: http.NewResponseController(w)}
 	engCh, cancelEng := s.e.Events(sseEngineBuffer)
 	defer cancelEng()
-	devCh, cancelDev := st.watchDevices(r.URL.Query().Get("devices") == "1")
-	defer cancelDev()
+	var devCh <-chan engine.LiveChange // nil: never ready
+	if r.URL.Query().Get("devices") == "1" {
+		if lw, ok := s.e.WatchLive(st.ctx, sseDeviceBuffer); ok {
+			st.live, devCh = lw, lw.C
+			defer lw.Close()
+		}
+	}
 	if r.URL.Query().Get("deploys") == "1" {
 		st.deploys = true
 		_, st.lastDeploy = st.newestDeploy()
@@ -85,9 +75,6 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, ss *session) {
 			err = st.deviceChange(c)
 		case now := <-tick.C:
 			err = st.tick()
-			if err == nil && st.poll {
-				err = st.pollLive(true)
-			}
 			if err == nil && st.deploys {
 				err = st.checkDeploys()
 			}
@@ -117,30 +104,6 @@ func (s *server) bounded(h handlerFunc) handlerFunc {
 		defer release()
 		h(w, r, ss)
 	}
-}
-
-// watchDevices subscribes the stream to live device changes when the page
-// shows devices: pushed by the device catalog when the UI has one, else
-// polled through the engine on every tick.
-func (st *stream) watchDevices(want bool) (<-chan devices.Change, func()) {
-	ch := make(chan devices.Change, sseDeviceBuffer)
-	switch {
-	case !want:
-		return ch, func() {}
-	case st.s.o.Devices == nil:
-		st.poll, st.last = true, map[string]string{}
-		_ = st.pollLive(false) // the baseline: what the page was rendered with
-		return ch, func() {}
-	}
-	cancel := st.s.o.Devices.Subscribe(func(c devices.Change) {
-		select {
-		case ch <- c:
-		default:
-			st.dropped.Add(1)
-		}
-	})
-	st.refreshVisible()
-	return ch, cancel
 }
 
 func (st *stream) send(event string, data any) error {
@@ -194,24 +157,15 @@ type liveMsg struct {
 	When      string `json:"when"`
 }
 
-func (st *stream) deviceChange(c devices.Change) error {
-	if c.Kind == devices.ChangeCatalog {
-		st.stale = true
-		if len(st.catIDs) < sseMaxCatPending {
-			st.catIDs[c.ID] = true
-		}
-		return nil
-	}
-	if st.stale {
-		st.refreshVisible()
-	}
-	if !st.visible[c.ID] {
+// deviceChange relays a live value the session's principal may see.
+func (st *stream) deviceChange(c engine.LiveChange) error {
+	if !st.live.Pass(c) {
 		return nil
 	}
 	switch c.Kind {
-	case devices.ChangeState, devices.ChangeEvent:
+	case engine.LiveState, engine.LiveEvent:
 		return st.send("live", liveMsg{ID: c.ID, Value: compactJSON(c.Value), When: st.s.when(c.Time)})
-	case devices.ChangeAvailability:
+	case engine.LiveAvailability:
 		b, ok := c.Value.(bool)
 		if !ok {
 			return nil
@@ -224,83 +178,16 @@ func (st *stream) deviceChange(c devices.Change) error {
 // tick sends one coalesced "catalog changed" notice when a change touched
 // an entry in scope (before or after the change).
 func (st *stream) tick() error {
-	if len(st.catIDs) == 0 {
+	if st.live == nil || !st.live.CatalogTouched() {
 		return nil
 	}
-	old := st.visible
-	st.refreshVisible()
-	hit := false
-	for id := range st.catIDs {
-		if old[id] || st.visible[id] {
-			hit = true
-			break
-		}
-	}
-	clear(st.catIDs)
-	if !hit {
-		return nil
-	}
-	return st.send("catalog", map[string]any{"dropped": st.dropped.Load()})
+	return st.send("catalog", map[string]any{"dropped": st.live.Dropped()})
 }
 
-func (st *stream) refreshVisible() {
-	st.stale = false
-	entries, err := st.s.visibleEntries(st.ctx)
-	if err != nil {
-		return
-	}
-	st.visible = make(map[string]bool, len(entries))
-	for _, en := range entries {
-		st.visible[en.ID] = true
-	}
-}
-
-// pollLive reads the live values of every visible state, event and
-// device through the engine and, when send is set, tells the browser
-// about those that changed since the last poll.
-func (st *stream) pollLive(send bool) error {
-	entries, err := st.s.visibleEntries(st.ctx)
-	if err != nil {
-		return nil // try again next tick
-	}
-	for _, en := range entries {
-		if en.Kind != pilotage.KindState && en.Kind != pilotage.KindEvent && en.Kind != pilotage.KindDevice {
-			continue
-		}
-		l, ok := st.s.live(st.ctx, en.ID)
-		if !ok {
-			continue
-		}
-		var key string
-		var msg liveMsg
-		if en.Kind == pilotage.KindDevice {
-			if l.Available == nil {
-				continue
-			}
-			key = strconv.FormatBool(*l.Available)
-			msg = liveMsg{ID: en.ID, Available: l.Available, When: st.s.when(l.LastSeen)}
-		} else {
-			if l.Value == nil {
-				continue
-			}
-			key = compactJSON(l.Value)
-			msg = liveMsg{ID: en.ID, Value: key, When: st.s.when(l.LastSeen)}
-		}
-		prev, seen := st.last[en.ID]
-		st.last[en.ID] = key
-		if send && (!seen || prev != key) {
-			if err := st.send("live", msg); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func (st *stream) newestDeploy() (storage.Run, string) {
-	runs, err := st.s.e.ListRuns(st.ctx, storage.RunFilter{Kind: storage.KindDeploy, Limit: 1})
+func (st *stream) newestDeploy() (engine.Run, string) {
+	runs, err := st.s.e.ListRuns(st.ctx, engine.RunFilter{Kind: engine.KindDeploy, Limit: 1})
 	if err != nil || len(runs) == 0 {
-		return storage.Run{}, ""
+		return engine.Run{}, ""
 	}
 	return runs[0], runs[0].ID
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
@@ -35,7 +36,7 @@ func openStream(t *testing.T, c *client) <-chan string {
 			lines <- sc.Text()
 		}
 	}()
-	waitFor(t, 5*time.Second, "the stream to open", func() bool { return len(lines) > 0 }) // "retry:"
+	testutil.Eventually(t, 5*time.Second, "the stream to open", func() bool { return len(lines) > 0 }) // "retry:"
 	return lines
 }
 

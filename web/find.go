@@ -16,6 +16,7 @@ type findData struct {
 	Groups              []areaGroup
 	Shown, Total        int
 	Filtered            bool
+	Gaps                bool // only devices not fully modelled
 }
 
 type areaGroup struct {
@@ -39,7 +40,8 @@ func areaParam(v string) string {
 // kind, and groups them by area (named areas first, by name).
 func findDevices(list []*deviceView, q url.Values) findData {
 	f := findData{Q: strings.TrimSpace(q.Get("q")), Area: areaParam(q.Get("area")), Type: q.Get("type"), Kind: q.Get("kind"), Total: len(list)}
-	f.Filtered = f.Q != "" || f.Area != "" || f.Type != "" || f.Kind != ""
+	f.Gaps = q.Get(gapsParam) != ""
+	f.Filtered = f.Q != "" || f.Area != "" || f.Type != "" || f.Kind != "" || f.Gaps
 	areas, types := map[string]bool{}, map[string]bool{}
 	words := strings.Fields(strings.ToLower(f.Q))
 	groups := map[string]*areaGroup{}
@@ -52,7 +54,7 @@ func findDevices(list []*deviceView, q url.Values) findData {
 		}
 		switch {
 		case f.Area == noArea && dv.Area != "", f.Area != "" && f.Area != noArea && dv.Area != f.Area,
-			f.Type != "" && dv.Type != f.Type:
+			f.Type != "" && dv.Type != f.Type, f.Gaps && dv.Fidelity == fidelityFull:
 			continue
 		}
 		m := dv.match(words, pilotage.Kind(f.Kind))

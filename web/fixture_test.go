@@ -129,7 +129,7 @@ func newFixtureWith(t *testing.T, principals []*engine.Principal, dir string, so
 	}
 	t.Cleanup(e.Close)
 	f := &fixture{t: t, e: e, store: store, devs: devs}
-	f.srv = httptest.NewServer(Handler(e, Options{Principals: principals, Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil)), Devices: devs}))
+	f.srv = httptest.NewServer(Handler(e, Options{Principals: principals, Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil))}))
 	t.Cleanup(f.srv.Close)
 	return f
 }
@@ -235,16 +235,5 @@ func mustNotContain(t *testing.T, what, body string, nots ...string) {
 		if strings.Contains(body, w) {
 			t.Errorf("%s: unexpectedly contains %q", what, w)
 		}
-	}
-}
-
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

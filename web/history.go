@@ -12,7 +12,6 @@ import (
 
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/pilotage"
-	"github.com/pilothouse/pilothouse/storage"
 )
 
 // The range picker's choices: name, span.
@@ -274,7 +273,7 @@ func fmtNum(v float64) string { return compactJSON(round(v)) }
 func itoa(n int) string { return compactJSON(n) }
 
 // firingMarks turns a rule's firings into timeline marks, oldest first.
-func firingMarks(runs []storage.Run, from time.Time) []firingMark {
+func firingMarks(runs []engine.Run, from time.Time) []firingMark {
 	out := make([]firingMark, 0, len(runs))
 	for i := len(runs) - 1; i >= 0; i-- {
 		r := runs[i]
@@ -321,7 +320,7 @@ func (s *server) ruleTimeline(ctx context.Context, name string, q url.Values) (h
 	}
 	// Stored firings are bounded per rule and status (50 each by
 	// default): the newest few hundred cover any range.
-	runs, err := s.e.ListRuns(ctx, storage.RunFilter{Rule: name, Kind: storage.KindFiring, Limit: 500, SkipEnvelope: true})
+	runs, err := s.e.ListRuns(ctx, engine.RunFilter{Rule: name, Kind: engine.KindFiring, Limit: 500})
 	if err != nil {
 		return h, err
 	}

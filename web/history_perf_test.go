@@ -58,7 +58,7 @@ func sensorWeek(tb testing.TB) (http.Handler, *http.Cookie) {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(e.Close)
-	h := Handler(e, Options{Logger: quiet(), Devices: devs})
+	h := Handler(e, Options{Logger: quiet()})
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1/devices", nil))
 	return h, rec.Result().Cookies()[0]

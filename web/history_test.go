@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -194,7 +195,7 @@ func TestRuleTimelineOverlaysFirings(t *testing.T) {
 }`)
 	f.motion(true)
 	var runs []storage.Run
-	waitFor(t, 5*time.Second, "a firing", func() bool { runs = f.firings("dark-only"); return len(runs) > 0 })
+	testutil.Eventually(t, 5*time.Second, "a firing", func() bool { runs = f.firings("dark-only"); return len(runs) > 0 })
 	f.e.FlushHistory()
 	_, body, _ := f.client().get("/rules/dark-only")
 	mustContain(t, "rule timeline", body, `id="tl-h"`, `data-chart="firings"`, `1 firings: 1 conditions not met`,

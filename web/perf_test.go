@@ -13,7 +13,9 @@ import (
 
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
+	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -94,7 +96,7 @@ func populate(tb testing.TB) *bigHouse {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(e.Close)
-	h := Handler(e, Options{Logger: quiet(), Devices: devs})
+	h := Handler(e, Options{Logger: quiet()})
 	// A first request mints the (owner) session cookie.
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://127.0.0.1/devices", nil))
@@ -121,21 +123,16 @@ func templates(tb testing.TB, devs *devices.Catalog, store *storage.Store) (stor
 	}
 	devs.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/hall_motion", Payload: []byte(`{"occupancy":true}`)})
 	var tmplRun storage.Run
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	testutil.Eventually(tb, 5*time.Second, "the template firing", func() bool {
 		e1.Flush()
 		runs, _ := store.ListRuns(ctx, storage.RunFilter{Kind: "firing", Limit: 1})
 		if len(runs) == 1 {
 			tmplRun = runs[0]
-			break
 		}
-		if time.Now().After(deadline) {
-			tb.Fatal("no template firing")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+		return len(runs) == 1
+	})
 	e1.Close()
-	prog, err := store.GetProgram(ctx, resp.Output.(*engine.DeployOutput).ProgramRef)
+	prog, err := store.GetProgram(ctx, resp.Output.(*pilotage.DeployOutput).ProgramRef)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -16,14 +16,13 @@ import (
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/engine/mcpserver"
 	"github.com/pilothouse/pilothouse/pilotage"
-	"github.com/pilothouse/pilothouse/storage"
 )
 
 // ruleRow is one line of the Rules page.
 type ruleRow struct {
 	engine.RuleInfo
 	Summary string
-	Last    *engine.FiringInfo
+	Last    *pilotage.FiringInfo
 }
 
 // rulesPerPage bounds one Rules page.
@@ -98,7 +97,7 @@ type cachedRow struct {
 
 // rowKey names everything a row shows; the program ref stands for the
 // description, triggers and risk, which a ref fixes.
-func rowKey(ri engine.RuleInfo, last *engine.FiringInfo) string {
+func rowKey(ri engine.RuleInfo, last *pilotage.FiringInfo) string {
 	var b strings.Builder
 	b.WriteString(ri.Status + "\x00" + ri.Broken + "\x00" + ri.ProgramRef + "\x00" + string(ri.MaxRisk) + "\x00" + strings.Join(ri.Missing, ",") + "\x00")
 	if last != nil {
@@ -111,7 +110,7 @@ func rowKey(ri engine.RuleInfo, last *engine.FiringInfo) string {
 	return b.String()
 }
 
-func (c *rowCache) html(t *template.Template, ri engine.RuleInfo, last *engine.FiringInfo) (template.HTML, error) {
+func (c *rowCache) html(t *template.Template, ri engine.RuleInfo, last *pilotage.FiringInfo) (template.HTML, error) {
 	key := rowKey(ri, last)
 	c.mu.Lock()
 	cr, ok := c.m[ri.Name]
@@ -159,18 +158,18 @@ const recentFirings = 1000
 // lastFirings finds each rule's newest firing the caller may see (runs
 // are scoped like the run list: a guest sees its own). One query covers the
 // rules that fired recently, so a busy house does not cost a query per rule.
-func (s *server) lastFirings(ctx context.Context, list []engine.RuleInfo) (map[string]*engine.FiringInfo, error) {
-	out := make(map[string]*engine.FiringInfo, len(list))
+func (s *server) lastFirings(ctx context.Context, list []engine.RuleInfo) (map[string]*pilotage.FiringInfo, error) {
+	out := make(map[string]*pilotage.FiringInfo, len(list))
 	if len(list) == 0 {
 		return out, nil
 	}
-	runs, err := s.e.ListRuns(ctx, storage.RunFilter{Kind: storage.KindFiring, Limit: recentFirings})
+	runs, err := s.e.ListRuns(ctx, engine.RunFilter{Kind: engine.KindFiring, Limit: recentFirings})
 	if err != nil {
 		return nil, err
 	}
 	for _, run := range runs {
 		if _, ok := out[run.Rule]; !ok {
-			out[run.Rule] = &engine.FiringInfo{RunID: run.ID, Status: run.Status, OK: run.OK, Started: run.Started}
+			out[run.Rule] = &pilotage.FiringInfo{RunID: run.ID, Status: run.Status, OK: run.OK, Started: run.Started}
 		}
 	}
 	if len(runs) < recentFirings {
@@ -180,12 +179,12 @@ func (s *server) lastFirings(ctx context.Context, list []engine.RuleInfo) (map[s
 		if _, ok := out[ri.Name]; ok {
 			continue
 		}
-		one, err := s.e.ListRuns(ctx, storage.RunFilter{Rule: ri.Name, Kind: storage.KindFiring, Limit: 1})
+		one, err := s.e.ListRuns(ctx, engine.RunFilter{Rule: ri.Name, Kind: engine.KindFiring, Limit: 1})
 		if err != nil {
 			return nil, err
 		}
 		if len(one) == 1 {
-			out[ri.Name] = &engine.FiringInfo{RunID: one[0].ID, Status: one[0].Status, OK: one[0].OK, Started: one[0].Started}
+			out[ri.Name] = &pilotage.FiringInfo{RunID: one[0].ID, Status: one[0].Status, OK: one[0].OK, Started: one[0].Started}
 		}
 	}
 	return out, nil
@@ -202,8 +201,8 @@ type ruleData struct {
 	Summary  string
 	Program  string
 	Steps    []planStep
-	Versions []storage.Program
-	Activity []storage.Run
+	Versions []engine.RuleVersion
+	Activity []engine.Run
 	Triggers []string
 	MoreRuns string // link to the full run list for this rule
 	History  historyView
@@ -226,7 +225,7 @@ func (s *server) rulePage(w http.ResponseWriter, r *http.Request, ss *session) {
 		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the rule's versions failed.", err)
 		return
 	}
-	activity, err := s.e.ListRuns(ctx, storage.RunFilter{Rule: name, Limit: 25})
+	activity, err := s.e.ListRuns(ctx, engine.RunFilter{Rule: name, Limit: 25})
 	if err != nil {
 		s.fail(w, r, ss, http.StatusInternalServerError, "Listing the rule's firings failed.", err)
 		return

@@ -11,14 +11,13 @@ import (
 
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/pilotage"
-	"github.com/pilothouse/pilothouse/storage"
 )
 
 // runsPageSize is the Runs page's page size.
 const runsPageSize = 50
 
 type runsData struct {
-	Runs     []storage.Run
+	Runs     []engine.Run
 	Outcome  string
 	Kind     string
 	Rule     string
@@ -39,16 +38,39 @@ func (s *server) runsPage(w http.ResponseWriter, r *http.Request, ss *session) {
 	if d.Before != "" && d.After != "" {
 		d.After = "" // a hand-made URL: older wins
 	}
-	f := storage.RunFilter{Rule: d.Rule, Before: d.Before, After: d.After, Limit: runsPageSize}
+	f, ok := d.filter()
+	if !ok {
+		s.fail(w, r, ss, http.StatusBadRequest, "Unknown run kind.", nil)
+		return
+	}
+	runs, err := s.e.ListRuns(ss.ctx(r), f)
+	if errors.Is(err, engine.ErrBadCursor) {
+		s.fail(w, r, ss, http.StatusBadRequest, "That page cursor is not valid.", nil)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, ss, http.StatusInternalServerError, "Listing runs failed.", err)
+		return
+	}
+	d.page(runs)
+	live := "runs"
+	if d.Prev != "" {
+		live = "" // a page below the newest does not grow at the top
+	}
+	s.render(w, r, ss, "runs", page{Title: "Runs", Nav: "runs", Live: live, Data: d})
+}
+
+// filter is the page's query; ok is false for an unknown kind.
+func (d *runsData) filter() (engine.RunFilter, bool) {
+	f := engine.RunFilter{Rule: d.Rule, Before: d.Before, After: d.After, Limit: runsPageSize}
 	if d.After != "" {
 		f.Limit++ // one more tells whether a newer page exists
 	}
 	switch d.Kind {
-	case "", storage.KindDeploy, storage.KindTest, storage.KindFiring, storage.KindManual:
+	case "", engine.KindDeploy, engine.KindTest, engine.KindFiring, engine.KindManual:
 		f.Kind = d.Kind
 	default:
-		s.fail(w, r, ss, http.StatusBadRequest, "Unknown run kind.", nil)
-		return
+		return f, false
 	}
 	switch d.Outcome {
 	case "":
@@ -58,15 +80,11 @@ func (s *server) runsPage(w http.ResponseWriter, r *http.Request, ss *session) {
 	default:
 		f.Status = d.Outcome
 	}
-	runs, err := s.e.ListRuns(ss.ctx(r), f)
-	if errors.Is(err, storage.ErrBadCursor) {
-		s.fail(w, r, ss, http.StatusBadRequest, "That page cursor is not valid.", nil)
-		return
-	}
-	if err != nil {
-		s.fail(w, r, ss, http.StatusInternalServerError, "Listing runs failed.", err)
-		return
-	}
+	return f, true
+}
+
+// page keeps the page's runs and links the older and newer pages.
+func (d *runsData) page(runs []engine.Run) {
 	moreNewer := false
 	if d.After != "" && len(runs) > runsPageSize {
 		runs, moreNewer = runs[1:], true // keep the runs closest to the cursor
@@ -90,15 +108,10 @@ func (s *server) runsPage(w http.ResponseWriter, r *http.Request, ss *session) {
 	if len(runs) > 0 && (d.Before != "" || moreNewer) {
 		d.Prev = link("after", runs[0].ID)
 	}
-	live := "runs"
-	if d.Prev != "" {
-		live = "" // a page below the newest does not grow at the top
-	}
-	s.render(w, r, ss, "runs", page{Title: "Runs", Nav: "runs", Live: live, Data: d})
 }
 
 type runData struct {
-	*engine.TraceResponse
+	*pilotage.TraceResponse
 	Rule    string
 	Started time.Time
 	Failed  *traceRow
@@ -148,7 +161,7 @@ func (s *server) runPage(w http.ResponseWriter, r *http.Request, ss *session) {
 		return
 	}
 	d := runData{TraceResponse: tr}
-	d.Started, _ = storage.RunIDTime(tr.RunID)
+	d.Started, _ = engine.RunIDTime(tr.RunID)
 	if meta, err := s.e.RunInfo(ctx, id); err == nil && meta.Rule != "" {
 		d.Rule = meta.Rule
 		d.Started = meta.Started
@@ -165,7 +178,7 @@ func (s *server) runPage(w http.ResponseWriter, r *http.Request, ss *session) {
 // rows lists the run's steps for the page, bounded: the first maxRunRows
 // and the failed one, each value cut (a run may hold megabytes: its page
 // once rendered 24 MB of HTML).
-func (d *runData) rows(tr *engine.TraceResponse) {
+func (d *runData) rows(tr *pilotage.TraceResponse) {
 	d.Raw = "/runs/" + url.PathEscape(tr.RunID) + "/json"
 	b := &shown{left: maxShownBytes, raw: d.Raw}
 	d.Narrated = clip(tr.Narration)

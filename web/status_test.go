@@ -39,7 +39,7 @@ func (c *client) statusOf() statusView {
 func TestStatusIndicator(t *testing.T) {
 	f := newFixture(t, nil)
 	hs := &houseState{h: Health{Broker: "tcp://broker.lan:1883", BrokerOK: true, StorageOK: true, Z2MBase: "zigbee2mqtt", HAPrefix: "homeassistant", Devices: 3}}
-	srv := httptest.NewServer(Handler(f.e, Options{Principals: testPrincipals(), Logger: quiet(), Devices: f.devs, Health: hs.get}))
+	srv := httptest.NewServer(Handler(f.e, Options{Principals: testPrincipals(), Logger: quiet(), Health: hs.get}))
 	defer srv.Close()
 	owner, guest := f.client(), f.client()
 	owner.base, guest.base = srv.URL, srv.URL
@@ -87,7 +87,7 @@ func TestDevicesEmptyWhenScopeHidesAll(t *testing.T) {
 	f := newFixture(t, nil)
 	nobody := &engine.Principal{Name: "nobody", TokenHash: engine.HashToken("nobody-secret"), Scope: engine.Scope{Devices: []string{"attic_*"}}}
 	hs := &houseState{h: Health{Broker: "tcp://broker.lan:1883", BrokerOK: true, StorageOK: true, Z2MBase: "zigbee2mqtt", Devices: 3}}
-	srv := httptest.NewServer(Handler(f.e, Options{Principals: []*engine.Principal{nobody}, Logger: quiet(), Devices: f.devs, Health: hs.get}))
+	srv := httptest.NewServer(Handler(f.e, Options{Principals: []*engine.Principal{nobody}, Logger: quiet(), Health: hs.get}))
 	defer srv.Close()
 	c := f.client()
 	c.base = srv.URL

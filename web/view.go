@@ -31,6 +31,7 @@ var funcs = template.FuncMap{
 	"stepSegs":    stepSegments,
 	"join":        strings.Join,
 	"statusText":  statusText,
+	"outcomeText": func(o pilotage.Outcome) string { return engine.OutcomeSentence(o) },
 	"deref":       func(b *bool) bool { return b != nil && *b },
 	"refRule":     refRule,
 	"list":        func(v ...string) []string { return v },

@@ -18,10 +18,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/engine/mcpserver"
-	"github.com/pilothouse/pilothouse/storage"
 )
 
 // Options configure the UI.
@@ -30,9 +28,6 @@ type Options struct {
 	// visitor is the owner (loopback-only serving is enforced by the caller).
 	Principals []*engine.Principal
 	Logger     *slog.Logger
-	// Devices, when set, feeds live device values to the Devices page over
-	// server-sent events.
-	Devices *devices.Catalog
 	// SessionTTL bounds a login (default 12 hours).
 	SessionTTL time.Duration
 	// Now is the clock (tests); default time.Now.
@@ -218,7 +213,7 @@ func (s *server) renderCode(w http.ResponseWriter, r *http.Request, ss *session,
 // so in words, as /healthz does, and that nothing was changed.
 func (s *server) fail(w http.ResponseWriter, r *http.Request, ss *session, code int, msg string, err error) {
 	switch {
-	case errors.Is(err, storage.ErrUnavailable):
+	case errors.Is(err, engine.ErrUnavailable):
 		s.log.Warn("web request failed: storage unavailable", "path", r.URL.Path, "err", err)
 		code = http.StatusServiceUnavailable
 		msg += " Storage is unavailable, so nothing was changed: " + err.Error() +

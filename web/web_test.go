@@ -10,8 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
+	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -48,15 +49,15 @@ func TestRulesListDetailAndRun(t *testing.T) {
 
 	f.motion(true)
 	var runs []storage.Run
-	waitFor(t, 5*time.Second, "a firing", func() bool { runs = f.firings("hall-motion-light"); return len(runs) > 0 })
+	testutil.Eventually(t, 5*time.Second, "a firing", func() bool { runs = f.firings("hall-motion-light"); return len(runs) > 0 })
 	_, body, _ = c.get("/")
 	mustContain(t, "rules page after a firing", body, `href="/runs/`+runs[0].ID+`"`, runs[0].Status)
 
 	_, body, _ = c.get("/rules/hall-motion-light")
 	mustContain(t, "rule detail", body,
 		"Plan", `<span class="mono step-id">on</span>`, "hall_light.set", // plan step with its call
-		`&#34;brightness&#34;: 180`,                  // pretty program JSON
-		dep.Output.(*engine.DeployOutput).ProgramRef, // promoted version
+		`&#34;brightness&#34;: 180`,                    // pretty program JSON
+		dep.Output.(*pilotage.DeployOutput).ProgramRef, // promoted version
 		`/runs/`+runs[0].ID, "Disable", "Remove", "Test run now", `<option value="motion">`)
 
 	code, body, _ := c.get("/runs/" + runs[0].ID)
@@ -64,7 +65,9 @@ func TestRulesListDetailAndRun(t *testing.T) {
 		t.Fatalf("run page: %d", code)
 	}
 	mustContain(t, "run page", body, "Timeline", `<span class="mono">triggers</span>`, "took <strong class=\"mono\">motion</strong>",
-		`<span class="mono">on</span>`, "hall_light.set", `href="/rules/hall-motion-light"`, "Firing of rule")
+		`<span class="mono">on</span>`, "hall_light.set", `href="/rules/hall-motion-light"`,
+		"<dd>The run succeeded.</dd>", `Rule &#34;hall-motion-light&#34; fired at `, "It called hall_light.set (step &#34;on&#34;)")
+	mustNotContain(t, "run page", body, "ok=true", "ok=false", "(s)")
 
 	code, _, _ = c.get("/rules/nope")
 	if code != 404 {
@@ -86,7 +89,7 @@ func TestConditionsNotMetAndTraceIdentity(t *testing.T) {
 }`)
 	f.motion(true)
 	var runs []storage.Run
-	waitFor(t, 5*time.Second, "a firing", func() bool { runs = f.firings("dark-only"); return len(runs) > 0 })
+	testutil.Eventually(t, 5*time.Second, "a firing", func() bool { runs = f.firings("dark-only"); return len(runs) > 0 })
 	c := f.client()
 	_, body, _ := c.get("/rules/dark-only")
 	mustContain(t, "rule detail", body, "conditions not met")
@@ -287,9 +290,9 @@ func expectEvents(t *testing.T, lines <-chan string, want map[string]string) {
 	}
 }
 
-// TestEventsPolledWithoutCatalog: without Options.Devices the stream polls
-// live values through the engine.
-func TestEventsPolledWithoutCatalog(t *testing.T) {
+// TestEventsLiveThroughEngine: the UI holds no device catalog of its own;
+// live values reach the stream through the engine's scoped watch.
+func TestEventsLiveThroughEngine(t *testing.T) {
 	f := newFixture(t, nil)
 	srv := httptest.NewServer(Handler(f.e, Options{Logger: quiet()}))
 	defer srv.Close()
@@ -369,7 +372,7 @@ func TestEventsDeploy(t *testing.T) {
 			lines <- sc.Text()
 		}
 	}()
-	waitFor(t, 5*time.Second, "the stream", func() bool { return len(lines) > 0 }) // "retry:" line
+	testutil.Eventually(t, 5*time.Second, "the stream", func() bool { return len(lines) > 0 }) // "retry:" line
 	f.deploy(nil, motionRule)
 	expectEvents(t, lines, map[string]string{"event: deploy": `"rule":"hall-motion-light"`})
 }

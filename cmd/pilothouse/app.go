@@ -163,7 +163,7 @@ func (a *app) serveHTTP() error {
 	mux.Handle("/mcp", a.mcp.HTTPHandler(mcpserver.HTTPOptions{Path: "/mcp", Principals: a.mcpPrincipals(),
 		AllowedOrigins: a.cfg.AllowedOrigins, Guard: guard}))
 	mux.HandleFunc("/healthz", a.healthz)
-	mux.Handle("/", web.Handler(a.eng, web.Options{Principals: a.cfg.Principals, Devices: a.devs, Logger: a.log.With("part", "web"), Guard: guard,
+	mux.Handle("/", web.Handler(a.eng, web.Options{Principals: a.cfg.Principals, Logger: a.log.With("part", "web"), Guard: guard,
 		Health: a.webHealth, Load: func() []string { return a.load().Warnings }}))
 	ln, err := net.Listen("tcp", a.cfg.Addr)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 )
 
 // TestConfigAreas: the file's areas mapping gives devices their area, and
@@ -40,7 +41,7 @@ func TestConfigAreas(t *testing.T) {
 		}
 		return e.Tags
 	}
-	waitFor(t, 10*time.Second, "the demo devices", func() bool { return tags("garage_door") != nil && tags("hall_light") != nil })
+	testutil.Eventually(t, 10*time.Second, "the demo devices", func() bool { return tags("garage_door") != nil && tags("hall_light") != nil })
 	for id, area := range map[string]string{"garage_door": "area:workshop", "hall_light": "area:hall", "living_plug.set": "area:living"} {
 		if !has(tags(id), area) {
 			t.Errorf("%s tags %v, want %s", id, tags(id), area)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 )
 
 // twoPrincipals configures an owner and a guest who may not see locks,
@@ -71,7 +72,7 @@ func TestGuestIndistinguishability(t *testing.T) {
 	a := startTestApp(t, cfg)
 	owner := mcpClient(t, a.URL()+"/mcp", map[string]string{"Authorization": "Bearer owner-token"}, "")
 	guest := mcpClient(t, a.URL()+"/mcp", map[string]string{"Authorization": "Bearer guest-token"}, "")
-	waitFor(t, 10*time.Second, "the demo catalog", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the demo catalog", func() bool {
 		got, isErr := call(t, owner, "pilotage_lookup", map[string]any{"language": "automation/1", "verb": "get", "id": "front_lock.set"})
 		return !isErr && got["entry"] != nil
 	})
@@ -122,7 +123,7 @@ func TestGuestIndistinguishability(t *testing.T) {
 	if err := a.sim.Rename("garage_door", "garage_gate"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the rename", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the rename", func() bool {
 		got, _ := call(t, owner, "pilotage_lookup", map[string]any{"language": "automation/1", "verb": "list", "limit": 1})
 		return got["catalog_version"] != ownerBefore["catalog_version"]
 	})

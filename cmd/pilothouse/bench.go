@@ -3,27 +3,21 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand"
 	"os"
-	"os/exec"
 	"runtime"
 	"runtime/pprof"
 	"runtime/trace"
-	"sort"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/mqtt"
-	"github.com/pilothouse/pilothouse/storage"
 )
 
 // benchResult is one measured configuration.
@@ -50,74 +44,127 @@ type benchResult struct {
 
 // runBench measures event → command latency: a state message is published,
 // an installed rule fires and publishes a command, a subscriber receives it.
-// Everything is real: embedded broker on loopback, SQLite, the recorder
-// writing a trace for every firing.
+// Everything is real: the server's own wiring (startApp) with its embedded
+// broker on loopback, SQLite, the recorder writing a trace for every firing.
 func runBench(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("pilothouse bench", flag.ContinueOnError)
-	rulesList := fs.String("rules", "1,1000,10000", "comma-separated installed-rule counts to measure")
-	rate := fs.Int("rate", 1000, "events per second")
-	dur := fs.Duration("duration", 5*time.Second, "measuring time per configuration")
-	jsonOut := fs.Bool("json", false, "print results as JSON lines")
-	brokerURL := fs.String("broker", "", "use this MQTT broker (e.g. a local Mosquitto) instead of the embedded one")
-	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the measuring phases (not the set-up) to this file")
-	memProfile := fs.String("memprofile", "", "write an allocation profile of the last configuration to this file and the profile at the start of its measuring phase to this file.base (go tool pprof -base FILE.base FILE)")
-	loadProcess := fs.Bool("load-process", false, "run the load generator (publisher and subscriber) as a child process instead of inside the server process")
-	traceFile := fs.String("trace", "", "write a runtime execution trace of the measuring phases to this file (go tool trace)")
-	heapProfile := fs.String("heapprofile", "", "write the live heap after the set-up of the last configuration to this file, and after its measurement to this file.after")
-	if err := fs.Parse(args); err != nil {
+	bf, err := parseBenchFlags(args)
+	if err != nil {
 		return err
 	}
-	if *cpuProfile != "" {
-		f, err := os.Create(*cpuProfile)
+	counts, err := benchCounts(bf.rules)
+	if err != nil {
+		return err
+	}
+	closeProfiles, err := bf.profiles()
+	if err != nil {
+		return err
+	}
+	defer closeProfiles()
+	for _, n := range counts {
+		res, err := benchOnce(ctx, bf.broker, n, bf.rate, bf.dur, !bf.loadProcess)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
+		printBench(res, bf.json)
+	}
+	return nil
+}
+
+// benchFlags is pilothouse bench's command line.
+type benchFlags struct {
+	rules, broker                                  string
+	rate                                           int
+	dur                                            time.Duration
+	json, loadProcess                              bool
+	cpuProfile, memProfile, traceFile, heapProfile string
+}
+
+func parseBenchFlags(args []string) (*benchFlags, error) {
+	bf := &benchFlags{}
+	fs := flag.NewFlagSet("pilothouse bench", flag.ContinueOnError)
+	fs.StringVar(&bf.rules, "rules", "1,1000,10000", "comma-separated installed-rule counts to measure")
+	fs.IntVar(&bf.rate, "rate", 1000, "events per second")
+	fs.DurationVar(&bf.dur, "duration", 5*time.Second, "measuring time per configuration")
+	fs.BoolVar(&bf.json, "json", false, "print results as JSON lines")
+	fs.StringVar(&bf.broker, "broker", "", "use this MQTT broker (e.g. a local Mosquitto) instead of the embedded one")
+	fs.StringVar(&bf.cpuProfile, "cpuprofile", "", "write a CPU profile of the measuring phases (not the set-up) to this file")
+	fs.StringVar(&bf.memProfile, "memprofile", "", "write an allocation profile of the last configuration to this file and the profile at the start of its measuring phase to this file.base (go tool pprof -base FILE.base FILE)")
+	fs.BoolVar(&bf.loadProcess, "load-process", false, "run the load generator (publisher and subscriber) as a child process instead of inside the server process")
+	fs.StringVar(&bf.traceFile, "trace", "", "write a runtime execution trace of the measuring phases to this file (go tool trace)")
+	fs.StringVar(&bf.heapProfile, "heapprofile", "", "write the live heap after the set-up of the last configuration to this file, and after its measurement to this file.after")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	return bf, nil
+}
+
+// profiles opens the profile and trace files the flags name (the
+// measuring phases write them) and returns what closes them.
+func (bf *benchFlags) profiles() (func(), error) {
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}
+	create := func(name string) (*os.File, error) {
+		f, err := os.Create(name)
+		if err == nil {
+			files = append(files, f)
+		}
+		return f, err
+	}
+	if bf.cpuProfile != "" {
+		f, err := create(bf.cpuProfile)
+		if err != nil {
+			return closeAll, err
+		}
 		profileTo = f
 	}
-	if *memProfile != "" {
+	if bf.memProfile != "" {
 		// Set once, before anything is allocated: the sampler computes its
 		// next sample from the rate in force at the previous one, so a rate
 		// changed later (or 0 during set-up) is not followed.
 		runtime.MemProfileRate = 64 << 10
-		allocProfileTo = *memProfile
+		allocProfileTo = bf.memProfile
 	}
-	heapProfileTo = *heapProfile
-	if *traceFile != "" {
-		f, err := os.Create(*traceFile)
+	heapProfileTo = bf.heapProfile
+	if bf.traceFile != "" {
+		f, err := create(bf.traceFile)
 		if err != nil {
-			return err
+			return closeAll, err
 		}
-		defer f.Close()
 		traceTo = f
 	}
-	if heapProfileTo != "" && *memProfile == "" {
+	if heapProfileTo != "" && bf.memProfile == "" {
 		runtime.MemProfileRate = 4 << 10
 	}
+	return closeAll, nil
+}
+
+// benchCounts parses --rules.
+func benchCounts(list string) ([]int, error) {
 	var counts []int
-	for _, s := range splitComma(*rulesList) {
+	for _, s := range splitComma(list) {
 		n, err := strconv.Atoi(s)
 		if err != nil || n < 1 {
-			return fmt.Errorf("--rules: %q is not a positive count", s)
+			return nil, fmt.Errorf("--rules: %q is not a positive count", s)
 		}
 		counts = append(counts, n)
 	}
-	for _, n := range counts {
-		res, err := benchOnce(ctx, *brokerURL, n, *rate, *dur, !*loadProcess)
-		if err != nil {
-			return err
-		}
-		if *jsonOut {
-			b, _ := json.Marshal(res)
-			fmt.Println(string(b))
-		} else {
-			fmt.Printf("rules=%-6d rate=%d/s sent=%d received=%d lost=%d p50=%v p99=%v max=%v recorded=%d setup=%v heap=%dMB alloc/event=%dB/%d gcs=%d gc=%v cpu=%.2f load-cpu=%.2f\n",
-				res.Rules, res.Rate, res.Sent, res.Received, res.Lost, res.P50.Round(time.Microsecond), res.P99.Round(time.Microsecond),
-				res.Max.Round(time.Microsecond), res.Recorded, res.SetupTime.Round(time.Millisecond),
-				res.HeapLive>>20, res.BytesPerEvent, res.AllocsPerEvent, res.GCs, res.GCTime.Round(time.Millisecond), res.CPU, res.LoadCPU)
-		}
+	return counts, nil
+}
+
+func printBench(res *benchResult, asJSON bool) {
+	if asJSON {
+		b, _ := json.Marshal(res)
+		fmt.Println(string(b))
+		return
 	}
-	return nil
+	fmt.Printf("rules=%-6d rate=%d/s sent=%d received=%d lost=%d p50=%v p99=%v max=%v recorded=%d setup=%v heap=%dMB alloc/event=%dB/%d gcs=%d gc=%v cpu=%.2f load-cpu=%.2f\n",
+		res.Rules, res.Rate, res.Sent, res.Received, res.Lost, res.P50.Round(time.Microsecond), res.P99.Round(time.Microsecond),
+		res.Max.Round(time.Microsecond), res.Recorded, res.SetupTime.Round(time.Millisecond),
+		res.HeapLive>>20, res.BytesPerEvent, res.AllocsPerEvent, res.GCs, res.GCTime.Round(time.Millisecond), res.CPU, res.LoadCPU)
 }
 
 func splitComma(s string) []string {
@@ -151,78 +198,88 @@ func benchSensors(n int) int { return (n + benchProps - 1) / benchProps }
 
 func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Duration, inProcess bool) (*benchResult, error) {
 	t0 := time.Now()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	dir, err := os.MkdirTemp("", "pilothouse-bench-*")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	var broker *mqtt.Broker
-	if brokerURL == "" {
-		if broker, err = mqtt.StartBroker("127.0.0.1:0", log); err != nil {
-			return nil, err
-		}
-		defer broker.Close()
-		brokerURL = broker.URL()
-	}
 	// Topics of this run only (an external broker may hold retained
 	// messages of earlier runs).
 	base := fmt.Sprintf("bench%d", time.Now().UnixNano())
-	store, err := storage.Open(ctx, dir)
+	a, err := startApp(ctx, benchConfig(dir, brokerURL, base), slog.New(slog.NewTextHandler(io.Discard, nil)), false)
 	if err != nil {
 		return nil, err
 	}
-	defer store.Close()
-	// As the server does: the embedded broker's own client, or a TCP
-	// client of an external broker.
-	var client mqttConn
-	if broker != nil {
-		client = broker.Inline(log)
-	} else if client, err = mqtt.Dial(ctx, mqtt.Options{Broker: brokerURL, ClientID: "bench-engine", Logger: log}); err != nil {
+	defer a.stop()
+	if a.broker != nil {
+		brokerURL = a.broker.URL()
+	}
+	if err := benchHouse(ctx, a, brokerURL, base, n); err != nil {
 		return nil, err
 	}
-	defer client.Close()
-	devs := devices.NewCatalog(devices.Options{Z2MBase: base, HAPrefix: base + "-ha", Logger: log})
-	if err := devs.Start(ctx, client); err != nil {
+	res := &benchResult{Rules: n, Rate: rate, SetupTime: time.Since(t0)}
+	stopProfiles, ms0 := res.startMeasuring()
+	defer stopProfiles()
+	spec := loadSpec{Broker: brokerURL, Base: base, Rules: n, Rate: rate, Duration: dur}
+	if err := res.measure(ctx, a.eng, spec, inProcess, &ms0); err != nil {
 		return nil, err
 	}
-	eng := engine.New(engine.Config{}, devs, store, log)
-	if err := eng.Start(ctx); err != nil {
-		return nil, err
-	}
-	defer eng.Close()
+	res.Recorded = benchRecorded(ctx, a.eng, res.Sent, n)
+	return res, nil
+}
 
+// benchConfig is the server's configuration for one bench run: the
+// defaults, no demo, its own data folder and topics, the embedded broker
+// on a free loopback port unless brokerURL names another.
+func benchConfig(dir, brokerURL, base string) *Config {
+	c := defaultConfig()
+	c.DataDir, c.Broker, c.BrokerListen, c.ClientID = dir, brokerURL, "127.0.0.1:0", "bench-engine"
+	c.Z2MBase, c.HAPrefix = base, base+"-ha"
+	c.Demo = false
+	return c
+}
+
+// benchHouse announces a synthetic Zigbee2MQTT house of n/benchProps
+// sensors and lights and installs n rules, rule i firing on counter i.
+func benchHouse(ctx context.Context, a *app, brokerURL, base string, n int) error {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	pub, err := mqtt.Dial(ctx, mqtt.Options{Broker: brokerURL, ClientID: "bench-setup", Logger: log})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer pub.Close()
 	if err := pub.Publish(ctx, base+"/bridge/devices", devices.SyntheticZ2MHouse(benchSensors(n), benchProps), 1, false); err != nil {
-		return nil, err
+		return err
 	}
 	if err := waitUntil(ctx, 60*time.Second, func() bool {
-		_, ok := devs.Snapshot().Get(fmt.Sprintf("bench_light_%d.set", benchSensors(n)-1))
+		_, ok := a.devs.Snapshot().Get(fmt.Sprintf("bench_light_%d.set", benchSensors(n)-1))
 		return ok
 	}); err != nil {
-		return nil, fmt.Errorf("bench devices never appeared in the catalog: %w", err)
+		return fmt.Errorf("bench devices never appeared in the catalog: %w", err)
 	}
 	for i := 0; i < n; i++ {
 		dev, prop := i/benchProps, i%benchProps
 		prog := fmt.Sprintf(`{"name":"bench-%d","mode":"parallel","max":1000,"triggers":[{"id":"t","state":"bench_sensor_%d.count%d"}],
 "steps":[{"id":"cmd","call":"bench_light_%d.set","args":{"brightness":"{{ trigger.value }}"}}]}`, i, dev, prop, dev)
-		resp, err := eng.Execute(ctx, engine.ExecuteRequest{Program: json.RawMessage(prog), TraceLevel: "none", Store: boolPtr(false)})
+		resp, err := a.eng.Execute(ctx, engine.ExecuteRequest{Program: json.RawMessage(prog), TraceLevel: "none", Store: boolPtr(false)})
 		if err != nil {
-			return nil, fmt.Errorf("installing bench rule %d: %w", i, err)
+			return fmt.Errorf("installing bench rule %d: %w", i, err)
 		}
 		if !resp.Outcome.OK {
-			return nil, fmt.Errorf("installing bench rule %d: %s %s %v", i, resp.Outcome.Status, resp.Outcome.Error, resp.Diagnostics)
+			return fmt.Errorf("installing bench rule %d: %s %s %v", i, resp.Outcome.Status, resp.Outcome.Error, resp.Diagnostics)
 		}
 	}
-	res := &benchResult{Rules: n, Rate: rate, SetupTime: time.Since(t0)}
+	return nil
+}
 
+// startMeasuring collects garbage (timing it), reads the memory
+// statistics the measurement starts from (the live heap) and starts the
+// profiles the flags asked for; the returned function stops them.
+func (res *benchResult) startMeasuring() (stop func(), ms0 runtime.MemStats) {
+	var stops []func()
 	if profileTo != nil {
 		if err := pprof.StartCPUProfile(profileTo); err == nil {
-			defer pprof.StopCPUProfile()
+			stops = append(stops, pprof.StopCPUProfile)
 		}
 	}
 	gcStart := time.Now()
@@ -231,20 +288,30 @@ func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Dura
 	if allocProfileTo != "" {
 		writeProfile("allocs", allocProfileTo+".base") // as of the collection above
 	}
-	var ms0, ms1 runtime.MemStats
 	runtime.ReadMemStats(&ms0)
 	res.HeapLive = ms0.HeapAlloc
 	if heapProfileTo != "" {
 		writeProfile("heap", heapProfileTo)
 	}
-	spec := loadSpec{Broker: brokerURL, Base: base, Rules: n, Rate: rate, Duration: dur}
 	if traceTo != nil && !trace.IsEnabled() {
 		if err := trace.Start(traceTo); err == nil {
-			defer trace.Stop()
+			stops = append(stops, trace.Stop)
 		}
 	}
+	return func() {
+		for i := len(stops) - 1; i >= 0; i-- {
+			stops[i]()
+		}
+	}, ms0
+}
+
+// measure runs the load and records what it and the process measured:
+// latencies, CPU, allocation per event and collections.
+func (res *benchResult) measure(ctx context.Context, eng *engine.Engine, spec loadSpec, inProcess bool, ms0 *runtime.MemStats) error {
+	var ms1 runtime.MemStats
 	start, cpu0 := time.Now(), processCPU()
 	var lr *loadResult
+	var err error
 	if inProcess {
 		lr, err = runLoad(ctx, spec)
 		if lr != nil {
@@ -254,7 +321,7 @@ func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Dura
 		lr, err = runLoadProcess(ctx, spec)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
 	eng.Flush()
 	res.CPU = (processCPU() - cpu0).Seconds() / time.Since(start).Seconds()
@@ -274,23 +341,27 @@ func benchOnce(ctx context.Context, brokerURL string, n, rate int, dur time.Dura
 		res.AllocsPerEvent = (ms1.Mallocs - ms0.Mallocs) / uint64(res.Sent)
 	}
 	res.GCs = ms1.NumGC - ms0.NumGC
-	// The command reaches the subscriber before the firing is recorded:
-	// wait (bounded) until every firing has been handed to the recorder.
+	return nil
+}
+
+// benchRecorded counts the recorded firings. The command reaches the
+// subscriber before the firing is recorded: it waits (bounded) until
+// every firing has been handed to the recorder.
+func benchRecorded(ctx context.Context, eng *engine.Engine, sent, n int) int {
 	count := func() int {
 		eng.Flush()
-		runs, err := eng.ListRuns(ctx, storage.RunFilter{Kind: "firing", Limit: 1 << 30, SkipEnvelope: true})
+		runs, err := eng.ListRuns(ctx, engine.RunFilter{Kind: engine.KindFiring, Limit: 1 << 30})
 		if err != nil {
 			return -1
 		}
 		return len(runs)
 	}
-	want := res.Sent
+	want := sent
 	if n > 0 && want > 50*n {
 		want = 50 * n // history is trimmed to 50 per rule and outcome
 	}
 	_ = waitUntil(ctx, 10*time.Second, func() bool { return count() >= want })
-	res.Recorded = count()
-	return res, nil
+	return count()
 }
 
 func boolPtr(b bool) *bool { return &b }
@@ -348,151 +419,4 @@ func init() {
 	if d, err := time.ParseDuration(os.Getenv("PILOTHOUSE_BENCH_SLOW")); err == nil {
 		slowLog, slowAfter = os.Stderr, d
 	}
-}
-
-// loadSpec tells the load generator what to publish and where.
-type loadSpec struct {
-	Broker   string        `json:"broker"`
-	Base     string        `json:"base"`
-	Rules    int           `json:"rules"`
-	Rate     int           `json:"rate"`
-	Duration time.Duration `json:"duration"`
-}
-
-// loadResult is what the load generator measured.
-type loadResult struct {
-	Sent     int           `json:"sent"`
-	Received int           `json:"received"`
-	Lost     int           `json:"lost"`
-	P50      time.Duration `json:"p50"`
-	P99      time.Duration `json:"p99"`
-	Max      time.Duration `json:"max"`
-	LoadCPU  float64       `json:"load_cpu_cores"`
-}
-
-// runLoadProcess runs the load generator as a child process ("pilothouse
-// bench-load"), like Zigbee2MQTT and a device would be: its CPU and garbage
-// are not the server's, and a pause of the server does not pause the clock
-// that measures it.
-func runLoadProcess(ctx context.Context, spec loadSpec) (*loadResult, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	b, _ := json.Marshal(spec)
-	cmd := exec.CommandContext(ctx, exe, "bench-load", string(b))
-	cmd.Stderr = os.Stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return nil, fmt.Errorf("bench load generator: %w", err)
-	}
-	var lr loadResult
-	if err := json.Unmarshal(out, &lr); err != nil {
-		return nil, fmt.Errorf("bench load generator printed %q: %w", out, err)
-	}
-	return &lr, nil
-}
-
-// runBenchLoad is the hidden "bench-load" command: run the load described
-// by the JSON argument and print the result as JSON.
-func runBenchLoad(ctx context.Context, args []string) error {
-	if len(args) != 1 {
-		return errors.New("bench-load: want one JSON argument (started by pilothouse bench)")
-	}
-	var spec loadSpec
-	if err := json.Unmarshal([]byte(args[0]), &spec); err != nil {
-		return fmt.Errorf("bench-load: %w", err)
-	}
-	lr, err := runLoad(ctx, spec)
-	if err != nil {
-		return err
-	}
-	return json.NewEncoder(os.Stdout).Encode(lr)
-}
-
-// runLoad publishes spec.Rate state messages a second for spec.Duration, each
-// for a random rule, and times each until its command reaches a subscriber.
-func runLoad(ctx context.Context, spec loadSpec) (*loadResult, error) {
-	res := &loadResult{}
-	var mu sync.Mutex
-	sentAt := map[int]time.Time{}
-	var lat []time.Duration
-	sub, err := dialLoad(spec.Broker, "bench-subscriber", 10*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	defer sub.close()
-	if err := sub.subscribe(spec.Base+"/+/set", func(_ string, payload []byte) {
-		now := time.Now()
-		var body struct {
-			Brightness float64 `json:"brightness"`
-		}
-		if json.Unmarshal(payload, &body) != nil {
-			return
-		}
-		seq := int(body.Brightness)
-		mu.Lock()
-		if t, ok := sentAt[seq]; ok {
-			lat = append(lat, now.Sub(t))
-			if traceTo != nil && now.Sub(t) > 10*time.Millisecond && trace.IsEnabled() {
-				trace.Log(context.Background(), "slow", now.Sub(t).String())
-			}
-			if slowLog != nil && now.Sub(t) > slowAfter {
-				fmt.Fprintf(slowLog, "slow seq=%d sent=%s latency=%v\n", seq, t.Format("15:04:05.000000"), now.Sub(t).Round(time.Microsecond))
-			}
-			delete(sentAt, seq)
-		}
-		mu.Unlock()
-	}); err != nil {
-		return nil, err
-	}
-	pub, err := dialLoad(spec.Broker, "bench-publisher", 10*time.Second)
-	if err != nil {
-		return nil, err
-	}
-	defer pub.close()
-	rnd := rand.New(rand.NewSource(1))
-	topics := make([]string, benchSensors(spec.Rules))
-	for i := range topics {
-		topics[i] = fmt.Sprintf("%s/bench_sensor_%d", spec.Base, i)
-	}
-	var payload []byte
-	interval := time.Second / time.Duration(spec.Rate)
-	total := int(spec.Duration / interval)
-	start, cpu0 := time.Now(), processCPU()
-	for seq := 1; seq <= total; seq++ {
-		due := start.Add(time.Duration(seq) * interval)
-		if d := time.Until(due); d > 0 {
-			time.Sleep(d)
-		}
-		rule := rnd.Intn(spec.Rules) // the rule this event is for
-		// The load generator shares the CPUs with the server: keep it cheap.
-		payload = strconv.AppendInt(append(payload[:0], `{"count`...), int64(rule%benchProps), 10)
-		payload = strconv.AppendInt(append(payload, `":`...), int64(seq), 10)
-		payload = append(payload, '}')
-		mu.Lock()
-		sentAt[seq] = time.Now()
-		mu.Unlock()
-		if err := pub.publish(topics[rule/benchProps], payload); err != nil {
-			return nil, err
-		}
-		res.Sent++
-	}
-	_ = waitUntil(ctx, 10*time.Second, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(sentAt) == 0
-	})
-	res.LoadCPU = (processCPU() - cpu0).Seconds() / time.Since(start).Seconds()
-	mu.Lock()
-	res.Received = len(lat)
-	res.Lost = len(sentAt)
-	mu.Unlock()
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	if len(lat) > 0 {
-		res.P50 = lat[len(lat)/2]
-		res.P99 = lat[len(lat)*99/100]
-		res.Max = lat[len(lat)-1]
-	}
-	return res, nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
@@ -35,7 +36,7 @@ func TestStdioServesMCP(t *testing.T) {
 		t.Fatalf("initialize over stdio: %v", err)
 	}
 	var man map[string]any
-	waitFor(t, 10*time.Second, "the catalog over stdio", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the catalog over stdio", func() bool {
 		cr := mcp.CallToolRequest{}
 		cr.Params.Name = "pilotage_lookup"
 		cr.Params.Arguments = map[string]any{"language": "automation/1", "verb": "get", "id": "hall_light.set"}
@@ -89,7 +90,7 @@ func TestSimAgainstAnyBroker(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 15*time.Second, "bridge/devices from the simulator", func() bool {
+	testutil.Eventually(t, 15*time.Second, "bridge/devices from the simulator", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(devices) >= 10

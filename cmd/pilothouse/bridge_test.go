@@ -14,6 +14,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/pilothouse/pilothouse/internal/testutil"
 )
 
 // bridgeRig runs the bridge between pipes and an mcp-go streamable HTTP
@@ -122,7 +124,7 @@ func TestBridgeRelaysSessionsAndNotifications(t *testing.T) {
 		}
 	}
 	// What the server sends on its own goes through the GET stream.
-	waitFor(t, 10*time.Second, "the GET stream", func() bool { return r.saw(http.MethodGet) })
+	testutil.Eventually(t, 10*time.Second, "the GET stream", func() bool { return r.saw(http.MethodGet) })
 	r.srv.SendNotificationToAllClients("notifications/message", map[string]any{"level": "info", "data": "to everyone"})
 	r.until(t, "to everyone")
 	_ = r.in.Close()

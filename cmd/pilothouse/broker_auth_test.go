@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
@@ -51,7 +52,7 @@ mqtt:
 	base := testConfig(t)
 	base.BrokerUsers = cfg.BrokerUsers
 	a := startTestApp(t, base)
-	waitFor(t, 5*time.Second, "the demo devices", func() bool { _, ok := a.devs.Snapshot().Get("hall_motion"); return ok })
+	testutil.Eventually(t, 5*time.Second, "the demo devices", func() bool { _, ok := a.devs.Snapshot().Get("hall_motion"); return ok })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, tc := range []struct {

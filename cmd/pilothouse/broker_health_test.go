@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/mqtt/mqtttest"
 )
@@ -57,7 +58,7 @@ func TestHealthzReportsFrozenBroker(t *testing.T) {
 		t.Fatalf("healthz with the broker frozen: %d %q", code, status)
 	}
 	proxy.Thaw()
-	waitFor(t, 5*time.Second, "healthz ok once the broker answers", func() bool {
+	testutil.Eventually(t, 5*time.Second, "healthz ok once the broker answers", func() bool {
 		code, _ := getHealthStatus(t, a.URL())
 		return code == http.StatusOK
 	})

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/pilotclient"
+	"github.com/pilothouse/pilothouse/rules"
 )
 
 // defaultServer is where the client commands look for Pilothouse.
@@ -151,7 +152,7 @@ func cliApply(ctx context.Context, args []string, stdout, stderr io.Writer, stdi
 		return err
 	}
 	if n := len(res.Validation.Errors()); n > 0 || !res.Validation.Valid {
-		return fmt.Errorf("%s is invalid (%d error(s)): nothing was deployed", pos[0], n)
+		return fmt.Errorf("%s is invalid (%s): nothing was deployed", pos[0], rules.Plural(n, "error", ""))
 	}
 	return reportDeploy(stdout, prog, res)
 }
@@ -203,7 +204,7 @@ func reportDeploy(stdout io.Writer, prog json.RawMessage, res *pilotclient.RunRe
 	return nil
 }
 
-func triggerDetail(t pilotclient.TriggerInfo) string {
+func triggerDetail(t pilotage.TriggerInfo) string {
 	s := ""
 	if t.Entity != "" {
 		s += " " + t.Entity

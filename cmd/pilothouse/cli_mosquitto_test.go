@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/pilotclient"
 )
@@ -51,7 +52,7 @@ func TestRealMosquitto(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	waitFor(t, 15*time.Second, "the demo catalog through Mosquitto", func() bool {
+	testutil.Eventually(t, 15*time.Second, "the demo catalog through Mosquitto", func() bool {
 		_, err := c.Get(context.Background(), "hall_light.set")
 		_, err2 := c.Get(context.Background(), "outdoor_weather.temperature")
 		return err == nil && err2 == nil
@@ -82,7 +83,7 @@ func TestRealMosquitto(t *testing.T) {
 	if err := a.sim.Trigger(context.Background(), "hall_motion", map[string]any{"occupancy": true}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the hall light command on Mosquitto", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the hall light command on Mosquitto", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(commands) > 0
@@ -92,7 +93,7 @@ func TestRealMosquitto(t *testing.T) {
 		t.Errorf("command: %s", commands[0])
 	}
 	mu.Unlock()
-	waitFor(t, 10*time.Second, "the firing in the rule listing", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the firing in the rule listing", func() bool {
 		a.eng.Flush()
 		rs, err := c.Rules(context.Background())
 		return err == nil && len(rs) == 1 && len(rs[0].LastFirings) > 0 && rs[0].LastFirings[0].OK

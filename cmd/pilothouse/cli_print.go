@@ -268,7 +268,7 @@ func printTestOutput(w io.Writer, raw json.RawMessage) {
 	}
 }
 
-func printRules(w io.Writer, list []pilotclient.Rule) {
+func printRules(w io.Writer, list []pilotage.RuleInfo) {
 	if len(list) == 0 {
 		fmt.Fprintln(w, "no rules installed")
 		return

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/pilotclient"
 )
 
@@ -30,7 +31,7 @@ func startCLIApp(t *testing.T) (*app, string) {
 	a := startTestApp(t, cfg)
 	url := a.URL() + "/mcp"
 	c := dialT(t, url)
-	waitFor(t, 10*time.Second, "the demo catalog", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the demo catalog", func() bool {
 		_, err1 := c.Get(context.Background(), "front_lock.set")
 		_, err2 := c.Get(context.Background(), "hall_light.set")
 		return err1 == nil && err2 == nil
@@ -172,7 +173,7 @@ func TestCLIApplyPrintsDiagnosticsWithExcerpt(t *testing.T) {
 	_, url := startCLIApp(t)
 	bad := strings.Replace(motionLight, `"hall_light.set"`, `"hall_lite.set"`, 1)
 	out, err := cli(t, url, "", "apply", writeFile(t, "bad.json", bad), "--approve")
-	if err == nil || !strings.Contains(err.Error(), "is invalid (1 error(s)): nothing was deployed") {
+	if err == nil || !strings.Contains(err.Error(), "is invalid (1 error): nothing was deployed") {
 		t.Fatalf("apply of an invalid program: %v\n%s", err, out)
 	}
 	for _, want := range []string{"error unknown_name at /steps/0/call: call \"hall_lite.set\" is not in the catalog", "    hint: ", `    | "hall_lite.set"`} {

@@ -82,22 +82,46 @@ func parseFlags(name string, args []string) (*Config, error) {
 		}
 	}
 	fs := commandFlags(name) // sim registers only the flags it uses
-	var lat, lon, notifyTopic, token string
 	fs.StringVar(&configFile, "config", configFile, "YAML configuration file (see docs/configuration.md); flags and PILOTHOUSE_* variables override it")
-	if c.Latitude != nil {
-		lat = strconv.FormatFloat(*c.Latitude, 'f', -1, 64)
+	v := newFlagVars(c)
+	v.register(fs, c)
+	if err := applyEnv(fs.FlagSet); err != nil {
+		return nil, err
 	}
-	if c.Longitude != nil {
-		lon = strconv.FormatFloat(*c.Longitude, 'f', -1, 64)
+	fs.Usage = func() { flagUsage(fs.FlagSet, name) }
+	if err := fs.Parse(args); err != nil {
+		return nil, err
 	}
-	origins, hosts := strings.Join(c.AllowedOrigins, ","), strings.Join(c.AllowedHosts, ",")
-	defaultNotify := ""
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if err := v.apply(c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// flagVars are the flags parsed as text and applied to the Config after
+// parsing.
+type flagVars struct {
+	lat, lon, notifyTopic, token, origins, hosts, defaultNotify string
+}
+
+func newFlagVars(c *Config) *flagVars {
+	// --lat and --lon default to "": the configuration file's location
+	// stays unless they are given.
+	v := &flagVars{origins: strings.Join(c.AllowedOrigins, ","), hosts: strings.Join(c.AllowedHosts, ",")}
 	if len(c.Notify) == 0 {
-		defaultNotify = "pilothouse/notify/phone"
+		v.defaultNotify = "pilothouse/notify/phone"
 	}
+	return v
+}
+
+// register is the flag table.
+func (v *flagVars) register(fs *cmdFlags, c *Config) {
 	fs.StringVar(&c.Addr, "addr", c.Addr, "HTTP listen address for MCP (/mcp), the web UI (/) and /healthz")
-	fs.StringVar(&origins, "allowed-origins", origins, "comma-separated extra browser origins allowed to call the server")
-	fs.StringVar(&hosts, "allowed-hosts", hosts, "comma-separated host names the server answers to besides loopback names and IP addresses (DNS rebinding protection)")
+	fs.StringVar(&v.origins, "allowed-origins", v.origins, "comma-separated extra browser origins allowed to call the server")
+	fs.StringVar(&v.hosts, "allowed-hosts", v.hosts, "comma-separated host names the server answers to besides loopback names and IP addresses (DNS rebinding protection)")
 	fs.StringVar(&c.DataDir, "data", c.DataDir, "data folder (SQLite database; default: $XDG_DATA_HOME/pilothouse, else ~/.local/share/pilothouse, or ./pilothouse-data when the working directory has one)")
 	fs.StringVar(&c.Broker, "broker", c.Broker, "external MQTT broker URL (tcp://host:1883, ssl://host:8883); empty = embedded broker")
 	fs.StringVar(&c.BrokerListen, "broker-listen", c.BrokerListen, "listen address of the embedded broker")
@@ -110,67 +134,72 @@ func parseFlags(name string, args []string) (*Config, error) {
 	fs.StringVar(&c.HAPrefix, "ha-prefix", c.HAPrefix, "Home Assistant MQTT discovery prefix")
 	fs.BoolVar(&c.Demo, "demo", c.Demo, "run the demo device simulator")
 	fs.DurationVar(&c.DemoPace, "demo-pace", c.DemoPace, "mean time between spontaneous demo sensor changes")
-	fs.StringVar(&lat, "lat", "", "latitude for sunrise/sunset triggers and conditions (default with --demo: the demo house's example location, Greenwich)")
-	fs.StringVar(&lon, "lon", "", "longitude for sunrise/sunset triggers")
+	fs.StringVar(&v.lat, "lat", "", "latitude for sunrise/sunset triggers and conditions (default with --demo: the demo house's example location, Greenwich)")
+	fs.StringVar(&v.lon, "lon", "", "longitude for sunrise/sunset triggers")
 	fs.StringVar(&c.TimeZone, "tz", "", "IANA time zone for schedules (default: the system's)")
 	fs.StringVar(&c.Retention, "retention", c.Retention, "how long run records are kept (ISO 8601 duration, e.g. P30D)")
-	fs.StringVar(&notifyTopic, "notify-topic", defaultNotify, "MQTT topic of the notify.phone channel (empty = none; default when the config file declares no notify channels)")
-	fs.StringVar(&token, "token", "", "bearer token of the owner principal (required when --addr is not loopback)")
+	fs.StringVar(&v.notifyTopic, "notify-topic", v.defaultNotify, "MQTT topic of the notify.phone channel (empty = none; default when the config file declares no notify channels)")
+	fs.StringVar(&v.token, "token", "", "bearer token of the owner principal (required when --addr is not loopback)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.BoolVar(&c.LogJSON, "log-json", false, "log as JSON")
-	// Environment overrides defaults; explicit flags win.
+}
+
+// flagEnv is the environment variable that overrides a flag's default.
+func flagEnv(name string) string {
+	return envPrefix + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+}
+
+// applyEnv sets every flag its environment variable names: environment
+// overrides defaults; explicit flags, parsed after, win.
+func applyEnv(fs *flag.FlagSet) error {
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
-		key := envPrefix + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
+		key := flagEnv(f.Name)
 		if v, ok := os.LookupEnv(key); ok {
 			if err := f.Value.Set(v); err != nil && envErr == nil {
 				envErr = envError(key, v, f)
 			}
 		}
 	})
-	if envErr != nil {
-		return nil, envErr
-	}
-	fs.Usage = func() {
-		out := fs.Output()
-		fmt.Fprintf(out, "Usage of pilothouse %s (each flag also reads PILOTHOUSE_<FLAG>, e.g. --mqtt-user = PILOTHOUSE_MQTT_USER):\n", name)
-		fs.VisitAll(func(f *flag.Flag) {
-			env := envPrefix + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-			fmt.Fprintf(out, "  --%s (%s)\n    \t%s", f.Name, env, f.Usage)
-			if f.DefValue != "" && f.DefValue != "false" {
-				fmt.Fprintf(out, " (default %q)", f.DefValue)
-			}
-			fmt.Fprintln(out)
-		})
-	}
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
-	}
-	c.AllowedOrigins, c.AllowedHosts = splitList(origins), splitList(hosts)
+	return envErr
+}
+
+func flagUsage(fs *flag.FlagSet, name string) {
+	out := fs.Output()
+	fmt.Fprintf(out, "Usage of pilothouse %s (each flag also reads PILOTHOUSE_<FLAG>, e.g. --mqtt-user = PILOTHOUSE_MQTT_USER):\n", name)
+	fs.VisitAll(func(f *flag.Flag) {
+		fmt.Fprintf(out, "  --%s (%s)\n    \t%s", f.Name, flagEnv(f.Name), f.Usage)
+		if f.DefValue != "" && f.DefValue != "false" {
+			fmt.Fprintf(out, " (default %q)", f.DefValue)
+		}
+		fmt.Fprintln(out)
+	})
+}
+
+// apply puts the text flags into c.
+func (v *flagVars) apply(c *Config) error {
+	c.AllowedOrigins, c.AllowedHosts = splitList(v.origins), splitList(v.hosts)
 	for _, kv := range []struct {
 		name string
 		s    string
 		dst  **float64
-	}{{"lat", lat, &c.Latitude}, {"lon", lon, &c.Longitude}} {
+	}{{"lat", v.lat, &c.Latitude}, {"lon", v.lon, &c.Longitude}} {
 		if kv.s == "" {
 			continue
 		}
 		f, err := strconv.ParseFloat(kv.s, 64)
 		if err != nil {
-			return nil, fmt.Errorf("--%s (or %s%s) %q: want a number of degrees such as 48.8566", kv.name, envPrefix, strings.ToUpper(kv.name), kv.s)
+			return fmt.Errorf("--%s (or %s%s) %q: want a number of degrees such as 48.8566", kv.name, envPrefix, strings.ToUpper(kv.name), kv.s)
 		}
 		*kv.dst = &f
 	}
-	if notifyTopic != "" {
-		c.Notify = setNotify(c.Notify, devices.NotifyChannel{ID: "notify.phone", Name: "Phone notification", Topic: notifyTopic})
+	if v.notifyTopic != "" {
+		c.Notify = setNotify(c.Notify, devices.NotifyChannel{ID: "notify.phone", Name: "Phone notification", Topic: v.notifyTopic})
 	}
-	if token != "" {
-		c.Principals = setPrincipal(c.Principals, &engine.Principal{Name: "owner", TokenHash: engine.HashToken(token), Deploy: true, Admin: true})
+	if v.token != "" {
+		c.Principals = setPrincipal(c.Principals, &engine.Principal{Name: "owner", TokenHash: engine.HashToken(v.token), Deploy: true, Admin: true})
 	}
-	return c, nil
+	return nil
 }
 
 // splitList splits a comma-separated flag value, dropping empty items.

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/pilothouse/pilothouse/internal/testutil"
 )
 
 var (
@@ -62,7 +64,7 @@ func startBinary(t *testing.T, bin, data string) (*exec.Cmd, string) {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
 	url := fmt.Sprintf("http://127.0.0.1:%d", port)
-	waitFor(t, 20*time.Second, "the server to answer /healthz", func() bool {
+	testutil.Eventually(t, 20*time.Second, "the server to answer /healthz", func() bool {
 		resp, err := http.Get(url + "/healthz")
 		if err != nil {
 			return false
@@ -102,7 +104,7 @@ func TestKill9RestartRecordsInterruptedAndRearms(t *testing.T) {
 		}
 		return out
 	}
-	waitFor(t, 10*time.Second, "a running firing", func() bool {
+	testutil.Eventually(t, 10*time.Second, "a running firing", func() bool {
 		for _, f := range firings(c) {
 			if f["status"] == "running" {
 				return true
@@ -133,7 +135,7 @@ func TestKill9RestartRecordsInterruptedAndRearms(t *testing.T) {
 		t.Fatalf("no firing recorded as interrupted: %v", firings(c))
 	}
 	// Cron continues: a new firing after the restart.
-	waitFor(t, 10*time.Second, "a firing after the restart", func() bool {
+	testutil.Eventually(t, 10*time.Second, "a firing after the restart", func() bool {
 		for _, f := range firings(c) {
 			if f["status"] == "running" {
 				return true

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
@@ -38,7 +39,7 @@ func TestDeviceIDsSurviveRestart(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		waitFor(t, 5*time.Second, "both devices", func() bool {
+		testutil.Eventually(t, 5*time.Second, "both devices", func() bool {
 			s := a.devs.Snapshot()
 			_, ok1 := s.Get("outdoor_weather.temperature")
 			_, ok2 := s.Get("outdoor_weather_2.temperature")
@@ -50,7 +51,7 @@ func TestDeviceIDsSurviveRestart(t *testing.T) {
 		if err := pub.Publish(ctx, "weather/real", []byte("7.5"), 1, true); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 5*time.Second, "the real sensor's value on outdoor_weather", func() bool {
+		testutil.Eventually(t, 5*time.Second, "the real sensor's value on outdoor_weather", func() bool {
 			l, _ := a.devs.Live("outdoor_weather.temperature")
 			return fmt.Sprint(l.Value) == "7.5"
 		})
@@ -90,7 +91,7 @@ func TestDeviceIDsHoldAgainstTwoStepHijack(t *testing.T) {
 		for _, m := range configs {
 			publishT(t, pub, m[0], m[1], true)
 		}
-		waitFor(t, 5*time.Second, "outdoor_weather.temperature, outdoor_weather.sensor, outdoor_weather_2.temperature and no device hijack", func() bool {
+		testutil.Eventually(t, 5*time.Second, "outdoor_weather.temperature, outdoor_weather.sensor, outdoor_weather_2.temperature and no device hijack", func() bool {
 			s := a.devs.Snapshot()
 			_, ok1 := s.Get("outdoor_weather.temperature")
 			_, ok2 := s.Get("outdoor_weather.sensor")
@@ -120,7 +121,7 @@ func TestDeviceIDsHoldAgainstTwoStepHijack(t *testing.T) {
 		}
 		// The station's own state fires it.
 		publishUntil(t, a, pub, stationState, `{"temperature":-60}`, "outdoor_weather.temperature", "-60")
-		waitFor(t, 5*time.Second, "the station's firing", func() bool { a.eng.Flush(); return len(weatherFirings(t, c)) > before })
+		testutil.Eventually(t, 5*time.Second, "the station's firing", func() bool { a.eng.Flush(); return len(weatherFirings(t, c)) > before })
 	}
 	run(true, station, join, newcomer)
 	// Restart on the same data folder; the attacker's configs come first.
@@ -153,7 +154,7 @@ func publishT(t *testing.T, pub *mqtt.Client, topic, payload string, retain bool
 func publishUntil(t *testing.T, a *app, pub *mqtt.Client, topic, payload, id, want string) {
 	t.Helper()
 	i := 0
-	waitFor(t, 5*time.Second, id+" = "+want, func() bool {
+	testutil.Eventually(t, 5*time.Second, id+" = "+want, func() bool {
 		if i%20 == 0 {
 			publishT(t, pub, topic, payload, false)
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
@@ -91,17 +92,6 @@ func call(t *testing.T, c *client.Client, name string, args map[string]any) (map
 	return out, res.IsError
 }
 
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 const motionLight = `{
   "name": "hall-motion-light",
   "description": "Hall light on when motion is seen",
@@ -140,7 +130,7 @@ func TestEndToEndHTTP(t *testing.T) {
 	}
 
 	// The demo devices appear in the catalog.
-	waitFor(t, 10*time.Second, "demo catalog", func() bool {
+	testutil.Eventually(t, 10*time.Second, "demo catalog", func() bool {
 		got, isErr := call(t, c, "pilotage_lookup", map[string]any{"language": "automation/1", "verb": "get", "id": "hall_light.set"})
 		return !isErr && got["entry"] != nil
 	})
@@ -200,13 +190,13 @@ func TestEndToEndHTTP(t *testing.T) {
 	if err := a.sim.Trigger(context.Background(), "hall_motion", map[string]any{"occupancy": true}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the hall light command", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the hall light command", func() bool {
 		mu.Lock()
 		defer mu.Unlock()
 		return len(commands) > 0
 	})
 	var runID string
-	waitFor(t, 5*time.Second, "the firing in the rule listing", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the firing in the rule listing", func() bool {
 		a.eng.Flush()
 		rl, _ := call(t, c, "pilothouse_rules", map[string]any{})
 		for _, r := range rl["rules"].([]any) {

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 )
 
 // TestHardeningOverMCP drives issue 14's items 1, 5, 10 and 13 through the
@@ -28,7 +29,7 @@ func TestHardeningOverMCP(t *testing.T) {
 	a := startTestApp(t, cfg)
 	owner := mcpClient(t, a.URL()+"/mcp", map[string]string{"Authorization": "Bearer owner-token"}, "")
 	guest := mcpClient(t, a.URL()+"/mcp", map[string]string{"Authorization": "Bearer guest-token"}, "")
-	waitFor(t, 10*time.Second, "the demo catalog", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the demo catalog", func() bool {
 		got, isErr := call(t, guest, "pilotage_lookup", map[string]any{"language": "automation/1", "verb": "get", "id": "hall_motion.occupancy"})
 		return !isErr && got["entry"] != nil
 	})
@@ -153,7 +154,7 @@ func TestHardeningRound2OverMCP(t *testing.T) {
 	a := startTestApp(t, cfg)
 	counter := &countingTransport{}
 	guest := mcpClientWith(t, a.URL()+"/mcp", "guest-token", &http.Client{Transport: counter})
-	waitFor(t, 10*time.Second, "the demo catalog", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the demo catalog", func() bool {
 		got, isErr := call(t, guest, "pilotage_lookup", map[string]any{"language": "automation/1", "verb": "get", "id": "hall_motion.occupancy"})
 		return !isErr && got["entry"] != nil
 	})

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -72,7 +73,7 @@ func TestHealthzReportsStorageThatCannotWrite(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 20*time.Second, "/healthz to recover", func() bool {
+	testutil.Eventually(t, 20*time.Second, "/healthz to recover", func() bool {
 		code, h := getHealth(t, a)
 		return code == http.StatusOK && h.Storage.OK && h.Status == "ok"
 	})

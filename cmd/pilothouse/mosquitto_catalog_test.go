@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/pilothouse/pilothouse/internal/testutil"
 )
 
 // ownMosquitto starts a Mosquitto process the test controls (so it can be
@@ -53,7 +55,7 @@ func TestCatalogOverMosquitto(t *testing.T) {
 		out, _ := call(t, c, "pilotage_lookup", args)
 		return out
 	}
-	waitFor(t, 15*time.Second, "the demo catalog through Mosquitto", func() bool {
+	testutil.Eventually(t, 15*time.Second, "the demo catalog through Mosquitto", func() bool {
 		return lookup(map[string]any{"verb": "get", "id": "outdoor_weather.humidity"})["entry"] != nil &&
 			lookup(map[string]any{"verb": "get", "id": "front_lock.set"})["entry"] != nil
 	})
@@ -63,7 +65,7 @@ func TestCatalogOverMosquitto(t *testing.T) {
 	if err := a.sim.Trigger(t.Context(), "hall_motion", map[string]any{"illuminance": 4242}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the reading", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the reading", func() bool {
 		live, _ := lookup(map[string]any{"verb": "get", "id": "hall_motion.illuminance"})["live"].(map[string]any)
 		return live != nil && live["value"] == float64(4242)
 	})
@@ -79,7 +81,7 @@ func TestCatalogOverMosquitto(t *testing.T) {
 		t.Fatal(err)
 	}
 	var changes []any
-	waitFor(t, 10*time.Second, "the rename and removal", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the rename and removal", func() bool {
 		got := lookup(map[string]any{"verb": "changed_since", "catalog_version": v0})
 		changes, _ = got["changes"].([]any)
 		kinds := map[string]string{}
@@ -98,10 +100,10 @@ func TestCatalogOverMosquitto(t *testing.T) {
 
 	// Mosquitto restarts on the same port: state flows again.
 	stop()
-	waitFor(t, 10*time.Second, "the disconnect", func() bool { return !a.client.Connected() })
+	testutil.Eventually(t, 10*time.Second, "the disconnect", func() bool { return !a.client.Connected() })
 	ownMosquitto(t, port)
-	waitFor(t, 20*time.Second, "the reconnect", func() bool { return a.client.Connected() })
-	waitFor(t, 10*time.Second, "state after the restart", func() bool {
+	testutil.Eventually(t, 20*time.Second, "the reconnect", func() bool { return a.client.Connected() })
+	testutil.Eventually(t, 10*time.Second, "state after the restart", func() bool {
 		_ = a.sim.Trigger(t.Context(), "hall_motion", map[string]any{"illuminance": 99})
 		live, _ := lookup(map[string]any{"verb": "get", "id": "hall_motion.illuminance"})["live"].(map[string]any)
 		return live != nil && live["value"] == float64(99)

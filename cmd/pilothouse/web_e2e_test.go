@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -138,7 +139,7 @@ func TestWebEndToEnd(t *testing.T) {
 
 	// Deploy over MCP.
 	c := mcpClient(t, base+"/mcp", map[string]string{"Authorization": "Bearer " + ownerTok}, "")
-	waitFor(t, 10*time.Second, "demo catalog", func() bool {
+	testutil.Eventually(t, 10*time.Second, "demo catalog", func() bool {
 		got, isErr := call(t, c, "pilotage_lookup", map[string]any{"language": "automation/1", "verb": "get", "id": "hall_light.set"})
 		return !isErr && got["entry"] != nil
 	})
@@ -205,7 +206,7 @@ func TestWebEndToEnd(t *testing.T) {
 	before := len(firings(t, a, "hall-motion-light"))
 	motion(t, a, false)
 	motion(t, a, true)
-	waitFor(t, 5*time.Second, "the witness firing", func() bool { return len(firings(t, a, "motion-witness")) > 0 })
+	testutil.Eventually(t, 5*time.Second, "the witness firing", func() bool { return len(firings(t, a, "motion-witness")) > 0 })
 	if got := len(firings(t, a, "hall-motion-light")); got != before {
 		t.Fatalf("disabled rule fired: %d firings, was %d", got, before)
 	}
@@ -221,6 +222,11 @@ func TestWebEndToEnd(t *testing.T) {
 	motion(t, a, true)
 	waitJS(t, ctx, "occupancy true on Devices, live", occ+` === "true"`)
 	shot.take(ctx, "devices")
+	// The coverage line counts what /healthz counts.
+	if cov, got := a.devs.Coverage(), eval[string](t, ctx, `document.getElementById('coverage').textContent`); cov.Partial+cov.Unmodelled != 0 ||
+		got != itoa(cov.Devices)+" devices, all fully modelled." {
+		t.Fatalf("coverage line %q for %+v", got, cov)
+	}
 
 	// A guest does not see the lock.
 	do(t, ctx, "logout", chromedp.Click(chromedp.CSS(`form.who button`)), chromedp.WaitVisible(chromedp.CSS("#token")))
@@ -248,7 +254,7 @@ func waitLive(t *testing.T, ctx context.Context) {
 
 func waitJS(t *testing.T, ctx context.Context, what, cond string) {
 	t.Helper()
-	waitFor(t, 10*time.Second, what, func() bool { return eval[bool](t, ctx, "!!("+cond+")") })
+	testutil.Eventually(t, 10*time.Second, what, func() bool { return eval[bool](t, ctx, "!!("+cond+")") })
 }
 
 // motion sets the demo motion sensor and waits until the catalog has seen
@@ -258,7 +264,7 @@ func motion(t *testing.T, a *app, on bool) {
 	if err := a.sim.Trigger(context.Background(), "hall_motion", map[string]any{"occupancy": on}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the motion state", func() bool {
+	testutil.Eventually(t, 5*time.Second, "the motion state", func() bool {
 		l, ok := a.devs.Live("hall_motion.occupancy")
 		return ok && l.Value == on
 	})

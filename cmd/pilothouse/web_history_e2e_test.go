@@ -16,6 +16,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -161,7 +162,7 @@ func gardenSensor(t *testing.T, a *app) {
 	if err := a.client.Publish(context.Background(), "homeassistant/device/g1/config", []byte(cfg), 1, true); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the garden sensor", func() bool { _, ok := a.devs.Snapshot().Get("garden_sensor"); return ok })
+	testutil.Eventually(t, 5*time.Second, "the garden sensor", func() bool { _, ok := a.devs.Snapshot().Get("garden_sensor"); return ok })
 }
 
 func findDevicesInBrowser(t *testing.T, ctx context.Context, a *app, base string, shot *shots) {
@@ -258,18 +259,18 @@ func controlLight(t *testing.T, ctx context.Context, a *app, base string, shot *
 	if !strings.Contains(flash, `hall_light.set {"state":"ON"}: success`) {
 		t.Fatalf("flash: %q", flash)
 	}
-	waitFor(t, 5*time.Second, "the light on", func() bool { l, _ := a.devs.Live("hall_light.state"); return l.Value == "ON" })
+	testutil.Eventually(t, 5*time.Second, "the light on", func() bool { l, _ := a.devs.Live("hall_light.state"); return l.Value == "ON" })
 	// The slider: set a brightness, send it.
 	eval[bool](t, ctx, `(function(){var r=document.getElementById('f-hall-light-set-brightness'); r.value=42; r.dispatchEvent(new Event('input',{bubbles:true})); return true})()`)
 	if out := eval[string](t, ctx, `document.getElementById('f-hall-light-set-brightness-out').textContent`); out != "42" {
 		t.Fatalf("slider output: %q", out)
 	}
 	do(t, ctx, "brightness", chromedp.Click(chromedp.CSS(`#f-hall-light-set-brightness ~ button[type="submit"]`)), chromedp.WaitVisible(chromedp.CSS("#recent-controls")))
-	waitFor(t, 5*time.Second, "brightness 42", func() bool { l, _ := a.devs.Live("hall_light.brightness"); return l.Value == 42.0 })
+	testutil.Eventually(t, 5*time.Second, "brightness 42", func() bool { l, _ := a.devs.Live("hall_light.brightness"); return l.Value == 42.0 })
 	// The light can answer before the run's record is stored (the page
 	// was already showing #recent-controls): wait for the record.
 	var runs []storage.Run
-	waitFor(t, 5*time.Second, "two manual runs", func() bool { runs = manualRuns(t, a); return len(runs) == 2 })
+	testutil.Eventually(t, 5*time.Second, "two manual runs", func() bool { runs = manualRuns(t, a); return len(runs) == 2 })
 	if runs[0].Principal != "owner" || !runs[0].OK {
 		t.Fatalf("manual runs: %+v", runs)
 	}
@@ -305,7 +306,7 @@ func confirmLock(t *testing.T, ctx context.Context, a *app, base string, shot *s
 	}
 	do(t, ctx, "unlock, confirmed", chromedp.Click(unlock), chromedp.WaitVisible(chromedp.CSS("#confirm-run")),
 		chromedp.Click(chromedp.CSS("#confirm-run")), chromedp.WaitVisible(chromedp.CSS(".flash a")))
-	waitFor(t, 5*time.Second, "the lock open", func() bool { l, _ := a.devs.Live("front_lock.state"); return l.Value == "UNLOCK" })
+	testutil.Eventually(t, 5*time.Second, "the lock open", func() bool { l, _ := a.devs.Live("front_lock.state"); return l.Value == "UNLOCK" })
 	shot.take(ctx, "device-lock-after")
 }
 

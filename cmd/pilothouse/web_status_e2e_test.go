@@ -13,6 +13,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -85,7 +86,7 @@ func TestWebBrokerState(t *testing.T) {
 		t.Fatalf("restarting the broker on %s: %v", addr, err)
 	}
 	t.Cleanup(func() { _ = back.Close() })
-	waitFor(t, 30*time.Second, "the indicator live again", func() bool {
+	testutil.Eventually(t, 30*time.Second, "the indicator live again", func() bool {
 		return eval[bool](t, ctx, `document.getElementById('conn').textContent === 'live' && document.getElementById('trouble').hidden`)
 	})
 }
@@ -156,7 +157,7 @@ func TestWebRulesThatCannotFire(t *testing.T) {
 	if err := a.sim.Remove("hall_light"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "the light gone", func() bool { _, ok := a.devs.Snapshot().Get("hall_light.set"); return !ok })
+	testutil.Eventually(t, 5*time.Second, "the light gone", func() bool { _, ok := a.devs.Snapshot().Get("hall_light.set"); return !ok })
 	checkCannotFire(t, ctx, a, shot)
 
 	// A program that no longer compiles (here: edited in the database
@@ -298,7 +299,7 @@ func TestWebStorageState(t *testing.T) {
 	if _, err := conn.ExecContext(context.Background(), "ROLLBACK"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 30*time.Second, "the indicator live again", func() bool {
+	testutil.Eventually(t, 30*time.Second, "the indicator live again", func() bool {
 		return eval[bool](t, ctx, `document.getElementById('conn').textContent === 'live' && document.getElementById('trouble').hidden`)
 	})
 }

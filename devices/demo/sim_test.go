@@ -9,22 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
-
-// waitFor polls cond until it holds or timeout passes.
-func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling interval, not synchronisation
-	}
-}
 
 func ctxT(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -127,7 +116,7 @@ func (r *rig) publish(t *testing.T, topic, payload string) {
 func (r *rig) waitState(t *testing.T, device, key string, want any) map[string]any {
 	t.Helper()
 	var st map[string]any
-	waitFor(t, 3*time.Second, device+"."+key+" to be published as "+jsonString(want), func() bool {
+	testutil.Eventually(t, 3*time.Second, device+"."+key+" to be published as "+jsonString(want), func() bool {
 		st = r.obs.json("zigbee2mqtt/" + device)
 		return st != nil && st[key] == want
 	})
@@ -141,7 +130,7 @@ var z2mNames = []string{"hall_light", "porch_light", "hall_motion", "front_door"
 
 func TestAnnouncesBridgeAndDevices(t *testing.T) {
 	r := start(t, Options{})
-	waitFor(t, 3*time.Second, "bridge/devices", func() bool { _, ok := r.obs.get("zigbee2mqtt/bridge/devices"); return ok })
+	testutil.Eventually(t, 3*time.Second, "bridge/devices", func() bool { _, ok := r.obs.get("zigbee2mqtt/bridge/devices"); return ok })
 	m, _ := r.obs.get("zigbee2mqtt/bridge/devices")
 	if !m.Retained {
 		t.Error("bridge/devices is not retained")
@@ -184,7 +173,7 @@ func TestAnnouncesBridgeAndDevices(t *testing.T) {
 		t.Errorf("bridge/state = %v", st)
 	}
 	for _, n := range z2mNames {
-		waitFor(t, 3*time.Second, n+" availability and state", func() bool {
+		testutil.Eventually(t, 3*time.Second, n+" availability and state", func() bool {
 			a, okA := r.obs.get("zigbee2mqtt/" + n + "/availability")
 			s, okS := r.obs.get("zigbee2mqtt/" + n)
 			return okA && okS && a.Retained && s.Retained && string(a.Payload) == `{"state":"online"}`
@@ -307,10 +296,10 @@ func TestInvalidCommandsIgnored(t *testing.T) {
 
 func TestGetRepublishes(t *testing.T) {
 	r := start(t, Options{})
-	waitFor(t, 3*time.Second, "initial state", func() bool { _, ok := r.obs.get("zigbee2mqtt/front_door"); return ok })
+	testutil.Eventually(t, 3*time.Second, "initial state", func() bool { _, ok := r.obs.get("zigbee2mqtt/front_door"); return ok })
 	first, _ := r.obs.get("zigbee2mqtt/front_door")
 	r.publish(t, "zigbee2mqtt/front_door/get", `{"contact":""}`)
-	waitFor(t, 3*time.Second, "state republished on get", func() bool {
+	testutil.Eventually(t, 3*time.Second, "state republished on get", func() bool {
 		m, _ := r.obs.get("zigbee2mqtt/front_door")
 		return !m.Retained && string(m.Payload) != string(first.Payload)
 	})
@@ -320,7 +309,7 @@ func TestHomeAssistantDiscovery(t *testing.T) {
 	r := start(t, Options{})
 	for _, key := range []string{"temperature", "humidity"} {
 		topic := "homeassistant/sensor/outdoor_weather/" + key + "/config"
-		waitFor(t, 3*time.Second, topic, func() bool { _, ok := r.obs.get(topic); return ok })
+		testutil.Eventually(t, 3*time.Second, topic, func() bool { _, ok := r.obs.get(topic); return ok })
 		cfg := r.obs.json(topic)
 		if cfg["state_topic"] != "pilothouse-demo/outdoor_weather/state" ||
 			cfg["value_template"] != "{{ value_json."+key+" }}" ||
@@ -333,14 +322,14 @@ func TestHomeAssistantDiscovery(t *testing.T) {
 			t.Errorf("%s device = %v", topic, dev)
 		}
 	}
-	waitFor(t, 3*time.Second, "weather state", func() bool {
+	testutil.Eventually(t, 3*time.Second, "weather state", func() bool {
 		st := r.obs.json("pilothouse-demo/outdoor_weather/state")
 		return st["temperature"] != nil && st["humidity"] != nil
 	})
 	if err := r.sim.Trigger(ctxT(t), "outdoor_weather", map[string]any{"temperature": -3.5}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 3*time.Second, "triggered weather", func() bool {
+	testutil.Eventually(t, 3*time.Second, "triggered weather", func() bool {
 		return r.obs.json("pilothouse-demo/outdoor_weather/state")["temperature"] == -3.5
 	})
 	if _, ok := r.obs.get("zigbee2mqtt/outdoor_weather"); ok {
@@ -373,7 +362,7 @@ func TestTriggerAndPress(t *testing.T) {
 	if err := r.sim.Press(ctxT(t), "brightness_up"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 3*time.Second, "remote action", func() bool {
+	testutil.Eventually(t, 3*time.Second, "remote action", func() bool {
 		a, ok := r.obs.get("zigbee2mqtt/bedroom_remote/action")
 		return ok && string(a.Payload) == "brightness_up" && r.obs.json("zigbee2mqtt/bedroom_remote")["action"] == "brightness_up"
 	})
@@ -382,7 +371,7 @@ func TestTriggerAndPress(t *testing.T) {
 	}
 	// The press is an event: a new subscriber sees the retained state without it.
 	late := newObserver(t, r.broker)
-	waitFor(t, 3*time.Second, "retained remote state", func() bool { _, ok := late.get("zigbee2mqtt/bedroom_remote"); return ok })
+	testutil.Eventually(t, 3*time.Second, "retained remote state", func() bool { _, ok := late.get("zigbee2mqtt/bedroom_remote"); return ok })
 	if st := late.json("zigbee2mqtt/bedroom_remote"); st["action"] != nil {
 		t.Errorf("retained remote state carries an action: %v", st)
 	}
@@ -406,7 +395,7 @@ func TestRemoveAndRename(t *testing.T) {
 		t.Error("renaming onto an existing name succeeded")
 	}
 	late := newObserver(t, r.broker)
-	waitFor(t, 3*time.Second, "bridge/devices", func() bool { _, ok := late.get("zigbee2mqtt/bridge/devices"); return ok })
+	testutil.Eventually(t, 3*time.Second, "bridge/devices", func() bool { _, ok := late.get("zigbee2mqtt/bridge/devices"); return ok })
 	m, _ := late.get("zigbee2mqtt/bridge/devices")
 	var list []struct {
 		FriendlyName string `json:"friendly_name"`
@@ -421,7 +410,7 @@ func TestRemoveAndRename(t *testing.T) {
 	if len(names) != 9 || slices.Contains(names, "porch_light") || slices.Contains(names, "hall_light") || !slices.Contains(names, "entry_light") {
 		t.Errorf("bridge/devices after remove+rename = %v", names)
 	}
-	waitFor(t, 3*time.Second, "renamed device state", func() bool { _, ok := late.get("zigbee2mqtt/entry_light"); return ok })
+	testutil.Eventually(t, 3*time.Second, "renamed device state", func() bool { _, ok := late.get("zigbee2mqtt/entry_light"); return ok })
 	for _, gone := range []string{"zigbee2mqtt/porch_light", "zigbee2mqtt/hall_light", "homeassistant/sensor/outdoor_weather/temperature/config"} {
 		if _, ok := late.get(gone); ok {
 			t.Errorf("%s is still retained", gone)
@@ -447,7 +436,7 @@ func TestSpontaneousBehaviour(t *testing.T) {
 	}
 	want := []string{"zigbee2mqtt/hall_motion", "zigbee2mqtt/living_plug", "zigbee2mqtt/living_thermostat",
 		"pilothouse-demo/outdoor_weather/state", "zigbee2mqtt/bedroom_remote/action"}
-	waitFor(t, 10*time.Second, "spontaneous changes on every simulated sensor", func() bool {
+	testutil.Eventually(t, 10*time.Second, "spontaneous changes on every simulated sensor", func() bool {
 		seen := changed()
 		for _, w := range want {
 			if !seen[w] {
@@ -467,7 +456,7 @@ func TestSpontaneousBehaviour(t *testing.T) {
 func TestNotifications(t *testing.T) {
 	r := start(t, Options{NotifyTopic: "pilothouse/notify/phone"})
 	r.publish(t, "pilothouse/notify/phone", `{"message":"Door open","title":""}`)
-	waitFor(t, 3*time.Second, "phone notification", func() bool {
+	testutil.Eventually(t, 3*time.Second, "phone notification", func() bool {
 		ns := r.sim.Notifications()
 		return len(ns) == 1 && ns[0].Payload == `{"message":"Door open","title":""}`
 	})
@@ -485,7 +474,7 @@ func TestReannounceAfterBrokerRestart(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = b2.Close() })
 	late := newObserver(t, b2)
-	waitFor(t, 20*time.Second, "retained bridge/devices on the new broker", func() bool {
+	testutil.Eventually(t, 20*time.Second, "retained bridge/devices on the new broker", func() bool {
 		_, ok := late.get("zigbee2mqtt/bridge/devices")
 		return ok
 	})

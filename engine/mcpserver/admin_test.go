@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -71,7 +72,7 @@ func TestAdministratorsSeeTheWholeHouse(t *testing.T) {
 		t.Fatal(err)
 	}
 	var firing string
-	waitUntil(t, 10*time.Second, "the guest's rule to fire", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the guest's rule to fire", func() bool {
 		if ids := firingsOf(t, guest, "guest-hall"); len(ids) > 0 {
 			firing = ids[0]
 		}
@@ -99,7 +100,7 @@ func TestAdministratorsSeeTheWholeHouse(t *testing.T) {
 	}
 
 	// The runs listing (the web UI's Runs page) has the deploy and the firing.
-	runs, err := s.eng.ListRuns(engine.WithPrincipal(t.Context(), adminPrincipals()[0]), storage.RunFilter{Limit: 50})
+	runs, err := s.eng.ListRuns(engine.WithPrincipal(t.Context(), adminPrincipals()[0]), engine.RunFilter{Limit: 50})
 	if err != nil {
 		t.Fatal(err)
 	}

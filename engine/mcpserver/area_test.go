@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -36,7 +37,7 @@ func TestDemoDevicesHaveAreas(t *testing.T) {
 		{Name: "living", TokenHash: engine.HashToken("living-token"), Scope: engine.Scope{Areas: []string{"living"}}},
 		{Name: "outside", TokenHash: engine.HashToken("outside-token"), Scope: engine.Scope{Areas: []string{"Garden", "porch"}}},
 	}, storage.Options{})
-	waitUntil(t, 10*time.Second, "the weather station", func() bool { _, ok := s.devs.Snapshot().Get("outdoor_weather"); return ok })
+	testutil.Eventually(t, 10*time.Second, "the weather station", func() bool { _, ok := s.devs.Snapshot().Get("outdoor_weather"); return ok })
 	for _, tc := range []struct{ token, want string }{
 		{"living-token", "living_plug,living_thermostat"},
 		{"outside-token", "outdoor_weather,porch_light"},

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -161,7 +162,7 @@ func TestCatalogParamsOverMCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	var firing string
-	waitUntil(t, 10*time.Second, "the bound rule to fire", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the bound rule to fire", func() bool {
 		if ids := firingsOf(t, c, "motion-light"); len(ids) > 0 {
 			firing = ids[0]
 		}
@@ -171,7 +172,7 @@ func TestCatalogParamsOverMCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ft map[string]any
-	waitUntil(t, 10*time.Second, "the firing to end", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the firing to end", func() bool {
 		ft, _ = callTool(t, c, "pilotage_trace", map[string]any{"run_id": firing})
 		return ft["outcome"].(map[string]any)["status"] == "success"
 	})
@@ -301,7 +302,7 @@ func TestCatalogParamsInSinceAndValueListsOverMCP(t *testing.T) {
 	if oc := tr["outcome"].(map[string]any); oc["status"] != "success" || js(out["vars"]) != `{"open":"open 20 min"}` || len(out["calls"].([]any)) != 1 {
 		t.Fatalf("test run: %s", js(tr))
 	}
-	if d := step(out["plan"], "press")["description"]; d != `on event bedroom_remote.action in ["toggle_double","toggle_triple"]` {
+	if d := step(out["plan"], "press")["description"]; d != `When event bedroom_remote.action arrives with "toggle_double" or "toggle_triple"` {
 		t.Errorf("bound plan trigger: %v", d)
 	}
 	input["door"] = "hall_light.set"

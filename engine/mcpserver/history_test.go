@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/pilothouse/pilothouse/devices/demo"
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/engine/mcpserver"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -66,17 +68,14 @@ func historyHouse(t *testing.T) (*client.Client, *engine.Engine, *demo.Sim, *dev
 // the opt-in history argument; the history rides beside the entry.
 func TestLookupGetHistory(t *testing.T) {
 	cl, eng, sim, devs := historyHouse(t)
-	deadline := time.Now().Add(10 * time.Second)
 	for _, on := range []bool{true, false, true, false, true, false} {
 		if err := sim.Trigger(context.Background(), "hall_motion", map[string]any{"occupancy": on}); err != nil {
 			t.Fatal(err)
 		}
-		for l, _ := devs.Live("hall_motion.occupancy"); l.Value != on; l, _ = devs.Live("hall_motion.occupancy") {
-			if time.Now().After(deadline) {
-				t.Fatal("occupancy never changed")
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+		testutil.Eventually(t, 10*time.Second, fmt.Sprintf("occupancy %v", on), func() bool {
+			l, _ := devs.Live("hall_motion.occupancy")
+			return l.Value == on
+		})
 	}
 	eng.FlushHistory()
 	get := func(args map[string]any) (map[string]any, bool) {

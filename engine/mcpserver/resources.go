@@ -6,14 +6,14 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 )
 
 // addResources registers the manifest and one concrete resource per guide
 // (not a template: mcp-go turns a template's not-found into -32603).
 func (s *Server) addResources() {
-	s.MCP.AddResource(mcp.NewResource(engine.ManifestURI, "Pilotage manifest",
+	s.MCP.AddResource(mcp.NewResource(pilotage.ManifestURI, "Pilotage manifest",
 		mcp.WithResourceDescription("The Pilotage 1.1 manifest of this server (same as pilotage_discover)."),
 		mcp.WithMIMEType("application/json")),
 		func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
@@ -21,11 +21,11 @@ func (s *Server) addResources() {
 			if err != nil {
 				return nil, err
 			}
-			return []mcp.ResourceContents{mcp.TextResourceContents{URI: engine.ManifestURI, MIMEType: "application/json", Text: string(b)}}, nil
+			return []mcp.ResourceContents{mcp.TextResourceContents{URI: pilotage.ManifestURI, MIMEType: "application/json", Text: string(b)}}, nil
 		})
 	for _, g := range s.e.Guides() {
 		g := g
-		uri := engine.GuidesURIPrefix + rules.Language + "/" + g.ID
+		uri := pilotage.GuidesURIPrefix + rules.Language + "/" + g.ID
 		s.MCP.AddResource(mcp.NewResource(uri, g.Title,
 			mcp.WithResourceDescription(g.Summary), mcp.WithMIMEType("text/markdown")),
 			func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {

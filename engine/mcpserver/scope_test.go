@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -109,7 +110,7 @@ func TestScopeFollowsIndirectReferences(t *testing.T) {
 	if err := s.sim.Rename("front_lock", "side_lock"); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 10*time.Second, "the rename", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the rename", func() bool {
 		_, gone := s.devs.Snapshot().Get("front_lock.set")
 		_, there := s.devs.Snapshot().Get("side_lock.set")
 		return !gone && there

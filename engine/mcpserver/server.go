@@ -19,7 +19,6 @@ import (
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
-	"github.com/pilothouse/pilothouse/storage"
 )
 
 // Instructions tell a model where to start.
@@ -61,7 +60,7 @@ func New(e *engine.Engine, o Options) *Server {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	settings := map[string]any{"version": pilotage.Version, "manifest": engine.ManifestURI, "discover": engine.ToolDiscover}
+	settings := map[string]any{"version": pilotage.Version, "manifest": pilotage.ManifestURI, "discover": pilotage.ToolDiscover}
 	s := &Server{e: e, def: o.Default, log: o.Logger, lim: requestLimits(e.Config().Limits)}
 	s.MCP = server.NewMCPServer("pilothouse", engine.Version,
 		server.WithInstructions(Instructions),
@@ -89,8 +88,8 @@ func (s *Server) tool(name, desc, in, out string, ann mcp.ToolAnnotation, h func
 	t := mcp.Tool{Name: name, Description: desc, RawInputSchema: json.RawMessage(in), RawOutputSchema: json.RawMessage(out), Annotations: ann}
 	allowed := allowedFields(in)
 	s.MCP.AddTool(t, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		// One call's writes fail fast once storage failed (storage.FailFast).
-		ctx = storage.FailFast(s.withPrincipal(ctx))
+		// One call's writes fail fast once storage failed (engine.FailFast).
+		ctx = engine.FailFast(s.withPrincipal(ctx))
 		args, err := decodeArgs(req.GetRawArguments(), allowed)
 		if err == nil {
 			err = s.checkArgSizes(args)

@@ -17,6 +17,7 @@ import (
 	"github.com/pilothouse/pilothouse/devices/demo"
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/engine/mcpserver"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -80,16 +81,10 @@ func stack(t *testing.T, cfg engine.Config) (*engine.Engine, *storage.Store) {
 		t.Fatal(err)
 	}
 	t.Cleanup(sim.Close)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if _, ok := devs.Snapshot().Get("hall_light.set"); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("demo catalog never appeared")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, 10*time.Second, "the demo catalog", func() bool {
+		_, ok := devs.Snapshot().Get("hall_light.set")
+		return ok
+	})
 	return eng, store
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -264,7 +265,7 @@ func (c *mcpHTTP) refusedStream(token, session string) (int, string) {
 // streamSoon opens a stream, retrying while a slot is still being freed.
 func (c *mcpHTTP) streamSoon(token, session, what string) {
 	c.t.Helper()
-	waitUntil(c.t, 5*time.Second, what, func() bool {
+	testutil.Eventually(c.t, 5*time.Second, what, func() bool {
 		resp, cl := c.stream(token, session)
 		if resp.StatusCode != http.StatusOK {
 			cl()

@@ -16,6 +16,7 @@ import (
 	"github.com/pilothouse/pilothouse/devices/demo"
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/engine/mcpserver"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -45,6 +46,13 @@ func newHTTPStack(t *testing.T, principals []*engine.Principal, so storage.Optio
 // (limits, principals, zone, location).
 func newHTTPStackCfg(t *testing.T, cfg engine.Config, so storage.Options) *httpStack {
 	t.Helper()
+	return newHTTPStackDevs(t, cfg, so, devices.Options{Logger: quiet()})
+}
+
+// newHTTPStackDevs starts the stack with the catalog configured by do
+// (notify channels).
+func newHTTPStackDevs(t *testing.T, cfg engine.Config, so storage.Options, do devices.Options) *httpStack {
+	t.Helper()
 	principals := cfg.Principals
 	ctx := context.Background()
 	s := &httpStack{t: t, dir: t.TempDir()}
@@ -58,7 +66,7 @@ func newHTTPStackCfg(t *testing.T, cfg engine.Config, so storage.Options) *httpS
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	s.devs = devices.NewCatalog(devices.Options{Logger: quiet()})
+	s.devs = devices.NewCatalog(do)
 	if err := s.devs.Start(ctx, c); err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +84,7 @@ func newHTTPStackCfg(t *testing.T, cfg engine.Config, so storage.Options) *httpS
 		t.Fatal(err)
 	}
 	t.Cleanup(s.sim.Close)
-	waitUntil(t, 10*time.Second, "the demo catalog", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the demo catalog", func() bool {
 		snap := s.devs.Snapshot()
 		for _, id := range []string{"front_lock.set", "living_plug.set", "hall_light.set", "porch_light.set"} {
 			if _, ok := snap.Get(id); !ok {
@@ -116,17 +124,6 @@ func (s *httpStack) client(token string) *client.Client {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
-}
-
-func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // prog decodes a program literal for tool arguments.

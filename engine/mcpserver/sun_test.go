@@ -84,8 +84,8 @@ func TestSunThroughMCP(t *testing.T) {
 		s := s.(map[string]any)
 		descs[s["id"].(string)], _ = s["description"].(string)
 	}
-	if descs["dusk"] != "at sunset +15m (the server's location)" || descs["evening"] != "only between 15:00 and 02:00 (crossing midnight) (Europe/Berlin)" ||
-		descs["dark"] != "only between sunset and sunrise (the server's location)" {
+	if descs["dusk"] != "At 15 minutes after sunset (the server's location)" || descs["evening"] != "Only from 15:00 until 02:00 the next day (Europe/Berlin)" ||
+		descs["dark"] != "Only between sunset and sunrise (the server's location)" {
 		t.Errorf("plan descriptions: %v", descs)
 	}
 
@@ -113,7 +113,7 @@ func TestBoundPlanNamesTheZone(t *testing.T) {
 	  "triggers": [{"id": "late", "at": "23:00"}],
 	  "conditions": [{"id": "night", "time": {"after": "22:00", "before": "06:00"}}],
 	  "steps": [{"id": "close", "call": "{{ params.door }}", "args": {"state": "CLOSE"}}]}`
-	const want = "only between 22:00 and 06:00 (crossing midnight) (Europe/Berlin)"
+	const want = "Only from 22:00 until 06:00 the next day (Europe/Berlin)"
 	desc := func(plan any, id string) string {
 		for _, s := range plan.(map[string]any)["steps"].([]any) {
 			if s := s.(map[string]any); s["id"] == id {

@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"slices"
 	"strings"
 	"testing"
@@ -67,7 +68,7 @@ func TestMultiPressThrottleSinceThroughMCP(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := map[int]int{0: 0, 1: 1, 2: 1, 3: 2}[i]
-		waitUntil(t, 5*time.Second, "firings after "+a, func() bool { return len(firingStatuses(t, c, "double-tap")) == want })
+		testutil.Eventually(t, 5*time.Second, "firings after "+a, func() bool { return len(firingStatuses(t, c, "double-tap")) == want })
 	}
 	if st := firingStatuses(t, c, "double-tap"); strings.Join(st, " ") != "throttled success" {
 		t.Errorf("firings %v, want the triple press throttled after the double", st)

@@ -11,26 +11,26 @@ import (
 )
 
 func (s *Server) addTools() {
-	s.tool(engine.ToolDiscover, "Pilotage discover: returns the manifest (languages, capabilities, where guides, catalog and the loop live). Call this first.",
+	s.tool(pilotage.ToolDiscover, "Pilotage discover: returns the manifest (languages, capabilities, where guides, catalog and the loop live). Call this first.",
 		discoverIn, discoverOut, annotations("Discover Pilotage manifest", true, false, true, false), s.discover)
-	s.tool(engine.ToolLearn, "Pilotage learn: without id, the guide index; with id, one guide (start with \"core\"); with id+topic, one section.",
+	s.tool(pilotage.ToolLearn, "Pilotage learn: without id, the guide index; with id, one guide (start with \"core\"); with id+topic, one section.",
 		learnIn, learnOut, annotations("Learn the automation/1 language", true, false, true, false), s.learn)
-	s.tool(engine.ToolLookup, "Pilotage lookup: the live device catalog (devices, states, events, actions, promoted automations). verb list (kind/tag/q filters, cursor), get (entry + live value; with history: {since: \"PT12H\"} a state's recorded changes too, e.g. how often motion triggered last night), changed_since.",
+	s.tool(pilotage.ToolLookup, "Pilotage lookup: the live device catalog (devices, states, events, actions, promoted automations). verb list (kind/tag/q filters, cursor), get (entry + live value; automation.<name> without its @hash gets the current version; with history: {since: \"PT12H\"} a state's recorded changes too, e.g. how often motion triggered last night), changed_since.",
 		lookupIn, lookupOut, annotations("Look up devices and actions", true, false, true, false), s.lookup)
-	s.tool(engine.ToolValidate, "Pilotage validate: check a program against the live catalog; returns closed diagnostics with JSON Pointer paths and, when valid, the risk-labelled plan of the deployed body. No side effect.",
+	s.tool(pilotage.ToolValidate, "Pilotage validate: check a program against the live catalog; returns closed diagnostics with JSON Pointer paths and, when valid, the risk-labelled plan of the deployed body. No side effect.",
 		validateIn, validateOut, annotations("Validate an automation", true, false, true, false), s.validate)
-	s.tool(engine.ToolExecute, "Pilotage execute: install the program as a rule (deploy), or simulate it with test_run: true (no side effect). Supply expected_catalog_version from validate. Rules can lock doors, open garages and send notifications: gate on the plan's max_risk_hints first.",
+	s.tool(pilotage.ToolExecute, "Pilotage execute: install the program as a rule (deploy), or simulate it with test_run: true (no side effect). Supply expected_catalog_version from validate. Rules can lock doors, open garages and send notifications: gate on the plan's max_risk_hints first.",
 		executeIn, executeOut, annotations("Install or test-run an automation", false, true, false, true), s.execute)
-	s.tool(engine.ToolTrace, "Pilotage trace: fetch a stored run's trace by run_id (deploys, test runs and every firing of installed rules).",
+	s.tool(pilotage.ToolTrace, "Pilotage trace: fetch a stored run's trace by run_id (deploys, test runs and every firing of installed rules).",
 		traceIn, traceOut, annotations("Fetch a run trace", true, false, true, false), s.trace)
 
-	s.tool("pilothouse_rules", "List installed rules: status (enabled/disabled/broken), missing (referenced entries not in the catalog now: the rule cannot fire until they are back), triggers, next scheduled time, latest firings with run ids.",
+	s.tool(pilotage.ToolRules, "List installed rules: status (enabled/disabled/broken), missing (referenced entries not in the catalog now: the rule cannot fire until they are back), triggers, next scheduled time, latest firings with run ids.",
 		rulesListIn, rulesListOut, annotations("List installed rules", true, false, true, false), s.rulesList)
-	s.tool("pilothouse_rule_enable", "Enable (re-arm) an installed rule by name.",
+	s.tool(pilotage.ToolRuleEnable, "Enable (re-arm) an installed rule by name.",
 		ruleNameIn, ruleOut, annotations("Enable a rule", false, false, true, false), s.ruleEnable(true))
-	s.tool("pilothouse_rule_disable", "Disable an installed rule by name: it stays installed but no longer fires.",
+	s.tool(pilotage.ToolRuleDisable, "Disable an installed rule by name: it stays installed but no longer fires.",
 		ruleNameIn, ruleOut, annotations("Disable a rule", false, false, true, false), s.ruleEnable(false))
-	s.tool("pilothouse_rule_remove", "Remove (uninstall) a rule by name. Its promoted program versions stay for rollback.",
+	s.tool(pilotage.ToolRuleRemove, "Remove (uninstall) a rule by name. Its promoted program versions stay for rollback.",
 		ruleNameIn, ruleOut, annotations("Remove a rule", false, true, true, false), s.ruleRemove)
 }
 

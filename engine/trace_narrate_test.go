@@ -1,0 +1,70 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// TestNarration reads narrations as a person does: sentences, the run's
+// time in the server's zone, no "ok=true", no "(s)".
+func TestNarration(t *testing.T) {
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		t.Skip("no zone database:", err)
+	}
+	started := time.Date(2026, 1, 15, 6, 0, 0, 0, time.UTC)
+	trig := pilotage.TraceStep{ID: "triggers", Outcome: pilotage.Outcome{Status: "success", OK: true},
+		Decisions: []pilotage.Decision{{At: "triggers", Took: "motion", Because: "hall_motion.occupancy changed to true"}}}
+	call := func(id, status, errText string, calls ...string) pilotage.TraceStep {
+		return pilotage.TraceStep{ID: id, Calls: calls, Outcome: pilotage.Outcome{Status: status, OK: status == "success" || status == "not_met", Error: errText}}
+	}
+	cases := []struct {
+		name  string
+		kind  string
+		out   pilotage.Outcome
+		steps []pilotage.TraceStep
+		want  string
+	}{
+		{"firing", "firing", pilotage.Outcome{Status: "success", OK: true},
+			[]pilotage.TraceStep{trig, call("on", "success", "", "hall_light.set"), call("note", "success", "", "notify.phone")},
+			`Rule "hall" fired at 2026-01-15 07:00:00 CET (run r1). Trigger "motion" fired because hall_motion.occupancy changed to true. ` +
+				`The run succeeded. It called hall_light.set (step "on") and notify.phone (step "note"). The trace has 3 steps.`},
+		{"failed", "firing", pilotage.Outcome{Status: "failed", Error: `step "on": hall_light.set failed: refused.`},
+			[]pilotage.TraceStep{trig, call("on", "failed", "refused", "hall_light.set")},
+			`Rule "hall" fired at 2026-01-15 07:00:00 CET (run r1). Trigger "motion" fired because hall_motion.occupancy changed to true. ` +
+				`The run failed: step "on": hall_light.set failed: refused. It called nothing. Step "on" failed: refused. The trace has 2 steps.`},
+		{"not met", "firing", pilotage.Outcome{Status: "conditions_not_met", OK: true},
+			[]pilotage.TraceStep{trig, call("dark", "not_met", "")},
+			`Rule "hall" fired at 2026-01-15 07:00:00 CET (run r1). Trigger "motion" fired because hall_motion.occupancy changed to true. ` +
+				`Condition "dark" was not met. The run ended early because a condition was not met. It called nothing. The trace has 2 steps.`},
+		{"test", "test", pilotage.Outcome{Status: "success", OK: true},
+			[]pilotage.TraceStep{trig, call("on", "success", "", "hall_light.set")},
+			`A test run started at 2026-01-15 07:00:00 CET (run r1). Trigger "motion" fired because hall_motion.occupancy changed to true. ` +
+				`The run succeeded. It would have called hall_light.set (step "on"). The trace has 2 steps.`},
+		{"deploy", "deploy", pilotage.Outcome{Status: "success", OK: true}, []pilotage.TraceStep{},
+			`An installation of rule "hall" started at 2026-01-15 07:00:00 CET (run r1). The run succeeded. The trace has 0 steps.`},
+		{"throttled", "firing", pilotage.Outcome{Status: "throttled", OK: true, Error: "throttled: the body ran less than 1 hour ago"}, nil,
+			`Rule "hall" fired at 2026-01-15 07:00:00 CET (run r1). The run was held back by the rule's throttle: the body ran less than 1 hour ago.`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			env := &envelope{RunID: "r1", Outcome: c.out}
+			if c.steps != nil {
+				env.Trace = &pilotage.Trace{Level: pilotage.LevelFull, Steps: c.steps}
+			}
+			got := narrate(storage.Run{ID: "r1", Rule: "hall", Kind: c.kind, Started: started}, env, "", berlin)
+			if got != c.want {
+				t.Errorf("narration\n got %s\nwant %s", got, c.want)
+			}
+			for _, bad := range []string{"ok=", "(s)", "status success"} {
+				if strings.Contains(got, bad) {
+					t.Errorf("narration says %q: %s", bad, got)
+				}
+			}
+		})
+	}
+}

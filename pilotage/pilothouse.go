@@ -1,0 +1,74 @@
+package pilotage
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Pilothouse's own records on the same wire, outside the spec: the output
+// of a deploy and the rule-management tools' answers.
+
+// Pilothouse's rule-management tools.
+const (
+	ToolRules       = "pilothouse_rules"
+	ToolRuleEnable  = "pilothouse_rule_enable"
+	ToolRuleDisable = "pilothouse_rule_disable"
+	ToolRuleRemove  = "pilothouse_rule_remove"
+)
+
+// DeployOutput is the output of a successful installation Run.
+type DeployOutput struct {
+	ProgramRef string        `json:"program_ref"`
+	Rule       string        `json:"rule"`
+	Replaced   bool          `json:"replaced"`
+	Triggers   []TriggerInfo `json:"triggers"`
+	NextFire   *time.Time    `json:"next_fire,omitempty"` // local, with its UTC offset
+	TimeZone   string        `json:"time_zone"`           // the server's: schedules and next_fire are in it
+	// Plan is the installed rule's plan when its catalog params were
+	// bound: the real ids, arguments and risk (the program's own plan
+	// shows the worst its constraints admit).
+	Plan *Plan `json:"plan,omitempty"`
+	// Warnings of the program as bound (overlapping_rule).
+	Warnings []Diagnostic `json:"warnings,omitempty"`
+}
+
+// TriggerInfo describes an armed trigger.
+type TriggerInfo struct {
+	ID       string     `json:"id"`
+	Kind     string     `json:"kind"`
+	Entity   string     `json:"entity,omitempty"`
+	Spec     string     `json:"spec,omitempty"`
+	NextFire *time.Time `json:"next_fire,omitempty"` // local, with its UTC offset
+	// TimeZone is the zone a schedule or sun trigger's times are in.
+	TimeZone string `json:"time_zone,omitempty"`
+}
+
+// RuleInfo is one installed rule as pilothouse_rules lists it.
+type RuleInfo struct {
+	Name        string          `json:"name"`
+	Status      string          `json:"status"` // enabled, disabled, broken
+	Broken      string          `json:"broken,omitempty"`
+	ProgramRef  string          `json:"program_ref"`
+	Description string          `json:"description,omitempty"`
+	MaxRisk     Risk            `json:"max_risk"`
+	Triggers    []TriggerInfo   `json:"triggers"`
+	NextFire    *time.Time      `json:"next_fire,omitempty"`
+	LastFirings []FiringInfo    `json:"last_firings"`
+	InstalledAt time.Time       `json:"installed_at"`
+	UpdatedAt   time.Time       `json:"updated_at"`
+	Principal   string          `json:"principal"`
+	Params      json.RawMessage `json:"params,omitempty"`
+	// Missing lists the catalog entries the rule references that are not
+	// in the catalog now (a device removed, renamed, or not announced yet
+	// since a restart): until they are back, the rule cannot fire, or
+	// its firings end broken.
+	Missing []string `json:"missing,omitempty"`
+}
+
+// FiringInfo is one recent run of a rule.
+type FiringInfo struct {
+	RunID   string    `json:"run_id"`
+	Status  string    `json:"status"`
+	OK      bool      `json:"ok"`
+	Started time.Time `json:"started"`
+}
