@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/robfig/cron/v3"
 
@@ -332,8 +331,7 @@ func (at *armedTrigger) observe(ch devices.Change) {
 }
 
 func describeChange(entity string, ch devices.Change) string {
-	// One allocation, not one per part and a Sprintf: the text is built
-	// in a buffer that becomes the string (nothing else refers to it).
+	// Built in one buffer, not one allocation per part and a Sprintf.
 	b := make([]byte, 0, len(entity)+48)
 	b = append(b, entity...)
 	if ch.Kind == devices.ChangeEvent {
@@ -344,7 +342,7 @@ func describeChange(entity string, ch devices.Change) string {
 		b = append(b, " to "...)
 	}
 	b = appendCompact(b, ch.Value)
-	return unsafe.String(unsafe.SliceData(b), len(b))
+	return string(b)
 }
 
 func compact(v any) string { return string(appendCompact(nil, v)) }
