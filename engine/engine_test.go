@@ -264,7 +264,7 @@ func TestDisableStopsFiring(t *testing.T) {
 	if cmds.count() != 0 || len(h.firings("hall-motion-light")) != 0 {
 		t.Fatal("a disabled rule fired")
 	}
-	if err := h.eng.RemoveRule(ctx, "hall-motion-light"); err != nil {
+	if _, err := h.eng.RemoveRule(ctx, "hall-motion-light"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.eng.GetRule(ctx, "hall-motion-light", 0); !errors.Is(err, ErrRuleNotFound) {

@@ -167,27 +167,38 @@ func (e *Engine) SetRuleEnabled(ctx context.Context, name string, on bool) (Rule
 	if err := e.store.SetRuleEnabled(ctx, name, on); err != nil {
 		return RuleInfo{}, fmt.Errorf("engine: updating rule: %w", err)
 	}
-	e.sched.setEnabled(name, on)
+	cancelled := e.sched.setEnabled(name, on)
 	e.notify(Event{Type: "rule", Rule: name, Status: map[bool]string{true: "enabled", false: "disabled"}[on], OK: true, Time: e.Now(), Principal: ri.Principal, Ref: ri.ProgramRef})
-	return e.GetRule(ctx, name, 5)
+	ri, err = e.GetRule(ctx, name, 5)
+	ri.CancelledRuns, ri.Note = cancelled, CancelledNote(cancelled)
+	return ri, err
+}
+
+// CancelledNote says what cancelling n runs in progress means ("" for 0).
+func CancelledNote(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return rules.Plural(n, "run", "") + " in progress cancelled: the steps not reached yet (such as turning a light back off) will not run; check the devices they control"
 }
 
 // RemoveRule uninstalls a visible rule. Its promoted programs stay (they are
-// immutable history, and rollback targets).
-func (e *Engine) RemoveRule(ctx context.Context, name string) error {
+// immutable history, and rollback targets). It returns how many of the
+// rule's runs in progress were cancelled.
+func (e *Engine) RemoveRule(ctx context.Context, name string) (int, error) {
 	ri, err := e.GetRule(ctx, name, 0)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if !e.principal(ctx).Deploy {
-		return ErrNotAllowed
+		return 0, ErrNotAllowed
 	}
 	if err := e.store.RemoveRule(ctx, name); err != nil {
-		return fmt.Errorf("engine: removing rule: %w", err)
+		return 0, fmt.Errorf("engine: removing rule: %w", err)
 	}
-	e.sched.remove(name)
+	cancelled := e.sched.remove(name)
 	e.notify(Event{Type: "rule", Rule: name, Status: "removed", OK: true, Time: e.Now(), Principal: ri.Principal, Ref: ri.ProgramRef})
-	return nil
+	return cancelled, nil
 }
 
 // Flush waits until every queued run record is written (tests, benchmarks).

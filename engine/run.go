@@ -156,10 +156,14 @@ func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rule
 	}
 	steps = append(steps, pilotage.TraceStep{ID: "install", Output: map[string]any{"rule": rule.Name, "replaced": replaced},
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()})
-	ar := e.sched.install(rule, armed, params, e.cat.view(p).devGen+1)
+	ar, cancelled := e.sched.install(rule, armed, params, e.cat.view(p).devGen+1)
 	info := ar.info(e)
+	warnings := b.warnings
+	if replaced {
+		warnings = append(warnings, replacedWarnings(existing, paramsJSON, cancelled)...)
+	}
 	out := &pilotage.DeployOutput{ProgramRef: pr.prog.Ref, Rule: rule.Name, Replaced: replaced, Triggers: info.Triggers, NextFire: info.NextFire,
-		TimeZone: zoneText(e.cfg.TimeZone), Warnings: b.warnings}
+		TimeZone: zoneText(e.cfg.TimeZone), Warnings: warnings}
 	if b.refs {
 		out.Plan = b.c.Plan
 	}
@@ -182,4 +186,29 @@ func (e *Engine) addSubprograms(p *Principal, w *rules.SimWorld, c *rules.Compil
 			e.addSubprograms(p, w, sub, depth+1)
 		}
 	}
+}
+
+// replacedWarnings tells the deployer what replacing old undid: a copy of
+// a reusable program bound to another input (deploying it again under the
+// same name replaces that copy), and runs in progress, cancelled.
+func replacedWarnings(old storage.Rule, params json.RawMessage, cancelled int) []pilotage.Diagnostic {
+	var out []pilotage.Diagnostic
+	oldIn, newIn := string(old.Params), string(params)
+	if oldIn == "" || oldIn == "null" {
+		oldIn = "{}"
+	}
+	if newIn == "" || newIn == "null" {
+		newIn = "{}"
+	}
+	if oldIn != newIn {
+		out = append(out, pilotage.Diagnostic{Code: rules.CodeReplacedRule, Severity: pilotage.SeverityWarning, Path: "",
+			Message: "this deploy replaced the installed rule " + quote(old.Name) + ", which ran with input " + oldIn + "; it now runs with " + newIn,
+			Hint:    "to keep both, deploy the program again with another name (a rule is named after its program)"})
+	}
+	if cancelled > 0 {
+		out = append(out, pilotage.Diagnostic{Code: rules.CodeReplacedRule, Severity: pilotage.SeverityWarning, Path: "",
+			Message: rules.Plural(cancelled, "run", "") + " of the replaced rule " + quote(old.Name) + " in progress cancelled: the steps not reached yet (such as turning a light back off) will not run",
+			Hint:    "check the devices those runs control (pilotage_trace of the cancelled run shows how far it got)"})
+	}
+	return out
 }

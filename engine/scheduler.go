@@ -161,13 +161,14 @@ func (s *scheduler) close() {
 // never holds both.
 // validatedAt is the device catalog generation the body was just validated
 // against (0 when unknown, e.g. re-arming at start-up): firings on that same
-// generation skip the broken check.
-func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[string]any, validatedAt uint64) *armedRule {
+// generation skip the broken check. cancelled counts the replaced rule's
+// firings that were in progress.
+func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[string]any, validatedAt uint64) (ar *armedRule, cancelled int) {
 	p := s.e.principalByName(rule.Principal)
 	if len(params) == 0 {
 		params = nil // a run copies its params: nil reads as none
 	}
-	ar := &armedRule{s: s, name: rule.Name, ref: rule.Ref, enabled: rule.Enabled, c: c, params: params, principal: p,
+	ar = &armedRule{s: s, name: rule.Name, ref: rule.Ref, enabled: rule.Enabled, c: c, params: params, principal: p,
 		broken: rule.Broken, waits: c.TakesTime(), checkedGen: validatedAt}
 	if c.Throttle() > 0 {
 		ar.lastBody = s.lastBodyStart(rule.Name)
@@ -192,13 +193,13 @@ func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[str
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old := s.rules[rule.Name]; old != nil {
-		s.disarmLocked(old)
+		cancelled = s.disarmLocked(old)
 	}
 	s.rules[rule.Name] = ar
 	if ar.enabled {
 		s.armLocked(ar)
 	}
-	return ar
+	return ar, cancelled
 }
 
 func (s *scheduler) armLocked(ar *armedRule) {
@@ -256,8 +257,10 @@ func (s *scheduler) armSun(ar *armedRule, at *armedTrigger) {
 	at.suns = append(at.suns, tm)
 }
 
-// disarmLocked removes a rule's triggers and cancels its firings.
-func (s *scheduler) disarmLocked(ar *armedRule) {
+// disarmLocked removes a rule's triggers and cancels its firings; it
+// returns how many firings were in progress (their remaining steps will
+// not run: callers say so to whoever asked).
+func (s *scheduler) disarmLocked(ar *armedRule) int {
 	for _, at := range ar.triggers {
 		entity := at.t.Entity()
 		ids := s.index[entity]
@@ -287,12 +290,13 @@ func (s *scheduler) disarmLocked(ar *armedRule) {
 		at.suns = nil
 	}
 	ar.mu.Lock()
+	defer ar.mu.Unlock()
 	ar.stopped = true
 	ar.queue = nil
 	for _, f := range ar.running {
 		f.cancel(context.Canceled)
 	}
-	ar.mu.Unlock()
+	return len(ar.running)
 }
 
 // onChange is called on the ingestion goroutine for every state change and
@@ -403,30 +407,34 @@ func (s *scheduler) ruleByName(name string) *armedRule {
 	return s.rules[name]
 }
 
-// setEnabled arms or disarms a rule in memory.
-func (s *scheduler) setEnabled(name string, on bool) {
+// setEnabled arms or disarms a rule in memory; it returns how many of
+// its firings in progress a disable cancelled.
+func (s *scheduler) setEnabled(name string, on bool) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ar := s.rules[name]
 	if ar == nil || ar.enabled == on {
-		return
+		return 0
 	}
 	ar.enabled = on
 	if on {
 		s.armLocked(ar)
-	} else {
-		s.disarmLocked(ar)
+		return 0
 	}
+	return s.disarmLocked(ar)
 }
 
-// remove disarms and forgets a rule.
-func (s *scheduler) remove(name string) {
+// remove disarms and forgets a rule; it returns how many of its firings
+// in progress were cancelled.
+func (s *scheduler) remove(name string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if ar := s.rules[name]; ar != nil {
-		s.disarmLocked(ar)
-		delete(s.rules, name)
+	ar := s.rules[name]
+	if ar == nil {
+		return 0
 	}
+	delete(s.rules, name)
+	return s.disarmLocked(ar)
 }
 
 // missing lists the referenced entries the rule's principal cannot find

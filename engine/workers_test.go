@@ -95,6 +95,24 @@ func TestWorkersLimitRunningFirings(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
+	// Free one slot at a time and wait for the task that takes it: tasks
+	// start on goroutines of their own, so slots freed together could
+	// record their starts in any order even though they were handed out
+	// in order.
+	for k := range n - maxRunning {
+		release <- struct{}{}
+		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Microsecond) {
+			mu.Lock()
+			started := len(order)
+			mu.Unlock()
+			if started == maxRunning+k+1 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no backlog task started after slot %d was freed", k)
+			}
+		}
+	}
 	close(release)
 	wg.Wait()
 	if peak != maxRunning {

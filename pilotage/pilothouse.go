@@ -63,6 +63,11 @@ type RuleInfo struct {
 	// since a restart): until they are back, the rule cannot fire, or
 	// its firings end broken.
 	Missing []string `json:"missing,omitempty"`
+	// CancelledRuns counts the rule's runs in progress that this disable
+	// cancelled: the steps they had not reached (such as turning a light
+	// back off) will not run. Note says so in words.
+	CancelledRuns int    `json:"cancelled_runs,omitempty"`
+	Note          string `json:"note,omitempty"`
 }
 
 // FiringInfo is one recent run of a rule.

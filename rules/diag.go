@@ -51,6 +51,7 @@ const (
 	CodeCallDepth        = "call_depth"
 	CodeTemplatedID      = "templated_id"
 	CodeOverlappingRule  = "overlapping_rule"
+	CodeReplacedRule     = "replaced_rule"
 )
 
 // Codes is the closed set of diagnostic codes, each with its fixed severity.
@@ -87,6 +88,7 @@ var Codes = []CodeInfo{
 	{CodeUnknownStep, pilotage.SeverityError, "steps.<id> names no step, or a step that has not run yet at this point"},
 	{CodeCallDepth, pilotage.SeverityError, "a call starts a chain of promoted automations calling each other deeper than the engine's call-depth limit (MaxCallDepth): every run would end limit_exceeded"},
 	{CodeTemplatedID, pilotage.SeverityError, "a template stands where a catalog id goes (call, a trigger's or wait's state or event, an id passed to an automation's catalog param): only exactly \"{{ params.<name> }}\" naming a param declared with \"catalog\" may; the hint shows the declaration"},
+	{CodeReplacedRule, pilotage.SeverityWarning, "deploy only: the rule of the same name that this deploy replaced ran with another input (a reusable program deployed again under the same name replaces its first copy: give the program another name to keep both), or had runs in progress, which were cancelled (their remaining steps, such as turning a light back off, will not run)"},
 	{CodeOverlappingRule, pilotage.SeverityWarning, "another installed rule (visible to you) calls an action of the same device from the same trigger: the two race and the last command wins; merge them, make their conditions exclusive, or deploy under that rule's name to replace it"},
 }
 

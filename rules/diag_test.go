@@ -144,7 +144,10 @@ func TestDiagnosticCodes(t *testing.T) {
 }
 
 func TestEveryCodeTested(t *testing.T) {
-	tested := map[string]bool{CodeInputBinding: true} // TestCheckParams
+	tested := map[string]bool{
+		CodeInputBinding: true, // TestCheckParams
+		CodeReplacedRule: true, // deploy only: engine/mcpserver TestRedeployUnderSameNameWarns
+	}
 	for _, tc := range codeCases {
 		tested[tc.code] = true
 	}

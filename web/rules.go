@@ -276,12 +276,14 @@ func (s *server) ruleAction(w http.ResponseWriter, r *http.Request, ss *session)
 	switch r.PathValue("action") {
 	case "enable", "disable":
 		on := r.PathValue("action") == "enable"
-		if _, err = s.e.SetRuleEnabled(ctx, name, on); err == nil {
-			ss.setFlash("Rule " + name + map[bool]string{true: " enabled: it fires on its triggers again.", false: " disabled: its triggers are disarmed."}[on])
+		var ri engine.RuleInfo
+		if ri, err = s.e.SetRuleEnabled(ctx, name, on); err == nil {
+			ss.setFlash("Rule " + name + map[bool]string{true: " enabled: it fires on its triggers again.", false: " disabled: its triggers are disarmed."}[on] + cancelledText(ri.CancelledRuns))
 		}
 	case "remove":
-		if err = s.e.RemoveRule(ctx, name); err == nil {
-			ss.setFlash("Rule " + name + " removed. Its promoted versions and past runs are kept.")
+		var n int
+		if n, err = s.e.RemoveRule(ctx, name); err == nil {
+			ss.setFlash("Rule " + name + " removed. Its promoted versions and past runs are kept." + cancelledText(n))
 			back = "/"
 		}
 	case "test":
@@ -366,4 +368,13 @@ func mcpURL(r *http.Request) string {
 		scheme = "https"
 	}
 	return scheme + "://" + r.Host + "/mcp"
+}
+
+// cancelledText is the flash's sentence on runs a disable or remove
+// cancelled ("" for none).
+func cancelledText(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return " " + engine.CancelledNote(n) + "."
 }

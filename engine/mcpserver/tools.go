@@ -28,9 +28,9 @@ func (s *Server) addTools() {
 		rulesListIn, rulesListOut, annotations("List installed rules", true, false, true, false), s.rulesList)
 	s.tool(pilotage.ToolRuleEnable, "Enable (re-arm) an installed rule by name.",
 		ruleNameIn, ruleOut, annotations("Enable a rule", false, false, true, false), s.ruleEnable(true))
-	s.tool(pilotage.ToolRuleDisable, "Disable an installed rule by name: it stays installed but no longer fires.",
+	s.tool(pilotage.ToolRuleDisable, "Disable an installed rule by name: it stays installed but no longer fires. Its runs in progress are cancelled (steps not reached, such as turning a light back off, will not run); the answer counts them.",
 		ruleNameIn, ruleOut, annotations("Disable a rule", false, false, true, false), s.ruleEnable(false))
-	s.tool(pilotage.ToolRuleRemove, "Remove (uninstall) a rule by name. Its promoted program versions stay for rollback.",
+	s.tool(pilotage.ToolRuleRemove, "Remove (uninstall) a rule by name. Its promoted program versions stay for rollback. Its runs in progress are cancelled (steps not reached will not run); the answer counts them.",
 		ruleNameIn, ruleOut, annotations("Remove a rule", false, true, true, false), s.ruleRemove)
 }
 
@@ -207,10 +207,15 @@ func (s *Server) ruleRemove(ctx context.Context, args map[string]json.RawMessage
 	if err != nil {
 		return nil, err
 	}
-	if err := s.e.RemoveRule(ctx, name); err != nil {
+	cancelled, err := s.e.RemoveRule(ctx, name)
+	if err != nil {
 		return nil, notFoundRule(err)
 	}
-	return map[string]any{"removed": name}, nil
+	out := map[string]any{"removed": name}
+	if cancelled > 0 {
+		out["cancelled_runs"], out["note"] = cancelled, engine.CancelledNote(cancelled)
+	}
+	return out, nil
 }
 
 // unmarshalArgs decodes members into a typed request, naming the field on

@@ -1,0 +1,92 @@
+package mcpserver_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/internal/testutil"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// TestCancelledRunsAreReported: disabling, removing or replacing a rule
+// cancels its runs in progress, whose remaining steps (here: the light
+// back off after an hour) never run. Each of those answers says so (an
+// assistant disabled a motion light mid-run and the light stayed on).
+func TestCancelledRunsAreReported(t *testing.T) {
+	s := newHTTPStack(t, nil, storage.Options{})
+	c := s.client("")
+	// Each case switches its own device to a state and then waits an
+	// hour to switch it back: the device in that state means a run is in
+	// progress.
+	long := func(name, dev, to, back string) string {
+		return strings.NewReplacer("NAME", name, "DEV", dev, "TO", to, "BACK", back).Replace(`{"name": "NAME",
+	  "triggers": [{"id": "press", "event": "bedroom_remote.action"}],
+	  "steps": [{"id": "on", "call": "DEV.set", "args": {"state": "TO"}}, {"id": "later", "delay": "1h"},
+	            {"id": "off", "call": "DEV.set", "args": {"state": "BACK"}}]}`)
+	}
+	state := func(dev string) string {
+		got := call(t, c, "pilotage_lookup", map[string]any{"verb": "get", "id": dev + ".state"})
+		v, _ := got["live"].(map[string]any)["value"].(string)
+		return v
+	}
+	inProgress := func(name, dev string) string {
+		t.Helper()
+		to, back := "ON", "OFF"
+		if state(dev) == "ON" {
+			to, back = back, to
+		}
+		src := long(name, dev, to, back)
+		deployed(t, c, src)
+		if err := s.sim.Press(context.Background(), "toggle"); err != nil {
+			t.Fatal(err)
+		}
+		testutil.Eventually(t, 5*time.Second, dev+" "+to, func() bool { return state(dev) == to })
+		return src
+	}
+
+	inProgress("disable-me", "hall_light")
+	dis, isErr := callTool(t, c, "pilothouse_rule_disable", map[string]any{"name": "disable-me"})
+	if isErr || dis["rule"].(map[string]any)["cancelled_runs"] != 1.0 || !strings.Contains(js(dis), "will not run") {
+		t.Errorf("disable: %s", js(dis))
+	}
+
+	inProgress("remove-me", "porch_light")
+	rm, isErr := callTool(t, c, "pilothouse_rule_remove", map[string]any{"name": "remove-me"})
+	if isErr || rm["cancelled_runs"] != 1.0 || !strings.Contains(js(rm), "will not run") {
+		t.Errorf("remove: %s", js(rm))
+	}
+
+	src := inProgress("replace-me", "living_plug")
+	dep := execute(t, c, map[string]any{"program": prog(t, src)})
+	if w := js(dep["output"].(map[string]any)["warnings"]); !strings.Contains(w, `"code":"replaced_rule"`) || !strings.Contains(w, "1 run of the replaced rule") {
+		t.Errorf("replace with a run in progress: warnings %s", w)
+	}
+}
+
+// TestRedeployUnderSameNameWarns: a reusable program deployed again with
+// another input under the same name replaces its first copy; the deploy
+// says so and how to keep both. The same input again is a plain update.
+func TestRedeployUnderSameNameWarns(t *testing.T) {
+	s := newHTTPStack(t, nil, storage.Options{})
+	c := s.client("")
+	hall := map[string]any{"sensor": "hall_motion.occupancy", "light": "hall_light.set"}
+	porch := map[string]any{"sensor": "hall_motion.occupancy", "light": "porch_light.set"}
+	warnings := func(input map[string]any) string {
+		dep := execute(t, c, map[string]any{"program": prog(t, motionLight), "input": input})
+		if dep["outcome"].(map[string]any)["ok"] != true {
+			t.Fatalf("deploy: %s", js(dep))
+		}
+		return js(dep["output"].(map[string]any)["warnings"])
+	}
+	if w := warnings(hall); strings.Contains(w, "replaced_rule") {
+		t.Errorf("first deploy: %s", w)
+	}
+	if w := warnings(porch); !strings.Contains(w, "replaced_rule") || !strings.Contains(w, "hall_light.set") || !strings.Contains(w, "another name") {
+		t.Errorf("second copy under the same name: %s", w)
+	}
+	if w := warnings(porch); strings.Contains(w, "replaced_rule") {
+		t.Errorf("the same input again: %s", w)
+	}
+}
