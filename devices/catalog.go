@@ -26,6 +26,10 @@ type Options struct {
 	// IDs persists the device ids discovery assigns (nil: they are first
 	// come, first served only while the process runs).
 	IDs IDRegistry
+	// MaxPayload bounds the payload of bridge/devices and bridge/event
+	// (0: DefaultMaxPayload); a discovery config or a state is bounded by
+	// 256 KiB or MaxPayload when smaller (see limits.go).
+	MaxPayload int
 }
 
 // NotifyChannel is a configured notification target, exposed as an action
@@ -104,7 +108,8 @@ type Catalog struct {
 	notify  *devSpec        // the notification channels (built once)
 	topics  struct{ devices, event, haPrefix, z2mPrefix string }
 
-	snap atomic.Pointer[Snapshot]
+	snap    atomic.Pointer[Snapshot]
+	refused refusalCounts
 }
 
 type liveVal struct {
@@ -145,6 +150,9 @@ func NewCatalog(o Options) *Catalog {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.MaxPayload <= 0 {
+		o.MaxPayload = DefaultMaxPayload
 	}
 	in := newInterner()
 	ids := newIDTable(o.Logger.With("component", "devices"), o.Now)
@@ -270,11 +278,17 @@ func (c *Catalog) wakeSubscriber() {
 // event. It never panics on payload content; malformed payloads are logged
 // with their topic and skipped, keeping the previous catalog.
 func (c *Catalog) HandleMessage(m mqtt.Message) {
+	if c.oversized(m.Topic, len(m.Payload)) {
+		return
+	}
 	c.ingest.Lock()
 	defer c.ingest.Unlock()
 	c.mu.Lock()
 	tx := c.begin()
 	c.handleLocked(tx, m)
+	if tx.jSkipped > 0 {
+		c.logSkipped(m.Topic, tx.jSkipped)
+	}
 	subs := c.finish(tx)
 	c.mu.Unlock()
 	for _, ch := range tx.changes {

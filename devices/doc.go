@@ -52,8 +52,9 @@
 //     the filters, tests and functions value templates use (Home
 //     Assistant's float/int/bool/round with defaults, multiply, iif,
 //     is_defined, to_json/from_json, regex_*, timestamp_*, now()). Each
-//     rendering has a work budget and values a size cap: a template comes
-//     from whoever may publish discovery. github.com/nikolalohinski/gonja/v2
+//     rendering has a work budget and values a size cap, and all the
+//     renderings one message triggers share a budget too (limits.go):
+//     a template comes from whoever may publish discovery. github.com/nikolalohinski/gonja/v2
 //     was evaluated and not adopted (see template.go). A template the
 //     interpreter cannot compile makes its state "unsupported" (tag,
 //     description, Live.Unsupported) or its command not offered, and the

@@ -78,7 +78,7 @@ func (x *ent) addState(id, name, desc string, schema map[string]any, topic, tplS
 	x.b.spec.routes = append(x.b.spec.routes, topicRoute{topic, func(tx *txn, p []byte) {
 		v, err := t.renderMsg(tx, p)
 		if err != nil {
-			if !warned && !errors.Is(err, errNoValue) {
+			if !warned && !errors.Is(err, errNoValue) && !errors.Is(err, errMsgBudget) {
 				warned = true
 				tx.c.log.Warn("home assistant template failed; the state keeps its value", "id", id, "topic", topic, "err", err)
 			}

@@ -13,17 +13,28 @@ import (
 // maxJValue. Templates come from whoever may publish discovery.
 
 // jBudget is the work one rendering may do (nodes evaluated plus bytes and
-// items made); maxJValue bounds a string or list, and the output.
+// items made); maxJValue bounds a string or list, and the output. Real
+// templates (devices/testdata, the captures in mqtt-real) spend at most
+// 12. msgJBudget is the work all the renderings one message triggers may
+// do together (each costs at least jRouteCost): 1,000 discovery configs
+// sharing one state topic, each looping within jBudget (2^18 then), made
+// every 10-byte message cost ~1 s of CPU. Renderings past it are skipped
+// (errMsgBudget): their states keep their values, and Refusals counts
+// them.
 const (
-	jBudget   = 1 << 18
-	maxJValue = 64 << 10
+	jBudget    = 1 << 16
+	msgJBudget = 1 << 20
+	jRouteCost = 16
+	maxJValue  = 64 << 10
 )
 
 var (
 	errJBudget = errors.New("template needs too much work")
-	errJSize   = fmt.Errorf("template value longer than %d", maxJValue)
-	errBreak   = errors.New("break")
-	errCont    = errors.New("continue")
+	// errMsgBudget: the message's work budget (msgJBudget) is spent.
+	errMsgBudget = errors.New("template not rendered: the renderings of this message used up its work budget")
+	errJSize     = fmt.Errorf("template value longer than %d", maxJValue)
+	errBreak     = errors.New("break")
+	errCont      = errors.New("continue")
 )
 
 type jexpr interface {
@@ -285,15 +296,16 @@ func (l *jloop) attr(name string) (any, bool) {
 // jnamespace is namespace(): the one value a template may change.
 type jnamespace struct{ m map[string]any }
 
-// render runs the program; the output is stripped as Home Assistant does.
-// A panic (a bug: templates are untrusted) is an error, not a crash.
-func (p *jprogram) render(s *jstate) (out string, err error) {
+// render runs the program within budget (at most jBudget); the output is
+// stripped as Home Assistant does. A panic (a bug: templates are
+// untrusted) is an error, not a crash.
+func (p *jprogram) render(s *jstate, budget int) (out string, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			out, err = "", fmt.Errorf("template failed: %v", r)
 		}
 	}()
-	s.budget, s.program = jBudget, p
+	s.budget, s.program = budget, p
 	if p.single != nil { // one expression: no output buffer
 		v, err := p.single.eval(s)
 		if err != nil {

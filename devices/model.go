@@ -127,6 +127,10 @@ type txn struct {
 	jsonOf  *byte
 	jsonLen int
 	jsonVal any
+	// jLeft is the template work the message may still do (msgJBudget);
+	// jSkipped counts the renderings it did not cover.
+	jLeft    int
+	jSkipped int
 }
 
 // begin starts the transaction of one HandleMessage (or of NewCatalog):
@@ -134,7 +138,7 @@ type txn struct {
 // reused; end releases what it refers to.
 func (c *Catalog) begin() *txn {
 	tx := &c.tx
-	*tx = txn{c: c, now: c.now(), changes: tx.changes[:0]}
+	*tx = txn{c: c, now: c.now(), changes: tx.changes[:0], jLeft: msgJBudget}
 	return tx
 }
 

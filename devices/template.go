@@ -77,6 +77,14 @@ func (t *tmpl) renderMsg(tx *txn, payload []byte) (any, error) {
 }
 
 func (t *tmpl) renderJSON(payload []byte, now time.Time, tx *txn) (any, error) {
+	budget := jBudget
+	if tx != nil {
+		if tx.jLeft < jRouteCost {
+			return nil, tx.skipRender()
+		}
+		tx.jLeft -= jRouteCost
+		budget = min(budget, tx.jLeft)
+	}
 	if t == nil {
 		return string(payload), nil
 	}
@@ -87,7 +95,13 @@ func (t *tmpl) renderJSON(payload []byte, now time.Time, tx *txn) (any, error) {
 	if t.prog.usesJSON {
 		s.json = tx.valueJSON(payload)
 	}
-	out, err := t.prog.render(&s)
+	out, err := t.prog.render(&s, budget)
+	if tx != nil {
+		tx.jLeft -= budget - max(s.budget, 0)
+		if errors.Is(err, errJBudget) && budget < jBudget {
+			return nil, tx.skipRender()
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +138,7 @@ func (t *tmpl) renderCommand(value any, vars map[string]any) (string, error) {
 		return "", errors.New(t.unsupported)
 	}
 	s := jstate{value: value, json: jUndef{name: "value_json"}, vars: vars}
-	return t.prog.render(&s)
+	return t.prog.render(&s, jBudget)
 }
 
 // pyNumber is a number as Home Assistant hands it to a command: an int

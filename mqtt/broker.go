@@ -22,6 +22,7 @@ type Broker struct {
 	guard     *retainGuard
 	router    *inlineRouter
 	auth      AuthCounts
+	limits    *limitsHook
 	closeOnce sync.Once
 	closed    atomic.Bool
 }
@@ -32,8 +33,10 @@ const listenerID = "tcp"
 type BrokerOption func(*brokerConfig)
 
 type brokerConfig struct {
-	users   []BrokerUser
-	authLog *slog.Logger
+	users       []BrokerUser
+	authLog     *slog.Logger
+	maxPacket   int
+	maxRetained int
 }
 
 // WithAuthLogger sets where refused connections and denied publishes and
@@ -76,18 +79,24 @@ func StartBroker(addr string, logger *slog.Logger, opts ...BrokerOption) (*Broke
 	}
 	ln := &trackingListener{Listener: nl, conns: map[*trackedConn]struct{}{}}
 	blog := logger.With("component", "mqtt-broker")
+	caps := mochi.NewDefaultServerCapabilities()
+	caps.MaximumPacketSize = uint32(orDefault(cfg.maxPacket, DefaultMaxPacketBytes))
 	srv := mochi.New(&mochi.Options{
 		Logger:                 blog,
+		Capabilities:           caps,
 		SysTopicResendInterval: 60,
 		InlineClient:           true, // Broker.Inline: the server's own client
 	})
-	b := &Broker{srv: srv, ln: ln, guard: new(retainGuard), router: new(inlineRouter)}
 	alog := blog
 	if cfg.authLog != nil {
 		alog = cfg.authLog.With("component", "mqtt-broker")
 	}
+	b := &Broker{srv: srv, ln: ln, guard: new(retainGuard), router: new(inlineRouter),
+		limits: &limitsHook{max: int64(orDefault(cfg.maxRetained, DefaultMaxRetainedBytes)), log: alog, sizes: map[string]int64{}}}
 	hook := &authHook{anonymous: len(users) == 0, users: users, sessions: srv.Clients, log: alog, counts: &b.auth}
-	for _, h := range []mochi.Hook{hook, b.guard, b.router} {
+	// limits before the guard: a retained PUBLISH it refuses to retain
+	// takes no write lock.
+	for _, h := range []mochi.Hook{hook, b.limits, b.guard, b.router} {
 		if err := srv.AddHook(h, nil); err != nil {
 			_ = ln.Close()
 			return nil, fmt.Errorf("mqtt: embedded broker: %w", err)
@@ -275,4 +284,11 @@ func (g *retainGuard) release(cl *mochi.Client) {
 	case holdRead:
 		g.mu.RUnlock()
 	}
+}
+
+func orDefault(n, def int) int {
+	if n <= 0 {
+		return def
+	}
+	return n
 }

@@ -65,7 +65,7 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 	}
 
 	a.devs = devices.NewCatalog(devices.Options{Z2MBase: cfg.Z2MBase, HAPrefix: cfg.HAPrefix, Notify: cfg.Notify, Areas: cfg.Areas,
-		Logger: log.With("part", "devices"), IDs: deviceIDs{a.store}})
+		Logger: log.With("part", "devices"), IDs: deviceIDs{a.store}, MaxPayload: cfg.MaxMessageBytes})
 	if err := a.devs.Start(ctx, a.client); err != nil {
 		return a, fmt.Errorf("starting device discovery: %w", err)
 	}
@@ -106,7 +106,8 @@ func (a *app) connectMQTT(ctx context.Context) error {
 	if cfg.Broker == "" {
 		var err error
 		if a.broker, err = mqtt.StartBroker(cfg.BrokerListen, quietBelow(log, cfg.LogLevel, slog.LevelError).With("part", "broker"),
-			mqtt.WithBrokerUsers(cfg.BrokerUsers), mqtt.WithAuthLogger(log.With("part", "broker"))); err != nil {
+			mqtt.WithBrokerUsers(cfg.BrokerUsers), mqtt.WithAuthLogger(log.With("part", "broker")),
+			mqtt.WithMaxPacketBytes(cfg.MaxMessageBytes), mqtt.WithMaxRetainedBytes(cfg.BrokerMaxRetained)); err != nil {
 			return fmt.Errorf("starting the embedded MQTT broker on %s (use --broker-listen to move it, or --broker to use an existing broker): %w", cfg.BrokerListen, err)
 		}
 		a.stops = append(a.stops, func() { _ = a.broker.Close() })

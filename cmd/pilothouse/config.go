@@ -31,11 +31,16 @@ type Config struct {
 	Broker       string // "" = embedded
 	BrokerListen string
 	BrokerUsers  []mqtt.BrokerUser // of the embedded broker
-	ClientID     string
-	MQTTUser     string
-	MQTTPassword string
-	MQTTCAFile   string
-	MQTTInsecure bool
+	// MaxMessageBytes bounds an MQTT message: the embedded broker's
+	// packets and what the catalog reads (mqtt.max_message_bytes);
+	// BrokerMaxRetained the embedded broker's retained payload bytes.
+	MaxMessageBytes   int
+	BrokerMaxRetained int
+	ClientID          string
+	MQTTUser          string
+	MQTTPassword      string
+	MQTTCAFile        string
+	MQTTInsecure      bool
 
 	Z2MBase  string
 	HAPrefix string
@@ -63,6 +68,7 @@ type Config struct {
 func defaultConfig() *Config {
 	return &Config{
 		Addr: "127.0.0.1:8080", BrokerListen: "127.0.0.1:1883", ClientID: "pilothouse",
+		MaxMessageBytes: mqtt.DefaultMaxPacketBytes, BrokerMaxRetained: mqtt.DefaultMaxRetainedBytes,
 		Z2MBase: "zigbee2mqtt", HAPrefix: "homeassistant", Demo: true, DemoPace: 20 * time.Second,
 		Retention: "P30D", LogLevel: "info", StdioAs: "owner", Limits: rules.DefaultLimits,
 	}
@@ -272,6 +278,9 @@ func (c *Config) check(withHTTP bool) error {
 	}
 	if err := c.checkBrokerListen(); err != nil {
 		return err
+	}
+	if c.MaxMessageBytes > maxMQTTPacket {
+		return fmt.Errorf("mqtt.max_message_bytes %d is over MQTT's largest packet (%d)", c.MaxMessageBytes, maxMQTTPacket)
 	}
 	if c.MQTTCAFile != "" || c.MQTTInsecure {
 		tc := &tls.Config{InsecureSkipVerify: c.MQTTInsecure} //nolint:gosec // opt-in for testing

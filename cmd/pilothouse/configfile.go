@@ -482,11 +482,13 @@ func (l *cfgLoader) mqtt(n *yaml.Node, key string) error {
 	var pw, pwEnv string
 	var hasPw, hasPwEnv bool
 	err := l.mapping(n, key, map[string]handler{
-		"broker":          l.checked(&c.Broker, checkBrokerURL),
-		"embedded_listen": l.checked(&c.BrokerListen, checkHostPort),
-		"embedded_users":  l.brokerUsers,
-		"client_id":       l.checked(&c.ClientID, nonEmpty),
-		"username":        l.str(&c.MQTTUser),
+		"broker":                      l.checked(&c.Broker, checkBrokerURL),
+		"embedded_listen":             l.checked(&c.BrokerListen, checkHostPort),
+		"embedded_users":              l.brokerUsers,
+		"max_message_bytes":           l.integer(&c.MaxMessageBytes),
+		"embedded_max_retained_bytes": l.integer(&c.BrokerMaxRetained),
+		"client_id":                   l.checked(&c.ClientID, nonEmpty),
+		"username":                    l.str(&c.MQTTUser),
 		"password": func(n *yaml.Node, key string) error {
 			hasPw = true
 			return l.str(&pw)(n, key)

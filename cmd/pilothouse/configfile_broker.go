@@ -62,6 +62,10 @@ func (l *cfgLoader) brokerUsers(n *yaml.Node, key string) error {
 	return nil
 }
 
+// maxMQTTPacket is the largest packet MQTT can encode (a 4-byte remaining
+// length plus the fixed header).
+const maxMQTTPacket = 268435455 + 5
+
 // checkBrokerListen refuses an embedded broker beyond loopback without
 // broker users (the broker itself refuses too, after resolving the address).
 func (c *Config) checkBrokerListen() error {

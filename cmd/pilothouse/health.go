@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/engine/mcpserver"
 	"github.com/pilothouse/pilothouse/storage"
@@ -32,12 +33,29 @@ type health struct {
 	// that held the broker back or were lost, what became of the firing
 	// records (visible, not unhealthy).
 	Load loadReport `json:"load"`
+	// Broker: the embedded broker's size bounds (absent with mqtt.broker).
+	Broker *brokerHealth `json:"broker,omitempty"`
 }
 
 type devicesHealth struct {
 	Total      int `json:"total"`
 	Partial    int `json:"partial"`
 	Unmodelled int `json:"unmodelled"`
+	// Refused: MQTT payloads over mqtt.max_message_bytes (or 256 KiB for
+	// a discovery config or a state) not read, and template renderings
+	// one message's work budget did not cover.
+	Refused devices.Refusals `json:"refused"`
+}
+
+// brokerHealth is what the embedded broker's bounds refused.
+type brokerHealth struct {
+	// OversizedPackets: clients disconnected for a packet over
+	// mqtt.max_message_bytes.
+	OversizedPackets uint64 `json:"oversized_packets"`
+	// RetainRefused: retained messages delivered but not retained
+	// (mqtt.embedded_max_retained_bytes); RetainedBytes: retained now.
+	RetainRefused uint64 `json:"retain_refused"`
+	RetainedBytes int64  `json:"retained_bytes"`
 }
 
 // healthz answers 200 when the broker answers and storage can write, else
@@ -46,7 +64,11 @@ func (a *app) healthz(w http.ResponseWriter, _ *http.Request) {
 	h := health{Status: "ok", Version: engine.Version, Storage: a.store.WriteStatus(), Instance: a.instance,
 		History: a.eng.HistoryStatus(), Load: a.load()}
 	cov := a.devs.Coverage()
-	h.Devices = devicesHealth{Total: cov.Devices, Partial: cov.Partial, Unmodelled: cov.Unmodelled}
+	h.Devices = devicesHealth{Total: cov.Devices, Partial: cov.Partial, Unmodelled: cov.Unmodelled, Refused: a.devs.Refusals()}
+	if a.broker != nil {
+		lc := a.broker.LimitCounts()
+		h.Broker = &brokerHealth{OversizedPackets: lc.OversizedPackets.Load(), RetainRefused: lc.RetainRefused.Load(), RetainedBytes: lc.RetainedBytes.Load()}
+	}
 	if a.guard != nil {
 		st, ss := a.guard.Stats(), a.mcp.Sessions()
 		h.HTTP, h.Sessions = &st, &ss

@@ -1,0 +1,79 @@
+package devices
+
+import (
+	"sync/atomic"
+
+	"github.com/pilothouse/pilothouse/mqtt"
+)
+
+// What the catalog reads of one message is bounded in bytes, whatever the
+// broker lets through (an external broker may have no bound at all): a
+// payload over the bound is refused, logged and counted (Refusals), and
+// the catalog keeps what it had.
+const (
+	// DefaultMaxPayload bounds Zigbee2MQTT's bridge/devices and
+	// bridge/event (the largest real payloads: 4–6 KB per device).
+	DefaultMaxPayload = mqtt.DefaultMaxPacketBytes
+	// maxEntityPayload bounds a discovery config and a state payload
+	// (real ones are below 10 KB), or Options.MaxPayload when smaller.
+	maxEntityPayload = 256 << 10
+)
+
+// Refusals counts what the catalog refused to read, for /healthz.
+type Refusals struct {
+	// OversizedMessages: payloads over their bound (not read).
+	OversizedMessages uint64 `json:"oversized_messages"`
+	// TemplateWorkSkipped: template renderings one message's work budget
+	// (msgJBudget) did not cover; their states keep their values.
+	TemplateWorkSkipped uint64 `json:"template_work_skipped"`
+}
+
+type refusalCounts struct {
+	oversized, skipped atomic.Uint64
+	skippedMsgs        uint64 // messages with skipped renderings (under the ingest lock)
+}
+
+// Refusals returns the counters of what the catalog refused to read.
+func (c *Catalog) Refusals() Refusals {
+	return Refusals{OversizedMessages: c.refused.oversized.Load(), TemplateWorkSkipped: c.refused.skipped.Load()}
+}
+
+// payloadBound is the largest payload the catalog reads on topic t.
+func (c *Catalog) payloadBound(t string) int {
+	maxP := c.opts.MaxPayload
+	if t == c.topics.devices || t == c.topics.event {
+		return maxP
+	}
+	return min(maxP, maxEntityPayload)
+}
+
+// oversized reports (and logs, the 1st, 2nd, 4th, 8th, … time) a payload
+// over its bound.
+func (c *Catalog) oversized(t string, n int) bool {
+	bound := c.payloadBound(t)
+	if n <= bound {
+		return false
+	}
+	if k := c.refused.oversized.Add(1); k&(k-1) == 0 {
+		c.log.Warn("mqtt message over its size bound not read; the catalog keeps what it had (mqtt.max_message_bytes)",
+			"topic", t, "bytes", n, "max_bytes", bound, "refused", k)
+	}
+	return true
+}
+
+// skipRender counts a rendering the message's work budget did not cover.
+func (tx *txn) skipRender() error {
+	tx.jSkipped++
+	tx.c.refused.skipped.Add(1)
+	return errMsgBudget
+}
+
+// logSkipped logs a message whose renderings went past its work budget,
+// the 1st, 2nd, 4th, 8th, … such message. Called under the ingest lock.
+func (c *Catalog) logSkipped(topic string, skipped int) {
+	c.refused.skippedMsgs++
+	if k := c.refused.skippedMsgs; k&(k-1) == 0 {
+		c.log.Warn("home assistant templates not rendered: the message used up its template work budget; their states keep their values",
+			"topic", topic, "skipped", skipped, "budget", msgJBudget, "messages", k, "renderings_skipped", c.refused.skipped.Load())
+	}
+}

@@ -1,0 +1,139 @@
+package devices
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/internal/testutil"
+	"github.com/pilothouse/pilothouse/mqtt"
+)
+
+// startHouseOverTCP is startHouse with the catalog on a network client
+// (paho), as with an external broker, and the broker's packet bound
+// raised so that the catalog's own bounds are what is tested.
+func startHouseOverTCP(t *testing.T, o Options) *houseOverMQTT {
+	t.Helper()
+	b, err := mqtt.StartBroker("127.0.0.1:0", quietLogger(), mqtt.WithMaxPacketBytes(64<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(func() { cancel(); _ = b.Close() })
+	dial := func() *mqtt.Client {
+		dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+		defer dcancel()
+		c, err := mqtt.Dial(dctx, mqtt.Options{Broker: b.URL(), Logger: quietLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	o.Logger = quietLogger()
+	c := NewCatalog(o)
+	if err := c.Start(ctx, dial()); err != nil {
+		t.Fatal(err)
+	}
+	return &houseOverMQTT{c: c, pub: dial()}
+}
+
+func (h *houseOverMQTT) send(t *testing.T, topic, payload string, retain bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.pub.Publish(ctx, topic, []byte(payload), 1, retain); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestTemplateWorkBoundedPerMessage: 1,000 discovery configs sharing one
+// state topic, each with a value_template looping within the per-render
+// budget, made every 10-byte message on that topic cost ~1 s of CPU
+// (98.9 s for 100 messages, /healthz up to 10.8 s; issue 14 round 2). The
+// renderings one message triggers now share one work budget: those past
+// it are skipped and counted, their states keep their values, and the
+// next message is bounded the same way.
+func TestTemplateWorkBoundedPerMessage(t *testing.T) {
+	h := startHouseOverTCP(t, Options{})
+	const n = 100
+	heavy := "{% for i in range(3000) %}{% for j in range(10) %}{% endfor %}{% endfor %}{{ value_json.t }}"
+	for i := range n {
+		cfg := fmt.Sprintf(`{"name":"T","unique_id":"ja_%03d","state_topic":"amp/st","value_template":%q,
+			"device":{"identifiers":["ja_dev_%03d"],"name":"ja dev %03d"}}`, i, heavy, i, i)
+		h.send(t, fmt.Sprintf("homeassistant/sensor/ja%03d/t/config", i), cfg, true)
+	}
+	testutil.Eventually(t, 10*time.Second, "the heavy entities", func() bool { return len(stateIDs(h.c, "ja_dev_")) == n })
+	ids := stateIDs(h.c, "ja_dev_")
+	holding := func(want string) (k int) {
+		for _, id := range ids {
+			if l, ok := h.c.Live(id); ok && fmt.Sprint(l.Value) == want {
+				k++
+			}
+		}
+		return k
+	}
+	for round, v := range []string{"1", "2"} {
+		// The catalog subscribes amp/st on its own goroutine: say it again
+		// until a rendering shows.
+		testutil.Eventually(t, 10*time.Second, "a rendering of t="+v, func() bool {
+			if holding(v) > 0 {
+				return true
+			}
+			h.send(t, "amp/st", `{"t":`+v+`}`, false)
+			return false
+		})
+		got := holding(v)
+		// Each rendering costs ~48,000 (the loops); 2^20 covers ~21.
+		if max := 30; got > max {
+			t.Fatalf("round %d: one message rendered %d heavy templates, want at most %d (the message's work budget)", round, got, max)
+		}
+		if skipped := h.c.Refusals().TemplateWorkSkipped; skipped < uint64(n-got) {
+			t.Fatalf("round %d: %d renderings skipped counted, want at least %d", round, skipped, n-got)
+		}
+	}
+}
+
+// stateIDs lists the state entries of the devices whose id starts with
+// prefix.
+func stateIDs(c *Catalog, prefix string) []string {
+	var out []string
+	for _, e := range c.Snapshot().Entries() {
+		if strings.HasPrefix(e.ID, prefix) && e.Kind == "state" {
+			out = append(out, e.ID)
+		}
+	}
+	return out
+}
+
+// TestOversizedPayloadsRefused: through a broker without a bound of its
+// own, a discovery config, a state or a bridge/devices over its bound is
+// not read, logged and counted; the catalog keeps what it had.
+func TestOversizedPayloadsRefused(t *testing.T) {
+	h := startHouseOverTCP(t, Options{MaxPayload: 512 << 10})
+	pad := func(n int) string { return strings.Repeat(" ", n) }
+	weather := weatherConfig("ws-1", "weather/real")
+	h.publish(t, realWeather, weather, "outdoor_weather.temperature")
+	h.liveOf(t, "weather/real", "7.5", "outdoor_weather.temperature", "7.5")
+
+	// A config over 256 KiB: the device is not replaced or renamed.
+	big := strings.Replace(weather, `"Outdoor Weather"`, `"Renamed"`+pad(300<<10), 1)
+	h.send(t, realWeather, big, true)
+	// A state over 256 KiB is not read either.
+	h.send(t, "weather/real", "9.5"+pad(300<<10), false)
+	// Nor a bridge/devices over MaxPayload.
+	h.send(t, "zigbee2mqtt/bridge/devices", `[`+pad(600<<10)+`]`, true)
+	testutil.Eventually(t, 10*time.Second, "three refusals counted", func() bool {
+		return h.c.Refusals().OversizedMessages == 3
+	})
+	if l, _ := h.c.Live("outdoor_weather.temperature"); fmt.Sprint(l.Value) != "7.5" {
+		t.Fatalf("temperature = %v after an oversized state, want 7.5 kept", l.Value)
+	}
+	if e, ok := h.c.Snapshot().Get("outdoor_weather"); !ok || strings.Contains(e.Name, "Renamed") {
+		t.Fatalf("outdoor_weather after an oversized config: %+v %v", e, ok)
+	}
+	// Under the bounds, the same messages are read.
+	h.liveOf(t, "weather/real", "9.5", "outdoor_weather.temperature", "9.5")
+}

@@ -1,0 +1,128 @@
+package mqtt
+
+import (
+	"bytes"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/internal/testutil"
+)
+
+// received collects the messages a subscription got, by topic.
+type received struct {
+	mu   sync.Mutex
+	byTo map[string][][]byte
+}
+
+func subscribeAll(t *testing.T, c *Client, filter string) *received {
+	t.Helper()
+	r := &received{byTo: map[string][][]byte{}}
+	if err := c.Subscribe(filter, 1, func(m Message) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.byTo[m.Topic] = append(r.byTo[m.Topic], bytes.Clone(m.Payload))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (r *received) sizes(topic string) []int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []int
+	for _, p := range r.byTo[topic] {
+		out = append(out, len(p))
+	}
+	return out
+}
+
+// TestBrokerRefusesOversizedPacket: the embedded broker had no maximum
+// packet size, so one 200 MB retained PUBLISH by a user allowed only its
+// own topic added ~1 GB of RSS for good (issue 14 round 2). By default a
+// packet over DefaultMaxPacketBytes now disconnects its sender before the
+// payload is read; it is neither delivered nor retained, and counted.
+func TestBrokerRefusesOversizedPacket(t *testing.T) {
+	b := startBroker(t, "127.0.0.1:0")
+	sub := subscribeAll(t, dial(t, b.URL()), "big/#")
+	pub := dial(t, b.URL())
+	_ = pub.Publish(ctxT(t), "big/huge", bytes.Repeat([]byte("x"), DefaultMaxPacketBytes+1), 0, true)
+	_ = pub.Publish(ctxT(t), "big/after", []byte("same connection"), 0, false)
+	testutil.Eventually(t, 10*time.Second, "the oversized packet counted", func() bool {
+		return b.LimitCounts().OversizedPackets.Load() == 1
+	})
+	other := dial(t, b.URL())
+	if err := other.Publish(ctxT(t), "big/marker", []byte("m"), 1, false); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*time.Second, "the marker", func() bool { return len(sub.sizes("big/marker")) == 1 })
+	if got := sub.sizes("big/huge"); len(got) != 0 {
+		t.Fatalf("oversized payload delivered: %v", got)
+	}
+	late := subscribeAll(t, dial(t, b.URL()), "big/#")
+	if err := other.Publish(ctxT(t), "big/marker2", []byte("m"), 1, false); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*time.Second, "the second marker", func() bool { return len(late.sizes("big/marker2")) == 1 })
+	if got := late.sizes("big/huge"); len(got) != 0 {
+		t.Fatalf("oversized payload retained: %v", got)
+	}
+	if n := b.LimitCounts().RetainedBytes.Load(); n != 0 {
+		t.Fatalf("retained bytes = %d, want 0", n)
+	}
+
+	// Just under the maximum (less the PUBLISH's header and topic) passes.
+	fits := bytes.Repeat([]byte("y"), DefaultMaxPacketBytes-64)
+	if err := other.Publish(ctxT(t), "big/fits", fits, 1, false); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, "the payload that fits", func() bool { return len(sub.sizes("big/fits")) == 1 })
+}
+
+// TestBrokerBoundsRetainedBytes: retained payloads are bounded in total;
+// a retained message beyond is delivered to current subscribers but not
+// retained, the topic's earlier retained message stays, replacing or
+// clearing a retained message frees its bytes.
+func TestBrokerBoundsRetainedBytes(t *testing.T) {
+	b, err := StartBroker("127.0.0.1:0", quietLogger(), WithMaxRetainedBytes(1000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	live := subscribeAll(t, dial(t, b.URL()), "r/#")
+	pub := dial(t, b.URL())
+	steps := []struct {
+		topic string
+		n     int
+	}{
+		{"r/1", 600}, // 600
+		{"r/2", 600}, // 1200 > 1000: not retained
+		{"r/1", 300}, // 300
+		{"r/2", 600}, // 900
+		{"r/3", 200}, // 1100: not retained
+		{"r/2", 0},   // cleared: 300
+		{"r/3", 200}, // 500
+	}
+	for i, s := range steps {
+		if err := pub.Publish(ctxT(t), s.topic, bytes.Repeat([]byte{'a' + byte(i)}, s.n), 1, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.Eventually(t, 5*time.Second, "every message delivered live", func() bool {
+		return len(live.sizes("r/1"))+len(live.sizes("r/2"))+len(live.sizes("r/3")) == len(steps)
+	})
+	if got := b.LimitCounts().RetainRefused.Load(); got != 2 {
+		t.Fatalf("retain refused = %d, want 2", got)
+	}
+	if got := b.LimitCounts().RetainedBytes.Load(); got != 500 {
+		t.Fatalf("retained bytes = %d, want 500", got)
+	}
+	late := subscribeAll(t, dial(t, b.URL()), "r/#")
+	testutil.Eventually(t, 5*time.Second, "the retained messages", func() bool {
+		return len(late.sizes("r/1")) == 1 && len(late.sizes("r/3")) == 1
+	})
+	if r1, r2, r3 := late.sizes("r/1"), late.sizes("r/2"), late.sizes("r/3"); r1[0] != 300 || len(r2) != 0 || r3[0] != 200 {
+		t.Fatalf("retained r/1 %v r/2 %v r/3 %v, want [300] [] [200]", r1, r2, r3)
+	}
+}
