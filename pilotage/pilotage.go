@@ -46,8 +46,8 @@ type RiskLevel struct {
 // generated from it, and RiskOf/HintsOf read it.
 var RiskLevels = []RiskLevel{
 	{RiskRead, RiskHints{ReadOnly: true}, "states, events, triggers, conditions, pure steps"},
-	{RiskControl, RiskHints{}, "lights, plugs, media, reversible local changes"},
-	{RiskSecurity, RiskHints{Destructive: true}, "locks, alarm panels, garage doors/covers, valves, sirens, heating setpoints past safe bounds"},
+	{RiskControl, RiskHints{}, "lights, plugs, media, thermostats and radiator valves (any setpoint the device accepts), reversible local changes"},
+	{RiskSecurity, RiskHints{Destructive: true}, "locks, alarm panels, garage doors and other covers, water valves, sirens"},
 	{RiskExternal, RiskHints{OpenWorld: true}, "notifications and anything that leaves the house"},
 }
 

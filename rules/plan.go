@@ -302,10 +302,16 @@ func describeChoose(c *chooseStep) string {
 func describeWait(w *waitStep) string {
 	var d string
 	switch {
-	case w.byParam:
-		d = "Wait for {{ params." + w.state + w.event + " }}"
+	case w.byParam && w.event != "":
+		d = "Wait for the event {{ params." + w.event + " }}"
+		if w.to.Set {
+			d += " with " + compactJSON(w.to.V)
+		}
 	case w.state != "":
 		d = "Wait until " + w.state
+		if w.byParam {
+			d = "Wait until {{ params." + w.state + " }}"
+		}
 		var is []string
 		if w.to.Set {
 			is = append(is, "is "+compactJSON(w.to.V))

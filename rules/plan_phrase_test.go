@@ -105,3 +105,21 @@ func TestTriggerReasons(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanWordingByParam: a wait on a catalog-reference param keeps what
+// it waits for ("is false"), as the bound plan says it (an assistant
+// read "Wait for {{ params.sensor }}" and lost the "to false").
+func TestPlanWordingByParam(t *testing.T) {
+	src := `{"name":"t","params":{"type":"object","required":["sensor"],"properties":{
+	  "sensor":{"type":"string","catalog":{"kind":"state","type":"binary_sensor"}}}},
+	  "triggers":[{"id":"m","state":"{{ params.sensor }}","to":true}],
+	  "steps":[{"id":"quiet","wait":{"state":"{{ params.sensor }}","to":false,"for":"2m"},"timeout":"1h"}]}`
+	res := mustValidate(t, src, ValidateOptions{})
+	if !res.Valid {
+		t.Fatalf("invalid: %s", diagString(res.Diagnostics))
+	}
+	want := "Wait until {{ params.sensor }} is false for 2 minutes (at most 1 hour, then the run times out)"
+	if d := planStep(res.Plan, "quiet").Description; d != want {
+		t.Errorf("%q, want %q", d, want)
+	}
+}
