@@ -100,6 +100,7 @@ type Engine struct {
 
 	holdMu sync.Mutex
 	holds  map[string]testHold // principal → its test runs in flight that will store
+	served *servedGate         // stored run records being served (limits.MaxServedRunBytes)
 
 	hubMu  sync.Mutex
 	subs   map[chan Event]struct{}
@@ -114,7 +115,8 @@ func New(cfg Config, devs *devices.Catalog, store *storage.Store, log *slog.Logg
 	if log == nil {
 		log = slog.Default()
 	}
-	e := &Engine{cfg: cfg, log: log, devs: devs, store: store, rules: rules.NewCache(), holds: map[string]testHold{}}
+	e := &Engine{cfg: cfg, log: log, devs: devs, store: store, rules: rules.NewCache(), holds: map[string]testHold{},
+		served: newServedGate(orDefault(cfg.Limits.MaxServedRunBytes, rules.DefaultLimits.MaxServedRunBytes))}
 	if store != nil {
 		store.SetClock(cfg.Now)
 	}

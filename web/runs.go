@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -149,15 +150,10 @@ func stepDepth(segs []stepSegment) int {
 
 func (s *server) runPage(w http.ResponseWriter, r *http.Request, ss *session) {
 	id := r.PathValue("id")
-	ctx := ss.ctx(r)
-	tr, err := s.e.Trace(ctx, engine.TraceRequest{RunID: id}) // waits for a run still in the recorder's batch
-	var re *pilotage.RequestError
-	if errors.As(err, &re) {
-		s.fail(w, r, ss, http.StatusNotFound, "No retained run "+id+" (unknown, expired, or not yours).", nil)
-		return
-	}
-	if err != nil {
-		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the run failed.", err)
+	ctx, done := engine.ServingRuns(ss.ctx(r))
+	defer done()
+	tr, ok := s.traceFor(ctx, w, r, ss, id) // waits for a run still in the recorder's batch
+	if !ok {
 		return
 	}
 	d := runData{TraceResponse: tr}
@@ -268,16 +264,33 @@ func clip(s string) string {
 // principal who may read it.
 func (s *server) runJSON(w http.ResponseWriter, r *http.Request, ss *session) {
 	id := r.PathValue("id")
-	tr, err := s.e.Trace(ss.ctx(r), engine.TraceRequest{RunID: id})
-	var re *pilotage.RequestError
-	if errors.As(err, &re) {
-		s.fail(w, r, ss, http.StatusNotFound, "No retained run "+id+" (unknown, expired, or not yours).", nil)
-		return
-	}
-	if err != nil {
-		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the run failed.", err)
+	ctx, done := engine.ServingRuns(ss.ctx(r))
+	defer done()
+	tr, ok := s.traceFor(ctx, w, r, ss, id)
+	if !ok {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(tr)
+}
+
+// traceFor reads a run for its page or JSON, answering the failure itself:
+// 404 for a run the caller may not see, 503 when the server is serving too
+// many stored runs at once (limits.max_served_run_bytes).
+func (s *server) traceFor(ctx context.Context, w http.ResponseWriter, r *http.Request, ss *session, id string) (*pilotage.TraceResponse, bool) {
+	tr, err := s.e.Trace(ctx, engine.TraceRequest{RunID: id})
+	var re *pilotage.RequestError
+	switch {
+	case errors.As(err, &re) && re.Kind == pilotage.ErrResourceExhausted:
+		w.Header().Set("Retry-After", "5")
+		s.fail(w, r, ss, http.StatusServiceUnavailable, "Run "+id+" cannot be shown right now: "+re.Message, nil)
+		return nil, false
+	case errors.As(err, &re):
+		s.fail(w, r, ss, http.StatusNotFound, "No retained run "+id+" (unknown, expired, or not yours).", nil)
+		return nil, false
+	case err != nil:
+		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the run failed.", err)
+		return nil, false
+	}
+	return tr, true
 }

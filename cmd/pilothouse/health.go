@@ -28,6 +28,9 @@ type health struct {
 	// sessions live and ended.
 	HTTP     *mcpserver.HTTPStats    `json:"http,omitempty"`
 	Sessions *mcpserver.SessionStats `json:"mcp_sessions,omitempty"`
+	// ServedRuns: bytes of stored runs being served now, and the reads
+	// refused over limits.max_served_run_bytes.
+	ServedRuns engine.ServedStats `json:"served_runs"`
 }
 
 type devicesHealth struct {
@@ -40,7 +43,7 @@ type devicesHealth struct {
 // 503 with the reason in status.
 func (a *app) healthz(w http.ResponseWriter, _ *http.Request) {
 	h := health{Status: "ok", Version: engine.Version, Storage: a.store.WriteStatus(), Instance: a.instance,
-		History: a.eng.HistoryStatus()}
+		History: a.eng.HistoryStatus(), ServedRuns: a.eng.ServedStats()}
 	cov := a.devs.Coverage()
 	h.Devices = devicesHealth{Total: cov.Devices, Partial: cov.Partial, Unmodelled: cov.Unmodelled}
 	if a.guard != nil {
