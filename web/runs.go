@@ -239,13 +239,30 @@ func (b *shown) show(v any) *shownValue {
 	if v == nil {
 		return nil
 	}
-	text := prettyJSON(v)
-	n := min(len(text), maxValueShown, max(b.left, 0))
-	for n > 0 && n < len(text) && !utf8.RuneStart(text[n]) {
-		n--
+	raw := rawJSON(v)
+	if len(raw) == 0 {
+		return nil
 	}
-	b.left -= n
-	return &shownValue{Text: text[:n], More: len(text) - n, Raw: b.raw}
+	// Only what is shown is indented: a value past the page's budget
+	// costs nothing, one over its cap is indented up to the cap.
+	text, rest := indentUpTo(raw, min(maxValueShown, max(b.left, 0)))
+	b.left -= len(text)
+	return &shownValue{Text: text, More: rest, Raw: b.raw}
+}
+
+// rawJSON is v's JSON as stored (a trace's values arrive as raw JSON).
+func rawJSON(v any) []byte {
+	switch x := v.(type) {
+	case json.RawMessage:
+		return x
+	case []byte:
+		return x
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return []byte(fmt.Sprint(v))
+	}
+	return b
 }
 
 // clip cuts a message to maxMessageShown bytes, saying how much was cut.
