@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
@@ -101,6 +102,9 @@ type Engine struct {
 	holdMu sync.Mutex
 	holds  map[string]testHold // principal → its test runs in flight that will store
 	served *servedGate         // stored run records being served (limits.MaxServedRunBytes)
+
+	deniedMu       sync.Mutex    // counting and storing a refusal (storeRefusable)
+	deniedUnstored atomic.Uint64 // refusals not stored over the per-principal bound
 
 	hubMu  sync.Mutex
 	subs   map[chan Event]struct{}

@@ -590,3 +590,20 @@ func (s *Store) RunSize(ctx context.Context, id, principal string) (int64, error
 	}
 	return n, nil
 }
+
+// CountRequestRuns counts principal's unexpired deploy and manual run
+// records of one status (the engine bounds its refused requests this way),
+// up to limit (the count stops there).
+func (s *Store) CountRequestRuns(ctx context.Context, principal, status string, limit int) (int, error) {
+	row, err := s.queryRow(ctx, `SELECT count(*) FROM (SELECT 1 FROM runs
+		WHERE status = ? AND status <> 'success' AND principal = ? AND kind IN (?, ?) AND (expires IS NULL OR expires > ?) LIMIT ?)`,
+		status, principal, KindDeploy, KindManual, s.now().UnixNano(), limit)
+	if err != nil {
+		return 0, s.fault(ctx, fmt.Errorf("storage: count %s runs of %s: %w", status, principal, err))
+	}
+	var n int
+	if err := row.Scan(&n); err != nil {
+		return 0, s.fault(ctx, fmt.Errorf("storage: count %s runs of %s: %w", status, principal, err))
+	}
+	return n, nil
+}

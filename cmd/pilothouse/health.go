@@ -31,6 +31,9 @@ type health struct {
 	// ServedRuns: bytes of stored runs being served now, and the reads
 	// refused over limits.max_served_run_bytes.
 	ServedRuns engine.ServedStats `json:"served_runs"`
+	// Runs counts run records not stored (refusals past the per-principal
+	// bound).
+	Runs engine.RunStats `json:"runs"`
 }
 
 type devicesHealth struct {
@@ -43,7 +46,7 @@ type devicesHealth struct {
 // 503 with the reason in status.
 func (a *app) healthz(w http.ResponseWriter, _ *http.Request) {
 	h := health{Status: "ok", Version: engine.Version, Storage: a.store.WriteStatus(), Instance: a.instance,
-		History: a.eng.HistoryStatus(), ServedRuns: a.eng.ServedStats()}
+		History: a.eng.HistoryStatus(), ServedRuns: a.eng.ServedStats(), Runs: a.eng.RunStats()}
 	cov := a.devs.Coverage()
 	h.Devices = devicesHealth{Total: cov.Devices, Partial: cov.Partial, Unmodelled: cov.Unmodelled}
 	if a.guard != nil {
