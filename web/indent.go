@@ -23,14 +23,7 @@ func indentUpTo(src []byte, limit int) (text string, rest int) {
 		c := src[i]
 		if inStr {
 			b.WriteByte(c)
-			switch {
-			case esc:
-				esc = false
-			case c == '\\':
-				esc = true
-			case c == '"':
-				inStr = false
-			}
+			inStr, esc = stringGoesOn(c, esc)
 			continue
 		}
 		switch c {
@@ -77,4 +70,17 @@ func skipSpace(src []byte, i int) int {
 		i++
 	}
 	return i
+}
+
+// stringGoesOn says, after byte c inside a JSON string (esc: c follows a
+// backslash), whether the string goes on and whether the next byte is
+// escaped.
+func stringGoesOn(c byte, esc bool) (inStr, nextEsc bool) {
+	switch {
+	case esc:
+		return true, false
+	case c == '\\':
+		return true, true
+	}
+	return c != '"', false
 }
