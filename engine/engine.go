@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
@@ -100,6 +101,10 @@ type Engine struct {
 
 	holdMu sync.Mutex
 	holds  map[string]testHold // principal → its test runs in flight that will store
+	served *servedGate         // stored run records being served (limits.MaxServedRunBytes)
+
+	deniedMu       sync.Mutex    // counting and storing a refusal (storeRefusable)
+	deniedUnstored atomic.Uint64 // refusals not stored over the per-principal bound
 
 	hubMu  sync.Mutex
 	subs   map[chan Event]struct{}
@@ -114,7 +119,8 @@ func New(cfg Config, devs *devices.Catalog, store *storage.Store, log *slog.Logg
 	if log == nil {
 		log = slog.Default()
 	}
-	e := &Engine{cfg: cfg, log: log, devs: devs, store: store, rules: rules.NewCache(), holds: map[string]testHold{}}
+	e := &Engine{cfg: cfg, log: log, devs: devs, store: store, rules: rules.NewCache(), holds: map[string]testHold{},
+		served: newServedGate(orDefault(cfg.Limits.MaxServedRunBytes, rules.DefaultLimits.MaxServedRunBytes))}
 	if store != nil {
 		store.SetClock(cfg.Now)
 	}

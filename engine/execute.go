@@ -290,8 +290,10 @@ func (e *Engine) record(ctx context.Context, p *Principal, runID string, compile
 	full := resp.Trace
 	if req.Store == nil || *req.Store {
 		env := envelope{RunID: runID, Outcome: resp.Outcome, Output: resp.Output, Trace: full}
-		err := e.storeRun(ctx, p, runID, "", refOf(compiled), kindOf(req), env)
+		err := e.storeRefusable(ctx, p, runID, refOf(compiled), kindOf(req), env)
 		switch {
+		case errors.Is(err, errDeniedNotStored):
+			noteUnstored(full, err.Error())
 		case err == nil:
 		case !errors.Is(err, storage.ErrUnavailable):
 			return err
@@ -300,13 +302,7 @@ func (e *Engine) record(ctx context.Context, p *Principal, runID string, compile
 			return storageRequestError("the test run could not be stored (it had no side effect; retry, or pass store: false)", resp.CatalogVersion)
 		default:
 			e.log.Warn("storing a deploy's run record failed; pilotage_trace will not find it", "run", runID, "err", err)
-			if full != nil {
-				if full.Stats == nil {
-					full.Stats = map[string]any{}
-				}
-				full.Stats["stored"] = false
-				full.Stats["store_error"] = "the run record could not be stored: pilotage_trace will not find " + runID
-			}
+			noteUnstored(full, "the run record could not be stored: pilotage_trace will not find "+runID)
 		}
 	}
 	resp.Trace = traceAt(full, level)

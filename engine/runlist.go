@@ -89,7 +89,7 @@ func (e *Engine) ListRuns(ctx context.Context, f RunFilter) ([]Run, error) {
 // RunInfo returns a retained run's listing record, scoped like Trace
 // (another principal's run is not found).
 func (e *Engine) RunInfo(ctx context.Context, id string) (Run, error) {
-	run, err := e.retainedRun(ctx, e.principal(ctx), id)
+	run, err := e.retainedRun(ctx, e.principal(ctx), id, e.getRunMetaFor)
 	if err != nil {
 		return Run{}, err
 	}

@@ -37,16 +37,17 @@ func (e *Engine) Trace(ctx context.Context, req TraceRequest) (*pilotage.TraceRe
 	if req.RunID == "" {
 		return nil, pilotage.Errorf(pilotage.ErrInvalidRequest, "run_id is required")
 	}
-	run, err := e.retainedRun(ctx, p, req.RunID)
+	release, err := e.holdServed(ctx, p, req.RunID)
 	if err != nil {
 		return nil, err
 	}
-	// The output is passed on as it was stored, not decoded.
-	var env struct {
-		envelope
-		Output json.RawMessage `json:"output,omitempty"`
+	defer release()
+	run, err := e.retainedRun(ctx, p, req.RunID, e.getRunFor)
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(run.Envelope, &env); err != nil {
+	env, err := decodeStored(run.Envelope)
+	if err != nil {
 		return nil, fmt.Errorf("engine: decoding run %s: %w", run.ID, err)
 	}
 	if run.Level == pilotage.LevelSummary {
@@ -58,6 +59,49 @@ func (e *Engine) Trace(ctx context.Context, req TraceRequest) (*pilotage.TraceRe
 	}
 	resp.Narration = narrate(run, &env.envelope, req.Question, e.cfg.TimeZone)
 	return resp, nil
+}
+
+// storedEnvelope is a stored envelope whose values (the output, each
+// step's input and output) stay as they were stored, not decoded: decoding
+// megabytes of values into maps and encoding them again cost several times
+// the record per read.
+type storedEnvelope struct {
+	envelope
+	Output json.RawMessage `json:"output,omitempty"`
+}
+
+type storedStep struct {
+	pilotage.TraceStep
+	Input  json.RawMessage `json:"input,omitempty"`
+	Output json.RawMessage `json:"output,omitempty"`
+}
+
+func decodeStored(b []byte) (*storedEnvelope, error) {
+	var env struct {
+		storedEnvelope
+		Trace *struct {
+			Level string         `json:"level"`
+			Steps []storedStep   `json:"steps"`
+			Stats map[string]any `json:"stats,omitempty"`
+		} `json:"trace,omitempty"`
+	}
+	if err := json.Unmarshal(b, &env); err != nil {
+		return nil, err
+	}
+	out := &env.storedEnvelope
+	if t := env.Trace; t != nil {
+		out.Trace = &pilotage.Trace{Level: t.Level, Stats: t.Stats, Steps: make([]pilotage.TraceStep, len(t.Steps))}
+		for i, st := range t.Steps {
+			out.Trace.Steps[i] = st.TraceStep
+			if len(st.Input) > 0 {
+				out.Trace.Steps[i].Input = st.Input
+			}
+			if len(st.Output) > 0 {
+				out.Trace.Steps[i].Output = st.Output
+			}
+		}
+	}
+	return out, nil
 }
 
 // narrate is a deterministic, fact-based summary of a stored run: it only
@@ -155,17 +199,17 @@ func narrateSteps(b *strings.Builder, t *pilotage.Trace, kind string) {
 // the same path at the same cost: the store compares the principal before
 // it reads the envelope, so a foreign run's existence and size do not show
 // in the response time.
-func (e *Engine) retainedRun(ctx context.Context, p *Principal, id string) (storage.Run, error) {
+func (e *Engine) retainedRun(ctx context.Context, p *Principal, id string, get func(context.Context, *Principal, string) (storage.Run, error)) (storage.Run, error) {
 	notFound := pilotage.Errorf(pilotage.ErrNotFound, "no retained run with that run_id")
 	if e.store == nil {
 		return storage.Run{}, notFound
 	}
-	run, err := e.getRunFor(ctx, p, id)
+	run, err := get(ctx, p, id)
 	if errors.Is(err, storage.ErrNotFound) && e.rec != nil && e.rec.pending() {
 		// A firing listed from memory (the rule's latest firings) may still
 		// wait in the recorder's batch.
 		e.rec.flush()
-		run, err = e.getRunFor(ctx, p, id)
+		run, err = get(ctx, p, id)
 	}
 	if errors.Is(err, storage.ErrNotFound) {
 		return storage.Run{}, notFound
@@ -186,4 +230,12 @@ func (e *Engine) getRunFor(ctx context.Context, p *Principal, id string) (storag
 		return e.store.GetRun(ctx, id)
 	}
 	return e.store.GetRunOf(ctx, id, p.Name)
+}
+
+// getRunMetaFor is getRunFor without the envelope.
+func (e *Engine) getRunMetaFor(ctx context.Context, p *Principal, id string) (storage.Run, error) {
+	if p.Admin {
+		return e.store.GetRunMeta(ctx, id, "")
+	}
+	return e.store.GetRunMeta(ctx, id, p.Name)
 }

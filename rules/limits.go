@@ -46,6 +46,7 @@ type Limits struct {
 	MaxSessions             int           // MCP sessions live at once
 	MaxSessionsPerPrincipal int           // MCP sessions one principal may hold
 	SessionIdle             time.Duration // an MCP session unused this long (no open stream) ends
+	MaxServedRunBytes       int           // bytes of stored run records being served at once (trace, run pages)
 
 	// Storage: what one principal may keep stored within the retention.
 	MaxStoredTestRuns  int // test runs kept
@@ -100,6 +101,9 @@ var DefaultLimits = Limits{
 	MaxSessions:             1024,
 	MaxSessionsPerPrincipal: 64,
 	SessionIdle:             time.Hour,
+	// Serving a stored run costs a few times its record; 64 MiB is 16
+	// reads of the largest run (MaxRunBytes) at once, any number of small.
+	MaxServedRunBytes: 64 << 20,
 
 	// A test run's record is a few KB; 64 MiB is thousands of them, or 16
 	// at the MaxRunBytes bound.

@@ -16,8 +16,12 @@ import (
 
 const (
 	cookieName = "pilothouse_session"
-	// maxSessions bounds the in-memory session table; the oldest go first.
-	maxSessions = 4096
+	// maxSessions bounds the in-memory session table, maxSessionsPer one
+	// principal's share of it: a principal's 65th login ends its own oldest
+	// session; a full table ends the oldest session of the principal that
+	// holds the most, so no principal can log another out by logging in.
+	maxSessions    = 4096
+	maxSessionsPer = 64
 )
 
 // session is one browser's login: its principal and its CSRF token.
@@ -56,10 +60,11 @@ type sessions struct {
 
 	mu   sync.Mutex
 	byID map[string]*session
+	per  map[string]int // principal name → its sessions
 }
 
 func newSessions(ttl time.Duration, now func() time.Time) *sessions {
-	return &sessions{ttl: ttl, now: now, byID: map[string]*session{}}
+	return &sessions{ttl: ttl, now: now, byID: map[string]*session{}, per: map[string]int{}}
 }
 
 func randomToken() string {
@@ -68,28 +73,58 @@ func randomToken() string {
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// create starts a session for p, evicting expired (then the oldest)
-// sessions to stay bounded.
+// create starts a session for p, evicting expired sessions, then p's own
+// oldest (past maxSessionsPer), then the oldest of the principal holding
+// the most (past maxSessions), to stay bounded.
 func (s *sessions) create(p *engine.Principal) *session {
 	now := s.now()
 	ss := &session{id: randomToken(), principal: p, csrf: randomToken(), expires: now.Add(s.ttl)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.byID) >= maxSessions {
-		var oldest *session
+	if len(s.byID) >= maxSessions || s.per[p.Name] >= maxSessionsPer {
 		for id, x := range s.byID {
 			if !now.Before(x.expires) {
-				delete(s.byID, id)
-			} else if oldest == nil || x.expires.Before(oldest.expires) {
+				s.drop(id)
+			}
+		}
+	}
+	victim := ""
+	switch {
+	case s.per[p.Name] >= maxSessionsPer:
+		victim = p.Name
+	case len(s.byID) >= maxSessions:
+		for name, n := range s.per {
+			if victim == "" || n > s.per[victim] {
+				victim = name
+			}
+		}
+	}
+	if victim != "" {
+		var oldest *session
+		for _, x := range s.byID {
+			if x.principal.Name == victim && (oldest == nil || x.expires.Before(oldest.expires)) {
 				oldest = x
 			}
 		}
-		if len(s.byID) >= maxSessions && oldest != nil {
-			delete(s.byID, oldest.id)
+		if oldest != nil {
+			s.drop(oldest.id)
 		}
 	}
 	s.byID[ss.id] = ss
+	s.per[p.Name]++
 	return ss
+}
+
+// drop removes a session (s.mu held).
+func (s *sessions) drop(id string) {
+	ss := s.byID[id]
+	if ss == nil {
+		return
+	}
+	delete(s.byID, id)
+	if s.per[ss.principal.Name]--; s.per[ss.principal.Name] <= 0 {
+		delete(s.per, ss.principal.Name)
+	}
 }
 
 func (s *sessions) get(id string) *session {
@@ -100,7 +135,7 @@ func (s *sessions) get(id string) *session {
 		return nil
 	}
 	if !s.now().Before(ss.expires) {
-		delete(s.byID, id)
+		s.drop(id)
 		return nil
 	}
 	return ss
@@ -108,7 +143,7 @@ func (s *sessions) get(id string) *session {
 
 func (s *sessions) remove(id string) {
 	s.mu.Lock()
-	delete(s.byID, id)
+	s.drop(id)
 	s.mu.Unlock()
 }
 

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -149,15 +150,10 @@ func stepDepth(segs []stepSegment) int {
 
 func (s *server) runPage(w http.ResponseWriter, r *http.Request, ss *session) {
 	id := r.PathValue("id")
-	ctx := ss.ctx(r)
-	tr, err := s.e.Trace(ctx, engine.TraceRequest{RunID: id}) // waits for a run still in the recorder's batch
-	var re *pilotage.RequestError
-	if errors.As(err, &re) {
-		s.fail(w, r, ss, http.StatusNotFound, "No retained run "+id+" (unknown, expired, or not yours).", nil)
-		return
-	}
-	if err != nil {
-		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the run failed.", err)
+	ctx, done := engine.ServingRuns(ss.ctx(r))
+	defer done()
+	tr, ok := s.traceFor(ctx, w, r, ss, id) // waits for a run still in the recorder's batch
+	if !ok {
 		return
 	}
 	d := runData{TraceResponse: tr}
@@ -243,13 +239,30 @@ func (b *shown) show(v any) *shownValue {
 	if v == nil {
 		return nil
 	}
-	text := prettyJSON(v)
-	n := min(len(text), maxValueShown, max(b.left, 0))
-	for n > 0 && n < len(text) && !utf8.RuneStart(text[n]) {
-		n--
+	raw := rawJSON(v)
+	if len(raw) == 0 {
+		return nil
 	}
-	b.left -= n
-	return &shownValue{Text: text[:n], More: len(text) - n, Raw: b.raw}
+	// Only what is shown is indented: a value past the page's budget
+	// costs nothing, one over its cap is indented up to the cap.
+	text, rest := indentUpTo(raw, min(maxValueShown, max(b.left, 0)))
+	b.left -= len(text)
+	return &shownValue{Text: text, More: rest, Raw: b.raw}
+}
+
+// rawJSON is v's JSON as stored (a trace's values arrive as raw JSON).
+func rawJSON(v any) []byte {
+	switch x := v.(type) {
+	case json.RawMessage:
+		return x
+	case []byte:
+		return x
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return []byte(fmt.Sprint(v))
+	}
+	return b
 }
 
 // clip cuts a message to maxMessageShown bytes, saying how much was cut.
@@ -268,16 +281,33 @@ func clip(s string) string {
 // principal who may read it.
 func (s *server) runJSON(w http.ResponseWriter, r *http.Request, ss *session) {
 	id := r.PathValue("id")
-	tr, err := s.e.Trace(ss.ctx(r), engine.TraceRequest{RunID: id})
-	var re *pilotage.RequestError
-	if errors.As(err, &re) {
-		s.fail(w, r, ss, http.StatusNotFound, "No retained run "+id+" (unknown, expired, or not yours).", nil)
-		return
-	}
-	if err != nil {
-		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the run failed.", err)
+	ctx, done := engine.ServingRuns(ss.ctx(r))
+	defer done()
+	tr, ok := s.traceFor(ctx, w, r, ss, id)
+	if !ok {
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(tr)
+}
+
+// traceFor reads a run for its page or JSON, answering the failure itself:
+// 404 for a run the caller may not see, 503 when the server is serving too
+// many stored runs at once (limits.max_served_run_bytes).
+func (s *server) traceFor(ctx context.Context, w http.ResponseWriter, r *http.Request, ss *session, id string) (*pilotage.TraceResponse, bool) {
+	tr, err := s.e.Trace(ctx, engine.TraceRequest{RunID: id})
+	var re *pilotage.RequestError
+	switch {
+	case errors.As(err, &re) && re.Kind == pilotage.ErrResourceExhausted:
+		w.Header().Set("Retry-After", "5")
+		s.fail(w, r, ss, http.StatusServiceUnavailable, "Run "+id+" cannot be shown right now: "+re.Message, nil)
+		return nil, false
+	case errors.As(err, &re):
+		s.fail(w, r, ss, http.StatusNotFound, "No retained run "+id+" (unknown, expired, or not yours).", nil)
+		return nil, false
+	case err != nil:
+		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the run failed.", err)
+		return nil, false
+	}
+	return tr, true
 }

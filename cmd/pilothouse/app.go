@@ -158,6 +158,7 @@ func (a *app) serveHTTP() error {
 	// (/healthz stays open: the container's health check).
 	gopts := mcpserver.LimitOptions(a.cfg.Limits)
 	gopts.AllowedHosts, gopts.Logger = a.cfg.AllowedHosts, a.log.With("part", "http")
+	gopts.BodyTimeout = a.cfg.bodyTimeout
 	guard := mcpserver.NewGuard(gopts)
 	a.guard = guard
 	a.instance = randomHex(8)
@@ -173,10 +174,12 @@ func (a *app) serveHTTP() error {
 	a.ln = ln
 	// Connections are bounded (the guard closes the longest-waiting idle
 	// or silent one past limits.max_connections); a client gets 10 s to
-	// send its headers (64 KB of them) and may keep an idle connection for
-	// a minute. Streams and long runs are not cut by a write timeout.
-	a.http = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
-		MaxHeaderBytes: 64 << 10, ConnState: guard.ConnState}
+	// send its headers (64 KB of them) and 10 s more for a body (guard.Bodies:
+	// a read deadline only while a body arrives, so GET event streams are
+	// not cut), and may keep an idle connection for a minute. Streams and
+	// long runs are not cut by a write timeout.
+	a.http = &http.Server{Handler: guard.Bodies(mux), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+		MaxHeaderBytes: 64 << 10, ConnState: guard.ConnState, ConnContext: guard.ConnContext}
 	go func() {
 		if err := a.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			a.log.Error("http server stopped", "err", err)

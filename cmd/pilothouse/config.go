@@ -63,6 +63,7 @@ type Config struct {
 
 	tls            *tls.Config
 	publishTimeout time.Duration // mqtt.Options.PublishTimeout; 0 = its default (tests shorten it)
+	bodyTimeout    time.Duration // mcpserver.GuardOptions.BodyTimeout; 0 = its default (tests shorten it)
 }
 
 func defaultConfig() *Config {
@@ -260,6 +261,9 @@ func (c *Config) check(withHTTP bool) error {
 	}
 	if l := c.Limits; l.MaxStoredTestBytes < l.MaxRunBytes {
 		return fmt.Errorf("limits.max_stored_test_bytes (%d) must be at least max_run_bytes (%d): no test run could be stored", l.MaxStoredTestBytes, l.MaxRunBytes)
+	}
+	if l := c.Limits; l.MaxServedRunBytes < l.MaxRunBytes {
+		return fmt.Errorf("limits.max_served_run_bytes (%d) must be at least max_run_bytes (%d): the largest run could not be read", l.MaxServedRunBytes, l.MaxRunBytes)
 	}
 	if c.TimeZone != "" {
 		if _, err := time.LoadLocation(c.TimeZone); err != nil {

@@ -203,6 +203,7 @@ func (l *cfgLoader) limits(n *yaml.Node, key string) error {
 		"max_sessions_per_principal": l.integer(&lim.MaxSessionsPerPrincipal),
 		"session_idle":               l.duration(&lim.SessionIdle),
 		"max_stored_test_runs":       l.integer(&lim.MaxStoredTestRuns),
+		"max_served_run_bytes":       l.integer(&lim.MaxServedRunBytes),
 		"max_stored_test_bytes":      l.integer(&lim.MaxStoredTestBytes),
 	})
 }

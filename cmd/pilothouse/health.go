@@ -35,6 +35,12 @@ type health struct {
 	Load loadReport `json:"load"`
 	// Broker: the embedded broker's size bounds (absent with mqtt.broker).
 	Broker *brokerHealth `json:"broker,omitempty"`
+	// ServedRuns: bytes of stored runs being served now, and the reads
+	// refused over limits.max_served_run_bytes.
+	ServedRuns engine.ServedStats `json:"served_runs"`
+	// Runs counts run records not stored (refusals past the per-principal
+	// bound).
+	Runs engine.RunStats `json:"runs"`
 }
 
 type devicesHealth struct {
@@ -62,7 +68,7 @@ type brokerHealth struct {
 // 503 with the reason in status.
 func (a *app) healthz(w http.ResponseWriter, _ *http.Request) {
 	h := health{Status: "ok", Version: engine.Version, Storage: a.store.WriteStatus(), Instance: a.instance,
-		History: a.eng.HistoryStatus(), Load: a.load()}
+		History: a.eng.HistoryStatus(), Load: a.load(), ServedRuns: a.eng.ServedStats(), Runs: a.eng.RunStats()}
 	cov := a.devs.Coverage()
 	h.Devices = devicesHealth{Total: cov.Devices, Partial: cov.Partial, Unmodelled: cov.Unmodelled, Refused: a.devs.Refusals()}
 	if a.broker != nil {

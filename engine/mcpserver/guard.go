@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/pilothouse/pilothouse/rules"
 )
@@ -26,7 +27,10 @@ type GuardOptions struct {
 	// MaxConnections, MaxStreams and MaxStreamsPerPrincipal bound what
 	// clients hold open (0 = rules.DefaultLimits).
 	MaxConnections, MaxStreams, MaxStreamsPerPrincipal int
-	Logger                                             *slog.Logger
+	// BodyTimeout bounds the time to send a request body (Bodies; 0 =
+	// DefaultBodyTimeout).
+	BodyTimeout time.Duration
+	Logger      *slog.Logger
 }
 
 // LimitOptions are the guard options that come from limits: the body
@@ -50,12 +54,14 @@ func LimitOptions(l rules.Limits) GuardOptions {
 // a loopback Host) is replaced by this one so that both routes answer the
 // same and configured names work behind a local reverse proxy.
 type Guard struct {
-	hosts   map[string]bool
-	maxBody int64
-	log     *slog.Logger
+	hosts       map[string]bool
+	maxBody     int64
+	bodyTimeout time.Duration
+	log         *slog.Logger
 
 	refusedHosts  atomic.Uint64
 	refusedBodies atomic.Uint64
+	lateBodies    atomic.Uint64
 
 	streams streamLimit
 	conns   connLimit
@@ -75,7 +81,10 @@ func NewGuard(o GuardOptions) *Guard {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	g := &Guard{hosts: map[string]bool{}, maxBody: int64(o.MaxBodyBytes), log: o.Logger,
+	if o.BodyTimeout <= 0 {
+		o.BodyTimeout = DefaultBodyTimeout
+	}
+	g := &Guard{hosts: map[string]bool{}, maxBody: int64(o.MaxBodyBytes), bodyTimeout: o.BodyTimeout, log: o.Logger,
 		streams: streamLimit{maxTotal: o.MaxStreams, maxPer: o.MaxStreamsPerPrincipal, open: map[string]int{}},
 		conns:   connLimit{max: o.MaxConnections, conns: map[net.Conn]*connState{}}}
 	for _, h := range o.AllowedHosts {

@@ -190,7 +190,11 @@ func (h *httpHandler) servePost(w http.ResponseWriter, r *http.Request, principa
 		}
 		defer release()
 	}
-	h.streamable.ServeHTTP(w, r)
+	// Stored runs read for this request stay counted against
+	// limits.max_served_run_bytes until the response is written.
+	ctx, done := engine.ServingRuns(r.Context())
+	defer done()
+	h.streamable.ServeHTTP(w, r.WithContext(ctx))
 }
 
 // endSession cleans up mcp-go's state of a session the table ended, the way

@@ -76,7 +76,7 @@ func (g *Guard) OpenStream(w http.ResponseWriter, r *http.Request, principal str
 // connLimit bounds the HTTP connections open at once (http.Server's
 // ConnState hook). Past the bound, a new connection closes the connection
 // that has waited longest without a request in progress (idle between
-// requests, or silent since it connected); only when every connection is
+// requests, silent since it connected, or trickling a request body); only when every connection is
 // serving a request is the new one closed instead. So a flood of silent or
 // idle sockets cannot lock out /healthz or a real client, and the process
 // never runs out of file descriptors.
@@ -91,6 +91,7 @@ type connLimit struct {
 
 type connState struct {
 	state http.ConnState
+	body  bool // a request's body is arriving (Guard.Bodies): waiting on the client
 	since time.Time
 }
 
@@ -133,7 +134,7 @@ func (l *connLimit) oldestWaiting(except net.Conn) net.Conn {
 	var victim net.Conn
 	var since time.Time
 	for c, cs := range l.conns {
-		if c == except || cs.state == http.StateActive {
+		if c == except || (cs.state == http.StateActive && !cs.body) {
 			continue
 		}
 		if victim == nil || cs.since.Before(since) {
@@ -161,6 +162,7 @@ type HTTPStats struct {
 	StreamsRefused     uint64 `json:"streams_refused"`
 	HostsRefused       uint64 `json:"hosts_refused"`
 	BodiesRefused      uint64 `json:"bodies_refused"`
+	BodiesLate         uint64 `json:"bodies_late"` // closed: the body did not arrive within the body timeout
 }
 
 // Stats returns the guard's counters.
@@ -174,5 +176,5 @@ func (g *Guard) Stats() HTTPStats {
 	hosts, bodies := g.Refused()
 	return HTTPStats{Connections: conns, ConnectionsClosed: g.conns.shed.Load(), ConnectionsRefused: g.conns.refused.Load(),
 		Streams: streams, StreamsRefused: g.streams.refusedPer.Load() + g.streams.refusedTotal.Load(),
-		HostsRefused: hosts, BodiesRefused: bodies}
+		HostsRefused: hosts, BodiesRefused: bodies, BodiesLate: g.lateBodies.Load()}
 }

@@ -1,0 +1,72 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// Refused requests (deploys and manual runs with status denied) are stored
+// like any run, so an operator sees that a principal was refused and why.
+// But a refusal costs the caller nothing, and the records are kept for the
+// whole retention: 40,000 refused executes by a guest stored 28 MB in 29 s.
+// So a principal keeps at most KeepPerStatus (50, as firings per rule and
+// status) denied records within the retention; a refusal past them is
+// answered as always but not stored (its trace says so), counted on
+// /healthz (runs.denied_unstored) and logged. Stored records are never
+// deleted early: a run_id once stored stays retrievable for the declared
+// retention (spec §6.6).
+
+// errDeniedNotStored: the refusal was not stored (its principal keeps the
+// most denied records).
+var errDeniedNotStored = errors.New("denied not stored")
+
+// storeRefusable stores a deploy's, manual run's or test run's record,
+// bounding the denied ones per principal.
+func (e *Engine) storeRefusable(ctx context.Context, p *Principal, runID, ref, kind string, env envelope) error {
+	if env.Outcome.Status != rules.StatusDenied || kind == storage.KindTest {
+		return e.storeRun(ctx, p, runID, "", ref, kind, env)
+	}
+	e.deniedMu.Lock()
+	defer e.deniedMu.Unlock()
+	n, err := e.store.CountRequestRuns(ctx, p.Name, rules.StatusDenied, e.cfg.KeepPerStatus)
+	if err != nil {
+		return err
+	}
+	if n >= e.cfg.KeepPerStatus {
+		c := e.deniedUnstored.Add(1)
+		if c == 1 || c%1000 == 0 {
+			e.log.Warn("a refused request was not stored: the principal keeps the most denied run records", "principal", p.Name,
+				"kept", n, "not_stored", c)
+		}
+		return fmt.Errorf("%w: this refusal was not stored: principal %s already has %d refused requests stored within the retention (%s), the most kept; it is counted in /healthz runs.denied_unstored",
+			errDeniedNotStored, quote(p.Name), n, e.cfg.RetentionText())
+	}
+	return e.storeRun(ctx, p, runID, "", ref, kind, env)
+}
+
+// noteUnstored says in a trace's stats that its record is not stored.
+func noteUnstored(t *pilotage.Trace, why string) {
+	if t == nil {
+		return
+	}
+	if t.Stats == nil {
+		t.Stats = map[string]any{}
+	}
+	t.Stats["stored"] = false
+	t.Stats["store_error"] = why
+}
+
+// RunStats counts the run records the engine did not store, for /healthz.
+type RunStats struct {
+	DeniedUnstored uint64 `json:"denied_unstored"`
+}
+
+// RunStats returns the engine's run-record counters.
+func (e *Engine) RunStats() RunStats {
+	return RunStats{DeniedUnstored: e.deniedUnstored.Load()}
+}
