@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -158,10 +159,7 @@ func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rule
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()})
 	ar, cancelled := e.sched.install(rule, armed, params, e.cat.view(p).devGen+1)
 	info := ar.info(e)
-	warnings := b.warnings
-	if replaced {
-		warnings = append(warnings, replacedWarnings(existing, paramsJSON, cancelled)...)
-	}
+	warnings := slices.Concat(b.warnings, replacedWarnings(replaced, existing, paramsJSON, cancelled))
 	out := &pilotage.DeployOutput{ProgramRef: pr.prog.Ref, Rule: rule.Name, Replaced: replaced, Triggers: info.Triggers, NextFire: info.NextFire,
 		TimeZone: zoneText(e.cfg.TimeZone), Warnings: warnings}
 	if b.refs {
@@ -191,8 +189,11 @@ func (e *Engine) addSubprograms(p *Principal, w *rules.SimWorld, c *rules.Compil
 // replacedWarnings tells the deployer what replacing old undid: a copy of
 // a reusable program bound to another input (deploying it again under the
 // same name replaces that copy), and runs in progress, cancelled.
-func replacedWarnings(old storage.Rule, params json.RawMessage, cancelled int) []pilotage.Diagnostic {
+func replacedWarnings(replaced bool, old storage.Rule, params json.RawMessage, cancelled int) []pilotage.Diagnostic {
 	var out []pilotage.Diagnostic
+	if !replaced {
+		return nil
+	}
 	oldIn, newIn := string(old.Params), string(params)
 	if oldIn == "" || oldIn == "null" {
 		oldIn = "{}"
