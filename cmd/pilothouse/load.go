@@ -31,8 +31,15 @@ type loadReport struct {
 		Dropped       uint64  `json:"dropped"`
 	} `json:"mqtt"`
 	Recorder engine.RecorderStats `json:"recorder"`
-	Warnings []string             `json:"warnings,omitempty"`
+	// Firings: the firing slots now; a firing that waited a second for
+	// one means events are answered late (saturated).
+	Firings  engine.FiringLoad `json:"firings"`
+	Warnings []string          `json:"warnings,omitempty"`
 }
+
+// saturatedWait is how long the oldest firing may wait for a slot before
+// the load status says saturated.
+const saturatedWait = time.Second
 
 func (a *app) load() loadReport {
 	var r loadReport
@@ -42,7 +49,13 @@ func (a *app) load() loadReport {
 	r.MQTT.Busy = math.Round(d.Busy*1000) / 1000
 	r.Recorder = a.eng.RecorderStats()
 	rec := r.Recorder
+	r.Firings = a.eng.FiringLoad()
 	r.Status = "ok"
+	if fl := r.Firings; fl.OldestWaitMS >= float64(saturatedWait.Milliseconds()) {
+		r.Status = "saturated"
+		r.Warnings = append(r.Warnings, fmt.Sprintf("saturated: %d firings wait for one of the %d run slots, the oldest for %s; events are answered late (the engine is past its capacity)",
+			fl.Waiting, fl.Slots, (time.Duration(fl.OldestWaitMS)*time.Millisecond).Round(time.Millisecond)))
+	}
 	if d.Busy >= saturatedBusy {
 		r.Status = "saturated"
 		r.Warnings = append(r.Warnings, fmt.Sprintf("saturated: the rule engine was busy %.0f%% of the last %s; events wait in the connection and the broker (their latency grows)",
