@@ -28,8 +28,34 @@ type workers struct {
 	waiting atomic.Int32
 
 	mu      sync.Mutex
-	running int    // limited tasks running
-	backlog []task // limited tasks waiting for a slot, oldest first
+	running int      // limited tasks running
+	backlog []queued // limited tasks waiting for a slot, oldest first
+}
+
+// queued is a limited task waiting for a slot, and since when.
+type queued struct {
+	t  task
+	at time.Time
+}
+
+// FiringLoad is how the firing slots are used now: firings running, and
+// firings waiting for a slot with the oldest's wait. A standing wait means
+// events are answered late (the engine is past its capacity).
+type FiringLoad struct {
+	Running      int     `json:"running"`
+	Slots        int     `json:"slots"`
+	Waiting      int     `json:"waiting"`
+	OldestWaitMS float64 `json:"oldest_wait_ms"`
+}
+
+func (w *workers) load() FiringLoad {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	fl := FiringLoad{Running: w.running, Slots: maxRunning, Waiting: len(w.backlog)}
+	if len(w.backlog) > 0 {
+		fl.OldestWaitMS = float64(time.Since(w.backlog[0].at).Microseconds()) / 1000
+	}
+	return fl
 }
 
 // task is work for a worker (a *firing: no closure to allocate per run).
@@ -61,7 +87,7 @@ func (w *workers) run(f task) {
 	if f.limited() {
 		w.mu.Lock()
 		if w.running >= maxRunning {
-			w.backlog = append(w.backlog, f)
+			w.backlog = append(w.backlog, queued{f, time.Now()})
 			w.mu.Unlock()
 			return
 		}
@@ -84,8 +110,8 @@ func (w *workers) next() task {
 		w.running--
 		return nil
 	}
-	f := w.backlog[0]
-	w.backlog[0] = nil
+	f := w.backlog[0].t
+	w.backlog[0] = queued{}
 	w.backlog = w.backlog[1:]
 	if len(w.backlog) == 0 {
 		w.backlog = nil // let the array go
@@ -117,4 +143,12 @@ func (w *workers) loop(f task) {
 			return
 		}
 	}
+}
+
+// FiringLoad reports how the firing slots are used now (/healthz).
+func (e *Engine) FiringLoad() FiringLoad {
+	if e.sched == nil || e.sched.work == nil {
+		return FiringLoad{Slots: maxRunning}
+	}
+	return e.sched.work.load()
 }

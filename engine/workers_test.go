@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"sync"
 	"testing"
 	"time"
@@ -133,5 +134,30 @@ func TestWorkersLimitRunningFirings(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("after: %d running, %d waiting", r, b)
 		}
+	}
+}
+
+// TestWorkersLoad: the slots' report counts running and waiting firings
+// and how long the oldest has waited (what /healthz calls saturated).
+func TestWorkersLoad(t *testing.T) {
+	w := newWorkers()
+	release := make(chan struct{})
+	var started sync.WaitGroup
+	for range maxRunning + 3 {
+		started.Add(1)
+		w.run(limitedTask(func() { started.Done(); <-release }))
+	}
+	defer func() {
+		close(release)
+		started.Wait()
+	}()
+	testutil.Eventually(t, 5*time.Second, "every slot taken", func() bool { return w.load().Running == maxRunning })
+	first := w.load()
+	if first.Waiting != 3 || first.Slots != maxRunning {
+		t.Fatalf("load %+v, want 3 waiting for %d slots", first, maxRunning)
+	}
+	testutil.Eventually(t, 5*time.Second, "the oldest wait to grow", func() bool { return w.load().OldestWaitMS > first.OldestWaitMS })
+	if idle := newWorkers().load(); idle.Waiting != 0 || idle.OldestWaitMS != 0 {
+		t.Fatalf("idle load %+v", idle)
 	}
 }

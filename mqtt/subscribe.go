@@ -30,19 +30,23 @@ type subscription struct {
 	direct  bool
 	running sync.Mutex
 	pending atomic.Int64
+	busy    *busyMeter // how much of the time the handler runs
 }
 
 // deliveryStats counts how deliveries to a client's handlers went.
 type deliveryStats struct {
 	waits, waitedNs, dropped atomic.Uint64
+	meters                   meters
 }
 
 func (d *deliveryStats) snapshot() Delivery {
-	return Delivery{Backpressured: d.waits.Load(), Waited: time.Duration(d.waitedNs.Load()), Dropped: d.dropped.Load()}
+	return Delivery{Backpressured: d.waits.Load(), Waited: time.Duration(d.waitedNs.Load()), Dropped: d.dropped.Load(),
+		Busy: d.meters.busiest()}
 }
 
 func newSubscription(filter string, qos byte, h Handler, queueSize int, stall time.Duration, stats *deliveryStats, quit <-chan struct{}, log *slog.Logger) *subscription {
-	return &subscription{filter: filter, qos: qos, h: h, queue: make(chan Message, queueSize), stats: stats, stall: stall, quit: quit, log: log}
+	return &subscription{filter: filter, qos: qos, h: h, queue: make(chan Message, queueSize), stats: stats, stall: stall, quit: quit, log: log,
+		busy: stats.meters.add()}
 }
 
 // resubscribeAll subscribes every filter of the table on a new connection,
@@ -259,6 +263,8 @@ func (s *subscription) run(quit <-chan struct{}) {
 }
 
 func (s *subscription) call(m Message) {
+	s.busy.begin()
+	defer s.busy.end()
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("message handler panicked", "filter", s.filter, "topic", m.Topic, "panic", r)

@@ -2,32 +2,65 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/mqtt"
 )
+
+// saturatedBusy is the busy fraction from which /healthz's load says
+// "saturated".
+const saturatedBusy = 0.9
 
 // loadReport is what /healthz (and, as warnings, the web UI) says about
 // how the server kept up since it started: MQTT deliveries that waited for
 // the rule engine (backpressure on the broker) or were lost, and what
-// became of the firing records.
+// became of the firing records; and how it keeps up now: status
+// "saturated" when the busiest MQTT handler ran for at least
+// saturatedBusy of the last few seconds (past capacity the queue builds in
+// the socket and the broker, where no counter sees it), else "ok".
 type loadReport struct {
-	MQTT struct {
+	Status string `json:"status"`
+	MQTT   struct {
+		// Busy: the fraction (0..1) of the last mqtt.BusyWindow the
+		// busiest handler spent running.
+		Busy          float64 `json:"busy"`
 		Backpressured uint64  `json:"backpressured"`
 		WaitedMS      float64 `json:"waited_ms"`
 		Dropped       uint64  `json:"dropped"`
 	} `json:"mqtt"`
 	Recorder engine.RecorderStats `json:"recorder"`
-	Warnings []string             `json:"warnings,omitempty"`
+	// Firings: the firing slots now; a firing that waited a second for
+	// one means events are answered late (saturated).
+	Firings  engine.FiringLoad `json:"firings"`
+	Warnings []string          `json:"warnings,omitempty"`
 }
+
+// saturatedWait is how long the oldest firing may wait for a slot before
+// the load status says saturated.
+const saturatedWait = time.Second
 
 func (a *app) load() loadReport {
 	var r loadReport
 	d := a.client.Delivery()
 	r.MQTT.Backpressured, r.MQTT.Dropped = d.Backpressured, d.Dropped
 	r.MQTT.WaitedMS = float64(d.Waited.Microseconds()) / 1000
+	r.MQTT.Busy = math.Round(d.Busy*1000) / 1000
 	r.Recorder = a.eng.RecorderStats()
 	rec := r.Recorder
+	r.Firings = a.eng.FiringLoad()
+	r.Status = "ok"
+	if fl := r.Firings; fl.OldestWaitMS >= float64(saturatedWait.Milliseconds()) {
+		r.Status = "saturated"
+		r.Warnings = append(r.Warnings, fmt.Sprintf("saturated: %d firings wait for one of the %d run slots, the oldest for %s; events are answered late (the engine is past its capacity)",
+			fl.Waiting, fl.Slots, (time.Duration(fl.OldestWaitMS)*time.Millisecond).Round(time.Millisecond)))
+	}
+	if d.Busy >= saturatedBusy {
+		r.Status = "saturated"
+		r.Warnings = append(r.Warnings, fmt.Sprintf("saturated: the rule engine was busy %.0f%% of the last %s; events wait in the connection and the broker (their latency grows)",
+			100*d.Busy, mqtt.BusyWindow))
+	}
 	for _, w := range []struct {
 		n    uint64
 		text string

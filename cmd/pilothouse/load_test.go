@@ -32,3 +32,24 @@ func TestLoadReport(t *testing.T) {
 		t.Fatalf("report %+v", r)
 	}
 }
+
+// TestLoadSaturated: a delivery path busy ≥ 90% of the last seconds is
+// "saturated" on /healthz's load, with a warning for the web UI (past
+// capacity the queue builds in the socket and the broker, where no counter
+// sees it); below that it is "ok" without one.
+func TestLoadSaturated(t *testing.T) {
+	a := &app{eng: engine.New(engine.Config{}, nil, nil, nil)}
+	for _, tc := range []struct {
+		busy   float64
+		status string
+	}{{0, "ok"}, {0.3, "ok"}, {0.95, "saturated"}, {1, "saturated"}} {
+		a.client = deliveryConn{d: mqtt.Delivery{Busy: tc.busy}}
+		r := a.load()
+		if r.Status != tc.status || r.MQTT.Busy != tc.busy || (len(r.Warnings) > 0) != (tc.status == "saturated") {
+			t.Fatalf("busy %v: report %+v", tc.busy, r)
+		}
+		if tc.status == "saturated" && !strings.HasPrefix(r.Warnings[0], "saturated: the rule engine was busy") {
+			t.Fatalf("busy %v: warning %q", tc.busy, r.Warnings[0])
+		}
+	}
+}
