@@ -63,7 +63,7 @@ func (x *ent) addState(id, name, desc string, schema map[string]any, topic, tplS
 		return
 	}
 	t := compileTemplate(tplSrc)
-	st := stateSpec{id: id, name: name, desc: desc, schema: schema}
+	st := stateSpec{id: id, name: name, desc: desc, schema: schema, class: haClass(x.str("device_class", ""))}
 	if t != nil && t.unsupported != "" {
 		st.unsupported = t.unsupported
 		x.b.gap(name + ": " + t.unsupported)

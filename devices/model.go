@@ -108,6 +108,10 @@ type stateSpec struct {
 	id, name, desc string
 	schema         map[string]any
 	unsupported    string
+	// class is what the state measures or detects, as Home Assistant's
+	// device_class names it (occupancy, door, temperature): the entry's
+	// "class:<x>" tag, which a catalog param can require.
+	class string
 }
 
 type eventSpec struct {
@@ -312,6 +316,9 @@ func childTags(s *devSpec, in *interner) []string {
 
 func stateEntry(s *devSpec, st stateSpec, tags []string, in *interner) pilotage.Entry {
 	desc := st.desc
+	if st.class != "" {
+		tags = append(tags[:len(tags):len(tags)], in.concat("class:", st.class))
+	}
 	if st.unsupported != "" {
 		tags = append(tags[:len(tags):len(tags)], "unsupported")
 		desc = strings.TrimSpace(desc + " Live value unsupported: " + st.unsupported + ".")

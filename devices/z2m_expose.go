@@ -195,7 +195,7 @@ func (b *z2mBuilder) addState(key, sid, name, desc string, schema map[string]any
 	i, ok := b.stateIdx[key]
 	if !ok {
 		b.stateIdx[key] = len(b.spec.states)
-		b.spec.states = append(b.spec.states, stateSpec{id: sid, name: name, desc: desc, schema: schema})
+		b.spec.states = append(b.spec.states, stateSpec{id: sid, name: name, desc: desc, schema: schema, class: z2mClasses[key]})
 		return
 	}
 	old := b.spec.states[i].schema

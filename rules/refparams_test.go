@@ -51,6 +51,11 @@ func taggedCatalog() *mapCatalog {
 	for id, t := range tags {
 		c.m[id].Tags = t
 	}
+	// States carry what they detect or measure (devices' z2mClasses).
+	for id, class := range map[string]string{"hall_motion.occupancy": "occupancy", "front_door.contact": "door",
+		"hall_motion.illuminance": "illuminance", "living_plug.power": "power", "outdoor_weather.temperature": "temperature"} {
+		c.m[id].Tags = []string{"class:" + class}
+	}
 	return c
 }
 
