@@ -197,6 +197,10 @@ func (s *server) controlAction(w http.ResponseWriter, r *http.Request, ss *sessi
 	case err != nil:
 		s.fail(w, r, ss, http.StatusInternalServerError, "The control failed.", err)
 		return
+	case !runStored(resp):
+		// A refusal past the principal's stored-refusal bound has no
+		// record to link to.
+		ss.setFlash(controlFlash(en.ID, args, resp) + " The run was not stored.")
 	default:
 		ss.setFlashLink(controlFlash(en.ID, args, resp), "/runs/"+url.PathEscape(resp.RunID))
 	}
@@ -253,4 +257,14 @@ func sortedKeys(v url.Values) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// runStored says whether resp's run record was stored (its trace says
+// stored: false otherwise).
+func runStored(resp *engine.ExecuteResponse) bool {
+	if resp.Trace == nil || resp.Trace.Stats == nil {
+		return true
+	}
+	stored, ok := resp.Trace.Stats["stored"].(bool)
+	return !ok || stored
 }

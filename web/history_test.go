@@ -216,3 +216,25 @@ func TestRunsListManualRuns(t *testing.T) {
 	mustContain(t, "manual runs", body, `<option value="manual" selected>`, `<span class="mono">hall_light.set</span> <span class="sub">by hand</span>`)
 	mustNotContain(t, "manual runs", body, `href="/rules/control.`)
 }
+
+// TestUnstoredRefusalHasNoLink: a refused control past the principal's
+// bound of stored refusals is not stored, so its message links to no run
+// (it linked to a 404).
+func TestUnstoredRefusalHasNoLink(t *testing.T) {
+	f := newFixture(t, testPrincipals())
+	c := f.client()
+	c.login(guestTok)
+	tok := c.csrf("/devices/hall_light")
+	var body string
+	for i := range 60 {
+		_, _, h := c.post("/devices/hall_light/control", url.Values{"csrf": {tok}, "action": {"hall_light.set"}, "arg.state": {"ON"}})
+		_, body, _ = c.get(h.Get("Location"))
+		if i == 0 {
+			mustContain(t, "first refusal", body, `View the run</a>`)
+		}
+	}
+	mustContain(t, "60th refusal", body, "The run was not stored.")
+	if strings.Contains(body, `View the run</a>`) {
+		t.Errorf("the 60th refusal links to a run that was not stored")
+	}
+}
