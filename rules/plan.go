@@ -195,7 +195,7 @@ func describeTrigger(t *RunTrigger, zone string) string {
 		}
 		return s
 	case TriggerCron:
-		return "On the cron schedule " + t.Spec() + inZone(zone)
+		return cronWords(t.Spec()) + inZone(zone)
 	case TriggerTime:
 		return "Every day at " + t.Spec() + inZone(zone)
 	case TriggerSun:
