@@ -68,9 +68,9 @@ func (c *Config) defaults() {
 	if c.TimeZone == nil {
 		c.TimeZone = time.Local
 	}
-	if c.Limits.MaxSteps == 0 {
-		c.Limits = rules.DefaultLimits
-	}
+	// Every unset bound from the defaults (was: all of them replaced when
+	// MaxSteps was unset, dropping any other bound the caller had set).
+	c.Limits = c.Limits.WithDefaults()
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -120,7 +120,7 @@ func New(cfg Config, devs *devices.Catalog, store *storage.Store, log *slog.Logg
 		log = slog.Default()
 	}
 	e := &Engine{cfg: cfg, log: log, devs: devs, store: store, rules: rules.NewCache(), holds: map[string]testHold{},
-		served: newServedGate(orDefault(cfg.Limits.MaxServedRunBytes, rules.DefaultLimits.MaxServedRunBytes))}
+		served: newServedGate(cfg.Limits.MaxServedRunBytes)}
 	if store != nil {
 		store.SetClock(cfg.Now)
 	}

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
-	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -40,9 +39,7 @@ func (e *Engine) holdTestStorage(ctx context.Context, p *Principal, req ExecuteR
 		return func() {}, nil
 	}
 	lim := e.cfg.Limits
-	d := rules.DefaultLimits
-	maxRuns, maxBytes, runBytes := orDefault(lim.MaxStoredTestRuns, d.MaxStoredTestRuns),
-		int64(orDefault(lim.MaxStoredTestBytes, d.MaxStoredTestBytes)), int64(orDefault(lim.MaxRunBytes, d.MaxRunBytes))
+	maxRuns, maxBytes, runBytes := lim.MaxStoredTestRuns, int64(lim.MaxStoredTestBytes), int64(lim.MaxRunBytes)
 	e.holdMu.Lock()
 	defer e.holdMu.Unlock()
 	u, err := e.store.StoredUsage(ctx, p.Name)
@@ -94,11 +91,4 @@ func oldestNote(t time.Time) string {
 		return ""
 	}
 	return ": the oldest expires at " + t.UTC().Format(time.RFC3339)
-}
-
-func orDefault(v, def int) int {
-	if v <= 0 {
-		return def
-	}
-	return v
 }

@@ -54,9 +54,6 @@ func (e *Engine) testRun(ctx context.Context, p *Principal, runID string, c *rul
 	// time, MaxTestRunWall its real time. The request's context ends it
 	// too (an evaluation checks it as it goes).
 	wall := e.cfg.Limits.MaxTestRunWall
-	if wall <= 0 {
-		wall = rules.DefaultLimits.MaxTestRunWall
-	}
 	ctx, cancel := context.WithTimeoutCause(ctx, wall, fmt.Errorf("the test run took longer than %s of real time (MaxTestRunWall)", wall))
 	defer cancel()
 	res := rules.Run(ctx, c, w, rules.RunInput{Trigger: tf, Params: params, Limits: e.cfg.Limits, Cache: e.rules,

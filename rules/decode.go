@@ -23,37 +23,13 @@ import (
 // may be partial when there are errors. Exceeding a bound of lim returns a
 // *pilotage.RequestError of kind resource_exhausted.
 func Decode(raw []byte, lim Limits) (*Program, []pilotage.Diagnostic, error) {
-	lim = lim.withDefaults()
+	lim = lim.WithDefaults()
 	dc := newDecoder(lim, time.Now().Add(lim.ValidateWall), nil)
 	p, err := dc.decode(raw)
 	if err != nil {
 		return nil, nil, err
 	}
 	return p, dc.d.list, nil
-}
-
-// withDefaults fills unset (zero) validation bounds from DefaultLimits.
-func (l Limits) withDefaults() Limits {
-	d := DefaultLimits
-	set := func(v *int, def int) {
-		if *v <= 0 {
-			*v = def
-		}
-	}
-	set(&l.MaxProgramBytes, d.MaxProgramBytes)
-	set(&l.MaxNodes, d.MaxNodes)
-	set(&l.MaxDepth, d.MaxDepth)
-	set(&l.MaxExprLen, d.MaxExprLen)
-	set(&l.MaxIterations, d.MaxIterations)
-	set(&l.MaxConcurrent, d.MaxConcurrent)
-	set(&l.MaxCallDepth, d.MaxCallDepth)
-	if l.MaxExprNodes == 0 {
-		l.MaxExprNodes = d.MaxExprNodes
-	}
-	if l.ValidateWall <= 0 {
-		l.ValidateWall = d.ValidateWall
-	}
-	return l
 }
 
 type decoder struct {

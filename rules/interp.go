@@ -145,7 +145,7 @@ type frame struct {
 // A branch or loop entry's outcome is that of its activation: success, or
 // the status of the step that ended it.
 func Run(ctx context.Context, c *Compiled, w World, in RunInput) (res *RunResult) {
-	lim := limitsOrDefault(in.Limits)
+	lim := in.Limits.WithDefaults()
 	start := w.Now()
 	// The trigger branch, its trigger, the conditions and the top-level
 	// steps: room for them made at once instead of a doubling series, in
@@ -307,41 +307,6 @@ func (r *interp) run(c *Compiled, in RunInput) (*frame, *halt) {
 		}
 	}
 	return f, r.seq(f, c.steps, "")
-}
-
-func limitsOrDefault(l Limits) Limits {
-	d := DefaultLimits
-	if l.MaxSteps <= 0 {
-		l.MaxSteps = d.MaxSteps
-	}
-	if l.MaxIterations <= 0 {
-		l.MaxIterations = d.MaxIterations
-	}
-	if l.MaxWall <= 0 {
-		l.MaxWall = d.MaxWall
-	}
-	if l.MaxCallDepth <= 0 {
-		l.MaxCallDepth = d.MaxCallDepth
-	}
-	if l.MemoryBudget == 0 {
-		l.MemoryBudget = d.MemoryBudget
-	}
-	if l.MaxSetValues <= 0 {
-		l.MaxSetValues = d.MaxSetValues
-	}
-	if l.MaxValueBytes <= 0 {
-		l.MaxValueBytes = d.MaxValueBytes
-	}
-	if l.MaxEvalBytes <= 0 {
-		l.MaxEvalBytes = d.MaxEvalBytes
-	}
-	if l.MaxRunBytes <= 0 {
-		l.MaxRunBytes = d.MaxRunBytes
-	}
-	if l.MaxEvalOps <= 0 {
-		l.MaxEvalOps = d.MaxEvalOps
-	}
-	return l
 }
 
 // triggers records the trigger branch ("triggers" took <id>) and the

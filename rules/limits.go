@@ -110,3 +110,43 @@ var DefaultLimits = Limits{
 	MaxStoredTestRuns:  1000,
 	MaxStoredTestBytes: 64 << 20,
 }
+
+// WithDefaults is l with every unset bound (zero or negative) taken from
+// DefaultLimits: the one place a Limits gets its defaults, whoever reads
+// it (validation, runs, the MCP transport, the engine).
+func (l Limits) WithDefaults() Limits {
+	d := DefaultLimits
+	for _, f := range [...]struct {
+		v   *int
+		def int
+	}{
+		{&l.MaxRequestBytes, d.MaxRequestBytes}, {&l.MaxArgBytes, d.MaxArgBytes}, {&l.MaxInputBytes, d.MaxInputBytes},
+		{&l.MaxProgramBytes, d.MaxProgramBytes}, {&l.MaxNodes, d.MaxNodes}, {&l.MaxDepth, d.MaxDepth},
+		{&l.MaxExprLen, d.MaxExprLen}, {&l.MaxSteps, d.MaxSteps}, {&l.MaxIterations, d.MaxIterations},
+		{&l.MaxCallDepth, d.MaxCallDepth}, {&l.MaxConcurrent, d.MaxConcurrent}, {&l.MaxSetValues, d.MaxSetValues},
+		{&l.MaxValueBytes, d.MaxValueBytes}, {&l.MaxEvalBytes, d.MaxEvalBytes}, {&l.MaxRunBytes, d.MaxRunBytes},
+		{&l.MaxEvalOps, d.MaxEvalOps}, {&l.MaxConnections, d.MaxConnections}, {&l.MaxStreams, d.MaxStreams},
+		{&l.MaxStreamsPerPrincipal, d.MaxStreamsPerPrincipal}, {&l.MaxSessions, d.MaxSessions},
+		{&l.MaxSessionsPerPrincipal, d.MaxSessionsPerPrincipal}, {&l.MaxServedRunBytes, d.MaxServedRunBytes},
+		{&l.MaxStoredTestRuns, d.MaxStoredTestRuns}, {&l.MaxStoredTestBytes, d.MaxStoredTestBytes},
+	} {
+		if *f.v <= 0 {
+			*f.v = f.def
+		}
+	}
+	for _, f := range [...]struct{ v, def *time.Duration }{
+		{&l.ValidateWall, &d.ValidateWall}, {&l.MaxWall, &d.MaxWall}, {&l.MaxTestRunWall, &d.MaxTestRunWall},
+		{&l.SessionIdle, &d.SessionIdle},
+	} {
+		if *f.v <= 0 {
+			*f.v = *f.def
+		}
+	}
+	if l.MaxExprNodes == 0 {
+		l.MaxExprNodes = d.MaxExprNodes
+	}
+	if l.MemoryBudget == 0 {
+		l.MemoryBudget = d.MemoryBudget
+	}
+	return l
+}

@@ -66,7 +66,7 @@ type Result struct {
 // error is a *pilotage.RequestError (resource_exhausted) when a validation
 // bound is exceeded. Validate has no side effect.
 func Validate(raw []byte, cat Catalog, o ValidateOptions) (*Result, error) {
-	lim := o.Limits.withDefaults()
+	lim := o.Limits.WithDefaults()
 	deadline := time.Now().Add(lim.ValidateWall)
 	dc := newDecoder(lim, deadline, o.Cache)
 	prog, err := dc.decode(raw)

@@ -14,24 +14,6 @@ import (
 	"github.com/pilothouse/pilothouse/rules"
 )
 
-// requestLimits are l with unset request bounds taken from DefaultLimits.
-func requestLimits(l rules.Limits) rules.Limits {
-	d := rules.DefaultLimits
-	for _, f := range []struct{ v, def *int }{
-		{&l.MaxRequestBytes, &d.MaxRequestBytes}, {&l.MaxArgBytes, &d.MaxArgBytes},
-		{&l.MaxInputBytes, &d.MaxInputBytes}, {&l.MaxProgramBytes, &d.MaxProgramBytes},
-		{&l.MaxSessions, &d.MaxSessions}, {&l.MaxSessionsPerPrincipal, &d.MaxSessionsPerPrincipal},
-	} {
-		if *f.v <= 0 {
-			*f.v = *f.def
-		}
-	}
-	if l.SessionIdle <= 0 {
-		l.SessionIdle = d.SessionIdle
-	}
-	return l
-}
-
 func (s *Server) limits() rules.Limits { return s.lim }
 
 // jsonArgs are the arguments that carry JSON documents rather than
@@ -44,7 +26,7 @@ var jsonArgs = map[string]bool{"input": true, "context": true, "program": false}
 // before the engine runs and stores anything (a run keeps its input for
 // the retention period). Nothing is truncated.
 func InputTooLarge(lim rules.Limits, arg string, raw []byte) error {
-	limit := requestLimits(lim).MaxInputBytes
+	limit := lim.WithDefaults().MaxInputBytes
 	if len(raw) <= limit {
 		return nil
 	}

@@ -61,7 +61,7 @@ func New(e *engine.Engine, o Options) *Server {
 		o.Logger = slog.Default()
 	}
 	settings := map[string]any{"version": pilotage.Version, "manifest": pilotage.ManifestURI, "discover": pilotage.ToolDiscover}
-	s := &Server{e: e, def: o.Default, log: o.Logger, lim: requestLimits(e.Config().Limits)}
+	s := &Server{e: e, def: o.Default, log: o.Logger, lim: e.Config().Limits.WithDefaults()}
 	s.MCP = server.NewMCPServer("pilothouse", engine.Version,
 		server.WithInstructions(Instructions),
 		server.WithToolCapabilities(false),
