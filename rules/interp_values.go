@@ -34,6 +34,8 @@ func exprHalt(qid string, err error) *halt {
 	return &halt{status, fmt.Sprintf("step %q: %s", qid, msg)}
 }
 
+// interpTypeName names a value's JSON type for messages ("a number" for any
+// numeric kind).
 func interpTypeName(v any) string {
 	switch v.(type) {
 	case nil:

@@ -179,7 +179,7 @@ func refDecl(name string, k pilotage.Kind) string {
 func parseRef(name string, v any, ptr string, report refFinding) *RefParam {
 	m, ok := v.(map[string]any)
 	if !ok {
-		report(CodeTypeMismatch, ptr, `e.g. {"kind": "action", "type": "light"}`, "catalog must be an object, got %s", jsonTypeName(v))
+		report(CodeTypeMismatch, ptr, `e.g. {"kind": "action", "type": "light"}`, "catalog must be an object, got %s", interpTypeName(v))
 		return nil
 	}
 	bad := false
@@ -264,7 +264,7 @@ func (r *RefParam) parseValues(m map[string]any, ptr string, report refFinding) 
 			report(CodeBadParams, ptr+"/accepts", "use reports for states and events", "accepts applies to actions and automations, not to a %s", r.Kind)
 			ok = false
 		case !isObj:
-			report(CodeTypeMismatch, ptr+"/accepts", `e.g. {"state": ["ON", "OFF"]}`, "accepts must be an object: argument → value or list of values, got %s", jsonTypeName(a))
+			report(CodeTypeMismatch, ptr+"/accepts", `e.g. {"state": ["ON", "OFF"]}`, "accepts must be an object: argument → value or list of values, got %s", interpTypeName(a))
 			ok = false
 		default:
 			r.Accepts = map[string][]any{}
@@ -290,24 +290,6 @@ func valueList(v any) []any {
 		return l
 	}
 	return []any{v}
-}
-
-func jsonTypeName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case float64:
-		return "a number"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 func isDeviceType(t string) bool {
