@@ -118,12 +118,7 @@ func (e *Engine) rebind(r storage.Rule, c *rules.Compiled, params map[string]any
 	}
 	res, err := rules.Validate(c.Raw, cat, rules.ValidateOptions{
 		Limits: e.cfg.Limits, HasLocation: true, Zone: e.cfg.TimeZone, Cache: e.rules, Bind: params, Recorded: true,
-		Automation: func(id string) (*rules.Compiled, bool) {
-			if b := e.body(id); b != nil {
-				return b.compiled, true
-			}
-			return nil, false
-		},
+		Automation: e.recordedBody,
 	})
 	if err != nil {
 		return nil, err

@@ -297,6 +297,16 @@ func (e *Engine) loadBody(ref string) *promotedBody {
 	return e.rememberBody(ref, storedBody(pr, c)) // or the one another caller compiled meanwhile
 }
 
+// recordedBody is any promoted body by id, whoever may see it: what a
+// recorded program (an installed rule re-validated at start-up, a stored
+// promotion) called when it was checked.
+func (e *Engine) recordedBody(id string) (*rules.Compiled, bool) {
+	if b := e.body(id); b != nil {
+		return b.compiled, true
+	}
+	return nil, false
+}
+
 // automationBody resolves a visible automation entry to its compiled body.
 func (e *Engine) automationBody(p *Principal, id string) (*rules.Compiled, bool) {
 	// Every call step asks (an action id among them): only an automation
@@ -424,12 +434,7 @@ func (e *Engine) compileStored(pr storage.Program) (*rules.Compiled, error) {
 	sort.Strings(cat.ids)
 	res, err := rules.Validate(pr.Body, cat, rules.ValidateOptions{
 		Limits: e.cfg.Limits, HasLocation: true, Zone: e.cfg.TimeZone, Cache: e.rules, Recorded: true,
-		Automation: func(id string) (*rules.Compiled, bool) {
-			if b := e.body(id); b != nil {
-				return b.compiled, true
-			}
-			return nil, false
-		},
+		Automation: e.recordedBody,
 	})
 	if err != nil {
 		return nil, err
