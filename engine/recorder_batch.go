@@ -2,6 +2,7 @@ package engine
 
 import (
 	"cmp"
+	"container/heap"
 	"context"
 	"runtime"
 	"slices"
@@ -13,14 +14,16 @@ import (
 )
 
 // batchWriter is the recorder's writing side: one batch at a time, on the
-// recorder's goroutine. As runs arrive it applies the retention policy:
-// of a rule's final firings of one status it holds the newest keep, and
-// an older one is superseded as soon as keep newer ones are held (its
-// trace is released at once).
+// recorder's goroutine. As runs arrive it encodes their envelopes (a held
+// run is its JSON, about 700 bytes, not the firing's objects, about four
+// times that) and applies the retention policy: of a rule's final firings
+// of one status it holds the newest keep, and an older one is superseded
+// as soon as a newer one arrives past keep (its record is released at
+// once). So a busy batch holds at most keep firings per rule and status.
 type batchWriter struct {
 	r     *recorder
-	fifo  []*recItem             // runs that are never superseded
-	tails map[tailKey][]*recItem // final firings by rule and status
+	fifo  []*recItem        // runs that are never superseded
+	tails map[tailKey]*tail // final firings by rule and status
 	// arrived counts the final firings of each rule and status pushed
 	// into this batch (nextLinger).
 	arrived map[tailKey]int
@@ -32,11 +35,7 @@ type batchWriter struct {
 	superseded map[string]bool
 	rows       []storage.Run // the rows written
 	kept       []*recItem    // their items, in queue order
-	// arena holds encoded envelopes back to back: rows point into it until
-	// InsertRuns has written them (the store copies them; nothing keeps a
-	// batch's rows after). first is the batch's first arena, reused.
-	arena, first []byte
-	ends         []int // ends[i]: end of row i's envelope in its arena (-1: none)
+	scratch    []byte        // where envelopes are encoded before their exact copy
 	// Trimming is a separate statement per rule: done at most once per
 	// trimEvery, for the rules that stored at least keep runs since, and
 	// at once for a rule that stored hotTrim × keep runs since (a rule
@@ -55,51 +54,85 @@ type tailKey struct{ rule, status string }
 const (
 	trimEvery  = 5 * time.Second
 	hotTrim    = 4
-	arenaChunk = 1 << 20
+	scratchMax = 64 << 10 // a bigger scratch buffer is not kept
 	paceSlice  = 2 * time.Millisecond
 	paceMax    = 8 * time.Millisecond
 )
 
 func newBatchWriter(r *recorder) *batchWriter {
-	return &batchWriter{r: r, tails: map[tailKey][]*recItem{}, arrived: map[tailKey]int{}, superseded: map[string]bool{},
+	return &batchWriter{r: r, tails: map[tailKey]*tail{}, arrived: map[tailKey]int{}, superseded: map[string]bool{},
 		trimCount: map[string]int{}, lastTrim: time.Now()}
 }
 
-// push adds a run to the batch.
+// push adds a run to the batch: held (encoded), or superseded at once.
 func (w *batchWriter) push(it *recItem) {
 	w.n++
-	w.held++
 	w.seq++
 	it.seq = w.seq
 	if !it.final || it.run.Status == rules.StatusRunning {
+		w.hold(it)
 		w.fifo = append(w.fifo, it)
 		return
 	}
 	k := tailKey{it.run.Rule, it.run.Status}
 	w.arrived[k]++
-	t := append(w.tails[k], it)
-	if len(t) >= 2*w.r.keep { // amortised: sorted and cut every keep arrivals
-		t = w.cut(k.rule, t)
+	t := w.tails[k]
+	if t == nil {
+		t = &tail{}
+		w.tails[k] = t
 	}
-	w.tails[k] = t
+	if len(*t) < w.r.keep {
+		w.hold(it)
+		heap.Push(t, it)
+		return
+	}
+	w.superseded[k.rule] = true
+	if older((*t)[0], it) >= 0 { // not newer than any held: superseded as it comes
+		return
+	}
+	w.held--
+	(*t)[0].json = nil // the oldest held goes
+	w.hold(it)
+	(*t)[0] = it
+	heap.Fix(t, 0)
 }
 
-// cut keeps the newest keep of a tail, by start then id (the trim's
-// order), and counts the others superseded.
-func (w *batchWriter) cut(rule string, t []*recItem) []*recItem {
-	keep := w.r.keep
-	if len(t) <= keep {
-		return t
+// hold encodes a run's envelope (exactly sized) and counts it held.
+func (w *batchWriter) hold(it *recItem) {
+	w.held++
+	if it.env == nil {
+		return
 	}
-	slices.SortFunc(t, func(a, b *recItem) int {
-		return cmp.Or(a.run.Started.Compare(b.run.Started), cmp.Compare(a.run.ID, b.run.ID))
-	})
-	drop := len(t) - keep
-	w.held -= drop
-	w.superseded[rule] = true
-	n := copy(t, t[drop:])
-	clear(t[n:])
-	return t[:n]
+	b, err := appendEnvelope(w.scratch[:0], it.env)
+	if err != nil {
+		w.r.log.Warn("encoding run record", "run", it.run.ID, "err", err)
+		b = append(b[:0], `{"run_id":`+strconv.Quote(it.run.ID)+`}`...)
+	}
+	it.json = append(make([]byte, 0, len(b)), b...)
+	it.env = nil
+	if cap(b) <= scratchMax {
+		w.scratch = b
+	}
+}
+
+// tail holds the newest keep final firings of a rule with one status: a
+// heap whose root is the oldest (by start then id, the trim's order).
+type tail []*recItem
+
+func older(a, b *recItem) int {
+	return cmp.Or(a.run.Started.Compare(b.run.Started), cmp.Compare(a.run.ID, b.run.ID))
+}
+
+func (t tail) Len() int           { return len(t) }
+func (t tail) Less(i, j int) bool { return older(t[i], t[j]) < 0 }
+func (t tail) Swap(i, j int)      { t[i], t[j] = t[j], t[i] }
+func (t *tail) Push(x any)        { *t = append(*t, x.(*recItem)) }
+func (t *tail) Pop() any {
+	old := *t
+	it := old[len(old)-1]
+	old[len(old)-1] = nil
+	*t = old[:len(old)-1]
+	return it
 }
 
 // write stores the batch and returns how many runs were pushed into it.
@@ -109,7 +142,6 @@ func (w *batchWriter) write() int {
 		return 0
 	}
 	w.gather()
-	w.encode()
 	trim := w.trims()
 	r := w.r
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -127,19 +159,19 @@ func (w *batchWriter) write() int {
 	}
 	r.stats.superseded.Add(uint64(n - len(w.kept)))
 	r.settled(n)
-	clear(w.rows) // no row keeps pointing into the arena
+	clear(w.rows) // let the envelopes go
 	w.rows = w.rows[:0]
-	clear(w.kept) // let the envelopes go
+	clear(w.kept)
 	w.kept = w.kept[:0]
 	w.n, w.held, w.urgent = 0, 0, false
 	clear(w.superseded)
-	w.arena = nil
 	return n
 }
 
 // nextLinger is the linger of the next batch, from the n runs of the one
 // just written that took d to gather: lingerBusy when, at the same rates,
-// it would let the retention policy skip at least a quarter of the runs.
+// it would let the retention policy skip at least a quarter of the runs,
+// lingerSteady when n is steadyRuns or more.
 func (w *batchWriter) nextLinger(n int, d time.Duration) time.Duration {
 	defer clear(w.arrived)
 	if n == 0 {
@@ -150,13 +182,16 @@ func (w *batchWriter) nextLinger(n int, d time.Duration) time.Duration {
 	for _, a := range w.arrived {
 		skip += max(0, float64(a)*scale-float64(w.r.keep))
 	}
-	if skip >= 0.25*float64(n)*scale {
+	switch {
+	case skip >= 0.25*float64(n)*scale:
 		return lingerBusy
+	case n >= steadyRuns:
+		return lingerSteady
 	}
 	return lingerIdle
 }
 
-// pace runs between rows while a batch is encoded and written. It yields
+// pace runs between rows while a batch is written. It yields
 // the processor, and in a busy batch (lingerBusy: thousands of rows, tens
 // of ms of CPU) it sleeps twice as long as each paceSlice of work took, at
 // most paceMax, unless the queue is filling (an eighth full or kicked), a
@@ -180,68 +215,26 @@ func (w *batchWriter) pace() {
 	w.slice0 = time.Now()
 }
 
-// gather moves the held runs into kept, in queue order.
+// gather moves the held runs into kept, in queue order, and fills their
+// rows.
 func (w *batchWriter) gather() {
 	w.kept = append(w.kept, w.fifo...)
 	clear(w.fifo)
 	w.fifo = w.fifo[:0]
 	for k, t := range w.tails {
-		if len(t) == 0 { // a rule that fired in the batch before: its slice goes
+		if len(*t) == 0 { // a rule that fired in the batch before: its tail goes
 			delete(w.tails, k)
 			continue
 		}
-		w.kept = append(w.kept, w.cut(k.rule, t)...)
-		clear(t)
-		w.tails[k] = t[:0]
+		w.kept = append(w.kept, *t...)
+		clear(*t)
+		*t = (*t)[:0]
 	}
 	slices.SortFunc(w.kept, func(a, b *recItem) int { return cmp.Compare(a.seq, b.seq) })
-}
-
-// encode fills the rows of the kept items, their envelopes encoded back to
-// back into arenas of about arenaChunk bytes: the first is reused from
-// batch to batch, and a big batch adds chunks rather than regrowing (and
-// copying) one buffer.
-func (w *batchWriter) encode() {
-	w.slice0 = time.Now()
-	w.arena, w.ends = w.first[:0], w.ends[:0]
-	from := 0 // the first row whose envelope is in the current arena
 	for _, it := range w.kept {
-		if len(w.arena) >= arenaChunk {
-			w.slice(from)
-			from = len(w.rows)
-			w.arena = make([]byte, 0, arenaChunk+arenaChunk/8)
-		}
 		w.rows = append(w.rows, it.run)
-		if it.env == nil {
-			w.ends = append(w.ends, -1)
-			continue
-		}
-		start := len(w.arena)
-		var err error
-		w.arena, err = appendEnvelope(w.arena, it.env)
-		if err != nil {
-			w.r.log.Warn("encoding run record", "run", it.run.ID, "err", err)
-			w.arena = append(w.arena[:start], `{"run_id":`+strconv.Quote(it.run.ID)+`}`...)
-		}
-		w.ends = append(w.ends, len(w.arena))
-		it.env = nil
-		w.pace()
-	}
-	w.slice(from)
-}
-
-// slice points rows from on at their envelopes in the current arena, once
-// it has stopped growing.
-func (w *batchWriter) slice(from int) {
-	if from == 0 && cap(w.arena) <= 2*arenaChunk {
-		w.first = w.arena // kept for the next batch
-	}
-	start := 0
-	for i := from; i < len(w.rows); i++ {
-		if end := w.ends[i]; end >= 0 {
-			w.rows[i].Envelope = w.arena[start:end:end]
-			start = end
-		}
+		w.rows[len(w.rows)-1].Envelope = it.json
+		it.json = nil
 	}
 }
 

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -134,5 +135,52 @@ func TestRecorderKeepsSummariesPastTheQueue(t *testing.T) {
 	}
 	if st := rec.Stats(); st.Written != 7 || st.Queued != 0 {
 		t.Fatalf("stats after: %+v", st)
+	}
+}
+
+// TestBatchHoldsKeepPerRuleAsJSON: a busy batch holds at most keep final
+// firings per rule and status, the newest, each as its encoded envelope
+// (the firing's objects are released as it is pushed), whatever order
+// they finish in; an arrival older than all held is superseded as it comes.
+func TestBatchHoldsKeepPerRuleAsJSON(t *testing.T) {
+	const keep, n = 4, 40
+	w := newBatchWriter(&recorder{keep: keep, log: quiet()})
+	t0 := time.Now()
+	var items []*recItem
+	for i := range n {
+		// finish out of start order: pairs swapped
+		at := t0.Add(time.Duration(i^1) * time.Millisecond)
+		it := firingItem("hot", rules.StatusSuccess, at, true)
+		items = append(items, it)
+		w.push(it)
+		if w.held > keep {
+			t.Fatalf("after %d pushes the batch holds %d firings, want at most %d", i+1, w.held, keep)
+		}
+		if it.env != nil {
+			t.Fatalf("push %d kept the firing's envelope objects", i+1)
+		}
+	}
+	late := firingItem("hot", rules.StatusSuccess, t0.Add(-time.Second), true)
+	w.push(late)
+	if w.held != keep || late.json != nil {
+		t.Fatalf("an arrival older than all held: held %d, encoded %v; want superseded at once", w.held, late.json != nil)
+	}
+	w.gather()
+	if len(w.rows) != keep {
+		t.Fatalf("rows %d, want %d", len(w.rows), keep)
+	}
+	want := map[string]bool{}
+	for _, it := range items {
+		if !it.run.Started.Before(t0.Add(time.Duration(n-keep) * time.Millisecond)) {
+			want[it.run.ID] = true
+		}
+	}
+	for _, r := range w.rows {
+		if !want[r.ID] {
+			t.Fatalf("row %s started %v is not one of the newest %d", r.ID, r.Started.Sub(t0), keep)
+		}
+		if !strings.Contains(string(r.Envelope), r.ID) {
+			t.Fatalf("row %s envelope %s", r.ID, r.Envelope)
+		}
 	}
 }
