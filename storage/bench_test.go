@@ -184,3 +184,36 @@ func BenchmarkReadsDuringWrites(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTrimRule: the trim statement as the firing recorder runs it
+// (prepared once, executed per rule) on a rule already within its 50.
+// With kind and status bound as parameters it took 139–168 µs, about 55
+// of them preparing the statement again at every execution (see
+// trimRuleSQL); with them as literals 84–104 µs.
+func BenchmarkTrimRule(b *testing.B) {
+	ctx := context.Background()
+	s, err := Open(ctx, b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	t0 := time.Now()
+	rows := make([]Run, 50)
+	for j := range rows {
+		at := t0.Add(time.Duration(j) * time.Millisecond)
+		rows[j] = Run{ID: newRunID(at), Principal: "owner", Rule: "r", Ref: "automation.r@1", Kind: KindFiring,
+			Status: "success", OK: true, Started: at, Ended: at, Level: "full", Expires: at.Add(time.Hour), Envelope: []byte(`{}`)}
+	}
+	if err := s.InsertRuns(ctx, rows); err != nil {
+		b.Fatal(err)
+	}
+	st, err := s.stmt(ctx, s.w, trimRuleSQL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := st.ExecContext(ctx, "r", 50); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

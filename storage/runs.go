@@ -194,7 +194,7 @@ func trimRules(ctx context.Context, tx *sql.Tx, trim *sql.Stmt, o WriteOptions) 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if _, err := tt.ExecContext(rowCtx, rule, KindFiring, StatusRunning, o.KeepPerStatus); err != nil {
+		if _, err := tt.ExecContext(rowCtx, rule, o.KeepPerStatus); err != nil {
 			return fmt.Errorf("storage: trim rule %s: %w", rule, err)
 		}
 		if o.Yield != nil {
@@ -502,10 +502,15 @@ func (s *Store) PurgeExpired(ctx context.Context, now time.Time, minAge time.Dur
 	return total, nil
 }
 
+// trimRuleSQL's kind and status are literals: SQLite compares a bound
+// status with the partial index runs_by_status's WHERE, and a statement
+// whose plan depended on a bound value is prepared again after every bind
+// (about 55 µs a trim, BenchmarkTrimRule; a tenth of the firing
+// recorder's CPU at 1,000 firings/s).
 const trimRuleSQL = `DELETE FROM runs WHERE rowid IN (
 		SELECT rowid FROM (
 			SELECT rowid, ROW_NUMBER() OVER (PARTITION BY status ORDER BY started DESC, id DESC) AS n
-			FROM runs WHERE rule = ? AND kind = ? AND status <> ?)
+			FROM runs WHERE rule = ? AND kind = '` + KindFiring + `' AND status <> '` + StatusRunning + `')
 		WHERE n > ?)`
 
 // TrimRule keeps, for each status, the newest keepPerStatus finished
@@ -517,7 +522,7 @@ func (s *Store) TrimRule(ctx context.Context, rule string, keepPerStatus int) (i
 	if keepPerStatus < 1 {
 		return 0, fmt.Errorf("%w: trim rule %s: keepPerStatus must be at least 1, got %d", ErrInvalid, rule, keepPerStatus)
 	}
-	res, err := s.w.ExecContext(ctx, trimRuleSQL, rule, KindFiring, StatusRunning, keepPerStatus)
+	res, err := s.w.ExecContext(ctx, trimRuleSQL, rule, keepPerStatus)
 	if err != nil {
 		return 0, s.wrote(ctx, fmt.Errorf("storage: trim rule %s: %w", rule, err))
 	}
