@@ -1,7 +1,6 @@
 package mqtt
 
 import (
-	"bufio"
 	"crypto/tls"
 	"errors"
 	"net"
@@ -13,25 +12,6 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 	"golang.org/x/net/proxy"
 )
-
-// readBuffer is the size of a connection's read buffer: one syscall reads
-// many small packets when the broker sends a burst.
-const readBuffer = 32 << 10
-
-// bufferedConn reads through a bufio.Reader. paho reads a packet's fixed
-// header and its remaining length one byte at a time straight from the
-// connection, which costs three or more read syscalls per packet; behind a
-// buffer a whole burst of packets costs one.
-type bufferedConn struct {
-	net.Conn
-	r *bufio.Reader
-}
-
-func (c *bufferedConn) Read(p []byte) (int, error) { return c.r.Read(p) }
-
-func newBufferedConn(c net.Conn) net.Conn {
-	return &bufferedConn{Conn: c, r: bufio.NewReaderSize(c, readBuffer)}
-}
 
 // watchedConn is the connection under TLS and the read buffer: it notes
 // when bytes last came from the broker (Client.Health) and puts a deadline
@@ -96,18 +76,19 @@ func (c *watchedConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// openConnection is paho's dialer for c (openConn with c's watch).
+// openConnection is paho's dialer for c (openConn with c's watch; QoS 0
+// publishes are delivered by the connection, see demuxConn).
 func (c *Client) openConnection(uri *url.URL, o paho.ClientOptions) (net.Conn, error) {
 	c.lastRead.Store(time.Now().UnixNano()) // a new connection: nothing overdue yet
-	return openConn(uri, o, func(raw net.Conn) net.Conn {
+	return openConn(uri, o, c.route, func(raw net.Conn) net.Conn {
 		return &watchedConn{Conn: raw, lastRead: &c.lastRead, writeTimeout: c.opts.PublishTimeout, quickAck: quickAcker(raw)}
 	})
 }
 
 // openConn dials the broker like paho does (TCP through the environment's
 // proxy settings, TLS, WebSocket), wraps the raw connection with watch and
-// buffers reads.
-func openConn(uri *url.URL, o paho.ClientOptions, watch func(net.Conn) net.Conn) (net.Conn, error) {
+// reads through a demuxConn that hands QoS 0 publishes to deliver.
+func openConn(uri *url.URL, o paho.ClientOptions, deliver func(Message), watch func(net.Conn) net.Conn) (net.Conn, error) {
 	dialer := o.Dialer
 	if dialer == nil {
 		dialer = &net.Dialer{Timeout: o.ConnectTimeout}
@@ -150,7 +131,7 @@ func openConn(uri *url.URL, o paho.ClientOptions, watch func(net.Conn) net.Conn)
 	if err != nil {
 		return nil, err
 	}
-	return newBufferedConn(conn), nil
+	return newDemuxConn(conn, deliver), nil
 }
 
 // tlsFor fills in the server name the way tls.Dial would.

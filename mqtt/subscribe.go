@@ -187,14 +187,19 @@ func (c *Client) waitSubscribe(batch map[string]byte, tok paho.Token) map[string
 	return out
 }
 
-// deliver is paho's handler for every message, on paho's router goroutine:
-// it hands the message to every subscription whose filters match it (once
-// each), waiting for room in a full queue (see offer). Exact filters are one
-// map lookup; only wildcard filters are matched one by one (paho's own
-// router splits the topic and every filter into new slices for every
-// message). The table's lock is not held while waiting.
+// deliver is paho's handler for the messages it reads (QoS 1 and 2; the
+// connection delivers QoS 0 ones itself, see demuxConn), on paho's router
+// goroutine.
 func (c *Client) deliver(_ paho.Client, pm paho.Message) {
-	m := Message{Topic: pm.Topic(), Payload: pm.Payload(), Retained: pm.Retained()}
+	c.route(Message{Topic: pm.Topic(), Payload: pm.Payload(), Retained: pm.Retained()})
+}
+
+// route hands m to every subscription whose filters match it (once each),
+// waiting for room in a full queue (see offer). Exact filters are one map
+// lookup; only wildcard filters are matched one by one (paho's own router
+// splits the topic and every filter into new slices for every message).
+// The table's lock is not held while waiting.
+func (c *Client) route(m Message) {
 	var buf [4]*subscription
 	c.mu.Lock()
 	subs := c.subs.matching(m.Topic, buf[:0])

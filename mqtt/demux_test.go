@@ -1,0 +1,150 @@
+package mqtt
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/eclipse/paho.mqtt.golang/packets"
+)
+
+// pipeConn is a net.Conn whose reads come from r (writes are discarded).
+type pipeConn struct {
+	net.Conn
+	r io.Reader
+}
+
+func (p pipeConn) Read(b []byte) (int, error) { return p.r.Read(b) }
+
+func encode(t testing.TB, p packets.ControlPacket) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := p.Write(&b); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func pubPacket(topic string, payload []byte, qos byte, retain bool, id uint16) *packets.PublishPacket {
+	p := packets.NewControlPacket(packets.Publish).(*packets.PublishPacket)
+	p.TopicName, p.Payload, p.Qos, p.Retain, p.MessageID = topic, payload, qos, retain, id
+	return p
+}
+
+// TestDemuxDeliversQoS0AndPassesTheRest: QoS 0 publishes (short, empty,
+// retained, and one whose remaining length takes 3 bytes) are delivered
+// with their topic, payload and retain flag; every other packet reaches
+// paho's packet reader exactly as sent, in order.
+func TestDemuxDeliversQoS0AndPassesTheRest(t *testing.T) {
+	big := bytes.Repeat([]byte("x"), 20000)
+	puback := packets.NewControlPacket(packets.Puback).(*packets.PubackPacket)
+	puback.MessageID = 7
+	stream := []struct {
+		p       packets.ControlPacket
+		toPaho  bool
+		topic   string
+		payload []byte
+		retain  bool
+	}{
+		{p: pubPacket("zigbee2mqtt/bs1", []byte(`{"seq":1}`), 0, false, 0), topic: "zigbee2mqtt/bs1", payload: []byte(`{"seq":1}`)},
+		{p: puback, toPaho: true},
+		{p: pubPacket("a/b", nil, 0, true, 0), topic: "a/b", payload: []byte{}, retain: true},
+		{p: pubPacket("q1", []byte("one"), 1, false, 9), toPaho: true},
+		{p: pubPacket("big", big, 0, false, 0), topic: "big", payload: big},
+		{p: packets.NewControlPacket(packets.Pingresp), toPaho: true},
+		{p: pubPacket("q2", big, 2, true, 10), toPaho: true},
+	}
+	var wire bytes.Buffer
+	for _, s := range stream {
+		wire.Write(encode(t, s.p))
+	}
+	var got []Message
+	c := newDemuxConn(pipeConn{r: iotestOneByte(&wire)}, func(m Message) { got = append(got, m) })
+	for _, s := range stream {
+		if !s.toPaho {
+			continue
+		}
+		p, err := packets.ReadPacket(c)
+		if err != nil {
+			t.Fatalf("paho's read of %s: %v", s.p.String(), err)
+		}
+		if !bytes.Equal(encode(t, p), encode(t, s.p)) {
+			t.Fatalf("paho read %s, want %s", p.String(), s.p.String())
+		}
+	}
+	if _, err := packets.ReadPacket(c); err != io.EOF {
+		t.Fatalf("after the stream: %v, want EOF", err)
+	}
+	var want []Message
+	for _, s := range stream {
+		if !s.toPaho {
+			want = append(want, Message{Topic: s.topic, Payload: s.payload, Retained: s.retain})
+		}
+	}
+	if len(got) != len(want) {
+		t.Fatalf("delivered %d messages, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i].Topic != want[i].Topic || !bytes.Equal(got[i].Payload, want[i].Payload) || got[i].Retained != want[i].Retained {
+			t.Fatalf("message %d = %q %q retained=%v, want %q %q %v", i, got[i].Topic, got[i].Payload, got[i].Retained,
+				want[i].Topic, want[i].Payload, want[i].Retained)
+		}
+	}
+}
+
+// iotestOneByte reads one byte at a time, the worst a socket can do.
+func iotestOneByte(r io.Reader) io.Reader { return oneByte{r} }
+
+type oneByte struct{ r io.Reader }
+
+func (o oneByte) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	return o.r.Read(p[:1])
+}
+
+// TestDemuxRefusesMalformedPackets: a broken QoS 0 PUBLISH or remaining
+// length is an error (paho then drops the connection), never a panic or a
+// message made up.
+func TestDemuxRefusesMalformedPackets(t *testing.T) {
+	for name, wire := range map[string][]byte{
+		"topic longer than the packet": {0x30, 3, 0, 9, 'a'},
+		"no topic length":              {0x30, 1, 0},
+		"remaining length of 5 bytes":  {0x30, 0x80, 0x80, 0x80, 0x80, 0x01},
+		"body cut short":               {0x30, 10, 0, 1, 'a'},
+	} {
+		t.Run(name, func(t *testing.T) {
+			delivered := 0
+			c := newDemuxConn(pipeConn{r: bytes.NewReader(wire)}, func(Message) { delivered++ })
+			_, err := c.Read(make([]byte, 16))
+			if err == nil || delivered != 0 {
+				t.Fatalf("read = %v, delivered %d; want an error and nothing delivered", err, delivered)
+			}
+			if name != "body cut short" && !strings.Contains(err.Error(), "malformed") {
+				t.Fatalf("error %q does not say the packet is malformed", err)
+			}
+		})
+	}
+}
+
+// FuzzDemuxConn: whatever the broker sends, the demultiplexer neither
+// panics nor loses bytes: what it does not deliver, paho reads unchanged.
+func FuzzDemuxConn(f *testing.F) {
+	f.Add([]byte{0x30, 5, 0, 1, 'a', 'h', 'i', 0x40, 2, 0, 7})
+	f.Add([]byte{0x32, 6, 0, 1, 'a', 0, 1, 'x'})
+	f.Add([]byte{0xd0, 0})
+	f.Fuzz(func(t *testing.T, wire []byte) {
+		c := newDemuxConn(pipeConn{r: bytes.NewReader(wire)}, func(m Message) {
+			if len(m.Topic) > len(wire) || len(m.Payload) > len(wire) {
+				t.Fatalf("message larger than the input: %d + %d bytes from %d", len(m.Topic), len(m.Payload), len(wire))
+			}
+		})
+		out, _ := io.ReadAll(c)
+		if len(out) > len(wire) {
+			t.Fatalf("paho read %d bytes from %d", len(out), len(wire))
+		}
+	})
+}
