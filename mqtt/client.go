@@ -69,7 +69,12 @@ type Options struct {
 	// long loses the message (counted in Delivery, logged) so that the
 	// connection goes on. Default DefaultStallLimit.
 	StallLimit time.Duration
-	Logger     *slog.Logger
+	// MaxMessageBytes, when positive, bounds a QoS 0 message: a bigger one
+	// is skipped as it arrives, without being held in memory (counted in
+	// Delivery.Oversized, logged). QoS 1 and 2 messages are read whole by
+	// paho, whatever their size.
+	MaxMessageBytes int
+	Logger          *slog.Logger
 }
 
 // Client is a paho-based MQTT 3.1.1 connection with a clean session that

@@ -80,15 +80,15 @@ func (c *watchedConn) Write(p []byte) (int, error) {
 // publishes are delivered by the connection, see demuxConn).
 func (c *Client) openConnection(uri *url.URL, o paho.ClientOptions) (net.Conn, error) {
 	c.lastRead.Store(time.Now().UnixNano()) // a new connection: nothing overdue yet
-	return openConn(uri, o, c.route, func(raw net.Conn) net.Conn {
+	return openConn(uri, o, c.inbound(), func(raw net.Conn) net.Conn {
 		return &watchedConn{Conn: raw, lastRead: &c.lastRead, writeTimeout: c.opts.PublishTimeout, quickAck: quickAcker(raw)}
 	})
 }
 
 // openConn dials the broker like paho does (TCP through the environment's
 // proxy settings, TLS, WebSocket), wraps the raw connection with watch and
-// reads through a demuxConn that hands QoS 0 publishes to deliver.
-func openConn(uri *url.URL, o paho.ClientOptions, deliver func(Message), watch func(net.Conn) net.Conn) (net.Conn, error) {
+// reads through a demuxConn that hands QoS 0 publishes to in.
+func openConn(uri *url.URL, o paho.ClientOptions, in inbound, watch func(net.Conn) net.Conn) (net.Conn, error) {
 	dialer := o.Dialer
 	if dialer == nil {
 		dialer = &net.Dialer{Timeout: o.ConnectTimeout}
@@ -131,7 +131,7 @@ func openConn(uri *url.URL, o paho.ClientOptions, deliver func(Message), watch f
 	if err != nil {
 		return nil, err
 	}
-	return newDemuxConn(conn, deliver), nil
+	return newDemuxConn(conn, in), nil
 }
 
 // tlsFor fills in the server name the way tls.Dial would.

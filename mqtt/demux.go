@@ -42,15 +42,34 @@ const (
 // header: behind it, a burst of packets costs one read syscall.
 type demuxConn struct {
 	net.Conn
-	r       *bufio.Reader
-	deliver func(Message) // nil: every packet goes to paho
-	head    [5]byte       // the fixed header of the packet paho is reading
-	hn, hi  int           // its length and what paho has read of it
-	rest    int           // bytes of that packet's body paho has yet to read
+	r      *bufio.Reader
+	in     inbound
+	head   [5]byte // the fixed header of the packet paho is reading
+	hn, hi int     // its length and what paho has read of it
+	rest   int     // bytes of that packet's body paho has yet to read
 }
 
-func newDemuxConn(c net.Conn, deliver func(Message)) *demuxConn {
-	return &demuxConn{Conn: c, r: bufio.NewReaderSize(c, readBuffer), deliver: deliver}
+// inbound is where a demuxConn hands QoS 0 publishes: deliver (nil: every
+// packet goes to paho), unless the packet is over max bytes (when
+// positive): then it is skipped and oversized is called with its topic
+// and size.
+type inbound struct {
+	deliver   func(Message)
+	max       int
+	oversized func(topic string, size int)
+}
+
+func newDemuxConn(c net.Conn, in inbound) *demuxConn {
+	return &demuxConn{Conn: c, r: bufio.NewReaderSize(c, readBuffer), in: in}
+}
+
+// inbound is the client's: its subscription table, its message bound.
+func (c *Client) inbound() inbound {
+	return inbound{deliver: c.route, max: c.opts.MaxMessageBytes, oversized: func(topic string, size int) {
+		if n := c.stats.oversized.Add(1); n == 1 || n%1000 == 0 {
+			c.log.Warn("message over mqtt.max_message_bytes skipped", "topic", topic, "bytes", size, "max", c.opts.MaxMessageBytes, "skipped_total", n)
+		}
+	}}
 }
 
 // Read serves paho the packets it handles, byte for byte.
@@ -82,7 +101,10 @@ func (c *demuxConn) next() error {
 	if err != nil {
 		return err
 	}
-	if c.deliver != nil && b0>>4 == publishType && b0&qosBits == 0 {
+	if c.in.deliver != nil && b0>>4 == publishType && b0&qosBits == 0 {
+		if c.in.max > 0 && length > c.in.max {
+			return c.skip(length)
+		}
 		return c.publish(b0, length)
 	}
 	c.hn, c.hi, c.rest = 1+n, 0, length
@@ -116,7 +138,26 @@ func (c *demuxConn) publish(b0 byte, length int) error {
 	if 2+tl > length {
 		return fmt.Errorf("mqtt: malformed PUBLISH from the broker: topic of %d bytes in a packet of %d", tl, length)
 	}
-	c.deliver(Message{Topic: string(body[2 : 2+tl]), Payload: body[2+tl:], Retained: b0&retainBit != 0})
+	c.in.deliver(Message{Topic: string(body[2 : 2+tl]), Payload: body[2+tl:], Retained: b0&retainBit != 0})
+	return nil
+}
+
+// skip reads past an oversized QoS 0 PUBLISH (its topic kept for the log)
+// without holding it.
+func (c *demuxConn) skip(length int) error {
+	var tl [2]byte
+	if _, err := io.ReadFull(c.r, tl[:]); err != nil {
+		return err
+	}
+	n := min(int(tl[0])<<8|int(tl[1]), length-2)
+	topic := make([]byte, min(n, 256))
+	if _, err := io.ReadFull(c.r, topic); err != nil {
+		return err
+	}
+	if _, err := c.r.Discard(length - 2 - len(topic)); err != nil {
+		return err
+	}
+	c.in.oversized(string(topic), length)
 	return nil
 }
 

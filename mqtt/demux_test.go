@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/eclipse/paho.mqtt.golang/packets"
 )
@@ -61,7 +62,7 @@ func TestDemuxDeliversQoS0AndPassesTheRest(t *testing.T) {
 		wire.Write(encode(t, s.p))
 	}
 	var got []Message
-	c := newDemuxConn(pipeConn{r: iotestOneByte(&wire)}, func(m Message) { got = append(got, m) })
+	c := newDemuxConn(pipeConn{r: iotestOneByte(&wire)}, inbound{deliver: func(m Message) { got = append(got, m) }})
 	for _, s := range stream {
 		if !s.toPaho {
 			continue
@@ -118,7 +119,7 @@ func TestDemuxRefusesMalformedPackets(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			delivered := 0
-			c := newDemuxConn(pipeConn{r: bytes.NewReader(wire)}, func(Message) { delivered++ })
+			c := newDemuxConn(pipeConn{r: bytes.NewReader(wire)}, inbound{deliver: func(Message) { delivered++ }})
 			_, err := c.Read(make([]byte, 16))
 			if err == nil || delivered != 0 {
 				t.Fatalf("read = %v, delivered %d; want an error and nothing delivered", err, delivered)
@@ -137,14 +138,47 @@ func FuzzDemuxConn(f *testing.F) {
 	f.Add([]byte{0x32, 6, 0, 1, 'a', 0, 1, 'x'})
 	f.Add([]byte{0xd0, 0})
 	f.Fuzz(func(t *testing.T, wire []byte) {
-		c := newDemuxConn(pipeConn{r: bytes.NewReader(wire)}, func(m Message) {
+		c := newDemuxConn(pipeConn{r: bytes.NewReader(wire)}, inbound{deliver: func(m Message) {
 			if len(m.Topic) > len(wire) || len(m.Payload) > len(wire) {
 				t.Fatalf("message larger than the input: %d + %d bytes from %d", len(m.Topic), len(m.Payload), len(wire))
 			}
-		})
+		}, max: 64, oversized: func(string, int) {}})
 		out, _ := io.ReadAll(c)
 		if len(out) > len(wire) {
 			t.Fatalf("paho read %d bytes from %d", len(out), len(wire))
 		}
 	})
+}
+
+// TestOversizedQoS0IsSkippedAndCounted: through a real broker, a QoS 0
+// message over MaxMessageBytes reaches no handler and is counted; those
+// within the bound, before and after it, arrive in order.
+func TestOversizedQoS0IsSkippedAndCounted(t *testing.T) {
+	b := startBroker(t, "127.0.0.1:0")
+	c, err := Dial(ctxT(t), Options{Broker: b.URL(), MaxMessageBytes: 1024, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	var in inbox
+	if err := c.Subscribe("big/#", 0, in.handle); err != nil {
+		t.Fatal(err)
+	}
+	pub := dial(t, b.URL())
+	for _, p := range []struct {
+		topic string
+		size  int
+	}{{"big/a", 10}, {"big/huge", 200 << 10}, {"big/b", 1000}} {
+		if err := pub.Publish(ctxT(t), p.topic, bytes.Repeat([]byte("x"), p.size), 0, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, 5*time.Second, "the two messages within the bound", func() bool { return len(in.all()) >= 2 })
+	got := in.all()
+	if len(got) != 2 || got[0].Topic != "big/a" || got[1].Topic != "big/b" || len(got[1].Payload) != 1000 {
+		t.Fatalf("delivered %d messages: %v", len(got), got)
+	}
+	if d := c.Delivery(); d.Oversized != 1 {
+		t.Fatalf("Delivery().Oversized = %d, want 1", d.Oversized)
+	}
 }

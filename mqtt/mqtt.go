@@ -110,6 +110,9 @@ type Delivery struct {
 	// Dropped counts messages lost because their handler was stuck for the
 	// whole stall limit.
 	Dropped uint64
+	// Oversized counts QoS 0 messages over Options.MaxMessageBytes, skipped
+	// as they arrived (never held in memory, delivered to no handler).
+	Oversized uint64
 	// Busy is the fraction of the last BusyWindow (0..1) the busiest
 	// handler spent running: near 1, the handler is the bottleneck and
 	// messages queue up (in its queue, the connection and the broker) even

@@ -35,13 +35,13 @@ type subscription struct {
 
 // deliveryStats counts how deliveries to a client's handlers went.
 type deliveryStats struct {
-	waits, waitedNs, dropped atomic.Uint64
-	meters                   meters
+	waits, waitedNs, dropped, oversized atomic.Uint64
+	meters                              meters
 }
 
 func (d *deliveryStats) snapshot() Delivery {
 	return Delivery{Backpressured: d.waits.Load(), Waited: time.Duration(d.waitedNs.Load()), Dropped: d.dropped.Load(),
-		Busy: d.meters.busiest()}
+		Oversized: d.oversized.Load(), Busy: d.meters.busiest()}
 }
 
 func newSubscription(filter string, qos byte, h Handler, queueSize int, stall time.Duration, stats *deliveryStats, quit <-chan struct{}, log *slog.Logger) *subscription {

@@ -117,7 +117,7 @@ func (a *app) connectMQTT(ctx context.Context) error {
 	} else {
 		c, err := mqtt.Dial(ctx, mqtt.Options{Broker: cfg.Broker, ClientID: cfg.ClientID, Username: cfg.MQTTUser,
 			Password: cfg.MQTTPassword, TLS: cfg.tlsConfig(), Logger: log.With("part", "mqtt"), ConnectRetry: true,
-			PublishTimeout: cfg.publishTimeout})
+			PublishTimeout: cfg.publishTimeout, MaxMessageBytes: cfg.MaxMessageBytes})
 		if err != nil {
 			return fmt.Errorf("connecting to MQTT broker %s: %w", cfg.Broker, err)
 		}

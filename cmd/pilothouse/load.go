@@ -29,6 +29,9 @@ type loadReport struct {
 		Backpressured uint64  `json:"backpressured"`
 		WaitedMS      float64 `json:"waited_ms"`
 		Dropped       uint64  `json:"dropped"`
+		// Oversized: QoS 0 messages over mqtt.max_message_bytes skipped
+		// as they arrived from an external broker.
+		Oversized uint64 `json:"oversized"`
 	} `json:"mqtt"`
 	Recorder engine.RecorderStats `json:"recorder"`
 	// Firings: the firing slots now; a firing that waited a second for
@@ -44,7 +47,7 @@ const saturatedWait = time.Second
 func (a *app) load() loadReport {
 	var r loadReport
 	d := a.client.Delivery()
-	r.MQTT.Backpressured, r.MQTT.Dropped = d.Backpressured, d.Dropped
+	r.MQTT.Backpressured, r.MQTT.Dropped, r.MQTT.Oversized = d.Backpressured, d.Dropped, d.Oversized
 	r.MQTT.WaitedMS = float64(d.Waited.Microseconds()) / 1000
 	r.MQTT.Busy = math.Round(d.Busy*1000) / 1000
 	r.Recorder = a.eng.RecorderStats()
@@ -67,6 +70,7 @@ func (a *app) load() loadReport {
 	}{
 		{d.Backpressured, fmt.Sprintf("%d MQTT messages waited for the rule engine to catch up (%s in all): the broker was held back", d.Backpressured, d.Waited.Round(time.Millisecond))},
 		{d.Dropped, fmt.Sprintf("%d MQTT messages lost: a handler was stuck", d.Dropped)},
+		{d.Oversized, fmt.Sprintf("%d MQTT messages over mqtt.max_message_bytes skipped", d.Oversized)},
 		{rec.Summarized, fmt.Sprintf("%d firings recorded as summaries without their trace: the run recorder was behind", rec.Summarized)},
 		{rec.Dropped, fmt.Sprintf("%d firing records lost: the run recorder was far behind", rec.Dropped)},
 		{rec.Failed, fmt.Sprintf("%d firing records lost: the database refused them", rec.Failed)},

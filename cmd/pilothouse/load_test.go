@@ -17,18 +17,19 @@ type deliveryConn struct {
 
 func (c deliveryConn) Delivery() mqtt.Delivery { return c.d }
 
-// TestLoadReport: backpressure and lost messages become warnings with
-// their counts; a server that kept up has none.
+// TestLoadReport: backpressure, lost and oversized messages become
+// warnings with their counts; a server that kept up has none.
 func TestLoadReport(t *testing.T) {
 	a := &app{eng: engine.New(engine.Config{}, nil, nil, nil)}
 	a.client = deliveryConn{}
 	if r := a.load(); len(r.Warnings) != 0 {
 		t.Fatalf("warnings of a server that kept up: %q", r.Warnings)
 	}
-	a.client = deliveryConn{d: mqtt.Delivery{Backpressured: 1200, Waited: 2500 * time.Millisecond, Dropped: 3}}
+	a.client = deliveryConn{d: mqtt.Delivery{Backpressured: 1200, Waited: 2500 * time.Millisecond, Dropped: 3, Oversized: 2}}
 	r := a.load()
-	if r.MQTT.Backpressured != 1200 || r.MQTT.WaitedMS != 2500 || r.MQTT.Dropped != 3 || len(r.Warnings) != 2 ||
-		!strings.HasPrefix(r.Warnings[0], "1200 MQTT messages waited") || !strings.HasPrefix(r.Warnings[1], "3 MQTT messages lost") {
+	if r.MQTT.Backpressured != 1200 || r.MQTT.WaitedMS != 2500 || r.MQTT.Dropped != 3 || r.MQTT.Oversized != 2 || len(r.Warnings) != 3 ||
+		!strings.HasPrefix(r.Warnings[0], "1200 MQTT messages waited") || !strings.HasPrefix(r.Warnings[1], "3 MQTT messages lost") ||
+		!strings.HasPrefix(r.Warnings[2], "2 MQTT messages over mqtt.max_message_bytes skipped") {
 		t.Fatalf("report %+v", r)
 	}
 }
