@@ -113,8 +113,9 @@ type Client struct {
 	// filter sets and resubscribeAll with the table changes they send.
 	wire sync.Mutex
 
-	lastRead atomic.Int64 // Unix ns: when bytes last came from the broker
-	health   healthState  // guarded by mu
+	lastRead atomic.Int64              // Unix ns: when bytes last came from the broker
+	conn     atomic.Pointer[connParts] // the current connection's layers (Unread)
+	health   healthState               // guarded by mu
 }
 
 // Dial connects to o.Broker and returns once the first connection is up, or
@@ -501,7 +502,11 @@ func (c *Client) Connected() bool {
 func (c *Client) Dropped() uint64 { return c.stats.dropped.Load() }
 
 // Delivery reports how deliveries to the handlers went so far.
-func (c *Client) Delivery() Delivery { return c.stats.snapshot() }
+func (c *Client) Delivery() Delivery {
+	d := c.stats.snapshot()
+	d.Unread = c.Unread()
+	return d
+}
 
 // OnConnectionChange registers f to be called with true when the connection
 // comes up and false when it goes down (including Close). Calls are made in

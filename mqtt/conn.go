@@ -37,7 +37,8 @@ type watchedConn struct {
 	net.Conn
 	lastRead     *atomic.Int64 // Unix nanoseconds
 	writeTimeout time.Duration
-	quickAck     func() // nil: not a TCP socket
+	quickAck     func()     // nil: not a TCP socket
+	unread       func() int // received by the kernel, not read yet; nil: not a TCP socket
 	mu           sync.Mutex
 	deadline     time.Time // the write deadline
 }
@@ -80,9 +81,38 @@ func (c *watchedConn) Write(p []byte) (int, error) {
 // publishes are delivered by the connection, see demuxConn).
 func (c *Client) openConnection(uri *url.URL, o paho.ClientOptions) (net.Conn, error) {
 	c.lastRead.Store(time.Now().UnixNano()) // a new connection: nothing overdue yet
-	return openConn(uri, o, c.inbound(), func(raw net.Conn) net.Conn {
-		return &watchedConn{Conn: raw, lastRead: &c.lastRead, writeTimeout: c.opts.PublishTimeout, quickAck: quickAcker(raw)}
+	var w *watchedConn
+	conn, err := openConn(uri, o, c.inbound(), func(raw net.Conn) net.Conn {
+		w = &watchedConn{Conn: raw, lastRead: &c.lastRead, writeTimeout: c.opts.PublishTimeout, quickAck: quickAcker(raw),
+			unread: unreadCounter(raw)}
+		return w
 	})
+	if err == nil {
+		c.conn.Store(&connParts{w: w, d: conn.(*demuxConn)})
+	}
+	return conn, err
+}
+
+// connParts are the current connection's layers Unread looks into.
+type connParts struct {
+	w *watchedConn
+	d *demuxConn
+}
+
+// Unread reports how many bytes from the broker wait in the current
+// connection, received but not handled yet: in the kernel's socket buffer
+// (Linux) and in the read buffer. Past capacity this is where events
+// queue, before the broker's own queue.
+func (c *Client) Unread() int {
+	p := c.conn.Load()
+	if p == nil {
+		return 0
+	}
+	n := int(p.d.buffered.Load())
+	if p.w != nil && p.w.unread != nil {
+		n += p.w.unread()
+	}
+	return n
 }
 
 // openConn dials the broker like paho does (TCP through the environment's

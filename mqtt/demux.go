@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"sync/atomic"
 )
 
 // readBuffer is the size of a connection's read buffer: one syscall reads
@@ -47,6 +48,9 @@ type demuxConn struct {
 	head   [5]byte // the fixed header of the packet paho is reading
 	hn, hi int     // its length and what paho has read of it
 	rest   int     // bytes of that packet's body paho has yet to read
+	// buffered is what the read buffer held once the last packet was
+	// read (Client.Unread, from another goroutine).
+	buffered atomic.Int64
 }
 
 // inbound is where a demuxConn hands QoS 0 publishes: deliver (nil: every
@@ -82,10 +86,16 @@ func (c *demuxConn) Read(p []byte) (int, error) {
 	if c.hi < c.hn {
 		n := copy(p, c.head[c.hi:c.hn])
 		c.hi += n
+		if c.hi == c.hn && c.rest == 0 { // a packet without a body
+			c.buffered.Store(int64(c.r.Buffered()))
+		}
 		return n, nil
 	}
 	n, err := c.r.Read(p[:min(len(p), c.rest)])
 	c.rest -= n
+	if c.rest == 0 {
+		c.buffered.Store(int64(c.r.Buffered()))
+	}
 	return n, err
 }
 
@@ -138,6 +148,7 @@ func (c *demuxConn) publish(b0 byte, length int) error {
 	if 2+tl > length {
 		return fmt.Errorf("mqtt: malformed PUBLISH from the broker: topic of %d bytes in a packet of %d", tl, length)
 	}
+	c.buffered.Store(int64(c.r.Buffered()))
 	c.in.deliver(Message{Topic: string(body[2 : 2+tl]), Payload: body[2+tl:], Retained: b0&retainBit != 0})
 	return nil
 }
@@ -157,6 +168,7 @@ func (c *demuxConn) skip(length int) error {
 	if _, err := c.r.Discard(length - 2 - len(topic)); err != nil {
 		return err
 	}
+	c.buffered.Store(int64(c.r.Buffered()))
 	c.in.oversized(string(topic), length)
 	return nil
 }

@@ -2,9 +2,11 @@ package mqtt
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -181,4 +183,36 @@ func TestOversizedQoS0IsSkippedAndCounted(t *testing.T) {
 	if d := c.Delivery(); d.Oversized != 1 {
 		t.Fatalf("Delivery().Oversized = %d, want 1", d.Oversized)
 	}
+}
+
+// TestUnreadShowsTheBacklog: a handler that stops taking messages lets
+// them pile up in the connection; Unread (and Delivery) shows those bytes,
+// and they drain once the handler goes on.
+func TestUnreadShowsTheBacklog(t *testing.T) {
+	b := startBroker(t, "127.0.0.1:0")
+	c, err := Dial(ctxT(t), Options{Broker: b.URL(), QueueSize: 8, StallLimit: time.Minute, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	gate := make(chan struct{})
+	var n atomic.Int64
+	if err := c.Subscribe("load/#", 0, func(Message) { <-gate; n.Add(1) }); err != nil {
+		t.Fatal(err)
+	}
+	pub := dial(t, b.URL())
+	const msgs = 3000
+	payload := bytes.Repeat([]byte("x"), 1000)
+	go func() {
+		for range msgs {
+			_ = pub.Publish(context.Background(), "load/1", payload, 0, false)
+		}
+	}()
+	waitFor(t, 10*time.Second, "a backlog of 64 KiB unread", func() bool { return c.Unread() >= 64<<10 })
+	if d := c.Delivery(); d.Unread < 64<<10 {
+		t.Fatalf("Delivery().Unread = %d", d.Unread)
+	}
+	close(gate)
+	waitFor(t, 20*time.Second, "every message handled", func() bool { return n.Load() == msgs })
+	waitFor(t, 5*time.Second, "the backlog to drain", func() bool { return c.Unread() == 0 })
 }

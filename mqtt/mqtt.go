@@ -113,6 +113,9 @@ type Delivery struct {
 	// Oversized counts QoS 0 messages over Options.MaxMessageBytes, skipped
 	// as they arrived (never held in memory, delivered to no handler).
 	Oversized uint64
+	// Unread is how many bytes from the broker wait in the connection now,
+	// received but not handled yet (Client.Unread; 0 in process).
+	Unread int
 	// Busy is the fraction of the last BusyWindow (0..1) the busiest
 	// handler spent running: near 1, the handler is the bottleneck and
 	// messages queue up (in its queue, the connection and the broker) even

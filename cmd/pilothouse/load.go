@@ -13,13 +13,18 @@ import (
 // "saturated".
 const saturatedBusy = 0.9
 
+// saturatedUnread is how many bytes may wait unread in the connection
+// before the load status says saturated (a few thousand state messages).
+const saturatedUnread = 256 << 10
+
 // loadReport is what /healthz (and, as warnings, the web UI) says about
 // how the server kept up since it started: MQTT deliveries that waited for
 // the rule engine (backpressure on the broker) or were lost, and what
 // became of the firing records; and how it keeps up now: status
 // "saturated" when the busiest MQTT handler ran for at least
-// saturatedBusy of the last few seconds (past capacity the queue builds in
-// the socket and the broker, where no counter sees it), else "ok".
+// saturatedBusy of the last few seconds, or saturatedUnread bytes wait
+// unread in the connection (past capacity the queue builds there, then in
+// the broker, where no counter of ours sees it), else "ok".
 type loadReport struct {
 	Status string `json:"status"`
 	MQTT   struct {
@@ -32,6 +37,9 @@ type loadReport struct {
 		// Oversized: QoS 0 messages over mqtt.max_message_bytes skipped
 		// as they arrived from an external broker.
 		Oversized uint64 `json:"oversized"`
+		// UnreadBytes: received from the broker and not handled yet, now
+		// (the socket's and the read buffer's).
+		UnreadBytes int `json:"unread_bytes"`
 	} `json:"mqtt"`
 	Recorder engine.RecorderStats `json:"recorder"`
 	// Firings: the firing slots now; a firing that waited a second for
@@ -48,6 +56,7 @@ func (a *app) load() loadReport {
 	var r loadReport
 	d := a.client.Delivery()
 	r.MQTT.Backpressured, r.MQTT.Dropped, r.MQTT.Oversized = d.Backpressured, d.Dropped, d.Oversized
+	r.MQTT.UnreadBytes = d.Unread
 	r.MQTT.WaitedMS = float64(d.Waited.Microseconds()) / 1000
 	r.MQTT.Busy = math.Round(d.Busy*1000) / 1000
 	r.Recorder = a.eng.RecorderStats()
@@ -63,6 +72,11 @@ func (a *app) load() loadReport {
 		r.Status = "saturated"
 		r.Warnings = append(r.Warnings, fmt.Sprintf("saturated: the rule engine was busy %.0f%% of the last %s; events wait in the connection and the broker (their latency grows)",
 			100*d.Busy, mqtt.BusyWindow))
+	}
+	if d.Unread >= saturatedUnread {
+		r.Status = "saturated"
+		r.Warnings = append(r.Warnings, fmt.Sprintf("saturated: %d KiB of MQTT messages wait unread in the connection; events are answered late",
+			d.Unread>>10))
 	}
 	for _, w := range []struct {
 		n    uint64

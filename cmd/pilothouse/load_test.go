@@ -34,10 +34,9 @@ func TestLoadReport(t *testing.T) {
 	}
 }
 
-// TestLoadSaturated: a delivery path busy ≥ 90% of the last seconds is
-// "saturated" on /healthz's load, with a warning for the web UI (past
-// capacity the queue builds in the socket and the broker, where no counter
-// sees it); below that it is "ok" without one.
+// TestLoadSaturated: a delivery path busy ≥ 90% of the last seconds, or
+// 256 KiB waiting unread in the connection, is "saturated" on /healthz's
+// load, with a warning for the web UI; below that it is "ok" without one.
 func TestLoadSaturated(t *testing.T) {
 	a := &app{eng: engine.New(engine.Config{}, nil, nil, nil)}
 	for _, tc := range []struct {
@@ -51,6 +50,23 @@ func TestLoadSaturated(t *testing.T) {
 		}
 		if tc.status == "saturated" && !strings.HasPrefix(r.Warnings[0], "saturated: the rule engine was busy") {
 			t.Fatalf("busy %v: warning %q", tc.busy, r.Warnings[0])
+		}
+	}
+}
+
+func TestLoadSaturatedUnread(t *testing.T) {
+	a := &app{eng: engine.New(engine.Config{}, nil, nil, nil)}
+	for _, tc := range []struct {
+		unread int
+		status string
+	}{{0, "ok"}, {100 << 10, "ok"}, {300 << 10, "saturated"}} {
+		a.client = deliveryConn{d: mqtt.Delivery{Unread: tc.unread}}
+		r := a.load()
+		if r.Status != tc.status || r.MQTT.UnreadBytes != tc.unread {
+			t.Fatalf("unread %d: report %+v", tc.unread, r)
+		}
+		if tc.status == "saturated" && (len(r.Warnings) != 1 || !strings.Contains(r.Warnings[0], "300 KiB of MQTT messages wait unread")) {
+			t.Fatalf("unread %d: warnings %q", tc.unread, r.Warnings)
 		}
 	}
 }

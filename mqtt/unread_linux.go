@@ -1,0 +1,29 @@
+//go:build linux
+
+package mqtt
+
+import (
+	"net"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// unreadCounter returns a function reporting the bytes the kernel has
+// received on conn that the process has not read yet (SIOCINQ), or nil
+// when conn is no TCP socket.
+func unreadCounter(conn net.Conn) func() int {
+	sc, ok := conn.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	return func() int {
+		n := 0
+		_ = rc.Control(func(fd uintptr) { n, _ = unix.IoctlGetInt(int(fd), unix.SIOCINQ) })
+		return n
+	}
+}
