@@ -69,10 +69,8 @@ type Options struct {
 	// long loses the message (counted in Delivery, logged) so that the
 	// connection goes on. Default DefaultStallLimit.
 	StallLimit time.Duration
-	// MaxMessageBytes, when positive, bounds a QoS 0 message: a bigger one
-	// is skipped as it arrives, without being held in memory (counted in
-	// Delivery.Oversized, logged). QoS 1 and 2 messages are read whole by
-	// paho, whatever their size.
+	// MaxMessageBytes, when positive, bounds a QoS 0 message: a bigger one is
+	// skipped unread (Delivery.Oversized, logged). paho reads QoS 1 and 2 whole.
 	MaxMessageBytes int
 	Logger          *slog.Logger
 }

@@ -4,7 +4,6 @@ package mqtt
 
 import (
 	"net"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -13,12 +12,8 @@ import (
 // received on conn that the process has not read yet (SIOCINQ), or nil
 // when conn is no TCP socket.
 func unreadCounter(conn net.Conn) func() int {
-	sc, ok := conn.(syscall.Conn)
-	if !ok {
-		return nil
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
+	rc := rawConn(conn)
+	if rc == nil {
 		return nil
 	}
 	return func() int {
