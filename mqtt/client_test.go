@@ -65,6 +65,15 @@ func (b *inbox) all() []Message {
 	return append([]Message(nil), b.msgs...)
 }
 
+// topics is the set of topics received.
+func (b *inbox) topics() map[string]bool {
+	out := map[string]bool{}
+	for _, m := range b.all() {
+		out[m.Topic] = true
+	}
+	return out
+}
+
 func (b *inbox) find(payload string) (Message, bool) {
 	for _, m := range b.all() {
 		if string(m.Payload) == payload {

@@ -34,8 +34,19 @@ func TestInlineTalksToTCPClients(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, 3*time.Second, "20 state messages", func() bool { return len(got.all()) == 21 })
-	for i, m := range got.all()[1:] {
+	// (mochi acknowledges a QoS 1 publish before handing it to
+	// subscribers: the retained one may also come live, once more)
+	states := func() []Message {
+		var out []Message
+		for _, m := range got.all() {
+			if m.Topic != "z2m/bridge/devices" {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	waitFor(t, 3*time.Second, "20 state messages", func() bool { return len(states()) == 20 })
+	for i, m := range states() {
 		if m.Topic != fmt.Sprintf("z2m/dev%d", i) || string(m.Payload) != fmt.Sprint(i) {
 			t.Fatalf("message %d out of order: %s %s", i, m.Topic, m.Payload)
 		}

@@ -118,7 +118,10 @@ func brokerFilters(t *testing.T, b *Broker, clientID string) []string {
 }
 
 // TestFilterSetManyFilters: a set of more filters than one SUBSCRIBE packet
-// carries gets every retained message, on a new connection too.
+// carries gets every retained message, on a new connection too. (A topic
+// may come twice: mochi acknowledges a QoS 1 publish before it hands it to
+// subscribers, so a subscription made just after the last acknowledgement
+// can get that message live as well as retained.)
 func TestFilterSetManyFilters(t *testing.T) {
 	b := startBroker(t, "127.0.0.1:0")
 	pub := dial(t, b.URL())
@@ -139,7 +142,7 @@ func TestFilterSetManyFilters(t *testing.T) {
 		if err := fs.Set(filters); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		waitFor(t, 5*time.Second, name+": every retained message", func() bool { return len(got.all()) == n })
+		waitFor(t, 5*time.Second, name+": every retained message", func() bool { return len(got.topics()) == n })
 	}
 	if err := pub.Publish(ctxT(t), "dev/x/bad", nil, 0, false); err != nil {
 		t.Fatal(err)
