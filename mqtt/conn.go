@@ -54,6 +54,16 @@ func (c *watchedConn) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// SetDeadline sets the read deadline, and the write deadline as
+// SetWriteDeadline does (paho sets both around the CONNECT handshake, then
+// clears them).
+func (c *watchedConn) SetDeadline(t time.Time) error {
+	if err := c.Conn.SetReadDeadline(t); err != nil {
+		return err
+	}
+	return c.SetWriteDeadline(t)
+}
+
 // SetWriteDeadline sets a write deadline; a zero one (paho's, after each
 // PUBLISH) leaves the deadline as it is, so no write is ever unbounded.
 func (c *watchedConn) SetWriteDeadline(t time.Time) error {

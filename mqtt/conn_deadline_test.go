@@ -14,6 +14,17 @@ import (
 // its rolling deadline instead, so a later write (a PUBACK, a PINGREQ) to
 // a broker that stopped reading still fails within writeTimeout.
 func TestWritesStayBoundedAfterPahoClearsTheDeadline(t *testing.T) {
+	for name, set := range map[string]func(net.Conn, time.Time) error{
+		"around a PUBLISH":   net.Conn.SetWriteDeadline,
+		"around the CONNECT": net.Conn.SetDeadline,
+	} {
+		t.Run(name, func(t *testing.T) { writeBoundedAfterClear(t, set) })
+	}
+}
+
+// writeBoundedAfterClear: after a write, paho sets a deadline with set and
+// clears it; a write to a peer that stopped reading still fails in time.
+func writeBoundedAfterClear(t *testing.T, set func(net.Conn, time.Time) error) {
 	const timeout = 300 * time.Millisecond
 	a, b := net.Pipe()
 	defer a.Close()
@@ -24,11 +35,10 @@ func TestWritesStayBoundedAfterPahoClearsTheDeadline(t *testing.T) {
 	if _, err := c.Write([]byte("first")); err != nil {
 		t.Fatal(err)
 	}
-	// paho, around a PUBLISH:
-	if err := c.SetWriteDeadline(time.Now().Add(timeout)); err != nil {
+	if err := set(c, time.Now().Add(timeout)); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.SetWriteDeadline(time.Time{}); err != nil {
+	if err := set(c, time.Time{}); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

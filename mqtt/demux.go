@@ -48,8 +48,9 @@ type demuxConn struct {
 	head   [5]byte // the fixed header of the packet paho is reading
 	hn, hi int     // its length and what paho has read of it
 	rest   int     // bytes of that packet's body paho has yet to read
-	// buffered is what the read buffer held once the last packet was
-	// read (Client.Unread, from another goroutine).
+	// buffered is what the read buffer held when the last packet was
+	// handled (Client.Unread, from another goroutine): the packet being
+	// handled now counts as unread.
 	buffered atomic.Int64
 }
 
@@ -86,22 +87,17 @@ func (c *demuxConn) Read(p []byte) (int, error) {
 	if c.hi < c.hn {
 		n := copy(p, c.head[c.hi:c.hn])
 		c.hi += n
-		if c.hi == c.hn && c.rest == 0 { // a packet without a body
-			c.buffered.Store(int64(c.r.Buffered()))
-		}
 		return n, nil
 	}
 	n, err := c.r.Read(p[:min(len(p), c.rest)])
 	c.rest -= n
-	if c.rest == 0 {
-		c.buffered.Store(int64(c.r.Buffered()))
-	}
 	return n, err
 }
 
 // next reads the next packet's fixed header: a QoS 0 PUBLISH is read and
 // delivered; any other packet is left for paho to read.
 func (c *demuxConn) next() error {
+	c.buffered.Store(int64(c.r.Buffered())) // the last packet is handled
 	b0, err := c.r.ReadByte()
 	if err != nil {
 		return err
@@ -148,7 +144,6 @@ func (c *demuxConn) publish(b0 byte, length int) error {
 	if 2+tl > length {
 		return fmt.Errorf("mqtt: malformed PUBLISH from the broker: topic of %d bytes in a packet of %d", tl, length)
 	}
-	c.buffered.Store(int64(c.r.Buffered()))
 	c.in.deliver(Message{Topic: string(body[2 : 2+tl]), Payload: body[2+tl:], Retained: b0&retainBit != 0})
 	return nil
 }
@@ -168,7 +163,6 @@ func (c *demuxConn) skip(length int) error {
 	if _, err := c.r.Discard(length - 2 - len(topic)); err != nil {
 		return err
 	}
-	c.buffered.Store(int64(c.r.Buffered()))
 	c.in.oversized(string(topic), length)
 	return nil
 }
