@@ -51,6 +51,13 @@ func mcpClient(t *testing.T, url string, headers map[string]string, version stri
 	if headers != nil {
 		opts = append(opts, transport.WithHTTPHeaders(headers))
 	}
+	return mcpClientOpts(t, url, version, opts...)
+}
+
+// mcpClientOpts starts and initializes a streamable HTTP client with opts
+// (closed at the end of the test).
+func mcpClientOpts(t *testing.T, url, version string, opts ...transport.StreamableHTTPCOption) *client.Client {
+	t.Helper()
 	c, err := client.NewStreamableHttpClient(url, opts...)
 	if err != nil {
 		t.Fatal(err)

@@ -298,18 +298,5 @@ func mcpClientWith(t *testing.T, url, token string, hc *http.Client) *client.Cli
 	if hc != nil {
 		opts = append(opts, transport.WithHTTPBasicClient(hc))
 	}
-	c, err := client.NewStreamableHttpClient(url, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	req := mcp.InitializeRequest{}
-	req.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
-	if _, err := c.Initialize(context.Background(), req); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return mcpClientOpts(t, url, "", opts...)
 }
