@@ -68,7 +68,8 @@ func newDemuxConn(c net.Conn, in inbound) *demuxConn {
 	return &demuxConn{Conn: c, r: bufio.NewReaderSize(c, readBuffer), in: in}
 }
 
-// inbound is the client's: its subscription table, its message bound.
+// inbound returns where the client's connections hand QoS 0 publishes:
+// its subscription table, under its message bound.
 func (c *Client) inbound() inbound {
 	return inbound{deliver: c.route, max: c.opts.MaxMessageBytes, oversized: func(topic string, size int) {
 		if n := c.stats.oversized.Add(1); n == 1 || n%1000 == 0 {
