@@ -249,7 +249,6 @@ func (c *Client) pahoOptions() *paho.ClientOptions {
 		SetConnectionLostHandler(func(_ paho.Client, err error) {
 			c.log.Warn("connection lost; reconnecting", "err", err)
 			c.noteLost(err)
-			c.conn.Store(nil) // nothing waits unread in a lost connection
 			c.refreshStatus()
 		})
 	if o.TLS != nil {

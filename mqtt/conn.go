@@ -115,7 +115,7 @@ type connParts struct {
 // queue, before the broker's own queue.
 func (c *Client) Unread() int {
 	p := c.conn.Load()
-	if p == nil {
+	if p == nil || p.d.dead.Load() {
 		return 0
 	}
 	n := int(p.d.buffered.Load())

@@ -52,6 +52,7 @@ type demuxConn struct {
 	// handled (Client.Unread, from another goroutine): the packet being
 	// handled now counts as unread.
 	buffered atomic.Int64
+	dead     atomic.Bool // a read failed: nothing waits in it any more
 }
 
 // inbound is where a demuxConn hands QoS 0 publishes: deliver (nil: every
@@ -82,6 +83,7 @@ func (c *Client) inbound() inbound {
 func (c *demuxConn) Read(p []byte) (int, error) {
 	for c.hi == c.hn && c.rest == 0 {
 		if err := c.next(); err != nil {
+			c.dead.Store(true)
 			return 0, err
 		}
 	}
