@@ -94,6 +94,9 @@ func (c *demuxConn) Read(p []byte) (int, error) {
 	}
 	n, err := c.r.Read(p[:min(len(p), c.rest)])
 	c.rest -= n
+	if err != nil {
+		c.dead.Store(true)
+	}
 	return n, err
 }
 
