@@ -418,9 +418,9 @@ func (c *Client) onConnect() {
 // overloaded) makes it fail with an error wrapping context.DeadlineExceeded,
 // and Health reports the broker as not answering until it answers again.
 //
-// paho takes the message on the caller's goroutine (no goroutine per
-// publish): that is immediate unless paho's writer is stuck on a full
-// socket, and then bounded by PublishTimeout (paho's write timeout), during
+// QoS 0 and 1 messages are written on the caller's goroutine (see
+// outbound), QoS 2 ones by paho. Either write waits while the socket is
+// full, bounded by PublishTimeout (the connection's write deadline), during
 // which ctx is not looked at.
 func (c *Client) Publish(ctx context.Context, topic string, payload []byte, qos byte, retain bool) error {
 	if topic == "" || strings.ContainsAny(topic, "+#\x00") {
@@ -436,6 +436,45 @@ func (c *Client) Publish(ctx context.Context, topic string, payload []byte, qos 
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("mqtt: publish %q: %w", topic, err)
 	}
+	if qos == 2 {
+		return c.publishPaho(ctx, down, topic, payload, retain)
+	}
+	p := c.conn.Load()
+	if p == nil {
+		return ErrNotConnected
+	}
+	start := time.Now()
+	id, ack, err := p.d.publish(topic, payload, qos, retain)
+	if err != nil {
+		return c.publishFailed(start, topic, err)
+	}
+	if ack == nil {
+		return nil
+	}
+	t := time.NewTimer(c.opts.PublishTimeout - time.Since(start))
+	defer t.Stop()
+	select {
+	case err := <-ack:
+		return err
+	case <-down:
+		select {
+		case err := <-ack: // acknowledged as the connection went
+			return err
+		default:
+			err = ErrNotConnected
+		}
+	case <-ctx.Done():
+		err = fmt.Errorf("mqtt: publish %q: %w", topic, ctx.Err())
+	case <-t.C:
+		err = c.publishTimedOut(start, topic, qos)
+	}
+	p.d.out.forget(id)
+	return err
+}
+
+// publishPaho publishes a QoS 2 message through paho.
+func (c *Client) publishPaho(ctx context.Context, down <-chan struct{}, topic string, payload []byte, retain bool) error {
+	const qos = 2
 	start := time.Now()
 	tok := c.pc.Publish(topic, qos, retain, payload)
 	if !isDone(tok) {

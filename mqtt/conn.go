@@ -29,10 +29,11 @@ import (
 // events/s.
 //
 // The write deadline is moved only when less than half of writeTimeout is
-// left (a write then fails after between half and all of writeTimeout),
-// and paho's clearing of the deadline it sets around each PUBLISH is
-// ignored (the rolling one stays): three deadline changes per command,
-// 1.4% of the server's CPU at 1,000 commands/s, are now one.
+// left, or more than all of it (paho's around the CONNECT handshake), so
+// a write fails after between half and all of writeTimeout. paho's
+// clearing of a deadline is ignored (the rolling one stays): three
+// deadline changes per command, 1.4% of the server's CPU at 1,000
+// commands/s, are now one.
 type watchedConn struct {
 	net.Conn
 	lastRead     *atomic.Int64 // Unix nanoseconds
@@ -79,7 +80,7 @@ func (c *watchedConn) SetWriteDeadline(t time.Time) error {
 func (c *watchedConn) Write(p []byte) (int, error) {
 	now := time.Now()
 	c.mu.Lock()
-	if c.deadline.Sub(now) < c.writeTimeout/2 {
+	if left := c.deadline.Sub(now); left < c.writeTimeout/2 || left > c.writeTimeout {
 		c.deadline = now.Add(c.writeTimeout)
 		_ = c.Conn.SetWriteDeadline(c.deadline)
 	}

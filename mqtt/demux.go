@@ -53,6 +53,7 @@ type demuxConn struct {
 	// handled now counts as unread.
 	buffered atomic.Int64
 	dead     atomic.Bool // a read failed: nothing waits in it any more
+	out      outbound    // QoS 0 and 1 publishes written by the caller
 }
 
 // inbound is where a demuxConn hands QoS 0 publishes: deliver (nil: every
@@ -83,7 +84,7 @@ func (c *Client) inbound() inbound {
 func (c *demuxConn) Read(p []byte) (int, error) {
 	for c.hi == c.hn && c.rest == 0 {
 		if err := c.next(); err != nil {
-			c.dead.Store(true)
+			c.died()
 			return 0, err
 		}
 	}
@@ -95,9 +96,16 @@ func (c *demuxConn) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p[:min(len(p), c.rest)])
 	c.rest -= n
 	if err != nil {
-		c.dead.Store(true)
+		c.died()
 	}
 	return n, err
+}
+
+// died marks the connection as read to its end: nothing waits in it, and
+// no acknowledgement will come.
+func (c *demuxConn) died() {
+	c.dead.Store(true)
+	c.out.fail()
 }
 
 // next reads the next packet's fixed header: a QoS 0 PUBLISH is read and
@@ -113,21 +121,46 @@ func (c *demuxConn) next() error {
 	if err != nil {
 		return err
 	}
-	if c.in.deliver != nil && b0>>4 == publishType && b0&qosBits == 0 {
-		if c.in.max > 0 && length > c.in.max {
-			return c.skip(length)
+	if c.in.deliver != nil {
+		switch {
+		case b0>>4 == publishType && b0&qosBits == 0:
+			if c.in.max > 0 && length > c.in.max {
+				return c.skip(length)
+			}
+			return c.deliver(b0, length)
+		case b0 == pubackHeader && length == 2:
+			return c.puback()
+		case b0 == connackHeader && length == 2:
+			if b, err := c.r.Peek(2); err == nil { // paho reads it too
+				c.out.accepted(b[1])
+			}
 		}
-		return c.publish(b0, length)
 	}
 	c.hn, c.hi, c.rest = 1+n, 0, length
 	return nil
 }
 
-// publish reads a QoS 0 PUBLISH body of length bytes and delivers it. Its
+// puback reads a PUBACK's packet identifier and completes the publish
+// waiting for it. Every PUBACK is ours (paho publishes only QoS 2); a late
+// one, for a publish that stopped waiting, is dropped.
+func (c *demuxConn) puback() error {
+	hi, err := c.r.ReadByte()
+	if err != nil {
+		return err
+	}
+	lo, err := c.r.ReadByte()
+	if err != nil {
+		return err
+	}
+	c.out.acked(uint16(hi)<<8 | uint16(lo))
+	return nil
+}
+
+// deliver reads a QoS 0 PUBLISH body of length bytes and delivers it. Its
 // payload is a slice of its own (a handler may keep it). A body over
 // preallocMax grows as its bytes arrive rather than at the length the
 // header claims (up to 256 MB).
-func (c *demuxConn) publish(b0 byte, length int) error {
+func (c *demuxConn) deliver(b0 byte, length int) error {
 	var body []byte
 	if length <= preallocMax {
 		body = make([]byte, length)

@@ -76,9 +76,10 @@ func (c *Client) publishTimedOut(start time.Time, topic string, qos byte) error 
 		topic, what, c.opts.PublishTimeout, context.DeadlineExceeded)
 }
 
-// publishFailed translates paho's error of a finished publish token.
+// publishFailed translates the error of a publish that failed (a write,
+// or paho's token).
 func (c *Client) publishFailed(start time.Time, topic string, err error) error {
-	if errors.Is(err, paho.ErrNotConnected) {
+	if errors.Is(err, paho.ErrNotConnected) || errors.Is(err, ErrNotConnected) {
 		return ErrNotConnected
 	}
 	var ne net.Error

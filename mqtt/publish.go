@@ -1,0 +1,210 @@
+package mqtt
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+)
+
+// MQTT 3.1.1 packets the connection writes or reads itself (§3.2, §3.4).
+const (
+	connackHeader = 0x20 // CONNACK, remaining length 2
+	pubackHeader  = 0x40 // PUBACK, remaining length 2
+
+	// ownIDBase: the connection numbers its QoS 1 publishes from here to
+	// 0xFFFF. paho numbers its packets (SUBSCRIBE, UNSUBSCRIBE, QoS 2
+	// PUBLISH) from 1 upwards and would reach this range only after 32,767
+	// of them; and their acknowledgements are other packet types
+	// (SUBACK, UNSUBACK, PUBREC), so even a shared identifier confuses
+	// neither side's matching.
+	ownIDBase = 0x8000
+	// maxInFlight bounds the QoS 1 publishes waiting for their PUBACK on
+	// one connection (every identifier of the range but one).
+	maxInFlight = 0xFFFF - ownIDBase
+
+	// maxRemainingLength is the largest packet MQTT can frame (§2.2.3).
+	maxRemainingLength = 268_435_455
+)
+
+// errTooManyInFlight: maxInFlight publishes wait for their PUBACK.
+var errTooManyInFlight = errors.New("mqtt: too many publishes waiting for the broker's acknowledgement")
+
+// outbound is the writing side of a demuxConn: QoS 0 and 1 publishes are
+// written by the caller itself, and the PUBACK of a QoS 1 one is matched on
+// the connection's reading goroutine.
+//
+// Through paho a QoS 1 command crossed four goroutines: paho's publish
+// redirector and writer on the way out, its reader and comms router for
+// the PUBACK. Each crossing is a thread wake-up; at 1,000 commands/s they
+// were about a quarter of the server's CPU. Here a publish is one write on
+// the caller's goroutine and one wake-up when its PUBACK arrives.
+//
+// paho writes each packet with one Write (packets.*Packet.Write); wmu
+// makes that Write and ours whole-packet, so both can share the stream.
+type outbound struct {
+	wmu sync.Mutex // held for each packet written, paho's and ours
+
+	mu      sync.Mutex
+	ready   bool // the broker accepted the connection (CONNACK 0)
+	failed  bool // the connection is gone: nothing more is written or acknowledged
+	next    uint16
+	pending map[uint16]chan error // QoS 1 publishes waiting for their PUBACK
+}
+
+// accepted records the CONNACK's return code: publishes may be written
+// from now on if the broker accepted the connection.
+func (o *outbound) accepted(code byte) {
+	o.mu.Lock()
+	o.ready = code == 0 && !o.failed
+	o.mu.Unlock()
+}
+
+// claim reserves the next free packet identifier for a QoS 1 publish and
+// returns it with the channel its PUBACK (or the connection's loss) is
+// reported on.
+func (o *outbound) claim() (uint16, chan error, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.ready || o.failed {
+		return 0, nil, ErrNotConnected
+	}
+	if len(o.pending) >= maxInFlight {
+		return 0, nil, errTooManyInFlight
+	}
+	if o.pending == nil {
+		o.pending = make(map[uint16]chan error)
+	}
+	for {
+		o.next++
+		if o.next < ownIDBase {
+			o.next = ownIDBase
+		}
+		if _, busy := o.pending[o.next]; !busy {
+			break
+		}
+	}
+	ch := make(chan error, 1)
+	o.pending[o.next] = ch
+	return o.next, ch, nil
+}
+
+// forget gives up waiting for id's PUBACK (timed out, cancelled, or the
+// write failed); a late one is then ignored.
+func (o *outbound) forget(id uint16) {
+	o.mu.Lock()
+	delete(o.pending, id)
+	o.mu.Unlock()
+}
+
+// acked reports the PUBACK of id; it returns false when nothing waits for
+// it (given up, or never ours).
+func (o *outbound) acked(id uint16) bool {
+	o.mu.Lock()
+	ch, ok := o.pending[id]
+	delete(o.pending, id)
+	o.mu.Unlock()
+	if ok {
+		ch <- nil
+	}
+	return ok
+}
+
+// fail ends the connection's outbound side: every waiting publish gets
+// ErrNotConnected (it may or may not have reached the broker) and no more
+// are written.
+func (o *outbound) fail() {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.failed, o.ready = true, false
+	for id, ch := range o.pending {
+		ch <- ErrNotConnected
+		delete(o.pending, id)
+	}
+}
+
+// writable reports whether publishes may be written now.
+func (o *outbound) writable() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.ready && !o.failed
+}
+
+// Write writes one of paho's packets whole (see outbound).
+func (c *demuxConn) Write(p []byte) (int, error) {
+	c.out.wmu.Lock()
+	defer c.out.wmu.Unlock()
+	return c.Conn.Write(p)
+}
+
+// Close closes the connection and fails the publishes waiting on it.
+func (c *demuxConn) Close() error {
+	c.out.fail()
+	return c.Conn.Close()
+}
+
+// publish writes a QoS 0 or 1 PUBLISH. For QoS 1 it returns the packet
+// identifier and the channel its PUBACK is reported on (the caller must
+// forget the identifier if it stops waiting). A write that fails leaves
+// the stream cut mid-packet, so it closes the connection (paho then
+// reconnects).
+func (c *demuxConn) publish(topic string, payload []byte, qos byte, retain bool) (uint16, <-chan error, error) {
+	if len(topic) > 0xFFFF {
+		return 0, nil, fmt.Errorf("mqtt: topic of %d bytes (at most 65535)", len(topic))
+	}
+	length := 2 + len(topic) + len(payload)
+	var (
+		id  uint16
+		ack chan error
+		err error
+	)
+	if qos == 1 {
+		length += 2
+	}
+	if length > maxRemainingLength {
+		return 0, nil, fmt.Errorf("mqtt: message of %d bytes (MQTT frames at most %d)", length, maxRemainingLength)
+	}
+	if qos == 1 {
+		if id, ack, err = c.out.claim(); err != nil {
+			return 0, nil, err
+		}
+	} else if !c.out.writable() {
+		return 0, nil, ErrNotConnected
+	}
+	pkt := encodePublish(topic, payload, qos, retain, id, length)
+	c.out.wmu.Lock()
+	_, err = c.Conn.Write(pkt)
+	c.out.wmu.Unlock()
+	if err != nil {
+		c.out.forget(id)
+		_ = c.Close()
+		return 0, nil, err
+	}
+	return id, ack, nil
+}
+
+// encodePublish frames a PUBLISH (§3.3) whose remaining length is length.
+func encodePublish(topic string, payload []byte, qos byte, retain bool, id uint16, length int) []byte {
+	b0 := byte(publishType<<4) | qos<<1
+	if retain {
+		b0 |= retainBit
+	}
+	pkt := make([]byte, 0, 5+length)
+	pkt = append(pkt, b0)
+	for {
+		d := byte(length & 0x7f)
+		length >>= 7
+		if length > 0 {
+			d |= 0x80
+		}
+		pkt = append(pkt, d)
+		if length == 0 {
+			break
+		}
+	}
+	pkt = append(pkt, byte(len(topic)>>8), byte(len(topic)))
+	pkt = append(pkt, topic...)
+	if qos == 1 {
+		pkt = append(pkt, byte(id>>8), byte(id))
+	}
+	return append(pkt, payload...)
+}

@@ -1,0 +1,189 @@
+package mqtt
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/eclipse/paho.mqtt.golang/packets"
+)
+
+// scriptedBroker accepts one client, acknowledges its CONNECT and then
+// leaves each packet to the test.
+func scriptedBroker(t *testing.T) (url string, conns <-chan net.Conn) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	ch := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		t.Cleanup(func() { c.Close() })
+		if _, err := packets.ReadPacket(c); err != nil { // CONNECT
+			return
+		}
+		ack := packets.NewControlPacket(packets.Connack).(*packets.ConnackPacket)
+		if ack.Write(c) == nil {
+			ch <- c
+		}
+	}()
+	return "tcp://" + ln.Addr().String(), ch
+}
+
+func writePuback(t *testing.T, c net.Conn, id uint16) {
+	t.Helper()
+	p := packets.NewControlPacket(packets.Puback).(*packets.PubackPacket)
+	p.MessageID = id
+	if err := p.Write(c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestQoS1PublishWaitsForItsOwnPuback: a QoS 1 publish, written by the
+// connection itself, returns when the broker acknowledges its packet
+// identifier, not before and not on another one's PUBACK; when the
+// connection is lost while it waits, it returns ErrNotConnected at once.
+func TestQoS1PublishWaitsForItsOwnPuback(t *testing.T) {
+	url, conns := scriptedBroker(t)
+	c, err := Dial(ctxT(t), Options{Broker: url, Logger: quietLogger(), PublishTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	broker := <-conns
+	done := make(chan error, 1)
+	go func() { done <- c.Publish(ctxT(t), "bl1/set", []byte(`{"state":"ON"}`), 1, true) }()
+	p, err := packets.ReadPacket(broker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, ok := p.(*packets.PublishPacket)
+	if !ok || pub.Qos != 1 || !pub.Retain || pub.TopicName != "bl1/set" || string(pub.Payload) != `{"state":"ON"}` || pub.MessageID < ownIDBase {
+		t.Fatalf("the broker read %s", p.String())
+	}
+	writePuback(t, broker, pub.MessageID+1) // someone else's: ignored
+	select {
+	case err := <-done:
+		t.Fatalf("Publish returned %v before its PUBACK", err)
+	default:
+	}
+	writePuback(t, broker, pub.MessageID)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Publish = %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Publish did not return after its PUBACK")
+	}
+
+	go func() { done <- c.Publish(ctxT(t), "bl1/set", []byte("x"), 1, false) }()
+	if _, err := packets.ReadPacket(broker); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	broker.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrNotConnected) {
+			t.Fatalf("Publish across a lost connection = %v, want ErrNotConnected", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("Publish still waiting %s after the connection was lost", time.Since(start))
+	}
+}
+
+// TestPublishesInterleaveWithPahosPackets: many publishers at QoS 0 and 1
+// share the stream with paho's SUBSCRIBE and UNSUBSCRIBE packets (a packet
+// cut by another would make the broker drop the connection); every QoS 1
+// publish is acknowledged and every message arrives.
+func TestPublishesInterleaveWithPahosPackets(t *testing.T) {
+	brokers := map[string]Options{"mochi": {Broker: startBroker(t, "127.0.0.1:0").URL()}}
+	if url := os.Getenv("PILOTHOUSE_TEST_MOSQUITTO"); url != "" { // CI's Mosquitto, stricter about framing
+		brokers["mosquitto"] = Options{Broker: url, Username: os.Getenv("PILOTHOUSE_TEST_MOSQUITTO_USER"),
+			Password: os.Getenv("PILOTHOUSE_TEST_MOSQUITTO_PASSWORD")}
+	}
+	for name, o := range brokers {
+		t.Run(name, func(t *testing.T) { interleave(t, o, randomClientID()) })
+	}
+}
+
+func interleave(t *testing.T, o Options, prefix string) {
+	o.Logger = quietLogger()
+	dialT := func() *Client {
+		c, err := Dial(ctxT(t), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	sub := dialT()
+	var got inbox
+	if err := sub.Subscribe(prefix+"/#", 1, got.handle); err != nil {
+		t.Fatal(err)
+	}
+	pub := dialT()
+	const publishers, each = 8, 200
+	stop := make(chan struct{})
+	churned := make(chan error, 1)
+	go func() { churned <- churn(pub, prefix, stop) }()
+	var wg sync.WaitGroup
+	errs := make(chan error, publishers*each)
+	for g := range publishers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				payload := make([]byte, 10+(g*each+i)%700)
+				errs <- pub.Publish(ctxT(t), fmt.Sprintf("%s/%d/%d", prefix, g, i), payload, byte(i%2), false)
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("Publish = %v", err)
+		}
+	}
+	if err := <-churned; err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "every message to arrive", func() bool { return len(got.topics()) == publishers*each })
+	pub.mu.Lock()
+	lost := pub.health.lost
+	pub.mu.Unlock()
+	if lost != "" {
+		t.Fatalf("the publisher's connection was lost: %s", lost)
+	}
+}
+
+// churn changes a filter set until stop, so that paho writes SUBSCRIBE
+// and UNSUBSCRIBE packets among the publishes.
+func churn(c *Client, prefix string, stop <-chan struct{}) error {
+	fs, err := c.SubscribeSet(1, func(Message) {})
+	if err != nil {
+		return err
+	}
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return nil
+		default:
+		}
+		if err := fs.Set([]string{fmt.Sprintf("%s-churn/%d", prefix, i), fmt.Sprintf("%s-churn/%d/#", prefix, i)}); err != nil {
+			return fmt.Errorf("churn %d: %w", i, err)
+		}
+	}
+}
