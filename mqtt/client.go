@@ -69,8 +69,9 @@ type Options struct {
 	// long loses the message (counted in Delivery, logged) so that the
 	// connection goes on. Default DefaultStallLimit.
 	StallLimit time.Duration
-	// MaxMessageBytes, when positive, bounds a QoS 0 message: a bigger one is
-	// skipped unread (Delivery.Oversized, logged). paho reads QoS 1 and 2 whole.
+	// MaxMessageBytes, when positive, bounds a QoS 0 or 1 message: a bigger
+	// one is skipped unread (Delivery.Oversized, logged; a QoS 1 one is
+	// acknowledged). paho reads QoS 2 messages whole.
 	MaxMessageBytes int
 	Logger          *slog.Logger
 }

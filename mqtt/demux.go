@@ -26,15 +26,16 @@ const (
 )
 
 // demuxConn reads the broker's packets through a buffer and delivers each
-// QoS 0 PUBLISH itself, on the connection's reading goroutine; paho reads
-// every other packet (acknowledgements, QoS 1 and 2 publishes, PINGRESP)
-// as it arrived.
+// QoS 0 and 1 PUBLISH itself, on the connection's reading goroutine
+// (acknowledging the QoS 1 ones), and takes the PUBACKs of its own
+// publishes (see outbound); paho reads every other packet (CONNACK,
+// SUBACK, QoS 2 publishes and their flow, PINGRESP) as it arrived.
 //
 // paho hands a received PUBLISH through four goroutines (its reader, its
 // incoming comms, the comms multiplexer, its router) before calling the
 // handler: four thread wake-ups per event, about a third of the server's
-// CPU at 1,000 events/s in the peer bench. A QoS 0 PUBLISH needs nothing
-// from paho (no acknowledgement, no store), so it is delivered from here,
+// CPU at 1,000 events/s in the peer bench. A QoS 0 or 1 PUBLISH needs
+// nothing from paho (no store; a PUBACK at most), so it is delivered from here,
 // to the same deliver (the client's subscription table and queues, so the
 // backpressure is the same: a full queue holds the reading goroutine, and
 // the broker). Ordering is kept per QoS level, as MQTT requires (§4.6).
@@ -108,8 +109,8 @@ func (c *demuxConn) died() {
 	c.out.fail()
 }
 
-// next reads the next packet's fixed header: a QoS 0 PUBLISH is read and
-// delivered; any other packet is left for paho to read.
+// next reads the next packet's fixed header: a QoS 0 or 1 PUBLISH is read
+// and delivered, a PUBACK matched; any other packet is left for paho to read.
 func (c *demuxConn) next() error {
 	c.buffered.Store(int64(c.r.Buffered())) // the last packet is handled
 	b0, err := c.r.ReadByte()
@@ -122,12 +123,12 @@ func (c *demuxConn) next() error {
 		return err
 	}
 	if c.in.deliver != nil {
-		switch {
-		case b0>>4 == publishType && b0&qosBits == 0:
+		switch qos := (b0 & qosBits) >> 1; {
+		case b0>>4 == publishType && qos < 2:
 			if c.in.max > 0 && length > c.in.max {
-				return c.skip(length)
+				return c.skip(qos, length)
 			}
-			return c.deliver(b0, length)
+			return c.deliver(b0, qos, length)
 		case b0 == pubackHeader && length == 2:
 			return c.puback()
 		case b0 == connackHeader && length == 2:
@@ -156,40 +157,56 @@ func (c *demuxConn) puback() error {
 	return nil
 }
 
-// deliver reads a QoS 0 PUBLISH body of length bytes and delivers it. Its
-// payload is a slice of its own (a handler may keep it). A body over
-// preallocMax grows as its bytes arrive rather than at the length the
+// deliver reads a QoS 0 or 1 PUBLISH body of length bytes, delivers it
+// and, for QoS 1, acknowledges it once delivered (in the order received,
+// §4.6). Its payload is a slice of its own (a handler may keep it). A body
+// over preallocMax grows as its bytes arrive rather than at the length the
 // header claims (up to 256 MB).
-func (c *demuxConn) deliver(b0 byte, length int) error {
-	var body []byte
-	if length <= preallocMax {
-		body = make([]byte, length)
-		if _, err := io.ReadFull(c.r, body); err != nil {
-			return err
-		}
-	} else {
-		var err error
-		if body, err = io.ReadAll(io.LimitReader(c.r, int64(length))); err != nil {
-			return err
-		}
-		if len(body) < length {
-			return io.ErrUnexpectedEOF
-		}
+func (c *demuxConn) deliver(b0, qos byte, length int) error {
+	body, err := c.body(length)
+	if err != nil {
+		return err
 	}
-	if length < 2 {
+	lead := 2 + 2*int(qos) // topic length, and the packet identifier of QoS 1
+	if length < lead {
 		return errors.New("mqtt: malformed PUBLISH from the broker: no topic")
 	}
 	tl := int(body[0])<<8 | int(body[1])
-	if 2+tl > length {
+	if lead+tl > length {
 		return fmt.Errorf("mqtt: malformed PUBLISH from the broker: topic of %d bytes in a packet of %d", tl, length)
 	}
-	c.in.deliver(Message{Topic: string(body[2 : 2+tl]), Payload: body[2+tl:], Retained: b0&retainBit != 0})
+	payload := body[lead+tl:]
+	c.in.deliver(Message{Topic: string(body[2 : 2+tl]), Payload: payload, Retained: b0&retainBit != 0})
+	if qos == 1 {
+		return c.ack(body[2+tl], body[3+tl])
+	}
 	return nil
 }
 
-// skip reads past an oversized QoS 0 PUBLISH (its topic kept for the log)
-// without holding it.
-func (c *demuxConn) skip(length int) error {
+// body reads a packet body of length bytes.
+func (c *demuxConn) body(length int) ([]byte, error) {
+	if length <= preallocMax {
+		body := make([]byte, length)
+		_, err := io.ReadFull(c.r, body)
+		return body, err
+	}
+	body, err := io.ReadAll(io.LimitReader(c.r, int64(length)))
+	if err == nil && len(body) < length {
+		err = io.ErrUnexpectedEOF
+	}
+	return body, err
+}
+
+// ack writes the PUBACK of a QoS 1 PUBLISH received (§3.4).
+func (c *demuxConn) ack(hi, lo byte) error {
+	_, err := c.writePacket([]byte{pubackHeader, 2, hi, lo})
+	return err
+}
+
+// skip reads past an oversized QoS 0 or 1 PUBLISH (its topic kept for the
+// log) without holding it; a QoS 1 one is acknowledged (the broker would
+// otherwise hold it, and its later messages, in flight).
+func (c *demuxConn) skip(qos byte, length int) error {
 	var tl [2]byte
 	if _, err := io.ReadFull(c.r, tl[:]); err != nil {
 		return err
@@ -199,7 +216,24 @@ func (c *demuxConn) skip(length int) error {
 	if _, err := io.ReadFull(c.r, topic); err != nil {
 		return err
 	}
-	if _, err := c.r.Discard(length - 2 - len(topic)); err != nil {
+	left := length - 2 - len(topic)
+	if qos == 1 {
+		if n+4 > length {
+			return fmt.Errorf("mqtt: malformed PUBLISH from the broker: topic of %d bytes in a packet of %d", n, length)
+		}
+		if _, err := c.r.Discard(n - len(topic)); err != nil {
+			return err
+		}
+		var id [2]byte
+		if _, err := io.ReadFull(c.r, id[:]); err != nil {
+			return err
+		}
+		if err := c.ack(id[0], id[1]); err != nil {
+			return err
+		}
+		left = length - 4 - n
+	}
+	if _, err := c.r.Discard(left); err != nil {
 		return err
 	}
 	c.in.oversized(string(topic), length)

@@ -3,6 +3,7 @@ package mqtt
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -13,13 +14,22 @@ import (
 	"github.com/eclipse/paho.mqtt.golang/packets"
 )
 
-// pipeConn is a net.Conn whose reads come from r (writes are discarded).
+// pipeConn is a net.Conn whose reads come from r; writes go to w (nil:
+// discarded).
 type pipeConn struct {
 	net.Conn
 	r io.Reader
+	w *bytes.Buffer
 }
 
 func (p pipeConn) Read(b []byte) (int, error) { return p.r.Read(b) }
+
+func (p pipeConn) Write(b []byte) (int, error) {
+	if p.w != nil {
+		p.w.Write(b)
+	}
+	return len(b), nil
+}
 
 func encode(t testing.TB, p packets.ControlPacket) []byte {
 	t.Helper()
@@ -38,9 +48,9 @@ func pubPacket(topic string, payload []byte, qos byte, retain bool, id uint16) *
 
 // TestDemuxDeliversQoS0AndPassesTheRest: QoS 0 publishes (short, empty,
 // retained, and one whose remaining length takes 3 bytes) are delivered
-// with their topic, payload and retain flag; a PUBACK is the connection's
-// own; every other packet reaches paho's packet reader exactly as sent, in
-// order.
+// with their topic, payload and retain flag, and so are QoS 1 ones, each
+// acknowledged in turn; a PUBACK is the connection's own; every other
+// packet reaches paho's packet reader exactly as sent, in order.
 func TestDemuxDeliversQoS0AndPassesTheRest(t *testing.T) {
 	big := bytes.Repeat([]byte("x"), 20000)
 	puback := packets.NewControlPacket(packets.Puback).(*packets.PubackPacket)
@@ -56,7 +66,7 @@ func TestDemuxDeliversQoS0AndPassesTheRest(t *testing.T) {
 		{p: pubPacket("zigbee2mqtt/bs1", []byte(`{"seq":1}`), 0, false, 0), topic: "zigbee2mqtt/bs1", payload: []byte(`{"seq":1}`)},
 		{p: puback, own: true},
 		{p: pubPacket("a/b", nil, 0, true, 0), topic: "a/b", payload: []byte{}, retain: true},
-		{p: pubPacket("q1", []byte("one"), 1, false, 9), toPaho: true},
+		{p: pubPacket("q1", []byte("one"), 1, false, 9), topic: "q1", payload: []byte("one")},
 		{p: pubPacket("big", big, 0, false, 0), topic: "big", payload: big},
 		{p: packets.NewControlPacket(packets.Pingresp), toPaho: true},
 		{p: pubPacket("q2", big, 2, true, 10), toPaho: true},
@@ -66,7 +76,8 @@ func TestDemuxDeliversQoS0AndPassesTheRest(t *testing.T) {
 		wire.Write(encode(t, s.p))
 	}
 	var got []Message
-	c := newDemuxConn(pipeConn{r: iotestOneByte(&wire)}, inbound{deliver: func(m Message) { got = append(got, m) }})
+	var acks bytes.Buffer
+	c := newDemuxConn(pipeConn{r: iotestOneByte(&wire), w: &acks}, inbound{deliver: func(m Message) { got = append(got, m) }})
 	for _, s := range stream {
 		if !s.toPaho {
 			continue
@@ -81,6 +92,9 @@ func TestDemuxDeliversQoS0AndPassesTheRest(t *testing.T) {
 	}
 	if _, err := packets.ReadPacket(c); err != io.EOF {
 		t.Fatalf("after the stream: %v, want EOF", err)
+	}
+	if want := []byte{0x40, 2, 0, 9}; !bytes.Equal(acks.Bytes(), want) {
+		t.Fatalf("the connection wrote % x, want the PUBACK of the QoS 1 message, % x", acks.Bytes(), want)
 	}
 	var want []Message
 	for _, s := range stream {
@@ -155,10 +169,38 @@ func FuzzDemuxConn(f *testing.F) {
 	})
 }
 
-// TestOversizedQoS0IsSkippedAndCounted: through a real broker, a QoS 0
+// TestDemuxSkipsAndAcknowledgesOversizedQoS1: a QoS 1 message over the
+// bound is skipped, counted and still acknowledged (the broker would hold
+// it in flight, and then the messages after it), in order with the next.
+func TestDemuxSkipsAndAcknowledgesOversizedQoS1(t *testing.T) {
+	var wire, acks bytes.Buffer
+	wire.Write(encode(t, pubPacket("big", bytes.Repeat([]byte("x"), 2000), 1, false, 5)))
+	wire.Write(encode(t, pubPacket("small", []byte("ok"), 1, false, 6)))
+	var got []Message
+	var skipped []string
+	c := newDemuxConn(pipeConn{r: iotestOneByte(&wire), w: &acks}, inbound{deliver: func(m Message) { got = append(got, m) },
+		max: 1024, oversized: func(topic string, size int) { skipped = append(skipped, fmt.Sprint(topic, size)) }})
+	if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+		t.Fatalf("read = %v, want EOF", err)
+	}
+	if len(got) != 1 || got[0].Topic != "small" || fmt.Sprint(skipped) != "[big2007]" {
+		t.Fatalf("delivered %v, skipped %v", got, skipped)
+	}
+	if want := []byte{0x40, 2, 0, 5, 0x40, 2, 0, 6}; !bytes.Equal(acks.Bytes(), want) {
+		t.Fatalf("the connection wrote % x, want % x", acks.Bytes(), want)
+	}
+}
+
+// TestOversizedIsSkippedAndCounted: through a real broker, a QoS 0 or 1
 // message over MaxMessageBytes reaches no handler and is counted; those
 // within the bound, before and after it, arrive in order.
-func TestOversizedQoS0IsSkippedAndCounted(t *testing.T) {
+func TestOversizedIsSkippedAndCounted(t *testing.T) {
+	for _, qos := range []byte{0, 1} {
+		t.Run(fmt.Sprint("qos", qos), func(t *testing.T) { oversized(t, qos) })
+	}
+}
+
+func oversized(t *testing.T, qos byte) {
 	b := startBroker(t, "127.0.0.1:0")
 	c, err := Dial(ctxT(t), Options{Broker: b.URL(), MaxMessageBytes: 1024, Logger: quietLogger()})
 	if err != nil {
@@ -166,7 +208,7 @@ func TestOversizedQoS0IsSkippedAndCounted(t *testing.T) {
 	}
 	t.Cleanup(c.Close)
 	var in inbox
-	if err := c.Subscribe("big/#", 0, in.handle); err != nil {
+	if err := c.Subscribe("big/#", qos, in.handle); err != nil {
 		t.Fatal(err)
 	}
 	pub := dial(t, b.URL())
@@ -174,7 +216,7 @@ func TestOversizedQoS0IsSkippedAndCounted(t *testing.T) {
 		topic string
 		size  int
 	}{{"big/a", 10}, {"big/huge", 200 << 10}, {"big/b", 1000}} {
-		if err := pub.Publish(ctxT(t), p.topic, bytes.Repeat([]byte("x"), p.size), 0, false); err != nil {
+		if err := pub.Publish(ctxT(t), p.topic, bytes.Repeat([]byte("x"), p.size), qos, false); err != nil {
 			t.Fatal(err)
 		}
 	}

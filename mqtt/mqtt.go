@@ -110,8 +110,9 @@ type Delivery struct {
 	// Dropped counts messages lost because their handler was stuck for the
 	// whole stall limit.
 	Dropped uint64
-	// Oversized counts QoS 0 messages over Options.MaxMessageBytes, skipped
-	// as they arrived (never held in memory, delivered to no handler).
+	// Oversized counts QoS 0 and 1 messages over Options.MaxMessageBytes,
+	// skipped as they arrived (never held in memory, delivered to no
+	// handler; a QoS 1 one acknowledged).
 	Oversized uint64
 	// Unread is how many bytes from the broker wait in the connection now,
 	// received but not handled yet (Client.Unread; 0 in process).

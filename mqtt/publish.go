@@ -144,9 +144,7 @@ func (c *demuxConn) Close() error {
 
 // publish writes a QoS 0 or 1 PUBLISH. For QoS 1 it returns the packet
 // identifier and the channel its PUBACK is reported on (the caller must
-// forget the identifier if it stops waiting). A write that fails leaves
-// the stream cut mid-packet, so it closes the connection (paho then
-// reconnects).
+// forget the identifier if it stops waiting).
 func (c *demuxConn) publish(topic string, payload []byte, qos byte, retain bool) (uint16, <-chan error, error) {
 	if len(topic) > 0xFFFF {
 		return 0, nil, fmt.Errorf("mqtt: topic of %d bytes (at most 65535)", len(topic))
@@ -170,16 +168,24 @@ func (c *demuxConn) publish(topic string, payload []byte, qos byte, retain bool)
 	} else if !c.out.writable() {
 		return 0, nil, ErrNotConnected
 	}
-	pkt := encodePublish(topic, payload, qos, retain, id, length)
-	c.out.wmu.Lock()
-	_, err = c.Conn.Write(pkt)
-	c.out.wmu.Unlock()
-	if err != nil {
+	if _, err = c.writePacket(encodePublish(topic, payload, qos, retain, id, length)); err != nil {
 		c.out.forget(id)
-		_ = c.Close()
 		return 0, nil, err
 	}
 	return id, ack, nil
+}
+
+// writePacket writes one whole packet of ours. A write that fails leaves
+// the stream cut mid-packet, so it closes the connection (paho then
+// reconnects).
+func (c *demuxConn) writePacket(pkt []byte) (int, error) {
+	c.out.wmu.Lock()
+	n, err := c.Conn.Write(pkt)
+	c.out.wmu.Unlock()
+	if err != nil {
+		_ = c.Close()
+	}
+	return n, err
 }
 
 // encodePublish frames a PUBLISH (§3.3) whose remaining length is length.

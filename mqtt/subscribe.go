@@ -187,9 +187,9 @@ func (c *Client) waitSubscribe(batch map[string]byte, tok paho.Token) map[string
 	return out
 }
 
-// deliver is paho's handler for the messages it reads (QoS 1 and 2; the
-// connection delivers QoS 0 ones itself, see demuxConn), on paho's router
-// goroutine.
+// deliver is paho's handler for the messages it reads (QoS 2; the
+// connection delivers QoS 0 and 1 ones itself, see demuxConn), on paho's
+// router goroutine.
 func (c *Client) deliver(_ paho.Client, pm paho.Message) {
 	c.route(Message{Topic: pm.Topic(), Payload: pm.Payload(), Retained: pm.Retained()})
 }

@@ -34,7 +34,7 @@ type loadReport struct {
 		Backpressured uint64  `json:"backpressured"`
 		WaitedMS      float64 `json:"waited_ms"`
 		Dropped       uint64  `json:"dropped"`
-		// Oversized: QoS 0 messages over mqtt.max_message_bytes skipped
+		// Oversized: QoS 0 and 1 messages over mqtt.max_message_bytes skipped
 		// as they arrived from an external broker.
 		Oversized uint64 `json:"oversized"`
 		// UnreadBytes: received from the broker and not handled yet, now
