@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"log/slog"
 	"math"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -90,6 +89,7 @@ type historyRecorder struct {
 	sums     storage.HistorySums    // 5-minute summaries, written every sumsEvery
 	lastSums time.Time
 	failures int // failed writes, for the log
+	yield    yielder
 }
 
 type histItem struct {
@@ -157,6 +157,7 @@ func (h *historyRecorder) sync() {
 }
 
 func (h *historyRecorder) loop(ctx context.Context) {
+	background()
 	defer close(h.done)
 	// Writes are short and end with the loop (stop): the engine's context
 	// is cancelled before the recorder's last write.
@@ -210,7 +211,7 @@ func (h *historyRecorder) write(ctx context.Context, sums bool) {
 	}
 	clear(items) // drop the values' references
 	h.spare = items[:0]
-	n, err := h.store.WriteHistory(ctx, pts, storage.HistoryWrite{MaxRows: h.cfg.MaxRows, Yield: runtime.Gosched,
+	n, err := h.store.WriteHistory(ctx, pts, storage.HistoryWrite{MaxRows: h.cfg.MaxRows, Yield: h.yield.yield,
 		IDs: &h.ids, Sums: &h.sums, FlushSums: sums})
 	if err == nil && sums {
 		h.lastSums = now

@@ -232,6 +232,7 @@ const (
 )
 
 func (r *recorder) loop() {
+	background()
 	defer close(r.done)
 	w := newBatchWriter(r)
 	linger := lingerIdle

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
-	"runtime"
 	"slices"
 	"strconv"
 	"time"
@@ -45,8 +44,9 @@ type batchWriter struct {
 	trimCount map[string]int
 	lastTrim  time.Time
 	slice0    time.Time // start of the current slice of work (pace)
-	urgent    bool      // a flush waits: no pauses (pace)
-	paced     bool      // a busy batch: pauses between slices of work (pace)
+	yield     yielder
+	urgent    bool // a flush waits: no pauses (pace)
+	paced     bool // a busy batch: pauses between slices of work (pace)
 }
 
 type tailKey struct{ rule, status string }
@@ -192,7 +192,7 @@ func (w *batchWriter) nextLinger(n int, d time.Duration) time.Duration {
 }
 
 // pace runs between rows while a batch is written. It yields
-// the processor, and in a busy batch (lingerBusy: thousands of rows, tens
+// the processor (every yieldSlice), and in a busy batch (lingerBusy: thousands of rows, tens
 // of ms of CPU) it sleeps twice as long as each paceSlice of work took, at
 // most paceMax, unless the queue is filling (an eighth full or kicked), a
 // flush waits or the recorder closes: the batch is spread over a few
@@ -201,7 +201,7 @@ func (w *batchWriter) nextLinger(n int, d time.Duration) time.Duration {
 // house server's two. (The slice is wall time: on a crowded machine it
 // includes time the writer waited for a processor, hence the cap.)
 func (w *batchWriter) pace() {
-	runtime.Gosched()
+	w.yield.yield()
 	if !w.paced {
 		return
 	}
