@@ -1,9 +1,14 @@
 package mqtt
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
 )
 
 // MQTT 3.1.1 packets the connection writes or reads itself (§3.2, §3.4).
@@ -213,4 +218,102 @@ func encodePublish(topic string, payload []byte, qos byte, retain bool, id uint1
 		pkt = append(pkt, byte(id>>8), byte(id))
 	}
 	return append(pkt, payload...)
+}
+
+// Publish sends one message and waits for it to be written (QoS 0) or
+// acknowledged (QoS 1, 2), at most PublishTimeout and never past ctx. While
+// disconnected it returns ErrNotConnected at once; if the connection drops
+// while waiting it returns ErrNotConnected too, and the message may or may
+// not have reached the broker. A broker that does not answer in time (frozen,
+// overloaded) makes it fail with an error wrapping context.DeadlineExceeded,
+// and Health reports the broker as not answering until it answers again.
+//
+// QoS 0 and 1 messages are written on the caller's goroutine (see
+// outbound), QoS 2 ones by paho. Either write waits while the socket is
+// full, bounded by PublishTimeout (the connection's write deadline), during
+// which ctx is not looked at.
+func (c *Client) Publish(ctx context.Context, topic string, payload []byte, qos byte, retain bool) error {
+	if topic == "" || strings.ContainsAny(topic, "+#\x00") {
+		return fmt.Errorf("mqtt: publish: invalid topic %q", topic)
+	}
+	if qos > 2 {
+		return fmt.Errorf("mqtt: publish %q: invalid qos %d", topic, qos)
+	}
+	down, ok := c.connection()
+	if !ok {
+		return ErrNotConnected
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("mqtt: publish %q: %w", topic, err)
+	}
+	if qos == 2 {
+		return c.publishPaho(ctx, down, topic, payload, retain)
+	}
+	p := c.conn.Load()
+	if p == nil {
+		return ErrNotConnected
+	}
+	start := time.Now()
+	id, ack, err := p.d.publish(topic, payload, qos, retain)
+	if err != nil {
+		return c.publishFailed(start, topic, err)
+	}
+	if ack == nil {
+		return nil
+	}
+	t := time.NewTimer(c.opts.PublishTimeout - time.Since(start))
+	defer t.Stop()
+	select {
+	case err := <-ack:
+		return err
+	case <-down:
+		select {
+		case err := <-ack: // acknowledged as the connection went
+			return err
+		default:
+			err = ErrNotConnected
+		}
+	case <-ctx.Done():
+		err = fmt.Errorf("mqtt: publish %q: %w", topic, ctx.Err())
+	case <-t.C:
+		err = c.publishTimedOut(start, topic, qos)
+	}
+	p.d.out.forget(id)
+	return err
+}
+
+// publishPaho publishes a QoS 2 message through paho.
+func (c *Client) publishPaho(ctx context.Context, down <-chan struct{}, topic string, payload []byte, retain bool) error {
+	const qos = 2
+	start := time.Now()
+	tok := c.pc.Publish(topic, qos, retain, payload)
+	if !isDone(tok) {
+		t := time.NewTimer(c.opts.PublishTimeout - time.Since(start))
+		defer t.Stop()
+		select {
+		case <-tok.Done():
+		case <-down:
+			return ErrNotConnected
+		case <-ctx.Done():
+			return fmt.Errorf("mqtt: publish %q: %w", topic, ctx.Err())
+		case <-t.C:
+			return c.publishTimedOut(start, topic, qos)
+		}
+	}
+	if err := tok.Error(); err != nil {
+		if time.Since(start) >= c.opts.PublishTimeout && strings.Contains(err.Error(), "timeout") {
+			return c.publishTimedOut(start, topic, qos) // paho gave up taking it
+		}
+		return c.publishFailed(start, topic, err)
+	}
+	return nil
+}
+
+func isDone(tok paho.Token) bool {
+	select {
+	case <-tok.Done():
+		return true
+	default:
+		return false
+	}
 }
