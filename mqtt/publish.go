@@ -40,9 +40,9 @@ var errTooManyInFlight = errors.New("mqtt: too many publishes waiting for the br
 //
 // Through paho a QoS 1 command crossed four goroutines: paho's publish
 // redirector and writer on the way out, its reader and comms router for
-// the PUBACK. Each crossing is a thread wake-up; at 1,000 commands/s they
-// were about a quarter of the server's CPU. Here a publish is one write on
-// the caller's goroutine and one wake-up when its PUBACK arrives.
+// the PUBACK, each crossing a thread wake-up. Here a publish is one write
+// on the caller's goroutine and one wake-up when its PUBACK arrives (7%
+// less CPU at 1,000 commands/s in the peer bench).
 //
 // paho writes each packet with one Write (packets.*Packet.Write); wmu
 // makes that Write and ours whole-packet, so both can share the stream.
@@ -94,16 +94,17 @@ func (o *outbound) claim() (uint16, chan error, error) {
 }
 
 // forget gives up waiting for id's PUBACK (timed out, cancelled, or the
-// write failed); a late one is then ignored.
+// write failed); a late one is then ignored, unless id was claimed again
+// by then (32,768 publishes later): it would complete that publish.
 func (o *outbound) forget(id uint16) {
 	o.mu.Lock()
 	delete(o.pending, id)
 	o.mu.Unlock()
 }
 
-// acked reports the PUBACK of id; it returns false when nothing waits for
-// it (given up, or never ours).
-func (o *outbound) acked(id uint16) bool {
+// acked completes the publish waiting for id's PUBACK, if one still
+// waits (it may have given up).
+func (o *outbound) acked(id uint16) {
 	o.mu.Lock()
 	ch, ok := o.pending[id]
 	delete(o.pending, id)
@@ -111,7 +112,6 @@ func (o *outbound) acked(id uint16) bool {
 	if ok {
 		ch <- nil
 	}
-	return ok
 }
 
 // fail ends the connection's outbound side: every waiting publish gets
