@@ -267,12 +267,23 @@ func (ar *armedRule) recordSkipped(tf rules.TriggerFire, why string) {
 // that ended ok.
 func (ar *armedRule) record(runID string, started time.Time, out pilotage.Outcome, res *rules.RunResult, steps []pilotage.TraceStep) {
 	e := ar.s.e
+	now := e.Now()
+	fr := newFiringRecord(storage.Run{ID: runID, Principal: ar.principal.Name, Rule: ar.name, Ref: ar.ref, Kind: "firing",
+		Status: out.Status, OK: out.OK, Started: started, Ended: now, Level: pilotage.LevelFull,
+		Expires: now.Add(e.cfg.Retention)}, out, res, steps, !ar.waits)
+	e.rec.addItem(&fr.item) // the recorder announces it once committed
+}
+
+// newFiringRecord is the record of a firing that ended with out (or is
+// running): its run row, its trace of steps and, when res is not nil, its
+// output. mayEnd: the firing does not wait, so a finished one is final.
+func newFiringRecord(run storage.Run, out pilotage.Outcome, res *rules.RunResult, steps []pilotage.TraceStep, mayEnd bool) *firingRecord {
 	if steps == nil {
 		steps = []pilotage.TraceStep{}
 	}
 	fr := &firingRecord{}
 	fr.trace = pilotage.Trace{Level: pilotage.LevelFull, Steps: steps}
-	fr.env = envelope{RunID: runID, Outcome: out, Trace: &fr.trace}
+	fr.env = envelope{RunID: run.ID, Outcome: out, Trace: &fr.trace}
 	if res != nil {
 		calls := res.Calls
 		if calls == nil {
@@ -281,12 +292,9 @@ func (ar *armedRule) record(runID string, started time.Time, out pilotage.Outcom
 		fr.out = firingOutput{calls: calls, vars: res.Vars}
 		fr.env.Output = &fr.out
 	}
-	now := e.Now()
-	fr.item = recItem{run: storage.Run{ID: runID, Principal: ar.principal.Name, Rule: ar.name, Ref: ar.ref, Kind: "firing",
-		Status: out.Status, OK: out.OK, Started: started, Ended: now, Level: pilotage.LevelFull,
-		Expires: now.Add(e.cfg.Retention)}, env: &fr.env, announce: out.Status != rules.StatusRunning,
-		final: !ar.waits && out.Status != rules.StatusRunning}
-	e.rec.addItem(&fr.item) // the recorder announces it once committed
+	running := out.Status == rules.StatusRunning
+	fr.item = recItem{run: run, env: &fr.env, announce: !running, final: mayEnd && !running, owned: true}
+	return fr
 }
 
 // firingRecord is what a firing hands the recorder, in one allocation.

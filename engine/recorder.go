@@ -104,13 +104,15 @@ func (r *recorder) start() {
 // the recorder. env must not change once queued. announce: tell the live
 // stream once the run is committed (a firing that ended). final: a
 // finished firing recorded once (no earlier "running" row), which the
-// retention policy may supersede.
+// retention policy may supersede. owned: nothing else holds env (a
+// firing's record), so once encoded the recorder empties it.
 type recItem struct {
 	run      storage.Run
 	env      *envelope
 	json     []byte // env encoded, once the batch holds it
 	announce bool
 	final    bool
+	owned    bool
 	seq      uint64 // queue order in its batch
 }
 

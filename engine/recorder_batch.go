@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -109,10 +110,27 @@ func (w *batchWriter) hold(it *recItem) {
 		b = append(b[:0], `{"run_id":`+strconv.Quote(it.run.ID)+`}`...)
 	}
 	it.json = append(make([]byte, 0, len(b)), b...)
+	if it.owned {
+		release(it.env)
+	}
 	it.env = nil
 	if cap(b) <= scratchMax {
 		w.scratch = b
 	}
+}
+
+// release empties an encoded firing's envelope, its trace and its output:
+// they share one allocation with the queued item (firingRecord), which the
+// batch holds until it is written, and would keep the trace's steps, calls
+// and variables alive beside their JSON.
+func release(env *envelope) {
+	if env.Trace != nil {
+		*env.Trace = pilotage.Trace{}
+	}
+	if o, ok := env.Output.(*firingOutput); ok {
+		*o = firingOutput{}
+	}
+	*env = envelope{}
 }
 
 // tail holds the newest keep final firings of a rule with one status: a

@@ -184,3 +184,27 @@ func TestBatchHoldsKeepPerRuleAsJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestHeldFiringLetsItsTraceGo: once the batch holds a firing's record as
+// JSON, the trace's steps, calls and variables are no longer reachable
+// from the queued item (they share its allocation), yet the JSON has them.
+func TestHeldFiringLetsItsTraceGo(t *testing.T) {
+	w := newBatchWriter(&recorder{keep: 4, log: quiet()})
+	now := time.Now()
+	id := storage.NewRunID()
+	out := pilotage.Outcome{OK: true, Status: rules.StatusSuccess}
+	steps := []pilotage.TraceStep{{ID: "turn_on_hall", Outcome: out}}
+	res := &rules.RunResult{Calls: []rules.CallRecord{{Step: "turn_on_hall", ID: "light.hall.turn_on", At: now}},
+		Vars: map[string]any{"level": 180.0}}
+	fr := newFiringRecord(storage.Run{ID: id, Rule: "hall", Kind: "firing", Status: out.Status, OK: true, Started: now,
+		Ended: now, Level: pilotage.LevelFull}, out, res, steps, true)
+	w.push(&fr.item)
+	if fr.trace.Steps != nil || fr.out.calls != nil || fr.out.vars != nil || fr.env.Trace != nil || fr.env.Output != nil {
+		t.Fatalf("the held firing still reaches its trace: steps %v, calls %v, vars %v", fr.trace.Steps, fr.out.calls, fr.out.vars)
+	}
+	for _, want := range []string{id, "turn_on_hall", "light.hall.turn_on", `"level":180`} {
+		if !strings.Contains(string(fr.item.json), want) {
+			t.Fatalf("held JSON %s lacks %s", fr.item.json, want)
+		}
+	}
+}
