@@ -173,7 +173,7 @@ func (c *demuxConn) deliver(b0, qos byte, length int) error {
 	}
 	tl := int(body[0])<<8 | int(body[1])
 	if lead+tl > length {
-		return fmt.Errorf("mqtt: malformed PUBLISH from the broker: topic of %d bytes in a packet of %d", tl, length)
+		return topicTooLong(tl, length)
 	}
 	payload := body[lead+tl:]
 	c.in.deliver(Message{Topic: string(body[2 : 2+tl]), Payload: payload, Retained: b0&retainBit != 0})
@@ -219,7 +219,7 @@ func (c *demuxConn) skip(qos byte, length int) error {
 	left := length - 2 - len(topic)
 	if qos == 1 {
 		if n+4 > length {
-			return fmt.Errorf("mqtt: malformed PUBLISH from the broker: topic of %d bytes in a packet of %d", n, length)
+			return topicTooLong(int(tl[0])<<8|int(tl[1]), length)
 		}
 		if _, err := c.r.Discard(n - len(topic)); err != nil {
 			return err
@@ -238,6 +238,12 @@ func (c *demuxConn) skip(qos byte, length int) error {
 	}
 	c.in.oversized(string(topic), length)
 	return nil
+}
+
+// topicTooLong is the error of a PUBLISH whose topic (tl bytes) and
+// packet identifier do not fit in its length.
+func topicTooLong(tl, length int) error {
+	return fmt.Errorf("mqtt: malformed PUBLISH from the broker: topic of %d bytes in a packet of %d", tl, length)
 }
 
 // readRemainingLength reads the fixed header's remaining length (§2.2.3:

@@ -131,6 +131,7 @@ func (o oneByte) Read(p []byte) (int, error) {
 func TestDemuxRefusesMalformedPackets(t *testing.T) {
 	for name, wire := range map[string][]byte{
 		"topic longer than the packet": {0x30, 3, 0, 9, 'a'},
+		"QoS 1 without its identifier": {0x32, 3, 0, 1, 'a'},
 		"no topic length":              {0x30, 1, 0},
 		"remaining length of 5 bytes":  {0x30, 0x80, 0x80, 0x80, 0x80, 0x01},
 		"body cut short":               {0x30, 10, 0, 1, 'a'},

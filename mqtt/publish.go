@@ -7,8 +7,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	paho "github.com/eclipse/paho.mqtt.golang"
 )
 
 // MQTT 3.1.1 packets the connection writes or reads itself (§3.2, §3.4).
@@ -261,25 +259,12 @@ func (c *Client) Publish(ctx context.Context, topic string, payload []byte, qos 
 	if ack == nil {
 		return nil
 	}
-	t := time.NewTimer(c.opts.PublishTimeout - time.Since(start))
-	defer t.Stop()
-	select {
-	case err := <-ack:
+	acked, err := awaitPublish(ctx, c, down, ack, start, topic, qos)
+	if err != nil {
+		p.d.out.forget(id)
 		return err
-	case <-down:
-		select {
-		case err := <-ack: // acknowledged as the connection went
-			return err
-		default:
-			err = ErrNotConnected
-		}
-	case <-ctx.Done():
-		err = fmt.Errorf("mqtt: publish %q: %w", topic, ctx.Err())
-	case <-t.C:
-		err = c.publishTimedOut(start, topic, qos)
 	}
-	p.d.out.forget(id)
-	return err
+	return acked
 }
 
 // publishPaho publishes a QoS 2 message through paho.
@@ -287,18 +272,8 @@ func (c *Client) publishPaho(ctx context.Context, down <-chan struct{}, topic st
 	const qos = 2
 	start := time.Now()
 	tok := c.pc.Publish(topic, qos, retain, payload)
-	if !isDone(tok) {
-		t := time.NewTimer(c.opts.PublishTimeout - time.Since(start))
-		defer t.Stop()
-		select {
-		case <-tok.Done():
-		case <-down:
-			return ErrNotConnected
-		case <-ctx.Done():
-			return fmt.Errorf("mqtt: publish %q: %w", topic, ctx.Err())
-		case <-t.C:
-			return c.publishTimedOut(start, topic, qos)
-		}
+	if _, err := awaitPublish(ctx, c, down, tok.Done(), start, topic, qos); err != nil {
+		return err
 	}
 	if err := tok.Error(); err != nil {
 		if time.Since(start) >= c.opts.PublishTimeout && strings.Contains(err.Error(), "timeout") {
@@ -309,11 +284,32 @@ func (c *Client) publishPaho(ctx context.Context, down <-chan struct{}, topic st
 	return nil
 }
 
-func isDone(tok paho.Token) bool {
+// awaitPublish waits for done to deliver (or close), at most until
+// PublishTimeout after start and never past ctx or the connection's loss
+// (down), and returns what it delivered, or the error that ended the
+// wait. What done delivers as the connection goes still counts.
+func awaitPublish[T any](ctx context.Context, c *Client, down <-chan struct{}, done <-chan T, start time.Time, topic string, qos byte) (T, error) {
 	select {
-	case <-tok.Done():
-		return true
+	case v := <-done: // no timer for what is done already
+		return v, nil
 	default:
-		return false
+	}
+	t := time.NewTimer(c.opts.PublishTimeout - time.Since(start))
+	defer t.Stop()
+	var zero T
+	select {
+	case v := <-done:
+		return v, nil
+	case <-down:
+		select {
+		case v := <-done:
+			return v, nil
+		default:
+			return zero, ErrNotConnected
+		}
+	case <-ctx.Done():
+		return zero, fmt.Errorf("mqtt: publish %q: %w", topic, ctx.Err())
+	case <-t.C:
+		return zero, c.publishTimedOut(start, topic, qos)
 	}
 }
