@@ -35,13 +35,20 @@ func startBroker(t testing.TB, addr string) *Broker {
 	return b
 }
 
-func dial(t testing.TB, url string) *Client {
+func dial(t testing.TB, url string) *Client { return dialWith(t, Options{Broker: url}) }
+
+// dialWith connects with o (a quiet logger unless o has one) within 5 s
+// and closes the client when the test ends.
+func dialWith(t testing.TB, o Options) *Client {
 	t.Helper()
+	if o.Logger == nil {
+		o.Logger = quietLogger()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, Options{Broker: url, Logger: quietLogger()})
+	c, err := Dial(ctx, o)
 	if err != nil {
-		t.Fatalf("Dial(%s): %v", url, err)
+		t.Fatalf("Dial(%s): %v", o.Broker, err)
 	}
 	t.Cleanup(c.Close)
 	return c
@@ -386,11 +393,7 @@ func TestDialConnectRetry(t *testing.T) {
 // the connection wait (counted) and loses nothing.
 func TestSlowHandlerHoldsTheConnectionBack(t *testing.T) {
 	b := startBroker(t, "127.0.0.1:0")
-	c, err := Dial(ctxT(t), Options{Broker: b.URL(), QueueSize: 1, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := dialWith(t, Options{Broker: b.URL(), QueueSize: 1})
 	var got inbox
 	if err := c.Subscribe("slow/#", 0, func(m Message) { time.Sleep(10 * time.Millisecond); got.handle(m) }); err != nil {
 		t.Fatal(err)
@@ -418,11 +421,7 @@ func TestSlowHandlerHoldsTheConnectionBack(t *testing.T) {
 // (counted), and the other subscriptions go on.
 func TestStuckHandlerDropsAfterTheStallLimit(t *testing.T) {
 	b := startBroker(t, "127.0.0.1:0")
-	c, err := Dial(ctxT(t), Options{Broker: b.URL(), QueueSize: 1, StallLimit: 50 * time.Millisecond, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := dialWith(t, Options{Broker: b.URL(), QueueSize: 1, StallLimit: 50 * time.Millisecond})
 	release := make(chan struct{})
 	defer close(release)
 	var fast inbox

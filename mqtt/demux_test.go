@@ -203,11 +203,7 @@ func TestOversizedIsSkippedAndCounted(t *testing.T) {
 
 func oversized(t *testing.T, qos byte) {
 	b := startBroker(t, "127.0.0.1:0")
-	c, err := Dial(ctxT(t), Options{Broker: b.URL(), MaxMessageBytes: 1024, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := dialWith(t, Options{Broker: b.URL(), MaxMessageBytes: 1024})
 	var in inbox
 	if err := c.Subscribe("big/#", qos, in.handle); err != nil {
 		t.Fatal(err)
@@ -236,11 +232,7 @@ func oversized(t *testing.T, qos byte) {
 // and they drain once the handler goes on.
 func TestUnreadShowsTheBacklog(t *testing.T) {
 	b := startBroker(t, "127.0.0.1:0")
-	c, err := Dial(ctxT(t), Options{Broker: b.URL(), QueueSize: 8, StallLimit: time.Minute, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := dialWith(t, Options{Broker: b.URL(), QueueSize: 8, StallLimit: time.Minute})
 	gate := make(chan struct{})
 	var n atomic.Int64
 	if err := c.Subscribe("load/#", 0, func(Message) { <-gate; n.Add(1) }); err != nil {

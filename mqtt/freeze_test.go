@@ -28,13 +28,7 @@ func TestPublishBoundedWhenBrokerFreezes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := mqtttest.StartFreezeProxy(t, b.Addr())
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			c, err := Dial(ctx, Options{Broker: p.URL(), PublishTimeout: timeout, Logger: quietLogger()})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(c.Close)
+			c := dialWith(t, Options{Broker: p.URL(), PublishTimeout: timeout})
 			if err := c.Publish(ctxT(t), "freeze/warmup", []byte("x"), 1, false); err != nil {
 				t.Fatal(err)
 			}
@@ -45,7 +39,7 @@ func TestPublishBoundedWhenBrokerFreezes(t *testing.T) {
 			long, cancelLong := context.WithTimeout(context.Background(), 60*time.Second) // as a run's deadline
 			defer cancelLong()
 			start := time.Now()
-			err = c.Publish(long, "freeze/cmd", make([]byte, tc.payload), tc.qos, false)
+			err := c.Publish(long, "freeze/cmd", make([]byte, tc.payload), tc.qos, false)
 			took := time.Since(start)
 			// The bug was 40 s (keepalive); a busy machine adds a second
 			// or two to the timeout.
@@ -75,18 +69,14 @@ func TestPublishBehindAStuckWriterIsBounded(t *testing.T) {
 	const timeout = 500 * time.Millisecond
 	b := startBroker(t, "127.0.0.1:0")
 	p := mqtttest.StartFreezeProxy(t, b.Addr())
-	c, err := Dial(ctxT(t), Options{Broker: p.URL(), PublishTimeout: timeout, Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := dialWith(t, Options{Broker: p.URL(), PublishTimeout: timeout})
 	p.Freeze()
 	defer p.Thaw()
 	stuck := make(chan error, 1)
 	go func() { stuck <- c.Publish(context.Background(), "freeze/big", make([]byte, 8<<20), 0, false) }()
 	time.Sleep(50 * time.Millisecond) // the writer is on the big one
 	start := time.Now()
-	err = c.Publish(context.Background(), "freeze/next", []byte("x"), 1, false)
+	err := c.Publish(context.Background(), "freeze/next", []byte("x"), 1, false)
 	if took := time.Since(start); err == nil || took > timeout+time.Second {
 		t.Fatalf("a publish behind the stuck one = %v after %s, want an error within %s", err, took, timeout)
 	}

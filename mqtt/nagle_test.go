@@ -45,11 +45,7 @@ func nagleProxy(t *testing.T, target string) string {
 // acknowledgement of the PUBACK (~24 ms an event at 1,000/s before).
 func TestNoNagleStallBehindPubacks(t *testing.T) {
 	b := startBroker(t, "127.0.0.1:0")
-	c, err := Dial(ctxT(t), Options{Broker: nagleProxy(t, b.Addr()), Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := dialWith(t, Options{Broker: nagleProxy(t, b.Addr())})
 	lat := make(chan time.Duration, 200)
 	if err := c.Subscribe("ev", 0, func(m Message) {
 		sent, _ := strconv.ParseInt(string(m.Payload), 10, 64)

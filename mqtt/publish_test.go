@@ -54,11 +54,7 @@ func writePuback(t *testing.T, c net.Conn, id uint16) {
 // connection is lost while it waits, it returns ErrNotConnected at once.
 func TestQoS1PublishWaitsForItsOwnPuback(t *testing.T) {
 	url, conns := scriptedBroker(t)
-	c, err := Dial(ctxT(t), Options{Broker: url, Logger: quietLogger(), PublishTimeout: time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := dialWith(t, Options{Broker: url, PublishTimeout: time.Minute})
 	broker := <-conns
 	done := make(chan error, 1)
 	go func() { done <- c.Publish(ctxT(t), "bl1/set", []byte(`{"state":"ON"}`), 1, true) }()
@@ -118,21 +114,12 @@ func TestPublishesInterleaveWithPahosPackets(t *testing.T) {
 }
 
 func interleave(t *testing.T, o Options, prefix string) {
-	o.Logger = quietLogger()
-	dialT := func() *Client {
-		c, err := Dial(ctxT(t), o)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		return c
-	}
-	sub := dialT()
+	sub := dialWith(t, o)
 	var got inbox
 	if err := sub.Subscribe(prefix+"/#", 1, got.handle); err != nil {
 		t.Fatal(err)
 	}
-	pub := dialT()
+	pub := dialWith(t, o)
 	const publishers, each = 8, 200
 	stop := make(chan struct{})
 	churned := make(chan error, 1)

@@ -77,11 +77,7 @@ func topicsOf(ms []Message) []string {
 // filters another subscription still uses stay.
 func TestFilterSetUnsubscribesAtTheBroker(t *testing.T) {
 	b := startBroker(t, "127.0.0.1:0")
-	c, err := Dial(ctxT(t), Options{Broker: b.URL(), ClientID: "set-client", Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
+	c := dialWith(t, Options{Broker: b.URL(), ClientID: "set-client"})
 	if err := c.Subscribe("keep/+", 0, func(Message) {}); err != nil {
 		t.Fatal(err)
 	}
