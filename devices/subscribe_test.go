@@ -12,11 +12,34 @@ import (
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
-// countingConn counts what a connection delivers to the catalog's handler.
+// countingConn counts what a connection delivers to the catalog's handler
+// and keeps the filter set the broker last acknowledged.
 type countingConn struct {
 	mqtt.PubSub
 	mu     sync.Mutex
 	topics []string
+	set    []string
+}
+
+// countingSet records a filter set once the broker has acknowledged it.
+type countingSet struct {
+	mqtt.Filters
+	c *countingConn
+}
+
+func (s countingSet) Set(filters []string) error {
+	err := s.Filters.Set(filters)
+	s.c.mu.Lock()
+	s.c.set = slices.Clone(filters)
+	s.c.mu.Unlock()
+	return err
+}
+
+// subscribed reports whether the last acknowledged set holds filter f.
+func (c *countingConn) subscribed(f string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Contains(c.set, f)
 }
 
 func (c *countingConn) wrap(h mqtt.Handler) mqtt.Handler {
@@ -33,7 +56,11 @@ func (c *countingConn) Subscribe(f string, qos byte, h mqtt.Handler) error {
 }
 
 func (c *countingConn) SubscribeSet(qos byte, h mqtt.Handler) (mqtt.Filters, error) {
-	return c.PubSub.(mqtt.SetSubscriber).SubscribeSet(qos, c.wrap(h))
+	fs, err := c.PubSub.(mqtt.SetSubscriber).SubscribeSet(qos, c.wrap(h))
+	if err != nil {
+		return nil, err
+	}
+	return countingSet{Filters: fs, c: c}, nil
 }
 
 func (c *countingConn) delivered() []string {
@@ -137,6 +164,9 @@ func TestCommandsDoNotComeBack(t *testing.T) {
 			}
 			h.publish(t, "zigbee2mqtt/bridge/devices", bridgeWithLamp(), true)
 			waitEntry(t, h.c, "upstairs_lamp.set")
+			// The lamp's topic is subscribed just after discovery, on the
+			// catalog's subscriber goroutine: the sentinel below needs it.
+			waitFor(t, "the lamp's topic subscribed", func() bool { return h.conn.subscribed("zigbee2mqtt/upstairs/lamp") })
 			const n = 50
 			ctx := context.Background()
 			for i := range n {
