@@ -45,8 +45,15 @@ func TestBusyReportsASaturatedHandler(t *testing.T) {
 				}
 			}
 			waitFor(t, 5*time.Second, "50 messages", func() bool { return len(got.all()) == 50 })
-			if busy := c.Delivery().Busy; busy >= 0.5 {
-				t.Fatalf("a handler that keeps up: busy %.3f", busy)
+			// A young meter measures since it started: on a loaded machine
+			// the handler calls can fill much of its first milliseconds.
+			// A handler that keeps up reads below half within a second.
+			deadline := time.Now().Add(time.Second)
+			for busy := c.Delivery().Busy; busy >= 0.5; busy = c.Delivery().Busy {
+				if time.Now().After(deadline) {
+					t.Fatalf("a handler that keeps up: busy %.3f a second later", busy)
+				}
+				time.Sleep(5 * time.Millisecond)
 			}
 			if err := pub.Publish(ctxT(t), topic, []byte("block"), 1, false); err != nil {
 				t.Fatal(err)

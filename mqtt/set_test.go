@@ -28,9 +28,7 @@ func TestFilterSet(t *testing.T) {
 			b := startBroker(t, "127.0.0.1:0")
 			conn := setConns(t, b)[name]
 			pub := dial(t, b.URL())
-			if err := pub.Publish(ctxT(t), "r/1", []byte("retained"), 1, true); err != nil {
-				t.Fatal(err)
-			}
+			publishRetainedSettled(t, b, pub, "r/1", "retained")
 			var got inbox
 			fs, err := conn.SubscribeSet(0, got.handle)
 			if err != nil {
@@ -53,6 +51,23 @@ func TestFilterSet(t *testing.T) {
 			}
 		})
 	}
+}
+
+// publishRetainedSettled publishes a retained message and waits until the
+// broker has forwarded it to the subscribers it had. mochi acknowledges a
+// QoS 1 PUBLISH before it forwards it, so a client subscribing just after
+// the acknowledgement can get the message twice: as the retained message
+// of its SUBSCRIBE, and forwarded live.
+func publishRetainedSettled(t *testing.T, b *Broker, pub *Client, topic, payload string) {
+	t.Helper()
+	var seen inbox
+	if err := dial(t, b.URL()).Subscribe(topic, 0, seen.handle); err != nil {
+		t.Fatal(err)
+	}
+	if err := pub.Publish(ctxT(t), topic, []byte(payload), 1, true); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 3*time.Second, "the retained "+topic+" forwarded", func() bool { _, ok := seen.find(payload); return ok })
 }
 
 func publish(t *testing.T, pub *Client, topics ...string) {
