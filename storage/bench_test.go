@@ -217,3 +217,41 @@ func BenchmarkTrimRule(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkWriteHistory20000: one history writer batch at 10,000 changes
+// a second (FlushEvery 2 s) from 100 numeric entities, into a table
+// already holding earlier batches: each chunk's rows land in index leaves
+// of every entity.
+func BenchmarkWriteHistory20000(b *testing.B) {
+	s := openBench(b, readConns)
+	ctx := context.Background()
+	o := HistoryWrite{IDs: &HistoryIDs{}, Sums: &HistorySums{}}
+	const n, entities = 20000, 100
+	pts := make([]HistoryPoint, n)
+	start := t0
+	fill := func() {
+		for i := range pts {
+			pts[i] = HistoryPoint{Entity: fmt.Sprintf("sensor.bs%d_seq", i%entities), T: start.Add(time.Duration(i) * 100 * time.Microsecond),
+				IsNum: true, Num: float64(i)}
+		}
+		start = start.Add(2 * time.Second)
+	}
+	for range 3 {
+		fill()
+		if _, err := s.WriteHistory(ctx, pts, o); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var cpu time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		fill()
+		b.StartTimer()
+		c := cpuNow()
+		if _, err := s.WriteHistory(ctx, pts, o); err != nil {
+			b.Fatal(err)
+		}
+		cpu += cpuNow() - c
+	}
+	b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+}

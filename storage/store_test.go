@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -391,5 +392,28 @@ func TestClosedStoreErrors(t *testing.T) {
 	_, err := s.GetRule(context.Background(), "x")
 	if err == nil || !strings.HasPrefix(err.Error(), "storage: get rule x: ") {
 		t.Fatalf("read on a closed store = %v; want a wrapped error", err)
+	}
+}
+
+// TestWriterKeepsTemporaryStorageInMemory: the writer's statement journals
+// stay in memory (a history chunk's spilled to a file cost a pwrite per
+// page); the read pool, which sorts what users ask for, keeps SQLite's
+// default.
+func TestWriterKeepsTemporaryStorageInMemory(t *testing.T) {
+	s, _ := openTest(t)
+	for _, tc := range []struct {
+		name string
+		db   interface {
+			QueryRowContext(context.Context, string, ...any) *sql.Row
+		}
+		want int
+	}{{"writer", s.w, 2}, {"readers", s.r, 0}} {
+		var got int
+		if err := tc.db.QueryRowContext(context.Background(), `PRAGMA temp_store`).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("%s: temp_store %d, want %d", tc.name, got, tc.want)
+		}
 	}
 }
