@@ -395,25 +395,28 @@ func TestClosedStoreErrors(t *testing.T) {
 	}
 }
 
-// TestWriterKeepsTemporaryStorageInMemory: the writer's statement journals
-// stay in memory (a history chunk's spilled to a file cost a pwrite per
-// page); the read pool, which sorts what users ask for, keeps SQLite's
-// default.
-func TestWriterKeepsTemporaryStorageInMemory(t *testing.T) {
+// TestWriterPragmas: the writer's statement journals stay in memory (a
+// history chunk's spilled to a file cost a pwrite per page) and it
+// checkpoints every 4,000 pages; the read pool, which sorts what users
+// ask for, keeps SQLite's default temporary storage.
+func TestWriterPragmas(t *testing.T) {
 	s, _ := openTest(t)
 	for _, tc := range []struct {
-		name string
-		db   interface {
-			QueryRowContext(context.Context, string, ...any) *sql.Row
-		}
-		want int
-	}{{"writer", s.w, 2}, {"readers", s.r, 0}} {
+		name   string
+		db     *sql.DB
+		pragma string
+		want   int
+	}{
+		{"writer", s.w, "temp_store", 2},
+		{"writer", s.w, "wal_autocheckpoint", 4000},
+		{"readers", s.r, "temp_store", 0},
+	} {
 		var got int
-		if err := tc.db.QueryRowContext(context.Background(), `PRAGMA temp_store`).Scan(&got); err != nil {
+		if err := tc.db.QueryRowContext(context.Background(), `PRAGMA `+tc.pragma).Scan(&got); err != nil {
 			t.Fatal(err)
 		}
 		if got != tc.want {
-			t.Errorf("%s: temp_store %d, want %d", tc.name, got, tc.want)
+			t.Errorf("%s: %s %d, want %d", tc.name, tc.pragma, got, tc.want)
 		}
 	}
 }
