@@ -195,8 +195,8 @@ func openDB(path string, readOnly bool, busy time.Duration) (*sql.DB, error) {
 		// A checkpoint copies the pages written since the last one back to
 		// the database; the recorders rewrite the same index leaves batch
 		// after batch, so checkpointing every 4,000 pages (16 MB of
-		// write-ahead log) instead of SQLite's 1,000 copies each page a
-		// quarter as often: the run recorder's CPU per batch fell by a
+		// write-ahead log) instead of SQLite's 1,000 copies such a page up to
+		// four times less often: the run recorder's CPU per batch fell by a
 		// tenth (BenchmarkInsertRuns100).
 		q.Add("_pragma", "wal_autocheckpoint(4000)")
 	}
