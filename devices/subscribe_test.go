@@ -29,9 +29,11 @@ type countingSet struct {
 
 func (s countingSet) Set(filters []string) error {
 	err := s.Filters.Set(filters)
-	s.c.mu.Lock()
-	s.c.set = slices.Clone(filters)
-	s.c.mu.Unlock()
+	if err == nil {
+		s.c.mu.Lock()
+		s.c.set = slices.Clone(filters)
+		s.c.mu.Unlock()
+	}
 	return err
 }
 

@@ -128,7 +128,7 @@ func (c *Client) Unread() int {
 
 // openConn dials the broker like paho does (TCP through the environment's
 // proxy settings, TLS, WebSocket), wraps the raw connection with watch and
-// reads through a demuxConn that hands QoS 0 publishes to in.
+// reads through a demuxConn that hands QoS 0 and 1 publishes to in.
 func openConn(uri *url.URL, o paho.ClientOptions, in inbound, watch func(net.Conn) net.Conn) (net.Conn, error) {
 	dialer := o.Dialer
 	if dialer == nil {

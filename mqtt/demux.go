@@ -57,7 +57,7 @@ type demuxConn struct {
 	out      outbound    // QoS 0 and 1 publishes written by the caller
 }
 
-// inbound is where a demuxConn hands QoS 0 publishes: deliver (nil: every
+// inbound is where a demuxConn hands QoS 0 and 1 publishes: deliver (nil: every
 // packet goes to paho), unless the packet is over max bytes (when
 // positive): then it is skipped and oversized is called with its topic
 // and size.
@@ -71,7 +71,7 @@ func newDemuxConn(c net.Conn, in inbound) *demuxConn {
 	return &demuxConn{Conn: c, r: bufio.NewReaderSize(c, readBuffer), in: in}
 }
 
-// inbound returns where the client's connections hand QoS 0 publishes:
+// inbound returns where the client's connections hand QoS 0 and 1 publishes:
 // its subscription table, under its message bound.
 func (c *Client) inbound() inbound {
 	return inbound{deliver: c.route, max: c.opts.MaxMessageBytes, oversized: func(topic string, size int) {
