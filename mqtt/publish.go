@@ -51,7 +51,26 @@ type outbound struct {
 	ready   bool // the broker accepted the connection (CONNACK 0)
 	failed  bool // the connection is gone: nothing more is written or acknowledged
 	next    uint16
-	pending map[uint16]chan error // QoS 1 publishes waiting for their PUBACK
+	pending map[uint16]*waiter // QoS 1 publishes waiting for their PUBACK
+	expiry  expiry             // the asynchronous ones' deadlines
+}
+
+// waiter is a QoS 1 publish waiting for its PUBACK: its writer waits on ch
+// (Publish), or fn is called with the result (PublishAsync). ch is
+// buffered: a result is never blocked on.
+type waiter struct {
+	ch  chan error
+	fn  func(error)
+	due time.Time // fn's: when it is given errExpired (zero: ch's writer times itself)
+}
+
+// give hands w its result; o.mu must not be held when w.fn is set.
+func (w *waiter) give(err error) {
+	if w.fn != nil {
+		w.fn(err)
+	} else {
+		w.ch <- err
+	}
 }
 
 // accepted records the CONNACK's return code: publishes may be written
@@ -63,19 +82,18 @@ func (o *outbound) accepted(code byte) {
 }
 
 // claim reserves the next free packet identifier for a QoS 1 publish and
-// returns it with the channel its PUBACK (or the connection's loss) is
-// reported on.
-func (o *outbound) claim() (uint16, chan error, error) {
+// registers w as what its PUBACK (or the connection's loss) is given to.
+func (o *outbound) claim(w *waiter) (uint16, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if !o.ready || o.failed {
-		return 0, nil, ErrNotConnected
+		return 0, ErrNotConnected
 	}
 	if len(o.pending) >= maxInFlight {
-		return 0, nil, errTooManyInFlight
+		return 0, errTooManyInFlight
 	}
 	if o.pending == nil {
-		o.pending = make(map[uint16]chan error)
+		o.pending = make(map[uint16]*waiter)
 	}
 	for {
 		o.next++
@@ -86,9 +104,11 @@ func (o *outbound) claim() (uint16, chan error, error) {
 			break
 		}
 	}
-	ch := make(chan error, 1)
-	o.pending[o.next] = ch
-	return o.next, ch, nil
+	o.pending[o.next] = w
+	if w.fn != nil {
+		o.expiry.watch(w.due, o.expire)
+	}
+	return o.next, nil
 }
 
 // forget gives up waiting for id's PUBACK (timed out, cancelled, or the
@@ -100,15 +120,27 @@ func (o *outbound) forget(id uint16) {
 	o.mu.Unlock()
 }
 
+// take removes id's waiter if it is still w, and reports whether it was:
+// whoever takes a waiter gives it its one result.
+func (o *outbound) take(id uint16, w *waiter) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.pending[id] != w {
+		return false
+	}
+	delete(o.pending, id)
+	return true
+}
+
 // acked completes the publish waiting for id's PUBACK, if one still
 // waits (it may have given up).
 func (o *outbound) acked(id uint16) {
 	o.mu.Lock()
-	ch, ok := o.pending[id]
+	w, ok := o.pending[id]
 	delete(o.pending, id)
 	o.mu.Unlock()
 	if ok {
-		ch <- nil
+		w.give(nil)
 	}
 }
 
@@ -117,11 +149,16 @@ func (o *outbound) acked(id uint16) {
 // are written.
 func (o *outbound) fail() {
 	o.mu.Lock()
-	defer o.mu.Unlock()
 	o.failed, o.ready = true, false
-	for id, ch := range o.pending {
-		ch <- ErrNotConnected
+	gone := make([]*waiter, 0, len(o.pending))
+	for id, w := range o.pending {
+		gone = append(gone, w)
 		delete(o.pending, id)
+	}
+	o.expiry.stop()
+	o.mu.Unlock()
+	for _, w := range gone {
+		w.give(ErrNotConnected)
 	}
 }
 
@@ -145,37 +182,34 @@ func (c *demuxConn) Close() error {
 	return c.Conn.Close()
 }
 
-// publish writes a QoS 0 or 1 PUBLISH. For QoS 1 it returns the packet
-// identifier and the channel its PUBACK is reported on (the caller must
-// forget the identifier if it stops waiting).
-func (c *demuxConn) publish(topic string, payload []byte, qos byte, retain bool) (uint16, <-chan error, error) {
+// publish writes a QoS 0 or 1 PUBLISH. For QoS 1, w is given its PUBACK
+// and the packet identifier is returned (the caller must forget it if it
+// stops waiting).
+func (c *demuxConn) publish(topic string, payload []byte, qos byte, retain bool, w *waiter) (uint16, error) {
 	if len(topic) > 0xFFFF {
-		return 0, nil, fmt.Errorf("mqtt: topic of %d bytes (at most 65535)", len(topic))
+		return 0, fmt.Errorf("mqtt: topic of %d bytes (at most 65535)", len(topic))
 	}
 	length := 2 + len(topic) + len(payload)
-	var (
-		id  uint16
-		ack chan error
-		err error
-	)
 	if qos == 1 {
 		length += 2
 	}
 	if length > maxRemainingLength {
-		return 0, nil, fmt.Errorf("mqtt: message of %d bytes (MQTT frames at most %d)", length, maxRemainingLength)
+		return 0, fmt.Errorf("mqtt: message of %d bytes (MQTT frames at most %d)", length, maxRemainingLength)
 	}
+	var id uint16
 	if qos == 1 {
-		if id, ack, err = c.out.claim(); err != nil {
-			return 0, nil, err
+		var err error
+		if id, err = c.out.claim(w); err != nil {
+			return 0, err
 		}
 	} else if !c.out.writable() {
-		return 0, nil, ErrNotConnected
+		return 0, ErrNotConnected
 	}
-	if _, err = c.writePacket(encodePublish(topic, payload, qos, retain, id, length)); err != nil {
+	if _, err := c.writePacket(encodePublish(topic, payload, qos, retain, id, length)); err != nil {
 		c.out.forget(id)
-		return 0, nil, err
+		return 0, err
 	}
-	return id, ack, nil
+	return id, nil
 }
 
 // writePacket writes one whole packet of ours. A write that fails leaves
@@ -252,7 +286,13 @@ func (c *Client) Publish(ctx context.Context, topic string, payload []byte, qos 
 		return ErrNotConnected
 	}
 	start := time.Now()
-	id, ack, err := p.d.publish(topic, payload, qos, retain)
+	var ack chan error
+	var w *waiter
+	if qos == 1 {
+		ack = make(chan error, 1)
+		w = &waiter{ch: ack}
+	}
+	id, err := p.d.publish(topic, payload, qos, retain, w)
 	if err != nil {
 		return c.publishFailed(start, topic, err)
 	}

@@ -1,0 +1,146 @@
+package mqtt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// errExpired is what an asynchronous publish's waiter is given when its due
+// time passed before its PUBACK came.
+var errExpired = errors.New("mqtt: acknowledgement overdue")
+
+// expiry is the one timer behind the due times of a connection's
+// asynchronous publishes: armed for the earliest one, it gives every
+// overdue waiter errExpired and re-arms for the next. A publish answered in
+// time costs no timer of its own. Guarded by the outbound's mu.
+type expiry struct {
+	t  *time.Timer
+	at time.Time // what t is armed for; zero: not armed
+}
+
+// watch makes sure the timer goes off by due.
+func (x *expiry) watch(due time.Time, expire func()) {
+	switch {
+	case x.t == nil:
+		x.t = time.AfterFunc(time.Until(due), expire)
+	case x.at.IsZero() || due.Before(x.at):
+		x.t.Reset(time.Until(due))
+	default:
+		return
+	}
+	x.at = due
+}
+
+func (x *expiry) stop() {
+	if x.t != nil {
+		x.t.Stop()
+	}
+	x.at = time.Time{}
+}
+
+// expire gives the overdue asynchronous publishes errExpired and re-arms
+// the timer for the earliest one left.
+func (o *outbound) expire() {
+	now := time.Now()
+	var overdue []*waiter
+	var next time.Time
+	o.mu.Lock()
+	for id, w := range o.pending {
+		switch {
+		case w.fn == nil:
+		case !w.due.After(now):
+			overdue = append(overdue, w)
+			delete(o.pending, id)
+		case next.IsZero() || w.due.Before(next):
+			next = w.due
+		}
+	}
+	o.expiry.at = time.Time{}
+	if !next.IsZero() && !o.failed {
+		o.expiry.watch(next, o.expire)
+	}
+	o.mu.Unlock()
+	for _, w := range overdue {
+		w.give(errExpired)
+	}
+}
+
+// PublishAsync writes one message (QoS 0 or 1) on the caller's goroutine
+// and returns once it is written; done is then called once with what
+// Publish would have returned: at once for QoS 0; for QoS 1 when its
+// PUBACK arrives (nil), when the connection is lost (ErrNotConnected),
+// PublishTimeout after the write or at deadline if that is earlier (an
+// error wrapping context.DeadlineExceeded), or when abort is called with
+// err (an error wrapping err). done runs on the connection's reading
+// goroutine, a timer's or abort's caller: it must not block. When
+// PublishAsync returns an error, done is never called.
+//
+// It is Publish without a goroutine waiting for each acknowledgement (a
+// park and a wake-up per command) and without a timer per publish.
+func (c *Client) PublishAsync(topic string, payload []byte, qos byte, retain bool, deadline time.Time, done func(error)) (abort func(error), err error) {
+	if topic == "" || strings.ContainsAny(topic, "+#\x00") {
+		return nil, fmt.Errorf("mqtt: publish: invalid topic %q", topic)
+	}
+	if qos > 1 {
+		return nil, fmt.Errorf("mqtt: publish %q: asynchronous publishes are QoS 0 or 1, not %d", topic, qos)
+	}
+	p := c.conn.Load()
+	if _, ok := c.connection(); !ok || p == nil {
+		return nil, ErrNotConnected
+	}
+	start := time.Now()
+	if qos == 0 {
+		if _, err := p.d.publish(topic, payload, 0, retain, nil); err != nil {
+			return nil, c.publishFailed(start, topic, err)
+		}
+		done(nil)
+		return func(error) {}, nil
+	}
+	a := &asyncPublish{c: c, topic: topic, start: start, done: done, byDeadline: deadline.Before(start.Add(c.opts.PublishTimeout))}
+	a.w = waiter{fn: a.result, due: start.Add(c.opts.PublishTimeout)}
+	if a.byDeadline {
+		a.w.due = deadline
+	}
+	id, err := p.d.publish(topic, payload, 1, retain, &a.w)
+	if err != nil {
+		return nil, c.publishFailed(start, topic, err)
+	}
+	a.id, a.out = id, &p.d.out
+	return a.abort, nil
+}
+
+// asyncPublish is one PublishAsync waiting for its PUBACK, in one
+// allocation with its waiter.
+type asyncPublish struct {
+	c          *Client
+	topic      string
+	start      time.Time
+	done       func(error)
+	byDeadline bool // the caller's deadline is earlier than PublishTimeout
+	w          waiter // given one result by whoever removes it from the pending map
+
+	id  uint16
+	out *outbound
+}
+
+// result translates what the waiter was given into Publish's error.
+func (a *asyncPublish) result(err error) {
+	switch {
+	case errors.Is(err, errExpired) && a.byDeadline:
+		err = fmt.Errorf("mqtt: publish %q: %w", a.topic, context.DeadlineExceeded)
+	case errors.Is(err, errExpired):
+		err = a.c.publishTimedOut(a.start, a.topic, 1)
+	}
+	a.done(err)
+}
+
+// abort stops waiting for the PUBACK; done gets an error wrapping err,
+// unless it already had its result.
+func (a *asyncPublish) abort(err error) {
+	if a.out != nil && a.out.take(a.id, &a.w) {
+		a.done(fmt.Errorf("mqtt: publish %q: %w", a.topic, err))
+	}
+}

@@ -1,0 +1,158 @@
+package mqtt
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eclipse/paho.mqtt.golang/packets"
+)
+
+// asyncResult records what PublishAsync's done was given, and how often.
+type asyncResult struct{ ch chan error }
+
+func newAsyncResult() *asyncResult    { return &asyncResult{ch: make(chan error, 4)} }
+func (r *asyncResult) done(err error) { r.ch <- err }
+
+// wait returns the one result done was given; a second one fails the test.
+func (r *asyncResult) wait(t *testing.T) error {
+	t.Helper()
+	var err error
+	select {
+	case err = <-r.ch:
+	case <-time.After(5 * time.Second):
+		t.Fatal("done was not called")
+	}
+	select {
+	case again := <-r.ch:
+		t.Fatalf("done called twice: %v, then %v", err, again)
+	case <-time.After(20 * time.Millisecond):
+	}
+	return err
+}
+
+func (r *asyncResult) none(t *testing.T) {
+	t.Helper()
+	select {
+	case err := <-r.ch:
+		t.Fatalf("done called with %v, too early", err)
+	default:
+	}
+}
+
+func readPublish(t *testing.T, broker interface {
+	Read([]byte) (int, error)
+}) *packets.PublishPacket {
+	t.Helper()
+	p, err := packets.ReadPacket(broker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, ok := p.(*packets.PublishPacket)
+	if !ok {
+		t.Fatalf("the broker read %s", p.String())
+	}
+	return pub
+}
+
+// TestPublishAsyncEndsOnItsOwnPuback: an asynchronous QoS 1 publish returns
+// once written; done gets nil on its own PUBACK (not another's), once. A
+// QoS 0 one is done at once.
+func TestPublishAsyncEndsOnItsOwnPuback(t *testing.T) {
+	url, conns := scriptedBroker(t)
+	c := dialWith(t, Options{Broker: url, PublishTimeout: time.Minute})
+	broker := <-conns
+	r := newAsyncResult()
+	if _, err := c.PublishAsync("bl1/set", []byte(`{"state":"ON"}`), 1, false, time.Now().Add(time.Hour), r.done); err != nil {
+		t.Fatal(err)
+	}
+	pub := readPublish(t, broker)
+	if pub.Qos != 1 || pub.TopicName != "bl1/set" || pub.MessageID < ownIDBase {
+		t.Fatalf("the broker read %s", pub.String())
+	}
+	writePuback(t, broker, pub.MessageID+1)
+	time.Sleep(20 * time.Millisecond) // a wrong completion would come now; nothing to poll for
+	r.none(t)
+	writePuback(t, broker, pub.MessageID)
+	if err := r.wait(t); err != nil {
+		t.Fatalf("done = %v", err)
+	}
+
+	q0 := newAsyncResult()
+	if _, err := c.PublishAsync("bl1/set", []byte("x"), 0, false, time.Now().Add(time.Hour), q0.done); err != nil {
+		t.Fatal(err)
+	}
+	if err := q0.wait(t); err != nil {
+		t.Fatalf("QoS 0 done = %v", err)
+	}
+	if _, err := c.PublishAsync("bl1/set", nil, 2, false, time.Now(), q0.done); err == nil {
+		t.Fatal("an asynchronous QoS 2 publish was accepted")
+	}
+}
+
+// TestPublishAsyncBounded: without a PUBACK, done gets the publish timeout's
+// error (and Health notes the broker), or the caller's earlier deadline's;
+// abort ends the wait at once and a PUBACK after it changes nothing; a lost
+// connection ends every wait with ErrNotConnected.
+func TestPublishAsyncBounded(t *testing.T) {
+	const timeout = 300 * time.Millisecond
+	url, conns := scriptedBroker(t)
+	c := dialWith(t, Options{Broker: url, PublishTimeout: timeout})
+	broker := <-conns
+	far := time.Now().Add(time.Hour)
+
+	slow, early, aborted, lost := newAsyncResult(), newAsyncResult(), newAsyncResult(), newAsyncResult()
+	if _, err := c.PublishAsync("a/slow", nil, 1, false, far, slow.done); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.PublishAsync("a/early", nil, 1, false, time.Now().Add(50*time.Millisecond), early.done); err != nil {
+		t.Fatal(err)
+	}
+	abort, err := c.PublishAsync("a/aborted", nil, 1, false, far, aborted.done)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []uint16
+	for range 3 {
+		ids = append(ids, readPublish(t, broker).MessageID)
+	}
+	abort(context.Canceled)
+	if err := aborted.wait(t); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "a/aborted") {
+		t.Errorf("aborted: done = %v", err)
+	}
+
+	start := time.Now()
+	if err := early.wait(t); !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "within") {
+		t.Errorf("past the caller's deadline: done = %v, want the deadline's error", err)
+	}
+	if err := slow.wait(t); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "no acknowledgement from the broker within "+timeout.String()) {
+		t.Errorf("unacknowledged: done = %v", err)
+	}
+	if took := time.Since(start); took > timeout+3*time.Second {
+		t.Errorf("the timeout took %s", took)
+	}
+	if ok, reason := c.Health(); ok || !strings.Contains(reason, "broker") {
+		t.Errorf("Health after an unanswered publish = %v %q", ok, reason)
+	}
+	writePuback(t, broker, ids[2]) // after the abort: ignored
+	abort(context.Canceled)        // a second abort gives nothing either
+	writePuback(t, broker, ids[0]) // late: ignored
+	waitFor(t, 5*time.Second, "Health to recover once the broker answers", func() bool { ok, _ := c.Health(); return ok })
+	aborted.none(t)
+	slow.none(t)
+
+	if _, err := c.PublishAsync("a/lost", nil, 1, false, far, lost.done); err != nil {
+		t.Fatal(err)
+	}
+	readPublish(t, broker)
+	broker.Close()
+	if err := lost.wait(t); !errors.Is(err, ErrNotConnected) {
+		t.Errorf("across a lost connection: done = %v, want ErrNotConnected", err)
+	}
+	waitFor(t, 5*time.Second, "the connection to be seen lost", func() bool { return !c.Connected() })
+	if _, err := c.PublishAsync("a/down", nil, 1, false, far, lost.done); !errors.Is(err, ErrNotConnected) {
+		t.Errorf("PublishAsync while disconnected = %v", err)
+	}
+}
