@@ -119,7 +119,7 @@ type asyncPublish struct {
 	topic      string
 	start      time.Time
 	done       func(error)
-	byDeadline bool // the caller's deadline is earlier than PublishTimeout
+	byDeadline bool   // the caller's deadline is earlier than PublishTimeout
 	w          waiter // given one result by whoever removes it from the pending map
 
 	id  uint16
