@@ -124,16 +124,27 @@ func (a *action) validate(args map[string]any) error {
 	return nil
 }
 
-// sender publishes the messages of one Call.
+// sender publishes the messages of one Call. With held set (CallAsync),
+// the last message is held back for its caller to publish; every earlier
+// one is published, and acknowledged, before the next is.
 type sender struct {
 	id   string
 	conn mqtt.PubSub
 	http *http.Client
+	held *heldMessage
 }
 
 func (s *sender) publish(ctx context.Context, topic string, payload []byte) error {
 	if s.conn == nil {
 		return fmt.Errorf("devices: %s: %w", s.id, mqtt.ErrNotConnected)
+	}
+	if s.held != nil {
+		prev := *s.held
+		*s.held = heldMessage{topic: topic, payload: payload, ok: true}
+		if !prev.ok {
+			return nil
+		}
+		topic, payload = prev.topic, prev.payload
 	}
 	if err := s.conn.Publish(ctx, topic, payload, 1, false); err != nil {
 		return fmt.Errorf("devices: %s: publish %s: %w", s.id, topic, err)
@@ -153,12 +164,22 @@ func (s *sender) publishJSON(ctx context.Context, topic string, v any) error {
 // command (QoS 1). It returns an error wrapping mqtt.ErrNotConnected while
 // disconnected, and an error for an unknown or non-callable id.
 func (c *Catalog) Call(ctx context.Context, id string, args map[string]any) error {
+	a, conn, norm, err := c.prepare(id, args)
+	if err != nil {
+		return err
+	}
+	return a.send(ctx, sender{id: id, conn: conn, http: notifyHTTP}, norm)
+}
+
+// prepare finds id's action and checks args against its schema: the
+// arguments it publishes are returned.
+func (c *Catalog) prepare(id string, args map[string]any) (*action, mqtt.PubSub, map[string]any, error) {
 	c.mu.RLock()
 	a := c.model.actions[id]
 	conn := c.conn
 	c.mu.RUnlock()
 	if a == nil {
-		return fmt.Errorf("devices: unknown action %q", id)
+		return nil, nil, nil, fmt.Errorf("devices: unknown action %q", id)
 	}
 	norm := args
 	if !isNormal(args) {
@@ -168,12 +189,12 @@ func (c *Catalog) Call(ctx context.Context, id string, args map[string]any) erro
 		}
 	}
 	if err := a.validate(norm); err != nil {
-		return err
+		return nil, nil, nil, err
 	}
 	if a.presets {
 		norm = publishProps(a.fields, norm)
 	}
-	return a.send(ctx, sender{id: id, conn: conn, http: notifyHTTP}, norm)
+	return a, conn, norm, nil
 }
 
 // notifyHTTP posts to webhook notify channels (shared: an http.Client keeps

@@ -73,9 +73,10 @@ func (o *outbound) expire() {
 // Publish would have returned: at once for QoS 0; for QoS 1 when its
 // PUBACK arrives (nil), when the connection is lost (ErrNotConnected),
 // PublishTimeout after the write or at deadline if that is earlier (an
-// error wrapping context.DeadlineExceeded), or when abort is called with
-// err (an error wrapping err). done runs on the connection's reading
-// goroutine, a timer's or abort's caller: it must not block. When
+// error wrapping context.DeadlineExceeded; a zero deadline is none), or
+// when abort is called with err (an error wrapping err). done runs on the
+// connection's reading goroutine, a timer's or abort's caller: it must not
+// block. When
 // PublishAsync returns an error, done is never called.
 //
 // It is Publish without a goroutine waiting for each acknowledgement (a
@@ -99,7 +100,7 @@ func (c *Client) PublishAsync(topic string, payload []byte, qos byte, retain boo
 		done(nil)
 		return func(error) {}, nil
 	}
-	a := &asyncPublish{c: c, topic: topic, start: start, done: done, byDeadline: deadline.Before(start.Add(c.opts.PublishTimeout))}
+	a := &asyncPublish{c: c, topic: topic, start: start, done: done, byDeadline: !deadline.IsZero() && deadline.Before(start.Add(c.opts.PublishTimeout))}
 	a.w = waiter{fn: a.result, due: start.Add(c.opts.PublishTimeout)}
 	if a.byDeadline {
 		a.w.due = deadline

@@ -1,0 +1,75 @@
+package devices
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// asyncPublisher is a connection whose QoS 1 publishes can be acknowledged
+// after they return (mqtt.Client; the embedded broker's Inline client
+// publishes synchronously, with nothing to wait for).
+type asyncPublisher interface {
+	PublishAsync(topic string, payload []byte, qos byte, retain bool, deadline time.Time, done func(error)) (abort func(error), err error)
+}
+
+// heldMessage is the last message of a CallAsync, held back by its sender.
+type heldMessage struct {
+	topic   string
+	payload []byte
+	ok      bool
+}
+
+// CallAsync is Call whose last command need not be waited for: it
+// returns once that command is written, and done is called once with what
+// Call would have returned, when the broker acknowledges it (or the
+// connection is lost, or it is overdue at ctx's deadline or the publish
+// timeout; see mqtt.Client.PublishAsync); abort ends the wait with an error
+// wrapping its argument. Every earlier message of the call is published
+// and acknowledged first, as Call does. When CallAsync returns an error,
+// done is never called; done may be called before CallAsync returns, and
+// on another goroutine (the connection's reader): it must not block.
+func (c *Catalog) CallAsync(ctx context.Context, id string, args map[string]any, done func(error)) (abort func(error), err error) {
+	a, conn, norm, err := c.prepare(id, args)
+	if err != nil {
+		return nil, err
+	}
+	ap, ok := conn.(asyncPublisher)
+	if !ok {
+		if err := a.send(ctx, sender{id: id, conn: conn, http: notifyHTTP}, norm); err != nil {
+			return nil, err
+		}
+		done(nil)
+		return noAbort, nil
+	}
+	s := sender{id: id, conn: conn, http: notifyHTTP, held: &heldMessage{}}
+	err = a.send(ctx, s, norm)
+	last := *s.held
+	if err != nil {
+		if last.ok { // what Call would have published before failing
+			s.held = nil
+			_ = s.publish(ctx, last.topic, last.payload)
+		}
+		return nil, err
+	}
+	if !last.ok { // nothing published (a webhook notification)
+		done(nil)
+		return noAbort, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("devices: %s: publish %s: mqtt: publish %q: %w", id, last.topic, last.topic, err)
+	}
+	deadline, _ := ctx.Deadline()
+	abort, err = ap.PublishAsync(last.topic, last.payload, 1, false, deadline, func(err error) {
+		if err != nil {
+			err = fmt.Errorf("devices: %s: publish %s: %w", id, last.topic, err)
+		}
+		done(err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("devices: %s: publish %s: %w", id, last.topic, err)
+	}
+	return abort, nil
+}
+
+func noAbort(error) {}
