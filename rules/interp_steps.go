@@ -51,12 +51,24 @@ func (r *interp) call(f *frame, s *runStep, qid string, i int) *halt {
 	if sub, isAuto := r.automation(f, target); isAuto {
 		return r.callAutomation(f, s, qid, i, args, sub)
 	}
-	out, err := r.w.Call(r.ctx, target, args)
+	var out any
+	var err error
+	var tail *tailCall
+	if ac := r.asyncTail(f, s); ac != nil {
+		tail = &tailCall{r: r, res: &r.mem.res, i: i, qid: qid, target: target}
+		out, err = ac.CallAsync(r.ctx, target, args, tail.done)
+	} else {
+		out, err = r.w.Call(r.ctx, target, args)
+	}
 	rec := CallRecord{Step: qid, ID: target, Args: args, Output: out, At: r.w.Now()}
 	if err != nil {
 		rec.Error = err.Error()
 		_ = r.keepCall(qid, rec) // the call's failure is what ends the run
 		return r.fail(i, r.callHalt(qid, target, err))
+	}
+	if tail != nil {
+		tail.k = len(r.calls) // the record keepCall appends
+		r.mem.res.tail = tail
 	}
 	if h := r.keepCall(qid, rec); h != nil {
 		return r.fail(i, h)
