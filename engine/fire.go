@@ -80,12 +80,32 @@ func (ar *armedRule) startLocked(tf rules.TriggerFire) {
 // acknowledgements; it counts against workers' maxRunning.
 func (f *firing) limited() bool { return !f.ar.waits }
 
-// do runs the firing on a worker (the task workers run).
-func (f *firing) do() {
+// do runs the firing on a worker (the task workers run), and reports
+// whether it is over: a firing whose last command waits for its
+// acknowledgement goes on without the worker, and ends on the
+// acknowledgement (see rules.AsyncCaller).
+func (f *firing) do() bool {
+	if f.ar.run(f, f.tf, &f.world, f.endAlone) {
+		return false
+	}
+	f.end()
+	return true
+}
+
+// endAlone ends a firing that went on without its worker, and hands its
+// slot on.
+func (f *firing) endAlone() {
+	f.end()
+	if f.limited() {
+		f.ar.s.work.finished()
+	}
+}
+
+// end lets the rule's next queued firing start.
+func (f *firing) end() {
 	ar, s := f.ar, f.ar.s
 	defer s.wg.Done()
-	defer f.cancel(context.Canceled) // releases the deadline timer, if made
-	ar.run(f, f.tf, &f.world)
+	f.release() // the deadline timer, if made
 	ar.mu.Lock()
 	// In place: ar.running is only read and written under ar.mu, and
 	// keeping its array spares an allocation per firing.
@@ -124,6 +144,7 @@ type firing struct {
 	done  chan struct{} // made by Done; closed when err is set
 	timer *time.Timer   // made by Done: expires the firing at the deadline
 	stop  func() bool   // made by Done: stops watching the parent
+	abort func(error)   // ends the wait of a command sent asynchronously
 }
 
 func newFiring(parent context.Context, maxWall time.Duration) *firing {
@@ -173,12 +194,43 @@ func (f *firing) Done() <-chan struct{} {
 	return f.done
 }
 
-// cancel ends the firing with err unless it has already ended.
+// cancel ends the firing with err unless it has already ended, and the
+// wait of its command sent asynchronously. That command's end is then
+// handled on a goroutine of its own: cancel's callers may hold the rule's
+// lock, which ending the firing takes.
 func (f *firing) cancel(err error) {
+	f.mu.Lock()
+	abort := f.abort
+	if f.err == nil {
+		f.endLocked(err)
+	} else {
+		abort = nil
+	}
+	f.abort = nil
+	f.mu.Unlock()
+	if abort != nil {
+		go abort(err)
+	}
+}
+
+// onCancel registers abort as the end of the firing's asynchronous
+// command, called if the firing is cancelled.
+func (f *firing) onCancel(abort func(error)) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.err == nil {
-		f.endLocked(err)
+		f.abort = abort
+	}
+}
+
+// release ends the firing's context once it is over (its timers stop);
+// its command, if any, has had its end.
+func (f *firing) release() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.abort = nil
+	if f.err == nil {
+		f.endLocked(context.Canceled)
 	}
 }
 
@@ -196,13 +248,16 @@ func (f *firing) endLocked(err error) {
 }
 
 // run executes the body once on the live world w and records the firing.
-func (ar *armedRule) run(ctx context.Context, tf rules.TriggerFire, w *liveWorld) {
+// With then set, a body whose last step is a command may end once that
+// command is sent: run then reports true, and the firing is recorded and
+// then called when the broker acknowledges it.
+func (ar *armedRule) run(ctx context.Context, tf rules.TriggerFire, w *liveWorld, then func()) (pending bool) {
 	e := ar.s.e
 	runID := storage.NewRunID()
 	started := e.Now()
 	if reason := ar.checkBroken(); reason != "" {
 		ar.record(runID, started, pilotage.Outcome{OK: false, Status: rules.StatusBroken, Error: reason}, nil, nil)
-		return
+		return false
 	}
 	if ar.waits {
 		// A body that can take time is recorded as running first, so a
@@ -210,11 +265,20 @@ func (ar *armedRule) run(ctx context.Context, tf rules.TriggerFire, w *liveWorld
 		// interrupted.
 		ar.record(runID, started, pilotage.Outcome{OK: false, Status: rules.StatusRunning, Error: "the firing is running"}, nil, nil)
 	}
-	in := rules.RunInput{Trigger: tf, Params: ar.params, Limits: e.cfg.Limits, Cache: e.rules}
+	in := rules.RunInput{Trigger: tf, Params: ar.params, Limits: e.cfg.Limits, Cache: e.rules, AsyncTail: then != nil && !ar.waits}
 	if ar.c.Throttle() > 0 {
 		in.Throttle = ar.throttleGate
 	}
 	res := rules.Run(ctx, ar.c, w, in)
+	if res.Then(func() { ar.recordRun(runID, started, res); then() }) {
+		return true
+	}
+	ar.recordRun(runID, started, res)
+	return false
+}
+
+// recordRun records the firing that ended with res.
+func (ar *armedRule) recordRun(runID string, started time.Time, res *rules.RunResult) {
 	out := res.Outcome
 	if out.Status == rules.StatusCancelled && errors.Is(ar.s.ctx.Err(), context.Canceled) {
 		out = pilotage.Outcome{OK: false, Status: rules.StatusInterrupted, Error: "the server stopped during the firing"}

@@ -60,14 +60,17 @@ func (w *workers) load() FiringLoad {
 
 // task is work for a worker (a *firing: no closure to allocate per run).
 type task interface {
-	do()
+	// do runs the task and reports whether it is over. One that is not
+	// goes on without the worker; a limited one keeps its slot until it
+	// calls finished.
+	do() bool
 	limited() bool // counts against maxRunning
 }
 
 // taskFunc runs a function as an unlimited task.
 type taskFunc func()
 
-func (f taskFunc) do()           { f() }
+func (f taskFunc) do() bool      { f(); return true }
 func (f taskFunc) limited() bool { return false }
 
 const (
@@ -94,10 +97,23 @@ func (w *workers) run(f task) {
 		w.running++
 		w.mu.Unlock()
 	}
+	w.start(f)
+}
+
+// start hands f, which has its slot, to an idle worker or a new one.
+func (w *workers) start(f task) {
 	select {
 	case w.idle <- f:
 	default:
 		go w.loop(f)
+	}
+}
+
+// finished is called when a limited task that went on without its worker
+// ended: the oldest waiting one takes its slot, or the slot is freed.
+func (w *workers) finished() {
+	if f := w.next(); f != nil {
+		w.start(f)
 	}
 }
 
@@ -123,8 +139,7 @@ func (w *workers) loop(f task) {
 	t := time.NewTimer(workerIdle)
 	defer t.Stop()
 	for {
-		f.do()
-		if f.limited() {
+		if over := f.do(); over && f.limited() {
 			if f = w.next(); f != nil {
 				continue
 			}

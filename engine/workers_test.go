@@ -47,7 +47,7 @@ func TestWorkersRunEverythingAndReuse(t *testing.T) {
 // limitedTask is a limited task for tests.
 type limitedTask func()
 
-func (f limitedTask) do()           { f() }
+func (f limitedTask) do() bool      { f(); return true }
 func (f limitedTask) limited() bool { return true }
 
 // TestWorkersLimitRunningFirings: at most maxRunning limited tasks run at

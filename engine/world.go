@@ -46,12 +46,35 @@ func (w *liveWorld) Call(ctx context.Context, id string, args map[string]any) (a
 		return nil, fmt.Errorf("no callable action %s", quote(id))
 	}
 	if err := w.e.devs.Call(ctx, id, args); err != nil {
-		if errors.Is(err, mqtt.ErrNotConnected) {
-			return nil, fmt.Errorf("%w: %v", rules.ErrNotConnected, err)
-		}
-		return nil, err
+		return nil, callError(err)
 	}
 	return publishedOutput, nil
+}
+
+// CallAsync is Call whose command need not be waited for (see
+// rules.AsyncCaller): done hears of its acknowledgement. A firing that is
+// cancelled while it waits ends the wait.
+func (w *liveWorld) CallAsync(ctx context.Context, id string, args map[string]any, done func(error)) (any, error) {
+	en, ok := w.e.cat.view(w.p).Get(id)
+	if !ok || en.Kind != pilotage.KindAction {
+		return nil, fmt.Errorf("no callable action %s", quote(id))
+	}
+	abort, err := w.e.devs.CallAsync(ctx, id, args, func(err error) { done(callError(err)) })
+	if err != nil {
+		return nil, callError(err)
+	}
+	if f, ok := ctx.(*firing); ok {
+		f.onCancel(abort)
+	}
+	return publishedOutput, nil
+}
+
+// callError is a command's error as the interpreter reads it.
+func callError(err error) error {
+	if errors.Is(err, mqtt.ErrNotConnected) {
+		return fmt.Errorf("%w: %v", rules.ErrNotConnected, err)
+	}
+	return err
 }
 
 // publishedOutput is the output of every published call, shared: a step's

@@ -250,10 +250,10 @@ func (e *Env) evalOps() int {
 // beginEval starts an evaluation's budget: an expression's, or a
 // template's with all the expressions inside it.
 func (e *Env) beginEval() {
+	// The run's Done channel is asked for on the first tick: an
+	// evaluation without loops never looks at it, and a firing makes one
+	// (and its deadline timer) only when asked.
 	e.mem = evalMem{value: e.valueBytes(), total: e.evalBytes(), maxOps: e.evalOps(), ctx: e.ctx}
-	if e.ctx != nil {
-		e.mem.done = e.ctx.Done()
-	}
 }
 
 func (e *Env) budget() uint {

@@ -43,6 +43,9 @@ func (m *evalMem) tick(what string, n int) error {
 	if m.ops += n; m.ops > m.maxOps || n < 0 {
 		return &LimitError{What: what, Bytes: m.ops, Limit: opsLimit, Max: m.maxOps}
 	}
+	if m.done == nil && m.ctx != nil {
+		m.done = m.ctx.Done()
+	}
 	if m.done != nil {
 		select {
 		case <-m.done:

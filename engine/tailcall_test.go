@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/devices/demo"
+	"github.com/pilothouse/pilothouse/internal/testutil"
+	"github.com/pilothouse/pilothouse/mqtt"
+	"github.com/pilothouse/pilothouse/mqtt/mqtttest"
+	"github.com/pilothouse/pilothouse/rules"
+)
+
+// newProxiedHouse is newHouse with the engine's connection through a
+// proxy that can freeze, and the demo devices on a connection of their own.
+func newProxiedHouse(t *testing.T, publishTimeout time.Duration) (*house, *mqtttest.FreezeProxy) {
+	t.Helper()
+	h := &house{t: t, dir: t.TempDir()}
+	var err error
+	if h.broker, err = mqtt.StartBroker("127.0.0.1:0", quiet()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.broker.Close() })
+	p := mqtttest.StartFreezeProxy(t, h.broker.Addr())
+	dial := func(url, id string) *mqtt.Client {
+		c, err := mqtt.Dial(context.Background(), mqtt.Options{Broker: url, ClientID: id, Logger: quiet(), PublishTimeout: publishTimeout})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	h.client = dial(p.URL(), "engine-test")
+	h.devs = devices.NewCatalog(devices.Options{Logger: quiet()})
+	if err := h.devs.Start(context.Background(), h.client); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	h.sim = demo.New(dial(h.broker.URL(), "demo"), demo.Options{Pace: time.Hour, Logger: quiet()})
+	if err := h.sim.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.sim.Close)
+	testutil.Eventually(t, 10*time.Second, "the hall light", func() bool { _, ok := h.devs.Snapshot().Get("hall_light.set"); return ok })
+	return h, p
+}
+
+// TestFiringEndsOnItsAcknowledgement: a firing whose last step is a
+// command is recorded when the broker acknowledges it, and holds its slot
+// (and its rule's mode) until then, without a worker; cancelled while it
+// waits (mode restart), it is recorded cancelled; unanswered, it fails
+// after the publish timeout, as a firing that waited would.
+func TestFiringEndsOnItsAcknowledgement(t *testing.T) {
+	const timeout = 500 * time.Millisecond
+	h, p := newProxiedHouse(t, timeout)
+	h.deploy(motionLight)
+	motion := func() {
+		h.eng.sched.onChange(devices.Change{Kind: devices.ChangeState, ID: "hall_motion.occupancy", Value: true, Prev: false, Time: time.Now()})
+	}
+	statuses := func() []string {
+		var out []string
+		for _, r := range h.firings("hall-motion-light") {
+			var env struct{ Outcome struct{ Error string } }
+			_ = json.Unmarshal(r.Envelope, &env)
+			out = append(out, r.Status+": "+env.Outcome.Error)
+		}
+		return out
+	}
+
+	motion()
+	testutil.Eventually(t, 5*time.Second, "an acknowledged firing", func() bool { return len(statuses()) == 1 })
+	if got := statuses()[0]; got != rules.StatusSuccess+": " {
+		t.Fatalf("firing = %q", got)
+	}
+
+	p.Freeze()
+	motion()
+	testutil.Eventually(t, 5*time.Second, "the firing waiting for its acknowledgement", func() bool { return h.eng.FiringLoad().Running == 1 })
+	if got := statuses(); len(got) != 1 {
+		t.Fatalf("a firing was recorded before its acknowledgement: %q", got)
+	}
+	testutil.Eventually(t, 5*time.Second, "the command sent asynchronously", func() bool {
+		ar := h.eng.sched.ruleByName("hall-motion-light")
+		ar.mu.Lock()
+		defer ar.mu.Unlock()
+		if len(ar.running) != 1 {
+			return false
+		}
+		f := ar.running[0]
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.abort != nil
+	})
+	testutil.Eventually(t, 5*time.Second, "its worker to be free", func() bool { return h.eng.sched.work.waiting.Load() >= 1 })
+	motion() // mode restart: the waiting firing is cancelled
+	testutil.Eventually(t, 5*time.Second, "the cancelled firing", func() bool { return len(statuses()) == 2 })
+	if got := statuses()[0]; !strings.HasPrefix(got, rules.StatusCancelled+": cancelled during step \"on\"") {
+		t.Fatalf("the restarted firing = %q", got)
+	}
+	testutil.Eventually(t, timeout+5*time.Second, "the unanswered firing", func() bool { return len(statuses()) == 3 })
+	if got := statuses()[0]; !strings.HasPrefix(got, rules.StatusFailed+": ") || !strings.Contains(got, "no acknowledgement from the broker within "+timeout.String()) {
+		t.Fatalf("the unanswered firing = %q", got)
+	}
+	if load := h.eng.FiringLoad(); load.Running != 0 || load.Waiting != 0 {
+		t.Fatalf("slots after every firing ended: %+v", load)
+	}
+	p.Thaw()
+	motion()
+	testutil.Eventually(t, 10*time.Second, "a firing after the thaw", func() bool { return len(statuses()) == 4 })
+	if got := statuses()[0]; got != rules.StatusSuccess+": " {
+		t.Fatalf("after the thaw: %q", got)
+	}
+}
