@@ -199,8 +199,7 @@ func (c *demuxConn) body(length int) ([]byte, error) {
 
 // ack writes the PUBACK of a QoS 1 PUBLISH received (§3.4).
 func (c *demuxConn) ack(hi, lo byte) error {
-	_, err := c.writePacket([]byte{pubackHeader, 2, hi, lo})
-	return err
+	return c.writePacket([]byte{pubackHeader, 2, hi, lo})
 }
 
 // skip reads past an oversized QoS 0 or 1 PUBLISH (its topic kept for the

@@ -44,8 +44,19 @@ var errTooManyInFlight = errors.New("mqtt: too many publishes waiting for the br
 //
 // paho writes each packet with one Write (packets.*Packet.Write); wmu
 // makes that Write and ours whole-packet, so both can share the stream.
+//
+// Our packets do not queue for the socket one by one: while a goroutine
+// writes, the others hand it their packets (batch) and return, and it
+// writes them all in one write before it lets go. Firings answering a
+// burst of events then cost a write syscall per burst, not per command,
+// and the broker a read (see writePacket).
 type outbound struct {
-	wmu sync.Mutex // held for each packet written, paho's and ours
+	wmu sync.Mutex // held by the goroutine writing, for paho's packets and ours
+
+	bmu     sync.Mutex
+	writing bool   // a goroutine holds wmu to write our packets: it writes batch too
+	batch   []byte // packets handed to that goroutine, whole, in order
+	spare   []byte // the array of the batch last written (reused)
 
 	mu      sync.Mutex
 	ready   bool // the broker accepted the connection (CONNACK 0)
@@ -205,24 +216,57 @@ func (c *demuxConn) publish(topic string, payload []byte, qos byte, retain bool,
 	} else if !c.out.writable() {
 		return 0, ErrNotConnected
 	}
-	if _, err := c.writePacket(encodePublish(topic, payload, qos, retain, id, length)); err != nil {
+	if err := c.writePacket(encodePublish(topic, payload, qos, retain, id, length)); err != nil {
 		c.out.forget(id)
 		return 0, err
 	}
 	return id, nil
 }
 
-// writePacket writes one whole packet of ours. A write that fails leaves
-// the stream cut mid-packet, so it closes the connection (paho then
-// reconnects).
-func (c *demuxConn) writePacket(pkt []byte) (int, error) {
-	c.out.wmu.Lock()
-	n, err := c.Conn.Write(pkt)
-	c.out.wmu.Unlock()
-	if err != nil {
-		_ = c.Close()
+// maxBatch bounds the packets handed to a writing goroutine: past it, a
+// writer waits for the socket as paho's packets do.
+const maxBatch = 256 << 10
+
+// writePacket writes one whole packet of ours, or hands it to the
+// goroutine writing now, which writes it before it returns: either way it
+// reaches the socket after every packet this goroutine wrote before. A
+// write that fails leaves the stream cut mid-packet, so it closes the
+// connection (paho then reconnects): the QoS 1 publishes it carried hear
+// ErrNotConnected, and the QoS 0 ones handed over are lost with the
+// connection.
+func (c *demuxConn) writePacket(pkt []byte) error {
+	o := &c.out
+	o.bmu.Lock()
+	if o.writing && len(o.batch)+len(pkt) <= maxBatch {
+		o.batch = append(o.batch, pkt...)
+		o.bmu.Unlock()
+		return nil
 	}
-	return n, err
+	o.bmu.Unlock()
+	o.wmu.Lock()
+	defer o.wmu.Unlock()
+	o.bmu.Lock()
+	o.writing = true
+	o.bmu.Unlock()
+	_, err := c.Conn.Write(pkt)
+	for err == nil {
+		o.bmu.Lock()
+		b := o.batch
+		if len(b) == 0 {
+			o.writing = false
+			o.bmu.Unlock()
+			return nil
+		}
+		o.batch = o.spare[:0]
+		o.bmu.Unlock()
+		_, err = c.Conn.Write(b)
+		o.spare = b // only the goroutine holding wmu touches spare
+	}
+	o.bmu.Lock()
+	o.writing, o.batch = false, nil
+	o.bmu.Unlock()
+	_ = c.Close()
+	return err
 }
 
 // encodePublish frames a PUBLISH (§3.3) whose remaining length is length.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -106,12 +107,29 @@ func (c *Client) PublishAsync(topic string, payload []byte, qos byte, retain boo
 		a.w.due = deadline
 	}
 	id, err := p.d.publish(topic, payload, 1, retain, &a.w)
+	a.id, a.out = id, &p.d.out
+	if !a.state.CompareAndSwap(publishing, published) { // a result came during the write
+		if err != nil {
+			return nil, c.publishFailed(start, topic, err)
+		}
+		a.done(a.early)
+		return a.abort, nil
+	}
 	if err != nil {
 		return nil, c.publishFailed(start, topic, err)
 	}
-	a.id, a.out = id, &p.d.out
 	return a.abort, nil
 }
+
+// The states of an asyncPublish: a result that comes while its PUBLISH is
+// being written (the write failed and closed the connection, or the
+// PUBACK was quicker than the return) waits for the write's end, so that
+// done is not called when PublishAsync returns an error.
+const (
+	publishing int32 = iota
+	published
+	early
+)
 
 // asyncPublish is one PublishAsync waiting for its PUBACK, in one
 // allocation with its waiter.
@@ -123,8 +141,10 @@ type asyncPublish struct {
 	byDeadline bool   // the caller's deadline is earlier than PublishTimeout
 	w          waiter // given one result by whoever removes it from the pending map
 
-	id  uint16
-	out *outbound
+	id    uint16
+	out   *outbound
+	state atomic.Int32
+	early error // the result that came while publishing
 }
 
 // result translates what the waiter was given into Publish's error.
@@ -134,6 +154,10 @@ func (a *asyncPublish) result(err error) {
 		err = fmt.Errorf("mqtt: publish %q: %w", a.topic, context.DeadlineExceeded)
 	case errors.Is(err, errExpired):
 		err = a.c.publishTimedOut(a.start, a.topic, 1)
+	}
+	a.early = err
+	if a.state.CompareAndSwap(publishing, early) {
+		return
 	}
 	a.done(err)
 }
