@@ -60,20 +60,41 @@ func (at *armedTrigger) fire(value, prev any, because string) {
 			return
 		}
 	}
-	ar.startLocked(tf)
+	f := ar.startLocked(tf)
 	ar.mu.Unlock()
+	if !ar.here.Load() {
+		ar.s.work.run(f)
+		return
+	}
+	start := time.Now()
+	ar.s.work.runHere(f)
+	if took := time.Since(start); took > ar.s.slowHere && ar.slowHere.Add(1) == slowHereStrikes {
+		ar.here.Store(false)
+		e.log.Warn("rule's firings now run on workers: its body took too long on the goroutine delivering events",
+			"rule", ar.name, "took", took, "over", ar.s.slowHere)
+	}
 }
+
+// A rule whose body only ends in a command runs where its event is
+// delivered (armedRule.here), holding up the events behind it; one whose
+// firings took longer than scheduler.slowHere (defaultSlowHere)
+// slowHereStrikes times runs on workers from then on.
+const (
+	defaultSlowHere = 10 * time.Millisecond
+	slowHereStrikes = 3
+)
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
-// startLocked launches one firing; ar.mu is held.
-func (ar *armedRule) startLocked(tf rules.TriggerFire) {
+// startLocked makes one firing, counted as running; ar.mu is held. The
+// caller runs it once ar.mu is released.
+func (ar *armedRule) startLocked(tf rules.TriggerFire) *firing {
 	s := ar.s
 	f := newFiring(s.ctx, s.e.cfg.Limits.MaxWall)
 	f.ar, f.tf, f.world = ar, tf, liveWorld{e: s.e, p: ar.principal}
 	ar.running = append(ar.running, f)
 	s.wg.Add(1)
-	s.work.run(f)
+	return f
 }
 
 // limited: a body without delays and waits only waits for its commands'
@@ -112,16 +133,16 @@ func (f *firing) end() {
 	if i := slices.Index(ar.running, f); i >= 0 {
 		ar.running = slices.Delete(ar.running, i, i+1)
 	}
-	var next *rules.TriggerFire
+	var next *firing
 	if len(ar.queue) > 0 && !ar.stopped {
 		n := ar.queue[0]
 		ar.queue = ar.queue[1:]
-		next = &n
-	}
-	if next != nil {
-		ar.startLocked(*next)
+		next = ar.startLocked(n)
 	}
 	ar.mu.Unlock()
+	if next != nil {
+		s.work.run(next)
+	}
 }
 
 // firing is one running execution of a rule body, and the context it runs

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -33,6 +34,7 @@ type scheduler struct {
 	savedHolds map[string]storage.Pending // held windows persisted before the start
 	closing    bool                       // set under mu by close: disarming keeps persisted windows
 	work       *workers                   // goroutines firings run on
+	slowHere   time.Duration              // a firing run here longer than this is slow
 }
 
 // armedRule is one installed, enabled rule in memory.
@@ -51,6 +53,10 @@ type armedRule struct {
 	enabled bool // guarded by s.mu
 	waits   bool // the body has delays or waits (recorded as running first)
 	stopped bool // guarded by mu
+	// here: a firing runs on the goroutine that fires it (see
+	// workers.runHere); cleared for good by a body that took too long.
+	here     atomic.Bool
+	slowHere atomic.Int32 // firings run here that took longer than slowHere
 
 	mu         sync.Mutex
 	checkedGen uint64 // device catalog generation brokenReason last ran against (0 = never)
@@ -85,11 +91,12 @@ type ruleArmInfo struct {
 
 func newScheduler(e *Engine) *scheduler {
 	return &scheduler{
-		e:     e,
-		rules: map[string]*armedRule{},
-		index: map[string][]*armedTrigger{},
-		work:  newWorkers(),
-		cron:  cron.New(cron.WithLocation(e.cfg.TimeZone), cron.WithChain(cron.Recover(cron.DiscardLogger))),
+		e:        e,
+		rules:    map[string]*armedRule{},
+		index:    map[string][]*armedTrigger{},
+		work:     newWorkers(),
+		slowHere: defaultSlowHere,
+		cron:     cron.New(cron.WithLocation(e.cfg.TimeZone), cron.WithChain(cron.Recover(cron.DiscardLogger))),
 	}
 }
 
@@ -170,6 +177,7 @@ func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[str
 	}
 	ar = &armedRule{s: s, name: rule.Name, ref: rule.Ref, enabled: rule.Enabled, c: c, params: params, principal: p,
 		broken: rule.Broken, waits: c.TakesTime(), checkedGen: validatedAt}
+	ar.here.Store(c.OnlyLastCalls())
 	if c.Throttle() > 0 {
 		ar.lastBody = s.lastBodyStart(rule.Name)
 	}

@@ -87,17 +87,35 @@ func newWorkers() *workers { return &workers{idle: make(chan task)} }
 // run runs f on an idle worker or a new one; a limited task waits in the
 // backlog while maxRunning others run.
 func (w *workers) run(f task) {
-	if f.limited() {
-		w.mu.Lock()
-		if w.running >= maxRunning {
-			w.backlog = append(w.backlog, queued{f, time.Now()})
-			w.mu.Unlock()
-			return
-		}
-		w.running++
-		w.mu.Unlock()
+	if w.admit(f) {
+		w.start(f)
 	}
-	w.start(f)
+}
+
+// runHere runs f on the calling goroutine, as a worker would: for a task
+// that waits for nothing (see armedRule.here), handing it to a worker
+// would cost more (a thread wake-up, a crossing between threads) than
+// the task itself.
+func (w *workers) runHere(f task) {
+	if w.admit(f) && f.do() && f.limited() {
+		w.finished()
+	}
+}
+
+// admit reports whether f may run now; a limited task takes a slot, or
+// waits in the backlog for one.
+func (w *workers) admit(f task) bool {
+	if !f.limited() {
+		return true
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.running >= maxRunning {
+		w.backlog = append(w.backlog, queued{f, time.Now()})
+		return false
+	}
+	w.running++
+	return true
 }
 
 // start hands f, which has its slot, to an idle worker or a new one.

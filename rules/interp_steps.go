@@ -51,15 +51,7 @@ func (r *interp) call(f *frame, s *runStep, qid string, i int) *halt {
 	if sub, isAuto := r.automation(f, target); isAuto {
 		return r.callAutomation(f, s, qid, i, args, sub)
 	}
-	var out any
-	var err error
-	var tail *tailCall
-	if ac := r.asyncTail(f, s); ac != nil {
-		tail = &tailCall{r: r, res: &r.mem.res, i: i, qid: qid, target: target}
-		out, err = ac.CallAsync(r.ctx, target, args, tail.done)
-	} else {
-		out, err = r.w.Call(r.ctx, target, args)
-	}
+	out, tail, err := r.send(f, s, i, qid, target, args)
 	rec := CallRecord{Step: qid, ID: target, Args: args, Output: out, At: r.w.Now()}
 	if err != nil {
 		rec.Error = err.Error()

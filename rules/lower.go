@@ -34,6 +34,9 @@ func lower(p *Program, in *interner) form {
 	walkSteps(p.Steps, func(s *Step) bool {
 		row, _ := stepKind(s.Kind)
 		f.takesTime = f.takesTime || row.TakesTime
+		if s.Kind == StepCall {
+			f.calls++
+		}
 		if s.Kind == StepWait && !slices.Contains(f.waitIDs, s.ID) {
 			f.waitIDs = append(f.waitIDs, in.str(s.ID))
 		}

@@ -51,6 +51,19 @@ func (r *interp) asyncTail(f *frame, s *runStep) AsyncCaller {
 	return ac
 }
 
+// send makes call step s (entry i): as the run's pending tail when it may
+// be (asyncTail), else waiting for it.
+func (r *interp) send(f *frame, s *runStep, i int, qid, target string, args map[string]any) (any, *tailCall, error) {
+	ac := r.asyncTail(f, s)
+	if ac == nil {
+		out, err := r.w.Call(r.ctx, target, args)
+		return out, nil, err
+	}
+	tail := &tailCall{r: r, res: &r.mem.res, i: i, qid: qid, target: target}
+	out, err := ac.CallAsync(r.ctx, target, args, tail.done)
+	return out, tail, err
+}
+
 // done is the call's end.
 func (t *tailCall) done(err error) {
 	t.err = err

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+
+	"github.com/pilothouse/pilothouse/pilotage"
 )
 
 // asyncWorld answers every call with published; its async calls end when
@@ -144,5 +146,32 @@ func TestAsyncTailOnlyForTheLastTopLevelCall(t *testing.T) {
 	}
 	if res.Outcome.Status != StatusFailed || res.Outcome.Error != `step "a": a.set failed: refused` {
 		t.Errorf("outcome = %+v", res.Outcome)
+	}
+}
+
+// TestOnlyLastCalls: a body runs where it is fired only when its one call
+// is its last top-level step, to an action, and nothing in it takes time.
+func TestOnlyLastCalls(t *testing.T) {
+	action := &pilotage.Entry{ID: "a.set", Kind: pilotage.KindAction}
+	auto := &pilotage.Entry{ID: "automation.night", Kind: pilotage.KindAutomation}
+	for _, tc := range []struct {
+		name string
+		c    *Compiled
+		want bool
+	}{
+		{"one call, last", itProgram(itMotion, nil, itSet("x", "v", itTpl("1")), itCall("on", "a.set")), true},
+		{"two calls", itProgram(itMotion, nil, itCall("on", "a.set"), itCall("again", "a.set")), false},
+		{"a call, then a step", itProgram(itMotion, nil, itCall("on", "a.set"), itSet("x", "v", itTpl("1"))), false},
+		{"the call in a branch", itProgram(itMotion, nil, itIf("late", "true", []*Step{itCall("on", "a.set")}, nil)), false},
+		{"a delay before it", itProgram(itMotion, nil, itDelay("d", "1s"), itCall("on", "a.set")), false},
+		{"an automation", itProgram(itMotion, nil, itCall("on", "automation.night")), false},
+		{"an unknown entry", itProgram(itMotion, nil, itCall("on", "b.set")), false},
+		{"no call", itProgram(itMotion, nil, itSet("x", "v", itTpl("1"))), false},
+	} {
+		itEntry(tc.c, action)
+		itEntry(tc.c, auto)
+		if got := tc.c.OnlyLastCalls(); got != tc.want {
+			t.Errorf("%s: OnlyLastCalls = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
