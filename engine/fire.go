@@ -235,12 +235,17 @@ func (f *firing) cancel(err error) {
 }
 
 // onCancel registers abort as the end of the firing's asynchronous
-// command, called if the firing is cancelled.
+// command, called if the firing is cancelled; at once if it already was
+// (between the command's write and now).
 func (f *firing) onCancel(abort func(error)) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.err == nil {
+	err := f.err
+	if err == nil {
 		f.abort = abort
+	}
+	f.mu.Unlock()
+	if err != nil {
+		abort(err)
 	}
 }
 

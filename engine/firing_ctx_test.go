@@ -152,3 +152,44 @@ func TestDescribeChangeText(t *testing.T) {
 		}
 	}
 }
+
+// TestFiringEndsItsCommandsWait: a firing cancelled while its command
+// waits ends the wait (on a goroutine of its own), and one registered
+// after the cancellation is ended at once; a firing over (release) ends
+// nothing.
+func TestFiringEndsItsCommandsWait(t *testing.T) {
+	got := make(chan error, 4)
+	abort := func(err error) { got <- err }
+
+	f := newFiring(context.Background(), time.Minute)
+	f.onCancel(abort)
+	f.cancel(context.Canceled)
+	select {
+	case err := <-got:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("cancelled: abort(%v)", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("cancelling the firing did not end its command's wait")
+	}
+
+	f.onCancel(abort) // after the cancellation
+	select {
+	case err := <-got:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("registered late: abort(%v)", err)
+		}
+	default:
+		t.Fatal("a wait registered after the cancellation was not ended at once")
+	}
+
+	f = newFiring(context.Background(), time.Minute)
+	f.onCancel(abort)
+	f.release()
+	f.cancel(context.Canceled)
+	select {
+	case err := <-got:
+		t.Fatalf("a firing over ended its command's wait: %v", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+}
