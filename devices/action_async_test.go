@@ -21,14 +21,7 @@ func TestCallAsync(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = b.Close() })
-			var conn mqtt.PubSub
-			if via == "inline" {
-				in := b.Inline(quietLogger())
-				t.Cleanup(in.Close)
-				conn = in
-			} else {
-				conn = dialTest(t, b)
-			}
+			conn := connectVia(t, b, via)
 			ctx, cancel := context.WithCancel(context.Background())
 			t.Cleanup(cancel)
 			c := NewCatalog(Options{Logger: quietLogger()})

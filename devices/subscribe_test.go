@@ -98,20 +98,24 @@ func startMQTTHouse(t *testing.T, via string) *mqttHouse {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	h := &mqttHouse{b: b, z2m: dialTest(t, b)}
-	var conn mqtt.PubSub
-	if via == "inline" {
-		in := b.Inline(quietLogger())
-		t.Cleanup(in.Close)
-		conn = in
-	} else {
-		conn = dialTest(t, b)
-	}
-	h.conn = &countingConn{PubSub: conn}
+	h.conn = &countingConn{PubSub: connectVia(t, b, via)}
 	h.c = NewCatalog(Options{Logger: quietLogger()})
 	if err := h.c.Start(ctx, h.conn); err != nil {
 		t.Fatal(err)
 	}
 	return h
+}
+
+// connectVia connects to b as the server does: through the embedded
+// broker's Inline client ("inline") or over TCP.
+func connectVia(t *testing.T, b *mqtt.Broker, via string) mqtt.PubSub {
+	t.Helper()
+	if via == "inline" {
+		in := b.Inline(quietLogger())
+		t.Cleanup(in.Close)
+		return in
+	}
+	return dialTest(t, b)
 }
 
 func dialTest(t *testing.T, b *mqtt.Broker) *mqtt.Client {
