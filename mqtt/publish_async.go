@@ -108,17 +108,20 @@ func (c *Client) PublishAsync(topic string, payload []byte, qos byte, retain boo
 	}
 	id, err := p.d.publish(topic, payload, 1, retain, &a.w)
 	a.id, a.out = id, &p.d.out
-	if !a.state.CompareAndSwap(publishing, published) { // a result came during the write
-		if err != nil {
-			return nil, c.publishFailed(start, topic, err)
-		}
-		a.done(a.early)
-		return a.abort, nil
-	}
-	if err != nil {
+	if err := a.written(err); err != nil {
 		return nil, c.publishFailed(start, topic, err)
 	}
 	return a.abort, nil
+}
+
+// written settles the publish once its write returned with err: a result
+// that came during the write is handed to done now, unless the write
+// failed (PublishAsync then returns the error, and done is never called).
+func (a *asyncPublish) written(err error) error {
+	if !a.state.CompareAndSwap(publishing, published) && err == nil {
+		a.done(a.early)
+	}
+	return err
 }
 
 // The states of an asyncPublish: a result that comes while its PUBLISH is

@@ -156,3 +156,37 @@ func TestPublishAsyncBounded(t *testing.T) {
 		t.Errorf("PublishAsync while disconnected = %v", err)
 	}
 }
+
+// TestPublishAsyncResultDuringTheWrite: a result that comes while the
+// PUBLISH is being written (a quick PUBACK, or the connection failed by
+// the write itself) is handed to done once the write returned, unless the
+// write failed: then PublishAsync returns the error and done never hears.
+func TestPublishAsyncResultDuringTheWrite(t *testing.T) {
+	broken := errors.New("broken pipe")
+	for _, tc := range []struct {
+		name     string
+		during   bool  // the result comes during the write
+		result   error // what the waiter is given
+		writeErr error
+		want     []error // what done hears
+	}{
+		{"a quick PUBACK", true, nil, nil, []error{nil}},
+		{"the write failed the connection", true, ErrNotConnected, broken, nil},
+		{"a PUBACK after the write", false, nil, nil, []error{nil}},
+	} {
+		var heard []error
+		a := &asyncPublish{topic: "t", done: func(err error) { heard = append(heard, err) }}
+		if tc.during {
+			a.result(tc.result)
+		}
+		if err := a.written(tc.writeErr); err != tc.writeErr {
+			t.Errorf("%s: written = %v", tc.name, err)
+		}
+		if !tc.during {
+			a.result(tc.result)
+		}
+		if len(heard) != len(tc.want) || (len(heard) == 1 && heard[0] != tc.want[0]) {
+			t.Errorf("%s: done heard %v, want %v", tc.name, heard, tc.want)
+		}
+	}
+}
