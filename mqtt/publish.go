@@ -309,11 +309,8 @@ func encodePublish(topic string, payload []byte, qos byte, retain bool, id uint1
 // full, bounded by PublishTimeout (the connection's write deadline), during
 // which ctx is not looked at.
 func (c *Client) Publish(ctx context.Context, topic string, payload []byte, qos byte, retain bool) error {
-	if topic == "" || strings.ContainsAny(topic, "+#\x00") {
-		return fmt.Errorf("mqtt: publish: invalid topic %q", topic)
-	}
-	if qos > 2 {
-		return fmt.Errorf("mqtt: publish %q: invalid qos %d", topic, qos)
+	if err := checkPublish(topic, qos, 2); err != nil {
+		return err
 	}
 	down, ok := c.connection()
 	if !ok {
@@ -325,39 +322,54 @@ func (c *Client) Publish(ctx context.Context, topic string, payload []byte, qos 
 	if qos == 2 {
 		return c.publishPaho(ctx, down, topic, payload, retain)
 	}
-	p := c.conn.Load()
-	if p == nil {
-		return ErrNotConnected
-	}
-	start := time.Now()
-	var ack chan error
-	var w *waiter
-	if qos == 1 {
-		ack = make(chan error, 1)
-		w = &waiter{ch: ack}
-	}
-	id, err := p.d.publish(topic, payload, qos, retain, w)
+	ack := make(chan error, 1)
+	deadline, _ := ctx.Deadline()
+	abort, err := c.PublishAsync(topic, payload, qos, retain, deadline, func(err error) { ack <- err })
 	if err != nil {
-		return c.publishFailed(start, topic, err)
-	}
-	if ack == nil {
-		return nil
-	}
-	acked, err := awaitPublish(ctx, c, down, ack, start, topic, qos)
-	if err != nil {
-		p.d.out.forget(id)
 		return err
 	}
-	return acked
+	select {
+	case err := <-ack:
+		return err
+	case <-ctx.Done():
+		abort(ctx.Err())
+		return <-ack // the abort's error, or the result that came first
+	}
 }
 
-// publishPaho publishes a QoS 2 message through paho.
+// checkPublish refuses a topic no PUBLISH may carry and a QoS over max.
+func checkPublish(topic string, qos, max byte) error {
+	if topic == "" || strings.ContainsAny(topic, "+#\x00") {
+		return fmt.Errorf("mqtt: publish: invalid topic %q", topic)
+	}
+	if qos > max {
+		return fmt.Errorf("mqtt: publish %q: invalid qos %d (at most %d here)", topic, qos, max)
+	}
+	return nil
+}
+
+// publishPaho publishes a QoS 2 message through paho, waiting for its
+// token at most until PublishTimeout and never past ctx or the
+// connection's loss (down). A token done as the connection goes still
+// counts.
 func (c *Client) publishPaho(ctx context.Context, down <-chan struct{}, topic string, payload []byte, retain bool) error {
 	const qos = 2
 	start := time.Now()
 	tok := c.pc.Publish(topic, qos, retain, payload)
-	if _, err := awaitPublish(ctx, c, down, tok.Done(), start, topic, qos); err != nil {
-		return err
+	t := time.NewTimer(c.opts.PublishTimeout)
+	defer t.Stop()
+	select {
+	case <-tok.Done():
+	case <-down:
+		select {
+		case <-tok.Done():
+		default:
+			return ErrNotConnected
+		}
+	case <-ctx.Done():
+		return fmt.Errorf("mqtt: publish %q: %w", topic, ctx.Err())
+	case <-t.C:
+		return c.publishTimedOut(start, topic, qos)
 	}
 	if err := tok.Error(); err != nil {
 		if time.Since(start) >= c.opts.PublishTimeout && strings.Contains(err.Error(), "timeout") {
@@ -366,34 +378,4 @@ func (c *Client) publishPaho(ctx context.Context, down <-chan struct{}, topic st
 		return c.publishFailed(start, topic, err)
 	}
 	return nil
-}
-
-// awaitPublish waits for done to deliver (or close), at most until
-// PublishTimeout after start and never past ctx or the connection's loss
-// (down), and returns what it delivered, or the error that ended the
-// wait. What done delivers as the connection goes still counts.
-func awaitPublish[T any](ctx context.Context, c *Client, down <-chan struct{}, done <-chan T, start time.Time, topic string, qos byte) (T, error) {
-	select {
-	case v := <-done: // no timer for what is done already
-		return v, nil
-	default:
-	}
-	t := time.NewTimer(c.opts.PublishTimeout - time.Since(start))
-	defer t.Stop()
-	var zero T
-	select {
-	case v := <-done:
-		return v, nil
-	case <-down:
-		select {
-		case v := <-done:
-			return v, nil
-		default:
-			return zero, ErrNotConnected
-		}
-	case <-ctx.Done():
-		return zero, fmt.Errorf("mqtt: publish %q: %w", topic, ctx.Err())
-	case <-t.C:
-		return zero, c.publishTimedOut(start, topic, qos)
-	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -77,17 +76,14 @@ func (o *outbound) expire() {
 // error wrapping context.DeadlineExceeded; a zero deadline is none), or
 // when abort is called with err (an error wrapping err). done runs on the
 // connection's reading goroutine, a timer's or abort's caller: it must not
-// block. When
-// PublishAsync returns an error, done is never called.
+// block. When PublishAsync returns an error, done is never called.
 //
-// It is Publish without a goroutine waiting for each acknowledgement (a
-// park and a wake-up per command) and without a timer per publish.
+// It is what Publish waits on, without a goroutine waiting for each
+// acknowledgement (a park and a wake-up per command) and without a timer
+// per publish.
 func (c *Client) PublishAsync(topic string, payload []byte, qos byte, retain bool, deadline time.Time, done func(error)) (abort func(error), err error) {
-	if topic == "" || strings.ContainsAny(topic, "+#\x00") {
-		return nil, fmt.Errorf("mqtt: publish: invalid topic %q", topic)
-	}
-	if qos > 1 {
-		return nil, fmt.Errorf("mqtt: publish %q: asynchronous publishes are QoS 0 or 1, not %d", topic, qos)
+	if err := checkPublish(topic, qos, 1); err != nil {
+		return nil, err
 	}
 	p := c.conn.Load()
 	if _, ok := c.connection(); !ok || p == nil {
