@@ -2,15 +2,13 @@ package devices
 
 import (
 	"context"
-	"fmt"
-	"time"
 )
 
 // asyncPublisher is a connection whose QoS 1 publishes can be acknowledged
 // after they return (mqtt.Client; the embedded broker's Inline client
 // publishes synchronously, with nothing to wait for).
 type asyncPublisher interface {
-	PublishAsync(topic string, payload []byte, qos byte, retain bool, deadline time.Time, done func(error)) (abort func(error), err error)
+	PublishAsync(ctx context.Context, topic string, payload []byte, qos byte, retain bool, done func(error)) (abort func(error), err error)
 }
 
 // heldMessage is the last message of a CallAsync, held back by its sender.
@@ -56,18 +54,14 @@ func (c *Catalog) CallAsync(ctx context.Context, id string, args map[string]any,
 		done(nil)
 		return noAbort, nil
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("devices: %s: publish %s: mqtt: publish %q: %w", id, last.topic, last.topic, err)
-	}
-	deadline, _ := ctx.Deadline()
-	abort, err = ap.PublishAsync(last.topic, last.payload, 1, false, deadline, func(err error) {
+	abort, err = ap.PublishAsync(ctx, last.topic, last.payload, 1, false, func(err error) {
 		if err != nil {
-			err = fmt.Errorf("devices: %s: publish %s: %w", id, last.topic, err)
+			err = s.publishError(last.topic, err)
 		}
 		done(err)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("devices: %s: publish %s: %w", id, last.topic, err)
+		return nil, s.publishError(last.topic, err)
 	}
 	return abort, nil
 }

@@ -316,15 +316,19 @@ func (c *Client) Publish(ctx context.Context, topic string, payload []byte, qos 
 	if !ok {
 		return ErrNotConnected
 	}
+	if qos < 2 {
+		return c.publishWait(ctx, topic, payload, qos, retain)
+	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("mqtt: publish %q: %w", topic, err)
 	}
-	if qos == 2 {
-		return c.publishPaho(ctx, down, topic, payload, retain)
-	}
+	return c.publishPaho(ctx, down, topic, payload, retain)
+}
+
+// publishWait is PublishAsync and a wait for its end; ctx's end aborts it.
+func (c *Client) publishWait(ctx context.Context, topic string, payload []byte, qos byte, retain bool) error {
 	ack := make(chan error, 1)
-	deadline, _ := ctx.Deadline()
-	abort, err := c.PublishAsync(topic, payload, qos, retain, deadline, func(err error) { ack <- err })
+	abort, err := c.PublishAsync(ctx, topic, payload, qos, retain, func(err error) { ack <- err })
 	if err != nil {
 		return err
 	}

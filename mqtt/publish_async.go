@@ -72,16 +72,17 @@ func (o *outbound) expire() {
 // and returns once it is written; done is then called once with what
 // Publish would have returned: at once for QoS 0; for QoS 1 when its
 // PUBACK arrives (nil), when the connection is lost (ErrNotConnected),
-// PublishTimeout after the write or at deadline if that is earlier (an
-// error wrapping context.DeadlineExceeded; a zero deadline is none), or
-// when abort is called with err (an error wrapping err). done runs on the
+// PublishTimeout after the write or at ctx's deadline if that is earlier
+// (an error wrapping context.DeadlineExceeded), or when abort is called
+// with err (an error wrapping err). ctx's cancellation is not watched: its
+// owner calls abort. done runs on the
 // connection's reading goroutine, a timer's or abort's caller: it must not
 // block. When PublishAsync returns an error, done is never called.
 //
 // It is what Publish waits on, without a goroutine waiting for each
 // acknowledgement (a park and a wake-up per command) and without a timer
 // per publish.
-func (c *Client) PublishAsync(topic string, payload []byte, qos byte, retain bool, deadline time.Time, done func(error)) (abort func(error), err error) {
+func (c *Client) PublishAsync(ctx context.Context, topic string, payload []byte, qos byte, retain bool, done func(error)) (abort func(error), err error) {
 	if err := checkPublish(topic, qos, 1); err != nil {
 		return nil, err
 	}
@@ -89,6 +90,10 @@ func (c *Client) PublishAsync(topic string, payload []byte, qos byte, retain boo
 	if _, ok := c.connection(); !ok || p == nil {
 		return nil, ErrNotConnected
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("mqtt: publish %q: %w", topic, err)
+	}
+	deadline, _ := ctx.Deadline()
 	start := time.Now()
 	if qos == 0 {
 		if _, err := p.d.publish(topic, payload, 0, retain, nil); err != nil {

@@ -65,7 +65,7 @@ func TestPublishAsyncEndsOnItsOwnPuback(t *testing.T) {
 	c := dialWith(t, Options{Broker: url, PublishTimeout: time.Minute})
 	broker := <-conns
 	r := newAsyncResult()
-	if _, err := c.PublishAsync("bl1/set", []byte(`{"state":"ON"}`), 1, false, time.Now().Add(time.Hour), r.done); err != nil {
+	if _, err := c.PublishAsync(ctxT(t), "bl1/set", []byte(`{"state":"ON"}`), 1, false, r.done); err != nil {
 		t.Fatal(err)
 	}
 	pub := readPublish(t, broker)
@@ -81,13 +81,13 @@ func TestPublishAsyncEndsOnItsOwnPuback(t *testing.T) {
 	}
 
 	q0 := newAsyncResult()
-	if _, err := c.PublishAsync("bl1/set", []byte("x"), 0, false, time.Now().Add(time.Hour), q0.done); err != nil {
+	if _, err := c.PublishAsync(ctxT(t), "bl1/set", []byte("x"), 0, false, q0.done); err != nil {
 		t.Fatal(err)
 	}
 	if err := q0.wait(t); err != nil {
 		t.Fatalf("QoS 0 done = %v", err)
 	}
-	if _, err := c.PublishAsync("bl1/set", nil, 2, false, time.Now(), q0.done); err == nil {
+	if _, err := c.PublishAsync(ctxT(t), "bl1/set", nil, 2, false, q0.done); err == nil {
 		t.Fatal("an asynchronous QoS 2 publish was accepted")
 	}
 }
@@ -101,16 +101,18 @@ func TestPublishAsyncBounded(t *testing.T) {
 	url, conns := scriptedBroker(t)
 	c := dialWith(t, Options{Broker: url, PublishTimeout: timeout})
 	broker := <-conns
-	far := time.Now().Add(time.Hour)
+	far := context.Background() // no deadline
+	early, cancelEarly := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancelEarly()
 
-	slow, early, aborted, lost := newAsyncResult(), newAsyncResult(), newAsyncResult(), newAsyncResult()
-	if _, err := c.PublishAsync("a/slow", nil, 1, false, far, slow.done); err != nil {
+	slow, earlyR, aborted, lost := newAsyncResult(), newAsyncResult(), newAsyncResult(), newAsyncResult()
+	if _, err := c.PublishAsync(far, "a/slow", nil, 1, false, slow.done); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.PublishAsync("a/early", nil, 1, false, time.Now().Add(50*time.Millisecond), early.done); err != nil {
+	if _, err := c.PublishAsync(early, "a/early", nil, 1, false, earlyR.done); err != nil {
 		t.Fatal(err)
 	}
-	abort, err := c.PublishAsync("a/aborted", nil, 1, false, far, aborted.done)
+	abort, err := c.PublishAsync(far, "a/aborted", nil, 1, false, aborted.done)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +126,7 @@ func TestPublishAsyncBounded(t *testing.T) {
 	}
 
 	start := time.Now()
-	if err := early.wait(t); !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "within") {
+	if err := earlyR.wait(t); !errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "within") {
 		t.Errorf("past the caller's deadline: done = %v, want the deadline's error", err)
 	}
 	if err := slow.wait(t); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "no acknowledgement from the broker within "+timeout.String()) {
@@ -143,7 +145,7 @@ func TestPublishAsyncBounded(t *testing.T) {
 	aborted.none(t)
 	slow.none(t)
 
-	if _, err := c.PublishAsync("a/lost", nil, 1, false, far, lost.done); err != nil {
+	if _, err := c.PublishAsync(far, "a/lost", nil, 1, false, lost.done); err != nil {
 		t.Fatal(err)
 	}
 	readPublish(t, broker)
@@ -152,7 +154,7 @@ func TestPublishAsyncBounded(t *testing.T) {
 		t.Errorf("across a lost connection: done = %v, want ErrNotConnected", err)
 	}
 	waitFor(t, 5*time.Second, "the connection to be seen lost", func() bool { return !c.Connected() })
-	if _, err := c.PublishAsync("a/down", nil, 1, false, far, lost.done); !errors.Is(err, ErrNotConnected) {
+	if _, err := c.PublishAsync(far, "a/down", nil, 1, false, lost.done); !errors.Is(err, ErrNotConnected) {
 		t.Errorf("PublishAsync while disconnected = %v", err)
 	}
 }
