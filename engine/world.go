@@ -41,9 +41,8 @@ func (w *liveWorld) State(id string) (any, bool) {
 }
 
 func (w *liveWorld) Call(ctx context.Context, id string, args map[string]any) (any, error) {
-	en, ok := w.e.cat.view(w.p).Get(id)
-	if !ok || en.Kind != pilotage.KindAction {
-		return nil, fmt.Errorf("no callable action %s", quote(id))
+	if err := w.callable(id); err != nil {
+		return nil, err
 	}
 	if err := w.e.devs.Call(ctx, id, args); err != nil {
 		return nil, callError(err)
@@ -55,9 +54,8 @@ func (w *liveWorld) Call(ctx context.Context, id string, args map[string]any) (a
 // rules.AsyncCaller): done hears of its acknowledgement. A firing that is
 // cancelled while it waits ends the wait.
 func (w *liveWorld) CallAsync(ctx context.Context, id string, args map[string]any, done func(error)) (any, error) {
-	en, ok := w.e.cat.view(w.p).Get(id)
-	if !ok || en.Kind != pilotage.KindAction {
-		return nil, fmt.Errorf("no callable action %s", quote(id))
+	if err := w.callable(id); err != nil {
+		return nil, err
 	}
 	abort, err := w.e.devs.CallAsync(ctx, id, args, func(err error) { done(callError(err)) })
 	if err != nil {
@@ -67,6 +65,14 @@ func (w *liveWorld) CallAsync(ctx context.Context, id string, args map[string]an
 		f.onCancel(abort)
 	}
 	return publishedOutput, nil
+}
+
+// callable refuses an id that is no action in the principal's scope.
+func (w *liveWorld) callable(id string) error {
+	if en, ok := w.e.cat.view(w.p).Get(id); !ok || en.Kind != pilotage.KindAction {
+		return fmt.Errorf("no callable action %s", quote(id))
+	}
+	return nil
 }
 
 // callError is a command's error as the interpreter reads it.
