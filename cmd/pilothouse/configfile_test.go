@@ -61,6 +61,7 @@ principals:
     token_sha256: `+engine.HashToken("ci")+`
     admin: true
 stdio_principal: kid
+stdio_request_timeout: 20s
 notify:
   - {id: notify.phone, name: Phone, topic: pilothouse/notify/phone}
   - {id: notify.hook, url: "https://example.com/hook"}
@@ -89,7 +90,7 @@ limits:
 	want.Broker, want.BrokerListen, want.ClientID, want.MQTTUser, want.MQTTPassword = "tcp://mosquitto:1883", "127.0.0.1:1884", "ph", "pilothouse", "mqtt-secret"
 	want.Z2MBase, want.HAPrefix, want.Demo, want.DemoPace = "z2m", "ha", false, 5*time.Second
 	want.Latitude, want.Longitude, want.TimeZone, want.Retention = &lat, &lon, "Europe/Paris", "P7D"
-	want.LogLevel, want.LogJSON, want.StdioAs = "debug", true, "kid"
+	want.LogLevel, want.LogJSON, want.StdioAs, want.StdioTimeout = "debug", true, "kid", 20*time.Second
 	want.Principals = []*engine.Principal{
 		{Name: "owner", TokenHash: engine.HashToken("owner-token"), Deploy: true, Admin: true}, // the owner is an administrator by default
 		{Name: "kid", TokenHash: engine.HashToken("kid-token"), Scope: engine.Scope{Areas: []string{"bedroom"}, AllowNoArea: true,
@@ -123,7 +124,7 @@ func TestConfigFileBad(t *testing.T) {
 	for _, tc := range []struct{ name, body, want string }{
 		{"typo nested", "mqtt:\n  broker: tcp://x:1883\n  brokr: tcp://y:1883\n", "config pilothouse.yaml:3:3: mqtt.brokr: unknown key (did you mean broker?)"},
 		{"typo top", "listn: 1.2.3.4:80\n", "config pilothouse.yaml:1:1: listn: unknown key (did you mean listen?)"},
-		{"unknown far", "colour: blue\n", "config pilothouse.yaml:1:1: colour: unknown key (known keys: allowed_hosts, allowed_origins, areas, data_dir, demo, history, homeassistant, limits, listen, location, log, mqtt, notify, principals, retention, stdio_principal, time_zone, zigbee2mqtt)"},
+		{"unknown far", "colour: blue\n", "config pilothouse.yaml:1:1: colour: unknown key (known keys: allowed_hosts, allowed_origins, areas, data_dir, demo, history, homeassistant, limits, listen, location, log, mqtt, notify, principals, retention, stdio_principal, stdio_request_timeout, time_zone, zigbee2mqtt)"},
 		{"repeated", "listen: a:1\nlisten: b:2\n", "config pilothouse.yaml:2:1: listen: key repeated"},
 		{"not a mapping", "- a\n- b\n", "config pilothouse.yaml:1:1: want a mapping of keys, got a list"},
 		{"bool type", "demo:\n  enabled: yes please\n", `config pilothouse.yaml:2:12: demo.enabled: want true or false, got string "yes please"`},

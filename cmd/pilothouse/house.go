@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -143,42 +141,6 @@ func readEndpoint(dir string) (endpoint, error) {
 		return ep, fmt.Errorf("%s: %w", filepath.Join(dir, endpointFile), err)
 	}
 	return ep, nil
-}
-
-// liveServer returns the serve announced in dir when it still answers as
-// that instance (a file left by a server that died, or a port now used by
-// another process, is not live).
-func liveServer(ctx context.Context, dir string) (endpoint, bool) {
-	ep, err := readEndpoint(dir)
-	if err != nil || ep.Health == "" || ep.MCP == "" {
-		return ep, false
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep.Health, nil)
-	if err != nil {
-		return ep, false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return ep, false
-	}
-	defer resp.Body.Close()
-	var h struct {
-		Instance string `json:"instance"`
-	}
-	if json.NewDecoder(resp.Body).Decode(&h) != nil || h.Instance != ep.Instance {
-		return ep, false
-	}
-	return ep, true
-}
-
-// refuseSecondServer fails when a serve already runs this data folder.
-func refuseSecondServer(ctx context.Context, dir string) error {
-	if ep, ok := liveServer(ctx, dir); ok {
-		return fmt.Errorf("another pilothouse (pid %d) already serves the data folder %s at %s: stop it first, or pass --data to run another house", ep.PID, dir, ep.MCP)
-	}
-	return nil
 }
 
 // localURL is a loopback URL for a listener (one bound to every interface
