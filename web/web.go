@@ -20,6 +20,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/engine/mcpserver"
+	"github.com/pilothouse/pilothouse/internal/ratelimit"
 )
 
 // Options configure the UI.
@@ -57,7 +58,7 @@ type server struct {
 	o      Options
 	log    *slog.Logger
 	sess   *sessions
-	logins *loginLimit
+	logins *ratelimit.Failures
 	pages  map[string]*template.Template
 	rows   rowCache
 	clock  clock
@@ -80,7 +81,7 @@ func Handler(e *engine.Engine, o Options) http.Handler {
 		o.Guard = mcpserver.NewGuard(g)
 	}
 	c := newClock(e.Config().TimeZone)
-	s := &server{e: e, o: o, log: o.Logger, sess: newSessions(o.SessionTTL, o.Now), logins: newLoginLimit(o.Now), pages: parsePages(c), clock: c}
+	s := &server{e: e, o: o, log: o.Logger, sess: newSessions(o.SessionTTL, o.Now), logins: ratelimit.New(o.Now), pages: parsePages(c), clock: c}
 	return s.routes()
 }
 

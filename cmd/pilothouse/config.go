@@ -213,7 +213,33 @@ func (v *flagVars) apply(c *Config) error {
 		c.Notify = setNotify(c.Notify, devices.NotifyChannel{ID: "notify.phone", Name: "Phone notification", Topic: v.notifyTopic})
 	}
 	if v.token != "" {
+		if err := checkToken(v.token); err != nil {
+			return fmt.Errorf("--token (or %sTOKEN): %w", envPrefix, err)
+		}
 		c.Principals = setPrincipal(c.Principals, &engine.Principal{Name: "owner", TokenHash: engine.HashToken(v.token), Deploy: true, Admin: true})
+	}
+	return nil
+}
+
+// A bearer token is the only secret between the network and the house:
+// it must not be guessable. 32 characters is 128 bits as hex (openssl
+// rand -hex 16); a repetition of a few characters is no secret however
+// long. A token given only as its SHA-256 cannot be checked.
+const (
+	minTokenChars    = 32
+	minTokenDistinct = 8
+)
+
+// checkToken refuses a token too weak to be a bearer secret (the message
+// never repeats the token).
+func checkToken(tok string) error {
+	distinct := map[rune]bool{}
+	for _, r := range tok {
+		distinct[r] = true
+	}
+	if len(tok) < minTokenChars || len(distinct) < minTokenDistinct {
+		return fmt.Errorf("a bearer token needs at least %d characters, %d of them different (this one has %d, %d different): "+
+			"generate one with openssl rand -hex 24", minTokenChars, minTokenDistinct, len(tok), len(distinct))
 	}
 	return nil
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/pilothouse/pilothouse/internal/ratelimit"
 	"github.com/pilothouse/pilothouse/rules"
 )
 
@@ -35,6 +36,8 @@ type GuardOptions struct {
 	// DefaultBodyTimeout).
 	BodyTimeout time.Duration
 	Logger      *slog.Logger
+	// Now is the clock of the failed-token bound (nil: time.Now).
+	Now func() time.Time
 }
 
 // LimitOptions are the guard options that come from limits: the body
@@ -67,6 +70,11 @@ type Guard struct {
 	refusedBodies atomic.Uint64
 	lateBodies    atomic.Uint64
 
+	// tokens bounds wrong bearer tokens per client address (bearer).
+	tokens          *ratelimit.Failures
+	tokensFailed    atomic.Uint64
+	tokensThrottled atomic.Uint64
+
 	streams streamLimit
 	conns   connLimit
 }
@@ -88,7 +96,7 @@ func NewGuard(o GuardOptions) *Guard {
 	if o.BodyTimeout <= 0 {
 		o.BodyTimeout = DefaultBodyTimeout
 	}
-	g := &Guard{hosts: map[string]bool{}, maxBody: int64(o.MaxBodyBytes), bodyTimeout: o.BodyTimeout, log: o.Logger,
+	g := &Guard{hosts: map[string]bool{}, maxBody: int64(o.MaxBodyBytes), bodyTimeout: o.BodyTimeout, log: o.Logger, tokens: ratelimit.New(o.Now),
 		streams: streamLimit{maxTotal: o.MaxStreams, maxPer: o.MaxStreamsPerPrincipal, open: map[string]int{}},
 		conns:   connLimit{max: o.MaxConnections, conns: map[net.Conn]*connState{}}}
 	for _, h := range o.AllowedHosts {
