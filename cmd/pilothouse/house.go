@@ -99,8 +99,27 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// writeEndpoint writes the endpoint file (owner-only, atomically).
+// writeEndpoint writes the endpoint file (owner-only), atomically when it
+// can; on a full disk, where the temporary copy finds no room, it rewrites
+// the file left by the last run in place (its room is freed by the
+// truncation; a reader that catches it half written reads again).
 func writeEndpoint(dir string, ep endpoint) error {
+	err := writeEndpointAtomic(dir, ep)
+	if err == nil {
+		return nil
+	}
+	b, _ := json.MarshalIndent(ep, "", "  ")
+	path := filepath.Join(dir, endpointFile)
+	if _, serr := os.Stat(path); serr != nil {
+		return err
+	}
+	if ierr := os.WriteFile(path, append(b, '\n'), 0o600); ierr != nil {
+		return errors.Join(err, ierr)
+	}
+	return nil
+}
+
+func writeEndpointAtomic(dir string, ep endpoint) error {
 	b, err := json.MarshalIndent(ep, "", "  ")
 	if err != nil {
 		return err
@@ -174,16 +193,4 @@ func (a *app) mcpPrincipals() []*engine.Principal {
 	local := *a.cfg.stdioPrincipal()
 	local.TokenHash = engine.HashToken(a.localToken)
 	return append(append([]*engine.Principal(nil), a.cfg.Principals...), &local)
-}
-
-// announce writes the endpoint file of a serving app, removed when it stops.
-func (a *app) announce() error {
-	base := localURL(a.ln.Addr())
-	ep := endpoint{PID: os.Getpid(), MCP: base + "/mcp", Health: base + "/healthz", Token: a.localToken, Instance: a.instance, Started: time.Now().UTC()}
-	if err := writeEndpoint(a.cfg.DataDir, ep); err != nil {
-		return fmt.Errorf("announcing the server in %s: %w", a.cfg.DataDir, err)
-	}
-	dir, inst := a.cfg.DataDir, a.instance
-	a.stops = append(a.stops, func() { removeEndpoint(dir, inst) })
-	return nil
 }

@@ -39,10 +39,7 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := a.announce(); err != nil {
-		a.stop()
-		return err
-	}
+	a.announce()
 	a.logStarted(t0)
 	<-ctx.Done()
 	a.shutdown()
