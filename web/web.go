@@ -77,11 +77,11 @@ func Handler(e *engine.Engine, o Options) http.Handler {
 	}
 	if o.Guard == nil {
 		g := mcpserver.LimitOptions(e.Config().Limits)
-		g.Logger = o.Logger
+		g.Logger, g.Now = o.Logger, o.Now
 		o.Guard = mcpserver.NewGuard(g)
 	}
 	c := newClock(e.Config().TimeZone)
-	s := &server{e: e, o: o, log: o.Logger, sess: newSessions(o.SessionTTL, o.Now), logins: ratelimit.New(o.Now), pages: parsePages(c), clock: c}
+	s := &server{e: e, o: o, log: o.Logger, sess: newSessions(o.SessionTTL, o.Now), logins: o.Guard.Failures(), pages: parsePages(c), clock: c}
 	return s.routes()
 }
 

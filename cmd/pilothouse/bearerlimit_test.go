@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -14,7 +15,7 @@ import (
 // in a burst (issue 28's round) are refused after ratelimit.MaxFailures:
 // 401 for those, then 429 with Retry-After, even for the right token, so
 // guessing stops; requests without a token are not failures; /healthz
-// counts both.
+// counts both. The web login shares the allowance: it refuses too.
 func TestWrongBearerTokensAreLimited(t *testing.T) {
 	cfg := testConfig(t)
 	twoPrincipals(cfg)
@@ -52,6 +53,14 @@ func TestWrongBearerTokensAreLimited(t *testing.T) {
 	}
 	if resp := post("Bearer owner-token"); resp.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("the right token from a throttled address: %d, want 429", resp.StatusCode)
+	}
+	login, err := http.PostForm(a.URL()+"/login", url.Values{"token": {"owner-token"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	login.Body.Close()
+	if login.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("the web login from an address /mcp throttles: %d, want 429", login.StatusCode)
 	}
 	resp, err := http.Get(a.URL() + "/healthz")
 	if err != nil {

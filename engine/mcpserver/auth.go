@@ -45,6 +45,11 @@ func (g *Guard) bearer(w http.ResponseWriter, r *http.Request, principals []*eng
 	return p
 }
 
+// Failures is the bound on wrong secrets per client address that every
+// door behind the guard shares (bearer tokens here, the web UI's login), so
+// a guesser does not get a fresh allowance at each.
+func (g *Guard) Failures() *ratelimit.Failures { return g.tokens }
+
 // presented reports whether r carries a bearer token at all.
 func presented(r *http.Request) bool {
 	h := r.Header.Get("Authorization")
