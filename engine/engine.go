@@ -153,8 +153,11 @@ func (e *Engine) Start(ctx context.Context) error {
 	if err := e.cat.loadAutomations(ctx); err != nil {
 		return err
 	}
+	// A full disk must not keep the house from starting: the firings stay
+	// recorded as running until a start that can write (the store's
+	// write status says why meanwhile).
 	if n, err := e.store.MarkInterrupted(ctx, e.Now()); err != nil {
-		return fmt.Errorf("engine: marking interrupted firings: %w", err)
+		e.log.Error("could not record the firings the last stop interrupted; starting all the same", "err", err)
 	} else if n > 0 {
 		e.log.Info("firings interrupted by the last stop recorded", "count", n)
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/ratelimit"
 )
 
 const (
@@ -232,8 +233,8 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := safeNext(r.PostFormValue("next"))
-	addr := clientKey(r.RemoteAddr)
-	if wait := s.logins.wait(addr); wait > 0 {
+	addr := ratelimit.ClientKey(r.RemoteAddr)
+	if wait := s.logins.Wait(addr); wait > 0 {
 		mins := int(wait/time.Minute) + 1
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
 		s.log.Warn("web login refused: too many failures", "remote", r.RemoteAddr)
@@ -250,7 +251,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if p == nil {
-		s.logins.fail(addr)
+		s.logins.Fail(addr)
 		s.log.Info("web login refused", "remote", r.RemoteAddr)
 		s.renderCode(w, r, nil, http.StatusUnauthorized, "login", page{Title: "Log in", NoNav: true, Data: loginData{Next: next, Error: "That token is not valid."}})
 		return
@@ -258,7 +259,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	if old := s.session(r); old != nil {
 		s.sess.remove(old.id)
 	}
-	s.logins.succeed(addr)
+	s.logins.Succeed(addr)
 	ss := s.sess.create(p)
 	s.setCookie(w, r, ss)
 	s.log.Info("web login", "principal", p.Name)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/engine/mcpserver"
+	"github.com/pilothouse/pilothouse/internal/ratelimit"
 )
 
 // Options configure the UI.
@@ -57,7 +58,7 @@ type server struct {
 	o      Options
 	log    *slog.Logger
 	sess   *sessions
-	logins *loginLimit
+	logins *ratelimit.Failures
 	pages  map[string]*template.Template
 	rows   rowCache
 	clock  clock
@@ -76,11 +77,11 @@ func Handler(e *engine.Engine, o Options) http.Handler {
 	}
 	if o.Guard == nil {
 		g := mcpserver.LimitOptions(e.Config().Limits)
-		g.Logger = o.Logger
+		g.Logger, g.Now = o.Logger, o.Now
 		o.Guard = mcpserver.NewGuard(g)
 	}
 	c := newClock(e.Config().TimeZone)
-	s := &server{e: e, o: o, log: o.Logger, sess: newSessions(o.SessionTTL, o.Now), logins: newLoginLimit(o.Now), pages: parsePages(c), clock: c}
+	s := &server{e: e, o: o, log: o.Logger, sess: newSessions(o.SessionTTL, o.Now), logins: o.Guard.Failures(), pages: parsePages(c), clock: c}
 	return s.routes()
 }
 

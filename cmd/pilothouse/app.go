@@ -38,6 +38,7 @@ type app struct {
 
 	instance   string // this run's id, in /healthz and the endpoint file
 	localToken string // the house's local token (see mcpPrincipals)
+	announced  announceState
 }
 
 // startApp starts the parts in dependency order; on any failure it stops
@@ -56,6 +57,10 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 		return nil, err
 	}
 	if a.store, err = storage.Open(ctx, cfg.DataDir); err != nil {
+		if note := freeSpaceNote(cfg.DataDir); note != "" {
+			return a, fmt.Errorf("opening storage in %s: %w%s: SQLite needs room for its write-ahead files to open the database, "+
+				"and without it no rule can be armed nor anything recorded, so the house does not start; free some space and start again", cfg.DataDir, err, note)
+		}
 		return a, fmt.Errorf("opening storage in %s: %w", cfg.DataDir, err)
 	}
 	a.stops = append(a.stops, func() { _ = a.store.Close() })

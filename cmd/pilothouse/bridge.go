@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -31,6 +32,9 @@ type bridge struct {
 	ep  endpoint
 	hc  *http.Client
 	log *slog.Logger
+	// timeout bounds the wait for the server's next message about a
+	// request (0: none).
+	timeout time.Duration
 
 	outMu sync.Mutex
 	out   io.Writer
@@ -56,11 +60,12 @@ func (m *rpcMsg) isRequest() bool {
 	return m.Method != "" && len(m.ID) > 0 && string(m.ID) != "null"
 }
 
-// runBridge relays until stdin ends or ctx is done.
-func runBridge(ctx context.Context, ep endpoint, in io.Reader, out io.Writer, log *slog.Logger) error {
+// runBridge relays until stdin ends or ctx is done; a request the server
+// sends nothing about for timeout is answered with an error.
+func runBridge(ctx context.Context, ep endpoint, in io.Reader, out io.Writer, log *slog.Logger, timeout time.Duration) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	b := &bridge{ctx: ctx, ep: ep, hc: &http.Client{}, log: log, out: out}
+	b := &bridge{ctx: ctx, ep: ep, hc: &http.Client{}, log: log, out: out, timeout: timeout}
 	lines := readLines(ctx, in)
 	for {
 		select {
@@ -166,8 +171,31 @@ func (b *bridge) headers(req *http.Request, m *rpcMsg) string {
 	return session
 }
 
+// requestTimeoutCode is the JSON-RPC error code of a request the server
+// did not answer in time (the code MCP's SDKs use for their own timeout).
+const requestTimeoutCode = -32001
+
+// errNoAnswer ends a forwarded request that waited too long.
+var errNoAnswer = errors.New("no answer in time")
+
+// deadline bounds a forwarded message by the request timeout, restarted by
+// every message the server sends for it (alive), so a frozen server is told
+// to the client while a long call that reports progress goes on. A
+// subscriptions/listen request holds its answer open like a stream and is
+// not bounded.
+func (b *bridge) deadline(ctx context.Context, m *rpcMsg) (context.Context, func(), func()) {
+	if b.timeout <= 0 || m.Method == string(mcp.MethodSubscriptionsListen) {
+		return ctx, func() {}, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	t := time.AfterFunc(b.timeout, func() { cancel(errNoAnswer) })
+	return ctx, func() { t.Stop(); cancel(nil) }, func() { t.Reset(b.timeout) }
+}
+
 // forward POSTs one message and relays the answer.
 func (b *bridge) forward(ctx context.Context, line []byte, m *rpcMsg) {
+	ctx, done, alive := b.deadline(ctx, m)
+	defer done()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.ep.MCP, bytes.NewReader(line))
 	if err != nil {
 		b.fail(m, err.Error())
@@ -175,19 +203,33 @@ func (b *bridge) forward(ctx context.Context, line []byte, m *rpcMsg) {
 	}
 	sent := b.headers(req, m)
 	resp, err := b.hc.Do(req)
-	if err != nil {
-		if ctx.Err() == nil {
-			b.fail(m, fmt.Sprintf("the Pilothouse server at %s did not answer (%v); is it still running?", b.ep.MCP, err))
+	if err == nil {
+		defer resp.Body.Close()
+		if b.answer(resp, m, sent, alive) {
+			return
 		}
-		return
 	}
-	defer resp.Body.Close()
+	switch {
+	case errors.Is(context.Cause(ctx), errNoAnswer):
+		b.failCode(m, requestTimeoutCode, fmt.Sprintf("the Pilothouse server at %s sent no answer within %v (stdio_request_timeout): "+
+			"it is busy or frozen; the request may still complete there", b.ep.MCP, b.timeout))
+	case ctx.Err() != nil: // the client left
+	case err != nil:
+		b.fail(m, fmt.Sprintf("the Pilothouse server at %s did not answer (%v); is it still running?", b.ep.MCP, err))
+	default:
+		b.fail(m, fmt.Sprintf("reading the answer of %s: the answer ended early", b.ep.MCP))
+	}
+}
+
+// answer relays the server's answer to m and reports whether it is
+// complete (false: reading it failed or ended before the response).
+func (b *bridge) answer(resp *http.Response, m *rpcMsg, sent string, alive func()) bool {
 	switch {
 	case resp.StatusCode == http.StatusAccepted:
-		return
+		return true
 	case resp.StatusCode == http.StatusNotFound && sent != "":
 		b.fail(m, fmt.Sprintf("the Pilothouse server at %s no longer knows this session (it restarted?): reconnect", b.ep.MCP))
-		return
+		return true
 	case resp.StatusCode != http.StatusOK:
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		var probe struct {
@@ -195,39 +237,43 @@ func (b *bridge) forward(ctx context.Context, line []byte, m *rpcMsg) {
 		}
 		if json.Unmarshal(body, &probe) == nil && probe.JSONRPC != "" {
 			b.relay(body, m, resp.Header)
-			return
+			return true
 		}
 		b.fail(m, fmt.Sprintf("the Pilothouse server at %s answered %s: %s", b.ep.MCP, resp.Status, strings.TrimSpace(string(body))))
-		return
+		return true
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
-		readSSE(resp.Body, func(data []byte) { b.relay(data, m, resp.Header) })
-		return
+		answered := !m.isRequest()
+		readSSE(resp.Body, func(data []byte) {
+			alive()
+			answered = b.relay(data, m, resp.Header) || answered
+		})
+		return answered
 	}
 	body, err := io.ReadAll(resp.Body)
 	if err != nil {
-		b.fail(m, fmt.Sprintf("reading the answer of %s: %v", b.ep.MCP, err))
-		return
+		return false
 	}
 	if len(bytes.TrimSpace(body)) > 0 {
 		b.relay(body, m, resp.Header)
 	}
+	return true
 }
 
 // relay writes one message from the server, noting what initialize
-// negotiated when msg is its answer.
-func (b *bridge) relay(msg []byte, req *rpcMsg, h http.Header) {
-	if req.Method == string(mcp.MethodInitialize) {
-		var ans rpcMsg
-		if json.Unmarshal(msg, &ans) == nil && bytes.Equal(ans.ID, req.ID) && len(ans.Result) > 0 {
-			var res struct {
-				ProtocolVersion string `json:"protocolVersion"`
-			}
-			_ = json.Unmarshal(ans.Result, &res)
-			b.initialized(h.Get(mcp.HeaderSessionID), res.ProtocolVersion)
+// negotiated when msg is its answer, and reports whether msg answers req.
+func (b *bridge) relay(msg []byte, req *rpcMsg, h http.Header) bool {
+	var ans rpcMsg
+	answers := json.Unmarshal(msg, &ans) == nil && ans.Method == "" && len(req.ID) > 0 && bytes.Equal(ans.ID, req.ID)
+	if answers && req.Method == string(mcp.MethodInitialize) && len(ans.Result) > 0 {
+		var res struct {
+			ProtocolVersion string `json:"protocolVersion"`
 		}
+		_ = json.Unmarshal(ans.Result, &res)
+		b.initialized(h.Get(mcp.HeaderSessionID), res.ProtocolVersion)
 	}
 	b.write(msg)
+	return answers
 }
 
 // initialized records the session and starts the GET stream once.
@@ -279,10 +325,12 @@ func (b *bridge) listen(session string) {
 
 // fail answers a request with a JSON-RPC error saying what went wrong (a
 // notification or a response has no one to tell but the log).
-func (b *bridge) fail(m *rpcMsg, msg string) {
+func (b *bridge) fail(m *rpcMsg, msg string) { b.failCode(m, mcp.INTERNAL_ERROR, msg) }
+
+func (b *bridge) failCode(m *rpcMsg, code int, msg string) {
 	b.log.Warn("bridge: " + msg)
 	if m.isRequest() {
-		b.write(errorResponse(m.ID, mcp.INTERNAL_ERROR, msg))
+		b.write(errorResponse(m.ID, code, msg))
 	}
 }
 

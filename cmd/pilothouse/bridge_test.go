@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -53,7 +54,7 @@ func newBridgeRig(t *testing.T) *bridgeRig {
 	r.in, r.out = inW, bufio.NewReader(outR)
 	go func() {
 		defer close(r.done)
-		_ = runBridge(context.Background(), endpoint{MCP: hs.URL + "/mcp", Token: "local"}, inR, outW, quietLogger())
+		_ = runBridge(context.Background(), endpoint{MCP: hs.URL + "/mcp", Token: "local"}, inR, outW, quietLogger(), 0)
 		_ = outW.Close()
 	}()
 	t.Cleanup(func() { _ = r.in.Close(); <-r.done }) // before the server closes
@@ -154,7 +155,7 @@ func TestBridgeSaysWhenTheServerIsGone(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	go func() {
-		_ = runBridge(context.Background(), endpoint{MCP: url}, inR, outW, quietLogger())
+		_ = runBridge(context.Background(), endpoint{MCP: url}, inR, outW, quietLogger(), 0)
 		_ = outW.Close()
 	}()
 	go func() {
@@ -180,5 +181,83 @@ func TestReadSSE(t *testing.T) {
 		func(d []byte) { got = append(got, string(d)) })
 	if strings.Join(got, "|") != "{\"a\":\n1}|{\"b\":2}" {
 		t.Fatalf("events: %q", got)
+	}
+}
+
+// TestBridgeRequestTimeout: a request the server sends nothing about for
+// the timeout (a frozen serve) is answered with a JSON-RPC timeout error
+// carrying its id, while the next request still works; a long call whose
+// server keeps sending progress is not cut.
+func TestBridgeRequestTimeout(t *testing.T) {
+	const timeout = 400 * time.Millisecond
+	release := make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var m rpcMsg
+		_ = json.Unmarshal(b, &m)
+		w.Header().Set("Content-Type", "text/event-stream")
+		switch m.Method {
+		case "freeze":
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+			return
+		case "progress": // ten messages 150 ms apart: 1.5 s in all, each gap under the timeout
+			for i := range 10 {
+				fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":%d}}\n\n", i)
+				w.(http.Flusher).Flush()
+				time.Sleep(150 * time.Millisecond) // the slow server being simulated
+			}
+		}
+		fmt.Fprintf(w, "data: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"done\":%q}}\n\n", m.ID, m.Method)
+	}))
+	defer hs.Close()
+	defer close(release)
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	go func() {
+		_ = runBridge(context.Background(), endpoint{MCP: hs.URL + "/mcp"}, inR, outW, quietLogger(), timeout)
+		_ = outW.Close()
+	}()
+	defer inW.Close()
+	out := bufio.NewReader(outR)
+	read := func() map[string]any {
+		t.Helper()
+		line, err := out.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		return m
+	}
+	send := func(s string) {
+		go func() { _, _ = io.WriteString(inW, s+"\n") }()
+	}
+	t0 := time.Now()
+	send(`{"jsonrpc":"2.0","id":"f","method":"freeze"}`)
+	m := read()
+	e, _ := m["error"].(map[string]any)
+	if m["id"] != "f" || e["code"] != float64(requestTimeoutCode) || !strings.Contains(fmt.Sprint(e["message"]), "sent no answer within 400ms (stdio_request_timeout)") {
+		t.Fatalf("a frozen request: %v", m)
+	}
+	if d := time.Since(t0); d > 10*timeout {
+		t.Fatalf("the timeout error came after %v", d)
+	}
+	send(`{"jsonrpc":"2.0","id":"p","method":"progress"}`)
+	for i := 0; ; i++ {
+		m := read()
+		if m["id"] == "p" {
+			if r, _ := m["result"].(map[string]any); r["done"] != "progress" || i != 10 {
+				t.Fatalf("the long call's answer after %d progress messages: %v", i, m)
+			}
+			break
+		}
+		if m["method"] != "notifications/progress" {
+			t.Fatalf("during the long call: %v", m)
+		}
 	}
 }

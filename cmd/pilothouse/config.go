@@ -59,7 +59,11 @@ type Config struct {
 	Notify     []devices.NotifyChannel
 	Principals []*engine.Principal
 	StdioAs    string
-	Limits     rules.Limits
+	// StdioTimeout is how long pilothouse stdio waits for the serve that
+	// runs the house: to announce itself, and for its next message about
+	// each request it relays.
+	StdioTimeout time.Duration
+	Limits       rules.Limits
 
 	tls            *tls.Config
 	publishTimeout time.Duration // mqtt.Options.PublishTimeout; 0 = its default (tests shorten it)
@@ -71,9 +75,13 @@ func defaultConfig() *Config {
 		Addr: "127.0.0.1:8080", BrokerListen: "127.0.0.1:1883", ClientID: "pilothouse",
 		MaxMessageBytes: mqtt.DefaultMaxPacketBytes, BrokerMaxRetained: mqtt.DefaultMaxRetainedBytes,
 		Z2MBase: "zigbee2mqtt", HAPrefix: "homeassistant", Demo: true, DemoPace: 20 * time.Second,
-		Retention: "P30D", LogLevel: "info", StdioAs: "owner", Limits: rules.DefaultLimits,
+		Retention: "P30D", LogLevel: "info", StdioAs: "owner", StdioTimeout: defaultStdioTimeout, Limits: rules.DefaultLimits,
 	}
 }
+
+// defaultStdioTimeout answers a stdio client before the usual 60 s
+// request timeout of MCP clients, so it reads why.
+const defaultStdioTimeout = 50 * time.Second
 
 // envPrefix is the prefix of environment variables that override flags'
 // defaults: --data → PILOTHOUSE_DATA, --broker-listen → PILOTHOUSE_BROKER_LISTEN.
@@ -146,6 +154,7 @@ func (v *flagVars) register(fs *cmdFlags, c *Config) {
 	fs.StringVar(&c.TimeZone, "tz", "", "IANA time zone for schedules (default: the system's)")
 	fs.StringVar(&c.Retention, "retention", c.Retention, "how long run records are kept (ISO 8601 duration, e.g. P30D)")
 	fs.StringVar(&v.notifyTopic, "notify-topic", v.defaultNotify, "MQTT topic of the notify.phone channel (empty = none; default when the config file declares no notify channels)")
+	fs.DurationVar(&c.StdioTimeout, "stdio-request-timeout", c.StdioTimeout, "stdio: how long to wait for the serve running the house to announce itself, and for its answer to each request (0 = no bound)")
 	fs.StringVar(&v.token, "token", "", "bearer token of the owner principal (required when --addr is not loopback)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.BoolVar(&c.LogJSON, "log-json", false, "log as JSON")
@@ -204,7 +213,33 @@ func (v *flagVars) apply(c *Config) error {
 		c.Notify = setNotify(c.Notify, devices.NotifyChannel{ID: "notify.phone", Name: "Phone notification", Topic: v.notifyTopic})
 	}
 	if v.token != "" {
+		if err := checkToken(v.token); err != nil {
+			return fmt.Errorf("--token (or %sTOKEN): %w", envPrefix, err)
+		}
 		c.Principals = setPrincipal(c.Principals, &engine.Principal{Name: "owner", TokenHash: engine.HashToken(v.token), Deploy: true, Admin: true})
+	}
+	return nil
+}
+
+// A bearer token is the only secret between the network and the house:
+// it must not be guessable. 32 characters is 128 bits as hex (openssl
+// rand -hex 16); a repetition of a few characters is no secret however
+// long. A token given only as its SHA-256 cannot be checked.
+const (
+	minTokenChars    = 32
+	minTokenDistinct = 8
+)
+
+// checkToken refuses a token too weak to be a bearer secret (the message
+// never repeats the token).
+func checkToken(tok string) error {
+	distinct := map[rune]bool{}
+	for _, r := range tok {
+		distinct[r] = true
+	}
+	if len(tok) < minTokenChars || len(distinct) < minTokenDistinct {
+		return fmt.Errorf("a bearer token needs at least %d characters, %d of them different (this one has %d, %d different): "+
+			"generate one with openssl rand -hex 24", minTokenChars, minTokenDistinct, len(tok), len(distinct))
 	}
 	return nil
 }

@@ -405,11 +405,12 @@ func (l *cfgLoader) top(root *yaml.Node) error {
 		"log": func(n *yaml.Node, key string) error {
 			return l.mapping(n, key, map[string]handler{"level": l.checked(&c.LogLevel, checkLevel), "json": l.boolean(&c.LogJSON)})
 		},
-		"areas":           l.areas,
-		"principals":      l.principals,
-		"stdio_principal": l.checked(&c.StdioAs, nonEmpty),
-		"notify":          l.notify,
-		"limits":          l.limits, "history": l.history,
+		"areas":                 l.areas,
+		"principals":            l.principals,
+		"stdio_principal":       l.checked(&c.StdioAs, nonEmpty),
+		"stdio_request_timeout": l.duration(&c.StdioTimeout),
+		"notify":                l.notify,
+		"limits":                l.limits, "history": l.history,
 	})
 	if err != nil {
 		return err

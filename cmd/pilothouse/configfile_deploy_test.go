@@ -175,7 +175,7 @@ func TestDockerCompose(t *testing.T) {
 		if !strings.HasPrefix(ph.Environment[k], "${"+k+":?") {
 			t.Errorf("environment %s = %q: want a required ${%s:?...} from .env", k, ph.Environment[k], k)
 		}
-		t.Setenv(k, "from-env-"+k)
+		t.Setenv(k, "from-env-0123456789-"+k)
 	}
 	// The CLI in the container (docker compose exec pilothouse /pilothouse
 	// rules) reads the owner's token from PILOTHOUSE_TOKEN.
@@ -186,8 +186,8 @@ func TestDockerCompose(t *testing.T) {
 	if err := loadConfigFile(filepath.Join(repoRoot, cfgPath), c); err != nil {
 		t.Fatal(err)
 	}
-	if c.Addr != "0.0.0.0:8080" || c.Broker != "tcp://mosquitto:1883" || c.MQTTPassword != "from-env-PILOTHOUSE_MQTT_PASSWORD" ||
-		c.DataDir != "/data" || len(c.Principals) == 0 || !c.Principals[0].Matches("from-env-PILOTHOUSE_OWNER_TOKEN") {
+	if c.Addr != "0.0.0.0:8080" || c.Broker != "tcp://mosquitto:1883" || c.MQTTPassword != "from-env-0123456789-PILOTHOUSE_MQTT_PASSWORD" ||
+		c.DataDir != "/data" || len(c.Principals) == 0 || !c.Principals[0].Matches("from-env-0123456789-PILOTHOUSE_OWNER_TOKEN") {
 		t.Fatalf("compose config: %+v", c)
 	}
 	if err := c.check(true); err != nil {

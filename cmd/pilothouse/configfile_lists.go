@@ -39,11 +39,19 @@ func (l *cfgLoader) principals(n *yaml.Node, key string) error {
 				}
 				return nil
 			})),
-			"token":     count(l.checked(&plain, nonEmpty)),
-			"token_env": count(l.fromEnv(&env)),
-			"deploy":    l.boolean(&p.Deploy),
-			"admin":     func(n *yaml.Node, key string) error { adminSet = true; return l.boolean(&p.Admin)(n, key) },
-			"scope":     func(n *yaml.Node, key string) error { return l.scope(n, key, &p.Scope) },
+			"token": count(l.checked(&plain, checkToken)),
+			"token_env": count(func(n *yaml.Node, key string) error {
+				if err := l.fromEnv(&env)(n, key); err != nil {
+					return err
+				}
+				if err := checkToken(env); err != nil {
+					return l.errAt(n, key, "the token in environment variable %s: %s", n.Value, err)
+				}
+				return nil
+			}),
+			"deploy": l.boolean(&p.Deploy),
+			"admin":  func(n *yaml.Node, key string) error { adminSet = true; return l.boolean(&p.Admin)(n, key) },
+			"scope":  func(n *yaml.Node, key string) error { return l.scope(n, key, &p.Scope) },
 		})
 		if err != nil {
 			return err

@@ -24,7 +24,7 @@ func loadYAML(t *testing.T, body string) (*Config, string, error) {
 
 func TestConfigFileGood(t *testing.T) {
 	t.Setenv("PH_TEST_MQTT_PW", "mqtt-secret")
-	t.Setenv("PH_TEST_TOKEN", "kid-token")
+	t.Setenv("PH_TEST_TOKEN", "kid-token-0123456789abcdef01234567")
 	c, warn, err := loadYAML(t, `
 listen: 0.0.0.0:8080
 allowed_origins: [https://home.example.com]
@@ -45,7 +45,7 @@ retention: P7D
 log: {level: debug, json: true}
 principals:
   - name: owner
-    token: owner-token
+    token: owner-token-0123456789abcdef0123
     deploy: true
   - name: kid
     token_env: PH_TEST_TOKEN
@@ -61,6 +61,7 @@ principals:
     token_sha256: `+engine.HashToken("ci")+`
     admin: true
 stdio_principal: kid
+stdio_request_timeout: 20s
 notify:
   - {id: notify.phone, name: Phone, topic: pilothouse/notify/phone}
   - {id: notify.hook, url: "https://example.com/hook"}
@@ -79,7 +80,7 @@ limits:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(warn, "config pilothouse.yaml:20:5: warning: principals[0].token is a plaintext secret; prefer token_sha256 ("+engine.HashToken("owner-token")+") or token_env") {
+	if !strings.Contains(warn, "config pilothouse.yaml:20:5: warning: principals[0].token is a plaintext secret; prefer token_sha256 ("+engine.HashToken("owner-token-0123456789abcdef0123")+") or token_env") {
 		t.Errorf("plaintext token warning: %q", warn)
 	}
 	lat, lon := 48.85, 2.35
@@ -89,10 +90,10 @@ limits:
 	want.Broker, want.BrokerListen, want.ClientID, want.MQTTUser, want.MQTTPassword = "tcp://mosquitto:1883", "127.0.0.1:1884", "ph", "pilothouse", "mqtt-secret"
 	want.Z2MBase, want.HAPrefix, want.Demo, want.DemoPace = "z2m", "ha", false, 5*time.Second
 	want.Latitude, want.Longitude, want.TimeZone, want.Retention = &lat, &lon, "Europe/Paris", "P7D"
-	want.LogLevel, want.LogJSON, want.StdioAs = "debug", true, "kid"
+	want.LogLevel, want.LogJSON, want.StdioAs, want.StdioTimeout = "debug", true, "kid", 20*time.Second
 	want.Principals = []*engine.Principal{
-		{Name: "owner", TokenHash: engine.HashToken("owner-token"), Deploy: true, Admin: true}, // the owner is an administrator by default
-		{Name: "kid", TokenHash: engine.HashToken("kid-token"), Scope: engine.Scope{Areas: []string{"bedroom"}, AllowNoArea: true,
+		{Name: "owner", TokenHash: engine.HashToken("owner-token-0123456789abcdef0123"), Deploy: true, Admin: true}, // the owner is an administrator by default
+		{Name: "kid", TokenHash: engine.HashToken("kid-token-0123456789abcdef01234567"), Scope: engine.Scope{Areas: []string{"bedroom"}, AllowNoArea: true,
 			Devices: []string{"bedroom_*"}, DenyDevices: []string{"front_lock"}, Kinds: []pilotage.Kind{"device", "state", "action"},
 			DenyTypes: []string{"lock", "cover"}, DenyRisks: []pilotage.Risk{"security", "external"}}},
 		{Name: "ci", TokenHash: engine.HashToken("ci"), Admin: true},
@@ -120,10 +121,11 @@ func TestConfigFileEmptyKeepsDefaults(t *testing.T) {
 
 func TestConfigFileBad(t *testing.T) {
 	t.Setenv("PH_TEST_EMPTY", "")
+	t.Setenv("PH_TEST_WEAK", "abcdef")
 	for _, tc := range []struct{ name, body, want string }{
 		{"typo nested", "mqtt:\n  broker: tcp://x:1883\n  brokr: tcp://y:1883\n", "config pilothouse.yaml:3:3: mqtt.brokr: unknown key (did you mean broker?)"},
 		{"typo top", "listn: 1.2.3.4:80\n", "config pilothouse.yaml:1:1: listn: unknown key (did you mean listen?)"},
-		{"unknown far", "colour: blue\n", "config pilothouse.yaml:1:1: colour: unknown key (known keys: allowed_hosts, allowed_origins, areas, data_dir, demo, history, homeassistant, limits, listen, location, log, mqtt, notify, principals, retention, stdio_principal, time_zone, zigbee2mqtt)"},
+		{"unknown far", "colour: blue\n", "config pilothouse.yaml:1:1: colour: unknown key (known keys: allowed_hosts, allowed_origins, areas, data_dir, demo, history, homeassistant, limits, listen, location, log, mqtt, notify, principals, retention, stdio_principal, stdio_request_timeout, time_zone, zigbee2mqtt)"},
 		{"repeated", "listen: a:1\nlisten: b:2\n", "config pilothouse.yaml:2:1: listen: key repeated"},
 		{"not a mapping", "- a\n- b\n", "config pilothouse.yaml:1:1: want a mapping of keys, got a list"},
 		{"bool type", "demo:\n  enabled: yes please\n", `config pilothouse.yaml:2:12: demo.enabled: want true or false, got string "yes please"`},
@@ -144,16 +146,19 @@ func TestConfigFileBad(t *testing.T) {
 		{"host with port", "allowed_hosts: [pilothouse.lan:8080]\n", `config pilothouse.yaml:1:17: allowed_hosts[0]: want a host name such as "pilothouse.lan" (no scheme, port or path), got "pilothouse.lan:8080"`},
 		{"host as URL", "allowed_hosts: [\"https://home.example.com\"]\n", `config pilothouse.yaml:1:17: allowed_hosts[0]: want a host name such as "pilothouse.lan" (no scheme, port or path), got "https://home.example.com"`},
 		{"principals type", "principals: {name: x}\n", "config pilothouse.yaml:1:13: principals: want a list of principals, got a mapping"},
-		{"principal no name", "principals:\n  - token: x\n", "config pilothouse.yaml:2:5: principals[0]: name is required"},
-		{"principal two tokens", "principals:\n  - name: a\n    token: x\n    token_env: HOME\n", "config pilothouse.yaml:2:5: principals[0]: set one of token_sha256, token_env and token"},
-		{"principal twice", "principals:\n  - {name: a, token: x}\n  - {name: a, token: y}\n", `config pilothouse.yaml:3:5: principals[1].name: principal "a" is defined twice`},
+		{"principal no name", "principals:\n  - token: 0123456789abcdef0123456789abcdef\n", "config pilothouse.yaml:2:5: principals[0]: name is required"},
+		{"weak token", "principals:\n  - {name: a, token: hunter2}\n", "config pilothouse.yaml:2:22: principals[0].token: a bearer token needs at least 32 characters, 8 of them different (this one has 7, 7 different): generate one with openssl rand -hex 24"},
+		{"repetitive token", "principals:\n  - {name: a, token: " + strings.Repeat("ab", 20) + "}\n", "config pilothouse.yaml:2:22: principals[0].token: a bearer token needs at least 32 characters, 8 of them different (this one has 40, 2 different): generate one with openssl rand -hex 24"},
+		{"weak token_env", "principals:\n  - {name: a, token_env: PH_TEST_WEAK}\n", "config pilothouse.yaml:2:26: principals[0].token_env: the token in environment variable PH_TEST_WEAK: a bearer token needs at least 32 characters, 8 of them different (this one has 6, 6 different): generate one with openssl rand -hex 24"},
+		{"principal two tokens", "principals:\n  - name: a\n    token: 0123456789abcdef0123456789abcdef\n    token_sha256: abababababababababababababababababababababababababababababababab\n", "config pilothouse.yaml:2:5: principals[0]: set one of token_sha256, token_env and token"},
+		{"principal twice", "principals:\n  - {name: a, token: 0123456789abcdef0123456789abcdef}\n  - {name: a, token: fedcba9876543210fedcba9876543210}\n", `config pilothouse.yaml:3:5: principals[1].name: principal "a" is defined twice`},
 		{"token hash", "principals:\n  - {name: a, token_sha256: abc}\n", "config pilothouse.yaml:2:29: principals[0].token_sha256: want 64 hex digits (sha256sum of the token)"},
 		{"admin type", "principals:\n  - {name: a, admin: yes please}\n", `config pilothouse.yaml:2:22: principals[0].admin: want true or false, got string "yes please"`},
 		{"scope key", "principals:\n  - name: a\n    scope: {area: [x]}\n", "config pilothouse.yaml:3:13: principals[0].scope.area: unknown key (did you mean areas?)"},
 		{"scope kind", "principals:\n  - name: a\n    scope: {kinds: [gadget]}\n", `config pilothouse.yaml:3:21: principals[0].scope.kinds[0]: unknown kind "gadget" (device, state, event, action, automation)`},
 		{"scope risk", "principals:\n  - name: a\n    scope:\n      deny_risks: [scary]\n", `config pilothouse.yaml:4:20: principals[0].scope.deny_risks[0]: unknown risk "scary" (read, control, security, external)`},
 		{"scope pattern", "principals:\n  - name: a\n    scope: {devices: [\"[x\"]}\n", `config pilothouse.yaml:3:23: principals[0].scope.devices[0]: bad device pattern "[x"`},
-		{"stdio principal", "principals:\n  - {name: a, token: x}\nstdio_principal: b\n", `config pilothouse.yaml:3:18: stdio_principal: no principal named "b"`},
+		{"stdio principal", "principals:\n  - {name: a, token: 0123456789abcdef0123456789abcdef}\nstdio_principal: b\n", `config pilothouse.yaml:3:18: stdio_principal: no principal named "b"`},
 		{"notify id", "notify:\n  - {id: phone, topic: t}\n", `config pilothouse.yaml:2:10: notify[0].id: want an id such as "notify.phone", got "phone"`},
 		{"notify both", "notify:\n  - {id: notify.x, topic: t, url: \"https://x\"}\n", "config pilothouse.yaml:2:5: notify[0]: set exactly one of topic and url"},
 		{"notify twice", "notify:\n  - {id: notify.x, topic: t}\n  - {id: notify.x, topic: u}\n", `config pilothouse.yaml:3:5: notify[1].id: channel "notify.x" is defined twice`},
@@ -199,7 +204,7 @@ func unwrap(err error) error {
 // TestConfigFileExamples loads the shipped examples.
 func TestConfigFileExamples(t *testing.T) {
 	t.Setenv("PILOTHOUSE_MQTT_PASSWORD", "x")
-	t.Setenv("PILOTHOUSE_OWNER_TOKEN", "y")
+	t.Setenv("PILOTHOUSE_OWNER_TOKEN", "0123456789abcdef0123456789abcdef")
 	for _, f := range []string{"pilothouse.yaml", "pilothouse-mosquitto.yaml"} {
 		c := defaultConfig()
 		var warn bytes.Buffer
@@ -248,5 +253,31 @@ func TestConfigFileAdminDefault(t *testing.T) {
 	}
 	if c.Principals[0].Admin || c.Principals[1].Admin || !c.Principals[2].Admin {
 		t.Fatalf("admin flags: owner %v, guest %v, ops %v", c.Principals[0].Admin, c.Principals[1].Admin, c.Principals[2].Admin)
+	}
+}
+
+// TestTokenFlagStrength: --token and PILOTHOUSE_TOKEN refuse a weak token
+// as the file does, without repeating it.
+func TestTokenFlagStrength(t *testing.T) {
+	for _, tc := range []struct {
+		name, env string
+		args      []string
+		ok        bool
+	}{
+		{"short flag", "", []string{"--token", "s3cret"}, false},
+		{"short env", "s3cret", nil, false},
+		{"strong flag", "", []string{"--token", "5f0c1e9a7b3d2c4e8f6a1b0d9c7e5a3f"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("PILOTHOUSE_TOKEN", tc.env)
+			_, err := parseFlags("serve", tc.args)
+			if tc.ok != (err == nil) {
+				t.Fatalf("error %v, want ok=%v", err, tc.ok)
+			}
+			if err != nil && (!strings.Contains(err.Error(), "--token (or PILOTHOUSE_TOKEN): a bearer token needs at least 32 characters") ||
+				strings.Contains(err.Error(), "s3cret")) {
+				t.Fatalf("error %q: want the rule, without the token", err)
+			}
+		})
 	}
 }

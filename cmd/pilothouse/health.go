@@ -19,8 +19,11 @@ type health struct {
 	// History: state changes recorded, dropped, failed (visible, not
 	// unhealthy).
 	History engine.HistoryStatus `json:"history"`
-	// Instance identifies this run of the server (stdio bridges check it).
+	// Instance identifies this run of the server.
 	Instance string `json:"instance"`
+	// Endpoint: whether the data folder says where this server answers
+	// (server.json, what pilothouse stdio bridges to; absent without HTTP).
+	Endpoint *endpointHealth `json:"endpoint,omitempty"`
 	// Devices counts devices that are not (fully) modelled: their entries
 	// say why.
 	Devices devicesHealth `json:"devices"`
@@ -79,12 +82,15 @@ func (a *app) healthz(w http.ResponseWriter, _ *http.Request) {
 		st, ss := a.guard.Stats(), a.mcp.Sessions()
 		h.HTTP, h.Sessions = &st, &ss
 	}
+	h.Endpoint = a.announced.health()
 	if ok, reason := a.client.Health(); !ok {
 		h.Status = reason
 	} else if !h.Storage.OK {
 		// Storage that cannot write (locked by another process, disk
 		// full, read-only) fails deploys and loses run records.
 		h.Status = "storage cannot write"
+	} else if h.Endpoint != nil && !h.Endpoint.OK {
+		h.Status = "cannot write server.json in the data folder: pilothouse stdio cannot find this server"
 	}
 	code := http.StatusOK
 	if h.Status != "ok" {

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -101,8 +99,27 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-// writeEndpoint writes the endpoint file (owner-only, atomically).
+// writeEndpoint writes the endpoint file (owner-only), atomically when it
+// can; on a full disk, where the temporary copy finds no room, it rewrites
+// the file left by the last run in place (its room is freed by the
+// truncation; a reader that catches it half written reads again).
 func writeEndpoint(dir string, ep endpoint) error {
+	err := writeEndpointAtomic(dir, ep)
+	if err == nil {
+		return nil
+	}
+	b, _ := json.MarshalIndent(ep, "", "  ")
+	path := filepath.Join(dir, endpointFile)
+	if _, serr := os.Stat(path); serr != nil {
+		return err
+	}
+	if ierr := os.WriteFile(path, append(b, '\n'), 0o600); ierr != nil {
+		return errors.Join(err, ierr)
+	}
+	return nil
+}
+
+func writeEndpointAtomic(dir string, ep endpoint) error {
 	b, err := json.MarshalIndent(ep, "", "  ")
 	if err != nil {
 		return err
@@ -145,42 +162,6 @@ func readEndpoint(dir string) (endpoint, error) {
 	return ep, nil
 }
 
-// liveServer returns the serve announced in dir when it still answers as
-// that instance (a file left by a server that died, or a port now used by
-// another process, is not live).
-func liveServer(ctx context.Context, dir string) (endpoint, bool) {
-	ep, err := readEndpoint(dir)
-	if err != nil || ep.Health == "" || ep.MCP == "" {
-		return ep, false
-	}
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, ep.Health, nil)
-	if err != nil {
-		return ep, false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return ep, false
-	}
-	defer resp.Body.Close()
-	var h struct {
-		Instance string `json:"instance"`
-	}
-	if json.NewDecoder(resp.Body).Decode(&h) != nil || h.Instance != ep.Instance {
-		return ep, false
-	}
-	return ep, true
-}
-
-// refuseSecondServer fails when a serve already runs this data folder.
-func refuseSecondServer(ctx context.Context, dir string) error {
-	if ep, ok := liveServer(ctx, dir); ok {
-		return fmt.Errorf("another pilothouse (pid %d) already serves the data folder %s at %s: stop it first, or pass --data to run another house", ep.PID, dir, ep.MCP)
-	}
-	return nil
-}
-
 // localURL is a loopback URL for a listener (one bound to every interface
 // is reached on loopback).
 func localURL(addr net.Addr) string {
@@ -212,16 +193,4 @@ func (a *app) mcpPrincipals() []*engine.Principal {
 	local := *a.cfg.stdioPrincipal()
 	local.TokenHash = engine.HashToken(a.localToken)
 	return append(append([]*engine.Principal(nil), a.cfg.Principals...), &local)
-}
-
-// announce writes the endpoint file of a serving app, removed when it stops.
-func (a *app) announce() error {
-	base := localURL(a.ln.Addr())
-	ep := endpoint{PID: os.Getpid(), MCP: base + "/mcp", Health: base + "/healthz", Token: a.localToken, Instance: a.instance, Started: time.Now().UTC()}
-	if err := writeEndpoint(a.cfg.DataDir, ep); err != nil {
-		return fmt.Errorf("announcing the server in %s: %w", a.cfg.DataDir, err)
-	}
-	dir, inst := a.cfg.DataDir, a.instance
-	a.stops = append(a.stops, func() { removeEndpoint(dir, inst) })
-	return nil
 }

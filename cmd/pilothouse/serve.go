@@ -26,18 +26,20 @@ func runServe(ctx context.Context, args []string) error {
 	if note := resolveDataDir(cfg); note != "" {
 		log.Warn(note)
 	}
-	if err := refuseSecondServer(ctx, cfg.DataDir); err != nil {
+	lock, err := lockHouse(cfg.DataDir, "serve", log)
+	if errors.Is(err, errHeld) {
+		return heldError(cfg.DataDir, readHolder(cfg.DataDir))
+	}
+	if err != nil {
 		return err
 	}
+	defer lock.release()
 	t0 := time.Now()
 	a, err := startApp(ctx, cfg, log, true)
 	if err != nil {
 		return err
 	}
-	if err := a.announce(); err != nil {
-		a.stop()
-		return err
-	}
+	a.announce()
 	a.logStarted(t0)
 	<-ctx.Done()
 	a.shutdown()
@@ -62,10 +64,15 @@ func runStdio(ctx context.Context, args []string, in io.Reader, out io.Writer) e
 	// Lines from the client are bounded like every request (whether bridged
 	// or served here).
 	in = mcpserver.LimitLines(in, cfg.Limits.MaxRequestBytes, log)
-	if ep, ok := liveServer(ctx, cfg.DataDir); ok {
-		log.Info("bridging MCP to the server running this house", "mcp", ep.MCP, "pid", ep.PID, "data", cfg.DataDir)
-		return runBridge(ctx, ep, in, out, log)
+	lock, ep, err := houseOrHolder(ctx, cfg.DataDir, cfg.StdioTimeout, log)
+	if err != nil {
+		return stdioFailed(ctx, in, out, err)
 	}
+	if lock == nil {
+		log.Info("bridging MCP to the server running this house", "mcp", ep.MCP, "pid", ep.PID, "data", cfg.DataDir)
+		return runBridge(ctx, ep, in, out, log, cfg.StdioTimeout)
+	}
+	defer lock.release()
 	log.Info("no pilothouse serve runs this house: running it in this process", "data", cfg.DataDir)
 	t0 := time.Now()
 	a, err := startApp(ctx, cfg, log, false)

@@ -204,7 +204,7 @@ func TestStdioStartupFailureInWords(t *testing.T) {
 		version   string
 		want      string
 	}{
-		{"unusable data folder", nil, []string{"--data", notAFolder}, "", "opening storage in " + notAFolder},
+		{"unusable data folder", nil, []string{"--data", notAFolder}, "", "the data folder " + notAFolder},
 		{"broker port taken", nil, []string{"--data", t.TempDir(), "--broker-listen", held.Addr().String()}, "2025-11-25",
 			"starting the embedded MQTT broker on " + held.Addr().String()},
 		{"bad environment value", []string{"PILOTHOUSE_DEMO=maybe"}, nil, "", `PILOTHOUSE_DEMO="maybe": want true or false`},

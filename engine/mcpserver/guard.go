@@ -2,10 +2,12 @@ package mcpserver
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"net/netip"
@@ -13,6 +15,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/pilothouse/pilothouse/internal/ratelimit"
 	"github.com/pilothouse/pilothouse/rules"
 )
 
@@ -31,6 +36,8 @@ type GuardOptions struct {
 	// DefaultBodyTimeout).
 	BodyTimeout time.Duration
 	Logger      *slog.Logger
+	// Now is the clock of the failed-token bound (nil: time.Now).
+	Now func() time.Time
 }
 
 // LimitOptions are the guard options that come from limits: the body
@@ -63,6 +70,11 @@ type Guard struct {
 	refusedBodies atomic.Uint64
 	lateBodies    atomic.Uint64
 
+	// tokens bounds wrong bearer tokens per client address (bearer).
+	tokens          *ratelimit.Failures
+	tokensFailed    atomic.Uint64
+	tokensThrottled atomic.Uint64
+
 	streams streamLimit
 	conns   connLimit
 }
@@ -84,7 +96,7 @@ func NewGuard(o GuardOptions) *Guard {
 	if o.BodyTimeout <= 0 {
 		o.BodyTimeout = DefaultBodyTimeout
 	}
-	g := &Guard{hosts: map[string]bool{}, maxBody: int64(o.MaxBodyBytes), bodyTimeout: o.BodyTimeout, log: o.Logger,
+	g := &Guard{hosts: map[string]bool{}, maxBody: int64(o.MaxBodyBytes), bodyTimeout: o.BodyTimeout, log: o.Logger, tokens: ratelimit.New(o.Now),
 		streams: streamLimit{maxTotal: o.MaxStreams, maxPer: o.MaxStreamsPerPrincipal, open: map[string]int{}},
 		conns:   connLimit{max: o.MaxConnections, conns: map[net.Conn]*connState{}}}
 	for _, h := range o.AllowedHosts {
@@ -138,22 +150,23 @@ func (g *Guard) CheckHost(w http.ResponseWriter, r *http.Request) bool {
 
 // BoundBody reads r's body into memory up to the bound, before anything
 // parses it (mcp-go reads a whole body with io.ReadAll; a form parser up to
-// 10 MB). Beyond the bound it answers 413 having read at most bound+1 bytes
-// (nothing when Content-Length already says so) and returns false.
+// 10 MB). Beyond the bound it answers 413 and returns false, having kept
+// at most bound+1 bytes (see tooLarge for what it reads and discards).
 func (g *Guard) BoundBody(w http.ResponseWriter, r *http.Request) bool {
 	if r.Body == nil || r.Body == http.NoBody {
 		return true
 	}
 	if r.ContentLength > g.maxBody {
-		g.tooLarge(w, r, r.ContentLength)
+		g.tooLarge(w, r, r.ContentLength, r.Body)
 		return false
 	}
+	raw := r.Body
 	buf := bytes.NewBuffer(make([]byte, 0, max(0, min(r.ContentLength, g.maxBody))+1))
-	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, g.maxBody))
+	_, err := buf.ReadFrom(http.MaxBytesReader(w, raw, g.maxBody))
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
-		g.tooLarge(w, r, -1)
+		g.tooLarge(w, r, -1, raw)
 		return false
 	case err != nil:
 		http.Error(w, "reading the request body failed: "+err.Error(), http.StatusBadRequest)
@@ -163,13 +176,37 @@ func (g *Guard) BoundBody(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-func (g *Guard) tooLarge(w http.ResponseWriter, r *http.Request, declared int64) {
+// drainFactor bounds what tooLarge discards of a body over the bound, as a
+// multiple of the bound.
+const drainFactor = 8
+
+// tooLarge answers 413 (a JSON-RPC error to a JSON request, so an MCP
+// client reads why) and closes the connection. A client that writes its
+// whole request before reading (Node's fetch, many others) would see the
+// connection reset instead of the answer if the server closed with its body
+// unread, so the rest of a body up to drainFactor times the bound is read
+// and discarded first, within the body timeout (Bodies); a larger declared
+// body, or one the client waits to send (Expect: 100-continue), is not read.
+func (g *Guard) tooLarge(w http.ResponseWriter, r *http.Request, declared int64, body io.Reader) {
 	if n := g.refusedBodies.Add(1); n == 1 || n%1000 == 0 {
 		g.log.Warn("refused a request body over limits.max_request_bytes", "path", r.URL.Path, "limit", g.maxBody,
 			"content_length", declared, "remote", r.RemoteAddr, "refused", n)
 	}
+	drain := drainFactor * g.maxBody
+	if declared <= drain && !strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
+		_, _ = io.CopyN(io.Discard, body, drain)
+	}
 	w.Header().Set("Connection", "close")
-	http.Error(w, fmt.Sprintf("Request body too large: the limit is %d bytes (limits.max_request_bytes).", g.maxBody), http.StatusRequestEntityTooLarge)
+	msg := fmt.Sprintf("Request body too large: the limit is %d bytes (limits.max_request_bytes).", g.maxBody)
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		http.Error(w, msg, http.StatusRequestEntityTooLarge)
+		return
+	}
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": mcp.INVALID_REQUEST, "message": msg}})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(http.StatusRequestEntityTooLarge)
+	_, _ = w.Write(append(b, '\n'))
 }
 
 // Refused counts the requests refused so far, by reason.

@@ -87,10 +87,7 @@ func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p := h.s.def
 	if len(h.o.Principals) > 0 {
-		p = Authenticate(r, h.o.Principals)
-		if p == nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="pilothouse", error="invalid_token"`)
-			http.Error(w, "a valid bearer token is required", http.StatusUnauthorized)
+		if p = h.o.Guard.bearer(w, r, h.o.Principals); p == nil {
 			return
 		}
 	}

@@ -163,6 +163,10 @@ type HTTPStats struct {
 	HostsRefused       uint64 `json:"hosts_refused"`
 	BodiesRefused      uint64 `json:"bodies_refused"`
 	BodiesLate         uint64 `json:"bodies_late"` // closed: the body did not arrive within the body timeout
+	// BearerFailed counts wrong bearer tokens; BearerThrottled requests
+	// refused (429) after too many from their address.
+	BearerFailed    uint64 `json:"bearer_tokens_failed"`
+	BearerThrottled uint64 `json:"bearer_tokens_throttled"`
 }
 
 // Stats returns the guard's counters.
@@ -176,5 +180,6 @@ func (g *Guard) Stats() HTTPStats {
 	hosts, bodies := g.Refused()
 	return HTTPStats{Connections: conns, ConnectionsClosed: g.conns.shed.Load(), ConnectionsRefused: g.conns.refused.Load(),
 		Streams: streams, StreamsRefused: g.streams.refusedPer.Load() + g.streams.refusedTotal.Load(),
-		HostsRefused: hosts, BodiesRefused: bodies, BodiesLate: g.lateBodies.Load()}
+		HostsRefused: hosts, BodiesRefused: bodies, BodiesLate: g.lateBodies.Load(),
+		BearerFailed: g.tokensFailed.Load(), BearerThrottled: g.tokensThrottled.Load()}
 }

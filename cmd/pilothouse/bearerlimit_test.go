@@ -1,0 +1,82 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/pilothouse/pilothouse/internal/ratelimit"
+)
+
+// TestWrongBearerTokensAreLimited: 300 wrong bearer tokens from one address
+// in a burst (issue 28's round) are refused after ratelimit.MaxFailures:
+// 401 for those, then 429 with Retry-After, even for the right token, so
+// guessing stops; requests without a token are not failures; /healthz
+// counts both. The web login shares the allowance: it refuses too.
+func TestWrongBearerTokensAreLimited(t *testing.T) {
+	cfg := testConfig(t)
+	twoPrincipals(cfg)
+	a := startTestApp(t, cfg)
+	post := func(auth string) *http.Response {
+		t.Helper()
+		req, _ := http.NewRequest("POST", a.URL()+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	for range 20 {
+		if resp := post(""); resp.StatusCode != http.StatusUnauthorized {
+			t.Fatalf("no token: %d", resp.StatusCode)
+		}
+	}
+	codes := map[int]int{}
+	for i := range 300 {
+		resp := post(fmt.Sprintf("Bearer guess-%032d", i))
+		codes[resp.StatusCode]++
+		if resp.StatusCode == http.StatusTooManyRequests && resp.Header.Get("Retry-After") == "" {
+			t.Fatal("429 without Retry-After")
+		}
+	}
+	if codes[http.StatusUnauthorized] != ratelimit.MaxFailures || codes[http.StatusTooManyRequests] != 300-ratelimit.MaxFailures {
+		t.Fatalf("300 wrong tokens: %v, want %d refused 401 and the rest 429", codes, ratelimit.MaxFailures)
+	}
+	if resp := post("Bearer owner-token"); resp.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("the right token from a throttled address: %d, want 429", resp.StatusCode)
+	}
+	login, err := http.PostForm(a.URL()+"/login", url.Values{"token": {"owner-token"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	login.Body.Close()
+	if login.StatusCode != http.StatusTooManyRequests {
+		t.Fatalf("the web login from an address /mcp throttles: %d, want 429", login.StatusCode)
+	}
+	resp, err := http.Get(a.URL() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var h struct {
+		HTTP struct {
+			Failed    uint64 `json:"bearer_tokens_failed"`
+			Throttled uint64 `json:"bearer_tokens_throttled"`
+		} `json:"http"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
+		t.Fatal(err)
+	}
+	if h.HTTP.Failed != ratelimit.MaxFailures || h.HTTP.Throttled != 300-ratelimit.MaxFailures+1 {
+		t.Fatalf("/healthz: %+v", h.HTTP)
+	}
+}
