@@ -85,12 +85,12 @@ type Catalog struct {
 	log  *slog.Logger
 	now  func() time.Time
 
-	static []string // staticFilters
+	static []string // staticFilters; static and topics never change
 	topics struct{ devices, event, haPrefix, z2mPrefix string }
 
 	// ingest serialises ingestion (HandleMessage, loadIDs) and the
-	// subscribers' dispatch order; the fields below it belong to its
-	// holder alone. Readers never take it (see ingest.go).
+	// subscribers' dispatch order; the fields from here to mu belong to
+	// its holder alone. Readers never take it (see ingest.go).
 	ingest  sync.Mutex
 	z2m     *z2mSource
 	ha      *haSource

@@ -75,7 +75,7 @@ func (c *Catalog) HandleMessage(m mqtt.Message) {
 // reused; fanOut releases what it refers to.
 func (c *Catalog) begin() *txn {
 	tx := &c.tx
-	*tx = txn{c: c, now: c.now(), changes: tx.changes[:0], ops: tx.ops[:0], jLeft: msgJBudget}
+	*tx = txn{c: c, now: c.now(), changes: tx.changes[:0], ops: tx.ops[:0], lists: tx.lists[:0], jLeft: msgJBudget}
 	return tx
 }
 
