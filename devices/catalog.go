@@ -85,28 +85,34 @@ type Catalog struct {
 	log  *slog.Logger
 	now  func() time.Time
 
-	ingest sync.Mutex // serialises HandleMessage (and subscriber dispatch order)
+	static []string // staticFilters; static and topics never change
+	topics struct{ devices, event, haPrefix, z2mPrefix string }
 
-	mu      sync.RWMutex // guards everything below
+	// ingest serialises ingestion (HandleMessage, loadIDs) and the
+	// subscribers' dispatch order; the fields from here to mu belong to
+	// its holder alone. Readers never take it (see ingest.go).
+	ingest  sync.Mutex
 	z2m     *z2mSource
 	ha      *haSource
+	pending map[string][]byte // last payload of topics nobody routes yet (bounded)
+	tx      txn               // the running ingestion
+	intern  *interner         // shares equal schemas, tags and texts between entries
+	ids     *idTable          // device id assignments
+	z2mIDs  map[string]bool   // ids of the Zigbee2MQTT devices (the last list)
+	notify  *devSpec          // the notification channels (built once)
+
+	// mu guards the fields below. Ingestion changes them holding c.ingest
+	// too, so its compute phase reads the model holding c.ingest alone.
+	mu      sync.RWMutex
 	model   *model // routing and actions of the current snapshot
 	live    map[string]liveVal
 	devLive map[string]*devLive
-	pending map[string][]byte // last payload of topics nobody routes yet (bounded)
 	subs    map[int]func(Change)
 	subList []func(Change) // subs by id (listSubs)
-	tx      txn            // the transaction of the running HandleMessage
 	nextSub int
 	conn    mqtt.PubSub
-	static  []string        // staticFilters
 	extra   map[string]bool // routed topics outside the static filters, subscribed one by one
 	subWake chan struct{}
-	intern  *interner       // shares equal schemas, tags and texts between entries
-	ids     *idTable        // device id assignments; changed under ingest and mu
-	z2mIDs  map[string]bool // ids of the Zigbee2MQTT devices (the last list)
-	notify  *devSpec        // the notification channels (built once)
-	topics  struct{ devices, event, haPrefix, z2mPrefix string }
 
 	snap    atomic.Pointer[Snapshot]
 	refused refusalCounts
@@ -179,8 +185,8 @@ func NewCatalog(o Options) *Catalog {
 	c.model = newModel()
 	c.snap.Store(emptySnapshot())
 	tx := c.begin()
-	c.rebuildLocked(tx)
-	c.finish(tx)
+	tx.specs = c.rebuildSpecs(tx)
+	c.commitPhase(tx)
 	tx.end()
 	return c
 }
@@ -272,103 +278,6 @@ func (c *Catalog) wakeSubscriber() {
 	case c.subWake <- struct{}{}:
 	default:
 	}
-}
-
-// HandleMessage ingests one MQTT message: discovery, state, availability or
-// event. It never panics on payload content; malformed payloads are logged
-// with their topic and skipped, keeping the previous catalog.
-func (c *Catalog) HandleMessage(m mqtt.Message) {
-	if c.oversized(m.Topic, len(m.Payload)) {
-		return
-	}
-	c.ingest.Lock()
-	defer c.ingest.Unlock()
-	c.mu.Lock()
-	tx := c.begin()
-	c.handleLocked(tx, m)
-	if tx.jSkipped > 0 {
-		c.logSkipped(m.Topic, tx.jSkipped)
-	}
-	subs := c.finish(tx)
-	c.mu.Unlock()
-	for _, ch := range tx.changes {
-		for _, fn := range subs {
-			fn(ch)
-		}
-	}
-	if tx.newSubs {
-		c.wakeSubscriber()
-	}
-	if tx.rebuilt {
-		c.saveIDs()
-	}
-	tx.end()
-}
-
-func (c *Catalog) handleLocked(tx *txn, m mqtt.Message) {
-	t := m.Topic
-	switch {
-	case t == c.topics.devices:
-		if c.z2m.handleDevices(c.log, m.Payload) {
-			c.rebuildLocked(tx)
-		}
-		return
-	case t == c.topics.event:
-		if c.z2m.handleEvent(c.log, m.Payload) {
-			c.rebuildLocked(tx)
-		}
-		return
-	case strings.HasPrefix(t, c.topics.haPrefix) && strings.HasSuffix(t, "/config"):
-		if c.ha.handleConfig(c.log, t, m.Payload) {
-			c.commit(tx, c.ha.rebuild(c.log, c.ids, c.z2mIDs))
-		}
-		return
-	}
-	if c.route(tx, t, m.Payload) {
-		return
-	}
-	if c.z2mCommand(t) {
-		return // a command to a device (ours, among others), never its state
-	}
-	if len(m.Payload) > maxPendingPayload {
-		return
-	}
-	if old := c.pending[t]; len(c.pending) < maxPending || old != nil {
-		if len(m.Payload) == 0 {
-			old = nil // as append([]byte(nil)) of nothing
-		}
-		// The old payload was never handed out (replayPending deletes
-		// before it routes), so its buffer is reused.
-		c.pending[t] = append(old[:0], m.Payload...)
-	}
-}
-
-// route runs the routes of topic t; false when nothing routes it.
-func (c *Catalog) route(tx *txn, t string, payload []byte) bool {
-	tr, ok := c.model.routes[t]
-	if !ok {
-		return false
-	}
-	if tr.byDev != nil && tr.list == nil {
-		tr.run(tx, payload)
-		c.model.routes[t] = tr // keep the list it built
-		return true
-	}
-	tr.run(tx, payload)
-	return true
-}
-
-// z2mCommand reports whether t is a Zigbee2MQTT command topic:
-// <base>/<name>/set or /get, optionally followed by /<attribute>. The
-// catalog's filters match none, but HandleMessage may be given one; none is
-// state to keep for a device that is not discovered yet.
-func (c *Catalog) z2mCommand(t string) bool {
-	rest, ok := strings.CutPrefix(t, c.topics.z2mPrefix)
-	if !ok {
-		return false
-	}
-	return strings.HasSuffix(rest, "/set") || strings.HasSuffix(rest, "/get") ||
-		strings.Contains(rest, "/set/") || strings.Contains(rest, "/get/")
 }
 
 // Subscribe registers fn for every live change. fn runs synchronously on the

@@ -79,9 +79,9 @@ func (tr *topicRoutes) run(tx *txn, payload []byte) {
 }
 
 // model is the routing and action table that goes with the snapshot,
-// changed in place under the catalog's lock.
+// changed in place by the commit phase (see ingest.go).
 type model struct {
-	routes      map[string]topicRoutes // read, changed and stored back under the lock
+	routes      map[string]topicRoutes // read by the compute phase, changed and stored back by the commit
 	actions     map[string]*action
 	unsupported map[string]string
 	devOf       map[string]string   // entry id -> device id
@@ -107,10 +107,10 @@ func specKey(s *devSpec) string {
 // specChange replaces a device's spec: old nil adds it, new nil removes it.
 type specChange struct{ old, new *devSpec }
 
-// commit applies spec changes: the entries of each device are compared
+// commitSpecs applies spec changes: the entries of each device are compared
 // with its previous ones (ChangeCatalog per added, modified or removed
 // id), Gen bumps iff one changed, and the model follows.
-func (c *Catalog) commit(tx *txn, changes []specChange) {
+func (c *Catalog) commitSpecs(tx *txn, changes []specChange) {
 	if len(changes) == 0 {
 		return
 	}
@@ -274,7 +274,8 @@ func (c *Catalog) subscribeTopics(tx *txn, topics []string) {
 	}
 }
 
-// replayTopics feeds payloads that arrived before their route existed.
+// replayTopics hands the payloads that arrived before their route existed
+// to the commit phase, which computes them once the lock is released.
 func (c *Catalog) replayTopics(tx *txn, topics []string) {
 	if len(c.pending) == 0 {
 		return
@@ -289,14 +290,16 @@ func (c *Catalog) replayTopics(tx *txn, topics []string) {
 			continue
 		}
 		delete(c.pending, t)
-		c.route(tx, t, p)
+		if _, routed := c.model.routes[t]; routed {
+			tx.replay = append(tx.replay, topicPayload{t, p})
+		}
 	}
 }
 
-// rebuildLocked recomputes every device from the sources (a Zigbee2MQTT
-// device list, the id registry loaded, the catalog made) and commits the
-// specs that are not the ones in the snapshot.
-func (c *Catalog) rebuildLocked(tx *txn) {
+// rebuildSpecs recomputes every device from the sources (a Zigbee2MQTT
+// device list, the id registry loaded, the catalog made) and returns the
+// changes to the specs in the model, in commit order (compute phase).
+func (c *Catalog) rebuildSpecs(tx *txn) []specChange {
 	tx.rebuilt = true
 	c.ids.begin()
 	specs := c.z2m.build(c.log, c.ids)
@@ -333,7 +336,7 @@ func (c *Catalog) rebuildLocked(tx *txn) {
 		}
 	}
 	sort.Slice(changes, func(i, j int) bool { return changeOrder(changes[i]) < changeOrder(changes[j]) })
-	c.commit(tx, changes)
+	return changes
 }
 
 // changeOrder commits removals first, then Zigbee2MQTT devices, then Home

@@ -59,6 +59,11 @@
 //     interpreter cannot compile makes its state "unsupported" (tag,
 //     description, Live.Unsupported) or its command not offered, and the
 //     device partial; a value is never guessed.
+//   - Messages are ingested one at a time, in the order the connection
+//     delivers them, in two phases (ingest.go): decoding, rendering and
+//     building discovery's devices happen before the catalog's lock is
+//     taken, and the lock is held only to apply the results, so lookups,
+//     live values, /healthz and commands never wait for a template.
 //   - Home Assistant discovery is read as Home Assistant reads it: topics
 //     <prefix>/<component>/[<node_id>/]<object_id>/config (also for
 //     device-based discovery), abbreviations or full key names, '~',

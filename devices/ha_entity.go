@@ -74,7 +74,7 @@ func (x *ent) addState(id, name, desc string, schema map[string]any, topic, tplS
 	}
 	dev := x.b.spec.id
 	prop := strings.TrimPrefix(id, dev+".")
-	warned := false // the first failure of this template is logged (routes run under the catalog's lock)
+	warned := false // the first failure of this template is logged (routes run one at a time, under c.ingest)
 	x.b.spec.routes = append(x.b.spec.routes, topicRoute{topic, func(tx *txn, p []byte) {
 		v, err := t.renderMsg(tx, p)
 		if err != nil {

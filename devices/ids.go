@@ -478,21 +478,12 @@ func (c *Catalog) loadIDs(ctx context.Context) error {
 	}
 	c.ingest.Lock()
 	defer c.ingest.Unlock()
-	c.mu.Lock()
 	for _, a := range c.ids.load(as) {
 		c.log.Warn("device id registry: conflicting assignment ignored", "key", a.Key, "id", a.ID, "left", a.Left)
 	}
 	tx := c.begin()
-	c.rebuildLocked(tx)
-	subs := c.finish(tx)
-	c.mu.Unlock()
-	for _, ch := range tx.changes {
-		for _, fn := range subs {
-			fn(ch)
-		}
-	}
-	tx.end()
-	c.saveIDs()
+	tx.specs = c.rebuildSpecs(tx)
+	c.fanOut(tx, c.commitPhase(tx)) // saves the ids
 	return nil
 }
 

@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
 )
@@ -88,7 +87,7 @@ func (s *devSpec) buildEntries(in *interner) []pilotage.Entry {
 }
 
 // dropBuildState forgets what only buildEntries reads: schemas, texts and
-// event values. Of the states, rebuildLocked still reads the unsupported.
+// event values. Of the states, rebuildSpecs still reads the unsupported.
 func (s *devSpec) dropBuildState(in *interner) {
 	var keep []stateSpec
 	for _, st := range s.states {
@@ -119,52 +118,6 @@ type eventSpec struct {
 	values         []string
 }
 
-// txn collects the changes of one HandleMessage call.
-type txn struct {
-	c       *Catalog
-	now     time.Time
-	changes []Change
-	newSubs bool
-	rebuilt bool // discovery changed: device ids may have been assigned
-	// The payload decoded for value_json, shared by the routes of one
-	// topic (renderMsg).
-	jsonOf  *byte
-	jsonLen int
-	jsonVal any
-	// jLeft is the template work the message may still do (msgJBudget);
-	// jSkipped counts the renderings it did not cover.
-	jLeft    int
-	jSkipped int
-}
-
-// begin starts the transaction of one HandleMessage (or of NewCatalog):
-// the ingest lock serialises them, so one txn and its change buffer are
-// reused; end releases what it refers to.
-func (c *Catalog) begin() *txn {
-	tx := &c.tx
-	*tx = txn{c: c, now: c.now(), changes: tx.changes[:0], jLeft: msgJBudget}
-	return tx
-}
-
-// end forgets the values of the finished transaction and keeps a small
-// change buffer for the next.
-func (tx *txn) end() {
-	tx.jsonOf, tx.jsonVal = nil, nil
-	clear(tx.changes)
-	if cap(tx.changes) > 64 {
-		tx.changes = nil
-	}
-	tx.changes = tx.changes[:0]
-}
-
-// finish returns the subscribers to notify (nil when nothing changed).
-func (c *Catalog) finish(tx *txn) []func(Change) {
-	if len(tx.changes) == 0 || len(c.subs) == 0 {
-		return nil
-	}
-	return c.subList
-}
-
 // listSubs recomputes subList, the subscribers in subscription order. It
 // is replaced, never changed in place, so a finished transaction may use
 // it after the lock is released.
@@ -179,84 +132,6 @@ func (c *Catalog) listSubs() {
 		out[i] = c.subs[id]
 	}
 	c.subList = out
-}
-
-func (tx *txn) dev(id string) *devLive {
-	d := tx.c.devLive[id]
-	if d == nil {
-		d = &devLive{obj: map[string]any{}}
-		tx.c.devLive[id] = d
-	}
-	return d
-}
-
-// setState records a state value; prop is the key in the device object.
-func (tx *txn) setState(dev, id, prop string, v any) {
-	lv, ok := tx.c.live[id]
-	if !ok {
-		lv = liveVal{dev: dev, unsupported: tx.c.model.unsupported[id]}
-	}
-	lv.lastSeen = tx.now
-	d := tx.dev(dev)
-	d.lastSeen = tx.now
-	if prop != "" {
-		d.obj[prop] = v
-	}
-	if lv.unsupported != "" || equalValues(lv.value, v) {
-		tx.c.live[id] = lv
-		return
-	}
-	prev := lv.value
-	lv.value, lv.changed, lv.first = v, tx.now, prev == nil && lv.changed.IsZero()
-	tx.c.live[id] = lv
-	tx.changes = append(tx.changes, Change{Kind: ChangeState, ID: id, Value: v, Prev: prev, Time: tx.now})
-}
-
-// fireEvent records an occurrence; Live of an event id is its last value.
-func (tx *txn) fireEvent(dev, id string, v any) {
-	d := tx.dev(dev)
-	d.lastSeen = tx.now
-	lv, ok := tx.c.live[id]
-	if !ok {
-		lv = liveVal{dev: dev}
-	}
-	lv.value, lv.lastSeen, lv.changed = v, tx.now, tx.now
-	tx.c.live[id] = lv
-	tx.changes = append(tx.changes, Change{Kind: ChangeEvent, ID: id, Value: v, Time: tx.now})
-}
-
-func (tx *txn) touch(dev string) { tx.dev(dev).lastSeen = tx.now }
-
-// setAvail records one availability topic of a device and recomputes the
-// device's availability under mode ("all", "any", or "latest").
-func (tx *txn) setAvail(dev, topic string, ok bool, mode string) {
-	d := tx.dev(dev)
-	if d.avail == nil {
-		d.avail = map[string]bool{}
-	}
-	d.avail[topic] = ok
-	now := ok
-	switch mode {
-	case "all":
-		now = true
-		for _, v := range d.avail {
-			now = now && v
-		}
-	case "any":
-		now = false
-		for _, v := range d.avail {
-			now = now || v
-		}
-	}
-	if d.availNow != nil && *d.availNow == now {
-		return
-	}
-	var prev any
-	if d.availNow != nil {
-		prev = *d.availNow
-	}
-	d.availNow = &now
-	tx.changes = append(tx.changes, Change{Kind: ChangeAvailability, ID: dev, Value: now, Prev: prev, Time: tx.now})
 }
 
 func equalValues(a, b any) bool {

@@ -17,14 +17,13 @@ func (z *z2mSource) stateRoute(dev string, props []z2mProp) route {
 	return func(tx *txn, payload []byte) {
 		var buf [16]flatMember
 		if ms, ok := parseFlat(payload, buf[:0]); ok {
-			d := tx.dev(dev)
-			d.lastSeen = tx.now
+			tx.touch(dev)
 			j := 0
 			for _, m := range ms {
 				if p := findProp(props, &j, m.key); p != nil {
 					z.applyProp(tx, dev, p, m.val)
 				} else {
-					d.obj[string(m.key)] = m.val
+					tx.setProp(dev, string(m.key), m.val)
 				}
 			}
 			return
@@ -39,14 +38,13 @@ func (z *z2mSource) stateRoute(dev string, props []z2mProp) route {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		d := tx.dev(dev)
-		d.lastSeen = tx.now
+		tx.touch(dev)
 		j := 0
 		for _, k := range keys {
 			if p := findProp(props, &j, k); p != nil {
 				z.applyProp(tx, dev, p, obj[k])
 			} else {
-				d.obj[k] = obj[k]
+				tx.setProp(dev, k, obj[k])
 			}
 		}
 	}

@@ -1,0 +1,228 @@
+package devices
+
+import (
+	"strings"
+	"time"
+
+	"github.com/pilothouse/pilothouse/mqtt"
+)
+
+// Ingestion runs in two phases under c.ingest, which serialises messages
+// (a topic's messages, and the changes they make, keep the bus's order).
+// The compute phase decodes the payload, renders its templates and builds
+// discovery's specs without c.mu: it reads only what ingestion alone
+// writes (the sources, the id table, the pending payloads, the model,
+// whose every writer holds c.ingest) and records its results in the txn.
+// The commit phase holds c.mu only to apply them. Readers (Live, Call,
+// CallAsync, Coverage, StateIDsForAction; Snapshot takes no lock) never
+// take c.ingest, so a slow or failing template delays no reader.
+
+// txn is one ingestion: the results its compute phase records and the
+// changes its commit phase makes. It belongs to the holder of c.ingest.
+type txn struct {
+	c       *Catalog
+	now     time.Time
+	changes []Change
+	newSubs bool
+	rebuilt bool // discovery changed: device ids may have been assigned
+	// Computed, to be committed: the routes' live changes in order, the
+	// route lists a topic's first message built, discovery's spec changes.
+	ops   []op
+	lists []topicList
+	specs []specChange
+	// replay holds the payloads that waited for routes the commit added.
+	replay []topicPayload
+	// The payload decoded for value_json, shared by the routes of one
+	// topic (renderMsg).
+	jsonOf  *byte
+	jsonLen int
+	jsonVal any
+	// jLeft is the template work the message may still do (msgJBudget);
+	// jSkipped counts the renderings it did not cover.
+	jLeft    int
+	jSkipped int
+}
+
+type topicList struct {
+	topic string
+	tr    topicRoutes
+}
+
+type topicPayload struct {
+	topic   string
+	payload []byte
+}
+
+// HandleMessage ingests one MQTT message: discovery, state, availability or
+// event. It never panics on payload content; malformed payloads are logged
+// with their topic and skipped, keeping the previous catalog.
+func (c *Catalog) HandleMessage(m mqtt.Message) {
+	if c.oversized(m.Topic, len(m.Payload)) {
+		return
+	}
+	c.ingest.Lock()
+	defer c.ingest.Unlock()
+	tx := c.begin()
+	c.compute(tx, m)
+	subs := c.commitPhase(tx)
+	if tx.jSkipped > 0 {
+		c.logSkipped(m.Topic, tx.jSkipped)
+	}
+	c.fanOut(tx, subs)
+}
+
+// begin starts an ingestion (c.ingest held): one txn and its buffers are
+// reused; fanOut releases what it refers to.
+func (c *Catalog) begin() *txn {
+	tx := &c.tx
+	*tx = txn{c: c, now: c.now(), changes: tx.changes[:0], ops: tx.ops[:0], lists: tx.lists[:0], jLeft: msgJBudget}
+	return tx
+}
+
+// compute is the compute phase of message m (c.ingest held, not c.mu).
+func (c *Catalog) compute(tx *txn, m mqtt.Message) {
+	t := m.Topic
+	switch {
+	case t == c.topics.devices:
+		if c.z2m.handleDevices(c.log, m.Payload) {
+			tx.specs = c.rebuildSpecs(tx)
+		}
+		return
+	case t == c.topics.event:
+		if c.z2m.handleEvent(c.log, m.Payload) {
+			tx.specs = c.rebuildSpecs(tx)
+		}
+		return
+	case strings.HasPrefix(t, c.topics.haPrefix) && strings.HasSuffix(t, "/config"):
+		if c.ha.handleConfig(c.log, t, m.Payload) {
+			tx.specs = c.ha.rebuild(c.log, c.ids, c.z2mIDs)
+		}
+		return
+	}
+	if c.computeRoute(tx, t, m.Payload) {
+		return
+	}
+	if c.z2mCommand(t) {
+		return // a command to a device (ours, among others), never its state
+	}
+	c.keepPending(t, m.Payload)
+}
+
+// computeRoute runs the routes of topic t, which record what they
+// computed in tx; false when nothing routes t.
+func (c *Catalog) computeRoute(tx *txn, t string, payload []byte) bool {
+	tr, ok := c.model.routes[t]
+	if !ok {
+		return false
+	}
+	if tr.byDev != nil && tr.list == nil {
+		tr.run(tx, payload)
+		tx.lists = append(tx.lists, topicList{t, tr}) // keep the list it built
+		return true
+	}
+	tr.run(tx, payload)
+	return true
+}
+
+// keepPending keeps the last payload of a topic nobody routes yet, so
+// that a retained state that arrives before its discovery is not lost.
+func (c *Catalog) keepPending(t string, payload []byte) {
+	if len(payload) > maxPendingPayload {
+		return
+	}
+	if old := c.pending[t]; len(c.pending) < maxPending || old != nil {
+		if len(payload) == 0 {
+			old = nil // as append([]byte(nil)) of nothing
+		}
+		// The old payload was never handed out (replayTopics deletes
+		// before it hands out), so its buffer is reused.
+		c.pending[t] = append(old[:0], payload...)
+	}
+}
+
+// commitPhase applies what tx computed, holding c.mu only for that, and
+// returns the subscribers to notify. Payloads that waited for a route the
+// commit added are then computed (without c.mu) and committed in turn.
+func (c *Catalog) commitPhase(tx *txn) []func(Change) {
+	for {
+		c.mu.Lock()
+		c.commitLocked(tx)
+		subs := c.finish(tx)
+		c.mu.Unlock()
+		if len(tx.replay) == 0 {
+			return subs
+		}
+		replay := tx.replay
+		tx.replay = nil
+		for _, r := range replay {
+			c.computeRoute(tx, r.topic, r.payload) // never adds routes: the loop ends
+		}
+	}
+}
+
+// commitLocked applies the computed results in the order they were
+// computed: route lists and live changes, then discovery's specs.
+func (c *Catalog) commitLocked(tx *txn) {
+	for _, l := range tx.lists {
+		c.model.routes[l.topic] = l.tr
+	}
+	for i := range tx.ops {
+		tx.apply(&tx.ops[i])
+	}
+	c.commitSpecs(tx, tx.specs)
+	clear(tx.ops)
+	clear(tx.lists)
+	tx.ops, tx.lists, tx.specs = tx.ops[:0], tx.lists[:0], nil
+}
+
+// finish returns the subscribers to notify (nil when nothing changed).
+func (c *Catalog) finish(tx *txn) []func(Change) {
+	if len(tx.changes) == 0 || len(c.subs) == 0 {
+		return nil
+	}
+	return c.subList
+}
+
+// fanOut tells subs of the ingestion's changes (c.mu released), applies
+// what follows from them, and ends tx.
+func (c *Catalog) fanOut(tx *txn, subs []func(Change)) {
+	for _, ch := range tx.changes {
+		for _, fn := range subs {
+			fn(ch)
+		}
+	}
+	if tx.newSubs {
+		c.wakeSubscriber()
+	}
+	if tx.rebuilt {
+		c.saveIDs()
+	}
+	tx.end()
+}
+
+// end forgets the values of the finished ingestion and keeps small
+// buffers for the next.
+func (tx *txn) end() {
+	tx.jsonOf, tx.jsonVal = nil, nil
+	clear(tx.changes)
+	if cap(tx.changes) > 64 {
+		tx.changes = nil
+	}
+	if cap(tx.ops) > 64 {
+		tx.ops = nil
+	}
+	tx.changes, tx.ops = tx.changes[:0], tx.ops[:0]
+}
+
+// z2mCommand reports whether t is a Zigbee2MQTT command topic:
+// <base>/<name>/set or /get, optionally followed by /<attribute>. The
+// catalog's filters match none, but HandleMessage may be given one; none is
+// state to keep for a device that is not discovered yet.
+func (c *Catalog) z2mCommand(t string) bool {
+	rest, ok := strings.CutPrefix(t, c.topics.z2mPrefix)
+	if !ok {
+		return false
+	}
+	return strings.HasSuffix(rest, "/set") || strings.HasSuffix(rest, "/get") ||
+		strings.Contains(rest, "/set/") || strings.Contains(rest, "/get/")
+}
