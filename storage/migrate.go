@@ -146,6 +146,13 @@ CREATE INDEX IF NOT EXISTS idempotency_by_principal ON idempotency (principal);`
 	// 10: the entries a rule with catalog-reference params was bound to
 	// (their load-bearing fields), to bind it again at start-up.
 	`ALTER TABLE rules ADD COLUMN binding TEXT;`,
+	// 11: when a throttled rule's body last started, written before the
+	// body runs, so a crash before the firing's record is written does
+	// not forget the window.
+	`CREATE TABLE throttles (
+	rule    TEXT PRIMARY KEY,
+	body_at INTEGER NOT NULL
+) WITHOUT ROWID;`,
 }
 
 // migrate brings db up to len(list), one transaction per migration. A

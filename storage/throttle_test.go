@@ -1,0 +1,52 @@
+package storage
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestThrottleStart: a window start is stored, only moves forward, and a
+// version 10 database gains the table on open, keeping its rules.
+func TestThrottleStart(t *testing.T) {
+	ctx := context.Background()
+	s, dir := openTest(t)
+	if _, ok, err := s.ThrottleStart(ctx, "porch"); ok || err != nil {
+		t.Fatalf("never opened: ok %v, %v", ok, err)
+	}
+	t0 := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for _, at := range []time.Time{t0, t0.Add(-time.Minute)} {
+		if err := s.SetThrottleStart(ctx, "porch", at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, ok, err := s.ThrottleStart(ctx, "porch"); !ok || err != nil || !got.Equal(t0) {
+		t.Fatalf("ThrottleStart = %v %v %v, want %v (an earlier start does not move it back)", got, ok, err, t0)
+	}
+	if err := s.InstallRule(ctx, prog("porch", "ref1"), Rule{Name: "porch", Principal: "owner", Enabled: true}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	db, err := openDB(filepath.Join(dir, FileName), false, time.Duration(busyTimeoutMs)*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`DROP TABLE throttles`, `DELETE FROM schema_migrations WHERE version >= 11`} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+	s2, err := Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if _, err := s2.GetRule(ctx, "porch"); err != nil {
+		t.Fatalf("rule after migration 11: %v", err)
+	}
+	if _, ok, err := s2.ThrottleStart(ctx, "porch"); ok || err != nil {
+		t.Fatalf("after migration 11: ok %v, %v; want an empty table", ok, err)
+	}
+}
