@@ -125,7 +125,12 @@ func (s *scheduler) start(ctx context.Context) error {
 			continue
 		}
 		var params map[string]any
-		_ = json.Unmarshal(r.Params, &params)
+		if r.Damaged != "" || (len(r.Params) > 0 && json.Unmarshal(r.Params, &params) != nil) {
+			// Not armed: without its params it would fire with other
+			// inputs than it was deployed with. The listing says why.
+			s.e.log.Warn("rule not armed: its stored row is damaged", "rule", r.Name, "reason", r.Damaged)
+			continue
+		}
 		c := b.compiled
 		if len(c.RefParams()) > 0 {
 			bc, err := s.e.rebind(r, c, params)
