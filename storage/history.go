@@ -18,7 +18,9 @@ import (
 //
 // The raw table is bounded by a row count: rowids grow with every insert,
 // so max(rowid) - min(rowid) bounds the rows, and the oldest go first.
-// Both tables are purged by age (PurgeHistory).
+// Both tables are purged by age (PurgeHistory). Each entity's latest value
+// and since when it has held it are kept apart (history_last, see
+// histlast.go), whatever the bound and the age.
 
 // HistoryBucketMS is the width of a stored summary bucket, in milliseconds.
 const HistoryBucketMS = int64(5 * time.Minute / time.Millisecond)
@@ -83,14 +85,16 @@ const (
 		hi = max(hi, excluded.hi), total = total + excluded.total`
 )
 
-// histStatements are WriteHistory's statements: the entity upsert, and
-// one row and a chunk of rows of the changes and of the summaries.
-var histStatements = [5]string{
+// histStatements are WriteHistory's statements: the entity upsert, one
+// row and a chunk of rows of the changes and of the summaries, and the
+// last-change upsert.
+var histStatements = [6]string{
 	histEntitySQL,
 	histInsertSQL + histRowSQL,
 	histInsertSQL + histRowSQL + strings.Repeat(", "+histRowSQL, histChunk-1),
 	histBucketSQL + histSumSQL + histUpsertSQL,
 	histBucketSQL + histSumSQL + strings.Repeat(", "+histSumSQL, sumChunk-1) + histUpsertSQL,
+	histLastSQL,
 }
 
 type bucketKey struct {
@@ -110,7 +114,7 @@ func (s *Store) WriteHistory(ctx context.Context, pts []HistoryPoint, o HistoryW
 	if len(pts) == 0 && (o.Sums == nil || !o.FlushSums || o.Sums.Len() == 0) {
 		return 0, nil
 	}
-	var ps [5]*sql.Stmt
+	var ps [6]*sql.Stmt
 	for i, q := range histStatements {
 		st, err := s.stmt(ctx, s.w, q)
 		if err != nil {
@@ -129,7 +133,7 @@ func (s *Store) WriteHistory(ctx context.Context, pts []HistoryPoint, o HistoryW
 	batch := map[bucketKey]*bucketAgg{}
 	rowCtx := context.WithoutCancel(ctx) // as InsertRuns: no watcher goroutine per row
 	err := s.inTx(ctx, fmt.Sprintf("write %d history rows", len(pts)), func(tx *sql.Tx) error {
-		var st [5]*sql.Stmt
+		var st [6]*sql.Stmt
 		for i := range ps {
 			st[i] = tx.StmtContext(rowCtx, ps[i])
 			defer st[i].Close()
@@ -139,6 +143,9 @@ func (s *Store) WriteHistory(ctx context.Context, pts []HistoryPoint, o HistoryW
 			return err
 		}
 		if err := writeHistoryRows(ctx, rowCtx, st, pts, o.IDs.m, fresh, batch, o); err != nil {
+			return err
+		}
+		if err := writeLastChanges(rowCtx, st[5], pts, o.IDs.m, fresh); err != nil {
 			return err
 		}
 		trimmed, err = trimHistory(rowCtx, tx, o.MaxRows)
@@ -192,7 +199,7 @@ func (c *HistoryIDs) keep(fresh map[string]int64) {
 // and with o.FlushSums upserts the pending sums and batch's (st: see
 // histStatements). The caller keeps batch's sums once the transaction
 // commits: a failed write changes no sum.
-func writeHistoryRows(ctx, rowCtx context.Context, st [5]*sql.Stmt, pts []HistoryPoint, ids, fresh map[string]int64, batch map[bucketKey]*bucketAgg, o HistoryWrite) error {
+func writeHistoryRows(ctx, rowCtx context.Context, st [6]*sql.Stmt, pts []HistoryPoint, ids, fresh map[string]int64, batch map[bucketKey]*bucketAgg, o HistoryWrite) error {
 	id := func(e string) int64 {
 		if v, ok := ids[e]; ok {
 			return v

@@ -153,6 +153,16 @@ CREATE INDEX IF NOT EXISTS idempotency_by_principal ON idempotency (principal);`
 	rule    TEXT PRIMARY KEY,
 	body_at INTEGER NOT NULL
 ) WITHOUT ROWID;`,
+	// 12: each entity's latest value and since when it has held it,
+	// outside the bounded history (a chatty entity pushing a quiet one's
+	// last change out must not lose when it changed).
+	`CREATE TABLE history_last (
+	entity INTEGER PRIMARY KEY,
+	t      INTEGER NOT NULL,
+	num    REAL,
+	val    TEXT,
+	since  INTEGER NOT NULL
+);`,
 }
 
 // migrate brings db up to len(list), one transaction per migration. A

@@ -32,7 +32,7 @@ func TestThrottleStart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, q := range []string{`DROP TABLE throttles`, `DELETE FROM schema_migrations WHERE version >= 11`} {
+	for _, q := range []string{`DROP TABLE throttles`, `DROP TABLE history_last`, `DELETE FROM schema_migrations WHERE version >= 11`} {
 		if _, err := db.ExecContext(ctx, q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}

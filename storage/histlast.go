@@ -1,0 +1,98 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// history_last holds, per entity, its latest recorded value and since
+// when it has held it (the first row of the latest run of equal values).
+// The raw history loses rows to its bound and to age; this row stays, so
+// since() and last_changed() after a restart do not depend on them.
+
+// histLastSQL upserts an entity's latest value: since moves only when the
+// value differs from the stored one, or when the batch itself changed it
+// (?6 false). Unqualified columns on the right are the stored row's.
+const histLastSQL = `INSERT INTO history_last (entity, t, num, val, since) VALUES (?1, ?2, ?3, ?4, ?5)
+	ON CONFLICT (entity) DO UPDATE SET
+		since = CASE WHEN ?6 AND num IS excluded.num AND val IS excluded.val THEN since ELSE excluded.since END,
+		t = excluded.t, num = excluded.num, val = excluded.val`
+
+// lastRun is one entity's latest value in a batch: its last point, when
+// the run of equal values ending there began, and whether that run is
+// the whole batch.
+type lastRun struct {
+	last  HistoryPoint
+	since time.Time
+	whole bool
+}
+
+// writeLastChanges upserts the latest value of every entity in pts (in
+// time order per entity), one statement per entity.
+func writeLastChanges(ctx context.Context, st *sql.Stmt, pts []HistoryPoint, ids, fresh map[string]int64) error {
+	runs := map[string]*lastRun{}
+	var order []string
+	for _, p := range pts {
+		r := runs[p.Entity]
+		switch {
+		case r == nil:
+			runs[p.Entity] = &lastRun{last: p, since: p.T, whole: true}
+			order = append(order, p.Entity)
+			continue
+		case !samePoint(r.last, p):
+			r.since, r.whole = p.T, false
+		}
+		r.last = p
+	}
+	for _, e := range order {
+		r := runs[e]
+		id, ok := ids[e]
+		if !ok {
+			id = fresh[e]
+		}
+		var num, val any
+		if r.last.IsNum {
+			num = r.last.Num
+		} else {
+			val = r.last.JSON
+		}
+		if _, err := st.ExecContext(ctx, id, r.last.T.UnixMilli(), num, val, r.since.UnixMilli(), r.whole); err != nil {
+			return fmt.Errorf("storage: write last change of %s: %w", e, err)
+		}
+	}
+	return nil
+}
+
+func samePoint(a, b HistoryPoint) bool {
+	if a.IsNum || b.IsNum {
+		return a.IsNum == b.IsNum && a.Num == b.Num
+	}
+	return a.JSON == b.JSON
+}
+
+// HistorySince returns entity's latest recorded value and since when it
+// has held it, whatever the raw history still holds (ok false when none
+// is recorded).
+func (s *Store) HistorySince(ctx context.Context, entity string) (v HistoryValue, since time.Time, ok bool, err error) {
+	row, err := s.queryRow(ctx, `SELECT t, num, val, since FROM history_last WHERE entity = `+histEntity, entity)
+	if err != nil {
+		return v, since, false, s.fault(ctx, fmt.Errorf("storage: last change of %s: %w", entity, err))
+	}
+	var t, at int64
+	var num sql.NullFloat64
+	var val sql.NullString
+	switch err := row.Scan(&t, &num, &val, &at); {
+	case errors.Is(err, sql.ErrNoRows):
+		return v, since, false, nil
+	case err != nil:
+		return v, since, false, s.fault(ctx, fmt.Errorf("storage: last change of %s: %w", entity, err))
+	}
+	v = HistoryValue{T: time.UnixMilli(t).UTC(), IsNum: num.Valid, Num: num.Float64, JSON: val.String}
+	if !num.Valid && !val.Valid {
+		v.JSON = "null"
+	}
+	return v, time.UnixMilli(at).UTC(), true, nil
+}
