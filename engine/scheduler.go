@@ -203,6 +203,7 @@ func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[str
 			ar.triggers[i] = at
 		}
 	}
+	s.e.cat.setBound(rule.Name, rule.Ref, ar.boundIDs())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old := s.rules[rule.Name]; old != nil {
@@ -440,6 +441,7 @@ func (s *scheduler) setEnabled(name string, on bool) int {
 // remove disarms and forgets a rule; it returns how many of its firings
 // in progress were cancelled.
 func (s *scheduler) remove(name string) int {
+	s.e.cat.setBound(name, "", nil)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ar := s.rules[name]
