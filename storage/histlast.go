@@ -16,10 +16,17 @@ import (
 // histLastSQL upserts an entity's latest value: since moves only when the
 // value differs from the stored one, or when the batch itself changed it
 // (?6 false). Unqualified columns on the right are the stored row's.
-const histLastSQL = `INSERT INTO history_last (entity, t, num, val, since) VALUES (?1, ?2, ?3, ?4, ?5)
+// It also keeps the entity's counts (history_seq.go): n and vcounts
+// (NULL ?7: no text in the batch, kept); vfrom, moved forward when ?9
+// forces it, else set when NULL; cfrom, moved forward when ?11 does.
+const histLastSQL = `INSERT INTO history_last (entity, t, num, val, since, n, vcounts, vfrom, cfrom)
+	VALUES (?1, ?2, ?3, ?4, ?5, coalesce(?7, 0), ?12, ?8, ?10)
 	ON CONFLICT (entity) DO UPDATE SET
 		since = CASE WHEN ?6 AND num IS excluded.num AND val IS excluded.val THEN since ELSE excluded.since END,
-		t = excluded.t, num = excluded.num, val = excluded.val`
+		t = excluded.t, num = excluded.num, val = excluded.val,
+		n = coalesce(?7, n), vcounts = CASE WHEN ?7 IS NULL THEN vcounts ELSE ?12 END,
+		vfrom = CASE WHEN ?9 THEN max(coalesce(vfrom, 0), excluded.vfrom) ELSE coalesce(vfrom, excluded.vfrom) END,
+		cfrom = CASE WHEN ?11 THEN max(coalesce(cfrom, 0), excluded.cfrom) ELSE cfrom END`
 
 // lastRun is one entity's latest value in a batch: its last point, when
 // the run of equal values ending there began, and whether that run is
@@ -32,7 +39,7 @@ type lastRun struct {
 
 // writeLastChanges upserts the latest value of every entity in pts (in
 // time order per entity), one statement per entity.
-func writeLastChanges(ctx context.Context, st *sql.Stmt, pts []HistoryPoint, ids, fresh map[string]int64) error {
+func writeLastChanges(ctx context.Context, st *sql.Stmt, pts []HistoryPoint, idOf func(string) int64, seqs *histSeqs) error {
 	runs := map[string]*lastRun{}
 	var order []string
 	for _, p := range pts {
@@ -48,18 +55,19 @@ func writeLastChanges(ctx context.Context, st *sql.Stmt, pts []HistoryPoint, ids
 		r.last = p
 	}
 	for _, e := range order {
-		r := runs[e]
-		id, ok := ids[e]
-		if !ok {
-			id = fresh[e]
-		}
+		r, id := runs[e], idOf(e)
+		es := seqs.ents[id]
 		var num, val any
 		if r.last.IsNum {
 			num = r.last.Num
 		} else {
 			val = r.last.JSON
 		}
-		if _, err := st.ExecContext(ctx, id, r.last.T.UnixMilli(), num, val, r.since.UnixMilli(), r.whole); err != nil {
+		var n, vc any
+		if es.loaded {
+			n, vc = es.n, encodeCounts(es.cum)
+		}
+		if _, err := st.ExecContext(ctx, id, r.last.T.UnixMilli(), num, val, r.since.UnixMilli(), r.whole, n, es.vfrom, es.vforce, es.cfrom, es.cforce, vc); err != nil {
 			return fmt.Errorf("storage: write last change of %s: %w", e, err)
 		}
 	}

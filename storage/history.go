@@ -77,8 +77,8 @@ const (
 const (
 	histEntitySQL = `INSERT INTO history_entities (entity) VALUES (?)
 		ON CONFLICT (entity) DO UPDATE SET entity = excluded.entity RETURNING id`
-	histInsertSQL = `INSERT INTO history (entity, t, num, val) VALUES `
-	histRowSQL    = `(?, ?, ?, ?)`
+	histInsertSQL = `INSERT INTO history (entity, t, num, val, seq, vcounts) VALUES `
+	histRowSQL    = `(?, ?, ?, ?, ?, ?)`
 	histBucketSQL = `INSERT INTO history_5m (entity, bucket, n, lo, hi, total) VALUES `
 	histSumSQL    = `(?, ?, ?, ?, ?, ?)`
 	histUpsertSQL = ` ON CONFLICT (entity, bucket) DO UPDATE SET n = n + excluded.n, lo = min(lo, excluded.lo),
@@ -142,10 +142,18 @@ func (s *Store) WriteHistory(ctx context.Context, pts []HistoryPoint, o HistoryW
 		if fresh, err = o.IDs.resolve(rowCtx, st[0], pts); err != nil {
 			return err
 		}
-		if err := writeHistoryRows(ctx, rowCtx, st, pts, o.IDs.m, fresh, batch, o); err != nil {
+		idOf := o.IDs.idOf(fresh)
+		seqs, err := assignSeqs(rowCtx, tx, pts, idOf)
+		if err != nil {
 			return err
 		}
-		if err := writeLastChanges(rowCtx, st[5], pts, o.IDs.m, fresh); err != nil {
+		if err := writeHistoryRows(ctx, rowCtx, st, pts, seqs, idOf, batch, o); err != nil {
+			return err
+		}
+		if err := writeLastChanges(rowCtx, st[5], pts, idOf, seqs); err != nil {
+			return err
+		}
+		if err := seqs.writeValues(rowCtx, tx); err != nil {
 			return err
 		}
 		trimmed, err = trimHistory(rowCtx, tx, o.MaxRows)
@@ -186,6 +194,16 @@ func (c *HistoryIDs) resolve(ctx context.Context, st *sql.Stmt, pts []HistoryPoi
 	return fresh, nil
 }
 
+// idOf resolves an entity's id from the cache or the batch's fresh ids.
+func (c *HistoryIDs) idOf(fresh map[string]int64) func(string) int64 {
+	return func(e string) int64 {
+		if v, ok := c.m[e]; ok {
+			return v
+		}
+		return fresh[e]
+	}
+}
+
 func (c *HistoryIDs) keep(fresh map[string]int64) {
 	if c.m == nil {
 		c.m = make(map[string]int64, len(fresh))
@@ -199,15 +217,9 @@ func (c *HistoryIDs) keep(fresh map[string]int64) {
 // and with o.FlushSums upserts the pending sums and batch's (st: see
 // histStatements). The caller keeps batch's sums once the transaction
 // commits: a failed write changes no sum.
-func writeHistoryRows(ctx, rowCtx context.Context, st [6]*sql.Stmt, pts []HistoryPoint, ids, fresh map[string]int64, batch map[bucketKey]*bucketAgg, o HistoryWrite) error {
-	id := func(e string) int64 {
-		if v, ok := ids[e]; ok {
-			return v
-		}
-		return fresh[e]
-	}
+func writeHistoryRows(ctx, rowCtx context.Context, st [6]*sql.Stmt, pts []HistoryPoint, seqs *histSeqs, id func(string) int64, batch map[bucketKey]*bucketAgg, o HistoryWrite) error {
 	err := execChunks(ctx, rowCtx, st[1], st[2], len(pts), histChunk, func(args []any, i int) []any {
-		return appendHistoryRow(args, pts[i], id(pts[i].Entity), batch)
+		return append(appendHistoryRow(args, pts[i], id(pts[i].Entity), batch), seqs.seq[i], seqs.vcounts[i])
 	}, o.Yield)
 	if err != nil || !o.FlushSums {
 		return wrapErr("storage: write history rows: %w", err)

@@ -163,6 +163,21 @@ CREATE INDEX IF NOT EXISTS idempotency_by_principal ON idempotency (principal);`
 	val    TEXT,
 	since  INTEGER NOT NULL
 );`,
+	// 13: running counts (history_seq.go), so that counting an entity's
+	// changes in a range, in all or per value, is a few index seeks
+	// rather than a walk of every row.
+	`ALTER TABLE history ADD COLUMN seq INTEGER;
+ALTER TABLE history ADD COLUMN vcounts BLOB;
+ALTER TABLE history_last ADD COLUMN n INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE history_last ADD COLUMN vcounts BLOB;
+ALTER TABLE history_last ADD COLUMN vfrom INTEGER;
+ALTER TABLE history_last ADD COLUMN cfrom INTEGER;
+CREATE TABLE history_values (
+	entity INTEGER NOT NULL,
+	val    TEXT NOT NULL,
+	slot   INTEGER NOT NULL,
+	PRIMARY KEY (entity, val)
+) WITHOUT ROWID;`,
 }
 
 // migrate brings db up to len(list), one transaction per migration. A

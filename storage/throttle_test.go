@@ -11,7 +11,7 @@ import (
 // version 10 database gains the table on open, keeping its rules.
 func TestThrottleStart(t *testing.T) {
 	ctx := context.Background()
-	s, dir := openTest(t)
+	s, _ := openTest(t)
 	if _, ok, err := s.ThrottleStart(ctx, "porch"); ok || err != nil {
 		t.Fatalf("never opened: ok %v, %v", ok, err)
 	}
@@ -24,18 +24,11 @@ func TestThrottleStart(t *testing.T) {
 	if got, ok, err := s.ThrottleStart(ctx, "porch"); !ok || err != nil || !got.Equal(t0) {
 		t.Fatalf("ThrottleStart = %v %v %v, want %v (an earlier start does not move it back)", got, ok, err, t0)
 	}
-	if err := s.InstallRule(ctx, prog("porch", "ref1"), Rule{Name: "porch", Principal: "owner", Enabled: true}); err != nil {
+	dir := filepath.Join(t.TempDir(), "v10")
+	db := openAtVersion(t, dir, 10)
+	if _, err := db.ExecContext(ctx, `INSERT INTO programs (ref, name, principal, body, risk, created_at) VALUES ('ref1', 'porch', 'owner', '{}', 'control', 1);
+		INSERT INTO rules (name, ref, principal, enabled, installed_at, updated_at) VALUES ('porch', 'ref1', 'owner', 1, 1, 1)`); err != nil {
 		t.Fatal(err)
-	}
-	s.Close()
-	db, err := openDB(filepath.Join(dir, FileName), false, time.Duration(busyTimeoutMs)*time.Millisecond)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, q := range []string{`DROP TABLE throttles`, `DROP TABLE history_last`, `DELETE FROM schema_migrations WHERE version >= 11`} {
-		if _, err := db.ExecContext(ctx, q); err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
 	}
 	db.Close()
 	s2, err := Open(ctx, dir)
