@@ -15,15 +15,18 @@ import (
 
 // histLastSQL upserts an entity's latest value: since moves only when the
 // value differs from the stored one, or when the batch itself changed it
-// (?6 false). Unqualified columns on the right are the stored row's.
+// (?6 false); a batch older than the stored value (a clock stepped back)
+// leaves it. Unqualified columns on the right are the stored row's.
 // It also keeps the entity's counts (history_seq.go): n and vcounts
 // (NULL ?7: no text in the batch, kept); vfrom, moved forward when ?9
 // forces it, else set when NULL; cfrom, moved forward when ?11 does.
 const histLastSQL = `INSERT INTO history_last (entity, t, num, val, since, n, vcounts, vfrom, cfrom)
 	VALUES (?1, ?2, ?3, ?4, ?5, coalesce(?7, 0), ?12, ?8, ?10)
 	ON CONFLICT (entity) DO UPDATE SET
-		since = CASE WHEN ?6 AND num IS excluded.num AND val IS excluded.val THEN since ELSE excluded.since END,
-		t = excluded.t, num = excluded.num, val = excluded.val,
+		since = CASE WHEN excluded.t < t OR (?6 AND num IS excluded.num AND val IS excluded.val) THEN since ELSE excluded.since END,
+		num = CASE WHEN excluded.t < t THEN num ELSE excluded.num END,
+		val = CASE WHEN excluded.t < t THEN val ELSE excluded.val END,
+		t = max(t, excluded.t),
 		n = coalesce(?7, n), vcounts = CASE WHEN ?7 IS NULL THEN vcounts ELSE ?12 END,
 		vfrom = CASE WHEN ?9 THEN max(coalesce(vfrom, 0), excluded.vfrom) ELSE coalesce(vfrom, excluded.vfrom) END,
 		cfrom = CASE WHEN ?11 THEN max(coalesce(cfrom, 0), excluded.cfrom) ELSE cfrom END`
@@ -42,7 +45,8 @@ type lastRun struct {
 func writeLastChanges(ctx context.Context, st *sql.Stmt, pts []HistoryPoint, idOf func(string) int64, seqs *histSeqs) error {
 	runs := map[string]*lastRun{}
 	var order []string
-	for _, p := range pts {
+	for _, i := range timeOrder(pts) {
+		p := pts[i]
 		r := runs[p.Entity]
 		switch {
 		case r == nil:

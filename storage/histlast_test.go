@@ -25,6 +25,8 @@ func TestHistorySince(t *testing.T) {
 		{"same value later", []HistoryPoint{text(5, "false")}, "false", at(1), at(5)},
 		{"a change", []HistoryPoint{text(6, "false"), text(7, "true")}, "true", at(7), at(7)},
 		{"changed and back in one batch", []HistoryPoint{text(8, "false"), text(9, "true")}, "true", at(9), at(9)},
+		{"a batch older than it", []HistoryPoint{text(3, "false")}, "true", at(9), at(9)},
+		{"a batch out of order", []HistoryPoint{text(12, "false"), text(11, "true")}, "false", at(12), at(12)},
 	} {
 		if _, err := s.WriteHistory(ctx, tc.batch, HistoryWrite{}); err != nil {
 			t.Fatal(err)
@@ -38,7 +40,7 @@ func TestHistorySince(t *testing.T) {
 	if _, err := s.PurgeHistory(ctx, at(60)); err != nil {
 		t.Fatal(err)
 	}
-	if v, since, ok, err := s.HistorySince(ctx, "door"); !ok || err != nil || v.JSON != "true" || !since.Equal(at(9)) {
+	if v, since, ok, err := s.HistorySince(ctx, "door"); !ok || err != nil || v.JSON != "false" || !since.Equal(at(12)) {
 		t.Errorf("after the bound and a purge: %+v since %v (%v, %v)", v, since, ok, err)
 	}
 	if v, since, ok, _ := s.HistorySince(ctx, "lux"); !ok || !v.IsNum || v.Num != 9 || !since.Equal(at(10).Add(499*time.Second)) {
