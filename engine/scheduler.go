@@ -182,7 +182,9 @@ func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[str
 	}
 	ar = &armedRule{s: s, name: rule.Name, ref: rule.Ref, enabled: rule.Enabled, c: c, params: params, principal: p,
 		broken: rule.Broken, waits: c.TakesTime(), checkedGen: validatedAt}
-	ar.here.Store(c.OnlyLastCalls())
+	// A throttled body writes its window before it runs (throttleGate):
+	// on a worker, not on the goroutine that delivers the events.
+	ar.here.Store(c.OnlyLastCalls() && c.Throttle() == 0)
 	if c.Throttle() > 0 {
 		ar.lastBody = s.lastBodyStart(rule.Name)
 	}
