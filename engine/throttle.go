@@ -10,8 +10,9 @@ import (
 // Throttles: a rule with a throttle runs its body at most once per
 // window. The window opens when a firing passes its conditions; firings
 // that pass them while it is open end throttled. Its start survives
-// restarts: a rule re-armed at start-up resumes it from the latest stored
-// firing whose body ran.
+// restarts and crashes: it is stored before the body runs, and a rule
+// re-armed at start-up resumes it from that (or from the latest stored
+// firing whose body ran, for windows opened before it was stored).
 
 // bodyLessStatuses are the firing statuses whose body did not start.
 var bodyLessStatuses = []string{rules.StatusConditionsNotMet, rules.StatusSkipped, rules.StatusThrottled,
