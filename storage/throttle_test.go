@@ -43,3 +43,17 @@ func TestThrottleStart(t *testing.T) {
 		t.Fatalf("after migration 11: ok %v, %v; want an empty table", ok, err)
 	}
 }
+
+// BenchmarkSetThrottleStart is the write a throttled rule makes before
+// its body runs, once per window.
+func BenchmarkSetThrottleStart(b *testing.B) {
+	s := openBench(b, readConns)
+	ctx := context.Background()
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for b.Loop() {
+		at = at.Add(time.Hour)
+		if err := s.SetThrottleStart(ctx, "porch", at); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
