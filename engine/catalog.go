@@ -23,9 +23,16 @@ type catalogService struct {
 	autos     map[string]automation // by entry id (= program_ref)
 	autoOrder []string              // ids in the order they were added; autoGen = len
 	autoGen   uint64
-	views     map[string]*view            // principal name → latest view
-	history   map[string]map[string]*view // principal name → version → view
-	order     map[string][]string         // principal name → versions, oldest first
+	// boundOn: program ref → installed rule name → the entries that rule
+	// was bound to (rules with catalog-reference params only); boundRef:
+	// rule name → its ref there. bindGen counts their changes: a view
+	// built at another one is rebuilt.
+	boundOn  map[string]map[string][]string
+	boundRef map[string]string
+	bindGen  uint64
+	views    map[string]*view            // principal name → latest view
+	history  map[string]map[string]*view // principal name → version → view
+	order    map[string][]string         // principal name → versions, oldest first
 	// pinned keeps the targets of changed_since pages still being read
 	// (a moving catalog would push them out of history), a few per
 	// principal, oldest first.
@@ -54,12 +61,14 @@ const maxHistory = 8
 
 func newCatalogService(e *Engine) *catalogService {
 	return &catalogService{
-		e:       e,
-		autos:   map[string]automation{},
-		views:   map[string]*view{},
-		history: map[string]map[string]*view{},
-		order:   map[string][]string{},
-		pinned:  map[string][]*view{},
+		e:        e,
+		autos:    map[string]automation{},
+		boundOn:  map[string]map[string][]string{},
+		boundRef: map[string]string{},
+		views:    map[string]*view{},
+		history:  map[string]map[string]*view{},
+		order:    map[string][]string{},
+		pinned:   map[string][]*view{},
 	}
 }
 
@@ -139,11 +148,11 @@ func (c *catalogService) view(p *Principal) *view {
 	key := p.scopeKey()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if v := c.views[key]; v != nil && v.devGen == devGen && v.autoGen == c.autoGen {
+	if v := c.views[key]; v != nil && v.devGen == devGen && v.autoGen == c.autoGen && v.bindGen == c.bindGen {
 		return v
 	}
 	var v *view
-	if old := c.views[key]; old != nil && old.devGen == devGen && old.autoGen < c.autoGen {
+	if old := c.views[key]; old != nil && old.devGen == devGen && old.autoGen < c.autoGen && old.bindGen == c.bindGen {
 		v = c.extend(p, old, snap) // only automations were added: no full rebuild
 	} else {
 		v = c.build(p, snap, devGen)

@@ -12,7 +12,8 @@ import (
 // a state may be the one it held before, and then the state history says
 // since when: the change time is the oldest of the latest stored changes
 // that all carry the current value (the history stores a row for the
-// first value after each start too). With the history off, a state's
+// first value after each start too), as its kept last change says, else
+// as the raw rows say (databases from before it was kept). With the history off, a state's
 // first value after a start counts as changed at that start.
 
 // changeLookback bounds the stored changes read to settle one state.
@@ -52,6 +53,13 @@ func (e *Engine) storedChange(id string, value any, seen time.Time) (time.Time, 
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
+	// The kept last change first: the raw rows before it may be gone to
+	// the history's bound (a chattier entity pushes them out).
+	if last, since, ok, err := e.store.HistorySince(ctx, id); err != nil {
+		e.log.Warn("reading the last change for since()", "id", id, "err", err)
+	} else if ok && !since.After(seen) && rules.SameValue(historyValue(last), value) {
+		return since, true
+	}
 	rows, err := e.store.HistoryLatest(ctx, id, seen, changeLookback)
 	if err != nil {
 		e.log.Warn("reading the state history for since()", "id", id, "err", err)

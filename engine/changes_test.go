@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 	"testing"
 	"time"
@@ -78,4 +79,75 @@ func TestSinceSurvivesRestart(t *testing.T) {
 	if l, _ := h.devs.Live("front_door.contact"); l.FirstValue || l.LastChanged.Sub(now.Add(-2*time.Hour)).Abs() > time.Second {
 		t.Errorf("the catalog keeps the settled change: %+v", l)
 	}
+}
+
+// TestLastChangeSurvivesTheBound: a quiet entity's one change outlives
+// the history's row bound, which a chatty sensor fills: after a restart,
+// since() and last_changed() of the quiet one still count from it.
+func TestLastChangeSurvivesTheBound(t *testing.T) {
+	ctx := context.Background()
+	h := newHouse(t, Config{History: HistoryConfig{Off: true}})
+	if err := h.sim.Trigger(ctx, "front_door", map[string]any{"contact": false}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(h.t, 5*time.Second, "the door open", func() bool {
+		d, _ := h.devs.Live("front_door.contact")
+		return d.Value == false
+	})
+	// The previous process's history: the door opened two hours ago, then
+	// the illuminance reported 300 times into a bound of 100 rows.
+	now := time.Now()
+	const bound = 100
+	pts := []storage.HistoryPoint{{Entity: "front_door.contact", T: now.Add(-2 * time.Hour), JSON: "false"}}
+	if _, err := h.store.WriteHistory(ctx, pts, storage.HistoryWrite{MaxRows: bound}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		pts = pts[:0]
+		for j := range bound {
+			at := now.Add(-time.Hour + time.Duration(i*bound+j)*time.Second)
+			pts = append(pts, storage.HistoryPoint{Entity: "hall_motion.illuminance", T: at, IsNum: true, Num: float64(j)})
+		}
+		if _, err := h.store.WriteHistory(ctx, pts, storage.HistoryWrite{MaxRows: bound}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rows, err := h.store.HistoryLatest(ctx, "front_door.contact", now, 10); err != nil || len(rows) != 0 {
+		t.Fatalf("the bound kept the door's raw rows (%d, %v): the test proves nothing", len(rows), err)
+	}
+	h.cfg.History = HistoryConfig{MaxRows: bound}
+	h.restartProcess(ctx)
+	testutil.Eventually(h.t, 5*time.Second, "the retained door", func() bool {
+		d, _ := h.devs.Live("front_door.contact")
+		return d.Value == false
+	})
+	resp := h.execute(ExecuteRequest{TestRun: true, Program: json.RawMessage(`{"name": "since",
+	  "triggers": [{"id": "t", "event": "bedroom_remote.action"}],
+	  "steps": [{"id": "read", "set": {"door": "{{ since('front_door.contact') }}", "door_at": "{{ last_changed('front_door.contact') }}"}}]}`)})
+	out, _ := json.Marshal(resp.Output)
+	var o struct{ Vars map[string]any }
+	_ = json.Unmarshal(out, &o)
+	if door, _ := o.Vars["door"].(float64); door < 7190 || door > 7300 {
+		t.Errorf("since: door %v s, want about 7200; %s", door, out)
+	}
+	if at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(o.Vars["door_at"])); err != nil || at.Sub(now.Add(-2*time.Hour)).Abs() > time.Second {
+		t.Errorf("last_changed %v, want %v", o.Vars["door_at"], now.Add(-2*time.Hour))
+	}
+}
+
+// restartProcess stops the engine and starts a new process's parts over
+// the same broker and data folder: a new connection, catalog and engine.
+func (h *house) restartProcess(ctx context.Context) {
+	h.t.Helper()
+	h.stop()
+	c2, err := mqtt.Dial(ctx, mqtt.Options{Broker: h.broker.URL(), ClientID: h.t.Name() + "-2", Logger: quiet()})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(c2.Close)
+	h.devs = devices.NewCatalog(devices.Options{Logger: quiet()})
+	if err := h.devs.Start(ctx, c2); err != nil {
+		h.t.Fatal(err)
+	}
+	h.start()
 }

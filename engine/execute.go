@@ -41,6 +41,11 @@ type ExecuteResponse struct {
 	Trace          *pilotage.Trace       `json:"trace,omitempty"`
 	Diagnostics    []pilotage.Diagnostic `json:"diagnostics,omitempty"`
 	CatalogVersion string                `json:"catalog_version,omitempty"`
+	// Replayed: this is the recorded response of an earlier request with
+	// the same idempotency key, and nothing ran now; FirstAt is when that
+	// request's run started. Not on the wire: the web UI's controls say so.
+	Replayed bool      `json:"-"`
+	FirstAt  time.Time `json:"-"`
 }
 
 // claimTTL bounds how long an in-flight idempotency claim blocks its key if
@@ -229,6 +234,8 @@ func (e *Engine) claimIdem(ctx context.Context, p *Principal, v *view, req Execu
 		if err := json.Unmarshal(rec.Envelope, &resp); err != nil {
 			return nil, nil, fmt.Errorf("engine: decoding recorded result: %w", err)
 		}
+		resp.Replayed = true
+		resp.FirstAt, _ = storage.RunIDTime(resp.RunID)
 		return nil, &resp, nil
 	}
 	return c, nil, nil

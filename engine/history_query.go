@@ -44,6 +44,10 @@ type EntityHistory struct {
 	// values as JSON: "true", "\"ON\"").
 	Count  int            `json:"count"`
 	Counts map[string]int `json:"counts,omitempty"`
+	// CountsOf, when set, says Counts cover only the range's latest
+	// CountsOf changes (values not counted by the store: a state with
+	// many distinct values, or changes recorded by an older version).
+	CountsOf int `json:"counts_of,omitempty"`
 	// Start is the value in force when the range began (its last change
 	// before From), when one is recorded.
 	Start *HistoryChange `json:"start,omitempty"`
@@ -137,8 +141,12 @@ func (e *Engine) readHistory(ctx context.Context, h *EntityHistory, req HistoryR
 		return err
 	}
 	h.Count = n
-	if h.Counts, err = st.HistoryValueCounts(ctx, req.ID, req.From, req.To, maxHistoryValues); err != nil {
+	var walked int
+	if h.Counts, walked, err = st.HistoryValueCounts(ctx, req.ID, req.From, req.To, maxHistoryValues); err != nil {
 		return err
+	}
+	if walked > 0 && walked < n {
+		h.CountsOf = walked
 	}
 	if n <= req.Points {
 		ch, err := st.HistoryChanges(ctx, req.ID, req.From, req.To, req.Points)

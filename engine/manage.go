@@ -110,6 +110,9 @@ func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, las
 		}
 		ar.describe(e, r.Enabled, &ri)
 	}
+	if r.Damaged != "" {
+		ri.Status, ri.Broken = "broken", r.Damaged
+	}
 	if lastFirings > 0 {
 		// Runs belong to the principal they ran under (a firing: the
 		// rule's installer), the same rule as the trace door; an

@@ -125,7 +125,12 @@ func (s *scheduler) start(ctx context.Context) error {
 			continue
 		}
 		var params map[string]any
-		_ = json.Unmarshal(r.Params, &params)
+		if r.Damaged != "" || (len(r.Params) > 0 && json.Unmarshal(r.Params, &params) != nil) {
+			// Not armed: without its params it would fire with other
+			// inputs than it was deployed with. The listing says why.
+			s.e.log.Warn("rule not armed: its stored row is damaged", "rule", r.Name, "reason", r.Damaged)
+			continue
+		}
 		c := b.compiled
 		if len(c.RefParams()) > 0 {
 			bc, err := s.e.rebind(r, c, params)
@@ -177,7 +182,9 @@ func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[str
 	}
 	ar = &armedRule{s: s, name: rule.Name, ref: rule.Ref, enabled: rule.Enabled, c: c, params: params, principal: p,
 		broken: rule.Broken, waits: c.TakesTime(), checkedGen: validatedAt}
-	ar.here.Store(c.OnlyLastCalls())
+	// A throttled body writes its window before it runs (throttleGate):
+	// on a worker, not on the goroutine that delivers the events.
+	ar.here.Store(c.OnlyLastCalls() && c.Throttle() == 0)
 	if c.Throttle() > 0 {
 		ar.lastBody = s.lastBodyStart(rule.Name)
 	}
@@ -198,6 +205,7 @@ func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[str
 			ar.triggers[i] = at
 		}
 	}
+	s.e.cat.setBound(rule.Name, rule.Ref, ar.boundIDs())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old := s.rules[rule.Name]; old != nil {
@@ -435,6 +443,7 @@ func (s *scheduler) setEnabled(name string, on bool) int {
 // remove disarms and forgets a rule; it returns how many of its firings
 // in progress were cancelled.
 func (s *scheduler) remove(name string) int {
+	s.e.cat.setBound(name, "", nil)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ar := s.rules[name]

@@ -10,37 +10,64 @@ import (
 // Throttles: a rule with a throttle runs its body at most once per
 // window. The window opens when a firing passes its conditions; firings
 // that pass them while it is open end throttled. Its start survives
-// restarts: a rule re-armed at start-up resumes it from the latest stored
-// firing whose body ran.
+// restarts and crashes: it is stored before the body runs, and a rule
+// re-armed at start-up resumes it from that (or from the latest stored
+// firing whose body ran, for windows opened before it was stored).
 
 // bodyLessStatuses are the firing statuses whose body did not start.
 var bodyLessStatuses = []string{rules.StatusConditionsNotMet, rules.StatusSkipped, rules.StatusThrottled,
 	rules.StatusBroken, rules.StatusDenied, rules.StatusValidationError}
 
-// lastBodyStart is when the rule's body last started, as stored (zero
-// when never, or when storage cannot say: the window then starts afresh).
+// throttleWriteTimeout bounds the write that opens a window: past it the
+// body runs anyway (the window holds in memory) and the fault is logged.
+const throttleWriteTimeout = 2 * time.Second
+
+// lastBodyStart is when the rule's body last started, as stored: the
+// later of the recorded window start and the latest stored firing whose
+// body ran (zero when never, or when storage cannot say: the window then
+// starts afresh).
 func (s *scheduler) lastBodyStart(rule string) time.Time {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
+	var last time.Time
 	t, ok, err := s.e.store.LastFiringStart(ctx, rule, bodyLessStatuses...)
 	if err != nil {
 		s.e.log.Warn("reading the last firing for the throttle", "rule", rule, "err", err)
 	}
-	if !ok || err != nil {
-		return time.Time{}
+	if ok && err == nil {
+		last = t
 	}
-	return t
+	t, ok, err = s.e.store.ThrottleStart(ctx, rule)
+	if err != nil {
+		s.e.log.Warn("reading the throttle window", "rule", rule, "err", err)
+	}
+	if ok && err == nil && t.After(last) {
+		last = t
+	}
+	return last
 }
 
 // throttleGate is the rule's rules.RunInput.Throttle: it opens a window
-// at now unless one is open.
+// at now unless one is open. Opening one is written through to storage
+// before the body runs (one small write per window), so a crash right
+// after the body's command went out still finds the window at the next
+// start; the firing's own record is written later, in a batch.
 func (ar *armedRule) throttleGate(now time.Time) (until time.Time, throttled bool) {
 	d := ar.c.Throttle()
 	ar.mu.Lock()
-	defer ar.mu.Unlock()
 	if !ar.lastBody.IsZero() && now.Before(ar.lastBody.Add(d)) {
-		return ar.lastBody.Add(d).In(ar.s.e.cfg.TimeZone), true
+		until := ar.lastBody.Add(d).In(ar.s.e.cfg.TimeZone)
+		ar.mu.Unlock()
+		return until, true
 	}
 	ar.lastBody = now
+	ar.mu.Unlock()
+	e := ar.s.e
+	ctx, cancel := context.WithTimeout(context.Background(), throttleWriteTimeout)
+	defer cancel()
+	if err := e.store.SetThrottleStart(ctx, ar.name, now); err != nil {
+		e.log.Warn("storing the throttle window (held in memory only: a restart may run the body again)",
+			"rule", ar.name, "err", err)
+	}
 	return time.Time{}, false
 }

@@ -16,6 +16,7 @@ import (
 // rule costs O(promoted since the last flattening), not O(catalog).
 type view struct {
 	devGen, autoGen uint64
+	bindGen         uint64 // catalogService.bindGen it was built at
 	base            *view
 	snap            *devices.Snapshot // all of its entries are in the view (its ContentSum is in sum)
 	own             map[string]viewEntry
@@ -164,6 +165,7 @@ func (v *view) flatten() *view {
 	}
 	ids, entries := v.flat()
 	f := newViewSized(v.devGen, v.autoGen, nil, len(ids))
+	f.bindGen = v.bindGen
 	for i, id := range ids {
 		h, _ := v.hash(id)
 		f.own[id] = viewEntry{entries[i], h}
@@ -177,6 +179,7 @@ func (v *view) flatten() *view {
 // comes from the snapshot's content sum).
 func (c *catalogService) build(p *Principal, snap *devices.Snapshot, devGen uint64) *view {
 	v := newView(devGen, c.autoGen, nil)
+	v.bindGen = c.bindGen
 	if snap != nil && p.unrestricted() {
 		v.snap, v.n, v.sum = snap, snap.Len(), snap.ContentSum()
 	} else if snap != nil {
@@ -211,6 +214,7 @@ func (c *catalogService) extend(p *Principal, old *view, snap *devices.Snapshot)
 		}
 	}
 	v := newView(old.devGen, c.autoGen, base)
+	v.bindGen = old.bindGen
 	for id, ve := range carry {
 		v.add(id, ve.e, ve.hash)
 	}
@@ -226,23 +230,38 @@ func (c *catalogService) extend(p *Principal, old *view, snap *devices.Snapshot)
 // that is not in the catalog now unless p could see it by its id alone
 // (for an all-seeing principal a vanished reference keeps the automation
 // visible: its use is then promotion_drift, not not_found).
+// An automation an installed rule is bound on is hidden, like the rule,
+// from whoever cannot see an entry the rule was bound to (see bound.go).
 func (c *catalogService) addVisibleAuto(p *Principal, v *view, snap *devices.Snapshot, id string) {
 	a := c.autos[id]
-	if !p.Visible(a.entry, nil) || (a.opaque && !p.unrestricted()) {
+	if !p.Visible(a.entry, nil) || (a.opaque && !p.unrestricted()) || !seesAll(p, v, snap, a.reach) {
 		return
 	}
-	for _, r := range a.reach {
+	if !p.unrestricted() {
+		for _, ids := range c.boundOn[id] {
+			if !seesAll(p, v, snap, ids) {
+				return
+			}
+		}
+	}
+	v.add(id, a.entry, a.hash)
+}
+
+// seesAll reports whether p sees every one of ids in v, or could see
+// those absent from the catalog by their id alone.
+func seesAll(p *Principal, v *view, snap *devices.Snapshot, ids []string) bool {
+	for _, r := range ids {
 		if _, vis := v.Get(r); vis {
 			continue
 		}
 		if snap != nil {
 			if _, exists := snap.Get(r); exists {
-				return
+				return false
 			}
 		}
 		if !p.visibleAbsent(r) {
-			return
+			return false
 		}
 	}
-	v.add(id, a.entry, a.hash)
+	return true
 }

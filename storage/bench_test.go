@@ -223,6 +223,16 @@ func BenchmarkTrimRule(b *testing.B) {
 // already holding earlier batches: each chunk's rows land in index leaves
 // of every entity.
 func BenchmarkWriteHistory20000(b *testing.B) {
+	benchWriteHistory(b, func(i int) HistoryPoint { return HistoryPoint{IsNum: true, Num: float64(i)} })
+}
+
+// BenchmarkWriteHistoryText20000 is BenchmarkWriteHistory20000 with text
+// states of three values (each row numbered, per entity and per value).
+func BenchmarkWriteHistoryText20000(b *testing.B) {
+	benchWriteHistory(b, func(i int) HistoryPoint { return HistoryPoint{JSON: [...]string{`"on"`, `"off"`, `"idle"`}[i%3]} })
+}
+
+func benchWriteHistory(b *testing.B, value func(i int) HistoryPoint) {
 	s := openBench(b, readConns)
 	ctx := context.Background()
 	o := HistoryWrite{IDs: &HistoryIDs{}, Sums: &HistorySums{}}
@@ -231,8 +241,8 @@ func BenchmarkWriteHistory20000(b *testing.B) {
 	start := t0
 	fill := func() {
 		for i := range pts {
-			pts[i] = HistoryPoint{Entity: fmt.Sprintf("sensor.bs%d_seq", i%entities), T: start.Add(time.Duration(i) * 100 * time.Microsecond),
-				IsNum: true, Num: float64(i)}
+			pts[i] = value(i / entities)
+			pts[i].Entity, pts[i].T = fmt.Sprintf("sensor.bs%d_seq", i%entities), start.Add(time.Duration(i)*100*time.Microsecond)
 		}
 		start = start.Add(2 * time.Second)
 	}

@@ -18,7 +18,9 @@ import (
 //
 // The raw table is bounded by a row count: rowids grow with every insert,
 // so max(rowid) - min(rowid) bounds the rows, and the oldest go first.
-// Both tables are purged by age (PurgeHistory).
+// Both tables are purged by age (PurgeHistory). Each entity's latest value
+// and since when it has held it are kept apart (history_last, see
+// histlast.go), whatever the bound and the age.
 
 // HistoryBucketMS is the width of a stored summary bucket, in milliseconds.
 const HistoryBucketMS = int64(5 * time.Minute / time.Millisecond)
@@ -75,22 +77,24 @@ const (
 const (
 	histEntitySQL = `INSERT INTO history_entities (entity) VALUES (?)
 		ON CONFLICT (entity) DO UPDATE SET entity = excluded.entity RETURNING id`
-	histInsertSQL = `INSERT INTO history (entity, t, num, val) VALUES `
-	histRowSQL    = `(?, ?, ?, ?)`
+	histInsertSQL = `INSERT INTO history (entity, t, num, val, seq, vcounts) VALUES `
+	histRowSQL    = `(?, ?, ?, ?, ?, ?)`
 	histBucketSQL = `INSERT INTO history_5m (entity, bucket, n, lo, hi, total) VALUES `
 	histSumSQL    = `(?, ?, ?, ?, ?, ?)`
 	histUpsertSQL = ` ON CONFLICT (entity, bucket) DO UPDATE SET n = n + excluded.n, lo = min(lo, excluded.lo),
 		hi = max(hi, excluded.hi), total = total + excluded.total`
 )
 
-// histStatements are WriteHistory's statements: the entity upsert, and
-// one row and a chunk of rows of the changes and of the summaries.
-var histStatements = [5]string{
+// histStatements are WriteHistory's statements: the entity upsert, one
+// row and a chunk of rows of the changes and of the summaries, and the
+// last-change upsert.
+var histStatements = [6]string{
 	histEntitySQL,
 	histInsertSQL + histRowSQL,
 	histInsertSQL + histRowSQL + strings.Repeat(", "+histRowSQL, histChunk-1),
 	histBucketSQL + histSumSQL + histUpsertSQL,
 	histBucketSQL + histSumSQL + strings.Repeat(", "+histSumSQL, sumChunk-1) + histUpsertSQL,
+	histLastSQL,
 }
 
 type bucketKey struct {
@@ -110,7 +114,7 @@ func (s *Store) WriteHistory(ctx context.Context, pts []HistoryPoint, o HistoryW
 	if len(pts) == 0 && (o.Sums == nil || !o.FlushSums || o.Sums.Len() == 0) {
 		return 0, nil
 	}
-	var ps [5]*sql.Stmt
+	var ps [6]*sql.Stmt
 	for i, q := range histStatements {
 		st, err := s.stmt(ctx, s.w, q)
 		if err != nil {
@@ -129,7 +133,7 @@ func (s *Store) WriteHistory(ctx context.Context, pts []HistoryPoint, o HistoryW
 	batch := map[bucketKey]*bucketAgg{}
 	rowCtx := context.WithoutCancel(ctx) // as InsertRuns: no watcher goroutine per row
 	err := s.inTx(ctx, fmt.Sprintf("write %d history rows", len(pts)), func(tx *sql.Tx) error {
-		var st [5]*sql.Stmt
+		var st [6]*sql.Stmt
 		for i := range ps {
 			st[i] = tx.StmtContext(rowCtx, ps[i])
 			defer st[i].Close()
@@ -138,7 +142,18 @@ func (s *Store) WriteHistory(ctx context.Context, pts []HistoryPoint, o HistoryW
 		if fresh, err = o.IDs.resolve(rowCtx, st[0], pts); err != nil {
 			return err
 		}
-		if err := writeHistoryRows(ctx, rowCtx, st, pts, o.IDs.m, fresh, batch, o); err != nil {
+		idOf := o.IDs.idOf(fresh)
+		seqs, err := assignSeqs(rowCtx, tx, pts, idOf)
+		if err != nil {
+			return err
+		}
+		if err := writeHistoryRows(ctx, rowCtx, st, pts, seqs, idOf, batch, o); err != nil {
+			return err
+		}
+		if err := writeLastChanges(rowCtx, st[5], pts, idOf, seqs); err != nil {
+			return err
+		}
+		if err := seqs.writeValues(rowCtx, tx); err != nil {
 			return err
 		}
 		trimmed, err = trimHistory(rowCtx, tx, o.MaxRows)
@@ -179,6 +194,16 @@ func (c *HistoryIDs) resolve(ctx context.Context, st *sql.Stmt, pts []HistoryPoi
 	return fresh, nil
 }
 
+// idOf resolves an entity's id from the cache or the batch's fresh ids.
+func (c *HistoryIDs) idOf(fresh map[string]int64) func(string) int64 {
+	return func(e string) int64 {
+		if v, ok := c.m[e]; ok {
+			return v
+		}
+		return fresh[e]
+	}
+}
+
 func (c *HistoryIDs) keep(fresh map[string]int64) {
 	if c.m == nil {
 		c.m = make(map[string]int64, len(fresh))
@@ -192,15 +217,9 @@ func (c *HistoryIDs) keep(fresh map[string]int64) {
 // and with o.FlushSums upserts the pending sums and batch's (st: see
 // histStatements). The caller keeps batch's sums once the transaction
 // commits: a failed write changes no sum.
-func writeHistoryRows(ctx, rowCtx context.Context, st [5]*sql.Stmt, pts []HistoryPoint, ids, fresh map[string]int64, batch map[bucketKey]*bucketAgg, o HistoryWrite) error {
-	id := func(e string) int64 {
-		if v, ok := ids[e]; ok {
-			return v
-		}
-		return fresh[e]
-	}
+func writeHistoryRows(ctx, rowCtx context.Context, st [6]*sql.Stmt, pts []HistoryPoint, seqs *histSeqs, id func(string) int64, batch map[bucketKey]*bucketAgg, o HistoryWrite) error {
 	err := execChunks(ctx, rowCtx, st[1], st[2], len(pts), histChunk, func(args []any, i int) []any {
-		return appendHistoryRow(args, pts[i], id(pts[i].Entity), batch)
+		return append(appendHistoryRow(args, pts[i], id(pts[i].Entity), batch), seqs.seq[i], seqs.vcounts[i])
 	}, o.Yield)
 	if err != nil || !o.FlushSums {
 		return wrapErr("storage: write history rows: %w", err)

@@ -55,14 +55,6 @@ func (s *Store) HistoryBefore(ctx context.Context, entity string, t time.Time) (
 	return v, found, err
 }
 
-// HistoryCount counts entity's changes in [from, to).
-func (s *Store) HistoryCount(ctx context.Context, entity string, from, to time.Time) (int, error) {
-	n := 0
-	err := s.histQuery(ctx, `SELECT count(*) FROM history WHERE entity = `+histEntity+` AND t >= ? AND t < ?`,
-		func(rows *sql.Rows) error { return rows.Scan(&n) }, entity, from.UnixMilli(), to.UnixMilli())
-	return n, err
-}
-
 // HistoryNumBuckets summarises entity's numeric changes in [from, to) in
 // buckets of width aligned to the Unix epoch, oldest first; empty buckets
 // are left out. A width that is a multiple of HistoryBucketMS reads the
@@ -98,31 +90,6 @@ func (s *Store) HistoryNumBuckets(ctx context.Context, entity string, from, to t
 		out = append(out, b)
 		return nil
 	}, w, entity, lo, to.UnixMilli())
-	return out, err
-}
-
-// HistoryLastBuckets summarises entity's changes in [from, to) in buckets
-// of width aligned to the Unix epoch: each bucket's count and its last
-// change (what a band shows when there are too many changes to draw).
-func (s *Store) HistoryLastBuckets(ctx context.Context, entity string, from, to time.Time, width time.Duration) ([]HistoryBucket, error) {
-	w := width.Milliseconds()
-	if w <= 0 {
-		return nil, fmt.Errorf("%w: history bucket width %v", ErrInvalid, width)
-	}
-	var out []HistoryBucket
-	// A bare column beside max() takes the row of the maximum (SQLite).
-	err := s.histQuery(ctx, `SELECT t / ?1 AS b, count(*), max(t), num, val FROM history
-		WHERE entity = (SELECT id FROM history_entities WHERE entity = ?2) AND t >= ?3 AND t < ?4
-		GROUP BY b ORDER BY b`, func(rows *sql.Rows) error {
-		var b HistoryBucket
-		var k int64
-		v, err := scanHistValue(rows, func(t *int64, num *sql.NullFloat64, val *sql.NullString) []any {
-			return []any{&k, &b.N, t, num, val}
-		})
-		b.T, b.Last = time.UnixMilli(k*w).UTC(), v
-		out = append(out, b)
-		return err
-	}, w, entity, from.UnixMilli(), to.UnixMilli())
 	return out, err
 }
 
@@ -163,20 +130,4 @@ func scanHistValue(rows *sql.Rows, dest func(t *int64, num *sql.NullFloat64, val
 		v.JSON = "null"
 	}
 	return v, nil
-}
-
-// HistoryValueCounts counts entity's changes in [from, to) per value (as
-// JSON text), the most frequent first, at most limit values.
-func (s *Store) HistoryValueCounts(ctx context.Context, entity string, from, to time.Time, limit int) (map[string]int, error) {
-	out := map[string]int{}
-	err := s.histQuery(ctx, `SELECT coalesce(val, CAST(num AS TEXT), 'null') AS v, count(*) AS n FROM history
-		WHERE entity = `+histEntity+` AND t >= ? AND t < ? GROUP BY v ORDER BY n DESC, v LIMIT ?`,
-		func(rows *sql.Rows) error {
-			var v string
-			var n int
-			err := rows.Scan(&v, &n)
-			out[v] = n
-			return err
-		}, entity, from.UnixMilli(), to.UnixMilli(), limit)
-	return out, err
 }

@@ -146,6 +146,38 @@ CREATE INDEX IF NOT EXISTS idempotency_by_principal ON idempotency (principal);`
 	// 10: the entries a rule with catalog-reference params was bound to
 	// (their load-bearing fields), to bind it again at start-up.
 	`ALTER TABLE rules ADD COLUMN binding TEXT;`,
+	// 11: when a throttled rule's body last started, written before the
+	// body runs, so a crash before the firing's record is written does
+	// not forget the window.
+	`CREATE TABLE throttles (
+	rule    TEXT PRIMARY KEY,
+	body_at INTEGER NOT NULL
+) WITHOUT ROWID;`,
+	// 12: each entity's latest value and since when it has held it,
+	// outside the bounded history (a chatty entity pushing a quiet one's
+	// last change out must not lose when it changed).
+	`CREATE TABLE history_last (
+	entity INTEGER PRIMARY KEY,
+	t      INTEGER NOT NULL,
+	num    REAL,
+	val    TEXT,
+	since  INTEGER NOT NULL
+);`,
+	// 13: running counts (history_seq.go), so that counting an entity's
+	// changes in a range, in all or per value, is a few index seeks
+	// rather than a walk of every row.
+	`ALTER TABLE history ADD COLUMN seq INTEGER;
+ALTER TABLE history ADD COLUMN vcounts BLOB;
+ALTER TABLE history_last ADD COLUMN n INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE history_last ADD COLUMN vcounts BLOB;
+ALTER TABLE history_last ADD COLUMN vfrom INTEGER;
+ALTER TABLE history_last ADD COLUMN cfrom INTEGER;
+CREATE TABLE history_values (
+	entity INTEGER NOT NULL,
+	val    TEXT NOT NULL,
+	slot   INTEGER NOT NULL,
+	PRIMARY KEY (entity, val)
+) WITHOUT ROWID;`,
 }
 
 // migrate brings db up to len(list), one transaction per migration. A

@@ -37,7 +37,10 @@ type Rule struct {
 	// install ({id: load-bearing fields}), when its program has
 	// catalog-reference params (nil otherwise): the bound body is
 	// validated against it again at start-up.
-	Binding     json.RawMessage
+	Binding json.RawMessage
+	// Damaged says why the stored row could not be read whole (a column
+	// that is not valid JSON, which then reads as empty); "" when sound.
+	Damaged     string
 	InstalledAt time.Time
 	UpdatedAt   time.Time
 }
@@ -212,6 +215,27 @@ func (s *Store) InstallRule(ctx context.Context, p Program, r Rule) error {
 	})
 }
 
+// soundJSON is a rule's JSON column b, or nil with r.Damaged saying why
+// when it is not valid JSON: one damaged row must not break a listing.
+func soundJSON(r *Rule, col string, b []byte) json.RawMessage {
+	if len(b) == 0 {
+		return nil
+	}
+	if !json.Valid(b) || !isObject(b) {
+		if r.Damaged == "" {
+			r.Damaged = "its stored " + col + " column is not a valid JSON object (the database row is damaged): deploy the rule again"
+		}
+		return nil
+	}
+	return b
+}
+
+// isObject reports whether the valid JSON text b is an object or null.
+func isObject(b []byte) bool {
+	b = bytes.TrimSpace(b)
+	return len(b) > 0 && (b[0] == '{' || string(b) == "null")
+}
+
 const ruleCols = `name, ref, principal, enabled, broken, installed_at, updated_at, params, binding`
 
 func scanRule(row scanner) (Rule, error) {
@@ -221,7 +245,8 @@ func scanRule(row scanner) (Rule, error) {
 	if err := row.Scan(&r.Name, &r.Ref, &r.Principal, &r.Enabled, &r.Broken, &installed, &updated, &params, &binding); err != nil {
 		return Rule{}, err
 	}
-	r.InstalledAt, r.UpdatedAt, r.Params, r.Binding = timeVal(installed), timeVal(updated), jsonVal(params), jsonVal(binding)
+	r.InstalledAt, r.UpdatedAt = timeVal(installed), timeVal(updated)
+	r.Params, r.Binding = soundJSON(&r, "params", params), soundJSON(&r, "binding", binding)
 	return r, nil
 }
 

@@ -197,6 +197,10 @@ func (s *server) controlAction(w http.ResponseWriter, r *http.Request, ss *sessi
 	case err != nil:
 		s.fail(w, r, ss, http.StatusInternalServerError, "The control failed.", err)
 		return
+	case resp.Replayed:
+		// A re-post of a form already sent (a back button, a double
+		// click): its key was used, so nothing is sent again.
+		ss.setFlashLink(replayFlash(en.ID, args, resp, s.when), "/runs/"+url.PathEscape(resp.RunID))
 	case !runStored(resp):
 		// A refusal past the principal's stored-refusal bound has no
 		// record to link to.
@@ -205,6 +209,17 @@ func (s *server) controlAction(w http.ResponseWriter, r *http.Request, ss *sessi
 		ss.setFlashLink(controlFlash(en.ID, args, resp), "/runs/"+url.PathEscape(resp.RunID))
 	}
 	redirect(w, r, back)
+}
+
+// replayFlash says that a control was sent before from this same form
+// and not sent again, with what that first send did.
+func replayFlash(action string, args map[string]any, resp *engine.ExecuteResponse, when func(time.Time) string) string {
+	at := "earlier"
+	if !resp.FirstAt.IsZero() {
+		at = "at " + when(resp.FirstAt)
+	}
+	return action + " " + compactJSON(args) + ": already sent " + at + " from this form (" + statusText(resp.Outcome.Status) +
+		"), not sent again. Reload the page to send it again."
 }
 
 func controlFlash(action string, args map[string]any, resp *engine.ExecuteResponse) string {

@@ -220,6 +220,9 @@ func bandChart(c *chartSpec, h *engine.EntityHistory) {
 	}
 	emit(to, 1)
 	c.Summary = changes(h.Count)
+	if h.CountsOf > 0 {
+		c.Summary += "; of the latest " + itoa(h.CountsOf)
+	}
 	for k, n := range sortedCounts(h.Counts) {
 		c.Summary += ", " + k + " " + itoa(n) + "×"
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/storage"
@@ -236,5 +237,23 @@ func TestUnstoredRefusalHasNoLink(t *testing.T) {
 	mustContain(t, "60th refusal", body, "The run was not stored.")
 	if strings.Contains(body, `View the run</a>`) {
 		t.Errorf("the 60th refusal links to a run that was not stored")
+	}
+}
+
+// TestBandSummarySaysPartialCounts: counts per value that cover only the
+// range's latest changes say so.
+func TestBandSummarySaysPartialCounts(t *testing.T) {
+	for _, tc := range []struct {
+		h    engine.EntityHistory
+		want string
+	}{
+		{engine.EntityHistory{Count: 3, Counts: map[string]int{`"a"`: 2, `"b"`: 1}}, `3 changes, a 2×, b 1×`},
+		{engine.EntityHistory{Count: 12000, CountsOf: 10000, Counts: map[string]int{`"a"`: 6000}}, `12000 changes; of the latest 10000, a 6000×`},
+	} {
+		var c chartSpec
+		bandChart(&c, &tc.h)
+		if c.Summary != tc.want {
+			t.Errorf("summary %q, want %q", c.Summary, tc.want)
+		}
 	}
 }

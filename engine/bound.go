@@ -1,0 +1,49 @@
+package engine
+
+import "slices"
+
+// A rule bound to entries by catalog-reference params is hidden from
+// whoever cannot see one of them (boundVisible); so is the promoted
+// program it is installed on, in every catalog answer, or a get by ref
+// would show the name, risk and input schema of a rule the caller cannot
+// see (spec 6.3: an unauthorized name is indistinguishable from a
+// nonexistent one). The scheduler tells the catalog what each installed
+// rule is bound to.
+
+// setBound records that the installed rule name runs program ref bound to
+// ids (nil: not bound; ref "": removed). A change rebuilds the views.
+func (c *catalogService) setBound(name, ref string, ids []string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	oldRef, had := c.boundRef[name]
+	if len(ids) == 0 || ref == "" {
+		if !had {
+			return
+		}
+	} else if had && oldRef == ref && slices.Equal(c.boundOn[ref][name], ids) {
+		return
+	}
+	if had {
+		delete(c.boundOn[oldRef], name)
+		if len(c.boundOn[oldRef]) == 0 {
+			delete(c.boundOn, oldRef)
+		}
+		delete(c.boundRef, name)
+	}
+	if len(ids) > 0 && ref != "" {
+		if c.boundOn[ref] == nil {
+			c.boundOn[ref] = map[string][]string{}
+		}
+		c.boundOn[ref][name], c.boundRef[name] = ids, ref
+	}
+	c.bindGen++
+}
+
+// boundIDs is what an armed rule's program is bound to: its references,
+// when it has catalog-reference params (nil otherwise).
+func (ar *armedRule) boundIDs() []string {
+	if len(ar.c.RefParams()) == 0 {
+		return nil
+	}
+	return ar.c.Refs
+}

@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/devices/demo"
+	"github.com/pilothouse/pilothouse/internal/testutil"
+	"github.com/pilothouse/pilothouse/mqtt"
+	"github.com/pilothouse/pilothouse/rules"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// throttleChildEnv carries "<data folder>|<broker URL>" to the house
+// process of TestThrottleSurvivesKill.
+const throttleChildEnv = "PILOTHOUSE_THROTTLE_CHILD"
+
+const throttledPorch = `{"name": "throttled-porch", "throttle": "1h",
+  "triggers": [{"id": "press", "event": "bedroom_remote.action"}],
+  "steps": [{"id": "on", "call": "porch_light.set", "args": {"state": "TOGGLE"}}]}`
+
+// TestThrottleSurvivesKill: a house process killed (SIGKILL) as soon as
+// its throttled rule's command is on the bus, before the recorder wrote
+// the firing, keeps the window: the next process on the same data folder
+// ends the next press within the hour throttled and sends nothing.
+func TestThrottleSurvivesKill(t *testing.T) {
+	ctx := context.Background()
+	broker, err := mqtt.StartBroker("127.0.0.1:0", quiet())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = broker.Close() })
+	client, err := mqtt.Dial(ctx, mqtt.Options{Broker: broker.URL(), ClientID: "throttle-parent", Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(client.Close)
+	var cmds atomic.Int64
+	if err := client.Subscribe("zigbee2mqtt/porch_light/set", 1, func(mqtt.Message) { cmds.Add(1) }); err != nil {
+		t.Fatal(err)
+	}
+	sim := demo.New(client, demo.Options{Pace: time.Hour, Logger: quiet()})
+	if err := sim.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sim.Close)
+	dir := t.TempDir()
+	house := startHouseProcess(t, dir, broker.URL())
+	if err := sim.Press(ctx, "on"); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*time.Second, "the command", func() bool { return cmds.Load() == 1 })
+	_ = house.Process.Kill()
+	_ = house.Wait()
+	startHouseProcess(t, dir, broker.URL())
+	if err := sim.Press(ctx, "on"); err != nil {
+		t.Fatal(err)
+	}
+	store, err := storage.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	var last storage.Run
+	testutil.Eventually(t, 5*time.Second, "the second press's firing", func() bool {
+		runs, err := store.ListRuns(ctx, storage.RunFilter{Rule: "throttled-porch", Kind: "firing", Limit: 1})
+		if err != nil || len(runs) == 0 || runs[0].Status == rules.StatusInterrupted {
+			return false
+		}
+		last = runs[0]
+		return true
+	})
+	if last.Status != rules.StatusThrottled || cmds.Load() != 1 {
+		t.Errorf("after the kill: %s with %d commands, want throttled with 1", last.Status, cmds.Load())
+	}
+}
+
+// startHouseProcess runs TestThrottleChild in a new process on dir and
+// broker, and returns once its rule is armed; it is killed at the end.
+func startHouseProcess(t *testing.T, dir, broker string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestThrottleChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), throttleChildEnv+"="+dir+"|"+broker)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	ready := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if sc.Text() == "house ready" {
+				ready <- true
+			}
+		}
+		ready <- false
+	}()
+	select {
+	case ok := <-ready:
+		if !ok {
+			t.Fatal("the house process ended before it was ready")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the house process was not ready within 30 s")
+	}
+	return cmd
+}
+
+// TestThrottleChild is the house process of TestThrottleSurvivesKill
+// (skipped otherwise): discovery, storage on the given folder, the
+// engine with the throttled rule deployed once; it runs until killed.
+func TestThrottleChild(t *testing.T) {
+	dir, broker, ok := strings.Cut(os.Getenv(throttleChildEnv), "|")
+	if !ok {
+		t.Skip("the house process of TestThrottleSurvivesKill")
+	}
+	ctx := context.Background()
+	c, err := mqtt.Dial(ctx, mqtt.Options{Broker: broker, ClientID: "throttle-house", Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	devs := devices.NewCatalog(devices.Options{Logger: quiet()})
+	if err := devs.Start(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, "the demo catalog", func() bool {
+		snap := devs.Snapshot()
+		_, light := snap.Get("porch_light.set")
+		_, remote := snap.Get("bedroom_remote.action")
+		return light && remote
+	})
+	store, err := storage.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng := New(Config{}, devs, store, quiet())
+	if err := eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.GetRule(ctx, "throttled-porch", 0); err != nil {
+		resp, err := eng.Execute(ctx, ExecuteRequest{Program: json.RawMessage(throttledPorch)})
+		if err != nil || !resp.Outcome.OK {
+			t.Fatalf("deploy: %v %+v", err, resp)
+		}
+	}
+	fmt.Println("house ready")
+	select {}
+}
