@@ -3,91 +3,78 @@ package jinja
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
-// The evaluation of a parsed template. Every node costs budget, and so
-// does every byte or item a string or list operation makes; a template
-// that runs out fails instead of running on, and no value grows beyond
-// maxJValue. Templates come from whoever may publish discovery.
-
-// jBudget is the work one rendering may do (nodes evaluated plus bytes and
-// items made); maxJValue bounds a string or list, and the output. Real
-// templates (devices/testdata, the captures in mqtt-real) spend at most
-// 12. msgJBudget is the work all the renderings one message triggers may
-// do together (each costs at least jRouteCost): 1,000 discovery configs
-// sharing one state topic, each looping within jBudget (2^18 then), made
-// every 10-byte message cost ~1 s of CPU. Renderings past it are skipped
-// (errMsgBudget): their states keep their values, and Refusals counts
-// them.
-const (
-	jBudget    = 1 << 16
-	msgJBudget = 1 << 20
-	jRouteCost = 16
-	maxJValue  = 64 << 10
-)
+// The evaluation of a parsed template: every node charges its state's
+// budget before it works (see the package comment).
 
 var (
-	errJBudget = errors.New("template needs too much work")
-	// errMsgBudget: the message's work budget (msgJBudget) is spent.
-	errMsgBudget = errors.New("template not rendered: the renderings of this message used up its work budget")
-	errJSize     = fmt.Errorf("template value longer than %d", maxJValue)
-	errBreak     = errors.New("break")
-	errCont      = errors.New("continue")
+	errBreak = errors.New("break")
+	errCont  = errors.New("continue")
 )
 
-type jexpr interface {
-	eval(s *jstate) (any, error)
+type expr interface {
+	eval(s *state) (any, error)
 }
 
-type jstmt interface {
-	exec(s *jstate) error
+type stmt interface {
+	exec(s *state) error
 }
 
-type jkw struct {
+type kwarg struct {
 	name string
-	x    jexpr
+	x    expr
 }
 
-// jprogram is a compiled template.
-type jprogram struct {
-	body     []jstmt
-	single   jexpr // the template is one {{ expression }}
+// Template is a compiled template.
+type Template struct {
+	body     []stmt
+	single   expr // the template is one {{ expression }}
 	usesJSON bool
 	regex    *regexCache
 }
 
-// jstate is one rendering.
-type jstate struct {
+// state is one rendering.
+type state struct {
 	budget  int
 	out     []byte
 	value   any            // the payload (value templates) or the command value
-	json    any            // value_json, jUndef when the payload is not JSON
+	json    any            // value_json, Undefined when the payload is not JSON
 	vars    map[string]any // command template variables (position, …)
 	scopes  []map[string]any
 	undef   bool // an undefined value was printed
-	program *jprogram
+	program *Template
 	now     time.Time // now(): the message's time
 }
 
-func (s *jstate) spend(n int) error {
-	s.budget -= n
+func (s *state) spend(n int) error {
+	s.budget -= max(n, 0)
 	if s.budget < 0 {
-		return errJBudget
+		return ErrBudget
 	}
 	return nil
 }
 
-// spendValue charges for a made string or list and bounds its size.
-func (s *jstate) spendValue(n int) error {
-	if n > maxJValue {
-		return errJSize
+// spendBytes charges for n bytes made or scanned and bounds a string's
+// size; callers charge before they make.
+func (s *state) spendBytes(n int) error {
+	if n > MaxValue {
+		return ErrSize
 	}
-	return s.spend(n/16 + 1)
+	return s.spend(n/BytesPerUnit + 1)
 }
 
-func (s *jstate) lookup(n string) any {
+// spendItems charges for n list items made or visited and bounds a list's
+// size.
+func (s *state) spendItems(n int) error {
+	if n > MaxValue {
+		return ErrSize
+	}
+	return s.spend(n + 1)
+}
+
+func (s *state) lookup(n string) any {
 	for i := len(s.scopes) - 1; i >= 0; i-- {
 		if v, ok := s.scopes[i][n]; ok {
 			return v
@@ -102,10 +89,10 @@ func (s *jstate) lookup(n string) any {
 	if v, ok := s.vars[n]; ok {
 		return v
 	}
-	return jUndef{name: n}
+	return Undefined{name: n}
 }
 
-func (s *jstate) set(n string, v any) {
+func (s *state) set(n string, v any) {
 	if len(s.scopes) == 0 {
 		s.scopes = append(s.scopes, map[string]any{})
 	}
@@ -113,7 +100,7 @@ func (s *jstate) set(n string, v any) {
 }
 
 // run renders the program's statements.
-func (s *jstate) run(body []jstmt) error {
+func (s *state) run(body []stmt) error {
 	for _, st := range body {
 		if err := st.exec(s); err != nil {
 			return err
@@ -124,42 +111,46 @@ func (s *jstate) run(body []jstmt) error {
 
 // --- statements ---
 
-type jtext struct{ s string }
+type textStmt struct{ s string }
 
-func (t *jtext) exec(s *jstate) error { return s.write(t.s) }
+func (t *textStmt) exec(s *state) error { return s.write(t.s) }
 
-func (s *jstate) write(str string) error {
-	if len(s.out)+len(str) > maxJValue {
-		return errJSize
+func (s *state) write(str string) error {
+	if len(s.out)+len(str) > MaxValue {
+		return ErrSize
 	}
-	if err := s.spend(len(str)/16 + 1); err != nil {
+	if err := s.spendBytes(len(str)); err != nil {
 		return err
 	}
 	s.out = append(s.out, str...)
 	return nil
 }
 
-type jprint struct{ x jexpr }
+type printStmt struct{ x expr }
 
-func (p *jprint) exec(s *jstate) error {
+func (p *printStmt) exec(s *state) error {
 	v, err := p.x.eval(s)
 	if err != nil {
 		return err
 	}
-	if _, ok := v.(jUndef); ok {
+	if _, ok := v.(Undefined); ok {
 		s.undef = true
 		return nil
 	}
-	return s.write(pyStr(v))
+	str, err := s.str(v)
+	if err != nil {
+		return err
+	}
+	return s.write(str)
 }
 
-type jif struct {
-	conds  []jexpr
-	bodies [][]jstmt
-	els    []jstmt
+type ifStmt struct {
+	conds  []expr
+	bodies [][]stmt
+	els    []stmt
 }
 
-func (st *jif) exec(s *jstate) error {
+func (st *ifStmt) exec(s *state) error {
 	for i, c := range st.conds {
 		v, err := c.eval(s)
 		if err != nil {
@@ -172,12 +163,12 @@ func (st *jif) exec(s *jstate) error {
 	return s.run(st.els)
 }
 
-type jset struct {
+type setStmt struct {
 	name, attr string
-	x          jexpr
+	x          expr
 }
 
-func (st *jset) exec(s *jstate) error {
+func (st *setStmt) exec(s *state) error {
 	v, err := st.x.eval(s)
 	if err != nil {
 		return err
@@ -186,7 +177,7 @@ func (st *jset) exec(s *jstate) error {
 		s.set(st.name, v)
 		return nil
 	}
-	ns, ok := s.lookup(st.name).(*jnamespace)
+	ns, ok := s.lookup(st.name).(*namespace)
 	if !ok {
 		return fmt.Errorf("cannot set %s.%s: %s is not a namespace", st.name, st.attr, st.name)
 	}
@@ -194,22 +185,22 @@ func (st *jset) exec(s *jstate) error {
 	return nil
 }
 
-type jloopCtl struct{ brk bool }
+type loopCtl struct{ brk bool }
 
-func (st *jloopCtl) exec(*jstate) error {
+func (st *loopCtl) exec(*state) error {
 	if st.brk {
 		return errBreak
 	}
 	return errCont
 }
 
-type jfor struct {
+type forStmt struct {
 	vars       []string
-	iter, cond jexpr
-	body, els  []jstmt
+	iter, cond expr
+	body, els  []stmt
 }
 
-func (st *jfor) exec(s *jstate) error {
+func (st *forStmt) exec(s *state) error {
 	v, err := st.iter.eval(s)
 	if err != nil {
 		return err
@@ -221,7 +212,7 @@ func (st *jfor) exec(s *jstate) error {
 	s.scopes = append(s.scopes, map[string]any{})
 	defer func() { s.scopes = s.scopes[:len(s.scopes)-1] }()
 	ran := false
-	loop := &jloop{n: len(items)}
+	loop := &loopVar{n: len(items)}
 	for i, it := range items {
 		if err := s.spend(1); err != nil {
 			return err
@@ -255,14 +246,14 @@ func (st *jfor) exec(s *jstate) error {
 	return nil
 }
 
-func (st *jfor) bind(s *jstate, it any) error {
+func (st *forStmt) bind(s *state, it any) error {
 	if len(st.vars) == 1 {
 		s.set(st.vars[0], it)
 		return nil
 	}
 	parts, err := iterate(s, it)
 	if err != nil || len(parts) != len(st.vars) {
-		return fmt.Errorf("cannot unpack %s into %d names", pyRepr(it), len(st.vars))
+		return fmt.Errorf("cannot unpack %s into %d names", brief(it), len(st.vars))
 	}
 	for i, n := range st.vars {
 		s.set(n, parts[i])
@@ -270,10 +261,10 @@ func (st *jfor) bind(s *jstate, it any) error {
 	return nil
 }
 
-// jloop is the loop variable of a for.
-type jloop struct{ i, n int }
+// loopVar is the loop variable of a for.
+type loopVar struct{ i, n int }
 
-func (l *jloop) attr(name string) (any, bool) {
+func (l *loopVar) attr(name string) (any, bool) {
 	switch name {
 	case "index":
 		return l.i + 1, true
@@ -293,35 +284,24 @@ func (l *jloop) attr(name string) (any, bool) {
 	return nil, false
 }
 
-// jnamespace is namespace(): the one value a template may change.
-type jnamespace struct{ m map[string]any }
+// namespace is namespace(): the one value a template may change.
+type namespace struct{ m map[string]any }
 
-// render runs the program within budget (at most jBudget); the output is
-// stripped as Home Assistant does. A panic (a bug: templates are
-// untrusted) is an error, not a crash.
-func (p *jprogram) render(s *jstate, budget int) (out string, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			out, err = "", fmt.Errorf("template failed: %v", r)
-		}
-	}()
-	s.budget, s.program = budget, p
+// render runs the program; the caller strips the output.
+func (p *Template) render(s *state) (string, error) {
 	if p.single != nil { // one expression: no output buffer
 		v, err := p.single.eval(s)
 		if err != nil {
 			return "", err
 		}
-		if _, ok := v.(jUndef); ok {
+		if _, ok := v.(Undefined); ok {
 			s.undef = true
 			return "", nil
 		}
-		if str, ok := v.(string); ok {
-			return strings.TrimSpace(str), nil
-		}
-		return strings.TrimSpace(pyStr(v)), nil
+		return s.str(v)
 	}
 	if err := s.run(p.body); err != nil && err != errBreak && err != errCont {
 		return "", err
 	}
-	return strings.TrimSpace(string(s.out)), nil
+	return string(s.out), nil
 }

@@ -6,30 +6,30 @@ import (
 
 // --- expressions ---
 
-type jlit struct{ v any }
+type literal struct{ v any }
 
-func (l *jlit) eval(s *jstate) (any, error) { return l.v, s.spend(1) }
+func (l *literal) eval(s *state) (any, error) { return l.v, s.spend(1) }
 
-type jname struct{ n string }
+type varRef struct{ n string }
 
-func (n *jname) eval(s *jstate) (any, error) { return s.lookup(n.n), s.spend(1) }
+func (n *varRef) eval(s *state) (any, error) { return s.lookup(n.n), s.spend(1) }
 
-type jattr struct {
-	x    jexpr
+type attrExpr struct {
+	x    expr
 	name string
 }
 
-func (a *jattr) eval(s *jstate) (any, error) {
+func (a *attrExpr) eval(s *state) (any, error) {
 	v, err := a.x.eval(s)
 	if err != nil {
 		return nil, err
 	}
-	return getAttr(v, a.name)
+	return getAttr(s, v, a.name)
 }
 
-type jitem struct{ x, key jexpr }
+type itemExpr struct{ x, key expr }
 
-func (it *jitem) eval(s *jstate) (any, error) {
+func (it *itemExpr) eval(s *state) (any, error) {
 	v, err := it.x.eval(s)
 	if err != nil {
 		return nil, err
@@ -38,18 +38,18 @@ func (it *jitem) eval(s *jstate) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return getItem(v, k)
+	return getItem(s, v, k)
 }
 
-type jslice struct{ x, lo, hi, step jexpr }
+type sliceExpr struct{ x, lo, hi, step expr }
 
-func (sl *jslice) eval(s *jstate) (any, error) {
+func (sl *sliceExpr) eval(s *state) (any, error) {
 	v, err := sl.x.eval(s)
 	if err != nil {
 		return nil, err
 	}
 	var b [3]any
-	for i, e := range []jexpr{sl.lo, sl.hi, sl.step} {
+	for i, e := range []expr{sl.lo, sl.hi, sl.step} {
 		if e == nil {
 			continue
 		}
@@ -60,12 +60,15 @@ func (sl *jslice) eval(s *jstate) (any, error) {
 	return slice(s, v, b[0], b[1], b[2])
 }
 
-type jlist struct {
-	items []jexpr
+type listExpr struct {
+	items []expr
 	tuple bool
 }
 
-func (l *jlist) eval(s *jstate) (any, error) {
+func (l *listExpr) eval(s *state) (any, error) {
+	if err := s.spendItems(len(l.items)); err != nil {
+		return nil, err
+	}
 	out := make([]any, len(l.items))
 	for i, x := range l.items {
 		v, err := x.eval(s)
@@ -75,15 +78,15 @@ func (l *jlist) eval(s *jstate) (any, error) {
 		out[i] = v
 	}
 	if l.tuple {
-		return jtuple(out), nil
+		return tuple(out), nil
 	}
 	return out, nil
 }
 
-type jdictLit struct{ keys, vals []jexpr }
+type dictExpr struct{ keys, vals []expr }
 
-func (d *jdictLit) eval(s *jstate) (any, error) {
-	out := &jdict{}
+func (d *dictExpr) eval(s *state) (any, error) {
+	out := &dict{}
 	for i := range d.keys {
 		k, err := d.keys[i].eval(s)
 		if err != nil {
@@ -93,14 +96,16 @@ func (d *jdictLit) eval(s *jstate) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		out.put(k, v)
+		if err := out.put(s, k, v); err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }
 
-type jcond struct{ then, cond, els jexpr }
+type condExpr struct{ then, cond, els expr }
 
-func (c *jcond) eval(s *jstate) (any, error) {
+func (c *condExpr) eval(s *state) (any, error) {
 	v, err := c.cond.eval(s)
 	if err != nil {
 		return nil, err
@@ -109,17 +114,17 @@ func (c *jcond) eval(s *jstate) (any, error) {
 		return c.then.eval(s)
 	}
 	if c.els == nil {
-		return jUndef{name: "else"}, nil
+		return Undefined{name: "else"}, nil
 	}
 	return c.els.eval(s)
 }
 
-type jlogic struct {
+type logicExpr struct {
 	or   bool
-	l, r jexpr
+	l, r expr
 }
 
-func (l *jlogic) eval(s *jstate) (any, error) {
+func (l *logicExpr) eval(s *state) (any, error) {
 	v, err := l.l.eval(s)
 	if err != nil || truthy(v) == l.or {
 		return v, err
@@ -127,12 +132,12 @@ func (l *jlogic) eval(s *jstate) (any, error) {
 	return l.r.eval(s)
 }
 
-type junary struct {
+type unaryExpr struct {
 	op string
-	x  jexpr
+	x  expr
 }
 
-func (u *junary) eval(s *jstate) (any, error) {
+func (u *unaryExpr) eval(s *state) (any, error) {
 	v, err := u.x.eval(s)
 	if err != nil {
 		return nil, err
@@ -155,12 +160,12 @@ func (u *junary) eval(s *jstate) (any, error) {
 	return nil, fmt.Errorf("bad operand for unary %s: %s", u.op, pyType(v))
 }
 
-type jbin struct {
+type binExpr struct {
 	op   string
-	l, r jexpr
+	l, r expr
 }
 
-func (b *jbin) eval(s *jstate) (any, error) {
+func (b *binExpr) eval(s *state) (any, error) {
 	l, err := b.l.eval(s)
 	if err != nil {
 		return nil, err
@@ -172,13 +177,13 @@ func (b *jbin) eval(s *jstate) (any, error) {
 	return binaryOp(s, b.op, l, r)
 }
 
-type jcmp struct {
-	first jexpr
+type cmpExpr struct {
+	first expr
 	ops   []string
-	rest  []jexpr
+	rest  []expr
 }
 
-func (c *jcmp) eval(s *jstate) (any, error) {
+func (c *cmpExpr) eval(s *state) (any, error) {
 	l, err := c.first.eval(s)
 	if err != nil {
 		return nil, err
@@ -188,7 +193,7 @@ func (c *jcmp) eval(s *jstate) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		ok, err := compare(op, l, r)
+		ok, err := s.compare(op, l, r)
 		if err != nil || !ok {
 			return false, err
 		}
@@ -197,17 +202,17 @@ func (c *jcmp) eval(s *jstate) (any, error) {
 	return true, nil
 }
 
-// jfunc is a global function, filter or method body: args are evaluated.
-type jfunc func(s *jstate, args []any, kw map[string]any) (any, error)
+// builtin is a global function, filter or method body: args are evaluated.
+type builtin func(s *state, args []any, kw map[string]any) (any, error)
 
-type jcall struct {
+type callExpr struct {
 	name string
-	fn   jfunc
-	args []jexpr
-	kws  []jkw
+	fn   builtin
+	args []expr
+	kws  []kwarg
 }
 
-func (c *jcall) eval(s *jstate) (any, error) {
+func (c *callExpr) eval(s *state) (any, error) {
 	args, kw, err := evalArgs(s, nil, c.args, c.kws)
 	if err != nil {
 		return nil, err
@@ -215,14 +220,14 @@ func (c *jcall) eval(s *jstate) (any, error) {
 	return c.fn(s, args, kw)
 }
 
-type jmethod struct {
-	x    jexpr
+type methodExpr struct {
+	x    expr
 	name string
-	args []jexpr
-	kws  []jkw
+	args []expr
+	kws  []kwarg
 }
 
-func (m *jmethod) eval(s *jstate) (any, error) {
+func (m *methodExpr) eval(s *state) (any, error) {
 	self, err := m.x.eval(s)
 	if err != nil {
 		return nil, err
@@ -231,18 +236,18 @@ func (m *jmethod) eval(s *jstate) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return jMethods[m.name](s, args, kw)
+	return methods[m.name](s, args, kw)
 }
 
-type jfilter struct {
+type filterExpr struct {
 	name string
-	fn   jfunc
-	x    jexpr
-	args []jexpr
-	kws  []jkw
+	fn   builtin
+	x    expr
+	args []expr
+	kws  []kwarg
 }
 
-func (f *jfilter) eval(s *jstate) (any, error) {
+func (f *filterExpr) eval(s *state) (any, error) {
 	v, err := f.x.eval(s)
 	if err != nil {
 		return nil, err
@@ -258,15 +263,15 @@ func (f *jfilter) eval(s *jstate) (any, error) {
 	return out, nil
 }
 
-type jtest struct {
+type testExpr struct {
 	name string
-	fn   jfunc
+	fn   builtin
 	neg  bool
-	x    jexpr
-	args []jexpr
+	x    expr
+	args []expr
 }
 
-func (t *jtest) eval(s *jstate) (any, error) {
+func (t *testExpr) eval(s *state) (any, error) {
 	v, err := t.x.eval(s)
 	if err != nil {
 		return nil, err
@@ -283,7 +288,7 @@ func (t *jtest) eval(s *jstate) (any, error) {
 }
 
 // evalArgs evaluates call arguments after the given leading ones.
-func evalArgs(s *jstate, lead []any, xs []jexpr, kws []jkw) ([]any, map[string]any, error) {
+func evalArgs(s *state, lead []any, xs []expr, kws []kwarg) ([]any, map[string]any, error) {
 	if err := s.spend(1 + len(xs) + len(kws)); err != nil {
 		return nil, nil, err
 	}

@@ -6,9 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Filters, tests, functions and methods: Jinja's builtins that value
@@ -17,40 +17,40 @@ import (
 // regex_*, bitwise_*). Each is bounded: what it makes is charged and
 // capped. args[0] is the filtered value (a method's object).
 
-// jFilters, jTests, jGlobals and jMethods are the closed sets a template may
+// filters, tests, globals and methods are the closed sets a template may
 // name; anything else makes it unsupported when it is compiled.
 var (
-	jFilters = map[string]jfunc{}
-	jTests   = map[string]jfunc{}
-	jGlobals = map[string]jfunc{}
-	jMethods = map[string]jfunc{}
+	filters = map[string]builtin{}
+	tests   = map[string]builtin{}
+	globals = map[string]builtin{}
+	methods = map[string]builtin{}
 )
 
 func init() {
-	for k, v := range jinjaFilters() {
-		jFilters[k] = v
+	for k, v := range filterTable() {
+		filters[k] = v
 	}
-	for k, v := range jinjaFilters2() {
-		jFilters[k] = v
+	for k, v := range listFilterTable() {
+		filters[k] = v
 	}
-	for k, v := range jinjaTests() {
-		jTests[k] = v
+	for k, v := range testTable() {
+		tests[k] = v
 	}
-	for k, v := range jinjaGlobals() {
-		jGlobals[k] = v
+	for k, v := range globalTable() {
+		globals[k] = v
 	}
-	for k, v := range jinjaMethods() {
-		jMethods[k] = v
+	for k, v := range methodTable() {
+		methods[k] = v
 	}
-	jinjaTimeGlobals(jGlobals)
-	jinjaTimeFilters(jFilters)
-	jtimeMethods(jMethods)
+	timeGlobals(globals)
+	timeFilters(filters)
+	timeMethods(methods)
 }
 
 // errNoDefault is Home Assistant's error for float/int/… on a value they
 // cannot convert when no default is given.
 func errNoDefault(name string, v any) error {
-	return fmt.Errorf("%s got invalid input %s and no default was specified", name, pyRepr(v))
+	return fmt.Errorf("%s got invalid input %s and no default was specified", name, brief(v))
 }
 
 // arg returns positional argument i (after the filtered value) or the
@@ -70,48 +70,77 @@ func argOr(args []any, kw map[string]any, i int, name string, def any) any {
 	return def
 }
 
-func jinjaFilters() map[string]jfunc {
-	return map[string]jfunc{
-		"float":    filterFloat,
-		"int":      filterInt,
-		"bool":     filterBool,
-		"round":    filterRound,
-		"multiply": func(s *jstate, a []any, kw map[string]any) (any, error) { return arith(a, kw, "multiply") },
-		"add":      func(s *jstate, a []any, kw map[string]any) (any, error) { return arith(a, kw, "add") },
-		"abs":      filterAbs,
-		"default":  filterDefault,
-		"d":        filterDefault,
-		"string":   func(s *jstate, a []any, _ map[string]any) (any, error) { return strResult(s, pyStr(a[0])) },
-		"lower": func(s *jstate, a []any, _ map[string]any) (any, error) {
-			return strResult(s, strings.ToLower(pyStr(a[0])))
-		},
-		"upper": func(s *jstate, a []any, _ map[string]any) (any, error) {
-			return strResult(s, strings.ToUpper(pyStr(a[0])))
-		},
-		"capitalize": func(s *jstate, a []any, _ map[string]any) (any, error) { return strResult(s, capitalize(pyStr(a[0]))) },
-		"title":      func(s *jstate, a []any, _ map[string]any) (any, error) { return strResult(s, title(pyStr(a[0]))) },
+func filterTable() map[string]builtin {
+	return map[string]builtin{
+		"float":      filterFloat,
+		"int":        filterInt,
+		"bool":       filterBool,
+		"round":      filterRound,
+		"multiply":   func(s *state, a []any, kw map[string]any) (any, error) { return arith(a, kw, "multiply") },
+		"add":        func(s *state, a []any, kw map[string]any) (any, error) { return arith(a, kw, "add") },
+		"abs":        filterAbs,
+		"default":    filterDefault,
+		"d":          filterDefault,
+		"string":     strFilter(func(x string) string { return x }),
+		"lower":      strFilter(strings.ToLower),
+		"upper":      strFilter(strings.ToUpper),
+		"capitalize": strFilter(capitalize),
+		"title":      strFilter(title),
 		"trim":       filterTrim,
 		"replace":    filterReplace,
 		"truncate":   filterTruncate,
-		"format":     func(s *jstate, a []any, _ map[string]any) (any, error) { return pyFormat(s, pyStr(a[0]), a[1:]) },
+		"format": func(s *state, a []any, _ map[string]any) (any, error) {
+			f, err := s.str(a[0])
+			if err != nil {
+				return nil, err
+			}
+			return pyFormat(s, f, a[1:])
+		},
 		"length":     filterLength,
 		"count":      filterLength,
-		"first":      func(s *jstate, a []any, _ map[string]any) (any, error) { return nth(s, a[0], 0) },
-		"last":       func(s *jstate, a []any, _ map[string]any) (any, error) { return nth(s, a[0], -1) },
-		"list":       func(s *jstate, a []any, _ map[string]any) (any, error) { return iterate(s, a[0]) },
+		"first":      func(s *state, a []any, _ map[string]any) (any, error) { return nth(s, a[0], 0) },
+		"last":       func(s *state, a []any, _ map[string]any) (any, error) { return nth(s, a[0], -1) },
+		"list":       func(s *state, a []any, _ map[string]any) (any, error) { return iterate(s, a[0]) },
 		"join":       filterJoin,
-		"iif":        func(s *jstate, a []any, kw map[string]any) (any, error) { return iif(a, kw) },
+		"iif":        func(s *state, a []any, kw map[string]any) (any, error) { return iif(a, kw) },
 		"is_defined": filterIsDefined,
-		"is_number":  func(s *jstate, a []any, _ map[string]any) (any, error) { return isNumeric(a[0]), nil },
+		"is_number":  func(s *state, a []any, _ map[string]any) (any, error) { return isNumeric(a[0]), nil },
 		"to_json":    filterToJSON,
 		"tojson":     filterJinjaJSON,
 		"from_json":  filterFromJSON,
 	}
 }
 
-func strResult(s *jstate, str string) (any, error) { return str, s.spendValue(len(str)) }
+// strFilter is a filter that maps the printed value: the conversion is
+// charged before it runs (case mappings may make up to 3 bytes of 2, and
+// a rune slice takes 4 bytes a byte), and its result is bounded.
+func strFilter(f func(string) string) builtin {
+	return func(s *state, a []any, _ map[string]any) (any, error) {
+		str, err := s.str(a[0])
+		if err != nil {
+			return nil, err
+		}
+		if err := s.spend(4*len(str)/BytesPerUnit + 1); err != nil {
+			return nil, err
+		}
+		return sized(f(str))
+	}
+}
 
-func filterFloat(s *jstate, a []any, kw map[string]any) (any, error) {
+// sized bounds a string made by an operation charged in advance.
+func sized(str string) (any, error) {
+	if len(str) > MaxValue {
+		return nil, ErrSize
+	}
+	return str, nil
+}
+
+// strArg is an argument printed as Python's str() does.
+func strArg(s *state, a []any, kw map[string]any, i int, name string, def any) (string, error) {
+	return s.str(argOr(a, kw, i, name, def))
+}
+
+func filterFloat(s *state, a []any, kw map[string]any) (any, error) {
 	if f, ok := pyFloatOf(a[0]); ok {
 		return f, nil
 	}
@@ -121,7 +150,7 @@ func filterFloat(s *jstate, a []any, kw map[string]any) (any, error) {
 	return nil, errNoDefault("float", a[0])
 }
 
-func filterInt(s *jstate, a []any, kw map[string]any) (any, error) {
+func filterInt(s *state, a []any, kw map[string]any) (any, error) {
 	base := 10
 	if b, ok := arg(a, kw, 2, "base"); ok {
 		bi, isInt := num(b).(int)
@@ -158,6 +187,9 @@ func pyBool(v any) (bool, bool) {
 			return f == 1, true
 		}
 	case string:
+		if len(x) > maxNumberLen {
+			return false, false
+		}
 		switch strings.ToLower(strings.TrimSpace(x)) {
 		case "1", "true", "yes", "on", "enable":
 			return true, true
@@ -168,7 +200,7 @@ func pyBool(v any) (bool, bool) {
 	return false, false
 }
 
-func filterBool(s *jstate, a []any, kw map[string]any) (any, error) {
+func filterBool(s *state, a []any, kw map[string]any) (any, error) {
 	if b, ok := pyBool(a[0]); ok {
 		return b, nil
 	}
@@ -180,7 +212,7 @@ func filterBool(s *jstate, a []any, kw map[string]any) (any, error) {
 
 // filterRound is Home Assistant's round(precision, method, default): an
 // int when precision is 0.
-func filterRound(s *jstate, a []any, kw map[string]any) (any, error) {
+func filterRound(s *state, a []any, kw map[string]any) (any, error) {
 	f, ok := pyFloatOf(a[0])
 	if !ok {
 		if d, has := arg(a, kw, 3, "default"); has {
@@ -244,7 +276,7 @@ func arith(a []any, kw map[string]any, name string) (any, error) {
 	return nil, errNoDefault(name, a[0])
 }
 
-func filterAbs(s *jstate, a []any, _ map[string]any) (any, error) {
+func filterAbs(s *state, a []any, _ map[string]any) (any, error) {
 	switch n := num(a[0]).(type) {
 	case int:
 		return abs(n), nil
@@ -254,10 +286,10 @@ func filterAbs(s *jstate, a []any, _ map[string]any) (any, error) {
 	return nil, fmt.Errorf("bad operand type for abs(): %s", pyType(a[0]))
 }
 
-func filterDefault(s *jstate, a []any, kw map[string]any) (any, error) {
+func filterDefault(s *state, a []any, kw map[string]any) (any, error) {
 	def := argOr(a, kw, 1, "default_value", "")
 	boolean := truthy(argOr(a, kw, 2, "boolean", false))
-	if _, undef := a[0].(jUndef); undef || (boolean && !truthy(a[0])) {
+	if _, undef := a[0].(Undefined); undef || (boolean && !truthy(a[0])) {
 		return def, nil
 	}
 	return a[0], nil
@@ -288,21 +320,42 @@ func title(s string) string {
 	return string(r)
 }
 
-func filterTrim(s *jstate, a []any, kw map[string]any) (any, error) {
-	str := pyStr(a[0])
+func filterTrim(s *state, a []any, kw map[string]any) (any, error) {
+	str, err := s.str(a[0])
+	if err != nil {
+		return nil, err
+	}
 	if c, ok := arg(a, kw, 1, "chars"); ok && c != nil {
-		return strings.Trim(str, pyStr(c)), nil
+		cs, err := s.str(c)
+		if err != nil {
+			return nil, err
+		}
+		return strings.Trim(str, cs), s.spendBytes(len(str) + len(cs))
 	}
 	return strings.TrimSpace(str), nil
 }
 
-func filterReplace(s *jstate, a []any, kw map[string]any) (any, error) {
+func filterReplace(s *state, a []any, kw map[string]any) (any, error) {
 	old, ok1 := arg(a, kw, 1, "old")
 	nw, ok2 := arg(a, kw, 2, "new")
 	if !ok1 || !ok2 {
 		return nil, errors.New("replace needs old and new")
 	}
-	str, o, n := pyStr(a[0]), pyStr(old), pyStr(nw)
+	str, err := s.str(a[0])
+	if err != nil {
+		return nil, err
+	}
+	o, err := s.str(old)
+	if err != nil {
+		return nil, err
+	}
+	n, err := s.str(nw)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.spendBytes(len(str)); err != nil { // counting scans it
+		return nil, err
+	}
 	count := -1
 	if c, ok := arg(a, kw, 3, "count"); ok && c != nil {
 		count, _ = num(c).(int)
@@ -311,7 +364,10 @@ func filterReplace(s *jstate, a []any, kw map[string]any) (any, error) {
 	if count >= 0 && count < hits {
 		hits = count
 	}
-	if err := s.spendValue(len(str) + hits*(len(n)-len(o))); err != nil {
+	if o == "" {
+		hits = min(hits, MaxValue+1) // strings.Count counts len+1 empty matches
+	}
+	if err := s.spendBytes(len(str) + hits*(len(n)-len(o))); err != nil {
 		return nil, err
 	}
 	return strings.Replace(str, o, n, count), nil
@@ -319,11 +375,21 @@ func filterReplace(s *jstate, a []any, kw map[string]any) (any, error) {
 
 // filterTruncate is Jinja's truncate(length=255, killwords=False,
 // end='...', leeway=5).
-func filterTruncate(s *jstate, a []any, kw map[string]any) (any, error) {
-	str := []rune(pyStr(a[0]))
+func filterTruncate(s *state, a []any, kw map[string]any) (any, error) {
+	text, err := s.str(a[0])
+	if err != nil {
+		return nil, err
+	}
+	end, err := strArg(s, a, kw, 3, "end", "...")
+	if err != nil {
+		return nil, err
+	}
+	if err := s.spend(4*(len(text)+len(end))/BytesPerUnit + 1); err != nil {
+		return nil, err
+	}
+	str := []rune(text)
 	length, _ := num(argOr(a, kw, 1, "length", 255)).(int)
 	killwords := truthy(argOr(a, kw, 2, "killwords", false))
-	end := pyStr(argOr(a, kw, 3, "end", "..."))
 	leeway, _ := num(argOr(a, kw, 4, "leeway", 5)).(int)
 	if length < len([]rune(end)) || leeway < 0 {
 		return nil, errors.New("truncate: length must be at least the length of end")
@@ -340,31 +406,31 @@ func filterTruncate(s *jstate, a []any, kw map[string]any) (any, error) {
 	return cut + end, nil
 }
 
-func filterLength(s *jstate, a []any, _ map[string]any) (any, error) {
+func filterLength(s *state, a []any, _ map[string]any) (any, error) {
 	switch x := a[0].(type) {
 	case string:
-		return len([]rune(x)), nil
+		return utf8.RuneCountInString(x), s.spendBytes(len(x))
 	case []any:
 		return len(x), nil
-	case jtuple:
+	case tuple:
 		return len(x), nil
 	case map[string]any:
 		return len(x), nil
-	case *jdict:
+	case *dict:
 		return len(x.keys), nil
-	case jUndef:
+	case Undefined:
 		return 0, nil
 	}
 	return nil, fmt.Errorf("object of type %s has no len()", pyType(a[0]))
 }
 
-func nth(s *jstate, v any, i int) (any, error) {
+func nth(s *state, v any, i int) (any, error) {
 	items, err := iterate(s, v)
 	if err != nil {
 		return nil, err
 	}
 	if len(items) == 0 {
-		return jUndef{name: "no first item"}, nil
+		return Undefined{name: "no first item"}, nil
 	}
 	if i < 0 {
 		i += len(items)
@@ -372,29 +438,39 @@ func nth(s *jstate, v any, i int) (any, error) {
 	return items[i], nil
 }
 
-func filterJoin(s *jstate, a []any, kw map[string]any) (any, error) {
+func filterJoin(s *state, a []any, kw map[string]any) (any, error) {
 	items, err := iterate(s, a[0])
 	if err != nil {
 		return nil, err
 	}
-	sep := pyStr(argOr(a, kw, 1, "d", ""))
+	sep, err := strArg(s, a, kw, 1, "d", "")
+	if err != nil {
+		return nil, err
+	}
 	attr, hasAttr := arg(a, kw, 2, "attribute")
 	var b strings.Builder
 	for i, it := range items {
-		if i > 0 {
-			b.WriteString(sep)
-		}
 		if hasAttr {
-			if it, err = attrOf(it, attr); err != nil {
+			if it, err = attrOf(s, it, attr); err != nil {
 				return nil, err
 			}
 		}
-		b.WriteString(pyStr(it))
-		if b.Len() > maxJValue {
-			return nil, errJSize
+		str, err := s.str(it)
+		if err != nil {
+			return nil, err
 		}
+		if i > 0 {
+			str = sep + str
+		}
+		if b.Len()+len(str) > MaxValue {
+			return nil, ErrSize
+		}
+		if err := s.spendBytes(len(str)); err != nil {
+			return nil, err
+		}
+		b.WriteString(str)
 	}
-	return strResult(s, b.String())
+	return b.String(), nil
 }
 
 func iif(a []any, kw map[string]any) (any, error) {
@@ -409,8 +485,8 @@ func iif(a []any, kw map[string]any) (any, error) {
 	return ifFalse, nil
 }
 
-func filterIsDefined(s *jstate, a []any, _ map[string]any) (any, error) {
-	if u, ok := a[0].(jUndef); ok {
+func filterIsDefined(s *state, a []any, _ map[string]any) (any, error) {
+	if u, ok := a[0].(Undefined); ok {
 		return nil, fmt.Errorf("%s is undefined", undefName(u))
 	}
 	return a[0], nil
@@ -428,125 +504,30 @@ func isNumeric(v any) bool {
 	return ok && !math.IsNaN(f) && !math.IsInf(f, 0)
 }
 
-// toJSONValue turns a template value into one encoding/json writes.
-func toJSONValue(v any, depth int) (any, error) {
-	if depth > maxNesting {
-		return nil, errors.New("value nested too deeply")
-	}
-	switch x := v.(type) {
-	case jtuple:
-		return toJSONValue([]any(x), depth)
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			var err error
-			if out[i], err = toJSONValue(e, depth+1); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
-	case *jdict:
-		m := make(map[string]any, len(x.keys))
-		for i, k := range x.keys {
-			e, err := toJSONValue(x.vals[i], depth+1)
-			if err != nil {
-				return nil, err
-			}
-			m[jsonKey(k)] = e
-		}
-		return m, nil
-	case jUndef:
-		return nil, errors.New("an undefined value has no JSON form")
-	case float64:
-		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return nil, errors.New("NaN and Infinity have no JSON form")
-		}
-	}
-	return v, nil
-}
-
-func jsonKey(k any) string {
-	switch x := k.(type) {
-	case nil:
-		return "null"
-	case bool:
-		if x {
-			return "true"
-		}
-		return "false"
-	}
-	return pyStr(k)
-}
-
 // filterToJSON is Home Assistant's to_json: compact JSON.
-func filterToJSON(s *jstate, a []any, kw map[string]any) (any, error) {
-	v, err := toJSONValue(a[0], 0)
-	if err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	return strResult(s, string(b))
+func filterToJSON(s *state, a []any, kw map[string]any) (any, error) {
+	p := printer{limit: MaxValue, s: s}
+	p.json(a[0], false)
+	return string(p.b), p.err
 }
 
 // filterJinjaJSON is Jinja's tojson: sorted keys, ", " and ": "
 // separators, and <, >, & and ' escaped.
-func filterJinjaJSON(s *jstate, a []any, kw map[string]any) (any, error) {
-	v, err := toJSONValue(a[0], 0)
-	if err != nil {
-		return nil, err
-	}
-	var b strings.Builder
-	writeSpacedJSON(&b, v)
-	out := strings.NewReplacer("<", `\u003c`, ">", `\u003e`, "&", `\u0026`, "'", `\u0027`).Replace(b.String())
-	return strResult(s, out)
+func filterJinjaJSON(s *state, a []any, kw map[string]any) (any, error) {
+	p := printer{limit: MaxValue, s: s}
+	p.json(a[0], true)
+	return string(p.b), p.err
 }
 
-func writeSpacedJSON(b *strings.Builder, v any) {
-	switch x := v.(type) {
-	case []any:
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writeSpacedJSON(b, e)
-		}
-		b.WriteByte(']')
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		b.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			kb, _ := json.Marshal(k)
-			b.Write(kb)
-			b.WriteString(": ")
-			writeSpacedJSON(b, x[k])
-		}
-		b.WriteByte('}')
-	default:
-		e, _ := json.Marshal(v)
-		b.Write(e)
-	}
-}
-
-func filterFromJSON(s *jstate, a []any, kw map[string]any) (any, error) {
+func filterFromJSON(s *state, a []any, kw map[string]any) (any, error) {
 	str, ok := a[0].(string)
 	if !ok {
 		return nil, fmt.Errorf("the JSON object must be str, not %s", pyType(a[0]))
 	}
-	if err := s.spendValue(len(str)); err != nil {
+	if err := s.spend(len(str)/2 + 1); err != nil { // decoded values take up to 32 bytes a byte of text
 		return nil, err
 	}
-	v, err := decodeJSONValue([]byte(str))
+	v, err := DecodeJSON([]byte(str))
 	if err != nil {
 		if d, ok := arg(a, kw, 1, "default"); ok {
 			return d, nil
@@ -556,14 +537,23 @@ func filterFromJSON(s *jstate, a []any, kw map[string]any) (any, error) {
 	return v, nil
 }
 
-func base64Filter(s *jstate, a []any, decode bool) (any, error) {
-	str := pyStr(a[0])
+func base64Filter(s *state, a []any, decode bool) (any, error) {
+	str, err := s.str(a[0])
+	if err != nil {
+		return nil, err
+	}
 	if !decode {
-		return strResult(s, base64.StdEncoding.EncodeToString([]byte(str)))
+		if err := s.spendBytes(base64.StdEncoding.EncodedLen(len(str))); err != nil {
+			return nil, err
+		}
+		return base64.StdEncoding.EncodeToString([]byte(str)), nil
+	}
+	if err := s.spendBytes(2 * len(str)); err != nil {
+		return nil, err
 	}
 	b, err := base64.StdEncoding.DecodeString(str)
 	if err != nil {
 		return nil, err
 	}
-	return strResult(s, string(b))
+	return string(b), nil
 }

@@ -7,12 +7,12 @@ import (
 	"unicode/utf8"
 )
 
-// decodeJSONValue reads a payload as Python's json.loads does for a
+// DecodeJSON reads a payload as Python's json.loads does for a
 // template's value_json: objects (map[string]any), arrays, strings, ints
 // or floats by their literal, booleans and None. Keys and strings without
 // escapes are substrings of one copy of the payload, so a state message
 // costs few allocations.
-func decodeJSONValue(b []byte) (any, error) {
+func DecodeJSON(b []byte) (any, error) {
 	d := jsonDec{s: string(b)}
 	d.space()
 	v, err := d.value(0)
@@ -47,7 +47,7 @@ func (d *jsonDec) space() {
 }
 
 func (d *jsonDec) value(depth int) (any, error) {
-	if depth > 2*maxNesting {
+	if depth > MaxDepth {
 		return nil, d.fail("nested too deeply")
 	}
 	if d.i >= len(d.s) {

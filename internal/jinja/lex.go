@@ -14,24 +14,20 @@ import (
 // Assistant renders with Jinja's defaults (no trim_blocks, no
 // lstrip_blocks), so only the markers strip whitespace.
 
-// jpiece is one piece of a template: text, an expression or a statement
+// piece is one piece of a template: text, an expression or a statement
 // (its source between the delimiters).
-type jpiece struct {
+type piece struct {
 	kind byte // 't' text, 'e' expression, 's' statement
 	src  string
 	pos  int // byte offset in the template, for messages
 }
 
-// maxTemplateLen bounds a template's source: discovery payloads are small,
-// and the parser's work grows with the source.
-const maxTemplateLen = 16 << 10
-
 // splitTemplate cuts src into pieces, applying whitespace control.
-func splitTemplate(src string) ([]jpiece, error) {
-	if len(src) > maxTemplateLen {
-		return nil, fmt.Errorf("template longer than %d bytes", maxTemplateLen)
+func splitTemplate(src string) ([]piece, error) {
+	if len(src) > MaxTemplateLen {
+		return nil, fmt.Errorf("template longer than %d bytes", MaxTemplateLen)
 	}
-	var out []jpiece
+	var out []piece
 	i := 0
 	stripNext := false
 	for i < len(src) {
@@ -76,7 +72,7 @@ func splitTemplate(src string) ([]jpiece, error) {
 
 // trimTrailingNewline drops one newline ending the template, as Jinja does
 // (keep_trailing_newline is off).
-func trimTrailingNewline(ps []jpiece) []jpiece {
+func trimTrailingNewline(ps []piece) []piece {
 	if n := len(ps); n > 0 && ps[n-1].kind == 't' {
 		s := strings.TrimSuffix(ps[n-1].src, "\n")
 		if strings.HasSuffix(ps[n-1].src, "\r\n") {
@@ -87,11 +83,11 @@ func trimTrailingNewline(ps []jpiece) []jpiece {
 	return ps
 }
 
-func appendText(out []jpiece, s string, pos int) []jpiece {
+func appendText(out []piece, s string, pos int) []piece {
 	if s == "" {
 		return out
 	}
-	return append(out, jpiece{kind: 't', src: s, pos: pos})
+	return append(out, piece{kind: 't', src: s, pos: pos})
 }
 
 // nextOpen finds the next "{{", "{%" or "{#" at or after i (len(src) when
@@ -113,19 +109,19 @@ func nextOpen(src string, i int) int {
 // closePiece reads an expression, statement or comment that starts at body
 // (after its opening delimiter and marker) and returns the offset after
 // its closing delimiter and whether that delimiter strips what follows.
-func closePiece(src, open string, body int) (jpiece, int, bool, error) {
+func closePiece(src, open string, body int) (piece, int, bool, error) {
 	closing := map[string]string{"{{": "}}", "{%": "%}", "{#": "#}"}[open]
 	var end int
 	if open == "{#" {
 		k := strings.Index(src[body:], "#}")
 		if k < 0 {
-			return jpiece{}, 0, false, errors.New("unclosed comment")
+			return piece{}, 0, false, errors.New("unclosed comment")
 		}
 		end = body + k
 	} else {
 		k, err := findClose(src, body, closing)
 		if err != nil {
-			return jpiece{}, 0, false, err
+			return piece{}, 0, false, err
 		}
 		end = k
 	}
@@ -135,7 +131,7 @@ func closePiece(src, open string, body int) (jpiece, int, bool, error) {
 	} else if strings.HasSuffix(inner, "+") && open != "{{" {
 		inner = inner[:len(inner)-1]
 	}
-	p := jpiece{pos: body}
+	p := piece{pos: body}
 	switch open {
 	case "{{":
 		p.kind, p.src = 'e', inner
@@ -206,18 +202,18 @@ func rawBlock(src string, body int) (string, int, error) {
 	}
 }
 
-// jtok is one token of an expression or statement.
-type jtok struct {
+// token is one token of an expression or statement.
+type token struct {
 	kind byte // 'n' name, 'i' int, 'f' float, 's' string, 'o' operator, 0 end
 	s    string
 	num  any // int or float64 for 'i'/'f'
 }
 
-var jOps = []string{"**", "//", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%", "~", "<", ">", "=", "(", ")", "[", "]", "{", "}", ",", ".", ":", "|"}
+var operators = []string{"**", "//", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%", "~", "<", ">", "=", "(", ")", "[", "]", "{", "}", ",", ".", ":", "|"}
 
 // lexExpr tokenises the source of one expression or statement.
-func lexExpr(s string) ([]jtok, error) {
-	var out []jtok
+func lexExpr(s string) ([]token, error) {
+	var out []token
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch {
@@ -228,7 +224,7 @@ func lexExpr(s string) ([]jtok, error) {
 			for j < len(s) && (s[j] == '_' || isLetter(s[j]) || isDigit(s[j])) {
 				j++
 			}
-			out = append(out, jtok{kind: 'n', s: s[i:j]})
+			out = append(out, token{kind: 'n', s: s[i:j]})
 			i = j
 		case isDigit(c):
 			t, j, err := lexNumber(s, i)
@@ -242,11 +238,11 @@ func lexExpr(s string) ([]jtok, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, jtok{kind: 's', s: str})
+			out = append(out, token{kind: 's', s: str})
 			i = j
 		default:
 			op := ""
-			for _, o := range jOps {
+			for _, o := range operators {
 				if strings.HasPrefix(s[i:], o) {
 					op = o
 					break
@@ -256,7 +252,7 @@ func lexExpr(s string) ([]jtok, error) {
 				r, _ := utf8.DecodeRuneInString(s[i:])
 				return nil, fmt.Errorf("unexpected character %q", r)
 			}
-			out = append(out, jtok{kind: 'o', s: op})
+			out = append(out, token{kind: 'o', s: op})
 			i += len(op)
 		}
 	}
@@ -266,7 +262,7 @@ func lexExpr(s string) ([]jtok, error) {
 func isLetter(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
 func isDigit(c byte) bool  { return c >= '0' && c <= '9' }
 
-func lexNumber(s string, i int) (jtok, int, error) {
+func lexNumber(s string, i int) (token, int, error) {
 	j := i
 	isFloat := false
 	for j < len(s) && (isDigit(s[j]) || s[j] == '_') {
@@ -294,19 +290,19 @@ func lexNumber(s string, i int) (jtok, int, error) {
 	if isFloat {
 		f, err := strconv.ParseFloat(lit, 64)
 		if err != nil {
-			return jtok{}, 0, fmt.Errorf("bad number %q", s[i:j])
+			return token{}, 0, fmt.Errorf("bad number %q", s[i:j])
 		}
-		return jtok{kind: 'f', s: s[i:j], num: f}, j, nil
+		return token{kind: 'f', s: s[i:j], num: f}, j, nil
 	}
 	n, err := strconv.ParseInt(lit, 10, 64)
 	if err != nil {
 		f, ferr := strconv.ParseFloat(lit, 64) // beyond int64: Python keeps it exact; a float is close
 		if ferr != nil {
-			return jtok{}, 0, fmt.Errorf("bad number %q", s[i:j])
+			return token{}, 0, fmt.Errorf("bad number %q", s[i:j])
 		}
-		return jtok{kind: 'f', s: s[i:j], num: f}, j, nil
+		return token{kind: 'f', s: s[i:j], num: f}, j, nil
 	}
-	return jtok{kind: 'i', s: s[i:j], num: int(n)}, j, nil
+	return token{kind: 'i', s: s[i:j], num: int(n)}, j, nil
 }
 
 // lexString reads a Python string literal (single or double quotes,

@@ -9,14 +9,21 @@ import (
 )
 
 // binaryOp applies + - * / // % ** ~ with Python's semantics, bounded.
-func binaryOp(s *jstate, op string, l, r any) (any, error) {
+func binaryOp(s *state, op string, l, r any) (any, error) {
 	if err := s.spend(1); err != nil {
 		return nil, err
 	}
 	switch op {
 	case "~":
-		a, b := pyStr(l), pyStr(r)
-		if err := s.spendValue(len(a) + len(b)); err != nil {
+		a, err := s.str(l)
+		if err != nil {
+			return nil, err
+		}
+		b, err := s.str(r)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.spendBytes(len(a) + len(b)); err != nil {
 			return nil, err
 		}
 		return a + b, nil
@@ -30,9 +37,9 @@ func binaryOp(s *jstate, op string, l, r any) (any, error) {
 		}
 	case "%":
 		if f, ok := l.(string); ok {
-			args, isTuple := r.(jtuple)
+			args, isTuple := r.(tuple)
 			if !isTuple {
-				args = jtuple{r}
+				args = tuple{r}
 			}
 			return pyFormat(s, f, args)
 		}
@@ -54,32 +61,35 @@ func binaryOp(s *jstate, op string, l, r any) (any, error) {
 }
 
 // concat adds strings, lists or tuples; ok is false for other operands.
-func concat(s *jstate, l, r any) (any, bool, error) {
+func concat(s *state, l, r any) (any, bool, error) {
 	switch a := l.(type) {
 	case string:
 		if b, ok := r.(string); ok {
-			return a + b, true, s.spendValue(len(a) + len(b))
+			if err := s.spendBytes(len(a) + len(b)); err != nil {
+				return nil, true, err
+			}
+			return a + b, true, nil
 		}
 	case []any:
 		if b, ok := r.([]any); ok {
-			if err := s.spendValue(len(a) + len(b)); err != nil {
+			if err := s.spendItems(len(a) + len(b)); err != nil {
 				return nil, true, err
 			}
 			return append(append(make([]any, 0, len(a)+len(b)), a...), b...), true, nil
 		}
-	case jtuple:
-		if b, ok := r.(jtuple); ok {
-			if err := s.spendValue(len(a) + len(b)); err != nil {
+	case tuple:
+		if b, ok := r.(tuple); ok {
+			if err := s.spendItems(len(a) + len(b)); err != nil {
 				return nil, true, err
 			}
-			return jtuple(append(append(make([]any, 0, len(a)+len(b)), a...), b...)), true, nil
+			return tuple(append(append(make([]any, 0, len(a)+len(b)), a...), b...)), true, nil
 		}
 	}
 	return nil, false, nil
 }
 
 // repeat is str * int and list * int.
-func repeat(s *jstate, l, r any) (any, bool, error) {
+func repeat(s *state, l, r any) (any, bool, error) {
 	seq, n := l, r
 	if _, ok := num(seq).(int); ok {
 		seq, n = r, l
@@ -91,15 +101,21 @@ func repeat(s *jstate, l, r any) (any, bool, error) {
 	k = max(k, 0)
 	switch x := seq.(type) {
 	case string:
-		if len(x) > 0 && k > maxJValue/len(x) {
-			return nil, true, errJSize
+		if len(x) > 0 && k > MaxValue/len(x) {
+			return nil, true, ErrSize
 		}
-		return strings.Repeat(x, k), true, s.spendValue(len(x) * k)
+		if err := s.spendBytes(len(x) * k); err != nil {
+			return nil, true, err
+		}
+		return strings.Repeat(x, k), true, nil
 	case []any:
-		if len(x) > 0 && k > maxJValue/len(x) {
-			return nil, true, errJSize
+		if len(x) == 0 || k == 0 { // nothing to repeat, however many times
+			return []any{}, true, s.spend(1)
 		}
-		if err := s.spendValue(len(x) * k); err != nil {
+		if k > MaxValue/len(x) {
+			return nil, true, ErrSize
+		}
+		if err := s.spendItems(len(x) * k); err != nil {
 			return nil, true, err
 		}
 		out := make([]any, 0, len(x)*k)
@@ -221,200 +237,13 @@ func floatOp(op string, a, b float64) (any, error) {
 	return nil, fmt.Errorf("unknown operator %s", op)
 }
 
-// pyEqual is Python's ==.
-func pyEqual(a, b any) bool {
-	if af, ok := toF(a); ok {
-		if _, isStr := b.(string); isStr {
-			return false
-		}
-		bf, ok := toF(b)
-		return ok && af == bf
-	}
-	switch x := a.(type) {
-	case nil:
-		return b == nil
-	case string:
-		y, ok := b.(string)
-		return ok && x == y
-	case jUndef:
-		_, ok := b.(jUndef)
-		return ok
-	case []any:
-		y, ok := b.([]any)
-		return ok && seqEqual(x, y)
-	case jtuple:
-		y, ok := b.(jtuple)
-		return ok && seqEqual(x, y)
-	case map[string]any, *jdict:
-		return dictEqual(a, b)
-	}
-	return false
-}
-
-func seqEqual(a, b []any) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if !pyEqual(norm(a[i]), norm(b[i])) {
-			return false
-		}
-	}
-	return true
-}
-
-func dictEqual(a, b any) bool {
-	ka, va := dictItems(a)
-	kb, vb := dictItems(b)
-	if ka == nil || kb == nil || len(ka) != len(kb) {
-		return false
-	}
-	for i, k := range ka {
-		found := false
-		for j, k2 := range kb {
-			if pyEqual(k, k2) {
-				found = pyEqual(norm(va[i]), norm(vb[j]))
-				break
-			}
-		}
-		if !found {
-			return false
-		}
-	}
-	return true
-}
-
-// dictItems lists a dict's keys and values (nil for anything else).
-func dictItems(v any) ([]any, []any) {
-	switch x := v.(type) {
-	case map[string]any:
-		keys := sortedKeys(x)
-		ks, vs := make([]any, len(keys)), make([]any, len(keys))
-		for i, k := range keys {
-			ks[i], vs[i] = k, norm(x[k])
-		}
-		return ks, vs
-	case *jdict:
-		return append([]any{}, x.keys...), append([]any{}, x.vals...)
-	}
-	return nil, nil
-}
-
-// compare applies one comparison operator.
-func compare(op string, a, b any) (bool, error) {
-	switch op {
-	case "==":
-		return pyEqual(a, b), nil
-	case "!=":
-		return !pyEqual(a, b), nil
-	case "in", "not in":
-		in, err := contains(b, a)
-		return in == (op == "in"), err
-	}
-	c, err := order(a, b)
-	if err != nil {
-		return false, err
-	}
-	switch op {
-	case "<":
-		return c < 0, nil
-	case "<=":
-		return c <= 0, nil
-	case ">":
-		return c > 0, nil
-	}
-	return c >= 0, nil
-}
-
-// order compares numbers, strings or sequences; -1, 0 or 1.
-func order(a, b any) (int, error) {
-	if af, ok := toF(a); ok {
-		if bf, ok := toF(b); ok {
-			switch {
-			case af < bf:
-				return -1, nil
-			case af > bf:
-				return 1, nil
-			}
-			return 0, nil
-		}
-	}
-	if as, ok := a.(string); ok {
-		if bs, ok := b.(string); ok {
-			return strings.Compare(as, bs), nil
-		}
-	}
-	if at, ok := a.(jtime); ok {
-		if bt, ok := b.(jtime); ok {
-			return at.t.Compare(bt.t), nil
-		}
-	}
-	as, aok := seqOf(a)
-	bs, bok := seqOf(b)
-	if aok && bok {
-		for i := 0; i < len(as) && i < len(bs); i++ {
-			if pyEqual(norm(as[i]), norm(bs[i])) {
-				continue
-			}
-			return order(norm(as[i]), norm(bs[i]))
-		}
-		return len(as) - len(bs), nil
-	}
-	return 0, fmt.Errorf("'<' not supported between %s and %s", pyType(a), pyType(b))
-}
-
-func seqOf(v any) ([]any, bool) {
-	switch x := v.(type) {
-	case []any:
-		return x, true
-	case jtuple:
-		return x, true
-	}
-	return nil, false
-}
-
-// contains is Python's "x in c".
-func contains(c, x any) (bool, error) {
-	switch v := c.(type) {
-	case string:
-		s, ok := x.(string)
-		if !ok {
-			return false, fmt.Errorf("'in <string>' requires string as left operand, not %s", pyType(x))
-		}
-		return strings.Contains(v, s), nil
-	case []any:
-		return seqContains(v, x), nil
-	case jtuple:
-		return seqContains(v, x), nil
-	case map[string]any:
-		s, ok := x.(string)
-		if !ok {
-			return false, nil
-		}
-		_, in := v[s]
-		return in, nil
-	case *jdict:
-		_, in := v.get(x)
-		return in, nil
-	case jUndef:
-		return false, nil
-	}
-	return false, fmt.Errorf("argument of type %s is not iterable", pyType(c))
-}
-
-func seqContains(xs []any, x any) bool {
-	for _, e := range xs {
-		if pyEqual(norm(e), x) {
-			return true
-		}
-	}
-	return false
-}
-
 // pyFormat is Python's printf-style "fmt % args" (and the format filter):
 // %s %r %d %i %f %F %e %E %g %G %x %X %o %c %% with flags, width and
 // precision.
-func pyFormat(s *jstate, f string, args []any) (string, error) {
+func pyFormat(s *state, f string, args []any) (string, error) {
+	if err := s.spendBytes(len(f)); err != nil {
+		return "", err
+	}
 	var b strings.Builder
 	next := 0
 	for i := 0; i < len(f); i++ {
@@ -441,15 +270,15 @@ func pyFormat(s *jstate, f string, args []any) (string, error) {
 		if next >= len(args) {
 			return "", fmt.Errorf("not enough arguments for format string")
 		}
-		out, err := formatOne(spec, verb, args[next])
+		out, err := formatOne(s, spec, verb, args[next])
 		if err != nil {
 			return "", err
 		}
 		next++
-		b.WriteString(out)
-		if err := s.spendValue(b.Len()); err != nil {
-			return "", err
+		if b.Len()+len(out) > MaxValue {
+			return "", ErrSize
 		}
+		b.WriteString(out)
 	}
 	if next < len(args) {
 		return "", fmt.Errorf("not all arguments converted during string formatting")
@@ -457,15 +286,41 @@ func pyFormat(s *jstate, f string, args []any) (string, error) {
 	return b.String(), nil
 }
 
-func formatOne(spec string, verb byte, v any) (string, error) {
+// specWidth is the width plus the precision a format spec asks for.
+func specWidth(spec string) int {
+	total, n := 0, 0
+	for i := 0; i < len(spec); i++ {
+		if isDigit(spec[i]) {
+			n = n*10 + int(spec[i]-'0')
+			continue
+		}
+		total, n = total+n, 0
+	}
+	return total + n
+}
+
+// formatOne formats one argument; its width (at most 4 digits) is charged
+// with the text.
+func formatOne(s *state, spec string, verb byte, v any) (string, error) {
 	if w := strings.TrimLeft(spec, "-+ #0"); len(w) > 4 {
 		return "", fmt.Errorf("format width too large")
 	}
+	if err := s.spendBytes(specWidth(spec) + 320); err != nil { // a %f of 1e308 has 309 digits
+		return "", err
+	}
 	switch verb {
-	case 's':
-		return fmt.Sprintf("%"+spec+"s", pyStr(v)), nil
-	case 'r', 'a':
-		return fmt.Sprintf("%"+spec+"s", pyRepr(v)), nil
+	case 's', 'r', 'a':
+		str, err := s.str(v)
+		if verb != 's' {
+			str, err = s.repr(v)
+		}
+		if err != nil {
+			return "", err
+		}
+		if err := s.spendBytes(len(str)); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%"+spec+"s", str), nil
 	case 'd', 'i', 'x', 'X', 'o', 'c':
 		n := num(v)
 		if f, ok := n.(float64); ok {
@@ -495,6 +350,11 @@ func formatOne(spec string, verb byte, v any) (string, error) {
 	return "", fmt.Errorf("unsupported format character %q", verb)
 }
 
+// maxNumberLen bounds the text read as a number (or a boolean, or a date):
+// the conversions that take any value are not charged, so they refuse long
+// text before they scan or copy it.
+const maxNumberLen = 1 << 10
+
 // pyInt is Python's int() of a value (strings in base, floats truncated).
 func pyInt(v any, base int) (int, bool) {
 	switch x := num(v).(type) {
@@ -506,6 +366,9 @@ func pyInt(v any, base int) (int, bool) {
 		}
 		return int(math.Trunc(x)), true
 	case string:
+		if len(x) > maxNumberLen {
+			return 0, false
+		}
 		t := strings.ReplaceAll(strings.TrimSpace(x), "_", "")
 		if base == 16 {
 			t = strings.TrimPrefix(strings.TrimPrefix(t, "0x"), "0X")
@@ -522,7 +385,7 @@ func pyFloatOf(v any) (float64, bool) {
 	if f, ok := toF(v); ok {
 		return f, true
 	}
-	if s, ok := v.(string); ok {
+	if s, ok := v.(string); ok && len(s) <= maxNumberLen {
 		t := strings.ReplaceAll(strings.TrimSpace(s), "_", "")
 		if strings.HasPrefix(strings.ToLower(strings.TrimLeft(t, "+-")), "0x") {
 			return 0, false

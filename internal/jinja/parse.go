@@ -5,28 +5,28 @@ import (
 	"fmt"
 )
 
-// jparser parses the tokens of one expression or statement (Jinja's
+// parser parses the tokens of one expression or statement (Jinja's
 // grammar and precedence: conditional, or, and, not, comparisons, + -, ~,
 // * / // %, **, unary, then postfix, filters and tests).
-type jparser struct {
-	toks []jtok
+type parser struct {
+	toks []token
 	i    int
-	c    *jcompiler
+	c    *compiler
 }
 
-func (p *jparser) peek() jtok {
+func (p *parser) peek() token {
 	if p.i < len(p.toks) {
 		return p.toks[p.i]
 	}
-	return jtok{}
+	return token{}
 }
 
-func (p *jparser) next() jtok { t := p.peek(); p.i++; return t }
+func (p *parser) next() token { t := p.peek(); p.i++; return t }
 
-func (p *jparser) isOp(s string) bool   { t := p.peek(); return t.kind == 'o' && t.s == s }
-func (p *jparser) isName(s string) bool { t := p.peek(); return t.kind == 'n' && t.s == s }
+func (p *parser) isOp(s string) bool   { t := p.peek(); return t.kind == 'o' && t.s == s }
+func (p *parser) isName(s string) bool { t := p.peek(); return t.kind == 'n' && t.s == s }
 
-func (p *jparser) accept(s string) bool {
+func (p *parser) accept(s string) bool {
 	if p.isOp(s) || p.isName(s) {
 		p.i++
 		return true
@@ -34,14 +34,14 @@ func (p *jparser) accept(s string) bool {
 	return false
 }
 
-func (p *jparser) expect(s string) error {
+func (p *parser) expect(s string) error {
 	if !p.accept(s) {
 		return fmt.Errorf("expected %q, found %q", s, p.peek().s)
 	}
 	return nil
 }
 
-func (p *jparser) name() (string, error) {
+func (p *parser) name() (string, error) {
 	t := p.next()
 	if t.kind != 'n' {
 		return "", fmt.Errorf("expected a name, found %q", t.s)
@@ -50,63 +50,81 @@ func (p *jparser) name() (string, error) {
 }
 
 // expr parses a full expression (with the conditional form).
-func (p *jparser) expr() (jexpr, error) {
+func (p *parser) expr() (expr, error) {
 	x, err := p.or()
 	if err != nil {
 		return nil, err
 	}
-	for p.accept("if") {
+	for n := 1; p.accept("if"); n++ {
+		if err := chained(n); err != nil {
+			return nil, err
+		}
 		cond, err := p.or()
 		if err != nil {
 			return nil, err
 		}
-		var els jexpr
+		var els expr
 		if p.accept("else") {
-			if els, err = p.expr(); err != nil {
+			if err := p.c.nest(); err != nil {
+				return nil, err
+			}
+			els, err = p.expr()
+			p.c.unnest()
+			if err != nil {
 				return nil, err
 			}
 		}
-		x = &jcond{then: x, cond: cond, els: els}
+		x = &condExpr{then: x, cond: cond, els: els}
 	}
 	return x, nil
 }
 
-func (p *jparser) or() (jexpr, error) {
+func (p *parser) or() (expr, error) {
 	x, err := p.and()
-	for err == nil && p.accept("or") {
-		var y jexpr
+	for n := 1; err == nil && p.accept("or"); n++ {
+		var y expr
+		if err = chained(n); err != nil {
+			break
+		}
 		if y, err = p.and(); err == nil {
-			x = &jlogic{or: true, l: x, r: y}
+			x = &logicExpr{or: true, l: x, r: y}
 		}
 	}
 	return x, err
 }
 
-func (p *jparser) and() (jexpr, error) {
+func (p *parser) and() (expr, error) {
 	x, err := p.not()
-	for err == nil && p.accept("and") {
-		var y jexpr
+	for n := 1; err == nil && p.accept("and"); n++ {
+		var y expr
+		if err = chained(n); err != nil {
+			break
+		}
 		if y, err = p.not(); err == nil {
-			x = &jlogic{l: x, r: y}
+			x = &logicExpr{l: x, r: y}
 		}
 	}
 	return x, err
 }
 
-func (p *jparser) not() (jexpr, error) {
+func (p *parser) not() (expr, error) {
 	if p.accept("not") {
+		if err := p.c.nest(); err != nil {
+			return nil, err
+		}
+		defer p.c.unnest()
 		x, err := p.not()
-		return &junary{op: "not", x: x}, err
+		return &unaryExpr{op: "not", x: x}, err
 	}
 	return p.compare()
 }
 
-func (p *jparser) compare() (jexpr, error) {
+func (p *parser) compare() (expr, error) {
 	x, err := p.binary(0)
 	if err != nil {
 		return nil, err
 	}
-	var c *jcmp
+	var c *cmpExpr
 	for {
 		op := ""
 		switch t := p.peek(); {
@@ -128,7 +146,7 @@ func (p *jparser) compare() (jexpr, error) {
 			return nil, err
 		}
 		if c == nil {
-			c = &jcmp{first: x}
+			c = &cmpExpr{first: x}
 		}
 		c.ops = append(c.ops, op)
 		c.rest = append(c.rest, y)
@@ -139,17 +157,17 @@ func (p *jparser) compare() (jexpr, error) {
 	return x, nil
 }
 
-// jLevels are the binary operator levels above unary, loosest first.
-var jLevels = [][]string{{"+", "-"}, {"~"}, {"*", "/", "//", "%"}, {"**"}}
+// binaryLevels are the binary operator levels above unary, loosest first.
+var binaryLevels = [][]string{{"+", "-"}, {"~"}, {"*", "/", "//", "%"}, {"**"}}
 
-func (p *jparser) binary(level int) (jexpr, error) {
-	if level == len(jLevels) {
+func (p *parser) binary(level int) (expr, error) {
+	if level == len(binaryLevels) {
 		return p.unary(true)
 	}
 	x, err := p.binary(level + 1)
-	for err == nil {
+	for n := 1; err == nil; n++ {
 		op := ""
-		for _, o := range jLevels[level] {
+		for _, o := range binaryLevels[level] {
 			if p.isOp(o) {
 				op = o
 			}
@@ -158,24 +176,33 @@ func (p *jparser) binary(level int) (jexpr, error) {
 			break
 		}
 		p.i++
-		var y jexpr
+		var y expr
+		if err = chained(n); err != nil {
+			break
+		}
 		if y, err = p.binary(level + 1); err == nil {
-			x = &jbin{op: op, l: x, r: y}
+			x = &binExpr{op: op, l: x, r: y}
 		}
 	}
 	return x, err
 }
 
-func (p *jparser) unary(withFilter bool) (jexpr, error) {
-	var x jexpr
+func (p *parser) unary(withFilter bool) (expr, error) {
+	var x expr
 	var err error
+	if p.isOp("-") || p.isOp("+") {
+		if err := p.c.nest(); err != nil {
+			return nil, err
+		}
+		defer p.c.unnest()
+	}
 	switch {
 	case p.accept("-"):
 		x, err = p.unary(false)
-		x = &junary{op: "-", x: x}
+		x = &unaryExpr{op: "-", x: x}
 	case p.accept("+"):
 		x, err = p.unary(false)
-		x = &junary{op: "+", x: x}
+		x = &unaryExpr{op: "+", x: x}
 	default:
 		x, err = p.primary()
 	}
@@ -188,38 +215,38 @@ func (p *jparser) unary(withFilter bool) (jexpr, error) {
 	return p.filters(x)
 }
 
-func (p *jparser) primary() (jexpr, error) {
-	if p.c.depth++; p.c.depth > maxNesting {
-		return nil, errors.New("expression nested too deeply")
+func (p *parser) primary() (expr, error) {
+	if err := p.c.nest(); err != nil {
+		return nil, err
 	}
-	defer func() { p.c.depth-- }()
+	defer p.c.unnest()
 	t := p.next()
 	switch t.kind {
 	case 'n':
 		switch t.s {
 		case "true", "True":
-			return &jlit{v: true}, nil
+			return &literal{v: true}, nil
 		case "false", "False":
-			return &jlit{v: false}, nil
+			return &literal{v: false}, nil
 		case "none", "None":
-			return &jlit{v: nil}, nil
+			return &literal{v: nil}, nil
 		}
 		return p.c.nameRef(t.s), nil
 	case 'i', 'f':
-		return &jlit{v: t.num}, nil
+		return &literal{v: t.num}, nil
 	case 's':
 		s := t.s
 		for p.peek().kind == 's' {
 			s += p.next().s
 		}
-		return &jlit{v: s}, nil
+		return &literal{v: s}, nil
 	case 'o':
 		switch t.s {
 		case "(":
 			return p.paren()
 		case "[":
 			items, err := p.list("]")
-			return constant(&jlist{items: items}), err
+			return constant(&listExpr{items: items}), err
 		case "{":
 			d, err := p.dict()
 			return constant(d), err
@@ -231,12 +258,31 @@ func (p *jparser) primary() (jexpr, error) {
 	return nil, fmt.Errorf("unexpected %q", t.s)
 }
 
-// maxNesting bounds the nesting of brackets and parentheses.
-const maxNesting = 64
+// nest enters one level of nesting (a bracket, a unary operator, a
+// conditional, a block): the evaluator recurses as deep as the parser.
+func (c *compiler) nest() error {
+	if c.depth++; c.depth > MaxNesting {
+		return errors.New("expression nested too deeply")
+	}
+	return nil
+}
 
-func (p *jparser) paren() (jexpr, error) {
+func (c *compiler) unnest() { c.depth-- }
+
+// maxChain bounds a chain of operators, filters, attributes or calls at
+// one level (a + b + …, x | f | g …): the evaluator recurses once a link.
+const maxChain = 4 * MaxNesting
+
+func chained(n int) error {
+	if n > maxChain {
+		return fmt.Errorf("more than %d operators, filters or attributes in a row", maxChain)
+	}
+	return nil
+}
+
+func (p *parser) paren() (expr, error) {
 	if p.accept(")") {
-		return &jlist{tuple: true}, nil
+		return &listExpr{tuple: true}, nil
 	}
 	x, err := p.expr()
 	if err != nil {
@@ -249,37 +295,37 @@ func (p *jparser) paren() (jexpr, error) {
 		return nil, err
 	}
 	rest, err := p.list(")")
-	return constant(&jlist{tuple: true, items: append([]jexpr{x}, rest...)}), err
+	return constant(&listExpr{tuple: true, items: append([]expr{x}, rest...)}), err
 }
 
 // constant evaluates a list, tuple or dict of literals once, at compile
 // time: no operation changes a value in place.
-func constant(x jexpr) jexpr {
-	var items []jexpr
+func constant(x expr) expr {
+	var items []expr
 	switch c := x.(type) {
-	case *jlist:
+	case *listExpr:
 		items = c.items
-	case *jdictLit:
+	case *dictExpr:
 		items = append(append(items, c.keys...), c.vals...)
 	default:
 		return x
 	}
 	for _, it := range items {
-		if _, ok := it.(*jlit); !ok {
+		if _, ok := it.(*literal); !ok {
 			return x
 		}
 	}
-	v, err := x.eval(&jstate{budget: jBudget})
+	v, err := x.eval(&state{budget: DefaultBudget})
 	if err != nil {
 		return x
 	}
-	return &jlit{v: v}
+	return &literal{v: v}
 }
 
 // list parses comma-separated expressions up to close (a trailing comma
 // allowed).
-func (p *jparser) list(close string) ([]jexpr, error) {
-	var items []jexpr
+func (p *parser) list(close string) ([]expr, error) {
+	var items []expr
 	for !p.accept(close) {
 		x, err := p.expr()
 		if err != nil {
@@ -293,8 +339,8 @@ func (p *jparser) list(close string) ([]jexpr, error) {
 	return items, nil
 }
 
-func (p *jparser) dict() (jexpr, error) {
-	d := &jdictLit{}
+func (p *parser) dict() (expr, error) {
+	d := &dictExpr{}
 	for !p.accept("}") {
 		k, err := p.expr()
 		if err != nil {
@@ -315,16 +361,19 @@ func (p *jparser) dict() (jexpr, error) {
 	return d, nil
 }
 
-func (p *jparser) postfix(x jexpr) (jexpr, error) {
-	for {
+func (p *parser) postfix(x expr) (expr, error) {
+	for n := 0; ; n++ {
+		if err := chained(n); err != nil {
+			return nil, err
+		}
 		switch {
 		case p.accept("."):
 			t := p.next()
 			switch t.kind {
 			case 'n':
-				x = &jattr{x: x, name: t.s}
+				x = &attrExpr{x: x, name: t.s}
 			case 'i':
-				x = &jitem{x: x, key: &jlit{v: t.num}}
+				x = &itemExpr{x: x, key: &literal{v: t.num}}
 			default:
 				return nil, fmt.Errorf("expected an attribute after '.', found %q", t.s)
 			}
@@ -347,8 +396,8 @@ func (p *jparser) postfix(x jexpr) (jexpr, error) {
 	}
 }
 
-func (p *jparser) subscript(x jexpr) (jexpr, error) {
-	var parts [3]jexpr
+func (p *parser) subscript(x expr) (expr, error) {
+	var parts [3]expr
 	n := 0
 	for {
 		if !p.isOp(":") && !p.isOp("]") {
@@ -370,15 +419,15 @@ func (p *jparser) subscript(x jexpr) (jexpr, error) {
 		if parts[0] == nil {
 			return nil, errors.New("empty subscript")
 		}
-		return &jitem{x: x, key: parts[0]}, nil
+		return &itemExpr{x: x, key: parts[0]}, nil
 	}
-	return &jslice{x: x, lo: parts[0], hi: parts[1], step: parts[2]}, nil
+	return &sliceExpr{x: x, lo: parts[0], hi: parts[1], step: parts[2]}, nil
 }
 
 // args parses call arguments after "(": positional, then name=value.
-func (p *jparser) args() ([]jexpr, []jkw, error) {
-	var args []jexpr
-	var kws []jkw
+func (p *parser) args() ([]expr, []kwarg, error) {
+	var args []expr
+	var kws []kwarg
 	for !p.accept(")") {
 		if t := p.peek(); t.kind == 'n' && p.i+1 < len(p.toks) && p.toks[p.i+1].kind == 'o' && p.toks[p.i+1].s == "=" {
 			p.i += 2
@@ -386,7 +435,7 @@ func (p *jparser) args() ([]jexpr, []jkw, error) {
 			if err != nil {
 				return nil, nil, err
 			}
-			kws = append(kws, jkw{name: t.s, x: v})
+			kws = append(kws, kwarg{name: t.s, x: v})
 		} else {
 			v, err := p.expr()
 			if err != nil {
@@ -401,7 +450,7 @@ func (p *jparser) args() ([]jexpr, []jkw, error) {
 	return args, kws, nil
 }
 
-func (p *jparser) call(fn jexpr) (jexpr, error) {
+func (p *parser) call(fn expr) (expr, error) {
 	args, kws, err := p.args()
 	if err != nil {
 		return nil, err
@@ -410,16 +459,19 @@ func (p *jparser) call(fn jexpr) (jexpr, error) {
 }
 
 // filters parses "| name(args)" and "is [not] test args" after x.
-func (p *jparser) filters(x jexpr) (jexpr, error) {
-	for {
+func (p *parser) filters(x expr) (expr, error) {
+	for n := 0; ; n++ {
+		if err := chained(n); err != nil {
+			return nil, err
+		}
 		switch {
 		case p.accept("|"):
 			name, err := p.name()
 			if err != nil {
 				return nil, err
 			}
-			var args []jexpr
-			var kws []jkw
+			var args []expr
+			var kws []kwarg
 			if p.accept("(") {
 				if args, kws, err = p.args(); err != nil {
 					return nil, err
@@ -440,13 +492,13 @@ func (p *jparser) filters(x jexpr) (jexpr, error) {
 	}
 }
 
-func (p *jparser) test(x jexpr) (jexpr, error) {
+func (p *parser) test(x expr) (expr, error) {
 	neg := p.accept("not")
 	name, err := p.name()
 	if err != nil {
 		return nil, err
 	}
-	var args []jexpr
+	var args []expr
 	switch t := p.peek(); {
 	case p.accept("("):
 		if args, _, err = p.args(); err != nil {
@@ -461,7 +513,7 @@ func (p *jparser) test(x jexpr) (jexpr, error) {
 		if a, err = p.postfix(a); err != nil {
 			return nil, err
 		}
-		args = []jexpr{a}
+		args = []expr{a}
 	}
 	return p.c.newTest(name, neg, x, args)
 }

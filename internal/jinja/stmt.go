@@ -8,10 +8,10 @@ import (
 
 // --- statements ---
 
-// jcompiler turns pieces into a statement tree and checks every filter,
+// compiler turns pieces into a statement tree and checks every filter,
 // test, function and method it names.
-type jcompiler struct {
-	pieces []jpiece
+type compiler struct {
+	pieces []piece
 	i      int
 	depth  int
 	loops  int
@@ -20,12 +20,12 @@ type jcompiler struct {
 	regex  *regexCache
 }
 
-func (c *jcompiler) parseExpr(src string) (jexpr, error) {
+func (c *compiler) parseExpr(src string) (expr, error) {
 	toks, err := lexExpr(src)
 	if err != nil {
 		return nil, err
 	}
-	p := &jparser{toks: toks, c: c}
+	p := &parser{toks: toks, c: c}
 	x, err := p.expr()
 	if err != nil {
 		return nil, err
@@ -38,20 +38,20 @@ func (c *jcompiler) parseExpr(src string) (jexpr, error) {
 
 // block parses statements up to one of the end keywords; it returns the
 // keyword found (its statement's tokens after it in rest).
-func (c *jcompiler) block(ends ...string) ([]jstmt, string, []jtok, error) {
-	var out []jstmt
+func (c *compiler) block(ends ...string) ([]stmt, string, []token, error) {
+	var out []stmt
 	for c.i < len(c.pieces) {
 		pc := c.pieces[c.i]
 		c.i++
 		switch pc.kind {
 		case 't':
-			out = append(out, &jtext{s: pc.src})
+			out = append(out, &textStmt{s: pc.src})
 		case 'e':
 			x, err := c.parseExpr(pc.src)
 			if err != nil {
 				return nil, "", nil, err
 			}
-			out = append(out, &jprint{x: x})
+			out = append(out, &printStmt{x: x})
 		case 's':
 			toks, err := lexExpr(pc.src)
 			if err != nil {
@@ -79,25 +79,29 @@ func (c *jcompiler) block(ends ...string) ([]jstmt, string, []jtok, error) {
 	return out, "", nil, nil
 }
 
-func (c *jcompiler) statement(kw string, toks []jtok) (jstmt, error) {
+func (c *compiler) statement(kw string, toks []token) (stmt, error) {
+	if err := c.nest(); err != nil {
+		return nil, err
+	}
+	defer c.unnest()
 	switch kw {
 	case "if":
-		return c.ifStmt(toks)
+		return c.parseIf(toks)
 	case "for":
-		return c.forStmt(toks)
+		return c.parseFor(toks)
 	case "set":
-		return c.setStmt(toks)
+		return c.parseSet(toks)
 	case "break", "continue":
 		if c.loops == 0 || len(toks) != 0 {
 			return nil, fmt.Errorf("%s outside a loop", kw)
 		}
-		return &jloopCtl{brk: kw == "break"}, nil
+		return &loopCtl{brk: kw == "break"}, nil
 	}
 	return nil, fmt.Errorf("statement %q is not supported", kw)
 }
 
-func (c *jcompiler) exprOf(toks []jtok) (jexpr, error) {
-	p := &jparser{toks: toks, c: c}
+func (c *compiler) exprOf(toks []token) (expr, error) {
+	p := &parser{toks: toks, c: c}
 	x, err := p.expr()
 	if err == nil && p.i != len(toks) {
 		err = fmt.Errorf("unexpected %q", p.peek().s)
@@ -105,8 +109,8 @@ func (c *jcompiler) exprOf(toks []jtok) (jexpr, error) {
 	return x, err
 }
 
-func (c *jcompiler) ifStmt(toks []jtok) (jstmt, error) {
-	st := &jif{}
+func (c *compiler) parseIf(toks []token) (stmt, error) {
+	st := &ifStmt{}
 	for {
 		cond, err := c.exprOf(toks)
 		if err != nil {
@@ -130,9 +134,9 @@ func (c *jcompiler) ifStmt(toks []jtok) (jstmt, error) {
 	}
 }
 
-func (c *jcompiler) forStmt(toks []jtok) (jstmt, error) {
-	p := &jparser{toks: toks, c: c}
-	st := &jfor{}
+func (c *compiler) parseFor(toks []token) (stmt, error) {
+	p := &parser{toks: toks, c: c}
+	st := &forStmt{}
 	for {
 		n, err := p.name()
 		if err != nil {
@@ -174,9 +178,9 @@ func (c *jcompiler) forStmt(toks []jtok) (jstmt, error) {
 	return st, nil
 }
 
-func (c *jcompiler) setStmt(toks []jtok) (jstmt, error) {
-	p := &jparser{toks: toks, c: c}
-	st := &jset{}
+func (c *compiler) parseSet(toks []token) (stmt, error) {
+	p := &parser{toks: toks, c: c}
+	st := &setStmt{}
 	n, err := p.name()
 	if err != nil {
 		return nil, err
@@ -201,20 +205,20 @@ func (c *jcompiler) setStmt(toks []jtok) (jstmt, error) {
 	return st, nil
 }
 
-// compileJinja parses a template into its statements.
-func compileJinja(src string) (*jprogram, error) {
+// Compile parses a template into its statements.
+func Compile(src string) (*Template, error) {
 	pieces, err := splitTemplate(src)
 	if err != nil {
 		return nil, err
 	}
-	c := &jcompiler{pieces: pieces, vars: map[string]bool{}, regex: &regexCache{}}
+	c := &compiler{pieces: pieces, vars: map[string]bool{}, regex: &regexCache{}}
 	body, _, _, err := c.block()
 	if err != nil {
 		return nil, err
 	}
-	prog := &jprogram{body: body, usesJSON: c.usesJS, regex: c.regex}
+	prog := &Template{body: body, usesJSON: c.usesJS, regex: c.regex}
 	if len(body) == 1 {
-		if pr, ok := body[0].(*jprint); ok {
+		if pr, ok := body[0].(*printStmt); ok {
 			prog.single = pr.x
 		}
 	}
@@ -223,53 +227,53 @@ func compileJinja(src string) (*jprogram, error) {
 
 // nameRef is a name in an expression; value_json marks the template as
 // reading the payload's JSON.
-func (c *jcompiler) nameRef(n string) jexpr {
+func (c *compiler) nameRef(n string) expr {
 	if n == "value_json" {
 		c.usesJS = true
 	}
-	return &jname{n: n}
+	return &varRef{n: n}
 }
 
-func (c *jcompiler) newCall(fn jexpr, args []jexpr, kws []jkw) (jexpr, error) {
+func (c *compiler) newCall(fn expr, args []expr, kws []kwarg) (expr, error) {
 	switch f := fn.(type) {
-	case *jname:
+	case *varRef:
 		if c.vars[f.n] {
 			return nil, fmt.Errorf("calling %s is not supported", f.n)
 		}
-		g, ok := jGlobals[f.n]
+		g, ok := globals[f.n]
 		if !ok {
 			return nil, fmt.Errorf("function %s() is not supported", f.n)
 		}
-		return &jcall{name: f.n, fn: g, args: args, kws: kws}, nil
-	case *jattr:
-		if n, ok := f.x.(*jname); ok && !c.vars[n.n] {
-			if g, ok := jGlobals[n.n+"."+f.name]; ok {
-				return &jcall{name: n.n + "." + f.name, fn: g, args: args, kws: kws}, nil
+		return &callExpr{name: f.n, fn: g, args: args, kws: kws}, nil
+	case *attrExpr:
+		if n, ok := f.x.(*varRef); ok && !c.vars[n.n] {
+			if g, ok := globals[n.n+"."+f.name]; ok {
+				return &callExpr{name: n.n + "." + f.name, fn: g, args: args, kws: kws}, nil
 			}
 		}
-		if _, ok := jMethods[f.name]; !ok {
+		if _, ok := methods[f.name]; !ok {
 			return nil, fmt.Errorf("method .%s() is not supported", f.name)
 		}
-		return &jmethod{x: f.x, name: f.name, args: args, kws: kws}, nil
+		return &methodExpr{x: f.x, name: f.name, args: args, kws: kws}, nil
 	}
 	return nil, errors.New("only functions and methods can be called")
 }
 
-func (c *jcompiler) newFilter(name string, x jexpr, args []jexpr, kws []jkw) (jexpr, error) {
-	f, ok := jFilters[name]
+func (c *compiler) newFilter(name string, x expr, args []expr, kws []kwarg) (expr, error) {
+	f, ok := filters[name]
 	if !ok {
 		return nil, fmt.Errorf("filter %s is not supported", name)
 	}
 	if strings.HasPrefix(name, "regex_") && len(args) > 0 {
 		c.regex.note(args[0])
 	}
-	return &jfilter{name: name, fn: f, x: x, args: args, kws: kws}, nil
+	return &filterExpr{name: name, fn: f, x: x, args: args, kws: kws}, nil
 }
 
-func (c *jcompiler) newTest(name string, neg bool, x jexpr, args []jexpr) (jexpr, error) {
-	f, ok := jTests[name]
+func (c *compiler) newTest(name string, neg bool, x expr, args []expr) (expr, error) {
+	f, ok := tests[name]
 	if !ok {
 		return nil, fmt.Errorf("test %s is not supported", name)
 	}
-	return &jtest{name: name, fn: f, neg: neg, x: x, args: args}, nil
+	return &testExpr{name: name, fn: f, neg: neg, x: x, args: args}, nil
 }

@@ -9,10 +9,10 @@ import (
 	"time"
 )
 
-// jtime is a Python datetime (aware): now(), utcnow(), as_datetime().
-type jtime struct{ t time.Time }
+// datetime is a Python datetime (aware): now(), utcnow(), as_datetime().
+type datetime struct{ t time.Time }
 
-func (d jtime) attr(name string) (any, bool) {
+func (d datetime) attr(name string) (any, bool) {
 	switch name {
 	case "year":
 		return d.t.Year(), true
@@ -33,7 +33,7 @@ func (d jtime) attr(name string) (any, bool) {
 }
 
 // isoformat is datetime.isoformat(sep): microseconds only when not zero.
-func (d jtime) isoformat(sep string) string {
+func (d datetime) isoformat(sep string) string {
 	layout := "2006-01-02" + sep + "15:04:05"
 	if d.t.Nanosecond()/1000 != 0 {
 		layout += ".000000"
@@ -41,24 +41,30 @@ func (d jtime) isoformat(sep string) string {
 	return d.t.Format(layout + "-07:00")
 }
 
-func jinjaTimeGlobals(g map[string]jfunc) {
-	g["now"] = func(s *jstate, _ []any, _ map[string]any) (any, error) { return jtime{s.clock().Local()}, nil }
-	g["utcnow"] = func(s *jstate, _ []any, _ map[string]any) (any, error) { return jtime{s.clock().UTC()}, nil }
-	g["as_timestamp"] = func(s *jstate, a []any, kw map[string]any) (any, error) { return asTimestamp(a, kw, 1) }
-	g["as_datetime"] = func(s *jstate, a []any, kw map[string]any) (any, error) { return asDatetime(a, kw, 1) }
+func timeGlobals(g map[string]builtin) {
+	g["now"] = func(s *state, _ []any, _ map[string]any) (any, error) { return datetime{s.clock().Local()}, nil }
+	g["utcnow"] = func(s *state, _ []any, _ map[string]any) (any, error) { return datetime{s.clock().UTC()}, nil }
+	g["as_timestamp"] = func(s *state, a []any, kw map[string]any) (any, error) { return asTimestamp(a, kw, 1) }
+	g["as_datetime"] = func(s *state, a []any, kw map[string]any) (any, error) { return asDatetime(a, kw, 1) }
 }
 
-func jinjaTimeFilters(f map[string]jfunc) {
-	f["as_timestamp"] = func(s *jstate, a []any, kw map[string]any) (any, error) { return asTimestamp(a, kw, 1) }
-	f["as_datetime"] = func(s *jstate, a []any, kw map[string]any) (any, error) { return asDatetime(a, kw, 1) }
-	f["timestamp_local"] = func(s *jstate, a []any, kw map[string]any) (any, error) {
-		return fromTimestamp(a, kw, 1, func(t time.Time) string { return jtime{t.Local()}.isoformat("T") })
+func timeFilters(f map[string]builtin) {
+	f["as_timestamp"] = func(s *state, a []any, kw map[string]any) (any, error) { return asTimestamp(a, kw, 1) }
+	f["as_datetime"] = func(s *state, a []any, kw map[string]any) (any, error) { return asDatetime(a, kw, 1) }
+	f["timestamp_local"] = func(s *state, a []any, kw map[string]any) (any, error) {
+		return fromTimestamp(a, kw, 1, func(t time.Time) string { return datetime{t.Local()}.isoformat("T") })
 	}
-	f["timestamp_utc"] = func(s *jstate, a []any, kw map[string]any) (any, error) {
-		return fromTimestamp(a, kw, 1, func(t time.Time) string { return jtime{t.UTC()}.isoformat("T") })
+	f["timestamp_utc"] = func(s *state, a []any, kw map[string]any) (any, error) {
+		return fromTimestamp(a, kw, 1, func(t time.Time) string { return datetime{t.UTC()}.isoformat("T") })
 	}
-	f["timestamp_custom"] = func(s *jstate, a []any, kw map[string]any) (any, error) {
-		format := pyStr(argOr(a, kw, 1, "format_string", "%Y-%m-%d %H:%M:%S"))
+	f["timestamp_custom"] = func(s *state, a []any, kw map[string]any) (any, error) {
+		format, err := strArg(s, a, kw, 1, "format_string", "%Y-%m-%d %H:%M:%S")
+		if err == nil {
+			err = chargeFormat(s, format)
+		}
+		if err != nil {
+			return nil, err
+		}
 		local := truthy(argOr(a, kw, 2, "local", true))
 		return fromTimestamp(a, kw, 3, func(t time.Time) string {
 			if local {
@@ -69,7 +75,7 @@ func jinjaTimeFilters(f map[string]jfunc) {
 	}
 }
 
-func (s *jstate) clock() time.Time {
+func (s *state) clock() time.Time {
 	if s.now.IsZero() {
 		return time.Now()
 	}
@@ -93,7 +99,7 @@ func fromTimestamp(a []any, kw map[string]any, defaultAt int, f func(time.Time) 
 func asTimestamp(a []any, kw map[string]any, defaultAt int) (any, error) {
 	if len(a) > 0 {
 		switch v := a[0].(type) {
-		case jtime:
+		case datetime:
 			return float64(v.t.UnixMicro()) / 1e6, nil
 		case string:
 			if t, ok := parseISO(v); ok {
@@ -113,11 +119,11 @@ func asTimestamp(a []any, kw map[string]any, defaultAt int) (any, error) {
 func asDatetime(a []any, kw map[string]any, defaultAt int) (any, error) {
 	if len(a) > 0 {
 		switch v := a[0].(type) {
-		case jtime:
+		case datetime:
 			return v, nil
 		case string:
 			if t, ok := parseISO(v); ok {
-				return jtime{t}, nil
+				return datetime{t}, nil
 			}
 		}
 	}
@@ -130,6 +136,9 @@ func asDatetime(a []any, kw map[string]any, defaultAt int) (any, error) {
 // parseISO reads an ISO 8601 date and time (a date alone is midnight
 // UTC; no offset is UTC).
 func parseISO(s string) (time.Time, bool) {
+	if len(s) > maxNumberLen {
+		return time.Time{}, false
+	}
 	s = strings.TrimSpace(strings.Replace(s, " ", "T", 1))
 	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05.999999999", "2006-01-02T15:04", "2006-01-02"} {
 		if t, err := time.Parse(layout, s); err == nil {
@@ -137,6 +146,12 @@ func parseISO(s string) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
+}
+
+// chargeFormat charges a strftime format by the most it can make: a
+// directive of two bytes writes at most nine ("September").
+func chargeFormat(s *state, f string) error {
+	return s.spendBytes(5 * len(f))
 }
 
 // strftime formats t with Python's directives.
@@ -198,17 +213,35 @@ func strftimeOne(t time.Time, c byte) string {
 	return "%" + string(c)
 }
 
-func jtimeMethods(m map[string]jfunc) {
-	self := func(f func(d jtime, a []any) (any, error)) jfunc {
-		return func(s *jstate, a []any, _ map[string]any) (any, error) {
-			d, ok := a[0].(jtime)
+func timeMethods(m map[string]builtin) {
+	self := func(f func(s *state, d datetime, a []any) (any, error)) builtin {
+		return func(s *state, a []any, _ map[string]any) (any, error) {
+			d, ok := a[0].(datetime)
 			if !ok {
 				return nil, fmt.Errorf("%s object has no such method", pyType(a[0]))
 			}
-			return f(d, a)
+			return f(s, d, a)
 		}
 	}
-	m["strftime"] = self(func(d jtime, a []any) (any, error) { return strftime(d.t, pyStr(argOr(a, nil, 1, "", ""))), nil })
-	m["timestamp"] = self(func(d jtime, _ []any) (any, error) { return float64(d.t.UnixMicro()) / 1e6, nil })
-	m["isoformat"] = self(func(d jtime, a []any) (any, error) { return d.isoformat(pyStr(argOr(a, nil, 1, "", "T"))), nil })
+	m["strftime"] = self(func(s *state, d datetime, a []any) (any, error) {
+		f, err := strArg(s, a, nil, 1, "", "")
+		if err == nil {
+			err = chargeFormat(s, f)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return strftime(d.t, f), nil
+	})
+	m["timestamp"] = self(func(_ *state, d datetime, _ []any) (any, error) { return float64(d.t.UnixMicro()) / 1e6, nil })
+	m["isoformat"] = self(func(s *state, d datetime, a []any) (any, error) {
+		sep, err := strArg(s, a, nil, 1, "", "T")
+		if err == nil {
+			err = s.spendBytes(len(sep) + 32)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return d.isoformat(sep), nil
+	})
 }

@@ -6,47 +6,68 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // Template values follow Python's: None (nil), bool, int, float64, string,
-// list ([]any), tuple (jtuple), dict (map[string]any from JSON, *jdict from
-// literals: any keys, insertion order) and Jinja's undefined (jUndef).
+// list ([]any), tuple (tuple), dict (map[string]any from JSON, *dict from
+// literals: any keys, insertion order) and Jinja's undefined (Undefined).
 // Numbers from a payload arrive as json.Number and read as int or float
 // by their literal, as Python's json module reads them.
 
-// jUndef is an undefined value: printed as nothing, false, and an error
+// Undefined is an undefined value: printed as nothing, false, and an error
 // when a filter needs a real value.
-type jUndef struct{ name string }
+type Undefined struct{ name string }
 
-// jtuple is an immutable sequence; it never equals a list.
-type jtuple []any
+// tuple is an immutable sequence; it never equals a list.
+type tuple []any
 
-// jbound is a method taken without calling it (value_json.items):
+// boundMethod is a method taken without calling it (value_json.items):
 // Jinja finds the method before the key.
-type jbound struct{ name string }
+type boundMethod struct{ name string }
 
-// jdict is a dict made by a template: any keys, insertion order.
-type jdict struct {
+// dict is a dict made by a template: any keys, insertion order.
+type dict struct {
 	keys, vals []any
 }
 
-func (d *jdict) put(k, v any) {
-	for i, x := range d.keys {
-		if pyEqual(x, k) {
-			d.vals[i] = v
-			return
-		}
+// put sets k; each key compared is charged.
+func (d *dict) put(s *state, k, v any) error {
+	i, err := d.find(s, k)
+	if err != nil {
+		return err
+	}
+	if i >= 0 {
+		d.vals[i] = v
+		return nil
+	}
+	if err := s.spendItems(2); err != nil {
+		return err
 	}
 	d.keys, d.vals = append(d.keys, k), append(d.vals, v)
+	return nil
 }
 
-func (d *jdict) get(k any) (any, bool) {
+func (d *dict) get(s *state, k any) (any, bool, error) {
+	i, err := d.find(s, k)
+	if i < 0 || err != nil {
+		return nil, false, err
+	}
+	return d.vals[i], true, nil
+}
+
+// find is the index of key k, -1 when it is absent.
+func (d *dict) find(s *state, k any) (int, error) {
 	for i, x := range d.keys {
-		if pyEqual(x, k) {
-			return d.vals[i], true
+		eq, err := s.equal(x, k)
+		if err != nil {
+			return -1, err
+		}
+		if eq {
+			return i, nil
 		}
 	}
-	return nil, false
+	return -1, nil
 }
 
 // num reads a number: json.Number as int or float, bool as int; any other
@@ -96,7 +117,7 @@ func toF(v any) (float64, bool) {
 
 func truthy(v any) bool {
 	switch x := v.(type) {
-	case nil, jUndef:
+	case nil, Undefined:
 		return false
 	case bool:
 		return x
@@ -111,11 +132,11 @@ func truthy(v any) bool {
 		return x != ""
 	case []any:
 		return len(x) > 0
-	case jtuple:
+	case tuple:
 		return len(x) > 0
 	case map[string]any:
 		return len(x) > 0
-	case *jdict:
+	case *dict:
 		return len(x.keys) > 0
 	}
 	return true
@@ -137,13 +158,13 @@ func pyType(v any) string {
 		return "str"
 	case []any:
 		return "list"
-	case jtuple:
+	case tuple:
 		return "tuple"
-	case map[string]any, *jdict:
+	case map[string]any, *dict:
 		return "dict"
-	case jUndef:
+	case Undefined:
 		return "Undefined"
-	case jtime:
+	case datetime:
 		return "datetime"
 	}
 	return "object"
@@ -169,176 +190,50 @@ func pyFloat(f float64) string {
 	return s
 }
 
-// pyStr is Python's str().
-func pyStr(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "None"
-	case jUndef:
-		return ""
-	case string:
-		return x
-	case bool:
-		if x {
-			return "True"
-		}
-		return "False"
-	case int:
-		return strconv.Itoa(x)
-	case float64:
-		return pyFloat(x)
-	case json.Number:
-		return pyStr(num(x))
-	case jbound:
-		return "<built-in method " + x.name + ">"
-	case *jnamespace:
-		return "<Namespace " + pyRepr(x.m) + ">"
-	case *jloop:
-		return "<LoopContext " + strconv.Itoa(x.i+1) + "/" + strconv.Itoa(x.n) + ">"
-	case jtime:
-		return x.isoformat(" ")
-	}
-	return pyRepr(v)
-}
-
-// pyRepr is Python's repr().
-func pyRepr(v any) string {
-	var b strings.Builder
-	writeRepr(&b, v, 0)
-	return b.String()
-}
-
-func writeRepr(b *strings.Builder, v any, depth int) {
-	if depth > maxNesting || b.Len() > maxJValue {
-		b.WriteString("...")
-		return
-	}
-	switch x := v.(type) {
-	case string:
-		b.WriteString(pyQuote(x))
-	case []any:
-		writeSeq(b, "[", "]", x, depth)
-	case jtuple:
-		if len(x) == 1 {
-			b.WriteString("(")
-			writeRepr(b, x[0], depth+1)
-			b.WriteString(",)")
-			return
-		}
-		writeSeq(b, "(", ")", x, depth)
-	case map[string]any:
-		keys := sortedKeys(x)
-		b.WriteString("{")
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(pyQuote(k) + ": ")
-			writeRepr(b, x[k], depth+1)
-		}
-		b.WriteString("}")
-	case *jdict:
-		b.WriteString("{")
-		for i, k := range x.keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writeRepr(b, k, depth+1)
-			b.WriteString(": ")
-			writeRepr(b, x.vals[i], depth+1)
-		}
-		b.WriteString("}")
-	default:
-		b.WriteString(pyStr(v))
-	}
-}
-
-func writeSeq(b *strings.Builder, open, close string, xs []any, depth int) {
-	b.WriteString(open)
-	for i, it := range xs {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		writeRepr(b, it, depth+1)
-	}
-	b.WriteString(close)
-}
-
-// pyQuote quotes a string as Python's repr does.
-func pyQuote(s string) string {
-	q := byte('\'')
-	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
-		q = '"'
-	}
-	var b strings.Builder
-	b.WriteByte(q)
-	for _, r := range s {
-		switch {
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == rune(q):
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte(q)
-	return b.String()
-}
-
 // dictMethods are the methods Jinja finds before a dict's key of that name.
 var dictMethods = map[string]bool{"keys": true, "values": true, "items": true, "get": true, "update": true,
 	"pop": true, "copy": true, "clear": true, "setdefault": true, "popitem": true, "fromkeys": true}
 
 // getAttr is Jinja's x.name: an attribute (a method), else the item.
-func getAttr(v any, name string) (any, error) {
+func getAttr(s *state, v any, name string) (any, error) {
 	switch x := v.(type) {
-	case jUndef:
+	case Undefined:
 		return nil, fmt.Errorf("%s is undefined", undefName(x))
 	case map[string]any:
 		if dictMethods[name] {
-			return jbound{name: name}, nil
+			return boundMethod{name: name}, nil
 		}
 		if e, ok := x[name]; ok {
 			return norm(e), nil
 		}
-	case *jdict:
+	case *dict:
 		if dictMethods[name] {
-			return jbound{name: name}, nil
+			return boundMethod{name: name}, nil
 		}
-		if e, ok := x.get(name); ok {
-			return e, nil
+		if e, ok, err := x.get(s, name); ok || err != nil {
+			return e, err
 		}
-	case *jnamespace:
+	case *namespace:
 		if e, ok := x.m[name]; ok {
 			return e, nil
 		}
-	case *jloop:
+	case *loopVar:
 		if e, ok := x.attr(name); ok {
 			return e, nil
 		}
-	case jtime:
+	case datetime:
 		if e, ok := x.attr(name); ok {
 			return e, nil
 		}
 	case string:
-		if _, ok := jMethods[name]; ok {
-			return jbound{name: name}, nil
+		if _, ok := methods[name]; ok {
+			return boundMethod{name: name}, nil
 		}
 	}
-	return jUndef{name: pyType(v) + " object has no attribute " + pyQuote(name)}, nil
+	return Undefined{name: pyType(v) + " object has no attribute " + pyQuote(name)}, nil
 }
 
-func undefName(u jUndef) string {
+func undefName(u Undefined) string {
 	if u.name == "" {
 		return "value"
 	}
@@ -346,9 +241,9 @@ func undefName(u jUndef) string {
 }
 
 // getItem is Jinja's x[k]: the item, else an attribute named k.
-func getItem(v any, k any) (any, error) {
+func getItem(s *state, v any, k any) (any, error) {
 	switch x := v.(type) {
-	case jUndef:
+	case Undefined:
 		return nil, fmt.Errorf("%s is undefined", undefName(x))
 	case map[string]any:
 		if ks, ok := k.(string); ok {
@@ -356,30 +251,43 @@ func getItem(v any, k any) (any, error) {
 				return norm(e), nil
 			}
 		}
-	case *jdict:
-		if e, ok := x.get(k); ok {
-			return e, nil
+	case *dict:
+		if e, ok, err := x.get(s, k); ok || err != nil {
+			return e, err
 		}
 	case []any:
 		return index(x, k, "list")
-	case jtuple:
+	case tuple:
 		return index(x, k, "tuple")
 	case string:
 		if i, ok := num(k).(int); ok {
-			rs := []rune(x)
-			if i < 0 {
-				i += len(rs)
-			}
-			if i >= 0 && i < len(rs) {
-				return string(rs[i]), nil
-			}
-			return jUndef{name: "string index out of range"}, nil
+			return runeAt(s, x, i)
 		}
 	}
 	if ks, ok := k.(string); ok {
-		return getAttr(v, ks)
+		return getAttr(s, v, ks)
 	}
-	return jUndef{name: pyType(v) + " object has no element " + pyRepr(k)}, nil
+	return Undefined{name: pyType(v) + " object has no element " + brief(k)}, nil
+}
+
+// runeAt is str[i] (i < 0 counts from the end), charged by the bytes it
+// scans.
+func runeAt(s *state, x string, i int) (any, error) {
+	if err := s.spendBytes(len(x)); err != nil {
+		return nil, err
+	}
+	if i < 0 {
+		i += utf8.RuneCountInString(x)
+	}
+	if i >= 0 {
+		for _, r := range x {
+			if i == 0 {
+				return string(r), nil
+			}
+			i--
+		}
+	}
+	return Undefined{name: "string index out of range"}, nil
 }
 
 func index(xs []any, k any, typ string) (any, error) {
@@ -390,37 +298,37 @@ func index(xs []any, k any, typ string) (any, error) {
 		}
 	}
 	if !ok {
-		return jUndef{name: typ + " indices must be integers"}, nil
+		return Undefined{name: typ + " indices must be integers"}, nil
 	}
 	if i < 0 {
 		i += len(xs)
 	}
 	if i < 0 || i >= len(xs) {
-		return jUndef{name: typ + " index out of range"}, nil
+		return Undefined{name: typ + " index out of range"}, nil
 	}
 	return norm(xs[i]), nil
 }
 
 // slice is x[lo:hi:step] of a string, list or tuple.
-func slice(s *jstate, v, lo, hi, step any) (any, error) {
+func slice(s *state, v, lo, hi, step any) (any, error) {
 	var n int
 	var rs []rune
 	switch x := v.(type) {
 	case string:
+		if err := s.spendBytes(4 * len(x)); err != nil {
+			return nil, err
+		}
 		rs = []rune(x)
 		n = len(rs)
 	case []any:
 		n = len(x)
-	case jtuple:
+	case tuple:
 		n = len(x)
 	default:
 		return nil, fmt.Errorf("%s cannot be sliced", pyType(v))
 	}
-	idx, err := sliceIndexes(n, lo, hi, step)
+	idx, err := sliceIndexes(s, n, lo, hi, step)
 	if err != nil {
-		return nil, err
-	}
-	if err := s.spendValue(len(idx)); err != nil {
 		return nil, err
 	}
 	switch x := v.(type) {
@@ -433,7 +341,7 @@ func slice(s *jstate, v, lo, hi, step any) (any, error) {
 	case []any:
 		return pick(x, idx), nil
 	}
-	return jtuple(pick(v.(jtuple), idx)), nil
+	return tuple(pick(v.(tuple), idx)), nil
 }
 
 func pick(xs []any, idx []int) []any {
@@ -445,7 +353,7 @@ func pick(xs []any, idx []int) []any {
 }
 
 // sliceIndexes computes Python's slice indices for a sequence of n items.
-func sliceIndexes(n int, lo, hi, step any) ([]int, error) {
+func sliceIndexes(s *state, n int, lo, hi, step any) ([]int, error) {
 	st := 1
 	if step != nil {
 		v, ok := num(step).(int)
@@ -483,38 +391,59 @@ func sliceIndexes(n int, lo, hi, step any) ([]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []int
+	count := 0
+	if st > 0 && b > a {
+		count = (b - a + st - 1) / st
+	} else if st < 0 && a > b {
+		count = (a - b - st - 1) / -st
+	}
+	if err := s.spendItems(count); err != nil {
+		return nil, err
+	}
+	out := make([]int, 0, count)
 	for i := a; (st > 0 && i < b) || (st < 0 && i > b); i += st {
 		out = append(out, i)
 	}
 	return out, nil
 }
 
-// iterate lists the items of an iterable value (a dict: its keys).
-func iterate(s *jstate, v any) ([]any, error) {
-	var out []any
+// iterate lists the items of an iterable value (a dict: its keys),
+// charged before they are made.
+func iterate(s *state, v any) ([]any, error) {
 	switch x := v.(type) {
-	case jUndef:
+	case Undefined:
 		return nil, nil
 	case []any:
-		out = make([]any, len(x))
+		if err := s.spendItems(len(x)); err != nil {
+			return nil, err
+		}
+		out := make([]any, len(x))
 		for i, e := range x {
 			out[i] = norm(e)
 		}
-	case jtuple:
-		out = []any(x)
+		return out, nil
+	case tuple:
+		return []any(x), s.spendItems(len(x))
 	case string:
+		if err := s.spendItems(utf8.RuneCountInString(x)); err != nil {
+			return nil, err
+		}
+		out := make([]any, 0, utf8.RuneCountInString(x))
 		for _, r := range x {
 			out = append(out, string(r))
 		}
+		return out, nil
 	case map[string]any:
+		if err := s.spendItems(2 * len(x)); err != nil {
+			return nil, err
+		}
+		out := make([]any, 0, len(x))
 		for _, k := range sortedKeys(x) {
 			out = append(out, k)
 		}
-	case *jdict:
-		out = append(out, x.keys...)
-	default:
-		return nil, fmt.Errorf("%s is not iterable", pyType(v))
+		return out, nil
+	case *dict:
+		return append([]any(nil), x.keys...), s.spendItems(len(x.keys))
 	}
-	return out, s.spendValue(len(out))
+	return nil, fmt.Errorf("%s is not iterable", pyType(v))
 }
