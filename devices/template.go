@@ -82,10 +82,17 @@ func (t *tmpl) render(payload []byte, now time.Time) (any, error) {
 	return t.renderJSON(payload, now, nil)
 }
 
-// renderMsg is render for a message: the routes of one topic share one
-// decoding of its payload.
-func (t *tmpl) renderMsg(tx *txn, payload []byte) (any, error) {
-	return t.renderJSON(payload, tx.now, tx)
+// renderMsg is render for a message of the state (or event, or
+// availability) id: the routes of one topic share one decoding of its
+// payload. A failure is counted and named in Refusals.
+func (t *tmpl) renderMsg(tx *txn, id string, payload []byte) (any, error) {
+	v, err := t.renderJSON(payload, tx.now, tx)
+	if err != nil && !errors.Is(err, errNoValue) && !errors.Is(err, errMsgBudget) {
+		tx.c.refused.failed.Add(1)
+		why := id + ": " + err.Error()
+		tx.c.refused.lastFailure.Store(&why)
+	}
+	return v, err
 }
 
 func (t *tmpl) renderJSON(payload []byte, now time.Time, tx *txn) (any, error) {
