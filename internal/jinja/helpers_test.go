@@ -46,3 +46,5 @@ func runErrCases(t *testing.T, cases []errCase) {
 		}
 	}
 }
+
+func containsText(s, sub string) bool { return strings.Contains(s, sub) }

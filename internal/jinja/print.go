@@ -139,6 +139,8 @@ func (p *printer) repr(v any) {
 			p.repr(x[k])
 		}
 		p.write("}")
+	case Undefined: // Jinja's repr of an undefined value
+		p.write("Undefined")
 	case *dict:
 		p.write("{")
 		for i, k := range x.keys {
