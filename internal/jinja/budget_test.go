@@ -59,6 +59,8 @@ var attacks = []struct {
 	{"lower in a loop", "{% set s = 'A' * 60000 %}{% for i in range(10000) %}{{ (s | lower)[0] }}{% endfor %}", ErrBudget},
 	{"split in a loop", "{% set s = 'a ' * 30000 %}{% for i in range(10000) %}{{ s.split() | length }}{% endfor %}", ErrBudget},
 	{"timestamp_custom with a long format", "{{ 0 | timestamp_custom('%A' * 7000) | length }}", ErrSize},
+	{"a long missing attribute in a loop", "{% for i in range(10000) %}{{ value." + strings.Repeat("a", 8000) + " }}{% endfor %}", ErrBudget},
+	{"a long replacement in a loop", "{% set r = '\\\\1' * 30000 %}{% for i in range(5000) %}{{ 'x' | regex_replace('y', r) }}{% endfor %}", ErrBudget},
 	// Issue 14's.
 	{"negative repeat", "{{ 'a' * -1 }}", nil},
 	{"string repeated past MaxValue", "{{ 'ab' * 100000000 }}", ErrSize},

@@ -13,8 +13,8 @@ func TestRenderResult(t *testing.T) {
 		want         Result
 	}{
 		{"  {{ value }}  ", "x", Result{Text: "x", Spent: 4}},
-		{"{{ value_json.missing }}", `{}`, Result{Undef: true, Spent: 1}},
-		{"a{{ value_json.missing }}", `{}`, Result{Text: "a", Undef: true, Spent: 2}},
+		{"{{ value_json.missing }}", `{}`, Result{Undef: true, Spent: 4}},
+		{"a{{ value_json.missing }}", `{}`, Result{Text: "a", Undef: true, Spent: 5}},
 	} {
 		tp, err := Compile(tc.src)
 		if err != nil {

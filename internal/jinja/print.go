@@ -280,6 +280,12 @@ func (s *state) str(v any) (string, error) {
 		return x, nil
 	case int:
 		return strconv.Itoa(x), s.spend(1)
+	case float64:
+		return pyFloat(x), s.spend(1)
+	case bool:
+		return pyBoolStr(x), s.spend(1)
+	case nil:
+		return "None", s.spend(1)
 	case Undefined:
 		return "", nil
 	}

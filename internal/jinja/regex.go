@@ -184,6 +184,9 @@ func filterRegexReplace(s *state, a []any, kw map[string]any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.spend(2*len(src)/BytesPerUnit + 1); err != nil { // parsing copies it, in parts
+		return nil, err
+	}
 	repl := parseRepl(src, p.re)
 	ms, err := matches(s, p, str)
 	if err != nil {

@@ -230,6 +230,9 @@ func getAttr(s *state, v any, name string) (any, error) {
 			return boundMethod{name: name}, nil
 		}
 	}
+	if err := s.spendBytes(2*len(name) + 32); err != nil { // the message quotes the name
+		return nil, err
+	}
 	return Undefined{name: pyType(v) + " object has no attribute " + pyQuote(name)}, nil
 }
 
