@@ -28,9 +28,10 @@
 // that holds itself prints as Python prints it, {...}), MaxNesting (brackets
 // and operators nested in the source), MaxTemplateLen (the source),
 // MaxRange (range()), and, for each template's cache of compiled patterns,
-// MaxPatternLen, MaxPatterns and MaxPatternBytes. A rendering that exceeds
-// one fails with ErrSize, ErrDepth or ErrBudget (test with errors.Is); a
-// panic (a bug) is an error too.
+// MaxPatternLen, MaxPatterns and MaxPatternBytes (Compile compiles a
+// template's literal patterns into it within one DefaultBudget). A
+// rendering that exceeds one fails with ErrSize, ErrDepth or ErrBudget
+// (test with errors.Is); a panic (a bug) is an error too.
 package jinja
 
 import (

@@ -34,15 +34,25 @@ type pattern struct {
 var errPatternSize = errors.New("pattern too large")
 
 // note compiles a literal pattern when the template is compiled, so that
-// renderings find it cached.
-func (c *regexCache) note(x expr) {
-	if lit, ok := x.(*literal); ok {
-		if p, ok := lit.v.(string); ok {
-			s := &state{budget: DefaultBudget}
-			_, _ = c.get(s, p, false)
-			_, _ = c.get(s, p, true)
-		}
+// renderings find it cached, while the cache has room and the compile's
+// budget lasts (s: one budget for all of a template's patterns); a pattern
+// not noted is compiled when a rendering needs it, and charged to it.
+func (c *regexCache) note(s *state, x expr) {
+	lit, ok := x.(*literal)
+	if !ok {
+		return
 	}
+	p, ok := lit.v.(string)
+	if !ok || s.budget <= 0 || c.full() {
+		return
+	}
+	_, _ = c.get(s, p, false)
+}
+
+func (c *regexCache) full() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.m) >= MaxPatterns
 }
 
 // get compiles a Python pattern: (?P<name>…) groups and the common escapes

@@ -3,6 +3,7 @@ package jinja
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -72,5 +73,32 @@ func TestRegexOutputCharged(t *testing.T) {
 		if _, err := render(t, tc.src, ""); !errors.Is(err, tc.want) {
 			t.Errorf("%.60q: %v, want %v", tc.src, err, tc.want)
 		}
+	}
+}
+
+// TestCompileNotesBounded: compiling a template compiles its literal
+// patterns within one budget and while the cache has room; a template of
+// hundreds of expansive patterns made 90 MiB each time it was compiled.
+func TestCompileNotesBounded(t *testing.T) {
+	const compileAlloc = 16 << 20
+	var b strings.Builder
+	for i := 0; b.Len() < MaxTemplateLen-100; i++ {
+		fmt.Fprintf(&b, "{{ value | regex_match('a{700}%d') }}", i)
+	}
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	tp, err := Compile(b.String())
+	runtime.ReadMemStats(&m1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := m1.TotalAlloc - m0.TotalAlloc; a > compileAlloc {
+		t.Errorf("compiling allocated %d MiB (ceiling %d MiB)", a>>20, compileAlloc>>20)
+	}
+	if n := len(tp.regex.m); n == 0 || n > MaxPatterns {
+		t.Errorf("%d patterns noted", n)
+	}
+	if _, err := tp.Render(Input{Value: "x"}, DefaultBudget); !errors.Is(err, ErrBudget) {
+		t.Errorf("rendering them all: %v, want ErrBudget", err)
 	}
 }

@@ -18,6 +18,7 @@ type compiler struct {
 	usesJS bool            // the template reads value_json
 	vars   map[string]bool // names set or bound by loops
 	regex  *regexCache
+	noted  state // the budget of compiling the literal patterns
 }
 
 func (c *compiler) parseExpr(src string) (expr, error) {
@@ -211,7 +212,7 @@ func Compile(src string) (*Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &compiler{pieces: pieces, vars: map[string]bool{}, regex: &regexCache{}}
+	c := &compiler{pieces: pieces, vars: map[string]bool{}, regex: &regexCache{}, noted: state{budget: DefaultBudget}}
 	body, _, _, err := c.block()
 	if err != nil {
 		return nil, err
@@ -265,7 +266,7 @@ func (c *compiler) newFilter(name string, x expr, args []expr, kws []kwarg) (exp
 		return nil, fmt.Errorf("filter %s is not supported", name)
 	}
 	if strings.HasPrefix(name, "regex_") && len(args) > 0 {
-		c.regex.note(args[0])
+		c.regex.note(&c.noted, args[0])
 	}
 	return &filterExpr{name: name, fn: f, x: x, args: args, kws: kws}, nil
 }
