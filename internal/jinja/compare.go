@@ -39,8 +39,8 @@ func (s *state) eq(a, b any, depth int) (bool, error) {
 			return false, err
 		}
 		return x == y, nil
-	case Undefined:
-		_, ok := b.(Undefined)
+	case undefinedValue:
+		_, ok := b.(undefinedValue)
 		return ok, nil
 	case []any:
 		if y, ok := b.([]any); ok {
@@ -274,7 +274,7 @@ func (s *state) contains(c, x any) (bool, error) {
 	case *dict:
 		_, in, err := v.get(s, x)
 		return in, err
-	case Undefined:
+	case undefinedValue:
 		return false, nil
 	}
 	return false, fmt.Errorf("argument of type %s is not iterable", pyType(c))

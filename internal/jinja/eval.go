@@ -27,7 +27,8 @@ type kwarg struct {
 	x    expr
 }
 
-// Template is a compiled template.
+// Template is a compiled template: immutable but for its pattern cache,
+// so renderings of it may run at once.
 type Template struct {
 	body     []stmt
 	single   expr // the template is one {{ expression }}
@@ -40,7 +41,7 @@ type state struct {
 	budget  int
 	out     []byte
 	value   any            // the payload (value templates) or the command value
-	json    any            // value_json, Undefined when the payload is not JSON
+	json    any            // value_json, undefinedValue when the payload is not JSON
 	vars    map[string]any // command template variables (position, …)
 	scopes  []map[string]any
 	undef   bool // an undefined value was printed
@@ -89,7 +90,7 @@ func (s *state) lookup(n string) any {
 	if v, ok := s.vars[n]; ok {
 		return v
 	}
-	return Undefined{name: n}
+	return undefinedValue{name: n}
 }
 
 func (s *state) set(n string, v any) {
@@ -133,7 +134,7 @@ func (p *printStmt) exec(s *state) error {
 	if err != nil {
 		return err
 	}
-	if _, ok := v.(Undefined); ok {
+	if _, ok := v.(undefinedValue); ok {
 		s.undef = true
 		return nil
 	}
@@ -294,7 +295,7 @@ func (p *Template) render(s *state) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if _, ok := v.(Undefined); ok {
+		if _, ok := v.(undefinedValue); ok {
 			s.undef = true
 			return "", nil
 		}

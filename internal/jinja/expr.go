@@ -114,7 +114,7 @@ func (c *condExpr) eval(s *state) (any, error) {
 		return c.then.eval(s)
 	}
 	if c.els == nil {
-		return Undefined{name: "else"}, nil
+		return undefinedValue{name: "else"}, nil
 	}
 	return c.els.eval(s)
 }

@@ -289,7 +289,7 @@ func filterAbs(s *state, a []any, _ map[string]any) (any, error) {
 func filterDefault(s *state, a []any, kw map[string]any) (any, error) {
 	def := argOr(a, kw, 1, "default_value", "")
 	boolean := truthy(argOr(a, kw, 2, "boolean", false))
-	if _, undef := a[0].(Undefined); undef || (boolean && !truthy(a[0])) {
+	if _, undef := a[0].(undefinedValue); undef || (boolean && !truthy(a[0])) {
 		return def, nil
 	}
 	return a[0], nil
@@ -418,7 +418,7 @@ func filterLength(s *state, a []any, _ map[string]any) (any, error) {
 		return len(x), nil
 	case *dict:
 		return len(x.keys), nil
-	case Undefined:
+	case undefinedValue:
 		return 0, nil
 	}
 	return nil, fmt.Errorf("object of type %s has no len()", pyType(a[0]))
@@ -430,7 +430,7 @@ func nth(s *state, v any, i int) (any, error) {
 		return nil, err
 	}
 	if len(items) == 0 {
-		return Undefined{name: "no first item"}, nil
+		return undefinedValue{name: "no first item"}, nil
 	}
 	if i < 0 {
 		i += len(items)
@@ -459,14 +459,18 @@ func filterJoin(s *state, a []any, kw map[string]any) (any, error) {
 		if err != nil {
 			return nil, err
 		}
+		n := len(str)
 		if i > 0 {
-			str = sep + str
+			n += len(sep)
 		}
-		if b.Len()+len(str) > MaxValue {
+		if b.Len()+n > MaxValue {
 			return nil, ErrSize
 		}
-		if err := s.spendBytes(len(str)); err != nil {
+		if err := s.spendBytes(n); err != nil {
 			return nil, err
+		}
+		if i > 0 {
+			b.WriteString(sep)
 		}
 		b.WriteString(str)
 	}
@@ -486,7 +490,7 @@ func iif(a []any, kw map[string]any) (any, error) {
 }
 
 func filterIsDefined(s *state, a []any, _ map[string]any) (any, error) {
-	if u, ok := a[0].(Undefined); ok {
+	if u, ok := a[0].(undefinedValue); ok {
 		return nil, fmt.Errorf("%s is undefined", undefName(u))
 	}
 	return a[0], nil
@@ -527,7 +531,7 @@ func filterFromJSON(s *state, a []any, kw map[string]any) (any, error) {
 	if err := s.spend(len(str)/2 + 1); err != nil { // decoded values take up to 32 bytes a byte of text
 		return nil, err
 	}
-	v, err := DecodeJSON([]byte(str))
+	v, err := decodeJSON([]byte(str))
 	if err != nil {
 		if d, ok := arg(a, kw, 1, "default"); ok {
 			return d, nil

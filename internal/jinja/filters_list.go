@@ -76,7 +76,7 @@ func filterMap(s *state, a []any, kw map[string]any) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			if _, undef := v.(Undefined); undef {
+			if _, undef := v.(undefinedValue); undef {
 				if d, ok := kw["default"]; ok {
 					v = d
 				}
@@ -153,6 +153,9 @@ func filterSort(s *state, a []any, kw map[string]any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.spendItems(3 * len(items)); err != nil { // keys, indexes, result
+		return nil, err
+	}
 	reverse := truthy(argOr(a, kw, 1, "reverse", false))
 	attr, hasAttr := arg(a, kw, 3, "attribute")
 	keys := items
@@ -167,9 +170,6 @@ func filterSort(s *state, a []any, kw map[string]any) (any, error) {
 	idx := make([]int, len(items))
 	for i := range idx {
 		idx[i] = i
-	}
-	if err := s.spendItems(2 * len(items)); err != nil {
-		return nil, err
 	}
 	var sortErr error
 	sort.SliceStable(idx, func(i, j int) bool {
@@ -258,7 +258,7 @@ func extreme(s *state, v any, sign int) (any, error) {
 		return nil, err
 	}
 	if len(items) == 0 {
-		return Undefined{name: "no items"}, nil
+		return undefinedValue{name: "no items"}, nil
 	}
 	best := items[0]
 	for _, it := range items[1:] {
@@ -274,7 +274,7 @@ func extreme(s *state, v any, sign int) (any, error) {
 }
 
 func filterItems(s *state, a []any, _ map[string]any) (any, error) {
-	if _, ok := a[0].(Undefined); ok {
+	if _, ok := a[0].(undefinedValue); ok {
 		return []any{}, nil
 	}
 	if !isDict(a[0]) {

@@ -19,8 +19,8 @@ func testTable() map[string]builtin {
 		return func(s *state, a []any, _ map[string]any) (any, error) { return ok(a[0]), nil }
 	}
 	t := map[string]builtin{
-		"defined":   kind(func(v any) bool { _, u := v.(Undefined); return !u }),
-		"undefined": kind(func(v any) bool { _, u := v.(Undefined); return u }),
+		"defined":   kind(func(v any) bool { _, u := v.(undefinedValue); return !u }),
+		"undefined": kind(func(v any) bool { _, u := v.(undefinedValue); return u }),
 		"none":      kind(func(v any) bool { return v == nil }),
 		"boolean":   kind(func(v any) bool { _, ok := v.(bool); return ok }),
 		"true":      kind(func(v any) bool { return v == true }),

@@ -90,7 +90,7 @@ type Input struct {
 }
 
 // NoJSON is value_json where there is no payload to read it from.
-var NoJSON any = Undefined{name: "value_json"}
+var NoJSON any = undefinedValue{name: "value_json"}
 
 // Result is a rendering's output.
 type Result struct {
@@ -102,7 +102,7 @@ type Result struct {
 // ValueJSON decodes a payload for value_json, as Python's json.loads reads
 // it; a payload that is not JSON makes value_json undefined.
 func ValueJSON(payload []byte) any {
-	v, err := DecodeJSON(payload)
+	v, err := decodeJSON(payload)
 	if err != nil {
 		return NoJSON
 	}

@@ -7,12 +7,12 @@ import (
 	"unicode/utf8"
 )
 
-// DecodeJSON reads a payload as Python's json.loads does for a
+// decodeJSON reads a payload as Python's json.loads does for a
 // template's value_json: objects (map[string]any), arrays, strings, ints
 // or floats by their literal, booleans and None. Keys and strings without
 // escapes are substrings of one copy of the payload, so a state message
 // costs few allocations.
-func DecodeJSON(b []byte) (any, error) {
+func decodeJSON(b []byte) (any, error) {
 	d := jsonDec{s: string(b)}
 	d.space()
 	v, err := d.value(0)

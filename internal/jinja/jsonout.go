@@ -52,7 +52,7 @@ func (p *printer) json(v any, spaced bool) {
 		p.jsonObject(len(keys), func(i int) (string, any) { return keys[i], x[keys[i]] }, spaced)
 	case *dict:
 		p.jsonDict(x, spaced)
-	case Undefined:
+	case undefinedValue:
 		p.fail(errJSONUndef)
 	default: // datetimes, namespaces: objects without fields, as encoding/json writes them
 		p.write("{}")

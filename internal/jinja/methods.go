@@ -79,7 +79,7 @@ func methodGet(s *state, a []any, kw map[string]any) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, undef := v.(Undefined); undef {
+	if _, undef := v.(undefinedValue); undef {
 		return argOr(a, kw, 2, "default", nil), nil
 	}
 	return v, nil

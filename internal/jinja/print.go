@@ -62,7 +62,7 @@ func (p *printer) str(v any) {
 	switch x := v.(type) {
 	case nil:
 		p.write("None")
-	case Undefined:
+	case undefinedValue:
 	case string:
 		p.write(x)
 	case bool:
@@ -139,7 +139,7 @@ func (p *printer) repr(v any) {
 			p.repr(x[k])
 		}
 		p.write("}")
-	case Undefined: // Jinja's repr of an undefined value
+	case undefinedValue:
 		p.write("Undefined")
 	case *dict:
 		p.write("{")
@@ -286,7 +286,7 @@ func (s *state) str(v any) (string, error) {
 		return pyBoolStr(x), s.spend(1)
 	case nil:
 		return "None", s.spend(1)
-	case Undefined:
+	case undefinedValue:
 		return "", nil
 	}
 	p := printer{limit: MaxValue, s: s}

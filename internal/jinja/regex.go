@@ -25,10 +25,12 @@ type regexCache struct {
 	bytes int
 }
 
-// pattern is a compiled pattern and its estimated size in bytes.
+// pattern is a compiled pattern, its estimated size in bytes and its
+// program's instructions.
 type pattern struct {
-	re   *regexp.Regexp
-	size int
+	re    *regexp.Regexp
+	size  int
+	insts int
 }
 
 var errPatternSize = errors.New("pattern too large")
@@ -101,14 +103,18 @@ func compilePattern(s *state, src string) (*pattern, error) {
 	if size > MaxPatternBytes {
 		return nil, errPatternSize
 	}
-	if err := s.spend(size / BytesPerUnit); err != nil {
+	if err := s.spend(2 * size / BytesPerUnit); err != nil { // compiled twice: here, and by regexp
+		return nil, err
+	}
+	prog, err := syntax.Compile(tree.Simplify())
+	if err != nil {
 		return nil, err
 	}
 	re, err := regexp.Compile(src)
 	if err != nil {
 		return nil, err
 	}
-	return &pattern{re: re, size: size}, nil
+	return &pattern{re: re, size: size, insts: len(prog.Inst)}, nil
 }
 
 // progSize estimates the bytes compiling a parsed pattern makes: a node,
@@ -167,19 +173,32 @@ func regexFind(s *state, a []any, kw map[string]any, anchored bool) (any, error)
 	return p.re.MatchString(str), nil
 }
 
-// matchCost is the units one match costs: it makes a few ints.
-const matchCost = 2
+// backtrackBits is regexp's bound on the bitmap its backtracker clears
+// for every match it looks for (instructions times input bytes).
+const backtrackBits = 256 << 10
+
+// clearedPerUnit is how many bytes of that bitmap one unit pays for
+// clearing (clearing is cheaper than making).
+const clearedPerUnit = 8 * BytesPerUnit
+
+// matchCost is the units one match of p in str costs: a few ints made,
+// and the backtracker's bitmap cleared (so a pattern that matches often
+// in a long string (the empty pattern, say) costs in proportion to both).
+func (p *pattern) matchCost(str string) int {
+	return 2 + min(backtrackBits, p.insts*(len(str)+1))/8/clearedPerUnit
+}
 
 // matches finds the matches of p in str, at most as many as the budget
 // can pay for (one more tells that there are more), so no more are made
 // than are paid for.
 func matches(s *state, p *pattern, str string) ([][]int, error) {
-	afford := max(s.budget, 0) / matchCost
+	cost := p.matchCost(str)
+	afford := max(s.budget, 0) / cost
 	ms := p.re.FindAllStringSubmatchIndex(str, min(afford, MaxValue)+1)
 	if len(ms) > MaxValue {
 		return nil, ErrSize
 	}
-	if err := s.spend(len(ms) * matchCost); err != nil {
+	if err := s.spend(len(ms) * cost); err != nil {
 		return nil, err
 	}
 	return ms, nil

@@ -206,7 +206,10 @@ func (c *compiler) parseSet(toks []token) (stmt, error) {
 	return st, nil
 }
 
-// Compile parses a template into its statements.
+// Compile parses a template once, for many renderings. A template that
+// names a filter, test, function, method or statement the interpreter
+// lacks, or is malformed or too large (MaxTemplateLen, MaxNesting), is
+// refused with the reason.
 func Compile(src string) (*Template, error) {
 	pieces, err := splitTemplate(src)
 	if err != nil {

@@ -11,13 +11,13 @@ import (
 
 // Template values follow Python's: None (nil), bool, int, float64, string,
 // list ([]any), tuple (tuple), dict (map[string]any from JSON, *dict from
-// literals: any keys, insertion order) and Jinja's undefined (Undefined).
+// literals: any keys, insertion order) and Jinja's undefined (undefinedValue).
 // Numbers from a payload arrive as json.Number and read as int or float
 // by their literal, as Python's json module reads them.
 
-// Undefined is an undefined value: printed as nothing, false, and an error
+// undefinedValue is an undefined value: printed as nothing, false, and an error
 // when a filter needs a real value.
-type Undefined struct{ name string }
+type undefinedValue struct{ name string }
 
 // tuple is an immutable sequence; it never equals a list.
 type tuple []any
@@ -117,7 +117,7 @@ func toF(v any) (float64, bool) {
 
 func truthy(v any) bool {
 	switch x := v.(type) {
-	case nil, Undefined:
+	case nil, undefinedValue:
 		return false
 	case bool:
 		return x
@@ -162,7 +162,7 @@ func pyType(v any) string {
 		return "tuple"
 	case map[string]any, *dict:
 		return "dict"
-	case Undefined:
+	case undefinedValue:
 		return "Undefined"
 	case datetime:
 		return "datetime"
@@ -197,7 +197,7 @@ var dictMethods = map[string]bool{"keys": true, "values": true, "items": true, "
 // getAttr is Jinja's x.name: an attribute (a method), else the item.
 func getAttr(s *state, v any, name string) (any, error) {
 	switch x := v.(type) {
-	case Undefined:
+	case undefinedValue:
 		return nil, fmt.Errorf("%s is undefined", undefName(x))
 	case map[string]any:
 		if dictMethods[name] {
@@ -233,10 +233,10 @@ func getAttr(s *state, v any, name string) (any, error) {
 	if err := s.spendBytes(2*len(name) + 32); err != nil { // the message quotes the name
 		return nil, err
 	}
-	return Undefined{name: pyType(v) + " object has no attribute " + pyQuote(name)}, nil
+	return undefinedValue{name: pyType(v) + " object has no attribute " + pyQuote(name)}, nil
 }
 
-func undefName(u Undefined) string {
+func undefName(u undefinedValue) string {
 	if u.name == "" {
 		return "value"
 	}
@@ -246,7 +246,7 @@ func undefName(u Undefined) string {
 // getItem is Jinja's x[k]: the item, else an attribute named k.
 func getItem(s *state, v any, k any) (any, error) {
 	switch x := v.(type) {
-	case Undefined:
+	case undefinedValue:
 		return nil, fmt.Errorf("%s is undefined", undefName(x))
 	case map[string]any:
 		if ks, ok := k.(string); ok {
@@ -270,7 +270,7 @@ func getItem(s *state, v any, k any) (any, error) {
 	if ks, ok := k.(string); ok {
 		return getAttr(s, v, ks)
 	}
-	return Undefined{name: pyType(v) + " object has no element " + brief(k)}, nil
+	return undefinedValue{name: pyType(v) + " object has no element " + brief(k)}, nil
 }
 
 // runeAt is str[i] (i < 0 counts from the end), charged by the bytes it
@@ -290,7 +290,7 @@ func runeAt(s *state, x string, i int) (any, error) {
 			i--
 		}
 	}
-	return Undefined{name: "string index out of range"}, nil
+	return undefinedValue{name: "string index out of range"}, nil
 }
 
 func index(xs []any, k any, typ string) (any, error) {
@@ -301,13 +301,13 @@ func index(xs []any, k any, typ string) (any, error) {
 		}
 	}
 	if !ok {
-		return Undefined{name: typ + " indices must be integers"}, nil
+		return undefinedValue{name: typ + " indices must be integers"}, nil
 	}
 	if i < 0 {
 		i += len(xs)
 	}
 	if i < 0 || i >= len(xs) {
-		return Undefined{name: typ + " index out of range"}, nil
+		return undefinedValue{name: typ + " index out of range"}, nil
 	}
 	return norm(xs[i]), nil
 }
@@ -414,7 +414,7 @@ func sliceIndexes(s *state, n int, lo, hi, step any) ([]int, error) {
 // charged before they are made.
 func iterate(s *state, v any) ([]any, error) {
 	switch x := v.(type) {
-	case Undefined:
+	case undefinedValue:
 		return nil, nil
 	case []any:
 		if err := s.spendItems(len(x)); err != nil {
