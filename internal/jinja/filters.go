@@ -330,7 +330,13 @@ func filterTrim(s *state, a []any, kw map[string]any) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return strings.Trim(str, cs), s.spendBytes(len(str) + len(cs))
+		if err := s.spend((len(str)+len(cs))/BytesPerUnit + 1); err != nil {
+			return nil, err
+		}
+		return strings.Trim(str, cs), nil
+	}
+	if err := s.spend(len(str)/BytesPerUnit + 1); err != nil {
+		return nil, err
 	}
 	return strings.TrimSpace(str), nil
 }
@@ -409,7 +415,10 @@ func filterTruncate(s *state, a []any, kw map[string]any) (any, error) {
 func filterLength(s *state, a []any, _ map[string]any) (any, error) {
 	switch x := a[0].(type) {
 	case string:
-		return utf8.RuneCountInString(x), s.spendBytes(len(x))
+		if err := s.spendBytes(len(x)); err != nil {
+			return nil, err
+		}
+		return utf8.RuneCountInString(x), nil
 	case []any:
 		return len(x), nil
 	case tuple:

@@ -446,7 +446,10 @@ func iterate(s *state, v any) ([]any, error) {
 		}
 		return out, nil
 	case *dict:
-		return append([]any(nil), x.keys...), s.spendItems(len(x.keys))
+		if err := s.spendItems(len(x.keys)); err != nil {
+			return nil, err
+		}
+		return append([]any(nil), x.keys...), nil
 	}
 	return nil, fmt.Errorf("%s is not iterable", pyType(v))
 }
