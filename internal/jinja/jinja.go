@@ -5,8 +5,9 @@
 //
 // # Budget model
 //
-// A rendering is given a budget of work units (Render's budget argument,
-// DefaultBudget for a whole message's template). One unit pays for one of:
+// A rendering is given a budget of work units (Render's budget argument;
+// DefaultBudget is the most one rendering should get). One unit pays for
+// one of:
 //   - evaluating one node of the template (a name, a literal, an operator,
 //     a call, one loop iteration);
 //   - visiting one item of a value in a walk: equality, ordering, `in`,
@@ -14,8 +15,9 @@
 //   - making one list item, or BytesPerUnit bytes of a string (printing and
 //     JSON included), or scanning BytesPerUnit bytes of a string;
 //   - compiling a regular expression that is not cached, by the size of
-//     the program it compiles to, and matching one, by the bytes it scans
-//     times that size.
+//     the program it compiles to (estimated before it compiles); matching
+//     one, by the bytes it scans times that size; and each match found,
+//     by the bitmap regexp clears to look for it.
 //
 // Every operation charges before it makes its result or starts its walk,
 // so a rendering that would exceed its budget fails with ErrBudget having
