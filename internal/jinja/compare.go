@@ -17,6 +17,18 @@ func (s *state) eq(a, b any, depth int) (bool, error) {
 	if err := s.spend(1); err != nil {
 		return false, err
 	}
+	if x, ok := a.(string); ok { // the common case first: dict keys, states
+		y, ok := b.(string)
+		if !ok || len(x) != len(y) {
+			return false, nil
+		}
+		if len(x) >= BytesPerUnit {
+			if err := s.spend(len(x) / BytesPerUnit); err != nil {
+				return false, err
+			}
+		}
+		return x == y, nil
+	}
 	if depth > MaxDepth {
 		return false, ErrDepth
 	}
@@ -30,15 +42,6 @@ func (s *state) eq(a, b any, depth int) (bool, error) {
 	switch x := a.(type) {
 	case nil:
 		return b == nil, nil
-	case string:
-		y, ok := b.(string)
-		if !ok || len(x) != len(y) {
-			return false, nil
-		}
-		if err := s.spendBytes(len(x)); err != nil {
-			return false, err
-		}
-		return x == y, nil
 	case undefinedValue:
 		_, ok := b.(undefinedValue)
 		return ok, nil
