@@ -16,6 +16,8 @@ func TestScalarFilters(t *testing.T) {
 		{"{{ '--a--' | trim('-') }} {{ 'aaa' | replace('a', 'b', 2) }} {{ 'hello world' | truncate(8, false, '..', 0) }}", "", "a bba hello.."},
 		{"{{ [3, 1] | first }} {{ 'ab' | last }} {{ {'a': 1} | list }} {{ [1, 2] | join('-') }}", "", "3 b ['a'] 1-2"},
 		{"{{ 'aGk=' | base64_decode }} {{ 'hi' | base64_encode }} {{ 'é' | length }}", "", "hi aGk= 1"},
+		{"{{ 1 | bool }} {{ 'off' | bool }} {{ 2 | bool(none) }} {{ 'x' | bool('d') }} {{ -1.5 | abs }}", "", "True False None d 1.5"},
+		{"{{ 'nan' | is_number }} {{ true | is_number }} {{ '1_0' | is_number }}", "", "False False True"},
 		{"{{ value_json.x | default('d') }} {{ '' | default('d', true) }} {{ none | iif('y', 'n', 'none') }}", `{}`, "d d none"},
 	})
 	runErrCases(t, []errCase{

@@ -16,6 +16,7 @@ func TestRegex(t *testing.T) {
 		{"{{ 'a$b' | regex_replace('b', '$0') }} {{ 'ab' | regex_replace('(x)?a', '<\\\\1>') }} {{ 'aaa' | regex_replace('', '-') }}", "", "a$$0 <>b -a-a-a-"},
 		{"{{ 't=1;u=22' | regex_findall('\\\\d+') }} {{ 'k=v;x=y' | regex_findall('(\\\\w)=(\\\\w)') }}", "", "['1', '22'] [('k', 'v'), ('x', 'y')]"},
 		{"{{ 'abc' | regex_match('b') }} {{ 'abc' | regex_search('b') }} {{ 'ABC' | regex_match('a', ignorecase=true) }}", "", "False True True"},
+		{"{{ 'ab' | regex_replace('(a)', '[\\\\g<1>][\\\\g<9>]') }}", "", "[a][]b"},
 		{"{{ 'x1y2' | regex_findall_index('\\\\d', 1) }} {{ 'abc' is match('a') }}", "", "2 True"},
 	})
 	runErrCases(t, []errCase{

@@ -7,6 +7,7 @@ import "testing"
 func TestStatements(t *testing.T) {
 	runCases(t, []renderCase{
 		{"{% if 0 %}a{% elif 1 %}b{% else %}c{% endif %}", "", "b"},
+		{"{% for x in 'ab' %}{{ loop.index0 }}{{ loop.revindex }}{{ loop.revindex0 }}{{ loop.first }}{{ loop.last }}{{ loop.length }};{% endfor %}", "", "021TrueFalse2;110FalseTrue2;"},
 		{"{% for x in [] %}a{% else %}empty{% endfor %}", "", "empty"},
 		{"{% for x in [1, 2, 3, 4] if x is even %}{{ x }}{% endfor %}", "", "24"},
 		{"{% for x in range(5) %}{% if x == 1 %}{% continue %}{% endif %}{% if x == 3 %}{% break %}{% endif %}{{ x }}{% endfor %}", "", "02"},

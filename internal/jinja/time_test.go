@@ -13,6 +13,7 @@ func TestTime(t *testing.T) {
 		{"{{ 1.5 | timestamp_utc }} {{ 'x' | timestamp_utc('n/a') }}", "", "1970-01-01T00:00:01.500000+00:00 n/a"},
 		{"{{ as_timestamp('1970-01-02T00:00:00+00:00') }} {{ as_timestamp('x', 0) }}", "", "86400.0 0"},
 		{"{{ utcnow().year }} {{ utcnow().isoformat() }} {{ utcnow().strftime('%H%%') }}", "", "2026 2026-01-02T03:04:05+00:00 03%"},
+		{"{{ utcnow().month }}{{ utcnow().day }}{{ utcnow().hour }}{{ utcnow().minute }}{{ utcnow().second }}{{ utcnow().microsecond }}", "", "123450"},
 		{"{{ as_datetime('2026-01-02 03:04') < utcnow() }} {{ as_datetime('2026-01-02').day }}", "", "True 2"},
 	})
 	runErrCases(t, []errCase{
