@@ -293,7 +293,7 @@ func (x *ent) event() {
 		allowed[s] = true
 	}
 	x.b.spec.routes = append(x.b.spec.routes, topicRoute{x.str("state_topic", ""), func(tx *txn, p []byte) {
-		v, err := t.renderMsg(tx, p)
+		v, err := t.renderMsg(tx, id, p)
 		if err != nil {
 			return
 		}
@@ -326,7 +326,7 @@ func (x *ent) trigger() {
 	x.b.spec.events = append(x.b.spec.events, ev)
 	dev, id := x.b.spec.id, ev.id
 	x.b.spec.routes = append(x.b.spec.routes, topicRoute{x.str("topic", ""), func(tx *txn, p []byte) {
-		v, err := t.renderMsg(tx, p)
+		v, err := t.renderMsg(tx, id, p)
 		if err != nil {
 			return
 		}

@@ -41,7 +41,7 @@ func (b *haBuilder) availability(e *haEntity, name string) {
 		}
 		b.availSeen[it.topic] = true
 		b.spec.routes = append(b.spec.routes, topicRoute{it.topic, func(tx *txn, p []byte) {
-			v, err := t.renderMsg(tx, p)
+			v, err := t.renderMsg(tx, dev+" availability", p)
 			if err != nil {
 				return
 			}
@@ -76,7 +76,7 @@ func (x *ent) addState(id, name, desc string, schema map[string]any, topic, tplS
 	prop := strings.TrimPrefix(id, dev+".")
 	warned := false // the first failure of this template is logged (routes run one at a time, under c.ingest)
 	x.b.spec.routes = append(x.b.spec.routes, topicRoute{topic, func(tx *txn, p []byte) {
-		v, err := t.renderMsg(tx, p)
+		v, err := t.renderMsg(tx, id, p)
 		if err != nil {
 			if !warned && !errors.Is(err, errNoValue) && !errors.Is(err, errMsgBudget) {
 				warned = true

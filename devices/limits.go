@@ -26,16 +26,27 @@ type Refusals struct {
 	// TemplateWorkSkipped: template renderings one message's work budget
 	// (msgJBudget) did not cover; their states keep their values.
 	TemplateWorkSkipped uint64 `json:"template_work_skipped"`
+	// TemplateFailures: renderings that failed (over their work budget, a
+	// type error, …); their states keep their values. LastTemplateFailure
+	// names the latest one's state and says why.
+	TemplateFailures    uint64 `json:"template_failures"`
+	LastTemplateFailure string `json:"last_template_failure,omitempty"`
 }
 
 type refusalCounts struct {
-	oversized, skipped atomic.Uint64
-	skippedMsgs        uint64 // messages with skipped renderings (under the ingest lock)
+	oversized, skipped, failed atomic.Uint64
+	skippedMsgs                uint64 // messages with skipped renderings (under the ingest lock)
+	lastFailure                atomic.Pointer[string]
 }
 
 // Refusals returns the counters of what the catalog refused to read.
 func (c *Catalog) Refusals() Refusals {
-	return Refusals{OversizedMessages: c.refused.oversized.Load(), TemplateWorkSkipped: c.refused.skipped.Load()}
+	r := Refusals{OversizedMessages: c.refused.oversized.Load(), TemplateWorkSkipped: c.refused.skipped.Load(),
+		TemplateFailures: c.refused.failed.Load()}
+	if p := c.refused.lastFailure.Load(); p != nil {
+		r.LastTemplateFailure = *p
+	}
+	return r
 }
 
 // payloadBound is the largest payload the catalog reads on topic t.

@@ -3,6 +3,7 @@ package devices
 import (
 	"encoding/json"
 	"errors"
+	"github.com/pilothouse/pilothouse/internal/jinja"
 	"math"
 	"strconv"
 	"strings"
@@ -10,12 +11,12 @@ import (
 )
 
 // tmpl is a compiled Home Assistant template (value, availability or
-// command template): Jinja as Home Assistant renders it, through the
-// bounded interpreter in jinja_*.go. It is compiled once, when discovery
-// arrives, and rendered per message. A template the interpreter cannot
-// compile (an unknown filter, function or statement, a syntax error) is
-// unsupported: the state or command it feeds says why and is never
-// guessed.
+// command template), rendered by internal/jinja within a work budget. It
+// is compiled once, when discovery arrives, and rendered per message. A
+// template the interpreter cannot compile (an unknown filter, function or
+// statement, a syntax error) is unsupported: the state or command it feeds
+// says why and is never guessed; one that fails to render (over its
+// budget, say) leaves its state as it was, with the reason in its note.
 //
 // github.com/nikolalohinski/gonja/v2 (v2.9.1) was evaluated first and not
 // adopted: templates come from whoever may publish discovery, and with
@@ -26,23 +27,34 @@ import (
 // goroutine whenever a loop stops early; it prints JSON integers as
 // floats ("5.0"), lacks Home Assistant's filters, reads include/import
 // through a file system loader unless replaced, and costs more per
-// message. {{ value_json.temperature | float | round(1) }} on a 5-key
-// payload (2 cores, load 3-5): gonja 9.4-11 µs and 67 allocations, the
-// former path-only subset 2.4-2.7 µs and 24, this interpreter 1.2-1.6 µs
-// and 14 (BenchmarkTemplate: if/elif 1.3-1.5 µs and 11, a dict lookup
-// 0.25-0.35 µs and 3; gonja 4.6-6.8 µs and 52, 3.8-6.8 µs and 46).
+// message (figures in the commit that adopted the interpreter).
 type tmpl struct {
-	prog        *jprogram
+	prog        *jinja.Template
 	unsupported string
 }
 
-var errNoValue = errors.New("template path not present in payload")
+// msgJBudget is the work all the renderings one message triggers may do
+// together (each costs at least jRouteCost): 1,000 discovery configs
+// sharing one state topic, each looping within jinja.DefaultBudget (2^18
+// then), made every 10-byte message cost ~1 s of CPU. Renderings past it
+// are skipped (errMsgBudget): their states keep their values, and Refusals
+// counts them.
+const (
+	msgJBudget = 1 << 20
+	jRouteCost = 16
+)
+
+var (
+	errNoValue = errors.New("template path not present in payload")
+	// errMsgBudget: the message's work budget (msgJBudget) is spent.
+	errMsgBudget = errors.New("template not rendered: the renderings of this message used up its work budget")
+)
 
 func compileTemplate(src string) *tmpl {
 	if strings.TrimSpace(src) == "" {
 		return nil
 	}
-	prog, err := compileJinja(src)
+	prog, err := jinja.Compile(src)
 	if err != nil {
 		return &tmpl{unsupported: "template " + strconv.Quote(truncate(src, 60)) + ": " + err.Error()}
 	}
@@ -70,14 +82,21 @@ func (t *tmpl) render(payload []byte, now time.Time) (any, error) {
 	return t.renderJSON(payload, now, nil)
 }
 
-// renderMsg is render for a message: the routes of one topic share one
-// decoding of its payload.
-func (t *tmpl) renderMsg(tx *txn, payload []byte) (any, error) {
-	return t.renderJSON(payload, tx.now, tx)
+// renderMsg is render for a message of the state (or event, or
+// availability) id: the routes of one topic share one decoding of its
+// payload. A failure is counted and named in Refusals.
+func (t *tmpl) renderMsg(tx *txn, id string, payload []byte) (any, error) {
+	v, err := t.renderJSON(payload, tx.now, tx)
+	if err != nil && !errors.Is(err, errNoValue) && !errors.Is(err, errMsgBudget) {
+		tx.c.refused.failed.Add(1)
+		why := id + ": " + err.Error()
+		tx.c.refused.lastFailure.Store(&why)
+	}
+	return v, err
 }
 
 func (t *tmpl) renderJSON(payload []byte, now time.Time, tx *txn) (any, error) {
-	budget := jBudget
+	budget := jinja.DefaultBudget
 	if tx != nil {
 		if tx.jLeft < jRouteCost {
 			return nil, tx.skipRender()
@@ -91,24 +110,24 @@ func (t *tmpl) renderJSON(payload []byte, now time.Time, tx *txn) (any, error) {
 	if t.unsupported != "" {
 		return nil, errors.New(t.unsupported)
 	}
-	s := jstate{value: string(payload), now: now}
-	if t.prog.usesJSON {
-		s.json = tx.valueJSON(payload)
+	in := jinja.Input{Value: string(payload), Now: now}
+	if t.prog.UsesJSON() {
+		in.JSON = tx.valueJSON(payload)
 	}
-	out, err := t.prog.render(&s, budget)
+	res, err := t.prog.Render(in, budget)
 	if tx != nil {
-		tx.jLeft -= budget - max(s.budget, 0)
-		if errors.Is(err, errJBudget) && budget < jBudget {
+		tx.jLeft -= res.Spent
+		if errors.Is(err, jinja.ErrBudget) && budget < jinja.DefaultBudget {
 			return nil, tx.skipRender()
 		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	if out == "" && s.undef {
+	if res.Text == "" && res.Undef {
 		return nil, errNoValue
 	}
-	return out, nil
+	return res.Text, nil
 }
 
 // valueJSON decodes a payload for value_json (undefined when it is not
@@ -117,10 +136,7 @@ func (tx *txn) valueJSON(p []byte) any {
 	if tx != nil && len(p) > 0 && tx.jsonOf == &p[0] && tx.jsonLen == len(p) {
 		return tx.jsonVal
 	}
-	v, err := decodeJSONValue(p)
-	if err != nil {
-		v = jUndef{name: "value_json"}
-	}
+	v := jinja.ValueJSON(p)
 	if tx != nil && len(p) > 0 {
 		tx.jsonOf, tx.jsonLen, tx.jsonVal = &p[0], len(p), v
 	}
@@ -132,13 +148,33 @@ func (tx *txn) valueJSON(p []byte) any {
 // as Python prints it.
 func (t *tmpl) renderCommand(value any, vars map[string]any) (string, error) {
 	if t == nil {
-		return pyStr(value), nil
+		return jinja.Str(value), nil
 	}
 	if t.unsupported != "" {
 		return "", errors.New(t.unsupported)
 	}
-	s := jstate{value: value, json: jUndef{name: "value_json"}, vars: vars}
-	return t.prog.render(&s, jBudget)
+	res, err := t.prog.Render(jinja.Input{Value: value, JSON: jinja.NoJSON, Vars: vars}, jinja.DefaultBudget)
+	return res.Text, err
+}
+
+// toF reads a number from a template value or a command's input (JSON
+// numbers, bools as 0 and 1).
+func toF(v any) (float64, bool) {
+	switch x := v.(type) {
+	case int:
+		return float64(x), true
+	case float64:
+		return x, true
+	case json.Number:
+		f, err := x.Float64()
+		return f, err == nil
+	case bool:
+		if x {
+			return 1, true
+		}
+		return 0, true
+	}
+	return 0, false
 }
 
 // pyNumber is a number as Home Assistant hands it to a command: an int

@@ -1,6 +1,0 @@
-//go:build !race
-
-package devices
-
-// raceSlowdown scales the time bounds of tests (see race_on_test.go).
-const raceSlowdown = 1

@@ -1,7 +1,0 @@
-//go:build race
-
-package devices
-
-// raceSlowdown scales the time bounds of tests: the race detector makes
-// the interpreter several times slower.
-const raceSlowdown = 4
