@@ -124,6 +124,7 @@ type liveVal struct {
 	changed     time.Time // see Live.LastChanged
 	first       bool      // see Live.FirstValue
 	unsupported string
+	unread      string // why the latest message was not read (Live.Unread)
 	dev         string
 }
 
@@ -326,6 +327,7 @@ func (c *Catalog) Live(id string) (Live, bool) {
 	out := Live{Unsupported: c.model.unsupported[id]}
 	if lv, ok := c.live[id]; ok {
 		out.Value, out.LastSeen, out.LastChanged, out.FirstValue = lv.value, lv.lastSeen, lv.changed, lv.first
+		out.Unread = lv.unread
 	}
 	if d, ok := c.devLive[c.model.devOf[id]]; ok {
 		out.Available = copyBool(d.availNow)

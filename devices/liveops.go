@@ -7,11 +7,12 @@ package devices
 type opKind uint8
 
 const (
-	opState opKind = iota + 1 // a state value (and its key in the device object)
-	opEvent                   // an occurrence of an event
-	opTouch                   // the device was heard from
-	opProp                    // a key of the device object no entry routes
-	opAvail                   // one availability topic of a device
+	opState  opKind = iota + 1 // a state value (and its key in the device object)
+	opEvent                    // an occurrence of an event
+	opTouch                    // the device was heard from
+	opProp                     // a key of the device object no entry routes
+	opAvail                    // one availability topic of a device
+	opUnread                   // a state's message could not be read (v: why)
 )
 
 // op is one live change a route computed.
@@ -47,6 +48,12 @@ func (tx *txn) setAvail(dev, topic string, ok bool, mode string) {
 	tx.ops = append(tx.ops, op{kind: opAvail, dev: dev, id: topic, key: mode, v: ok})
 }
 
+// unread records that a message for state id could not be read; the
+// state keeps its value and says why until a message reads again.
+func (tx *txn) unread(id, why string) {
+	tx.ops = append(tx.ops, op{kind: opUnread, id: id, v: why})
+}
+
 // apply applies one op (commit phase, c.mu held).
 func (tx *txn) apply(o *op) {
 	switch o.kind {
@@ -62,6 +69,8 @@ func (tx *txn) apply(o *op) {
 		d.obj[o.key] = o.v
 	case opAvail:
 		tx.applyAvail(o.dev, o.id, o.v.(bool), o.key)
+	case opUnread:
+		tx.applyUnread(o.id, o.v.(string))
 	}
 }
 
@@ -79,7 +88,7 @@ func (tx *txn) applyState(dev, id, prop string, v any) {
 	if !ok {
 		lv = liveVal{dev: dev, unsupported: tx.c.model.unsupported[id]}
 	}
-	lv.lastSeen = tx.now
+	lv.lastSeen, lv.unread = tx.now, ""
 	d := tx.dev(dev)
 	d.lastSeen = tx.now
 	if prop != "" {
@@ -93,6 +102,19 @@ func (tx *txn) applyState(dev, id, prop string, v any) {
 	lv.value, lv.changed, lv.first = v, tx.now, prev == nil && lv.changed.IsZero()
 	tx.c.live[id] = lv
 	tx.changes = append(tx.changes, Change{Kind: ChangeState, ID: id, Value: v, Prev: prev, Time: tx.now})
+}
+
+func (tx *txn) applyUnread(id, why string) {
+	lv, ok := tx.c.live[id]
+	if !ok {
+		dev := tx.c.model.devOf[id]
+		if dev == "" {
+			return // not an entry (a device's availability)
+		}
+		lv = liveVal{dev: dev, unsupported: tx.c.model.unsupported[id]}
+	}
+	lv.unread = why
+	tx.c.live[id] = lv
 }
 
 func (tx *txn) applyEvent(dev, id string, v any) {

@@ -91,6 +91,7 @@ func (t *tmpl) renderMsg(tx *txn, id string, payload []byte) (any, error) {
 		tx.c.refused.failed.Add(1)
 		why := id + ": " + err.Error()
 		tx.c.refused.lastFailure.Store(&why)
+		tx.unread(id, "the latest message could not be read (the value is the one before): "+err.Error())
 	}
 	return v, err
 }

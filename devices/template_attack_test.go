@@ -15,8 +15,8 @@ import (
 // one comparing nested lists froze it for minutes (issue 28). Now the
 // catalog stays up, a neighbour on the same topic keeps updating, the
 // namespace prints as Python prints it, and the over-budget rendering is
-// counted and named in Refusals (on /healthz) while its state keeps its
-// value.
+// counted and named in Refusals (on /healthz) and on the entity's live
+// value (Unread) while its state keeps its value.
 func TestHostileTemplatesOverMQTT(t *testing.T) {
 	h := startHouseOverTCP(t, Options{})
 	configs := []struct{ id, tpl string }{
@@ -55,8 +55,15 @@ func TestHostileTemplatesOverMQTT(t *testing.T) {
 		t.Errorf("the empty repeat printed %q, want %q", got, "02")
 	}
 	walk := stateIDs(h.c, "hostile_walk")[0]
-	if l, _ := h.c.Live(walk); l.Value != nil {
+	l, _ := h.c.Live(walk)
+	if l.Value != nil {
 		t.Errorf("the over-budget state holds %v, want no value", l.Value)
+	}
+	if !strings.Contains(l.Unread, "could not be read") || !strings.Contains(l.Unread, "too much work") {
+		t.Errorf("the over-budget state's Unread = %q, want the reason on the entity", l.Unread)
+	}
+	if l, _ := h.c.Live(stateIDs(h.c, "hostile_ok")[0]); l.Unread != "" {
+		t.Errorf("the neighbour's Unread = %q, want none", l.Unread)
 	}
 	r := h.c.Refusals()
 	if r.TemplateFailures < 2 || !strings.Contains(r.LastTemplateFailure, walk+": template needs too much work") {

@@ -199,6 +199,9 @@ type Live struct {
 	// occurred (an event), as far as this process saw.
 	LastChanged time.Time `json:"last_changed,omitzero"`
 	Unsupported string    `json:"unsupported,omitempty"`
+	// Unread says why the latest message for the entry could not be read
+	// (a template over its budget, say); Value is the one before it.
+	Unread string `json:"unread,omitempty"`
 	// FirstValue: the value is the first this process saw of the entry,
 	// so LastChanged is when it arrived, not necessarily when it changed
 	// (see devices' RestoreChanged).
