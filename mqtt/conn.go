@@ -3,8 +3,10 @@ package mqtt
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,17 +36,45 @@ import (
 // clearing of a deadline is ignored (the rolling one stays): three
 // deadline changes per command, 1.4% of the server's CPU at 1,000
 // commands/s, are now one.
+//
+// Each read waits at most silence (when positive): paho pings after
+// keepAlive without traffic, so a broker that sends nothing at all for
+// that long while we wait for it is frozen or gone, and the read fails
+// with a silenceError. Only time spent waiting in a read counts: a reader
+// held back by a slow handler (a PINGRESP queued behind events) is not
+// taken for a silent broker, as paho's own ping timeout would.
 type watchedConn struct {
 	net.Conn
 	lastRead     *atomic.Int64 // Unix nanoseconds
 	writeTimeout time.Duration
+	silence      time.Duration
 	quickAck     func()     // nil: not a TCP socket
 	unread       func() int // received by the kernel, not read yet; nil: not a TCP socket
 	mu           sync.Mutex
-	deadline     time.Time // the write deadline
+	deadline     time.Time    // the write deadline
+	pahoRead     atomic.Int64 // Unix ns of paho's read deadline (around CONNECT); 0: none
 }
 
+// silenceError is a read that waited silence for the broker in vain.
+type silenceError struct{ after time.Duration }
+
+func (e *silenceError) Error() string {
+	return fmt.Sprintf("the broker sent nothing for %s, not even an answer to a ping (frozen or unreachable?)", e.after)
+}
+func (e *silenceError) Timeout() bool   { return true }
+func (e *silenceError) Temporary() bool { return false }
+
 func (c *watchedConn) Read(p []byte) (int, error) {
+	ours := false
+	if c.silence > 0 {
+		d := time.Now().Add(c.silence)
+		if pd := c.pahoRead.Load(); pd == 0 || d.UnixNano() < pd {
+			ours = true
+		} else {
+			d = time.Unix(0, pd)
+		}
+		_ = c.Conn.SetReadDeadline(d)
+	}
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.lastRead.Store(time.Now().UnixNano())
@@ -52,14 +82,31 @@ func (c *watchedConn) Read(p []byte) (int, error) {
 			c.quickAck()
 		}
 	}
+	if err != nil && ours && errors.Is(err, os.ErrDeadlineExceeded) {
+		err = &silenceError{after: c.silence}
+	}
 	return n, err
+}
+
+// SetReadDeadline records paho's read deadline (Read applies it, or the
+// silence bound when sooner).
+func (c *watchedConn) SetReadDeadline(t time.Time) error {
+	if c.silence <= 0 {
+		return c.Conn.SetReadDeadline(t)
+	}
+	var ns int64
+	if !t.IsZero() {
+		ns = t.UnixNano()
+	}
+	c.pahoRead.Store(ns)
+	return nil
 }
 
 // SetDeadline sets the read deadline, and the write deadline as
 // SetWriteDeadline does (paho sets both around the CONNECT handshake, then
 // clears them).
 func (c *watchedConn) SetDeadline(t time.Time) error {
-	if err := c.Conn.SetReadDeadline(t); err != nil {
+	if err := c.SetReadDeadline(t); err != nil {
 		return err
 	}
 	return c.SetWriteDeadline(t)
@@ -94,8 +141,8 @@ func (c *Client) openConnection(uri *url.URL, o paho.ClientOptions) (net.Conn, e
 	c.lastRead.Store(time.Now().UnixNano()) // a new connection: nothing overdue yet
 	var w *watchedConn
 	conn, err := openConn(uri, o, c.inbound(), func(raw net.Conn) net.Conn {
-		w = &watchedConn{Conn: raw, lastRead: &c.lastRead, writeTimeout: c.opts.PublishTimeout, quickAck: quickAcker(raw),
-			unread: unreadCounter(raw)}
+		w = &watchedConn{Conn: raw, lastRead: &c.lastRead, writeTimeout: c.opts.PublishTimeout, silence: silenceLimit,
+			quickAck: quickAcker(raw), unread: unreadCounter(raw)}
 		return w
 	})
 	if err == nil {

@@ -10,48 +10,45 @@ import (
 	paho "github.com/eclipse/paho.mqtt.golang"
 )
 
-// healthState is what Client.Health knows beyond the connection itself.
+// healthState is what Client.Health knows beyond the connection and its
+// Link.
 type healthState struct {
 	unansweredAt    time.Time // start of a publish the broker did not answer in time
 	unansweredTopic string
-	lost            string // why the last connection was lost
 }
 
 // Health reports whether the broker is connected and answering, and if not
-// why, for /healthz. The connection alone says too little: paho notices a
-// frozen broker only after the keepalive and the ping timeout (40 s), and
-// until then the connection looks open. So the broker is also not ok when
-// a publish timed out and nothing at all has come from the broker since it
-// was sent, or when nothing has come for longer than the keepalive and
-// ping timeout (paho pings after the keepalive; a live broker answers).
+// why, for /healthz. Not ok: while disconnected (how long, and why the
+// connection was lost: a broker silent for silenceLimit is "not
+// answering"); while a publish timed out and nothing at all has come from
+// the broker since it was sent; and first of all while the session is
+// being taken over again and again (another client with the same client
+// id), connected or not.
 func (c *Client) Health() (ok bool, reason string) {
 	c.mu.Lock()
-	h := c.health
+	h, l := c.health, c.link
 	c.mu.Unlock()
+	now := time.Now()
+	if l.streak >= 2 && now.Sub(l.lastTakeover) < takeoverForget {
+		return false, fmt.Sprintf("mqtt session taken over: the broker closed the connection and at once accepted a new one %d times in a row (last %s ago); another client probably uses client id %q, and gets the messages meanwhile",
+			l.streak, now.Sub(l.lastTakeover).Round(time.Second), c.opts.ClientID)
+	}
 	if !c.Connected() {
-		if h.lost != "" {
-			return false, "mqtt disconnected: connection to the broker lost (" + h.lost + ")"
+		if l.lostAt.IsZero() || l.away > 0 {
+			return false, "mqtt disconnected: the broker is not reachable"
 		}
-		return false, "mqtt disconnected: the broker is not reachable"
+		away := now.Sub(l.lostAt).Round(100 * time.Millisecond)
+		if l.lostSilent {
+			return false, fmt.Sprintf("mqtt broker not answering: %s; connection dropped %s ago, reconnecting", l.lostWhy, away)
+		}
+		return false, fmt.Sprintf("mqtt disconnected: connection to the broker lost %s ago (%s), reconnecting", away, l.lostWhy)
 	}
 	last := time.Unix(0, c.lastRead.Load())
 	if !h.unansweredAt.IsZero() && last.Before(h.unansweredAt) {
 		return false, fmt.Sprintf("mqtt broker not answering: a publish to %q %s ago got no answer within %s, and nothing has come from the broker since",
-			h.unansweredTopic, time.Since(h.unansweredAt).Round(time.Millisecond), c.opts.PublishTimeout)
-	}
-	if quiet := time.Since(last); quiet > keepAlive+pingTimeout {
-		return false, fmt.Sprintf("mqtt broker not answering: nothing has come from it for %s (keepalive %s)", quiet.Round(time.Second), keepAlive)
+			h.unansweredTopic, now.Sub(h.unansweredAt).Round(time.Millisecond), c.opts.PublishTimeout)
 	}
 	return true, ""
-}
-
-// noteLost records why the connection was lost.
-func (c *Client) noteLost(err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err != nil {
-		c.health.lost = err.Error()
-	}
 }
 
 // noteUnanswered records a publish started at start that the broker did
