@@ -9,15 +9,18 @@ import (
 
 // Two processes with one client id take the session from each other: the
 // broker closes the older connection as the newer one connects (MQTT
-// 3.1.1 §3.1.4), and each reconnects at once. A connection the broker
-// closed and that the very next attempt got back is taken for such a
-// takeover; after each one in a row the next reconnect waits longer
-// (takeoverBase, doubling up to takeoverMax), so two such processes
-// exchange the session now and then instead of flapping. A connection
-// that then lasts takeoverForget ends the streak.
+// 3.1.1 §3.1.4), and each reconnects. MQTT 3.1.1 gives no reason, so a
+// takeover is inferred: the broker closed a connection less than
+// takeoverLived old, the very next attempt got a new one, and the broker
+// still had the session (a restarted broker without persistence has
+// not). After each takeover in a row the next reconnect waits longer
+// (takeoverBase, doubling up to takeoverMax), so two such processes hand
+// the session over now and then instead of flapping. Health reports a
+// streak of two or more for takeoverForget after the last.
 const (
 	takeoverBase   = 2 * time.Second
 	takeoverMax    = time.Minute
+	takeoverLived  = takeoverMax + 5*time.Second
 	takeoverForget = 5 * time.Minute
 )
 
@@ -65,6 +68,7 @@ type linkState struct {
 	lostAt                     time.Time // start of the last outage (zero: none)
 	lostWhy                    string
 	lostSilent, closedByBroker bool
+	lived                      time.Duration // how long the lost connection had been up
 	away                       time.Duration // the last outage's length; 0 while it lasts
 	attempts                   int           // connection attempts since the loss
 	takeovers                  uint64
@@ -89,18 +93,15 @@ func (l *linkState) lost(err error, now time.Time) time.Duration {
 	if l.lostSilent {
 		l.silent++
 	}
-	if now.Sub(l.connectedAt) > takeoverForget {
-		l.streak = 0
-	}
+	l.lived = now.Sub(l.connectedAt)
 	if l.streak == 0 {
 		return firstRetry
 	}
 	return min(takeoverBase<<(l.streak-1), takeoverMax)
 }
 
-// connected records a connection accepted at now and reports whether it
-// ended a takeover: the broker had closed the last one, and the first
-// attempt since got a new one.
+// connected records a connection accepted at now and reports whether the
+// outage it ends was a takeover (see takeoverLived).
 func (l *linkState) connected(now time.Time, sessionPresent bool) (takeover bool) {
 	l.connects++
 	l.connectedAt, l.resumed = now, sessionPresent
@@ -108,7 +109,7 @@ func (l *linkState) connected(now time.Time, sessionPresent bool) (takeover bool
 		return false // the first connection
 	}
 	l.away = max(now.Sub(l.lostAt), time.Nanosecond)
-	if !l.closedByBroker || l.attempts > 1 {
+	if !l.closedByBroker || l.attempts > 1 || !sessionPresent || l.lived >= takeoverLived {
 		l.streak = 0
 		return false
 	}

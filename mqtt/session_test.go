@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt/mqtttest"
 )
 
@@ -45,6 +46,7 @@ func outageBrokers(t *testing.T) map[string]func(t *testing.T) outageBroker {
 // broker can be reached again the client is back within 2 s and every
 // message arrives, and Link says how long it was away.
 func TestBackOnTheBrokerFastWithNothingLost(t *testing.T) {
+	t.Parallel() // mostly waiting out timers
 	for name, start := range outageBrokers(t) {
 		t.Run(name, func(t *testing.T) { backFastNothingLost(t, start(t)) })
 	}
@@ -67,7 +69,7 @@ func backFastNothingLost(t *testing.T, b outageBroker) {
 
 	p.Down()
 	downAt := time.Now()
-	waitFor(t, 5*time.Second, "the client to notice the outage", func() bool { return !c.Connected() })
+	testutil.Eventually(t, 5*time.Second, "the client to notice the outage", func() bool { return !c.Connected() })
 	if b.restart != nil {
 		b.restart() // the session must survive the broker's restart too
 	}
@@ -85,9 +87,9 @@ func backFastNothingLost(t *testing.T, b outageBroker) {
 		t.Fatal(err)
 	}
 	upAt := time.Now()
-	waitFor(t, 10*time.Second, "the client to reconnect", c.Connected)
+	testutil.Eventually(t, 10*time.Second, "the client to reconnect", c.Connected)
 	back := time.Since(upAt)
-	waitFor(t, 10*time.Second, fmt.Sprintf("the %d messages sent meanwhile", n), func() bool { return len(in.all()) >= n })
+	testutil.Eventually(t, 10*time.Second, fmt.Sprintf("the %d messages sent meanwhile", n), func() bool { return len(in.all()) >= n })
 	all := time.Since(upAt)
 	t.Logf("%s: reconnected %s after the broker was reachable again; %d of %d messages %s after", b.opts.Broker, back, len(in.all()), n, all)
 	if back > 2*time.Second {
@@ -110,6 +112,7 @@ func backFastNothingLost(t *testing.T, b outageBroker) {
 // with one client id take the session from each other; both say so in
 // Health, and they reconnect less and less often instead of flapping.
 func TestSameClientIDIsReportedAndBacksOff(t *testing.T) {
+	t.Parallel() // mostly waiting out timers
 	b := startBroker(t, "127.0.0.1:0")
 	o := Options{Broker: b.URL(), ClientID: "twin-" + randomClientID()}
 	var ups [2]atomic.Int64
@@ -127,7 +130,7 @@ func TestSameClientIDIsReportedAndBacksOff(t *testing.T) {
 		ok, reason := c.Health()
 		return !ok && strings.Contains(reason, "session taken over") && strings.Contains(reason, o.ClientID)
 	}
-	waitFor(t, 15*time.Second, "both clients to report the takeovers", func() bool { return reported(cs[0]) && reported(cs[1]) })
+	testutil.Eventually(t, 15*time.Second, "both clients to report the takeovers", func() bool { return reported(cs[0]) && reported(cs[1]) })
 	t.Logf("both reported after %s", time.Since(start).Round(time.Millisecond))
 	const watch = 10 * time.Second
 	before := [2]int64{ups[0].Load(), ups[1].Load()}
@@ -151,6 +154,7 @@ func TestSameClientIDIsReportedAndBacksOff(t *testing.T) {
 // nothing is being published is reported as not answering within 10 s,
 // and the client is back once it thaws.
 func TestFrozenBrokerIsNoticedWithin10s(t *testing.T) {
+	t.Parallel() // mostly waiting out timers
 	b := startBroker(t, "127.0.0.1:0")
 	p := mqtttest.StartFreezeProxy(t, b.URL()[len("tcp://"):])
 	c := dialWith(t, Options{Broker: p.URL(), ClientID: "frozen-" + randomClientID()})
@@ -164,7 +168,7 @@ func TestFrozenBrokerIsNoticedWithin10s(t *testing.T) {
 		ok, reason := c.Health()
 		return !ok && strings.Contains(reason, "not answering")
 	}
-	waitFor(t, 15*time.Second, "Health to report the frozen broker", notAnswering)
+	testutil.Eventually(t, 15*time.Second, "Health to report the frozen broker", notAnswering)
 	took := time.Since(frozeAt)
 	_, reason := c.Health()
 	t.Logf("frozen broker reported after %s: %s", took.Round(time.Millisecond), reason)
@@ -173,11 +177,11 @@ func TestFrozenBrokerIsNoticedWithin10s(t *testing.T) {
 	}
 	p.Thaw()
 	thawAt := time.Now()
-	waitFor(t, 10*time.Second, "Health to recover after the thaw", func() bool { ok, _ := c.Health(); return ok })
+	testutil.Eventually(t, 10*time.Second, "Health to recover after the thaw", func() bool { ok, _ := c.Health(); return ok })
 	t.Logf("healthy again %s after the thaw", time.Since(thawAt).Round(time.Millisecond))
 	pub := dial(t, b.URL())
 	if err := pub.Publish(context.Background(), "frozen/after", []byte("x"), 1, false); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 5*time.Second, "a message after the thaw", func() bool { _, ok := in.find("x"); return ok })
+	testutil.Eventually(t, 5*time.Second, "a message after the thaw", func() bool { _, ok := in.find("x"); return ok })
 }
