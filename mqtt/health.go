@@ -62,20 +62,41 @@ func (c *Client) noteUnanswered(start time.Time, topic string) {
 	}
 }
 
+// unackedError is the error of a publish written to the broker that was
+// not acknowledged (ErrNotAcknowledged): it timed out (and wraps
+// context.DeadlineExceeded) or the connection was lost first (and wraps
+// ErrNotConnected).
+type unackedError struct {
+	why  string
+	lost bool
+}
+
+func (e *unackedError) Error() string { return "mqtt: " + e.why + "; it may still arrive" }
+
+func (e *unackedError) Is(target error) bool {
+	return target == ErrNotAcknowledged || (e.lost && target == ErrNotConnected) || (!e.lost && target == context.DeadlineExceeded)
+}
+
+// errLostUnacked is what the publishes waiting for their acknowledgement
+// hear when the connection goes.
+var errLostUnacked error = &unackedError{why: "the connection to the broker was lost before it acknowledged the message", lost: true}
+
 // publishTimedOut is Publish's error when PublishTimeout passed.
 func (c *Client) publishTimedOut(start time.Time, topic string, qos byte) error {
 	c.noteUnanswered(start, topic)
-	what := "no acknowledgement from the broker"
 	if qos == 0 {
-		what = "the broker did not take the message"
+		return fmt.Errorf("mqtt: publish %q: the broker did not take the message within %s (is it frozen or overloaded?): %w",
+			topic, c.opts.PublishTimeout, context.DeadlineExceeded)
 	}
-	return fmt.Errorf("mqtt: publish %q: %s within %s (is it frozen or overloaded?): %w",
-		topic, what, c.opts.PublishTimeout, context.DeadlineExceeded)
+	return &unackedError{why: fmt.Sprintf("publish %q: no acknowledgement from the broker within %s (is it frozen or overloaded?)", topic, c.opts.PublishTimeout)}
 }
 
 // publishFailed translates the error of a publish that failed (a write,
 // or paho's token).
 func (c *Client) publishFailed(start time.Time, topic string, err error) error {
+	if errors.Is(err, ErrNotAcknowledged) {
+		return err
+	}
 	if errors.Is(err, paho.ErrNotConnected) || errors.Is(err, ErrNotConnected) {
 		return ErrNotConnected
 	}
