@@ -150,19 +150,47 @@ func TestSameClientIDIsReportedAndBacksOff(t *testing.T) {
 }
 
 // TestFrozenBrokerIsNoticedWithin10s (issue 28, item 5): a broker that
-// stops answering (SIGSTOP; here a proxy that stops forwarding) while
-// nothing is being published is reported as not answering within 10 s,
+// stops answering while nothing is being published (SIGSTOP; with mochi a
+// proxy that stops forwarding) is reported as not answering within 10 s,
 // and the client is back once it thaws.
 func TestFrozenBrokerIsNoticedWithin10s(t *testing.T) {
 	t.Parallel() // mostly waiting out timers
-	b := startBroker(t, "127.0.0.1:0")
-	p := mqtttest.StartFreezeProxy(t, b.URL()[len("tcp://"):])
-	c := dialWith(t, Options{Broker: p.URL(), ClientID: "frozen-" + randomClientID()})
+	type frozen struct {
+		direct       Options // the broker, reached directly
+		via          string  // the URL the client under test uses
+		freeze, thaw func()
+	}
+	for name, start := range map[string]func(t *testing.T) frozen{
+		"mochi behind a proxy": func(t *testing.T) frozen {
+			b := startBroker(t, "127.0.0.1:0")
+			p := mqtttest.StartFreezeProxy(t, b.Addr())
+			return frozen{direct: Options{Broker: b.URL()}, via: p.URL(), freeze: p.Freeze, thaw: p.Thaw}
+		},
+		"mosquitto stopped": func(t *testing.T) frozen {
+			m, ok := mqtttest.StartMosquitto(t)
+			if !ok {
+				t.Skip("PILOTHOUSE_TEST_MOSQUITTO(_CONF) not set or no mosquitto binary (CI starts one; see .ci/run)")
+			}
+			t.Cleanup(m.Thaw)
+			return frozen{direct: Options{Broker: m.URL(), Username: m.User, Password: m.Password}, via: m.URL(), freeze: m.Freeze, thaw: m.Thaw}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := start(t)
+			o := f.direct
+			o.Broker, o.ClientID = f.via, "frozen-"+randomClientID()
+			frozenBrokerNoticed(t, f.direct, dialWith(t, o), f.freeze, f.thaw)
+		})
+	}
+}
+
+func frozenBrokerNoticed(t *testing.T, direct Options, c *Client, freeze, thaw func()) {
 	var in inbox
 	if err := c.Subscribe("frozen/#", 1, in.handle); err != nil {
 		t.Fatal(err)
 	}
-	p.Freeze()
+	freeze()
 	frozeAt := time.Now()
 	notAnswering := func() bool {
 		ok, reason := c.Health()
@@ -175,11 +203,11 @@ func TestFrozenBrokerIsNoticedWithin10s(t *testing.T) {
 	if took > 10*time.Second {
 		t.Errorf("the frozen broker was reported after %s, want within 10 s", took)
 	}
-	p.Thaw()
+	thaw()
 	thawAt := time.Now()
 	testutil.Eventually(t, 10*time.Second, "Health to recover after the thaw", func() bool { ok, _ := c.Health(); return ok })
 	t.Logf("healthy again %s after the thaw", time.Since(thawAt).Round(time.Millisecond))
-	pub := dial(t, b.URL())
+	pub := dialWith(t, direct)
 	if err := pub.Publish(context.Background(), "frozen/after", []byte("x"), 1, false); err != nil {
 		t.Fatal(err)
 	}

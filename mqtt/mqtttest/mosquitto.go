@@ -119,3 +119,10 @@ func (m *Mosquitto) Stop() {
 	}
 	m.cmd = nil
 }
+
+// Freeze stops the process (SIGSTOP): the kernel still accepts
+// connections and buffers bytes, nothing is answered.
+func (m *Mosquitto) Freeze() { _ = m.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Thaw resumes it (SIGCONT).
+func (m *Mosquitto) Thaw() { _ = m.cmd.Process.Signal(syscall.SIGCONT) }
