@@ -112,12 +112,18 @@ func (e *refusedError) Error() string {
 }
 func (e *refusedError) Unwrap() error { return e.err }
 
-// attempt makes one connection attempt, abandoned when stop is closed.
+// attempt makes one connection attempt, abandoned when stop is closed (a
+// connection it still makes then is closed: nobody wants it).
 func (c *Client) attempt(stop <-chan struct{}) error {
 	tok := c.pc.Connect()
 	select {
 	case <-tok.Done():
 	case <-stop:
+		go func() {
+			if <-tok.Done(); tok.Error() == nil {
+				c.pc.Disconnect(0)
+			}
+		}()
 		return errors.New("no answer from the broker before the deadline")
 	}
 	err := tok.Error()
