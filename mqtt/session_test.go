@@ -113,8 +113,17 @@ func backFastNothingLost(t *testing.T, b outageBroker) {
 // Health, and they reconnect less and less often instead of flapping.
 func TestSameClientIDIsReportedAndBacksOff(t *testing.T) {
 	t.Parallel() // mostly waiting out timers
-	b := startBroker(t, "127.0.0.1:0")
-	o := Options{Broker: b.URL(), ClientID: "twin-" + randomClientID()}
+	for name, start := range outageBrokers(t) {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			o := start(t).opts
+			o.ClientID = "twin-" + randomClientID()
+			twinsReportedNotFlapping(t, o)
+		})
+	}
+}
+
+func twinsReportedNotFlapping(t *testing.T, o Options) {
 	var ups [2]atomic.Int64
 	var cs [2]*Client
 	for i := range cs {
@@ -138,9 +147,9 @@ func TestSameClientIDIsReportedAndBacksOff(t *testing.T) {
 	for i, c := range cs {
 		n := ups[i].Load() - before[i]
 		t.Logf("client %d: %d connects in %s; %+v", i, n, watch, c.Link())
-		// Backing off from 4 s: at most 2 in 10 s (paho's reconnect: 3
-		// and more, and nothing reported).
-		if n > 2 {
+		// Backing off from 4 s: 1 or 2 in 10 s, 3 on a slow machine
+		// (immediate reconnects: hundreds).
+		if n > 3 {
 			t.Errorf("client %d reconnected %d times in %s: flapping", i, n, watch)
 		}
 		if l := c.Link(); l.Takeovers < 2 {
