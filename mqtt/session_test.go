@@ -222,3 +222,40 @@ func frozenBrokerNoticed(t *testing.T, direct Options, c *Client, freeze, thaw f
 	}
 	testutil.Eventually(t, 5*time.Second, "a message after the thaw", func() bool { _, ok := in.find("x"); return ok })
 }
+
+// TestSlowHandlerIsNotASilentBroker: a handler that holds the connection's
+// reading goroutine longer than the silence limit (a PINGRESP waits
+// behind it) does not get a live broker's connection dropped: only time
+// spent waiting for the broker counts.
+func TestSlowHandlerIsNotASilentBroker(t *testing.T) {
+	t.Parallel() // mostly waiting out timers
+	b := startBroker(t, "127.0.0.1:0")
+	c := dialWith(t, Options{Broker: b.URL(), ClientID: "slow-" + randomClientID()})
+	held := make(chan struct{})
+	fs, err := c.SubscribeSet(1, func(m Message) {
+		if string(m.Payload) == "hold" {
+			<-held // on the reading goroutine: nothing was queued before it
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fs.Set([]string{"slow/#"}); err != nil {
+		t.Fatal(err)
+	}
+	pub := dial(t, b.URL())
+	if err := pub.Publish(ctxT(t), "slow/x", []byte("hold"), 1, false); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(silenceLimit + 2*time.Second) // the reader held past the limit, not synchronisation
+	close(held)
+	if err := pub.Publish(ctxT(t), "slow/x", []byte("after"), 1, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Publish(ctxT(t), "slow/echo", []byte("x"), 1, false); err != nil {
+		t.Fatalf("publish after the slow handler: %v", err)
+	}
+	if l := c.Link(); l.Outages != 0 || !c.Connected() {
+		t.Fatalf("a slow handler cost the connection: %+v (last outage %+v)", l, l.LastOutage)
+	}
+}
