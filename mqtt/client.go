@@ -27,15 +27,18 @@ const (
 	DefaultQueueSize            = 1024
 	DefaultStallLimit           = 2 * time.Second
 
-	// keepAlive is the MQTT keepalive: paho pings after this long without
-	// traffic, so a live broker never leaves a read waiting silenceLimit
-	// (see watchedConn), and a frozen one is dropped within it.
-	keepAlive    = 4 * time.Second
+	// A read that waits pingAfter for the broker pings it, and one that
+	// waits silenceLimit drops the connection (see watchedConn): a frozen
+	// broker is noticed within silenceLimit. keepAlive is the MQTT
+	// keepalive (paho pings after it without traffic of its own, the
+	// broker drops us after 1.5 times it without a packet), and
+	// pingTimeout paho's own bound on a PINGRESP it has not read: both
+	// are backstops, loose because the reading goroutine may be held up
+	// by handlers.
+	pingAfter    = 3 * time.Second
 	silenceLimit = 8 * time.Second
-	// pingTimeout is paho's own bound on a PINGRESP it has not read; the
-	// reading goroutine may be held up by handlers, so it is only a
-	// backstop behind silenceLimit.
-	pingTimeout = 30 * time.Second
+	keepAlive    = 10 * time.Second
+	pingTimeout  = 30 * time.Second
 
 	// disconnectQuiesce bounds how long Close waits for the DISCONNECT packet.
 	disconnectQuiesce = 250 // milliseconds, paho's unit

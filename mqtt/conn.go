@@ -37,17 +37,20 @@ import (
 // deadline changes per command, 1.4% of the server's CPU at 1,000
 // commands/s, are now one.
 //
-// Each read waits at most silence (when positive): paho pings after
-// keepAlive without traffic, so a broker that sends nothing at all for
-// that long while we wait for it is frozen or gone, and the read fails
-// with a silenceError. Only time spent waiting in a read counts: a reader
-// held back by a slow handler (a PINGRESP queued behind events) is not
-// taken for a silent broker, as paho's own ping timeout would.
+// A read that waits for the broker (when silence is positive) has ping
+// called after pingAfter, and again every pingAfter: a live broker
+// answers the PINGREQ at once. One that waited silence in vain fails
+// with a silenceError: the broker is frozen or gone. Only time spent
+// waiting in a read counts, and pings do not depend on the reading
+// goroutine: a reader held back by a slow handler (a PINGRESP queued
+// behind events) is not taken for a silent broker, as paho's ping timeout
+// would take it, nor does the broker's keepalive drop the connection.
 type watchedConn struct {
 	net.Conn
 	lastRead     *atomic.Int64 // Unix nanoseconds
 	writeTimeout time.Duration
 	silence      time.Duration
+	ping         func()     // writes a PINGREQ without blocking; nil: none
 	quickAck     func()     // nil: not a TCP socket
 	unread       func() int // received by the kernel, not read yet; nil: not a TCP socket
 	mu           sync.Mutex
@@ -65,25 +68,47 @@ func (e *silenceError) Timeout() bool   { return true }
 func (e *silenceError) Temporary() bool { return false }
 
 func (c *watchedConn) Read(p []byte) (int, error) {
-	ours := false
-	if c.silence > 0 {
-		d := time.Now().Add(c.silence)
-		if pd := c.pahoRead.Load(); pd == 0 || d.UnixNano() < pd {
-			ours = true
-		} else {
-			d = time.Unix(0, pd)
-		}
-		_ = c.Conn.SetReadDeadline(d)
+	if c.silence <= 0 {
+		return c.read(p)
 	}
+	start := time.Now()
+	for {
+		d, ours := c.readDeadline(start)
+		_ = c.Conn.SetReadDeadline(d)
+		n, err := c.read(p)
+		if n > 0 || err == nil || !ours || !errors.Is(err, os.ErrDeadlineExceeded) {
+			return n, err
+		}
+		if time.Since(start) >= c.silence {
+			return 0, &silenceError{after: c.silence}
+		}
+		if c.ping != nil {
+			go c.ping()
+		}
+	}
+}
+
+// readDeadline is when a read waiting since start stops to ping (or to
+// give up after silence), or paho's deadline when sooner (not ours).
+func (c *watchedConn) readDeadline(start time.Time) (time.Time, bool) {
+	d := time.Now().Add(pingAfter)
+	if end := start.Add(c.silence); end.Before(d) {
+		d = end
+	}
+	if pd := c.pahoRead.Load(); pd != 0 && pd <= d.UnixNano() {
+		return time.Unix(0, pd), false
+	}
+	return d, true
+}
+
+// read reads from the connection and notes when bytes came.
+func (c *watchedConn) read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.lastRead.Store(time.Now().UnixNano())
 		if c.quickAck != nil {
 			c.quickAck()
 		}
-	}
-	if err != nil && ours && errors.Is(err, os.ErrDeadlineExceeded) {
-		err = &silenceError{after: c.silence}
 	}
 	return n, err
 }
@@ -146,7 +171,11 @@ func (c *Client) openConnection(uri *url.URL, o paho.ClientOptions) (net.Conn, e
 		return w
 	})
 	if err == nil {
-		c.conn.Store(&connParts{w: w, d: conn.(*demuxConn)})
+		d := conn.(*demuxConn)
+		if w != nil {
+			w.ping = d.ping
+		}
+		c.conn.Store(&connParts{w: w, d: d})
 	}
 	return conn, err
 }

@@ -204,6 +204,17 @@ func (c *demuxConn) body(length int) ([]byte, error) {
 	return body, err
 }
 
+// pingreq is a PINGREQ packet (§3.12).
+var pingreq = []byte{0xC0, 0}
+
+// ping writes a PINGREQ once the broker has accepted the connection; paho
+// reads the PINGRESP (and takes it for its own, which does no harm).
+func (c *demuxConn) ping() {
+	if c.out.writable() {
+		_ = c.writePacket(pingreq)
+	}
+}
+
 // ack writes the PUBACK of a QoS 1 PUBLISH received (§3.4).
 func (c *demuxConn) ack(hi, lo byte) error {
 	return c.writePacket([]byte{pubackHeader, 2, hi, lo})

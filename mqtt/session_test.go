@@ -259,3 +259,16 @@ func TestSlowHandlerIsNotASilentBroker(t *testing.T) {
 		t.Fatalf("a slow handler cost the connection: %+v (last outage %+v)", l, l.LastOutage)
 	}
 }
+
+// TestIdleConnectionToALiveBrokerStays: with nothing to say for longer
+// than the silence limit (and than paho's keepalive), a live broker is
+// pinged and answers, and the connection stays.
+func TestIdleConnectionToALiveBrokerStays(t *testing.T) {
+	t.Parallel() // mostly waiting out timers
+	b := startBroker(t, "127.0.0.1:0")
+	c := dialWith(t, Options{Broker: b.URL(), ClientID: "idle-" + randomClientID()})
+	time.Sleep(keepAlive + 2*time.Second) // idle, not synchronisation
+	if ok, reason := c.Health(); !ok || c.Link().Outages != 0 {
+		t.Fatalf("an idle connection to a live broker: Health %q, %+v", reason, c.Link())
+	}
+}
