@@ -37,25 +37,27 @@ import (
 // deadline changes per command, 1.4% of the server's CPU at 1,000
 // commands/s, are now one.
 //
-// A read that waits for the broker (when silence is positive) has ping
-// called after pingAfter, and again every pingAfter: a live broker
-// answers the PINGREQ at once. One that waited silence in vain fails
-// with a silenceError: the broker is frozen or gone. Only time spent
-// waiting in a read counts, and pings do not depend on the reading
-// goroutine: a reader held back by a slow handler (a PINGRESP queued
-// behind events) is not taken for a silent broker, as paho's ping timeout
-// would take it, nor does the broker's keepalive drop the connection.
+// A read waits at most silence for the broker (when positive), then fails
+// with a silenceError: the broker is frozen or gone. Meanwhile, from
+// pingAfter on, keepPinging writes a PINGREQ every pingAfter, which a
+// live broker answers at once. Only time spent waiting in a read counts,
+// and the pings do not depend on the reading goroutine: a reader held
+// back by a slow handler (a PINGRESP queued behind events) is not taken
+// for a silent broker, as paho's ping timeout would take it, nor does the
+// broker's keepalive drop the connection.
 type watchedConn struct {
 	net.Conn
 	lastRead     *atomic.Int64 // Unix nanoseconds
 	writeTimeout time.Duration
 	silence      time.Duration
-	ping         func()     // writes a PINGREQ without blocking; nil: none
 	quickAck     func()     // nil: not a TCP socket
 	unread       func() int // received by the kernel, not read yet; nil: not a TCP socket
 	mu           sync.Mutex
 	deadline     time.Time    // the write deadline
 	pahoRead     atomic.Int64 // Unix ns of paho's read deadline (around CONNECT); 0: none
+	waiting      atomic.Int64 // Unix ns since when a read waits; 0: none does
+	closeOnce    sync.Once
+	closed       chan struct{}
 }
 
 // silenceError is a read that waited silence for the broker in vain.
@@ -68,41 +70,19 @@ func (e *silenceError) Timeout() bool   { return true }
 func (e *silenceError) Temporary() bool { return false }
 
 func (c *watchedConn) Read(p []byte) (int, error) {
-	if c.silence <= 0 {
-		return c.read(p)
-	}
-	start := time.Now()
-	for {
-		d, ours := c.readDeadline(start)
+	ours := false
+	if c.silence > 0 {
+		now := time.Now()
+		d := now.Add(c.silence)
+		if pd := c.pahoRead.Load(); pd == 0 || d.UnixNano() < pd {
+			ours = true
+		} else {
+			d = time.Unix(0, pd)
+		}
 		_ = c.Conn.SetReadDeadline(d)
-		n, err := c.read(p)
-		if n > 0 || err == nil || !ours || !errors.Is(err, os.ErrDeadlineExceeded) {
-			return n, err
-		}
-		if time.Since(start) >= c.silence {
-			return 0, &silenceError{after: c.silence}
-		}
-		if c.ping != nil {
-			go c.ping()
-		}
+		c.waiting.Store(now.UnixNano())
+		defer c.waiting.Store(0)
 	}
-}
-
-// readDeadline is when a read waiting since start stops to ping (or to
-// give up after silence), or paho's deadline when sooner (not ours).
-func (c *watchedConn) readDeadline(start time.Time) (time.Time, bool) {
-	d := time.Now().Add(pingAfter)
-	if end := start.Add(c.silence); end.Before(d) {
-		d = end
-	}
-	if pd := c.pahoRead.Load(); pd != 0 && pd <= d.UnixNano() {
-		return time.Unix(0, pd), false
-	}
-	return d, true
-}
-
-// read reads from the connection and notes when bytes came.
-func (c *watchedConn) read(p []byte) (int, error) {
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.lastRead.Store(time.Now().UnixNano())
@@ -110,7 +90,37 @@ func (c *watchedConn) read(p []byte) (int, error) {
 			c.quickAck()
 		}
 	}
+	if err != nil && ours && errors.Is(err, os.ErrDeadlineExceeded) {
+		err = &silenceError{after: c.silence}
+	}
 	return n, err
+}
+
+// keepPinging calls ping every pingAfter while a read waits for the
+// broker, until the connection is closed.
+func (c *watchedConn) keepPinging(ping func()) {
+	t := time.NewTicker(pingAfter / 4)
+	defer t.Stop()
+	var last time.Time
+	for {
+		select {
+		case <-c.closed:
+			return
+		case now := <-t.C:
+			if w := c.waiting.Load(); w != 0 && now.Sub(time.Unix(0, w)) >= pingAfter && now.Sub(last) >= pingAfter {
+				last = now
+				ping()
+			}
+		}
+	}
+}
+
+// Close closes the connection and stops keepPinging.
+func (c *watchedConn) Close() error {
+	if c.closed != nil {
+		c.closeOnce.Do(func() { close(c.closed) })
+	}
+	return c.Conn.Close()
 }
 
 // SetReadDeadline records paho's read deadline (Read applies it, or the
@@ -167,13 +177,13 @@ func (c *Client) openConnection(uri *url.URL, o paho.ClientOptions) (net.Conn, e
 	var w *watchedConn
 	conn, err := openConn(uri, o, c.inbound(), func(raw net.Conn) net.Conn {
 		w = &watchedConn{Conn: raw, lastRead: &c.lastRead, writeTimeout: c.opts.PublishTimeout, silence: silenceLimit,
-			quickAck: quickAcker(raw), unread: unreadCounter(raw)}
+			quickAck: quickAcker(raw), unread: unreadCounter(raw), closed: make(chan struct{})}
 		return w
 	})
 	if err == nil {
 		d := conn.(*demuxConn)
 		if w != nil {
-			w.ping = d.ping
+			go w.keepPinging(d.ping)
 		}
 		c.conn.Store(&connParts{w: w, d: d})
 	}
