@@ -3,11 +3,13 @@ package mqtt
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/mochi-mqtt/server/v2/listeners"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt/mqtttest"
 )
@@ -262,13 +264,30 @@ func TestSlowHandlerIsNotASilentBroker(t *testing.T) {
 
 // TestIdleConnectionToALiveBrokerStays: with nothing to say for longer
 // than the silence limit (and than paho's keepalive), a live broker is
-// pinged and answers, and the connection stays.
+// pinged and answers, and the connection stays, over TCP and WebSocket
+// (where a read that timed out cannot be retried).
 func TestIdleConnectionToALiveBrokerStays(t *testing.T) {
 	t.Parallel() // mostly waiting out timers
-	b := startBroker(t, "127.0.0.1:0")
-	c := dialWith(t, Options{Broker: b.URL(), ClientID: "idle-" + randomClientID()})
-	time.Sleep(keepAlive + 2*time.Second) // idle, not synchronisation
-	if ok, reason := c.Health(); !ok || c.Link().Outages != 0 {
-		t.Fatalf("an idle connection to a live broker: Health %q, %+v", reason, c.Link())
+	for name, url := range map[string]func(t *testing.T) string{
+		"tcp": func(t *testing.T) string { return startBroker(t, "127.0.0.1:0").URL() },
+		"ws": func(t *testing.T) string {
+			nl, err := net.Listen("tcp", "127.0.0.1:0") // a free port for mochi's listener, which takes an address
+			if err != nil {
+				t.Fatal(err)
+			}
+			addr := nl.Addr().String()
+			nl.Close()
+			startMochi(t, listeners.NewWebsocket(listeners.Config{ID: "ws", Address: addr}))
+			return "ws://" + addr + "/"
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := dialWith(t, Options{Broker: url(t), ClientID: "idle-" + randomClientID()})
+			time.Sleep(keepAlive + 2*time.Second) // idle, not synchronisation
+			if ok, reason := c.Health(); !ok || c.Link().Outages != 0 {
+				t.Fatalf("an idle connection to a live broker: Health %q, %+v", reason, c.Link())
+			}
+		})
 	}
 }
