@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -67,5 +69,63 @@ func TestHealthzSaysHowLongTheBrokerWasAway(t *testing.T) {
 	}
 	if v := a.webHealth(); v.BrokerAway <= 0 || !v.BrokerLostAt.Equal(o.Start) {
 		t.Errorf("the web UI's health after the outage: %+v", v)
+	}
+}
+
+// TestFiringOnAnEventSentWhileAway (issue 28, item 5): a motion event
+// Zigbee2MQTT publishes while the server cannot reach the broker is
+// queued by the broker for the server's persistent session; once the
+// broker is reachable again the rule fires on it, within 2 s.
+func TestFiringOnAnEventSentWhileAway(t *testing.T) {
+	broker, err := mqtt.StartBroker("127.0.0.1:0", quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = broker.Close() })
+	proxy := mqtttest.StartFreezeProxy(t, broker.Addr())
+	cfg := testConfig(t)
+	cfg.Broker, cfg.Demo = proxy.URL(), true
+	a := startTestApp(t, cfg)
+	var out strings.Builder
+	if err := runCLI(context.Background(), "apply", []string{writeFile(t, "motion.json", motionLight), "--server", a.URL() + "/mcp", "--token", ""},
+		&out, &out, strings.NewReader("")); err != nil {
+		t.Fatalf("apply: %v\n%s", err, out.String())
+	}
+	dial := func(id string) *mqtt.Client { // beside the server, straight to the broker
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		c, err := mqtt.Dial(ctx, mqtt.Options{Broker: broker.URL(), ClientID: id, Logger: quietLogger()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.Close)
+		return c
+	}
+	var commands atomic.Int64
+	if err := dial("watch").Subscribe(cfg.Z2MBase+"/hall_light/set", 1, func(mqtt.Message) { commands.Add(1) }); err != nil {
+		t.Fatal(err)
+	}
+	z2m := dial("z2m")
+
+	proxy.Down()
+	testutil.Eventually(t, 5*time.Second, "the server to lose the broker", func() bool { return !a.client.Connected() })
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := z2m.Publish(ctx, cfg.Z2MBase+"/hall_motion", []byte(`{"occupancy":true}`), 1, false); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // the outage's length, not synchronisation
+	if commands.Load() != 0 {
+		t.Fatal("a command reached the broker during the outage")
+	}
+	if err := proxy.Up(); err != nil {
+		t.Fatal(err)
+	}
+	upAt := time.Now()
+	testutil.Eventually(t, 5*time.Second, "the firing on the motion sent during the outage", func() bool { return commands.Load() > 0 })
+	took := time.Since(upAt)
+	t.Logf("first firing's command %s after the broker was back", took.Round(time.Millisecond))
+	if took > 2*time.Second {
+		t.Errorf("the first firing came %s after the broker was back, want < 2 s", took)
 	}
 }
