@@ -208,7 +208,9 @@ func (c *Catalog) Start(ctx context.Context, conn mqtt.PubSub) error {
 	if err := c.loadIDs(ctx); err != nil {
 		return fmt.Errorf("devices: loading the device id registry: %w", err)
 	}
-	fs, err := mqtt.SubscribeSet(conn, 0, c.HandleMessage)
+	// QoS 1: a broker keeps what QoS 1 publishers send while a persistent
+	// session is away, and delivers it on reconnect.
+	fs, err := mqtt.SubscribeSet(conn, 1, c.HandleMessage)
 	if err != nil {
 		return fmt.Errorf("devices: subscribe: %w", err)
 	}

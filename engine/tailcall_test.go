@@ -52,8 +52,9 @@ func newProxiedHouse(t *testing.T, publishTimeout time.Duration) (*house, *mqttt
 // TestFiringEndsOnItsAcknowledgement: a firing whose last step is a
 // command is recorded when the broker acknowledges it, and holds its slot
 // (and its rule's mode) until then, without a worker; cancelled while it
-// waits (mode restart), it is recorded cancelled; unanswered, it fails
-// after the publish timeout, as a firing that waited would. A body whose
+// waits (mode restart), it is recorded cancelled; unanswered, it is
+// recorded not acknowledged after the publish timeout, as a firing that
+// waited would be. A body whose
 // only call is its last step runs on the goroutine that fires it (here);
 // another on a worker, which is free while the command waits.
 func TestFiringEndsOnItsAcknowledgement(t *testing.T) {
@@ -120,7 +121,9 @@ func firingEndsOnItsAcknowledgement(t *testing.T, here bool) {
 		t.Fatalf("the restarted firing = %q", got)
 	}
 	testutil.Eventually(t, timeout+5*time.Second, "the unanswered firing", func() bool { return len(statuses()) == 3 })
-	if got := statuses()[0]; !strings.HasPrefix(got, rules.StatusFailed+": ") || !strings.Contains(got, "no acknowledgement from the broker within "+timeout.String()) {
+	// Not "failed": the command may still arrive once the broker answers (issue 28, item 9).
+	if got := statuses()[0]; !strings.HasPrefix(got, rules.StatusNotAcknowledged+": ") || !strings.Contains(got, "hall_light.set not acknowledged (may still arrive): ") ||
+		!strings.Contains(got, "no acknowledgement from the broker within "+timeout.String()) {
 		t.Fatalf("the unanswered firing = %q", got)
 	}
 	if load := h.eng.FiringLoad(); load.Running != 0 || load.Waiting != 0 {

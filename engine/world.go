@@ -77,6 +77,9 @@ func (w *liveWorld) callable(id string) error {
 
 // callError is a command's error as the interpreter reads it.
 func callError(err error) error {
+	if errors.Is(err, mqtt.ErrNotAcknowledged) {
+		return fmt.Errorf("%w: %w", rules.ErrNotAcknowledged, err)
+	}
 	if errors.Is(err, mqtt.ErrNotConnected) {
 		return fmt.Errorf("%w: %v", rules.ErrNotConnected, err)
 	}

@@ -97,7 +97,14 @@ func TestFailedSharedWriteFailsItsPublishes(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, _ = d.publish("t", nil, 1, false, &waiter{ch: acks[i]}) // failed in its own write or another's: told either way
+			// Failed in its own write or another's: told either way; refused
+			// at once once an earlier write has failed the connection.
+			if _, err := d.publish("t", nil, 1, false, &waiter{ch: acks[i]}); errors.Is(err, ErrNotConnected) {
+				select {
+				case acks[i] <- err:
+				default: // the connection's failure came first
+				}
+			}
 
 		}()
 	}

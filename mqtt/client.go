@@ -19,17 +19,26 @@ import (
 
 // Defaults for Options fields left zero.
 const (
-	DefaultConnectTimeout       = 5 * time.Second
-	DefaultMaxReconnectInterval = 10 * time.Second
+	DefaultConnectTimeout = 5 * time.Second
+	// DefaultMaxReconnectInterval keeps the first attempt after a broker
+	// comes back within a second of it.
+	DefaultMaxReconnectInterval = time.Second
 	DefaultPublishTimeout       = 10 * time.Second
 	DefaultQueueSize            = 1024
 	DefaultStallLimit           = 2 * time.Second
 
-	// keepAlive is the MQTT keepalive: paho pings after this long without
-	// traffic and drops the connection when no PINGRESP follows within
-	// pingTimeout.
-	keepAlive   = 30 * time.Second
-	pingTimeout = 10 * time.Second
+	// A read that waits pingAfter for the broker pings it, and one that
+	// waits silenceLimit drops the connection (see watchedConn): a frozen
+	// broker is noticed within silenceLimit. keepAlive is the MQTT
+	// keepalive (paho pings after it without traffic of its own, the
+	// broker drops us after 1.5 times it without a packet), and
+	// pingTimeout paho's own bound on a PINGRESP it has not read: both
+	// are backstops, loose because the reading goroutine may be held up
+	// by handlers.
+	pingAfter    = 3 * time.Second
+	silenceLimit = 8 * time.Second
+	keepAlive    = 10 * time.Second
+	pingTimeout  = 30 * time.Second
 
 	// disconnectQuiesce bounds how long Close waits for the DISCONNECT packet.
 	disconnectQuiesce = 250 // milliseconds, paho's unit
@@ -42,8 +51,13 @@ type Options struct {
 	// Broker is the broker URL: tcp://host:port, ssl://host:port (also
 	// tls://, mqtt://, mqtts://), ws://host:port/path or wss://. A bare
 	// host:port means tcp://.
-	Broker   string
-	ClientID string // default: "pilothouse-" + random hex
+	Broker string
+	// ClientID names the client's session. With one, the session is
+	// persistent (clean session off): the broker keeps the subscriptions
+	// and queues QoS 1 messages while the client is away, and delivers
+	// them when it is back. Without one, a random id with a clean session
+	// (nobody could resume it).
+	ClientID string
 	Username string
 	Password string
 	TLS      *tls.Config
@@ -54,8 +68,9 @@ type Options struct {
 	// trying in the background (see Dial), so a server can start while its
 	// broker is still down.
 	ConnectRetry bool
-	// MaxReconnectInterval caps the backoff between connection attempts.
-	// Default DefaultMaxReconnectInterval.
+	// MaxReconnectInterval caps the backoff between connection attempts
+	// (not the longer one after a session takeover, see Link). Default
+	// DefaultMaxReconnectInterval.
 	MaxReconnectInterval time.Duration
 	// PublishTimeout bounds Publish when its context has no deadline.
 	// Default DefaultPublishTimeout.
@@ -76,9 +91,10 @@ type Options struct {
 	Logger          *slog.Logger
 }
 
-// Client is a paho-based MQTT 3.1.1 connection with a clean session that
-// reconnects with backoff, re-establishes every remembered subscription after
-// each (re)connect, and refuses to publish while disconnected.
+// Client is a paho-based MQTT 3.1.1 connection that reconnects with
+// backoff (its own loop, see reconnect), re-establishes every remembered
+// subscription after each (re)connect, and refuses to publish while
+// disconnected. With Options.ClientID its session is persistent.
 //
 // Delivery: each Subscribe (and each SubscribeSet) gets its own queue and
 // goroutine, so a handler sees the messages of its subscription in the
@@ -115,6 +131,7 @@ type Client struct {
 	lastRead atomic.Int64              // Unix ns: when bytes last came from the broker
 	conn     atomic.Pointer[connParts] // the current connection's layers (Unread)
 	health   healthState               // guarded by mu
+	link     linkState                 // guarded by mu
 }
 
 // Dial connects to o.Broker and returns once the first connection is up, or
@@ -155,8 +172,7 @@ func (c *Client) connectOnce(ctx context.Context) error {
 		return fmt.Errorf("mqtt: connect to %s: %w", redact(c.opts.Broker), err)
 	}
 	c.log.Warn("broker not reachable yet; retrying in the background", "err", err)
-	c.wg.Add(1)
-	go c.connectLoop()
+	c.startReconnect(min(firstRetry, c.opts.MaxReconnectInterval))
 	return nil
 }
 
@@ -182,8 +198,7 @@ func DialLazy(o Options) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.wg.Add(1)
-	go c.connectLoop()
+	c.startReconnect(0)
 	return c, nil
 }
 
@@ -208,7 +223,8 @@ func newClient(o Options) (*Client, error) {
 	if o.StallLimit <= 0 {
 		o.StallLimit = DefaultStallLimit
 	}
-	if o.ClientID == "" {
+	persistent := o.ClientID != ""
+	if !persistent {
 		o.ClientID = randomClientID()
 	}
 	if o.Logger == nil {
@@ -223,6 +239,7 @@ func newClient(o Options) (*Client, error) {
 
 		firstReady: make(chan struct{}),
 	}
+	c.link.persistent = persistent
 	c.pc = paho.NewClient(c.pahoOptions())
 	c.wg.Add(1)
 	go c.notifier()
@@ -236,22 +253,17 @@ func (c *Client) pahoOptions() *paho.ClientOptions {
 		SetClientID(o.ClientID).
 		SetUsername(o.Username).
 		SetPassword(o.Password).
-		SetCleanSession(true).
+		SetCleanSession(!c.link.persistent).
 		SetResumeSubs(false).
-		SetOrderMatters(true). // our route callback only enqueues (waiting when a queue is full: backpressure)
-		SetAutoReconnect(true).
-		SetConnectRetry(false). // first connection is retried by Dial / connectLoop
-		SetMaxReconnectInterval(o.MaxReconnectInterval).
+		SetOrderMatters(true).   // our route callback only enqueues (waiting when a queue is full: backpressure)
+		SetAutoReconnect(false). // reconnect owns the policy (fast after an outage, slow after a takeover)
+		SetConnectRetry(false).
 		SetConnectTimeout(o.ConnectTimeout).
 		SetWriteTimeout(o.PublishTimeout).
 		SetKeepAlive(keepAlive).
 		SetPingTimeout(pingTimeout).
 		SetOnConnectHandler(func(paho.Client) { c.onConnect() }).
-		SetConnectionLostHandler(func(_ paho.Client, err error) {
-			c.log.Warn("connection lost; reconnecting", "err", err)
-			c.noteLost(err)
-			c.refreshStatus()
-		})
+		SetConnectionLostHandler(func(_ paho.Client, err error) { c.onLost(err) })
 	if o.TLS != nil {
 		po.SetTLSConfig(o.TLS)
 	}
@@ -304,111 +316,6 @@ func closedChan() chan struct{} {
 	ch := make(chan struct{})
 	close(ch)
 	return ch
-}
-
-// connectFirst tries to connect until ConnectTimeout has passed or ctx ends.
-// A broker that answers with a refusal (bad credentials, client id) fails at
-// once; unreachable brokers are retried with a short backoff.
-func (c *Client) connectFirst(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, c.opts.ConnectTimeout)
-	defer cancel()
-	wait := 100 * time.Millisecond
-	var last error // the most informative failure so far
-	fail := func() error {
-		return fmt.Errorf("mqtt: connect to %s within %s: %w", redact(c.opts.Broker), c.opts.ConnectTimeout, last)
-	}
-	for {
-		err := c.attempt(ctx.Done())
-		if err == nil {
-			c.awaitFirstReady(ctx)
-			return nil
-		}
-		if last == nil || ctx.Err() == nil {
-			last = err
-		}
-		var refused *refusedError
-		if errors.As(err, &refused) || ctx.Err() != nil {
-			return fail()
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return fail()
-		case <-t.C:
-		}
-		wait = min(2*wait, time.Second)
-	}
-}
-
-// connectLoop is DialLazy's background connector; paho's auto-reconnect takes
-// over once the first connection is up.
-func (c *Client) connectLoop() {
-	defer c.wg.Done()
-	wait := 250 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := c.attempt(c.quit)
-		if err == nil {
-			return
-		}
-		select {
-		case <-c.quit:
-			return
-		default:
-		}
-		level := slog.LevelDebug
-		if attempt == 1 || attempt%10 == 0 {
-			level = slog.LevelWarn
-		}
-		c.log.Log(context.Background(), level, "broker unreachable; retrying", "attempt", attempt, "retry_in", wait, "err", err)
-		t := time.NewTimer(wait)
-		select {
-		case <-c.quit:
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		wait = min(2*wait, c.opts.MaxReconnectInterval)
-	}
-}
-
-// refusedError is a CONNACK refusal: retrying will not help.
-type refusedError struct {
-	code byte
-	err  error
-}
-
-func (e *refusedError) Error() string {
-	return fmt.Sprintf("broker refused the connection (code %d): %v", e.code, e.err)
-}
-func (e *refusedError) Unwrap() error { return e.err }
-
-// attempt makes one connection attempt, abandoned when stop is closed.
-func (c *Client) attempt(stop <-chan struct{}) error {
-	tok := c.pc.Connect()
-	select {
-	case <-tok.Done():
-	case <-stop:
-		return errors.New("no answer from the broker before the deadline")
-	}
-	err := tok.Error()
-	if err == nil {
-		return nil
-	}
-	if ct, ok := tok.(*paho.ConnectToken); ok {
-		// 3 (server unavailable) is worth retrying; the other refusals are not.
-		if rc := ct.ReturnCode(); rc != 0 && rc != 3 && rc < 0x80 {
-			return &refusedError{code: rc, err: err}
-		}
-	}
-	return err
-}
-
-// onConnect runs (on a paho goroutine) after every successful (re)connect.
-func (c *Client) onConnect() {
-	c.log.Info("connected")
-	c.resubscribeAll()
-	c.refreshStatus()
 }
 
 // connection reports whether the connection is open and returns a channel

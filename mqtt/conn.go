@@ -3,8 +3,10 @@ package mqtt
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,17 +36,53 @@ import (
 // clearing of a deadline is ignored (the rolling one stays): three
 // deadline changes per command, 1.4% of the server's CPU at 1,000
 // commands/s, are now one.
+//
+// A read waits at most silence for the broker (when positive), then fails
+// with a silenceError: the broker is frozen or gone. Meanwhile, from
+// pingAfter on, keepPinging writes a PINGREQ every pingAfter, which a
+// live broker answers at once. Only time spent waiting in a read counts,
+// and the pings do not depend on the reading goroutine: a reader held
+// back by a slow handler (a PINGRESP queued behind events) is not taken
+// for a silent broker, as paho's ping timeout would take it, nor does the
+// broker's keepalive drop the connection.
 type watchedConn struct {
 	net.Conn
 	lastRead     *atomic.Int64 // Unix nanoseconds
 	writeTimeout time.Duration
+	silence      time.Duration
 	quickAck     func()     // nil: not a TCP socket
 	unread       func() int // received by the kernel, not read yet; nil: not a TCP socket
 	mu           sync.Mutex
-	deadline     time.Time // the write deadline
+	deadline     time.Time    // the write deadline
+	pahoRead     atomic.Int64 // Unix ns of paho's read deadline (around CONNECT); 0: none
+	waiting      atomic.Int64 // Unix ns since when a read waits; 0: none does
+	closeOnce    sync.Once
+	closed       chan struct{}
 }
 
+// silenceError is a read that waited silence for the broker in vain.
+type silenceError struct{ after time.Duration }
+
+func (e *silenceError) Error() string {
+	return fmt.Sprintf("the broker sent nothing for %s, not even an answer to a ping (frozen or unreachable?)", e.after)
+}
+func (e *silenceError) Timeout() bool   { return true }
+func (e *silenceError) Temporary() bool { return false }
+
 func (c *watchedConn) Read(p []byte) (int, error) {
+	ours := false
+	if c.silence > 0 {
+		now := time.Now()
+		d := now.Add(c.silence)
+		if pd := c.pahoRead.Load(); pd == 0 || d.UnixNano() < pd {
+			ours = true
+		} else {
+			d = time.Unix(0, pd)
+		}
+		_ = c.Conn.SetReadDeadline(d)
+		c.waiting.Store(now.UnixNano())
+		defer c.waiting.Store(0)
+	}
 	n, err := c.Conn.Read(p)
 	if n > 0 {
 		c.lastRead.Store(time.Now().UnixNano())
@@ -52,14 +90,58 @@ func (c *watchedConn) Read(p []byte) (int, error) {
 			c.quickAck()
 		}
 	}
+	if err != nil && ours && errors.Is(err, os.ErrDeadlineExceeded) {
+		err = &silenceError{after: c.silence}
+	}
 	return n, err
+}
+
+// keepPinging calls ping every pingAfter while a read waits for the
+// broker, until the connection is closed.
+func (c *watchedConn) keepPinging(ping func()) {
+	t := time.NewTicker(pingAfter / 4)
+	defer t.Stop()
+	var last time.Time
+	for {
+		select {
+		case <-c.closed:
+			return
+		case now := <-t.C:
+			if w := c.waiting.Load(); w != 0 && now.Sub(time.Unix(0, w)) >= pingAfter && now.Sub(last) >= pingAfter {
+				last = now
+				ping()
+			}
+		}
+	}
+}
+
+// Close closes the connection and stops keepPinging.
+func (c *watchedConn) Close() error {
+	if c.closed != nil {
+		c.closeOnce.Do(func() { close(c.closed) })
+	}
+	return c.Conn.Close()
+}
+
+// SetReadDeadline records paho's read deadline (Read applies it, or the
+// silence bound when sooner).
+func (c *watchedConn) SetReadDeadline(t time.Time) error {
+	if c.silence <= 0 {
+		return c.Conn.SetReadDeadline(t)
+	}
+	var ns int64
+	if !t.IsZero() {
+		ns = t.UnixNano()
+	}
+	c.pahoRead.Store(ns)
+	return nil
 }
 
 // SetDeadline sets the read deadline, and the write deadline as
 // SetWriteDeadline does (paho sets both around the CONNECT handshake, then
 // clears them).
 func (c *watchedConn) SetDeadline(t time.Time) error {
-	if err := c.Conn.SetReadDeadline(t); err != nil {
+	if err := c.SetReadDeadline(t); err != nil {
 		return err
 	}
 	return c.SetWriteDeadline(t)
@@ -94,12 +176,16 @@ func (c *Client) openConnection(uri *url.URL, o paho.ClientOptions) (net.Conn, e
 	c.lastRead.Store(time.Now().UnixNano()) // a new connection: nothing overdue yet
 	var w *watchedConn
 	conn, err := openConn(uri, o, c.inbound(), func(raw net.Conn) net.Conn {
-		w = &watchedConn{Conn: raw, lastRead: &c.lastRead, writeTimeout: c.opts.PublishTimeout, quickAck: quickAcker(raw),
-			unread: unreadCounter(raw)}
+		w = &watchedConn{Conn: raw, lastRead: &c.lastRead, writeTimeout: c.opts.PublishTimeout, silence: silenceLimit,
+			quickAck: quickAcker(raw), unread: unreadCounter(raw), closed: make(chan struct{})}
 		return w
 	})
 	if err == nil {
-		c.conn.Store(&connParts{w: w, d: conn.(*demuxConn)})
+		d := conn.(*demuxConn)
+		if w != nil {
+			go w.keepPinging(d.ping)
+		}
+		c.conn.Store(&connParts{w: w, d: d})
 	}
 	return conn, err
 }

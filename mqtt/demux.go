@@ -65,6 +65,10 @@ type inbound struct {
 	deliver   func(Message)
 	max       int
 	oversized func(topic string, size int)
+	// connected is told of a CONNACK accepting the connection (and
+	// whether the broker still had the session), before any other packet
+	// of the connection is read.
+	connected func(sessionPresent bool)
 }
 
 func newDemuxConn(c net.Conn, in inbound) *demuxConn {
@@ -78,7 +82,7 @@ func (c *Client) inbound() inbound {
 		if n := c.stats.oversized.Add(1); n == 1 || n%1000 == 0 {
 			c.log.Warn("message over mqtt.max_message_bytes skipped", "topic", topic, "bytes", size, "max", c.opts.MaxMessageBytes, "skipped_total", n)
 		}
-	}}
+	}, connected: c.accepted}
 }
 
 // Read serves paho the packets it handles, byte for byte.
@@ -134,6 +138,9 @@ func (c *demuxConn) next() error {
 		case b0 == connackHeader && length == 2:
 			if b, err := c.r.Peek(2); err == nil { // paho reads it too
 				c.out.accepted(b[1])
+				if b[1] == 0 && c.in.connected != nil {
+					c.in.connected(b[0]&1 == 1)
+				}
 			}
 		}
 	}
@@ -195,6 +202,17 @@ func (c *demuxConn) body(length int) ([]byte, error) {
 		err = io.ErrUnexpectedEOF
 	}
 	return body, err
+}
+
+// pingreq is a PINGREQ packet (§3.12).
+var pingreq = []byte{0xC0, 0}
+
+// ping writes a PINGREQ once the broker has accepted the connection; paho
+// reads the PINGRESP (and takes it for its own, which does no harm).
+func (c *demuxConn) ping() {
+	if c.out.writable() {
+		_ = c.writePacket(pingreq)
+	}
 }
 
 // ack writes the PUBACK of a QoS 1 PUBLISH received (§3.4).

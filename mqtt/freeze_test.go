@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt/mqtttest"
 )
 
@@ -83,4 +84,30 @@ func TestPublishBehindAStuckWriterIsBounded(t *testing.T) {
 	if err := <-stuck; err == nil {
 		t.Fatal("the big publish to a frozen broker succeeded")
 	}
+}
+
+// TestUnacknowledgedPublishMayStillArrive (issue 28, item 9): a command
+// to a frozen broker that times out waiting for its acknowledgement is
+// reported as not acknowledged and possibly still arriving, not as
+// failed: once the broker thaws, it is delivered.
+func TestUnacknowledgedPublishMayStillArrive(t *testing.T) {
+	const timeout = 500 * time.Millisecond
+	b := startBroker(t, "127.0.0.1:0")
+	sub := dial(t, b.URL())
+	var in inbox
+	if err := sub.Subscribe("unacked/#", 1, in.handle); err != nil {
+		t.Fatal(err)
+	}
+	p := mqtttest.StartFreezeProxy(t, b.Addr())
+	c := dialWith(t, Options{Broker: p.URL(), PublishTimeout: timeout})
+	p.Freeze()
+	err := c.Publish(context.Background(), "unacked/cmd", []byte("on"), 1, false)
+	if !errors.Is(err, ErrNotAcknowledged) || !strings.Contains(err.Error(), "may still arrive") || strings.Contains(err.Error(), "failed") {
+		t.Fatalf("Publish to a frozen broker = %v, want it not acknowledged (may still arrive)", err)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("%v does not wrap context.DeadlineExceeded", err)
+	}
+	p.Thaw()
+	testutil.Eventually(t, 5*time.Second, "the unacknowledged command to arrive after the thaw", func() bool { _, ok := in.find("on"); return ok })
 }

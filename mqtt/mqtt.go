@@ -37,6 +37,13 @@ type PubSub interface {
 // ErrNotConnected is returned by Publish while the broker is unreachable.
 var ErrNotConnected = errors.New("mqtt: not connected to the broker")
 
+// ErrNotAcknowledged marks a QoS 1 or 2 publish that was written to the
+// broker but not acknowledged: PublishTimeout passed, or the connection
+// was lost first (the error then also wraps ErrNotConnected). The broker
+// may have it and deliver it later (a frozen broker, once it thaws), so
+// sending it again may apply it twice.
+var ErrNotAcknowledged = errors.New("mqtt: not acknowledged by the broker (may still arrive)")
+
 // Filters is a subscription to a set of topic filters that changes while
 // it runs: one handler, one queue, the messages of all its filters in the
 // order they arrive, each message once even when several of its filters

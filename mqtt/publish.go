@@ -156,7 +156,7 @@ func (o *outbound) acked(id uint16) {
 }
 
 // fail ends the connection's outbound side: every waiting publish gets
-// ErrNotConnected (it may or may not have reached the broker) and no more
+// errLostUnacked (it may or may not have reached the broker) and no more
 // are written.
 func (o *outbound) fail() {
 	o.mu.Lock()
@@ -169,7 +169,7 @@ func (o *outbound) fail() {
 	o.expiry.stop()
 	o.mu.Unlock()
 	for _, w := range gone {
-		w.give(ErrNotConnected)
+		w.give(errLostUnacked)
 	}
 }
 
@@ -232,7 +232,7 @@ const maxBatch = 256 << 10
 // reaches the socket after every packet this goroutine wrote before. A
 // write that fails leaves the stream cut mid-packet, so it closes the
 // connection (paho then reconnects): the QoS 1 publishes it carried hear
-// ErrNotConnected, and the QoS 0 ones handed over are lost with the
+// errLostUnacked, and the QoS 0 ones handed over are lost with the
 // connection.
 func (c *demuxConn) writePacket(pkt []byte) error {
 	o := &c.out
@@ -298,11 +298,13 @@ func encodePublish(topic string, payload []byte, qos byte, retain bool, id uint1
 
 // Publish sends one message and waits for it to be written (QoS 0) or
 // acknowledged (QoS 1, 2), at most PublishTimeout and never past ctx. While
-// disconnected it returns ErrNotConnected at once; if the connection drops
-// while waiting it returns ErrNotConnected too, and the message may or may
-// not have reached the broker. A broker that does not answer in time (frozen,
-// overloaded) makes it fail with an error wrapping context.DeadlineExceeded,
-// and Health reports the broker as not answering until it answers again.
+// disconnected it returns ErrNotConnected at once (nothing was sent). A
+// message written that gets no acknowledgement fails with an error
+// wrapping ErrNotAcknowledged (it may still arrive): if the connection
+// drops while waiting (wrapping ErrNotConnected too), or the broker does
+// not answer in time (frozen, overloaded; wrapping
+// context.DeadlineExceeded), and Health then reports the broker as not
+// answering until it answers again.
 //
 // QoS 0 and 1 messages are written on the caller's goroutine (see
 // outbound), QoS 2 ones by paho. Either write waits while the socket is
@@ -368,7 +370,7 @@ func (c *Client) publishPaho(ctx context.Context, down <-chan struct{}, topic st
 		select {
 		case <-tok.Done():
 		default:
-			return ErrNotConnected
+			return errLostUnacked // paho may have written it
 		}
 	case <-ctx.Done():
 		return fmt.Errorf("mqtt: publish %q: %w", topic, ctx.Err())

@@ -71,11 +71,12 @@ func (o *outbound) expire() {
 // PublishAsync writes one message (QoS 0 or 1) on the caller's goroutine
 // and returns once it is written; done is then called once with what
 // Publish would have returned: at once for QoS 0; for QoS 1 when its
-// PUBACK arrives (nil), when the connection is lost (ErrNotConnected),
-// PublishTimeout after the write or at ctx's deadline if that is earlier
-// (an error wrapping context.DeadlineExceeded), or when abort is called
-// with err (an error wrapping err). ctx's cancellation is not watched: its
-// owner calls abort. done runs on the
+// PUBACK arrives (nil), when the connection is lost (an error wrapping
+// ErrNotAcknowledged and ErrNotConnected), PublishTimeout after the write
+// (wrapping ErrNotAcknowledged and context.DeadlineExceeded) or at ctx's
+// deadline if that is earlier (wrapping context.DeadlineExceeded), or
+// when abort is called with err (an error wrapping err). ctx's
+// cancellation is not watched: its owner calls abort. done runs on the
 // connection's reading goroutine, a timer's or abort's caller: it must not
 // block. When PublishAsync returns an error, done is never called.
 //

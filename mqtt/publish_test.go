@@ -148,11 +148,8 @@ func interleave(t *testing.T, o Options, prefix string) {
 		t.Fatal(err)
 	}
 	waitFor(t, 10*time.Second, "every message to arrive", func() bool { return len(got.topics()) == publishers*each })
-	pub.mu.Lock()
-	lost := pub.health.lost
-	pub.mu.Unlock()
-	if lost != "" {
-		t.Fatalf("the publisher's connection was lost: %s", lost)
+	if o := pub.Link().LastOutage; o != nil {
+		t.Fatalf("the publisher's connection was lost: %s", o.Reason)
 	}
 }
 

@@ -15,6 +15,12 @@ import (
 // error with it, so the run ends with status not_connected instead of failed.
 var ErrNotConnected = errors.New("not connected to the MQTT broker")
 
+// ErrNotAcknowledged marks a call that was published but not acknowledged
+// by the broker in time: it may still arrive. The engine's live World
+// wraps the mqtt package's error with it, so the run ends with status
+// not_acknowledged instead of failed (a retry could apply it twice).
+var ErrNotAcknowledged = errors.New("not acknowledged (may still arrive)")
+
 // TriggerFire is the trigger activation that starts a run.
 type TriggerFire struct {
 	ID      string // trigger id in the program ("" only for programs without triggers)
@@ -143,7 +149,8 @@ type frame struct {
 // flat identities (spec §5.8.2). Run statuses: success; conditions_not_met
 // (ok, a condition was false); stopped (ok, a stop step); failed (a call
 // was refused, an expression failed, stop with error, a panic);
-// not_connected (a call's error wraps ErrNotConnected); timeout (a wait
+// not_connected (a call's error wraps ErrNotConnected); not_acknowledged
+// (it wraps ErrNotAcknowledged); timeout (a wait
 // timed out without continue_on_timeout, the MaxWall bound on the World
 // clock, or ctx's deadline); limit_exceeded (MaxSteps entries,
 // MaxIterations per loop activation, MaxCallDepth, expression memory,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"time"
 
@@ -83,6 +84,9 @@ func paramID(f *frame, name, qid string) (string, *halt) {
 
 func (r *interp) callHalt(qid, id string, err error) *halt {
 	switch {
+	case errors.Is(err, ErrNotAcknowledged):
+		why := strings.TrimPrefix(err.Error(), ErrNotAcknowledged.Error()+": ")
+		return &halt{StatusNotAcknowledged, fmt.Sprintf("step %q: %s %s: %s", qid, id, ErrNotAcknowledged, why)}
 	case errors.Is(err, ErrNotConnected):
 		return &halt{StatusNotConnected, fmt.Sprintf("step %q: %s not sent: not connected to the MQTT broker", qid, id)}
 	case r.ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):

@@ -24,6 +24,7 @@ const (
 	StatusTimeout          = "timeout"
 	StatusLimitExceeded    = "limit_exceeded"
 	StatusNotConnected     = "not_connected"
+	StatusNotAcknowledged  = "not_acknowledged"
 	StatusBroken           = "broken"
 	StatusInterrupted      = "interrupted"
 	StatusCancelled        = "cancelled"
@@ -52,6 +53,7 @@ var RunStatuses = []StatusInfo{
 	{StatusTimeout, false, "possible", "the run exceeded its wall-time bound (virtual time in a test run) or the engine's deadline, or a wait timed out without continue_on_timeout", "timed out"},
 	{StatusLimitExceeded, false, "possible", "a bound was exceeded: trace entries per run, iterations per loop, promoted-automation call depth, expression memory, the bytes of one value, of one evaluation or of what the run records, or the values set steps store; the message names the limit and the step, and the partial trace is attached", "hit a limit"},
 	{StatusNotConnected, false, "possible", "the MQTT broker was unreachable, so a command was refused (never silently dropped)", "could not reach the MQTT broker"},
+	{StatusNotAcknowledged, false, "possible", "a command was sent but the MQTT broker did not acknowledge it in time (frozen or overloaded, or the connection was lost first): it may still arrive, so check the device's state before repeating it", "sent a command the MQTT broker did not acknowledge (it may still arrive)"},
 	{StatusBroken, false, "no", "a referenced device vanished or changed shape since install; the rule is marked broken", "could not run because the rule is broken"},
 	{StatusInterrupted, false, "possible", "the server stopped (or crashed) while the firing was running", "was interrupted when the server stopped"},
 	{StatusCancelled, false, "possible", "the run was cancelled: mode restart started a newer firing, or the rule was disabled or removed", "was cancelled"},
@@ -61,16 +63,17 @@ var RunStatuses = []StatusInfo{
 
 // Step statuses.
 const (
-	StepSuccess       = "success"
-	StepNotMet        = "not_met"
-	StepFailed        = "failed"
-	StepTimeout       = "timeout"
-	StepStopped       = "stopped"
-	StepCancelled     = "cancelled"
-	StepLimitExceeded = "limit_exceeded"
-	StepNotConnected  = "not_connected"
-	StepSkipped       = "skipped"
-	StepAssumed       = "assumed"
+	StepSuccess         = "success"
+	StepNotMet          = "not_met"
+	StepFailed          = "failed"
+	StepTimeout         = "timeout"
+	StepStopped         = "stopped"
+	StepCancelled       = "cancelled"
+	StepLimitExceeded   = "limit_exceeded"
+	StepNotConnected    = "not_connected"
+	StepNotAcknowledged = "not_acknowledged"
+	StepSkipped         = "skipped"
+	StepAssumed         = "assumed"
 )
 
 // StepStatuses is the one closed table of step-level statuses.
@@ -85,6 +88,7 @@ var StepStatuses = []StatusInfo{
 	{StepCancelled, false, "possible", "the run was cancelled while this step was running", "was cancelled"},
 	{StepLimitExceeded, false, "no", "a bound was exceeded at this step: loop iterations, call depth or expression memory", "hit a limit"},
 	{StepNotConnected, false, "no", "a call could not be published because the broker is unreachable", "could not reach the MQTT broker"},
+	{StepNotAcknowledged, false, "possible", "a call was published but the broker did not acknowledge it in time: it may still arrive", "was not acknowledged by the MQTT broker (it may still arrive)"},
 }
 
 // LookupStatus finds a status in a table.

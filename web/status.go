@@ -19,6 +19,10 @@ type Health struct {
 	// answering; BrokerReason says why.
 	BrokerOK     bool
 	BrokerReason string
+	// BrokerLostAt is when the connection to the broker was last lost
+	// (zero: never), BrokerAway how long it was away (0 while it is).
+	BrokerLostAt time.Time
+	BrokerAway   time.Duration
 	// StorageOK is false while storage cannot write: StorageError is the
 	// latest failure, StorageSince the first of the streak.
 	StorageOK    bool
@@ -74,9 +78,13 @@ func (s *server) statusView(ss *session) statusView {
 			broker = "the embedded MQTT broker " + h.Broker
 		}
 	}
-	v := statusView{OK: true, Label: "connected", Title: "Broker: connected · storage: writing"}
+	connected := "connected"
+	if h.BrokerAway > 0 {
+		connected += " (last away " + h.BrokerAway.Round(100*time.Millisecond).String() + " from " + s.when(h.BrokerLostAt) + ")"
+	}
+	v := statusView{OK: true, Label: "connected", Title: "Broker: " + connected + " · storage: writing"}
 	if ss.seesHouse() && h.Broker != "" {
-		v.Title = "Broker " + h.Broker + ": connected · storage: writing"
+		v.Title = "Broker " + h.Broker + ": " + connected + " · storage: writing"
 	}
 	switch {
 	case !h.BrokerOK:
@@ -99,6 +107,9 @@ func (s *server) statusView(ss *session) statusView {
 func brokerTrouble(broker, reason string) (label, lead, why string) {
 	if why, ok := strings.CutPrefix(reason, "mqtt broker not answering: "); ok {
 		return "broker not answering", strings.ToUpper(broker[:1]) + broker[1:] + " is not answering", why
+	}
+	if why, ok := strings.CutPrefix(reason, "mqtt session taken over: "); ok {
+		return "broker session taken over", "Another client keeps taking Pilothouse's session on " + broker, why
 	}
 	why, _ = strings.CutPrefix(reason, "mqtt disconnected: ")
 	if why == "" {

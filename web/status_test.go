@@ -73,6 +73,21 @@ func TestStatusIndicator(t *testing.T) {
 	}
 
 	hs.set(func(h *Health) {
+		h.BrokerReason = "mqtt session taken over: the broker closed the connection and at once accepted a new one 3 times in a row"
+	})
+	if v := owner.statusOf(); v.OK || v.Label != "broker session taken over" || !strings.HasPrefix(v.Problem, "Another client keeps taking Pilothouse's session on the MQTT broker tcp://broker.lan:1883: the broker closed") {
+		t.Fatalf("session taken over /status: %+v", v)
+	}
+
+	hs.set(func(h *Health) { // back: how long it was away is in the tooltip (issue 28, item 5)
+		h.BrokerOK, h.BrokerReason = true, ""
+		h.BrokerLostAt, h.BrokerAway = time.Date(2024, 7, 1, 12, 0, 0, 0, time.UTC), 1234*time.Millisecond
+	})
+	if v := owner.statusOf(); !v.OK || !strings.HasPrefix(v.Title, "Broker tcp://broker.lan:1883: connected (last away 1.2s from 2024-07-01 ") {
+		t.Fatalf("back after an outage /status: %+v", v)
+	}
+
+	hs.set(func(h *Health) {
 		h.BrokerOK, h.StorageOK, h.StorageError = true, false, "database is locked"
 		h.StorageSince = time.Date(2024, 7, 1, 12, 0, 0, 0, time.UTC)
 	})

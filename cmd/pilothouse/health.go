@@ -7,6 +7,7 @@ import (
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/engine/mcpserver"
+	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -38,6 +39,10 @@ type health struct {
 	Load loadReport `json:"load"`
 	// Broker: the embedded broker's size bounds (absent with mqtt.broker).
 	Broker *brokerHealth `json:"broker,omitempty"`
+	// MQTT: how the connection to mqtt.broker has held up: outages (the
+	// last one's start and length), silent drops, session takeovers
+	// (absent with the embedded broker).
+	MQTT *mqtt.Link `json:"mqtt,omitempty"`
 	// ServedRuns: bytes of stored runs being served now, and the reads
 	// refused over limits.max_served_run_bytes.
 	ServedRuns engine.ServedStats `json:"served_runs"`
@@ -77,6 +82,10 @@ func (a *app) healthz(w http.ResponseWriter, _ *http.Request) {
 	if a.broker != nil {
 		lc := a.broker.LimitCounts()
 		h.Broker = &brokerHealth{OversizedPackets: lc.OversizedPackets.Load(), RetainRefused: lc.RetainRefused.Load(), RetainedBytes: lc.RetainedBytes.Load()}
+	}
+	if c, ok := a.client.(*mqtt.Client); ok {
+		l := c.Link()
+		h.MQTT = &l
 	}
 	if a.guard != nil {
 		st, ss := a.guard.Stats(), a.mcp.Sessions()

@@ -1,6 +1,11 @@
 package main
 
-import "github.com/pilothouse/pilothouse/web"
+import (
+	"time"
+
+	"github.com/pilothouse/pilothouse/mqtt"
+	"github.com/pilothouse/pilothouse/web"
+)
 
 // webHealth is what the web UI shows of the house's state: the broker and
 // storage as /healthz reports them, and where discovery listens.
@@ -11,6 +16,11 @@ func (a *app) webHealth() web.Health {
 		h.Broker, h.Embedded = a.broker.URL(), true
 	}
 	h.BrokerOK, h.BrokerReason = a.client.Health()
+	if c, ok := a.client.(*mqtt.Client); ok {
+		if o := c.Link().LastOutage; o != nil && !o.Ongoing {
+			h.BrokerLostAt, h.BrokerAway = o.Start, time.Duration(o.Seconds*float64(time.Second))
+		}
+	}
 	ws := a.store.WriteStatus()
 	h.StorageOK, h.StorageError, h.StorageSince = ws.OK, ws.Error, ws.Since
 	return h

@@ -12,11 +12,14 @@ import (
 // FreezeProxy forwards TCP between clients and a broker and can freeze:
 // it then stops reading and writing in both directions, like a broker
 // stopped with SIGSTOP (the kernel still accepts what fits in the socket
-// buffers, and nothing is answered).
+// buffers, and nothing is answered). It can also go down (connections
+// closed, connecting refused, like a stopped broker) and come back up on
+// the same address.
 type FreezeProxy struct {
-	ln     net.Listener
+	addr   string
 	target string
 	mu     sync.Mutex
+	ln     net.Listener  // nil while down
 	thawed chan struct{} // closed while running; an open one while frozen
 	conns  []net.Conn
 }
@@ -31,18 +34,18 @@ func StartFreezeProxy(t testing.TB, target string) *FreezeProxy {
 	}
 	thawed := make(chan struct{})
 	close(thawed)
-	p := &FreezeProxy{ln: ln, target: target, thawed: thawed}
-	go p.accept()
+	p := &FreezeProxy{ln: ln, addr: ln.Addr().String(), target: target, thawed: thawed}
+	go p.accept(ln)
 	t.Cleanup(p.close)
 	return p
 }
 
 // URL is the proxy's broker URL, tcp://127.0.0.1:port.
-func (p *FreezeProxy) URL() string { return "tcp://" + p.ln.Addr().String() }
+func (p *FreezeProxy) URL() string { return "tcp://" + p.addr }
 
-func (p *FreezeProxy) accept() {
+func (p *FreezeProxy) accept(ln net.Listener) {
 	for {
-		c, err := p.ln.Accept()
+		c, err := ln.Accept()
 		if err != nil {
 			return
 		}
@@ -55,6 +58,12 @@ func (p *FreezeProxy) accept() {
 			continue
 		}
 		p.mu.Lock()
+		if p.ln != ln { // went down meanwhile
+			p.mu.Unlock()
+			c.Close()
+			up.Close()
+			return
+		}
 		p.conns = append(p.conns, c, up)
 		p.mu.Unlock()
 		go p.pipe(up, c)
@@ -113,12 +122,38 @@ func (p *FreezeProxy) Thaw() {
 	}
 }
 
-func (p *FreezeProxy) close() {
-	p.Thaw()
-	p.ln.Close()
+// Down closes every connection and stops listening: connecting is
+// refused until Up.
+func (p *FreezeProxy) Down() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.ln != nil {
+		p.ln.Close()
+		p.ln = nil
+	}
 	for _, c := range p.conns {
 		c.Close()
 	}
+	p.conns = nil
+}
+
+// Up listens again on the same address after Down.
+func (p *FreezeProxy) Up() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln != nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		return err
+	}
+	p.ln = ln
+	go p.accept(ln)
+	return nil
+}
+
+func (p *FreezeProxy) close() {
+	p.Thaw()
+	p.Down()
 }
