@@ -58,9 +58,15 @@ type Options struct {
 	// them when it is back. Without one, a random id with a clean session
 	// (nobody could resume it).
 	ClientID string
-	Username string
-	Password string
-	TLS      *tls.Config
+	// FreshStart makes the client's first connection drop what the broker
+	// kept for ClientID before this client existed: MQTT 3.1.1 messages
+	// carry no time, so events queued while the process was not running
+	// may be days old, and a rule must not act on them as if they were
+	// new. Outages after that first connection keep the session.
+	FreshStart bool
+	Username   string
+	Password   string
+	TLS        *tls.Config
 	// ConnectTimeout bounds one connection attempt and, for Dial, the whole
 	// wait for the first connection. Default DefaultConnectTimeout.
 	ConnectTimeout time.Duration
@@ -132,6 +138,7 @@ type Client struct {
 	conn     atomic.Pointer[connParts] // the current connection's layers (Unread)
 	health   healthState               // guarded by mu
 	link     linkState                 // guarded by mu
+	fresh    atomic.Bool               // Options.FreshStart not yet done
 }
 
 // Dial connects to o.Broker and returns once the first connection is up, or
@@ -240,6 +247,7 @@ func newClient(o Options) (*Client, error) {
 		firstReady: make(chan struct{}),
 	}
 	c.link.persistent = persistent
+	c.fresh.Store(persistent && o.FreshStart)
 	c.pc = paho.NewClient(c.pahoOptions())
 	c.wg.Add(1)
 	go c.notifier()

@@ -115,6 +115,12 @@ func (e *refusedError) Unwrap() error { return e.err }
 // attempt makes one connection attempt, abandoned when stop is closed (a
 // connection it still makes then is closed: nobody wants it).
 func (c *Client) attempt(stop <-chan struct{}) error {
+	if c.fresh.Load() {
+		if err := c.dropSession(stop); err != nil {
+			return err
+		}
+		c.fresh.Store(false)
+	}
 	tok := c.pc.Connect()
 	select {
 	case <-tok.Done():
@@ -137,6 +143,37 @@ func (c *Client) attempt(stop <-chan struct{}) error {
 		}
 	}
 	return err
+}
+
+// dropSession connects once with a clean session under the client's id and
+// disconnects, so the broker forgets the session and what it queued for
+// it (Options.FreshStart).
+func (c *Client) dropSession(stop <-chan struct{}) error {
+	o := c.opts
+	po := paho.NewClientOptions().AddBroker(o.Broker).SetClientID(o.ClientID).
+		SetUsername(o.Username).SetPassword(o.Password).SetCleanSession(true).
+		SetAutoReconnect(false).SetConnectRetry(false).SetConnectTimeout(o.ConnectTimeout)
+	if o.TLS != nil {
+		po.SetTLSConfig(o.TLS)
+	}
+	pc := paho.NewClient(po)
+	tok := pc.Connect()
+	select {
+	case <-tok.Done():
+	case <-stop:
+		go func() {
+			if <-tok.Done(); tok.Error() == nil {
+				pc.Disconnect(0)
+			}
+		}()
+		return errors.New("no answer from the broker before the deadline")
+	}
+	if err := tok.Error(); err != nil {
+		return err
+	}
+	pc.Disconnect(100)
+	c.log.Info("dropped the session the broker kept from before this start (events queued meanwhile are stale)", "client_id", o.ClientID)
+	return nil
 }
 
 // onConnect runs (on a paho goroutine) after every successful (re)connect.

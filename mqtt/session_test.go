@@ -291,3 +291,44 @@ func TestIdleConnectionToALiveBrokerStays(t *testing.T) {
 		})
 	}
 }
+
+// TestFreshStartDropsWhatWasQueuedBeforeIt: a persistent session resumed
+// at a process's start would deliver events queued while the process was
+// not running, however old; FreshStart drops them, and an outage after the
+// first connection still keeps what arrives meanwhile.
+func TestFreshStartDropsWhatWasQueuedBeforeIt(t *testing.T) {
+	t.Parallel()
+	for name, start := range outageBrokers(t) {
+		t.Run(name, func(t *testing.T) {
+			b := start(t)
+			tag := randomClientID()
+			for _, fresh := range []bool{false, true} {
+				o := b.opts
+				o.ClientID = "fresh-" + tag
+				first := dialWith(t, o)
+				if err := first.Subscribe(tag+"/#", 1, func(Message) {}); err != nil {
+					t.Fatal(err)
+				}
+				first.Close() // the process stops; its session stays on the broker
+				pub := dialWith(t, b.opts)
+				if err := pub.Publish(ctxT(t), tag+"/old", []byte("old"), 1, false); err != nil {
+					t.Fatal(err)
+				}
+				o.FreshStart = fresh
+				next := dialWith(t, o)
+				var in inbox
+				if err := next.Subscribe(tag+"/#", 1, in.handle); err != nil {
+					t.Fatal(err)
+				}
+				if err := pub.Publish(ctxT(t), tag+"/new", []byte("new"), 1, false); err != nil {
+					t.Fatal(err)
+				}
+				testutil.Eventually(t, 5*time.Second, "the message sent after the start", func() bool { return in.topics()[tag+"/new"] })
+				if got := in.topics()[tag+"/old"]; got == fresh {
+					t.Errorf("FreshStart %v: the message queued before the start arrived = %v", fresh, got)
+				}
+				next.Close()
+			}
+		})
+	}
+}

@@ -120,7 +120,7 @@ func (a *app) connectMQTT(ctx context.Context) error {
 		// The embedded broker's own client: no TCP connection in between.
 		a.client = a.broker.Inline(log.With("part", "mqtt"))
 	} else {
-		c, err := mqtt.Dial(ctx, mqtt.Options{Broker: cfg.Broker, ClientID: cfg.ClientID, Username: cfg.MQTTUser,
+		c, err := mqtt.Dial(ctx, mqtt.Options{Broker: cfg.Broker, ClientID: cfg.ClientID, FreshStart: true, Username: cfg.MQTTUser,
 			Password: cfg.MQTTPassword, TLS: cfg.tlsConfig(), Logger: log.With("part", "mqtt"), ConnectRetry: true,
 			PublishTimeout: cfg.publishTimeout, MaxMessageBytes: cfg.MaxMessageBytes})
 		if err != nil {
