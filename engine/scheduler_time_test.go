@@ -6,7 +6,9 @@ import (
 	"sync"
 	"testing"
 	"time"
-	_ "time/tzdata" // Europe/Paris whatever the machine has installed
+	_ "time/tzdata" // the zones below whatever the machine has installed
+
+	"github.com/pilothouse/pilothouse/internal/testutil"
 )
 
 // simClock is an engine clock a test moves.
@@ -63,5 +65,36 @@ func TestSchedulerAcrossDaylightSaving(t *testing.T) {
 				t.Errorf("fires at %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestSunTriggerRearmsThroughPolarNight: at Tromsø (69.65°N) in December
+// the sun does not rise for weeks. A sunrise trigger deployed then says
+// its next firing (the first sunrise, in January), keeps looking every
+// day (s.sunRecheck, shortened here) and fires at that sunrise. It used
+// to find no event within three days and was never armed again until a
+// restart.
+func TestSunTriggerRearmsThroughPolarNight(t *testing.T) {
+	oslo, err := time.LoadLocation("Europe/Oslo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tromso := Location{Latitude: 69.6492, Longitude: 18.9553}
+	clock := &simClock{now: time.Date(2026, 12, 1, 12, 0, 0, 0, oslo)}
+	h := newHouse(t, Config{TimeZone: oslo, Location: &tromso, LocationSource: LocationConfigured, Now: clock.Now})
+	h.eng.sched.mu.Lock()
+	h.eng.sched.sunRecheck = 20 * time.Millisecond
+	h.eng.sched.mu.Unlock()
+	h.deploy(`{"name":"polar-sunrise","triggers":[{"id":"dawn","sun":"sunrise"}],"steps":[{"id":"x","stop":""}]}`)
+	ri, err := h.eng.GetRule(context.Background(), "polar-sunrise", 0)
+	if err != nil || ri.NextFire == nil || ri.NextFire.Month() != time.January {
+		t.Fatalf("next firing in polar night: %v (%v), want the first sunrise in January", ri.NextFire, err)
+	}
+	// Weeks pass: the simulated clock jumps to just before that sunrise;
+	// the daily look finds it and the rule fires.
+	clock.set(ri.NextFire.Add(-10 * time.Millisecond))
+	testutil.Eventually(t, 5*time.Second, "the sunrise firing", func() bool { return len(h.firings("polar-sunrise")) > 0 })
+	if n := len(h.firings("polar-sunrise")); n != 1 {
+		t.Errorf("%d firings, want 1", n)
 	}
 }
