@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -120,6 +121,34 @@ func TestEveryDocumentedKeyTakesEffect(t *testing.T) {
 	sort.Strings(stale)
 	if len(stale) > 0 {
 		t.Errorf("rows for keys docs/configuration.md does not document: %v", stale)
+	}
+}
+
+// TestConfigTimeZoneReachesTheServer: the configuration file's time_zone
+// is the zone the running server reports (pilotage_discover) and
+// schedules in (a deploy's next_fire), as --tz used to wipe it to UTC.
+func TestConfigTimeZoneReachesTheServer(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "pilothouse.yaml")
+	conf := "listen: 127.0.0.1:0\nmqtt: {embedded_listen: 127.0.0.1:0}\ndemo: {pace: 1h}\ntime_zone: Asia/Tokyo\ndata_dir: " + dir + "\n"
+	if err := os.WriteFile(file, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := parseFlags("serve", []string{"--config", file})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := startTestApp(t, cfg)
+	c := mcpClient(t, a.URL()+"/mcp", nil, "")
+	man, _ := call(t, c, "pilotage_discover", map[string]any{})
+	env, _ := man["languages"].([]any)[0].(map[string]any)["environment"].(map[string]any)
+	if env["time_zone"] != "Asia/Tokyo" {
+		t.Errorf("discover: time_zone %v, want Asia/Tokyo", env["time_zone"])
+	}
+	out, _ := call(t, c, "pilotage_execute", map[string]any{"language": "automation/1",
+		"program": map[string]any{"name": "tz", "triggers": []any{map[string]any{"id": "t", "at": "07:00"}}, "steps": []any{map[string]any{"id": "x", "stop": ""}}}})
+	if b, _ := json.Marshal(out); !strings.Contains(string(b), "T07:00:00+09:00") {
+		t.Errorf("deploy: want next_fire at 07:00 +09:00: %s", b)
 	}
 }
 
