@@ -17,8 +17,9 @@ import (
 )
 
 // documentedKey is one key of docs/configuration.md's key tables, with the
-// flag its row names ("" = file only).
-type documentedKey struct{ key, flag string }
+// flag its row names ("" = file only) and the environment variable, if the
+// row names one.
+type documentedKey struct{ key, flag, env string }
 
 // documentedKeys reads the key tables of the "## Keys" section: the main
 // table and the per-item tables of its subsections (`principals[]` →
@@ -52,8 +53,13 @@ func documentedKeys(t *testing.T) []documentedKey {
 			cells := strings.Split(line, "|")
 			k := documentedKey{key: prefix + strings.Trim(strings.TrimSpace(cells[1]), "`")}
 			if flagCol > 0 {
-				if f := strings.Fields(strings.ReplaceAll(cells[flagCol], "`", "")); len(f) > 0 && strings.HasPrefix(f[0], "--") {
-					k.flag = strings.TrimPrefix(f[0], "--")
+				for _, f := range strings.Fields(strings.ReplaceAll(cells[flagCol], "`", "")) {
+					if strings.HasPrefix(f, "--") && k.flag == "" {
+						k.flag = strings.TrimPrefix(f, "--")
+					}
+					if strings.HasPrefix(f, envPrefix) {
+						k.env = f
+					}
 				}
 			}
 			if !strings.HasSuffix(k.key, ".*") { // limits.* stands for the limits table
@@ -109,6 +115,8 @@ func TestEveryDocumentedKeyTakesEffect(t *testing.T) {
 		case (dk.flag != "") != (r.flag != ""):
 			t.Errorf("%s: the doc names flag %q; the row's flag value is %q", dk.key, dk.flag, r.flag)
 			continue
+		case dk.env != "" && dk.env != flagEnv(dk.flag):
+			t.Errorf("%s: the doc names variable %s; --%s reads %s", dk.key, dk.env, dk.flag, flagEnv(dk.flag))
 		}
 		t.Run(dk.key, func(t *testing.T) { checkKeyRow(t, dir, dk, r) })
 	}
