@@ -35,6 +35,7 @@ type scheduler struct {
 	closing    bool                       // set under mu by close: disarming keeps persisted windows
 	work       *workers                   // goroutines firings run on
 	slowHere   time.Duration              // a firing run here longer than this is slow
+	sunRecheck time.Duration              // the longest a sun trigger's timer waits (tests shorten it)
 }
 
 // armedRule is one installed, enabled rule in memory.
@@ -91,12 +92,13 @@ type ruleArmInfo struct {
 
 func newScheduler(e *Engine) *scheduler {
 	return &scheduler{
-		e:        e,
-		rules:    map[string]*armedRule{},
-		index:    map[string][]*armedTrigger{},
-		work:     newWorkers(),
-		slowHere: defaultSlowHere,
-		cron:     cron.New(cron.WithLocation(e.cfg.TimeZone), cron.WithChain(cron.Recover(cron.DiscardLogger))),
+		e:          e,
+		rules:      map[string]*armedRule{},
+		index:      map[string][]*armedTrigger{},
+		work:       newWorkers(),
+		slowHere:   defaultSlowHere,
+		sunRecheck: sunRecheck,
+		cron:       cron.New(cron.WithLocation(e.cfg.TimeZone), cron.WithChain(cron.Recover(cron.DiscardLogger))),
 	}
 }
 
@@ -246,31 +248,52 @@ func (s *scheduler) armLocked(ar *armedRule) {
 			}
 			at.cronID = s.cron.Schedule(sch, cron.FuncJob(func() { at.fire(nil, nil, because) }))
 		case rules.TriggerSun:
-			s.armSun(ar, at)
+			s.armSun(ar, at, time.Time{})
 		}
 	}
 }
 
-// armSun schedules the next sunrise/sunset (+offset) and re-arms after it.
-func (s *scheduler) armSun(ar *armedRule, at *armedTrigger) {
+// sunRecheck is how long the scheduler waits at most before it looks for
+// a sun trigger's next event again.
+const sunRecheck = 24 * time.Hour
+
+// armSun schedules the next sunrise/sunset (+offset) after now, and after
+// notBefore (the event it last fired for: a timer a moment early must not
+// find that event again), and re-arms after it. An event more than
+// s.sunRecheck away (through polar night or midnight sun, none for
+// months) is looked for again after that long instead, so the trigger is
+// armed every day and no timer waits for months.
+func (s *scheduler) armSun(ar *armedRule, at *armedTrigger, notBefore time.Time) {
 	loc := s.e.cfg.Location
 	if loc == nil {
 		return
 	}
 	sun, offset := at.t.Sun()
-	next := rules.NextSunEvent(s.e.Now().In(s.e.cfg.TimeZone), *loc, sun, offset)
-	if next.IsZero() {
-		return
+	now := s.e.Now()
+	from := now
+	if from.Before(notBefore) {
+		from = notBefore
 	}
-	tm := time.AfterFunc(next.Sub(s.e.Now()), func() {
-		at.fire(nil, nil, "it was "+rules.SunPhrase(sun, offset)+" ("+next.In(s.e.cfg.TimeZone).Format("15:04")+")")
+	next := rules.NextSunEvent(from.In(s.e.cfg.TimeZone), *loc, sun, offset)
+	wait, fires := next.Sub(now), true
+	if next.IsZero() || wait > s.sunRecheck {
+		wait, fires = s.sunRecheck, false
+	}
+	var tm *time.Timer
+	tm = time.AfterFunc(wait, func() {
+		if fires {
+			notBefore = next
+			at.fire(nil, nil, "it was "+rules.SunPhrase(sun, offset)+" ("+next.In(s.e.cfg.TimeZone).Format("15:04")+")")
+		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if s.rules[ar.name] == ar && ar.enabled {
-			s.armSun(ar, at)
+		// Only the trigger's current timer re-arms: one disarmed since
+		// (and perhaps armed again) leaves it to the newer one.
+		if s.rules[ar.name] == ar && ar.enabled && len(at.suns) == 1 && at.suns[0] == tm {
+			s.armSun(ar, at, notBefore)
 		}
 	})
-	at.suns = append(at.suns, tm)
+	at.suns = append(at.suns[:0], tm) // the timer it replaces has fired
 }
 
 // disarmLocked removes a rule's triggers and cancels its firings; it

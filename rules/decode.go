@@ -317,7 +317,11 @@ func ParseCron(spec string) (s cron.Schedule, err error) {
 	if err := checkEvery(spec); err != nil {
 		return nil, err
 	}
-	return cronParser.Parse(spec)
+	s, err = cronParser.Parse(spec)
+	if err != nil {
+		return nil, err
+	}
+	return wallClock(s), nil
 }
 
 // checkEvery refuses an "@every" duration robfig/cron would not honour:

@@ -84,7 +84,7 @@ func (c *checker) overlaps(p *Program) {
 				warned[s.ptr+"\x00"+it.Rule] = true
 				named[s.ptr]++
 				c.d.add(CodeOverlappingRule, s.ptr, "merge the two into one rule, or make their conditions exclusive; deploying under the name "+it.Rule+" replaces that rule",
-					"rule %q also calls %s %s (its trigger %q): the two rules race and the last command wins", it.Rule, other, midSentence(describeTrigger(it.Trigger, zoneName(c.o.Zone))), it.Trigger.ID())
+					"rule %q also calls %s %s (its trigger %q): the two rules race and the last command wins", it.Rule, other, midSentence(describeTrigger(it.Trigger, zoneName(c.o.Zone), c.o.Zone)), it.Trigger.ID())
 			}
 		}
 	}

@@ -32,7 +32,7 @@ func BuildPlan(c *Compiled) *pilotage.Plan {
 	for i := range c.triggers {
 		t := &c.triggers[i]
 		b.add(pilotage.PlanStep{ID: t.id, Kind: PlanKindTrigger + ":" + string(t.Kind()),
-			Description: describeTrigger(t, c.zone), Risk: pilotage.RiskRead, RiskHints: read,
+			Description: describeTrigger(t, c.zone, c.loc), Risk: pilotage.RiskRead, RiskHints: read,
 			Arm: &pilotage.Arm{Branch: TriggersStepID, Label: t.id}})
 	}
 	for _, cd := range c.conds {
@@ -162,7 +162,10 @@ func triggersText(n int) string {
 	return "The run starts when any of these " + Plural(n, "trigger", "") + " fires"
 }
 
-func describeTrigger(t *RunTrigger, zone string) string {
+// describeTrigger says when a trigger fires; clock times are read in
+// zone, named as zone, whose daylight-saving changes a schedule's phrase
+// says what they do to it.
+func describeTrigger(t *RunTrigger, zone string, loc *time.Location) string {
 	switch t.Kind() {
 	case TriggerState:
 		s := "When " + t.entity + " changes"
@@ -195,9 +198,9 @@ func describeTrigger(t *RunTrigger, zone string) string {
 		}
 		return s
 	case TriggerCron:
-		return cronWords(t.Spec()) + inZone(zone)
+		return cronWords(t.Spec()) + inZone(zone, dstNote(t.Schedule(), loc))
 	case TriggerTime:
-		return "Every day at " + t.Spec() + inZone(zone)
+		return "Every day at " + t.Spec() + inZone(zone, dstNote(t.Schedule(), loc))
 	case TriggerSun:
 		sun, offset := t.Sun()
 		return "At " + SunPhrase(sun, offset) + " (the server's location)"
@@ -214,12 +217,13 @@ func valuesText(list []any, conj string) string {
 	return JoinList(parts, conj)
 }
 
-// inZone names the zone clock times are read in (nothing when unknown).
-func inZone(zone string) string {
+// inZone names the zone clock times are read in, with a note on them
+// (nothing when the zone is unknown).
+func inZone(zone, note string) string {
 	if zone == "" {
 		return ""
 	}
-	return " (" + zone + ")"
+	return " (" + zone + note + ")"
 }
 
 func holdFor(how string, d time.Duration) string {

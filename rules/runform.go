@@ -29,6 +29,7 @@ import (
 type form struct {
 	name, description string
 	zone              string          // the time zone plans name ("" = the server's)
+	loc               *time.Location  // that zone (nil = unknown)
 	params            json.RawMessage // the params schema (nil = none)
 	triggers          []RunTrigger
 	conds             []runCond

@@ -87,7 +87,9 @@ func nextFirings(t *RunTrigger, p Place, now time.Time) (out []time.Time, desc s
 	return out, desc, false
 }
 
-// firesAt reports the firing in the minute up to now, if any.
+// firesAt reports the last firing in the minute up to now, if any: the
+// tick the scheduler makes at now or just before it (a schedule every 5 s
+// asked at 10:00:05 fires at 10:00:05, not at the minute's first tick).
 func firesAt(t *RunTrigger, p Place, now time.Time) (time.Time, bool) {
 	from := now.Add(-time.Minute)
 	if t.Kind() == TriggerSun {
@@ -95,11 +97,16 @@ func firesAt(t *RunTrigger, p Place, now time.Time) (time.Time, bool) {
 			return time.Time{}, false
 		}
 		sun, offset := t.Sun()
-		at := NextSunEvent(from, *p.Location, sun, offset)
+		at := NextSunEvent(from, *p.Location, sun, offset) // one a day at most
 		return at, !at.IsZero() && !at.After(now)
 	}
-	at := t.Schedule().Next(from)
-	return at, !at.IsZero() && !at.After(now)
+	var last time.Time
+	sch := t.Schedule()
+	// At most one tick a second: 60 steps.
+	for at := sch.Next(from); !at.IsZero() && !at.After(now); at = sch.Next(at) {
+		last = at
+	}
+	return last, !last.IsZero()
 }
 
 func timeTexts(ts []time.Time) []string {

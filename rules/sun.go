@@ -113,24 +113,26 @@ func sunEvent(day time.Time, loc Location, rising bool) (time.Time, bool) {
 }
 
 // SunEventOn is sunrise or sunset (+offset) on the local day of t, in t's
-// location; ok is false when the sun does not rise or set that day.
+// location; ok is false when the sun does not rise (or set) that day.
 func SunEventOn(t time.Time, loc Location, which string, offset time.Duration) (time.Time, bool) {
-	r, s, ok := SunTimes(t, loc)
+	y, m, d := t.Date()
+	ev, ok := sunEvent(time.Date(y, m, d, 0, 0, 0, 0, time.UTC), loc, which == Sunrise)
 	if !ok {
 		return time.Time{}, false
 	}
-	if which == Sunrise {
-		return r.Add(offset), true
-	}
-	return s.Add(offset), true
+	return onLocalDay(ev.Truncate(time.Second), y, m, d, t.Location()).Add(offset), true
 }
 
+// sunHorizonDays is how far NextSunEvent looks: past the longest polar
+// night or day (about six months at a pole).
+const sunHorizonDays = 200
+
 // NextSunEvent is the next sunrise or sunset (+offset) strictly after now,
-// in now's location (zero when there is none within three days: polar day
-// or night).
+// in now's location; through polar day or night it is the first one after
+// it (zero when there is none within sunHorizonDays).
 func NextSunEvent(now time.Time, loc Location, which string, offset time.Duration) time.Time {
 	y, m, d := now.Date()
-	for i := -1; i < 3; i++ {
+	for i := -1; i < sunHorizonDays; i++ {
 		day := time.Date(y, m, d+i, 12, 0, 0, 0, now.Location())
 		if ev, ok := SunEventOn(day, loc, which, offset); ok && ev.After(now) {
 			return ev
@@ -138,6 +140,32 @@ func NextSunEvent(now time.Time, loc Location, which string, offset time.Duratio
 	}
 	return time.Time{}
 }
+
+// horizonElevation is the sun's elevation, in degrees, at sunrise and
+// sunset: its upper limb on the horizon, with refraction (the zenith of
+// 90.833° sunEvent uses).
+const horizonElevation = -0.833
+
+// SunElevation is the sun's elevation above the horizon at t and loc, in
+// degrees (NOAA's general solar position, good to a fraction of a degree).
+func SunElevation(t time.Time, loc Location) float64 {
+	t = t.UTC()
+	hours := float64(t.Hour()) + float64(t.Minute())/60 + float64(t.Second())/3600
+	g := 2 * math.Pi / 365 * (float64(t.YearDay()-1) + (hours-12)/24)
+	eqTime := 229.18 * (0.000075 + 0.001868*math.Cos(g) - 0.032077*math.Sin(g) - 0.014615*math.Cos(2*g) - 0.040849*math.Sin(2*g))
+	decl := 0.006918 - 0.399912*math.Cos(g) + 0.070257*math.Sin(g) - 0.006758*math.Cos(2*g) +
+		0.000907*math.Sin(2*g) - 0.002697*math.Cos(3*g) + 0.00148*math.Sin(3*g)
+	solarMinutes := hours*60 + eqTime + 4*loc.Longitude
+	hourAngle := solarMinutes/4 - 180
+	lat := loc.Latitude * math.Pi / 180
+	cosZenith := math.Sin(lat)*math.Sin(decl) + math.Cos(lat)*math.Cos(decl)*cosDeg(hourAngle)
+	return 90 - deg(math.Acos(math.Max(-1, math.Min(1, cosZenith))))
+}
+
+// SunUp reports whether the sun is above the horizon at t and loc, as
+// sunrise and sunset count it: all day in midnight sun, never in polar
+// night.
+func SunUp(t time.Time, loc Location) bool { return SunElevation(t, loc) > horizonElevation }
 
 func deg(r float64) float64     { return r * 180 / math.Pi }
 func sinDeg(d float64) float64  { return math.Sin(d * math.Pi / 180) }

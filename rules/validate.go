@@ -133,7 +133,7 @@ func (c *checker) compiled(prog *Program, canon []byte) *Compiled {
 	}
 	cp.form = lower(prog, &interner{k: c.o.Cache, entry: cp.Entry})
 	if c.o.Zone != nil {
-		cp.zone = zoneName(c.o.Zone)
+		cp.zone, cp.loc = zoneName(c.o.Zone), c.o.Zone
 	}
 	cp.Plan = BuildPlan(cp)
 	return cp

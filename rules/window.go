@@ -114,13 +114,38 @@ func (w *condWindow) evalSun(now time.Time, p Place, in map[string]any) (bool, m
 		ev, ok := SunEventOn(now, *p.Location, b.event, b.off)
 		if !ok {
 			in[b.key] = b.event + " does not happen today (polar day or night)"
-			return false, in, nil
+			return w.bySunUp(now, *p.Location, in), in, nil
 		}
 		*b.at = ev
 		in[b.key] = ev.Format(time.RFC3339) + " (" + sunText(b.event, b.off) + ")"
 	}
 	ok := inWindow(now.UnixNano(), t1.UnixNano(), t2.UnixNano(), w.sunAfter != "", w.sunBefore != "")
 	return ok, in, nil
+}
+
+// bySunUp decides a sun window on a day one of its events does not
+// happen (polar night or midnight sun) by where the sun is, so polar night
+// is night and midnight sun is day: "after sunset" and "before sunrise"
+// hold while the sun is down, "after sunrise" and "before sunset" while it
+// is up (offsets have no event to move), and a window of both bounds holds
+// when both do — either, for a window across midnight such as the night.
+func (w *condWindow) bySunUp(now time.Time, loc Location, in map[string]any) bool {
+	elev := SunElevation(now, loc)
+	up := elev > horizonElevation
+	in["sun"] = fmt.Sprintf("down (elevation %.1f°)", elev)
+	if up {
+		in["sun"] = fmt.Sprintf("up (elevation %.1f°)", elev)
+	}
+	after, before := (w.sunAfter == Sunrise) == up, (w.sunBefore == Sunset) == up
+	switch {
+	case w.sunAfter == "":
+		return before
+	case w.sunBefore == "":
+		return after
+	case w.sunAfter == Sunset && w.sunBefore == Sunrise, w.sunAfter == w.sunBefore && w.afterOff >= w.beforeOff:
+		return after || before
+	}
+	return after && before
 }
 
 func (w *condWindow) dayNames() []any {

@@ -144,20 +144,20 @@ func (v *flagVars) register(fs *cmdFlags, c *Config) {
 	fs.StringVar(&c.MQTTUser, "mqtt-user", c.MQTTUser, "MQTT username")
 	fs.StringVar(&c.MQTTPassword, "mqtt-password", c.MQTTPassword, "MQTT password")
 	fs.StringVar(&c.MQTTCAFile, "mqtt-ca", c.MQTTCAFile, "CA certificate file for ssl:// brokers")
-	fs.BoolVar(&c.MQTTInsecure, "mqtt-insecure", false, "skip TLS certificate verification (testing only)")
+	fs.BoolVar(&c.MQTTInsecure, "mqtt-insecure", c.MQTTInsecure, "skip TLS certificate verification (testing only)")
 	fs.StringVar(&c.Z2MBase, "z2m-base", c.Z2MBase, "Zigbee2MQTT base topic")
 	fs.StringVar(&c.HAPrefix, "ha-prefix", c.HAPrefix, "Home Assistant MQTT discovery prefix")
 	fs.BoolVar(&c.Demo, "demo", c.Demo, "run the demo device simulator")
 	fs.DurationVar(&c.DemoPace, "demo-pace", c.DemoPace, "mean time between spontaneous demo sensor changes")
 	fs.StringVar(&v.lat, "lat", "", "latitude for sunrise/sunset triggers and conditions (default with --demo: the demo house's example location, Greenwich)")
 	fs.StringVar(&v.lon, "lon", "", "longitude for sunrise/sunset triggers")
-	fs.StringVar(&c.TimeZone, "tz", "", "IANA time zone for schedules (default: the system's)")
+	fs.StringVar(&c.TimeZone, "tz", c.TimeZone, "IANA time zone for schedules (default: the system's)")
 	fs.StringVar(&c.Retention, "retention", c.Retention, "how long run records are kept (ISO 8601 duration, e.g. P30D)")
 	fs.StringVar(&v.notifyTopic, "notify-topic", v.defaultNotify, "MQTT topic of the notify.phone channel (empty = none; default when the config file declares no notify channels)")
 	fs.DurationVar(&c.StdioTimeout, "stdio-request-timeout", c.StdioTimeout, "stdio: how long to wait for the serve running the house to announce itself, and for its answer to each request (0 = no bound)")
 	fs.StringVar(&v.token, "token", "", "bearer token of the owner principal (required when --addr is not loopback)")
 	fs.StringVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
-	fs.BoolVar(&c.LogJSON, "log-json", false, "log as JSON")
+	fs.BoolVar(&c.LogJSON, "log-json", c.LogJSON, "log as JSON")
 }
 
 // flagEnv is the environment variable that overrides a flag's default.
