@@ -40,25 +40,11 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout, stderr io.Wr
 		return cliRules(ctx, args, stdout, stderr)
 	case "trace":
 		return cliTrace(ctx, args, stdout, stderr)
+	case "sim":
+		return cliSim(ctx, args, stdout, stderr)
 	default:
 		return fmt.Errorf("unknown client command %q (apply, test, rules, trace)", cmd)
 	}
-}
-
-// conn holds the connection flags every client command shares.
-type conn struct{ server, token string }
-
-func (c *conn) register(fs *flag.FlagSet) {
-	server := os.Getenv("PILOTHOUSE_SERVER")
-	if server == "" {
-		server = defaultServer
-	}
-	fs.StringVar(&c.server, "server", server, "MCP endpoint of the server (env PILOTHOUSE_SERVER)")
-	fs.StringVar(&c.token, "token", os.Getenv("PILOTHOUSE_TOKEN"), "bearer token (env PILOTHOUSE_TOKEN)")
-}
-
-func (c *conn) dial(ctx context.Context) (*pilotclient.Client, error) {
-	return pilotclient.Dial(ctx, pilotclient.Options{URL: c.server, Token: c.token, Name: "pilothouse-cli", Version: "1"})
 }
 
 // parseInterspersed parses flags that may come before or after the
@@ -385,7 +371,7 @@ func cliRules(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		printRules(stdout, list)
+		printRules(stdout, list, cn.houseZone(ctx))
 		return nil
 	}
 	if len(pos) != 2 {

@@ -19,6 +19,8 @@ Usage:
   pilothouse stdio [flags]       MCP over stdin/stdout (for desktop assistants); bridges to the
                                  running serve of the same data folder, else runs the house itself
   pilothouse sim --broker URL    run only the demo device simulator against a broker
+  pilothouse sim press DEVICE ACTION           make a demo device of the running serve act now,
+  pilothouse sim set DEVICE PROPERTY=VALUE...  e.g. sim set hall_motion occupancy=true
   pilothouse bench [flags]       measure event → command latency with N installed rules
   pilothouse --version           print the version and the revision it was built from
 
@@ -53,7 +55,11 @@ func main() {
 	case "stdio":
 		err = runStdio(ctx, args, os.Stdin, os.Stdout)
 	case "sim":
-		err = runSim(ctx, args)
+		if isSimVerb(args) {
+			err = runCLI(ctx, cmd, args, os.Stdout, os.Stderr, os.Stdin)
+		} else {
+			err = runSim(ctx, args)
+		}
 	case "bench-load": // started by bench
 		err = runBenchLoad(ctx, args)
 	case "bench":
