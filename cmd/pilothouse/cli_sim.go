@@ -46,7 +46,7 @@ func cliSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		what = "set " + strings.Join(pos[2:], " ")
 	}
 	fmt.Fprintf(stdout, "%s: %s\n  state now: %s\n", res.Device, what, compactAny(res.State))
-	fmt.Fprintln(stdout, "  what fired: pilothouse rules")
+	fmt.Fprintln(stdout, "  what fired: pilothouse runs --since 1m")
 	return nil
 }
 
