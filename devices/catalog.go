@@ -39,6 +39,14 @@ type NotifyChannel struct {
 	Name  string
 	Topic string // MQTT topic the message is published to (JSON {"title","message"})
 	URL   string // optional HTTP webhook (POST JSON), used when Topic is empty
+
+	// Ntfy is an ntfy topic URL (https://ntfy.sh/<topic>): the message is
+	// pushed to the phones subscribed to it, with Priority (min, low,
+	// default, high, urgent) and Tags (emoji short codes) unless the call
+	// gives its own.
+	Ntfy     string
+	Priority string
+	Tags     []string
 }
 
 // Live is a live value served beside an entry; never part of the entry.
@@ -106,6 +114,7 @@ type Catalog struct {
 	ids     *idTable        // device id assignments; changed under ingest and mu
 	z2mIDs  map[string]bool // ids of the Zigbee2MQTT devices (the last list)
 	notify  *devSpec        // the notification channels (built once)
+	notices notifyCounters  // what the channels sent and failed to send (own lock)
 	topics  struct{ devices, event, haPrefix, z2mPrefix string }
 
 	snap    atomic.Pointer[Snapshot]

@@ -314,7 +314,7 @@ func (c *Catalog) rebuildLocked(tx *txn) {
 		}
 	}
 	if c.notify == nil {
-		if ns := notifySpecs(c.opts.Notify); len(ns) > 0 {
+		if ns := notifySpecs(c.opts.Notify, &c.notices); len(ns) > 0 {
 			c.notify = ns[0]
 		}
 	}

@@ -2,10 +2,16 @@ package main
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -132,7 +138,8 @@ func TestREADMECommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = broker.Close() })
-	r := &readmeRun{t: t, brokerAddr: broker.Addr()}
+	phone := newPhone(t)
+	r := &readmeRun{t: t, brokerAddr: broker.Addr(), phone: phone}
 	var demoBlock []readmeLine
 	for _, l := range lines {
 		words := shellWords(l.text)
@@ -143,8 +150,8 @@ func TestREADMECommands(t *testing.T) {
 			r.build(words)
 		case words[0] == "./pilothouse" && (len(words) == 1 || strings.HasPrefix(words[1], "-")):
 			r.serve(words[1:])
-			if r.demo {
-				for _, d := range demoBlock { // "then apply, sim set and runs as above"
+			if r.demo && strings.Contains(l.text, "--broker") {
+				for _, d := range demoBlock { // beside Mosquitto: "then apply, sim set and runs as above"
 					r.client(shellWords(d.text))
 				}
 			}
@@ -165,9 +172,38 @@ func TestREADMECommands(t *testing.T) {
 			r.checkFile(where[0], where[1], l.text)
 		}
 	}
-	if r.firings < 2 {
-		t.Errorf("the README's quick starts reached %d firings, want one with the embedded broker and one beside the broker", r.firings)
+	if r.firings < 3 {
+		t.Errorf("the README's quick starts reached %d firings, want one with the embedded broker, one beside the broker, one to the phone", r.firings)
 	}
+	if got := phone.received(); len(got) == 0 || got[0] != "Hall|Motion in the hall|high|house" {
+		t.Errorf("the phone received %q, want the motion-notify rule's push", got)
+	}
+}
+
+// phone is an ntfy server stand-in: the README's ntfy.sh URL is pointed
+// at it, and it records title|message|priority|tags of each push.
+type phone struct {
+	mu  sync.Mutex
+	got []string
+	srv *httptest.Server
+}
+
+func newPhone(t *testing.T) *phone {
+	p := &phone{}
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(io.LimitReader(r.Body, 4096))
+		p.mu.Lock()
+		p.got = append(p.got, strings.Join([]string{r.Header.Get("Title"), string(b), r.Header.Get("Priority"), r.Header.Get("Tags")}, "|"))
+		p.mu.Unlock()
+	}))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+func (p *phone) received() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.got...)
 }
 
 // readmeRun is the state of TestREADMECommands: the binary, the running
@@ -175,6 +211,8 @@ func TestREADMECommands(t *testing.T) {
 type readmeRun struct {
 	t          *testing.T
 	brokerAddr string
+	phone      *phone
+	rule       string // the last rule applied
 	bin        string
 	env        []string
 	serving    *exec.Cmd
@@ -222,12 +260,32 @@ func (r *readmeRun) serve(args []string) {
 		if a == "--demo=false" {
 			r.demo = false
 		}
+		if i > 0 && args[i-1] == "--config" {
+			args[i] = r.localConfig(a)
+		}
 	}
 	r.env = append(binEnv(r.t), "PILOTHOUSE_ADDR=127.0.0.1:0", "PILOTHOUSE_BROKER_LISTEN=127.0.0.1:0", "PILOTHOUSE_DEMO_PACE=1h")
 	r.serving = exec.Command(r.bin, args...)
 	r.serving.Env = r.env
 	startLog(r.t, r.serving)
 	r.startedAt = time.Now()
+}
+
+// localConfig is a copy of a README configuration file with ntfy.sh
+// pointed at the test's phone.
+func (r *readmeRun) localConfig(file string) string {
+	b, err := os.ReadFile(filepath.Join(repoRoot, file))
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	if !bytes.Contains(b, []byte("https://ntfy.sh/")) {
+		return file
+	}
+	local := filepath.Join(r.t.TempDir(), filepath.Base(file))
+	if err := os.WriteFile(local, bytes.ReplaceAll(b, []byte("https://ntfy.sh/"), []byte(r.phone.srv.URL+"/")), 0o600); err != nil {
+		r.t.Fatal(err)
+	}
+	return local
 }
 
 // client runs a client command; after a sim set, runs must show the
@@ -238,10 +296,16 @@ func (r *readmeRun) client(words []string) {
 	if err != nil {
 		r.t.Fatalf("README command %v: %v\n%s%s", words, err, out, errOut)
 	}
+	if words[1] == "apply" {
+		var prog struct{ Name string }
+		b, _ := os.ReadFile(filepath.Join(repoRoot, words[2]))
+		_ = json.Unmarshal(b, &prog)
+		r.rule = prog.Name
+	}
 	if words[1] == "runs" && r.demo {
-		testutil.Eventually(r.t, 10*time.Second, "the example rule's firing in pilothouse runs", func() bool {
+		testutil.Eventually(r.t, 30*time.Second, "the rule's firing in pilothouse runs", func() bool {
 			out, _, err = runPH(r.t, r.bin, r.env, words[1:]...)
-			return err == nil && strings.Contains(out, "firing  success  hall-motion-light")
+			return err == nil && strings.Contains(out, "firing  success  "+r.rule)
 		})
 		r.firings++
 		r.t.Logf("server up → firing listed: %s", time.Since(r.startedAt).Round(time.Millisecond))
