@@ -54,6 +54,10 @@ var commands = []command{
 		flagSet: clientFlagSet(func(fs *flag.FlagSet) { new(traceOpts).register(fs) })},
 	{name: "healthcheck", args: "[--url URL]", summary: "exit 0 when /healthz answers ok (the container's health check)",
 		flagSet: clientFlagSet(func(fs *flag.FlagSet) { healthFlags(fs) })},
+	{name: "demo", args: "forget [--data DIR] [--keep-rules]", summary: "from the demo to a real house in the same data folder: release the demo's device ids and rules",
+		help: "demo forget    with the house stopped, release the device ids the demo's devices hold (a real device named\n" +
+			"               hall_light would otherwise become hall_light_2) and remove the rules that use them (--keep-rules: keep them)",
+		verbs: []string{"forget"}, flagSet: clientFlagSet(func(fs *flag.FlagSet) { demoFlags(fs) })},
 	{name: "completion", args: "bash|zsh|fish", summary: "print the shell completion script, e.g. source <(pilothouse completion bash)",
 		verbs: completionShells},
 	{name: "version", summary: "print the version and the revision it was built from (also --version)"},
@@ -143,7 +147,7 @@ func commandUsage(w io.Writer, name string, fs *flag.FlagSet) {
 	fmt.Fprintln(w, "\nflags:")
 	fs.VisitAll(func(f *flag.Flag) {
 		typ, use := flag.UnquoteUsage(f)
-		fmt.Fprintf(w, "  --%s %s\n    \t%s", f.Name, typ, use)
+		fmt.Fprintf(w, "  --%s\n    \t%s", strings.TrimSpace(f.Name+" "+typ), use)
 		if f.DefValue != "" && f.DefValue != "false" && f.DefValue != "0" {
 			fmt.Fprintf(w, " (default %q)", f.DefValue)
 		}

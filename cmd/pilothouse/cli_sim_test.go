@@ -43,10 +43,15 @@ func runPH(t *testing.T, bin string, env []string, args ...string) (stdout, stde
 // flags, and returns once it has started.
 func startServe(t *testing.T, bin string, env []string, data string, extra ...string) []string {
 	t.Helper()
+	return startLog(t, newServeCmd(bin, env, data, extra...))
+}
+
+// newServeCmd is "pilothouse serve" on free ports in data with extra flags.
+func newServeCmd(bin string, env []string, data string, extra ...string) *exec.Cmd {
 	args := append([]string{"serve", "--addr", "127.0.0.1:0", "--broker-listen", "127.0.0.1:0", "--data", data, "--demo-pace", "1h"}, extra...)
 	serve := exec.Command(bin, args...)
 	serve.Env = env
-	return startLog(t, serve)
+	return serve
 }
 
 // TestSimFiresDemoRule is the quick start's path through the real binary:

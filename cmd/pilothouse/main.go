@@ -48,6 +48,8 @@ func main() {
 		err = runCLI(ctx, cmd, args, os.Stdout, os.Stderr, os.Stdin)
 	case "healthcheck":
 		err = runHealthcheck(ctx, args)
+	case "demo":
+		err = runDemo(ctx, args, os.Stdout, os.Stderr)
 	case "completion":
 		err = runCompletion(args, os.Stdout, os.Stderr)
 	case "help", "-h", "-help", "--help":

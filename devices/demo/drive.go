@@ -47,3 +47,27 @@ func gestureAction(a string) string {
 	}
 	return a
 }
+
+// DeviceNames are the demo house's device ids, as the catalog names them.
+func DeviceNames() []string {
+	var names []string
+	for _, d := range demoDevices() {
+		names = append(names, d.name)
+	}
+	return append(names, weatherName)
+}
+
+// OwnsKey reports whether a device id registry key (devices.IDAssignment's
+// Key) is one of the demo house's devices or entities: its Zigbee2MQTT
+// IEEE addresses and its Home Assistant identifiers.
+func OwnsKey(key string) bool {
+	if strings.Contains(key, "pilothouse_demo_") {
+		return true
+	}
+	for _, d := range demoDevices() {
+		if key == "z2m:"+d.ieee {
+			return true
+		}
+	}
+	return false
+}
