@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
+	"time"
 )
 
 // simVerbs are the sim subcommands that drive the running serve's demo
@@ -37,6 +39,7 @@ func cliSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	var res struct {
 		Device string         `json:"device"`
 		State  map[string]any `json:"state"`
+		At     time.Time      `json:"at"`
 	}
 	if err := cn.api(ctx, http.MethodPost, "sim", nil, req, &res); err != nil {
 		return err
@@ -46,8 +49,49 @@ func cliSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		what = "set " + strings.Join(pos[2:], " ")
 	}
 	fmt.Fprintf(stdout, "%s: %s\n  state now: %s\n", res.Device, what, compactAny(res.State))
-	fmt.Fprintln(stdout, "  what fired: pilothouse runs --since 1m")
+	printFired(stdout, waitFirings(ctx, &cn, res.At))
 	return nil
+}
+
+// firingWait bounds how long sim waits for the firings a change causes:
+// firing records are written in batches, about 100 ms after the command.
+const firingWait = 1500 * time.Millisecond
+
+// waitFirings polls the firings that started since at until some are
+// listed and a poll adds none, or firingWait passes; the firings are
+// recorded by then, so a pilothouse runs right after lists them.
+func waitFirings(ctx context.Context, cn *conn, at time.Time) []apiRun {
+	q := url.Values{"kind": {"firing"}, "since": {at.Format(time.RFC3339Nano)}, "limit": {"50"}}
+	deadline := time.Now().Add(firingWait)
+	var seen []apiRun
+	for time.Now().Before(deadline) {
+		var res struct {
+			Runs []apiRun `json:"runs"`
+		}
+		if err := cn.api(ctx, http.MethodGet, "runs", q, nil, &res); err != nil {
+			return seen
+		}
+		if len(res.Runs) > 0 && len(res.Runs) == len(seen) {
+			return seen
+		}
+		seen = res.Runs
+		select {
+		case <-ctx.Done():
+			return seen
+		case <-time.After(150 * time.Millisecond):
+		}
+	}
+	return seen
+}
+
+func printFired(w io.Writer, runs []apiRun) {
+	if len(runs) == 0 {
+		fmt.Fprintf(w, "  fired: nothing within %s (no enabled rule listens to this change, or its record comes later: pilothouse runs)\n", firingWait)
+		return
+	}
+	for i := len(runs) - 1; i >= 0; i-- { // oldest first
+		fmt.Fprintf(w, "  fired: %s %s (run %s)\n", runs[i].Rule, runs[i].Status, runs[i].ID)
+	}
 }
 
 func simRequestOf(pos []string) (simRequest, error) {

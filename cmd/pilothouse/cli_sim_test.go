@@ -78,7 +78,7 @@ func TestSimFiresDemoRule(t *testing.T) {
 	}
 	t0 := time.Now()
 	out, errOut, err := ph("sim", "set", "hall_motion", "occupancy=true", "illuminance=12")
-	if err != nil || !strings.Contains(out, `"occupancy":true`) || !strings.Contains(out, `"illuminance":12`) {
+	if err != nil || !strings.Contains(out, `"occupancy":true`) || !strings.Contains(out, `"illuminance":12`) || !strings.Contains(out, "fired: hall-motion-light success (run ") {
 		t.Fatalf("sim set: %v\n%s%s", err, out, errOut)
 	}
 	testutil.Eventually(t, 10*time.Second, "the firing in pilothouse rules", func() bool {
@@ -86,7 +86,8 @@ func TestSimFiresDemoRule(t *testing.T) {
 		return err == nil && strings.Contains(out, "fired ") && strings.Contains(out, ": success")
 	})
 	t.Logf("sim set → firing listed in %s", time.Since(t0).Round(time.Millisecond))
-	if out, errOut, err := ph("sim", "press", "bedroom_remote", "single"); err != nil || !strings.Contains(out, "bedroom_remote: pressed single") {
+	if out, errOut, err := ph("sim", "press", "bedroom_remote", "single"); err != nil || !strings.Contains(out, "bedroom_remote: pressed single") ||
+		!strings.Contains(out, "fired: nothing within 1.5s") {
 		t.Fatalf("sim press: %v\n%s%s", err, out, errOut)
 	}
 	for _, bad := range []struct {

@@ -117,6 +117,7 @@ func (h *houseAPI) sim(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
+	at := time.Now() // runs the change fires start from here (pilothouse sim shows them)
 	var err error
 	switch {
 	case req.Press != "" && req.Set == nil:
@@ -133,7 +134,7 @@ func (h *houseAPI) sim(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		apiError(w, http.StatusServiceUnavailable, err.Error())
 	default:
 		h.a.log.Info("demo device driven by hand", "device", req.Device, "set", req.Set, "press", req.Press, "principal", p.Name)
-		writeAPI(w, http.StatusOK, map[string]any{"device": req.Device, "state": h.a.sim.State(req.Device)})
+		writeAPI(w, http.StatusOK, map[string]any{"device": req.Device, "state": h.a.sim.State(req.Device), "at": at.In(h.zone())})
 	}
 }
 
