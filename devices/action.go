@@ -1,12 +1,10 @@
 package devices
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -22,6 +20,7 @@ type action struct {
 	affects        map[string]string // arg key -> state id
 	presets        bool              // a field has presets: Call sends their values for their names
 	send           func(ctx context.Context, p sender, args map[string]any) error
+	offBus         bool // sends over HTTP, not MQTT (a webhook notification): CallAsync does not wait for it
 }
 
 func newAction(id, name, desc string, risk pilotage.Risk) *action {
@@ -200,67 +199,4 @@ func (c *Catalog) prepare(id string, args map[string]any) (*action, mqtt.PubSub,
 		norm = publishProps(a.fields, norm)
 	}
 	return a, conn, norm, nil
-}
-
-// notifyHTTP posts to webhook notify channels (shared: an http.Client keeps
-// its connections for reuse).
-var notifyHTTP = &http.Client{Timeout: 5 * time.Second}
-
-func notifySpecs(chs []NotifyChannel) []*devSpec {
-	if len(chs) == 0 {
-		return nil
-	}
-	s := &devSpec{source: "config", noDevice: true}
-	for _, ch := range chs {
-		ch := ch
-		if ch.ID == "" {
-			continue
-		}
-		name := ch.Name
-		if name == "" {
-			name = ch.ID
-		}
-		a := newAction(ch.ID, name, "Send a notification to "+name+"; it leaves the house.", pilotage.RiskExternal)
-		a.fields["message"] = strField("Message text")
-		a.fields["title"] = strField("Optional title")
-		a.required = []string{"message"}
-		a.send = func(ctx context.Context, p sender, args map[string]any) error {
-			body := map[string]any{"message": args["message"], "title": args["title"]}
-			if args["title"] == nil {
-				body["title"] = ""
-			}
-			if ch.Topic != "" {
-				return p.publishJSON(ctx, ch.Topic, body)
-			}
-			if ch.URL == "" {
-				return fmt.Errorf("devices: %s: channel has neither topic nor url", ch.ID)
-			}
-			return postJSON(ctx, p.http, ch.URL, body)
-		}
-		s.actions = append(s.actions, a)
-	}
-	return []*devSpec{s}
-}
-
-func postJSON(ctx context.Context, hc *http.Client, url string, body any) error {
-	b, err := json.Marshal(body)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
-	if err != nil {
-		return fmt.Errorf("devices: notify: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("devices: notify: %w", err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("devices: notify: webhook answered %s", resp.Status)
-	}
-	return nil
 }

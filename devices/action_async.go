@@ -2,6 +2,8 @@ package devices
 
 import (
 	"context"
+	"fmt"
+	"sync"
 )
 
 // asyncPublisher is a connection whose QoS 1 publishes can be acknowledged
@@ -31,6 +33,9 @@ func (c *Catalog) CallAsync(ctx context.Context, id string, args map[string]any,
 	a, conn, norm, err := c.prepare(id, args)
 	if err != nil {
 		return nil, err
+	}
+	if a.offBus {
+		return sendOffBus(ctx, a, sender{id: id, conn: conn, http: notifyHTTP}, norm, done), nil
 	}
 	ap, ok := conn.(asyncPublisher)
 	if !ok {
@@ -67,3 +72,20 @@ func (c *Catalog) CallAsync(ctx context.Context, id string, args map[string]any,
 }
 
 func noAbort(error) {}
+
+// sendOffBus sends an HTTP notification on its own goroutine: its attempts
+// (up to about 20 s) must not hold the caller, which may be the
+// connection's reader. abort cancels it and ends the wait at once.
+func sendOffBus(ctx context.Context, a *action, s sender, args map[string]any, done func(error)) (abort func(error)) {
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	var once sync.Once
+	finish := func(err error) { once.Do(func() { done(err) }) }
+	go func() {
+		finish(a.send(ctx, s, args))
+		cancel(nil)
+	}()
+	return func(err error) {
+		cancel(err)
+		finish(fmt.Errorf("devices: %s: %w", s.id, err))
+	}
+}

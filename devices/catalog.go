@@ -39,6 +39,14 @@ type NotifyChannel struct {
 	Name  string
 	Topic string // MQTT topic the message is published to (JSON {"title","message"})
 	URL   string // optional HTTP webhook (POST JSON), used when Topic is empty
+
+	// Ntfy is an ntfy topic URL (https://ntfy.sh/<topic>): the message is
+	// pushed to the phones subscribed to it, with Priority (min, low,
+	// default, high, urgent) and Tags (emoji short codes) unless the call
+	// gives its own.
+	Ntfy     string
+	Priority string
+	Tags     []string
 }
 
 // Live is a live value served beside an entry; never part of the entry.
@@ -115,6 +123,7 @@ type Catalog struct {
 	subWake chan struct{}
 
 	snap    atomic.Pointer[Snapshot]
+	notices notifyCounters // what the channels sent and failed to send (own lock)
 	refused refusalCounts
 }
 

@@ -317,7 +317,7 @@ func (c *Catalog) rebuildSpecs(tx *txn) []specChange {
 		}
 	}
 	if c.notify == nil {
-		if ns := notifySpecs(c.opts.Notify); len(ns) > 0 {
+		if ns := notifySpecs(c.opts.Notify, &c.notices); len(ns) > 0 {
 			c.notify = ns[0]
 		}
 	}

@@ -167,8 +167,10 @@ func (a *app) serveHTTP() error {
 	guard := mcpserver.NewGuard(gopts)
 	a.guard = guard
 	a.instance = randomHex(8)
-	mux.Handle("/mcp", a.mcp.HTTPHandler(mcpserver.HTTPOptions{Path: "/mcp", Principals: a.mcpPrincipals(),
+	principals := a.mcpPrincipals()
+	mux.Handle("/mcp", a.mcp.HTTPHandler(mcpserver.HTTPOptions{Path: "/mcp", Principals: principals,
 		AllowedOrigins: a.cfg.AllowedOrigins, Guard: guard}))
+	a.routeAPI(mux, principals)
 	mux.HandleFunc("/healthz", a.healthz)
 	mux.Handle("/", web.Handler(a.eng, web.Options{Principals: a.cfg.Principals, Logger: a.log.With("part", "web"), Guard: guard,
 		Health: a.webHealth, Load: func() []string { return a.load().Warnings }}))

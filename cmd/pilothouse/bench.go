@@ -81,7 +81,16 @@ type benchFlags struct {
 
 func parseBenchFlags(args []string) (*benchFlags, error) {
 	bf := &benchFlags{}
-	fs := flag.NewFlagSet("pilothouse bench", flag.ContinueOnError)
+	fs := newFlagSet("bench", os.Stderr)
+	bf.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	return bf, nil
+}
+
+// register is bench's flag table (the command table's too).
+func (bf *benchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&bf.rules, "rules", "1,1000,10000", "comma-separated installed-rule counts to measure")
 	fs.IntVar(&bf.rate, "rate", 1000, "events per second")
 	fs.DurationVar(&bf.dur, "duration", 5*time.Second, "measuring time per configuration")
@@ -92,10 +101,6 @@ func parseBenchFlags(args []string) (*benchFlags, error) {
 	fs.BoolVar(&bf.loadProcess, "load-process", false, "run the load generator (publisher and subscriber) as a child process instead of inside the server process")
 	fs.StringVar(&bf.traceFile, "trace", "", "write a runtime execution trace of the measuring phases to this file (go tool trace)")
 	fs.StringVar(&bf.heapProfile, "heapprofile", "", "write the live heap after the set-up of the last configuration to this file, and after its measurement to this file.after")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	return bf, nil
 }
 
 // profiles opens the profile and trace files the flags name (the

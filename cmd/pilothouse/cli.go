@@ -40,25 +40,13 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout, stderr io.Wr
 		return cliRules(ctx, args, stdout, stderr)
 	case "trace":
 		return cliTrace(ctx, args, stdout, stderr)
+	case "sim":
+		return cliSim(ctx, args, stdout, stderr)
+	case "runs":
+		return cliRuns(ctx, args, stdout, stderr)
 	default:
-		return fmt.Errorf("unknown client command %q (apply, test, rules, trace)", cmd)
+		return fmt.Errorf("unknown client command %q (apply, test, rules, runs, trace, sim)", cmd)
 	}
-}
-
-// conn holds the connection flags every client command shares.
-type conn struct{ server, token string }
-
-func (c *conn) register(fs *flag.FlagSet) {
-	server := os.Getenv("PILOTHOUSE_SERVER")
-	if server == "" {
-		server = defaultServer
-	}
-	fs.StringVar(&c.server, "server", server, "MCP endpoint of the server (env PILOTHOUSE_SERVER)")
-	fs.StringVar(&c.token, "token", os.Getenv("PILOTHOUSE_TOKEN"), "bearer token (env PILOTHOUSE_TOKEN)")
-}
-
-func (c *conn) dial(ctx context.Context) (*pilotclient.Client, error) {
-	return pilotclient.Dial(ctx, pilotclient.Options{URL: c.server, Token: c.token, Name: "pilothouse-cli", Version: "1"})
 }
 
 // parseInterspersed parses flags that may come before or after the
@@ -78,12 +66,6 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-func newFlagSet(name string, stderr io.Writer) *flag.FlagSet {
-	fs := flag.NewFlagSet("pilothouse "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	return fs
-}
-
 func readProgram(path string) (json.RawMessage, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -91,18 +73,30 @@ func readProgram(path string) (json.RawMessage, error) {
 	}
 	var v map[string]any
 	if err := json.Unmarshal(b, &v); err != nil {
-		return nil, fmt.Errorf("%s: not a JSON object: %w", path, err)
+		return nil, jsonError(path, b, err)
 	}
 	return json.RawMessage(b), nil
 }
 
+// applyOpts are pilothouse apply's flags.
+type applyOpts struct {
+	cn           conn
+	approve, yes bool
+	input        string
+}
+
+func (o *applyOpts) register(fs *flag.FlagSet) {
+	o.cn.register(fs)
+	fs.BoolVar(&o.approve, "approve", false, "Host policy: approve destructive/openWorld plans without asking")
+	fs.BoolVar(&o.yes, "yes", false, "same as --approve")
+	fs.StringVar(&o.input, "input", "", inputUsage)
+}
+
 func cliApply(ctx context.Context, args []string, stdout, stderr io.Writer, stdin io.Reader) error {
 	fs := newFlagSet("apply", stderr)
-	var cn conn
-	cn.register(fs)
-	approve := fs.Bool("approve", false, "Host policy: approve destructive/openWorld plans without asking")
-	yes := fs.Bool("yes", false, "same as --approve")
-	inputJSON := fs.String("input", "", inputUsage)
+	var o applyOpts
+	o.register(fs)
+	cn, approve, yes, inputJSON := &o.cn, &o.approve, &o.yes, &o.input
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -306,13 +300,24 @@ func jsonOrString(v string) any {
 	return v
 }
 
+// testOpts are pilothouse test's flags.
+type testOpts struct {
+	cn    conn
+	sf    scenarioFlags
+	input string
+}
+
+func (o *testOpts) register(fs *flag.FlagSet) {
+	o.cn.register(fs)
+	o.sf.register(fs)
+	fs.StringVar(&o.input, "input", "", inputUsage)
+}
+
 func cliTest(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("test", stderr)
-	var cn conn
-	cn.register(fs)
-	var sf scenarioFlags
-	sf.register(fs)
-	inputJSON := fs.String("input", "", inputUsage)
+	var o testOpts
+	o.register(fs)
+	cn, sf, inputJSON := &o.cn, &o.sf, &o.input
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -385,11 +390,12 @@ func cliRules(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		printRules(stdout, list)
+		printRules(stdout, list, cn.houseZone(ctx))
 		return nil
 	}
 	if len(pos) != 2 {
-		return errors.New("usage: pilothouse rules [enable|disable|remove NAME]")
+		c, _ := lookupCommand("rules")
+		return fmt.Errorf("usage: pilothouse rules %s\n%s", c.args, c.help)
 	}
 	switch verb, name := pos[0], pos[1]; verb {
 	case "enable", "disable":
@@ -409,12 +415,22 @@ func cliRules(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
+// traceOpts are pilothouse trace's flags.
+type traceOpts struct {
+	cn    conn
+	level string
+}
+
+func (o *traceOpts) register(fs *flag.FlagSet) {
+	o.cn.register(fs)
+	fs.StringVar(&o.level, "level", pilotage.LevelFull, "summary or full")
+}
+
 func cliTrace(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("trace", stderr)
-	var cn conn
-	cn.register(fs)
-	var level string
-	fs.StringVar(&level, "level", pilotage.LevelFull, "summary or full")
+	var o traceOpts
+	o.register(fs)
+	cn := &o.cn
 	pos, err := parseInterspersed(fs, args)
 	if err != nil {
 		return err
@@ -427,7 +443,7 @@ func cliTrace(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer c.Close()
-	t, err := c.Trace(ctx, pos[0], level)
+	t, err := c.Trace(ctx, pos[0], o.level)
 	if err != nil {
 		return err
 	}
@@ -448,15 +464,19 @@ func cliTrace(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return nil
 }
 
-// runHealthcheck GETs /healthz of the local server and fails unless it
-// answers 200; the container image's HEALTHCHECK runs it (no shell there).
-func runHealthcheck(ctx context.Context, args []string) error {
-	fs := flag.NewFlagSet("pilothouse healthcheck", flag.ContinueOnError)
+func healthFlags(fs *flag.FlagSet) *string {
 	def := os.Getenv("PILOTHOUSE_HEALTHCHECK_URL")
 	if def == "" {
 		def = "http://127.0.0.1:8080/healthz"
 	}
-	url := fs.String("url", def, "health endpoint (env PILOTHOUSE_HEALTHCHECK_URL)")
+	return fs.String("url", def, "health endpoint (env PILOTHOUSE_HEALTHCHECK_URL)")
+}
+
+// runHealthcheck GETs /healthz of the local server and fails unless it
+// answers 200; the container image's HEALTHCHECK runs it (no shell there).
+func runHealthcheck(ctx context.Context, args []string) error {
+	fs := newFlagSet("healthcheck", os.Stderr)
+	url := healthFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -268,7 +268,8 @@ func printTestOutput(w io.Writer, raw json.RawMessage) {
 	}
 }
 
-func printRules(w io.Writer, list []pilotage.RuleInfo) {
+// printRules lists rules, their times in the house's zone loc.
+func printRules(w io.Writer, list []pilotage.RuleInfo, loc *time.Location) {
 	if len(list) == 0 {
 		fmt.Fprintln(w, "no rules installed")
 		return
@@ -285,10 +286,10 @@ func printRules(w io.Writer, list []pilotage.RuleInfo) {
 			fmt.Fprintf(w, "    trigger %s: %s%s\n", t.ID, t.Kind, triggerDetail(t))
 		}
 		if r.NextFire != nil {
-			fmt.Fprintf(w, "    next fire: %s\n", r.NextFire.Format(time.RFC3339))
+			fmt.Fprintf(w, "    next fire: %s\n", houseTime(*r.NextFire, loc))
 		}
 		for _, f := range r.LastFirings {
-			fmt.Fprintf(w, "    fired %s: %s (run %s)\n", f.Started.Format(time.RFC3339), f.Status, f.RunID)
+			fmt.Fprintf(w, "    fired %s: %s (run %s)\n", houseTime(f.Started, loc), f.Status, f.RunID)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/pilotclient"
@@ -321,10 +322,17 @@ func TestCLIUsageAndAuth(t *testing.T) {
 	}
 }
 
-// TestExampleRulesValidate keeps examples/rules valid against the demo.
+// TestExampleRulesValidate keeps examples/rules valid against the demo
+// (with its default phone channel).
 func TestExampleRulesValidate(t *testing.T) {
-	_, url := startCLIApp(t)
-	c := dialT(t, url)
+	cfg := testConfig(t)
+	cfg.Notify = []devices.NotifyChannel{{ID: "notify.phone", Name: "Phone notification", Topic: "pilothouse/notify/phone"}}
+	a := startTestApp(t, cfg)
+	c := dialT(t, a.URL()+"/mcp")
+	testutil.Eventually(t, 10*time.Second, "the demo catalog", func() bool {
+		_, err := c.Get(context.Background(), "hall_light.set")
+		return err == nil
+	})
 	files, _ := filepath.Glob(filepath.Join("..", "..", "examples", "rules", "*.json"))
 	if len(files) == 0 {
 		t.Fatal("no example rules")

@@ -151,14 +151,12 @@ func (l *cfgLoader) notify(n *yaml.Node, key string) error {
 				}
 				return nil
 			}),
-			"name":  l.str(&ch.Name),
-			"topic": l.checked(&ch.Topic, nonEmpty),
-			"url": l.checked(&ch.URL, func(s string) error {
-				if !strings.HasPrefix(s, "http://") && !strings.HasPrefix(s, "https://") {
-					return fmt.Errorf("want an http(s) URL, got %q", s)
-				}
-				return nil
-			}),
+			"name":     l.str(&ch.Name),
+			"topic":    l.checked(&ch.Topic, nonEmpty),
+			"url":      l.checked(&ch.URL, httpURL),
+			"ntfy":     l.checked(&ch.Ntfy, httpURL),
+			"priority": l.checked(&ch.Priority, ntfyPriority),
+			"tags":     l.strList(&ch.Tags, nonEmpty),
 		})
 		if err != nil {
 			return err
@@ -168,14 +166,41 @@ func (l *cfgLoader) notify(n *yaml.Node, key string) error {
 			return l.errAt(it, k, "id is required")
 		case ids[ch.ID]:
 			return l.errAt(it, k+".id", "channel %q is defined twice", ch.ID)
-		case (ch.Topic == "") == (ch.URL == ""):
-			return l.errAt(it, k, "set exactly one of topic and url")
+		case countSet(ch.Topic, ch.URL, ch.Ntfy) != 1:
+			return l.errAt(it, k, "set exactly one of topic, url and ntfy")
+		case ch.Ntfy == "" && (ch.Priority != "" || len(ch.Tags) > 0):
+			return l.errAt(it, k, "priority and tags are for an ntfy channel")
 		}
 		ids[ch.ID] = true
 		out = append(out, ch)
 	}
 	l.c.Notify = out
 	return nil
+}
+
+func httpURL(s string) error {
+	if !strings.HasPrefix(s, "http://") && !strings.HasPrefix(s, "https://") {
+		return fmt.Errorf("want an http(s) URL, got %q", s)
+	}
+	return nil
+}
+
+func ntfyPriority(s string) error {
+	switch s {
+	case "min", "low", "default", "high", "urgent":
+		return nil
+	}
+	return fmt.Errorf("want min, low, default, high or urgent, got %q", s)
+}
+
+func countSet(vals ...string) int {
+	n := 0
+	for _, v := range vals {
+		if v != "" {
+			n++
+		}
+	}
+	return n
 }
 
 // limits overrides rules.Limits field by field.

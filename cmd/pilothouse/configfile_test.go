@@ -160,7 +160,7 @@ func TestConfigFileBad(t *testing.T) {
 		{"scope pattern", "principals:\n  - name: a\n    scope: {devices: [\"[x\"]}\n", `config pilothouse.yaml:3:23: principals[0].scope.devices[0]: bad device pattern "[x"`},
 		{"stdio principal", "principals:\n  - {name: a, token: 0123456789abcdef0123456789abcdef}\nstdio_principal: b\n", `config pilothouse.yaml:3:18: stdio_principal: no principal named "b"`},
 		{"notify id", "notify:\n  - {id: phone, topic: t}\n", `config pilothouse.yaml:2:10: notify[0].id: want an id such as "notify.phone", got "phone"`},
-		{"notify both", "notify:\n  - {id: notify.x, topic: t, url: \"https://x\"}\n", "config pilothouse.yaml:2:5: notify[0]: set exactly one of topic and url"},
+		{"notify both", "notify:\n  - {id: notify.x, topic: t, url: \"https://x\"}\n", "config pilothouse.yaml:2:5: notify[0]: set exactly one of topic, url and ntfy"},
 		{"notify twice", "notify:\n  - {id: notify.x, topic: t}\n  - {id: notify.x, topic: u}\n", `config pilothouse.yaml:3:5: notify[1].id: channel "notify.x" is defined twice`},
 		{"limit type", "limits:\n  max_steps: many\n", `config pilothouse.yaml:2:14: limits.max_steps: want an integer, got string "many"`},
 		{"limit sign", "limits:\n  max_steps: -1\n", "config pilothouse.yaml:2:14: limits.max_steps: must be positive, got -1"},

@@ -49,6 +49,9 @@ type health struct {
 	// Runs counts run records not stored (refusals past the per-principal
 	// bound).
 	Runs engine.RunStats `json:"runs"`
+	// Notify: what each webhook or ntfy channel sent, retried and gave up
+	// on, with its last failure (visible, not unhealthy).
+	Notify map[string]devices.NotifyStats `json:"notify,omitempty"`
 }
 
 type devicesHealth struct {
@@ -79,6 +82,7 @@ func (a *app) healthz(w http.ResponseWriter, _ *http.Request) {
 		History: a.eng.HistoryStatus(), Load: a.load(), ServedRuns: a.eng.ServedStats(), Runs: a.eng.RunStats()}
 	cov := a.devs.Coverage()
 	h.Devices = devicesHealth{Total: cov.Devices, Partial: cov.Partial, Unmodelled: cov.Unmodelled, Refused: a.devs.Refusals()}
+	h.Notify = a.devs.NotifyStats()
 	if a.broker != nil {
 		lc := a.broker.LimitCounts()
 		h.Broker = &brokerHealth{OversizedPackets: lc.OversizedPackets.Load(), RetainRefused: lc.RetainRefused.Load(), RetainedBytes: lc.RetainedBytes.Load()}

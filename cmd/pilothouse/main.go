@@ -9,31 +9,9 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
-
-const usage = `pilothouse — let an AI assistant automate your home, safely (Pilotage automation/1 over MCP)
-
-Usage:
-  pilothouse [serve] [flags]     run the server: MCP at http://127.0.0.1:8080/mcp, web UI at /
-  pilothouse stdio [flags]       MCP over stdin/stdout (for desktop assistants); bridges to the
-                                 running serve of the same data folder, else runs the house itself
-  pilothouse sim --broker URL    run only the demo device simulator against a broker
-  pilothouse bench [flags]       measure event → command latency with N installed rules
-  pilothouse --version           print the version and the revision it was built from
-
-Client commands (talk to a running server: --server URL, --token or PILOTHOUSE_SERVER / PILOTHOUSE_TOKEN):
-  pilothouse apply rule.json [--approve] [--input JSON]   validate, show the plan, gate risk, install, verify
-  pilothouse test rule.json [--input JSON] [--trigger ID --value V --state id=value --now T]   simulate, print the trace
-  pilothouse rules [enable|disable|remove NAME]
-  pilothouse trace RUN_ID [--level summary|full]
-  pilothouse healthcheck                   exit 0 when /healthz answers ok
-
-Data: the per-user data folder ($XDG_DATA_HOME/pilothouse, else ~/.local/share/pilothouse;
-a ./pilothouse-data in the working directory is still used), or --data / PILOTHOUSE_DATA.
-
-Run "pilothouse <command> -h" for the flags of a command (serve: "pilothouse serve -h").
-`
 
 func main() {
 	tuneGC()
@@ -53,23 +31,35 @@ func main() {
 	case "stdio":
 		err = runStdio(ctx, args, os.Stdin, os.Stdout)
 	case "sim":
+		if isSimVerb(args) {
+			err = runCLI(ctx, cmd, args, os.Stdout, os.Stderr, os.Stdin)
+			break
+		}
+		if len(args) > 0 && isHelp(args[0]) {
+			c, _ := lookupCommand(cmd)
+			fmt.Fprintf(os.Stderr, "usage: pilothouse sim %s\n  %s\n\n", c.args, strings.ReplaceAll(c.help, "\n", "\n  "))
+		}
 		err = runSim(ctx, args)
 	case "bench-load": // started by bench
 		err = runBenchLoad(ctx, args)
 	case "bench":
 		err = runBench(ctx, args)
-	case "apply", "test", "rules", "trace":
+	case "apply", "test", "rules", "runs", "trace":
 		err = runCLI(ctx, cmd, args, os.Stdout, os.Stderr, os.Stdin)
 	case "healthcheck":
 		err = runHealthcheck(ctx, args)
+	case "demo":
+		err = runDemo(ctx, args, os.Stdout, os.Stderr)
+	case "completion":
+		err = runCompletion(args, os.Stdout, os.Stderr)
 	case "help", "-h", "-help", "--help":
-		fmt.Print(usage)
+		fmt.Print(usage())
 		return
 	case "version", "-version", "--version":
 		fmt.Println(versionString())
 		return
 	default:
-		fmt.Fprintf(os.Stderr, "pilothouse: unknown command %q\n\n%s", cmd, usage)
+		fmt.Fprintf(os.Stderr, "pilothouse: unknown command %q\n\n%s", cmd, usage())
 		os.Exit(2)
 	}
 	if errors.Is(err, flag.ErrHelp) {

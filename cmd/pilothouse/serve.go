@@ -40,6 +40,9 @@ func runServe(ctx context.Context, args []string) error {
 		return err
 	}
 	a.announce()
+	if !cfg.Demo {
+		warnDemoLeftovers(ctx, a.store, cfg.DataDir, log)
+	}
 	a.logStarted(t0)
 	<-ctx.Done()
 	a.shutdown()

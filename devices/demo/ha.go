@@ -110,7 +110,7 @@ func (s *Sim) triggerWeather(ctx context.Context, patch map[string]any) error {
 				f, ok = float64(n), true
 			}
 			if !ok || math.IsNaN(f) || math.IsInf(f, 0) {
-				return fmt.Errorf("demo: %s.%s: want a number, got %v", weatherName, k, v)
+				return invalidf("demo: %s.%s: want a number, got %v", weatherName, k, v)
 			}
 			switch k {
 			case "temperature":
@@ -118,7 +118,7 @@ func (s *Sim) triggerWeather(ctx context.Context, patch map[string]any) error {
 			case "humidity":
 				r.Humidity = f
 			default:
-				return fmt.Errorf("demo: %s has no property %q", weatherName, k)
+				return invalidf("demo: %s has no property %q; its properties: humidity, temperature", weatherName, k)
 			}
 		}
 		return nil

@@ -261,7 +261,7 @@ func (s *Sim) change(ctx context.Context, name string, f func(d *device) (bool, 
 	d := s.device(name)
 	if d == nil {
 		s.mu.Unlock()
-		return fmt.Errorf("demo: no device %q", name)
+		return s.noDevice(name)
 	}
 	wasOccupied := d.state["occupancy"] == true
 	changed, err := f(d)
@@ -368,8 +368,12 @@ func (s *Sim) Notifications() []Notification {
 // Trigger forces a state change of a device and publishes it, e.g.
 // {"occupancy": true} on hall_motion. Every key must be a property the
 // device exposes (settable or not) with a valid value; nothing is applied
-// otherwise. For bedroom_remote, {"action": "on"} is a Press.
+// otherwise, and the error (ErrInvalid) names the allowed properties or
+// values. For bedroom_remote, {"action": "on"} is a Press.
 func (s *Sim) Trigger(ctx context.Context, name string, patch map[string]any) error {
+	if len(patch) == 0 {
+		return invalidf("demo: nothing to change on %s: give at least one property", name)
+	}
 	if name == weatherName {
 		return s.triggerWeather(ctx, patch)
 	}
@@ -381,11 +385,11 @@ func (s *Sim) Trigger(ctx context.Context, name string, patch map[string]any) er
 		for k, v := range patch {
 			e := d.props[k]
 			if e == nil {
-				return false, fmt.Errorf("demo: %s has no property %q", name, k)
+				return false, invalidf("demo: %s has no property %q; its properties: %s", name, k, d.propertyList())
 			}
 			val, err := e.coerce(v, d.state[k])
 			if err != nil {
-				return false, fmt.Errorf("demo: %s.%s: %w", name, k, err)
+				return false, invalidf("demo: %s.%s: %v", name, k, err)
 			}
 			next[k] = val
 		}
@@ -396,20 +400,22 @@ func (s *Sim) Trigger(ctx context.Context, name string, patch map[string]any) er
 
 // Press publishes a bedroom_remote button press like Zigbee2MQTT: the state
 // message with "action" (not retained: a press is an event) and the plain
-// text action on <base>/bedroom_remote/action.
+// text action on <base>/bedroom_remote/action. A gesture alone ("single",
+// "double", "hold") presses the toggle button.
 func (s *Sim) Press(ctx context.Context, action string) error {
+	action = gestureAction(action)
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
 	s.mu.Lock()
 	d := s.device(remoteName)
 	if d == nil {
 		s.mu.Unlock()
-		return fmt.Errorf("demo: no device %q", remoteName)
+		return s.noDevice(remoteName)
 	}
 	a, err := d.props["action"].coerce(action, nil)
 	if err != nil {
 		s.mu.Unlock()
-		return fmt.Errorf("demo: %s action: %w", remoteName, err)
+		return invalidf("demo: %s action: %v", remoteName, err)
 	}
 	msg := s.stamp(d)
 	msg["action"] = a

@@ -3,8 +3,10 @@ package demo
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -346,19 +348,32 @@ func TestTriggerAndPress(t *testing.T) {
 	if st["illuminance"] != 12.0 {
 		t.Errorf("hall_motion = %v", st)
 	}
+	// A refusal names what is allowed, so a person driving the demo by
+	// hand can correct it.
 	for _, bad := range []struct {
 		dev   string
 		patch map[string]any
+		says  string
 	}{
-		{"nope", map[string]any{"state": "ON"}},
-		{"hall_motion", map[string]any{"colour": 1}},
-		{"hall_motion", map[string]any{"occupancy": "maybe"}},
-		{"outdoor_weather", map[string]any{"pressure": 1000.0}},
+		{"nope", map[string]any{"state": "ON"}, "the demo devices: hall_light, porch_light, hall_motion"},
+		{"hall_motion", map[string]any{"colour": 1}, "its properties: battery, illuminance, linkquality, occupancy"},
+		{"hall_motion", map[string]any{"occupancy": "maybe"}, "want true or false"},
+		{"hall_motion", map[string]any{}, "nothing to change"},
+		{"outdoor_weather", map[string]any{"pressure": 1000.0}, "its properties: humidity, temperature"},
+		{"bedroom_remote", map[string]any{"action": "explode"}, "toggle_double"},
 	} {
-		if err := r.sim.Trigger(ctxT(t), bad.dev, bad.patch); err == nil {
-			t.Errorf("Trigger(%s, %v) succeeded", bad.dev, bad.patch)
+		err := r.sim.Trigger(ctxT(t), bad.dev, bad.patch)
+		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), bad.says) {
+			t.Errorf("Trigger(%s, %v) = %v, want ErrInvalid saying %q", bad.dev, bad.patch, err, bad.says)
 		}
 	}
+	if err := r.sim.Press(ctxT(t), "double"); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 3*time.Second, "a gesture alone presses the toggle button", func() bool {
+		a, ok := r.obs.get("zigbee2mqtt/bedroom_remote/action")
+		return ok && string(a.Payload) == "toggle_double"
+	})
 	if err := r.sim.Press(ctxT(t), "brightness_up"); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+)
+
+// simVerbs are the sim subcommands that drive the running serve's demo
+// devices (plain "sim --broker" runs the simulator itself).
+var simVerbs = []string{"press", "set"}
+
+func isSimVerb(args []string) bool { return len(args) > 0 && slices.Contains(simVerbs, args[0]) }
+
+const simUsage = `usage: pilothouse sim press DEVICE ACTION          e.g. sim press bedroom_remote single
+       pilothouse sim set DEVICE PROPERTY=VALUE...   e.g. sim set hall_motion occupancy=true`
+
+// cliSim makes a demo device of the running serve act now: a button press
+// or property values (JSON when they parse, else text), checked against the
+// device's schema by the simulator.
+func cliSim(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("sim", stderr)
+	var cn conn
+	cn.register(fs)
+	pos, err := parseInterspersed(fs, args)
+	if err != nil {
+		return err
+	}
+	req, err := simRequestOf(pos)
+	if err != nil {
+		return err
+	}
+	var res struct {
+		Device string         `json:"device"`
+		State  map[string]any `json:"state"`
+		At     time.Time      `json:"at"`
+	}
+	if err := cn.api(ctx, http.MethodPost, "sim", nil, req, &res); err != nil {
+		return err
+	}
+	what := "pressed " + req.Press
+	if req.Press == "" {
+		what = "set " + strings.Join(pos[2:], " ")
+	}
+	fmt.Fprintf(stdout, "%s: %s\n  state now: %s\n", res.Device, what, compactAny(res.State))
+	printFired(stdout, waitFirings(ctx, &cn, res.At))
+	return nil
+}
+
+// firingWait bounds how long sim waits for the firings a change causes:
+// firing records are written in batches, about 100 ms after the command.
+const firingWait = 1500 * time.Millisecond
+
+// waitFirings polls the firings that started since at until some are
+// listed and a poll adds none, or firingWait passes; the firings are
+// recorded by then, so a pilothouse runs right after lists them.
+func waitFirings(ctx context.Context, cn *conn, at time.Time) []apiRun {
+	q := url.Values{"kind": {"firing"}, "since": {at.Format(time.RFC3339Nano)}, "limit": {"50"}}
+	deadline := time.Now().Add(firingWait)
+	var seen []apiRun
+	for time.Now().Before(deadline) {
+		var res struct {
+			Runs []apiRun `json:"runs"`
+		}
+		if err := cn.api(ctx, http.MethodGet, "runs", q, nil, &res); err != nil {
+			return seen
+		}
+		if len(res.Runs) > 0 && len(res.Runs) == len(seen) {
+			return seen
+		}
+		seen = res.Runs
+		select {
+		case <-ctx.Done():
+			return seen
+		case <-time.After(150 * time.Millisecond):
+		}
+	}
+	return seen
+}
+
+func printFired(w io.Writer, runs []apiRun) {
+	if len(runs) == 0 {
+		fmt.Fprintf(w, "  fired: nothing within %s (no enabled rule listens to this change, or its record comes later: pilothouse runs)\n", firingWait)
+		return
+	}
+	for i := len(runs) - 1; i >= 0; i-- { // oldest first
+		fmt.Fprintf(w, "  fired: %s %s (run %s)\n", runs[i].Rule, runs[i].Status, runs[i].ID)
+	}
+}
+
+func simRequestOf(pos []string) (simRequest, error) {
+	if len(pos) < 3 {
+		return simRequest{}, errors.New(simUsage)
+	}
+	verb, dev := pos[0], pos[1]
+	if verb == "press" {
+		if len(pos) != 3 {
+			return simRequest{}, errors.New(simUsage)
+		}
+		return simRequest{Device: dev, Press: pos[2]}, nil
+	}
+	set := map[string]any{}
+	for _, kv := range pos[2:] {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return simRequest{}, fmt.Errorf("%q: want PROPERTY=VALUE, e.g. occupancy=true\n%s", kv, simUsage)
+		}
+		set[k] = jsonOrString(v)
+	}
+	return simRequest{Device: dev, Set: set}, nil
+}

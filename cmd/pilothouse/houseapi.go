@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pilothouse/pilothouse/devices/demo"
+	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/engine/mcpserver"
+	"github.com/pilothouse/pilothouse/internal/ratelimit"
+)
+
+// The house API is the command line's JSON door beside /mcp, for what the
+// Pilotage tools do not cover: driving the demo's simulated devices
+// (pilothouse sim press/set) and listing runs (pilothouse runs). It takes
+// the bearer tokens /mcp takes, under the same wrong-token allowance, and
+// refuses browsers (any Origin header): the web UI is theirs.
+const apiPrefix = "/api/"
+
+// maxRunsListed bounds one pilothouse runs answer.
+const maxRunsListed = 500
+
+type houseAPI struct {
+	a          *app
+	principals []*engine.Principal
+}
+
+func (a *app) routeAPI(mux *http.ServeMux, principals []*engine.Principal) {
+	mux.Handle(apiPrefix, &houseAPI{a: a, principals: principals})
+}
+
+func (h *houseAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	p := h.authenticate(w, r)
+	if p == nil {
+		return
+	}
+	ctx := engine.WithPrincipal(r.Context(), p)
+	switch route := r.Method + " " + strings.TrimPrefix(r.URL.Path, apiPrefix); route {
+	case "POST sim":
+		h.sim(ctx, w, r, p)
+	case "GET runs":
+		h.runs(ctx, w, r)
+	case "GET house":
+		writeAPI(w, http.StatusOK, h.house())
+	default:
+		apiError(w, http.StatusNotFound, fmt.Sprintf("no %s %s here: the house API has POST %ssim, GET %sruns and GET %shouse",
+			r.Method, r.URL.Path, apiPrefix, apiPrefix, apiPrefix))
+	}
+}
+
+// authenticate answers the request and returns nil unless it may go on:
+// an allowed Host, no browser Origin, a body within the bound and, when
+// principals are configured, a right bearer token.
+func (h *houseAPI) authenticate(w http.ResponseWriter, r *http.Request) *engine.Principal {
+	if !h.a.guard.CheckHost(w, r) {
+		return nil
+	}
+	if r.Header.Get("Origin") != "" {
+		apiError(w, http.StatusForbidden, "the house API is for the pilothouse command line, not browsers: use the web UI")
+		return nil
+	}
+	if !h.a.guard.BoundBody(w, r) {
+		return nil
+	}
+	if len(h.principals) == 0 {
+		return h.a.cfg.stdioPrincipal() // loopback only, as /mcp
+	}
+	fails, addr := h.a.guard.Failures(), ratelimit.ClientKey(r.RemoteAddr)
+	if wait := fails.Wait(addr); wait > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
+		apiError(w, http.StatusTooManyRequests, "too many wrong bearer tokens from this address: try again later")
+		return nil
+	}
+	p := mcpserver.Authenticate(r, h.principals)
+	if p == nil {
+		if strings.TrimSpace(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer")) != "" {
+			fails.Fail(addr)
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="pilothouse", error="invalid_token"`)
+		apiError(w, http.StatusUnauthorized, "a valid bearer token is required (--token or PILOTHOUSE_TOKEN)")
+	}
+	return p
+}
+
+// simRequest is one change to a demo device: Set its properties, or Press
+// a button (an action of a remote).
+type simRequest struct {
+	Device string         `json:"device"`
+	Set    map[string]any `json:"set,omitempty"`
+	Press  string         `json:"press,omitempty"`
+}
+
+// sim drives the demo simulator: only the owner (an administrator who may
+// deploy) may make the house's sensors say what did not happen, and only
+// while the demo runs.
+func (h *houseAPI) sim(ctx context.Context, w http.ResponseWriter, r *http.Request, p *engine.Principal) {
+	if !p.Admin || !p.Deploy {
+		apiError(w, http.StatusForbidden, fmt.Sprintf("principal %s may not drive the demo devices: only the owner (admin with deploy) may", p.Name))
+		return
+	}
+	if h.a.sim == nil {
+		apiError(w, http.StatusNotFound, "the demo house is off (this serve runs with --demo=false): there are no simulated devices to drive")
+		return
+	}
+	var req simRequest
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		apiError(w, http.StatusBadRequest, `want {"device": "...", "set": {...}} or {"device": "...", "press": "..."}: `+err.Error())
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	at := time.Now() // runs the change fires start from here (pilothouse sim shows them)
+	var err error
+	switch {
+	case req.Press != "" && req.Set == nil:
+		err = h.a.sim.Trigger(ctx, req.Device, map[string]any{"action": req.Press})
+	case req.Press == "":
+		err = h.a.sim.Trigger(ctx, req.Device, req.Set)
+	default:
+		err = fmt.Errorf("%w: give either set or press, not both", demo.ErrInvalid)
+	}
+	switch {
+	case errors.Is(err, demo.ErrInvalid):
+		apiError(w, http.StatusBadRequest, strings.TrimPrefix(err.Error(), "demo: "))
+	case err != nil:
+		apiError(w, http.StatusServiceUnavailable, err.Error())
+	default:
+		h.a.log.Info("demo device driven by hand", "device", req.Device, "set", req.Set, "press", req.Press, "principal", p.Name)
+		writeAPI(w, http.StatusOK, map[string]any{"device": req.Device, "state": h.a.sim.State(req.Device), "at": at.In(h.zone())})
+	}
+}
+
+// apiRun is one run as pilothouse runs lists it, its times in the house's
+// zone.
+type apiRun struct {
+	ID        string    `json:"id"`
+	Rule      string    `json:"rule,omitempty"`
+	Kind      string    `json:"kind"`
+	Status    string    `json:"status"`
+	OK        bool      `json:"ok"`
+	Principal string    `json:"principal"`
+	Started   time.Time `json:"started"`
+	Ended     time.Time `json:"ended,omitzero"`
+}
+
+// runs lists the caller's runs, newest first: rule, status and kind
+// filter, since (RFC 3339) bounds how far back, limit how many.
+func (h *houseAPI) runs(ctx context.Context, w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := 20
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > maxRunsListed {
+			apiError(w, http.StatusBadRequest, fmt.Sprintf("limit %q: want a whole number from 1 to %d", s, maxRunsListed))
+			return
+		}
+		limit = n
+	}
+	var since time.Time
+	if s := q.Get("since"); s != "" {
+		t, err := time.Parse(time.RFC3339, s)
+		if err != nil {
+			apiError(w, http.StatusBadRequest, fmt.Sprintf("since %q: want RFC 3339, e.g. 2026-01-15T07:00:00+01:00", s))
+			return
+		}
+		since = t
+	}
+	f := engine.RunFilter{Rule: q.Get("rule"), Status: q.Get("status"), Kind: q.Get("kind"), Limit: limit}
+	list, err := h.a.eng.ListRuns(ctx, f)
+	if err != nil {
+		apiError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	zone := h.zone()
+	out := []apiRun{}
+	for _, run := range list {
+		if !since.IsZero() && run.Started.Before(since) {
+			break // newest first: the rest are older still
+		}
+		ar := apiRun{ID: run.ID, Rule: run.Rule, Kind: run.Kind, Status: run.Status, OK: run.OK, Principal: run.Principal,
+			Started: run.Started.In(zone)}
+		if !run.Ended.IsZero() {
+			ar.Ended = run.Ended.In(zone)
+		}
+		out = append(out, ar)
+	}
+	writeAPI(w, http.StatusOK, map[string]any{"time_zone": h.house().TimeZone, "runs": out})
+}
+
+func (h *houseAPI) zone() *time.Location {
+	if z := h.a.eng.Config().TimeZone; z != nil {
+		return z
+	}
+	return time.Local
+}
+
+// houseInfo is what the command line needs to show the house's times.
+type houseInfo struct {
+	TimeZone  string `json:"time_zone"`
+	UTCOffset int    `json:"utc_offset_seconds"` // now
+	Demo      bool   `json:"demo"`
+}
+
+func (h *houseAPI) house() houseInfo {
+	zone := h.zone()
+	name, off := time.Now().In(zone).Zone()
+	if zone.String() != "Local" {
+		name = zone.String()
+	}
+	return houseInfo{TimeZone: name, UTCOffset: off, Demo: h.a.sim != nil}
+}
+
+func writeAPI(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func apiError(w http.ResponseWriter, code int, msg string) {
+	writeAPI(w, code, map[string]string{"error": msg})
+}
