@@ -319,10 +319,13 @@ func itemKeyRows() map[string]keyRow {
 		"mqtt.embedded_users[].read":          u("password: pw, read: [a/#]", func(i int, c *Config) any { return c.BrokerUsers[i].Read }, []string{"a/#"}),
 		"mqtt.embedded_users[].write":         u("password: pw, write: [b/#]", func(i int, c *Config) any { return c.BrokerUsers[i].Write }, []string{"b/#"}),
 
-		"notify[].id":    n("topic: t", func(c *Config) any { return c.Notify[0].ID }, "notify.pager"),
-		"notify[].name":  n("name: Pager, topic: t", func(c *Config) any { return c.Notify[0].Name }, "Pager"),
-		"notify[].topic": n("topic: t/p", func(c *Config) any { return c.Notify[0].Topic }, "t/p"),
-		"notify[].url":   n("url: 'https://hooks.example/p'", func(c *Config) any { return c.Notify[0].URL }, "https://hooks.example/p"),
+		"notify[].id":       n("topic: t", func(c *Config) any { return c.Notify[0].ID }, "notify.pager"),
+		"notify[].name":     n("name: Pager, topic: t", func(c *Config) any { return c.Notify[0].Name }, "Pager"),
+		"notify[].topic":    n("topic: t/p", func(c *Config) any { return c.Notify[0].Topic }, "t/p"),
+		"notify[].url":      n("url: 'https://hooks.example/p'", func(c *Config) any { return c.Notify[0].URL }, "https://hooks.example/p"),
+		"notify[].ntfy":     n("ntfy: 'https://ntfy.example/house'", func(c *Config) any { return c.Notify[0].Ntfy }, "https://ntfy.example/house"),
+		"notify[].priority": n("ntfy: 'https://ntfy.example/house', priority: high", func(c *Config) any { return c.Notify[0].Priority }, "high"),
+		"notify[].tags":     n("ntfy: 'https://ntfy.example/house', tags: [house]", func(c *Config) any { return c.Notify[0].Tags }, []string{"house"}),
 	}
 }
 
