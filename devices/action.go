@@ -132,9 +132,16 @@ type sender struct {
 	conn mqtt.PubSub
 	http *http.Client
 	held *heldMessage
+	// record, when set (Preview), collects the messages instead of
+	// sending them.
+	record *[]Published
 }
 
 func (s *sender) publish(ctx context.Context, topic string, payload []byte) error {
+	if s.record != nil {
+		*s.record = append(*s.record, Published{Topic: topic, Payload: string(payload)})
+		return nil
+	}
 	if s.conn == nil {
 		return fmt.Errorf("devices: %s: %w", s.id, mqtt.ErrNotConnected)
 	}
@@ -234,6 +241,9 @@ func notifySpecs(chs []NotifyChannel) []*devSpec {
 			}
 			if ch.URL == "" {
 				return fmt.Errorf("devices: %s: channel has neither topic nor url", ch.ID)
+			}
+			if p.record != nil {
+				return p.recordPost(ch.URL, body)
 			}
 			return postJSON(ctx, p.http, ch.URL, body)
 		}

@@ -57,8 +57,10 @@ func (x *ent) command(topicKey, tplKey string) (cmdSend, bool) {
 	if topic == "" {
 		return nil, false
 	}
+	x.readKey(topicKey)
 	var t *tmpl
 	if tplKey != "" {
+		x.readKey(tplKey)
 		t = compileTemplate(x.str(tplKey, ""))
 	}
 	if t != nil && t.unsupported != "" {
