@@ -167,6 +167,11 @@ func TestHACorpus(t *testing.T) {
 		ps = append(ps, fmt.Sprintf("%s %d", p, n))
 	}
 	sort.Strings(ps)
+	if os.Getenv("CORPUS_IDS") != "" {
+		for _, e := range h.c.Snapshot().Entries() {
+			t.Logf("%s %s %s", e.Kind, e.ID, e.Risk)
+		}
+	}
 	t.Logf("corpus: %d configs from %d producers (%s): faithful %d, degraded %d, dropped %d",
 		len(cs), len(producers), strings.Join(ps, ", "), counts["faithful"], counts["degraded"], counts["dropped"])
 }
@@ -194,7 +199,7 @@ func (h *corpusHouse) checkCase(t *testing.T, c *corpusCase) string {
 	snap := h.c.Snapshot()
 	for id, want := range c.Risk {
 		if e, ok := snap.Get(id); !ok || string(e.Risk) != want {
-			t.Errorf("%s risk %v, want %s", id, e, want)
+			t.Errorf("%s (found %v) risk %v, want %s", id, ok, e.Risk, want)
 		}
 	}
 	dev, _ := snap.Get(c.Device)

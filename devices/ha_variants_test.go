@@ -275,7 +275,7 @@ func checkVariantRefusals(t *testing.T, h *variantHouse) {
 		t.Errorf("coverage %+v", cv)
 	}
 	for id, want := range map[string]string{"garage.set": "security", "front_door.set": "security", "thermostat.hc1.set": "control",
-		"kitchen_dimmer.set": "control", "heat_pump.fan.set": "security", "paradox_panel.partition_1.set": "security"} {
+		"kitchen_dimmer.set": "control", "heat_pump.fan.set": "control", "heat_pump.dhw_valve.set": "security", "paradox_panel.partition_1.set": "security"} {
 		if e, _ := s.Get(id); e == nil || string(e.Risk) != want {
 			t.Errorf("%s risk %v, want %s", id, e, want)
 		}
