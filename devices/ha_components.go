@@ -222,7 +222,7 @@ func (x *ent) fan() {
 	if !ok {
 		return
 	}
-	a := x.newAction("set", "Turn "+x.name+" on/off or set its speed.")
+	a := x.newAction("set", "Turn "+x.name+" on/off or set its speed, preset, oscillation or direction.")
 	a.fields["state"] = enumField("ON or OFF", []any{"ON", "OFF"})
 	x.affect(a, "state", x.mainID(), "state_topic")
 	sendPct, okP := x.command("percentage_command_topic", "percentage_command_template")
@@ -245,6 +245,7 @@ func (x *ent) fan() {
 		}
 		return nil
 	}
+	x.fanFeatures(a)
 }
 
 // speedRange is a fan's speed_range_min … speed_range_max: the device's
@@ -381,6 +382,7 @@ func (x *ent) update() {
 		}
 		return map[string]any{"installed_version": s}, s != ""
 	})
+	x.updateLatest()
 	send, ok := x.command("command_topic", "")
 	if !ok {
 		return

@@ -10,6 +10,7 @@ import (
 type lightCaps struct {
 	brightness, colorTemp bool
 	xy, hs, rgb           bool
+	white, cold           bool // rgbw / rgbww: w, and c (cold white)
 	scale, minM, maxM     float64
 	effects               []any
 }
@@ -38,8 +39,12 @@ func (x *ent) lightCaps() lightCaps {
 			c.xy = true
 		case "hs":
 			c.hs = true
-		case "rgb", "rgbw", "rgbww":
+		case "rgb":
 			c.rgb = true
+		case "rgbw":
+			c.rgb, c.white = true, true
+		case "rgbww":
+			c.rgb, c.white, c.cold = true, true, true
 		}
 		c.brightness = true
 	}
@@ -63,6 +68,12 @@ func (c lightCaps) colorField() *field {
 		for _, k := range []string{"r", "g", "b"} {
 			props[k] = numField(strings.ToUpper(k), fnum(0), fnum(255), 0, "")
 		}
+	}
+	if c.white {
+		props["w"] = numField("White (warm white in rgbww)", fnum(0), fnum(255), 0, "")
+	}
+	if c.cold {
+		props["c"] = numField("Cold white", fnum(0), fnum(255), 0, "")
 	}
 	if len(props) == 0 {
 		return nil
@@ -135,6 +146,7 @@ func (x *ent) jsonLight() {
 		}
 	}
 	cmd := x.str("command_topic", "")
+	x.readKey("command_topic")
 	a.send = func(ctx context.Context, p sender, args map[string]any) error {
 		msg := make(map[string]any, len(args)+1)
 		for k, v := range args {
@@ -185,18 +197,8 @@ func (x *ent) defaultLight() {
 	}
 	a := x.lightAction(c)
 	x.affect(a, "state", x.mainID(), "state_topic")
-	sendB, okB := x.command("brightness_command_topic", "brightness_command_template")
-	if okB && c.brightness {
-		x.affect(a, "brightness", x.subID("brightness"), "brightness_state_topic")
-	} else {
-		delete(a.fields, "brightness")
-	}
-	sendCT, okCT := x.command("color_temp_command_topic", "color_temp_command_template")
-	if okCT && c.colorTemp {
-		x.affect(a, "color_temp", x.subID("color_temp"), "color_temp_state_topic")
-	} else {
-		delete(a.fields, "color_temp")
-	}
+	sendB, okB, sendCT, okCT := x.defaultLightLevels(a, c)
+	colors, sendFx := x.defaultColor(a), x.defaultEffect(a)
 	onType, full := x.str("on_command_type", "last"), pyRoundInt(c.scale)
 	// As Home Assistant's turn_on: "first" sends payload_on first, "last"
 	// (the default) after the brightness and colour temperature,
@@ -208,6 +210,11 @@ func (x *ent) defaultLight() {
 		}
 		if onType == "first" {
 			if err := send(ctx, p, on, nil); err != nil {
+				return err
+			}
+		}
+		if c, ok := args["color"].(map[string]any); ok {
+			if err := colors.send(ctx, p, c); err != nil {
 				return err
 			}
 		}
@@ -225,11 +232,34 @@ func (x *ent) defaultLight() {
 				return err
 			}
 		}
+		if v, ok := args["effect"]; ok && sendFx != nil {
+			if err := sendFx(ctx, p, v, nil); err != nil {
+				return err
+			}
+		}
 		if onType == "last" {
 			return send(ctx, p, on, nil)
 		}
 		return nil
 	}
+}
+
+// defaultLightLevels offers brightness and colour temperature when the
+// light has their command topics.
+func (x *ent) defaultLightLevels(a *action, c lightCaps) (sendB cmdSend, okB bool, sendCT cmdSend, okCT bool) {
+	sendB, okB = x.command("brightness_command_topic", "brightness_command_template")
+	if okB && c.brightness {
+		x.affect(a, "brightness", x.subID("brightness"), "brightness_state_topic")
+	} else {
+		delete(a.fields, "brightness")
+	}
+	sendCT, okCT = x.command("color_temp_command_topic", "color_temp_command_template")
+	if okCT && c.colorTemp {
+		x.affect(a, "color_temp", x.subID("color_temp"), "color_temp_state_topic")
+	} else {
+		delete(a.fields, "color_temp")
+	}
+	return sendB, okB, sendCT, okCT
 }
 
 // defaultLightStates declares the on/off, brightness and colour

@@ -29,6 +29,7 @@ func (x *ent) siren() {
 			return nil, false
 		})
 	topic := x.str("command_topic", "")
+	x.readKey("command_topic")
 	onT, okOn := x.template("command_template", "")
 	offT, okOff := x.template("command_off_template", "command_template")
 	if topic == "" || !okOn || !okOff {
@@ -135,20 +136,21 @@ func (x *ent) readKey(k string) {
 	x.read[k] = true
 }
 
-// auditTemplates reports every command template of the config that the
-// entity's model did not read. One that shapes a topic the entity
-// publishes to (a siren's command_off_template next to command_topic)
-// would make a command publish another payload than Home Assistant does,
-// so the entity's commands are withdrawn; others only lose their feature.
+// auditTemplates reports every command topic and template of the config
+// that the entity's model did not read: that feature is not offered. A
+// template that shapes a topic the entity publishes to (a siren's
+// command_off_template next to command_topic) would make a command
+// publish another payload than Home Assistant does, so the entity's
+// commands are withdrawn.
 func (x *ent) auditTemplates(actionsBefore int) {
 	var unread []string
 	harmful := false
 	for _, k := range sortedKeys(x.cfg) {
-		if x.read[k] || !isCommandTemplate(k) || !x.has(k) {
+		if x.read[k] || !(isCommandTemplate(k) || strings.HasSuffix(k, "command_topic")) || !x.has(k) {
 			continue
 		}
 		unread = append(unread, k)
-		harmful = harmful || x.read[templateTopic(k)]
+		harmful = harmful || isCommandTemplate(k) && x.read[templateTopic(k)]
 	}
 	if len(unread) == 0 {
 		return
