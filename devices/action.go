@@ -135,6 +135,18 @@ type sender struct {
 	// record, when set (Preview), collects the messages instead of
 	// sending them.
 	record *[]Published
+	// c reads the live state a command depends on (a light turned on
+	// at its last brightness).
+	c *Catalog
+}
+
+// value is the live value of state id (nil when unknown).
+func (s *sender) value(id string) any {
+	if s.c == nil {
+		return nil
+	}
+	l, _ := s.c.Live(id)
+	return l.Value
 }
 
 func (s *sender) publish(ctx context.Context, topic string, payload []byte) error {
@@ -180,7 +192,7 @@ func (c *Catalog) Call(ctx context.Context, id string, args map[string]any) erro
 	if err != nil {
 		return err
 	}
-	return a.send(ctx, sender{id: id, conn: conn, http: notifyHTTP}, norm)
+	return a.send(ctx, sender{id: id, conn: conn, http: notifyHTTP, c: c}, norm)
 }
 
 // prepare finds id's action and checks args against its schema: the

@@ -199,11 +199,11 @@ func (x *ent) defaultLight() {
 	x.affect(a, "state", x.mainID(), "state_topic")
 	sendB, okB, sendCT, okCT := x.defaultLightLevels(a, c)
 	colors, sendFx := x.defaultColor(a), x.defaultEffect(a)
-	onType, full := x.str("on_command_type", "last"), pyRoundInt(c.scale)
+	onType, full, bID := x.str("on_command_type", "last"), pyRoundInt(c.scale), x.subID("brightness")
 	// As Home Assistant's turn_on: "first" sends payload_on first, "last"
 	// (the default) after the brightness and colour temperature,
-	// "brightness" never, sending the brightness (full: the last one is
-	// not known here) instead.
+	// "brightness" never, sending the brightness instead: the last one
+	// reported, else full.
 	a.send = func(ctx context.Context, p sender, args map[string]any) error {
 		if args["state"] == "OFF" {
 			return send(ctx, p, off, nil)
@@ -221,6 +221,9 @@ func (x *ent) defaultLight() {
 		b, hasB := args["brightness"]
 		if !hasB && onType == "brightness" {
 			b, hasB = full, true
+			if last, ok := toFloat(p.value(bID)); ok && last > 0 {
+				b = last
+			}
 		}
 		if hasB && okB {
 			if err := sendB(ctx, p, pyRoundInt(b), nil); err != nil {

@@ -234,7 +234,8 @@ func checkVariantCommands(t *testing.T, h *variantHouse) {
 	h.call(t, "garage.set", map[string]any{"state": "OPEN"}, p("og/garage01/cmd", "OPEN"))
 	h.call(t, "boiler.pump.set", map[string]any{"state": "ON"}, p("homie/boiler/pump/$value/set", "true"))
 	h.call(t, "kitchen_dimmer.set", map[string]any{"state": "ON", "brightness": 50}, p("zwave/kitchen/switch_multilevel/targetValue/set", "50"))
-	h.call(t, "kitchen_dimmer.set", map[string]any{"state": "ON"}, p("zwave/kitchen/switch_multilevel/targetValue/set", "99"))
+	// on_command_type brightness: ON restores the last reported level (42).
+	h.call(t, "kitchen_dimmer.set", map[string]any{"state": "ON"}, p("zwave/kitchen/switch_multilevel/targetValue/set", "42"))
 	h.call(t, "kitchen_dimmer.set", map[string]any{"state": "OFF"}, p("zwave/kitchen/switch_multilevel/targetValue/set", "0"))
 	h.call(t, "thermostat.hc1.set", map[string]any{"system_mode": "heat", "occupied_heating_setpoint": 21},
 		p("ems-esp/thermostat/hc1/mode", "manual"), p("ems-esp/thermostat/hc1/seltemp", "21.0"))
