@@ -272,5 +272,9 @@ func (b *haBuilder) entity(e *haEntity, devName string) {
 		x.trigger()
 	case "update":
 		x.update()
+	case "scene":
+		x.scene()
+	case "vacuum":
+		x.vacuum()
 	}
 }

@@ -86,8 +86,7 @@ func (x *ent) light() {
 	case "json":
 		x.jsonLight()
 	case "template":
-		x.b.spec.states = append(x.b.spec.states, stateSpec{id: x.mainID(), name: x.name, desc: x.unitDesc(),
-			schema: onOffSchema(x.unitDesc()), unsupported: "template-schema lights are not supported"})
+		x.templateLight()
 	default:
 		x.defaultLight()
 	}
