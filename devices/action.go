@@ -131,9 +131,28 @@ type sender struct {
 	conn mqtt.PubSub
 	http *http.Client
 	held *heldMessage
+	// record, when set (Preview), collects the messages instead of
+	// sending them.
+	record *[]Published
+	// c reads the live state a command depends on (a light turned on
+	// at its last brightness).
+	c *Catalog
+}
+
+// value is the live value of state id (nil when unknown).
+func (s *sender) value(id string) any {
+	if s.c == nil {
+		return nil
+	}
+	l, _ := s.c.Live(id)
+	return l.Value
 }
 
 func (s *sender) publish(ctx context.Context, topic string, payload []byte) error {
+	if s.record != nil {
+		*s.record = append(*s.record, Published{Topic: topic, Payload: string(payload)})
+		return nil
+	}
 	if s.conn == nil {
 		return fmt.Errorf("devices: %s: %w", s.id, mqtt.ErrNotConnected)
 	}
@@ -172,7 +191,7 @@ func (c *Catalog) Call(ctx context.Context, id string, args map[string]any) erro
 	if err != nil {
 		return err
 	}
-	return a.send(ctx, sender{id: id, conn: conn, http: notifyHTTP}, norm)
+	return a.send(ctx, sender{id: id, conn: conn, http: notifyHTTP, c: c}, norm)
 }
 
 // prepare finds id's action and checks args against its schema: the

@@ -39,13 +39,13 @@ func (c *Catalog) CallAsync(ctx context.Context, id string, args map[string]any,
 	}
 	ap, ok := conn.(asyncPublisher)
 	if !ok {
-		if err := a.send(ctx, sender{id: id, conn: conn, http: notifyHTTP}, norm); err != nil {
+		if err := a.send(ctx, sender{id: id, conn: conn, http: notifyHTTP, c: c}, norm); err != nil {
 			return nil, err
 		}
 		done(nil)
 		return noAbort, nil
 	}
-	s := sender{id: id, conn: conn, http: notifyHTTP, held: &heldMessage{}}
+	s := sender{id: id, conn: conn, http: notifyHTTP, held: &heldMessage{}, c: c}
 	err = a.send(ctx, s, norm)
 	last := *s.held
 	if err != nil {

@@ -2,6 +2,7 @@ package devices
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/pilothouse/pilothouse/pilotage"
 )
@@ -82,6 +83,7 @@ func (tr *topicRoutes) run(tx *txn, payload []byte) {
 // changed in place by the commit phase (see ingest.go).
 type model struct {
 	routes      map[string]topicRoutes // read by the compute phase, changed and stored back by the commit
+	wild        map[string]bool        // the routed topics that are filters (+, #): a message matching one runs its routes
 	actions     map[string]*action
 	unsupported map[string]string
 	devOf       map[string]string   // entry id -> device id
@@ -93,7 +95,7 @@ type model struct {
 const notifySpecID = "\x00notify"
 
 func newModel() *model {
-	return &model{routes: map[string]topicRoutes{}, actions: map[string]*action{}, unsupported: map[string]string{},
+	return &model{routes: map[string]topicRoutes{}, wild: map[string]bool{}, actions: map[string]*action{}, unsupported: map[string]string{},
 		devOf: map[string]string{}, specs: map[string]*devSpec{}}
 }
 
@@ -191,6 +193,7 @@ func (c *Catalog) unplug(tx *txn, s *devSpec) {
 		if tr, ok := m.routes[r.topic]; ok {
 			if tr.remove(key) {
 				delete(m.routes, r.topic)
+				delete(m.wild, r.topic)
 				if c.extra[r.topic] {
 					delete(c.extra, r.topic)
 					tx.newSubs = true
@@ -249,6 +252,9 @@ func (c *Catalog) plug(s *devSpec) map[string]*pilotage.Entry {
 		tr := m.routes[r.topic]
 		tr.add(key, r.fn)
 		m.routes[r.topic] = tr
+		if strings.ContainsAny(r.topic, "+#") {
+			m.wild[r.topic] = true
+		}
 	}
 	return out
 }

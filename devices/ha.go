@@ -35,7 +35,7 @@ type haEntity struct {
 	ver       uint64 // identifies this config version (cache key)
 	seen      uint64 // the ver its topic was first accepted with (kept by updates)
 	// unmodelled: a component Home Assistant has and this package does
-	// not model (update, vacuum, camera, …).
+	// not model (camera, lawn_mower, …).
 	unmodelled bool
 }
 
@@ -51,7 +51,7 @@ var haComponents = map[string]bool{
 	"binary_sensor": true, "sensor": true, "switch": true, "light": true, "lock": true, "cover": true,
 	"climate": true, "button": true, "event": true, "number": true, "select": true, "text": true,
 	"fan": true, "siren": true, "valve": true, "alarm_control_panel": true, "device_automation": true,
-	"update": true,
+	"update": true, "scene": true, "vacuum": true,
 }
 
 // haSupported are the components Home Assistant's MQTT integration knows
@@ -378,8 +378,8 @@ var haRequired = map[string][]string{
 	"switch": {"command_topic"}, "light": {"command_topic"}, "lock": {"command_topic"},
 	"button": {"command_topic"}, "number": {"command_topic"}, "select": {"command_topic", "options"},
 	"text": {"command_topic"}, "fan": {"command_topic"}, "siren": {"command_topic"},
-	"alarm_control_panel": {"state_topic", "command_topic"},
-	"device_automation":   {"topic", "type", "subtype"},
+	"alarm_control_panel": {"state_topic", "command_topic"}, "scene": {"command_topic"},
+	"device_automation": {"topic", "type", "subtype"},
 }
 
 // newHAEntity validates one expanded config. A component Home Assistant

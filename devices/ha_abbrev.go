@@ -6,6 +6,8 @@ package devices
 var haAbbreviations = map[string]string{
 	"act_t": "action_topic", "act_tpl": "action_template", "atype": "automation_type",
 	"aux_cmd_t": "aux_command_topic", "aux_stat_tpl": "aux_state_template", "aux_stat_t": "aux_state_topic",
+	"dir_cmd_t": "direction_command_topic", "dir_cmd_tpl": "direction_command_template",
+	"dir_stat_t": "direction_state_topic", "dir_val_tpl": "direction_value_template",
 	"av_tones": "available_tones", "avty": "availability", "avty_mode": "availability_mode",
 	"avty_t": "availability_topic", "avty_tpl": "availability_template",
 	"away_mode_cmd_t": "away_mode_command_topic", "away_mode_stat_tpl": "away_mode_state_template",

@@ -199,6 +199,7 @@ type ent struct {
 	b    *haBuilder
 	key  string
 	name string
+	read map[string]bool // the command topics and templates its model read (auditTemplates)
 }
 
 func (x *ent) mainID() string {
@@ -239,13 +240,16 @@ func (b *haBuilder) entity(e *haEntity, devName string) {
 		x.name = devName + " " + x.name
 	}
 	b.availability(e, x.name)
+	defer x.auditTemplates(len(b.spec.actions))
 	switch e.component {
 	case "sensor":
 		x.sensor()
 	case "binary_sensor":
 		x.binarySensor()
-	case "switch", "siren":
+	case "switch":
 		x.switchLike()
+	case "siren":
+		x.siren()
 	case "light":
 		x.light()
 	case "lock":
@@ -268,5 +272,9 @@ func (b *haBuilder) entity(e *haEntity, devName string) {
 		x.trigger()
 	case "update":
 		x.update()
+	case "scene":
+		x.scene()
+	case "vacuum":
+		x.vacuum()
 	}
 }

@@ -57,8 +57,10 @@ func (x *ent) command(topicKey, tplKey string) (cmdSend, bool) {
 	if topic == "" {
 		return nil, false
 	}
+	x.readKey(topicKey)
 	var t *tmpl
 	if tplKey != "" {
+		x.readKey(tplKey)
 		t = compileTemplate(x.str(tplKey, ""))
 	}
 	if t != nil && t.unsupported != "" {
@@ -212,14 +214,15 @@ func (x *ent) fan() {
 	on, off := x.str("payload_on", "ON"), x.str("payload_off", "OFF")
 	x.addState(x.mainID(), x.name, x.unitDesc(), onOffSchema(x.unitDesc()), x.str("state_topic", ""), x.str("state_value_template", ""),
 		matcher([2]string{on, "ON"}, [2]string{off, "OFF"}))
+	sr := speedRange{lo: x.numOr("speed_range_min", 1), hi: x.numOr("speed_range_max", 100)}
 	x.addState(x.subID("percentage"), x.name+" speed", "Fan speed in percent",
 		map[string]any{"type": "number", "minimum": 0.0, "maximum": 100.0, "x-unit": "%"},
-		x.str("percentage_state_topic", ""), x.str("percentage_value_template", ""), numberConv)
+		x.str("percentage_state_topic", ""), x.str("percentage_value_template", ""), sr.percent)
 	send, ok := x.command("command_topic", "command_template")
 	if !ok {
 		return
 	}
-	a := x.newAction("set", "Turn "+x.name+" on/off or set its speed.")
+	a := x.newAction("set", "Turn "+x.name+" on/off or set its speed, preset, oscillation or direction.")
 	a.fields["state"] = enumField("ON or OFF", []any{"ON", "OFF"})
 	x.affect(a, "state", x.mainID(), "state_topic")
 	sendPct, okP := x.command("percentage_command_topic", "percentage_command_template")
@@ -227,7 +230,6 @@ func (x *ent) fan() {
 		a.fields["percentage"] = numField("Speed", fnum(0), fnum(100), 0, "%")
 		x.affect(a, "percentage", x.subID("percentage"), "percentage_state_topic")
 	}
-	lo, hi := x.numOr("speed_range_min", 1), x.numOr("speed_range_max", 100)
 	a.send = func(ctx context.Context, p sender, args map[string]any) error {
 		if s, ok := args["state"]; ok {
 			pl := off
@@ -239,10 +241,36 @@ func (x *ent) fan() {
 			}
 		}
 		if v, ok := args["percentage"].(float64); ok && okP {
-			return sendPct(ctx, p, int(math.Ceil((hi-lo+1)*v/100)), nil) // percentage_to_ranged_value, ceil
+			return sendPct(ctx, p, sr.device(v), nil)
 		}
 		return nil
 	}
+	x.fanFeatures(a)
+}
+
+// speedRange is a fan's speed_range_min … speed_range_max: the device's
+// speed steps, 0 … 100 percent in the catalog, both ways as Home
+// Assistant converts them.
+type speedRange struct{ lo, hi float64 }
+
+// percent is ranged_value_to_percentage of a reported step (a rendered
+// number, truncated to an int); a value outside 0 … 100 percent is not a
+// reading.
+func (r speedRange) percent(v any) (any, bool) {
+	f, ok := toFloat(v)
+	if !ok || r.hi < r.lo {
+		return nil, false
+	}
+	p := math.Floor((math.Trunc(f) - (r.lo - 1)) * 100 / (r.hi - r.lo + 1))
+	if p < 0 || p > 100 {
+		return nil, false
+	}
+	return p, true
+}
+
+// device is math.ceil(percentage_to_ranged_value(range, pct)).
+func (r speedRange) device(pct float64) int {
+	return int(math.Ceil((r.hi-r.lo+1)*pct/100 + r.lo - 1))
 }
 
 // alarmPanel: Home Assistant renders command_template (default
@@ -354,6 +382,7 @@ func (x *ent) update() {
 		}
 		return map[string]any{"installed_version": s}, s != ""
 	})
+	x.updateLatest()
 	send, ok := x.command("command_topic", "")
 	if !ok {
 		return

@@ -62,6 +62,7 @@ func (x *ent) cover() {
 	} else {
 		x.coverStateField(a)
 		x.coverPositionField(a, r)
+		x.coverTilt(a, r)
 	}
 	if len(a.fields) == 0 {
 		x.b.spec.actions = x.b.spec.actions[:len(x.b.spec.actions)-1]
@@ -89,7 +90,10 @@ func (x *ent) coverStateField(a *action) {
 	a.fields["state"] = enumField("OPEN, CLOSE or STOP", values)
 	x.affect(a, "state", x.mainID(), "state_topic")
 	a.send = func(ctx context.Context, p sender, args map[string]any) error {
-		return send(ctx, p, payloads[stringify(args["state"])], nil)
+		if s, ok := args["state"]; ok {
+			return send(ctx, p, payloads[stringify(s)], nil)
+		}
+		return nil
 	}
 }
 
@@ -225,10 +229,6 @@ func (x *ent) climateAction(unit string, minT, maxT float64, modes []any) {
 		a.fields["system_mode"] = enumField("HVAC mode", modes)
 		x.affect(a, "system_mode", x.subID("system_mode"), "mode_state_topic")
 	}
-	if len(a.fields) == 0 {
-		x.b.spec.actions = x.b.spec.actions[:len(x.b.spec.actions)-1]
-		return
-	}
 	a.send = func(ctx context.Context, p sender, args map[string]any) error {
 		if m, ok := args["system_mode"]; ok && okM {
 			if err := sendM(ctx, p, m, nil); err != nil {
@@ -239,5 +239,9 @@ func (x *ent) climateAction(unit string, minT, maxT float64, modes []any) {
 			return sendT(ctx, p, pyFloatValue(t), nil)
 		}
 		return nil
+	}
+	x.climateModes(a)
+	if len(a.fields) == 0 {
+		x.b.spec.actions = x.b.spec.actions[:len(x.b.spec.actions)-1]
 	}
 }

@@ -96,9 +96,10 @@ func (x *ent) addState(id, name, desc string, schema map[string]any, topic, tplS
 	}})
 }
 
-// newAction adds an action; its risk is the device type's (finish).
+// newAction adds an action with the risk of the entity's own component
+// and class: a light on a node that also has a lock stays control.
 func (x *ent) newAction(verb, desc string) *action {
-	a := newAction(x.actionID(verb), x.name+" "+verb, desc, pilotage.RiskControl)
+	a := newAction(x.actionID(verb), x.name+" "+verb, desc, haEntityRisk(x.component))
 	x.b.spec.actions = append(x.b.spec.actions, a)
 	return a
 }
@@ -118,4 +119,14 @@ func (x *ent) unitDesc() string {
 		return x.name
 	}
 	return x.name + " (" + strings.Join(parts, ", ") + ")"
+}
+
+// haEntityRisk is the risk of an entity's commands: the DeviceTypes row of
+// its component (locks, covers, valves, sirens and alarm panels are
+// security; the rest control).
+func haEntityRisk(component string) pilotage.Risk {
+	if component == "alarm_control_panel" {
+		component = "alarm_panel"
+	}
+	return pilotage.DeviceTypeRisk(component)
 }

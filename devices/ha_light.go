@@ -10,6 +10,7 @@ import (
 type lightCaps struct {
 	brightness, colorTemp bool
 	xy, hs, rgb           bool
+	white, cold           bool // rgbw / rgbww: w, and c (cold white)
 	scale, minM, maxM     float64
 	effects               []any
 }
@@ -38,8 +39,12 @@ func (x *ent) lightCaps() lightCaps {
 			c.xy = true
 		case "hs":
 			c.hs = true
-		case "rgb", "rgbw", "rgbww":
+		case "rgb":
 			c.rgb = true
+		case "rgbw":
+			c.rgb, c.white = true, true
+		case "rgbww":
+			c.rgb, c.white, c.cold = true, true, true
 		}
 		c.brightness = true
 	}
@@ -64,6 +69,12 @@ func (c lightCaps) colorField() *field {
 			props[k] = numField(strings.ToUpper(k), fnum(0), fnum(255), 0, "")
 		}
 	}
+	if c.white {
+		props["w"] = numField("White (warm white in rgbww)", fnum(0), fnum(255), 0, "")
+	}
+	if c.cold {
+		props["c"] = numField("Cold white", fnum(0), fnum(255), 0, "")
+	}
 	if len(props) == 0 {
 		return nil
 	}
@@ -75,8 +86,7 @@ func (x *ent) light() {
 	case "json":
 		x.jsonLight()
 	case "template":
-		x.b.spec.states = append(x.b.spec.states, stateSpec{id: x.mainID(), name: x.name, desc: x.unitDesc(),
-			schema: onOffSchema(x.unitDesc()), unsupported: "template-schema lights are not supported"})
+		x.templateLight()
 	default:
 		x.defaultLight()
 	}
@@ -135,6 +145,7 @@ func (x *ent) jsonLight() {
 		}
 	}
 	cmd := x.str("command_topic", "")
+	x.readKey("command_topic")
 	a.send = func(ctx context.Context, p sender, args map[string]any) error {
 		msg := make(map[string]any, len(args)+1)
 		for k, v := range args {
@@ -185,23 +196,13 @@ func (x *ent) defaultLight() {
 	}
 	a := x.lightAction(c)
 	x.affect(a, "state", x.mainID(), "state_topic")
-	sendB, okB := x.command("brightness_command_topic", "brightness_command_template")
-	if okB && c.brightness {
-		x.affect(a, "brightness", x.subID("brightness"), "brightness_state_topic")
-	} else {
-		delete(a.fields, "brightness")
-	}
-	sendCT, okCT := x.command("color_temp_command_topic", "color_temp_command_template")
-	if okCT && c.colorTemp {
-		x.affect(a, "color_temp", x.subID("color_temp"), "color_temp_state_topic")
-	} else {
-		delete(a.fields, "color_temp")
-	}
-	onType, full := x.str("on_command_type", "last"), pyRoundInt(c.scale)
+	sendB, okB, sendCT, okCT := x.defaultLightLevels(a, c)
+	colors, sendFx := x.defaultColor(a), x.defaultEffect(a)
+	onType, full, bID := x.str("on_command_type", "last"), pyRoundInt(c.scale), x.subID("brightness")
 	// As Home Assistant's turn_on: "first" sends payload_on first, "last"
 	// (the default) after the brightness and colour temperature,
-	// "brightness" never, sending the brightness (full: the last one is
-	// not known here) instead.
+	// "brightness" never, sending the brightness instead: the last one
+	// reported, else full.
 	a.send = func(ctx context.Context, p sender, args map[string]any) error {
 		if args["state"] == "OFF" {
 			return send(ctx, p, off, nil)
@@ -211,9 +212,17 @@ func (x *ent) defaultLight() {
 				return err
 			}
 		}
+		if c, ok := args["color"].(map[string]any); ok {
+			if err := colors.send(ctx, p, c); err != nil {
+				return err
+			}
+		}
 		b, hasB := args["brightness"]
 		if !hasB && onType == "brightness" {
 			b, hasB = full, true
+			if last, ok := toFloat(p.value(bID)); ok && last > 0 {
+				b = last
+			}
 		}
 		if hasB && okB {
 			if err := sendB(ctx, p, pyRoundInt(b), nil); err != nil {
@@ -225,11 +234,34 @@ func (x *ent) defaultLight() {
 				return err
 			}
 		}
+		if v, ok := args["effect"]; ok && sendFx != nil {
+			if err := sendFx(ctx, p, v, nil); err != nil {
+				return err
+			}
+		}
 		if onType == "last" {
 			return send(ctx, p, on, nil)
 		}
 		return nil
 	}
+}
+
+// defaultLightLevels offers brightness and colour temperature when the
+// light has their command topics.
+func (x *ent) defaultLightLevels(a *action, c lightCaps) (sendB cmdSend, okB bool, sendCT cmdSend, okCT bool) {
+	sendB, okB = x.command("brightness_command_topic", "brightness_command_template")
+	if okB && c.brightness {
+		x.affect(a, "brightness", x.subID("brightness"), "brightness_state_topic")
+	} else {
+		delete(a.fields, "brightness")
+	}
+	sendCT, okCT = x.command("color_temp_command_topic", "color_temp_command_template")
+	if okCT && c.colorTemp {
+		x.affect(a, "color_temp", x.subID("color_temp"), "color_temp_state_topic")
+	} else {
+		delete(a.fields, "color_temp")
+	}
+	return sendB, okB, sendCT, okCT
 }
 
 // defaultLightStates declares the on/off, brightness and colour

@@ -224,3 +224,40 @@ func TestSubscriberMayReadCatalog(t *testing.T) {
 		t.Fatalf("seen %v", seen)
 	}
 }
+
+// TestHACommandTemplateAudit: a command template the model does not read
+// must never let a command publish another payload than Home Assistant
+// would (a siren's command_off_template was ignored: OFF sounded the
+// alarm). One that shapes a topic the entity publishes to withdraws the
+// entity's commands; one for a topic it does not use only loses that
+// feature; both are named in the device's description.
+func TestHACommandTemplateAudit(t *testing.T) {
+	cases := []struct {
+		name, topic, cfg, action string
+		offered                  bool
+		gap                      string
+	}{
+		{"off template on the command topic", "homeassistant/switch/a/config",
+			`{"name":"A","command_topic":"a/set","command_off_template":"{{ value }}x"}`, "a.set", false, "command_off_template not modelled; its commands are not offered"},
+		{"on template on the command topic", "homeassistant/lock/b/config",
+			`{"name":"B","command_topic":"b/set","command_on_template":"{{ value }}"}`, "b.set", false, "command_on_template not modelled; its commands are not offered"},
+		{"a feature's own topic", "homeassistant/climate/c/config",
+			`{"name":"C","temperature_command_topic":"c/t","power_command_topic":"c/p","power_command_template":"{{ value }}"}`, "c.set", true, "power_command_template, power_command_topic not modelled"},
+		{"the siren's pair is read", "homeassistant/siren/d/config",
+			`{"name":"D","command_topic":"d/set","command_template":"on","command_off_template":"off"}`, "d.set", true, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c, _ := newTestCatalog()
+			c.HandleMessage(msg(tc.topic, tc.cfg))
+			s := c.Snapshot()
+			if _, ok := s.Get(tc.action); ok != tc.offered {
+				t.Errorf("%s offered %v, want %v", tc.action, ok, tc.offered)
+			}
+			dev, _ := s.Get(strings.Split(tc.action, ".")[0])
+			if dev == nil || (tc.gap == "") != !strings.Contains(dev.Description, "Not fully modelled") || !strings.Contains(dev.Description, tc.gap) {
+				t.Errorf("description %v, want the gap %q", dev, tc.gap)
+			}
+		})
+	}
+}

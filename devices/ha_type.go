@@ -8,11 +8,12 @@ import (
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
-// haDeviceType is the first row of pilotage.DeviceTypes the device
-// matches, as for Zigbee2MQTT: by the components of its entities (its
-// config and diagnostic entities only when it has no other), or by a word
-// of the row in its name, manufacturer or model (for an entity without a
-// device block, its name and object id).
+// haDeviceType is the first row of pilotage.DeviceTypes the components
+// of the device's entities match (its config and diagnostic entities only
+// when it has no other); only a device no component types (sensors) is
+// typed by a word of a row in its name, manufacturer or model (for an
+// entity without a device block, its name and object id): model text
+// never turns a fan into a valve.
 func haDeviceType(g *haGroup, name string) string {
 	comps := map[string]bool{}
 	words := []string{name, g.devField("manufacturer"), g.devField("model")}
@@ -35,11 +36,13 @@ func haDeviceType(g *haGroup, name string) string {
 			words = append(words, n, e.objectID)
 		}
 	}
-	text := strings.ToLower(strings.Join(words, " "))
 	for _, row := range pilotage.DeviceTypes {
-		if haMeans(row.Type, comps, controls) {
+		if row.Type != "sensor" && haMeans(row.Type, comps, controls) {
 			return row.Type
 		}
+	}
+	text := strings.ToLower(strings.Join(words, " "))
+	for _, row := range pilotage.DeviceTypes {
 		for _, w := range row.Words {
 			if strings.Contains(text, w) {
 				return row.Type
@@ -105,14 +108,10 @@ func buildHADevice(log *slog.Logger, id, name string, g *haGroup, pins slots) *d
 	return s
 }
 
-// finish gives every action the device type's risk and marks what could
-// not be modelled (tag, description, one log line per discovery version).
+// finish marks what could not be modelled (tag, description, one log
+// line per discovery version).
 func (b *haBuilder) finish(log *slog.Logger) {
 	s := b.spec
-	risk := pilotage.DeviceTypeRisk(s.typ)
-	for _, a := range s.actions {
-		a.risk = risk
-	}
 	if len(b.gaps) == 0 {
 		return
 	}

@@ -234,7 +234,8 @@ func checkVariantCommands(t *testing.T, h *variantHouse) {
 	h.call(t, "garage.set", map[string]any{"state": "OPEN"}, p("og/garage01/cmd", "OPEN"))
 	h.call(t, "boiler.pump.set", map[string]any{"state": "ON"}, p("homie/boiler/pump/$value/set", "true"))
 	h.call(t, "kitchen_dimmer.set", map[string]any{"state": "ON", "brightness": 50}, p("zwave/kitchen/switch_multilevel/targetValue/set", "50"))
-	h.call(t, "kitchen_dimmer.set", map[string]any{"state": "ON"}, p("zwave/kitchen/switch_multilevel/targetValue/set", "99"))
+	// on_command_type brightness: ON restores the last reported level (42).
+	h.call(t, "kitchen_dimmer.set", map[string]any{"state": "ON"}, p("zwave/kitchen/switch_multilevel/targetValue/set", "42"))
 	h.call(t, "kitchen_dimmer.set", map[string]any{"state": "OFF"}, p("zwave/kitchen/switch_multilevel/targetValue/set", "0"))
 	h.call(t, "thermostat.hc1.set", map[string]any{"system_mode": "heat", "occupied_heating_setpoint": 21},
 		p("ems-esp/thermostat/hc1/mode", "manual"), p("ems-esp/thermostat/hc1/seltemp", "21.0"))
@@ -256,7 +257,7 @@ func checkVariantRefusals(t *testing.T, h *variantHouse) {
 	t.Helper()
 	s := h.c.Snapshot()
 	hp, _ := s.Get("heat_pump")
-	if !hasTag(hp, tagPartial) || !strings.Contains(hp.Description, "Filter robot: vacuum entities are not modelled") {
+	if !hasTag(hp, tagPartial) || !strings.Contains(hp.Description, "Filter robot: lawn_mower entities are not modelled") {
 		t.Errorf("heat_pump: %v %q", hp.Tags, hp.Description)
 	}
 	for _, id := range []string{"no_origin", "extra", "foo"} {
@@ -275,7 +276,7 @@ func checkVariantRefusals(t *testing.T, h *variantHouse) {
 		t.Errorf("coverage %+v", cv)
 	}
 	for id, want := range map[string]string{"garage.set": "security", "front_door.set": "security", "thermostat.hc1.set": "control",
-		"kitchen_dimmer.set": "control", "heat_pump.fan.set": "security", "paradox_panel.partition_1.set": "security"} {
+		"kitchen_dimmer.set": "control", "heat_pump.fan.set": "control", "heat_pump.dhw_valve.set": "security", "paradox_panel.partition_1.set": "security"} {
 		if e, _ := s.Get(id); e == nil || string(e.Risk) != want {
 			t.Errorf("%s risk %v, want %s", id, e, want)
 		}

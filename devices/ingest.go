@@ -108,9 +108,22 @@ func (c *Catalog) compute(tx *txn, m mqtt.Message) {
 	c.keepPending(t, m.Payload)
 }
 
-// computeRoute runs the routes of topic t, which record what they
-// computed in tx; false when nothing routes t.
+// computeRoute runs the routes of topic t, and those of every routed
+// filter that matches t (a state_topic with wildcards, as OpenMQTTGateway
+// announces them: +/+/BTtoMQTT/<mac>), which record what they computed in
+// tx; false when nothing routes t.
 func (c *Catalog) computeRoute(tx *txn, t string, payload []byte) bool {
+	hit := c.runRoutes(tx, t, payload)
+	for f := range c.model.wild {
+		if f != t && mqtt.TopicMatch(f, t) {
+			hit = c.runRoutes(tx, f, payload) || hit
+		}
+	}
+	return hit
+}
+
+// runRoutes runs the routes stored under topic (or filter) t.
+func (c *Catalog) runRoutes(tx *txn, t string, payload []byte) bool {
 	tr, ok := c.model.routes[t]
 	if !ok {
 		return false

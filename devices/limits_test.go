@@ -2,6 +2,7 @@ package devices
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -133,4 +134,52 @@ func TestOversizedPayloadsRefused(t *testing.T) {
 	}
 	// Under the bounds, the same messages are read.
 	h.liveOf(t, "weather/real", "9.5", "outdoor_weather.temperature", "9.5")
+}
+
+// TestLargeBridgeDevicesAcceptedByDefault: a bridge/devices over 4 MiB
+// (a house of ~700+ devices) was refused at the default settings, by the
+// embedded broker and by the catalog, and the broker's log named a
+// setting that does not exist. The default now covers the largest real
+// networks; what is refused names mqtt.max_message_bytes.
+func TestLargeBridgeDevicesAcceptedByDefault(t *testing.T) {
+	b, err := mqtt.StartBroker("127.0.0.1:0", quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	in := b.Inline(quietLogger())
+	t.Cleanup(func() { cancel(); in.Close(); _ = b.Close() })
+	c := NewCatalog(Options{Logger: quietLogger()})
+	if err := c.Start(ctx, in); err != nil {
+		t.Fatal(err)
+	}
+	const n = 1000
+	pad := strings.Repeat("x", 5<<10) // real definitions carry 4-6 KB of exposes and options
+	devs := make([]map[string]any, n)
+	for i := range devs {
+		devs[i] = map[string]any{"ieee_address": fmt.Sprintf("0x%016x", i+1), "friendly_name": fmt.Sprintf("lamp_%04d", i),
+			"definition": map[string]any{"model": "L", "vendor": "V", "description": "bulb " + pad, "exposes": []any{
+				map[string]any{"type": "binary", "name": "state", "property": "state", "access": 7, "value_on": "ON", "value_off": "OFF"}}}}
+	}
+	payload, _ := json.Marshal(devs)
+	if len(payload) <= 4<<20 {
+		t.Fatalf("payload %d bytes, want over 4 MiB", len(payload))
+	}
+	dctx, dcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer dcancel()
+	pub, err := mqtt.Dial(dctx, mqtt.Options{Broker: b.URL(), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pub.Close)
+	if err := pub.Publish(dctx, "zigbee2mqtt/bridge/devices", payload, 1, true); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 20*time.Second, "all devices listed", func() bool {
+		_, ok := c.Snapshot().Get(fmt.Sprintf("lamp_%04d.set", n-1))
+		return ok
+	})
+	if r := c.Refusals(); r.OversizedMessages != 0 {
+		t.Errorf("refusals %+v", r)
+	}
 }

@@ -69,11 +69,16 @@ func notifyAction(ch NotifyChannel, counts *notifyCounters) *action {
 		switch {
 		case ch.Topic != "":
 			return p.publishJSON(ctx, ch.Topic, map[string]any{"message": message, "title": title})
+		case ch.Ntfy != "" && p.record != nil:
+			*p.record = append(*p.record, Published{URL: ch.Ntfy, Payload: message})
+			return nil
 		case ch.Ntfy != "":
 			prio, _ := args["priority"].(string)
 			return counts.deliver(ctx, p.http, defaultNotifyPolicy, ch.ID, "ntfy", func(ctx context.Context) (*http.Request, error) {
 				return ntfyRequest(ctx, ch, title, message, prio)
 			})
+		case ch.URL != "" && p.record != nil:
+			return p.recordPost(ch.URL, map[string]any{"message": message, "title": title})
 		case ch.URL != "":
 			body, err := json.Marshal(map[string]any{"message": message, "title": title})
 			if err != nil {

@@ -112,12 +112,26 @@ func inputField(e expose) *field {
 		var items *field
 		if e.ItemType != nil {
 			items = inputField(*e.ItemType)
+			if day := dayOfWeekItem(e); day != nil {
+				items = unionField(exposeDesc(*e.ItemType), items, inputField(*day))
+			}
 		}
 		return arrayField(desc, items, e.LengthMin, e.LengthMax)
 	case "composite":
 		return compositeField(e)
 	}
 	return strField(desc)
+}
+
+// dayOfWeekItem is the day of a weekly schedule's dayofweek list, whose
+// items the library exposes as {"day": …}: its converter takes the day
+// alone too ("dayofweek": ["monday"]), so both forms are offered.
+func dayOfWeekItem(e expose) *expose {
+	it := e.ItemType
+	if e.Name != "dayofweek" || it.Type != "composite" || len(it.Features) != 1 {
+		return nil
+	}
+	return &it.Features[0]
 }
 
 // compositeField is the object a settable composite takes: its settable

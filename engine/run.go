@@ -42,6 +42,11 @@ func (e *Engine) testRun(ctx context.Context, p *Principal, runID string, c *rul
 		return l.Value, true
 	}
 	w := rules.NewSimWorld(base, e.Now(), scen, e.simEffects)
+	if e.devs != nil {
+		w.SetPreview(func(ctx context.Context, id string, args map[string]any) (any, error) {
+			return e.devs.Preview(ctx, id, args)
+		})
+	}
 	w.SetPlace(e.place())
 	w.SetChangedBase(func(id string) (time.Time, bool) { return e.lastChanged(p, id) })
 	e.addSubprograms(p, w, c, 0)

@@ -19,8 +19,9 @@ const (
 	// DefaultMaxPacketBytes bounds one MQTT packet (a PUBLISH's topic,
 	// properties and payload). The largest real payload, Zigbee2MQTT's
 	// bridge/devices, is 4–6 KB per device (55 KB for 13 devices in the
-	// captures), so 4 MiB leaves room for several hundred devices.
-	DefaultMaxPacketBytes = 4 << 20
+	// captures): 16 MiB covers the largest real networks (about 3,000
+	// devices; Zigbee2MQTT warns beyond a few hundred per coordinator).
+	DefaultMaxPacketBytes = 16 << 20
 	// DefaultMaxRetainedBytes bounds the payloads the broker retains in
 	// total (discovery configs are 1–3 KB each).
 	DefaultMaxRetainedBytes = 64 << 20
@@ -102,7 +103,7 @@ func (h *limitsHook) OnRetainedExpired(topic string) {
 func (h *limitsHook) OnDisconnect(cl *mochi.Client, err error, _ bool) {
 	if errors.Is(err, packets.ErrPacketTooLarge) {
 		h.counts.OversizedPackets.Add(1)
-		h.log.Warn("mqtt client disconnected: packet over the maximum size (mqtt.embedded_max_packet_bytes)",
+		h.log.Warn("mqtt client disconnected: packet over the maximum size (mqtt.max_message_bytes)",
 			"client_id", cl.ID, "remote", cl.Net.Remote, "username", string(cl.Properties.Username))
 	}
 }

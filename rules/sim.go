@@ -90,6 +90,18 @@ type SimWorld struct {
 	assumed       map[string]string
 	lastRun       *time.Time // the scenario's last_run, resolved
 	lastRunOffset bool       // it was given as an offset from the start
+	// preview, when set, computes what a call would publish; a test run
+	// shows it in the call's output.
+	preview func(ctx context.Context, id string, args map[string]any) (any, error)
+}
+
+// SetPreview makes every call's output carry what it would publish
+// ("publishes"), computed by preview (the live call's own code); a call
+// preview refuses fails as the live call would.
+func (w *SimWorld) SetPreview(preview func(ctx context.Context, id string, args map[string]any) (any, error)) {
+	w.mu.Lock()
+	w.preview = preview
+	w.mu.Unlock()
 }
 
 // NewSimWorld builds a scratch world over base (the live state reader, may
@@ -209,14 +221,26 @@ func (w *SimWorld) LastChanged(id string) (time.Time, bool) {
 }
 
 // Call records the call, applies its simulated effects to the scratch
-// state and returns {"simulated": true}. Nothing is published.
+// state and returns {"simulated": true} (with "publishes" when a preview
+// is set). Nothing is published.
 func (w *SimWorld) Call(ctx context.Context, id string, args map[string]any) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	out := map[string]any{"simulated": true}
+	w.mu.Lock()
+	preview := w.preview
+	w.mu.Unlock()
+	if preview != nil {
+		msgs, err := preview(ctx, id, args)
+		if err != nil {
+			return nil, err
+		}
+		out["publishes"] = msgs
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.calls = append(w.calls, CallRecord{ID: id, Args: args, Output: map[string]any{"simulated": true}, At: w.now})
+	w.calls = append(w.calls, CallRecord{ID: id, Args: args, Output: out, At: w.now})
 	var changes map[string]any
 	if w.effects != nil {
 		changes = w.effects(id, args)
@@ -227,7 +251,7 @@ func (w *SimWorld) Call(ctx context.Context, id string, args map[string]any) (an
 	for k, v := range changes {
 		w.setLocked(k, v)
 	}
-	return map[string]any{"simulated": true}, nil
+	return out, nil
 }
 
 func (w *SimWorld) fallbackEffects(id string, args map[string]any) map[string]any {

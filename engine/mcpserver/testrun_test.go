@@ -118,3 +118,23 @@ func TestGarageAfterSunsetThroughMCP(t *testing.T) {
 		t.Errorf("garage closed already: %v", oc)
 	}
 }
+
+// TestTestRunShowsPublishes: a test run's call says the exact message the
+// live call would publish, computed by the same code.
+func TestTestRunShowsPublishes(t *testing.T) {
+	_, c := sunStack(t)
+	const src = `{"name": "close-garage", "triggers": [{"id": "go", "cron": "0 0 22 * * *"}],
+	  "steps": [{"id": "close", "call": "garage_door.set", "args": {"state": "CLOSE"}}]}`
+	out := call(t, c, "pilotage_execute", map[string]any{"test_run": true, "program": prog(t, src),
+		"input": map[string]any{"scenario": map[string]any{"now": "2026-01-15T22:00:00+01:00"}}})
+	calls := out["output"].(map[string]any)["calls"].([]any)
+	got := calls[0].(map[string]any)["output"].(map[string]any)
+	pub, _ := got["publishes"].([]any)
+	if got["simulated"] != true || len(pub) != 1 {
+		t.Fatalf("call output %v", got)
+	}
+	m := pub[0].(map[string]any)
+	if m["topic"] != "zigbee2mqtt/garage_door/set" || m["payload"] != `{"state":"CLOSE"}` {
+		t.Errorf("publishes %v", pub)
+	}
+}
