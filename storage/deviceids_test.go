@@ -85,6 +85,7 @@ func TestDeviceIDsMigration7(t *testing.T) {
 		`DROP INDEX runs_tests_by_principal`,
 		`DROP INDEX idempotency_by_principal`,
 		`ALTER TABLE rules DROP COLUMN binding`,
+		`DROP TABLE approvals`,
 		migrations[5], // the device_ids table as migration 6 made it
 		`INSERT INTO device_ids (key, id, base, assigned_at) VALUES ('ha:ids:ws-1', 'outdoor_weather', 'outdoor_weather', 1), ('z2m:0x1', 'hall_motion', 'hall_motion', 2)`,
 	} {

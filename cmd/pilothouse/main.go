@@ -27,6 +27,8 @@ Client commands (talk to a running server: --server URL, --token or PILOTHOUSE_S
   pilothouse test rule.json [--input JSON] [--trigger ID --value V --state id=value --now T]   simulate, print the trace
   pilothouse rules [enable|disable|remove NAME]
   pilothouse trace RUN_ID [--level summary|full]
+  pilothouse approvals [--all]             risky deploys waiting for a human's approval
+  pilothouse approve ID | decline ID       decide one (as the owner or an approver)
   pilothouse healthcheck                   exit 0 when /healthz answers ok
 
 Data: the per-user data folder ($XDG_DATA_HOME/pilothouse, else ~/.local/share/pilothouse;
@@ -58,7 +60,7 @@ func main() {
 		err = runBenchLoad(ctx, args)
 	case "bench":
 		err = runBench(ctx, args)
-	case "apply", "test", "rules", "trace":
+	case "apply", "test", "rules", "trace", "approvals", "approve", "decline":
 		err = runCLI(ctx, cmd, args, os.Stdout, os.Stderr, os.Stdin)
 	case "healthcheck":
 		err = runHealthcheck(ctx, args)

@@ -59,9 +59,38 @@ func TestCancelledRunsAreReported(t *testing.T) {
 	}
 
 	src := inProgress("replace-me", "living_plug")
-	dep := execute(t, c, map[string]any{"program": prog(t, src)})
+	dep := execute(t, c, map[string]any{"program": prog(t, strings.Replace(src, `"1h"`, `"2h"`, 1))})
 	if w := js(dep["output"].(map[string]any)["warnings"]); !strings.Contains(w, `"code":"replaced_rule"`) || !strings.Contains(w, "1 run of the replaced rule") {
 		t.Errorf("replace with a run in progress: warnings %s", w)
+	}
+}
+
+// TestIdenticalRedeployCancelsNothing: deploying the installed program
+// again with the same input changes nothing: its run in progress (the
+// light back off in an hour) survives, and the answer says unchanged
+// (issue 31: "turn off in 2 minutes" was lost).
+func TestIdenticalRedeployCancelsNothing(t *testing.T) {
+	s := newHTTPStack(t, nil, storage.Options{})
+	c := s.client("")
+	src := `{"name": "keep-me", "triggers": [{"id": "press", "event": "bedroom_remote.action"}],
+	  "steps": [{"id": "on", "call": "porch_light.set", "args": {"state": "ON"}}, {"id": "later", "delay": "1h"},
+	            {"id": "off", "call": "porch_light.set", "args": {"state": "OFF"}}]}`
+	deployed(t, c, src)
+	if err := s.sim.Press(context.Background(), "toggle"); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*time.Second, "the porch light on", func() bool {
+		got := call(t, c, "pilotage_lookup", map[string]any{"verb": "get", "id": "porch_light.state"})
+		return got["live"].(map[string]any)["value"] == "ON"
+	})
+	dep := execute(t, c, map[string]any{"program": prog(t, src)})
+	out := dep["output"].(map[string]any)
+	if out["unchanged"] != true || out["replaced"] != false || strings.Contains(js(out), "replaced_rule") {
+		t.Fatalf("identical re-deploy: %s", js(dep))
+	}
+	dis, isErr := callTool(t, c, "pilothouse_rule_disable", map[string]any{"name": "keep-me"})
+	if isErr || dis["rule"].(map[string]any)["cancelled_runs"] != 1.0 {
+		t.Errorf("the run in progress did not survive the identical re-deploy: %s", js(dis))
 	}
 }
 
