@@ -131,6 +131,7 @@ func approvalKey(ref string, params []byte, rule, principal string) string {
 type gateRequest struct {
 	p       *Principal
 	runID   string
+	rule    string
 	c, b    *rules.Compiled // as written, and bound (what runs)
 	params  []byte
 	reasons []string
@@ -138,17 +139,17 @@ type gateRequest struct {
 
 // gate applies the risk gate to a deploy. It returns the approval the
 // deploy uses (nil: none needed), or the response that refuses it.
-func (e *Engine) gate(ctx context.Context, p *Principal, runID string, c *rules.Compiled, b *bound, params map[string]any) (*storage.Approval, *ExecuteResponse, error) {
+func (e *Engine) gate(ctx context.Context, p *Principal, runID, rule string, c *rules.Compiled, b *bound, params map[string]any) (*storage.Approval, *ExecuteResponse, error) {
 	plan := b.c.Plan
 	if plan == nil {
 		plan = rules.BuildPlan(b.c)
 	}
-	g := gateRequest{p: p, runID: runID, c: c, b: b.c, reasons: e.policyOf(p).reasons(plan)}
+	g := gateRequest{p: p, runID: runID, rule: rule, c: c, b: b.c, reasons: e.policyOf(p).reasons(plan)}
 	if len(g.reasons) == 0 {
 		return nil, nil, nil
 	}
 	g.params, _ = json.Marshal(params)
-	key := approvalKey(programRef(c), g.params, c.Name(), p.Name)
+	key := approvalKey(programRef(c), g.params, rule, p.Name)
 	now := e.Now()
 	a, err := e.store.LatestApproval(ctx, key)
 	switch {
@@ -188,7 +189,7 @@ func (e *Engine) newApproval(ctx context.Context, g gateRequest, key string, pla
 		return storage.Approval{}, e.gateRefusal(g, storage.Approval{}, rules.StatusDenied, msg), nil
 	}
 	planJSON, _ := json.Marshal(plan)
-	a := storage.Approval{ID: storage.NewApprovalID(), Key: key, Principal: g.p.Name, Rule: g.c.Name(), Ref: programRef(g.c),
+	a := storage.Approval{ID: storage.NewApprovalID(), Key: key, Principal: g.p.Name, Rule: g.rule, Ref: programRef(g.c),
 		Program: g.c.Raw, Params: g.params, Plan: planJSON, Risk: string(plan.MaxRisk), Status: storage.ApprovalPending,
 		CreatedAt: now, ExpiresAt: now.Add(e.cfg.ApprovalTTL)}
 	if err := e.store.CreateApproval(ctx, a); err != nil {
@@ -223,7 +224,7 @@ func (e *Engine) gateRefusal(g gateRequest, a storage.Approval, status, msg stri
 		rec = e.approvalRecord(a, g.reasons)
 		out["approval_id"], out["url"], out["expires_at"] = a.ID, rec.URL, a.ExpiresAt
 	}
-	step := pilotage.TraceStep{ID: "approval", Input: map[string]any{"rule": g.c.Name(), "program_ref": programRef(g.c)}, Output: out,
+	step := pilotage.TraceStep{ID: "approval", Input: map[string]any{"rule": g.rule, "program_ref": programRef(g.c)}, Output: out,
 		Outcome: pilotage.Outcome{OK: false, Status: stepStatus, Error: msg}}
 	return &ExecuteResponse{RunID: g.runID, Outcome: pilotage.Outcome{OK: false, Status: status, Error: msg}, Approval: rec,
 		Trace: &pilotage.Trace{Level: pilotage.LevelFull, Steps: []pilotage.TraceStep{step}}}

@@ -31,6 +31,16 @@ type ExecuteRequest struct {
 	// caller confirmed for it. Not on the wire: the web UI's controls.
 	Once      bool          `json:"-"`
 	Confirmed pilotage.Risk `json:"-"`
+	// rule is the name of the rule a deploy installs (see instanceName).
+	rule string
+}
+
+// target is the name of the rule a deploy of c installs.
+func (req ExecuteRequest) target(c *rules.Compiled) string {
+	if req.rule != "" {
+		return req.rule
+	}
+	return c.Name()
 }
 
 // ExecuteResponse is pilotage_execute's result.
@@ -160,10 +170,11 @@ func (e *Engine) execution(ctx context.Context, p *Principal, runID string, c *r
 	if !p.Deploy {
 		return e.deploy(ctx, p, runID, c, b, params, req) // refused: denied
 	}
-	if same := e.unchangedDeploy(ctx, p, runID, c, b, params); same != nil {
+	req.rule = e.instanceName(ctx, p, c, params)
+	if same := e.unchangedDeploy(ctx, p, runID, req.rule, c, b, params); same != nil {
 		return same, nil
 	}
-	used, refusal, err := e.gate(ctx, p, runID, c, b, params)
+	used, refusal, err := e.gate(ctx, p, runID, req.rule, c, b, params)
 	if err != nil || refusal != nil {
 		return refusal, err
 	}
