@@ -3,6 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -80,5 +85,55 @@ func TestCLIApprovals(t *testing.T) {
 	}
 	if out, err := cliAs(t, url, cliToken, "approvals"); err != nil || !strings.Contains(out, "no deploys are waiting") {
 		t.Fatalf("approvals after deciding: %v\n%s", err, out)
+	}
+}
+
+// TestWebApprovalThenRetry: over the real server, a guest's lock deploy
+// (a client without elicitation) waits; the owner logs into the web UI,
+// opens the approval's page and approves it (with the page's CSRF token);
+// the guest's retry of the same request installs the rule.
+func TestWebApprovalThenRetry(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Principals = []*engine.Principal{
+		{Name: "owner", TokenHash: engine.HashToken(cliToken), Deploy: true, Admin: true},
+		{Name: "guest", TokenHash: engine.HashToken(guestToken), Deploy: true},
+	}
+	a := startTestApp(t, cfg)
+	ctx := context.Background()
+	guest, err := pilotclient.Dial(ctx, pilotclient.Options{URL: a.URL() + "/mcp", Token: guestToken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = guest.Close() })
+	testutil.Eventually(t, 10*time.Second, "the demo lock", func() bool { _, err := guest.Get(ctx, "front_lock.set"); return err == nil })
+	req := pilotclient.ExecuteRequest{Program: []byte(lockRule)}
+	r, err := guest.Execute(ctx, req)
+	if err != nil || r.Outcome.Status != pilotclient.StatusApprovalPending || r.Approval == nil {
+		t.Fatalf("guest's deploy: %v %+v", err, r)
+	}
+	u, err := url.Parse(r.Approval.URL)
+	if err != nil || u.Path != "/approvals/"+r.Approval.ID {
+		t.Fatalf("approval url %q: %v", r.Approval.URL, err)
+	}
+	jar, _ := cookiejar.New(nil)
+	hc := &http.Client{Jar: jar, Timeout: 10 * time.Second}
+	if resp, err := hc.PostForm(a.URL()+"/login", url.Values{"token": {cliToken}, "next": {u.Path}}); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("login: %v %v", err, resp)
+	}
+	resp, err := hc.Get(a.URL() + u.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`action="` + regexp.QuoteMeta(u.Path) + `/approve"><input type="hidden" name="csrf" value="([^"]+)"`).FindSubmatch(page)
+	if m == nil || !strings.Contains(string(page), "front_lock.set") {
+		t.Fatalf("approval page has no approve form:\n%s", page)
+	}
+	if resp, err := hc.PostForm(a.URL()+u.Path+"/approve", url.Values{"csrf": {string(m[1])}}); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("approve: %v %v", err, resp)
+	}
+	if r, err := guest.Execute(ctx, req); err != nil || !r.Outcome.OK || r.Approval == nil || r.Approval.Channel != engine.ChannelWeb {
+		t.Fatalf("retry after the web approval: %v %+v", err, r)
 	}
 }
