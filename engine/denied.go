@@ -28,12 +28,13 @@ var errDeniedNotStored = errors.New("denied not stored")
 // storeRefusable stores a deploy's, manual run's or test run's record,
 // bounding the denied ones per principal.
 func (e *Engine) storeRefusable(ctx context.Context, p *Principal, runID, ref, kind string, env envelope) error {
-	if env.Outcome.Status != rules.StatusDenied || kind == storage.KindTest {
+	status := env.Outcome.Status
+	if status != rules.StatusDenied && status != rules.StatusApprovalPending || kind == storage.KindTest {
 		return e.storeRun(ctx, p, runID, "", ref, kind, env)
 	}
 	e.deniedMu.Lock()
 	defer e.deniedMu.Unlock()
-	n, err := e.store.CountRequestRuns(ctx, p.Name, rules.StatusDenied, e.cfg.KeepPerStatus)
+	n, err := e.store.CountRequestRuns(ctx, p.Name, status, e.cfg.KeepPerStatus)
 	if err != nil {
 		return err
 	}

@@ -39,6 +39,14 @@ type Config struct {
 	Now func() time.Time
 	// History configures the state history recorder.
 	History HistoryConfig
+	// ApprovalTTL is how long a risky deploy's approval request stays
+	// open (default DefaultApprovalTTL); WebURL is the web UI's base URL
+	// its approval page is linked from.
+	ApprovalTTL time.Duration
+	WebURL      string
+	// Approval is the risk-gate policy of principals without their own;
+	// the zero value requires approval for destructive and openWorld.
+	Approval ApprovalPolicy
 }
 
 // Location is a point on Earth for sun triggers and conditions.
@@ -75,6 +83,9 @@ func (c *Config) defaults() {
 		c.Now = time.Now
 	}
 	c.History.defaults()
+	if c.ApprovalTTL <= 0 {
+		c.ApprovalTTL = DefaultApprovalTTL
+	}
 }
 
 // Engine ties the catalog, the Language, storage and the scheduler together.

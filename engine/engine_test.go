@@ -460,7 +460,7 @@ func TestStorageStatusesAreClosed(t *testing.T) {
 // with its original deadline (the door is still open), so the alert is
 // neither lost nor restarted from zero.
 func TestHeldWindowSurvivesRestart(t *testing.T) {
-	h := newHouse(t, Config{})
+	h := newHouse(t, Config{Approval: noApproval})
 	cmds := h.watch("pilothouse/notify/phone")
 	h.deploy(`{"name":"door-left-open","triggers":[{"id":"open","state":"front_door.contact","to":false,"for":"1500ms"}],
 	 "steps":[{"id":"tell","call":"notify.phone","args":{"message":"The front door is open"}}]}`)
@@ -562,7 +562,7 @@ func TestCommandsRefusedWhileDisconnected(t *testing.T) {
 // the owner's lock rule cannot overwrite it by deploying the same name; a
 // rule it can see, it may replace.
 func TestNarrowDeployerCannotReplaceHiddenRule(t *testing.T) {
-	owner := &Principal{Name: "owner", TokenHash: HashToken("o"), Deploy: true}
+	owner := &Principal{Name: "owner", TokenHash: HashToken("o"), Deploy: true, Approval: &noApproval}
 	kid := &Principal{Name: "kid", TokenHash: HashToken("k"), Deploy: true, Scope: Scope{DenyTypes: []string{"lock", "cover"}, DenyDevices: []string{"notify"}}}
 	h := newHouse(t, Config{Principals: []*Principal{owner, kid}})
 	octx := WithPrincipal(context.Background(), owner)

@@ -31,6 +31,16 @@ type ExecuteRequest struct {
 	// caller confirmed for it. Not on the wire: the web UI's controls.
 	Once      bool          `json:"-"`
 	Confirmed pilotage.Risk `json:"-"`
+	// rule is the name of the rule a deploy installs (see instanceName).
+	rule string
+}
+
+// target is the name of the rule a deploy of c installs.
+func (req ExecuteRequest) target(c *rules.Compiled) string {
+	if req.rule != "" {
+		return req.rule
+	}
+	return c.Name()
 }
 
 // ExecuteResponse is pilotage_execute's result.
@@ -46,6 +56,9 @@ type ExecuteResponse struct {
 	// request's run started. Not on the wire: the web UI's controls say so.
 	Replayed bool      `json:"-"`
 	FirstAt  time.Time `json:"-"`
+	// Approval is the risk gate's request (a deploy answered
+	// approval_pending) or the approval a deploy used (see approval.go).
+	Approval *pilotage.Approval `json:"approval,omitempty"`
 }
 
 // claimTTL bounds how long an in-flight idempotency claim blocks its key if
@@ -159,7 +172,22 @@ func (e *Engine) execution(ctx context.Context, p *Principal, runID string, c *r
 	case req.Once:
 		return e.runOnce(ctx, p, runID, b.c, params, req.Confirmed), nil
 	}
-	return e.deploy(ctx, p, runID, c, b, params, req)
+	if !p.Deploy {
+		return e.deploy(ctx, p, runID, c, b, params, req) // refused: denied
+	}
+	req.rule = e.instanceName(ctx, p, c, params)
+	if same := e.unchangedDeploy(ctx, p, runID, req.rule, c, b, params); same != nil {
+		return same, nil
+	}
+	used, refusal, err := e.gate(ctx, p, runID, req.rule, c, b, params)
+	if err != nil || refusal != nil {
+		return refusal, err
+	}
+	resp, err := e.deploy(ctx, p, runID, c, b, params, req)
+	if used != nil {
+		withApproval(resp, used, e.approvalRecord(*used, nil))
+	}
+	return resp, err
 }
 
 func outputMap(resp *ExecuteResponse) (map[string]any, bool) {
@@ -241,9 +269,10 @@ func (e *Engine) claimIdem(ctx context.Context, p *Principal, v *view, req Execu
 	return c, nil, nil
 }
 
-// complete records resp for replay under the claimed key.
+// complete records resp for replay under the claimed key; a deploy held
+// for approval is not recorded, so that the retry after approval runs.
 func (c *idemClaim) complete(ctx context.Context, resp *ExecuteResponse) {
-	if c.key == "" {
+	if c.key == "" || resp.Outcome.Status == rules.StatusApprovalPending {
 		return
 	}
 	b, _ := json.Marshal(resp)

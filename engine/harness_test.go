@@ -176,3 +176,8 @@ func (h *house) firings(rule string) []storage.Run {
 var demoIDs = []string{"hall_light.set", "porch_light.set", "hall_motion.occupancy", "hall_motion.illuminance",
 	"front_door.contact", "front_lock.set", "garage_door.set", "living_plug.power", "living_thermostat.set",
 	"bedroom_remote.action", "outdoor_weather.temperature", "outdoor_weather.humidity", "notify.phone"}
+
+// noApproval is a risk-gate policy that needs no approval, for tests of
+// other things that deploy locks or notifications (the gate's own tests
+// are in approval_test.go).
+var noApproval = ApprovalPolicy{Require: []string{}}

@@ -25,6 +25,11 @@ type Principal struct {
 	// its catalog. Managing a rule still needs Deploy.
 	Admin bool  `json:"admin,omitempty"`
 	Scope Scope `json:"scope"`
+	// Approver may approve other principals' risky deploys (the owner
+	// always may); Approval is this principal's risk-gate policy (nil:
+	// the house's, Config.Approval).
+	Approver bool            `json:"approver,omitempty"`
+	Approval *ApprovalPolicy `json:"approval,omitempty"`
 }
 
 // Scope restricts what a principal sees. An empty allow list allows all;

@@ -59,7 +59,7 @@ func TestReachSurvivesRestartWithSteppedBackClock(t *testing.T) {
 // hidden from a principal denied the lock.
 func TestRuleVersionsFollowScope(t *testing.T) {
 	guest := &Principal{Name: "guest", Scope: Scope{DenyDevices: []string{"front_lock"}}}
-	h := newHouse(t, Config{Principals: []*Principal{Owner, guest}})
+	h := newHouse(t, Config{Principals: []*Principal{Owner, guest}, Approval: noApproval})
 	v1 := h.deploy(`{"name":"shared","triggers":[{"id":"t","at":"23:00"}],"steps":[{"id":"a","call":"front_lock.set","args":{"state":"LOCK"}}]}`).Output.(*pilotage.DeployOutput).ProgramRef
 	v2 := h.deploy(`{"name":"shared","triggers":[{"id":"t","at":"23:00"}],"steps":[{"id":"a","call":"porch_light.set","args":{"state":"ON"}}]}`).Output.(*pilotage.DeployOutput).ProgramRef
 	ctx := WithPrincipal(context.Background(), guest)

@@ -129,17 +129,17 @@ func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rule
 	// A rule of the same name is replaced only if this principal could
 	// manage it (see it and deploy): a deployer with a narrow scope must
 	// not overwrite a rule it cannot see.
-	existing, getErr := e.store.GetRule(ctx, c.Name())
+	name := req.target(c)
+	existing, getErr := e.store.GetRule(ctx, name)
 	if getErr != nil && !errors.Is(getErr, storage.ErrNotFound) {
-		e.log.Warn("deploy: reading the installed rule failed; nothing was installed", "rule", c.Name(), "err", getErr)
+		e.log.Warn("deploy: reading the installed rule failed; nothing was installed", "rule", name, "err", getErr)
 		return fail(rules.StatusPartial, "reading the installed rules failed; nothing was promoted or installed", getErr.Error(), nil), nil
 	}
 	replaced := getErr == nil
 	if replaced && !e.visibleRule(p, existing) {
-		return fail(rules.StatusDenied, "a rule named "+quote(c.Name())+" is installed by another principal; choose another name", "name taken", nil), nil
+		return fail(rules.StatusDenied, "a rule named "+quote(name)+" is installed by another principal; choose another name", "name taken", nil), nil
 	}
 	pr := e.preparePromotion(p, c)
-	name := pr.c.Name() // the copy inside the program_ref
 	steps := []pilotage.TraceStep{{ID: "promote", Input: map[string]any{"name": name}, Output: map[string]any{"program_ref": pr.prog.Ref, "risk": pr.prog.Risk},
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()}}
 	if b.refs {

@@ -20,9 +20,12 @@ type ValidateResponse struct {
 // side effect. A resource bound exceeded is a request error.
 func (e *Engine) Validate(ctx context.Context, program json.RawMessage, context json.RawMessage) (*ValidateResponse, error) {
 	p := e.principal(ctx)
-	res, _, err := e.validate(p, program, context)
+	res, c, err := e.validate(p, program, context)
 	if err != nil {
 		return nil, err
+	}
+	if d := e.replaceNotice(ctx, p, c); d != nil && res.Valid {
+		res.Diagnostics = append(res.Diagnostics, *d)
 	}
 	return res, nil
 }

@@ -18,12 +18,15 @@ const (
 
 // DeployOutput is the output of a successful installation Run.
 type DeployOutput struct {
-	ProgramRef string        `json:"program_ref"`
-	Rule       string        `json:"rule"`
-	Replaced   bool          `json:"replaced"`
-	Triggers   []TriggerInfo `json:"triggers"`
-	NextFire   *time.Time    `json:"next_fire,omitempty"` // local, with its UTC offset
-	TimeZone   string        `json:"time_zone"`           // the server's: schedules and next_fire are in it
+	ProgramRef string `json:"program_ref"`
+	Rule       string `json:"rule"`
+	Replaced   bool   `json:"replaced"`
+	// Unchanged: the installed rule already ran this program with this
+	// input; nothing was replaced and no run in progress was cancelled.
+	Unchanged bool          `json:"unchanged,omitempty"`
+	Triggers  []TriggerInfo `json:"triggers"`
+	NextFire  *time.Time    `json:"next_fire,omitempty"` // local, with its UTC offset
+	TimeZone  string        `json:"time_zone"`           // the server's: schedules and next_fire are in it
 	// Plan is the installed rule's plan when its catalog params were
 	// bound: the real ids, arguments and risk (the program's own plan
 	// shows the worst its constraints admit).
@@ -68,6 +71,32 @@ type RuleInfo struct {
 	// back off) will not run. Note says so in words.
 	CancelledRuns int    `json:"cancelled_runs,omitempty"`
 	Note          string `json:"note,omitempty"`
+	// Approval is the human approval the installed deploy used, when its
+	// risk needed one.
+	Approval *Approval `json:"approval,omitempty"`
+}
+
+// Approval is Pilothouse's record of a risky deploy that needs (or got) a
+// human's approval outside the model (spec §7.3): an execute answered
+// approval_pending carries it, and so do the approvals API and a rule
+// installed with one.
+type Approval struct {
+	ID        string     `json:"id"`
+	Status    string     `json:"status"` // pending, approved, declined, used, expired
+	URL       string     `json:"url,omitempty"`
+	ExpiresAt time.Time  `json:"expires_at"`
+	Rule      string     `json:"rule"`
+	Principal string     `json:"principal"`
+	Ref       string     `json:"program_ref"`
+	Risk      Risk       `json:"risk"`
+	Reasons   []string   `json:"reasons,omitempty"`
+	CreatedAt time.Time  `json:"created_at"`
+	DecidedBy string     `json:"decided_by,omitempty"`
+	DecidedAt *time.Time `json:"decided_at,omitempty"`
+	Channel   string     `json:"channel,omitempty"`
+	UsedRun   string     `json:"used_run,omitempty"`
+	// Next says in one sentence what the caller does now.
+	Next string `json:"next,omitempty"`
 }
 
 // FiringInfo is one recent run of a rule.

@@ -16,6 +16,10 @@ import (
 // StatusCatalogDrift is the recoverable drift outcome (spec §7.5).
 const StatusCatalogDrift = "catalog_drift"
 
+// StatusApprovalPending: the server's own risk gate holds the deploy until
+// a human approves it outside the model (ExecuteResult.Approval).
+const StatusApprovalPending = "approval_pending"
+
 // ErrNotApproved is returned when the Host risk gate did not obtain
 // approval: nothing was executed.
 var ErrNotApproved = errors.New("not approved: nothing was executed")
@@ -52,6 +56,10 @@ type RunOptions struct {
 	// BeforeExecute, if set, runs just before each execute request
 	// (attempt 1 or 2). It is a seam for tests that force drift.
 	BeforeExecute func(ctx context.Context, attempt int) error
+	// OnApprovalPending, if set, is told that the server holds the deploy
+	// for a human's approval; when it returns true (the host obtained the
+	// approval outside the model) the same request is sent once more.
+	OnApprovalPending func(ctx context.Context, r *ExecuteResult) (bool, error)
 }
 
 // RunResult is what one pass of the standard loop did.
@@ -100,8 +108,8 @@ func (c *Client) Run(ctx context.Context, program json.RawMessage, o RunOptions)
 				return res, err
 			}
 		}
-		er, err := c.Execute(ctx, ExecuteRequest{Program: program, Input: o.Input, TestRun: o.TestRun,
-			TraceLevel: pilotage.LevelFull, ExpectedCatalogVersion: v.CatalogVersion, IdempotencyKey: NewKey()})
+		er, err := c.execute(ctx, ExecuteRequest{Program: program, Input: o.Input, TestRun: o.TestRun,
+			TraceLevel: pilotage.LevelFull, ExpectedCatalogVersion: v.CatalogVersion, IdempotencyKey: NewKey()}, o)
 		res.Attempts = attempt
 		if err != nil {
 			return res, err
@@ -116,6 +124,21 @@ func (c *Client) Run(ctx context.Context, program json.RawMessage, o RunOptions)
 		}
 	}
 	return res, nil
+}
+
+// execute sends req, and sends it once more when the server held it for
+// an approval the host then obtained.
+func (c *Client) execute(ctx context.Context, req ExecuteRequest, o RunOptions) (*ExecuteResult, error) {
+	er, err := c.Execute(ctx, req)
+	if err != nil || er.Outcome.Status != StatusApprovalPending || o.OnApprovalPending == nil {
+		return er, err
+	}
+	retry, err := o.OnApprovalPending(ctx, er)
+	if err != nil || !retry {
+		return er, err
+	}
+	req.IdempotencyKey = NewKey()
+	return c.Execute(ctx, req)
 }
 
 // gate applies the Host risk gate. An approval covers one plan: after drift

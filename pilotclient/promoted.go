@@ -69,8 +69,8 @@ func (c *Client) RunRef(ctx context.Context, ref string, o RunOptions) (*RefResu
 				return res, err
 			}
 		}
-		er, err := c.Execute(ctx, ExecuteRequest{ProgramRef: ref, Input: o.Input, TestRun: o.TestRun,
-			TraceLevel: pilotage.LevelFull, ExpectedCatalogVersion: g.CatalogVersion, IdempotencyKey: NewKey()})
+		er, err := c.execute(ctx, ExecuteRequest{ProgramRef: ref, Input: o.Input, TestRun: o.TestRun,
+			TraceLevel: pilotage.LevelFull, ExpectedCatalogVersion: g.CatalogVersion, IdempotencyKey: NewKey()}, o)
 		res.Attempts = attempt
 		if err != nil {
 			return res, err

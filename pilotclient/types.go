@@ -119,6 +119,9 @@ type ExecuteResult struct {
 	Trace          *pilotage.Trace       `json:"trace,omitempty"`
 	Diagnostics    []pilotage.Diagnostic `json:"diagnostics,omitempty"`
 	CatalogVersion string                `json:"catalog_version,omitempty"`
+	// Approval is the server's risk-gate request (approval_pending) or
+	// the approval a deploy used.
+	Approval *pilotage.Approval `json:"approval,omitempty"`
 }
 
 // Deploy decodes the output of a successful deploy.

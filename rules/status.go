@@ -33,6 +33,7 @@ const (
 	StatusThrottled        = "throttled"
 	StatusNotTriggered     = "not_triggered"
 	StatusAssumed          = "assumed"
+	StatusApprovalPending  = "approval_pending"
 )
 
 // RunStatuses is the one closed table of run-level statuses; the engine
@@ -58,6 +59,7 @@ var RunStatuses = []StatusInfo{
 	{StatusInterrupted, false, "possible", "the server stopped (or crashed) while the firing was running", "was interrupted when the server stopped"},
 	{StatusCancelled, false, "possible", "the run was cancelled: mode restart started a newer firing, or the rule was disabled or removed", "was cancelled"},
 	{StatusDenied, false, "no", "the caller may not do this: deploying needs a principal allowed to deploy; nothing was installed", "was refused: the caller may not do this"},
+	{StatusApprovalPending, false, "no", "the deploy's risk (destructive or openWorld by default, per the principal's policy) needs a human's approval outside the model; nothing was installed. The response's approval member gives its id, the web page where a human approves it (url) and expires_at; once approved, send the same request again to install it", "is waiting for a human's approval"},
 	{StatusRunning, false, "possible", "a firing whose body has delays or waits is still running (fetch it again later); a crash turns it into interrupted", "is still running"},
 }
 
@@ -74,6 +76,7 @@ const (
 	StepNotAcknowledged = "not_acknowledged"
 	StepSkipped         = "skipped"
 	StepAssumed         = "assumed"
+	StepApprovalPending = "approval_pending"
 )
 
 // StepStatuses is the one closed table of step-level statuses.
@@ -83,6 +86,7 @@ var StepStatuses = []StatusInfo{
 	{StepAssumed, true, "no", "test runs only: a wait whose result scenario.waits forced instead of the simulation (output.assumed says what it said); the run then ends assumed, not success", "was assumed"},
 	{StepSkipped, true, "no", "a condition was not evaluated because the run was started with conditions skipped (manual run)", "was skipped"},
 	{StepStopped, true, "no", "a stop step without error, or a branch or loop entry whose body ended with one", "stopped the run"},
+	{StepApprovalPending, false, "no", "the approval entry of a deploy whose risk needs a human's approval that it does not have yet: nothing was installed", "is waiting for a human's approval"},
 	{StepTimeout, false, "no", "a wait step's timeout passed before its condition held (with continue_on_timeout the run goes on), or the run's wall-time bound passed during this step", "timed out"},
 	{StepFailed, false, "possible", "the step failed (a call was refused, an expression failed, a stop step set error); outcome.error says why. A branch or loop entry is failed when a step inside it failed", "failed"},
 	{StepCancelled, false, "possible", "the run was cancelled while this step was running", "was cancelled"},

@@ -178,6 +178,30 @@ CREATE TABLE history_values (
 	slot   INTEGER NOT NULL,
 	PRIMARY KEY (entity, val)
 ) WITHOUT ROWID;`,
+	// 14: approvals of risky deploys (the Host risk gate, spec §7.3):
+	// what was shown, bound by key, and who decided it, when and how.
+	`CREATE TABLE approvals (
+	id          TEXT PRIMARY KEY,
+	key         TEXT NOT NULL,
+	principal   TEXT NOT NULL,
+	rule        TEXT NOT NULL,
+	ref         TEXT NOT NULL,
+	program     TEXT NOT NULL,
+	params      TEXT,
+	plan        TEXT,
+	risk        TEXT NOT NULL,
+	status      TEXT NOT NULL,
+	created_at  INTEGER NOT NULL,
+	expires_at  INTEGER NOT NULL,
+	decided_by  TEXT,
+	decided_at  INTEGER,
+	channel     TEXT,
+	used_run    TEXT,
+	used_at     INTEGER
+);
+CREATE INDEX approvals_by_key ON approvals (key, created_at);
+CREATE INDEX approvals_by_rule ON approvals (rule, used_at);
+CREATE INDEX approvals_by_status ON approvals (status, created_at);`,
 }
 
 // migrate brings db up to len(list), one transaction per migration. A

@@ -123,7 +123,9 @@ func newFixtureWith(t *testing.T, principals []*engine.Principal, dir string, so
 	}
 	devs.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/bridge/devices", Payload: []byte(bridge)})
 	devs.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/hall_motion", Payload: []byte(`{"occupancy":false,"illuminance":12}`)})
-	e := engine.New(engine.Config{Principals: principals}, devs, store, quiet())
+	// The house's policy needs no approval: deploys set the scene here
+	// (the approvals pages' tests give their requester its own policy).
+	e := engine.New(engine.Config{Principals: principals, Approval: engine.ApprovalPolicy{Require: []string{}}}, devs, store, quiet())
 	if err := e.Start(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -103,6 +103,11 @@ func (s *server) routes() http.Handler {
 	mux.Handle("POST /devices/{id}/control", s.authed(s.controlAction))
 	mux.Handle("GET /events", s.authed(s.bounded(s.events)))
 	mux.Handle("GET /status", s.authed(s.status))
+	mux.Handle("GET /approvals", s.authed(s.approvalsPage))
+	mux.Handle("GET /approvals/{id}", s.authed(s.approvalPage))
+	mux.Handle("POST /approvals/{id}/{verb}", s.authed(s.approvalAction))
+	mux.Handle("GET /api/approvals", s.apiAuthed(s.apiApprovals))
+	mux.Handle("POST /api/approvals/{id}/{verb}", s.apiAuthed(s.apiDecide))
 	// Every route, the login page and static files included, is behind
 	// the guard: a rebound name must not even get an owner session.
 	return secureHeaders(s.o.Guard.Wrap(mux))

@@ -172,8 +172,13 @@ func (a *app) serveHTTP() error {
 		AllowedOrigins: a.cfg.AllowedOrigins, Guard: guard}))
 	a.routeAPI(mux, principals)
 	mux.HandleFunc("/healthz", a.healthz)
-	mux.Handle("/", web.Handler(a.eng, web.Options{Principals: a.cfg.Principals, Logger: a.log.With("part", "web"), Guard: guard,
-		Health: a.webHealth, Load: func() []string { return a.load().Warnings }}))
+	webUI := web.Handler(a.eng, web.Options{Principals: a.cfg.Principals, Logger: a.log.With("part", "web"), Guard: guard,
+		Health: a.webHealth, Load: func() []string { return a.load().Warnings }})
+	mux.Handle("/", webUI)
+	// The approvals API belongs to the web UI (it authenticates approvers
+	// as the web UI does), beside the house API's other /api/ routes.
+	mux.Handle("/api/approvals", webUI)
+	mux.Handle("/api/approvals/", webUI)
 	ln, err := net.Listen("tcp", a.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s (use --addr to move it): %w", a.cfg.Addr, err)

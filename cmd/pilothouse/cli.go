@@ -44,8 +44,12 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout, stderr io.Wr
 		return cliSim(ctx, args, stdout, stderr)
 	case "runs":
 		return cliRuns(ctx, args, stdout, stderr)
+	case "approvals":
+		return cliApprovals(ctx, args, stdout, stderr)
+	case "approve", "decline":
+		return cliDecide(ctx, cmd, args, stdout, stderr)
 	default:
-		return fmt.Errorf("unknown client command %q (apply, test, rules, runs, trace, sim)", cmd)
+		return fmt.Errorf("unknown client command %q (apply, test, rules, runs, trace, sim, approvals, approve, decline)", cmd)
 	}
 }
 
@@ -114,7 +118,9 @@ func cliApply(ctx context.Context, args []string, stdout, stderr io.Writer, stdi
 	}
 	defer c.Close()
 	in := bufio.NewReader(stdin)
+	humanSaidYes := false
 	res, err := c.Run(ctx, prog, pilotclient.RunOptions{Input: input,
+		OnApprovalPending: applyApproval(*cn, stdout, in, &humanSaidYes),
 		OnValidate: func(v *pilotclient.ValidateResult, attempt int) {
 			if attempt > 1 {
 				fmt.Fprintln(stdout, "re-validated against the current catalog:")
@@ -125,21 +131,7 @@ func cliApply(ctx context.Context, args []string, stdout, stderr io.Writer, stdi
 			fmt.Fprintf(stdout, "catalog drift: the catalog changed since validation (%s); looked up %s again, re-validating and retrying once\n",
 				r.Outcome.Error, orNone(strings.Join(ids, ", ")))
 		},
-		Approve: func(ctx context.Context, g *pilotclient.GateRequest) (bool, error) {
-			printGate(stdout, g)
-			if *approve || *yes {
-				fmt.Fprintln(stdout, "approved by policy (--approve)")
-				return true, nil
-			}
-			fmt.Fprint(stdout, "Deploy this rule? [y/N] ")
-			line, err := in.ReadString('\n')
-			if err != nil && line == "" {
-				fmt.Fprintln(stdout)
-				return false, nil
-			}
-			ans := strings.ToLower(strings.TrimSpace(line))
-			return ans == "y" || ans == "yes", nil
-		},
+		Approve:       terminalApprover(stdout, in, *approve || *yes, &humanSaidYes),
 		BeforeExecute: cliHooks.beforeExecute,
 	})
 	if err != nil {
@@ -149,6 +141,28 @@ func cliApply(ctx context.Context, args []string, stdout, stderr io.Writer, stdi
 		return fmt.Errorf("%s is invalid (%s): nothing was deployed", pos[0], rules.Plural(n, "error", ""))
 	}
 	return reportDeploy(stdout, prog, res)
+}
+
+// terminalApprover is apply's Host risk gate: the plan is shown and the
+// person at the terminal answers (or --approve did); said records a yes.
+func terminalApprover(stdout io.Writer, in *bufio.Reader, byPolicy bool, said *bool) pilotclient.Approver {
+	return func(ctx context.Context, g *pilotclient.GateRequest) (bool, error) {
+		printGate(stdout, g)
+		if byPolicy {
+			fmt.Fprintln(stdout, "approved by policy (--approve)")
+			*said = true
+			return true, nil
+		}
+		fmt.Fprint(stdout, "Deploy this rule? [y/N] ")
+		line, err := in.ReadString('\n')
+		if err != nil && line == "" {
+			fmt.Fprintln(stdout)
+			return false, nil
+		}
+		ans := strings.ToLower(strings.TrimSpace(line))
+		*said = ans == "y" || ans == "yes"
+		return *said, nil
+	}
 }
 
 const inputUsage = `the program's params as a JSON object, e.g. '{"light":"hall_light.set","hold":"3m"}'`
@@ -183,7 +197,10 @@ func reportDeploy(stdout io.Writer, prog json.RawMessage, res *pilotclient.RunRe
 	}
 	d, _ := r.Deploy()
 	verb := "installed"
-	if d.Replaced {
+	switch {
+	case d.Unchanged:
+		verb = "unchanged (nothing replaced or cancelled): already installed"
+	case d.Replaced:
 		verb = "replaced"
 	}
 	fmt.Fprintf(stdout, "deployed: rule %s %s as %s (run %s)\n", d.Rule, verb, d.ProgramRef, r.RunID)

@@ -52,6 +52,15 @@ var commands = []command{
 		flagSet: clientFlagSet(func(fs *flag.FlagSet) { new(runsOpts).register(fs) })},
 	{name: "trace", args: "RUN_ID [--level summary|full]", summary: "print a run's trace",
 		flagSet: clientFlagSet(func(fs *flag.FlagSet) { new(traceOpts).register(fs) })},
+	{name: "approvals", args: "[--all]", summary: "risky deploys waiting for a human's approval (the risk gate)",
+		flagSet: clientFlagSet(func(fs *flag.FlagSet) {
+			new(conn).register(fs)
+			fs.Bool("all", false, "also list decided, used and expired requests")
+		})},
+	{name: "approve", args: "ID", summary: "approve a waiting deploy (as the owner or an approver); the assistant's retry installs it",
+		flagSet: clientFlagSet(func(fs *flag.FlagSet) { new(conn).register(fs) })},
+	{name: "decline", args: "ID", summary: "decline a waiting deploy: nothing is installed",
+		flagSet: clientFlagSet(func(fs *flag.FlagSet) { new(conn).register(fs) })},
 	{name: "healthcheck", args: "[--url URL]", summary: "exit 0 when /healthz answers ok (the container's health check)",
 		flagSet: clientFlagSet(func(fs *flag.FlagSet) { healthFlags(fs) })},
 	{name: "demo", args: "forget [--data DIR] [--keep-rules]", summary: "from the demo to a real house in the same data folder: release the demo's device ids and rules",

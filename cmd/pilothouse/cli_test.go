@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -129,8 +130,9 @@ func TestCLIApplyGatesDestructivePlans(t *testing.T) {
 		t.Fatalf("rules after approved apply: %v", names)
 	}
 
-	// Interactive yes, and the management commands.
-	if out, err := cli(t, url, "y\n", "apply", file); err != nil || !strings.Contains(out, "lock-on-motion replaced") {
+	// Interactive yes (the same program again: unchanged), and the
+	// management commands.
+	if out, err := cli(t, url, "y\n", "apply", file); err != nil || !strings.Contains(out, "lock-on-motion unchanged") {
 		t.Fatalf("apply with y: %v\n%s", err, out)
 	}
 	if out, err := cli(t, url, "", "rules", "disable", "lock-on-motion"); err != nil || out != "rule lock-on-motion: disabled\n" {
@@ -355,7 +357,10 @@ func TestPromotedProgramLoop(t *testing.T) {
 	_, url := startCLIApp(t)
 	c := dialT(t, url)
 	ctx := context.Background()
-	res, err := c.Run(ctx, []byte(lockRule), pilotclient.RunOptions{Approve: func(context.Context, *pilotclient.GateRequest) (bool, error) { return true, nil }})
+	yes := true // the terminal's human approved: the server's gate is answered through the approvals API
+	onPending := applyApproval(conn{server: url, token: cliToken}, io.Discard, nil, &yes)
+	res, err := c.Run(ctx, []byte(lockRule), pilotclient.RunOptions{Approve: func(context.Context, *pilotclient.GateRequest) (bool, error) { return true, nil },
+		OnApprovalPending: onPending})
 	if err != nil || pilotclient.Verify(res.Execution, false) != nil {
 		t.Fatalf("deploy: %v %+v", err, res)
 	}
@@ -375,6 +380,7 @@ func TestPromotedProgramLoop(t *testing.T) {
 			asked++
 			return strings.Contains(strings.Join(g.Reasons, ";"), "destructive: true"), nil
 		},
+		OnApprovalPending: onPending,
 		BeforeExecute: func(ctx context.Context, attempt int) error {
 			hooks++
 			if attempt == 1 {

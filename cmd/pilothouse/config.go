@@ -64,6 +64,11 @@ type Config struct {
 	// each request it relays.
 	StdioTimeout time.Duration
 	Limits       rules.Limits
+	// ApprovalTTL, WebURL and Approval: the risk gate's settings
+	// (approvals).
+	ApprovalTTL time.Duration
+	WebURL      string
+	Approval    engine.ApprovalPolicy
 
 	tls            *tls.Config
 	publishTimeout time.Duration // mqtt.Options.PublishTimeout; 0 = its default (tests shorten it)
@@ -358,6 +363,7 @@ func (c *Config) engineConfig() engine.Config {
 		ec.TimeZone, _ = time.LoadLocation(c.TimeZone)
 	}
 	ec.History = c.History.engine()
+	ec.ApprovalTTL, ec.WebURL, ec.Approval = c.ApprovalTTL, c.webURL(), c.Approval
 	return ec
 }
 

@@ -411,6 +411,7 @@ func (l *cfgLoader) top(root *yaml.Node) error {
 		"stdio_request_timeout": l.duration(&c.StdioTimeout),
 		"notify":                l.notify,
 		"limits":                l.limits, "history": l.history,
+		"approvals": l.approvals,
 	})
 	if err != nil {
 		return err

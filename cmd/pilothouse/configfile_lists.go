@@ -49,9 +49,11 @@ func (l *cfgLoader) principals(n *yaml.Node, key string) error {
 				}
 				return nil
 			}),
-			"deploy": l.boolean(&p.Deploy),
-			"admin":  func(n *yaml.Node, key string) error { adminSet = true; return l.boolean(&p.Admin)(n, key) },
-			"scope":  func(n *yaml.Node, key string) error { return l.scope(n, key, &p.Scope) },
+			"deploy":   l.boolean(&p.Deploy),
+			"admin":    func(n *yaml.Node, key string) error { adminSet = true; return l.boolean(&p.Admin)(n, key) },
+			"scope":    func(n *yaml.Node, key string) error { return l.scope(n, key, &p.Scope) },
+			"approver": l.boolean(&p.Approver),
+			"approval": l.ownApprovalPolicy(p),
 		})
 		if err != nil {
 			return err

@@ -44,7 +44,7 @@ func main() {
 		err = runBenchLoad(ctx, args)
 	case "bench":
 		err = runBench(ctx, args)
-	case "apply", "test", "rules", "runs", "trace":
+	case "apply", "test", "rules", "runs", "trace", "approvals", "approve", "decline":
 		err = runCLI(ctx, cmd, args, os.Stdout, os.Stderr, os.Stdin)
 	case "healthcheck":
 		err = runHealthcheck(ctx, args)

@@ -59,34 +59,80 @@ func TestCancelledRunsAreReported(t *testing.T) {
 	}
 
 	src := inProgress("replace-me", "living_plug")
-	dep := execute(t, c, map[string]any{"program": prog(t, src)})
+	dep := execute(t, c, map[string]any{"program": prog(t, strings.Replace(src, `"1h"`, `"2h"`, 1))})
 	if w := js(dep["output"].(map[string]any)["warnings"]); !strings.Contains(w, `"code":"replaced_rule"`) || !strings.Contains(w, "1 run of the replaced rule") {
 		t.Errorf("replace with a run in progress: warnings %s", w)
 	}
 }
 
-// TestRedeployUnderSameNameWarns: a reusable program deployed again with
-// another input under the same name replaces its first copy; the deploy
-// says so and how to keep both. The same input again is a plain update.
-func TestRedeployUnderSameNameWarns(t *testing.T) {
+// TestIdenticalRedeployCancelsNothing: deploying the installed program
+// again with the same input changes nothing: its run in progress (the
+// light back off in an hour) survives, and the answer says unchanged
+// (issue 31: "turn off in 2 minutes" was lost).
+func TestIdenticalRedeployCancelsNothing(t *testing.T) {
+	s := newHTTPStack(t, nil, storage.Options{})
+	c := s.client("")
+	src := `{"name": "keep-me", "triggers": [{"id": "press", "event": "bedroom_remote.action"}],
+	  "steps": [{"id": "on", "call": "porch_light.set", "args": {"state": "ON"}}, {"id": "later", "delay": "1h"},
+	            {"id": "off", "call": "porch_light.set", "args": {"state": "OFF"}}]}`
+	deployed(t, c, src)
+	if err := s.sim.Press(context.Background(), "toggle"); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*time.Second, "the porch light on", func() bool {
+		got := call(t, c, "pilotage_lookup", map[string]any{"verb": "get", "id": "porch_light.state"})
+		return got["live"].(map[string]any)["value"] == "ON"
+	})
+	dep := execute(t, c, map[string]any{"program": prog(t, src)})
+	out := dep["output"].(map[string]any)
+	if out["unchanged"] != true || out["replaced"] != false || strings.Contains(js(out), "replaced_rule") {
+		t.Fatalf("identical re-deploy: %s", js(dep))
+	}
+	// Validating a changed version says beforehand what deploying it
+	// would replace and cancel; the same version says nothing.
+	if v := validate(t, c, strings.Replace(src, `"1h"`, `"2h"`, 1)); !strings.Contains(js(v["diagnostics"]), "replaces the installed rule") ||
+		!strings.Contains(js(v["diagnostics"]), "1 run in progress now would be cancelled") {
+		t.Errorf("validate of a changed version: %s", js(v["diagnostics"]))
+	}
+	if v := validate(t, c, src); strings.Contains(js(v["diagnostics"]), "replaced_rule") {
+		t.Errorf("validate of the installed version: %s", js(v["diagnostics"]))
+	}
+	dis, isErr := callTool(t, c, "pilothouse_rule_disable", map[string]any{"name": "keep-me"})
+	if isErr || dis["rule"].(map[string]any)["cancelled_runs"] != 1.0 {
+		t.Errorf("the run in progress did not survive the identical re-deploy: %s", js(dis))
+	}
+}
+
+// TestSecondInputIsASecondRule: a reusable program deployed again with
+// another input installs a second rule (named after that input) beside
+// the first instead of silently replacing it; the same input again
+// changes nothing.
+func TestSecondInputIsASecondRule(t *testing.T) {
 	s := newHTTPStack(t, nil, storage.Options{})
 	c := s.client("")
 	hall := map[string]any{"sensor": "hall_motion.occupancy", "light": "hall_light.set"}
 	porch := map[string]any{"sensor": "hall_motion.occupancy", "light": "porch_light.set"}
-	warnings := func(input map[string]any) string {
+	deploy := func(input map[string]any) map[string]any {
 		dep := execute(t, c, map[string]any{"program": prog(t, motionLight), "input": input})
-		if dep["outcome"].(map[string]any)["ok"] != true {
+		if dep["outcome"].(map[string]any)["ok"] != true || strings.Contains(js(dep), "replaced_rule") {
 			t.Fatalf("deploy: %s", js(dep))
 		}
-		return js(dep["output"].(map[string]any)["warnings"])
+		return dep["output"].(map[string]any)
 	}
-	if w := warnings(hall); strings.Contains(w, "replaced_rule") {
-		t.Errorf("first deploy: %s", w)
+	if out := deploy(hall); out["rule"] != "motion-light" {
+		t.Errorf("first deploy: %s", js(out))
 	}
-	if w := warnings(porch); !strings.Contains(w, "replaced_rule") || !strings.Contains(w, "hall_light.set") || !strings.Contains(w, "another name") {
-		t.Errorf("second copy under the same name: %s", w)
+	second := deploy(porch)
+	if second["rule"] != "motion-light-porch_light-hall_motion" || second["replaced"] != false {
+		t.Errorf("second input: %s", js(second))
 	}
-	if w := warnings(porch); strings.Contains(w, "replaced_rule") {
-		t.Errorf("the same input again: %s", w)
+	if again := deploy(porch); again["rule"] != second["rule"] || again["unchanged"] != true {
+		t.Errorf("the same input again: %s", js(again))
+	}
+	rules, _ := callTool(t, c, "pilothouse_rules", map[string]any{})
+	for _, want := range []string{`"name":"motion-light"`, `"hall_light.set"`, `"name":"motion-light-porch_light-hall_motion"`, `"porch_light.set"`} {
+		if !strings.Contains(js(rules), want) {
+			t.Errorf("rules lack %s: %s", want, js(rules))
+		}
 	}
 }

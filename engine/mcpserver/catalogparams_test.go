@@ -185,10 +185,10 @@ func TestCatalogParamsOverMCP(t *testing.T) {
 	}
 
 	// The promoted program deployed again by its ref with other ids: the
-	// same body, bound anew.
+	// same body, bound anew, as a second rule beside the first.
 	again := execute(t, c, map[string]any{"program_ref": ref, "input": map[string]any{"sensor": "front_door.contact", "light": "hall_light.set"}})
 	ao, _ := again["output"].(map[string]any)
-	if ao["program_ref"] != ref || ao["replaced"] != true || js(step(ao["plan"], "on")["calls"]) != `["hall_light.set"]` || js(ao["triggers"]) != `[{"entity":"front_door.contact","id":"motion","kind":"state"}]` {
+	if ao["program_ref"] != ref || ao["replaced"] != false || ao["rule"] != "motion-light-hall_light-front_door" || js(step(ao["plan"], "on")["calls"]) != `["hall_light.set"]` || js(ao["triggers"]) != `[{"entity":"front_door.contact","id":"motion","kind":"state"}]` {
 		t.Errorf("deploy by program_ref: %s", js(again))
 	}
 }

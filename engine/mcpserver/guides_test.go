@@ -32,11 +32,13 @@ type guideRun struct {
 
 // demoHouse is the demo house as `pilothouse serve --demo` runs it in its
 // container: its example location, UTC (the zone the cookbook's scenario
-// times are written in), and the notify.phone channel.
+// times are written in), and the notify.phone channel. Its policy needs
+// no approval: the guides' programs are checked here, the risk gate in
+// approval_test.go.
 func demoHouse(t *testing.T) *client.Client {
 	t.Helper()
 	loc := engine.DemoLocation
-	s := newHTTPStackDevs(t, engine.Config{TimeZone: time.UTC, Location: &loc, LocationSource: engine.LocationDemo}, storage.Options{},
+	s := newHTTPStackDevs(t, engine.Config{TimeZone: time.UTC, Location: &loc, LocationSource: engine.LocationDemo, Approval: noApproval}, storage.Options{},
 		devices.Options{Logger: quiet(), Notify: []devices.NotifyChannel{{ID: "notify.phone", Name: "Phone notification", Topic: "pilothouse/notify/phone"}}})
 	return s.client("")
 }

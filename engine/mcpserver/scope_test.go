@@ -12,9 +12,11 @@ import (
 
 // scopedPrincipals: an owner; a deployer that may not see the front lock;
 // a deployer scoped to the living room's devices.
+// The owner's deploys here set the scene: its policy needs no approval
+// (the risk gate is tested in approval_test.go).
 func scopedPrincipals() []*engine.Principal {
 	return []*engine.Principal{
-		{Name: "owner", TokenHash: engine.HashToken("owner-token"), Deploy: true},
+		{Name: "owner", TokenHash: engine.HashToken("owner-token"), Deploy: true, Approval: &noApproval},
 		{Name: "guest", TokenHash: engine.HashToken("guest-token"), Deploy: true, Scope: engine.Scope{DenyDevices: []string{"front_lock"}}},
 		{Name: "living", TokenHash: engine.HashToken("living-token"), Deploy: true, Scope: engine.Scope{Devices: []string{"living_*"}}},
 	}

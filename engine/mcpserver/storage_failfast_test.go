@@ -19,6 +19,11 @@ func TestRefDeployUnderLockFailsFast(t *testing.T) {
 	s := newHTTPStack(t, nil, storage.Options{BusyTimeout: busy})
 	c := s.client("")
 	ref := deployed(t, c, `{"name":"porch-on","triggers":[{"id":"t","at":"20:00"}],"steps":[{"id":"on","call":"porch_light.set","args":{"state":"ON"}}]}`)
+	// Disabled, so that deploying it again writes (an identical re-deploy
+	// of an enabled rule changes nothing).
+	if _, isErr := callTool(t, c, "pilothouse_rule_disable", map[string]any{"name": "porch-on"}); isErr {
+		t.Fatal("disable failed")
+	}
 	lockDB(t, s.dir)
 	t0 := time.Now()
 	out, isErr := callRaw(t, c, "pilotage_execute", map[string]any{"language": "automation/1", "program_ref": ref})

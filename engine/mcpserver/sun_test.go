@@ -20,7 +20,7 @@ func sunStack(t *testing.T) (*httpStack, *client.Client) {
 		t.Skip("no zone data:", err)
 	}
 	loc := engine.DemoLocation
-	s := newHTTPStackCfg(t, engine.Config{TimeZone: zone, Location: &loc, LocationSource: engine.LocationDemo}, storage.Options{})
+	s := newHTTPStackCfg(t, engine.Config{TimeZone: zone, Location: &loc, LocationSource: engine.LocationDemo, Approval: noApproval}, storage.Options{})
 	return s, s.client("")
 }
 

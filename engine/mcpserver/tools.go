@@ -135,7 +135,7 @@ func (s *Server) execute(ctx context.Context, args map[string]json.RawMessage) (
 		return nil, err
 	}
 	req.Program, req.Context, req.Input = prog, ctxRaw, input
-	return s.e.Execute(ctx, req)
+	return s.e.Execute(s.withAsker(ctx), req)
 }
 
 func (s *Server) trace(ctx context.Context, args map[string]json.RawMessage) (any, error) {

@@ -1,0 +1,77 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules"
+)
+
+// unchangedDeploy answers a deploy identical to the installed rule of its
+// name (same program_ref, same params, same owner, enabled and armed):
+// nothing is installed again, so no run in progress is cancelled (a
+// "turn off in 2 minutes" keeps its promise) and no approval is needed.
+// nil: the deploy changes something.
+func (e *Engine) unchangedDeploy(ctx context.Context, p *Principal, runID, name string, c *rules.Compiled, b *bound, params map[string]any) *ExecuteResponse {
+	old, err := e.store.GetRule(ctx, name)
+	if err != nil || !old.Enabled || old.Broken != "" || old.Principal != p.Name || old.Ref != programRef(c) {
+		return nil
+	}
+	pj, _ := json.Marshal(params)
+	if !bytes.Equal(paramsKey(old.Params), paramsKey(pj)) {
+		return nil
+	}
+	ar := e.sched.ruleByName(old.Name)
+	if ar == nil {
+		return nil
+	}
+	info := ar.info(e)
+	out := &pilotage.DeployOutput{ProgramRef: old.Ref, Rule: old.Name, Unchanged: true, Triggers: info.Triggers, NextFire: info.NextFire,
+		TimeZone: zoneText(e.cfg.TimeZone), Warnings: b.warnings}
+	if b.refs {
+		out.Plan = b.c.Plan
+	}
+	step := pilotage.TraceStep{ID: "install", Output: map[string]any{"rule": old.Name, "unchanged": true,
+		"because": "the installed rule already runs this program with this input: nothing was replaced or cancelled"},
+		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}}
+	return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: true, Status: rules.StatusSuccess}, Output: out,
+		Trace: &pilotage.Trace{Level: pilotage.LevelFull, Steps: []pilotage.TraceStep{step}}}
+}
+
+// paramsKey is a rule's params in canonical form, none as {}.
+func paramsKey(raw []byte) []byte {
+	if s := string(bytes.TrimSpace(raw)); s == "" || s == "null" {
+		return []byte("{}")
+	}
+	return canonicalJSON(raw)
+}
+
+// replaceNotice warns at validate, before a deploy, that deploying c
+// replaces the installed rule of its name (a different program), and how
+// many of its runs in progress that would cancel; nil when it does not.
+func (e *Engine) replaceNotice(ctx context.Context, p *Principal, c *rules.Compiled) *pilotage.Diagnostic {
+	if e.store == nil || c == nil {
+		return nil
+	}
+	old, err := e.store.GetRule(ctx, c.Name())
+	if err != nil || !e.visibleRule(p, old) || old.Ref == programRef(c) {
+		return nil
+	}
+	msg := "deploying this replaces the installed rule " + quote(old.Name) + " (installed by " + old.Principal + ", " + old.Ref + ")"
+	if ar := e.sched.ruleByName(old.Name); ar != nil {
+		if n := ar.inProgress(); n > 0 {
+			msg += "; its " + rules.Plural(n, "run", "") + " in progress now would be cancelled"
+		}
+	}
+	return &pilotage.Diagnostic{Code: rules.CodeReplacedRule, Severity: pilotage.SeverityWarning, Path: "/name", Message: msg,
+		Hint: "to keep both, give this program another name"}
+}
+
+// inProgress counts the rule's runs in progress.
+func (ar *armedRule) inProgress() int {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return len(ar.running)
+}
