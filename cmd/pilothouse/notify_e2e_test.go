@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/pilotclient"
 )
@@ -25,6 +26,7 @@ func TestNtfyFailureVisible(t *testing.T) {
 	defer refusing.Close()
 	cfg := testConfig(t)
 	cfg.Notify = []devices.NotifyChannel{{ID: "notify.phone", Name: "My phone", Ntfy: refusing.URL + "/house", Priority: "high"}}
+	cfg.Approval = engine.ApprovalPolicy{Require: []string{}} // the deploy sets the scene; the gate has its own tests
 	a := startTestApp(t, cfg)
 	url := a.URL() + "/mcp"
 	c := dialT(t, url)

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -303,7 +304,7 @@ func (r *readmeRun) client(words []string) {
 	}
 	// A user runs it once, right after sim: the firing must be listed.
 	if words[1] == "runs" && r.demo {
-		if !strings.Contains(out, "firing  success  "+r.rule) {
+		if !regexp.MustCompile(`firing\s+success\s+` + regexp.QuoteMeta(r.rule) + `\s`).MatchString(out) {
 			r.t.Fatalf("README command %v right after sim does not list the firing of %s:\n%s", words, r.rule, out)
 		}
 		r.firings++
