@@ -120,9 +120,14 @@ func (at *armedTrigger) resumeHold() {
 	holds := false
 	var val any
 	if e.devs != nil {
-		if l, ok := e.devs.Live(at.t.Entity()); ok {
+		if l, ok := e.devs.Live(at.t.Entity()); ok && l.Value != nil {
 			val = l.Value
 			_, holds = at.t.Match(nil, l.Value, false)
+		} else if hadSaved {
+			// Not reported since the start yet: the first value (a
+			// baseline, see baseline.go) decides.
+			s.savedHolds[at.holdID()] = saved
+			return
 		}
 	}
 	if at.t.Kind() == rules.TriggerState && !at.t.To().Set {
@@ -146,4 +151,15 @@ func (at *armedTrigger) resumeHold() {
 		because = fmt.Sprintf("%s held %s since before the restart (window due %s)", at.t.Entity(), compact(val), deadline.Format(time.RFC3339))
 	}
 	at.openHold(val, nil, because, deadline)
+}
+
+// dropSavedHold forgets a window persisted before the start whose state
+// changed while the server was down; s.mu is held.
+func (at *armedTrigger) dropSavedHold() {
+	s := at.r.s
+	if _, ok := s.savedHolds[at.holdID()]; !ok {
+		return
+	}
+	delete(s.savedHolds, at.holdID())
+	s.pend.send(pendingOp{p: storage.Pending{ID: at.holdID()}})
 }

@@ -32,9 +32,11 @@ type scheduler struct {
 
 	pend       *pendingWriter
 	savedHolds map[string]storage.Pending // held windows persisted before the start
-	closing    bool                       // set under mu by close: disarming keeps persisted windows
-	work       *workers                   // goroutines firings run on
-	slowHere   time.Duration              // a firing run here longer than this is slow
+	bmu        sync.Mutex
+	baselines  map[string]baseline // guarded by bmu: states not reported since the start (baseline.go)
+	closing    bool                // set under mu by close: disarming keeps persisted windows
+	work       *workers            // goroutines firings run on
+	slowHere   time.Duration       // a firing run here longer than this is slow
 }
 
 // armedRule is one installed, enabled rule in memory.
@@ -138,6 +140,7 @@ func (s *scheduler) start(ctx context.Context) error {
 		}
 		s.install(r, c, params, 0)
 	}
+	s.loadBaselines(ctx)
 	if s.e.devs != nil {
 		s.unsub = s.e.devs.Subscribe(s.onChange)
 	}
@@ -316,19 +319,26 @@ func (s *scheduler) onChange(ch devices.Change) {
 	s.mu.RLock()
 	ats := s.index[ch.ID] // never changed in place: no copy needed (see disarmLocked)
 	s.mu.RUnlock()
+	restored := false
+	if b, ok := s.takeBaseline(ch); ok {
+		if restored = s.applyBaseline(&ch, b, ats); !restored {
+			return
+		}
+	}
 	for _, at := range ats {
-		at.observe(ch)
+		at.observe(ch, restored)
 	}
 }
 
 // observe applies one change to a trigger: fire now, start or cancel a
 // held window.
-func (at *armedTrigger) observe(ch devices.Change) {
+// restored: ch.Prev is the value recorded before the start.
+func (at *armedTrigger) observe(ch devices.Change, restored bool) {
 	t := at.t
 	matched, holds := t.Match(ch.Prev, ch.Value, ch.Kind == devices.ChangeEvent)
 	if t.For() <= 0 {
 		if matched {
-			at.fire(ch.Value, ch.Prev, describeChange(t.Entity(), ch))
+			at.fire(ch.Value, ch.Prev, describeChange(t.Entity(), ch, restored))
 		}
 		return
 	}
@@ -338,11 +348,11 @@ func (at *armedTrigger) observe(ch devices.Change) {
 		at.closeHold(true)
 	}
 	if matched && at.hold == nil {
-		at.openHold(ch.Value, ch.Prev, describeChange(t.Entity(), ch)+" and held for "+t.For().String(), at.r.s.e.Now().Add(t.For()))
+		at.openHold(ch.Value, ch.Prev, describeChange(t.Entity(), ch, restored)+" and held for "+t.For().String(), at.r.s.e.Now().Add(t.For()))
 	}
 }
 
-func describeChange(entity string, ch devices.Change) string {
+func describeChange(entity string, ch devices.Change, restored bool) string {
 	// Built in one buffer, not one allocation per part and a Sprintf.
 	b := make([]byte, 0, len(entity)+48)
 	b = append(b, entity...)
@@ -351,6 +361,9 @@ func describeChange(entity string, ch devices.Change) string {
 	} else {
 		b = append(b, " changed from "...)
 		b = appendCompact(b, ch.Prev)
+		if restored {
+			b = append(b, " (its value before the restart)"...)
+		}
 		b = append(b, " to "...)
 	}
 	b = appendCompact(b, ch.Value)
