@@ -120,9 +120,9 @@ func (at *armedTrigger) resumeHold() {
 	holds := false
 	var val any
 	if e.devs != nil {
-		if l, ok := e.devs.Live(at.t.Entity()); ok && l.Value != nil {
-			val = l.Value
-			_, holds = at.t.Match(nil, l.Value, false)
+		if v, ok := at.current(); ok {
+			val = v
+			_, holds = at.t.Match(nil, v, false)
 		} else if hadSaved {
 			// Not reported since the start yet: the first value (a
 			// baseline, see baseline.go) decides.
@@ -130,7 +130,7 @@ func (at *armedTrigger) resumeHold() {
 			return
 		}
 	}
-	if at.t.Kind() == rules.TriggerState && !at.t.To().Set {
+	if k := at.t.Kind(); (k == rules.TriggerState || k == rules.TriggerAvailable) && !at.t.To().Set {
 		holds = false // "any change" has nothing to hold
 	}
 	at.mu.Lock()

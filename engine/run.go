@@ -39,9 +39,10 @@ func (e *Engine) testRun(ctx context.Context, p *Principal, runID string, c *rul
 		if !ok {
 			return nil, false
 		}
-		return l.Value, true
+		return liveValue(l), true
 	}
 	w := rules.NewSimWorld(base, e.Now(), scen, e.simEffects)
+	w.SetAvailableBase((&liveWorld{e: e, p: p}).Available)
 	w.SetPlace(e.place())
 	w.SetChangedBase(func(id string) (time.Time, bool) { return e.lastChanged(p, id) })
 	e.addSubprograms(p, w, c, 0)

@@ -25,6 +25,7 @@ type scheduler struct {
 	mu    sync.RWMutex
 	rules map[string]*armedRule
 	index map[string][]*armedTrigger // state/event entity id → triggers
+	avail []*armedTrigger            // availability triggers (availability.go); replaced, never changed in place
 	cron  *cron.Cron
 	unsub func()
 	ctx   context.Context
@@ -242,6 +243,11 @@ func (s *scheduler) armLocked(ar *armedRule) {
 			at.cronID = s.cron.Schedule(sch, cron.FuncJob(func() { at.fire(nil, nil, because) }))
 		case rules.TriggerSun:
 			s.armSun(ar, at)
+		case rules.TriggerAvailable:
+			s.avail = append(s.avail[:len(s.avail):len(s.avail)], at)
+			if t.For() > 0 {
+				at.resumeHold()
+			}
 		}
 	}
 }
@@ -299,6 +305,7 @@ func (s *scheduler) disarmLocked(ar *armedRule) int {
 			tm.Stop()
 		}
 		at.suns = nil
+		s.unwatchAvailability(at)
 	}
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
@@ -313,6 +320,10 @@ func (s *scheduler) disarmLocked(ar *armedRule) int {
 // onChange is called on the ingestion goroutine for every state change and
 // event: one map lookup finds the triggers that watch this entity.
 func (s *scheduler) onChange(ch devices.Change) {
+	if ch.Kind == devices.ChangeAvailability {
+		s.onAvailability(ch)
+		return
+	}
 	if ch.Kind != devices.ChangeState && ch.Kind != devices.ChangeEvent {
 		return
 	}
@@ -338,7 +349,7 @@ func (at *armedTrigger) observe(ch devices.Change, restored bool) {
 	matched, holds := t.Match(ch.Prev, ch.Value, ch.Kind == devices.ChangeEvent)
 	if t.For() <= 0 {
 		if matched {
-			at.fire(ch.Value, ch.Prev, describeChange(t.Entity(), ch, restored))
+			at.fire(ch.Value, ch.Prev, at.describe(ch, restored))
 		}
 		return
 	}
@@ -348,7 +359,7 @@ func (at *armedTrigger) observe(ch devices.Change, restored bool) {
 		at.closeHold(true)
 	}
 	if matched && at.hold == nil {
-		at.openHold(ch.Value, ch.Prev, describeChange(t.Entity(), ch, restored)+" and held for "+t.For().String(), at.r.s.e.Now().Add(t.For()))
+		at.openHold(ch.Value, ch.Prev, at.describe(ch, restored)+" and held for "+t.For().String(), at.r.s.e.Now().Add(t.For()))
 	}
 }
 

@@ -408,6 +408,9 @@ func (dc *decoder) triggerKind(n *jnode, t *Trigger, key string) {
 	case "sun":
 		t.Kind = TriggerSun
 		dc.sunTrigger(n, t)
+	case "available":
+		t.Kind = TriggerAvailable
+		t.Entity, _ = dc.str(n.get("available"), "available")
 	}
 }
 
@@ -461,8 +464,10 @@ func (dc *decoder) triggerFilters(n *jnode, t *Trigger) {
 		t.To = jvalue(n.get("value"))
 	case TriggerNumeric:
 		t.Above, t.Below = dc.bounds(n)
+	case TriggerAvailable:
+		t.To = jvalue(n.get("to"))
 	}
-	if t.Kind == TriggerState || t.Kind == TriggerNumeric {
+	if t.Kind == TriggerState || t.Kind == TriggerNumeric || t.Kind == TriggerAvailable {
 		if v := n.get("for"); v != nil {
 			t.For = dc.constDuration(v, "for", false)
 		}

@@ -54,6 +54,7 @@ var TriggerKinds = []TriggerKindInfo{
 	{TriggerCron, "cron", []string{"id", "cron"}, true},
 	{TriggerTime, "at", []string{"id", "at"}, true},
 	{TriggerSun, "sun", []string{"id", "sun", "offset"}, false},
+	{TriggerAvailable, "available", []string{"id", "available", "to", "for"}, false},
 }
 
 // ConditionKindInfo is one row of the closed condition-kind table.

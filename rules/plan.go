@@ -201,6 +201,12 @@ func describeTrigger(t *RunTrigger, zone string) string {
 	case TriggerSun:
 		sun, offset := t.Sun()
 		return "At " + SunPhrase(sun, offset) + " (the server's location)"
+	case TriggerAvailable:
+		s := "When " + t.entity + "'s device goes offline or comes back online"
+		if t.toSet {
+			s = "When " + t.entity + "'s device " + availablePhrase(t.to)
+		}
+		return s + holdFor("and stays so", t.hold)
 	}
 	return ""
 }

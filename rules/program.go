@@ -51,6 +51,8 @@ const (
 	TriggerCron    TriggerKind = "cron"    // {"cron": "0 30 18 * * *"} seconds optional
 	TriggerTime    TriggerKind = "time"    // {"at": "07:30"} or "07:30:15"
 	TriggerSun     TriggerKind = "sun"     // {"sun": "sunrise"|"sunset", "offset"?: "-30m"}
+	// TriggerAvailable watches whether an entry's device is reachable.
+	TriggerAvailable TriggerKind = "available" // {"available": id, "to"?: false, "for"?}
 )
 
 // Value is an optional JSON literal (to/from/value filters).

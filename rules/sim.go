@@ -87,9 +87,13 @@ type SimWorld struct {
 	next     int
 	// assumed names the wait entries whose result the scenario forced
 	// (qualified trace id → what it said).
-	assumed       map[string]string
-	lastRun       *time.Time // the scenario's last_run, resolved
-	lastRunOffset bool       // it was given as an offset from the start
+	assumed map[string]string
+	lastRun *time.Time // the scenario's last_run, resolved
+	// avail is the availability an availability trigger's activation
+	// set; availBase answers for the others (available.go).
+	avail         map[string]bool
+	availBase     func(id string) bool
+	lastRunOffset bool // it was given as an offset from the start
 }
 
 // NewSimWorld builds a scratch world over base (the live state reader, may
@@ -160,6 +164,9 @@ func (w *SimWorld) State(id string) (any, bool) {
 func (w *SimWorld) stateLocked(id string) (any, bool) {
 	if v, ok := w.scratch[id]; ok {
 		return v, true
+	}
+	if !w.availableLocked(id) {
+		return nil, true // an offline device's state reads null, as live
 	}
 	if w.base != nil {
 		return w.base(id)

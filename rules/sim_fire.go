@@ -36,7 +36,10 @@ func FireFor(c *Compiled, sc Scenario, w World) (TriggerFire, error) {
 	fire.ID = t.id
 	kind := t.Kind()
 	cur, hasCur := any(nil), false
-	if t.entity != "" && kind != TriggerEvent {
+	switch {
+	case kind == TriggerAvailable:
+		cur, hasCur = availableIn(w, t.entity), true
+	case t.entity != "" && kind != TriggerEvent:
 		cur, hasCur = w.State(t.entity)
 	}
 	if fire.Value == nil {
@@ -65,6 +68,12 @@ func defaultFireValue(t *RunTrigger, cur any, hasCur bool, now time.Time) any {
 			return t.to
 		}
 		return cur
+	case TriggerAvailable:
+		if t.toSet {
+			return t.to
+		}
+		b, _ := cur.(bool)
+		return !b
 	case TriggerNumeric:
 		above, below := t.bounds()
 		if x, ok := interpNumber(cur); ok && (above == nil || x > *above) && (below == nil || x < *below) {
@@ -100,12 +109,17 @@ func (w *SimWorld) simulate(t *RunTrigger, sc Scenario, fire *TriggerFire) {
 		if _, overridden := sc.State[t.entity]; !overridden {
 			w.setLocked(t.entity, fire.Value)
 		}
+	case TriggerAvailable:
+		if w.avail == nil {
+			w.avail = map[string]bool{}
+		}
+		w.avail[t.entity], _ = fire.Value.(bool)
 	}
 	w.mu.Unlock()
 	switch t.Kind() {
 	case TriggerCron, TriggerTime, TriggerSun:
 		w.scheduleFire(t, sc.Now != nil, fire)
-	case TriggerState, TriggerNumeric:
+	case TriggerState, TriggerNumeric, TriggerAvailable:
 		if t.hold > 0 {
 			w.holdFire(t, fire)
 		}
@@ -120,7 +134,7 @@ func filterMiss(t *RunTrigger, sc Scenario) string {
 		if sc.Value != nil && !EventMatches(t.To(), sc.Value) {
 			return fmt.Sprintf("the scenario's value %s is not the event value the trigger waits for (%s)", formatReason(sc.Value), formatReason(t.to))
 		}
-	case TriggerState:
+	case TriggerState, TriggerAvailable:
 		if sc.Value != nil && t.toSet && !SameValue(t.to, sc.Value) {
 			return fmt.Sprintf("the scenario's value %s is not the trigger's to (%s)", formatReason(sc.Value), formatReason(t.to))
 		}
@@ -155,7 +169,7 @@ func (w *SimWorld) holdFire(t *RunTrigger, fire *TriggerFire) {
 			break
 		}
 		w.advanceTo(next)
-		cur, _ := w.State(t.entity)
+		cur := w.watched(t)
 		if SameValue(cur, last) {
 			continue
 		}

@@ -369,6 +369,8 @@ func (c *checker) trigger(t *Trigger) {
 		if e := c.lookup(t.Entity, t.Ptr+"/event", nil, "event", pilotage.KindEvent); e != nil {
 			c.eventFilter(e, t.To, t.Ptr+"/value")
 		}
+	case TriggerAvailable:
+		c.availableTrigger(t)
 	case TriggerSun:
 		if !c.o.HasLocation {
 			c.d.add(CodeMissingLocation, t.Ptr+"/sun", "ask the operator to configure the location, or use an \"at\" or \"cron\" trigger", "a sun trigger needs the server's latitude/longitude, which is not configured")
