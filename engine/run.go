@@ -43,6 +43,9 @@ func (e *Engine) testRun(ctx context.Context, p *Principal, runID string, c *rul
 	}
 	w := rules.NewSimWorld(base, e.Now(), scen, e.simEffects)
 	w.SetAvailableBase((&liveWorld{e: e, p: p}).Available)
+	if e.devs != nil {
+		w.SetCallCheck(func(id string, args map[string]any) error { return callError(e.devs.CheckArgs(id, args)) })
+	}
 	w.SetPlace(e.place())
 	w.SetChangedBase(func(id string) (time.Time, bool) { return e.lastChanged(p, id) })
 	e.addSubprograms(p, w, c, 0)

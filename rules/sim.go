@@ -87,13 +87,16 @@ type SimWorld struct {
 	next     int
 	// assumed names the wait entries whose result the scenario forced
 	// (qualified trace id → what it said).
-	assumed map[string]string
-	lastRun *time.Time // the scenario's last_run, resolved
+	assumed       map[string]string
+	lastRun       *time.Time // the scenario's last_run, resolved
+	lastRunOffset bool       // it was given as an offset from the start
 	// avail is the availability an availability trigger's activation
 	// set; availBase answers for the others (available.go).
-	avail         map[string]bool
-	availBase     func(id string) bool
-	lastRunOffset bool // it was given as an offset from the start
+	avail     map[string]bool
+	availBase func(id string) bool
+	// checkCall checks a call's arguments as the real call would (the
+	// action's input schema), so computed arguments fail here as there.
+	checkCall func(id string, args map[string]any) error
 }
 
 // NewSimWorld builds a scratch world over base (the live state reader, may
@@ -118,7 +121,7 @@ func NewSimWorld(base func(id string) (any, bool), start time.Time, sc Scenario,
 	// the start, then what happens at the start itself.
 	for w.next < len(w.timeline) && w.timeline[w.next].at.Before(start) {
 		w.now = w.timeline[w.next].at
-		w.applyLocked(w.timeline[w.next])
+		w.pastLocked(w.timeline[w.next])
 		w.next++
 	}
 	w.now = start
@@ -191,6 +194,13 @@ func (w *SimWorld) setLocked(id string, v any) {
 	w.scratch[id] = v
 }
 
+// SetCallCheck makes calls check their arguments with f first.
+func (w *SimWorld) SetCallCheck(f func(id string, args map[string]any) error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.checkCall = f
+}
+
 // SetChangedBase answers LastChanged for the states the simulation has
 // not changed (the live house's last changes).
 func (w *SimWorld) SetChangedBase(f func(id string) (time.Time, bool)) {
@@ -223,6 +233,11 @@ func (w *SimWorld) Call(ctx context.Context, id string, args map[string]any) (an
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.checkCall != nil {
+		if err := w.checkCall(id, args); err != nil {
+			return nil, err // the real call would fail here too
+		}
+	}
 	w.calls = append(w.calls, CallRecord{ID: id, Args: args, Output: map[string]any{"simulated": true}, At: w.now})
 	var changes map[string]any
 	if w.effects != nil {

@@ -101,6 +101,10 @@ func (w *SimWorld) simulate(t *RunTrigger, sc Scenario, fire *TriggerFire) {
 		fire.NotFired = why
 		return
 	}
+	if why := crossMiss(t, fire); why != "" {
+		fire.NotFired = why
+		return
+	}
 	w.mu.Lock()
 	switch t.Kind() {
 	case TriggerEvent:
@@ -149,6 +153,22 @@ func filterMiss(t *RunTrigger, sc Scenario) string {
 		}
 	}
 	return ""
+}
+
+// crossMiss says why a numeric trigger would not fire for the change from
+// fire.From to fire.Value: it fires only when the value crosses into its
+// range, as the installed rule does ("" when it would fire).
+func crossMiss(t *RunTrigger, fire *TriggerFire) string {
+	if t.Kind() != TriggerNumeric || fire.From == nil {
+		return ""
+	}
+	if matched, _ := t.Match(fire.From, fire.Value, false); matched {
+		return ""
+	}
+	if _, inside := t.Match(nil, fire.From, false); inside {
+		return fmt.Sprintf("%s was already inside the trigger's range before (%s): a numeric trigger fires only when the value crosses into its range", t.entity, formatReason(fire.From))
+	}
+	return fmt.Sprintf("the value %s is not inside the trigger's range", formatReason(fire.Value))
 }
 
 // holdFire runs a held trigger's window through the timeline: the

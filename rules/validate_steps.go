@@ -222,6 +222,7 @@ func (c *checker) expr(x *Expr, sc *scope) {
 		return false
 	})
 	c.dynamicReads(x, callees, rng)
+	c.comparisons(x, rng)
 }
 
 // catalogReaders are the environment functions that read catalog entries:
