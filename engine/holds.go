@@ -130,7 +130,7 @@ func (at *armedTrigger) resumeHold() {
 			return
 		}
 	}
-	if k := at.t.Kind(); (k == rules.TriggerState || k == rules.TriggerAvailable) && !at.t.To().Set {
+	if k := at.t.Kind(); (k == rules.TriggerState || k == rules.TriggerAvailable) && !at.t.Targets() {
 		holds = false // "any change" has nothing to hold
 	}
 	at.mu.Lock()

@@ -56,7 +56,13 @@ func (r *interp) call(f *frame, s *runStep, qid string, i int) *halt {
 	if err != nil {
 		rec.Error = err.Error()
 		_ = r.keepCall(qid, rec) // the call's failure is what ends the run
-		return r.fail(i, r.callHalt(qid, target, err))
+		h := r.callHalt(qid, target, err)
+		if s.flags&callContinue != 0 && (h.status == StatusFailed || h.status == StatusNotConnected) {
+			r.fail(i, h) // recorded; the run goes on (continue_on_error)
+			f.env.setStepOutput(s.id, map[string]any{"error": h.msg})
+			return nil
+		}
+		return r.fail(i, h)
 	}
 	if tail != nil {
 		tail.k = len(r.calls) // the record keepCall appends

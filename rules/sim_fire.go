@@ -47,7 +47,7 @@ func FireFor(c *Compiled, sc Scenario, w World) (TriggerFire, error) {
 	}
 	if fire.From == nil {
 		if t.fromSet {
-			fire.From = t.from
+			fire.From = firstOf(t.from)
 		} else if hasCur && !SameValue(cur, fire.Value) {
 			fire.From = cur
 		}
@@ -61,11 +61,8 @@ func FireFor(c *Compiled, sc Scenario, w World) (TriggerFire, error) {
 func defaultFireValue(t *RunTrigger, cur any, hasCur bool, now time.Time) any {
 	switch t.Kind() {
 	case TriggerState, TriggerEvent:
-		if list, ok := t.to.([]any); ok && t.Kind() == TriggerEvent && len(list) > 0 {
-			return list[0]
-		}
 		if t.toSet {
-			return t.to
+			return firstOf(t.to)
 		}
 		return cur
 	case TriggerAvailable:
@@ -139,11 +136,12 @@ func filterMiss(t *RunTrigger, sc Scenario) string {
 			return fmt.Sprintf("the scenario's value %s is not the event value the trigger waits for (%s)", formatReason(sc.Value), formatReason(t.to))
 		}
 	case TriggerState, TriggerAvailable:
-		if sc.Value != nil && t.toSet && !SameValue(t.to, sc.Value) {
-			return fmt.Sprintf("the scenario's value %s is not the trigger's to (%s)", formatReason(sc.Value), formatReason(t.to))
+		notTo, notFrom := t.not()
+		if sc.Value != nil && (!EventMatches(t.To(), sc.Value) || notTo.Set && EventMatches(notTo, sc.Value)) {
+			return fmt.Sprintf("the scenario's value %s is not one the trigger fires on (%s)", formatReason(sc.Value), filterText(t.To(), notTo, "to"))
 		}
-		if sc.From != nil && t.fromSet && !SameValue(t.from, sc.From) {
-			return fmt.Sprintf("the scenario's from %s is not the trigger's from (%s)", formatReason(sc.From), formatReason(t.from))
+		if sc.From != nil && (!EventMatches(t.From(), sc.From) || notFrom.Set && EventMatches(notFrom, sc.From)) {
+			return fmt.Sprintf("the scenario's from %s is not one the trigger fires on (%s)", formatReason(sc.From), filterText(t.From(), notFrom, "from"))
 		}
 	case TriggerNumeric:
 		if sc.Value != nil {
@@ -153,6 +151,22 @@ func filterMiss(t *RunTrigger, sc Scenario) string {
 		}
 	}
 	return ""
+}
+
+// firstOf is a filter's first value: itself, or the first of its list.
+func firstOf(v any) any {
+	if list, ok := v.([]any); ok && len(list) > 0 {
+		return list[0]
+	}
+	return v
+}
+
+// filterText describes a state trigger's to (or from) filter.
+func filterText(v, not Value, name string) string {
+	if not.Set {
+		return "not_" + name + " " + formatReason(not.V)
+	}
+	return name + " " + formatReason(v.V)
 }
 
 // crossMiss says why a numeric trigger would not fire for the change from

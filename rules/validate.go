@@ -356,8 +356,10 @@ func (c *checker) trigger(t *Trigger) {
 		}
 		e := c.lookup(t.Entity, t.Ptr+"/state", nil, "state", pilotage.KindState)
 		if e != nil {
-			c.filter(e, t.To, t.Ptr+"/to")
-			c.filter(e, t.From, t.Ptr+"/from")
+			c.eventFilter(e, t.To, t.Ptr+"/to")
+			c.eventFilter(e, t.From, t.Ptr+"/from")
+			c.eventFilter(e, t.NotTo, t.Ptr+"/not_to")
+			c.eventFilter(e, t.NotFrom, t.Ptr+"/not_from")
 			if t.Kind == TriggerNumeric {
 				c.numeric(e, t.Ptr+"/state")
 			}
