@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"strconv"
+
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
@@ -92,4 +94,15 @@ func (w *SimWorld) watched(t *RunTrigger) any {
 	}
 	v, _ := w.State(t.entity)
 	return v
+}
+
+// branchCond evaluates an if or choose condition: false, saying why, when
+// it reads the state of an entry whose device is offline (as a
+// condition does).
+func (r *interp) branchCond(f *frame, x *Expr) (bool, string, error) {
+	if id := unavailableRead(x, r.w); id != "" {
+		return false, x.Src + " = false: " + id + " is unavailable (its device is offline)", nil
+	}
+	b, err := x.EvalBool(f.env)
+	return b, x.Src + " = " + strconv.FormatBool(b), err
 }

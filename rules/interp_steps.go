@@ -437,7 +437,7 @@ func (r *interp) branch(f *frame, s *runStep, qid, sfx string, i int) *halt {
 		arm           []runStep
 	)
 	if x, ok := s.more.(*ifStep); ok {
-		b, err := x.cond.EvalBool(f.env)
+		b, why, err := r.branchCond(f, x.cond)
 		if err != nil {
 			return r.fail(i, exprHalt(qid, err))
 		}
@@ -445,12 +445,12 @@ func (r *interp) branch(f *frame, s *runStep, qid, sfx string, i int) *halt {
 		if b {
 			took, arm = LabelThen, x.then
 		}
-		because = fmt.Sprintf("%s = %t", x.cond.Src, b)
+		because = why
 	} else {
 		x := s.more.(*chooseStep)
 		took, arm, because = LabelDefault, x.def, fmt.Sprintf("no arm matched (%d checked)", len(x.arms))
 		for _, a := range x.arms {
-			b, err := a.when.EvalBool(f.env)
+			b, _, err := r.branchCond(f, a.when)
 			if err != nil {
 				return r.fail(i, exprHalt(qid, err))
 			}

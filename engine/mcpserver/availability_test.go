@@ -20,8 +20,9 @@ const weatherAvail = "pilothouse-demo/outdoor_weather/availability"
 // availability topic reports it, is visible to rules: lookup finds the
 // entries for "offline", an available trigger fires when the device goes
 // offline (and, with for, once it stayed offline), available() reads it,
-// the state of an offline device reads null, and a condition on it is
-// not met with the reason in the trace, in a test run as in a firing.
+// the state of an offline device reads null, and a condition (or an if)
+// on it is not met with the reason in the trace, in a test run as in a
+// firing.
 func TestAvailabilityThroughMCP(t *testing.T) {
 	s := newHTTPStack(t, nil, storage.Options{})
 	c := s.client("")
@@ -75,6 +76,11 @@ func TestAvailabilityThroughMCP(t *testing.T) {
 	oc, steps, _ := testRun(t, c, cold, "")
 	if oc["status"] != "conditions_not_met" || !strings.Contains(steps["cold"]["outcome"].(map[string]any)["error"].(string), temp+" is unavailable") {
 		t.Errorf("test run of a condition on an offline device: %v %v", oc, steps["cold"])
+	}
+	_, steps, _ = testRun(t, c, `{"name": "if-cold", "triggers": [{"id": "press", "event": "bedroom_remote.action"}],
+	  "steps": [{"id": "check", "if": "state('`+temp+`') > -100", "then": [{"id": "n", "set": {"v": 1}}]}]}`, "")
+	if b, _ := json.Marshal(steps["check"]["decisions"]); !strings.Contains(string(b), `"took":"else"`) || !strings.Contains(string(b), temp+" is unavailable") {
+		t.Errorf("an if on an offline device's state: %s", b)
 	}
 	if err := s.sim.Press(ctx, "toggle"); err != nil {
 		t.Fatal(err)
