@@ -9,7 +9,8 @@ import (
 )
 
 // Restart baselines. A fresh catalog reports each state's first value as a
-// change from null; for a rule that was installed before this start that
+// change from null (or, when it arrived before the scheduler listened,
+// not at all); for a rule that was installed before this start that
 // value is a baseline, not a change (Home Assistant never triggers on
 // bootstrap). The value the state history recorded before the start
 // decides: the same value (or none recorded) fires nothing; a different
@@ -24,12 +25,14 @@ type baseline struct {
 	recorded bool // the history had a value before this start
 }
 
-// loadBaselines reads, for every state a restored rule watches and the
-// catalog has not reported yet, its last value recorded before now. It
-// runs at start-up before the scheduler subscribes to changes.
-func (s *scheduler) loadBaselines(ctx context.Context) {
+// loadBaselines reads, for every state a restored rule watches whose
+// first value since the start has not arrived (or arrived, unsettled,
+// before the scheduler listens), its last value recorded before the
+// start. It runs at start-up before the scheduler subscribes to changes
+// and returns the states already reported (see replayBaselines).
+func (s *scheduler) loadBaselines(ctx context.Context) (reported []string) {
 	if s.e.devs == nil {
-		return
+		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, baselineBudget)
 	defer cancel()
@@ -44,12 +47,17 @@ func (s *scheduler) loadBaselines(ctx context.Context) {
 	s.mu.RUnlock()
 	found := make(map[string]baseline, len(ids))
 	for _, id := range ids {
+		before := now
 		if l, ok := s.e.devs.Live(id); ok && l.Value != nil {
-			continue // already reported: later changes have a previous value
+			if !l.FirstValue {
+				continue // changed since the start: later changes have a previous value
+			}
+			before = l.LastChanged // its arrival, which the history may hold already
+			reported = append(reported, id)
 		}
 		b := baseline{}
 		if s.e.store != nil && ctx.Err() == nil {
-			if v, ok, err := s.e.store.HistoryBefore(ctx, id, now); err != nil {
+			if v, ok, err := s.e.store.HistoryBefore(ctx, id, before); err != nil {
 				s.e.log.Warn("reading a state's value from before the start", "id", id, "err", err)
 			} else if ok {
 				b = baseline{v: historyValue(v), recorded: true}
@@ -60,6 +68,24 @@ func (s *scheduler) loadBaselines(ctx context.Context) {
 	s.bmu.Lock()
 	s.baselines = found
 	s.bmu.Unlock()
+	return reported
+}
+
+// replayBaselines applies the first values that arrived before the
+// scheduler subscribed, as if they arrived now; takeBaseline lets each
+// state's first value act once. A state that changed again meanwhile
+// had its change observed with a previous value: its baseline goes.
+func (s *scheduler) replayBaselines(reported []string) {
+	for _, id := range reported {
+		l, ok := s.e.devs.Live(id)
+		if ok && l.FirstValue && l.Value != nil {
+			s.onChange(devices.Change{Kind: devices.ChangeState, ID: id, Value: l.Value, Time: l.LastChanged})
+			continue
+		}
+		s.bmu.Lock()
+		delete(s.baselines, id)
+		s.bmu.Unlock()
+	}
 }
 
 func watchesState(ats []*armedTrigger) bool {

@@ -14,7 +14,10 @@ import (
 // restartProcess stops the engine and starts a new process over the same
 // data folder and broker: a new connection and catalog, whose first
 // values are the broker's retained ones. whileDown runs between the two.
-func (h *house) restartProcess(n int, whileDown func()) {
+// With catalogFirst the catalog has its first values before the engine
+// starts (cmd/pilothouse starts them in that order, and retained messages
+// may come first or not).
+func (h *house) restartProcess(n int, whileDown func(), catalogFirst bool) {
 	h.t.Helper()
 	h.eng.FlushHistory()
 	h.stop()
@@ -27,9 +30,18 @@ func (h *house) restartProcess(n int, whileDown func()) {
 	}
 	h.t.Cleanup(c.Close)
 	h.devs = devices.NewCatalog(devices.Options{Logger: quiet()})
-	h.start() // the engine subscribes before the catalog hears anything
+	if !catalogFirst {
+		h.start() // the engine subscribes before the catalog hears anything
+	}
 	if err := h.devs.Start(context.Background(), c); err != nil {
 		h.t.Fatal(err)
+	}
+	if catalogFirst {
+		testutil.Eventually(h.t, 5*time.Second, "the retained door state", func() bool {
+			l, _ := h.devs.Live("front_door.contact")
+			return l.Value != nil
+		})
+		h.start()
 	}
 }
 
@@ -59,7 +71,7 @@ func TestRestartIsNoChange(t *testing.T) {
 
 	// Same value after the restart: a baseline. The next real change
 	// (closed → open) is the only firing of both rules.
-	h.restartProcess(1, nil)
+	h.restartProcess(1, nil, false)
 	testutil.Eventually(t, 5*time.Second, "the retained door state", func() bool {
 		l, _ := h.devs.Live("front_door.contact")
 		return l.Value == true
@@ -75,14 +87,24 @@ func TestRestartIsNoChange(t *testing.T) {
 
 	// Changed while the server was down: a change from the recorded value.
 	before = len(runs)
-	h.restartProcess(2, func() {
-		if err := h.sim.Trigger(ctx, "front_door", map[string]any{"contact": true}); err != nil {
-			t.Fatal(err)
+	for i, tc := range []struct {
+		catalogFirst bool
+		to           bool
+		want         string
+	}{
+		{false, true, "front_door.contact changed from false (its value before the restart) to true"},
+		{true, false, "front_door.contact changed from true (its value before the restart) to false"},
+	} {
+		h.restartProcess(2+i, func() {
+			if err := h.sim.Trigger(ctx, "front_door", map[string]any{"contact": tc.to}); err != nil {
+				t.Fatal(err)
+			}
+		}, tc.catalogFirst)
+		testutil.Eventually(t, 5*time.Second, "the change while down fires", func() bool { return len(h.firings("door-any")) > before })
+		runs = h.firings("door-any")
+		if len(runs) != before+1 || !strings.Contains(string(runs[0].Envelope), tc.want) {
+			t.Fatalf("catalog first %v: %d firings after %d; want %q in %s", tc.catalogFirst, len(runs), before, tc.want, runs[0].Envelope)
 		}
-	})
-	testutil.Eventually(t, 5*time.Second, "the change while down fires", func() bool { return len(h.firings("door-any")) > before })
-	runs = h.firings("door-any")
-	if want := "front_door.contact changed from false (its value before the restart) to true"; !strings.Contains(string(runs[0].Envelope), want) {
-		t.Fatalf("trace of the change while down: want %q in %s", want, runs[0].Envelope)
+		before = len(runs)
 	}
 }

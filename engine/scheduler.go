@@ -141,9 +141,10 @@ func (s *scheduler) start(ctx context.Context) error {
 		}
 		s.install(r, c, params, 0)
 	}
-	s.loadBaselines(ctx)
+	reported := s.loadBaselines(ctx)
 	if s.e.devs != nil {
 		s.unsub = s.e.devs.Subscribe(s.onChange)
+		s.replayBaselines(reported)
 	}
 	s.cron.Start()
 	return nil
