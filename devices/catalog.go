@@ -346,6 +346,15 @@ func (c *Catalog) Live(id string) (Live, bool) {
 	return out, true
 }
 
+// DeviceOf returns the id of the device a state or event entry belongs
+// to (its availability is that device's).
+func (c *Catalog) DeviceOf(id string) (string, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	d, ok := c.model.devOf[id]
+	return d, ok && d != ""
+}
+
 // RestoreChanged settles when the first value this process saw of a
 // state changed, from a record that outlived a restart: the state held
 // value since at. It applies only while the live value is still that

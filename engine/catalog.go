@@ -230,7 +230,7 @@ func (e *Engine) Lookup(ctx context.Context, req LookupRequest) (any, error) {
 	v := e.cat.view(p)
 	switch req.Verb {
 	case "list":
-		return v.list(req)
+		return v.list(req, e.reportsAvailability)
 	case "get":
 		if req.ID == "" {
 			return nil, &pilotage.RequestError{Kind: pilotage.ErrInvalidRequest, Message: "get needs id", CatalogVersion: v.version}
@@ -268,7 +268,10 @@ func (e *Engine) Lookup(ctx context.Context, req LookupRequest) (any, error) {
 	}
 }
 
-func (v *view) list(req LookupRequest) (*ListResponse, error) {
+// list serves the list verb; reports says whether an entry's device
+// reports its availability (what the query words availability, offline
+// … find).
+func (v *view) list(req LookupRequest, reports func(id string) bool) (*ListResponse, error) {
 	limit := req.Limit
 	switch {
 	case limit == 0:
@@ -302,7 +305,7 @@ func (v *view) list(req LookupRequest) (*ListResponse, error) {
 		if req.Tag != "" && !hasTag(en.Tags, req.Tag) {
 			continue
 		}
-		if q != "" && !matchesQuery(texts[i], q) {
+		if q != "" && !matchesQuery(texts[i], q, func() bool { return reports(en.ID) }) {
 			continue
 		}
 		if len(resp.Items) == limit {
@@ -318,14 +321,28 @@ func searchText(en *pilotage.Entry) string {
 	return strings.ToLower(en.ID + "\x00" + en.Name + "\x00" + en.Description + "\x00" + strings.Join(en.Tags, "\x00"))
 }
 
-// matchesQuery reports whether every word of q occurs in the entry's text.
-func matchesQuery(text, q string) bool {
+// matchesQuery reports whether every word of q occurs in the entry's
+// text; a word about availability matches an entry whose device reports
+// it (reports), so "offline" finds what an available trigger can watch.
+func matchesQuery(text, q string, reports func() bool) bool {
 	for _, w := range strings.Fields(q) {
-		if !strings.Contains(text, w) {
+		if !strings.Contains(text, w) && (!availabilityWords[w] || !reports()) {
 			return false
 		}
 	}
 	return true
+}
+
+var availabilityWords = map[string]bool{"availability": true, "available": true, "unavailable": true,
+	"offline": true, "online": true, "unreachable": true, "reachable": true}
+
+// reportsAvailability says whether id's device reports its availability.
+func (e *Engine) reportsAvailability(id string) bool {
+	if e.devs == nil {
+		return false
+	}
+	l, ok := e.devs.Live(id)
+	return ok && l.Available != nil
 }
 
 func encodeCursor(after string) string {

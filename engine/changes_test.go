@@ -116,7 +116,7 @@ func TestLastChangeSurvivesTheBound(t *testing.T) {
 		t.Fatalf("the bound kept the door's raw rows (%d, %v): the test proves nothing", len(rows), err)
 	}
 	h.cfg.History = HistoryConfig{MaxRows: bound}
-	h.restartProcess(ctx)
+	h.restartProcess(1, nil, true)
 	testutil.Eventually(h.t, 5*time.Second, "the retained door", func() bool {
 		d, _ := h.devs.Live("front_door.contact")
 		return d.Value == false
@@ -133,21 +133,4 @@ func TestLastChangeSurvivesTheBound(t *testing.T) {
 	if at, err := time.Parse(time.RFC3339Nano, fmt.Sprint(o.Vars["door_at"])); err != nil || at.Sub(now.Add(-2*time.Hour)).Abs() > time.Second {
 		t.Errorf("last_changed %v, want %v", o.Vars["door_at"], now.Add(-2*time.Hour))
 	}
-}
-
-// restartProcess stops the engine and starts a new process's parts over
-// the same broker and data folder: a new connection, catalog and engine.
-func (h *house) restartProcess(ctx context.Context) {
-	h.t.Helper()
-	h.stop()
-	c2, err := mqtt.Dial(ctx, mqtt.Options{Broker: h.broker.URL(), ClientID: h.t.Name() + "-2", Logger: quiet()})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(c2.Close)
-	h.devs = devices.NewCatalog(devices.Options{Logger: quiet()})
-	if err := h.devs.Start(ctx, c2); err != nil {
-		h.t.Fatal(err)
-	}
-	h.start()
 }

@@ -134,11 +134,11 @@ func TestDescribeChangeText(t *testing.T) {
 		{map[string]any{"a": []any{1, "<b>"}}, strings.Repeat("x", 300)},
 		{make(chan int), func() {}},
 	} {
-		got := describeChange(entity, devices.Change{Kind: devices.ChangeState, Prev: c.prev, Value: c.cur})
+		got := describeChange(entity, devices.Change{Kind: devices.ChangeState, Prev: c.prev, Value: c.cur}, false)
 		if want := fmt.Sprintf("%s changed from %s to %s", entity, old(c.prev), old(c.cur)); got != want {
 			t.Errorf("state %v -> %v:\n got %s\nwant %s", c.prev, c.cur, got, want)
 		}
-		got = describeChange(entity, devices.Change{Kind: devices.ChangeEvent, Value: c.cur})
+		got = describeChange(entity, devices.Change{Kind: devices.ChangeEvent, Value: c.cur}, false)
 		if want := fmt.Sprintf("%s fired %s", entity, old(c.cur)); got != want {
 			t.Errorf("event %v:\n got %s\nwant %s", c.cur, got, want)
 		}
@@ -147,7 +147,7 @@ func TestDescribeChangeText(t *testing.T) {
 		ch := devices.Change{Kind: devices.ChangeState, Prev: 20.5, Value: 21.0}
 		// The buffer and the string copied out of it (no unsafe outside
 		// rules but storage's envelope argument: issue 15).
-		if n := testing.AllocsPerRun(100, func() { describeChange(entity, ch) }); n > 2 {
+		if n := testing.AllocsPerRun(100, func() { describeChange(entity, ch, false) }); n > 2 {
 			t.Errorf("describeChange allocates %.0f objects, want 2", n)
 		}
 	}

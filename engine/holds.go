@@ -120,12 +120,17 @@ func (at *armedTrigger) resumeHold() {
 	holds := false
 	var val any
 	if e.devs != nil {
-		if l, ok := e.devs.Live(at.t.Entity()); ok {
-			val = l.Value
-			_, holds = at.t.Match(nil, l.Value, false)
+		if v, ok := at.current(); ok {
+			val = v
+			_, holds = at.t.Match(nil, v, false)
+		} else if hadSaved {
+			// Not reported since the start yet: the first value (a
+			// baseline, see baseline.go) decides.
+			s.savedHolds[at.holdID()] = saved
+			return
 		}
 	}
-	if at.t.Kind() == rules.TriggerState && !at.t.To().Set {
+	if k := at.t.Kind(); (k == rules.TriggerState || k == rules.TriggerAvailable) && !at.t.Targets() {
 		holds = false // "any change" has nothing to hold
 	}
 	at.mu.Lock()
@@ -146,4 +151,15 @@ func (at *armedTrigger) resumeHold() {
 		because = fmt.Sprintf("%s held %s since before the restart (window due %s)", at.t.Entity(), compact(val), deadline.Format(time.RFC3339))
 	}
 	at.openHold(val, nil, because, deadline)
+}
+
+// dropSavedHold forgets a window persisted before the start whose state
+// changed while the server was down; s.mu is held.
+func (at *armedTrigger) dropSavedHold() {
+	s := at.r.s
+	if _, ok := s.savedHolds[at.holdID()]; !ok {
+		return
+	}
+	delete(s.savedHolds, at.holdID())
+	s.pend.send(pendingOp{p: storage.Pending{ID: at.holdID()}})
 }

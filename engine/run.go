@@ -39,13 +39,15 @@ func (e *Engine) testRun(ctx context.Context, p *Principal, runID string, c *rul
 		if !ok {
 			return nil, false
 		}
-		return l.Value, true
+		return liveValue(l), true
 	}
 	w := rules.NewSimWorld(base, e.Now(), scen, e.simEffects)
+	w.SetAvailableBase((&liveWorld{e: e, p: p}).Available)
 	if e.devs != nil {
 		w.SetPreview(func(ctx context.Context, id string, args map[string]any) (any, error) {
 			return e.devs.Preview(ctx, id, args)
 		})
+		w.SetCallCheck(func(id string, args map[string]any) error { return callError(e.devs.CheckArgs(id, args)) })
 	}
 	w.SetPlace(e.place())
 	w.SetChangedBase(func(id string) (time.Time, bool) { return e.lastChanged(p, id) })

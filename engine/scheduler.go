@@ -25,6 +25,7 @@ type scheduler struct {
 	mu    sync.RWMutex
 	rules map[string]*armedRule
 	index map[string][]*armedTrigger // state/event entity id → triggers
+	avail []*armedTrigger            // availability triggers (availability.go); replaced, never changed in place
 	cron  *cron.Cron
 	unsub func()
 	ctx   context.Context
@@ -32,10 +33,12 @@ type scheduler struct {
 
 	pend       *pendingWriter
 	savedHolds map[string]storage.Pending // held windows persisted before the start
-	closing    bool                       // set under mu by close: disarming keeps persisted windows
-	work       *workers                   // goroutines firings run on
-	slowHere   time.Duration              // a firing run here longer than this is slow
-	sunRecheck time.Duration              // the longest a sun trigger's timer waits (tests shorten it)
+	bmu        sync.Mutex
+	baselines  map[string]baseline // guarded by bmu: states not reported since the start (baseline.go)
+	closing    bool                // set under mu by close: disarming keeps persisted windows
+	work       *workers            // goroutines firings run on
+	slowHere   time.Duration       // a firing run here longer than this is slow
+	sunRecheck time.Duration       // the longest a sun trigger's timer waits (tests shorten it)
 }
 
 // armedRule is one installed, enabled rule in memory.
@@ -145,8 +148,10 @@ func (s *scheduler) start(ctx context.Context) error {
 		}
 		s.install(r, c, params, 0)
 	}
+	reported := s.loadBaselines(ctx)
 	if s.e.devs != nil {
 		s.unsub = s.e.devs.Subscribe(s.onChange)
+		s.replayBaselines(reported)
 	}
 	s.cron.Start()
 	return nil
@@ -249,6 +254,11 @@ func (s *scheduler) armLocked(ar *armedRule) {
 			at.cronID = s.cron.Schedule(sch, cron.FuncJob(func() { at.fire(nil, nil, because) }))
 		case rules.TriggerSun:
 			s.armSun(ar, at, time.Time{})
+		case rules.TriggerAvailable:
+			s.avail = append(s.avail[:len(s.avail):len(s.avail)], at)
+			if t.For() > 0 {
+				at.resumeHold()
+			}
 		}
 	}
 }
@@ -327,6 +337,7 @@ func (s *scheduler) disarmLocked(ar *armedRule) int {
 			tm.Stop()
 		}
 		at.suns = nil
+		s.unwatchAvailability(at)
 	}
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
@@ -341,25 +352,36 @@ func (s *scheduler) disarmLocked(ar *armedRule) int {
 // onChange is called on the ingestion goroutine for every state change and
 // event: one map lookup finds the triggers that watch this entity.
 func (s *scheduler) onChange(ch devices.Change) {
+	if ch.Kind == devices.ChangeAvailability {
+		s.onAvailability(ch)
+		return
+	}
 	if ch.Kind != devices.ChangeState && ch.Kind != devices.ChangeEvent {
 		return
 	}
 	s.mu.RLock()
 	ats := s.index[ch.ID] // never changed in place: no copy needed (see disarmLocked)
 	s.mu.RUnlock()
+	restored := false
+	if b, ok := s.takeBaseline(ch); ok {
+		if restored = s.applyBaseline(&ch, b, ats); !restored {
+			return
+		}
+	}
 	for _, at := range ats {
-		at.observe(ch)
+		at.observe(ch, restored)
 	}
 }
 
 // observe applies one change to a trigger: fire now, start or cancel a
 // held window.
-func (at *armedTrigger) observe(ch devices.Change) {
+// restored: ch.Prev is the value recorded before the start.
+func (at *armedTrigger) observe(ch devices.Change, restored bool) {
 	t := at.t
 	matched, holds := t.Match(ch.Prev, ch.Value, ch.Kind == devices.ChangeEvent)
 	if t.For() <= 0 {
 		if matched {
-			at.fire(ch.Value, ch.Prev, describeChange(t.Entity(), ch))
+			at.fire(ch.Value, ch.Prev, at.describe(ch, restored))
 		}
 		return
 	}
@@ -369,11 +391,11 @@ func (at *armedTrigger) observe(ch devices.Change) {
 		at.closeHold(true)
 	}
 	if matched && at.hold == nil {
-		at.openHold(ch.Value, ch.Prev, describeChange(t.Entity(), ch)+" and held for "+t.For().String(), at.r.s.e.Now().Add(t.For()))
+		at.openHold(ch.Value, ch.Prev, at.describe(ch, restored)+" and held for "+t.For().String(), at.r.s.e.Now().Add(t.For()))
 	}
 }
 
-func describeChange(entity string, ch devices.Change) string {
+func describeChange(entity string, ch devices.Change, restored bool) string {
 	// Built in one buffer, not one allocation per part and a Sprintf.
 	b := make([]byte, 0, len(entity)+48)
 	b = append(b, entity...)
@@ -382,6 +404,9 @@ func describeChange(entity string, ch devices.Change) string {
 	} else {
 		b = append(b, " changed from "...)
 		b = appendCompact(b, ch.Prev)
+		if restored {
+			b = append(b, " (its value before the restart)"...)
+		}
 		b = append(b, " to "...)
 	}
 	b = appendCompact(b, ch.Value)

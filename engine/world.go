@@ -37,7 +37,25 @@ func (w *liveWorld) State(id string) (any, bool) {
 	if !ok {
 		return nil, false
 	}
-	return l.Value, true
+	return liveValue(l), true
+}
+
+// Available is false when id's device is known to be offline.
+func (w *liveWorld) Available(id string) bool {
+	if _, ok := w.e.cat.view(w.p).Get(id); !ok || w.e.devs == nil {
+		return true
+	}
+	l, _ := w.e.devs.Live(id)
+	return l.Available == nil || *l.Available
+}
+
+// liveValue is what rules read of a state: null while its device is
+// offline (the last value is stale; see rules' available.go).
+func liveValue(l devices.Live) any {
+	if l.Available != nil && !*l.Available {
+		return nil
+	}
+	return l.Value
 }
 
 func (w *liveWorld) Call(ctx context.Context, id string, args map[string]any) (any, error) {

@@ -53,8 +53,11 @@ func bindProgram(p *Program, in map[string]any, lim Limits) (*Program, *binding)
 
 // entityMember is the member holding a trigger's entity id.
 func entityMember(t *Trigger) string {
-	if t.Kind == TriggerEvent {
+	switch t.Kind {
+	case TriggerEvent:
 		return "event"
+	case TriggerAvailable:
+		return "available"
 	}
 	return "state"
 }

@@ -412,6 +412,9 @@ func (dc *decoder) triggerKind(n *jnode, t *Trigger, key string) {
 	case "sun":
 		t.Kind = TriggerSun
 		dc.sunTrigger(n, t)
+	case "available":
+		t.Kind = TriggerAvailable
+		t.Entity, _ = dc.str(n.get("available"), "available")
 	}
 }
 
@@ -461,12 +464,21 @@ func (dc *decoder) triggerFilters(n *jnode, t *Trigger) {
 	case TriggerState:
 		t.To = jvalue(n.get("to"))
 		t.From = jvalue(n.get("from"))
+		t.NotTo = jvalue(n.get("not_to"))
+		t.NotFrom = jvalue(n.get("not_from"))
+		for _, pair := range [][2]string{{"to", "not_to"}, {"from", "not_from"}} {
+			if v := n.get(pair[1]); v != nil && n.get(pair[0]) != nil {
+				dc.d.add(CodeConflictFields, v.ptr, "", "a state trigger uses either %s or %s, not both", pair[0], pair[1])
+			}
+		}
 	case TriggerEvent:
 		t.To = jvalue(n.get("value"))
 	case TriggerNumeric:
 		t.Above, t.Below = dc.bounds(n)
+	case TriggerAvailable:
+		t.To = jvalue(n.get("to"))
 	}
-	if t.Kind == TriggerState || t.Kind == TriggerNumeric {
+	if t.Kind == TriggerState || t.Kind == TriggerNumeric || t.Kind == TriggerAvailable {
 		if v := n.get("for"); v != nil {
 			t.For = dc.constDuration(v, "for", false)
 		}

@@ -55,6 +55,9 @@ func (dc *decoder) step(n *jnode, depth int) *Step {
 				s.Args[k] = dc.template(a.vals[i])
 			}
 		}
+		if c := n.get("continue_on_error"); c != nil {
+			s.ContinueOnError, _ = dc.boolean(c, "continue_on_error")
+		}
 	case StepDelay:
 		s.Delay = dc.durTemplate(v, "delay")
 	case StepWait:

@@ -11,6 +11,7 @@ import (
 // the expressions guide lists them. compileEnv and (*Env).vars must agree.
 var EnvFunctions = []struct{ Name, Signature, Doc string }{
 	{"state", "state(id string) any", "current value of a state entry; id must be a string constant"},
+	{"available", "available(id string) bool", "false when the device of a state or event entry is offline (its state then reads null); id must be a string constant"},
 	{"now", "now() time", "the world's clock (virtual in test runs)"},
 	{"hour", "hour(t time) int", "hour of day 0-23 in the configured time zone"},
 	{"minute", "minute(t time) int", "minute 0-59"},
@@ -29,6 +30,7 @@ var EnvVariables = []struct{ Name, Doc string }{
 }
 
 func stateStub(string) any      { return nil }
+func availableStub(string) bool { return true }
 func nowStub() time.Time        { return time.Time{} }
 func hourOf(t time.Time) int    { return t.Hour() }
 func minuteOf(t time.Time) int  { return t.Minute() }
@@ -41,6 +43,7 @@ var compileEnv = map[string]any{
 	"vars":         map[string]any{},
 	"steps":        map[string]any{},
 	"state":        stateStub,
+	"available":    availableStub,
 	"now":          nowStub,
 	"hour":         hourOf,
 	"minute":       minuteOf,
@@ -72,6 +75,7 @@ func newEnvVars() *envVars {
 			v, _ := h.w.State(id)
 			return v
 		},
+		"available": func(id string) bool { return h.w == nil || availableIn(h.w, id) },
 		"now": func() time.Time {
 			if h.w == nil {
 				return time.Now()

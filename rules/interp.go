@@ -396,6 +396,8 @@ func triggerReason(t *RunTrigger, fire TriggerFire) string {
 	case TriggerSun:
 		sun, offset := t.Sun()
 		return "it was " + SunPhrase(sun, offset)
+	case TriggerAvailable:
+		return t.entity + "'s device " + availablePhrase(fire.Value)
 	}
 	return "trigger " + t.id + " fired"
 }
@@ -409,14 +411,23 @@ func (r *interp) condition(f *frame, cond *runCond, skip bool) *halt {
 		r.setOutcome(i, StepSkipped, "")
 		return nil
 	}
-	b, h := r.conditionHolds(f, cond)
-	if h != nil {
-		return r.fail(i, h)
+	why := ""
+	if cond.x != nil {
+		if id := unavailableRead(cond.x, r.w); id != "" {
+			why = id + " is unavailable (its device is offline), so the condition does not hold"
+		}
+	}
+	b := false
+	if why == "" {
+		var h *halt
+		if b, h = r.conditionHolds(f, cond); h != nil {
+			return r.fail(i, h)
+		}
 	}
 	r.steps[i].Output = b
 	f.env.setStepOutput(cond.id, b)
 	if !b {
-		r.setOutcome(i, StepNotMet, "")
+		r.setOutcome(i, StepNotMet, why)
 		return &halt{StatusConditionsNotMet, cond.id}
 	}
 	r.setOutcome(i, StepSuccess, "")

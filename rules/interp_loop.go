@@ -127,6 +127,7 @@ func (r *interp) loopDecide(f *frame, ls *loopState, qid string, n int) (bool, s
 		if overMax {
 			return false, fmt.Sprintf("max %d iterations reached", rs.max), nil
 		}
+		f.env.varsMap()["index"] = n // the iteration about to run, as Home Assistant's repeat.index
 		b, err := rs.while.EvalBool(f.env)
 		if err != nil {
 			return false, "", exprHalt(qid, err)
@@ -136,6 +137,7 @@ func (r *interp) loopDecide(f *frame, ls *loopState, qid string, n int) (bool, s
 	if n == 1 {
 		return true, "iteration 1 (until is checked after each iteration)", nil
 	}
+	f.env.varsMap()["index"] = n - 1 // the iteration just run
 	b, err := rs.until.EvalBool(f.env)
 	if err != nil {
 		return false, "", exprHalt(qid, err)

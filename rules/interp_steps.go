@@ -57,7 +57,13 @@ func (r *interp) call(f *frame, s *runStep, qid string, i int) *halt {
 	if err != nil {
 		rec.Error = err.Error()
 		_ = r.keepCall(qid, rec) // the call's failure is what ends the run
-		return r.fail(i, r.callHalt(qid, target, err))
+		h := r.callHalt(qid, target, err)
+		if s.flags&callContinue != 0 && (h.status == StatusFailed || h.status == StatusNotConnected) {
+			r.fail(i, h) // recorded; the run goes on (continue_on_error)
+			f.env.setStepOutput(s.id, map[string]any{"error": h.msg})
+			return nil
+		}
+		return r.fail(i, h)
 	}
 	if tail != nil {
 		tail.k = len(r.calls) // the record keepCall appends
@@ -435,7 +441,7 @@ func (r *interp) branch(f *frame, s *runStep, qid, sfx string, i int) *halt {
 		arm           []runStep
 	)
 	if x, ok := s.more.(*ifStep); ok {
-		b, err := x.cond.EvalBool(f.env)
+		b, why, err := r.branchCond(f, x.cond)
 		if err != nil {
 			return r.fail(i, exprHalt(qid, err))
 		}
@@ -443,12 +449,12 @@ func (r *interp) branch(f *frame, s *runStep, qid, sfx string, i int) *halt {
 		if b {
 			took, arm = LabelThen, x.then
 		}
-		because = fmt.Sprintf("%s = %t", x.cond.Src, b)
+		because = why
 	} else {
 		x := s.more.(*chooseStep)
 		took, arm, because = LabelDefault, x.def, fmt.Sprintf("no arm matched (%d checked)", len(x.arms))
 		for _, a := range x.arms {
-			b, err := a.when.EvalBool(f.env)
+			b, _, err := r.branchCond(f, a.when)
 			if err != nil {
 				return r.fail(i, exprHalt(qid, err))
 			}

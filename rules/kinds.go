@@ -22,7 +22,7 @@ type StepKindInfo struct {
 // tries their members and the closed-sets guide lists them. The decoder,
 // validator, interpreter, planner and guide all read it.
 var StepKinds = []StepKindInfo{
-	{StepCall, []string{"id", "call", "args"}, false},
+	{StepCall, []string{"id", "call", "args", "continue_on_error"}, false},
 	{StepDelay, []string{"id", "delay"}, true},
 	{StepWait, []string{"id", "wait", "timeout", "continue_on_timeout"}, true},
 	{StepIf, []string{"id", "if", "then", "else"}, false},
@@ -48,12 +48,13 @@ type TriggerKindInfo struct {
 // lists them; their keys, in this order, are the members the decoder
 // tries.
 var TriggerKinds = []TriggerKindInfo{
-	{TriggerState, "state", []string{"id", "state", "to", "from", "for"}, false},
+	{TriggerState, "state", []string{"id", "state", "to", "from", "not_to", "not_from", "for"}, false},
 	{TriggerNumeric, "state", []string{"id", "state", "above", "below", "for"}, false},
 	{TriggerEvent, "event", []string{"id", "event", "value"}, false},
 	{TriggerCron, "cron", []string{"id", "cron"}, true},
 	{TriggerTime, "at", []string{"id", "at"}, true},
 	{TriggerSun, "sun", []string{"id", "sun", "offset"}, false},
+	{TriggerAvailable, "available", []string{"id", "available", "to", "for"}, false},
 }
 
 // ConditionKindInfo is one row of the closed condition-kind table.

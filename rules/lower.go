@@ -125,6 +125,9 @@ func (lw *lowerer) step(d *runStep, s *Step) {
 		if name, ok := paramSite(s.Call); ok {
 			d.text, d.flags = in.str(name), d.flags|callParam
 		}
+		if s.ContinueOnError {
+			d.flags |= callContinue
+		}
 	case StepDelay:
 		d.more = in.dur(s.Delay)
 	case StepWait:
@@ -204,6 +207,10 @@ func (in *interner) trigger(t *Trigger) RunTrigger {
 		rt.more = &triggerMore{schedule: in.schedule(timeOfDaySpec(t.At), t.Schedule), text: in.str(t.At)}
 	case TriggerSun:
 		rt.more = &triggerMore{text: in.str(t.Sun), offset: t.Offset}
+	case TriggerState:
+		if t.NotTo.Set || t.NotFrom.Set {
+			rt.more = &triggerMore{notTo: in.value(t.NotTo.V), notToSet: t.NotTo.Set, notFrom: in.value(t.NotFrom.V), notFromSet: t.NotFrom.Set}
+		}
 	}
 	return rt
 }

@@ -27,15 +27,31 @@ func (t *RunTrigger) Match(prev, cur any, isEvent bool) (matched, holds bool) {
 		now := in(cur)
 		return now && !in(prev), now
 	default: // state
+		notTo, notFrom := t.not()
+		toOK := EventMatches(t.To(), cur) && !(notTo.Set && EventMatches(notTo, cur))
 		if SameValue(prev, cur) {
-			return false, t.toSet && SameValue(t.to, cur)
+			return false, t.Targets() && toOK
 		}
-		toOK := !t.toSet || SameValue(t.to, cur)
-		fromSet := !t.fromSet || SameValue(t.from, prev)
+		fromOK := EventMatches(t.From(), prev) && !(notFrom.Set && EventMatches(notFrom, prev))
 		// Without "to", a window holds while the state stays put: a further
 		// change ends it (and opens a new one).
-		return toOK && fromSet, t.toSet && toOK
+		return toOK && fromOK, t.Targets() && toOK
 	}
+}
+
+// Targets reports whether a state trigger names the values it fires into
+// (to or not_to): only then can its value be held for "for".
+func (t *RunTrigger) Targets() bool {
+	notTo, _ := t.not()
+	return t.toSet || notTo.Set
+}
+
+// not returns a state trigger's not_to and not_from filters.
+func (t *RunTrigger) not() (notTo, notFrom Value) {
+	if m := t.more; m != nil && t.Kind() == TriggerState {
+		return Value{Set: m.notToSet, V: m.notTo}, Value{Set: m.notFromSet, V: m.notFrom}
+	}
+	return Value{}, Value{}
 }
 
 // EventMatches reports whether an event's payload passes a value filter:

@@ -121,7 +121,7 @@ func sameTrigger(t *Trigger, o *RunTrigger) bool {
 	}
 	differ := func(a, b Value) bool { return a.Set && b.Set && compactJSON(a.V) != compactJSON(b.V) }
 	switch t.Kind {
-	case TriggerState:
+	case TriggerState, TriggerAvailable:
 		return !differ(t.To, o.To()) && !differ(t.From, o.From())
 	case TriggerEvent:
 		return eventsMeet(t.To, o.To())

@@ -169,11 +169,16 @@ func describeTrigger(t *RunTrigger, zone string, loc *time.Location) string {
 	switch t.Kind() {
 	case TriggerState:
 		s := "When " + t.entity + " changes"
+		notTo, notFrom := t.not()
 		if t.fromSet {
-			s += " from " + compactJSON(t.from)
+			s += " from " + oneOfText(t.from)
+		} else if notFrom.Set {
+			s += " from anything but " + oneOfText(notFrom.V)
 		}
 		if t.toSet {
-			s += " to " + compactJSON(t.to)
+			s += " to " + oneOfText(t.to)
+		} else if notTo.Set {
+			s += " to anything but " + oneOfText(notTo.V)
 		}
 		return s + holdFor("and stays so", t.hold)
 	case TriggerNumeric:
@@ -204,8 +209,22 @@ func describeTrigger(t *RunTrigger, zone string, loc *time.Location) string {
 	case TriggerSun:
 		sun, offset := t.Sun()
 		return "At " + SunPhrase(sun, offset) + " (the server's location)"
+	case TriggerAvailable:
+		s := "When " + t.entity + "'s device goes offline or comes back online"
+		if t.toSet {
+			s = "When " + t.entity + "'s device " + availablePhrase(t.to)
+		}
+		return s + holdFor("and stays so", t.hold)
 	}
 	return ""
+}
+
+// oneOfText is a filter's value, or its list as "a", "b" or "c".
+func oneOfText(v any) string {
+	if list, ok := v.([]any); ok {
+		return valuesText(list, "or")
+	}
+	return compactJSON(v)
 }
 
 // valuesText lists values as JSON joined by conj: `"a", "b" or "c"`.

@@ -51,6 +51,8 @@ const (
 	TriggerCron    TriggerKind = "cron"    // {"cron": "0 30 18 * * *"} seconds optional
 	TriggerTime    TriggerKind = "time"    // {"at": "07:30"} or "07:30:15"
 	TriggerSun     TriggerKind = "sun"     // {"sun": "sunrise"|"sunset", "offset"?: "-30m"}
+	// TriggerAvailable watches whether an entry's device is reachable.
+	TriggerAvailable TriggerKind = "available" // {"available": id, "to"?: false, "for"?}
 )
 
 // Value is an optional JSON literal (to/from/value filters).
@@ -68,13 +70,15 @@ type Trigger struct {
 	Entity string // state or event entry id
 	To     Value
 	From   Value
-	For    time.Duration // held duration (0 = none)
-	Above  *float64      // numeric
-	Below  *float64      // numeric
-	Cron   string
-	At     string // HH:MM[:SS]
-	Sun    string // sunrise | sunset
-	Offset time.Duration
+	// NotTo, NotFrom: state triggers fire except into / out of these.
+	NotTo, NotFrom Value
+	For            time.Duration // held duration (0 = none)
+	Above          *float64      // numeric
+	Below          *float64      // numeric
+	Cron           string
+	At             string // HH:MM[:SS]
+	Sun            string // sunrise | sunset
+	Offset         time.Duration
 	// Schedule is a cron or time trigger's schedule, parsed when decoded
 	// (nil when the spec does not parse).
 	Schedule cron.Schedule
@@ -137,6 +141,9 @@ type Step struct {
 	// call
 	Call string               // catalog id of an action or automation
 	Args map[string]*Template // argument values; templates are compiled
+	// ContinueOnError: a failed command (refused, not sent) does not end
+	// the run (Home Assistant's continue_on_error).
+	ContinueOnError bool
 
 	// delay
 	Delay *Template // duration text, possibly templated ("{{ params.hold }}")

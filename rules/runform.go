@@ -63,6 +63,9 @@ type triggerMore struct {
 	schedule           cron.Schedule // cron and time
 	text               string        // cron: the spec; time: HH:MM[:SS]; sun: sunrise | sunset
 	offset             time.Duration // sun
+	// State triggers' not_to / not_from (a value or a list of values).
+	notTo, notFrom       any
+	notToSet, notFromSet bool
 }
 
 type runCond struct {
@@ -87,8 +90,9 @@ type runStep struct {
 
 // runStep flags.
 const (
-	stopError uint8 = 1 << iota // stop: as a failure
-	callParam                   // call: text names the catalog-reference param holding the target
+	stopError    uint8 = 1 << iota // stop: as a failure
+	callParam                      // call: text names the catalog-reference param holding the target
+	callContinue                   // call: continue_on_error
 )
 
 type namedTemplate struct {
@@ -326,7 +330,7 @@ func (c *Compiled) OnlyLastCalls() bool {
 		return false
 	}
 	s := &c.steps[len(c.steps)-1]
-	if s.Kind() != StepCall || s.flags&callParam != 0 {
+	if s.Kind() != StepCall || s.flags&(callParam|callContinue) != 0 {
 		return false
 	}
 	if _, sub := c.Sub[s.text]; sub {

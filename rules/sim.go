@@ -93,6 +93,13 @@ type SimWorld struct {
 	// preview, when set, computes what a call would publish; a test run
 	// shows it in the call's output.
 	preview func(ctx context.Context, id string, args map[string]any) (any, error)
+	// avail is the availability an availability trigger's activation
+	// set; availBase answers for the others (available.go).
+	avail     map[string]bool
+	availBase func(id string) bool
+	// checkCall checks a call's arguments as the real call would (the
+	// action's input schema), so computed arguments fail here as there.
+	checkCall func(id string, args map[string]any) error
 }
 
 // SetPreview makes every call's output carry what it would publish
@@ -126,7 +133,7 @@ func NewSimWorld(base func(id string) (any, bool), start time.Time, sc Scenario,
 	// the start, then what happens at the start itself.
 	for w.next < len(w.timeline) && w.timeline[w.next].at.Before(start) {
 		w.now = w.timeline[w.next].at
-		w.applyLocked(w.timeline[w.next])
+		w.pastLocked(w.timeline[w.next])
 		w.next++
 	}
 	w.now = start
@@ -173,6 +180,9 @@ func (w *SimWorld) stateLocked(id string) (any, bool) {
 	if v, ok := w.scratch[id]; ok {
 		return v, true
 	}
+	if !w.availableLocked(id) {
+		return nil, true // an offline device's state reads null, as live
+	}
 	if w.base != nil {
 		return w.base(id)
 	}
@@ -194,6 +204,13 @@ func (w *SimWorld) setLocked(id string, v any) {
 		w.changed[id] = w.now
 	}
 	w.scratch[id] = v
+}
+
+// SetCallCheck makes calls check their arguments with f first.
+func (w *SimWorld) SetCallCheck(f func(id string, args map[string]any) error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.checkCall = f
 }
 
 // SetChangedBase answers LastChanged for the states the simulation has
@@ -229,8 +246,13 @@ func (w *SimWorld) Call(ctx context.Context, id string, args map[string]any) (an
 	}
 	out := map[string]any{"simulated": true}
 	w.mu.Lock()
-	preview := w.preview
+	preview, check := w.preview, w.checkCall
 	w.mu.Unlock()
+	if check != nil {
+		if err := check(id, args); err != nil {
+			return nil, err // the real call would fail here too
+		}
+	}
 	if preview != nil {
 		msgs, err := preview(ctx, id, args)
 		if err != nil {

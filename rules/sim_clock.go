@@ -28,6 +28,19 @@ func (w *SimWorld) applyLocked(e simEntry) {
 	}
 }
 
+// pastLocked applies an entry before the start: the history since() and
+// last_changed() read. A state's first such entry is a change at its time
+// even when it sets the value the state has now ("opened 5 minutes ago"
+// while it reads open): the scenario says when it changed.
+func (w *SimWorld) pastLocked(e simEntry) {
+	for id := range e.state {
+		if _, ok := w.changed[id]; !ok {
+			w.changed[id] = w.now
+		}
+	}
+	w.applyLocked(e)
+}
+
 // advanceLocked moves the clock to t, applying the entries up to it.
 func (w *SimWorld) advanceLocked(t time.Time) {
 	for w.next < len(w.timeline) && !w.timeline[w.next].at.After(t) {

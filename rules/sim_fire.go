@@ -36,7 +36,10 @@ func FireFor(c *Compiled, sc Scenario, w World) (TriggerFire, error) {
 	fire.ID = t.id
 	kind := t.Kind()
 	cur, hasCur := any(nil), false
-	if t.entity != "" && kind != TriggerEvent {
+	switch {
+	case kind == TriggerAvailable:
+		cur, hasCur = availableIn(w, t.entity), true
+	case t.entity != "" && kind != TriggerEvent:
 		cur, hasCur = w.State(t.entity)
 	}
 	if fire.Value == nil {
@@ -44,7 +47,7 @@ func FireFor(c *Compiled, sc Scenario, w World) (TriggerFire, error) {
 	}
 	if fire.From == nil {
 		if t.fromSet {
-			fire.From = t.from
+			fire.From = firstOf(t.from)
 		} else if hasCur && !SameValue(cur, fire.Value) {
 			fire.From = cur
 		}
@@ -58,13 +61,16 @@ func FireFor(c *Compiled, sc Scenario, w World) (TriggerFire, error) {
 func defaultFireValue(t *RunTrigger, cur any, hasCur bool, now time.Time) any {
 	switch t.Kind() {
 	case TriggerState, TriggerEvent:
-		if list, ok := t.to.([]any); ok && t.Kind() == TriggerEvent && len(list) > 0 {
-			return list[0]
+		if t.toSet {
+			return firstOf(t.to)
 		}
+		return cur
+	case TriggerAvailable:
 		if t.toSet {
 			return t.to
 		}
-		return cur
+		b, _ := cur.(bool)
+		return !b
 	case TriggerNumeric:
 		above, below := t.bounds()
 		if x, ok := interpNumber(cur); ok && (above == nil || x > *above) && (below == nil || x < *below) {
@@ -92,6 +98,10 @@ func (w *SimWorld) simulate(t *RunTrigger, sc Scenario, fire *TriggerFire) {
 		fire.NotFired = why
 		return
 	}
+	if why := crossMiss(t, fire); why != "" {
+		fire.NotFired = why
+		return
+	}
 	w.mu.Lock()
 	switch t.Kind() {
 	case TriggerEvent:
@@ -100,12 +110,17 @@ func (w *SimWorld) simulate(t *RunTrigger, sc Scenario, fire *TriggerFire) {
 		if _, overridden := sc.State[t.entity]; !overridden {
 			w.setLocked(t.entity, fire.Value)
 		}
+	case TriggerAvailable:
+		if w.avail == nil {
+			w.avail = map[string]bool{}
+		}
+		w.avail[t.entity], _ = fire.Value.(bool)
 	}
 	w.mu.Unlock()
 	switch t.Kind() {
 	case TriggerCron, TriggerTime, TriggerSun:
 		w.scheduleFire(t, sc.Now != nil, fire)
-	case TriggerState, TriggerNumeric:
+	case TriggerState, TriggerNumeric, TriggerAvailable:
 		if t.hold > 0 {
 			w.holdFire(t, fire)
 		}
@@ -120,12 +135,13 @@ func filterMiss(t *RunTrigger, sc Scenario) string {
 		if sc.Value != nil && !EventMatches(t.To(), sc.Value) {
 			return fmt.Sprintf("the scenario's value %s is not the event value the trigger waits for (%s)", formatReason(sc.Value), formatReason(t.to))
 		}
-	case TriggerState:
-		if sc.Value != nil && t.toSet && !SameValue(t.to, sc.Value) {
-			return fmt.Sprintf("the scenario's value %s is not the trigger's to (%s)", formatReason(sc.Value), formatReason(t.to))
+	case TriggerState, TriggerAvailable:
+		notTo, notFrom := t.not()
+		if sc.Value != nil && (!EventMatches(t.To(), sc.Value) || notTo.Set && EventMatches(notTo, sc.Value)) {
+			return fmt.Sprintf("the scenario's value %s is not one the trigger fires on (%s)", formatReason(sc.Value), filterText(t.To(), notTo, "to"))
 		}
-		if sc.From != nil && t.fromSet && !SameValue(t.from, sc.From) {
-			return fmt.Sprintf("the scenario's from %s is not the trigger's from (%s)", formatReason(sc.From), formatReason(t.from))
+		if sc.From != nil && (!EventMatches(t.From(), sc.From) || notFrom.Set && EventMatches(notFrom, sc.From)) {
+			return fmt.Sprintf("the scenario's from %s is not one the trigger fires on (%s)", formatReason(sc.From), filterText(t.From(), notFrom, "from"))
 		}
 	case TriggerNumeric:
 		if sc.Value != nil {
@@ -135,6 +151,38 @@ func filterMiss(t *RunTrigger, sc Scenario) string {
 		}
 	}
 	return ""
+}
+
+// firstOf is a filter's first value: itself, or the first of its list.
+func firstOf(v any) any {
+	if list, ok := v.([]any); ok && len(list) > 0 {
+		return list[0]
+	}
+	return v
+}
+
+// filterText describes a state trigger's to (or from) filter.
+func filterText(v, not Value, name string) string {
+	if not.Set {
+		return "not_" + name + " " + formatReason(not.V)
+	}
+	return name + " " + formatReason(v.V)
+}
+
+// crossMiss says why a numeric trigger would not fire for the change from
+// fire.From to fire.Value: it fires only when the value crosses into its
+// range, as the installed rule does ("" when it would fire).
+func crossMiss(t *RunTrigger, fire *TriggerFire) string {
+	if t.Kind() != TriggerNumeric || fire.From == nil {
+		return ""
+	}
+	if matched, _ := t.Match(fire.From, fire.Value, false); matched {
+		return ""
+	}
+	if _, inside := t.Match(nil, fire.From, false); inside {
+		return fmt.Sprintf("%s was already inside the trigger's range before (%s): a numeric trigger fires only when the value crosses into its range", t.entity, formatReason(fire.From))
+	}
+	return fmt.Sprintf("the value %s is not inside the trigger's range", formatReason(fire.Value))
 }
 
 // holdFire runs a held trigger's window through the timeline: the
@@ -155,7 +203,7 @@ func (w *SimWorld) holdFire(t *RunTrigger, fire *TriggerFire) {
 			break
 		}
 		w.advanceTo(next)
-		cur, _ := w.State(t.entity)
+		cur := w.watched(t)
 		if SameValue(cur, last) {
 			continue
 		}

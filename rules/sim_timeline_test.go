@@ -180,10 +180,12 @@ func TestScenarioValueMustPass(t *testing.T) {
 		{"id": "dark", "state": "hall_motion.illuminance", "below": 20}],
 		"steps": [{"id": "s", "call": "hall_light.set", "args": {"state": "ON"}}]}`, false)
 	for scenario, want := range map[string]string{
-		`{"value": "on"}`:                      StatusNotTriggered,
-		`{"value": "on_triple"}`:               StatusSuccess,
-		`{"trigger": "dark", "value": 25}`:     StatusNotTriggered,
-		`{"trigger": "dark", "value": 5}`:      StatusSuccess,
+		`{"value": "on"}`:                             StatusNotTriggered,
+		`{"value": "on_triple"}`:                      StatusSuccess,
+		`{"trigger": "dark", "value": 25}`:            StatusNotTriggered,
+		`{"trigger": "dark", "value": 5, "from": 30}`: StatusSuccess,
+		// The current illuminance (10) is already below 20: no crossing.
+		`{"trigger": "dark", "value": 5}`:      StatusNotTriggered,
 		`{"last_run": "-20m"}`:                 StatusThrottled,
 		`{"last_run": "-61m"}`:                 StatusSuccess,
 		`{"last_run": "2026-01-15T21:30:00Z"}`: StatusThrottled,

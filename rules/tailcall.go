@@ -44,7 +44,7 @@ type tailCall struct {
 // asyncTail returns the AsyncCaller to send s with when s is the run's
 // last top-level step and the run may end before its acknowledgement.
 func (r *interp) asyncTail(f *frame, s *runStep) AsyncCaller {
-	if !r.tailAsync || f != &r.mem.top || len(f.c.steps) == 0 || s != &f.c.steps[len(f.c.steps)-1] {
+	if !r.tailAsync || f != &r.mem.top || len(f.c.steps) == 0 || s != &f.c.steps[len(f.c.steps)-1] || s.flags&callContinue != 0 {
 		return nil
 	}
 	ac, _ := r.w.(AsyncCaller)

@@ -356,8 +356,10 @@ func (c *checker) trigger(t *Trigger) {
 		}
 		e := c.lookup(t.Entity, t.Ptr+"/state", nil, "state", pilotage.KindState)
 		if e != nil {
-			c.filter(e, t.To, t.Ptr+"/to")
-			c.filter(e, t.From, t.Ptr+"/from")
+			c.eventFilter(e, t.To, t.Ptr+"/to")
+			c.eventFilter(e, t.From, t.Ptr+"/from")
+			c.eventFilter(e, t.NotTo, t.Ptr+"/not_to")
+			c.eventFilter(e, t.NotFrom, t.Ptr+"/not_from")
 			if t.Kind == TriggerNumeric {
 				c.numeric(e, t.Ptr+"/state")
 			}
@@ -369,6 +371,8 @@ func (c *checker) trigger(t *Trigger) {
 		if e := c.lookup(t.Entity, t.Ptr+"/event", nil, "event", pilotage.KindEvent); e != nil {
 			c.eventFilter(e, t.To, t.Ptr+"/value")
 		}
+	case TriggerAvailable:
+		c.availableTrigger(t)
 	case TriggerSun:
 		if !c.o.HasLocation {
 			c.d.add(CodeMissingLocation, t.Ptr+"/sun", "ask the operator to configure the location, or use an \"at\" or \"cron\" trigger", "a sun trigger needs the server's latitude/longitude, which is not configured")

@@ -33,6 +33,7 @@ type httpStack struct {
 	sim   *demo.Sim
 	devs  *devices.Catalog
 	srv   *mcpserver.Server
+	mqtt  string // the embedded broker's URL
 }
 
 // newHTTPStack starts the stack with principals (none = the default owner)
@@ -61,6 +62,7 @@ func newHTTPStackDevs(t *testing.T, cfg engine.Config, so storage.Options, do de
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
+	s.mqtt = b.URL()
 	c, err := mqtt.Dial(ctx, mqtt.Options{Broker: b.URL(), Logger: quiet()})
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,74 @@
+package engine
+
+import (
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/rules"
+)
+
+// Availability triggers watch whether an entry's device is reachable. The
+// catalog reports availability per device; the few availability triggers
+// are kept in one list and matched by their entry's device.
+
+// onAvailability applies a device's availability change to the triggers
+// watching one of its entries. The first report after a start (no
+// previous value) is a baseline, as for states (baseline.go): it only
+// opens the "for" windows it satisfies.
+func (s *scheduler) onAvailability(ch devices.Change) {
+	s.mu.RLock()
+	ats := s.avail
+	s.mu.RUnlock()
+	for _, at := range ats {
+		if dev, ok := s.e.devs.DeviceOf(at.t.Entity()); !ok || dev != ch.ID {
+			continue
+		}
+		if ch.Prev == nil {
+			if at.t.For() > 0 {
+				s.mu.Lock()
+				if at.r.enabled {
+					at.resumeHold()
+				}
+				s.mu.Unlock()
+			}
+			continue
+		}
+		at.observe(devices.Change{Kind: devices.ChangeState, ID: at.t.Entity(), Value: ch.Value, Prev: ch.Prev, Time: ch.Time}, false)
+	}
+}
+
+// unwatchAvailability drops at from the availability triggers; s.mu is
+// held.
+func (s *scheduler) unwatchAvailability(at *armedTrigger) {
+	for i, x := range s.avail {
+		if x == at {
+			s.avail = append(s.avail[:i:i], s.avail[i+1:]...)
+			return
+		}
+	}
+}
+
+// current is what at watches now: its entry's availability (known once
+// its device reported it) or its state's value.
+func (at *armedTrigger) current() (any, bool) {
+	l, ok := at.r.s.e.devs.Live(at.t.Entity())
+	if !ok {
+		return nil, false
+	}
+	if at.t.Kind() == rules.TriggerAvailable {
+		if l.Available == nil {
+			return nil, false
+		}
+		return *l.Available, true
+	}
+	return l.Value, l.Value != nil
+}
+
+// describe says why at fires for ch, for the trace.
+func (at *armedTrigger) describe(ch devices.Change, restored bool) string {
+	if at.t.Kind() != rules.TriggerAvailable {
+		return describeChange(at.t.Entity(), ch, restored)
+	}
+	if on, _ := ch.Value.(bool); on {
+		return at.t.Entity() + "'s device came back online"
+	}
+	return at.t.Entity() + "'s device went offline"
+}

@@ -1,0 +1,110 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/internal/testutil"
+	"github.com/pilothouse/pilothouse/mqtt"
+)
+
+// restartProcess stops the engine and starts a new process over the same
+// data folder and broker: a new connection and catalog, whose first
+// values are the broker's retained ones. whileDown runs between the two.
+// With catalogFirst the catalog has its first values before the engine
+// starts (cmd/pilothouse starts them in that order, and retained messages
+// may come first or not).
+func (h *house) restartProcess(n int, whileDown func(), catalogFirst bool) {
+	h.t.Helper()
+	h.eng.FlushHistory()
+	h.stop()
+	if whileDown != nil {
+		whileDown()
+	}
+	c, err := mqtt.Dial(context.Background(), mqtt.Options{Broker: h.broker.URL(), ClientID: "engine-restart-" + itoa(n), Logger: quiet()})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	h.t.Cleanup(c.Close)
+	h.devs = devices.NewCatalog(devices.Options{Logger: quiet()})
+	if !catalogFirst {
+		h.start() // the engine subscribes before the catalog hears anything
+	}
+	if err := h.devs.Start(context.Background(), c); err != nil {
+		h.t.Fatal(err)
+	}
+	if catalogFirst {
+		testutil.Eventually(h.t, 5*time.Second, "the retained door state", func() bool {
+			l, _ := h.devs.Live("front_door.contact")
+			return l.Value != nil
+		})
+		h.start()
+	}
+}
+
+// TestRestartIsNoChange: after a restart the first value of a watched
+// state is a baseline restored from the state history: the same value
+// fires nothing, a value that changed while the server was down fires as
+// a change from the recorded one, and the trace says so.
+func TestRestartIsNoChange(t *testing.T) {
+	ctx := context.Background()
+	h := newHouse(t, Config{})
+	h.deploy(`{"name":"door-any","mode":"parallel","triggers":[{"id":"d","state":"front_door.contact"}],
+	 "steps":[{"id":"note","set":{"seen":"{{ trigger.value }}"}}]}`)
+	h.deploy(`{"name":"door-opened","mode":"parallel","triggers":[{"id":"o","state":"front_door.contact","to":false}],
+	 "steps":[{"id":"note","set":{"seen":"{{ trigger.value }}"}}]}`)
+	for _, v := range []bool{false, true} {
+		if err := h.sim.Trigger(ctx, "front_door", map[string]any{"contact": v}); err != nil {
+			t.Fatal(err)
+		}
+		testutil.Eventually(t, 5*time.Second, "the door change", func() bool {
+			l, _ := h.devs.Live("front_door.contact")
+			return l.Value == v
+		})
+	}
+	testutil.Eventually(t, 5*time.Second, "two firings before the restart", func() bool { return len(h.firings("door-any")) >= 2 })
+	before := len(h.firings("door-any"))
+	opened := len(h.firings("door-opened"))
+
+	// Same value after the restart: a baseline. The next real change
+	// (closed → open) is the only firing of both rules.
+	h.restartProcess(1, nil, false)
+	testutil.Eventually(t, 5*time.Second, "the retained door state", func() bool {
+		l, _ := h.devs.Live("front_door.contact")
+		return l.Value == true
+	})
+	if err := h.sim.Trigger(ctx, "front_door", map[string]any{"contact": false}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 5*time.Second, "the real change fires", func() bool { return len(h.firings("door-opened")) > opened })
+	runs := h.firings("door-any")
+	if got := len(runs) - before; got != 1 || !strings.Contains(string(runs[0].Envelope), "front_door.contact changed from true to false") {
+		t.Fatalf("after a restart with the same value: %d new firings (want 1, the real change); newest %s", got, runs[0].Envelope)
+	}
+
+	// Changed while the server was down: a change from the recorded value.
+	before = len(runs)
+	for i, tc := range []struct {
+		catalogFirst bool
+		to           bool
+		want         string
+	}{
+		{false, true, "front_door.contact changed from false (its value before the restart) to true"},
+		{true, false, "front_door.contact changed from true (its value before the restart) to false"},
+	} {
+		h.restartProcess(2+i, func() {
+			if err := h.sim.Trigger(ctx, "front_door", map[string]any{"contact": tc.to}); err != nil {
+				t.Fatal(err)
+			}
+		}, tc.catalogFirst)
+		testutil.Eventually(t, 5*time.Second, "the change while down fires", func() bool { return len(h.firings("door-any")) > before })
+		runs = h.firings("door-any")
+		if len(runs) != before+1 || !strings.Contains(string(runs[0].Envelope), tc.want) {
+			t.Fatalf("catalog first %v: %d firings after %d; want %q in %s", tc.catalogFirst, len(runs), before, tc.want, runs[0].Envelope)
+		}
+		before = len(runs)
+	}
+}
