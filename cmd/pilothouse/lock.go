@@ -32,8 +32,10 @@ type lockHolder struct {
 	Started time.Time `json:"started"`
 }
 
-// houseLock is a held lock on a data folder.
-type houseLock struct{ f *os.File }
+// houseLock is a held lock on a data folder: on the folder itself, which
+// removing the lock file cannot undo, and on the lock file, which names
+// the holder.
+type houseLock struct{ dir, f *os.File }
 
 // errHeld: another process holds the data folder's lock.
 var errHeld = errors.New("the data folder is locked by another pilothouse")
@@ -46,7 +48,30 @@ func lockHouse(dir, command string, log *slog.Logger) (*houseLock, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("the data folder %s: %w", dir, err)
 	}
-	f, err := os.OpenFile(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	d, err := flockOpen(dir, os.O_RDONLY, dir)
+	if err != nil {
+		return nil, err
+	}
+	f, err := flockOpen(filepath.Join(dir, lockFile), os.O_RDWR|os.O_CREATE, dir)
+	if err != nil {
+		_ = d.Close()
+		return nil, err
+	}
+	b, _ := json.Marshal(lockHolder{PID: os.Getpid(), Command: command, Started: time.Now().UTC()})
+	b = append(b, '\n')
+	if _, err := f.WriteAt(b, 0); err != nil {
+		_ = f.Truncate(0)
+		log.Warn("could not write this process's id into the data folder's lock (the lock holds)", "file", f.Name(), "err", err)
+	} else {
+		_ = f.Truncate(int64(len(b)))
+	}
+	return &houseLock{dir: d, f: f}, nil
+}
+
+// flockOpen opens name and takes its exclusive lock without waiting
+// (errHeld when another process holds it).
+func flockOpen(name string, flag int, dir string) (*os.File, error) {
+	f, err := os.OpenFile(name, flag, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("the lock of the data folder %s: %w", dir, err)
 	}
@@ -57,21 +82,14 @@ func lockHouse(dir, command string, log *slog.Logger) (*houseLock, error) {
 		}
 		return nil, fmt.Errorf("locking the data folder %s: %w", dir, err)
 	}
-	b, _ := json.Marshal(lockHolder{PID: os.Getpid(), Command: command, Started: time.Now().UTC()})
-	b = append(b, '\n')
-	if _, err := f.WriteAt(b, 0); err != nil {
-		_ = f.Truncate(0)
-		log.Warn("could not write this process's id into the data folder's lock (the lock holds)", "file", f.Name(), "err", err)
-	} else {
-		_ = f.Truncate(int64(len(b)))
-	}
-	return &houseLock{f: f}, nil
+	return f, nil
 }
 
 // release lets the next process run the house.
 func (l *houseLock) release() {
 	if l != nil {
 		_ = l.f.Close()
+		_ = l.dir.Close()
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -172,4 +173,29 @@ func TestStdioWaitsForAStartingServe(t *testing.T) {
 	if names := ruleList(t, mcpClient(t, a.URL()+"/mcp", nil, "")); !has(names, "after-the-wait") {
 		t.Fatalf("the serve does not have the rule stdio deployed: %v", names)
 	}
+}
+
+// TestRemovedLockFileStillLocks: an attacker round removed the lock file
+// while a serve ran and started a second house on the same folder; the
+// lock on the folder itself still holds.
+func TestRemovedLockFileStillLocks(t *testing.T) {
+	dir := t.TempDir()
+	held, err := lockHouse(dir, "serve", quietLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.release()
+	if err := os.Remove(filepath.Join(dir, lockFile)); err != nil {
+		t.Fatal(err)
+	}
+	if l, err := lockHouse(dir, "serve", quietLogger()); !errors.Is(err, errHeld) {
+		l.release()
+		t.Fatalf("with the lock file removed, a second lock: %v, want errHeld", err)
+	}
+	held.release()
+	l, err := lockHouse(dir, "serve", quietLogger())
+	if err != nil {
+		t.Fatalf("after the holder released it: %v", err)
+	}
+	l.release()
 }
