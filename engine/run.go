@@ -31,26 +31,7 @@ func (e *Engine) testRun(ctx context.Context, p *Principal, runID string, c *rul
 		return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: rules.StatusValidationError, Error: "the scenario names ids that are not in the catalog"},
 			Diagnostics: d}, nil
 	}
-	base := func(id string) (any, bool) {
-		if _, ok := v.Get(id); !ok || e.devs == nil {
-			return nil, false
-		}
-		l, ok := e.devs.Live(id)
-		if !ok {
-			return nil, false
-		}
-		return liveValue(l), true
-	}
-	w := rules.NewSimWorld(base, e.Now(), scen, e.simEffects)
-	w.SetAvailableBase((&liveWorld{e: e, p: p}).Available)
-	if e.devs != nil {
-		w.SetPreview(func(ctx context.Context, id string, args map[string]any) (any, error) {
-			return e.devs.Preview(ctx, id, args)
-		})
-		w.SetCallCheck(func(id string, args map[string]any) error { return callError(e.devs.CheckArgs(id, args)) })
-	}
-	w.SetPlace(e.place())
-	w.SetChangedBase(func(id string) (time.Time, bool) { return e.lastChanged(p, id) })
+	w := e.simWorld(p, v, scen)
 	e.addSubprograms(p, w, c, 0)
 	tf, err := rules.FireFor(c, scen, w)
 	if err != nil {
@@ -75,6 +56,33 @@ func (e *Engine) testRun(ctx context.Context, p *Principal, runID string, c *rul
 	}
 	resp.Trace = &pilotage.Trace{Level: pilotage.LevelFull, Steps: res.Steps, Stats: runStats(res)}
 	return resp, nil
+}
+
+// simWorld is a test run's world: the live values p may see (through
+// its catalog view v), the scenario over them, and the live calls' own
+// argument checks and previews.
+func (e *Engine) simWorld(p *Principal, v *view, scen rules.Scenario) *rules.SimWorld {
+	base := func(id string) (any, bool) {
+		if _, ok := v.Get(id); !ok || e.devs == nil {
+			return nil, false
+		}
+		l, ok := e.devs.Live(id)
+		if !ok {
+			return nil, false
+		}
+		return liveValue(l), true
+	}
+	w := rules.NewSimWorld(base, e.Now(), scen, e.simEffects)
+	w.SetAvailableBase((&liveWorld{e: e, p: p}).Available)
+	if e.devs != nil {
+		w.SetPreview(func(ctx context.Context, id string, args map[string]any) (any, error) {
+			return e.devs.Preview(ctx, id, args)
+		})
+		w.SetCallCheck(func(id string, args map[string]any) error { return callError(e.devs.CheckArgs(id, args)) })
+	}
+	w.SetPlace(e.place())
+	w.SetChangedBase(func(id string) (time.Time, bool) { return e.lastChanged(p, id) })
+	return w
 }
 
 func orEmptyMap(m map[string]any) map[string]any {
