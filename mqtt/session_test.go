@@ -315,11 +315,17 @@ func TestFreshStartDropsWhatWasQueuedBeforeIt(t *testing.T) {
 					t.Fatal(err)
 				}
 				o.FreshStart = fresh
-				next := dialWith(t, o)
+				// Subscribed before it connects, as a resumed session's
+				// queued messages may come with the CONNACK.
+				next, err := DialLazy(o)
+				if err != nil {
+					t.Fatal(err)
+				}
 				var in inbox
 				if err := next.Subscribe(tag+"/#", 1, in.handle); err != nil {
 					t.Fatal(err)
 				}
+				testutil.Eventually(t, 5*time.Second, "the connection", next.Connected)
 				if err := pub.Publish(ctxT(t), tag+"/new", []byte("new"), 1, false); err != nil {
 					t.Fatal(err)
 				}
