@@ -161,7 +161,10 @@ func (g *Guard) BoundBody(w http.ResponseWriter, r *http.Request) bool {
 		return false
 	}
 	raw := r.Body
-	buf := bytes.NewBuffer(make([]byte, 0, max(0, min(r.ContentLength, g.maxBody))+1))
+	// Sized by what is declared only up to a small bound: a declared
+	// length costs nothing to send, so 500 slow clients declaring 1 MB
+	// each would otherwise hold 500 MB before sending a byte more.
+	buf := bytes.NewBuffer(make([]byte, 0, max(0, min(r.ContentLength, g.maxBody, bodyPrealloc))+1))
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, raw, g.maxBody))
 	var tooBig *http.MaxBytesError
 	switch {
@@ -175,6 +178,10 @@ func (g *Guard) BoundBody(w http.ResponseWriter, r *http.Request) bool {
 	r.Body = io.NopCloser(buf)
 	return true
 }
+
+// bodyPrealloc bounds the buffer BoundBody makes before a body arrives;
+// it grows with what really arrives.
+const bodyPrealloc = 32 << 10
 
 // drainFactor bounds what tooLarge discards of a body over the bound, as a
 // multiple of the bound.
