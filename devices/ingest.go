@@ -84,7 +84,11 @@ func (c *Catalog) compute(tx *txn, m mqtt.Message) {
 	t := m.Topic
 	switch {
 	case t == c.topics.devices:
-		if c.z2m.handleDevices(c.log, m.Payload) {
+		changed, refused := c.z2m.handleDevices(c.log, m.Payload)
+		if refused {
+			c.refused.oversized.Add(1)
+		}
+		if changed {
 			tx.specs = c.rebuildSpecs(tx)
 		}
 		return

@@ -21,7 +21,8 @@ const (
 
 // Refusals counts what the catalog refused to read, for /healthz.
 type Refusals struct {
-	// OversizedMessages: payloads over their bound (not read).
+	// OversizedMessages: payloads over their bound (not read), and
+	// Zigbee2MQTT device lists over maxZ2MDevices.
 	OversizedMessages uint64 `json:"oversized_messages"`
 	// TemplateWorkSkipped: template renderings one message's work budget
 	// (msgJBudget) did not cover; their states keep their values.

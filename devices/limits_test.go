@@ -183,3 +183,31 @@ func TestLargeBridgeDevicesAcceptedByDefault(t *testing.T) {
 		t.Errorf("refusals %+v", r)
 	}
 }
+
+// TestDeviceListOverItsCountKeepsThePrevious: an attacker round published
+// a bridge/devices of 17,000 minimal devices (4 MB): the catalog modelled
+// them all (RSS 56 → 219 MB, more with each new list) and reserved their
+// ids. A list over maxZ2MDevices is refused whole, counted, and the
+// previous list stays.
+func TestDeviceListOverItsCountKeepsThePrevious(t *testing.T) {
+	h := startHouseOverTCP(t, Options{})
+	list := func(n int, prefix string) []byte {
+		devs := make([]map[string]any, n)
+		for i := range devs {
+			devs[i] = map[string]any{"ieee_address": fmt.Sprintf("0x%016x", i+1), "friendly_name": fmt.Sprintf("%s_%05d", prefix, i)}
+		}
+		b, _ := json.Marshal(devs)
+		return b
+	}
+	c := h.c
+	h.send(t, "zigbee2mqtt/bridge/devices", string(list(3, "real")), true)
+	testutil.Eventually(t, 10*time.Second, "the real list", func() bool { _, ok := c.Snapshot().Get("real_00002"); return ok })
+	h.send(t, "zigbee2mqtt/bridge/devices", string(list(maxZ2MDevices+1, "flood")), true)
+	testutil.Eventually(t, 10*time.Second, "the refusal counted", func() bool { return c.Refusals().OversizedMessages == 1 })
+	if _, ok := c.Snapshot().Get("real_00002"); !ok {
+		t.Error("the refused list replaced the previous one")
+	}
+	if _, ok := c.Snapshot().Get("flood_00000"); ok {
+		t.Error("a device of the refused list is in the catalog")
+	}
+}

@@ -139,12 +139,24 @@ func newZ2MSource(base string, in *interner, areas []AreaRule) *z2mSource {
 	return &z2mSource{base: base, lastFire: map[string]firing{}, in: in, areas: areas}
 }
 
-// handleDevices replaces the device list; a malformed payload keeps the old.
-func (z *z2mSource) handleDevices(log *slog.Logger, payload []byte) bool {
+// maxZ2MDevices bounds one bridge/devices list: several times the largest
+// real networks (a few hundred devices on one coordinator), so that a list
+// from whoever may publish on the bridge's topic cannot make the catalog
+// model tens of thousands of devices.
+const maxZ2MDevices = 4096
+
+// handleDevices replaces the device list; a malformed payload, or one over
+// maxZ2MDevices (refused true), keeps the old.
+func (z *z2mSource) handleDevices(log *slog.Logger, payload []byte) (changed, refused bool) {
 	var raws []json.RawMessage
 	if err := json.Unmarshal(payload, &raws); err != nil {
 		log.Warn("malformed zigbee2mqtt bridge/devices skipped", "topic", z.base+"/bridge/devices", "err", err)
-		return false
+		return false, false
+	}
+	if len(raws) > maxZ2MDevices {
+		log.Warn("zigbee2mqtt bridge/devices lists more devices than a network has; the catalog keeps the previous list",
+			"topic", z.base+"/bridge/devices", "devices", len(raws), "max_devices", maxZ2MDevices)
+		return false, true
 	}
 	devs := make([]z2mHead, 0, len(raws))
 	keys := make([]json.RawMessage, 0, len(raws))
@@ -152,7 +164,7 @@ func (z *z2mSource) handleDevices(log *slog.Logger, payload []byte) bool {
 		var d z2mDevice
 		if err := json.Unmarshal(r, (*z2mDeviceHead)(&d)); err != nil {
 			log.Warn("malformed zigbee2mqtt bridge/devices skipped", "topic", z.base+"/bridge/devices", "err", err)
-			return false
+			return false, false
 		}
 		if d.IEEE == "" && d.FriendlyName == "" {
 			log.Warn("zigbee2mqtt device without ieee_address and friendly_name skipped", "topic", z.base+"/bridge/devices")
@@ -162,7 +174,7 @@ func (z *z2mSource) handleDevices(log *slog.Logger, payload []byte) bool {
 		keys = append(keys, r)
 	}
 	z.devices, z.raws, z.listed = devs, keys, true
-	return true
+	return true, false
 }
 
 // handleEvent applies bridge/event: device_leave removes a device at once,
