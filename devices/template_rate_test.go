@@ -10,13 +10,22 @@ import (
 )
 
 // TestTemplateWorkBoundedPerSecond: 20 discovery configs on one state
-// topic, each looping within the message's work budget, kept the reader
+// topic (or spread over ten), each looping within the message's work budget, kept the reader
 // busy ~30 ms per 40-byte message, so a burst of them made every other
 // device's messages (and the rules they fire) wait for the whole burst.
 // Template work is now bounded per second too: the burst's renderings past
-// the topic's rate are skipped, counted and named on the entity, and a
-// neighbour published right after the burst is read within the bound.
+// their topics' rate, or all topics' (ten of them), are skipped, counted
+// and named on the entity, and a neighbour published right after the
+// burst is read within the bound, not throttled.
 func TestTemplateWorkBoundedPerSecond(t *testing.T) {
+	for _, topics := range []int{1, 10} {
+		t.Run(fmt.Sprint(topics, " hostile topics"), func(t *testing.T) { burnAndListen(t, topics) })
+	}
+}
+
+// burnAndListen publishes 20 burn configs over the given number of state
+// topics, a burst on them, and a neighbour's state right after.
+func burnAndListen(t *testing.T, topics int) {
 	const (
 		burst = 300
 		bound = 2 * time.Second
@@ -24,8 +33,8 @@ func TestTemplateWorkBoundedPerSecond(t *testing.T) {
 	h := startHouseOverTCP(t, Options{})
 	burn := "{% set ns=namespace(c=0) %}{% for i in range(10000) %}{% set ns.c = ns.c + (value_json.v|length) %}{% endfor %}{{ ns.c }}"
 	for i := range 20 {
-		cfg := fmt.Sprintf(`{"name":"B","unique_id":"burn_%02d","state_topic":"burn/state","value_template":%q,
-			"device":{"identifiers":["burn_%02d"],"name":"burn %02d"}}`, i, burn, i, i)
+		cfg := fmt.Sprintf(`{"name":"B","unique_id":"burn_%02d","state_topic":"burn/state/%d","value_template":%q,
+			"device":{"identifiers":["burn_%02d"],"name":"burn %02d"}}`, i, i%topics, burn, i, i)
 		h.send(t, fmt.Sprintf("homeassistant/sensor/burn_%02d/x/config", i), cfg, true)
 	}
 	h.send(t, "homeassistant/sensor/calm/t/config", `{"name":"T","unique_id":"calm_t","state_topic":"calm/state",
@@ -35,7 +44,7 @@ func TestTemplateWorkBoundedPerSecond(t *testing.T) {
 	})
 	calm := stateIDs(h.c, "calm")[0]
 	for k := range burst {
-		h.send(t, "burn/state", fmt.Sprintf(`{"v":"xxxxxxxxxx","i":%d}`, k), false)
+		h.send(t, fmt.Sprint("burn/state/", k%topics), fmt.Sprintf(`{"v":"xxxxxxxxxx","i":%d}`, k), false)
 	}
 	start := time.Now()
 	h.send(t, "calm/state", `{"t":7}`, false)
