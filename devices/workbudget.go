@@ -42,6 +42,8 @@ func (b *bucket) level(now time.Time, rate, capacity float64) float64 {
 		b.tokens, b.at = capacity, now
 	} else if d := now.Sub(b.at).Seconds(); d > 0 {
 		b.tokens, b.at = min(capacity, b.tokens+d*rate), now
+	} else if d < 0 {
+		b.at = now // a clock set back must not stop the refill until it catches up
 	}
 	return b.tokens
 }

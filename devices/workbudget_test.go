@@ -74,3 +74,19 @@ func TestWorkBudgetTopicsBounded(t *testing.T) {
 		t.Errorf("%d topic buckets after a minute idle, want the one just spent", len(w.topics))
 	}
 }
+
+// TestWorkBudgetClockSetBack: a clock set back an hour does not stop the
+// buckets refilling for an hour.
+func TestWorkBudgetClockSetBack(t *testing.T) {
+	w := newWorkBudget()
+	now := time.Unix(1e9, 0)
+	for g := w.grant("t", now); g > 0; g = w.grant("t", now) {
+		w.spend("t", g, now)
+	}
+	now = now.Add(-time.Hour)
+	w.grant("t", now)
+	now = now.Add(time.Second)
+	if g := w.grant("t", now); g < topicWorkRate*9/10 {
+		t.Errorf("a second after the clock was set back, granted %d, want ~%d", g, topicWorkRate)
+	}
+}
