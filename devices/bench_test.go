@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"testing"
+	"time"
 
+	"github.com/pilothouse/pilothouse/internal/jinja"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
@@ -118,4 +120,22 @@ func BenchmarkDiscoveryRebuild(b *testing.B) {
 		}
 		c.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/bridge/devices", Payload: p})
 	}
+}
+
+// BenchmarkTemplateWork measures what a million template operations cost
+// (ns/Mop), which the work rates of workbudget.go are chosen against: a
+// burn-style loop rendered with the message's whole budget.
+func BenchmarkTemplateWork(b *testing.B) {
+	burn := compileTemplate("{% set ns=namespace(c=0) %}{% for i in range(10000) %}{% set ns.c = ns.c + (value_json.v|length) %}{% endfor %}{{ ns.c }}")
+	in := jinja.Input{Value: `{"v":"xxxxxxxxxx"}`, JSON: jinja.ValueJSON([]byte(`{"v":"xxxxxxxxxx"}`)), Now: time.Now()}
+	spent := 0
+	b.ResetTimer()
+	for range b.N {
+		res, err := burn.prog.Render(in, msgJBudget)
+		if err != nil {
+			b.Fatal(err)
+		}
+		spent += res.Spent
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/(float64(spent)/1e6), "ns/Mop")
 }

@@ -108,6 +108,7 @@ type Catalog struct {
 	ids     *idTable          // device id assignments
 	z2mIDs  map[string]bool   // ids of the Zigbee2MQTT devices (the last list)
 	notify  *devSpec          // the notification channels (built once)
+	work    *workBudget       // template work per second
 
 	// mu guards the fields below. Ingestion changes them holding c.ingest
 	// too, so its compute phase reads the model holding c.ingest alone.
@@ -186,6 +187,7 @@ func NewCatalog(o Options) *Catalog {
 		subWake: make(chan struct{}, 1),
 		intern:  in,
 		ids:     ids,
+		work:    newWorkBudget(),
 	}
 	c.static = c.staticFilters()
 	c.topics.devices = o.Z2MBase + "/bridge/devices"

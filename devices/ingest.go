@@ -37,10 +37,13 @@ type txn struct {
 	jsonOf  *byte
 	jsonLen int
 	jsonVal any
-	// jLeft is the template work the message may still do (msgJBudget);
-	// jSkipped counts the renderings it did not cover.
-	jLeft    int
-	jSkipped int
+	// jLeft is the template work the message may still do (msgJBudget,
+	// or less when jRated: what the work budget per second grants);
+	// jSkipped and jThrottled count the renderings it did not cover.
+	jLeft      int
+	jRated     bool
+	jSkipped   int
+	jThrottled int
 }
 
 type topicList struct {
@@ -63,10 +66,16 @@ func (c *Catalog) HandleMessage(m mqtt.Message) {
 	c.ingest.Lock()
 	defer c.ingest.Unlock()
 	tx := c.begin()
+	granted := c.work.grant(m.Topic, tx.now)
+	tx.jLeft, tx.jRated = granted, granted < msgJBudget
 	c.compute(tx, m)
 	subs := c.commitPhase(tx)
+	c.work.spend(m.Topic, granted-tx.jLeft, tx.now)
 	if tx.jSkipped > 0 {
 		c.logSkipped(m.Topic, tx.jSkipped)
+	}
+	if tx.jThrottled > 0 {
+		c.logThrottled(m.Topic, tx.jThrottled)
 	}
 	c.fanOut(tx, subs)
 }

@@ -27,6 +27,10 @@ type Refusals struct {
 	// TemplateWorkSkipped: template renderings one message's work budget
 	// (msgJBudget) did not cover; their states keep their values.
 	TemplateWorkSkipped uint64 `json:"template_work_skipped"`
+	// TemplateWorkThrottled: template renderings skipped because their
+	// topic's templates, or all topics' together, did more work than they
+	// may per second; their states keep their values and say why.
+	TemplateWorkThrottled uint64 `json:"template_work_throttled"`
 	// TemplateFailures: renderings that failed (over their work budget, a
 	// type error, …); their states keep their values. LastTemplateFailure
 	// names the latest one's state and says why.
@@ -36,14 +40,16 @@ type Refusals struct {
 
 type refusalCounts struct {
 	oversized, skipped, failed atomic.Uint64
+	throttled                  atomic.Uint64
 	skippedMsgs                uint64 // messages with skipped renderings (under the ingest lock)
+	throttledMsgs              uint64 // messages with throttled renderings (under the ingest lock)
 	lastFailure                atomic.Pointer[string]
 }
 
 // Refusals returns the counters of what the catalog refused to read.
 func (c *Catalog) Refusals() Refusals {
 	r := Refusals{OversizedMessages: c.refused.oversized.Load(), TemplateWorkSkipped: c.refused.skipped.Load(),
-		TemplateFailures: c.refused.failed.Load()}
+		TemplateWorkThrottled: c.refused.throttled.Load(), TemplateFailures: c.refused.failed.Load()}
 	if p := c.refused.lastFailure.Load(); p != nil {
 		r.LastTemplateFailure = *p
 	}
@@ -73,8 +79,14 @@ func (c *Catalog) oversized(t string, n int) bool {
 	return true
 }
 
-// skipRender counts a rendering the message's work budget did not cover.
+// skipRender counts a rendering the message's work budget, or the work
+// budget per second (jRated), did not cover.
 func (tx *txn) skipRender() error {
+	if tx.jRated {
+		tx.jThrottled++
+		tx.c.refused.throttled.Add(1)
+		return errRate
+	}
 	tx.jSkipped++
 	tx.c.refused.skipped.Add(1)
 	return errMsgBudget
@@ -87,5 +99,17 @@ func (c *Catalog) logSkipped(topic string, skipped int) {
 	if k := c.refused.skippedMsgs; k&(k-1) == 0 {
 		c.log.Warn("home assistant templates not rendered: the message used up its template work budget; their states keep their values",
 			"topic", topic, "skipped", skipped, "budget", msgJBudget, "messages", k, "renderings_skipped", c.refused.skipped.Load())
+	}
+}
+
+// logThrottled logs a message whose renderings went past the template
+// work per second, the 1st, 2nd, 4th, 8th, … such message. Called under
+// the ingest lock.
+func (c *Catalog) logThrottled(topic string, throttled int) {
+	c.refused.throttledMsgs++
+	if k := c.refused.throttledMsgs; k&(k-1) == 0 {
+		c.log.Warn("home assistant templates not rendered: template work over its rate; their states keep their values",
+			"topic", topic, "throttled", throttled, "topic_rate", topicWorkRate, "rate", workRate, "messages", k,
+			"renderings_throttled", c.refused.throttled.Load())
 	}
 }

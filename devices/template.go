@@ -87,7 +87,10 @@ func (t *tmpl) render(payload []byte, now time.Time) (any, error) {
 // payload. A failure is counted and named in Refusals.
 func (t *tmpl) renderMsg(tx *txn, id string, payload []byte) (any, error) {
 	v, err := t.renderJSON(payload, tx.now, tx)
-	if err != nil && !errors.Is(err, errNoValue) && !errors.Is(err, errMsgBudget) {
+	if errors.Is(err, errRate) {
+		tx.unread(id, "the latest message was not read (the value is the one before): "+err.Error())
+	}
+	if err != nil && !errors.Is(err, errNoValue) && !errors.Is(err, errMsgBudget) && !errors.Is(err, errRate) {
 		tx.c.refused.failed.Add(1)
 		why := id + ": " + err.Error()
 		tx.c.refused.lastFailure.Store(&why)
