@@ -3,14 +3,11 @@ package main
 import (
 	"bufio"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/pilotclient"
@@ -21,68 +18,25 @@ import (
 // and `decline ID` decide one, through the web UI's approvals API (not
 // MCP, which the model speaks) with the CLI's bearer token.
 
-// approvalsAPI reaches the approvals API of the server whose MCP endpoint
-// is server.
-type approvalsAPI struct {
-	base, token string
-	hc          *http.Client
-}
-
-func (c *conn) approvals() (*approvalsAPI, error) {
-	c.resolve()
-	u, err := url.Parse(c.server)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("--server %q is not a URL", c.server)
-	}
-	u.Path = strings.TrimSuffix(strings.TrimSuffix(u.Path, "/"), "/mcp")
-	return &approvalsAPI{base: strings.TrimSuffix(u.String(), "/"), token: c.token, hc: &http.Client{Timeout: 30 * time.Second}}, nil
-}
-
-// do sends one request and decodes the answer into out.
-func (a *approvalsAPI) do(ctx context.Context, method, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, a.base+path, nil)
-	if err != nil {
-		return err
-	}
-	if a.token != "" {
-		req.Header.Set("Authorization", "Bearer "+a.token)
-	}
-	resp, err := a.hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("reaching the server's approvals API: %w", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
-	if err != nil {
-		return fmt.Errorf("reading the approvals API's answer: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct{ Error string }
-		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			return errors.New(e.Error)
-		}
-		return fmt.Errorf("approvals API: %s", resp.Status)
-	}
-	return json.Unmarshal(body, out)
-}
-
-func (a *approvalsAPI) list(ctx context.Context, all bool) ([]pilotage.Approval, error) {
+// listApprovals reads the requests waiting (all: every recent one).
+func (c *conn) listApprovals(ctx context.Context, all bool) ([]pilotage.Approval, error) {
 	var out struct{ Approvals []pilotage.Approval }
-	path := "/api/approvals"
+	var q url.Values
 	if all {
-		path += "?all=1"
+		q = url.Values{"all": {"1"}}
 	}
-	err := a.do(ctx, http.MethodGet, path, &out)
+	err := c.api(ctx, http.MethodGet, "approvals", q, nil, &out)
 	return out.Approvals, err
 }
 
-func (a *approvalsAPI) decide(ctx context.Context, id string, approve bool) (pilotage.Approval, error) {
+// decideApproval approves or declines request id.
+func (c *conn) decideApproval(ctx context.Context, id string, approve bool) (pilotage.Approval, error) {
 	verb := "decline"
 	if approve {
 		verb = "approve"
 	}
 	var out struct{ Approval pilotage.Approval }
-	err := a.do(ctx, http.MethodPost, "/api/approvals/"+url.PathEscape(id)+"/"+verb, &out)
+	err := c.api(ctx, http.MethodPost, "approvals/"+url.PathEscape(id)+"/"+verb, nil, nil, &out)
 	return out.Approval, err
 }
 
@@ -96,11 +50,7 @@ func cliApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if _, err := parseInterspersed(fs, args); err != nil {
 		return err
 	}
-	api, err := cn.approvals()
-	if err != nil {
-		return err
-	}
-	list, err := api.list(ctx, *all)
+	list, err := cn.listApprovals(ctx, *all)
 	if err != nil {
 		return err
 	}
@@ -127,11 +77,7 @@ func cliDecide(ctx context.Context, verb string, args []string, stdout, stderr i
 	if len(pos) != 1 {
 		return fmt.Errorf("usage: pilothouse %s ID [--server URL] [--token T]", verb)
 	}
-	api, err := cn.approvals()
-	if err != nil {
-		return err
-	}
-	a, err := api.decide(ctx, pos[0], verb == "approve")
+	a, err := cn.decideApproval(ctx, pos[0], verb == "approve")
 	if err != nil {
 		return err
 	}
@@ -158,11 +104,7 @@ func applyApproval(cn conn, stdout io.Writer, in *bufio.Reader, approved *bool) 
 				return false, nil
 			}
 		}
-		api, err := cn.approvals()
-		if err != nil {
-			return false, err
-		}
-		a, err := api.decide(ctx, r.Approval.ID, true)
+		a, err := cn.decideApproval(ctx, r.Approval.ID, true)
 		if err != nil {
 			return false, fmt.Errorf("approving %s: %w", r.Approval.ID, err)
 		}
