@@ -157,13 +157,20 @@ func (x *ent) lock() {
 }
 
 func (x *ent) button() {
-	send, ok := x.command("command_topic", "command_template")
+	x.oneShot("press", "Press "+x.name+".", "command_template", "payload_press", "PRESS")
+}
+
+// oneShot is an action without arguments that publishes one payload
+// (payloadKey, default def; through the template tmplKey when it has one)
+// on command_topic: a button's press, a scene's activation.
+func (x *ent) oneShot(verb, desc, tmplKey, payloadKey, def string) {
+	send, ok := x.command("command_topic", tmplKey)
 	if !ok {
 		return
 	}
-	a := x.newAction("press", "Press "+x.name+".")
+	a := x.newAction(verb, desc)
 	a.minProps = 0
-	pl := x.str("payload_press", "PRESS")
+	pl := x.str(payloadKey, def)
 	a.send = func(ctx context.Context, p sender, _ map[string]any) error { return send(ctx, p, pl, nil) }
 }
 

@@ -98,14 +98,7 @@ func (x *ent) templateLightStates() {
 
 // scene publishes payload_on (default "ON") on command_topic to activate.
 func (x *ent) scene() {
-	send, ok := x.command("command_topic", "")
-	if !ok {
-		return
-	}
-	a := x.newAction("activate", "Activate the scene "+x.name+".")
-	a.minProps = 0
-	pl := x.str("payload_on", "ON")
-	a.send = func(ctx context.Context, p sender, _ map[string]any) error { return send(ctx, p, pl, nil) }
+	x.oneShot("activate", "Activate the scene "+x.name+".", "", "payload_on", "ON")
 }
 
 // haVacuumCommands are a vacuum's commands: the supported feature that
