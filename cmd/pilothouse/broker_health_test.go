@@ -27,17 +27,24 @@ func getHealthStatus(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, body.Status
 }
 
-// TestHealthzReportsFrozenBroker: with the external broker frozen (a proxy
-// that stops forwarding), a command's publish returns within the publish
-// timeout and /healthz says the broker is not answering, until it answers
-// again (issue 14, item 14).
-func TestHealthzReportsFrozenBroker(t *testing.T) {
+// brokerBehindProxy starts an embedded broker and a proxy to it that a
+// test can freeze or cut: the server's broker outages.
+func brokerBehindProxy(t *testing.T) (*mqtt.Broker, *mqtttest.FreezeProxy) {
+	t.Helper()
 	broker, err := mqtt.StartBroker("127.0.0.1:0", quietLogger())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = broker.Close() })
-	proxy := mqtttest.StartFreezeProxy(t, broker.Addr())
+	return broker, mqtttest.StartFreezeProxy(t, broker.Addr())
+}
+
+// TestHealthzReportsFrozenBroker: with the external broker frozen (a proxy
+// that stops forwarding), a command's publish returns within the publish
+// timeout and /healthz says the broker is not answering, until it answers
+// again (issue 14, item 14).
+func TestHealthzReportsFrozenBroker(t *testing.T) {
+	_, proxy := brokerBehindProxy(t)
 	cfg := testConfig(t)
 	cfg.Broker, cfg.Demo = proxy.URL(), false
 	cfg.publishTimeout = 300 * time.Millisecond
@@ -49,7 +56,7 @@ func TestHealthzReportsFrozenBroker(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a run's deadline
 	defer cancel()
 	start := time.Now()
-	err = a.client.Publish(ctx, "zigbee2mqtt/front_lock/set", []byte(`{"state":"LOCK"}`), 1, false)
+	err := a.client.Publish(ctx, "zigbee2mqtt/front_lock/set", []byte(`{"state":"LOCK"}`), 1, false)
 	if took := time.Since(start); err == nil || took > 2*time.Second {
 		t.Fatalf("publish to the frozen broker: %v after %s", err, took)
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
-	"github.com/pilothouse/pilothouse/mqtt/mqtttest"
 )
 
 // TestHealthzSaysHowLongTheBrokerWasAway (issue 28, item 5): after the
@@ -19,12 +18,7 @@ import (
 // and /healthz says when the outage began, how long it lasted, and that
 // the session is persistent (under the configured client id).
 func TestHealthzSaysHowLongTheBrokerWasAway(t *testing.T) {
-	broker, err := mqtt.StartBroker("127.0.0.1:0", quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = broker.Close() })
-	proxy := mqtttest.StartFreezeProxy(t, broker.Addr())
+	_, proxy := brokerBehindProxy(t)
 	cfg := testConfig(t)
 	cfg.Broker, cfg.Demo, cfg.ClientID = proxy.URL(), false, "house-outage"
 	a := startTestApp(t, cfg)
@@ -77,12 +71,7 @@ func TestHealthzSaysHowLongTheBrokerWasAway(t *testing.T) {
 // queued by the broker for the server's persistent session; once the
 // broker is reachable again the rule fires on it, within 2 s.
 func TestFiringOnAnEventSentWhileAway(t *testing.T) {
-	broker, err := mqtt.StartBroker("127.0.0.1:0", quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = broker.Close() })
-	proxy := mqtttest.StartFreezeProxy(t, broker.Addr())
+	broker, proxy := brokerBehindProxy(t)
 	cfg := testConfig(t)
 	cfg.Broker, cfg.Demo = proxy.URL(), true
 	a := startTestApp(t, cfg)
