@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -253,26 +255,12 @@ func (h *corpusHouse) checkCase(t *testing.T, c *corpusCase) string {
 // waitGap waits until the log says what the dropped config lacks.
 func (h *corpusHouse) waitGap(t *testing.T, c *corpusCase) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(h.logs.String(), c.Gap) {
-		if time.Now().After(deadline) {
-			t.Errorf("%s: no log line says %q", c.Topic, c.Gap)
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, 5*time.Second, c.Topic+": a log line saying "+strconv.Quote(c.Gap), func() bool {
+		return strings.Contains(h.logs.String(), c.Gap)
+	})
 }
 
 func (h *corpusHouse) waitID(t *testing.T, id string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, ok := h.c.Snapshot().Get(id); ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never appeared", id)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, 5*time.Second, id+" to appear", func() bool { _, ok := h.c.Snapshot().Get(id); return ok })
 }
