@@ -96,7 +96,7 @@ func StartBroker(addr string, logger *slog.Logger, opts ...BrokerOption) (*Broke
 	hook := &authHook{anonymous: len(users) == 0, users: users, sessions: srv.Clients, log: alog, counts: &b.auth}
 	// limits before the guard: a retained PUBLISH it refuses to retain
 	// takes no write lock.
-	for _, h := range []mochi.Hook{hook, b.limits, b.guard, b.router} {
+	for _, h := range []mochi.Hook{hook, b.limits, b.guard, b.router, &takeoverHook{clients: srv.Clients}} {
 		if err := srv.AddHook(h, nil); err != nil {
 			_ = ln.Close()
 			return nil, fmt.Errorf("mqtt: embedded broker: %w", err)

@@ -117,6 +117,7 @@ type Client struct {
 	mu        sync.Mutex
 	subs      routes
 	up        bool          // last state seen by refreshStatus
+	edges     []bool        // state changes not yet told to the listeners, in order
 	down      chan struct{} // closed when the current connection is lost
 	listeners []func(up bool)
 	closed    bool
@@ -365,8 +366,9 @@ func (c *Client) Delivery() Delivery {
 
 // OnConnectionChange registers f to be called with true when the connection
 // comes up and false when it goes down (including Close). Calls are made in
-// order from one goroutine; rapid flaps may be coalesced. f is not called
-// with the state at registration time: read Connected for that.
+// order from one goroutine, one call per change. f is not called with the
+// state at registration time (read Connected for that), but a change made
+// just before it may still reach f.
 func (c *Client) OnConnectionChange(f func(up bool)) {
 	if f == nil {
 		return
@@ -382,6 +384,7 @@ func (c *Client) refreshStatus() {
 	up := !c.closed && c.pc.IsConnectionOpen()
 	if up != c.up {
 		c.up = up
+		c.edges = append(c.edges, up)
 		if up {
 			c.down = make(chan struct{})
 		} else {
@@ -395,21 +398,21 @@ func (c *Client) refreshStatus() {
 	}
 }
 
-// notifier calls the OnConnectionChange listeners on state edges. On Close
-// it delivers the final "down" before returning.
+// notifier calls the OnConnectionChange listeners with every state change,
+// in order: a connection lost a moment after it came up is still told as
+// lost to a listener that saw it up. On Close it delivers what is left
+// before returning.
 func (c *Client) notifier() {
 	defer c.wg.Done()
-	last := false
 	deliver := func() {
 		c.mu.Lock()
-		up, ls := c.up, append([]func(bool){}, c.listeners...)
+		edges, ls := c.edges, append([]func(bool){}, c.listeners...)
+		c.edges = nil
 		c.mu.Unlock()
-		if up == last {
-			return
-		}
-		last = up
-		for _, f := range ls {
-			c.callListener(f, up)
+		for _, up := range edges {
+			for _, f := range ls {
+				c.callListener(f, up)
+			}
 		}
 	}
 	for {
