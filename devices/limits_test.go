@@ -175,7 +175,7 @@ func TestLargeBridgeDevicesAcceptedByDefault(t *testing.T) {
 	if err := pub.Publish(dctx, "zigbee2mqtt/bridge/devices", payload, 1, true); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, 20*time.Second, "all devices listed", func() bool {
+	testutil.Eventually(t, 60*time.Second, "all devices listed", func() bool {
 		_, ok := c.Snapshot().Get(fmt.Sprintf("lamp_%04d.set", n-1))
 		return ok
 	})

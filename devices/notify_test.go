@@ -168,16 +168,31 @@ func TestNotifyOffBus(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("delivery: %v", err)
 	}
-	hold := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	// The receiver holds the request until the sender gives up on it: an
+	// abort while the POST is in flight must end it. (The server notices a
+	// closed connection only once the body is read.)
+	arrived, ended := make(chan struct{}), make(chan struct{})
+	hold := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		close(arrived)
+		<-r.Context().Done()
+		close(ended)
+	}))
 	defer hold.Close()
 	c2 := notifyCatalog(t, NotifyChannel{ID: "notify.phone", Ntfy: hold.URL + "/t"})
 	abort, err := c2.CallAsync(context.Background(), "notify.phone", map[string]any{"message": "m"}, func(err error) { done <- err })
 	if err != nil {
 		t.Fatal(err)
 	}
+	<-arrived
 	stop := errors.New("firing cancelled")
 	abort(stop)
 	if err := <-done; !errors.Is(err, stop) {
 		t.Fatalf("after abort: %v", err)
+	}
+	select {
+	case <-ended:
+	case <-time.After(3 * time.Second): // the sender's own timeout is 5 s
+		t.Fatal("the aborted POST was still open after 3 s")
 	}
 }

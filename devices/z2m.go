@@ -139,11 +139,13 @@ func newZ2MSource(base string, in *interner, areas []AreaRule) *z2mSource {
 	return &z2mSource{base: base, lastFire: map[string]firing{}, in: in, areas: areas}
 }
 
-// maxZ2MDevices bounds one bridge/devices list: several times the largest
-// real networks (a few hundred devices on one coordinator), so that a list
-// from whoever may publish on the bridge's topic cannot make the catalog
-// model tens of thousands of devices.
-const maxZ2MDevices = 4096
+// maxZ2MDevices bounds one bridge/devices list: many times the largest
+// real networks (a few hundred devices on one coordinator) and above the
+// whole converter library as one network (4,516 definitions: the catalog's
+// own load measure), so that a list from whoever may publish on the
+// bridge's topic cannot make the catalog model tens of thousands of
+// devices.
+const maxZ2MDevices = 8192
 
 // handleDevices replaces the device list; a malformed payload, or one over
 // maxZ2MDevices (refused true), keeps the old.

@@ -27,7 +27,8 @@ func footprintRule(i int) string {
 // is 12 objects and ~1.83 KB (~1.97 KB under -race) since Compiled.Entries
 // is a slice and steps and triggers keep the fields of rare kinds behind a
 // pointer. The bounds leave room for the map growth a house of this size
-// amortizes (runs vary by about 100 bytes).
+// amortizes and for what background work allocates meanwhile on a loaded
+// machine (runs vary by about 100 bytes and up to 1.2 objects).
 func TestInstalledRuleFootprint(t *testing.T) {
 	if testing.Short() {
 		t.Skip("installs hundreds of rules")
@@ -55,8 +56,8 @@ func TestInstalledRuleFootprint(t *testing.T) {
 	if raceEnabled {
 		maxBytes = 2300 // the race detector's allocations are larger
 	}
-	if objects > 13 {
-		t.Errorf("an installed rule keeps %.1f heap objects, want at most 13", objects)
+	if objects > 14 {
+		t.Errorf("an installed rule keeps %.1f heap objects, want at most 14", objects)
 	}
 	if bytes > maxBytes {
 		t.Errorf("an installed rule keeps %.0f heap bytes, want at most %.0f", bytes, maxBytes)

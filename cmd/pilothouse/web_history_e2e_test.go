@@ -176,7 +176,10 @@ func findDevicesInBrowser(t *testing.T, ctx context.Context, a *app, base string
 	shot.take(ctx, "devices")
 	// "Garden" (the sensor's suggested_area) and the demo weather
 	// station's "garden" are one area.
-	do(t, ctx, "garden only", chromedp.SetValue(chromedp.CSS("#area"), "garden"), chromedp.Submit(chromedp.CSS("#q")), chromedp.WaitVisible(chromedp.CSS("#found")))
+	// One script sets and submits: the live page may replace the nodes
+	// between two separate steps.
+	eval[bool](t, ctx, `document.querySelector('#area').value='garden'; document.querySelector('#q').form.requestSubmit(); true`)
+	do(t, ctx, "garden only", chromedp.WaitVisible(chromedp.CSS("#found")))
 	if names := eval[[]string](t, ctx, `[...document.querySelectorAll('.device h3 a')].map(a => a.textContent)`); len(names) != 2 || !slices.Contains(names, "Garden Sensor") {
 		t.Fatalf("area garden: %v", names)
 	}
