@@ -213,17 +213,11 @@ func (r *recorder) flush() {
 // Batching. Commits are what cost: every commit rewrites each page it
 // touched into the WAL, and the per-rule index touches a page per rule
 // fired. So a batch lingers after its first run: lingerIdle when firings
-// are few (at 5,000 firings/s on 1,000 rules, 100 ms instead of 20 ms cut
-// the recorder's CPU per firing from 59 to 46 µs); lingerSteady once the
-// last batch held steadyRuns or more (at 1,000 firings/s on 100 rules,
-// half the recorder's CPU was its ten commits a second: 500 ms cut the
-// server's CPU by 7%, and a lone firing is still stored within 100 ms);
-// and lingerBusy when that
-// lets the retention policy skip at least a quarter of the rows (rules
-// firing more than keep times in lingerBusy, judged from the last batch):
-// at 5,000 firings/s on 100 rules, a rule writes 25 rows a second instead
-// of 50. flush (a run fetched by id: Engine.retainedRun; shutdown) cuts
-// the wait short.
+// are few, lingerSteady once the last batch held steadyRuns or more, and
+// lingerBusy when that lets the retention policy skip at least a quarter
+// of the rows (rules firing more than keep times in lingerBusy, judged
+// from the last batch). flush (a run fetched by id: Engine.retainedRun;
+// shutdown) cuts the wait short. Figures: docs/performance.md.
 const (
 	lingerIdle   = 100 * time.Millisecond
 	lingerSteady = 500 * time.Millisecond

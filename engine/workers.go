@@ -18,10 +18,9 @@ import (
 // once; the others wait their turn in order, as a few words in backlog
 // rather than as goroutines. Past the broker's and the processors'
 // capacity the acknowledgements come late and firings pile up: thousands
-// of goroutines, each with its stack (600 MiB resident at 10,000 events/s
-// on a crowded machine), all runnable at once when a burst of
-// acknowledgements arrives, ahead of the connection's reader in the
-// scheduler's queues. Bodies with delays and waits are not limited: they
+// of goroutines, each with its stack, all runnable at once when a burst
+// of acknowledgements arrives, ahead of the connection's reader in the
+// scheduler's queues (figures: docs/performance.md). Bodies with delays and waits are not limited: they
 // may take minutes.
 type workers struct {
 	idle    chan task // unbuffered: a send succeeds only into an idle worker

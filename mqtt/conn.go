@@ -25,17 +25,15 @@ import (
 // After every read it has the kernel acknowledge at once what came in
 // (quickAck, TCP_QUICKACK on Linux). What the broker sends us that we do
 // not answer (the PUBACK of each QoS 1 command) would otherwise wait for
-// a delayed acknowledgement (up to 40 ms), and a broker with Nagle's
-// algorithm on (Mosquitto's default) holds its next small write, the next
-// event, until that acknowledgement comes: ~24 ms per event at 1,000
-// events/s.
+// a delayed acknowledgement, and a broker with Nagle's algorithm on
+// (Mosquitto's default) holds its next small write, the next event, until
+// that acknowledgement comes.
 //
 // The write deadline is moved only when less than half of writeTimeout is
 // left, or more than all of it (paho's around the CONNECT handshake), so
 // a write fails after between half and all of writeTimeout. paho's
-// clearing of a deadline is ignored (the rolling one stays): three
-// deadline changes per command, 1.4% of the server's CPU at 1,000
-// commands/s, are now one.
+// clearing of a deadline is ignored (the rolling one stays): one
+// deadline change per command instead of three.
 //
 // A read waits at most silence for the broker (when positive), then fails
 // with a silenceError: the broker is frozen or gone. Meanwhile, from

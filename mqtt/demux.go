@@ -33,8 +33,8 @@ const (
 //
 // paho hands a received PUBLISH through four goroutines (its reader, its
 // incoming comms, the comms multiplexer, its router) before calling the
-// handler: four thread wake-ups per event, about a third of the server's
-// CPU at 1,000 events/s in the peer bench. A QoS 0 or 1 PUBLISH needs
+// handler: four thread wake-ups per event (docs/architecture.md,
+// "Connection ownership", has the figures). A QoS 0 or 1 PUBLISH needs
 // nothing from paho (no store; a PUBACK at most), so it is delivered from here,
 // to the same deliver (the client's subscription table and queues, so the
 // backpressure is the same: a full queue holds the reading goroutine, and

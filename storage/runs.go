@@ -505,8 +505,7 @@ func (s *Store) PurgeExpired(ctx context.Context, now time.Time, minAge time.Dur
 // trimRuleSQL's kind and status are literals: SQLite compares a bound
 // status with the partial index runs_by_status's WHERE, and a statement
 // whose plan depended on a bound value is prepared again after every bind
-// (about 55 µs a trim, BenchmarkTrimRule; a tenth of the firing
-// recorder's CPU at 1,000 firings/s).
+// (BenchmarkTrimRule).
 const trimRuleSQL = `DELETE FROM runs WHERE rowid IN (
 		SELECT rowid FROM (
 			SELECT rowid, ROW_NUMBER() OVER (PARTITION BY status ORDER BY started DESC, id DESC) AS n

@@ -181,23 +181,20 @@ func openDB(path string, readOnly bool, busy time.Duration) (*sql.DB, error) {
 		// the write lock up front, or it can fail with SQLITE_BUSY on upgrade.
 		q.Set("_txlock", "immediate")
 		// The writer keeps the index pages the firing recorder touches
-		// (one leaf per rule fired) cached: 16 MB instead of SQLite's 2 MB
-		// default cut the recorder's CPU by a tenth at 5,000 firings/s.
+		// (one leaf per rule fired) cached.
 		q.Add("_pragma", "cache_size(-16384)")
 		// A statement that writes many rows (the history writer's chunks)
 		// keeps a statement journal of the pages it touches; past 64 KiB
-		// SQLite spills it to a temporary file, a pwrite per page: 5% of
-		// the server's CPU at 10,000 changes/s in the peer bench. The
+		// SQLite spills it to a temporary file, a pwrite per page. The
 		// writer's statements are bounded chunks, so it keeps its
 		// temporary storage in memory (the read pool, which sorts what
 		// users ask for, keeps SQLite's default).
 		q.Add("_pragma", "temp_store(MEMORY)")
 		// A checkpoint copies the pages written since the last one back to
 		// the database; the recorders rewrite the same index leaves batch
-		// after batch, so checkpointing every 4,000 pages (16 MB of
-		// write-ahead log) instead of SQLite's 1,000 copies such a page up to
-		// four times less often: the run recorder's CPU per batch fell by a
-		// tenth (BenchmarkInsertRuns100).
+		// after batch, so checkpointing every 4,000 pages instead of
+		// SQLite's 1,000 copies such a page up to four times less often
+		// (BenchmarkInsertRuns100).
 		q.Add("_pragma", "wal_autocheckpoint(4000)")
 	}
 	u := url.URL{Scheme: "file", Path: filepath.ToSlash(path), RawQuery: q.Encode()}
