@@ -123,9 +123,11 @@ type Catalog struct {
 	extra   map[string]bool // routed topics outside the static filters, subscribed one by one
 	subWake chan struct{}
 
-	snap    atomic.Pointer[Snapshot]
-	notices notifyCounters // what the channels sent and failed to send (own lock)
-	refused refusalCounts
+	snap atomic.Pointer[Snapshot]
+	// coverage is model.coverage as of the last commit (Coverage).
+	coverage atomic.Pointer[Coverage]
+	notices  notifyCounters // what the channels sent and failed to send (own lock)
+	refused  refusalCounts
 }
 
 type liveVal struct {

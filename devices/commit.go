@@ -144,6 +144,8 @@ func (c *Catalog) commitSpecs(tx *txn, changes []specChange) {
 		c.snap.Store(ed.done(gen))
 		tx.changes = append(tx.changes, cat...)
 	}
+	cov := c.model.coverage
+	c.coverage.Store(&cov)
 	c.intern.trim()
 	c.subscribeTopics(tx, topics)
 	c.replayTopics(tx, topics)

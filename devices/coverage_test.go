@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestNeverSilently: what cannot be modelled is tagged and described on
@@ -48,5 +49,21 @@ func TestNeverSilently(t *testing.T) {
 	}
 	if n := strings.Count(out, "not modelled: no definition"); n != 1 {
 		t.Errorf("logged %d times, want once:\n%s", n, out)
+	}
+}
+
+// TestCoverageTakesNoCatalogLock: /healthz reads Coverage; while a big
+// device list commits (the whole converter library holds the catalog's
+// lock for seconds on a loaded machine) it must still answer.
+func TestCoverageTakesNoCatalogLock(t *testing.T) {
+	c := NewCatalog(Options{Logger: quietLogger()})
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	got := make(chan Coverage, 1)
+	go func() { got <- c.Coverage() }()
+	select {
+	case <-got:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Coverage waited for the catalog's lock")
 	}
 }
