@@ -154,6 +154,10 @@ const maxPending = 4096
 // maxPendingPayload bounds the size of one cached payload.
 const maxPendingPayload = 16 << 10
 
+// maxPendingTopic: a topic longer than any real one is not kept either
+// (MQTT allows 64 KiB; 4,096 of those would hold 256 MB).
+const maxPendingTopic = 1 << 10
+
 // NewCatalog builds an empty catalog (with the notification channels).
 func NewCatalog(o Options) *Catalog {
 	if o.Z2MBase == "" {

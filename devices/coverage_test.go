@@ -67,3 +67,21 @@ func TestCoverageTakesNoCatalogLock(t *testing.T) {
 		t.Fatal("Coverage waited for the catalog's lock")
 	}
 }
+
+// TestPendingBoundsTopics: a payload on a topic nobody routes yet is kept
+// for a discovery that may come, but not on a topic longer than any real
+// one (an attacker round: 60,000-byte topics).
+func TestPendingBoundsTopics(t *testing.T) {
+	c, _ := newTestCatalog()
+	short, long := "zigbee2mqtt/later", "zigbee2mqtt/"+strings.Repeat("t", maxPendingTopic)
+	c.HandleMessage(msg(short, `{"state":"ON"}`))
+	c.HandleMessage(msg(long, `{"state":"ON"}`))
+	c.ingest.Lock()
+	defer c.ingest.Unlock()
+	if _, ok := c.pending[short]; !ok {
+		t.Error("the payload on a short topic was not kept")
+	}
+	if _, ok := c.pending[long]; ok {
+		t.Error("the payload on a topic over maxPendingTopic was kept")
+	}
+}

@@ -153,7 +153,7 @@ func (c *Catalog) runRoutes(tx *txn, t string, payload []byte) bool {
 // keepPending keeps the last payload of a topic nobody routes yet, so
 // that a retained state that arrives before its discovery is not lost.
 func (c *Catalog) keepPending(t string, payload []byte) {
-	if len(payload) > maxPendingPayload {
+	if len(payload) > maxPendingPayload || len(t) > maxPendingTopic {
 		return
 	}
 	if old := c.pending[t]; len(c.pending) < maxPending || old != nil {

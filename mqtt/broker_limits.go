@@ -22,10 +22,26 @@ const (
 	// captures): 16 MiB covers the largest real networks (about 3,000
 	// devices; Zigbee2MQTT warns beyond a few hundred per coordinator).
 	DefaultMaxPacketBytes = 16 << 20
-	// DefaultMaxRetainedBytes bounds the payloads the broker retains in
-	// total (discovery configs are 1–3 KB each).
+	// DefaultMaxRetainedBytes bounds what the broker retains in total
+	// (discovery configs are 1–3 KB each), each message counted as
+	// retainedCost says.
 	DefaultMaxRetainedBytes = 64 << 20
+
+	// maxRetainedTopic bounds the topic of a retained message: real ones
+	// are under a few hundred bytes, and a topic is stored several times
+	// over (the message, mochi's topic tree, this account).
+	maxRetainedTopic = 1 << 10
+	// retainedOverhead is what a retained message costs beside its bytes
+	// (mochi's packet and tree node, the maps' entries), so that a flood
+	// of tiny messages is bounded too.
+	retainedOverhead = 256
 )
+
+// retainedCost is what a retained message counts against the maximum:
+// its payload, its topic twice and the overhead.
+func retainedCost(topic string, payload int) int64 {
+	return int64(payload + 2*len(topic) + retainedOverhead)
+}
 
 // WithMaxPacketBytes sets the largest MQTT packet the broker accepts
 // (0: DefaultMaxPacketBytes). A client that sends a larger one is
@@ -35,10 +51,12 @@ func WithMaxPacketBytes(n int) BrokerOption {
 	return func(c *brokerConfig) { c.maxPacket = n }
 }
 
-// WithMaxRetainedBytes sets how many payload bytes the broker retains in
-// total (0: DefaultMaxRetainedBytes). A retained PUBLISH (or last will)
-// that would go beyond is still delivered to current subscribers but not
-// retained, and the topic's earlier retained message stays.
+// WithMaxRetainedBytes sets how many bytes the broker retains in total
+// (0: DefaultMaxRetainedBytes), each message counted as retainedCost
+// says. A retained PUBLISH (or last will) that would go beyond, or whose
+// topic is over maxRetainedTopic bytes, is still delivered to current
+// subscribers but not retained, and the topic's earlier retained message
+// stays.
 func WithMaxRetainedBytes(n int) BrokerOption {
 	return func(c *brokerConfig) { c.maxRetained = n }
 }
@@ -47,7 +65,7 @@ func WithMaxRetainedBytes(n int) BrokerOption {
 type LimitCounts struct {
 	OversizedPackets atomic.Uint64 // clients disconnected for a packet over the maximum
 	RetainRefused    atomic.Uint64 // retained messages delivered but not retained
-	RetainedBytes    atomic.Int64  // payload bytes retained now
+	RetainedBytes    atomic.Int64  // bytes retained now, as retainedCost counts them
 }
 
 // LimitCounts returns the counters of the broker's size bounds.
@@ -114,14 +132,16 @@ func (h *limitsHook) retain(topic string, n int) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	old := h.sizes[topic]
-	if n > 0 && h.total-old+int64(n) > h.max {
+	cost := retainedCost(topic, n)
+	if n > 0 && (len(topic) > maxRetainedTopic || h.total-old+cost > h.max) {
 		return false
 	}
-	h.total += int64(n) - old
 	if n == 0 {
+		h.total -= old
 		delete(h.sizes, topic)
 	} else {
-		h.sizes[topic] = int64(n)
+		h.total += cost - old
+		h.sizes[topic] = cost
 	}
 	h.counts.RetainedBytes.Store(h.total)
 	return true

@@ -2,6 +2,7 @@ package mqtt
 
 import (
 	"bytes"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -91,29 +92,34 @@ func TestBrokerRefusesOversizedPacket(t *testing.T) {
 	testutil.Eventually(t, 10*time.Second, "the payload that fits", func() bool { return len(sub.sizes("big/fits")) == 1 })
 }
 
-// TestBrokerBoundsRetainedBytes: retained payloads are bounded in total;
-// a retained message beyond is delivered to current subscribers but not
-// retained, the topic's earlier retained message stays, replacing or
-// clearing a retained message frees its bytes.
+// TestBrokerBoundsRetainedBytes: retained messages are bounded in total,
+// each counted as its payload, its topic twice and an overhead (an
+// attacker round retained 1.6 GB as 13,000 one-byte payloads on 60,000-
+// byte topics while the account said 28 KB); a topic over
+// maxRetainedTopic is never retained. A retained message beyond is
+// delivered to current subscribers but not retained, the topic's earlier
+// retained message stays, replacing or clearing one frees its bytes.
 func TestBrokerBoundsRetainedBytes(t *testing.T) {
-	b, err := StartBroker("127.0.0.1:0", quietLogger(), WithMaxRetainedBytes(1000))
+	b, err := StartBroker("127.0.0.1:0", quietLogger(), WithMaxRetainedBytes(1500))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	live := subscribeAll(t, dial(t, b.URL()), "r/#")
 	pub := dial(t, b.URL())
+	long := "r/" + strings.Repeat("t", maxRetainedTopic)
 	steps := []struct {
 		topic string
 		n     int
-	}{
-		{"r/1", 600}, // 600
-		{"r/2", 600}, // 1200 > 1000: not retained
-		{"r/1", 300}, // 300
-		{"r/2", 600}, // 900
-		{"r/3", 200}, // 1100: not retained
-		{"r/2", 0},   // cleared: 300
-		{"r/3", 200}, // 500
+	}{ // a 3-byte topic costs 600+2*3+256 = 862 for 600 bytes of payload
+		{"r/1", 600}, // 862
+		{"r/2", 600}, // 1724 > 1500: not retained
+		{"r/1", 300}, // 562
+		{"r/2", 600}, // 1424
+		{"r/3", 200}, // 1886: not retained
+		{"r/2", 0},   // cleared: 562
+		{"r/3", 200}, // 1024
+		{long, 1},    // topic too long: not retained
 	}
 	for i, s := range steps {
 		if err := pub.Publish(ctxT(t), s.topic, bytes.Repeat([]byte{'a' + byte(i)}, s.n), 1, true); err != nil {
@@ -121,19 +127,19 @@ func TestBrokerBoundsRetainedBytes(t *testing.T) {
 		}
 	}
 	testutil.Eventually(t, 5*time.Second, "every message delivered live", func() bool {
-		return len(live.sizes("r/1"))+len(live.sizes("r/2"))+len(live.sizes("r/3")) == len(steps)
+		return len(live.sizes("r/1"))+len(live.sizes("r/2"))+len(live.sizes("r/3"))+len(live.sizes(long)) == len(steps)
 	})
-	if got := b.LimitCounts().RetainRefused.Load(); got != 2 {
-		t.Fatalf("retain refused = %d, want 2", got)
+	if got := b.LimitCounts().RetainRefused.Load(); got != 3 {
+		t.Fatalf("retain refused = %d, want 3", got)
 	}
-	if got := b.LimitCounts().RetainedBytes.Load(); got != 500 {
-		t.Fatalf("retained bytes = %d, want 500", got)
+	if got := b.LimitCounts().RetainedBytes.Load(); got != 1024 {
+		t.Fatalf("retained bytes = %d, want 1024", got)
 	}
 	late := subscribeAll(t, dial(t, b.URL()), "r/#")
 	testutil.Eventually(t, 5*time.Second, "the retained messages", func() bool {
 		return len(late.sizes("r/1")) == 1 && len(late.sizes("r/3")) == 1
 	})
-	if r1, r2, r3 := late.sizes("r/1"), late.sizes("r/2"), late.sizes("r/3"); r1[0] != 300 || len(r2) != 0 || r3[0] != 200 {
-		t.Fatalf("retained r/1 %v r/2 %v r/3 %v, want [300] [] [200]", r1, r2, r3)
+	if r1, r2, r3, rl := late.sizes("r/1"), late.sizes("r/2"), late.sizes("r/3"), late.sizes(long); r1[0] != 300 || len(r2) != 0 || r3[0] != 200 || len(rl) != 0 {
+		t.Fatalf("retained r/1 %v r/2 %v r/3 %v long %v, want [300] [] [200] []", r1, r2, r3, rl)
 	}
 }
