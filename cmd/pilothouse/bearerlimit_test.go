@@ -14,7 +14,8 @@ import (
 // TestWrongBearerTokensAreLimited: 300 wrong bearer tokens from one address
 // in a burst (issue 28's round) are refused after ratelimit.MaxFailures:
 // 401 for those, then 429 with Retry-After, even for the right token, so
-// guessing stops; requests without a token are not failures; /healthz
+// guessing stops (but for the house's local token); requests without a
+// token are not failures; /healthz
 // counts both. The web login shares the allowance: it refuses too.
 func TestWrongBearerTokensAreLimited(t *testing.T) {
 	cfg := testConfig(t)
@@ -53,6 +54,19 @@ func TestWrongBearerTokensAreLimited(t *testing.T) {
 	}
 	if resp := post("Bearer owner-token"); resp.StatusCode != http.StatusTooManyRequests {
 		t.Fatalf("the right token from a throttled address: %d, want 429", resp.StatusCode)
+	}
+	// The house's own local token (256 random bits, what the command line
+	// uses) still passes: wrong tokens from this machine do not lock the
+	// owner's CLI out (an attacker round: 10 wrong tokens, 10 minutes).
+	if resp := post("Bearer " + a.localToken); resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusUnauthorized {
+		t.Fatalf("the local token from a throttled address on /mcp: %d, want it past authentication", resp.StatusCode)
+	}
+	req, _ := http.NewRequest("GET", a.URL()+"/api/house", nil)
+	req.Header.Set("Authorization", "Bearer "+a.localToken)
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("the local token from a throttled address on the house API: %v %v", resp, err)
+	} else {
+		resp.Body.Close()
 	}
 	login, err := http.PostForm(a.URL()+"/login", url.Values{"token": {"owner-token"}})
 	if err != nil {

@@ -72,6 +72,9 @@ func (h *houseAPI) authenticate(w http.ResponseWriter, r *http.Request) *engine.
 		return h.a.cfg.stdioPrincipal() // loopback only, as /mcp
 	}
 	fails, addr := h.a.guard.Failures(), ratelimit.ClientKey(r.RemoteAddr)
+	if p := mcpserver.Authenticate(r, h.principals); p != nil && p.Unguessable {
+		return p // the local token: see mcpserver's bearer
+	}
 	if wait := fails.Wait(addr); wait > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
 		apiError(w, http.StatusTooManyRequests, "too many wrong bearer tokens from this address: try again later")

@@ -15,13 +15,18 @@ import (
 // the failed-token bound per client address (as the web login): after
 // ratelimit.MaxFailures wrong tokens within ratelimit.Window, requests from
 // that address are refused with 429 before any token is compared, even a
-// right one, so a script cannot go on guessing. A request without a token
-// (a client asking what authentication is needed) is no failure. A
-// success does not forget the failures: a client sharing the address
-// would otherwise clear a guesser's count. It returns nil having answered
-// the request.
+// right one, so a script cannot go on guessing; only the house's own
+// local token (Unguessable) still passes, so the command line on this
+// machine is not locked out by whoever sends wrong tokens from the same
+// address. A request without a token (a client asking what authentication
+// is needed) is no failure. A success does not forget the failures: a
+// client sharing the address would otherwise clear a guesser's count. It
+// returns nil having answered the request.
 func (g *Guard) bearer(w http.ResponseWriter, r *http.Request, principals []*engine.Principal) *engine.Principal {
 	addr := ratelimit.ClientKey(r.RemoteAddr)
+	if p := Authenticate(r, principals); p != nil && p.Unguessable {
+		return p
+	}
 	if wait := g.tokens.Wait(addr); wait > 0 {
 		if n := g.tokensThrottled.Add(1); n == 1 || n%1000 == 0 {
 			g.log.Warn("refused a bearer token: too many wrong ones from this address", "remote", r.RemoteAddr, "wait", wait.Round(time.Second), "throttled", n)
