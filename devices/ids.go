@@ -59,8 +59,11 @@ type IDAssignment struct {
 const z2mKeyPrefix, haKeyPrefix = "z2m:", "ha:"
 
 // idReserve is how long an id stays reserved for the device that left it;
-// maxReserved bounds the reservations (the oldest ends first), so that
-// discovery configs coming and going cannot grow the registry for ever.
+// maxReserved bounds the reservations, so that discovery configs coming
+// and going cannot grow the registry for ever. Beyond it the newest end
+// first: churn that fills the table (a flood of device lists) ends its own
+// reservations, not those of the devices it pushed out, whose ids rules
+// name.
 const (
 	idReserve   = 30 * 24 * time.Hour
 	maxReserved = 4096
@@ -402,7 +405,7 @@ func (t *idTable) end(z2mListed bool) {
 	t.present, t.now = t.now, nil
 }
 
-// expire ends reservations older than idReserve, and the oldest beyond
+// expire ends reservations older than idReserve, and the newest beyond
 // maxReserved.
 func (t *idTable) expire() {
 	if t.nKept <= t.limit && (t.nKept == 0 || t.clock().Before(t.nextEnd)) {
@@ -419,11 +422,15 @@ func (t *idTable) expire() {
 			all = append(all, res{id, t.byID[id].left})
 		}
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].left.After(all[j].left) })
+	sort.Slice(all, func(i, j int) bool { return all[i].left.Before(all[j].left) })
 	t.nextEnd = time.Time{}
-	for i, r := range all {
-		if i < t.limit && r.left.After(cutoff) {
-			t.nextEnd = r.left.Add(idReserve) // the oldest kept so far
+	kept := 0
+	for _, r := range all {
+		if kept < t.limit && r.left.After(cutoff) {
+			if kept == 0 {
+				t.nextEnd = r.left.Add(idReserve) // the oldest kept
+			}
+			kept++
 			continue
 		}
 		if !strings.Contains(r.id, "#") {

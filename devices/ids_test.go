@@ -327,8 +327,9 @@ func TestZigbee2MQTTRenameKeepsOldIDReserved(t *testing.T) {
 }
 
 // TestDeviceIDReservationsEnd: a reservation ends after idReserve, and
-// beyond the cap the oldest ends first; a reservation loaded from the
-// registry ends too.
+// beyond the cap the newest ends first (an attacker round flooded device
+// lists until the demo lock's reservation ended and an impostor took its
+// id); a reservation loaded from the registry ends too.
 func TestDeviceIDReservationsEnd(t *testing.T) {
 	reg := &memRegistry{}
 	c, clk := loadedCatalog(t, reg)
@@ -342,8 +343,8 @@ func TestDeviceIDReservationsEnd(t *testing.T) {
 			t.Fatalf("after %d devices left: %d reserved, want %d (%v)", i+1, got, min(i+1, 2), reg.reserved())
 		}
 	}
-	if got, want := reg.reserved(), map[string]string{"ha:ids:b": "outdoor_weather_2", "ha:ids:c": "outdoor_weather_3"}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("reserved %v, want %v (the oldest ends first)", got, want)
+	if got, want := reg.reserved(), map[string]string{"ha:ids:a": "outdoor_weather", "ha:ids:b": "outdoor_weather_2"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("reserved %v, want %v (the newest ends first)", got, want)
 	}
 	clk.t = clk.t.Add(idReserve)
 	runIDSteps(t, c, []idStep{{"a month later", "homeassistant/sensor/d/t/config", weatherConfig("d", "w/d"), []string{"outdoor_weather"}}})
@@ -396,5 +397,35 @@ func TestDeviceIDsAcrossFullAndIncrementalRebuilds(t *testing.T) {
 	}
 	if got := reg.reserved(); len(got) != 0 {
 		t.Fatalf("reserved %v, want none", got)
+	}
+}
+
+// TestDeviceListFloodKeepsEstablishedReservations: lists of fresh devices
+// published one after the other (an attacker round: 16 lists of 4,000)
+// push a real device out; its id stays reserved however many of the
+// flood's devices leave after it, so a later impostor named like it gets
+// a suffix, not the id the rules name.
+func TestDeviceListFloodKeepsEstablishedReservations(t *testing.T) {
+	reg := &memRegistry{}
+	c, clk := loadedCatalog(t, reg)
+	c.ids.limit = 8
+	z2m := func(ieee, name string) string {
+		return fmt.Sprintf(`{"ieee_address":%q,"friendly_name":%q,"definition":{"model":"L","vendor":"V","description":"d","exposes":[]}}`, ieee, name)
+	}
+	c.HandleMessage(msg("zigbee2mqtt/bridge/devices", "["+z2m("0x00000000000000aa", "front_lock")+"]"))
+	for round := range 6 {
+		clk.t = clk.t.Add(time.Second)
+		var devs []string
+		for i := range 5 {
+			devs = append(devs, z2m(fmt.Sprintf("0x%014x%02x", round+1, i), fmt.Sprintf("flood_%d_%d", round, i)))
+		}
+		c.HandleMessage(msg("zigbee2mqtt/bridge/devices", "["+strings.Join(devs, ",")+"]"))
+	}
+	if got := reg.reserved()["z2m:0x00000000000000aa"]; got != "front_lock" {
+		t.Fatalf("after the flood the real device's reservation is %q, want front_lock (reserved %d)", got, len(reg.reserved()))
+	}
+	c.HandleMessage(msg("zigbee2mqtt/bridge/devices", "["+z2m("0x00000000deadbeef", "front_lock")+"]"))
+	if got := deviceIDs(c); !reflect.DeepEqual(got, []string{"front_lock_2"}) {
+		t.Fatalf("the impostor got %v, want [front_lock_2]", got)
 	}
 }
