@@ -112,7 +112,9 @@ type Engine struct {
 
 	holdMu sync.Mutex
 	holds  map[string]testHold // principal → its test runs in flight that will store
-	served *servedGate         // stored run records being served (limits.MaxServedRunBytes)
+	// running counts the test runs in flight per principal (holdTestSlot).
+	running map[string]int
+	served  *servedGate // stored run records being served (limits.MaxServedRunBytes)
 
 	deniedMu       sync.Mutex    // counting and storing a refusal (storeRefusable)
 	deniedUnstored atomic.Uint64 // refusals not stored over the per-principal bound

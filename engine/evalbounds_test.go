@@ -3,11 +3,14 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/internal/testutil"
+	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 )
 
@@ -95,5 +98,44 @@ func TestStoredEnvelopeIsBounded(t *testing.T) {
 			t.Errorf("%s: stored envelope is %d bytes, want at most %d", r.Outcome.Status, len(run.Envelope), max)
 		}
 		t.Logf("%s %s: envelope %d kB", r.Outcome.Status, r.Outcome.Error, len(run.Envelope)>>10)
+	}
+}
+
+// TestTestRunsInFlightBounded: a test run may burn its whole real-time
+// bound; an attacker round ran 40 at once as a guest and /healthz,
+// lookups and firings waited seconds. Beyond maxTestRunsPerPrincipal in
+// flight a test run is refused at once (resource_exhausted) and nothing
+// runs; once one ends the next runs.
+func TestTestRunsInFlightBounded(t *testing.T) {
+	lim := rules.DefaultLimits
+	lim.MaxEvalOps = 1 << 62
+	h := newHouse(t, Config{Limits: lim})
+	prog := `{"name":"cpu","triggers":[{"id":"t","state":"hall_motion.occupancy"}],"steps":[{"id":"a","set":{"l":"{{ 1..300 }}"}},` +
+		`{"id":"d","set":{"v":"{{ sum(vars.l, sum(vars.l, sum(vars.l, sum(vars.l, sum(vars.l, #))))) }}"}}]}`
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, maxTestRunsPerPrincipal)
+	for range maxTestRunsPerPrincipal {
+		go func() {
+			_, _ = h.eng.Execute(ctx, ExecuteRequest{Program: json.RawMessage(prog), TestRun: true})
+			done <- struct{}{}
+		}()
+	}
+	testutil.Eventually(t, 10*time.Second, "the test runs in flight", func() bool {
+		h.eng.holdMu.Lock()
+		defer h.eng.holdMu.Unlock()
+		return h.eng.running["owner"] == maxTestRunsPerPrincipal
+	})
+	_, err := h.eng.Execute(context.Background(), ExecuteRequest{Program: json.RawMessage(prog), TestRun: true})
+	var re *pilotage.RequestError
+	if !errors.As(err, &re) || re.Kind != pilotage.ErrResourceExhausted {
+		t.Fatalf("a test run beyond the bound: %v, want resource_exhausted", err)
+	}
+	cancel()
+	for range maxTestRunsPerPrincipal {
+		<-done
+	}
+	quick := `{"name":"quick","triggers":[{"id":"t","state":"hall_motion.occupancy"}],"steps":[{"id":"a","set":{"x":1}}]}`
+	if r := h.execute(ExecuteRequest{Program: json.RawMessage(quick), TestRun: true}); !r.Outcome.OK {
+		t.Fatalf("a test run after the others ended: %+v", r.Outcome)
 	}
 }

@@ -97,7 +97,7 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 	if err != nil {
 		return nil, err
 	}
-	release, err := e.holdTestStorage(ctx, p, req, v.version)
+	release, err := e.holdTest(ctx, p, req, v.version)
 	if err != nil {
 		return nil, err
 	}

@@ -92,3 +92,58 @@ func oldestNote(t time.Time) string {
 	}
 	return ": the oldest expires at " + t.UTC().Format(time.RFC3339)
 }
+
+// A test run may burn its whole real-time bound (a loop of costly
+// templates): an attacker round ran 40 at once as a guest, and /healthz,
+// lookups and firings waited seconds. So test runs in flight are bounded
+// per principal and in all; one beyond is refused at once (a request
+// error, resource_exhausted) rather than queued.
+const (
+	maxTestRunsPerPrincipal = 2
+	maxTestRunsInAll        = 4
+)
+
+// holdTestSlot takes one of the principal's slots for a test run in
+// flight; the returned release gives it back.
+func (e *Engine) holdTestSlot(p *Principal, req ExecuteRequest, catalogVersion string) (func(), error) {
+	if !req.TestRun {
+		return func() {}, nil
+	}
+	e.holdMu.Lock()
+	defer e.holdMu.Unlock()
+	if e.running == nil {
+		e.running = map[string]int{}
+	}
+	all := 0
+	for _, n := range e.running {
+		all += n
+	}
+	mine := e.running[p.Name]
+	if mine >= maxTestRunsPerPrincipal || all >= maxTestRunsInAll {
+		return nil, &pilotage.RequestError{Kind: pilotage.ErrResourceExhausted, CatalogVersion: catalogVersion,
+			Message: fmt.Sprintf("%d test runs are in flight (%d of principal %s): at most %d per principal and %d in all run at once. Retry when one has ended; nothing ran.",
+				all, mine, quote(p.Name), maxTestRunsPerPrincipal, maxTestRunsInAll)}
+	}
+	e.running[p.Name] = mine + 1
+	return func() {
+		e.holdMu.Lock()
+		defer e.holdMu.Unlock()
+		if e.running[p.Name]--; e.running[p.Name] == 0 {
+			delete(e.running, p.Name)
+		}
+	}, nil
+}
+
+// holdTest takes a test run's slot and the room it may store.
+func (e *Engine) holdTest(ctx context.Context, p *Principal, req ExecuteRequest, catalogVersion string) (func(), error) {
+	slot, err := e.holdTestSlot(p, req, catalogVersion)
+	if err != nil {
+		return nil, err
+	}
+	room, err := e.holdTestStorage(ctx, p, req, catalogVersion)
+	if err != nil {
+		slot()
+		return nil, err
+	}
+	return func() { room(); slot() }, nil
+}
