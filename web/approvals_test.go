@@ -23,7 +23,7 @@ func TestApprovalPages(t *testing.T) {
 	f := newFixture(t, append(testPrincipals(), kid))
 	kctx := engine.WithPrincipal(context.Background(), kid)
 	deploy := func(prog string) *engine.ExecuteResponse {
-		r, err := f.e.Execute(kctx, engine.ExecuteRequest{Program: json.RawMessage(prog)})
+		r, err := f.e.Execute(kctx, engine.ExecuteRequest{Program: json.RawMessage(prog), Input: json.RawMessage(`{"install":{"replace":true}}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
