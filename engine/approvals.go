@@ -153,6 +153,7 @@ func (e *Engine) DecideApproval(ctx context.Context, id string, approve bool, ch
 	if err != nil {
 		return pilotage.Approval{}, fmt.Errorf("engine: deciding approval: %w", err)
 	}
+	e.approvalDecided()
 	a, err = e.store.GetApproval(ctx, id)
 	if err != nil {
 		return pilotage.Approval{}, fmt.Errorf("engine: reading approval: %w", err)
