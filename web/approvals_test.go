@@ -49,7 +49,8 @@ func TestApprovalPages(t *testing.T) {
 	oc.login(ownerTok)
 	code, body, _ = oc.get(page)
 	mustContain(t, "approval page", body, `id="approve"`, `id="decline"`, "unverified", "not verified facts", "front_lock.set",
-		"- ", "+ ", `id="diff"`, "UNLOCK", "Plan with the bound arguments")
+		"- ", "+ ", `id="diff"`, "UNLOCK", "Plan with the bound arguments",
+		"none of its runs is in progress now")
 	if code != http.StatusOK {
 		t.Fatalf("owner's view: %d", code)
 	}
