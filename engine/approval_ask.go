@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"time"
 
@@ -9,10 +10,29 @@ import (
 	"github.com/pilothouse/pilothouse/storage"
 )
 
-// Asker asks the person at the caller's client to approve a deploy, in the
-// client's own UI (MCP elicitation): accepted is their answer; an error
-// means nobody answered (the client cannot ask, or hung up).
-type Asker func(ctx context.Context, message string) (accepted bool, err error)
+// AskRequest is what the risk gate asks the person at the caller's
+// client: the approval request's id, its web page and the question.
+type AskRequest struct {
+	ID, URL, Message string
+}
+
+// Answer is how the person at the client answered.
+type Answer int
+
+const (
+	// AnswerDeclined: they declined the deploy in the client.
+	AnswerDeclined Answer = iota
+	// AnswerApproved: they approved it in the client (form mode).
+	AnswerApproved
+	// AnswerElsewhere: they went to the web page (URL mode); whatever was
+	// decided there, if anything, is in the stored request.
+	AnswerElsewhere
+)
+
+// Asker asks the person at the caller's client about a deploy, in the
+// client's own UI (MCP elicitation); an error means nobody answered (the
+// client cannot ask, or hung up).
+type Asker func(ctx context.Context, q AskRequest) (Answer, error)
 
 type askerKey struct{}
 
@@ -33,7 +53,7 @@ const maxAskWait = 5 * time.Minute
 // askClient asks the caller's human through its client, when the client
 // can ask and the caller may approve its own requests (the owner, or a
 // policy's self_approve): a guest's deploy waits for an approver instead.
-// ok false: nobody was asked; the request stays pending.
+// ok false: nobody was asked, or nobody decided; the request stays pending.
 func (e *Engine) askClient(ctx context.Context, g gateRequest, a storage.Approval) (*storage.Approval, *ExecuteResponse, bool) {
 	ask := askerFrom(ctx)
 	if ask == nil || !e.mayApprove(g.p, g.p.Name) {
@@ -41,20 +61,31 @@ func (e *Engine) askClient(ctx context.Context, g gateRequest, a storage.Approva
 	}
 	actx, cancel := context.WithTimeout(ctx, maxAskWait)
 	defer cancel()
-	accepted, err := ask(actx, e.askMessage(g, a))
+	ans, err := ask(actx, AskRequest{ID: a.ID, URL: e.approvalURL(a.ID), Message: e.askMessage(g, a)})
 	if err != nil {
 		e.log.Info("asking the client's user to approve failed; the request stays pending", "approval", a.ID, "err", err)
 		return nil, nil, false
 	}
 	now := e.Now()
-	if err := e.store.DecideApproval(ctx, a.ID, accepted, g.p.Name, ChannelElicitation, now); err != nil {
-		e.log.Warn("recording the client's answer failed; the request stays pending", "approval", a.ID, "err", err)
-		return nil, nil, false
+	if ans == AnswerElsewhere {
+		if a, err = e.store.GetApproval(ctx, a.ID); err != nil || a.Status == storage.ApprovalPending {
+			return nil, nil, false
+		}
+	} else {
+		if err := e.store.DecideApproval(ctx, a.ID, ans == AnswerApproved, g.p.Name, ChannelElicitation, now); err != nil {
+			e.log.Warn("recording the client's answer failed; the request stays pending", "approval", a.ID, "err", err)
+			return nil, nil, false
+		}
+		e.approvalDecided()
+		a.DecidedBy, a.DecidedAt, a.Channel = g.p.Name, now, ChannelElicitation
+		a.Status = map[bool]string{true: storage.ApprovalApproved, false: storage.ApprovalDeclined}[ans == AnswerApproved]
 	}
-	a.DecidedBy, a.DecidedAt, a.Channel = g.p.Name, now, ChannelElicitation
-	if !accepted {
-		a.Status = storage.ApprovalDeclined
-		return nil, e.gateRefusal(g, a, rules.StatusDenied, "the user declined this deploy in the client ("+a.ID+"): nothing was installed"), true
+	if a.Status == storage.ApprovalDeclined {
+		msg := "the user declined this deploy (" + a.ID + ", by " + a.DecidedBy + " via " + a.Channel + "): nothing was installed"
+		return nil, e.gateRefusal(g, a, rules.StatusDenied, msg), true
+	}
+	if a.Status != storage.ApprovalApproved {
+		return nil, nil, false
 	}
 	if err := e.store.UseApproval(ctx, a.ID, g.runID, now); err != nil {
 		e.log.Warn("using the client's approval failed; the request stays approved", "approval", a.ID, "err", err)
@@ -62,6 +93,44 @@ func (e *Engine) askClient(ctx context.Context, g gateRequest, a storage.Approva
 	}
 	a.Status, a.UsedRun, a.UsedAt = storage.ApprovalUsed, g.runID, now
 	return &a, nil, true
+}
+
+// approvalDecided wakes every AwaitDecision.
+func (e *Engine) approvalDecided() {
+	e.decidedMu.Lock()
+	close(e.decided)
+	e.decided = make(chan struct{})
+	e.decidedMu.Unlock()
+}
+
+// AwaitDecision waits until request id is no longer pending (decided,
+// or expired) or ctx ends: a URL-mode elicitation holds its deploy open
+// while the person decides on the web page.
+func (e *Engine) AwaitDecision(ctx context.Context, id string) error {
+	if e.store == nil {
+		return ErrApprovalNotFound
+	}
+	for {
+		e.decidedMu.Lock()
+		wake := e.decided
+		e.decidedMu.Unlock()
+		a, err := e.store.GetApproval(ctx, id)
+		if err != nil {
+			return err
+		}
+		if a.Status != storage.ApprovalPending || a.Expired(e.Now()) {
+			return nil
+		}
+		expiry := time.NewTimer(a.ExpiresAt.Sub(e.Now()))
+		select {
+		case <-wake:
+			expiry.Stop()
+		case <-expiry.C:
+		case <-ctx.Done():
+			expiry.Stop()
+			return errors.New("nobody decided on the web page in time")
+		}
+	}
 }
 
 // askMessage is what the person is shown (spec §7.3: the program itself,

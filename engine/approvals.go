@@ -39,8 +39,10 @@ type ApprovalDetail struct {
 	Params    json.RawMessage
 	Plan      *pilotage.Plan
 	Installed json.RawMessage // the program of the rule of that name now, or nil
-	// InstalledParams are the installed rule's params.
+	// InstalledParams are the installed rule's params; RunsInProgress its
+	// runs that installing this would cancel, as of now.
 	InstalledParams json.RawMessage
+	RunsInProgress  int
 	// CanDecide: the caller may approve or decline it now.
 	CanDecide bool
 }
@@ -119,6 +121,9 @@ func (e *Engine) GetApproval(ctx context.Context, id string) (ApprovalDetail, er
 	}
 	if r, err := e.store.GetRule(ctx, a.Rule); err == nil {
 		d.InstalledParams = r.Params
+		if ar := e.sched.ruleByName(r.Name); ar != nil {
+			d.RunsInProgress = ar.inProgress()
+		}
 		if b := e.body(r.Ref); b != nil {
 			d.Installed = b.compiled.Raw
 		}
@@ -153,6 +158,7 @@ func (e *Engine) DecideApproval(ctx context.Context, id string, approve bool, ch
 	if err != nil {
 		return pilotage.Approval{}, fmt.Errorf("engine: deciding approval: %w", err)
 	}
+	e.approvalDecided()
 	a, err = e.store.GetApproval(ctx, id)
 	if err != nil {
 		return pilotage.Approval{}, fmt.Errorf("engine: reading approval: %w", err)

@@ -119,6 +119,9 @@ type Engine struct {
 	deniedMu       sync.Mutex    // counting and storing a refusal (storeRefusable)
 	deniedUnstored atomic.Uint64 // refusals not stored over the per-principal bound
 
+	decidedMu sync.Mutex
+	decided   chan struct{} // closed and replaced when an approval is decided (AwaitDecision)
+
 	hubMu  sync.Mutex
 	subs   map[chan Event]struct{}
 	cancel context.CancelFunc
@@ -133,7 +136,7 @@ func New(cfg Config, devs *devices.Catalog, store *storage.Store, log *slog.Logg
 		log = slog.Default()
 	}
 	e := &Engine{cfg: cfg, log: log, devs: devs, store: store, rules: rules.NewCache(), holds: map[string]testHold{},
-		served: newServedGate(cfg.Limits.MaxServedRunBytes)}
+		served: newServedGate(cfg.Limits.MaxServedRunBytes), decided: make(chan struct{})}
 	if store != nil {
 		store.SetClock(cfg.Now)
 	}

@@ -31,8 +31,10 @@ type ExecuteRequest struct {
 	// caller confirmed for it. Not on the wire: the web UI's controls.
 	Once      bool          `json:"-"`
 	Confirmed pilotage.Risk `json:"-"`
-	// rule is the name of the rule a deploy installs (see instanceName).
-	rule string
+	// rule is the name of the rule a deploy installs (see instanceName);
+	// install is what the input's reserved member "install" asked for.
+	rule    string
+	install installOpts
 }
 
 // target is the name of the rule a deploy of c installs.
@@ -59,6 +61,9 @@ type ExecuteResponse struct {
 	// Approval is the risk gate's request (a deploy answered
 	// approval_pending) or the approval a deploy used (see approval.go).
 	Approval *pilotage.Approval `json:"approval,omitempty"`
+	// Replaces is the installed rule a deploy answered rule_exists would
+	// replace (see replaceCheck).
+	Replaces *pilotage.Replaces `json:"replaces,omitempty"`
 }
 
 // claimTTL bounds how long an in-flight idempotency claim blocks its key if
@@ -126,10 +131,11 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 	}
 
 	// 4. Input binding.
-	bnd, params, scenario, diags, err := e.bindRequest(p, compiled, req)
+	bnd, params, scenario, inst, diags, err := e.bindRequest(p, compiled, req)
 	if err != nil {
 		return nil, err
 	}
+	req.install = inst
 	if len(diags) > 0 {
 		return refused(rules.StatusValidationError, "input does not bind to the program's params", diags), nil
 	}
@@ -149,13 +155,13 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 
 // bindRequest is step 4 of execute: the params against their schema,
 // then the program as it will run with them.
-func (e *Engine) bindRequest(p *Principal, c *rules.Compiled, req ExecuteRequest) (*bound, map[string]any, *rules.Scenario, []pilotage.Diagnostic, error) {
-	params, scenario, diags := e.inputOf(p, c, req)
+func (e *Engine) bindRequest(p *Principal, c *rules.Compiled, req ExecuteRequest) (*bound, map[string]any, *rules.Scenario, installOpts, []pilotage.Diagnostic, error) {
+	params, scenario, inst, diags := e.inputOf(p, c, req)
 	if len(diags) > 0 {
-		return nil, params, scenario, diags, nil
+		return nil, params, scenario, inst, diags, nil
 	}
 	b, diags, err := e.bind(p, c, params)
-	return b, params, scenario, diags, err
+	return b, params, scenario, inst, diags, err
 }
 
 // execution is step 5 of execute: a test run, a manual run or a deploy.
@@ -175,9 +181,15 @@ func (e *Engine) execution(ctx context.Context, p *Principal, runID string, c *r
 	if !p.Deploy {
 		return e.deploy(ctx, p, runID, c, b, params, req) // refused: denied
 	}
-	req.rule = e.instanceName(ctx, p, c, params)
+	req.rule = req.install.Rule
+	if req.rule == "" {
+		req.rule = e.instanceName(ctx, p, c, params)
+	}
 	if same := e.unchangedDeploy(ctx, p, runID, req.rule, c, b, params); same != nil {
 		return same, nil
+	}
+	if refusal, err := e.replaceCheck(ctx, p, runID, req.rule, c, params, req.install.Replace); err != nil || refusal != nil {
+		return refusal, err
 	}
 	used, refusal, err := e.gate(ctx, p, runID, req.rule, c, b, params)
 	if err != nil || refusal != nil {

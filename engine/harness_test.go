@@ -161,6 +161,18 @@ func (h *house) deploy(program string) *ExecuteResponse {
 	return resp
 }
 
+// redeploy deploys program, replacing the installed rule of its name
+// (input.install.replace), and fails the test unless it succeeded.
+func (h *house) redeploy(program string) *ExecuteResponse {
+	h.t.Helper()
+	resp := h.execute(ExecuteRequest{Program: json.RawMessage(program), Input: json.RawMessage(`{"install":{"replace":true}}`)})
+	if !resp.Outcome.OK {
+		b, _ := json.Marshal(resp)
+		h.t.Fatalf("redeploy failed: %s", b)
+	}
+	return resp
+}
+
 // firings returns the stored firings of a rule, newest first.
 func (h *house) firings(rule string) []storage.Run {
 	h.eng.Flush()

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 )
 
@@ -17,8 +18,9 @@ import (
 // room — becomes a second rule instead of silently replacing the first:
 // "<name>-<its input>" (the devices and values it binds, e.g.
 // motion-light-porch_light), or with a short hash when that is taken.
-// A changed program under its name still replaces the rule (its answer
-// says what it replaced and the runs it cancelled).
+// A changed program under its name replaces the rule only when the input
+// asks for it (install.replace; see replaceCheck); install.rule names the
+// rule instead of all this.
 func (e *Engine) instanceName(ctx context.Context, p *Principal, c *rules.Compiled, params map[string]any) string {
 	base := c.Name()
 	pj, _ := json.Marshal(params)
@@ -84,4 +86,63 @@ func nameChars(s string) string {
 		}
 		return -1
 	}, s)
+}
+
+// installOpts is execute input's reserved member "install": the rule a
+// deploy installs (default: see instanceName) and whether it may replace
+// an installed rule of that name that runs another program or input.
+type installOpts struct {
+	Rule    string
+	Replace bool
+}
+
+// installOf takes the reserved member "install" out of params and checks
+// it; only a deploy takes it.
+func installOf(params map[string]any, deploy bool) (map[string]any, installOpts, []pilotage.Diagnostic) {
+	var o installOpts
+	v, ok := params[rules.InstallInputMember]
+	if !ok {
+		return params, o, nil
+	}
+	at := "/" + rules.InstallInputMember
+	bad := func(path, msg string) (map[string]any, installOpts, []pilotage.Diagnostic) {
+		return nil, o, []pilotage.Diagnostic{inputDiag(path, msg)}
+	}
+	if !deploy {
+		return bad(at, "install is only accepted by a deploy (execute without test_run)")
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return bad(at, `install must be an object: {"rule": "<rule name>", "replace": true}`)
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		switch x := obj[k]; k {
+		case "rule":
+			s, ok := x.(string)
+			if !ok || !rules.ValidName(s) {
+				return bad(at+"/rule", "install.rule must be a rule name: 1-64 of A-Z a-z 0-9 _ - ., starting with a letter or digit")
+			}
+			o.Rule = s
+		case "replace":
+			b, ok := x.(bool)
+			if !ok {
+				return bad(at+"/replace", "install.replace must be true or false")
+			}
+			o.Replace = b
+		default:
+			return bad(at, "install takes only rule and replace, not "+quote(k))
+		}
+	}
+	rest := make(map[string]any, len(params)-1)
+	for k, x := range params {
+		if k != rules.InstallInputMember {
+			rest[k] = x
+		}
+	}
+	return rest, o, nil
 }

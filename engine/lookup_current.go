@@ -70,10 +70,10 @@ func (e *Engine) currentParams(p *Principal, c *rules.Compiled, params map[strin
 
 // inputOf is execute's input checked against the program's params
 // (bindInput), automations named without a hash resolved (currentParams).
-func (e *Engine) inputOf(p *Principal, c *rules.Compiled, req ExecuteRequest) (map[string]any, *rules.Scenario, []pilotage.Diagnostic) {
-	params, sc, diags := bindInput(c, req.Input, req.TestRun)
+func (e *Engine) inputOf(p *Principal, c *rules.Compiled, req ExecuteRequest) (map[string]any, *rules.Scenario, installOpts, []pilotage.Diagnostic) {
+	params, sc, inst, diags := bindInput(c, req.Input, req.TestRun, !req.TestRun && !req.Once)
 	if len(diags) == 0 {
 		params = e.currentParams(p, c, params)
 	}
-	return params, sc, diags
+	return params, sc, inst, diags
 }

@@ -462,20 +462,32 @@ func (b *baselineCatalog) IDs() []string                         { return b.ids 
 func (b *baselineCatalog) Version() string                       { return "" }
 
 // bindInput applies the input convention: input is the params object; for
-// test runs the reserved member "scenario" describes the simulation.
-func bindInput(c *rules.Compiled, raw json.RawMessage, testRun bool) (map[string]any, *rules.Scenario, []pilotage.Diagnostic) {
+// test runs the reserved member "scenario" describes the simulation, for
+// deploys "install" the rule it installs (see installOf).
+func bindInput(c *rules.Compiled, raw json.RawMessage, testRun, deploy bool) (map[string]any, *rules.Scenario, installOpts, []pilotage.Diagnostic) {
 	params := map[string]any{}
 	if present(raw) {
 		var in any
 		if err := json.Unmarshal(raw, &in); err != nil {
-			return nil, nil, []pilotage.Diagnostic{inputDiag("", "input is not valid JSON")}
+			return nil, nil, installOpts{}, []pilotage.Diagnostic{inputDiag("", "input is not valid JSON")}
 		}
 		obj, ok := in.(map[string]any)
 		if !ok {
-			return nil, nil, []pilotage.Diagnostic{inputDiag("", "input must be an object: the program's params")}
+			return nil, nil, installOpts{}, []pilotage.Diagnostic{inputDiag("", "input must be an object: the program's params")}
 		}
 		params = obj
 	}
+	params, inst, diags := installOf(params, deploy)
+	if len(diags) > 0 {
+		return nil, nil, inst, diags
+	}
+	sc, params, diags := scenarioOf(c, params, testRun)
+	return params, sc, inst, diags
+}
+
+// scenarioOf takes a test run's reserved member "scenario" out of params
+// and checks both.
+func scenarioOf(c *rules.Compiled, params map[string]any, testRun bool) (*rules.Scenario, map[string]any, []pilotage.Diagnostic) {
 	var sc *rules.Scenario
 	if s, ok := params[rules.ReservedInputMember]; ok {
 		if !testRun {
@@ -500,7 +512,7 @@ func bindInput(c *rules.Compiled, raw json.RawMessage, testRun bool) (map[string
 	if d := rules.CheckParams(c, params, ""); len(d) > 0 {
 		return nil, nil, d
 	}
-	return params, sc, nil
+	return sc, params, nil
 }
 
 func inputDiag(path, msg string) pilotage.Diagnostic {

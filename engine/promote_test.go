@@ -24,7 +24,7 @@ func TestOldVersionsLoadOnDemand(t *testing.T) {
 	h := newHouse(t, Config{})
 	ctx := context.Background()
 	v1 := h.deploy(motionLight).Output.(*pilotage.DeployOutput).ProgramRef
-	v2 := h.deploy(strings.Replace(motionLight, `"brightness":180`, `"brightness":90`, 1)).Output.(*pilotage.DeployOutput).ProgramRef
+	v2 := h.redeploy(strings.Replace(motionLight, `"brightness":180`, `"brightness":90`, 1)).Output.(*pilotage.DeployOutput).ProgramRef
 	if v1 == v2 {
 		t.Fatal("a changed body kept its program_ref")
 	}
@@ -48,7 +48,7 @@ func TestOldVersionsLoadOnDemand(t *testing.T) {
 		}
 	}
 	// Roll back to v1: compiled on demand, deployed, and it is what runs.
-	r := h.execute(ExecuteRequest{ProgramRef: v1})
+	r := h.execute(ExecuteRequest{ProgramRef: v1, Input: json.RawMessage(`{"install":{"replace":true}}`)})
 	if !r.Outcome.OK {
 		t.Fatalf("rollback to %s: %+v %v", v1, r.Outcome, r.Diagnostics)
 	}

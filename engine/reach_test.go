@@ -61,7 +61,7 @@ func TestRuleVersionsFollowScope(t *testing.T) {
 	guest := &Principal{Name: "guest", Scope: Scope{DenyDevices: []string{"front_lock"}}}
 	h := newHouse(t, Config{Principals: []*Principal{Owner, guest}, Approval: noApproval})
 	v1 := h.deploy(`{"name":"shared","triggers":[{"id":"t","at":"23:00"}],"steps":[{"id":"a","call":"front_lock.set","args":{"state":"LOCK"}}]}`).Output.(*pilotage.DeployOutput).ProgramRef
-	v2 := h.deploy(`{"name":"shared","triggers":[{"id":"t","at":"23:00"}],"steps":[{"id":"a","call":"porch_light.set","args":{"state":"ON"}}]}`).Output.(*pilotage.DeployOutput).ProgramRef
+	v2 := h.redeploy(`{"name":"shared","triggers":[{"id":"t","at":"23:00"}],"steps":[{"id":"a","call":"porch_light.set","args":{"state":"ON"}}]}`).Output.(*pilotage.DeployOutput).ProgramRef
 	ctx := WithPrincipal(context.Background(), guest)
 	vs, err := h.eng.RuleVersions(ctx, "shared")
 	if err != nil || len(vs) != 1 || vs[0].Ref != v2 {

@@ -59,14 +59,14 @@ func (e *Engine) replaceNotice(ctx context.Context, p *Principal, c *rules.Compi
 	if err != nil || !e.visibleRule(p, old) || old.Ref == programRef(c) {
 		return nil
 	}
-	msg := "deploying this replaces the installed rule " + quote(old.Name) + " (installed by " + old.Principal + ", " + old.Ref + ")"
+	msg := "a rule named " + quote(old.Name) + " is installed (by " + old.Principal + ", " + old.Ref + "): deploying this under its name would replace it"
 	if ar := e.sched.ruleByName(old.Name); ar != nil {
 		if n := ar.inProgress(); n > 0 {
 			msg += "; its " + rules.Plural(n, "run", "") + " in progress now would be cancelled"
 		}
 	}
 	return &pilotage.Diagnostic{Code: rules.CodeReplacedRule, Severity: pilotage.SeverityWarning, Path: "/name", Message: msg,
-		Hint: "to keep both, give this program another name"}
+		Hint: "a deploy replaces it only with input.install.replace: true (otherwise it answers rule_exists and installs nothing); to keep both, deploy with input.install.rule set to another name"}
 }
 
 // inProgress counts the rule's runs in progress.
@@ -74,4 +74,37 @@ func (ar *armedRule) inProgress() int {
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
 	return len(ar.running)
+}
+
+// replaceCheck refuses a deploy that would replace an installed rule of
+// its target name running another program or input, unless the input
+// asked for that (install.replace): the answer says beforehand what
+// replacing it would undo. nil: no such rule, the same program and input
+// (re-arming a disabled rule), a rule p may not manage (deploy refuses
+// that), or replace asked for.
+func (e *Engine) replaceCheck(ctx context.Context, p *Principal, runID, name string, c *rules.Compiled, params map[string]any, replace bool) (*ExecuteResponse, error) {
+	if replace {
+		return nil, nil
+	}
+	old, err := e.store.GetRule(ctx, name)
+	if err != nil || !e.visibleRule(p, old) {
+		return nil, nil // deploy reads it again and answers for it
+	}
+	pj, _ := json.Marshal(params)
+	if old.Ref == programRef(c) && old.Principal == p.Name && bytes.Equal(paramsKey(old.Params), paramsKey(pj)) {
+		return nil, nil
+	}
+	rep := &pilotage.Replaces{Rule: old.Name, ProgramRef: old.Ref, Principal: old.Principal, Input: paramsKey(old.Params), Enabled: old.Enabled}
+	if ar := e.sched.ruleByName(old.Name); ar != nil {
+		rep.RunsInProgress = ar.inProgress()
+	}
+	msg := "a rule named " + quote(name) + " is installed (program " + old.Ref + ", input " + string(rep.Input) + ", by " + old.Principal + ")"
+	if rep.RunsInProgress > 0 {
+		msg += "; replacing it would cancel its " + rules.Plural(rep.RunsInProgress, "run", "") + " in progress"
+	}
+	msg += ". Nothing was installed: send the same request with input.install.replace: true to replace it, or with input.install.rule set to another name to keep both"
+	step := pilotage.TraceStep{ID: "install", Input: map[string]any{"rule": name, "program_ref": programRef(c)}, Output: map[string]any{"replaces": rep},
+		Outcome: pilotage.Outcome{OK: false, Status: rules.StepFailed, Error: msg}}
+	return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: rules.StatusRuleExists, Error: msg}, Replaces: rep,
+		Trace: &pilotage.Trace{Level: pilotage.LevelFull, Steps: []pilotage.TraceStep{step}}}, nil
 }

@@ -216,7 +216,7 @@ func replacedWarnings(replaced bool, old storage.Rule, params json.RawMessage, c
 	if oldIn != newIn {
 		out = append(out, pilotage.Diagnostic{Code: rules.CodeReplacedRule, Severity: pilotage.SeverityWarning, Path: "",
 			Message: "this deploy replaced the installed rule " + quote(old.Name) + ", which ran with input " + oldIn + "; it now runs with " + newIn,
-			Hint:    "to keep both, deploy the program again with another name (a rule is named after its program)"})
+			Hint:    "to keep both, deploy the program again with input.install.rule set to another name"})
 	}
 	if cancelled > 0 {
 		out = append(out, pilotage.Diagnostic{Code: rules.CodeReplacedRule, Severity: pilotage.SeverityWarning, Path: "",

@@ -99,6 +99,19 @@ type Approval struct {
 	Next string `json:"next,omitempty"`
 }
 
+// Replaces names the installed rule a deploy would replace: an execute
+// answered rule_exists carries it, so the caller learns before anything
+// changes what replacing it would undo.
+type Replaces struct {
+	Rule       string          `json:"rule"`
+	ProgramRef string          `json:"program_ref"`
+	Principal  string          `json:"principal"`
+	Input      json.RawMessage `json:"input"`
+	Enabled    bool            `json:"enabled"`
+	// RunsInProgress are the rule's runs that replacing it now cancels.
+	RunsInProgress int `json:"runs_in_progress"`
+}
+
 // FiringInfo is one recent run of a rule.
 type FiringInfo struct {
 	RunID   string    `json:"run_id"`

@@ -199,8 +199,15 @@ func (denyLoader) Load(url string) (any, error) {
 }
 
 // ReservedInputMember is the execute input member that carries a test-run
-// scenario; it is never a param.
-const ReservedInputMember = "scenario"
+// scenario; InstallInputMember the one that names the rule a deploy
+// installs and whether it may replace one. Neither is ever a param.
+const (
+	ReservedInputMember = "scenario"
+	InstallInputMember  = "install"
+)
+
+// ValidName reports whether s may name a program or a rule.
+func ValidName(s string) bool { return nameRE.MatchString(s) }
 
 func (dc *decoder) params(v *jnode) json.RawMessage {
 	if v.kind != jObj {
@@ -214,6 +221,10 @@ func (dc *decoder) params(v *jnode) json.RawMessage {
 	if props := v.get("properties"); props != nil && props.kind == jObj {
 		if sc := props.get(ReservedInputMember); sc != nil {
 			dc.d.add(CodeBadParams, sc.ptr, "rename the parameter", "%q is reserved in execute input for test-run scenarios: a param may not be called so", ReservedInputMember)
+			return nil
+		}
+		if in := props.get(InstallInputMember); in != nil {
+			dc.d.add(CodeBadParams, in.ptr, "rename the parameter", "%q is reserved in execute input for the rule a deploy installs: a param may not be called so", InstallInputMember)
 			return nil
 		}
 	}

@@ -34,6 +34,7 @@ const (
 	StatusNotTriggered     = "not_triggered"
 	StatusAssumed          = "assumed"
 	StatusApprovalPending  = "approval_pending"
+	StatusRuleExists       = "rule_exists"
 )
 
 // RunStatuses is the one closed table of run-level statuses; the engine
@@ -60,6 +61,7 @@ var RunStatuses = []StatusInfo{
 	{StatusCancelled, false, "possible", "the run was cancelled: mode restart started a newer firing, or the rule was disabled or removed", "was cancelled"},
 	{StatusDenied, false, "no", "the caller may not do this: deploying needs a principal allowed to deploy; nothing was installed", "was refused: the caller may not do this"},
 	{StatusApprovalPending, false, "no", "the deploy's risk (destructive or openWorld by default, per the principal's policy) needs a human's approval outside the model; nothing was installed. The response's approval member gives its id, the web page where a human approves it (url) and expires_at; once approved, send the same request again to install it", "is waiting for a human's approval"},
+	{StatusRuleExists, false, "no", "the deploy would replace an installed rule of the same name that runs another program or another input, and did not ask to: nothing was installed. The response's replaces member names that rule (program_ref, input, who installed it) and its runs_in_progress, which replacing cancels; send the request again with input.install.replace: true to replace it, or input.install.rule: another name to keep both", "was refused: it would replace an installed rule"},
 	{StatusRunning, false, "possible", "a firing whose body has delays or waits is still running (fetch it again later); a crash turns it into interrupted", "is still running"},
 }
 

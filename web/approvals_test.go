@@ -23,7 +23,7 @@ func TestApprovalPages(t *testing.T) {
 	f := newFixture(t, append(testPrincipals(), kid))
 	kctx := engine.WithPrincipal(context.Background(), kid)
 	deploy := func(prog string) *engine.ExecuteResponse {
-		r, err := f.e.Execute(kctx, engine.ExecuteRequest{Program: json.RawMessage(prog)})
+		r, err := f.e.Execute(kctx, engine.ExecuteRequest{Program: json.RawMessage(prog), Input: json.RawMessage(`{"install":{"replace":true}}`)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,7 +49,8 @@ func TestApprovalPages(t *testing.T) {
 	oc.login(ownerTok)
 	code, body, _ = oc.get(page)
 	mustContain(t, "approval page", body, `id="approve"`, `id="decline"`, "unverified", "not verified facts", "front_lock.set",
-		"- ", "+ ", `id="diff"`, "UNLOCK", "Plan with the bound arguments")
+		"- ", "+ ", `id="diff"`, "UNLOCK", "Plan with the bound arguments",
+		"none of its runs is in progress now")
 	if code != http.StatusOK {
 		t.Fatalf("owner's view: %d", code)
 	}

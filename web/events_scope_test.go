@@ -3,6 +3,7 @@ package web
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net/http"
 	"regexp"
 	"strings"
@@ -87,9 +88,11 @@ func TestStreamFollowsRuleOwner(t *testing.T) {
 	until(t, tenantLines, `"rule":"hall-motion-light"`) // the tenant's own firing
 	f.motion(false)
 
-	f.deploy(owner, `{"name": "hall-motion-light",
+	if r, err := f.e.Execute(engine.WithPrincipal(context.Background(), owner), engine.ExecuteRequest{Program: json.RawMessage(`{"name": "hall-motion-light",
 	  "triggers": [{"id": "motion", "state": "hall_motion.occupancy", "to": true}],
-	  "steps": [{"id": "lock", "call": "front_lock.set", "args": {"state": "LOCK"}}]}`)
+	  "steps": [{"id": "lock", "call": "front_lock.set", "args": {"state": "LOCK"}}]}`), Input: json.RawMessage(`{"install":{"replace":true}}`)}); err != nil || !r.Outcome.OK {
+		t.Fatalf("replacing the tenant's rule: %v %+v", err, r)
+	}
 	f.motion(true)
 	until(t, ownerLines, `"status":"success"`) // the owner's firing of the replacement
 	if _, err := f.e.SetRuleEnabled(engine.WithPrincipal(context.Background(), owner), "hall-motion-light", false); err != nil {

@@ -95,7 +95,7 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 		}
 	}
 
-	a.mcp = mcpserver.New(a.eng, mcpserver.Options{Default: cfg.stdioPrincipal(), Logger: quietBelow(log, cfg.LogLevel, slog.LevelWarn).With("part", "mcp")})
+	a.mcp = mcpserver.New(a.eng, mcpserver.Options{Default: cfg.stdioPrincipal(), Logger: quietBelow(log, cfg.LogLevel, slog.LevelWarn).With("part", "mcp"), ApprovalPages: withHTTP})
 	if withHTTP {
 		if err := a.serveHTTP(); err != nil {
 			return a, err

@@ -142,7 +142,13 @@ func TestRiskGateOverMCP(t *testing.T) {
 	if _, err := g.eng.DecideApproval(g.as("owner"), idB, true, engine.ChannelCLI); err != nil {
 		t.Fatal(err)
 	}
-	if r := deployOf(t, guest, lockProgB); r["outcome"].(map[string]any)["ok"] != true {
+	// B would replace the installed A: it says so and installs nothing
+	// until asked to replace, and then uses its approval.
+	if r := deployOf(t, guest, lockProgB); r["outcome"].(map[string]any)["status"] != "rule_exists" {
+		t.Fatalf("B over the installed A: %s", js(r))
+	}
+	replaceB := map[string]any{"program": prog(t, lockProgB), "input": map[string]any{"install": map[string]any{"replace": true}}}
+	if r := execute(t, guest, replaceB); r["outcome"].(map[string]any)["ok"] != true || r["output"].(map[string]any)["replaced"] != true {
 		t.Fatalf("B after approval: %s", js(r))
 	}
 	if _, err := g.eng.DecideApproval(g.as("owner"), idB, true, engine.ChannelCLI); !errors.Is(err, engine.ErrApprovalClosed) {

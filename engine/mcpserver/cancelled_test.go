@@ -59,7 +59,15 @@ func TestCancelledRunsAreReported(t *testing.T) {
 	}
 
 	src := inProgress("replace-me", "living_plug")
-	dep := execute(t, c, map[string]any{"program": prog(t, strings.Replace(src, `"1h"`, `"2h"`, 1))})
+	changed := prog(t, strings.Replace(src, `"1h"`, `"2h"`, 1))
+	// Not asked to replace: it says beforehand what it would replace and
+	// cancel, and changes nothing.
+	dep := execute(t, c, map[string]any{"program": changed})
+	if rep, _ := dep["replaces"].(map[string]any); dep["outcome"].(map[string]any)["status"] != "rule_exists" || rep["rule"] != "replace-me" ||
+		rep["runs_in_progress"] != 1.0 || !strings.Contains(js(dep["outcome"]), "would cancel its 1 run in progress") {
+		t.Errorf("replace not asked for: %s", js(dep))
+	}
+	dep = execute(t, c, map[string]any{"program": changed, "input": map[string]any{"install": map[string]any{"replace": true}}})
 	if w := js(dep["output"].(map[string]any)["warnings"]); !strings.Contains(w, `"code":"replaced_rule"`) || !strings.Contains(w, "1 run of the replaced rule") {
 		t.Errorf("replace with a run in progress: warnings %s", w)
 	}
@@ -90,7 +98,7 @@ func TestIdenticalRedeployCancelsNothing(t *testing.T) {
 	}
 	// Validating a changed version says beforehand what deploying it
 	// would replace and cancel; the same version says nothing.
-	if v := validate(t, c, strings.Replace(src, `"1h"`, `"2h"`, 1)); !strings.Contains(js(v["diagnostics"]), "replaces the installed rule") ||
+	if v := validate(t, c, strings.Replace(src, `"1h"`, `"2h"`, 1)); !strings.Contains(js(v["diagnostics"]), "would replace it") ||
 		!strings.Contains(js(v["diagnostics"]), "1 run in progress now would be cancelled") {
 		t.Errorf("validate of a changed version: %s", js(v["diagnostics"]))
 	}

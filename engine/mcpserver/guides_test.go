@@ -224,6 +224,12 @@ func TestEveryGuideProgramThroughMCP(t *testing.T) {
 					deployInput = withoutScenario(r.input)
 				}
 			}
+			// Guide programs share names (variants of one rule): each
+			// replaces the one before, as a user trying them would ask.
+			if deployInput == nil {
+				deployInput = map[string]any{}
+			}
+			deployInput["install"] = map[string]any{"replace": true}
 			dep := call(t, c, "pilotage_execute", map[string]any{"program": prog(t, gp.src), "input": deployInput})
 			if oc := dep["outcome"].(map[string]any); oc["ok"] != true {
 				t.Errorf("%s: deploy: %v %v", gp.where, oc, dep["diagnostics"])

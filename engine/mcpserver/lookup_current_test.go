@@ -27,7 +27,7 @@ func TestGetAutomationByNameThroughMCP(t *testing.T) {
 		return out["entry"].(map[string]any)["id"].(string), out
 	}
 	ref1 := deployed(t, c, body("23:00"))
-	ref2 := deployed(t, c, body("23:30"))
+	ref2 := redeployed(t, c, body("23:30"))
 	if ref1 == ref2 || !strings.HasPrefix(ref1, "automation.porch-late@") {
 		t.Fatalf("refs %s, %s", ref1, ref2)
 	}
@@ -42,7 +42,7 @@ func TestGetAutomationByNameThroughMCP(t *testing.T) {
 	}
 	// Deploying the first body again installs its version: it is current,
 	// although ref2 was promoted later.
-	if again := deployed(t, c, body("23:00")); again != ref1 {
+	if again := redeployed(t, c, body("23:00")); again != ref1 {
 		t.Fatalf("the same body got a new ref: %s", again)
 	}
 	if got, _ := get("automation.porch-late"); got != ref1 {

@@ -38,7 +38,7 @@ var (
 	executeIn = `{"type":"object","required":["language"],"properties":{` + languageProp + `,
 "program":{"type":"object","description":"inline program (exactly one of program and program_ref)"},
 "program_ref":{"type":"string","description":"a promoted program's reference (an automation entry id)"},
-"input":{"type":"object","description":"the params object (a catalog param takes a catalog id, bound and checked here); with test_run, the reserved member scenario describes the simulation (closed-sets guide)"},
+"input":{"type":"object","description":"the params object (a catalog param takes a catalog id, bound and checked here); with test_run, the reserved member scenario describes the simulation; for a deploy, the reserved member install {rule?, replace?} names the rule to install and allows replacing an installed one (closed-sets guide)"},
 "context":{},
 "trace_level":{"type":"string","enum":["none","summary","full"]},
 "store":{"type":"boolean"},

@@ -30,6 +30,9 @@ type Options struct {
 	// in-process); nil = engine.Owner.
 	Default *engine.Principal
 	Logger  *slog.Logger
+	// ApprovalPages: the web UI serves the approval pages at the
+	// engine's WebURL, so URL-mode elicitation may send a person there.
+	ApprovalPages bool
 }
 
 // Server is the MCP server with its engine.
@@ -39,6 +42,8 @@ type Server struct {
 	def *engine.Principal
 	log *slog.Logger
 	lim rules.Limits // the engine's, request bounds defaulted
+	// pages: Options.ApprovalPages.
+	pages bool
 
 	sessions atomic.Pointer[sessionTable] // the HTTP endpoint's, once built
 }
@@ -61,7 +66,7 @@ func New(e *engine.Engine, o Options) *Server {
 		o.Logger = slog.Default()
 	}
 	settings := map[string]any{"version": pilotage.Version, "manifest": pilotage.ManifestURI, "discover": pilotage.ToolDiscover}
-	s := &Server{e: e, def: o.Default, log: o.Logger, lim: e.Config().Limits.WithDefaults()}
+	s := &Server{e: e, def: o.Default, log: o.Logger, lim: e.Config().Limits.WithDefaults(), pages: o.ApprovalPages}
 	s.MCP = server.NewMCPServer("pilothouse", engine.Version,
 		server.WithInstructions(Instructions),
 		server.WithToolCapabilities(false),

@@ -142,7 +142,22 @@ func prog(t *testing.T, src string) map[string]any {
 // succeeded.
 func deployed(t *testing.T, c *client.Client, src string) string {
 	t.Helper()
-	out, isErr := callTool(t, c, "pilotage_execute", map[string]any{"language": "automation/1", "program": prog(t, src)})
+	return deployedWith(t, c, src, nil)
+}
+
+// redeployed is deployed, replacing the installed rule of its name.
+func redeployed(t *testing.T, c *client.Client, src string) string {
+	t.Helper()
+	return deployedWith(t, c, src, map[string]any{"install": map[string]any{"replace": true}})
+}
+
+func deployedWith(t *testing.T, c *client.Client, src string, input map[string]any) string {
+	t.Helper()
+	args := map[string]any{"language": "automation/1", "program": prog(t, src)}
+	if input != nil {
+		args["input"] = input
+	}
+	out, isErr := callTool(t, c, "pilotage_execute", args)
 	oc, _ := out["outcome"].(map[string]any)
 	if isErr || oc["ok"] != true {
 		t.Fatalf("deploy: %v", out)
