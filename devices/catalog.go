@@ -195,6 +195,7 @@ func NewCatalog(o Options) *Catalog {
 		ids:     ids,
 		work:    newWorkBudget(),
 	}
+	c.notices.log = c.log
 	c.static = c.staticFilters()
 	c.topics.devices = o.Z2MBase + "/bridge/devices"
 	c.topics.event = o.Z2MBase + "/bridge/event"

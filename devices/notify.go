@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"strings"
@@ -208,6 +209,7 @@ type NotifyStats struct {
 type notifyCounters struct {
 	mu   sync.Mutex
 	byID map[string]*NotifyStats
+	log  *slog.Logger // a message given up on is logged (nil: not)
 }
 
 func (n *notifyCounters) record(id string, tries int, err error) {
@@ -230,6 +232,9 @@ func (n *notifyCounters) record(id string, tries int, err error) {
 	}
 	now := time.Now().UTC()
 	st.Failed++
+	if n.log != nil {
+		n.log.Warn("a notification was given up on", "channel", id, "err", err, "failed_total", st.Failed)
+	}
 	st.LastError, st.LastErrorAt = err.Error(), &now
 }
 
