@@ -85,6 +85,7 @@ func (at *armedTrigger) openHold(val, prev any, because string, deadline time.Ti
 	if d < 0 {
 		d = 0
 	}
+	at.left, at.entered = prev, val
 	at.hold = time.AfterFunc(d, func() {
 		at.mu.Lock()
 		at.hold = nil
@@ -92,8 +93,16 @@ func (at *armedTrigger) openHold(val, prev any, because string, deadline time.Ti
 		s.pend.send(pendingOp{p: storage.Pending{ID: at.holdID()}})
 		at.fire(val, prev, because)
 	})
-	state, _ := json.Marshal(map[string]any{"value": val})
+	state, _ := json.Marshal(heldState{Value: val, Left: prev})
 	s.pend.send(pendingOp{put: true, p: storage.Pending{ID: at.holdID(), Rule: at.r.name, Kind: "for", Deadline: deadline, State: state}})
+}
+
+// heldState is a window's persisted change: the value it entered and the
+// one it left (a trigger with from and no to holds until the state is back
+// in it).
+type heldState struct {
+	Value any `json:"value"`
+	Left  any `json:"left,omitempty"`
 }
 
 // closeHold cancels the window; at.mu is held. forget=false keeps the
@@ -118,20 +127,17 @@ func (at *armedTrigger) resumeHold() {
 	saved, hadSaved := s.savedHolds[at.holdID()] // s.mu is held (armLocked)
 	delete(s.savedHolds, at.holdID())
 	holds := false
-	var val any
+	var val, left any
 	if e.devs != nil {
 		if v, ok := at.current(); ok {
 			val = v
-			_, holds = at.t.Match(nil, v, false)
+			holds, left = at.holdsAtArming(v, saved, hadSaved)
 		} else if hadSaved {
 			// Not reported since the start yet: the first value (a
 			// baseline, see baseline.go) decides.
 			s.savedHolds[at.holdID()] = saved
 			return
 		}
-	}
-	if k := at.t.Kind(); (k == rules.TriggerState || k == rules.TriggerAvailable) && !at.t.Targets() {
-		holds = false // "any change" has nothing to hold
 	}
 	at.mu.Lock()
 	defer at.mu.Unlock()
@@ -150,7 +156,24 @@ func (at *armedTrigger) resumeHold() {
 		deadline = saved.Deadline
 		because = fmt.Sprintf("%s held %s since before the restart (window due %s)", at.t.Entity(), compact(val), deadline.Format(time.RFC3339))
 	}
-	at.openHold(val, nil, because, deadline)
+	at.openHold(val, left, because, deadline)
+}
+
+// holdsAtArming reports whether the value v opens (or keeps) the trigger's
+// window as it is armed, and the value that window left. A window
+// persisted before a restart stays while the trigger Keeps it; otherwise
+// v must be one the trigger targets ("any change" and from alone have
+// nothing to hold).
+func (at *armedTrigger) holdsAtArming(v any, saved storage.Pending, hadSaved bool) (bool, any) {
+	var st heldState
+	if hadSaved && json.Unmarshal(saved.State, &st) == nil {
+		return at.t.Keeps(st.Left, st.Value, v), st.Left
+	}
+	if k := at.t.Kind(); (k == rules.TriggerState || k == rules.TriggerAvailable) && !at.t.Targets() {
+		return false, nil
+	}
+	_, holds := at.t.Match(nil, v, false)
+	return holds, nil
 }
 
 // dropSavedHold forgets a window persisted before the start whose state

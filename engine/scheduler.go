@@ -81,6 +81,9 @@ type armedTrigger struct {
 	self [1]*armedTrigger  // {itself}: the index entry of an entity only it watches
 	mu   sync.Mutex
 	hold *time.Timer // pending "for" window
+	// The change that opened hold: the value it left and the one it
+	// entered (rules.RunTrigger.Keeps decides whether the window stays).
+	left, entered any
 
 	// Guarded by the scheduler's mu while armed:
 	cronID cron.EntryID  // its cron entry (cron and time triggers; 0 = none)
@@ -378,7 +381,7 @@ func (s *scheduler) onChange(ch devices.Change) {
 // restored: ch.Prev is the value recorded before the start.
 func (at *armedTrigger) observe(ch devices.Change, restored bool) {
 	t := at.t
-	matched, holds := t.Match(ch.Prev, ch.Value, ch.Kind == devices.ChangeEvent)
+	matched, _ := t.Match(ch.Prev, ch.Value, ch.Kind == devices.ChangeEvent)
 	if t.For() <= 0 {
 		if matched {
 			at.fire(ch.Value, ch.Prev, at.describe(ch, restored))
@@ -387,7 +390,7 @@ func (at *armedTrigger) observe(ch devices.Change, restored bool) {
 	}
 	at.mu.Lock()
 	defer at.mu.Unlock()
-	if !holds && at.hold != nil {
+	if at.hold != nil && !t.Keeps(at.left, at.entered, ch.Value) {
 		at.closeHold(true)
 	}
 	if matched && at.hold == nil {

@@ -1,0 +1,83 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/internal/testutil"
+	"github.com/pilothouse/pilothouse/rules"
+)
+
+// Keys that Home Assistant users port with the meaning they have there.
+
+// TestQueuedMaxCountsTheRunningFiring: a queued rule's max counts the
+// running firing and the waiting ones, as Home Assistant's does: with max 2,
+// a third press while one runs and one waits is skipped.
+func TestQueuedMaxCountsTheRunningFiring(t *testing.T) {
+	h := newHouse(t, Config{})
+	h.deploy(`{"name":"queued-two","mode":"queued","max":2,
+	 "triggers":[{"id":"press","event":"bedroom_remote.action","value":"on"}],
+	 "steps":[{"id":"on","call":"porch_light.set","args":{"state":"ON"}},{"id":"hold","delay":"1s"}]}`)
+	ar := h.eng.sched.ruleByName("queued-two")
+	waiting := func() int {
+		ar.mu.Lock()
+		defer ar.mu.Unlock()
+		return len(ar.queue)
+	}
+	press := func() {
+		if err := h.sim.Press(context.Background(), "on"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	press()
+	testutil.Eventually(t, 10*time.Second, "the first firing to run", func() bool { return len(h.firings("queued-two")) > 0 })
+	press()
+	testutil.Eventually(t, 10*time.Second, "the second firing to wait", func() bool { return waiting() == 1 })
+	press()
+	testutil.Eventually(t, 15*time.Second, "three firings recorded", func() bool { return len(h.firings("queued-two")) == 3 })
+	testutil.Eventually(t, 15*time.Second, "the firings to end", func() bool {
+		for _, r := range h.firings("queued-two") {
+			if r.Status == "running" {
+				return false
+			}
+		}
+		return true
+	})
+	got := map[string]int{}
+	for _, r := range h.firings("queued-two") {
+		got[r.Status]++
+	}
+	if got[rules.StatusSuccess] != 2 || got[rules.StatusSkipped] != 1 {
+		t.Fatalf("statuses %v, want 2 success and 1 skipped (max 2 counts the running firing)", got)
+	}
+}
+
+// TestFromForMeansNotBackIn: a trigger with from and for but no to holds
+// until the state is back in the value it left, as Home Assistant's: a
+// third value does not end the window, a return does.
+func TestFromForMeansNotBackIn(t *testing.T) {
+	h := newHouse(t, Config{Approval: noApproval})
+	notes := h.watch("pilothouse/notify/phone")
+	h.set("living_thermostat", "system_mode", "heat")
+	const hold = 2 * time.Second
+	h.deploy(`{"name":"left-heat","triggers":[{"id":"left","state":"living_thermostat.system_mode","from":"heat","for":"2s"}],
+	 "steps":[{"id":"tell","call":"notify.phone","args":{"message":"{{ trigger.from }} to {{ trigger.value }}"}}]}`)
+	h.set("living_thermostat", "system_mode", "auto") // opens a window
+	h.set("living_thermostat", "system_mode", "heat") // back in heat: ends it
+	h.set("living_thermostat", "system_mode", "off")  // opens a new one
+	h.set("living_thermostat", "system_mode", "auto") // a third value: keeps it
+	last := time.Now()
+	testutil.Eventually(t, 10*time.Second, "the notification", func() bool { return notes.count() > 0 })
+	if got := notes.last()["message"]; got != "heat to off" {
+		t.Fatalf("message %q, want the window opened by heat to off", got)
+	}
+	// A deadline, not a synchronisation: any other window would be due.
+	testutil.Eventually(t, 10*time.Second, "every window to be due", func() bool { return time.Since(last) > hold+time.Second })
+	h.eng.Flush()
+	if n := notes.count(); n != 1 {
+		b, _ := json.Marshal(h.firings("left-heat"))
+		t.Fatalf("%d notifications, want 1: %s", n, b)
+	}
+}
