@@ -81,3 +81,25 @@ func TestFromForMeansNotBackIn(t *testing.T) {
 		t.Fatalf("%d notifications, want 1: %s", n, b)
 	}
 }
+
+// TestFromForWindowSurvivesRestart: a from-and-for window open at a
+// restart resumes with the value it left, so it still fires (it was
+// dropped: without to there was nothing to hold).
+func TestFromForWindowSurvivesRestart(t *testing.T) {
+	h := newHouse(t, Config{Approval: noApproval})
+	notes := h.watch("pilothouse/notify/phone")
+	h.set("living_thermostat", "system_mode", "heat")
+	h.deploy(`{"name":"left-heat","triggers":[{"id":"left","state":"living_thermostat.system_mode","from":"heat","for":"1500ms"}],
+	 "steps":[{"id":"tell","call":"notify.phone","args":{"message":"{{ trigger.from }} to {{ trigger.value }}"}}]}`)
+	h.set("living_thermostat", "system_mode", "auto")
+	testutil.Eventually(t, 10*time.Second, "the persisted window", func() bool {
+		p, err := h.store.ListPending(context.Background(), "left-heat")
+		return err == nil && len(p) == 1
+	})
+	h.stop()
+	h.start()
+	testutil.Eventually(t, 10*time.Second, "the notification after the restart", func() bool { return notes.count() > 0 })
+	if got := notes.last()["message"]; got != "heat to auto" {
+		t.Fatalf("message %q, want heat to auto", got)
+	}
+}
