@@ -3,6 +3,8 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -101,5 +103,34 @@ func TestFromForWindowSurvivesRestart(t *testing.T) {
 	testutil.Eventually(t, 10*time.Second, "the notification after the restart", func() bool { return notes.count() > 0 })
 	if got := notes.last()["message"]; got != "heat to auto" {
 		t.Fatalf("message %q, want heat to auto", got)
+	}
+}
+
+// TestFromForWindowSurvivesAChangeWhileDown: the state moved to a third
+// value while the process was down; the window, which waits for the state
+// to be back in the value it left, still fires after the restart, whether
+// the engine or the catalog starts first.
+func TestFromForWindowSurvivesAChangeWhileDown(t *testing.T) {
+	for i, catalogFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("catalog first %v", catalogFirst), func(t *testing.T) {
+			h := newHouse(t, Config{})
+			h.set("living_thermostat", "system_mode", "heat")
+			h.deploy(`{"name":"left-heat","triggers":[{"id":"left","state":"living_thermostat.system_mode","from":"heat","for":"2s"}],
+			 "steps":[{"id":"note","set":{"seen":"{{ trigger.from }} to {{ trigger.value }}"}}]}`)
+			h.set("living_thermostat", "system_mode", "auto")
+			testutil.Eventually(t, 10*time.Second, "the persisted window", func() bool {
+				p, err := h.store.ListPending(context.Background(), "left-heat")
+				return err == nil && len(p) == 1
+			})
+			h.restartProcess(10+i, func() {
+				if err := h.sim.Trigger(context.Background(), "living_thermostat", map[string]any{"system_mode": "off"}); err != nil {
+					t.Fatal(err)
+				}
+			}, catalogFirst)
+			testutil.Eventually(t, 10*time.Second, "the firing after the restart", func() bool { return len(h.firings("left-heat")) > 0 })
+			if run := h.firings("left-heat")[0]; !strings.Contains(string(run.Envelope), "heat to auto") {
+				t.Fatalf("firing: %s", run.Envelope)
+			}
+		})
 	}
 }

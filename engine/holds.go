@@ -130,8 +130,7 @@ func (at *armedTrigger) resumeHold() {
 	var val, left any
 	if e.devs != nil {
 		if v, ok := at.current(); ok {
-			val = v
-			holds, left = at.holdsAtArming(v, saved, hadSaved)
+			holds, val, left = at.holdsAtArming(v, saved, hadSaved)
 		} else if hadSaved {
 			// Not reported since the start yet: the first value (a
 			// baseline, see baseline.go) decides.
@@ -154,35 +153,48 @@ func (at *armedTrigger) resumeHold() {
 	because := fmt.Sprintf("%s was %s when the rule was armed and held for %s", at.t.Entity(), compact(val), at.t.For())
 	if hadSaved {
 		deadline = saved.Deadline
-		because = fmt.Sprintf("%s held %s since before the restart (window due %s)", at.t.Entity(), compact(val), deadline.Format(time.RFC3339))
+		because = fmt.Sprintf("%s changed to %s before the restart and the window held (due %s)", at.t.Entity(), compact(val), deadline.Format(time.RFC3339))
 	}
 	at.openHold(val, left, because, deadline)
 }
 
 // holdsAtArming reports whether the value v opens (or keeps) the trigger's
-// window as it is armed, and the value that window left. A window
-// persisted before a restart stays while the trigger Keeps it; otherwise
-// v must be one the trigger targets ("any change" and from alone have
-// nothing to hold).
-func (at *armedTrigger) holdsAtArming(v any, saved storage.Pending, hadSaved bool) (bool, any) {
+// window as it is armed, and the change of that window: the value it
+// entered and the one it left. A window persisted before a restart stays
+// while the trigger Keeps it, with its own change; otherwise v must be one
+// the trigger targets ("any change" and from alone have nothing to hold).
+func (at *armedTrigger) holdsAtArming(v any, saved storage.Pending, hadSaved bool) (holds bool, entered, left any) {
 	var st heldState
 	if hadSaved && json.Unmarshal(saved.State, &st) == nil {
-		return at.t.Keeps(st.Left, st.Value, v), st.Left
+		return at.t.Keeps(st.Left, st.Value, v), st.Value, st.Left
 	}
 	if k := at.t.Kind(); (k == rules.TriggerState || k == rules.TriggerAvailable) && !at.t.Targets() {
-		return false, nil
+		return false, v, nil
 	}
-	_, holds := at.t.Match(nil, v, false)
-	return holds, nil
+	_, holds = at.t.Match(nil, v, false)
+	return holds, v, nil
 }
 
-// dropSavedHold forgets a window persisted before the start whose state
-// changed while the server was down; s.mu is held.
-func (at *armedTrigger) dropSavedHold() {
+// keepOrDropSavedHold settles a window persisted before the start whose
+// state changed to v while the server was down: it resumes when the
+// trigger keeps it through v (from without to: v is not the value it
+// left), else it is forgotten; s.mu is held.
+func (at *armedTrigger) keepOrDropSavedHold(v any) {
 	s := at.r.s
-	if _, ok := s.savedHolds[at.holdID()]; !ok {
+	saved, ok := s.savedHolds[at.holdID()]
+	if !ok {
 		return
 	}
 	delete(s.savedHolds, at.holdID())
-	s.pend.send(pendingOp{p: storage.Pending{ID: at.holdID()}})
+	var st heldState
+	if json.Unmarshal(saved.State, &st) != nil || !at.t.Keeps(st.Left, st.Value, v) {
+		s.pend.send(pendingOp{p: storage.Pending{ID: at.holdID()}})
+		return
+	}
+	at.mu.Lock()
+	defer at.mu.Unlock()
+	if at.hold == nil {
+		because := fmt.Sprintf("%s changed to %s before the restart and the window held (due %s)", at.t.Entity(), compact(st.Value), saved.Deadline.Format(time.RFC3339))
+		at.openHold(st.Value, st.Left, because, saved.Deadline)
+	}
 }
