@@ -78,6 +78,15 @@ func (at *armedTrigger) holdID() string {
 	return at.r.name + "/" + at.t.ID()
 }
 
+// heldWindow is an open "for" window: its timer and the change that
+// opened it, the value it left and the one it entered
+// (rules.RunTrigger.Keeps decides whether the window stays). It is made
+// when a window opens, so an idle trigger keeps only a nil pointer.
+type heldWindow struct {
+	timer         *time.Timer
+	left, entered any
+}
+
 // openHold starts the window; at.mu is held.
 func (at *armedTrigger) openHold(val, prev any, because string, deadline time.Time) {
 	s := at.r.s
@@ -85,9 +94,15 @@ func (at *armedTrigger) openHold(val, prev any, because string, deadline time.Ti
 	if d < 0 {
 		d = 0
 	}
-	at.left, at.entered = prev, val
-	at.hold = time.AfterFunc(d, func() {
+	w := &heldWindow{left: prev, entered: val}
+	at.hold = w
+	w.timer = time.AfterFunc(d, func() {
 		at.mu.Lock()
+		if at.hold != w {
+			// Closed while this call waited for the lock: Stop came too late.
+			at.mu.Unlock()
+			return
+		}
 		at.hold = nil
 		at.mu.Unlock()
 		s.pend.send(pendingOp{p: storage.Pending{ID: at.holdID()}})
@@ -109,7 +124,7 @@ type heldState struct {
 // persisted deadline (server shutdown: the window resumes at the next start).
 func (at *armedTrigger) closeHold(forget bool) {
 	if at.hold != nil {
-		at.hold.Stop()
+		at.hold.timer.Stop()
 		at.hold = nil
 	}
 	if forget {

@@ -80,10 +80,7 @@ type armedTrigger struct {
 	t    *rules.RunTrigger // in the rule's run form
 	self [1]*armedTrigger  // {itself}: the index entry of an entity only it watches
 	mu   sync.Mutex
-	hold *time.Timer // pending "for" window
-	// The change that opened hold: the value it left and the one it
-	// entered (rules.RunTrigger.Keeps decides whether the window stays).
-	left, entered any
+	hold *heldWindow // pending "for" window
 
 	// Guarded by the scheduler's mu while armed:
 	cronID cron.EntryID  // its cron entry (cron and time triggers; 0 = none)
@@ -390,7 +387,7 @@ func (at *armedTrigger) observe(ch devices.Change, restored bool) {
 	}
 	at.mu.Lock()
 	defer at.mu.Unlock()
-	if at.hold != nil && !t.Keeps(at.left, at.entered, ch.Value) {
+	if w := at.hold; w != nil && !t.Keeps(w.left, w.entered, ch.Value) {
 		at.closeHold(true)
 	}
 	if matched && at.hold == nil {
