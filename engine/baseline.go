@@ -129,7 +129,7 @@ func (s *scheduler) applyBaseline(ch *devices.Change, b baseline, ats []*armedTr
 		switch {
 		case at.t.For() <= 0 || at.t.Kind() == rules.TriggerEvent || !at.r.enabled:
 		case changed:
-			at.dropSavedHold()
+			at.keepOrDropSavedHold(ch.Value)
 		default:
 			at.resumeHold()
 		}

@@ -38,9 +38,11 @@ func (at *armedTrigger) fire(value, prev any, because string) {
 		}
 	case rules.ModeQueued:
 		if len(ar.running) > 0 {
-			if len(ar.queue) >= max {
+			// max counts the running firing and the waiting ones, as in
+			// Home Assistant, so a ported max means the same.
+			if len(ar.running)+len(ar.queue) >= max {
 				ar.mu.Unlock()
-				ar.recordSkipped(tf, "queue full (max "+itoa(max)+")")
+				ar.recordSkipped(tf, "queue full (max "+itoa(max)+" running or waiting)")
 				return
 			}
 			ar.queue = append(ar.queue, tf)

@@ -78,6 +78,15 @@ func (at *armedTrigger) holdID() string {
 	return at.r.name + "/" + at.t.ID()
 }
 
+// heldWindow is an open "for" window: its timer and the change that
+// opened it, the value it left and the one it entered
+// (rules.RunTrigger.Keeps decides whether the window stays). It is made
+// when a window opens, so an idle trigger keeps only a nil pointer.
+type heldWindow struct {
+	timer         *time.Timer
+	left, entered any
+}
+
 // openHold starts the window; at.mu is held.
 func (at *armedTrigger) openHold(val, prev any, because string, deadline time.Time) {
 	s := at.r.s
@@ -85,22 +94,37 @@ func (at *armedTrigger) openHold(val, prev any, because string, deadline time.Ti
 	if d < 0 {
 		d = 0
 	}
-	at.hold = time.AfterFunc(d, func() {
+	w := &heldWindow{left: prev, entered: val}
+	at.hold = w
+	w.timer = time.AfterFunc(d, func() {
 		at.mu.Lock()
+		if at.hold != w {
+			// Closed while this call waited for the lock: Stop came too late.
+			at.mu.Unlock()
+			return
+		}
 		at.hold = nil
 		at.mu.Unlock()
 		s.pend.send(pendingOp{p: storage.Pending{ID: at.holdID()}})
 		at.fire(val, prev, because)
 	})
-	state, _ := json.Marshal(map[string]any{"value": val})
+	state, _ := json.Marshal(heldState{Value: val, Left: prev})
 	s.pend.send(pendingOp{put: true, p: storage.Pending{ID: at.holdID(), Rule: at.r.name, Kind: "for", Deadline: deadline, State: state}})
+}
+
+// heldState is a window's persisted change: the value it entered and the
+// one it left (a trigger with from and no to holds until the state is back
+// in it).
+type heldState struct {
+	Value any `json:"value"`
+	Left  any `json:"left,omitempty"`
 }
 
 // closeHold cancels the window; at.mu is held. forget=false keeps the
 // persisted deadline (server shutdown: the window resumes at the next start).
 func (at *armedTrigger) closeHold(forget bool) {
 	if at.hold != nil {
-		at.hold.Stop()
+		at.hold.timer.Stop()
 		at.hold = nil
 	}
 	if forget {
@@ -118,20 +142,16 @@ func (at *armedTrigger) resumeHold() {
 	saved, hadSaved := s.savedHolds[at.holdID()] // s.mu is held (armLocked)
 	delete(s.savedHolds, at.holdID())
 	holds := false
-	var val any
+	var val, left any
 	if e.devs != nil {
 		if v, ok := at.current(); ok {
-			val = v
-			_, holds = at.t.Match(nil, v, false)
+			holds, val, left = at.holdsAtArming(v, saved, hadSaved)
 		} else if hadSaved {
 			// Not reported since the start yet: the first value (a
 			// baseline, see baseline.go) decides.
 			s.savedHolds[at.holdID()] = saved
 			return
 		}
-	}
-	if k := at.t.Kind(); (k == rules.TriggerState || k == rules.TriggerAvailable) && !at.t.Targets() {
-		holds = false // "any change" has nothing to hold
 	}
 	at.mu.Lock()
 	defer at.mu.Unlock()
@@ -148,18 +168,48 @@ func (at *armedTrigger) resumeHold() {
 	because := fmt.Sprintf("%s was %s when the rule was armed and held for %s", at.t.Entity(), compact(val), at.t.For())
 	if hadSaved {
 		deadline = saved.Deadline
-		because = fmt.Sprintf("%s held %s since before the restart (window due %s)", at.t.Entity(), compact(val), deadline.Format(time.RFC3339))
+		because = fmt.Sprintf("%s changed to %s before the restart and the window held (due %s)", at.t.Entity(), compact(val), deadline.Format(time.RFC3339))
 	}
-	at.openHold(val, nil, because, deadline)
+	at.openHold(val, left, because, deadline)
 }
 
-// dropSavedHold forgets a window persisted before the start whose state
-// changed while the server was down; s.mu is held.
-func (at *armedTrigger) dropSavedHold() {
+// holdsAtArming reports whether the value v opens (or keeps) the trigger's
+// window as it is armed, and the change of that window: the value it
+// entered and the one it left. A window persisted before a restart stays
+// while the trigger Keeps it, with its own change; otherwise v must be one
+// the trigger targets ("any change" and from alone have nothing to hold).
+func (at *armedTrigger) holdsAtArming(v any, saved storage.Pending, hadSaved bool) (holds bool, entered, left any) {
+	var st heldState
+	if hadSaved && json.Unmarshal(saved.State, &st) == nil {
+		return at.t.Keeps(st.Left, st.Value, v), st.Value, st.Left
+	}
+	if k := at.t.Kind(); (k == rules.TriggerState || k == rules.TriggerAvailable) && !at.t.Targets() {
+		return false, v, nil
+	}
+	_, holds = at.t.Match(nil, v, false)
+	return holds, v, nil
+}
+
+// keepOrDropSavedHold settles a window persisted before the start whose
+// state changed to v while the server was down: it resumes when the
+// trigger keeps it through v (from without to: v is not the value it
+// left), else it is forgotten; s.mu is held.
+func (at *armedTrigger) keepOrDropSavedHold(v any) {
 	s := at.r.s
-	if _, ok := s.savedHolds[at.holdID()]; !ok {
+	saved, ok := s.savedHolds[at.holdID()]
+	if !ok {
 		return
 	}
 	delete(s.savedHolds, at.holdID())
-	s.pend.send(pendingOp{p: storage.Pending{ID: at.holdID()}})
+	var st heldState
+	if json.Unmarshal(saved.State, &st) != nil || !at.t.Keeps(st.Left, st.Value, v) {
+		s.pend.send(pendingOp{p: storage.Pending{ID: at.holdID()}})
+		return
+	}
+	at.mu.Lock()
+	defer at.mu.Unlock()
+	if at.hold == nil {
+		because := fmt.Sprintf("%s changed to %s before the restart and the window held (due %s)", at.t.Entity(), compact(st.Value), saved.Deadline.Format(time.RFC3339))
+		at.openHold(st.Value, st.Left, because, saved.Deadline)
+	}
 }

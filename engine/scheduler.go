@@ -80,7 +80,7 @@ type armedTrigger struct {
 	t    *rules.RunTrigger // in the rule's run form
 	self [1]*armedTrigger  // {itself}: the index entry of an entity only it watches
 	mu   sync.Mutex
-	hold *time.Timer // pending "for" window
+	hold *heldWindow // pending "for" window
 
 	// Guarded by the scheduler's mu while armed:
 	cronID cron.EntryID  // its cron entry (cron and time triggers; 0 = none)
@@ -378,7 +378,7 @@ func (s *scheduler) onChange(ch devices.Change) {
 // restored: ch.Prev is the value recorded before the start.
 func (at *armedTrigger) observe(ch devices.Change, restored bool) {
 	t := at.t
-	matched, holds := t.Match(ch.Prev, ch.Value, ch.Kind == devices.ChangeEvent)
+	matched, _ := t.Match(ch.Prev, ch.Value, ch.Kind == devices.ChangeEvent)
 	if t.For() <= 0 {
 		if matched {
 			at.fire(ch.Value, ch.Prev, at.describe(ch, restored))
@@ -387,7 +387,7 @@ func (at *armedTrigger) observe(ch devices.Change, restored bool) {
 	}
 	at.mu.Lock()
 	defer at.mu.Unlock()
-	if !holds && at.hold != nil {
+	if w := at.hold; w != nil && !t.Keeps(w.left, w.entered, ch.Value) {
 		at.closeHold(true)
 	}
 	if matched && at.hold == nil {

@@ -10,7 +10,7 @@ import (
 
 func TestGuidesIndex(t *testing.T) {
 	gs := Guides()
-	wantIDs := []string{"core", "closed-sets", "triggers", "steps", "expressions", "test-runs", "cookbook"}
+	wantIDs := []string{"core", "closed-sets", "triggers", "steps", "expressions", "test-runs", "porting", "cookbook"}
 	if len(gs) != len(wantIDs) {
 		t.Fatalf("%d guides, want %d", len(gs), len(wantIDs))
 	}

@@ -39,6 +39,26 @@ func (t *RunTrigger) Match(prev, cur any, isEvent bool) (matched, holds bool) {
 	}
 }
 
+// Keeps reports whether a "for" window that a change from left to entered
+// opened stays open now that the value is cur. As Home Assistant's: a
+// numeric trigger's while the value stays in range; a state trigger with
+// from and no to while the value is not back in the value it left (a third
+// value keeps it open); any other while the value is still the one it
+// entered (another value, even one more of to's list, ends it).
+func (t *RunTrigger) Keeps(left, entered, cur any) bool {
+	switch t.Kind() {
+	case TriggerNumeric:
+		_, in := t.Match(nil, cur, false)
+		return in
+	case TriggerEvent:
+		return false
+	}
+	if t.fromSet && !t.toSet {
+		return !SameValue(cur, left)
+	}
+	return SameValue(cur, entered)
+}
+
 // Targets reports whether a state trigger names the values it fires into
 // (to or not_to): only then can its value be held for "for".
 func (t *RunTrigger) Targets() bool {

@@ -48,6 +48,40 @@ func TestMatchTrigger(t *testing.T) {
 	}
 }
 
+// TestKeeps: a held window stays open as Home Assistant's does.
+func TestKeeps(t *testing.T) {
+	v := func(x any) Value { return Value{Set: true, V: x} }
+	cases := []struct {
+		name               string
+		trig               Trigger
+		left, entered, cur any
+		keeps              bool
+	}{
+		{"from alone: a third value", Trigger{Kind: TriggerState, From: v("heat")}, "heat", "auto", "off", true},
+		{"from alone: back in from", Trigger{Kind: TriggerState, From: v("heat")}, "heat", "auto", "heat", false},
+		{"from list: back in the value left", Trigger{Kind: TriggerState, From: v([]any{"heat", "off"})}, "heat", "auto", "heat", false},
+		{"from list: another from value", Trigger{Kind: TriggerState, From: v([]any{"heat", "off"})}, "heat", "auto", "off", true},
+		{"from and not_to: a third value", Trigger{Kind: TriggerState, From: v("heat"), NotTo: v("off")}, "heat", "auto", "off", true},
+		{"to: still entered", Trigger{Kind: TriggerState, To: v("auto")}, "heat", "auto", "auto", true},
+		{"to list: another listed value", Trigger{Kind: TriggerState, To: v([]any{"auto", "off"})}, "heat", "auto", "off", false},
+		{"from and to: a third value", Trigger{Kind: TriggerState, From: v("heat"), To: v("auto")}, "heat", "auto", "off", false},
+		{"not_to: another allowed value", Trigger{Kind: TriggerState, NotTo: v("off")}, "off", "heat", "auto", false},
+		{"any change: a change", Trigger{Kind: TriggerState}, "off", "heat", "auto", false},
+		{"numbers by value", Trigger{Kind: TriggerState, To: v(1.0)}, 0, 1, "1", true},
+		{"numeric: still in range", Trigger{Kind: TriggerNumeric, Below: f(5)}, 7.0, 3.0, 4.0, true},
+		{"numeric: left the range", Trigger{Kind: TriggerNumeric, Below: f(5)}, 7.0, 3.0, 6.0, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := &interner{entry: func(string) *pilotage.Entry { return nil }}
+			rt := in.trigger(&tc.trig)
+			if got := rt.Keeps(tc.left, tc.entered, tc.cur); got != tc.keeps {
+				t.Fatalf("Keeps(%v, %v, %v) = %v, want %v", tc.left, tc.entered, tc.cur, got, tc.keeps)
+			}
+		})
+	}
+}
+
 func TestTimeOfDaySpec(t *testing.T) {
 	for in, want := range map[string]string{"07:30": "0 30 7 * * *", "00:00": "0 0 0 * * *", "23:05:09": "9 5 23 * * *", "18:00:00": "0 0 18 * * *"} {
 		if got := timeOfDaySpec(in); got != want {

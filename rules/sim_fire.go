@@ -186,8 +186,8 @@ func crossMiss(t *RunTrigger, fire *TriggerFire) string {
 }
 
 // holdFire runs a held trigger's window through the timeline: the
-// activation opens it at the start; a change that leaves the trigger's
-// condition closes it, a change that matches again opens a new one. The
+// activation opens it at the start; a change the trigger does not keep it
+// through (Keeps) closes it, a change that matches again opens a new one. The
 // trigger fires when a window has lasted its hold.
 func (w *SimWorld) holdFire(t *RunTrigger, fire *TriggerFire) {
 	start := w.Now()
@@ -207,8 +207,8 @@ func (w *SimWorld) holdFire(t *RunTrigger, fire *TriggerFire) {
 		if SameValue(cur, last) {
 			continue
 		}
-		matched, holds := t.Match(last, cur, false)
-		if !opened.IsZero() && !holds {
+		matched, _ := t.Match(last, cur, false)
+		if !opened.IsZero() && !t.Keeps(prev, value, cur) {
 			broke = fmt.Sprintf("%s changed to %s at %s, before %s had passed", t.entity, formatReason(cur), offsetText(next.Sub(start)), shortDuration(t.hold))
 			opened = time.Time{}
 		}
