@@ -281,7 +281,7 @@ func (h *parityHouse) do(t *testing.T, a haAct, src string) {
 	case a.redeploy != "":
 		p := prog(t, a.redeploy)
 		p["name"] = prog(t, src)["name"]
-		deployed(t, h.c, js(p))
+		redeployed(t, h.c, js(p)) // a changed program replaces only when asked
 	case a.clock != "":
 		at, err := time.Parse(time.RFC3339, a.clock)
 		if err != nil {
