@@ -117,6 +117,8 @@ type Engine struct {
 	deniedMu       sync.Mutex    // counting and storing a refusal (storeRefusable)
 	deniedUnstored atomic.Uint64 // refusals not stored over the per-principal bound
 
+	up uptime // when the server ran (charts' gaps)
+
 	hubMu  sync.Mutex
 	subs   map[chan Event]struct{}
 	cancel context.CancelFunc
@@ -182,6 +184,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		defer e.wg.Done()
 		e.purgeLoop(ctx)
 	}()
+	e.startUptime(ctx)
 	if e.hist != nil {
 		e.hist.start(ctx) // after the scheduler: its subscriber runs first
 	}
