@@ -116,7 +116,7 @@ func readsInto(m map[string]any, x *Expr, env *Env, w World) map[string]any {
 			m[omittedKey] = "more values were read than a trace entry records"
 			return
 		}
-		m[k] = truncateOutput(jsonSafe(v()))
+		m[k] = cutRead(v())
 	}
 	for _, ref := range x.Refs {
 		add(ref.Fn+"('"+ref.ID+"')", func() any { return readRef(w, ref) })
@@ -132,6 +132,19 @@ func readsInto(m map[string]any, x *Expr, env *Env, w World) map[string]any {
 		m[omittedKey] = fmt.Sprintf("%d more paths are read but not recorded", x.omitted)
 	}
 	return m
+}
+
+// cutRead is a read value as the trace keeps it: a copy (the run's maps
+// change later), cut like a summary output; a short scalar as it is,
+// without encoding it (conditions run on every firing).
+func cutRead(v any) any {
+	if s, ok := v.(string); ok && len(s) <= TruncatePreview {
+		return s
+	}
+	if _, ok := v.(string); !ok && safeScalar(v) {
+		return v
+	}
+	return truncateOutput(jsonSafe(v))
 }
 
 // omittedKey names the note of what an entry's reads leave out.
