@@ -111,7 +111,7 @@ func dragZoom(t *testing.T, ctx context.Context) {
 		chromedp.MouseEvent(chromedp.MouseMoved, (x1+x2)/2, y, chromedp.ButtonLeft),
 		chromedp.MouseEvent(chromedp.MouseMoved, x2, y, chromedp.ButtonLeft),
 		chromedp.MouseEvent(chromedp.MouseReleased, x2, y, chromedp.ButtonLeft, chromedp.ClickCount(1)))
-	waitJS(t, ctx, "the zoomed page", `location.href !== `+strconvQuote(before)+` && location.search.includes('from=') && document.body.getAttribute('data-charts')`)
+	waitJS(t, ctx, "the zoomed page", `location.href !== `+strconvQuote(before)+` && location.search.includes('from=') && document.readyState === 'complete' && document.body && document.body.getAttribute('data-charts')`)
 	if !eval[bool](t, ctx, `document.querySelector('.rangeform .sub').textContent.includes('Custom range')`) {
 		t.Errorf("after a drag: not a custom range: %s", eval[string](t, ctx, `location.href`))
 	}
