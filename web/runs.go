@@ -119,6 +119,7 @@ type runData struct {
 	// Heading names the run's kind; Trigger and Because say what fired.
 	Heading, Trigger, Because string
 	Older, Newer              *runNeighbour // the rule's runs around this one
+	NavFailed                 bool          // they could not be listed
 	Failed                    *traceRow
 	Steps                     []traceRow
 	// What the page shows of the run's values (see shown); the rest is

@@ -67,7 +67,13 @@ func (s *server) neighbours(ctx context.Context, d *runData) {
 	}
 	pick := func(f engine.RunFilter) *runNeighbour {
 		runs, err := s.e.ListRuns(ctx, f)
-		if err != nil || len(runs) == 0 {
+		if err != nil {
+			// The page still shows the run; the links say nothing.
+			s.log.Warn("listing a rule's runs around a run", "rule", d.Rule, "run", d.RunID, "err", err)
+			d.NavFailed = true
+			return nil
+		}
+		if len(runs) == 0 {
 			return nil
 		}
 		r := runs[0]
