@@ -122,6 +122,8 @@ type Engine struct {
 	decidedMu sync.Mutex
 	decided   chan struct{} // closed and replaced when an approval is decided (AwaitDecision)
 
+	up uptime // when the server ran (charts' gaps)
+
 	hubMu  sync.Mutex
 	subs   map[chan Event]struct{}
 	cancel context.CancelFunc
@@ -187,6 +189,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		defer e.wg.Done()
 		e.purgeLoop(ctx)
 	}()
+	e.startUptime(ctx)
 	if e.hist != nil {
 		e.hist.start(ctx) // after the scheduler: its subscriber runs first
 	}

@@ -324,6 +324,10 @@ func appendStep(b []byte, s *TraceStep, depth int) ([]byte, error) {
 	var err error
 	b = append(b, `{"id":`...)
 	b = appendString(b, s.ID)
+	if s.Parent != "" {
+		b = append(b, `,"parent":`...)
+		b = appendString(b, s.Parent)
+	}
 	if len(s.Calls) > 0 {
 		b = append(b, `,"calls":`...)
 		b = appendStrings(b, s.Calls)

@@ -138,6 +138,7 @@ func TestAppendJSONCases(t *testing.T) {
 			Decisions: []Decision{{At: "a", Took: "b", Because: "c"}}}},
 		{"step zero t_ms", TraceStep{TMs: f64(0)}},
 		{"step ptr", &TraceStep{ID: "x"}},
+		{"step nested", TraceStep{ID: "a#2", Parent: "loop"}},
 		{"steps nil", []TraceStep(nil)},
 		{"steps empty", []TraceStep{}},
 		{"trace zero", Trace{}},
@@ -481,7 +482,7 @@ func TestAppendJSONStructTags(t *testing.T) {
 	}{
 		{Outcome{}, "OK:ok Status:status Error:error,omitempty"},
 		{Decision{}, "At:at Took:took Because:because"},
-		{TraceStep{}, "ID:id Calls:calls,omitempty Input:input,omitempty Output:output,omitempty Outcome:outcome TMs:t_ms,omitempty Decisions:decisions,omitempty"},
+		{TraceStep{}, "ID:id Parent:parent,omitempty Calls:calls,omitempty Input:input,omitempty Output:output,omitempty Outcome:outcome TMs:t_ms,omitempty Decisions:decisions,omitempty"},
 		{Trace{}, "Level:level Steps:steps Stats:stats,omitempty"},
 	} {
 		if got := tags(c.v); got != c.want {

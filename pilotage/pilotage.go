@@ -294,7 +294,11 @@ type Decision struct {
 
 // TraceStep is one entry of the flat execution log (spec §5.8.2).
 type TraceStep struct {
-	ID        string     `json:"id"`
+	ID string `json:"id"`
+	// Parent is the id of the entry this one ran inside (a branch's arm,
+	// a loop's body, a called automation), "" at the top: Pilothouse's
+	// addition, so that a reader can draw the path as nested steps.
+	Parent    string     `json:"parent,omitempty"`
 	Calls     []string   `json:"calls,omitempty"`
 	Input     any        `json:"input,omitempty"`
 	Output    any        `json:"output,omitempty"`

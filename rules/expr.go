@@ -21,6 +21,11 @@ type Expr struct {
 	Refs   []Ref  // catalog ids referenced through state('…'), since('…'), last_changed('…')
 	prog   *vm.Program
 
+	// paths are the variable paths it names (trace reads, reads.go);
+	// omitted counts those past maxReads.
+	paths   []readPath
+	omitted int
+
 	// reach is what the compiled program can reach of its environment
 	// (reach* bits), computed when the program is compiled: an Expr is
 	// immutable once made (held programs share them).
@@ -77,7 +82,8 @@ func reachOf(prog *vm.Program) uint32 {
 
 // newExpr is the one way an Expr is made from a compiled program.
 func newExpr(src string, prog *vm.Program) *Expr {
-	return &Expr{Src: src, prog: prog, Refs: collectRefs(prog.Node()), reach: reachOf(prog)}
+	paths, omitted := collectPaths(prog.Node())
+	return &Expr{Src: src, prog: prog, Refs: collectRefs(prog.Node()), reach: reachOf(prog), paths: paths, omitted: omitted}
 }
 
 // Ref is one catalog id named inside an expression, with its rune offsets

@@ -112,7 +112,7 @@ func (in *interner) expr(x *Expr) *Expr {
 		return nil
 	}
 	return shared(in, shareKey{kind: shareExpr, s: x.Src}, func() *Expr {
-		return &Expr{Src: x.Src, Refs: x.Refs, prog: x.prog, reach: x.reach}
+		return &Expr{Src: x.Src, Refs: x.Refs, prog: x.prog, reach: x.reach, paths: x.paths, omitted: x.omitted}
 	})
 }
 

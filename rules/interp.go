@@ -108,6 +108,9 @@ type interp struct {
 	steps    []pilotage.TraceStep
 	calls    []CallRecord
 	current  string // qualified id of the step being executed (panic reports)
+	// parent is the entry the steps being run are nested in (an arm's
+	// branch, a loop, a called automation): each new entry records it.
+	parent string
 	// tailAsync: the last top-level call may be acknowledged after Run
 	// returns (RunInput.AsyncTail).
 	tailAsync bool
@@ -350,7 +353,9 @@ func (r *interp) triggers(f *frame, fire TriggerFire) *halt {
 	r.mem.decision[0] = pilotage.Decision{At: TriggersStepID, Took: t.id, Because: because}
 	r.steps[i].Decisions = r.mem.decision[:1:1]
 	r.setOutcome(i, StepSuccess, "")
+	r.parent = TriggersStepID // the trigger's entry is the branch's arm, as in the plan
 	j, h := r.begin(t.id)
+	r.parent = ""
 	if h != nil {
 		return h
 	}
@@ -424,6 +429,11 @@ func (r *interp) condition(f *frame, cond *runCond, skip bool) *halt {
 			return r.fail(i, h)
 		}
 	}
+	if cond.x != nil {
+		if h := r.noteReads(i, cond.id, readsInto(nil, cond.x, f.env, r.w)); h != nil {
+			return r.fail(i, h)
+		}
+	}
 	r.steps[i].Output = b
 	f.env.setStepOutput(cond.id, b)
 	if !b {
@@ -470,14 +480,14 @@ func (r *interp) begin(qid string) (int, *halt) {
 	if len(r.steps) >= r.lim.MaxSteps {
 		return -1, &halt{StatusLimitExceeded, fmt.Sprintf("step limit of %d trace entries reached before step %q", r.lim.MaxSteps, qid)}
 	}
-	if r.chargeText(len(qid) + entryOverhead); r.bytes > r.lim.MaxRunBytes {
+	if r.chargeText(len(qid) + parentBytes(r.parent) + entryOverhead); r.bytes > r.lim.MaxRunBytes {
 		return -1, r.runBytesHalt(qid, "this entry")
 	}
 	if len(r.tms) == cap(r.tms) {
 		r.tms = make([]float64, 0, min(max(2*cap(r.tms), 4), 64))
 	}
 	r.tms = append(r.tms, float64(now.Sub(r.start))/float64(time.Millisecond))
-	r.steps = append(r.steps, pilotage.TraceStep{ID: qid, TMs: &r.tms[len(r.tms)-1]})
+	r.steps = append(r.steps, pilotage.TraceStep{ID: qid, Parent: r.parent, TMs: &r.tms[len(r.tms)-1]})
 	return len(r.steps) - 1, nil
 }
 
@@ -527,6 +537,16 @@ func stepStatusFor(runStatus string) string {
 		return runStatus
 	}
 	return StepFailed
+}
+
+// nested runs a list of steps whose entries are nested in the entry
+// qid (a branch's arm, a loop's body, a called automation's body).
+func (r *interp) nested(f *frame, qid string, list []runStep, sfx string) *halt {
+	outer := r.parent
+	r.parent = qid
+	h := r.seq(f, list, sfx)
+	r.parent = outer
+	return h
 }
 
 // seq runs a list of steps; sfx is the loop qualification ("#2#1").

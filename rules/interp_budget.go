@@ -6,6 +6,14 @@ import "fmt"
 // id, input, output and decisions: the outcome, the time, the JSON keys.
 const entryOverhead = 64
 
+// parentBytes is what an entry's parent costs: `,"parent":"<id>"`.
+func parentBytes(parent string) int {
+	if parent == "" {
+		return 0
+	}
+	return len(parent) + len(`,"parent":""`)
+}
+
 // record charges what the run keeps of v (a trace entry's input or output,
 // a call record's args or output) against MaxRunBytes: the stored envelope
 // of a run is the trace and the outputs, so a loop that makes a 400 kB

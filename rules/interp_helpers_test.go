@@ -180,7 +180,12 @@ func itCheckResult(t testing.TB, plan *pilotage.Plan, res *RunResult) {
 		t.Errorf("run outcome %+v: ok disagrees with the table", res.Outcome)
 	}
 	last := -1.0
+	seen := map[string]bool{}
 	for _, s := range res.Steps {
+		if s.Parent != "" && !seen[s.Parent] {
+			t.Errorf("step %q: parent %q is not an earlier entry", s.ID, s.Parent)
+		}
+		seen[s.ID] = true
 		info, ok := LookupStatus(StepStatuses, s.Outcome.Status)
 		if !ok || info.OK != s.Outcome.OK {
 			t.Errorf("step %q outcome %+v not a closed step status", s.ID, s.Outcome)

@@ -51,7 +51,7 @@ func (r *interp) repeat(f *frame, s *runStep, qid, sfx string, i int) *halt {
 		if ls.items != nil {
 			f.env.varsMap()["item"] = ls.items[n-1]
 		}
-		if h := r.seq(f, ls.spec.do, sfx+"#"+strconv.Itoa(n)); h != nil {
+		if h := r.nested(f, qid, ls.spec.do, sfx+"#"+strconv.Itoa(n)); h != nil {
 			r.current = qid
 			return r.fail(i, h)
 		}

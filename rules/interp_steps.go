@@ -141,7 +141,7 @@ func (r *interp) callAutomation(f *frame, s *runStep, qid string, i int, args ma
 		ctx:        r.ctx,
 	}
 	sf := &frame{c: sub, env: env, prefix: qid + "/", depth: f.depth + 1}
-	h := r.seq(sf, sub.steps, "")
+	h := r.nested(sf, qid, sub.steps, "")
 	env.release()
 	r.current = qid
 	out := map[string]any{}
@@ -241,10 +241,13 @@ func (r *interp) branch(f *frame, s *runStep, qid, sfx string, i int) *halt {
 	var (
 		took, because string
 		arm           []runStep
+		reads         map[string]any
 	)
 	if x, ok := s.more.(*ifStep); ok {
 		b, why, err := r.branchCond(f, x.cond)
+		reads = readsInto(reads, x.cond, f.env, r.w)
 		if err != nil {
+			_ = r.noteReads(i, qid, reads) // the entry fails with err either way
 			return r.fail(i, exprHalt(qid, err))
 		}
 		took, arm = LabelElse, x.els
@@ -257,7 +260,9 @@ func (r *interp) branch(f *frame, s *runStep, qid, sfx string, i int) *halt {
 		took, arm, because = LabelDefault, x.def, fmt.Sprintf("no arm matched (%d checked)", len(x.arms))
 		for _, a := range x.arms {
 			b, _, err := r.branchCond(f, a.when)
+			reads = readsInto(reads, a.when, f.env, r.w)
 			if err != nil {
+				_ = r.noteReads(i, qid, reads) // the entry fails with err either way
 				return r.fail(i, exprHalt(qid, err))
 			}
 			if b {
@@ -266,8 +271,11 @@ func (r *interp) branch(f *frame, s *runStep, qid, sfx string, i int) *halt {
 			}
 		}
 	}
+	if h := r.noteReads(i, qid, reads); h != nil {
+		return r.fail(i, h)
+	}
 	r.steps[i].Decisions = []pilotage.Decision{{At: qid, Took: took, Because: because}}
-	if h := r.seq(f, arm, sfx); h != nil {
+	if h := r.nested(f, qid, arm, sfx); h != nil {
 		return r.fail(i, h)
 	}
 	r.setOutcome(i, StepSuccess, "")

@@ -88,19 +88,15 @@ func (s *server) devicePage(w http.ResponseWriter, r *http.Request, ss *session)
 	views := s.groupDevices(ctx, all)
 	d := deviceData{deviceView: views[0], Href: "/devices/" + url.PathEscape(id), Key: randomToken(), CanAct: ss.principal.Deploy}
 	d.History = historyView{TZ: s.tzName(), Empty: "No state history is recorded for this device."}
-	var span time.Duration
-	d.History.Range, span, d.History.Ranges = pickRange(r.URL.Query(), d.Href)
-	now := s.e.Now()
 	var states []*pilotage.Entry
 	for _, row := range d.States {
 		states = append(states, row.Entry)
 	}
-	charts, err := s.buildCharts(ctx, states, now.Add(-span), now)
-	if err != nil {
+	if _, _, err := s.chartsIn(ctx, &d.History, r.URL.Query(), d.Href, states); err != nil {
 		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the history failed.", err)
 		return
 	}
-	d.History.Chart = chartData{TZ: d.History.TZ, From: now.Add(-span).Unix(), To: now.Unix(), Charts: charts}
+	charts := d.History.Chart.Charts
 	for _, a := range d.Actions {
 		d.Controls = append(d.Controls, newControl(a.Entry, s.currentOf(ctx, id)))
 	}

@@ -29,31 +29,23 @@ type rangeLink struct {
 	Current bool
 }
 
-// pickRange reads ?range=; anything unknown is the default.
-func pickRange(q url.Values, base string) (string, time.Duration, []rangeLink) {
-	name, span := defaultRange, 24*time.Hour
-	for _, r := range historyRanges {
-		if q.Get("range") == r.Name {
-			name, span = r.Name, r.Span
-		}
-	}
-	links := make([]rangeLink, len(historyRanges))
-	for i, r := range historyRanges {
-		links[i] = rangeLink{Name: r.Name, Href: base + "?range=" + r.Name, Current: r.Name == name}
-	}
-	return name, span, links
-}
-
 // historyView is a page's history section: the range picker and the
 // charts (with a firings lane on a rule's page).
 type historyView struct {
-	Range       string
-	Ranges      []rangeLink
-	TZ          string
-	Chart       chartData
-	Lane        bool
-	LaneSummary string
-	Empty       string // what to say when there is nothing to draw
+	Range  string // the preset shown ("" custom or default)
+	Ranges []rangeLink
+	// The range's controls (chartrange.go): the custom range form's
+	// values, moves (earlier, zoom, later), why a range asked for was
+	// not used; Fitted: the default range starts where the data does.
+	Custom, Fitted     bool
+	FromValue, ToValue string
+	Moves              []rangeLink
+	Note               string
+	TZ                 string
+	Chart              chartData
+	Lane               bool
+	LaneSummary        string
+	Empty              string // what to say when there is nothing to draw
 }
 
 // chartData is what charts.js draws, embedded in the page as JSON.
@@ -64,6 +56,8 @@ type chartData struct {
 	To      int64        `json:"to"`
 	Charts  []chartSpec  `json:"charts"`
 	Firings []firingMark `json:"firings,omitempty"`
+	// Gaps are the times the server was not running: [from, to].
+	Gaps [][2]int64 `json:"gaps,omitempty"`
 }
 
 // chartSpec is one chart: a line (numbers: mean with a min–max band) or a
@@ -75,11 +69,11 @@ type chartSpec struct {
 	Kind  string `json:"kind"` // "line" or "band"
 	// Line: one point per bucket (plus the value held at the range's
 	// start and end); Step draws held values (sparse changes).
-	T    []int64   `json:"t,omitempty"`
-	Mean []float64 `json:"mean,omitempty"`
-	Min  []float64 `json:"min,omitempty"`
-	Max  []float64 `json:"max,omitempty"`
-	Step bool      `json:"step,omitempty"`
+	T    []int64 `json:"t,omitempty"`
+	Mean nums    `json:"mean,omitempty"`
+	Min  nums    `json:"min,omitempty"`
+	Max  nums    `json:"max,omitempty"`
+	Step bool    `json:"step,omitempty"`
 	// Band: [from, to, value index, changes] segments.
 	Segs   [][4]int64 `json:"segs,omitempty"`
 	Values []string   `json:"values,omitempty"`
@@ -87,6 +81,8 @@ type chartSpec struct {
 	Count int `json:"count"`
 	// Summary is a text equivalent for screen readers and no-JS.
 	Summary string `json:"-"`
+	// first is when its data begins (Unix seconds; 0: none).
+	first int64
 }
 
 // firingMark is a rule's firing on the timeline.
@@ -117,9 +113,26 @@ func (s *server) buildCharts(ctx context.Context, states []*pilotage.Entry, from
 		} else {
 			bandChart(&c, h)
 		}
+		c.first = firstOf(h)
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// firstOf is when h's data begins: its range's start when a value is held
+// from before it, else its first bucket, change or band (0: no data).
+func firstOf(h *engine.EntityHistory) int64 {
+	switch {
+	case h.Start != nil:
+		return h.From.Unix()
+	case len(h.Buckets) > 0:
+		return h.Buckets[0].T.Unix()
+	case len(h.Changes) > 0 && (len(h.Bands) == 0 || h.Changes[0].T.Before(h.Bands[0].T)):
+		return h.Changes[0].T.Unix()
+	case len(h.Bands) > 0:
+		return h.Bands[0].T.Unix()
+	}
+	return 0
 }
 
 func or(a, b string) string {
@@ -142,7 +155,7 @@ func round(v float64) float64 {
 func lineChart(c *chartSpec, h *engine.EntityHistory) {
 	c.Kind = "line"
 	n := len(h.Buckets) + 2
-	c.T, c.Mean, c.Min, c.Max = make([]int64, 0, n), make([]float64, 0, n), make([]float64, 0, n), make([]float64, 0, n)
+	c.T, c.Mean, c.Min, c.Max = make([]int64, 0, n), make(nums, 0, n), make(nums, 0, n), make(nums, 0, n)
 	add := func(t time.Time, mean, lo, hi float64) {
 		if !finite(mean) || !finite(lo) || !finite(hi) {
 			return // JSON has no such number; nothing stores one either
@@ -276,11 +289,11 @@ func fmtNum(v float64) string { return compactJSON(round(v)) }
 func itoa(n int) string { return compactJSON(n) }
 
 // firingMarks turns a rule's firings into timeline marks, oldest first.
-func firingMarks(runs []engine.Run, from time.Time) []firingMark {
+func firingMarks(runs []engine.Run, from, to time.Time) []firingMark {
 	out := make([]firingMark, 0, len(runs))
 	for i := len(runs) - 1; i >= 0; i-- {
 		r := runs[i]
-		if r.Started.Before(from) {
+		if r.Started.Before(from) || r.Started.After(to) {
 			continue
 		}
 		out = append(out, firingMark{T: r.Started.Unix(), Status: statusText(r.Status), Class: statusClass(r.Status, r.OK), Run: r.ID})
@@ -302,10 +315,6 @@ func (s *server) tzName() string {
 // triggers and conditions read, the picture of "why (not)".
 func (s *server) ruleTimeline(ctx context.Context, name string, q url.Values) (historyView, error) {
 	h := historyView{TZ: s.tzName(), Lane: true, Empty: "This rule reads no state."}
-	var span time.Duration
-	h.Range, span, h.Ranges = pickRange(q, "/rules/"+url.PathEscape(name))
-	now := s.e.Now()
-	from := now.Add(-span)
 	reads, err := s.e.RuleReads(ctx, name)
 	if err != nil {
 		return h, err
@@ -317,7 +326,7 @@ func (s *server) ruleTimeline(ctx context.Context, name string, q url.Values) (h
 			states = append(states, res.(*engine.GetResponse).Entry)
 		}
 	}
-	charts, err := s.buildCharts(ctx, states, from, now)
+	from, to, err := s.chartsIn(ctx, &h, q, "/rules/"+url.PathEscape(name), states)
 	if err != nil {
 		return h, err
 	}
@@ -327,7 +336,7 @@ func (s *server) ruleTimeline(ctx context.Context, name string, q url.Values) (h
 	if err != nil {
 		return h, err
 	}
-	h.Chart = chartData{TZ: h.TZ, From: from.Unix(), To: now.Unix(), Charts: charts, Firings: firingMarks(runs, from)}
+	h.Chart.Firings = firingMarks(runs, from, to)
 	h.LaneSummary = laneSummary(h.Chart.Firings)
 	return h, nil
 }

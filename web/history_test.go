@@ -29,12 +29,12 @@ func TestDevicePageHistoryAndRanges(t *testing.T) {
 		`<script type="application/json" id="chart-data">`, `"id":"hall_motion.occupancy"`, `"kind":"band"`,
 		`"id":"hall_motion.illuminance"`, `"kind":"line"`, `"unit":"lx"`,
 		`data-chart="hall_motion.occupancy"`, `3 changes, true 2×, false 1×`, // the caption says it in words
-		`href="/devices/hall_motion?range=7d"`, `href="/devices/hall_motion?range=24h" aria-current="page"`,
+		`href="/devices/hall_motion?range=7d"`, "Fitted to the recorded data", // a fresh install's minutes fill the chart
 		`/static/vendor/uplot/uPlot.iife.min.js`, `/static/charts.js`)
 	_, body, _ = c.get("/devices/hall_motion?range=1h")
 	mustContain(t, "1h", body, `href="/devices/hall_motion?range=1h" aria-current="page"`)
 	_, body, _ = c.get("/devices/hall_motion?range=forever")
-	mustContain(t, "unknown range", body, `href="/devices/hall_motion?range=24h" aria-current="page"`)
+	mustContain(t, "unknown range", body, `Unknown range &#34;forever&#34;: showing the default.`, "Fitted to the recorded data")
 	if code, _, _ := c.get("/devices/nope"); code != 404 {
 		t.Fatalf("unknown device: %d", code)
 	}

@@ -114,26 +114,36 @@ func (d *runsData) page(runs []engine.Run) {
 type runData struct {
 	*pilotage.TraceResponse
 	Rule    string
+	Kind    string
 	Started time.Time
-	Failed  *traceRow
-	Steps   []traceRow
+	// Heading names the run's kind; Trigger and Because say what fired.
+	Heading, Trigger, Because string
+	Older, Newer              *runNeighbour // the rule's runs around this one
+	NavFailed                 bool          // they could not be listed
+	Failed                    *traceRow
+	Steps                     []traceRow
 	// What the page shows of the run's values (see shown); the rest is
 	// at Raw, the run's JSON.
 	Out       *shownValue
 	Raw       string
 	Narrated  string
-	MoreSteps int // steps not listed (after the first maxRunRows)
+	MoreSteps int   // steps not listed (after the first maxRunRows)
+	depth     []int // each entry's nesting (depths)
 }
 
 // traceRow is one trace step with its id split into its identity levels.
 type traceRow struct {
 	pilotage.TraceStep
-	N       int // 1-based position, the step's anchor
-	Depth   int
-	Segs    []stepSegment
-	In, Out *shownValue
-	Err     string
-	Because []string // the decisions' reasons, cut
+	N     int // 1-based position, the step's anchor
+	Depth int
+	// Start is when the step started (a test run: its offset), Took how
+	// long it ran; Reads what a condition or branch read.
+	Start, StartTitle, Took string
+	Reads                   []readRow
+	Segs                    []stepSegment
+	In, Out                 *shownValue
+	Err                     string
+	Because                 []string // the decisions' reasons, cut
 }
 
 // stepDepth is how deep a trace step is nested: each iteration or
@@ -158,9 +168,12 @@ func (s *server) runPage(w http.ResponseWriter, r *http.Request, ss *session) {
 	}
 	d := runData{TraceResponse: tr}
 	d.Started, _ = engine.RunIDTime(tr.RunID)
-	if meta, err := s.e.RunInfo(ctx, id); err == nil && meta.Rule != "" {
+	meta, err := s.e.RunInfo(ctx, id)
+	if err == nil {
+		d.Kind, d.Started = meta.Kind, meta.Started
+	}
+	if err == nil && meta.Rule != "" {
 		d.Rule = meta.Rule
-		d.Started = meta.Started
 	} else if name := r.URL.Query().Get("rule"); name != "" {
 		// A test run started from a rule's page links back to it, if visible.
 		if _, err := s.e.GetRule(ctx, name, 0); err == nil {
@@ -168,7 +181,10 @@ func (s *server) runPage(w http.ResponseWriter, r *http.Request, ss *session) {
 		}
 	}
 	d.rows(tr)
-	s.render(w, r, ss, "run", page{Title: "Run " + tr.RunID, Nav: "runs", Data: d})
+	d.heading()
+	d.timing(s.clock, tr.Trace.Steps, runEndMs(tr, meta))
+	s.neighbours(ctx, &d)
+	s.render(w, r, ss, "run", page{Title: d.Heading + " " + tr.RunID, Nav: "runs", Data: d})
 }
 
 // rows lists the run's steps for the page, bounded: the first maxRunRows
@@ -187,6 +203,11 @@ func (d *runData) rows(tr *pilotage.TraceResponse) {
 			break
 		}
 	}
+	d.depth = depths(tr.Trace.Steps)
+	trigger := ""
+	if st := tr.Trace.Steps; len(st) > 0 && st[0].ID == "triggers" && len(st[0].Decisions) > 0 {
+		trigger = st[0].Decisions[0].Took
+	}
 	for i := range tr.Trace.Steps {
 		if i >= maxRunRows && i != failed {
 			d.MoreSteps++
@@ -194,8 +215,11 @@ func (d *runData) rows(tr *pilotage.TraceResponse) {
 		}
 		st := tr.Trace.Steps[i]
 		segs := stepSegments(st.ID)
-		row := traceRow{TraceStep: st, N: i + 1, Depth: stepDepth(segs), Segs: segs,
-			In: b.show(st.Input), Out: b.show(st.Output), Err: clip(st.Outcome.Error)}
+		row := traceRow{TraceStep: st, N: i + 1, Depth: min(d.depth[i], maxTraceDepth), Segs: segs,
+			Out: b.show(st.Output), Err: clip(st.Outcome.Error), Reads: readsOf(st, trigger)}
+		if row.Reads == nil {
+			row.In = b.show(st.Input)
+		}
 		for _, dc := range st.Decisions {
 			row.Because = append(row.Because, clip(dc.Because))
 		}

@@ -393,5 +393,5 @@ func TestRunFailure(t *testing.T) {
 	mustContain(t, "failed run", body,
 		`Failed at step <a class="mono" href="#step-2">call#1/inner#3</a> (not connected): the MQTT broker is unreachable`,
 		`<span class="mono">call</span><span class="iter" title="iteration / expansion">#1</span><span class="sep" aria-hidden="true">›</span><span class="mono">inner</span><span class="iter" title="iteration / expansion">#3</span>`,
-		`class="depth-2 st-bad"`, "12 ms", `&#34;state&#34;: &#34;ON&#34;`)
+		`class="depth-2 st-bad"`, `<span class="step-time"><time title=`, `&#34;state&#34;: &#34;ON&#34;`)
 }

@@ -2,8 +2,10 @@
 // (vendored under /static/vendor/uplot). Numbers: the mean as a line with
 // a min–max band; other values: one coloured segment per value held; a
 // rule's firings: marks on every chart and a lane of their own (click one
-// to open its run). Cursors move together across a page's charts. The
-// page says the same in words (each chart's caption) without this script.
+// to open its run). Cursors move together across a page's charts; a drag
+// zooms (the page reloads with that range); the server's downtimes are
+// hatched gaps. The page says the same in words (each chart's caption)
+// without this script.
 (function () {
   "use strict";
   var src = document.getElementById("chart-data");
@@ -31,6 +33,7 @@
     return splits.map(function (ts, i) {
       var d = tzDate ? tzDate(ts) : new Date(ts * 1e3);
       var hm = two(d.getHours()) + ":" + two(d.getMinutes()), day = days[d.getDay()] + " " + d.getDate();
+      if (incr < 60) hm += ":" + two(d.getSeconds()); // a zoomed-in range ticks in seconds
       if (incr >= 86400) return day;
       return hm === "00:00" || i === 0 ? day + "\n" + hm : hm;
     });
@@ -55,6 +58,34 @@
     ctx.restore();
   }
 
+  // The server's downtimes: hatched, as nothing was recorded then.
+  function drawGaps(u) {
+    var ctx = u.ctx, top = u.bbox.top, h = u.bbox.height, step = 6 * devicePixelRatio, n = 0;
+    (data.gaps || []).forEach(function (g) {
+      var x0 = u.valToPos(g[0], "x", true), x1 = Math.max(u.valToPos(g[1], "x", true), x0 + 2 * devicePixelRatio);
+      if (x1 < u.bbox.left || x0 > u.bbox.left + u.bbox.width) return;
+      n++;
+      ctx.save();
+      ctx.beginPath(); ctx.rect(x0, top, x1 - x0, h); ctx.clip();
+      ctx.fillStyle = C.line + "55"; ctx.fillRect(x0, top, x1 - x0, h);
+      ctx.strokeStyle = C.muted; ctx.lineWidth = devicePixelRatio;
+      for (var x = x0 - h; x < x1; x += step) { ctx.beginPath(); ctx.moveTo(x, top + h); ctx.lineTo(x + h, top); ctx.stroke(); }
+      ctx.restore();
+    });
+    document.body.setAttribute("data-gaps-drawn", String(n)); // what a test can see of the canvas
+  }
+  // A drag across a chart asks the page for that range (the same address
+  // the range form makes, so it can be kept and shared).
+  function zoomTo(u) {
+    var s = u.select;
+    if (!s || s.width < 4) return;
+    var from = Math.floor(u.posToVal(s.left, "x")), to = Math.ceil(u.posToVal(s.left + s.width, "x"));
+    if (to - from < 60) { var mid = (from + to) / 2; from = Math.floor(mid - 30); to = from + 60; } // the shortest range
+    var q = new URLSearchParams(location.search);
+    q.delete("range"); q.set("from", String(from)); q.set("to", String(to));
+    location.search = q.toString();
+  }
+
   function axes(yValues, ySize) {
     var x = { stroke: C.muted, grid: { stroke: C.line, width: 1 }, ticks: { stroke: C.line, width: 1 }, values: xValues, size: 44 };
     var y = yValues ? { stroke: C.muted, grid: { stroke: C.line, width: 1 }, ticks: { stroke: C.line, width: 1 }, values: yValues, size: ySize || 56 }
@@ -63,11 +94,12 @@
   }
   function base(width, height, extra) {
     var o = { width: width, height: height, tzDate: tzDate, legend: { show: false },
-      cursor: { sync: { key: "history" }, drag: { x: false, y: false }, points: { show: false } },
+      cursor: { sync: { key: "history" }, drag: { x: true, y: false, setScale: false }, points: { show: false } },
       scales: { x: { time: true, range: function () { return [data.from, data.to]; } } } };
     for (var k in extra) o[k] = extra[k];
     o.hooks = o.hooks || {};
-    o.hooks.draw = (o.hooks.draw || []).concat([drawFirings]);
+    o.hooks.draw = [drawGaps].concat(o.hooks.draw || [], [drawFirings]);
+    o.hooks.setSelect = [zoomTo];
     return o;
   }
 
@@ -84,8 +116,8 @@
     var out = readout(fig);
     var opts = base(width, 150, {
       axes: axes(function (u, splits) { return splits.map(function (s) { return num(s) + unit; }); }, 64),
-      series: [{}, { label: "mean", stroke: C.accent, width: 2, paths: stepped, spanGaps: true },
-        { label: "min", stroke: faint, paths: stepped, spanGaps: true }, { label: "max", stroke: faint, paths: stepped, spanGaps: true }],
+      series: [{}, { label: "mean", stroke: C.accent, width: 2, paths: stepped },
+        { label: "min", stroke: faint, paths: stepped }, { label: "max", stroke: faint, paths: stepped }],
       bands: [{ series: [3, 2], fill: C.accent + "22" }],
       hooks: { setCursor: [function (u) {
         var i = u.cursor.idx;
