@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+)
+
+// TestWebEditorEndToEnd writes a rule in the browser's editor at a desktop
+// and a phone width: from a cookbook recipe, a typo shows as a diagnostic
+// at its place in the program, following the diagnostic and retyping the
+// value fixes it, a test run shows its steps, deploy installs it, and an
+// edit deploys a second version.
+func TestWebEditorEndToEnd(t *testing.T) {
+	for _, vp := range []struct {
+		name string
+		w, h int64
+		opts []chromedp.EmulateViewportOption
+	}{{"desktop", 1280, 900, nil}, {"phone", 390, 844, []chromedp.EmulateViewportOption{chromedp.EmulateMobile}}} {
+		t.Run(vp.name, func(t *testing.T) {
+			a := startTestApp(t, testConfig(t))
+			base := a.URL()
+			ctx := browser(t)
+			shot := newShots(t)
+			do(t, ctx, "viewport", chromedp.EmulateViewport(vp.w, vp.h, vp.opts...))
+
+			// A recipe: the editor mounts and validates it at once.
+			do(t, ctx, "editor", chromedp.Navigate(base+"/editor"), chromedp.WaitVisible(chromedp.CSS("#recipe")),
+				chromedp.SetValue(chromedp.CSS("#recipe"), "motion-light-with-timeout"),
+				chromedp.Click(chromedp.CSS(`form.recipes button`)),
+				chromedp.WaitVisible(chromedp.CSS(".cm-content")))
+			waitJS(t, ctx, "the recipe validated", `document.getElementById('ed-valid')`)
+			if got := eval[string](t, ctx, `document.querySelector('.cm-content').textContent`); !strings.Contains(got, "hall-motion-light") {
+				t.Fatalf("editor text: %s", got)
+			}
+			if !eval[bool](t, ctx, `document.getElementById('program').hidden`) {
+				t.Fatal("the plain textarea still shows beside the editor")
+			}
+
+			// A typo, typed: a located diagnostic, in the editor and the list.
+			typeOver(t, ctx, `"hall_light.set"`, `"hall_lite.set"`)
+			waitJS(t, ctx, "the diagnostic at the typo", `[...document.querySelectorAll('.cm-lintRange-error')].some(e => e.textContent.includes('hall_lite.set'))`)
+			waitJS(t, ctx, "the diagnostic in the list", `document.querySelector('#ed-diags a[data-path="/steps/0/call"]')`)
+			shot.take(ctx, "editor-diagnostic")
+
+			// Following the diagnostic selects the value; typing fixes it.
+			do(t, ctx, "follow the diagnostic", chromedp.Focus(chromedp.CSS(`#ed-diags a[data-path="/steps/0/call"]`)), chromedp.KeyEvent("\r"))
+			waitJS(t, ctx, "the editor focused", `document.activeElement.classList.contains('cm-content')`)
+			if sel := eval[string](t, ctx, `(v => v.state.sliceDoc(v.state.selection.main.from, v.state.selection.main.to))(document.getElementById('program-editor').pilotView)`); sel != `"hall_lite.set"` {
+				t.Fatalf("the diagnostic selected %q; %s", sel, eval[string](t, ctx, `location.hash + ' ' + document.activeElement.outerHTML.slice(0,200)`))
+			}
+			do(t, ctx, "retype", chromedp.KeyEvent(`"hall_light.set"`))
+			waitJS(t, ctx, "valid again", `document.getElementById('ed-valid') && !document.querySelector('.cm-lintRange-error')`)
+			waitJS(t, ctx, "the plan with its risk", `document.querySelector('#ed-plan .risk-control')`)
+
+			// A test run with the recipe's scenario.
+			do(t, ctx, "test run", chromedp.Click(chromedp.CSS(`button[value="test"]`)))
+			waitJS(t, ctx, "the test run's steps", `document.querySelector('#ed-test') && document.querySelector('#ed-test').textContent.includes('success') && document.querySelectorAll('#ed-test ol.timeline li').length >= 2`)
+			shot.take(ctx, "editor-test")
+
+			// Deploy, then edit and deploy a second version.
+			do(t, ctx, "deploy", chromedp.Click(chromedp.CSS("#deploy")), chromedp.WaitVisible(chromedp.CSS("#edit-rule")))
+			first := installedRef(t, a, "hall-motion-light")
+			do(t, ctx, "edit", chromedp.Click(chromedp.CSS("#edit-rule")), chromedp.WaitVisible(chromedp.CSS(".cm-content")))
+			waitJS(t, ctx, "the rule validated", `document.getElementById('ed-valid')`)
+			typeOver(t, ctx, `"default": 180`, `"default": 200`)
+			waitJS(t, ctx, "the edit validated", `document.getElementById('ed-valid') && document.querySelector('.cm-content').textContent.includes('"default": 200')`)
+			shot.take(ctx, "editor-edit")
+			do(t, ctx, "deploy the edit", chromedp.Click(chromedp.CSS("#deploy")), chromedp.WaitVisible(chromedp.CSS("#edit-rule")))
+			if second := installedRef(t, a, "hall-motion-light"); second == first {
+				t.Fatalf("the edit did not install a new version: %s", second)
+			}
+		})
+	}
+}
+
+// typeOver selects the first occurrence of old in the editor and types
+// repl over it with key events, as a user would.
+func typeOver(t *testing.T, ctx context.Context, old, repl string) {
+	t.Helper()
+	js := `(v => { const i = v.state.doc.toString().indexOf(` + strconv.Quote(old) + `); if (i < 0) return false;
+		v.dispatch({selection: {anchor: i, head: i + ` + strconv.Itoa(len(old)) + `}}); v.focus(); return true; })(document.getElementById('program-editor').pilotView)`
+	if !eval[bool](t, ctx, js) {
+		t.Fatalf("the editor has no %s", old)
+	}
+	do(t, ctx, "type "+repl, chromedp.KeyEvent(repl))
+}
+
+func installedRef(t *testing.T, a *app, name string) string {
+	t.Helper()
+	ri, err := a.eng.GetRule(context.Background(), name, 0)
+	if err != nil {
+		t.Fatalf("rule %s: %v", name, err)
+	}
+	return ri.ProgramRef
+}
