@@ -26,6 +26,7 @@ func (s *server) editorRoutes(mux *http.ServeMux) {
 	mux.Handle("POST /editor", s.authed(s.editorPost))
 	mux.Handle("GET /rules/{name}/edit", s.authed(s.editorEdit))
 	mux.Handle("GET /static/editor.js", s.editorBundle())
+	s.versionRoutes(mux)
 }
 
 // editorData is what the editor page gets.

@@ -12,8 +12,8 @@ import (
 // TestWebEditorEndToEnd writes a rule in the browser's editor at a desktop
 // and a phone width: from a cookbook recipe, a typo shows as a diagnostic
 // at its place in the program, following the diagnostic and retyping the
-// value fixes it, a test run shows its steps, deploy installs it, and an
-// edit deploys a second version.
+// value fixes it, a test run shows its steps, deploy installs it, an edit
+// deploys a second version, the two are compared, and the first restored.
 func TestWebEditorEndToEnd(t *testing.T) {
 	for _, vp := range []struct {
 		name string
@@ -72,6 +72,27 @@ func TestWebEditorEndToEnd(t *testing.T) {
 			do(t, ctx, "deploy the edit", chromedp.Click(chromedp.CSS("#deploy")), chromedp.WaitVisible(chromedp.CSS("#edit-rule")))
 			if second := installedRef(t, a, "hall-motion-light"); second == first {
 				t.Fatalf("the edit did not install a new version: %s", second)
+			}
+
+			// Versions: both listed, compared, and the first restored.
+			do(t, ctx, "versions", chromedp.WaitVisible(chromedp.CSS(`#versions li[data-ref="`+first+`"]`)))
+			if n := eval[int](t, ctx, `document.querySelectorAll('#versions li').length`); n != 2 {
+				t.Fatalf("%d versions listed, want 2", n)
+			}
+			shot.take(ctx, "rule-versions")
+			do(t, ctx, "compare", chromedp.Click(chromedp.CSS("#compare-versions")), chromedp.WaitVisible(chromedp.CSS("#diff")))
+			if del, add := eval[string](t, ctx, `document.querySelector('#diff .ddel').textContent`), eval[string](t, ctx, `document.querySelector('#diff .dadd').textContent`); !strings.Contains(del, "180") || !strings.Contains(add, "200") {
+				t.Fatalf("diff: - %q + %q", del, add)
+			}
+			shot.take(ctx, "rule-diff")
+			do(t, ctx, "restore the first", chromedp.Navigate(base+"/rules/hall-motion-light"),
+				chromedp.Click(chromedp.CSS(`#versions li[data-ref="`+first+`"] button.restore`)),
+				chromedp.WaitVisible(chromedp.CSS(`#versions li[data-ref="`+first+`"] .st-ok`)))
+			if got := installedRef(t, a, "hall-motion-light"); got != first {
+				t.Fatalf("after restore the rule runs %s, want %s", got, first)
+			}
+			if txt := eval[string](t, ctx, `document.querySelector('.flash').textContent`); !strings.Contains(txt, "Restored") {
+				t.Fatalf("restore flash: %q", txt)
 			}
 		})
 	}
