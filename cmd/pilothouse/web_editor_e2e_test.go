@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -33,6 +36,10 @@ func TestWebEditorEndToEnd(t *testing.T) {
 				chromedp.Click(chromedp.CSS(`form.recipes button`)),
 				chromedp.WaitVisible(chromedp.CSS(".cm-content")))
 			waitJS(t, ctx, "the recipe validated", `document.getElementById('ed-valid')`)
+			if w := eval[int](t, ctx, `window.innerWidth`); w != int(vp.w) {
+				t.Fatalf("page width %d, want %d", w, vp.w)
+			}
+			noSideways(t, ctx, "the editor")
 			if got := eval[string](t, ctx, `document.querySelector('.cm-content').textContent`); !strings.Contains(got, "hall-motion-light") {
 				t.Fatalf("editor text: %s", got)
 			}
@@ -44,7 +51,7 @@ func TestWebEditorEndToEnd(t *testing.T) {
 			typeOver(t, ctx, `"hall_light.set"`, `"hall_lite.set"`)
 			waitJS(t, ctx, "the diagnostic at the typo", `[...document.querySelectorAll('.cm-lintRange-error')].some(e => e.textContent.includes('hall_lite.set'))`)
 			waitJS(t, ctx, "the diagnostic in the list", `document.querySelector('#ed-diags a[data-path="/steps/0/call"]')`)
-			shot.take(ctx, "editor-diagnostic")
+			snap(t, ctx, shot.dir, "editor-diagnostic-"+vp.name)
 
 			// Following the diagnostic selects the value; typing fixes it.
 			do(t, ctx, "follow the diagnostic", chromedp.Focus(chromedp.CSS(`#ed-diags a[data-path="/steps/0/call"]`)), chromedp.KeyEvent("\r"))
@@ -59,7 +66,7 @@ func TestWebEditorEndToEnd(t *testing.T) {
 			// A test run with the recipe's scenario.
 			do(t, ctx, "test run", chromedp.Click(chromedp.CSS(`button[value="test"]`)))
 			waitJS(t, ctx, "the test run's steps", `document.querySelector('#ed-test') && document.querySelector('#ed-test').textContent.includes('success') && document.querySelectorAll('#ed-test ol.timeline li').length >= 2`)
-			shot.take(ctx, "editor-test")
+			snap(t, ctx, shot.dir, "editor-test-"+vp.name)
 
 			// Deploy, then edit and deploy a second version.
 			do(t, ctx, "deploy", chromedp.Click(chromedp.CSS("#deploy")), chromedp.WaitVisible(chromedp.CSS("#edit-rule")))
@@ -67,8 +74,8 @@ func TestWebEditorEndToEnd(t *testing.T) {
 			do(t, ctx, "edit", chromedp.Click(chromedp.CSS("#edit-rule")), chromedp.WaitVisible(chromedp.CSS(".cm-content")))
 			waitJS(t, ctx, "the rule validated", `document.getElementById('ed-valid')`)
 			typeOver(t, ctx, `"default": 180`, `"default": 200`)
-			waitJS(t, ctx, "the edit validated", `document.getElementById('ed-valid') && document.querySelector('.cm-content').textContent.includes('"default": 200')`)
-			shot.take(ctx, "editor-edit")
+			waitJS(t, ctx, "the edit validated: it would replace the installed rule", `document.getElementById('ed-valid') && document.querySelector('#ed-diags a[data-path="/name"]')`)
+			snap(t, ctx, shot.dir, "editor-edit-"+vp.name)
 			do(t, ctx, "deploy the edit", chromedp.Click(chromedp.CSS("#deploy")), chromedp.WaitVisible(chromedp.CSS("#edit-rule")))
 			if second := installedRef(t, a, "hall-motion-light"); second == first {
 				t.Fatalf("the edit did not install a new version: %s", second)
@@ -79,12 +86,14 @@ func TestWebEditorEndToEnd(t *testing.T) {
 			if n := eval[int](t, ctx, `document.querySelectorAll('#versions li').length`); n != 2 {
 				t.Fatalf("%d versions listed, want 2", n)
 			}
-			shot.take(ctx, "rule-versions")
+			noSideways(t, ctx, "the rule page")
+			snap(t, ctx, shot.dir, "rule-versions-"+vp.name)
 			do(t, ctx, "compare", chromedp.Click(chromedp.CSS("#compare-versions")), chromedp.WaitVisible(chromedp.CSS("#diff")))
 			if del, add := eval[string](t, ctx, `document.querySelector('#diff .ddel').textContent`), eval[string](t, ctx, `document.querySelector('#diff .dadd').textContent`); !strings.Contains(del, "180") || !strings.Contains(add, "200") {
 				t.Fatalf("diff: - %q + %q", del, add)
 			}
-			shot.take(ctx, "rule-diff")
+			noSideways(t, ctx, "the diff page")
+			snap(t, ctx, shot.dir, "rule-diff-"+vp.name)
 			do(t, ctx, "restore the first", chromedp.Navigate(base+"/rules/hall-motion-light"),
 				chromedp.Click(chromedp.CSS(`#versions li[data-ref="`+first+`"] button.restore`)),
 				chromedp.WaitVisible(chromedp.CSS(`#versions li[data-ref="`+first+`"] .st-ok`)))
@@ -95,6 +104,29 @@ func TestWebEditorEndToEnd(t *testing.T) {
 				t.Fatalf("restore flash: %q", txt)
 			}
 		})
+	}
+}
+
+// snap saves a full-page screenshot at the current viewport (shots.take
+// would switch to both widths and back to desktop).
+func snap(t *testing.T, ctx context.Context, dir, name string) {
+	t.Helper()
+	c, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	png, err := chromedp.Run(c, chromedp.FullScreenshot(90))
+	if err != nil {
+		t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name+".png"), png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// noSideways fails when the page is wider than the window.
+func noSideways(t *testing.T, ctx context.Context, what string) {
+	t.Helper()
+	if over := eval[int](t, ctx, `document.documentElement.scrollWidth - window.innerWidth`); over > 0 {
+		t.Errorf("%s scrolls sideways by %d px", what, over)
 	}
 }
 

@@ -5,7 +5,8 @@
 import { EditorState } from "@codemirror/state";
 import { EditorView, keymap, lineNumbers, highlightActiveLine, highlightActiveLineGutter, drawSelection } from "@codemirror/view";
 import { defaultKeymap, history, historyKeymap } from "@codemirror/commands";
-import { syntaxHighlighting, defaultHighlightStyle, bracketMatching, indentOnInput } from "@codemirror/language";
+import { syntaxHighlighting, HighlightStyle, bracketMatching, indentOnInput } from "@codemirror/language";
+import { tags } from "@lezer/highlight";
 import { json } from "@codemirror/lang-json";
 import { setDiagnostics, lintGutter, lintKeymap } from "@codemirror/lint";
 import { locate, rangeOf } from "./pointers.js";
@@ -15,6 +16,16 @@ const area = document.getElementById("program");
 const results = document.getElementById("ed-results");
 const status = document.getElementById("ed-status");
 let view, timer, seq = 0, last = [];
+
+// JSON colours from the page's stylesheet (editor.css), so they follow its
+// light and dark schemes.
+const jsonColours = HighlightStyle.define([
+  { tag: tags.propertyName, color: "var(--hl-key)" },
+  { tag: tags.string, color: "var(--hl-string)" },
+  { tag: tags.number, color: "var(--hl-number)" },
+  { tag: [tags.bool, tags.null], color: "var(--hl-atom)" },
+  { tag: [tags.brace, tags.squareBracket, tags.separator], color: "var(--muted)" },
+]);
 
 function say(text) { if (status) status.textContent = text; }
 
@@ -69,6 +80,7 @@ function jump(pointer) {
 }
 
 function changed() {
+  seq++; // an answer about the text before this change would be misplaced
   area.value = view.state.doc.toString();
   clearTimeout(timer);
   timer = setTimeout(() => ask("validate"), 500);
@@ -87,7 +99,7 @@ function mount() {
       doc: area.value,
       extensions: [
         lineNumbers(), highlightActiveLineGutter(), highlightActiveLine(), drawSelection(), history(),
-        indentOnInput(), bracketMatching(), syntaxHighlighting(defaultHighlightStyle, { fallback: true }),
+        indentOnInput(), bracketMatching(), syntaxHighlighting(jsonColours),
         json(), lintGutter(), EditorView.lineWrapping,
         EditorView.cspNonce.of(form.getAttribute("data-nonce") || ""),
         keymap.of([
