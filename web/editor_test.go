@@ -178,6 +178,11 @@ func TestEditorDeployForm(t *testing.T) {
 	if code != http.StatusOK {
 		t.Fatalf("validate page: %d", code)
 	}
+	form.Set("op", "test")
+	form.Set("program", motionRule)
+	form.Set("scenario", `{"trigger": "motion"}`)
+	_, body, _ = c.post("/editor", form)
+	mustContain(t, "test run page", body, `id="ed-test"`, "hall_light.set", `href="/runs/`)
 
 	kc := f.client()
 	kc.login(kidTok)

@@ -9,7 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 )
 
 // TestWebEditorEndToEnd writes a rule in the browser's editor at a desktop
@@ -35,7 +38,7 @@ func TestWebEditorEndToEnd(t *testing.T) {
 				chromedp.SetValue(chromedp.CSS("#recipe"), "motion-light-with-timeout"),
 				chromedp.Click(chromedp.CSS(`form.recipes button`)),
 				chromedp.WaitVisible(chromedp.CSS(".cm-content")))
-			waitJS(t, ctx, "the recipe validated", `document.getElementById('ed-valid')`)
+			settled(t, ctx, "the recipe validated", `document.getElementById('ed-valid')`)
 			if w := eval[int](t, ctx, `window.innerWidth`); w != int(vp.w) {
 				t.Fatalf("page width %d, want %d", w, vp.w)
 			}
@@ -49,32 +52,32 @@ func TestWebEditorEndToEnd(t *testing.T) {
 
 			// A typo, typed: a located diagnostic, in the editor and the list.
 			typeOver(t, ctx, `"hall_light.set"`, `"hall_lite.set"`)
-			waitJS(t, ctx, "the diagnostic at the typo", `[...document.querySelectorAll('.cm-lintRange-error')].some(e => e.textContent.includes('hall_lite.set'))`)
-			waitJS(t, ctx, "the diagnostic in the list", `document.querySelector('#ed-diags a[data-path="/steps/0/call"]')`)
+			settled(t, ctx, "the diagnostic at the typo", `[...document.querySelectorAll('.cm-lintRange-error')].some(e => e.textContent.includes('hall_lite.set'))`)
+			settled(t, ctx, "the diagnostic in the list", `document.querySelector('#ed-diags a[data-path="/steps/0/call"]')`)
 			snap(t, ctx, shot.dir, "editor-diagnostic-"+vp.name)
 
 			// Following the diagnostic selects the value; typing fixes it.
-			do(t, ctx, "follow the diagnostic", chromedp.Focus(chromedp.CSS(`#ed-diags a[data-path="/steps/0/call"]`)), chromedp.KeyEvent("\r"))
+			do(t, ctx, "follow the diagnostic", chromedp.Focus(chromedp.CSS(`#ed-diags a[data-path="/steps/0/call"]`)), pressEnter())
 			waitJS(t, ctx, "the editor focused", `document.activeElement.classList.contains('cm-content')`)
 			if sel := eval[string](t, ctx, `(v => v.state.sliceDoc(v.state.selection.main.from, v.state.selection.main.to))(document.getElementById('program-editor').pilotView)`); sel != `"hall_lite.set"` {
-				t.Fatalf("the diagnostic selected %q; %s", sel, eval[string](t, ctx, `location.hash + ' ' + document.activeElement.outerHTML.slice(0,200)`))
+				t.Fatalf("the diagnostic selected %q; %s", sel, eval[string](t, ctx, `(v => JSON.stringify(v.state.selection.main) + ' ' + JSON.stringify(v.state.doc.toString().slice(v.state.doc.toString().indexOf('"on"') - 10, v.state.doc.toString().indexOf('"on"') + 60)))(document.getElementById('program-editor').pilotView)`))
 			}
 			do(t, ctx, "retype", chromedp.KeyEvent(`"hall_light.set"`))
-			waitJS(t, ctx, "valid again", `document.getElementById('ed-valid') && !document.querySelector('.cm-lintRange-error')`)
-			waitJS(t, ctx, "the plan with its risk", `document.querySelector('#ed-plan .risk-control')`)
+			settled(t, ctx, "valid again", `document.getElementById('ed-valid') && !document.querySelector('.cm-lintRange-error')`)
+			settled(t, ctx, "the plan with its risk", `document.querySelector('#ed-plan .risk-control')`)
 
 			// A test run with the recipe's scenario.
 			do(t, ctx, "test run", chromedp.Click(chromedp.CSS(`button[value="test"]`)))
-			waitJS(t, ctx, "the test run's steps", `document.querySelector('#ed-test') && document.querySelector('#ed-test').textContent.includes('success') && document.querySelectorAll('#ed-test ol.timeline li').length >= 2`)
+			settled(t, ctx, "the test run's steps", `document.querySelector('#ed-test') && document.querySelector('#ed-test').textContent.includes('success') && document.querySelectorAll('#ed-test ol.timeline li').length >= 2`)
 			snap(t, ctx, shot.dir, "editor-test-"+vp.name)
 
 			// Deploy, then edit and deploy a second version.
 			do(t, ctx, "deploy", chromedp.Click(chromedp.CSS("#deploy")), chromedp.WaitVisible(chromedp.CSS("#edit-rule")))
 			first := installedRef(t, a, "hall-motion-light")
 			do(t, ctx, "edit", chromedp.Click(chromedp.CSS("#edit-rule")), chromedp.WaitVisible(chromedp.CSS(".cm-content")))
-			waitJS(t, ctx, "the rule validated", `document.getElementById('ed-valid')`)
+			settled(t, ctx, "the rule validated", `document.getElementById('ed-valid')`)
 			typeOver(t, ctx, `"default": 180`, `"default": 200`)
-			waitJS(t, ctx, "the edit validated: it would replace the installed rule", `document.getElementById('ed-valid') && document.querySelector('#ed-diags a[data-path="/name"]')`)
+			settled(t, ctx, "the edit validated: it would replace the installed rule", `document.getElementById('ed-valid') && document.querySelector('#ed-diags a[data-path="/name"]')`)
 			snap(t, ctx, shot.dir, "editor-edit-"+vp.name)
 			do(t, ctx, "deploy the edit", chromedp.Click(chromedp.CSS("#deploy")), chromedp.WaitVisible(chromedp.CSS("#edit-rule")))
 			if second := installedRef(t, a, "hall-motion-light"); second == first {
@@ -113,7 +116,7 @@ func snap(t *testing.T, ctx context.Context, dir, name string) {
 	t.Helper()
 	c, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
-	png, err := chromedp.Run(c, chromedp.FullScreenshot(90))
+	png, err := chromedp.Run(c, chromedp.FullScreenshot(100))
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
@@ -122,12 +125,35 @@ func snap(t *testing.T, ctx context.Context, dir, name string) {
 	}
 }
 
+// settled waits until the editor has the answer about its current text
+// (no request in flight or due) and cond holds.
+func settled(t *testing.T, ctx context.Context, what, cond string) {
+	t.Helper()
+	waitJS(t, ctx, what, `document.getElementById('ed-results').getAttribute('aria-busy') === 'false' && (`+cond+`)`)
+}
+
 // noSideways fails when the page is wider than the window.
 func noSideways(t *testing.T, ctx context.Context, what string) {
 	t.Helper()
 	if over := eval[int](t, ctx, `document.documentElement.scrollWidth - window.innerWidth`); over > 0 {
 		t.Errorf("%s scrolls sideways by %d px", what, over)
 	}
+}
+
+// pressEnter presses Enter as a keyboard does: one key-down carrying its
+// text, so a handler that prevents its default keeps it from typing.
+// (chromedp.KeyEvent sends the text as a separate char event, which
+// reaches whatever has the focus by then.)
+func pressEnter() chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		k := input.DispatchKeyEventParams{Type: kb.KeyDown, Key: "Enter", Code: "Enter", WindowsVirtualKeyCode: 13, NativeVirtualKeyCode: 13, Text: "\r", UnmodifiedText: "\r"}
+		if _, err := cdp.Call(ctx, t, input.DispatchKeyEvent, k); err != nil {
+			return err
+		}
+		k.Type, k.Text, k.UnmodifiedText = kb.KeyUp, "", ""
+		_, err := cdp.Call(ctx, t, input.DispatchKeyEvent, k)
+		return err
+	})
 }
 
 // typeOver selects the first occurrence of old in the editor and types

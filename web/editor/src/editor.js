@@ -29,25 +29,32 @@ const jsonColours = HighlightStyle.define([
 
 function say(text) { if (status) status.textContent = text; }
 
+// busy marks the results as out of date while an answer is awaited.
+function busy(on) { results.setAttribute("aria-busy", on ? "true" : "false"); }
+
 async function ask(op) {
   const body = new URLSearchParams(new FormData(form));
   body.set("op", op);
   const n = ++seq;
+  busy(true);
   say(op === "test" ? "Test running…" : "Validating…");
   let res;
   try {
     res = await fetch(form.action, { method: "POST", body, headers: { Accept: "application/json" }, credentials: "same-origin" });
   } catch (e) {
-    if (n === seq) say("The server did not answer: " + e.message);
+    if (n === seq) { say("The server did not answer: " + e.message); busy(false); }
     return;
   }
   if (n !== seq) return; // a newer request is under way
   if (!res.ok && !(res.headers.get("Content-Type") || "").includes("json")) {
     say("The server refused (" + res.status + "). Reload the page and try again.");
+    busy(false);
     return;
   }
   const out = await res.json();
+  if (n !== seq) return;
   results.innerHTML = out.panel;
+  busy(false);
   last = out.diagnostics || [];
   show(last);
   say(out.summary || "");
@@ -66,21 +73,28 @@ function show(diags) {
     marks.push({ from: loc.error.at, to: Math.min(loc.error.at + 1, text.length), severity: "error", message: "not JSON: " + loc.error.message });
   }
   view.dispatch(setDiagnostics(view.state, marks));
-  results.querySelectorAll("[data-path]").forEach((b) => {
-    b.addEventListener("click", (e) => { e.preventDefault(); jump(b.getAttribute("data-path")); });
-  });
 }
 
 // jump moves the cursor to a pointer's value and focuses the editor.
 function jump(pointer) {
   const text = view.state.doc.toString(), r = rangeOf(text, locate(text), pointer, null);
+  view.focus(); // first: focusing reads the page's selection into the editor
   view.dispatch({ selection: { anchor: r.from, head: r.to }, scrollIntoView: true });
-  // After the key that followed the link is done, or it lands in the text.
-  setTimeout(() => view.focus(), 0);
+}
+
+// A listed diagnostic's link moves the cursor to its place. Enter is
+// taken on keydown (its default prevented), so the key does not go on to
+// type a newline over the selection once the editor has the focus.
+function follow(e) {
+  const a = e.target.closest && e.target.closest("[data-path]");
+  if (!a || (e.type === "keydown" && e.key !== "Enter")) return;
+  e.preventDefault();
+  jump(a.getAttribute("data-path"));
 }
 
 function changed() {
   seq++; // an answer about the text before this change would be misplaced
+  busy(true);
   area.value = view.state.doc.toString();
   clearTimeout(timer);
   timer = setTimeout(() => ask("validate"), 500);
@@ -121,6 +135,8 @@ function mount() {
     ask(b.value);
   });
   form.addEventListener("submit", () => { area.value = view.state.doc.toString(); });
+  results.addEventListener("click", follow);
+  results.addEventListener("keydown", follow);
   const keys = document.getElementById("ed-keys");
   if (keys) keys.hidden = false;
   ask("validate");
