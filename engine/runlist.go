@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/pilothouse/pilothouse/storage"
@@ -103,9 +104,10 @@ func RunIDTime(id string) (time.Time, bool) { return storage.RunIDTime(id) }
 // RuleVersion is one promoted version of a rule's program.
 type RuleVersion struct {
 	Ref       string
-	Principal string
+	Principal string // who deployed it first
 	Risk      string
 	CreatedAt time.Time
+	Program   json.RawMessage // as written (the web UI's diff)
 }
 
 // RuleVersions lists the promoted versions of a rule the caller may see,
@@ -130,7 +132,7 @@ func (e *Engine) RuleVersions(ctx context.Context, name string) ([]RuleVersion, 
 				continue
 			}
 		}
-		out = append(out, RuleVersion{Ref: pr.Ref, Principal: pr.Principal, Risk: pr.Risk, CreatedAt: pr.CreatedAt})
+		out = append(out, RuleVersion{Ref: pr.Ref, Principal: pr.Principal, Risk: pr.Risk, CreatedAt: pr.CreatedAt, Program: pr.Body})
 	}
 	return out, nil
 }

@@ -206,6 +206,8 @@ type ruleData struct {
 	Triggers []string
 	MoreRuns string // link to the full run list for this rule
 	History  historyView
+	// CanDeploy: the login may deploy, so restore a version.
+	CanDeploy bool
 }
 
 func (s *server) rulePage(w http.ResponseWriter, r *http.Request, ss *session) {
@@ -231,7 +233,7 @@ func (s *server) rulePage(w http.ResponseWriter, r *http.Request, ss *session) {
 		return
 	}
 	d := ruleData{Rule: ri, Summary: triggerSummary(ri), Program: prettyJSON(ri.Program), Versions: versions, Activity: activity,
-		MoreRuns: "/runs?rule=" + url.QueryEscape(name)}
+		MoreRuns: "/runs?rule=" + url.QueryEscape(name), CanDeploy: ss.principal.Deploy}
 	if ri.Plan != nil {
 		for i, st := range ri.Plan.Steps {
 			d.Steps = append(d.Steps, planStep{PlanStep: st, N: i + 1})

@@ -62,6 +62,9 @@ type server struct {
 	pages  map[string]*template.Template
 	rows   rowCache
 	clock  clock
+
+	// recipes are the cookbook's rules the editor starts from.
+	recipes recipeBook
 }
 
 // Handler serves the UI. Mount it at "/".
@@ -108,6 +111,7 @@ func (s *server) routes() http.Handler {
 	mux.Handle("POST /approvals/{id}/{verb}", s.authed(s.approvalAction))
 	mux.Handle("GET /api/approvals", s.apiAuthed(s.apiApprovals))
 	mux.Handle("POST /api/approvals/{id}/{verb}", s.apiAuthed(s.apiDecide))
+	s.editorRoutes(mux)
 	// Every route, the login page and static files included, is behind
 	// the guard: a rebound name must not even get an owner session.
 	return secureHeaders(s.o.Guard.Wrap(mux))

@@ -1,0 +1,87 @@
+package web
+
+import (
+	"encoding/json"
+	"regexp"
+	"strings"
+	"sync"
+
+	"github.com/pilothouse/pilothouse/engine"
+)
+
+// recipe is one cookbook rule the editor can start from: the program, and
+// the params and scenario of the test run the cookbook gives for it.
+type recipe struct {
+	Slug, Title      string
+	Program          string
+	Params, Scenario string
+}
+
+// recipeBook reads the served cookbook guide once: its sections are fixed
+// for the life of the process.
+type recipeBook struct {
+	once sync.Once
+	list []recipe
+}
+
+func (b *recipeBook) all(e *engine.Engine) []recipe {
+	b.once.Do(func() {
+		if g, ok := e.Guide("cookbook"); ok {
+			b.list = parseRecipes(g.Body)
+		}
+	})
+	return b.list
+}
+
+func (b *recipeBook) get(e *engine.Engine, slug string) (recipe, bool) {
+	for _, r := range b.all(e) {
+		if r.Slug == slug {
+			return r, true
+		}
+	}
+	return recipe{}, false
+}
+
+var (
+	jsonBlock = regexp.MustCompile("(?s)```json\n(.*?)\n```")
+	testRun   = regexp.MustCompile("Test run: `([^`]*)`")
+	slugChars = regexp.MustCompile(`[^a-z0-9]+`)
+)
+
+// parseRecipes takes each "## " section of the cookbook that holds a JSON
+// program; its first "Test run:" line gives the params and scenario.
+func parseRecipes(body string) []recipe {
+	var out []recipe
+	for _, sec := range strings.Split(body, "\n## ")[1:] {
+		title, rest, _ := strings.Cut(sec, "\n")
+		m := jsonBlock.FindStringSubmatch(rest)
+		if m == nil {
+			continue
+		}
+		r := recipe{Title: strings.TrimSpace(title), Program: m[1], Params: "{}", Scenario: "{}"}
+		r.Slug = strings.Trim(slugChars.ReplaceAllString(strings.ToLower(r.Title), "-"), "-")
+		if t := testRun.FindStringSubmatch(rest); t != nil {
+			r.Params, r.Scenario = splitInput(t[1])
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// splitInput splits a cookbook test run's `"input": {...}` into the
+// params (every member but scenario) and the scenario, pretty-printed.
+func splitInput(s string) (params, scenario string) {
+	var call struct {
+		Input map[string]json.RawMessage `json:"input"`
+	}
+	if json.Unmarshal([]byte("{"+s+"}"), &call) != nil || call.Input == nil {
+		return "{}", "{}"
+	}
+	scenario = "{}"
+	if sc, ok := call.Input["scenario"]; ok {
+		scenario = prettyJSON(sc)
+		delete(call.Input, "scenario")
+	}
+	raw, _ := json.Marshal(call.Input)
+	return prettyJSON(json.RawMessage(raw)), scenario
+}
