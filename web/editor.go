@@ -245,6 +245,14 @@ func editorInput(d editorData, test bool) (json.RawMessage, string) {
 			return nil, `The params may not have a member "scenario": it is reserved for the test scenario.`
 		}
 	}
+	if _, ok := in["install"]; ok {
+		return nil, `The params may not have a member "install": it is reserved for how a deploy installs.`
+	}
+	if !test && d.Rule != "" {
+		// Deploying from a rule's edit page replaces that rule: the person
+		// asked for it by editing it.
+		in["install"] = json.RawMessage(`{"replace":true}`)
+	}
 	if test {
 		sc := strings.TrimSpace(d.Scenario)
 		if sc == "" {

@@ -143,7 +143,8 @@ func (f *fixture) deploy(p *engine.Principal, program string) *engine.ExecuteRes
 	if p != nil {
 		ctx = engine.WithPrincipal(ctx, p)
 	}
-	resp, err := f.e.Execute(ctx, engine.ExecuteRequest{Program: json.RawMessage(program)})
+	// Tests deploy versions of a rule one after the other: each replaces.
+	resp, err := f.e.Execute(ctx, engine.ExecuteRequest{Program: json.RawMessage(program), Input: json.RawMessage(`{"install":{"replace":true}}`)})
 	if err != nil || !resp.Outcome.OK {
 		f.t.Fatalf("deploy: %v %+v", err, resp)
 	}

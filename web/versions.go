@@ -107,9 +107,10 @@ func (s *server) versionRestore(w http.ResponseWriter, r *http.Request, ss *sess
 		s.fail(w, r, ss, http.StatusNotFound, "Rule "+ri.Name+" has no version "+r.PostFormValue("ref")+" that you may see.", nil)
 		return
 	}
-	var input json.RawMessage
-	if len(ri.Params) > 0 {
-		input = ri.Params
+	input, err := restoreInput(ri.Name, ri.Params)
+	if err != nil {
+		s.fail(w, r, ss, http.StatusInternalServerError, "Restoring the version failed.", err)
+		return
 	}
 	resp, err := s.e.Execute(ss.ctx(r), engine.ExecuteRequest{ProgramRef: v.Ref, Input: input})
 	var re *pilotage.RequestError
@@ -132,4 +133,17 @@ func (s *server) versionRestore(w http.ResponseWriter, r *http.Request, ss *sess
 		ss.setFlash("Restored: rule " + ri.Name + " runs " + v.Ref + " again (first deployed by " + v.Principal + ").")
 	}
 	redirect(w, r, back)
+}
+
+// restoreInput is the rule's params with the install member that replaces
+// the rule itself: a restore is an explicit replacement.
+func restoreInput(rule string, params json.RawMessage) (json.RawMessage, error) {
+	in := map[string]any{}
+	if len(params) > 0 {
+		if err := json.Unmarshal(params, &in); err != nil {
+			return nil, err
+		}
+	}
+	in["install"] = map[string]any{"rule": rule, "replace": true}
+	return json.Marshal(in)
 }
