@@ -84,15 +84,16 @@ func readProgram(path string) (json.RawMessage, error) {
 
 // applyOpts are pilothouse apply's flags.
 type applyOpts struct {
-	cn           conn
-	approve, yes bool
-	input        string
+	cn                    conn
+	approve, yes, replace bool
+	input                 string
 }
 
 func (o *applyOpts) register(fs *flag.FlagSet) {
 	o.cn.register(fs)
-	fs.BoolVar(&o.approve, "approve", false, "Host policy: approve destructive/openWorld plans without asking")
+	fs.BoolVar(&o.approve, "approve", false, "say yes without asking to a plan that locks, opens, closes or notifies (destructive/openWorld)")
 	fs.BoolVar(&o.yes, "yes", false, "same as --approve")
+	fs.BoolVar(&o.replace, "replace", false, "replace the installed rule of the program's name (an edit); without it a changed program is refused with what it would replace")
 	fs.StringVar(&o.input, "input", "", inputUsage)
 }
 
@@ -106,11 +107,17 @@ func cliApply(ctx context.Context, args []string, stdout, stderr io.Writer, stdi
 		return err
 	}
 	if len(pos) != 1 {
-		return errors.New("usage: pilothouse apply rule.json [--input JSON] [--approve] [--server URL] [--token T]")
+		return errors.New("usage: pilothouse apply rule.json [--input JSON] [--approve] [--replace] [--server URL] [--token T]")
 	}
 	prog, input, err := readProgramInput(pos[0], *inputJSON)
 	if err != nil {
 		return err
+	}
+	if o.replace {
+		if input == nil {
+			input = map[string]any{}
+		}
+		input["install"] = map[string]any{"replace": true}
 	}
 	c, err := cn.dial(ctx)
 	if err != nil {

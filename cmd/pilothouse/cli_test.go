@@ -435,3 +435,27 @@ func TestCLIInputBindsCatalogParams(t *testing.T) {
 		t.Fatalf("test with input and a timeline: %v\n%s", err, out)
 	}
 }
+
+// TestCLIApplyReplacesOnlyWhenAsked: applying a changed program under an
+// installed rule's name installs nothing and says what it would replace;
+// --replace replaces it.
+func TestCLIApplyReplacesOnlyWhenAsked(t *testing.T) {
+	_, url := startCLIApp(t)
+	c := dialT(t, url)
+	rule := `{"name":"porch-on","triggers":[{"id":"m","state":"hall_motion.occupancy","to":true}],"steps":[{"id":"on","call":"porch_light.set","args":{"state":"ON"}}]}`
+	if _, err := cli(t, url, "", "apply", writeFile(t, "a.json", rule)); err != nil {
+		t.Fatal(err)
+	}
+	changed := writeFile(t, "b.json", strings.Replace(rule, `"ON"`, `"OFF"`, 1))
+	out, err := cli(t, url, "", "apply", changed)
+	if err == nil || !strings.Contains(out+err.Error(), "rule_exists") {
+		t.Fatalf("a changed program without --replace: %v\n%s", err, out)
+	}
+	if _, err := cli(t, url, "", "apply", changed, "--replace"); err != nil {
+		t.Fatalf("--replace: %v", err)
+	}
+	list, err := c.Rules(context.Background())
+	if err != nil || len(list) != 1 {
+		t.Fatalf("rules %v %v", list, err)
+	}
+}
