@@ -173,7 +173,7 @@ func (a *app) serveHTTP() error {
 	a.routeAPI(mux, principals)
 	mux.HandleFunc("/healthz", a.healthz)
 	webUI := web.Handler(a.eng, web.Options{Principals: a.cfg.Principals, Logger: a.log.With("part", "web"), Guard: guard,
-		Health: a.webHealth, Load: func() []string { return a.load().Warnings }})
+		Health: a.webHealth, Load: func() []string { return a.load().Warnings }, Sim: webSim{a}})
 	mux.Handle("/", webUI)
 	// The approvals API belongs to the web UI (it authenticates approvers
 	// as the web UI does), beside the house API's other /api/ routes.
