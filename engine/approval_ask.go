@@ -52,6 +52,7 @@ func (e *Engine) askClient(ctx context.Context, g gateRequest, a storage.Approva
 		return nil, nil, false
 	}
 	a.DecidedBy, a.DecidedAt, a.Channel = g.p.Name, now, ChannelElicitation
+	e.logApproval(a, "deploy of "+a.Rule+" by "+a.Principal+" "+map[bool]string{true: "approved", false: "declined"}[accepted]+" in the client")
 	if !accepted {
 		a.Status = storage.ApprovalDeclined
 		return nil, e.gateRefusal(g, a, rules.StatusDenied, "the user declined this deploy in the client ("+a.ID+"): nothing was installed"), true

@@ -23,6 +23,7 @@ type deviceData struct {
 	Key      string // idempotency key of this page's control forms
 	CanAct   bool   // the principal may act on the house (deploy)
 	Simulate *simView
+	Logbook  logbookView
 }
 
 // controlRun is a recent manual run of one of the device's actions.
@@ -105,6 +106,10 @@ func (s *server) devicePage(w http.ResponseWriter, r *http.Request, ss *session)
 	d.History.Chart = chartData{TZ: d.History.TZ, From: now.Add(-span).Unix(), To: now.Unix(), Charts: charts}
 	for _, a := range d.Actions {
 		d.Controls = append(d.Controls, newControl(a.Entry, s.currentOf(ctx, id)))
+	}
+	if d.Logbook, err = s.logPanel(ctx, engine.LogQuery{Device: id}); err != nil {
+		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the logbook failed.", err)
+		return
 	}
 	if d.Recent, err = s.recentControls(ctx, d.Actions); err != nil {
 		s.fail(w, r, ss, http.StatusInternalServerError, "Listing the recent controls failed.", err)

@@ -108,6 +108,7 @@ func (s *server) routes() http.Handler {
 	mux.Handle("POST /devices/{id}/control", s.authed(s.controlAction))
 	mux.Handle("POST /devices/{id}/simulate", s.authed(s.simulateAction))
 	mux.Handle("GET /events", s.authed(s.bounded(s.events)))
+	mux.Handle("GET /logbook", s.authed(s.logbookPage))
 	mux.Handle("GET /status", s.authed(s.status))
 	mux.Handle("GET /approvals", s.authed(s.approvalsPage))
 	mux.Handle("GET /approvals/{id}", s.authed(s.approvalPage))

@@ -80,6 +80,7 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 		return a, fmt.Errorf("starting the engine: %w", err)
 	}
 	a.stops = append(a.stops, a.eng.Close)
+	a.logBroker()
 
 	if cfg.Demo {
 		a.sim = demo.New(a.client, demo.Options{Base: cfg.Z2MBase, HAPrefix: cfg.HAPrefix, Pace: cfg.DemoPace,
