@@ -75,12 +75,9 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 		return a, fmt.Errorf("starting device discovery: %w", err)
 	}
 
-	a.eng = engine.New(cfg.engineConfig(), a.devs, a.store, log.With("part", "engine"))
-	if err := a.eng.Start(ctx); err != nil {
-		return a, fmt.Errorf("starting the engine: %w", err)
+	if err := a.startEngine(ctx); err != nil {
+		return a, err
 	}
-	a.stops = append(a.stops, a.eng.Close)
-	a.logBroker()
 
 	if cfg.Demo {
 		a.sim = demo.New(a.client, demo.Options{Base: cfg.Z2MBase, HAPrefix: cfg.HAPrefix, Pace: cfg.DemoPace,
@@ -130,6 +127,18 @@ func (a *app) connectMQTT(ctx context.Context) error {
 		a.client = c
 	}
 	a.stops = append(a.stops, a.client.Close)
+	return nil
+}
+
+// startEngine starts the engine, and records the broker connection's
+// losses and returns in its logbook.
+func (a *app) startEngine(ctx context.Context) error {
+	a.eng = engine.New(a.cfg.engineConfig(), a.devs, a.store, a.log.With("part", "engine"))
+	if err := a.eng.Start(ctx); err != nil {
+		return fmt.Errorf("starting the engine: %w", err)
+	}
+	a.stops = append(a.stops, a.eng.Close)
+	a.logBroker()
 	return nil
 }
 
