@@ -162,7 +162,11 @@ func (b *logbook) onChange(devs *devices.Catalog, c devices.Change) {
 	switch c.Kind {
 	case devices.ChangeEvent:
 		dev, _ := devs.DeviceOf(c.ID)
-		en = storage.LogEntry{Kind: "event", Device: dev, Text: c.ID + " " + compact(c.Value)}
+		v, ok := c.Value.(string) // a press's action as it is said: toggle, not "toggle"
+		if !ok {
+			v = compact(c.Value)
+		}
+		en = storage.LogEntry{Kind: "event", Device: dev, Text: c.ID + ": " + v}
 	case devices.ChangeAvailability:
 		on, ok := c.Value.(bool)
 		if !ok || c.Prev == nil || c.Prev == c.Value {

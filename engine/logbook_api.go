@@ -50,6 +50,11 @@ func (e *Engine) Logbook(ctx context.Context, q LogQuery) (LogPage, error) {
 		}
 		f.Before, f.BeforeID = t, id
 	}
+	if q.Cursor == "" {
+		// The newest page includes what is still queued: an entry told
+		// live before the page's stream opened is on the page.
+		e.book.sync()
+	}
 	var page LogPage
 	for range logScanPages {
 		list, err := e.store.ListLog(ctx, f)

@@ -45,7 +45,7 @@ func TestLogbookRecordsTheHouse(t *testing.T) {
 	if err := h.client.Publish(context.Background(), "zigbee2mqtt/hall_motion/availability", []byte(`{"state":"offline"}`), 1, true); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"event: bedroom_remote.action \"toggle\"", "availability: hall_motion went offline",
+	want := []string{"event: bedroom_remote.action: toggle", "availability: hall_motion went offline",
 		"firing: press-porch fired: success", "rule: rule press-porch installed (owner owner)", "server: Pilothouse started: 0 rules armed"}
 	ctx := WithPrincipal(context.Background(), Owner)
 	testutil.Eventually(t, 10*time.Second, "the logbook's entries", func() bool {
@@ -71,7 +71,7 @@ func TestLogbookRecordsTheHouse(t *testing.T) {
 		q    LogQuery
 		want string
 	}{
-		{"device", LogQuery{Device: "bedroom_remote"}, `[event: bedroom_remote.action "toggle"]`},
+		{"device", LogQuery{Device: "bedroom_remote"}, `[event: bedroom_remote.action: toggle]`},
 		{"area of the device", LogQuery{Area: "hall", Kind: "availability"}, `[availability: hall_motion went offline]`},
 		{"rule", LogQuery{Rule: "press-porch"}, `[firing: press-porch fired: success rule: rule press-porch installed (owner owner)]`},
 		{"kind", LogQuery{Kind: "server"}, `[server: Pilothouse started: 0 rules armed]`},

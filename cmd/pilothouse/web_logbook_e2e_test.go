@@ -32,7 +32,7 @@ func TestWebLogbookEndToEnd(t *testing.T) {
 		what, text string
 		act        func() error
 	}{
-		{"a remote press", `bedroom_remote.action "toggle"`, func() error { return a.sim.Press(context.Background(), "single") }},
+		{"a remote press", `bedroom_remote.action: toggle`, func() error { return a.sim.Press(context.Background(), "single") }},
 		{"an availability change", "hall_motion went offline", func() error {
 			return a.client.Publish(context.Background(), "zigbee2mqtt/hall_motion/availability", []byte(`{"state":"offline"}`), 1, true)
 		}},

@@ -40,5 +40,8 @@ func TestWebSimulateEndToEnd(t *testing.T) {
 			return ok && fmt.Sprint(l.Value) == tc.want
 		})
 	}
+	// The press is on the remote's page's logbook, though it happened just
+	// before the page loaded (its entry still queued for writing).
+	waitJS(t, ctx, "the press in the device's logbook", `document.getElementById('log-table').textContent.indexOf('bedroom_remote.action: toggle') >= 0`)
 	shot.take(ctx, "device-simulate")
 }
