@@ -23,15 +23,15 @@ type fakeSim struct {
 
 func (f *fakeSim) Simulates(id string) bool { return id == "hall_motion" }
 
-func (f *fakeSim) Simulate(ctx context.Context, id string, set map[string]any) (map[string]any, error) {
+func (f *fakeSim) Simulate(ctx context.Context, id string, set map[string]any) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p := engine.PrincipalFrom(ctx)
 	f.calls = append(f.calls, fmt.Sprintf("%s %s %v", p.Name, id, set))
 	if _, ok := set["colour"]; ok {
-		return nil, errors.New("hall_motion has no property \"colour\"; its properties: illuminance, occupancy")
+		return errors.New("hall_motion has no property \"colour\"; its properties: illuminance, occupancy")
 	}
-	return map[string]any{"occupancy": set["occupancy"]}, nil
+	return nil
 }
 
 func (f *fakeSim) called() []string {
@@ -66,7 +66,7 @@ func TestSimulateControl(t *testing.T) {
 		value, want string
 		code        int
 	}{
-		{"json value", "hall_motion", "occupancy", "true", `Simulated hall_motion occupancy=true; its state now: {&#34;occupancy&#34;:true}.`, http.StatusSeeOther},
+		{"json value", "hall_motion", "occupancy", "true", `Simulated hall_motion occupancy=true: the device reported it; rules fire as they would (see the logbook below).`, http.StatusSeeOther},
 		{"simulator refuses", "hall_motion", "colour", "red", `Not simulated: hall_motion has no property &#34;colour&#34;`, http.StatusSeeOther},
 		{"empty value", "hall_motion", "occupancy", " ", `Not simulated: give a property and a value.`, http.StatusSeeOther},
 		{"too long", "hall_motion", "occupancy", string(make([]byte, maxSimValue+1)), `Not simulated: the property or the value is too long.`, http.StatusSeeOther},

@@ -56,14 +56,14 @@ func (s webSim) Simulates(id string) bool {
 	return s.a.sim != nil && slices.Contains(s.a.sim.Devices(), id)
 }
 
-func (s webSim) Simulate(ctx context.Context, id string, set map[string]any) (map[string]any, error) {
+func (s webSim) Simulate(ctx context.Context, id string, set map[string]any) error {
 	p := engine.PrincipalFrom(ctx)
 	if p == nil {
 		p = engine.Owner
 	}
-	state, err := s.a.simulate(ctx, p, simRequest{Device: id, Set: set})
+	_, err := s.a.simulate(ctx, p, simRequest{Device: id, Set: set})
 	if errors.Is(err, demo.ErrInvalid) {
 		err = errors.New(strings.TrimPrefix(err.Error(), "demo: "))
 	}
-	return state, err
+	return err
 }
