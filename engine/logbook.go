@@ -100,6 +100,9 @@ type logbook struct {
 	stop  chan struct{}
 	done  chan struct{}
 	unsub func()
+	// writing: a batch is between the queue and storage (settle waits
+	// for it).
+	writing bool
 
 	started                           atomic.Bool
 	dropped, written, failed, trimmed atomic.Uint64
@@ -211,6 +214,35 @@ func (b *logbook) sync() {
 	}
 }
 
+// settle writes what is queued or being written, when anything is, so
+// that a read of the logbook sees every entry already told live; it
+// waits at most max (a loaded writer must not hold a page up).
+func (b *logbook) settle(max time.Duration) {
+	if b == nil || !b.started.Load() {
+		return
+	}
+	b.mu.Lock()
+	pending := len(b.buf) > 0 || b.writing
+	b.mu.Unlock()
+	if !pending {
+		return
+	}
+	t := time.NewTimer(max)
+	defer t.Stop()
+	done := make(chan struct{})
+	select {
+	case b.flush <- done:
+	case <-b.done:
+		return
+	case <-t.C:
+		return
+	}
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
 func (b *logbook) loop(ctx context.Context) {
 	background()
 	defer close(b.done)
@@ -241,10 +273,14 @@ func (b *logbook) write(ctx context.Context) {
 	b.mu.Lock()
 	items := b.buf
 	b.buf = b.spare
+	b.writing = len(items) > 0
 	b.mu.Unlock()
 	defer func() {
 		clear(items)
 		b.spare = items[:0]
+		b.mu.Lock()
+		b.writing = false
+		b.mu.Unlock()
 	}()
 	if len(items) == 0 {
 		return

@@ -29,6 +29,10 @@ type LogPage struct {
 // fill a page with entries in the caller's scope.
 const logScanPages = 8
 
+// logSettleWait bounds how long reading the newest page waits for queued
+// entries to be written.
+const logSettleWait = 500 * time.Millisecond
+
 // Note records a house-level logbook entry: kind "broker" or "server".
 func (e *Engine) Note(kind, text string) {
 	e.book.add(storage.LogEntry{T: e.Now(), Kind: kind, Text: text})
@@ -53,7 +57,7 @@ func (e *Engine) Logbook(ctx context.Context, q LogQuery) (LogPage, error) {
 	if q.Cursor == "" {
 		// The newest page includes what is still queued: an entry told
 		// live before the page's stream opened is on the page.
-		e.book.sync()
+		e.book.settle(logSettleWait)
 	}
 	var page LogPage
 	for range logScanPages {
