@@ -196,6 +196,7 @@ func (e *Engine) newApproval(ctx context.Context, g gateRequest, key string, pla
 		return storage.Approval{}, nil, e.approvalStoreError(err)
 	}
 	e.log.Info("a deploy waits for a human's approval", "approval", a.ID, "rule", a.Rule, "principal", a.Principal, "risk", a.Risk)
+	e.logApproval(a, "deploy of "+a.Rule+" by "+a.Principal+" waits for approval ("+a.Risk+")")
 	return a, nil, nil
 }
 

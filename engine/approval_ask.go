@@ -79,6 +79,7 @@ func (e *Engine) askClient(ctx context.Context, g gateRequest, a storage.Approva
 		e.approvalDecided()
 		a.DecidedBy, a.DecidedAt, a.Channel = g.p.Name, now, ChannelElicitation
 		a.Status = map[bool]string{true: storage.ApprovalApproved, false: storage.ApprovalDeclined}[ans == AnswerApproved]
+		e.logApproval(a, "deploy of "+a.Rule+" by "+a.Principal+" "+map[bool]string{true: "approved", false: "declined"}[ans == AnswerApproved]+" in the client")
 	}
 	if a.Status == storage.ApprovalDeclined {
 		msg := "the user declined this deploy (" + a.ID + ", by " + a.DecidedBy + " via " + a.Channel + "): nothing was installed"

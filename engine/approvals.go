@@ -164,6 +164,7 @@ func (e *Engine) DecideApproval(ctx context.Context, id string, approve bool, ch
 		return pilotage.Approval{}, fmt.Errorf("engine: reading approval: %w", err)
 	}
 	e.log.Info("approval decided", "approval", id, "status", a.Status, "by", p.Name, "channel", channel, "rule", a.Rule)
+	e.logApproval(a, "deploy of "+a.Rule+" by "+a.Principal+" "+a.Status+" by "+p.Name+" ("+channel+")")
 	return *e.approvalRecord(a, nil), nil
 }
 

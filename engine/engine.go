@@ -47,6 +47,8 @@ type Config struct {
 	// Approval is the risk-gate policy of principals without their own;
 	// the zero value requires approval for destructive and openWorld.
 	Approval ApprovalPolicy
+	// Logbook configures the logbook's writer (kept as long as runs).
+	Logbook LogbookConfig
 }
 
 // Location is a point on Earth for sun triggers and conditions.
@@ -99,6 +101,7 @@ type Engine struct {
 	sched *scheduler
 	rec   *recorder
 	hist  *historyRecorder // nil when off, or without devices or storage
+	book  *logbook         // nil without storage
 	// rules is what validations, held programs and runs reuse: the
 	// engine owns it, rules keeps no state of its own.
 	rules *rules.Cache
@@ -147,6 +150,7 @@ func New(cfg Config, devs *devices.Catalog, store *storage.Store, log *slog.Logg
 		e.rec = newRecorder(store, log, cfg.KeepPerStatus)
 		e.rec.announce = e.notify
 		e.sched = newScheduler(e)
+		e.book = newLogbook(store, log.With("part", "logbook"), cfg.Logbook, cfg.Retention, cfg.Now)
 	}
 	if store != nil && devs != nil && !cfg.History.Off {
 		e.hist = newHistoryRecorder(store, devs, log.With("part", "history"), cfg.History, cfg.Now)
@@ -193,6 +197,8 @@ func (e *Engine) Start(ctx context.Context) error {
 	if e.hist != nil {
 		e.hist.start(ctx) // after the scheduler: its subscriber runs first
 	}
+	e.book.start(ctx, e.devs)
+	e.Note("server", fmt.Sprintf("Pilothouse started: %d rules armed", e.sched.armedCount()))
 	return nil
 }
 
@@ -217,6 +223,11 @@ func (e *Engine) Close() {
 	}
 	if e.rec != nil {
 		e.rec.close()
+	}
+	// Last: the firings the recorder announced while draining are in it.
+	if e.book != nil && e.book.started.Load() {
+		e.Note("server", "Pilothouse stopped")
+		e.book.close()
 	}
 	e.wg.Wait()
 }

@@ -68,6 +68,7 @@ func (e *Engine) EventVisible(ctx context.Context, ev Event) bool {
 }
 
 func (e *Engine) notify(ev Event) {
+	e.logEvent(ev)
 	e.hubMu.Lock()
 	defer e.hubMu.Unlock()
 	for ch := range e.subs {

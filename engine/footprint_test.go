@@ -39,6 +39,8 @@ func TestInstalledRuleFootprint(t *testing.T) {
 		h.deploy(footprintRule(i))
 	}
 	var m0, m1 runtime.MemStats
+	// The deploys' logbook entries wait for their write: not the rules'.
+	h.eng.FlushLogbook()
 	runtime.GC()
 	runtime.ReadMemStats(&m0)
 	for i := warm; i < warm+n; i++ {
@@ -47,6 +49,7 @@ func TestInstalledRuleFootprint(t *testing.T) {
 			t.Fatalf("deploy %d: %+v", i, resp.Outcome)
 		}
 	}
+	h.eng.FlushLogbook()
 	runtime.GC()
 	runtime.ReadMemStats(&m1)
 	objects := float64(int64(m1.HeapObjects)-int64(m0.HeapObjects)) / n

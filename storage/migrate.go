@@ -202,6 +202,25 @@ CREATE TABLE history_values (
 CREATE INDEX approvals_by_key ON approvals (key, created_at);
 CREATE INDEX approvals_by_rule ON approvals (rule, used_at);
 CREATE INDEX approvals_by_status ON approvals (status, created_at);`,
+	// 15: the logbook (logbook.go): one time-ordered stream of what
+	// happened in the house, bounded by age and by row count (rowid).
+	`CREATE TABLE logbook (
+	id        INTEGER PRIMARY KEY,
+	t         INTEGER NOT NULL,
+	kind      TEXT NOT NULL,
+	device    TEXT NOT NULL DEFAULT '',
+	area      TEXT NOT NULL DEFAULT '',
+	rule      TEXT NOT NULL DEFAULT '',
+	principal TEXT NOT NULL DEFAULT '',
+	ref       TEXT NOT NULL DEFAULT '',
+	run       TEXT NOT NULL DEFAULT '',
+	status    TEXT NOT NULL DEFAULT '',
+	text      TEXT NOT NULL
+);
+CREATE INDEX logbook_by_t ON logbook (t, id);
+CREATE INDEX logbook_by_device ON logbook (device, t, id) WHERE device <> '';
+CREATE INDEX logbook_by_rule ON logbook (rule, t, id) WHERE rule <> '';
+CREATE INDEX logbook_by_kind ON logbook (kind, t, id);`,
 }
 
 // migrate brings db up to len(list), one transaction per migration. A

@@ -18,8 +18,9 @@ import (
 type control struct {
 	Entry *pilotage.Entry
 	// Confirm: a security or external action; the server asks for
-	// confirmation, stating the risk, before it runs.
+	// confirmation, stating the risk, before it runs. Note says so.
 	Confirm bool
+	Note    string
 	Forms   []controlForm
 }
 
@@ -32,6 +33,9 @@ type controlForm struct {
 	Fields  []controlField
 	Buttons []controlButton
 	Submit  string // the submit button's label when there are Fields
+	// Refresh: the form asks the device for all its values at once (a
+	// read action whose every argument is the empty string).
+	Refresh bool
 }
 
 type controlField struct {
@@ -86,9 +90,16 @@ func propOrder(sch objSchema) []string {
 // current value as text (its state's live value), or "".
 func newControl(en *pilotage.Entry, current func(prop string) string) control {
 	c := control{Entry: en, Confirm: en.RiskHints.Destructive || en.RiskHints.OpenWorld}
+	if c.Confirm {
+		c.Note = article(string(en.Risk)) + " " + string(en.Risk) + " action: you will be asked to confirm."
+	}
 	var sch objSchema
 	if json.Unmarshal(en.InputSchema, &sch) != nil || len(sch.Properties) == 0 {
 		c.Forms = []controlForm{{Label: "Run", Submit: "Run " + en.ID}}
+		return c
+	}
+	if _, ok := refreshArgs(sch); ok {
+		c.Forms = []controlForm{{Refresh: true, Submit: "Refresh", Desc: "Ask the device for its current values: " + strings.Join(propOrder(sch), ", ")}}
 		return c
 	}
 	if len(sch.Required) > 0 { // one form: what is required goes together
@@ -155,6 +166,21 @@ func field(action, prop string, ps propSchema, cur string) controlField {
 
 func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
+// controlArgs reads a control form's arguments: all of a refresh's (the
+// refresh field), else the arg.<prop> fields.
+func controlArgs(form url.Values, raw json.RawMessage) (map[string]any, error) {
+	if form.Get("refresh") == "" {
+		return formArgs(form, raw)
+	}
+	var sch objSchema
+	_ = json.Unmarshal(raw, &sch)
+	args, ok := refreshArgs(sch)
+	if !ok {
+		return nil, fmt.Errorf("this action does not read the device's values")
+	}
+	return args, nil
+}
+
 // formArgs reads the arg.<prop> fields of a control form into the action's
 // arguments, typed by its input schema; empty fields are left out.
 func formArgs(form url.Values, raw json.RawMessage) (map[string]any, error) {
@@ -214,14 +240,62 @@ func controlName(action string) string {
 	return strings.TrimRight(name, ".-_")
 }
 
-// riskSentence states what confirming an action risks.
-func riskSentence(en *pilotage.Entry) string {
+// refreshArgs are the arguments of a refresh: a read action whose every
+// property takes only "" (a Zigbee2MQTT /get, {"<property>": ""} each)
+// is sent with all of them, which no per-property button could do.
+func refreshArgs(sch objSchema) (map[string]any, bool) {
+	if len(sch.Properties) == 0 {
+		return nil, false
+	}
+	args := make(map[string]any, len(sch.Properties))
+	for k, ps := range sch.Properties {
+		if len(ps.Enum) != 1 || ps.Enum[0] != "" {
+			return nil, false
+		}
+		args[k] = ""
+	}
+	return args, true
+}
+
+// article is "a" or "an" before a word.
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiouAEIOU", rune(word[0])) {
+		return "An"
+	}
+	return "A"
+}
+
+// riskSentence states what confirming an action with args risks, and
+// how to reverse it when its schema says how (a lock's other state).
+func riskSentence(en *pilotage.Entry, args map[string]string) string {
 	var parts []string
 	if en.RiskHints.Destructive {
-		parts = append(parts, "It is a security action: it can change what protects the house (locks, doors, covers) and may not be undone from here.")
+		parts = append(parts, "It is a security action: it changes what protects the house (locks, alarms, doors and other covers) as soon as you confirm.")
+		parts = append(parts, undoSentence(en, args))
 	}
 	if en.RiskHints.OpenWorld {
 		parts = append(parts, "It is an external action: what it sends leaves the house.")
 	}
 	return strings.Join(parts, " ")
+}
+
+// undoSentence says how to reverse a change of one two-valued property
+// (LOCK/UNLOCK, OPEN/CLOSE), or that Pilothouse cannot tell.
+func undoSentence(en *pilotage.Entry, args map[string]string) string {
+	var sch objSchema
+	_ = json.Unmarshal(en.InputSchema, &sch)
+	if len(args) == 1 {
+		for k, v := range args {
+			if ps := sch.Properties[k]; len(ps.Enum) == 2 {
+				other := compactJSON(ps.Enum[0])
+				if other == v {
+					other = compactJSON(ps.Enum[1])
+				}
+				if other != v {
+					return "To reverse it, send " + k + " " + other + " from this device's page."
+				}
+			}
+		}
+	}
+	return "Pilothouse cannot tell whether it can be reversed: make sure it is safe first."
 }

@@ -22,6 +22,8 @@ type deviceData struct {
 	Recent   []controlRun
 	Key      string // idempotency key of this page's control forms
 	CanAct   bool   // the principal may act on the house (deploy)
+	Simulate *simView
+	Logbook  logbookView
 }
 
 // controlRun is a recent manual run of one of the device's actions.
@@ -87,6 +89,7 @@ func (s *server) devicePage(w http.ResponseWriter, r *http.Request, ss *session)
 	}
 	views := s.groupDevices(ctx, all)
 	d := deviceData{deviceView: views[0], Href: "/devices/" + url.PathEscape(id), Key: randomToken(), CanAct: ss.principal.Deploy}
+	d.Simulate = s.simulateOf(ss, views[0])
 	d.History = historyView{TZ: s.tzName(), Empty: "No state history is recorded for this device."}
 	var states []*pilotage.Entry
 	for _, row := range d.States {
@@ -99,6 +102,10 @@ func (s *server) devicePage(w http.ResponseWriter, r *http.Request, ss *session)
 	charts := d.History.Chart.Charts
 	for _, a := range d.Actions {
 		d.Controls = append(d.Controls, newControl(a.Entry, s.currentOf(ctx, id)))
+	}
+	if d.Logbook, err = s.logPanel(ctx, engine.LogQuery{Device: id}); err != nil {
+		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the logbook failed.", err)
+		return
 	}
 	if d.Recent, err = s.recentControls(ctx, d.Actions); err != nil {
 		s.fail(w, r, ss, http.StatusInternalServerError, "Listing the recent controls failed.", err)
@@ -173,7 +180,7 @@ func (s *server) controlAction(w http.ResponseWriter, r *http.Request, ss *sessi
 		s.fail(w, r, ss, http.StatusNotFound, "No action "+action+" on "+id+" (it may be gone, or outside your scope).", nil)
 		return
 	}
-	args, err := formArgs(r.PostForm, en.InputSchema)
+	args, err := controlArgs(r.PostForm, en.InputSchema)
 	if err != nil {
 		ss.setFlash("Not sent: " + err.Error())
 		redirect(w, r, back)
@@ -244,7 +251,8 @@ func (s *server) deviceAction(ctx context.Context, dev, action string) (*pilotag
 }
 
 func confirmPage(en *pilotage.Entry, dev, back string, r *http.Request) confirmData {
-	d := confirmData{Action: en, Device: dev, Back: back, Post: "/devices/" + url.PathEscape(dev) + "/control", Risk: riskSentence(en)}
+	d := confirmData{Action: en, Device: dev, Back: back, Post: "/devices/" + url.PathEscape(dev) + "/control"}
+	sent := map[string]string{}
 	for _, k := range sortedKeys(r.PostForm) {
 		v := r.PostForm.Get(k)
 		switch {
@@ -252,12 +260,14 @@ func confirmPage(en *pilotage.Entry, dev, back string, r *http.Request) confirmD
 		case strings.HasPrefix(k, "arg."):
 			if strings.TrimSpace(v) != "" {
 				d.Args = append(d.Args, argPair{strings.TrimPrefix(k, "arg."), v})
+				sent[strings.TrimPrefix(k, "arg.")] = v
 			}
 			d.Fields = append(d.Fields, argPair{k, v})
 		default:
 			d.Fields = append(d.Fields, argPair{k, v})
 		}
 	}
+	d.Risk = riskSentence(en, sent)
 	return d
 }
 

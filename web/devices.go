@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -26,6 +27,9 @@ type deviceView struct {
 	// unmodelled), Gaps what is missing and why (markFidelity).
 	Fidelity string
 	Gaps     []string
+	// Channel: a notification channel (notify.phone under "notify"),
+	// not a device: it has no availability to show.
+	Channel bool
 }
 
 type liveRow struct {
@@ -158,6 +162,9 @@ func (s *server) groupDevices(ctx context.Context, entries []*pilotage.Entry) []
 
 // attach adds an entry to its device's view.
 func (s *server) attach(ctx context.Context, dv *deviceView, dev string, en *pilotage.Entry) {
+	if dv.Entry.Kind != pilotage.KindDevice && slices.Contains(en.Tags, "notify") {
+		dv.Channel, dv.Type = true, "notification channel"
+	}
 	switch en.Kind {
 	case pilotage.KindAction:
 		dv.Actions = append(dv.Actions, actionRow{Entry: en, Args: schemaProps(en.InputSchema)})

@@ -39,6 +39,8 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, ss *session) {
 	st := &stream{s: s, ctx: ss.ctx(r), w: w, rc: http.NewResponseController(w)}
 	engCh, cancelEng := s.e.Events(sseEngineBuffer)
 	defer cancelEng()
+	logCh, cancelLog := st.watchLogbook(r)
+	defer cancelLog()
 	var devCh <-chan engine.LiveChange // nil: never ready
 	if r.URL.Query().Get("devices") == "1" {
 		if lw, ok := s.e.WatchLive(st.ctx, sseDeviceBuffer); ok {
@@ -73,6 +75,8 @@ func (s *server) events(w http.ResponseWriter, r *http.Request, ss *session) {
 			err = st.engineEvent(ev)
 		case c := <-devCh:
 			err = st.deviceChange(c)
+		case en := <-logCh:
+			err = st.logEntry(en)
 		case now := <-tick.C:
 			err = st.tick()
 			if err == nil && st.deploys {

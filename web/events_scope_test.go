@@ -18,9 +18,15 @@ import (
 // openStream opens /events for a logged-in client and returns its lines.
 func openStream(t *testing.T, c *client) <-chan string {
 	t.Helper()
+	return openStreamAt(t, c, "/events")
+}
+
+// openStreamAt opens the event stream at path (with its query).
+func openStreamAt(t *testing.T, c *client, path string) <-chan string {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/events", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
 	resp, err := c.c.Do(req)
 	if err != nil {
 		t.Fatal(err)

@@ -20,8 +20,9 @@ type findData struct {
 }
 
 type areaGroup struct {
-	Area    string // "" = no area
-	Devices []*deviceView
+	Area     string // "" = no area
+	Channels bool   // the notification channels, after every area
+	Devices  []*deviceView
 }
 
 // noArea is the area filter's value for devices without one.
@@ -61,10 +62,14 @@ func findDevices(list []*deviceView, q url.Values) findData {
 		if m == nil {
 			continue
 		}
-		g := groups[m.Area]
+		key := m.Area
+		if m.Channel {
+			key = "\x00channels"
+		}
+		g := groups[key]
 		if g == nil {
-			g = &areaGroup{Area: m.Area}
-			groups[m.Area] = g
+			g = &areaGroup{Area: m.Area, Channels: m.Channel}
+			groups[key] = g
 		}
 		g.Devices = append(g.Devices, m)
 		f.Shown++
@@ -74,6 +79,9 @@ func findDevices(list []*deviceView, q url.Values) findData {
 	}
 	sort.Slice(f.Groups, func(i, j int) bool {
 		a, b := f.Groups[i].Area, f.Groups[j].Area
+		if ci, cj := f.Groups[i].Channels, f.Groups[j].Channels; ci != cj {
+			return cj
+		}
 		if (a == "") != (b == "") {
 			return b == ""
 		}

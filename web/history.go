@@ -301,14 +301,8 @@ func firingMarks(runs []engine.Run, from, to time.Time) []firingMark {
 	return out
 }
 
-// tzName is the engine's time zone for the charts ("" = the browser's).
-func (s *server) tzName() string {
-	tz := s.e.Config().TimeZone
-	if tz == nil || tz == time.Local || tz.String() == "Local" {
-		return ""
-	}
-	return tz.String()
-}
+// tzName is the house's time zone for the charts, as chartZone names it.
+func (s *server) tzName() string { return chartZone(s.e.Config().TimeZone, s.e.Now()) }
 
 // ruleTimeline is the rule page's history: the firings of the range on a
 // lane of their own and over the history of every state the rule's

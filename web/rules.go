@@ -206,6 +206,7 @@ type ruleData struct {
 	Triggers []string
 	MoreRuns string // link to the full run list for this rule
 	History  historyView
+	Logbook  logbookView
 	// CanDeploy: the login may deploy, so restore a version.
 	CanDeploy bool
 }
@@ -244,6 +245,10 @@ func (s *server) rulePage(w http.ResponseWriter, r *http.Request, ss *session) {
 	}
 	if d.History, err = s.ruleTimeline(ctx, name, r.URL.Query()); err != nil {
 		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the rule's timeline failed.", err)
+		return
+	}
+	if d.Logbook, err = s.logPanel(ctx, engine.LogQuery{Rule: name}); err != nil {
+		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the logbook failed.", err)
 		return
 	}
 	if len(d.Triggers) == 0 {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"html/template"
 	"time"
 )
@@ -65,3 +66,25 @@ func (c clock) funcs() template.FuncMap {
 
 // when formats a time for the pages and the live stream.
 func (s *server) when(t time.Time) string { return s.clock.when(t) }
+
+// chartZone names tz for the charts (uPlot draws in an IANA zone): its
+// name, or for a zone without one (the machine's, when its name could
+// not be found) its offset at now as Etc/GMT±h, so that the charts agree
+// with the page's text; "" (the browser's zone) when the offset is not
+// whole hours.
+func chartZone(tz *time.Location, now time.Time) string {
+	if tz == nil {
+		return ""
+	}
+	if n := tz.String(); n != "" && n != "Local" {
+		return n
+	}
+	_, off := now.In(tz).Zone()
+	switch {
+	case off%3600 != 0:
+		return ""
+	case off == 0:
+		return "UTC"
+	}
+	return fmt.Sprintf("Etc/GMT%+d", -off/3600)
+}

@@ -13,12 +13,12 @@ import (
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
-var pageNames = []string{"rules", "rule", "runs", "run", "devices", "device", "confirm", "login", "error", "approvals", "approval", "editor", "diff"}
+var pageNames = []string{"rules", "rule", "runs", "run", "devices", "device", "confirm", "login", "error", "approvals", "approval", "editor", "diff", "logbook"}
 
 func parsePages(c clock) map[string]*template.Template {
 	out := map[string]*template.Template{}
 	for _, n := range pageNames {
-		out[n] = template.Must(template.New(n).Funcs(funcs).Funcs(c.funcs()).ParseFS(templateFS, "templates/layout.html", "templates/history.html", "templates/parts.html", "templates/"+n+".html"))
+		out[n] = template.Must(template.New(n).Funcs(funcs).Funcs(c.funcs()).ParseFS(templateFS, "templates/layout.html", "templates/history.html", "templates/parts*.html", "templates/"+n+".html"))
 	}
 	return out
 }

@@ -44,6 +44,9 @@ type Options struct {
 	// back the broker, kept summaries instead of traces, lost records),
 	// shown on every page.
 	Load func() []string
+	// Sim, when set, drives the demo's simulated devices: their pages
+	// show a simulate control to the owner.
+	Sim Simulator
 }
 
 //go:embed templates/*.html
@@ -92,6 +95,8 @@ func (s *server) routes() http.Handler {
 	mux := http.NewServeMux()
 	static, _ := fs.Sub(staticFS, "static")
 	mux.Handle("GET /static/", http.StripPrefix("/static/", cacheFor(http.FileServerFS(static))))
+	// Browsers ask for /favicon.ico whatever the page links.
+	mux.Handle("GET /favicon.ico", http.RedirectHandler("/static/favicon.svg", http.StatusMovedPermanently))
 	mux.HandleFunc("GET /login", s.loginPage)
 	mux.HandleFunc("POST /login", s.login)
 	mux.Handle("POST /logout", s.authed(s.logout))
@@ -104,7 +109,9 @@ func (s *server) routes() http.Handler {
 	mux.Handle("GET /devices", s.authed(s.devicesPage))
 	mux.Handle("GET /devices/{id}", s.authed(s.devicePage))
 	mux.Handle("POST /devices/{id}/control", s.authed(s.controlAction))
+	mux.Handle("POST /devices/{id}/simulate", s.authed(s.simulateAction))
 	mux.Handle("GET /events", s.authed(s.bounded(s.events)))
+	mux.Handle("GET /logbook", s.authed(s.logbookPage))
 	mux.Handle("GET /status", s.authed(s.status))
 	mux.Handle("GET /approvals", s.authed(s.approvalsPage))
 	mux.Handle("GET /approvals/{id}", s.authed(s.approvalPage))

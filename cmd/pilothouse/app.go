@@ -75,11 +75,9 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 		return a, fmt.Errorf("starting device discovery: %w", err)
 	}
 
-	a.eng = engine.New(cfg.engineConfig(), a.devs, a.store, log.With("part", "engine"))
-	if err := a.eng.Start(ctx); err != nil {
-		return a, fmt.Errorf("starting the engine: %w", err)
+	if err := a.startEngine(ctx); err != nil {
+		return a, err
 	}
-	a.stops = append(a.stops, a.eng.Close)
 
 	if cfg.Demo {
 		a.sim = demo.New(a.client, demo.Options{Base: cfg.Z2MBase, HAPrefix: cfg.HAPrefix, Pace: cfg.DemoPace,
@@ -132,6 +130,18 @@ func (a *app) connectMQTT(ctx context.Context) error {
 	return nil
 }
 
+// startEngine starts the engine, and records the broker connection's
+// losses and returns in its logbook.
+func (a *app) startEngine(ctx context.Context) error {
+	a.eng = engine.New(a.cfg.engineConfig(), a.devs, a.store, a.log.With("part", "engine"))
+	if err := a.eng.Start(ctx); err != nil {
+		return fmt.Errorf("starting the engine: %w", err)
+	}
+	a.stops = append(a.stops, a.eng.Close)
+	a.logBroker()
+	return nil
+}
+
 // waitCatalog polls until every named device is in the catalog, or d passes.
 func waitCatalog(ctx context.Context, devs *devices.Catalog, names []string, d time.Duration) bool {
 	return waitUntil(ctx, d, func() bool {
@@ -173,7 +183,7 @@ func (a *app) serveHTTP() error {
 	a.routeAPI(mux, principals)
 	mux.HandleFunc("/healthz", a.healthz)
 	webUI := web.Handler(a.eng, web.Options{Principals: a.cfg.Principals, Logger: a.log.With("part", "web"), Guard: guard,
-		Health: a.webHealth, Load: func() []string { return a.load().Warnings }})
+		Health: a.webHealth, Load: func() []string { return a.load().Warnings }, Sim: webSim{a}})
 	mux.Handle("/", webUI)
 	// The approvals API belongs to the web UI (it authenticates approvers
 	// as the web UI does), beside the house API's other /api/ routes.

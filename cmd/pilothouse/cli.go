@@ -147,7 +147,7 @@ func cliApply(ctx context.Context, args []string, stdout, stderr io.Writer, stdi
 	if n := len(res.Validation.Errors()); n > 0 || !res.Validation.Valid {
 		return fmt.Errorf("%s is invalid (%s): nothing was deployed", pos[0], rules.Plural(n, "error", ""))
 	}
-	return reportDeploy(stdout, prog, res)
+	return reportDeploy(stdout, prog, res, cn.houseZone(ctx))
 }
 
 // terminalApprover is apply's Host risk gate: the plan is shown and the
@@ -191,7 +191,8 @@ func readProgramInput(path, input string) (json.RawMessage, map[string]any, erro
 	return prog, in, nil
 }
 
-func reportDeploy(stdout io.Writer, prog json.RawMessage, res *pilotclient.RunResult) error {
+// reportDeploy says what a deploy did, its times in the house's zone loc.
+func reportDeploy(stdout io.Writer, prog json.RawMessage, res *pilotclient.RunResult, loc *time.Location) error {
 	r := res.Execution
 	if r.Outcome.Status == pilotclient.StatusCatalogDrift {
 		return fmt.Errorf("the catalog drifted again after one retry (run %s): nothing was deployed; try again", r.RunID)
@@ -212,17 +213,17 @@ func reportDeploy(stdout io.Writer, prog json.RawMessage, res *pilotclient.RunRe
 	}
 	fmt.Fprintf(stdout, "deployed: rule %s %s as %s (run %s)\n", d.Rule, verb, d.ProgramRef, r.RunID)
 	for _, t := range d.Triggers {
-		fmt.Fprintf(stdout, "  trigger %s: %s%s\n", t.ID, t.Kind, triggerDetail(t))
+		fmt.Fprintf(stdout, "  trigger %s: %s%s\n", t.ID, t.Kind, triggerDetail(t, loc))
 	}
 	if d.NextFire != nil {
-		fmt.Fprintf(stdout, "  next fire: %s\n", d.NextFire.Format(time.RFC3339))
+		fmt.Fprintf(stdout, "  next fire: %s\n", houseTime(*d.NextFire, loc))
 	} else {
 		fmt.Fprintln(stdout, "  next fire: on the next matching event")
 	}
 	return nil
 }
 
-func triggerDetail(t pilotage.TriggerInfo) string {
+func triggerDetail(t pilotage.TriggerInfo, loc *time.Location) string {
 	s := ""
 	if t.Entity != "" {
 		s += " " + t.Entity
@@ -231,7 +232,7 @@ func triggerDetail(t pilotage.TriggerInfo) string {
 		s += " " + t.Spec
 	}
 	if t.NextFire != nil {
-		s += " (next " + t.NextFire.Format(time.RFC3339) + ")"
+		s += " (next " + houseTime(*t.NextFire, loc) + ")"
 	}
 	return s
 }

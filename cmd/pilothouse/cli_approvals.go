@@ -58,9 +58,10 @@ func cliApprovals(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		fmt.Fprintln(stdout, "no deploys are waiting for approval")
 		return nil
 	}
+	loc := cn.houseZone(ctx)
 	for _, a := range list {
 		fmt.Fprintf(stdout, "%s  %-8s  rule %s by %s, risk %s, until %s\n    %s\n", a.ID, a.Status, a.Rule, a.Principal, a.Risk,
-			a.ExpiresAt.Local().Format("15:04"), a.URL)
+			houseTime(a.ExpiresAt, loc), a.URL)
 	}
 	return nil
 }
@@ -83,7 +84,7 @@ func cliDecide(ctx context.Context, verb string, args []string, stdout, stderr i
 	}
 	fmt.Fprintf(stdout, "%s: %s by %s (rule %s, requested by %s)\n", a.ID, a.Status, a.DecidedBy, a.Rule, a.Principal)
 	if a.Status == "approved" {
-		fmt.Fprintln(stdout, "the same deploy, sent again before "+a.ExpiresAt.Local().Format("15:04")+", installs it")
+		fmt.Fprintln(stdout, "the same deploy, sent again before "+houseTime(a.ExpiresAt, cn.houseZone(ctx))+", installs it")
 	}
 	return nil
 }

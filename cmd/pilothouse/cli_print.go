@@ -283,7 +283,7 @@ func printRules(w io.Writer, list []pilotage.RuleInfo, loc *time.Location) {
 			fmt.Fprintf(w, "    %s\n", r.Description)
 		}
 		for _, t := range r.Triggers {
-			fmt.Fprintf(w, "    trigger %s: %s%s\n", t.ID, t.Kind, triggerDetail(t))
+			fmt.Fprintf(w, "    trigger %s: %s%s\n", t.ID, t.Kind, triggerDetail(t, loc))
 		}
 		if r.NextFire != nil {
 			fmt.Fprintf(w, "    next fire: %s\n", houseTime(*r.NextFire, loc))

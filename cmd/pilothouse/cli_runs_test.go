@@ -81,6 +81,22 @@ func TestCLIRunsAndHouseTimes(t *testing.T) {
 			t.Errorf("%v: err=%v, %d rows, want %d saying %q (not %q):\n%s%s", c.args, err, rows, c.rows, c.says, c.mustNotBe, out, errOut)
 		}
 	}
+	// apply says when a schedule fires next in the house's zone (was RFC
+	// 3339 in whatever zone the answer carried: "Z").
+	nightly := filepath.Join(t.TempDir(), "nightly.json")
+	if err := os.WriteFile(nightly, []byte(`{"name": "nightly", "triggers": [{"id": "three", "cron": "0 3 * * *"}],
+	  "steps": [{"id": "on", "call": "porch_light.set", "args": {"state": "ON"}}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	applied, errOut, err := ph("apply", nightly)
+	now := time.Now().In(loc)
+	next := time.Date(now.Year(), now.Month(), now.Day(), 3, 0, 0, 0, loc)
+	if !next.After(now) {
+		next = time.Date(now.Year(), now.Month(), now.Day()+1, 3, 0, 0, 0, loc)
+	}
+	if err != nil || !strings.Contains(applied, "  next fire: "+houseTime(next, loc)+"\n") || !strings.Contains(applied, "(next "+houseTime(next, loc)+")") {
+		t.Errorf("apply does not give the next fire in the house's zone (%s): %v\n%s%s", houseTime(next, loc), err, applied, errOut)
+	}
 }
 
 // TestCLIWithoutServerAndBadJSON: with nothing answering, every client

@@ -361,6 +361,8 @@ func (c *Config) engineConfig() engine.Config {
 	}
 	if c.TimeZone != "" {
 		ec.TimeZone, _ = time.LoadLocation(c.TimeZone)
+	} else {
+		ec.TimeZone = systemZone()
 	}
 	ec.History = c.History.engine()
 	ec.ApprovalTTL, ec.WebURL, ec.Approval = c.ApprovalTTL, c.webURL(), c.Approval

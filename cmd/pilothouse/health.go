@@ -20,6 +20,8 @@ type health struct {
 	// History: state changes recorded, dropped, failed (visible, not
 	// unhealthy).
 	History engine.HistoryStatus `json:"history"`
+	// Logbook: entries written, dropped (queue full), failed, trimmed.
+	Logbook engine.LogbookStatus `json:"logbook"`
 	// Instance identifies this run of the server.
 	Instance string `json:"instance"`
 	// Endpoint: whether the data folder says where this server answers
@@ -79,7 +81,7 @@ type brokerHealth struct {
 // 503 with the reason in status.
 func (a *app) healthz(w http.ResponseWriter, _ *http.Request) {
 	h := health{Status: "ok", Version: engine.Version, Storage: a.store.WriteStatus(), Instance: a.instance,
-		History: a.eng.HistoryStatus(), Load: a.load(), ServedRuns: a.eng.ServedStats(), Runs: a.eng.RunStats()}
+		History: a.eng.HistoryStatus(), Logbook: a.eng.LogbookStatus(), Load: a.load(), ServedRuns: a.eng.ServedStats(), Runs: a.eng.RunStats()}
 	cov := a.devs.Coverage()
 	h.Devices = devicesHealth{Total: cov.Devices, Partial: cov.Partial, Unmodelled: cov.Unmodelled, Refused: a.devs.Refusals()}
 	h.Notify = a.devs.NotifyStats()

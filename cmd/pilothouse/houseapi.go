@@ -99,18 +99,8 @@ type simRequest struct {
 	Press  string         `json:"press,omitempty"`
 }
 
-// sim drives the demo simulator: only the owner (an administrator who may
-// deploy) may make the house's sensors say what did not happen, and only
-// while the demo runs.
+// sim drives the demo simulator for the command line (pilothouse sim).
 func (h *houseAPI) sim(ctx context.Context, w http.ResponseWriter, r *http.Request, p *engine.Principal) {
-	if !p.Admin || !p.Deploy {
-		apiError(w, http.StatusForbidden, fmt.Sprintf("principal %s may not drive the demo devices: only the owner (admin with deploy) may", p.Name))
-		return
-	}
-	if h.a.sim == nil {
-		apiError(w, http.StatusNotFound, "the demo house is off (this serve runs with --demo=false): there are no simulated devices to drive")
-		return
-	}
 	var req simRequest
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
@@ -118,26 +108,19 @@ func (h *houseAPI) sim(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		apiError(w, http.StatusBadRequest, `want {"device": "...", "set": {...}} or {"device": "...", "press": "..."}: `+err.Error())
 		return
 	}
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
 	at := time.Now() // runs the change fires start from here (pilothouse sim shows them)
-	var err error
+	state, err := h.a.simulate(ctx, p, req)
 	switch {
-	case req.Press != "" && req.Set == nil:
-		err = h.a.sim.Trigger(ctx, req.Device, map[string]any{"action": req.Press})
-	case req.Press == "":
-		err = h.a.sim.Trigger(ctx, req.Device, req.Set)
-	default:
-		err = fmt.Errorf("%w: give either set or press, not both", demo.ErrInvalid)
-	}
-	switch {
+	case errors.Is(err, errSimForbidden):
+		apiError(w, http.StatusForbidden, err.Error())
+	case errors.Is(err, errNoDemo):
+		apiError(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, demo.ErrInvalid):
 		apiError(w, http.StatusBadRequest, strings.TrimPrefix(err.Error(), "demo: "))
 	case err != nil:
 		apiError(w, http.StatusServiceUnavailable, err.Error())
 	default:
-		h.a.log.Info("demo device driven by hand", "device", req.Device, "set", req.Set, "press", req.Press, "principal", p.Name)
-		writeAPI(w, http.StatusOK, map[string]any{"device": req.Device, "state": h.a.sim.State(req.Device), "at": at.In(h.zone())})
+		writeAPI(w, http.StatusOK, map[string]any{"device": req.Device, "state": state, "at": at.In(h.zone())})
 	}
 }
 

@@ -196,7 +196,10 @@
 
   var page = live, name = "";
   if (live.indexOf("rule:") === 0) { page = "rule"; name = live.slice(5); }
-  var es = new EventSource(page === "devices" ? "/events?devices=1" : page === "runs" ? "/events" : "/events?deploys=1");
+  var src = page === "devices" ? "/events?devices=1" : page === "runs" ? "/events" : "/events?deploys=1";
+  // A page with a logbook list gets its entries (logbook.js shows them).
+  if (document.getElementById("logbook")) src += (src.indexOf("?") < 0 ? "?" : "&") + "logbook=1";
+  var es = new EventSource(src);
   function parse(m) { try { return JSON.parse(m.data); } catch (e) { return null; } }
   es.onopen = function () { state.sse = "open"; paint(); poll(); };
   es.onerror = function () { state.sse = "error"; paint(); poll(); };
@@ -206,6 +209,10 @@
   });
   es.addEventListener("rule", function (m) { var ev = parse(m); if (ev) onRule(ev, page, name); });
   es.addEventListener("live", function (m) { var ev = parse(m); if (ev && page === "devices") onLive(ev); });
+  es.addEventListener("logbook", function (m) {
+    var ev = parse(m);
+    if (ev) document.dispatchEvent(new CustomEvent("pilothouse:logbook", { detail: ev }));
+  });
   es.addEventListener("deploy", function (m) {
     var ev = parse(m);
     if (!ev || !ev.ok || !ev.rule) return;

@@ -1,0 +1,340 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// LogKind is one kind of logbook entry.
+type LogKind struct {
+	Name, Doc string
+}
+
+// LogKinds is the closed set of logbook entry kinds, in the order the
+// logbook's filter lists them.
+var LogKinds = []LogKind{
+	{"event", "a device's event: a button press, a gesture"},
+	{"availability", "a device went offline or came back online"},
+	{"firing", "a rule fired"},
+	{"rule", "a rule was installed, enabled, disabled or removed"},
+	{"approval", "a risky deploy waits for a human's decision, or got it"},
+	{"broker", "the connection to the MQTT broker was lost or came back"},
+	{"server", "Pilothouse started or stopped"},
+}
+
+// LogbookConfig configures the logbook's writer.
+type LogbookConfig struct {
+	// MaxRows bounds the stored entries; the oldest go first (default
+	// 100,000). Entries older than the run retention are purged too.
+	MaxRows int
+	// FlushEvery is how often queued entries are written (default 1 s).
+	FlushEvery time.Duration
+	// Queue bounds the entries waiting for a write (default 4,096); more
+	// are dropped and counted (LogbookStatus).
+	Queue int
+}
+
+func (c *LogbookConfig) defaults() {
+	if c.MaxRows <= 0 {
+		c.MaxRows = 100_000
+	}
+	if c.FlushEvery <= 0 {
+		c.FlushEvery = time.Second
+	}
+	if c.Queue <= 0 {
+		c.Queue = 4096
+	}
+}
+
+// LogEntry is one logbook line as the UI shows it. Cursor pages on from
+// it (entries read back from storage have one; live ones do not).
+type LogEntry struct {
+	Time   time.Time
+	Kind   string
+	Device string
+	Area   string
+	Rule   string
+	RunID  string
+	Status string
+	Text   string
+	Cursor string
+	// whom it concerns, for LogVisible: a firing's run principal, a rule's
+	// owner and program, an approval's requester.
+	principal, ref string
+}
+
+// LogbookStatus is the logbook writer's health, for /healthz.
+type LogbookStatus struct {
+	Written uint64 `json:"written"`
+	// Dropped entries found the queue full; Failed were lost to writes
+	// that failed (the storage status says why).
+	Dropped uint64 `json:"dropped"`
+	Failed  uint64 `json:"failed"`
+	Trimmed uint64 `json:"trimmed"`
+	MaxRows int    `json:"max_rows"`
+}
+
+// logbook records what happened in the house: entries are queued under a
+// mutex by whoever reports them (ingestion, the recorder, a deploy), told
+// at once to live watchers, and written in batches by one goroutine.
+type logbook struct {
+	store     *storage.Store
+	log       *slog.Logger
+	cfg       LogbookConfig
+	now       func() time.Time
+	retention time.Duration
+
+	mu    sync.Mutex
+	buf   []storage.LogEntry // cap = cfg.Queue, never grown
+	spare []storage.LogEntry // the writer's buffer between swaps
+	subs  map[chan LogEntry]struct{}
+	flush chan chan struct{}
+	stop  chan struct{}
+	done  chan struct{}
+	unsub func()
+	// writing: a batch is between the queue and storage (settle waits
+	// for it).
+	writing bool
+
+	started                           atomic.Bool
+	dropped, written, failed, trimmed atomic.Uint64
+	failures                          int // failed writes, for the log (the writer's own)
+}
+
+func newLogbook(store *storage.Store, log *slog.Logger, cfg LogbookConfig, retention time.Duration, now func() time.Time) *logbook {
+	cfg.defaults()
+	return &logbook{store: store, log: log, cfg: cfg, now: now, retention: retention,
+		buf: make([]storage.LogEntry, 0, cfg.Queue), spare: make([]storage.LogEntry, 0, cfg.Queue), subs: map[chan LogEntry]struct{}{},
+		flush: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
+}
+
+// add queues an entry for writing and tells the watchers; it never
+// blocks (a full queue or a slow watcher loses the entry, counted).
+func (b *logbook) add(en storage.LogEntry) {
+	if b == nil {
+		return
+	}
+	if en.T.IsZero() {
+		en.T = b.now()
+	}
+	live := logEntryOf(en)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if len(b.buf) < cap(b.buf) {
+		b.buf = append(b.buf, en)
+	} else {
+		b.dropped.Add(1)
+	}
+	for ch := range b.subs {
+		select {
+		case ch <- live:
+		default:
+		}
+	}
+}
+
+func logEntryOf(en storage.LogEntry) LogEntry {
+	out := LogEntry{Time: en.T, Kind: en.Kind, Device: en.Device, Area: en.Area, Rule: en.Rule, RunID: en.Run,
+		Status: en.Status, Text: en.Text, principal: en.Principal, ref: en.Ref}
+	if en.ID != 0 {
+		out.Cursor = fmt.Sprintf("%d-%d", en.T.UnixNano(), en.ID)
+	}
+	return out
+}
+
+func (b *logbook) start(ctx context.Context, devs *devices.Catalog) {
+	b.started.Store(true)
+	go b.loop(context.WithoutCancel(ctx))
+	if devs != nil {
+		b.unsub = devs.Subscribe(func(c devices.Change) { b.onChange(devs, c) })
+	}
+}
+
+// onChange runs on the ingestion goroutine: events (button presses) and
+// availability changes after the first report become entries.
+func (b *logbook) onChange(devs *devices.Catalog, c devices.Change) {
+	var en storage.LogEntry
+	switch c.Kind {
+	case devices.ChangeEvent:
+		dev, _ := devs.DeviceOf(c.ID)
+		v, ok := c.Value.(string) // a press's action as it is said: toggle, not "toggle"
+		if !ok {
+			v = compact(c.Value)
+		}
+		en = storage.LogEntry{Kind: "event", Device: dev, Text: c.ID + ": " + v}
+	case devices.ChangeAvailability:
+		on, ok := c.Value.(bool)
+		if !ok || c.Prev == nil || c.Prev == c.Value {
+			return // the first report after a start is no change
+		}
+		en = storage.LogEntry{Kind: "availability", Device: c.ID, Status: "online", Text: c.ID + " came back online"}
+		if !on {
+			en.Status, en.Text = "offline", c.ID+" went offline"
+		}
+	default:
+		return
+	}
+	en.T = c.Time
+	if d, ok := devs.Snapshot().Get(en.Device); ok {
+		en.Area = areaOf(d.Tags)
+	}
+	b.add(en)
+}
+
+// close stops listening and writes what is queued.
+func (b *logbook) close() {
+	if b == nil || !b.started.Load() {
+		return
+	}
+	if b.unsub != nil {
+		b.unsub()
+	}
+	close(b.stop)
+	<-b.done
+}
+
+// sync writes everything queued so far before it returns.
+func (b *logbook) sync() {
+	if b == nil || !b.started.Load() {
+		return
+	}
+	done := make(chan struct{})
+	select {
+	case b.flush <- done:
+		<-done
+	case <-b.done:
+	}
+}
+
+// settle writes what is queued or being written, when anything is, so
+// that a read of the logbook sees every entry already told live; it
+// waits at most max (a loaded writer must not hold a page up).
+func (b *logbook) settle(max time.Duration) {
+	if b == nil || !b.started.Load() {
+		return
+	}
+	b.mu.Lock()
+	pending := len(b.buf) > 0 || b.writing
+	b.mu.Unlock()
+	if !pending {
+		return
+	}
+	t := time.NewTimer(max)
+	defer t.Stop()
+	done := make(chan struct{})
+	select {
+	case b.flush <- done:
+	case <-b.done:
+		return
+	case <-t.C:
+		return
+	}
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+func (b *logbook) loop(ctx context.Context) {
+	background()
+	defer close(b.done)
+	tick := time.NewTicker(b.cfg.FlushEvery)
+	defer tick.Stop()
+	// The first purge waits a minute: a start has more urgent writes
+	// (resumed windows, interrupted firings).
+	purge := time.NewTimer(time.Minute)
+	defer purge.Stop()
+	for {
+		select {
+		case <-b.stop:
+			b.write(ctx)
+			return
+		case <-tick.C:
+			b.write(ctx)
+		case d := <-b.flush:
+			b.write(ctx)
+			close(d)
+		case <-purge.C:
+			b.purge(ctx)
+			purge.Reset(time.Hour)
+		}
+	}
+}
+
+func (b *logbook) write(ctx context.Context) {
+	b.mu.Lock()
+	items := b.buf
+	b.buf = b.spare
+	b.writing = len(items) > 0
+	b.mu.Unlock()
+	defer func() {
+		clear(items)
+		b.spare = items[:0]
+		b.mu.Lock()
+		b.writing = false
+		b.mu.Unlock()
+	}()
+	if len(items) == 0 {
+		return
+	}
+	n, err := b.store.WriteLog(ctx, items, b.cfg.MaxRows)
+	if err != nil {
+		b.failed.Add(uint64(len(items)))
+		if b.failures++; b.failures == 1 || b.failures%100 == 0 {
+			b.log.Warn("writing the logbook failed; entries lost", "entries", len(items), "failed_writes", b.failures, "err", err)
+		}
+		return
+	}
+	b.written.Add(uint64(len(items)))
+	b.trimmed.Add(uint64(n))
+}
+
+func (b *logbook) purge(ctx context.Context) {
+	if n, err := b.store.PurgeLog(ctx, b.now().Add(-b.retention)); err != nil && ctx.Err() == nil {
+		b.log.Warn("purging the old logbook", "err", err)
+	} else if n > 0 {
+		b.log.Info("purged the old logbook", "entries", n)
+	}
+}
+
+func (b *logbook) watch(buffer int) (<-chan LogEntry, func()) {
+	ch := make(chan LogEntry, buffer)
+	if b == nil {
+		return ch, func() {}
+	}
+	b.mu.Lock()
+	b.subs[ch] = struct{}{}
+	b.mu.Unlock()
+	return ch, func() {
+		b.mu.Lock()
+		delete(b.subs, ch)
+		b.mu.Unlock()
+	}
+}
+
+func (b *logbook) status() LogbookStatus {
+	if b == nil {
+		return LogbookStatus{}
+	}
+	return LogbookStatus{Written: b.written.Load(), Dropped: b.dropped.Load(), Failed: b.failed.Load(),
+		Trimmed: b.trimmed.Load(), MaxRows: b.cfg.MaxRows}
+}
+
+// areaOf is a device's area as the UI groups it: areas match
+// case-insensitively.
+func areaOf(tags []string) string {
+	for _, t := range tags {
+		if a, ok := strings.CutPrefix(t, "area:"); ok {
+			return strings.ToLower(a)
+		}
+	}
+	return ""
+}
