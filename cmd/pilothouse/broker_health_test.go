@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -15,16 +14,8 @@ import (
 
 func getHealthStatus(t *testing.T, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var body struct{ Status string }
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		t.Fatal(err)
-	}
-	return resp.StatusCode, body.Status
+	code, h := getHealth(t, url)
+	return code, h.Status
 }
 
 // brokerBehindProxy starts an embedded broker and a proxy to it that a

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -22,18 +21,7 @@ func TestHealthzSaysHowLongTheBrokerWasAway(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Broker, cfg.Demo, cfg.ClientID = proxy.URL(), false, "house-outage"
 	a := startTestApp(t, cfg)
-	healthz := func() (int, health) {
-		resp, err := http.Get(a.URL() + "/healthz")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		var h health
-		if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
-			t.Fatal(err)
-		}
-		return resp.StatusCode, h
-	}
+	healthz := func() (int, health) { return getHealth(t, a.URL()) }
 	if code, h := healthz(); code != http.StatusOK || h.MQTT == nil || h.MQTT.LastOutage != nil || !h.MQTT.Persistent || h.MQTT.ClientID != "house-outage" {
 		t.Fatalf("healthz before the outage: %d %+v", code, h.MQTT)
 	}

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -46,13 +44,7 @@ func TestLogbookBrokerAndServer(t *testing.T) {
 	if !slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "server: Pilothouse started") }) {
 		t.Errorf("no start in the logbook: %q", got)
 	}
-	resp, err := http.Get(a.URL() + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var h health
-	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil || h.Logbook.Written < 3 || h.Logbook.Dropped != 0 || h.Logbook.MaxRows != 100_000 {
-		t.Errorf("healthz logbook: %+v %v", h.Logbook, err)
+	if _, h := getHealth(t, a.URL()); h.Logbook.Written < 3 || h.Logbook.Dropped != 0 || h.Logbook.MaxRows != 100_000 {
+		t.Errorf("healthz logbook: %+v", h.Logbook)
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -55,15 +54,7 @@ func TestNtfyFailureVisible(t *testing.T) {
 	if err != nil || !strings.Contains(tr, "notify.phone: ntfy: answered 403 Forbidden (not retried) (1 attempt in") {
 		t.Errorf("trace %s: %v\n%s", id, err, tr)
 	}
-	resp, err := http.Get(a.URL() + "/healthz")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var h health
-	if err := json.NewDecoder(resp.Body).Decode(&h); err != nil {
-		t.Fatal(err)
-	}
+	_, h := getHealth(t, a.URL())
 	if st := h.Notify["notify.phone"]; st.Failed != 1 || !strings.Contains(st.LastError, "403") {
 		t.Errorf("/healthz notify: %+v", h.Notify)
 	}
