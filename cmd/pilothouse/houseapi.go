@@ -12,8 +12,6 @@ import (
 
 	"github.com/pilothouse/pilothouse/devices/demo"
 	"github.com/pilothouse/pilothouse/engine"
-	"github.com/pilothouse/pilothouse/engine/mcpserver"
-	"github.com/pilothouse/pilothouse/internal/ratelimit"
 )
 
 // The house API is the command line's JSON door beside /mcp, for what the
@@ -71,20 +69,12 @@ func (h *houseAPI) authenticate(w http.ResponseWriter, r *http.Request) *engine.
 	if len(h.principals) == 0 {
 		return h.a.cfg.stdioPrincipal() // loopback only, as /mcp
 	}
-	fails, addr := h.a.guard.Failures(), ratelimit.ClientKey(r.RemoteAddr)
-	if p := mcpserver.Authenticate(r, h.principals); p != nil && p.Unguessable {
-		return p // the local token: see mcpserver's bearer
-	}
-	if wait := fails.Wait(addr); wait > 0 {
+	p, wait := h.a.guard.Admit(r, h.principals)
+	switch {
+	case wait > 0:
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
 		apiError(w, http.StatusTooManyRequests, "too many wrong bearer tokens from this address: try again later")
-		return nil
-	}
-	p := mcpserver.Authenticate(r, h.principals)
-	if p == nil {
-		if strings.TrimSpace(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer")) != "" {
-			fails.Fail(addr)
-		}
+	case p == nil:
 		w.Header().Set("WWW-Authenticate", `Bearer realm="pilothouse", error="invalid_token"`)
 		apiError(w, http.StatusUnauthorized, "a valid bearer token is required (--token or PILOTHOUSE_TOKEN)")
 	}

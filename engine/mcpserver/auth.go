@@ -11,43 +11,51 @@ import (
 	"github.com/pilothouse/pilothouse/internal/ratelimit"
 )
 
-// bearer authenticates a request's bearer token against principals, within
-// the failed-token bound per client address (as the web login): after
-// ratelimit.MaxFailures wrong tokens within ratelimit.Window, requests from
-// that address are refused with 429 before any token is compared, even a
-// right one, so a script cannot go on guessing; only the house's own
-// local token (Unguessable) still passes, so the command line on this
-// machine is not locked out by whoever sends wrong tokens from the same
-// address. A request without a token (a client asking what authentication
-// is needed) is no failure. A success does not forget the failures: a
-// client sharing the address would otherwise clear a guesser's count. It
-// returns nil having answered the request.
+// bearer answers /mcp's request through Admit: 429 with Retry-After while
+// its address is throttled (after ratelimit.MaxFailures wrong tokens within
+// ratelimit.Window even a right configured token waits, so a script cannot
+// go on guessing), 401 without a right token. A request without a token (a
+// client asking what authentication is needed) is no failure, and a
+// success does not forget the failures: a client sharing the address would
+// otherwise clear a guesser's count. It returns nil having answered.
 func (g *Guard) bearer(w http.ResponseWriter, r *http.Request, principals []*engine.Principal) *engine.Principal {
+	p, wait := g.Admit(r, principals)
+	switch {
+	case wait > 0:
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
+		http.Error(w, fmt.Sprintf("Too many wrong bearer tokens from this address: try again in %s.", engine.Plural(int(wait/time.Minute)+1, "minute", "")),
+			http.StatusTooManyRequests)
+	case p == nil:
+		w.Header().Set("WWW-Authenticate", `Bearer realm="pilothouse", error="invalid_token"`)
+		http.Error(w, "a valid bearer token is required", http.StatusUnauthorized)
+	}
+	return p
+}
+
+// Admit authenticates r's bearer token within the wrong-token bound of its
+// address, for every door that takes tokens (/mcp, the house API): the
+// principal, or nil and how long the address must wait (0: the token was
+// missing or wrong, and a wrong one is counted). The token is compared
+// once; only the house's local token passes a throttled address.
+func (g *Guard) Admit(r *http.Request, principals []*engine.Principal) (*engine.Principal, time.Duration) {
 	addr := ratelimit.ClientKey(r.RemoteAddr)
-	if p := Authenticate(r, principals); p != nil && p.Unguessable {
-		return p
+	p := Authenticate(r, principals)
+	if p != nil && p.Unguessable {
+		return p, 0
 	}
 	if wait := g.tokens.Wait(addr); wait > 0 {
 		if n := g.tokensThrottled.Add(1); n == 1 || n%1000 == 0 {
 			g.log.Warn("refused a bearer token: too many wrong ones from this address", "remote", r.RemoteAddr, "wait", wait.Round(time.Second), "throttled", n)
 		}
-		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
-		http.Error(w, fmt.Sprintf("Too many wrong bearer tokens from this address: try again in %s.", engine.Plural(int(wait/time.Minute)+1, "minute", "")),
-			http.StatusTooManyRequests)
-		return nil
+		return nil, wait
 	}
-	p := Authenticate(r, principals)
-	if p == nil {
-		if presented(r) {
-			g.tokens.Fail(addr)
-			if n := g.tokensFailed.Add(1); n == 1 || n%1000 == 0 {
-				g.log.Warn("refused a wrong bearer token", "remote", r.RemoteAddr, "failed", n)
-			}
+	if p == nil && presented(r) {
+		g.tokens.Fail(addr)
+		if n := g.tokensFailed.Add(1); n == 1 || n%1000 == 0 {
+			g.log.Warn("refused a wrong bearer token", "remote", r.RemoteAddr, "failed", n)
 		}
-		w.Header().Set("WWW-Authenticate", `Bearer realm="pilothouse", error="invalid_token"`)
-		http.Error(w, "a valid bearer token is required", http.StatusUnauthorized)
 	}
-	return p
+	return p, 0
 }
 
 // Failures is the bound on wrong secrets per client address that every
