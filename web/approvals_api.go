@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pilothouse/pilothouse/engine"
-	"github.com/pilothouse/pilothouse/internal/ratelimit"
 )
 
 // The approvals API is how `pilothouse approvals`, `approve` and `decline`
@@ -25,22 +26,23 @@ func (s *server) apiAuthed(h func(w http.ResponseWriter, r *http.Request, p *eng
 			h(w, r, engine.Owner)
 			return
 		}
-		addr := ratelimit.ClientKey(r.RemoteAddr)
-		if wait := s.logins.Wait(addr); wait > 0 {
+		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		p := s.principalOf(strings.TrimSpace(tok))
+		if !ok {
+			p = nil
+		}
+		pass, wait := s.logins.Admit(attempt(r, ok, p))
+		if wait > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
 			apiError(w, http.StatusTooManyRequests, "too many wrong tokens from this address; try again later")
 			return
 		}
-		tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		for _, p := range s.o.Principals {
-			if ok && p.Matches(strings.TrimSpace(tok)) {
-				s.logins.Succeed(addr)
-				h(w, r, p)
-				return
-			}
+		if !pass {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="pilothouse"`)
+			apiError(w, http.StatusUnauthorized, "a valid bearer token is required")
+			return
 		}
-		s.logins.Fail(addr)
-		w.Header().Set("WWW-Authenticate", `Bearer realm="pilothouse"`)
-		apiError(w, http.StatusUnauthorized, "a valid bearer token is required")
+		h(w, r, p)
 	})
 }
 

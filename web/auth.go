@@ -233,8 +233,10 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	next := safeNext(r.PostFormValue("next"))
-	addr := ratelimit.ClientKey(r.RemoteAddr)
-	if wait := s.logins.Wait(addr); wait > 0 {
+	tok := strings.TrimSpace(r.PostFormValue("token"))
+	p := s.principalOf(tok)
+	pass, wait := s.logins.Admit(attempt(r, tok != "", p))
+	if wait > 0 {
 		mins := int(wait/time.Minute) + 1
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
 		s.log.Warn("web login refused: too many failures", "remote", r.RemoteAddr)
@@ -242,16 +244,7 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 			Data: loginData{Next: next, Error: "Too many failed logins from this address. Try again in " + engine.Plural(mins, "minute", "") + "."}})
 		return
 	}
-	tok := strings.TrimSpace(r.PostFormValue("token"))
-	var p *engine.Principal
-	for _, c := range s.o.Principals {
-		if c.Matches(tok) {
-			p = c
-			break
-		}
-	}
-	if p == nil {
-		s.logins.Fail(addr)
+	if !pass {
 		s.log.Info("web login refused", "remote", r.RemoteAddr)
 		s.renderCode(w, r, nil, http.StatusUnauthorized, "login", page{Title: "Log in", NoNav: true, Data: loginData{Next: next, Error: "That token is not valid."}})
 		return
@@ -259,7 +252,6 @@ func (s *server) login(w http.ResponseWriter, r *http.Request) {
 	if old := s.session(r); old != nil {
 		s.sess.remove(old.id)
 	}
-	s.logins.Succeed(addr)
 	ss := s.sess.create(p)
 	s.setCookie(w, r, ss)
 	s.log.Info("web login", "principal", p.Name)
@@ -310,4 +302,20 @@ func sameSitePath(p string) bool {
 	}
 	u, err := url.Parse(p)
 	return err == nil && u.Scheme == "" && u.Host == "" && u.User == nil && u.Opaque == ""
+}
+
+// principalOf is the principal whose token tok is (nil: none).
+func (s *server) principalOf(tok string) *engine.Principal {
+	for _, p := range s.o.Principals {
+		if p.Matches(tok) {
+			return p
+		}
+	}
+	return nil
+}
+
+// attempt describes a presented token for the wrong-token bound that the
+// web UI shares with /mcp and the house API.
+func attempt(r *http.Request, presented bool, p *engine.Principal) ratelimit.Attempt {
+	return ratelimit.Attempt{Addr: ratelimit.ClientKey(r.RemoteAddr), Presented: presented, Right: p != nil, Unguessable: p != nil && p.Unguessable}
 }

@@ -38,19 +38,16 @@ func (g *Guard) bearer(w http.ResponseWriter, r *http.Request, principals []*eng
 // missing or wrong, and a wrong one is counted). The token is compared
 // once; only the house's local token passes a throttled address.
 func (g *Guard) Admit(r *http.Request, principals []*engine.Principal) (*engine.Principal, time.Duration) {
-	addr := ratelimit.ClientKey(r.RemoteAddr)
 	p := Authenticate(r, principals)
-	if p != nil && p.Unguessable {
-		return p, 0
-	}
-	if wait := g.tokens.Wait(addr); wait > 0 {
+	a := ratelimit.Attempt{Addr: ratelimit.ClientKey(r.RemoteAddr), Presented: presented(r), Right: p != nil, Unguessable: p != nil && p.Unguessable}
+	pass, wait := g.tokens.Admit(a)
+	switch {
+	case wait > 0:
 		if n := g.tokensThrottled.Add(1); n == 1 || n%1000 == 0 {
 			g.log.Warn("refused a bearer token: too many wrong ones from this address", "remote", r.RemoteAddr, "wait", wait.Round(time.Second), "throttled", n)
 		}
 		return nil, wait
-	}
-	if p == nil && presented(r) {
-		g.tokens.Fail(addr)
+	case !pass && a.Presented:
 		if n := g.tokensFailed.Add(1); n == 1 || n%1000 == 0 {
 			g.log.Warn("refused a wrong bearer token", "remote", r.RemoteAddr, "failed", n)
 		}

@@ -73,11 +73,31 @@ func (l *Failures) Fail(addr string) {
 	l.failures[addr] = fs
 }
 
-// Succeed forgets addr's failures.
-func (l *Failures) Succeed(addr string) {
-	l.mu.Lock()
-	delete(l.failures, addr)
-	l.mu.Unlock()
+// Attempt is one presentation of a secret from an address, judged by the
+// door that received it.
+type Attempt struct {
+	Addr        string // ClientKey of the request
+	Presented   bool   // a secret was sent at all (a missing one is not counted)
+	Right       bool   // it matched a principal
+	Unguessable bool   // it is a secret the server drew itself (256 random bits)
+}
+
+// Admit applies the bound to a: it reports whether the attempt passes and,
+// when it does not because addr is throttled, how long addr must wait. A
+// right secret never clears the count (one known guest token must not buy
+// unlimited guesses at the others); only an unguessable one passes a
+// throttled address, so a guesser learns nothing from the answers.
+func (l *Failures) Admit(a Attempt) (pass bool, wait time.Duration) {
+	if a.Right && a.Unguessable {
+		return true, 0
+	}
+	if wait := l.Wait(a.Addr); wait > 0 {
+		return false, wait
+	}
+	if !a.Right && a.Presented {
+		l.Fail(a.Addr)
+	}
+	return a.Right, 0
 }
 
 // recent returns addr's failures inside the window (l.mu held).

@@ -26,11 +26,6 @@ func TestFailuresWindow(t *testing.T) {
 	if w := l.Wait("10.0.0.7"); w != 0 {
 		t.Fatalf("after the window: wait %v", w)
 	}
-	l.Fail("10.0.0.9")
-	l.Succeed("10.0.0.9")
-	if _, ok := l.failures["10.0.0.9"]; ok {
-		t.Fatal("a success keeps the failures")
-	}
 	for i := range MaxAddresses + 5 {
 		now = now.Add(time.Millisecond)
 		l.Fail(fmt.Sprintf("10.1.%d.%d", i/256, i%256))
@@ -51,6 +46,46 @@ func TestClientKey(t *testing.T) {
 	} {
 		if got := ClientKey(in); got != want {
 			t.Errorf("ClientKey(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestAdmit: a right configured token neither clears the count nor passes a
+// throttled address; only the server's own unguessable token does.
+func TestAdmit(t *testing.T) {
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	l := New(func() time.Time { return now })
+	const addr = "10.0.0.9"
+	wrong := Attempt{Addr: addr, Presented: true}
+	guest := Attempt{Addr: addr, Presented: true, Right: true}
+	local := Attempt{Addr: addr, Presented: true, Right: true, Unguessable: true}
+	for i := range MaxFailures - 1 {
+		if pass, _ := l.Admit(wrong); pass {
+			t.Fatalf("wrong token %d passed", i)
+		}
+		if pass, _ := l.Admit(guest); !pass {
+			t.Fatalf("right token after %d wrong ones refused", i+1)
+		}
+	}
+	if pass, _ := l.Admit(Attempt{Addr: addr}); pass {
+		t.Fatal("no token passed")
+	}
+	l.Admit(wrong) // the tenth: a right token in between did not reset the count
+	cases := []struct {
+		name     string
+		a        Attempt
+		pass     bool
+		throttle bool
+	}{
+		{"configured token waits", guest, false, true},
+		{"wrong token waits", wrong, false, true},
+		{"local token passes", local, true, false},
+		{"another address", Attempt{Addr: "10.0.0.10", Presented: true, Right: true}, true, false},
+	}
+	for _, c := range cases {
+		pass, wait := l.Admit(c.a)
+		if pass != c.pass || (wait > 0) != c.throttle {
+			t.Errorf("%s: pass %v wait %v, want pass %v throttled %v", c.name, pass, wait, c.pass, c.throttle)
 		}
 	}
 }
