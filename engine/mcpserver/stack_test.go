@@ -114,15 +114,7 @@ func automationIDs(t *testing.T, c *client.Client) []string {
 // ruleNames lists the installed rules c sees.
 func ruleNames(t *testing.T, c *client.Client) []string {
 	t.Helper()
-	out, isErr := callTool(t, c, "pilothouse_rules", map[string]any{"last_firings": 0})
-	if isErr {
-		t.Fatalf("rules: %v", out)
-	}
-	var names []string
-	for _, r := range out["rules"].([]any) {
-		names = append(names, r.(map[string]any)["name"].(string))
-	}
-	return names
+	return testhouse.RuleNames(t, c)
 }
 
 func contains(list []string, s string) bool {

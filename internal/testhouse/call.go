@@ -33,17 +33,27 @@ func Bearer(token string) []transport.StreamableHTTPCOption {
 
 func initialize(t testing.TB, c *client.Client, version string) *client.Client {
 	t.Helper()
+	return Initialize(t, c, func(r *mcp.InitializeRequest) { r.Params.ProtocolVersion = version })
+}
+
+// Initialize starts c and initializes it with the request edit makes
+// (capabilities, protocol version; nil for the defaults), and closes it
+// when the test ends.
+func Initialize(t testing.TB, c *client.Client, edit func(*mcp.InitializeRequest)) *client.Client {
+	t.Helper()
 	ctx := context.Background()
 	if err := c.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = c.Close() })
 	req := mcp.InitializeRequest{}
 	req.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
-	req.Params.ProtocolVersion = version
-	if _, err := c.Initialize(ctx, req); err != nil {
-		t.Fatalf("initialize (%s): %v", version, err)
+	if edit != nil {
+		edit(&req)
 	}
-	t.Cleanup(func() { _ = c.Close() })
+	if _, err := c.Initialize(ctx, req); err != nil {
+		t.Fatalf("initialize (%s): %v", req.Params.ProtocolVersion, err)
+	}
 	return c
 }
 
@@ -76,4 +86,18 @@ func Call(t testing.TB, c *client.Client, name string, args any) (map[string]any
 		}
 	}
 	return out, res.IsError
+}
+
+// RuleNames lists the installed rules c sees (pilothouse_rules).
+func RuleNames(t testing.TB, c *client.Client) []string {
+	t.Helper()
+	out, isErr := Call(t, c, "pilothouse_rules", map[string]any{"last_firings": 0})
+	if isErr {
+		t.Fatalf("rules: %v", out)
+	}
+	var names []string
+	for _, r := range out["rules"].([]any) {
+		names = append(names, r.(map[string]any)["name"].(string))
+	}
+	return names
 }

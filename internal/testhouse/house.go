@@ -35,6 +35,9 @@ type Options struct {
 	Inline bool
 	// NoDemo leaves the demo devices out: the test announces its own.
 	NoDemo bool
+	// Seed is what the catalog handles before the engine starts (a
+	// house's devices and the states it starts from, not changes).
+	Seed []mqtt.Message
 }
 
 // demoIDs are the demo catalog entries RunHouse waits for.
@@ -77,6 +80,9 @@ func RunHouse(t testing.TB, o Options) *House {
 	h.Devices = devices.NewCatalog(o.Devices)
 	if err := h.Devices.Start(ctx, h.Conn); err != nil {
 		t.Fatal(err)
+	}
+	for _, m := range o.Seed {
+		h.Devices.HandleMessage(m)
 	}
 	if h.Store, err = storage.OpenWith(ctx, h.Dir, o.Storage); err != nil {
 		t.Fatal(err)
