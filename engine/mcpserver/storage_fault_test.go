@@ -1,13 +1,10 @@
 package mcpserver_test
 
 import (
-	"context"
-	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/internal/testhouse"
@@ -25,17 +22,7 @@ func lockDB(t *testing.T, dir string) (release func()) {
 // a storage failure must reach the client as a Pilotage result.
 func callRaw(t *testing.T, c *client.Client, name string, args map[string]any) (map[string]any, bool) {
 	t.Helper()
-	req := mcp.CallToolRequest{}
-	req.Params.Name = name
-	req.Params.Arguments = args
-	res, err := c.CallTool(context.Background(), req)
-	if err != nil {
-		t.Fatalf("%s with storage failing: JSON-RPC error %v (want a Pilotage outcome or request error)", name, err)
-	}
-	var out map[string]any
-	b, _ := json.Marshal(res.StructuredContent)
-	_ = json.Unmarshal(b, &out)
-	return out, res.IsError
+	return testhouse.Call(t, c, name, args)
 }
 
 func errKind(out map[string]any) any {
