@@ -3,64 +3,23 @@ package pilotclient
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"reflect"
 	"testing"
 	"time"
 
-	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/devices/demo"
-	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/engine/mcpserver"
+	"github.com/pilothouse/pilothouse/internal/testhouse"
 	"github.com/pilothouse/pilothouse/internal/testutil"
-	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/pilotage"
-	"github.com/pilothouse/pilothouse/storage"
 )
 
-// realServer starts the real stack (embedded broker, demo devices,
-// SQLite, engine, the MCP binding over HTTP) and returns the /mcp URL and
-// the simulator.
+// realServer starts the test house, serves its MCP binding over HTTP and
+// returns the /mcp URL and the simulator.
 func realServer(t *testing.T) (string, *demo.Sim) {
 	t.Helper()
-	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	b, err := mqtt.StartBroker("127.0.0.1:0", log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	conn := b.Inline(log)
-	t.Cleanup(conn.Close)
-	devs := devices.NewCatalog(devices.Options{Logger: log})
-	if err := devs.Start(ctx, conn); err != nil {
-		t.Fatal(err)
-	}
-	store, err := storage.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
-	eng := engine.New(engine.Config{}, devs, store, log)
-	if err := eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(eng.Close)
-	sim := demo.New(conn, demo.Options{Pace: time.Hour, Logger: log})
-	if err := sim.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	testutil.Eventually(t, 10*time.Second, "the demo catalog", func() bool {
-		_, ok := devs.Snapshot().Get("hall_light.set")
-		return ok
-	})
-	srv := mcpserver.New(eng, mcpserver.Options{Logger: log})
-	hs := httptest.NewServer(srv.HTTPHandler(mcpserver.HTTPOptions{Path: "/mcp"}))
-	t.Cleanup(hs.Close)
-	return hs.URL + "/mcp", sim
+	h := testhouse.RunHouse(t, testhouse.Options{Inline: true})
+	return h.ServeHTTP(mcpserver.HTTPOptions{Path: "/mcp"}), h.Sim
 }
 
 const wireRule = `{

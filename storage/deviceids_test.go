@@ -73,12 +73,7 @@ func TestDeviceIDsMigration7(t *testing.T) {
 	if _, err := db.ExecContext(ctx, `INSERT INTO device_ids (key, id, base, assigned_at) VALUES ('ha:ids:ws-1', 'outdoor_weather', 'outdoor_weather', 1), ('z2m:0x1', 'hall_motion', 'hall_motion', 2)`); err != nil {
 		t.Fatal(err)
 	}
-	db.Close()
-	s2, err := Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := migrated(t, db, dir)
 	want := []DeviceID{dev("ha:ids:ws-1", "outdoor_weather", "outdoor_weather"), dev("z2m:0x1", "hall_motion", "hall_motion")}
 	if got, err := s2.LoadDeviceIDs(ctx); err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("after migration 8: %v, %v; want %v", got, err, want)

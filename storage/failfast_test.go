@@ -1,8 +1,9 @@
 package storage
 
 import (
+	"github.com/pilothouse/pilothouse/internal/testutil"
+
 	"context"
-	"database/sql"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -14,23 +15,7 @@ import (
 // backup tool would) until the test ends.
 func lockFile(t *testing.T, dir string) {
 	t.Helper()
-	ctx := context.Background()
-	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(filepath.Join(dir, FileName)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.ExecContext(ctx, "BEGIN EXCLUSIVE"); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = conn.ExecContext(ctx, "ROLLBACK")
-		_ = conn.Close()
-		_ = db.Close()
-	})
+	testutil.LockSQLite(t, filepath.Join(dir, FileName))
 }
 
 // TestFailFastRequestWrites: a deploy by program_ref under a locked

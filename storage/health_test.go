@@ -2,7 +2,6 @@ package storage
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"path/filepath"
 	"strings"
@@ -31,19 +30,7 @@ func TestWriteStatusFollowsARealLock(t *testing.T) {
 		t.Fatalf("a missing rule is not a storage failure: %v %+v", err, s.WriteStatus())
 	}
 
-	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(filepath.Join(dir, FileName)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN EXCLUSIVE"); err != nil {
-		t.Fatal(err)
-	}
+	release := testutil.LockSQLite(t, filepath.Join(dir, FileName))
 	for name, write := range map[string]func() error{
 		"meta":    func() error { return s.SetMeta(ctx, "k", "w") },
 		"program": func() error { return s.PutProgram(ctx, Program{Ref: "automation.x@1", Name: "x", Body: []byte(`{}`)}) },
@@ -61,9 +48,7 @@ func TestWriteStatusFollowsARealLock(t *testing.T) {
 		t.Fatalf("reads go on under WAL: %v", err)
 	}
 
-	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	if !testutil.Within(4*probeEvery, func() bool { return s.WriteStatus().OK }) {
 		t.Fatalf("the status never recovered: %+v", s.WriteStatus())
 	}

@@ -28,3 +28,16 @@ func openAtVersion(t *testing.T, dir string, version int) *sql.DB {
 	}
 	return db
 }
+
+// migrated closes db (made by openAtVersion) and opens the store on dir,
+// which migrates it; the store closes when the test ends.
+func migrated(t *testing.T, db *sql.DB, dir string) *Store {
+	t.Helper()
+	db.Close()
+	s, err := Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}

@@ -30,12 +30,7 @@ func TestThrottleStart(t *testing.T) {
 		INSERT INTO rules (name, ref, principal, enabled, installed_at, updated_at) VALUES ('porch', 'ref1', 'owner', 1, 1, 1)`); err != nil {
 		t.Fatal(err)
 	}
-	db.Close()
-	s2, err := Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := migrated(t, db, dir)
 	if _, err := s2.GetRule(ctx, "porch"); err != nil {
 		t.Fatalf("rule after migration 11: %v", err)
 	}

@@ -32,8 +32,8 @@ func openStreamAt(t *testing.T, c *client, path string) <-chan string {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { resp.Body.Close() })
-	if resp.StatusCode != 200 {
-		t.Fatalf("events: %d", resp.StatusCode)
+	if ct := resp.Header.Get("Content-Type"); resp.StatusCode != 200 || ct != "text/event-stream" {
+		t.Fatalf("events: %d %q", resp.StatusCode, ct)
 	}
 	lines := make(chan string, 1000)
 	go func() {

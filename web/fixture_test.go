@@ -11,12 +11,13 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/testhouse"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -52,21 +53,6 @@ const lockRule = `{
   "triggers": [{"id": "night", "at": "23:00"}],
   "steps": [{"id": "lock", "call": "front_lock.set", "args": {"state": "LOCK"}}]
 }`
-
-// fakeConn is an in-memory mqtt.PubSub recording publishes.
-type fakeConn struct {
-	mu   sync.Mutex
-	pubs []string
-}
-
-func (f *fakeConn) Subscribe(string, byte, mqtt.Handler) error { return nil }
-
-func (f *fakeConn) Publish(_ context.Context, topic string, payload []byte, _ byte, _ bool) error {
-	f.mu.Lock()
-	f.pubs = append(f.pubs, topic+" "+string(payload))
-	f.mu.Unlock()
-	return nil
-}
 
 type fixture struct {
 	t     *testing.T
@@ -108,30 +94,15 @@ func newFixture(t *testing.T, principals []*engine.Principal) *fixture {
 // newFixtureWith is newFixture on the data folder dir, storage opened with so.
 func newFixtureWith(t *testing.T, principals []*engine.Principal, dir string, so storage.Options) *fixture {
 	t.Helper()
-	ctx := context.Background()
-	store, err := storage.OpenWith(ctx, dir, so)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
-	devs := devices.NewCatalog(devices.Options{Logger: quiet(),
-		Notify: []devices.NotifyChannel{{ID: "notify.phone", Name: "Phone", Topic: "pilothouse/notify/phone"}}})
-	cctx, cancel := context.WithCancel(ctx)
-	t.Cleanup(cancel)
-	if err := devs.Start(cctx, &fakeConn{}); err != nil {
-		t.Fatal(err)
-	}
-	devs.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/bridge/devices", Payload: []byte(bridge)})
-	devs.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/hall_motion", Payload: []byte(`{"occupancy":false,"illuminance":12}`)})
 	// The house's policy needs no approval: deploys set the scene here
 	// (the approvals pages' tests give their requester its own policy).
-	e := engine.New(engine.Config{Principals: principals, Approval: engine.ApprovalPolicy{Require: []string{}}}, devs, store, quiet())
-	if err := e.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
-	f := &fixture{t: t, e: e, store: store, devs: devs}
-	f.srv = httptest.NewServer(Handler(e, Options{Principals: principals, Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil))}))
+	h := testhouse.RunHouse(t, testhouse.Options{Dir: dir, Storage: so, NoDemo: true,
+		Devices: devices.Options{Notify: []devices.NotifyChannel{{ID: "notify.phone", Name: "Phone", Topic: "pilothouse/notify/phone"}}},
+		Engine:  engine.Config{Principals: principals, Approval: engine.ApprovalPolicy{Require: []string{}}},
+		Seed: []mqtt.Message{{Topic: "zigbee2mqtt/bridge/devices", Payload: []byte(bridge)},
+			{Topic: "zigbee2mqtt/hall_motion", Payload: []byte(`{"occupancy":false,"illuminance":12}`)}}})
+	f := &fixture{t: t, e: h.Engine, store: h.Store, devs: h.Devices}
+	f.srv = httptest.NewServer(Handler(h.Engine, Options{Principals: principals, Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil))}))
 	t.Cleanup(f.srv.Close)
 	return f
 }
@@ -149,6 +120,23 @@ func (f *fixture) deploy(p *engine.Principal, program string) *engine.ExecuteRes
 		f.t.Fatalf("deploy: %v %+v", err, resp)
 	}
 	return resp
+}
+
+// darkOnlyFired deploys a rule whose condition (a dark hall) does not
+// hold in the fixture's lit hall, sets off motion and returns the rule's
+// firings once there is one.
+func (f *fixture) darkOnlyFired() []storage.Run {
+	f.t.Helper()
+	f.deploy(nil, `{
+  "name": "dark-only",
+  "triggers": [{"id": "motion", "state": "hall_motion.occupancy", "to": true}],
+  "conditions": [{"id": "dark", "expr": "state('hall_motion.illuminance') < 5"}],
+  "steps": [{"id": "on", "call": "hall_light.set", "args": {"state": "ON"}}]
+}`)
+	f.motion(true)
+	var runs []storage.Run
+	testutil.Eventually(f.t, 5*time.Second, "a firing", func() bool { runs = f.firings("dark-only"); return len(runs) > 0 })
+	return runs
 }
 
 func (f *fixture) motion(on bool) {

@@ -6,10 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/pilothouse/pilothouse/engine"
-	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -188,15 +186,7 @@ func TestFindGroupsByArea(t *testing.T) {
 
 func TestRuleTimelineOverlaysFirings(t *testing.T) {
 	f := newFixture(t, nil)
-	f.deploy(nil, `{
-  "name": "dark-only",
-  "triggers": [{"id": "motion", "state": "hall_motion.occupancy", "to": true}],
-  "conditions": [{"id": "dark", "expr": "state('hall_motion.illuminance') < 5"}],
-  "steps": [{"id": "on", "call": "hall_light.set", "args": {"state": "ON"}}]
-}`)
-	f.motion(true)
-	var runs []storage.Run
-	testutil.Eventually(t, 5*time.Second, "a firing", func() bool { runs = f.firings("dark-only"); return len(runs) > 0 })
+	runs := f.darkOnlyFired()
 	f.e.FlushHistory()
 	_, body, _ := f.client().get("/rules/dark-only")
 	mustContain(t, "rule timeline", body, `id="tl-h"`, `data-chart="firings"`, `1 firings: 1 conditions not met`,

@@ -1,15 +1,13 @@
 package web
 
 import (
-	"context"
-	"database/sql"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/internal/testhouse"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -27,20 +25,7 @@ func TestActionUnderLockedStorageSaysSo(t *testing.T) {
 	c.login(ownerTok)
 	tok := c.csrf("/rules/hall-motion-light")
 
-	ctx := context.Background()
-	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(filepath.Join(dir, storage.FileName)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN EXCLUSIVE"); err != nil {
-		t.Fatal(err)
-	}
+	release := testhouse.LockDatabase(t, dir)
 	for _, action := range []string{"disable", "remove"} {
 		t0 := time.Now()
 		code, body, h := c.post("/rules/hall-motion-light/"+action, url.Values{"csrf": {tok}})
@@ -53,9 +38,7 @@ func TestActionUnderLockedStorageSaysSo(t *testing.T) {
 			t.Errorf("%s took %v (busy timeout %v)", action, d, busy)
 		}
 	}
-	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	code, body, _ := c.post("/rules/hall-motion-light/disable", url.Values{"csrf": {tok}})
 	if code != http.StatusSeeOther {
 		t.Fatalf("disable once the lock went: %d %s", code, body)

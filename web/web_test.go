@@ -1,7 +1,6 @@
 package web
 
 import (
-	"bufio"
 	"context"
 	"net/http"
 	"net/http/httptest"
@@ -81,15 +80,7 @@ func TestRulesListDetailAndRun(t *testing.T) {
 
 func TestConditionsNotMetAndTraceIdentity(t *testing.T) {
 	f := newFixture(t, nil)
-	f.deploy(nil, `{
-  "name": "dark-only",
-  "triggers": [{"id": "motion", "state": "hall_motion.occupancy", "to": true}],
-  "conditions": [{"id": "dark", "expr": "state('hall_motion.illuminance') < 5"}],
-  "steps": [{"id": "on", "call": "hall_light.set", "args": {"state": "ON"}}]
-}`)
-	f.motion(true)
-	var runs []storage.Run
-	testutil.Eventually(t, 5*time.Second, "a firing", func() bool { runs = f.firings("dark-only"); return len(runs) > 0 })
+	runs := f.darkOnlyFired()
 	c := f.client()
 	_, body, _ := c.get("/rules/dark-only")
 	mustContain(t, "rule detail", body, "conditions not met")
@@ -236,25 +227,7 @@ func TestEventsStream(t *testing.T) {
 	f.deploy(nil, motionRule)
 	c := f.client()
 	c.get("/") // session cookie
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/events?devices=1", nil)
-	resp, err := c.c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
-		t.Fatalf("content type %q", ct)
-	}
-	lines := make(chan string, 100)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
+	lines := openStreamAt(t, c, "/events?devices=1")
 	f.motion(true)
 	want := map[string]string{
 		"event: firing": `"rule":"hall-motion-light"`,
@@ -299,22 +272,7 @@ func TestEventsLiveThroughEngine(t *testing.T) {
 	c := f.client()
 	c.base = srv.URL
 	c.get("/devices")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/events?devices=1", nil)
-	resp, err := c.c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	lines := make(chan string, 100)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
+	lines := openStreamAt(t, c, "/events?devices=1")
 	f.devs.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/hall_motion", Payload: []byte(`{"illuminance":99}`)})
 	expectEvents(t, lines, map[string]string{"event: live": `"id":"hall_motion.illuminance","value":"99"`})
 }
@@ -356,23 +314,7 @@ func TestEventsDeploy(t *testing.T) {
 	f := newFixture(t, nil)
 	c := f.client()
 	c.get("/")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/events?deploys=1", nil)
-	resp, err := c.c.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	lines := make(chan string, 100)
-	go func() {
-		defer close(lines)
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-	}()
-	testutil.Eventually(t, 5*time.Second, "the stream", func() bool { return len(lines) > 0 }) // "retry:" line
+	lines := openStreamAt(t, c, "/events?deploys=1")
 	f.deploy(nil, motionRule)
 	expectEvents(t, lines, map[string]string{"event: deploy": `"rule":"hall-motion-light"`})
 }

@@ -1,16 +1,14 @@
 package web
 
 import (
-	"context"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/testhouse"
 	"github.com/pilothouse/pilothouse/mqtt"
-	"github.com/pilothouse/pilothouse/storage"
 )
 
 // TestOneZoneEverywhere: a house in another zone than the machine's (and
@@ -21,24 +19,9 @@ func TestOneZoneEverywhere(t *testing.T) {
 	if err != nil {
 		t.Skip("no tzdata:", err)
 	}
-	ctx := context.Background()
-	store, err := storage.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
-	devs := devices.NewCatalog(devices.Options{Logger: quiet()})
-	cctx, cancel := context.WithCancel(ctx)
-	t.Cleanup(cancel)
-	if err := devs.Start(cctx, &fakeConn{}); err != nil {
-		t.Fatal(err)
-	}
-	devs.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/bridge/devices", Payload: []byte(bridge)})
-	e := engine.New(engine.Config{TimeZone: akl}, devs, store, quiet())
-	if err := e.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.Close)
+	h := testhouse.RunHouse(t, testhouse.Options{NoDemo: true, Engine: engine.Config{TimeZone: akl},
+		Seed: []mqtt.Message{{Topic: "zigbee2mqtt/bridge/devices", Payload: []byte(bridge)}}})
+	devs, e := h.Devices, h.Engine
 	srv := httptest.NewServer(Handler(e, Options{Logger: quiet()}))
 	t.Cleanup(srv.Close)
 	devs.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/hall_motion", Payload: []byte(`{"occupancy":true,"illuminance":12}`)})

@@ -265,3 +265,19 @@ func newLogger(level string, json bool) *slog.Logger {
 	}
 	return slog.New(slog.NewTextHandler(os.Stderr, opts))
 }
+
+// waitUntil polls cond until it holds or the deadline passes.
+func waitUntil(ctx context.Context, d time.Duration, cond func() bool) error {
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %v", d)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	return nil
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 )
@@ -18,6 +19,27 @@ func twoPrincipals(cfg *Config) {
 		{Name: "owner", TokenHash: engine.HashToken("owner-token"), Deploy: true},
 		{Name: "guest", TokenHash: engine.HashToken("guest-token"), Scope: engine.Scope{DenyTypes: []string{"lock", "cover"}, DenyDevices: []string{"notify"}}},
 	}
+}
+
+// ownerAndGuest starts a house with twoPrincipals and connects both over
+// HTTP once the demo catalog is in.
+func ownerAndGuest(t *testing.T) (a *app, owner, guest *client.Client) {
+	t.Helper()
+	cfg := testConfig(t)
+	twoPrincipals(cfg)
+	a = startTestApp(t, cfg)
+	owner = mcpClient(t, a.URL()+"/mcp", map[string]string{"Authorization": "Bearer owner-token"}, "")
+	guest = mcpClient(t, a.URL()+"/mcp", map[string]string{"Authorization": "Bearer guest-token"}, "")
+	testutil.Eventually(t, 10*time.Second, "the demo catalog", func() bool {
+		for _, id := range []string{"front_lock.set", "hall_motion.occupancy"} {
+			got, isErr := call(t, owner, "pilotage_lookup", map[string]any{"language": "automation/1", "verb": "get", "id": id})
+			if isErr || got["entry"] == nil {
+				return false
+			}
+		}
+		return true
+	})
+	return a, owner, guest
 }
 
 func TestHTTPRequiresBearerToken(t *testing.T) {
@@ -67,15 +89,7 @@ func TestRefusesUnauthenticatedNetworkListener(t *testing.T) {
 // itself is masked), and an owner's change to an invisible entry leaves the
 // guest's catalog_version alone.
 func TestGuestIndistinguishability(t *testing.T) {
-	cfg := testConfig(t)
-	twoPrincipals(cfg)
-	a := startTestApp(t, cfg)
-	owner := mcpClient(t, a.URL()+"/mcp", map[string]string{"Authorization": "Bearer owner-token"}, "")
-	guest := mcpClient(t, a.URL()+"/mcp", map[string]string{"Authorization": "Bearer guest-token"}, "")
-	testutil.Eventually(t, 10*time.Second, "the demo catalog", func() bool {
-		got, isErr := call(t, owner, "pilotage_lookup", map[string]any{"language": "automation/1", "verb": "get", "id": "front_lock.set"})
-		return !isErr && got["entry"] != nil
-	})
+	a, owner, guest := ownerAndGuest(t)
 	mask := func(v any, name string) string {
 		b, _ := json.Marshal(v)
 		return strings.ReplaceAll(string(b), name, "NAME")

@@ -6,13 +6,15 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/pilothouse/pilothouse/cmd/pilothouse/internal/bench"
 )
 
 // TestBenchMeasuresRealFirings runs the shipped benchmark briefly: every
 // event becomes a command seen by the subscriber, and every firing is
 // recorded.
 func TestBenchMeasuresRealFirings(t *testing.T) {
-	res, err := benchOnce(context.Background(), "", 3, 200, 300*time.Millisecond, true)
+	res, err := bench.Once(context.Background(), startBenchHouse, "", 3, 200, 300*time.Millisecond, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +37,7 @@ func TestBenchLoadProcess(t *testing.T) {
 	if err != nil {
 		t.Fatalf("bench: %v\n%s", err, out)
 	}
-	var res benchResult
+	var res bench.Result
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatalf("bench printed %q: %v", out, err)
 	}

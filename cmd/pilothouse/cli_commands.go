@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/pilothouse/pilothouse/cmd/pilothouse/internal/bench"
 	"github.com/pilothouse/pilothouse/rules"
 )
 
@@ -35,7 +36,7 @@ var commands = []command{
 			"press and set go to the serve running the data folder (or --server), as the owner; a wrong device, property or value is refused with the allowed ones.",
 		verbs: simVerbs, flagSet: simFlagSet},
 	{name: "bench", args: "[flags]", summary: "measure event → command latency with N installed rules",
-		flagSet: clientFlagSet(func(fs *flag.FlagSet) { new(benchFlags).register(fs) })},
+		flagSet: clientFlagSet(func(fs *flag.FlagSet) { new(bench.Flags).Register(fs) })},
 	{name: "apply", args: "rule.json [--approve] [--input JSON]", summary: "validate, show the plan, gate risk, install, verify",
 		flagSet: clientFlagSet(func(fs *flag.FlagSet) { new(applyOpts).register(fs) })},
 	{name: "test", args: "rule.json [--input JSON] [--trigger ID --value V --state id=value --now T --at OFFSET:id=value --event OFFSET:id=payload]",

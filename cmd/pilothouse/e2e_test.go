@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/pilothouse/pilothouse/internal/testhouse"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
@@ -58,45 +59,13 @@ func mcpClient(t *testing.T, url string, headers map[string]string, version stri
 // (closed at the end of the test).
 func mcpClientOpts(t *testing.T, url, version string, opts ...transport.StreamableHTTPCOption) *client.Client {
 	t.Helper()
-	c, err := client.NewStreamableHttpClient(url, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	req := mcp.InitializeRequest{}
-	req.Params.ClientInfo = mcp.Implementation{Name: "e2e", Version: "1"}
-	req.Params.ProtocolVersion = version
-	if _, err := c.Initialize(ctx, req); err != nil {
-		t.Fatalf("initialize (%s): %v", version, err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	return testhouse.Client(t, url, version, opts...)
 }
 
 // call invokes a tool and decodes its structured result.
 func call(t *testing.T, c *client.Client, name string, args map[string]any) (map[string]any, bool) {
 	t.Helper()
-	req := mcp.CallToolRequest{}
-	req.Params.Name = name
-	req.Params.Arguments = args
-	res, err := c.CallTool(context.Background(), req)
-	if err != nil {
-		t.Fatalf("%s: transport error: %v", name, err)
-	}
-	var out map[string]any
-	b, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(b, &out); err != nil || out == nil {
-		// Fall back to the text block.
-		if len(res.Content) > 0 {
-			if tc, ok := res.Content[0].(mcp.TextContent); ok {
-				_ = json.Unmarshal([]byte(tc.Text), &out)
-			}
-		}
-	}
-	return out, res.IsError
+	return testhouse.Call(t, c, name, args)
 }
 
 const motionLight = `{

@@ -24,15 +24,7 @@ import (
 // guest where the issue used one (a 214-byte test run took the server
 // down) and as the owner for deploys.
 func TestHardeningOverMCP(t *testing.T) {
-	cfg := testConfig(t)
-	twoPrincipals(cfg)
-	a := startTestApp(t, cfg)
-	owner := mcpClient(t, a.URL()+"/mcp", map[string]string{"Authorization": "Bearer owner-token"}, "")
-	guest := mcpClient(t, a.URL()+"/mcp", map[string]string{"Authorization": "Bearer guest-token"}, "")
-	testutil.Eventually(t, 10*time.Second, "the demo catalog", func() bool {
-		got, isErr := call(t, guest, "pilotage_lookup", map[string]any{"language": "automation/1", "verb": "get", "id": "hall_motion.occupancy"})
-		return !isErr && got["entry"] != nil
-	})
+	_, owner, guest := ownerAndGuest(t)
 	program := func(s string) map[string]any {
 		var p map[string]any
 		if err := json.Unmarshal([]byte(s), &p); err != nil {

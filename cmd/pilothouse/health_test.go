@@ -1,17 +1,14 @@
 package main
 
 import (
-	"context"
-	"database/sql"
 	"encoding/json"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/internal/testhouse"
 	"github.com/pilothouse/pilothouse/internal/testutil"
-	"github.com/pilothouse/pilothouse/storage"
 )
 
 // getHealth fetches base's /healthz, decoded as the server's own document.
@@ -40,20 +37,7 @@ func TestHealthzReportsStorageThatCannotWrite(t *testing.T) {
 		t.Fatalf("healthz before: %d %+v", code, h)
 	}
 
-	ctx := context.Background()
-	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(filepath.Join(a.cfg.DataDir, storage.FileName)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "BEGIN EXCLUSIVE"); err != nil {
-		t.Fatal(err)
-	}
+	release := testhouse.LockDatabase(t, a.cfg.DataDir)
 	var prog map[string]any
 	_ = json.Unmarshal([]byte(motionLight), &prog)
 	out, isErr := call(t, c, "pilotage_execute", map[string]any{"language": "automation/1", "program": prog, "test_run": true})
@@ -65,9 +49,7 @@ func TestHealthzReportsStorageThatCannotWrite(t *testing.T) {
 		t.Fatalf("healthz with the database locked: %d %+v", code, h)
 	}
 
-	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	testutil.Eventually(t, 20*time.Second, "/healthz to recover", func() bool {
 		code, h := getHealth(t, a.URL())
 		return code == http.StatusOK && h.Storage.OK && h.Status == "ok"

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/pilothouse/pilothouse/cmd/pilothouse/internal/bench"
 	"os"
 	"os/signal"
 	"strings"
@@ -41,7 +42,7 @@ func main() {
 		}
 		err = runSim(ctx, args)
 	case "bench-load": // started by bench
-		err = runBenchLoad(ctx, args)
+		err = bench.RunLoad(ctx, args)
 	case "bench":
 		err = runBench(ctx, args)
 	case "apply", "test", "rules", "runs", "trace", "approvals", "approve", "decline":

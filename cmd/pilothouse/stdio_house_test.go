@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/testhouse"
 )
 
 // stdioClient launches "pilothouse stdio args..." in dir with env, as a
@@ -44,15 +45,7 @@ func stdioClient(t *testing.T, bin, dir string, env []string, version string, ar
 
 func ruleList(t *testing.T, c *client.Client) []string {
 	t.Helper()
-	out, isErr := call(t, c, "pilothouse_rules", map[string]any{"last_firings": 0})
-	if isErr {
-		t.Fatalf("rules: %v", out)
-	}
-	var names []string
-	for _, r := range out["rules"].([]any) {
-		names = append(names, r.(map[string]any)["name"].(string))
-	}
-	return names
+	return testhouse.RuleNames(t, c)
 }
 
 func deployNamed(t *testing.T, c *client.Client, name string) {

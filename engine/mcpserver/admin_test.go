@@ -23,6 +23,23 @@ func adminPrincipals() []*engine.Principal {
 	}
 }
 
+// motionFiring sets off the hall's motion sensor and returns the id of
+// rule's firing as c lists it.
+func motionFiring(t *testing.T, s *httpStack, c *client.Client, rule string) string {
+	t.Helper()
+	if err := s.sim.Trigger(context.Background(), "hall_motion", map[string]any{"occupancy": true}); err != nil {
+		t.Fatal(err)
+	}
+	var firing string
+	testutil.Eventually(t, 10*time.Second, rule+" to fire", func() bool {
+		if ids := firingsOf(t, c, rule); len(ids) > 0 {
+			firing = ids[0]
+		}
+		return firing != ""
+	})
+	return firing
+}
+
 // firingsOf returns the run ids of a rule's latest firings as c lists them
 // (nil when c does not see the rule).
 func firingsOf(t *testing.T, c *client.Client, rule string) []string {
@@ -68,16 +85,7 @@ func TestAdministratorsSeeTheWholeHouse(t *testing.T) {
 		t.Fatalf("the guest's deploy: %v", out)
 	}
 	deployRun := out["run_id"].(string)
-	if err := s.sim.Trigger(context.Background(), "hall_motion", map[string]any{"occupancy": true}); err != nil {
-		t.Fatal(err)
-	}
-	var firing string
-	testutil.Eventually(t, 10*time.Second, "the guest's rule to fire", func() bool {
-		if ids := firingsOf(t, guest, "guest-hall"); len(ids) > 0 {
-			firing = ids[0]
-		}
-		return firing != ""
-	})
+	firing := motionFiring(t, s, guest, "guest-hall")
 
 	for _, adm := range []struct {
 		name string

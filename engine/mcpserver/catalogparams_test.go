@@ -158,16 +158,7 @@ func TestCatalogParamsOverMCP(t *testing.T) {
 
 	// The rule fires on the sensor it was bound to and calls the light it
 	// was bound to; its trace shows the ids.
-	if err := s.sim.Trigger(context.Background(), "hall_motion", map[string]any{"occupancy": true}); err != nil {
-		t.Fatal(err)
-	}
-	var firing string
-	testutil.Eventually(t, 10*time.Second, "the bound rule to fire", func() bool {
-		if ids := firingsOf(t, c, "motion-light"); len(ids) > 0 {
-			firing = ids[0]
-		}
-		return firing != ""
-	})
+	firing := motionFiring(t, s, c, "motion-light")
 	if err := s.sim.Trigger(context.Background(), "hall_motion", map[string]any{"occupancy": false}); err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/engine/mcpserver"
+	"github.com/pilothouse/pilothouse/internal/testhouse"
 )
 
 // answerer is a client's user answering elicitations with action.
@@ -46,17 +47,8 @@ func TestRiskGateAsksThroughElicitation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			testhouse.Initialize(t, cl, func(r *mcp.InitializeRequest) { r.Params.Capabilities.Elicitation = &mcp.ElicitationCapability{} })
 			ctx := context.Background()
-			if err := cl.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = cl.Close() })
-			req := mcp.InitializeRequest{}
-			req.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
-			req.Params.Capabilities.Elicitation = &mcp.ElicitationCapability{}
-			if _, err := cl.Initialize(ctx, req); err != nil {
-				t.Fatal(err)
-			}
 			r := execute(t, cl, map[string]any{"program": prog(t, lockProg)})
 			oc := r["outcome"].(map[string]any)
 			msg, _ := ans.message.Load().(string)

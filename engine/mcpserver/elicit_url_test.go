@@ -12,6 +12,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/engine/mcpserver"
+	"github.com/pilothouse/pilothouse/internal/testhouse"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 )
 
@@ -81,17 +82,8 @@ func TestRiskGateAsksByURL(t *testing.T) {
 					v.mu.Unlock()
 				}
 			})
+			testhouse.Initialize(t, cl, func(r *mcp.InitializeRequest) { r.Params.Capabilities.Elicitation = tc.caps })
 			ctx := context.Background()
-			if err := cl.Start(ctx); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = cl.Close() })
-			req := mcp.InitializeRequest{}
-			req.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
-			req.Params.Capabilities.Elicitation = tc.caps
-			if _, err := cl.Initialize(ctx, req); err != nil {
-				t.Fatal(err)
-			}
 			r := execute(t, cl, map[string]any{"program": prog(t, lockProg)})
 			_, getErr := eng.GetRule(ctx, "lock-night", 0)
 			if oc := r["outcome"].(map[string]any); oc["status"] != tc.status || (getErr == nil) != tc.installed {

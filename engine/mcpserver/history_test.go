@@ -7,61 +7,20 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/devices/demo"
 	"github.com/pilothouse/pilothouse/engine"
-	"github.com/pilothouse/pilothouse/engine/mcpserver"
+	"github.com/pilothouse/pilothouse/internal/testhouse"
 	"github.com/pilothouse/pilothouse/internal/testutil"
-	"github.com/pilothouse/pilothouse/mqtt"
-	"github.com/pilothouse/pilothouse/storage"
 )
 
 // historyHouse is setup with the demo simulator at hand.
 func historyHouse(t *testing.T) (*client.Client, *engine.Engine, *demo.Sim, *devices.Catalog) {
 	t.Helper()
-	ctx := context.Background()
-	b, err := mqtt.StartBroker("127.0.0.1:0", quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	c := b.Inline(quiet())
-	t.Cleanup(c.Close)
-	devs := devices.NewCatalog(devices.Options{Logger: quiet()})
-	if err := devs.Start(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	store, err := storage.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
-	eng := engine.New(engine.Config{TimeZone: time.FixedZone("Europe/Somewhere", 3600)}, devs, store, quiet())
-	if err := eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(eng.Close)
-	sim := demo.New(c, demo.Options{Pace: time.Hour, Logger: quiet()})
-	if err := sim.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	cl, err := client.NewInProcessClient(mcpserver.New(eng, mcpserver.Options{Logger: quiet()}).MCP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cl.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	req := mcp.InitializeRequest{}
-	req.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
-	if _, err := cl.Initialize(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Close() })
-	return cl, eng, sim, devs
+	h := testhouse.RunHouse(t, testhouse.Options{Inline: true,
+		Engine: engine.Config{TimeZone: time.FixedZone("Europe/Somewhere", 3600)}})
+	return h.InProcess(), h.Engine, h.Sim, h.Devices
 }
 
 // TestLookupGetHistory: "how often did motion trigger" is one get with

@@ -8,95 +8,36 @@ import (
 	"math/rand"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/pilothouse/pilothouse/devices"
-	"github.com/pilothouse/pilothouse/devices/demo"
 	"github.com/pilothouse/pilothouse/engine"
-	"github.com/pilothouse/pilothouse/engine/mcpserver"
-	"github.com/pilothouse/pilothouse/internal/testutil"
-	"github.com/pilothouse/pilothouse/mqtt"
+	"github.com/pilothouse/pilothouse/internal/testhouse"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
 func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// setup starts a real stack (embedded broker, devices, demo, SQLite, engine)
-// and returns an in-process mcp-go client.
+// setup starts the test house and returns an in-process mcp-go client.
 func setup(t *testing.T) (*client.Client, *engine.Engine) {
 	t.Helper()
-	eng, _ := stack(t, engine.Config{})
-	srv := mcpserver.New(eng, mcpserver.Options{Logger: quiet()})
-	cl, err := client.NewInProcessClient(srv.MCP)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := cl.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	req := mcp.InitializeRequest{}
-	req.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
-	if _, err := cl.Initialize(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cl.Close() })
-	return cl, eng
+	h := testhouse.RunHouse(t, testhouse.Options{})
+	return h.InProcess(), h.Engine
 }
 
-// stack starts the real parts (embedded broker, devices, demo, SQLite,
-// engine with cfg) and waits for the demo catalog.
+// stack starts the test house with the engine configured by cfg.
 func stack(t *testing.T, cfg engine.Config) (*engine.Engine, *storage.Store) {
 	t.Helper()
-	ctx := context.Background()
-	b, err := mqtt.StartBroker("127.0.0.1:0", quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	c, err := mqtt.Dial(ctx, mqtt.Options{Broker: b.URL(), Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	devs := devices.NewCatalog(devices.Options{Logger: quiet()})
-	if err := devs.Start(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	store, err := storage.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = store.Close() })
-	eng := engine.New(cfg, devs, store, quiet())
-	if err := eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(eng.Close)
-	sim := demo.New(c, demo.Options{Pace: time.Hour, Logger: quiet()})
-	if err := sim.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	testutil.Eventually(t, 10*time.Second, "the demo catalog", func() bool {
-		_, ok := devs.Snapshot().Get("hall_light.set")
-		return ok
-	})
-	return eng, store
+	h := testhouse.RunHouse(t, testhouse.Options{Engine: cfg})
+	return h.Engine, h.Store
 }
 
+// callTool calls a tool and checks that its one text block carries the
+// same JSON as its structured result.
 func callTool(t *testing.T, c *client.Client, name string, args any) (map[string]any, bool) {
 	t.Helper()
-	req := mcp.CallToolRequest{}
-	req.Params.Name = name
-	req.Params.Arguments = args
-	res, err := c.CallTool(context.Background(), req)
-	if err != nil {
-		t.Fatalf("%s(%v): JSON-RPC error %v", name, args, err)
-	}
+	res := testhouse.CallResult(t, c, name, args)
 	var out map[string]any
 	b, _ := json.Marshal(res.StructuredContent)
 	_ = json.Unmarshal(b, &out)

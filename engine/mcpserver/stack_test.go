@@ -1,23 +1,17 @@
 package mcpserver_test
 
 import (
-	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/devices/demo"
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/engine/mcpserver"
-	"github.com/pilothouse/pilothouse/internal/testutil"
-	"github.com/pilothouse/pilothouse/mqtt"
+	"github.com/pilothouse/pilothouse/internal/testhouse"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -54,78 +48,16 @@ func newHTTPStackCfg(t *testing.T, cfg engine.Config, so storage.Options) *httpS
 // (notify channels).
 func newHTTPStackDevs(t *testing.T, cfg engine.Config, so storage.Options, do devices.Options) *httpStack {
 	t.Helper()
-	principals := cfg.Principals
-	ctx := context.Background()
-	s := &httpStack{t: t, dir: t.TempDir()}
-	b, err := mqtt.StartBroker("127.0.0.1:0", quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	s.mqtt = b.URL()
-	c, err := mqtt.Dial(ctx, mqtt.Options{Broker: b.URL(), Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	s.devs = devices.NewCatalog(do)
-	if err := s.devs.Start(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	if s.store, err = storage.OpenWith(ctx, s.dir, so); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.store.Close() })
-	s.eng = engine.New(cfg, s.devs, s.store, quiet())
-	if err := s.eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.eng.Close)
-	s.sim = demo.New(c, demo.Options{Pace: time.Hour, Logger: quiet()})
-	if err := s.sim.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.sim.Close)
-	testutil.Eventually(t, 10*time.Second, "the demo catalog", func() bool {
-		snap := s.devs.Snapshot()
-		for _, id := range []string{"front_lock.set", "living_plug.set", "hall_light.set", "porch_light.set"} {
-			if _, ok := snap.Get(id); !ok {
-				return false
-			}
-		}
-		return true
-	})
-	s.srv = mcpserver.New(s.eng, mcpserver.Options{Logger: quiet()})
-	hs := httptest.NewServer(s.srv.HTTPHandler(mcpserver.HTTPOptions{Principals: principals}))
-	t.Cleanup(hs.Close)
-	s.url = hs.URL + "/mcp"
-	return s
+	h := testhouse.RunHouse(t, testhouse.Options{Engine: cfg, Storage: so, Devices: do})
+	return &httpStack{t: t, dir: h.Dir, eng: h.Engine, store: h.Store, sim: h.Sim, devs: h.Devices, srv: h.MCP,
+		mqtt: h.Broker.URL(), url: h.ServeHTTP(mcpserver.HTTPOptions{Principals: cfg.Principals})}
 }
 
 // client connects the real mcp-go client over HTTP with a bearer token
 // ("" = none).
 func (s *httpStack) client(token string) *client.Client {
-	t := s.t
-	t.Helper()
-	var opts []transport.StreamableHTTPCOption
-	if token != "" {
-		opts = append(opts, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
-	}
-	c, err := client.NewStreamableHttpClient(s.url, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	if err := c.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	req := mcp.InitializeRequest{}
-	req.Params.ClientInfo = mcp.Implementation{Name: "test", Version: "1"}
-	if _, err := c.Initialize(ctx, req); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Close() })
-	return c
+	s.t.Helper()
+	return testhouse.Client(s.t, s.url, "", testhouse.Bearer(token)...)
 }
 
 // prog decodes a program literal for tool arguments.
@@ -182,15 +114,7 @@ func automationIDs(t *testing.T, c *client.Client) []string {
 // ruleNames lists the installed rules c sees.
 func ruleNames(t *testing.T, c *client.Client) []string {
 	t.Helper()
-	out, isErr := callTool(t, c, "pilothouse_rules", map[string]any{"last_firings": 0})
-	if isErr {
-		t.Fatalf("rules: %v", out)
-	}
-	var names []string
-	for _, r := range out["rules"].([]any) {
-		names = append(names, r.(map[string]any)["name"].(string))
-	}
-	return names
+	return testhouse.RuleNames(t, c)
 }
 
 func contains(list []string, s string) bool {

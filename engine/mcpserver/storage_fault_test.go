@@ -1,67 +1,28 @@
 package mcpserver_test
 
 import (
-	"context"
-	"database/sql"
-	"encoding/json"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/testhouse"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
-// lockDB takes SQLite's write lock on the store's database from a second
-// connection, as another process would (a backup tool, a second server on
-// the same data folder): every write of the store then fails with
-// SQLITE_BUSY once its busy timeout passes. It returns the release.
+// lockDB takes SQLite's write lock on the store's database (see
+// testhouse.LockDatabase) and returns the release.
 func lockDB(t *testing.T, dir string) (release func()) {
 	t.Helper()
-	ctx := context.Background()
-	db, err := sql.Open("sqlite", "file:"+filepath.ToSlash(filepath.Join(dir, storage.FileName))+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.ExecContext(ctx, "BEGIN EXCLUSIVE"); err != nil {
-		t.Fatal(err)
-	}
-	done := false
-	release = func() {
-		if done {
-			return
-		}
-		done = true
-		_, _ = conn.ExecContext(ctx, "ROLLBACK")
-		_ = conn.Close()
-		_ = db.Close()
-	}
-	t.Cleanup(release)
-	return release
+	return testhouse.LockDatabase(t, dir)
 }
 
 // callRaw calls a tool and fails the test on a transport (JSON-RPC) error:
 // a storage failure must reach the client as a Pilotage result.
 func callRaw(t *testing.T, c *client.Client, name string, args map[string]any) (map[string]any, bool) {
 	t.Helper()
-	req := mcp.CallToolRequest{}
-	req.Params.Name = name
-	req.Params.Arguments = args
-	res, err := c.CallTool(context.Background(), req)
-	if err != nil {
-		t.Fatalf("%s with storage failing: JSON-RPC error %v (want a Pilotage outcome or request error)", name, err)
-	}
-	var out map[string]any
-	b, _ := json.Marshal(res.StructuredContent)
-	_ = json.Unmarshal(b, &out)
-	return out, res.IsError
+	return testhouse.Call(t, c, name, args)
 }
 
 func errKind(out map[string]any) any {

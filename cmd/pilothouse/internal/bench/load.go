@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -61,9 +61,9 @@ func runLoadProcess(ctx context.Context, spec loadSpec) (*loadResult, error) {
 	return &lr, nil
 }
 
-// runBenchLoad is the hidden "bench-load" command: run the load described
+// RunLoad is the hidden "bench-load" command: run the load described
 // by the JSON argument and print the result as JSON.
-func runBenchLoad(ctx context.Context, args []string) error {
+func RunLoad(ctx context.Context, args []string) error {
 	if len(args) != 1 {
 		return errors.New("bench-load: want one JSON argument (started by pilothouse bench)")
 	}
