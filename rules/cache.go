@@ -3,6 +3,7 @@ package rules
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"runtime"
 	"sync"
 	"weak"
@@ -188,4 +189,48 @@ func (k *Cache) putVM(v *vm.VM) {
 	if k != nil {
 		k.vms.Put(v)
 	}
+}
+
+// compileSchema compiles a JSON Schema value with no external loading.
+func compileSchema(doc any) (*jsonschema.Schema, error) { return compileSchemaAt(doc, "") }
+
+// compileSchemaAt compiles the subschema at the JSON Pointer ptr of doc
+// ("" = doc itself). Formats are asserted: "duration" is automation/1's
+// (ParseDuration: "90s", "2m", "PT2M"), the others JSON Schema's.
+func compileSchemaAt(doc any, ptr string) (sch *jsonschema.Schema, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			sch, err = nil, fmt.Errorf("schema compiler failed: %v", r)
+		}
+	}()
+	c := jsonschema.NewCompiler()
+	c.UseLoader(denyLoader{})
+	c.AssertFormat()
+	c.RegisterFormat(&jsonschema.Format{Name: "duration", Validate: durationFormat})
+	if err := c.AddResource("mem:///schema.json", doc); err != nil {
+		return nil, err
+	}
+	loc := "mem:///schema.json"
+	if ptr != "" {
+		loc += "#" + ptr
+	}
+	return c.Compile(loc)
+}
+
+// denyLoader refuses every external schema reference: programs are
+// attacker-controlled and validation must touch nothing outside them.
+type denyLoader struct{}
+
+func (denyLoader) Load(url string) (any, error) {
+	return nil, fmt.Errorf("external schema references are not allowed (%s)", url)
+}
+
+// durationFormat is the "duration" format: a string ParseDuration reads.
+func durationFormat(v any) error {
+	s, ok := v.(string)
+	if !ok {
+		return nil
+	}
+	_, err := ParseDuration(s)
+	return err
 }

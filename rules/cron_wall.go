@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -126,4 +128,44 @@ func dstNote(s cron.Schedule, loc *time.Location) string {
 		return "; when daylight saving repeats its time it runs once, the first time"
 	}
 	return ""
+}
+
+var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// ParseCron parses a cron spec the way triggers do (seconds optional).
+func ParseCron(spec string) (s cron.Schedule, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s, err = nil, fmt.Errorf("cron spec %q: %v", spec, r)
+		}
+	}()
+	if err := checkEvery(spec); err != nil {
+		return nil, err
+	}
+	s, err = cronParser.Parse(spec)
+	if err != nil {
+		return nil, err
+	}
+	return wallClock(s), nil
+}
+
+// checkEvery refuses an "@every" duration robfig/cron would not honour:
+// it runs a schedule at most once a second and drops what is below a
+// second, so "@every -1s" and "@every 1ns" fired every second.
+func checkEvery(spec string) error {
+	f := strings.Fields(spec)
+	if len(f) > 0 && (strings.HasPrefix(f[0], "TZ=") || strings.HasPrefix(f[0], "CRON_TZ=")) {
+		f = f[1:]
+	}
+	if len(f) != 2 || f[0] != "@every" {
+		return nil
+	}
+	d, err := time.ParseDuration(f[1])
+	if err != nil {
+		return fmt.Errorf("@every takes a whole number of seconds, at least 1s (e.g. 90s, 5m, 1h30m): %v", err)
+	}
+	if d < time.Second || d%time.Second != 0 {
+		return fmt.Errorf("@every %s: the schedule runs at most once a second and drops fractions of a second; @every takes a whole number of seconds, at least 1s (e.g. 90s, 5m, 1h30m)", f[1])
+	}
+	return nil
 }

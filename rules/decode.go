@@ -10,8 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/robfig/cron/v3"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 
 	"github.com/pilothouse/pilothouse/pilotage"
 )
@@ -188,16 +189,6 @@ func (dc *decoder) mode(n *jnode, p *Program) {
 	}
 }
 
-var modes = []string{ModeSingle, ModeRestart, ModeQueued, ModeParallel}
-
-// denyLoader refuses every external schema reference: programs are
-// attacker-controlled and validation must touch nothing outside them.
-type denyLoader struct{}
-
-func (denyLoader) Load(url string) (any, error) {
-	return nil, fmt.Errorf("external schema references are not allowed (%s)", url)
-}
-
 // ReservedInputMember is the execute input member that carries a test-run
 // scenario; InstallInputMember the one that names the rule a deploy
 // installs and whether it may replace one. Neither is ever a param.
@@ -235,42 +226,6 @@ func (dc *decoder) params(v *jnode) json.RawMessage {
 	}
 	raw, _ := json.Marshal(val)
 	return raw
-}
-
-// compileSchema compiles a JSON Schema value with no external loading.
-func compileSchema(doc any) (*jsonschema.Schema, error) { return compileSchemaAt(doc, "") }
-
-// compileSchemaAt compiles the subschema at the JSON Pointer ptr of doc
-// ("" = doc itself). Formats are asserted: "duration" is automation/1's
-// (ParseDuration: "90s", "2m", "PT2M"), the others JSON Schema's.
-func compileSchemaAt(doc any, ptr string) (sch *jsonschema.Schema, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			sch, err = nil, fmt.Errorf("schema compiler failed: %v", r)
-		}
-	}()
-	c := jsonschema.NewCompiler()
-	c.UseLoader(denyLoader{})
-	c.AssertFormat()
-	c.RegisterFormat(&jsonschema.Format{Name: "duration", Validate: durationFormat})
-	if err := c.AddResource("mem:///schema.json", doc); err != nil {
-		return nil, err
-	}
-	loc := "mem:///schema.json"
-	if ptr != "" {
-		loc += "#" + ptr
-	}
-	return c.Compile(loc)
-}
-
-// durationFormat is the "duration" format: a string ParseDuration reads.
-func durationFormat(v any) error {
-	s, ok := v.(string)
-	if !ok {
-		return nil
-	}
-	_, err := ParseDuration(s)
-	return err
 }
 
 // paramDefaults checks each top-level param's default against the param's
@@ -315,46 +270,6 @@ func schemaErrText(err error) string {
 }
 
 // ---- triggers and conditions ----
-
-var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
-// ParseCron parses a cron spec the way triggers do (seconds optional).
-func ParseCron(spec string) (s cron.Schedule, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			s, err = nil, fmt.Errorf("cron spec %q: %v", spec, r)
-		}
-	}()
-	if err := checkEvery(spec); err != nil {
-		return nil, err
-	}
-	s, err = cronParser.Parse(spec)
-	if err != nil {
-		return nil, err
-	}
-	return wallClock(s), nil
-}
-
-// checkEvery refuses an "@every" duration robfig/cron would not honour:
-// it runs a schedule at most once a second and drops what is below a
-// second, so "@every -1s" and "@every 1ns" fired every second.
-func checkEvery(spec string) error {
-	f := strings.Fields(spec)
-	if len(f) > 0 && (strings.HasPrefix(f[0], "TZ=") || strings.HasPrefix(f[0], "CRON_TZ=")) {
-		f = f[1:]
-	}
-	if len(f) != 2 || f[0] != "@every" {
-		return nil
-	}
-	d, err := time.ParseDuration(f[1])
-	if err != nil {
-		return fmt.Errorf("@every takes a whole number of seconds, at least 1s (e.g. 90s, 5m, 1h30m): %v", err)
-	}
-	if d < time.Second || d%time.Second != 0 {
-		return fmt.Errorf("@every %s: the schedule runs at most once a second and drops fractions of a second; @every takes a whole number of seconds, at least 1s (e.g. 90s, 5m, 1h30m)", f[1])
-	}
-	return nil
-}
 
 func (dc *decoder) kindKey(n *jnode, what string, keys []string) (string, bool) {
 	var found []string
@@ -520,22 +435,6 @@ func jvalue(n *jnode) Value {
 	return Value{Set: true, V: n.value()}
 }
 
-// timeOfDaySpec is the cron spec (with seconds) of a time trigger's
-// "HH:MM[:SS]".
-func timeOfDaySpec(at string) string {
-	parts := strings.Split(at, ":")
-	field := func(i int) string {
-		if i >= len(parts) {
-			return "0"
-		}
-		if f := strings.TrimLeft(parts[i], "0"); f != "" {
-			return f
-		}
-		return "0"
-	}
-	return field(2) + " " + field(1) + " " + field(0) + " * * *"
-}
-
 func validClock(s string) bool {
 	for _, layout := range []string{"15:04", "15:04:05"} {
 		if _, err := time.Parse(layout, s); err == nil && len(s) == len(layout) {
@@ -543,4 +442,28 @@ func validClock(s string) bool {
 		}
 	}
 	return false
+}
+
+var printer = message.NewPrinter(language.English)
+
+// leafErrors flattens a validation error tree into its most specific
+// findings.
+func leafErrors(ve *jsonschema.ValidationError, out []*jsonschema.ValidationError) []*jsonschema.ValidationError {
+	if len(ve.Causes) == 0 {
+		return append(out, ve)
+	}
+	for _, c := range ve.Causes {
+		out = leafErrors(c, out)
+	}
+	return out
+}
+
+func firstLeafMessage(err error) string {
+	var ve *jsonschema.ValidationError
+	if errors.As(err, &ve) {
+		if ls := leafErrors(ve, nil); len(ls) > 0 {
+			return ls[0].ErrorKind.LocalizedString(printer)
+		}
+	}
+	return err.Error()
 }

@@ -34,10 +34,6 @@ func (dc *decoder) condition(n *jnode) *Condition {
 	return c
 }
 
-// weekdayNames are the weekday names a time condition takes, as Home
-// Assistant spells them, by time.Weekday.
-var weekdayNames = []string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}
-
 // timeWindow decodes {"after"?, "before"?, "weekday"?}: clock times and
 // weekday names, at least one of them.
 func (dc *decoder) timeWindow(v *jnode, members []string) *Window {

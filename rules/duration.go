@@ -117,3 +117,63 @@ func secondsOf(s string) (float64, error) {
 	}
 	return d.Seconds(), nil
 }
+
+// HumanDuration spells a duration out: "5 minutes", "1 hour and 30
+// minutes", "2 days", "500 milliseconds", "1.5 seconds". Negative
+// durations are spelled as their size.
+func HumanDuration(d time.Duration) string {
+	if d < 0 {
+		d = -d
+	}
+	switch {
+	case d == 0:
+		return "0 seconds"
+	case d < time.Second:
+		if d%time.Millisecond == 0 {
+			return Plural(int(d/time.Millisecond), "millisecond", "")
+		}
+		return d.String()
+	case d < time.Minute && d%time.Second != 0:
+		return strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " seconds"
+	}
+	units := []struct {
+		size time.Duration
+		name string
+	}{{24 * time.Hour, "day"}, {time.Hour, "hour"}, {time.Minute, "minute"}, {time.Second, "second"}}
+	var parts []string
+	for _, u := range units {
+		if n := d / u.size; n > 0 {
+			parts = append(parts, Plural(int(n), u.name, ""))
+			d -= n * u.size
+		}
+	}
+	if d > 0 { // a sub-second rest beside larger units
+		parts = append(parts, d.String())
+	}
+	return JoinList(parts, "and")
+}
+
+// durationValue reads a delay or hold duration: text ("90s", "PT2M") or a
+// number of seconds.
+func durationValue(v any) (time.Duration, error) {
+	var d time.Duration
+	switch x := v.(type) {
+	case string:
+		var err error
+		if d, err = ParseDuration(x); err != nil {
+			return 0, err
+		}
+	case time.Duration:
+		d = x
+	default:
+		f, ok := interpNumber(v)
+		if !ok {
+			return 0, fmt.Errorf("got %s, want a duration such as \"90s\" or a number of seconds", interpTypeName(v))
+		}
+		return secondsDuration(f)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("got %s: a duration cannot be negative", d)
+	}
+	return d, nil
+}

@@ -169,3 +169,9 @@ func (x *Expr) EvalBool(env *Env) (bool, error) {
 	}
 	return b, nil
 }
+
+// catalogReaders are the environment functions that read catalog entries:
+// each use must be a direct call with a string constant id, so that every
+// entry a program can read is known before it runs (plan, references,
+// scope).
+var catalogReaders = map[string]bool{"state": true, "since": true, "last_changed": true, "available": true}

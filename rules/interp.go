@@ -21,21 +21,6 @@ var ErrNotConnected = errors.New("not connected to the MQTT broker")
 // not_acknowledged instead of failed (a retry could apply it twice).
 var ErrNotAcknowledged = errors.New("not acknowledged (may still arrive)")
 
-// TriggerFire is the trigger activation that starts a run.
-type TriggerFire struct {
-	ID      string // trigger id in the program ("" only for programs without triggers)
-	Value   any    // the new value (state), the event payload, or the fire time
-	From    any    // the previous value, when known
-	Time    time.Time
-	Because string // the decision's reason; "" = derived from the trigger
-	// Detail is the trigger entry's input: in a test run, how the
-	// scenario's trigger was simulated (its hold, its schedule).
-	Detail map[string]any
-	// NotFired, when set, is why the scenario's trigger would not fire (a
-	// test run): the run ends not_triggered after the trigger's entry.
-	NotFired string
-}
-
 // RunInput is everything a run starts from besides the program and World.
 type RunInput struct {
 	Trigger TriggerFire

@@ -211,31 +211,6 @@ func (r *interp) duration(f *frame, ds *durSpec, qid, what string) (time.Duratio
 	return d, nil
 }
 
-// durationValue reads a delay or hold duration: text ("90s", "PT2M") or a
-// number of seconds.
-func durationValue(v any) (time.Duration, error) {
-	var d time.Duration
-	switch x := v.(type) {
-	case string:
-		var err error
-		if d, err = ParseDuration(x); err != nil {
-			return 0, err
-		}
-	case time.Duration:
-		d = x
-	default:
-		f, ok := interpNumber(v)
-		if !ok {
-			return 0, fmt.Errorf("got %s, want a duration such as \"90s\" or a number of seconds", interpTypeName(v))
-		}
-		return secondsDuration(f)
-	}
-	if d < 0 {
-		return 0, fmt.Errorf("got %s: a duration cannot be negative", d)
-	}
-	return d, nil
-}
-
 // branch runs an if or choose step: one decision, then the selected arm.
 func (r *interp) branch(f *frame, s *runStep, qid, sfx string, i int) *halt {
 	var (
@@ -321,19 +296,6 @@ func (r *interp) stop(f *frame, s *runStep, qid string, i int) *halt {
 	}
 	r.setOutcome(i, StepStopped, "")
 	return &halt{StatusStopped, s.text}
-}
-
-func interpNumber(v any) (float64, bool) {
-	rv := reflect.ValueOf(v)
-	switch rv.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return float64(rv.Int()), true
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return float64(rv.Uint()), true
-	case reflect.Float32, reflect.Float64:
-		return rv.Float(), true
-	}
-	return 0, false
 }
 
 // interpEqual compares JSON-ish values: numbers by value, the rest deeply.

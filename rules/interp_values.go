@@ -34,27 +34,6 @@ func exprHalt(qid string, err error) *halt {
 	return &halt{status, fmt.Sprintf("step %q: %s", qid, msg)}
 }
 
-// interpTypeName names a value's JSON type for messages ("a number" for any
-// numeric kind).
-func interpTypeName(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return "a string"
-	case bool:
-		return "a boolean"
-	case map[string]any:
-		return "an object"
-	case []any:
-		return "an array"
-	}
-	if _, ok := interpNumber(v); ok {
-		return "a number"
-	}
-	return fmt.Sprintf("%T", v)
-}
-
 // formatReason renders a value inside a decision's because: JSON when it
 // can be encoded, otherwise Go's %v.
 func formatReason(v any) string {

@@ -10,10 +10,10 @@ import (
 )
 
 // checkPlan asserts the derivation rules of spec §5.6 on a plan.
-func checkPlan(t *testing.T, p *Program, plan *pilotage.Plan) {
+func checkPlan(t *testing.T, p *Program, pl *pilotage.Plan) {
 	t.Helper()
-	if len(plan.Steps) == 0 || plan.Steps[0].ID != TriggersStepID || plan.Steps[0].Kind != PlanKindTrigger {
-		t.Fatalf("first plan step is not the triggers branch: %+v", plan.Steps)
+	if len(pl.Steps) == 0 || pl.Steps[0].ID != TriggersStepID || pl.Steps[0].Kind != PlanKindTrigger {
+		t.Fatalf("first pl step is not the triggers branch: %+v", pl.Steps)
 	}
 	kinds := map[string]string{}
 	labels := map[string]map[string]bool{TriggersStepID: {}}
@@ -21,9 +21,9 @@ func checkPlan(t *testing.T, p *Program, plan *pilotage.Plan) {
 		labels[TriggersStepID][tr.ID] = true
 	}
 	var hints []pilotage.RiskHints
-	for _, s := range plan.Steps {
+	for _, s := range pl.Steps {
 		if _, dup := kinds[s.ID]; dup {
-			t.Errorf("plan step %q twice", s.ID)
+			t.Errorf("pl step %q twice", s.ID)
 		}
 		kinds[s.ID] = s.Kind
 		hints = append(hints, s.RiskHints)
@@ -53,10 +53,10 @@ func checkPlan(t *testing.T, p *Program, plan *pilotage.Plan) {
 			t.Errorf("%s: loop names %q, not an earlier repeat", s.ID, s.Loop)
 		}
 	}
-	if agg := pilotage.Aggregate(hints...); agg != plan.MaxRiskHints || pilotage.RiskOf(agg) != plan.MaxRisk {
-		t.Errorf("max risk %s %+v, aggregate %+v", plan.MaxRisk, plan.MaxRiskHints, agg)
+	if agg := pilotage.Aggregate(hints...); agg != pl.MaxRiskHints || pilotage.RiskOf(agg) != pl.MaxRisk {
+		t.Errorf("max risk %s %+v, aggregate %+v", pl.MaxRisk, pl.MaxRiskHints, agg)
 	}
-	if plan.Summary == "" {
+	if pl.Summary == "" {
 		t.Error("no summary")
 	}
 }

@@ -7,6 +7,7 @@ package rules
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -214,3 +215,21 @@ const (
 	LabelElse    = "else"
 	LabelDefault = "default"
 )
+
+var modes = []string{ModeSingle, ModeRestart, ModeQueued, ModeParallel}
+
+// timeOfDaySpec is the cron spec (with seconds) of a time trigger's
+// "HH:MM[:SS]".
+func timeOfDaySpec(at string) string {
+	parts := strings.Split(at, ":")
+	field := func(i int) string {
+		if i >= len(parts) {
+			return "0"
+		}
+		if f := strings.TrimLeft(parts[i], "0"); f != "" {
+			return f
+		}
+		return "0"
+	}
+	return field(2) + " " + field(1) + " " + field(0) + " * * *"
+}

@@ -324,3 +324,36 @@ type ScenarioError struct {
 }
 
 func (e *ScenarioError) Error() string { return e.Message }
+
+// SetAvailableBase gives the test run the live availability of entries
+// (nil: every entry is available).
+func (w *SimWorld) SetAvailableBase(f func(id string) bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.availBase = f
+}
+
+// Available is the simulated availability: an availability trigger's
+// fired value, else the live one.
+func (w *SimWorld) Available(id string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.availableLocked(id)
+}
+
+func (w *SimWorld) availableLocked(id string) bool {
+	if v, ok := w.avail[id]; ok {
+		return v
+	}
+	return w.availBase == nil || w.availBase(id)
+}
+
+// watched is what a trigger watches now: its entry's availability for an
+// availability trigger, else its state.
+func (w *SimWorld) watched(t *RunTrigger) any {
+	if t.Kind() == TriggerAvailable {
+		return w.Available(t.entity)
+	}
+	v, _ := w.State(t.entity)
+	return v
+}

@@ -26,18 +26,6 @@ type Placed interface {
 	Place() Place
 }
 
-// placeOf is w's Place (UTC and no location when w does not say).
-func placeOf(w World) Place {
-	var p Place
-	if pw, ok := w.(Placed); ok {
-		p = pw.Place()
-	}
-	if p.Zone == nil {
-		p.Zone = time.UTC
-	}
-	return p
-}
-
 // Sun events.
 const (
 	Sunrise = "sunrise"
@@ -172,3 +160,15 @@ func sinDeg(d float64) float64  { return math.Sin(d * math.Pi / 180) }
 func cosDeg(d float64) float64  { return math.Cos(d * math.Pi / 180) }
 func tanDeg(d float64) float64  { return math.Tan(d * math.Pi / 180) }
 func norm360(x float64) float64 { return math.Mod(math.Mod(x, 360)+360, 360) }
+
+// SunPhrase is "sunset", "15 minutes after sunset" or "1 hour and 30
+// minutes before sunrise".
+func SunPhrase(event string, off time.Duration) string {
+	switch {
+	case off > 0:
+		return HumanDuration(off) + " after " + event
+	case off < 0:
+		return HumanDuration(-off) + " before " + event
+	}
+	return event
+}

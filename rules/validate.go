@@ -330,13 +330,6 @@ func (c *checker) lookupFor(id, path string, rng *pilotage.Range, what string, c
 	return e
 }
 
-func article(w string) string {
-	if w != "" && strings.ContainsRune("aeiou", rune(w[0])) {
-		return "an"
-	}
-	return "a"
-}
-
 func kindList(ks []pilotage.Kind) string {
 	s := ""
 	for i, k := range ks {
@@ -448,14 +441,6 @@ func outputHint(e *pilotage.Entry) string {
 		return "it reports a value of type " + compactJSON(s.Type)
 	}
 	return ""
-}
-
-func compactJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return "?"
-	}
-	return string(b)
 }
 
 // schema compiles (once per validation) a catalog entry's schema; nil

@@ -8,13 +8,9 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 
 	"github.com/pilothouse/pilothouse/pilotage"
 )
-
-var printer = message.NewPrinter(language.English)
 
 // maxArgFindings bounds the bad_arguments findings of one call.
 const maxArgFindings = 5
@@ -143,26 +139,4 @@ func argHint(e *pilotage.Entry) string {
 		return ""
 	}
 	return "arguments of " + e.ID + ": " + strings.Join(sortedKeys(sch.Properties), ", ") + " (see pilotage_lookup get)"
-}
-
-// leafErrors flattens a validation error tree into its most specific
-// findings.
-func leafErrors(ve *jsonschema.ValidationError, out []*jsonschema.ValidationError) []*jsonschema.ValidationError {
-	if len(ve.Causes) == 0 {
-		return append(out, ve)
-	}
-	for _, c := range ve.Causes {
-		out = leafErrors(c, out)
-	}
-	return out
-}
-
-func firstLeafMessage(err error) string {
-	var ve *jsonschema.ValidationError
-	if errors.As(err, &ve) {
-		if ls := leafErrors(ve, nil); len(ls) > 0 {
-			return ls[0].ErrorKind.LocalizedString(printer)
-		}
-	}
-	return err.Error()
 }

@@ -247,3 +247,15 @@ func (c *checker) refArg(fn string, arg ast.Node, x *Expr, rng func(int, int) *p
 	}
 	return true
 }
+
+// availableTrigger checks an availability trigger: a state or event
+// entry, and a `to` that is true (online) or false (offline).
+func (c *checker) availableTrigger(t *Trigger) {
+	if _, tmpl := c.refSite(t.Entity, t.Ptr+"/available", pilotage.KindState, pilotage.KindEvent); t.Entity == "" || tmpl {
+		return
+	}
+	c.lookup(t.Entity, t.Ptr+"/available", nil, "available", pilotage.KindState, pilotage.KindEvent)
+	if _, ok := t.To.V.(bool); t.To.Set && !ok {
+		c.d.add(CodeUnreachableValue, t.Ptr+"/to", "true (online) or false (offline)", "availability is true or false, never %s", compactJSON(t.To.V))
+	}
+}

@@ -225,12 +225,6 @@ func (c *checker) expr(x *Expr, sc *scope) {
 	c.comparisons(x, rng)
 }
 
-// catalogReaders are the environment functions that read catalog entries:
-// each use must be a direct call with a string constant id, so that every
-// entry a program can read is known before it runs (plan, references,
-// scope).
-var catalogReaders = map[string]bool{"state": true, "since": true, "last_changed": true, "available": true}
-
 // constantArgs checks a direct call of a catalog reader: its one argument
 // must be a string constant.
 func (c *checker) constantArgs(n *ast.CallNode, name string, x *Expr, rng func(int, int) *pilotage.Range) {

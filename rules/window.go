@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -240,3 +241,18 @@ func zoneName(z *time.Location) string {
 	name, _ := time.Now().In(z).Zone()
 	return name
 }
+
+// dayNamesLong spells weekday names out ("mon" → "Monday").
+func dayNamesLong(short []any) []string {
+	out := make([]string, 0, len(short))
+	for _, d := range short {
+		if i := slices.Index(weekdayNames, d.(string)); i >= 0 {
+			out = append(out, time.Weekday(i).String())
+		}
+	}
+	return out
+}
+
+// weekdayNames are the weekday names a time condition takes, as Home
+// Assistant spells them, by time.Weekday.
+var weekdayNames = []string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}

@@ -40,3 +40,61 @@ type WaitRequest struct {
 	For        time.Duration // the condition must hold this long
 	Timeout    time.Duration // 0 = none (bounded by the run's wall time)
 }
+
+// TriggerFire is the trigger activation that starts a run.
+type TriggerFire struct {
+	ID      string // trigger id in the program ("" only for programs without triggers)
+	Value   any    // the new value (state), the event payload, or the fire time
+	From    any    // the previous value, when known
+	Time    time.Time
+	Because string // the decision's reason; "" = derived from the trigger
+	// Detail is the trigger entry's input: in a test run, how the
+	// scenario's trigger was simulated (its hold, its schedule).
+	Detail map[string]any
+	// NotFired, when set, is why the scenario's trigger would not fire (a
+	// test run): the run ends not_triggered after the trigger's entry.
+	NotFired string
+}
+
+// AvailabilityReader is a World that knows whether entries' devices are
+// reachable. In a World without it every entry counts as available.
+type AvailabilityReader interface {
+	// Available reports false only when id's device is known to be
+	// offline.
+	Available(id string) bool
+}
+
+func availableIn(w World, id string) bool {
+	ar, ok := w.(AvailabilityReader)
+	return !ok || ar.Available(id)
+}
+
+// unavailableRead names the first entry whose state the condition reads
+// while its device is offline, unless the expression asks available()
+// of that entry itself ("" when there is none).
+func unavailableRead(x *Expr, w World) string {
+	asked := map[string]bool{}
+	for _, r := range x.Refs {
+		if r.Fn == "available" {
+			asked[r.ID] = true
+		}
+	}
+	for _, r := range x.Refs {
+		if r.Fn == "state" && !asked[r.ID] && !availableIn(w, r.ID) {
+			return r.ID
+		}
+	}
+	return ""
+}
+
+// placeOf is w's Place (UTC and no location when w does not say).
+func placeOf(w World) Place {
+	var p Place
+	if pw, ok := w.(Placed); ok {
+		p = pw.Place()
+	}
+	if p.Zone == nil {
+		p.Zone = time.UTC
+	}
+	return p
+}
