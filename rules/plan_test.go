@@ -13,7 +13,7 @@ import (
 func checkPlan(t *testing.T, p *Program, pl *pilotage.Plan) {
 	t.Helper()
 	if len(pl.Steps) == 0 || pl.Steps[0].ID != TriggersStepID || pl.Steps[0].Kind != PlanKindTrigger {
-		t.Fatalf("first pl step is not the triggers branch: %+v", pl.Steps)
+		t.Fatalf("first plan step is not the triggers branch: %+v", pl.Steps)
 	}
 	kinds := map[string]string{}
 	labels := map[string]map[string]bool{TriggersStepID: {}}
@@ -23,7 +23,7 @@ func checkPlan(t *testing.T, p *Program, pl *pilotage.Plan) {
 	var hints []pilotage.RiskHints
 	for _, s := range pl.Steps {
 		if _, dup := kinds[s.ID]; dup {
-			t.Errorf("pl step %q twice", s.ID)
+			t.Errorf("plan step %q twice", s.ID)
 		}
 		kinds[s.ID] = s.Kind
 		hints = append(hints, s.RiskHints)
