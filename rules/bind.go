@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/expr-lang/expr/ast"
@@ -277,21 +278,12 @@ func paramsRead(root ast.Node) []string {
 		}
 		id, ok := m.Node.(*ast.IdentifierNode)
 		prop, ok2 := m.Property.(*ast.StringNode)
-		if ok && ok2 && id.Value == "params" && !containsStr(out, prop.Value) {
+		if ok && ok2 && id.Value == "params" && !slices.Contains(out, prop.Value) {
 			out = append(out, prop.Value)
 		}
 		return false
 	})
 	return out
-}
-
-func containsStr(l []string, s string) bool {
-	for _, x := range l {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // site returns the param the program value at path comes from: the
