@@ -2,6 +2,7 @@ package rules
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -72,4 +73,25 @@ func (c *Compiled) Entry(id string) *pilotage.Entry {
 		return c.Entries[i]
 	}
 	return nil
+}
+
+// Calls lists the catalog ids the body calls, sorted, each once (a call
+// through a catalog-reference param is left out until bound).
+func (c *Compiled) Calls() []string {
+	var out []string
+	var walk func(list []runStep)
+	walk = func(list []runStep) {
+		for i := range list {
+			s := &list[i]
+			if s.Kind() == StepCall && s.flags&callParam == 0 && !slices.Contains(out, s.text) {
+				out = append(out, s.text)
+			}
+			for ch := range s.children() {
+				walk(ch.steps)
+			}
+		}
+	}
+	walk(c.steps)
+	slices.Sort(out)
+	return out
 }

@@ -1,7 +1,6 @@
 package rules
 
 import (
-	"slices"
 	"strings"
 
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -22,27 +21,6 @@ type InstalledTrigger struct {
 	Rule    string      // the rule's name
 	Trigger *RunTrigger // in its run form
 	Calls   []string    // the catalog ids its body calls (Compiled.Calls)
-}
-
-// Calls lists the catalog ids the body calls, sorted, each once (a call
-// through a catalog-reference param is left out until bound).
-func (c *Compiled) Calls() []string {
-	var out []string
-	var walk func(list []runStep)
-	walk = func(list []runStep) {
-		for i := range list {
-			s := &list[i]
-			if s.Kind() == StepCall && s.flags&callParam == 0 && !slices.Contains(out, s.text) {
-				out = append(out, s.text)
-			}
-			for ch := range s.children() {
-				walk(ch.steps)
-			}
-		}
-	}
-	walk(c.steps)
-	slices.Sort(out)
-	return out
 }
 
 // maxOverlaps bounds the rules one call's overlapping_rule warnings name.
