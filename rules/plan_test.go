@@ -1,6 +1,9 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+	"github.com/pilothouse/pilothouse/rules/internal/plan"
+
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,9 +13,9 @@ import (
 )
 
 // checkPlan asserts the derivation rules of spec §5.6 on a plan.
-func checkPlan(t *testing.T, p *Program, pl *pilotage.Plan) {
+func checkPlan(t *testing.T, p *model.Program, pl *pilotage.Plan) {
 	t.Helper()
-	if len(pl.Steps) == 0 || pl.Steps[0].ID != TriggersStepID || pl.Steps[0].Kind != PlanKindTrigger {
+	if len(pl.Steps) == 0 || pl.Steps[0].ID != TriggersStepID || pl.Steps[0].Kind != plan.PlanKindTrigger {
 		t.Fatalf("first plan step is not the triggers branch: %+v", pl.Steps)
 	}
 	kinds := map[string]string{}
@@ -27,14 +30,14 @@ func checkPlan(t *testing.T, p *Program, pl *pilotage.Plan) {
 		}
 		kinds[s.ID] = s.Kind
 		hints = append(hints, s.RiskHints)
-		if pilotage.RiskOf(s.RiskHints) != s.Risk && s.Kind != string(StepCall) {
+		if pilotage.RiskOf(s.RiskHints) != s.Risk && s.Kind != string(model.StepCall) {
 			t.Errorf("%s: risk %s inconsistent with hints %+v", s.ID, s.Risk, s.RiskHints)
 		}
-		if len(s.Calls) > 0 && s.Kind != string(StepCall) {
+		if len(s.Calls) > 0 && s.Kind != string(model.StepCall) {
 			t.Errorf("%s: control-flow step %s carries calls", s.ID, s.Kind)
 		}
 		// A call through an unbound catalog param names no entry yet.
-		if s.Kind == string(StepCall) && len(s.Calls) != 1 && !strings.Contains(s.Description, "(catalog param: ") {
+		if s.Kind == string(model.StepCall) && len(s.Calls) != 1 && !strings.Contains(s.Description, "(catalog param: ") {
 			t.Errorf("%s: call step without calls", s.ID)
 		}
 		if s.Arm != nil && s.Loop != "" {
@@ -42,14 +45,14 @@ func checkPlan(t *testing.T, p *Program, pl *pilotage.Plan) {
 		}
 		if s.Arm != nil {
 			bk, ok := kinds[s.Arm.Branch]
-			if !ok || (bk != string(StepIf) && bk != string(StepChoose) && bk != PlanKindTrigger) {
+			if !ok || (bk != string(model.StepIf) && bk != string(model.StepChoose) && bk != plan.PlanKindTrigger) {
 				t.Errorf("%s: arm names %q (%s), not an earlier branch", s.ID, s.Arm.Branch, bk)
 			}
 			if s.Arm.Branch == TriggersStepID && !labels[TriggersStepID][s.Arm.Label] {
 				t.Errorf("%s: unknown trigger label %q", s.ID, s.Arm.Label)
 			}
 		}
-		if s.Loop != "" && kinds[s.Loop] != string(StepRepeat) {
+		if s.Loop != "" && kinds[s.Loop] != string(model.StepRepeat) {
 			t.Errorf("%s: loop names %q, not an earlier repeat", s.ID, s.Loop)
 		}
 	}
