@@ -97,7 +97,7 @@ func itCond(id, src string) *model.Condition { return &model.Condition{ID: id, E
 // derives.
 func itCompile(p *Program) *Compiled {
 	c := &Compiled{Plan: itPlan(p)}
-	c.Form = model.Lower(p, &model.Interner{K: itCache, Entry: c.Entry})
+	c.Form = model.Lower(p, &model.Interner{Cache: itCache, Entry: c.Entry})
 	return c
 }
 
