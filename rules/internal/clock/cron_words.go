@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// cronWords says a cron spec in words when it is one of the common shapes
+// CronWords says a cron spec in words when it is one of the common shapes
 // ("Every day at 06:30 on Monday to Friday", "Every 10 minutes", "Every
 // hour"), with the spec after it for precision; other specs are named as
 // they are.

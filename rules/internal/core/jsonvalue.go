@@ -5,7 +5,7 @@ import (
 	"reflect"
 )
 
-// interpTypeName names a value's JSON type for messages ("a number" for any
+// InterpTypeName names a value's JSON type for messages ("a number" for any
 // numeric kind).
 func InterpTypeName(v any) string {
 	switch v.(type) {
@@ -26,6 +26,7 @@ func InterpTypeName(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
+// InterpNumber reads any Go numeric kind as a float64.
 func InterpNumber(v any) (float64, bool) {
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {

@@ -30,6 +30,7 @@ func JoinList(items []string, conj string) string {
 	return strings.Join(items[:last], ", ") + " " + conj + " " + items[last]
 }
 
+// AvailablePhrase says what an availability change did: "went offline" or "came back online".
 func AvailablePhrase(v any) string {
 	if b, ok := v.(bool); ok && !b {
 		return "went offline"

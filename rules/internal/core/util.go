@@ -6,6 +6,7 @@ import (
 	"strings"
 )
 
+// SortedKeys returns the keys of m in order.
 func SortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
@@ -15,6 +16,7 @@ func SortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
+// Article is the indefinite article w takes ("an" before a vowel).
 func Article(w string) string {
 	if w != "" && strings.ContainsRune("aeiou", rune(w[0])) {
 		return "an"
@@ -22,6 +24,7 @@ func Article(w string) string {
 	return "a"
 }
 
+// CompactJSON is v as compact JSON, or "?" when it does not encode.
 func CompactJSON(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -189,6 +189,7 @@ func statusTable(b *strings.Builder, title, intro string, rows []core.StatusInfo
 
 func cell(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
 
+// YesNo is a table cell for a flag.
 func YesNo(v bool) string {
 	if v {
 		return "yes"
@@ -196,6 +197,7 @@ func YesNo(v bool) string {
 	return "no"
 }
 
+// CodeList is ss as a comma-separated list of code spans.
 func CodeList(ss []string) string {
 	out := make([]string, len(ss))
 	for i, s := range ss {

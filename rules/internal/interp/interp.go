@@ -377,6 +377,7 @@ func (r *interp) fireTime(fire model.TriggerFire) time.Time {
 	return fire.Time
 }
 
+// TriggerReason says why trigger t fired, for its trace entry.
 func TriggerReason(t *model.RunTrigger, fire model.TriggerFire) string {
 	switch t.Kind() {
 	case model.TriggerState, model.TriggerNumeric:

@@ -26,7 +26,7 @@ func newExprConfig(maxNodes uint) *conf.Config {
 	return c
 }
 
-// compileExpr is CompileExpr over a configuration lent by k, sharing the
+// CompileExpr is CompileExpr over a configuration lent by k, sharing the
 // program of an identical expression compiled before. The result is the
 // same as CompileExpr's (TestCompileExprPooledMatches).
 func (k *Cache) CompileExpr(src string, maxNodes uint) (*Expr, error) {

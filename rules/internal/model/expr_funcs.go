@@ -114,6 +114,7 @@ type ChangeClock interface {
 	LastChanged(id string) (time.Time, bool)
 }
 
+// LastChangedOf is when id last changed, if w keeps a ChangeClock.
 func LastChangedOf(w World, id string) (time.Time, bool) {
 	cc, ok := w.(ChangeClock)
 	if !ok {

@@ -27,7 +27,7 @@ type InstalledTrigger struct {
 	Calls   []string          // the catalog ids its body calls (Compiled.Calls)
 }
 
-// maxOverlaps bounds the rules one call's overlapping_rule warnings name.
+// MaxOverlaps bounds the rules one call's overlapping_rule warnings name.
 const MaxOverlaps = 3
 
 // overlaps warns about each call of p to a device that another installed

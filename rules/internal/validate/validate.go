@@ -185,7 +185,7 @@ func (c *checker) bindTo(prog *model.Program) *model.Program {
 	return prog
 }
 
-// declaredParams reads the property names of a params schema; nil when the
+// DeclaredParams reads the property names of a params schema; nil when the
 // schema admits undeclared members.
 func DeclaredParams(raw json.RawMessage) map[string]bool {
 	if len(raw) == 0 {
