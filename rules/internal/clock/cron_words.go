@@ -1,11 +1,11 @@
 package clock
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // CronWords says a cron spec in words when it is one of the common shapes

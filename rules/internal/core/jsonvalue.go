@@ -1,6 +1,7 @@
 package core
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 )
@@ -38,4 +39,13 @@ func InterpNumber(v any) (float64, bool) {
 		return rv.Float(), true
 	}
 	return 0, false
+}
+
+// CompactJSON is v as compact JSON, or "?" when it does not encode.
+func CompactJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "?"
+	}
+	return string(b)
 }

@@ -37,3 +37,11 @@ func AvailablePhrase(v any) string {
 	}
 	return "came back online"
 }
+
+// Article is the indefinite article w takes ("an" before a vowel).
+func Article(w string) string {
+	if w != "" && strings.ContainsRune("aeiou", rune(w[0])) {
+		return "an"
+	}
+	return "a"
+}

@@ -1,9 +1,6 @@
 package interp
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // exprHalt turns an evaluation error into a short failure naming the step.

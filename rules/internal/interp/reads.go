@@ -6,9 +6,9 @@ package interp
 // steps.check.output).
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"fmt"
+
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // readsInto adds to m (made when nil) what x reads now, each value cut,

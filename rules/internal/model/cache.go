@@ -1,8 +1,6 @@
 package model
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -13,6 +11,8 @@ import (
 	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/vm"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
 )
 
 // Cache is what rules reuses from one validation or run to the next:

@@ -4,14 +4,14 @@ package model
 // many times against an Env (expr_env.go).
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"fmt"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm"
 	"github.com/expr-lang/expr/vm/runtime"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // Expr is one compiled expression. It is compiled once, when the program is

@@ -4,10 +4,10 @@ package model
 // a pooled expression environment only as far as an expression reads them.
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"context"
 	"time"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // Env is what an evaluation sees: the closed environment of automation/1.

@@ -4,9 +4,9 @@ package model
 // functions, as the checker types them and as a run binds them.
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-
 	"time"
+
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
 )
 
 // EnvFunctions names the functions of the closed environment, in the order

@@ -1,15 +1,14 @@
 package model
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"math"
 	"strconv"
 
 	"github.com/robfig/cron/v3"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // Interner makes the values a run form holds: copies without the JSON

@@ -1,8 +1,6 @@
 package model
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -10,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // Catalog-reference params: a param whose value is a catalog id, declared

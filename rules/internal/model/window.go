@@ -1,13 +1,13 @@
 package model
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // condWindow is a time or sun condition's window in the run form, parsed

@@ -1,10 +1,10 @@
 package model
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-
 	"context"
 	"time"
+
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
 )
 
 // World is everything a running body may touch. The engine provides a live

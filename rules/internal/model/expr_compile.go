@@ -1,8 +1,6 @@
 package model
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"errors"
 
 	exprchecker "github.com/expr-lang/expr/checker"
@@ -10,6 +8,8 @@ import (
 	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/optimizer"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // newExprConfig prepares the expr configuration of automation/1
