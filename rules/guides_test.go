@@ -1,11 +1,14 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/guides"
 )
 
 func TestGuidesIndex(t *testing.T) {
@@ -31,14 +34,14 @@ func TestGuidesIndex(t *testing.T) {
 				t.Errorf("%s: topic %q twice", g.ID, tp)
 			}
 			seen[tp] = true
-			body, ok := GuideTopic(g.ID, tp)
+			body, ok := guides.GuideTopic(g.ID, tp)
 			if !ok || body == "" {
 				t.Errorf("%s: topic %q not fetchable", g.ID, tp)
 			}
 		}
 		if seen[ClosedSetsTopic] {
 			closed++
-			if g.Level != LevelReference {
+			if g.Level != guides.LevelReference {
 				t.Errorf("closed-sets guide has level %q", g.Level)
 			}
 		}
@@ -52,14 +55,14 @@ func TestGuidesIndex(t *testing.T) {
 	if _, ok := GuideByID("nope"); ok {
 		t.Error("unknown guide found")
 	}
-	if _, ok := GuideTopic("core", "nope"); ok {
+	if _, ok := guides.GuideTopic("core", "nope"); ok {
 		t.Error("unknown topic found")
 	}
 }
 
 func TestCoreGuide(t *testing.T) {
 	g, _ := GuideByID("core")
-	if g.Level != LevelCore {
+	if g.Level != guides.LevelCore {
 		t.Errorf("level %q", g.Level)
 	}
 	// The server appends its own section (zone, sun: about 550 bytes);
@@ -81,7 +84,7 @@ func TestClosedSetsGuide(t *testing.T) {
 		wants = append(wants, fmt.Sprintf("| `%s` | %s |", c.Code, c.Severity))
 	}
 	for _, k := range pilotage.Kinds {
-		wants = append(wants, fmt.Sprintf("| `%s` | %s |", k.Kind, yesNo(k.Callable)))
+		wants = append(wants, fmt.Sprintf("| `%s` | %s |", k.Kind, guides.YesNo(k.Callable)))
 	}
 	for _, r := range pilotage.RiskLevels {
 		wants = append(wants, fmt.Sprintf("| `%s` | %t | %t | %t |", r.Risk, r.Hints.ReadOnly, r.Hints.Destructive, r.Hints.OpenWorld))
@@ -92,16 +95,16 @@ func TestClosedSetsGuide(t *testing.T) {
 	for _, s := range append(append([]StatusInfo{}, RunStatuses...), StepStatuses...) {
 		wants = append(wants, fmt.Sprintf("| `%s` | %t | %s |", s.Status, s.OK, s.SideEffects))
 	}
-	for _, k := range stepKeys {
+	for _, k := range model.StepKeys {
 		wants = append(wants, "| `"+k+"` |")
 	}
-	for _, k := range ConditionKinds {
-		wants = append(wants, "| `"+string(k.Kind)+"` | "+codeList(k.Members))
+	for _, k := range model.ConditionKinds {
+		wants = append(wants, "| `"+string(k.Kind)+"` | "+guides.CodeList(k.Members))
 	}
 	for _, k := range []string{"single", "restart", "queued", "parallel", "trigger:state", "trigger:numeric", "trigger:event", "trigger:cron", "trigger:time", "trigger:sun"} {
 		wants = append(wants, "`"+k+"`")
 	}
-	for _, f := range EnvFunctions {
+	for _, f := range model.EnvFunctions {
 		wants = append(wants, f.Signature)
 	}
 	wants = append(wants,

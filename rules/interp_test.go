@@ -10,9 +10,12 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+	"github.com/pilothouse/pilothouse/rules/internal/sim"
 )
 
-var itMotion = []*Trigger{itState("motion", "hall_motion.occupancy", true), itState("door", "front_door.contact", false)}
+var itMotion = []*model.Trigger{itState("motion", "hall_motion.occupancy", true), itState("door", "front_door.contact", false)}
 
 func itBase() map[string]any {
 	return map[string]any{
@@ -33,7 +36,7 @@ func TestRunTraces(t *testing.T) {
 	}{
 		{
 			name: "call after a true condition",
-			c: itProgram(itMotion, []*Condition{itCond("dark", "state('hall_lux.illuminance') < 30")},
+			c: itProgram(itMotion, []*model.Condition{itCond("dark", "state('hall_lux.illuminance') < 30")},
 				itCall("on", "hall_light.set", "state", "ON", "brightness", 180)),
 			in:     itFire("motion", true),
 			ids:    []string{"triggers", "motion", "dark", "on"},
@@ -41,7 +44,7 @@ func TestRunTraces(t *testing.T) {
 		},
 		{
 			name: "false condition ends the run",
-			c: itProgram(itMotion, []*Condition{itCond("dark", "state('hall_lux.illuminance') < 5")},
+			c: itProgram(itMotion, []*model.Condition{itCond("dark", "state('hall_lux.illuminance') < 5")},
 				itCall("on", "hall_light.set", "state", "ON")),
 			in:     itFire("motion", true),
 			ids:    []string{"triggers", "motion", "dark"},
@@ -83,7 +86,7 @@ func TestRunTraces(t *testing.T) {
 			name:   "wait met from the timeline",
 			c:      itProgram(itMotion, nil, itWait("quiet", "hall_motion.occupancy", false, 30*time.Minute, false), itCall("off", "hall_light.set")),
 			in:     itFire("motion", true),
-			sc:     Scenario{State: map[string]any{"hall_motion.occupancy": true}, Timeline: []TimelineEntry{{At: 10 * time.Minute, State: map[string]any{"hall_motion.occupancy": false}}}},
+			sc:     Scenario{State: map[string]any{"hall_motion.occupancy": true}, Timeline: []sim.TimelineEntry{{At: 10 * time.Minute, State: map[string]any{"hall_motion.occupancy": false}}}},
 			ids:    []string{"triggers", "motion", "quiet", "off"},
 			status: StatusSuccess,
 		},
@@ -100,7 +103,7 @@ func TestRunTraces(t *testing.T) {
 			name:   "wait timeout fails the run",
 			c:      itProgram(itMotion, nil, itWait("quiet", "hall_motion.occupancy", false, 30*time.Minute, false), itCall("off", "hall_light.set")),
 			in:     itFire("motion", true),
-			sc:     Scenario{Waits: map[string]string{"quiet": WaitTimeout}},
+			sc:     Scenario{Waits: map[string]string{"quiet": sim.WaitTimeout}},
 			ids:    []string{"triggers", "motion", "quiet"},
 			status: StatusTimeout,
 			errMsg: `step "quiet": wait timed out after 30m0s`,
@@ -109,9 +112,9 @@ func TestRunTraces(t *testing.T) {
 			name:   "forced wait timeout with continue_on_timeout is assumed",
 			c:      itProgram(itMotion, nil, itWait("quiet", "hall_motion.occupancy", false, 30*time.Minute, true), itCall("off", "hall_light.set")),
 			in:     itFire("motion", true),
-			sc:     Scenario{Waits: map[string]string{"quiet": WaitTimeout}},
+			sc:     Scenario{Waits: map[string]string{"quiet": sim.WaitTimeout}},
 			ids:    []string{"triggers", "motion", "quiet", "off"},
-			status: StatusAssumed,
+			status: core.StatusAssumed,
 			errMsg: "the body ran to its end, but these results were assumed by scenario.waits, not simulated: quiet",
 		},
 		{
@@ -127,7 +130,7 @@ func TestRunTraces(t *testing.T) {
 			c:      itProgram(itMotion, nil, itCall("a", "a.set"), itIf("b", "true", []*Step{itStop("s", "enough", false)}, nil), itCall("c", "c.set")),
 			in:     itFire("motion", true),
 			ids:    []string{"triggers", "motion", "a", "b", "s"},
-			status: StatusStopped,
+			status: core.StatusStopped,
 		},
 		{
 			name:   "stop with error",
@@ -155,7 +158,7 @@ func TestRunTraces(t *testing.T) {
 		},
 		{
 			name:   "skipped conditions",
-			c:      itProgram(itMotion, []*Condition{itCond("never", "false")}, itCall("a", "a.set")),
+			c:      itProgram(itMotion, []*model.Condition{itCond("never", "false")}, itCall("a", "a.set")),
 			in:     RunInput{Trigger: TriggerFire{ID: "door"}, SkipConditions: true},
 			ids:    []string{"triggers", "door", "never", "a"},
 			status: StatusSuccess,
@@ -220,7 +223,7 @@ func TestRunDecisions(t *testing.T) {
 func TestRunValuesFlow(t *testing.T) {
 	c := itProgram(itMotion, nil,
 		itForEach("each", itConst([]any{"a", "b"}), itSet("acc", "last", itTpl("vars.item"), "i", itTpl("vars.index"))),
-		itCall("on", "hall_light.set", "brightness", itTpl("vars.i * 10"), "msg", &Template{Parts: []TemplatePart{{Text: "last="}, {Expr: itExpr("vars.last")}}}),
+		itCall("on", "hall_light.set", "brightness", itTpl("vars.i * 10"), "msg", &model.Template{Parts: []model.TemplatePart{{Text: "last="}, {Expr: itExpr("vars.last")}}}),
 		itIf("lit", "state('hall_light.brightness') == 20", []*Step{itSet("ok", "seen", true)}, nil),
 	)
 	w := itSim(itBase(), Scenario{})
@@ -231,7 +234,7 @@ func TestRunValuesFlow(t *testing.T) {
 	if got := itStep(t, res, "on").Input; !reflect.DeepEqual(got, map[string]any{"brightness": 20, "msg": "last=b"}) {
 		t.Errorf("call input = %#v", got)
 	}
-	if got := itStep(t, res, "lit").Decisions[0].Took; got != LabelThen {
+	if got := itStep(t, res, "lit").Decisions[0].Took; got != model.LabelThen {
 		t.Errorf("simulated effect not visible: took %q", got)
 	}
 	if _, leaked := res.Vars["item"]; leaked {
@@ -287,7 +290,7 @@ func TestRunBounds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			sc := Scenario{}
 			if tt.name == "wall time in wait" {
-				sc.Waits = map[string]string{"q": WaitTimeout}
+				sc.Waits = map[string]string{"q": sim.WaitTimeout}
 			}
 			w := itSim(itBase(), sc)
 			w.SetAutomation("script.rec", recur)
@@ -425,7 +428,7 @@ func TestRunCancelled(t *testing.T) {
 		if res.Outcome.Status != StatusCancelled || res.Outcome.Error != `cancelled during step "d"` {
 			t.Errorf("outcome = %+v", res.Outcome)
 		}
-		if got := itStep(t, res, "d").Outcome.Status; got != StepCancelled || len(res.Steps) != 4 {
+		if got := itStep(t, res, "d").Outcome.Status; got != core.StepCancelled || len(res.Steps) != 4 {
 			t.Errorf("delay step %q, ids %v", got, itIDs(res.Steps))
 		}
 	})
@@ -454,7 +457,7 @@ func TestRunMemoryBudget(t *testing.T) {
 // rules in mode parallel share it); -race checks that Run keeps no shared
 // mutable state.
 func TestRunConcurrent(t *testing.T) {
-	c := itProgram(itMotion, []*Condition{itCond("dark", "state('hall_lux.illuminance') < 30")},
+	c := itProgram(itMotion, []*model.Condition{itCond("dark", "state('hall_lux.illuminance') < 30")},
 		itForEach("each", itConst([]any{1, 2, 3}), itSet("v", "x", itTpl("vars.item * 2"))),
 		itCall("on", "hall_light.set", "brightness", itTpl("vars.x")))
 	results := make([]*RunResult, 8)
@@ -500,7 +503,7 @@ func (w *lateCheckWorld) Wait(ctx context.Context, req *WaitRequest) (bool, erro
 func TestRunWaitCheckAfterWait(t *testing.T) {
 	c := itProgram(itMotion, nil,
 		itSet("a", "n", 0),
-		&Step{ID: "w", Kind: StepWait, Wait: &WaitSpec{Expr: itExpr("vars.n < 1000")}},
+		&Step{ID: "w", Kind: model.StepWait, Wait: &model.WaitSpec{Expr: itExpr("vars.n < 1000")}},
 		itCount("r", 50, itSet("b", "n", itTpl("vars.index"))))
 	w := &lateCheckWorld{SimWorld: itSim(itBase(), Scenario{}), done: make(chan bool, 1)}
 	res := itRun(t, c, w, itFire("motion", true))

@@ -142,7 +142,7 @@ func TestAsyncTailOnlyForTheLastTopLevelCall(t *testing.T) {
 	res := Run(context.Background(), c, w, in)
 	final := false
 	if !res.Then(func() { final = true }) || !final {
-		t.Fatalf("a call ended during CallAsync: pending %v, final %v", res.tail != nil, final)
+		t.Fatalf("a call ended during CallAsync: pending %v, final %v", res.Tail != nil, final)
 	}
 	if res.Outcome.Status != StatusFailed || res.Outcome.Error != `step "a": a.set failed: refused` {
 		t.Errorf("outcome = %+v", res.Outcome)

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/interp"
 )
 
 // The -update flag may be declared by another golden test of this package;
@@ -32,7 +34,7 @@ func traceUpdate() bool {
 type traceCatalog map[string]*pilotage.Entry
 
 func (c traceCatalog) Get(id string) (*pilotage.Entry, bool) { e, ok := c[id]; return e, ok }
-func (c traceCatalog) IDs() []string                         { return sortedKeys(c) }
+func (c traceCatalog) IDs() []string                         { return core.SortedKeys(c) }
 func (c traceCatalog) Version() string                       { return "trace-1" }
 
 func newTraceCatalog() traceCatalog {
@@ -175,7 +177,7 @@ func traceGoldenJSON(t *testing.T, res *RunResult, w *SimWorld) []byte {
 	t.Helper()
 	calls := []string{}
 	for _, c := range w.Calls() {
-		a, _ := marshalCompact(c.Args)
+		a, _ := interp.MarshalCompact(c.Args)
 		calls = append(calls, c.At.Format("15:04:05.000")+" "+c.ID+" "+string(a))
 	}
 	doc := map[string]any{
