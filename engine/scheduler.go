@@ -344,7 +344,7 @@ func (s *scheduler) disarmLocked(ar *armedRule) int {
 	ar.stopped = true
 	ar.queue = nil
 	for _, f := range ar.running {
-		f.cancel(context.Canceled)
+		f.stopLocked()
 	}
 	return len(ar.running)
 }

@@ -75,13 +75,7 @@ func firingEndsOnItsAcknowledgement(t *testing.T, here bool) {
 	sent := func() bool { // the running firing's command was sent asynchronously
 		ar.mu.Lock()
 		defer ar.mu.Unlock()
-		if len(ar.running) != 1 {
-			return false
-		}
-		f := ar.running[0]
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		return f.abort != nil
+		return len(ar.running) == 1 && ar.running[0].abort != nil
 	}
 	motion := func() {
 		h.eng.sched.onChange(devices.Change{Kind: devices.ChangeState, ID: "hall_motion.occupancy", Value: true, Prev: false, Time: time.Now()})

@@ -19,6 +19,7 @@ import (
 type liveWorld struct {
 	e *Engine
 	p *Principal
+	f *firing // the firing this world runs, if any: CallAsync tells it of its command
 }
 
 func (w *liveWorld) Now() time.Time { return w.e.Now().In(w.e.cfg.TimeZone) }
@@ -79,8 +80,8 @@ func (w *liveWorld) CallAsync(ctx context.Context, id string, args map[string]an
 	if err != nil {
 		return nil, callError(err)
 	}
-	if f, ok := ctx.(*firing); ok {
-		f.onCancel(abort)
+	if w.f != nil {
+		w.f.sentAsync(abort)
 	}
 	return publishedOutput, nil
 }
