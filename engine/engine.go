@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/engine/internal/history"
+	"github.com/pilothouse/pilothouse/engine/internal/logbook"
+	"github.com/pilothouse/pilothouse/engine/internal/recorder"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -84,7 +87,7 @@ func (c *Config) defaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	c.History.defaults()
+	c.History.Defaults()
 	if c.ApprovalTTL <= 0 {
 		c.ApprovalTTL = DefaultApprovalTTL
 	}
@@ -99,9 +102,9 @@ type Engine struct {
 
 	cat   *catalogService
 	sched *scheduler
-	rec   *recorder
-	hist  *historyRecorder // nil when off, or without devices or storage
-	book  *logbook         // nil without storage
+	rec   *recorder.Recorder
+	hist  *history.Recorder // nil when off, or without devices or storage
+	book  *logbook.Logbook  // nil without storage
 	// rules is what validations, held programs and runs reuse: the
 	// engine owns it, rules keeps no state of its own.
 	rules *rules.Cache
@@ -147,13 +150,13 @@ func New(cfg Config, devs *devices.Catalog, store *storage.Store, log *slog.Logg
 	}
 	e.cat = newCatalogService(e)
 	if store != nil {
-		e.rec = newRecorder(store, log, cfg.KeepPerStatus)
-		e.rec.announce = e.notify
+		e.rec = recorder.New(store, log, cfg.KeepPerStatus)
+		e.rec.Announce = e.announceFiring
 		e.sched = newScheduler(e)
-		e.book = newLogbook(store, log.With("part", "logbook"), cfg.Logbook, cfg.Retention, cfg.Now)
+		e.book = logbook.New(store, log.With("part", "logbook"), cfg.Logbook, cfg.Retention, cfg.Now)
 	}
 	if store != nil && devs != nil && !cfg.History.Off {
-		e.hist = newHistoryRecorder(store, devs, log.With("part", "history"), cfg.History, cfg.Now)
+		e.hist = history.New(store, devs, log.With("part", "history"), cfg.History, cfg.Now)
 	}
 	return e
 }
@@ -183,9 +186,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	} else if n > 0 {
 		e.log.Info("firings interrupted by the last stop recorded", "count", n)
 	}
-	e.rec.start()
+	e.rec.Start()
 	if err := e.sched.start(ctx); err != nil {
-		e.rec.close()
+		e.rec.Close()
 		return err
 	}
 	e.wg.Add(1)
@@ -195,9 +198,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	}()
 	e.startUptime(ctx)
 	if e.hist != nil {
-		e.hist.start(ctx) // after the scheduler: its subscriber runs first
+		e.hist.Start(ctx) // after the scheduler: its subscriber runs first
 	}
-	e.book.start(ctx, e.devs)
+	e.book.Start(ctx, e.devs)
 	e.Note("server", fmt.Sprintf("Pilothouse started: %d rules armed", e.sched.armedCount()))
 	return nil
 }
@@ -219,15 +222,15 @@ func (e *Engine) Close() {
 		e.sched.close()
 	}
 	if e.hist != nil {
-		e.hist.close()
+		e.hist.Close()
 	}
 	if e.rec != nil {
-		e.rec.close()
+		e.rec.Close()
 	}
 	// Last: the firings the recorder announced while draining are in it.
-	if e.book != nil && e.book.started.Load() {
+	if e.book.Started() {
 		e.Note("server", "Pilothouse stopped")
-		e.book.close()
+		e.book.Close()
 	}
 	e.wg.Wait()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/pilothouse/pilothouse/engine/internal/recorder"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -65,6 +66,25 @@ func (e *Engine) EventVisible(ctx context.Context, ev Event) bool {
 		return ev.Principal != "" && e.visibleRule(p, storage.Rule{Name: ev.Rule, Principal: ev.Principal, Ref: ev.Ref})
 	}
 	return false
+}
+
+// announceFiring tells the live stream of a firing the recorder committed.
+func (e *Engine) announceFiring(run *storage.Run) {
+	e.notify(Event{Type: "firing", Rule: run.Rule, RunID: run.ID, Status: run.Status, OK: run.OK, Time: run.Ended,
+		Principal: run.Principal, Ref: run.Ref})
+}
+
+// RecorderStats counts what became of the run records handed to the
+// recorder since the start.
+type RecorderStats = recorder.Stats
+
+// RecorderStats reports what became of the run records so far (zero
+// without storage).
+func (e *Engine) RecorderStats() RecorderStats {
+	if e.rec == nil {
+		return RecorderStats{}
+	}
+	return e.rec.Stats()
 }
 
 func (e *Engine) notify(ev Event) {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pilothouse/pilothouse/engine/internal/recorder"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -70,14 +71,8 @@ type ExecuteResponse struct {
 // the server dies before completing it.
 const claimTTL = 5 * time.Minute
 
-// envelope is what a stored run keeps: the facts that rode the response,
-// with the trace at the recorded (full) level.
-type envelope struct {
-	RunID   string           `json:"run_id"`
-	Outcome pilotage.Outcome `json:"outcome"`
-	Output  any              `json:"output,omitempty"`
-	Trace   *pilotage.Trace  `json:"trace,omitempty"`
-}
+// envelope is what a stored run keeps (the recorder writes firings').
+type envelope = recorder.Envelope
 
 func present(raw json.RawMessage) bool {
 	s := strings.TrimSpace(string(raw))

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pilothouse/pilothouse/engine/internal/recorder"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -273,51 +274,8 @@ func (ar *armedRule) recordSkipped(tf rules.TriggerFire, why string) {
 func (ar *armedRule) record(runID string, started time.Time, out pilotage.Outcome, res *rules.RunResult, steps []pilotage.TraceStep) {
 	e := ar.s.e
 	now := e.Now()
-	fr := newFiringRecord(storage.Run{ID: runID, Principal: ar.principal.Name, Rule: ar.name, Ref: ar.ref, Kind: "firing",
+	fr := recorder.NewFiringRecord(storage.Run{ID: runID, Principal: ar.principal.Name, Rule: ar.name, Ref: ar.ref, Kind: "firing",
 		Status: out.Status, OK: out.OK, Started: started, Ended: now, Level: pilotage.LevelFull,
 		Expires: now.Add(e.cfg.Retention)}, out, res, steps, !ar.waits)
-	e.rec.addItem(&fr.item) // the recorder announces it once committed
-}
-
-// newFiringRecord is the record of a firing that ended with out (or is
-// running): its run row, its trace of steps and, when res is not nil, its
-// output. mayEnd: the firing does not wait, so a finished one is final.
-func newFiringRecord(run storage.Run, out pilotage.Outcome, res *rules.RunResult, steps []pilotage.TraceStep, mayEnd bool) *firingRecord {
-	if steps == nil {
-		steps = []pilotage.TraceStep{}
-	}
-	fr := &firingRecord{}
-	fr.trace = pilotage.Trace{Level: pilotage.LevelFull, Steps: steps}
-	fr.env = envelope{RunID: run.ID, Outcome: out, Trace: &fr.trace}
-	if res != nil {
-		calls := res.Calls
-		if calls == nil {
-			calls = []rules.CallRecord{}
-		}
-		fr.out = firingOutput{calls: calls, vars: res.Vars}
-		fr.env.Output = &fr.out
-	}
-	running := out.Status == rules.StatusRunning
-	fr.item = recItem{run: run, env: &fr.env, announce: !running, final: mayEnd && !running, owned: true}
-	return fr
-}
-
-// firingRecord is what a firing hands the recorder, in one allocation.
-type firingRecord struct {
-	item  recItem
-	env   envelope
-	trace pilotage.Trace
-	out   firingOutput
-}
-
-// firingOutput is the output of a firing that ended ok: {"calls": [...],
-// "vars": {...}} (vars {} when the run set none). It encodes as that map
-// would, through encoding/json and appendOutput alike.
-type firingOutput struct {
-	calls []rules.CallRecord // not nil
-	vars  map[string]any
-}
-
-func (o *firingOutput) MarshalJSON() ([]byte, error) {
-	return json.Marshal(map[string]any{"calls": o.calls, "vars": orEmptyMap(o.vars)})
+	e.rec.AddItem(&fr.Item) // the recorder announces it once committed
 }

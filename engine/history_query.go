@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pilothouse/pilothouse/engine/internal/history"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -20,6 +21,31 @@ const (
 	// maxHistoryValues bounds the per-value counts of a history read.
 	maxHistoryValues = 32
 )
+
+// The state history recorder's configuration and health, as the
+// engine's callers name them.
+type (
+	HistoryConfig = history.Config
+	HistoryStatus = history.Status
+)
+
+// HistoryStatus reports the state history recorder's health.
+func (e *Engine) HistoryStatus() HistoryStatus {
+	if e.hist == nil {
+		return HistoryStatus{}
+	}
+	st := e.hist.Status()
+	c := Config{Retention: e.cfg.History.Retention}
+	st.Retention = c.RetentionText()
+	return st
+}
+
+// FlushHistory writes every state change queued so far (tests, tools).
+func (e *Engine) FlushHistory() {
+	if e.hist != nil {
+		e.hist.Sync()
+	}
+}
 
 // HistoryRequest asks for one state entry's recorded changes in [From, To).
 type HistoryRequest struct {

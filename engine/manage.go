@@ -208,6 +208,6 @@ func (e *Engine) RemoveRule(ctx context.Context, name string) (int, error) {
 // Flush waits until every queued run record is written (tests, benchmarks).
 func (e *Engine) Flush() {
 	if e.rec != nil {
-		e.rec.flush()
+		e.rec.Flush()
 	}
 }

@@ -205,10 +205,10 @@ func (e *Engine) retainedRun(ctx context.Context, p *Principal, id string, get f
 		return storage.Run{}, notFound
 	}
 	run, err := get(ctx, p, id)
-	if errors.Is(err, storage.ErrNotFound) && e.rec != nil && e.rec.pending() {
+	if errors.Is(err, storage.ErrNotFound) && e.rec != nil && e.rec.Pending() {
 		// A firing listed from memory (the rule's latest firings) may still
 		// wait in the recorder's batch.
-		e.rec.flush()
+		e.rec.Flush()
 		run, err = get(ctx, p, id)
 	}
 	if errors.Is(err, storage.ErrNotFound) {
