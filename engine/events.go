@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/pilothouse/pilothouse/engine/internal/recorder"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -61,7 +60,7 @@ func (e *Engine) EventVisible(ctx context.Context, ev Event) bool {
 	p := e.principal(ctx)
 	switch ev.Type {
 	case "firing":
-		return ev.Principal != "" && p.ownsRun(ev.Principal)
+		return ev.Principal != "" && p.OwnsRun(ev.Principal)
 	case "rule":
 		return ev.Principal != "" && e.visibleRule(p, storage.Rule{Name: ev.Rule, Principal: ev.Principal, Ref: ev.Ref})
 	}
@@ -72,19 +71,6 @@ func (e *Engine) EventVisible(ctx context.Context, ev Event) bool {
 func (e *Engine) announceFiring(run *storage.Run) {
 	e.notify(Event{Type: "firing", Rule: run.Rule, RunID: run.ID, Status: run.Status, OK: run.OK, Time: run.Ended,
 		Principal: run.Principal, Ref: run.Ref})
-}
-
-// RecorderStats counts what became of the run records handed to the
-// recorder since the start.
-type RecorderStats = recorder.Stats
-
-// RecorderStats reports what became of the run records so far (zero
-// without storage).
-func (e *Engine) RecorderStats() RecorderStats {
-	if e.rec == nil {
-		return RecorderStats{}
-	}
-	return e.rec.Stats()
 }
 
 func (e *Engine) notify(ev Event) {

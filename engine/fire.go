@@ -65,11 +65,11 @@ func (at *armedTrigger) fire(value, prev any, because string) {
 	f := ar.startLocked(tf)
 	ar.mu.Unlock()
 	if !ar.here.Load() {
-		ar.s.work.run(f)
+		ar.s.work.Run(f)
 		return
 	}
 	start := time.Now()
-	ar.s.work.runHere(f)
+	ar.s.work.RunHere(f)
 	if took := time.Since(start); took > ar.s.slowHere && ar.slowHere.Add(1) == slowHereStrikes {
 		ar.here.Store(false)
 		e.log.Warn("rule's firings now run on workers: its body took too long on the goroutine delivering events",
@@ -100,15 +100,15 @@ func (ar *armedRule) startLocked(tf rules.TriggerFire) *firing {
 	return f
 }
 
-// limited: a body without delays and waits only waits for its commands'
+// Limited: a body without delays and waits only waits for its commands'
 // acknowledgements; it counts against workers' maxRunning.
-func (f *firing) limited() bool { return !f.ar.waits }
+func (f *firing) Limited() bool { return !f.ar.waits }
 
-// do runs the firing on a worker (the task workers run), and reports
+// Do runs the firing on a worker (the task workers run), and reports
 // whether it is over: a firing whose last command waits for its
 // acknowledgement goes on without the worker, and ends on the
 // acknowledgement (see rules.AsyncCaller).
-func (f *firing) do() bool {
+func (f *firing) Do() bool {
 	if f.ar.run(f.ctx, f.tf, &f.world, f.endAlone) {
 		return false
 	}
@@ -120,8 +120,8 @@ func (f *firing) do() bool {
 // slot on.
 func (f *firing) endAlone() {
 	f.end()
-	if f.limited() {
-		f.ar.s.work.finished()
+	if f.Limited() {
+		f.ar.s.work.Finished()
 	}
 }
 
@@ -145,7 +145,7 @@ func (f *firing) end() {
 	}
 	ar.mu.Unlock()
 	if next != nil {
-		s.work.run(next)
+		s.work.Run(next)
 	}
 }
 
@@ -237,7 +237,7 @@ func (ar *armedRule) recordRun(runID string, started time.Time, res *rules.RunRe
 // are immutable and scopes are fixed, so the device generation is the key.
 func (ar *armedRule) checkBroken() string {
 	e := ar.s.e
-	gen := e.cat.view(ar.principal).devGen + 1 // +1: 0 means never checked
+	gen := e.cat.View(ar.principal).DevGen() + 1 // +1: 0 means never checked
 	ar.mu.Lock()
 	if gen == ar.checkedGen {
 		reason := ar.broken

@@ -78,19 +78,6 @@ func TestHistoryRecordsStateChanges(t *testing.T) {
 	}
 }
 
-// TestHistoryBucketWidths: a chart's span is cut into buckets of a
-// readable width, about DefaultHistoryPoints of them.
-func TestHistoryBucketWidths(t *testing.T) {
-	for _, c := range []struct {
-		span time.Duration
-		want time.Duration
-	}{{time.Hour, 5 * time.Second}, {24 * time.Hour, 2 * time.Minute}, {7 * 24 * time.Hour, 15 * time.Minute}, {4 * time.Hour, 20 * time.Second}, {50 * time.Hour, 5 * time.Minute}} {
-		if got := bucketWidth(c.span, DefaultHistoryPoints); got != c.want {
-			t.Errorf("bucketWidth(%v) = %v, want %v", c.span, got, c.want)
-		}
-	}
-}
-
 func TestRuleReads(t *testing.T) {
 	guest := &Principal{Name: "guest", Scope: Scope{DenyDevices: []string{"front_door"}}}
 	h := newHouse(t, Config{Principals: []*Principal{Owner, guest}})

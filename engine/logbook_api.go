@@ -116,10 +116,10 @@ func (e *Engine) LogVisible(ctx context.Context, en LogEntry) bool {
 	principal, ref := en.Concerns()
 	switch en.Kind {
 	case "event", "availability":
-		_, ok := e.cat.view(p).Get(en.Device)
+		_, ok := e.cat.View(p).Get(en.Device)
 		return ok
 	case "firing":
-		return p.ownsRun(principal)
+		return p.OwnsRun(principal)
 	case "rule":
 		return e.visibleRule(p, storage.Rule{Name: en.Rule, Principal: principal, Ref: ref})
 	case "approval":

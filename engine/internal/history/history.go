@@ -283,3 +283,31 @@ func (h *Recorder) Status() Status {
 	return Status{On: true, Written: h.written.Load(), Dropped: h.dropped.Load(), Failed: h.failed.Load(),
 		Queued: q, Trimmed: h.trimmed.Load(), MaxRows: h.cfg.MaxRows}
 }
+
+// BucketWidth divides span into at most points buckets: whole seconds,
+// and whole multiples of the stored 5-minute summaries from 5 minutes up
+// (so long ranges read the summaries).
+func BucketWidth(span time.Duration, points int) time.Duration {
+	w := (span + time.Duration(points) - 1) / time.Duration(points)
+	const five = 5 * time.Minute
+	if w > five {
+		return (w + five - 1) / five * five
+	}
+	if w >= five-time.Minute {
+		return five
+	}
+	return max((w+time.Second-1)/time.Second*time.Second, time.Second)
+}
+
+// Value is a stored value as rules read it: a number, or its JSON decoded
+// (as written when it is no JSON).
+func Value(v storage.HistoryValue) any {
+	if v.IsNum {
+		return v.Num
+	}
+	var out any
+	if json.Unmarshal([]byte(v.JSON), &out) != nil {
+		return v.JSON
+	}
+	return out
+}

@@ -57,3 +57,16 @@ func TestHistoryRetention(t *testing.T) {
 		t.Fatalf("after purge: %d rows, want %d", n, 3*24*6)
 	}
 }
+
+// TestHistoryBucketWidths: a chart's span is cut into buckets of a
+// readable width, about points of them (720: the engine's default).
+func TestHistoryBucketWidths(t *testing.T) {
+	for _, c := range []struct {
+		span time.Duration
+		want time.Duration
+	}{{time.Hour, 5 * time.Second}, {24 * time.Hour, 2 * time.Minute}, {7 * 24 * time.Hour, 15 * time.Minute}, {4 * time.Hour, 20 * time.Second}, {50 * time.Hour, 5 * time.Minute}} {
+		if got := BucketWidth(c.span, 720); got != c.want {
+			t.Errorf("BucketWidth(%v) = %v, want %v", c.span, got, c.want)
+		}
+	}
+}

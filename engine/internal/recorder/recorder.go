@@ -1,5 +1,6 @@
-// Package recorder owns the run records of firings: a bounded queue, batches
-// written to SQLite off the firing's path, and their JSON envelopes.
+// Package recorder owns the run records: queued and written to SQLite in
+// batches off the firing's path, encoded as JSON envelopes, and read back
+// (decoded, narrated).
 package recorder
 
 import (
