@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 
+	"github.com/pilothouse/pilothouse/engine/internal/catalog"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -151,26 +152,12 @@ func diagSummary(ds []pilotage.Diagnostic) string {
 
 // boundVisible reports whether p may see every entry an installed rule
 // was bound to: a rule bound to an entry p cannot see is as invisible to
-// p as an automation reaching one (catalog.go addVisibleAuto).
+// p as an automation reaching one (catalog.Service.View).
 func (e *Engine) boundVisible(p *Principal, v *view, ar *armedRule) bool {
 	if ar == nil || len(ar.c.RefParams()) == 0 || p.Unrestricted() {
 		return true
 	}
-	snap := e.cat.DevSnapshot()
-	for _, id := range ar.c.Refs {
-		if _, ok := v.Get(id); ok {
-			continue
-		}
-		if snap != nil {
-			if _, exists := snap.Get(id); exists {
-				return false
-			}
-		}
-		if !p.VisibleAbsent(id) {
-			return false
-		}
-	}
-	return true
+	return catalog.SeesAll(p, v, e.cat.DevSnapshot(), ar.c.Refs)
 }
 
 // installedView is the validator's view of the installed rules

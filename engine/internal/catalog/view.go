@@ -241,12 +241,12 @@ func (c *Service) extend(p *access.Principal, old *View, snap *devices.Snapshot)
 // from whoever cannot see an entry the rule was bound to (see bound.go).
 func (c *Service) addVisibleAuto(p *access.Principal, v *View, snap *devices.Snapshot, id string) {
 	a := c.autos[id]
-	if !p.Visible(a.entry, nil) || (a.opaque && !p.Unrestricted()) || !seesAll(p, v, snap, a.reach) {
+	if !p.Visible(a.entry, nil) || (a.opaque && !p.Unrestricted()) || !SeesAll(p, v, snap, a.reach) {
 		return
 	}
 	if !p.Unrestricted() {
 		for _, ids := range c.boundOn[id] {
-			if !seesAll(p, v, snap, ids) {
+			if !SeesAll(p, v, snap, ids) {
 				return
 			}
 		}
@@ -254,9 +254,9 @@ func (c *Service) addVisibleAuto(p *access.Principal, v *View, snap *devices.Sna
 	v.add(id, a.entry, a.hash)
 }
 
-// seesAll reports whether p sees every one of ids in v, or could see
+// SeesAll reports whether p sees every one of ids in v, or could see
 // those absent from the catalog by their id alone.
-func seesAll(p *access.Principal, v *View, snap *devices.Snapshot, ids []string) bool {
+func SeesAll(p *access.Principal, v *View, snap *devices.Snapshot, ids []string) bool {
 	for _, r := range ids {
 		if _, vis := v.Get(r); vis {
 			continue
