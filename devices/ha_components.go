@@ -314,14 +314,10 @@ func (x *ent) alarmPanel() {
 func (x *ent) event() {
 	types := stringsOf(x.list("event_types"))
 	ev := eventSpec{id: x.mainID(), name: x.name, desc: x.unitDesc(), values: types}
-	t := compileTemplate(x.str("value_template", ""))
-	if t != nil && t.unsupported != "" {
-		ev.desc += ". Live events unsupported: " + t.unsupported + "."
-		x.b.gap(x.name + ": value_template " + t.unsupported)
-		x.b.spec.events = append(x.b.spec.events, ev)
+	t, live := x.addEvent(ev)
+	if !live {
 		return
 	}
-	x.b.spec.events = append(x.b.spec.events, ev)
 	dev, id := x.b.spec.id, ev.id
 	allowed := map[string]bool{}
 	for _, s := range types {
@@ -343,6 +339,21 @@ func (x *ent) event() {
 	}})
 }
 
+// addEvent lists ev and compiles its value_template; live is false when
+// the template is unsupported (the event is listed, saying so, without
+// live events).
+func (x *ent) addEvent(ev eventSpec) (t *tmpl, live bool) {
+	t = compileTemplate(x.str("value_template", ""))
+	if t != nil && t.unsupported != "" {
+		ev.desc += ". Live events unsupported: " + t.unsupported + "."
+		x.b.gap(x.name + ": value_template " + t.unsupported)
+		x.b.spec.events = append(x.b.spec.events, ev)
+		return nil, false
+	}
+	x.b.spec.events = append(x.b.spec.events, ev)
+	return t, true
+}
+
 // trigger is a device trigger: it fires when the (templated) payload is
 // its payload, or on any payload when it has none.
 func (x *ent) trigger() {
@@ -351,14 +362,10 @@ func (x *ent) trigger() {
 	if want != "" {
 		ev.values = []string{want}
 	}
-	t := compileTemplate(x.str("value_template", ""))
-	if t != nil && t.unsupported != "" {
-		ev.desc += ". Live events unsupported: " + t.unsupported + "."
-		x.b.gap(x.name + ": value_template " + t.unsupported)
-		x.b.spec.events = append(x.b.spec.events, ev)
+	t, live := x.addEvent(ev)
+	if !live {
 		return
 	}
-	x.b.spec.events = append(x.b.spec.events, ev)
 	dev, id := x.b.spec.id, ev.id
 	x.b.spec.routes = append(x.b.spec.routes, topicRoute{x.str("topic", ""), func(tx *txn, p []byte) {
 		v, err := t.renderMsg(tx, id, p)

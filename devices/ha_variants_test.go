@@ -45,26 +45,9 @@ type variantHouse struct {
 
 func startVariantHouse(t *testing.T) *variantHouse {
 	t.Helper()
-	b, err := mqtt.StartBroker("127.0.0.1:0", quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	in := b.Inline(quietLogger())
-	t.Cleanup(func() { cancel(); in.Close(); _ = b.Close() })
 	h := &variantHouse{logs: &lockedBuffer{}}
-	c := NewCatalog(Options{Logger: slog.New(slog.NewTextHandler(h.logs, nil))})
-	if err := c.Start(ctx, in); err != nil {
-		t.Fatal(err)
-	}
-	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
-	defer dcancel()
-	pub, err := mqtt.Dial(dctx, mqtt.Options{Broker: b.URL(), Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pub.Close)
-	h.houseOverMQTT = &houseOverMQTT{c: c, pub: pub}
+	h.houseOverMQTT = startHouseWith(t, Options{Logger: slog.New(slog.NewTextHandler(h.logs, nil))})
+	pub := h.pub
 	// One subscription keeps the commands of one call in order.
 	commands := func(topic string) bool {
 		return strings.HasSuffix(topic, "/set") || strings.HasPrefix(topic, "ems-esp/thermostat/") ||

@@ -105,6 +105,13 @@ type houseOverMQTT struct {
 
 func startHouse(t *testing.T, reg IDRegistry) *houseOverMQTT {
 	t.Helper()
+	return startHouseWith(t, Options{Logger: quietLogger(), IDs: reg})
+}
+
+// startBroker starts an embedded broker on port 0 and its inline client;
+// both close, and ctx ends, with the test.
+func startBroker(t *testing.T) (context.Context, *mqtt.Broker, *mqtt.Inline) {
+	t.Helper()
 	b, err := mqtt.StartBroker("127.0.0.1:0", quietLogger())
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +119,15 @@ func startHouse(t *testing.T, reg IDRegistry) *houseOverMQTT {
 	ctx, cancel := context.WithCancel(context.Background())
 	in := b.Inline(quietLogger())
 	t.Cleanup(func() { cancel(); in.Close(); _ = b.Close() })
-	c := NewCatalog(Options{Logger: quietLogger(), IDs: reg})
+	return ctx, b, in
+}
+
+// startHouseWith starts a catalog made with opts on a fresh broker's
+// inline client, and a publisher connected over TCP.
+func startHouseWith(t *testing.T, opts Options) *houseOverMQTT {
+	t.Helper()
+	ctx, b, in := startBroker(t)
+	c := NewCatalog(opts)
 	if err := c.Start(ctx, in); err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package devices
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"testing"
@@ -126,13 +125,7 @@ type deliveryConn interface {
 }
 
 func burstRetained(t *testing.T, via string) {
-	b, err := mqtt.StartBroker("127.0.0.1:0", quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	in := b.Inline(quietLogger())
-	t.Cleanup(func() { cancel(); in.Close(); _ = b.Close() })
+	ctx, b, in := startBroker(t)
 	burst := haBurst(7000)
 	for _, m := range burst {
 		if err := in.Publish(ctx, m.Topic, m.Payload, 0, true); err != nil {

@@ -142,13 +142,7 @@ func TestOversizedPayloadsRefused(t *testing.T) {
 // setting that does not exist. The default now covers the largest real
 // networks; what is refused names mqtt.max_message_bytes.
 func TestLargeBridgeDevicesAcceptedByDefault(t *testing.T) {
-	b, err := mqtt.StartBroker("127.0.0.1:0", quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	in := b.Inline(quietLogger())
-	t.Cleanup(func() { cancel(); in.Close(); _ = b.Close() })
+	ctx, b, in := startBroker(t)
 	c := NewCatalog(Options{Logger: quietLogger()})
 	if err := c.Start(ctx, in); err != nil {
 		t.Fatal(err)

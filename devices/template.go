@@ -22,8 +22,8 @@ import (
 // adopted: templates come from whoever may publish discovery, and with
 // gonja {{ 'a' * -1 }} panics (strings.Repeat), a recursive macro
 // overflows the stack (fatal, not recoverable), {{ 'ab' * 100000000 }}
-// and {{ value | center(300000000) }} make 200–300 MB in 0.5–1.9 s
-// through built-in operators no hook reaches, and range() leaks a
+// and {{ value | center(300000000) }} make hundreds of MB in a second
+// through built-in operators no hook reaches (docs/performance.md), and range() leaks a
 // goroutine whenever a loop stops early; it prints JSON integers as
 // floats ("5.0"), lacks Home Assistant's filters, reads include/import
 // through a file system loader unless replaced, and costs more per

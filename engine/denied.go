@@ -13,7 +13,8 @@ import (
 // Refused requests (deploys and manual runs with status denied) are stored
 // like any run, so an operator sees that a principal was refused and why.
 // But a refusal costs the caller nothing, and the records are kept for the
-// whole retention: 40,000 refused executes by a guest stored 28 MB in 29 s.
+// whole retention, so a guest's refusals fill the disk fast (figures:
+// docs/performance.md).
 // So a principal keeps at most KeepPerStatus (50, as firings per rule and
 // status) denied records within the retention; a refusal past them is
 // answered as always but not stored (its trace says so), counted on

@@ -12,8 +12,8 @@ import (
 
 // Stored test runs are bounded per principal. Firings are trimmed per rule,
 // deploys need the deploy right, but any principal, a read-only guest
-// included, could store test runs without end: 20 test runs of large
-// envelopes grew the data folder by 458 MB, kept 30 days. They cannot be
+// included, could store test runs without end, and large envelopes grow
+// the data folder fast (figures: docs/performance.md). They cannot be
 // trimmed early: the Language declares a retention, and a run stored under
 // it "MUST be retrievable ... for at least the declared duration" (spec
 // §6.6). So a test run that would be stored is refused before it runs (a
