@@ -20,6 +20,7 @@ type action struct {
 	affects        map[string]string // arg key -> state id
 	presets        bool              // a field has presets: Call sends their values for their names
 	send           func(ctx context.Context, p sender, args map[string]any) error
+	offBus         bool // sends over HTTP, not MQTT (a webhook notification): CallAsync does not wait for it
 }
 
 func newAction(id, name, desc string, risk pilotage.Risk) *action {
@@ -122,12 +123,14 @@ func (a *action) validate(args map[string]any) error {
 	return nil
 }
 
-// sender publishes the messages of one Call, each acknowledged before the
-// next is published.
+// sender publishes the messages of one Call. With held set (CallAsync),
+// the last message is held back for its caller to publish; every earlier
+// one is published, and acknowledged, before the next is.
 type sender struct {
 	id   string
 	conn mqtt.PubSub
 	http *http.Client
+	held *heldMessage
 	// record, when set (Preview), collects the messages instead of
 	// sending them.
 	record *[]Published
@@ -152,6 +155,14 @@ func (s *sender) publish(ctx context.Context, topic string, payload []byte) erro
 	}
 	if s.conn == nil {
 		return fmt.Errorf("devices: %s: %w", s.id, mqtt.ErrNotConnected)
+	}
+	if s.held != nil {
+		prev := *s.held
+		*s.held = heldMessage{topic: topic, payload: payload, ok: true}
+		if !prev.ok {
+			return nil
+		}
+		topic, payload = prev.topic, prev.payload
 	}
 	if err := s.conn.Publish(ctx, topic, payload, 1, false); err != nil {
 		return s.publishError(topic, err)

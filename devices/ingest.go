@@ -14,7 +14,7 @@ import (
 // writes (the sources, the id table, the pending payloads, the model,
 // whose every writer holds c.ingest) and records its results in the txn.
 // The commit phase holds c.mu only to apply them. Readers (Live, Call,
-// Coverage, StateIDsForAction; Snapshot takes no lock) never
+// CallAsync, Coverage, StateIDsForAction; Snapshot takes no lock) never
 // take c.ingest, so a slow or failing template delays no reader.
 
 // txn is one ingestion: the results its compute phase records and the

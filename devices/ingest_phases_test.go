@@ -89,6 +89,7 @@ func TestSlowTemplateBlocksNoReader(t *testing.T) {
 	h, conn := startWatchedHouse(t)
 	h.send(t, "zigbee2mqtt/bridge/devices", bridgeTwo, true)
 	testutil.Eventually(t, 10*time.Second, "the Zigbee2MQTT devices", func() bool { _, ok := h.c.Snapshot().Get("hall_light.set"); return ok })
+	ctx := t.Context()
 	readers := []struct {
 		name string
 		read func() error
@@ -101,9 +102,10 @@ func TestSlowTemplateBlocksNoReader(t *testing.T) {
 		}},
 		{"Coverage", func() error { h.c.Coverage(); return nil }},
 		{"StateIDsForAction", func() error { h.c.StateIDsForAction("hall_light.set"); return nil }},
-		// A command is prepared as CheckArgs does; its acknowledgement
-		// comes through the connection's reader, behind the slow message.
-		{"CheckArgs", func() error { return h.c.CheckArgs("hall_light.set", map[string]any{"state": "ON"}) }},
+		{"CallAsync", func() error {
+			_, err := h.c.CallAsync(ctx, "hall_light.set", map[string]any{"state": "ON"}, func(error) {})
+			return err
+		}},
 		{"Snapshot", func() error { h.c.Snapshot().Get("hall_motion.illuminance"); return nil }},
 	}
 	const state = "zigbee2mqtt/slow_probe"

@@ -63,6 +63,7 @@ func notifyAction(ch NotifyChannel, counts *notifyCounters) *action {
 	if ch.Ntfy != "" {
 		a.fields["priority"] = enumField("Optional priority of the push (default: the channel's)", ntfyPriorities)
 	}
+	a.offBus = ch.Topic == ""
 	a.send = func(ctx context.Context, p sender, args map[string]any) error {
 		title, _ := args["title"].(string)
 		message, _ := args["message"].(string)

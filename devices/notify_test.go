@@ -142,10 +142,10 @@ func TestNotifyTimeoutsAndGivingUp(t *testing.T) {
 	}
 }
 
-// TestNotifyCallEndsWithItsContext: Call of an HTTP channel waits for the
-// receiver's answer, and cancelling its context (a firing stopped) ends
-// the POST in flight at once.
-func TestNotifyCallEndsWithItsContext(t *testing.T) {
+// TestNotifyOffBus: CallAsync of an HTTP channel returns before the
+// receiver answers (the caller may be the connection's reader) and done
+// reports the delivery; abort ends the wait at once.
+func TestNotifyOffBus(t *testing.T) {
 	release := make(chan struct{})
 	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -155,19 +155,22 @@ func TestNotifyCallEndsWithItsContext(t *testing.T) {
 	}))
 	defer slow.Close()
 	c := notifyCatalog(t, NotifyChannel{ID: "notify.phone", Ntfy: slow.URL + "/t"})
-	done := make(chan error, 1)
-	go func() { done <- c.Call(context.Background(), "notify.phone", map[string]any{"message": "m"}) }()
+	done := make(chan error, 2)
+	if _, err := c.CallAsync(context.Background(), "notify.phone", map[string]any{"message": "m"}, func(err error) { done <- err }); err != nil {
+		t.Fatal(err)
+	}
 	select {
 	case err := <-done:
-		t.Fatalf("Call returned before the receiver answered: %v", err)
-	case <-time.After(50 * time.Millisecond):
+		t.Fatalf("done before the receiver answered: %v", err)
+	default:
 	}
 	close(release)
 	if err := <-done; err != nil {
 		t.Fatalf("delivery: %v", err)
 	}
-	// The receiver holds the request until the sender gives up on it. (The
-	// server notices a closed connection only once the body is read.)
+	// The receiver holds the request until the sender gives up on it: an
+	// abort while the POST is in flight must end it. (The server notices a
+	// closed connection only once the body is read.)
 	arrived, ended := make(chan struct{}), make(chan struct{})
 	hold := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
@@ -177,21 +180,19 @@ func TestNotifyCallEndsWithItsContext(t *testing.T) {
 	}))
 	defer hold.Close()
 	c2 := notifyCatalog(t, NotifyChannel{ID: "notify.phone", Ntfy: hold.URL + "/t"})
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() { done <- c2.Call(ctx, "notify.phone", map[string]any{"message": "m"}) }()
+	abort, err := c2.CallAsync(context.Background(), "notify.phone", map[string]any{"message": "m"}, func(err error) { done <- err })
+	if err != nil {
+		t.Fatal(err)
+	}
 	<-arrived
-	cancel()
-	select {
-	case err := <-done:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("after cancel: %v", err)
-		}
-	case <-time.After(3 * time.Second): // the sender's own timeout is 5 s
-		t.Fatal("Call still waited 3 s after its context was cancelled")
+	stop := errors.New("firing cancelled")
+	abort(stop)
+	if err := <-done; !errors.Is(err, stop) {
+		t.Fatalf("after abort: %v", err)
 	}
 	select {
 	case <-ended:
-	case <-time.After(3 * time.Second):
-		t.Fatal("the cancelled POST was still open after 3 s")
+	case <-time.After(3 * time.Second): // the sender's own timeout is 5 s
+		t.Fatal("the aborted POST was still open after 3 s")
 	}
 }

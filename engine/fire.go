@@ -33,7 +33,7 @@ func (at *armedTrigger) fire(value, prev any, because string) {
 	switch mode {
 	case rules.ModeRestart:
 		for _, f := range ar.running {
-			f.cancel()
+			f.stopLocked()
 		}
 	case rules.ModeQueued:
 		if len(ar.running) > 0 {
@@ -63,8 +63,27 @@ func (at *armedTrigger) fire(value, prev any, because string) {
 	}
 	f := ar.startLocked(tf)
 	ar.mu.Unlock()
-	ar.s.slots.run(f)
+	if !ar.here.Load() {
+		ar.s.work.run(f)
+		return
+	}
+	start := time.Now()
+	ar.s.work.runHere(f)
+	if took := time.Since(start); took > ar.s.slowHere && ar.slowHere.Add(1) == slowHereStrikes {
+		ar.here.Store(false)
+		e.log.Warn("rule's firings now run on workers: its body took too long on the goroutine delivering events",
+			"rule", ar.name, "took", took, "over", ar.s.slowHere)
+	}
 }
+
+// A rule whose body only ends in a command runs where its event is
+// delivered (armedRule.here), holding up the events behind it; one whose
+// firings took longer than scheduler.slowHere (defaultSlowHere)
+// slowHereStrikes times runs on workers from then on.
+const (
+	defaultSlowHere = 10 * time.Millisecond
+	slowHereStrikes = 3
+)
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
@@ -74,21 +93,35 @@ func (ar *armedRule) startLocked(tf rules.TriggerFire) *firing {
 	s := ar.s
 	ctx, cancel := context.WithTimeout(s.ctx, s.e.cfg.Limits.MaxWall)
 	f := &firing{ar: ar, tf: tf, ctx: ctx, cancel: cancel}
-	f.world = liveWorld{e: s.e, p: ar.principal}
+	f.world = liveWorld{e: s.e, p: ar.principal, f: f}
 	ar.running = append(ar.running, f)
 	s.wg.Add(1)
 	return f
 }
 
 // limited: a body without delays and waits only waits for its commands'
-// acknowledgements; it counts against the firing slots (slots.go).
+// acknowledgements; it counts against workers' maxRunning.
 func (f *firing) limited() bool { return !f.ar.waits }
 
-// do runs the firing on its own goroutine, to its end: its commands'
-// acknowledgements included.
-func (f *firing) do() {
-	f.ar.run(f.ctx, f.tf, &f.world)
+// do runs the firing on a worker (the task workers run), and reports
+// whether it is over: a firing whose last command waits for its
+// acknowledgement goes on without the worker, and ends on the
+// acknowledgement (see rules.AsyncCaller).
+func (f *firing) do() bool {
+	if f.ar.run(f.ctx, f.tf, &f.world, f.endAlone) {
+		return false
+	}
 	f.end()
+	return true
+}
+
+// endAlone ends a firing that went on without its worker, and hands its
+// slot on.
+func (f *firing) endAlone() {
+	f.end()
+	if f.limited() {
+		f.ar.s.work.finished()
+	}
 }
 
 // end lets the rule's next queued firing start.
@@ -97,6 +130,7 @@ func (f *firing) end() {
 	defer s.wg.Done()
 	f.cancel() // the deadline timer
 	ar.mu.Lock()
+	f.abort = nil // its command has had its end
 	// In place: ar.running is only read and written under ar.mu, and
 	// keeping its array spares an allocation per firing.
 	if i := slices.Index(ar.running, f); i >= 0 {
@@ -110,31 +144,61 @@ func (f *firing) end() {
 	}
 	ar.mu.Unlock()
 	if next != nil {
-		s.slots.run(next)
+		s.work.run(next)
 	}
 }
 
 // firing is one running execution of a rule body: the trigger that fired
 // it, the world it runs on, and the context it runs under (the
 // scheduler's, bounded by the limits' MaxWall; cancel ends it early, as a
-// restart or the rule's removal does, and with it the wait for its
-// command's acknowledgement).
+// restart or the rule's removal does).
 type firing struct {
 	ar     *armedRule
 	tf     rules.TriggerFire
 	world  liveWorld
 	ctx    context.Context
 	cancel context.CancelFunc
+	abort  func(error) // guarded by ar.mu: ends the wait of the command sent without waiting
+}
+
+// sentAsync registers abort as the end of the wait of the firing's command
+// sent without waiting (see liveWorld.CallAsync), called if the firing is
+// stopped; at once if it already was.
+func (f *firing) sentAsync(abort func(error)) {
+	f.ar.mu.Lock()
+	err := f.ctx.Err()
+	if err == nil {
+		f.abort = abort
+	}
+	f.ar.mu.Unlock()
+	if err != nil {
+		abort(err)
+	}
+}
+
+// stopLocked cancels the firing (mode restart, the rule disarmed) and ends
+// the wait of its command sent without waiting; ar.mu is held. That
+// command's end is handled on a goroutine of its own, as ending the
+// firing takes ar.mu.
+func (f *firing) stopLocked() {
+	f.cancel()
+	if f.abort != nil {
+		go f.abort(context.Canceled)
+		f.abort = nil
+	}
 }
 
 // run executes the body once on the live world w and records the firing.
-func (ar *armedRule) run(ctx context.Context, tf rules.TriggerFire, w *liveWorld) {
+// With then set, a body whose last step is a command may end once that
+// command is sent: run then reports true, and the firing is recorded and
+// then called when the broker acknowledges it.
+func (ar *armedRule) run(ctx context.Context, tf rules.TriggerFire, w *liveWorld, then func()) (pending bool) {
 	e := ar.s.e
 	runID := storage.NewRunID()
 	started := e.Now()
 	if reason := ar.checkBroken(); reason != "" {
 		ar.record(runID, started, pilotage.Outcome{OK: false, Status: rules.StatusBroken, Error: reason}, nil, nil)
-		return
+		return false
 	}
 	if ar.waits {
 		// A body that can take time is recorded as running first, so a
@@ -142,11 +206,16 @@ func (ar *armedRule) run(ctx context.Context, tf rules.TriggerFire, w *liveWorld
 		// interrupted.
 		ar.record(runID, started, pilotage.Outcome{OK: false, Status: rules.StatusRunning, Error: "the firing is running"}, nil, nil)
 	}
-	in := rules.RunInput{Trigger: tf, Params: ar.params, Limits: e.cfg.Limits, Cache: e.rules}
+	in := rules.RunInput{Trigger: tf, Params: ar.params, Limits: e.cfg.Limits, Cache: e.rules, AsyncTail: then != nil && !ar.waits}
 	if ar.c.Throttle() > 0 {
 		in.Throttle = ar.throttleGate
 	}
-	ar.recordRun(runID, started, rules.Run(ctx, ar.c, w, in))
+	res := rules.Run(ctx, ar.c, w, in)
+	if res.Then(func() { ar.recordRun(runID, started, res); then() }) {
+		return true
+	}
+	ar.recordRun(runID, started, res)
+	return false
 }
 
 // recordRun records the firing that ended with res.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -35,7 +36,8 @@ type scheduler struct {
 	bmu        sync.Mutex
 	baselines  map[string]baseline // guarded by bmu: states not reported since the start (baseline.go)
 	closing    bool                // set under mu by close: disarming keeps persisted windows
-	slots      *slots              // bounds the firings waiting for acknowledgements
+	work       *workers            // goroutines firings run on
+	slowHere   time.Duration       // a firing run here longer than this is slow
 	sunRecheck time.Duration       // the longest a sun trigger's timer waits (tests shorten it)
 }
 
@@ -55,6 +57,10 @@ type armedRule struct {
 	enabled bool // guarded by s.mu
 	waits   bool // the body has delays or waits (recorded as running first)
 	stopped bool // guarded by mu
+	// here: a firing runs on the goroutine that fires it (see
+	// workers.runHere); cleared for good by a body that took too long.
+	here     atomic.Bool
+	slowHere atomic.Int32 // firings run here that took longer than slowHere
 
 	mu         sync.Mutex
 	checkedGen uint64 // device catalog generation brokenReason last ran against (0 = never)
@@ -92,7 +98,8 @@ func newScheduler(e *Engine) *scheduler {
 		e:          e,
 		rules:      map[string]*armedRule{},
 		index:      map[string][]*armedTrigger{},
-		slots:      &slots{},
+		work:       newWorkers(),
+		slowHere:   defaultSlowHere,
 		sunRecheck: sunRecheck,
 		cron:       cron.New(cron.WithLocation(e.cfg.TimeZone), cron.WithChain(cron.Recover(cron.DiscardLogger))),
 	}
@@ -182,6 +189,9 @@ func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[str
 	}
 	ar = &armedRule{s: s, name: rule.Name, ref: rule.Ref, enabled: rule.Enabled, c: c, params: params, principal: p,
 		broken: rule.Broken, waits: c.TakesTime(), checkedGen: validatedAt}
+	// A throttled body writes its window before it runs (throttleGate):
+	// on a worker, not on the goroutine that delivers the events.
+	ar.here.Store(c.OnlyLastCalls() && c.Throttle() == 0)
 	if c.Throttle() > 0 {
 		ar.lastBody = s.lastBodyStart(rule.Name)
 	}
@@ -334,7 +344,7 @@ func (s *scheduler) disarmLocked(ar *armedRule) int {
 	ar.stopped = true
 	ar.queue = nil
 	for _, f := range ar.running {
-		f.cancel()
+		f.stopLocked()
 	}
 	return len(ar.running)
 }

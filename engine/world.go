@@ -19,6 +19,7 @@ import (
 type liveWorld struct {
 	e *Engine
 	p *Principal
+	f *firing // the firing this world runs, if any: CallAsync tells it of its command
 }
 
 func (w *liveWorld) Now() time.Time { return w.e.Now().In(w.e.cfg.TimeZone) }
@@ -64,6 +65,23 @@ func (w *liveWorld) Call(ctx context.Context, id string, args map[string]any) (a
 	}
 	if err := w.e.devs.Call(ctx, id, args); err != nil {
 		return nil, callError(err)
+	}
+	return publishedOutput, nil
+}
+
+// CallAsync is Call whose command need not be waited for (see
+// rules.AsyncCaller): done hears of its acknowledgement. A firing that is
+// cancelled while it waits ends the wait.
+func (w *liveWorld) CallAsync(ctx context.Context, id string, args map[string]any, done func(error)) (any, error) {
+	if err := w.callable(id); err != nil {
+		return nil, err
+	}
+	abort, err := w.e.devs.CallAsync(ctx, id, args, func(err error) { done(callError(err)) })
+	if err != nil {
+		return nil, callError(err)
+	}
+	if w.f != nil {
+		w.f.sentAsync(abort)
 	}
 	return publishedOutput, nil
 }

@@ -52,6 +52,10 @@ type RunInput struct {
 	// Cache lends the run its expression environments and VMs (nil: they
 	// are made anew).
 	Cache *Cache
+	// AsyncTail lets the run end before its last call is acknowledged,
+	// when the World is an AsyncCaller: the caller must then wait for
+	// RunResult.Then.
+	AsyncTail bool
 }
 
 // CallRecord is one World.Call the run made.
@@ -77,6 +81,8 @@ type RunResult struct {
 	Vars           map[string]any
 	Calls          []CallRecord
 	Started, Ended time.Time
+
+	tail *tailCall // the last call, still waiting (see Then)
 }
 
 // halt ends an activation: a step failed, a bound was hit, the run was
@@ -105,6 +111,9 @@ type interp struct {
 	// parent is the entry the steps being run are nested in (an arm's
 	// branch, a loop, a called automation): each new entry records it.
 	parent string
+	// tailAsync: the last top-level call may be acknowledged after Run
+	// returns (RunInput.AsyncTail).
+	tailAsync bool
 	// tms backs the entries' TMs pointers: one array for many entries.
 	// Entries point into it, so it is only ever appended to within its
 	// capacity (a full one is replaced, not grown).
@@ -174,7 +183,8 @@ func Run(ctx context.Context, c *Compiled, w World, in RunInput) (res *RunResult
 		m, steps, tms = &runMem{}, make([]pilotage.TraceStep, 0, n), make([]float64, 0, n)
 	}
 	r := &m.r
-	*r = interp{ctx: ctx, w: w, lim: lim, cache: in.Cache, start: start, deadline: start.Add(lim.MaxWall), mem: m, steps: steps, tms: tms}
+	*r = interp{ctx: ctx, w: w, lim: lim, cache: in.Cache, start: start, deadline: start.Add(lim.MaxWall), mem: m, steps: steps, tms: tms,
+		tailAsync: in.AsyncTail}
 	r.calls = m.firstRec[:0]
 	res = &m.res
 	res.Started = start

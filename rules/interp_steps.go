@@ -51,7 +51,7 @@ func (r *interp) call(f *frame, s *runStep, qid string, i int) *halt {
 	if sub, isAuto := r.automation(f, target); isAuto {
 		return r.callAutomation(f, s, qid, i, args, sub)
 	}
-	out, err := r.w.Call(r.ctx, target, args)
+	out, tail, err := r.send(f, s, i, qid, target, args)
 	rec := CallRecord{Step: qid, ID: target, Args: args, Output: out, At: r.w.Now()}
 	if err != nil {
 		rec.Error = err.Error()
@@ -63,6 +63,10 @@ func (r *interp) call(f *frame, s *runStep, qid string, i int) *halt {
 			return nil
 		}
 		return r.fail(i, h)
+	}
+	if tail != nil {
+		tail.k = len(r.calls) // the record keepCall appends
+		r.mem.res.tail = tail
 	}
 	if h := r.keepCall(qid, rec); h != nil {
 		return r.fail(i, h)

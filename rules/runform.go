@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/robfig/cron/v3"
 )
 
@@ -319,6 +320,25 @@ func (c *Compiled) Reads() []string {
 // TakesTime reports whether the body holds a delay or a wait (anywhere):
 // such firings can span a restart.
 func (c *Compiled) TakesTime() bool { return c.takesTime }
+
+// OnlyLastCalls reports whether the body's one call is its last top-level
+// step, to an action named as written, and nothing in it takes time: a
+// run of it waits for nothing but that call's acknowledgement, which
+// RunInput.AsyncTail lets it not wait for.
+func (c *Compiled) OnlyLastCalls() bool {
+	if c.takesTime || c.calls != 1 || len(c.steps) == 0 {
+		return false
+	}
+	s := &c.steps[len(c.steps)-1]
+	if s.Kind() != StepCall || s.flags&(callParam|callContinue) != 0 {
+		return false
+	}
+	if _, sub := c.Sub[s.text]; sub {
+		return false
+	}
+	e := c.Entry(s.text)
+	return e != nil && e.Kind == pilotage.KindAction
+}
 
 // Hold returns c as held for long under the program ref ref
 // ("automation.<name>@…"): the same program, its name the copy inside ref

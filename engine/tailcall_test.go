@@ -51,13 +51,32 @@ func newProxiedHouse(t *testing.T, publishTimeout time.Duration) (*house, *mqttt
 
 // TestFiringEndsOnItsAcknowledgement: a firing whose last step is a
 // command is recorded when the broker acknowledges it, and holds its slot
-// (and its rule's mode) until then; cancelled while it waits (mode
-// restart), it is recorded cancelled; unanswered, it is recorded not
-// acknowledged after the publish timeout.
+// (and its rule's mode) until then, without a worker; cancelled while it
+// waits (mode restart), it is recorded cancelled; unanswered, it is
+// recorded not acknowledged after the publish timeout, as a firing that
+// waited would be. A body whose
+// only call is its last step runs on the goroutine that fires it (here);
+// another on a worker, which is free while the command waits.
 func TestFiringEndsOnItsAcknowledgement(t *testing.T) {
+	for _, here := range []bool{true, false} {
+		t.Run(map[bool]string{true: "here", false: "worker"}[here], func(t *testing.T) { firingEndsOnItsAcknowledgement(t, here) })
+	}
+}
+
+func firingEndsOnItsAcknowledgement(t *testing.T, here bool) {
 	const timeout = 500 * time.Millisecond
 	h, p := newProxiedHouse(t, timeout)
 	h.deploy(motionLight)
+	ar := h.eng.sched.ruleByName("hall-motion-light")
+	if !ar.here.Load() {
+		t.Fatal("a body whose only call is its last step does not run here")
+	}
+	ar.here.Store(here)
+	sent := func() bool { // the running firing's command was sent asynchronously
+		ar.mu.Lock()
+		defer ar.mu.Unlock()
+		return len(ar.running) == 1 && ar.running[0].abort != nil
+	}
 	motion := func() {
 		h.eng.sched.onChange(devices.Change{Kind: devices.ChangeState, ID: "hall_motion.occupancy", Value: true, Prev: false, Time: time.Now()})
 	}
@@ -79,9 +98,16 @@ func TestFiringEndsOnItsAcknowledgement(t *testing.T) {
 
 	p.Freeze()
 	motion()
+	if here && !sent() {
+		t.Fatal("the firing run here had not sent its command when fire returned")
+	}
 	testutil.Eventually(t, 5*time.Second, "the firing waiting for its acknowledgement", func() bool { return h.eng.FiringLoad().Running == 1 })
 	if got := statuses(); len(got) != 1 {
 		t.Fatalf("a firing was recorded before its acknowledgement: %q", got)
+	}
+	testutil.Eventually(t, 5*time.Second, "the command sent asynchronously", sent)
+	if !here {
+		testutil.Eventually(t, 5*time.Second, "its worker to be free", func() bool { return h.eng.sched.work.waiting.Load() >= 1 })
 	}
 	motion() // mode restart: the waiting firing is cancelled
 	testutil.Eventually(t, 5*time.Second, "the cancelled firing", func() bool { return len(statuses()) == 2 })
@@ -94,14 +120,36 @@ func TestFiringEndsOnItsAcknowledgement(t *testing.T) {
 		!strings.Contains(got, "no acknowledgement from the broker within "+timeout.String()) {
 		t.Fatalf("the unanswered firing = %q", got)
 	}
-	testutil.Eventually(t, 5*time.Second, "every slot free", func() bool {
-		load := h.eng.FiringLoad()
-		return load.Running == 0 && load.Waiting == 0
-	})
+	if load := h.eng.FiringLoad(); load.Running != 0 || load.Waiting != 0 {
+		t.Fatalf("slots after every firing ended: %+v", load)
+	}
 	p.Thaw()
 	motion()
 	testutil.Eventually(t, 10*time.Second, "a firing after the thaw", func() bool { return len(statuses()) == 4 })
 	if got := statuses()[0]; got != rules.StatusSuccess+": " {
 		t.Fatalf("after the thaw: %q", got)
 	}
+}
+
+// TestSlowBodyLeavesTheDeliveringGoroutine: a rule whose firings run here
+// moves to workers for good after slowHereStrikes slow ones, and still
+// fires.
+func TestSlowBodyLeavesTheDeliveringGoroutine(t *testing.T) {
+	h := newHouse(t, Config{})
+	cmds := h.watch("zigbee2mqtt/hall_light/set")
+	h.deploy(motionLight)
+	ar := h.eng.sched.ruleByName("hall-motion-light")
+	h.eng.sched.slowHere = 0 // every firing is slow
+	for i := 1; i <= slowHereStrikes; i++ {
+		if !ar.here.Load() {
+			t.Fatalf("firing %d: moved to workers after %d slow firings", i, i-1)
+		}
+		h.eng.sched.onChange(devices.Change{Kind: devices.ChangeState, ID: "hall_motion.occupancy", Value: true, Prev: false, Time: time.Now()})
+		testutil.Eventually(t, 5*time.Second, "the command", func() bool { return cmds.count() == i })
+	}
+	if ar.here.Load() {
+		t.Fatalf("still run here after %d slow firings", slowHereStrikes)
+	}
+	h.eng.sched.onChange(devices.Change{Kind: devices.ChangeState, ID: "hall_motion.occupancy", Value: true, Prev: false, Time: time.Now()})
+	testutil.Eventually(t, 5*time.Second, "a command from a worker", func() bool { return cmds.count() == slowHereStrikes+1 })
 }

@@ -1,0 +1,85 @@
+package devices
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/mqtt"
+)
+
+// TestCallAsync: over a broker connection a command is acknowledged after
+// CallAsync returns, and done hears of it once; refused arguments and a
+// lost connection are errors at once, with done never called; over the
+// embedded broker's Inline client done is called before CallAsync returns.
+func TestCallAsync(t *testing.T) {
+	for _, via := range []string{"inline", "tcp"} {
+		t.Run(via, func(t *testing.T) {
+			b, err := mqtt.StartBroker("127.0.0.1:0", quietLogger())
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = b.Close() })
+			conn := connectVia(t, b, via)
+			ctx, cancel := context.WithCancel(context.Background())
+			t.Cleanup(cancel)
+			c := NewCatalog(Options{Logger: quietLogger()})
+			if err := c.Start(ctx, conn); err != nil {
+				t.Fatal(err)
+			}
+			seen := make(chan mqtt.Message, 8)
+			if err := dialTest(t, b).Subscribe("zigbee2mqtt/upstairs/lamp/set", 0, func(m mqtt.Message) { seen <- m }); err != nil {
+				t.Fatal(err)
+			}
+			h := &mqttHouse{b: b, z2m: dialTest(t, b)}
+			h.publish(t, "zigbee2mqtt/bridge/devices", bridgeWithLamp(), true)
+			waitEntry(t, c, "upstairs_lamp.set")
+
+			results := make(chan error, 4)
+			returned := false
+			abort, err := c.CallAsync(ctx, "upstairs_lamp.set", map[string]any{"state": "ON"}, func(err error) {
+				if via == "inline" && returned {
+					t.Error("over the Inline client done came after CallAsync returned")
+				}
+				results <- err
+			})
+			returned = true
+			if err != nil || abort == nil {
+				t.Fatalf("CallAsync = %v", err)
+			}
+			select {
+			case err := <-results:
+				if err != nil {
+					t.Fatalf("done = %v", err)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("done was not called")
+			}
+			select {
+			case m := <-seen:
+				if string(m.Payload) != `{"state":"ON"}` {
+					t.Errorf("the broker got %s", m.Payload)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("the command did not reach the broker")
+			}
+			abort(context.Canceled) // after the result: nothing more
+			if _, err := c.CallAsync(ctx, "upstairs_lamp.set", map[string]any{"state": "SIDEWAYS"}, func(err error) { results <- err }); err == nil {
+				t.Error("refused arguments: no error")
+			}
+			if via == "tcp" {
+				_ = b.Close()
+				waitFor(t, "the connection to be seen lost", func() bool { return !conn.(*mqtt.Client).Connected() })
+				if _, err := c.CallAsync(ctx, "upstairs_lamp.set", map[string]any{"state": "ON"}, func(err error) { results <- err }); !errors.Is(err, mqtt.ErrNotConnected) {
+					t.Errorf("disconnected: CallAsync = %v", err)
+				}
+			}
+			select {
+			case err := <-results:
+				t.Fatalf("done called again, with %v", err)
+			case <-time.After(20 * time.Millisecond):
+			}
+		})
+	}
+}
