@@ -6,12 +6,8 @@ import (
 	"time"
 )
 
-// workers runs firings on reused goroutines. A fresh goroutine starts with
-// a small stack and grows it (copying it) on nearly every firing; a worker
-// that already ran one has the stack it needs. A firing never waits for a
-// worker to hand it to: when none is idle, a new one starts. At most
-// maxIdle wait for work: after a burst the others exit at once rather than
-// keep their stacks for workerIdle.
+// workers runs firings, each on a goroutine of its own (goroutines are
+// not reused: the runtime sizes a new one's stack from the ones before).
 //
 // At most maxRunning limited tasks (firings whose body neither waits nor
 // sleeps: they only wait for their commands' acknowledgements) run at
@@ -23,8 +19,7 @@ import (
 // scheduler's queues (figures: docs/performance.md). Bodies with delays and waits are not limited: they
 // may take minutes.
 type workers struct {
-	idle    chan task // unbuffered: a send succeeds only into an idle worker
-	waiting atomic.Int32
+	active atomic.Int32 // goroutines running a task
 
 	mu      sync.Mutex
 	running int      // limited tasks running
@@ -72,18 +67,12 @@ type taskFunc func()
 func (f taskFunc) do() bool      { f(); return true }
 func (f taskFunc) limited() bool { return false }
 
-const (
-	// workerIdle is how long an idle worker waits for work before it exits.
-	workerIdle = 10 * time.Second
-	// maxIdle bounds the idle workers.
-	maxIdle = 64
-	// maxRunning bounds the limited tasks running at once.
-	maxRunning = 512
-)
+// maxRunning bounds the limited tasks running at once.
+const maxRunning = 512
 
-func newWorkers() *workers { return &workers{idle: make(chan task)} }
+func newWorkers() *workers { return &workers{} }
 
-// run runs f on an idle worker or a new one; a limited task waits in the
+// run runs f on a goroutine of its own; a limited task waits in the
 // backlog while maxRunning others run.
 func (w *workers) run(f task) {
 	if w.admit(f) {
@@ -117,13 +106,10 @@ func (w *workers) admit(f task) bool {
 	return true
 }
 
-// start hands f, which has its slot, to an idle worker or a new one.
+// start runs f, which has its slot, on a goroutine of its own.
 func (w *workers) start(f task) {
-	select {
-	case w.idle <- f:
-	default:
-		go w.loop(f)
-	}
+	w.active.Add(1)
+	go w.loop(f)
 }
 
 // finished is called when a limited task that went on without its worker
@@ -135,7 +121,7 @@ func (w *workers) finished() {
 }
 
 // next is called when a limited task ended: the oldest waiting one takes
-// its slot (run by the same worker), or the slot is freed.
+// its slot (run on the same goroutine), or the slot is freed.
 func (w *workers) next() task {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -152,28 +138,15 @@ func (w *workers) next() task {
 	return f
 }
 
+// loop runs f and then, while f was a limited task that ended, the task
+// that takes its slot from the backlog.
 func (w *workers) loop(f task) {
-	t := time.NewTimer(workerIdle)
-	defer t.Stop()
-	for {
-		if over := f.do(); over && f.limited() {
-			if f = w.next(); f != nil {
-				continue
-			}
-		}
-		f = nil // do not keep the last firing alive while idle
-		if w.waiting.Add(1) > maxIdle {
-			w.waiting.Add(-1)
+	defer w.active.Add(-1)
+	for f != nil {
+		if over := f.do(); !over || !f.limited() {
 			return
 		}
-		t.Reset(workerIdle)
-		select {
-		case f = <-w.idle:
-			w.waiting.Add(-1)
-		case <-t.C:
-			w.waiting.Add(-1)
-			return
-		}
+		f = w.next()
 	}
 }
 
