@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pilothouse/pilothouse/engine/internal/recorder"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -64,11 +65,11 @@ func (at *armedTrigger) fire(value, prev any, because string) {
 	f := ar.startLocked(tf)
 	ar.mu.Unlock()
 	if !ar.here.Load() {
-		ar.s.work.run(f)
+		ar.s.work.Run(f)
 		return
 	}
 	start := time.Now()
-	ar.s.work.runHere(f)
+	ar.s.work.RunHere(f)
 	if took := time.Since(start); took > ar.s.slowHere && ar.slowHere.Add(1) == slowHereStrikes {
 		ar.here.Store(false)
 		e.log.Warn("rule's firings now run on workers: its body took too long on the goroutine delivering events",
@@ -99,15 +100,15 @@ func (ar *armedRule) startLocked(tf rules.TriggerFire) *firing {
 	return f
 }
 
-// limited: a body without delays and waits only waits for its commands'
+// Limited: a body without delays and waits only waits for its commands'
 // acknowledgements; it counts against workers' maxRunning.
-func (f *firing) limited() bool { return !f.ar.waits }
+func (f *firing) Limited() bool { return !f.ar.waits }
 
-// do runs the firing on a worker (the task workers run), and reports
+// Do runs the firing on a worker (the task workers run), and reports
 // whether it is over: a firing whose last command waits for its
 // acknowledgement goes on without the worker, and ends on the
 // acknowledgement (see rules.AsyncCaller).
-func (f *firing) do() bool {
+func (f *firing) Do() bool {
 	if f.ar.run(f.ctx, f.tf, &f.world, f.endAlone) {
 		return false
 	}
@@ -119,8 +120,8 @@ func (f *firing) do() bool {
 // slot on.
 func (f *firing) endAlone() {
 	f.end()
-	if f.limited() {
-		f.ar.s.work.finished()
+	if f.Limited() {
+		f.ar.s.work.Finished()
 	}
 }
 
@@ -144,7 +145,7 @@ func (f *firing) end() {
 	}
 	ar.mu.Unlock()
 	if next != nil {
-		s.work.run(next)
+		s.work.Run(next)
 	}
 }
 
@@ -236,7 +237,7 @@ func (ar *armedRule) recordRun(runID string, started time.Time, res *rules.RunRe
 // are immutable and scopes are fixed, so the device generation is the key.
 func (ar *armedRule) checkBroken() string {
 	e := ar.s.e
-	gen := e.cat.view(ar.principal).devGen + 1 // +1: 0 means never checked
+	gen := e.cat.View(ar.principal).DevGen() + 1 // +1: 0 means never checked
 	ar.mu.Lock()
 	if gen == ar.checkedGen {
 		reason := ar.broken
@@ -273,51 +274,8 @@ func (ar *armedRule) recordSkipped(tf rules.TriggerFire, why string) {
 func (ar *armedRule) record(runID string, started time.Time, out pilotage.Outcome, res *rules.RunResult, steps []pilotage.TraceStep) {
 	e := ar.s.e
 	now := e.Now()
-	fr := newFiringRecord(storage.Run{ID: runID, Principal: ar.principal.Name, Rule: ar.name, Ref: ar.ref, Kind: "firing",
+	fr := recorder.NewFiringRecord(storage.Run{ID: runID, Principal: ar.principal.Name, Rule: ar.name, Ref: ar.ref, Kind: "firing",
 		Status: out.Status, OK: out.OK, Started: started, Ended: now, Level: pilotage.LevelFull,
 		Expires: now.Add(e.cfg.Retention)}, out, res, steps, !ar.waits)
-	e.rec.addItem(&fr.item) // the recorder announces it once committed
-}
-
-// newFiringRecord is the record of a firing that ended with out (or is
-// running): its run row, its trace of steps and, when res is not nil, its
-// output. mayEnd: the firing does not wait, so a finished one is final.
-func newFiringRecord(run storage.Run, out pilotage.Outcome, res *rules.RunResult, steps []pilotage.TraceStep, mayEnd bool) *firingRecord {
-	if steps == nil {
-		steps = []pilotage.TraceStep{}
-	}
-	fr := &firingRecord{}
-	fr.trace = pilotage.Trace{Level: pilotage.LevelFull, Steps: steps}
-	fr.env = envelope{RunID: run.ID, Outcome: out, Trace: &fr.trace}
-	if res != nil {
-		calls := res.Calls
-		if calls == nil {
-			calls = []rules.CallRecord{}
-		}
-		fr.out = firingOutput{calls: calls, vars: res.Vars}
-		fr.env.Output = &fr.out
-	}
-	running := out.Status == rules.StatusRunning
-	fr.item = recItem{run: run, env: &fr.env, announce: !running, final: mayEnd && !running, owned: true}
-	return fr
-}
-
-// firingRecord is what a firing hands the recorder, in one allocation.
-type firingRecord struct {
-	item  recItem
-	env   envelope
-	trace pilotage.Trace
-	out   firingOutput
-}
-
-// firingOutput is the output of a firing that ended ok: {"calls": [...],
-// "vars": {...}} (vars {} when the run set none). It encodes as that map
-// would, through encoding/json and appendOutput alike.
-type firingOutput struct {
-	calls []rules.CallRecord // not nil
-	vars  map[string]any
-}
-
-func (o *firingOutput) MarshalJSON() ([]byte, error) {
-	return json.Marshal(map[string]any{"calls": o.calls, "vars": orEmptyMap(o.vars)})
+	e.rec.AddItem(&fr.Item) // the recorder announces it once committed
 }

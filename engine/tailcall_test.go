@@ -107,7 +107,7 @@ func firingEndsOnItsAcknowledgement(t *testing.T, here bool) {
 	}
 	testutil.Eventually(t, 5*time.Second, "the command sent asynchronously", sent)
 	if !here {
-		testutil.Eventually(t, 5*time.Second, "its goroutine to end", func() bool { return h.eng.sched.work.active.Load() == 0 })
+		testutil.Eventually(t, 5*time.Second, "its goroutine to end", func() bool { return h.eng.sched.work.Active() == 0 })
 	}
 	motion() // mode restart: the waiting firing is cancelled
 	testutil.Eventually(t, 5*time.Second, "the cancelled firing", func() bool { return len(statuses()) == 2 })
