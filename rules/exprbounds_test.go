@@ -332,8 +332,8 @@ func TestMeasureIsTheEncodedSize(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := core.Measure(v, math.MaxInt, false); got.N != len(b) {
-			t.Fatalf("case %d: measured %d, encoded %d: %s", i, got.N, len(b), b)
+		if got := core.Measure(v, math.MaxInt, false); got.Bytes != len(b) {
+			t.Fatalf("case %d: measured %d, encoded %d: %s", i, got.Bytes, len(b), b)
 		}
 	}
 }

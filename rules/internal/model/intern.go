@@ -19,7 +19,7 @@ import (
 // lists and constants ({"state": "ON"}), and every object a held program
 // keeps is work for the collector on every cycle.
 type Interner struct {
-	K *Cache
+	Cache *Cache
 	// entry returns a referenced catalog entry (nil if none): a catalog
 	// id is the entry's own copy, which the program holds anyway.
 	Entry func(id string) *pilotage.Entry
@@ -52,12 +52,12 @@ const maxSharedString = 256
 // shared returns the part held under key, making it with make when there
 // is none.
 func shared[T any](in *Interner, key shareKey, build func() T) T {
-	if in.K == nil {
+	if in.Cache == nil {
 		return build()
 	}
-	v, ok := in.K.shared.get(key)
+	v, ok := in.Cache.shared.get(key)
 	if !ok {
-		v = in.K.shared.add(key, build(), nil)
+		v = in.Cache.shared.add(key, build(), nil)
 	}
 	t, _ := v.(T) // a nil interface (a schedule that did not parse) is T's zero
 	return t
@@ -202,10 +202,10 @@ func (in *Interner) vals(m map[string]*Template) []NamedTemplate {
 // once. One that does not parse is left to fail when run, as it did.
 func (in *Interner) dur(t *Template) *DurSpec {
 	build := func() *DurSpec {
-		d := &DurSpec{T: in.template(t)}
+		d := &DurSpec{Tmpl: in.template(t)}
 		if t != nil && t.IsConst {
 			if v, err := clock.DurationValue(t.Const); err == nil {
-				d.D, d.Constant = v, true
+				d.Dur, d.Constant = v, true
 			}
 		}
 		return d

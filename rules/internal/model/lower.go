@@ -27,7 +27,7 @@ func Lower(p *Program, in *Interner) Form {
 	if len(p.Conditions) > 0 {
 		f.Conds = make([]RunCond, len(p.Conditions))
 		for i, c := range p.Conditions {
-			f.Conds[i] = RunCond{ID: in.str(c.ID), X: in.expr(c.Expr), Win: lowerWindow(c)}
+			f.Conds[i] = RunCond{ID: in.str(c.ID), Expr: in.expr(c.Expr), Window: lowerWindow(c)}
 		}
 	}
 	f.Steps = lw.list(p.Steps)

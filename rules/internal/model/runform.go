@@ -69,9 +69,9 @@ type triggerMore struct {
 }
 
 type RunCond struct {
-	ID  string
-	X   *Expr       // expr conditions
-	Win *condWindow // time and sun conditions (window.go)
+	ID     string
+	Expr   *Expr       // expr conditions
+	Window *condWindow // time and sun conditions (window.go)
 }
 
 // runStep is one step. Call and delay steps (most steps of a house's
@@ -97,14 +97,14 @@ const (
 
 type NamedTemplate struct {
 	Name string
-	T    *Template
+	Tmpl *Template
 }
 
 // durSpec is a duration that may be templated: constant (parsed once, d)
 // or evaluated on every run (t).
 type DurSpec struct {
-	T        *Template // as written (plans show it)
-	D        time.Duration
+	Tmpl     *Template // as written (plans show it)
+	Dur      time.Duration
 	Constant bool
 }
 
@@ -308,8 +308,8 @@ func (c *Compiled) Reads() []string {
 		}
 	}
 	for _, cd := range c.Conds {
-		if cd.X != nil {
-			for _, ref := range cd.X.Refs {
+		if cd.Expr != nil {
+			for _, ref := range cd.Expr.Refs {
 				out = append(out, ref.ID)
 			}
 		}

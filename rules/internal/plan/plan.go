@@ -43,10 +43,10 @@ func BuildPlan(c *model.Compiled) *pilotage.Plan {
 	for _, cd := range c.Conds {
 		desc := ""
 		switch {
-		case cd.X != nil:
-			desc = "Only if " + cd.X.Src
-		case cd.Win != nil:
-			desc = cd.Win.Describe(c.Zone)
+		case cd.Expr != nil:
+			desc = "Only if " + cd.Expr.Src
+		case cd.Window != nil:
+			desc = cd.Window.Describe(c.Zone)
 		}
 		b.add(pilotage.PlanStep{ID: cd.ID, Kind: PlanKindCondition, Description: desc,
 			Risk: pilotage.RiskRead, RiskHints: read})
@@ -208,9 +208,9 @@ func DescribeTrigger(t *model.RunTrigger, zone string, loc *time.Location) strin
 		}
 		return s
 	case model.TriggerCron:
-		return clock.CronWords(t.Spec()) + inZone(zone, clock.DstNote(t.Schedule(), loc))
+		return clock.CronWords(t.Spec()) + inZone(zone, clock.DSTNote(t.Schedule(), loc))
 	case model.TriggerTime:
-		return "Every day at " + t.Spec() + inZone(zone, clock.DstNote(t.Schedule(), loc))
+		return "Every day at " + t.Spec() + inZone(zone, clock.DSTNote(t.Schedule(), loc))
 	case model.TriggerSun:
 		sun, offset := t.Sun()
 		return "At " + clock.SunPhrase(sun, offset) + " (the server's location)"
@@ -299,14 +299,14 @@ func describeArgs(vals []model.NamedTemplate) string {
 	var parts []string
 	for _, v := range vals {
 		switch {
-		case v.T == nil:
+		case v.Tmpl == nil:
 			continue
-		case v.T.IsConst:
-			parts = append(parts, v.Name+" "+core.CompactJSON(v.T.Const))
-		case v.T.Whole != nil:
-			parts = append(parts, v.Name+" "+templateText(v.T))
+		case v.Tmpl.IsConst:
+			parts = append(parts, v.Name+" "+core.CompactJSON(v.Tmpl.Const))
+		case v.Tmpl.Whole != nil:
+			parts = append(parts, v.Name+" "+templateText(v.Tmpl))
 		default:
-			parts = append(parts, v.Name+" "+core.CompactJSON(templateText(v.T)))
+			parts = append(parts, v.Name+" "+core.CompactJSON(templateText(v.Tmpl)))
 		}
 	}
 	if len(parts) == 0 {

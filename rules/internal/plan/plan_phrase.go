@@ -39,9 +39,9 @@ func Capitalize(s string) string {
 // out ("5 minutes"), a template as written.
 func durationText(ds *model.DurSpec) string {
 	if ds.Constant {
-		return clock.HumanDuration(ds.D)
+		return clock.HumanDuration(ds.Dur)
 	}
-	return templateText(ds.T)
+	return templateText(ds.Tmpl)
 }
 
 // midSentence lower-cases the first letter of a description so it can

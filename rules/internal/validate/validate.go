@@ -79,7 +79,7 @@ func Validate(raw []byte, cat model.Catalog, o ValidateOptions) (*Result, error)
 		return nil, err
 	}
 	c := &checker{
-		cat: cat, o: o, lim: lim, deadline: deadline, strs: dc.Strs, d: dc.D,
+		cat: cat, o: o, lim: lim, deadline: deadline, strs: dc.Strs, d: dc.Diags,
 		entries: map[string]*pilotage.Entry{},
 		schemas: map[string]*jsonschema.Schema{}, allIDs: dc.IDs,
 		seenVars: map[string]bool{}, seenSteps: map[string]bool{},
@@ -136,7 +136,7 @@ func (c *checker) compiled(prog *model.Program, canon []byte) *model.Compiled {
 	for _, name := range core.SortedKeys(prog.RefParams) {
 		cp.RefList = append(cp.RefList, prog.RefParams[name])
 	}
-	cp.Form = model.Lower(prog, &model.Interner{K: c.o.Cache, Entry: cp.Entry})
+	cp.Form = model.Lower(prog, &model.Interner{Cache: c.o.Cache, Entry: cp.Entry})
 	if c.o.Zone != nil {
 		cp.Zone, cp.Loc = model.ZoneName(c.o.Zone), c.o.Zone
 	}
