@@ -1,8 +1,6 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +11,8 @@ import (
 	"unsafe"
 
 	"github.com/expr-lang/expr/vm"
+
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // TestRunFormHoldsNoPointers: the run form of every cookbook program

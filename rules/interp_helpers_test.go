@@ -1,8 +1,6 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"context"
 	"encoding/json"
 	"slices"
@@ -10,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // Builders for hand-made programs (the interpreter's tests do not depend on

@@ -39,7 +39,7 @@ type JNode struct {
 	Vals []*JNode // object member values or array elements
 }
 
-// get returns the member named key of an object node.
+// Get returns the member named key of an object node.
 func (n *JNode) Get(key string) *JNode {
 	for i, k := range n.Keys {
 		if k == key {
@@ -49,7 +49,7 @@ func (n *JNode) Get(key string) *JNode {
 	return nil
 }
 
-// value converts the node to the plain Go value encoding/json would give.
+// Value converts the node to the plain Go value encoding/json would give.
 func (n *JNode) Value() any {
 	switch n.Kind {
 	case JBool:
@@ -82,7 +82,7 @@ type JSONSyntaxError struct {
 
 func (e *JSONSyntaxError) Error() string { return e.Msg }
 
-// limitError is a validation bound exceeded while parsing or checking.
+// InputLimitError is a validation bound exceeded while parsing or checking.
 type InputLimitError struct{ Msg string }
 
 func (e *InputLimitError) Error() string { return e.Msg }
@@ -97,7 +97,7 @@ type jparser struct {
 	dups     []string // pointers of duplicated object members
 }
 
-// parseJSON parses src into a jnode tree.
+// ParseJSON parses src into a jnode tree.
 func ParseJSON(src []byte, maxNodes, maxDepth int, deadline time.Time) (*JNode, []string, error) {
 	p := &jparser{src: src, maxNodes: maxNodes, maxDepth: maxDepth, deadline: deadline}
 	p.ws()
@@ -423,7 +423,7 @@ func (p *jparser) hex4() (rune, error) {
 	return rune(v), nil
 }
 
-// escapePtr escapes one JSON Pointer reference token (RFC 6901).
+// EscapePtr escapes one JSON Pointer reference token (RFC 6901).
 func EscapePtr(s string) string {
 	if !strings.ContainsAny(s, "~/") {
 		return s
@@ -431,7 +431,7 @@ func EscapePtr(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
-// lineCol converts a byte offset in src to a 1-based line and column
+// LineCol converts a byte offset in src to a 1-based line and column
 // (columns count runes).
 func LineCol(src []byte, off int) (int, int) {
 	off = min(max(off, 0), len(src))

@@ -10,12 +10,12 @@ import (
 	"unicode/utf8"
 )
 
-// maxMeasureDepth is how deep a value may nest before it counts as too
+// MaxMeasureDepth is how deep a value may nest before it counts as too
 // large (a measured value is walked recursively; a set step stores at most
 // MaxValueDepth levels).
 const MaxMeasureDepth = 2 * MaxValueDepth
 
-// valueSize is a value's measured size: the length of its compact JSON
+// ValueSize is a value's measured size: the length of its compact JSON
 // encoding as encoding/json writes it (strings with their escapes, HTML
 // characters escaped as json.Marshal does, numbers as formatted), and
 // whether the walk stopped because the value nests deeper than
@@ -25,10 +25,10 @@ type ValueSize struct {
 	Deep  bool
 }
 
-// over reports whether the value does not fit in limit bytes.
+// Over reports whether the value does not fit in limit bytes.
 func (s ValueSize) Over(limit int) bool { return s.Deep || s.Bytes > limit }
 
-// measure walks v until its size passes limit, so a value made of many
+// Measure walks v until its size passes limit, so a value made of many
 // references to one large string or list costs at most about limit steps to
 // measure, however large it would be once encoded. indent adds what
 // json.MarshalIndent with a two-space indent writes around each member.

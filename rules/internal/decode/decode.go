@@ -1,10 +1,6 @@
 package decode
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +15,9 @@ import (
 	"golang.org/x/text/message"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // Decode parses an automation/1 program. Every finding about the text
@@ -48,14 +47,17 @@ type decoder struct {
 	Strs     map[string]string // pointer → string value holding expressions
 }
 
+// NewDecoder makes a decoder bounded by lim and deadline.
 func NewDecoder(lim core.Limits, deadline time.Time, cache *model.Cache) *decoder {
 	return &decoder{lim: lim, cache: cache, deadline: deadline, IDs: map[string]string{}, Strs: map[string]string{}}
 }
 
+// Exhausted is the request error of a program past a bound.
 func Exhausted(msg string) *pilotage.RequestError {
 	return pilotage.Errorf(pilotage.ErrResourceExhausted, msg)
 }
 
+// Decode parses raw into a Program, recording findings in dc.Diags.
 func (dc *decoder) Decode(raw []byte) (*model.Program, error) {
 	if len(raw) > dc.lim.MaxProgramBytes {
 		return nil, Exhausted(fmt.Sprintf("program is %d bytes, more than the bound of %d", len(raw), dc.lim.MaxProgramBytes))
@@ -448,9 +450,10 @@ func validClock(s string) bool {
 	return false
 }
 
+// Printer phrases JSON Schema findings in English.
 var Printer = message.NewPrinter(language.English)
 
-// leafErrors flattens a validation error tree into its most specific
+// LeafErrors flattens a validation error tree into its most specific
 // findings.
 func LeafErrors(ve *jsonschema.ValidationError, out []*jsonschema.ValidationError) []*jsonschema.ValidationError {
 	if len(ve.Causes) == 0 {
@@ -462,6 +465,7 @@ func LeafErrors(ve *jsonschema.ValidationError, out []*jsonschema.ValidationErro
 	return out
 }
 
+// FirstLeafMessage is the most specific message of a schema validation error.
 func FirstLeafMessage(err error) string {
 	var ve *jsonschema.ValidationError
 	if errors.As(err, &ve) {

@@ -1,10 +1,6 @@
 package decode
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"errors"
 	"fmt"
 	"math"
@@ -14,6 +10,10 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 func (dc *decoder) stepList(n *core.JNode, depth int) []*model.Step {

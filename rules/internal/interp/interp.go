@@ -1,10 +1,6 @@
 package interp
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +8,9 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // ErrNotConnected marks a call that could not be published because the MQTT
@@ -377,6 +376,7 @@ func (r *interp) fireTime(fire model.TriggerFire) time.Time {
 	return fire.Time
 }
 
+// TriggerReason says why trigger t fired, for its trace entry.
 func TriggerReason(t *model.RunTrigger, fire model.TriggerFire) string {
 	switch t.Kind() {
 	case model.TriggerState, model.TriggerNumeric:

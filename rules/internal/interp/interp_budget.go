@@ -1,9 +1,9 @@
 package interp
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"fmt"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // entryOverhead is what a trace entry costs in a stored run besides its

@@ -46,7 +46,7 @@ type Compiled struct {
 	// deep below its own frame.
 	CallDepth int
 
-	// refs are the program's catalog-reference params, by name.
+	// RefList are the program's catalog-reference params, by name.
 	RefList []*RefParam
 
 	Form
@@ -56,7 +56,7 @@ type Compiled struct {
 // (nil when it declares none): execute binds them (ValidateOptions.Bind).
 func (c *Compiled) RefParams() []*RefParam { return c.RefList }
 
-// refParam returns the catalog-reference param name, or nil.
+// RefParam returns the catalog-reference param name, or nil.
 func (c *Compiled) RefParam(name string) *RefParam {
 	for _, r := range c.RefList {
 		if r.Name == name {

@@ -1,8 +1,6 @@
 package model
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -15,6 +13,8 @@ import (
 	"github.com/expr-lang/expr/builtin"
 	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/vm/runtime"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // Byte budgets inside an evaluation. expr's own MemoryBudget counts list

@@ -1,18 +1,17 @@
 package model
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"math"
 	"strconv"
 
 	"github.com/robfig/cron/v3"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
-// interner makes the values a run form holds: copies without the JSON
+// Interner makes the values a run form holds: copies without the JSON
 // Pointers and offsets diagnostics need, and equal ones shared with every
 // program lowered through the same Cache (nil: nothing is shared). A
 // house's rules repeat ids, expressions ("{{ trigger.value }}"), argument
@@ -20,7 +19,7 @@ import (
 // keeps is work for the collector on every cycle.
 type Interner struct {
 	Cache *Cache
-	// entry returns a referenced catalog entry (nil if none): a catalog
+	// Entry returns a referenced catalog entry (nil if none): a catalog
 	// id is the entry's own copy, which the program holds anyway.
 	Entry func(id string) *pilotage.Entry
 }

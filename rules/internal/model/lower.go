@@ -4,7 +4,7 @@ import (
 	"slices"
 )
 
-// lower lowers a validated program into its run form (runform.go), its
+// Lower lowers a validated program into its run form (runform.go), its
 // values made and shared by in.
 func Lower(p *Program, in *Interner) Form {
 	var n stepCounts

@@ -25,7 +25,7 @@ import (
 //     the whole body (does it take time, which steps wait) is computed
 //     once.
 
-// form is the run form of a program (embedded in its Compiled).
+// Form is the run form of a program (embedded in its Compiled).
 type Form struct {
 	ProgramName, description string
 	Zone                     string          // the time zone plans name ("" = the server's)
@@ -68,20 +68,21 @@ type triggerMore struct {
 	notToSet, notFromSet bool
 }
 
+// RunCond is one condition of a run form: an expression or a time or sun window.
 type RunCond struct {
 	ID     string
 	Expr   *Expr       // expr conditions
 	Window *condWindow // time and sun conditions (window.go)
 }
 
-// runStep is one step. Call and delay steps (most steps of a house's
+// RunStep is one step. Call and delay steps (most steps of a house's
 // rules) need no more than its own fields; the other kinds keep their
 // part in more.
 type RunStep struct {
 	ID   string
 	Text string          // call: the target; stop: the reason
 	Vals []NamedTemplate // call: the arguments; set: the values; sorted by name
-	// more is the kind's own part: *durSpec (delay), *waitStep, *ifStep,
+	// More is the kind's own part: *durSpec (delay), *waitStep, *ifStep,
 	// *chooseStep or *repeatStep; nil for call, set and stop steps.
 	More  any
 	kind  uint8 // index into StepKinds
@@ -95,12 +96,13 @@ const (
 	CallContinue                   // call: continue_on_error
 )
 
+// NamedTemplate is one argument of a call or one value of a set step.
 type NamedTemplate struct {
 	Name string
 	Tmpl *Template
 }
 
-// durSpec is a duration that may be templated: constant (parsed once, d)
+// DurSpec is a duration that may be templated: constant (parsed once, d)
 // or evaluated on every run (t).
 type DurSpec struct {
 	Tmpl     *Template // as written (plans show it)
@@ -108,6 +110,7 @@ type DurSpec struct {
 	Constant bool
 }
 
+// WaitStep is what a wait step has beyond a run step.
 type WaitStep struct {
 	State, Event string
 	To, From     Value
@@ -119,11 +122,13 @@ type WaitStep struct {
 	ByParam      bool // state or event names the catalog-reference param holding the id
 }
 
+// IfStep is what an if step has beyond a run step.
 type IfStep struct {
 	Cond      *Expr
 	Then, Els []RunStep
 }
 
+// ChooseStep is what a choose step has beyond a run step.
 type ChooseStep struct {
 	Arms []runArm
 	Def  []RunStep
@@ -135,7 +140,7 @@ type runArm struct {
 	Do    []RunStep
 }
 
-// repeatStep: exactly one of count, forEach, while and until is set
+// RepeatStep: exactly one of count, forEach, while and until is set
 // (none: a loop that has no kind, which fails when run).
 type RepeatStep struct {
 	Count, ForEach *Template
@@ -160,7 +165,7 @@ type runChild struct {
 	Steps []RunStep
 }
 
-// children walks the step's child lists in the order plans list them.
+// Children walks the step's child lists in the order plans list them.
 func (s *RunStep) Children() iter.Seq[runChild] {
 	return func(yield func(runChild) bool) {
 		switch m := s.More.(type) {
@@ -179,7 +184,7 @@ func (s *RunStep) Children() iter.Seq[runChild] {
 	}
 }
 
-// trigger returns the trigger with this id (the last, were two alike), or
+// Trigger returns the trigger with this id (the last, were two alike), or
 // nil.
 func (f *Form) Trigger(id string) *RunTrigger {
 	var t *RunTrigger
@@ -191,6 +196,7 @@ func (f *Form) Trigger(id string) *RunTrigger {
 	return t
 }
 
+// TriggerIDs lists the ids of the triggers, in order.
 func (f *Form) TriggerIDs() []string {
 	ids := make([]string, len(f.RunTriggers))
 	for i := range f.RunTriggers {
@@ -224,7 +230,7 @@ func (t *RunTrigger) To() Value { return Value{Set: t.ToSet, V: t.ToValue} }
 // From is a state trigger's "from" filter.
 func (t *RunTrigger) From() Value { return Value{Set: t.FromSet, V: t.FromValue} }
 
-// bounds are a numeric trigger's thresholds (nil when absent).
+// Bounds are a numeric trigger's thresholds (nil when absent).
 func (t *RunTrigger) Bounds() (above, below *float64) {
 	m := t.more
 	if m == nil {

@@ -1,17 +1,16 @@
 package plan
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/interp"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/interp"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // Plan step kinds besides the step kinds themselves.
@@ -156,7 +155,7 @@ func (b *planBuilder) summary(c *model.Compiled, risk pilotage.Risk) string {
 		c.ProgramName, c.Mode(), throttle, when, calls, risk)
 }
 
-// triggersText describes the reserved "triggers" branch.
+// TriggersText describes the reserved "triggers" branch.
 func TriggersText(n int) string {
 	switch n {
 	case 0:
@@ -167,7 +166,7 @@ func TriggersText(n int) string {
 	return "The run starts when any of these " + core.Plural(n, "trigger", "") + " fires"
 }
 
-// describeTrigger says when a trigger fires; clock times are read in
+// DescribeTrigger says when a trigger fires; clock times are read in
 // zone, named as zone, whose daylight-saving changes a schedule's phrase
 // says what they do to it.
 func DescribeTrigger(t *model.RunTrigger, zone string, loc *time.Location) string {

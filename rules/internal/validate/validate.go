@@ -1,11 +1,6 @@
 package validate
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/decode"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-	"github.com/pilothouse/pilothouse/rules/internal/plan"
-
 	"bytes"
 	"encoding/json"
 	"slices"
@@ -17,6 +12,10 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/decode"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+	"github.com/pilothouse/pilothouse/rules/internal/plan"
 )
 
 // ValidateOptions are the inputs of Validate besides the program and the
@@ -185,7 +184,7 @@ func (c *checker) bindTo(prog *model.Program) *model.Program {
 	return prog
 }
 
-// declaredParams reads the property names of a params schema; nil when the
+// DeclaredParams reads the property names of a params schema; nil when the
 // schema admits undeclared members.
 func DeclaredParams(raw json.RawMessage) map[string]bool {
 	if len(raw) == 0 {
