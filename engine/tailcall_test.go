@@ -56,7 +56,7 @@ func newProxiedHouse(t *testing.T, publishTimeout time.Duration) (*house, *mqttt
 // recorded not acknowledged after the publish timeout, as a firing that
 // waited would be. A body whose
 // only call is its last step runs on the goroutine that fires it (here);
-// another on a worker, which is free while the command waits.
+// another on a goroutine of its own, which ends while the command waits.
 func TestFiringEndsOnItsAcknowledgement(t *testing.T) {
 	for _, here := range []bool{true, false} {
 		t.Run(map[bool]string{true: "here", false: "worker"}[here], func(t *testing.T) { firingEndsOnItsAcknowledgement(t, here) })
@@ -107,7 +107,7 @@ func firingEndsOnItsAcknowledgement(t *testing.T, here bool) {
 	}
 	testutil.Eventually(t, 5*time.Second, "the command sent asynchronously", sent)
 	if !here {
-		testutil.Eventually(t, 5*time.Second, "its worker to be free", func() bool { return h.eng.sched.work.Idle() >= 1 })
+		testutil.Eventually(t, 5*time.Second, "its goroutine to end", func() bool { return h.eng.sched.work.Active() == 0 })
 	}
 	motion() // mode restart: the waiting firing is cancelled
 	testutil.Eventually(t, 5*time.Second, "the cancelled firing", func() bool { return len(statuses()) == 2 })

@@ -1,5 +1,5 @@
-// Package workers runs firings on reused goroutines, at most MaxRunning
-// of those that only wait for acknowledgements at once.
+// Package workers runs firings, each on a goroutine of its own, at most
+// MaxRunning of those that only wait for acknowledgements at once.
 package workers
 
 import (
@@ -8,12 +8,8 @@ import (
 	"time"
 )
 
-// Pool runs firings on reused goroutines. A fresh goroutine starts with
-// a small stack and grows it (copying it) on nearly every firing; a worker
-// that already ran one has the stack it needs. A firing never waits for a
-// worker to hand it to: when none is idle, a new one starts. At most
-// maxIdle wait for work: after a burst the others exit at once rather than
-// keep their stacks for workerIdle.
+// Pool runs firings, each on a goroutine of its own (goroutines are not
+// reused: the runtime sizes a new one's stack from the ones before).
 //
 // At most MaxRunning limited tasks (firings whose body neither waits nor
 // sleeps: they only wait for their commands' acknowledgements) run at
@@ -25,8 +21,7 @@ import (
 // scheduler's queues (figures: docs/performance.md). Bodies with delays and waits are not limited: they
 // may take minutes.
 type Pool struct {
-	idle    chan Task // unbuffered: a send succeeds only into an idle worker
-	waiting atomic.Int32
+	active atomic.Int32 // goroutines running a Task
 
 	mu      sync.Mutex
 	running int      // limited tasks running
@@ -69,19 +64,13 @@ type Task interface {
 	Limited() bool // counts against MaxRunning
 }
 
-const (
-	// workerIdle is how long an idle worker waits for work before it exits.
-	workerIdle = 10 * time.Second
-	// maxIdle bounds the idle workers.
-	maxIdle = 64
-	// MaxRunning bounds the limited tasks running at once.
-	MaxRunning = 512
-)
+// MaxRunning bounds the limited tasks running at once.
+const MaxRunning = 512
 
 // New makes an empty pool.
-func New() *Pool { return &Pool{idle: make(chan Task)} }
+func New() *Pool { return &Pool{} }
 
-// Run runs f on an idle worker or a new one; a limited Task waits in the
+// Run runs f on a goroutine of its own; a limited Task waits in the
 // backlog while MaxRunning others run.
 func (w *Pool) Run(f Task) {
 	if w.admit(f) {
@@ -115,13 +104,10 @@ func (w *Pool) admit(f Task) bool {
 	return true
 }
 
-// start hands f, which has its slot, to an idle worker or a new one.
+// start runs f, which has its slot, on a goroutine of its own.
 func (w *Pool) start(f Task) {
-	select {
-	case w.idle <- f:
-	default:
-		go w.loop(f)
-	}
+	w.active.Add(1)
+	go w.loop(f)
 }
 
 // Finished is called when a limited Task that went on without its worker
@@ -133,7 +119,7 @@ func (w *Pool) Finished() {
 }
 
 // next is called when a limited Task ended: the oldest waiting one takes
-// its slot (run by the same worker), or the slot is freed.
+// its slot (run on the same goroutine), or the slot is freed.
 func (w *Pool) next() Task {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -150,30 +136,17 @@ func (w *Pool) next() Task {
 	return f
 }
 
-// Idle is how many workers wait for work.
-func (w *Pool) Idle() int { return int(w.waiting.Load()) }
+// Active is how many goroutines run a Task now.
+func (w *Pool) Active() int { return int(w.active.Load()) }
 
+// loop runs f and then, while f was a limited Task that ended, the Task
+// that takes its slot from the backlog.
 func (w *Pool) loop(f Task) {
-	t := time.NewTimer(workerIdle)
-	defer t.Stop()
-	for {
-		if over := f.Do(); over && f.Limited() {
-			if f = w.next(); f != nil {
-				continue
-			}
-		}
-		f = nil // do not keep the last firing alive while idle
-		if w.waiting.Add(1) > maxIdle {
-			w.waiting.Add(-1)
+	defer w.active.Add(-1)
+	for f != nil {
+		if over := f.Do(); !over || !f.Limited() {
 			return
 		}
-		t.Reset(workerIdle)
-		select {
-		case f = <-w.idle:
-			w.waiting.Add(-1)
-		case <-t.C:
-			w.waiting.Add(-1)
-			return
-		}
+		f = w.next()
 	}
 }
