@@ -45,6 +45,7 @@ func bindProgram(p *Program, in map[string]any, lim Limits) (*Program, *binding)
 	for i, t := range p.Triggers {
 		u := *t
 		u.Entity = b.id(t.Entity, t.Ptr, t.Ptr+"/"+entityMember(t))
+		b.bindTrigger(&u)
 		q.Triggers[i] = &u
 	}
 	q.Steps = b.steps(p.Steps)
@@ -113,6 +114,7 @@ func (b *binding) step(s *Step) *Step {
 				v.Event = b.id(w.Event, w.Ptr, w.Ptr+"/event")
 			}
 			v.For = b.duration(w.For, "wait for")
+			b.bindWait(&v)
 			u.Wait = &v
 		}
 	case StepIf:

@@ -445,6 +445,9 @@ func (dc *decoder) cronTrigger(v *jnode, t *Trigger) {
 
 // timeTrigger reads a time trigger's "HH:MM[:SS]" into its daily schedule.
 func (dc *decoder) timeTrigger(v *jnode, t *Trigger) {
+	if dc.paramField(v, "at", &t.Inputs) {
+		return
+	}
 	s, ok := dc.str(v, "at")
 	if !ok {
 		return
@@ -465,7 +468,7 @@ func (dc *decoder) sunTrigger(n *jnode, t *Trigger) {
 			dc.d.add(CodeConstraint, v.ptr, hintFor(closeMatches(s, []string{"sunrise", "sunset"}, 1)), "sun must be \"sunrise\" or \"sunset\", got %q", s)
 		}
 	}
-	if v := n.get("offset"); v != nil {
+	if v := n.get("offset"); v != nil && !dc.paramField(v, "offset", &t.Inputs) {
 		t.Offset = dc.constDuration(v, "offset", true)
 	}
 }
@@ -485,24 +488,25 @@ func (dc *decoder) triggerFilters(n *jnode, t *Trigger) {
 	case TriggerEvent:
 		t.To = jvalue(n.get("value"))
 	case TriggerNumeric:
-		t.Above, t.Below = dc.bounds(n)
+		t.Above, t.Below = dc.bounds(n, &t.Inputs)
 	case TriggerAvailable:
 		t.To = jvalue(n.get("to"))
 	}
 	if t.Kind == TriggerState || t.Kind == TriggerNumeric || t.Kind == TriggerAvailable {
-		if v := n.get("for"); v != nil {
+		if v := n.get("for"); v != nil && !dc.paramField(v, "for", &t.Inputs) {
 			t.For = dc.constDuration(v, "for", false)
 		}
 	}
 }
 
-func (dc *decoder) bounds(n *jnode) (above, below *float64) {
-	if v := n.get("above"); v != nil {
+// bounds reads above and below: numbers, or params (recorded in inputs).
+func (dc *decoder) bounds(n *jnode, inputs *[]ParamField) (above, below *float64) {
+	if v := n.get("above"); v != nil && !dc.paramField(v, "above", inputs) {
 		if f, ok := dc.number(v, "above"); ok {
 			above = &f
 		}
 	}
-	if v := n.get("below"); v != nil {
+	if v := n.get("below"); v != nil && !dc.paramField(v, "below", inputs) {
 		if f, ok := dc.number(v, "below"); ok {
 			below = &f
 		}

@@ -132,7 +132,7 @@ func (dc *decoder) waitStep(n *jnode, s *Step) {
 		w.State, _ = dc.str(v.get("state"), "state")
 		if v.get("above") != nil || v.get("below") != nil {
 			dc.fields(v, "a numeric wait", []string{"state", "above", "below", "for"})
-			w.Above, w.Below = dc.bounds(v)
+			w.Above, w.Below = dc.bounds(v, &w.Inputs)
 		} else {
 			dc.fields(v, "a state wait", []string{"state", "to", "from", "for"})
 			w.To, w.From = jvalue(v.get("to")), jvalue(v.get("from"))

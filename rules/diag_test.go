@@ -60,7 +60,7 @@ var codeCases = []codeCase{
 	{"non_constant_reference/var", CodeNonConstantRef, "/steps/1/if", prog(`[{"id":"s","set":{"e":"hall_light.state"}},{"id":"x","if":"state(vars.e) == 'ON'","then":[]}]`), ValidateOptions{}},
 	{"bad_cron/fields", CodeBadCron, "/triggers/0/cron", `{"name":"t","triggers":[{"id":"c","cron":"61 * * * *"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
 	{"bad_duration/delay", CodeBadDuration, "/steps/0/delay", prog(`[{"id":"x","delay":"5 minutes"}]`), ValidateOptions{}},
-	{"bad_duration/templated_for", CodeBadDuration, "/triggers/0/for", `{"name":"t","triggers":[{"id":"a","state":"hall_motion.occupancy","to":false,"for":"{{ params.hold }}"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
+	{"bad_duration/templated_for", CodeBadDuration, "/triggers/0/for", `{"name":"t","triggers":[{"id":"a","state":"hall_motion.occupancy","to":false,"for":"{{ params.hold }}m"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
 	{"bad_time/at", CodeBadTime, "/triggers/0/at", `{"name":"t","triggers":[{"id":"a","at":"7:30pm"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
 	{"missing_location/sun", CodeMissingLocation, "/triggers/0/sun", `{"name":"t","triggers":[{"id":"s","sun":"sunset"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
 	{"unreachable_value/enum", CodeUnreachableValue, "/triggers/0/to", `{"name":"t","triggers":[{"id":"a","state":"hall_light.state","to":"on"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},

@@ -22,6 +22,7 @@ func lower(p *Program, in *interner) form {
 		f.triggers = make([]RunTrigger, len(p.Triggers))
 		for i, t := range p.Triggers {
 			f.triggers[i] = in.trigger(t)
+			f.fields = f.fields || len(t.Inputs) > 0
 		}
 	}
 	if len(p.Conditions) > 0 {
@@ -36,6 +37,9 @@ func lower(p *Program, in *interner) form {
 		f.takesTime = f.takesTime || row.TakesTime
 		if s.Kind == StepCall {
 			f.calls++
+		}
+		if s.Kind == StepWait && s.Wait != nil && len(s.Wait.Inputs) > 0 {
+			f.fields = true
 		}
 		if s.Kind == StepWait && !slices.Contains(f.waitIDs, s.ID) {
 			f.waitIDs = append(f.waitIDs, in.str(s.ID))
@@ -179,6 +183,7 @@ func (lw *lowerer) wait(s *Step) *waitStep {
 		x.to = Value{Set: w.To.Set, V: in.value(w.To.V)}
 		x.from = Value{Set: w.From.Set, V: in.value(w.From.V)}
 		x.above, x.below, x.expr = w.Above, w.Below, in.expr(w.Expr)
+		x.inputs = w.Inputs
 		if w.For != nil {
 			x.hold = in.dur(w.For)
 		}
@@ -204,13 +209,22 @@ func (in *interner) trigger(t *Trigger) RunTrigger {
 	case TriggerCron:
 		rt.more = &triggerMore{schedule: in.schedule(t.Cron, t.Schedule), text: in.str(t.Cron)}
 	case TriggerTime:
-		rt.more = &triggerMore{schedule: in.schedule(timeOfDaySpec(t.At), t.Schedule), text: in.str(t.At)}
+		rt.more = &triggerMore{text: in.str(t.At)}
+		if !hasField(t.Inputs, "at") {
+			rt.more.schedule = in.schedule(timeOfDaySpec(t.At), t.Schedule)
+		}
 	case TriggerSun:
 		rt.more = &triggerMore{text: in.str(t.Sun), offset: t.Offset}
 	case TriggerState:
 		if t.NotTo.Set || t.NotFrom.Set {
 			rt.more = &triggerMore{notTo: in.value(t.NotTo.V), notToSet: t.NotTo.Set, notFrom: in.value(t.NotFrom.V), notFromSet: t.NotFrom.Set}
 		}
+	}
+	if len(t.Inputs) > 0 {
+		if rt.more == nil {
+			rt.more = &triggerMore{}
+		}
+		rt.more.inputs = t.Inputs
 	}
 	return rt
 }

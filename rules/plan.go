@@ -180,20 +180,9 @@ func describeTrigger(t *RunTrigger, zone string, loc *time.Location) string {
 		} else if notTo.Set {
 			s += " to anything but " + oneOfText(notTo.V)
 		}
-		return s + holdFor("and stays so", t.hold)
+		return s + t.holdText("and stays so")
 	case TriggerNumeric:
-		s := "When " + t.entity + " goes"
-		above, below := t.bounds()
-		if above != nil {
-			s += fmt.Sprintf(" above %g", *above)
-		}
-		if below != nil {
-			if above != nil {
-				s += " and"
-			}
-			s += fmt.Sprintf(" below %g", *below)
-		}
-		return s + holdFor("and stays there", t.hold)
+		return "When " + t.entity + " goes " + t.boundsText() + t.holdText("and stays there")
 	case TriggerEvent:
 		s := "When event " + t.entity + " arrives"
 		if list, isList := t.to.([]any); t.toSet && isList {
@@ -205,16 +194,15 @@ func describeTrigger(t *RunTrigger, zone string, loc *time.Location) string {
 	case TriggerCron:
 		return cronWords(t.Spec()) + inZone(zone, dstNote(t.Schedule(), loc))
 	case TriggerTime:
-		return "Every day at " + t.Spec() + inZone(zone, dstNote(t.Schedule(), loc))
+		return "Every day at " + t.atText() + inZone(zone, dstNote(t.Schedule(), loc))
 	case TriggerSun:
-		sun, offset := t.Sun()
-		return "At " + SunPhrase(sun, offset) + " (the server's location)"
+		return "At " + t.sunText() + " (the server's location)"
 	case TriggerAvailable:
 		s := "When " + t.entity + "'s device goes offline or comes back online"
 		if t.toSet {
 			s = "When " + t.entity + "'s device " + availablePhrase(t.to)
 		}
-		return s + holdFor("and stays so", t.hold)
+		return s + t.holdText("and stays so")
 	}
 	return ""
 }
@@ -339,12 +327,12 @@ func describeWait(w *waitStep) string {
 		if w.to.Set {
 			is = append(is, "is "+compactJSON(w.to.V))
 		}
-		if w.above != nil {
-			is = append(is, fmt.Sprintf("is above %g", *w.above))
+		if w.above != nil || hasField(w.inputs, "above") {
+			is = append(is, "is above "+fieldText(w.inputs, "above", fmtBound(w.above)))
 		}
-		if w.below != nil {
-			is = append(is, fmt.Sprintf("below %g", *w.below))
-			if w.above == nil {
+		if w.below != nil || hasField(w.inputs, "below") {
+			is = append(is, "below "+fieldText(w.inputs, "below", fmtBound(w.below)))
+			if w.above == nil && !hasField(w.inputs, "above") {
 				is[len(is)-1] = "is " + is[len(is)-1]
 			}
 		}

@@ -40,6 +40,7 @@ type form struct {
 	mode              uint8 // index into modes
 	takesTime         bool  // some step can make a run span time
 	calls             int   // call steps, anywhere in the body
+	fields            bool  // some trigger or wait has unbound param fields
 }
 
 // RunTrigger is one trigger of a run form: what the engine's scheduler
@@ -66,6 +67,9 @@ type triggerMore struct {
 	// State triggers' not_to / not_from (a value or a list of values).
 	notTo, notFrom       any
 	notToSet, notFromSet bool
+	// inputs are the param fields of an unbound program (plans name
+	// them); a bound program has none.
+	inputs []ParamField
 }
 
 type runCond struct {
@@ -115,8 +119,9 @@ type waitStep struct {
 	expr         *Expr
 	hold         *durSpec // "for" (nil = none)
 	timeout      time.Duration
-	cont         bool // continue_on_timeout
-	byParam      bool // state or event names the catalog-reference param holding the id
+	cont         bool         // continue_on_timeout
+	byParam      bool         // state or event names the catalog-reference param holding the id
+	inputs       []ParamField // unbound thresholds (plans name them)
 }
 
 type ifStep struct {

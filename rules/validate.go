@@ -162,6 +162,7 @@ type checker struct {
 	// paramNames are the declared params (nil = not knowable: the schema
 	// admits other members).
 	paramNames map[string]bool
+	progParams json.RawMessage // the params schema
 	// refs are the catalog-reference params; bind is the bound input
 	// (nil: validating the program itself).
 	refs map[string]*RefParam
@@ -219,6 +220,7 @@ func (c *checker) alive() bool {
 
 func (c *checker) program(p *Program) {
 	c.paramNames = declaredParams(p.Params)
+	c.progParams = p.Params
 	if c.bind != nil && !c.checkBinding() {
 		return
 	}
@@ -349,6 +351,7 @@ func kindList(ks []pilotage.Kind) string {
 }
 
 func (c *checker) trigger(t *Trigger) {
+	c.paramFields(t.Inputs)
 	switch t.Kind {
 	case TriggerState, TriggerNumeric:
 		if _, tmpl := c.refSite(t.Entity, t.Ptr+"/state", pilotage.KindState); t.Entity == "" || tmpl {
