@@ -26,6 +26,22 @@ type ParamField struct {
 	Default string
 }
 
+// runInput is a param field as the run form keeps it (no pointer):
+// plans name it, and an unbound wait binds it when it runs.
+type runInput struct{ field, param, def string }
+
+// inputs lowers param fields.
+func (in *interner) inputs(fs []ParamField) []runInput {
+	if len(fs) == 0 {
+		return nil
+	}
+	out := make([]runInput, len(fs))
+	for i, f := range fs {
+		out[i] = runInput{field: f.Field, param: in.str(f.Param), def: f.Default}
+	}
+	return out
+}
+
 // paramFieldKind is what one field takes: the JSON Schema types its
 // param may declare and the finding code of a bad value.
 type paramFieldKind struct {
@@ -244,14 +260,14 @@ func (b *binding) band(inputs []ParamField, above, below *float64, ptr string) {
 
 // fieldText is how a plan shows a field: its param (and default) when
 // the program is unbound, else its constant.
-func fieldText(inputs []ParamField, field, constant string) string {
+func fieldText(inputs []runInput, field, constant string) string {
 	for _, f := range inputs {
-		if f.Field != field {
+		if f.field != field {
 			continue
 		}
-		s := "{{ params." + f.Param + " }}"
-		if f.Default != "" {
-			s += " (default " + f.Default + ")"
+		s := "{{ params." + f.param + " }}"
+		if f.def != "" {
+			s += " (default " + f.def + ")"
 		}
 		return s
 	}
@@ -259,14 +275,14 @@ func fieldText(inputs []ParamField, field, constant string) string {
 }
 
 // hasField reports whether field is written as a param.
-func hasField(inputs []ParamField, field string) bool {
-	return slices.ContainsFunc(inputs, func(f ParamField) bool { return f.Field == field })
+func hasField(inputs []runInput, field string) bool {
+	return slices.ContainsFunc(inputs, func(f runInput) bool { return f.field == field })
 }
 
 // The phrases of a trigger's fields, naming the param (and its default)
 // where the program is unbound.
 
-func (t *RunTrigger) inputs() []ParamField {
+func (t *RunTrigger) inputs() []runInput {
 	if t.more == nil {
 		return nil
 	}
@@ -286,7 +302,7 @@ func (t *RunTrigger) boundsText() string {
 	return boundsText(t.inputs(), above, below)
 }
 
-func boundsText(in []ParamField, above, below *float64) string {
+func boundsText(in []runInput, above, below *float64) string {
 	var is []string
 	if above != nil || hasField(in, "above") {
 		is = append(is, "above "+fieldText(in, "above", fmtBound(above)))

@@ -1,8 +1,10 @@
 package rules
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fieldParamsProg is a program whose trigger (and body) are given, with
@@ -182,5 +184,35 @@ func TestParamFieldsBindingFindings(t *testing.T) {
 			}
 			t.Errorf("no input_binding at %s with %q: %s", tc.path, tc.msg, diagString(res.Diagnostics))
 		})
+	}
+}
+
+// TestParamFieldsWaitAtRunTime: an unbound body (a promoted automation
+// another rule calls) reads its wait's thresholds from the params it runs
+// with; the trace shows the value.
+func TestParamFieldsWaitAtRunTime(t *testing.T) {
+	src := fieldParamsProg(`{"id": "t", "state": "front_door.contact", "to": false}`,
+		`[{"id": "dry", "wait": {"state": "outdoor_weather.humidity", "below": "{{ params.humidity_level }}"}, "timeout": "1h"}]`)
+	res := mustValidate(t, src, ValidateOptions{})
+	for _, tc := range []struct {
+		level  any
+		status string
+		err    string
+	}{
+		{60.0, StatusSuccess, ""}, // 50 is below 60: met at once
+		{40.0, StatusTimeout, ""}, // 50 is not below 40: it times out
+		{"wet", StatusFailed, `params.humidity_level as below: want a number, got a string`},
+	} {
+		w := NewSimWorld(func(string) (any, bool) { return 50.0, true }, time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC), Scenario{}, nil)
+		out := Run(context.Background(), res.Compiled, w, RunInput{Params: map[string]any{"humidity_level": tc.level}, SkipConditions: true, Trigger: TriggerFire{ID: "t", Value: false}})
+		if out.Outcome.Status != tc.status || !strings.Contains(out.Outcome.Error, tc.err) {
+			t.Errorf("level %v: %+v", tc.level, out.Outcome)
+			continue
+		}
+		for _, s := range out.Steps {
+			if s.ID == "dry" && tc.err == "" && s.Input.(map[string]any)["below"] != tc.level {
+				t.Errorf("level %v: wait input %v", tc.level, s.Input)
+			}
+		}
 	}
 }

@@ -69,19 +69,36 @@ func (r *interp) assumedWait(qid string) (string, bool) {
 // describing it. An expression that fails on its first check fails the
 // step; later failures count as "not yet".
 // boundWait is ws with the id its catalog-reference param holds in this
-// frame (ws itself when it names the id).
+// frame and the thresholds its params give (ws itself when it names the
+// id and holds the thresholds): an unbound body, such as a promoted
+// automation another rule calls, binds them when it runs.
 func boundWait(f *frame, ws *waitStep, qid string) (*waitStep, *halt) {
-	if !ws.byParam {
+	if !ws.byParam && len(ws.inputs) == 0 {
 		return ws, nil
 	}
 	bound := *ws
 	var h *halt
-	if bound.state != "" {
+	switch {
+	case !ws.byParam:
+	case bound.state != "":
 		bound.state, h = paramID(f, ws.state, qid)
-	} else {
+	default:
 		bound.event, h = paramID(f, ws.event, qid)
 	}
 	bound.byParam = false
+	for _, in := range ws.inputs {
+		v, err := fieldValue(in.field, f.env.Params[in.param])
+		if err != nil {
+			return nil, &halt{StatusFailed, fmt.Sprintf("step %q: params.%s as %s: %v", qid, in.param, in.field, err)}
+		}
+		n := v.(float64)
+		if in.field == "above" {
+			bound.above = &n
+		} else {
+			bound.below = &n
+		}
+	}
+	bound.inputs = nil
 	return &bound, h
 }
 

@@ -183,7 +183,7 @@ func (lw *lowerer) wait(s *Step) *waitStep {
 		x.to = Value{Set: w.To.Set, V: in.value(w.To.V)}
 		x.from = Value{Set: w.From.Set, V: in.value(w.From.V)}
 		x.above, x.below, x.expr = w.Above, w.Below, in.expr(w.Expr)
-		x.inputs = w.Inputs
+		x.inputs = in.inputs(w.Inputs)
 		if w.For != nil {
 			x.hold = in.dur(w.For)
 		}
@@ -210,7 +210,7 @@ func (in *interner) trigger(t *Trigger) RunTrigger {
 		rt.more = &triggerMore{schedule: in.schedule(t.Cron, t.Schedule), text: in.str(t.Cron)}
 	case TriggerTime:
 		rt.more = &triggerMore{text: in.str(t.At)}
-		if !hasField(t.Inputs, "at") {
+		if len(t.Inputs) == 0 {
 			rt.more.schedule = in.schedule(timeOfDaySpec(t.At), t.Schedule)
 		}
 	case TriggerSun:
@@ -224,7 +224,7 @@ func (in *interner) trigger(t *Trigger) RunTrigger {
 		if rt.more == nil {
 			rt.more = &triggerMore{}
 		}
-		rt.more.inputs = t.Inputs
+		rt.more.inputs = in.inputs(t.Inputs)
 	}
 	return rt
 }

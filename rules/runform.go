@@ -69,7 +69,7 @@ type triggerMore struct {
 	notToSet, notFromSet bool
 	// inputs are the param fields of an unbound program (plans name
 	// them); a bound program has none.
-	inputs []ParamField
+	inputs []runInput
 }
 
 type runCond struct {
@@ -119,9 +119,9 @@ type waitStep struct {
 	expr         *Expr
 	hold         *durSpec // "for" (nil = none)
 	timeout      time.Duration
-	cont         bool         // continue_on_timeout
-	byParam      bool         // state or event names the catalog-reference param holding the id
-	inputs       []ParamField // unbound thresholds (plans name them)
+	cont         bool       // continue_on_timeout
+	byParam      bool       // state or event names the catalog-reference param holding the id
+	inputs       []runInput // unbound thresholds (plans name them)
 }
 
 type ifStep struct {
