@@ -216,3 +216,27 @@ func TestParamFieldsWaitAtRunTime(t *testing.T) {
 		}
 	}
 }
+
+// TestParamFieldsOverlapOnceBound: a threshold param is unknown before it
+// is bound, so the unbound program's trigger is not taken for an
+// installed rule's that lacks that threshold; the bound one is compared.
+func TestParamFieldsOverlapOnceBound(t *testing.T) {
+	in := installedRule(`{"name": "dry-fan", "triggers": [{"id": "d", "state": "outdoor_weather.humidity", "below": 30}],
+	  "steps": [{"id": "off", "call": "living_plug.set", "args": {"state": "OFF"}}]}`)
+	src := fieldParamsProg(`{"id": "t", "state": "outdoor_weather.humidity", "above": "{{ params.low }}", "below": 30}`, "")
+	overlaps := func(o ValidateOptions) bool {
+		o.Installed = in
+		for _, d := range mustValidate(t, src, o).Diagnostics {
+			if d.Code == CodeOverlappingRule {
+				return true
+			}
+		}
+		return false
+	}
+	if overlaps(ValidateOptions{}) {
+		t.Error("the unbound threshold was taken for none")
+	}
+	if overlaps(ValidateOptions{Bind: map[string]any{"low": 10}}) {
+		t.Error("a bound threshold the installed rule lacks overlaps")
+	}
+}

@@ -126,8 +126,9 @@ func sameTrigger(t *Trigger, o *RunTrigger) bool {
 	case TriggerEvent:
 		return eventsMeet(t.To, o.To())
 	case TriggerNumeric:
+		// A threshold param is not known before it is bound.
 		above, below := o.bounds()
-		return sameBound(t.Above, above) && sameBound(t.Below, below)
+		return len(t.Inputs) == 0 && sameBound(t.Above, above) && sameBound(t.Below, below)
 	}
 	return false
 }
