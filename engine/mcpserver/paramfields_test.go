@@ -77,10 +77,25 @@ func TestParamThresholdOverMCP(t *testing.T) {
 		t.Errorf("deploy plan: %v", d)
 	}
 	humidityFires(t, s, c, 1)
+	wake := execute(t, c, map[string]any{"program": prog(t, wakeAt), "input": map[string]any{"wake_time": "06:45"}})
+	if tr := js(wake["output"].(map[string]any)["triggers"]); !strings.Contains(tr, `"spec":"06:45"`) || !strings.Contains(tr, `T06:45:00Z`) {
+		t.Errorf("deploy of a time param: %s", js(wake))
+	}
 
 	c = s.restart(t, engine.Config{}, storage.Options{})
 	humidityFires(t, s, c, 2)
+	if rules := js(call(t, c, "pilothouse_rules", map[string]any{"last_firings": 0})); !strings.Contains(rules, `"triggers":[{"id":"wake","kind":"time","next_fire":"`) || !strings.Contains(rules, `T06:45:00Z","spec":"06:45"`) {
+		t.Errorf("the time param after a restart: %s", rules)
+	}
 }
+
+// wakeAt runs at a time of day given as a param.
+const wakeAt = `{
+  "name": "wake-at",
+  "params": {"type": "object", "properties": {"wake_time": {"type": "string", "default": "07:30"}}},
+  "triggers": [{"id": "wake", "at": "{{ params.wake_time }}"}],
+  "steps": [{"id": "light", "call": "hall_light.set", "args": {"state": "ON"}}]
+}`
 
 // humidityFires sends readings 50, 68 (above the default 65, below the
 // bound 70) and 75 over MQTT and waits for the rule's n-th firing: it
