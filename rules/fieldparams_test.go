@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+
 	"context"
 	"strings"
 	"testing"
@@ -9,7 +11,10 @@ import (
 
 // fieldParamsProg is a program whose trigger (and body) are given, with
 // params of every type a param field takes.
-func fieldParamsProg(trigger, steps string) string {
+func fieldParamsProg(trigger, steps string) string { return fieldParamsProgWith(trigger, steps, "") }
+
+// fieldParamsProgWith declares the params extra too (`, "name": {...}`).
+func fieldParamsProgWith(trigger, steps, extra string) string {
 	if steps == "" {
 		steps = `[{"id": "fan", "call": "living_plug.set", "args": {"state": "ON"}}]`
 	}
@@ -20,8 +25,7 @@ func fieldParamsProg(trigger, steps string) string {
     "open_duration": {"type": "string", "format": "duration", "default": "10m"},
     "wake": {"type": "string", "default": "07:30"},
     "shift": {"type": "string", "default": "-30m"},
-    "label": {"type": "boolean"},
-    "sensor": {"type": "string", "catalog": {"kind": "state"}, "default": "outdoor_weather.humidity"}}},
+    "label": {"type": "boolean"}` + extra + `}},
   "triggers": [` + trigger + `],
   "steps": ` + steps + `}`
 }
@@ -59,7 +63,7 @@ func TestParamFields(t *testing.T) {
 			if !res.Valid {
 				t.Fatalf("invalid: %s", diagString(res.Diagnostics))
 			}
-			if !res.Compiled.fields || !res.Compiled.Binds() {
+			if !res.Compiled.Binds() {
 				t.Error("the unbound program does not say it binds")
 			}
 			if d := planStep(res.Plan, "t").Description; !strings.Contains(d, tc.unbound) {
@@ -72,7 +76,7 @@ func TestParamFields(t *testing.T) {
 			if d := planStep(b.Plan, "t").Description; !strings.Contains(d, tc.bound) {
 				t.Errorf("bound plan %q, want %q", d, tc.bound)
 			}
-			if b.Compiled.fields || len(b.Compiled.Triggers()[0].inputs()) > 0 {
+			if b.Compiled.Binds() || len(b.Compiled.Triggers()[0].Inputs()) > 0 {
 				t.Error("the bound program still has param fields")
 			}
 			if tr := b.Compiled.Triggers()[0]; tr.Kind() == TriggerTime && tr.Schedule() == nil {
@@ -91,9 +95,9 @@ func TestParamFieldsArmConstants(t *testing.T) {
 		t.Fatalf("invalid: %s", diagString(b.Diagnostics))
 	}
 	tr := b.Compiled.Triggers()[0]
-	above, below := tr.bounds()
-	if above == nil || *above != 70 || below != nil || tr.hold.Seconds() != 2 {
-		t.Errorf("armed above %v below %v hold %s", above, below, tr.hold)
+	above, below := tr.Bounds()
+	if above == nil || *above != 70 || below != nil || tr.For().Seconds() != 2 {
+		t.Errorf("armed above %v below %v hold %s", above, below, tr.For())
 	}
 	sched := mustValidate(t, fieldParamsProg(`{"id": "t", "at": "{{ params.wake }}"}`, ""), ValidateOptions{Bind: map[string]any{"wake": "06:45:30"}})
 	if tr := sched.Compiled.Triggers()[0]; tr.CronSpec() != "30 45 6 * * *" || tr.Schedule() == nil {
@@ -124,19 +128,19 @@ func TestParamFieldsFindings(t *testing.T) {
 	for _, tc := range []struct {
 		name, trigger, code, path, msg string
 	}{
-		{"undeclared", `{"id": "t", "state": "outdoor_weather.humidity", "above": "{{ params.humid }}"}`, CodeBadParams, "/triggers/0/above", "params.humid is not declared"},
-		{"string_threshold", `{"id": "t", "state": "outdoor_weather.humidity", "above": "{{ params.wake }}"}`, CodeBadParams, "/triggers/0/above", `params.wake has type "string"; above takes a number`},
-		{"number_hold", `{"id": "t", "state": "front_door.contact", "for": "{{ params.humidity_level }}"}`, CodeBadParams, "/triggers/0/for", `params.humidity_level has type "number"; for takes a duration`},
-		{"untyped", `{"id": "t", "at": "{{ params.label }}"}`, CodeBadParams, "/triggers/0/at", `params.label has type "boolean"`},
-		{"catalog_ref", `{"id": "t", "state": "outdoor_weather.humidity", "below": "{{ params.sensor }}"}`, CodeBadParams, "/triggers/0/below", "params.sensor is a catalog reference"},
-		{"bad_default", `{"id": "t", "at": "{{ params.shift }}"}`, CodeBadParams, "/triggers/0/at", `the default of params.shift, "-30m", is no at`},
-		{"negative_default_hold", `{"id": "t", "state": "front_door.contact", "for": "{{ params.shift }}"}`, CodeBadParams, "/triggers/0/for", "a hold cannot be negative"},
-		{"expression", `{"id": "t", "state": "outdoor_weather.humidity", "above": "{{ params.humidity_level + 5 }}"}`, CodeTypeMismatch, "/triggers/0/above", "exactly \"{{ params.<name> }}\""},
-		{"expression_duration", `{"id": "t", "sun": "sunrise", "offset": "{{ now() }}"}`, CodeBadDuration, "/triggers/0/offset", "exactly"},
-		{"expression_time", `{"id": "t", "at": "{{ params.wake }}:00"}`, CodeBadTime, "/triggers/0/at", "exactly"},
+		{"undeclared", `{"id": "t", "state": "outdoor_weather.humidity", "above": "{{ params.humid }}"}`, core.CodeBadParams, "/triggers/0/above", "params.humid is not declared"},
+		{"string_threshold", `{"id": "t", "state": "outdoor_weather.humidity", "above": "{{ params.wake }}"}`, core.CodeBadParams, "/triggers/0/above", `params.wake has type "string"; above takes a number`},
+		{"number_hold", `{"id": "t", "state": "front_door.contact", "for": "{{ params.humidity_level }}"}`, core.CodeBadParams, "/triggers/0/for", `params.humidity_level has type "number"; for takes a duration`},
+		{"untyped", `{"id": "t", "at": "{{ params.label }}"}`, core.CodeBadParams, "/triggers/0/at", `params.label has type "boolean"`},
+		{"catalog_ref", `{"id": "t", "state": "outdoor_weather.humidity", "below": "{{ params.sensor }}"}`, core.CodeBadParams, "/triggers/0/below", "params.sensor is a catalog reference"}, // declared by the test
+		{"bad_default", `{"id": "t", "at": "{{ params.shift }}"}`, core.CodeBadParams, "/triggers/0/at", `the default of params.shift, "-30m", is no at`},
+		{"negative_default_hold", `{"id": "t", "state": "front_door.contact", "for": "{{ params.shift }}"}`, core.CodeBadParams, "/triggers/0/for", "a hold cannot be negative"},
+		{"expression", `{"id": "t", "state": "outdoor_weather.humidity", "above": "{{ params.humidity_level + 5 }}"}`, core.CodeTypeMismatch, "/triggers/0/above", "exactly \"{{ params.<name> }}\""},
+		{"expression_duration", `{"id": "t", "sun": "sunrise", "offset": "{{ now() }}"}`, core.CodeBadDuration, "/triggers/0/offset", "exactly"},
+		{"expression_time", `{"id": "t", "at": "{{ params.wake }}:00"}`, core.CodeBadTime, "/triggers/0/at", "exactly"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := mustValidate(t, fieldParamsProg(tc.trigger, ""), ValidateOptions{HasLocation: true})
+			res := mustValidate(t, fieldParamsProgWith(tc.trigger, "", `, "sensor": {"type": "string", "catalog": {"kind": "state"}}`), ValidateOptions{HasLocation: true})
 			if res.Valid {
 				t.Fatal("valid")
 			}
@@ -178,7 +182,7 @@ func TestParamFieldsBindingFindings(t *testing.T) {
 				t.Fatalf("valid with %v", tc.bind)
 			}
 			for _, d := range res.Diagnostics {
-				if d.Code == CodeInputBinding && d.Path == tc.path && strings.Contains(d.Message, tc.msg) {
+				if d.Code == core.CodeInputBinding && d.Path == tc.path && strings.Contains(d.Message, tc.msg) {
 					return
 				}
 			}
@@ -227,7 +231,7 @@ func TestParamFieldsOverlapOnceBound(t *testing.T) {
 	overlaps := func(o ValidateOptions) bool {
 		o.Installed = in
 		for _, d := range mustValidate(t, src, o).Diagnostics {
-			if d.Code == CodeOverlappingRule {
+			if d.Code == core.CodeOverlappingRule {
 				return true
 			}
 		}
