@@ -244,3 +244,84 @@ func TestParamFieldsOverlapOnceBound(t *testing.T) {
 		t.Error("a bound threshold the installed rule lacks overlaps")
 	}
 }
+
+// withCondition is a program whose condition is cond (and whose trigger
+// is the door opening).
+func withCondition(cond string) string {
+	return fieldParamsProgWith(`{"id": "t", "state": "front_door.contact", "to": false}], "conditions": [`+cond, "",
+		`, "night_start": {"type": "string", "default": "22:00"}, "night_end": {"type": "string"}`)
+}
+
+// TestParamFieldsConditions: a time condition's bounds and a sun
+// condition's offsets take params too: planned as the param unbound, as
+// the value bound, and the bound window decides the run.
+func TestParamFieldsConditions(t *testing.T) {
+	for _, tc := range []struct {
+		name, cond     string
+		bind           map[string]any
+		unbound, bound string
+	}{
+		{"after", `{"id": "c", "time": {"after": "{{ params.night_start }}", "before": "06:00"}}`, map[string]any{"night_start": "21:30"},
+			`Only after {{ params.night_start }} (default "22:00") and before 06:00 (server time)`, "Only from 21:30 until 06:00 the next day (server time)"},
+		{"before", `{"id": "c", "time": {"before": "{{ params.night_end }}", "weekday": ["sat", "sun"]}}`, map[string]any{"night_end": "08:00"},
+			"Only before {{ params.night_end }}, on Sunday and Saturday (server time)", "Only before 08:00, on Sunday and Saturday (server time)"},
+		{"sun_offset", `{"id": "c", "sun": {"after": "sunset", "after_offset": "{{ params.shift }}"}}`, map[string]any{"shift": "15m"},
+			`Only after sunset shifted by {{ params.shift }} (default "-30m") (the server's location)`, "Only after 15 minutes after sunset (the server's location)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := mustValidate(t, withCondition(tc.cond), ValidateOptions{HasLocation: true})
+			if !res.Valid || !res.Compiled.Binds() {
+				t.Fatalf("invalid or not binding: %s", diagString(res.Diagnostics))
+			}
+			if d := planStep(res.Plan, "c").Description; d != tc.unbound {
+				t.Errorf("unbound plan %q, want %q", d, tc.unbound)
+			}
+			b := mustValidate(t, withCondition(tc.cond), ValidateOptions{HasLocation: true, Bind: tc.bind})
+			if !b.Valid {
+				t.Fatalf("bound invalid: %s", diagString(b.Diagnostics))
+			}
+			if d := planStep(b.Plan, "c").Description; d != tc.bound {
+				t.Errorf("bound plan %q, want %q", d, tc.bound)
+			}
+		})
+	}
+	b := mustValidate(t, withCondition(`{"id": "c", "time": {"after": "{{ params.night_start }}", "before": "06:00"}}`), ValidateOptions{Bind: map[string]any{"night_start": "23:00"}})
+	for _, tc := range []struct {
+		hour   int
+		status string
+	}{{23, StatusSuccess}, {22, StatusConditionsNotMet}, {5, StatusSuccess}, {7, StatusConditionsNotMet}} {
+		now := time.Date(2026, 1, 5, tc.hour, 30, 0, 0, time.UTC)
+		w := NewSimWorld(func(string) (any, bool) { return nil, false }, now, Scenario{}, nil)
+		w.SetPlace(Place{Zone: time.UTC})
+		if out := Run(context.Background(), b.Compiled, w, RunInput{Trigger: TriggerFire{ID: "t", Value: false}}); out.Outcome.Status != tc.status {
+			t.Errorf("at %02d:30 with night_start 23:00: %s, want %s", tc.hour, out.Outcome.Status, tc.status)
+		}
+	}
+}
+
+// TestParamFieldsConditionFindings: the condition's params are checked
+// like a trigger's, unbound and bound.
+func TestParamFieldsConditionFindings(t *testing.T) {
+	for _, tc := range []struct {
+		name, cond string
+		bind       map[string]any
+		code, path string
+		msg        string
+	}{
+		{"number_time", `{"id": "c", "time": {"after": "{{ params.humidity_level }}"}}`, nil, core.CodeBadParams, "/conditions/0/time/after", `params.humidity_level has type "number"`},
+		{"expression", `{"id": "c", "time": {"before": "{{ params.night_end }}:00"}}`, nil, core.CodeBadTime, "/conditions/0/time/before", "exactly"},
+		{"bad_time", `{"id": "c", "time": {"after": "{{ params.night_start }}"}}`, map[string]any{"night_start": "9pm"}, core.CodeInputBinding, "/night_start", `night_start = "9pm": used as the after at /conditions/0/time/after`},
+		{"empty_window", `{"id": "c", "time": {"after": "{{ params.night_start }}", "before": "06:00"}}`, map[string]any{"night_start": "06:00"}, core.CodeInputBinding, "/night_start", "the window is empty"},
+		{"bad_offset", `{"id": "c", "sun": {"before": "sunrise", "before_offset": "{{ params.shift }}"}}`, map[string]any{"shift": 5}, core.CodeInputBinding, "/shift", "want a duration"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := mustValidate(t, withCondition(tc.cond), ValidateOptions{HasLocation: true, Bind: tc.bind})
+			for _, d := range res.Diagnostics {
+				if d.Code == tc.code && d.Path == tc.path && strings.Contains(d.Message, tc.msg) {
+					return
+				}
+			}
+			t.Errorf("no %s at %s with %q: %s", tc.code, tc.path, tc.msg, diagString(res.Diagnostics))
+		})
+	}
+}

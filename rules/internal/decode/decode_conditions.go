@@ -51,7 +51,7 @@ func (dc *decoder) timeWindow(v *core.Jnode, members []string) *model.Window {
 		to  *string
 	}{{"after", &w.After}, {"before", &w.Before}} {
 		x := v.Get(b.key)
-		if x == nil {
+		if x == nil || dc.paramField(x, b.key, &w.Inputs) {
 			continue
 		}
 		s, ok := dc.str(x, b.key)
@@ -126,7 +126,9 @@ func (dc *decoder) sunWindow(v *core.Jnode, members []string) *model.Window {
 			}
 		}
 		if x := v.Get(b.key + "_offset"); x != nil {
-			*b.offset = dc.constDuration(x, b.key+"_offset", true)
+			if !dc.paramField(x, b.key+"_offset", &w.Inputs) {
+				*b.offset = dc.constDuration(x, b.key+"_offset", true)
+			}
 			if v.Get(b.key) == nil {
 				dc.D.Add(core.CodeMissingField, v.Ptr, fmt.Sprintf("add \"%s\": \"sunset\" or \"sunrise\"", b.key), "%s_offset needs %s", b.key, b.key)
 			}

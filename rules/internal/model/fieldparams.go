@@ -3,6 +3,8 @@ package model
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/pilothouse/pilothouse/rules/internal/clock"
@@ -67,6 +69,11 @@ var ParamFieldKinds = map[string]ParamFieldKind{
 	"for":    {[]string{"string"}, core.CodeBadDuration, "a duration such as \"10m\"", `{"type": "string", "format": "duration", "default": "10m"}`},
 	"offset": {[]string{"string"}, core.CodeBadDuration, "a duration such as \"-30m\"", `{"type": "string", "default": "-30m"}`},
 	"at":     {[]string{"string"}, core.CodeBadTime, "a time of day HH:MM or HH:MM:SS", `{"type": "string", "default": "07:30"}`},
+	// Time conditions' bounds and sun conditions' offsets.
+	"after":         {[]string{"string"}, core.CodeBadTime, "a time of day HH:MM or HH:MM:SS", `{"type": "string", "default": "22:00"}`},
+	"before":        {[]string{"string"}, core.CodeBadTime, "a time of day HH:MM or HH:MM:SS", `{"type": "string", "default": "06:00"}`},
+	"after_offset":  {[]string{"string"}, core.CodeBadDuration, "a duration such as \"-30m\"", `{"type": "string", "default": "15m"}`},
+	"before_offset": {[]string{"string"}, core.CodeBadDuration, "a duration such as \"-30m\"", `{"type": "string", "default": "-1h"}`},
 }
 
 // FieldValue reads a param's value for field: a float64 (above, below),
@@ -79,7 +86,7 @@ func FieldValue(field string, v any) (any, error) {
 			return nil, fmt.Errorf("want a number, got %s", core.InterpTypeName(v))
 		}
 		return n, nil
-	case "for", "offset":
+	case "for", "offset", "after_offset", "before_offset":
 		s, ok := v.(string)
 		if !ok {
 			return nil, fmt.Errorf("want a duration such as \"10m\", got %s", core.InterpTypeName(v))
@@ -92,7 +99,7 @@ func FieldValue(field string, v any) (any, error) {
 			return nil, fmt.Errorf("a hold cannot be negative")
 		}
 		return d, nil
-	case "at":
+	case "at", "after", "before":
 		s, ok := v.(string)
 		if !ok || !clock.ValidClock(s) {
 			return nil, fmt.Errorf("want a time of day HH:MM or HH:MM:SS, got %s", core.CompactJSON(v))
@@ -100,6 +107,42 @@ func FieldValue(field string, v any) (any, error) {
 		return s, nil
 	}
 	return nil, fmt.Errorf("%s takes no param", field)
+}
+
+// BindWindow sets a time or sun condition's param field from its bound
+// value v (a FieldValue).
+func BindWindow(w *Window, field string, v any) {
+	switch field {
+	case "after":
+		w.After = v.(string)
+	case "before":
+		w.Before = v.(string)
+	case "after_offset":
+		w.AfterOffset = v.(time.Duration)
+	case "before_offset":
+		w.BeforeOffset = v.(time.Duration)
+	}
+}
+
+// FieldText is how a plan shows a field: its param (and default) when
+// the program is unbound, else its constant.
+func FieldText(inputs []RunInput, field, constant string) string {
+	for _, f := range inputs {
+		if f.Field != field {
+			continue
+		}
+		s := "{{ params." + f.Param + " }}"
+		if f.Default != "" {
+			s += " (default " + f.Default + ")"
+		}
+		return s
+	}
+	return constant
+}
+
+// HasField reports whether field is written as a param.
+func HasField(inputs []RunInput, field string) bool {
+	return slices.ContainsFunc(inputs, func(f RunInput) bool { return f.Field == field })
 }
 
 // BindTrigger sets a trigger's param field from its bound value v (a
@@ -120,4 +163,36 @@ func BindTrigger(t *Trigger, field string, v any) {
 		t.At = v.(string)
 		t.Schedule, _ = clock.ParseCron(TimeOfDaySpec(t.At))
 	}
+}
+
+// describeParams is Describe for a window whose bounds (time) or offsets
+// (sun) are unbound params: it names them where the values go.
+func (w *condWindow) describeParams(zone string) string {
+	in := w.inputs
+	var parts []string
+	for _, b := range []struct {
+		key, event string
+		sec        int32
+		off        time.Duration
+	}{{"after", w.sunAfter, w.after, w.afterOff}, {"before", w.sunBefore, w.before, w.beforeOff}} {
+		switch {
+		case w.sun && b.event != "" && HasField(in, b.key+"_offset"):
+			parts = append(parts, b.key+" "+b.event+" shifted by "+FieldText(in, b.key+"_offset", ""))
+		case w.sun && b.event != "":
+			parts = append(parts, b.key+" "+clock.SunPhrase(b.event, b.off))
+		case !w.sun && (b.sec >= 0 || HasField(in, b.key)):
+			parts = append(parts, b.key+" "+FieldText(in, b.key, clockText(b.sec)))
+		}
+	}
+	s := "Only " + strings.Join(parts, " and ")
+	if w.days != 0 {
+		s += ", on " + core.JoinList(DayNamesLong(w.dayNames()), "and")
+	}
+	switch {
+	case w.sun:
+		return s + " (the server's location)"
+	case zone == "":
+		zone = "server time"
+	}
+	return s + " (" + zone + ")"
 }

@@ -29,6 +29,9 @@ func Lower(p *Program, in *Interner) Form {
 		f.Conds = make([]RunCond, len(p.Conditions))
 		for i, c := range p.Conditions {
 			f.Conds[i] = RunCond{ID: in.str(c.ID), X: in.expr(c.Expr), Win: lowerWindow(c)}
+			if w := f.Conds[i].Win; w != nil && len(c.Window.Inputs) > 0 {
+				w.inputs, f.fields = in.inputs(c.Window.Inputs), true
+			}
 		}
 	}
 	f.Steps = lw.list(p.Steps)

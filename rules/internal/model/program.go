@@ -113,6 +113,9 @@ type Window struct {
 	After, Before             string
 	AfterOffset, BeforeOffset time.Duration  // sun
 	Weekdays                  []time.Weekday // time; nil = every day
+	// Inputs are the bounds (time) or offsets (sun) written as
+	// "{{ params.<name> }}".
+	Inputs []ParamField
 }
 
 // StepKind is the closed set of step kinds.

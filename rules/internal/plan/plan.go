@@ -332,12 +332,12 @@ func describeWait(w *model.WaitStep) string {
 		if w.To.Set {
 			is = append(is, "is "+core.CompactJSON(w.To.V))
 		}
-		if w.Above != nil || hasField(w.Inputs, "above") {
-			is = append(is, "is above "+fieldText(w.Inputs, "above", fmtBound(w.Above)))
+		if w.Above != nil || model.HasField(w.Inputs, "above") {
+			is = append(is, "is above "+model.FieldText(w.Inputs, "above", fmtBound(w.Above)))
 		}
-		if w.Below != nil || hasField(w.Inputs, "below") {
-			is = append(is, "below "+fieldText(w.Inputs, "below", fmtBound(w.Below)))
-			if w.Above == nil && !hasField(w.Inputs, "above") {
+		if w.Below != nil || model.HasField(w.Inputs, "below") {
+			is = append(is, "below "+model.FieldText(w.Inputs, "below", fmtBound(w.Below)))
+			if w.Above == nil && !model.HasField(w.Inputs, "above") {
 				is[len(is)-1] = "is " + is[len(is)-1]
 			}
 		}

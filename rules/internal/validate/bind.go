@@ -54,6 +54,7 @@ func bindProgram(p *model.Program, in map[string]any, lim core.Limits) (*model.P
 		b.bindTrigger(&u)
 		q.Triggers[i] = &u
 	}
+	q.Conditions = b.bindConditions(p.Conditions)
 	q.Steps = b.steps(p.Steps)
 	return &q, b
 }

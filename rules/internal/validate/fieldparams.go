@@ -89,6 +89,32 @@ func (b *binding) bindTrigger(t *model.Trigger) {
 	t.Inputs = nil
 }
 
+// bindConditions binds the time and sun conditions' param fields (in
+// copies: the program is not changed).
+func (b *binding) bindConditions(list []*model.Condition) []*model.Condition {
+	out := slices.Clone(list)
+	for i, cd := range list {
+		if cd.Window == nil || len(cd.Window.Inputs) == 0 {
+			continue
+		}
+		u, w := *cd, *cd.Window
+		for _, f := range w.Inputs {
+			if v, ok := b.field(f); ok {
+				model.BindWindow(&w, f.Field, v)
+			}
+		}
+		if w.After != "" && w.After == w.Before {
+			site := w.Inputs[len(w.Inputs)-1].Param
+			b.d.Add(core.CodeInputBinding, "/"+core.EscapePtr(site), "drop one bound, or give a window such as after 22:00 before 06:00",
+				"%s = %s: after and before are both %s at %s: the window is empty", site, core.CompactJSON(b.params[site]), w.After, cd.Ptr)
+		}
+		w.Inputs = nil
+		u.Window = &w
+		out[i] = &u
+	}
+	return out
+}
+
 // bindWait sets a wait's param fields (its thresholds).
 func (b *binding) bindWait(w *model.WaitSpec) {
 	for _, f := range w.Inputs {

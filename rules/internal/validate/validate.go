@@ -237,6 +237,9 @@ func (c *checker) program(p *model.Program) {
 	}
 	root := &scope{vars: map[string]bool{}, steps: map[string]bool{}}
 	for _, cd := range p.Conditions {
+		if cd.Window != nil {
+			c.paramFields(cd.Window.Inputs)
+		}
 		c.expr(cd.Expr, root)
 		if cd.Kind == model.CondSun && !c.o.HasLocation {
 			c.d.Add(core.CodeMissingLocation, cd.Ptr+"/sun", "ask the operator to configure the location, or use a time condition: {\"time\": {\"after\": \"18:00\", \"before\": \"07:00\"}}", "a sun condition needs the server's latitude/longitude, which is not configured")
