@@ -172,3 +172,34 @@ func (s *httpStack) restart(t *testing.T, cfg engine.Config, so storage.Options)
 	s.url = hs.URL + "/mcp"
 	return s.client("")
 }
+
+// nightDoor is a door alert only at night, the night's start a param.
+const nightDoor = `{
+  "name": "night-door",
+  "params": {"type": "object", "properties": {"night_start": {"type": "string", "default": "22:00"}}},
+  "triggers": [{"id": "open", "state": "front_door.contact", "to": false}],
+  "conditions": [{"id": "night", "time": {"after": "{{ params.night_start }}", "before": "06:00"}}],
+  "steps": [{"id": "light", "call": "hall_light.set", "args": {"state": "ON"}}]
+}`
+
+// TestParamConditionOverMCP: a time condition's bound from a param is
+// planned as the param, and a test run decides it with the bound value.
+func TestParamConditionOverMCP(t *testing.T) {
+	s := newHTTPStackCfg(t, engine.Config{TimeZone: time.UTC}, storage.Options{})
+	c := s.client("")
+	if v := validate(t, c, nightDoor); v["valid"] != true ||
+		step(v["plan"], "night")["description"] != `Only after {{ params.night_start }} (default "22:00") and before 06:00 (UTC)` {
+		t.Fatalf("validate: %s", js(v))
+	}
+	for _, tc := range []struct{ now, status string }{
+		{"2026-01-05T23:30:00Z", "success"},
+		{"2026-01-05T22:30:00Z", "conditions_not_met"}, // after the default, before the bound start
+	} {
+		in := map[string]any{"night_start": "23:00", "scenario": map[string]any{"now": tc.now, "from": true}}
+		tr := execute(t, c, map[string]any{"program": prog(t, nightDoor), "test_run": true, "input": in})
+		if st := tr["outcome"].(map[string]any)["status"]; st != tc.status ||
+			step(tr["output"].(map[string]any)["plan"], "night")["description"] != "Only from 23:00 until 06:00 the next day (UTC)" {
+			t.Errorf("at %s: %s, want %s: %s", tc.now, st, tc.status, js(tr))
+		}
+	}
+}
