@@ -4,8 +4,18 @@
 // body against a World (live or simulated), and the guides. It is pure: no
 // MQTT, no SQL; it sees a catalog snapshot and a World.
 //
-// This package is the facade the rest of Pilothouse imports; each stage
-// lives in its own package under internal/ (see facade.go).
+// This package is the facade the rest of Pilothouse imports: it holds the
+// guides and re-exports (facade.go) what the stages under internal/ offer.
+// Each stage is one package, and imports point up this list:
+//
+//   - core: limits, closed sets of codes and statuses, located JSON
+//   - clock: durations, cron schedules, sun events
+//   - model: program, expressions and templates, run form, World, Cache
+//   - decode: JSON text to a model.Program
+//   - interp: a run against a World, and its trace
+//   - plan: the deploy-mode plan and its sentences
+//   - validate: diagnostics, input binding, lowering to the run form
+//   - sim: the simulated World of test runs
 package rules
 
 import (
@@ -103,6 +113,9 @@ const CodeInputBinding = core.CodeInputBinding
 
 const CodeReplacedRule = core.CodeReplacedRule
 
+// Codes is the closed set of diagnostic codes, each with its fixed severity.
+var Codes = core.Codes
+
 // Compiled is a validated program, ready to plan, install and run: what
 // validation found (its references, plan, callees) and the program
 // lowered into its run form (runform.go), which the interpreter, the
@@ -127,7 +140,7 @@ var ErrNotConnected = interp.ErrNotConnected
 // EventMatches reports whether an event's payload passes a value filter:
 // no filter, the value itself, or, for a list, any of its values
 // (["double", "triple"]).
-func EventMatches(filter model.Value, payload any) bool {
+func EventMatches(filter Value, payload any) bool {
 	return model.EventMatches(filter, payload)
 }
 
@@ -141,7 +154,7 @@ func EventMatches(filter model.Value, payload any) bool {
 // after its hold on the virtual clock, a schedule only at a time it
 // fires; otherwise the activation's NotFired says why not. Because is
 // "test run: scenario".
-func FireFor(c *Compiled, sc Scenario, w model.World) (TriggerFire, error) {
+func FireFor(c *Compiled, sc Scenario, w World) (TriggerFire, error) {
 	return sim.FireFor(c, sc, w)
 }
 
@@ -175,7 +188,7 @@ type Limits = core.Limits
 type Location = clock.Location
 
 // LookupStatus finds a status in a table.
-func LookupStatus(table []core.StatusInfo, status string) (core.StatusInfo, bool) {
+func LookupStatus(table []StatusInfo, status string) (StatusInfo, bool) {
 	return core.LookupStatus(table, status)
 }
 
@@ -246,7 +259,14 @@ func Plural(n int, one string, many string) string {
 	return core.Plural(n, one, many)
 }
 
+// Program is a decoded automation/1 program. Every node keeps the JSON
+// Pointer it was decoded from (Ptr), so diagnostics and traces can locate it.
+type Program = model.Program
+
 const ReservedInputMember = decode.ReservedInputMember
+
+// Result is the outcome of Validate.
+type Result = validate.Result
 
 // Run executes a compiled program against w: the trigger entry, the
 // conditions in order, then the body. It never panics and never returns
@@ -269,7 +289,7 @@ const ReservedInputMember = decode.ReservedInputMember
 // cancelled (ctx cancelled; the engine reports shutdowns as interrupted).
 // A branch or loop entry's outcome is that of its activation: success, or
 // the status of the step that ended it.
-func Run(ctx context.Context, c *Compiled, w model.World, in RunInput) (res *RunResult) {
+func Run(ctx context.Context, c *Compiled, w World, in RunInput) (res *RunResult) {
 	return interp.Run(ctx, c, w, in)
 }
 
@@ -321,6 +341,10 @@ const StatusDenied = core.StatusDenied
 
 const StatusFailed = core.StatusFailed
 
+// StatusInfo is one row of a closed status table (spec §5.7): its ok value
+// and whether side effects may have occurred when it is reported.
+type StatusInfo = core.StatusInfo
+
 const StatusInterrupted = core.StatusInterrupted
 
 const StatusLimitExceeded = core.StatusLimitExceeded
@@ -349,9 +373,18 @@ const StatusTimeout = core.StatusTimeout
 
 const StatusValidationError = core.StatusValidationError
 
+// Step is one body step, as decoded: exactly the fields of its Kind are
+// set; Children walks its child step lists.
+type Step = model.Step
+
 const StepApprovalPending = core.StepApprovalPending
 
 const StepFailed = core.StepFailed
+
+// StepKinds is the closed set of step kinds, in the order the decoder
+// tries their members and the closed-sets guide lists them. The decoder,
+// validator, interpreter, planner and guide all read it.
+var StepKinds = model.StepKinds
 
 const StepLimitExceeded = core.StepLimitExceeded
 
@@ -363,6 +396,9 @@ const StepNotMet = core.StepNotMet
 func StepSentence(id string, status string, errText string) string {
 	return plan.StepSentence(id, status, errText)
 }
+
+// StepStatuses is the one closed table of step-level statuses.
+var StepStatuses = core.StepStatuses
 
 const StepSuccess = core.StepSuccess
 
@@ -397,6 +433,11 @@ const TriggerEvent = model.TriggerEvent
 // TriggerFire is the trigger activation that starts a run.
 type TriggerFire = model.TriggerFire
 
+// TriggerKinds is the closed set of trigger kinds, in the order the guide
+// lists them; their keys, in this order, are the members the decoder
+// tries.
+var TriggerKinds = model.TriggerKinds
+
 const TriggerNumeric = model.TriggerNumeric
 
 const TriggerState = model.TriggerState
@@ -418,7 +459,7 @@ func ValidName(s string) bool {
 // snapshot. Invalid programs are a normal Result with Valid false; the
 // error is a *pilotage.RequestError (resource_exhausted) when a validation
 // bound is exceeded. Validate has no side effect.
-func Validate(raw []byte, cat Catalog, o ValidateOptions) (*validate.Result, error) {
+func Validate(raw []byte, cat Catalog, o ValidateOptions) (*Result, error) {
 	return validate.Validate(raw, cat, o)
 }
 
@@ -426,5 +467,13 @@ func Validate(raw []byte, cat Catalog, o ValidateOptions) (*validate.Result, err
 // catalog snapshot.
 type ValidateOptions = validate.ValidateOptions
 
+// Value is an optional JSON literal (to/from/value filters).
+type Value = model.Value
+
 // WaitRequest is one wait step as the World sees it.
 type WaitRequest = model.WaitRequest
+
+// World is everything a running body may touch. The engine provides a live
+// World (MQTT, real timers); test runs use SimWorld (scratch state, virtual
+// clock, no side effect). The interpreter never reaches past it.
+type World = model.World

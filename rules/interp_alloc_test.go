@@ -50,10 +50,7 @@ func BenchmarkRunFiring(b *testing.B) {
 // TestRunFiringAllocs pins the allocations of one simple firing (the bench
 // body): the run's own allocation (result, interpreter, environment, the
 // first trace entries and call record), the trigger map and three of its
-// values, the args map, the World's output and expr's map fetch. It was 38
-// before runs shared one allocation, pooled the expression environment,
-// bound trigger, params, vars and steps only when an expression reads them
-// and stopped copying JSON-safe objects.
+// values, the args map, the World's output and expr's map fetch.
 func TestRunFiringAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector drops pooled objects at random")

@@ -20,7 +20,7 @@ import (
 // Byte budgets inside an evaluation. expr's own MemoryBudget counts list
 // elements and some builtins' output, but not `+` on strings, join,
 // replace, toJSON or list literals, and repeat checks only after it has
-// allocated: "{{ vars.v + vars.v }}" in a loop reached 9 GB. So every
+// allocated: "{{ vars.v + vars.v }}" in a loop grew without bound. So every
 // operation of an expression that builds a string, list or object goes
 // through a function that measures what it is about to build before
 // building it (or, where that cannot be known, right after, bounded by a

@@ -54,8 +54,8 @@ func (t *Template) Exprs() []*Expr {
 
 // Eval computes the template's value, as one evaluation: the
 // expressions inside share its byte and operation budgets, and an object
-// or list is measured member by member as it is built (6,000 members of a
-// megabyte each were once all built before the result was measured).
+// or list is measured member by member as it is built, so that a large
+// one is refused before it is whole.
 func (t *Template) Eval(env *Env) (any, error) {
 	env.beginEval()
 	return t.eval(env)
