@@ -12,15 +12,17 @@ import (
 )
 
 // Param fields: a trigger's or a wait's threshold (above, below), a
-// trigger's hold (for), time of day (at) or sun offset (offset) written
-// as "{{ params.<name> }}", as a Home Assistant blueprint writes !input.
+// trigger's hold (for), time of day (at) or sun offset (offset), a time
+// condition's bounds (after, before) or a sun condition's offsets
+// (after_offset, before_offset) written as "{{ params.<name> }}", as a
+// Home Assistant blueprint writes !input.
 // The unbound program is checked against the param's declared type and
 // plans the field as the param; execute binds the value, so the run form
 // holds a constant and nothing is evaluated per event.
 
 // ParamField is one field written as "{{ params.<name> }}".
 type ParamField struct {
-	Field string // the member: above, below, for, at or offset
+	Field string // the member (a key of ParamFieldKinds)
 	Param string
 	Ptr   string
 	// Default is the param's default as JSON ("" = none): plans of the
@@ -77,7 +79,8 @@ var ParamFieldKinds = map[string]ParamFieldKind{
 }
 
 // FieldValue reads a param's value for field: a float64 (above, below),
-// a time.Duration (for, offset) or a clock string (at).
+// a time.Duration (for and the offsets) or a clock string (at, after,
+// before).
 func FieldValue(field string, v any) (any, error) {
 	switch field {
 	case "above", "below":
