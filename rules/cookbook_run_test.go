@@ -114,8 +114,8 @@ func recipeInput(t *testing.T, body, src string) map[string]any {
 	return in
 }
 
-func allSteps(steps []*model.Step) []*model.Step {
-	var out []*model.Step
-	model.WalkSteps(steps, func(s *model.Step) bool { out = append(out, s); return true })
+func allSteps(steps []*Step) []*Step {
+	var out []*Step
+	model.WalkSteps(steps, func(s *Step) bool { out = append(out, s); return true })
 	return out
 }

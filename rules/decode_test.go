@@ -52,9 +52,9 @@ func TestDecodeModel(t *testing.T) {
 	check("max", p.Max, 4)
 	check("kinds", []model.TriggerKind{tr[0].Kind, tr[1].Kind, tr[2].Kind, tr[3].Kind, tr[4].Kind, tr[5].Kind},
 		[]model.TriggerKind{TriggerState, TriggerNumeric, TriggerEvent, TriggerCron, TriggerTime, TriggerSun})
-	check("state", []any{tr[0].Entity, tr[0].From, tr[0].To, tr[0].For}, []any{"a.b", model.Value{Set: true, V: "OFF"}, model.Value{Set: true, V: "ON"}, time.Minute})
+	check("state", []any{tr[0].Entity, tr[0].From, tr[0].To, tr[0].For}, []any{"a.b", Value{Set: true, V: "OFF"}, Value{Set: true, V: "ON"}, time.Minute})
 	check("numeric", []float64{*tr[1].Above, *tr[1].Below}, []float64{1.5, 9})
-	check("event", []any{tr[2].Entity, tr[2].To}, []any{"r.action", model.Value{Set: true, V: "on"}})
+	check("event", []any{tr[2].Entity, tr[2].To}, []any{"r.action", Value{Set: true, V: "on"}})
 	check("cron/at/sun", []any{tr[3].Cron, tr[4].At, tr[5].Sun, tr[5].Offset}, []any{"30 7 * * *", "07:30:15", "sunset", -15 * time.Minute})
 	check("ptr", tr[5].Ptr, "/triggers/5")
 	check("condition", p.Conditions[0].Expr.Src, "trigger.id == 's'")
@@ -70,7 +70,7 @@ func TestDecodeModel(t *testing.T) {
 		t.Errorf("interpolation parts %+v", txt.Parts)
 	}
 	check("delay", s[1].Delay.Whole.Src, "params.hold")
-	check("wait", []any{s[2].Wait.Event, s[2].Wait.To, s[2].Timeout, s[2].ContinueOnTimeout}, []any{"r.action", model.Value{Set: true, V: "off"}, time.Minute, true})
+	check("wait", []any{s[2].Wait.Event, s[2].Wait.To, s[2].Timeout, s[2].ContinueOnTimeout}, []any{"r.action", Value{Set: true, V: "off"}, time.Minute, true})
 	check("if", []any{s[3].If.Src, s[3].Then[0].Stop, s[3].Else[0].Error}, []any{"true", "x", true})
 	check("labels", []string{s[4].Choose[0].Label, s[4].Choose[1].Label}, []string{"arm1", "named"})
 	check("for_each expr", s[5].Repeat.ForEach.Whole.Src, "trigger.value")

@@ -154,7 +154,7 @@ func TestEveryCodeTested(t *testing.T) {
 		tested[tc.code] = true
 	}
 	seen := map[string]bool{}
-	for _, c := range core.Codes {
+	for _, c := range Codes {
 		if seen[c.Code] {
 			t.Errorf("code %q twice in Codes", c.Code)
 		}
@@ -176,7 +176,7 @@ func checkClosed(t testing.TB, ds []pilotage.Diagnostic) {
 	t.Helper()
 	for _, d := range ds {
 		found := false
-		for _, c := range core.Codes {
+		for _, c := range Codes {
 			if c.Code == d.Code {
 				found = true
 				if c.Severity != d.Severity {

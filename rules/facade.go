@@ -4,8 +4,8 @@
 // body against a World (live or simulated), and the guides. It is pure: no
 // MQTT, no SQL; it sees a catalog snapshot and a World.
 //
-// This package is the facade the rest of Pilothouse imports: it holds the
-// guides and re-exports (facade.go) what the stages under internal/ offer.
+// This package is the facade the rest of Pilothouse imports: it re-exports
+// (facade.go) what the stages under internal/ offer.
 // Each stage is one package, and imports point up this list:
 //
 //   - core: limits, closed sets of codes and statuses, located JSON
@@ -16,6 +16,7 @@
 //   - plan: the deploy-mode plan and its sentences
 //   - validate: diagnostics, input binding, lowering to the run form
 //   - sim: the simulated World of test runs
+//   - guides: the teaching guides, served by id and section
 package rules
 
 import (
@@ -26,6 +27,7 @@ import (
 	"github.com/pilothouse/pilothouse/rules/internal/clock"
 	"github.com/pilothouse/pilothouse/rules/internal/core"
 	"github.com/pilothouse/pilothouse/rules/internal/decode"
+	"github.com/pilothouse/pilothouse/rules/internal/guides"
 	"github.com/pilothouse/pilothouse/rules/internal/interp"
 	"github.com/pilothouse/pilothouse/rules/internal/model"
 	"github.com/pilothouse/pilothouse/rules/internal/plan"
@@ -105,6 +107,9 @@ func CheckScenarioIDs(sc Scenario, kindOf func(id string) (pilotage.Kind, bool))
 	return sim.CheckScenarioIDs(sc, kindOf)
 }
 
+// ClosedSetsTopic is the reserved topic of the one closed-sets guide.
+const ClosedSetsTopic = guides.ClosedSetsTopic
+
 const CodeCallDepth = core.CodeCallDepth
 
 const CodeContextBinding = core.CodeContextBinding
@@ -156,6 +161,19 @@ func EventMatches(filter Value, payload any) bool {
 // "test run: scenario".
 func FireFor(c *Compiled, sc Scenario, w World) (TriggerFire, error) {
 	return sim.FireFor(c, sc, w)
+}
+
+// Guide is one teaching unit of automation/1 (spec §5.2).
+type Guide = guides.Guide
+
+// GuideByID returns one guide.
+func GuideByID(id string) (Guide, bool) {
+	return guides.GuideByID(id)
+}
+
+// Guides returns every guide, in index order (bodies included).
+func Guides() []Guide {
+	return guides.Guides()
 }
 
 const InstallInputMember = decode.InstallInputMember
@@ -321,6 +339,11 @@ func SameValue(a any, b any) bool {
 // execute's input by ParseScenario.
 type Scenario = sim.Scenario
 
+// SectionOf returns the "## " section of a guide body by its slug.
+func SectionOf(body string, topic string) (string, bool) {
+	return guides.SectionOf(body, topic)
+}
+
 // SimWorld is a scratch World for test runs: a virtual clock advanced only
 // by delays and waits, state reads that see the scenario's overrides and
 // the simulated effects of earlier calls, and calls that are recorded
@@ -472,6 +495,13 @@ type Value = model.Value
 
 // WaitRequest is one wait step as the World sees it.
 type WaitRequest = model.WaitRequest
+
+// WithSection returns g with a "## " section appended (a server's own
+// facts, such as its time zone): version, size and topics follow the
+// new body.
+func WithSection(g Guide, section string) Guide {
+	return guides.WithSection(g, section)
+}
 
 // World is everything a running body may touch. The engine provides a live
 // World (MQTT, real timers); test runs use SimWorld (scratch state, virtual

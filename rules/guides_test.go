@@ -1,7 +1,8 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/guides"
+
 	"github.com/pilothouse/pilothouse/rules/internal/model"
 
 	"fmt"
@@ -34,14 +35,14 @@ func TestGuidesIndex(t *testing.T) {
 				t.Errorf("%s: topic %q twice", g.ID, tp)
 			}
 			seen[tp] = true
-			body, ok := GuideTopic(g.ID, tp)
+			body, ok := guides.GuideTopic(g.ID, tp)
 			if !ok || body == "" {
 				t.Errorf("%s: topic %q not fetchable", g.ID, tp)
 			}
 		}
 		if seen[ClosedSetsTopic] {
 			closed++
-			if g.Level != LevelReference {
+			if g.Level != guides.LevelReference {
 				t.Errorf("closed-sets guide has level %q", g.Level)
 			}
 		}
@@ -55,14 +56,14 @@ func TestGuidesIndex(t *testing.T) {
 	if _, ok := GuideByID("nope"); ok {
 		t.Error("unknown guide found")
 	}
-	if _, ok := GuideTopic("core", "nope"); ok {
+	if _, ok := guides.GuideTopic("core", "nope"); ok {
 		t.Error("unknown topic found")
 	}
 }
 
 func TestCoreGuide(t *testing.T) {
 	g, _ := GuideByID("core")
-	if g.Level != LevelCore {
+	if g.Level != guides.LevelCore {
 		t.Errorf("level %q", g.Level)
 	}
 	// The server appends its own section (zone, sun: about 550 bytes);
@@ -80,11 +81,11 @@ func TestCoreGuide(t *testing.T) {
 func TestClosedSetsGuide(t *testing.T) {
 	g, _ := GuideByID(ClosedSetsTopic)
 	var wants []string
-	for _, c := range core.Codes {
+	for _, c := range Codes {
 		wants = append(wants, fmt.Sprintf("| `%s` | %s |", c.Code, c.Severity))
 	}
 	for _, k := range pilotage.Kinds {
-		wants = append(wants, fmt.Sprintf("| `%s` | %s |", k.Kind, yesNo(k.Callable)))
+		wants = append(wants, fmt.Sprintf("| `%s` | %s |", k.Kind, guides.YesNo(k.Callable)))
 	}
 	for _, r := range pilotage.RiskLevels {
 		wants = append(wants, fmt.Sprintf("| `%s` | %t | %t | %t |", r.Risk, r.Hints.ReadOnly, r.Hints.Destructive, r.Hints.OpenWorld))
@@ -92,14 +93,14 @@ func TestClosedSetsGuide(t *testing.T) {
 	for _, d := range pilotage.DeviceTypes {
 		wants = append(wants, fmt.Sprintf("| `%s` | `%s` | %s", d.Type, d.Risk, d.Means))
 	}
-	for _, s := range append(append([]core.StatusInfo{}, RunStatuses...), core.StepStatuses...) {
+	for _, s := range append(append([]StatusInfo{}, RunStatuses...), StepStatuses...) {
 		wants = append(wants, fmt.Sprintf("| `%s` | %t | %s |", s.Status, s.OK, s.SideEffects))
 	}
 	for _, k := range model.StepKeys {
 		wants = append(wants, "| `"+k+"` |")
 	}
 	for _, k := range model.ConditionKinds {
-		wants = append(wants, "| `"+string(k.Kind)+"` | "+codeList(k.Members))
+		wants = append(wants, "| `"+string(k.Kind)+"` | "+guides.CodeList(k.Members))
 	}
 	for _, k := range []string{"single", "restart", "queued", "parallel", "trigger:state", "trigger:numeric", "trigger:event", "trigger:cron", "trigger:time", "trigger:sun"} {
 		wants = append(wants, "`"+k+"`")

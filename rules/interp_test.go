@@ -76,8 +76,8 @@ func TestRunTraces(t *testing.T) {
 		{
 			name: "if and choose",
 			c: itProgram(itMotion, nil,
-				itIf("late", "trigger.id == 'door'", []*model.Step{itCall("dim", "hall_light.set")}, []*model.Step{itCall("off", "hall_light.set")}),
-				itChoose("pick", []*model.Step{itCall("dflt", "a.set")}, itArm("low", "1 > 2", itCall("l", "a.set")), itArm("high", "2 > 1", itCall("h", "a.set"))),
+				itIf("late", "trigger.id == 'door'", []*Step{itCall("dim", "hall_light.set")}, []*Step{itCall("off", "hall_light.set")}),
+				itChoose("pick", []*Step{itCall("dflt", "a.set")}, itArm("low", "1 > 2", itCall("l", "a.set")), itArm("high", "2 > 1", itCall("h", "a.set"))),
 				itChoose("none", nil, itArm("never", "false", itCall("n", "a.set")))),
 			in:     itFire("motion", true),
 			ids:    []string{"triggers", "motion", "late", "off", "pick", "h", "none"},
@@ -128,7 +128,7 @@ func TestRunTraces(t *testing.T) {
 		},
 		{
 			name:   "stop",
-			c:      itProgram(itMotion, nil, itCall("a", "a.set"), itIf("b", "true", []*model.Step{itStop("s", "enough", false)}, nil), itCall("c", "c.set")),
+			c:      itProgram(itMotion, nil, itCall("a", "a.set"), itIf("b", "true", []*Step{itStop("s", "enough", false)}, nil), itCall("c", "c.set")),
 			in:     itFire("motion", true),
 			ids:    []string{"triggers", "motion", "a", "b", "s"},
 			status: core.StatusStopped,
@@ -200,7 +200,7 @@ func TestRunDecisions(t *testing.T) {
 	c := itProgram(itMotion, nil,
 		itCount("blink", 2, itCall("toggle", "porch_light.set")),
 		itCount("none", 0, itCall("x", "a.set")),
-		itIf("late", "hour(now()) >= 23", []*model.Step{itCall("dim", "a.set")}, nil),
+		itIf("late", "hour(now()) >= 23", []*Step{itCall("dim", "a.set")}, nil),
 		itChoose("none2", nil, itArm("a1", "false")),
 	)
 	res := itRun(t, c, itSim(itBase(), Scenario{}), RunInput{Trigger: TriggerFire{ID: "motion", Value: true}})
@@ -225,7 +225,7 @@ func TestRunValuesFlow(t *testing.T) {
 	c := itProgram(itMotion, nil,
 		itForEach("each", itConst([]any{"a", "b"}), itSet("acc", "last", itTpl("vars.item"), "i", itTpl("vars.index"))),
 		itCall("on", "hall_light.set", "brightness", itTpl("vars.i * 10"), "msg", &model.Template{Parts: []model.TemplatePart{{Text: "last="}, {Expr: itExpr("vars.last")}}}),
-		itIf("lit", "state('hall_light.brightness') == 20", []*model.Step{itSet("ok", "seen", true)}, nil),
+		itIf("lit", "state('hall_light.brightness') == 20", []*Step{itSet("ok", "seen", true)}, nil),
 	)
 	w := itSim(itBase(), Scenario{})
 	res := itRun(t, c, w, itFire("motion", true))
@@ -264,7 +264,7 @@ func TestRunVirtualTime(t *testing.T) {
 }
 
 func TestRunBounds(t *testing.T) {
-	recur := itCompile(&model.Program{Name: "rec", Steps: []*model.Step{itCall("again", "script.rec")}})
+	recur := itCompile(&Program{Name: "rec", Steps: []*Step{itCall("again", "script.rec")}})
 	itEntry(recur, &pilotage.Entry{ID: "script.rec", Kind: pilotage.KindAutomation})
 	tests := []struct {
 		name   string
@@ -316,9 +316,9 @@ func TestRunBounds(t *testing.T) {
 }
 
 func TestRunExpandedAutomation(t *testing.T) {
-	sub := itCompile(&model.Program{Name: "flash",
+	sub := itCompile(&Program{Name: "flash",
 		Params: []byte(`{"type":"object","properties":{"times":{"type":"integer","default":2},"who":{"type":"string"}}}`),
-		Steps: []*model.Step{
+		Steps: []*Step{
 			itCount("loop", itTpl("params.times"), itCall("inner", "porch_light.set", "who", itTpl("params.who"))),
 			itStop("done", "flashed", false),
 		}})
@@ -349,7 +349,7 @@ func TestRunExpandedAutomation(t *testing.T) {
 		t.Errorf("sub args = %#v", got)
 	}
 	// A failure inside the sub-program fails the caller with the same status.
-	w.SetAutomation("script.flash", itCompile(&model.Program{Name: "flash", Params: sub.Params(), Steps: []*model.Step{itStop("bad", "sub failed", true)}}))
+	w.SetAutomation("script.flash", itCompile(&Program{Name: "flash", Params: sub.Params(), Steps: []*Step{itStop("bad", "sub failed", true)}}))
 	res = itRun(t, c, w, itFire("motion", true))
 	if res.Outcome.Status != StatusFailed || itStep(t, res, "script#1").Outcome.Status != StepFailed {
 		t.Errorf("outcome %+v / %+v", res.Outcome, itStep(t, res, "script#1").Outcome)
@@ -504,7 +504,7 @@ func (w *lateCheckWorld) Wait(ctx context.Context, req *WaitRequest) (bool, erro
 func TestRunWaitCheckAfterWait(t *testing.T) {
 	c := itProgram(itMotion, nil,
 		itSet("a", "n", 0),
-		&model.Step{ID: "w", Kind: model.StepWait, Wait: &model.WaitSpec{Expr: itExpr("vars.n < 1000")}},
+		&Step{ID: "w", Kind: model.StepWait, Wait: &model.WaitSpec{Expr: itExpr("vars.n < 1000")}},
 		itCount("r", 50, itSet("b", "n", itTpl("vars.index"))))
 	w := &lateCheckWorld{SimWorld: itSim(itBase(), Scenario{}), done: make(chan bool, 1)}
 	res := itRun(t, c, w, itFire("motion", true))

@@ -2,7 +2,6 @@ package rules
 
 import (
 	"github.com/pilothouse/pilothouse/rules/internal/clock"
-	"github.com/pilothouse/pilothouse/rules/internal/core"
 	"github.com/pilothouse/pilothouse/rules/internal/interp"
 	"github.com/pilothouse/pilothouse/rules/internal/model"
 	"github.com/pilothouse/pilothouse/rules/internal/plan"
@@ -84,7 +83,7 @@ func TestPlanWording(t *testing.T) {
 
 // TestStatusSentences: every status in the closed tables has its words.
 func TestStatusSentences(t *testing.T) {
-	for _, s := range append(append([]core.StatusInfo{}, RunStatuses...), core.StepStatuses...) {
+	for _, s := range append(append([]StatusInfo{}, RunStatuses...), StepStatuses...) {
 		if s.Said == "" {
 			t.Errorf("status %s has no Said", s.Status)
 		}

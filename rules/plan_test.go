@@ -13,7 +13,7 @@ import (
 )
 
 // checkPlan asserts the derivation rules of spec §5.6 on a plan.
-func checkPlan(t *testing.T, p *model.Program, pl *pilotage.Plan) {
+func checkPlan(t *testing.T, p *Program, pl *pilotage.Plan) {
 	t.Helper()
 	if len(pl.Steps) == 0 || pl.Steps[0].ID != TriggersStepID || pl.Steps[0].Kind != plan.PlanKindTrigger {
 		t.Fatalf("first plan step is not the triggers branch: %+v", pl.Steps)

@@ -94,7 +94,7 @@ func planStep(p *pilotage.Plan, id string) *pilotage.PlanStep {
 	return nil
 }
 
-func mustValidate(t *testing.T, src string, o ValidateOptions) *validate.Result {
+func mustValidate(t *testing.T, src string, o ValidateOptions) *Result {
 	t.Helper()
 	res, err := Validate([]byte(src), taggedCatalog(), o)
 	if err != nil {

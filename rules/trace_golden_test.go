@@ -3,7 +3,6 @@ package rules
 import (
 	"github.com/pilothouse/pilothouse/rules/internal/core"
 	"github.com/pilothouse/pilothouse/rules/internal/interp"
-	"github.com/pilothouse/pilothouse/rules/internal/validate"
 
 	"bytes"
 	"context"
@@ -85,7 +84,7 @@ func traceAutomations(t testing.TB, cat Catalog) map[string]*Compiled {
 	return out
 }
 
-func traceValidate(t testing.TB, file string, cat Catalog, autos map[string]*Compiled) *validate.Result {
+func traceValidate(t testing.TB, file string, cat Catalog, autos map[string]*Compiled) *Result {
 	t.Helper()
 	raw, err := os.ReadFile(file)
 	if err != nil {

@@ -1,4 +1,4 @@
-package rules
+package guides
 
 import (
 	"crypto/sha256"
@@ -27,7 +27,7 @@ const (
 // ClosedSetsTopic is the reserved topic of the one closed-sets guide.
 const ClosedSetsTopic = "closed-sets"
 
-//go:embed guides/*.md
+//go:embed *.md
 var guideFS embed.FS
 
 // guideIndex is the served order; closed-sets is generated, not embedded.
@@ -51,7 +51,7 @@ func loadGuides() []Guide {
 		if g.id == ClosedSetsTopic {
 			body = closedSetsBody()
 		} else {
-			b, err := guideFS.ReadFile("guides/" + g.id + ".md")
+			b, err := guideFS.ReadFile(g.id + ".md")
 			if err != nil {
 				panic("rules: guide " + g.id + " is not embedded: " + err.Error()) // build-time invariant
 			}

@@ -1,4 +1,4 @@
-package rules
+package guides
 
 import (
 	"github.com/pilothouse/pilothouse/rules/internal/core"
@@ -52,7 +52,7 @@ func codesTable(w writeFunc) {
 func catalogTables(w writeFunc) {
 	w("\n## Catalog entry kinds\n\n| kind | callable | what |\n|---|---|---|\n")
 	for _, k := range pilotage.Kinds {
-		w("| `%s` | %s | %s |\n", k.Kind, yesNo(k.Callable), cell(k.What))
+		w("| `%s` | %s | %s |\n", k.Kind, YesNo(k.Callable), cell(k.What))
 	}
 	w("\nOnly callable kinds may appear in a `call` step. Live values (current state) are served beside entries, never in them.\n")
 
@@ -70,7 +70,7 @@ func catalogTables(w writeFunc) {
 func kindTables(w writeFunc) {
 	w("\n## Trigger kinds\n\n| kind | members | plan step kind |\n|---|---|---|\n")
 	for _, k := range model.TriggerKinds {
-		w("| `%s` | %s | `%s` |\n", k.Kind, codeList(k.Members), plan.PlanKindTrigger+":"+string(k.Kind))
+		w("| `%s` | %s | `%s` |\n", k.Kind, CodeList(k.Members), plan.PlanKindTrigger+":"+string(k.Kind))
 	}
 	w("\nA trigger with `state` is `numeric` when it has `above` or `below`, else `state`. ")
 	w("An event trigger's `value` may be a list: any of its values matches.\n")
@@ -79,9 +79,9 @@ func kindTables(w writeFunc) {
 	for _, k := range model.ConditionKinds {
 		obj := "—"
 		if len(k.Window) > 0 {
-			obj = codeList(k.Window)
+			obj = CodeList(k.Window)
 		}
-		w("| `%s` | %s | %s | `%s` |\n", k.Kind, codeList(k.Members), obj, plan.PlanKindCondition)
+		w("| `%s` | %s | %s | `%s` |\n", k.Kind, CodeList(k.Members), obj, plan.PlanKindCondition)
 	}
 	w("\nA window is from `after` (inclusive) until `before` (exclusive); when `after` is later in the day than `before` it crosses midnight. ")
 	w("`weekday` is a name or list of `mon` … `sun`, the day of the moment checked. Offsets are signed durations. ")
@@ -90,7 +90,7 @@ func kindTables(w writeFunc) {
 
 	w("\n## Step kinds\n\n| kind | members |\n|---|---|\n")
 	for _, k := range model.StepKinds {
-		w("| `%s` | %s |\n", k.Kind, codeList(k.Members))
+		w("| `%s` | %s |\n", k.Kind, CodeList(k.Members))
 	}
 	w("\nWait objects: `{state, to?, from?, for?}`, `{state, above?, below?, for?}`, `{event, value?}` or `{expr, for?}`. ")
 	w("Repeat objects: exactly one of `count`, `for_each`, `while`, `until`, plus `max` (required for while/until). ")
@@ -189,14 +189,14 @@ func statusTable(b *strings.Builder, title, intro string, rows []core.StatusInfo
 
 func cell(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
 
-func yesNo(v bool) string {
+func YesNo(v bool) string {
 	if v {
 		return "yes"
 	}
 	return "no"
 }
 
-func codeList(ss []string) string {
+func CodeList(ss []string) string {
 	out := make([]string, len(ss))
 	for i, s := range ss {
 		out[i] = "`" + s + "`"
