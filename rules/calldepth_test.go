@@ -1,14 +1,13 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"context"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // TestCallDepthAtValidate: a chain of promoted automations calling each

@@ -1,8 +1,6 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,6 +11,8 @@ import (
 	"unsafe"
 
 	"github.com/expr-lang/expr/vm"
+
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // TestRunFormHoldsNoPointers: the run form of every cookbook program
@@ -134,7 +134,7 @@ func TestRunFormsShare(t *testing.T) {
 	if &a.Steps[0].Vals[0] != &b.Steps[0].Vals[0] {
 		t.Error("equal args are not shared")
 	}
-	if a.Conds[0].X != b.Conds[0].X {
+	if a.Conds[0].Expr != b.Conds[0].Expr {
 		t.Error("equal conditions are not shared")
 	}
 	if a.Steps[0].ID != b.Steps[0].ID || unsafe.StringData(a.Steps[0].ID) != unsafe.StringData(b.Steps[0].ID) {
@@ -149,10 +149,10 @@ func TestRunFormsShare(t *testing.T) {
 	if &a.Steps[1].Vals[0] == &c.Steps[1].Vals[0] {
 		t.Error("0 and -0 are shared")
 	}
-	if x, _ := json.Marshal(c.Steps[1].Vals[0].T.Const); string(x) != "-0" {
+	if x, _ := json.Marshal(c.Steps[1].Vals[0].Tmpl.Const); string(x) != "-0" {
 		t.Errorf("-0 set to %s", x)
 	}
-	if d := a.Steps[2].More.(*model.DurSpec); d != b.Steps[2].More || !d.Constant || d.D != 5*time.Minute {
+	if d := a.Steps[2].More.(*model.DurSpec); d != b.Steps[2].More || !d.Constant || d.Dur != 5*time.Minute {
 		t.Errorf("constant delays: %+v, %+v", d, b.Steps[2].More)
 	}
 }

@@ -1,16 +1,16 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/interp"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-	"github.com/pilothouse/pilothouse/rules/internal/sim"
-
 	"context"
 	"encoding/json"
 	"math/rand"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pilothouse/pilothouse/rules/internal/interp"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+	"github.com/pilothouse/pilothouse/rules/internal/sim"
 )
 
 // TestCookbookTestRunsCorrespond test-runs every guide program from every

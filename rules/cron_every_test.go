@@ -1,11 +1,11 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/decode"
-
 	"strings"
 	"testing"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/decode"
 )
 
 // TestCronEveryNeedsWholeSeconds: robfig/cron runs "@every d" at most once

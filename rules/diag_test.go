@@ -1,13 +1,12 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // prog builds a small program around the given steps JSON (and optional

@@ -1,9 +1,9 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"testing"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 func TestEventValueSets(t *testing.T) {

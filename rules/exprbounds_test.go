@@ -1,8 +1,6 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"context"
 	"encoding/json"
 	"fmt"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // Issue 14, second round: what the attacker broke after the byte budgets
@@ -332,8 +331,8 @@ func TestMeasureIsTheEncodedSize(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := core.Measure(v, math.MaxInt, false); got.N != len(b) {
-			t.Fatalf("case %d: measured %d, encoded %d: %s", i, got.N, len(b), b)
+		if got := core.Measure(v, math.MaxInt, false); got.Bytes != len(b) {
+			t.Fatalf("case %d: measured %d, encoded %d: %s", i, got.Bytes, len(b), b)
 		}
 	}
 }

@@ -1,8 +1,6 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/guides"
-
 	"github.com/pilothouse/pilothouse/rules/internal/model"
 
 	"fmt"
@@ -10,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/guides"
 )
 
 func TestGuidesIndex(t *testing.T) {

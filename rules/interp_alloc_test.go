@@ -1,12 +1,12 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"context"
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // firingWorld is the cheapest World a firing can run against: a fixed

@@ -1,8 +1,6 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"context"
 	"encoding/json"
 	"slices"
@@ -10,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // Builders for hand-made programs (the interpreter's tests do not depend on
@@ -97,7 +96,7 @@ func itCond(id, src string) *model.Condition { return &model.Condition{ID: id, E
 // derives.
 func itCompile(p *Program) *Compiled {
 	c := &Compiled{Plan: itPlan(p)}
-	c.Form = model.Lower(p, &model.Interner{K: itCache, Entry: c.Entry})
+	c.Form = model.Lower(p, &model.Interner{Cache: itCache, Entry: c.Entry})
 	return c
 }
 

@@ -1,10 +1,6 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-	"github.com/pilothouse/pilothouse/rules/internal/sim"
-
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +10,9 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+	"github.com/pilothouse/pilothouse/rules/internal/sim"
 )
 
 var itMotion = []*model.Trigger{itState("motion", "hall_motion.occupancy", true), itState("door", "front_door.contact", false)}

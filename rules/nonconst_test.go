@@ -1,10 +1,10 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"strings"
 	"testing"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // TestNonConstantReadsRefused: every catalog read must be state('<string

@@ -1,13 +1,13 @@
 package rules
 
 import (
+	"testing"
+	"time"
+
 	"github.com/pilothouse/pilothouse/rules/internal/clock"
 	"github.com/pilothouse/pilothouse/rules/internal/interp"
 	"github.com/pilothouse/pilothouse/rules/internal/model"
 	"github.com/pilothouse/pilothouse/rules/internal/plan"
-
-	"testing"
-	"time"
 )
 
 func TestPhrasing(t *testing.T) {

@@ -1,15 +1,14 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-	"github.com/pilothouse/pilothouse/rules/internal/plan"
-
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+	"github.com/pilothouse/pilothouse/rules/internal/plan"
 )
 
 // checkPlan asserts the derivation rules of spec §5.6 on a plan.

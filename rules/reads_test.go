@@ -1,13 +1,13 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/interp"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/pilothouse/pilothouse/rules/internal/interp"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // TestTraceRecordsReads: a condition's and a branch's entries carry the

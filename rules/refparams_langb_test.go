@@ -1,14 +1,14 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/sim"
-
 	"context"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/sim"
 )
 
 // doorAlert reads how long a catalog-param door has stood open, and

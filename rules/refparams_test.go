@@ -1,9 +1,6 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/validate"
-
 	"context"
 	"encoding/json"
 	"strings"
@@ -11,6 +8,8 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/validate"
 )
 
 // installed is an InstalledRules of validated programs (as a house's

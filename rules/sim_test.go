@@ -1,9 +1,6 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-	"github.com/pilothouse/pilothouse/rules/internal/sim"
-
 	"context"
 	"encoding/json"
 	"reflect"
@@ -11,6 +8,8 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+	"github.com/pilothouse/pilothouse/rules/internal/sim"
 )
 
 func simInput(t *testing.T, s string) map[string]any {

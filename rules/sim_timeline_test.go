@@ -1,12 +1,12 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"encoding/json"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // honestRun is the test-run path the engine takes, in Berlin at the

@@ -1,12 +1,11 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"strings"
 	"testing"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // TestCloseMatchesRankBySimilarity: suggestions come most similar first

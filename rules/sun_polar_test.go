@@ -1,11 +1,11 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-
 	"testing"
 	"time"
 	_ "time/tzdata" // Europe/Oslo whatever the machine has installed
+
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
 )
 
 // tromso is Tromsø, 69.65°N: polar night from late November to mid

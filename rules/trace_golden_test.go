@@ -1,9 +1,6 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/interp"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -16,6 +13,8 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/interp"
 )
 
 // The -update flag may be declared by another golden test of this package;

@@ -1,13 +1,13 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/sim"
-
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/sim"
 )
 
 // progGen writes random small valid programs as JSON, so the property test

@@ -1,10 +1,6 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/decode"
-	"github.com/pilothouse/pilothouse/rules/internal/validate"
-
 	"errors"
 	"os"
 	"path/filepath"
@@ -12,6 +8,9 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/decode"
+	"github.com/pilothouse/pilothouse/rules/internal/validate"
 )
 
 // FuzzValidate feeds random bytes to the decoder and validator: they must

@@ -1,12 +1,12 @@
 package rules
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/plan"
-
 	"context"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pilothouse/pilothouse/rules/internal/plan"
 )
 
 // validDemo validates src against the demo catalog, with a location and

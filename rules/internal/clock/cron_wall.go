@@ -92,7 +92,7 @@ func firstInstant(n time.Time, loc *time.Location) time.Time {
 // dstNote says what daylight saving does to a schedule in loc, when the
 // clock skips or repeats one of its times this year or next ("" when it
 // never does).
-func DstNote(s cron.Schedule, loc *time.Location) string {
+func DSTNote(s cron.Schedule, loc *time.Location) string {
 	w, ok := s.(*wallSchedule)
 	if !ok || loc == nil {
 		return ""

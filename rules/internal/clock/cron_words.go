@@ -1,14 +1,14 @@
 package clock
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
-// cronWords says a cron spec in words when it is one of the common shapes
+// CronWords says a cron spec in words when it is one of the common shapes
 // ("Every day at 06:30 on Monday to Friday", "Every 10 minutes", "Every
 // hour"), with the spec after it for precision; other specs are named as
 // they are.

@@ -1,14 +1,14 @@
 package clock
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"fmt"
 	"math"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // MaxDuration is the longest duration there is (about 292 years): a
@@ -110,7 +110,7 @@ func parseISODuration(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// secondsOf is seconds(): a bad duration fails the evaluation (it used to
+// SecondsOf is seconds(): a bad duration fails the evaluation (it used to
 // count as 0 seconds).
 func SecondsOf(s string) (float64, error) {
 	d, err := ParseDuration(s)
@@ -155,7 +155,7 @@ func HumanDuration(d time.Duration) string {
 	return core.JoinList(parts, "and")
 }
 
-// durationValue reads a delay or hold duration: text ("90s", "PT2M") or a
+// DurationValue reads a delay or hold duration: text ("90s", "PT2M") or a
 // number of seconds.
 func DurationValue(v any) (time.Duration, error) {
 	var d time.Duration

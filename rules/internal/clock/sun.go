@@ -129,7 +129,7 @@ func NextSunEvent(now time.Time, loc Location, which string, offset time.Duratio
 	return time.Time{}
 }
 
-// horizonElevation is the sun's elevation, in degrees, at sunrise and
+// HorizonElevation is the sun's elevation, in degrees, at sunrise and
 // sunset: its upper limb on the horizon, with refraction (the zenith of
 // 90.833° sunEvent uses).
 const HorizonElevation = -0.833

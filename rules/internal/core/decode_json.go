@@ -29,18 +29,18 @@ func (k jkind) String() string {
 // decoder works on this tree rather than on encoding/json's output so that
 // every finding can name its exact location, and so that size, depth and
 // time are bounded while parsing attacker-controlled text (spec §10.1).
-type Jnode struct {
+type JNode struct {
 	Kind jkind
 	Ptr  string
-	B    bool
+	Bool bool
 	Num  float64
 	Str  string
 	Keys []string // object member names, in document order
-	Vals []*Jnode // object member values or array elements
+	Vals []*JNode // object member values or array elements
 }
 
-// get returns the member named key of an object node.
-func (n *Jnode) Get(key string) *Jnode {
+// Get returns the member named key of an object node.
+func (n *JNode) Get(key string) *JNode {
 	for i, k := range n.Keys {
 		if k == key {
 			return n.Vals[i]
@@ -49,11 +49,11 @@ func (n *Jnode) Get(key string) *Jnode {
 	return nil
 }
 
-// value converts the node to the plain Go value encoding/json would give.
-func (n *Jnode) Value() any {
+// Value converts the node to the plain Go value encoding/json would give.
+func (n *JNode) Value() any {
 	switch n.Kind {
 	case JBool:
-		return n.B
+		return n.Bool
 	case JNum:
 		return n.Num
 	case JStr:
@@ -75,14 +75,14 @@ func (n *Jnode) Value() any {
 }
 
 // jsonSyntaxError is a syntax error at a byte offset of the document.
-type JsonSyntaxError struct {
+type JSONSyntaxError struct {
 	Off int
 	Msg string
 }
 
-func (e *JsonSyntaxError) Error() string { return e.Msg }
+func (e *JSONSyntaxError) Error() string { return e.Msg }
 
-// limitError is a validation bound exceeded while parsing or checking.
+// InputLimitError is a validation bound exceeded while parsing or checking.
 type InputLimitError struct{ Msg string }
 
 func (e *InputLimitError) Error() string { return e.Msg }
@@ -97,8 +97,8 @@ type jparser struct {
 	dups     []string // pointers of duplicated object members
 }
 
-// parseJSON parses src into a jnode tree.
-func ParseJSON(src []byte, maxNodes, maxDepth int, deadline time.Time) (*Jnode, []string, error) {
+// ParseJSON parses src into a jnode tree.
+func ParseJSON(src []byte, maxNodes, maxDepth int, deadline time.Time) (*JNode, []string, error) {
 	p := &jparser{src: src, maxNodes: maxNodes, maxDepth: maxDepth, deadline: deadline}
 	p.ws()
 	n, err := p.value("", 0)
@@ -113,7 +113,7 @@ func ParseJSON(src []byte, maxNodes, maxDepth int, deadline time.Time) (*Jnode, 
 }
 
 func (p *jparser) errf(format string, args ...any) error {
-	return &JsonSyntaxError{Off: p.pos, Msg: fmt.Sprintf(format, args...)}
+	return &JSONSyntaxError{Off: p.pos, Msg: fmt.Sprintf(format, args...)}
 }
 
 func (p *jparser) what() string {
@@ -135,7 +135,7 @@ func (p *jparser) ws() {
 	}
 }
 
-func (p *jparser) value(ptr string, depth int) (*Jnode, error) {
+func (p *jparser) value(ptr string, depth int) (*JNode, error) {
 	p.nodes++
 	if p.nodes > p.maxNodes {
 		return nil, &InputLimitError{fmt.Sprintf("program has more than %d JSON values", p.maxNodes)}
@@ -159,7 +159,7 @@ func (p *jparser) value(ptr string, depth int) (*Jnode, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &Jnode{Kind: JStr, Ptr: ptr, Str: s}, nil
+		return &JNode{Kind: JStr, Ptr: ptr, Str: s}, nil
 	case c == 't' || c == 'f' || c == 'n':
 		return p.literal(ptr)
 	case c == '-' || (c >= '0' && c <= '9'):
@@ -168,11 +168,11 @@ func (p *jparser) value(ptr string, depth int) (*Jnode, error) {
 	return nil, p.errf("unexpected %s, want a value", p.what())
 }
 
-func (p *jparser) literal(ptr string) (*Jnode, error) {
+func (p *jparser) literal(ptr string) (*JNode, error) {
 	for _, lit := range []struct {
 		text string
-		node Jnode
-	}{{"true", Jnode{Kind: JBool, B: true}}, {"false", Jnode{Kind: JBool}}, {"null", Jnode{Kind: jNull}}} {
+		node JNode
+	}{{"true", JNode{Kind: JBool, Bool: true}}, {"false", JNode{Kind: JBool}}, {"null", JNode{Kind: jNull}}} {
 		if strings.HasPrefix(string(p.src[p.pos:min(len(p.src), p.pos+5)]), lit.text) {
 			p.pos += len(lit.text)
 			n := lit.node
@@ -183,7 +183,7 @@ func (p *jparser) literal(ptr string) (*Jnode, error) {
 	return nil, p.errf("unexpected %s, want a value", p.what())
 }
 
-func (p *jparser) number(ptr string) (*Jnode, error) {
+func (p *jparser) number(ptr string) (*JNode, error) {
 	start := p.pos
 	if p.src[p.pos] == '-' {
 		p.pos++
@@ -224,12 +224,12 @@ func (p *jparser) number(ptr string) (*Jnode, error) {
 		p.pos = start
 		return nil, p.errf("number out of range")
 	}
-	return &Jnode{Kind: JNum, Ptr: ptr, Num: f}, nil
+	return &JNode{Kind: JNum, Ptr: ptr, Num: f}, nil
 }
 
-func (p *jparser) object(ptr string, depth int) (*Jnode, error) {
+func (p *jparser) object(ptr string, depth int) (*JNode, error) {
 	p.pos++ // {
-	n := &Jnode{Kind: JObj, Ptr: ptr}
+	n := &JNode{Kind: JObj, Ptr: ptr}
 	p.ws()
 	if p.pos < len(p.src) && p.src[p.pos] == '}' {
 		p.pos++
@@ -277,9 +277,9 @@ func (p *jparser) object(ptr string, depth int) (*Jnode, error) {
 	}
 }
 
-func (p *jparser) array(ptr string, depth int) (*Jnode, error) {
+func (p *jparser) array(ptr string, depth int) (*JNode, error) {
 	p.pos++ // [
-	n := &Jnode{Kind: JArr, Ptr: ptr}
+	n := &JNode{Kind: JArr, Ptr: ptr}
 	p.ws()
 	if p.pos < len(p.src) && p.src[p.pos] == ']' {
 		p.pos++
@@ -423,7 +423,7 @@ func (p *jparser) hex4() (rune, error) {
 	return rune(v), nil
 }
 
-// escapePtr escapes one JSON Pointer reference token (RFC 6901).
+// EscapePtr escapes one JSON Pointer reference token (RFC 6901).
 func EscapePtr(s string) string {
 	if !strings.ContainsAny(s, "~/") {
 		return s
@@ -431,7 +431,7 @@ func EscapePtr(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
-// lineCol converts a byte offset in src to a 1-based line and column
+// LineCol converts a byte offset in src to a 1-based line and column
 // (columns count runes).
 func LineCol(src []byte, off int) (int, int) {
 	off = min(max(off, 0), len(src))

@@ -102,11 +102,12 @@ func CodeSeverity(code string) pilotage.Severity {
 	return pilotage.SeverityError
 }
 
-// diags accumulates findings.
+// Diags accumulates findings.
 type Diags struct {
 	List []pilotage.Diagnostic
 }
 
+// Add appends a finding with the severity its code has and returns it.
 func (d *Diags) Add(code, path, hint, format string, args ...any) *pilotage.Diagnostic {
 	d.List = append(d.List, pilotage.Diagnostic{
 		Code:     code,
@@ -118,14 +119,14 @@ func (d *Diags) Add(code, path, hint, format string, args ...any) *pilotage.Diag
 	return &d.List[len(d.List)-1]
 }
 
-// addRange adds a finding located inside the string value at path, between
+// AddRange adds a finding located inside the string value at path, between
 // rune offsets from and to of that string.
 func (d *Diags) AddRange(code, path, s string, from, to int, hint, format string, args ...any) {
 	g := d.Add(code, path, hint, format, args...)
 	g.Range = StringRange(s, from, to)
 }
 
-// stringRange converts rune offsets inside s to a 1-based line/column range;
+// StringRange converts rune offsets inside s to a 1-based line/column range;
 // the end position is exclusive (the column just after the last rune).
 func StringRange(s string, from, to int) *pilotage.Range {
 	n := 0
@@ -156,6 +157,7 @@ func StringRange(s string, from, to int) *pilotage.Range {
 	return &pilotage.Range{Start: pos(from), End: pos(to)}
 }
 
+// HasErrors reports whether any finding is an error.
 func HasErrors(ds []pilotage.Diagnostic) bool {
 	for _, d := range ds {
 		if d.Severity == pilotage.SeverityError {
@@ -165,7 +167,7 @@ func HasErrors(ds []pilotage.Diagnostic) bool {
 	return false
 }
 
-// comparePtr orders JSON Pointers in document order for arrays (numeric
+// ComparePtr orders JSON Pointers in document order for arrays (numeric
 // tokens compare as numbers); "" comes first.
 func ComparePtr(a, b string) int {
 	as, bs := strings.Split(a, "/"), strings.Split(b, "/")
@@ -183,6 +185,7 @@ func ComparePtr(a, b string) int {
 	return len(as) - len(bs)
 }
 
+// HintFor suggests the close matches ("did you mean …?"), or "" when there are none.
 func HintFor(matches []string) string {
 	if len(matches) == 0 {
 		return ""
@@ -190,6 +193,7 @@ func HintFor(matches []string) string {
 	return "did you mean " + strings.Join(QuoteAll(matches), " or ") + "?"
 }
 
+// QuoteAll quotes each string as Go would.
 func QuoteAll(ss []string) []string {
 	out := make([]string, len(ss))
 	for i, s := range ss {

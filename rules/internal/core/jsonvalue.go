@@ -1,11 +1,12 @@
 package core
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 )
 
-// interpTypeName names a value's JSON type for messages ("a number" for any
+// InterpTypeName names a value's JSON type for messages ("a number" for any
 // numeric kind).
 func InterpTypeName(v any) string {
 	switch v.(type) {
@@ -26,6 +27,7 @@ func InterpTypeName(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
+// InterpNumber reads any Go numeric kind as a float64.
 func InterpNumber(v any) (float64, bool) {
 	rv := reflect.ValueOf(v)
 	switch rv.Kind() {
@@ -37,4 +39,13 @@ func InterpNumber(v any) (float64, bool) {
 		return rv.Float(), true
 	}
 	return 0, false
+}
+
+// CompactJSON is v as compact JSON, or "?" when it does not encode.
+func CompactJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "?"
+	}
+	return string(b)
 }

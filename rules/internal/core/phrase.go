@@ -30,9 +30,18 @@ func JoinList(items []string, conj string) string {
 	return strings.Join(items[:last], ", ") + " " + conj + " " + items[last]
 }
 
+// AvailablePhrase says what an availability change did: "went offline" or "came back online".
 func AvailablePhrase(v any) string {
 	if b, ok := v.(bool); ok && !b {
 		return "went offline"
 	}
 	return "came back online"
+}
+
+// Article is the indefinite article w takes ("an" before a vowel).
+func Article(w string) string {
+	if w != "" && strings.ContainsRune("aeiou", rune(w[0])) {
+		return "an"
+	}
+	return "a"
 }

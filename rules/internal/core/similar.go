@@ -25,13 +25,13 @@ import (
 // similarBudget is the largest distance a suggestion may have from q.
 func similarBudget(q string) int { return max(2, len(q)/3) }
 
-// closeMatches returns up to limit candidates close to s (within
+// CloseMatches returns up to limit candidates close to s (within
 // similarBudget), the most similar first.
 func CloseMatches(s string, candidates []string, limit int) []string {
 	return Similar(s, candidates, limit, similarBudget(s))
 }
 
-// similar ranks candidates by their closeness to q and returns the first
+// Similar ranks candidates by their closeness to q and returns the first
 // limit of those within budget (budget < 0: every candidate).
 func Similar(q string, candidates []string, limit, budget int) []string {
 	type match struct {

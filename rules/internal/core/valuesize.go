@@ -10,25 +10,25 @@ import (
 	"unicode/utf8"
 )
 
-// maxMeasureDepth is how deep a value may nest before it counts as too
+// MaxMeasureDepth is how deep a value may nest before it counts as too
 // large (a measured value is walked recursively; a set step stores at most
 // MaxValueDepth levels).
 const MaxMeasureDepth = 2 * MaxValueDepth
 
-// valueSize is a value's measured size: the length of its compact JSON
+// ValueSize is a value's measured size: the length of its compact JSON
 // encoding as encoding/json writes it (strings with their escapes, HTML
 // characters escaped as json.Marshal does, numbers as formatted), and
 // whether the walk stopped because the value nests deeper than
 // maxMeasureDepth.
 type ValueSize struct {
-	N    int
-	Deep bool
+	Bytes int
+	Deep  bool
 }
 
-// over reports whether the value does not fit in limit bytes.
-func (s ValueSize) Over(limit int) bool { return s.Deep || s.N > limit }
+// Over reports whether the value does not fit in limit bytes.
+func (s ValueSize) Over(limit int) bool { return s.Deep || s.Bytes > limit }
 
-// measure walks v until its size passes limit, so a value made of many
+// Measure walks v until its size passes limit, so a value made of many
 // references to one large string or list costs at most about limit steps to
 // measure, however large it would be once encoded. indent adds what
 // json.MarshalIndent with a two-space indent writes around each member.
@@ -73,7 +73,7 @@ func (m *sizer) add(v any, depth int) {
 			m.n-- // true
 		}
 	case string:
-		m.n += JsonStringLen(x)
+		m.n += JSONStringLen(x)
 	case int:
 		m.n += intLen(int64(x))
 	case int64:
@@ -94,7 +94,7 @@ func (m *sizer) add(v any, depth int) {
 		for k, e := range x {
 			m.member(i, depth)
 			i++
-			m.n += JsonStringLen(k) + 1
+			m.n += JSONStringLen(k) + 1
 			if m.add(e, depth+1); m.done() {
 				return
 			}
@@ -129,7 +129,7 @@ func (m *sizer) addReflect(rv reflect.Value, depth int) {
 		it := rv.MapRange()
 		for i := 0; it.Next(); i++ {
 			m.member(i, depth)
-			m.n += JsonStringLen(fmt.Sprint(it.Key().Interface())) + 1
+			m.n += JSONStringLen(fmt.Sprint(it.Key().Interface())) + 1
 			if m.add(it.Value().Interface(), depth+1); m.done() {
 				return
 			}
@@ -141,7 +141,7 @@ func (m *sizer) addReflect(rv reflect.Value, depth int) {
 		}
 		m.add(rv.Elem().Interface(), depth+1)
 	case reflect.String:
-		m.n += JsonStringLen(rv.String())
+		m.n += JSONStringLen(rv.String())
 	default:
 		m.n += 24
 	}
@@ -167,7 +167,7 @@ var jsonEscapes = func() (t [utf8.RuneSelf]uint8) {
 // json.Marshal, quotes included: a control character takes 6 bytes, so a
 // string of them is six times its length once stored. Invalid UTF-8 bytes
 // become \ufffd, and U+2028 and U+2029 are escaped.
-func JsonStringLen(s string) int {
+func JSONStringLen(s string) int {
 	n := len(s) + 2
 	for i := 0; i < len(s); {
 		b := s[i]

@@ -1,10 +1,6 @@
 package decode
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +15,9 @@ import (
 	"golang.org/x/text/message"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // Decode parses an automation/1 program. Every finding about the text
@@ -34,41 +33,44 @@ func Decode(raw []byte, lim core.Limits) (*model.Program, []pilotage.Diagnostic,
 	if err != nil {
 		return nil, nil, err
 	}
-	return p, dc.D.List, nil
+	return p, dc.Diags.List, nil
 }
 
 type decoder struct {
 	lim      core.Limits
 	cache    *model.Cache // nil: nothing reused
 	deadline time.Time
-	D        core.Diags
+	Diags    core.Diags
 	fatal    error
 	IDs      map[string]string // id → pointer of its first use
 	curStr   string            // the string value being compiled (for ranges)
 	Strs     map[string]string // pointer → string value holding expressions
 }
 
+// NewDecoder makes a decoder bounded by lim and deadline.
 func NewDecoder(lim core.Limits, deadline time.Time, cache *model.Cache) *decoder {
 	return &decoder{lim: lim, cache: cache, deadline: deadline, IDs: map[string]string{}, Strs: map[string]string{}}
 }
 
+// Exhausted is the request error of a program past a bound.
 func Exhausted(msg string) *pilotage.RequestError {
 	return pilotage.Errorf(pilotage.ErrResourceExhausted, msg)
 }
 
+// Decode parses raw into a Program, recording findings in dc.Diags.
 func (dc *decoder) Decode(raw []byte) (*model.Program, error) {
 	if len(raw) > dc.lim.MaxProgramBytes {
 		return nil, Exhausted(fmt.Sprintf("program is %d bytes, more than the bound of %d", len(raw), dc.lim.MaxProgramBytes))
 	}
 	root, dups, err := core.ParseJSON(raw, dc.lim.MaxNodes, jsonDepth(dc.lim), dc.deadline)
-	var se *core.JsonSyntaxError
+	var se *core.JSONSyntaxError
 	var le *core.InputLimitError
 	switch {
 	case errors.As(err, &le):
 		return nil, Exhausted(le.Msg)
 	case errors.As(err, &se):
 		line, col := core.LineCol(raw, se.Off)
-		g := dc.D.Add(core.CodeSyntax, "", "", "line %d, column %d: %s", line, col, se.Msg)
+		g := dc.Diags.Add(core.CodeSyntax, "", "", "line %d, column %d: %s", line, col, se.Msg)
 		pos := pilotage.Position{Line: line, Column: col}
 		g.Range = &pilotage.Range{Start: pos, End: pilotage.Position{Line: line, Column: col + 1}}
 		return nil, nil
@@ -76,7 +78,7 @@ func (dc *decoder) Decode(raw []byte) (*model.Program, error) {
 		return nil, err
 	}
 	for _, ptr := range dups {
-		dc.D.Add(core.CodeDuplicateKey, ptr, "", "member %q appears twice in the same object", lastToken(ptr))
+		dc.Diags.Add(core.CodeDuplicateKey, ptr, "", "member %q appears twice in the same object", lastToken(ptr))
 	}
 	p := dc.program(root)
 	if dc.fatal != nil {
@@ -109,9 +111,9 @@ var programFields = []string{"name", "description", "mode", "max", "throttle", "
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$`)
 
-func (dc *decoder) program(n *core.Jnode) *model.Program {
+func (dc *decoder) program(n *core.JNode) *model.Program {
 	if n.Kind != core.JObj {
-		dc.D.Add(core.CodeTypeMismatch, "", "", "a program is a JSON object, got %s", n.Kind)
+		dc.Diags.Add(core.CodeTypeMismatch, "", "", "a program is a JSON object, got %s", n.Kind)
 		return nil
 	}
 	dc.fields(n, "program", programFields)
@@ -120,7 +122,7 @@ func (dc *decoder) program(n *core.Jnode) *model.Program {
 		if s, ok := dc.str(v, "name"); ok {
 			p.Name = s
 			if !nameRE.MatchString(s) {
-				dc.D.Add(core.CodeInvalidID, v.Ptr, "use letters, digits, '_', '-' or '.', e.g. \"hall-motion-light\"", "name %q is not id-like (1-64 of A-Z a-z 0-9 _ - ., starting with a letter or digit)", s)
+				dc.Diags.Add(core.CodeInvalidID, v.Ptr, "use letters, digits, '_', '-' or '.', e.g. \"hall-motion-light\"", "name %q is not id-like (1-64 of A-Z a-z 0-9 _ - ., starting with a letter or digit)", s)
 			}
 		}
 	}
@@ -135,13 +137,13 @@ func (dc *decoder) program(n *core.Jnode) *model.Program {
 		if p.Params = dc.params(v); p.Params != nil {
 			dc.paramDefaults(v)
 			p.RefParams = model.ParseRefParams(v.Value(), v.Ptr, func(code, path, hint, format string, args ...any) {
-				dc.D.Add(code, path, hint, format, args...)
+				dc.Diags.Add(code, path, hint, format, args...)
 			})
 		}
 	}
 	if v := dc.required(n, "triggers", "program"); v != nil && dc.array(v, "triggers") {
 		if len(v.Vals) == 0 {
-			dc.D.Add(core.CodeMissingField, v.Ptr, "", "a program needs at least one trigger")
+			dc.Diags.Add(core.CodeMissingField, v.Ptr, "", "a program needs at least one trigger")
 		}
 		for _, t := range v.Vals {
 			if tr := dc.trigger(t); tr != nil {
@@ -159,20 +161,20 @@ func (dc *decoder) program(n *core.Jnode) *model.Program {
 	if v := dc.required(n, "steps", "program"); v != nil {
 		p.Steps = dc.stepList(v, 1)
 		if v.Kind == core.JArr && len(v.Vals) == 0 {
-			dc.D.Add(core.CodeMissingField, v.Ptr, "", "a program needs at least one step")
+			dc.Diags.Add(core.CodeMissingField, v.Ptr, "", "a program needs at least one step")
 		}
 	}
 	return p
 }
 
-func (dc *decoder) mode(n *core.Jnode, p *model.Program) {
+func (dc *decoder) mode(n *core.JNode, p *model.Program) {
 	if v := n.Get("mode"); v != nil {
 		if s, ok := dc.str(v, "mode"); ok {
 			switch i := slices.Index(model.Modes, s); {
 			case i >= 0:
 				p.Mode = model.Modes[i] // the constant: the decoded copy is not kept
 			default:
-				dc.D.Add(core.CodeBadMode, v.Ptr, core.HintFor(core.CloseMatches(s, model.Modes, 1)), "mode %q is not one of single, restart, queued, parallel", s)
+				dc.Diags.Add(core.CodeBadMode, v.Ptr, core.HintFor(core.CloseMatches(s, model.Modes, 1)), "mode %q is not one of single, restart, queued, parallel", s)
 			}
 		}
 	}
@@ -181,12 +183,12 @@ func (dc *decoder) mode(n *core.Jnode, p *model.Program) {
 		switch {
 		case !ok:
 		case m < 1:
-			dc.D.Add(core.CodeBadMode, v.Ptr, "", "max must be at least 1, got %d", m)
+			dc.Diags.Add(core.CodeBadMode, v.Ptr, "", "max must be at least 1, got %d", m)
 		case m > dc.lim.MaxConcurrent:
-			dc.D.Add(core.CodeBadMode, v.Ptr, fmt.Sprintf("use a max of at most %d", dc.lim.MaxConcurrent),
+			dc.Diags.Add(core.CodeBadMode, v.Ptr, fmt.Sprintf("use a max of at most %d", dc.lim.MaxConcurrent),
 				"max %d is more than the bound of %d firings of one rule running or queued at once", m, dc.lim.MaxConcurrent)
 		case p.Mode != model.ModeQueued && p.Mode != model.ModeParallel:
-			dc.D.Add(core.CodeBadMode, v.Ptr, "set mode to \"queued\" or \"parallel\", or drop max", "max applies only to mode queued or parallel (mode is %s)", p.Mode)
+			dc.Diags.Add(core.CodeBadMode, v.Ptr, "set mode to \"queued\" or \"parallel\", or drop max", "max applies only to mode queued or parallel (mode is %s)", p.Mode)
 		default:
 			p.Max = m
 		}
@@ -204,28 +206,28 @@ const (
 // ValidName reports whether s may name a program or a rule.
 func ValidName(s string) bool { return nameRE.MatchString(s) }
 
-func (dc *decoder) params(v *core.Jnode) json.RawMessage {
+func (dc *decoder) params(v *core.JNode) json.RawMessage {
 	if v.Kind != core.JObj {
-		dc.D.Add(core.CodeBadParams, v.Ptr, "", "params must be a JSON Schema object, got %s", v.Kind)
+		dc.Diags.Add(core.CodeBadParams, v.Ptr, "", "params must be a JSON Schema object, got %s", v.Kind)
 		return nil
 	}
 	if t := v.Get("type"); t != nil && !(t.Kind == core.JStr && t.Str == "object") {
-		dc.D.Add(core.CodeBadParams, t.Ptr, "", "params describes the program's input object: its type must be \"object\"")
+		dc.Diags.Add(core.CodeBadParams, t.Ptr, "", "params describes the program's input object: its type must be \"object\"")
 		return nil
 	}
 	if props := v.Get("properties"); props != nil && props.Kind == core.JObj {
 		if sc := props.Get(ReservedInputMember); sc != nil {
-			dc.D.Add(core.CodeBadParams, sc.Ptr, "rename the parameter", "%q is reserved in execute input for test-run scenarios: a param may not be called so", ReservedInputMember)
+			dc.Diags.Add(core.CodeBadParams, sc.Ptr, "rename the parameter", "%q is reserved in execute input for test-run scenarios: a param may not be called so", ReservedInputMember)
 			return nil
 		}
 		if in := props.Get(InstallInputMember); in != nil {
-			dc.D.Add(core.CodeBadParams, in.Ptr, "rename the parameter", "%q is reserved in execute input for the rule a deploy installs: a param may not be called so", InstallInputMember)
+			dc.Diags.Add(core.CodeBadParams, in.Ptr, "rename the parameter", "%q is reserved in execute input for the rule a deploy installs: a param may not be called so", InstallInputMember)
 			return nil
 		}
 	}
 	val := v.Value()
 	if _, err := model.CompileSchema(val); err != nil {
-		dc.D.Add(core.CodeBadParams, v.Ptr, "", "params is not a valid JSON Schema: %s", schemaErrText(err))
+		dc.Diags.Add(core.CodeBadParams, v.Ptr, "", "params is not a valid JSON Schema: %s", schemaErrText(err))
 		return nil
 	}
 	raw, _ := json.Marshal(val)
@@ -235,7 +237,7 @@ func (dc *decoder) params(v *core.Jnode) json.RawMessage {
 // paramDefaults checks each top-level param's default against the param's
 // own schema (formats included): a default that does not fit would fail
 // the first run that uses it.
-func (dc *decoder) paramDefaults(v *core.Jnode) {
+func (dc *decoder) paramDefaults(v *core.JNode) {
 	props := v.Get("properties")
 	if props == nil || props.Kind != core.JObj {
 		return
@@ -252,7 +254,7 @@ func (dc *decoder) paramDefaults(v *core.Jnode) {
 			continue
 		}
 		if err := sch.Validate(def.Value()); err != nil {
-			dc.D.Add(core.CodeBadParams, def.Ptr, "", "the default of params.%s does not fit its schema: %s", name, FirstLeafMessage(err))
+			dc.Diags.Add(core.CodeBadParams, def.Ptr, "", "the default of params.%s does not fit its schema: %s", name, FirstLeafMessage(err))
 		}
 	}
 }
@@ -275,7 +277,7 @@ func schemaErrText(err error) string {
 
 // ---- triggers and conditions ----
 
-func (dc *decoder) kindKey(n *core.Jnode, what string, keys []string) (string, bool) {
+func (dc *decoder) kindKey(n *core.JNode, what string, keys []string) (string, bool) {
 	var found []string
 	for _, k := range keys {
 		if n.Get(k) != nil {
@@ -284,16 +286,16 @@ func (dc *decoder) kindKey(n *core.Jnode, what string, keys []string) (string, b
 	}
 	switch len(found) {
 	case 0:
-		dc.D.Add(core.CodeMissingField, n.Ptr, "", "%s needs one of: %s", what, strings.Join(keys, ", "))
+		dc.Diags.Add(core.CodeMissingField, n.Ptr, "", "%s needs one of: %s", what, strings.Join(keys, ", "))
 		return "", false
 	case 1:
 		return found[0], true
 	}
-	dc.D.Add(core.CodeConflictFields, n.Get(found[1]).Ptr, "", "%s has both %q and %q; use exactly one of %s", what, found[0], found[1], strings.Join(keys, ", "))
+	dc.Diags.Add(core.CodeConflictFields, n.Get(found[1]).Ptr, "", "%s has both %q and %q; use exactly one of %s", what, found[0], found[1], strings.Join(keys, ", "))
 	return "", false
 }
 
-func (dc *decoder) trigger(n *core.Jnode) *model.Trigger {
+func (dc *decoder) trigger(n *core.JNode) *model.Trigger {
 	if !dc.checkTime() || !dc.object(n, "trigger") {
 		return nil
 	}
@@ -317,7 +319,7 @@ func (dc *decoder) trigger(n *core.Jnode) *model.Trigger {
 
 // triggerKind decodes the member that selects t's kind (key) and what
 // goes with it.
-func (dc *decoder) triggerKind(n *core.Jnode, t *model.Trigger, key string) {
+func (dc *decoder) triggerKind(n *core.JNode, t *model.Trigger, key string) {
 	switch key {
 	case "state":
 		t.Kind = model.TriggerState
@@ -325,7 +327,7 @@ func (dc *decoder) triggerKind(n *core.Jnode, t *model.Trigger, key string) {
 			t.Kind = model.TriggerNumeric
 			for _, k := range []string{"to", "from"} {
 				if v := n.Get(k); v != nil {
-					dc.D.Add(core.CodeConflictFields, v.Ptr, "", "a state trigger uses either to/from (state change) or above/below (numeric threshold), not both")
+					dc.Diags.Add(core.CodeConflictFields, v.Ptr, "", "a state trigger uses either to/from (state change) or above/below (numeric threshold), not both")
 				}
 			}
 		}
@@ -350,7 +352,7 @@ func (dc *decoder) triggerKind(n *core.Jnode, t *model.Trigger, key string) {
 
 // cronTrigger parses a cron trigger's spec, once: the run form keeps the
 // schedule.
-func (dc *decoder) cronTrigger(v *core.Jnode, t *model.Trigger) {
+func (dc *decoder) cronTrigger(v *core.JNode, t *model.Trigger) {
 	s, ok := dc.str(v, "cron")
 	if !ok {
 		return
@@ -358,12 +360,12 @@ func (dc *decoder) cronTrigger(v *core.Jnode, t *model.Trigger) {
 	t.Cron = s
 	var err error
 	if t.Schedule, err = clock.ParseCron(s); err != nil {
-		dc.D.Add(core.CodeBadCron, v.Ptr, "e.g. \"0 30 7 * * 1-5\" (sec min hour dom month dow) or \"30 7 * * *\"", "cron %q: %v", s, err)
+		dc.Diags.Add(core.CodeBadCron, v.Ptr, "e.g. \"0 30 7 * * 1-5\" (sec min hour dom month dow) or \"30 7 * * *\"", "cron %q: %v", s, err)
 	}
 }
 
 // timeTrigger reads a time trigger's "HH:MM[:SS]" into its daily schedule.
-func (dc *decoder) timeTrigger(v *core.Jnode, t *model.Trigger) {
+func (dc *decoder) timeTrigger(v *core.JNode, t *model.Trigger) {
 	if dc.paramField(v, "at", &t.Inputs) {
 		return
 	}
@@ -373,18 +375,18 @@ func (dc *decoder) timeTrigger(v *core.Jnode, t *model.Trigger) {
 	}
 	t.At = s
 	if !clock.ValidClock(s) {
-		dc.D.Add(core.CodeBadTime, v.Ptr, "e.g. \"07:30\" or \"22:15:30\"", "at %q is not HH:MM or HH:MM:SS", s)
+		dc.Diags.Add(core.CodeBadTime, v.Ptr, "e.g. \"07:30\" or \"22:15:30\"", "at %q is not HH:MM or HH:MM:SS", s)
 		return
 	}
 	t.Schedule, _ = clock.ParseCron(model.TimeOfDaySpec(s))
 }
 
-func (dc *decoder) sunTrigger(n *core.Jnode, t *model.Trigger) {
+func (dc *decoder) sunTrigger(n *core.JNode, t *model.Trigger) {
 	v := n.Get("sun")
 	if s, ok := dc.str(v, "sun"); ok {
 		t.Sun = s
 		if s != "sunrise" && s != "sunset" {
-			dc.D.Add(core.CodeConstraint, v.Ptr, core.HintFor(core.CloseMatches(s, []string{"sunrise", "sunset"}, 1)), "sun must be \"sunrise\" or \"sunset\", got %q", s)
+			dc.Diags.Add(core.CodeConstraint, v.Ptr, core.HintFor(core.CloseMatches(s, []string{"sunrise", "sunset"}, 1)), "sun must be \"sunrise\" or \"sunset\", got %q", s)
 		}
 	}
 	if v := n.Get("offset"); v != nil && !dc.paramField(v, "offset", &t.Inputs) {
@@ -392,7 +394,7 @@ func (dc *decoder) sunTrigger(n *core.Jnode, t *model.Trigger) {
 	}
 }
 
-func (dc *decoder) triggerFilters(n *core.Jnode, t *model.Trigger) {
+func (dc *decoder) triggerFilters(n *core.JNode, t *model.Trigger) {
 	switch t.Kind {
 	case model.TriggerState:
 		t.To = jvalue(n.Get("to"))
@@ -401,7 +403,7 @@ func (dc *decoder) triggerFilters(n *core.Jnode, t *model.Trigger) {
 		t.NotFrom = jvalue(n.Get("not_from"))
 		for _, pair := range [][2]string{{"to", "not_to"}, {"from", "not_from"}} {
 			if v := n.Get(pair[1]); v != nil && n.Get(pair[0]) != nil {
-				dc.D.Add(core.CodeConflictFields, v.Ptr, "", "a state trigger uses either %s or %s, not both", pair[0], pair[1])
+				dc.Diags.Add(core.CodeConflictFields, v.Ptr, "", "a state trigger uses either %s or %s, not both", pair[0], pair[1])
 			}
 		}
 	case model.TriggerEvent:
@@ -419,7 +421,7 @@ func (dc *decoder) triggerFilters(n *core.Jnode, t *model.Trigger) {
 }
 
 // bounds reads above and below: numbers, or params (recorded in inputs).
-func (dc *decoder) bounds(n *core.Jnode, inputs *[]model.ParamField) (above, below *float64) {
+func (dc *decoder) bounds(n *core.JNode, inputs *[]model.ParamField) (above, below *float64) {
 	if v := n.Get("above"); v != nil && !dc.paramField(v, "above", inputs) {
 		if f, ok := dc.number(v, "above"); ok {
 			above = &f
@@ -431,21 +433,22 @@ func (dc *decoder) bounds(n *core.Jnode, inputs *[]model.ParamField) (above, bel
 		}
 	}
 	if above != nil && below != nil && *above >= *below {
-		dc.D.Add(core.CodeUnreachableValue, n.Get("below").Ptr, "above < value < below is a band; above must be less than below", "no value is above %g and below %g", *above, *below)
+		dc.Diags.Add(core.CodeUnreachableValue, n.Get("below").Ptr, "above < value < below is a band; above must be less than below", "no value is above %g and below %g", *above, *below)
 	}
 	return above, below
 }
 
-func jvalue(n *core.Jnode) model.Value {
+func jvalue(n *core.JNode) model.Value {
 	if n == nil {
 		return model.Value{}
 	}
 	return model.Value{Set: true, V: n.Value()}
 }
 
+// Printer phrases JSON Schema findings in English.
 var Printer = message.NewPrinter(language.English)
 
-// leafErrors flattens a validation error tree into its most specific
+// LeafErrors flattens a validation error tree into its most specific
 // findings.
 func LeafErrors(ve *jsonschema.ValidationError, out []*jsonschema.ValidationError) []*jsonschema.ValidationError {
 	if len(ve.Causes) == 0 {
@@ -457,6 +460,7 @@ func LeafErrors(ve *jsonschema.ValidationError, out []*jsonschema.ValidationErro
 	return out
 }
 
+// FirstLeafMessage is the most specific message of a schema validation error.
 func FirstLeafMessage(err error) string {
 	var ve *jsonschema.ValidationError
 	if errors.As(err, &ve) {

@@ -1,19 +1,19 @@
 package decode
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // condition decodes one condition: its kind key (ConditionKinds) selects
 // an expression, a time window or a sun window.
-func (dc *decoder) condition(n *core.Jnode) *model.Condition {
+func (dc *decoder) condition(n *core.JNode) *model.Condition {
 	if !dc.checkTime() || !dc.object(n, "condition") {
 		return nil
 	}
@@ -40,7 +40,7 @@ func (dc *decoder) condition(n *core.Jnode) *model.Condition {
 
 // timeWindow decodes {"after"?, "before"?, "weekday"?}: clock times and
 // weekday names, at least one of them.
-func (dc *decoder) timeWindow(v *core.Jnode, members []string) *model.Window {
+func (dc *decoder) timeWindow(v *core.JNode, members []string) *model.Window {
 	if !dc.object(v, "time") {
 		return nil
 	}
@@ -58,7 +58,7 @@ func (dc *decoder) timeWindow(v *core.Jnode, members []string) *model.Window {
 		switch {
 		case !ok:
 		case !clock.ValidClock(s):
-			dc.D.Add(core.CodeBadTime, x.Ptr, "e.g. \"22:00\" or \"06:30:00\"", "%s %q is not HH:MM or HH:MM:SS", b.key, s)
+			dc.Diags.Add(core.CodeBadTime, x.Ptr, "e.g. \"22:00\" or \"06:30:00\"", "%s %q is not HH:MM or HH:MM:SS", b.key, s)
 		default:
 			*b.to = s
 		}
@@ -68,20 +68,20 @@ func (dc *decoder) timeWindow(v *core.Jnode, members []string) *model.Window {
 	}
 	switch {
 	case v.Get("after") == nil && v.Get("before") == nil && v.Get("weekday") == nil:
-		dc.D.Add(core.CodeMissingField, v.Ptr, "e.g. {\"after\": \"22:00\", \"before\": \"06:00\"}", "a time condition needs after, before or weekday")
+		dc.Diags.Add(core.CodeMissingField, v.Ptr, "e.g. {\"after\": \"22:00\", \"before\": \"06:00\"}", "a time condition needs after, before or weekday")
 	case w.After != "" && w.After == w.Before:
-		dc.D.Add(core.CodeConstraint, v.Get("before").Ptr, "drop one bound, or give a window such as after 22:00 before 06:00", "after and before are both %s: the window is empty", w.After)
+		dc.Diags.Add(core.CodeConstraint, v.Get("before").Ptr, "drop one bound, or give a window such as after 22:00 before 06:00", "after and before are both %s: the window is empty", w.After)
 	}
 	return w
 }
 
 // weekdays decodes a weekday name or a list of them.
-func (dc *decoder) weekdays(x *core.Jnode) []time.Weekday {
-	list := []*core.Jnode{x}
+func (dc *decoder) weekdays(x *core.JNode) []time.Weekday {
+	list := []*core.JNode{x}
 	if x.Kind == core.JArr {
 		list = x.Vals
 		if len(list) == 0 {
-			dc.D.Add(core.CodeMissingField, x.Ptr, "", "weekday lists no day")
+			dc.Diags.Add(core.CodeMissingField, x.Ptr, "", "weekday lists no day")
 		}
 	}
 	var out []time.Weekday
@@ -92,7 +92,7 @@ func (dc *decoder) weekdays(x *core.Jnode) []time.Weekday {
 		}
 		i := slices.Index(model.WeekdayNames, strings.ToLower(s))
 		if i < 0 {
-			dc.D.Add(core.CodeConstraint, d.Ptr, core.HintFor(core.CloseMatches(strings.ToLower(s), model.WeekdayNames, 1)),
+			dc.Diags.Add(core.CodeConstraint, d.Ptr, core.HintFor(core.CloseMatches(strings.ToLower(s), model.WeekdayNames, 1)),
 				"weekday %q is not one of %s", s, strings.Join(model.WeekdayNames[1:], ", ")+", sun")
 			continue
 		}
@@ -105,7 +105,7 @@ func (dc *decoder) weekdays(x *core.Jnode) []time.Weekday {
 
 // sunWindow decodes {"after"?, "after_offset"?, "before"?,
 // "before_offset"?}: sun events with offsets, at least one bound.
-func (dc *decoder) sunWindow(v *core.Jnode, members []string) *model.Window {
+func (dc *decoder) sunWindow(v *core.JNode, members []string) *model.Window {
 	if !dc.object(v, "sun") {
 		return nil
 	}
@@ -119,7 +119,7 @@ func (dc *decoder) sunWindow(v *core.Jnode, members []string) *model.Window {
 		if x := v.Get(b.key); x != nil {
 			if s, ok := dc.str(x, b.key); ok {
 				if s != clock.Sunrise && s != clock.Sunset {
-					dc.D.Add(core.CodeConstraint, x.Ptr, core.HintFor(core.CloseMatches(s, []string{clock.Sunrise, clock.Sunset}, 1)), "%s must be \"sunrise\" or \"sunset\", got %q", b.key, s)
+					dc.Diags.Add(core.CodeConstraint, x.Ptr, core.HintFor(core.CloseMatches(s, []string{clock.Sunrise, clock.Sunset}, 1)), "%s must be \"sunrise\" or \"sunset\", got %q", b.key, s)
 				} else {
 					*b.event = s
 				}
@@ -130,12 +130,12 @@ func (dc *decoder) sunWindow(v *core.Jnode, members []string) *model.Window {
 				*b.offset = dc.constDuration(x, b.key+"_offset", true)
 			}
 			if v.Get(b.key) == nil {
-				dc.D.Add(core.CodeMissingField, v.Ptr, fmt.Sprintf("add \"%s\": \"sunset\" or \"sunrise\"", b.key), "%s_offset needs %s", b.key, b.key)
+				dc.Diags.Add(core.CodeMissingField, v.Ptr, fmt.Sprintf("add \"%s\": \"sunset\" or \"sunrise\"", b.key), "%s_offset needs %s", b.key, b.key)
 			}
 		}
 	}
 	if v.Get("after") == nil && v.Get("before") == nil {
-		dc.D.Add(core.CodeMissingField, v.Ptr, "e.g. {\"after\": \"sunset\", \"after_offset\": \"15m\"}", "a sun condition needs after or before")
+		dc.Diags.Add(core.CodeMissingField, v.Ptr, "e.g. {\"after\": \"sunset\", \"after_offset\": \"15m\"}", "a sun condition needs after or before")
 	}
 	return w
 }

@@ -1,10 +1,6 @@
 package decode
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"errors"
 	"fmt"
 	"math"
@@ -14,9 +10,13 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
-func (dc *decoder) stepList(n *core.Jnode, depth int) []*model.Step {
+func (dc *decoder) stepList(n *core.JNode, depth int) []*model.Step {
 	if !dc.array(n, "a step list") {
 		return nil
 	}
@@ -36,7 +36,7 @@ func (dc *decoder) stepList(n *core.Jnode, depth int) []*model.Step {
 	return out
 }
 
-func (dc *decoder) step(n *core.Jnode, depth int) *model.Step {
+func (dc *decoder) step(n *core.JNode, depth int) *model.Step {
 	if !dc.checkTime() || !dc.object(n, "step") {
 		return nil
 	}
@@ -94,24 +94,24 @@ func (dc *decoder) step(n *core.Jnode, depth int) *model.Step {
 
 var varNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
 
-func (dc *decoder) setStep(v *core.Jnode, s *model.Step) {
+func (dc *decoder) setStep(v *core.JNode, s *model.Step) {
 	s.Set = map[string]*model.Template{}
 	if !dc.object(v, "set") {
 		return
 	}
 	if len(v.Keys) == 0 {
-		dc.D.Add(core.CodeMissingField, v.Ptr, "e.g. {\"set\": {\"count\": 0}}", "set needs at least one variable")
+		dc.Diags.Add(core.CodeMissingField, v.Ptr, "e.g. {\"set\": {\"count\": 0}}", "set needs at least one variable")
 	}
 	for i, k := range v.Keys {
 		if !varNameRE.MatchString(k) {
-			dc.D.Add(core.CodeInvalidID, v.Vals[i].Ptr, "variable names are identifiers, e.g. \"level\" or \"last_seen\"", "variable name %q is not an identifier", k)
+			dc.Diags.Add(core.CodeInvalidID, v.Vals[i].Ptr, "variable names are identifiers, e.g. \"level\" or \"last_seen\"", "variable name %q is not an identifier", k)
 			continue
 		}
 		s.Set[k] = dc.template(v.Vals[i])
 	}
 }
 
-func (dc *decoder) waitStep(n *core.Jnode, s *model.Step) {
+func (dc *decoder) waitStep(n *core.JNode, s *model.Step) {
 	v := n.Get("wait")
 	if t := n.Get("timeout"); t != nil {
 		s.Timeout = dc.constDuration(t, "timeout", false)
@@ -119,7 +119,7 @@ func (dc *decoder) waitStep(n *core.Jnode, s *model.Step) {
 	if c := n.Get("continue_on_timeout"); c != nil {
 		s.ContinueOnTimeout, _ = dc.boolean(c, "continue_on_timeout")
 		if n.Get("timeout") == nil {
-			dc.D.Add(core.CodeConstraint, c.Ptr, "add \"timeout\": \"30m\" or drop continue_on_timeout", "continue_on_timeout needs a timeout")
+			dc.Diags.Add(core.CodeConstraint, c.Ptr, "add \"timeout\": \"30m\" or drop continue_on_timeout", "continue_on_timeout needs a timeout")
 		}
 	}
 	if !dc.object(v, "wait") {
@@ -154,7 +154,7 @@ func (dc *decoder) waitStep(n *core.Jnode, s *model.Step) {
 	}
 }
 
-func (dc *decoder) chooseStep(n *core.Jnode, s *model.Step, depth int) {
+func (dc *decoder) chooseStep(n *core.JNode, s *model.Step, depth int) {
 	v := n.Get("choose")
 	if d := n.Get("default"); d != nil {
 		s.Default = dc.stepList(d, depth+1)
@@ -163,7 +163,7 @@ func (dc *decoder) chooseStep(n *core.Jnode, s *model.Step, depth int) {
 		return
 	}
 	if len(v.Vals) == 0 {
-		dc.D.Add(core.CodeMissingField, v.Ptr, "", "choose needs at least one arm {\"when\": ..., \"do\": [...]}")
+		dc.Diags.Add(core.CodeMissingField, v.Ptr, "", "choose needs at least one arm {\"when\": ..., \"do\": [...]}")
 	}
 	labels := map[string]bool{}
 	for i, a := range v.Vals {
@@ -176,16 +176,16 @@ func (dc *decoder) chooseStep(n *core.Jnode, s *model.Step, depth int) {
 			if lbl, ok := dc.str(l, "label"); ok {
 				switch {
 				case lbl == "" || strings.ContainsAny(lbl, "#/") || utf8.RuneCountInString(lbl) > 64:
-					dc.D.Add(core.CodeInvalidID, l.Ptr, "", "arm label %q must be 1-64 characters without '#' or '/'", lbl)
+					dc.Diags.Add(core.CodeInvalidID, l.Ptr, "", "arm label %q must be 1-64 characters without '#' or '/'", lbl)
 				case lbl == model.LabelDefault:
-					dc.D.Add(core.CodeDuplicateLabel, l.Ptr, "", "label %q is reserved for the choose step's default arm", lbl)
+					dc.Diags.Add(core.CodeDuplicateLabel, l.Ptr, "", "label %q is reserved for the choose step's default arm", lbl)
 				default:
 					arm.Label = lbl
 				}
 			}
 		}
 		if labels[arm.Label] {
-			dc.D.Add(core.CodeDuplicateLabel, a.Ptr, "", "two arms of this choose step are labelled %q", arm.Label)
+			dc.Diags.Add(core.CodeDuplicateLabel, a.Ptr, "", "two arms of this choose step are labelled %q", arm.Label)
 		}
 		labels[arm.Label] = true
 		if w := dc.required(a, "when", "a choose arm"); w != nil {
@@ -198,7 +198,7 @@ func (dc *decoder) chooseStep(n *core.Jnode, s *model.Step, depth int) {
 	}
 }
 
-func (dc *decoder) repeatSpec(v *core.Jnode) *model.RepeatSpec {
+func (dc *decoder) repeatSpec(v *core.JNode) *model.RepeatSpec {
 	if !dc.object(v, "repeat") {
 		return nil
 	}
@@ -223,7 +223,7 @@ func (dc *decoder) repeatSpec(v *core.Jnode) *model.RepeatSpec {
 			r.Until = e
 		}
 		if v.Get("max") == nil {
-			dc.D.Add(core.CodeUnboundedLoop, v.Ptr, "add \"max\": 100 (at most the engine limit)", "a %s loop needs max (at most %d iterations)", key, dc.lim.MaxIterations)
+			dc.Diags.Add(core.CodeUnboundedLoop, v.Ptr, "add \"max\": 100 (at most the engine limit)", "a %s loop needs max (at most %d iterations)", key, dc.lim.MaxIterations)
 		}
 	case "for_each":
 		r.ForEach = dc.loopItems(x)
@@ -232,14 +232,14 @@ func (dc *decoder) repeatSpec(v *core.Jnode) *model.RepeatSpec {
 }
 
 // loopMax reads a loop's max (0 when it is not a usable bound).
-func (dc *decoder) loopMax(m *core.Jnode) int {
+func (dc *decoder) loopMax(m *core.JNode) int {
 	n, ok := dc.integer(m, "max")
 	switch {
 	case !ok:
 	case n < 1:
-		dc.D.Add(core.CodeConstraint, m.Ptr, "", "max must be at least 1, got %d", n)
+		dc.Diags.Add(core.CodeConstraint, m.Ptr, "", "max must be at least 1, got %d", n)
 	case n > dc.lim.MaxIterations:
-		dc.D.Add(core.CodeUnboundedLoop, m.Ptr, "", "max %d exceeds the engine's limit of %d iterations", n, dc.lim.MaxIterations)
+		dc.Diags.Add(core.CodeUnboundedLoop, m.Ptr, "", "max %d exceeds the engine's limit of %d iterations", n, dc.lim.MaxIterations)
 	default:
 		return n
 	}
@@ -247,20 +247,20 @@ func (dc *decoder) loopMax(m *core.Jnode) int {
 }
 
 // loopCount reads a count loop's count: an integer or a "{{ }}" template.
-func (dc *decoder) loopCount(x *core.Jnode) *model.Template {
+func (dc *decoder) loopCount(x *core.JNode) *model.Template {
 	t := dc.template(x)
 	if x.Kind == core.JStr {
 		if t != nil && t.IsConst {
-			dc.D.Add(core.CodeTypeMismatch, x.Ptr, "e.g. 3 or \"{{ params.times }}\"", "count must be an integer or a \"{{ }}\" expression")
+			dc.Diags.Add(core.CodeTypeMismatch, x.Ptr, "e.g. 3 or \"{{ params.times }}\"", "count must be an integer or a \"{{ }}\" expression")
 		}
 		return t
 	}
 	if n, ok := dc.integer(x, "count"); ok {
 		switch {
 		case n < 0:
-			dc.D.Add(core.CodeConstraint, x.Ptr, "", "count must not be negative, got %d", n)
+			dc.Diags.Add(core.CodeConstraint, x.Ptr, "", "count must not be negative, got %d", n)
 		case n > dc.lim.MaxIterations:
-			dc.D.Add(core.CodeUnboundedLoop, x.Ptr, "", "count %d exceeds the engine's limit of %d iterations", n, dc.lim.MaxIterations)
+			dc.Diags.Add(core.CodeUnboundedLoop, x.Ptr, "", "count %d exceeds the engine's limit of %d iterations", n, dc.lim.MaxIterations)
 		}
 	}
 	return t
@@ -268,11 +268,11 @@ func (dc *decoder) loopCount(x *core.Jnode) *model.Template {
 
 // loopItems reads a for_each loop's items: an array, or an expression
 // (with or without "{{ }}") yielding one.
-func (dc *decoder) loopItems(x *core.Jnode) *model.Template {
+func (dc *decoder) loopItems(x *core.JNode) *model.Template {
 	switch x.Kind {
 	case core.JArr:
 		if len(x.Vals) > dc.lim.MaxIterations {
-			dc.D.Add(core.CodeUnboundedLoop, x.Ptr, "", "for_each has %d items, more than the engine's limit of %d iterations", len(x.Vals), dc.lim.MaxIterations)
+			dc.Diags.Add(core.CodeUnboundedLoop, x.Ptr, "", "for_each has %d items, more than the engine's limit of %d iterations", len(x.Vals), dc.lim.MaxIterations)
 		}
 		return dc.template(x)
 	case core.JStr:
@@ -290,7 +290,7 @@ func (dc *decoder) loopItems(x *core.Jnode) *model.Template {
 
 // ---- field helpers ----
 
-func (dc *decoder) object(n *core.Jnode, what string) bool {
+func (dc *decoder) object(n *core.JNode, what string) bool {
 	if n == nil {
 		return false
 	}
@@ -301,7 +301,7 @@ func (dc *decoder) object(n *core.Jnode, what string) bool {
 	return true
 }
 
-func (dc *decoder) array(n *core.Jnode, what string) bool {
+func (dc *decoder) array(n *core.JNode, what string) bool {
 	if n == nil {
 		return false
 	}
@@ -312,12 +312,12 @@ func (dc *decoder) array(n *core.Jnode, what string) bool {
 	return true
 }
 
-func (dc *decoder) typeErr(n *core.Jnode, what, want string) {
-	dc.D.Add(core.CodeTypeMismatch, n.Ptr, "", "%s must be %s, got %s", what, want, n.Kind)
+func (dc *decoder) typeErr(n *core.JNode, what, want string) {
+	dc.Diags.Add(core.CodeTypeMismatch, n.Ptr, "", "%s must be %s, got %s", what, want, n.Kind)
 }
 
 // fields reports members of n not in allowed.
-func (dc *decoder) fields(n *core.Jnode, what string, allowed []string) {
+func (dc *decoder) fields(n *core.JNode, what string, allowed []string) {
 	for i, k := range n.Keys {
 		if slices.Contains(allowed, k) {
 			continue
@@ -329,19 +329,19 @@ func (dc *decoder) fields(n *core.Jnode, what string, allowed []string) {
 		if hint == "" {
 			hint = "allowed here: " + strings.Join(allowed, ", ")
 		}
-		dc.D.Add(core.CodeUnknownField, n.Vals[i].Ptr, hint, "%s has no field %q", what, k)
+		dc.Diags.Add(core.CodeUnknownField, n.Vals[i].Ptr, hint, "%s has no field %q", what, k)
 	}
 }
 
-func (dc *decoder) required(n *core.Jnode, key, what string) *core.Jnode {
+func (dc *decoder) required(n *core.JNode, key, what string) *core.JNode {
 	v := n.Get(key)
 	if v == nil {
-		dc.D.Add(core.CodeMissingField, n.Ptr, "", "%s needs %q", what, key)
+		dc.Diags.Add(core.CodeMissingField, n.Ptr, "", "%s needs %q", what, key)
 	}
 	return v
 }
 
-func (dc *decoder) str(n *core.Jnode, what string) (string, bool) {
+func (dc *decoder) str(n *core.JNode, what string) (string, bool) {
 	if n == nil {
 		return "", false
 	}
@@ -352,15 +352,15 @@ func (dc *decoder) str(n *core.Jnode, what string) (string, bool) {
 	return n.Str, true
 }
 
-func (dc *decoder) boolean(n *core.Jnode, what string) (bool, bool) {
+func (dc *decoder) boolean(n *core.JNode, what string) (bool, bool) {
 	if n.Kind != core.JBool {
 		dc.typeErr(n, what, "true or false")
 		return false, false
 	}
-	return n.B, true
+	return n.Bool, true
 }
 
-func (dc *decoder) number(n *core.Jnode, what string) (float64, bool) {
+func (dc *decoder) number(n *core.JNode, what string) (float64, bool) {
 	if n.Kind != core.JNum {
 		dc.typeErr(n, what, "a number")
 		return 0, false
@@ -368,23 +368,23 @@ func (dc *decoder) number(n *core.Jnode, what string) (float64, bool) {
 	return n.Num, true
 }
 
-func (dc *decoder) integer(n *core.Jnode, what string) (int, bool) {
+func (dc *decoder) integer(n *core.JNode, what string) (int, bool) {
 	f, ok := dc.number(n, what)
 	if !ok {
 		return 0, false
 	}
 	if f != math.Trunc(f) || math.Abs(f) > 1e9 {
-		dc.D.Add(core.CodeTypeMismatch, n.Ptr, "", "%s must be an integer, got %g", what, f)
+		dc.Diags.Add(core.CodeTypeMismatch, n.Ptr, "", "%s must be an integer, got %g", what, f)
 		return 0, false
 	}
 	return int(f), true
 }
 
 // id reads and checks the "id" member of a trigger, condition or step.
-func (dc *decoder) id(n *core.Jnode) string {
+func (dc *decoder) id(n *core.JNode) string {
 	v := n.Get("id")
 	if v == nil {
-		dc.D.Add(core.CodeMissingField, n.Ptr, "give every trigger, condition and step an \"id\", e.g. \"turn_on\"", "missing \"id\"")
+		dc.Diags.Add(core.CodeMissingField, n.Ptr, "give every trigger, condition and step an \"id\", e.g. \"turn_on\"", "missing \"id\"")
 		return ""
 	}
 	s, ok := dc.str(v, "id")
@@ -393,14 +393,14 @@ func (dc *decoder) id(n *core.Jnode) string {
 	}
 	switch {
 	case s == "" || utf8.RuneCountInString(s) > 64 || strings.ContainsFunc(s, func(r rune) bool { return r < 0x20 }):
-		dc.D.Add(core.CodeInvalidID, v.Ptr, "", "id %q must be 1-64 printable characters", s)
+		dc.Diags.Add(core.CodeInvalidID, v.Ptr, "", "id %q must be 1-64 printable characters", s)
 	case strings.ContainsAny(s, "#/"):
-		dc.D.Add(core.CodeReservedChar, v.Ptr, "use '_' or '-' instead", "id %q contains '#' or '/', which are reserved for trace identity", s)
+		dc.Diags.Add(core.CodeReservedChar, v.Ptr, "use '_' or '-' instead", "id %q contains '#' or '/', which are reserved for trace identity", s)
 	case s == "triggers":
-		dc.D.Add(core.CodeReservedID, v.Ptr, "", "id \"triggers\" is reserved: it names the trigger branch in plans and traces")
+		dc.Diags.Add(core.CodeReservedID, v.Ptr, "", "id \"triggers\" is reserved: it names the trigger branch in plans and traces")
 	default:
 		if first, dup := dc.IDs[s]; dup {
-			dc.D.Add(core.CodeDuplicateID, v.Ptr, "", "id %q is already used at %s", s, first)
+			dc.Diags.Add(core.CodeDuplicateID, v.Ptr, "", "id %q is already used at %s", s, first)
 		} else {
 			dc.IDs[s] = v.Ptr
 		}
@@ -409,29 +409,29 @@ func (dc *decoder) id(n *core.Jnode) string {
 }
 
 // constDuration reads a constant duration; neg allows negative values.
-func (dc *decoder) constDuration(n *core.Jnode, what string, neg bool) time.Duration {
+func (dc *decoder) constDuration(n *core.JNode, what string, neg bool) time.Duration {
 	s, ok := dc.str(n, what)
 	if !ok {
 		return 0
 	}
 	if strings.Contains(s, "{{") {
-		dc.D.Add(core.CodeBadDuration, n.Ptr, "", "%s must be a constant duration here, not an expression", what)
+		dc.Diags.Add(core.CodeBadDuration, n.Ptr, "", "%s must be a constant duration here, not an expression", what)
 		return 0
 	}
 	d, err := clock.ParseDuration(s)
 	if err != nil {
-		dc.D.Add(core.CodeBadDuration, n.Ptr, "", "%s: %v", what, err)
+		dc.Diags.Add(core.CodeBadDuration, n.Ptr, "", "%s: %v", what, err)
 		return 0
 	}
 	if d < 0 && !neg {
-		dc.D.Add(core.CodeBadDuration, n.Ptr, "", "%s must not be negative", what)
+		dc.Diags.Add(core.CodeBadDuration, n.Ptr, "", "%s must not be negative", what)
 		return 0
 	}
 	return d
 }
 
 // durTemplate reads a duration that may be a "{{ }}" expression.
-func (dc *decoder) durTemplate(n *core.Jnode, what string) *model.Template {
+func (dc *decoder) durTemplate(n *core.JNode, what string) *model.Template {
 	s, ok := dc.str(n, what)
 	if !ok {
 		return nil
@@ -442,9 +442,9 @@ func (dc *decoder) durTemplate(n *core.Jnode, what string) *model.Template {
 	d, err := clock.ParseDuration(s)
 	switch {
 	case err != nil:
-		dc.D.Add(core.CodeBadDuration, n.Ptr, "", "%s: %v", what, err)
+		dc.Diags.Add(core.CodeBadDuration, n.Ptr, "", "%s: %v", what, err)
 	case d < 0:
-		dc.D.Add(core.CodeBadDuration, n.Ptr, "", "%s must not be negative", what)
+		dc.Diags.Add(core.CodeBadDuration, n.Ptr, "", "%s must not be negative", what)
 	}
 	return &model.Template{Ptr: n.Ptr, IsConst: true, Const: s}
 }
@@ -485,13 +485,13 @@ func (dc *decoder) badExpr(e *ExprError) {
 	if n := dc.strAt(e.Ptr); n != "" {
 		src = n
 	}
-	dc.D.AddRange(core.CodeBadExpression, e.Ptr, src, e.From, e.To, "", "%v", e.Err)
+	dc.Diags.AddRange(core.CodeBadExpression, e.Ptr, src, e.From, e.To, "", "%v", e.Err)
 }
 
 // strAt is set while compiling a string so badExpr can compute ranges.
 func (dc *decoder) strAt(string) string { return dc.curStr }
 
-func (dc *decoder) template(n *core.Jnode) *model.Template {
+func (dc *decoder) template(n *core.JNode) *model.Template {
 	if n.Kind == core.JStr {
 		dc.curStr = n.Str
 		if strings.Contains(n.Str, "{{") {
@@ -520,7 +520,7 @@ func (dc *decoder) template(n *core.Jnode) *model.Template {
 // exprField compiles an expression-typed string field. Fields other than
 // for_each are conditions: an expression whose type is known not to be
 // boolean is reported.
-func (dc *decoder) exprField(n *core.Jnode, what string) *model.Expr {
+func (dc *decoder) exprField(n *core.JNode, what string) *model.Expr {
 	s, ok := dc.str(n, what)
 	if !ok {
 		return nil
@@ -530,7 +530,7 @@ func (dc *decoder) exprField(n *core.Jnode, what string) *model.Expr {
 	x := bareExpr(n.Ptr, s, dc.compile, dc.badExpr)
 	if x != nil && what != "for_each" {
 		if t := x.Node().Type(); t != nil && t.Kind() != reflect.Bool && t.Kind() != reflect.Interface {
-			dc.D.AddRange(core.CodeBadExpression, n.Ptr, s, x.Offset, x.Offset+utf8.RuneCountInString(x.Src),
+			dc.Diags.AddRange(core.CodeBadExpression, n.Ptr, s, x.Offset, x.Offset+utf8.RuneCountInString(x.Src),
 				"compare it, e.g. \"hour(now()) >= 22\"", "%s must be true or false, but this expression is %s", what, t)
 			return nil
 		}

@@ -1,15 +1,15 @@
 package decode
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/expr-lang/expr/file"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // ExprError is an expression that failed to compile, located inside the

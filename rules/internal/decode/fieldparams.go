@@ -11,14 +11,14 @@ import (
 // string holding a template, and reports whether it was one (then no
 // constant is read). Only exactly "{{ params.<name> }}" is accepted: the
 // value must be known before the rule is armed.
-func (dc *decoder) paramField(n *core.Jnode, field string, into *[]model.ParamField) bool {
+func (dc *decoder) paramField(n *core.JNode, field string, into *[]model.ParamField) bool {
 	if n == nil || n.Kind != core.JStr || !strings.Contains(n.Str, "{{") {
 		return false
 	}
 	k := model.ParamFieldKinds[field]
 	name, ok := model.ParamSite(n.Str)
 	if !ok {
-		dc.D.Add(k.Code, n.Ptr, `write a constant, or exactly "{{ params.<name> }}" naming a param that execute binds`,
+		dc.Diags.Add(k.Code, n.Ptr, `write a constant, or exactly "{{ params.<name> }}" naming a param that execute binds`,
 			"%s %q: here a template must be exactly \"{{ params.<name> }}\" (the value is bound when the rule is deployed, not evaluated per event)", field, n.Str)
 		return true
 	}

@@ -1,15 +1,14 @@
 package guides
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-	"github.com/pilothouse/pilothouse/rules/internal/plan"
-
 	"fmt"
 	"reflect"
 	"strings"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+	"github.com/pilothouse/pilothouse/rules/internal/plan"
 )
 
 // closedSetsBody generates the closed-sets guide from the tables the
@@ -189,6 +188,7 @@ func statusTable(b *strings.Builder, title, intro string, rows []core.StatusInfo
 
 func cell(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
 
+// YesNo is a table cell for a flag.
 func YesNo(v bool) string {
 	if v {
 		return "yes"
@@ -196,6 +196,7 @@ func YesNo(v bool) string {
 	return "no"
 }
 
+// CodeList is ss as a comma-separated list of code spans.
 func CodeList(ss []string) string {
 	out := make([]string, len(ss))
 	for i, s := range ss {

@@ -1,9 +1,9 @@
 package interp
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"strconv"
+
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // Availability: whether the device of a state or event entry is

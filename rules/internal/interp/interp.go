@@ -1,10 +1,6 @@
 package interp
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +8,9 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // ErrNotConnected marks a call that could not be published because the MQTT
@@ -377,6 +376,7 @@ func (r *interp) fireTime(fire model.TriggerFire) time.Time {
 	return fire.Time
 }
 
+// TriggerReason says why trigger t fired, for its trace entry.
 func TriggerReason(t *model.RunTrigger, fire model.TriggerFire) string {
 	switch t.Kind() {
 	case model.TriggerState, model.TriggerNumeric:
@@ -406,8 +406,8 @@ func (r *interp) condition(f *frame, cond *model.RunCond, skip bool) *halt {
 		return nil
 	}
 	why := ""
-	if cond.X != nil {
-		if id := model.UnavailableRead(cond.X, r.w); id != "" {
+	if cond.Expr != nil {
+		if id := model.UnavailableRead(cond.Expr, r.w); id != "" {
 			why = id + " is unavailable (its device is offline), so the condition does not hold"
 		}
 	}
@@ -418,8 +418,8 @@ func (r *interp) condition(f *frame, cond *model.RunCond, skip bool) *halt {
 			return r.fail(i, h)
 		}
 	}
-	if cond.X != nil {
-		if h := r.noteReads(i, cond.ID, readsInto(nil, cond.X, f.env, r.w)); h != nil {
+	if cond.Expr != nil {
+		if h := r.noteReads(i, cond.ID, readsInto(nil, cond.Expr, f.env, r.w)); h != nil {
 			return r.fail(i, h)
 		}
 	}
@@ -437,14 +437,14 @@ func (r *interp) condition(f *frame, cond *model.RunCond, skip bool) *halt {
 // sun window at the world's clock (the entry's input then says how the
 // window stood that day).
 func (r *interp) conditionHolds(f *frame, cond *model.RunCond) (bool, *halt) {
-	if cond.Win == nil {
-		b, err := cond.X.EvalBool(f.env)
+	if cond.Window == nil {
+		b, err := cond.Expr.EvalBool(f.env)
 		if err != nil {
 			return false, exprHalt(cond.ID, err)
 		}
 		return b, nil
 	}
-	b, in, err := cond.Win.Eval(r.w.Now(), model.PlaceOf(r.w))
+	b, in, err := cond.Window.Eval(r.w.Now(), model.PlaceOf(r.w))
 	if h := r.record(cond.ID, "the condition's input", in); h != nil {
 		return false, h
 	}

@@ -1,9 +1,9 @@
 package interp
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"fmt"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // entryOverhead is what a trace entry costs in a stored run besides its
@@ -29,7 +29,7 @@ func (r *interp) record(qid, what string, v any) *halt { return r.recordf(qid, v
 func (r *interp) recordf(qid string, v any, format, arg string) *halt {
 	rest := r.lim.MaxRunBytes - r.bytes
 	s := core.Measure(v, rest, false)
-	r.bytes += s.N
+	r.bytes += s.Bytes
 	if !s.Over(rest) {
 		return nil
 	}
@@ -67,7 +67,7 @@ func (r *interp) setValueFits(f *frame, qid, name string, v any) *halt {
 	if r.varBytes == nil {
 		r.varBytes = make(map[string]int, 4)
 	}
-	n := s.N + core.JsonStringLen(name) + 2
+	n := s.Bytes + core.JSONStringLen(name) + 2
 	r.bytes += n - r.varBytes[name]
 	r.varBytes[name] = n
 	if r.bytes > r.lim.MaxRunBytes {

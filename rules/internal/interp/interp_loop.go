@@ -1,14 +1,13 @@
 package interp
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"fmt"
 	"reflect"
 	"strconv"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // Loop decisions (spec §5.8.2): one per continue-or-exit evaluation.

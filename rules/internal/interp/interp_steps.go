@@ -1,10 +1,6 @@
 package interp
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +9,9 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // evalArgs evaluates named templates in name order, each recorded as it
@@ -21,7 +20,7 @@ import (
 func (r *interp) evalArgs(f *frame, qid, what string, args []model.NamedTemplate) (map[string]any, *halt) {
 	out := make(map[string]any, len(args))
 	for _, a := range args {
-		v, err := a.T.Eval(f.env)
+		v, err := a.Tmpl.Eval(f.env)
 		if err != nil {
 			return nil, exprHalt(qid, err)
 		}
@@ -202,9 +201,9 @@ func (r *interp) delay(f *frame, s *model.RunStep, qid string, i int) *halt {
 // constant, else evaluated.
 func (r *interp) duration(f *frame, ds *model.DurSpec, qid, what string) (time.Duration, *halt) {
 	if ds.Constant {
-		return ds.D, nil
+		return ds.Dur, nil
 	}
-	v, err := ds.T.Eval(f.env)
+	v, err := ds.Tmpl.Eval(f.env)
 	if err != nil {
 		return 0, exprHalt(qid, err)
 	}

@@ -1,9 +1,6 @@
 package interp
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -14,6 +11,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // exprHalt turns an evaluation error into a short failure naming the step.
@@ -37,7 +37,7 @@ func exprHalt(qid string, err error) *halt {
 	return &halt{status, fmt.Sprintf("step %q: %s", qid, msg)}
 }
 
-// formatReason renders a value inside a decision's because: JSON when it
+// FormatReason renders a value inside a decision's because: JSON when it
 // can be encoded, otherwise Go's %v.
 func FormatReason(v any) string {
 	b, err := MarshalCompact(jsonSafe(v))
@@ -47,7 +47,7 @@ func FormatReason(v any) string {
 	return string(b)
 }
 
-// marshalCompact encodes v without HTML escaping (the byte counts and
+// MarshalCompact encodes v without HTML escaping (the byte counts and
 // previews of truncated outputs are measured on this form).
 func MarshalCompact(v any) ([]byte, error) {
 	var buf bytes.Buffer
@@ -149,7 +149,7 @@ func safeScalar(v any) bool {
 	return false
 }
 
-// withParamDefaults fills absent top-level params from the "default" of
+// WithParamDefaults fills absent top-level params from the "default" of
 // each property in the program's params schema. The caller's map is not
 // modified.
 func WithParamDefaults(schema json.RawMessage, params map[string]any) map[string]any {

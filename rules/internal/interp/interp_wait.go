@@ -1,12 +1,12 @@
 package interp
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // The wait step: until a state, an event or a condition, or a timeout.

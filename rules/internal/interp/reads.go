@@ -6,9 +6,9 @@ package interp
 // steps.check.output).
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"fmt"
+
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // readsInto adds to m (made when nil) what x reads now, each value cut,
@@ -59,7 +59,7 @@ func cutRead(v any) any {
 	return truncateOutput(jsonSafe(v))
 }
 
-// omittedKey names the note of what an entry's reads leave out.
+// OmittedKey names the note of what an entry's reads leave out.
 const OmittedKey = "…"
 
 // readRef is what a catalog reader returns for ref now.

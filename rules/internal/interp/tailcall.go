@@ -1,12 +1,11 @@
 package interp
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"context"
 	"sync/atomic"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // AsyncCaller is a World whose calls can be acknowledged after they

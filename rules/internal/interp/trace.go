@@ -1,14 +1,13 @@
 package interp
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // Summary truncation (documented in the closed-sets guide): an output whose

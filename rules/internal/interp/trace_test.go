@@ -1,14 +1,13 @@
 package interp
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 func TestTraceAt(t *testing.T) {

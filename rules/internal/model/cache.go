@@ -1,8 +1,6 @@
 package model
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -13,6 +11,8 @@ import (
 	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/vm"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
 )
 
 // Cache is what rules reuses from one validation or run to the next:
@@ -140,7 +140,7 @@ func (k *Cache) keepProgram(key exprKey, prog *vm.Program) {
 	}, key)
 }
 
-// schema compiles a catalog entry's schema; nil when it does not compile.
+// Schema compiles a catalog entry's schema; nil when it does not compile.
 // Catalogs repeat the same schemas for every device of a model, and
 // compiling one (which checks it against its metaschema) costs far more
 // than a validation: compiled schemas are immutable, so they are shared.
@@ -193,10 +193,10 @@ func (k *Cache) putVM(v *vm.VM) {
 	}
 }
 
-// compileSchema compiles a JSON Schema value with no external loading.
+// CompileSchema compiles a JSON Schema value with no external loading.
 func CompileSchema(doc any) (*jsonschema.Schema, error) { return CompileSchemaAt(doc, "") }
 
-// compileSchemaAt compiles the subschema at the JSON Pointer ptr of doc
+// CompileSchemaAt compiles the subschema at the JSON Pointer ptr of doc
 // ("" = doc itself). Formats are asserted: "duration" is automation/1's
 // (ParseDuration: "90s", "2m", "PT2M"), the others JSON Schema's.
 func CompileSchemaAt(doc any, ptr string) (sch *jsonschema.Schema, err error) {

@@ -46,7 +46,7 @@ type Compiled struct {
 	// deep below its own frame.
 	CallDepth int
 
-	// refs are the program's catalog-reference params, by name.
+	// RefList are the program's catalog-reference params, by name.
 	RefList []*RefParam
 
 	Form
@@ -62,7 +62,7 @@ func (c *Compiled) RefParams() []*RefParam { return c.RefList }
 // program does not know. What is armed is then the bound program.
 func (c *Compiled) Binds() bool { return len(c.RefList) > 0 || c.fields }
 
-// refParam returns the catalog-reference param name, or nil.
+// RefParam returns the catalog-reference param name, or nil.
 func (c *Compiled) RefParam(name string) *RefParam {
 	for _, r := range c.RefList {
 		if r.Name == name {

@@ -4,14 +4,14 @@ package model
 // many times against an Env (expr_env.go).
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"fmt"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm"
 	"github.com/expr-lang/expr/vm/runtime"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // Expr is one compiled expression. It is compiled once, when the program is
@@ -23,7 +23,7 @@ type Expr struct {
 	Refs   []Ref  // catalog ids referenced through state('…'), since('…'), last_changed('…')
 	prog   *vm.Program
 
-	// paths are the variable paths it names (trace reads, reads.go);
+	// Paths are the variable paths it names (trace reads, reads.go);
 	// omitted counts those past maxReads.
 	Paths   []readPath
 	Omitted int
@@ -172,7 +172,7 @@ func (x *Expr) EvalBool(env *Env) (bool, error) {
 	return b, nil
 }
 
-// catalogReaders are the environment functions that read catalog entries:
+// CatalogReaders are the environment functions that read catalog entries:
 // each use must be a direct call with a string constant id, so that every
 // entry a program can read is known before it runs (plan, references,
 // scope).

@@ -4,10 +4,10 @@ package model
 // a pooled expression environment only as far as an expression reads them.
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"context"
 	"time"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // Env is what an evaluation sees: the closed environment of automation/1.
@@ -25,7 +25,7 @@ type Env struct {
 	// the operations it may do.
 	ValueBytes, EvalBytes, EvalOps int
 
-	// ctx is the run's context: an evaluation stops when it ends.
+	// Ctx is the run's context: an evaluation stops when it ends.
 	Ctx context.Context
 	// mem is the running evaluation's budget (the environment's memVar).
 	mem evalMem
@@ -58,7 +58,7 @@ type stepOutput struct {
 	out any
 }
 
-// setStepOutput records steps.<id>.output.
+// SetStepOutput records steps.<id>.output.
 func (e *Env) SetStepOutput(id string, out any) {
 	if e.stepsLive {
 		e.stepsMap()[id] = map[string]any{"output": out}
@@ -98,7 +98,7 @@ func (h *envVars) bind(e *Env) {
 	h.m[memVar] = &e.mem
 }
 
-// release hands the Env's expression environment back for reuse. The Env
+// Release hands the Env's expression environment back for reuse. The Env
 // must not be evaluated again, and nothing may be evaluating it.
 func (e *Env) Release() {
 	h := e.held
@@ -174,7 +174,7 @@ func (e *Env) vars(f uint32) map[string]any {
 	return e.bound
 }
 
-// varsMap returns Vars, made when missing.
+// VarsMap returns Vars, made when missing.
 func (e *Env) VarsMap() map[string]any {
 	if e.Vars == nil {
 		e.Vars = map[string]any{}
@@ -182,7 +182,7 @@ func (e *Env) VarsMap() map[string]any {
 	return e.Vars
 }
 
-// triggerMap returns Trigger, built from the run's trigger binding the
+// TriggerMap returns Trigger, built from the run's trigger binding the
 // first time it is needed (a body that never reads trigger never builds it).
 func (e *Env) TriggerMap() map[string]any {
 	if e.Trigger != nil {
@@ -211,7 +211,7 @@ type triggerBinding struct {
 	fire TriggerFire // Time is the fire time the run uses
 }
 
-// bindTrigger sets what trigger.* will be built from; at is the fire time.
+// BindTrigger sets what trigger.* will be built from; at is the fire time.
 func (e *Env) BindTrigger(t *RunTrigger, fire TriggerFire, at time.Time) {
 	fire.Time = at
 	e.trig, e.trigSet, e.Trigger = triggerBinding{t: t, fire: fire}, true, nil

@@ -4,9 +4,9 @@ package model
 // functions, as the checker types them and as a run binds them.
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-
 	"time"
+
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
 )
 
 // EnvFunctions names the functions of the closed environment, in the order
@@ -114,6 +114,7 @@ type ChangeClock interface {
 	LastChanged(id string) (time.Time, bool)
 }
 
+// LastChangedOf is when id last changed, if w keeps a ChangeClock.
 func LastChangedOf(w World, id string) (time.Time, bool) {
 	cc, ok := w.(ChangeClock)
 	if !ok {

@@ -7,7 +7,7 @@ import (
 	"github.com/expr-lang/expr/ast"
 )
 
-// maxReads bounds what one trace entry records as read: the paths one
+// MaxReads bounds what one trace entry records as read: the paths one
 // expression keeps and the values one entry holds (each value cut like a
 // summary output, to about TruncateOver bytes).
 const MaxReads = 12
@@ -93,7 +93,7 @@ func coveredBy(paths []readPath, p readPath) bool {
 	return false
 }
 
-// readPath follows p through the run's maps (nil when a member is absent).
+// ReadPath follows p through the run's maps (nil when a member is absent).
 func (e *Env) ReadPath(p readPath) any {
 	var v any
 	keys := p.keys

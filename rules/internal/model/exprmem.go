@@ -1,8 +1,6 @@
 package model
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"context"
 	"encoding/base64"
 	"fmt"
@@ -15,6 +13,8 @@ import (
 	"github.com/expr-lang/expr/builtin"
 	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/vm/runtime"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // Byte budgets inside an evaluation. expr's own MemoryBudget counts list
@@ -62,7 +62,7 @@ func overLimit(what string, s core.ValueSize, limit int) *LimitError {
 	if s.Deep {
 		return &LimitError{What: what, Bytes: -1, Limit: "MaxValueBytes", Max: limit}
 	}
-	return &LimitError{What: what, Bytes: s.N, Limit: "MaxValueBytes", Max: limit, AtLeast: true}
+	return &LimitError{What: what, Bytes: s.Bytes, Limit: "MaxValueBytes", Max: limit, AtLeast: true}
 }
 
 func (e *LimitError) Error() string {
@@ -107,7 +107,7 @@ func (m *evalMem) chargeValue(what string, v any) error {
 	if s.Over(m.value) {
 		return overLimit(what, s, m.value)
 	}
-	return m.charge(what, s.N)
+	return m.charge(what, s.Bytes)
 }
 
 // fits refuses arguments larger than one value may be: the builtins that

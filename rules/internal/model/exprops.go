@@ -1,8 +1,6 @@
 package model
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"context"
 	"fmt"
 	"math"
@@ -12,6 +10,8 @@ import (
 
 	"github.com/expr-lang/expr/ast"
 	"github.com/expr-lang/expr/vm/runtime"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // CPU budgets inside an evaluation. expr runs an expression to its end:

@@ -1,26 +1,25 @@
 package model
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"math"
 	"strconv"
 
 	"github.com/robfig/cron/v3"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
-// interner makes the values a run form holds: copies without the JSON
+// Interner makes the values a run form holds: copies without the JSON
 // Pointers and offsets diagnostics need, and equal ones shared with every
 // program lowered through the same Cache (nil: nothing is shared). A
 // house's rules repeat ids, expressions ("{{ trigger.value }}"), argument
 // lists and constants ({"state": "ON"}), and every object a held program
 // keeps is work for the collector on every cycle.
 type Interner struct {
-	K *Cache
-	// entry returns a referenced catalog entry (nil if none): a catalog
+	Cache *Cache
+	// Entry returns a referenced catalog entry (nil if none): a catalog
 	// id is the entry's own copy, which the program holds anyway.
 	Entry func(id string) *pilotage.Entry
 }
@@ -52,12 +51,12 @@ const maxSharedString = 256
 // shared returns the part held under key, making it with make when there
 // is none.
 func shared[T any](in *Interner, key shareKey, build func() T) T {
-	if in.K == nil {
+	if in.Cache == nil {
 		return build()
 	}
-	v, ok := in.K.shared.get(key)
+	v, ok := in.Cache.shared.get(key)
 	if !ok {
-		v = in.K.shared.add(key, build(), nil)
+		v = in.Cache.shared.add(key, build(), nil)
 	}
 	t, _ := v.(T) // a nil interface (a schedule that did not parse) is T's zero
 	return t
@@ -202,10 +201,10 @@ func (in *Interner) vals(m map[string]*Template) []NamedTemplate {
 // once. One that does not parse is left to fail when run, as it did.
 func (in *Interner) dur(t *Template) *DurSpec {
 	build := func() *DurSpec {
-		d := &DurSpec{T: in.template(t)}
+		d := &DurSpec{Tmpl: in.template(t)}
 		if t != nil && t.IsConst {
 			if v, err := clock.DurationValue(t.Const); err == nil {
-				d.D, d.Constant = v, true
+				d.Dur, d.Constant = v, true
 			}
 		}
 		return d

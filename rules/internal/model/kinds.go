@@ -76,7 +76,7 @@ var ConditionKinds = []ConditionKindInfo{
 	{CondSun, []string{"id", "sun"}, []string{"after", "after_offset", "before", "before_offset"}},
 }
 
-// conditionKind returns the table row of k (ok false for a kind outside
+// ConditionKindOf returns the table row of k (ok false for a kind outside
 // it).
 func ConditionKindOf(k ConditionKind) (ConditionKindInfo, bool) {
 	i := slices.IndexFunc(ConditionKinds, func(c ConditionKindInfo) bool { return c.Kind == k })
@@ -86,7 +86,7 @@ func ConditionKindOf(k ConditionKind) (ConditionKindInfo, bool) {
 	return ConditionKinds[i], true
 }
 
-// stepKind returns the table row of k (ok false for a kind outside it).
+// StepKindOf returns the table row of k (ok false for a kind outside it).
 func StepKindOf(k StepKind) (StepKindInfo, bool) {
 	i := slices.IndexFunc(StepKinds, func(s StepKindInfo) bool { return s.Kind == k })
 	if i < 0 {
@@ -95,7 +95,7 @@ func StepKindOf(k StepKind) (StepKindInfo, bool) {
 	return StepKinds[i], true
 }
 
-// triggerKind returns the table row of k (ok false for a kind outside it).
+// TriggerKindOf returns the table row of k (ok false for a kind outside it).
 func TriggerKindOf(k TriggerKind) (TriggerKindInfo, bool) {
 	i := slices.IndexFunc(TriggerKinds, func(t TriggerKindInfo) bool { return t.Kind == k })
 	if i < 0 {
@@ -140,7 +140,7 @@ func triggerKindKeys() []string {
 	return keys
 }
 
-// unionOf lists the members of every row, each once, in table order.
+// UnionOf lists the members of every row, each once, in table order.
 func UnionOf[T any](rows []T, members func(T) []string) []string {
 	var out []string
 	for _, r := range rows {
@@ -209,7 +209,7 @@ func (s *Step) Children() iter.Seq[Child] {
 	}
 }
 
-// walkSteps calls visit for every step of list and of their child lists,
+// WalkSteps calls visit for every step of list and of their child lists,
 // depth first in program order, until visit returns false.
 func WalkSteps(list []*Step, visit func(*Step) bool) bool {
 	for _, s := range list {

@@ -4,7 +4,7 @@ import (
 	"slices"
 )
 
-// lower lowers a validated program into its run form (runform.go), its
+// Lower lowers a validated program into its run form (runform.go), its
 // values made and shared by in.
 func Lower(p *Program, in *Interner) Form {
 	var n stepCounts
@@ -28,8 +28,8 @@ func Lower(p *Program, in *Interner) Form {
 	if len(p.Conditions) > 0 {
 		f.Conds = make([]RunCond, len(p.Conditions))
 		for i, c := range p.Conditions {
-			f.Conds[i] = RunCond{ID: in.str(c.ID), X: in.expr(c.Expr), Win: lowerWindow(c)}
-			if w := f.Conds[i].Win; w != nil && len(c.Window.Inputs) > 0 {
+			f.Conds[i] = RunCond{ID: in.str(c.ID), Expr: in.expr(c.Expr), Window: lowerWindow(c)}
+			if w := f.Conds[i].Window; w != nil && len(c.Window.Inputs) > 0 {
 				w.inputs, f.fields = in.inputs(c.Window.Inputs), true
 			}
 		}

@@ -66,7 +66,7 @@ func (t *RunTrigger) Targets() bool {
 	return t.ToSet || notTo.Set
 }
 
-// not returns a state trigger's not_to and not_from filters.
+// Not returns a state trigger's not_to and not_from filters.
 func (t *RunTrigger) Not() (notTo, notFrom Value) {
 	if m := t.more; m != nil && t.Kind() == TriggerState {
 		return Value{Set: m.notToSet, V: m.notTo}, Value{Set: m.notFromSet, V: m.notFrom}

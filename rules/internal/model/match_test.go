@@ -1,11 +1,10 @@
 package model
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-
 	"testing"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
 )
 
 func f(v float64) *float64 { return &v }

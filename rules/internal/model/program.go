@@ -219,9 +219,10 @@ const (
 	LabelDefault = "default"
 )
 
+// Modes are the Mode* constants, in the order the run form indexes them.
 var Modes = []string{ModeSingle, ModeRestart, ModeQueued, ModeParallel}
 
-// timeOfDaySpec is the cron spec (with seconds) of a time trigger's
+// TimeOfDaySpec is the cron spec (with seconds) of a time trigger's
 // "HH:MM[:SS]".
 func TimeOfDaySpec(at string) string {
 	parts := strings.Split(at, ":")

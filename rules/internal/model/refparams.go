@@ -1,8 +1,6 @@
 package model
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -10,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // Catalog-reference params: a param whose value is a catalog id, declared
@@ -94,7 +93,7 @@ func (r *RefParam) Describe() string {
 	return s
 }
 
-// decl is r's declaration as a params property.
+// Decl is r's declaration as a params property.
 func (r *RefParam) Decl() string {
 	c := map[string]any{"kind": r.Kind}
 	if r.Type != "" {
@@ -118,7 +117,7 @@ func (r *RefParam) Decl() string {
 // refFinding reports one finding about a params schema's references.
 type refFinding func(code, path, hint, format string, args ...any)
 
-// parseRefParams reads the catalog references among the top-level
+// ParseRefParams reads the catalog references among the top-level
 // properties of a params schema (a decoded JSON value); base is the
 // schema's JSON Pointer. report (nil: ignore) receives each finding;
 // a property with a broken constraint is left out.
@@ -166,12 +165,12 @@ func nearMiss(name string, p map[string]any, ptr string, report refFinding) {
 	}
 }
 
-// refDeclHint shows how to declare name as a reference of kind k.
+// RefDeclHint shows how to declare name as a reference of kind k.
 func RefDeclHint(name string, k pilotage.Kind) string {
 	return `declare it in params: "properties": {` + RefDecl(name, k) + `}; execute binds it to an id`
 }
 
-// refDecl is the declaration of name as a reference of kind k.
+// RefDecl is the declaration of name as a reference of kind k.
 func RefDecl(name string, k pilotage.Kind) string {
 	ex := map[pilotage.Kind]string{pilotage.KindAction: `, "type": "light", "max_risk": "control"`, pilotage.KindState: `, "type": "binary_sensor"`}[k]
 	return fmt.Sprintf(`"%s": {"type": "string", "catalog": {"kind": "%s"%s}}`, name, k, ex)
@@ -306,7 +305,7 @@ func deviceTypeNames() []string {
 	return out
 }
 
-// covers reports whether every id that fits r fits o too (as far as the
+// Covers reports whether every id that fits r fits o too (as far as the
 // constraints tell): r may be passed on where o is wanted.
 func (r *RefParam) Covers(o *RefParam) bool {
 	if r.Kind != o.Kind || (o.Type != "" && r.Type != o.Type) || (o.Tag != "" && !strings.EqualFold(r.Tag, o.Tag)) {
@@ -337,7 +336,7 @@ func isRisk(s string) bool {
 	return slices.ContainsFunc(pilotage.RiskLevels, func(l pilotage.RiskLevel) bool { return string(l.Risk) == s })
 }
 
-// hintsWithin reports whether hints h are no riskier than limit.
+// HintsWithin reports whether hints h are no riskier than limit.
 func HintsWithin(h, limit pilotage.RiskHints) bool {
 	return !(h.Destructive && !limit.Destructive) && !(h.OpenWorld && !limit.OpenWorld) && !(!h.ReadOnly && limit.ReadOnly)
 }
@@ -358,7 +357,7 @@ func RefParamsOf(schema json.RawMessage) map[string]*RefParam {
 // paramSiteRE matches a string that is exactly one "{{ params.<name> }}".
 var paramSiteRE = regexp.MustCompile(`^\{\{\s*params\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}$`)
 
-// paramSite returns the param a string names when it is exactly
+// ParamSite returns the param a string names when it is exactly
 // "{{ params.<name> }}".
 func ParamSite(s string) (string, bool) {
 	if !strings.HasPrefix(s, "{{") {

@@ -25,7 +25,7 @@ import (
 //     the whole body (does it take time, which steps wait) is computed
 //     once.
 
-// form is the run form of a program (embedded in its Compiled).
+// Form is the run form of a program (embedded in its Compiled).
 type Form struct {
 	ProgramName, description string
 	Zone                     string          // the time zone plans name ("" = the server's)
@@ -72,20 +72,21 @@ type triggerMore struct {
 	inputs []RunInput
 }
 
+// RunCond is one condition of a run form: an expression or a time or sun window.
 type RunCond struct {
-	ID  string
-	X   *Expr       // expr conditions
-	Win *condWindow // time and sun conditions (window.go)
+	ID     string
+	Expr   *Expr       // expr conditions
+	Window *condWindow // time and sun conditions (window.go)
 }
 
-// runStep is one step. Call and delay steps (most steps of a house's
+// RunStep is one step. Call and delay steps (most steps of a house's
 // rules) need no more than its own fields; the other kinds keep their
 // part in more.
 type RunStep struct {
 	ID   string
 	Text string          // call: the target; stop: the reason
 	Vals []NamedTemplate // call: the arguments; set: the values; sorted by name
-	// more is the kind's own part: *durSpec (delay), *waitStep, *ifStep,
+	// More is the kind's own part: *durSpec (delay), *waitStep, *ifStep,
 	// *chooseStep or *repeatStep; nil for call, set and stop steps.
 	More  any
 	kind  uint8 // index into StepKinds
@@ -99,19 +100,21 @@ const (
 	CallContinue                   // call: continue_on_error
 )
 
+// NamedTemplate is one argument of a call or one value of a set step.
 type NamedTemplate struct {
 	Name string
-	T    *Template
+	Tmpl *Template
 }
 
-// durSpec is a duration that may be templated: constant (parsed once, d)
+// DurSpec is a duration that may be templated: constant (parsed once, d)
 // or evaluated on every run (t).
 type DurSpec struct {
-	T        *Template // as written (plans show it)
-	D        time.Duration
+	Tmpl     *Template // as written (plans show it)
+	Dur      time.Duration
 	Constant bool
 }
 
+// WaitStep is what a wait step has beyond a run step.
 type WaitStep struct {
 	State, Event string
 	To, From     Value
@@ -124,11 +127,13 @@ type WaitStep struct {
 	Inputs       []RunInput // unbound thresholds (plans name them; an unbound body binds them when it runs)
 }
 
+// IfStep is what an if step has beyond a run step.
 type IfStep struct {
 	Cond      *Expr
 	Then, Els []RunStep
 }
 
+// ChooseStep is what a choose step has beyond a run step.
 type ChooseStep struct {
 	Arms []runArm
 	Def  []RunStep
@@ -140,7 +145,7 @@ type runArm struct {
 	Do    []RunStep
 }
 
-// repeatStep: exactly one of count, forEach, while and until is set
+// RepeatStep: exactly one of count, forEach, while and until is set
 // (none: a loop that has no kind, which fails when run).
 type RepeatStep struct {
 	Count, ForEach *Template
@@ -165,7 +170,7 @@ type runChild struct {
 	Steps []RunStep
 }
 
-// children walks the step's child lists in the order plans list them.
+// Children walks the step's child lists in the order plans list them.
 func (s *RunStep) Children() iter.Seq[runChild] {
 	return func(yield func(runChild) bool) {
 		switch m := s.More.(type) {
@@ -184,7 +189,7 @@ func (s *RunStep) Children() iter.Seq[runChild] {
 	}
 }
 
-// trigger returns the trigger with this id (the last, were two alike), or
+// Trigger returns the trigger with this id (the last, were two alike), or
 // nil.
 func (f *Form) Trigger(id string) *RunTrigger {
 	var t *RunTrigger
@@ -196,6 +201,7 @@ func (f *Form) Trigger(id string) *RunTrigger {
 	return t
 }
 
+// TriggerIDs lists the ids of the triggers, in order.
 func (f *Form) TriggerIDs() []string {
 	ids := make([]string, len(f.RunTriggers))
 	for i := range f.RunTriggers {
@@ -229,7 +235,7 @@ func (t *RunTrigger) To() Value { return Value{Set: t.ToSet, V: t.ToValue} }
 // From is a state trigger's "from" filter.
 func (t *RunTrigger) From() Value { return Value{Set: t.FromSet, V: t.FromValue} }
 
-// bounds are a numeric trigger's thresholds (nil when absent).
+// Bounds are a numeric trigger's thresholds (nil when absent).
 func (t *RunTrigger) Bounds() (above, below *float64) {
 	m := t.more
 	if m == nil {
@@ -313,8 +319,8 @@ func (c *Compiled) Reads() []string {
 		}
 	}
 	for _, cd := range c.Conds {
-		if cd.X != nil {
-			for _, ref := range cd.X.Refs {
+		if cd.Expr != nil {
+			for _, ref := range cd.Expr.Refs {
 				out = append(out, ref.ID)
 			}
 		}

@@ -1,11 +1,11 @@
 package model
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // Template is a program value that may embed expressions: a whole-string
@@ -77,7 +77,7 @@ func (t *Template) eval(env *Env) (any, error) {
 		for k, sub := range t.Object {
 			v, err := sub.eval(env)
 			if err == nil {
-				size += core.JsonStringLen(k) + 2
+				size += core.JSONStringLen(k) + 2
 				err = t.grow(env, &size, v)
 			}
 			if err != nil {
@@ -114,13 +114,13 @@ func (t *Template) grow(env *Env, size *int, v any) error {
 	}
 	rest := m.value - *size
 	s := core.Measure(v, rest, false)
-	*size += s.N
+	*size += s.Bytes
 	if s.Over(rest) {
 		what := "the list this template builds"
 		if t.Object != nil {
 			what = "the object this template builds"
 		}
-		return overLimit(what, core.ValueSize{N: *size, Deep: s.Deep}, m.value)
+		return overLimit(what, core.ValueSize{Bytes: *size, Deep: s.Deep}, m.value)
 	}
 	return nil
 }

@@ -1,13 +1,13 @@
 package model
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"fmt"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // condWindow is a time or sun condition's window in the run form, parsed
@@ -79,7 +79,7 @@ func inWindow[T int32 | int64](x, after, before T, hasAfter, hasBefore bool) boo
 	return true
 }
 
-// eval decides the window at now (in p's zone). in describes the decision
+// Eval decides the window at now (in p's zone). in describes the decision
 // for the trace: the local time, the bounds as they stood that day.
 func (w *condWindow) Eval(now time.Time, p clock.Place) (ok bool, in map[string]any, err error) {
 	now = now.In(p.Zone)
@@ -163,7 +163,7 @@ func (w *condWindow) dayNames() []any {
 	return out
 }
 
-// describe is the window in a plan ("Only from 22:00 until 06:00 the
+// Describe is the window in a plan ("Only from 22:00 until 06:00 the
 // next day, on Monday and Friday (Europe/Berlin)"); zone names the time
 // zone ("" = the server's).
 func (w *condWindow) Describe(zone string) string {
@@ -212,7 +212,7 @@ func clockText(sec int32) string {
 	return fmt.Sprintf("%02d:%02d", sec/3600, sec%3600/60)
 }
 
-// sunText is "sunset", "sunset +15m" or "sunrise -1h30m".
+// SunText is "sunset", "sunset +15m" or "sunrise -1h30m".
 func SunText(event string, off time.Duration) string {
 	if off == 0 {
 		return event
@@ -224,7 +224,7 @@ func SunText(event string, off time.Duration) string {
 	return event + " " + sign + ShortDuration(off)
 }
 
-// shortDuration is d without trailing zero units ("15m", "1h30m").
+// ShortDuration is d without trailing zero units ("15m", "1h30m").
 func ShortDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
@@ -236,7 +236,7 @@ func ShortDuration(d time.Duration) string {
 	return s
 }
 
-// zoneName names a time zone for traces and plans ("Local" is the
+// ZoneName names a time zone for traces and plans ("Local" is the
 // system's zone, named by what it is now).
 func ZoneName(z *time.Location) string {
 	if z == nil {
@@ -249,7 +249,7 @@ func ZoneName(z *time.Location) string {
 	return name
 }
 
-// dayNamesLong spells weekday names out ("mon" → "Monday").
+// DayNamesLong spells weekday names out ("mon" → "Monday").
 func DayNamesLong(short []any) []string {
 	out := make([]string, 0, len(short))
 	for _, d := range short {
@@ -260,6 +260,6 @@ func DayNamesLong(short []any) []string {
 	return out
 }
 
-// weekdayNames are the weekday names a time condition takes, as Home
+// WeekdayNames are the weekday names a time condition takes, as Home
 // Assistant spells them, by time.Weekday.
 var WeekdayNames = []string{"sun", "mon", "tue", "wed", "thu", "fri", "sat"}

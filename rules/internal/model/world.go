@@ -1,10 +1,10 @@
 package model
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-
 	"context"
 	"time"
+
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
 )
 
 // World is everything a running body may touch. The engine provides a live
@@ -66,12 +66,13 @@ type AvailabilityReader interface {
 	Available(id string) bool
 }
 
+// AvailableIn reports whether id counts as available in w (true unless w knows it is offline).
 func AvailableIn(w World, id string) bool {
 	ar, ok := w.(AvailabilityReader)
 	return !ok || ar.Available(id)
 }
 
-// unavailableRead names the first entry whose state the condition reads
+// UnavailableRead names the first entry whose state the condition reads
 // while its device is offline, unless the expression asks available()
 // of that entry itself ("" when there is none).
 func UnavailableRead(x *Expr, w World) string {
@@ -89,7 +90,7 @@ func UnavailableRead(x *Expr, w World) string {
 	return ""
 }
 
-// placeOf is w's Place (UTC and no location when w does not say).
+// PlaceOf is w's Place (UTC and no location when w does not say).
 func PlaceOf(w World) clock.Place {
 	var p clock.Place
 	if pw, ok := w.(clock.Placed); ok {

@@ -1,17 +1,16 @@
 package plan
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/interp"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"fmt"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/interp"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // Plan step kinds besides the step kinds themselves.
@@ -43,10 +42,10 @@ func BuildPlan(c *model.Compiled) *pilotage.Plan {
 	for _, cd := range c.Conds {
 		desc := ""
 		switch {
-		case cd.X != nil:
-			desc = "Only if " + cd.X.Src
-		case cd.Win != nil:
-			desc = cd.Win.Describe(c.Zone)
+		case cd.Expr != nil:
+			desc = "Only if " + cd.Expr.Src
+		case cd.Window != nil:
+			desc = cd.Window.Describe(c.Zone)
 		}
 		b.add(pilotage.PlanStep{ID: cd.ID, Kind: PlanKindCondition, Description: desc,
 			Risk: pilotage.RiskRead, RiskHints: read})
@@ -156,7 +155,7 @@ func (b *planBuilder) summary(c *model.Compiled, risk pilotage.Risk) string {
 		c.ProgramName, c.Mode(), throttle, when, calls, risk)
 }
 
-// triggersText describes the reserved "triggers" branch.
+// TriggersText describes the reserved "triggers" branch.
 func TriggersText(n int) string {
 	switch n {
 	case 0:
@@ -167,7 +166,7 @@ func TriggersText(n int) string {
 	return "The run starts when any of these " + core.Plural(n, "trigger", "") + " fires"
 }
 
-// describeTrigger says when a trigger fires; clock times are read in
+// DescribeTrigger says when a trigger fires; clock times are read in
 // zone, named as zone, whose daylight-saving changes a schedule's phrase
 // says what they do to it.
 func DescribeTrigger(t *model.RunTrigger, zone string, loc *time.Location) string {
@@ -197,9 +196,9 @@ func DescribeTrigger(t *model.RunTrigger, zone string, loc *time.Location) strin
 		}
 		return s
 	case model.TriggerCron:
-		return clock.CronWords(t.Spec()) + inZone(zone, clock.DstNote(t.Schedule(), loc))
+		return clock.CronWords(t.Spec()) + inZone(zone, clock.DSTNote(t.Schedule(), loc))
 	case model.TriggerTime:
-		return "Every day at " + atText(t) + inZone(zone, clock.DstNote(t.Schedule(), loc))
+		return "Every day at " + atText(t) + inZone(zone, clock.DSTNote(t.Schedule(), loc))
 	case model.TriggerSun:
 		return "At " + sunText(t) + " (the server's location)"
 	case model.TriggerAvailable:
@@ -287,14 +286,14 @@ func describeArgs(vals []model.NamedTemplate) string {
 	var parts []string
 	for _, v := range vals {
 		switch {
-		case v.T == nil:
+		case v.Tmpl == nil:
 			continue
-		case v.T.IsConst:
-			parts = append(parts, v.Name+" "+core.CompactJSON(v.T.Const))
-		case v.T.Whole != nil:
-			parts = append(parts, v.Name+" "+templateText(v.T))
+		case v.Tmpl.IsConst:
+			parts = append(parts, v.Name+" "+core.CompactJSON(v.Tmpl.Const))
+		case v.Tmpl.Whole != nil:
+			parts = append(parts, v.Name+" "+templateText(v.Tmpl))
 		default:
-			parts = append(parts, v.Name+" "+core.CompactJSON(templateText(v.T)))
+			parts = append(parts, v.Name+" "+core.CompactJSON(templateText(v.Tmpl)))
 		}
 	}
 	if len(parts) == 0 {

@@ -1,22 +1,22 @@
 package plan
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"strconv"
 	"strings"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // The phrasing helpers plans, narrations and pages share, so that what
 // people read is a sentence a person would write: "2 triggers" not
 // "2 trigger(s)", "a, b and c" not "a, b, c", "5 minutes" not "5m0s".
 
-// every is "every " plus a duration, without a lone leading 1: "every
+// Every is "every " plus a duration, without a lone leading 1: "every
 // hour", "every 5 minutes", "every 1 hour and 30 minutes".
 func Every(d time.Duration) string {
 	s := clock.HumanDuration(d)
@@ -39,12 +39,12 @@ func Capitalize(s string) string {
 // out ("5 minutes"), a template as written.
 func durationText(ds *model.DurSpec) string {
 	if ds.Constant {
-		return clock.HumanDuration(ds.D)
+		return clock.HumanDuration(ds.Dur)
 	}
-	return templateText(ds.T)
+	return templateText(ds.Tmpl)
 }
 
-// midSentence lower-cases the first letter of a description so it can
+// MidSentence lower-cases the first letter of a description so it can
 // continue a sentence ("… also calls x when y changes").
 func MidSentence(s string) string {
 	r, n := utf8.DecodeRuneInString(s)

@@ -1,14 +1,14 @@
 package sim
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-	"github.com/pilothouse/pilothouse/rules/internal/interp"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"context"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
+	"github.com/pilothouse/pilothouse/rules/internal/interp"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // Scenario is what a test run pretends: which trigger fires with what

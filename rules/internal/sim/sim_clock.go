@@ -1,12 +1,12 @@
 package sim
 
 import (
+	"context"
+	"time"
+
 	"github.com/pilothouse/pilothouse/rules/internal/core"
 	"github.com/pilothouse/pilothouse/rules/internal/interp"
 	"github.com/pilothouse/pilothouse/rules/internal/model"
-
-	"context"
-	"time"
 )
 
 // The virtual clock of a SimWorld and the scenario's timeline on it:

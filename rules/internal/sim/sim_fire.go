@@ -1,13 +1,13 @@
 package sim
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/interp"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/interp"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // FireFor picks the trigger activation a scenario describes: its trigger

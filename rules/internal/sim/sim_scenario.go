@@ -1,11 +1,6 @@
 package sim
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/clock"
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/interp"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"fmt"
 	"slices"
 	"sort"
@@ -14,6 +9,10 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/interp"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // ParseScenario splits execute's input for a test run, by the documented

@@ -1,13 +1,12 @@
 package validate
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-	"github.com/pilothouse/pilothouse/rules/internal/plan"
-
 	"strings"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+	"github.com/pilothouse/pilothouse/rules/internal/plan"
 )
 
 // InstalledRules is the validator's view of the rules installed in the
@@ -27,7 +26,7 @@ type InstalledTrigger struct {
 	Calls   []string          // the catalog ids its body calls (Compiled.Calls)
 }
 
-// maxOverlaps bounds the rules one call's overlapping_rule warnings name.
+// MaxOverlaps bounds the rules one call's overlapping_rule warnings name.
 const MaxOverlaps = 3
 
 // overlaps warns about each call of p to a device that another installed

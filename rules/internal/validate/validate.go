@@ -1,11 +1,6 @@
 package validate
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/decode"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-	"github.com/pilothouse/pilothouse/rules/internal/plan"
-
 	"bytes"
 	"encoding/json"
 	"slices"
@@ -17,6 +12,10 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/decode"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+	"github.com/pilothouse/pilothouse/rules/internal/plan"
 )
 
 // ValidateOptions are the inputs of Validate besides the program and the
@@ -79,7 +78,7 @@ func Validate(raw []byte, cat model.Catalog, o ValidateOptions) (*Result, error)
 		return nil, err
 	}
 	c := &checker{
-		cat: cat, o: o, lim: lim, deadline: deadline, strs: dc.Strs, d: dc.D,
+		cat: cat, o: o, lim: lim, deadline: deadline, strs: dc.Strs, d: dc.Diags,
 		entries: map[string]*pilotage.Entry{},
 		schemas: map[string]*jsonschema.Schema{}, allIDs: dc.IDs,
 		seenVars: map[string]bool{}, seenSteps: map[string]bool{},
@@ -136,7 +135,7 @@ func (c *checker) compiled(prog *model.Program, canon []byte) *model.Compiled {
 	for _, name := range core.SortedKeys(prog.RefParams) {
 		cp.RefList = append(cp.RefList, prog.RefParams[name])
 	}
-	cp.Form = model.Lower(prog, &model.Interner{K: c.o.Cache, Entry: cp.Entry})
+	cp.Form = model.Lower(prog, &model.Interner{Cache: c.o.Cache, Entry: cp.Entry})
 	if c.o.Zone != nil {
 		cp.Zone, cp.Loc = model.ZoneName(c.o.Zone), c.o.Zone
 	}
@@ -186,7 +185,7 @@ func (c *checker) bindTo(prog *model.Program) *model.Program {
 	return prog
 }
 
-// declaredParams reads the property names of a params schema; nil when the
+// DeclaredParams reads the property names of a params schema; nil when the
 // schema admits undeclared members.
 func DeclaredParams(raw json.RawMessage) map[string]bool {
 	if len(raw) == 0 {

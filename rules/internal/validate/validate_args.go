@@ -1,10 +1,6 @@
 package validate
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/decode"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"encoding/json"
 	"errors"
 	"slices"
@@ -14,6 +10,9 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/decode"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // maxArgFindings bounds the bad_arguments findings of one call.

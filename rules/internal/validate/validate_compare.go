@@ -1,13 +1,12 @@
 package validate
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/decode"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"github.com/expr-lang/expr/ast"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/decode"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // comparisons reports an expression that compares a state with a constant

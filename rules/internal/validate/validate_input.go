@@ -1,10 +1,6 @@
 package validate
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/decode"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"bytes"
 	"errors"
 
@@ -12,6 +8,9 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/decode"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // CheckParams checks execute's params value (the program's input: the

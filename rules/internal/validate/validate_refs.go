@@ -1,10 +1,6 @@
 package validate
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-	"github.com/pilothouse/pilothouse/rules/internal/decode"
-	"github.com/pilothouse/pilothouse/rules/internal/model"
-
 	"errors"
 	"fmt"
 	"slices"
@@ -15,6 +11,9 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/decode"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // refSite checks an id position holding a template ("{{" in the id): it

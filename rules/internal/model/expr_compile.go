@@ -1,8 +1,6 @@
 package model
 
 import (
-	"github.com/pilothouse/pilothouse/rules/internal/core"
-
 	"errors"
 
 	exprchecker "github.com/expr-lang/expr/checker"
@@ -10,6 +8,8 @@ import (
 	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/optimizer"
+
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // newExprConfig prepares the expr configuration of automation/1
@@ -26,7 +26,7 @@ func newExprConfig(maxNodes uint) *conf.Config {
 	return c
 }
 
-// compileExpr is CompileExpr over a configuration lent by k, sharing the
+// CompileExpr is CompileExpr over a configuration lent by k, sharing the
 // program of an identical expression compiled before. The result is the
 // same as CompileExpr's (TestCompileExprPooledMatches).
 func (k *Cache) CompileExpr(src string, maxNodes uint) (*Expr, error) {
