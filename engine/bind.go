@@ -16,11 +16,12 @@ import (
 // (rules.ValidateOptions.Bind, in the caller's scope): step 4 of execute,
 // input binding, for everything that can be known before a run.
 type bound struct {
-	// c is what runs: the program bound to the input when it has
-	// catalog-reference params (real ids, plan and risk), else the
-	// program itself (its params read at run time, checked here).
+	// c is what runs: the program bound to the input when it binds
+	// (rules.Compiled.Binds: catalog-reference params give real ids, plan
+	// and risk; param thresholds, holds, times and offsets constants),
+	// else the program itself (its params read at run time, checked here).
 	c *rules.Compiled
-	// refs: c is bound (the program has catalog-reference params).
+	// refs: c is bound (the program binds).
 	refs bool
 	// warnings of the bound program (overlapping_rule).
 	warnings []pilotage.Diagnostic
@@ -48,7 +49,7 @@ func (e *Engine) bind(p *Principal, c *rules.Compiled, params map[string]any) (*
 		return nil, errorsOf(res.Diagnostics), nil
 	}
 	b := &bound{c: c, warnings: warningsOf(res.Diagnostics)}
-	if len(c.RefParams()) > 0 {
+	if c.Binds() {
 		b.c, b.refs = res.Compiled, true
 	}
 	return b, nil, nil

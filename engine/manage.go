@@ -80,13 +80,24 @@ func (e *Engine) GetRule(ctx context.Context, name string, lastFirings int) (Rul
 	ri, err := e.ruleInfo(ctx, p, r, lastFirings)
 	if err == nil {
 		ri.Approval = e.ruleApproval(ctx, r.Name, r.Ref)
-		if ar := e.sched.ruleByName(r.Name); ar != nil && len(ar.c.RefParams()) > 0 {
-			ri.Plan = rules.BuildPlan(ar.c) // bound: the real ids and risk
+		if ar := e.sched.ruleByName(r.Name); ar != nil && e.runsBound(ar, r.Ref) {
+			ri.Plan = rules.BuildPlan(ar.c) // bound: the real ids, values and risk
 		} else if b := e.body(r.Ref); b != nil {
 			ri.Plan = b.decodedPlan()
 		}
 	}
 	return ri, err
+}
+
+// runsBound reports whether an armed rule runs its program bound to its
+// input (rules.Compiled.Binds of the promoted body; the bound program
+// itself keeps only its catalog references): its plan is the bound one's.
+func (e *Engine) runsBound(ar *armedRule, ref string) bool {
+	if len(ar.c.RefParams()) > 0 {
+		return true
+	}
+	b := e.body(ref)
+	return b != nil && b.compiled.Binds()
 }
 
 func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, lastFirings int) (RuleInfo, error) {
@@ -106,7 +117,7 @@ func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, las
 		ri.MaxRisk = b.maxRisk
 	}
 	if ar := e.sched.ruleByName(r.Name); ar != nil {
-		if len(ar.c.RefParams()) > 0 {
+		if e.runsBound(ar, r.Ref) {
 			ri.MaxRisk = rules.BuildPlan(ar.c).MaxRisk
 		}
 		ar.describe(e, r.Enabled, &ri)

@@ -139,7 +139,7 @@ func (s *scheduler) start(ctx context.Context) error {
 			continue
 		}
 		c := b.compiled
-		if len(c.RefParams()) > 0 {
+		if c.Binds() {
 			bc, err := s.e.rebind(r, c, params)
 			if err != nil {
 				s.e.log.Warn("rule no longer binds; it is marked broken", "rule", r.Name, "err", err)

@@ -27,9 +27,10 @@ type DeployOutput struct {
 	Triggers  []TriggerInfo `json:"triggers"`
 	NextFire  *time.Time    `json:"next_fire,omitempty"` // local, with its UTC offset
 	TimeZone  string        `json:"time_zone"`           // the server's: schedules and next_fire are in it
-	// Plan is the installed rule's plan when its catalog params were
-	// bound: the real ids, arguments and risk (the program's own plan
-	// shows the worst its constraints admit).
+	// Plan is the installed rule's plan when its params were bound
+	// (catalog references, or thresholds, holds, times and offsets
+	// written as params): the real ids, values and risk (the program's
+	// own plan shows the worst its constraints admit).
 	Plan *Plan `json:"plan,omitempty"`
 	// Warnings of the program as bound (overlapping_rule).
 	Warnings []Diagnostic `json:"warnings,omitempty"`

@@ -30,10 +30,11 @@ func TestCookbookTestRunsCorrespond(t *testing.T) {
 			if err != nil || !res.Valid {
 				t.Fatalf("%s/%d does not validate: %v %v", g.ID, i+1, err, res.Diagnostics)
 			}
-			// A program with catalog params runs as execute runs it:
+			// A program with catalog params or param fields runs as
+			// execute runs it:
 			// bound to the input its recipe's text gives.
 			var params map[string]any
-			if len(res.Compiled.RefParams()) > 0 {
+			if res.Compiled.Binds() {
 				params = recipeInput(t, g.Body, src)
 				res, err = Validate([]byte(src), cat, ValidateOptions{HasLocation: true, Bind: params})
 				if err != nil || !res.Valid {

@@ -61,7 +61,7 @@ var codeCases = []codeCase{
 	{"non_constant_reference/var", core.CodeNonConstantRef, "/steps/1/if", prog(`[{"id":"s","set":{"e":"hall_light.state"}},{"id":"x","if":"state(vars.e) == 'ON'","then":[]}]`), ValidateOptions{}},
 	{"bad_cron/fields", core.CodeBadCron, "/triggers/0/cron", `{"name":"t","triggers":[{"id":"c","cron":"61 * * * *"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
 	{"bad_duration/delay", core.CodeBadDuration, "/steps/0/delay", prog(`[{"id":"x","delay":"5 minutes"}]`), ValidateOptions{}},
-	{"bad_duration/templated_for", core.CodeBadDuration, "/triggers/0/for", `{"name":"t","triggers":[{"id":"a","state":"hall_motion.occupancy","to":false,"for":"{{ params.hold }}"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
+	{"bad_duration/templated_for", core.CodeBadDuration, "/triggers/0/for", `{"name":"t","triggers":[{"id":"a","state":"hall_motion.occupancy","to":false,"for":"{{ params.hold }}m"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
 	{"bad_time/at", core.CodeBadTime, "/triggers/0/at", `{"name":"t","triggers":[{"id":"a","at":"7:30pm"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
 	{"missing_location/sun", core.CodeMissingLocation, "/triggers/0/sun", `{"name":"t","triggers":[{"id":"s","sun":"sunset"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
 	{"unreachable_value/enum", core.CodeUnreachableValue, "/triggers/0/to", `{"name":"t","triggers":[{"id":"a","state":"hall_light.state","to":"on"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},

@@ -31,6 +31,12 @@ func FuzzValidate(f *testing.F) {
 	for _, tc := range codeCases {
 		f.Add([]byte(tc.src))
 	}
+	for _, tc := range fieldParamCases {
+		f.Add([]byte(fieldParamsProg(tc.trigger, "")))
+	}
+	f.Add([]byte(fieldParamsProg(`{"id":"t","state":"outdoor_weather.humidity","above":"{{ params.low }}","below":"{{ params.humidity_level }}"}`,
+		`[{"id":"w","wait":{"state":"outdoor_weather.humidity","above":"{{params.low}}"},"timeout":"1m"}]`)))
+	f.Add([]byte(withCondition(`{"id":"c","time":{"after":"{{ params.night_start }}","before":"{{ params.night_end }}"}}, {"id":"d","sun":{"before":"sunrise","before_offset":"{{ params.shift }}"}}`)))
 	f.Add([]byte(`{"name":"x","triggers":[{"id":"a","cron":"TZ= 0 0 * * *"}],"steps":[{"id":"s","delay":"{{ '}}' }}"}]}`))
 	f.Add([]byte("\"\\ud800\\udc00\""))
 	cat := demoCatalog()

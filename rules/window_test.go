@@ -146,7 +146,7 @@ func TestConditionDiagnostics(t *testing.T) {
 		{"unknown member", `{"id": "c", "time": {"after": "22:00", "days": ["mon"]}}`, true, []string{"unknown_field@/conditions/0/time/days"}},
 		{"sun event", `{"id": "c", "sun": {"after": "dusk"}}`, true, []string{"constraint@/conditions/0/sun/after"}},
 		{"offset alone", `{"id": "c", "sun": {"after_offset": "15m"}}`, true, []string{"missing_field@/conditions/0/sun", "missing_field@/conditions/0/sun"}},
-		{"templated offset", `{"id": "c", "sun": {"after": "sunset", "after_offset": "{{ params.x }}"}}`, true, []string{"bad_duration@/conditions/0/sun/after_offset"}},
+		{"templated offset", `{"id": "c", "sun": {"after": "sunset", "after_offset": "{{ params.x }}m"}}`, true, []string{"bad_duration@/conditions/0/sun/after_offset"}},
 		{"no location", `{"id": "c", "sun": {"after": "sunset"}}`, false, []string{"missing_location@/conditions/0/sun"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

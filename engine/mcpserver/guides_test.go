@@ -293,7 +293,8 @@ func checkCoverage(t *testing.T, cookbook string) {
 		`"throttle": "`, `since('`, `last_changed('`, `"wait": {`, `"delay": "`, `"choose": [`, `"repeat": { "count"`,
 		`"repeat": { "for_each"`, `"repeat": { "until"`, `"set": {`, `"if": "`, `"mode": "restart"`, `"mode": "queued"`,
 		`"mode": "parallel"`, `"mode": "single"`, `"catalog": { "kind": "action"`, `"catalog": { "kind": "state"`,
-		`"catalog": { "kind": "automation"`, `"continue_on_timeout": true`,
+		`"catalog": { "kind": "automation"`, `"continue_on_timeout": true`, `"above": "{{ params.`, `"below": "{{ params.`,
+		`"for": "{{ params.`,
 	} {
 		if !strings.Contains(all, want) {
 			t.Errorf("no cookbook program uses %s", want)

@@ -179,3 +179,13 @@ func DurationValue(v any) (time.Duration, error) {
 	}
 	return d, nil
 }
+
+// ValidClock reports whether s is a time of day "HH:MM" or "HH:MM:SS".
+func ValidClock(s string) bool {
+	for _, layout := range []string{"15:04", "15:04:05"} {
+		if _, err := time.Parse(layout, s); err == nil && len(s) == len(layout) {
+			return true
+		}
+	}
+	return false
+}

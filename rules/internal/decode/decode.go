@@ -366,12 +366,15 @@ func (dc *decoder) cronTrigger(v *core.JNode, t *model.Trigger) {
 
 // timeTrigger reads a time trigger's "HH:MM[:SS]" into its daily schedule.
 func (dc *decoder) timeTrigger(v *core.JNode, t *model.Trigger) {
+	if dc.paramField(v, "at", &t.Inputs) {
+		return
+	}
 	s, ok := dc.str(v, "at")
 	if !ok {
 		return
 	}
 	t.At = s
-	if !validClock(s) {
+	if !clock.ValidClock(s) {
 		dc.Diags.Add(core.CodeBadTime, v.Ptr, "e.g. \"07:30\" or \"22:15:30\"", "at %q is not HH:MM or HH:MM:SS", s)
 		return
 	}
@@ -386,7 +389,7 @@ func (dc *decoder) sunTrigger(n *core.JNode, t *model.Trigger) {
 			dc.Diags.Add(core.CodeConstraint, v.Ptr, core.HintFor(core.CloseMatches(s, []string{"sunrise", "sunset"}, 1)), "sun must be \"sunrise\" or \"sunset\", got %q", s)
 		}
 	}
-	if v := n.Get("offset"); v != nil {
+	if v := n.Get("offset"); v != nil && !dc.paramField(v, "offset", &t.Inputs) {
 		t.Offset = dc.constDuration(v, "offset", true)
 	}
 }
@@ -406,24 +409,25 @@ func (dc *decoder) triggerFilters(n *core.JNode, t *model.Trigger) {
 	case model.TriggerEvent:
 		t.To = jvalue(n.Get("value"))
 	case model.TriggerNumeric:
-		t.Above, t.Below = dc.bounds(n)
+		t.Above, t.Below = dc.bounds(n, &t.Inputs)
 	case model.TriggerAvailable:
 		t.To = jvalue(n.Get("to"))
 	}
 	if t.Kind == model.TriggerState || t.Kind == model.TriggerNumeric || t.Kind == model.TriggerAvailable {
-		if v := n.Get("for"); v != nil {
+		if v := n.Get("for"); v != nil && !dc.paramField(v, "for", &t.Inputs) {
 			t.For = dc.constDuration(v, "for", false)
 		}
 	}
 }
 
-func (dc *decoder) bounds(n *core.JNode) (above, below *float64) {
-	if v := n.Get("above"); v != nil {
+// bounds reads above and below: numbers, or params (recorded in inputs).
+func (dc *decoder) bounds(n *core.JNode, inputs *[]model.ParamField) (above, below *float64) {
+	if v := n.Get("above"); v != nil && !dc.paramField(v, "above", inputs) {
 		if f, ok := dc.number(v, "above"); ok {
 			above = &f
 		}
 	}
-	if v := n.Get("below"); v != nil {
+	if v := n.Get("below"); v != nil && !dc.paramField(v, "below", inputs) {
 		if f, ok := dc.number(v, "below"); ok {
 			below = &f
 		}
@@ -439,15 +443,6 @@ func jvalue(n *core.JNode) model.Value {
 		return model.Value{}
 	}
 	return model.Value{Set: true, V: n.Value()}
-}
-
-func validClock(s string) bool {
-	for _, layout := range []string{"15:04", "15:04:05"} {
-		if _, err := time.Parse(layout, s); err == nil && len(s) == len(layout) {
-			return true
-		}
-	}
-	return false
 }
 
 // Printer phrases JSON Schema findings in English.

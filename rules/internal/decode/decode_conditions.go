@@ -51,13 +51,13 @@ func (dc *decoder) timeWindow(v *core.JNode, members []string) *model.Window {
 		to  *string
 	}{{"after", &w.After}, {"before", &w.Before}} {
 		x := v.Get(b.key)
-		if x == nil {
+		if x == nil || dc.paramField(x, b.key, &w.Inputs) {
 			continue
 		}
 		s, ok := dc.str(x, b.key)
 		switch {
 		case !ok:
-		case !validClock(s):
+		case !clock.ValidClock(s):
 			dc.Diags.Add(core.CodeBadTime, x.Ptr, "e.g. \"22:00\" or \"06:30:00\"", "%s %q is not HH:MM or HH:MM:SS", b.key, s)
 		default:
 			*b.to = s
@@ -126,7 +126,9 @@ func (dc *decoder) sunWindow(v *core.JNode, members []string) *model.Window {
 			}
 		}
 		if x := v.Get(b.key + "_offset"); x != nil {
-			*b.offset = dc.constDuration(x, b.key+"_offset", true)
+			if !dc.paramField(x, b.key+"_offset", &w.Inputs) {
+				*b.offset = dc.constDuration(x, b.key+"_offset", true)
+			}
 			if v.Get(b.key) == nil {
 				dc.Diags.Add(core.CodeMissingField, v.Ptr, fmt.Sprintf("add \"%s\": \"sunset\" or \"sunrise\"", b.key), "%s_offset needs %s", b.key, b.key)
 			}

@@ -136,7 +136,7 @@ func (dc *decoder) waitStep(n *core.JNode, s *model.Step) {
 		w.State, _ = dc.str(v.Get("state"), "state")
 		if v.Get("above") != nil || v.Get("below") != nil {
 			dc.fields(v, "a numeric wait", []string{"state", "above", "below", "for"})
-			w.Above, w.Below = dc.bounds(v)
+			w.Above, w.Below = dc.bounds(v, &w.Inputs)
 		} else {
 			dc.fields(v, "a state wait", []string{"state", "to", "from", "for"})
 			w.To, w.From = jvalue(v.Get("to")), jvalue(v.Get("from"))

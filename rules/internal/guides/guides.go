@@ -34,12 +34,12 @@ var guideFS embed.FS
 var guideIndex = []struct{ id, level, summary string }{
 	{"core", LevelCore, "Start here: what a program is, one complete example, and the discover → learn → lookup → validate → execute → trace loop."},
 	{ClosedSetsTopic, LevelReference, "Every closed set: diagnostic codes, entry kinds, risk levels, run and step statuses, trigger and step kinds, modes, limits; scope rules, the input convention, outputs and trace format."},
-	{"triggers", LevelReference, "State, numeric, event (value sets), cron, time-of-day and sun triggers; conditions (expressions, time windows across midnight, weekdays, sun); throttle; trigger.* values; modes."},
+	{"triggers", LevelReference, "State, numeric, event (value sets), cron, time-of-day and sun triggers; thresholds, holds, times and offsets as params; conditions (expressions, time windows across midnight, weekdays, sun); throttle; trigger.* values; modes."},
 	{"steps", LevelReference, "call, delay, wait, if, choose, repeat, set and stop, with their outputs."},
 	{"expressions", LevelReference, "The closed expression environment: state(), trigger, params, vars, steps, time helpers, templates."},
 	{"test-runs", LevelReference, "Simulating a firing with test_run: the params/scenario input, timelines on the virtual clock, held and scheduled triggers, waits, not_triggered and assumed, outputs and traces."},
 	{"porting", LevelReference, "Porting from Home Assistant: each trigger, condition and action in automation/1, and the differences that remain (the wait timeout default, held values at arming, polar sun, what is not expressible)."},
-	{"cookbook", LevelReference, "Twenty-two complete rules by task, each with its test runs: motion lights, away mode, door alerts, heating, remote scenes and gestures, locks, laundry, loops, sunset and sunrise, night windows, weekdays, throttles, time since change, a reusable motion light with device params, an automation others call and its caller, stored runs."},
+	{"cookbook", LevelReference, "Twenty-five complete rules by task, each with its test runs: motion lights, away mode, door alerts, heating, remote scenes and gestures, locks, laundry, loops, sunset and sunrise, night windows, weekdays, throttles, time since change, a reusable motion light with device params, a humidity fan and a door alert with threshold and hold params, an automation others call and its caller, stored runs."},
 }
 
 var guides = loadGuides()

@@ -72,19 +72,36 @@ func (r *interp) assumedWait(qid string) (string, bool) {
 // describing it. An expression that fails on its first check fails the
 // step; later failures count as "not yet".
 // boundWait is ws with the id its catalog-reference param holds in this
-// frame (ws itself when it names the id).
+// frame and the thresholds its params give (ws itself when it names the
+// id and holds the thresholds): an unbound body, such as a promoted
+// automation another rule calls, binds them when it runs.
 func boundWait(f *frame, ws *model.WaitStep, qid string) (*model.WaitStep, *halt) {
-	if !ws.ByParam {
+	if !ws.ByParam && len(ws.Inputs) == 0 {
 		return ws, nil
 	}
 	bound := *ws
 	var h *halt
-	if bound.State != "" {
+	switch {
+	case !ws.ByParam:
+	case bound.State != "":
 		bound.State, h = paramID(f, ws.State, qid)
-	} else {
+	default:
 		bound.Event, h = paramID(f, ws.Event, qid)
 	}
 	bound.ByParam = false
+	for _, in := range ws.Inputs {
+		v, err := model.FieldValue(in.Field, f.env.Params[in.Param])
+		if err != nil {
+			return nil, &halt{core.StatusFailed, fmt.Sprintf("step %q: params.%s as %s: %v", qid, in.Param, in.Field, err)}
+		}
+		n := v.(float64)
+		if in.Field == "above" {
+			bound.Above = &n
+		} else {
+			bound.Below = &n
+		}
+	}
+	bound.Inputs = nil
 	return &bound, h
 }
 

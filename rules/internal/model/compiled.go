@@ -56,6 +56,12 @@ type Compiled struct {
 // (nil when it declares none): execute binds them (ValidateOptions.Bind).
 func (c *Compiled) RefParams() []*RefParam { return c.RefList }
 
+// Binds reports whether the program runs only as bound to execute's
+// input: it has catalog-reference params, or fields (thresholds, holds,
+// times, offsets) written as "{{ params.<name> }}", which the unbound
+// program does not know. What is armed is then the bound program.
+func (c *Compiled) Binds() bool { return len(c.RefList) > 0 || c.fields }
+
 // RefParam returns the catalog-reference param name, or nil.
 func (c *Compiled) RefParam(name string) *RefParam {
 	for _, r := range c.RefList {

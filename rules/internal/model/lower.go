@@ -22,12 +22,16 @@ func Lower(p *Program, in *Interner) Form {
 		f.RunTriggers = make([]RunTrigger, len(p.Triggers))
 		for i, t := range p.Triggers {
 			f.RunTriggers[i] = in.trigger(t)
+			f.fields = f.fields || len(t.Inputs) > 0
 		}
 	}
 	if len(p.Conditions) > 0 {
 		f.Conds = make([]RunCond, len(p.Conditions))
 		for i, c := range p.Conditions {
 			f.Conds[i] = RunCond{ID: in.str(c.ID), Expr: in.expr(c.Expr), Window: lowerWindow(c)}
+			if w := f.Conds[i].Window; w != nil && len(c.Window.Inputs) > 0 {
+				w.inputs, f.fields = in.inputs(c.Window.Inputs), true
+			}
 		}
 	}
 	f.Steps = lw.list(p.Steps)
@@ -36,6 +40,9 @@ func Lower(p *Program, in *Interner) Form {
 		f.takesTime = f.takesTime || row.TakesTime
 		if s.Kind == StepCall {
 			f.calls++
+		}
+		if s.Kind == StepWait && s.Wait != nil && len(s.Wait.Inputs) > 0 {
+			f.fields = true
 		}
 		if s.Kind == StepWait && !slices.Contains(f.WaitIDs, s.ID) {
 			f.WaitIDs = append(f.WaitIDs, in.str(s.ID))
@@ -179,6 +186,7 @@ func (lw *lowerer) wait(s *Step) *WaitStep {
 		x.To = Value{Set: w.To.Set, V: in.value(w.To.V)}
 		x.From = Value{Set: w.From.Set, V: in.value(w.From.V)}
 		x.Above, x.Below, x.Expr = w.Above, w.Below, in.expr(w.Expr)
+		x.Inputs = in.inputs(w.Inputs)
 		if w.For != nil {
 			x.Hold = in.dur(w.For)
 		}
@@ -204,13 +212,22 @@ func (in *Interner) trigger(t *Trigger) RunTrigger {
 	case TriggerCron:
 		rt.more = &triggerMore{schedule: in.schedule(t.Cron, t.Schedule), text: in.str(t.Cron)}
 	case TriggerTime:
-		rt.more = &triggerMore{schedule: in.schedule(TimeOfDaySpec(t.At), t.Schedule), text: in.str(t.At)}
+		rt.more = &triggerMore{text: in.str(t.At)}
+		if len(t.Inputs) == 0 {
+			rt.more.schedule = in.schedule(TimeOfDaySpec(t.At), t.Schedule)
+		}
 	case TriggerSun:
 		rt.more = &triggerMore{text: in.str(t.Sun), offset: t.Offset}
 	case TriggerState:
 		if t.NotTo.Set || t.NotFrom.Set {
 			rt.more = &triggerMore{notTo: in.value(t.NotTo.V), notToSet: t.NotTo.Set, notFrom: in.value(t.NotFrom.V), notFromSet: t.NotFrom.Set}
 		}
+	}
+	if len(t.Inputs) > 0 {
+		if rt.more == nil {
+			rt.more = &triggerMore{}
+		}
+		rt.more.inputs = in.inputs(t.Inputs)
 	}
 	return rt
 }

@@ -78,6 +78,9 @@ type Trigger struct {
 	// Schedule is a cron or time trigger's schedule, parsed when decoded
 	// (nil when the spec does not parse).
 	Schedule cron.Schedule
+	// Inputs are the fields written as "{{ params.<name> }}" (above,
+	// below, for, at, offset): unset until execute binds them.
+	Inputs []ParamField
 }
 
 // ConditionKind is the closed set of condition kinds.
@@ -110,6 +113,9 @@ type Window struct {
 	After, Before             string
 	AfterOffset, BeforeOffset time.Duration  // sun
 	Weekdays                  []time.Weekday // time; nil = every day
+	// Inputs are the bounds (time) or offsets (sun) written as
+	// "{{ params.<name> }}".
+	Inputs []ParamField
 }
 
 // StepKind is the closed set of step kinds.
@@ -182,6 +188,8 @@ type WaitSpec struct {
 	Below *float64
 	For   *Template // held duration, may be templated
 	Expr  *Expr     // or: wait until this expression is true
+	// Inputs are the thresholds written as "{{ params.<name> }}".
+	Inputs []ParamField
 }
 
 // Arm is one option of a choose step. Label is unique within the step and is

@@ -40,6 +40,7 @@ type Form struct {
 	mode                     uint8 // index into modes
 	takesTime                bool  // some step can make a run span time
 	calls                    int   // call steps, anywhere in the body
+	fields                   bool  // some trigger or wait has unbound param fields
 }
 
 // RunTrigger is one trigger of a run form: what the engine's scheduler
@@ -66,6 +67,9 @@ type triggerMore struct {
 	// State triggers' not_to / not_from (a value or a list of values).
 	notTo, notFrom       any
 	notToSet, notFromSet bool
+	// inputs are the param fields of an unbound program (plans name
+	// them); a bound program has none.
+	inputs []RunInput
 }
 
 // RunCond is one condition of a run form: an expression or a time or sun window.
@@ -118,8 +122,9 @@ type WaitStep struct {
 	Expr         *Expr
 	Hold         *DurSpec // "for" (nil = none)
 	Timeout      time.Duration
-	Cont         bool // continue_on_timeout
-	ByParam      bool // state or event names the catalog-reference param holding the id
+	Cont         bool       // continue_on_timeout
+	ByParam      bool       // state or event names the catalog-reference param holding the id
+	Inputs       []RunInput // unbound thresholds (plans name them; an unbound body binds them when it runs)
 }
 
 // IfStep is what an if step has beyond a run step.

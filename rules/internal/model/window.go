@@ -18,6 +18,7 @@ type condWindow struct {
 	days                uint8         // time: bit 1<<weekday per allowed day; 0 = every day
 	sunAfter, sunBefore string        // sun: sunrise | sunset | "" (unbounded)
 	afterOff, beforeOff time.Duration // sun
+	inputs              []RunInput    // unbound bounds or offsets (plans name them)
 }
 
 // lowerWindow lowers a time or sun condition's window (nil for the other
@@ -167,6 +168,9 @@ func (w *condWindow) dayNames() []any {
 // zone ("" = the server's).
 func (w *condWindow) Describe(zone string) string {
 	var s string
+	if len(w.inputs) > 0 {
+		return w.describeParams(zone)
+	}
 	if w.sun {
 		switch {
 		case w.sunAfter != "" && w.sunBefore != "":

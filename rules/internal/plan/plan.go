@@ -184,20 +184,9 @@ func DescribeTrigger(t *model.RunTrigger, zone string, loc *time.Location) strin
 		} else if notTo.Set {
 			s += " to anything but " + oneOfText(notTo.V)
 		}
-		return s + holdFor("and stays so", t.Hold)
+		return s + holdText(t, "and stays so")
 	case model.TriggerNumeric:
-		s := "When " + t.EntityID + " goes"
-		above, below := t.Bounds()
-		if above != nil {
-			s += fmt.Sprintf(" above %g", *above)
-		}
-		if below != nil {
-			if above != nil {
-				s += " and"
-			}
-			s += fmt.Sprintf(" below %g", *below)
-		}
-		return s + holdFor("and stays there", t.Hold)
+		return "When " + t.EntityID + " goes " + boundsText(t) + holdText(t, "and stays there")
 	case model.TriggerEvent:
 		s := "When event " + t.EntityID + " arrives"
 		if list, isList := t.ToValue.([]any); t.ToSet && isList {
@@ -209,16 +198,15 @@ func DescribeTrigger(t *model.RunTrigger, zone string, loc *time.Location) strin
 	case model.TriggerCron:
 		return clock.CronWords(t.Spec()) + inZone(zone, clock.DSTNote(t.Schedule(), loc))
 	case model.TriggerTime:
-		return "Every day at " + t.Spec() + inZone(zone, clock.DSTNote(t.Schedule(), loc))
+		return "Every day at " + atText(t) + inZone(zone, clock.DSTNote(t.Schedule(), loc))
 	case model.TriggerSun:
-		sun, offset := t.Sun()
-		return "At " + clock.SunPhrase(sun, offset) + " (the server's location)"
+		return "At " + sunText(t) + " (the server's location)"
 	case model.TriggerAvailable:
 		s := "When " + t.EntityID + "'s device goes offline or comes back online"
 		if t.ToSet {
 			s = "When " + t.EntityID + "'s device " + core.AvailablePhrase(t.ToValue)
 		}
-		return s + holdFor("and stays so", t.Hold)
+		return s + holdText(t, "and stays so")
 	}
 	return ""
 }
@@ -343,12 +331,12 @@ func describeWait(w *model.WaitStep) string {
 		if w.To.Set {
 			is = append(is, "is "+core.CompactJSON(w.To.V))
 		}
-		if w.Above != nil {
-			is = append(is, fmt.Sprintf("is above %g", *w.Above))
+		if w.Above != nil || model.HasField(w.Inputs, "above") {
+			is = append(is, "is above "+model.FieldText(w.Inputs, "above", fmtBound(w.Above)))
 		}
-		if w.Below != nil {
-			is = append(is, fmt.Sprintf("below %g", *w.Below))
-			if w.Above == nil {
+		if w.Below != nil || model.HasField(w.Inputs, "below") {
+			is = append(is, "below "+model.FieldText(w.Inputs, "below", fmtBound(w.Below)))
+			if w.Above == nil && !model.HasField(w.Inputs, "above") {
 				is[len(is)-1] = "is " + is[len(is)-1]
 			}
 		}

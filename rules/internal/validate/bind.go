@@ -50,8 +50,10 @@ func bindProgram(p *model.Program, in map[string]any, lim core.Limits) (*model.P
 	for i, t := range p.Triggers {
 		u := *t
 		u.Entity = b.id(t.Entity, t.Ptr, t.Ptr+"/"+entityMember(t))
+		b.bindTrigger(&u)
 		q.Triggers[i] = &u
 	}
+	q.Conditions = b.bindConditions(p.Conditions)
 	q.Steps = b.steps(p.Steps)
 	return &q, b
 }
@@ -118,6 +120,7 @@ func (b *binding) step(s *model.Step) *model.Step {
 				v.Event = b.id(w.Event, w.Ptr, w.Ptr+"/event")
 			}
 			v.For = b.duration(w.For, "wait for")
+			b.bindWait(&v)
 			u.Wait = &v
 		}
 	case model.StepIf:

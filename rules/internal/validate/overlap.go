@@ -107,8 +107,9 @@ func sameTrigger(t *model.Trigger, o *model.RunTrigger) bool {
 	case model.TriggerEvent:
 		return eventsMeet(t.To, o.To())
 	case model.TriggerNumeric:
+		// A threshold param is not known before it is bound.
 		above, below := o.Bounds()
-		return sameBound(t.Above, above) && sameBound(t.Below, below)
+		return len(t.Inputs) == 0 && sameBound(t.Above, above) && sameBound(t.Below, below)
 	}
 	return false
 }

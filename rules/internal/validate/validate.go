@@ -166,6 +166,7 @@ type checker struct {
 	// paramNames are the declared params (nil = not knowable: the schema
 	// admits other members).
 	paramNames map[string]bool
+	progParams json.RawMessage // the params schema
 	// refs are the catalog-reference params; bind is the bound input
 	// (nil: validating the program itself).
 	refs map[string]*model.RefParam
@@ -223,6 +224,7 @@ func (c *checker) alive() bool {
 
 func (c *checker) program(p *model.Program) {
 	c.paramNames = DeclaredParams(p.Params)
+	c.progParams = p.Params
 	if c.bind != nil && !c.checkBinding() {
 		return
 	}
@@ -234,6 +236,9 @@ func (c *checker) program(p *model.Program) {
 	}
 	root := &scope{vars: map[string]bool{}, steps: map[string]bool{}}
 	for _, cd := range p.Conditions {
+		if cd.Window != nil {
+			c.paramFields(cd.Window.Inputs)
+		}
 		c.expr(cd.Expr, root)
 		if cd.Kind == model.CondSun && !c.o.HasLocation {
 			c.d.Add(core.CodeMissingLocation, cd.Ptr+"/sun", "ask the operator to configure the location, or use a time condition: {\"time\": {\"after\": \"18:00\", \"before\": \"07:00\"}}", "a sun condition needs the server's latitude/longitude, which is not configured")
@@ -346,6 +351,7 @@ func kindList(ks []pilotage.Kind) string {
 }
 
 func (c *checker) trigger(t *model.Trigger) {
+	c.paramFields(t.Inputs)
 	switch t.Kind {
 	case model.TriggerState, model.TriggerNumeric:
 		if _, tmpl := c.refSite(t.Entity, t.Ptr+"/state", pilotage.KindState); t.Entity == "" || tmpl {

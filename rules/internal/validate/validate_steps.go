@@ -105,6 +105,7 @@ func (c *checker) wait(w *model.WaitSpec, sc *scope) {
 	if w == nil {
 		return
 	}
+	c.paramFields(w.Inputs)
 	id, member := w.State, "state"
 	if id == "" {
 		id, member = w.Event, "event"
