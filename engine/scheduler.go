@@ -31,6 +31,12 @@ type scheduler struct {
 	ctx   context.Context
 	wg    sync.WaitGroup
 
+	// Triggers by selector (selector.go): replaced, never changed in
+	// place; selVer counts the changes, selIdx resolves them.
+	selTrigs []*armedTrigger
+	selVer   uint64
+	selIdx   selectorIndex
+
 	pend       *pendingWriter
 	savedHolds map[string]storage.Pending // held windows persisted before the start
 	bmu        sync.Mutex
@@ -233,6 +239,10 @@ func (s *scheduler) armLocked(ar *armedRule) {
 		t := at.t
 		switch t.Kind() {
 		case rules.TriggerState, rules.TriggerNumeric, rules.TriggerEvent:
+			if t.Selector() != nil {
+				s.armSelector(at) // never held: validation refuses "for" here
+				continue
+			}
 			if ats := s.index[t.Entity()]; len(ats) == 0 {
 				s.index[t.Entity()] = at.self[:] // no array of its own for an entity one trigger watches
 			} else {
@@ -311,6 +321,10 @@ func (s *scheduler) armSun(ar *armedRule, at *armedTrigger, notBefore time.Time)
 // not run: callers say so to whoever asked).
 func (s *scheduler) disarmLocked(ar *armedRule) int {
 	for _, at := range ar.triggers {
+		if at.t.Selector() != nil {
+			s.disarmSelector(at)
+			continue
+		}
 		entity := at.t.Entity()
 		ids := s.index[entity]
 		// A new array: onChange reads index slices after releasing the
@@ -362,6 +376,11 @@ func (s *scheduler) onChange(ch devices.Change) {
 	s.mu.RLock()
 	ats := s.index[ch.ID] // never changed in place: no copy needed (see disarmLocked)
 	s.mu.RUnlock()
+	if ch.Kind == devices.ChangeState {
+		if sel := s.selected(ch.ID); len(sel) > 0 {
+			ats = append(ats[:len(ats):len(ats)], sel...)
+		}
+	}
 	restored := false
 	if b, ok := s.takeBaseline(ch); ok {
 		if restored = s.applyBaseline(&ch, b, ats); !restored {
@@ -380,7 +399,9 @@ func (at *armedTrigger) observe(ch devices.Change, restored bool) {
 	t := at.t
 	matched, _ := t.Match(ch.Prev, ch.Value, ch.Kind == devices.ChangeEvent)
 	if t.For() <= 0 {
-		if matched {
+		if matched && t.Selector() != nil {
+			at.fireAs(ch.ID, ch.Value, ch.Prev, describeChange(ch.ID, ch, restored))
+		} else if matched {
 			at.fire(ch.Value, ch.Prev, at.describe(ch, restored))
 		}
 		return

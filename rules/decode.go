@@ -410,7 +410,11 @@ func (dc *decoder) triggerKind(n *jnode, t *Trigger, key string) {
 				}
 			}
 		}
-		t.Entity, _ = dc.str(n.get("state"), "state")
+		if v := n.get("state"); v != nil && v.kind == jObj {
+			t.Select = dc.selector(v, "state", SelectorMembers.Property)
+		} else {
+			t.Entity, _ = dc.str(v, "state")
+		}
 	case "event":
 		t.Kind = TriggerEvent
 		t.Entity, _ = dc.str(n.get("event"), "event")

@@ -48,7 +48,11 @@ func (dc *decoder) step(n *jnode, depth int) *Step {
 	v := n.get(key)
 	switch s.Kind {
 	case StepCall:
-		s.Call, _ = dc.str(v, "call")
+		if v != nil && v.kind == jObj {
+			s.Target = dc.selector(v, "call", SelectorMembers.Call)
+		} else {
+			s.Call, _ = dc.str(v, "call")
+		}
 		s.Args = map[string]*Template{}
 		if a := n.get("args"); a != nil && dc.object(a, "args") {
 			for i, k := range a.keys {

@@ -194,8 +194,12 @@ func (e *Env) triggerMap() map[string]any {
 		e.Trigger = map[string]any{"id": "", "value": tb.fire.Value, "from": tb.fire.From, "time": tb.fire.Time}
 	default:
 		t := tb.t
+		entity := t.entity
+		if tb.fire.Entity != "" {
+			entity = tb.fire.Entity
+		}
 		e.Trigger = map[string]any{
-			"id": t.id, "kind": triggerKindValues[t.kind], "entity": t.entity,
+			"id": t.id, "kind": triggerKindValues[t.kind], "entity": entity,
 			"value": tb.fire.Value, "from": tb.fire.From, "to": tb.fire.Value, "time": tb.fire.Time,
 		}
 	}

@@ -22,6 +22,7 @@ func closedSetsBody() string {
 	statusTable(&b, "Run statuses", "Run-level `outcome.status` of execute and trace.", RunStatuses)
 	statusTable(&b, "Step statuses", "`outcome.status` of each trace entry.", StepStatuses)
 	kindTables(w)
+	selectorTable(w)
 	modesTable(w)
 	envTables(w)
 	limitsTable(w)

@@ -30,6 +30,9 @@ func (r *interp) evalArgs(f *frame, qid, what string, args []namedTemplate) (map
 }
 
 func (r *interp) call(f *frame, s *runStep, qid string, i int) *halt {
+	if s.flags&callSelect != 0 {
+		return r.callSelect(f, s, qid, i)
+	}
 	target := s.text
 	if s.flags&callParam != 0 {
 		var h *halt

@@ -128,6 +128,9 @@ func (lw *lowerer) step(d *runStep, s *Step) {
 		if s.ContinueOnError {
 			d.flags |= callContinue
 		}
+		if s.Target != nil {
+			d.text, d.more, d.flags = "", s.Target, d.flags|callSelect
+		}
 	case StepDelay:
 		d.more = in.dur(s.Delay)
 	case StepWait:
@@ -211,6 +214,12 @@ func (in *interner) trigger(t *Trigger) RunTrigger {
 		if t.NotTo.Set || t.NotFrom.Set {
 			rt.more = &triggerMore{notTo: in.value(t.NotTo.V), notToSet: t.NotTo.Set, notFrom: in.value(t.NotFrom.V), notFromSet: t.NotFrom.Set}
 		}
+	}
+	if t.Select != nil {
+		if rt.more == nil {
+			rt.more = &triggerMore{}
+		}
+		rt.more.sel = t.Select
 	}
 	return rt
 }

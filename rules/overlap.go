@@ -32,7 +32,7 @@ func (c *Compiled) Calls() []string {
 	walk = func(list []runStep) {
 		for i := range list {
 			s := &list[i]
-			if s.Kind() == StepCall && s.flags&callParam == 0 && !containsStr(out, s.text) {
+			if s.Kind() == StepCall && s.flags&(callParam|callSelect) == 0 && !containsStr(out, s.text) {
 				out = append(out, s.text)
 			}
 			for ch := range s.children() {

@@ -92,6 +92,13 @@ func (b *planBuilder) step(s *runStep, ctx planCtx) {
 		}
 		ps.Risk = pilotage.RiskOf(ps.RiskHints)
 		b.calls = append(b.calls, "{{ params."+s.text+" }}")
+	case s.Kind() == StepCall && s.flags&callSelect != 0:
+		// What it resolves to now, and the most any of those may do.
+		sel := s.more.(*Selector)
+		ps.Calls = sel.now
+		ps.RiskHints = sel.hints
+		ps.Risk = pilotage.RiskOf(ps.RiskHints)
+		b.calls = append(b.calls, sel.now...)
 	case s.Kind() == StepCall:
 		ps.Calls = []string{s.text}
 		if e := b.entry(s.text); e != nil {
@@ -168,7 +175,7 @@ func triggersText(n int) string {
 func describeTrigger(t *RunTrigger, zone string, loc *time.Location) string {
 	switch t.Kind() {
 	case TriggerState:
-		s := "When " + t.entity + " changes"
+		s := "When " + triggerSubject(t) + " changes"
 		notTo, notFrom := t.not()
 		if t.fromSet {
 			s += " from " + oneOfText(t.from)
@@ -182,7 +189,7 @@ func describeTrigger(t *RunTrigger, zone string, loc *time.Location) string {
 		}
 		return s + holdFor("and stays so", t.hold)
 	case TriggerNumeric:
-		s := "When " + t.entity + " goes"
+		s := "When " + triggerSubject(t) + " goes"
 		above, below := t.bounds()
 		if above != nil {
 			s += fmt.Sprintf(" above %g", *above)
@@ -258,6 +265,9 @@ func describeStep(s *runStep) string {
 		target := s.text
 		if s.flags&callParam != 0 {
 			target = "{{ params." + s.text + " }}"
+		}
+		if sel, ok := s.more.(*Selector); ok {
+			target = sel.Describe() + " (" + sel.nowText() + ")"
 		}
 		return "Call " + target + describeArgs(s.vals)
 	case StepDelay:

@@ -63,6 +63,9 @@ type triggerMore struct {
 	schedule           cron.Schedule // cron and time
 	text               string        // cron: the spec; time: HH:MM[:SS]; sun: sunrise | sunset
 	offset             time.Duration // sun
+	// sel addresses the watched states of a state or numeric trigger
+	// by selector (entity is then "").
+	sel *Selector
 	// State triggers' not_to / not_from (a value or a list of values).
 	notTo, notFrom       any
 	notToSet, notFromSet bool
@@ -93,6 +96,7 @@ const (
 	stopError    uint8 = 1 << iota // stop: as a failure
 	callParam                      // call: text names the catalog-reference param holding the target
 	callContinue                   // call: continue_on_error
+	callSelect                     // call: more is the *Selector addressing the targets
 )
 
 type namedTemplate struct {
@@ -214,6 +218,25 @@ func (t *RunTrigger) Kind() TriggerKind {
 // watches ("" for the others).
 func (t *RunTrigger) Entity() string { return t.entity }
 
+// Selector is what a state or numeric trigger by selector watches (nil
+// for a trigger on one entity): the engine resolves it against the live
+// catalog, in the rule owner's scope.
+func (t *RunTrigger) Selector() *Selector {
+	if t.more == nil {
+		return nil
+	}
+	return t.more.sel
+}
+
+// watched is the state a test run fires the trigger on: its entity, or
+// the first a selector resolved to when validated.
+func (t *RunTrigger) watched() string {
+	if sel := t.Selector(); sel != nil && len(sel.now) > 0 {
+		return sel.now[0]
+	}
+	return t.entity
+}
+
 // For is how long a state or numeric trigger's condition must hold (0 =
 // it fires at once).
 func (t *RunTrigger) For() time.Duration { return t.hold }
@@ -330,7 +353,7 @@ func (c *Compiled) OnlyLastCalls() bool {
 		return false
 	}
 	s := &c.steps[len(c.steps)-1]
-	if s.Kind() != StepCall || s.flags&(callParam|callContinue) != 0 {
+	if s.Kind() != StepCall || s.flags&(callParam|callContinue|callSelect) != 0 {
 		return false
 	}
 	if _, sub := c.Sub[s.text]; sub {

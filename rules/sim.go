@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pilothouse/pilothouse/pilotage"
 )
 
 // Scenario is what a test run pretends: which trigger fires with what
@@ -97,6 +99,9 @@ type SimWorld struct {
 	// set; availBase answers for the others (available.go).
 	avail     map[string]bool
 	availBase func(id string) bool
+	// selectBase resolves selectors against the caller's live catalog
+	// (nil: the set validation found).
+	selectBase func(kind pilotage.Kind, s *Selector) []string
 	// checkCall checks a call's arguments as the real call would (the
 	// action's input schema), so computed arguments fail here as there.
 	checkCall func(id string, args map[string]any) error

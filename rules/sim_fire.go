@@ -34,13 +34,16 @@ func FireFor(c *Compiled, sc Scenario, w World) (TriggerFire, error) {
 		}
 	}
 	fire.ID = t.id
+	if t.Selector() != nil {
+		fire.Entity = t.watched()
+	}
 	kind := t.Kind()
 	cur, hasCur := any(nil), false
 	switch {
 	case kind == TriggerAvailable:
-		cur, hasCur = availableIn(w, t.entity), true
-	case t.entity != "" && kind != TriggerEvent:
-		cur, hasCur = w.State(t.entity)
+		cur, hasCur = availableIn(w, t.watched()), true
+	case t.watched() != "" && kind != TriggerEvent:
+		cur, hasCur = w.State(t.watched())
 	}
 	if fire.Value == nil {
 		fire.Value = defaultFireValue(t, cur, hasCur, fire.Time)
@@ -105,16 +108,16 @@ func (w *SimWorld) simulate(t *RunTrigger, sc Scenario, fire *TriggerFire) {
 	w.mu.Lock()
 	switch t.Kind() {
 	case TriggerEvent:
-		w.scratch[t.entity], w.changed[t.entity] = fire.Value, w.now
+		w.scratch[t.watched()], w.changed[t.watched()] = fire.Value, w.now
 	case TriggerState, TriggerNumeric:
-		if _, overridden := sc.State[t.entity]; !overridden {
-			w.setLocked(t.entity, fire.Value)
+		if _, overridden := sc.State[t.watched()]; !overridden {
+			w.setLocked(t.watched(), fire.Value)
 		}
 	case TriggerAvailable:
 		if w.avail == nil {
 			w.avail = map[string]bool{}
 		}
-		w.avail[t.entity], _ = fire.Value.(bool)
+		w.avail[t.watched()], _ = fire.Value.(bool)
 	}
 	w.mu.Unlock()
 	switch t.Kind() {
@@ -180,7 +183,7 @@ func crossMiss(t *RunTrigger, fire *TriggerFire) string {
 		return ""
 	}
 	if _, inside := t.Match(nil, fire.From, false); inside {
-		return fmt.Sprintf("%s was already inside the trigger's range before (%s): a numeric trigger fires only when the value crosses into its range", t.entity, formatReason(fire.From))
+		return fmt.Sprintf("%s was already inside the trigger's range before (%s): a numeric trigger fires only when the value crosses into its range", t.watched(), formatReason(fire.From))
 	}
 	return fmt.Sprintf("the value %s is not inside the trigger's range", formatReason(fire.Value))
 }
@@ -209,7 +212,7 @@ func (w *SimWorld) holdFire(t *RunTrigger, fire *TriggerFire) {
 		}
 		matched, _ := t.Match(last, cur, false)
 		if !opened.IsZero() && !t.Keeps(prev, value, cur) {
-			broke = fmt.Sprintf("%s changed to %s at %s, before %s had passed", t.entity, formatReason(cur), offsetText(next.Sub(start)), shortDuration(t.hold))
+			broke = fmt.Sprintf("%s changed to %s at %s, before %s had passed", t.watched(), formatReason(cur), offsetText(next.Sub(start)), shortDuration(t.hold))
 			opened = time.Time{}
 		}
 		if matched && opened.IsZero() {
@@ -227,7 +230,7 @@ func (w *SimWorld) holdFire(t *RunTrigger, fire *TriggerFire) {
 	fire.Value, fire.From, fire.Time = value, prev, due
 	fire.Detail["held_since"] = opened.Format(time.RFC3339)
 	fire.Detail["fired_at"] = due.Format(time.RFC3339)
-	fire.Because = fmt.Sprintf("test run: %s was %s from %s and held for %s", t.entity, formatReason(value), offsetText(opened.Sub(start)), shortDuration(t.hold))
+	fire.Because = fmt.Sprintf("test run: %s was %s from %s and held for %s", t.watched(), formatReason(value), offsetText(opened.Sub(start)), shortDuration(t.hold))
 }
 
 // offsetText is an offset from a test run's start ("+3m", "-1h", "the

@@ -351,6 +351,10 @@ func kindList(ks []pilotage.Kind) string {
 func (c *checker) trigger(t *Trigger) {
 	switch t.Kind {
 	case TriggerState, TriggerNumeric:
+		if t.Select != nil {
+			c.selectTrigger(t)
+			return
+		}
 		if _, tmpl := c.refSite(t.Entity, t.Ptr+"/state", pilotage.KindState); t.Entity == "" || tmpl {
 			return
 		}

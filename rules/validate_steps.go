@@ -139,6 +139,10 @@ func waitKind(w *WaitSpec) pilotage.Kind {
 }
 
 func (c *checker) call(s *Step) {
+	if s.Target != nil {
+		c.selectCall(s)
+		return
+	}
 	if s.Call == "" {
 		return
 	}
