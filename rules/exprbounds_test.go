@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -153,7 +155,9 @@ func runWithin(t *testing.T, ctx context.Context, src string, lim Limits, d time
 		t.Fatal(err)
 	}
 	done := make(chan *RunResult, 1)
-	go func() { done <- Run(ctx, res.Compiled, w, RunInput{Trigger: fire, Limits: lim, Cache: itCache}) }()
+	go func() {
+		done <- Run(ctx, res.Compiled, w, RunInput{Trigger: fire, Limits: lim, Cache: itCache})
+	}()
 	select {
 	case r := <-done:
 		return r
@@ -331,8 +335,8 @@ func TestMeasureIsTheEncodedSize(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := measure(v, math.MaxInt, false); got.n != len(b) {
-			t.Fatalf("case %d: measured %d, encoded %d: %s", i, got.n, len(b), b)
+		if got := core.Measure(v, math.MaxInt, false); got.N != len(b) {
+			t.Fatalf("case %d: measured %d, encoded %d: %s", i, got.N, len(b), b)
 		}
 	}
 }

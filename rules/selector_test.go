@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
 )
 
 // TestSelectorValidate checks calls and triggers by selector as an
@@ -22,22 +23,22 @@ func TestSelectorValidate(t *testing.T) {
 		{name: "lights off", step: `{"id":"off","call":{"type":"light","action":"set"},"args":{"state":"OFF"}}`},
 		{name: "area and type", step: `{"id":"off","call":{"area":"HALL","type":"light","action":"set"},"args":{"state":"OFF"}}`},
 		{name: "nothing there", step: `{"id":"off","call":{"area":"attic","action":"set"},"args":{"state":"OFF"}}`,
-			code: CodeNoMatch, path: "/steps/0/call", msg: `"set" of every device in area "attic"`},
+			code: core.CodeNoMatch, path: "/steps/0/call", msg: `"set" of every device in area "attic"`},
 		{name: "one rejects", step: `{"id":"off","call":{"area":"hall","action":"set"},"args":{"state":"OFF"}}`,
-			code: CodeBadArguments, path: "/steps/0/args/state", msg: "front_lock.set"},
+			code: core.CodeBadArguments, path: "/steps/0/args/state", msg: "front_lock.set"},
 		{name: "templated", step: `{"id":"off","call":{"area":"{{ params.a }}","action":"set"},"args":{"state":"OFF"}}`,
-			code: CodeConstraint, path: "/steps/0/call/area", msg: "constant"},
+			code: core.CodeConstraint, path: "/steps/0/call/area", msg: "constant"},
 		{name: "no action", step: `{"id":"off","call":{"area":"hall"},"args":{"state":"OFF"}}`,
-			code: CodeMissingField, path: "/steps/0/call", msg: `"action"`},
+			code: core.CodeMissingField, path: "/steps/0/call", msg: `"action"`},
 		{name: "no filter", step: `{"id":"off","call":{"action":"set"},"args":{"state":"OFF"}}`,
-			code: CodeMissingField, path: "/steps/0/call", msg: "area, type, tag"},
+			code: core.CodeMissingField, path: "/steps/0/call", msg: "area, type, tag"},
 		{name: "unknown member", step: `{"id":"off","call":{"room":"hall","action":"set"},"args":{"state":"OFF"}}`,
-			code: CodeUnknownField, path: "/steps/0/call/room"},
+			code: core.CodeUnknownField, path: "/steps/0/call/room"},
 		{name: "trigger", trigger: `{"id":"m","state":{"area":"hall","property":"occupancy"},"to":true}`},
 		{name: "trigger held", trigger: `{"id":"m","state":{"area":"hall","property":"occupancy"},"to":false,"for":"5m"}`,
-			code: CodeConstraint, path: "/triggers/0/for"},
+			code: core.CodeConstraint, path: "/triggers/0/for"},
 		{name: "trigger nothing", trigger: `{"id":"m","state":{"area":"hall","property":"smoke"},"to":true}`,
-			code: CodeNoMatch, path: "/triggers/0/state"},
+			code: core.CodeNoMatch, path: "/triggers/0/state"},
 		{name: "trigger by tag", trigger: `{"id":"m","state":{"tag":"class:occupancy","property":"occupancy"},"to":true}`},
 	}
 	for _, tt := range tests {
