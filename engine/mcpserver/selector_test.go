@@ -209,6 +209,23 @@ func TestAreaCallSurvivesDeviceSwap(t *testing.T) {
 	if !strings.Contains(js(tr), "pir_2.occupancy") {
 		t.Fatalf("the trace does not say which sensor fired: %s", js(tr))
 	}
+
+	// pir_1 moves to the garage: it no longer fires the rule; pir_2,
+	// reporting after it on the same connection, still does.
+	h.announce(z2mDev{"lamp_a", "light", "living"}, z2mDev{"lamp_c", "light", "living"}, z2mDev{"hall_lamp", "light", "hall"},
+		z2mDev{"pir_1", "motion", "garage"}, z2mDev{"pir_2", "motion", "hall"})
+	h.report("pir_1", `{"occupancy":false}`)
+	h.report("pir_1", `{"occupancy":true}`)
+	h.report("pir_2", `{"occupancy":false}`)
+	h.report("pir_2", `{"occupancy":true}`)
+	testutil.Eventually(t, 10*time.Second, "the third firing's record", func() bool { ids = firingsOf(t, owner, "living-off"); return len(ids) >= 3 })
+	h.eng.Flush()
+	for _, id := range firingsOf(t, owner, "living-off") {
+		tr, _ := callTool(t, owner, "pilotage_trace", map[string]any{"run_id": id})
+		if strings.Contains(js(tr), "pir_1.occupancy changed from false") {
+			t.Fatalf("a sensor moved out of the hall fired the rule: %s", js(tr))
+		}
+	}
 }
 
 // TestSelectorStaysInScope: a guest scoped to the living room calls
