@@ -278,19 +278,30 @@ func TestSelectorRiskAndArguments(t *testing.T) {
 	h := newZ2MHouseCfg(t, engine.Config{WebURL: "http://house.test:8080", Principals: []*engine.Principal{
 		{Name: "owner", TokenHash: engine.HashToken("owner-token"), Deploy: true, Admin: true},
 		{Name: "guest", TokenHash: engine.HashToken("guest-token"), Deploy: true},
+		{Name: "keyholder", TokenHash: engine.HashToken("keyholder-token"), Deploy: true,
+			Approval: &engine.ApprovalPolicy{PreApproved: []string{"door_lock.set"}}},
 	}})
 	guest := h.client("guest-token")
 	h.announce(z2mDev{"lamp_a", "light", "living"}, z2mDev{"door_lock", "lock", "living"})
 	const locks = `{"name":"lock-up","triggers":[{"id":"t","at":"23:00"}],
 	  "steps":[{"id":"lock","call":{"area":"living","type":"lock","action":"set"},"args":{"state":"LOCK"}}]}`
 	v := validate(t, guest, locks)
-	if ps := step(v["plan"], "lock"); js(ps["calls"]) != `["door_lock.set"]` || ps["risk"] != "security" || v["plan"].(map[string]any)["max_risk"] != "security" {
+	if ps := step(v["plan"], "lock"); js(ps["calls"]) != `["door_lock.set"]` || ps["risk"] != "security" || v["plan"].(map[string]any)["max_risk"] != "security" ||
+		js(ps["selector"]) != `{"action":"set","area":"living","type":"lock"}` {
 		t.Fatalf("plan: %s", js(v["plan"]))
 	}
 	pending(t, deployOf(t, guest, locks))
 	if _, err := h.eng.GetRule(engine.WithPrincipal(context.Background(), engine.Owner), "lock-up", 0); err == nil {
 		t.Fatal("a selector reaching a lock was installed without approval")
 	}
+	// Pre-approving the lock covers a call to it by id, never a selector
+	// that reaches it now (it may reach another lock later).
+	keyholder := h.client("keyholder-token")
+	byID := `{"name":"lock-one","triggers":[{"id":"t","at":"23:00"}],"steps":[{"id":"lock","call":"door_lock.set","args":{"state":"LOCK"}}]}`
+	if r := deployOf(t, keyholder, byID); r["outcome"].(map[string]any)["ok"] != true {
+		t.Fatalf("pre-approved lock by id: %s", js(r))
+	}
+	pending(t, deployOf(t, keyholder, strings.Replace(locks, "lock-up", "lock-all", 1)))
 	// Lights accept OFF, the lock does not: the finding names the lock.
 	const all = `{"name":"all","triggers":[{"id":"t","at":"23:00"}],
 	  "steps":[{"id":"off","call":{"area":"living","action":"set"},"args":{"state":"OFF"}}]}`

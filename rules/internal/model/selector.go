@@ -173,3 +173,15 @@ func (t *RunTrigger) Watched() string {
 	}
 	return t.EntityID
 }
+
+// Members is s as written, its entry's name under nameKey ("action" or
+// "property"): what a plan step shows.
+func (s *Selector) Members(nameKey string) map[string]string {
+	m := map[string]string{nameKey: s.Name}
+	for k, v := range map[string]string{"area": s.Area, "type": s.Type, "tag": s.Tag} {
+		if v != "" {
+			m[k] = v
+		}
+	}
+	return m
+}

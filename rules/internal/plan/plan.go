@@ -36,9 +36,13 @@ func BuildPlan(c *model.Compiled) *pilotage.Plan {
 		Risk:        pilotage.RiskRead, RiskHints: read})
 	for i := range c.RunTriggers {
 		t := &c.RunTriggers[i]
-		b.add(pilotage.PlanStep{ID: t.TriggerID, Kind: PlanKindTrigger + ":" + string(t.Kind()),
+		ps := pilotage.PlanStep{ID: t.TriggerID, Kind: PlanKindTrigger + ":" + string(t.Kind()),
 			Description: DescribeTrigger(t, c.Zone, c.Loc), Risk: pilotage.RiskRead, RiskHints: read,
-			Arm: &pilotage.Arm{Branch: interp.TriggersStepID, Label: t.TriggerID}})
+			Arm: &pilotage.Arm{Branch: interp.TriggersStepID, Label: t.TriggerID}}
+		if sel := t.Selector(); sel != nil {
+			ps.Selector = sel.Members(model.SelectorMembers.Property)
+		}
+		b.add(ps)
 	}
 	for _, cd := range c.Conds {
 		desc := ""
@@ -100,7 +104,7 @@ func (b *planBuilder) step(s *model.RunStep, ctx planCtx) {
 	case s.Kind() == model.StepCall && s.Flags&model.CallSelect != 0:
 		// What it resolves to now, and the most any of those may do.
 		sel := s.More.(*model.Selector)
-		ps.Calls = sel.Resolved
+		ps.Calls, ps.Selector = sel.Resolved, sel.Members(model.SelectorMembers.Call)
 		ps.RiskHints = sel.Hints
 		ps.Risk = pilotage.RiskOf(ps.RiskHints)
 		b.calls = append(b.calls, sel.Resolved...)
