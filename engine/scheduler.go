@@ -376,7 +376,10 @@ func (s *scheduler) onChange(ch devices.Change) {
 	s.mu.RLock()
 	ats := s.index[ch.ID] // never changed in place: no copy needed (see disarmLocked)
 	s.mu.RUnlock()
-	if ch.Kind == devices.ChangeState {
+	// A state's first value (after a start, or from a device that just
+	// joined) is a baseline for the triggers by selector: their states
+	// are only known once the catalog is, so no baseline is read for them.
+	if ch.Kind == devices.ChangeState && ch.Prev != nil {
 		if sel := s.selected(ch.ID); len(sel) > 0 {
 			ats = append(ats[:len(ats):len(ats)], sel...)
 		}
