@@ -31,5 +31,8 @@ func selectorTable(w writeFunc) {
 	w("| `call` | `%s` | %s |\n", m.Call, codeList(m.Filters))
 	w("| trigger `state` | `%s` | %s |\n", m.Property, codeList(m.Filters))
 	w("\n`area` matches the `area:<x>` tag (any case), `type` the device's `type:<x>`, `tag` any tag exactly. ")
-	w("Resolved at every run in the rule owner's scope (at most %d entries); a trigger by selector cannot hold (`for`).\n", MaxSelected)
+	w("Resolved at every run in the rule owner's scope (at most %d entries; at most %d selectors per program); a trigger by selector cannot hold (`for`).\n", MaxSelected, MaxSelectors)
 }
+
+// MaxSelectors bounds the selectors of one program.
+const MaxSelectors = model.MaxSelectors

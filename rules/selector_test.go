@@ -3,6 +3,7 @@ package rules
 import (
 	"context"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -40,6 +41,9 @@ func TestSelectorValidate(t *testing.T) {
 		{name: "trigger nothing", trigger: `{"id":"m","state":{"area":"hall","property":"smoke"},"to":true}`,
 			code: core.CodeNoMatch, path: "/triggers/0/state"},
 		{name: "trigger by tag", trigger: `{"id":"m","state":{"tag":"class:occupancy","property":"occupancy"},"to":true}`},
+		{name: "too many", step: strings.Repeat(`{"id":"s","call":{"type":"light","action":"set"},"args":{"state":"OFF"}},`, MaxSelectors) +
+			`{"id":"off","call":{"type":"light","action":"set"},"args":{"state":"OFF"}}`,
+			code: core.CodeConstraint, path: "/steps/32/call", msg: "at most 32 selectors"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -50,7 +54,7 @@ func TestSelectorValidate(t *testing.T) {
 			if trig == "" {
 				trig = `{"id":"at","at":"07:00"}`
 			}
-			src := `{"name":"sel","triggers":[` + trig + `],"steps":[` + step + `]}`
+			src := `{"name":"sel","triggers":[` + trig + `],"steps":[` + numbered(step) + `]}`
 			res, err := Validate([]byte(src), cat, ValidateOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -127,4 +131,12 @@ func TestSelectorPlanAndRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// numbered gives the steps of a list whose ids are all "s" distinct ids.
+func numbered(steps string) string {
+	for i := 0; strings.Contains(steps, `"id":"s",`); i++ {
+		steps = strings.Replace(steps, `"id":"s",`, `"id":"s`+strconv.Itoa(i)+`",`, 1)
+	}
+	return steps
 }

@@ -42,6 +42,10 @@ var SelectorMembers = struct {
 // step publishes one command per entry.
 const MaxSelected = 64
 
+// MaxSelectors bounds the selectors of one program: validation resolves
+// each against the whole catalog.
+const MaxSelectors = 32
+
 // Selecting is a Catalog or World that resolves selectors itself (the
 // engine's scoped views: they know every device's tags and remember
 // what a selector resolved to).

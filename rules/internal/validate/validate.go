@@ -171,6 +171,9 @@ type checker struct {
 	// (nil: validating the program itself).
 	refs map[string]*model.RefParam
 	bind *binding
+	// selectors counts the selectors resolved so far (each visits the
+	// catalog; MaxSelectors bounds them).
+	selectors int
 }
 
 // bindTo binds prog to the options' input, when there is one and prog

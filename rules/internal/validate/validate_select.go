@@ -13,6 +13,10 @@ func (c *checker) resolveSelector(s *model.Selector, kind pilotage.Kind, path st
 	if s.Name == "" || (s.Area == "" && s.Type == "" && s.Tag == "") {
 		return nil // reported when decoded
 	}
+	if c.selectors++; c.selectors > model.MaxSelectors {
+		c.d.Add(core.CodeConstraint, path, "address these devices by id, or merge selectors", "a program may hold at most %d selectors", model.MaxSelectors)
+		return nil
+	}
 	ids := model.Resolve(c.cat, kind, s)
 	if len(ids) > model.MaxSelected {
 		c.d.Add(core.CodeConstraint, path, "narrow it with area, type or tag", "%s addresses %d %s entries; at most %d are allowed", s.Describe(), len(ids), kind, model.MaxSelected)
