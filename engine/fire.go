@@ -17,10 +17,14 @@ import (
 const defaultModeMax = 10
 
 // fire starts a firing of the trigger's rule according to its mode.
-func (at *armedTrigger) fire(value, prev any, because string) {
+func (at *armedTrigger) fire(value, prev any, because string) { at.fireAs("", value, prev, because) }
+
+// fireAs fires the trigger; entity names the state that fired a trigger
+// by selector ("" for the others).
+func (at *armedTrigger) fireAs(entity string, value, prev any, because string) {
 	ar := at.r
 	e := ar.s.e
-	tf := rules.TriggerFire{ID: at.t.ID(), Value: value, From: prev, Time: e.Now().In(e.cfg.TimeZone), Because: because}
+	tf := rules.TriggerFire{ID: at.t.ID(), Entity: entity, Value: value, From: prev, Time: e.Now().In(e.cfg.TimeZone), Because: because}
 	ar.mu.Lock()
 	if ar.stopped {
 		ar.mu.Unlock()

@@ -75,6 +75,7 @@ func (e *Engine) simWorld(p *Principal, v *view, scen rules.Scenario) *rules.Sim
 	}
 	w := rules.NewSimWorld(base, e.Now(), scen, e.simEffects)
 	w.SetAvailableBase((&liveWorld{e: e, p: p}).Available)
+	w.SetSelectBase(v.Select)
 	if e.devs != nil {
 		w.SetPreview(func(ctx context.Context, id string, args map[string]any) (any, error) {
 			return e.devs.Preview(ctx, id, args)

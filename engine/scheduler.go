@@ -11,6 +11,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/engine/internal/catalog"
 	"github.com/pilothouse/pilothouse/engine/internal/pending"
 	"github.com/pilothouse/pilothouse/engine/internal/workers"
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -32,6 +33,9 @@ type scheduler struct {
 	unsub func()
 	ctx   context.Context
 	wg    sync.WaitGroup
+
+	// Triggers by selector (selector.go); changed under mu.
+	selIdx catalog.SelectIndex[*armedTrigger]
 
 	pend       *pending.Writer
 	savedHolds map[string]storage.Pending // held windows persisted before the start
@@ -235,6 +239,10 @@ func (s *scheduler) armLocked(ar *armedRule) {
 		t := at.t
 		switch t.Kind() {
 		case rules.TriggerState, rules.TriggerNumeric, rules.TriggerEvent:
+			if t.Selector() != nil {
+				s.selIdx.Add(at) // never held: validation refuses "for" here
+				continue
+			}
 			if ats := s.index[t.Entity()]; len(ats) == 0 {
 				s.index[t.Entity()] = at.self[:] // no array of its own for an entity one trigger watches
 			} else {
@@ -313,6 +321,10 @@ func (s *scheduler) armSun(ar *armedRule, at *armedTrigger, notBefore time.Time)
 // not run: callers say so to whoever asked).
 func (s *scheduler) disarmLocked(ar *armedRule) int {
 	for _, at := range ar.triggers {
+		if at.t.Selector() != nil {
+			s.selIdx.Remove(at)
+			continue
+		}
 		entity := at.t.Entity()
 		ids := s.index[entity]
 		// A new array: onChange reads index slices after releasing the
@@ -364,6 +376,14 @@ func (s *scheduler) onChange(ch devices.Change) {
 	s.mu.RLock()
 	ats := s.index[ch.ID] // never changed in place: no copy needed (see disarmLocked)
 	s.mu.RUnlock()
+	// A state's first value (after a start, or from a device that just
+	// joined) is a baseline for the triggers by selector: their states
+	// are only known once the catalog is, so no baseline is read for them.
+	if ch.Kind == devices.ChangeState && ch.Prev != nil {
+		if sel := s.selected(ch.ID); len(sel) > 0 {
+			ats = append(ats[:len(ats):len(ats)], sel...)
+		}
+	}
 	restored := false
 	if b, ok := s.takeBaseline(ch); ok {
 		if restored = s.applyBaseline(&ch, b, ats); !restored {
@@ -382,7 +402,9 @@ func (at *armedTrigger) observe(ch devices.Change, restored bool) {
 	t := at.t
 	matched, _ := t.Match(ch.Prev, ch.Value, ch.Kind == devices.ChangeEvent)
 	if t.For() <= 0 {
-		if matched {
+		if matched && t.Selector() != nil {
+			at.fireAs(ch.ID, ch.Value, ch.Prev, describeChange(ch.ID, ch, restored))
+		} else if matched {
 			at.fire(ch.Value, ch.Prev, at.describe(ch, restored))
 		}
 		return

@@ -268,6 +268,10 @@ type PlanStep struct {
 	RiskHints   RiskHints `json:"risk_hints"`
 	Arm         *Arm      `json:"arm,omitempty"`
 	Loop        string    `json:"loop,omitempty"`
+	// Selector is a call or trigger by selector as written (Pilothouse's
+	// addition): Calls are what it resolves to now, Risk the highest of
+	// them; a run resolves it again.
+	Selector map[string]string `json:"selector,omitempty"`
 }
 
 // Plan is the static preview of what the deployed body does.

@@ -83,6 +83,7 @@ var codeCases = []codeCase{
 	{"templated_id/call_param_not_a_reference", core.CodeTemplatedID, "/steps/0/call", prog(`[{"id":"x","call":"{{ params.light }}","args":{"state":"ON"}}]`, `"params":{"type":"object","properties":{"light":{"type":"string"}}}`), ValidateOptions{}},
 	{"templated_id/trigger_undeclared", core.CodeTemplatedID, "/triggers/0/state", `{"name":"t","triggers":[{"id":"a","state":"{{ params.sensor }}","to":true}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
 	{"templated_id/built_id", core.CodeTemplatedID, "/steps/0/call", prog(`[{"id":"x","call":"{{ params.room }}_light.set","args":{"state":"ON"}}]`, `"params":{"type":"object","properties":{"room":{"type":"string"}}}`), ValidateOptions{}},
+	{"no_match/empty_area", core.CodeNoMatch, "/steps/0/call", prog(`[{"id":"x","call":{"area":"attic","action":"set"},"args":{"state":"OFF"}}]`), ValidateOptions{}},
 	{"overlapping_rule/same_trigger", core.CodeOverlappingRule, "/steps/0/call", prog(`[{"id":"x","call":"hall_light.set","args":{"state":"ON"}}]`),
 		ValidateOptions{Installed: installedRule(`{"name":"other","triggers":[{"id":"m","state":"hall_motion.occupancy","to":true}],"steps":[{"id":"on","call":"hall_light.set","args":{"brightness":90}}]}`)}},
 	{"call_depth/chain", CodeCallDepth, "/steps/0/call", prog(`[{"id":"x","call":"script.flash_porch","args":{"times":2}}]`),

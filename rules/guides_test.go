@@ -138,7 +138,7 @@ func guidePrograms(body string) []string {
 // (the cookbook's rules and the core example) against the demo
 // catalog: zero diagnostics.
 func TestGuideProgramsValidate(t *testing.T) {
-	cat := demoCatalog()
+	cat := taggedCatalog() // with the devices' types and areas, as selectors need
 	n := 0
 	for _, g := range Guides() {
 		progs := guidePrograms(g.Body)

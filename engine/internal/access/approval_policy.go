@@ -42,7 +42,9 @@ func (pol *ApprovalPolicy) Reasons(plan *pilotage.Plan) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, st := range plan.Steps {
-		if len(st.Calls) > 0 && pol.preApproved(st.Calls) {
+		// A selector's calls are only what it reaches now: it is never
+		// pre-approved by them.
+		if len(st.Calls) > 0 && st.Selector == nil && pol.preApproved(st.Calls) {
 			continue
 		}
 		for _, h := range need {

@@ -34,6 +34,8 @@ type View struct {
 
 	searchOnce sync.Once
 	search     []string // lowercased id, name, description and tags per entry, built on the first q
+
+	sel selectMemo // what selectors resolved to in it (selector.go)
 }
 
 // viewEntry is one entry of a view with its content hash (one map, not

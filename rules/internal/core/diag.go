@@ -52,6 +52,7 @@ const (
 	CodeTemplatedID      = "templated_id"
 	CodeOverlappingRule  = "overlapping_rule"
 	CodeReplacedRule     = "replaced_rule"
+	CodeNoMatch          = "no_match"
 )
 
 // Codes is the closed set of diagnostic codes, each with its fixed severity.
@@ -89,6 +90,7 @@ var Codes = []CodeInfo{
 	{CodeCallDepth, pilotage.SeverityError, "a call starts a chain of promoted automations calling each other deeper than the engine's call-depth limit (MaxCallDepth): every run would end limit_exceeded"},
 	{CodeTemplatedID, pilotage.SeverityError, "a template stands where a catalog id goes (call, a trigger's or wait's state or event, an id passed to an automation's catalog param): only exactly \"{{ params.<name> }}\" naming a param declared with \"catalog\" may; the hint shows the declaration"},
 	{CodeReplacedRule, pilotage.SeverityWarning, "validate: a rule of this program's name is installed (another program): a deploy replaces it only with input.install.replace: true (else it answers rule_exists), cancelling the runs in progress it names. Deploy (asked to replace): the rule it replaced ran with another input, or had runs in progress, which were cancelled (their remaining steps, such as turning a light back off, will not run)"},
+	{CodeNoMatch, pilotage.SeverityWarning, "a selector (a call or state trigger by area, type or tag) addresses no entry in your catalog now: the call does nothing and the trigger never fires until a matching device appears (it is resolved again at every run)"},
 	{CodeOverlappingRule, pilotage.SeverityWarning, "another installed rule (visible to you) calls an action of the same device from the same trigger: the two race and the last command wins; merge them, make their conditions exclusive, or deploy under that rule's name to replace it"},
 }
 

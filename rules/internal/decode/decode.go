@@ -331,7 +331,11 @@ func (dc *decoder) triggerKind(n *core.JNode, t *model.Trigger, key string) {
 				}
 			}
 		}
-		t.Entity, _ = dc.str(n.Get("state"), "state")
+		if v := n.Get("state"); v != nil && v.Kind == core.JObj {
+			t.Select = dc.selector(v, "state", model.SelectorMembers.Property)
+		} else {
+			t.Entity, _ = dc.str(v, "state")
+		}
 	case "event":
 		t.Kind = model.TriggerEvent
 		t.Entity, _ = dc.str(n.Get("event"), "event")

@@ -52,7 +52,11 @@ func (dc *decoder) step(n *core.JNode, depth int) *model.Step {
 	v := n.Get(key)
 	switch s.Kind {
 	case model.StepCall:
-		s.Call, _ = dc.str(v, "call")
+		if v != nil && v.Kind == core.JObj {
+			s.Target = dc.selector(v, "call", model.SelectorMembers.Call)
+		} else {
+			s.Call, _ = dc.str(v, "call")
+		}
 		s.Args = map[string]*model.Template{}
 		if a := n.Get("args"); a != nil && dc.object(a, "args") {
 			for i, k := range a.Keys {

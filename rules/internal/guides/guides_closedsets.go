@@ -25,6 +25,7 @@ func closedSetsBody() string {
 	statusTable(&b, "Run statuses", "Run-level `outcome.status` of execute and trace.", core.RunStatuses)
 	statusTable(&b, "Step statuses", "`outcome.status` of each trace entry.", core.StepStatuses)
 	kindTables(w)
+	selectorTable(w)
 	modesTable(w)
 	envTables(w)
 	limitsTable(w)

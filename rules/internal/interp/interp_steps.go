@@ -33,6 +33,9 @@ func (r *interp) evalArgs(f *frame, qid, what string, args []model.NamedTemplate
 }
 
 func (r *interp) call(f *frame, s *model.RunStep, qid string, i int) *halt {
+	if s.Flags&model.CallSelect != 0 {
+		return r.callSelect(f, s, qid, i)
+	}
 	target := s.Text
 	if s.Flags&model.CallParam != 0 {
 		var h *halt

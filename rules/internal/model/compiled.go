@@ -89,7 +89,7 @@ func (c *Compiled) Calls() []string {
 	walk = func(list []RunStep) {
 		for i := range list {
 			s := &list[i]
-			if s.Kind() == StepCall && s.Flags&CallParam == 0 && !slices.Contains(out, s.Text) {
+			if s.Kind() == StepCall && s.Flags&(CallParam|CallSelect) == 0 && !slices.Contains(out, s.Text) {
 				out = append(out, s.Text)
 			}
 			for ch := range s.Children() {

@@ -196,8 +196,12 @@ func (e *Env) TriggerMap() map[string]any {
 		e.Trigger = map[string]any{"id": "", "value": tb.fire.Value, "from": tb.fire.From, "time": tb.fire.Time}
 	default:
 		t := tb.t
+		entity := t.EntityID
+		if tb.fire.Entity != "" {
+			entity = tb.fire.Entity
+		}
 		e.Trigger = map[string]any{
-			"id": t.TriggerID, "kind": triggerKindValues[t.kind], "entity": t.EntityID,
+			"id": t.TriggerID, "kind": triggerKindValues[t.kind], "entity": entity,
 			"value": tb.fire.Value, "from": tb.fire.From, "to": tb.fire.Value, "time": tb.fire.Time,
 		}
 	}

@@ -135,6 +135,9 @@ func (lw *lowerer) step(d *RunStep, s *Step) {
 		if s.ContinueOnError {
 			d.Flags |= CallContinue
 		}
+		if s.Target != nil {
+			d.Text, d.More, d.Flags = "", s.Target, d.Flags|CallSelect
+		}
 	case StepDelay:
 		d.More = in.dur(s.Delay)
 	case StepWait:
@@ -228,6 +231,12 @@ func (in *Interner) trigger(t *Trigger) RunTrigger {
 			rt.more = &triggerMore{}
 		}
 		rt.more.inputs = in.inputs(t.Inputs)
+	}
+	if t.Select != nil {
+		if rt.more == nil {
+			rt.more = &triggerMore{}
+		}
+		rt.more.sel = t.Select
 	}
 	return rt
 }

@@ -64,6 +64,9 @@ type Trigger struct {
 	ID     string
 	Kind   TriggerKind
 	Entity string // state or event entry id
+	// Select, when set, addresses the watched states by area, type or
+	// tag instead of Entity (a state or numeric trigger).
+	Select *Selector
 	To     Value
 	From   Value
 	// NotTo, NotFrom: state triggers fire except into / out of these.
@@ -141,8 +144,11 @@ type Step struct {
 	Kind StepKind
 
 	// call
-	Call string               // catalog id of an action or automation
-	Args map[string]*Template // argument values; templates are compiled
+	Call string // catalog id of an action or automation
+	// Target, when set, addresses every action it resolves to instead
+	// of Call (a call by area, type or tag).
+	Target *Selector
+	Args   map[string]*Template // argument values; templates are compiled
 	// ContinueOnError: a failed command (refused, not sent) does not end
 	// the run (Home Assistant's continue_on_error).
 	ContinueOnError bool

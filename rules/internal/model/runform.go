@@ -64,6 +64,9 @@ type triggerMore struct {
 	schedule           cron.Schedule // cron and time
 	text               string        // cron: the spec; time: HH:MM[:SS]; sun: sunrise | sunset
 	offset             time.Duration // sun
+	// sel addresses the watched states of a state or numeric trigger
+	// by selector (EntityID is then "").
+	sel *Selector
 	// State triggers' not_to / not_from (a value or a list of values).
 	notTo, notFrom       any
 	notToSet, notFromSet bool
@@ -98,6 +101,7 @@ const (
 	StopError    uint8 = 1 << iota // stop: as a failure
 	CallParam                      // call: text names the catalog-reference param holding the target
 	CallContinue                   // call: continue_on_error
+	CallSelect                     // call: More is the *Selector addressing the targets
 )
 
 // NamedTemplate is one argument of a call or one value of a set step.
@@ -341,7 +345,7 @@ func (c *Compiled) OnlyLastCalls() bool {
 		return false
 	}
 	s := &c.Steps[len(c.Steps)-1]
-	if s.Kind() != StepCall || s.Flags&(CallParam|CallContinue) != 0 {
+	if s.Kind() != StepCall || s.Flags&(CallParam|CallContinue|CallSelect) != 0 {
 		return false
 	}
 	if _, sub := c.Sub[s.Text]; sub {

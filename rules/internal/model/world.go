@@ -50,6 +50,8 @@ type TriggerFire struct {
 	From    any    // the previous value, when known
 	Time    time.Time
 	Because string // the decision's reason; "" = derived from the trigger
+	// Entity is the state that fired a trigger by selector (trigger.entity).
+	Entity string
 	// Detail is the trigger entry's input: in a test run, how the
 	// scenario's trigger was simulated (its hold, its schedule).
 	Detail map[string]any

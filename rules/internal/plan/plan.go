@@ -35,9 +35,13 @@ func BuildPlan(c *model.Compiled) *pilotage.Plan {
 		Risk:        pilotage.RiskRead, RiskHints: read})
 	for i := range c.RunTriggers {
 		t := &c.RunTriggers[i]
-		b.add(pilotage.PlanStep{ID: t.TriggerID, Kind: PlanKindTrigger + ":" + string(t.Kind()),
+		ps := pilotage.PlanStep{ID: t.TriggerID, Kind: PlanKindTrigger + ":" + string(t.Kind()),
 			Description: DescribeTrigger(t, c.Zone, c.Loc), Risk: pilotage.RiskRead, RiskHints: read,
-			Arm: &pilotage.Arm{Branch: interp.TriggersStepID, Label: t.TriggerID}})
+			Arm: &pilotage.Arm{Branch: interp.TriggersStepID, Label: t.TriggerID}}
+		if sel := t.Selector(); sel != nil {
+			ps.Selector = sel.Members(model.SelectorMembers.Property)
+		}
+		b.add(ps)
 	}
 	for _, cd := range c.Conds {
 		desc := ""
@@ -96,6 +100,13 @@ func (b *planBuilder) step(s *model.RunStep, ctx planCtx) {
 		}
 		ps.Risk = pilotage.RiskOf(ps.RiskHints)
 		b.calls = append(b.calls, "{{ params."+s.Text+" }}")
+	case s.Kind() == model.StepCall && s.Flags&model.CallSelect != 0:
+		// What it resolves to now, and the most any of those may do.
+		sel := s.More.(*model.Selector)
+		ps.Calls, ps.Selector = sel.Resolved, sel.Members(model.SelectorMembers.Call)
+		ps.RiskHints = sel.Hints
+		ps.Risk = pilotage.RiskOf(ps.RiskHints)
+		b.calls = append(b.calls, sel.Resolved...)
 	case s.Kind() == model.StepCall:
 		ps.Calls = []string{s.Text}
 		if e := b.entry(s.Text); e != nil {
@@ -172,7 +183,7 @@ func TriggersText(n int) string {
 func DescribeTrigger(t *model.RunTrigger, zone string, loc *time.Location) string {
 	switch t.Kind() {
 	case model.TriggerState:
-		s := "When " + t.EntityID + " changes"
+		s := "When " + triggerSubject(t) + " changes"
 		notTo, notFrom := t.Not()
 		if t.FromSet {
 			s += " from " + oneOfText(t.FromValue)
@@ -186,7 +197,7 @@ func DescribeTrigger(t *model.RunTrigger, zone string, loc *time.Location) strin
 		}
 		return s + holdText(t, "and stays so")
 	case model.TriggerNumeric:
-		return "When " + t.EntityID + " goes " + boundsText(t) + holdText(t, "and stays there")
+		return "When " + triggerSubject(t) + " goes " + boundsText(t) + holdText(t, "and stays there")
 	case model.TriggerEvent:
 		s := "When event " + t.EntityID + " arrives"
 		if list, isList := t.ToValue.([]any); t.ToSet && isList {
@@ -250,6 +261,9 @@ func describeStep(s *model.RunStep) string {
 		target := s.Text
 		if s.Flags&model.CallParam != 0 {
 			target = "{{ params." + s.Text + " }}"
+		}
+		if sel, ok := s.More.(*model.Selector); ok {
+			target = sel.Describe() + " (" + sel.NowText() + ")"
 		}
 		return "Call " + target + describeArgs(s.Vals)
 	case model.StepDelay:
@@ -405,4 +419,13 @@ func templateText(t *model.Template) string {
 		return "(value)"
 	}
 	return b.String()
+}
+
+// triggerSubject is what a state or numeric trigger watches, as plans
+// say it: its entity, or `"occupancy" of any device in area "hall" (now: …)`.
+func triggerSubject(t *model.RunTrigger) string {
+	if sel := t.Selector(); sel != nil {
+		return sel.Quantified("any") + " (" + sel.NowText() + ")"
+	}
+	return t.EntityID
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules/internal/clock"
 	"github.com/pilothouse/pilothouse/rules/internal/interp"
 	"github.com/pilothouse/pilothouse/rules/internal/model"
@@ -101,6 +102,9 @@ type SimWorld struct {
 	// set; availBase answers for the others (available.go).
 	avail     map[string]bool
 	availBase func(id string) bool
+	// selectBase resolves selectors against the caller's live catalog
+	// (nil: the set validation found).
+	selectBase func(kind pilotage.Kind, s *model.Selector) []string
 	// checkCall checks a call's arguments as the real call would (the
 	// action's input schema), so computed arguments fail here as there.
 	checkCall func(id string, args map[string]any) error

@@ -38,13 +38,16 @@ func FireFor(c *model.Compiled, sc Scenario, w model.World) (model.TriggerFire, 
 		}
 	}
 	fire.ID = t.TriggerID
+	if t.Selector() != nil {
+		fire.Entity = t.Watched()
+	}
 	kind := t.Kind()
 	cur, hasCur := any(nil), false
 	switch {
 	case kind == model.TriggerAvailable:
-		cur, hasCur = model.AvailableIn(w, t.EntityID), true
-	case t.EntityID != "" && kind != model.TriggerEvent:
-		cur, hasCur = w.State(t.EntityID)
+		cur, hasCur = model.AvailableIn(w, t.Watched()), true
+	case t.Watched() != "" && kind != model.TriggerEvent:
+		cur, hasCur = w.State(t.Watched())
 	}
 	if fire.Value == nil {
 		fire.Value = defaultFireValue(t, cur, hasCur, fire.Time)
@@ -109,16 +112,16 @@ func (w *SimWorld) simulate(t *model.RunTrigger, sc Scenario, fire *model.Trigge
 	w.mu.Lock()
 	switch t.Kind() {
 	case model.TriggerEvent:
-		w.scratch[t.EntityID], w.changed[t.EntityID] = fire.Value, w.Clock
+		w.scratch[t.Watched()], w.changed[t.Watched()] = fire.Value, w.Clock
 	case model.TriggerState, model.TriggerNumeric:
-		if _, overridden := sc.State[t.EntityID]; !overridden {
-			w.setLocked(t.EntityID, fire.Value)
+		if _, overridden := sc.State[t.Watched()]; !overridden {
+			w.setLocked(t.Watched(), fire.Value)
 		}
 	case model.TriggerAvailable:
 		if w.avail == nil {
 			w.avail = map[string]bool{}
 		}
-		w.avail[t.EntityID], _ = fire.Value.(bool)
+		w.avail[t.Watched()], _ = fire.Value.(bool)
 	}
 	w.mu.Unlock()
 	switch t.Kind() {
@@ -184,7 +187,7 @@ func crossMiss(t *model.RunTrigger, fire *model.TriggerFire) string {
 		return ""
 	}
 	if _, inside := t.Match(nil, fire.From, false); inside {
-		return fmt.Sprintf("%s was already inside the trigger's range before (%s): a numeric trigger fires only when the value crosses into its range", t.EntityID, interp.FormatReason(fire.From))
+		return fmt.Sprintf("%s was already inside the trigger's range before (%s): a numeric trigger fires only when the value crosses into its range", t.Watched(), interp.FormatReason(fire.From))
 	}
 	return fmt.Sprintf("the value %s is not inside the trigger's range", interp.FormatReason(fire.Value))
 }
@@ -213,7 +216,7 @@ func (w *SimWorld) holdFire(t *model.RunTrigger, fire *model.TriggerFire) {
 		}
 		matched, _ := t.Match(last, cur, false)
 		if !opened.IsZero() && !t.Keeps(prev, value, cur) {
-			broke = fmt.Sprintf("%s changed to %s at %s, before %s had passed", t.EntityID, interp.FormatReason(cur), offsetText(next.Sub(start)), model.ShortDuration(t.Hold))
+			broke = fmt.Sprintf("%s changed to %s at %s, before %s had passed", t.Watched(), interp.FormatReason(cur), offsetText(next.Sub(start)), model.ShortDuration(t.Hold))
 			opened = time.Time{}
 		}
 		if matched && opened.IsZero() {
@@ -231,7 +234,7 @@ func (w *SimWorld) holdFire(t *model.RunTrigger, fire *model.TriggerFire) {
 	fire.Value, fire.From, fire.Time = value, prev, due
 	fire.Detail["held_since"] = opened.Format(time.RFC3339)
 	fire.Detail["fired_at"] = due.Format(time.RFC3339)
-	fire.Because = fmt.Sprintf("test run: %s was %s from %s and held for %s", t.EntityID, interp.FormatReason(value), offsetText(opened.Sub(start)), model.ShortDuration(t.Hold))
+	fire.Because = fmt.Sprintf("test run: %s was %s from %s and held for %s", t.Watched(), interp.FormatReason(value), offsetText(opened.Sub(start)), model.ShortDuration(t.Hold))
 }
 
 // offsetText is an offset from a test run's start ("+3m", "-1h", "the

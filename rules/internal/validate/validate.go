@@ -171,6 +171,9 @@ type checker struct {
 	// (nil: validating the program itself).
 	refs map[string]*model.RefParam
 	bind *binding
+	// selectors counts the selectors resolved so far (each visits the
+	// catalog; MaxSelectors bounds them).
+	selectors int
 }
 
 // bindTo binds prog to the options' input, when there is one and prog
@@ -354,6 +357,10 @@ func (c *checker) trigger(t *model.Trigger) {
 	c.paramFields(t.Inputs)
 	switch t.Kind {
 	case model.TriggerState, model.TriggerNumeric:
+		if t.Select != nil {
+			c.selectTrigger(t)
+			return
+		}
 		if _, tmpl := c.refSite(t.Entity, t.Ptr+"/state", pilotage.KindState); t.Entity == "" || tmpl {
 			return
 		}

@@ -142,6 +142,10 @@ func waitKind(w *model.WaitSpec) pilotage.Kind {
 }
 
 func (c *checker) call(s *model.Step) {
+	if s.Target != nil {
+		c.selectCall(s)
+		return
+	}
 	if s.Call == "" {
 		return
 	}

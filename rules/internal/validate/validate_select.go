@@ -1,0 +1,66 @@
+package validate
+
+import (
+	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+)
+
+// resolveSelector resolves a selector against the caller's catalog and
+// records the set and its aggregate risk on it (the plan shows them). An
+// empty set is a warning at path; more than MaxSelected entries an error.
+func (c *checker) resolveSelector(s *model.Selector, kind pilotage.Kind, path string) []*pilotage.Entry {
+	if s.Name == "" || (s.Area == "" && s.Type == "" && s.Tag == "") {
+		return nil // reported when decoded
+	}
+	if c.selectors++; c.selectors > model.MaxSelectors {
+		c.d.Add(core.CodeConstraint, path, "address these devices by id, or merge selectors", "a program may hold at most %d selectors", model.MaxSelectors)
+		return nil
+	}
+	ids := model.Resolve(c.cat, kind, s)
+	if len(ids) > model.MaxSelected {
+		c.d.Add(core.CodeConstraint, path, "narrow it with area, type or tag", "%s addresses %d %s entries; at most %d are allowed", s.Describe(), len(ids), kind, model.MaxSelected)
+		return nil
+	}
+	if len(ids) == 0 {
+		c.d.Add(core.CodeNoMatch, path, "pilotage_lookup list with tag \"area:<x>\" or \"type:<x>\" shows what exists", "%s addresses no %s entry in your catalog now", s.Describe(), kind)
+	}
+	entries := make([]*pilotage.Entry, 0, len(ids))
+	hints := make([]pilotage.RiskHints, 0, len(ids))
+	for _, id := range ids {
+		if e, ok := c.cat.Get(id); ok {
+			entries = append(entries, e)
+			hints = append(hints, e.RiskHints)
+		}
+	}
+	s.Resolved = ids
+	// Nothing to judge now: the worst any entry could be (as for an
+	// unbound catalog param), so a deploy is never approved for less
+	// than what it may reach.
+	s.Hints = pilotage.HintsOf("")
+	if len(hints) > 0 {
+		s.Hints = pilotage.Aggregate(hints...)
+	}
+	return entries
+}
+
+// selectCall checks a call by selector: its arguments against the
+// input_schema of every action it resolves to now, each finding naming
+// the action that rejects them.
+func (c *checker) selectCall(s *model.Step) {
+	for _, e := range c.resolveSelector(s.Target, pilotage.KindAction, s.Ptr+"/call") {
+		one := *s
+		one.Call = e.ID
+		c.args(&one, e)
+	}
+}
+
+// selectTrigger checks a state trigger by selector. A held ("for")
+// selector trigger is refused: which of the addressed states must hold
+// would be ambiguous.
+func (c *checker) selectTrigger(t *model.Trigger) {
+	c.resolveSelector(t.Select, pilotage.KindState, t.Ptr+"/state")
+	if t.For > 0 {
+		c.d.Add(core.CodeConstraint, t.Ptr+"/for", "watch one state by id to hold it, or wait in the body", "a trigger by selector cannot hold (\"for\"): it fires on a change of any state it addresses")
+	}
+}
