@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/helpers"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -92,10 +93,12 @@ func (c *Config) defaults() {
 
 // Engine ties the catalog, the Language, storage and the scheduler together.
 type Engine struct {
-	cfg   Config
-	log   *slog.Logger
-	devs  *devices.Catalog
-	store *storage.Store
+	cfg  Config
+	log  *slog.Logger
+	devs *devices.Catalog
+	// helpers, when set (SetHelpers), owns the household's helpers.
+	helpers *helpers.Manager
+	store   *storage.Store
 
 	cat   *catalogService
 	sched *scheduler

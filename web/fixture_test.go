@@ -17,6 +17,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/helpers"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -126,10 +127,16 @@ func newFixtureWith(t *testing.T, principals []*engine.Principal, dir string, so
 	// The house's policy needs no approval: deploys set the scene here
 	// (the approvals pages' tests give their requester its own policy).
 	e := engine.New(engine.Config{Principals: principals, Approval: engine.ApprovalPolicy{Require: []string{}}}, devs, store, quiet())
+	hm := helpers.New(helpers.Options{Catalog: devs, Store: store, Log: quiet(), Note: e.HelperNote})
+	e.SetHelpers(hm)
 	if err := e.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Close)
+	if err := hm.Start(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(hm.Close)
 	f := &fixture{t: t, e: e, store: store, devs: devs}
 	f.srv = httptest.NewServer(Handler(e, Options{Principals: principals, Logger: slog.New(slog.NewTextHandler(tWriter{t}, nil))}))
 	t.Cleanup(f.srv.Close)

@@ -16,6 +16,7 @@ import (
 	"github.com/pilothouse/pilothouse/devices/demo"
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/engine/mcpserver"
+	"github.com/pilothouse/pilothouse/helpers"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/storage"
@@ -34,6 +35,8 @@ type httpStack struct {
 	devs  *devices.Catalog
 	srv   *mcpserver.Server
 	mqtt  string // the embedded broker's URL
+	// helpers are the house's helpers (none until a test makes some).
+	helpers *helpers.Manager
 }
 
 // newHTTPStack starts the stack with principals (none = the default owner)
@@ -77,10 +80,16 @@ func newHTTPStackDevs(t *testing.T, cfg engine.Config, so storage.Options, do de
 	}
 	t.Cleanup(func() { _ = s.store.Close() })
 	s.eng = engine.New(cfg, s.devs, s.store, quiet())
+	s.helpers = helpers.New(helpers.Options{Catalog: s.devs, Store: s.store, Log: quiet(), Note: s.eng.HelperNote})
+	s.eng.SetHelpers(s.helpers)
 	if err := s.eng.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(s.eng.Close)
+	if err := s.helpers.Start(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.helpers.Close)
 	s.sim = demo.New(c, demo.Options{Pace: time.Hour, Logger: quiet()})
 	if err := s.sim.Start(ctx); err != nil {
 		t.Fatal(err)
