@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+
 	"context"
 	"fmt"
 	"strings"
@@ -57,7 +59,7 @@ func TestCallDepthAtValidate(t *testing.T) {
 	top := bodies[ids[DefaultLimits.MaxCallDepth]]
 	w := NewSimWorld(func(string) (any, bool) { return nil, false }, itStart, Scenario{}, nil)
 	res := Run(context.Background(), top, w, RunInput{Trigger: TriggerFire{ID: "t"}})
-	if res.Outcome.Status != StatusStopped && res.Outcome.Status != StatusSuccess {
+	if res.Outcome.Status != core.StatusStopped && res.Outcome.Status != StatusSuccess {
 		t.Errorf("chain at the limit: %+v", res.Outcome)
 	}
 	// A lower configured limit is checked too.

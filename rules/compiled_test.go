@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,7 +20,7 @@ import (
 // exactly as the program does unshared.
 func TestRunFormHoldsNoPointers(t *testing.T) {
 	forCookbookTwins(t, func(name string, a, b *Compiled) {
-		if p := findPtr(reflect.ValueOf(&b.form), map[uintptr]bool{}); p != "" {
+		if p := findPtr(reflect.ValueOf(&b.Form), map[uintptr]bool{}); p != "" {
 			t.Fatalf("%s: pointer %q left in the run form", name, p)
 		}
 	}, "without pointers")
@@ -129,29 +131,29 @@ func TestRunFormsShare(t *testing.T) {
 		return res.Compiled
 	}
 	a, b, c := prog("a", "0"), prog("b", "0"), prog("c", "-0")
-	if &a.steps[0].vals[0] != &b.steps[0].vals[0] {
+	if &a.Steps[0].Vals[0] != &b.Steps[0].Vals[0] {
 		t.Error("equal args are not shared")
 	}
-	if a.conds[0].x != b.conds[0].x {
+	if a.Conds[0].X != b.Conds[0].X {
 		t.Error("equal conditions are not shared")
 	}
-	if a.steps[0].id != b.steps[0].id || unsafe.StringData(a.steps[0].id) != unsafe.StringData(b.steps[0].id) {
+	if a.Steps[0].ID != b.Steps[0].ID || unsafe.StringData(a.Steps[0].ID) != unsafe.StringData(b.Steps[0].ID) {
 		t.Error("equal step ids are not shared")
 	}
-	if unsafe.StringData(a.steps[0].text) != unsafe.StringData(a.Entry("hall_light.set").ID) {
+	if unsafe.StringData(a.Steps[0].Text) != unsafe.StringData(a.Entry("hall_light.set").ID) {
 		t.Error("a call target is not the entry's id")
 	}
-	if &a.steps[1].vals[0] != &b.steps[1].vals[0] {
+	if &a.Steps[1].Vals[0] != &b.Steps[1].Vals[0] {
 		t.Error("equal set steps are not shared")
 	}
-	if &a.steps[1].vals[0] == &c.steps[1].vals[0] {
+	if &a.Steps[1].Vals[0] == &c.Steps[1].Vals[0] {
 		t.Error("0 and -0 are shared")
 	}
-	if x, _ := json.Marshal(c.steps[1].vals[0].t.Const); string(x) != "-0" {
+	if x, _ := json.Marshal(c.Steps[1].Vals[0].T.Const); string(x) != "-0" {
 		t.Errorf("-0 set to %s", x)
 	}
-	if d := a.steps[2].more.(*durSpec); d != b.steps[2].more || !d.constant || d.d != 5*time.Minute {
-		t.Errorf("constant delays: %+v, %+v", d, b.steps[2].more)
+	if d := a.Steps[2].More.(*model.DurSpec); d != b.Steps[2].More || !d.Constant || d.D != 5*time.Minute {
+		t.Errorf("constant delays: %+v, %+v", d, b.Steps[2].More)
 	}
 }
 

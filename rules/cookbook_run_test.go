@@ -1,6 +1,10 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/interp"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+	"github.com/pilothouse/pilothouse/rules/internal/sim"
+
 	"context"
 	"encoding/json"
 	"math/rand"
@@ -35,7 +39,7 @@ func TestCookbookTestRunsCorrespond(t *testing.T) {
 				if err != nil || !res.Valid {
 					t.Fatalf("%s/%d does not bind to %v: %v %v", g.ID, i+1, params, err, res.Diagnostics)
 				}
-				params = withParamDefaults(res.Program.Params, params)
+				params = interp.WithParamDefaults(res.Program.Params, params)
 				bound++
 			}
 			c := res.Compiled
@@ -50,8 +54,8 @@ func TestCookbookTestRunsCorrespond(t *testing.T) {
 					now := time.Date(2026, 1, 1+rnd.Intn(28), rnd.Intn(24), rnd.Intn(60), 0, 0, time.UTC)
 					sc := Scenario{Trigger: trig.ID, State: state, Now: &now, Waits: map[string]string{}}
 					for _, st := range allSteps(res.Program.Steps) {
-						if st.Kind == StepWait && rnd.Intn(2) == 0 {
-							sc.Waits[st.ID] = WaitTimeout
+						if st.Kind == model.StepWait && rnd.Intn(2) == 0 {
+							sc.Waits[st.ID] = sim.WaitTimeout
 						}
 					}
 					w := NewSimWorld(func(string) (any, bool) { return nil, false }, now, sc, nil)
@@ -109,8 +113,8 @@ func recipeInput(t *testing.T, body, src string) map[string]any {
 	return in
 }
 
-func allSteps(steps []*Step) []*Step {
-	var out []*Step
-	walkSteps(steps, func(s *Step) bool { out = append(out, s); return true })
+func allSteps(steps []*model.Step) []*model.Step {
+	var out []*model.Step
+	model.WalkSteps(steps, func(s *model.Step) bool { out = append(out, s); return true })
 	return out
 }

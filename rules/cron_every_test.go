@@ -1,6 +1,9 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/decode"
+
 	"strings"
 	"testing"
 )
@@ -20,7 +23,7 @@ func TestCronEveryNeedsWholeSeconds(t *testing.T) {
 		{"@every 1500ms", false}, {"@every  -5m", false}, {"TZ=UTC @every 10ms", false}, {"@every", false},
 	} {
 		src := `{"name":"c","triggers":[{"id":"c","cron":"` + tt.spec + `"}],"steps":[{"id":"x","stop":""}]}`
-		_, ds, err := Decode([]byte(src), Limits{})
+		_, ds, err := decode.Decode([]byte(src), Limits{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -30,7 +33,7 @@ func TestCronEveryNeedsWholeSeconds(t *testing.T) {
 			}
 			continue
 		}
-		if len(ds) != 1 || ds[0].Code != CodeBadCron || ds[0].Path != "/triggers/0/cron" {
+		if len(ds) != 1 || ds[0].Code != core.CodeBadCron || ds[0].Path != "/triggers/0/cron" {
 			t.Errorf("%q: want one bad_cron at /triggers/0/cron, got %s", tt.spec, diagString(ds))
 			continue
 		}

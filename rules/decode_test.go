@@ -1,6 +1,10 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/decode"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -33,7 +37,7 @@ func TestDecodeModel(t *testing.T) {
     {"id":"r2","repeat":{"count":"{{ params.n }}"},"do":[]}
   ]
 }`)
-	p, ds, err := Decode(raw, Limits{})
+	p, ds, err := decode.Decode(raw, Limits{})
 	if err != nil || len(ds) != 0 {
 		t.Fatalf("err %v diags %s", err, diagString(ds))
 	}
@@ -46,11 +50,11 @@ func TestDecodeModel(t *testing.T) {
 	}
 	check("mode", p.Mode, ModeParallel)
 	check("max", p.Max, 4)
-	check("kinds", []TriggerKind{tr[0].Kind, tr[1].Kind, tr[2].Kind, tr[3].Kind, tr[4].Kind, tr[5].Kind},
-		[]TriggerKind{TriggerState, TriggerNumeric, TriggerEvent, TriggerCron, TriggerTime, TriggerSun})
-	check("state", []any{tr[0].Entity, tr[0].From, tr[0].To, tr[0].For}, []any{"a.b", Value{true, "OFF"}, Value{true, "ON"}, time.Minute})
+	check("kinds", []model.TriggerKind{tr[0].Kind, tr[1].Kind, tr[2].Kind, tr[3].Kind, tr[4].Kind, tr[5].Kind},
+		[]model.TriggerKind{TriggerState, TriggerNumeric, TriggerEvent, TriggerCron, TriggerTime, TriggerSun})
+	check("state", []any{tr[0].Entity, tr[0].From, tr[0].To, tr[0].For}, []any{"a.b", model.Value{Set: true, V: "OFF"}, model.Value{Set: true, V: "ON"}, time.Minute})
 	check("numeric", []float64{*tr[1].Above, *tr[1].Below}, []float64{1.5, 9})
-	check("event", []any{tr[2].Entity, tr[2].To}, []any{"r.action", Value{true, "on"}})
+	check("event", []any{tr[2].Entity, tr[2].To}, []any{"r.action", model.Value{Set: true, V: "on"}})
 	check("cron/at/sun", []any{tr[3].Cron, tr[4].At, tr[5].Sun, tr[5].Offset}, []any{"30 7 * * *", "07:30:15", "sunset", -15 * time.Minute})
 	check("ptr", tr[5].Ptr, "/triggers/5")
 	check("condition", p.Conditions[0].Expr.Src, "trigger.id == 's'")
@@ -66,7 +70,7 @@ func TestDecodeModel(t *testing.T) {
 		t.Errorf("interpolation parts %+v", txt.Parts)
 	}
 	check("delay", s[1].Delay.Whole.Src, "params.hold")
-	check("wait", []any{s[2].Wait.Event, s[2].Wait.To, s[2].Timeout, s[2].ContinueOnTimeout}, []any{"r.action", Value{true, "off"}, time.Minute, true})
+	check("wait", []any{s[2].Wait.Event, s[2].Wait.To, s[2].Timeout, s[2].ContinueOnTimeout}, []any{"r.action", model.Value{Set: true, V: "off"}, time.Minute, true})
 	check("if", []any{s[3].If.Src, s[3].Then[0].Stop, s[3].Else[0].Error}, []any{"true", "x", true})
 	check("labels", []string{s[4].Choose[0].Label, s[4].Choose[1].Label}, []string{"arm1", "named"})
 	check("for_each expr", s[5].Repeat.ForEach.Whole.Src, "trigger.value")
@@ -75,7 +79,7 @@ func TestDecodeModel(t *testing.T) {
 
 	// Evaluating the decoded templates uses the same Template contract
 	// as the interpreter.
-	v, err := txt.Eval(&Env{Trigger: map[string]any{"id": "s"}})
+	v, err := txt.Eval(&model.Env{Trigger: map[string]any{"id": "s"}})
 	check("interpolated", v, "Hé s!\n2")
 	if err != nil {
 		t.Error(err)
@@ -83,20 +87,20 @@ func TestDecodeModel(t *testing.T) {
 }
 
 func TestCompileTemplate(t *testing.T) {
-	tpl, err := CompileTemplate("/x", map[string]any{"a": "{{ 1 + 1 }}", "b": []any{"k", 2.0}}, 0)
+	tpl, err := decode.CompileTemplate("/x", map[string]any{"a": "{{ 1 + 1 }}", "b": []any{"k", 2.0}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := tpl.Eval(&Env{})
+	v, err := tpl.Eval(&model.Env{})
 	if err != nil || fmt.Sprint(v) != "map[a:2 b:[k 2]]" {
 		t.Errorf("got %v, %v", v, err)
 	}
-	_, err = CompileTemplate("/y", "ok {{ nope( }}", 0)
-	var ee *ExprError
+	_, err = decode.CompileTemplate("/y", "ok {{ nope( }}", 0)
+	var ee *decode.ExprError
 	if !errors.As(err, &ee) || ee.Ptr != "/y" || ee.From < 6 {
 		t.Errorf("got %#v", err)
 	}
-	if _, err := CompileTemplate("/z", "{{ unclosed", 0); err == nil {
+	if _, err := decode.CompileTemplate("/z", "{{ unclosed", 0); err == nil {
 		t.Error("unclosed {{ accepted")
 	}
 }
@@ -112,7 +116,7 @@ func TestExpressionRange(t *testing.T) {
 	}
 	d := res.Diagnostics[0]
 	want := pilotage.Range{Start: pilotage.Position{Line: 2, Column: 13}, End: pilotage.Position{Line: 2, Column: 35}}
-	if d.Code != CodeUnknownName || d.Range == nil || *d.Range != want || d.Hint != `did you mean "hall_motion.occupancy"?` {
+	if d.Code != core.CodeUnknownName || d.Range == nil || *d.Range != want || d.Hint != `did you mean "hall_motion.occupancy"?` {
 		t.Errorf("got %+v range %+v", d, d.Range)
 	}
 }
@@ -140,7 +144,7 @@ func TestLimits(t *testing.T) {
 			if !errors.As(err, &re) || re.Kind != pilotage.ErrResourceExhausted {
 				t.Fatalf("got %v, want resource_exhausted", err)
 			}
-			if _, _, err := Decode([]byte(tc.src), tc.lim); err == nil && tc.name != "wall" {
+			if _, _, err := decode.Decode([]byte(tc.src), tc.lim); err == nil && tc.name != "wall" {
 				t.Errorf("Decode accepted it")
 			}
 		})
@@ -187,7 +191,7 @@ func TestAutomationSub(t *testing.T) {
 		t.Errorf("automation call step %+v", last)
 	}
 	bad, _ := Validate([]byte(prog(`[{"id":"x","call":"script.flash_porch","args":{"times":20}}]`)), demoCatalog(), ValidateOptions{})
-	if bad.Valid || bad.Diagnostics[0].Code != CodeBadArguments || bad.Diagnostics[0].Path != "/steps/0/args/times" {
+	if bad.Valid || bad.Diagnostics[0].Code != core.CodeBadArguments || bad.Diagnostics[0].Path != "/steps/0/args/times" {
 		t.Errorf("got %s", diagString(bad.Diagnostics))
 	}
 }

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+
 	"encoding/json"
 	"strings"
 	"testing"
@@ -28,61 +30,61 @@ type codeCase struct {
 
 // codeCases has at least one case per code of Codes (TestEveryCodeTested).
 var codeCases = []codeCase{
-	{"constraint/sun_value", CodeConstraint, "/triggers/0/sun",
+	{"constraint/sun_value", core.CodeConstraint, "/triggers/0/sun",
 		`{"name":"t","triggers":[{"id":"s","sun":"noon"}],"steps":[{"id":"x","stop":"done"}]}`, ValidateOptions{HasLocation: true}},
-	{"constraint/continue_without_timeout", CodeConstraint, "/steps/0/continue_on_timeout",
+	{"constraint/continue_without_timeout", core.CodeConstraint, "/steps/0/continue_on_timeout",
 		prog(`[{"id":"w","wait":{"expr":"true"},"continue_on_timeout":true}]`), ValidateOptions{}},
 	{"context_binding/supplied", CodeContextBinding, "", prog(`[{"id":"x","stop":"done"}]`), ValidateOptions{Context: json.RawMessage(`{}`)}},
-	{"syntax/trailing_comma", CodeSyntax, "", `{"name":"t",}`, ValidateOptions{}},
-	{"type_mismatch/name_number", CodeTypeMismatch, "/name", `{"name":1,"triggers":[{"id":"c","cron":"@hourly"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
-	{"type_mismatch/program_array", CodeTypeMismatch, "", `[]`, ValidateOptions{}},
-	{"unknown_field/stpes", CodeUnknownField, "/stpes", prog(`[{"id":"x","stop":"done"}]`, `"stpes":[]`), ValidateOptions{}},
-	{"missing_field/name", CodeMissingField, "", `{"triggers":[{"id":"c","cron":"@hourly"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
-	{"missing_field/step_kind", CodeMissingField, "/steps/0", prog(`[{"id":"x"}]`), ValidateOptions{}},
-	{"duplicate_key/name", CodeDuplicateKey, "/name", `{"name":"a","name":"b","triggers":[{"id":"c","cron":"@hourly"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
-	{"conflicting_fields/call_and_delay", CodeConflictFields, "/steps/0/delay", prog(`[{"id":"x","call":"hall_light.set","delay":"1s"}]`), ValidateOptions{}},
-	{"invalid_id/empty", CodeInvalidID, "/steps/0/id", prog(`[{"id":"","stop":""}]`), ValidateOptions{}},
-	{"invalid_id/name", CodeInvalidID, "/name", `{"name":"my rule!","triggers":[{"id":"c","cron":"@hourly"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
-	{"reserved_character/hash", CodeReservedChar, "/steps/0/id", prog(`[{"id":"a#1","stop":""}]`), ValidateOptions{}},
-	{"reserved_character/slash", CodeReservedChar, "/triggers/0/id", `{"name":"t","triggers":[{"id":"a/b","cron":"@hourly"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
-	{"reserved_id/triggers", CodeReservedID, "/steps/0/id", prog(`[{"id":"triggers","stop":""}]`), ValidateOptions{}},
-	{"duplicate_id/step_and_trigger", CodeDuplicateID, "/steps/0/id", prog(`[{"id":"go","stop":""}]`), ValidateOptions{}},
-	{"duplicate_label/arms", CodeDuplicateLabel, "/steps/0/choose/1", prog(`[{"id":"c","choose":[{"label":"a","when":"true","do":[]},{"label":"a","when":"false","do":[]}]}]`), ValidateOptions{}},
-	{"unknown_name/call", CodeUnknownName, "/steps/0/call", prog(`[{"id":"x","call":"hall_lihgt.set","args":{"state":"ON"}}]`), ValidateOptions{}},
-	{"unknown_name/expr", CodeUnknownName, "/steps/0/if", prog(`[{"id":"x","if":"state('hall_motion.occupance') == true","then":[]}]`), ValidateOptions{}},
-	{"wrong_kind/trigger_on_action", CodeWrongKind, "/triggers/0/state", `{"name":"t","triggers":[{"id":"a","state":"hall_light.set","to":"ON"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
-	{"not_callable/state", CodeNotCallable, "/steps/0/call", prog(`[{"id":"x","call":"hall_light.state"}]`), ValidateOptions{}},
-	{"bad_arguments/enum", CodeBadArguments, "/steps/0/args/state", prog(`[{"id":"x","call":"hall_light.set","args":{"state":"on"}}]`), ValidateOptions{}},
-	{"bad_arguments/missing", CodeBadArguments, "/steps/0/args", prog(`[{"id":"x","call":"notify.phone","args":{"title":"hi"}}]`), ValidateOptions{}},
-	{"bad_arguments/unknown_templated", CodeBadArguments, "/steps/0/args/level", prog(`[{"id":"x","call":"hall_light.set","args":{"level":"{{ 3 }}"}}]`), ValidateOptions{}},
-	{"bad_expression/syntax", CodeBadExpression, "/steps/0/if", prog(`[{"id":"x","if":"hour(now()) >=","then":[]}]`), ValidateOptions{}},
-	{"bad_expression/unknown_var", CodeBadExpression, "/steps/0/args/message", prog(`[{"id":"x","call":"notify.phone","args":{"message":"hi {{ foo.bar }}"}}]`), ValidateOptions{}},
-	{"non_constant_reference/var", CodeNonConstantRef, "/steps/1/if", prog(`[{"id":"s","set":{"e":"hall_light.state"}},{"id":"x","if":"state(vars.e) == 'ON'","then":[]}]`), ValidateOptions{}},
-	{"bad_cron/fields", CodeBadCron, "/triggers/0/cron", `{"name":"t","triggers":[{"id":"c","cron":"61 * * * *"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
-	{"bad_duration/delay", CodeBadDuration, "/steps/0/delay", prog(`[{"id":"x","delay":"5 minutes"}]`), ValidateOptions{}},
-	{"bad_duration/templated_for", CodeBadDuration, "/triggers/0/for", `{"name":"t","triggers":[{"id":"a","state":"hall_motion.occupancy","to":false,"for":"{{ params.hold }}"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
-	{"bad_time/at", CodeBadTime, "/triggers/0/at", `{"name":"t","triggers":[{"id":"a","at":"7:30pm"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
-	{"missing_location/sun", CodeMissingLocation, "/triggers/0/sun", `{"name":"t","triggers":[{"id":"s","sun":"sunset"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
-	{"unreachable_value/enum", CodeUnreachableValue, "/triggers/0/to", `{"name":"t","triggers":[{"id":"a","state":"hall_light.state","to":"on"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
-	{"unreachable_value/event", CodeUnreachableValue, "/triggers/0/value", `{"name":"t","triggers":[{"id":"a","event":"bedroom_remote.action","value":"double"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
-	{"bad_mode/unknown", CodeBadMode, "/mode", prog(`[{"id":"x","stop":""}]`, `"mode":"once"`), ValidateOptions{}},
-	{"bad_mode/max_single", CodeBadMode, "/max", prog(`[{"id":"x","stop":""}]`, `"max":3`), ValidateOptions{}},
-	{"bad_mode/max_bound", CodeBadMode, "/max", prog(`[{"id":"x","stop":""}]`, `"mode":"parallel","max":1001`), ValidateOptions{}},
-	{"bad_params/not_object", CodeBadParams, "/params/type", prog(`[{"id":"x","stop":""}]`, `"params":{"type":"string"}`), ValidateOptions{}},
-	{"bad_params/bad_schema", CodeBadParams, "/params", prog(`[{"id":"x","stop":""}]`, `"params":{"type":"object","properties":{"a":{"type":"strnig"}}}`), ValidateOptions{}},
-	{"bad_params/reserved_scenario", CodeBadParams, "/params/properties/scenario", prog(`[{"id":"x","stop":""}]`, `"params":{"type":"object","properties":{"scenario":{"type":"string"}}}`), ValidateOptions{}},
-	{"bad_params/undeclared", CodeBadParams, "/steps/0/delay", prog(`[{"id":"x","delay":"{{ params.hodl }}"}]`, `"params":{"type":"object","properties":{"hold":{"type":"string"}}}`), ValidateOptions{}},
-	{"bad_params/no_params", CodeBadParams, "/steps/0/delay", prog(`[{"id":"x","delay":"{{ params.hold }}"}]`), ValidateOptions{}},
-	{"unbounded_loop/while_no_max", CodeUnboundedLoop, "/steps/0/repeat", prog(`[{"id":"r","repeat":{"while":"true"},"do":[]}]`), ValidateOptions{}},
-	{"unbounded_loop/count", CodeUnboundedLoop, "/steps/0/repeat/count", prog(`[{"id":"r","repeat":{"count":100000},"do":[]}]`), ValidateOptions{}},
-	{"scope/var_after_branch", CodeScope, "/steps/1/args/message", prog(`[{"id":"b","if":"true","then":[{"id":"s","set":{"x":1}}]},{"id":"n","call":"notify.phone","args":{"message":"{{ vars.x }}"}}]`), ValidateOptions{}},
-	{"scope/step_output_after_loop", CodeScope, "/steps/1/if", prog(`[{"id":"r","repeat":{"count":2},"do":[{"id":"in","call":"hall_light.set","args":{"state":"TOGGLE"}}]},{"id":"x","if":"steps.in.output != nil","then":[]}]`), ValidateOptions{}},
-	{"scope/index_outside_loop", CodeScope, "/steps/0/if", prog(`[{"id":"x","if":"vars.index > 1","then":[]}]`), ValidateOptions{}},
-	{"unknown_step/later", CodeUnknownStep, "/steps/0/if", prog(`[{"id":"x","if":"steps.y.output == nil","then":[]},{"id":"y","stop":""}]`), ValidateOptions{}},
-	{"templated_id/call_param_not_a_reference", CodeTemplatedID, "/steps/0/call", prog(`[{"id":"x","call":"{{ params.light }}","args":{"state":"ON"}}]`, `"params":{"type":"object","properties":{"light":{"type":"string"}}}`), ValidateOptions{}},
-	{"templated_id/trigger_undeclared", CodeTemplatedID, "/triggers/0/state", `{"name":"t","triggers":[{"id":"a","state":"{{ params.sensor }}","to":true}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
-	{"templated_id/built_id", CodeTemplatedID, "/steps/0/call", prog(`[{"id":"x","call":"{{ params.room }}_light.set","args":{"state":"ON"}}]`, `"params":{"type":"object","properties":{"room":{"type":"string"}}}`), ValidateOptions{}},
-	{"overlapping_rule/same_trigger", CodeOverlappingRule, "/steps/0/call", prog(`[{"id":"x","call":"hall_light.set","args":{"state":"ON"}}]`),
+	{"syntax/trailing_comma", core.CodeSyntax, "", `{"name":"t",}`, ValidateOptions{}},
+	{"type_mismatch/name_number", core.CodeTypeMismatch, "/name", `{"name":1,"triggers":[{"id":"c","cron":"@hourly"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
+	{"type_mismatch/program_array", core.CodeTypeMismatch, "", `[]`, ValidateOptions{}},
+	{"unknown_field/stpes", core.CodeUnknownField, "/stpes", prog(`[{"id":"x","stop":"done"}]`, `"stpes":[]`), ValidateOptions{}},
+	{"missing_field/name", core.CodeMissingField, "", `{"triggers":[{"id":"c","cron":"@hourly"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
+	{"missing_field/step_kind", core.CodeMissingField, "/steps/0", prog(`[{"id":"x"}]`), ValidateOptions{}},
+	{"duplicate_key/name", core.CodeDuplicateKey, "/name", `{"name":"a","name":"b","triggers":[{"id":"c","cron":"@hourly"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
+	{"conflicting_fields/call_and_delay", core.CodeConflictFields, "/steps/0/delay", prog(`[{"id":"x","call":"hall_light.set","delay":"1s"}]`), ValidateOptions{}},
+	{"invalid_id/empty", core.CodeInvalidID, "/steps/0/id", prog(`[{"id":"","stop":""}]`), ValidateOptions{}},
+	{"invalid_id/name", core.CodeInvalidID, "/name", `{"name":"my rule!","triggers":[{"id":"c","cron":"@hourly"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
+	{"reserved_character/hash", core.CodeReservedChar, "/steps/0/id", prog(`[{"id":"a#1","stop":""}]`), ValidateOptions{}},
+	{"reserved_character/slash", core.CodeReservedChar, "/triggers/0/id", `{"name":"t","triggers":[{"id":"a/b","cron":"@hourly"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
+	{"reserved_id/triggers", core.CodeReservedID, "/steps/0/id", prog(`[{"id":"triggers","stop":""}]`), ValidateOptions{}},
+	{"duplicate_id/step_and_trigger", core.CodeDuplicateID, "/steps/0/id", prog(`[{"id":"go","stop":""}]`), ValidateOptions{}},
+	{"duplicate_label/arms", core.CodeDuplicateLabel, "/steps/0/choose/1", prog(`[{"id":"c","choose":[{"label":"a","when":"true","do":[]},{"label":"a","when":"false","do":[]}]}]`), ValidateOptions{}},
+	{"unknown_name/call", core.CodeUnknownName, "/steps/0/call", prog(`[{"id":"x","call":"hall_lihgt.set","args":{"state":"ON"}}]`), ValidateOptions{}},
+	{"unknown_name/expr", core.CodeUnknownName, "/steps/0/if", prog(`[{"id":"x","if":"state('hall_motion.occupance') == true","then":[]}]`), ValidateOptions{}},
+	{"wrong_kind/trigger_on_action", core.CodeWrongKind, "/triggers/0/state", `{"name":"t","triggers":[{"id":"a","state":"hall_light.set","to":"ON"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
+	{"not_callable/state", core.CodeNotCallable, "/steps/0/call", prog(`[{"id":"x","call":"hall_light.state"}]`), ValidateOptions{}},
+	{"bad_arguments/enum", core.CodeBadArguments, "/steps/0/args/state", prog(`[{"id":"x","call":"hall_light.set","args":{"state":"on"}}]`), ValidateOptions{}},
+	{"bad_arguments/missing", core.CodeBadArguments, "/steps/0/args", prog(`[{"id":"x","call":"notify.phone","args":{"title":"hi"}}]`), ValidateOptions{}},
+	{"bad_arguments/unknown_templated", core.CodeBadArguments, "/steps/0/args/level", prog(`[{"id":"x","call":"hall_light.set","args":{"level":"{{ 3 }}"}}]`), ValidateOptions{}},
+	{"bad_expression/syntax", core.CodeBadExpression, "/steps/0/if", prog(`[{"id":"x","if":"hour(now()) >=","then":[]}]`), ValidateOptions{}},
+	{"bad_expression/unknown_var", core.CodeBadExpression, "/steps/0/args/message", prog(`[{"id":"x","call":"notify.phone","args":{"message":"hi {{ foo.bar }}"}}]`), ValidateOptions{}},
+	{"non_constant_reference/var", core.CodeNonConstantRef, "/steps/1/if", prog(`[{"id":"s","set":{"e":"hall_light.state"}},{"id":"x","if":"state(vars.e) == 'ON'","then":[]}]`), ValidateOptions{}},
+	{"bad_cron/fields", core.CodeBadCron, "/triggers/0/cron", `{"name":"t","triggers":[{"id":"c","cron":"61 * * * *"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
+	{"bad_duration/delay", core.CodeBadDuration, "/steps/0/delay", prog(`[{"id":"x","delay":"5 minutes"}]`), ValidateOptions{}},
+	{"bad_duration/templated_for", core.CodeBadDuration, "/triggers/0/for", `{"name":"t","triggers":[{"id":"a","state":"hall_motion.occupancy","to":false,"for":"{{ params.hold }}"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
+	{"bad_time/at", core.CodeBadTime, "/triggers/0/at", `{"name":"t","triggers":[{"id":"a","at":"7:30pm"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
+	{"missing_location/sun", core.CodeMissingLocation, "/triggers/0/sun", `{"name":"t","triggers":[{"id":"s","sun":"sunset"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
+	{"unreachable_value/enum", core.CodeUnreachableValue, "/triggers/0/to", `{"name":"t","triggers":[{"id":"a","state":"hall_light.state","to":"on"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
+	{"unreachable_value/event", core.CodeUnreachableValue, "/triggers/0/value", `{"name":"t","triggers":[{"id":"a","event":"bedroom_remote.action","value":"double"}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
+	{"bad_mode/unknown", core.CodeBadMode, "/mode", prog(`[{"id":"x","stop":""}]`, `"mode":"once"`), ValidateOptions{}},
+	{"bad_mode/max_single", core.CodeBadMode, "/max", prog(`[{"id":"x","stop":""}]`, `"max":3`), ValidateOptions{}},
+	{"bad_mode/max_bound", core.CodeBadMode, "/max", prog(`[{"id":"x","stop":""}]`, `"mode":"parallel","max":1001`), ValidateOptions{}},
+	{"bad_params/not_object", core.CodeBadParams, "/params/type", prog(`[{"id":"x","stop":""}]`, `"params":{"type":"string"}`), ValidateOptions{}},
+	{"bad_params/bad_schema", core.CodeBadParams, "/params", prog(`[{"id":"x","stop":""}]`, `"params":{"type":"object","properties":{"a":{"type":"strnig"}}}`), ValidateOptions{}},
+	{"bad_params/reserved_scenario", core.CodeBadParams, "/params/properties/scenario", prog(`[{"id":"x","stop":""}]`, `"params":{"type":"object","properties":{"scenario":{"type":"string"}}}`), ValidateOptions{}},
+	{"bad_params/undeclared", core.CodeBadParams, "/steps/0/delay", prog(`[{"id":"x","delay":"{{ params.hodl }}"}]`, `"params":{"type":"object","properties":{"hold":{"type":"string"}}}`), ValidateOptions{}},
+	{"bad_params/no_params", core.CodeBadParams, "/steps/0/delay", prog(`[{"id":"x","delay":"{{ params.hold }}"}]`), ValidateOptions{}},
+	{"unbounded_loop/while_no_max", core.CodeUnboundedLoop, "/steps/0/repeat", prog(`[{"id":"r","repeat":{"while":"true"},"do":[]}]`), ValidateOptions{}},
+	{"unbounded_loop/count", core.CodeUnboundedLoop, "/steps/0/repeat/count", prog(`[{"id":"r","repeat":{"count":100000},"do":[]}]`), ValidateOptions{}},
+	{"scope/var_after_branch", core.CodeScope, "/steps/1/args/message", prog(`[{"id":"b","if":"true","then":[{"id":"s","set":{"x":1}}]},{"id":"n","call":"notify.phone","args":{"message":"{{ vars.x }}"}}]`), ValidateOptions{}},
+	{"scope/step_output_after_loop", core.CodeScope, "/steps/1/if", prog(`[{"id":"r","repeat":{"count":2},"do":[{"id":"in","call":"hall_light.set","args":{"state":"TOGGLE"}}]},{"id":"x","if":"steps.in.output != nil","then":[]}]`), ValidateOptions{}},
+	{"scope/index_outside_loop", core.CodeScope, "/steps/0/if", prog(`[{"id":"x","if":"vars.index > 1","then":[]}]`), ValidateOptions{}},
+	{"unknown_step/later", core.CodeUnknownStep, "/steps/0/if", prog(`[{"id":"x","if":"steps.y.output == nil","then":[]},{"id":"y","stop":""}]`), ValidateOptions{}},
+	{"templated_id/call_param_not_a_reference", core.CodeTemplatedID, "/steps/0/call", prog(`[{"id":"x","call":"{{ params.light }}","args":{"state":"ON"}}]`, `"params":{"type":"object","properties":{"light":{"type":"string"}}}`), ValidateOptions{}},
+	{"templated_id/trigger_undeclared", core.CodeTemplatedID, "/triggers/0/state", `{"name":"t","triggers":[{"id":"a","state":"{{ params.sensor }}","to":true}],"steps":[{"id":"x","stop":""}]}`, ValidateOptions{}},
+	{"templated_id/built_id", core.CodeTemplatedID, "/steps/0/call", prog(`[{"id":"x","call":"{{ params.room }}_light.set","args":{"state":"ON"}}]`, `"params":{"type":"object","properties":{"room":{"type":"string"}}}`), ValidateOptions{}},
+	{"overlapping_rule/same_trigger", core.CodeOverlappingRule, "/steps/0/call", prog(`[{"id":"x","call":"hall_light.set","args":{"state":"ON"}}]`),
 		ValidateOptions{Installed: installedRule(`{"name":"other","triggers":[{"id":"m","state":"hall_motion.occupancy","to":true}],"steps":[{"id":"on","call":"hall_light.set","args":{"brightness":90}}]}`)}},
 	{"call_depth/chain", CodeCallDepth, "/steps/0/call", prog(`[{"id":"x","call":"script.flash_porch","args":{"times":2}}]`),
 		ValidateOptions{Automation: func(string) (*Compiled, bool) { return &Compiled{CallDepth: 4}, true }}},
@@ -152,7 +154,7 @@ func TestEveryCodeTested(t *testing.T) {
 		tested[tc.code] = true
 	}
 	seen := map[string]bool{}
-	for _, c := range Codes {
+	for _, c := range core.Codes {
 		if seen[c.Code] {
 			t.Errorf("code %q twice in Codes", c.Code)
 		}
@@ -161,7 +163,7 @@ func TestEveryCodeTested(t *testing.T) {
 			t.Errorf("code %q has no test case", c.Code)
 		}
 	}
-	for _, r := range []string{CodeConstraint, CodeInputBinding, CodeContextBinding} {
+	for _, r := range []string{core.CodeConstraint, CodeInputBinding, CodeContextBinding} {
 		if !seen[r] {
 			t.Errorf("reserved code %q missing from Codes", r)
 		}
@@ -174,7 +176,7 @@ func checkClosed(t testing.TB, ds []pilotage.Diagnostic) {
 	t.Helper()
 	for _, d := range ds {
 		found := false
-		for _, c := range Codes {
+		for _, c := range core.Codes {
 			if c.Code == d.Code {
 				found = true
 				if c.Severity != d.Severity {

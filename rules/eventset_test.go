@@ -1,6 +1,10 @@
 package rules
 
-import "testing"
+import (
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+
+	"testing"
+)
 
 func TestEventValueSets(t *testing.T) {
 	comp := validDemo(t, `{"name": "e", "triggers": [{"id": "press", "event": "bedroom_remote.action", "value": ["toggle_double", "toggle_triple"]}],
@@ -24,7 +28,7 @@ func TestEventValueSets(t *testing.T) {
 	}
 	res, _ := Validate([]byte(`{"name": "e", "triggers": [{"id": "p", "event": "bedroom_remote.action", "value": []}],
 		"steps": [{"id": "s", "call": "hall_light.set", "args": {"state": "ON"}}]}`), demoCatalog(), ValidateOptions{Cache: itCache})
-	if len(res.Diagnostics) != 1 || res.Diagnostics[0].Code != CodeConstraint || res.Diagnostics[0].Path != "/triggers/0/value" {
+	if len(res.Diagnostics) != 1 || res.Diagnostics[0].Code != core.CodeConstraint || res.Diagnostics[0].Path != "/triggers/0/value" {
 		t.Errorf("empty set: %+v", res.Diagnostics)
 	}
 }

@@ -1,6 +1,10 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+	"github.com/pilothouse/pilothouse/rules/internal/plan"
+
 	"fmt"
 	"reflect"
 	"strings"
@@ -19,8 +23,8 @@ func closedSetsBody() string {
 	codesTable(w)
 	catalogTables(w)
 	deviceTypesTable(&b)
-	statusTable(&b, "Run statuses", "Run-level `outcome.status` of execute and trace.", RunStatuses)
-	statusTable(&b, "Step statuses", "`outcome.status` of each trace entry.", StepStatuses)
+	statusTable(&b, "Run statuses", "Run-level `outcome.status` of execute and trace.", core.RunStatuses)
+	statusTable(&b, "Step statuses", "`outcome.status` of each trace entry.", core.StepStatuses)
 	kindTables(w)
 	modesTable(w)
 	envTables(w)
@@ -39,7 +43,7 @@ func codesTable(w writeFunc) {
 	w("`range`, when present, is a 1-based `{start:{line,column}, end:{line,column}}` inside the string value at `path` (end exclusive). ")
 	w("`constraint`, `input_binding` and `context_binding` are the spec's reserved codes.\n\n")
 	w("| code | severity | meaning |\n|---|---|---|\n")
-	for _, c := range Codes {
+	for _, c := range core.Codes {
 		w("| `%s` | %s | %s |\n", c.Code, c.Severity, cell(c.Meaning))
 	}
 }
@@ -65,19 +69,19 @@ func catalogTables(w writeFunc) {
 // kindTables writes the trigger and step kinds (TriggerKinds, StepKinds).
 func kindTables(w writeFunc) {
 	w("\n## Trigger kinds\n\n| kind | members | plan step kind |\n|---|---|---|\n")
-	for _, k := range TriggerKinds {
-		w("| `%s` | %s | `%s` |\n", k.Kind, codeList(k.Members), PlanKindTrigger+":"+string(k.Kind))
+	for _, k := range model.TriggerKinds {
+		w("| `%s` | %s | `%s` |\n", k.Kind, codeList(k.Members), plan.PlanKindTrigger+":"+string(k.Kind))
 	}
 	w("\nA trigger with `state` is `numeric` when it has `above` or `below`, else `state`. ")
 	w("An event trigger's `value` may be a list: any of its values matches.\n")
 
 	w("\n## Condition kinds\n\n| kind | members | object members | plan step kind |\n|---|---|---|---|\n")
-	for _, k := range ConditionKinds {
+	for _, k := range model.ConditionKinds {
 		obj := "—"
 		if len(k.Window) > 0 {
 			obj = codeList(k.Window)
 		}
-		w("| `%s` | %s | %s | `%s` |\n", k.Kind, codeList(k.Members), obj, PlanKindCondition)
+		w("| `%s` | %s | %s | `%s` |\n", k.Kind, codeList(k.Members), obj, plan.PlanKindCondition)
 	}
 	w("\nA window is from `after` (inclusive) until `before` (exclusive); when `after` is later in the day than `before` it crosses midnight. ")
 	w("`weekday` is a name or list of `mon` … `sun`, the day of the moment checked. Offsets are signed durations. ")
@@ -85,7 +89,7 @@ func kindTables(w writeFunc) {
 	w("\nA program's `throttle` (a constant duration) lets its body start at most once per that long: a firing that passes its conditions sooner ends `throttled`.\n")
 
 	w("\n## Step kinds\n\n| kind | members |\n|---|---|\n")
-	for _, k := range StepKinds {
+	for _, k := range model.StepKinds {
 		w("| `%s` | %s |\n", k.Kind, codeList(k.Members))
 	}
 	w("\nWait objects: `{state, to?, from?, for?}`, `{state, above?, below?, for?}`, `{event, value?}` or `{expr, for?}`. ")
@@ -104,11 +108,11 @@ func modesTable(w writeFunc) {
 // envTables writes the expression environment (EnvFunctions, EnvVariables).
 func envTables(w writeFunc) {
 	w("\n## Expression environment\n\n| function | doc |\n|---|---|\n")
-	for _, f := range EnvFunctions {
+	for _, f := range model.EnvFunctions {
 		w("| `%s` | %s |\n", f.Signature, cell(f.Doc))
 	}
 	w("\n| variable | doc |\n|---|---|\n")
-	for _, v := range EnvVariables {
+	for _, v := range model.EnvVariables {
 		w("| `%s` | %s |\n", v.Name, cell(v.Doc))
 	}
 	w("| `vars.index`, `vars.item` | inside a repeat body: the 1-based iteration; in for_each bodies the current item |\n")
@@ -118,7 +122,7 @@ func envTables(w writeFunc) {
 func limitsTable(w writeFunc) {
 	w("\n## Limits\n\nA request beyond a request bound is refused before any work (an HTTP body with status 413, an argument with the request error `resource_exhausted` naming it); validation beyond a validation bound is the request error `resource_exhausted`; a run beyond an execution bound ends with status `limit_exceeded` or `timeout`.\n\n")
 	w("| limit | default | bounds |\n|---|---|---|\n")
-	lv := reflect.ValueOf(DefaultLimits)
+	lv := reflect.ValueOf(core.DefaultLimits)
 	for i := 0; i < lv.NumField(); i++ {
 		f := lv.Type().Field(i)
 		w("| `%s` | %v | %s |\n", f.Name, lv.Field(i).Interface(), cell(limitDocs[f.Name]))
@@ -175,7 +179,7 @@ func deviceTypesTable(b *strings.Builder) {
 	}
 }
 
-func statusTable(b *strings.Builder, title, intro string, rows []StatusInfo) {
+func statusTable(b *strings.Builder, title, intro string, rows []core.StatusInfo) {
 	fmt.Fprintf(b, "\n## %s\n\n%s `ok` is the outcome's `ok`; side effects says whether devices may have been commanded when the status is reported.\n\n", title, intro)
 	b.WriteString("| status | ok | side effects | meaning |\n|---|---|---|---|\n")
 	for _, s := range rows {

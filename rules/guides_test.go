@@ -1,6 +1,9 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+
 	"fmt"
 	"strings"
 	"testing"
@@ -77,7 +80,7 @@ func TestCoreGuide(t *testing.T) {
 func TestClosedSetsGuide(t *testing.T) {
 	g, _ := GuideByID(ClosedSetsTopic)
 	var wants []string
-	for _, c := range Codes {
+	for _, c := range core.Codes {
 		wants = append(wants, fmt.Sprintf("| `%s` | %s |", c.Code, c.Severity))
 	}
 	for _, k := range pilotage.Kinds {
@@ -89,19 +92,19 @@ func TestClosedSetsGuide(t *testing.T) {
 	for _, d := range pilotage.DeviceTypes {
 		wants = append(wants, fmt.Sprintf("| `%s` | `%s` | %s", d.Type, d.Risk, d.Means))
 	}
-	for _, s := range append(append([]StatusInfo{}, RunStatuses...), StepStatuses...) {
+	for _, s := range append(append([]core.StatusInfo{}, RunStatuses...), core.StepStatuses...) {
 		wants = append(wants, fmt.Sprintf("| `%s` | %t | %s |", s.Status, s.OK, s.SideEffects))
 	}
-	for _, k := range stepKeys {
+	for _, k := range model.StepKeys {
 		wants = append(wants, "| `"+k+"` |")
 	}
-	for _, k := range ConditionKinds {
+	for _, k := range model.ConditionKinds {
 		wants = append(wants, "| `"+string(k.Kind)+"` | "+codeList(k.Members))
 	}
 	for _, k := range []string{"single", "restart", "queued", "parallel", "trigger:state", "trigger:numeric", "trigger:event", "trigger:cron", "trigger:time", "trigger:sun"} {
 		wants = append(wants, "`"+k+"`")
 	}
-	for _, f := range EnvFunctions {
+	for _, f := range model.EnvFunctions {
 		wants = append(wants, f.Signature)
 	}
 	wants = append(wants,

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+
 	"context"
 	"reflect"
 	"testing"
@@ -25,7 +27,7 @@ func (w *firingWorld) Call(context.Context, string, map[string]any) (any, error)
 // benchFiring is the body `pilothouse bench` installs: a state trigger and
 // one call whose argument is the trigger's value.
 func benchFiring() (*Compiled, RunInput) {
-	c := itProgram([]*Trigger{{ID: "t", Kind: TriggerState, Entity: "bench_sensor_1.count1"}}, nil,
+	c := itProgram([]*model.Trigger{{ID: "t", Kind: TriggerState, Entity: "bench_sensor_1.count1"}}, nil,
 		itCall("cmd", "bench_light_1.set", "brightness", itTpl("trigger.value")))
 	in := RunInput{Trigger: TriggerFire{ID: "t", Value: 41.0, From: 40.0, Time: itStart,
 		Because: "bench_sensor_1.count1 changed from 40 to 41"}, Cache: itCache}
@@ -48,10 +50,7 @@ func BenchmarkRunFiring(b *testing.B) {
 // TestRunFiringAllocs pins the allocations of one simple firing (the bench
 // body): the run's own allocation (result, interpreter, environment, the
 // first trace entries and call record), the trigger map and three of its
-// values, the args map, the World's output and expr's map fetch. It was 38
-// before runs shared one allocation, pooled the expression environment,
-// bound trigger, params, vars and steps only when an expression reads them
-// and stopped copying JSON-safe objects.
+// values, the args map, the World's output and expr's map fetch.
 func TestRunFiringAllocs(t *testing.T) {
 	if raceEnabled {
 		t.Skip("the race detector drops pooled objects at random")
@@ -73,7 +72,7 @@ func TestRunFiringAllocs(t *testing.T) {
 // what expressions and values see must not change.
 func TestRunStepOutputsSeenByLaterExpressions(t *testing.T) {
 	w := &firingWorld{now: itStart}
-	c := itProgram([]*Trigger{itState("t", "x.y", 1.0)}, []*Condition{itCond("ok", "trigger.value == 1")},
+	c := itProgram([]*model.Trigger{itState("t", "x.y", 1.0)}, []*model.Condition{itCond("ok", "trigger.value == 1")},
 		itCall("a", "light.set", "brightness", 1),
 		itCount("r", 2, itCall("in", "light.set", "brightness", itTpl("vars.index"))),
 		itSet("s", "a", itTpl("steps.a.output.published"), "in", itTpl("steps['in'].output"),
@@ -109,7 +108,7 @@ func TestRunStepOutputsSeenByLaterExpressions(t *testing.T) {
 // must not reuse it.
 func TestRunEnvValueNotReused(t *testing.T) {
 	w := &firingWorld{now: itStart}
-	c := itProgram([]*Trigger{itState("t", "x.y", nil)}, nil,
+	c := itProgram([]*model.Trigger{itState("t", "x.y", nil)}, nil,
 		itCall("a", "light.set", "env", itTpl("$env")))
 	first := itRun(t, c, w, RunInput{Trigger: TriggerFire{ID: "t", Value: 1.0}})
 	for i := range 50 {
@@ -127,7 +126,7 @@ func TestRunEnvironmentBoundOnDemand(t *testing.T) {
 	w := &firingWorld{now: itStart}
 	at := itStart.Add(-time.Second)
 	want := map[string]any{"id": "t", "kind": "state", "entity": "x.y", "value": 2.0, "from": 1.0, "to": 2.0, "time": at}
-	c := itProgram([]*Trigger{itState("t", "x.y", 2.0)}, nil,
+	c := itProgram([]*model.Trigger{itState("t", "x.y", 2.0)}, nil,
 		itCall("a", "light.set", "b", 1),
 		itCount("r", 2, itCall("in", "light.set", "b", 2)),
 		itSet("s", "tr", itTpl("trigger"), "p", itTpl("params")),

@@ -1,6 +1,9 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+
 	"context"
 	"encoding/json"
 	"slices"
@@ -19,24 +22,24 @@ var itStart = time.Date(2026, 1, 15, 22, 0, 0, 0, time.UTC)
 // runs do.
 var itCache = NewCache()
 
-func itExpr(src string) *Expr {
-	x, err := CompileExpr(src, 0)
+func itExpr(src string) *model.Expr {
+	x, err := model.CompileExpr(src, 0)
 	if err != nil {
 		panic("itExpr " + src + ": " + err.Error())
 	}
 	return x
 }
 
-func itConst(v any) *Template { return &Template{IsConst: true, Const: v} }
-func itTpl(src string) *Template {
-	return &Template{Whole: itExpr(src)}
+func itConst(v any) *model.Template { return &model.Template{IsConst: true, Const: v} }
+func itTpl(src string) *model.Template {
+	return &model.Template{Whole: itExpr(src)}
 }
 
-func itArgs(kv ...any) map[string]*Template {
-	m := map[string]*Template{}
+func itArgs(kv ...any) map[string]*model.Template {
+	m := map[string]*model.Template{}
 	for i := 0; i+1 < len(kv); i += 2 {
 		switch v := kv[i+1].(type) {
-		case *Template:
+		case *model.Template:
 			m[kv[i].(string)] = v
 		default:
 			m[kv[i].(string)] = itConst(v)
@@ -45,55 +48,57 @@ func itArgs(kv ...any) map[string]*Template {
 	return m
 }
 
-func itCall(id, target string, kv ...any) *Step {
-	return &Step{ID: id, Kind: StepCall, Call: target, Args: itArgs(kv...)}
+func itCall(id, target string, kv ...any) *model.Step {
+	return &model.Step{ID: id, Kind: model.StepCall, Call: target, Args: itArgs(kv...)}
 }
-func itDelay(id, d string) *Step { return &Step{ID: id, Kind: StepDelay, Delay: itConst(d)} }
-func itWait(id, state string, to any, timeout time.Duration, cont bool) *Step {
-	return &Step{ID: id, Kind: StepWait, Wait: &WaitSpec{State: state, To: Value{Set: true, V: to}}, Timeout: timeout, ContinueOnTimeout: cont}
+func itDelay(id, d string) *model.Step {
+	return &model.Step{ID: id, Kind: model.StepDelay, Delay: itConst(d)}
 }
-func itIf(id, cond string, then, els []*Step) *Step {
-	return &Step{ID: id, Kind: StepIf, If: itExpr(cond), Then: then, Else: els}
+func itWait(id, state string, to any, timeout time.Duration, cont bool) *model.Step {
+	return &model.Step{ID: id, Kind: model.StepWait, Wait: &model.WaitSpec{State: state, To: model.Value{Set: true, V: to}}, Timeout: timeout, ContinueOnTimeout: cont}
 }
-func itArm(label, when string, do ...*Step) *Arm {
-	return &Arm{Label: label, When: itExpr(when), Do: do}
+func itIf(id, cond string, then, els []*model.Step) *model.Step {
+	return &model.Step{ID: id, Kind: model.StepIf, If: itExpr(cond), Then: then, Else: els}
 }
-func itChoose(id string, def []*Step, arms ...*Arm) *Step {
-	return &Step{ID: id, Kind: StepChoose, Choose: arms, Default: def}
+func itArm(label, when string, do ...*model.Step) *model.Arm {
+	return &model.Arm{Label: label, When: itExpr(when), Do: do}
 }
-func itCount(id string, n any, do ...*Step) *Step {
-	t, ok := n.(*Template)
+func itChoose(id string, def []*model.Step, arms ...*model.Arm) *model.Step {
+	return &model.Step{ID: id, Kind: model.StepChoose, Choose: arms, Default: def}
+}
+func itCount(id string, n any, do ...*model.Step) *model.Step {
+	t, ok := n.(*model.Template)
 	if !ok {
 		t = itConst(n)
 	}
-	return &Step{ID: id, Kind: StepRepeat, Repeat: &RepeatSpec{Count: t}, Do: do}
+	return &model.Step{ID: id, Kind: model.StepRepeat, Repeat: &model.RepeatSpec{Count: t}, Do: do}
 }
-func itWhile(id, cond string, max int, do ...*Step) *Step {
-	return &Step{ID: id, Kind: StepRepeat, Repeat: &RepeatSpec{While: itExpr(cond), Max: max}, Do: do}
+func itWhile(id, cond string, max int, do ...*model.Step) *model.Step {
+	return &model.Step{ID: id, Kind: model.StepRepeat, Repeat: &model.RepeatSpec{While: itExpr(cond), Max: max}, Do: do}
 }
-func itUntil(id, cond string, max int, do ...*Step) *Step {
-	return &Step{ID: id, Kind: StepRepeat, Repeat: &RepeatSpec{Until: itExpr(cond), Max: max}, Do: do}
+func itUntil(id, cond string, max int, do ...*model.Step) *model.Step {
+	return &model.Step{ID: id, Kind: model.StepRepeat, Repeat: &model.RepeatSpec{Until: itExpr(cond), Max: max}, Do: do}
 }
-func itForEach(id string, list *Template, do ...*Step) *Step {
-	return &Step{ID: id, Kind: StepRepeat, Repeat: &RepeatSpec{ForEach: list}, Do: do}
+func itForEach(id string, list *model.Template, do ...*model.Step) *model.Step {
+	return &model.Step{ID: id, Kind: model.StepRepeat, Repeat: &model.RepeatSpec{ForEach: list}, Do: do}
 }
-func itSet(id string, kv ...any) *Step {
-	return &Step{ID: id, Kind: StepSet, Set: itArgs(kv...)}
+func itSet(id string, kv ...any) *model.Step {
+	return &model.Step{ID: id, Kind: model.StepSet, Set: itArgs(kv...)}
 }
-func itStop(id, reason string, isErr bool) *Step {
-	return &Step{ID: id, Kind: StepStop, Stop: reason, Error: isErr}
+func itStop(id, reason string, isErr bool) *model.Step {
+	return &model.Step{ID: id, Kind: model.StepStop, Stop: reason, Error: isErr}
 }
 
-func itState(id, entity string, to any) *Trigger {
-	return &Trigger{ID: id, Kind: TriggerState, Entity: entity, To: Value{Set: true, V: to}}
+func itState(id, entity string, to any) *model.Trigger {
+	return &model.Trigger{ID: id, Kind: TriggerState, Entity: entity, To: model.Value{Set: true, V: to}}
 }
-func itCond(id, src string) *Condition { return &Condition{ID: id, Expr: itExpr(src)} }
+func itCond(id, src string) *model.Condition { return &model.Condition{ID: id, Expr: itExpr(src)} }
 
 // itCompile lowers a program into its run form, with the plan itPlan
 // derives.
-func itCompile(p *Program) *Compiled {
+func itCompile(p *model.Program) *Compiled {
 	c := &Compiled{Plan: itPlan(p)}
-	c.form = lower(p, &interner{k: itCache, entry: c.Entry})
+	c.Form = model.Lower(p, &model.Interner{K: itCache, Entry: c.Entry})
 	return c
 }
 
@@ -109,14 +114,14 @@ func itEntry(c *Compiled, e *pilotage.Entry) {
 	c.Entries = slices.Insert(c.Entries, i, e)
 }
 
-func itProgram(triggers []*Trigger, conds []*Condition, steps ...*Step) *Compiled {
-	return itCompile(&Program{Name: "t", Triggers: triggers, Conditions: conds, Steps: steps})
+func itProgram(triggers []*model.Trigger, conds []*model.Condition, steps ...*model.Step) *Compiled {
+	return itCompile(&model.Program{Name: "t", Triggers: triggers, Conditions: conds, Steps: steps})
 }
 
 // itPlan derives a plan the way the validator does (a hand-written stand-in
 // used where Validate is not involved): the "triggers" branch with one arm
 // per trigger, the conditions, then the body.
-func itPlan(p *Program) *pilotage.Plan {
+func itPlan(p *model.Program) *pilotage.Plan {
 	pl := &pilotage.Plan{MaxRisk: pilotage.RiskRead, MaxRiskHints: pilotage.RiskHints{ReadOnly: true}}
 	add := func(ps pilotage.PlanStep) {
 		ps.Risk = pilotage.RiskRead
@@ -132,21 +137,21 @@ func itPlan(p *Program) *pilotage.Plan {
 	for _, c := range p.Conditions {
 		add(pilotage.PlanStep{ID: c.ID, Kind: "condition"})
 	}
-	var walk func(steps []*Step, arm *pilotage.Arm, loop string)
-	walk = func(steps []*Step, arm *pilotage.Arm, loop string) {
+	var walk func(steps []*model.Step, arm *pilotage.Arm, loop string)
+	walk = func(steps []*model.Step, arm *pilotage.Arm, loop string) {
 		for _, s := range steps {
 			ps := pilotage.PlanStep{ID: s.ID, Kind: string(s.Kind), Arm: arm, Loop: loop}
-			if s.Kind == StepCall {
+			if s.Kind == model.StepCall {
 				ps.Calls = []string{s.Call}
 			}
 			add(ps)
-			walk(s.Then, &pilotage.Arm{Branch: s.ID, Label: LabelThen}, loop)
-			walk(s.Else, &pilotage.Arm{Branch: s.ID, Label: LabelElse}, loop)
+			walk(s.Then, &pilotage.Arm{Branch: s.ID, Label: model.LabelThen}, loop)
+			walk(s.Else, &pilotage.Arm{Branch: s.ID, Label: model.LabelElse}, loop)
 			for _, a := range s.Choose {
 				walk(a.Do, &pilotage.Arm{Branch: s.ID, Label: a.Label}, loop)
 			}
-			walk(s.Default, &pilotage.Arm{Branch: s.ID, Label: LabelDefault}, loop)
-			if s.Kind == StepRepeat {
+			walk(s.Default, &pilotage.Arm{Branch: s.ID, Label: model.LabelDefault}, loop)
+			if s.Kind == model.StepRepeat {
 				walk(s.Do, nil, s.ID)
 			}
 		}
@@ -161,7 +166,7 @@ func itSim(base map[string]any, sc Scenario) *SimWorld {
 }
 
 // itRun runs c and checks the invariants every trace must keep.
-func itRun(t testing.TB, c *Compiled, w World, in RunInput) *RunResult {
+func itRun(t testing.TB, c *Compiled, w model.World, in RunInput) *RunResult {
 	t.Helper()
 	res := Run(context.Background(), c, w, in)
 	itCheckResult(t, c.Plan, res)
@@ -186,7 +191,7 @@ func itCheckResult(t testing.TB, plan *pilotage.Plan, res *RunResult) {
 			t.Errorf("step %q: parent %q is not an earlier entry", s.ID, s.Parent)
 		}
 		seen[s.ID] = true
-		info, ok := LookupStatus(StepStatuses, s.Outcome.Status)
+		info, ok := LookupStatus(core.StepStatuses, s.Outcome.Status)
 		if !ok || info.OK != s.Outcome.OK {
 			t.Errorf("step %q outcome %+v not a closed step status", s.ID, s.Outcome)
 		}

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+
 	"strings"
 	"testing"
 
@@ -16,14 +18,14 @@ import (
 func TestSetStoresBoundedCopies(t *testing.T) {
 	cases := []struct {
 		name   string
-		steps  []*Step
+		steps  []*model.Step
 		status string
 		msg    string
 		check  func(t *testing.T, res *RunResult)
 	}{
 		{
 			name:   "vars into itself",
-			steps:  []*Step{itSet("a", "n", 1), itSet("b", "snap", itTpl("vars")), itSet("c", "n", 2)},
+			steps:  []*model.Step{itSet("a", "n", 1), itSet("b", "snap", itTpl("vars")), itSet("c", "n", 2)},
 			status: StatusSuccess,
 			check: func(t *testing.T, res *RunResult) {
 				snap := res.Steps[len(res.Steps)-2].Output.(map[string]any)["snap"].(map[string]any)
@@ -34,18 +36,18 @@ func TestSetStoresBoundedCopies(t *testing.T) {
 		},
 		{
 			name:   "steps and env into vars",
-			steps:  []*Step{itSet("a", "s", itTpl("steps")), itSet("b", "e", itTpl("$env")), itSet("c", "s2", itTpl("steps"))},
+			steps:  []*model.Step{itSet("a", "s", itTpl("steps")), itSet("b", "e", itTpl("$env")), itSet("c", "s2", itTpl("steps"))},
 			status: StatusSuccess,
 		},
 		{
 			name:   "nesting grows each iteration",
-			steps:  []*Step{itSet("a", "x", 0), itCount("loop", 200, itSet("b", "x", itTpl("vars")))},
+			steps:  []*model.Step{itSet("a", "x", 0), itCount("loop", 200, itSet("b", "x", itTpl("vars")))},
 			status: StatusLimitExceeded,
 			msg:    "nested",
 		},
 		{
 			name:   "doubling value",
-			steps:  []*Step{itSet("a", "x", 0), itCount("loop", 200, itSet("b", "x", itTpl("[vars, vars]")))},
+			steps:  []*model.Step{itSet("a", "x", 0), itCount("loop", 200, itSet("b", "x", itTpl("[vars, vars]")))},
 			status: StatusLimitExceeded,
 			msg:    "JSON values",
 		},

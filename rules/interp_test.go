@@ -1,6 +1,10 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+	"github.com/pilothouse/pilothouse/rules/internal/sim"
+
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +16,7 @@ import (
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
-var itMotion = []*Trigger{itState("motion", "hall_motion.occupancy", true), itState("door", "front_door.contact", false)}
+var itMotion = []*model.Trigger{itState("motion", "hall_motion.occupancy", true), itState("door", "front_door.contact", false)}
 
 func itBase() map[string]any {
 	return map[string]any{
@@ -33,7 +37,7 @@ func TestRunTraces(t *testing.T) {
 	}{
 		{
 			name: "call after a true condition",
-			c: itProgram(itMotion, []*Condition{itCond("dark", "state('hall_lux.illuminance') < 30")},
+			c: itProgram(itMotion, []*model.Condition{itCond("dark", "state('hall_lux.illuminance') < 30")},
 				itCall("on", "hall_light.set", "state", "ON", "brightness", 180)),
 			in:     itFire("motion", true),
 			ids:    []string{"triggers", "motion", "dark", "on"},
@@ -41,7 +45,7 @@ func TestRunTraces(t *testing.T) {
 		},
 		{
 			name: "false condition ends the run",
-			c: itProgram(itMotion, []*Condition{itCond("dark", "state('hall_lux.illuminance') < 5")},
+			c: itProgram(itMotion, []*model.Condition{itCond("dark", "state('hall_lux.illuminance') < 5")},
 				itCall("on", "hall_light.set", "state", "ON")),
 			in:     itFire("motion", true),
 			ids:    []string{"triggers", "motion", "dark"},
@@ -72,8 +76,8 @@ func TestRunTraces(t *testing.T) {
 		{
 			name: "if and choose",
 			c: itProgram(itMotion, nil,
-				itIf("late", "trigger.id == 'door'", []*Step{itCall("dim", "hall_light.set")}, []*Step{itCall("off", "hall_light.set")}),
-				itChoose("pick", []*Step{itCall("dflt", "a.set")}, itArm("low", "1 > 2", itCall("l", "a.set")), itArm("high", "2 > 1", itCall("h", "a.set"))),
+				itIf("late", "trigger.id == 'door'", []*model.Step{itCall("dim", "hall_light.set")}, []*model.Step{itCall("off", "hall_light.set")}),
+				itChoose("pick", []*model.Step{itCall("dflt", "a.set")}, itArm("low", "1 > 2", itCall("l", "a.set")), itArm("high", "2 > 1", itCall("h", "a.set"))),
 				itChoose("none", nil, itArm("never", "false", itCall("n", "a.set")))),
 			in:     itFire("motion", true),
 			ids:    []string{"triggers", "motion", "late", "off", "pick", "h", "none"},
@@ -83,7 +87,7 @@ func TestRunTraces(t *testing.T) {
 			name:   "wait met from the timeline",
 			c:      itProgram(itMotion, nil, itWait("quiet", "hall_motion.occupancy", false, 30*time.Minute, false), itCall("off", "hall_light.set")),
 			in:     itFire("motion", true),
-			sc:     Scenario{State: map[string]any{"hall_motion.occupancy": true}, Timeline: []TimelineEntry{{At: 10 * time.Minute, State: map[string]any{"hall_motion.occupancy": false}}}},
+			sc:     Scenario{State: map[string]any{"hall_motion.occupancy": true}, Timeline: []sim.TimelineEntry{{At: 10 * time.Minute, State: map[string]any{"hall_motion.occupancy": false}}}},
 			ids:    []string{"triggers", "motion", "quiet", "off"},
 			status: StatusSuccess,
 		},
@@ -100,7 +104,7 @@ func TestRunTraces(t *testing.T) {
 			name:   "wait timeout fails the run",
 			c:      itProgram(itMotion, nil, itWait("quiet", "hall_motion.occupancy", false, 30*time.Minute, false), itCall("off", "hall_light.set")),
 			in:     itFire("motion", true),
-			sc:     Scenario{Waits: map[string]string{"quiet": WaitTimeout}},
+			sc:     Scenario{Waits: map[string]string{"quiet": sim.WaitTimeout}},
 			ids:    []string{"triggers", "motion", "quiet"},
 			status: StatusTimeout,
 			errMsg: `step "quiet": wait timed out after 30m0s`,
@@ -109,9 +113,9 @@ func TestRunTraces(t *testing.T) {
 			name:   "forced wait timeout with continue_on_timeout is assumed",
 			c:      itProgram(itMotion, nil, itWait("quiet", "hall_motion.occupancy", false, 30*time.Minute, true), itCall("off", "hall_light.set")),
 			in:     itFire("motion", true),
-			sc:     Scenario{Waits: map[string]string{"quiet": WaitTimeout}},
+			sc:     Scenario{Waits: map[string]string{"quiet": sim.WaitTimeout}},
 			ids:    []string{"triggers", "motion", "quiet", "off"},
-			status: StatusAssumed,
+			status: core.StatusAssumed,
 			errMsg: "the body ran to its end, but these results were assumed by scenario.waits, not simulated: quiet",
 		},
 		{
@@ -124,10 +128,10 @@ func TestRunTraces(t *testing.T) {
 		},
 		{
 			name:   "stop",
-			c:      itProgram(itMotion, nil, itCall("a", "a.set"), itIf("b", "true", []*Step{itStop("s", "enough", false)}, nil), itCall("c", "c.set")),
+			c:      itProgram(itMotion, nil, itCall("a", "a.set"), itIf("b", "true", []*model.Step{itStop("s", "enough", false)}, nil), itCall("c", "c.set")),
 			in:     itFire("motion", true),
 			ids:    []string{"triggers", "motion", "a", "b", "s"},
-			status: StatusStopped,
+			status: core.StatusStopped,
 		},
 		{
 			name:   "stop with error",
@@ -155,7 +159,7 @@ func TestRunTraces(t *testing.T) {
 		},
 		{
 			name:   "skipped conditions",
-			c:      itProgram(itMotion, []*Condition{itCond("never", "false")}, itCall("a", "a.set")),
+			c:      itProgram(itMotion, []*model.Condition{itCond("never", "false")}, itCall("a", "a.set")),
 			in:     RunInput{Trigger: TriggerFire{ID: "door"}, SkipConditions: true},
 			ids:    []string{"triggers", "door", "never", "a"},
 			status: StatusSuccess,
@@ -196,7 +200,7 @@ func TestRunDecisions(t *testing.T) {
 	c := itProgram(itMotion, nil,
 		itCount("blink", 2, itCall("toggle", "porch_light.set")),
 		itCount("none", 0, itCall("x", "a.set")),
-		itIf("late", "hour(now()) >= 23", []*Step{itCall("dim", "a.set")}, nil),
+		itIf("late", "hour(now()) >= 23", []*model.Step{itCall("dim", "a.set")}, nil),
 		itChoose("none2", nil, itArm("a1", "false")),
 	)
 	res := itRun(t, c, itSim(itBase(), Scenario{}), RunInput{Trigger: TriggerFire{ID: "motion", Value: true}})
@@ -220,8 +224,8 @@ func TestRunDecisions(t *testing.T) {
 func TestRunValuesFlow(t *testing.T) {
 	c := itProgram(itMotion, nil,
 		itForEach("each", itConst([]any{"a", "b"}), itSet("acc", "last", itTpl("vars.item"), "i", itTpl("vars.index"))),
-		itCall("on", "hall_light.set", "brightness", itTpl("vars.i * 10"), "msg", &Template{Parts: []TemplatePart{{Text: "last="}, {Expr: itExpr("vars.last")}}}),
-		itIf("lit", "state('hall_light.brightness') == 20", []*Step{itSet("ok", "seen", true)}, nil),
+		itCall("on", "hall_light.set", "brightness", itTpl("vars.i * 10"), "msg", &model.Template{Parts: []model.TemplatePart{{Text: "last="}, {Expr: itExpr("vars.last")}}}),
+		itIf("lit", "state('hall_light.brightness') == 20", []*model.Step{itSet("ok", "seen", true)}, nil),
 	)
 	w := itSim(itBase(), Scenario{})
 	res := itRun(t, c, w, itFire("motion", true))
@@ -231,7 +235,7 @@ func TestRunValuesFlow(t *testing.T) {
 	if got := itStep(t, res, "on").Input; !reflect.DeepEqual(got, map[string]any{"brightness": 20, "msg": "last=b"}) {
 		t.Errorf("call input = %#v", got)
 	}
-	if got := itStep(t, res, "lit").Decisions[0].Took; got != LabelThen {
+	if got := itStep(t, res, "lit").Decisions[0].Took; got != model.LabelThen {
 		t.Errorf("simulated effect not visible: took %q", got)
 	}
 	if _, leaked := res.Vars["item"]; leaked {
@@ -260,7 +264,7 @@ func TestRunVirtualTime(t *testing.T) {
 }
 
 func TestRunBounds(t *testing.T) {
-	recur := itCompile(&Program{Name: "rec", Steps: []*Step{itCall("again", "script.rec")}})
+	recur := itCompile(&model.Program{Name: "rec", Steps: []*model.Step{itCall("again", "script.rec")}})
 	itEntry(recur, &pilotage.Entry{ID: "script.rec", Kind: pilotage.KindAutomation})
 	tests := []struct {
 		name   string
@@ -287,7 +291,7 @@ func TestRunBounds(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			sc := Scenario{}
 			if tt.name == "wall time in wait" {
-				sc.Waits = map[string]string{"q": WaitTimeout}
+				sc.Waits = map[string]string{"q": sim.WaitTimeout}
 			}
 			w := itSim(itBase(), sc)
 			w.SetAutomation("script.rec", recur)
@@ -312,9 +316,9 @@ func TestRunBounds(t *testing.T) {
 }
 
 func TestRunExpandedAutomation(t *testing.T) {
-	sub := itCompile(&Program{Name: "flash",
+	sub := itCompile(&model.Program{Name: "flash",
 		Params: []byte(`{"type":"object","properties":{"times":{"type":"integer","default":2},"who":{"type":"string"}}}`),
-		Steps: []*Step{
+		Steps: []*model.Step{
 			itCount("loop", itTpl("params.times"), itCall("inner", "porch_light.set", "who", itTpl("params.who"))),
 			itStop("done", "flashed", false),
 		}})
@@ -345,7 +349,7 @@ func TestRunExpandedAutomation(t *testing.T) {
 		t.Errorf("sub args = %#v", got)
 	}
 	// A failure inside the sub-program fails the caller with the same status.
-	w.SetAutomation("script.flash", itCompile(&Program{Name: "flash", Params: sub.Params(), Steps: []*Step{itStop("bad", "sub failed", true)}}))
+	w.SetAutomation("script.flash", itCompile(&model.Program{Name: "flash", Params: sub.Params(), Steps: []*model.Step{itStop("bad", "sub failed", true)}}))
 	res = itRun(t, c, w, itFire("motion", true))
 	if res.Outcome.Status != StatusFailed || itStep(t, res, "script#1").Outcome.Status != StepFailed {
 		t.Errorf("outcome %+v / %+v", res.Outcome, itStep(t, res, "script#1").Outcome)
@@ -425,7 +429,7 @@ func TestRunCancelled(t *testing.T) {
 		if res.Outcome.Status != StatusCancelled || res.Outcome.Error != `cancelled during step "d"` {
 			t.Errorf("outcome = %+v", res.Outcome)
 		}
-		if got := itStep(t, res, "d").Outcome.Status; got != StepCancelled || len(res.Steps) != 4 {
+		if got := itStep(t, res, "d").Outcome.Status; got != core.StepCancelled || len(res.Steps) != 4 {
 			t.Errorf("delay step %q, ids %v", got, itIDs(res.Steps))
 		}
 	})
@@ -454,7 +458,7 @@ func TestRunMemoryBudget(t *testing.T) {
 // rules in mode parallel share it); -race checks that Run keeps no shared
 // mutable state.
 func TestRunConcurrent(t *testing.T) {
-	c := itProgram(itMotion, []*Condition{itCond("dark", "state('hall_lux.illuminance') < 30")},
+	c := itProgram(itMotion, []*model.Condition{itCond("dark", "state('hall_lux.illuminance') < 30")},
 		itForEach("each", itConst([]any{1, 2, 3}), itSet("v", "x", itTpl("vars.item * 2"))),
 		itCall("on", "hall_light.set", "brightness", itTpl("vars.x")))
 	results := make([]*RunResult, 8)
@@ -500,7 +504,7 @@ func (w *lateCheckWorld) Wait(ctx context.Context, req *WaitRequest) (bool, erro
 func TestRunWaitCheckAfterWait(t *testing.T) {
 	c := itProgram(itMotion, nil,
 		itSet("a", "n", 0),
-		&Step{ID: "w", Kind: StepWait, Wait: &WaitSpec{Expr: itExpr("vars.n < 1000")}},
+		&model.Step{ID: "w", Kind: model.StepWait, Wait: &model.WaitSpec{Expr: itExpr("vars.n < 1000")}},
 		itCount("r", 50, itSet("b", "n", itTpl("vars.index"))))
 	w := &lateCheckWorld{SimWorld: itSim(itBase(), Scenario{}), done: make(chan bool, 1)}
 	res := itRun(t, c, w, itFire("motion", true))

@@ -44,8 +44,8 @@ func memRun(t testing.TB, src string, lim Limits) (*RunResult, uint64) {
 const memCeiling = 64 << 20
 
 // TestIssue14ByteBombs runs the two programs of issue 14 as they were
-// filed (a 214-byte string doubling in a loop reached 9 GB; 200 iterations
-// of a 400 kB repeat stored an 80 MB envelope) and single-expression
+// filed (a string doubling in a loop; a large repeat stored on every
+// iteration) and single-expression
 // growth through every builtin that builds strings or lists: each must end
 // limit_exceeded quickly, having allocated a bounded amount, with a message
 // naming the limit and the step.
@@ -219,8 +219,7 @@ func FuzzRunBytes(f *testing.F) {
 			t.Errorf("panic: %s", res.Outcome.Error)
 		}
 		// A run is bounded by its limits, not by wall time: this only
-		// catches a runaway (a seed takes ~4 s under -race on an idle
-		// 2-core machine, several times that when the machine is busy).
+		// catches a runaway.
 		if d := time.Since(start); d > runawayAfter {
 			t.Errorf("run took %v", d)
 		}

@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+
 	"strings"
 	"testing"
 )
@@ -36,10 +38,10 @@ func TestNonConstantReadsRefused(t *testing.T) {
 			}
 			col, found := strings.Index(tt.expr, tt.at)+1, false
 			for _, d := range res.Diagnostics {
-				if d.Code == CodeBadExpression {
+				if d.Code == core.CodeBadExpression {
 					t.Fatalf("does not compile: %s", d.Message)
 				}
-				if d.Code != CodeNonConstantRef || d.Path != "/steps/0/if" || d.Range == nil {
+				if d.Code != core.CodeNonConstantRef || d.Path != "/steps/0/if" || d.Range == nil {
 					t.Errorf("diagnostic %+v", d)
 					continue
 				}

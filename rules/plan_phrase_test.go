@@ -1,6 +1,12 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/interp"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+	"github.com/pilothouse/pilothouse/rules/internal/plan"
+
 	"testing"
 	"time"
 )
@@ -16,29 +22,29 @@ func TestPhrasing(t *testing.T) {
 		{JoinList([]string{"a"}, "and"), "a"},
 		{JoinList([]string{"a", "b"}, "or"), "a or b"},
 		{JoinList([]string{"a", "b", "c"}, "and"), "a, b and c"},
-		{HumanDuration(0), "0 seconds"},
-		{HumanDuration(500 * time.Millisecond), "500 milliseconds"},
-		{HumanDuration(time.Millisecond), "1 millisecond"},
-		{HumanDuration(1500 * time.Millisecond), "1.5 seconds"},
-		{HumanDuration(time.Second), "1 second"},
-		{HumanDuration(300 * time.Second), "5 minutes"},
-		{HumanDuration(90 * time.Second), "1 minute and 30 seconds"},
-		{HumanDuration(time.Hour + 30*time.Minute), "1 hour and 30 minutes"},
-		{HumanDuration(26*time.Hour + 5*time.Second), "1 day, 2 hours and 5 seconds"},
-		{HumanDuration(-15 * time.Minute), "15 minutes"},
-		{HumanDuration(2*time.Minute + 250*time.Millisecond), "2 minutes and 250ms"},
-		{every(time.Hour), "every hour"},
-		{every(5 * time.Minute), "every 5 minutes"},
-		{every(90 * time.Minute), "every 1 hour and 30 minutes"},
+		{clock.HumanDuration(0), "0 seconds"},
+		{clock.HumanDuration(500 * time.Millisecond), "500 milliseconds"},
+		{clock.HumanDuration(time.Millisecond), "1 millisecond"},
+		{clock.HumanDuration(1500 * time.Millisecond), "1.5 seconds"},
+		{clock.HumanDuration(time.Second), "1 second"},
+		{clock.HumanDuration(300 * time.Second), "5 minutes"},
+		{clock.HumanDuration(90 * time.Second), "1 minute and 30 seconds"},
+		{clock.HumanDuration(time.Hour + 30*time.Minute), "1 hour and 30 minutes"},
+		{clock.HumanDuration(26*time.Hour + 5*time.Second), "1 day, 2 hours and 5 seconds"},
+		{clock.HumanDuration(-15 * time.Minute), "15 minutes"},
+		{clock.HumanDuration(2*time.Minute + 250*time.Millisecond), "2 minutes and 250ms"},
+		{plan.Every(time.Hour), "every hour"},
+		{plan.Every(5 * time.Minute), "every 5 minutes"},
+		{plan.Every(90 * time.Minute), "every 1 hour and 30 minutes"},
 		{SunPhrase("sunset", 0), "sunset"},
 		{SunPhrase("sunset", 15*time.Minute), "15 minutes after sunset"},
 		{SunPhrase("sunrise", -90*time.Minute), "1 hour and 30 minutes before sunrise"},
-		{Capitalize("when x changes"), "When x changes"},
-		{Capitalize(""), ""},
-		{midSentence("When x changes"), "when x changes"},
-		{JoinList(dayNamesLong([]any{"mon", "fri"}), "and"), "Monday and Friday"},
-		{triggersText(1), "The run starts when this trigger fires"},
-		{triggersText(2), "The run starts when any of these 2 triggers fires"},
+		{plan.Capitalize("when x changes"), "When x changes"},
+		{plan.Capitalize(""), ""},
+		{plan.MidSentence("When x changes"), "when x changes"},
+		{JoinList(model.DayNamesLong([]any{"mon", "fri"}), "and"), "Monday and Friday"},
+		{plan.TriggersText(1), "The run starts when this trigger fires"},
+		{plan.TriggersText(2), "The run starts when any of these 2 triggers fires"},
 	}
 	for i, c := range cases {
 		if c.got != c.want {
@@ -78,7 +84,7 @@ func TestPlanWording(t *testing.T) {
 
 // TestStatusSentences: every status in the closed tables has its words.
 func TestStatusSentences(t *testing.T) {
-	for _, s := range append(append([]StatusInfo{}, RunStatuses...), StepStatuses...) {
+	for _, s := range append(append([]core.StatusInfo{}, RunStatuses...), core.StepStatuses...) {
 		if s.Said == "" {
 			t.Errorf("status %s has no Said", s.Status)
 		}
@@ -100,7 +106,7 @@ func TestTriggerReasons(t *testing.T) {
 	}
 	trs := res.Compiled.Triggers()
 	for i, want := range []string{"it was 07:00", "it was 15 minutes after sunset"} {
-		if got := triggerReason(&trs[i], TriggerFire{}); got != want {
+		if got := interp.TriggerReason(&trs[i], TriggerFire{}); got != want {
 			t.Errorf("trigger %d: %q, want %q", i, got, want)
 		}
 	}

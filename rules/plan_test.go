@@ -1,6 +1,9 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+	"github.com/pilothouse/pilothouse/rules/internal/plan"
+
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,10 +13,10 @@ import (
 )
 
 // checkPlan asserts the derivation rules of spec §5.6 on a plan.
-func checkPlan(t *testing.T, p *Program, plan *pilotage.Plan) {
+func checkPlan(t *testing.T, p *model.Program, pl *pilotage.Plan) {
 	t.Helper()
-	if len(plan.Steps) == 0 || plan.Steps[0].ID != TriggersStepID || plan.Steps[0].Kind != PlanKindTrigger {
-		t.Fatalf("first plan step is not the triggers branch: %+v", plan.Steps)
+	if len(pl.Steps) == 0 || pl.Steps[0].ID != TriggersStepID || pl.Steps[0].Kind != plan.PlanKindTrigger {
+		t.Fatalf("first plan step is not the triggers branch: %+v", pl.Steps)
 	}
 	kinds := map[string]string{}
 	labels := map[string]map[string]bool{TriggersStepID: {}}
@@ -21,20 +24,20 @@ func checkPlan(t *testing.T, p *Program, plan *pilotage.Plan) {
 		labels[TriggersStepID][tr.ID] = true
 	}
 	var hints []pilotage.RiskHints
-	for _, s := range plan.Steps {
+	for _, s := range pl.Steps {
 		if _, dup := kinds[s.ID]; dup {
 			t.Errorf("plan step %q twice", s.ID)
 		}
 		kinds[s.ID] = s.Kind
 		hints = append(hints, s.RiskHints)
-		if pilotage.RiskOf(s.RiskHints) != s.Risk && s.Kind != string(StepCall) {
+		if pilotage.RiskOf(s.RiskHints) != s.Risk && s.Kind != string(model.StepCall) {
 			t.Errorf("%s: risk %s inconsistent with hints %+v", s.ID, s.Risk, s.RiskHints)
 		}
-		if len(s.Calls) > 0 && s.Kind != string(StepCall) {
+		if len(s.Calls) > 0 && s.Kind != string(model.StepCall) {
 			t.Errorf("%s: control-flow step %s carries calls", s.ID, s.Kind)
 		}
 		// A call through an unbound catalog param names no entry yet.
-		if s.Kind == string(StepCall) && len(s.Calls) != 1 && !strings.Contains(s.Description, "(catalog param: ") {
+		if s.Kind == string(model.StepCall) && len(s.Calls) != 1 && !strings.Contains(s.Description, "(catalog param: ") {
 			t.Errorf("%s: call step without calls", s.ID)
 		}
 		if s.Arm != nil && s.Loop != "" {
@@ -42,21 +45,21 @@ func checkPlan(t *testing.T, p *Program, plan *pilotage.Plan) {
 		}
 		if s.Arm != nil {
 			bk, ok := kinds[s.Arm.Branch]
-			if !ok || (bk != string(StepIf) && bk != string(StepChoose) && bk != PlanKindTrigger) {
+			if !ok || (bk != string(model.StepIf) && bk != string(model.StepChoose) && bk != plan.PlanKindTrigger) {
 				t.Errorf("%s: arm names %q (%s), not an earlier branch", s.ID, s.Arm.Branch, bk)
 			}
 			if s.Arm.Branch == TriggersStepID && !labels[TriggersStepID][s.Arm.Label] {
 				t.Errorf("%s: unknown trigger label %q", s.ID, s.Arm.Label)
 			}
 		}
-		if s.Loop != "" && kinds[s.Loop] != string(StepRepeat) {
+		if s.Loop != "" && kinds[s.Loop] != string(model.StepRepeat) {
 			t.Errorf("%s: loop names %q, not an earlier repeat", s.ID, s.Loop)
 		}
 	}
-	if agg := pilotage.Aggregate(hints...); agg != plan.MaxRiskHints || pilotage.RiskOf(agg) != plan.MaxRisk {
-		t.Errorf("max risk %s %+v, aggregate %+v", plan.MaxRisk, plan.MaxRiskHints, agg)
+	if agg := pilotage.Aggregate(hints...); agg != pl.MaxRiskHints || pilotage.RiskOf(agg) != pl.MaxRisk {
+		t.Errorf("max risk %s %+v, aggregate %+v", pl.MaxRisk, pl.MaxRiskHints, agg)
 	}
-	if plan.Summary == "" {
+	if pl.Summary == "" {
 		t.Error("no summary")
 	}
 }

@@ -1,6 +1,9 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/interp"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -27,11 +30,11 @@ func TestTraceRecordsReads(t *testing.T) {
 		{"params path", "params.limit.max > 1", nil, map[string]string{"params.limit.max": "5", "params.limit": ""}},
 		{"clock", "hour(now()) >= 0", nil, map[string]string{"now()": `"2026-01-15T22:00:00Z"`}},
 		{"long value cut", "state('hall.text') != ''", map[string]any{"hall.text": long}, map[string]string{"state('hall.text')": "truncated"}},
-		{"many reads", "!(" + strings.Join(many, " || ") + ")", nil, map[string]string{omittedKey: "more values"}},
+		{"many reads", "!(" + strings.Join(many, " || ") + ")", nil, map[string]string{interp.OmittedKey: "more values"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			c := itProgram([]*Trigger{itState("t", "hall.switch", nil)}, []*Condition{itCond("c", tc.cond)},
+			c := itProgram([]*model.Trigger{itState("t", "hall.switch", nil)}, []*model.Condition{itCond("c", tc.cond)},
 				itChoose("pick", nil, itArm("yes", tc.cond, itSet("inner", "n", itConst(1)))))
 			res := itRun(t, c, itSim(tc.state, Scenario{}), RunInput{Trigger: TriggerFire{ID: "t", Value: "on"},
 				Params: map[string]any{"limit": map[string]any{"max": 5.0}}, Cache: itCache})
@@ -41,8 +44,8 @@ func TestTraceRecordsReads(t *testing.T) {
 			for _, id := range []string{"c", "pick"} {
 				st := itStep(t, res, id)
 				in, _ := st.Input.(map[string]any)
-				if len(in) > maxReads+1 {
-					t.Errorf("%s: %d reads recorded, want at most %d", id, len(in), maxReads+1)
+				if len(in) > model.MaxReads+1 {
+					t.Errorf("%s: %d reads recorded, want at most %d", id, len(in), model.MaxReads+1)
 				}
 				for k, want := range tc.want {
 					got, ok := in[k]

@@ -1,6 +1,9 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/sim"
+
 	"context"
 	"slices"
 	"strings"
@@ -62,7 +65,7 @@ func TestRefParamsInSinceAndValueLists(t *testing.T) {
 	// A test run: the door opened 20 minutes ago, the confirming gesture
 	// comes 10 s in; since(params.door) reads the bound door.
 	opened := itStart.Add(-20 * time.Minute)
-	sc := Scenario{Timeline: []TimelineEntry{{At: 10 * time.Second, Event: map[string]any{"bedroom_remote.action": "on_hold"}}}}
+	sc := Scenario{Timeline: []sim.TimelineEntry{{At: 10 * time.Second, Event: map[string]any{"bedroom_remote.action": "on_hold"}}}}
 	w := itSim(map[string]any{"front_door.contact": false}, sc)
 	w.SetChangedBase(func(id string) (time.Time, bool) { return opened, id == "front_door.contact" })
 	fire, err := FireFor(c, sc, w)
@@ -102,7 +105,7 @@ func TestRefParamsInSinceAndValueLists(t *testing.T) {
 	}
 	// A plain string param is still no id.
 	plain := strings.Replace(doorAlert, `"door": {"type": "string", "catalog": {"kind": "state", "type": "binary_sensor", "reports": [true, false]}}`, `"door": {"type": "string"}`, 1)
-	if res := mustValidate(t, plain, ValidateOptions{}); res.Valid || res.Diagnostics[0].Code != CodeNonConstantRef {
+	if res := mustValidate(t, plain, ValidateOptions{}); res.Valid || res.Diagnostics[0].Code != core.CodeNonConstantRef {
 		t.Errorf("plain param: %s", diagString(res.Diagnostics))
 	}
 }

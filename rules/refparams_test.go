@@ -1,6 +1,9 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/validate"
+
 	"context"
 	"encoding/json"
 	"strings"
@@ -91,7 +94,7 @@ func planStep(p *pilotage.Plan, id string) *pilotage.PlanStep {
 	return nil
 }
 
-func mustValidate(t *testing.T, src string, o ValidateOptions) *Result {
+func mustValidate(t *testing.T, src string, o ValidateOptions) *validate.Result {
 	t.Helper()
 	res, err := Validate([]byte(src), taggedCatalog(), o)
 	if err != nil {
@@ -217,15 +220,15 @@ func TestRefParamsDeclaration(t *testing.T) {
 	for _, tc := range []struct {
 		name, prop, code, path, hint string
 	}{
-		{"kind_missing", `{"catalog":{"type":"light"}}`, CodeMissingField, "/params/properties/light/catalog", ""},
-		{"kind_unknown", `{"catalog":{"kind":"actoin"}}`, CodeBadParams, "/params/properties/light/catalog/kind", `did you mean "action"?`},
-		{"type_unknown", `{"catalog":{"kind":"action","type":"lights"}}`, CodeBadParams, "/params/properties/light/catalog/type", `did you mean "light"`},
-		{"unknown_member", `{"catalog":{"kind":"action","domain":"light"}}`, CodeUnknownField, "/params/properties/light/catalog/domain", "allowed here: kind, type, tag, accepts, reports, max_risk"},
-		{"accepts_on_state", `{"catalog":{"kind":"state","accepts":{"state":"ON"}}}`, CodeBadParams, "/params/properties/light/catalog/accepts", "use reports"},
-		{"max_risk_unknown", `{"catalog":{"kind":"action","max_risk":"low"}}`, CodeBadParams, "/params/properties/light/catalog/max_risk", "one of read, control, security, external"},
-		{"not_a_string", `{"type":"integer","catalog":{"kind":"action"}}`, CodeBadParams, "/params/properties/light/type", ""},
-		{"selector", `{"type":"string","selector":{"entity":{"domain":"light"}}}`, CodeBadParams, "/params/properties/light/selector", `"catalog": {"kind": "action"`},
-		{"default_format", `{"type":"string","format":"duration","default":"3 minutes"}`, CodeBadParams, "/params/properties/light/default", ""},
+		{"kind_missing", `{"catalog":{"type":"light"}}`, core.CodeMissingField, "/params/properties/light/catalog", ""},
+		{"kind_unknown", `{"catalog":{"kind":"actoin"}}`, core.CodeBadParams, "/params/properties/light/catalog/kind", `did you mean "action"?`},
+		{"type_unknown", `{"catalog":{"kind":"action","type":"lights"}}`, core.CodeBadParams, "/params/properties/light/catalog/type", `did you mean "light"`},
+		{"unknown_member", `{"catalog":{"kind":"action","domain":"light"}}`, core.CodeUnknownField, "/params/properties/light/catalog/domain", "allowed here: kind, type, tag, accepts, reports, max_risk"},
+		{"accepts_on_state", `{"catalog":{"kind":"state","accepts":{"state":"ON"}}}`, core.CodeBadParams, "/params/properties/light/catalog/accepts", "use reports"},
+		{"max_risk_unknown", `{"catalog":{"kind":"action","max_risk":"low"}}`, core.CodeBadParams, "/params/properties/light/catalog/max_risk", "one of read, control, security, external"},
+		{"not_a_string", `{"type":"integer","catalog":{"kind":"action"}}`, core.CodeBadParams, "/params/properties/light/type", ""},
+		{"selector", `{"type":"string","selector":{"entity":{"domain":"light"}}}`, core.CodeBadParams, "/params/properties/light/selector", `"catalog": {"kind": "action"`},
+		{"default_format", `{"type":"string","format":"duration","default":"3 minutes"}`, core.CodeBadParams, "/params/properties/light/default", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := mustValidate(t, decl(tc.prop), ValidateOptions{})
@@ -247,13 +250,13 @@ func TestTemplatedIDHint(t *testing.T) {
 	}
 	d := res.Diagnostics[0]
 	want := `declare it in params: "properties": {"light": {"type": "string", "catalog": {"kind": "action", "type": "light", "max_risk": "control"}}}; execute binds it to an id`
-	if d.Code != CodeTemplatedID || d.Hint != want || strings.Contains(d.Hint, "pilotage_lookup") {
+	if d.Code != core.CodeTemplatedID || d.Hint != want || strings.Contains(d.Hint, "pilotage_lookup") {
 		t.Errorf("%+v", d)
 	}
 	// state(params.x) of a param that is not a reference says how to
 	// declare one.
 	res = mustValidate(t, prog(`[{"id":"x","if":"state(params.s) == true","then":[]}]`, `"params":{"type":"object","properties":{"s":{"type":"string"}}}`), ValidateOptions{})
-	if len(res.Diagnostics) != 1 || res.Diagnostics[0].Code != CodeNonConstantRef || !strings.Contains(res.Diagnostics[0].Hint, `"catalog": {"kind": "state"}`) {
+	if len(res.Diagnostics) != 1 || res.Diagnostics[0].Code != core.CodeNonConstantRef || !strings.Contains(res.Diagnostics[0].Hint, `"catalog": {"kind": "state"}`) {
 		t.Errorf("state(params.s): %s", diagString(res.Diagnostics))
 	}
 }
@@ -317,7 +320,7 @@ func TestOverlappingRules(t *testing.T) {
 			res := mustValidate(t, tc.src, ValidateOptions{Installed: in})
 			found := false
 			for _, d := range res.Diagnostics {
-				found = found || d.Code == CodeOverlappingRule
+				found = found || d.Code == core.CodeOverlappingRule
 			}
 			if found != tc.warn || !res.Valid {
 				t.Errorf("valid %v, warning %v, want %v: %s", res.Valid, found, tc.warn, diagString(res.Diagnostics))
@@ -334,7 +337,7 @@ func TestOverlappingRules(t *testing.T) {
 	for _, n := range []string{"o1", "o2", "o3", "o4"} {
 		many = append(many, installedRule(strings.Replace(other, `"name":"other"`, `"name":"`+n+`"`, 1))...)
 	}
-	if res := mustValidate(t, prog(`[{"id":"x","call":"hall_light.set","args":{"state":"ON"}}]`), ValidateOptions{Installed: many}); len(res.Diagnostics) != maxOverlaps {
+	if res := mustValidate(t, prog(`[{"id":"x","call":"hall_light.set","args":{"state":"ON"}}]`), ValidateOptions{Installed: many}); len(res.Diagnostics) != validate.MaxOverlaps {
 		t.Errorf("many: %s", diagString(res.Diagnostics))
 	}
 	// Event triggers overlap when their value lists share a gesture.
@@ -342,13 +345,13 @@ func TestOverlappingRules(t *testing.T) {
 	for value, warn := range map[string]bool{`"toggle_triple"`: true, `["on_double","toggle_double"]`: true, `"toggle"`: false, `["on","on_double"]`: false} {
 		src := `{"name":"t","triggers":[{"id":"go","event":"bedroom_remote.action","value":` + value + `}],"steps":[{"id":"x","call":"porch_light.set","args":{"state":"OFF"}}]}`
 		res := mustValidate(t, src, ValidateOptions{Installed: taps})
-		if found := len(res.Diagnostics) == 1 && res.Diagnostics[0].Code == CodeOverlappingRule; found != warn || !res.Valid {
+		if found := len(res.Diagnostics) == 1 && res.Diagnostics[0].Code == core.CodeOverlappingRule; found != warn || !res.Valid {
 			t.Errorf("value %s: want a warning %v: %s", value, warn, diagString(res.Diagnostics))
 		}
 	}
 	// A bound reference overlaps as its id does.
 	bound := mustValidate(t, motionLight, ValidateOptions{Installed: in, Bind: map[string]any{"sensor": "hall_motion.occupancy", "light": "hall_light.set"}})
-	if !bound.Valid || len(bound.Diagnostics) != 2 || bound.Diagnostics[0].Code != CodeOverlappingRule {
+	if !bound.Valid || len(bound.Diagnostics) != 2 || bound.Diagnostics[0].Code != core.CodeOverlappingRule {
 		t.Errorf("bound: %s", diagString(bound.Diagnostics))
 	}
 }
@@ -364,17 +367,17 @@ func TestRefParamsPassedToAutomations(t *testing.T) {
 	}{
 		{"constants", motionLight, `{"id":"x","call":"AUTO","args":{"sensor":"hall_motion.occupancy","light":"porch_light.set"}}`, "", nil, "", "", ""},
 		{"constant_misfits", motionLight, `{"id":"x","call":"AUTO","args":{"sensor":"hall_motion.occupancy","light":"living_plug.set"}}`, "", nil,
-			CodeBadArguments, "/steps/0/args/light", `"living_plug.set": its device is not of type light (living_plug is a switch); AUTO's light needs an action of a light device`},
-		{"missing", motionLight, `{"id":"x","call":"AUTO","args":{"sensor":"hall_motion.occupancy"}}`, "", nil, CodeBadArguments, "/steps/0", `AUTO needs argument "light"`},
-		{"dynamic", motionLight, `{"id":"x","call":"AUTO","args":{"sensor":"hall_motion.occupancy","light":"{{ trigger.id }}"}}`, "", nil, CodeTemplatedID, "/steps/0/args/light", "is a catalog reference"},
+			core.CodeBadArguments, "/steps/0/args/light", `"living_plug.set": its device is not of type light (living_plug is a switch); AUTO's light needs an action of a light device`},
+		{"missing", motionLight, `{"id":"x","call":"AUTO","args":{"sensor":"hall_motion.occupancy"}}`, "", nil, core.CodeBadArguments, "/steps/0", `AUTO needs argument "light"`},
+		{"dynamic", motionLight, `{"id":"x","call":"AUTO","args":{"sensor":"hall_motion.occupancy","light":"{{ trigger.id }}"}}`, "", nil, core.CodeTemplatedID, "/steps/0/args/light", "is a catalog reference"},
 		{"passed_on", motionLight, `{"id":"x","call":"AUTO","args":{"sensor":"hall_motion.occupancy","light":"{{ params.l }}"}}`,
 			`"l":{"catalog":{"kind":"action","type":"light","accepts":{"state":["ON","OFF","TOGGLE"]},"max_risk":"control"}}`, nil, "", "", ""},
 		{"passed_on_too_wide", motionLight, `{"id":"x","call":"AUTO","args":{"sensor":"hall_motion.occupancy","light":"{{ params.l }}"}}`,
-			`"l":{"catalog":{"kind":"action","max_risk":"control"}}`, nil, CodeBadArguments, "/steps/0/args/light", "params.l is an action, risk at most control; AUTO's light needs an action of a light device"},
+			`"l":{"catalog":{"kind":"action","max_risk":"control"}}`, nil, core.CodeBadArguments, "/steps/0/args/light", "params.l is an action, risk at most control; AUTO's light needs an action of a light device"},
 		{"passed_on_bound", motionLight, `{"id":"x","call":"AUTO","args":{"sensor":"hall_motion.occupancy","light":"{{ params.l }}"}}`,
 			`"l":{"catalog":{"kind":"action","type":"light","accepts":{"state":["ON","OFF"]},"max_risk":"control"}}`, map[string]any{"l": "porch_light.set"}, "", "", ""},
 		{"body_checked_with_constants", loose, `{"id":"x","call":"AUTO","args":{"sensor":"hall_motion.occupancy","light":"notify.phone"}}`, "", nil,
-			CodeBadArguments, "/steps/0/args/light", `with these arguments, AUTO would not run: light = "notify.phone": notify.phone needs argument "message"`},
+			core.CodeBadArguments, "/steps/0/args/light", `with these arguments, AUTO would not run: light = "notify.phone": notify.phone needs argument "message"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			callee := mustValidate(t, tc.callee, ValidateOptions{})
@@ -458,7 +461,7 @@ func TestCookbookCatalogParams(t *testing.T) {
 	out := Run(context.Background(), res.Compiled, w, RunInput{Trigger: TriggerFire{ID: "motion", Value: true}, Params: map[string]any{"hold": "3m"}})
 	var got []string
 	for _, c := range w.Calls() {
-		got = append(got, c.ID+compactJSON(c.Args))
+		got = append(got, c.ID+core.CompactJSON(c.Args))
 	}
 	if !out.Outcome.OK || strings.Join(got, " ") != `porch_light.set{"state":"ON"} porch_light.set{"state":"OFF"}` {
 		t.Errorf("%+v %v", out.Outcome, got)

@@ -1,6 +1,9 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+	"github.com/pilothouse/pilothouse/rules/internal/sim"
+
 	"context"
 	"encoding/json"
 	"reflect"
@@ -110,11 +113,11 @@ func TestSimWorldWaits(t *testing.T) {
 	closed := func(w *SimWorld) func() bool {
 		return func() bool { v, _ := w.State("door.contact"); return v == true }
 	}
-	at := func(d time.Duration, closed bool) TimelineEntry {
-		return TimelineEntry{At: d, State: map[string]any{"door.contact": closed}}
+	at := func(d time.Duration, closed bool) sim.TimelineEntry {
+		return sim.TimelineEntry{At: d, State: map[string]any{"door.contact": closed}}
 	}
-	press := func(d time.Duration, v string) TimelineEntry {
-		return TimelineEntry{At: d, Event: map[string]any{"remote.action": v}}
+	press := func(d time.Duration, v string) sim.TimelineEntry {
+		return sim.TimelineEntry{At: d, Event: map[string]any{"remote.action": v}}
 	}
 	tests := []struct {
 		name     string
@@ -124,21 +127,21 @@ func TestSimWorldWaits(t *testing.T) {
 		elapsed  time.Duration
 		assumed  bool
 		noCheck  bool
-		eventVal Value
+		eventVal model.Value
 	}{
-		{"holds now: met after for", Scenario{State: map[string]any{"door.contact": true}}, WaitRequest{StepID: "q", For: 2 * time.Minute, Timeout: time.Hour}, true, 2 * time.Minute, false, false, Value{}},
-		{"holds now: met at once", Scenario{State: map[string]any{"door.contact": true}}, WaitRequest{StepID: "q", Timeout: time.Hour}, true, 0, false, false, Value{}},
-		{"never holds: times out", Scenario{}, WaitRequest{StepID: "q", Timeout: time.Hour}, false, time.Hour, false, false, Value{}},
-		{"for longer than timeout", Scenario{State: map[string]any{"door.contact": true}}, WaitRequest{StepID: "q", For: 2 * time.Hour, Timeout: time.Hour}, false, time.Hour, false, false, Value{}},
-		{"met when the timeline closes it", Scenario{Timeline: []TimelineEntry{at(10*time.Minute, true)}}, WaitRequest{StepID: "q", Timeout: time.Hour}, true, 10 * time.Minute, false, false, Value{}},
-		{"a reopening restarts the hold", Scenario{Timeline: []TimelineEntry{at(time.Minute, true), at(2*time.Minute, false), at(5*time.Minute, true)}},
-			WaitRequest{StepID: "q", For: 3 * time.Minute, Timeout: time.Hour}, true, 8 * time.Minute, false, false, Value{}},
-		{"the timeline comes too late", Scenario{Timeline: []TimelineEntry{at(2*time.Hour, true)}}, WaitRequest{StepID: "q", Timeout: time.Hour}, false, time.Hour, false, false, Value{}},
-		{"scenario timeout by base id", Scenario{Waits: map[string]string{"q": "timeout"}}, WaitRequest{StepID: "call#1/q#3", Timeout: time.Hour}, false, time.Hour, true, false, Value{}},
-		{"qualified id wins", Scenario{Waits: map[string]string{"q": "timeout", "q#2": "met"}}, WaitRequest{StepID: "q#2", Timeout: time.Hour}, true, 0, true, false, Value{}},
-		{"event wait without an event times out", Scenario{}, WaitRequest{StepID: "q", Event: "remote.action", Timeout: time.Minute}, false, time.Minute, false, true, Value{}},
-		{"event from the timeline", Scenario{Timeline: []TimelineEntry{press(20*time.Second, "toggle"), press(40*time.Second, "off_double")}},
-			WaitRequest{StepID: "q", Event: "remote.action", Timeout: time.Minute}, true, 40 * time.Second, false, true, Value{Set: true, V: []any{"off", "off_double"}}},
+		{"holds now: met after for", Scenario{State: map[string]any{"door.contact": true}}, WaitRequest{StepID: "q", For: 2 * time.Minute, Timeout: time.Hour}, true, 2 * time.Minute, false, false, model.Value{}},
+		{"holds now: met at once", Scenario{State: map[string]any{"door.contact": true}}, WaitRequest{StepID: "q", Timeout: time.Hour}, true, 0, false, false, model.Value{}},
+		{"never holds: times out", Scenario{}, WaitRequest{StepID: "q", Timeout: time.Hour}, false, time.Hour, false, false, model.Value{}},
+		{"for longer than timeout", Scenario{State: map[string]any{"door.contact": true}}, WaitRequest{StepID: "q", For: 2 * time.Hour, Timeout: time.Hour}, false, time.Hour, false, false, model.Value{}},
+		{"met when the timeline closes it", Scenario{Timeline: []sim.TimelineEntry{at(10*time.Minute, true)}}, WaitRequest{StepID: "q", Timeout: time.Hour}, true, 10 * time.Minute, false, false, model.Value{}},
+		{"a reopening restarts the hold", Scenario{Timeline: []sim.TimelineEntry{at(time.Minute, true), at(2*time.Minute, false), at(5*time.Minute, true)}},
+			WaitRequest{StepID: "q", For: 3 * time.Minute, Timeout: time.Hour}, true, 8 * time.Minute, false, false, model.Value{}},
+		{"the timeline comes too late", Scenario{Timeline: []sim.TimelineEntry{at(2*time.Hour, true)}}, WaitRequest{StepID: "q", Timeout: time.Hour}, false, time.Hour, false, false, model.Value{}},
+		{"scenario timeout by base id", Scenario{Waits: map[string]string{"q": "timeout"}}, WaitRequest{StepID: "call#1/q#3", Timeout: time.Hour}, false, time.Hour, true, false, model.Value{}},
+		{"qualified id wins", Scenario{Waits: map[string]string{"q": "timeout", "q#2": "met"}}, WaitRequest{StepID: "q#2", Timeout: time.Hour}, true, 0, true, false, model.Value{}},
+		{"event wait without an event times out", Scenario{}, WaitRequest{StepID: "q", Event: "remote.action", Timeout: time.Minute}, false, time.Minute, false, true, model.Value{}},
+		{"event from the timeline", Scenario{Timeline: []sim.TimelineEntry{press(20*time.Second, "toggle"), press(40*time.Second, "off_double")}},
+			WaitRequest{StepID: "q", Event: "remote.action", Timeout: time.Minute}, true, 40 * time.Second, false, true, model.Value{Set: true, V: []any{"off", "off_double"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -159,12 +162,12 @@ func TestSimWorldWaits(t *testing.T) {
 
 func TestFireFor(t *testing.T) {
 	above, below := 25.0, 30.0
-	c := itProgram([]*Trigger{
+	c := itProgram([]*model.Trigger{
 		itState("motion", "hall_motion.occupancy", true),
 		{ID: "any", Kind: TriggerState, Entity: "front_door.contact"},
 		{ID: "hot", Kind: TriggerNumeric, Entity: "room.temp", Above: &above},
 		{ID: "band", Kind: TriggerNumeric, Entity: "room.temp", Above: &above, Below: &below},
-		{ID: "press", Kind: TriggerEvent, Entity: "remote.action", To: Value{Set: true, V: "on"}},
+		{ID: "press", Kind: TriggerEvent, Entity: "remote.action", To: model.Value{Set: true, V: "on"}},
 		{ID: "dusk", Kind: TriggerCron, Cron: "0 30 18 * * *"},
 	}, nil, itCall("a", "a.set"))
 	base := map[string]any{"hall_motion.occupancy": false, "front_door.contact": true, "room.temp": 20.0}
@@ -196,7 +199,7 @@ func TestFireFor(t *testing.T) {
 		t.Errorf("fired state not visible in the sim world: %v", v)
 	}
 	_, err := FireFor(c, Scenario{Trigger: "nope"}, w)
-	if se, ok := err.(*ScenarioError); !ok || se.Path != "/scenario/trigger" {
+	if se, ok := err.(*sim.ScenarioError); !ok || se.Path != "/scenario/trigger" {
 		t.Errorf("unknown trigger: %v", err)
 	}
 }
@@ -216,10 +219,10 @@ func TestCheckScenario(t *testing.T) {
 // TestTestRunScenario is the whole test-run path: input → scenario →
 // fire → run in a SimWorld.
 func TestTestRunScenario(t *testing.T) {
-	c := itProgram(itMotion, []*Condition{itCond("dark", "state('hall_lux.illuminance') < 30")},
+	c := itProgram(itMotion, []*model.Condition{itCond("dark", "state('hall_lux.illuminance') < 30")},
 		itCall("on", "hall_light.set", "state", "ON"),
 		itWait("quiet", "hall_motion.occupancy", false, 30*time.Minute, false),
-		itIf("late", "hour(now()) >= 23", []*Step{itCall("dim", "hall_light.set", "brightness", 20)}, []*Step{itCall("off", "hall_light.set", "state", "OFF")}))
+		itIf("late", "hour(now()) >= 23", []*model.Step{itCall("dim", "hall_light.set", "brightness", 20)}, []*model.Step{itCall("off", "hall_light.set", "state", "OFF")}))
 	params, sc, diags := ParseScenario(simInput(t, `{"scenario":{"trigger":"motion","now":"2026-01-15T23:10:00Z","waits":{"quiet":"met"}}}`))
 	if len(diags) > 0 || len(CheckScenario(c, sc)) > 0 {
 		t.Fatal(diags)

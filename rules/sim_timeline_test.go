@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+
 	"encoding/json"
 	"strings"
 	"testing"
@@ -145,13 +147,13 @@ func TestWaitsFromTheTimeline(t *testing.T) {
 	if msg := w.Calls()[2].Args["message"]; msg != "closed after 60 s" {
 		t.Errorf("message %v", msg)
 	}
-	if o := itStep(t, res, "closed#1").Outcome; o.Status != StepTimeout {
+	if o := itStep(t, res, "closed#1").Outcome; o.Status != core.StepTimeout {
 		t.Errorf("first wait: %+v", o)
 	}
 	// Without a timeline the garage never closes: every wait times out
 	// and the loop ends at its max, honestly.
 	res, w = honestRun(t, comp, `{}`)
-	if res.Outcome.Status != StatusSuccess || len(w.Calls()) != 101 || itStep(t, res, "closed#100").Outcome.Status != StepTimeout {
+	if res.Outcome.Status != StatusSuccess || len(w.Calls()) != 101 || itStep(t, res, "closed#100").Outcome.Status != core.StepTimeout {
 		t.Errorf("no timeline: %+v, %d calls", res.Outcome, len(w.Calls()))
 	}
 }
@@ -164,7 +166,7 @@ func TestAssumedWaits(t *testing.T) {
 		  {"id": "engaged", "wait": {"state": "front_lock.lock_state", "to": "locked"}, "timeout": "1m"}]}`, false)
 	res, _ := honestRun(t, comp, `{"waits": {"engaged": "met"}}`)
 	e := itStep(t, res, "engaged")
-	if res.Outcome.Status != StatusAssumed || !res.Outcome.OK || e.Outcome.Status != StepAssumed || e.Output.(map[string]any)["assumed"] != "scenario.waits: met" {
+	if res.Outcome.Status != core.StatusAssumed || !res.Outcome.OK || e.Outcome.Status != core.StepAssumed || e.Output.(map[string]any)["assumed"] != "scenario.waits: met" {
 		t.Fatalf("%+v %+v %v", res.Outcome, e.Outcome, e.Output)
 	}
 	res, _ = honestRun(t, comp, `{"timeline": [{"at": "5s", "state": {"front_lock.lock_state": "locked"}}]}`)

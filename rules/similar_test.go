@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+
 	"strings"
 	"testing"
 
@@ -34,12 +36,12 @@ func TestCloseMatchesRankBySimilarity(t *testing.T) {
 		{"brigthness", []string{"brightness", "transition", "state"}, "brightness"},
 		{"hall_motion.ocupancy", []string{"hall_light.occupancy", "hall_motion.occupancy"}, "hall_motion.occupancy"},
 	} {
-		got := closeMatches(tc.q, tc.candidates, 3)
+		got := core.CloseMatches(tc.q, tc.candidates, 3)
 		if len(got) == 0 || got[0] != tc.first {
 			t.Errorf("closeMatches(%q) = %q, want %q first", tc.q, got, tc.first)
 		}
 	}
-	if got := closeMatches("zzzzzz", ids, 3); len(got) != 0 {
+	if got := core.CloseMatches("zzzzzz", ids, 3); len(got) != 0 {
 		t.Errorf("nothing is close to zzzzzz, got %q", got)
 	}
 }
@@ -69,7 +71,7 @@ func TestUnknownNameHintsRankBySimilarity(t *testing.T) {
 		}
 		var hint string
 		for _, d := range res.Diagnostics {
-			if d.Code == string(CodeUnknownName) {
+			if d.Code == string(core.CodeUnknownName) {
 				hint = d.Hint
 			}
 		}

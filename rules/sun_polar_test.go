@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
+
 	"testing"
 	"time"
 	_ "time/tzdata" // Europe/Oslo whatever the machine has installed
@@ -67,8 +69,8 @@ func TestNextSunEventThroughPolarNight(t *testing.T) {
 		now    time.Time
 		within [2]time.Time
 	}{
-		{Sunrise, time.Date(2026, 12, 1, 12, 0, 0, 0, oslo), [2]time.Time{time.Date(2027, 1, 10, 0, 0, 0, 0, oslo), time.Date(2027, 1, 20, 0, 0, 0, 0, oslo)}},
-		{Sunset, time.Date(2026, 6, 1, 12, 0, 0, 0, oslo), [2]time.Time{time.Date(2026, 7, 18, 0, 0, 0, 0, oslo), time.Date(2026, 7, 28, 0, 0, 0, 0, oslo)}},
+		{clock.Sunrise, time.Date(2026, 12, 1, 12, 0, 0, 0, oslo), [2]time.Time{time.Date(2027, 1, 10, 0, 0, 0, 0, oslo), time.Date(2027, 1, 20, 0, 0, 0, 0, oslo)}},
+		{clock.Sunset, time.Date(2026, 6, 1, 12, 0, 0, 0, oslo), [2]time.Time{time.Date(2026, 7, 18, 0, 0, 0, 0, oslo), time.Date(2026, 7, 28, 0, 0, 0, 0, oslo)}},
 	} {
 		got := NextSunEvent(c.now, tromso, c.event, 0)
 		if got.Before(c.within[0]) || got.After(c.within[1]) {

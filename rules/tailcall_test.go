@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+
 	"context"
 	"errors"
 	"fmt"
@@ -128,7 +130,7 @@ func TestAsyncTailOnlyForTheLastTopLevelCall(t *testing.T) {
 	in := itFire("motion", true)
 	in.AsyncTail = true
 	for _, c := range []*Compiled{
-		itProgram(itMotion, nil, itIf("late", "true", []*Step{itCall("dim", "hall_light.set")}, nil)),
+		itProgram(itMotion, nil, itIf("late", "true", []*model.Step{itCall("dim", "hall_light.set")}, nil)),
 		itProgram(itMotion, nil, itCall("a", "a.set"), itSet("x", "v", itTpl("1"))),
 	} {
 		w := &asyncWorld{SimWorld: itSim(itBase(), Scenario{})}
@@ -142,7 +144,7 @@ func TestAsyncTailOnlyForTheLastTopLevelCall(t *testing.T) {
 	res := Run(context.Background(), c, w, in)
 	final := false
 	if !res.Then(func() { final = true }) || !final {
-		t.Fatalf("a call ended during CallAsync: pending %v, final %v", res.tail != nil, final)
+		t.Fatalf("a call ended during CallAsync: pending %v, final %v", res.Tail != nil, final)
 	}
 	if res.Outcome.Status != StatusFailed || res.Outcome.Error != `step "a": a.set failed: refused` {
 		t.Errorf("outcome = %+v", res.Outcome)
@@ -162,7 +164,7 @@ func TestOnlyLastCalls(t *testing.T) {
 		{"one call, last", itProgram(itMotion, nil, itSet("x", "v", itTpl("1")), itCall("on", "a.set")), true},
 		{"two calls", itProgram(itMotion, nil, itCall("on", "a.set"), itCall("again", "a.set")), false},
 		{"a call, then a step", itProgram(itMotion, nil, itCall("on", "a.set"), itSet("x", "v", itTpl("1"))), false},
-		{"the call in a branch", itProgram(itMotion, nil, itIf("late", "true", []*Step{itCall("on", "a.set")}, nil)), false},
+		{"the call in a branch", itProgram(itMotion, nil, itIf("late", "true", []*model.Step{itCall("on", "a.set")}, nil)), false},
 		{"a delay before it", itProgram(itMotion, nil, itDelay("d", "1s"), itCall("on", "a.set")), false},
 		{"an automation", itProgram(itMotion, nil, itCall("on", "automation.night")), false},
 		{"an unknown entry", itProgram(itMotion, nil, itCall("on", "b.set")), false},

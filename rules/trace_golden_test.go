@@ -1,6 +1,10 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/interp"
+	"github.com/pilothouse/pilothouse/rules/internal/validate"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -32,7 +36,7 @@ func traceUpdate() bool {
 type traceCatalog map[string]*pilotage.Entry
 
 func (c traceCatalog) Get(id string) (*pilotage.Entry, bool) { e, ok := c[id]; return e, ok }
-func (c traceCatalog) IDs() []string                         { return sortedKeys(c) }
+func (c traceCatalog) IDs() []string                         { return core.SortedKeys(c) }
 func (c traceCatalog) Version() string                       { return "trace-1" }
 
 func newTraceCatalog() traceCatalog {
@@ -81,7 +85,7 @@ func traceAutomations(t testing.TB, cat Catalog) map[string]*Compiled {
 	return out
 }
 
-func traceValidate(t testing.TB, file string, cat Catalog, autos map[string]*Compiled) *Result {
+func traceValidate(t testing.TB, file string, cat Catalog, autos map[string]*Compiled) *validate.Result {
 	t.Helper()
 	raw, err := os.ReadFile(file)
 	if err != nil {
@@ -175,7 +179,7 @@ func traceGoldenJSON(t *testing.T, res *RunResult, w *SimWorld) []byte {
 	t.Helper()
 	calls := []string{}
 	for _, c := range w.Calls() {
-		a, _ := marshalCompact(c.Args)
+		a, _ := interp.MarshalCompact(c.Args)
 		calls = append(calls, c.At.Format("15:04:05.000")+" "+c.ID+" "+string(a))
 	}
 	doc := map[string]any{

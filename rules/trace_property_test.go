@@ -1,6 +1,9 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/sim"
+
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -174,7 +177,7 @@ func (g *progGen) scenario() traceScenarioFile {
 	waits := map[string]any{}
 	for _, w := range g.waits {
 		if g.r.IntN(2) == 0 {
-			waits[w] = []string{WaitMet, WaitTimeout}[g.r.IntN(2)]
+			waits[w] = []string{sim.WaitMet, sim.WaitTimeout}[g.r.IntN(2)]
 		}
 	}
 	if len(waits) > 0 {
@@ -236,7 +239,7 @@ func TestTraceCorrespondenceProperty(t *testing.T) {
 		}
 	}
 	for _, s := range []string{StatusSuccess, StatusFailed, StatusTimeout, StatusLimitExceeded, StatusConditionsNotMet,
-		StatusNotTriggered, StatusAssumed, StatusThrottled} {
+		StatusNotTriggered, core.StatusAssumed, StatusThrottled} {
 		if statuses[s] == 0 && !testing.Short() {
 			t.Errorf("no run ended with %s: the generator misses a path (%v)", s, statuses)
 		}

@@ -1,6 +1,10 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/decode"
+	"github.com/pilothouse/pilothouse/rules/internal/validate"
+
 	"errors"
 	"os"
 	"path/filepath"
@@ -53,10 +57,10 @@ func FuzzValidate(f *testing.F) {
 		if res.Valid != (res.Plan != nil && res.Compiled != nil) {
 			t.Fatalf("valid=%v plan=%v", res.Valid, res.Plan != nil)
 		}
-		if res.Valid && hasErrors(res.Diagnostics) {
+		if res.Valid && core.HasErrors(res.Diagnostics) {
 			t.Fatal("valid with errors")
 		}
-		if _, _, err := Decode(raw, lim); err != nil {
+		if _, _, err := decode.Decode(raw, lim); err != nil {
 			var re *pilotage.RequestError
 			if !errors.As(err, &re) {
 				t.Fatalf("Decode: %v", err)
@@ -73,7 +77,7 @@ func FuzzValidate(f *testing.F) {
 // declared param a string no schema of a duration or number accepts.
 func fuzzBind(t *testing.T, raw []byte, c *Compiled, cat *mapCatalog, lim Limits) {
 	in := map[string]any{}
-	for name := range declaredParams(c.Params()) {
+	for name := range validate.DeclaredParams(c.Params()) {
 		in[name] = "3 minutes"
 	}
 	for _, r := range c.RefParams() {

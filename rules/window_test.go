@@ -1,6 +1,8 @@
 package rules
 
 import (
+	"github.com/pilothouse/pilothouse/rules/internal/plan"
+
 	"context"
 	"strings"
 	"testing"
@@ -61,7 +63,7 @@ func TestTimeConditionWindows(t *testing.T) {
 			comp := validDemo(t, src, false)
 			w := itSim(nil, Scenario{})
 			w.SetPlace(Place{Zone: z})
-			w.now = c.now
+			w.Clock = c.now
 			res := itRun(t, comp, w, itFire("t", nil))
 			got := res.Outcome.Status == StatusSuccess
 			if got != c.want {
@@ -187,7 +189,7 @@ func TestConditionPlan(t *testing.T) {
 
 func planKindOf(id string) string {
 	if id == "t" {
-		return PlanKindTrigger + ":" + string(TriggerTime)
+		return plan.PlanKindTrigger + ":" + string(TriggerTime)
 	}
-	return PlanKindCondition
+	return plan.PlanKindCondition
 }

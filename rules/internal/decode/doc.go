@@ -1,0 +1,3 @@
+// Package decode turns a program's JSON text into a model.Program, locating
+// every finding by JSON Pointer.
+package decode

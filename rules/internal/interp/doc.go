@@ -1,0 +1,3 @@
+// Package interp runs a compiled program's body against a World, within its
+// limits, and records the trace.
+package interp

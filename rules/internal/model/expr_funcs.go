@@ -1,0 +1,123 @@
+package model
+
+// The closed environment of automation/1 expressions: its variables and
+// functions, as the checker types them and as a run binds them.
+
+import (
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
+
+	"time"
+)
+
+// EnvFunctions names the functions of the closed environment, in the order
+// the expressions guide lists them. compileEnv and (*Env).vars must agree.
+var EnvFunctions = []struct{ Name, Signature, Doc string }{
+	{"state", "state(id string) any", "current value of a state entry; id must be a string constant"},
+	{"available", "available(id string) bool", "false when the device of a state or event entry is offline (its state then reads null); id must be a string constant"},
+	{"now", "now() time", "the world's clock (virtual in test runs)"},
+	{"hour", "hour(t time) int", "hour of day 0-23 in the configured time zone"},
+	{"minute", "minute(t time) int", "minute 0-59"},
+	{"weekday", "weekday(t time) int", "day of week, 0 = Sunday … 6 = Saturday"},
+	{"seconds", "seconds(d string) float", "a duration such as \"90s\" or \"2m\" in seconds"},
+	{"since", "since(id string) float", "seconds since a state last changed (an event: last occurred), on the world's clock; nil when it has no value yet; id must be a string constant"},
+	{"last_changed", "last_changed(id string) time", "when a state last changed (an event: last occurred), local time; nil when it has no value yet; id must be a string constant"},
+}
+
+// EnvVariables names the variables of the closed environment.
+var EnvVariables = []struct{ Name, Doc string }{
+	{"trigger", "the trigger that fired: trigger.id, trigger.kind, trigger.entity, trigger.value, trigger.from, trigger.to, trigger.time"},
+	{"params", "the program's parameters (execute input bound to params)"},
+	{"vars", "variables assigned by set steps (scope rules apply)"},
+	{"steps", "outputs of earlier steps: steps.<id>.output (scope rules apply)"},
+}
+
+func stateStub(string) any      { return nil }
+func availableStub(string) bool { return true }
+func nowStub() time.Time        { return time.Time{} }
+func hourOf(t time.Time) int    { return t.Hour() }
+func minuteOf(t time.Time) int  { return t.Minute() }
+func weekdayOf(t time.Time) int { return int(t.Weekday()) }
+
+// compileEnv is the typing environment expressions are checked against.
+var compileEnv = map[string]any{
+	"trigger":      map[string]any{},
+	"params":       map[string]any{},
+	"vars":         map[string]any{},
+	"steps":        map[string]any{},
+	"state":        stateStub,
+	"available":    availableStub,
+	"now":          nowStub,
+	"hour":         hourOf,
+	"minute":       minuteOf,
+	"weekday":      weekdayOf,
+	"seconds":      clock.SecondsOf,
+	"since":        stateStub,
+	"last_changed": stateStub,
+	memVar:         (*evalMem)(nil),
+}
+
+// envVars is a pooled expression environment: the map and the closures
+// over the World it holds (built once per holder, not once per run).
+type envVars struct {
+	m map[string]any
+	w World
+}
+
+func newEnvVars() *envVars {
+	h := &envVars{}
+	h.m = map[string]any{
+		"trigger": nil,
+		"params":  nil,
+		"vars":    nil,
+		"steps":   nil,
+		"state": func(id string) any {
+			if h.w == nil {
+				return nil
+			}
+			v, _ := h.w.State(id)
+			return v
+		},
+		"available": func(id string) bool { return h.w == nil || AvailableIn(h.w, id) },
+		"now": func() time.Time {
+			if h.w == nil {
+				return time.Now()
+			}
+			return h.w.Now()
+		},
+		"hour":    hourOf,
+		"minute":  minuteOf,
+		"weekday": weekdayOf,
+		"seconds": clock.SecondsOf,
+		"since": func(id string) any {
+			t, ok := LastChangedOf(h.w, id)
+			if !ok {
+				return nil
+			}
+			return max(h.w.Now().Sub(t).Seconds(), 0)
+		},
+		"last_changed": func(id string) any {
+			t, ok := LastChangedOf(h.w, id)
+			if !ok {
+				return nil
+			}
+			return t.In(PlaceOf(h.w).Zone)
+		},
+		memVar: (*evalMem)(nil), // the bound Env's budget
+	}
+	return h
+}
+
+// ChangeClock is a World that knows when states last changed (and events
+// last occurred): since() and last_changed() read it. In a World without
+// it they read nil.
+type ChangeClock interface {
+	LastChanged(id string) (time.Time, bool)
+}
+
+func LastChangedOf(w World, id string) (time.Time, bool) {
+	cc, ok := w.(ChangeClock)
+	if !ok {
+		return time.Time{}, false
+	}
+	return cc.LastChanged(id)
+}

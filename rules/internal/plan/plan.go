@@ -1,0 +1,421 @@
+package plan
+
+import (
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/interp"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+// Plan step kinds besides the step kinds themselves.
+const (
+	PlanKindTrigger   = "trigger"   // the reserved "triggers" branch
+	PlanKindCondition = "condition" // one condition
+)
+
+// BuildPlan derives the deploy-mode plan of a valid program (spec §5.6): it
+// describes the body. The first step is the branch "triggers" whose arms are
+// the triggers (kind "trigger:<kind>"), then the conditions, then the body:
+// branches and loops are steps of their own, every arm's steps are listed
+// with arm, loop bodies once with loop (arm wins inside a loop: the
+// innermost construct is named). A call's risk is its entry's as validated
+// (c.Entry). It is a function of c alone: a held program's plan is derived
+// again whenever it is needed, rather than held.
+func BuildPlan(c *model.Compiled) *pilotage.Plan {
+	b := &planBuilder{entry: c.Entry, ref: c.RefParam}
+	read := pilotage.HintsOf(pilotage.RiskRead)
+	b.add(pilotage.PlanStep{ID: interp.TriggersStepID, Kind: PlanKindTrigger,
+		Description: TriggersText(len(c.RunTriggers)),
+		Risk:        pilotage.RiskRead, RiskHints: read})
+	for i := range c.RunTriggers {
+		t := &c.RunTriggers[i]
+		b.add(pilotage.PlanStep{ID: t.TriggerID, Kind: PlanKindTrigger + ":" + string(t.Kind()),
+			Description: DescribeTrigger(t, c.Zone, c.Loc), Risk: pilotage.RiskRead, RiskHints: read,
+			Arm: &pilotage.Arm{Branch: interp.TriggersStepID, Label: t.TriggerID}})
+	}
+	for _, cd := range c.Conds {
+		desc := ""
+		switch {
+		case cd.X != nil:
+			desc = "Only if " + cd.X.Src
+		case cd.Win != nil:
+			desc = cd.Win.Describe(c.Zone)
+		}
+		b.add(pilotage.PlanStep{ID: cd.ID, Kind: PlanKindCondition, Description: desc,
+			Risk: pilotage.RiskRead, RiskHints: read})
+	}
+	b.steps(c.Steps, planCtx{})
+	plan := &pilotage.Plan{Steps: b.out}
+	hints := make([]pilotage.RiskHints, len(b.out))
+	for i, s := range b.out {
+		hints[i] = s.RiskHints
+	}
+	plan.MaxRiskHints = pilotage.Aggregate(hints...)
+	plan.MaxRisk = pilotage.RiskOf(plan.MaxRiskHints)
+	plan.Summary = b.summary(c, plan.MaxRisk)
+	return plan
+}
+
+type planCtx struct {
+	arm  *pilotage.Arm
+	loop string
+}
+
+type planBuilder struct {
+	entry func(id string) *pilotage.Entry
+	ref   func(name string) *model.RefParam
+	out   []pilotage.PlanStep
+	calls []string
+}
+
+func (b *planBuilder) add(s pilotage.PlanStep) { b.out = append(b.out, s) }
+
+func (b *planBuilder) steps(list []model.RunStep, ctx planCtx) {
+	for i := range list {
+		b.step(&list[i], ctx)
+	}
+}
+
+func (b *planBuilder) step(s *model.RunStep, ctx planCtx) {
+	ps := pilotage.PlanStep{ID: s.ID, Kind: string(s.Kind()), Risk: pilotage.RiskRead,
+		RiskHints: pilotage.HintsOf(pilotage.RiskRead), Arm: ctx.arm, Loop: ctx.loop,
+		Description: describeStep(s)}
+	switch {
+	case s.Kind() == model.StepCall && s.Flags&model.CallParam != 0:
+		// Not bound yet: the worst its constraints admit.
+		ps.RiskHints = pilotage.HintsOf("")
+		if r := b.ref(s.Text); r != nil {
+			ps.RiskHints = r.Hints()
+			ps.Description += " (catalog param: " + r.Describe() + ")"
+		}
+		ps.Risk = pilotage.RiskOf(ps.RiskHints)
+		b.calls = append(b.calls, "{{ params."+s.Text+" }}")
+	case s.Kind() == model.StepCall:
+		ps.Calls = []string{s.Text}
+		if e := b.entry(s.Text); e != nil {
+			ps.Risk, ps.RiskHints = e.Risk, e.RiskHints
+		} else {
+			// Unknown at plan time (should not happen for a valid
+			// program): fail closed.
+			ps.Risk = pilotage.RiskSecurity
+			ps.RiskHints = pilotage.HintsOf("")
+		}
+		b.calls = append(b.calls, s.Text)
+	}
+	b.add(ps)
+	for ch := range s.Children() {
+		sub := planCtx{arm: &pilotage.Arm{Branch: s.ID, Label: ch.Label}}
+		if ch.Loop {
+			sub = planCtx{loop: s.ID}
+		}
+		b.steps(ch.Steps, sub)
+	}
+}
+
+func (b *planBuilder) summary(c *model.Compiled, risk pilotage.Risk) string {
+	var uniq []string
+	seen := map[string]bool{}
+	for _, c := range b.calls {
+		if !seen[c] {
+			seen[c] = true
+			uniq = append(uniq, c)
+		}
+	}
+	calls := "it calls nothing"
+	if len(uniq) > 0 {
+		calls = "it calls " + core.JoinList(uniq, "and")
+	}
+	throttle := ""
+	if c.ThrottleFor > 0 {
+		throttle = ", at most once " + Every(c.ThrottleFor)
+	}
+	var when string
+	switch n := len(c.RunTriggers); n {
+	case 0:
+		when = "has no triggers"
+	case 1:
+		when = "runs when its trigger fires"
+	default:
+		when = "runs when any of its " + core.Plural(n, "trigger", "") + " fires"
+	}
+	switch n := len(c.Conds); n {
+	case 0:
+	case 1:
+		when += " and its condition holds"
+	default:
+		when += " and all " + core.Plural(n, "condition", "") + " hold"
+	}
+	return fmt.Sprintf("Rule %s (mode %s%s) %s; %s. Highest risk: %s.",
+		c.ProgramName, c.Mode(), throttle, when, calls, risk)
+}
+
+// triggersText describes the reserved "triggers" branch.
+func TriggersText(n int) string {
+	switch n {
+	case 0:
+		return "The run has no triggers"
+	case 1:
+		return "The run starts when this trigger fires"
+	}
+	return "The run starts when any of these " + core.Plural(n, "trigger", "") + " fires"
+}
+
+// describeTrigger says when a trigger fires; clock times are read in
+// zone, named as zone, whose daylight-saving changes a schedule's phrase
+// says what they do to it.
+func DescribeTrigger(t *model.RunTrigger, zone string, loc *time.Location) string {
+	switch t.Kind() {
+	case model.TriggerState:
+		s := "When " + t.EntityID + " changes"
+		notTo, notFrom := t.Not()
+		if t.FromSet {
+			s += " from " + oneOfText(t.FromValue)
+		} else if notFrom.Set {
+			s += " from anything but " + oneOfText(notFrom.V)
+		}
+		if t.ToSet {
+			s += " to " + oneOfText(t.ToValue)
+		} else if notTo.Set {
+			s += " to anything but " + oneOfText(notTo.V)
+		}
+		return s + holdFor("and stays so", t.Hold)
+	case model.TriggerNumeric:
+		s := "When " + t.EntityID + " goes"
+		above, below := t.Bounds()
+		if above != nil {
+			s += fmt.Sprintf(" above %g", *above)
+		}
+		if below != nil {
+			if above != nil {
+				s += " and"
+			}
+			s += fmt.Sprintf(" below %g", *below)
+		}
+		return s + holdFor("and stays there", t.Hold)
+	case model.TriggerEvent:
+		s := "When event " + t.EntityID + " arrives"
+		if list, isList := t.ToValue.([]any); t.ToSet && isList {
+			s += " with " + valuesText(list, "or")
+		} else if t.ToSet {
+			s += " with " + core.CompactJSON(t.ToValue)
+		}
+		return s
+	case model.TriggerCron:
+		return clock.CronWords(t.Spec()) + inZone(zone, clock.DstNote(t.Schedule(), loc))
+	case model.TriggerTime:
+		return "Every day at " + t.Spec() + inZone(zone, clock.DstNote(t.Schedule(), loc))
+	case model.TriggerSun:
+		sun, offset := t.Sun()
+		return "At " + clock.SunPhrase(sun, offset) + " (the server's location)"
+	case model.TriggerAvailable:
+		s := "When " + t.EntityID + "'s device goes offline or comes back online"
+		if t.ToSet {
+			s = "When " + t.EntityID + "'s device " + core.AvailablePhrase(t.ToValue)
+		}
+		return s + holdFor("and stays so", t.Hold)
+	}
+	return ""
+}
+
+// oneOfText is a filter's value, or its list as "a", "b" or "c".
+func oneOfText(v any) string {
+	if list, ok := v.([]any); ok {
+		return valuesText(list, "or")
+	}
+	return core.CompactJSON(v)
+}
+
+// valuesText lists values as JSON joined by conj: `"a", "b" or "c"`.
+func valuesText(list []any, conj string) string {
+	parts := make([]string, len(list))
+	for i, v := range list {
+		parts[i] = core.CompactJSON(v)
+	}
+	return core.JoinList(parts, conj)
+}
+
+// inZone names the zone clock times are read in, with a note on them
+// (nothing when the zone is unknown).
+func inZone(zone, note string) string {
+	if zone == "" {
+		return ""
+	}
+	return " (" + zone + note + ")"
+}
+
+func holdFor(how string, d time.Duration) string {
+	if d == 0 {
+		return ""
+	}
+	return " " + how + " for " + clock.HumanDuration(d)
+}
+
+func describeStep(s *model.RunStep) string {
+	switch s.Kind() {
+	case model.StepCall:
+		target := s.Text
+		if s.Flags&model.CallParam != 0 {
+			target = "{{ params." + s.Text + " }}"
+		}
+		return "Call " + target + describeArgs(s.Vals)
+	case model.StepDelay:
+		return "Wait " + durationText(s.More.(*model.DurSpec))
+	case model.StepWait:
+		return describeWait(s.More.(*model.WaitStep))
+	case model.StepIf:
+		if x := s.More.(*model.IfStep); x.Cond != nil {
+			return "If " + x.Cond.Src
+		}
+	case model.StepChoose:
+		return describeChoose(s.More.(*model.ChooseStep))
+	case model.StepRepeat:
+		return describeRepeat(s.More.(*model.RepeatStep))
+	case model.StepSet:
+		names := make([]string, len(s.Vals))
+		for i, v := range s.Vals {
+			names[i] = "vars." + v.Name
+		}
+		return "Set " + core.JoinList(names, "and")
+	case model.StepStop:
+		if s.Flags&model.StopError != 0 {
+			return "Stop the run with an error: " + s.Text
+		}
+		return "Stop the run: " + s.Text
+	}
+	return ""
+}
+
+// describeArgs shows a call's arguments by name, in name order: constants
+// as JSON, templates as written (a deployed rule's params-only templates
+// are constants by then): ` with brightness 20 and state "ON"`.
+func describeArgs(vals []model.NamedTemplate) string {
+	var parts []string
+	for _, v := range vals {
+		switch {
+		case v.T == nil:
+			continue
+		case v.T.IsConst:
+			parts = append(parts, v.Name+" "+core.CompactJSON(v.T.Const))
+		case v.T.Whole != nil:
+			parts = append(parts, v.Name+" "+templateText(v.T))
+		default:
+			parts = append(parts, v.Name+" "+core.CompactJSON(templateText(v.T)))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	slices.Sort(parts)
+	return " with " + core.JoinList(parts, "and")
+}
+
+func describeChoose(c *model.ChooseStep) string {
+	s := "Choose the first of these " + core.Plural(len(c.Arms), "option", "") + " whose condition holds"
+	if len(c.Arms) == 1 {
+		s = "Take this option if its condition holds"
+	}
+	if len(c.Def) > 0 {
+		return s + ", else the default"
+	}
+	return s + ", else nothing"
+}
+
+func describeWait(w *model.WaitStep) string {
+	var d string
+	switch {
+	case w.ByParam && w.Event != "":
+		d = "Wait for the event {{ params." + w.Event + " }}"
+		if w.To.Set {
+			d += " with " + core.CompactJSON(w.To.V)
+		}
+	case w.State != "":
+		d = "Wait until " + w.State
+		if w.ByParam {
+			d = "Wait until {{ params." + w.State + " }}"
+		}
+		var is []string
+		if w.To.Set {
+			is = append(is, "is "+core.CompactJSON(w.To.V))
+		}
+		if w.Above != nil {
+			is = append(is, fmt.Sprintf("is above %g", *w.Above))
+		}
+		if w.Below != nil {
+			is = append(is, fmt.Sprintf("below %g", *w.Below))
+			if w.Above == nil {
+				is[len(is)-1] = "is " + is[len(is)-1]
+			}
+		}
+		if len(is) > 0 {
+			d += " " + core.JoinList(is, "and")
+		}
+	case w.Event != "":
+		d = "Wait for event " + w.Event
+		if w.To.Set {
+			d += " with " + core.CompactJSON(w.To.V)
+		}
+	case w.Expr != nil:
+		d = "Wait until " + w.Expr.Src
+	}
+	if w.Hold != nil {
+		d += " for " + durationText(w.Hold)
+	}
+	if w.Timeout > 0 {
+		then := "then the run times out"
+		if w.Cont {
+			then = "then the run goes on"
+		}
+		d += " (at most " + clock.HumanDuration(w.Timeout) + ", " + then + ")"
+	}
+	return d
+}
+
+func describeRepeat(r *model.RepeatStep) string {
+	switch {
+	case r.Count != nil:
+		if r.Count.IsConst && core.CompactJSON(r.Count.Const) == "1" {
+			return "Run once"
+		}
+		return "Repeat " + templateText(r.Count) + " times"
+	case r.While != nil:
+		return fmt.Sprintf("Repeat while %s (at most %s)", r.While.Src, core.Plural(r.Max, "time", ""))
+	case r.Until != nil:
+		return fmt.Sprintf("Repeat until %s (at most %s)", r.Until.Src, core.Plural(r.Max, "time", ""))
+	case r.ForEach != nil:
+		return "Repeat for each item of " + templateText(r.ForEach)
+	}
+	return "Repeat"
+}
+
+func templateText(t *model.Template) string {
+	switch {
+	case t == nil:
+		return ""
+	case t.IsConst:
+		if s, ok := t.Const.(string); ok {
+			return s
+		}
+		return core.CompactJSON(t.Const)
+	case t.Whole != nil:
+		return "{{ " + t.Whole.Src + " }}"
+	}
+	var b strings.Builder
+	for _, p := range t.Parts {
+		if p.Expr != nil {
+			b.WriteString("{{ " + p.Expr.Src + " }}")
+		} else {
+			b.WriteString(p.Text)
+		}
+	}
+	if b.Len() == 0 {
+		return "(value)"
+	}
+	return b.String()
+}

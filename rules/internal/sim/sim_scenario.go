@@ -1,0 +1,275 @@
+package sim
+
+import (
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
+	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/interp"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
+
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+// ParseScenario splits execute's input for a test run, by the documented
+// convention:
+//
+//	{"params": {…program params…},
+//	 "scenario": {"trigger": "<trigger id>", "value": …, "from": …,
+//	              "state": {"<state id>": value}, "now": "RFC 3339",
+//	              "timeline": [{"at": "90s", "state": {…}, "event": {…}}],
+//	              "last_run": "RFC 3339" | "-20m",
+//	              "waits": {"<wait step id>": "met" | "timeout"}}}
+//
+// Both members are optional. Shapes that do not fit give input_binding
+// diagnostics whose paths point into input ("/scenario/now").
+func ParseScenario(input map[string]any) (params map[string]any, sc Scenario, diags []pilotage.Diagnostic) {
+	bad := func(path, msg, hint string) {
+		diags = append(diags, pilotage.Diagnostic{Code: core.CodeInputBinding, Severity: pilotage.SeverityError, Message: msg, Path: path, Hint: hint})
+	}
+	params = map[string]any{}
+	for _, k := range core.SortedKeys(input) {
+		v := input[k]
+		switch k {
+		case "params":
+			m, ok := v.(map[string]any)
+			if !ok && v != nil {
+				bad("/params", fmt.Sprintf("params must be an object, got %s", core.InterpTypeName(v)), "")
+				continue
+			}
+			for pk, pv := range m {
+				params[pk] = pv
+			}
+		case "scenario":
+			m, ok := v.(map[string]any)
+			if !ok && v != nil {
+				bad("/scenario", fmt.Sprintf("scenario must be an object, got %s", core.InterpTypeName(v)), "")
+				continue
+			}
+			sc = parseScenarioObject(m, bad)
+		default:
+			bad("/"+simEscapePointer(k), fmt.Sprintf("unknown input member %q", k), `input has two members: "params" (the program's parameters) and "scenario" (test runs only)`)
+		}
+	}
+	return params, sc, diags
+}
+
+func parseScenarioObject(m map[string]any, bad func(path, msg, hint string)) Scenario {
+	var sc Scenario
+	for _, k := range core.SortedKeys(m) {
+		v := m[k]
+		path := "/scenario/" + simEscapePointer(k)
+		switch k {
+		case "trigger":
+			s, ok := v.(string)
+			if !ok {
+				bad(path, fmt.Sprintf("scenario trigger must be a trigger id string, got %s", core.InterpTypeName(v)), "")
+			}
+			sc.Trigger = s
+		case "value":
+			sc.Value = v
+		case "from":
+			sc.From = v
+		case "state":
+			st, ok := v.(map[string]any)
+			if !ok {
+				bad(path, fmt.Sprintf("scenario state must be an object of state id → value, got %s", core.InterpTypeName(v)), "")
+				continue
+			}
+			sc.State = st
+		case "now":
+			s, ok := v.(string)
+			t, err := time.Parse(time.RFC3339, s)
+			if !ok || err != nil {
+				bad(path, fmt.Sprintf("scenario now must be an RFC 3339 time, got %s", interp.FormatReason(v)), `e.g. "2026-01-15T23:30:00+01:00"`)
+				continue
+			}
+			sc.Now = &t
+		case "waits":
+			sc.Waits = parseWaits(v, path, bad)
+		case "timeline":
+			sc.Timeline = parseTimeline(v, path, bad)
+		case "last_run":
+			sc.LastRun = parseMoment(v, path, bad)
+		default:
+			bad(path, fmt.Sprintf("unknown scenario member %q", k), "scenario members: "+strings.Join(ScenarioMembers, ", "))
+		}
+	}
+	return sc
+}
+
+// ScenarioMembers are the members of a test run's scenario.
+var ScenarioMembers = []string{"trigger", "value", "from", "state", "now", "timeline", "last_run", "waits"}
+
+// parseTimeline reads [{"at": "<offset>", "state"?: {…}, "event"?: {…}}],
+// sorted by at (entries at the same offset keep their order).
+func parseTimeline(v any, path string, bad func(path, msg, hint string)) []TimelineEntry {
+	list, ok := v.([]any)
+	if !ok {
+		bad(path, fmt.Sprintf("scenario timeline must be an array of {\"at\", \"state\"?, \"event\"?}, got %s", core.InterpTypeName(v)), `e.g. [{"at": "90s", "state": {"hall_motion.occupancy": false}}]`)
+		return nil
+	}
+	var out []TimelineEntry
+	for i, x := range list {
+		p := path + "/" + strconv.Itoa(i)
+		m, ok := x.(map[string]any)
+		if !ok {
+			bad(p, fmt.Sprintf("a timeline entry must be an object, got %s", core.InterpTypeName(x)), "")
+			continue
+		}
+		e := TimelineEntry{Index: i}
+		good := true
+		for _, k := range core.SortedKeys(m) {
+			switch k {
+			case "at":
+				d, err := timelineOffset(m[k])
+				if err != nil {
+					bad(p+"/at", "timeline at: "+err.Error(), `an offset from the start such as "90s", "2m" or "-1h" (before the start)`)
+					good = false
+				}
+				e.At = d
+			case "state", "event":
+				obj, ok := m[k].(map[string]any)
+				if !ok || len(obj) == 0 {
+					bad(p+"/"+k, fmt.Sprintf("timeline %s must be an object of id → value, got %s", k, interp.FormatReason(m[k])), "")
+					good = false
+				} else if k == "state" {
+					e.State = obj
+				} else {
+					e.Event = obj
+				}
+			default:
+				bad(p+"/"+simEscapePointer(k), fmt.Sprintf("unknown timeline member %q", k), "timeline entries have at, state and event")
+				good = false
+			}
+		}
+		if _, has := m["at"]; !has {
+			bad(p, "a timeline entry needs \"at\"", `e.g. {"at": "90s", "state": {…}}`)
+			good = false
+		}
+		if e.State == nil && e.Event == nil && good {
+			bad(p, "a timeline entry needs \"state\" or \"event\"", "")
+			good = false
+		}
+		if good {
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
+	return out
+}
+
+func timelineOffset(v any) (time.Duration, error) {
+	s, ok := v.(string)
+	if !ok {
+		return 0, fmt.Errorf("got %s, want a duration text", interp.FormatReason(v))
+	}
+	neg := strings.HasPrefix(s, "-")
+	d, err := clock.ParseDuration(strings.TrimPrefix(s, "-"))
+	if err != nil {
+		return 0, err
+	}
+	if neg {
+		d = -d
+	}
+	return d, nil
+}
+
+// parseMoment reads an RFC 3339 time or an offset from the start.
+func parseMoment(v any, path string, bad func(path, msg, hint string)) *TimeOrOffset {
+	if s, ok := v.(string); ok {
+		if t, err := time.Parse(time.RFC3339, s); err == nil {
+			return &TimeOrOffset{At: &t}
+		}
+		if d, err := timelineOffset(s); err == nil {
+			return &TimeOrOffset{Offset: d}
+		}
+	}
+	bad(path, fmt.Sprintf("scenario last_run must be an RFC 3339 time or an offset from the start, got %s", interp.FormatReason(v)), `e.g. "-20m" (20 minutes before the start)`)
+	return nil
+}
+
+func parseWaits(v any, path string, bad func(path, msg, hint string)) map[string]string {
+	wm, ok := v.(map[string]any)
+	if !ok {
+		bad(path, fmt.Sprintf("scenario waits must be an object of wait step id → \"met\" or \"timeout\", got %s", core.InterpTypeName(v)), "")
+		return nil
+	}
+	out := map[string]string{}
+	for _, id := range core.SortedKeys(wm) {
+		s, _ := wm[id].(string)
+		if s != WaitMet && s != WaitTimeout {
+			bad(path+"/"+simEscapePointer(id), fmt.Sprintf("wait %q: want \"met\" or \"timeout\", got %s", id, interp.FormatReason(wm[id])), "")
+			continue
+		}
+		out[id] = s
+	}
+	return out
+}
+
+func simEscapePointer(s string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
+}
+
+// CheckScenarioIDs reports the ids of scenario.state and the timeline
+// that are not entries of the right kind (states; events in a
+// timeline's event) as kindOf (the caller's catalog) sees them.
+func CheckScenarioIDs(sc Scenario, kindOf func(id string) (pilotage.Kind, bool)) []pilotage.Diagnostic {
+	var diags []pilotage.Diagnostic
+	check := func(path, id string, want ...pilotage.Kind) {
+		k, ok := kindOf(id)
+		if ok && slices.Contains(want, k) {
+			return
+		}
+		msg := fmt.Sprintf("%q is not a %s entry", id, want[0])
+		if !ok {
+			msg = fmt.Sprintf("unknown id %q", id)
+		}
+		diags = append(diags, pilotage.Diagnostic{Code: core.CodeInputBinding, Severity: pilotage.SeverityError, Message: msg,
+			Path: path + "/" + simEscapePointer(id), Hint: "use ids as pilotage_lookup lists them"})
+	}
+	for _, id := range core.SortedKeys(sc.State) {
+		check("/scenario/state", id, pilotage.KindState, pilotage.KindEvent)
+	}
+	for _, e := range sc.Timeline {
+		p := "/scenario/timeline/" + strconv.Itoa(e.Index)
+		for _, id := range core.SortedKeys(e.State) {
+			check(p+"/state", id, pilotage.KindState)
+		}
+		for _, id := range core.SortedKeys(e.Event) {
+			check(p+"/event", id, pilotage.KindEvent)
+		}
+	}
+	return diags
+}
+
+// CheckScenario reports scenario members that name nothing in the program:
+// an unknown trigger, or a waits key that is not a wait step.
+func CheckScenario(c *model.Compiled, sc Scenario) []pilotage.Diagnostic {
+	if c == nil {
+		return nil
+	}
+	var diags []pilotage.Diagnostic
+	if sc.Trigger != "" && c.Trigger(sc.Trigger) == nil {
+		diags = append(diags, pilotage.Diagnostic{Code: core.CodeInputBinding, Severity: pilotage.SeverityError,
+			Message: fmt.Sprintf("unknown trigger %q", sc.Trigger), Path: "/scenario/trigger",
+			Hint: "triggers: " + strings.Join(c.TriggerIDs(), ", ")})
+	}
+	keys := make([]string, 0, len(sc.Waits))
+	for k := range sc.Waits {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if _, isWait := slices.BinarySearch(c.WaitIDs, interp.BaseStepID(k)); !isWait {
+			diags = append(diags, pilotage.Diagnostic{Code: core.CodeInputBinding, Severity: pilotage.SeverityError,
+				Message: fmt.Sprintf("%q is not a wait step of the program", k), Path: "/scenario/waits/" + simEscapePointer(k)})
+		}
+	}
+	return diags
+}
