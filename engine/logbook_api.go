@@ -102,7 +102,7 @@ func parseLogCursor(c string) (time.Time, int64, bool) {
 func (e *Engine) LogVisible(ctx context.Context, en LogEntry) bool {
 	p := e.principal(ctx)
 	switch en.Kind {
-	case "event", "availability":
+	case "event", "availability", "helper":
 		_, ok := e.cat.view(p).Get(en.Device)
 		return ok
 	case "firing":

@@ -151,6 +151,7 @@ func TestNormalize(t *testing.T) {
 		{Def{ID: "x", Kind: Flag, Min: fp(1)}, "min, max and step"},
 		{Def{ID: "x", Kind: Counter, Step: 0.5}, "whole number"},
 		{Def{ID: "x", Kind: Flag, Area: "Living Room"}, "area"},
+		{Def{ID: "x", Kind: Flag, Tags: []string{"two words"}}, "no spaces"},
 	}
 	for _, tc := range cases {
 		err := tc.def.Normalize()

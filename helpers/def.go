@@ -109,6 +109,11 @@ func (d *Def) Normalize() error {
 	if len(d.Tags) > maxTags {
 		return invalid("tags: at most %d", maxTags)
 	}
+	for _, tag := range d.Tags {
+		if tag == "" || len(tag) > maxNameLen || strings.ContainsAny(tag, " \t\n") {
+			return invalid("tag %q: 1 to %d bytes, no spaces", tag, maxNameLen)
+		}
+	}
 	if d.Area != "" && !idRE.MatchString(d.Area) {
 		return invalid("area %q: lowercase letters, digits and _", d.Area)
 	}

@@ -40,6 +40,11 @@ func (s *server) helpersPage(w http.ResponseWriter, r *http.Request, ss *session
 // JavaScript (a plain form post, CSRF-checked by authed).
 func (s *server) helperCreate(w http.ResponseWriter, r *http.Request, ss *session) {
 	d, bad := helperForm(r)
+	for _, h := range s.e.Helpers(ss.ctx(r)) {
+		if bad == "" && h.Def.ID == d.ID {
+			bad = "helper " + d.ID + " exists (delete it first to make it again)"
+		}
+	}
 	var err error
 	if bad == "" {
 		_, err = s.e.PutHelper(ss.ctx(r), d)

@@ -38,6 +38,9 @@ func TestHelpersPage(t *testing.T) {
 	owner.post("/helpers", bad)
 	_, list, _ := owner.get("/helpers")
 	mustContain(t, "helpers page after a bad form", list, "Refused: min is not a number: x", `id="helper-target"`)
+	owner.post("/helpers", url.Values{"csrf": {tok}, "id": {"target"}, "kind": {"flag"}})
+	_, list, _ = owner.get("/helpers")
+	mustContain(t, "helpers page after a second create", list, "Refused: helper target exists")
 	form = url.Values{"csrf": {tok}, "id": {"vacation_mode"}, "kind": {"flag"}, "area": {"hall"}}
 	if code, _, _ := owner.post("/helpers", form); code != http.StatusSeeOther {
 		t.Fatalf("create vacation_mode: %d", code)
@@ -50,11 +53,21 @@ func TestHelpersPage(t *testing.T) {
 		return l.Value == 21.5
 	})
 
+	if code, _, _ := owner.post("/devices/vacation_mode/control", url.Values{"csrf": {tok}, "action": {"vacation_mode.turn_on"}, "key": {"k2"}}); code != http.StatusSeeOther {
+		t.Fatalf("turn vacation_mode on: %d", code)
+	}
+	f.e.FlushLogbook()
+	_, book, _ := owner.get("/logbook")
+	mustContain(t, "owner's logbook", book, "vacation_mode: false → true (vacation_mode.turn_on)", "target: 20 → 21.5")
+
 	guest := f.client()
 	guest.login(guestTok)
 	_, glist, _ := guest.get("/helpers")
 	mustContain(t, "guest's helpers page", glist, `id="helper-target"`)
 	mustNotContain(t, "guest's helpers page", glist, "vacation_mode", `action="/helpers"`)
+	_, gbook, _ := guest.get("/logbook")
+	mustContain(t, "guest's logbook", gbook, "target: 20 → 21.5")
+	mustNotContain(t, "guest's logbook", gbook, "vacation_mode")
 	gtok := guest.csrf("/helpers")
 	guest.post("/helpers", url.Values{"csrf": {gtok}, "id": {"mine"}, "kind": {"flag"}, "area": {"living"}})
 	_, glist, _ = guest.get("/helpers")
