@@ -119,3 +119,28 @@ func TestHelpersOverMCP(t *testing.T) {
 		return strings.Contains(js(out), "not_found")
 	})
 }
+
+// TestTimerFinishedFiresARule: a rule on a timer's finished event runs
+// when the timer runs out by itself.
+func TestTimerFinishedFiresARule(t *testing.T) {
+	s, owner, _ := helperStack(t)
+	for _, def := range []map[string]any{
+		{"id": "egg", "kind": "timer", "duration": "PT1S", "area": "living"},
+		{"id": "eggs_done", "kind": "counter"},
+	} {
+		if out, isErr := callTool(t, owner, "pilothouse_helpers", map[string]any{"verb": "create", "helper": def}); isErr {
+			t.Fatalf("create %v: %s", def["id"], js(out))
+		}
+	}
+	deployed(t, owner, `{"name": "egg-done", "triggers": [{"id": "done", "event": "egg.finished"}],
+	  "steps": [{"id": "count", "call": "eggs_done.increment"}]}`)
+	if err := s.devs.Call(context.Background(), "egg.start", nil); err != nil {
+		t.Fatal(err)
+	}
+	if v := liveOf(t, owner, "egg.state"); v != "active" {
+		t.Fatalf("egg after start: %v", v)
+	}
+	testutil.Eventually(t, 15*time.Second, "the egg's end counted", func() bool {
+		return liveOf(t, owner, "eggs_done.state") == 1.0 && liveOf(t, owner, "egg.state") == "idle"
+	})
+}
