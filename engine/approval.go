@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -28,26 +27,6 @@ import (
 // name and the requesting principal: any other deploy needs its own. It is
 // used once and expires.
 
-// ApprovalPolicy is one principal's risk-gate policy.
-type ApprovalPolicy struct {
-	// Require names the risk hints whose presence in a deploy's bound plan
-	// needs approval ("destructive", "openWorld"); nil means both, an
-	// empty list none.
-	Require []string `json:"require,omitempty"`
-	// PreApproved are path.Match patterns of catalog entry ids whose calls
-	// need no approval (e.g. "notify.phone").
-	PreApproved []string `json:"pre_approved,omitempty"`
-	// SelfApprove lets an approver approve its own requests (the owner
-	// always may: it is the human the house answers to).
-	SelfApprove bool `json:"self_approve,omitempty"`
-}
-
-// Risk hint names a policy's Require admits.
-const (
-	HintDestructive = "destructive"
-	HintOpenWorld   = "openWorld"
-)
-
 // DefaultApprovalTTL is how long a request waits for a human, and an
 // approval for the retry that uses it.
 const DefaultApprovalTTL = 15 * time.Minute
@@ -55,59 +34,6 @@ const DefaultApprovalTTL = 15 * time.Minute
 // maxOpenApprovals bounds one principal's pending requests: a caller that
 // keeps deploying new risky programs cannot flood the approvers' list.
 const maxOpenApprovals = 20
-
-// reasons says why plan needs approval under pol; none when it does not.
-// A missing plan fails closed (spec §7.3).
-func (pol *ApprovalPolicy) reasons(plan *pilotage.Plan) []string {
-	need := pol.Require
-	if need == nil {
-		need = []string{HintDestructive, HintOpenWorld}
-	}
-	if len(need) == 0 {
-		return nil
-	}
-	if plan == nil {
-		return []string{"no plan: missing risk information is treated as risky"}
-	}
-	var out []string
-	seen := map[string]bool{}
-	for _, st := range plan.Steps {
-		if len(st.Calls) > 0 && pol.preApproved(st.Calls) {
-			continue
-		}
-		for _, h := range need {
-			risky := h == HintDestructive && st.RiskHints.Destructive || h == HintOpenWorld && st.RiskHints.OpenWorld
-			if !risky {
-				continue
-			}
-			what := st.ID
-			if len(st.Calls) > 0 {
-				what = st.Calls[0]
-			}
-			if r := h + ": " + what; !seen[r] {
-				seen[r] = true
-				out = append(out, r)
-			}
-		}
-	}
-	return out
-}
-
-func (pol *ApprovalPolicy) preApproved(calls []string) bool {
-	for _, id := range calls {
-		ok := false
-		for _, pat := range pol.PreApproved {
-			if m, _ := path.Match(pat, id); m {
-				ok = true
-				break
-			}
-		}
-		if !ok {
-			return false
-		}
-	}
-	return true
-}
 
 // policyOf is p's risk-gate policy.
 func (e *Engine) policyOf(p *Principal) *ApprovalPolicy {
@@ -144,7 +70,7 @@ func (e *Engine) gate(ctx context.Context, p *Principal, runID, rule string, c *
 	if plan == nil {
 		plan = rules.BuildPlan(b.c)
 	}
-	g := gateRequest{p: p, runID: runID, rule: rule, c: c, b: b.c, reasons: e.policyOf(p).reasons(plan)}
+	g := gateRequest{p: p, runID: runID, rule: rule, c: c, b: b.c, reasons: e.policyOf(p).Reasons(plan)}
 	if len(g.reasons) == 0 {
 		return nil, nil, nil
 	}

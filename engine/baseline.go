@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/engine/internal/history"
 	"github.com/pilothouse/pilothouse/rules"
 )
 
@@ -60,7 +61,7 @@ func (s *scheduler) loadBaselines(ctx context.Context) (reported []string) {
 			if v, ok, err := s.e.store.HistoryBefore(ctx, id, before); err != nil {
 				s.e.log.Warn("reading a state's value from before the start", "id", id, "err", err)
 			} else if ok {
-				b = baseline{v: historyValue(v), recorded: true}
+				b = baseline{v: history.Value(v), recorded: true}
 			}
 		}
 		found[id] = b

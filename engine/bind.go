@@ -31,7 +31,7 @@ func (e *Engine) bind(p *Principal, c *rules.Compiled, params map[string]any) (*
 	if len(c.Params()) == 0 {
 		return &bound{c: c}, nil, nil
 	}
-	v := e.cat.view(p)
+	v := e.cat.View(p)
 	if params == nil {
 		params = map[string]any{}
 	}
@@ -41,7 +41,7 @@ func (e *Engine) bind(p *Principal, c *rules.Compiled, params map[string]any) (*
 		Installed:  e.installed(p),
 	})
 	if err != nil {
-		return nil, nil, requestError(err, v.version)
+		return nil, nil, requestError(err, v.Version())
 	}
 	if !res.Valid {
 		return nil, errorsOf(res.Diagnostics), nil
@@ -153,10 +153,10 @@ func diagSummary(ds []pilotage.Diagnostic) string {
 // was bound to: a rule bound to an entry p cannot see is as invisible to
 // p as an automation reaching one (catalog.go addVisibleAuto).
 func (e *Engine) boundVisible(p *Principal, v *view, ar *armedRule) bool {
-	if ar == nil || len(ar.c.RefParams()) == 0 || p.unrestricted() {
+	if ar == nil || len(ar.c.RefParams()) == 0 || p.Unrestricted() {
 		return true
 	}
-	snap := e.cat.devSnapshot()
+	snap := e.cat.DevSnapshot()
 	for _, id := range ar.c.Refs {
 		if _, ok := v.Get(id); ok {
 			continue
@@ -166,7 +166,7 @@ func (e *Engine) boundVisible(p *Principal, v *view, ar *armedRule) bool {
 				return false
 			}
 		}
-		if !p.visibleAbsent(id) {
+		if !p.VisibleAbsent(id) {
 			return false
 		}
 	}
@@ -185,7 +185,7 @@ func (e *Engine) installed(p *Principal) rules.InstalledRules {
 	if e.sched == nil {
 		return nil
 	}
-	return installedView{e: e, p: p, v: e.cat.view(p)}
+	return installedView{e: e, p: p, v: e.cat.View(p)}
 }
 
 // Watching implements rules.InstalledRules.
@@ -208,11 +208,20 @@ func (iv installedView) Watching(entity string) []rules.InstalledTrigger {
 // armedVisible reports whether p may see an armed rule (visibleRule for
 // what is in memory).
 func (e *Engine) armedVisible(p *Principal, v *view, ar *armedRule) bool {
-	if ar.principal != nil && p.ownsRun(ar.principal.Name) {
+	if ar.principal != nil && p.OwnsRun(ar.principal.Name) {
 		return true
 	}
 	if _, ok := v.Get(ar.ref); !ok {
 		return false
 	}
 	return e.boundVisible(p, v, ar)
+}
+
+// boundIDs is what an armed rule's program is bound to: its references,
+// when it has catalog-reference params (nil otherwise).
+func (ar *armedRule) boundIDs() []string {
+	if len(ar.c.RefParams()) == 0 {
+		return nil
+	}
+	return ar.c.Refs
 }

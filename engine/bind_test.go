@@ -4,11 +4,12 @@ import (
 	"context"
 
 	"encoding/json"
-	"github.com/pilothouse/pilothouse/internal/testutil"
-	"github.com/pilothouse/pilothouse/pilotage"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pilothouse/pilothouse/internal/testutil"
+	"github.com/pilothouse/pilothouse/pilotage"
 )
 
 // motionLightBlueprint is a reusable motion light: the sensor, the light

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/pilothouse/pilothouse/engine/internal/history"
 	"github.com/pilothouse/pilothouse/rules"
 )
 
@@ -24,7 +25,7 @@ func (e *Engine) lastChanged(p *Principal, id string) (time.Time, bool) {
 	if e.devs == nil {
 		return time.Time{}, false
 	}
-	if _, ok := e.cat.view(p).Get(id); !ok {
+	if _, ok := e.cat.View(p).Get(id); !ok {
 		return time.Time{}, false
 	}
 	l, ok := e.devs.Live(id)
@@ -57,7 +58,7 @@ func (e *Engine) storedChange(id string, value any, seen time.Time) (time.Time, 
 	// the history's bound (a chattier entity pushes them out).
 	if last, since, ok, err := e.store.HistorySince(ctx, id); err != nil {
 		e.log.Warn("reading the last change for since()", "id", id, "err", err)
-	} else if ok && !since.After(seen) && rules.SameValue(historyValue(last), value) {
+	} else if ok && !since.After(seen) && rules.SameValue(history.Value(last), value) {
 		return since, true
 	}
 	rows, err := e.store.HistoryLatest(ctx, id, seen, changeLookback)
@@ -67,7 +68,7 @@ func (e *Engine) storedChange(id string, value any, seen time.Time) (time.Time, 
 	}
 	var at time.Time
 	for _, r := range rows {
-		if !rules.SameValue(historyValue(r), value) {
+		if !rules.SameValue(history.Value(r), value) {
 			break
 		}
 		at = r.T

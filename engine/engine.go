@@ -1,8 +1,9 @@
-// Package engine implements the Pilotage semantics of Pilothouse: the
-// manifest, the scoped catalog service, validation, the execute pipeline in
-// the spec's processing order, the scheduler that arms installed rules
-// (cron + an event index) and runs their bodies, trace recording and
-// principals. Transports (MCP, web) sit on top of it.
+// Package engine implements the Pilotage semantics of Pilothouse, the one
+// door its transports (MCP, web) use: the manifest, the execute pipeline in
+// the spec's processing order, the scheduler that arms installed rules and
+// fires them, approvals, and the scoped API over the catalog, runs, state
+// history, the logbook and event streams (what only it needs lives in
+// engine/internal).
 package engine
 
 import (
@@ -14,6 +15,12 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/engine/internal/catalog"
+	"github.com/pilothouse/pilothouse/engine/internal/history"
+	"github.com/pilothouse/pilothouse/engine/internal/logbook"
+	"github.com/pilothouse/pilothouse/engine/internal/recorder"
+	"github.com/pilothouse/pilothouse/engine/internal/served"
+	"github.com/pilothouse/pilothouse/engine/internal/uptime"
 	"github.com/pilothouse/pilothouse/helpers"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -85,7 +92,7 @@ func (c *Config) defaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	c.History.defaults()
+	c.History.Defaults()
 	if c.ApprovalTTL <= 0 {
 		c.ApprovalTTL = DefaultApprovalTTL
 	}
@@ -100,11 +107,11 @@ type Engine struct {
 	helpers *helpers.Manager
 	store   *storage.Store
 
-	cat   *catalogService
+	cat   *catalog.Service
 	sched *scheduler
-	rec   *recorder
-	hist  *historyRecorder // nil when off, or without devices or storage
-	book  *logbook         // nil without storage
+	rec   *recorder.Recorder
+	hist  *history.Recorder // nil when off, or without devices or storage
+	book  *logbook.Logbook  // nil without storage
 	// rules is what validations, held programs and runs reuse: the
 	// engine owns it, rules keeps no state of its own.
 	rules *rules.Cache
@@ -120,7 +127,7 @@ type Engine struct {
 	holds  map[string]testHold // principal → its test runs in flight that will store
 	// running counts the test runs in flight per principal (holdTestSlot).
 	running map[string]int
-	served  *servedGate // stored run records being served (limits.MaxServedRunBytes)
+	served  *served.Gate // stored run records being served (limits.MaxServedRunBytes)
 
 	deniedMu       sync.Mutex    // counting and storing a refusal (storeRefusable)
 	deniedUnstored atomic.Uint64 // refusals not stored over the per-principal bound
@@ -128,7 +135,7 @@ type Engine struct {
 	decidedMu sync.Mutex
 	decided   chan struct{} // closed and replaced when an approval is decided (AwaitDecision)
 
-	up uptime // when the server ran (charts' gaps)
+	up *uptime.Tracker // when the server ran (charts' gaps)
 
 	hubMu  sync.Mutex
 	subs   map[chan Event]struct{}
@@ -144,19 +151,20 @@ func New(cfg Config, devs *devices.Catalog, store *storage.Store, log *slog.Logg
 		log = slog.Default()
 	}
 	e := &Engine{cfg: cfg, log: log, devs: devs, store: store, rules: rules.NewCache(), holds: map[string]testHold{},
-		served: newServedGate(cfg.Limits.MaxServedRunBytes), decided: make(chan struct{})}
+		served: served.New(cfg.Limits.MaxServedRunBytes), decided: make(chan struct{})}
 	if store != nil {
 		store.SetClock(cfg.Now)
 	}
-	e.cat = newCatalogService(e)
+	e.cat = catalog.New(devs)
 	if store != nil {
-		e.rec = newRecorder(store, log, cfg.KeepPerStatus)
-		e.rec.announce = e.notify
+		e.up = uptime.New(store, log, cfg.Now)
+		e.rec = recorder.New(store, log, cfg.KeepPerStatus)
+		e.rec.Announce = e.announceFiring
 		e.sched = newScheduler(e)
-		e.book = newLogbook(store, log.With("part", "logbook"), cfg.Logbook, cfg.Retention, cfg.Now)
+		e.book = logbook.New(store, log.With("part", "logbook"), cfg.Logbook, cfg.Retention, cfg.Now)
 	}
 	if store != nil && devs != nil && !cfg.History.Off {
-		e.hist = newHistoryRecorder(store, devs, log.With("part", "history"), cfg.History, cfg.Now)
+		e.hist = history.New(store, devs, log.With("part", "history"), cfg.History, cfg.Now)
 	}
 	return e
 }
@@ -175,7 +183,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	if e.store == nil {
 		return nil
 	}
-	if err := e.cat.loadAutomations(ctx); err != nil {
+	if err := e.loadAutomations(ctx); err != nil {
 		return err
 	}
 	// A full disk must not keep the house from starting: the firings stay
@@ -186,9 +194,9 @@ func (e *Engine) Start(ctx context.Context) error {
 	} else if n > 0 {
 		e.log.Info("firings interrupted by the last stop recorded", "count", n)
 	}
-	e.rec.start()
+	e.rec.Start()
 	if err := e.sched.start(ctx); err != nil {
-		e.rec.close()
+		e.rec.Close()
 		return err
 	}
 	e.wg.Add(1)
@@ -196,11 +204,11 @@ func (e *Engine) Start(ctx context.Context) error {
 		defer e.wg.Done()
 		e.purgeLoop(ctx)
 	}()
-	e.startUptime(ctx)
+	e.up.Start(ctx, &e.wg)
 	if e.hist != nil {
-		e.hist.start(ctx) // after the scheduler: its subscriber runs first
+		e.hist.Start(ctx) // after the scheduler: its subscriber runs first
 	}
-	e.book.start(ctx, e.devs)
+	e.book.Start(ctx, e.devs)
 	e.Note("server", fmt.Sprintf("Pilothouse started: %d rules armed", e.sched.armedCount()))
 	return nil
 }
@@ -222,15 +230,15 @@ func (e *Engine) Close() {
 		e.sched.close()
 	}
 	if e.hist != nil {
-		e.hist.close()
+		e.hist.Close()
 	}
 	if e.rec != nil {
-		e.rec.close()
+		e.rec.Close()
 	}
 	// Last: the firings the recorder announced while draining are in it.
-	if e.book != nil && e.book.started.Load() {
+	if e.book.Started() {
 		e.Note("server", "Pilothouse stopped")
-		e.book.close()
+		e.book.Close()
 	}
 	e.wg.Wait()
 }

@@ -113,13 +113,13 @@ func mustJSON(v any) []byte { b, _ := json.Marshal(v); return b }
 func TestCatalogVersionIgnoresStateAndTracksShape(t *testing.T) {
 	h := newHouse(t, Config{})
 	ctx := context.Background()
-	v0 := h.eng.cat.view(Owner).version
+	v0 := h.eng.cat.View(Owner).Version()
 	_ = h.sim.Trigger(ctx, "hall_motion", map[string]any{"illuminance": 3})
 	testutil.Eventually(h.t, 5*time.Second, "the reading", func() bool {
 		l, _ := h.devs.Live("hall_motion.illuminance")
 		return l.Value == float64(3)
 	})
-	if v := h.eng.cat.view(Owner).version; v != v0 {
+	if v := h.eng.cat.View(Owner).Version(); v != v0 {
 		t.Fatal("a sensor reading changed catalog_version")
 	}
 	if err := h.sim.Rename("porch_light", "porch_lamp"); err != nil {
@@ -302,16 +302,16 @@ func TestGuestScopeIsIndistinguishable(t *testing.T) {
 		t.Fatalf("lookup errors differ: %v / %v", e1, e2)
 	}
 	// An owner's change to an invisible entry leaves the guest's version alone.
-	gv := h.eng.cat.view(guest).version
-	ov := h.eng.cat.view(owner).version
+	gv := h.eng.cat.View(guest).Version()
+	ov := h.eng.cat.View(owner).Version()
 	if err := h.sim.Rename("front_lock", "front_door_lock"); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(h.t, 5*time.Second, "rename", func() bool { _, ok := h.devs.Snapshot().Get("front_door_lock.set"); return ok })
-	if h.eng.cat.view(owner).version == ov {
+	if h.eng.cat.View(owner).Version() == ov {
 		t.Fatal("owner version did not move")
 	}
-	if h.eng.cat.view(guest).version != gv {
+	if h.eng.cat.View(guest).Version() != gv {
 		t.Fatal("guest version moved on an invisible change")
 	}
 	// A guest may not deploy.

@@ -60,11 +60,17 @@ func (e *Engine) EventVisible(ctx context.Context, ev Event) bool {
 	p := e.principal(ctx)
 	switch ev.Type {
 	case "firing":
-		return ev.Principal != "" && p.ownsRun(ev.Principal)
+		return ev.Principal != "" && p.OwnsRun(ev.Principal)
 	case "rule":
 		return ev.Principal != "" && e.visibleRule(p, storage.Rule{Name: ev.Rule, Principal: ev.Principal, Ref: ev.Ref})
 	}
 	return false
+}
+
+// announceFiring tells the live stream of a firing the recorder committed.
+func (e *Engine) announceFiring(run *storage.Run) {
+	e.notify(Event{Type: "firing", Rule: run.Rule, RunID: run.ID, Status: run.Status, OK: run.OK, Time: run.Ended,
+		Principal: run.Principal, Ref: run.Ref})
 }
 
 func (e *Engine) notify(ev Event) {

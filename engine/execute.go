@@ -7,9 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
+	"github.com/pilothouse/pilothouse/engine/internal/input"
+	"github.com/pilothouse/pilothouse/engine/internal/recorder"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -34,7 +35,7 @@ type ExecuteRequest struct {
 	// rule is the name of the rule a deploy installs (see instanceName);
 	// install is what the input's reserved member "install" asked for.
 	rule    string
-	install installOpts
+	install input.Install
 }
 
 // target is the name of the rule a deploy of c installs.
@@ -70,39 +71,27 @@ type ExecuteResponse struct {
 // the server dies before completing it.
 const claimTTL = 5 * time.Minute
 
-// envelope is what a stored run keeps: the facts that rode the response,
-// with the trace at the recorded (full) level.
-type envelope struct {
-	RunID   string           `json:"run_id"`
-	Outcome pilotage.Outcome `json:"outcome"`
-	Output  any              `json:"output,omitempty"`
-	Trace   *pilotage.Trace  `json:"trace,omitempty"`
-}
+// envelope is what a stored run keeps (the recorder writes firings').
+type envelope = recorder.Envelope
 
-func present(raw json.RawMessage) bool {
-	s := strings.TrimSpace(string(raw))
-	return s != "" && s != "null"
-}
-
-// requestError is a request error that carries the view's catalog
-// version.
-func (v *view) requestError(kind, msg string) error {
-	return &pilotage.RequestError{Kind: kind, Message: msg, CatalogVersion: v.version}
+// viewError is a request error that carries v's catalog version.
+func viewError(v *view, kind, msg string) error {
+	return &pilotage.RequestError{Kind: kind, Message: msg, CatalogVersion: v.Version()}
 }
 
 // Execute processes an execute request in the order of spec §6.5.2; the
 // first failing check decides the response.
 func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteResponse, error) {
 	p := e.principal(ctx)
-	v := e.cat.view(p)
-	reqErr := v.requestError
+	v := e.cat.View(p)
+	reqErr := func(kind, msg string) error { return viewError(v, kind, msg) }
 
 	// 1. Request well-formedness.
 	promoted, level, err := e.checkRequest(p, v, req, reqErr)
 	if err != nil {
 		return nil, err
 	}
-	release, err := e.holdTest(ctx, p, req, v.version)
+	release, err := e.holdTest(ctx, p, req, v.Version())
 	if err != nil {
 		return nil, err
 	}
@@ -116,11 +105,11 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 	defer idem.release(ctx)
 	runID := storage.NewRunID()
 	refused := func(status, msg string, diags []pilotage.Diagnostic) *ExecuteResponse {
-		return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: status, Error: msg}, Diagnostics: diags, CatalogVersion: v.version}
+		return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: status, Error: msg}, Diagnostics: diags, CatalogVersion: v.Version()}
 	}
 
 	// 2. Catalog drift.
-	if req.ExpectedCatalogVersion != "" && req.ExpectedCatalogVersion != v.version {
+	if req.ExpectedCatalogVersion != "" && req.ExpectedCatalogVersion != v.Version() {
 		return refused(rules.StatusCatalogDrift, "catalog version mismatch", nil), nil
 	}
 
@@ -145,7 +134,7 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 	if err != nil {
 		return nil, err
 	}
-	resp.CatalogVersion = e.cat.view(p).version
+	resp.CatalogVersion = e.cat.View(p).Version()
 	if err := e.record(ctx, p, runID, compiled, req, resp, level); err != nil {
 		return nil, err
 	}
@@ -155,7 +144,7 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 
 // bindRequest is step 4 of execute: the params against their schema,
 // then the program as it will run with them.
-func (e *Engine) bindRequest(p *Principal, c *rules.Compiled, req ExecuteRequest) (*bound, map[string]any, *rules.Scenario, installOpts, []pilotage.Diagnostic, error) {
+func (e *Engine) bindRequest(p *Principal, c *rules.Compiled, req ExecuteRequest) (*bound, map[string]any, *rules.Scenario, input.Install, []pilotage.Diagnostic, error) {
 	params, scenario, inst, diags := e.inputOf(p, c, req)
 	if len(diags) > 0 {
 		return nil, params, scenario, inst, diags, nil
@@ -216,7 +205,7 @@ func (e *Engine) checkRequest(p *Principal, v *view, req ExecuteRequest, reqErr 
 	if e.store == nil {
 		return nil, "", reqErr(pilotage.ErrUnsupported, "execute is not available on this server")
 	}
-	hasProg, hasRef := present(req.Program), req.ProgramRef != ""
+	hasProg, hasRef := input.Present(req.Program), req.ProgramRef != ""
 	if hasProg == hasRef {
 		return nil, "", reqErr(pilotage.ErrInvalidRequest, "exactly one of program and program_ref is required")
 	}
@@ -264,7 +253,7 @@ func (e *Engine) claimIdem(ctx context.Context, p *Principal, v *view, req Execu
 		return nil, nil, reqErr(pilotage.ErrConflict, "idempotency_key was already used with a different program, program_ref or input")
 	case errors.Is(err, storage.ErrUnavailable):
 		e.log.Warn("claiming an idempotency key failed; nothing ran", "err", err)
-		return nil, nil, storageRequestError("the idempotency_key could not be recorded, so nothing ran", v.version)
+		return nil, nil, storageRequestError("the idempotency_key could not be recorded, so nothing ran", v.Version())
 	case err != nil:
 		return nil, nil, fmt.Errorf("engine: claiming idempotency key: %w", err)
 	case !claimed && rec.Envelope == nil:
@@ -308,7 +297,7 @@ func (c *idemClaim) release(ctx context.Context) {
 // runnable is step 3 of execute: an inline program is validated again, a
 // promoted one is checked against its baseline.
 func (e *Engine) runnable(p *Principal, req ExecuteRequest, promoted *rules.Compiled, refused func(status, msg string, diags []pilotage.Diagnostic) *ExecuteResponse) (*rules.Compiled, *ExecuteResponse, error) {
-	if present(req.Program) {
+	if input.Present(req.Program) {
 		res, c, err := e.validate(p, req.Program, req.Context)
 		if err != nil {
 			return nil, nil, err
@@ -321,7 +310,7 @@ func (e *Engine) runnable(p *Principal, req ExecuteRequest, promoted *rules.Comp
 	if d := e.baselineDrift(p, req.ProgramRef); d != "" {
 		return nil, refused(rules.StatusPromotionDrift, d, nil), nil
 	}
-	if present(req.Context) {
+	if input.Present(req.Context) {
 		return nil, refused(rules.StatusValidationError, "context is not accepted", []pilotage.Diagnostic{{
 			Code: rules.CodeContextBinding, Severity: pilotage.SeverityError, Path: "",
 			Message: "automation/1 declares no context_schema: omit context"}}), nil
@@ -408,14 +397,14 @@ func traceAt(t *pilotage.Trace, level string) *pilotage.Trace {
 // runnableHash identifies (runnable, input, test_run) for idempotency.
 func runnableHash(req ExecuteRequest) string {
 	h := sha256.New()
-	if present(req.Program) {
+	if input.Present(req.Program) {
 		h.Write([]byte("program\x00"))
 		h.Write(canonicalJSON(req.Program))
 	} else {
 		h.Write([]byte("ref\x00" + req.ProgramRef))
 	}
 	h.Write([]byte("\x00input\x00"))
-	if present(req.Input) {
+	if input.Present(req.Input) {
 		h.Write(canonicalJSON(req.Input))
 	}
 	fmt.Fprintf(h, "\x00test_run=%v", req.TestRun)

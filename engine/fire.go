@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"sync"
 	"time"
 
+	"github.com/pilothouse/pilothouse/engine/internal/recorder"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -34,7 +34,7 @@ func (at *armedTrigger) fire(value, prev any, because string) {
 	switch mode {
 	case rules.ModeRestart:
 		for _, f := range ar.running {
-			f.cancel(context.Canceled)
+			f.stopLocked()
 		}
 	case rules.ModeQueued:
 		if len(ar.running) > 0 {
@@ -65,11 +65,11 @@ func (at *armedTrigger) fire(value, prev any, because string) {
 	f := ar.startLocked(tf)
 	ar.mu.Unlock()
 	if !ar.here.Load() {
-		ar.s.work.run(f)
+		ar.s.work.Run(f)
 		return
 	}
 	start := time.Now()
-	ar.s.work.runHere(f)
+	ar.s.work.RunHere(f)
 	if took := time.Since(start); took > ar.s.slowHere && ar.slowHere.Add(1) == slowHereStrikes {
 		ar.here.Store(false)
 		e.log.Warn("rule's firings now run on workers: its body took too long on the goroutine delivering events",
@@ -92,23 +92,24 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 // caller runs it once ar.mu is released.
 func (ar *armedRule) startLocked(tf rules.TriggerFire) *firing {
 	s := ar.s
-	f := newFiring(s.ctx, s.e.cfg.Limits.MaxWall)
-	f.ar, f.tf, f.world = ar, tf, liveWorld{e: s.e, p: ar.principal}
+	ctx, cancel := context.WithTimeout(s.ctx, s.e.cfg.Limits.MaxWall)
+	f := &firing{ar: ar, tf: tf, ctx: ctx, cancel: cancel}
+	f.world = liveWorld{e: s.e, p: ar.principal, f: f}
 	ar.running = append(ar.running, f)
 	s.wg.Add(1)
 	return f
 }
 
-// limited: a body without delays and waits only waits for its commands'
+// Limited: a body without delays and waits only waits for its commands'
 // acknowledgements; it counts against workers' maxRunning.
-func (f *firing) limited() bool { return !f.ar.waits }
+func (f *firing) Limited() bool { return !f.ar.waits }
 
-// do runs the firing on a worker (the task workers run), and reports
+// Do runs the firing on a worker (the task workers run), and reports
 // whether it is over: a firing whose last command waits for its
 // acknowledgement goes on without the worker, and ends on the
 // acknowledgement (see rules.AsyncCaller).
-func (f *firing) do() bool {
-	if f.ar.run(f, f.tf, &f.world, f.endAlone) {
+func (f *firing) Do() bool {
+	if f.ar.run(f.ctx, f.tf, &f.world, f.endAlone) {
 		return false
 	}
 	f.end()
@@ -119,8 +120,8 @@ func (f *firing) do() bool {
 // slot on.
 func (f *firing) endAlone() {
 	f.end()
-	if f.limited() {
-		f.ar.s.work.finished()
+	if f.Limited() {
+		f.ar.s.work.Finished()
 	}
 }
 
@@ -128,8 +129,9 @@ func (f *firing) endAlone() {
 func (f *firing) end() {
 	ar, s := f.ar, f.ar.s
 	defer s.wg.Done()
-	f.release() // the deadline timer, if made
+	f.cancel() // the deadline timer
 	ar.mu.Lock()
+	f.abort = nil // its command has had its end
 	// In place: ar.running is only read and written under ar.mu, and
 	// keeping its array spares an allocation per firing.
 	if i := slices.Index(ar.running, f); i >= 0 {
@@ -143,135 +145,47 @@ func (f *firing) end() {
 	}
 	ar.mu.Unlock()
 	if next != nil {
-		s.work.run(next)
+		s.work.Run(next)
 	}
 }
 
-// firing is one running execution of a rule body, and the context it runs
-// under: what context.WithTimeout(parent, maxWall) gives (cancelled by
-// cancel, by the parent, or DeadlineExceeded at the deadline), in the
-// firing's own allocation. The timer and the parent watch are only made
-// when Done is asked for (a wait, a delay, a publish to an external
-// broker); until then Err checks the clock and the parent itself, which is
-// all most firings need (an embedded-broker publish only calls Err).
+// firing is one running execution of a rule body: the trigger that fired
+// it, the world it runs on, and the context it runs under (the
+// scheduler's, bounded by the limits' MaxWall; cancel ends it early, as a
+// restart or the rule's removal does).
 type firing struct {
-	ar    *armedRule
-	tf    rules.TriggerFire
-	world liveWorld
-
-	parent   context.Context
-	deadline time.Time
-
-	mu    sync.Mutex
-	err   error
-	done  chan struct{} // made by Done; closed when err is set
-	timer *time.Timer   // made by Done: expires the firing at the deadline
-	stop  func() bool   // made by Done: stops watching the parent
-	abort func(error)   // ends the wait of a command sent asynchronously
+	ar     *armedRule
+	tf     rules.TriggerFire
+	world  liveWorld
+	ctx    context.Context
+	cancel context.CancelFunc
+	abort  func(error) // guarded by ar.mu: ends the wait of the command sent without waiting
 }
 
-func newFiring(parent context.Context, maxWall time.Duration) *firing {
-	d := time.Now().Add(maxWall)
-	if pd, ok := parent.Deadline(); ok && pd.Before(d) {
-		d = pd // as context.WithDeadline: the earlier deadline is the one
-	}
-	return &firing{parent: parent, deadline: d}
-}
-
-func (f *firing) Deadline() (time.Time, bool) { return f.deadline, true }
-
-func (f *firing) Value(key any) any { return f.parent.Value(key) }
-
-func (f *firing) Err() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.checkLocked()
-	return f.err
-}
-
-// checkLocked ends the firing when its parent ended or its deadline passed.
-func (f *firing) checkLocked() {
-	if f.err != nil {
-		return
-	}
-	if err := f.parent.Err(); err != nil {
-		f.endLocked(err)
-	} else if !time.Now().Before(f.deadline) {
-		f.endLocked(context.DeadlineExceeded)
-	}
-}
-
-func (f *firing) Done() <-chan struct{} {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.done != nil {
-		return f.done
-	}
-	f.done = make(chan struct{})
-	if f.checkLocked(); f.err != nil {
-		close(f.done)
-		return f.done
-	}
-	f.timer = time.AfterFunc(time.Until(f.deadline), func() { f.cancel(context.DeadlineExceeded) })
-	f.stop = context.AfterFunc(f.parent, func() { f.cancel(f.parent.Err()) })
-	return f.done
-}
-
-// cancel ends the firing with err unless it has already ended, and the
-// wait of its command sent asynchronously. That command's end is then
-// handled on a goroutine of its own: cancel's callers may hold the rule's
-// lock, which ending the firing takes.
-func (f *firing) cancel(err error) {
-	f.mu.Lock()
-	abort := f.abort
-	if f.err == nil {
-		f.endLocked(err)
-	} else {
-		abort = nil
-	}
-	f.abort = nil
-	f.mu.Unlock()
-	if abort != nil {
-		go abort(err)
-	}
-}
-
-// onCancel registers abort as the end of the firing's asynchronous
-// command, called if the firing is cancelled; at once if it already was
-// (between the command's write and now).
-func (f *firing) onCancel(abort func(error)) {
-	f.mu.Lock()
-	err := f.err
+// sentAsync registers abort as the end of the wait of the firing's command
+// sent without waiting (see liveWorld.CallAsync), called if the firing is
+// stopped; at once if it already was.
+func (f *firing) sentAsync(abort func(error)) {
+	f.ar.mu.Lock()
+	err := f.ctx.Err()
 	if err == nil {
 		f.abort = abort
 	}
-	f.mu.Unlock()
+	f.ar.mu.Unlock()
 	if err != nil {
 		abort(err)
 	}
 }
 
-// release ends the firing's context once it is over (its timers stop);
-// its command, if any, has had its end.
-func (f *firing) release() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.abort = nil
-	if f.err == nil {
-		f.endLocked(context.Canceled)
-	}
-}
-
-func (f *firing) endLocked(err error) {
-	f.err = err
-	if f.done != nil {
-		close(f.done)
-	}
-	if f.timer != nil {
-		f.timer.Stop()
-	}
-	if f.stop != nil {
-		f.stop()
+// stopLocked cancels the firing (mode restart, the rule disarmed) and ends
+// the wait of its command sent without waiting; ar.mu is held. That
+// command's end is handled on a goroutine of its own, as ending the
+// firing takes ar.mu.
+func (f *firing) stopLocked() {
+	f.cancel()
+	if f.abort != nil {
+		go f.abort(context.Canceled)
+		f.abort = nil
 	}
 }
 
@@ -323,7 +237,7 @@ func (ar *armedRule) recordRun(runID string, started time.Time, res *rules.RunRe
 // are immutable and scopes are fixed, so the device generation is the key.
 func (ar *armedRule) checkBroken() string {
 	e := ar.s.e
-	gen := e.cat.view(ar.principal).devGen + 1 // +1: 0 means never checked
+	gen := e.cat.View(ar.principal).DevGen() + 1 // +1: 0 means never checked
 	ar.mu.Lock()
 	if gen == ar.checkedGen {
 		reason := ar.broken
@@ -360,51 +274,8 @@ func (ar *armedRule) recordSkipped(tf rules.TriggerFire, why string) {
 func (ar *armedRule) record(runID string, started time.Time, out pilotage.Outcome, res *rules.RunResult, steps []pilotage.TraceStep) {
 	e := ar.s.e
 	now := e.Now()
-	fr := newFiringRecord(storage.Run{ID: runID, Principal: ar.principal.Name, Rule: ar.name, Ref: ar.ref, Kind: "firing",
+	fr := recorder.NewFiringRecord(storage.Run{ID: runID, Principal: ar.principal.Name, Rule: ar.name, Ref: ar.ref, Kind: "firing",
 		Status: out.Status, OK: out.OK, Started: started, Ended: now, Level: pilotage.LevelFull,
 		Expires: now.Add(e.cfg.Retention)}, out, res, steps, !ar.waits)
-	e.rec.addItem(&fr.item) // the recorder announces it once committed
-}
-
-// newFiringRecord is the record of a firing that ended with out (or is
-// running): its run row, its trace of steps and, when res is not nil, its
-// output. mayEnd: the firing does not wait, so a finished one is final.
-func newFiringRecord(run storage.Run, out pilotage.Outcome, res *rules.RunResult, steps []pilotage.TraceStep, mayEnd bool) *firingRecord {
-	if steps == nil {
-		steps = []pilotage.TraceStep{}
-	}
-	fr := &firingRecord{}
-	fr.trace = pilotage.Trace{Level: pilotage.LevelFull, Steps: steps}
-	fr.env = envelope{RunID: run.ID, Outcome: out, Trace: &fr.trace}
-	if res != nil {
-		calls := res.Calls
-		if calls == nil {
-			calls = []rules.CallRecord{}
-		}
-		fr.out = firingOutput{calls: calls, vars: res.Vars}
-		fr.env.Output = &fr.out
-	}
-	running := out.Status == rules.StatusRunning
-	fr.item = recItem{run: run, env: &fr.env, announce: !running, final: mayEnd && !running, owned: true}
-	return fr
-}
-
-// firingRecord is what a firing hands the recorder, in one allocation.
-type firingRecord struct {
-	item  recItem
-	env   envelope
-	trace pilotage.Trace
-	out   firingOutput
-}
-
-// firingOutput is the output of a firing that ended ok: {"calls": [...],
-// "vars": {...}} (vars {} when the run set none). It encodes as that map
-// would, through encoding/json and appendOutput alike.
-type firingOutput struct {
-	calls []rules.CallRecord // not nil
-	vars  map[string]any
-}
-
-func (o *firingOutput) MarshalJSON() ([]byte, error) {
-	return json.Marshal(map[string]any{"calls": o.calls, "vars": orEmptyMap(o.vars)})
+	e.rec.AddItem(&fr.Item) // the recorder announces it once committed
 }

@@ -24,7 +24,7 @@ func (e *Engine) SetHelpers(m *helpers.Manager) { e.helpers = m }
 // HelperNote is the helpers' logbook writer: an entry of kind "helper"
 // about device (in area), scoped as the device is.
 func (e *Engine) HelperNote(device, area, text string) {
-	e.book.add(storage.LogEntry{T: e.Now(), Kind: "helper", Device: device, Area: area, Text: text})
+	e.book.Add(storage.LogEntry{T: e.Now(), Kind: "helper", Device: device, Area: area, Text: text})
 }
 
 // Helpers lists the helpers the caller may see (their device entry is in
@@ -33,7 +33,7 @@ func (e *Engine) Helpers(ctx context.Context) []helpers.Info {
 	if e.helpers == nil {
 		return nil
 	}
-	v := e.cat.view(e.principal(ctx))
+	v := e.cat.View(e.principal(ctx))
 	var out []helpers.Info
 	for _, h := range e.helpers.List() {
 		if en, ok := v.Get(h.Def.ID); ok && en.Kind == pilotage.KindDevice {

@@ -38,7 +38,7 @@ const (
 // lookupHistory answers a get's history argument for entry id.
 func (e *Engine) lookupHistory(ctx context.Context, v *view, en *pilotage.Entry, arg *HistoryArg) (*LookupHistory, error) {
 	bad := func(msg string) error {
-		return &pilotage.RequestError{Kind: pilotage.ErrInvalidRequest, Message: "history: " + msg, CatalogVersion: v.version}
+		return &pilotage.RequestError{Kind: pilotage.ErrInvalidRequest, Message: "history: " + msg, CatalogVersion: v.Version()}
 	}
 	if en.Kind != pilotage.KindState {
 		return nil, bad("recorded for state entries only; " + quote(en.ID) + " is " + string(en.Kind))

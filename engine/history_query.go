@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pilothouse/pilothouse/engine/internal/history"
 	"github.com/pilothouse/pilothouse/pilotage"
-	"github.com/pilothouse/pilothouse/storage"
 )
 
 // History read bounds.
@@ -20,6 +20,31 @@ const (
 	// maxHistoryValues bounds the per-value counts of a history read.
 	maxHistoryValues = 32
 )
+
+// The state history recorder's configuration and health, as the
+// engine's callers name them.
+type (
+	HistoryConfig = history.Config
+	HistoryStatus = history.Status
+)
+
+// HistoryStatus reports the state history recorder's health.
+func (e *Engine) HistoryStatus() HistoryStatus {
+	if e.hist == nil {
+		return HistoryStatus{}
+	}
+	st := e.hist.Status()
+	c := Config{Retention: e.cfg.History.Retention}
+	st.Retention = c.RetentionText()
+	return st
+}
+
+// FlushHistory writes every state change queued so far (tests, tools).
+func (e *Engine) FlushHistory() {
+	if e.hist != nil {
+		e.hist.Sync()
+	}
+}
 
 // HistoryRequest asks for one state entry's recorded changes in [From, To).
 type HistoryRequest struct {
@@ -86,13 +111,13 @@ type BandBucket struct {
 // scope: an entry the caller cannot see is not found, as in lookup.
 func (e *Engine) History(ctx context.Context, req HistoryRequest) (*EntityHistory, error) {
 	p := e.principal(ctx)
-	v := e.cat.view(p)
+	v := e.cat.View(p)
 	en, ok := v.Get(req.ID)
 	if !ok || en.Kind != pilotage.KindState {
-		return nil, &pilotage.RequestError{Kind: pilotage.ErrNotFound, Message: "no state entry with id " + quote(req.ID), CatalogVersion: v.version}
+		return nil, &pilotage.RequestError{Kind: pilotage.ErrNotFound, Message: "no state entry with id " + quote(req.ID), CatalogVersion: v.Version()}
 	}
 	if e.hist == nil {
-		return nil, &pilotage.RequestError{Kind: pilotage.ErrUnsupported, Message: "state history is not recorded on this server", CatalogVersion: v.version}
+		return nil, &pilotage.RequestError{Kind: pilotage.ErrUnsupported, Message: "state history is not recorded on this server", CatalogVersion: v.Version()}
 	}
 	if req.To.IsZero() {
 		req.To = e.Now()
@@ -101,7 +126,7 @@ func (e *Engine) History(ctx context.Context, req HistoryRequest) (*EntityHistor
 		req.From = req.To.Add(-24 * time.Hour)
 	}
 	if !req.From.Before(req.To) {
-		return nil, &pilotage.RequestError{Kind: pilotage.ErrInvalidRequest, Message: "history: from must be before to", CatalogVersion: v.version}
+		return nil, &pilotage.RequestError{Kind: pilotage.ErrInvalidRequest, Message: "history: from must be before to", CatalogVersion: v.Version()}
 	}
 	if req.Points <= 0 {
 		req.Points = DefaultHistoryPoints
@@ -120,11 +145,11 @@ func (e *Engine) History(ctx context.Context, req HistoryRequest) (*EntityHistor
 
 func (e *Engine) readHistory(ctx context.Context, h *EntityHistory, req HistoryRequest) error {
 	st := e.store
-	w := bucketWidth(req.To.Sub(req.From), req.Points)
+	w := history.BucketWidth(req.To.Sub(req.From), req.Points)
 	if sv, ok, err := st.HistoryBefore(ctx, req.ID, req.From); err != nil {
 		return err
 	} else if ok {
-		h.Start = &HistoryChange{T: sv.T, Value: historyValue(sv)}
+		h.Start = &HistoryChange{T: sv.T, Value: history.Value(sv)}
 	}
 	if h.Numeric {
 		bs, err := st.HistoryNumBuckets(ctx, req.ID, req.From, req.To, w)
@@ -152,7 +177,7 @@ func (e *Engine) readHistory(ctx context.Context, h *EntityHistory, req HistoryR
 		ch, err := st.HistoryChanges(ctx, req.ID, req.From, req.To, req.Points)
 		h.Changes = make([]HistoryChange, len(ch))
 		for i, c := range ch {
-			h.Changes[i] = HistoryChange{T: c.T, Value: historyValue(c)}
+			h.Changes[i] = HistoryChange{T: c.T, Value: history.Value(c)}
 		}
 		return err
 	}
@@ -160,35 +185,9 @@ func (e *Engine) readHistory(ctx context.Context, h *EntityHistory, req HistoryR
 	h.BucketSeconds = int64(w / time.Second)
 	h.Bands = make([]BandBucket, len(bs))
 	for i, b := range bs {
-		h.Bands[i] = BandBucket{T: b.T, N: b.N, Last: historyValue(b.Last)}
+		h.Bands[i] = BandBucket{T: b.T, N: b.N, Last: history.Value(b.Last)}
 	}
 	return err
-}
-
-// bucketWidth divides span into at most points buckets: whole seconds,
-// and whole multiples of the stored 5-minute summaries from 5 minutes up
-// (so long ranges read the summaries).
-func bucketWidth(span time.Duration, points int) time.Duration {
-	w := (span + time.Duration(points) - 1) / time.Duration(points)
-	const five = 5 * time.Minute
-	if w > five {
-		return (w + five - 1) / five * five
-	}
-	if w >= five-time.Minute {
-		return five
-	}
-	return max((w+time.Second-1)/time.Second*time.Second, time.Second)
-}
-
-func historyValue(v storage.HistoryValue) any {
-	if v.IsNum {
-		return v.Num
-	}
-	var out any
-	if json.Unmarshal([]byte(v.JSON), &out) != nil {
-		return v.JSON
-	}
-	return out
 }
 
 // numericSchema reports whether an output schema describes a number, and

@@ -6,10 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/pilotage"
-	"github.com/pilothouse/pilothouse/storage"
 )
 
 // set sets a demo device's state and waits until the catalog has it.
@@ -77,57 +75,6 @@ func TestHistoryRecordsStateChanges(t *testing.T) {
 	}
 	if st := h.eng.HistoryStatus(); !st.On || st.Written < 8 || st.Dropped != 0 || st.Retention != "P10D" {
 		t.Fatalf("status: %+v", st)
-	}
-}
-
-// TestHistoryQueueBoundsAndCosts: the change feed's subscriber never
-// allocates, and a full queue drops and counts instead of growing.
-func TestHistoryQueueBoundsAndCosts(t *testing.T) {
-	cfg := HistoryConfig{Queue: 64}
-	cfg.defaults()
-	h := newHistoryRecorder(nil, nil, quiet(), cfg, time.Now)
-	ch := devices.Change{Kind: devices.ChangeState, ID: "hall_motion.occupancy", Value: true, Time: time.Now()}
-	if a := testing.AllocsPerRun(50, func() { h.onChange(ch) }); a != 0 {
-		t.Fatalf("onChange allocates %v per change", a)
-	}
-	for range 100 {
-		h.onChange(ch)
-	}
-	h.onChange(devices.Change{Kind: devices.ChangeAvailability, ID: "hall_motion", Value: true})
-	if len(h.buf) != 64 || h.dropped.Load() != 51+100-64 {
-		t.Fatalf("queued %d, dropped %d", len(h.buf), h.dropped.Load())
-	}
-}
-
-func TestHistoryRetentionAndBuckets(t *testing.T) {
-	ctx := context.Background()
-	store, err := storage.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	now := time.Now()
-	var pts []storage.HistoryPoint
-	for i := range 24 * 60 {
-		pts = append(pts, storage.HistoryPoint{Entity: "x.temp", T: now.Add(-time.Duration(i) * time.Minute * 10), IsNum: true, Num: float64(i)})
-	}
-	if _, err := store.WriteHistory(ctx, pts, storage.HistoryWrite{}); err != nil {
-		t.Fatal(err)
-	}
-	cfg := HistoryConfig{Retention: 3 * 24 * time.Hour}
-	cfg.defaults()
-	h := newHistoryRecorder(store, nil, quiet(), cfg, time.Now)
-	h.purge(ctx)
-	if n, _ := store.HistoryCount(ctx, "x.temp", now.Add(-30*24*time.Hour), now.Add(time.Hour)); n != 3*24*6 {
-		t.Fatalf("after purge: %d rows, want %d", n, 3*24*6)
-	}
-	for _, c := range []struct {
-		span time.Duration
-		want time.Duration
-	}{{time.Hour, 5 * time.Second}, {24 * time.Hour, 2 * time.Minute}, {7 * 24 * time.Hour, 15 * time.Minute}, {4 * time.Hour, 20 * time.Second}, {50 * time.Hour, 5 * time.Minute}} {
-		if got := bucketWidth(c.span, DefaultHistoryPoints); got != c.want {
-			t.Errorf("bucketWidth(%v) = %v, want %v", c.span, got, c.want)
-		}
 	}
 }
 

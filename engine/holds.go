@@ -1,11 +1,8 @@
 package engine
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/pilothouse/pilothouse/rules"
@@ -17,61 +14,6 @@ import (
 // At start-up a rule's window whose state still holds resumes with its
 // original deadline (firing at once if the deadline passed while the server
 // was down); a window whose state no longer holds is dropped.
-
-// pendingOp is one ordered write of the pending table.
-type pendingOp struct {
-	put bool
-	p   storage.Pending
-}
-
-// pendingWriter applies pending-table writes in order on its own
-// goroutine, so dispatch never waits for SQLite. A full queue drops the
-// write (the window then restarts from the arming after a crash) and logs.
-type pendingWriter struct {
-	store *storage.Store
-	log   *slog.Logger
-	ch    chan pendingOp
-	done  chan struct{}
-	once  sync.Once
-}
-
-func newPendingWriter(store *storage.Store, log *slog.Logger) *pendingWriter {
-	w := &pendingWriter{store: store, log: log, ch: make(chan pendingOp, 4096), done: make(chan struct{})}
-	go w.loop()
-	return w
-}
-
-func (w *pendingWriter) loop() {
-	defer close(w.done)
-	for op := range w.ch {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		var err error
-		if op.put {
-			err = w.store.PutPending(ctx, op.p)
-		} else {
-			err = w.store.DeletePending(ctx, op.p.ID)
-		}
-		cancel()
-		if err != nil {
-			w.log.Warn("persisting a held window", "id", op.p.ID, "err", err)
-		}
-	}
-}
-
-func (w *pendingWriter) send(op pendingOp) {
-	select {
-	case w.ch <- op:
-	default:
-		w.log.Warn("held-window queue full: not persisted", "id", op.p.ID)
-	}
-}
-
-func (w *pendingWriter) close() {
-	w.once.Do(func() {
-		close(w.ch)
-		<-w.done
-	})
-}
 
 // holdID names a trigger's window in the pending table.
 func (at *armedTrigger) holdID() string {
@@ -105,11 +47,11 @@ func (at *armedTrigger) openHold(val, prev any, because string, deadline time.Ti
 		}
 		at.hold = nil
 		at.mu.Unlock()
-		s.pend.send(pendingOp{p: storage.Pending{ID: at.holdID()}})
+		s.pend.Delete(at.holdID())
 		at.fire(val, prev, because)
 	})
 	state, _ := json.Marshal(heldState{Value: val, Left: prev})
-	s.pend.send(pendingOp{put: true, p: storage.Pending{ID: at.holdID(), Rule: at.r.name, Kind: "for", Deadline: deadline, State: state}})
+	s.pend.Put(storage.Pending{ID: at.holdID(), Rule: at.r.name, Kind: "for", Deadline: deadline, State: state})
 }
 
 // heldState is a window's persisted change: the value it entered and the
@@ -128,7 +70,7 @@ func (at *armedTrigger) closeHold(forget bool) {
 		at.hold = nil
 	}
 	if forget {
-		at.r.s.pend.send(pendingOp{p: storage.Pending{ID: at.holdID()}})
+		at.r.s.pend.Delete(at.holdID())
 	}
 }
 
@@ -203,7 +145,7 @@ func (at *armedTrigger) keepOrDropSavedHold(v any) {
 	delete(s.savedHolds, at.holdID())
 	var st heldState
 	if json.Unmarshal(saved.State, &st) != nil || !at.t.Keeps(st.Left, st.Value, v) {
-		s.pend.send(pendingOp{p: storage.Pending{ID: at.holdID()}})
+		s.pend.Delete(at.holdID())
 		return
 	}
 	at.mu.Lock()

@@ -17,7 +17,7 @@ func (e *Engine) Live(ctx context.Context, id string) (pilotage.Live, bool) {
 	if e.devs == nil {
 		return pilotage.Live{}, false
 	}
-	en, ok := e.cat.view(e.principal(ctx)).Get(id)
+	en, ok := e.cat.View(e.principal(ctx)).Get(id)
 	if !ok || en.Kind == pilotage.KindAutomation {
 		return pilotage.Live{}, false
 	}
@@ -88,7 +88,7 @@ func (e *Engine) WatchLive(ctx context.Context, buffer int) (w *LiveWatch, ok bo
 			w.dropped.Add(1)
 		}
 	})
-	w.v = e.cat.view(w.p)
+	w.v = e.cat.View(w.p)
 	return w, true
 }
 
@@ -107,7 +107,7 @@ func (w *LiveWatch) Pass(c LiveChange) bool {
 	}
 	if w.stale {
 		w.stale = false
-		w.v = w.e.cat.view(w.p)
+		w.v = w.e.cat.View(w.p)
 	}
 	_, ok := w.v.Get(c.ID)
 	return ok
@@ -121,7 +121,7 @@ func (w *LiveWatch) CatalogTouched() bool {
 		return false
 	}
 	old := w.before
-	w.before, w.stale, w.v = nil, false, w.e.cat.view(w.p)
+	w.before, w.stale, w.v = nil, false, w.e.cat.View(w.p)
 	hit := false
 	for id := range w.touched {
 		_, before := old.Get(id)

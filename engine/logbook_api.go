@@ -7,8 +7,20 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pilothouse/pilothouse/engine/internal/logbook"
 	"github.com/pilothouse/pilothouse/storage"
 )
+
+// The logbook's records, as the engine's callers name them.
+type (
+	LogKind       = logbook.Kind
+	LogEntry      = logbook.Entry
+	LogbookConfig = logbook.Config
+	LogbookStatus = logbook.Status
+)
+
+// LogKinds is the closed set of logbook entry kinds (logbook.Kinds).
+var LogKinds = logbook.Kinds
 
 // LogQuery selects logbook entries: filters, a page size and the cursor
 // of the last entry already shown ("" = the newest).
@@ -35,7 +47,7 @@ const logSettleWait = 500 * time.Millisecond
 
 // Note records a house-level logbook entry: kind "broker" or "server".
 func (e *Engine) Note(kind, text string) {
-	e.book.add(storage.LogEntry{T: e.Now(), Kind: kind, Text: text})
+	e.book.Add(storage.LogEntry{T: e.Now(), Kind: kind, Text: text})
 }
 
 // Logbook lists the logbook entries in the caller's scope, newest first.
@@ -57,7 +69,7 @@ func (e *Engine) Logbook(ctx context.Context, q LogQuery) (LogPage, error) {
 	if q.Cursor == "" {
 		// The newest page includes what is still queued: an entry told
 		// live before the page's stream opened is on the page.
-		e.book.settle(logSettleWait)
+		e.book.Settle(logSettleWait)
 	}
 	var page LogPage
 	for range logScanPages {
@@ -66,7 +78,7 @@ func (e *Engine) Logbook(ctx context.Context, q LogQuery) (LogPage, error) {
 			return LogPage{}, fmt.Errorf("engine: reading the logbook: %w", err)
 		}
 		for _, en := range list {
-			le := logEntryOf(en)
+			le := logbook.EntryOf(en)
 			if e.LogVisible(ctx, le) {
 				page.Entries = append(page.Entries, le)
 			}
@@ -101,16 +113,17 @@ func parseLogCursor(c string) (time.Time, int64, bool) {
 // decide it or made it; house entries (broker, server) to everyone.
 func (e *Engine) LogVisible(ctx context.Context, en LogEntry) bool {
 	p := e.principal(ctx)
+	principal, ref := en.Concerns()
 	switch en.Kind {
 	case "event", "availability", "helper":
-		_, ok := e.cat.view(p).Get(en.Device)
+		_, ok := e.cat.View(p).Get(en.Device)
 		return ok
 	case "firing":
-		return p.ownsRun(en.principal)
+		return p.OwnsRun(principal)
 	case "rule":
-		return e.visibleRule(p, storage.Rule{Name: en.Rule, Principal: en.principal, Ref: en.ref})
+		return e.visibleRule(p, storage.Rule{Name: en.Rule, Principal: principal, Ref: ref})
 	case "approval":
-		return e.mayApprove(p, en.principal) || en.principal == p.Name || p.Admin
+		return e.mayApprove(p, principal) || principal == p.Name || p.Admin
 	}
 	return true
 }
@@ -119,14 +132,14 @@ func (e *Engine) LogVisible(ctx context.Context, en LogEntry) bool {
 // entries, it never blocks); pass each through LogVisible. Call the
 // returned cancel when done.
 func (e *Engine) WatchLogbook(buffer int) (<-chan LogEntry, func()) {
-	return e.book.watch(buffer)
+	return e.book.Watch(buffer)
 }
 
 // FlushLogbook writes every entry queued so far (tests, tools).
-func (e *Engine) FlushLogbook() { e.book.sync() }
+func (e *Engine) FlushLogbook() { e.book.Sync() }
 
 // LogbookStatus reports the logbook writer's health.
-func (e *Engine) LogbookStatus() LogbookStatus { return e.book.status() }
+func (e *Engine) LogbookStatus() LogbookStatus { return e.book.Status() }
 
 // logEvent records a firing or a rule change announced on the event hub.
 func (e *Engine) logEvent(ev Event) {
@@ -142,12 +155,12 @@ func (e *Engine) logEvent(ev Event) {
 	default:
 		return
 	}
-	e.book.add(en)
+	e.book.Add(en)
 }
 
 // logApproval records an approval request or its decision.
 func (e *Engine) logApproval(a storage.Approval, text string) {
-	e.book.add(storage.LogEntry{T: e.Now(), Kind: "approval", Rule: a.Rule, Principal: a.Principal, Ref: a.Ref,
+	e.book.Add(storage.LogEntry{T: e.Now(), Kind: "approval", Rule: a.Rule, Principal: a.Principal, Ref: a.Ref,
 		Status: a.Status, Text: text})
 }
 

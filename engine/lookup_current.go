@@ -4,6 +4,7 @@ import (
 	"maps"
 	"strings"
 
+	"github.com/pilothouse/pilothouse/engine/internal/input"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 )
@@ -26,9 +27,7 @@ func (e *Engine) currentAutomation(v *view, id string) (*pilotage.Entry, bool) {
 	if ar := e.sched.ruleByName(name); ar != nil {
 		return v.Get(ar.ref) // not an older version in its place
 	}
-	e.cat.mu.Lock()
-	order := e.cat.autoOrder
-	e.cat.mu.Unlock()
+	order := e.cat.AutomationIDs()
 	prefix := id + "@"
 	for i := len(order) - 1; i >= 0; i-- {
 		if strings.HasPrefix(order[i], prefix) {
@@ -53,7 +52,7 @@ func (e *Engine) currentParams(p *Principal, c *rules.Compiled, params map[strin
 			continue
 		}
 		if v == nil {
-			v = e.cat.view(p)
+			v = e.cat.View(p)
 		}
 		if _, exact := v.Get(s); exact {
 			continue
@@ -69,9 +68,9 @@ func (e *Engine) currentParams(p *Principal, c *rules.Compiled, params map[strin
 }
 
 // inputOf is execute's input checked against the program's params
-// (bindInput), automations named without a hash resolved (currentParams).
-func (e *Engine) inputOf(p *Principal, c *rules.Compiled, req ExecuteRequest) (map[string]any, *rules.Scenario, installOpts, []pilotage.Diagnostic) {
-	params, sc, inst, diags := bindInput(c, req.Input, req.TestRun, !req.TestRun && !req.Once)
+// (input.Bind), automations named without a hash resolved (currentParams).
+func (e *Engine) inputOf(p *Principal, c *rules.Compiled, req ExecuteRequest) (map[string]any, *rules.Scenario, input.Install, []pilotage.Diagnostic) {
+	params, sc, inst, diags := input.Bind(c, req.Input, req.TestRun, !req.TestRun && !req.Once)
 	if len(diags) == 0 {
 		params = e.currentParams(p, c, params)
 	}

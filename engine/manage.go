@@ -30,10 +30,10 @@ var ErrNotAllowed = errors.New("this principal may not manage rules")
 // whose promoted program is visible in p's catalog; an administrator sees
 // every rule.
 func (e *Engine) visibleRule(p *Principal, r storage.Rule) bool {
-	if p.ownsRun(r.Principal) {
+	if p.OwnsRun(r.Principal) {
 		return true
 	}
-	v := e.cat.view(p)
+	v := e.cat.View(p)
 	if _, ok := v.Get(r.Ref); !ok {
 		return false
 	}
@@ -208,6 +208,6 @@ func (e *Engine) RemoveRule(ctx context.Context, name string) (int, error) {
 // Flush waits until every queued run record is written (tests, benchmarks).
 func (e *Engine) Flush() {
 	if e.rec != nil {
-		e.rec.flush()
+		e.rec.Flush()
 	}
 }

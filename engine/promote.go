@@ -237,7 +237,7 @@ func (e *Engine) commitPromotion(pr *promotion) *rules.Compiled {
 	if b == nil {
 		b = e.rememberBody(pr.prog.Ref, newPromotedBody(pr.c, pr.prog.Ref, baselineSums(pr.base)))
 	}
-	e.cat.addAutomation(pr.entry, b.compiled)
+	e.cat.AddAutomation(pr.entry, b.compiled)
 	return b.compiled
 }
 
@@ -311,7 +311,7 @@ func (e *Engine) recordedBody(id string) (*rules.Compiled, bool) {
 func (e *Engine) automationBody(p *Principal, id string) (*rules.Compiled, bool) {
 	// Every call step asks (an action id among them): only an automation
 	// entry may cost a load.
-	if en, ok := e.cat.view(p).Get(id); !ok || en.Kind != pilotage.KindAutomation {
+	if en, ok := e.cat.View(p).Get(id); !ok || en.Kind != pilotage.KindAutomation {
 		return nil, false
 	}
 	b := e.body(id)
@@ -328,7 +328,7 @@ func (e *Engine) baselineDrift(p *Principal, ref string) string {
 	if b == nil {
 		return "the promoted program is not available"
 	}
-	v := e.cat.view(p)
+	v := e.cat.View(p)
 	for i := range b.baseIDs {
 		bs := b.baseline(i)
 		en, ok := v.Get(bs.id)
@@ -344,8 +344,7 @@ func (e *Engine) baselineDrift(p *Principal, ref string) string {
 
 // loadAutomations compiles every stored promoted program back into memory
 // and the catalog (at start-up).
-func (c *catalogService) loadAutomations(ctx context.Context) error {
-	e := c.e
+func (e *Engine) loadAutomations(ctx context.Context) error {
 	progs, err := e.store.ListPrograms(ctx, "")
 	if err != nil {
 		return fmt.Errorf("engine: loading promoted programs: %w", err)
@@ -412,7 +411,7 @@ func (l *loader) register(pr storage.Program) {
 	if l.installed[pr.Ref] && known == nil {
 		e.rememberBody(pr.Ref, storedBody(pr, c))
 	}
-	e.cat.addAutomation(en, c)
+	e.cat.AddAutomation(en, c)
 }
 
 // compileStored recompiles a stored body. It validates against the full
@@ -460,61 +459,3 @@ type baselineCatalog struct {
 func (b *baselineCatalog) Get(id string) (*pilotage.Entry, bool) { e, ok := b.base[id]; return e, ok }
 func (b *baselineCatalog) IDs() []string                         { return b.ids }
 func (b *baselineCatalog) Version() string                       { return "" }
-
-// bindInput applies the input convention: input is the params object; for
-// test runs the reserved member "scenario" describes the simulation, for
-// deploys "install" the rule it installs (see installOf).
-func bindInput(c *rules.Compiled, raw json.RawMessage, testRun, deploy bool) (map[string]any, *rules.Scenario, installOpts, []pilotage.Diagnostic) {
-	params := map[string]any{}
-	if present(raw) {
-		var in any
-		if err := json.Unmarshal(raw, &in); err != nil {
-			return nil, nil, installOpts{}, []pilotage.Diagnostic{inputDiag("", "input is not valid JSON")}
-		}
-		obj, ok := in.(map[string]any)
-		if !ok {
-			return nil, nil, installOpts{}, []pilotage.Diagnostic{inputDiag("", "input must be an object: the program's params")}
-		}
-		params = obj
-	}
-	params, inst, diags := installOf(params, deploy)
-	if len(diags) > 0 {
-		return nil, nil, inst, diags
-	}
-	sc, params, diags := scenarioOf(c, params, testRun)
-	return params, sc, inst, diags
-}
-
-// scenarioOf takes a test run's reserved member "scenario" out of params
-// and checks both.
-func scenarioOf(c *rules.Compiled, params map[string]any, testRun bool) (*rules.Scenario, map[string]any, []pilotage.Diagnostic) {
-	var sc *rules.Scenario
-	if s, ok := params[rules.ReservedInputMember]; ok {
-		if !testRun {
-			return nil, nil, []pilotage.Diagnostic{inputDiag("/"+rules.ReservedInputMember, "scenario is only accepted with test_run: true")}
-		}
-		rest := make(map[string]any, len(params))
-		for k, v := range params {
-			if k != rules.ReservedInputMember {
-				rest[k] = v
-			}
-		}
-		_, parsed, diags := rules.ParseScenario(map[string]any{"scenario": s})
-		if len(diags) > 0 {
-			return nil, nil, diags
-		}
-		if d := rules.CheckScenario(c, parsed); len(d) > 0 {
-			return nil, nil, d
-		}
-		sc = &parsed
-		params = rest
-	}
-	if d := rules.CheckParams(c, params, ""); len(d) > 0 {
-		return nil, nil, d
-	}
-	return sc, params, nil
-}
-
-func inputDiag(path, msg string) pilotage.Diagnostic {
-	return pilotage.Diagnostic{Code: rules.CodeInputBinding, Severity: pilotage.SeverityError, Path: path, Message: msg}
-}

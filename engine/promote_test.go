@@ -28,7 +28,7 @@ func TestOldVersionsLoadOnDemand(t *testing.T) {
 	if v1 == v2 {
 		t.Fatal("a changed body kept its program_ref")
 	}
-	version := h.eng.cat.view(h.eng.principal(ctx)).version
+	version := h.eng.cat.View(h.eng.principal(ctx)).Version()
 	h.stop()
 	h.start()
 	h.eng.mu.Lock()
@@ -38,11 +38,11 @@ func TestOldVersionsLoadOnDemand(t *testing.T) {
 	if held1 || !held2 {
 		t.Fatalf("after restart: v1 held %v (want false), v2 held %v (want true)", held1, held2)
 	}
-	if got := h.eng.cat.view(h.eng.principal(ctx)).version; got != version {
+	if got := h.eng.cat.View(h.eng.principal(ctx)).Version(); got != version {
 		t.Fatalf("catalog version moved across the restart: %s -> %s", version, got)
 	}
 	for _, ref := range []string{v1, v2} {
-		en, ok := h.eng.cat.view(h.eng.principal(ctx)).Get(ref)
+		en, ok := h.eng.cat.View(h.eng.principal(ctx)).Get(ref)
 		if !ok || en.Risk != pilotage.RiskControl {
 			t.Fatalf("automation entry %s after restart: %+v", ref, en)
 		}

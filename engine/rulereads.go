@@ -35,7 +35,7 @@ func (e *Engine) RuleReads(ctx context.Context, name string) ([]string, error) {
 	if c == nil {
 		return nil, nil // its program no longer compiles: nothing to show
 	}
-	v := e.cat.view(p)
+	v := e.cat.View(p)
 	var out []string
 	seen := map[string]bool{}
 	add := func(id string) {

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/pilothouse/pilothouse/engine/internal/input"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -20,7 +21,7 @@ func (e *Engine) testRun(ctx context.Context, p *Principal, runID string, c *rul
 	if sc != nil {
 		scen = *sc
 	}
-	v := e.cat.view(p)
+	v := e.cat.View(p)
 	if d := rules.CheckScenarioIDs(scen, func(id string) (pilotage.Kind, bool) {
 		en, ok := v.Get(id)
 		if !ok {
@@ -36,7 +37,7 @@ func (e *Engine) testRun(ctx context.Context, p *Principal, runID string, c *rul
 	tf, err := rules.FireFor(c, scen, w)
 	if err != nil {
 		return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: rules.StatusValidationError, Error: err.Error()},
-			Diagnostics: []pilotage.Diagnostic{inputDiag("/scenario/trigger", err.Error())}}, nil
+			Diagnostics: []pilotage.Diagnostic{input.Diag("/scenario/trigger", err.Error())}}, nil
 	}
 	// The World's clock is virtual: MaxWall bounds the run's simulated
 	// time, MaxTestRunWall its real time. The request's context ends it
@@ -172,7 +173,7 @@ func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rule
 	}
 	steps = append(steps, pilotage.TraceStep{ID: "install", Output: map[string]any{"rule": rule.Name, "replaced": replaced},
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()})
-	ar, cancelled := e.sched.install(rule, armed, params, e.cat.view(p).devGen+1)
+	ar, cancelled := e.sched.install(rule, armed, params, e.cat.View(p).DevGen()+1)
 	info := ar.info(e)
 	warnings := slices.Concat(b.warnings, replacedWarnings(replaced, existing, paramsJSON, cancelled))
 	out := &pilotage.DeployOutput{ProgramRef: pr.prog.Ref, Rule: rule.Name, Replaced: replaced, Triggers: info.Triggers, NextFire: info.NextFire,

@@ -124,9 +124,9 @@ func (e *Engine) RuleVersions(ctx context.Context, name string) ([]RuleVersion, 
 	p, v := e.principal(ctx), (*view)(nil)
 	var out []RuleVersion
 	for _, pr := range all {
-		if !p.ownsRun(pr.Principal) {
+		if !p.OwnsRun(pr.Principal) {
 			if v == nil {
-				v = e.cat.view(p)
+				v = e.cat.View(p)
 			}
 			if _, ok := v.Get(pr.Ref); !ok {
 				continue

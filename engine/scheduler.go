@@ -11,6 +11,8 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/engine/internal/pending"
+	"github.com/pilothouse/pilothouse/engine/internal/workers"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -31,12 +33,12 @@ type scheduler struct {
 	ctx   context.Context
 	wg    sync.WaitGroup
 
-	pend       *pendingWriter
+	pend       *pending.Writer
 	savedHolds map[string]storage.Pending // held windows persisted before the start
 	bmu        sync.Mutex
 	baselines  map[string]baseline // guarded by bmu: states not reported since the start (baseline.go)
 	closing    bool                // set under mu by close: disarming keeps persisted windows
-	work       *workers            // goroutines firings run on
+	work       *workers.Pool       // goroutines firings run on
 	slowHere   time.Duration       // a firing run here longer than this is slow
 	sunRecheck time.Duration       // the longest a sun trigger's timer waits (tests shorten it)
 }
@@ -98,7 +100,7 @@ func newScheduler(e *Engine) *scheduler {
 		e:          e,
 		rules:      map[string]*armedRule{},
 		index:      map[string][]*armedTrigger{},
-		work:       newWorkers(),
+		work:       workers.New(),
 		slowHere:   defaultSlowHere,
 		sunRecheck: sunRecheck,
 		cron:       cron.New(cron.WithLocation(e.cfg.TimeZone), cron.WithChain(cron.Recover(cron.DiscardLogger))),
@@ -108,7 +110,7 @@ func newScheduler(e *Engine) *scheduler {
 // start loads every installed rule from storage and arms the enabled ones.
 func (s *scheduler) start(ctx context.Context) error {
 	s.ctx = ctx
-	s.pend = newPendingWriter(s.e.store, s.e.log)
+	s.pend = pending.New(s.e.store, s.e.log)
 	s.savedHolds = map[string]storage.Pending{}
 	if saved, err := s.e.store.ListPending(ctx, ""); err == nil {
 		for _, p := range saved {
@@ -172,7 +174,7 @@ func (s *scheduler) close() {
 	s.mu.Unlock()
 	s.wg.Wait()
 	if s.pend != nil {
-		s.pend.close()
+		s.pend.Close()
 	}
 }
 
@@ -212,7 +214,7 @@ func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[str
 			ar.triggers[i] = at
 		}
 	}
-	s.e.cat.setBound(rule.Name, rule.Ref, ar.boundIDs())
+	s.e.cat.SetBound(rule.Name, rule.Ref, ar.boundIDs())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old := s.rules[rule.Name]; old != nil {
@@ -344,7 +346,7 @@ func (s *scheduler) disarmLocked(ar *armedRule) int {
 	ar.stopped = true
 	ar.queue = nil
 	for _, f := range ar.running {
-		f.cancel(context.Canceled)
+		f.stopLocked()
 	}
 	return len(ar.running)
 }
@@ -491,7 +493,7 @@ func (s *scheduler) setEnabled(name string, on bool) int {
 // remove disarms and forgets a rule; it returns how many of its firings
 // in progress were cancelled.
 func (s *scheduler) remove(name string) int {
-	s.e.cat.setBound(name, "", nil)
+	s.e.cat.SetBound(name, "", nil)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ar := s.rules[name]
@@ -509,7 +511,7 @@ func (ar *armedRule) missing(e *Engine) []string {
 	if e.devs == nil {
 		return nil
 	}
-	v := e.cat.view(ar.principal)
+	v := e.cat.View(ar.principal)
 	var out []string
 	for _, id := range ar.c.Refs {
 		if _, ok := v.Get(id); !ok {
@@ -525,7 +527,7 @@ func (ar *armedRule) brokenReason(e *Engine) string {
 	if e.devs == nil {
 		return ""
 	}
-	v := e.cat.view(ar.principal)
+	v := e.cat.View(ar.principal)
 	for i, en := range ar.c.Entries {
 		id := ar.c.Refs[i]
 		cur, ok := v.Get(id)

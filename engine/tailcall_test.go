@@ -75,13 +75,7 @@ func firingEndsOnItsAcknowledgement(t *testing.T, here bool) {
 	sent := func() bool { // the running firing's command was sent asynchronously
 		ar.mu.Lock()
 		defer ar.mu.Unlock()
-		if len(ar.running) != 1 {
-			return false
-		}
-		f := ar.running[0]
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		return f.abort != nil
+		return len(ar.running) == 1 && ar.running[0].abort != nil
 	}
 	motion := func() {
 		h.eng.sched.onChange(devices.Change{Kind: devices.ChangeState, ID: "hall_motion.occupancy", Value: true, Prev: false, Time: time.Now()})
@@ -113,7 +107,7 @@ func firingEndsOnItsAcknowledgement(t *testing.T, here bool) {
 	}
 	testutil.Eventually(t, 5*time.Second, "the command sent asynchronously", sent)
 	if !here {
-		testutil.Eventually(t, 5*time.Second, "its worker to be free", func() bool { return h.eng.sched.work.waiting.Load() >= 1 })
+		testutil.Eventually(t, 5*time.Second, "its worker to be free", func() bool { return h.eng.sched.work.Idle() >= 1 })
 	}
 	motion() // mode restart: the waiting firing is cancelled
 	testutil.Eventually(t, 5*time.Second, "the cancelled firing", func() bool { return len(statuses()) == 2 })

@@ -2,11 +2,12 @@ package engine
 
 import (
 	"context"
-	"github.com/pilothouse/pilothouse/internal/testutil"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pilothouse/pilothouse/internal/testutil"
 
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"

@@ -59,8 +59,8 @@ func TestDowntimesAcrossRestarts(t *testing.T) {
 		from, to time.Time
 		want     []Downtime
 	}{
-		{"all", at(11, 0), at(15, 0), []Downtime{{at(12, 10), at(13, 10)}, {at(13, 10), at(14, 20)}}},
-		{"cut", at(12, 40), at(14, 0), []Downtime{{at(12, 40), at(13, 10)}, {at(13, 10), at(14, 0)}}},
+		{"all", at(11, 0), at(15, 0), []Downtime{{From: at(12, 10), To: at(13, 10)}, {From: at(13, 10), To: at(14, 20)}}},
+		{"cut", at(12, 40), at(14, 0), []Downtime{{From: at(12, 40), To: at(13, 10)}, {From: at(13, 10), To: at(14, 0)}}},
 		{"none", at(11, 0), at(12, 5), nil},
 	} {
 		got := e.Downtimes(c.from, c.to)

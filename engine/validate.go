@@ -32,7 +32,7 @@ func (e *Engine) Validate(ctx context.Context, program json.RawMessage, context 
 
 // validate runs the Language's validator in p's scope.
 func (e *Engine) validate(p *Principal, program, ctxRaw json.RawMessage) (*ValidateResponse, *rules.Compiled, error) {
-	v := e.cat.view(p)
+	v := e.cat.View(p)
 	opts := rules.ValidateOptions{
 		Limits:      e.cfg.Limits,
 		Context:     ctxRaw,
@@ -44,12 +44,12 @@ func (e *Engine) validate(p *Principal, program, ctxRaw json.RawMessage) (*Valid
 	}
 	res, err := rules.Validate(program, v, opts)
 	if err != nil {
-		return nil, nil, requestError(err, v.version)
+		return nil, nil, requestError(err, v.Version())
 	}
 	out := &ValidateResponse{
 		Valid:          res.Valid,
 		Diagnostics:    res.Diagnostics,
-		CatalogVersion: v.version,
+		CatalogVersion: v.Version(),
 		Plan:           res.Plan,
 	}
 	if out.Diagnostics == nil {

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/engine/internal/wait"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
@@ -19,6 +19,7 @@ import (
 type liveWorld struct {
 	e *Engine
 	p *Principal
+	f *firing // the firing this world runs, if any: CallAsync tells it of its command
 }
 
 func (w *liveWorld) Now() time.Time { return w.e.Now().In(w.e.cfg.TimeZone) }
@@ -30,7 +31,7 @@ func (w *liveWorld) Place() rules.Place { return w.e.place() }
 func (w *liveWorld) LastChanged(id string) (time.Time, bool) { return w.e.lastChanged(w.p, id) }
 
 func (w *liveWorld) State(id string) (any, bool) {
-	if _, ok := w.e.cat.view(w.p).Get(id); !ok {
+	if _, ok := w.e.cat.View(w.p).Get(id); !ok {
 		return nil, false
 	}
 	l, ok := w.e.devs.Live(id)
@@ -42,7 +43,7 @@ func (w *liveWorld) State(id string) (any, bool) {
 
 // Available is false when id's device is known to be offline.
 func (w *liveWorld) Available(id string) bool {
-	if _, ok := w.e.cat.view(w.p).Get(id); !ok || w.e.devs == nil {
+	if _, ok := w.e.cat.View(w.p).Get(id); !ok || w.e.devs == nil {
 		return true
 	}
 	l, _ := w.e.devs.Live(id)
@@ -79,15 +80,15 @@ func (w *liveWorld) CallAsync(ctx context.Context, id string, args map[string]an
 	if err != nil {
 		return nil, callError(err)
 	}
-	if f, ok := ctx.(*firing); ok {
-		f.onCancel(abort)
+	if w.f != nil {
+		w.f.sentAsync(abort)
 	}
 	return publishedOutput, nil
 }
 
 // callable refuses an id that is no action in the principal's scope.
 func (w *liveWorld) callable(id string) error {
-	if en, ok := w.e.cat.view(w.p).Get(id); !ok || en.Kind != pilotage.KindAction {
+	if en, ok := w.e.cat.View(w.p).Get(id); !ok || en.Kind != pilotage.KindAction {
 		return fmt.Errorf("no callable action %s", quote(id))
 	}
 	return nil
@@ -133,85 +134,19 @@ func (w *liveWorld) Wait(ctx context.Context, req *rules.WaitRequest) (bool, err
 		defer t.Stop()
 		timeout = t.C
 	}
-	wt := newWaiter(req)
-	defer wt.stop()
-	unsub := w.e.devs.Subscribe(wt.change)
+	wt := wait.New(req)
+	defer wt.Stop()
+	unsub := w.e.devs.Subscribe(wt.Change)
 	defer unsub()
-	wt.evaluate()
+	wt.Evaluate()
 	select {
-	case <-wt.met:
+	case <-wt.Met():
 		return true, nil
 	case <-timeout:
 		return false, nil
 	case <-ctx.Done():
 		return false, ctx.Err()
 	}
-}
-
-// waiter is one Wait's state: the signal that the wait is over, and the
-// timer of a condition that must hold For a while.
-type waiter struct {
-	req   *rules.WaitRequest
-	watch map[string]bool // the states the condition reads (empty: any)
-	met   chan struct{}
-
-	mu   sync.Mutex
-	hold *time.Timer // the condition holds since; fires at For
-}
-
-func newWaiter(req *rules.WaitRequest) *waiter {
-	wt := &waiter{req: req, watch: map[string]bool{}, met: make(chan struct{}, 1)}
-	for _, id := range req.Entities {
-		wt.watch[id] = true
-	}
-	return wt
-}
-
-func (wt *waiter) signal() {
-	select {
-	case wt.met <- struct{}{}:
-	default:
-	}
-}
-
-// change is the device catalog's subscriber: the awaited event, or a
-// state the condition reads.
-func (wt *waiter) change(ch devices.Change) {
-	switch req := wt.req; {
-	case req.Event != "" && ch.Kind == devices.ChangeEvent && ch.ID == req.Event:
-		if rules.EventMatches(req.EventValue, ch.Value) {
-			wt.signal()
-		}
-	case ch.Kind == devices.ChangeState && (len(wt.watch) == 0 || wt.watch[ch.ID]):
-		wt.evaluate()
-	}
-}
-
-// evaluate checks the condition: met at once, or once it held For.
-func (wt *waiter) evaluate() {
-	if wt.req.Check == nil {
-		return
-	}
-	ok := wt.req.Check()
-	wt.mu.Lock()
-	defer wt.mu.Unlock()
-	switch {
-	case ok && wt.req.For <= 0:
-		wt.signal()
-	case ok && wt.hold == nil:
-		wt.hold = time.AfterFunc(wt.req.For, wt.signal)
-	case !ok && wt.hold != nil:
-		wt.hold.Stop()
-		wt.hold = nil
-	}
-}
-
-func (wt *waiter) stop() {
-	wt.mu.Lock()
-	if wt.hold != nil {
-		wt.hold.Stop()
-	}
-	wt.mu.Unlock()
 }
 
 // principalByName finds a configured principal (the owner by default).

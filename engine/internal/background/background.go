@@ -1,4 +1,6 @@
-package engine
+// Package background runs the writers' goroutines beside the event path:
+// a thread of their own at a lower priority, and yields between rows.
+package background
 
 import (
 	"runtime"
@@ -9,14 +11,14 @@ import (
 // yields of its processor.
 const yieldSlice = 250 * time.Microsecond
 
-// yielder lets a background writer (see background) yield its processor
+// Yielder lets a background writer (see Lower) yield its processor
 // between rows or statements, at most every yieldSlice: on the thread of
 // its own a yield hands the processor over to another thread and back,
 // two thread wake-ups, too many to pay for every row.
-type yielder struct{ last time.Time }
+type Yielder struct{ last time.Time }
 
-// yield yields the processor if yieldSlice passed since the last time.
-func (y *yielder) yield() {
+// Yield yields the processor if yieldSlice passed since the last time.
+func (y *Yielder) Yield() {
 	if now := time.Now(); now.Sub(y.last) >= yieldSlice {
 		runtime.Gosched()
 		y.last = time.Now()

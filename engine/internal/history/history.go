@@ -1,4 +1,6 @@
-package engine
+// Package history records the devices' state changes off the ingestion
+// path, in batches, for the charts and since().
+package history
 
 import (
 	"context"
@@ -10,11 +12,12 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/engine/internal/background"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
-// HistoryConfig configures the state history recorder.
-type HistoryConfig struct {
+// Config configures the state history recorder.
+type Config struct {
 	// Off: record nothing (the device page then shows no charts).
 	Off bool
 	// Retention is how long changes are kept (default 10 days).
@@ -26,11 +29,12 @@ type HistoryConfig struct {
 	// FlushEvery is how often queued changes are written (default 2 s).
 	FlushEvery time.Duration
 	// Queue bounds the changes waiting for a write (default 8,192); more
-	// are dropped and counted (HistoryStatus).
+	// are dropped and counted (Status).
 	Queue int
 }
 
-func (c *HistoryConfig) defaults() {
+// Defaults fills in the defaults of what is not set.
+func (c *Config) Defaults() {
 	if c.Retention <= 0 {
 		c.Retention = 10 * 24 * time.Hour
 	}
@@ -45,8 +49,8 @@ func (c *HistoryConfig) defaults() {
 	}
 }
 
-// HistoryStatus is the recorder's health, for /healthz.
-type HistoryStatus struct {
+// Status is the recorder's health, for /healthz.
+type Status struct {
 	On      bool   `json:"on"`
 	Written uint64 `json:"written"`
 	// Dropped changes found the queue full; Failed were lost to writes
@@ -60,15 +64,15 @@ type HistoryStatus struct {
 	Retention string `json:"retention"`
 }
 
-// historyRecorder records state changes off the ingestion path: the
+// Recorder records state changes off the ingestion path: the
 // catalog's change feed appends each to a bounded buffer under a mutex (no
 // allocation, no channel, no goroutine wake-up), and a writer swaps the
 // buffer out every FlushEvery (or when it is half full) and writes it in
 // one transaction, yielding between rows.
-type historyRecorder struct {
+type Recorder struct {
 	store *storage.Store
 	log   *slog.Logger
-	cfg   HistoryConfig
+	cfg   Config
 	now   func() time.Time
 	devs  *devices.Catalog
 
@@ -89,7 +93,7 @@ type historyRecorder struct {
 	sums     storage.HistorySums    // 5-minute summaries, written every sumsEvery
 	lastSums time.Time
 	failures int // failed writes, for the log
-	yield    yielder
+	yield    background.Yielder
 }
 
 type histItem struct {
@@ -98,15 +102,15 @@ type histItem struct {
 	t  time.Time
 }
 
-func newHistoryRecorder(store *storage.Store, devs *devices.Catalog, log *slog.Logger, cfg HistoryConfig, now func() time.Time) *historyRecorder {
-	return &historyRecorder{store: store, devs: devs, log: log, cfg: cfg, now: now,
+func New(store *storage.Store, devs *devices.Catalog, log *slog.Logger, cfg Config, now func() time.Time) *Recorder {
+	return &Recorder{store: store, devs: devs, log: log, cfg: cfg, now: now,
 		buf: make([]histItem, 0, cfg.Queue), spare: make([]histItem, 0, cfg.Queue),
 		wake: make(chan struct{}, 1), flush: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
 // onChange is the catalog subscriber: it runs on the ingestion goroutine
 // for every live change.
-func (h *historyRecorder) onChange(c devices.Change) {
+func (h *Recorder) onChange(c devices.Change) {
 	if c.Kind != devices.ChangeState {
 		return
 	}
@@ -127,14 +131,15 @@ func (h *historyRecorder) onChange(c devices.Change) {
 	}
 }
 
-func (h *historyRecorder) start(ctx context.Context) {
+// Start starts the writer and subscribes to the catalog.
+func (h *Recorder) Start(ctx context.Context) {
 	h.started.Store(true)
 	go h.loop(ctx)
 	h.unsub = h.devs.Subscribe(h.onChange)
 }
 
-// close stops listening and writes what is queued.
-func (h *historyRecorder) close() {
+// Close stops listening and writes what is queued.
+func (h *Recorder) Close() {
 	if !h.started.Load() {
 		return
 	}
@@ -143,8 +148,8 @@ func (h *historyRecorder) close() {
 	<-h.done
 }
 
-// sync writes everything queued so far before it returns.
-func (h *historyRecorder) sync() {
+// Sync writes everything queued so far before it returns.
+func (h *Recorder) Sync() {
 	if !h.started.Load() {
 		return
 	}
@@ -156,8 +161,8 @@ func (h *historyRecorder) sync() {
 	}
 }
 
-func (h *historyRecorder) loop(ctx context.Context) {
-	background()
+func (h *Recorder) loop(ctx context.Context) {
+	background.Lower()
 	defer close(h.done)
 	// Writes are short and end with the loop (stop): the engine's context
 	// is cancelled before the recorder's last write.
@@ -192,7 +197,7 @@ const sumsEvery = 30 * time.Second
 
 // write swaps the buffer out and writes it; the summaries too every
 // sumsEvery, or when sums says so.
-func (h *historyRecorder) write(ctx context.Context, sums bool) {
+func (h *Recorder) write(ctx context.Context, sums bool) {
 	h.mu.Lock()
 	items := h.buf
 	h.buf = h.spare
@@ -211,7 +216,7 @@ func (h *historyRecorder) write(ctx context.Context, sums bool) {
 	}
 	clear(items) // drop the values' references
 	h.spare = items[:0]
-	n, err := h.store.WriteHistory(ctx, pts, storage.HistoryWrite{MaxRows: h.cfg.MaxRows, Yield: h.yield.yield,
+	n, err := h.store.WriteHistory(ctx, pts, storage.HistoryWrite{MaxRows: h.cfg.MaxRows, Yield: h.yield.Yield,
 		IDs: &h.ids, Sums: &h.sums, FlushSums: sums})
 	if err == nil && sums {
 		h.lastSums = now
@@ -229,7 +234,7 @@ func (h *historyRecorder) write(ctx context.Context, sums bool) {
 	h.pts = pts[:0]
 }
 
-func (h *historyRecorder) purge(ctx context.Context) {
+func (h *Recorder) purge(ctx context.Context) {
 	n, err := h.store.PurgeHistory(ctx, h.now().Add(-h.cfg.Retention))
 	switch {
 	case err != nil && ctx.Err() == nil:
@@ -270,26 +275,39 @@ func historyPoint(it *histItem) (storage.HistoryPoint, bool) {
 	return p, true
 }
 
-func (h *historyRecorder) status() HistoryStatus {
+// Status reports the recorder's health (Retention is the engine's to say).
+func (h *Recorder) Status() Status {
 	h.mu.Lock()
 	q := len(h.buf)
 	h.mu.Unlock()
-	c := Config{Retention: h.cfg.Retention}
-	return HistoryStatus{On: true, Written: h.written.Load(), Dropped: h.dropped.Load(), Failed: h.failed.Load(),
-		Queued: q, Trimmed: h.trimmed.Load(), MaxRows: h.cfg.MaxRows, Retention: c.RetentionText()}
+	return Status{On: true, Written: h.written.Load(), Dropped: h.dropped.Load(), Failed: h.failed.Load(),
+		Queued: q, Trimmed: h.trimmed.Load(), MaxRows: h.cfg.MaxRows}
 }
 
-// HistoryStatus reports the state history recorder's health.
-func (e *Engine) HistoryStatus() HistoryStatus {
-	if e.hist == nil {
-		return HistoryStatus{}
+// BucketWidth divides span into at most points buckets: whole seconds,
+// and whole multiples of the stored 5-minute summaries from 5 minutes up
+// (so long ranges read the summaries).
+func BucketWidth(span time.Duration, points int) time.Duration {
+	w := (span + time.Duration(points) - 1) / time.Duration(points)
+	const five = 5 * time.Minute
+	if w > five {
+		return (w + five - 1) / five * five
 	}
-	return e.hist.status()
+	if w >= five-time.Minute {
+		return five
+	}
+	return max((w+time.Second-1)/time.Second*time.Second, time.Second)
 }
 
-// FlushHistory writes every state change queued so far (tests, tools).
-func (e *Engine) FlushHistory() {
-	if e.hist != nil {
-		e.hist.sync()
+// Value is a stored value as rules read it: a number, or its JSON decoded
+// (as written when it is no JSON).
+func Value(v storage.HistoryValue) any {
+	if v.IsNum {
+		return v.Num
 	}
+	var out any
+	if json.Unmarshal([]byte(v.JSON), &out) != nil {
+		return v.JSON
+	}
+	return out
 }

@@ -1,4 +1,6 @@
-package engine
+// Package workers runs firings on reused goroutines, at most MaxRunning
+// of those that only wait for acknowledgements at once.
+package workers
 
 import (
 	"sync"
@@ -6,14 +8,14 @@ import (
 	"time"
 )
 
-// workers runs firings on reused goroutines. A fresh goroutine starts with
+// Pool runs firings on reused goroutines. A fresh goroutine starts with
 // a small stack and grows it (copying it) on nearly every firing; a worker
 // that already ran one has the stack it needs. A firing never waits for a
 // worker to hand it to: when none is idle, a new one starts. At most
 // maxIdle wait for work: after a burst the others exit at once rather than
 // keep their stacks for workerIdle.
 //
-// At most maxRunning limited tasks (firings whose body neither waits nor
+// At most MaxRunning limited tasks (firings whose body neither waits nor
 // sleeps: they only wait for their commands' acknowledgements) run at
 // once; the others wait their turn in order, as a few words in backlog
 // rather than as goroutines. Past the broker's and the processors'
@@ -22,8 +24,8 @@ import (
 // of acknowledgements arrives, ahead of the connection's reader in the
 // scheduler's queues (figures: docs/performance.md). Bodies with delays and waits are not limited: they
 // may take minutes.
-type workers struct {
-	idle    chan task // unbuffered: a send succeeds only into an idle worker
+type Pool struct {
+	idle    chan Task // unbuffered: a send succeeds only into an idle worker
 	waiting atomic.Int32
 
 	mu      sync.Mutex
@@ -31,85 +33,81 @@ type workers struct {
 	backlog []queued // limited tasks waiting for a slot, oldest first
 }
 
-// queued is a limited task waiting for a slot, and since when.
+// queued is a limited Task waiting for a slot, and since when.
 type queued struct {
-	t  task
+	t  Task
 	at time.Time
 }
 
-// FiringLoad is how the firing slots are used now: firings running, and
+// Load is how the firing slots are used now: firings running, and
 // firings waiting for a slot with the oldest's wait. A standing wait means
 // events are answered late (the engine is past its capacity).
-type FiringLoad struct {
+type Load struct {
 	Running      int     `json:"running"`
 	Slots        int     `json:"slots"`
 	Waiting      int     `json:"waiting"`
 	OldestWaitMS float64 `json:"oldest_wait_ms"`
 }
 
-func (w *workers) load() FiringLoad {
+// Load reports how the slots are used now.
+func (w *Pool) Load() Load {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	fl := FiringLoad{Running: w.running, Slots: maxRunning, Waiting: len(w.backlog)}
+	fl := Load{Running: w.running, Slots: MaxRunning, Waiting: len(w.backlog)}
 	if len(w.backlog) > 0 {
 		fl.OldestWaitMS = float64(time.Since(w.backlog[0].at).Microseconds()) / 1000
 	}
 	return fl
 }
 
-// task is work for a worker (a *firing: no closure to allocate per run).
-type task interface {
-	// do runs the task and reports whether it is over. One that is not
+// Task is work for a worker (a *firing: no closure to allocate per run).
+type Task interface {
+	// do runs the Task and reports whether it is over. One that is not
 	// goes on without the worker; a limited one keeps its slot until it
 	// calls finished.
-	do() bool
-	limited() bool // counts against maxRunning
+	Do() bool
+	Limited() bool // counts against MaxRunning
 }
-
-// taskFunc runs a function as an unlimited task.
-type taskFunc func()
-
-func (f taskFunc) do() bool      { f(); return true }
-func (f taskFunc) limited() bool { return false }
 
 const (
 	// workerIdle is how long an idle worker waits for work before it exits.
 	workerIdle = 10 * time.Second
 	// maxIdle bounds the idle workers.
 	maxIdle = 64
-	// maxRunning bounds the limited tasks running at once.
-	maxRunning = 512
+	// MaxRunning bounds the limited tasks running at once.
+	MaxRunning = 512
 )
 
-func newWorkers() *workers { return &workers{idle: make(chan task)} }
+// New makes an empty pool.
+func New() *Pool { return &Pool{idle: make(chan Task)} }
 
-// run runs f on an idle worker or a new one; a limited task waits in the
-// backlog while maxRunning others run.
-func (w *workers) run(f task) {
+// Run runs f on an idle worker or a new one; a limited Task waits in the
+// backlog while MaxRunning others run.
+func (w *Pool) Run(f Task) {
 	if w.admit(f) {
 		w.start(f)
 	}
 }
 
-// runHere runs f on the calling goroutine, as a worker would: for a task
+// RunHere runs f on the calling goroutine, as a worker would: for a Task
 // that waits for nothing (see armedRule.here), handing it to a worker
 // would cost more (a thread wake-up, a crossing between threads) than
-// the task itself.
-func (w *workers) runHere(f task) {
-	if w.admit(f) && f.do() && f.limited() {
-		w.finished()
+// the Task itself.
+func (w *Pool) RunHere(f Task) {
+	if w.admit(f) && f.Do() && f.Limited() {
+		w.Finished()
 	}
 }
 
-// admit reports whether f may run now; a limited task takes a slot, or
+// admit reports whether f may run now; a limited Task takes a slot, or
 // waits in the backlog for one.
-func (w *workers) admit(f task) bool {
-	if !f.limited() {
+func (w *Pool) admit(f Task) bool {
+	if !f.Limited() {
 		return true
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.running >= maxRunning {
+	if w.running >= MaxRunning {
 		w.backlog = append(w.backlog, queued{f, time.Now()})
 		return false
 	}
@@ -118,7 +116,7 @@ func (w *workers) admit(f task) bool {
 }
 
 // start hands f, which has its slot, to an idle worker or a new one.
-func (w *workers) start(f task) {
+func (w *Pool) start(f Task) {
 	select {
 	case w.idle <- f:
 	default:
@@ -126,17 +124,17 @@ func (w *workers) start(f task) {
 	}
 }
 
-// finished is called when a limited task that went on without its worker
+// Finished is called when a limited Task that went on without its worker
 // ended: the oldest waiting one takes its slot, or the slot is freed.
-func (w *workers) finished() {
+func (w *Pool) Finished() {
 	if f := w.next(); f != nil {
 		w.start(f)
 	}
 }
 
-// next is called when a limited task ended: the oldest waiting one takes
+// next is called when a limited Task ended: the oldest waiting one takes
 // its slot (run by the same worker), or the slot is freed.
-func (w *workers) next() task {
+func (w *Pool) next() Task {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if len(w.backlog) == 0 {
@@ -152,11 +150,14 @@ func (w *workers) next() task {
 	return f
 }
 
-func (w *workers) loop(f task) {
+// Idle is how many workers wait for work.
+func (w *Pool) Idle() int { return int(w.waiting.Load()) }
+
+func (w *Pool) loop(f Task) {
 	t := time.NewTimer(workerIdle)
 	defer t.Stop()
 	for {
-		if over := f.do(); over && f.limited() {
+		if over := f.Do(); over && f.Limited() {
 			if f = w.next(); f != nil {
 				continue
 			}
@@ -175,12 +176,4 @@ func (w *workers) loop(f task) {
 			return
 		}
 	}
-}
-
-// FiringLoad reports how the firing slots are used now (/healthz).
-func (e *Engine) FiringLoad() FiringLoad {
-	if e.sched == nil || e.sched.work == nil {
-		return FiringLoad{Slots: maxRunning}
-	}
-	return e.sched.work.load()
 }

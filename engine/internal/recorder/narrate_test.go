@@ -1,4 +1,4 @@
-package engine
+package recorder
 
 import (
 	"strings"
@@ -52,11 +52,11 @@ func TestNarration(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			env := &envelope{RunID: "r1", Outcome: c.out}
+			env := &Envelope{RunID: "r1", Outcome: c.out}
 			if c.steps != nil {
 				env.Trace = &pilotage.Trace{Level: pilotage.LevelFull, Steps: c.steps}
 			}
-			got := narrate(storage.Run{ID: "r1", Rule: "hall", Kind: c.kind, Started: started}, env, "", berlin)
+			got := Narrate(storage.Run{ID: "r1", Rule: "hall", Kind: c.kind, Started: started}, env, "", berlin)
 			if got != c.want {
 				t.Errorf("narration\n got %s\nwant %s", got, c.want)
 			}

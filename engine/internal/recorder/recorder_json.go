@@ -1,4 +1,4 @@
-package engine
+package recorder
 
 import (
 	"slices"
@@ -10,7 +10,7 @@ import (
 // appendEnvelope appends env encoded byte for byte as json.Marshal(env)
 // would (envelope's field order, tags and omitempty), without encoding/json's
 // reflection over the maps a firing's output and trace are made of.
-func appendEnvelope(b []byte, env *envelope) ([]byte, error) {
+func appendEnvelope(b []byte, env *Envelope) ([]byte, error) {
 	var err error
 	b = append(b, `{"run_id":`...)
 	b = pilotage.AppendJSONString(b, env.RunID)

@@ -1,4 +1,4 @@
-package engine
+package recorder
 
 import (
 	"bytes"
@@ -20,9 +20,9 @@ func ptrF(f float64) *float64 { return &f }
 
 // firingEnvelope is what armedRule.record queues for a successful firing of
 // a motion-light rule.
-func firingEnvelope(id string, calls []rules.CallRecord, vars map[string]any) *envelope {
+func firingEnvelope(id string, calls []rules.CallRecord, vars map[string]any) *Envelope {
 	ok := pilotage.Outcome{OK: true, Status: rules.StepSuccess}
-	return &envelope{
+	return &Envelope{
 		RunID:   id,
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StatusSuccess},
 		Output:  map[string]any{"calls": calls, "vars": vars},
@@ -51,13 +51,13 @@ func realisticCalls() []rules.CallRecord {
 }
 
 func TestEnvelopeEncodingMatchesMarshal(t *testing.T) {
-	broken := &envelope{RunID: "r1", Outcome: pilotage.Outcome{Status: rules.StatusBroken, Error: "unknown entity <x> & \u2028"},
+	broken := &Envelope{RunID: "r1", Outcome: pilotage.Outcome{Status: rules.StatusBroken, Error: "unknown entity <x> & \u2028"},
 		Trace: &pilotage.Trace{Level: pilotage.LevelFull, Steps: []pilotage.TraceStep{}}}
-	skipped := &envelope{RunID: "r2", Outcome: pilotage.Outcome{OK: true, Status: rules.StatusSkipped, Error: "already running"},
+	skipped := &Envelope{RunID: "r2", Outcome: pilotage.Outcome{OK: true, Status: rules.StatusSkipped, Error: "already running"},
 		Trace: &pilotage.Trace{Level: pilotage.LevelFull, Steps: []pilotage.TraceStep{{ID: "triggers",
 			Outcome:   pilotage.Outcome{OK: true, Status: rules.StepSuccess},
 			Decisions: []pilotage.Decision{{At: "triggers", Took: "motion"}}}}}}
-	cases := map[string]*envelope{
+	cases := map[string]*Envelope{
 		"firing with calls":    firingEnvelope("run_01J0ZK3X6T9M4Q8R2W5Y7B1C3D", realisticCalls(), map[string]any{"lux": 12.5, "night": true, "who": "hall\xff"}),
 		"firing without calls": firingEnvelope("r0", []rules.CallRecord{}, map[string]any{}),
 		"nil calls":            firingEnvelope("r0", nil, nil),
@@ -204,7 +204,7 @@ func TestEnvelopeEncodingTags(t *testing.T) {
 		v    any
 		want string
 	}{
-		{envelope{}, "RunID:run_id Outcome:outcome Output:output,omitempty Trace:trace,omitempty"},
+		{Envelope{}, "RunID:run_id Outcome:outcome Output:output,omitempty Trace:trace,omitempty"},
 		{rules.CallRecord{}, "Step:step ID:id Args:args,omitempty Output:output,omitempty Error:error,omitempty At:at"},
 	} {
 		if got := tags(c.v); got != c.want {
@@ -223,22 +223,22 @@ func TestRecorderStoresEncodedEnvelopes(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	rec := newRecorder(store, quiet(), 100)
-	rec.start()
-	defer rec.close()
+	rec := New(store, quiet(), 100)
+	rec.Start()
+	defer rec.Close()
 	now := time.Now()
-	var envs []*envelope
+	var envs []*Envelope
 	for i := range 5 {
 		id := storage.NewRunID()
 		env := firingEnvelope(id, realisticCalls()[:i%3], map[string]any{"i": i})
 		if i == 3 {
-			env = &envelope{RunID: id, Outcome: pilotage.Outcome{Status: rules.StatusBroken, Error: "x"}}
+			env = &Envelope{RunID: id, Outcome: pilotage.Outcome{Status: rules.StatusBroken, Error: "x"}}
 		}
 		envs = append(envs, env)
-		rec.add(storage.Run{ID: id, Rule: "r", Kind: "firing", Status: env.Outcome.Status, Started: now, Ended: now,
+		rec.Add(storage.Run{ID: id, Rule: "r", Kind: "firing", Status: env.Outcome.Status, Started: now, Ended: now,
 			Level: pilotage.LevelFull, Expires: now.Add(time.Hour)}, env)
 	}
-	rec.flush()
+	rec.Flush()
 	for _, env := range envs {
 		run, err := store.GetRun(ctx, env.RunID)
 		if err != nil {
@@ -290,17 +290,17 @@ func TestRecorderTrimsAHotRuleAtOnce(t *testing.T) {
 	}
 	defer store.Close()
 	const keep = 5
-	rec := newRecorder(store, quiet(), keep)
-	rec.start()
-	defer rec.close()
+	rec := New(store, quiet(), keep)
+	rec.Start()
+	defer rec.Close()
 	now := time.Now()
 	add := func(rule string, n int) {
 		for range n {
 			id := storage.NewRunID()
-			rec.add(storage.Run{ID: id, Rule: rule, Kind: "firing", Status: rules.StatusSuccess, OK: true, Started: now, Ended: now,
-				Level: pilotage.LevelFull, Expires: now.Add(time.Hour)}, &envelope{RunID: id, Outcome: pilotage.Outcome{Status: rules.StatusSuccess, OK: true}})
+			rec.Add(storage.Run{ID: id, Rule: rule, Kind: "firing", Status: rules.StatusSuccess, OK: true, Started: now, Ended: now,
+				Level: pilotage.LevelFull, Expires: now.Add(time.Hour)}, &Envelope{RunID: id, Outcome: pilotage.Outcome{Status: rules.StatusSuccess, OK: true}})
 		}
-		rec.flush()
+		rec.Flush()
 	}
 	count := func(rule string) int {
 		l, err := store.ListRuns(ctx, storage.RunFilter{Rule: rule, Limit: 1000})

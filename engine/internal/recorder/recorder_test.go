@@ -1,7 +1,9 @@
-package engine
+package recorder
 
 import (
 	"context"
+	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +12,8 @@ import (
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 )
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
 func openStore(t *testing.T) *storage.Store {
 	t.Helper()
@@ -21,11 +25,11 @@ func openStore(t *testing.T) *storage.Store {
 	return store
 }
 
-func firingItem(rule, status string, started time.Time, final bool) *recItem {
+func firingItem(rule, status string, started time.Time, final bool) *Item {
 	id := storage.NewRunID()
-	return &recItem{run: storage.Run{ID: id, Rule: rule, Kind: "firing", Status: status, OK: status == rules.StatusSuccess,
+	return &Item{Run: storage.Run{ID: id, Rule: rule, Kind: "firing", Status: status, OK: status == rules.StatusSuccess,
 		Started: started, Ended: started, Level: pilotage.LevelFull, Expires: started.Add(time.Hour)},
-		env: &envelope{RunID: id, Outcome: pilotage.Outcome{Status: status, OK: status == rules.StatusSuccess}}, final: final, announce: true}
+		Env: &Envelope{RunID: id, Outcome: pilotage.Outcome{Status: status, OK: status == rules.StatusSuccess}}, Final: final, Announce: true}
 }
 
 func countRuns(t *testing.T, store *storage.Store, f storage.RunFilter) []storage.Run {
@@ -46,32 +50,32 @@ func countRuns(t *testing.T, store *storage.Store, f storage.RunFilter) []storag
 func TestRecorderSupersedesPastTheRetention(t *testing.T) {
 	store := openStore(t)
 	const keep = 5
-	rec := newRecorder(store, quiet(), keep)
+	rec := New(store, quiet(), keep)
 	var announced []string
-	rec.announce = func(ev Event) { announced = append(announced, ev.RunID) }
-	rec.start()
-	defer rec.close()
+	rec.Announce = func(run *storage.Run) { announced = append(announced, run.ID) }
+	rec.Start()
+	defer rec.Close()
 	t0 := time.Now()
 	old := firingItem("hot", rules.StatusSuccess, t0.Add(-time.Minute), true)
-	if err := store.InsertRuns(context.Background(), []storage.Run{old.run}); err != nil {
+	if err := store.InsertRuns(context.Background(), []storage.Run{old.Run}); err != nil {
 		t.Fatal(err)
 	}
 	var newest []string
 	for i := range 20 {
 		it := firingItem("hot", rules.StatusSuccess, t0.Add(time.Duration(i)*time.Millisecond), true)
 		if i >= 20-keep {
-			newest = append(newest, it.run.ID)
+			newest = append(newest, it.Run.ID)
 		}
-		rec.addItem(it)
-		rec.addItem(firingItem("hot", rules.StatusFailed, t0, true))
+		rec.AddItem(it)
+		rec.AddItem(firingItem("hot", rules.StatusFailed, t0, true))
 	}
 	for range 8 {
-		rec.addItem(firingItem("waits", rules.StatusSuccess, t0, false))
+		rec.AddItem(firingItem("waits", rules.StatusSuccess, t0, false))
 	}
 	for range 3 {
-		rec.addItem(firingItem("cool", rules.StatusSuccess, t0, true))
+		rec.AddItem(firingItem("cool", rules.StatusSuccess, t0, true))
 	}
-	rec.flush()
+	rec.Flush()
 	hot := countRuns(t, store, storage.RunFilter{Rule: "hot", Status: rules.StatusSuccess})
 	if len(hot) != keep {
 		t.Fatalf("hot successes stored: %d, want the newest %d", len(hot), keep)
@@ -90,7 +94,7 @@ func TestRecorderSupersedesPastTheRetention(t *testing.T) {
 	if n := len(countRuns(t, store, storage.RunFilter{Rule: "cool"})); n != 3 {
 		t.Fatalf("cool firings stored: %d, want 3", n)
 	}
-	if _, err := store.GetRun(context.Background(), old.run.ID); err == nil {
+	if _, err := store.GetRun(context.Background(), old.Run.ID); err == nil {
 		t.Fatal("the rule's older stored firing was not trimmed")
 	}
 	st := rec.Stats()
@@ -107,27 +111,27 @@ func TestRecorderSupersedesPastTheRetention(t *testing.T) {
 // past the summaries' bound too, records are dropped, counted.
 func TestRecorderKeepsSummariesPastTheQueue(t *testing.T) {
 	store := openStore(t)
-	rec := newRecorderSized(store, quiet(), 50, 4, 3)
-	defer rec.close()
+	rec := NewSized(store, quiet(), 50, 4, 3)
+	defer rec.Close()
 	t0 := time.Now()
-	var items []*recItem
+	var items []*Item
 	for i := range 9 {
 		it := firingItem("r", rules.StatusSuccess, t0.Add(time.Duration(i)*time.Millisecond), true)
-		it.env.Trace = &pilotage.Trace{Level: pilotage.LevelFull, Steps: []pilotage.TraceStep{{ID: "s"}}}
+		it.Env.Trace = &pilotage.Trace{Level: pilotage.LevelFull, Steps: []pilotage.TraceStep{{ID: "s"}}}
 		items = append(items, it)
-		rec.addItem(it) // not started: the queue fills
+		rec.AddItem(it) // not started: the queue fills
 	}
 	if st := rec.Stats(); st.Summarized != 3 || st.Dropped != 2 || st.Queued != 7 {
 		t.Fatalf("stats before the writer runs: %+v", st)
 	}
-	rec.start()
-	rec.flush()
+	rec.Start()
+	rec.Flush()
 	for i, it := range items {
-		run, err := store.GetRun(context.Background(), it.run.ID)
+		run, err := store.GetRun(context.Background(), it.Run.ID)
 		switch {
 		case i < 4 && (err != nil || run.Level != pilotage.LevelFull):
 			t.Fatalf("queued firing %d: %v %q", i, err, run.Level)
-		case i >= 4 && i < 7 && (err != nil || run.Level != pilotage.LevelSummary || string(run.Envelope) != `{"run_id":"`+it.run.ID+`","outcome":{"ok":true,"status":"success"}}`):
+		case i >= 4 && i < 7 && (err != nil || run.Level != pilotage.LevelSummary || string(run.Envelope) != `{"run_id":"`+it.Run.ID+`","outcome":{"ok":true,"status":"success"}}`):
 			t.Fatalf("summarized firing %d: %v %q %s", i, err, run.Level, run.Envelope)
 		case i >= 7 && err == nil:
 			t.Fatalf("firing %d past both bounds was stored", i)
@@ -144,9 +148,9 @@ func TestRecorderKeepsSummariesPastTheQueue(t *testing.T) {
 // they finish in; an arrival older than all held is superseded as it comes.
 func TestBatchHoldsKeepPerRuleAsJSON(t *testing.T) {
 	const keep, n = 4, 40
-	w := newBatchWriter(&recorder{keep: keep, log: quiet()})
+	w := newBatchWriter(&Recorder{keep: keep, log: quiet()})
 	t0 := time.Now()
-	var items []*recItem
+	var items []*Item
 	for i := range n {
 		// finish out of start order: pairs swapped
 		at := t0.Add(time.Duration(i^1) * time.Millisecond)
@@ -156,7 +160,7 @@ func TestBatchHoldsKeepPerRuleAsJSON(t *testing.T) {
 		if w.held > keep {
 			t.Fatalf("after %d pushes the batch holds %d firings, want at most %d", i+1, w.held, keep)
 		}
-		if it.env != nil {
+		if it.Env != nil {
 			t.Fatalf("push %d kept the firing's envelope objects", i+1)
 		}
 	}
@@ -171,8 +175,8 @@ func TestBatchHoldsKeepPerRuleAsJSON(t *testing.T) {
 	}
 	want := map[string]bool{}
 	for _, it := range items {
-		if !it.run.Started.Before(t0.Add(time.Duration(n-keep) * time.Millisecond)) {
-			want[it.run.ID] = true
+		if !it.Run.Started.Before(t0.Add(time.Duration(n-keep) * time.Millisecond)) {
+			want[it.Run.ID] = true
 		}
 	}
 	for _, r := range w.rows {
@@ -189,22 +193,22 @@ func TestBatchHoldsKeepPerRuleAsJSON(t *testing.T) {
 // JSON, the trace's steps, calls and variables are no longer reachable
 // from the queued item (they share its allocation), yet the JSON has them.
 func TestHeldFiringLetsItsTraceGo(t *testing.T) {
-	w := newBatchWriter(&recorder{keep: 4, log: quiet()})
+	w := newBatchWriter(&Recorder{keep: 4, log: quiet()})
 	now := time.Now()
 	id := storage.NewRunID()
 	out := pilotage.Outcome{OK: true, Status: rules.StatusSuccess}
 	steps := []pilotage.TraceStep{{ID: "turn_on_hall", Outcome: out}}
 	res := &rules.RunResult{Calls: []rules.CallRecord{{Step: "turn_on_hall", ID: "light.hall.turn_on", At: now}},
 		Vars: map[string]any{"level": 180.0}}
-	fr := newFiringRecord(storage.Run{ID: id, Rule: "hall", Kind: "firing", Status: out.Status, OK: true, Started: now,
+	fr := NewFiringRecord(storage.Run{ID: id, Rule: "hall", Kind: "firing", Status: out.Status, OK: true, Started: now,
 		Ended: now, Level: pilotage.LevelFull}, out, res, steps, true)
-	w.push(&fr.item)
-	if fr.trace.Steps != nil || fr.out.calls != nil || fr.out.vars != nil || fr.env.Trace != nil || fr.env.Output != nil {
+	w.push(&fr.Item)
+	if fr.trace.Steps != nil || fr.out.calls != nil || fr.out.vars != nil || fr.Env.Trace != nil || fr.Env.Output != nil {
 		t.Fatalf("the held firing still reaches its trace: steps %v, calls %v, vars %v", fr.trace.Steps, fr.out.calls, fr.out.vars)
 	}
 	for _, want := range []string{id, "turn_on_hall", "light.hall.turn_on", `"level":180`} {
-		if !strings.Contains(string(fr.item.json), want) {
-			t.Fatalf("held JSON %s lacks %s", fr.item.json, want)
+		if !strings.Contains(string(fr.Item.json), want) {
+			t.Fatalf("held JSON %s lacks %s", fr.Item.json, want)
 		}
 	}
 }

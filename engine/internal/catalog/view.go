@@ -1,4 +1,7 @@
-package engine
+// Package catalog owns the scoped catalog: device entries and promoted
+// automations merged into each principal's immutable, versioned view, and
+// the changes between versions.
+package catalog
 
 import (
 	"fmt"
@@ -6,18 +9,19 @@ import (
 	"sync"
 
 	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/engine/internal/access"
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
-// view is one principal's immutable snapshot of the catalog. A view is
+// View is one principal's immutable snapshot of the catalog. A view is
 // either flat (base == nil: own holds every entry, and snap, when set,
 // holds every device entry: a principal who sees all of them) or a layer
 // over a flat base holding the automations promoted since, so promoting a
 // rule costs O(promoted since the last flattening), not O(catalog).
-type view struct {
+type View struct {
 	devGen, autoGen uint64
-	bindGen         uint64 // catalogService.bindGen it was built at
-	base            *view
+	bindGen         uint64 // Service.bindGen it was built at
+	base            *View
 	snap            *devices.Snapshot // all of its entries are in the view (its ContentSum is in sum)
 	own             map[string]viewEntry
 	n               int
@@ -42,21 +46,21 @@ type viewEntry struct {
 // flattenAt bounds a layer: beyond it the next promotion flattens.
 const flattenAt = 256
 
-func newView(devGen, autoGen uint64, base *view) *view {
+func newView(devGen, autoGen uint64, base *View) *View {
 	return newViewSized(devGen, autoGen, base, 0)
 }
 
 // newViewSized makes a view for about n entries of its own.
-func newViewSized(devGen, autoGen uint64, base *view, n int) *view {
-	v := &view{devGen: devGen, autoGen: autoGen, base: base, own: make(map[string]viewEntry, n)}
+func newViewSized(devGen, autoGen uint64, base *View, n int) *View {
+	v := &View{devGen: devGen, autoGen: autoGen, base: base, own: make(map[string]viewEntry, n)}
 	if base != nil {
 		v.n, v.sum = base.n, base.sum
 	}
 	return v
 }
 
-func (v *view) add(id string, e *pilotage.Entry, hash string) {
-	if _, dup := v.hash(id); dup {
+func (v *View) add(id string, e *pilotage.Entry, hash string) {
+	if _, dup := v.Hash(id); dup {
 		return
 	}
 	v.own[id] = viewEntry{e, hash}
@@ -66,13 +70,13 @@ func (v *view) add(id string, e *pilotage.Entry, hash string) {
 	v.sum[1] += d[1]
 }
 
-func (v *view) seal() *view {
+func (v *View) seal() *View {
 	v.version = fmt.Sprintf("cv1-%016x%016x", v.sum[0], v.sum[1])
 	return v
 }
 
 // Get implements rules.Catalog.
-func (v *view) Get(id string) (*pilotage.Entry, bool) {
+func (v *View) Get(id string) (*pilotage.Entry, bool) {
 	if ve, ok := v.own[id]; ok {
 		return ve.e, true
 	}
@@ -87,7 +91,7 @@ func (v *view) Get(id string) (*pilotage.Entry, bool) {
 	return nil, false
 }
 
-func (v *view) hash(id string) (string, bool) {
+func (v *View) Hash(id string) (string, bool) {
 	if ve, ok := v.own[id]; ok {
 		return ve.hash, true
 	}
@@ -97,19 +101,22 @@ func (v *view) hash(id string) (string, bool) {
 		}
 	}
 	if v.base != nil {
-		return v.base.hash(id)
+		return v.base.Hash(id)
 	}
 	return "", false
 }
 
 // IDs implements rules.Catalog.
-func (v *view) IDs() []string { ids, _ := v.flat(); return ids }
+func (v *View) IDs() []string { ids, _ := v.Flat(); return ids }
 
 // Version implements rules.Catalog.
-func (v *view) Version() string { return v.version }
+func (v *View) Version() string { return v.version }
 
-// flat returns every id, sorted, and the entries in that order (built once).
-func (v *view) flat() ([]string, []*pilotage.Entry) {
+// DevGen is the device catalog generation the view was built at.
+func (v *View) DevGen() uint64 { return v.devGen }
+
+// Flat returns every id, sorted, and the entries in that order (built once).
+func (v *View) Flat() ([]string, []*pilotage.Entry) {
 	v.flatOnce.Do(func() {
 		own := make([]string, 0, len(v.own))
 		for id := range v.own {
@@ -119,7 +126,7 @@ func (v *view) flat() ([]string, []*pilotage.Entry) {
 		var baseIDs []string
 		switch {
 		case v.base != nil:
-			baseIDs, _ = v.base.flat()
+			baseIDs, _ = v.base.Flat()
 		case v.snap != nil:
 			ents := v.snap.Entries()
 			baseIDs = make([]string, len(ents))
@@ -146,28 +153,28 @@ func (v *view) flat() ([]string, []*pilotage.Entry) {
 	return v.ids, v.entries
 }
 
-// searchTexts returns the per-entry search text, built once per view.
-func (v *view) searchTexts() []string {
+// SearchTexts returns the per-entry search text, built once per view.
+func (v *View) SearchTexts() []string {
 	v.searchOnce.Do(func() {
-		_, entries := v.flat()
+		_, entries := v.Flat()
 		v.search = make([]string, len(entries))
 		for i, en := range entries {
-			v.search[i] = searchText(en)
+			v.search[i] = SearchText(en)
 		}
 	})
 	return v.search
 }
 
 // flatten materializes a layered view into a flat one with the same content.
-func (v *view) flatten() *view {
+func (v *View) flatten() *View {
 	if v.base == nil {
 		return v
 	}
-	ids, entries := v.flat()
+	ids, entries := v.Flat()
 	f := newViewSized(v.devGen, v.autoGen, nil, len(ids))
 	f.bindGen = v.bindGen
 	for i, id := range ids {
-		h, _ := v.hash(id)
+		h, _ := v.Hash(id)
 		f.own[id] = viewEntry{entries[i], h}
 	}
 	f.n, f.sum, f.version = v.n, v.sum, v.version
@@ -177,16 +184,16 @@ func (v *view) flatten() *view {
 // build computes a flat view; c.mu is held. A principal who sees every
 // device entry gets the snapshot itself (nothing to visit: its version
 // comes from the snapshot's content sum).
-func (c *catalogService) build(p *Principal, snap *devices.Snapshot, devGen uint64) *view {
+func (c *Service) build(p *access.Principal, snap *devices.Snapshot, devGen uint64) *View {
 	v := newView(devGen, c.autoGen, nil)
 	v.bindGen = c.bindGen
-	if snap != nil && p.unrestricted() {
+	if snap != nil && p.Unrestricted() {
 		v.snap, v.n, v.sum = snap, snap.Len(), snap.ContentSum()
 	} else if snap != nil {
 		for _, en := range snap.Entries() {
 			var devTags []string
 			if en.Kind != pilotage.KindDevice {
-				if d, ok := snap.Get(deviceOf(en.ID)); ok {
+				if d, ok := snap.Get(access.DeviceOf(en.ID)); ok {
 					devTags = d.Tags
 				}
 			}
@@ -203,7 +210,7 @@ func (c *catalogService) build(p *Principal, snap *devices.Snapshot, devGen uint
 
 // extend derives a view from old by adding the automations promoted since;
 // c.mu is held.
-func (c *catalogService) extend(p *Principal, old *view, snap *devices.Snapshot) *view {
+func (c *Service) extend(p *access.Principal, old *View, snap *devices.Snapshot) *View {
 	base := old
 	var carry map[string]viewEntry
 	if old.base != nil {
@@ -232,12 +239,12 @@ func (c *catalogService) extend(p *Principal, old *view, snap *devices.Snapshot)
 // visible: its use is then promotion_drift, not not_found).
 // An automation an installed rule is bound on is hidden, like the rule,
 // from whoever cannot see an entry the rule was bound to (see bound.go).
-func (c *catalogService) addVisibleAuto(p *Principal, v *view, snap *devices.Snapshot, id string) {
+func (c *Service) addVisibleAuto(p *access.Principal, v *View, snap *devices.Snapshot, id string) {
 	a := c.autos[id]
-	if !p.Visible(a.entry, nil) || (a.opaque && !p.unrestricted()) || !seesAll(p, v, snap, a.reach) {
+	if !p.Visible(a.entry, nil) || (a.opaque && !p.Unrestricted()) || !seesAll(p, v, snap, a.reach) {
 		return
 	}
-	if !p.unrestricted() {
+	if !p.Unrestricted() {
 		for _, ids := range c.boundOn[id] {
 			if !seesAll(p, v, snap, ids) {
 				return
@@ -249,7 +256,7 @@ func (c *catalogService) addVisibleAuto(p *Principal, v *view, snap *devices.Sna
 
 // seesAll reports whether p sees every one of ids in v, or could see
 // those absent from the catalog by their id alone.
-func seesAll(p *Principal, v *view, snap *devices.Snapshot, ids []string) bool {
+func seesAll(p *access.Principal, v *View, snap *devices.Snapshot, ids []string) bool {
 	for _, r := range ids {
 		if _, vis := v.Get(r); vis {
 			continue
@@ -259,7 +266,7 @@ func seesAll(p *Principal, v *view, snap *devices.Snapshot, ids []string) bool {
 				return false
 			}
 		}
-		if !p.visibleAbsent(r) {
+		if !p.VisibleAbsent(r) {
 			return false
 		}
 	}

@@ -1,4 +1,4 @@
-package engine
+package recorder
 
 import (
 	"cmp"
@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/pilothouse/pilothouse/engine/internal/background"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -21,8 +22,8 @@ import (
 // as soon as a newer one arrives past keep (its record is released at
 // once). So a busy batch holds at most keep firings per rule and status.
 type batchWriter struct {
-	r     *recorder
-	fifo  []*recItem        // runs that are never superseded
+	r     *Recorder
+	fifo  []*Item           // runs that are never superseded
 	tails map[tailKey]*tail // final firings by rule and status
 	// arrived counts the final firings of each rule and status pushed
 	// into this batch (nextLinger).
@@ -34,7 +35,7 @@ type batchWriter struct {
 	// batch: their stored firings are trimmed with it.
 	superseded map[string]bool
 	rows       []storage.Run // the rows written
-	kept       []*recItem    // their items, in queue order
+	kept       []*Item       // their items, in queue order
 	scratch    []byte        // where envelopes are encoded before their exact copy
 	// Trimming is a separate statement per rule: done at most once per
 	// trimEvery, for the rules that stored at least keep runs since, and
@@ -45,7 +46,7 @@ type batchWriter struct {
 	trimCount map[string]int
 	lastTrim  time.Time
 	slice0    time.Time // start of the current slice of work (pace)
-	yield     yielder
+	yield     background.Yielder
 	urgent    bool // a flush waits: no pauses (pace)
 	paced     bool // a busy batch: pauses between slices of work (pace)
 }
@@ -60,22 +61,22 @@ const (
 	paceMax    = 8 * time.Millisecond
 )
 
-func newBatchWriter(r *recorder) *batchWriter {
+func newBatchWriter(r *Recorder) *batchWriter {
 	return &batchWriter{r: r, tails: map[tailKey]*tail{}, arrived: map[tailKey]int{}, superseded: map[string]bool{},
 		trimCount: map[string]int{}, lastTrim: time.Now()}
 }
 
 // push adds a run to the batch: held (encoded), or superseded at once.
-func (w *batchWriter) push(it *recItem) {
+func (w *batchWriter) push(it *Item) {
 	w.n++
 	w.seq++
 	it.seq = w.seq
-	if !it.final || it.run.Status == rules.StatusRunning {
+	if !it.Final || it.Run.Status == rules.StatusRunning {
 		w.hold(it)
 		w.fifo = append(w.fifo, it)
 		return
 	}
-	k := tailKey{it.run.Rule, it.run.Status}
+	k := tailKey{it.Run.Rule, it.Run.Status}
 	w.arrived[k]++
 	t := w.tails[k]
 	if t == nil {
@@ -99,52 +100,52 @@ func (w *batchWriter) push(it *recItem) {
 }
 
 // hold encodes a run's envelope (exactly sized) and counts it held.
-func (w *batchWriter) hold(it *recItem) {
+func (w *batchWriter) hold(it *Item) {
 	w.held++
-	if it.env == nil {
+	if it.Env == nil {
 		return
 	}
-	b, err := appendEnvelope(w.scratch[:0], it.env)
+	b, err := appendEnvelope(w.scratch[:0], it.Env)
 	if err != nil {
-		w.r.log.Warn("encoding run record", "run", it.run.ID, "err", err)
-		b = append(b[:0], `{"run_id":`+strconv.Quote(it.run.ID)+`}`...)
+		w.r.log.Warn("encoding run record", "run", it.Run.ID, "err", err)
+		b = append(b[:0], `{"run_id":`+strconv.Quote(it.Run.ID)+`}`...)
 	}
 	it.json = append(make([]byte, 0, len(b)), b...)
-	if it.owned {
-		release(it.env)
+	if it.Owned {
+		release(it.Env)
 	}
-	it.env = nil
+	it.Env = nil
 	if cap(b) <= scratchMax {
 		w.scratch = b
 	}
 }
 
 // release empties an encoded firing's envelope, its trace and its output:
-// they share one allocation with the queued item (firingRecord), which the
+// they share one allocation with the queued item (FiringRecord), which the
 // batch holds until it is written, and would keep the trace's steps, calls
 // and variables alive beside their JSON.
-func release(env *envelope) {
+func release(env *Envelope) {
 	if env.Trace != nil {
 		*env.Trace = pilotage.Trace{}
 	}
 	if o, ok := env.Output.(*firingOutput); ok {
 		*o = firingOutput{}
 	}
-	*env = envelope{}
+	*env = Envelope{}
 }
 
 // tail holds the newest keep final firings of a rule with one status: a
 // heap whose root is the oldest (by start then id, the trim's order).
-type tail []*recItem
+type tail []*Item
 
-func older(a, b *recItem) int {
-	return cmp.Or(a.run.Started.Compare(b.run.Started), cmp.Compare(a.run.ID, b.run.ID))
+func older(a, b *Item) int {
+	return cmp.Or(a.Run.Started.Compare(b.Run.Started), cmp.Compare(a.Run.ID, b.Run.ID))
 }
 
 func (t tail) Len() int           { return len(t) }
 func (t tail) Less(i, j int) bool { return older(t[i], t[j]) < 0 }
 func (t tail) Swap(i, j int)      { t[i], t[j] = t[j], t[i] }
-func (t *tail) Push(x any)        { *t = append(*t, x.(*recItem)) }
+func (t *tail) Push(x any)        { *t = append(*t, x.(*Item)) }
 func (t *tail) Pop() any {
 	old := *t
 	it := old[len(old)-1]
@@ -219,7 +220,7 @@ func (w *batchWriter) nextLinger(n int, d time.Duration) time.Duration {
 // house server's two. (The slice is wall time: on a crowded machine it
 // includes time the writer waited for a processor, hence the cap.)
 func (w *batchWriter) pace() {
-	w.yield.yield()
+	w.yield.Yield()
 	if !w.paced {
 		return
 	}
@@ -248,9 +249,9 @@ func (w *batchWriter) gather() {
 		clear(*t)
 		*t = (*t)[:0]
 	}
-	slices.SortFunc(w.kept, func(a, b *recItem) int { return cmp.Compare(a.seq, b.seq) })
+	slices.SortFunc(w.kept, func(a, b *Item) int { return cmp.Compare(a.seq, b.seq) })
 	for _, it := range w.kept {
-		w.rows = append(w.rows, it.run)
+		w.rows = append(w.rows, it.Run)
 		w.rows[len(w.rows)-1].Envelope = it.json
 		it.json = nil
 	}

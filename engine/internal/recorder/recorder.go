@@ -1,4 +1,7 @@
-package engine
+// Package recorder owns the run records: queued and written to SQLite in
+// batches off the firing's path, encoded as JSON envelopes, and read back
+// (decoded, narrated).
+package recorder
 
 import (
 	"log/slog"
@@ -7,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/pilothouse/pilothouse/engine/internal/background"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -27,11 +31,11 @@ import (
 // ones: counted, never written, never announced). Past the queue, a firing
 // keeps a summary record (outcome and times, no trace: counted); only past
 // the summaries' bound too is a record dropped (counted and logged).
-type recorder struct {
+type Recorder struct {
 	store *storage.Store
 	log   *slog.Logger
 	keep  int
-	ch    chan *recItem
+	ch    chan *Item
 	over  overflow      // bounded by overMax
 	hurry chan struct{} // flush: write the batch now
 	kick  chan struct{} // the queue fills: take what is queued
@@ -46,15 +50,15 @@ type recorder struct {
 	enq, done2 atomic.Uint64
 	mu         sync.Mutex
 	progress   *sync.Cond
-	// announce, when set, is told about every committed firing marked
-	// announce (the live stream), after its batch's transaction.
-	announce func(Event)
+	// Announce, when set, is told about every committed firing marked
+	// Announce (the live stream), after its batch's transaction.
+	Announce func(run *storage.Run)
 }
 
 // overflow holds summary records of firings that found the queue full.
 type overflow struct {
 	mu    sync.Mutex
-	items []*recItem
+	items []*Item
 	max   int
 	kick  chan struct{} // wakes the writer
 }
@@ -63,9 +67,9 @@ type recorderCounts struct {
 	written, superseded, summarized, dropped, failed atomic.Uint64
 }
 
-// RecorderStats counts what became of the run records handed to the
+// Stats counts what became of the run records handed to the
 // recorder since the start.
-type RecorderStats struct {
+type Stats struct {
 	Written    uint64 `json:"written"`    // stored (with their trace, or as summaries)
 	Superseded uint64 `json:"superseded"` // trimmed by the retention policy before they were written
 	Summarized uint64 `json:"summarized"` // kept as a summary record (no trace): the queue was full
@@ -83,44 +87,44 @@ const (
 	kickAt = 16
 )
 
-func newRecorder(store *storage.Store, log *slog.Logger, keep int) *recorder {
-	return newRecorderSized(store, log, keep, recorderQueue, overflowMax)
+func New(store *storage.Store, log *slog.Logger, keep int) *Recorder {
+	return NewSized(store, log, keep, recorderQueue, overflowMax)
 }
 
-func newRecorderSized(store *storage.Store, log *slog.Logger, keep, queue, overMax int) *recorder {
-	r := &recorder{store: store, log: log, keep: keep, ch: make(chan *recItem, queue), done: make(chan struct{})}
+func NewSized(store *storage.Store, log *slog.Logger, keep, queue, overMax int) *Recorder {
+	r := &Recorder{store: store, log: log, keep: keep, ch: make(chan *Item, queue), done: make(chan struct{})}
 	r.over.kick, r.over.max = make(chan struct{}, 1), overMax
 	r.hurry, r.kick = make(chan struct{}, 1), make(chan struct{}, 1)
 	r.progress = sync.NewCond(&r.mu)
 	return r
 }
 
-func (r *recorder) start() {
+func (r *Recorder) Start() {
 	r.started.Store(true)
 	go r.loop()
 }
 
-// recItem is a queued run; env, when set, is encoded into run.Envelope by
-// the recorder. env must not change once queued. announce: tell the live
-// stream once the run is committed (a firing that ended). final: a
+// Item is a queued run; env, when set, is encoded into run.Envelope by
+// the recorder. env must not change once queued. Announce: tell the live
+// stream once the run is committed (a firing that ended). Final: a
 // finished firing recorded once (no earlier "running" row), which the
-// retention policy may supersede. owned: nothing else holds env (a
+// retention policy may supersede. Owned: nothing else holds env (a
 // firing's record), so once encoded the recorder empties it.
-type recItem struct {
-	run      storage.Run
-	env      *envelope
+type Item struct {
+	Run      storage.Run
+	Env      *Envelope
 	json     []byte // env encoded, once the batch holds it
-	announce bool
-	final    bool
-	owned    bool
+	Announce bool
+	Final    bool
+	Owned    bool
 	seq      uint64 // queue order in its batch
 }
 
-// add queues a run; it never blocks.
-func (r *recorder) add(run storage.Run, env *envelope) { r.addItem(&recItem{run: run, env: env}) }
+// Add queues a run; it never blocks.
+func (r *Recorder) Add(run storage.Run, env *Envelope) { r.AddItem(&Item{Run: run, Env: env}) }
 
-// addItem queues it; it never blocks. it must not change once queued.
-func (r *recorder) addItem(it *recItem) {
+// AddItem queues it; it never blocks. it must not change once queued.
+func (r *Recorder) AddItem(it *Item) {
 	r.enq.Add(1)
 	select {
 	case r.ch <- it:
@@ -135,10 +139,10 @@ func (r *recorder) addItem(it *recItem) {
 	}
 	// The queue is full: keep a summary (a fresh small record, so the
 	// firing's trace can go).
-	sum := &recItem{run: it.run, announce: it.announce}
-	sum.run.Level = pilotage.LevelSummary
-	if it.env != nil {
-		sum.env = &envelope{RunID: it.env.RunID, Outcome: it.env.Outcome}
+	sum := &Item{Run: it.Run, Announce: it.Announce}
+	sum.Run.Level = pilotage.LevelSummary
+	if it.Env != nil {
+		sum.Env = &Envelope{RunID: it.Env.RunID, Outcome: it.Env.Outcome}
 	}
 	r.over.mu.Lock()
 	full := len(r.over.items) >= r.over.max
@@ -163,7 +167,7 @@ func (r *recorder) addItem(it *recItem) {
 }
 
 // takeOverflow moves the waiting summaries out of the overflow.
-func (r *recorder) takeOverflow() []*recItem {
+func (r *Recorder) takeOverflow() []*Item {
 	r.over.mu.Lock()
 	defer r.over.mu.Unlock()
 	out := r.over.items
@@ -172,8 +176,8 @@ func (r *recorder) takeOverflow() []*recItem {
 }
 
 // Stats reports the recorder's counts.
-func (r *recorder) Stats() RecorderStats {
-	st := RecorderStats{Written: r.stats.written.Load(), Superseded: r.stats.superseded.Load(),
+func (r *Recorder) Stats() Stats {
+	st := Stats{Written: r.stats.written.Load(), Superseded: r.stats.superseded.Load(),
 		Summarized: r.stats.summarized.Load(), Dropped: r.stats.dropped.Load(), Failed: r.stats.failed.Load()}
 	if enq, done := r.enq.Load(), r.done2.Load(); enq > done {
 		st.Queued = enq - done
@@ -183,18 +187,18 @@ func (r *recorder) Stats() RecorderStats {
 
 // settled counts n accepted runs as done (written, superseded, failed or
 // dropped) and wakes flush.
-func (r *recorder) settled(n int) {
+func (r *Recorder) settled(n int) {
 	r.mu.Lock()
 	r.done2.Add(uint64(n))
 	r.progress.Broadcast()
 	r.mu.Unlock()
 }
 
-// pending reports whether runs are queued but not yet written.
-func (r *recorder) pending() bool { return r.done2.Load() < r.enq.Load() }
+// Pending reports whether runs are queued but not yet written.
+func (r *Recorder) Pending() bool { return r.done2.Load() < r.enq.Load() }
 
-// flush waits until everything queued so far is written (tests, shutdown).
-func (r *recorder) flush() {
+// Flush waits until everything queued so far is written (tests, shutdown).
+func (r *Recorder) Flush() {
 	target := r.enq.Load()
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -212,7 +216,7 @@ func (r *recorder) flush() {
 
 // Batching. Commits are what cost: every commit rewrites each page it
 // touched into the WAL, and the per-rule index touches a page per rule
-// fired. So a batch lingers after its first run: lingerIdle when firings
+// fired. So a batch lingers after its first Run: lingerIdle when firings
 // are few, lingerSteady once the last batch held steadyRuns or more, and
 // lingerBusy when that lets the retention policy skip at least a quarter
 // of the rows (rules firing more than keep times in lingerBusy, judged
@@ -227,15 +231,15 @@ const (
 	drainSlice   = 64 // runs encoded between yields
 )
 
-func (r *recorder) loop() {
-	background()
+func (r *Recorder) loop() {
+	background.Lower()
 	defer close(r.done)
 	w := newBatchWriter(r)
 	linger := lingerIdle
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	for {
-		var it *recItem
+		var it *Item
 		ok := true
 		select {
 		case it, ok = <-r.ch:
@@ -312,22 +316,19 @@ func (w *batchWriter) drain() bool {
 
 // committed counts a committed batch and tells the live stream about its
 // firings, in the order they were queued: only what is stored is announced.
-func (r *recorder) committed(items []*recItem) {
+func (r *Recorder) committed(items []*Item) {
 	r.stats.written.Add(uint64(len(items)))
-	if r.announce == nil {
+	if r.Announce == nil {
 		return
 	}
 	for _, it := range items {
-		if !it.announce {
-			continue
+		if it.Announce {
+			r.Announce(&it.Run)
 		}
-		run := &it.run
-		r.announce(Event{Type: "firing", Rule: run.Rule, RunID: run.ID, Status: run.Status, OK: run.OK, Time: run.Ended,
-			Principal: run.Principal, Ref: run.Ref})
 	}
 }
 
-func (r *recorder) close() {
+func (r *Recorder) Close() {
 	r.once.Do(func() {
 		close(r.ch)
 		select { // wake a lingering batch: it finds the queue closed
@@ -338,13 +339,4 @@ func (r *recorder) close() {
 			<-r.done
 		}
 	})
-}
-
-// RecorderStats reports what became of the run records so far (zero
-// without storage).
-func (e *Engine) RecorderStats() RecorderStats {
-	if e.rec == nil {
-		return RecorderStats{}
-	}
-	return e.rec.Stats()
 }

@@ -1,4 +1,4 @@
-package engine
+package background
 
 import (
 	"testing"
@@ -17,7 +17,7 @@ func niceness(t *testing.T) int {
 	return 20 - p
 }
 
-// TestBackgroundLowersOnlyItsThread: a goroutine that calls background
+// TestBackgroundLowersOnlyItsThread: a goroutine that calls Lower
 // runs at backgroundNice, and no other goroutine inherits it (its thread
 // ends with it).
 func TestBackgroundLowersOnlyItsThread(t *testing.T) {
@@ -25,7 +25,7 @@ func TestBackgroundLowersOnlyItsThread(t *testing.T) {
 	got := make(chan int)
 	for range 3 {
 		go func() {
-			background()
+			Lower()
 			got <- niceness(t)
 		}()
 		if n := <-got; n != backgroundNice {

@@ -1,4 +1,7 @@
-package engine
+// Package logbook owns the house's logbook: what happened (events, firings,
+// rule changes, approvals, the broker), queued, told live and written in
+// batches.
+package logbook
 
 import (
 	"context"
@@ -10,17 +13,19 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/engine/internal/background"
+	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
-// LogKind is one kind of logbook entry.
-type LogKind struct {
+// Kind is one kind of logbook entry.
+type Kind struct {
 	Name, Doc string
 }
 
-// LogKinds is the closed set of logbook entry kinds, in the order the
+// Kinds is the closed set of logbook entry kinds, in the order the
 // logbook's filter lists them.
-var LogKinds = []LogKind{
+var Kinds = []Kind{
 	{"event", "a device's event: a button press, a gesture"},
 	{"availability", "a device went offline or came back online"},
 	{"helper", "a helper's value changed, or its timer finished or was cancelled"},
@@ -31,19 +36,19 @@ var LogKinds = []LogKind{
 	{"server", "Pilothouse started or stopped"},
 }
 
-// LogbookConfig configures the logbook's writer.
-type LogbookConfig struct {
+// Config configures the logbook's writer.
+type Config struct {
 	// MaxRows bounds the stored entries; the oldest go first (default
 	// 100,000). Entries older than the run retention are purged too.
 	MaxRows int
 	// FlushEvery is how often queued entries are written (default 1 s).
 	FlushEvery time.Duration
 	// Queue bounds the entries waiting for a write (default 4,096); more
-	// are dropped and counted (LogbookStatus).
+	// are dropped and counted (Status).
 	Queue int
 }
 
-func (c *LogbookConfig) defaults() {
+func (c *Config) defaults() {
 	if c.MaxRows <= 0 {
 		c.MaxRows = 100_000
 	}
@@ -55,9 +60,9 @@ func (c *LogbookConfig) defaults() {
 	}
 }
 
-// LogEntry is one logbook line as the UI shows it. Cursor pages on from
+// Entry is one logbook line as the UI shows it. Cursor pages on from
 // it (entries read back from storage have one; live ones do not).
-type LogEntry struct {
+type Entry struct {
 	Time   time.Time
 	Kind   string
 	Device string
@@ -67,13 +72,17 @@ type LogEntry struct {
 	Status string
 	Text   string
 	Cursor string
-	// whom it concerns, for LogVisible: a firing's run principal, a rule's
+	// whom it concerns (Concerns): a firing's run principal, a rule's
 	// owner and program, an approval's requester.
 	principal, ref string
 }
 
-// LogbookStatus is the logbook writer's health, for /healthz.
-type LogbookStatus struct {
+// Concerns is whom the entry concerns, for the engine's scoping: a
+// principal's name and, for a rule, its program.
+func (en Entry) Concerns() (principal, ref string) { return en.principal, en.ref }
+
+// Status is the logbook writer's health, for /healthz.
+type Status struct {
 	Written uint64 `json:"written"`
 	// Dropped entries found the queue full; Failed were lost to writes
 	// that failed (the storage status says why).
@@ -86,17 +95,17 @@ type LogbookStatus struct {
 // logbook records what happened in the house: entries are queued under a
 // mutex by whoever reports them (ingestion, the recorder, a deploy), told
 // at once to live watchers, and written in batches by one goroutine.
-type logbook struct {
+type Logbook struct {
 	store     *storage.Store
 	log       *slog.Logger
-	cfg       LogbookConfig
+	cfg       Config
 	now       func() time.Time
 	retention time.Duration
 
 	mu    sync.Mutex
 	buf   []storage.LogEntry // cap = cfg.Queue, never grown
 	spare []storage.LogEntry // the writer's buffer between swaps
-	subs  map[chan LogEntry]struct{}
+	subs  map[chan Entry]struct{}
 	flush chan chan struct{}
 	stop  chan struct{}
 	done  chan struct{}
@@ -110,23 +119,23 @@ type logbook struct {
 	failures                          int // failed writes, for the log (the writer's own)
 }
 
-func newLogbook(store *storage.Store, log *slog.Logger, cfg LogbookConfig, retention time.Duration, now func() time.Time) *logbook {
+func New(store *storage.Store, log *slog.Logger, cfg Config, retention time.Duration, now func() time.Time) *Logbook {
 	cfg.defaults()
-	return &logbook{store: store, log: log, cfg: cfg, now: now, retention: retention,
-		buf: make([]storage.LogEntry, 0, cfg.Queue), spare: make([]storage.LogEntry, 0, cfg.Queue), subs: map[chan LogEntry]struct{}{},
+	return &Logbook{store: store, log: log, cfg: cfg, now: now, retention: retention,
+		buf: make([]storage.LogEntry, 0, cfg.Queue), spare: make([]storage.LogEntry, 0, cfg.Queue), subs: map[chan Entry]struct{}{},
 		flush: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 }
 
-// add queues an entry for writing and tells the watchers; it never
+// Add queues an entry for writing and tells the watchers; it never
 // blocks (a full queue or a slow watcher loses the entry, counted).
-func (b *logbook) add(en storage.LogEntry) {
+func (b *Logbook) Add(en storage.LogEntry) {
 	if b == nil {
 		return
 	}
 	if en.T.IsZero() {
 		en.T = b.now()
 	}
-	live := logEntryOf(en)
+	live := EntryOf(en)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(b.buf) < cap(b.buf) {
@@ -142,8 +151,9 @@ func (b *logbook) add(en storage.LogEntry) {
 	}
 }
 
-func logEntryOf(en storage.LogEntry) LogEntry {
-	out := LogEntry{Time: en.T, Kind: en.Kind, Device: en.Device, Area: en.Area, Rule: en.Rule, RunID: en.Run,
+// EntryOf is a stored entry as the UI shows it.
+func EntryOf(en storage.LogEntry) Entry {
+	out := Entry{Time: en.T, Kind: en.Kind, Device: en.Device, Area: en.Area, Rule: en.Rule, RunID: en.Run,
 		Status: en.Status, Text: en.Text, principal: en.Principal, ref: en.Ref}
 	if en.ID != 0 {
 		out.Cursor = fmt.Sprintf("%d-%d", en.T.UnixNano(), en.ID)
@@ -151,7 +161,9 @@ func logEntryOf(en storage.LogEntry) LogEntry {
 	return out
 }
 
-func (b *logbook) start(ctx context.Context, devs *devices.Catalog) {
+// Start starts the writer and listens to devs (when not nil) for events
+// and availability changes.
+func (b *Logbook) Start(ctx context.Context, devs *devices.Catalog) {
 	b.started.Store(true)
 	go b.loop(context.WithoutCancel(ctx))
 	if devs != nil {
@@ -161,7 +173,7 @@ func (b *logbook) start(ctx context.Context, devs *devices.Catalog) {
 
 // onChange runs on the ingestion goroutine: events (button presses) and
 // availability changes after the first report become entries.
-func (b *logbook) onChange(devs *devices.Catalog, c devices.Change) {
+func (b *Logbook) onChange(devs *devices.Catalog, c devices.Change) {
 	var en storage.LogEntry
 	switch c.Kind {
 	case devices.ChangeEvent:
@@ -187,11 +199,11 @@ func (b *logbook) onChange(devs *devices.Catalog, c devices.Change) {
 	if d, ok := devs.Snapshot().Get(en.Device); ok {
 		en.Area = areaOf(d.Tags)
 	}
-	b.add(en)
+	b.Add(en)
 }
 
-// close stops listening and writes what is queued.
-func (b *logbook) close() {
+// Close stops listening and writes what is queued.
+func (b *Logbook) Close() {
 	if b == nil || !b.started.Load() {
 		return
 	}
@@ -202,8 +214,8 @@ func (b *logbook) close() {
 	<-b.done
 }
 
-// sync writes everything queued so far before it returns.
-func (b *logbook) sync() {
+// Sync writes everything queued so far before it returns.
+func (b *Logbook) Sync() {
 	if b == nil || !b.started.Load() {
 		return
 	}
@@ -215,10 +227,10 @@ func (b *logbook) sync() {
 	}
 }
 
-// settle writes what is queued or being written, when anything is, so
+// Settle writes what is queued or being written, when anything is, so
 // that a read of the logbook sees every entry already told live; it
 // waits at most max (a loaded writer must not hold a page up).
-func (b *logbook) settle(max time.Duration) {
+func (b *Logbook) Settle(max time.Duration) {
 	if b == nil || !b.started.Load() {
 		return
 	}
@@ -244,8 +256,8 @@ func (b *logbook) settle(max time.Duration) {
 	}
 }
 
-func (b *logbook) loop(ctx context.Context) {
-	background()
+func (b *Logbook) loop(ctx context.Context) {
+	background.Lower()
 	defer close(b.done)
 	tick := time.NewTicker(b.cfg.FlushEvery)
 	defer tick.Stop()
@@ -270,7 +282,7 @@ func (b *logbook) loop(ctx context.Context) {
 	}
 }
 
-func (b *logbook) write(ctx context.Context) {
+func (b *Logbook) write(ctx context.Context) {
 	b.mu.Lock()
 	items := b.buf
 	b.buf = b.spare
@@ -298,7 +310,7 @@ func (b *logbook) write(ctx context.Context) {
 	b.trimmed.Add(uint64(n))
 }
 
-func (b *logbook) purge(ctx context.Context) {
+func (b *Logbook) purge(ctx context.Context) {
 	if n, err := b.store.PurgeLog(ctx, b.now().Add(-b.retention)); err != nil && ctx.Err() == nil {
 		b.log.Warn("purging the old logbook", "err", err)
 	} else if n > 0 {
@@ -306,8 +318,10 @@ func (b *logbook) purge(ctx context.Context) {
 	}
 }
 
-func (b *logbook) watch(buffer int) (<-chan LogEntry, func()) {
-	ch := make(chan LogEntry, buffer)
+// Watch tells the returned channel of every entry added from now on (a
+// slow watcher loses entries); call the func to stop.
+func (b *Logbook) Watch(buffer int) (<-chan Entry, func()) {
+	ch := make(chan Entry, buffer)
 	if b == nil {
 		return ch, func() {}
 	}
@@ -321,12 +335,25 @@ func (b *logbook) watch(buffer int) (<-chan LogEntry, func()) {
 	}
 }
 
-func (b *logbook) status() LogbookStatus {
+// Started reports whether the writer was started.
+func (b *Logbook) Started() bool { return b != nil && b.started.Load() }
+
+// Status reports the writer's health.
+func (b *Logbook) Status() Status {
 	if b == nil {
-		return LogbookStatus{}
+		return Status{}
 	}
-	return LogbookStatus{Written: b.written.Load(), Dropped: b.dropped.Load(), Failed: b.failed.Load(),
+	return Status{Written: b.written.Load(), Dropped: b.dropped.Load(), Failed: b.failed.Load(),
 		Trimmed: b.trimmed.Load(), MaxRows: b.cfg.MaxRows}
+}
+
+// compact is v's JSON, or fmt.Sprint(v) when it has none.
+func compact(v any) string {
+	b, err := pilotage.AppendJSON(nil, v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
 }
 
 // areaOf is a device's area as the UI groups it: areas match

@@ -1,4 +1,4 @@
-package engine
+package catalog
 
 import "slices"
 
@@ -10,9 +10,9 @@ import "slices"
 // nonexistent one). The scheduler tells the catalog what each installed
 // rule is bound to.
 
-// setBound records that the installed rule name runs program ref bound to
+// SetBound records that the installed rule name runs program ref bound to
 // ids (nil: not bound; ref "": removed). A change rebuilds the views.
-func (c *catalogService) setBound(name, ref string, ids []string) {
+func (c *Service) SetBound(name, ref string, ids []string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	oldRef, had := c.boundRef[name]
@@ -37,13 +37,4 @@ func (c *catalogService) setBound(name, ref string, ids []string) {
 		c.boundOn[ref][name], c.boundRef[name] = ids, ref
 	}
 	c.bindGen++
-}
-
-// boundIDs is what an armed rule's program is bound to: its references,
-// when it has catalog-reference params (nil otherwise).
-func (ar *armedRule) boundIDs() []string {
-	if len(ar.c.RefParams()) == 0 {
-		return nil
-	}
-	return ar.c.Refs
 }

@@ -1,22 +1,23 @@
-package engine
+package workers
 
 import (
-	"github.com/pilothouse/pilothouse/internal/testutil"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pilothouse/pilothouse/internal/testutil"
 )
 
 // TestWorkersRunEverythingAndReuse: every function runs, concurrently when
 // submitted concurrently (a blocked firing never holds up another), at most
 // maxIdle workers stay idle, and an idle worker takes the next one.
 func TestWorkersRunEverythingAndReuse(t *testing.T) {
-	w := newWorkers()
+	w := New()
 	release := make(chan struct{})
 	var wg sync.WaitGroup
 	for range maxIdle + 20 {
 		wg.Add(1)
-		w.run(taskFunc(func() { defer wg.Done(); <-release })) // all 20 blocked at once
+		w.Run(taskFunc(func() { defer wg.Done(); <-release })) // all 20 blocked at once
 	}
 	close(release)
 	wg.Wait()
@@ -44,26 +45,26 @@ func TestWorkersRunEverythingAndReuse(t *testing.T) {
 	}
 }
 
-// limitedTask is a limited task for tests.
+// limitedTask is a limited Task for tests.
 type limitedTask func()
 
-func (f limitedTask) do() bool      { f(); return true }
-func (f limitedTask) limited() bool { return true }
+func (f limitedTask) Do() bool      { f(); return true }
+func (f limitedTask) Limited() bool { return true }
 
-// TestWorkersLimitRunningFirings: at most maxRunning limited tasks run at
+// TestWorkersLimitRunningFirings: at most MaxRunning limited tasks run at
 // once, the others start in order as slots free up, and unlimited tasks
 // (bodies with delays and waits) run whatever the limit.
 func TestWorkersLimitRunningFirings(t *testing.T) {
-	w := newWorkers()
+	w := New()
 	release := make(chan struct{})
 	var mu sync.Mutex
 	running, peak := 0, 0
 	var order []int
 	var wg sync.WaitGroup
-	const n = maxRunning + 50
+	const n = MaxRunning + 50
 	for i := range n {
 		wg.Add(1)
-		w.run(limitedTask(func() {
+		w.Run(limitedTask(func() {
 			defer wg.Done()
 			mu.Lock()
 			running++
@@ -77,51 +78,51 @@ func TestWorkersLimitRunningFirings(t *testing.T) {
 		}))
 	}
 	unlimited := make(chan struct{})
-	w.run(taskFunc(func() { close(unlimited) }))
+	w.Run(taskFunc(func() { close(unlimited) }))
 	select {
 	case <-unlimited:
 	case <-time.After(5 * time.Second):
-		t.Fatal("an unlimited task waited behind the limited ones")
+		t.Fatal("an unlimited Task waited behind the limited ones")
 	}
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		mu.Lock()
 		r := running
 		mu.Unlock()
-		if r == maxRunning {
+		if r == MaxRunning {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d limited tasks running, want %d", r, maxRunning)
+			t.Fatalf("%d limited tasks running, want %d", r, MaxRunning)
 		}
 		time.Sleep(time.Millisecond)
 	}
-	// Free one slot at a time and wait for the task that takes it: tasks
+	// Free one slot at a time and wait for the Task that takes it: tasks
 	// start on goroutines of their own, so slots freed together could
 	// record their starts in any order even though they were handed out
 	// in order.
-	for k := range n - maxRunning {
+	for k := range n - MaxRunning {
 		release <- struct{}{}
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Microsecond) {
 			mu.Lock()
 			started := len(order)
 			mu.Unlock()
-			if started == maxRunning+k+1 {
+			if started == MaxRunning+k+1 {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("no backlog task started after slot %d was freed", k)
+				t.Fatalf("no backlog Task started after slot %d was freed", k)
 			}
 		}
 	}
 	close(release)
 	wg.Wait()
-	if peak != maxRunning {
-		t.Fatalf("peak %d running, want %d", peak, maxRunning)
+	if peak != MaxRunning {
+		t.Fatalf("peak %d running, want %d", peak, MaxRunning)
 	}
-	for i, v := range order[maxRunning:] {
-		if v != maxRunning+i {
-			t.Fatalf("backlog ran out of order: %v", order[maxRunning:])
+	for i, v := range order[MaxRunning:] {
+		if v != MaxRunning+i {
+			t.Fatalf("backlog ran out of order: %v", order[MaxRunning:])
 		}
 	}
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(time.Millisecond) {
@@ -140,24 +141,30 @@ func TestWorkersLimitRunningFirings(t *testing.T) {
 // TestWorkersLoad: the slots' report counts running and waiting firings
 // and how long the oldest has waited (what /healthz calls saturated).
 func TestWorkersLoad(t *testing.T) {
-	w := newWorkers()
+	w := New()
 	release := make(chan struct{})
 	var started sync.WaitGroup
-	for range maxRunning + 3 {
+	for range MaxRunning + 3 {
 		started.Add(1)
-		w.run(limitedTask(func() { started.Done(); <-release }))
+		w.Run(limitedTask(func() { started.Done(); <-release }))
 	}
 	defer func() {
 		close(release)
 		started.Wait()
 	}()
-	testutil.Eventually(t, 5*time.Second, "every slot taken", func() bool { return w.load().Running == maxRunning })
-	first := w.load()
-	if first.Waiting != 3 || first.Slots != maxRunning {
-		t.Fatalf("load %+v, want 3 waiting for %d slots", first, maxRunning)
+	testutil.Eventually(t, 5*time.Second, "every slot taken", func() bool { return w.Load().Running == MaxRunning })
+	first := w.Load()
+	if first.Waiting != 3 || first.Slots != MaxRunning {
+		t.Fatalf("load %+v, want 3 waiting for %d slots", first, MaxRunning)
 	}
-	testutil.Eventually(t, 5*time.Second, "the oldest wait to grow", func() bool { return w.load().OldestWaitMS > first.OldestWaitMS })
-	if idle := newWorkers().load(); idle.Waiting != 0 || idle.OldestWaitMS != 0 {
+	testutil.Eventually(t, 5*time.Second, "the oldest wait to grow", func() bool { return w.Load().OldestWaitMS > first.OldestWaitMS })
+	if idle := New().Load(); idle.Waiting != 0 || idle.OldestWaitMS != 0 {
 		t.Fatalf("idle load %+v", idle)
 	}
 }
+
+// taskFunc runs a function as an unlimited task.
+type taskFunc func()
+
+func (f taskFunc) Do() bool      { f(); return true }
+func (f taskFunc) Limited() bool { return false }

@@ -1,6 +1,0 @@
-//go:build !linux
-
-package engine
-
-// background does nothing here (see the Linux version).
-func background() {}

@@ -1,0 +1,106 @@
+package recorder
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// Narrate is a deterministic, fact-based summary of a stored run: it only
+// restates the envelope (no model, no guessing), in sentences: `Rule
+// "hall" fired at 2026-01-15 07:00:00 CET (run r1). Trigger "motion"
+// fired because …. The run succeeded. It called hall_light.set (step
+// "on"). The trace has 3 steps.` Times are in the server's zone.
+func Narrate(run storage.Run, env *Envelope, question string, zone *time.Location) string {
+	var b strings.Builder
+	at := run.Started.In(zoneOr(zone)).Format("2006-01-02 15:04:05 MST")
+	switch {
+	case run.Kind == "firing":
+		fmt.Fprintf(&b, "Rule %s fired at %s (run %s).", quote(run.Rule), at, run.ID)
+	case run.Kind == "deploy" && run.Rule != "":
+		fmt.Fprintf(&b, "An installation of rule %s started at %s (run %s).", quote(run.Rule), at, run.ID)
+	case run.Kind == "deploy":
+		fmt.Fprintf(&b, "An installation started at %s (run %s).", at, run.ID)
+	case run.Kind == "test":
+		fmt.Fprintf(&b, "A test run started at %s (run %s).", at, run.ID)
+	default:
+		fmt.Fprintf(&b, "Run %s started at %s.", run.ID, at)
+	}
+	if env.Trace != nil {
+		narrateDecisions(&b, env.Trace)
+	}
+	b.WriteString(" " + rules.OutcomeSentence(env.Outcome.Status, env.Outcome.Error))
+	if env.Trace != nil {
+		narrateSteps(&b, env.Trace, run.Kind)
+	}
+	if question != "" {
+		b.WriteString(" (The narration restates recorded facts only; it does not answer free-form questions beyond them.)")
+	}
+	return b.String()
+}
+
+func zoneOr(z *time.Location) *time.Location {
+	if z == nil {
+		return time.UTC
+	}
+	return z
+}
+
+// narrateDecisions says which trigger fired and which conditions failed.
+func narrateDecisions(b *strings.Builder, t *pilotage.Trace) {
+	for _, s := range t.Steps {
+		for _, d := range s.Decisions {
+			if d.At != rules.TriggersStepID {
+				continue
+			}
+			fmt.Fprintf(b, " Trigger %s fired", quote(d.Took))
+			if d.Because != "" {
+				b.WriteString(" because " + strings.TrimSuffix(d.Because, "."))
+			}
+			b.WriteString(".")
+		}
+		if s.Outcome.Status == rules.StepNotMet {
+			fmt.Fprintf(b, " Condition %s was not met.", quote(s.ID))
+		}
+	}
+}
+
+// narrateSteps says what was called (a test run only simulates), which
+// steps did not succeed, and how long the trace is.
+func narrateSteps(b *strings.Builder, t *pilotage.Trace, kind string) {
+	var calls []string
+	for _, s := range t.Steps {
+		if len(s.Calls) > 0 && s.Outcome.OK {
+			calls = append(calls, fmt.Sprintf("%s (step %s)", rules.JoinList(s.Calls, "and"), quote(s.ID)))
+		}
+	}
+	called, none := "It called ", "It called nothing."
+	switch kind {
+	case "test":
+		called, none = "It would have called ", "It would have called nothing."
+	case "deploy":
+		none = ""
+	}
+	switch {
+	case len(calls) > 0:
+		b.WriteString(" " + called + rules.JoinList(calls, "and") + ".")
+	case none != "":
+		b.WriteString(" " + none)
+	}
+	for _, s := range t.Steps {
+		if !s.Outcome.OK {
+			b.WriteString(" " + rules.StepSentence(s.ID, s.Outcome.Status, s.Outcome.Error))
+		}
+	}
+	fmt.Fprintf(b, " The trace has %s.", rules.Plural(len(t.Steps), "step", ""))
+}
+
+func quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}

@@ -1,0 +1,102 @@
+// Package served bounds the bytes of stored run records being served at
+// once (limits.MaxServedRunBytes).
+package served
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+)
+
+// wait is how long a read of a stored run waits for room under
+// limits.MaxServedRunBytes before it is refused.
+const wait = 2 * time.Second
+
+// Gate bounds the bytes of stored run records being served at once
+// (pilotage_trace, the web UI's run page and run JSON). Serving a run costs
+// several times its record (decoded, encoded, copied into the response), so
+// without a bound a few hundred parallel reads of one 4 MB run took
+// gigabytes. A read holds its record's size from before it reads the record
+// until its response is written (ServingRuns), else until Trace returns.
+type Gate struct {
+	sem      *semaphore.Weighted
+	max      int64
+	inFlight atomic.Int64
+	refused  atomic.Uint64
+}
+
+// New makes a gate of max bytes.
+func New(max int) *Gate {
+	return &Gate{sem: semaphore.NewWeighted(int64(max)), max: int64(max)}
+}
+
+type servingKey struct{}
+
+// serving collects the holds taken while one response is being built.
+type serving struct {
+	mu       sync.Mutex
+	releases []func()
+}
+
+// ServingRuns returns a context under which the stored runs read (Trace)
+// stay counted against limits.MaxServedRunBytes until done is called: call
+// it once the response is written, so the bound covers the encoding too.
+func ServingRuns(ctx context.Context) (_ context.Context, done func()) {
+	s := &serving{}
+	return context.WithValue(ctx, servingKey{}, s), func() {
+		s.mu.Lock()
+		rs := s.releases
+		s.releases = nil
+		s.mu.Unlock()
+		for _, r := range rs {
+			r()
+		}
+	}
+}
+
+// Stats are the served-run bound's counters, for /healthz.
+type Stats struct {
+	InFlightBytes int64  `json:"in_flight_bytes"`
+	MaxBytes      int64  `json:"max_bytes"`
+	Refused       uint64 `json:"refused"`
+}
+
+// Stats returns the gate's counters.
+func (g *Gate) Stats() Stats {
+	return Stats{InFlightBytes: g.inFlight.Load(), MaxBytes: g.max, Refused: g.refused.Load()}
+}
+
+// Hold takes room for a record of size bytes before it is read; release
+// gives it back, or is a no-op when ctx defers it to ServingRuns' done.
+// When no room comes within a short wait it returns refused, the number
+// of reads refused so far.
+func (g *Gate) Hold(ctx context.Context, size int64) (release func(), refused uint64) {
+	nop := func() {}
+	n := min(max(size, 1), g.max)
+	wctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	if err := g.sem.Acquire(wctx, n); err != nil {
+		return nil, g.refused.Add(1)
+	}
+	g.inFlight.Add(n)
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			g.inFlight.Add(-n)
+			g.sem.Release(n)
+		})
+	}
+	if s, ok := ctx.Value(servingKey{}).(*serving); ok {
+		s.mu.Lock()
+		s.releases = append(s.releases, release)
+		s.mu.Unlock()
+		return nop, 0
+	}
+	return release, 0
+}
+
+// Max is the gate's bound in bytes.
+func (g *Gate) Max() int64 { return g.max }
