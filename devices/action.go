@@ -21,6 +21,10 @@ type action struct {
 	presets        bool              // a field has presets: Call sends their values for their names
 	send           func(ctx context.Context, p sender, args map[string]any) error
 	offBus         bool // sends over HTTP, not MQTT (a webhook notification): CallAsync does not wait for it
+	// schema and check replace fields for a LocalAction, whose owner
+	// states its input schema and checks it.
+	schema map[string]any
+	check  func(args map[string]any) error
 }
 
 func newAction(id, name, desc string, risk pilotage.Risk) *action {
@@ -28,6 +32,9 @@ func newAction(id, name, desc string, risk pilotage.Risk) *action {
 }
 
 func (a *action) inputSchema() map[string]any {
+	if a.schema != nil {
+		return a.schema
+	}
 	props := make(map[string]any, len(a.fields))
 	for k, f := range a.fields {
 		props[k] = f.schema
@@ -109,6 +116,9 @@ func isNormal(v any) bool {
 }
 
 func (a *action) validate(args map[string]any) error {
+	if a.check != nil {
+		return a.check(args)
+	}
 	if len(args) < a.minProps {
 		return fmt.Errorf("%s: at least %d argument(s) required", a.id, a.minProps)
 	}

@@ -102,13 +102,14 @@ type Catalog struct {
 	ingest  sync.Mutex
 	z2m     *z2mSource
 	ha      *haSource
-	pending map[string][]byte // last payload of topics nobody routes yet (bounded)
-	tx      txn               // the running ingestion
-	intern  *interner         // shares equal schemas, tags and texts between entries
-	ids     *idTable          // device id assignments
-	z2mIDs  map[string]bool   // ids of the Zigbee2MQTT devices (the last list)
-	notify  *devSpec          // the notification channels (built once)
-	work    *workBudget       // template work per second
+	pending map[string][]byte   // last payload of topics nobody routes yet (bounded)
+	tx      txn                 // the running ingestion
+	intern  *interner           // shares equal schemas, tags and texts between entries
+	ids     *idTable            // device id assignments
+	z2mIDs  map[string]bool     // ids of the Zigbee2MQTT devices (the last list)
+	notify  *devSpec            // the notification channels (built once)
+	local   map[string]*devSpec // the local devices (PutLocal) by id
+	work    *workBudget         // template work per second
 
 	// mu guards the fields below. Ingestion changes them holding c.ingest
 	// too, so its compute phase reads the model holding c.ingest alone.
@@ -122,6 +123,10 @@ type Catalog struct {
 	conn    mqtt.PubSub
 	extra   map[string]bool // routed topics outside the static filters, subscribed one by one
 	subWake chan struct{}
+	// localQ holds the local devices' changes for drainLocal, which
+	// runs while localBusy.
+	localQ    []Change
+	localBusy bool
 
 	snap atomic.Pointer[Snapshot]
 	// coverage is model.coverage as of the last commit (Coverage).
@@ -188,6 +193,7 @@ func NewCatalog(o Options) *Catalog {
 		live:    map[string]liveVal{},
 		devLive: map[string]*devLive{},
 		pending: map[string][]byte{},
+		local:   map[string]*devSpec{},
 		subs:    map[int]func(Change){},
 		extra:   map[string]bool{},
 		subWake: make(chan struct{}, 1),

@@ -332,6 +332,11 @@ func (c *Catalog) rebuildSpecs(tx *txn) []specChange {
 	if c.notify != nil {
 		want[notifySpecID] = c.notify
 	}
+	for id, s := range c.local {
+		if want[id] == nil {
+			want[id] = s
+		}
+	}
 	var changes []specChange
 	for id, s := range c.model.specs {
 		if w := want[id]; w != s {
@@ -348,8 +353,8 @@ func (c *Catalog) rebuildSpecs(tx *txn) []specChange {
 }
 
 // changeOrder commits removals first, then Zigbee2MQTT devices, then Home
-// Assistant ones, then the notification channels (the first holder of an
-// entry id keeps it).
+// Assistant ones, then the notification channels, then the local devices
+// (the first holder of an entry id keeps it).
 func changeOrder(ch specChange) string {
 	if ch.new == nil {
 		return "0" + specKey(ch.old)
@@ -359,6 +364,8 @@ func changeOrder(ch specChange) string {
 		return "1" + ch.new.id
 	case "homeassistant":
 		return "2" + ch.new.id
+	case "pilothouse":
+		return "4" + ch.new.id
 	}
 	return "3"
 }

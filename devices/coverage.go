@@ -18,7 +18,7 @@ func (cv *Coverage) count(s *devSpec) { cv.add(s, 1) }
 func (cv *Coverage) uncount(s *devSpec) { cv.add(s, -1) }
 
 func (cv *Coverage) add(s *devSpec, n int) {
-	if s.noDevice {
+	if s.noDevice || s.local {
 		return
 	}
 	cv.Devices += n

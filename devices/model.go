@@ -20,6 +20,7 @@ type devSpec struct {
 	tags           []string
 	deviceTag      string // "device:<id>" when built ahead
 	noDevice       bool   // notification channels: actions only
+	local          bool   // a LocalDevice (a helper): PutLocal and RemoveLocal change it
 	states         []stateSpec
 	events         []eventSpec
 	actions        []*action

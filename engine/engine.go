@@ -21,6 +21,7 @@ import (
 	"github.com/pilothouse/pilothouse/engine/internal/recorder"
 	"github.com/pilothouse/pilothouse/engine/internal/served"
 	"github.com/pilothouse/pilothouse/engine/internal/uptime"
+	"github.com/pilothouse/pilothouse/helpers"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -99,10 +100,12 @@ func (c *Config) defaults() {
 
 // Engine ties the catalog, the Language, storage and the scheduler together.
 type Engine struct {
-	cfg   Config
-	log   *slog.Logger
-	devs  *devices.Catalog
-	store *storage.Store
+	cfg  Config
+	log  *slog.Logger
+	devs *devices.Catalog
+	// helpers, when set (SetHelpers), owns the household's helpers.
+	helpers *helpers.Manager
+	store   *storage.Store
 
 	cat   *catalog.Service
 	sched *scheduler

@@ -115,7 +115,7 @@ func (e *Engine) LogVisible(ctx context.Context, en LogEntry) bool {
 	p := e.principal(ctx)
 	principal, ref := en.Concerns()
 	switch en.Kind {
-	case "event", "availability":
+	case "event", "availability", "helper":
 		_, ok := e.cat.View(p).Get(en.Device)
 		return ok
 	case "firing":

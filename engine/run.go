@@ -82,6 +82,9 @@ func (e *Engine) simWorld(p *Principal, v *view, scen rules.Scenario) *rules.Sim
 		})
 		w.SetCallCheck(func(id string, args map[string]any) error { return callError(e.devs.CheckArgs(id, args)) })
 	}
+	if e.helpers != nil {
+		w.SetStateEffects(e.helpers.Simulate)
+	}
 	w.SetPlace(e.place())
 	w.SetChangedBase(func(id string) (time.Time, bool) { return e.lastChanged(p, id) })
 	return w

@@ -14,6 +14,9 @@ const (
 	ToolRuleEnable  = "pilothouse_rule_enable"
 	ToolRuleDisable = "pilothouse_rule_disable"
 	ToolRuleRemove  = "pilothouse_rule_remove"
+	// ToolHelpers lists the household's helpers (flags, numbers, timers…)
+	// and lets the owner create, update and delete them.
+	ToolHelpers = "pilothouse_helpers"
 )
 
 // DeployOutput is the output of a successful installation Run.

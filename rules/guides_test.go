@@ -13,7 +13,7 @@ import (
 
 func TestGuidesIndex(t *testing.T) {
 	gs := Guides()
-	wantIDs := []string{"core", "closed-sets", "triggers", "steps", "expressions", "test-runs", "porting", "cookbook"}
+	wantIDs := []string{"core", "closed-sets", "triggers", "steps", "expressions", "test-runs", "porting", "helpers", "cookbook"}
 	if len(gs) != len(wantIDs) {
 		t.Fatalf("%d guides, want %d", len(gs), len(wantIDs))
 	}

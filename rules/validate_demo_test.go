@@ -67,7 +67,7 @@ var remoteActions = func() string {
 func demoCatalog() *mapCatalog {
 	dev := func(id string) *pilotage.Entry { return entry(id, pilotage.KindDevice, pilotage.RiskRead, "", "") }
 	st := func(id, out string) *pilotage.Entry { return entry(id, pilotage.KindState, pilotage.RiskRead, "", out) }
-	return newMapCatalog("demo-1",
+	return withGuideHelpers(newMapCatalog("demo-1",
 		dev("hall_light"), dev("porch_light"), dev("hall_motion"), dev("front_door"), dev("front_lock"),
 		dev("garage_door"), dev("living_plug"), dev("living_thermostat"), dev("bedroom_remote"), dev("outdoor_weather"), dev("notify"),
 		entry("hall_light.set", pilotage.KindAction, pilotage.RiskControl, lightSet, ""),
@@ -90,5 +90,5 @@ func demoCatalog() *mapCatalog {
 		st("outdoor_weather.temperature", `{"type":"number","unit":"°C"}`), st("outdoor_weather.humidity", `{"type":"number","minimum":0,"maximum":100}`),
 		entry("bedroom_remote.action", pilotage.KindEvent, pilotage.RiskRead, "", remoteActions),
 		entry("script.flash_porch", pilotage.KindAutomation, pilotage.RiskControl, `{"type":"object","properties":{"times":{"type":"integer","minimum":1,"maximum":10}}}`, ""),
-	)
+	))
 }

@@ -221,6 +221,15 @@ CREATE INDEX logbook_by_t ON logbook (t, id);
 CREATE INDEX logbook_by_device ON logbook (device, t, id) WHERE device <> '';
 CREATE INDEX logbook_by_rule ON logbook (rule, t, id) WHERE rule <> '';
 CREATE INDEX logbook_by_kind ON logbook (kind, t, id);`,
+	// 16: the household's helpers (helpers.go): each one's definition
+	// (JSON), where it was made (config or api) and its value (JSON).
+	`CREATE TABLE helpers (
+	id         TEXT PRIMARY KEY,
+	def        TEXT NOT NULL,
+	source     TEXT NOT NULL,
+	value      TEXT NOT NULL,
+	updated_at INTEGER NOT NULL
+);`,
 }
 
 // migrate brings db up to len(list), one transaction per migration. A

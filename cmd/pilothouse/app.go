@@ -14,6 +14,7 @@ import (
 	"github.com/pilothouse/pilothouse/devices/demo"
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/engine/mcpserver"
+	"github.com/pilothouse/pilothouse/helpers"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/storage"
 	"github.com/pilothouse/pilothouse/web"
@@ -134,10 +135,18 @@ func (a *app) connectMQTT(ctx context.Context) error {
 // losses and returns in its logbook.
 func (a *app) startEngine(ctx context.Context) error {
 	a.eng = engine.New(a.cfg.engineConfig(), a.devs, a.store, a.log.With("part", "engine"))
+	hm := helpers.New(helpers.Options{Catalog: a.devs, Store: a.store, Log: a.log.With("part", "helpers"), Note: a.eng.HelperNote})
+	a.eng.SetHelpers(hm)
 	if err := a.eng.Start(ctx); err != nil {
 		return fmt.Errorf("starting the engine: %w", err)
 	}
 	a.stops = append(a.stops, a.eng.Close)
+	// After the rules are armed: a timer that ended while the server was
+	// down finishes now, and the rules on its end see it.
+	if err := hm.Start(ctx, a.cfg.Helpers); err != nil {
+		return fmt.Errorf("starting the helpers: %w", err)
+	}
+	a.stops = append(a.stops, hm.Close)
 	a.logBroker()
 	return nil
 }

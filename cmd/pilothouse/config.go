@@ -14,6 +14,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/helpers"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/rules"
 )
@@ -57,6 +58,7 @@ type Config struct {
 
 	Areas      []devices.AreaRule // device areas by name pattern (area:<x> tags)
 	Notify     []devices.NotifyChannel
+	Helpers    []helpers.Def // the configuration file's helpers
 	Principals []*engine.Principal
 	StdioAs    string
 	// StdioTimeout is how long pilothouse stdio waits for the serve that

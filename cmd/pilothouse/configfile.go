@@ -410,6 +410,7 @@ func (l *cfgLoader) top(root *yaml.Node) error {
 		"stdio_principal":       l.checked(&c.StdioAs, nonEmpty),
 		"stdio_request_timeout": l.duration(&c.StdioTimeout),
 		"notify":                l.notify,
+		"helpers":               l.helpers,
 		"limits":                l.limits, "history": l.history,
 		"approvals": l.approvals,
 	})

@@ -125,7 +125,10 @@ func TestConfigFileBad(t *testing.T) {
 	for _, tc := range []struct{ name, body, want string }{
 		{"typo nested", "mqtt:\n  broker: tcp://x:1883\n  brokr: tcp://y:1883\n", "config pilothouse.yaml:3:3: mqtt.brokr: unknown key (did you mean broker?)"},
 		{"typo top", "listn: 1.2.3.4:80\n", "config pilothouse.yaml:1:1: listn: unknown key (did you mean listen?)"},
-		{"unknown far", "colour: blue\n", "config pilothouse.yaml:1:1: colour: unknown key (known keys: allowed_hosts, allowed_origins, approvals, areas, data_dir, demo, history, homeassistant, limits, listen, location, log, mqtt, notify, principals, retention, stdio_principal, stdio_request_timeout, time_zone, zigbee2mqtt)"},
+		{"helper bounds", "helpers:\n  - {id: vacation_mode, kind: flag}\n  - {id: target, kind: number}\n", "config pilothouse.yaml:3:5: helpers[1]: invalid: number helper: min and max are required"},
+		{"helper twice", "helpers:\n  - {id: a, kind: flag}\n  - {id: a, kind: flag}\n", "config pilothouse.yaml:3:5: helpers[1].id: helper \"a\" is defined twice"},
+		{"helper key", "helpers:\n  - {id: a, kind: flag, colour: red}\n", "config pilothouse.yaml:2:25: helpers[0].colour: unknown key (known keys: area, duration, id, initial, kind, max, max_length, min, mode, name, options, step, tags, unit)"},
+		{"unknown far", "colour: blue\n", "config pilothouse.yaml:1:1: colour: unknown key (known keys: allowed_hosts, allowed_origins, approvals, areas, data_dir, demo, helpers, history, homeassistant, limits, listen, location, log, mqtt, notify, principals, retention, stdio_principal, stdio_request_timeout, time_zone, zigbee2mqtt)"},
 		{"repeated", "listen: a:1\nlisten: b:2\n", "config pilothouse.yaml:2:1: listen: key repeated"},
 		{"not a mapping", "- a\n- b\n", "config pilothouse.yaml:1:1: want a mapping of keys, got a list"},
 		{"bool type", "demo:\n  enabled: yes please\n", `config pilothouse.yaml:2:12: demo.enabled: want true or false, got string "yes please"`},

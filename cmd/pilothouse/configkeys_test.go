@@ -265,6 +265,14 @@ func moreKeyRows() map[string]keyRow {
 		"stdio_principal":       fileRow("principals: [{name: kid}]\nstdio_principal: kid", func(c *Config) any { return c.stdioPrincipal().Name }, "kid"),
 		"stdio_request_timeout": {file: "stdio_request_timeout: 5s", env: "6s", flag: "7s", get: func(c *Config) any { return c.StdioTimeout }, want: []any{5 * time.Second, 6 * time.Second, 7 * time.Second}},
 		"notify":                strRow("notify: [{id: notify.phone, topic: %s}]", phone, "t/a", "t/b", "t/c"),
+		"helpers": fileRow("helpers: [{id: target, kind: number, min: 5, max: 30, step: 0.5, unit: °C, area: living, initial: 20}]",
+			func(c *Config) any {
+				if len(c.Helpers) == 0 {
+					return "none"
+				}
+				h := c.Helpers[0]
+				return fmt.Sprintf("%s %s %v..%v %v", h.ID, h.Area, *h.Min, *h.Max, h.Initial)
+			}, "target living 5..30 20"),
 	}
 }
 

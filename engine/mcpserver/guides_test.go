@@ -40,7 +40,31 @@ func demoHouse(t *testing.T) *client.Client {
 	loc := engine.DemoLocation
 	s := newHTTPStackDevs(t, engine.Config{TimeZone: time.UTC, Location: &loc, LocationSource: engine.LocationDemo, Approval: noApproval}, storage.Options{},
 		devices.Options{Logger: quiet(), Notify: []devices.NotifyChannel{{ID: "notify.phone", Name: "Phone notification", Topic: "pilothouse/notify/phone"}}})
-	return s.client("")
+	c := s.client("")
+	createGuideHelpers(t, c)
+	return c
+}
+
+// createGuideHelpers makes the helpers the guides' recipes declare
+// (```helpers blocks: one pilothouse_helpers definition a line) with the
+// tool, as a reader of the guide would.
+func createGuideHelpers(t *testing.T, c *client.Client) {
+	t.Helper()
+	_, bodies := servedGuides(t, c)
+	for id, body := range bodies {
+		for _, part := range strings.Split(body, "```helpers\n")[1:] {
+			block, _, _ := strings.Cut(part, "```")
+			for _, line := range strings.Split(strings.TrimSpace(block), "\n") {
+				var def map[string]any
+				if err := json.Unmarshal([]byte(line), &def); err != nil {
+					t.Fatalf("%s: helper %q: %v", id, line, err)
+				}
+				if out, isErr := callTool(t, c, "pilothouse_helpers", map[string]any{"verb": "create", "helper": def}); isErr {
+					t.Fatalf("%s: create helper %s: %v", id, line, out)
+				}
+			}
+		}
+	}
 }
 
 // servedGuides reads every guide as pilotage_learn serves it, in index

@@ -11,6 +11,7 @@ import (
 	"github.com/pilothouse/pilothouse/devices/demo"
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/engine/mcpserver"
+	"github.com/pilothouse/pilothouse/helpers"
 	"github.com/pilothouse/pilothouse/internal/testhouse"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -28,6 +29,8 @@ type httpStack struct {
 	devs  *devices.Catalog
 	srv   *mcpserver.Server
 	mqtt  string // the embedded broker's URL
+	// helpers are the house's helpers (none until a test makes some).
+	helpers *helpers.Manager
 }
 
 // newHTTPStack starts the stack with principals (none = the default owner)
@@ -49,7 +52,7 @@ func newHTTPStackCfg(t *testing.T, cfg engine.Config, so storage.Options) *httpS
 func newHTTPStackDevs(t *testing.T, cfg engine.Config, so storage.Options, do devices.Options) *httpStack {
 	t.Helper()
 	h := testhouse.RunHouse(t, testhouse.Options{Engine: cfg, Storage: so, Devices: do})
-	return &httpStack{t: t, dir: h.Dir, eng: h.Engine, store: h.Store, sim: h.Sim, devs: h.Devices, srv: h.MCP,
+	return &httpStack{t: t, dir: h.Dir, eng: h.Engine, store: h.Store, sim: h.Sim, devs: h.Devices, srv: h.MCP, helpers: h.Helpers,
 		mqtt: h.Broker.URL(), url: h.ServeHTTP(mcpserver.HTTPOptions{Principals: cfg.Principals})}
 }
 

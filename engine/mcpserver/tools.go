@@ -32,6 +32,7 @@ func (s *Server) addTools() {
 		ruleNameIn, ruleOut, annotations("Disable a rule", false, false, true, false), s.ruleEnable(false))
 	s.tool(pilotage.ToolRuleRemove, "Remove (uninstall) a rule by name. Its promoted program versions stay for rollback. Its runs in progress are cancelled (steps not reached will not run); the answer counts them.",
 		ruleNameIn, ruleOut, annotations("Remove a rule", false, true, true, false), s.ruleRemove)
+	s.addHelpersTool()
 }
 
 func (s *Server) discover(ctx context.Context, args map[string]json.RawMessage) (any, error) {

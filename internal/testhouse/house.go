@@ -18,6 +18,7 @@ import (
 	"github.com/pilothouse/pilothouse/devices/demo"
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/engine/mcpserver"
+	"github.com/pilothouse/pilothouse/helpers"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/storage"
@@ -52,7 +53,8 @@ type House struct {
 	Devices *devices.Catalog
 	Store   *storage.Store
 	Engine  *engine.Engine
-	Sim     *demo.Sim // nil with NoDemo
+	Helpers *helpers.Manager // the house's helpers (none until a test makes some)
+	Sim     *demo.Sim        // nil with NoDemo
 	MCP     *mcpserver.Server
 }
 
@@ -89,10 +91,16 @@ func RunHouse(t testing.TB, o Options) *House {
 	}
 	t.Cleanup(func() { _ = h.Store.Close() })
 	h.Engine = engine.New(o.Engine, h.Devices, h.Store, Quiet())
+	h.Helpers = helpers.New(helpers.Options{Catalog: h.Devices, Store: h.Store, Log: Quiet(), Note: h.Engine.HelperNote})
+	h.Engine.SetHelpers(h.Helpers)
 	if err := h.Engine.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.Engine.Close)
+	if err := h.Helpers.Start(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Helpers.Close)
 	if !o.NoDemo {
 		h.startDemo()
 	}

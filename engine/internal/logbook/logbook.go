@@ -28,6 +28,7 @@ type Kind struct {
 var Kinds = []Kind{
 	{"event", "a device's event: a button press, a gesture"},
 	{"availability", "a device went offline or came back online"},
+	{"helper", "a helper's value changed, or its timer finished or was cancelled"},
 	{"firing", "a rule fired"},
 	{"rule", "a rule was installed, enabled, disabled or removed"},
 	{"approval", "a risky deploy waits for a human's decision, or got it"},

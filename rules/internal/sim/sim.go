@@ -108,6 +108,23 @@ type SimWorld struct {
 	// checkCall checks a call's arguments as the real call would (the
 	// action's input schema), so computed arguments fail here as there.
 	checkCall func(id string, args map[string]any) error
+	// stateEffects, when set, predicts calls whose effect depends on
+	// the world's state (a helper's toggle): see SetStateEffects.
+	stateEffects StateEffects
+}
+
+// StateEffects predicts the effect of a call whose outcome depends on the
+// state it finds (a helper's toggle or increment): the state changes
+// (state id → value) read through state at now, handled false when id is
+// not its to predict, or the error the real call would give.
+type StateEffects func(id string, args map[string]any, now time.Time, state func(id string) (any, bool)) (map[string]any, bool, error)
+
+// SetStateEffects makes f predict calls before the effects NewSimWorld
+// was given.
+func (w *SimWorld) SetStateEffects(f StateEffects) {
+	w.mu.Lock()
+	w.stateEffects = f
+	w.mu.Unlock()
 }
 
 // SetPreview makes every call's output carry what it would publish
@@ -270,9 +287,22 @@ func (w *SimWorld) Call(ctx context.Context, id string, args map[string]any) (an
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.calls = append(w.calls, interp.CallRecord{ID: id, Args: args, Output: out, At: w.Clock})
 	var changes map[string]any
-	if w.effects != nil {
+	if w.stateEffects != nil {
+		ch, handled, err := w.stateEffects(id, args, w.Clock, w.stateLocked)
+		if err != nil {
+			return nil, err // the real call would fail here too
+		}
+		if handled && ch == nil {
+			ch = map[string]any{}
+		}
+		if handled {
+			out["sets"] = ch // what the call changes, for the trace to show
+		}
+		changes = ch
+	}
+	w.calls = append(w.calls, interp.CallRecord{ID: id, Args: args, Output: out, At: w.Clock})
+	if changes == nil && w.effects != nil {
 		changes = w.effects(id, args)
 	}
 	if changes == nil {

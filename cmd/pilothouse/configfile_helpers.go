@@ -1,0 +1,91 @@
+package main
+
+import (
+	"fmt"
+	"math"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/pilothouse/pilothouse/helpers"
+)
+
+// helpers reads the household's helpers, defined here and changed only
+// here (MCP and the web UI refuse to):
+//
+//	helpers:
+//	  - {id: vacation_mode, kind: flag}
+//	  - {id: target_temp, kind: number, min: 5, max: 30, step: 0.5, unit: °C, area: living}
+func (l *cfgLoader) helpers(n *yaml.Node, key string) error {
+	if n.Kind != yaml.SequenceNode {
+		return l.errAt(n, key, "want a list of helpers, got %s", describe(n))
+	}
+	out := []helpers.Def{}
+	ids := map[string]bool{}
+	for i, it := range n.Content {
+		it = deref(it)
+		k := fmt.Sprintf("%s[%d]", key, i)
+		var d helpers.Def
+		var kind string
+		err := l.mapping(it, k, map[string]handler{
+			"id": l.str(&d.ID), "name": l.str(&d.Name), "kind": l.str(&kind), "area": l.str(&d.Area),
+			"tags": l.strList(&d.Tags, nonEmpty), "unit": l.str(&d.Unit), "mode": l.str(&d.Mode),
+			"min": l.float(&d.Min, -math.MaxFloat64, math.MaxFloat64), "max": l.float(&d.Max, -math.MaxFloat64, math.MaxFloat64),
+			"step": l.step(&d.Step), "options": l.strList(&d.Options, nonEmpty), "max_length": l.integer(&d.MaxLength),
+			"duration": l.str(&d.Duration), "initial": l.scalar(&d.Initial),
+		})
+		if err != nil {
+			return err
+		}
+		d.Kind = helpers.Kind(kind)
+		if err := d.Normalize(); err != nil {
+			return l.errAt(it, k, "%v", err)
+		}
+		if ids[d.ID] {
+			return l.errAt(it, k+".id", "helper %q is defined twice", d.ID)
+		}
+		ids[d.ID] = true
+		out = append(out, d)
+	}
+	l.c.Helpers = out
+	return nil
+}
+
+func (l *cfgLoader) step(dst *float64) handler {
+	return func(n *yaml.Node, key string) error {
+		var p *float64
+		if err := l.float(&p, 0, math.MaxFloat64)(n, key); err != nil {
+			return err
+		}
+		*dst = *p
+		return nil
+	}
+}
+
+// scalar reads a plain value: a boolean, a number or a string.
+func (l *cfgLoader) scalar(dst *any) handler {
+	return func(n *yaml.Node, key string) error {
+		if n.Kind != yaml.ScalarNode {
+			return l.errAt(n, key, "want a plain value, got %s", describe(n))
+		}
+		var v any
+		switch n.Tag {
+		case "!!bool":
+			var b bool
+			err := n.Decode(&b)
+			v = b
+			if err != nil {
+				return l.errAt(n, key, "want true or false")
+			}
+		case "!!int", "!!float":
+			var f float64
+			if err := n.Decode(&f); err != nil {
+				return l.errAt(n, key, "want a number")
+			}
+			v = f
+		default:
+			v = n.Value
+		}
+		*dst = v
+		return nil
+	}
+}

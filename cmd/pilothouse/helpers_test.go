@@ -1,0 +1,56 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/helpers"
+)
+
+// TestHelpersSurviveARestart: the configuration file's helpers and one
+// made over MCP, their values and a running timer's end are there again
+// after the server restarts on the same data folder; the logbook keeps
+// what changed.
+func TestHelpersSurviveARestart(t *testing.T) {
+	cfg := testConfig(t)
+	cfg.Helpers = []helpers.Def{{ID: "vacation_mode", Kind: helpers.Flag, Area: "hall"}}
+	a := startTestApp(t, cfg)
+	c := mcpClient(t, a.URL()+"/mcp", nil, "")
+	if out, isErr := call(t, c, "pilothouse_helpers", map[string]any{"verb": "create",
+		"helper": map[string]any{"id": "bread", "kind": "timer", "duration": "PT2H"}}); isErr {
+		t.Fatalf("create bread: %v", out)
+	}
+	if out, isErr := call(t, c, "pilothouse_helpers", map[string]any{"verb": "delete", "id": "vacation_mode"}); !isErr ||
+		!strings.Contains(out["error"].(map[string]any)["message"].(string), "configuration file") {
+		t.Errorf("delete of a configured helper: %v", out)
+	}
+	ctx := context.Background()
+	for _, id := range []string{"vacation_mode.turn_on", "bread.start"} {
+		if err := a.devs.Call(ctx, id, nil); err != nil {
+			t.Fatal(id, err)
+		}
+	}
+	l, _ := a.devs.Live("bread.finishes_at")
+	ends := l.Value
+	a.stop()
+
+	b := startTestApp(t, cfg)
+	c = mcpClient(t, b.URL()+"/mcp", nil, "")
+	for id, want := range map[string]any{"vacation_mode.state": true, "bread.state": "active", "bread.finishes_at": ends} {
+		got, _ := call(t, c, "pilotage_lookup", map[string]any{"language": "automation/1", "verb": "get", "id": id})
+		if live, _ := got["live"].(map[string]any); live == nil || live["value"] != want {
+			t.Errorf("%s after the restart: %v, want %v", id, got["live"], want)
+		}
+	}
+	b.eng.FlushLogbook()
+	lp, err := b.eng.Logbook(ctx, engine.LogQuery{Kind: "helper", Device: "vacation_mode"})
+	if err != nil || len(lp.Entries) == 0 || lp.Entries[0].Text != "vacation_mode: false → true (vacation_mode.turn_on)" || lp.Entries[0].Area != "hall" {
+		t.Errorf("the logbook after the restart: %+v %v", lp.Entries, err)
+	}
+	page, _ := call(t, c, "pilotage_lookup", map[string]any{"language": "automation/1", "verb": "list", "tag": "type:helper"})
+	if n := len(page["items"].([]any)); n != 2 {
+		t.Errorf("type:helper lists %d entries, want the 2 devices", n)
+	}
+}

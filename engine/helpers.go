@@ -1,0 +1,98 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/pilothouse/pilothouse/helpers"
+	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// ErrHelpersOff: the house has no helper manager (SetHelpers).
+var ErrHelpersOff = errors.New("engine: this house keeps no helpers")
+
+// ErrNotOwner: only the owner creates, changes and deletes helpers.
+var ErrNotOwner = errors.New("only the owner (an administrator who may deploy, with an unrestricted scope) may create, change or delete helpers")
+
+// SetHelpers gives the engine the house's helpers: test runs simulate
+// their actions with it, and callers manage them through it. Call it
+// before Start.
+func (e *Engine) SetHelpers(m *helpers.Manager) { e.helpers = m }
+
+// HelperNote is the helpers' logbook writer: an entry of kind "helper"
+// about device (in area), scoped as the device is.
+func (e *Engine) HelperNote(device, area, text string) {
+	e.book.Add(storage.LogEntry{T: e.Now(), Kind: "helper", Device: device, Area: area, Text: text})
+}
+
+// Helpers lists the helpers the caller may see (their device entry is in
+// its catalog scope).
+func (e *Engine) Helpers(ctx context.Context) []helpers.Info {
+	if e.helpers == nil {
+		return nil
+	}
+	v := e.cat.View(e.principal(ctx))
+	var out []helpers.Info
+	for _, h := range e.helpers.List() {
+		if en, ok := v.Get(h.Def.ID); ok && en.Kind == pilotage.KindDevice {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// MayManageHelpers reports whether the caller may create, change and
+// delete helpers: an administrator who may deploy and sees the whole
+// catalog (the owner), since a helper is household state every rule may
+// read.
+func (e *Engine) MayManageHelpers(ctx context.Context) bool {
+	p := e.principal(ctx)
+	s := p.Scope
+	return p.Admin && p.Deploy && len(s.Areas) == 0 && len(s.Devices) == 0 && len(s.DenyDevices) == 0 &&
+		len(s.Kinds) == 0 && len(s.DenyTypes) == 0 && len(s.DenyRisks) == 0
+}
+
+// PutHelper creates or updates a helper (the owner only).
+func (e *Engine) PutHelper(ctx context.Context, d helpers.Def) (helpers.Info, error) {
+	if err := e.helperAdmin(ctx); err != nil {
+		return helpers.Info{}, err
+	}
+	return e.helpers.Put(ctx, d)
+}
+
+// DeleteHelper deletes a helper (the owner only).
+func (e *Engine) DeleteHelper(ctx context.Context, id string) error {
+	if err := e.helperAdmin(ctx); err != nil {
+		return err
+	}
+	return e.helpers.Delete(ctx, id)
+}
+
+func (e *Engine) helperAdmin(ctx context.Context) error {
+	if e.helpers == nil {
+		return ErrHelpersOff
+	}
+	if !e.MayManageHelpers(ctx) {
+		return fmt.Errorf("principal %s: %w", quote(e.principal(ctx).Name), ErrNotOwner)
+	}
+	return nil
+}
+
+// HelperDef and HelperInfo are the helpers' records as callers (the web
+// UI) see them.
+type (
+	HelperDef  = helpers.Def
+	HelperInfo = helpers.Info
+	HelperKind = helpers.Kind
+)
+
+// HelperKinds is the closed set of helper kinds with what each holds.
+var HelperKinds = helpers.Kinds
+
+// HelperRefused reports whether err refuses what the caller asked (a bad
+// definition, not the owner, no such helper) rather than failing.
+func HelperRefused(err error) bool {
+	return helpers.IsInvalid(err) || errors.Is(err, ErrNotOwner) || errors.Is(err, ErrHelpersOff)
+}

@@ -1,0 +1,259 @@
+// Package helpers owns the household's own state entries (vacation mode,
+// a counter, a kitchen timer): their definitions, values, actions and
+// persistence, served in the live catalog like a device's.
+package helpers
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Kind is one kind of helper.
+type Kind string
+
+// The kinds of helpers (Home Assistant's input_boolean, input_number,
+// input_select, input_text, input_datetime, counter and timer).
+const (
+	Flag     Kind = "flag"
+	Number   Kind = "number"
+	Choice   Kind = "choice"
+	Text     Kind = "text"
+	DateTime Kind = "datetime"
+	Counter  Kind = "counter"
+	Timer    Kind = "timer"
+)
+
+// Kinds is the closed set of helper kinds with what each holds.
+var Kinds = []struct {
+	Kind Kind
+	Doc  string
+}{
+	{Flag, "on or off (true/false): turn_on, turn_off, toggle, set"},
+	{Number, "a number within min..max (step, unit): set, increment, decrement"},
+	{Choice, "one of its options: select, next, previous"},
+	{Text, "a text of at most max_length characters: set"},
+	{DateTime, "a date, a time of day or both (mode date, time or datetime): set"},
+	{Counter, "a whole number from initial, within min..max, by step: increment, decrement, reset, set"},
+	{Timer, "counts down a duration: start, pause, cancel, finish; events finished and cancelled"},
+}
+
+// Def is a helper's definition, as the configuration file, MCP and the
+// web UI give it.
+type Def struct {
+	ID   string   `json:"id" yaml:"id"`
+	Name string   `json:"name,omitempty" yaml:"name"`
+	Kind Kind     `json:"kind" yaml:"kind"`
+	Area string   `json:"area,omitempty" yaml:"area"`
+	Tags []string `json:"tags,omitempty" yaml:"tags"`
+	// Number and counter.
+	Min  *float64 `json:"min,omitempty" yaml:"min"`
+	Max  *float64 `json:"max,omitempty" yaml:"max"`
+	Step float64  `json:"step,omitempty" yaml:"step"`
+	Unit string   `json:"unit,omitempty" yaml:"unit"`
+	// Choice.
+	Options []string `json:"options,omitempty" yaml:"options"`
+	// Text.
+	MaxLength int `json:"max_length,omitempty" yaml:"max_length"`
+	// DateTime: "date", "time" or "datetime" (default).
+	Mode string `json:"mode,omitempty" yaml:"mode"`
+	// Timer: the default duration of start ("PT10M", "10m").
+	Duration string `json:"duration,omitempty" yaml:"duration"`
+	// Initial is the value a new helper starts with (a counter's reset
+	// value too); nil: off, min or 0, the first option, "", unset.
+	Initial any `json:"initial,omitempty" yaml:"initial"`
+}
+
+// Limits on definitions: a helper is small household state.
+const (
+	maxOptions    = 64
+	maxOptionLen  = 100
+	maxTextLen    = 1024
+	maxTags       = 16
+	maxNameLen    = 100
+	maxTimer      = 31 * 24 * time.Hour
+	defaultTextLn = 255
+)
+
+var idRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+// reservedIDs are first segments the catalog gives other meanings.
+var reservedIDs = []string{"automation", "notify", "helper", "helpers", "area", "type"}
+
+// ErrInvalid marks a definition or an action argument that is refused.
+var ErrInvalid = errors.New("invalid")
+
+func invalid(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrInvalid, fmt.Sprintf(format, a...))
+}
+
+// Normalize checks d and fills its defaults; the error names the member.
+func (d *Def) Normalize() error {
+	if !idRE.MatchString(d.ID) {
+		return invalid("id %q: lowercase letters, digits and _ (starting with a letter, at most 64)", d.ID)
+	}
+	if slices.Contains(reservedIDs, d.ID) {
+		return invalid("id %q is reserved", d.ID)
+	}
+	if d.Name == "" {
+		d.Name = strings.ReplaceAll(d.ID, "_", " ")
+	}
+	if len(d.Name) > maxNameLen || len(d.Area) > maxNameLen || len(d.Unit) > 16 {
+		return invalid("name and area: at most %d bytes; unit: at most 16", maxNameLen)
+	}
+	if len(d.Tags) > maxTags {
+		return invalid("tags: at most %d", maxTags)
+	}
+	for _, tag := range d.Tags {
+		if tag == "" || len(tag) > maxNameLen || strings.ContainsAny(tag, " \t\n") {
+			return invalid("tag %q: 1 to %d bytes, no spaces", tag, maxNameLen)
+		}
+	}
+	if d.Area != "" && !idRE.MatchString(d.Area) {
+		return invalid("area %q: lowercase letters, digits and _", d.Area)
+	}
+	switch d.Kind {
+	case Flag, Text, DateTime, Timer, Choice:
+		if d.Min != nil || d.Max != nil || d.Step != 0 {
+			return invalid("%s helper: min, max and step are for number and counter helpers", d.Kind)
+		}
+	}
+	switch d.Kind {
+	case Flag:
+		return d.checkInitial()
+	case Number, Counter:
+		return d.normalizeNumber()
+	case Choice:
+		return d.normalizeChoice()
+	case Text:
+		return d.normalizeText()
+	case DateTime:
+		return d.normalizeDateTime()
+	case Timer:
+		_, err := d.duration()
+		return err
+	case "":
+		return invalid("kind is required (one of %s)", kindList())
+	}
+	return invalid("kind %q: one of %s", d.Kind, kindList())
+}
+
+func kindList() string {
+	var out []string
+	for _, k := range Kinds {
+		out = append(out, string(k.Kind))
+	}
+	return strings.Join(out, ", ")
+}
+
+func (d *Def) normalizeNumber() error {
+	if d.Kind == Number && (d.Min == nil || d.Max == nil) {
+		return invalid("number helper: min and max are required")
+	}
+	for _, v := range []*float64{d.Min, d.Max} {
+		if v != nil && (math.IsNaN(*v) || math.IsInf(*v, 0)) {
+			return invalid("min and max must be finite")
+		}
+	}
+	if d.Min != nil && d.Max != nil && *d.Min > *d.Max {
+		return invalid("min %v is above max %v", *d.Min, *d.Max)
+	}
+	if d.Step < 0 || math.IsNaN(d.Step) || math.IsInf(d.Step, 0) {
+		return invalid("step must be a positive number")
+	}
+	if d.Step == 0 {
+		d.Step = 1
+	}
+	if d.Kind == Counter && (d.Step != math.Trunc(d.Step) || d.Unit != "") {
+		return invalid("counter helper: step is a whole number and there is no unit")
+	}
+	return d.checkInitial()
+}
+
+func (d *Def) normalizeChoice() error {
+	if len(d.Options) == 0 || len(d.Options) > maxOptions {
+		return invalid("choice helper: 1 to %d options", maxOptions)
+	}
+	seen := map[string]bool{}
+	for _, o := range d.Options {
+		if o == "" || len(o) > maxOptionLen || seen[o] {
+			return invalid("choice helper: option %q is empty, longer than %d bytes or repeated", o, maxOptionLen)
+		}
+		seen[o] = true
+	}
+	return d.checkInitial()
+}
+
+func (d *Def) normalizeText() error {
+	if d.MaxLength < 0 || d.MaxLength > maxTextLen {
+		return invalid("text helper: max_length is 1..%d", maxTextLen)
+	}
+	if d.MaxLength == 0 {
+		d.MaxLength = defaultTextLn
+	}
+	return d.checkInitial()
+}
+
+func (d *Def) normalizeDateTime() error {
+	switch d.Mode {
+	case "":
+		d.Mode = "datetime"
+	case "date", "time", "datetime":
+	default:
+		return invalid("datetime helper: mode is date, time or datetime, not %q", d.Mode)
+	}
+	return d.checkInitial()
+}
+
+// checkInitial checks the initial value against the kind's value checks.
+func (d *Def) checkInitial() error {
+	if d.Initial == nil {
+		return nil
+	}
+	v, err := d.checkValue(d.Initial)
+	if err != nil {
+		return fmt.Errorf("initial: %w", err)
+	}
+	d.Initial = v
+	return nil
+}
+
+// duration is a timer's default duration.
+func (d *Def) duration() (time.Duration, error) {
+	if d.Duration == "" {
+		return 0, invalid("timer helper: duration is required (e.g. \"PT10M\")")
+	}
+	return parseDuration(d.Duration)
+}
+
+// isoDuration is the ISO 8601 durations a timer takes: days, hours,
+// minutes and seconds ("P1D", "PT1H30M", "PT90S").
+var isoDuration = regexp.MustCompile(`^P(?:(\d+)D)?(?:T(?:(\d+)H)?(?:(\d+)M)?(?:(\d+(?:\.\d+)?)S)?)?$`)
+
+func parseDuration(s string) (time.Duration, error) {
+	v, err := time.ParseDuration(s)
+	if m := isoDuration.FindStringSubmatch(s); m != nil && s != "P" && s != "PT" {
+		v, err = 0, nil
+		for i, unit := range []time.Duration{24 * time.Hour, time.Hour, time.Minute, time.Second} {
+			if m[i+1] != "" {
+				f, _ := strconv.ParseFloat(m[i+1], 64)
+				if f > 1e7 { // past any timer's bound: never overflow
+					return 0, invalid("duration %q: at most %s", s, maxTimer)
+				}
+				v += time.Duration(f * float64(unit))
+			}
+		}
+	}
+	if err != nil {
+		return 0, invalid("duration %q: an ISO 8601 duration (\"PT10M\") or Go's (\"10m\")", s)
+	}
+	if v <= 0 || v > maxTimer {
+		return 0, invalid("duration %q: above 0 and at most %s", s, maxTimer)
+	}
+	return v, nil
+}

@@ -1,0 +1,314 @@
+package helpers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// Where a helper was made.
+const (
+	SourceConfig = "config" // the configuration file: changed there only
+	SourceAPI    = "api"    // MCP or the web UI
+)
+
+// DefaultMaxHelpers bounds the helpers of a house.
+const DefaultMaxHelpers = 1000
+
+// Catalog is what the manager needs of the live catalog (devices.Catalog).
+type Catalog interface {
+	PutLocal(d devices.LocalDevice, values map[string]any) error
+	RemoveLocal(id string)
+	SetLocal(id string, v any)
+	FireLocal(id string, v any)
+}
+
+// Store is what the manager needs of storage (storage.Store).
+type Store interface {
+	LoadHelpers(ctx context.Context) ([]storage.Helper, error)
+	PutHelper(ctx context.Context, h storage.Helper) error
+	SetHelperValue(ctx context.Context, id, value string) error
+	DeleteHelper(ctx context.Context, id string) error
+}
+
+// Options configure a Manager.
+type Options struct {
+	Catalog Catalog
+	Store   Store // nil: values live only while the process runs
+	Log     *slog.Logger
+	Now     func() time.Time
+	// Note writes a logbook entry about helper device (in area).
+	Note func(device, area, text string)
+	Max  int // helpers at most (0: DefaultMaxHelpers)
+}
+
+// Manager owns the helpers: definitions, values, timers, persistence,
+// and their entries in the catalog.
+type Manager struct {
+	o Options
+	// admin serialises Start, Put and Delete, which wait for the
+	// catalog's ingestion (PutLocal): never called holding mu, which
+	// actions take from a rule fired by that ingestion.
+	admin sync.Mutex
+	mu    sync.Mutex
+	byID  map[string]*helper
+}
+
+type helper struct {
+	def    Def
+	source string
+	value  Value
+	timer  *time.Timer
+	gen    int // bumped whenever the timer is rescheduled
+}
+
+// Info is a helper as listed: definition, origin and value.
+type Info struct {
+	Def    Def    `json:"def"`
+	Source string `json:"source"`
+	Value  Value  `json:"value"`
+}
+
+// ErrNotFound: no helper of that id.
+var ErrNotFound = errors.New("no such helper")
+
+// ErrConfigured: the helper is the configuration file's to change.
+var ErrConfigured = errors.New("defined in the configuration file: change it there")
+
+// New makes a manager; Start loads and serves the helpers.
+func New(o Options) *Manager {
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Max <= 0 {
+		o.Max = DefaultMaxHelpers
+	}
+	if o.Note == nil {
+		o.Note = func(string, string, string) {}
+	}
+	return &Manager{o: o, byID: map[string]*helper{}}
+}
+
+// Get returns one helper.
+func (m *Manager) Get(id string) (Info, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := m.byID[id]
+	if h == nil {
+		return Info{}, false
+	}
+	return h.info(), true
+}
+
+// List returns every helper, by id.
+func (m *Manager) List() []Info {
+	m.mu.Lock()
+	out := make([]Info, 0, len(m.byID))
+	for _, h := range m.byID {
+		out = append(out, h.info())
+	}
+	m.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Def.ID < out[j].Def.ID })
+	return out
+}
+
+func (h *helper) info() Info {
+	v := Value{}
+	for k, x := range h.value {
+		v[k] = x
+	}
+	return Info{Def: h.def, Source: h.source, Value: v}
+}
+
+// Act carries out a helper's action (id <helper>.<verb>): the value is
+// stored first, then served; a refusal changes nothing and says why.
+func (m *Manager) Act(ctx context.Context, actionID string, args map[string]any) error {
+	id, verb, _ := cut(actionID)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	h := m.byID[id]
+	if h == nil {
+		return fmt.Errorf("helpers: %s: %w", actionID, ErrNotFound)
+	}
+	out, err := h.def.apply(h.value, verb, args, m.o.Now())
+	if err != nil {
+		return fmt.Errorf("helpers: %w", err)
+	}
+	if err := m.storeValue(ctx, id, out.value); err != nil {
+		return err
+	}
+	m.commitLocked(h, out, actionID)
+	return nil
+}
+
+// cut splits "<helper>.<verb>".
+func cut(id string) (string, string, bool) {
+	i := strings.LastIndexByte(id, '.')
+	if i < 0 {
+		return id, "", false
+	}
+	return id[:i], id[i+1:], true
+}
+
+func (m *Manager) storeValue(ctx context.Context, id string, v Value) error {
+	if m.o.Store == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("helpers: %s: encode: %w", id, err)
+	}
+	if err := m.o.Store.SetHelperValue(context.WithoutCancel(ctx), id, string(b)); err != nil {
+		return fmt.Errorf("helpers: %s: the value could not be stored, nothing changed: %w", id, err)
+	}
+	return nil
+}
+
+// commitLocked makes out the helper's value: the catalog serves it, the
+// logbook says what changed and why, the timer follows (m.mu held).
+func (m *Manager) commitLocked(h *helper, out outcome, because string) {
+	id := h.def.ID
+	var said []string
+	for _, k := range sortedKeys(out.value) {
+		if v, ok := h.value[k]; ok && equal(v, out.value[k]) {
+			continue
+		}
+		m.o.Catalog.SetLocal(id+"."+k, out.value[k])
+		if k == "state" {
+			said = append(said, plain(h.value[k])+" → "+plain(out.value[k]))
+		}
+	}
+	h.value = out.value
+	if out.event != "" {
+		m.o.Catalog.FireLocal(id+"."+out.event, out.event)
+		said = append(said, out.event)
+	}
+	if len(said) > 0 {
+		m.o.Note(id, h.def.Area, id+": "+strings.Join(said, ", ")+" ("+because+")")
+	}
+	m.scheduleLocked(h)
+}
+
+// plain is a value as the logbook says it: a text without its quotes.
+func plain(v any) string {
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return show(v)
+}
+
+func sortedKeys(v Value) []string {
+	out := make([]string, 0, len(v))
+	for k := range v {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func equal(a, b any) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+// scheduleLocked arms an active timer's finish, and disarms any other.
+func (m *Manager) scheduleLocked(h *helper) {
+	stopLocked(h)
+	at := finishesAt(h.value)
+	if h.def.Kind != Timer || at.IsZero() {
+		return
+	}
+	gen := h.gen
+	h.timer = time.AfterFunc(at.Sub(m.o.Now()), func() { m.expire(h, gen) })
+}
+
+// stopLocked disarms h's timer; one already firing finds gen moved.
+func stopLocked(h *helper) {
+	h.gen++
+	if h.timer != nil {
+		h.timer.Stop()
+		h.timer = nil
+	}
+}
+
+// expire finishes a timer whose time is up (unless it changed since).
+func (m *Manager) expire(h *helper, gen int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	id := h.def.ID
+	if m.byID[id] != h || h.gen != gen {
+		return
+	}
+	out, err := h.def.apply(h.value, "finish", nil, m.o.Now())
+	if err != nil {
+		m.o.Log.Error("a timer could not finish", "helper", id, "err", err)
+		return
+	}
+	if err := m.storeValue(context.Background(), id, out.value); err != nil {
+		// Served as finished all the same: a timer that never ends is
+		// worse than one whose end is not on disk.
+		m.o.Log.Error("a timer's end could not be stored", "helper", id, "err", err)
+	}
+	m.commitLocked(h, out, "its time was up")
+}
+
+// Close stops the timers.
+func (m *Manager) Close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, h := range m.byID {
+		stopLocked(h)
+	}
+}
+
+// Simulate predicts a helper action's effect for a test run, whose world
+// is read through state at the virtual now: the helper's states that
+// change (state id → value), or the error the real call would give.
+// handled is false for an action of no helper. Nothing is stored, served
+// or fired (a started timer's end is not simulated).
+func (m *Manager) Simulate(actionID string, args map[string]any, now time.Time, state func(string) (any, bool)) (map[string]any, bool, error) {
+	id, verb, ok := cut(actionID)
+	if !ok {
+		return nil, false, nil
+	}
+	m.mu.Lock()
+	h := m.byID[id]
+	var d Def
+	var cur Value
+	if h != nil {
+		d, cur = h.def, h.info().Value
+	}
+	m.mu.Unlock()
+	if h == nil {
+		return nil, false, nil
+	}
+	for k := range cur {
+		if v, ok := state(id + "." + k); ok {
+			cur[k] = v
+		}
+	}
+	out, err := d.apply(cur, verb, args, now)
+	if err != nil {
+		return nil, true, fmt.Errorf("helpers: %w", err)
+	}
+	changes := map[string]any{}
+	for k, v := range out.value {
+		if !equal(cur[k], v) {
+			changes[id+"."+k] = v
+		}
+	}
+	return changes, true, nil
+}

@@ -1,0 +1,218 @@
+package helpers
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/internal/testutil"
+	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// house is a catalog and a manager over a store, as the server makes
+// them; restart makes both again over the same store.
+type house struct {
+	t     *testing.T
+	store *storage.Store
+	cat   *devices.Catalog
+	m     *Manager
+	mu    sync.Mutex
+	notes []string
+	now   func() time.Time
+}
+
+func newHouse(t *testing.T, dir string, now func() time.Time, config ...Def) *house {
+	t.Helper()
+	return newHouseWatching(t, dir, now, nil, config...)
+}
+
+func (h *house) close() {
+	h.m.Close()
+	_ = h.store.Close()
+}
+
+func (h *house) live(id string) any {
+	l, _ := h.cat.Live(id)
+	return l.Value
+}
+
+func (h *house) call(id string, args map[string]any) error {
+	return h.cat.Call(context.Background(), id, args)
+}
+
+func (h *house) noted(part string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, n := range h.notes {
+		if strings.Contains(n, part) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestCatalogEntries: a helper is a device of type helper with exact
+// schemas, control-risk actions in its area, and its actions go through
+// the catalog's Call like a device's.
+func TestCatalogEntries(t *testing.T) {
+	h := newHouse(t, t.TempDir(), time.Now, Def{ID: "target", Kind: Number, Min: fp(5), Max: fp(30), Step: 0.5, Unit: "°C", Area: "living"})
+	snap := h.cat.Snapshot()
+	dev, ok := snap.Get("target")
+	if !ok || dev.Kind != pilotage.KindDevice || !hasTag(dev.Tags, "type:helper") || !hasTag(dev.Tags, "area:living") {
+		t.Fatalf("device entry: %+v", dev)
+	}
+	st, _ := snap.Get("target.state")
+	var sch map[string]any
+	_ = json.Unmarshal(st.OutputSchema, &sch)
+	if sch["type"] != "number" || sch["minimum"] != 5.0 || sch["maximum"] != 30.0 || sch["x-unit"] != "°C" || !hasTag(st.Tags, "area:living") {
+		t.Fatalf("state entry: %s %v", st.OutputSchema, st.Tags)
+	}
+	set, _ := snap.Get("target.set")
+	if set == nil || set.Risk != pilotage.RiskControl || !set.Callable || !strings.Contains(string(set.InputSchema), `"required":["value"]`) {
+		t.Fatalf("action entry: %+v", set)
+	}
+	if got := h.live("target.state"); got != 5.0 {
+		t.Fatalf("initial value %v, want the min", got)
+	}
+	if err := h.call("target.set", map[string]any{"value": 21}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.live("target.state"); got != 21.0 {
+		t.Fatalf("after set: %v", got)
+	}
+	err := h.call("target.set", map[string]any{"value": 40})
+	if err == nil || !strings.Contains(err.Error(), "above its max 30") || h.live("target.state") != 21.0 {
+		t.Fatalf("set 40: %v, value %v", err, h.live("target.state"))
+	}
+	if err := h.cat.CheckArgs("target.increment", map[string]any{"by": 2}); err == nil {
+		t.Fatal("an argument increment does not take was admitted")
+	}
+}
+
+func hasTag(tags []string, tag string) bool {
+	for _, x := range tags {
+		if x == tag {
+			return true
+		}
+	}
+	return false
+}
+
+// TestRestart: values, definitions made over the API and a running
+// timer's end survive a restart; a timer that ended while the server was
+// down finishes at start, fires finished and says so in the logbook.
+func TestRestart(t *testing.T) {
+	dir := t.TempDir()
+	clock := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	h := newHouse(t, dir, now, Def{ID: "vacation_mode", Kind: Flag})
+	ctx := context.Background()
+	for _, d := range []Def{{ID: "tea", Kind: Timer, Duration: "PT1H"}, {ID: "bread", Kind: Timer, Duration: "PT2H"}, {ID: "mode", Kind: Choice, Options: []string{"a", "b"}}} {
+		if _, err := h.m.Put(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		id   string
+		args map[string]any
+	}{{"vacation_mode.turn_on", nil}, {"tea.start", nil}, {"bread.start", nil}, {"mode.select", map[string]any{"option": "b"}}} {
+		if err := h.call(c.id, c.args); err != nil {
+			t.Fatal(c.id, err)
+		}
+	}
+	h.close()
+
+	// Down for 90 minutes: tea (1 h) ended meanwhile, bread (2 h) did not.
+	mu.Lock()
+	clock = clock.Add(90 * time.Minute)
+	mu.Unlock()
+	var events []string
+	var evMu sync.Mutex
+	h2 := newHouseWatching(t, dir, now, func(c devices.Change) {
+		if c.Kind == devices.ChangeEvent {
+			evMu.Lock()
+			events = append(events, c.ID)
+			evMu.Unlock()
+		}
+	}, Def{ID: "vacation_mode", Kind: Flag})
+	if v := h2.live("vacation_mode.state"); v != true {
+		t.Errorf("vacation_mode after restart: %v", v)
+	}
+	if v := h2.live("mode.state"); v != "b" {
+		t.Errorf("mode after restart: %v", v)
+	}
+	if v := h2.live("tea.state"); v != TimerIdle || !h2.noted("tea: finished while Pilothouse was not running") {
+		t.Errorf("tea after restart: %v; notes %v", v, h2.notes)
+	}
+	testutil.Eventually(t, 10*time.Second, "tea.finished fired", func() bool {
+		evMu.Lock()
+		defer evMu.Unlock()
+		return len(events) == 1 && events[0] == "tea.finished"
+	})
+	want := time.Date(2026, 12, 6, 14, 0, 0, 0, time.UTC)
+	if v := h2.live("bread.state"); v != TimerActive || h2.live("bread.finishes_at") != want.Format(time.RFC3339Nano) {
+		t.Errorf("bread after restart: %v until %v", v, h2.live("bread.finishes_at"))
+	}
+}
+
+// newHouseWatching is newHouse with fn subscribed to the catalog before
+// the helpers start.
+func newHouseWatching(t *testing.T, dir string, now func() time.Time, fn func(devices.Change), config ...Def) *house {
+	t.Helper()
+	st, err := storage.Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &house{t: t, store: st, cat: devices.NewCatalog(devices.Options{}), now: now}
+	if fn != nil {
+		h.cat.Subscribe(fn)
+	}
+	h.m = New(Options{Catalog: h.cat, Store: st, Now: now, Note: func(dev, area, text string) {
+		h.mu.Lock()
+		h.notes = append(h.notes, text)
+		h.mu.Unlock()
+	}})
+	if err := h.m.Start(context.Background(), config); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.close)
+	return h
+}
+
+// TestTimerEnds: a started timer ends on its own, fires finished and is
+// idle again; a cancelled one fires cancelled and never finishes.
+func TestTimerEnds(t *testing.T) {
+	var mu sync.Mutex
+	var events []string
+	h := newHouseWatching(t, t.TempDir(), time.Now, func(c devices.Change) {
+		if c.Kind == devices.ChangeEvent {
+			mu.Lock()
+			events = append(events, c.ID)
+			mu.Unlock()
+		}
+	}, Def{ID: "egg", Kind: Timer, Duration: "PT1S"}, Def{ID: "tea", Kind: Timer, Duration: "PT1S"})
+	if err := h.call("egg.start", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.call("tea.start", map[string]any{"duration": "PT1H"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.call("tea.cancel", nil); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 15*time.Second, "egg finished", func() bool { return h.live("egg.state") == TimerIdle })
+	testutil.Eventually(t, 10*time.Second, "both events", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return strings.Join(events, ",") == "tea.cancelled,egg.finished"
+	})
+	if h.live("tea.state") != TimerIdle || !h.noted("egg: active → idle, finished (its time was up)") {
+		t.Fatalf("tea %v; notes %v", h.live("tea.state"), h.notes)
+	}
+}

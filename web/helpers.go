@@ -1,0 +1,129 @@
+package web
+
+import (
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/pilothouse/pilothouse/engine"
+)
+
+// helpersData is what the helpers page gets: the helpers in the caller's
+// scope, and whether it may create and delete them (the owner).
+type helpersData struct {
+	Helpers []helperRow
+	Kinds   []string
+	Docs    []string
+	CanEdit bool
+}
+
+type helperRow struct {
+	ID, Name, Kind, Area, Value, Source string
+}
+
+func (s *server) helpersPage(w http.ResponseWriter, r *http.Request, ss *session) {
+	ctx := ss.ctx(r)
+	d := helpersData{CanEdit: s.e.MayManageHelpers(ctx)}
+	for _, k := range engine.HelperKinds {
+		d.Kinds = append(d.Kinds, string(k.Kind))
+		d.Docs = append(d.Docs, string(k.Kind)+": "+k.Doc)
+	}
+	for _, h := range s.e.Helpers(ctx) {
+		d.Helpers = append(d.Helpers, helperRow{ID: h.Def.ID, Name: h.Def.Name, Kind: string(h.Def.Kind), Area: h.Def.Area,
+			Value: compactJSON(h.Value["state"]), Source: h.Source})
+	}
+	s.render(w, r, ss, "helpers", page{Title: "Helpers", Nav: "helpers", Data: d})
+}
+
+// helperCreate makes a helper from the page's form; it works without
+// JavaScript (a plain form post, CSRF-checked by authed).
+func (s *server) helperCreate(w http.ResponseWriter, r *http.Request, ss *session) {
+	d, bad := helperForm(r)
+	for _, h := range s.e.Helpers(ss.ctx(r)) {
+		if bad == "" && h.Def.ID == d.ID {
+			bad = "helper " + d.ID + " exists (delete it first to make it again)"
+		}
+	}
+	var err error
+	if bad == "" {
+		_, err = s.e.PutHelper(ss.ctx(r), d)
+	}
+	switch {
+	case bad != "":
+		ss.setFlash("Refused: " + bad)
+		redirect(w, r, "/helpers")
+	case err != nil && engine.HelperRefused(err):
+		ss.setFlash("Refused: " + err.Error())
+		redirect(w, r, "/helpers")
+	case err != nil:
+		s.fail(w, r, ss, http.StatusInternalServerError, "Creating the helper failed.", err)
+	default:
+		ss.setFlash("Helper " + d.ID + " created: rules read " + d.ID + ".state and call its actions.")
+		redirect(w, r, "/devices/"+url.PathEscape(d.ID))
+	}
+}
+
+func (s *server) helperDelete(w http.ResponseWriter, r *http.Request, ss *session) {
+	id := r.PathValue("id")
+	err := s.e.DeleteHelper(ss.ctx(r), id)
+	switch {
+	case err != nil && engine.HelperRefused(err):
+		ss.setFlash("Refused: " + err.Error())
+	case err != nil:
+		s.fail(w, r, ss, http.StatusInternalServerError, "Deleting the helper failed.", err)
+		return
+	default:
+		ss.setFlash("Helper " + id + " deleted.")
+	}
+	redirect(w, r, "/helpers")
+}
+
+// helperForm reads a definition from the create form: empty fields are
+// left out; bad says which field does not read.
+func helperForm(r *http.Request) (d engine.HelperDef, bad string) {
+	f := func(k string) string { return strings.TrimSpace(r.PostFormValue(k)) }
+	d = engine.HelperDef{ID: f("id"), Name: f("name"), Kind: engine.HelperKind(f("kind")), Area: f("area"), Unit: f("unit"),
+		Mode: f("mode"), Duration: f("duration")}
+	num := func(k string) *float64 {
+		v := f(k)
+		if v == "" {
+			return nil
+		}
+		x, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			bad = k + " is not a number: " + v
+			return nil
+		}
+		return &x
+	}
+	d.Min, d.Max = num("min"), num("max")
+	if st := num("step"); st != nil {
+		d.Step = *st
+	}
+	if ml := num("max_length"); ml != nil {
+		d.MaxLength = int(*ml)
+	}
+	for _, o := range strings.Split(f("options"), ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			d.Options = append(d.Options, o)
+		}
+	}
+	if v := f("initial"); v != "" {
+		d.Initial = initialOf(d, v)
+	}
+	return d, bad
+}
+
+// initialOf reads the initial value as the kind holds it.
+func initialOf(d engine.HelperDef, v string) any {
+	switch d.Kind {
+	case "flag":
+		return v == "true" || v == "on"
+	case "number", "counter":
+		if x, err := strconv.ParseFloat(v, 64); err == nil {
+			return x
+		}
+	}
+	return v
+}

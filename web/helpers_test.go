@@ -1,0 +1,81 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/testutil"
+)
+
+// TestHelpersPage: the owner creates a helper with the page's plain form
+// (CSRF-checked, no JavaScript), lands on its device page with its value
+// and actions, and sets it there; a guest sees only the helpers of its
+// area, no form, and is refused a create.
+func TestHelpersPage(t *testing.T) {
+	ownerP := &engine.Principal{Name: "owner", TokenHash: engine.HashToken(ownerTok), Deploy: true, Admin: true}
+	guestP := &engine.Principal{Name: "guest", TokenHash: engine.HashToken(guestTok), Scope: engine.Scope{Areas: []string{"living"}}}
+	f := newFixture(t, []*engine.Principal{ownerP, guestP})
+	owner := f.client()
+	owner.login(ownerTok)
+	tok := owner.csrf("/helpers")
+
+	form := url.Values{"csrf": {tok}, "id": {"target"}, "kind": {"number"}, "name": {"Target temperature"}, "area": {"living"},
+		"min": {"5"}, "max": {"30"}, "step": {"0.5"}, "unit": {"°C"}, "initial": {"20"}}
+	if code, _, _ := owner.post("/helpers", url.Values{"id": {"x"}, "kind": {"flag"}}); code != http.StatusForbidden {
+		t.Fatalf("create without the CSRF token: %d", code)
+	}
+	code, _, h := owner.post("/helpers", form)
+	if code != http.StatusSeeOther || h.Get("Location") != "/devices/target" {
+		t.Fatalf("create: %d %v", code, h)
+	}
+	_, page, _ := owner.get("/devices/target")
+	mustContain(t, "helper page", page, "Helper target created", "target.state", "20", "target.set", "target.increment", "target.decrement")
+	bad := url.Values{"csrf": {tok}, "id": {"vacation_mode"}, "kind": {"flag"}, "area": {"hall"}, "min": {"x"}}
+	owner.post("/helpers", bad)
+	_, list, _ := owner.get("/helpers")
+	mustContain(t, "helpers page after a bad form", list, "Refused: min is not a number: x", `id="helper-target"`)
+	owner.post("/helpers", url.Values{"csrf": {tok}, "id": {"target"}, "kind": {"flag"}})
+	_, list, _ = owner.get("/helpers")
+	mustContain(t, "helpers page after a second create", list, "Refused: helper target exists")
+	form = url.Values{"csrf": {tok}, "id": {"vacation_mode"}, "kind": {"flag"}, "area": {"hall"}}
+	if code, _, _ := owner.post("/helpers", form); code != http.StatusSeeOther {
+		t.Fatalf("create vacation_mode: %d", code)
+	}
+	if code, _, _ := owner.post("/devices/target/control", url.Values{"csrf": {tok}, "action": {"target.set"}, "arg.value": {"21.5"}, "key": {"k1"}}); code != http.StatusSeeOther {
+		t.Fatalf("set target: %d", code)
+	}
+	testutil.Eventually(t, 10*time.Second, "target at 21.5", func() bool {
+		l, _ := f.e.Live(context.Background(), "target.state")
+		return l.Value == 21.5
+	})
+
+	if code, _, _ := owner.post("/devices/vacation_mode/control", url.Values{"csrf": {tok}, "action": {"vacation_mode.turn_on"}, "key": {"k2"}}); code != http.StatusSeeOther {
+		t.Fatalf("turn vacation_mode on: %d", code)
+	}
+	f.e.FlushLogbook()
+	_, book, _ := owner.get("/logbook")
+	mustContain(t, "owner's logbook", book, "vacation_mode: false → true (vacation_mode.turn_on)", "target: 20 → 21.5")
+
+	guest := f.client()
+	guest.login(guestTok)
+	_, glist, _ := guest.get("/helpers")
+	mustContain(t, "guest's helpers page", glist, `id="helper-target"`)
+	mustNotContain(t, "guest's helpers page", glist, "vacation_mode", `action="/helpers"`)
+	_, gbook, _ := guest.get("/logbook")
+	mustContain(t, "guest's logbook", gbook, "target: 20 → 21.5")
+	mustNotContain(t, "guest's logbook", gbook, "vacation_mode")
+	gtok := guest.csrf("/helpers")
+	guest.post("/helpers", url.Values{"csrf": {gtok}, "id": {"mine"}, "kind": {"flag"}, "area": {"living"}})
+	_, glist, _ = guest.get("/helpers")
+	mustContain(t, "guest's refused create", glist, "Refused: principal")
+	if len(f.e.Helpers(context.Background())) != 2 {
+		t.Errorf("helpers: %+v", f.e.Helpers(context.Background()))
+	}
+	if code, _, _ := guest.get("/devices/vacation_mode"); code != http.StatusNotFound {
+		t.Errorf("guest's vacation_mode page: %d", code)
+	}
+}
