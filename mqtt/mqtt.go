@@ -1,5 +1,6 @@
-// Package mqtt owns the MQTT connection (eclipse/paho.mqtt.golang: connect,
-// reconnect with backoff, resubscribe, publish) and the embedded broker
+// Package mqtt owns the MQTT connection (its own MQTT 3.1.1 client:
+// connect, reconnect with backoff, persistent session, resubscribe,
+// publish, over TCP, TLS or WebSocket) and the embedded broker
 // (mochi-mqtt) that makes Pilothouse run with zero setup.
 package mqtt
 
