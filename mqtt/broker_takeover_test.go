@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	paho "github.com/eclipse/paho.mqtt.golang"
-
 	"github.com/pilothouse/pilothouse/internal/testutil"
 )
 
@@ -17,25 +15,29 @@ func TestCleanSessionIDReusedAtOnce(t *testing.T) {
 	t.Parallel()
 	b := startBroker(t, "127.0.0.1:0")
 	pub := dial(t, b.URL())
-	connect := func(id string) paho.Client {
-		pc := paho.NewClient(paho.NewClientOptions().AddBroker(b.URL()).SetClientID(id).SetCleanSession(true).SetAutoReconnect(false))
-		if tok := pc.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
-			t.Fatalf("connect %s: %v", id, tok.Error())
+	connect := func(id string) *Client {
+		c, err := newClient(Options{Broker: b.URL(), Logger: quietLogger()})
+		if err != nil {
+			t.Fatal(err)
 		}
-		return pc
+		c.opts.ClientID = id // a clean session under a given id
+		if err := c.connectFirst(ctxT(t)); err != nil {
+			t.Fatalf("connect %s: %v", id, err)
+		}
+		return c
 	}
 	for range 100 {
 		id := randomClientID()
-		connect(id).Disconnect(0)
+		connect(id).Close()
 		c := connect(id)
 		var got atomic.Bool
-		if tok := c.Subscribe(id+"/#", 0, func(paho.Client, paho.Message) { got.Store(true) }); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
-			t.Fatalf("subscribe: %v", tok.Error())
+		if err := c.Subscribe(id+"/#", 0, func(Message) { got.Store(true) }); err != nil {
+			t.Fatalf("subscribe: %v", err)
 		}
 		testutil.Eventually(t, 5*time.Second, "a message on the reused id", func() bool {
 			_ = pub.Publish(ctxT(t), id+"/x", []byte("x"), 0, false)
 			return got.Load()
 		})
-		c.Disconnect(0)
+		c.Close()
 	}
 }

@@ -3,17 +3,16 @@ package mqtt
 import (
 	"bufio"
 	"bytes"
-
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	paho "github.com/eclipse/paho.mqtt.golang"
 	"github.com/mochi-mqtt/server/v2/packets"
 )
 
@@ -36,47 +35,42 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-// willClient is a paho (MQTT 3.1.1) client with a last will whose TCP
+// willClient is an MQTT 3.1.1 connection with a last will whose TCP
 // connection the test can cut without a DISCONNECT, as kill -9 would.
-type willClient struct {
-	pc   paho.Client
-	mu   sync.Mutex
-	conn net.Conn
-}
+type willClient struct{ conn net.Conn }
 
 // dialWithWill connects as user (anonymous when empty) with a retained
-// will on topic; it returns the CONNECT's error.
+// will on topic; it returns the CONNACK's refusal.
 func dialWithWill(t *testing.T, brokerURL, user, pw, topic, payload string) (*willClient, error) {
 	t.Helper()
-	w := &willClient{}
-	o := paho.NewClientOptions().AddBroker(brokerURL).SetClientID(fmt.Sprintf("will-%s-%d", user, time.Now().UnixNano())).
-		SetUsername(user).SetPassword(pw).SetProtocolVersion(4).SetAutoReconnect(false).SetConnectRetry(false).
-		SetConnectTimeout(3*time.Second).SetWill(topic, payload, 1, true)
-	o.SetCustomOpenConnectionFn(func(u *url.URL, _ paho.ClientOptions) (net.Conn, error) {
-		c, err := net.DialTimeout("tcp", u.Host, 3*time.Second)
-		w.mu.Lock()
-		w.conn = c
-		w.mu.Unlock()
-		return c, err
-	})
-	w.pc = paho.NewClient(o)
-	tok := w.pc.Connect()
-	if !tok.WaitTimeout(5 * time.Second) {
-		t.Fatalf("CONNECT as %q with will %q: no answer", user, topic)
+	c, err := net.DialTimeout("tcp", strings.TrimPrefix(brokerURL, "tcp://"), 3*time.Second)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if tok.Error() == nil {
-		t.Cleanup(func() { w.pc.Disconnect(0) })
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	cf := &connectFields{clientID: fmt.Sprintf("will-%s-%d", user, time.Now().UnixNano()), clean: true, keepAlive: 30,
+		username: user, password: pw, hasUser: user != "", hasPass: pw != "",
+		will: &Will{Topic: topic, Payload: []byte(payload), QoS: 1, Retain: true}}
+	if _, err := c.Write(encodeConnect(cf)); err != nil {
+		t.Fatal(err)
 	}
-	return w, tok.Error()
+	p, err := readOne(c)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	if p.kind != connackType || p.code != 0 {
+		c.Close()
+		return nil, errors.New(connackReason(p.code))
+	}
+	_ = c.SetDeadline(time.Time{})
+	t.Cleanup(func() { _, _ = c.Write(disconnect); c.Close() })
+	return &willClient{conn: c}, nil
 }
 
 // cut ends the TCP connection without a DISCONNECT: the broker must then
 // publish the will.
-func (w *willClient) cut() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	_ = w.conn.Close()
-}
+func (w *willClient) cut() { _ = w.conn.Close() }
 
 // TestBrokerChecksWillsAtConnect: a last will is a publish the broker
 // makes for the client later, unchecked by mochi. A will whose topic the
@@ -106,14 +100,14 @@ func TestBrokerChecksWillsAtConnect(t *testing.T) {
 	}
 	for i, tc := range []struct {
 		user, pw, topic string
-		refused         string // the refusal paho reports, "" when accepted
+		refused         string // the CONNACK's refusal, "" when accepted
 	}{
-		{"dash", "dashpass", "zigbee2mqtt/hall_motion", "not Authorized"},
-		{"sensor", "s3nsor", "homeassistant/lock/front/config", "not Authorized"},
-		{"sensor", "s3nsor", "zigbee2mqtt/hall_motion/set", "not Authorized"},
-		{"house", "h0use", "$SYS/broker/uptime", "not Authorized"},
-		{"house", "h0use", "zigbee2mqtt/#", "not Authorized"},
-		{"dash", "wrong", "zigbee2mqtt/hall_motion", "not Authorized"},
+		{"dash", "dashpass", "zigbee2mqtt/hall_motion", "not authorized"},
+		{"sensor", "s3nsor", "homeassistant/lock/front/config", "not authorized"},
+		{"sensor", "s3nsor", "zigbee2mqtt/hall_motion/set", "not authorized"},
+		{"house", "h0use", "$SYS/broker/uptime", "not authorized"},
+		{"house", "h0use", "zigbee2mqtt/#", "not authorized"},
+		{"dash", "wrong", "zigbee2mqtt/hall_motion", "not authorized"},
 		{"sensor", "s3nsor", "zigbee2mqtt/sensor_will", ""},
 	} {
 		payload := fmt.Sprintf(`{"occupancy":true,"case":%d}`, i)
@@ -237,20 +231,21 @@ func connackV5(t *testing.T, addr, user, pw string, will bool) byte {
 }
 
 // dialSession connects as user with a persistent session under clientID
-// (MQTT 3.1.1, clean session false), handing messages to h.
-func dialSession(t *testing.T, brokerURL, clientID, user, pw string, h paho.MessageHandler) (paho.Client, error) {
+// (MQTT 3.1.1, clean session false), subscribed to filter at QoS 1 (before
+// it connects, so that the messages the session queued reach h).
+func dialSession(t *testing.T, brokerURL, clientID, user, pw, filter string, h Handler) (*Client, error) {
 	t.Helper()
-	o := paho.NewClientOptions().AddBroker(brokerURL).SetClientID(clientID).SetCleanSession(false).
-		SetProtocolVersion(4).SetAutoReconnect(false).SetUsername(user).SetPassword(pw).SetDefaultPublishHandler(h)
-	pc := paho.NewClient(o)
-	tok := pc.Connect()
-	if !tok.WaitTimeout(5 * time.Second) {
-		t.Fatalf("CONNECT as %q: no answer", user)
+	c, err := newClient(Options{Broker: brokerURL, ClientID: clientID, Username: user, Password: pw, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if tok.Error() == nil {
-		t.Cleanup(func() { pc.Disconnect(0) })
+	t.Cleanup(c.Close)
+	if err := c.Subscribe(filter, 1, h); err != nil {
+		t.Fatal(err)
 	}
-	return pc, tok.Error()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return c, c.connectFirst(ctx)
 }
 
 // TestBrokerSessionBelongsToItsUser: a client id names a session, and a
@@ -270,28 +265,25 @@ func TestBrokerSessionBelongsToItsUser(t *testing.T) {
 	t.Cleanup(func() { _ = b.Close() })
 	var mu sync.Mutex
 	var got []string
-	record := func(who string) paho.MessageHandler {
-		return func(_ paho.Client, m paho.Message) {
+	record := func(who string) Handler {
+		return func(m Message) {
 			mu.Lock()
 			defer mu.Unlock()
-			got = append(got, who+" "+m.Topic()+" "+string(m.Payload()))
+			got = append(got, who+" "+m.Topic+" "+string(m.Payload))
 		}
 	}
-	house, err := dialSession(t, b.URL(), "house-session", "house", "h0use", record("house"))
+	house, err := dialSession(t, b.URL(), "house-session", "house", "h0use", "secret/#", record("house"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tok := house.Subscribe("secret/#", 1, nil); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
-		t.Fatalf("subscribe: %v", tok.Error())
-	}
 	// While house is connected, dash may not kick it off.
-	if _, err := dialSession(t, b.URL(), "house-session", "dash", "dashpass", record("dash")); err == nil || !strings.Contains(err.Error(), "identifier rejected") {
+	if _, err := dialSession(t, b.URL(), "house-session", "dash", "dashpass", "#", record("dash")); err == nil || !strings.Contains(err.Error(), "identifier rejected") {
 		t.Fatalf("dash taking over house's connected session: %v, want identifier rejected", err)
 	}
-	if !house.IsConnectionOpen() {
+	if !house.Connected() {
 		t.Fatal("dash's CONNECT disconnected house")
 	}
-	house.Disconnect(100)
+	house.Close()
 	in := b.Inline(quietLogger())
 	t.Cleanup(in.Close)
 	for i := range 3 {
@@ -299,10 +291,10 @@ func TestBrokerSessionBelongsToItsUser(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := dialSession(t, b.URL(), "house-session", "dash", "dashpass", record("dash")); err == nil || !strings.Contains(err.Error(), "identifier rejected") {
+	if _, err := dialSession(t, b.URL(), "house-session", "dash", "dashpass", "#", record("dash")); err == nil || !strings.Contains(err.Error(), "identifier rejected") {
 		t.Errorf("dash taking over house's stored session: %v, want identifier rejected", err)
 	}
-	if _, err := dialSession(t, b.URL(), "house-session", "house", "h0use", record("house")); err != nil {
+	if _, err := dialSession(t, b.URL(), "house-session", "house", "h0use", "secret/#", record("house")); err != nil {
 		t.Fatal(err)
 	}
 	waitFor(t, 3*time.Second, "house's queued messages", func() bool {

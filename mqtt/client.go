@@ -13,8 +13,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	paho "github.com/eclipse/paho.mqtt.golang"
 )
 
 // Defaults for Options fields left zero.
@@ -30,18 +28,15 @@ const (
 	// A read that waits pingAfter for the broker pings it, and one that
 	// waits silenceLimit drops the connection (see watchedConn): a frozen
 	// broker is noticed within silenceLimit. keepAlive is the MQTT
-	// keepalive (paho pings after it without traffic of its own, the
-	// broker drops us after 1.5 times it without a packet), and
-	// pingTimeout paho's own bound on a PINGRESP it has not read: both
-	// are backstops, loose because the reading goroutine may be held up
-	// by handlers.
+	// keep-alive the CONNECT announces: the broker drops us after 1.5
+	// times it without a packet, so the client pings after half of it
+	// without a write (conn.keepAlive).
 	pingAfter    = 3 * time.Second
 	silenceLimit = 8 * time.Second
 	keepAlive    = 10 * time.Second
-	pingTimeout  = 30 * time.Second
 
 	// disconnectQuiesce bounds how long Close waits for the DISCONNECT packet.
-	disconnectQuiesce = 250 // milliseconds, paho's unit
+	disconnectQuiesce = 250 * time.Millisecond
 	// handlerStopWait bounds how long Close waits for running handlers.
 	handlerStopWait = time.Second
 )
@@ -67,6 +62,9 @@ type Options struct {
 	Username   string
 	Password   string
 	TLS        *tls.Config
+	// Will, when set, is published by the broker for the client when its
+	// connection ends without a DISCONNECT.
+	Will *Will
 	// ConnectTimeout bounds one connection attempt and, for Dial, the whole
 	// wait for the first connection. Default DefaultConnectTimeout.
 	ConnectTimeout time.Duration
@@ -92,15 +90,20 @@ type Options struct {
 	StallLimit time.Duration
 	// MaxMessageBytes, when positive, bounds a QoS 0 or 1 message: a bigger
 	// one is skipped unread (Delivery.Oversized, logged; a QoS 1 one is
-	// acknowledged). paho reads QoS 2 messages whole.
+	// acknowledged).
 	MaxMessageBytes int
 	Logger          *slog.Logger
 }
 
-// Client is a paho-based MQTT 3.1.1 connection that reconnects with
-// backoff (its own loop, see reconnect), re-establishes every remembered
-// subscription after each (re)connect, and refuses to publish while
-// disconnected. With Options.ClientID its session is persistent.
+// Client is an MQTT 3.1.1 connection that reconnects with backoff (see
+// reconnect), re-establishes every remembered subscription after each
+// (re)connect, and refuses to publish while disconnected. With
+// Options.ClientID its session is persistent: QoS 1 publishes the broker
+// did not acknowledge are sent again when it still has the session.
+// One reading goroutine per connection handles every packet from the
+// broker (read.go); every packet to it is written whole by the goroutine
+// that made it (write.go); the session (session.go) holds what waits for
+// an answer across connections.
 //
 // Delivery: each Subscribe (and each SubscribeSet) gets its own queue and
 // goroutine, so a handler sees the messages of its subscription in the
@@ -112,7 +115,7 @@ type Options struct {
 type Client struct {
 	opts Options
 	log  *slog.Logger
-	pc   paho.Client
+	sess session
 
 	mu        sync.Mutex
 	subs      routes
@@ -135,11 +138,10 @@ type Client struct {
 	// filter sets and resubscribeAll with the table changes they send.
 	wire sync.Mutex
 
-	lastRead atomic.Int64              // Unix ns: when bytes last came from the broker
-	conn     atomic.Pointer[connParts] // the current connection's layers (Unread)
-	health   healthState               // guarded by mu
-	link     linkState                 // guarded by mu
-	fresh    atomic.Bool               // Options.FreshStart not yet done
+	lastRead atomic.Int64 // Unix ns: when bytes last came from the broker
+	health   healthState  // guarded by mu
+	link     linkState    // guarded by mu
+	fresh    atomic.Bool  // Options.FreshStart not yet done
 }
 
 // Dial connects to o.Broker and returns once the first connection is up, or
@@ -248,38 +250,11 @@ func newClient(o Options) (*Client, error) {
 		firstReady: make(chan struct{}),
 	}
 	c.link.persistent = persistent
+	c.sess.persistent = persistent
 	c.fresh.Store(persistent && o.FreshStart)
-	c.pc = paho.NewClient(c.pahoOptions())
 	c.wg.Add(1)
 	go c.notifier()
 	return c, nil
-}
-
-func (c *Client) pahoOptions() *paho.ClientOptions {
-	o := c.opts
-	po := paho.NewClientOptions().
-		AddBroker(o.Broker).
-		SetClientID(o.ClientID).
-		SetUsername(o.Username).
-		SetPassword(o.Password).
-		SetCleanSession(!c.link.persistent).
-		SetResumeSubs(false).
-		SetOrderMatters(true).   // our route callback only enqueues (waiting when a queue is full: backpressure)
-		SetAutoReconnect(false). // reconnect owns the policy (fast after an outage, slow after a takeover)
-		SetConnectRetry(false).
-		SetConnectTimeout(o.ConnectTimeout).
-		SetWriteTimeout(o.PublishTimeout).
-		SetKeepAlive(keepAlive).
-		SetPingTimeout(pingTimeout).
-		SetOnConnectHandler(func(paho.Client) { c.onConnect() }).
-		SetConnectionLostHandler(func(_ paho.Client, err error) { c.onLost(err) })
-	if o.TLS != nil {
-		po.SetTLSConfig(o.TLS)
-	}
-	po.SetCustomOpenConnectionFn(c.openConnection)
-	po.SetDefaultPublishHandler(c.deliver)
-	po.SetStore(newCopyingStore())
-	return po
 }
 
 // normalizeBroker checks the broker URL and adds tcp:// to a bare host:port.
@@ -327,30 +302,23 @@ func closedChan() chan struct{} {
 	return ch
 }
 
-// connection reports whether the connection is open and returns a channel
-// closed when it is lost.
-func (c *Client) connection() (<-chan struct{}, bool) {
-	c.mu.Lock()
-	up, down, closed := c.up, c.down, c.closed
-	c.mu.Unlock()
-	if closed || !c.pc.IsConnectionOpen() {
-		return nil, false
-	}
-	if !up { // paho is connected but onConnect has not run yet
-		c.refreshStatus()
-		c.mu.Lock()
-		up, down = c.up, c.down
-		c.mu.Unlock()
-	}
-	return down, up
-}
-
 // Connected reports whether the connection to the broker is open now.
 func (c *Client) Connected() bool {
 	c.mu.Lock()
 	closed := c.closed
 	c.mu.Unlock()
-	return !closed && c.pc.IsConnectionOpen()
+	return !closed && c.sess.connection() != nil
+}
+
+// Unread reports how many bytes from the broker wait in the current
+// connection, received but not handled yet: in the kernel's socket buffer
+// (Linux) and in the read buffer. Past capacity this is where events
+// queue, before the broker's own queue.
+func (c *Client) Unread() int {
+	if k := c.sess.connection(); k != nil {
+		return k.unread()
+	}
+	return 0
 }
 
 // Dropped returns how many messages were dropped because a handler was
@@ -378,10 +346,11 @@ func (c *Client) OnConnectionChange(f func(up bool)) {
 	c.mu.Unlock()
 }
 
-// refreshStatus re-reads paho's connection state and records edges.
+// refreshStatus re-reads the connection state and records edges.
 func (c *Client) refreshStatus() {
+	open := c.sess.connection() != nil
 	c.mu.Lock()
-	up := !c.closed && c.pc.IsConnectionOpen()
+	up := !c.closed && open
 	if up != c.up {
 		c.up = up
 		c.edges = append(c.edges, up)
@@ -443,7 +412,12 @@ func (c *Client) Close() {
 		c.mu.Lock()
 		c.closed = true
 		c.mu.Unlock()
-		c.pc.Disconnect(disconnectQuiesce)
+		if k := c.sess.connection(); k != nil {
+			t := time.AfterFunc(disconnectQuiesce, func() { k.close(errClosed) })
+			_ = k.writePacket(disconnect)
+			t.Stop()
+			k.close(errClosed)
+		}
 		c.refreshStatus()
 		close(c.quit)
 		done := make(chan struct{})

@@ -182,7 +182,7 @@ func TestResubscribeAfterBrokerRestart(t *testing.T) {
 	waitFor(t, 3*time.Second, "down notification", func() bool { return downs.Load() == 1 })
 
 	// The first connection's up notification may still arrive after
-	// OnConnectionChange was set (paho runs OnConnect in a goroutine): count
+	// OnConnectionChange was set (the notifier runs on its own goroutine): count
 	// the ones after the restart.
 	upsBefore := ups.Load()
 	startBroker(t, addr) // same port

@@ -1,26 +1,22 @@
 package mqtt
 
 import (
-	"crypto/tls"
+	"bufio"
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"os"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	paho "github.com/eclipse/paho.mqtt.golang"
-	"golang.org/x/net/proxy"
 )
 
-// watchedConn is the connection under TLS and the read buffer: it notes
-// when bytes last came from the broker (Client.Health) and puts a deadline
-// on every write. paho sets one only for PUBLISH packets; without it, a
-// PINGREQ or PUBACK written to a broker that stopped reading (frozen, its
-// socket buffer full) would block its goroutine for good, and the
-// keepalive would never notice the broker is gone.
+// readBuffer is the size of a connection's read buffer: one syscall reads
+// many small packets when the broker sends a burst.
+const readBuffer = 32 << 10
+
+// watchedConn is the socket under TLS or WebSocket: it notes when bytes
+// last came from the broker (Client.Health) and bounds every write.
 //
 // After every read it has the kernel acknowledge at once what came in
 // (quickAck, TCP_QUICKACK on Linux). What the broker sends us that we do
@@ -30,19 +26,14 @@ import (
 // that acknowledgement comes.
 //
 // The write deadline is moved only when less than half of writeTimeout is
-// left, or more than all of it (paho's around the CONNECT handshake), so
-// a write fails after between half and all of writeTimeout. paho's
-// clearing of a deadline is ignored (the rolling one stays): one
-// deadline change per command instead of three.
+// left, so a write fails after between half and all of writeTimeout: one
+// deadline change per burst of writes rather than one per write.
 //
-// A read waits at most silence for the broker (when positive), then fails
-// with a silenceError: the broker is frozen or gone. Meanwhile, from
-// pingAfter on, keepPinging writes a PINGREQ every pingAfter, which a
-// live broker answers at once. Only time spent waiting in a read counts,
-// and the pings do not depend on the reading goroutine: a reader held
-// back by a slow handler (a PINGRESP queued behind events) is not taken
-// for a silent broker, as paho's ping timeout would take it, nor does the
-// broker's keepalive drop the connection.
+// A read waits at most silence for the broker, then fails with a
+// silenceError: the broker is frozen or gone. Meanwhile the keep-alive
+// (conn.keepAlive) pings it, which a live broker answers at once. Only
+// time spent waiting in a read counts: a reader held back by a slow
+// handler is not taken for a silent broker.
 type watchedConn struct {
 	net.Conn
 	lastRead     *atomic.Int64 // Unix nanoseconds
@@ -52,10 +43,7 @@ type watchedConn struct {
 	unread       func() int // received by the kernel, not read yet; nil: not a TCP socket
 	mu           sync.Mutex
 	deadline     time.Time    // the write deadline
-	pahoRead     atomic.Int64 // Unix ns of paho's read deadline (around CONNECT); 0: none
 	waiting      atomic.Int64 // Unix ns since when a read waits; 0: none does
-	closeOnce    sync.Once
-	closed       chan struct{}
 }
 
 // silenceError is a read that waited silence for the broker in vain.
@@ -68,99 +56,27 @@ func (e *silenceError) Timeout() bool   { return true }
 func (e *silenceError) Temporary() bool { return false }
 
 func (c *watchedConn) Read(p []byte) (int, error) {
-	ours := false
-	if c.silence > 0 {
-		now := time.Now()
-		d := now.Add(c.silence)
-		if pd := c.pahoRead.Load(); pd == 0 || d.UnixNano() < pd {
-			ours = true
-		} else {
-			d = time.Unix(0, pd)
-		}
-		_ = c.Conn.SetReadDeadline(d)
-		c.waiting.Store(now.UnixNano())
-		defer c.waiting.Store(0)
-	}
+	now := time.Now()
+	_ = c.Conn.SetReadDeadline(now.Add(c.silence))
+	c.waiting.Store(now.UnixNano())
 	n, err := c.Conn.Read(p)
+	c.waiting.Store(0)
 	if n > 0 {
 		c.lastRead.Store(time.Now().UnixNano())
 		if c.quickAck != nil {
 			c.quickAck()
 		}
 	}
-	if err != nil && ours && errors.Is(err, os.ErrDeadlineExceeded) {
+	if err != nil && errors.Is(err, os.ErrDeadlineExceeded) {
 		err = &silenceError{after: c.silence}
 	}
 	return n, err
 }
 
-// keepPinging calls ping every pingAfter while a read waits for the
-// broker, until the connection is closed.
-func (c *watchedConn) keepPinging(ping func()) {
-	t := time.NewTicker(pingAfter / 4)
-	defer t.Stop()
-	var last time.Time
-	for {
-		select {
-		case <-c.closed:
-			return
-		case now := <-t.C:
-			if w := c.waiting.Load(); w != 0 && now.Sub(time.Unix(0, w)) >= pingAfter && now.Sub(last) >= pingAfter {
-				last = now
-				ping()
-			}
-		}
-	}
-}
-
-// Close closes the connection and stops keepPinging.
-func (c *watchedConn) Close() error {
-	if c.closed != nil {
-		c.closeOnce.Do(func() { close(c.closed) })
-	}
-	return c.Conn.Close()
-}
-
-// SetReadDeadline records paho's read deadline (Read applies it, or the
-// silence bound when sooner).
-func (c *watchedConn) SetReadDeadline(t time.Time) error {
-	if c.silence <= 0 {
-		return c.Conn.SetReadDeadline(t)
-	}
-	var ns int64
-	if !t.IsZero() {
-		ns = t.UnixNano()
-	}
-	c.pahoRead.Store(ns)
-	return nil
-}
-
-// SetDeadline sets the read deadline, and the write deadline as
-// SetWriteDeadline does (paho sets both around the CONNECT handshake, then
-// clears them).
-func (c *watchedConn) SetDeadline(t time.Time) error {
-	if err := c.SetReadDeadline(t); err != nil {
-		return err
-	}
-	return c.SetWriteDeadline(t)
-}
-
-// SetWriteDeadline sets a write deadline; a zero one (paho's, after each
-// PUBLISH) leaves the deadline as it is, so no write is ever unbounded.
-func (c *watchedConn) SetWriteDeadline(t time.Time) error {
-	if t.IsZero() {
-		return nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.deadline = t
-	return c.Conn.SetWriteDeadline(t)
-}
-
 func (c *watchedConn) Write(p []byte) (int, error) {
 	now := time.Now()
 	c.mu.Lock()
-	if left := c.deadline.Sub(now); left < c.writeTimeout/2 || left > c.writeTimeout {
+	if c.deadline.Sub(now) < c.writeTimeout/2 {
 		c.deadline = now.Add(c.writeTimeout)
 		_ = c.Conn.SetWriteDeadline(c.deadline)
 	}
@@ -168,105 +84,95 @@ func (c *watchedConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// openConnection is paho's dialer for c (openConn with c's watch; QoS 0
-// publishes are delivered by the connection, see demuxConn).
-func (c *Client) openConnection(uri *url.URL, o paho.ClientOptions) (net.Conn, error) {
-	c.lastRead.Store(time.Now().UnixNano()) // a new connection: nothing overdue yet
-	var w *watchedConn
-	conn, err := openConn(uri, o, c.inbound(), func(raw net.Conn) net.Conn {
-		w = &watchedConn{Conn: raw, lastRead: &c.lastRead, writeTimeout: c.opts.PublishTimeout, silence: silenceLimit,
-			quickAck: quickAcker(raw), unread: unreadCounter(raw), closed: make(chan struct{})}
-		return w
+// The layers above (TLS, WebSocket) may set deadlines of their own during
+// their handshakes; the watch keeps its own.
+func (c *watchedConn) SetDeadline(time.Time) error      { return nil }
+func (c *watchedConn) SetReadDeadline(time.Time) error  { return nil }
+func (c *watchedConn) SetWriteDeadline(time.Time) error { return nil }
+
+// conn is one connection to the broker: the socket (under TLS or
+// WebSocket when the URL says so), its read buffer, read by the one
+// reading goroutine (read.go), and the writer that every packet goes
+// through (write.go).
+type conn struct {
+	nc net.Conn     // what packets are written to and read from
+	w  *watchedConn // the socket under it
+	r  *bufio.Reader
+
+	// buffered is what the read buffer held when the last packet was
+	// handled (Client.Unread, from another goroutine).
+	buffered  atomic.Int64
+	lastWrite atomic.Int64 // Unix ns
+
+	writer
+
+	closeOnce sync.Once
+	dead      chan struct{} // closed when the connection is closed
+	err       error         // why; set before dead is closed
+}
+
+func newConn(nc net.Conn, w *watchedConn) *conn {
+	k := &conn{nc: nc, w: w, r: bufio.NewReaderSize(nc, readBuffer), dead: make(chan struct{})}
+	k.lastWrite.Store(time.Now().UnixNano())
+	return k
+}
+
+// close closes the connection for err (the first reason counts).
+func (k *conn) close(err error) {
+	k.closeOnce.Do(func() {
+		k.err = err
+		close(k.dead)
+		_ = k.nc.Close()
 	})
-	if err == nil {
-		d := conn.(*demuxConn)
-		if w != nil {
-			go w.keepPinging(d.ping)
-		}
-		c.conn.Store(&connParts{w: w, d: d})
+}
+
+func (k *conn) isDead() bool {
+	select {
+	case <-k.dead:
+		return true
+	default:
+		return false
 	}
-	return conn, err
 }
 
-// connParts are the current connection's layers Unread looks into.
-type connParts struct {
-	w *watchedConn
-	d *demuxConn
+// reason is why the connection ended: the first error seen, or readErr.
+func (k *conn) reason(readErr error) error {
+	k.close(readErr)
+	return k.err
 }
 
-// Unread reports how many bytes from the broker wait in the current
-// connection, received but not handled yet: in the kernel's socket buffer
-// (Linux) and in the read buffer. Past capacity this is where events
-// queue, before the broker's own queue.
-func (c *Client) Unread() int {
-	p := c.conn.Load()
-	if p == nil || p.d.dead.Load() {
+// unread is how many bytes from the broker wait in the connection.
+func (k *conn) unread() int {
+	if k.isDead() {
 		return 0
 	}
-	n := int(p.d.buffered.Load())
-	if p.w != nil && p.w.unread != nil {
-		n += p.w.unread()
+	n := int(k.buffered.Load())
+	if k.w.unread != nil {
+		n += k.w.unread()
 	}
 	return n
 }
 
-// openConn dials the broker like paho does (TCP through the environment's
-// proxy settings, TLS, WebSocket), wraps the raw connection with watch and
-// reads through a demuxConn that hands QoS 0 and 1 publishes to in.
-func openConn(uri *url.URL, o paho.ClientOptions, in inbound, watch func(net.Conn) net.Conn) (net.Conn, error) {
-	dialer := o.Dialer
-	if dialer == nil {
-		dialer = &net.Dialer{Timeout: o.ConnectTimeout}
-	}
-	var (
-		conn net.Conn
-		err  error
-	)
-	switch uri.Scheme {
-	case "ws", "wss":
-		u := *uri
-		u.User = nil // gorilla refuses URLs with credentials (paho #623)
-		var tlsc *tls.Config
-		if uri.Scheme == "wss" {
-			tlsc = o.TLSConfig
-		}
-		conn, err = paho.NewWebsocket(u.String(), tlsc, o.ConnectTimeout, o.HTTPHeaders, o.WebsocketOptions)
-		if err == nil {
-			conn = watch(conn)
-		}
-	case "mqtt", "tcp":
-		conn, err = proxy.FromEnvironmentUsing(dialer).Dial("tcp", uri.Host)
-		if err == nil {
-			conn = watch(conn)
-		}
-	case "ssl", "tls", "mqtts", "mqtt+ssl", "tcps":
-		var raw net.Conn
-		raw, err = proxy.FromEnvironmentUsing(dialer).Dial("tcp", uri.Host)
-		if err == nil {
-			tc := tls.Client(watch(raw), tlsFor(o.TLSConfig, uri))
-			if err = tc.Handshake(); err != nil {
-				raw.Close()
-			} else {
-				conn = tc
+// keepAlive pings the broker (one PINGREQ) whenever a read has waited
+// pingAfter for it, so that a live broker answers within the silence
+// limit, and whenever nothing was written for half the MQTT keep-alive,
+// so that the broker does not drop us; until the connection is closed.
+func (k *conn) keepAlive() {
+	t := time.NewTicker(pingAfter / 4)
+	defer t.Stop()
+	var last time.Time
+	for {
+		select {
+		case <-k.dead:
+			return
+		case now := <-t.C:
+			waiting := k.w.waiting.Load()
+			quiet := now.Sub(time.Unix(0, k.lastWrite.Load())) >= keepAlive/2
+			stalled := waiting != 0 && now.Sub(time.Unix(0, waiting)) >= pingAfter
+			if (quiet || stalled) && now.Sub(last) >= pingAfter {
+				last = now
+				_ = k.writePacket(pingreq)
 			}
 		}
-	default:
-		err = errors.New("unknown protocol " + uri.Scheme)
 	}
-	if err != nil {
-		return nil, err
-	}
-	return newDemuxConn(conn, in), nil
-}
-
-// tlsFor fills in the server name the way tls.Dial would.
-func tlsFor(c *tls.Config, uri *url.URL) *tls.Config {
-	if c == nil {
-		c = &tls.Config{}
-	}
-	if c.ServerName == "" && !c.InsecureSkipVerify {
-		c = c.Clone()
-		c.ServerName = uri.Hostname()
-	}
-	return c
 }

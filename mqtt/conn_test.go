@@ -19,7 +19,7 @@ import (
 	"github.com/mochi-mqtt/server/v2/listeners"
 )
 
-// The dialer (openConnection) replaces paho's for every scheme; these tests
+// The dialer (dial.go) serves every scheme; these tests
 // run a publish/subscribe round trip over TLS and WebSocket against mochi.
 
 func selfSigned(t *testing.T) (tls.Certificate, *x509.CertPool) {
@@ -133,9 +133,9 @@ func TestDialWebSocket(t *testing.T) {
 }
 
 // TestPublishingThroughBrokerRestarts publishes QoS 1 messages without a
-// pause while the broker restarts: paho's resume then resends stored
-// messages while new ones are written (run with -race: the store hands
-// paho copies, see copyingStore).
+// pause while the broker restarts: the session then resends unacknowledged
+// messages while new ones are written (run with -race: a resend is a copy
+// of the packet, see session.resume).
 func TestPublishingThroughBrokerRestarts(t *testing.T) {
 	b := startBroker(t, "127.0.0.1:0")
 	addr := b.Addr()
@@ -170,4 +170,19 @@ func TestPublishingThroughBrokerRestarts(t *testing.T) {
 	if err := pub.Publish(ctx, "stress/x", []byte("last"), 1, false); err != nil {
 		t.Fatalf("publish after the restarts: %v", err)
 	}
+}
+
+// TestDialWebSocketTLS: wss:// dials TLS under the WebSocket with the
+// options' TLS configuration (a self-signed certificate the test trusts).
+func TestDialWebSocketTLS(t *testing.T) {
+	cert, pool := selfSigned(t)
+	nl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := nl.Addr().String()
+	nl.Close()
+	startMochi(t, listeners.NewWebsocket(listeners.Config{ID: "wss", Address: addr,
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}))
+	roundtrip(t, Options{Broker: "wss://" + addr + "/", TLS: &tls.Config{RootCAs: pool}})
 }

@@ -63,9 +63,9 @@ func TestPublishBoundedWhenBrokerFreezes(t *testing.T) {
 	}
 }
 
-// TestPublishBehindAStuckWriterIsBounded: while paho's writer is stuck on
-// a full socket (the broker frozen), a further publish, which paho takes
-// on the caller's goroutine, still returns within PublishTimeout.
+// TestPublishBehindAStuckWriterIsBounded: while a writer is stuck on a
+// full socket (the broker frozen), a further publish, handed to it or
+// waiting for the socket itself, still returns within PublishTimeout.
 func TestPublishBehindAStuckWriterIsBounded(t *testing.T) {
 	const timeout = 500 * time.Millisecond
 	b := startBroker(t, "127.0.0.1:0")

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net"
 	"time"
-
-	paho "github.com/eclipse/paho.mqtt.golang"
 )
 
 // healthState is what Client.Health knows beyond the connection and its
@@ -92,12 +90,12 @@ func (c *Client) publishTimedOut(start time.Time, topic string, qos byte) error 
 }
 
 // publishFailed translates the error of a publish that failed (a write,
-// or paho's token).
+// of the connection).
 func (c *Client) publishFailed(start time.Time, topic string, err error) error {
 	if errors.Is(err, ErrNotAcknowledged) {
 		return err
 	}
-	if errors.Is(err, paho.ErrNotConnected) || errors.Is(err, ErrNotConnected) {
+	if errors.Is(err, ErrNotConnected) {
 		return ErrNotConnected
 	}
 	var ne net.Error

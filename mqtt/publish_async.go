@@ -15,7 +15,7 @@ var errExpired = errors.New("mqtt: acknowledgement overdue")
 // expiry is the one timer behind the due times of a connection's
 // asynchronous publishes: armed for the earliest one, it gives every
 // overdue waiter errExpired and re-arms for the next. A publish answered in
-// time costs no timer of its own. Guarded by the outbound's mu.
+// time costs no timer of its own. Guarded by the session's mu.
 type expiry struct {
 	t  *time.Timer
 	at time.Time // what t is armed for; zero: not armed
@@ -41,30 +41,31 @@ func (x *expiry) stop() {
 	x.at = time.Time{}
 }
 
-// expire gives the overdue asynchronous publishes errExpired and re-arms
-// the timer for the earliest one left.
-func (o *outbound) expire() {
+// expire gives the overdue publishes errExpired (their packets stay in
+// flight: the broker may still answer) and re-arms the timer for the
+// earliest one left.
+func (s *session) expire() {
 	now := time.Now()
-	var overdue []*waiter
+	var overdue []func(error)
 	var next time.Time
-	o.mu.Lock()
-	for id, w := range o.pending {
+	s.mu.Lock()
+	for _, w := range s.pending {
 		switch {
 		case w.fn == nil:
 		case !w.due.After(now):
-			overdue = append(overdue, w)
-			delete(o.pending, id)
+			overdue = append(overdue, w.fn)
+			w.fn = nil
 		case next.IsZero() || w.due.Before(next):
 			next = w.due
 		}
 	}
-	o.expiry.at = time.Time{}
-	if !next.IsZero() && !o.failed {
-		o.expiry.watch(next, o.expire)
+	s.expiry.at = time.Time{}
+	if !next.IsZero() && s.cur != nil {
+		s.expiry.watch(next, s.expire)
 	}
-	o.mu.Unlock()
-	for _, w := range overdue {
-		w.give(errExpired)
+	s.mu.Unlock()
+	for _, fn := range overdue {
+		fn(errExpired)
 	}
 }
 
@@ -87,29 +88,47 @@ func (c *Client) PublishAsync(ctx context.Context, topic string, payload []byte,
 	if err := checkPublish(topic, qos, 1); err != nil {
 		return nil, err
 	}
-	p := c.conn.Load()
-	if _, ok := c.connection(); !ok || p == nil {
+	return c.publishAsync(ctx, topic, payload, qos, retain, done)
+}
+
+// publishAsync is PublishAsync at any QoS (Publish waits on it).
+func (c *Client) publishAsync(ctx context.Context, topic string, payload []byte, qos byte, retain bool, done func(error)) (abort func(error), err error) {
+	if !c.Connected() {
 		return nil, ErrNotConnected
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("mqtt: publish %q: %w", topic, err)
 	}
-	deadline, _ := ctx.Deadline()
+	pkt, idAt, err := encodePublish(topic, payload, qos, retain, 0)
+	if err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	if qos == 0 {
-		if _, err := p.d.publish(topic, payload, 0, retain, nil); err != nil {
+		k := c.sess.connection()
+		if k == nil {
+			return nil, ErrNotConnected
+		}
+		if err := k.writePacket(pkt); err != nil {
 			return nil, c.publishFailed(start, topic, err)
 		}
 		done(nil)
 		return func(error) {}, nil
 	}
-	a := &asyncPublish{c: c, topic: topic, start: start, done: done, byDeadline: !deadline.IsZero() && deadline.Before(start.Add(c.opts.PublishTimeout))}
+	deadline, _ := ctx.Deadline()
+	a := &asyncPublish{c: c, topic: topic, qos: qos, start: start, done: done, byDeadline: !deadline.IsZero() && deadline.Before(start.Add(c.opts.PublishTimeout))}
 	a.w = waiter{fn: a.result, due: start.Add(c.opts.PublishTimeout)}
 	if a.byDeadline {
 		a.w.due = deadline
 	}
-	id, err := p.d.publish(topic, payload, 1, retain, &a.w)
-	a.id, a.out = id, &p.d.out
+	k, id, err := c.sess.claim(&a.w, pkt, idAt)
+	if err != nil {
+		return nil, err
+	}
+	a.id = id
+	if err = k.writePacket(pkt); err != nil {
+		c.sess.forget(id, &a.w)
+	}
 	if err := a.written(err); err != nil {
 		return nil, c.publishFailed(start, topic, err)
 	}
@@ -141,13 +160,13 @@ const (
 type asyncPublish struct {
 	c          *Client
 	topic      string
+	qos        byte
 	start      time.Time
 	done       func(error)
 	byDeadline bool   // the caller's deadline is earlier than PublishTimeout
 	w          waiter // given one result by whoever removes it from the pending map
 
 	id    uint16
-	out   *outbound
 	state atomic.Int32
 	early error // the result that came while publishing
 }
@@ -158,7 +177,7 @@ func (a *asyncPublish) result(err error) {
 	case errors.Is(err, errExpired) && a.byDeadline:
 		err = fmt.Errorf("mqtt: publish %q: %w", a.topic, context.DeadlineExceeded)
 	case errors.Is(err, errExpired):
-		err = a.c.publishTimedOut(a.start, a.topic, 1)
+		err = a.c.publishTimedOut(a.start, a.topic, a.qos)
 	}
 	a.early = err
 	if a.state.CompareAndSwap(publishing, early) {
@@ -170,7 +189,7 @@ func (a *asyncPublish) result(err error) {
 // abort stops waiting for the PUBACK; done gets an error wrapping err,
 // unless it already had its result.
 func (a *asyncPublish) abort(err error) {
-	if a.out != nil && a.out.take(a.id, &a.w) {
+	if a.c.sess.take(a.id, &a.w) {
 		a.done(fmt.Errorf("mqtt: publish %q: %w", a.topic, err))
 	}
 }

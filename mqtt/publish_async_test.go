@@ -3,11 +3,10 @@ package mqtt
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/eclipse/paho.mqtt.golang/packets"
 )
 
 // asyncResult records what PublishAsync's done was given, and how often.
@@ -42,19 +41,16 @@ func (r *asyncResult) none(t *testing.T) {
 	}
 }
 
-func readPublish(t *testing.T, broker interface {
-	Read([]byte) (int, error)
-}) *packets.PublishPacket {
+func readPublish(t *testing.T, broker io.Reader) packet {
 	t.Helper()
-	p, err := packets.ReadPacket(broker)
+	p, err := readOne(broker)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, ok := p.(*packets.PublishPacket)
-	if !ok {
-		t.Fatalf("the broker read %s", p.String())
+	if p.kind != publishType {
+		t.Fatalf("the broker read %s", describe(p))
 	}
-	return pub
+	return p
 }
 
 // TestPublishAsyncEndsOnItsOwnPuback: an asynchronous QoS 1 publish returns
@@ -69,13 +65,13 @@ func TestPublishAsyncEndsOnItsOwnPuback(t *testing.T) {
 		t.Fatal(err)
 	}
 	pub := readPublish(t, broker)
-	if pub.Qos != 1 || pub.TopicName != "bl1/set" || pub.MessageID < ownIDBase {
-		t.Fatalf("the broker read %s", pub.String())
+	if pub.pubQoS() != 1 || pub.topic != "bl1/set" || pub.id == 0 {
+		t.Fatalf("the broker read %s", describe(pub))
 	}
-	writePuback(t, broker, pub.MessageID+1)
+	writePuback(t, broker, pub.id+1)
 	time.Sleep(20 * time.Millisecond) // a wrong completion would come now; nothing to poll for
 	r.none(t)
-	writePuback(t, broker, pub.MessageID)
+	writePuback(t, broker, pub.id)
 	if err := r.wait(t); err != nil {
 		t.Fatalf("done = %v", err)
 	}
@@ -118,7 +114,7 @@ func TestPublishAsyncBounded(t *testing.T) {
 	}
 	var ids []uint16
 	for range 3 {
-		ids = append(ids, readPublish(t, broker).MessageID)
+		ids = append(ids, readPublish(t, broker).id)
 	}
 	abort(context.Canceled)
 	if err := aborted.wait(t); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), "a/aborted") {

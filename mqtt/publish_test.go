@@ -1,15 +1,15 @@
 package mqtt
 
 import (
+	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/eclipse/paho.mqtt.golang/packets"
 )
 
 // scriptedBroker accepts one client, acknowledges its CONNECT and then
@@ -28,22 +28,24 @@ func scriptedBroker(t *testing.T) (url string, conns <-chan net.Conn) {
 			return
 		}
 		t.Cleanup(func() { c.Close() })
-		if _, err := packets.ReadPacket(c); err != nil { // CONNECT
+		if _, err := readOne(c); err != nil { // CONNECT
 			return
 		}
-		ack := packets.NewControlPacket(packets.Connack).(*packets.ConnackPacket)
-		if ack.Write(c) == nil {
+		if _, err := c.Write([]byte{connackType << 4, 2, 0, 0}); err == nil {
 			ch <- c
 		}
 	}()
 	return "tcp://" + ln.Addr().String(), ch
 }
 
+// readOne reads one packet from r and not a byte more.
+func readOne(r io.Reader) (packet, error) {
+	return readPacket(bufio.NewReader(oneByte{r}), maxRemainingLength)
+}
+
 func writePuback(t *testing.T, c net.Conn, id uint16) {
 	t.Helper()
-	p := packets.NewControlPacket(packets.Puback).(*packets.PubackPacket)
-	p.MessageID = id
-	if err := p.Write(c); err != nil {
+	if _, err := c.Write(encodeAck(pubackType, id)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -58,21 +60,20 @@ func TestQoS1PublishWaitsForItsOwnPuback(t *testing.T) {
 	broker := <-conns
 	done := make(chan error, 1)
 	go func() { done <- c.Publish(ctxT(t), "bl1/set", []byte(`{"state":"ON"}`), 1, true) }()
-	p, err := packets.ReadPacket(broker)
+	pub, err := readOne(broker)
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub, ok := p.(*packets.PublishPacket)
-	if !ok || pub.Qos != 1 || !pub.Retain || pub.TopicName != "bl1/set" || string(pub.Payload) != `{"state":"ON"}` || pub.MessageID < ownIDBase {
-		t.Fatalf("the broker read %s", p.String())
+	if pub.kind != publishType || pub.pubQoS() != 1 || pub.flags&retainBit == 0 || pub.topic != "bl1/set" || string(pub.payload) != `{"state":"ON"}` || pub.id == 0 {
+		t.Fatalf("the broker read %s", describe(pub))
 	}
-	writePuback(t, broker, pub.MessageID+1) // someone else's: ignored
+	writePuback(t, broker, pub.id+1) // someone else's: ignored
 	select {
 	case err := <-done:
 		t.Fatalf("Publish returned %v before its PUBACK", err)
 	default:
 	}
-	writePuback(t, broker, pub.MessageID)
+	writePuback(t, broker, pub.id)
 	select {
 	case err := <-done:
 		if err != nil {
@@ -83,7 +84,7 @@ func TestQoS1PublishWaitsForItsOwnPuback(t *testing.T) {
 	}
 
 	go func() { done <- c.Publish(ctxT(t), "bl1/set", []byte("x"), 1, false) }()
-	if _, err := packets.ReadPacket(broker); err != nil {
+	if _, err := readOne(broker); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
@@ -98,11 +99,11 @@ func TestQoS1PublishWaitsForItsOwnPuback(t *testing.T) {
 	}
 }
 
-// TestPublishesInterleaveWithPahosPackets: many publishers at QoS 0 and 1
-// share the stream with paho's SUBSCRIBE and UNSUBSCRIBE packets (a packet
+// TestPublishesInterleaveWithSubscribes: many publishers at QoS 0 and 1
+// share the stream with SUBSCRIBE and UNSUBSCRIBE packets (a packet
 // cut by another would make the broker drop the connection); every QoS 1
 // publish is acknowledged and every message arrives.
-func TestPublishesInterleaveWithPahosPackets(t *testing.T) {
+func TestPublishesInterleaveWithSubscribes(t *testing.T) {
 	brokers := map[string]Options{"mochi": {Broker: startBroker(t, "127.0.0.1:0").URL()}}
 	if url := os.Getenv("PILOTHOUSE_TEST_MOSQUITTO"); url != "" { // CI's Mosquitto, stricter about framing
 		brokers["mosquitto"] = Options{Broker: url, Username: os.Getenv("PILOTHOUSE_TEST_MOSQUITTO_USER"),
@@ -153,7 +154,7 @@ func interleave(t *testing.T, o Options, prefix string) {
 	}
 }
 
-// churn changes a filter set until stop, so that paho writes SUBSCRIBE
+// churn changes a filter set until stop, so that SUBSCRIBE
 // and UNSUBSCRIBE packets among the publishes.
 func churn(c *Client, prefix string, stop <-chan struct{}) error {
 	fs, err := c.SubscribeSet(1, func(Message) {})

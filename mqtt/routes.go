@@ -4,10 +4,9 @@ import "slices"
 
 // routes is a subscription table shared by Client and the embedded broker's
 // inline router: exact filters are one map lookup, and only wildcard filters
-// are matched one by one, without allocating (paho's router and mochi's
-// topic index both build new slices or maps for every message). A filter
-// set's subscription is registered under each of its filters. Callers hold
-// their own lock.
+// are matched one by one, without allocating (mochi's topic index builds
+// new maps for every message). A filter set's subscription is registered
+// under each of its filters. Callers hold their own lock.
 type routes struct {
 	byFilter map[string][]*subscription
 	wild     []string // the filters of byFilter with wildcards

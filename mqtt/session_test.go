@@ -60,7 +60,7 @@ func TestBackOnTheBrokerFastWithNothingLost(t *testing.T) {
 
 func backFastNothingLost(t *testing.T, b outageBroker) {
 	const n = 50
-	// Long enough for a backoff that doubles (paho's) to pass 2 s.
+	// Long enough for a backoff that doubles to pass 2 s.
 	const away = 4 * time.Second
 	tag := randomClientID()
 	target := strings.TrimPrefix(b.opts.Broker, "tcp://")
@@ -267,7 +267,7 @@ func TestSlowHandlerIsNotASilentBroker(t *testing.T) {
 }
 
 // TestIdleConnectionToALiveBrokerStays: with nothing to say for longer
-// than the silence limit (and than paho's keepalive), a live broker is
+// than the silence limit (and than the MQTT keep-alive), a live broker is
 // pinged and answers, and the connection stays, over TCP and WebSocket
 // (where a read that timed out cannot be retried).
 func TestIdleConnectionToALiveBrokerStays(t *testing.T) {

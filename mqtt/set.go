@@ -49,11 +49,11 @@ func (fs *clientSet) Set(filters []string) error {
 	add, gone := fs.changeLocked(filters)
 	ready := c.ready
 	c.mu.Unlock()
-	if !ready || !c.pc.IsConnectionOpen() || len(add)+len(gone) == 0 {
+	if !ready || !c.Connected() || len(add)+len(gone) == 0 {
 		return nil // the next onConnect subscribes the table
 	}
 	failed := c.subscribeMany(add)
-	if len(failed) > 0 && c.pc.IsConnectionOpen() {
+	if len(failed) > 0 && c.Connected() {
 		c.mu.Lock()
 		for f := range failed {
 			if fs.cur[f] {
@@ -70,7 +70,7 @@ func (fs *clientSet) Set(filters []string) error {
 	if err := c.unsubscribeMany(gone); err != nil {
 		errs = append(errs, err)
 	}
-	if !c.pc.IsConnectionOpen() {
+	if !c.Connected() {
 		return nil // lost the connection meanwhile; onConnect subscribes
 	}
 	return errors.Join(errs...)

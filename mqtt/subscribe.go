@@ -4,12 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	paho "github.com/eclipse/paho.mqtt.golang"
 )
 
 // subscription is one handler with its queue and delivery goroutine. A
@@ -89,8 +88,7 @@ func (c *Client) subscribeMany(want map[string]byte) map[string]error {
 	for attempt := 0; len(want) > 0; attempt++ {
 		retry := map[string]byte{}
 		for _, batch := range batches(want) {
-			tok := c.pc.SubscribeMultiple(batch, nil) // delivered by c.deliver
-			for f, err := range c.waitSubscribe(batch, tok) {
+			for f, err := range c.subscribeBatch(batch) {
 				if errors.Is(err, errIDInUse) && attempt < 8 {
 					retry[f] = batch[f]
 					continue
@@ -131,15 +129,41 @@ func batches(want map[string]byte) []map[string]byte {
 func (c *Client) unsubscribeMany(filters []string) error {
 	for i := 0; i < len(filters); i += subscribeBatch {
 		batch := filters[i:min(i+subscribeBatch, len(filters))]
-		tok := c.pc.Unsubscribe(batch...)
-		if !tok.WaitTimeout(c.opts.ConnectTimeout) {
-			return fmt.Errorf("mqtt: unsubscribe %d filters: no UNSUBACK within %s", len(batch), c.opts.ConnectTimeout)
-		}
-		if err := tok.Error(); err != nil {
+		if _, err := c.request(batch, nil); err != nil {
 			return fmt.Errorf("mqtt: unsubscribe %d filters: %w", len(batch), err)
 		}
 	}
 	return nil
+}
+
+// request sends a SUBSCRIBE of filters at their qos (an UNSUBSCRIBE when
+// qos is nil) and waits for the broker's answer at most ConnectTimeout:
+// the SUBACK's return codes (none for an UNSUBACK).
+func (c *Client) request(filters []string, qos []byte) ([]byte, error) {
+	k, id, ch, err := c.sess.ask()
+	if err != nil {
+		return nil, err
+	}
+	pkt := encodeUnsubscribe(id, filters)
+	if qos != nil {
+		pkt = encodeSubscribe(id, filters, qos)
+	}
+	if err := k.writePacket(pkt); err != nil {
+		c.sess.drop(id)
+		return nil, err
+	}
+	t := time.NewTimer(c.opts.ConnectTimeout)
+	defer t.Stop()
+	select {
+	case codes, ok := <-ch:
+		if !ok {
+			return nil, ErrNotConnected
+		}
+		return codes, nil
+	case <-t.C:
+		c.sess.drop(id)
+		return nil, fmt.Errorf("no answer from the broker within %s", c.opts.ConnectTimeout)
+	}
 }
 
 func maxQoS(subs []*subscription) byte {
@@ -150,54 +174,40 @@ func maxQoS(subs []*subscription) byte {
 	return q
 }
 
-// waitSubscribe waits for the SUBACK of one SUBSCRIBE of batch and returns
-// the filters that failed.
-func (c *Client) waitSubscribe(batch map[string]byte, tok paho.Token) map[string]error {
-	all := func(err error) map[string]error {
-		out := make(map[string]error, len(batch))
-		for f := range batch {
+// subscribeBatch sends one SUBSCRIBE for batch, waits for its SUBACK and
+// returns the filters that failed: each return code of 0x80 and above
+// (§3.9.3) is a refusal.
+func (c *Client) subscribeBatch(batch map[string]byte) map[string]error {
+	filters := make([]string, 0, len(batch))
+	for f := range batch {
+		filters = append(filters, f)
+	}
+	slices.Sort(filters)
+	qos := make([]byte, len(filters))
+	for i, f := range filters {
+		qos[i] = batch[f]
+	}
+	codes, err := c.request(filters, qos)
+	if err == nil && len(codes) != len(filters) {
+		err = fmt.Errorf("the SUBACK has %d return codes for %d filters", len(codes), len(filters))
+	}
+	out := map[string]error{}
+	for i, f := range filters {
+		switch {
+		case err != nil:
 			out[f] = fmt.Errorf("mqtt: subscribe %q: %w", f, err)
-		}
-		return out
-	}
-	if !tok.WaitTimeout(c.opts.ConnectTimeout) {
-		return all(fmt.Errorf("no SUBACK within %s", c.opts.ConnectTimeout))
-	}
-	if err := tok.Error(); err != nil {
-		return all(err)
-	}
-	st, ok := tok.(*paho.SubscribeToken)
-	if !ok {
-		return nil
-	}
-	var out map[string]error
-	for f, code := range st.Result() {
-		if _, mine := batch[f]; !mine || code < 0x80 {
-			continue
-		}
-		if out == nil {
-			out = map[string]error{}
-		}
-		if code == 0x91 {
+		case codes[i] == 0x91:
 			out[f] = fmt.Errorf("mqtt: subscribe %q: %w", f, errIDInUse)
-		} else {
-			out[f] = fmt.Errorf("mqtt: subscribe %q: refused by the broker (code %#x)", f, code)
+		case codes[i] >= 0x80:
+			out[f] = fmt.Errorf("mqtt: subscribe %q: refused by the broker (code %#x)", f, codes[i])
 		}
 	}
 	return out
 }
 
-// deliver is paho's handler for the messages it reads (QoS 2; the
-// connection delivers QoS 0 and 1 ones itself, see demuxConn), on paho's
-// router goroutine.
-func (c *Client) deliver(_ paho.Client, pm paho.Message) {
-	c.route(Message{Topic: pm.Topic(), Payload: pm.Payload(), Retained: pm.Retained()})
-}
-
 // route hands m to every subscription whose filters match it (once each),
 // waiting for room in a full queue (see offer). Exact filters are one map
-// lookup; only wildcard filters are matched one by one (paho's own router
-// splits the topic and every filter into new slices for every message).
+// lookup; only wildcard filters are matched one by one.
 // The table's lock is not held while waiting.
 func (c *Client) route(m Message) {
 	var buf [4]*subscription
@@ -213,8 +223,8 @@ func (c *Client) route(m Message) {
 // the deliverer's goroutine when nothing is queued for it and it is not
 // running: no hand-over to the delivery goroutine, and the deliverer (the
 // connection) waits for it. Otherwise m is queued. A full queue is
-// backpressure: the deliverer waits for room (paho's router, and so the
-// connection: the broker holds further messages back; or the embedded
+// backpressure: the deliverer waits for room (the connection's reader,
+// and so the broker holds further messages back; or the embedded
 // broker's publisher), counted in the client's Delivery. Only a handler
 // stuck for the whole stall limit loses m (counted, logged now and then),
 // so that a handler that waits for the connection itself cannot stall it
@@ -335,11 +345,11 @@ func (c *Client) Subscribe(filter string, qos byte, h Handler) error {
 	c.mu.Unlock()
 	go c.dispatch(s)
 
-	if !ready || !c.pc.IsConnectionOpen() {
+	if !ready || !c.Connected() {
 		return nil // the next onConnect subscribes
 	}
 	err := c.subscribeMany(map[string]byte{filter: q})[filter]
-	if err != nil && !c.pc.IsConnectionOpen() {
+	if err != nil && !c.Connected() {
 		return nil // lost the connection meanwhile; onConnect will subscribe
 	}
 	if err != nil {

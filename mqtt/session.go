@@ -1,0 +1,274 @@
+package mqtt
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+)
+
+// maxInFlight bounds the packets waiting for the broker's answer
+// (publishes, subscribes, unsubscribes): every packet identifier but one.
+const maxInFlight = 0xFFFF - 1
+
+// errTooManyInFlight: maxInFlight packets wait for their acknowledgement.
+var errTooManyInFlight = errors.New("mqtt: too many publishes waiting for the broker's acknowledgement")
+
+// session is the client's side of the MQTT session (§4.1): the packet
+// identifiers in use, the QoS 1 publishes waiting for their PUBACK, the
+// SUBSCRIBEs and UNSUBSCRIBEs waiting for their answer, and the QoS 2
+// messages received whose PUBREL has not come. It outlives a connection:
+// on a persistent session the unacknowledged publishes are sent again
+// (with DUP) when the broker still has the session after a reconnect.
+type session struct {
+	mu         sync.Mutex
+	cur        *conn // where packets are written; nil while disconnected
+	persistent bool
+	next       uint16
+	seq        uint64                 // order of claims, for resends
+	pending    map[uint16]*waiter     // QoS 1 publishes waiting for their PUBACK
+	answers    map[uint16]chan []byte // SUBSCRIBE/UNSUBSCRIBE waiting for their ack
+	inbound2   map[uint16]struct{}    // QoS 2 publishes received, PUBREL not yet
+	expiry     expiry                 // the waiters' deadlines
+}
+
+// waiter is a QoS 1 publish waiting for its PUBACK (QoS 2: its PUBCOMP): fn is called once with
+// the result, unless the connection was lost first (fn is then nil: the
+// caller was told, and the packet waits to be sent again).
+type waiter struct {
+	fn  func(error)
+	due time.Time // when fn is given errExpired
+	pkt []byte    // the PUBLISH (QoS 2, once received: the PUBREL), for a resend
+	seq uint64
+}
+
+// idFree reports whether id is unused; s.mu is held.
+func (s *session) idFree(id uint16) bool {
+	if id == 0 {
+		return false
+	}
+	_, p := s.pending[id]
+	_, a := s.answers[id]
+	return !p && !a
+}
+
+// nextID claims a free packet identifier; s.mu is held.
+func (s *session) nextID() (uint16, error) {
+	if len(s.pending)+len(s.answers) >= maxInFlight {
+		return 0, errTooManyInFlight
+	}
+	for {
+		s.next++
+		if s.idFree(s.next) {
+			return s.next, nil
+		}
+	}
+}
+
+// claim registers w for a QoS 1 PUBLISH pkt on the current connection,
+// writes the claimed identifier into pkt at idAt and returns the
+// connection to write it to.
+func (s *session) claim(w *waiter, pkt []byte, idAt int) (*conn, uint16, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil {
+		return nil, 0, ErrNotConnected
+	}
+	id, err := s.nextID()
+	if err != nil {
+		return nil, 0, err
+	}
+	pkt[idAt], pkt[idAt+1] = byte(id>>8), byte(id)
+	if s.pending == nil {
+		s.pending = make(map[uint16]*waiter)
+	}
+	s.seq++
+	w.pkt, w.seq = pkt, s.seq
+	s.pending[id] = w
+	s.expiry.watch(w.due, s.expire)
+	return s.cur, id, nil
+}
+
+// connection returns the current connection, nil while disconnected.
+func (s *session) connection() *conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cur
+}
+
+// forget gives up waiting for id's PUBACK (its write failed).
+func (s *session) forget(id uint16, w *waiter) {
+	s.mu.Lock()
+	if s.pending[id] == w {
+		delete(s.pending, id)
+	}
+	s.mu.Unlock()
+}
+
+// take removes id's waiter if it is still w and still has its caller, and
+// reports whether it was: whoever takes a waiter gives it its one result.
+func (s *session) take(id uint16, w *waiter) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pending[id] != w || w.fn == nil {
+		return false
+	}
+	delete(s.pending, id)
+	return true
+}
+
+// acked completes the publish waiting for id's PUBACK, if one still
+// waits (it may have given up, or its caller heard of a lost connection).
+func (s *session) acked(id uint16) {
+	s.mu.Lock()
+	w, ok := s.pending[id]
+	delete(s.pending, id)
+	s.mu.Unlock()
+	if ok && w.fn != nil {
+		w.fn(nil)
+	}
+}
+
+// releasing notes that the broker received id's QoS 2 PUBLISH (PUBREC):
+// from now on the PUBREL is what is sent again after a reconnect (§4.3.3).
+func (s *session) releasing(id uint16) {
+	s.mu.Lock()
+	if w, ok := s.pending[id]; ok {
+		w.pkt = encodeAck(pubrelType, id)
+	}
+	s.mu.Unlock()
+}
+
+// ask registers a SUBSCRIBE or UNSUBSCRIBE on the current connection: its
+// answer (the SUBACK's return codes; none for an UNSUBACK) comes on the
+// channel, which is closed if the connection is lost first.
+func (s *session) ask() (*conn, uint16, chan []byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil {
+		return nil, 0, nil, ErrNotConnected
+	}
+	id, err := s.nextID()
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if s.answers == nil {
+		s.answers = make(map[uint16]chan []byte)
+	}
+	ch := make(chan []byte, 1)
+	s.answers[id] = ch
+	return s.cur, id, ch, nil
+}
+
+// answered hands a SUBACK's codes (or an UNSUBACK) to whoever asked.
+func (s *session) answered(id uint16, codes []byte) {
+	s.mu.Lock()
+	ch, ok := s.answers[id]
+	delete(s.answers, id)
+	s.mu.Unlock()
+	if ok {
+		ch <- codes
+	}
+}
+
+// drop forgets a question nobody waits for any more.
+func (s *session) drop(id uint16) {
+	s.mu.Lock()
+	delete(s.answers, id)
+	s.mu.Unlock()
+}
+
+// received2 records a QoS 2 PUBLISH and reports whether it is new (to be
+// delivered): a resent one, before its PUBREL, was delivered already.
+func (s *session) received2(id uint16) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.inbound2[id]; dup {
+		return false
+	}
+	if s.inbound2 == nil {
+		s.inbound2 = make(map[uint16]struct{})
+	}
+	s.inbound2[id] = struct{}{}
+	return true
+}
+
+// released ends a QoS 2 delivery (its PUBREL came).
+func (s *session) released(id uint16) {
+	s.mu.Lock()
+	delete(s.inbound2, id)
+	s.mu.Unlock()
+}
+
+// lost detaches the connection k: every publish waiting for its PUBACK
+// hears errLostUnacked (on a persistent session its packet stays, to be
+// sent again), and every SUBSCRIBE or UNSUBSCRIBE hears nothing more.
+func (s *session) lost(k *conn) {
+	s.mu.Lock()
+	if s.cur != k {
+		s.mu.Unlock()
+		return
+	}
+	s.cur = nil
+	var told []func(error)
+	for id, w := range s.pending {
+		if w.fn != nil {
+			told = append(told, w.fn)
+			w.fn = nil
+		}
+		if !s.persistent {
+			delete(s.pending, id)
+		}
+	}
+	for id, ch := range s.answers {
+		close(ch)
+		delete(s.answers, id)
+	}
+	s.expiry.stop()
+	s.mu.Unlock()
+	for _, fn := range told {
+		fn(errLostUnacked)
+	}
+}
+
+// resume prepares a new connection: with the session still at the broker
+// it returns the unacknowledged publishes to send again first, in the
+// order they were first sent and marked DUP (§4.4); without it they are
+// dropped (the broker forgot them with the session: counted in the
+// return) and so are the QoS 2 messages still waiting for their PUBREL.
+func (s *session) resume(present bool) (resend [][]byte, dropped int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !present {
+		dropped = len(s.pending)
+		clear(s.pending)
+		clear(s.inbound2)
+		return nil, dropped
+	}
+	ws := make([]*waiter, 0, len(s.pending))
+	for _, w := range s.pending {
+		ws = append(ws, w)
+	}
+	slices.SortFunc(ws, func(a, b *waiter) int { return cmp.Compare(a.seq, b.seq) })
+	for _, w := range ws {
+		p := slices.Clone(w.pkt)
+		if p[0]>>4 == publishType {
+			p[0] |= dupBit
+		}
+		resend = append(resend, p)
+	}
+	return resend, 0
+}
+
+// attach makes k the connection packets are written to, unless it died
+// already.
+func (s *session) attach(k *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if k.isDead() {
+		return false
+	}
+	s.cur = k
+	return true
+}
