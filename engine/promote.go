@@ -69,6 +69,7 @@ type promotedBody struct {
 	baseSums []byte
 	hasPlan  bool
 	maxRisk  pilotage.Risk
+	maxHints pilotage.RiskHints // what a deploy of it was approved for
 }
 
 // baseline returns the i-th entry of b's baseline.
@@ -104,7 +105,7 @@ func newPromotedBody(c *rules.Compiled, ref string, base []baselineSum) *promote
 	c.Raw, b.baseSums = buf[:raw:raw], buf[raw:]
 	if c.Plan != nil {
 		b.hasPlan = true
-		b.maxRisk = c.Plan.MaxRisk
+		b.maxRisk, b.maxHints = c.Plan.MaxRisk, c.Plan.MaxRiskHints
 		c.Plan = nil
 	}
 	return b

@@ -20,6 +20,10 @@ type liveWorld struct {
 	e *Engine
 	p *Principal
 	f *firing // the firing this world runs, if any: CallAsync tells it of its command
+	// ceiling is the risk the running rule was approved at (nil: none):
+	// a device that later joins a selector's area, or an id that now
+	// names something riskier, is never called past what a person saw.
+	ceiling *pilotage.RiskHints
 }
 
 func (w *liveWorld) Now() time.Time { return w.e.Now().In(w.e.cfg.TimeZone) }
@@ -88,10 +92,20 @@ func (w *liveWorld) CallAsync(ctx context.Context, id string, args map[string]an
 
 // callable refuses an id that is no action in the principal's scope.
 func (w *liveWorld) callable(id string) error {
-	if en, ok := w.e.cat.View(w.p).Get(id); !ok || en.Kind != pilotage.KindAction {
+	en, ok := w.e.cat.View(w.p).Get(id)
+	if !ok || en.Kind != pilotage.KindAction {
 		return fmt.Errorf("no callable action %s", quote(id))
 	}
+	if c := w.ceiling; c != nil && !within(en.RiskHints, *c) {
+		w.e.log.Warn("refused a call above the rule's approved risk", "id", id, "risk", en.Risk, "approved", pilotage.RiskOf(*c))
+		return fmt.Errorf("%s is %s risk, above the %s this rule was deployed and approved at: deploy the rule again so a person can approve it", quote(id), en.Risk, pilotage.RiskOf(*c))
+	}
 	return nil
+}
+
+// within reports whether an entry of hints h may run under ceiling c.
+func within(h, c pilotage.RiskHints) bool {
+	return (!h.Destructive || c.Destructive) && (!h.OpenWorld || c.OpenWorld) && (h.ReadOnly || !c.ReadOnly)
 }
 
 // callError is a command's error as the interpreter reads it.

@@ -318,3 +318,36 @@ func TestSelectorRiskAndArguments(t *testing.T) {
 		t.Fatalf("want bad_arguments naming door_lock.set: %s", js(validate(t, guest, all)))
 	}
 }
+
+// TestSelectorNeverPassesItsApprovedRisk: a rule by area was deployed when
+// the living room held only a light (control, no approval asked); a lock
+// that joins the room later is never called by it: the trace says why.
+func TestSelectorNeverPassesItsApprovedRisk(t *testing.T) {
+	h := newZ2MHouse(t, nil)
+	owner := h.client("")
+	h.announce(z2mDev{"lamp_a", "light", "living"}, z2mDev{"pir_1", "motion", "hall"})
+	const src = `{"name":"room-off","triggers":[{"id":"m","state":"pir_1.occupancy","to":true}],
+	  "steps":[{"id":"off","call":{"area":"living","action":"set"},"args":{"state":"OFF"},"continue_on_error":true}]}`
+	if r := deployOf(t, owner, src); r["outcome"].(map[string]any)["ok"] != true {
+		t.Fatalf("deploy: %s", js(r))
+	}
+	h.announce(z2mDev{"lamp_a", "light", "living"}, z2mDev{"pir_1", "motion", "hall"}, z2mDev{"door_lock", "lock", "living"}) // ieee addresses follow the order
+	n := h.count()
+	h.report("pir_1", `{"occupancy":false}`)
+	h.report("pir_1", `{"occupancy":true}`)
+	if got := h.commands(n, 1); js(got) != `["lamp_a {\"state\":\"OFF\"}"]` {
+		t.Fatalf("the firing sent %v", got)
+	}
+	var ids []string
+	testutil.Eventually(t, 10*time.Second, "the firing's record", func() bool { ids = firingsOf(t, owner, "room-off"); return len(ids) == 1 })
+	tr, _ := callTool(t, owner, "pilotage_trace", map[string]any{"run_id": ids[0]})
+	st := step(tr["trace"], "off")
+	if !strings.Contains(js(st), `door_lock.set`) || !strings.Contains(js(st), "above the control this rule was deployed and approved at") {
+		t.Fatalf("trace step does not say the lock was refused: %s", js(st))
+	}
+	for _, c := range h.commands(n, 1) {
+		if strings.HasPrefix(c, "door_lock") {
+			t.Fatalf("the lock was called: %v", c)
+		}
+	}
+}
