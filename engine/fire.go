@@ -98,7 +98,10 @@ func (ar *armedRule) startLocked(tf rules.TriggerFire) *firing {
 	s := ar.s
 	ctx, cancel := context.WithTimeout(s.ctx, s.e.cfg.Limits.MaxWall)
 	f := &firing{ar: ar, tf: tf, ctx: ctx, cancel: cancel}
-	f.world = liveWorld{e: s.e, p: ar.principal, f: f, ceiling: ar.ceiling}
+	f.world = liveWorld{e: s.e, p: ar.principal, f: f}
+	if ar.hasCeiling {
+		f.world.ceiling = &ar.ceiling
+	}
 	ar.running = append(ar.running, f)
 	s.wg.Add(1)
 	return f

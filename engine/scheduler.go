@@ -61,7 +61,8 @@ type armedRule struct {
 	triggers  []*armedTrigger
 	// ceiling is the risk the rule's program was promoted (and approved)
 	// at; a firing's call to an entry above it is refused (nil: no plan).
-	ceiling *pilotage.RiskHints
+	ceiling    pilotage.RiskHints
+	hasCeiling bool
 
 	enabled bool // guarded by s.mu
 	waits   bool // the body has delays or waits (recorded as running first)
@@ -199,8 +200,7 @@ func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[str
 	ar = &armedRule{s: s, name: rule.Name, ref: rule.Ref, enabled: rule.Enabled, c: c, params: params, principal: p,
 		broken: rule.Broken, waits: c.TakesTime(), checkedGen: validatedAt}
 	if b := s.e.body(rule.Ref); b != nil && b.hasPlan {
-		h := b.maxHints
-		ar.ceiling = &h
+		ar.ceiling, ar.hasCeiling = b.maxHints, true
 	}
 	// A throttled body writes its window before it runs (throttleGate):
 	// on a worker, not on the goroutine that delivers the events.
