@@ -37,9 +37,6 @@ func (c *Client) attempt(stop <-chan struct{}) error {
 	}
 	c.accepted(present)
 	resend, dropped := c.sess.resume(present)
-	c.wg.Add(1)
-	go c.readLoop(k)
-	go k.keepAlive()
 	if dropped > 0 {
 		c.log.Warn("the broker no longer had the session: unacknowledged publishes are not sent again (their callers were told they may not arrive)", "publishes", dropped)
 	}
@@ -47,7 +44,13 @@ func (c *Client) attempt(stop <-chan struct{}) error {
 		c.log.Info("sending the unacknowledged publishes again", "publishes", len(resend))
 		_ = k.writePacket(bytes.Join(resend, nil)) // a failure ends k: its reader reports it
 	}
-	if c.sess.attach(k) {
+	// Attached before anything is read: what the broker queued for the
+	// session arrives at once, and a rule it fires publishes on k.
+	attached := c.sess.attach(k)
+	c.wg.Add(1)
+	go c.readLoop(k)
+	go k.keepAlive()
+	if attached {
 		c.onConnect()
 	}
 	return nil
