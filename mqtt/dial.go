@@ -4,10 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gorilla/websocket"
@@ -82,18 +84,77 @@ func tlsFor(c *tls.Config, u *url.URL) *tls.Config {
 func dialWebsocket(ctx context.Context, u *url.URL, tc *tls.Config, tcp func(context.Context, string, string) (net.Conn, error)) (net.Conn, error) {
 	target := *u
 	target.User = nil // the handshake refuses URLs with credentials
-	d := websocket.Dialer{NetDialContext: tcp, Subprotocols: []string{"mqtt"}}
+	var hs handshake
+	d := websocket.Dialer{Subprotocols: []string{"mqtt"}, NetDialContext: func(ctx context.Context, n, addr string) (net.Conn, error) {
+		raw, err := tcp(ctx, n, addr)
+		if err != nil {
+			return nil, err
+		}
+		return hs.watch(raw), nil
+	}}
 	if u.Scheme == "wss" {
 		d.TLSClientConfig = tlsFor(tc, u)
 	}
+	stop := context.AfterFunc(ctx, hs.abort)
 	ws, resp, err := d.DialContext(ctx, target.String(), nil)
+	stop()
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close()
 	}
 	if err != nil {
 		return nil, err
 	}
+	hs.done.Store(true)
 	return &wsConn{Conn: ws}, nil
+}
+
+// maxHandshakeBytes bounds what a WebSocket handshake may read: a hostile
+// server that streams headers without end must not grow the heap.
+const maxHandshakeBytes = 64 << 10
+
+// handshake bounds a WebSocket handshake's socket in bytes (until done)
+// and in time (abort closes it when the connect deadline passes, whatever
+// read deadlines the socket keeps).
+type handshake struct {
+	mu   sync.Mutex
+	conn net.Conn
+	read int64
+	done atomic.Bool
+}
+
+func (h *handshake) watch(c net.Conn) net.Conn {
+	h.mu.Lock()
+	h.conn = c
+	h.mu.Unlock()
+	return &handshakeConn{Conn: c, h: h}
+}
+
+func (h *handshake) abort() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.conn != nil && !h.done.Load() {
+		h.conn.Close()
+	}
+}
+
+type handshakeConn struct {
+	net.Conn
+	h *handshake
+}
+
+func (c *handshakeConn) Read(p []byte) (int, error) {
+	if c.h.done.Load() {
+		return c.Conn.Read(p)
+	}
+	if c.h.read >= maxHandshakeBytes {
+		return 0, fmt.Errorf("mqtt: the WebSocket handshake sent more than %d bytes", maxHandshakeBytes)
+	}
+	if left := maxHandshakeBytes - c.h.read; int64(len(p)) > left {
+		p = p[:left]
+	}
+	n, err := c.Conn.Read(p)
+	c.h.read += int64(n)
+	return n, err
 }
 
 // wsConn is a WebSocket connection read and written as a byte stream: a
