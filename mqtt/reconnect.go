@@ -68,6 +68,7 @@ func (c *Client) startReconnect(wait time.Duration) {
 func (c *Client) reconnect(wait time.Duration) {
 	defer c.wg.Done()
 	next := min(firstRetry, c.opts.MaxReconnectInterval)
+	last := "" // the reason last logged at WARN: a new one is logged at once
 	for attempt := 1; ; attempt++ {
 		if wait > 0 {
 			t := time.NewTimer(wait)
@@ -91,8 +92,8 @@ func (c *Client) reconnect(wait time.Duration) {
 		default:
 		}
 		level := slog.LevelDebug
-		if attempt == 1 || attempt%60 == 0 {
-			level = slog.LevelWarn
+		if attempt == 1 || attempt%60 == 0 || err.Error() != last {
+			level, last = slog.LevelWarn, err.Error()
 		}
 		wait, next = next, min(2*next, c.opts.MaxReconnectInterval)
 		c.log.Log(context.Background(), level, "broker unreachable; retrying", "attempt", attempt, "retry_in", wait, "err", err)
