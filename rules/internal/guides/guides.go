@@ -40,7 +40,7 @@ var guideIndex = []struct{ id, level, summary string }{
 	{"test-runs", LevelReference, "Simulating a firing with test_run: the params/scenario input, timelines on the virtual clock, held and scheduled triggers, waits, not_triggered and assumed, outputs and traces."},
 	{"porting", LevelReference, "Porting from Home Assistant: each trigger, condition and action in automation/1, and the differences that remain (the wait timeout default, held values at arming, polar sun, what is not expressible)."},
 	{"helpers", LevelReference, "Helpers, the household's own state (flag, number, choice, text, datetime, counter, timer): their entries and actions, triggering on and calling them, test runs; recipes: vacation mode, notify once per day, presence heating with a house-empty flag, wake-up time from a helper."},
-	{"cookbook", LevelReference, "Twenty-five complete rules by task, each with its test runs: motion lights, away mode, door alerts, heating, remote scenes and gestures, locks, laundry, loops, sunset and sunrise, night windows, weekdays, throttles, time since change, a reusable motion light with device params, a humidity fan and a door alert with threshold and hold params, an automation others call and its caller, stored runs."},
+	{"cookbook", LevelReference, "Twenty-six complete rules by task, each with its test runs: motion lights, away mode, door alerts, all lights off by type, heating, remote scenes and gestures, locks, laundry, loops, sunset and sunrise, night windows, weekdays, throttles, time since change, a reusable motion light with device params, a humidity fan and a door alert with threshold and hold params, an automation others call and its caller, stored runs."},
 }
 
 var guides = loadGuides()
