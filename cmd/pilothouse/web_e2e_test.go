@@ -252,9 +252,16 @@ func waitLive(t *testing.T, ctx context.Context) {
 	waitJS(t, ctx, "the live stream", `document.getElementById('conn') && document.getElementById('conn').classList.contains('on')`)
 }
 
+// waitJS polls cond in the page. A condition that throws counts as not yet
+// holding, because a click that submits a form leaves the old page in place
+// for a moment and then a blank one; the last error is reported at timeout.
 func waitJS(t *testing.T, ctx context.Context, what, cond string) {
 	t.Helper()
-	testutil.Eventually(t, 10*time.Second, what, func() bool { return eval[bool](t, ctx, "!!("+cond+")") })
+	js := "(() => { try { return (" + cond + ") ? '' : 'false' } catch (e) { return String(e) } })()"
+	last := ""
+	if !testutil.Within(10*time.Second, func() bool { last = eval[string](t, ctx, js); return last == "" }) {
+		t.Fatalf("timed out after 10s waiting for %s (last: %s)", what, last)
+	}
 }
 
 // motion sets the demo motion sensor and waits until the catalog has seen
