@@ -11,12 +11,15 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	mochi "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/hooks/auth"
 	"github.com/mochi-mqtt/server/v2/listeners"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 )
 
 // The dialer (dial.go) serves every scheme; these tests
@@ -107,7 +110,9 @@ func TestDialTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startMochi(t, listeners.NewNet("tls", tls.NewListener(nl, &tls.Config{Certificates: []tls.Certificate{cert}})))
+	counted := &countingListener{Listener: nl}
+	startMochi(t, listeners.NewNet("tls", tls.NewListener(counted, &tls.Config{Certificates: []tls.Certificate{cert}})))
+	t.Cleanup(counted.waitClosed) // runs before mochi's Close (LIFO)
 	roundtrip(t, Options{Broker: "ssl://" + nl.Addr().String(), TLS: &tls.Config{RootCAs: pool}})
 
 	// A certificate the client does not trust is refused.
@@ -117,6 +122,39 @@ func TestDialTLS(t *testing.T) {
 		c.Close()
 		t.Fatal("an untrusted certificate was accepted")
 	}
+}
+
+// countingListener counts the connections it accepted that are not closed
+// yet. mochi's Close races (under -race) with a connection it is still
+// attaching, such as the refused TLS handshake's: a test waits until mochi
+// has closed every one before closing mochi.
+type countingListener struct {
+	net.Listener
+	open atomic.Int64
+}
+
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	l.open.Add(1)
+	return &countedConn{Conn: c, l: l}, nil
+}
+
+func (l *countingListener) waitClosed() {
+	testutil.Within(10*time.Second, func() bool { return l.open.Load() == 0 })
+}
+
+type countedConn struct {
+	net.Conn
+	l    *countingListener
+	once sync.Once
+}
+
+func (c *countedConn) Close() error {
+	c.once.Do(func() { c.l.open.Add(-1) })
+	return c.Conn.Close()
 }
 
 func TestDialWebSocket(t *testing.T) {
