@@ -162,7 +162,8 @@ type client struct {
 
 func (f *fixture) client() *client {
 	jar, _ := cookiejar.New(nil)
-	return &client{t: f.t, base: f.srv.URL, c: &http.Client{Jar: jar, Timeout: 10 * time.Second,
+	// Generous: under -race on a loaded machine the largest pages take seconds.
+	return &client{t: f.t, base: f.srv.URL, c: &http.Client{Jar: jar, Timeout: 60 * time.Second,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
