@@ -24,26 +24,14 @@ func (m *Manager) Start(ctx context.Context, config []Def) error {
 	if err != nil {
 		return err
 	}
-	want := map[string]*helper{}
-	for _, h := range stored {
-		if h.source != SourceConfig {
-			want[h.def.ID] = h
-		}
-	}
-	for i, d := range config {
-		if err := d.Normalize(); err != nil {
-			return fmt.Errorf("helpers[%d] (%s): %w", i, d.ID, err)
-		}
-		if _, dup := want[d.ID]; dup && want[d.ID].source == SourceConfig {
-			return fmt.Errorf("helpers[%d]: id %q is given twice", i, d.ID)
-		}
-		h := &helper{def: d, source: SourceConfig, value: d.initial()}
-		if old := stored[d.ID]; old != nil {
-			h.value = d.keep(old.value)
-		}
-		want[d.ID] = h
+	want, err := m.merge(stored, config)
+	if err != nil {
+		return err
 	}
 	for id, old := range stored {
+		if want[id] == nil {
+			m.dropped(id, old)
+		}
 		if want[id] == nil || want[id] != old {
 			if err := m.forget(ctx, id, want[id] == nil); err != nil {
 				return err
@@ -57,6 +45,46 @@ func (m *Manager) Start(ctx context.Context, config []Def) error {
 		}
 	}
 	return nil
+}
+
+// merge makes the helpers to serve: the stored ones made over MCP or the
+// web UI, and the configuration file's, which keep their stored values. A
+// file's helper whose id one of the others holds is not served, so that
+// starting with a file never destroys what a user made elsewhere.
+func (m *Manager) merge(stored map[string]*helper, config []Def) (map[string]*helper, error) {
+	want := map[string]*helper{}
+	for _, h := range stored {
+		if h.source != SourceConfig {
+			want[h.def.ID] = h
+		}
+	}
+	for i, d := range config {
+		if err := d.Normalize(); err != nil {
+			return nil, fmt.Errorf("helpers[%d] (%s): %w", i, d.ID, err)
+		}
+		if prev := want[d.ID]; prev != nil {
+			if prev.source == SourceConfig {
+				return nil, fmt.Errorf("helpers[%d]: id %q is given twice", i, d.ID)
+			}
+			m.o.Log.Error("a helper of the configuration file is not served: a helper made over MCP or the web UI has its id (delete that one first, or choose another id)",
+				"item", fmt.Sprintf("helpers[%d]", i), "helper", d.ID, "kept", prev.def.Kind)
+			continue
+		}
+		h := &helper{def: d, source: SourceConfig, value: d.initial()}
+		if old := stored[d.ID]; old != nil {
+			h.value = d.keep(old.value)
+		}
+		want[d.ID] = h
+	}
+	return want, nil
+}
+
+// dropped says that a helper of the configuration file is gone from it,
+// with the value that goes with it.
+func (m *Manager) dropped(id string, old *helper) {
+	val, _ := json.Marshal(old.value["state"])
+	m.o.Log.Warn("a helper of the configuration file is no longer in it: removed with its state", "helper", id, "state", string(val))
+	m.o.Note(id, old.def.Area, id+": removed, no longer in the configuration file (its state was "+string(val)+")")
 }
 
 // load reads the stored helpers; one that no longer reads is logged and

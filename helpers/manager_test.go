@@ -216,3 +216,37 @@ func TestTimerEnds(t *testing.T) {
 		t.Fatalf("tea %v; notes %v", h.live("tea.state"), h.notes)
 	}
 }
+
+// TestConfigNeverDestroysAUserHelper: a configuration file whose helper
+// takes the id of one made over MCP or the web UI leaves that one as it
+// is, and a helper the file drops goes with a logbook line saying so.
+func TestConfigNeverDestroysAUserHelper(t *testing.T) {
+	dir := t.TempDir()
+	now := time.Now
+	h := newHouse(t, dir, now, Def{ID: "vacation_mode", Kind: Flag})
+	if _, err := h.m.Put(context.Background(), Def{ID: "guest_mode", Kind: Flag, Area: "living"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"guest_mode.turn_on", "vacation_mode.turn_on"} {
+		if err := h.call(id, nil); err != nil {
+			t.Fatal(id, err)
+		}
+	}
+	h.close()
+
+	h2 := newHouse(t, dir, now, Def{ID: "guest_mode", Kind: Number, Min: ptr(0.0), Max: ptr(10.0)})
+	if v := h2.live("guest_mode.state"); v != true {
+		t.Errorf("the user's guest_mode after a file took its id: %v", v)
+	}
+	if !h2.noted("vacation_mode: removed, no longer in the configuration file (its state was true)") {
+		t.Errorf("no logbook line for the dropped helper: %v", h2.notes)
+	}
+	h2.close()
+
+	h3 := newHouse(t, dir, now)
+	if v := h3.live("guest_mode.state"); v != true {
+		t.Errorf("the user's guest_mode once the file no longer names it: %v", v)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
