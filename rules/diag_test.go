@@ -106,6 +106,7 @@ func TestCheckParams(t *testing.T) {
 		{"ok", map[string]any{"hold": "2m"}, "", nil},
 		{"missing", map[string]any{}, "/params", []string{"/params/hold"}},
 		{"wrong_type", map[string]any{"hold": "2m", "n": "three"}, "", []string{"/n"}},
+		{"misspelt", map[string]any{"hold": "2m", "nn": 3}, "", []string{"/nn"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ds := CheckParams(p, tc.params, tc.at)
@@ -115,6 +116,9 @@ func TestCheckParams(t *testing.T) {
 					t.Errorf("code %q", d.Code)
 				}
 				got = append(got, d.Path)
+				if d.Path == "/nn" && d.Hint != `did you mean "n"?` {
+					t.Errorf("hint %q", d.Hint)
+				}
 			}
 			if strings.Join(got, ",") != strings.Join(tc.want, ",") {
 				t.Errorf("paths %v, want %v (%+v)", got, tc.want, ds)

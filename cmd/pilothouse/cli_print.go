@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/pilotclient"
+	"github.com/pilothouse/pilothouse/rules"
 )
 
 // printValidation prints diagnostics and, when valid, the plan.
@@ -101,9 +103,12 @@ func printDiagnostics(w io.Writer, prog json.RawMessage, diags []pilotage.Diagno
 		if d.Hint != "" {
 			fmt.Fprintf(w, "    hint: %s\n", d.Hint)
 		}
+		if d.Code == rules.CodeInputBinding {
+			continue // its path is in the input, not the program
+		}
 		if at, v, ok := resolvePointer(doc, d.Path); ok && d.Path != "" {
 			if at != d.Path {
-				fmt.Fprintf(w, "    (nearest existing part: %s)\n", at)
+				fmt.Fprintf(w, "    (nearest existing part: %s)\n", cmp.Or(at, "the whole program"))
 			}
 			for _, line := range excerpt(v) {
 				fmt.Fprintf(w, "    | %s\n", line)

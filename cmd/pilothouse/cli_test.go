@@ -420,6 +420,12 @@ func TestCLIInputBindsCatalogParams(t *testing.T) {
 	if _, err := cli(t, url, "", "apply", file, "--input", `[1]`); err == nil || !strings.Contains(err.Error(), "want a JSON object") {
 		t.Fatalf("a bad --input: %v", err)
 	}
+	// A misspelt param is refused where it is, not left to its default.
+	out, err = cli(t, url, "", "apply", file, "--input", `{"light":"porch_light.set","ligth":"hall_light.set"}`)
+	if err == nil || !strings.Contains(out, `input_binding at /ligth: params declares no "ligth"`) || !strings.Contains(out, `did you mean "light"?`) ||
+		strings.Contains(out, "nearest existing part") {
+		t.Fatalf("apply with a misspelt param: %v\n%s", err, out)
+	}
 	// --input and a timeline together: the bound sensor goes quiet at
 	// +10s, the wait is met a minute later and the light goes off.
 	motion := writeFile(t, "motion.json", `{"name":"any-motion","params":{"type":"object","required":["sensor","light"],"properties":{

@@ -3,6 +3,8 @@ package validate
 import (
 	"bytes"
 	"errors"
+	"sort"
+	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -38,6 +40,7 @@ func CheckParams(c *model.Compiled, params any, at string) []pilotage.Diagnostic
 		d.Add(core.CodeInputBinding, at, "", "the program's params schema does not compile: %v", err)
 		return d.List
 	}
+	undeclared(&d, c, params, at)
 	err = sch.Validate(params)
 	var ve *jsonschema.ValidationError
 	if err == nil || !errors.As(err, &ve) {
@@ -66,4 +69,31 @@ func CheckParams(c *model.Compiled, params any, at string) []pilotage.Diagnostic
 		d.Add(core.CodeInputBinding, path, "", "params: %s", l.ErrorKind.LocalizedString(decode.Printer))
 	}
 	return d.List
+}
+
+// undeclared reports input members a closed params schema (plain
+// properties) does not declare: JSON Schema would admit them, but such a
+// member is a misspelt param whose default would silently be used.
+func undeclared(d *core.Diags, c *model.Compiled, params any, at string) {
+	m, ok := params.(map[string]any)
+	decl := DeclaredParams(c.ParamsSchema)
+	if !ok || decl == nil {
+		return
+	}
+	names := make([]string, 0, len(decl))
+	for k := range decl {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !decl[k] {
+			d.Add(core.CodeInputBinding, at+"/"+core.EscapePtr(k), core.HintFor(core.CloseMatches(k, names, 3)),
+				"params declares no %q (it declares %s)", k, strings.Join(core.QuoteAll(names), ", "))
+		}
+	}
 }
