@@ -131,6 +131,15 @@ func readPacket(r *bufio.Reader, max int) (packet, error) {
 // decode parses a packet's body; it never keeps a reference to body but
 // for a PUBLISH payload.
 func decode(b0 byte, body []byte) (packet, error) {
+	if b0>>4 == publishType {
+		return decodePublish(packet{kind: publishType, flags: b0 & 0x0f}, body)
+	}
+	return decodeControl(b0, body)
+}
+
+// decodeControl parses the body of a packet other than PUBLISH and keeps
+// no reference to it, so the reader may decode from a buffer on its stack.
+func decodeControl(b0 byte, body []byte) (packet, error) {
 	p := packet{kind: b0 >> 4, flags: b0 & 0x0f}
 	bad := func(why string) (packet, error) {
 		return packet{}, fmt.Errorf("mqtt: malformed packet of type %d: %s", p.kind, why)
@@ -141,8 +150,6 @@ func decode(b0 byte, body []byte) (packet, error) {
 			return bad("length not 2")
 		}
 		p.sessionPresent, p.code = body[0]&1 == 1, body[1]
-	case publishType:
-		return decodePublish(p, body)
 	case pubackType, pubrecType, pubrelType, pubcompType, unsubackType:
 		if len(body) != 2 {
 			return bad("length not 2")

@@ -41,17 +41,7 @@ func (c *Client) readPackets(k *conn) error {
 		if length > maxControlPacket {
 			return fmt.Errorf("mqtt: packet of type %d with %d bytes from the broker (at most %d)", b0>>4, length, maxControlPacket)
 		}
-		var small [16]byte // a PUBACK's body without an allocation
-		var body []byte
-		if length <= len(small) {
-			body = small[:length]
-		} else {
-			body = make([]byte, length)
-		}
-		if _, err := io.ReadFull(k.r, body); err != nil {
-			return noEOF(err)
-		}
-		p, err := decode(b0, body)
+		p, err := readControl(k.r, b0, length)
 		if err != nil {
 			return err
 		}
@@ -59,6 +49,26 @@ func (c *Client) readPackets(k *conn) error {
 			return err
 		}
 	}
+}
+
+// readControl reads and decodes a packet other than PUBLISH. One that
+// fits the read buffer (every packet but a huge SUBACK) is decoded where
+// it lies, so a PUBACK costs no allocation.
+func readControl(r *bufio.Reader, b0 byte, length int) (packet, error) {
+	if length > r.Size() {
+		body := make([]byte, length)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return packet{}, noEOF(err)
+		}
+		return decodeControl(b0, body)
+	}
+	body, err := r.Peek(length)
+	if err != nil {
+		return packet{}, noEOF(err)
+	}
+	p, err := decodeControl(b0, body)
+	_, _ = r.Discard(length)
+	return p, err
 }
 
 // handle acts on a packet other than PUBLISH.

@@ -348,3 +348,41 @@ func TestUnreadShowsTheBacklog(t *testing.T) {
 	waitFor(t, 20*time.Second, "every message handled", func() bool { return n.Load() == msgs })
 	waitFor(t, 5*time.Second, "the backlog to drain", func() bool { return c.Unread() == 0 })
 }
+
+// TestReaderAcknowledgementsCostNoAllocation: the reader takes a PUBACK
+// (one for every command sent) without allocating, and a control packet
+// bigger than its read buffer (a SUBACK with 40,000 return codes) is still
+// read whole and the stream goes on after it.
+func TestReaderAcknowledgementsCostNoAllocation(t *testing.T) {
+	stream := func(acks int) []byte {
+		var wire bytes.Buffer
+		for i := range acks {
+			wire.Write(encodeAck(pubackType, uint16(i+1)))
+			wire.Write([]byte{pingrespType << 4, 0})
+		}
+		return wire.Bytes()
+	}
+	r := newReaderUnderTest(t, Options{})
+	allocs := func(wire []byte) float64 {
+		return testing.AllocsPerRun(5, func() {
+			if _, err := r.read(bytes.NewReader(wire)); err != io.EOF {
+				t.Fatalf("after the stream: %v, want EOF", err)
+			}
+		})
+	}
+	one, many := allocs(stream(1)), allocs(stream(2000))
+	if extra := many - one; extra > 20 {
+		t.Fatalf("2,000 PUBACKs and PINGRESPs cost %.0f allocations more than one of each, want none per packet", extra)
+	}
+
+	codes := bytes.Repeat([]byte{1}, 40000)
+	suback := append(appendHeader(nil, subackType<<4, 2+len(codes)), 0, 5)
+	wire := append(append(suback, codes...), pub(t, "after", []byte("x"), 0, false, 0)...)
+	if _, err := r.read(bytes.NewReader(wire)); err != io.EOF {
+		t.Fatalf("after a big SUBACK: %v, want EOF", err)
+	}
+	waitFor(t, 5*time.Second, "the publish after the SUBACK", func() bool {
+		got := r.got.all()
+		return len(got) > 0 && got[len(got)-1].Topic == "after"
+	})
+}
