@@ -368,6 +368,8 @@ func cliTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 			plan = v.Plan
 			if !v.Valid || len(v.Errors()) > 0 {
 				printValidation(stdout, prog, v)
+			} else { // warnings too: a misspelt area matches nothing, and the run still succeeds
+				printDiagnostics(stdout, prog, v.Diagnostics)
 			}
 		},
 		BeforeExecute: cliHooks.beforeExecute,

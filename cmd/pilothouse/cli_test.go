@@ -442,6 +442,18 @@ func TestCLIInputBindsCatalogParams(t *testing.T) {
 	}
 }
 
+// TestCLITestShowsWarnings: a test run of a call to a misspelt area
+// succeeds calling nothing, and says why.
+func TestCLITestShowsWarnings(t *testing.T) {
+	_, url := startCLIApp(t)
+	file := writeFile(t, "area.json", `{"name":"hall-area","triggers":[{"id":"m","state":"hall_motion.occupancy","to":true}],
+	  "steps":[{"id":"on","call":{"area":"hal","type":"light","action":"set"},"args":{"state":"ON"}}]}`)
+	out, err := cli(t, url, "", "test", file, "--trigger", "m", "--value", "true")
+	if err != nil || !strings.Contains(out, "warning no_match at /steps/0/call") {
+		t.Fatalf("test of a misspelt area: %v\n%s", err, out)
+	}
+}
+
 // TestCLIApplyReplacesOnlyWhenAsked: applying a changed program under an
 // installed rule's name installs nothing and says what it would replace;
 // --replace replaces it.
