@@ -246,15 +246,16 @@ func orNone(s string) string {
 
 // scenarioFlags are pilothouse test's flags: the test run's scenario.
 type scenarioFlags struct {
-	trigger, value, now string
-	state               stateFlags
-	timeline            []any
+	trigger, value, from, now string
+	state                     stateFlags
+	timeline                  []any
 }
 
 func (sf *scenarioFlags) register(fs *flag.FlagSet) {
 	sf.state = stateFlags{}
 	fs.StringVar(&sf.trigger, "trigger", "", "trigger id that fires (default: the first trigger)")
 	fs.StringVar(&sf.value, "value", "", "the trigger's value (JSON, or a plain string)")
+	fs.StringVar(&sf.from, "from", "", "the value the trigger's entity had before (JSON, or a plain string): a numeric trigger fires only when the value crosses into its range")
 	fs.Var(sf.state, "state", "state id=value before the run (repeatable)")
 	fs.StringVar(&sf.now, "now", "", "simulated time, RFC 3339")
 	fs.Var(timelineFlag{"state", &sf.timeline}, "at", "a state change on the virtual clock: offset:id=value, e.g. 90s:hall_motion.occupancy=false (repeatable; a negative offset is before the start)")
@@ -269,6 +270,9 @@ func (sf *scenarioFlags) scenario() (map[string]any, error) {
 	}
 	if sf.value != "" {
 		scenario["value"] = jsonOrString(sf.value)
+	}
+	if sf.from != "" {
+		scenario["from"] = jsonOrString(sf.from)
 	}
 	if len(sf.state) > 0 {
 		scenario["state"] = map[string]any(sf.state)
@@ -348,7 +352,7 @@ func cliTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		return err
 	}
 	if len(pos) != 1 {
-		return errors.New("usage: pilothouse test rule.json [--input JSON] [--trigger ID --value V --state id=value ... --now RFC3339 --at 90s:id=value ... --event 2m:id=payload ...]")
+		return errors.New("usage: pilothouse test rule.json [--input JSON] [--trigger ID --value V --from V --state id=value ... --now RFC3339 --at 90s:id=value ... --event 2m:id=payload ...]")
 	}
 	prog, input, err := readProgramInput(pos[0], *inputJSON)
 	if err != nil {
@@ -394,7 +398,7 @@ func cliTest(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	switch r.Outcome.Status {
 	case "not_triggered", "assumed":
 		// ok, but the scenario did not show the rule working.
-		return fmt.Errorf("test run %s ended %s, not success: give the scenario a timeline or a now at which it runs", r.RunID, r.Outcome.Status)
+		return fmt.Errorf("test run %s ended %s, not success: the trace above says why; a scenario's --value/--from, --state, a timeline (--at) or --now set what it runs on", r.RunID, r.Outcome.Status)
 	}
 	return pilotclient.Verify(r, true)
 }

@@ -39,7 +39,7 @@ var commands = []command{
 		flagSet: clientFlagSet(func(fs *flag.FlagSet) { new(bench.Flags).Register(fs) })},
 	{name: "apply", args: "rule.json [--approve] [--input JSON]", summary: "validate, show the plan, gate risk, install, verify",
 		flagSet: clientFlagSet(func(fs *flag.FlagSet) { new(applyOpts).register(fs) })},
-	{name: "test", args: "rule.json [--input JSON] [--trigger ID --value V --state id=value --now T --at OFFSET:id=value --event OFFSET:id=payload]",
+	{name: "test", args: "rule.json [--input JSON] [--trigger ID --value V --from V --state id=value --now T --at OFFSET:id=value --event OFFSET:id=payload]",
 		summary: "simulate a rule against the live catalog, print the trace", flagSet: clientFlagSet(func(fs *flag.FlagSet) { new(testOpts).register(fs) })},
 	{name: "rules", args: "[enable|disable|remove NAME]", summary: "list the installed rules, or enable, disable or remove one",
 		help: "rules                 list the installed rules: status, triggers, next fire, last firings\n" +

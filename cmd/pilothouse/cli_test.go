@@ -454,6 +454,25 @@ func TestCLITestShowsWarnings(t *testing.T) {
 	}
 }
 
+// TestCLITestFromAndTheValueItReads: a numeric trigger fires on a crossing
+// given by --from, and the body reads the trigger's value as the state even
+// when --state gave the entity another (its value before).
+func TestCLITestFromAndTheValueItReads(t *testing.T) {
+	_, url := startCLIApp(t)
+	file := writeFile(t, "fan.json", `{"name":"fan","triggers":[{"id":"wet","state":"outdoor_weather.humidity","above":65}],
+	  "steps":[{"id":"check","if":"state('outdoor_weather.humidity') == 75","then":[{"id":"on","call":"hall_light.set","args":{"state":"ON"}}]}]}`)
+	for _, args := range [][]string{{"--value", "75", "--from", "60"}, {"--value", "75", "--state", "outdoor_weather.humidity=60"}} {
+		out, err := cli(t, url, "", "test", append([]string{file}, args...)...)
+		if err != nil || !strings.Contains(out, ": success") || !strings.Contains(out, `hall_light.set {"state":"ON"}`) {
+			t.Fatalf("test %v: %v\n%s", args, err, out)
+		}
+	}
+	out, err := cli(t, url, "", "test", file, "--value", "75", "--from", "70")
+	if err == nil || !strings.Contains(out, "give the value it had before as the scenario's from (pilothouse test --from)") {
+		t.Fatalf("test from inside the range: %v\n%s", err, out)
+	}
+}
+
 // TestCLIApplyReplacesOnlyWhenAsked: applying a changed program under an
 // installed rule's name installs nothing and says what it would replace;
 // --replace replaces it.

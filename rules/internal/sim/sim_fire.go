@@ -114,9 +114,9 @@ func (w *SimWorld) simulate(t *model.RunTrigger, sc Scenario, fire *model.Trigge
 	case model.TriggerEvent:
 		w.scratch[t.Watched()], w.changed[t.Watched()] = fire.Value, w.Clock
 	case model.TriggerState, model.TriggerNumeric:
-		if _, overridden := sc.State[t.Watched()]; !overridden {
-			w.setLocked(t.Watched(), fire.Value)
-		}
+		// The change the trigger fires on is the state the body reads, as
+		// live; a scenario's state for the entity is what it was before.
+		w.setLocked(t.Watched(), fire.Value)
 	case model.TriggerAvailable:
 		if w.avail == nil {
 			w.avail = map[string]bool{}
@@ -187,7 +187,7 @@ func crossMiss(t *model.RunTrigger, fire *model.TriggerFire) string {
 		return ""
 	}
 	if _, inside := t.Match(nil, fire.From, false); inside {
-		return fmt.Sprintf("%s was already inside the trigger's range before (%s): a numeric trigger fires only when the value crosses into its range", t.Watched(), interp.FormatReason(fire.From))
+		return fmt.Sprintf("%s was already inside the trigger's range before (%s): a numeric trigger fires only when the value crosses into its range; give the value it had before as the scenario's from (pilothouse test --from)", t.Watched(), interp.FormatReason(fire.From))
 	}
 	return fmt.Sprintf("the value %s is not inside the trigger's range", interp.FormatReason(fire.Value))
 }
