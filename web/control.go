@@ -59,6 +59,7 @@ type propSchema struct {
 	Min        *float64 `json:"minimum"`
 	Max        *float64 `json:"maximum"`
 	MultipleOf *float64 `json:"multipleOf"`
+	Step       *float64 `json:"x-step"` // a helper's step: a hint, not a constraint
 	Desc       string   `json:"description"`
 	Unit       string   `json:"x-unit"`
 }
@@ -148,6 +149,8 @@ func field(action, prop string, ps propSchema, cur string) controlField {
 		step := 1.0
 		if ps.MultipleOf != nil && *ps.MultipleOf > 0 {
 			step = *ps.MultipleOf
+		} else if ps.Step != nil && *ps.Step > 0 {
+			step = *ps.Step
 		} else if ps.Type == "number" && ps.Min != nil && ps.Max != nil && *ps.Max-*ps.Min <= 10 {
 			step = 0.1
 		}

@@ -115,10 +115,14 @@ func (s *server) devicePage(w http.ResponseWriter, r *http.Request, ss *session)
 }
 
 // currentOf gives a property's current value as text: the live value of
-// the state <device>.<prop>, when there is one.
+// the state <device>.<prop>, when there is one. A helper's set takes
+// value and shows it as <device>.state.
 func (s *server) currentOf(ctx context.Context, dev string) func(string) string {
 	return func(prop string) string {
 		if l, ok := s.e.Live(ctx, dev+"."+prop); ok && l.Value != nil {
+			return compactJSON(l.Value)
+		}
+		if l, ok := s.e.Live(ctx, dev+".state"); ok && prop == "value" && l.Value != nil {
 			return compactJSON(l.Value)
 		}
 		return ""

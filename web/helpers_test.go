@@ -52,6 +52,9 @@ func TestHelpersPage(t *testing.T) {
 		l, _ := f.e.Live(context.Background(), "target.state")
 		return l.Value == 21.5
 	})
+	// The set slider starts at the value, not at min: Send unchanged keeps it.
+	_, page, _ = owner.get("/devices/target")
+	mustContain(t, "helper page after set", page, `name="arg.value" min="5" max="30" step="0.5" value="21.5"`)
 
 	if code, _, _ := owner.post("/devices/vacation_mode/control", url.Values{"csrf": {tok}, "action": {"vacation_mode.turn_on"}, "key": {"k2"}}); code != http.StatusSeeOther {
 		t.Fatalf("turn vacation_mode on: %d", code)
