@@ -3,6 +3,7 @@ package devices
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -143,7 +144,10 @@ type idTable struct {
 	dirty   map[string]bool    // ids stored or removed, not saved yet
 	limit   int                // maxReserved (tests lower it)
 	nKept   int                // reservations (the ids in kept)
-	nextEnd time.Time          // no reservation ends before (zero: none)
+	// order queues the reservations in the order they began, so that the
+	// oldest ends first without a sort; one since dropped or held again is
+	// skipped when it comes up (its left no longer matches).
+	order []reservation
 	// ownerSeen marks the entity keys whose owning discovery topic this
 	// run has seen (see slotKeys).
 	ownerSeen map[idKey]bool
@@ -170,6 +174,7 @@ func (t *idTable) load(as []IDAssignment) (skipped []IDAssignment) {
 		t.put(a.ID, idRow{key: k, base: a.Base, left: a.Left})
 		delete(t.dirty, a.ID)
 	}
+	t.sortOrder()
 	return skipped
 }
 
@@ -182,9 +187,7 @@ func (t *idTable) put(id string, r idRow) {
 	} else {
 		t.kept[r.key] = append(t.kept[r.key], id)
 		t.nKept++
-		if end := r.left.Add(idReserve); t.nextEnd.IsZero() || end.Before(t.nextEnd) {
-			t.nextEnd = end
-		}
+		t.order = append(t.order, reservation{id, r.left})
 	}
 	t.dirty[id] = true
 }
@@ -405,44 +408,62 @@ func (t *idTable) end(z2mListed bool) {
 	t.present, t.now = t.now, nil
 }
 
+type reservation struct {
+	id   string
+	left time.Time
+}
+
 // expire ends reservations older than idReserve, and the newest beyond
-// maxReserved.
+// maxReserved (a flood of devices must not push out the established
+// ones): each in constant time, since a discovery storm of devices that
+// come and go ends one per message.
 func (t *idTable) expire() {
-	if t.nKept <= t.limit && (t.nKept == 0 || t.clock().Before(t.nextEnd)) {
-		return // nothing to end (the usual case: no sort per discovery message)
-	}
-	type res struct {
-		id   string
-		left time.Time
-	}
-	var all []res
 	cutoff := t.clock().Add(-idReserve)
-	for _, ids := range t.kept {
-		for _, id := range ids {
-			all = append(all, res{id, t.byID[id].left})
+	for len(t.order) > 0 {
+		r := t.order[0]
+		if !t.reserved(r) {
+			t.order = t.order[1:]
+		} else if r.left.After(cutoff) {
+			break
+		} else {
+			t.order = t.order[1:]
+			t.endReservation(r.id, r.left)
 		}
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].left.Before(all[j].left) })
-	t.nextEnd = time.Time{}
-	kept := 0
-	for _, r := range all {
-		if kept < t.limit && r.left.After(cutoff) {
-			if kept == 0 {
-				t.nextEnd = r.left.Add(idReserve) // the oldest kept
-			}
-			kept++
-			continue
-		}
-		if !strings.Contains(r.id, "#") {
-			t.log.Info("device id reservation ended: the id is free", "id", r.id, "key", t.byID[r.id].key.String(),
-				"left", r.left.Format(time.RFC3339))
-		}
-		k := t.byID[r.id].key
-		t.drop(r.id)
-		if _, held := t.cur[k]; !held && len(t.kept[k]) == 0 {
-			delete(t.ownerSeen, k)
+	for t.nKept > t.limit && len(t.order) > 0 {
+		r := t.order[len(t.order)-1]
+		t.order = t.order[:len(t.order)-1]
+		if t.reserved(r) {
+			t.endReservation(r.id, r.left)
 		}
 	}
+	if len(t.order) > 2*t.nKept+1024 { // drop the skipped ones for good
+		t.order = slices.DeleteFunc(slices.Clone(t.order), func(r reservation) bool { return !t.reserved(r) })
+	}
+}
+
+// reserved reports whether r is still a reservation (not dropped, nor
+// held again since).
+func (t *idTable) reserved(r reservation) bool {
+	row, ok := t.byID[r.id]
+	return ok && row.left.Equal(r.left)
+}
+
+func (t *idTable) endReservation(id string, left time.Time) {
+	k := t.byID[id].key
+	if !strings.Contains(id, "#") {
+		t.log.Info("device id reservation ended: the id is free", "id", id, "key", k.String(), "left", left.Format(time.RFC3339))
+	}
+	t.drop(id)
+	if _, held := t.cur[k]; !held && len(t.kept[k]) == 0 {
+		delete(t.ownerSeen, k)
+	}
+}
+
+// sortOrder puts the queue in the order the reservations began, once
+// after loading (stored rows come in any order).
+func (t *idTable) sortOrder() {
+	slices.SortStableFunc(t.order, func(a, b reservation) int { return a.left.Compare(b.left) })
 }
 
 // pending returns the unsaved changes, sorted.

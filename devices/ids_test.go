@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -442,5 +443,39 @@ func TestDeviceListFloodKeepsEstablishedReservations(t *testing.T) {
 	c.HandleMessage(msg("zigbee2mqtt/bridge/devices", "["+z2m("0x00000000deadbeef", "front_lock")+"]"))
 	if got := deviceIDs(c); !reflect.DeepEqual(got, []string{"front_lock_2"}) {
 		t.Fatalf("the impostor got %v, want [front_lock_2]", got)
+	}
+}
+
+// TestDiscoveryChurnCostsNoSortPerMessage: with the reservations full, a
+// storm of Home Assistant devices that each come and go (an attacker's
+// 2,500 messages/s) ends one reservation per message without sorting
+// them all: the cost of a message does not grow with the reservations.
+// The bytes a message allocates show it (a sort of 4,096 copied them all).
+func TestDiscoveryChurnCostsNoSortPerMessage(t *testing.T) {
+	reg := &memRegistry{}
+	c, _ := loadedCatalog(t, reg)
+	cfg := func(i int) string {
+		return fmt.Sprintf(`{"name":"U%d","uniq_id":"u%d","stat_t":"atk/u/%d","dev":{"ids":["udev%d"],"name":"Uniq %d"}}`, i, i, i, i, i)
+	}
+	churn := func(from, n int) {
+		for i := from; i < from+n; i++ {
+			topic := fmt.Sprintf("homeassistant/sensor/u%d/config", i)
+			c.HandleMessage(msg(topic, cfg(i)))
+			c.HandleMessage(msg(topic, ""))
+		}
+	}
+	churn(0, maxReserved+100) // full
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	const n = 200
+	churn(maxReserved+100, n)
+	runtime.ReadMemStats(&after)
+	perMsg := (after.TotalAlloc - before.TotalAlloc) / (2 * n)
+	t.Logf("%d bytes per message", perMsg)
+	if perMsg > 64<<10 {
+		t.Fatalf("a churned device allocates %d bytes per message with %d reservations", perMsg, maxReserved)
+	}
+	if got := len(reg.reserved()); got > maxReserved+64 {
+		t.Fatalf("%d reservations stored, bound %d", got, maxReserved)
 	}
 }
