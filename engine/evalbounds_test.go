@@ -37,15 +37,21 @@ func TestTestRunRealTimeBound(t *testing.T) {
 	t.Logf("%s after %v", r.Outcome.Error, took)
 }
 
+// cpuBoundHouse is a house without an evaluation bound, and a program
+// whose test run keeps a core busy far longer than any test waits.
+func cpuBoundHouse(t *testing.T) (*house, string) {
+	lim := rules.DefaultLimits
+	lim.MaxEvalOps = 1 << 62
+	prog := `{"name":"cpu","triggers":[{"id":"t","state":"hall_motion.occupancy"}],"steps":[{"id":"a","set":{"l":"{{ 1..300 }}"}},` +
+		`{"id":"d","set":{"v":"{{ sum(vars.l, sum(vars.l, sum(vars.l, sum(vars.l, sum(vars.l, #))))) }}"}}]}`
+	return newHouse(t, Config{Limits: lim}), prog
+}
+
 // TestTestRunStopsWithItsRequest: the evaluation under way stops when the
 // request's context ends (a client that went away used to leave a core
 // burning for as long as the expression ran: 7e14 additions).
 func TestTestRunStopsWithItsRequest(t *testing.T) {
-	lim := rules.DefaultLimits
-	lim.MaxEvalOps = 1 << 62
-	h := newHouse(t, Config{Limits: lim})
-	prog := `{"name":"cpu","triggers":[{"id":"t","state":"hall_motion.occupancy"}],"steps":[{"id":"a","set":{"l":"{{ 1..300 }}"}},` +
-		`{"id":"d","set":{"v":"{{ sum(vars.l, sum(vars.l, sum(vars.l, sum(vars.l, sum(vars.l, #))))) }}"}}]}`
+	h, prog := cpuBoundHouse(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan *ExecuteResponse, 1)
 	go func() {
@@ -108,11 +114,7 @@ func TestStoredEnvelopeIsBounded(t *testing.T) {
 // flight a test run is refused at once (resource_exhausted) and nothing
 // runs; once one ends the next runs.
 func TestTestRunsInFlightBounded(t *testing.T) {
-	lim := rules.DefaultLimits
-	lim.MaxEvalOps = 1 << 62
-	h := newHouse(t, Config{Limits: lim})
-	prog := `{"name":"cpu","triggers":[{"id":"t","state":"hall_motion.occupancy"}],"steps":[{"id":"a","set":{"l":"{{ 1..300 }}"}},` +
-		`{"id":"d","set":{"v":"{{ sum(vars.l, sum(vars.l, sum(vars.l, sum(vars.l, sum(vars.l, #))))) }}"}}]}`
+	h, prog := cpuBoundHouse(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, admission.MaxPerPrincipal)
 	for range admission.MaxPerPrincipal {

@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -16,27 +17,15 @@ import (
 
 // motionLight is the reusable motion light of issue 16 as an assistant
 // writes it after reading the guides: the sensor, the light and the hold
-// time are params; the first two are catalog references.
-const motionLight = `{
-  "name": "motion-light",
-  "description": "A light on with motion, off after a quiet hold",
-  "mode": "restart",
-  "params": {
-    "type": "object",
-    "required": ["sensor", "light"],
-    "properties": {
-      "sensor": {"type": "string", "catalog": {"kind": "state", "type": "binary_sensor", "reports": [true, false]}},
-      "light": {"type": "string", "catalog": {"kind": "action", "type": "light", "accepts": {"state": ["ON", "OFF"]}, "max_risk": "control"}},
-      "hold": {"type": "string", "format": "duration", "default": "2m"}
-    }
-  },
-  "triggers": [{"id": "motion", "state": "{{ params.sensor }}", "to": true}],
-  "steps": [
-    {"id": "on", "call": "{{ params.light }}", "args": {"state": "ON"}},
-    {"id": "quiet", "wait": {"state": "{{ params.sensor }}", "to": false, "for": "{{ params.hold }}"}, "timeout": "1h"},
-    {"id": "off", "call": "{{ params.light }}", "args": {"state": "OFF"}}
-  ]
-}`
+// time are params; the first two are catalog references. The rules
+// package's tests validate the same program.
+var motionLight = func() string {
+	b, err := os.ReadFile("../../rules/testdata/programs/motion-light.json")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 func execute(t *testing.T, c *client.Client, args map[string]any) map[string]any {
 	t.Helper()
@@ -88,8 +77,7 @@ func js(v any) string { b, _ := json.Marshal(v); return string(b) }
 // input_binding finding at the member for an id that does not fit, and
 // fires on the real MQTT motion sensor.
 func TestCatalogParamsOverMCP(t *testing.T) {
-	s := newHTTPStack(t, nil, storage.Options{})
-	c := s.client("")
+	s, c := ownerStack(t)
 
 	v := validate(t, c, motionLight)
 	if v["valid"] != true || len(v["diagnostics"].([]any)) != 0 {
@@ -188,8 +176,7 @@ func TestCatalogParamsOverMCP(t *testing.T) {
 // id position, each saying how to declare a reference parameter (and none
 // that sends the assistant to pilotage_lookup).
 func TestTemplatedIDDiagnostic(t *testing.T) {
-	s := newHTTPStack(t, nil, storage.Options{})
-	c := s.client("")
+	_, c := ownerStack(t)
 	v := validate(t, c, `{"name":"reusable","params":{"type":"object","properties":{"sensor":{"type":"string"},"light":{"type":"string"}}},
 	  "triggers":[{"id":"m","state":"{{ params.sensor }}","to":true}],
 	  "steps":[{"id":"on","call":"{{ params.light }}","args":{"state":"ON"}}]}`)
@@ -280,8 +267,7 @@ const doorGesture = `{
 // the bound entry like state(params.x), and an event trigger with a value
 // list binds its "{{ params.x }}" id; a non-fitting id is input_binding.
 func TestCatalogParamsInSinceAndValueListsOverMCP(t *testing.T) {
-	s := newHTTPStack(t, nil, storage.Options{})
-	c := s.client("")
+	_, c := ownerStack(t)
 	if v := validate(t, c, doorGesture); v["valid"] != true || len(v["diagnostics"].([]any)) != 0 {
 		t.Fatalf("validate: %s", js(v))
 	}
