@@ -3,121 +3,99 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"fmt"
 
+	"github.com/pilothouse/pilothouse/engine/internal/approval"
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
-// Approval channels: how a human decided a request.
-const (
-	ChannelWeb         = "web"
-	ChannelCLI         = "cli"
-	ChannelElicitation = "mcp-elicitation"
+// The Host risk gate's approval requests (see package approval), as the
+// engine's callers name them.
+type (
+	ApprovalDetail = approval.Detail
+	AskRequest     = approval.AskRequest
+	Answer         = approval.Answer
+	Asker          = approval.Asker
 )
 
-// ErrApprovalNotFound is returned for unknown approval ids (and for those
-// the caller may not see).
-var ErrApprovalNotFound = errors.New("no approval request with that id")
+// DefaultApprovalTTL is how long a request waits for a human, and an
+// approval for the retry that uses it.
+const DefaultApprovalTTL = approval.DefaultTTL
 
-// ErrMayNotApprove is returned when the caller may not decide a request:
-// only the owner and principals marked approver decide, and an approver
-// never decides its own request unless its policy allows it.
-var ErrMayNotApprove = errors.New("this principal may not decide this approval request")
+// Approval channels and the answers of the person at the client.
+const (
+	ChannelWeb         = approval.ChannelWeb
+	ChannelCLI         = approval.ChannelCLI
+	ChannelElicitation = approval.ChannelElicitation
+	AnswerDeclined     = approval.AnswerDeclined
+	AnswerApproved     = approval.AnswerApproved
+	AnswerElsewhere    = approval.AnswerElsewhere
+)
 
-// ErrApprovalClosed is returned when a request is no longer pending: it
-// was decided already, used, or it expired.
-var ErrApprovalClosed = errors.New("this approval request is no longer pending (decided, used or expired)")
+// The approval requests' errors.
+var (
+	ErrApprovalNotFound = approval.ErrNotFound
+	ErrMayNotApprove    = approval.ErrMayNotApprove
+	ErrApprovalClosed   = approval.ErrClosed
+)
 
-// ApprovalDetail is one request as an approver sees it before deciding:
-// the program as written, the params it binds, the plan with bound
-// arguments, and the installed rule it would replace.
-type ApprovalDetail struct {
-	pilotage.Approval
-	Program   json.RawMessage
-	Params    json.RawMessage
-	Plan      *pilotage.Plan
-	Installed json.RawMessage // the program of the rule of that name now, or nil
-	// InstalledParams are the installed rule's params; RunsInProgress its
-	// runs that installing this would cancel, as of now.
-	InstalledParams json.RawMessage
-	RunsInProgress  int
-	// CanDecide: the caller may approve or decline it now.
-	CanDecide bool
+// WithAsker returns ctx carrying the way to ask the caller's human.
+func WithAsker(ctx context.Context, ask Asker) context.Context { return approval.WithAsker(ctx, ask) }
+
+// newApprovals is the engine's book of approval requests.
+func (e *Engine) newApprovals() *approval.Book {
+	return approval.New(approval.Config{TTL: e.cfg.ApprovalTTL, WebURL: e.cfg.WebURL, Zone: e.cfg.TimeZone,
+		Policy: &e.cfg.Approval, Now: e.cfg.Now, Note: e.logApproval,
+		Unavailable: func(what string) error { return storageRequestError(what, "") }}, e.store, e.log)
 }
 
-// approvalRecord is a stored request as the wire shows it.
-func (e *Engine) approvalRecord(a storage.Approval, reasons []string) *pilotage.Approval {
-	rec := &pilotage.Approval{ID: a.ID, Status: a.Status, URL: e.approvalURL(a.ID), ExpiresAt: a.ExpiresAt, Rule: a.Rule,
-		Principal: a.Principal, Ref: a.Ref, Risk: pilotage.Risk(a.Risk), Reasons: reasons, CreatedAt: a.CreatedAt,
-		DecidedBy: a.DecidedBy, Channel: a.Channel, UsedRun: a.UsedRun}
-	if !a.DecidedAt.IsZero() {
-		t := a.DecidedAt
-		rec.DecidedAt = &t
+// gate applies the risk gate to a deploy. It returns the approval the
+// deploy uses (nil: none needed), or the response that refuses it.
+func (e *Engine) gate(ctx context.Context, p *Principal, runID, rule string, c *rules.Compiled, b *bound, params map[string]any) (*storage.Approval, *ExecuteResponse, error) {
+	plan := b.c.Plan
+	if plan == nil {
+		plan = rules.BuildPlan(b.c)
 	}
-	if a.Expired(e.Now()) {
-		rec.Status = "expired"
+	g := approval.Request{P: p, RunID: runID, Rule: rule, Ref: programRef(c), Program: c.Raw, Plan: plan,
+		Reasons: e.approvals.PolicyOf(p).Reasons(plan)}
+	if len(g.Reasons) == 0 {
+		return nil, nil, nil
 	}
-	if rec.Status == storage.ApprovalPending {
-		rec.Next = "a human approves or declines it at url (or with `pilothouse approve " + a.ID + "`); once approved, send the same execute request again"
+	if b.c.Plan != nil {
+		g.Summary = b.c.Plan.Summary
 	}
-	return rec
+	g.Params, _ = json.Marshal(params)
+	g.Key = approval.Key(g.Ref, canonicalJSON(g.Params), rule, p.Name)
+	used, refused, err := e.approvals.Gate(ctx, g)
+	if refused != nil {
+		return nil, &ExecuteResponse{RunID: runID, Outcome: refused.Outcome, Approval: refused.Approval, Trace: refused.Trace}, err
+	}
+	return used, nil, err
 }
 
-// mayApprove reports whether p may decide a request made by requester.
-func (e *Engine) mayApprove(p *Principal, requester string) bool {
-	switch {
-	case p.Name == Owner.Name:
-		return true
-	case !p.Approver:
-		return false
-	case p.Name == requester:
-		return e.policyOf(p).SelfApprove
+// withApproval adds the approval a deploy used to its response.
+func (e *Engine) withApproval(resp *ExecuteResponse, a *storage.Approval) {
+	if resp == nil || a == nil {
+		return
 	}
-	return true
+	resp.Approval = e.approvals.Record(*a, nil)
+	if resp.Trace != nil {
+		resp.Trace.Steps = append([]pilotage.TraceStep{approval.UsedStep(a)}, resp.Trace.Steps...)
+	}
 }
 
 // ListApprovals lists the requests the caller may decide or made, newest
 // first; openOnly keeps those still pending.
 func (e *Engine) ListApprovals(ctx context.Context, openOnly bool) ([]pilotage.Approval, error) {
-	if e.store == nil {
-		return []pilotage.Approval{}, nil
-	}
-	p := e.principal(ctx)
-	list, err := e.store.ListApprovals(ctx, openOnly, e.Now(), 200)
-	if err != nil {
-		return nil, fmt.Errorf("engine: listing approvals: %w", err)
-	}
-	out := []pilotage.Approval{}
-	for _, a := range list {
-		if e.mayApprove(p, a.Principal) || a.Principal == p.Name || p.Admin {
-			out = append(out, *e.approvalRecord(a, nil))
-		}
-	}
-	return out, nil
+	return e.approvals.List(ctx, e.principal(ctx), openOnly)
 }
 
 // GetApproval returns one request with what it would install.
 func (e *Engine) GetApproval(ctx context.Context, id string) (ApprovalDetail, error) {
-	p := e.principal(ctx)
-	if e.store == nil {
-		return ApprovalDetail{}, ErrApprovalNotFound
-	}
-	a, err := e.store.GetApproval(ctx, id)
-	if errors.Is(err, storage.ErrNotFound) || err == nil && !(e.mayApprove(p, a.Principal) || a.Principal == p.Name || p.Admin) {
-		return ApprovalDetail{}, ErrApprovalNotFound
-	}
+	d, a, err := e.approvals.Get(ctx, e.principal(ctx), id)
 	if err != nil {
-		return ApprovalDetail{}, fmt.Errorf("engine: reading approval: %w", err)
-	}
-	d := ApprovalDetail{Approval: *e.approvalRecord(a, nil), Program: a.Program, Params: a.Params}
-	d.CanDecide = d.Status == storage.ApprovalPending && e.mayApprove(p, a.Principal)
-	if len(a.Plan) > 0 {
-		var plan pilotage.Plan
-		if json.Unmarshal(a.Plan, &plan) == nil {
-			d.Plan = &plan
-		}
+		return d, err
 	}
 	if r, err := e.store.GetRule(ctx, a.Rule); err == nil {
 		d.InstalledParams = r.Params
@@ -134,45 +112,12 @@ func (e *Engine) GetApproval(ctx context.Context, id string) (ApprovalDetail, er
 // DecideApproval approves or declines a pending request as the caller,
 // recording who, when and through which channel.
 func (e *Engine) DecideApproval(ctx context.Context, id string, approve bool, channel string) (pilotage.Approval, error) {
-	p := e.principal(ctx)
-	if e.store == nil {
-		return pilotage.Approval{}, ErrApprovalNotFound
-	}
-	a, err := e.store.GetApproval(ctx, id)
-	switch {
-	case errors.Is(err, storage.ErrNotFound):
-		return pilotage.Approval{}, ErrApprovalNotFound
-	case err != nil:
-		return pilotage.Approval{}, fmt.Errorf("engine: reading approval: %w", err)
-	case !e.mayApprove(p, a.Principal):
-		if a.Principal != p.Name && !p.Admin {
-			return pilotage.Approval{}, ErrApprovalNotFound
-		}
-		return pilotage.Approval{}, ErrMayNotApprove
-	}
-	now := e.Now()
-	err = e.store.DecideApproval(ctx, id, approve, p.Name, channel, now)
-	if errors.Is(err, storage.ErrConflict) || errors.Is(err, storage.ErrNotFound) {
-		return pilotage.Approval{}, ErrApprovalClosed
-	}
-	if err != nil {
-		return pilotage.Approval{}, fmt.Errorf("engine: deciding approval: %w", err)
-	}
-	e.approvalDecided()
-	a, err = e.store.GetApproval(ctx, id)
-	if err != nil {
-		return pilotage.Approval{}, fmt.Errorf("engine: reading approval: %w", err)
-	}
-	e.log.Info("approval decided", "approval", id, "status", a.Status, "by", p.Name, "channel", channel, "rule", a.Rule)
-	e.logApproval(a, "deploy of "+a.Rule+" by "+a.Principal+" "+a.Status+" by "+p.Name+" ("+channel+")")
-	return *e.approvalRecord(a, nil), nil
+	return e.approvals.Decide(ctx, e.principal(ctx), id, approve, channel)
 }
 
-// ruleApproval is the approval the installed deploy of rule used, if any.
-func (e *Engine) ruleApproval(ctx context.Context, rule, ref string) *pilotage.Approval {
-	a, err := e.store.LastUsedApproval(ctx, rule)
-	if err != nil || a.Ref != ref {
-		return nil
-	}
-	return e.approvalRecord(a, nil)
+// AwaitDecision waits until request id is no longer pending (decided,
+// or expired) or ctx ends: a URL-mode elicitation holds its deploy open
+// while the person decides on the web page.
+func (e *Engine) AwaitDecision(ctx context.Context, id string) error {
+	return e.approvals.AwaitDecision(ctx, id)
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/engine/internal/admission"
+	"github.com/pilothouse/pilothouse/engine/internal/approval"
 	"github.com/pilothouse/pilothouse/engine/internal/catalog"
 	"github.com/pilothouse/pilothouse/engine/internal/history"
 	"github.com/pilothouse/pilothouse/engine/internal/logbook"
@@ -123,17 +125,13 @@ type Engine struct {
 	closed bool
 	bodies map[string]*promotedBody // program_ref → compiled promoted body
 
-	holdMu sync.Mutex
-	holds  map[string]testHold // principal → its test runs in flight that will store
-	// running counts the test runs in flight per principal (holdTestSlot).
-	running map[string]int
-	served  *served.Gate // stored run records being served (limits.MaxServedRunBytes)
+	admit  *admission.Gate // test runs in flight and what they may store
+	served *served.Gate    // stored run records being served (limits.MaxServedRunBytes)
 
 	deniedMu       sync.Mutex    // counting and storing a refusal (storeRefusable)
 	deniedUnstored atomic.Uint64 // refusals not stored over the per-principal bound
 
-	decidedMu sync.Mutex
-	decided   chan struct{} // closed and replaced when an approval is decided (AwaitDecision)
+	approvals *approval.Book // the risk gate's requests
 
 	up *uptime.Tracker // when the server ran (charts' gaps)
 
@@ -150,8 +148,9 @@ func New(cfg Config, devs *devices.Catalog, store *storage.Store, log *slog.Logg
 	if log == nil {
 		log = slog.Default()
 	}
-	e := &Engine{cfg: cfg, log: log, devs: devs, store: store, rules: rules.NewCache(), holds: map[string]testHold{},
-		served: served.New(cfg.Limits.MaxServedRunBytes), decided: make(chan struct{})}
+	e := &Engine{cfg: cfg, log: log, devs: devs, store: store, rules: rules.NewCache(),
+		served: served.New(cfg.Limits.MaxServedRunBytes)}
+	e.approvals, e.admit = e.newApprovals(), e.newAdmission()
 	if store != nil {
 		store.SetClock(cfg.Now)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/engine/internal/admission"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
@@ -36,15 +37,21 @@ func TestTestRunRealTimeBound(t *testing.T) {
 	t.Logf("%s after %v", r.Outcome.Error, took)
 }
 
+// cpuBoundHouse is a house without an evaluation bound, and a program
+// whose test run keeps a core busy far longer than any test waits.
+func cpuBoundHouse(t *testing.T) (*house, string) {
+	lim := rules.DefaultLimits
+	lim.MaxEvalOps = 1 << 62
+	prog := `{"name":"cpu","triggers":[{"id":"t","state":"hall_motion.occupancy"}],"steps":[{"id":"a","set":{"l":"{{ 1..300 }}"}},` +
+		`{"id":"d","set":{"v":"{{ sum(vars.l, sum(vars.l, sum(vars.l, sum(vars.l, sum(vars.l, #))))) }}"}}]}`
+	return newHouse(t, Config{Limits: lim}), prog
+}
+
 // TestTestRunStopsWithItsRequest: the evaluation under way stops when the
 // request's context ends (a client that went away used to leave a core
 // burning for as long as the expression ran: 7e14 additions).
 func TestTestRunStopsWithItsRequest(t *testing.T) {
-	lim := rules.DefaultLimits
-	lim.MaxEvalOps = 1 << 62
-	h := newHouse(t, Config{Limits: lim})
-	prog := `{"name":"cpu","triggers":[{"id":"t","state":"hall_motion.occupancy"}],"steps":[{"id":"a","set":{"l":"{{ 1..300 }}"}},` +
-		`{"id":"d","set":{"v":"{{ sum(vars.l, sum(vars.l, sum(vars.l, sum(vars.l, sum(vars.l, #))))) }}"}}]}`
+	h, prog := cpuBoundHouse(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan *ExecuteResponse, 1)
 	go func() {
@@ -103,27 +110,21 @@ func TestStoredEnvelopeIsBounded(t *testing.T) {
 
 // TestTestRunsInFlightBounded: a test run may burn its whole real-time
 // bound; an attacker round ran 40 at once as a guest and /healthz,
-// lookups and firings waited seconds. Beyond maxTestRunsPerPrincipal in
+// lookups and firings waited seconds. Beyond admission.MaxPerPrincipal in
 // flight a test run is refused at once (resource_exhausted) and nothing
 // runs; once one ends the next runs.
 func TestTestRunsInFlightBounded(t *testing.T) {
-	lim := rules.DefaultLimits
-	lim.MaxEvalOps = 1 << 62
-	h := newHouse(t, Config{Limits: lim})
-	prog := `{"name":"cpu","triggers":[{"id":"t","state":"hall_motion.occupancy"}],"steps":[{"id":"a","set":{"l":"{{ 1..300 }}"}},` +
-		`{"id":"d","set":{"v":"{{ sum(vars.l, sum(vars.l, sum(vars.l, sum(vars.l, sum(vars.l, #))))) }}"}}]}`
+	h, prog := cpuBoundHouse(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{}, maxTestRunsPerPrincipal)
-	for range maxTestRunsPerPrincipal {
+	done := make(chan struct{}, admission.MaxPerPrincipal)
+	for range admission.MaxPerPrincipal {
 		go func() {
 			_, _ = h.eng.Execute(ctx, ExecuteRequest{Program: json.RawMessage(prog), TestRun: true})
 			done <- struct{}{}
 		}()
 	}
 	testutil.Eventually(t, 10*time.Second, "the test runs in flight", func() bool {
-		h.eng.holdMu.Lock()
-		defer h.eng.holdMu.Unlock()
-		return h.eng.running["owner"] == maxTestRunsPerPrincipal
+		return h.eng.admit.InFlight("owner") == admission.MaxPerPrincipal
 	})
 	_, err := h.eng.Execute(context.Background(), ExecuteRequest{Program: json.RawMessage(prog), TestRun: true})
 	var re *pilotage.RequestError
@@ -131,7 +132,7 @@ func TestTestRunsInFlightBounded(t *testing.T) {
 		t.Fatalf("a test run beyond the bound: %v, want resource_exhausted", err)
 	}
 	cancel()
-	for range maxTestRunsPerPrincipal {
+	for range admission.MaxPerPrincipal {
 		<-done
 	}
 	quick := `{"name":"quick","triggers":[{"id":"t","state":"hall_motion.occupancy"}],"steps":[{"id":"a","set":{"x":1}}]}`

@@ -60,7 +60,7 @@ type ExecuteResponse struct {
 	Replayed bool      `json:"-"`
 	FirstAt  time.Time `json:"-"`
 	// Approval is the risk gate's request (a deploy answered
-	// approval_pending) or the approval a deploy used (see approval.go).
+	// approval_pending) or the approval a deploy used (see approvals.go).
 	Approval *pilotage.Approval `json:"approval,omitempty"`
 	// Replaces is the installed rule a deploy answered rule_exists would
 	// replace (see replaceCheck).
@@ -186,7 +186,7 @@ func (e *Engine) execution(ctx context.Context, p *Principal, runID string, c *r
 	}
 	resp, err := e.deploy(ctx, p, runID, c, b, params, req)
 	if used != nil {
-		withApproval(resp, used, e.approvalRecord(*used, nil))
+		e.withApproval(resp, used)
 	}
 	return resp, err
 }

@@ -123,7 +123,7 @@ func (e *Engine) LogVisible(ctx context.Context, en LogEntry) bool {
 	case "rule":
 		return e.visibleRule(p, storage.Rule{Name: en.Rule, Principal: principal, Ref: ref})
 	case "approval":
-		return e.mayApprove(p, principal) || principal == p.Name || p.Admin
+		return e.approvals.MaySee(p, principal)
 	}
 	return true
 }

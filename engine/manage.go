@@ -79,7 +79,7 @@ func (e *Engine) GetRule(ctx context.Context, name string, lastFirings int) (Rul
 	}
 	ri, err := e.ruleInfo(ctx, p, r, lastFirings)
 	if err == nil {
-		ri.Approval = e.ruleApproval(ctx, r.Name, r.Ref)
+		ri.Approval = e.approvals.RuleApproval(ctx, r.Name, r.Ref)
 		if ar := e.sched.ruleByName(r.Name); ar != nil && e.runsBound(ar, r.Ref) {
 			ri.Plan = rules.BuildPlan(ar.c) // bound: the real ids, values and risk
 		} else if b := e.body(r.Ref); b != nil {

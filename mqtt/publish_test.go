@@ -12,30 +12,11 @@ import (
 	"time"
 )
 
-// scriptedBroker accepts one client, acknowledges its CONNECT and then
-// leaves each packet to the test.
+// scriptedBroker accepts one client, acknowledges its CONNECT (no session
+// present) and then leaves each packet to the test.
 func scriptedBroker(t *testing.T) (url string, conns <-chan net.Conn) {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	ch := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		t.Cleanup(func() { c.Close() })
-		if _, err := readOne(c); err != nil { // CONNECT
-			return
-		}
-		if _, err := c.Write([]byte{connackType << 4, 2, 0, 0}); err == nil {
-			ch <- c
-		}
-	}()
-	return "tcp://" + ln.Addr().String(), ch
+	return sessionBroker(t, false)
 }
 
 // readOne reads one packet from r and not a byte more.

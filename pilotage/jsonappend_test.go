@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pilothouse/pilothouse/internal/testutil"
 )
 
 // checkSame asserts AppendJSON(prefix, v) == prefix + json.Marshal(v), and
@@ -365,117 +366,10 @@ func TestAppendJSONString(t *testing.T) {
 	}
 }
 
-// benchEnvelope mirrors engine's stored run envelope.
-type benchEnvelope struct {
-	RunID   string  `json:"run_id"`
-	Outcome Outcome `json:"outcome"`
-	Output  any     `json:"output,omitempty"`
-	Trace   *Trace  `json:"trace,omitempty"`
-}
-
-// appendBenchEnvelope encodes it field by field, as the engine's recorder
-// does.
-func appendBenchEnvelope(b []byte, env *benchEnvelope) ([]byte, error) {
-	var err error
-	b = append(b, `{"run_id":`...)
-	b = AppendJSONString(b, env.RunID)
-	b = append(b, `,"outcome":`...)
-	if b, err = AppendJSON(b, &env.Outcome); err != nil {
-		return b, err
-	}
-	if env.Output != nil {
-		b = append(b, `,"output":`...)
-		if b, err = AppendJSON(b, env.Output); err != nil {
-			return b, err
-		}
-	}
-	if env.Trace != nil {
-		b = append(b, `,"trace":`...)
-		if b, err = AppendJSON(b, env.Trace); err != nil {
-			return b, err
-		}
-	}
-	return append(b, '}'), nil
-}
-
-// realisticEnvelope is a firing of a motion-light rule: trigger, a
-// condition with a decision, one call; the output lists the call (as plain
-// maps here: pilotage cannot name rules.CallRecord) and the variables.
-func realisticEnvelope() *benchEnvelope {
-	at := time.Date(2025, 6, 1, 21, 14, 3, 512345678, time.UTC)
-	ok := Outcome{OK: true, Status: "success"}
-	return &benchEnvelope{
-		RunID:   "run_01J0ZK3X6T9M4Q8R2W5Y7B1C3D",
-		Outcome: ok,
-		Output: map[string]any{
-			"calls": []any{map[string]any{"step": "on_motion.turn_on", "id": "hall_light.set",
-				"args": map[string]any{"state": "ON", "brightness": 180.0, "transition": 2.5}, "at": at}},
-			"vars": map[string]any{"lux": 12.0, "night": true, "who": "hall_motion"},
-		},
-		Trace: &Trace{Level: LevelFull, Steps: []TraceStep{
-			{ID: "triggers", Output: map[string]any{"from": false, "to": true, "entity": "hall_motion.occupancy"},
-				Outcome: ok, TMs: f64(0.012),
-				Decisions: []Decision{{At: "triggers", Took: "motion", Because: "hall_motion.occupancy changed to true"}}},
-			{ID: "on_motion.dark", Input: map[string]any{"expr": "state('hall_lux.illuminance') < 20", "lux": 12.0},
-				Output: true, Outcome: ok, TMs: f64(0.034),
-				Decisions: []Decision{{At: "on_motion.dark", Took: "then", Because: "12 < 20"}}},
-			{ID: "on_motion.turn_on", Calls: []string{"hall_light.set"},
-				Input:  map[string]any{"state": "ON", "brightness": 180.0, "transition": 2.5},
-				Output: map[string]any{"state": "ON", "brightness": 180.0}, Outcome: ok, TMs: f64(1.75)},
-		}},
-	}
-}
-
-func TestAppendBenchEnvelope(t *testing.T) {
-	env := realisticEnvelope()
-	want, err := json.Marshal(env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := appendBenchEnvelope(nil, env)
-	if err != nil || !bytes.Equal(got, want) {
-		t.Fatalf("got %s, %v\nwant %s", got, err, want)
-	}
-}
-
-func BenchmarkAppendJSONEnvelope(b *testing.B) {
-	env := realisticEnvelope()
-	b.Run("AppendJSON", func(b *testing.B) {
-		b.ReportAllocs()
-		var scratch []byte
-		for b.Loop() {
-			var err error
-			if scratch, err = appendBenchEnvelope(scratch[:0], env); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.SetBytes(int64(len(scratch)))
-	})
-	b.Run("Marshal", func(b *testing.B) {
-		b.ReportAllocs()
-		var out []byte
-		for b.Loop() {
-			var err error
-			if out, err = json.Marshal(env); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.SetBytes(int64(len(out)))
-	})
-}
-
 // TestAppendJSONStructTags guards the hand-written struct encoders: a field
 // added to or retagged in these types must be handled in jsonappend.go
 // before this passes again.
 func TestAppendJSONStructTags(t *testing.T) {
-	tags := func(v any) string {
-		var out []string
-		rt := reflect.TypeOf(v)
-		for i := range rt.NumField() {
-			out = append(out, rt.Field(i).Name+":"+rt.Field(i).Tag.Get("json"))
-		}
-		return strings.Join(out, " ")
-	}
 	for _, c := range []struct {
 		v    any
 		want string
@@ -485,7 +379,7 @@ func TestAppendJSONStructTags(t *testing.T) {
 		{TraceStep{}, "ID:id Parent:parent,omitempty Calls:calls,omitempty Input:input,omitempty Output:output,omitempty Outcome:outcome TMs:t_ms,omitempty Decisions:decisions,omitempty"},
 		{Trace{}, "Level:level Steps:steps Stats:stats,omitempty"},
 	} {
-		if got := tags(c.v); got != c.want {
+		if got := testutil.JSONTags(c.v); got != c.want {
 			t.Errorf("%T fields changed: %s\nAppendJSON's encoder handles: %s", c.v, got, c.want)
 		}
 	}

@@ -13,25 +13,8 @@ import (
 
 // doorAlert reads how long a catalog-param door has stood open, and
 // listens to a catalog-param remote for a set of gestures (a trigger and
-// a wait with value lists).
-const doorAlert = `{
-  "name": "door-alert",
-  "params": {
-    "type": "object",
-    "required": ["door", "remote"],
-    "properties": {
-      "door": {"type": "string", "catalog": {"kind": "state", "type": "binary_sensor", "reports": [true, false]}},
-      "remote": {"type": "string", "catalog": {"kind": "event", "type": "remote"}}
-    }
-  },
-  "throttle": "1h",
-  "triggers": [{"id": "press", "event": "{{ params.remote }}", "value": ["toggle_double", "toggle_triple"]}],
-  "conditions": [{"id": "long", "expr": "since(params.door) >= 600 && last_changed(params.door) != nil"}],
-  "steps": [
-    {"id": "confirm", "wait": {"event": "{{ params.remote }}", "value": ["on", "on_hold"]}, "timeout": "1m"},
-    {"id": "tell", "call": "notify.phone", "args": {"message": "{{ 'open ' + string(round(since(params.door) / 60)) + ' min' }}"}}
-  ]
-}`
+// a wait with value lists). The MCP tests run the same program.
+var doorAlert = testProgram("door-alert")
 
 // TestRefParamsInSinceAndValueLists: since()/last_changed() take a
 // catalog-reference param as state() does, and event triggers and waits

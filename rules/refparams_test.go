@@ -3,6 +3,8 @@ package rules
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -62,27 +64,19 @@ func taggedCatalog() *mapCatalog {
 }
 
 // motionLight is the reusable motion light an assistant writes: the
-// sensor, the light and the hold time are params.
-const motionLight = `{
-  "name": "motion-light",
-  "mode": "restart",
-  "params": {
-    "type": "object",
-    "required": ["sensor", "light"],
-    "properties": {
-      "sensor": {"type": "string", "catalog": {"kind": "state", "type": "binary_sensor", "reports": [true, false]}},
-      "light": {"type": "string", "catalog": {"kind": "action", "type": "light", "accepts": {"state": ["ON", "OFF"]}, "max_risk": "control"}},
-      "hold": {"type": "string", "default": "2m"}
-    }
-  },
-  "triggers": [{"id": "motion", "state": "{{ params.sensor }}", "to": true}],
-  "conditions": [{"id": "still", "expr": "state(params.sensor) == true"}],
-  "steps": [
-    {"id": "on", "call": "{{ params.light }}", "args": {"state": "ON"}},
-    {"id": "quiet", "wait": {"state": "{{ params.sensor }}", "to": false, "for": "{{ params.hold }}"}, "timeout": "1h"},
-    {"id": "off", "call": "{{ params.light }}", "args": {"state": "OFF"}}
-  ]
-}`
+// sensor, the light and the hold time are params (the MCP tests deploy
+// the same program).
+var motionLight = testProgram("motion-light")
+
+// testProgram reads testdata/programs/name.json, a program the tests of
+// other packages share.
+func testProgram(name string) string {
+	b, err := os.ReadFile(filepath.Join("testdata", "programs", name+".json"))
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
 
 func planStep(p *pilotage.Plan, id string) *pilotage.PlanStep {
 	for i := range p.Steps {

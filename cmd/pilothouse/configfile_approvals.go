@@ -15,20 +15,16 @@ import (
 // (ttl), the web UI's address as a human opens it (web_url), which the
 // approval links name, and the policy of principals without their own.
 func (l *cfgLoader) approvals(n *yaml.Node, key string) error {
-	pol := &l.c.Approval
-	return l.mapping(n, key, map[string]handler{
-		"ttl":          l.duration(&l.c.ApprovalTTL),
-		"require":      l.requireList(&pol.Require),
-		"pre_approved": l.strList(&pol.PreApproved, checkPattern),
-		"self_approve": l.boolean(&pol.SelfApprove),
-		"web_url": l.checked(&l.c.WebURL, func(s string) error {
-			u, err := url.Parse(s)
-			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-				return fmt.Errorf("want an http(s) URL such as \"https://house.example:8080\", got %q", s)
-			}
-			return nil
-		}),
+	keys := l.policyKeys(&l.c.Approval)
+	keys["ttl"] = l.duration(&l.c.ApprovalTTL)
+	keys["web_url"] = l.checked(&l.c.WebURL, func(s string) error {
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("want an http(s) URL such as \"https://house.example:8080\", got %q", s)
+		}
+		return nil
 	})
+	return l.mapping(n, key, keys)
 }
 
 // ownApprovalPolicy reads p's own risk-gate policy.
@@ -41,12 +37,16 @@ func (l *cfgLoader) ownApprovalPolicy(p *engine.Principal) handler {
 
 // approvalPolicy reads a risk-gate policy.
 func (l *cfgLoader) approvalPolicy(pol *engine.ApprovalPolicy) handler {
-	return func(n *yaml.Node, key string) error {
-		return l.mapping(n, key, map[string]handler{
-			"require":      l.requireList(&pol.Require),
-			"pre_approved": l.strList(&pol.PreApproved, checkPattern),
-			"self_approve": l.boolean(&pol.SelfApprove),
-		})
+	return func(n *yaml.Node, key string) error { return l.mapping(n, key, l.policyKeys(pol)) }
+}
+
+// policyKeys are a risk-gate policy's keys, in approvals and in a
+// principal's own approval.
+func (l *cfgLoader) policyKeys(pol *engine.ApprovalPolicy) map[string]handler {
+	return map[string]handler{
+		"require":      l.requireList(&pol.Require),
+		"pre_approved": l.strList(&pol.PreApproved, checkPattern),
+		"self_approve": l.boolean(&pol.SelfApprove),
 	}
 }
 

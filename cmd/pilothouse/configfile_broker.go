@@ -15,40 +15,26 @@ import (
 // password_env and password (plaintext: accepted with a warning), and
 // optional read/write topic filters (absent: every topic; [] none).
 func (l *cfgLoader) brokerUsers(n *yaml.Node, key string) error {
-	if n.Kind != yaml.SequenceNode {
-		return l.errAt(n, key, "want a list of users, got %s", describe(n))
+	return decodeList(l, n, key, &l.c.BrokerUsers, itemList[mqtt.BrokerUser]{what: "users", idKey: "username", noun: "broker user",
+		required: true, item: l.brokerUser})
+}
+
+func (l *cfgLoader) brokerUser() listItem[mqtt.BrokerUser] {
+	var u mqtt.BrokerUser
+	var plain string
+	var sources oneOf
+	keys := map[string]handler{
+		"username":      l.checked(&u.Name, nonEmpty),
+		"password_hash": sources.of(l.checked(&u.PasswordHash, mqtt.CheckPasswordHash)),
+		"password_env":  sources.of(l.fromEnv(&u.Password)),
+		"password":      sources.of(l.checked(&plain, nonEmpty)),
+		"read":          l.strList(&u.Read, mqtt.CheckFilter),
+		"write":         l.strList(&u.Write, mqtt.CheckFilter),
 	}
-	out := []mqtt.BrokerUser{}
-	names := map[string]bool{}
-	for i, it := range n.Content {
-		it = deref(it)
-		k := fmt.Sprintf("%s[%d]", key, i)
-		var u mqtt.BrokerUser
-		var plain string
-		sources := 0
-		count := func(h handler) handler {
-			return func(n *yaml.Node, key string) error { sources++; return h(n, key) }
+	return listItem[mqtt.BrokerUser]{keys: keys, id: &u.Name, done: func(it *yaml.Node, k string) (mqtt.BrokerUser, error) {
+		if sources != 1 {
+			return u, l.errAt(it, k, "set exactly one of password_hash, password_env and password")
 		}
-		err := l.mapping(it, k, map[string]handler{
-			"username":      l.checked(&u.Name, nonEmpty),
-			"password_hash": count(l.checked(&u.PasswordHash, mqtt.CheckPasswordHash)),
-			"password_env":  count(l.fromEnv(&u.Password)),
-			"password":      count(l.checked(&plain, nonEmpty)),
-			"read":          l.strList(&u.Read, mqtt.CheckFilter),
-			"write":         l.strList(&u.Write, mqtt.CheckFilter),
-		})
-		if err != nil {
-			return err
-		}
-		switch {
-		case u.Name == "":
-			return l.errAt(it, k, "username is required")
-		case names[u.Name]:
-			return l.errAt(it, k+".username", "broker user %q is defined twice", u.Name)
-		case sources != 1:
-			return l.errAt(it, k, "set exactly one of password_hash, password_env and password")
-		}
-		names[u.Name] = true
 		if plain != "" {
 			u.Password = plain
 			if l.warn != nil {
@@ -56,10 +42,8 @@ func (l *cfgLoader) brokerUsers(n *yaml.Node, key string) error {
 					l.file, it.Line, it.Column, k)
 			}
 		}
-		out = append(out, u)
-	}
-	l.c.BrokerUsers = out
-	return nil
+		return u, nil
+	}}
 }
 
 // maxMQTTPacket is the largest packet MQTT can encode (a 4-byte remaining

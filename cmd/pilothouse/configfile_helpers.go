@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"math"
 
 	"gopkg.in/yaml.v3"
@@ -16,38 +15,22 @@ import (
 //	  - {id: vacation_mode, kind: flag}
 //	  - {id: target_temp, kind: number, min: 5, max: 30, step: 0.5, unit: °C, area: living}
 func (l *cfgLoader) helpers(n *yaml.Node, key string) error {
-	if n.Kind != yaml.SequenceNode {
-		return l.errAt(n, key, "want a list of helpers, got %s", describe(n))
+	return decodeList(l, n, key, &l.c.Helpers, itemList[helpers.Def]{what: "helpers", idKey: "id", noun: "helper", item: l.helper})
+}
+
+func (l *cfgLoader) helper() listItem[helpers.Def] {
+	var d helpers.Def
+	var kind string
+	keys := map[string]handler{
+		"id": l.str(&d.ID), "name": l.str(&d.Name), "kind": l.str(&kind), "area": l.str(&d.Area),
+		"tags": l.strList(&d.Tags, nonEmpty), "unit": l.str(&d.Unit), "mode": l.str(&d.Mode),
+		"min": l.float(&d.Min, -math.MaxFloat64, math.MaxFloat64), "max": l.float(&d.Max, -math.MaxFloat64, math.MaxFloat64),
+		"step": l.step(&d.Step), "options": l.strList(&d.Options, nonEmpty), "max_length": l.integer(&d.MaxLength),
+		"duration": l.str(&d.Duration), "initial": l.scalar(&d.Initial),
 	}
-	out := []helpers.Def{}
-	ids := map[string]bool{}
-	for i, it := range n.Content {
-		it = deref(it)
-		k := fmt.Sprintf("%s[%d]", key, i)
-		var d helpers.Def
-		var kind string
-		err := l.mapping(it, k, map[string]handler{
-			"id": l.str(&d.ID), "name": l.str(&d.Name), "kind": l.str(&kind), "area": l.str(&d.Area),
-			"tags": l.strList(&d.Tags, nonEmpty), "unit": l.str(&d.Unit), "mode": l.str(&d.Mode),
-			"min": l.float(&d.Min, -math.MaxFloat64, math.MaxFloat64), "max": l.float(&d.Max, -math.MaxFloat64, math.MaxFloat64),
-			"step": l.step(&d.Step), "options": l.strList(&d.Options, nonEmpty), "max_length": l.integer(&d.MaxLength),
-			"duration": l.str(&d.Duration), "initial": l.scalar(&d.Initial),
-		})
-		if err != nil {
-			return err
-		}
-		d.Kind = helpers.Kind(kind)
-		if err := d.Normalize(); err != nil {
-			return l.errAt(it, k, "%v", err)
-		}
-		if ids[d.ID] {
-			return l.errAt(it, k+".id", "helper %q is defined twice", d.ID)
-		}
-		ids[d.ID] = true
-		out = append(out, d)
-	}
-	l.c.Helpers = out
-	return nil
+	return listItem[helpers.Def]{keys: keys, id: &d.ID,
+		valid: func() error { d.Kind = helpers.Kind(kind); return d.Normalize() },
+		done:  func(*yaml.Node, string) (helpers.Def, error) { return d, nil }}
 }
 
 func (l *cfgLoader) step(dst *float64) handler {

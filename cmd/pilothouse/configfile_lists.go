@@ -13,68 +13,117 @@ import (
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
-// principals replaces the principal list. Each principal has exactly one
-// of token_sha256, token_env and token (plaintext: accepted with a warning,
-// kept only hashed).
-func (l *cfgLoader) principals(n *yaml.Node, key string) error {
+// itemList is one list of mappings in the file: its items share one
+// closed set of keys, and one of those keys names each item uniquely.
+type itemList[T any] struct {
+	what  string // the items, as "want a list of <what>" names them
+	idKey string // the key naming an item
+	noun  string // an item, as "<noun> %q is defined twice" names it
+	// required: an item without idKey is refused (else its valid does).
+	required bool
+	item     func() listItem[T]
+}
+
+// listItem is one item being decoded.
+type listItem[T any] struct {
+	keys  map[string]handler // the item's closed set of keys
+	id    *string            // where keys decode the item's id to
+	valid func() error       // the item's own checks, before its id's; nil: none
+	// done checks the decoded item after its id and returns it completed.
+	done func(it *yaml.Node, k string) (T, error)
+}
+
+// decodeList decodes a list into *dst (replacing it when the whole list
+// is good), locating each error to its item (key[i]).
+func decodeList[T any](l *cfgLoader, n *yaml.Node, key string, dst *[]T, spec itemList[T]) error {
 	if n.Kind != yaml.SequenceNode {
-		return l.errAt(n, key, "want a list of principals, got %s", describe(n))
+		return l.errAt(n, key, "want a list of %s, got %s", spec.what, describe(n))
 	}
-	out := []*engine.Principal{}
-	names := map[string]bool{}
+	out := []T{}
+	ids := map[string]bool{}
 	for i, it := range n.Content {
 		it = deref(it)
 		k := fmt.Sprintf("%s[%d]", key, i)
-		p := &engine.Principal{}
-		var hash, plain, env string
-		sources, adminSet := 0, false
-		count := func(h handler) handler {
-			return func(n *yaml.Node, key string) error { sources++; return h(n, key) }
+		item := spec.item()
+		if err := l.mapping(it, k, item.keys); err != nil {
+			return err
 		}
-		err := l.mapping(it, k, map[string]handler{
-			"name": l.checked(&p.Name, nonEmpty),
-			"token_sha256": count(l.checked(&hash, func(s string) error {
-				if b, err := hex.DecodeString(s); err != nil || len(b) != 32 {
-					return fmt.Errorf("want 64 hex digits (sha256sum of the token)")
-				}
-				return nil
-			})),
-			"token": count(l.checked(&plain, checkToken)),
-			"token_env": count(func(n *yaml.Node, key string) error {
-				if err := l.fromEnv(&env)(n, key); err != nil {
-					return err
-				}
-				if err := checkToken(env); err != nil {
-					return l.errAt(n, key, "the token in environment variable %s: %s", n.Value, err)
-				}
-				return nil
-			}),
-			"deploy":   l.boolean(&p.Deploy),
-			"admin":    func(n *yaml.Node, key string) error { adminSet = true; return l.boolean(&p.Admin)(n, key) },
-			"scope":    func(n *yaml.Node, key string) error { return l.scope(n, key, &p.Scope) },
-			"approver": l.boolean(&p.Approver),
-			"approval": l.ownApprovalPolicy(p),
-		})
+		if item.valid != nil {
+			if err := item.valid(); err != nil {
+				return l.errAt(it, k, "%v", err)
+			}
+		}
+		switch id := *item.id; {
+		case id == "" && spec.required:
+			return l.errAt(it, k, "%s is required", spec.idKey)
+		case ids[id]:
+			return l.errAt(it, k+"."+spec.idKey, "%s %q is defined twice", spec.noun, id)
+		}
+		v, err := item.done(it, k)
 		if err != nil {
 			return err
 		}
-		switch {
-		case p.Name == "":
-			return l.errAt(it, k, "name is required")
-		case names[p.Name]:
-			return l.errAt(it, k+".name", "principal %q is defined twice", p.Name)
-		case sources > 1:
-			return l.errAt(it, k, "set one of token_sha256, token_env and token")
+		ids[*item.id] = true
+		out = append(out, v)
+	}
+	*dst = out
+	return nil
+}
+
+// oneOf counts how many of a closed set of keys an item sets.
+type oneOf int
+
+func (o *oneOf) of(h handler) handler {
+	return func(n *yaml.Node, key string) error { *o++; return h(n, key) }
+}
+
+// principals replaces the principal list. Each principal has at most one
+// of token_sha256, token_env and token (plaintext: accepted with a warning,
+// kept only hashed).
+func (l *cfgLoader) principals(n *yaml.Node, key string) error {
+	return decodeList(l, n, key, &l.c.Principals, itemList[*engine.Principal]{what: "principals", idKey: "name", noun: "principal",
+		required: true, item: l.principal})
+}
+
+func (l *cfgLoader) principal() listItem[*engine.Principal] {
+	p := &engine.Principal{}
+	var hash, plain, env string
+	var sources oneOf
+	adminSet := false
+	keys := map[string]handler{
+		"name": l.checked(&p.Name, nonEmpty),
+		"token_sha256": sources.of(l.checked(&hash, func(s string) error {
+			if b, err := hex.DecodeString(s); err != nil || len(b) != 32 {
+				return fmt.Errorf("want 64 hex digits (sha256sum of the token)")
+			}
+			return nil
+		})),
+		"token": sources.of(l.checked(&plain, checkToken)),
+		"token_env": sources.of(func(n *yaml.Node, key string) error {
+			if err := l.fromEnv(&env)(n, key); err != nil {
+				return err
+			}
+			if err := checkToken(env); err != nil {
+				return l.errAt(n, key, "the token in environment variable %s: %s", n.Value, err)
+			}
+			return nil
+		}),
+		"deploy":   l.boolean(&p.Deploy),
+		"admin":    func(n *yaml.Node, key string) error { adminSet = true; return l.boolean(&p.Admin)(n, key) },
+		"scope":    func(n *yaml.Node, key string) error { return l.scope(n, key, &p.Scope) },
+		"approver": l.boolean(&p.Approver),
+		"approval": l.ownApprovalPolicy(p),
+	}
+	return listItem[*engine.Principal]{keys: keys, id: &p.Name, done: func(it *yaml.Node, k string) (*engine.Principal, error) {
+		if sources > 1 {
+			return nil, l.errAt(it, k, "set one of token_sha256, token_env and token")
 		}
-		names[p.Name] = true
 		if !adminSet {
 			p.Admin = p.Name == engine.Owner.Name // the owner sees the whole house unless told otherwise
 		}
 		l.setToken(p, hash, env, plain, it, k)
-		out = append(out, p)
-	}
-	l.c.Principals = out
-	return nil
+		return p, nil
+	}}
 }
 
 // setToken keeps the hash of the principal's one token source, warning
@@ -137,47 +186,35 @@ func checkPattern(p string) error {
 
 // notify replaces the notification channels.
 func (l *cfgLoader) notify(n *yaml.Node, key string) error {
-	if n.Kind != yaml.SequenceNode {
-		return l.errAt(n, key, "want a list of channels, got %s", describe(n))
+	return decodeList(l, n, key, &l.c.Notify, itemList[devices.NotifyChannel]{what: "channels", idKey: "id", noun: "channel",
+		required: true, item: l.notifyChannel})
+}
+
+func (l *cfgLoader) notifyChannel() listItem[devices.NotifyChannel] {
+	var ch devices.NotifyChannel
+	keys := map[string]handler{
+		"id": l.checked(&ch.ID, func(s string) error {
+			if !strings.HasPrefix(s, "notify.") || len(s) == len("notify.") || strings.ContainsAny(s, " /#+") {
+				return fmt.Errorf("want an id such as \"notify.phone\", got %q", s)
+			}
+			return nil
+		}),
+		"name":     l.str(&ch.Name),
+		"topic":    l.checked(&ch.Topic, nonEmpty),
+		"url":      l.checked(&ch.URL, httpURL),
+		"ntfy":     l.checked(&ch.Ntfy, httpURL),
+		"priority": l.checked(&ch.Priority, ntfyPriority),
+		"tags":     l.strList(&ch.Tags, nonEmpty),
 	}
-	out := []devices.NotifyChannel{}
-	ids := map[string]bool{}
-	for i, it := range n.Content {
-		it = deref(it)
-		k := fmt.Sprintf("%s[%d]", key, i)
-		var ch devices.NotifyChannel
-		err := l.mapping(it, k, map[string]handler{
-			"id": l.checked(&ch.ID, func(s string) error {
-				if !strings.HasPrefix(s, "notify.") || len(s) == len("notify.") || strings.ContainsAny(s, " /#+") {
-					return fmt.Errorf("want an id such as \"notify.phone\", got %q", s)
-				}
-				return nil
-			}),
-			"name":     l.str(&ch.Name),
-			"topic":    l.checked(&ch.Topic, nonEmpty),
-			"url":      l.checked(&ch.URL, httpURL),
-			"ntfy":     l.checked(&ch.Ntfy, httpURL),
-			"priority": l.checked(&ch.Priority, ntfyPriority),
-			"tags":     l.strList(&ch.Tags, nonEmpty),
-		})
-		if err != nil {
-			return err
-		}
+	return listItem[devices.NotifyChannel]{keys: keys, id: &ch.ID, done: func(it *yaml.Node, k string) (devices.NotifyChannel, error) {
 		switch {
-		case ch.ID == "":
-			return l.errAt(it, k, "id is required")
-		case ids[ch.ID]:
-			return l.errAt(it, k+".id", "channel %q is defined twice", ch.ID)
 		case countSet(ch.Topic, ch.URL, ch.Ntfy) != 1:
-			return l.errAt(it, k, "set exactly one of topic, url and ntfy")
+			return ch, l.errAt(it, k, "set exactly one of topic, url and ntfy")
 		case ch.Ntfy == "" && (ch.Priority != "" || len(ch.Tags) > 0):
-			return l.errAt(it, k, "priority and tags are for an ntfy channel")
+			return ch, l.errAt(it, k, "priority and tags are for an ntfy channel")
 		}
-		ids[ch.ID] = true
-		out = append(out, ch)
-	}
-	l.c.Notify = out
-	return nil
+		return ch, nil
+	}}
 }
 
 func httpURL(s string) error {

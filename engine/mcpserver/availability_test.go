@@ -24,8 +24,7 @@ const weatherAvail = "pilothouse-demo/outdoor_weather/availability"
 // on it is not met with the reason in the trace, in a test run as in a
 // firing.
 func TestAvailabilityThroughMCP(t *testing.T) {
-	s := newHTTPStack(t, nil, storage.Options{})
-	c := s.client("")
+	s, c := ownerStack(t)
 	ctx := context.Background()
 	pub, err := mqtt.Dial(ctx, mqtt.Options{Broker: s.mqtt, Logger: quiet()})
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/internal/testutil"
-	"github.com/pilothouse/pilothouse/storage"
 )
 
 // TestCancelledRunsAreReported: disabling, removing or replacing a rule
@@ -15,8 +14,7 @@ import (
 // back off after an hour) never run. Each of those answers says so (an
 // assistant disabled a motion light mid-run and the light stayed on).
 func TestCancelledRunsAreReported(t *testing.T) {
-	s := newHTTPStack(t, nil, storage.Options{})
-	c := s.client("")
+	s, c := ownerStack(t)
 	// Each case switches its own device to a state and then waits an
 	// hour to switch it back: the device in that state means a run is in
 	// progress.
@@ -78,8 +76,7 @@ func TestCancelledRunsAreReported(t *testing.T) {
 // light back off in an hour) survives, and the answer says unchanged
 // (issue 31: "turn off in 2 minutes" was lost).
 func TestIdenticalRedeployCancelsNothing(t *testing.T) {
-	s := newHTTPStack(t, nil, storage.Options{})
-	c := s.client("")
+	s, c := ownerStack(t)
 	src := `{"name": "keep-me", "triggers": [{"id": "press", "event": "bedroom_remote.action"}],
 	  "steps": [{"id": "on", "call": "porch_light.set", "args": {"state": "ON"}}, {"id": "later", "delay": "1h"},
 	            {"id": "off", "call": "porch_light.set", "args": {"state": "OFF"}}]}`
@@ -116,8 +113,7 @@ func TestIdenticalRedeployCancelsNothing(t *testing.T) {
 // the first instead of silently replacing it; the same input again
 // changes nothing.
 func TestSecondInputIsASecondRule(t *testing.T) {
-	s := newHTTPStack(t, nil, storage.Options{})
-	c := s.client("")
+	_, c := ownerStack(t)
 	hall := map[string]any{"sensor": "hall_motion.occupancy", "light": "hall_light.set"}
 	porch := map[string]any{"sensor": "hall_motion.occupancy", "light": "porch_light.set"}
 	deploy := func(input map[string]any) map[string]any {

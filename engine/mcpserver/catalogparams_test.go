@@ -3,12 +3,14 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 
+	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/storage"
@@ -16,27 +18,18 @@ import (
 
 // motionLight is the reusable motion light of issue 16 as an assistant
 // writes it after reading the guides: the sensor, the light and the hold
-// time are params; the first two are catalog references.
-const motionLight = `{
-  "name": "motion-light",
-  "description": "A light on with motion, off after a quiet hold",
-  "mode": "restart",
-  "params": {
-    "type": "object",
-    "required": ["sensor", "light"],
-    "properties": {
-      "sensor": {"type": "string", "catalog": {"kind": "state", "type": "binary_sensor", "reports": [true, false]}},
-      "light": {"type": "string", "catalog": {"kind": "action", "type": "light", "accepts": {"state": ["ON", "OFF"]}, "max_risk": "control"}},
-      "hold": {"type": "string", "format": "duration", "default": "2m"}
-    }
-  },
-  "triggers": [{"id": "motion", "state": "{{ params.sensor }}", "to": true}],
-  "steps": [
-    {"id": "on", "call": "{{ params.light }}", "args": {"state": "ON"}},
-    {"id": "quiet", "wait": {"state": "{{ params.sensor }}", "to": false, "for": "{{ params.hold }}"}, "timeout": "1h"},
-    {"id": "off", "call": "{{ params.light }}", "args": {"state": "OFF"}}
-  ]
-}`
+// time are params; the first two are catalog references. The rules
+// package's tests validate the same program.
+var motionLight = rulesProgram("motion-light")
+
+// rulesProgram reads a program the rules package's tests validate too.
+func rulesProgram(name string) string {
+	b, err := os.ReadFile("../../rules/testdata/programs/" + name + ".json")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
 
 func execute(t *testing.T, c *client.Client, args map[string]any) map[string]any {
 	t.Helper()
@@ -88,8 +81,7 @@ func js(v any) string { b, _ := json.Marshal(v); return string(b) }
 // input_binding finding at the member for an id that does not fit, and
 // fires on the real MQTT motion sensor.
 func TestCatalogParamsOverMCP(t *testing.T) {
-	s := newHTTPStack(t, nil, storage.Options{})
-	c := s.client("")
+	s, c := ownerStack(t)
 
 	v := validate(t, c, motionLight)
 	if v["valid"] != true || len(v["diagnostics"].([]any)) != 0 {
@@ -188,8 +180,7 @@ func TestCatalogParamsOverMCP(t *testing.T) {
 // id position, each saying how to declare a reference parameter (and none
 // that sends the assistant to pilotage_lookup).
 func TestTemplatedIDDiagnostic(t *testing.T) {
-	s := newHTTPStack(t, nil, storage.Options{})
-	c := s.client("")
+	_, c := ownerStack(t)
 	v := validate(t, c, `{"name":"reusable","params":{"type":"object","properties":{"sensor":{"type":"string"},"light":{"type":"string"}}},
 	  "triggers":[{"id":"m","state":"{{ params.sensor }}","to":true}],
 	  "steps":[{"id":"on","call":"{{ params.light }}","args":{"state":"ON"}}]}`)
@@ -256,48 +247,31 @@ func passReferencesOn(t *testing.T, c *client.Client, ref string) {
 	}
 }
 
-// doorGesture reads how long a catalog-param door has stood open and
-// fires on a set of gestures of a catalog-param remote.
-const doorGesture = `{
-  "name": "door-gesture",
-  "params": {
-    "type": "object",
-    "required": ["door", "remote"],
-    "properties": {
-      "door": {"type": "string", "catalog": {"kind": "state", "type": "binary_sensor", "reports": [true, false]}},
-      "remote": {"type": "string", "catalog": {"kind": "event", "type": "remote"}}
-    }
-  },
-  "triggers": [{"id": "press", "event": "{{ params.remote }}", "value": ["toggle_double", "toggle_triple"]}],
-  "conditions": [{"id": "long", "expr": "since(params.door) >= 600"}],
-  "steps": [
-    {"id": "note", "set": {"open": "{{ 'open ' + string(round(since(params.door) / 60)) + ' min' }}"}},
-    {"id": "light", "call": "porch_light.set", "args": {"state": "ON"}}
-  ]
-}`
-
 // TestCatalogParamsInSinceAndValueListsOverMCP: since(params.x) reads
 // the bound entry like state(params.x), and an event trigger with a value
 // list binds its "{{ params.x }}" id; a non-fitting id is input_binding.
 func TestCatalogParamsInSinceAndValueListsOverMCP(t *testing.T) {
-	s := newHTTPStack(t, nil, storage.Options{})
-	c := s.client("")
-	if v := validate(t, c, doorGesture); v["valid"] != true || len(v["diagnostics"].([]any)) != 0 {
+	c := newHTTPStackDevs(t, engine.Config{}, storage.Options{}, devices.Options{Logger: quiet(),
+		Notify: []devices.NotifyChannel{{ID: "notify.phone", Name: "Phone", Topic: "pilothouse/notify/phone"}}}).client("")
+	doorAlert := rulesProgram("door-alert")
+	if v := validate(t, c, doorAlert); v["valid"] != true || len(v["diagnostics"].([]any)) != 0 {
 		t.Fatalf("validate: %s", js(v))
 	}
 	input := map[string]any{"door": "front_door.contact", "remote": "bedroom_remote.action",
-		"scenario": map[string]any{"value": "toggle_triple",
-			"timeline": []any{map[string]any{"at": "-20m", "state": map[string]any{"front_door.contact": false}}}}}
-	tr := execute(t, c, map[string]any{"program": prog(t, doorGesture), "test_run": true, "input": input})
+		"scenario": map[string]any{"value": "toggle_triple", "timeline": []any{
+			map[string]any{"at": "-20m", "state": map[string]any{"front_door.contact": false}},
+			map[string]any{"at": "10s", "event": map[string]any{"bedroom_remote.action": "on_hold"}}}}}
+	tr := execute(t, c, map[string]any{"program": prog(t, doorAlert), "test_run": true, "input": input})
 	out, _ := tr["output"].(map[string]any)
-	if oc := tr["outcome"].(map[string]any); oc["status"] != "success" || js(out["vars"]) != `{"open":"open 20 min"}` || len(out["calls"].([]any)) != 1 {
+	calls, _ := out["calls"].([]any)
+	if oc := tr["outcome"].(map[string]any); oc["status"] != "success" || len(calls) != 1 || !strings.Contains(js(calls[0]), `"message":"open 20 min"`) {
 		t.Fatalf("test run: %s", js(tr))
 	}
 	if d := step(out["plan"], "press")["description"]; d != `When event bedroom_remote.action arrives with "toggle_double" or "toggle_triple"` {
 		t.Errorf("bound plan trigger: %v", d)
 	}
 	input["door"] = "hall_light.set"
-	bad := execute(t, c, map[string]any{"program": prog(t, doorGesture), "test_run": true, "input": input})
+	bad := execute(t, c, map[string]any{"program": prog(t, doorAlert), "test_run": true, "input": input})
 	if diagAt(bad, "input_binding", "/door") == nil {
 		t.Errorf("a door that is an action: %s", js(bad))
 	}

@@ -20,8 +20,7 @@ func TestDamagedRuleRowListsTheOthers(t *testing.T) {
 		{"binding", `not json`},
 	} {
 		t.Run(tc.col+" "+tc.value, func(t *testing.T) {
-			s := newHTTPStack(t, nil, storage.Options{})
-			c := s.client("")
+			s, c := ownerStack(t)
 			deployed(t, c, `{"name":"porch-on","triggers":[{"id":"t","at":"20:00"}],"steps":[{"id":"on","call":"porch_light.set","args":{"state":"ON"}}]}`)
 			deployed(t, c, `{"name":"hall-on","triggers":[{"id":"t","at":"21:00"}],"steps":[{"id":"on","call":"hall_light.set","args":{"state":"ON"}}]}`)
 			db, err := sql.Open("sqlite", filepath.Join(s.dir, storage.FileName))

@@ -3,16 +3,13 @@ package mcpserver_test
 import (
 	"strings"
 	"testing"
-
-	"github.com/pilothouse/pilothouse/storage"
 )
 
 // TestDeployChecksEverything: what can be known before a rule runs is
 // checked at validate or, with its input, at execute; nothing is left to
 // fail halfway through the first firing.
 func TestDeployChecksEverything(t *testing.T) {
-	s := newHTTPStack(t, nil, storage.Options{})
-	c := s.client("")
+	_, c := ownerStack(t)
 
 	// A trigger value the entry never reports: the rule could never fire.
 	v := validate(t, c, `{"name":"never","triggers":[{"id":"m","state":"hall_motion.occupancy","to":"on"}],"steps":[{"id":"on","call":"hall_light.set","args":{"state":"ON"}}]}`)
@@ -78,8 +75,7 @@ func TestDeployChecksEverything(t *testing.T) {
 // the same motion trigger validates with a warning naming the first; one
 // on the motion ending does not; a bound deploy reports it in its output.
 func TestOverlappingRuleWarning(t *testing.T) {
-	s := newHTTPStack(t, nil, storage.Options{})
-	c := s.client("")
+	_, c := ownerStack(t)
 	deployed(t, c, `{"name":"hall-on","triggers":[{"id":"m","state":"hall_motion.occupancy","to":true}],"steps":[{"id":"on","call":"hall_light.set","args":{"state":"ON"}}]}`)
 
 	v := validate(t, c, `{"name":"hall-dim","triggers":[{"id":"m","state":"hall_motion.occupancy","to":true}],"steps":[{"id":"dim","call":"hall_light.set","args":{"brightness":40}}]}`)

@@ -12,8 +12,7 @@ import (
 // to replace it, and says beforehand what replacing would undo; the
 // caller names an instance with install.rule to keep both.
 func TestNoSilentReplacement(t *testing.T) {
-	s := newHTTPStack(t, nil, storage.Options{})
-	c := s.client("")
+	_, c := ownerStack(t)
 	late := func(at string) string {
 		return `{"name": "porch-late", "triggers": [{"id": "late", "at": "` + at + `"}],
 		  "steps": [{"id": "off", "call": "porch_light.set", "args": {"state": "OFF"}}]}`

@@ -40,8 +40,7 @@ const doorOpenAlert = `{
 // on one between the default and it, and keeps its binding across a
 // restart.
 func TestParamThresholdOverMCP(t *testing.T) {
-	s := newHTTPStack(t, nil, storage.Options{})
-	c := s.client("")
+	s, c := ownerStack(t)
 
 	v := validate(t, c, humidityFan)
 	if v["valid"] != true {
@@ -121,8 +120,7 @@ func humidityFires(t *testing.T, s *httpStack, c *client.Client, n int) {
 // TestParamHoldOverMCP: a trigger's "for" bound to "2s" holds: the rule
 // fires once the door has been open that long, not before.
 func TestParamHoldOverMCP(t *testing.T) {
-	s := newHTTPStack(t, nil, storage.Options{})
-	c := s.client("")
+	s, c := ownerStack(t)
 	if v := validate(t, c, doorOpenAlert); v["valid"] != true ||
 		step(v["plan"], "open")["description"] != `When front_door.contact changes to false and stays so for {{ params.open_duration }} (default "10m")` {
 		t.Fatalf("validate: %s", js(v))

@@ -4,16 +4,13 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
-
-	"github.com/pilothouse/pilothouse/storage"
 )
 
 // TestLoopIndexInWhile: a repeat's while and until read vars.index, as
 // validate accepts and the steps guide documents: the iteration about to
 // run (while) or just run (until).
 func TestLoopIndexInWhile(t *testing.T) {
-	s := newHTTPStack(t, nil, storage.Options{})
-	c := s.client("")
+	_, c := ownerStack(t)
 	for _, tc := range []struct{ name, repeat string }{
 		{"while", `{"while": "vars.index <= 2", "max": 5}`},
 		{"until", `{"until": "vars.index >= 2", "max": 5}`},
@@ -37,8 +34,7 @@ func TestLoopIndexInWhile(t *testing.T) {
 // a numeric trigger fires only when the value crosses into its range, and
 // computed call arguments are checked against the action's input schema.
 func TestTestRunPredictsFiring(t *testing.T) {
-	s := newHTTPStack(t, nil, storage.Options{})
-	c := s.client("")
+	_, c := ownerStack(t)
 	const below = `{"name": "cool", "triggers": [{"id": "c", "state": "outdoor_weather.temperature", "below": 50}],
 	  "steps": [{"id": "n", "set": {"x": 1}}]}`
 	const dim = `{"name": "dim", "triggers": [{"id": "press", "event": "bedroom_remote.action"}],
@@ -64,8 +60,7 @@ func TestTestRunPredictsFiring(t *testing.T) {
 // the value a state has now is still a change at its time: since() reads
 // the scenario, not the live history.
 func TestTimelineEqualToLive(t *testing.T) {
-	s := newHTTPStack(t, nil, storage.Options{})
-	c := s.client("")
+	s, c := ownerStack(t)
 	l, _ := s.devs.Live("front_door.contact")
 	now, _ := json.Marshal(l.Value)
 	const src = `{"name": "since", "triggers": [{"id": "press", "event": "bedroom_remote.action"}],
@@ -81,8 +76,7 @@ func TestTimelineEqualToLive(t *testing.T) {
 // never reports is unreachable_value, as the same mistake in a trigger's
 // to is.
 func TestUnreachableComparison(t *testing.T) {
-	s := newHTTPStack(t, nil, storage.Options{})
-	c := s.client("")
+	_, c := ownerStack(t)
 	for _, tc := range []struct {
 		expr string
 		bad  bool

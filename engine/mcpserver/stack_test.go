@@ -56,6 +56,14 @@ func newHTTPStackDevs(t *testing.T, cfg engine.Config, so storage.Options, do de
 		mqtt: h.Broker.URL(), url: h.ServeHTTP(mcpserver.HTTPOptions{Principals: cfg.Principals})}
 }
 
+// ownerStack starts the stack with the default owner and connects its
+// client.
+func ownerStack(t *testing.T) (*httpStack, *client.Client) {
+	t.Helper()
+	s := newHTTPStack(t, nil, storage.Options{})
+	return s, s.client("")
+}
+
 // client connects the real mcp-go client over HTTP with a bearer token
 // ("" = none).
 func (s *httpStack) client(token string) *client.Client {

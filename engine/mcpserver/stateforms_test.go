@@ -7,15 +7,13 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/internal/testutil"
-	"github.com/pilothouse/pilothouse/storage"
 )
 
 // TestStateTriggerListsAndNot: a state trigger's to may list values, and
 // not_to / not_from exclude values (Home Assistant's forms); installed
 // rules fire on the MQTT changes exactly as their test runs predict.
 func TestStateTriggerListsAndNot(t *testing.T) {
-	s := newHTTPStack(t, nil, storage.Options{})
-	c := s.client("")
+	s, c := ownerStack(t)
 	ctx := context.Background()
 	const list = `{"name": "lock-list", "mode": "parallel", "triggers": [{"id": "t", "state": "front_lock.lock_state", "to": ["unlocked", "not_fully_locked"]}],
 	  "steps": [{"id": "n", "set": {"v": "{{ trigger.value }}"}}]}`
@@ -66,8 +64,7 @@ func TestStateTriggerListsAndNot(t *testing.T) {
 // (a computed brightness the light refuses) lets the run go on, in the
 // real firing on an MQTT button press as in its test run.
 func TestContinueOnError(t *testing.T) {
-	s := newHTTPStack(t, nil, storage.Options{})
-	c := s.client("")
+	s, c := ownerStack(t)
 	const src = `{"name": "press-dim", "triggers": [{"id": "press", "event": "bedroom_remote.action"}],
 	  "steps": [{"id": "dim", "call": "hall_light.set", "args": {"brightness": "{{ trigger.value }}"}, "continue_on_error": true},
 	    {"id": "after", "set": {"went_on": true}}]}`

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
-
-	"github.com/pilothouse/pilothouse/storage"
 )
 
 // firingStatuses lists a rule's latest firings' statuses, newest first.
@@ -36,8 +34,7 @@ func firingStatuses(t *testing.T, c *client.Client, rule string) []string {
 // throttled rule runs once per window (status throttled after), and
 // since() reads how long a state has held.
 func TestMultiPressThrottleSinceThroughMCP(t *testing.T) {
-	s := newHTTPStack(t, nil, storage.Options{})
-	c := s.client("")
+	s, c := ownerStack(t)
 	got := call(t, c, "pilotage_lookup", map[string]any{"verb": "get", "id": "bedroom_remote.action"})
 	schema, _ := got["entry"].(map[string]any)["output_schema"].(map[string]any)
 	var enum []string

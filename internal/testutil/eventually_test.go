@@ -46,3 +46,14 @@ func TestEventuallyNamesWhat(t *testing.T) {
 		t.Fatalf("a condition that holds failed: %q", r.msg)
 	}
 }
+
+func TestJSONTags(t *testing.T) {
+	type rec struct {
+		A int    `json:"a"`
+		B string `json:"b,omitempty"`
+		C bool
+	}
+	if got, want := JSONTags(rec{}), "A:a B:b,omitempty C:"; got != want {
+		t.Errorf("JSONTags = %q, want %q", got, want)
+	}
+}

@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -192,14 +192,6 @@ func TestEnvelopeEncodingRandom(t *testing.T) {
 // to or retagged in envelope or rules.CallRecord must be handled in
 // appendEnvelope / appendCalls (recorder.go) before this passes again.
 func TestEnvelopeEncodingTags(t *testing.T) {
-	tags := func(v any) string {
-		var out []string
-		rt := reflect.TypeOf(v)
-		for i := range rt.NumField() {
-			out = append(out, rt.Field(i).Name+":"+rt.Field(i).Tag.Get("json"))
-		}
-		return strings.Join(out, " ")
-	}
 	for _, c := range []struct {
 		v    any
 		want string
@@ -207,7 +199,7 @@ func TestEnvelopeEncodingTags(t *testing.T) {
 		{Envelope{}, "RunID:run_id Outcome:outcome Output:output,omitempty Trace:trace,omitempty"},
 		{rules.CallRecord{}, "Step:step ID:id Args:args,omitempty Output:output,omitempty Error:error,omitempty At:at"},
 	} {
-		if got := tags(c.v); got != c.want {
+		if got := testutil.JSONTags(c.v); got != c.want {
 			t.Errorf("%T fields changed: %s\nthe recorder's encoder handles: %s", c.v, got, c.want)
 		}
 	}

@@ -1,4 +1,4 @@
-package engine
+package approval
 
 import (
 	"context"
@@ -54,75 +54,75 @@ const maxAskWait = 5 * time.Minute
 // can ask and the caller may approve its own requests (the owner, or a
 // policy's self_approve): a guest's deploy waits for an approver instead.
 // ok false: nobody was asked, or nobody decided; the request stays pending.
-func (e *Engine) askClient(ctx context.Context, g gateRequest, a storage.Approval) (*storage.Approval, *ExecuteResponse, bool) {
+func (b *Book) askClient(ctx context.Context, g Request, a storage.Approval) (*storage.Approval, *Refusal, bool) {
 	ask := askerFrom(ctx)
-	if ask == nil || !e.mayApprove(g.p, g.p.Name) {
+	if ask == nil || !b.MayApprove(g.P, g.P.Name) {
 		return nil, nil, false
 	}
 	actx, cancel := context.WithTimeout(ctx, maxAskWait)
 	defer cancel()
-	ans, err := ask(actx, AskRequest{ID: a.ID, URL: e.approvalURL(a.ID), Message: e.askMessage(g, a)})
+	ans, err := ask(actx, AskRequest{ID: a.ID, URL: b.URL(a.ID), Message: b.askMessage(g, a)})
 	if err != nil {
-		e.log.Info("asking the client's user to approve failed; the request stays pending", "approval", a.ID, "err", err)
+		b.log.Info("asking the client's user to approve failed; the request stays pending", "approval", a.ID, "err", err)
 		return nil, nil, false
 	}
-	now := e.Now()
+	now := b.cfg.Now()
 	if ans == AnswerElsewhere {
-		if a, err = e.store.GetApproval(ctx, a.ID); err != nil || a.Status == storage.ApprovalPending {
+		if a, err = b.store.GetApproval(ctx, a.ID); err != nil || a.Status == storage.ApprovalPending {
 			return nil, nil, false
 		}
 	} else {
-		if err := e.store.DecideApproval(ctx, a.ID, ans == AnswerApproved, g.p.Name, ChannelElicitation, now); err != nil {
-			e.log.Warn("recording the client's answer failed; the request stays pending", "approval", a.ID, "err", err)
+		if err := b.store.DecideApproval(ctx, a.ID, ans == AnswerApproved, g.P.Name, ChannelElicitation, now); err != nil {
+			b.log.Warn("recording the client's answer failed; the request stays pending", "approval", a.ID, "err", err)
 			return nil, nil, false
 		}
-		e.approvalDecided()
-		a.DecidedBy, a.DecidedAt, a.Channel = g.p.Name, now, ChannelElicitation
+		b.wake()
+		a.DecidedBy, a.DecidedAt, a.Channel = g.P.Name, now, ChannelElicitation
 		a.Status = map[bool]string{true: storage.ApprovalApproved, false: storage.ApprovalDeclined}[ans == AnswerApproved]
-		e.logApproval(a, "deploy of "+a.Rule+" by "+a.Principal+" "+map[bool]string{true: "approved", false: "declined"}[ans == AnswerApproved]+" in the client")
+		b.cfg.Note(a, "deploy of "+a.Rule+" by "+a.Principal+" "+map[bool]string{true: "approved", false: "declined"}[ans == AnswerApproved]+" in the client")
 	}
 	if a.Status == storage.ApprovalDeclined {
 		msg := "the user declined this deploy (" + a.ID + ", by " + a.DecidedBy + " via " + a.Channel + "): nothing was installed"
-		return nil, e.gateRefusal(g, a, rules.StatusDenied, msg), true
+		return nil, b.refusal(g, a, rules.StatusDenied, msg), true
 	}
 	if a.Status != storage.ApprovalApproved {
 		return nil, nil, false
 	}
-	if err := e.store.UseApproval(ctx, a.ID, g.runID, now); err != nil {
-		e.log.Warn("using the client's approval failed; the request stays approved", "approval", a.ID, "err", err)
+	if err := b.store.UseApproval(ctx, a.ID, g.RunID, now); err != nil {
+		b.log.Warn("using the client's approval failed; the request stays approved", "approval", a.ID, "err", err)
 		return nil, nil, false
 	}
-	a.Status, a.UsedRun, a.UsedAt = storage.ApprovalUsed, g.runID, now
+	a.Status, a.UsedRun, a.UsedAt = storage.ApprovalUsed, g.RunID, now
 	return &a, nil, true
 }
 
-// approvalDecided wakes every AwaitDecision.
-func (e *Engine) approvalDecided() {
-	e.decidedMu.Lock()
-	close(e.decided)
-	e.decided = make(chan struct{})
-	e.decidedMu.Unlock()
+// wake wakes every AwaitDecision.
+func (b *Book) wake() {
+	b.decidedMu.Lock()
+	close(b.decided)
+	b.decided = make(chan struct{})
+	b.decidedMu.Unlock()
 }
 
 // AwaitDecision waits until request id is no longer pending (decided,
 // or expired) or ctx ends: a URL-mode elicitation holds its deploy open
 // while the person decides on the web page.
-func (e *Engine) AwaitDecision(ctx context.Context, id string) error {
-	if e.store == nil {
-		return ErrApprovalNotFound
+func (b *Book) AwaitDecision(ctx context.Context, id string) error {
+	if b.store == nil {
+		return ErrNotFound
 	}
 	for {
-		e.decidedMu.Lock()
-		wake := e.decided
-		e.decidedMu.Unlock()
-		a, err := e.store.GetApproval(ctx, id)
+		b.decidedMu.Lock()
+		wake := b.decided
+		b.decidedMu.Unlock()
+		a, err := b.store.GetApproval(ctx, id)
 		if err != nil {
 			return err
 		}
-		if a.Status != storage.ApprovalPending || a.Expired(e.Now()) {
+		if a.Status != storage.ApprovalPending || a.Expired(b.cfg.Now()) {
 			return nil
 		}
-		expiry := time.NewTimer(a.ExpiresAt.Sub(e.Now()))
+		expiry := time.NewTimer(a.ExpiresAt.Sub(b.cfg.Now()))
 		select {
 		case <-wake:
 			expiry.Stop()
@@ -136,17 +136,17 @@ func (e *Engine) AwaitDecision(ctx context.Context, id string) error {
 
 // askMessage is what the person is shown (spec §7.3: the program itself,
 // and the labels as the server's unverified claims).
-func (e *Engine) askMessage(g gateRequest, a storage.Approval) string {
-	var b strings.Builder
-	b.WriteString("Install the home automation rule " + quote(a.Rule) + "? Its risk needs your approval: " + strings.Join(g.reasons, "; ") + ".\n")
-	if g.b.Plan != nil && g.b.Plan.Summary != "" {
-		b.WriteString("Plan: " + g.b.Plan.Summary + "\n")
+func (b *Book) askMessage(g Request, a storage.Approval) string {
+	var s strings.Builder
+	s.WriteString("Install the home automation rule " + quote(a.Rule) + "? Its risk needs your approval: " + strings.Join(g.Reasons, "; ") + ".\n")
+	if g.Summary != "" {
+		s.WriteString("Plan: " + g.Summary + "\n")
 	}
-	b.WriteString("The risk labels, the plan and the descriptions are the server's own claims, not verified facts. The program:\n")
-	b.Write(a.Program)
+	s.WriteString("The risk labels, the plan and the descriptions are the server's own claims, not verified facts. The program:\n")
+	s.Write(a.Program)
 	if len(a.Params) > 0 && string(a.Params) != "null" {
-		b.WriteString("\nInput: " + string(a.Params))
+		s.WriteString("\nInput: " + string(a.Params))
 	}
-	b.WriteString("\nOr decide on the web page: " + e.approvalURL(a.ID))
-	return b.String()
+	s.WriteString("\nOr decide on the web page: " + b.URL(a.ID))
+	return s.String()
 }
