@@ -180,8 +180,8 @@ func TestArgumentsBounded(t *testing.T) {
 	// the client and in mcp-go; the race detector slows it tenfold).
 	big := strings.Repeat("x", 900<<10)
 	budget := time.Second
-	if raceEnabled {
-		budget = 10 * time.Second
+	if raceEnabled { // and a loaded CI machine: 14-21 s seen at load 15-18
+		budget = 60 * time.Second
 	}
 	for _, args := range []map[string]any{with(with(lang, "verb", "list"), "q", big), with(with(lang, "verb", "get"), "id", big)} {
 		t0 := time.Now()
