@@ -143,6 +143,9 @@ func cpuTime(t *testing.T) time.Duration {
 func TestHardeningRound2OverMCP(t *testing.T) {
 	cfg := testConfig(t)
 	twoPrincipals(cfg)
+	// The operation budget is what item 4 checks; on a loaded machine
+	// under -race the default wall-time bound could end the run first.
+	cfg.Limits.MaxTestRunWall = time.Minute
 	a := startTestApp(t, cfg)
 	counter := &countingTransport{}
 	guest := mcpClientWith(t, a.URL()+"/mcp", "guest-token", &http.Client{Transport: counter})
