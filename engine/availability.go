@@ -14,6 +14,9 @@ import (
 // previous value) is a baseline, as for states (baseline.go): it only
 // opens the "for" windows it satisfies.
 func (s *scheduler) onAvailability(ch devices.Change) {
+	if on, _ := ch.Value.(bool); !on {
+		defer s.closeHoldsOf(ch.ID) // after the availability triggers saw it
+	}
 	s.mu.RLock()
 	ats := s.avail
 	s.mu.RUnlock()
@@ -72,3 +75,53 @@ func (at *armedTrigger) describe(ch devices.Change, restored bool) string {
 	}
 	return at.t.Entity() + "'s device went offline"
 }
+
+// A state trigger never fires on a device that reports itself offline, as
+// in Home Assistant, where its entities are "unavailable": a state it sends
+// meanwhile is kept as its value but fires nothing, and going offline
+// breaks the "for" windows open on its states.
+
+// offline reports whether entity's device has said it is offline.
+func (s *scheduler) offline(entity string) bool {
+	l, ok := s.e.devs.Live(entity)
+	return ok && l.Available != nil && !*l.Available
+}
+
+// offlineChange counts a change of an offline device and closes the
+// windows of the triggers watching it.
+func (s *scheduler) offlineChange(ats []*armedTrigger) {
+	s.e.offlineChanges.Add(1)
+	for _, at := range ats {
+		if at.t.Kind() == rules.TriggerAvailable || at.t.For() <= 0 {
+			continue
+		}
+		at.mu.Lock()
+		at.closeHold(true)
+		at.mu.Unlock()
+	}
+}
+
+// closeHoldsOf closes the "for" windows open on the states of device dev,
+// which went offline.
+func (s *scheduler) closeHoldsOf(dev string) {
+	s.mu.RLock()
+	var ats []*armedTrigger
+	for id, list := range s.index {
+		if d, ok := s.e.devs.DeviceOf(id); ok && d == dev {
+			ats = append(ats, list...)
+		}
+	}
+	s.mu.RUnlock()
+	for _, at := range ats {
+		if at.t.Kind() == rules.TriggerAvailable || at.t.For() <= 0 {
+			continue
+		}
+		at.mu.Lock()
+		at.closeHold(true)
+		at.mu.Unlock()
+	}
+}
+
+// OfflineChanges counts the state changes of devices that had said they
+// were offline since the start: no trigger fired on them (/healthz).
+func (e *Engine) OfflineChanges() uint64 { return e.offlineChanges.Load() }

@@ -102,9 +102,11 @@ func (c *Config) defaults() {
 
 // Engine ties the catalog, the Language, storage and the scheduler together.
 type Engine struct {
-	cfg  Config
-	log  *slog.Logger
-	devs *devices.Catalog
+	cfg Config
+	// offlineChanges counts state changes of offline devices (availability.go).
+	offlineChanges atomic.Uint64
+	log            *slog.Logger
+	devs           *devices.Catalog
 	// helpers, when set (SetHelpers), owns the household's helpers.
 	helpers *helpers.Manager
 	store   *storage.Store

@@ -397,6 +397,10 @@ func (s *scheduler) onChange(ch devices.Change) {
 			return
 		}
 	}
+	if ch.Kind == devices.ChangeState && len(ats) > 0 && s.offline(ch.ID) {
+		s.offlineChange(ats)
+		return
+	}
 	for _, at := range ats {
 		at.observe(ch, restored)
 	}

@@ -44,8 +44,11 @@ type loadReport struct {
 	Recorder engine.RecorderStats `json:"recorder"`
 	// Firings: the firing slots now; a firing that waited a second for
 	// one means events are answered late (saturated).
-	Firings  engine.FiringLoad `json:"firings"`
-	Warnings []string          `json:"warnings,omitempty"`
+	Firings engine.FiringLoad `json:"firings"`
+	// OfflineChanges: state changes of devices that said they were
+	// offline; no trigger fired on them.
+	OfflineChanges uint64   `json:"offline_changes"`
+	Warnings       []string `json:"warnings,omitempty"`
 }
 
 // saturatedWait is how long the oldest firing may wait for a slot before
@@ -62,6 +65,7 @@ func (a *app) load() loadReport {
 	r.Recorder = a.eng.RecorderStats()
 	rec := r.Recorder
 	r.Firings = a.eng.FiringLoad()
+	r.OfflineChanges = a.eng.OfflineChanges()
 	r.Status = "ok"
 	if fl := r.Firings; fl.OldestWaitMS >= float64(saturatedWait.Milliseconds()) {
 		r.Status = "saturated"
