@@ -65,8 +65,9 @@ func (c *Client) resubscribeAll() {
 	if first {
 		defer close(c.firstReady)
 	}
-	for f, err := range c.subscribeMany(want) {
-		c.log.Error("resubscribe failed", "filter", f, "err", err)
+	failed := c.subscribeMany(want)
+	if c.Connected() {
+		c.noteSubscribed(want, failed) // kept and retried; Health says so
 	}
 }
 
