@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -108,13 +109,13 @@ func (d *Def) checkNumber(v any) (any, error) {
 		return nil, invalid("%s is a %s: the value is a number, not %s", d.ID, d.Kind, show(v))
 	}
 	if d.Kind == Counter && f != math.Trunc(f) {
-		return nil, invalid("%s is a counter: %v is not a whole number", d.ID, f)
+		return nil, invalid("%s is a counter: %s is not a whole number", d.ID, num(f))
 	}
 	if d.Min != nil && f < *d.Min {
-		return nil, invalid("%s: %v is below its min %v", d.ID, f, *d.Min)
+		return nil, invalid("%s: %s is below its min %s", d.ID, num(f), num(*d.Min))
 	}
 	if d.Max != nil && f > *d.Max {
-		return nil, invalid("%s: %v is above its max %v", d.ID, f, *d.Max)
+		return nil, invalid("%s: %s is above its max %s", d.ID, num(f), num(*d.Max))
 	}
 	return f, nil
 }
@@ -139,6 +140,15 @@ func (d *Def) checkDateTime(v any) (any, error) {
 		}
 	}
 	return nil, invalid("%s holds a %s: %s is not like %q", d.ID, d.Mode, show(v), modeExample[d.Mode])
+}
+
+// num is a number as a message says it: in plain digits, never in
+// exponent form (a counter's max of 2^63-1 is not 9.223372036854776e+18).
+func num(f float64) string {
+	if f == math.Trunc(f) {
+		return strconv.FormatFloat(f, 'f', 0, 64) // every digit of a whole number
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64)
 }
 
 func show(v any) string {
@@ -227,10 +237,10 @@ func (d *Def) applyNumber(next Value, action string, args map[string]any) (outco
 	}
 	v = math.Round(v*1e9) / 1e9 // 0.1 steps add up without drift
 	if d.Min != nil && v < *d.Min {
-		return outcome{}, invalid("%s: %v − %v would be below its min %v", d.ID, cur, d.Step, *d.Min)
+		return outcome{}, invalid("%s: %s − %s would be below its min %s", d.ID, num(cur), num(d.Step), num(*d.Min))
 	}
 	if d.Max != nil && v > *d.Max {
-		return outcome{}, invalid("%s: %v + %v would be above its max %v", d.ID, cur, d.Step, *d.Max)
+		return outcome{}, invalid("%s: %s + %s would be above its max %s", d.ID, num(cur), num(d.Step), num(*d.Max))
 	}
 	next["state"] = v
 	return outcome{value: next}, nil

@@ -2,6 +2,7 @@ package helpers
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -24,6 +25,7 @@ func TestActions(t *testing.T) {
 	flag := Def{ID: "vacation_mode", Kind: Flag}
 	num := Def{ID: "target", Kind: Number, Min: fp(5), Max: fp(30), Step: 0.5, Unit: "°C"}
 	cnt := Def{ID: "visits", Kind: Counter, Min: fp(0), Max: fp(3), Initial: 1.0}
+	huge := Def{ID: "ticks", Kind: Counter, Min: fp(0), Max: fp(math.MaxInt64)}
 	choice := Def{ID: "mode", Kind: Choice, Options: []string{"home", "away", "night"}}
 	text := Def{ID: "note", Kind: Text, MaxLength: 5}
 	date := Def{ID: "holiday", Kind: DateTime, Mode: "date"}
@@ -57,6 +59,7 @@ func TestActions(t *testing.T) {
 		{"counter over", cnt, Value{"state": 3.0}, "increment", nil, nil, "", "above its max 3"},
 		{"counter reset", cnt, Value{"state": 3.0}, "reset", nil, 1.0, "", ""},
 		{"counter set", cnt, Value{"state": 3.0}, "set", map[string]any{"value": 2.0}, 2.0, "", ""},
+		{"counter past a max of 2^63-1", huge, Value{"state": 0.0}, "set", map[string]any{"value": 1e19}, nil, "", "10000000000000000000 is above its max 9223372036854775808"},
 		{"counter fraction", cnt, Value{"state": 3.0}, "set", map[string]any{"value": 2.5}, nil, "", "not a whole number"},
 		{"choice select", choice, Value{"state": "home"}, "select", map[string]any{"option": "night"}, "night", "", ""},
 		{"choice bad", choice, Value{"state": "home"}, "select", map[string]any{"option": "party"}, nil, "", "not one of its options"},

@@ -161,7 +161,7 @@ func (d *Def) normalizeNumber() error {
 		}
 	}
 	if d.Min != nil && d.Max != nil && *d.Min > *d.Max {
-		return invalid("min %v is above max %v", *d.Min, *d.Max)
+		return invalid("min %s is above max %s", num(*d.Min), num(*d.Max))
 	}
 	if d.Step < 0 || math.IsNaN(d.Step) || math.IsInf(d.Step, 0) {
 		return invalid("step must be a positive number")

@@ -141,6 +141,7 @@ type Client struct {
 	lastRead atomic.Int64 // Unix ns: when bytes last came from the broker
 	health   healthState  // guarded by mu
 	link     linkState    // guarded by mu
+	refused  refusedSubs  // guarded by mu
 	fresh    atomic.Bool  // Options.FreshStart not yet done
 }
 

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"strings"
 	"time"
 )
 
@@ -15,7 +17,12 @@ var errNoAnswer = errors.New("no answer from the broker before the deadline")
 // when stop is closed. Once the broker accepted it, the connection's
 // reader reports its loss (onLost), so attempt succeeds even if it is
 // lost at once.
-func (c *Client) attempt(stop <-chan struct{}) error {
+func (c *Client) attempt(stop <-chan struct{}) (err error) {
+	defer func() {
+		if err != nil {
+			c.noteFailed(err)
+		}
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.ConnectTimeout)
 	defer cancel()
 	go func() {
@@ -149,4 +156,20 @@ func (c *Client) onLost(k *conn, err error) {
 	}
 	c.log.Warn("connection lost; reconnecting", "err", err, "retry_in", wait)
 	c.startReconnect(wait)
+}
+
+// noteFailed records a failed connection attempt for Link, without the
+// broker URL's credentials: /healthz shows it to anyone who can reach it.
+func (c *Client) noteFailed(err error) {
+	why := err.Error()
+	if u, perr := url.Parse(c.opts.Broker); perr == nil && u.User != nil {
+		why = strings.ReplaceAll(why, u.User.String(), "xxxxx")
+	}
+	if len(c.opts.Password) >= 4 { // a shorter one would garble the text
+		why = strings.ReplaceAll(why, c.opts.Password, "xxxxx")
+	}
+	c.mu.Lock()
+	c.link.failed++
+	c.link.failedWhy, c.link.failedAt = why, time.Now()
+	c.mu.Unlock()
 }

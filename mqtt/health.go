@@ -46,6 +46,9 @@ func (c *Client) Health() (ok bool, reason string) {
 		return false, fmt.Sprintf("mqtt broker not answering: a publish to %q %s ago got no answer within %s, and nothing has come from the broker since",
 			h.unansweredTopic, now.Sub(h.unansweredAt).Round(time.Millisecond), c.opts.PublishTimeout)
 	}
+	if reason, refused := c.refusedHealth(); refused {
+		return false, reason
+	}
 	return true, ""
 }
 

@@ -48,6 +48,19 @@ type Link struct {
 	Takeovers       uint64    `json:"takeovers"`
 	TakeoversInARow int       `json:"takeovers_in_a_row"`
 	LastTakeover    time.Time `json:"last_takeover,omitzero"`
+	// Reconnects counts connections made after the first one.
+	Reconnects uint64 `json:"reconnects"`
+	// LastConnectError is the last connection attempt that failed (nil:
+	// none yet), its broker URL's credentials removed.
+	LastConnectError *ConnectError `json:"last_connect_error,omitempty"`
+}
+
+// ConnectError is a failed connection attempt.
+type ConnectError struct {
+	Error string    `json:"error"`
+	At    time.Time `json:"at"`
+	// Failed counts the attempts that failed since the client started.
+	Failed uint64 `json:"failed_attempts"`
 }
 
 // Outage is one loss of the connection.
@@ -74,6 +87,9 @@ type linkState struct {
 	takeovers                  uint64
 	streak                     int
 	lastTakeover               time.Time
+	failed                     uint64 // connection attempts that failed
+	failedWhy                  string
+	failedAt                   time.Time
 }
 
 // lost records the loss of the connection at now and returns how long to
@@ -126,6 +142,12 @@ func (c *Client) Link() Link {
 	c.mu.Unlock()
 	out := Link{ClientID: c.opts.ClientID, Persistent: l.persistent, SessionResumed: l.resumed, Connects: l.connects,
 		Outages: l.outages, SilentDrops: l.silent, Takeovers: l.takeovers, TakeoversInARow: l.streak, LastTakeover: l.lastTakeover}
+	if l.connects > 1 {
+		out.Reconnects = l.connects - 1
+	}
+	if l.failed > 0 {
+		out.LastConnectError = &ConnectError{Error: l.failedWhy, At: l.failedAt, Failed: l.failed}
+	}
 	if !l.lostAt.IsZero() {
 		o := &Outage{Start: l.lostAt, Seconds: l.away.Seconds(), Reason: l.lostWhy}
 		if l.away == 0 {

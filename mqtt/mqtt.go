@@ -55,7 +55,9 @@ type Filters interface {
 	// (their retained messages follow) and unsubscribes the ones gone, and
 	// returns once the broker has acknowledged. While disconnected the set
 	// is only remembered (subscribed on connect) and Set returns nil. A
-	// filter the broker refuses is not kept: the next Set tries it again.
+	// filter the broker refuses or does not acknowledge stays in the set
+	// and is subscribed again with backoff; the connection's Health
+	// reports it meanwhile.
 	Set(filters []string) error
 }
 

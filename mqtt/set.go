@@ -52,28 +52,16 @@ func (fs *clientSet) Set(filters []string) error {
 	if !ready || !c.Connected() || len(add)+len(gone) == 0 {
 		return nil // the next onConnect subscribes the table
 	}
+	// A filter the broker refuses (or leaves unanswered) stays in the set:
+	// the client subscribes it again with backoff and Health reports it.
 	failed := c.subscribeMany(add)
-	if len(failed) > 0 && c.Connected() {
-		c.mu.Lock()
-		for f := range failed {
-			if fs.cur[f] {
-				delete(fs.cur, f)
-				c.subs.remove(f, fs.s)
-			}
-		}
-		c.mu.Unlock()
+	if c.Connected() {
+		c.noteSubscribed(add, failed)
 	}
-	errs := make([]error, 0, len(failed)+1)
-	for _, err := range failed {
-		errs = append(errs, err)
+	if err := c.unsubscribeMany(gone); err != nil && c.Connected() {
+		return err
 	}
-	if err := c.unsubscribeMany(gone); err != nil {
-		errs = append(errs, err)
-	}
-	if !c.Connected() {
-		return nil // lost the connection meanwhile; onConnect subscribes
-	}
-	return errors.Join(errs...)
+	return nil // or lost the connection meanwhile; onConnect subscribes
 }
 
 // changeLocked makes filters the set in the table and returns the filters

@@ -65,8 +65,9 @@ func (c *Client) resubscribeAll() {
 	if first {
 		defer close(c.firstReady)
 	}
-	for f, err := range c.subscribeMany(want) {
-		c.log.Error("resubscribe failed", "filter", f, "err", err)
+	failed := c.subscribeMany(want)
+	if c.Connected() {
+		c.noteSubscribed(want, failed) // kept and retried; Health says so
 	}
 }
 
@@ -137,7 +138,8 @@ func (c *Client) unsubscribeMany(filters []string) error {
 }
 
 // request sends a SUBSCRIBE of filters at their qos (an UNSUBSCRIBE when
-// qos is nil) and waits for the broker's answer at most ConnectTimeout:
+// qos is nil) and waits for the broker's answer at most ConnectTimeout, or
+// while the broker keeps sending (stillDelivering) up to maxAnswerWait:
 // the SUBACK's return codes (none for an UNSUBACK).
 func (c *Client) request(filters []string, qos []byte) ([]byte, error) {
 	k, id, ch, err := c.sess.ask()
@@ -152,18 +154,42 @@ func (c *Client) request(filters []string, qos []byte) ([]byte, error) {
 		c.sess.drop(id)
 		return nil, err
 	}
+	start := time.Now()
 	t := time.NewTimer(c.opts.ConnectTimeout)
 	defer t.Stop()
-	select {
-	case codes, ok := <-ch:
-		if !ok {
-			return nil, ErrNotConnected
+	for {
+		select {
+		case codes, ok := <-ch:
+			if !ok {
+				return nil, ErrNotConnected
+			}
+			return codes, nil
+		case <-t.C:
 		}
-		return codes, nil
-	case <-t.C:
+		if c.stillDelivering() && time.Since(start) < maxAnswerWait {
+			t.Reset(time.Second)
+			continue
+		}
 		c.sess.drop(id)
-		return nil, fmt.Errorf("no answer from the broker within %s", c.opts.ConnectTimeout)
+		return nil, fmt.Errorf("%w within %s", errUnanswered, time.Since(start).Round(time.Second))
 	}
+}
+
+// errUnanswered: the broker did not answer a SUBSCRIBE or UNSUBSCRIBE.
+var errUnanswered = errors.New("no answer from the broker")
+
+// maxAnswerWait bounds the wait for a SUBACK or UNSUBACK while the broker
+// keeps sending (see stillDelivering).
+const maxAnswerWait = time.Minute
+
+// stillDelivering reports whether the broker sent something in the last
+// second or a handler was busy most of the last seconds. The answer to a
+// SUBSCRIBE comes on the one reader behind what the broker sent before it,
+// each message handled first: a burst of retained messages (thousands of
+// discovery configs) holds it back past ConnectTimeout on a broker that
+// is well.
+func (c *Client) stillDelivering() bool {
+	return time.Since(time.Unix(0, c.lastRead.Load())) < time.Second || c.stats.meters.busiest() > 0.5
 }
 
 func maxQoS(subs []*subscription) byte {
@@ -320,7 +346,9 @@ func isWild(filter string) bool { return strings.ContainsAny(filter, "+#") }
 
 // Subscribe registers h for filter (MQTT wildcards allowed) at the given QoS.
 // The subscription is remembered and re-established after every reconnect;
-// while disconnected it is only remembered and Subscribe returns nil.
+// while disconnected it is only remembered and Subscribe returns nil. A
+// filter the broker refuses fails Subscribe; one it does not answer in
+// time is kept and subscribed again with backoff (Health reports it).
 // Retained messages arrive with Retained set. Subscribing again to a filter
 // that already has handlers makes the broker resend its retained messages,
 // which the existing handlers see again.
@@ -351,6 +379,12 @@ func (c *Client) Subscribe(filter string, qos byte, h Handler) error {
 	err := c.subscribeMany(map[string]byte{filter: q})[filter]
 	if err != nil && !c.Connected() {
 		return nil // lost the connection meanwhile; onConnect will subscribe
+	}
+	if errors.Is(err, errUnanswered) {
+		// Kept and subscribed again (Health says so meanwhile): a broker
+		// slow to answer has not refused.
+		c.noteSubscribed(map[string]byte{filter: q}, map[string]error{filter: err})
+		return nil
 	}
 	if err != nil {
 		c.mu.Lock()

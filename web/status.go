@@ -89,8 +89,11 @@ func (s *server) statusView(ss *session) statusView {
 	switch {
 	case !h.BrokerOK:
 		label, lead, why := brokerTrouble(broker, h.BrokerReason)
-		v = statusView{Label: label, Title: "Broker: " + h.BrokerReason,
-			Problem: lead + ": " + why + ". Device values shown here may be out of date, and rules cannot switch anything until it is back."}
+		then := ". Device values shown here may be out of date, and rules cannot switch anything until it is back."
+		if label == brokerRefuses {
+			then = "." // connected: only what those subscriptions bring is missing, and why says so
+		}
+		v = statusView{Label: label, Title: "Broker: " + h.BrokerReason, Problem: lead + ": " + why + then}
 	case !h.StorageOK:
 		since := ""
 		if !h.StorageSince.IsZero() {
@@ -102,11 +105,18 @@ func (s *server) statusView(ss *session) statusView {
 	return v
 }
 
+// brokerRefuses labels a broker that refuses (or leaves unanswered) some
+// of Pilothouse's subscriptions while it is connected.
+const brokerRefuses = "broker refuses subscriptions"
+
 // brokerTrouble words a broker's health reason ("mqtt disconnected: …",
 // "mqtt broker not answering: …") for the indicator and the banner.
 func brokerTrouble(broker, reason string) (label, lead, why string) {
 	if why, ok := strings.CutPrefix(reason, "mqtt broker not answering: "); ok {
 		return "broker not answering", strings.ToUpper(broker[:1]) + broker[1:] + " is not answering", why
+	}
+	if why, ok := strings.CutPrefix(reason, "mqtt broker has not accepted "); ok {
+		return brokerRefuses, strings.ToUpper(broker[:1]) + broker[1:] + " has not accepted Pilothouse's subscriptions", why
 	}
 	if why, ok := strings.CutPrefix(reason, "mqtt session taken over: "); ok {
 		return "broker session taken over", "Another client keeps taking Pilothouse's session on " + broker, why

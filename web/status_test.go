@@ -79,6 +79,14 @@ func TestStatusIndicator(t *testing.T) {
 		t.Fatalf("session taken over /status: %+v", v)
 	}
 
+	hs.set(func(h *Health) {
+		h.BrokerReason = `mqtt broker has not accepted 7 of 7 subscriptions (mqtt: subscribe "zigbee2mqtt/+": refused by the broker (code 0x80)); retrying in 4s, messages on them are not received meanwhile`
+	})
+	if v := owner.statusOf(); v.OK || v.Label != "broker refuses subscriptions" ||
+		v.Problem != `The MQTT broker tcp://broker.lan:1883 has not accepted Pilothouse's subscriptions: 7 of 7 subscriptions (mqtt: subscribe "zigbee2mqtt/+": refused by the broker (code 0x80)); retrying in 4s, messages on them are not received meanwhile.` {
+		t.Fatalf("refused subscriptions /status: %+v", v)
+	}
+
 	hs.set(func(h *Health) { // back: how long it was away is in the tooltip (issue 28, item 5)
 		h.BrokerOK, h.BrokerReason = true, ""
 		h.BrokerLostAt, h.BrokerAway = time.Date(2024, 7, 1, 12, 0, 0, 0, time.UTC), 1234*time.Millisecond

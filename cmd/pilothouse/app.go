@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
@@ -40,6 +41,8 @@ type app struct {
 	instance   string // this run's id, in /healthz and the endpoint file
 	localToken string // the house's local token (see mcpPrincipals)
 	announced  announceState
+	door       *frontDoor   // HTTP from the start (see listen)
+	configs    atomic.Int64 // discovery configs delivered to the catalog
 }
 
 // startApp starts the parts in dependency order; on any failure it stops
@@ -57,6 +60,12 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 	if err := cfg.check(withHTTP); err != nil {
 		return nil, err
 	}
+	a.instance = randomHex(8)
+	if withHTTP {
+		if err := a.listen(); err != nil {
+			return a, err
+		}
+	}
 	if a.store, err = storage.Open(ctx, cfg.DataDir); err != nil {
 		if note := freeSpaceNote(cfg.DataDir); note != "" {
 			return a, fmt.Errorf("opening storage in %s: %w%s: SQLite needs room for its write-ahead files to open the database, "+
@@ -72,7 +81,7 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 
 	a.devs = devices.NewCatalog(devices.Options{Z2MBase: cfg.Z2MBase, HAPrefix: cfg.HAPrefix, Notify: cfg.Notify, Areas: cfg.Areas,
 		Logger: log.With("part", "devices"), IDs: deviceIDs{a.store}, MaxPayload: cfg.MaxMessageBytes})
-	if err := a.devs.Start(ctx, a.client); err != nil {
+	if err := a.devs.Start(ctx, a.catalogConn(&a.configs)); err != nil {
 		return a, fmt.Errorf("starting device discovery: %w", err)
 	}
 
@@ -176,54 +185,68 @@ type mqttConn interface {
 	Close()
 }
 
-func (a *app) serveHTTP() error {
-	mux := http.NewServeMux()
+// listen opens the HTTP port before anything else starts: the front door
+// answers "starting" until serveHTTP opens it to the house. Connections
+// are bounded (the guard closes the longest-waiting idle or silent one
+// past limits.max_connections); a client gets 10 s to send its headers
+// (64 KB of them) and 10 s more for a body (guard.Bodies: a read deadline
+// only while a body arrives, so GET event streams are not cut), and may
+// keep an idle connection for a minute. Streams and long runs are not cut
+// by a write timeout.
+func (a *app) listen() error {
+	ln, err := net.Listen("tcp", a.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s (use --addr to move it): %w", a.cfg.Addr, err)
+	}
+	a.ln = ln
 	// One allowed-host policy and body bound for /mcp and the web UI
 	// (/healthz stays open: the container's health check).
 	gopts := mcpserver.LimitOptions(a.cfg.Limits)
 	gopts.AllowedHosts, gopts.Logger = a.cfg.AllowedHosts, a.log.With("part", "http")
 	gopts.BodyTimeout = a.cfg.bodyTimeout
-	guard := mcpserver.NewGuard(gopts)
-	a.guard = guard
-	a.instance = randomHex(8)
+	a.guard = mcpserver.NewGuard(gopts)
+	a.door = &frontDoor{configs: &a.configs, instance: a.instance}
+	a.http = &http.Server{Handler: a.guard.Bodies(a.door), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+		MaxHeaderBytes: 64 << 10, ConnState: a.guard.ConnState, ConnContext: a.guard.ConnContext}
+	go func() {
+		if err := a.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			a.log.Error("http server stopped", "err", err)
+		}
+	}()
+	a.stops = append(a.stops, a.stopHTTP)
+	return nil
+}
+
+// stopHTTP shuts the HTTP server down within a second; a second call
+// does nothing.
+func (a *app) stopHTTP() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if err := a.http.Shutdown(ctx); err != nil {
+		_ = a.http.Close()
+	}
+}
+
+// serveHTTP opens the front door to MCP, the house API, /healthz and the
+// web UI.
+func (a *app) serveHTTP() error {
+	mux := http.NewServeMux()
 	principals := a.mcpPrincipals()
 	mux.Handle("/mcp", a.mcp.HTTPHandler(mcpserver.HTTPOptions{Path: "/mcp", Principals: principals,
-		AllowedOrigins: a.cfg.AllowedOrigins, Guard: guard}))
+		AllowedOrigins: a.cfg.AllowedOrigins, Guard: a.guard}))
 	a.routeAPI(mux, principals)
 	mux.HandleFunc("/healthz", a.healthz)
-	webUI := web.Handler(a.eng, web.Options{Principals: a.cfg.Principals, Logger: a.log.With("part", "web"), Guard: guard,
+	webUI := web.Handler(a.eng, web.Options{Principals: a.cfg.Principals, Logger: a.log.With("part", "web"), Guard: a.guard,
 		Health: a.webHealth, Load: func() []string { return a.load().Warnings }, Sim: webSim{a}})
 	mux.Handle("/", webUI)
 	// The approvals API belongs to the web UI (it authenticates approvers
 	// as the web UI does), beside the house API's other /api/ routes.
 	mux.Handle("/api/approvals", webUI)
 	mux.Handle("/api/approvals/", webUI)
-	ln, err := net.Listen("tcp", a.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listening on %s (use --addr to move it): %w", a.cfg.Addr, err)
-	}
-	a.ln = ln
-	// Connections are bounded (the guard closes the longest-waiting idle
-	// or silent one past limits.max_connections); a client gets 10 s to
-	// send its headers (64 KB of them) and 10 s more for a body (guard.Bodies:
-	// a read deadline only while a body arrives, so GET event streams are
-	// not cut), and may keep an idle connection for a minute. Streams and
-	// long runs are not cut by a write timeout.
-	a.http = &http.Server{Handler: guard.Bodies(mux), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
-		MaxHeaderBytes: 64 << 10, ConnState: guard.ConnState, ConnContext: guard.ConnContext}
-	go func() {
-		if err := a.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			a.log.Error("http server stopped", "err", err)
-		}
-	}()
-	a.stops = append(a.stops, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		if err := a.http.Shutdown(ctx); err != nil {
-			_ = a.http.Close()
-		}
-	})
-	a.log.Info("serving", "mcp", "http://"+ln.Addr().String()+"/mcp", "web", "http://"+ln.Addr().String()+"/")
+	// Stopped first, before the parts it asks.
+	a.stops = append(a.stops, a.stopHTTP)
+	a.door.open(mux)
+	a.log.Info("serving", "mcp", "http://"+a.ln.Addr().String()+"/mcp", "web", "http://"+a.ln.Addr().String()+"/")
 	return nil
 }
 

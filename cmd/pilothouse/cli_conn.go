@@ -28,28 +28,66 @@ type conn struct{ server, token, data string }
 
 func (c *conn) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.server, "server", os.Getenv("PILOTHOUSE_SERVER"),
-		"MCP endpoint of the server (env PILOTHOUSE_SERVER; default: the serve running the data folder, else "+defaultServer+")")
+		"MCP endpoint of the server, or its address (host:8080 means http://host:8080/mcp) (env PILOTHOUSE_SERVER; default: the serve running the data folder, else "+defaultServer+")")
 	fs.StringVar(&c.token, "token", os.Getenv("PILOTHOUSE_TOKEN"), "bearer token (env PILOTHOUSE_TOKEN; default: the local token of the data folder's serve)")
 	fs.StringVar(&c.data, "data", os.Getenv("PILOTHOUSE_DATA"), "data folder whose running serve to use when no --server is given (env PILOTHOUSE_DATA)")
 }
 
 // resolve fills in the server and token from the data folder's server.json
-// when the flags and environment did not give them.
+// when the flags and environment did not give them. A server given as the
+// house's address (http://host:8080, host:8080) means its MCP endpoint,
+// and one that is the data folder's serve gets its local token unless a
+// token was given.
 func (c *conn) resolve() {
 	if c.server != "" {
-		return
+		c.server = mcpEndpoint(c.server)
 	}
-	c.server = defaultServer
 	cfg := &Config{DataDir: c.data}
 	resolveDataDir(cfg)
 	ep, err := readEndpoint(cfg.DataDir)
-	if err != nil || ep.MCP == "" {
-		return
+	announced := err == nil && ep.MCP != ""
+	switch {
+	case c.server == "" && announced:
+		c.server = ep.MCP
+	case c.server == "":
+		c.server = defaultServer
+	case !announced || !sameEndpoint(c.server, ep.MCP):
+		return // another server: the local token is not for it
 	}
-	c.server = ep.MCP
-	if c.token == "" {
+	if c.token == "" && announced {
 		c.token = ep.Token
 	}
+}
+
+// mcpEndpoint completes a server address to its MCP endpoint URL: http://
+// when it names no scheme, /mcp when it names no path.
+func mcpEndpoint(s string) string {
+	if !strings.Contains(s, "://") {
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Path != "" && u.Path != "/") {
+		return s
+	}
+	u.Path = "/mcp"
+	return u.String()
+}
+
+// sameEndpoint reports whether two MCP URLs name the same endpoint, a
+// loopback host written as localhost or 127.0.0.1 alike.
+func sameEndpoint(a, b string) bool {
+	ua, errA := url.Parse(a)
+	ub, errB := url.Parse(b)
+	if errA != nil || errB != nil {
+		return false
+	}
+	host := func(u *url.URL) string {
+		if h := u.Hostname(); h == "localhost" || h == "::1" {
+			return "127.0.0.1:" + u.Port()
+		}
+		return u.Host
+	}
+	return ua.Scheme == ub.Scheme && host(ua) == host(ub) && strings.TrimSuffix(ua.Path, "/") == strings.TrimSuffix(ub.Path, "/")
 }
 
 func (c *conn) dial(ctx context.Context) (*pilotclient.Client, error) {

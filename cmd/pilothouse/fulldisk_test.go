@@ -55,7 +55,7 @@ func fillDisk(t *testing.T, dir string) {
 }
 
 // serveOn starts the binary on data with a known broker port and returns
-// its URL once /healthz answers at all (a degraded house answers 503), and
+// its URL once /healthz answers past the start (a degraded house answers 503), and
 // a channel closed when it has exited.
 func serveOn(t *testing.T, bin, data string, brokerPort int) (*exec.Cmd, string, <-chan struct{}) {
 	t.Helper()
@@ -77,12 +77,8 @@ func serveOn(t *testing.T, bin, data string, brokerPort int) (*exec.Cmd, string,
 			t.Fatalf("the server exited: %v", err)
 		default:
 		}
-		resp, err := http.Get(url + "/healthz")
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return true
+		code, status := getHealthOK(url)
+		return code != 0 && !strings.HasPrefix(status, "starting: ")
 	})
 	return cmd, url, gone
 }

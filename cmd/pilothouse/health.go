@@ -60,6 +60,9 @@ type devicesHealth struct {
 	Total      int `json:"total"`
 	Partial    int `json:"partial"`
 	Unmodelled int `json:"unmodelled"`
+	// ConfigsRead counts the discovery configs (Home Assistant's, and
+	// Zigbee2MQTT's device list) delivered to the catalog since the start.
+	ConfigsRead int64 `json:"configs_read"`
 	// Refused: MQTT payloads over mqtt.max_message_bytes (or 256 KiB for
 	// a discovery config or a state) not read, and template renderings
 	// one message's work budget did not cover.
@@ -83,7 +86,8 @@ func (a *app) healthz(w http.ResponseWriter, _ *http.Request) {
 	h := health{Status: "ok", Version: engine.Version, Storage: a.store.WriteStatus(), Instance: a.instance,
 		History: a.eng.HistoryStatus(), Logbook: a.eng.LogbookStatus(), Load: a.load(), ServedRuns: a.eng.ServedStats(), Runs: a.eng.RunStats()}
 	cov := a.devs.Coverage()
-	h.Devices = devicesHealth{Total: cov.Devices, Partial: cov.Partial, Unmodelled: cov.Unmodelled, Refused: a.devs.Refusals()}
+	h.Devices = devicesHealth{Total: cov.Devices, Partial: cov.Partial, Unmodelled: cov.Unmodelled, Refused: a.devs.Refusals(),
+		ConfigsRead: a.configs.Load()}
 	h.Notify = a.devs.NotifyStats()
 	if a.broker != nil {
 		lc := a.broker.LimitCounts()

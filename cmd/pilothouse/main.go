@@ -23,7 +23,7 @@ func main() {
 	if len(args) > 0 && len(args[0]) > 0 && args[0][0] != '-' {
 		cmd, args = args[0], args[1:]
 	} else if len(args) > 0 && (isHelp(args[0]) || isVersion(args[0])) {
-		cmd = args[0] // "pilothouse -h" is the subcommands, "pilothouse serve -h" serve's flags
+		cmd, args = args[0], args[1:] // "pilothouse -h" is the subcommands, "pilothouse serve -h" serve's flags
 	}
 	var err error
 	switch cmd {
@@ -57,6 +57,15 @@ func main() {
 		fmt.Print(usage())
 		return
 	case "version", "-version", "--version":
+		if len(args) > 0 && isHelp(args[0]) {
+			c, _ := lookupCommand("version")
+			fmt.Printf("usage: pilothouse version\n\n  %s\n", c.summary)
+			return
+		}
+		if len(args) > 0 {
+			fmt.Fprintf(os.Stderr, "pilothouse: version takes no arguments (got %q)\n", args[0])
+			os.Exit(2)
+		}
 		fmt.Println(versionString())
 		return
 	default:

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -197,9 +198,20 @@ func (b *Logbook) onChange(devs *devices.Catalog, c devices.Change) {
 	}
 	en.T = c.Time
 	if d, ok := devs.Snapshot().Get(en.Device); ok {
+		if c.Kind == devices.ChangeEvent && isHelper(d.Tags) {
+			// A helper's event (a timer's finished or cancelled) is in
+			// the helper's own entry, with its cause: a second row for
+			// it would show one happening twice.
+			return
+		}
 		en.Area = areaOf(d.Tags)
 	}
 	b.Add(en)
+}
+
+// isHelper reports whether a device's tags make it a household helper.
+func isHelper(tags []string) bool {
+	return slices.ContainsFunc(tags, func(t string) bool { return strings.HasPrefix(t, "helper:") })
 }
 
 // Close stops listening and writes what is queued.
