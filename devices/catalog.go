@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -114,7 +115,7 @@ type Catalog struct {
 	// mu guards the fields below. Ingestion changes them holding c.ingest
 	// too, so its compute phase reads the model holding c.ingest alone.
 	mu      sync.RWMutex
-	model   *model // routing and actions of the current snapshot
+	model   *routeTable // routing and actions of the current snapshot
 	live    map[string]liveVal
 	devLive map[string]*devLive
 	subs    map[int]func(Change)
@@ -207,7 +208,7 @@ func NewCatalog(o Options) *Catalog {
 	c.topics.event = o.Z2MBase + "/bridge/event"
 	c.topics.haPrefix = o.HAPrefix + "/"
 	c.topics.z2mPrefix = o.Z2MBase + "/"
-	c.model = newModel()
+	c.model = newRouteTable()
 	c.snap.Store(emptySnapshot())
 	tx := c.begin()
 	tx.specs = c.rebuildSpecs(tx)
@@ -413,4 +414,20 @@ func copyBool(b *bool) *bool {
 	}
 	v := *b
 	return &v
+}
+
+// listSubs recomputes subList, the subscribers in subscription order. It
+// is replaced, never changed in place, so a finished transaction may use
+// it after the lock is released.
+func (c *Catalog) listSubs() {
+	ids := make([]int, 0, len(c.subs))
+	for id := range c.subs {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	out := make([]func(Change), len(ids))
+	for i, id := range ids {
+		out[i] = c.subs[id]
+	}
+	c.subList = out
 }

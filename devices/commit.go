@@ -13,75 +13,9 @@ import (
 // the catalog. Only a Zigbee2MQTT device list, which names every device,
 // compares every spec (by pointer: unchanged devices keep theirs).
 
-// route handles one payload on a routed topic.
-type route func(tx *txn, payload []byte)
-
-type topicRoute struct {
-	topic string
-	fn    route
-}
-
-// topicRoutes are the routes of one topic. Nearly always one device has
-// one route on a topic (dev, one: no allocation of its own); otherwise
-// byDev holds them by device and list in device order, rebuilt after a
-// change when the topic next carries a message.
-type topicRoutes struct {
-	dev   string
-	one   route
-	byDev map[string][]route
-	list  []route
-}
-
-// add adds a device's route.
-func (tr *topicRoutes) add(dev string, r route) {
-	switch {
-	case tr.one == nil && tr.byDev == nil:
-		tr.dev, tr.one = dev, r
-		return
-	case tr.byDev == nil:
-		tr.byDev = map[string][]route{tr.dev: {tr.one}}
-		tr.dev, tr.one = "", nil
-	}
-	tr.byDev[dev] = append(tr.byDev[dev], r)
-	tr.list = nil
-}
-
-// remove takes a device's routes out; it reports whether none are left.
-func (tr *topicRoutes) remove(dev string) bool {
-	if tr.byDev == nil {
-		if tr.dev == dev {
-			tr.dev, tr.one = "", nil
-		}
-		return tr.one == nil
-	}
-	delete(tr.byDev, dev)
-	tr.list = nil
-	return len(tr.byDev) == 0
-}
-
-func (tr *topicRoutes) run(tx *txn, payload []byte) {
-	if tr.byDev == nil {
-		tr.one(tx, payload)
-		return
-	}
-	if tr.list == nil {
-		devs := make([]string, 0, len(tr.byDev))
-		for d := range tr.byDev {
-			devs = append(devs, d)
-		}
-		sort.Strings(devs)
-		for _, d := range devs {
-			tr.list = append(tr.list, tr.byDev[d]...)
-		}
-	}
-	for _, r := range tr.list {
-		r(tx, payload)
-	}
-}
-
-// model is the routing and action table that goes with the snapshot,
+// routeTable is the routing and action table that goes with the snapshot,
 // changed in place by the commit phase (see ingest.go).
-type model struct {
+type routeTable struct {
 	routes      map[string]topicRoutes // read by the compute phase, changed and stored back by the commit
 	wild        map[string]bool        // the routed topics that are filters (+, #): a message matching one runs its routes
 	actions     map[string]*action
@@ -94,8 +28,8 @@ type model struct {
 // notifySpecID keys the notification channels' spec (no device).
 const notifySpecID = "\x00notify"
 
-func newModel() *model {
-	return &model{routes: map[string]topicRoutes{}, wild: map[string]bool{}, actions: map[string]*action{}, unsupported: map[string]string{},
+func newRouteTable() *routeTable {
+	return &routeTable{routes: map[string]topicRoutes{}, wild: map[string]bool{}, actions: map[string]*action{}, unsupported: map[string]string{},
 		devOf: map[string]string{}, specs: map[string]*devSpec{}}
 }
 
@@ -105,9 +39,6 @@ func specKey(s *devSpec) string {
 	}
 	return s.id
 }
-
-// specChange replaces a device's spec: old nil adds it, new nil removes it.
-type specChange struct{ old, new *devSpec }
 
 // commitSpecs applies spec changes: the entries of each device are compared
 // with its previous ones (ChangeCatalog per added, modified or removed

@@ -472,3 +472,12 @@ func presetValues(ps []preset) []any {
 	}
 	return out
 }
+
+// preset is a named value of a numeric expose; the value may lie outside
+// value_min..value_max (color_temp_startup "previous" = 65535) or be a
+// string (on_level "previous").
+type preset struct {
+	Name        string `json:"name"`
+	Value       any    `json:"value"`
+	Description string `json:"description"`
+}

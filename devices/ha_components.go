@@ -47,7 +47,7 @@ func scalarConv(v any) (any, bool) {
 // cmdSend publishes one command value through the entity's command
 // template (vars: the template's other variables, e.g. a cover's
 // position).
-type cmdSend func(ctx context.Context, p sender, v any, vars map[string]any) error
+type cmdSend func(ctx context.Context, p Sender, v any, vars map[string]any) error
 
 // command returns the publisher of topicKey through the command template
 // tplKey; ok is false without a topic, or when the template cannot be
@@ -67,12 +67,12 @@ func (x *ent) command(topicKey, tplKey string) (cmdSend, bool) {
 		x.b.gap(x.name + ": " + tplKey + " " + t.unsupported + "; " + topicKey + " is not offered")
 		return nil, false
 	}
-	return func(ctx context.Context, p sender, v any, vars map[string]any) error {
+	return func(ctx context.Context, p Sender, v any, vars map[string]any) error {
 		s, err := t.renderCommand(v, vars)
 		if err != nil {
-			return fmt.Errorf("devices: %s: %s: %w", p.id, tplKey, err)
+			return fmt.Errorf("devices: %s: %s: %w", p.ID(), tplKey, err)
 		}
-		return p.publish(ctx, topic, []byte(s))
+		return p.Publish(ctx, topic, []byte(s))
 	}, true
 }
 
@@ -110,7 +110,7 @@ func (x *ent) switchLike() {
 	a := x.newAction("set", "Turn "+x.name+" on or off.")
 	a.fields["state"] = enumField("ON or OFF", []any{"ON", "OFF"})
 	x.affect(a, "state", x.mainID(), "state_topic")
-	a.send = func(ctx context.Context, p sender, args map[string]any) error {
+	a.send = func(ctx context.Context, p Sender, args map[string]any) error {
 		pl := off
 		if args["state"] == "ON" {
 			pl = on
@@ -151,7 +151,7 @@ func (x *ent) lock() {
 		a.required = []string{"state"}
 	}
 	x.affect(a, "state", x.mainID(), "state_topic")
-	a.send = func(ctx context.Context, p sender, args map[string]any) error {
+	a.send = func(ctx context.Context, p Sender, args map[string]any) error {
 		return send(ctx, p, payloads[stringify(args["state"])], map[string]any{"code": args["code"]})
 	}
 }
@@ -171,7 +171,7 @@ func (x *ent) oneShot(verb, desc, tmplKey, payloadKey, def string) {
 	a := x.newAction(verb, desc)
 	a.minProps = 0
 	pl := x.str(payloadKey, def)
-	a.send = func(ctx context.Context, p sender, _ map[string]any) error { return send(ctx, p, pl, nil) }
+	a.send = func(ctx context.Context, p Sender, _ map[string]any) error { return send(ctx, p, pl, nil) }
 }
 
 // valueSpec is the state schema, set field and reading of a number,
@@ -208,7 +208,7 @@ func (x *ent) valueEntity() {
 	a.fields[key] = f
 	x.affect(a, key, x.mainID(), "state_topic")
 	number := x.component == "number"
-	a.send = func(ctx context.Context, p sender, args map[string]any) error {
+	a.send = func(ctx context.Context, p Sender, args map[string]any) error {
 		v := args[key]
 		if number {
 			v = pyNumber(v)
@@ -237,7 +237,7 @@ func (x *ent) fan() {
 		a.fields["percentage"] = numField("Speed", fnum(0), fnum(100), 0, "%")
 		x.affect(a, "percentage", x.subID("percentage"), "percentage_state_topic")
 	}
-	a.send = func(ctx context.Context, p sender, args map[string]any) error {
+	a.send = func(ctx context.Context, p Sender, args map[string]any) error {
 		if s, ok := args["state"]; ok {
 			pl := off
 			if s == "ON" {
@@ -305,7 +305,7 @@ func (x *ent) alarmPanel() {
 	a.fields["state"] = enumField("Command", values)
 	a.fields["code"] = strField("Optional code")
 	a.required = []string{"state"}
-	a.send = func(ctx context.Context, p sender, args map[string]any) error {
+	a.send = func(ctx context.Context, p Sender, args map[string]any) error {
 		code, _ := args["code"].(string)
 		return send(ctx, p, nil, map[string]any{"action": payloads[stringify(args["state"])], "code": code})
 	}
@@ -323,7 +323,7 @@ func (x *ent) event() {
 	for _, s := range types {
 		allowed[s] = true
 	}
-	x.b.spec.routes = append(x.b.spec.routes, topicRoute{x.str("state_topic", ""), func(tx *txn, p []byte) {
+	x.b.spec.routes = append(x.b.spec.routes, topicRoute{x.str("state_topic", ""), func(tx *rec, p []byte) {
 		v, err := t.renderMsg(tx, id, p)
 		if err != nil {
 			return
@@ -367,7 +367,7 @@ func (x *ent) trigger() {
 		return
 	}
 	dev, id := x.b.spec.id, ev.id
-	x.b.spec.routes = append(x.b.spec.routes, topicRoute{x.str("topic", ""), func(tx *txn, p []byte) {
+	x.b.spec.routes = append(x.b.spec.routes, topicRoute{x.str("topic", ""), func(tx *rec, p []byte) {
 		v, err := t.renderMsg(tx, id, p)
 		if err != nil {
 			return
@@ -404,5 +404,5 @@ func (x *ent) update() {
 	a := x.newAction("install", "Install the firmware update of "+x.name+".")
 	a.minProps = 0
 	pl := x.str("payload_install", "install")
-	a.send = func(ctx context.Context, p sender, _ map[string]any) error { return send(ctx, p, pl, nil) }
+	a.send = func(ctx context.Context, p Sender, _ map[string]any) error { return send(ctx, p, pl, nil) }
 }

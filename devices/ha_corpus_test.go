@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/pilothouse/pilothouse/internal/testutil"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/pilothouse/pilothouse/internal/testutil"
 
 	"github.com/pilothouse/pilothouse/mqtt"
 )

@@ -89,7 +89,7 @@ func (x *ent) coverStateField(a *action) {
 	}
 	a.fields["state"] = enumField("OPEN, CLOSE or STOP", values)
 	x.affect(a, "state", x.mainID(), "state_topic")
-	a.send = func(ctx context.Context, p sender, args map[string]any) error {
+	a.send = func(ctx context.Context, p Sender, args map[string]any) error {
 		if s, ok := args["state"]; ok {
 			return send(ctx, p, payloads[stringify(s)], nil)
 		}
@@ -110,7 +110,7 @@ func (x *ent) coverPositionField(a *action, r coverRange) {
 	stateSend := a.send
 	vars := map[string]any{"position_open": pyNumber(r.open), "position_closed": pyNumber(r.closed),
 		"tilt_min": pyNumber(x.numOr("tilt_min", 0)), "tilt_max": pyNumber(x.numOr("tilt_max", 100)), "entity_id": x.entityID()}
-	a.send = func(ctx context.Context, p sender, args map[string]any) error {
+	a.send = func(ctx context.Context, p Sender, args map[string]any) error {
 		if s, ok := args["state"]; ok && stateSend != nil {
 			if err := stateSend(ctx, p, map[string]any{"state": s}); err != nil {
 				return err
@@ -145,7 +145,7 @@ func (x *ent) valveFields(a *action, r coverRange) {
 	if b, _ := x.cfg["reports_position"].(bool); b {
 		a.fields["position"] = numField("Target position, 0 closed … 100 open", fnum(0), fnum(100), 0, "%")
 		vars := map[string]any{"position_open": pyNumber(r.open), "position_closed": pyNumber(r.closed)}
-		a.send = func(ctx context.Context, p sender, args map[string]any) error {
+		a.send = func(ctx context.Context, p Sender, args map[string]any) error {
 			pos, _ := args["position"].(float64)
 			return send(ctx, p, r.device(int(pos)), positionVars(vars, int(pos)))
 		}
@@ -158,7 +158,7 @@ func (x *ent) valveFields(a *action, r coverRange) {
 	}
 	a.fields["state"] = enumField("OPEN or CLOSE", values)
 	x.affect(a, "state", x.mainID(), "state_topic")
-	a.send = func(ctx context.Context, p sender, args map[string]any) error {
+	a.send = func(ctx context.Context, p Sender, args map[string]any) error {
 		return send(ctx, p, payloads[stringify(args["state"])], nil)
 	}
 }
@@ -229,7 +229,7 @@ func (x *ent) climateAction(unit string, minT, maxT float64, modes []any) {
 		a.fields["system_mode"] = enumField("HVAC mode", modes)
 		x.affect(a, "system_mode", x.subID("system_mode"), "mode_state_topic")
 	}
-	a.send = func(ctx context.Context, p sender, args map[string]any) error {
+	a.send = func(ctx context.Context, p Sender, args map[string]any) error {
 		if m, ok := args["system_mode"]; ok && okM {
 			if err := sendM(ctx, p, m, nil); err != nil {
 				return err

@@ -40,7 +40,7 @@ func (b *haBuilder) availability(e *haEntity, name string) {
 			continue
 		}
 		b.availSeen[it.topic] = true
-		b.spec.routes = append(b.spec.routes, topicRoute{it.topic, func(tx *txn, p []byte) {
+		b.spec.routes = append(b.spec.routes, topicRoute{it.topic, func(tx *rec, p []byte) {
 			v, err := t.renderMsg(tx, dev+" availability", p)
 			if err != nil {
 				return
@@ -75,12 +75,12 @@ func (x *ent) addState(id, name, desc string, schema map[string]any, topic, tplS
 	dev := x.b.spec.id
 	prop := strings.TrimPrefix(id, dev+".")
 	warned := false // the first failure of this template is logged (routes run one at a time, under c.ingest)
-	x.b.spec.routes = append(x.b.spec.routes, topicRoute{topic, func(tx *txn, p []byte) {
+	x.b.spec.routes = append(x.b.spec.routes, topicRoute{topic, func(tx *rec, p []byte) {
 		v, err := t.renderMsg(tx, id, p)
 		if err != nil {
 			if !warned && !errors.Is(err, errNoValue) && !errors.Is(err, errMsgBudget) {
 				warned = true
-				tx.c.log.Warn("home assistant template failed; the state keeps its value", "id", id, "topic", topic, "err", err)
+				tx.log.Warn("home assistant template failed; the state keeps its value", "id", id, "topic", topic, "err", err)
 			}
 			tx.touch(dev)
 			return

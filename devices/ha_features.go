@@ -38,7 +38,7 @@ func (x *ent) addMode(a *action, m modeFeature) {
 	}
 	a.fields[m.arg] = enumField(m.desc, vals)
 	x.affect(a, m.arg, id, m.stTopic)
-	x.chain(a, func(ctx context.Context, p sender, args map[string]any) error {
+	x.chain(a, func(ctx context.Context, p Sender, args map[string]any) error {
 		if v, ok := args[m.arg]; ok {
 			return send(ctx, p, v, nil)
 		}
@@ -47,9 +47,9 @@ func (x *ent) addMode(a *action, m modeFeature) {
 }
 
 // chain makes a send next after what a already sends.
-func (x *ent) chain(a *action, next func(ctx context.Context, p sender, args map[string]any) error) {
+func (x *ent) chain(a *action, next func(ctx context.Context, p Sender, args map[string]any) error) {
 	prev := a.send
-	a.send = func(ctx context.Context, p sender, args map[string]any) error {
+	a.send = func(ctx context.Context, p Sender, args map[string]any) error {
 		if prev != nil {
 			if err := prev(ctx, p, args); err != nil {
 				return err
@@ -96,7 +96,7 @@ func (x *ent) fanFeatures(a *action) {
 	}
 	a.fields["oscillating"] = &field{schema: map[string]any{"type": "boolean", "description": "Oscillate"}, kind: "boolean"}
 	x.affect(a, "oscillating", x.subID("oscillating"), "oscillation_state_topic")
-	x.chain(a, func(ctx context.Context, p sender, args map[string]any) error {
+	x.chain(a, func(ctx context.Context, p Sender, args map[string]any) error {
 		if v, ok := args["oscillating"]; ok {
 			pl := off
 			if v == true {
@@ -144,7 +144,7 @@ func (x *ent) coverTilt(a *action, r coverRange) {
 	x.affect(a, "tilt", id, "tilt_status_topic")
 	vars := map[string]any{"position_open": pyNumber(r.open), "position_closed": pyNumber(r.closed),
 		"tilt_min": pyNumber(tr.min), "tilt_max": pyNumber(tr.max), "entity_id": x.entityID()}
-	x.chain(a, func(ctx context.Context, p sender, args map[string]any) error {
+	x.chain(a, func(ctx context.Context, p Sender, args map[string]any) error {
 		pct, ok := args["tilt"].(float64)
 		if !ok {
 			return nil

@@ -230,7 +230,7 @@ func (h *haSource) rebuildGroup(log *slog.Logger, ids *idTable, natives map[stri
 		return
 	}
 	g.regKey, g.held = key, true
-	keys := ids.slotKeys(hg.ents, h.entities)
+	keys := slotKeys(ids, hg.ents, h.entities)
 	if fp := hg.fingerprint(id, name, keys); fp != g.fp || g.spec == nil {
 		g.fp, g.spec = fp, buildHADevice(log, id, name, hg, slots{ids, id, keys})
 		setArea(h.areas, g.spec)

@@ -146,7 +146,7 @@ func (x *ent) jsonLight() {
 	}
 	cmd := x.str("command_topic", "")
 	x.readKey("command_topic")
-	a.send = func(ctx context.Context, p sender, args map[string]any) error {
+	a.send = func(ctx context.Context, p Sender, args map[string]any) error {
 		msg := make(map[string]any, len(args)+1)
 		for k, v := range args {
 			msg[k] = v
@@ -154,7 +154,7 @@ func (x *ent) jsonLight() {
 		if _, ok := msg["state"]; !ok {
 			msg["state"] = "ON"
 		}
-		return p.publishJSON(ctx, cmd, msg)
+		return p.PublishJSON(ctx, cmd, msg)
 	}
 }
 
@@ -165,7 +165,7 @@ func (x *ent) jsonLightStates(topic string, subs []jsonSub) {
 	for _, s := range subs {
 		x.b.spec.states = append(x.b.spec.states, stateSpec{id: s.id, name: x.name + " " + s.key, desc: x.unitDesc(), schema: s.schema})
 	}
-	x.b.spec.routes = append(x.b.spec.routes, topicRoute{topic, func(tx *txn, p []byte) {
+	x.b.spec.routes = append(x.b.spec.routes, topicRoute{topic, func(tx *rec, p []byte) {
 		var obj map[string]any
 		if json.Unmarshal(p, &obj) != nil {
 			return
@@ -203,7 +203,7 @@ func (x *ent) defaultLight() {
 	// (the default) after the brightness and colour temperature,
 	// "brightness" never, sending the brightness instead: the last one
 	// reported, else full.
-	a.send = func(ctx context.Context, p sender, args map[string]any) error {
+	a.send = func(ctx context.Context, p Sender, args map[string]any) error {
 		if args["state"] == "OFF" {
 			return send(ctx, p, off, nil)
 		}
@@ -220,7 +220,7 @@ func (x *ent) defaultLight() {
 		b, hasB := args["brightness"]
 		if !hasB && onType == "brightness" {
 			b, hasB = full, true
-			if last, ok := toFloat(p.value(bID)); ok && last > 0 {
+			if last, ok := toFloat(p.Value(bID)); ok && last > 0 {
 				b = last
 			}
 		}

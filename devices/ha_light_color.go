@@ -125,7 +125,7 @@ func (m haColorMode) parse(v any) (any, bool) {
 
 // send publishes the colour argument through its mode's topic: the
 // members joined by commas, or the template with them as variables.
-func (cs *colorSender) send(ctx context.Context, p sender, c map[string]any) error {
+func (cs *colorSender) send(ctx context.Context, p Sender, c map[string]any) error {
 	for i, m := range cs.modes {
 		if !m.matches(c) {
 			continue

@@ -39,7 +39,7 @@ func (x *ent) siren() {
 	a.fields["state"] = enumField("ON or OFF", []any{"ON", "OFF"})
 	params := x.sirenFields(a)
 	x.affect(a, "state", x.mainID(), "state_topic")
-	a.send = func(ctx context.Context, p sender, args map[string]any) error {
+	a.send = func(ctx context.Context, p Sender, args map[string]any) error {
 		value, t := off, offT
 		vars := []any{"state", off}
 		if args["state"] != "OFF" {
@@ -52,12 +52,12 @@ func (x *ent) siren() {
 		}
 		pl, err := sirenPayload(t, value, vars)
 		if err != nil {
-			return fmt.Errorf("devices: %s: %w", p.id, err)
+			return fmt.Errorf("devices: %s: %w", p.ID(), err)
 		}
 		if pl == "" || pl == "None" {
 			return nil // Home Assistant publishes nothing for an empty or None payload
 		}
-		return p.publish(ctx, topic, []byte(pl))
+		return p.Publish(ctx, topic, []byte(pl))
 	}
 }
 

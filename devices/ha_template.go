@@ -43,7 +43,7 @@ func (x *ent) templateLight() {
 			a.affects[k] = x.subIDOr(k)
 		}
 	}
-	a.send = func(ctx context.Context, p sender, args map[string]any) error {
+	a.send = func(ctx context.Context, p Sender, args map[string]any) error {
 		t, vars := onT, map[string]any{"state": "on"}
 		if args["state"] == "OFF" {
 			t, vars = offT, map[string]any{"state": "off"}
@@ -62,9 +62,9 @@ func (x *ent) templateLight() {
 		}
 		s, err := t.renderCommand(nil, vars)
 		if err != nil {
-			return fmt.Errorf("devices: %s: %w", p.id, err)
+			return fmt.Errorf("devices: %s: %w", p.ID(), err)
 		}
-		return p.publish(ctx, topic, []byte(s))
+		return p.Publish(ctx, topic, []byte(s))
 	}
 }
 
@@ -134,7 +134,7 @@ func (x *ent) vacuum() {
 		}
 		if len(values) > 0 {
 			a.fields["command"] = enumField("Command", values)
-			x.chain(a, func(ctx context.Context, p sender, args map[string]any) error {
+			x.chain(a, func(ctx context.Context, p Sender, args map[string]any) error {
 				if c, ok := args["command"]; ok {
 					return send(ctx, p, payloads[stringify(c)], nil)
 				}
@@ -154,7 +154,7 @@ func (x *ent) vacuumExtras(a *action, feats map[string]bool) {
 		if send, ok := x.command("set_fan_speed_topic", ""); ok {
 			a.fields["fan_speed"] = enumField("Fan speed", speeds)
 			x.affect(a, "fan_speed", x.subID("fan_speed"), "state_topic")
-			x.chain(a, func(ctx context.Context, p sender, args map[string]any) error {
+			x.chain(a, func(ctx context.Context, p Sender, args map[string]any) error {
 				if v, ok := args["fan_speed"]; ok {
 					return send(ctx, p, v, nil)
 				}
@@ -165,7 +165,7 @@ func (x *ent) vacuumExtras(a *action, feats map[string]bool) {
 	if feats["send_command"] {
 		if send, ok := x.command("send_command_topic", ""); ok {
 			a.fields["send_command"] = strField("A raw command, published as it is")
-			x.chain(a, func(ctx context.Context, p sender, args map[string]any) error {
+			x.chain(a, func(ctx context.Context, p Sender, args map[string]any) error {
 				if v, ok := args["send_command"]; ok {
 					return send(ctx, p, v, nil)
 				}

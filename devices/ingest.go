@@ -2,7 +2,6 @@ package devices
 
 import (
 	"strings"
-	"time"
 
 	"github.com/pilothouse/pilothouse/mqtt"
 )
@@ -20,30 +19,17 @@ import (
 // txn is one ingestion: the results its compute phase records and the
 // changes its commit phase makes. It belongs to the holder of c.ingest.
 type txn struct {
+	rec
 	c       *Catalog
-	now     time.Time
 	changes []Change
 	newSubs bool
 	rebuilt bool // discovery changed: device ids may have been assigned
-	// Computed, to be committed: the routes' live changes in order, the
-	// route lists a topic's first message built, discovery's spec changes.
-	ops   []op
+	// Computed, to be committed: the route lists a topic's first message
+	// built, discovery's spec changes (the live changes are rec.ops).
 	lists []topicList
 	specs []specChange
 	// replay holds the payloads that waited for routes the commit added.
 	replay []topicPayload
-	// The payload decoded for value_json, shared by the routes of one
-	// topic (renderMsg).
-	jsonOf  *byte
-	jsonLen int
-	jsonVal any
-	// jLeft is the template work the message may still do (msgJBudget,
-	// or less when jRated: what the work budget per second grants);
-	// jSkipped and jThrottled count the renderings it did not cover.
-	jLeft      int
-	jRated     bool
-	jSkipped   int
-	jThrottled int
 }
 
 type topicList struct {
@@ -84,7 +70,8 @@ func (c *Catalog) HandleMessage(m mqtt.Message) {
 // reused; fanOut releases what it refers to.
 func (c *Catalog) begin() *txn {
 	tx := &c.tx
-	*tx = txn{c: c, now: c.now(), changes: tx.changes[:0], ops: tx.ops[:0], lists: tx.lists[:0], jLeft: msgJBudget}
+	*tx = txn{c: c, changes: tx.changes[:0], lists: tx.lists[:0],
+		rec: rec{now: c.now(), log: c.log, refused: &c.refused, ops: tx.ops[:0], jLeft: msgJBudget}}
 	return tx
 }
 
@@ -142,11 +129,11 @@ func (c *Catalog) runRoutes(tx *txn, t string, payload []byte) bool {
 		return false
 	}
 	if tr.byDev != nil && tr.list == nil {
-		tr.run(tx, payload)
+		tr.run(&tx.rec, payload)
 		tx.lists = append(tx.lists, topicList{t, tr}) // keep the list it built
 		return true
 	}
-	tr.run(tx, payload)
+	tr.run(&tx.rec, payload)
 	return true
 }
 

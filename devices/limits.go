@@ -1,8 +1,6 @@
 package devices
 
 import (
-	"sync/atomic"
-
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
@@ -38,14 +36,6 @@ type Refusals struct {
 	LastTemplateFailure string `json:"last_template_failure,omitempty"`
 }
 
-type refusalCounts struct {
-	oversized, skipped, failed atomic.Uint64
-	throttled                  atomic.Uint64
-	skippedMsgs                uint64 // messages with skipped renderings (under the ingest lock)
-	throttledMsgs              uint64 // messages with throttled renderings (under the ingest lock)
-	lastFailure                atomic.Pointer[string]
-}
-
 // Refusals returns the counters of what the catalog refused to read.
 func (c *Catalog) Refusals() Refusals {
 	r := Refusals{OversizedMessages: c.refused.oversized.Load(), TemplateWorkSkipped: c.refused.skipped.Load(),
@@ -77,19 +67,6 @@ func (c *Catalog) oversized(t string, n int) bool {
 			"topic", t, "bytes", n, "max_bytes", bound, "refused", k)
 	}
 	return true
-}
-
-// skipRender counts a rendering the message's work budget, or the work
-// budget per second (jRated), did not cover.
-func (tx *txn) skipRender() error {
-	if tx.jRated {
-		tx.jThrottled++
-		tx.c.refused.throttled.Add(1)
-		return errRate
-	}
-	tx.jSkipped++
-	tx.c.refused.skipped.Add(1)
-	return errMsgBudget
 }
 
 // logSkipped logs a message whose renderings went past its work budget,

@@ -63,12 +63,12 @@ func localSpec(d LocalDevice) *devSpec {
 		a := newAction(la.ID, la.Name, la.Description, la.Risk)
 		a.schema, a.check, a.minProps = la.Input, la.Check, 0
 		run := la.Run
-		a.send = func(ctx context.Context, p sender, args map[string]any) error {
+		a.send = own(func(ctx context.Context, p sender, args map[string]any) error {
 			if p.record != nil {
 				return nil // a preview: a helper's action publishes nothing
 			}
 			return run(ctx, args)
-		}
+		})
 		s.actions = append(s.actions, a)
 	}
 	return s
@@ -170,7 +170,7 @@ func (c *Catalog) localOp(o op) {
 	if i := len(dev); len(o.id) > i+1 {
 		key = o.id[i+1:]
 	}
-	tx := &txn{c: c, now: c.now()}
+	tx := &txn{c: c, rec: rec{now: c.now()}}
 	if o.kind == opState {
 		tx.applyState(dev, o.id, key, o.v)
 	} else {

@@ -3,7 +3,6 @@ package devices
 import (
 	"encoding/json"
 	"reflect"
-	"sort"
 	"strings"
 
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -104,6 +103,9 @@ func (s *devSpec) dropBuildState(in *interner) {
 	}
 }
 
+// specChange replaces a device's spec: old nil adds it, new nil removes it.
+type specChange struct{ old, new *devSpec }
+
 type stateSpec struct {
 	id, name, desc string
 	schema         map[string]any
@@ -117,39 +119,6 @@ type stateSpec struct {
 type eventSpec struct {
 	id, name, desc string
 	values         []string
-}
-
-// listSubs recomputes subList, the subscribers in subscription order. It
-// is replaced, never changed in place, so a finished transaction may use
-// it after the lock is released.
-func (c *Catalog) listSubs() {
-	ids := make([]int, 0, len(c.subs))
-	for id := range c.subs {
-		ids = append(ids, id)
-	}
-	sort.Ints(ids)
-	out := make([]func(Change), len(ids))
-	for i, id := range ids {
-		out[i] = c.subs[id]
-	}
-	c.subList = out
-}
-
-func equalValues(a, b any) bool {
-	switch av := a.(type) {
-	case nil:
-		return b == nil
-	case string:
-		bv, ok := b.(string)
-		return ok && av == bv
-	case float64:
-		bv, ok := b.(float64)
-		return ok && av == bv
-	case bool:
-		bv, ok := b.(bool)
-		return ok && av == bv
-	}
-	return reflect.DeepEqual(a, b)
 }
 
 func readHints() pilotage.RiskHints { return pilotage.HintsOf(pilotage.RiskRead) }
@@ -242,4 +211,40 @@ func slug(s string) string {
 		}
 	}
 	return strings.TrimSuffix(b.String(), "_")
+}
+
+// Tags of a device entry that is not fully modelled; its description says
+// what is missing.
+const (
+	tagPartial    = "partial"
+	tagUnmodelled = "unmodelled"
+)
+
+// stringsOf is the strings among vs.
+func stringsOf(vs []any) []string {
+	out := make([]string, 0, len(vs))
+	for _, v := range vs {
+		if s, ok := v.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// equalValues reports whether two live values are equal.
+func equalValues(a, b any) bool {
+	switch av := a.(type) {
+	case nil:
+		return b == nil
+	case string:
+		bv, ok := b.(string)
+		return ok && av == bv
+	case float64:
+		bv, ok := b.(float64)
+		return ok && av == bv
+	case bool:
+		bv, ok := b.(bool)
+		return ok && av == bv
+	}
+	return reflect.DeepEqual(a, b)
 }

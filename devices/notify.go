@@ -64,7 +64,7 @@ func notifyAction(ch NotifyChannel, counts *notifyCounters) *action {
 		a.fields["priority"] = enumField("Optional priority of the push (default: the channel's)", ntfyPriorities)
 	}
 	a.offBus = ch.Topic == ""
-	a.send = func(ctx context.Context, p sender, args map[string]any) error {
+	a.send = own(func(ctx context.Context, p sender, args map[string]any) error {
 		title, _ := args["title"].(string)
 		message, _ := args["message"].(string)
 		switch {
@@ -94,7 +94,7 @@ func notifyAction(ch NotifyChannel, counts *notifyCounters) *action {
 			})
 		}
 		return fmt.Errorf("devices: %s: channel has neither topic, url nor ntfy", ch.ID)
-	}
+	})
 	return a
 }
 

@@ -3,11 +3,12 @@ package devices
 import (
 	"encoding/json"
 	"errors"
-	"github.com/pilothouse/pilothouse/internal/jinja"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pilothouse/pilothouse/internal/jinja"
 )
 
 // tmpl is a compiled Home Assistant template (value, availability or
@@ -85,21 +86,21 @@ func (t *tmpl) render(payload []byte, now time.Time) (any, error) {
 // renderMsg is render for a message of the state (or event, or
 // availability) id: the routes of one topic share one decoding of its
 // payload. A failure is counted and named in Refusals.
-func (t *tmpl) renderMsg(tx *txn, id string, payload []byte) (any, error) {
+func (t *tmpl) renderMsg(tx *rec, id string, payload []byte) (any, error) {
 	v, err := t.renderJSON(payload, tx.now, tx)
 	if errors.Is(err, errRate) {
 		tx.unread(id, "the latest message was not read (the value is the one before): "+err.Error())
 	}
 	if err != nil && !errors.Is(err, errNoValue) && !errors.Is(err, errMsgBudget) && !errors.Is(err, errRate) {
-		tx.c.refused.failed.Add(1)
+		tx.refused.failed.Add(1)
 		why := id + ": " + err.Error()
-		tx.c.refused.lastFailure.Store(&why)
+		tx.refused.lastFailure.Store(&why)
 		tx.unread(id, "the latest message could not be read (the value is the one before): "+err.Error())
 	}
 	return v, err
 }
 
-func (t *tmpl) renderJSON(payload []byte, now time.Time, tx *txn) (any, error) {
+func (t *tmpl) renderJSON(payload []byte, now time.Time, tx *rec) (any, error) {
 	budget := jinja.DefaultBudget
 	if tx != nil {
 		if tx.jLeft < jRouteCost {
@@ -136,7 +137,7 @@ func (t *tmpl) renderJSON(payload []byte, now time.Time, tx *txn) (any, error) {
 
 // valueJSON decodes a payload for value_json (undefined when it is not
 // JSON), once per message when tx is not nil.
-func (tx *txn) valueJSON(p []byte) any {
+func (tx *rec) valueJSON(p []byte) any {
 	if tx != nil && len(p) > 0 && tx.jsonOf == &p[0] && tx.jsonLen == len(p) {
 		return tx.jsonVal
 	}
@@ -251,4 +252,17 @@ func stringify(v any) string {
 	}
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// skipRender counts a rendering the message's work budget, or the work
+// budget per second (jRated), did not cover.
+func (tx *rec) skipRender() error {
+	if tx.jRated {
+		tx.jThrottled++
+		tx.refused.throttled.Add(1)
+		return errRate
+	}
+	tx.jSkipped++
+	tx.refused.skipped.Add(1)
+	return errMsgBudget
 }

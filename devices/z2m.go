@@ -126,15 +126,6 @@ type expose struct {
 	LengthMax   *float64 `json:"length_max"`
 }
 
-// preset is a named value of a numeric expose; the value may lie outside
-// value_min..value_max (color_temp_startup "previous" = 65535) or be a
-// string (on_level "previous").
-type preset struct {
-	Name        string `json:"name"`
-	Value       any    `json:"value"`
-	Description string `json:"description"`
-}
-
 func newZ2MSource(base string, in *interner, areas []AreaRule) *z2mSource {
 	return &z2mSource{base: base, lastFire: map[string]firing{}, in: in, areas: areas}
 }
@@ -356,4 +347,13 @@ func (z *z2mSource) buildDevice(log *slog.Logger, id string, d *z2mDevice) *devS
 		s.routes = append(s.routes, topicRoute{n.topic + "/action", z.actionRoute(s.id, b.sid("action"))})
 	}
 	return s
+}
+
+// z2mKey is a Zigbee2MQTT device's key: its IEEE address, or its name for
+// the odd device listed without one.
+func z2mKey(h *z2mHead) idKey {
+	if h.ieee == "" {
+		return idKey{z2m: true, s: "name=" + h.friendlyName}
+	}
+	return idKey{z2m: true, s: h.ieee}
 }

@@ -17,13 +17,6 @@ const (
 	accessGet       = 4
 )
 
-// Tags of a device entry that is not fully modelled; its description says
-// what is missing.
-const (
-	tagPartial    = "partial"
-	tagUnmodelled = "unmodelled"
-)
-
 // z2mBuilder turns the exposes of one definition into states, events, a
 // set action and a get action.
 type z2mBuilder struct {
@@ -287,8 +280,8 @@ func (b *z2mBuilder) finish(log *slog.Logger, d *z2mDevice, n z2mNames) {
 		b.act.desc = fmt.Sprintf("Set settable properties of %s (%s); publishes a JSON object to %s.", d.FriendlyName, s.desc, n.setTopic)
 		b.act.presets = anyPresets(b.act.fields)
 		setTopic := n.setTopic
-		b.act.send = func(ctx context.Context, p sender, args map[string]any) error {
-			return p.publishJSON(ctx, setTopic, args)
+		b.act.send = func(ctx context.Context, p Sender, args map[string]any) error {
+			return p.PublishJSON(ctx, setTopic, args)
 		}
 		s.actions = append(s.actions, b.act)
 	}
@@ -296,8 +289,8 @@ func (b *z2mBuilder) finish(log *slog.Logger, d *z2mDevice, n z2mNames) {
 		b.get.desc = `Ask Zigbee2MQTT to read current values from the device: publishes {"<property>": ""} to its /get topic; ` +
 			"the values arrive as state changes."
 		getTopic := n.getTopic
-		b.get.send = func(ctx context.Context, p sender, args map[string]any) error {
-			return p.publishJSON(ctx, getTopic, args)
+		b.get.send = func(ctx context.Context, p Sender, args map[string]any) error {
+			return p.PublishJSON(ctx, getTopic, args)
 		}
 		s.actions = append(s.actions, b.get)
 	}
@@ -317,14 +310,4 @@ func anyPresets(fields map[string]*field) bool {
 		}
 	}
 	return false
-}
-
-func stringsOf(vs []any) []string {
-	out := make([]string, 0, len(vs))
-	for _, v := range vs {
-		if s, ok := v.(string); ok {
-			out = append(out, s)
-		}
-	}
-	return out
 }

@@ -14,7 +14,7 @@ import (
 // are sorted by key. The common flat message is read without building a
 // map; anything else goes through json.Unmarshal.
 func (z *z2mSource) stateRoute(dev string, props []z2mProp) route {
-	return func(tx *txn, payload []byte) {
+	return func(tx *rec, payload []byte) {
 		var buf [16]flatMember
 		if ms, ok := parseFlat(payload, buf[:0]); ok {
 			tx.touch(dev)
@@ -30,7 +30,7 @@ func (z *z2mSource) stateRoute(dev string, props []z2mProp) route {
 		}
 		var obj map[string]any
 		if err := json.Unmarshal(payload, &obj); err != nil || obj == nil {
-			tx.c.log.Warn("malformed zigbee2mqtt state skipped", "topic", z.base+"/"+dev, "device", dev, "err", err)
+			tx.log.Warn("malformed zigbee2mqtt state skipped", "topic", z.base+"/"+dev, "device", dev, "err", err)
 			return
 		}
 		keys := make([]string, 0, len(obj))
@@ -63,7 +63,7 @@ func findProp[K string | []byte](props []z2mProp, j *int, key K) *z2mProp {
 }
 
 // applyProp records the value of a routed key.
-func (z *z2mSource) applyProp(tx *txn, dev string, p *z2mProp, v any) {
+func (z *z2mSource) applyProp(tx *rec, dev string, p *z2mProp, v any) {
 	if p.event {
 		if s, ok := v.(string); ok && s != "" && z.fresh(p.id, s, false, tx.now) {
 			tx.fireEvent(dev, p.id, s)
@@ -191,7 +191,7 @@ func (z *z2mSource) fresh(id, v string, viaAction bool, now time.Time) bool {
 }
 
 func (z *z2mSource) actionRoute(dev, id string) route {
-	return func(tx *txn, payload []byte) {
+	return func(tx *rec, payload []byte) {
 		s := strings.TrimSpace(string(payload))
 		if s == "" {
 			return
@@ -204,10 +204,10 @@ func (z *z2mSource) actionRoute(dev, id string) route {
 
 func (z *z2mSource) routeAvailability(s *devSpec, topic string) {
 	dev := s.id
-	s.routes = append(s.routes, topicRoute{topic, func(tx *txn, payload []byte) {
+	s.routes = append(s.routes, topicRoute{topic, func(tx *rec, payload []byte) {
 		ok, known := parseAvailability(payload)
 		if !known {
-			tx.c.log.Warn("unrecognised zigbee2mqtt availability skipped", "topic", topic)
+			tx.log.Warn("unrecognised zigbee2mqtt availability skipped", "topic", topic)
 			return
 		}
 		tx.setAvail(dev, topic, ok, "latest")

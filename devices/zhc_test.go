@@ -1,6 +1,7 @@
 package devices
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -390,4 +391,43 @@ func TestLibraryIngest(t *testing.T) {
 		n, c.Coverage(), d.Round(time.Millisecond), flat.Round(time.Microsecond), float64(after.HeapAlloc-before.HeapAlloc)/1e6,
 		float64(after.HeapSys)/1e6, float64(after.Sys)/1e6)
 	_ = payload
+}
+
+// TestWeeklyScheduleDayForms: the converter library takes a weekly
+// schedule's days as {"day": "monday"} or as "monday"; the list form was
+// refused at validate (16 definitions: Bosch BTH-RM230Z, Ubisys H1,
+// Slacky-DIY thermostats). Both are offered and published as given.
+func TestWeeklyScheduleDayForms(t *testing.T) {
+	var devs []json.RawMessage
+	b, err := os.ReadFile(zhcDir + "/devices.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &devs); err != nil {
+		t.Fatal(err)
+	}
+	var viessmann json.RawMessage
+	for _, d := range devs {
+		if strings.Contains(string(d), `"friendly_name": "Viessmann ZK03840"`) || strings.Contains(string(d), `"friendly_name":"Viessmann ZK03840"`) {
+			viessmann = d
+		}
+	}
+	if viessmann == nil {
+		t.Fatal("Viessmann ZK03840 not in the library sample")
+	}
+	h := startVariantHouse(t)
+	if err := h.pub.Publish(context.Background(), "zigbee2mqtt/bridge/devices", []byte("["+string(viessmann)+"]"), 1, true); err != nil {
+		t.Fatal(err)
+	}
+	h.waitID(t, "viessmann_zk03840.set")
+	tr := []any{map[string]any{"transitionTime": map[string]any{"hour": 6.0, "minute": 30.0}, "heatSetpoint": 21.0}}
+	for _, days := range [][]any{{"monday", "friday"}, {map[string]any{"day": "monday"}}} {
+		arg := map[string]any{"weekly_schedule": map[string]any{"dayofweek": days, "transitions": tr}}
+		want, _ := json.Marshal(arg)
+		h.call(t, "viessmann_zk03840.set", arg, published{Topic: "zigbee2mqtt/Viessmann ZK03840/set", Payload: string(want), QoS: 0})
+	}
+	bad := map[string]any{"weekly_schedule": map[string]any{"dayofweek": []any{"someday"}, "transitions": tr}}
+	if err := h.c.Call(context.Background(), "viessmann_zk03840.set", bad); err == nil {
+		t.Error("an unknown day was accepted")
+	}
 }
