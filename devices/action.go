@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/pilothouse/pilothouse/devices/internal/model"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/pilotage"
 )
@@ -124,7 +125,7 @@ func (c *Catalog) Call(ctx context.Context, id string, args map[string]any) erro
 	if err != nil {
 		return err
 	}
-	return a.send(ctx, sender{id: id, conn: conn, http: notifyHTTP, c: c}, norm)
+	return a.Send(ctx, sender{id: id, conn: conn, http: notifyHTTP, c: c}, norm)
 }
 
 // CheckArgs checks args against action id's input schema exactly as Call
@@ -158,11 +159,11 @@ func (c *Catalog) prepare(id string, args map[string]any) (*action, mqtt.PubSub,
 			norm[k] = normalize(v)
 		}
 	}
-	if err := a.validate(norm); err != nil {
+	if err := a.Validate(norm); err != nil {
 		return nil, nil, nil, err
 	}
-	if a.presets {
-		norm = publishProps(a.fields, norm)
+	if a.Presets {
+		norm = model.PublishProps(a.Fields, norm)
 	}
 	return a, conn, norm, nil
 }

@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pilothouse/pilothouse/devices/internal/ha"
+	"github.com/pilothouse/pilothouse/devices/internal/model"
 )
 
 func TestTemplates(t *testing.T) {
@@ -34,14 +37,14 @@ func TestTemplates(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.tpl, func(t *testing.T) {
-			tp := compileTemplate(tc.tpl)
-			if got := tp != nil && tp.unsupported != ""; got != tc.unsupported {
+			tp := model.CompileTemplate(tc.tpl)
+			if got := tp != nil && tp.Unsupported != ""; got != tc.unsupported {
 				t.Fatalf("unsupported = %v (%+v)", got, tp)
 			}
 			if tc.unsupported {
 				return
 			}
-			v, err := tp.render([]byte(tc.payload), time.Time{})
+			v, err := tp.Render([]byte(tc.payload), time.Time{})
 			if tc.wantErr != "" {
 				if err == nil || err.Error() != tc.wantErr {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -72,7 +75,7 @@ func TestRenderCommand(t *testing.T) {
 		{"{{action}}", nil, map[string]any{"action": "ARM_AWAY", "code": ""}, "ARM_AWAY"},
 	}
 	for _, tc := range cases {
-		got, err := compileTemplate(tc.tpl).renderCommand(tc.v, tc.vars)
+		got, err := model.CompileTemplate(tc.tpl).RenderCommand(tc.v, tc.vars)
 		if err != nil || got != tc.want {
 			t.Errorf("renderCommand(%q, %v) = %q, %v; want %q", tc.tpl, tc.v, got, err, tc.want)
 		}
@@ -87,20 +90,20 @@ func TestExpandConfigAbbreviationsAndTilde(t *testing.T) {
 		"avty": map[string]any{"t": "~/status", "val_tpl": "{{ value }}"},
 		"~":    "tasmota01/tele/",
 	}
-	cfg := expandConfig(raw)
-	e, err := newHAEntity("homeassistant/switch/x/config", "switch", "x", cfg)
+	cfg := ha.ExpandConfig(raw)
+	e, err := ha.NewEntity("homeassistant/switch/x/config", "switch", "x", cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{"state_topic": "tasmota01/tele/SENSOR", "availability_topic": "tasmota01/tele/LWT",
 		"command_topic": "cmnd/tasmota01/tele/", "payload_available": "Online"}
 	for k, v := range want {
-		if got := e.str(k, ""); got != v {
+		if got := e.Str(k, ""); got != v {
 			t.Errorf("%s = %q, want %q", k, got, v)
 		}
 	}
-	if e.dev["manufacturer"] != "Acme" || e.dev["suggested_area"] != "Hall" || e.dev["identifiers"] != "x" || e.origin != "Tasmota" {
-		t.Errorf("device/origin blocks not expanded: %v %q", e.dev, e.origin)
+	if e.Dev["manufacturer"] != "Acme" || e.Dev["suggested_area"] != "Hall" || e.Dev["identifiers"] != "x" || e.Origin != "Tasmota" {
+		t.Errorf("device/origin blocks not expanded: %v %q", e.Dev, e.Origin)
 	}
 	av, _ := cfg["availability"].([]any)
 	if len(av) != 1 || av[0].(map[string]any)["topic"] != "tasmota01/tele//status" || av[0].(map[string]any)["value_template"] != "{{ value }}" {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/devices/internal/model"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
@@ -240,7 +241,7 @@ func checkVariantRefusals(t *testing.T, h *variantHouse) {
 	t.Helper()
 	s := h.c.Snapshot()
 	hp, _ := s.Get("heat_pump")
-	if !hasTag(hp, tagPartial) || !strings.Contains(hp.Description, "Filter robot: lawn_mower entities are not modelled") {
+	if !hasTag(hp, model.TagPartial) || !strings.Contains(hp.Description, "Filter robot: lawn_mower entities are not modelled") {
 		t.Errorf("heat_pump: %v %q", hp.Tags, hp.Description)
 	}
 	for _, id := range []string{"no_origin", "extra", "foo"} {

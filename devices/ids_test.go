@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/devices/internal/model"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
@@ -18,29 +19,29 @@ import (
 // devices may not import it), by id.
 type memRegistry struct {
 	mu    sync.Mutex
-	m     map[string]IDAssignment
+	m     map[string]model.IDAssignment
 	fail  error
 	saves int
 }
 
-func (r *memRegistry) LoadDeviceIDs(context.Context) ([]IDAssignment, error) {
+func (r *memRegistry) LoadDeviceIDs(context.Context) ([]model.IDAssignment, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []IDAssignment
+	var out []model.IDAssignment
 	for _, a := range r.m {
 		out = append(out, a)
 	}
 	return out, nil
 }
 
-func (r *memRegistry) SaveDeviceIDs(_ context.Context, put []IDAssignment, del []string) error {
+func (r *memRegistry) SaveDeviceIDs(_ context.Context, put []model.IDAssignment, del []string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.fail != nil {
 		return r.fail
 	}
 	if r.m == nil {
-		r.m = map[string]IDAssignment{}
+		r.m = map[string]model.IDAssignment{}
 	}
 	for _, id := range del {
 		delete(r.m, id)
@@ -54,20 +55,20 @@ func (r *memRegistry) SaveDeviceIDs(_ context.Context, put []IDAssignment, del [
 
 // ids returns the device ids each device key holds.
 func (r *memRegistry) ids() map[string]string {
-	return r.rows(func(a IDAssignment) bool { return a.Left.IsZero() && !strings.HasPrefix(a.Key, "ha:ent:") })
+	return r.rows(func(a model.IDAssignment) bool { return a.Left.IsZero() && !strings.HasPrefix(a.Key, "ha:ent:") })
 }
 
 // reserved returns the device ids reserved for a device that left them.
 func (r *memRegistry) reserved() map[string]string {
-	return r.rows(func(a IDAssignment) bool { return !a.Left.IsZero() && !strings.HasPrefix(a.Key, "ha:ent:") })
+	return r.rows(func(a model.IDAssignment) bool { return !a.Left.IsZero() && !strings.HasPrefix(a.Key, "ha:ent:") })
 }
 
 // slots returns the segments Home Assistant entities hold.
 func (r *memRegistry) slots() map[string]string {
-	return r.rows(func(a IDAssignment) bool { return a.Left.IsZero() && strings.HasPrefix(a.Key, "ha:ent:") })
+	return r.rows(func(a model.IDAssignment) bool { return a.Left.IsZero() && strings.HasPrefix(a.Key, "ha:ent:") })
 }
 
-func (r *memRegistry) rows(keep func(IDAssignment) bool) map[string]string {
+func (r *memRegistry) rows(keep func(model.IDAssignment) bool) map[string]string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := map[string]string{}
@@ -103,7 +104,7 @@ type houseOverMQTT struct {
 	pub *mqtt.Client
 }
 
-func startHouse(t *testing.T, reg IDRegistry) *houseOverMQTT {
+func startHouse(t *testing.T, reg model.IDRegistry) *houseOverMQTT {
 	t.Helper()
 	return startHouseWith(t, Options{Logger: quietLogger(), IDs: reg})
 }
@@ -348,7 +349,7 @@ func TestZigbee2MQTTRenameKeepsOldIDReserved(t *testing.T) {
 func TestDeviceIDReservationsEnd(t *testing.T) {
 	reg := &memRegistry{}
 	c, clk := loadedCatalog(t, reg)
-	c.ids.limit = 4 // two devices: each keeps its id and its entity's segment
+	c.ids.Limit = 4 // two devices: each keeps its id and its entity's segment
 	for i, ident := range []string{"a", "b", "c"} {
 		topic := "homeassistant/sensor/" + ident + "/t/config"
 		c.HandleMessage(msg(topic, weatherConfig(ident, "w/"+ident)))
@@ -361,13 +362,13 @@ func TestDeviceIDReservationsEnd(t *testing.T) {
 	if got, want := reg.reserved(), map[string]string{"ha:ids:a": "outdoor_weather", "ha:ids:b": "outdoor_weather_2"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("reserved %v, want %v (the newest ends first)", got, want)
 	}
-	clk.t = clk.t.Add(idReserve)
+	clk.t = clk.t.Add(model.IDReserve)
 	runIDSteps(t, c, []idStep{{"a month later", "homeassistant/sensor/d/t/config", weatherConfig("d", "w/d"), []string{"outdoor_weather"}}})
 	if got := reg.reserved(); len(got) != 0 {
 		t.Fatalf("reserved %v a month later", got)
 	}
 	// Loaded: a reservation from months ago ends at Start.
-	old := &memRegistry{m: map[string]IDAssignment{"hall_motion": {Key: "ha:ids:x", ID: "hall_motion", Base: "hall_motion", Left: clk.t.Add(-3 * idReserve)}}}
+	old := &memRegistry{m: map[string]model.IDAssignment{"hall_motion": {Key: "ha:ids:x", ID: "hall_motion", Base: "hall_motion", Left: clk.t.Add(-3 * model.IDReserve)}}}
 	c2, _ := loadedCatalog(t, old)
 	runIDSteps(t, c2, []idStep{{"newcomer", evilMotion, `{"name":"Motion","state_topic":"m/e","device":{"identifiers":["b"],"name":"Hall Motion"}}`, []string{"hall_motion"}}})
 }
@@ -423,7 +424,7 @@ func TestDeviceIDsAcrossFullAndIncrementalRebuilds(t *testing.T) {
 func TestDeviceListFloodKeepsEstablishedReservations(t *testing.T) {
 	reg := &memRegistry{}
 	c, clk := loadedCatalog(t, reg)
-	c.ids.limit = 8
+	c.ids.Limit = 8
 	z2m := func(ieee, name string) string {
 		return fmt.Sprintf(`{"ieee_address":%q,"friendly_name":%q,"definition":{"model":"L","vendor":"V","description":"d","exposes":[]}}`, ieee, name)
 	}

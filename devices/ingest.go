@@ -3,6 +3,7 @@ package devices
 import (
 	"strings"
 
+	"github.com/pilothouse/pilothouse/devices/internal/model"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
@@ -19,7 +20,7 @@ import (
 // txn is one ingestion: the results its compute phase records and the
 // changes its commit phase makes. It belongs to the holder of c.ingest.
 type txn struct {
-	rec
+	model.Rec
 	c       *Catalog
 	changes []Change
 	newSubs bool
@@ -27,14 +28,14 @@ type txn struct {
 	// Computed, to be committed: the route lists a topic's first message
 	// built, discovery's spec changes (the live changes are rec.ops).
 	lists []topicList
-	specs []specChange
+	specs []model.SpecChange
 	// replay holds the payloads that waited for routes the commit added.
 	replay []topicPayload
 }
 
 type topicList struct {
 	topic string
-	tr    topicRoutes
+	tr    model.TopicRoutes
 }
 
 type topicPayload struct {
@@ -52,16 +53,16 @@ func (c *Catalog) HandleMessage(m mqtt.Message) {
 	c.ingest.Lock()
 	defer c.ingest.Unlock()
 	tx := c.begin()
-	granted := c.work.grant(m.Topic, tx.now)
-	tx.jLeft, tx.jRated = granted, granted < msgJBudget
+	granted := c.work.Grant(m.Topic, tx.Now)
+	tx.JLeft, tx.JRated = granted, granted < model.MsgJBudget
 	c.compute(tx, m)
 	subs := c.commitPhase(tx)
-	c.work.spend(m.Topic, granted-tx.jLeft, tx.now)
-	if tx.jSkipped > 0 {
-		c.logSkipped(m.Topic, tx.jSkipped)
+	c.work.Spend(m.Topic, granted-tx.JLeft, tx.Now)
+	if tx.JSkipped > 0 {
+		c.logSkipped(m.Topic, tx.JSkipped)
 	}
-	if tx.jThrottled > 0 {
-		c.logThrottled(m.Topic, tx.jThrottled)
+	if tx.JThrottled > 0 {
+		c.logThrottled(m.Topic, tx.JThrottled)
 	}
 	c.fanOut(tx, subs)
 }
@@ -71,7 +72,7 @@ func (c *Catalog) HandleMessage(m mqtt.Message) {
 func (c *Catalog) begin() *txn {
 	tx := &c.tx
 	*tx = txn{c: c, changes: tx.changes[:0], lists: tx.lists[:0],
-		rec: rec{now: c.now(), log: c.log, refused: &c.refused, ops: tx.ops[:0], jLeft: msgJBudget}}
+		Rec: model.Rec{Now: c.now(), Log: c.log, Refused: &c.refused, Ops: tx.Ops[:0], JLeft: model.MsgJBudget}}
 	return tx
 }
 
@@ -80,22 +81,22 @@ func (c *Catalog) compute(tx *txn, m mqtt.Message) {
 	t := m.Topic
 	switch {
 	case t == c.topics.devices:
-		changed, refused := c.z2m.handleDevices(c.log, m.Payload)
+		changed, refused := c.z2m.HandleDevices(c.log, m.Payload)
 		if refused {
-			c.refused.oversized.Add(1)
+			c.refused.Oversized.Add(1)
 		}
 		if changed {
 			tx.specs = c.rebuildSpecs(tx)
 		}
 		return
 	case t == c.topics.event:
-		if c.z2m.handleEvent(c.log, m.Payload) {
+		if c.z2m.HandleEvent(c.log, m.Payload) {
 			tx.specs = c.rebuildSpecs(tx)
 		}
 		return
 	case strings.HasPrefix(t, c.topics.haPrefix) && strings.HasSuffix(t, "/config"):
-		if c.ha.handleConfig(c.log, t, m.Payload) {
-			tx.specs = c.ha.rebuild(c.log, c.ids, c.z2mIDs)
+		if c.ha.HandleConfig(c.log, t, m.Payload) {
+			tx.specs = c.ha.Rebuild(c.log, c.ids, c.z2mIDs)
 		}
 		return
 	}
@@ -128,12 +129,12 @@ func (c *Catalog) runRoutes(tx *txn, t string, payload []byte) bool {
 	if !ok {
 		return false
 	}
-	if tr.byDev != nil && tr.list == nil {
-		tr.run(&tx.rec, payload)
+	if tr.ByDev != nil && tr.List == nil {
+		tr.Run(&tx.Rec, payload)
 		tx.lists = append(tx.lists, topicList{t, tr}) // keep the list it built
 		return true
 	}
-	tr.run(&tx.rec, payload)
+	tr.Run(&tx.Rec, payload)
 	return true
 }
 
@@ -179,13 +180,13 @@ func (c *Catalog) commitLocked(tx *txn) {
 	for _, l := range tx.lists {
 		c.model.routes[l.topic] = l.tr
 	}
-	for i := range tx.ops {
-		tx.apply(&tx.ops[i])
+	for i := range tx.Ops {
+		tx.apply(&tx.Ops[i])
 	}
 	c.commitSpecs(tx, tx.specs)
-	clear(tx.ops)
+	clear(tx.Ops)
 	clear(tx.lists)
-	tx.ops, tx.lists, tx.specs = tx.ops[:0], tx.lists[:0], nil
+	tx.Ops, tx.lists, tx.specs = tx.Ops[:0], tx.lists[:0], nil
 }
 
 // finish returns the subscribers to notify (nil when nothing changed).
@@ -216,15 +217,15 @@ func (c *Catalog) fanOut(tx *txn, subs []func(Change)) {
 // end forgets the values of the finished ingestion and keeps small
 // buffers for the next.
 func (tx *txn) end() {
-	tx.jsonOf, tx.jsonVal = nil, nil
+	tx.JSONOf, tx.JSONVal = nil, nil
 	clear(tx.changes)
 	if cap(tx.changes) > 64 {
 		tx.changes = nil
 	}
-	if cap(tx.ops) > 64 {
-		tx.ops = nil
+	if cap(tx.Ops) > 64 {
+		tx.Ops = nil
 	}
-	tx.changes, tx.ops = tx.changes[:0], tx.ops[:0]
+	tx.changes, tx.Ops = tx.changes[:0], tx.Ops[:0]
 }
 
 // z2mCommand reports whether t is a Zigbee2MQTT command topic:

@@ -1,6 +1,7 @@
 package devices
 
 import (
+	"github.com/pilothouse/pilothouse/devices/internal/model"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
@@ -38,9 +39,9 @@ type Refusals struct {
 
 // Refusals returns the counters of what the catalog refused to read.
 func (c *Catalog) Refusals() Refusals {
-	r := Refusals{OversizedMessages: c.refused.oversized.Load(), TemplateWorkSkipped: c.refused.skipped.Load(),
-		TemplateWorkThrottled: c.refused.throttled.Load(), TemplateFailures: c.refused.failed.Load()}
-	if p := c.refused.lastFailure.Load(); p != nil {
+	r := Refusals{OversizedMessages: c.refused.Oversized.Load(), TemplateWorkSkipped: c.refused.Skipped.Load(),
+		TemplateWorkThrottled: c.refused.Throttled.Load(), TemplateFailures: c.refused.Failed.Load()}
+	if p := c.refused.LastFailure.Load(); p != nil {
 		r.LastTemplateFailure = *p
 	}
 	return r
@@ -62,7 +63,7 @@ func (c *Catalog) oversized(t string, n int) bool {
 	if n <= bound {
 		return false
 	}
-	if k := c.refused.oversized.Add(1); k&(k-1) == 0 {
+	if k := c.refused.Oversized.Add(1); k&(k-1) == 0 {
 		c.log.Warn("mqtt message over its size bound not read; the catalog keeps what it had (mqtt.max_message_bytes)",
 			"topic", t, "bytes", n, "max_bytes", bound, "refused", k)
 	}
@@ -72,10 +73,10 @@ func (c *Catalog) oversized(t string, n int) bool {
 // logSkipped logs a message whose renderings went past its work budget,
 // the 1st, 2nd, 4th, 8th, … such message. Called under the ingest lock.
 func (c *Catalog) logSkipped(topic string, skipped int) {
-	c.refused.skippedMsgs++
-	if k := c.refused.skippedMsgs; k&(k-1) == 0 {
+	c.refused.SkippedMsgs++
+	if k := c.refused.SkippedMsgs; k&(k-1) == 0 {
 		c.log.Warn("home assistant templates not rendered: the message used up its template work budget; their states keep their values",
-			"topic", topic, "skipped", skipped, "budget", msgJBudget, "messages", k, "renderings_skipped", c.refused.skipped.Load())
+			"topic", topic, "skipped", skipped, "budget", model.MsgJBudget, "messages", k, "renderings_skipped", c.refused.Skipped.Load())
 	}
 }
 
@@ -83,10 +84,10 @@ func (c *Catalog) logSkipped(topic string, skipped int) {
 // work per second, the 1st, 2nd, 4th, 8th, … such message. Called under
 // the ingest lock.
 func (c *Catalog) logThrottled(topic string, throttled int) {
-	c.refused.throttledMsgs++
-	if k := c.refused.throttledMsgs; k&(k-1) == 0 {
+	c.refused.ThrottledMsgs++
+	if k := c.refused.ThrottledMsgs; k&(k-1) == 0 {
 		c.log.Warn("home assistant templates not rendered: template work over its rate; their states keep their values",
-			"topic", topic, "throttled", throttled, "topic_rate", topicWorkRate, "rate", workRate, "messages", k,
-			"renderings_throttled", c.refused.throttled.Load())
+			"topic", topic, "throttled", throttled, "topic_rate", model.TopicWorkRate, "rate", model.WorkRate, "messages", k,
+			"renderings_throttled", c.refused.Throttled.Load())
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/devices/internal/z2m"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
@@ -196,7 +197,7 @@ func TestDeviceListOverItsCountKeepsThePrevious(t *testing.T) {
 	c := h.c
 	h.send(t, "zigbee2mqtt/bridge/devices", string(list(3, "real")), true)
 	testutil.Eventually(t, 10*time.Second, "the real list", func() bool { _, ok := c.Snapshot().Get("real_00002"); return ok })
-	h.send(t, "zigbee2mqtt/bridge/devices", string(list(maxZ2MDevices+1, "flood")), true)
+	h.send(t, "zigbee2mqtt/bridge/devices", string(list(z2m.MaxDevices+1, "flood")), true)
 	testutil.Eventually(t, 10*time.Second, "the refusal counted", func() bool { return c.Refusals().OversizedMessages == 1 })
 	if _, ok := c.Snapshot().Get("real_00002"); !ok {
 		t.Error("the refused list replaced the previous one")

@@ -1,22 +1,24 @@
 package devices
 
+import "github.com/pilothouse/pilothouse/devices/internal/model"
+
 // apply applies one op (commit phase, c.mu held).
-func (tx *txn) apply(o *op) {
-	switch o.kind {
-	case opState:
-		tx.applyState(o.dev, o.id, o.key, o.v)
-	case opEvent:
-		tx.applyEvent(o.dev, o.id, o.v)
-	case opTouch:
-		tx.dev(o.dev).lastSeen = tx.now
-	case opProp:
-		d := tx.dev(o.dev)
-		d.lastSeen = tx.now
-		d.obj[o.key] = o.v
-	case opAvail:
-		tx.applyAvail(o.dev, o.id, o.v.(bool), o.key)
-	case opUnread:
-		tx.applyUnread(o.id, o.v.(string))
+func (tx *txn) apply(o *model.Op) {
+	switch o.Kind {
+	case model.OpState:
+		tx.applyState(o.Dev, o.ID, o.Key, o.V)
+	case model.OpEvent:
+		tx.applyEvent(o.Dev, o.ID, o.V)
+	case model.OpTouch:
+		tx.dev(o.Dev).lastSeen = tx.Now
+	case model.OpProp:
+		d := tx.dev(o.Dev)
+		d.lastSeen = tx.Now
+		d.obj[o.Key] = o.V
+	case model.OpAvail:
+		tx.applyAvail(o.Dev, o.ID, o.V.(bool), o.Key)
+	case model.OpUnread:
+		tx.applyUnread(o.ID, o.V.(string))
 	}
 }
 
@@ -34,20 +36,20 @@ func (tx *txn) applyState(dev, id, prop string, v any) {
 	if !ok {
 		lv = liveVal{dev: dev, unsupported: tx.c.model.unsupported[id]}
 	}
-	lv.lastSeen, lv.unread = tx.now, ""
+	lv.lastSeen, lv.unread = tx.Now, ""
 	d := tx.dev(dev)
-	d.lastSeen = tx.now
+	d.lastSeen = tx.Now
 	if prop != "" {
 		d.obj[prop] = v
 	}
-	if lv.unsupported != "" || equalValues(lv.value, v) {
+	if lv.unsupported != "" || model.EqualValues(lv.value, v) {
 		tx.c.live[id] = lv
 		return
 	}
 	prev := lv.value
-	lv.value, lv.changed, lv.first = v, tx.now, prev == nil && lv.changed.IsZero()
+	lv.value, lv.changed, lv.first = v, tx.Now, prev == nil && lv.changed.IsZero()
 	tx.c.live[id] = lv
-	tx.changes = append(tx.changes, Change{Kind: ChangeState, ID: id, Value: v, Prev: prev, Time: tx.now})
+	tx.changes = append(tx.changes, Change{Kind: ChangeState, ID: id, Value: v, Prev: prev, Time: tx.Now})
 }
 
 func (tx *txn) applyUnread(id, why string) {
@@ -65,14 +67,14 @@ func (tx *txn) applyUnread(id, why string) {
 
 func (tx *txn) applyEvent(dev, id string, v any) {
 	d := tx.dev(dev)
-	d.lastSeen = tx.now
+	d.lastSeen = tx.Now
 	lv, ok := tx.c.live[id]
 	if !ok {
 		lv = liveVal{dev: dev}
 	}
-	lv.value, lv.lastSeen, lv.changed = v, tx.now, tx.now
+	lv.value, lv.lastSeen, lv.changed = v, tx.Now, tx.Now
 	tx.c.live[id] = lv
-	tx.changes = append(tx.changes, Change{Kind: ChangeEvent, ID: id, Value: v, Time: tx.now})
+	tx.changes = append(tx.changes, Change{Kind: ChangeEvent, ID: id, Value: v, Time: tx.Now})
 }
 
 func (tx *txn) applyAvail(dev, topic string, ok bool, mode string) {
@@ -102,5 +104,5 @@ func (tx *txn) applyAvail(dev, topic string, ok bool, mode string) {
 		prev = *d.availNow
 	}
 	d.availNow = &now
-	tx.changes = append(tx.changes, Change{Kind: ChangeAvailability, ID: dev, Value: now, Prev: prev, Time: tx.now})
+	tx.changes = append(tx.changes, Change{Kind: ChangeAvailability, ID: dev, Value: now, Prev: prev, Time: tx.Now})
 }

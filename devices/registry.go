@@ -20,7 +20,7 @@ func (c *Catalog) loadIDs(ctx context.Context) error {
 	}
 	c.ingest.Lock()
 	defer c.ingest.Unlock()
-	for _, a := range c.ids.load(as) {
+	for _, a := range c.ids.Load(as) {
 		c.log.Warn("device id registry: conflicting assignment ignored", "key", a.Key, "id", a.ID, "left", a.Left)
 	}
 	tx := c.begin()
@@ -33,12 +33,12 @@ func (c *Catalog) loadIDs(ctx context.Context) error {
 // mu). A failed write is logged and retried after the next rebuild; the
 // ids hold in memory meanwhile.
 func (c *Catalog) saveIDs() {
-	put, del := c.ids.pending()
+	put, del := c.ids.Pending()
 	if len(put)+len(del) == 0 {
 		return
 	}
 	if c.opts.IDs == nil {
-		c.ids.saved(put, del)
+		c.ids.Saved(put, del)
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
@@ -48,5 +48,5 @@ func (c *Catalog) saveIDs() {
 			"stored", len(put), "freed", len(del), "err", err)
 		return
 	}
-	c.ids.saved(put, del)
+	c.ids.Saved(put, del)
 }

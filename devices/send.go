@@ -1,6 +1,10 @@
 package devices
 
-import "context"
+import (
+	"context"
+
+	"github.com/pilothouse/pilothouse/devices/internal/model"
+)
 
 // sender is the Sender of the producers' actions; these methods are the
 // part of it they may use.
@@ -24,6 +28,8 @@ func (s sender) Value(id string) any { return s.value(id) }
 // own adapts a send function of the catalog's own actions (notification
 // channels, local devices), which use what only the catalog's sender has:
 // its HTTP client and Preview's record.
-func own(send func(ctx context.Context, p sender, args map[string]any) error) func(context.Context, Sender, map[string]any) error {
-	return func(ctx context.Context, p Sender, args map[string]any) error { return send(ctx, p.(sender), args) }
+func own(send func(ctx context.Context, p sender, args map[string]any) error) func(context.Context, model.Sender, map[string]any) error {
+	return func(ctx context.Context, p model.Sender, args map[string]any) error {
+		return send(ctx, p.(sender), args)
+	}
 }

@@ -13,7 +13,7 @@ import (
 // topic (or on each of ten), each looping within the message's work budget, kept the reader
 // busy ~30 ms per 40-byte message, so a burst of them made every other
 // device's messages (and the rules they fire) wait for the whole burst.
-// Template work is now bounded per second too: the burst's renderings past
+// tmpl work is now bounded per second too: the burst's renderings past
 // their topics' rate, or all topics' (ten of them), are skipped, counted
 // and named on the entity, and a neighbour published right after the
 // burst is read within the bound, not throttled.

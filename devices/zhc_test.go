@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/devices/internal/model"
+	"github.com/pilothouse/pilothouse/devices/internal/z2m"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
@@ -39,7 +41,7 @@ type zhcStats struct {
 // zhcDevice is one generated device: its JSON and its decoded form.
 type zhcDevice struct {
 	raw json.RawMessage
-	dev z2mDevice
+	dev z2m.Device
 }
 
 func loadZHC(tb testing.TB, path string) []zhcDevice {
@@ -115,7 +117,7 @@ func jsType(v any) string {
 	return "object"
 }
 
-func numericShapeFlags(e *expose) []string {
+func numericShapeFlags(e *z2m.Expose) []string {
 	var f []string
 	if len(e.Presets) > 0 {
 		kinds := map[string]bool{}
@@ -147,7 +149,7 @@ func numericShapeFlags(e *expose) []string {
 	return f
 }
 
-func shapeFlags(e *expose) []string {
+func shapeFlags(e *z2m.Expose) []string {
 	var f []string
 	switch e.Type {
 	case "numeric":
@@ -160,13 +162,13 @@ func shapeFlags(e *expose) []string {
 	case "enum":
 		if len(e.Values) == 0 {
 			f = append(f, "novalues")
-		} else if !allStrings(e.Values) {
+		} else if !model.AllStrings(e.Values) {
 			f = append(f, "nonstring")
 		}
 	case "composite":
 		if len(e.Features) == 0 {
 			f = append(f, "nofeatures")
-		} else if e.Access&accessPublished != 0 && !anyPublished(e.Features) {
+		} else if e.Access&z2m.AccessPublished != 0 && !anyPublished(e.Features) {
 			f = append(f, "features_unpublished")
 		}
 	case "list":
@@ -182,9 +184,9 @@ func shapeFlags(e *expose) []string {
 	return f
 }
 
-func anyPublished(fs []expose) bool {
+func anyPublished(fs []z2m.Expose) bool {
 	for _, f := range fs {
-		if f.Access&accessPublished != 0 {
+		if f.Access&z2m.AccessPublished != 0 {
 			return true
 		}
 	}
@@ -192,7 +194,7 @@ func anyPublished(fs []expose) bool {
 }
 
 // shapeSigs appends the signature of e and of everything inside it.
-func shapeSigs(e *expose, ctx string, out []string) []string {
+func shapeSigs(e *z2m.Expose, ctx string, out []string) []string {
 	parts := append([]string{ctx + e.Type, "a" + strconv.Itoa(e.Access)}, shapeFlags(e)...)
 	out = append(out, strings.Join(parts, "/"))
 	next := ctx + e.Type + ">"
@@ -210,11 +212,11 @@ func shapeSigs(e *expose, ctx string, out []string) []string {
 
 // dupShapeSigs names properties exposed more than once with different
 // shapes (an expose without its texts), each shape by its outer signature.
-func dupShapeSigs(exposes []expose) []string {
+func dupShapeSigs(exposes []z2m.Expose) []string {
 	byKey := map[string]map[string]string{}
 	var order []string
-	add := func(e *expose) {
-		k := exposeKey(*e)
+	add := func(e *z2m.Expose) {
+		k := z2m.ExposeKey(*e)
 		if k == "" {
 			return
 		}
@@ -252,7 +254,7 @@ func dupShapeSigs(exposes []expose) []string {
 	return out
 }
 
-func deviceShapeSigs(d *z2mDevice) []string {
+func deviceShapeSigs(d *z2m.Device) []string {
 	if d.Definition == nil {
 		return nil
 	}
