@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices/internal/model"
-	"github.com/pilothouse/pilothouse/mqtt"
 )
 
 // memRegistry is an IDRegistry in memory (storage implements the real one;
@@ -97,96 +96,6 @@ const (
 		{"ieee_address":"0x0bad","friendly_name":"outdoor_weather","type":"EndDevice","supported":true,"definition":{"vendor":"Evil","model":"E1","description":"Fake","exposes":[{"type":"numeric","name":"temperature","property":"temperature","access":1}]}}]`
 )
 
-// houseOverMQTT is one run of the server: an embedded broker, the catalog
-// on its Inline client, and a device publishing over TCP.
-type houseOverMQTT struct {
-	c   *Catalog
-	pub *mqtt.Client
-}
-
-func startHouse(t *testing.T, reg model.IDRegistry) *houseOverMQTT {
-	t.Helper()
-	return startHouseWith(t, Options{Logger: quietLogger(), IDs: reg})
-}
-
-// startBroker starts an embedded broker on port 0 and its inline client;
-// both close, and ctx ends, with the test.
-func startBroker(t *testing.T) (context.Context, *mqtt.Broker, *mqtt.Inline) {
-	t.Helper()
-	b, err := mqtt.StartBroker("127.0.0.1:0", quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	in := b.Inline(quietLogger())
-	t.Cleanup(func() { cancel(); in.Close(); _ = b.Close() })
-	return ctx, b, in
-}
-
-// startHouseWith starts a catalog made with opts on a fresh broker's
-// inline client, and a publisher connected over TCP.
-func startHouseWith(t *testing.T, opts Options) *houseOverMQTT {
-	t.Helper()
-	ctx, b, in := startBroker(t)
-	c := NewCatalog(opts)
-	if err := c.Start(ctx, in); err != nil {
-		t.Fatal(err)
-	}
-	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
-	defer dcancel()
-	pub, err := mqtt.Dial(dctx, mqtt.Options{Broker: b.URL(), Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pub.Close)
-	return &houseOverMQTT{c: c, pub: pub}
-}
-
-// publish sends a retained message and waits until the catalog has id.
-func (h *houseOverMQTT) publish(t *testing.T, topic, payload, waitID string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := h.pub.Publish(ctx, topic, []byte(payload), 1, true); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, ok := h.c.Snapshot().Get(waitID); ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never appeared after %s", waitID, topic)
-		}
-		time.Sleep(5 * time.Millisecond) // polling interval, not synchronisation
-	}
-}
-
-// liveOf publishes payload on topic until the state id holds want: the
-// catalog subscribes to a discovered state topic after it built the
-// device, so the first publish may come before the subscription.
-func (h *houseOverMQTT) liveOf(t *testing.T, topic, payload, id string, want any) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	deadline := time.Now().Add(5 * time.Second)
-	for i := 0; ; i++ {
-		if i%20 == 0 { // the catalog subscribes a new state topic on its own goroutine: say it again
-			if err := h.pub.Publish(ctx, topic, []byte(payload), 1, false); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if l, _ := h.c.Live(id); fmt.Sprint(l.Value) == fmt.Sprint(want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			l, _ := h.c.Live(id)
-			t.Fatalf("%s = %v after %s on %s, want %v", id, l.Value, payload, topic, want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func deviceIDs(c *Catalog) []string {
 	var out []string
 	for _, e := range c.Snapshot().Entries() {
@@ -205,7 +114,7 @@ func deviceIDs(c *Catalog) []string {
 // newcomers arrive first (issue 14, item 6).
 func TestDeviceIDTakeoverOverMQTT(t *testing.T) {
 	reg := &memRegistry{}
-	h := startHouse(t, reg)
+	h := runHouse(t, houseOptions{Options: Options{IDs: reg}})
 	h.publish(t, realWeather, weatherConfig("ws-1", "weather/real"), "outdoor_weather.temperature")
 	h.publish(t, evilWeather, weatherConfig("a-evil", "weather/evil"), "outdoor_weather_2.temperature")
 	h.publish(t, "zigbee2mqtt/bridge/devices", z2mList, "outdoor_weather_3.temperature")
@@ -227,7 +136,7 @@ func TestDeviceIDTakeoverOverMQTT(t *testing.T) {
 	}
 
 	// Restart on a fresh broker: the newcomers arrive first, alone.
-	h2 := startHouse(t, reg)
+	h2 := runHouse(t, houseOptions{Options: Options{IDs: reg}})
 	h2.publish(t, evilWeather, weatherConfig("a-evil", "weather/evil"), "outdoor_weather_2.temperature")
 	h2.publish(t, evilMotion, `{"name":"Motion","unique_id":"evil_motion","state_topic":"motion/evil","device":{"identifiers":["b-evil"],"name":"Hall Motion"}}`, "hall_motion_2")
 	if _, ok := h2.c.Snapshot().Get("outdoor_weather"); ok {

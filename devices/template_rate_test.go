@@ -34,7 +34,7 @@ func TestTemplateWorkBoundedPerSecond(t *testing.T) {
 // state topics, a burst on them, and a neighbour's state right after.
 func burnAndListen(t *testing.T, topics int, bound time.Duration) {
 	const burst = 300
-	h := startHouseOverTCP(t, Options{})
+	h := runHouse(t, overTCP(Options{}))
 	burn := "{% set ns=namespace(c=0) %}{% for i in range(10000) %}{% set ns.c = ns.c + (value_json.v|length) %}{% endfor %}{{ ns.c }}"
 	n := 20 * topics
 	for i := range n {
