@@ -24,7 +24,7 @@ type Refusals struct {
 	// Zigbee2MQTT device lists over maxZ2MDevices.
 	OversizedMessages uint64 `json:"oversized_messages"`
 	// TemplateWorkSkipped: template renderings one message's work budget
-	// (msgJBudget) did not cover; their states keep their values.
+	// (MsgJBudget) did not cover; their states keep their values.
 	TemplateWorkSkipped uint64 `json:"template_work_skipped"`
 	// TemplateWorkThrottled: template renderings skipped because their
 	// topic's templates, or all topics' together, did more work than they

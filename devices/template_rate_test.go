@@ -23,7 +23,7 @@ func TestTemplateWorkBoundedPerSecond(t *testing.T) {
 		bound  time.Duration // the neighbour's wait (with -race, on a busy machine)
 	}{
 		{1, 2 * time.Second},
-		// The global bucket's capacity (4*msgJBudget) is spent first.
+		// The global bucket's capacity (4*MsgJBudget) is spent first.
 		{10, 5 * time.Second},
 	} {
 		t.Run(fmt.Sprint(tc.topics, " hostile topics"), func(t *testing.T) { burnAndListen(t, tc.topics, tc.bound) })

@@ -15,8 +15,8 @@ type haGroup struct {
 // devKey groups entities into devices: by first identifier, else first
 // connection, else the entity stands alone.
 func (e *haEntity) devKey() string {
-	if e.Dev != nil {
-		switch ids := e.Dev["identifiers"].(type) {
+	if e.dev != nil {
+		switch ids := e.dev["identifiers"].(type) {
 		case string:
 			if ids != "" {
 				return "ids:" + ids
@@ -26,7 +26,7 @@ func (e *haEntity) devKey() string {
 				return "ids:" + model.Stringify(ids[0])
 			}
 		}
-		if cns, ok := e.Dev["connections"].([]any); ok && len(cns) > 0 {
+		if cns, ok := e.dev["connections"].([]any); ok && len(cns) > 0 {
 			if pair, ok := cns[0].([]any); ok && len(pair) == 2 {
 				return "cns:" + model.Stringify(pair[0]) + "=" + model.Stringify(pair[1])
 			}
@@ -49,7 +49,7 @@ func (g *haGroup) regKey() model.IDKey {
 		return model.IDKey{S: g.key}
 	}
 	e := g.ents[0]
-	if uid := e.Str("unique_id", ""); uid != "" {
+	if uid := e.str("unique_id", ""); uid != "" {
 		return model.IDKey{S: "uid:" + e.component + "/" + uid}
 	}
 	return model.IDKey{S: "topic:" + e.key}
@@ -82,7 +82,7 @@ func keyRank(k string) int {
 
 func (g *haGroup) fromZigbee2MQTT() bool {
 	for _, e := range g.ents {
-		if strings.EqualFold(e.Origin, "Zigbee2MQTT") {
+		if strings.EqualFold(e.origin, "Zigbee2MQTT") {
 			return true
 		}
 	}
@@ -123,7 +123,7 @@ func (g *haGroup) holder() *haEntity {
 
 func (g *haGroup) devField(k string) string {
 	return g.firstSeen(func(e *haEntity) string {
-		if v, ok := e.Dev[k]; ok && v != nil {
+		if v, ok := e.dev[k]; ok && v != nil {
 			return model.Stringify(v)
 		}
 		return ""
@@ -166,14 +166,14 @@ func (b *haBuilder) entityKey(e *haEntity, devName string) string {
 		}
 		key = model.Slug(n)
 	default:
-		key = model.Slug(e.Str("device_class", ""))
+		key = model.Slug(e.str("device_class", ""))
 		if key == "" {
 			key = model.Slug(e.objectID)
 		}
 	}
 	switch e.component {
 	case "device_automation":
-		key = model.Slug(e.Str("type", "") + "_" + e.Str("subtype", ""))
+		key = model.Slug(e.str("type", "") + "_" + e.str("subtype", ""))
 	case "update":
 		if _, isNull, _ := e.name(); isNull {
 			key = "update"
@@ -183,7 +183,7 @@ func (b *haBuilder) entityKey(e *haEntity, devName string) string {
 	if seg, ok := b.pins.pinned(ek); ok && !b.usedKeys[seg] {
 		key = seg // its segment since it first came
 	}
-	for _, cand := range []string{key, model.Slug(e.objectID), model.Slug(e.Str("device_class", "")), model.Slug(e.component), model.Slug(e.component + "_" + e.objectID)} {
+	for _, cand := range []string{key, model.Slug(e.objectID), model.Slug(e.str("device_class", "")), model.Slug(e.component), model.Slug(e.component + "_" + e.objectID)} {
 		if !b.usedKeys[cand] && b.pins.free(cand, ek) {
 			b.usedKeys[cand] = true
 			b.pins.pin(ek, cand, e.key)

@@ -55,7 +55,7 @@ type cmdSend func(ctx context.Context, p model.Sender, v any, vars map[string]an
 // tplKey; ok is false without a topic, or when the template cannot be
 // rendered (the device then says so: the command is not offered).
 func (x *ent) command(topicKey, tplKey string) (cmdSend, bool) {
-	topic := x.Str(topicKey, "")
+	topic := x.str(topicKey, "")
 	if topic == "" {
 		return nil, false
 	}
@@ -63,7 +63,7 @@ func (x *ent) command(topicKey, tplKey string) (cmdSend, bool) {
 	var t *model.Template
 	if tplKey != "" {
 		x.readKey(tplKey)
-		t = model.CompileTemplate(x.Str(tplKey, ""))
+		t = model.CompileTemplate(x.str(tplKey, ""))
 	}
 	if t != nil && t.Unsupported != "" {
 		x.b.gap(x.name + ": " + tplKey + " " + t.Unsupported + "; " + topicKey + " is not offered")
@@ -79,7 +79,7 @@ func (x *ent) command(topicKey, tplKey string) (cmdSend, bool) {
 }
 
 func (x *ent) sensor() {
-	unit := x.Str("unit_of_measurement", "")
+	unit := x.str("unit_of_measurement", "")
 	schema := map[string]any{"type": "string", "description": x.unitDesc()}
 	conv := scalarConv
 	if unit != "" || x.has("state_class") || x.has("suggested_display_precision") {
@@ -89,22 +89,22 @@ func (x *ent) sensor() {
 		}
 		conv = numberConv
 	}
-	x.addState(x.mainID(), x.name, x.unitDesc(), schema, x.Str("state_topic", ""), x.Str("value_template", ""), conv)
+	x.addState(x.mainID(), x.name, x.unitDesc(), schema, x.str("state_topic", ""), x.str("value_template", ""), conv)
 }
 
 func (x *ent) binarySensor() {
-	conv := matcher([2]string{x.Str("payload_on", "ON"), "true"}, [2]string{x.Str("payload_off", "OFF"), "false"})
+	conv := matcher([2]string{x.str("payload_on", "ON"), "true"}, [2]string{x.str("payload_off", "OFF"), "false"})
 	x.addState(x.mainID(), x.name, x.unitDesc(), map[string]any{"type": "boolean", "description": x.unitDesc()},
-		x.Str("state_topic", ""), x.Str("value_template", ""), func(v any) (any, bool) {
+		x.str("state_topic", ""), x.str("value_template", ""), func(v any) (any, bool) {
 			r, ok := conv(v)
 			return r == "true", ok
 		})
 }
 
 func (x *ent) switchLike() {
-	on, off := x.Str("payload_on", "ON"), x.Str("payload_off", "OFF")
-	conv := matcher([2]string{x.Str("state_on", on), "ON"}, [2]string{x.Str("state_off", off), "OFF"})
-	x.addState(x.mainID(), x.name, x.unitDesc(), onOffSchema(x.unitDesc()+"; ON or OFF"), x.Str("state_topic", ""), x.Str("value_template", ""), conv)
+	on, off := x.str("payload_on", "ON"), x.str("payload_off", "OFF")
+	conv := matcher([2]string{x.str("state_on", on), "ON"}, [2]string{x.str("state_off", off), "OFF"})
+	x.addState(x.mainID(), x.name, x.unitDesc(), onOffSchema(x.unitDesc()+"; ON or OFF"), x.str("state_topic", ""), x.str("value_template", ""), conv)
 	send, ok := x.command("command_topic", "command_template")
 	if !ok {
 		return
@@ -129,21 +129,21 @@ func (x *ent) affect(a *model.Action, key, id, topicKey string) {
 
 func (x *ent) lock() {
 	pairs := [][2]string{
-		{x.Str("state_locked", "LOCKED"), "locked"}, {x.Str("state_unlocked", "UNLOCKED"), "unlocked"},
-		{x.Str("state_locking", "LOCKING"), "locking"}, {x.Str("state_unlocking", "UNLOCKING"), "unlocking"},
-		{x.Str("state_jammed", "JAMMED"), "jammed"}, {x.Str("state_open", "OPEN"), "open"},
-		{x.Str("state_opening", "OPENING"), "opening"},
+		{x.str("state_locked", "LOCKED"), "locked"}, {x.str("state_unlocked", "UNLOCKED"), "unlocked"},
+		{x.str("state_locking", "LOCKING"), "locking"}, {x.str("state_unlocking", "UNLOCKING"), "unlocking"},
+		{x.str("state_jammed", "JAMMED"), "jammed"}, {x.str("state_open", "OPEN"), "open"},
+		{x.str("state_opening", "OPENING"), "opening"},
 	}
 	schema := map[string]any{"type": "string", "enum": []any{"locked", "unlocked", "locking", "unlocking", "jammed", "open", "opening"}, "description": x.unitDesc()}
-	x.addState(x.mainID(), x.name, x.unitDesc(), schema, x.Str("state_topic", ""), x.Str("value_template", ""), matcher(pairs...))
+	x.addState(x.mainID(), x.name, x.unitDesc(), schema, x.str("state_topic", ""), x.str("value_template", ""), matcher(pairs...))
 	send, ok := x.command("command_topic", "command_template")
 	if !ok {
 		return
 	}
-	payloads := map[string]string{"LOCK": x.Str("payload_lock", "LOCK"), "UNLOCK": x.Str("payload_unlock", "UNLOCK")}
+	payloads := map[string]string{"LOCK": x.str("payload_lock", "LOCK"), "UNLOCK": x.str("payload_unlock", "UNLOCK")}
 	values := []any{"LOCK", "UNLOCK"}
 	if x.has("payload_open") {
-		payloads["OPEN"] = x.Str("payload_open", "OPEN")
+		payloads["OPEN"] = x.str("payload_open", "OPEN")
 		values = append(values, "OPEN")
 	}
 	a := x.newAction("set", "Lock or unlock "+x.name+".")
@@ -172,7 +172,7 @@ func (x *ent) oneShot(verb, desc, tmplKey, payloadKey, def string) {
 	}
 	a := x.newAction(verb, desc)
 	a.MinProps = 0
-	pl := x.Str(payloadKey, def)
+	pl := x.str(payloadKey, def)
 	a.Send = func(ctx context.Context, p model.Sender, _ map[string]any) error { return send(ctx, p, pl, nil) }
 }
 
@@ -183,7 +183,7 @@ func (x *ent) valueSpec() (schema map[string]any, f *model.Field, conv func(any)
 	case "number":
 		minV, maxV := x.numOr("min", 1), x.numOr("max", 100)
 		step, _ := x.num("step")
-		unit := x.Str("unit_of_measurement", "")
+		unit := x.str("unit_of_measurement", "")
 		schema = map[string]any{"type": "number", "minimum": minV, "maximum": maxV}
 		if unit != "" {
 			schema["x-unit"] = unit
@@ -201,7 +201,7 @@ func (x *ent) valueSpec() (schema map[string]any, f *model.Field, conv func(any)
 func (x *ent) valueEntity() {
 	schema, f, conv, key := x.valueSpec()
 	schema["description"] = x.unitDesc()
-	x.addState(x.mainID(), x.name, x.unitDesc(), schema, x.Str("state_topic", ""), x.Str("value_template", ""), conv)
+	x.addState(x.mainID(), x.name, x.unitDesc(), schema, x.str("state_topic", ""), x.str("value_template", ""), conv)
 	send, ok := x.command("command_topic", "command_template")
 	if !ok {
 		return
@@ -220,13 +220,13 @@ func (x *ent) valueEntity() {
 }
 
 func (x *ent) fan() {
-	on, off := x.Str("payload_on", "ON"), x.Str("payload_off", "OFF")
-	x.addState(x.mainID(), x.name, x.unitDesc(), onOffSchema(x.unitDesc()), x.Str("state_topic", ""), x.Str("state_value_template", ""),
+	on, off := x.str("payload_on", "ON"), x.str("payload_off", "OFF")
+	x.addState(x.mainID(), x.name, x.unitDesc(), onOffSchema(x.unitDesc()), x.str("state_topic", ""), x.str("state_value_template", ""),
 		matcher([2]string{on, "ON"}, [2]string{off, "OFF"}))
 	sr := speedRange{lo: x.numOr("speed_range_min", 1), hi: x.numOr("speed_range_max", 100)}
 	x.addState(x.subID("percentage"), x.name+" speed", "Fan speed in percent",
 		map[string]any{"type": "number", "minimum": 0.0, "maximum": 100.0, "x-unit": "%"},
-		x.Str("percentage_state_topic", ""), x.Str("percentage_value_template", ""), sr.percent)
+		x.str("percentage_state_topic", ""), x.str("percentage_value_template", ""), sr.percent)
 	send, ok := x.command("command_topic", "command_template")
 	if !ok {
 		return
@@ -287,7 +287,7 @@ func (r speedRange) device(pct float64) int {
 func (x *ent) alarmPanel() {
 	states := []any{"disarmed", "armed_home", "armed_away", "armed_night", "armed_vacation", "armed_custom_bypass", "pending", "triggered", "arming", "disarming"}
 	x.addState(x.mainID(), x.name, x.unitDesc(), map[string]any{"type": "string", "enum": states},
-		x.Str("state_topic", ""), x.Str("value_template", ""), scalarConv)
+		x.str("state_topic", ""), x.str("value_template", ""), scalarConv)
 	if !x.has("command_template") {
 		x.cfg["command_template"] = "{{action}}"
 	}
@@ -300,7 +300,7 @@ func (x *ent) alarmPanel() {
 	payloads := map[string]string{}
 	var values []any
 	for _, c := range cmds {
-		payloads[c[0]] = x.Str(c[1], c[0])
+		payloads[c[0]] = x.str(c[1], c[0])
 		values = append(values, c[0])
 	}
 	a := x.newAction("set", "Arm, disarm or trigger "+x.name+".")
@@ -325,7 +325,7 @@ func (x *ent) event() {
 	for _, s := range types {
 		allowed[s] = true
 	}
-	x.b.spec.Routes = append(x.b.spec.Routes, model.TopicRoute{Topic: x.Str("state_topic", ""), Fn: func(tx *model.Rec, p []byte) {
+	x.b.spec.Routes = append(x.b.spec.Routes, model.TopicRoute{Topic: x.str("state_topic", ""), Fn: func(tx *model.Rec, p []byte) {
 		v, err := t.RenderMsg(tx, id, p)
 		if err != nil {
 			return
@@ -345,7 +345,7 @@ func (x *ent) event() {
 // the template is unsupported (the event is listed, saying so, without
 // live events).
 func (x *ent) addEvent(ev model.EventSpec) (t *model.Template, live bool) {
-	t = model.CompileTemplate(x.Str("value_template", ""))
+	t = model.CompileTemplate(x.str("value_template", ""))
 	if t != nil && t.Unsupported != "" {
 		ev.Desc += ". Live events unsupported: " + t.Unsupported + "."
 		x.b.gap(x.name + ": value_template " + t.Unsupported)
@@ -359,8 +359,8 @@ func (x *ent) addEvent(ev model.EventSpec) (t *model.Template, live bool) {
 // trigger is a device trigger: it fires when the (templated) payload is
 // its payload, or on any payload when it has none.
 func (x *ent) trigger() {
-	want := x.Str("payload", "")
-	ev := model.EventSpec{ID: x.mainID(), Name: x.name, Desc: fmt.Sprintf("Device trigger %s %s", x.Str("type", ""), x.Str("subtype", ""))}
+	want := x.str("payload", "")
+	ev := model.EventSpec{ID: x.mainID(), Name: x.name, Desc: fmt.Sprintf("Device trigger %s %s", x.str("type", ""), x.str("subtype", ""))}
 	if want != "" {
 		ev.Values = []string{want}
 	}
@@ -369,7 +369,7 @@ func (x *ent) trigger() {
 		return
 	}
 	dev, id := x.b.spec.ID, ev.ID
-	x.b.spec.Routes = append(x.b.spec.Routes, model.TopicRoute{Topic: x.Str("topic", ""), Fn: func(tx *model.Rec, p []byte) {
+	x.b.spec.Routes = append(x.b.spec.Routes, model.TopicRoute{Topic: x.str("topic", ""), Fn: func(tx *model.Rec, p []byte) {
 		v, err := t.RenderMsg(tx, id, p)
 		if err != nil {
 			return
@@ -390,7 +390,7 @@ func (x *ent) update() {
 	schema := map[string]any{"type": "object", "description": x.unitDesc() + "; installed_version, latest_version, in_progress, update_percentage",
 		"properties": map[string]any{"installed_version": map[string]any{"type": []any{"string", "null"}},
 			"latest_version": map[string]any{"type": []any{"string", "null"}}, "in_progress": map[string]any{"type": "boolean"}}}
-	x.addState(x.mainID(), x.name, x.unitDesc(), schema, x.Str("state_topic", ""), x.Str("value_template", ""), func(v any) (any, bool) {
+	x.addState(x.mainID(), x.name, x.unitDesc(), schema, x.str("state_topic", ""), x.str("value_template", ""), func(v any) (any, bool) {
 		s := strings.TrimSpace(model.Stringify(v))
 		var m map[string]any
 		if json.Unmarshal([]byte(s), &m) == nil && m != nil {
@@ -405,6 +405,6 @@ func (x *ent) update() {
 	}
 	a := x.newAction("install", "Install the firmware update of "+x.name+".")
 	a.MinProps = 0
-	pl := x.Str("payload_install", "install")
+	pl := x.str("payload_install", "install")
 	a.Send = func(ctx context.Context, p model.Sender, _ map[string]any) error { return send(ctx, p, pl, nil) }
 }

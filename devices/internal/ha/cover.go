@@ -41,12 +41,12 @@ func (r coverRange) device(pct int) int {
 
 func (x *ent) cover() {
 	pairs := [][2]string{
-		{x.Str("state_open", "open"), "open"}, {x.Str("state_opening", "opening"), "opening"},
-		{x.Str("state_closed", "closed"), "closed"}, {x.Str("state_closing", "closing"), "closing"},
-		{x.Str("state_stopped", "stopped"), "stopped"},
+		{x.str("state_open", "open"), "open"}, {x.str("state_opening", "opening"), "opening"},
+		{x.str("state_closed", "closed"), "closed"}, {x.str("state_closing", "closing"), "closing"},
+		{x.str("state_stopped", "stopped"), "stopped"},
 	}
 	schema := map[string]any{"type": "string", "enum": []any{"open", "opening", "closed", "closing", "stopped"}, "description": x.unitDesc()}
-	x.addState(x.mainID(), x.name, x.unitDesc(), schema, x.Str("state_topic", ""), x.Str("value_template", ""), matcher(pairs...))
+	x.addState(x.mainID(), x.name, x.unitDesc(), schema, x.str("state_topic", ""), x.str("value_template", ""), matcher(pairs...))
 	r := x.coverRange()
 	posTopic, posTpl := "position_topic", "position_template"
 	if x.component == "valve" { // a valve reports its position on state_topic, as a number
@@ -54,7 +54,7 @@ func (x *ent) cover() {
 	}
 	posSchema := map[string]any{"type": "number", "minimum": 0.0, "maximum": 100.0, "x-unit": "%", "description": "Position, 0 closed … 100 open"}
 	x.addState(x.subID("position"), x.name+" position", "Position in percent (100 = open)", posSchema,
-		x.Str(posTopic, ""), x.Str(posTpl, ""), func(v any) (any, bool) {
+		x.str(posTopic, ""), x.str(posTpl, ""), func(v any) (any, bool) {
 			f, ok := model.ToFloat(v)
 			return r.percent(f), ok
 		})
@@ -83,7 +83,7 @@ func (x *ent) coverStateField(a *model.Action) {
 		if v, set := x.cfg[c[1]]; set && v == nil {
 			continue
 		}
-		payloads[c[0]] = x.Str(c[1], c[2])
+		payloads[c[0]] = x.str(c[1], c[2])
 		values = append(values, c[0])
 	}
 	if len(values) == 0 {
@@ -153,10 +153,10 @@ func (x *ent) valveFields(a *model.Action, r coverRange) {
 		}
 		return
 	}
-	payloads := map[string]string{"OPEN": x.Str("payload_open", "OPEN"), "CLOSE": x.Str("payload_close", "CLOSE")}
+	payloads := map[string]string{"OPEN": x.str("payload_open", "OPEN"), "CLOSE": x.str("payload_close", "CLOSE")}
 	values := []any{"OPEN", "CLOSE"}
 	if x.has("payload_stop") {
-		payloads["STOP"], values = x.Str("payload_stop", ""), append(values, "STOP")
+		payloads["STOP"], values = x.str("payload_stop", ""), append(values, "STOP")
 	}
 	a.Fields["state"] = model.EnumField("OPEN or CLOSE", values)
 	x.affect(a, "state", x.mainID(), "state_topic")
@@ -175,7 +175,7 @@ func (x *ent) numOr(k string, def float64) float64 {
 // entityID is the Home Assistant entity id the entity would have (the
 // entity_id template variable): <component>.<object_id or slug of name>.
 func (x *ent) entityID() string {
-	obj := x.Str("object_id", "")
+	obj := x.str("object_id", "")
 	if obj == "" {
 		obj = x.name
 	}
@@ -193,7 +193,7 @@ func tempUnit(u string) string {
 }
 
 func (x *ent) climate() {
-	unit := tempUnit(x.Str("temperature_unit", "C"))
+	unit := tempUnit(x.str("temperature_unit", "C"))
 	minT, maxT := x.numOr("min_temp", 7), x.numOr("max_temp", 35)
 	modes := x.list("modes")
 	if modes == nil {
@@ -203,15 +203,15 @@ func (x *ent) climate() {
 		return map[string]any{"type": "number", "x-unit": unit, "description": d}
 	}
 	x.addState(x.subID("local_temperature"), x.name+" temperature", "Measured temperature", tSchema("Measured temperature"),
-		x.Str("current_temperature_topic", ""), x.Str("current_temperature_template", ""), numberConv)
+		x.str("current_temperature_topic", ""), x.str("current_temperature_template", ""), numberConv)
 	sp := tSchema("Target temperature")
 	sp["minimum"], sp["maximum"] = minT, maxT
 	x.addState(x.subID("occupied_heating_setpoint"), x.name+" setpoint", "Target temperature", sp,
-		x.Str("temperature_state_topic", ""), x.Str("temperature_state_template", ""), numberConv)
+		x.str("temperature_state_topic", ""), x.str("temperature_state_template", ""), numberConv)
 	x.addState(x.subID("system_mode"), x.name+" mode", "HVAC mode", map[string]any{"type": "string", "enum": modes},
-		x.Str("mode_state_topic", ""), x.Str("mode_state_template", ""), scalarConv)
+		x.str("mode_state_topic", ""), x.str("mode_state_template", ""), scalarConv)
 	x.addState(x.subID("running_state"), x.name+" running state", "Current HVAC action", map[string]any{"type": "string"},
-		x.Str("action_topic", ""), x.Str("action_template", ""), scalarConv)
+		x.str("action_topic", ""), x.str("action_template", ""), scalarConv)
 	x.climateAction(unit, minT, maxT, modes)
 }
 

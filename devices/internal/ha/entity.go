@@ -16,8 +16,8 @@ import (
 func (b *haBuilder) availability(e *haEntity, name string) {
 	type item struct{ topic, on, off, tpl string }
 	var items []item
-	if t := e.Str("availability_topic", ""); t != "" {
-		items = append(items, item{t, e.Str("payload_available", "online"), e.Str("payload_not_available", "offline"), e.Str("availability_template", "")})
+	if t := e.str("availability_topic", ""); t != "" {
+		items = append(items, item{t, e.str("payload_available", "online"), e.str("payload_not_available", "offline"), e.str("availability_template", "")})
 	}
 	for _, it := range e.list("availability") {
 		m, ok := it.(map[string]any)
@@ -25,11 +25,11 @@ func (b *haBuilder) availability(e *haEntity, name string) {
 			continue
 		}
 		sub := &haEntity{cfg: m}
-		if t := sub.Str("topic", ""); t != "" {
-			items = append(items, item{t, sub.Str("payload_available", "online"), sub.Str("payload_not_available", "offline"), sub.Str("value_template", "")})
+		if t := sub.str("topic", ""); t != "" {
+			items = append(items, item{t, sub.str("payload_available", "online"), sub.str("payload_not_available", "offline"), sub.str("value_template", "")})
 		}
 	}
-	mode := e.Str("availability_mode", "latest")
+	mode := e.str("availability_mode", "latest")
 	dev := b.spec.ID
 	for _, it := range items {
 		if b.availSeen[it.topic] {
@@ -64,7 +64,7 @@ func (x *ent) addState(id, name, desc string, schema map[string]any, topic, tplS
 		return
 	}
 	t := model.CompileTemplate(tplSrc)
-	st := model.StateSpec{ID: id, Name: name, Desc: desc, Schema: schema, Class: model.HAClass(x.Str("device_class", ""))}
+	st := model.StateSpec{ID: id, Name: name, Desc: desc, Schema: schema, Class: model.HAClass(x.str("device_class", ""))}
 	if t != nil && t.Unsupported != "" {
 		st.Unsupported = t.Unsupported
 		x.b.gap(name + ": " + t.Unsupported)
@@ -110,10 +110,10 @@ func (b *haBuilder) gap(why string) { b.gaps = append(b.gaps, why) }
 
 func (x *ent) unitDesc() string {
 	parts := []string{}
-	if dc := x.Str("device_class", ""); dc != "" {
+	if dc := x.str("device_class", ""); dc != "" {
 		parts = append(parts, "device class "+dc)
 	}
-	if ec := x.Str("entity_category", ""); ec != "" {
+	if ec := x.str("entity_category", ""); ec != "" {
 		parts = append(parts, ec)
 	}
 	if len(parts) == 0 {

@@ -33,7 +33,7 @@ func (x *ent) addMode(a *model.Action, m modeFeature) {
 		vals = append([]any{"none"}, vals...)
 	}
 	id := x.subID(m.arg)
-	x.addState(id, x.name+" "+m.desc, m.desc, map[string]any{"type": "string", "enum": vals}, x.Str(m.stTopic, ""), x.Str(m.stTpl, ""), scalarConv)
+	x.addState(id, x.name+" "+m.desc, m.desc, map[string]any{"type": "string", "enum": vals}, x.str(m.stTopic, ""), x.str(m.stTpl, ""), scalarConv)
 	send, ok := x.command(m.cmdTopic, m.cmdTpl)
 	if !ok {
 		return
@@ -85,10 +85,10 @@ func (x *ent) fanFeatures(a *model.Action) {
 		cmdTopic: "preset_mode_command_topic", cmdTpl: "preset_mode_command_template", stTopic: "preset_mode_state_topic", stTpl: "preset_mode_value_template"})
 	x.addMode(a, modeFeature{arg: "direction", desc: "Direction", fixed: []any{"forward", "reverse"},
 		cmdTopic: "direction_command_topic", cmdTpl: "direction_command_template", stTopic: "direction_state_topic", stTpl: "direction_value_template"})
-	on, off := x.Str("payload_oscillation_on", "oscillate_on"), x.Str("payload_oscillation_off", "oscillate_off")
+	on, off := x.str("payload_oscillation_on", "oscillate_on"), x.str("payload_oscillation_off", "oscillate_off")
 	m := matcher([2]string{on, "true"}, [2]string{off, "false"})
 	x.addState(x.subID("oscillating"), x.name+" oscillating", "Oscillating", map[string]any{"type": "boolean"},
-		x.Str("oscillation_state_topic", ""), x.Str("oscillation_value_template", ""), func(v any) (any, bool) {
+		x.str("oscillation_state_topic", ""), x.str("oscillation_value_template", ""), func(v any) (any, bool) {
 			r, ok := m(v)
 			return r == "true", ok
 		})
@@ -137,7 +137,7 @@ func (x *ent) coverTilt(a *model.Action, r coverRange) {
 	id := x.subID("tilt")
 	x.addState(id, x.name+" tilt", "Tilt position in percent (100 = open)",
 		map[string]any{"type": "number", "minimum": 0.0, "maximum": 100.0, "x-unit": "%"},
-		x.Str("tilt_status_topic", ""), x.Str("tilt_status_template", ""), tr.percent)
+		x.str("tilt_status_topic", ""), x.str("tilt_status_template", ""), tr.percent)
 	send, ok := x.command("tilt_command_topic", "tilt_command_template")
 	if !ok {
 		return
@@ -164,5 +164,5 @@ func (x *ent) coverTilt(a *model.Action, r coverRange) {
 // latest_version_topic when it has one.
 func (x *ent) updateLatest() {
 	x.addState(x.subID("latest_version"), x.name+" latest version", "Latest available version",
-		map[string]any{"type": "string"}, x.Str("latest_version_topic", ""), x.Str("latest_version_template", ""), scalarConv)
+		map[string]any{"type": "string"}, x.str("latest_version_topic", ""), x.str("latest_version_template", ""), scalarConv)
 }

@@ -39,11 +39,11 @@ type uidSlot struct {
 // dedupKey is what makes two entities the same one: component and
 // unique_id, or a device trigger's topic, type, subtype and payload.
 func (e *haEntity) dedupKey() string {
-	if uid := e.Str("unique_id", ""); uid != "" {
+	if uid := e.str("unique_id", ""); uid != "" {
 		return "uid:" + e.component + "/" + uid
 	}
 	if e.component == "device_automation" {
-		return "da/" + e.Str("topic", "") + "/" + e.Str("type", "") + "/" + e.Str("subtype", "") + "/" + e.Str("payload", "")
+		return "da/" + e.str("topic", "") + "/" + e.str("type", "") + "/" + e.str("subtype", "") + "/" + e.str("payload", "")
 	}
 	return ""
 }
@@ -171,7 +171,7 @@ func (h *Source) Current() []*model.Spec {
 
 // Rebuild builds the changed devices, in claim order, and returns their
 // spec changes. Each device claims its id under its stable key (first
-// come, first served: see idTable); one that Zigbee2MQTT lists natively
+// come, first served: see model.IDTable); one that Zigbee2MQTT lists natively
 // (natives, or its key taken) is left to the native one.
 func (h *Source) Rebuild(log *slog.Logger, ids *model.IDTable, natives map[string]bool) []model.SpecChange {
 	keys := make([]string, 0, len(h.dirty))

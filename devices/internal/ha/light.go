@@ -84,7 +84,7 @@ func (c lightCaps) colorField() *model.Field {
 }
 
 func (x *ent) light() {
-	switch x.Str("schema", "default") {
+	switch x.str("schema", "default") {
 	case "json":
 		x.jsonLight()
 	case "template":
@@ -127,7 +127,7 @@ func (x *ent) jsonLight() {
 	if len(c.effects) > 0 {
 		subs = append(subs, jsonSub{"effect", x.subID("effect"), map[string]any{"type": "string"}})
 	}
-	topic := x.Str("state_topic", "")
+	topic := x.str("state_topic", "")
 	if topic != "" {
 		x.jsonLightStates(topic, subs)
 	}
@@ -146,7 +146,7 @@ func (x *ent) jsonLight() {
 			}
 		}
 	}
-	cmd := x.Str("command_topic", "")
+	cmd := x.str("command_topic", "")
 	x.readKey("command_topic")
 	a.Send = func(ctx context.Context, p model.Sender, args map[string]any) error {
 		msg := make(map[string]any, len(args)+1)
@@ -190,7 +190,7 @@ func (x *ent) jsonLightStates(topic string, subs []jsonSub) {
 
 func (x *ent) defaultLight() {
 	c := x.lightCaps()
-	on, off := x.Str("payload_on", "ON"), x.Str("payload_off", "OFF")
+	on, off := x.str("payload_on", "ON"), x.str("payload_off", "OFF")
 	x.defaultLightStates(&c, on, off)
 	send, ok := x.command("command_topic", "")
 	if !ok {
@@ -200,7 +200,7 @@ func (x *ent) defaultLight() {
 	x.affect(a, "state", x.mainID(), "state_topic")
 	sendB, okB, sendCT, okCT := x.defaultLightLevels(a, c)
 	colors, sendFx := x.defaultColor(a), x.defaultEffect(a)
-	onType, full, bID := x.Str("on_command_type", "last"), model.PyRoundInt(c.scale), x.subID("brightness")
+	onType, full, bID := x.str("on_command_type", "last"), model.PyRoundInt(c.scale), x.subID("brightness")
 	// As Home Assistant's turn_on: "first" sends payload_on first, "last"
 	// (the default) after the brightness and colour temperature,
 	// "brightness" never, sending the brightness instead: the last one
@@ -269,8 +269,8 @@ func (x *ent) defaultLightLevels(a *model.Action, c lightCaps) (sendB cmdSend, o
 // defaultLightStates declares the on/off, brightness and colour
 // temperature states of a default-schema light.
 func (x *ent) defaultLightStates(c *lightCaps, on, off string) {
-	tpl := x.Str("state_value_template", x.Str("value_template", ""))
-	x.addState(x.mainID(), x.name, x.unitDesc(), onOffSchema(x.unitDesc()), x.Str("state_topic", ""), tpl,
+	tpl := x.str("state_value_template", x.str("value_template", ""))
+	x.addState(x.mainID(), x.name, x.unitDesc(), onOffSchema(x.unitDesc()), x.str("state_topic", ""), tpl,
 		matcher([2]string{on, "ON"}, [2]string{off, "OFF"}))
 	if x.has("brightness_command_topic") || x.has("brightness_state_topic") {
 		c.brightness = true
@@ -280,11 +280,11 @@ func (x *ent) defaultLightStates(c *lightCaps, on, off string) {
 	}
 	if c.brightness {
 		x.addState(x.subID("brightness"), x.name+" brightness", "Brightness", map[string]any{"type": "number", "minimum": 0.0, "maximum": c.scale},
-			x.Str("brightness_state_topic", ""), x.Str("brightness_value_template", ""), numberConv)
+			x.str("brightness_state_topic", ""), x.str("brightness_value_template", ""), numberConv)
 	}
 	if c.colorTemp {
 		x.addState(x.subID("color_temp"), x.name+" colour temperature", "Colour temperature",
 			map[string]any{"type": "number", "minimum": c.minM, "maximum": c.maxM, "x-unit": "mired"},
-			x.Str("color_temp_state_topic", ""), x.Str("color_temp_value_template", ""), numberConv)
+			x.str("color_temp_state_topic", ""), x.str("color_temp_value_template", ""), numberConv)
 	}
 }

@@ -92,7 +92,7 @@ func (x *ent) defaultColor(a *model.Action) *colorSender {
 		if !stated && x.has(m.state) {
 			stated = true
 			x.addState(x.subID("color"), x.name+" colour", "Colour as "+m.mode, map[string]any{"type": "object"},
-				x.Str(m.state, ""), x.Str(m.stateTpl, ""), m.parse)
+				x.str(m.state, ""), x.str(m.stateTpl, ""), m.parse)
 		}
 		send, ok := x.command(m.topic, m.tpl)
 		if !ok {
@@ -147,7 +147,7 @@ func (cs *colorSender) send(ctx context.Context, p model.Sender, c map[string]an
 func (x *ent) defaultEffect(a *model.Action) cmdSend {
 	list := x.list("effect_list")
 	x.addState(x.subID("effect"), x.name+" effect", "Effect", map[string]any{"type": "string"},
-		x.Str("effect_state_topic", ""), x.Str("effect_value_template", ""), scalarConv)
+		x.str("effect_state_topic", ""), x.str("effect_value_template", ""), scalarConv)
 	send, ok := x.command("effect_command_topic", "effect_command_template")
 	if !ok || len(list) == 0 {
 		return nil

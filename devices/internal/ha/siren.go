@@ -17,9 +17,9 @@ import (
 // …}). The state is payload_on/payload_off (state_on/state_off), plain or
 // as the "state" of a JSON object.
 func (x *ent) siren() {
-	on, off := x.Str("payload_on", "ON"), x.Str("payload_off", "OFF")
-	m := matcher([2]string{x.Str("state_on", on), "ON"}, [2]string{x.Str("state_off", off), "OFF"})
-	x.addState(x.mainID(), x.name, x.unitDesc(), onOffSchema(x.unitDesc()+"; ON or OFF"), x.Str("state_topic", ""), x.Str("value_template", ""),
+	on, off := x.str("payload_on", "ON"), x.str("payload_off", "OFF")
+	m := matcher([2]string{x.str("state_on", on), "ON"}, [2]string{x.str("state_off", off), "OFF"})
+	x.addState(x.mainID(), x.name, x.unitDesc(), onOffSchema(x.unitDesc()+"; ON or OFF"), x.str("state_topic", ""), x.str("value_template", ""),
 		func(v any) (any, bool) {
 			if r, ok := m(v); ok {
 				return r, true
@@ -30,7 +30,7 @@ func (x *ent) siren() {
 			}
 			return nil, false
 		})
-	topic := x.Str("command_topic", "")
+	topic := x.str("command_topic", "")
 	x.readKey("command_topic")
 	onT, okOn := x.template("command_template", "")
 	offT, okOff := x.template("command_off_template", "command_template")
@@ -118,10 +118,10 @@ func sirenPayload(t *model.Template, value any, vars []any) (string, error) {
 // reports command templates nothing read.
 func (x *ent) template(key, fallback string) (*model.Template, bool) {
 	x.readKey(key)
-	src := x.Str(key, "")
+	src := x.str(key, "")
 	if src == "" && fallback != "" {
 		x.readKey(fallback)
-		key, src = fallback, x.Str(fallback, "")
+		key, src = fallback, x.str(fallback, "")
 	}
 	t := model.CompileTemplate(src)
 	if t != nil && t.Unsupported != "" {

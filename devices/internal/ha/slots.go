@@ -15,7 +15,7 @@ import (
 // uidSlotKey is the key of a Home Assistant discovery entity's segment
 // by its unique_id ("" when it has none).
 func uidSlotKey(e *haEntity) (model.IDKey, bool) {
-	uid := e.Str("unique_id", "")
+	uid := e.str("unique_id", "")
 	return model.IDKey{S: "ent:uid:" + e.component + "/" + uid}, uid != ""
 }
 

@@ -32,8 +32,8 @@ type haEntity struct {
 	component string
 	objectID  string
 	cfg       map[string]any
-	Dev       map[string]any // expanded device block, nil when absent
-	Origin    string
+	dev       map[string]any // expanded device block, nil when absent
+	origin    string
 	ver       uint64 // identifies this config version (cache key)
 	seen      uint64 // the ver its topic was first accepted with (kept by updates)
 	// unmodelled: a component Home Assistant has and this package does
@@ -114,7 +114,7 @@ func (h *Source) HandleConfig(log *slog.Logger, topic string, payload []byte) bo
 	if migrating(raw) {
 		return h.drop(log, topic) // the device-based config takes over
 	}
-	ent, err := NewEntity(topic, parts[0], parts[len(parts)-1], ExpandConfig(raw))
+	ent, err := newHAEntity(topic, parts[0], parts[len(parts)-1], expandConfig(raw))
 	if err != nil {
 		log.Warn("invalid discovery config skipped", "topic", topic, "err", err)
 		return false
@@ -173,7 +173,7 @@ func (h *Source) handleDevice(log *slog.Logger, topic string, payload []byte) bo
 	if migrating(raw) {
 		return h.replaceDevice(log, topic, nil)
 	}
-	cfg := ExpandConfig(raw)
+	cfg := expandConfig(raw)
 	if err := checkDeviceConfig(cfg); err != nil {
 		log.Warn("invalid device discovery config skipped", "topic", topic, "err", err)
 		return false
@@ -255,7 +255,7 @@ func (h *Source) deviceEntities(log *slog.Logger, topic string, cfg map[string]a
 		for k, v := range c {
 			merged[k] = expandValue(k, v)
 		}
-		ent, err := NewEntity(topic+"#"+id, platform, id, merged)
+		ent, err := newHAEntity(topic+"#"+id, platform, id, merged)
 		if err != nil {
 			log.Warn("invalid device discovery component skipped", "topic", topic, "component", id, "err", err)
 			continue
@@ -290,9 +290,9 @@ func (h *Source) replaceDevice(log *slog.Logger, topic string, ents []*haEntity)
 	return changed || len(ents) > 0
 }
 
-// ExpandConfig expands abbreviations at the root, in device/origin blocks,
+// expandConfig expands abbreviations at the root, in device/origin blocks,
 // in availability items and in components.
-func ExpandConfig(raw map[string]any) map[string]any {
+func expandConfig(raw map[string]any) map[string]any {
 	cfg := expandKeys(raw, haAbbreviations)
 	for k, v := range cfg {
 		cfg[k] = expandValue(k, v)
@@ -384,10 +384,10 @@ var haRequired = map[string][]string{
 	"device_automation": {"topic", "type", "subtype"},
 }
 
-// NewEntity validates one expanded config. A component Home Assistant
+// newHAEntity validates one expanded config. A component Home Assistant
 // supports but this package does not model gives an unmodelled entity:
 // its device says so.
-func NewEntity(key, component, objectID string, cfg map[string]any) (*haEntity, error) {
+func newHAEntity(key, component, objectID string, cfg map[string]any) (*haEntity, error) {
 	substituteBase(cfg)
 	if q, ok := cfg["qos"]; ok {
 		n, isNum := q.(float64)
@@ -397,7 +397,7 @@ func NewEntity(key, component, objectID string, cfg map[string]any) (*haEntity, 
 	}
 	if !haComponents[component] {
 		return &haEntity{key: key, component: component, objectID: objectID, cfg: cfg, unmodelled: true,
-			Dev: mapOrNil(cfg["device"]), Origin: originName(cfg)}, nil
+			dev: mapOrNil(cfg["device"]), origin: originName(cfg)}, nil
 	}
 	for _, r := range haRequired[component] {
 		if v, ok := cfg[r]; !ok || v == nil || v == "" {
@@ -411,8 +411,8 @@ func NewEntity(key, component, objectID string, cfg map[string]any) (*haEntity, 
 			}
 		}
 	}
-	e := &haEntity{key: key, component: component, objectID: objectID, cfg: cfg, Dev: mapOrNil(cfg["device"]), Origin: originName(cfg)}
-	if cfg["device"] != nil && (e.Dev == nil || !hasIdentity(e.Dev)) {
+	e := &haEntity{key: key, component: component, objectID: objectID, cfg: cfg, dev: mapOrNil(cfg["device"]), origin: originName(cfg)}
+	if cfg["device"] != nil && (e.dev == nil || !hasIdentity(e.dev)) {
 		return nil, errors.New("device must be a mapping with identifiers or connections")
 	}
 	return e, nil
@@ -429,9 +429,9 @@ func originName(cfg map[string]any) string {
 	return n
 }
 
-// Str reads a string option (numbers and booleans are rendered as text, as
+// str reads a string option (numbers and booleans are rendered as text, as
 // Home Assistant's cv.string does).
-func (e *haEntity) Str(k, def string) string {
+func (e *haEntity) str(k, def string) string {
 	v, ok := e.cfg[k]
 	if !ok || v == nil {
 		return def

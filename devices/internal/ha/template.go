@@ -18,7 +18,7 @@ import (
 // effect templates.
 func (x *ent) templateLight() {
 	x.templateLightStates()
-	topic := x.Str("command_topic", "")
+	topic := x.str("command_topic", "")
 	x.readKey("command_topic")
 	onT, okOn := x.template("command_on_template", "")
 	offT, okOff := x.template("command_off_template", "")
@@ -82,19 +82,19 @@ func (x *ent) subIDOr(k string) string {
 // templateLightStates declares the states a template light's templates
 // read from its state topic.
 func (x *ent) templateLightStates() {
-	topic := x.Str("state_topic", "")
-	x.addState(x.mainID(), x.name, x.unitDesc(), onOffSchema(x.unitDesc()), topic, x.Str("state_template", ""),
+	topic := x.str("state_topic", "")
+	x.addState(x.mainID(), x.name, x.unitDesc(), onOffSchema(x.unitDesc()), topic, x.str("state_template", ""),
 		matcher([2]string{"on", "ON"}, [2]string{"off", "OFF"}))
 	if x.has("brightness_template") {
 		x.addState(x.subID("brightness"), x.name+" brightness", "Brightness", map[string]any{"type": "number", "minimum": 0.0, "maximum": 255.0},
-			topic, x.Str("brightness_template", ""), numberConv)
+			topic, x.str("brightness_template", ""), numberConv)
 	}
 	if x.has("color_temp_template") {
 		x.addState(x.subID("color_temp"), x.name+" colour temperature", "Colour temperature", map[string]any{"type": "number", "x-unit": "mired"},
-			topic, x.Str("color_temp_template", ""), numberConv)
+			topic, x.str("color_temp_template", ""), numberConv)
 	}
 	if x.has("effect_template") {
-		x.addState(x.subID("effect"), x.name+" effect", "Effect", map[string]any{"type": "string"}, topic, x.Str("effect_template", ""), scalarConv)
+		x.addState(x.subID("effect"), x.name+" effect", "Effect", map[string]any{"type": "string"}, topic, x.str("effect_template", ""), scalarConv)
 	}
 }
 
@@ -130,7 +130,7 @@ func (x *ent) vacuum() {
 		var values []any
 		for _, c := range haVacuumCommands {
 			if feats[c[1]] {
-				payloads[c[0]] = x.Str(c[2], c[3])
+				payloads[c[0]] = x.str(c[2], c[3])
 				values = append(values, c[0])
 			}
 		}
@@ -179,7 +179,7 @@ func (x *ent) vacuumExtras(a *model.Action, feats map[string]bool) {
 
 // vacuumStates routes the JSON state into state, battery and fan speed.
 func (x *ent) vacuumStates() {
-	topic := x.Str("state_topic", "")
+	topic := x.str("state_topic", "")
 	states := []any{"cleaning", "docked", "paused", "idle", "returning", "error"}
 	field := func(k string) func(any) (any, bool) {
 		return func(v any) (any, bool) {

@@ -32,7 +32,7 @@ func haDeviceType(g *haGroup, name string) string {
 		case "switch", "light", "lock", "cover", "climate", "number", "select", "text", "fan", "siren", "valve", "alarm_control_panel":
 			controls++
 		}
-		if e.Dev == nil {
+		if e.dev == nil {
 			n, _, _ := e.name()
 			words = append(words, n, e.objectID)
 		}
@@ -79,7 +79,7 @@ func buildHADevice(log *slog.Logger, id, name string, g *haGroup, pins slots) *m
 		Manufacturer: g.devField("manufacturer"), ModelName: g.devField("model"), Area: g.devField("suggested_area")}
 	s.Typ = haDeviceType(g, name)
 	desc := strings.TrimSpace(s.Manufacturer + " " + s.ModelName)
-	if o := g.firstSeen(func(e *haEntity) string { return e.Origin }); o != "" {
+	if o := g.firstSeen(func(e *haEntity) string { return e.origin }); o != "" {
 		desc = strings.TrimSpace(desc + " (discovered via " + o + ")")
 	}
 	if desc == "" {

@@ -22,7 +22,7 @@ type Rec struct {
 	JSONOf  *byte
 	jsonLen int
 	JSONVal any
-	// jLeft is the template work the message may still do (msgJBudget,
+	// jLeft is the template work the message may still do (MsgJBudget,
 	// or less when jRated: what the work budget per second grants);
 	// jSkipped and jThrottled count the renderings it did not cover.
 	JLeft      int

@@ -34,7 +34,7 @@ type Template struct {
 	Unsupported string
 }
 
-// msgJBudget is the work all the renderings one message triggers may do
+// MsgJBudget is the work all the renderings one message triggers may do
 // together (each costs at least jRouteCost): 1,000 discovery configs
 // sharing one state topic, each looping within jinja.DefaultBudget (2^18
 // then), made every 10-byte message cost ~1 s of CPU. Renderings past it
@@ -47,7 +47,7 @@ const (
 
 var (
 	ErrNoValue = errors.New("template path not present in payload")
-	// ErrMsgBudget: the message's work budget (msgJBudget) is spent.
+	// ErrMsgBudget: the message's work budget (MsgJBudget) is spent.
 	ErrMsgBudget = errors.New("template not rendered: the renderings of this message used up its work budget")
 )
 

@@ -5,10 +5,10 @@ import (
 	"time"
 )
 
-// tmpl work is bounded per second as well as per message: a topic
-// whose every message used its whole budget (msgJBudget) kept the reader,
+// Template work is bounded per second as well as per message: a topic
+// whose every message used its whole budget (MsgJBudget) kept the reader,
 // and so every other device's messages and the rules they fire, busy for
-// as long as its burst lasted. Each message may do the least of msgJBudget,
+// as long as its burst lasted. Each message may do the least of MsgJBudget,
 // what its topic's bucket holds (one hostile topic cannot starve the
 // others) and what the bucket of all topics holds (many cannot take the
 // CPU); what it did is taken from both, and the buckets refill with time.
@@ -18,7 +18,7 @@ const (
 	WorkRate      = 2_000_000 // operations per second, all topics together
 	workCap       = 4 * MsgJBudget
 	TopicWorkRate = 250_000 // operations per second, one topic
-	// topicWorkCap lets a topic's message use the whole msgJBudget twice
+	// topicWorkCap lets a topic's message use the whole MsgJBudget twice
 	// in a row (a retained state and its first update, say).
 	topicWorkCap = 2 * MsgJBudget
 	// maxWorkTopics bounds the topic buckets (topics are chosen by whoever

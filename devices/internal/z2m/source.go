@@ -219,7 +219,7 @@ func (z *Source) HandleEvent(log *slog.Logger, payload []byte) bool {
 }
 
 // Build makes the devices' specs; each device's id is claimed from ids
-// under its IEEE address (first come, first served: see idTable).
+// under its IEEE address (first come, first served: see model.IDTable).
 func (z *Source) Build(log *slog.Logger, ids *model.IDTable) []*model.Spec {
 	var out []*model.Spec
 	cache := make(map[string]z2mCached, len(z.devices))
