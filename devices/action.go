@@ -6,68 +6,10 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/pilothouse/pilothouse/devices/internal/model"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/pilotage"
 )
-
-// action is one callable entry and how to carry it out.
-type action struct {
-	id, name, desc string
-	risk           pilotage.Risk
-	fields         map[string]*field
-	required       []string
-	minProps       int
-	affects        map[string]string // arg key -> state id
-	presets        bool              // a field has presets: Call sends their values for their names
-	send           func(ctx context.Context, p sender, args map[string]any) error
-	offBus         bool // sends over HTTP, not MQTT (a webhook notification): CallAsync does not wait for it
-	// schema and check replace fields for a LocalAction, whose owner
-	// states its input schema and checks it.
-	schema map[string]any
-	check  func(args map[string]any) error
-}
-
-func newAction(id, name, desc string, risk pilotage.Risk) *action {
-	return &action{id: id, name: name, desc: desc, risk: risk, fields: map[string]*field{}, affects: map[string]string{}, minProps: 1}
-}
-
-func (a *action) inputSchema() map[string]any {
-	if a.schema != nil {
-		return a.schema
-	}
-	props := make(map[string]any, len(a.fields))
-	for k, f := range a.fields {
-		props[k] = f.schema
-	}
-	s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
-	if a.minProps > 0 {
-		s["minProperties"] = a.minProps
-	}
-	if len(a.required) > 0 {
-		s["required"] = a.required
-	}
-	return s
-}
-
-// dropSchemas forgets the schemas of built fields: only Call's checks read
-// fields once their action's entry exists.
-func dropSchemas(fields map[string]*field) {
-	for _, f := range fields {
-		dropSchema(f)
-	}
-}
-
-func dropSchema(f *field) {
-	if f == nil {
-		return
-	}
-	f.schema = nil
-	dropSchemas(f.props)
-	dropSchema(f.items)
-	for _, a := range f.alts {
-		dropSchema(a)
-	}
-}
 
 // normalize turns Go numeric types into float64 so that checks and JSON
 // encoding agree.
@@ -113,24 +55,6 @@ func isNormal(v any) bool {
 		}
 	}
 	return true
-}
-
-func (a *action) validate(args map[string]any) error {
-	if a.check != nil {
-		return a.check(args)
-	}
-	if len(args) < a.minProps {
-		return fmt.Errorf("%s: at least %d argument(s) required", a.id, a.minProps)
-	}
-	for _, r := range a.required {
-		if _, ok := args[r]; !ok {
-			return fmt.Errorf("%s: argument %s is required", a.id, r)
-		}
-	}
-	if err := checkProps("", a.fields, args); err != nil {
-		return fmt.Errorf("%s: %w", a.id, err)
-	}
-	return nil
 }
 
 // sender publishes the messages of one Call. With held set (CallAsync),
@@ -201,7 +125,7 @@ func (c *Catalog) Call(ctx context.Context, id string, args map[string]any) erro
 	if err != nil {
 		return err
 	}
-	return a.send(ctx, sender{id: id, conn: conn, http: notifyHTTP, c: c}, norm)
+	return a.Send(ctx, sender{id: id, conn: conn, http: notifyHTTP, c: c}, norm)
 }
 
 // CheckArgs checks args against action id's input schema exactly as Call
@@ -235,11 +159,11 @@ func (c *Catalog) prepare(id string, args map[string]any) (*action, mqtt.PubSub,
 			norm[k] = normalize(v)
 		}
 	}
-	if err := a.validate(norm); err != nil {
+	if err := a.Validate(norm); err != nil {
 		return nil, nil, nil, err
 	}
-	if a.presets {
-		norm = publishProps(a.fields, norm)
+	if a.Presets {
+		norm = model.PublishProps(a.Fields, norm)
 	}
 	return a, conn, norm, nil
 }

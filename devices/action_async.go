@@ -34,19 +34,19 @@ func (c *Catalog) CallAsync(ctx context.Context, id string, args map[string]any,
 	if err != nil {
 		return nil, err
 	}
-	if a.offBus {
+	if a.OffBus {
 		return sendOffBus(ctx, a, sender{id: id, conn: conn, http: notifyHTTP}, norm, done), nil
 	}
 	ap, ok := conn.(asyncPublisher)
 	if !ok {
-		if err := a.send(ctx, sender{id: id, conn: conn, http: notifyHTTP, c: c}, norm); err != nil {
+		if err := a.Send(ctx, sender{id: id, conn: conn, http: notifyHTTP, c: c}, norm); err != nil {
 			return nil, err
 		}
 		done(nil)
 		return noAbort, nil
 	}
 	s := sender{id: id, conn: conn, http: notifyHTTP, held: &heldMessage{}, c: c}
-	err = a.send(ctx, s, norm)
+	err = a.Send(ctx, s, norm)
 	last := *s.held
 	if err != nil {
 		if last.ok { // what Call would have published before failing
@@ -81,7 +81,7 @@ func sendOffBus(ctx context.Context, a *action, s sender, args map[string]any, d
 	var once sync.Once
 	finish := func(err error) { once.Do(func() { done(err) }) }
 	go func() {
-		finish(a.send(ctx, s, args))
+		finish(a.Send(ctx, s, args))
 		cancel(nil)
 	}()
 	return func(err error) {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
@@ -16,24 +17,17 @@ import (
 func TestCallAsync(t *testing.T) {
 	for _, via := range []string{"inline", "tcp"} {
 		t.Run(via, func(t *testing.T) {
-			b, err := mqtt.StartBroker("127.0.0.1:0", quietLogger())
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = b.Close() })
-			conn := connectVia(t, b, via)
-			ctx, cancel := context.WithCancel(context.Background())
-			t.Cleanup(cancel)
-			c := NewCatalog(Options{Logger: quietLogger()})
-			if err := c.Start(ctx, conn); err != nil {
-				t.Fatal(err)
-			}
+			var conn mqtt.PubSub
+			h := runHouse(t, houseOptions{Options: Options{Logger: quietLogger()}, Conn: func(t *testing.T, b *mqtt.Broker) mqtt.PubSub {
+				conn = connectVia(t, b, via)
+				return conn
+			}})
+			c, ctx := h.c, t.Context()
 			seen := make(chan mqtt.Message, 8)
-			if err := dialTest(t, b).Subscribe("zigbee2mqtt/upstairs/lamp/set", 0, func(m mqtt.Message) { seen <- m }); err != nil {
+			if err := dialTest(t, h.b).Subscribe("zigbee2mqtt/upstairs/lamp/set", 0, func(m mqtt.Message) { seen <- m }); err != nil {
 				t.Fatal(err)
 			}
-			h := &mqttHouse{b: b, z2m: dialTest(t, b)}
-			h.publish(t, "zigbee2mqtt/bridge/devices", bridgeWithLamp(), true)
+			h.send(t, "zigbee2mqtt/bridge/devices", bridgeWithLamp(), true)
 			waitEntry(t, c, "upstairs_lamp.set")
 
 			results := make(chan error, 4)
@@ -69,8 +63,8 @@ func TestCallAsync(t *testing.T) {
 				t.Error("refused arguments: no error")
 			}
 			if via == "tcp" {
-				_ = b.Close()
-				waitFor(t, "the connection to be seen lost", func() bool { return !conn.(*mqtt.Client).Connected() })
+				_ = h.b.Close()
+				testutil.Eventually(t, waitTime, "the connection to be seen lost", func() bool { return !conn.(*mqtt.Client).Connected() })
 				if _, err := c.CallAsync(ctx, "upstairs_lamp.set", map[string]any{"state": "ON"}, func(err error) { results <- err }); !errors.Is(err, mqtt.ErrNotConnected) {
 					t.Errorf("disconnected: CallAsync = %v", err)
 				}

@@ -24,7 +24,7 @@ func (c *Catalog) Preview(ctx context.Context, id string, args map[string]any) (
 		return nil, err
 	}
 	out := []Published{}
-	if err := a.send(ctx, sender{id: id, record: &out, c: c}, norm); err != nil {
+	if err := a.Send(ctx, sender{id: id, record: &out, c: c}, norm); err != nil {
 		return nil, err
 	}
 	return out, nil

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/devices/internal/model"
 	"github.com/pilothouse/pilothouse/internal/jinja"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
@@ -126,12 +127,12 @@ func BenchmarkDiscoveryRebuild(b *testing.B) {
 // (ns/Mop), which the work rates of workbudget.go are chosen against: a
 // burn-style loop rendered with the message's whole budget.
 func BenchmarkTemplateWork(b *testing.B) {
-	burn := compileTemplate("{% set ns=namespace(c=0) %}{% for i in range(10000) %}{% set ns.c = ns.c + (value_json.v|length) %}{% endfor %}{{ ns.c }}")
+	burn := model.CompileTemplate("{% set ns=namespace(c=0) %}{% for i in range(10000) %}{% set ns.c = ns.c + (value_json.v|length) %}{% endfor %}{{ ns.c }}")
 	in := jinja.Input{Value: `{"v":"xxxxxxxxxx"}`, JSON: jinja.ValueJSON([]byte(`{"v":"xxxxxxxxxx"}`)), Now: time.Now()}
 	spent := 0
 	b.ResetTimer()
 	for range b.N {
-		res, err := burn.prog.Render(in, msgJBudget)
+		res, err := burn.Prog.Render(in, model.MsgJBudget)
 		if err != nil {
 			b.Fatal(err)
 		}

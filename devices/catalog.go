@@ -6,11 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/pilothouse/pilothouse/devices/internal/ha"
+	"github.com/pilothouse/pilothouse/devices/internal/model"
+	"github.com/pilothouse/pilothouse/devices/internal/z2m"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/pilotage"
 )
@@ -20,12 +24,12 @@ type Options struct {
 	Z2MBase  string // Zigbee2MQTT base topic, default "zigbee2mqtt"
 	HAPrefix string // Home Assistant discovery prefix, default "homeassistant"
 	Notify   []NotifyChannel
-	Areas    []AreaRule // configured areas by device id (see area.go)
+	Areas    []AreaRule // configured areas by device id (see AreaRule)
 	Logger   *slog.Logger
 	Now      func() time.Time
 	// IDs persists the device ids discovery assigns (nil: they are first
 	// come, first served only while the process runs).
-	IDs IDRegistry
+	IDs model.IDRegistry
 	// MaxPayload bounds the payload of bridge/devices and bridge/event
 	// (0: DefaultMaxPayload); a discovery config or a state is bounded by
 	// 256 KiB or MaxPayload when smaller (see limits.go).
@@ -100,21 +104,21 @@ type Catalog struct {
 	// subscribers' dispatch order; the fields from here to mu belong to
 	// its holder alone. Readers never take it (see ingest.go).
 	ingest  sync.Mutex
-	z2m     *z2mSource
-	ha      *haSource
-	pending map[string][]byte   // last payload of topics nobody routes yet (bounded)
-	tx      txn                 // the running ingestion
-	intern  *interner           // shares equal schemas, tags and texts between entries
-	ids     *idTable            // device id assignments
-	z2mIDs  map[string]bool     // ids of the Zigbee2MQTT devices (the last list)
-	notify  *devSpec            // the notification channels (built once)
-	local   map[string]*devSpec // the local devices (PutLocal) by id
-	work    *workBudget         // template work per second
+	z2m     *z2m.Source
+	ha      *ha.Source
+	pending map[string][]byte      // last payload of topics nobody routes yet (bounded)
+	tx      txn                    // the running ingestion
+	intern  *model.Interner        // shares equal schemas, tags and texts between entries
+	ids     *model.IDTable         // device id assignments
+	z2mIDs  map[string]bool        // ids of the Zigbee2MQTT devices (the last list)
+	notify  *model.Spec            // the notification channels (built once)
+	local   map[string]*model.Spec // the local devices (PutLocal) by id
+	work    *model.WorkBudget      // template work per second
 
 	// mu guards the fields below. Ingestion changes them holding c.ingest
 	// too, so its compute phase reads the model holding c.ingest alone.
 	mu      sync.RWMutex
-	model   *model // routing and actions of the current snapshot
+	model   *routeTable // routing and actions of the current snapshot
 	live    map[string]liveVal
 	devLive map[string]*devLive
 	subs    map[int]func(Change)
@@ -132,7 +136,7 @@ type Catalog struct {
 	// coverage is model.coverage as of the last commit (Coverage).
 	coverage atomic.Pointer[Coverage]
 	notices  notifyCounters // what the channels sent and failed to send (own lock)
-	refused  refusalCounts
+	refused  model.RefusalCounts
 }
 
 type liveVal struct {
@@ -182,24 +186,24 @@ func NewCatalog(o Options) *Catalog {
 	if o.MaxPayload <= 0 {
 		o.MaxPayload = DefaultMaxPayload
 	}
-	in := newInterner()
-	ids := newIDTable(o.Logger.With("component", "devices"), o.Now)
+	in := model.NewInterner()
+	ids := model.NewIDTable(o.Logger.With("component", "devices"), o.Now)
 	c := &Catalog{
 		opts:    o,
 		log:     o.Logger.With("component", "devices"),
 		now:     o.Now,
-		z2m:     newZ2MSource(o.Z2MBase, in, o.Areas),
-		ha:      newHASource(o.HAPrefix, in, ids, o.Areas),
+		z2m:     z2m.NewSource(o.Z2MBase, in, o.Areas),
+		ha:      ha.NewSource(o.HAPrefix, in, ids, o.Areas),
 		live:    map[string]liveVal{},
 		devLive: map[string]*devLive{},
 		pending: map[string][]byte{},
-		local:   map[string]*devSpec{},
+		local:   map[string]*model.Spec{},
 		subs:    map[int]func(Change){},
 		extra:   map[string]bool{},
 		subWake: make(chan struct{}, 1),
 		intern:  in,
 		ids:     ids,
-		work:    newWorkBudget(),
+		work:    model.NewWorkBudget(),
 	}
 	c.notices.log = c.log
 	c.static = c.staticFilters()
@@ -207,7 +211,7 @@ func NewCatalog(o Options) *Catalog {
 	c.topics.event = o.Z2MBase + "/bridge/event"
 	c.topics.haPrefix = o.HAPrefix + "/"
 	c.topics.z2mPrefix = o.Z2MBase + "/"
-	c.model = newModel()
+	c.model = newRouteTable()
 	c.snap.Store(emptySnapshot())
 	tx := c.begin()
 	tx.specs = c.rebuildSpecs(tx)
@@ -383,7 +387,7 @@ func (c *Catalog) RestoreChanged(id string, value any, at time.Time) bool {
 		return false
 	}
 	lv.first = false
-	moved := equalValues(lv.value, value) && at.Before(lv.changed)
+	moved := model.EqualValues(lv.value, value) && at.Before(lv.changed)
 	if moved {
 		lv.changed = at
 	}
@@ -400,8 +404,8 @@ func (c *Catalog) StateIDsForAction(actionID string) map[string]string {
 	if !ok {
 		return nil
 	}
-	out := make(map[string]string, len(a.affects))
-	for k, v := range a.affects {
+	out := make(map[string]string, len(a.Affects))
+	for k, v := range a.Affects {
 		out[k] = v
 	}
 	return out
@@ -413,4 +417,20 @@ func copyBool(b *bool) *bool {
 	}
 	v := *b
 	return &v
+}
+
+// listSubs recomputes subList, the subscribers in subscription order. It
+// is replaced, never changed in place, so a finished transaction may use
+// it after the lock is released.
+func (c *Catalog) listSubs() {
+	ids := make([]int, 0, len(c.subs))
+	for id := range c.subs {
+		ids = append(ids, id)
+	}
+	sort.Ints(ids)
+	out := make([]func(Change), len(ids))
+	for i, id := range ids {
+		out[i] = c.subs[id]
+	}
+	c.subList = out
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
@@ -320,17 +321,10 @@ func TestCallPublishes(t *testing.T) {
 	}
 	// Start subscribed the static filters and, on its goroutine, the state
 	// topics discovery pointed outside them.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		subs := fmt.Sprint(conn.subscribed())
-		if containsAll(subs, "zigbee2mqtt/+ ", "zigbee2mqtt/bridge/devices", "homeassistant/+/+/config", "tasmota01/tele/SENSOR", "nuki/2FFF94F4/connected") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("subscriptions %s", subs)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testutil.Eventually(t, waitTime, "the static filters and the state topics subscribed", func() bool {
+		return containsAll(fmt.Sprint(conn.subscribed()), "zigbee2mqtt/+ ", "zigbee2mqtt/bridge/devices", "homeassistant/+/+/config",
+			"tasmota01/tele/SENSOR", "nuki/2FFF94F4/connected")
+	})
 }
 
 func containsAll(s string, parts ...string) bool {

@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/pilothouse/pilothouse/devices/internal/model"
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
@@ -13,106 +14,37 @@ import (
 // the catalog. Only a Zigbee2MQTT device list, which names every device,
 // compares every spec (by pointer: unchanged devices keep theirs).
 
-// route handles one payload on a routed topic.
-type route func(tx *txn, payload []byte)
-
-type topicRoute struct {
-	topic string
-	fn    route
-}
-
-// topicRoutes are the routes of one topic. Nearly always one device has
-// one route on a topic (dev, one: no allocation of its own); otherwise
-// byDev holds them by device and list in device order, rebuilt after a
-// change when the topic next carries a message.
-type topicRoutes struct {
-	dev   string
-	one   route
-	byDev map[string][]route
-	list  []route
-}
-
-// add adds a device's route.
-func (tr *topicRoutes) add(dev string, r route) {
-	switch {
-	case tr.one == nil && tr.byDev == nil:
-		tr.dev, tr.one = dev, r
-		return
-	case tr.byDev == nil:
-		tr.byDev = map[string][]route{tr.dev: {tr.one}}
-		tr.dev, tr.one = "", nil
-	}
-	tr.byDev[dev] = append(tr.byDev[dev], r)
-	tr.list = nil
-}
-
-// remove takes a device's routes out; it reports whether none are left.
-func (tr *topicRoutes) remove(dev string) bool {
-	if tr.byDev == nil {
-		if tr.dev == dev {
-			tr.dev, tr.one = "", nil
-		}
-		return tr.one == nil
-	}
-	delete(tr.byDev, dev)
-	tr.list = nil
-	return len(tr.byDev) == 0
-}
-
-func (tr *topicRoutes) run(tx *txn, payload []byte) {
-	if tr.byDev == nil {
-		tr.one(tx, payload)
-		return
-	}
-	if tr.list == nil {
-		devs := make([]string, 0, len(tr.byDev))
-		for d := range tr.byDev {
-			devs = append(devs, d)
-		}
-		sort.Strings(devs)
-		for _, d := range devs {
-			tr.list = append(tr.list, tr.byDev[d]...)
-		}
-	}
-	for _, r := range tr.list {
-		r(tx, payload)
-	}
-}
-
-// model is the routing and action table that goes with the snapshot,
+// routeTable is the routing and action table that goes with the snapshot,
 // changed in place by the commit phase (see ingest.go).
-type model struct {
-	routes      map[string]topicRoutes // read by the compute phase, changed and stored back by the commit
-	wild        map[string]bool        // the routed topics that are filters (+, #): a message matching one runs its routes
+type routeTable struct {
+	routes      map[string]model.TopicRoutes // read by the compute phase, changed and stored back by the commit
+	wild        map[string]bool              // the routed topics that are filters (+, #): a message matching one runs its routes
 	actions     map[string]*action
 	unsupported map[string]string
-	devOf       map[string]string   // entry id -> device id
-	specs       map[string]*devSpec // device id (notifySpecID) -> its spec in the snapshot
+	devOf       map[string]string      // entry id -> device id
+	specs       map[string]*model.Spec // device id (notifySpecID) -> its spec in the snapshot
 	coverage    Coverage
 }
 
 // notifySpecID keys the notification channels' spec (no device).
 const notifySpecID = "\x00notify"
 
-func newModel() *model {
-	return &model{routes: map[string]topicRoutes{}, wild: map[string]bool{}, actions: map[string]*action{}, unsupported: map[string]string{},
-		devOf: map[string]string{}, specs: map[string]*devSpec{}}
+func newRouteTable() *routeTable {
+	return &routeTable{routes: map[string]model.TopicRoutes{}, wild: map[string]bool{}, actions: map[string]*action{}, unsupported: map[string]string{},
+		devOf: map[string]string{}, specs: map[string]*model.Spec{}}
 }
 
-func specKey(s *devSpec) string {
-	if s.noDevice {
+func specKey(s *model.Spec) string {
+	if s.NoDevice {
 		return notifySpecID
 	}
-	return s.id
+	return s.ID
 }
-
-// specChange replaces a device's spec: old nil adds it, new nil removes it.
-type specChange struct{ old, new *devSpec }
 
 // commitSpecs applies spec changes: the entries of each device are compared
 // with its previous ones (ChangeCatalog per added, modified or removed
 // id), Gen bumps iff one changed, and the model follows.
-func (c *Catalog) commitSpecs(tx *txn, changes []specChange) {
+func (c *Catalog) commitSpecs(tx *txn, changes []model.SpecChange) {
 	if len(changes) == 0 {
 		return
 	}
@@ -122,17 +54,17 @@ func (c *Catalog) commitSpecs(tx *txn, changes []specChange) {
 	var cat []Change
 	var topics []string
 	for _, ch := range changes {
-		if ch.old != nil {
-			c.unplug(tx, ch.old)
+		if ch.Old != nil {
+			c.unplug(tx, ch.Old)
 		}
 		var newEnts map[string]*pilotage.Entry
-		if ch.new != nil {
-			newEnts = c.plug(ch.new)
-			topics = append(topics, routeTopics(ch.new)...)
+		if ch.New != nil {
+			newEnts = c.plug(ch.New)
+			topics = append(topics, routeTopics(ch.New)...)
 		}
-		cat = c.diffDevice(tx, ed, ch.old, newEnts, cat)
-		if ch.new == nil && ch.old != nil && !ch.old.noDevice {
-			delete(c.devLive, ch.old.id)
+		cat = c.diffDevice(tx, ed, ch.Old, newEnts, cat)
+		if ch.New == nil && ch.Old != nil && !ch.Old.NoDevice {
+			delete(c.devLive, ch.Old.ID)
 		}
 	}
 	if ed.changed {
@@ -146,7 +78,7 @@ func (c *Catalog) commitSpecs(tx *txn, changes []specChange) {
 	}
 	cov := c.model.coverage
 	c.coverage.Store(&cov)
-	c.intern.trim()
+	c.intern.Trim()
 	c.subscribeTopics(tx, topics)
 	c.replayTopics(tx, topics)
 }
@@ -154,25 +86,25 @@ func (c *Catalog) commitSpecs(tx *txn, changes []specChange) {
 // diffDevice puts a device's new entries into the snapshot edit and takes
 // its old ones out, recording what changed; a modified entry's live
 // value is forgotten (its meaning changed).
-func (c *Catalog) diffDevice(tx *txn, ed *snapEdit, old *devSpec, newEnts map[string]*pilotage.Entry, cat []Change) []Change {
+func (c *Catalog) diffDevice(tx *txn, ed *snapEdit, old *model.Spec, newEnts map[string]*pilotage.Entry, cat []Change) []Change {
 	if old != nil {
-		for i := range old.entries {
-			id := old.entries[i].ID
+		for i := range old.Entries {
+			id := old.Entries[i].ID
 			if _, keep := newEnts[id]; keep || c.model.devOf[id] != "" {
 				continue
 			}
 			ed.del(id)
 			delete(c.live, id)
-			cat = append(cat, Change{Kind: ChangeCatalog, ID: id, Value: "removed", Time: tx.now})
+			cat = append(cat, Change{Kind: ChangeCatalog, ID: id, Value: "removed", Time: tx.Now})
 		}
 	}
 	for id, e := range newEnts {
 		prev, had := ed.shards[shardOf(id)][id]
 		switch {
 		case !had:
-			cat = append(cat, Change{Kind: ChangeCatalog, ID: id, Value: "added", Time: tx.now})
+			cat = append(cat, Change{Kind: ChangeCatalog, ID: id, Value: "added", Time: tx.Now})
 		case prev.Revision != e.Revision:
-			cat = append(cat, Change{Kind: ChangeCatalog, ID: id, Value: "modified", Time: tx.now})
+			cat = append(cat, Change{Kind: ChangeCatalog, ID: id, Value: "modified", Time: tx.Now})
 			delete(c.live, id)
 		case prev == e:
 			continue
@@ -184,29 +116,29 @@ func (c *Catalog) diffDevice(tx *txn, ed *snapEdit, old *devSpec, newEnts map[st
 
 // unplug takes a spec's routes, actions and marks out of the model, and
 // from the subscription the topics nobody routes any more.
-func (c *Catalog) unplug(tx *txn, s *devSpec) {
+func (c *Catalog) unplug(tx *txn, s *model.Spec) {
 	m, key := c.model, specKey(s)
 	if m.specs[key] != s {
 		return
 	}
 	delete(m.specs, key)
 	m.coverage.uncount(s)
-	for _, r := range s.routes {
-		if tr, ok := m.routes[r.topic]; ok {
-			if tr.remove(key) {
-				delete(m.routes, r.topic)
-				delete(m.wild, r.topic)
-				if c.extra[r.topic] {
-					delete(c.extra, r.topic)
+	for _, r := range s.Routes {
+		if tr, ok := m.routes[r.Topic]; ok {
+			if tr.Remove(key) {
+				delete(m.routes, r.Topic)
+				delete(m.wild, r.Topic)
+				if c.extra[r.Topic] {
+					delete(c.extra, r.Topic)
 					tx.newSubs = true
 				}
 			} else {
-				m.routes[r.topic] = tr
+				m.routes[r.Topic] = tr
 			}
 		}
 	}
-	for i := range s.entries {
-		id := s.entries[i].ID
+	for i := range s.Entries {
+		id := s.Entries[i].ID
 		if m.devOf[id] == key {
 			delete(m.devOf, id)
 			delete(m.actions, id)
@@ -217,11 +149,11 @@ func (c *Catalog) unplug(tx *txn, s *devSpec) {
 
 // plug puts a spec into the model and returns the entries it adds (an id
 // another device holds is skipped and logged).
-func (c *Catalog) plug(s *devSpec) map[string]*pilotage.Entry {
+func (c *Catalog) plug(s *model.Spec) map[string]*pilotage.Entry {
 	m, key := c.model, specKey(s)
-	ents := s.buildEntries(c.intern)
-	if !s.noDevice && m.devOf[s.id] != "" {
-		c.log.Warn("duplicate catalog id skipped", "id", s.id, "device", s.id)
+	ents := s.BuildEntries(c.intern)
+	if !s.NoDevice && m.devOf[s.ID] != "" {
+		c.log.Warn("duplicate catalog id skipped", "id", s.ID, "device", s.ID)
 		return nil
 	}
 	m.specs[key] = s
@@ -230,41 +162,41 @@ func (c *Catalog) plug(s *devSpec) map[string]*pilotage.Entry {
 	for i := range ents {
 		e := &ents[i]
 		if owner := m.devOf[e.ID]; (owner != "" && owner != key) || out[e.ID] != nil {
-			c.log.Warn("duplicate catalog id skipped", "id", e.ID, "device", s.id)
+			c.log.Warn("duplicate catalog id skipped", "id", e.ID, "device", s.ID)
 			continue
 		}
 		m.devOf[e.ID] = key
 		out[e.ID] = e
 	}
-	for _, a := range s.actions {
-		if m.devOf[a.id] == key {
-			m.actions[a.id] = a
+	for _, a := range s.Actions {
+		if m.devOf[a.ID] == key {
+			m.actions[a.ID] = a
 		}
 	}
-	for _, st := range s.states {
-		if st.unsupported != "" {
-			m.unsupported[st.id] = st.unsupported
-			if lv, ok := c.live[st.id]; ok {
-				lv.unsupported, lv.value = st.unsupported, nil
-				c.live[st.id] = lv
+	for _, st := range s.States {
+		if st.Unsupported != "" {
+			m.unsupported[st.ID] = st.Unsupported
+			if lv, ok := c.live[st.ID]; ok {
+				lv.unsupported, lv.value = st.Unsupported, nil
+				c.live[st.ID] = lv
 			}
 		}
 	}
-	for _, r := range s.routes {
-		tr := m.routes[r.topic]
-		tr.add(key, r.fn)
-		m.routes[r.topic] = tr
-		if strings.ContainsAny(r.topic, "+#") {
-			m.wild[r.topic] = true
+	for _, r := range s.Routes {
+		tr := m.routes[r.Topic]
+		tr.Add(key, r.Fn)
+		m.routes[r.Topic] = tr
+		if strings.ContainsAny(r.Topic, "+#") {
+			m.wild[r.Topic] = true
 		}
 	}
 	return out
 }
 
-func routeTopics(s *devSpec) []string {
-	out := make([]string, 0, len(s.routes))
-	for _, r := range s.routes {
-		out = append(out, r.topic)
+func routeTopics(s *model.Spec) []string {
+	out := make([]string, 0, len(s.Routes))
+	for _, r := range s.Routes {
+		out = append(out, r.Topic)
 	}
 	return out
 }
@@ -307,21 +239,21 @@ func (c *Catalog) replayTopics(tx *txn, topics []string) {
 // rebuildSpecs recomputes every device from the sources (a Zigbee2MQTT
 // device list, the id registry loaded, the catalog made) and returns the
 // changes to the specs in the model, in commit order (compute phase).
-func (c *Catalog) rebuildSpecs(tx *txn) []specChange {
+func (c *Catalog) rebuildSpecs(tx *txn) []model.SpecChange {
 	tx.rebuilt = true
-	c.ids.begin()
-	specs := c.z2m.build(c.log, c.ids)
+	c.ids.Begin()
+	specs := c.z2m.Build(c.log, c.ids)
 	c.z2mIDs = make(map[string]bool, len(specs))
-	want := make(map[string]*devSpec, len(specs)+len(c.ha.groups)+1)
+	want := make(map[string]*model.Spec, len(specs)+len(c.ha.Groups)+1)
 	for _, s := range specs {
-		c.z2mIDs[s.id] = true
-		want[s.id] = s
+		c.z2mIDs[s.ID] = true
+		want[s.ID] = s
 	}
-	c.ha.rebuildAll(c.log, c.ids, c.z2mIDs)
-	c.ids.end(c.z2m.listed)
-	for _, s := range c.ha.current() {
-		if want[s.id] == nil {
-			want[s.id] = s
+	c.ha.RebuildAll(c.log, c.ids, c.z2mIDs)
+	c.ids.End(c.z2m.Listed)
+	for _, s := range c.ha.Current() {
+		if want[s.ID] == nil {
+			want[s.ID] = s
 		}
 	}
 	if c.notify == nil {
@@ -337,15 +269,15 @@ func (c *Catalog) rebuildSpecs(tx *txn) []specChange {
 			want[id] = s
 		}
 	}
-	var changes []specChange
+	var changes []model.SpecChange
 	for id, s := range c.model.specs {
 		if w := want[id]; w != s {
-			changes = append(changes, specChange{old: s, new: w})
+			changes = append(changes, model.SpecChange{Old: s, New: w})
 		}
 	}
 	for id, s := range want {
 		if _, had := c.model.specs[id]; !had {
-			changes = append(changes, specChange{new: s})
+			changes = append(changes, model.SpecChange{New: s})
 		}
 	}
 	sort.Slice(changes, func(i, j int) bool { return changeOrder(changes[i]) < changeOrder(changes[j]) })
@@ -355,17 +287,17 @@ func (c *Catalog) rebuildSpecs(tx *txn) []specChange {
 // changeOrder commits removals first, then Zigbee2MQTT devices, then Home
 // Assistant ones, then the notification channels, then the local devices
 // (the first holder of an entry id keeps it).
-func changeOrder(ch specChange) string {
-	if ch.new == nil {
-		return "0" + specKey(ch.old)
+func changeOrder(ch model.SpecChange) string {
+	if ch.New == nil {
+		return "0" + specKey(ch.Old)
 	}
-	switch ch.new.source {
+	switch ch.New.Source {
 	case "zigbee2mqtt":
-		return "1" + ch.new.id
+		return "1" + ch.New.ID
 	case "homeassistant":
-		return "2" + ch.new.id
+		return "2" + ch.New.ID
 	case "pilothouse":
-		return "4" + ch.new.id
+		return "4" + ch.New.ID
 	}
 	return "3"
 }

@@ -1,5 +1,7 @@
 package devices
 
+import "github.com/pilothouse/pilothouse/devices/internal/model"
+
 // Coverage counts the catalog's devices by how fully they are modelled.
 // A partial or unmodelled device's entry is tagged (partial, unmodelled)
 // and its description says what is missing; the catalog logs it once per
@@ -12,24 +14,24 @@ type Coverage struct {
 
 // count adds a device: partial when its source marked it so or when one of
 // its states cannot be read (an unsupported Home Assistant template).
-func (cv *Coverage) count(s *devSpec) { cv.add(s, 1) }
+func (cv *Coverage) count(s *model.Spec) { cv.add(s, 1) }
 
 // uncount takes a device out again.
-func (cv *Coverage) uncount(s *devSpec) { cv.add(s, -1) }
+func (cv *Coverage) uncount(s *model.Spec) { cv.add(s, -1) }
 
-func (cv *Coverage) add(s *devSpec, n int) {
-	if s.noDevice || s.local {
+func (cv *Coverage) add(s *model.Spec, n int) {
+	if s.NoDevice || s.Local {
 		return
 	}
 	cv.Devices += n
 	switch {
-	case s.fidelity == fidelityNone:
+	case s.Fidelity == model.FidelityNone:
 		cv.Unmodelled += n
-	case s.fidelity == fidelityPartial:
+	case s.Fidelity == model.FidelityPartial:
 		cv.Partial += n
 	default:
-		for _, st := range s.states {
-			if st.unsupported != "" {
+		for _, st := range s.States {
+			if st.Unsupported != "" {
 				cv.Partial += n
 				return
 			}

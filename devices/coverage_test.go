@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pilothouse/pilothouse/devices/internal/model"
 )
 
 // TestNeverSilently: what cannot be modelled is tagged and described on
@@ -31,16 +33,16 @@ func TestNeverSilently(t *testing.T) {
 	}
 	s := c.Snapshot()
 	odd, _ := s.Get("odd")
-	if !hasTag(odd, tagPartial) || !strings.Contains(odd.Description, `Not fully modelled: expose "gizmo" of unknown type "matter_thing"; a numeric expose without property or name.`) {
+	if !hasTag(odd, model.TagPartial) || !strings.Contains(odd.Description, `Not fully modelled: expose "gizmo" of unknown type "matter_thing"; a numeric expose without property or name.`) {
 		t.Errorf("odd: %v %q", odd.Tags, odd.Description)
 	}
 	if _, ok := s.Get("odd.power"); !ok {
 		t.Error("what can be modelled still is")
 	}
-	if n, _ := s.Get("new"); !hasTag(n, tagUnmodelled) {
+	if n, _ := s.Get("new"); !hasTag(n, model.TagUnmodelled) {
 		t.Errorf("new: %v", n.Tags)
 	}
-	if p, _ := s.Get("plug"); hasTag(p, tagPartial) || hasTag(p, tagUnmodelled) {
+	if p, _ := s.Get("plug"); hasTag(p, model.TagPartial) || hasTag(p, model.TagUnmodelled) {
 		t.Errorf("plug: %v", p.Tags)
 	}
 	out := logs.String()

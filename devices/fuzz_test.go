@@ -41,25 +41,25 @@ func checkSnapshot(t *testing.T, c *Catalog) {
 	// (cur) or keeps it reserved (kept), never both; one held id per key.
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	n := len(c.ids.cur)
-	for k, id := range c.ids.cur {
-		if r, ok := c.ids.byID[id]; !ok || r.key != k || !r.left.IsZero() {
+	n := len(c.ids.Cur)
+	for k, id := range c.ids.Cur {
+		if r, ok := c.ids.ByID[id]; !ok || r.Key != k || !r.Left.IsZero() {
 			t.Fatalf("id table: %s holds %s, which is %+v", k, id, r)
 		}
 	}
-	for k, ids := range c.ids.kept {
+	for k, ids := range c.ids.Kept {
 		n += len(ids)
 		for _, id := range ids {
-			if r, ok := c.ids.byID[id]; !ok || r.key != k || r.left.IsZero() {
+			if r, ok := c.ids.ByID[id]; !ok || r.Key != k || r.Left.IsZero() {
 				t.Fatalf("id table: %s keeps %s, which is %+v", k, id, r)
 			}
 		}
 	}
-	if n != len(c.ids.byID) {
-		t.Fatalf("id table: %d ids held or kept, %d assigned", n, len(c.ids.byID))
+	if n != len(c.ids.ByID) {
+		t.Fatalf("id table: %d ids held or kept, %d assigned", n, len(c.ids.ByID))
 	}
-	if kept := n - len(c.ids.cur); kept != c.ids.nKept {
-		t.Fatalf("id table: %d ids kept, counted %d", kept, c.ids.nKept)
+	if kept := n - len(c.ids.Cur); kept != c.ids.NKept {
+		t.Fatalf("id table: %d ids kept, counted %d", kept, c.ids.NKept)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/pilothouse/pilothouse/internal/testutil"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,11 +11,10 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/pilothouse/pilothouse/mqtt"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 )
 
 // corpusCase is one discovery config of testdata/ha/corpus.json as its
@@ -74,29 +72,17 @@ func loadCorpus(t *testing.T) []corpusCase {
 	return cs
 }
 
-// corpusHouse is the catalog on the embedded broker and a device-side
-// client recording what arrives on the command topics.
+// corpusHouse is the house with what the devices received on the
+// command topics.
 type corpusHouse struct {
-	*houseOverMQTT
-	logs *lockedBuffer
-	mu   sync.Mutex
-	got  []Published
+	*house
+	cmds *commandLog
 }
 
 func startCorpusHouse(t *testing.T, commandTopics map[string]bool) *corpusHouse {
 	t.Helper()
-	v := startVariantHouse(t)
-	h := &corpusHouse{houseOverMQTT: v.houseOverMQTT, logs: v.logs}
-	if err := h.pub.Subscribe("#", 1, func(m mqtt.Message) {
-		if !commandTopics[m.Topic] || m.Retained {
-			return
-		}
-		h.mu.Lock()
-		h.got = append(h.got, Published{Topic: m.Topic, Payload: string(m.Payload)})
-		h.mu.Unlock()
-	}); err != nil {
-		t.Fatal(err)
-	}
+	h := &corpusHouse{house: runHouse(t, houseOptions{})}
+	h.cmds = h.watchCommands(t, func(topic string) bool { return commandTopics[topic] })
 	return h
 }
 
@@ -110,27 +96,11 @@ func (h *corpusHouse) call(t *testing.T, id string, args map[string]any, want []
 	if pv, err := h.c.Preview(context.Background(), id, args); err != nil || !samePublished(pv, want) {
 		t.Errorf("Preview %s %v = %v, %v; want %v", id, args, pv, err, want)
 	}
-	h.mu.Lock()
-	h.got = nil
-	h.mu.Unlock()
-	if err := h.c.Call(context.Background(), id, args); err != nil {
+	got, err := h.cmds.during(len(want), func() error { return h.c.Call(context.Background(), id, args) })
+	if err != nil {
 		t.Errorf("%s %v: %v", id, args, err)
 		return
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		h.mu.Lock()
-		n := len(h.got)
-		h.mu.Unlock()
-		if n >= len(want) || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	time.Sleep(30 * time.Millisecond) // nothing more may follow
-	h.mu.Lock()
-	got := append([]Published{}, h.got...)
-	h.mu.Unlock()
 	if !samePublished(got, want) {
 		t.Errorf("%s %v published %v, want %v", id, args, got, want)
 	}
@@ -258,9 +228,4 @@ func (h *corpusHouse) waitGap(t *testing.T, c *corpusCase) {
 	testutil.Eventually(t, 5*time.Second, c.Topic+": a log line saying "+strconv.Quote(c.Gap), func() bool {
 		return strings.Contains(h.logs.String(), c.Gap)
 	})
-}
-
-func (h *corpusHouse) waitID(t *testing.T, id string) {
-	t.Helper()
-	testutil.Eventually(t, 5*time.Second, id+" to appear", func() bool { _, ok := h.c.Snapshot().Get(id); return ok })
 }

@@ -1,132 +1,50 @@
 package devices
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/pilothouse/pilothouse/devices/internal/model"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
 // lockedBuffer is a log sink the catalog's goroutines may share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-// variantHouse is the catalog on the embedded broker (port 0), a device
-// side client over TCP, and what that client received on the command
-// topics.
+// variantHouse is the house with what the devices received on the
+// command topics.
 type variantHouse struct {
-	*houseOverMQTT
-	logs *lockedBuffer
-	mu   sync.Mutex
-	got  []published
+	*house
+	cmds *commandLog
 }
 
 func startVariantHouse(t *testing.T) *variantHouse {
 	t.Helper()
-	h := &variantHouse{logs: &lockedBuffer{}}
-	h.houseOverMQTT = startHouseWith(t, Options{Logger: slog.New(slog.NewTextHandler(h.logs, nil))})
-	pub := h.pub
-	// One subscription keeps the commands of one call in order.
-	commands := func(topic string) bool {
+	h := &variantHouse{house: runHouse(t, houseOptions{})}
+	h.cmds = h.watchCommands(t, func(topic string) bool {
 		return strings.HasSuffix(topic, "/set") || strings.HasPrefix(topic, "ems-esp/thermostat/") ||
 			topic == "og/garage01/cmd" || topic == "hp/defrost" || strings.HasPrefix(topic, "paradox/control/")
-	}
-	if err := pub.Subscribe("#", 1, func(m mqtt.Message) {
-		if !commands(m.Topic) || m.Retained {
-			return
-		}
-		h.mu.Lock()
-		h.got = append(h.got, published{Topic: m.Topic, Payload: string(m.Payload)})
-		h.mu.Unlock()
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	return h
 }
 
-// availOf publishes an availability payload and polls until id's device
-// availability is want.
-func (h *variantHouse) availOf(t *testing.T, topic, payload, id string, want bool) {
-	t.Helper()
-	if err := h.pub.Publish(context.Background(), topic, []byte(payload), 1, false); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if l, _ := h.c.Live(id); l.Available != nil && *l.Available == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			l, _ := h.c.Live(id)
-			t.Fatalf("%s available %v after %s on %s, want %v", id, l.Available, payload, topic, want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// waitID polls until the catalog has id.
-func (h *variantHouse) waitID(t *testing.T, id string) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, ok := h.c.Snapshot().Get(id); ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never appeared", id)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
-// call runs an action and waits for exactly the wanted payloads on the
-// command topics, in order.
+// call runs an action and checks that exactly the wanted payloads arrive
+// on the command topics, in order.
 func (h *variantHouse) call(t *testing.T, id string, args map[string]any, want ...published) {
 	t.Helper()
-	h.mu.Lock()
-	h.got = nil
-	h.mu.Unlock()
-	if err := h.c.Call(context.Background(), id, args); err != nil {
+	got, err := h.cmds.during(len(want), func() error { return h.c.Call(context.Background(), id, args) })
+	if err != nil {
 		t.Fatalf("%s %v: %v", id, args, err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		h.mu.Lock()
-		got := append([]published(nil), h.got...)
-		h.mu.Unlock()
-		if len(got) >= len(want) || time.Now().After(deadline) {
-			time.Sleep(50 * time.Millisecond) // nothing more may follow
-			h.mu.Lock()
-			got = append([]published(nil), h.got...)
-			h.mu.Unlock()
-			if fmt.Sprint(got) != fmt.Sprint(want) {
-				t.Errorf("%s %v published %v, want %v", id, args, got, want)
-			}
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
+	var gotP []published
+	for _, m := range got {
+		gotP = append(gotP, published{Topic: m.Topic, Payload: m.Payload})
+	}
+	if fmt.Sprint(gotP) != fmt.Sprint(want) {
+		t.Errorf("%s %v published %v, want %v", id, args, gotP, want)
 	}
 }
 
@@ -240,7 +158,7 @@ func checkVariantRefusals(t *testing.T, h *variantHouse) {
 	t.Helper()
 	s := h.c.Snapshot()
 	hp, _ := s.Get("heat_pump")
-	if !hasTag(hp, tagPartial) || !strings.Contains(hp.Description, "Filter robot: lawn_mower entities are not modelled") {
+	if !hasTag(hp, model.TagPartial) || !strings.Contains(hp.Description, "Filter robot: lawn_mower entities are not modelled") {
 		t.Errorf("heat_pump: %v %q", hp.Tags, hp.Description)
 	}
 	for _, id := range []string{"no_origin", "extra", "foo"} {

@@ -36,7 +36,7 @@ var (
 // which the attacker's configs arrive first, everything keeps its id.
 func TestDeviceIDHijackInTwoSteps(t *testing.T) {
 	reg := &memRegistry{}
-	h := startHouse(t, reg)
+	h := runHouse(t, houseOptions{Options: Options{IDs: reg}})
 	h.publish(t, realWeather, weatherConfig("ws-1", "weather/real"), "outdoor_weather.temperature")
 	h.publish(t, joinTopic, joinConfig, "outdoor_weather.sensor")
 	h.publish(t, newTopic, newConfig, "outdoor_weather_2.temperature")
@@ -52,7 +52,7 @@ func TestDeviceIDHijackInTwoSteps(t *testing.T) {
 	}
 
 	// Restart on a fresh broker: the attacker's configs arrive first.
-	h2 := startHouse(t, reg)
+	h2 := runHouse(t, houseOptions{Options: Options{IDs: reg}})
 	h2.publish(t, joinTopic, joinConfig, "outdoor_weather.sensor")
 	if _, ok := h2.c.Snapshot().Get("outdoor_weather.temperature"); ok {
 		t.Fatal("after a restart the joining entity took outdoor_weather.temperature")
@@ -70,7 +70,7 @@ func TestDeviceIDHijackInTwoSteps(t *testing.T) {
 
 // checkNotHijacked: the station is outdoor_weather and its temperature
 // follows its own topic only.
-func checkNotHijacked(t *testing.T, h *houseOverMQTT) {
+func checkNotHijacked(t *testing.T, h *house) {
 	t.Helper()
 	if got, want := deviceIDs(h.c), []string{"outdoor_weather", "outdoor_weather_2"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("devices %v, want %v", got, want)

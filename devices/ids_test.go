@@ -12,36 +12,36 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pilothouse/pilothouse/mqtt"
+	"github.com/pilothouse/pilothouse/devices/internal/model"
 )
 
 // memRegistry is an IDRegistry in memory (storage implements the real one;
 // devices may not import it), by id.
 type memRegistry struct {
 	mu    sync.Mutex
-	m     map[string]IDAssignment
+	m     map[string]model.IDAssignment
 	fail  error
 	saves int
 }
 
-func (r *memRegistry) LoadDeviceIDs(context.Context) ([]IDAssignment, error) {
+func (r *memRegistry) LoadDeviceIDs(context.Context) ([]model.IDAssignment, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []IDAssignment
+	var out []model.IDAssignment
 	for _, a := range r.m {
 		out = append(out, a)
 	}
 	return out, nil
 }
 
-func (r *memRegistry) SaveDeviceIDs(_ context.Context, put []IDAssignment, del []string) error {
+func (r *memRegistry) SaveDeviceIDs(_ context.Context, put []model.IDAssignment, del []string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.fail != nil {
 		return r.fail
 	}
 	if r.m == nil {
-		r.m = map[string]IDAssignment{}
+		r.m = map[string]model.IDAssignment{}
 	}
 	for _, id := range del {
 		delete(r.m, id)
@@ -55,20 +55,20 @@ func (r *memRegistry) SaveDeviceIDs(_ context.Context, put []IDAssignment, del [
 
 // ids returns the device ids each device key holds.
 func (r *memRegistry) ids() map[string]string {
-	return r.rows(func(a IDAssignment) bool { return a.Left.IsZero() && !strings.HasPrefix(a.Key, "ha:ent:") })
+	return r.rows(func(a model.IDAssignment) bool { return a.Left.IsZero() && !strings.HasPrefix(a.Key, "ha:ent:") })
 }
 
 // reserved returns the device ids reserved for a device that left them.
 func (r *memRegistry) reserved() map[string]string {
-	return r.rows(func(a IDAssignment) bool { return !a.Left.IsZero() && !strings.HasPrefix(a.Key, "ha:ent:") })
+	return r.rows(func(a model.IDAssignment) bool { return !a.Left.IsZero() && !strings.HasPrefix(a.Key, "ha:ent:") })
 }
 
 // slots returns the segments Home Assistant entities hold.
 func (r *memRegistry) slots() map[string]string {
-	return r.rows(func(a IDAssignment) bool { return a.Left.IsZero() && strings.HasPrefix(a.Key, "ha:ent:") })
+	return r.rows(func(a model.IDAssignment) bool { return a.Left.IsZero() && strings.HasPrefix(a.Key, "ha:ent:") })
 }
 
-func (r *memRegistry) rows(keep func(IDAssignment) bool) map[string]string {
+func (r *memRegistry) rows(keep func(model.IDAssignment) bool) map[string]string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := map[string]string{}
@@ -97,96 +97,6 @@ const (
 		{"ieee_address":"0x0bad","friendly_name":"outdoor_weather","type":"EndDevice","supported":true,"definition":{"vendor":"Evil","model":"E1","description":"Fake","exposes":[{"type":"numeric","name":"temperature","property":"temperature","access":1}]}}]`
 )
 
-// houseOverMQTT is one run of the server: an embedded broker, the catalog
-// on its Inline client, and a device publishing over TCP.
-type houseOverMQTT struct {
-	c   *Catalog
-	pub *mqtt.Client
-}
-
-func startHouse(t *testing.T, reg IDRegistry) *houseOverMQTT {
-	t.Helper()
-	return startHouseWith(t, Options{Logger: quietLogger(), IDs: reg})
-}
-
-// startBroker starts an embedded broker on port 0 and its inline client;
-// both close, and ctx ends, with the test.
-func startBroker(t *testing.T) (context.Context, *mqtt.Broker, *mqtt.Inline) {
-	t.Helper()
-	b, err := mqtt.StartBroker("127.0.0.1:0", quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	in := b.Inline(quietLogger())
-	t.Cleanup(func() { cancel(); in.Close(); _ = b.Close() })
-	return ctx, b, in
-}
-
-// startHouseWith starts a catalog made with opts on a fresh broker's
-// inline client, and a publisher connected over TCP.
-func startHouseWith(t *testing.T, opts Options) *houseOverMQTT {
-	t.Helper()
-	ctx, b, in := startBroker(t)
-	c := NewCatalog(opts)
-	if err := c.Start(ctx, in); err != nil {
-		t.Fatal(err)
-	}
-	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
-	defer dcancel()
-	pub, err := mqtt.Dial(dctx, mqtt.Options{Broker: b.URL(), Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pub.Close)
-	return &houseOverMQTT{c: c, pub: pub}
-}
-
-// publish sends a retained message and waits until the catalog has id.
-func (h *houseOverMQTT) publish(t *testing.T, topic, payload, waitID string) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := h.pub.Publish(ctx, topic, []byte(payload), 1, true); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, ok := h.c.Snapshot().Get(waitID); ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never appeared after %s", waitID, topic)
-		}
-		time.Sleep(5 * time.Millisecond) // polling interval, not synchronisation
-	}
-}
-
-// liveOf publishes payload on topic until the state id holds want: the
-// catalog subscribes to a discovered state topic after it built the
-// device, so the first publish may come before the subscription.
-func (h *houseOverMQTT) liveOf(t *testing.T, topic, payload, id string, want any) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	deadline := time.Now().Add(5 * time.Second)
-	for i := 0; ; i++ {
-		if i%20 == 0 { // the catalog subscribes a new state topic on its own goroutine: say it again
-			if err := h.pub.Publish(ctx, topic, []byte(payload), 1, false); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if l, _ := h.c.Live(id); fmt.Sprint(l.Value) == fmt.Sprint(want) {
-			return
-		}
-		if time.Now().After(deadline) {
-			l, _ := h.c.Live(id)
-			t.Fatalf("%s = %v after %s on %s, want %v", id, l.Value, payload, topic, want)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func deviceIDs(c *Catalog) []string {
 	var out []string
 	for _, e := range c.Snapshot().Entries() {
@@ -205,7 +115,7 @@ func deviceIDs(c *Catalog) []string {
 // newcomers arrive first (issue 14, item 6).
 func TestDeviceIDTakeoverOverMQTT(t *testing.T) {
 	reg := &memRegistry{}
-	h := startHouse(t, reg)
+	h := runHouse(t, houseOptions{Options: Options{IDs: reg}})
 	h.publish(t, realWeather, weatherConfig("ws-1", "weather/real"), "outdoor_weather.temperature")
 	h.publish(t, evilWeather, weatherConfig("a-evil", "weather/evil"), "outdoor_weather_2.temperature")
 	h.publish(t, "zigbee2mqtt/bridge/devices", z2mList, "outdoor_weather_3.temperature")
@@ -227,7 +137,7 @@ func TestDeviceIDTakeoverOverMQTT(t *testing.T) {
 	}
 
 	// Restart on a fresh broker: the newcomers arrive first, alone.
-	h2 := startHouse(t, reg)
+	h2 := runHouse(t, houseOptions{Options: Options{IDs: reg}})
 	h2.publish(t, evilWeather, weatherConfig("a-evil", "weather/evil"), "outdoor_weather_2.temperature")
 	h2.publish(t, evilMotion, `{"name":"Motion","unique_id":"evil_motion","state_topic":"motion/evil","device":{"identifiers":["b-evil"],"name":"Hall Motion"}}`, "hall_motion_2")
 	if _, ok := h2.c.Snapshot().Get("outdoor_weather"); ok {
@@ -349,7 +259,7 @@ func TestZigbee2MQTTRenameKeepsOldIDReserved(t *testing.T) {
 func TestDeviceIDReservationsEnd(t *testing.T) {
 	reg := &memRegistry{}
 	c, clk := loadedCatalog(t, reg)
-	c.ids.limit = 4 // two devices: each keeps its id and its entity's segment
+	c.ids.Limit = 4 // two devices: each keeps its id and its entity's segment
 	for i, ident := range []string{"a", "b", "c"} {
 		topic := "homeassistant/sensor/" + ident + "/t/config"
 		c.HandleMessage(msg(topic, weatherConfig(ident, "w/"+ident)))
@@ -362,13 +272,13 @@ func TestDeviceIDReservationsEnd(t *testing.T) {
 	if got, want := reg.reserved(), map[string]string{"ha:ids:a": "outdoor_weather", "ha:ids:b": "outdoor_weather_2"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("reserved %v, want %v (the newest ends first)", got, want)
 	}
-	clk.t = clk.t.Add(idReserve)
+	clk.t = clk.t.Add(model.IDReserve)
 	runIDSteps(t, c, []idStep{{"a month later", "homeassistant/sensor/d/t/config", weatherConfig("d", "w/d"), []string{"outdoor_weather"}}})
 	if got := reg.reserved(); len(got) != 0 {
 		t.Fatalf("reserved %v a month later", got)
 	}
 	// Loaded: a reservation from months ago ends at Start.
-	old := &memRegistry{m: map[string]IDAssignment{"hall_motion": {Key: "ha:ids:x", ID: "hall_motion", Base: "hall_motion", Left: clk.t.Add(-3 * idReserve)}}}
+	old := &memRegistry{m: map[string]model.IDAssignment{"hall_motion": {Key: "ha:ids:x", ID: "hall_motion", Base: "hall_motion", Left: clk.t.Add(-3 * model.IDReserve)}}}
 	c2, _ := loadedCatalog(t, old)
 	runIDSteps(t, c2, []idStep{{"newcomer", evilMotion, `{"name":"Motion","state_topic":"m/e","device":{"identifiers":["b"],"name":"Hall Motion"}}`, []string{"hall_motion"}}})
 }
@@ -424,7 +334,7 @@ func TestDeviceIDsAcrossFullAndIncrementalRebuilds(t *testing.T) {
 func TestDeviceListFloodKeepsEstablishedReservations(t *testing.T) {
 	reg := &memRegistry{}
 	c, clk := loadedCatalog(t, reg)
-	c.ids.limit = 8
+	c.ids.Limit = 8
 	z2m := func(ieee, name string) string {
 		return fmt.Sprintf(`{"ieee_address":%q,"friendly_name":%q,"definition":{"model":"L","vendor":"V","description":"d","exposes":[]}}`, ieee, name)
 	}
@@ -464,18 +374,19 @@ func TestDiscoveryChurnCostsNoSortPerMessage(t *testing.T) {
 			c.HandleMessage(msg(topic, ""))
 		}
 	}
-	churn(0, maxReserved+100) // full
+	limit := c.ids.Limit
+	churn(0, limit+100) // full
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	const n = 200
-	churn(maxReserved+100, n)
+	churn(limit+100, n)
 	runtime.ReadMemStats(&after)
 	perMsg := (after.TotalAlloc - before.TotalAlloc) / (2 * n)
 	t.Logf("%d bytes per message", perMsg)
 	if perMsg > 64<<10 {
-		t.Fatalf("a churned device allocates %d bytes per message with %d reservations", perMsg, maxReserved)
+		t.Fatalf("a churned device allocates %d bytes per message with %d reservations", perMsg, limit)
 	}
-	if got := len(reg.reserved()); got > maxReserved+64 {
-		t.Fatalf("%d reservations stored, bound %d", got, maxReserved)
+	if got := len(reg.reserved()); got > limit+64 {
+		t.Fatalf("%d reservations stored, bound %d", got, limit)
 	}
 }

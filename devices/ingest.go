@@ -2,8 +2,8 @@ package devices
 
 import (
 	"strings"
-	"time"
 
+	"github.com/pilothouse/pilothouse/devices/internal/model"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
@@ -20,35 +20,22 @@ import (
 // txn is one ingestion: the results its compute phase records and the
 // changes its commit phase makes. It belongs to the holder of c.ingest.
 type txn struct {
+	model.Rec
 	c       *Catalog
-	now     time.Time
 	changes []Change
 	newSubs bool
 	rebuilt bool // discovery changed: device ids may have been assigned
-	// Computed, to be committed: the routes' live changes in order, the
-	// route lists a topic's first message built, discovery's spec changes.
-	ops   []op
+	// Computed, to be committed: the route lists a topic's first message
+	// built, discovery's spec changes (the live changes are rec.ops).
 	lists []topicList
-	specs []specChange
+	specs []model.SpecChange
 	// replay holds the payloads that waited for routes the commit added.
 	replay []topicPayload
-	// The payload decoded for value_json, shared by the routes of one
-	// topic (renderMsg).
-	jsonOf  *byte
-	jsonLen int
-	jsonVal any
-	// jLeft is the template work the message may still do (msgJBudget,
-	// or less when jRated: what the work budget per second grants);
-	// jSkipped and jThrottled count the renderings it did not cover.
-	jLeft      int
-	jRated     bool
-	jSkipped   int
-	jThrottled int
 }
 
 type topicList struct {
 	topic string
-	tr    topicRoutes
+	tr    model.TopicRoutes
 }
 
 type topicPayload struct {
@@ -66,16 +53,16 @@ func (c *Catalog) HandleMessage(m mqtt.Message) {
 	c.ingest.Lock()
 	defer c.ingest.Unlock()
 	tx := c.begin()
-	granted := c.work.grant(m.Topic, tx.now)
-	tx.jLeft, tx.jRated = granted, granted < msgJBudget
+	granted := c.work.Grant(m.Topic, tx.Now)
+	tx.JLeft, tx.JRated = granted, granted < model.MsgJBudget
 	c.compute(tx, m)
 	subs := c.commitPhase(tx)
-	c.work.spend(m.Topic, granted-tx.jLeft, tx.now)
-	if tx.jSkipped > 0 {
-		c.logSkipped(m.Topic, tx.jSkipped)
+	c.work.Spend(m.Topic, granted-tx.JLeft, tx.Now)
+	if tx.JSkipped > 0 {
+		c.logSkipped(m.Topic, tx.JSkipped)
 	}
-	if tx.jThrottled > 0 {
-		c.logThrottled(m.Topic, tx.jThrottled)
+	if tx.JThrottled > 0 {
+		c.logThrottled(m.Topic, tx.JThrottled)
 	}
 	c.fanOut(tx, subs)
 }
@@ -84,7 +71,8 @@ func (c *Catalog) HandleMessage(m mqtt.Message) {
 // reused; fanOut releases what it refers to.
 func (c *Catalog) begin() *txn {
 	tx := &c.tx
-	*tx = txn{c: c, now: c.now(), changes: tx.changes[:0], ops: tx.ops[:0], lists: tx.lists[:0], jLeft: msgJBudget}
+	*tx = txn{c: c, changes: tx.changes[:0], lists: tx.lists[:0],
+		Rec: model.Rec{Now: c.now(), Log: c.log, Refused: &c.refused, Ops: tx.Ops[:0], JLeft: model.MsgJBudget}}
 	return tx
 }
 
@@ -93,22 +81,22 @@ func (c *Catalog) compute(tx *txn, m mqtt.Message) {
 	t := m.Topic
 	switch {
 	case t == c.topics.devices:
-		changed, refused := c.z2m.handleDevices(c.log, m.Payload)
+		changed, refused := c.z2m.HandleDevices(c.log, m.Payload)
 		if refused {
-			c.refused.oversized.Add(1)
+			c.refused.Oversized.Add(1)
 		}
 		if changed {
 			tx.specs = c.rebuildSpecs(tx)
 		}
 		return
 	case t == c.topics.event:
-		if c.z2m.handleEvent(c.log, m.Payload) {
+		if c.z2m.HandleEvent(c.log, m.Payload) {
 			tx.specs = c.rebuildSpecs(tx)
 		}
 		return
 	case strings.HasPrefix(t, c.topics.haPrefix) && strings.HasSuffix(t, "/config"):
-		if c.ha.handleConfig(c.log, t, m.Payload) {
-			tx.specs = c.ha.rebuild(c.log, c.ids, c.z2mIDs)
+		if c.ha.HandleConfig(c.log, t, m.Payload) {
+			tx.specs = c.ha.Rebuild(c.log, c.ids, c.z2mIDs)
 		}
 		return
 	}
@@ -141,12 +129,12 @@ func (c *Catalog) runRoutes(tx *txn, t string, payload []byte) bool {
 	if !ok {
 		return false
 	}
-	if tr.byDev != nil && tr.list == nil {
-		tr.run(tx, payload)
+	if tr.ByDev != nil && tr.List == nil {
+		tr.Run(&tx.Rec, payload)
 		tx.lists = append(tx.lists, topicList{t, tr}) // keep the list it built
 		return true
 	}
-	tr.run(tx, payload)
+	tr.Run(&tx.Rec, payload)
 	return true
 }
 
@@ -192,13 +180,13 @@ func (c *Catalog) commitLocked(tx *txn) {
 	for _, l := range tx.lists {
 		c.model.routes[l.topic] = l.tr
 	}
-	for i := range tx.ops {
-		tx.apply(&tx.ops[i])
+	for i := range tx.Ops {
+		tx.apply(&tx.Ops[i])
 	}
 	c.commitSpecs(tx, tx.specs)
-	clear(tx.ops)
+	clear(tx.Ops)
 	clear(tx.lists)
-	tx.ops, tx.lists, tx.specs = tx.ops[:0], tx.lists[:0], nil
+	tx.Ops, tx.lists, tx.specs = tx.Ops[:0], tx.lists[:0], nil
 }
 
 // finish returns the subscribers to notify (nil when nothing changed).
@@ -229,15 +217,15 @@ func (c *Catalog) fanOut(tx *txn, subs []func(Change)) {
 // end forgets the values of the finished ingestion and keeps small
 // buffers for the next.
 func (tx *txn) end() {
-	tx.jsonOf, tx.jsonVal = nil, nil
+	tx.JSONOf, tx.JSONVal = nil, nil
 	clear(tx.changes)
 	if cap(tx.changes) > 64 {
 		tx.changes = nil
 	}
-	if cap(tx.ops) > 64 {
-		tx.ops = nil
+	if cap(tx.Ops) > 64 {
+		tx.Ops = nil
 	}
-	tx.changes, tx.ops = tx.changes[:0], tx.ops[:0]
+	tx.changes, tx.Ops = tx.changes[:0], tx.Ops[:0]
 }
 
 // z2mCommand reports whether t is a Zigbee2MQTT command topic:
@@ -251,4 +239,109 @@ func (c *Catalog) z2mCommand(t string) bool {
 	}
 	return strings.HasSuffix(rest, "/set") || strings.HasSuffix(rest, "/get") ||
 		strings.Contains(rest, "/set/") || strings.Contains(rest, "/get/")
+}
+
+// apply applies one op (commit phase, c.mu held).
+func (tx *txn) apply(o *model.Op) {
+	switch o.Kind {
+	case model.OpState:
+		tx.applyState(o.Dev, o.ID, o.Key, o.V)
+	case model.OpEvent:
+		tx.applyEvent(o.Dev, o.ID, o.V)
+	case model.OpTouch:
+		tx.dev(o.Dev).lastSeen = tx.Now
+	case model.OpProp:
+		d := tx.dev(o.Dev)
+		d.lastSeen = tx.Now
+		d.obj[o.Key] = o.V
+	case model.OpAvail:
+		tx.applyAvail(o.Dev, o.ID, o.V.(bool), o.Key)
+	case model.OpUnread:
+		tx.applyUnread(o.ID, o.V.(string))
+	}
+}
+
+func (tx *txn) dev(id string) *devLive {
+	d := tx.c.devLive[id]
+	if d == nil {
+		d = &devLive{obj: map[string]any{}}
+		tx.c.devLive[id] = d
+	}
+	return d
+}
+
+func (tx *txn) applyState(dev, id, prop string, v any) {
+	lv, ok := tx.c.live[id]
+	if !ok {
+		lv = liveVal{dev: dev, unsupported: tx.c.model.unsupported[id]}
+	}
+	lv.lastSeen, lv.unread = tx.Now, ""
+	d := tx.dev(dev)
+	d.lastSeen = tx.Now
+	if prop != "" {
+		d.obj[prop] = v
+	}
+	if lv.unsupported != "" || model.EqualValues(lv.value, v) {
+		tx.c.live[id] = lv
+		return
+	}
+	prev := lv.value
+	lv.value, lv.changed, lv.first = v, tx.Now, prev == nil && lv.changed.IsZero()
+	tx.c.live[id] = lv
+	tx.changes = append(tx.changes, Change{Kind: ChangeState, ID: id, Value: v, Prev: prev, Time: tx.Now})
+}
+
+func (tx *txn) applyUnread(id, why string) {
+	lv, ok := tx.c.live[id]
+	if !ok {
+		dev := tx.c.model.devOf[id]
+		if dev == "" {
+			return // not an entry (a device's availability)
+		}
+		lv = liveVal{dev: dev, unsupported: tx.c.model.unsupported[id]}
+	}
+	lv.unread = why
+	tx.c.live[id] = lv
+}
+
+func (tx *txn) applyEvent(dev, id string, v any) {
+	d := tx.dev(dev)
+	d.lastSeen = tx.Now
+	lv, ok := tx.c.live[id]
+	if !ok {
+		lv = liveVal{dev: dev}
+	}
+	lv.value, lv.lastSeen, lv.changed = v, tx.Now, tx.Now
+	tx.c.live[id] = lv
+	tx.changes = append(tx.changes, Change{Kind: ChangeEvent, ID: id, Value: v, Time: tx.Now})
+}
+
+func (tx *txn) applyAvail(dev, topic string, ok bool, mode string) {
+	d := tx.dev(dev)
+	if d.avail == nil {
+		d.avail = map[string]bool{}
+	}
+	d.avail[topic] = ok
+	now := ok
+	switch mode {
+	case "all":
+		now = true
+		for _, v := range d.avail {
+			now = now && v
+		}
+	case "any":
+		now = false
+		for _, v := range d.avail {
+			now = now || v
+		}
+	}
+	if d.availNow != nil && *d.availNow == now {
+		return
+	}
+	var prev any
+	if d.availNow != nil {
+		prev = *d.availNow
+	}
+	d.availNow = &now
+	tx.changes = append(tx.changes, Change{Kind: ChangeAvailability, ID: dev, Value: now, Prev: prev, Time: tx.Now})
 }

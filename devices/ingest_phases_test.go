@@ -1,7 +1,6 @@
 package devices
 
 import (
-	"context"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -43,20 +42,14 @@ func (w *watchedConn) handling() bool { return w.entered.Load() > 0 && w.left.Lo
 
 // startWatchedHouse is a catalog on a watched network client of an
 // embedded broker, and a client to publish with.
-func startWatchedHouse(t *testing.T) (*houseOverMQTT, *watchedConn) {
+func startWatchedHouse(t *testing.T) (*house, *watchedConn) {
 	t.Helper()
-	b, err := mqtt.StartBroker("127.0.0.1:0", quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(func() { cancel(); _ = b.Close() })
-	conn := &watchedConn{Client: dialTest(t, b)}
-	c := NewCatalog(Options{Logger: quietLogger()})
-	if err := c.Start(ctx, conn); err != nil {
-		t.Fatal(err)
-	}
-	return &houseOverMQTT{c: c, pub: dialTest(t, b)}, conn
+	var conn *watchedConn
+	h := runHouse(t, houseOptions{Options: Options{Logger: quietLogger()}, Conn: func(t *testing.T, b *mqtt.Broker) mqtt.PubSub {
+		conn = &watchedConn{Client: dialTest(t, b)}
+		return conn
+	}})
+	return h, conn
 }
 
 // slowProbe is a device-based discovery config of 16 sensors on one

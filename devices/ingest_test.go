@@ -125,7 +125,9 @@ type deliveryConn interface {
 }
 
 func burstRetained(t *testing.T, via string) {
-	ctx, b, in := startBroker(t)
+	ctx, b := startBroker(t)
+	in := b.Inline(quietLogger())
+	t.Cleanup(in.Close)
 	burst := haBurst(7000)
 	for _, m := range burst {
 		if err := in.Publish(ctx, m.Topic, m.Payload, 0, true); err != nil {

@@ -1,8 +1,7 @@
 package devices
 
 import (
-	"sync/atomic"
-
+	"github.com/pilothouse/pilothouse/devices/internal/model"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
@@ -25,7 +24,7 @@ type Refusals struct {
 	// Zigbee2MQTT device lists over maxZ2MDevices.
 	OversizedMessages uint64 `json:"oversized_messages"`
 	// TemplateWorkSkipped: template renderings one message's work budget
-	// (msgJBudget) did not cover; their states keep their values.
+	// (MsgJBudget) did not cover; their states keep their values.
 	TemplateWorkSkipped uint64 `json:"template_work_skipped"`
 	// TemplateWorkThrottled: template renderings skipped because their
 	// topic's templates, or all topics' together, did more work than they
@@ -38,19 +37,11 @@ type Refusals struct {
 	LastTemplateFailure string `json:"last_template_failure,omitempty"`
 }
 
-type refusalCounts struct {
-	oversized, skipped, failed atomic.Uint64
-	throttled                  atomic.Uint64
-	skippedMsgs                uint64 // messages with skipped renderings (under the ingest lock)
-	throttledMsgs              uint64 // messages with throttled renderings (under the ingest lock)
-	lastFailure                atomic.Pointer[string]
-}
-
 // Refusals returns the counters of what the catalog refused to read.
 func (c *Catalog) Refusals() Refusals {
-	r := Refusals{OversizedMessages: c.refused.oversized.Load(), TemplateWorkSkipped: c.refused.skipped.Load(),
-		TemplateWorkThrottled: c.refused.throttled.Load(), TemplateFailures: c.refused.failed.Load()}
-	if p := c.refused.lastFailure.Load(); p != nil {
+	r := Refusals{OversizedMessages: c.refused.Oversized.Load(), TemplateWorkSkipped: c.refused.Skipped.Load(),
+		TemplateWorkThrottled: c.refused.Throttled.Load(), TemplateFailures: c.refused.Failed.Load()}
+	if p := c.refused.LastFailure.Load(); p != nil {
 		r.LastTemplateFailure = *p
 	}
 	return r
@@ -72,33 +63,20 @@ func (c *Catalog) oversized(t string, n int) bool {
 	if n <= bound {
 		return false
 	}
-	if k := c.refused.oversized.Add(1); k&(k-1) == 0 {
+	if k := c.refused.Oversized.Add(1); k&(k-1) == 0 {
 		c.log.Warn("mqtt message over its size bound not read; the catalog keeps what it had (mqtt.max_message_bytes)",
 			"topic", t, "bytes", n, "max_bytes", bound, "refused", k)
 	}
 	return true
 }
 
-// skipRender counts a rendering the message's work budget, or the work
-// budget per second (jRated), did not cover.
-func (tx *txn) skipRender() error {
-	if tx.jRated {
-		tx.jThrottled++
-		tx.c.refused.throttled.Add(1)
-		return errRate
-	}
-	tx.jSkipped++
-	tx.c.refused.skipped.Add(1)
-	return errMsgBudget
-}
-
 // logSkipped logs a message whose renderings went past its work budget,
 // the 1st, 2nd, 4th, 8th, … such message. Called under the ingest lock.
 func (c *Catalog) logSkipped(topic string, skipped int) {
-	c.refused.skippedMsgs++
-	if k := c.refused.skippedMsgs; k&(k-1) == 0 {
+	c.refused.SkippedMsgs++
+	if k := c.refused.SkippedMsgs; k&(k-1) == 0 {
 		c.log.Warn("home assistant templates not rendered: the message used up its template work budget; their states keep their values",
-			"topic", topic, "skipped", skipped, "budget", msgJBudget, "messages", k, "renderings_skipped", c.refused.skipped.Load())
+			"topic", topic, "skipped", skipped, "budget", model.MsgJBudget, "messages", k, "renderings_skipped", c.refused.Skipped.Load())
 	}
 }
 
@@ -106,10 +84,10 @@ func (c *Catalog) logSkipped(topic string, skipped int) {
 // work per second, the 1st, 2nd, 4th, 8th, … such message. Called under
 // the ingest lock.
 func (c *Catalog) logThrottled(topic string, throttled int) {
-	c.refused.throttledMsgs++
-	if k := c.refused.throttledMsgs; k&(k-1) == 0 {
+	c.refused.ThrottledMsgs++
+	if k := c.refused.ThrottledMsgs; k&(k-1) == 0 {
 		c.log.Warn("home assistant templates not rendered: template work over its rate; their states keep their values",
-			"topic", topic, "throttled", throttled, "topic_rate", topicWorkRate, "rate", workRate, "messages", k,
-			"renderings_throttled", c.refused.throttled.Load())
+			"topic", topic, "throttled", throttled, "topic_rate", model.TopicWorkRate, "rate", model.WorkRate, "messages", k,
+			"renderings_throttled", c.refused.Throttled.Load())
 	}
 }

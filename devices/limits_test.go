@@ -8,47 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/devices/internal/z2m"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
-
-// startHouseOverTCP is startHouse with the catalog on a network client
-// (paho), as with an external broker, and the broker's packet bound
-// raised so that the catalog's own bounds are what is tested.
-func startHouseOverTCP(t *testing.T, o Options) *houseOverMQTT {
-	t.Helper()
-	b, err := mqtt.StartBroker("127.0.0.1:0", quietLogger(), mqtt.WithMaxPacketBytes(64<<20))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(func() { cancel(); _ = b.Close() })
-	dial := func() *mqtt.Client {
-		dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
-		defer dcancel()
-		c, err := mqtt.Dial(dctx, mqtt.Options{Broker: b.URL(), Logger: quietLogger()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		return c
-	}
-	o.Logger = quietLogger()
-	c := NewCatalog(o)
-	if err := c.Start(ctx, dial()); err != nil {
-		t.Fatal(err)
-	}
-	return &houseOverMQTT{c: c, pub: dial()}
-}
-
-func (h *houseOverMQTT) send(t *testing.T, topic, payload string, retain bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := h.pub.Publish(ctx, topic, []byte(payload), 1, retain); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestTemplateWorkBoundedPerMessage: 1,000 discovery configs sharing one
 // state topic, each with a value_template looping within the per-render
@@ -58,7 +21,7 @@ func (h *houseOverMQTT) send(t *testing.T, topic, payload string, retain bool) {
 // it are skipped and counted, their states keep their values, and the
 // next message is bounded the same way.
 func TestTemplateWorkBoundedPerMessage(t *testing.T) {
-	h := startHouseOverTCP(t, Options{})
+	h := runHouse(t, overTCP(Options{}))
 	const n = 100
 	heavy := "{% for i in range(1500) %}{% for j in range(10) %}{% endfor %}{% endfor %}{{ value_json.t }}"
 	for i := range n {
@@ -110,7 +73,7 @@ func stateIDs(c *Catalog, prefix string) []string {
 // own, a discovery config, a state or a bridge/devices over its bound is
 // not read, logged and counted; the catalog keeps what it had.
 func TestOversizedPayloadsRefused(t *testing.T) {
-	h := startHouseOverTCP(t, Options{MaxPayload: 512 << 10})
+	h := runHouse(t, overTCP(Options{MaxPayload: 512 << 10}))
 	pad := func(n int) string { return strings.Repeat(" ", n) }
 	weather := weatherConfig("ws-1", "weather/real")
 	h.publish(t, realWeather, weather, "outdoor_weather.temperature")
@@ -142,7 +105,8 @@ func TestOversizedPayloadsRefused(t *testing.T) {
 // setting that does not exist. The default now covers the largest real
 // networks; what is refused names mqtt.max_message_bytes.
 func TestLargeBridgeDevicesAcceptedByDefault(t *testing.T) {
-	ctx, b, in := startBroker(t)
+	ctx, b := startBroker(t)
+	in := viaInline(t, b)
 	c := NewCatalog(Options{Logger: quietLogger()})
 	if err := c.Start(ctx, in); err != nil {
 		t.Fatal(err)
@@ -184,7 +148,7 @@ func TestLargeBridgeDevicesAcceptedByDefault(t *testing.T) {
 // ids. A list over maxZ2MDevices is refused whole, counted, and the
 // previous list stays.
 func TestDeviceListOverItsCountKeepsThePrevious(t *testing.T) {
-	h := startHouseOverTCP(t, Options{})
+	h := runHouse(t, overTCP(Options{}))
 	list := func(n int, prefix string) []byte {
 		devs := make([]map[string]any, n)
 		for i := range devs {
@@ -196,7 +160,7 @@ func TestDeviceListOverItsCountKeepsThePrevious(t *testing.T) {
 	c := h.c
 	h.send(t, "zigbee2mqtt/bridge/devices", string(list(3, "real")), true)
 	testutil.Eventually(t, 10*time.Second, "the real list", func() bool { _, ok := c.Snapshot().Get("real_00002"); return ok })
-	h.send(t, "zigbee2mqtt/bridge/devices", string(list(maxZ2MDevices+1, "flood")), true)
+	h.send(t, "zigbee2mqtt/bridge/devices", string(list(z2m.MaxDevices+1, "flood")), true)
 	testutil.Eventually(t, 10*time.Second, "the refusal counted", func() bool { return c.Refusals().OversizedMessages == 1 })
 	if _, ok := c.Snapshot().Get("real_00002"); !ok {
 		t.Error("the refused list replaced the previous one")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/pilothouse/pilothouse/devices/internal/model"
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
@@ -50,26 +51,26 @@ type LocalAction struct {
 // ErrIDTaken is returned by PutLocal for an id another device holds.
 var ErrIDTaken = errors.New("devices: id taken")
 
-func localSpec(d LocalDevice) *devSpec {
-	s := &devSpec{id: d.ID, name: d.Name, desc: d.Description, source: "pilothouse", typ: d.Type, area: d.Area,
-		tags: d.Tags, local: true}
+func localSpec(d LocalDevice) *model.Spec {
+	s := &model.Spec{ID: d.ID, Name: d.Name, Desc: d.Description, Source: "pilothouse", Typ: d.Type, Area: d.Area,
+		Tags: d.Tags, Local: true}
 	for _, st := range d.States {
-		s.states = append(s.states, stateSpec{id: st.ID, name: st.Name, desc: st.Description, schema: st.Schema})
+		s.States = append(s.States, model.StateSpec{ID: st.ID, Name: st.Name, Desc: st.Description, Schema: st.Schema})
 	}
 	for _, ev := range d.Events {
-		s.events = append(s.events, eventSpec{id: ev.ID, name: ev.Name, desc: ev.Description, values: ev.Values})
+		s.Events = append(s.Events, model.EventSpec{ID: ev.ID, Name: ev.Name, Desc: ev.Description, Values: ev.Values})
 	}
 	for _, la := range d.Actions {
-		a := newAction(la.ID, la.Name, la.Description, la.Risk)
-		a.schema, a.check, a.minProps = la.Input, la.Check, 0
+		a := model.NewAction(la.ID, la.Name, la.Description, la.Risk)
+		a.Schema, a.Check, a.MinProps = la.Input, la.Check, 0
 		run := la.Run
-		a.send = func(ctx context.Context, p sender, args map[string]any) error {
+		a.Send = own(func(ctx context.Context, p sender, args map[string]any) error {
 			if p.record != nil {
 				return nil // a preview: a helper's action publishes nothing
 			}
 			return run(ctx, args)
-		}
-		s.actions = append(s.actions, a)
+		})
+		s.Actions = append(s.Actions, a)
 	}
 	return s
 }
@@ -82,7 +83,7 @@ func (c *Catalog) PutLocal(d LocalDevice, values map[string]any) error {
 	c.ingest.Lock()
 	defer c.ingest.Unlock()
 	old := c.model.specs[d.ID]
-	if old != nil && !old.local {
+	if old != nil && !old.Local {
 		return fmt.Errorf("%w: %q is a device", ErrIDTaken, d.ID)
 	}
 	for _, id := range specIDs(d) {
@@ -101,7 +102,7 @@ func (c *Catalog) PutLocal(d LocalDevice, values map[string]any) error {
 	}
 	sort.Strings(ids)
 	tx := c.begin()
-	tx.specs = []specChange{{old: old, new: s}}
+	tx.specs = []model.SpecChange{{Old: old, New: s}}
 	c.mu.Lock()
 	c.commitLocked(tx)
 	for _, id := range ids {
@@ -139,7 +140,7 @@ func (c *Catalog) RemoveLocal(id string) {
 	}
 	delete(c.local, id)
 	tx := c.begin()
-	tx.specs = []specChange{{old: old}}
+	tx.specs = []model.SpecChange{{Old: old}}
 	subs := c.commitPhase(tx)
 	c.fanOut(tx, subs)
 }
@@ -150,31 +151,31 @@ func (c *Catalog) RemoveLocal(id string) {
 // waiting for the ingestion it runs in. A state of no local device is
 // ignored.
 func (c *Catalog) SetLocal(id string, v any) {
-	c.localOp(op{kind: opState, id: id, v: v})
+	c.localOp(model.Op{Kind: model.OpState, ID: id, V: v})
 }
 
 // FireLocal records an occurrence of a local device's event, as SetLocal
 // does a value.
 func (c *Catalog) FireLocal(id string, v any) {
-	c.localOp(op{kind: opEvent, id: id, v: v})
+	c.localOp(model.Op{Kind: model.OpEvent, ID: id, V: v})
 }
 
-func (c *Catalog) localOp(o op) {
+func (c *Catalog) localOp(o model.Op) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	dev := c.model.devOf[o.id]
+	dev := c.model.devOf[o.ID]
 	if s := c.local[dev]; s == nil || dev == "" || c.model.specs[dev] != s {
 		return
 	}
 	key := ""
-	if i := len(dev); len(o.id) > i+1 {
-		key = o.id[i+1:]
+	if i := len(dev); len(o.ID) > i+1 {
+		key = o.ID[i+1:]
 	}
-	tx := &txn{c: c, now: c.now()}
-	if o.kind == opState {
-		tx.applyState(dev, o.id, key, o.v)
+	tx := &txn{c: c, Rec: model.Rec{Now: c.now()}}
+	if o.Kind == model.OpState {
+		tx.applyState(dev, o.ID, key, o.V)
 	} else {
-		tx.applyEvent(dev, o.id, o.v)
+		tx.applyEvent(dev, o.ID, o.V)
 	}
 	c.localQ = append(c.localQ, tx.changes...)
 	if len(c.localQ) > 0 && !c.localBusy {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pilothouse/pilothouse/devices/internal/model"
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
@@ -37,18 +38,18 @@ var defaultNotifyPolicy = notifyPolicy{attempts: 3, timeout: 5 * time.Second, de
 // ntfyPriorities are the priorities an ntfy message may carry.
 var ntfyPriorities = []any{"min", "low", "default", "high", "urgent"}
 
-func notifySpecs(chs []NotifyChannel, counts *notifyCounters) []*devSpec {
+func notifySpecs(chs []NotifyChannel, counts *notifyCounters) []*model.Spec {
 	if len(chs) == 0 {
 		return nil
 	}
-	s := &devSpec{source: "config", noDevice: true}
+	s := &model.Spec{Source: "config", NoDevice: true}
 	for _, ch := range chs {
 		if ch.ID == "" {
 			continue
 		}
-		s.actions = append(s.actions, notifyAction(ch, counts))
+		s.Actions = append(s.Actions, notifyAction(ch, counts))
 	}
-	return []*devSpec{s}
+	return []*model.Spec{s}
 }
 
 func notifyAction(ch NotifyChannel, counts *notifyCounters) *action {
@@ -56,15 +57,15 @@ func notifyAction(ch NotifyChannel, counts *notifyCounters) *action {
 	if name == "" {
 		name = ch.ID
 	}
-	a := newAction(ch.ID, name, "Send a notification to "+name+"; it leaves the house.", pilotage.RiskExternal)
-	a.fields["message"] = strField("Message text")
-	a.fields["title"] = strField("Optional title")
-	a.required = []string{"message"}
+	a := model.NewAction(ch.ID, name, "Send a notification to "+name+"; it leaves the house.", pilotage.RiskExternal)
+	a.Fields["message"] = model.StrField("Message text")
+	a.Fields["title"] = model.StrField("Optional title")
+	a.Required = []string{"message"}
 	if ch.Ntfy != "" {
-		a.fields["priority"] = enumField("Optional priority of the push (default: the channel's)", ntfyPriorities)
+		a.Fields["priority"] = model.EnumField("Optional priority of the push (default: the channel's)", ntfyPriorities)
 	}
-	a.offBus = ch.Topic == ""
-	a.send = func(ctx context.Context, p sender, args map[string]any) error {
+	a.OffBus = ch.Topic == ""
+	a.Send = own(func(ctx context.Context, p sender, args map[string]any) error {
 		title, _ := args["title"].(string)
 		message, _ := args["message"].(string)
 		switch {
@@ -94,7 +95,7 @@ func notifyAction(ch NotifyChannel, counts *notifyCounters) *action {
 			})
 		}
 		return fmt.Errorf("devices: %s: channel has neither topic, url nor ntfy", ch.ID)
-	}
+	})
 	return a
 }
 

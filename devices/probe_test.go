@@ -10,9 +10,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
+	"github.com/pilothouse/pilothouse/devices/internal/model"
+	"github.com/pilothouse/pilothouse/devices/internal/z2m"
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // The prober checks, independently of how the catalog builds a device,
@@ -66,7 +67,7 @@ func probeZHCDevice(tb testing.TB, d *zhcDevice) *probeResult {
 	c.conn = conn
 	c.mu.Unlock()
 	c.HandleMessage(msg("zigbee2mqtt/bridge/devices", "["+string(d.raw)+"]"))
-	p := &prober{tb: tb, c: c, conn: conn, dev: slug(d.dev.FriendlyName), topic: "zigbee2mqtt/" + d.dev.FriendlyName,
+	p := &prober{tb: tb, c: c, conn: conn, dev: model.Slug(d.dev.FriendlyName), topic: "zigbee2mqtt/" + d.dev.FriendlyName,
 		schemas: map[string]*jsonschema.Schema{}}
 	if de, ok := c.Snapshot().Get(p.dev); ok {
 		p.f.marked = hasTag(de, "partial") || hasTag(de, "unmodelled")
@@ -97,24 +98,24 @@ func probeZHCDevice(tb testing.TB, d *zhcDevice) *probeResult {
 	return &p.f
 }
 
-func (p *prober) gap(kind string, e *expose, detail string) {
+func (p *prober) gap(kind string, e *z2m.Expose, detail string) {
 	if e != nil {
 		kind += " [" + strings.SplitN(shapeSigs(e, "", nil)[0], ">", 2)[0] + "]"
 	}
 	p.f.gaps = append(p.f.gaps, probeGap{kind, detail})
 }
 
-func (p *prober) expose(e expose) {
-	key := exposeKey(e)
+func (p *prober) expose(e z2m.Expose) {
+	key := z2m.ExposeKey(e)
 	if key == "" {
 		p.f.probes++
 		p.gap("expose without property or name", &e, "")
 		return
 	}
-	if e.Access&accessPublished != 0 {
+	if e.Access&z2m.AccessPublished != 0 {
 		p.state(key, &e)
 	}
-	if e.Access&accessSet != 0 {
+	if e.Access&z2m.AccessSet != 0 {
 		p.set(key, &e)
 	}
 	if e.Access&4 != 0 {
@@ -153,14 +154,14 @@ func (p *prober) admits(raw json.RawMessage, v any) bool {
 	return p.schema(raw).Validate(inst) == nil
 }
 
-func (p *prober) state(key string, e *expose) {
+func (p *prober) state(key string, e *z2m.Expose) {
 	p.f.probes++
-	ent, ok := p.c.Snapshot().Get(p.dev + "." + slug(key))
+	ent, ok := p.c.Snapshot().Get(p.dev + "." + model.Slug(key))
 	switch {
 	case !ok:
 		p.gap("state missing", e, key)
 		return
-	case key == "action" && e.Type == "enum" && e.Access&accessSet == 0:
+	case key == "action" && e.Type == "enum" && e.Access&z2m.AccessSet == 0:
 		if ent.Kind != pilotage.KindEvent {
 			p.gap("action not an event", e, key)
 		}
@@ -185,7 +186,7 @@ func (p *prober) state(key string, e *expose) {
 	}
 }
 
-func (p *prober) set(key string, e *expose) {
+func (p *prober) set(key string, e *z2m.Expose) {
 	for _, s := range setSamples(e) {
 		p.call(e, map[string]any{key: s.in}, map[string]any{key: s.out})
 	}
@@ -198,7 +199,7 @@ func (p *prober) set(key string, e *expose) {
 }
 
 // call sends args to the set action and checks what is published.
-func (p *prober) call(e *expose, args, want map[string]any) {
+func (p *prober) call(e *z2m.Expose, args, want map[string]any) {
 	p.f.probes++
 	id := p.dev + ".set"
 	ent, ok := p.c.Snapshot().Get(id)
@@ -228,7 +229,7 @@ func (p *prober) call(e *expose, args, want map[string]any) {
 
 // reject checks that an ill-formed value is refused by both the schema and
 // Call.
-func (p *prober) reject(e *expose, args map[string]any) {
+func (p *prober) reject(e *z2m.Expose, args map[string]any) {
 	p.f.probes++
 	id := p.dev + ".set"
 	ent, ok := p.c.Snapshot().Get(id)
@@ -241,7 +242,7 @@ func (p *prober) reject(e *expose, args map[string]any) {
 	}
 }
 
-func (p *prober) get(key string, e *expose) {
+func (p *prober) get(key string, e *z2m.Expose) {
 	p.f.probes++
 	id := p.dev + ".get"
 	ent, ok := p.c.Snapshot().Get(id)
@@ -268,12 +269,12 @@ func (p *prober) get(key string, e *expose) {
 
 // lightExtras probes the set keys Zigbee2MQTT documents for a light beyond
 // its exposes: transition, moving/stepping and the colour forms.
-func (p *prober) lightExtras(l expose) {
+func (p *prober) lightExtras(l z2m.Expose) {
 	if l.Type != "light" {
 		return
 	}
 	for _, f := range l.Features {
-		if f.Access&accessSet == 0 {
+		if f.Access&z2m.AccessSet == 0 {
 			continue
 		}
 		for _, args := range lightExtraSamples(f) {
@@ -282,8 +283,8 @@ func (p *prober) lightExtras(l expose) {
 	}
 }
 
-func lightExtraSamples(f expose) []map[string]any {
-	key := exposeKey(f)
+func lightExtraSamples(f z2m.Expose) []map[string]any {
+	key := z2m.ExposeKey(f)
 	suffix := ""
 	if f.Endpoint != "" {
 		suffix = "_" + f.Endpoint
@@ -320,7 +321,7 @@ func decoded(tb testing.TB, v map[string]any) map[string]any {
 	return out
 }
 
-func numericBase(e *expose) float64 {
+func numericBase(e *z2m.Expose) float64 {
 	v := 0.0
 	if e.ValueMin != nil {
 		v = *e.ValueMin
@@ -331,7 +332,7 @@ func numericBase(e *expose) float64 {
 }
 
 // stateSamples are values Zigbee2MQTT may publish for e.
-func stateSamples(e *expose) []any {
+func stateSamples(e *z2m.Expose) []any {
 	switch e.Type {
 	case "binary":
 		return []any{e.ValueOn, e.ValueOff}
@@ -354,7 +355,7 @@ func stateSamples(e *expose) []any {
 		obj := map[string]any{}
 		for i := range e.Features {
 			f := &e.Features[i]
-			if k := exposeKey(*f); k != "" {
+			if k := z2m.ExposeKey(*f); k != "" {
 				obj[k] = stateSamples(f)[0]
 			}
 		}
@@ -364,7 +365,7 @@ func stateSamples(e *expose) []any {
 }
 
 // listOf is a list of e's item (length_min items, at least one).
-func listOf(e *expose, item any) []any {
+func listOf(e *z2m.Expose, item any) []any {
 	n := 1
 	if e.LengthMin != nil && *e.LengthMin > 1 {
 		n = int(*e.LengthMin)
@@ -380,7 +381,7 @@ func listOf(e *expose, item any) []any {
 // receive: a preset by name is sent as its value (what the Zigbee2MQTT
 // frontend sends; converters that map names, like color_temp's, accept
 // the value too).
-func setSamples(e *expose) []sample {
+func setSamples(e *z2m.Expose) []sample {
 	switch e.Type {
 	case "binary":
 		out := []sample{{e.ValueOn, e.ValueOn}, {e.ValueOff, e.ValueOff}}
@@ -411,7 +412,7 @@ func setSamples(e *expose) []sample {
 	return []sample{{"text", "text"}}
 }
 
-func numericSetSamples(e *expose) []sample {
+func numericSetSamples(e *z2m.Expose) []sample {
 	base := numericBase(e)
 	out := []sample{{base, base}}
 	if e.ValueStep != nil && *e.ValueStep > 0 {
@@ -426,12 +427,12 @@ func numericSetSamples(e *expose) []sample {
 	return out
 }
 
-func compositeSetSample(e *expose) sample {
+func compositeSetSample(e *z2m.Expose) sample {
 	in, out := map[string]any{}, map[string]any{}
 	for i := range e.Features {
 		f := &e.Features[i]
-		k := exposeKey(*f)
-		if k == "" || f.Access&accessSet == 0 && anySettable(e.Features) {
+		k := z2m.ExposeKey(*f)
+		if k == "" || f.Access&z2m.AccessSet == 0 && z2m.AnySettable(e.Features) {
 			continue
 		}
 		s := setSamples(f)[0]
@@ -443,7 +444,7 @@ func compositeSetSample(e *expose) sample {
 // illFormed are values Zigbee2MQTT's expose rules out: a number out of
 // range that is no preset, an unknown member of a composite, a list item
 // of the wrong type, a list too long or too short.
-func illFormed(e *expose) []any {
+func illFormed(e *z2m.Expose) []any {
 	switch e.Type {
 	case "numeric":
 		var out []any
@@ -484,7 +485,7 @@ func illFormed(e *expose) []any {
 	return out
 }
 
-func isPresetValue(e *expose, v float64) bool {
+func isPresetValue(e *z2m.Expose, v float64) bool {
 	for _, p := range e.Presets {
 		if p.Value == v {
 			return true
@@ -495,15 +496,15 @@ func isPresetValue(e *expose, v float64) bool {
 
 // exposedTwice lists the keys exposed more than once (at top level or in
 // a specific expose).
-func exposedTwice(es []expose) map[string]bool {
+func exposedTwice(es []z2m.Expose) map[string]bool {
 	seen, out := map[string]bool{}, map[string]bool{}
 	for _, e := range es {
-		fs := []expose{e}
+		fs := []z2m.Expose{e}
 		if isSpecificExpose(e.Type) {
 			fs = e.Features
 		}
 		for _, f := range fs {
-			k := exposeKey(f)
+			k := z2m.ExposeKey(f)
 			out[k] = out[k] || seen[k]
 			seen[k] = true
 		}

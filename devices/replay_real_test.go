@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pilothouse/pilothouse/devices/internal/model"
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
@@ -250,7 +251,7 @@ func TestReplayRealData(t *testing.T) {
 					}
 				}},
 				{"test_device", func(t *testing.T, c *Catalog, e *pilotage.Entry) {
-					if !hasTag(e, tagPartial) || !strings.Contains(e.Description, "bla3: tag entities are not modelled") {
+					if !hasTag(e, model.TagPartial) || !strings.Contains(e.Description, "bla3: tag entities are not modelled") {
 						t.Errorf("tag entity not marked: %v %q", e.Tags, e.Description)
 					}
 				}},

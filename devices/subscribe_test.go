@@ -7,8 +7,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
@@ -79,80 +79,16 @@ const upstairsLamp = `{"ieee_address":"0x04","type":"Router","friendly_name":"up
 
 func bridgeWithLamp() string { return strings.TrimSuffix(bridgeTwo, "]") + "," + upstairsLamp + "]" }
 
-type mqttHouse struct {
-	b    *mqtt.Broker
-	c    *Catalog
-	conn *countingConn
-	z2m  *mqtt.Client // plays Zigbee2MQTT
-}
-
-// startMQTTHouse starts a broker, a catalog on the broker's Inline client
-// ("inline") or on a TCP Client ("tcp"), and a Zigbee2MQTT client.
-func startMQTTHouse(t *testing.T, via string) *mqttHouse {
+// startCountingHouse is the house with the catalog's connection
+// ("inline" or "tcp") counting what it delivers.
+func startCountingHouse(t *testing.T, via string) (*house, *countingConn) {
 	t.Helper()
-	b, err := mqtt.StartBroker("127.0.0.1:0", quietLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Close() })
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	h := &mqttHouse{b: b, z2m: dialTest(t, b)}
-	h.conn = &countingConn{PubSub: connectVia(t, b, via)}
-	h.c = NewCatalog(Options{Logger: quietLogger()})
-	if err := h.c.Start(ctx, h.conn); err != nil {
-		t.Fatal(err)
-	}
-	return h
-}
-
-// connectVia connects to b as the server does: through the embedded
-// broker's Inline client ("inline") or over TCP.
-func connectVia(t *testing.T, b *mqtt.Broker, via string) mqtt.PubSub {
-	t.Helper()
-	if via == "inline" {
-		in := b.Inline(quietLogger())
-		t.Cleanup(in.Close)
-		return in
-	}
-	return dialTest(t, b)
-}
-
-func dialTest(t *testing.T, b *mqtt.Broker) *mqtt.Client {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := mqtt.Dial(ctx, mqtt.Options{Broker: b.URL(), Logger: quietLogger()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	return c
-}
-
-func (h *mqttHouse) publish(t *testing.T, topic, payload string, retain bool) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := h.z2m.Publish(ctx, topic, []byte(payload), 1, retain); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// waitLive polls until id's live value is want.
-func waitLive(t *testing.T, c *Catalog, id string, want any) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if l, ok := c.Live(id); ok && l.Value == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			l, _ := c.Live(id)
-			t.Fatalf("%s is %v, want %v", id, l.Value, want)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	conn := &countingConn{}
+	h := runHouse(t, houseOptions{Options: Options{Logger: quietLogger()}, Conn: func(t *testing.T, b *mqtt.Broker) mqtt.PubSub {
+		conn.PubSub = connectVia(t, b, via)
+		return conn
+	}})
+	return h, conn
 }
 
 // TestCommandsDoNotComeBack: the commands the catalog publishes reach the
@@ -163,16 +99,16 @@ func waitLive(t *testing.T, c *Catalog, id string, want any) {
 func TestCommandsDoNotComeBack(t *testing.T) {
 	for _, via := range []string{"inline", "tcp"} {
 		t.Run(via, func(t *testing.T) {
-			h := startMQTTHouse(t, via)
+			h, conn := startCountingHouse(t, via)
 			var observed countingConn
 			if err := dialTest(t, h.b).Subscribe("zigbee2mqtt/#", 0, observed.wrap(func(mqtt.Message) {})); err != nil {
 				t.Fatal(err)
 			}
-			h.publish(t, "zigbee2mqtt/bridge/devices", bridgeWithLamp(), true)
+			h.send(t, "zigbee2mqtt/bridge/devices", bridgeWithLamp(), true)
 			waitEntry(t, h.c, "upstairs_lamp.set")
 			// The lamp's topic is subscribed just after discovery, on the
 			// catalog's subscriber goroutine: the sentinel below needs it.
-			waitFor(t, "the lamp's topic subscribed", func() bool { return h.conn.subscribed("zigbee2mqtt/upstairs/lamp") })
+			testutil.Eventually(t, waitTime, "the lamp's topic subscribed", func() bool { return conn.subscribed("zigbee2mqtt/upstairs/lamp") })
 			const n = 50
 			ctx := context.Background()
 			for i := range n {
@@ -187,12 +123,12 @@ func TestCommandsDoNotComeBack(t *testing.T) {
 				}
 			}
 			// The sentinels come after the commands at the broker.
-			h.publish(t, "zigbee2mqtt/hall_motion", `{"occupancy":true}`, false)
-			h.publish(t, "zigbee2mqtt/upstairs/lamp", `{"state":"OFF"}`, false)
+			h.send(t, "zigbee2mqtt/hall_motion", `{"occupancy":true}`, false)
+			h.send(t, "zigbee2mqtt/upstairs/lamp", `{"state":"OFF"}`, false)
 			waitLive(t, h.c, "hall_motion.occupancy", true)
 			waitLive(t, h.c, "upstairs_lamp.state", "OFF")
-			waitFor(t, "the observer to see every command", func() bool { return countSuffix(observed.delivered(), "/set") == 2*n })
-			got := h.conn.delivered()
+			testutil.Eventually(t, waitTime, "the observer to see every command", func() bool { return countSuffix(observed.delivered(), "/set") == 2*n })
+			got := conn.delivered()
 			if sets := countSuffix(got, "/set"); sets != 0 {
 				t.Fatalf("%d commands came back to the catalog: %q", sets, got)
 			}
@@ -214,22 +150,6 @@ func countSuffix(topics []string, suffix string) int {
 	return n
 }
 
-func waitEntry(t *testing.T, c *Catalog, id string) {
-	t.Helper()
-	waitFor(t, "entry "+id, func() bool { _, ok := c.Snapshot().Get(id); return ok })
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // TestRetainedStateBeforeDiscovery: a device's retained state published
 // before the bridge's device list reaches the catalog once the device is
 // discovered, whether its topic is under the static filters or subscribed
@@ -238,25 +158,25 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 func TestRetainedStateBeforeDiscovery(t *testing.T) {
 	for _, via := range []string{"inline", "tcp"} {
 		t.Run(via, func(t *testing.T) {
-			h := startMQTTHouse(t, via)
-			h.publish(t, "zigbee2mqtt/hall_motion", `{"occupancy":true,"illuminance":12}`, true)
-			h.publish(t, "zigbee2mqtt/upstairs/lamp", `{"state":"ON"}`, true)
-			h.publish(t, "zigbee2mqtt/bridge/devices", bridgeWithLamp(), true)
+			h, conn := startCountingHouse(t, via)
+			h.send(t, "zigbee2mqtt/hall_motion", `{"occupancy":true,"illuminance":12}`, true)
+			h.send(t, "zigbee2mqtt/upstairs/lamp", `{"state":"ON"}`, true)
+			h.send(t, "zigbee2mqtt/bridge/devices", bridgeWithLamp(), true)
 			waitLive(t, h.c, "hall_motion.illuminance", 12.0)
 			waitLive(t, h.c, "upstairs_lamp.state", "ON")
 
 			renamed := strings.Replace(bridgeWithLamp(), `"upstairs/lamp"`, `"attic/lamp"`, 1)
-			h.publish(t, "zigbee2mqtt/bridge/devices", renamed, true)
+			h.send(t, "zigbee2mqtt/bridge/devices", renamed, true)
 			// The new name's topic is subscribed just after discovery.
-			waitFor(t, "the renamed lamp's state", func() bool {
-				h.publish(t, "zigbee2mqtt/attic/lamp", `{"state":"OFF"}`, false)
-				return slices.Contains(h.conn.delivered(), "zigbee2mqtt/attic/lamp")
+			testutil.Eventually(t, waitTime, "the renamed lamp's state", func() bool {
+				h.send(t, "zigbee2mqtt/attic/lamp", `{"state":"OFF"}`, false)
+				return slices.Contains(conn.delivered(), "zigbee2mqtt/attic/lamp")
 			})
-			before := len(h.conn.delivered())
-			h.publish(t, "zigbee2mqtt/upstairs/lamp", `{"state":"OFF"}`, false)
-			h.publish(t, "zigbee2mqtt/hall_motion", `{"illuminance":13}`, false)
+			before := len(conn.delivered())
+			h.send(t, "zigbee2mqtt/upstairs/lamp", `{"state":"OFF"}`, false)
+			h.send(t, "zigbee2mqtt/hall_motion", `{"illuminance":13}`, false)
 			waitLive(t, h.c, "hall_motion.illuminance", 13.0)
-			got := h.conn.delivered()[before:]
+			got := conn.delivered()[before:]
 			got = slices.DeleteFunc(got, func(s string) bool { return s == "zigbee2mqtt/attic/lamp" }) // the polling's
 			if !slices.Equal(got, []string{"zigbee2mqtt/hall_motion"}) {
 				t.Fatalf("after the rename the catalog got %q", got)

@@ -18,7 +18,7 @@ import (
 // counted and named in Refusals (on /healthz) and on the entity's live
 // value (Unread) while its state keeps its value.
 func TestHostileTemplatesOverMQTT(t *testing.T) {
-	h := startHouseOverTCP(t, Options{})
+	h := runHouse(t, overTCP(Options{}))
 	configs := []struct{ id, tpl string }{
 		{"ok", "{{ value_json.t }}"},
 		{"cycle", "{% set ns = namespace(a=1) %}{% set ns.a = ns %}{{ ns }}{{ value_json.t }}"},

@@ -13,7 +13,7 @@ import (
 // topic (or on each of ten), each looping within the message's work budget, kept the reader
 // busy ~30 ms per 40-byte message, so a burst of them made every other
 // device's messages (and the rules they fire) wait for the whole burst.
-// Template work is now bounded per second too: the burst's renderings past
+// tmpl work is now bounded per second too: the burst's renderings past
 // their topics' rate, or all topics' (ten of them), are skipped, counted
 // and named on the entity, and a neighbour published right after the
 // burst is read within the bound, not throttled.
@@ -23,7 +23,7 @@ func TestTemplateWorkBoundedPerSecond(t *testing.T) {
 		bound  time.Duration // the neighbour's wait (with -race, on a busy machine)
 	}{
 		{1, 2 * time.Second},
-		// The global bucket's capacity (4*msgJBudget) is spent first.
+		// The global bucket's capacity (4*MsgJBudget) is spent first.
 		{10, 5 * time.Second},
 	} {
 		t.Run(fmt.Sprint(tc.topics, " hostile topics"), func(t *testing.T) { burnAndListen(t, tc.topics, tc.bound) })
@@ -34,7 +34,7 @@ func TestTemplateWorkBoundedPerSecond(t *testing.T) {
 // state topics, a burst on them, and a neighbour's state right after.
 func burnAndListen(t *testing.T, topics int, bound time.Duration) {
 	const burst = 300
-	h := startHouseOverTCP(t, Options{})
+	h := runHouse(t, overTCP(Options{}))
 	burn := "{% set ns=namespace(c=0) %}{% for i in range(10000) %}{% set ns.c = ns.c + (value_json.v|length) %}{% endfor %}{{ ns.c }}"
 	n := 20 * topics
 	for i := range n {

@@ -6,9 +6,8 @@ import (
 	"os"
 	"testing"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
-
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 // testdata/z2m_rows.json holds real definitions (zigbee-herdsman-converters

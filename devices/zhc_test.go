@@ -1,6 +1,7 @@
 package devices
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/devices/internal/model"
+	"github.com/pilothouse/pilothouse/devices/internal/z2m"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
@@ -38,7 +41,7 @@ type zhcStats struct {
 // zhcDevice is one generated device: its JSON and its decoded form.
 type zhcDevice struct {
 	raw json.RawMessage
-	dev z2mDevice
+	dev z2m.Device
 }
 
 func loadZHC(tb testing.TB, path string) []zhcDevice {
@@ -114,7 +117,7 @@ func jsType(v any) string {
 	return "object"
 }
 
-func numericShapeFlags(e *expose) []string {
+func numericShapeFlags(e *z2m.Expose) []string {
 	var f []string
 	if len(e.Presets) > 0 {
 		kinds := map[string]bool{}
@@ -146,7 +149,7 @@ func numericShapeFlags(e *expose) []string {
 	return f
 }
 
-func shapeFlags(e *expose) []string {
+func shapeFlags(e *z2m.Expose) []string {
 	var f []string
 	switch e.Type {
 	case "numeric":
@@ -159,13 +162,13 @@ func shapeFlags(e *expose) []string {
 	case "enum":
 		if len(e.Values) == 0 {
 			f = append(f, "novalues")
-		} else if !allStrings(e.Values) {
+		} else if !model.AllStrings(e.Values) {
 			f = append(f, "nonstring")
 		}
 	case "composite":
 		if len(e.Features) == 0 {
 			f = append(f, "nofeatures")
-		} else if e.Access&accessPublished != 0 && !anyPublished(e.Features) {
+		} else if e.Access&z2m.AccessPublished != 0 && !anyPublished(e.Features) {
 			f = append(f, "features_unpublished")
 		}
 	case "list":
@@ -181,9 +184,9 @@ func shapeFlags(e *expose) []string {
 	return f
 }
 
-func anyPublished(fs []expose) bool {
+func anyPublished(fs []z2m.Expose) bool {
 	for _, f := range fs {
-		if f.Access&accessPublished != 0 {
+		if f.Access&z2m.AccessPublished != 0 {
 			return true
 		}
 	}
@@ -191,7 +194,7 @@ func anyPublished(fs []expose) bool {
 }
 
 // shapeSigs appends the signature of e and of everything inside it.
-func shapeSigs(e *expose, ctx string, out []string) []string {
+func shapeSigs(e *z2m.Expose, ctx string, out []string) []string {
 	parts := append([]string{ctx + e.Type, "a" + strconv.Itoa(e.Access)}, shapeFlags(e)...)
 	out = append(out, strings.Join(parts, "/"))
 	next := ctx + e.Type + ">"
@@ -209,11 +212,11 @@ func shapeSigs(e *expose, ctx string, out []string) []string {
 
 // dupShapeSigs names properties exposed more than once with different
 // shapes (an expose without its texts), each shape by its outer signature.
-func dupShapeSigs(exposes []expose) []string {
+func dupShapeSigs(exposes []z2m.Expose) []string {
 	byKey := map[string]map[string]string{}
 	var order []string
-	add := func(e *expose) {
-		k := exposeKey(*e)
+	add := func(e *z2m.Expose) {
+		k := z2m.ExposeKey(*e)
 		if k == "" {
 			return
 		}
@@ -251,7 +254,7 @@ func dupShapeSigs(exposes []expose) []string {
 	return out
 }
 
-func deviceShapeSigs(d *z2mDevice) []string {
+func deviceShapeSigs(d *z2m.Device) []string {
 	if d.Definition == nil {
 		return nil
 	}
@@ -390,4 +393,43 @@ func TestLibraryIngest(t *testing.T) {
 		n, c.Coverage(), d.Round(time.Millisecond), flat.Round(time.Microsecond), float64(after.HeapAlloc-before.HeapAlloc)/1e6,
 		float64(after.HeapSys)/1e6, float64(after.Sys)/1e6)
 	_ = payload
+}
+
+// TestWeeklyScheduleDayForms: the converter library takes a weekly
+// schedule's days as {"day": "monday"} or as "monday"; the list form was
+// refused at validate (16 definitions: Bosch BTH-RM230Z, Ubisys H1,
+// Slacky-DIY thermostats). Both are offered and published as given.
+func TestWeeklyScheduleDayForms(t *testing.T) {
+	var devs []json.RawMessage
+	b, err := os.ReadFile(zhcDir + "/devices.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &devs); err != nil {
+		t.Fatal(err)
+	}
+	var viessmann json.RawMessage
+	for _, d := range devs {
+		if strings.Contains(string(d), `"friendly_name": "Viessmann ZK03840"`) || strings.Contains(string(d), `"friendly_name":"Viessmann ZK03840"`) {
+			viessmann = d
+		}
+	}
+	if viessmann == nil {
+		t.Fatal("Viessmann ZK03840 not in the library sample")
+	}
+	h := startVariantHouse(t)
+	if err := h.pub.Publish(context.Background(), "zigbee2mqtt/bridge/devices", []byte("["+string(viessmann)+"]"), 1, true); err != nil {
+		t.Fatal(err)
+	}
+	h.waitID(t, "viessmann_zk03840.set")
+	tr := []any{map[string]any{"transitionTime": map[string]any{"hour": 6.0, "minute": 30.0}, "heatSetpoint": 21.0}}
+	for _, days := range [][]any{{"monday", "friday"}, {map[string]any{"day": "monday"}}} {
+		arg := map[string]any{"weekly_schedule": map[string]any{"dayofweek": days, "transitions": tr}}
+		want, _ := json.Marshal(arg)
+		h.call(t, "viessmann_zk03840.set", arg, published{Topic: "zigbee2mqtt/Viessmann ZK03840/set", Payload: string(want), QoS: 0})
+	}
+	bad := map[string]any{"weekly_schedule": map[string]any{"dayofweek": []any{"someday"}, "transitions": tr}}
+	if err := h.c.Call(context.Background(), "viessmann_zk03840.set", bad); err == nil {
+		t.Error("an unknown day was accepted")
+	}
 }

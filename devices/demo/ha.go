@@ -87,10 +87,8 @@ func (s *Sim) announceWeather(ctx context.Context) error {
 func (s *Sim) changeWeather(ctx context.Context, f func(r *weatherReading) error) error {
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
-	s.mu.Lock()
-	if s.weatherGone {
-		s.mu.Unlock()
-		return fmt.Errorf("demo: no device %q", weatherName)
+	if err := s.lockWeather(); err != nil {
+		return err
 	}
 	next := s.weather
 	if err := f(&next); err != nil {
@@ -125,15 +123,24 @@ func (s *Sim) triggerWeather(ctx context.Context, patch map[string]any) error {
 	})
 }
 
+// lockWeather takes s.mu while the weather station is there; an error
+// (s.mu released) when it was removed.
+func (s *Sim) lockWeather() error {
+	s.mu.Lock()
+	if s.weatherGone {
+		s.mu.Unlock()
+		return fmt.Errorf("demo: no device %q", weatherName)
+	}
+	return nil
+}
+
 // removeWeather clears the discovery configs (empty retained payloads, as
 // Home Assistant expects) and the retained state.
 func (s *Sim) removeWeather(ctx context.Context) error {
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
-	s.mu.Lock()
-	if s.weatherGone {
-		s.mu.Unlock()
-		return fmt.Errorf("demo: no device %q", weatherName)
+	if err := s.lockWeather(); err != nil {
+		return err
 	}
 	s.weatherGone = true
 	s.mu.Unlock()

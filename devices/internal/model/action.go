@@ -1,0 +1,98 @@
+package model
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+// Action is one callable entry and how to carry it out.
+type Action struct {
+	ID, name, Desc string
+	Risk           pilotage.Risk
+	Fields         map[string]*Field
+	Required       []string
+	MinProps       int
+	Affects        map[string]string // arg key -> state id
+	Presets        bool              // a field has presets: Call sends their values for their names
+	Send           func(ctx context.Context, p Sender, args map[string]any) error
+	OffBus         bool // sends over HTTP, not MQTT (a webhook notification): CallAsync does not wait for it
+	// schema and check replace fields for a LocalAction, whose owner
+	// states its input schema and checks it.
+	Schema map[string]any
+	Check  func(args map[string]any) error
+}
+
+func NewAction(id, name, desc string, risk pilotage.Risk) *Action {
+	return &Action{ID: id, name: name, Desc: desc, Risk: risk, Fields: map[string]*Field{}, Affects: map[string]string{}, MinProps: 1}
+}
+
+func (a *Action) inputSchema() map[string]any {
+	if a.Schema != nil {
+		return a.Schema
+	}
+	props := make(map[string]any, len(a.Fields))
+	for k, f := range a.Fields {
+		props[k] = f.Schema
+	}
+	s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}
+	if a.MinProps > 0 {
+		s["minProperties"] = a.MinProps
+	}
+	if len(a.Required) > 0 {
+		s["required"] = a.Required
+	}
+	return s
+}
+
+func (a *Action) Validate(args map[string]any) error {
+	if a.Check != nil {
+		return a.Check(args)
+	}
+	if len(args) < a.MinProps {
+		return fmt.Errorf("%s: at least %d argument(s) required", a.ID, a.MinProps)
+	}
+	for _, r := range a.Required {
+		if _, ok := args[r]; !ok {
+			return fmt.Errorf("%s: argument %s is required", a.ID, r)
+		}
+	}
+	if err := checkProps("", a.Fields, args); err != nil {
+		return fmt.Errorf("%s: %w", a.ID, err)
+	}
+	return nil
+}
+
+// dropSchemas forgets the schemas of built fields: only Call's checks read
+// fields once their action's entry exists.
+func dropSchemas(fields map[string]*Field) {
+	for _, f := range fields {
+		dropSchema(f)
+	}
+}
+
+func dropSchema(f *Field) {
+	if f == nil {
+		return
+	}
+	f.Schema = nil
+	dropSchemas(f.Props)
+	dropSchema(f.items)
+	for _, a := range f.alts {
+		dropSchema(a)
+	}
+}
+
+// Sender publishes the messages of one call of an action: the catalog's
+// sender, which Call, CallAsync and Preview make.
+type Sender interface {
+	// ID is the action's id, for errors.
+	ID() string
+	Publish(ctx context.Context, topic string, payload []byte) error
+	// PublishJSON publishes v as json.Marshal encodes it.
+	PublishJSON(ctx context.Context, topic string, v any) error
+	// Value is the live value of state id (nil when unknown): a command
+	// may depend on it (a light turned on at its last brightness).
+	Value(id string) any
+}

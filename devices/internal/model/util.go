@@ -1,0 +1,5 @@
+package model
+
+import "sort"
+
+func SortStrings(s []string) { sort.Strings(s) }

@@ -1,5 +1,0 @@
-package devices
-
-import "sort"
-
-func sortStrings(s []string) { sort.Strings(s) }
