@@ -99,14 +99,14 @@ func (s *sender) publish(ctx context.Context, topic string, payload []byte) erro
 		topic, payload = prev.topic, prev.payload
 	}
 	if err := s.conn.Publish(ctx, topic, payload, 1, false); err != nil {
-		return s.publishError(topic, err)
+		return publishError(s.id, topic, err)
 	}
 	return nil
 }
 
-// publishError is the error of a publish of the call to topic.
-func (s *sender) publishError(topic string, err error) error {
-	return fmt.Errorf("devices: %s: publish %s: %w", s.id, topic, err)
+// publishError is the error of a publish to topic of action id's call.
+func publishError(id, topic string, err error) error {
+	return fmt.Errorf("devices: %s: publish %s: %w", id, topic, err)
 }
 
 func (s *sender) publishJSON(ctx context.Context, topic string, v any) error {

@@ -11,9 +11,10 @@ import (
 )
 
 // TestCallAsync: over a broker connection a command is acknowledged after
-// CallAsync returns, and done hears of it once; refused arguments and a
-// lost connection are errors at once, with done never called; over the
-// embedded broker's Inline client done is called before CallAsync returns.
+// CallAsync returns, and its Acker hears of it once; refused arguments and
+// a lost connection are errors at once, with the Acker never told; over the
+// embedded broker's Inline client the command is over when CallAsync
+// returns (not pending: the Acker is never told).
 func TestCallAsync(t *testing.T) {
 	for _, via := range []string{"inline", "tcp"} {
 		t.Run(via, func(t *testing.T) {
@@ -31,24 +32,27 @@ func TestCallAsync(t *testing.T) {
 			waitEntry(t, c, "upstairs_lamp.set")
 
 			results := make(chan error, 4)
-			returned := false
-			abort, err := c.CallAsync(ctx, "upstairs_lamp.set", map[string]any{"state": "ON"}, func(err error) {
-				if via == "inline" && returned {
-					t.Error("over the Inline client done came after CallAsync returned")
-				}
-				results <- err
-			})
-			returned = true
-			if err != nil || abort == nil {
+			ack := mqtt.AckFunc(func(err error) { results <- err })
+			sent, err := c.CallAsync(ctx, "upstairs_lamp.set", map[string]any{"state": "ON"}, ack)
+			if err != nil {
 				t.Fatalf("CallAsync = %v", err)
 			}
-			select {
-			case err := <-results:
-				if err != nil {
-					t.Fatalf("done = %v", err)
+			if via == "inline" {
+				if sent.Pending() {
+					t.Error("over the Inline client the command is pending after CallAsync returned")
 				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("done was not called")
+			} else {
+				if !sent.Pending() {
+					t.Fatal("over a broker connection the command is not pending")
+				}
+				select {
+				case err := <-results:
+					if err != nil {
+						t.Fatalf("done = %v", err)
+					}
+				case <-time.After(5 * time.Second):
+					t.Fatal("done was not called")
+				}
 			}
 			select {
 			case m := <-seen:
@@ -58,14 +62,16 @@ func TestCallAsync(t *testing.T) {
 			case <-time.After(5 * time.Second):
 				t.Fatal("the command did not reach the broker")
 			}
-			abort(context.Canceled) // after the result: nothing more
-			if _, err := c.CallAsync(ctx, "upstairs_lamp.set", map[string]any{"state": "SIDEWAYS"}, func(err error) { results <- err }); err == nil {
+			if sent.Pending() {
+				sent.Abort(context.Canceled) // after the result: nothing more
+			}
+			if _, err := c.CallAsync(ctx, "upstairs_lamp.set", map[string]any{"state": "SIDEWAYS"}, ack); err == nil {
 				t.Error("refused arguments: no error")
 			}
 			if via == "tcp" {
 				_ = h.b.Close()
 				testutil.Eventually(t, waitTime, "the connection to be seen lost", func() bool { return !conn.(*mqtt.Client).Connected() })
-				if _, err := c.CallAsync(ctx, "upstairs_lamp.set", map[string]any{"state": "ON"}, func(err error) { results <- err }); !errors.Is(err, mqtt.ErrNotConnected) {
+				if _, err := c.CallAsync(ctx, "upstairs_lamp.set", map[string]any{"state": "ON"}, ack); !errors.Is(err, mqtt.ErrNotConnected) {
 					t.Errorf("disconnected: CallAsync = %v", err)
 				}
 			}

@@ -96,7 +96,7 @@ func TestSlowTemplateBlocksNoReader(t *testing.T) {
 		{"Coverage", func() error { h.c.Coverage(); return nil }},
 		{"StateIDsForAction", func() error { h.c.StateIDsForAction("hall_light.set"); return nil }},
 		{"CallAsync", func() error {
-			_, err := h.c.CallAsync(ctx, "hall_light.set", map[string]any{"state": "ON"}, func(error) {})
+			_, err := h.c.CallAsync(ctx, "hall_light.set", map[string]any{"state": "ON"}, mqtt.AckFunc(func(error) {}))
 			return err
 		}},
 		{"Snapshot", func() error { h.c.Snapshot().Get("hall_motion.illuminance"); return nil }},

@@ -156,7 +156,7 @@ func TestNotifyOffBus(t *testing.T) {
 	defer slow.Close()
 	c := notifyCatalog(t, NotifyChannel{ID: "notify.phone", Ntfy: slow.URL + "/t"})
 	done := make(chan error, 2)
-	if _, err := c.CallAsync(context.Background(), "notify.phone", map[string]any{"message": "m"}, func(err error) { done <- err }); err != nil {
+	if _, err := c.CallAsync(context.Background(), "notify.phone", map[string]any{"message": "m"}, mqtt.AckFunc(func(err error) { done <- err })); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -180,13 +180,13 @@ func TestNotifyOffBus(t *testing.T) {
 	}))
 	defer hold.Close()
 	c2 := notifyCatalog(t, NotifyChannel{ID: "notify.phone", Ntfy: hold.URL + "/t"})
-	abort, err := c2.CallAsync(context.Background(), "notify.phone", map[string]any{"message": "m"}, func(err error) { done <- err })
+	sent, err := c2.CallAsync(context.Background(), "notify.phone", map[string]any{"message": "m"}, mqtt.AckFunc(func(err error) { done <- err }))
 	if err != nil {
 		t.Fatal(err)
 	}
 	<-arrived
 	stop := errors.New("firing cancelled")
-	abort(stop)
+	sent.Abort(stop)
 	if err := <-done; !errors.Is(err, stop) {
 		t.Fatalf("after abort: %v", err)
 	}

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"sync/atomic"
 	"time"
 
+	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine/internal/recorder"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
@@ -114,9 +116,9 @@ func (f *firing) Limited() bool { return !f.ar.waits }
 // Do runs the firing on a worker (the task workers run), and reports
 // whether it is over: a firing whose last command waits for its
 // acknowledgement goes on without the worker, and ends on the
-// acknowledgement (see rules.AsyncCaller).
+// acknowledgement (Acked).
 func (f *firing) Do() bool {
-	if f.ar.run(f.ctx, f.tf, &f.world, f.endAlone) {
+	if f.run() {
 		return false
 	}
 	f.end()
@@ -138,7 +140,7 @@ func (f *firing) end() {
 	defer s.wg.Done()
 	f.cancel() // the deadline timer
 	ar.mu.Lock()
-	f.abort = nil // its command has had its end
+	f.waiting = false // its command has had its end
 	// In place: ar.running is only read and written under ar.mu, and
 	// keeping its array spares an allocation per firing.
 	if i := slices.Index(ar.running, f); i >= 0 {
@@ -166,21 +168,31 @@ type firing struct {
 	world  liveWorld
 	ctx    context.Context
 	cancel context.CancelFunc
-	abort  func(error) // guarded by ar.mu: ends the wait of the command sent without waiting
+
+	// A run left pending by its last command (run, then Acked): the
+	// command, set once before the run returns, and the two ends, the
+	// run's and the command's, that settle the firing whichever comes
+	// second.
+	sent    devices.Sent
+	waiting bool // guarded by ar.mu: sent's end is still to come (stopLocked aborts it)
+	res     *rules.RunResult
+	runID   string
+	started time.Time
+	ackErr  error
+	ends    atomic.Int32
 }
 
-// sentAsync registers abort as the end of the wait of the firing's command
-// sent without waiting (see liveWorld.CallAsync), called if the firing is
-// stopped; at once if it already was.
-func (f *firing) sentAsync(abort func(error)) {
+// sentAsync registers the firing's command sent without waiting (see
+// liveWorld.CallAsync), aborted if the firing is stopped; at once if it
+// already was.
+func (f *firing) sentAsync(sent devices.Sent) {
 	f.ar.mu.Lock()
+	f.sent = sent
 	err := f.ctx.Err()
-	if err == nil {
-		f.abort = abort
-	}
+	f.waiting = err == nil
 	f.ar.mu.Unlock()
 	if err != nil {
-		abort(err)
+		sent.Abort(err)
 	}
 }
 
@@ -190,17 +202,43 @@ func (f *firing) sentAsync(abort func(error)) {
 // firing takes ar.mu.
 func (f *firing) stopLocked() {
 	f.cancel()
-	if f.abort != nil {
-		go f.abort(context.Canceled)
-		f.abort = nil
+	if f.waiting {
+		go f.sent.Abort(context.Canceled)
+		f.waiting = false
 	}
 }
 
-// run executes the body once on the live world w and records the firing.
-// With then set, a body whose last step is a command may end once that
-// command is sent: run then reports true, and the firing is recorded and
-// then called when the broker acknowledges it.
-func (ar *armedRule) run(ctx context.Context, tf rules.TriggerFire, w *liveWorld, then func()) (pending bool) {
+// Acked is the end of the firing's command sent without waiting: the
+// connection tells it once (mqtt.Acker), on its reader, a timer's
+// goroutine or an abort's; it must not block.
+func (f *firing) Acked(err error) {
+	f.ackErr = err
+	f.settle()
+}
+
+// settle is called by both ends of a pending firing, its run's return and
+// its command's end, in either order (the acknowledgement may come before
+// Run returns); the second finishes the run's result (in rules), records
+// it and ends the firing.
+func (f *firing) settle() {
+	if f.ends.Add(1) < 2 {
+		return
+	}
+	err := f.ackErr
+	if err != nil {
+		err = callError(f.sent.Err(err))
+	}
+	f.res.Finish(err)
+	f.ar.recordRun(f.runID, f.started, f.res)
+	f.endAlone()
+}
+
+// run executes the body once on the firing's live world and records it. A
+// body whose last step is a command may end once that command is sent:
+// run then reports true, and the firing is recorded and ended when the
+// command's end comes (returned, settle).
+func (f *firing) run() (pending bool) {
+	ar := f.ar
 	e := ar.s.e
 	runID := storage.NewRunID()
 	started := e.Now()
@@ -214,16 +252,24 @@ func (ar *armedRule) run(ctx context.Context, tf rules.TriggerFire, w *liveWorld
 		// interrupted.
 		ar.record(runID, started, pilotage.Outcome{OK: false, Status: rules.StatusRunning, Error: "the firing is running"}, nil, nil)
 	}
-	in := rules.RunInput{Trigger: tf, Params: ar.params, Limits: e.cfg.Limits, Cache: e.rules, AsyncTail: then != nil && !ar.waits}
+	in := rules.RunInput{Trigger: f.tf, Params: ar.params, Limits: e.cfg.Limits, Cache: e.rules, AsyncTail: !ar.waits}
 	if ar.c.Throttle() > 0 {
 		in.Throttle = ar.throttleGate
 	}
-	res := rules.Run(ctx, ar.c, w, in)
-	if res.Then(func() { ar.recordRun(runID, started, res); then() }) {
-		return true
+	return f.returned(rules.Run(f.ctx, ar.c, &f.world, in), runID, started)
+}
+
+// returned is the run's end: a result that is final is recorded; one left
+// Pending by its last command waits for that command's end (settle), and
+// returned reports true.
+func (f *firing) returned(res *rules.RunResult, runID string, started time.Time) (pending bool) {
+	if !res.Pending() {
+		f.ar.recordRun(runID, started, res)
+		return false
 	}
-	ar.recordRun(runID, started, res)
-	return false
+	f.res, f.runID, f.started = res, runID, started
+	f.settle()
+	return true
 }
 
 // recordRun records the firing that ended with res.

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/mqtt/mqtttest"
 	"github.com/pilothouse/pilothouse/rules"
+	"github.com/pilothouse/pilothouse/storage"
 )
 
 // newProxiedHouse is newHouse with the engine's connection through a
@@ -75,7 +77,7 @@ func firingEndsOnItsAcknowledgement(t *testing.T, here bool) {
 	sent := func() bool { // the running firing's command was sent asynchronously
 		ar.mu.Lock()
 		defer ar.mu.Unlock()
-		return len(ar.running) == 1 && ar.running[0].abort != nil
+		return len(ar.running) == 1 && ar.running[0].waiting
 	}
 	motion := func() {
 		h.eng.sched.onChange(devices.Change{Kind: devices.ChangeState, ID: "hall_motion.occupancy", Value: true, Prev: false, Time: time.Now()})
@@ -152,4 +154,90 @@ func TestSlowBodyLeavesTheDeliveringGoroutine(t *testing.T) {
 	}
 	h.eng.sched.onChange(devices.Change{Kind: devices.ChangeState, ID: "hall_motion.occupancy", Value: true, Prev: false, Time: time.Now()})
 	testutil.Eventually(t, 5*time.Second, "a command from a worker", func() bool { return cmds.count() == slowHereStrikes+1 })
+}
+
+// heldWorld is a firing's live world whose last call is left pending, for
+// the test to end.
+type heldWorld struct{ *liveWorld }
+
+func (w heldWorld) CallAsync(ctx context.Context, id string, args map[string]any) (any, bool, error) {
+	return publishedOutput, true, nil
+}
+
+// heldSlot takes a firing slot and keeps it, as a firing whose command is
+// pending does (its settle hands the slot on).
+type heldSlot struct{}
+
+func (heldSlot) Do() bool      { return false }
+func (heldSlot) Limited() bool { return true }
+
+// TestPendingFiringSettlesInEitherOrder: a firing left pending by its last
+// command is recorded and ended once, when both its run has returned and
+// its command's end has come, in either order (the acknowledgement may
+// come on the connection's reader before Run returns), with what the
+// command ended with.
+func TestPendingFiringSettlesInEitherOrder(t *testing.T) {
+	lost := fmt.Errorf("mqtt: publish: %w (%w)", mqtt.ErrNotAcknowledged, mqtt.ErrNotConnected)
+	for _, tc := range []struct {
+		name     string
+		ackFirst bool
+		err      error
+		want     string
+	}{
+		{"acknowledged before the run returned", true, nil, rules.StatusSuccess + ": "},
+		{"acknowledged after the run returned", false, nil, rules.StatusSuccess + ": "},
+		{"lost before the run returned", true, lost, rules.StatusNotAcknowledged + `: step "on": hall_light.set not acknowledged (may still arrive)`},
+		{"lost after the run returned", false, lost, rules.StatusNotAcknowledged + `: step "on": hall_light.set not acknowledged (may still arrive)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHouse(t, Config{})
+			h.deploy(motionLight)
+			ar := h.eng.sched.ruleByName("hall-motion-light")
+			tf := rules.TriggerFire{ID: "motion", Value: true, From: false, Time: time.Now()}
+			h.eng.sched.work.Run(heldSlot{})
+			testutil.Eventually(t, 5*time.Second, "the held slot", func() bool { return h.eng.FiringLoad().Running == 1 })
+			ar.mu.Lock()
+			f := ar.startLocked(tf)
+			ar.mu.Unlock()
+			res := rules.Run(f.ctx, ar.c, heldWorld{&f.world}, rules.RunInput{Trigger: tf, Limits: h.eng.cfg.Limits, AsyncTail: true})
+			if !res.Pending() {
+				t.Fatalf("the run is not pending: %+v", res.Outcome)
+			}
+			ends := []func(){
+				func() { f.Acked(tc.err) },
+				func() {
+					if !f.returned(res, storage.NewRunID(), time.Now()) {
+						t.Error("returned: not pending")
+					}
+				},
+			}
+			if !tc.ackFirst {
+				ends[0], ends[1] = ends[1], ends[0]
+			}
+			ends[0]()
+			if got := h.firings("hall-motion-light"); len(got) != 0 {
+				t.Fatalf("recorded after one end: %+v", got)
+			}
+			ar.mu.Lock()
+			running := len(ar.running)
+			ar.mu.Unlock()
+			if running != 1 {
+				t.Fatalf("%d running after one end", running)
+			}
+			ends[1]()
+			testutil.Eventually(t, 5*time.Second, "the firing recorded", func() bool { return len(h.firings("hall-motion-light")) == 1 })
+			r := h.firings("hall-motion-light")[0]
+			var env struct{ Outcome struct{ Error string } }
+			_ = json.Unmarshal(r.Envelope, &env)
+			if got := r.Status + ": " + env.Outcome.Error; !strings.HasPrefix(got, tc.want) {
+				t.Errorf("recorded %q, want %q…", got, tc.want)
+			}
+			ar.mu.Lock()
+			running = len(ar.running)
+			ar.mu.Unlock()
+			if load := h.eng.FiringLoad(); running != 0 || load.Running != 0 {
+				t.Errorf("after both ends: %d running, slots %+v", running, load)
+			}
+		})
+	}
 }

@@ -74,20 +74,25 @@ func (w *liveWorld) Call(ctx context.Context, id string, args map[string]any) (a
 }
 
 // CallAsync is Call whose command need not be waited for (see
-// rules.AsyncCaller): done hears of its acknowledgement. A firing that is
-// cancelled while it waits ends the wait.
-func (w *liveWorld) CallAsync(ctx context.Context, id string, args map[string]any, done func(error)) (any, error) {
+// rules.AsyncCaller): when it is pending, its end is told to the world's
+// firing (firing.Acked), handed down to the connection unchanged.
+func (w *liveWorld) CallAsync(ctx context.Context, id string, args map[string]any) (any, bool, error) {
+	if w.f == nil {
+		out, err := w.Call(ctx, id, args)
+		return out, false, err
+	}
 	if err := w.callable(id); err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	abort, err := w.e.devs.CallAsync(ctx, id, args, func(err error) { done(callError(err)) })
+	sent, err := w.e.devs.CallAsync(ctx, id, args, w.f)
 	if err != nil {
-		return nil, callError(err)
+		return nil, false, callError(err)
 	}
-	if w.f != nil {
-		w.f.sentAsync(abort)
+	if !sent.Pending() {
+		return publishedOutput, false, nil
 	}
-	return publishedOutput, nil
+	w.f.sentAsync(sent)
+	return publishedOutput, true, nil
 }
 
 // callable refuses an id that is no action in the principal's scope.

@@ -134,7 +134,7 @@ func TestFailedSharedWriteFailsItsPublishes(t *testing.T) {
 			defer wg.Done()
 			// Failed in its own write or another's: told either way; refused
 			// at once once an earlier write has failed the connection.
-			if _, err := c.PublishAsync(context.Background(), "t", nil, 1, false, func(err error) { acks[i] <- err }); err != nil {
+			if _, err := c.PublishAsync(context.Background(), "t", nil, 1, false, AckFunc(func(err error) { acks[i] <- err })); err != nil {
 				acks[i] <- err
 			}
 		}()

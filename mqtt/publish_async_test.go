@@ -61,7 +61,7 @@ func TestPublishAsyncEndsOnItsOwnPuback(t *testing.T) {
 	c := dialWith(t, Options{Broker: url, PublishTimeout: time.Minute})
 	broker := <-conns
 	r := newAsyncResult()
-	if _, err := c.PublishAsync(ctxT(t), "bl1/set", []byte(`{"state":"ON"}`), 1, false, r.done); err != nil {
+	if _, err := c.PublishAsync(ctxT(t), "bl1/set", []byte(`{"state":"ON"}`), 1, false, AckFunc(r.done)); err != nil {
 		t.Fatal(err)
 	}
 	pub := readPublish(t, broker)
@@ -77,13 +77,13 @@ func TestPublishAsyncEndsOnItsOwnPuback(t *testing.T) {
 	}
 
 	q0 := newAsyncResult()
-	if _, err := c.PublishAsync(ctxT(t), "bl1/set", []byte("x"), 0, false, q0.done); err != nil {
+	if _, err := c.PublishAsync(ctxT(t), "bl1/set", []byte("x"), 0, false, AckFunc(q0.done)); err != nil {
 		t.Fatal(err)
 	}
 	if err := q0.wait(t); err != nil {
 		t.Fatalf("QoS 0 done = %v", err)
 	}
-	if _, err := c.PublishAsync(ctxT(t), "bl1/set", nil, 2, false, q0.done); err == nil {
+	if _, err := c.PublishAsync(ctxT(t), "bl1/set", nil, 2, false, AckFunc(q0.done)); err == nil {
 		t.Fatal("an asynchronous QoS 2 publish was accepted")
 	}
 }
@@ -102,13 +102,13 @@ func TestPublishAsyncBounded(t *testing.T) {
 	defer cancelEarly()
 
 	slow, earlyR, aborted, lost := newAsyncResult(), newAsyncResult(), newAsyncResult(), newAsyncResult()
-	if _, err := c.PublishAsync(far, "a/slow", nil, 1, false, slow.done); err != nil {
+	if _, err := c.PublishAsync(far, "a/slow", nil, 1, false, AckFunc(slow.done)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.PublishAsync(early, "a/early", nil, 1, false, earlyR.done); err != nil {
+	if _, err := c.PublishAsync(early, "a/early", nil, 1, false, AckFunc(earlyR.done)); err != nil {
 		t.Fatal(err)
 	}
-	abort, err := c.PublishAsync(far, "a/aborted", nil, 1, false, aborted.done)
+	abort, err := c.PublishAsync(far, "a/aborted", nil, 1, false, AckFunc(aborted.done))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestPublishAsyncBounded(t *testing.T) {
 	aborted.none(t)
 	slow.none(t)
 
-	if _, err := c.PublishAsync(far, "a/lost", nil, 1, false, lost.done); err != nil {
+	if _, err := c.PublishAsync(far, "a/lost", nil, 1, false, AckFunc(lost.done)); err != nil {
 		t.Fatal(err)
 	}
 	readPublish(t, broker)
@@ -150,7 +150,7 @@ func TestPublishAsyncBounded(t *testing.T) {
 		t.Errorf("across a lost connection: done = %v, want ErrNotConnected", err)
 	}
 	waitFor(t, 5*time.Second, "the connection to be seen lost", func() bool { return !c.Connected() })
-	if _, err := c.PublishAsync(far, "a/down", nil, 1, false, lost.done); !errors.Is(err, ErrNotConnected) {
+	if _, err := c.PublishAsync(far, "a/down", nil, 1, false, AckFunc(lost.done)); !errors.Is(err, ErrNotConnected) {
 		t.Errorf("PublishAsync while disconnected = %v", err)
 	}
 }
@@ -173,7 +173,7 @@ func TestPublishAsyncResultDuringTheWrite(t *testing.T) {
 		{"a PUBACK after the write", false, nil, nil, []error{nil}},
 	} {
 		var heard []error
-		a := &asyncPublish{topic: "t", done: func(err error) { heard = append(heard, err) }}
+		a := &asyncPublish{topic: "t", done: AckFunc(func(err error) { heard = append(heard, err) })}
 		if tc.during {
 			a.result(tc.result)
 		}

@@ -59,7 +59,7 @@ func TestUnacknowledgedPublishIsSentAgain(t *testing.T) {
 			c := dialWith(t, Options{Broker: url, ClientID: "resend-" + randomClientID(), PublishTimeout: time.Minute})
 			first := <-conns
 			res := newAsyncResult()
-			if _, err := c.PublishAsync(ctxT(t), "bl1/set", []byte(`{"state":"ON"}`), 1, false, res.done); err != nil {
+			if _, err := c.PublishAsync(ctxT(t), "bl1/set", []byte(`{"state":"ON"}`), 1, false, AckFunc(res.done)); err != nil {
 				t.Fatal(err)
 			}
 			sent := readPublish(t, first)
@@ -106,7 +106,7 @@ func TestPublishSentAgainReachesSubscribers(t *testing.T) {
 			pub := dialWith(t, po)
 			p.Freeze()
 			res := newAsyncResult()
-			if _, err := pub.PublishAsync(ctxT(t), topic, []byte("held"), 1, false, res.done); err != nil {
+			if _, err := pub.PublishAsync(ctxT(t), topic, []byte("held"), 1, false, AckFunc(res.done)); err != nil {
 				t.Fatal(err)
 			}
 			p.Down() // what the proxy held is lost

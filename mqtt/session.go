@@ -33,12 +33,12 @@ type session struct {
 	expiry     expiry                 // the waiters' deadlines
 }
 
-// waiter is a QoS 1 publish waiting for its PUBACK (QoS 2: its PUBCOMP): fn is called once with
-// the result, unless the connection was lost first (fn is then nil: the
+// waiter is a QoS 1 publish waiting for its PUBACK (QoS 2: its PUBCOMP): to is given the
+// result once, unless the connection was lost first (to is then nil: the
 // caller was told, and the packet waits to be sent again).
 type waiter struct {
-	fn  func(error)
-	due time.Time // when fn is given errExpired
+	to  *asyncPublish
+	due time.Time // when to is given errExpired
 	pkt []byte    // the PUBLISH (QoS 2, once received: the PUBREL), for a resend
 	seq uint64
 }
@@ -111,7 +111,7 @@ func (s *session) forget(id uint16, w *waiter) {
 func (s *session) take(id uint16, w *waiter) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.pending[id] != w || w.fn == nil {
+	if s.pending[id] != w || w.to == nil {
 		return false
 	}
 	delete(s.pending, id)
@@ -125,8 +125,8 @@ func (s *session) acked(id uint16) {
 	w, ok := s.pending[id]
 	delete(s.pending, id)
 	s.mu.Unlock()
-	if ok && w.fn != nil {
-		w.fn(nil)
+	if ok && w.to != nil {
+		w.to.result(nil)
 	}
 }
 
@@ -211,11 +211,11 @@ func (s *session) lost(k *conn) {
 		return
 	}
 	s.cur = nil
-	var told []func(error)
+	var told []*asyncPublish
 	for id, w := range s.pending {
-		if w.fn != nil {
-			told = append(told, w.fn)
-			w.fn = nil
+		if w.to != nil {
+			told = append(told, w.to)
+			w.to = nil
 		}
 		if !s.persistent {
 			delete(s.pending, id)
@@ -227,8 +227,8 @@ func (s *session) lost(k *conn) {
 	}
 	s.expiry.stop()
 	s.mu.Unlock()
-	for _, fn := range told {
-		fn(errLostUnacked)
+	for _, a := range told {
+		a.result(errLostUnacked)
 	}
 }
 
@@ -271,4 +271,65 @@ func (s *session) attach(k *conn) bool {
 	}
 	s.cur = k
 	return true
+}
+
+// errExpired is what an asynchronous publish's waiter is given when its due
+// time passed before its PUBACK came.
+var errExpired = errors.New("mqtt: acknowledgement overdue")
+
+// expiry is the one timer behind the due times of a connection's
+// asynchronous publishes: armed for the earliest one, it gives every
+// overdue waiter errExpired and re-arms for the next. A publish answered in
+// time costs no timer of its own. Guarded by the session's mu.
+type expiry struct {
+	t  *time.Timer
+	at time.Time // what t is armed for; zero: not armed
+}
+
+// watch makes sure the timer goes off by due.
+func (x *expiry) watch(due time.Time, expire func()) {
+	switch {
+	case x.t == nil:
+		x.t = time.AfterFunc(time.Until(due), expire)
+	case x.at.IsZero() || due.Before(x.at):
+		x.t.Reset(time.Until(due))
+	default:
+		return
+	}
+	x.at = due
+}
+
+func (x *expiry) stop() {
+	if x.t != nil {
+		x.t.Stop()
+	}
+	x.at = time.Time{}
+}
+
+// expire gives the overdue publishes errExpired (their packets stay in
+// flight: the broker may still answer) and re-arms the timer for the
+// earliest one left.
+func (s *session) expire() {
+	now := time.Now()
+	var overdue []*asyncPublish
+	var next time.Time
+	s.mu.Lock()
+	for _, w := range s.pending {
+		switch {
+		case w.to == nil:
+		case !w.due.After(now):
+			overdue = append(overdue, w.to)
+			w.to = nil
+		case next.IsZero() || w.due.Before(next):
+			next = w.due
+		}
+	}
+	s.expiry.at = time.Time{}
+	if !next.IsZero() && s.cur != nil {
+		s.expiry.watch(next, s.expire)
+	}
+	s.mu.Unlock()
+	for _, a := range overdue {
+		a.result(errExpired)
+	}
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
-// asyncWorld answers every call with published; its async calls end when
-// the test says (end), or at once with now set.
+// asyncWorld answers every call with published; its async calls are left
+// pending (the test finishes the run), or end at once with now set.
 type asyncWorld struct {
 	*SimWorld
 	syncErr error // what a synchronous call of the last step returns
@@ -19,7 +19,6 @@ type asyncWorld struct {
 	now     bool
 	nowErr  error
 	cancel  context.CancelFunc // called by the call of last, as a restart would during its wait
-	dones   []func(error)
 	asyncs  []string
 }
 
@@ -35,17 +34,18 @@ func (w *asyncWorld) Call(ctx context.Context, id string, args map[string]any) (
 	return published, nil
 }
 
-func (w *asyncWorld) CallAsync(ctx context.Context, id string, args map[string]any, done func(error)) (any, error) {
+func (w *asyncWorld) CallAsync(ctx context.Context, id string, args map[string]any) (any, bool, error) {
 	w.asyncs = append(w.asyncs, id)
 	if id == w.last && w.cancel != nil {
 		w.cancel()
 	}
 	if w.now {
-		done(w.nowErr)
-	} else {
-		w.dones = append(w.dones, done)
+		if w.nowErr != nil {
+			return nil, false, w.nowErr
+		}
+		return published, false, nil
 	}
-	return published, nil
+	return published, true, nil
 }
 
 // runView is what a run reports, without its times.
@@ -67,8 +67,9 @@ func viewOf(res *RunResult) runView {
 }
 
 // TestAsyncTailEndsAsAWaitingRunWould: a run whose last step is a call
-// returns before that call ends, and is final only at Then; what the call
-// ends with makes the result exactly what a run that waited for it makes.
+// returns before that call ends, and is final only at Finish; what the
+// call ends with makes the result exactly what a run that waited for it
+// makes.
 func TestAsyncTailEndsAsAWaitingRunWould(t *testing.T) {
 	c := itProgram(itMotion, nil, itCall("a", "a.set"), itCall("b", "b.set", "state", "ON"))
 	for _, tc := range []struct {
@@ -92,25 +93,21 @@ func TestAsyncTailEndsAsAWaitingRunWould(t *testing.T) {
 			}
 			in := itFire("motion", true)
 			waited := run(&asyncWorld{SimWorld: itSim(itBase(), Scenario{}), syncErr: tc.err, last: "b.set"}, in)
-			if waited.Then(func() { t.Error("Then's fn called for a run that waited") }) {
+			if waited.Pending() {
 				t.Fatal("a run without AsyncTail is pending")
 			}
 
 			w := &asyncWorld{SimWorld: itSim(itBase(), Scenario{}), last: "b.set"}
 			in.AsyncTail = true
 			res := run(w, in)
-			if !reflect.DeepEqual(w.asyncs, []string{"b.set"}) || len(w.dones) != 1 {
+			if !reflect.DeepEqual(w.asyncs, []string{"b.set"}) {
 				t.Fatalf("asynchronous calls %q: only the last step's is", w.asyncs)
 			}
-			final := false
-			if !res.Then(func() { final = true }) {
-				t.Fatal("Then: not pending")
+			if !res.Pending() {
+				t.Fatal("not pending before the call ended")
 			}
-			if final {
-				t.Fatal("final before the call ended")
-			}
-			w.dones[0](tc.err)
-			if !final {
+			res.Finish(tc.err)
+			if res.Pending() {
 				t.Fatal("not final after the call ended")
 			}
 			if got, want := viewOf(res), viewOf(waited); !reflect.DeepEqual(got, want) {
@@ -133,16 +130,15 @@ func TestAsyncTailOnlyForTheLastTopLevelCall(t *testing.T) {
 	} {
 		w := &asyncWorld{SimWorld: itSim(itBase(), Scenario{})}
 		res := Run(context.Background(), c, w, in)
-		if len(w.asyncs) != 0 || res.Then(func() {}) {
+		if len(w.asyncs) != 0 || res.Pending() {
 			t.Errorf("%v: asynchronous calls %q", c.Plan, w.asyncs)
 		}
 	}
 	c := itProgram(itMotion, nil, itCall("a", "a.set"))
 	w := &asyncWorld{SimWorld: itSim(itBase(), Scenario{}), now: true, nowErr: errors.New("refused")}
 	res := Run(context.Background(), c, w, in)
-	final := false
-	if !res.Then(func() { final = true }) || !final {
-		t.Fatalf("a call ended during CallAsync: pending %v, final %v", res.Tail != nil, final)
+	if res.Pending() {
+		t.Fatal("a call ended during CallAsync is pending")
 	}
 	if res.Outcome.Status != StatusFailed || res.Outcome.Error != `step "a": a.set failed: refused` {
 		t.Errorf("outcome = %+v", res.Outcome)

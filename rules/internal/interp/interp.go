@@ -41,8 +41,8 @@ type RunInput struct {
 	// are made anew).
 	Cache *model.Cache
 	// AsyncTail lets the run end before its last call is acknowledged,
-	// when the World is an AsyncCaller: the caller must then wait for
-	// RunResult.Then.
+	// when the World is an AsyncCaller: a RunResult that is Pending then
+	// waits for the caller's Finish.
 	AsyncTail bool
 }
 
@@ -70,7 +70,7 @@ type RunResult struct {
 	Calls          []CallRecord
 	Started, Ended time.Time
 
-	Tail *tailCall // the last call, still waiting (see Then)
+	tail tailCall // the last call, still waiting (see Pending)
 }
 
 // halt ends an activation: a step failed, a bound was hit, the run was

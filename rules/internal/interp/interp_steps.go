@@ -1,11 +1,8 @@
 package interp
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"reflect"
-	"strings"
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -32,57 +29,6 @@ func (r *interp) evalArgs(f *frame, qid, what string, args []model.NamedTemplate
 	return out, nil
 }
 
-func (r *interp) call(f *frame, s *model.RunStep, qid string, i int) *halt {
-	if s.Flags&model.CallSelect != 0 {
-		return r.callSelect(f, s, qid, i)
-	}
-	target := s.Text
-	if s.Flags&model.CallParam != 0 {
-		var h *halt
-		if target, h = paramID(f, s.Text, qid); h != nil {
-			return r.fail(i, h)
-		}
-	}
-	if m := r.mem; !m.callUsed {
-		m.firstCall[0], m.callUsed = target, true
-		r.steps[i].Calls = m.firstCall[:1:1]
-	} else {
-		r.steps[i].Calls = []string{target}
-	}
-	args, h := r.evalArgs(f, qid, "the call's argument %q", s.Vals)
-	if h != nil {
-		return r.fail(i, h)
-	}
-	r.steps[i].Input = jsonSafeFresh(args)
-	if sub, isAuto := r.automation(f, target); isAuto {
-		return r.callAutomation(f, s, qid, i, args, sub)
-	}
-	out, tail, err := r.send(f, s, i, qid, target, args)
-	rec := CallRecord{Step: qid, ID: target, Args: args, Output: out, At: r.w.Now()}
-	if err != nil {
-		rec.Error = err.Error()
-		_ = r.keepCall(qid, rec) // the call's failure is what ends the run
-		h := r.callHalt(qid, target, err)
-		if s.Flags&model.CallContinue != 0 && (h.status == core.StatusFailed || h.status == core.StatusNotConnected) {
-			r.fail(i, h) // recorded; the run goes on (continue_on_error)
-			f.env.SetStepOutput(s.ID, map[string]any{"error": h.msg})
-			return nil
-		}
-		return r.fail(i, h)
-	}
-	if tail != nil {
-		tail.k = len(r.calls) // the record keepCall appends
-		r.mem.res.Tail = tail
-	}
-	if h := r.keepCall(qid, rec); h != nil {
-		return r.fail(i, h)
-	}
-	r.steps[i].Output = jsonSafeFresh(out)
-	f.env.SetStepOutput(s.ID, out)
-	r.setOutcome(i, core.StepSuccess, "")
-	return nil
-}
-
 // paramID is the catalog id a catalog-reference param holds in this
 // frame (a promoted automation's: its caller passed it, checked when the
 // caller was validated).
@@ -91,90 +37,6 @@ func paramID(f *frame, name, qid string) (string, *halt) {
 		return id, nil
 	}
 	return "", &halt{core.StatusFailed, fmt.Sprintf("step %q: catalog param %q is not bound to an id", qid, name)}
-}
-
-func (r *interp) callHalt(qid, id string, err error) *halt {
-	switch {
-	case errors.Is(err, ErrNotAcknowledged):
-		why := strings.TrimPrefix(err.Error(), ErrNotAcknowledged.Error()+": ")
-		return &halt{core.StatusNotAcknowledged, fmt.Sprintf("step %q: %s %s: %s", qid, id, ErrNotAcknowledged, why)}
-	case errors.Is(err, ErrNotConnected):
-		return &halt{core.StatusNotConnected, fmt.Sprintf("step %q: %s not sent: not connected to the MQTT broker", qid, id)}
-	case r.ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
-		return r.ctxHalt("during", qid)
-	}
-	return &halt{core.StatusFailed, fmt.Sprintf("step %q: %s failed: %v", qid, id, err)}
-}
-
-// automation resolves a call target to a promoted body: first the bodies
-// resolved at validation, then the World. isAuto is true for an entry of
-// kind automation even when no body is available (sub == nil).
-func (r *interp) automation(f *frame, id string) (sub *model.Compiled, isAuto bool) {
-	if c, ok := f.c.Sub[id]; ok && c != nil {
-		return c, true
-	}
-	e := f.c.Entry(id)
-	if e != nil && e.Kind != pilotage.KindAutomation {
-		return nil, false // an action (most calls): the World is not asked
-	}
-	if c, ok := r.w.Automation(id); ok && c != nil {
-		return c, true
-	}
-	return nil, e != nil
-}
-
-// callAutomation runs a promoted body inline (trace_subprogram expanded):
-// its entries are prefixed "<qid>/", its params are the call's args, and
-// its triggers and conditions are not evaluated (like Home Assistant's
-// automation.trigger). A stop without error ends only the sub-program.
-func (r *interp) callAutomation(f *frame, s *model.RunStep, qid string, i int, args map[string]any, sub *model.Compiled) *halt {
-	if sub == nil {
-		return r.fail(i, &halt{core.StatusFailed, fmt.Sprintf("step %q: automation %q is not available", qid, r.steps[i].Calls[0])})
-	}
-	if f.depth+1 > r.lim.MaxCallDepth {
-		return r.fail(i, &halt{core.StatusLimitExceeded, fmt.Sprintf("step %q: call depth limit of %d exceeded", qid, r.lim.MaxCallDepth)})
-	}
-	env := &model.Env{
-		Trigger: f.env.TriggerMap(),
-		Params:  WithParamDefaults(sub.ParamsSchema, args),
-		World:   r.w,
-		Budget:  r.lim.MemoryBudget,
-		Cache:   r.cache,
-
-		ValueBytes: r.lim.MaxValueBytes,
-		EvalBytes:  r.lim.MaxEvalBytes,
-		EvalOps:    r.lim.MaxEvalOps,
-		Ctx:        r.ctx,
-	}
-	sf := &frame{c: sub, env: env, prefix: qid + "/", depth: f.depth + 1}
-	h := r.nested(sf, qid, sub.Steps, "")
-	env.Release()
-	r.current = qid
-	out := map[string]any{}
-	if len(env.Vars) > 0 {
-		out["vars"] = env.Vars
-	}
-	status := core.StatusSuccess
-	if h != nil {
-		status = h.status
-		if h.status == core.StatusStopped {
-			out["stop"] = h.msg
-		}
-	}
-	out["status"] = status
-	if hb := r.record(qid, "the automation's output", out); hb != nil {
-		if h == nil || h.ok() {
-			h = hb
-		}
-	} else {
-		r.steps[i].Output = jsonSafe(out)
-	}
-	f.env.SetStepOutput(s.ID, out)
-	if h != nil && !h.ok() {
-		return r.fail(i, h)
-	}
-	r.setOutcome(i, core.StepSuccess, "")
-	return nil
 }
 
 func (r *interp) delay(f *frame, s *model.RunStep, qid string, i int) *halt {
