@@ -71,12 +71,15 @@ type Def struct {
 
 // Limits on definitions: a helper is small household state.
 const (
-	maxOptions    = 64
-	maxOptionLen  = 100
-	maxTextLen    = 1024
-	maxTags       = 16
-	maxNameLen    = 100
-	maxTimer      = 31 * 24 * time.Hour
+	maxOptions   = 64
+	maxOptionLen = 100
+	maxTextLen   = 1024
+	maxTags      = 16
+	maxNameLen   = 100
+	maxTimer     = 31 * 24 * time.Hour
+	// minTimer keeps a rule that restarts its timer on finished from
+	// looping a thousand times a second through the logbook.
+	minTimer      = time.Second
 	defaultTextLn = 255
 )
 
@@ -252,8 +255,8 @@ func parseDuration(s string) (time.Duration, error) {
 	if err != nil {
 		return 0, invalid("duration %q: an ISO 8601 duration (\"PT10M\") or Go's (\"10m\")", s)
 	}
-	if v <= 0 || v > maxTimer {
-		return 0, invalid("duration %q: above 0 and at most %s", s, maxTimer)
+	if v < minTimer || v > maxTimer {
+		return 0, invalid("duration %q: at least %s and at most %s", s, minTimer, maxTimer)
 	}
 	return v, nil
 }
