@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/pilothouse/pilothouse/pilotage"
 )
@@ -140,7 +142,7 @@ func deviceEntry(s *Spec, in *Interner) pilotage.Entry {
 	for _, t := range s.Tags {
 		tags = append(tags, in.Str(t))
 	}
-	return pilotage.Entry{ID: s.ID, Kind: pilotage.KindDevice, Name: s.Name, Description: in.Str(s.Desc),
+	return pilotage.Entry{ID: s.ID, Kind: pilotage.KindDevice, Name: Shown(s.Name), Description: in.Str(s.Desc),
 		Tags: in.tagList(tags), Risk: pilotage.RiskRead, RiskHints: readHints()}
 }
 
@@ -168,7 +170,7 @@ func stateEntry(s *Spec, st StateSpec, tags []string, in *Interner) pilotage.Ent
 		tags = append(tags[:len(tags):len(tags)], "unsupported")
 		desc = strings.TrimSpace(desc + " Live value unsupported: " + st.Unsupported + ".")
 	}
-	return pilotage.Entry{ID: st.ID, Kind: pilotage.KindState, Name: in.Str(st.Name), Description: in.Str(desc),
+	return pilotage.Entry{ID: st.ID, Kind: pilotage.KindState, Name: in.Str(Shown(st.Name)), Description: in.Str(desc),
 		Tags: tags, OutputSchema: in.raw(mustJSON(st.Schema)), Risk: pilotage.RiskRead, RiskHints: readHints()}
 }
 
@@ -177,12 +179,12 @@ func eventEntry(ev EventSpec, tags []string, in *Interner) pilotage.Entry {
 	if len(ev.Values) > 0 {
 		schema["enum"] = ev.Values
 	}
-	return pilotage.Entry{ID: ev.ID, Kind: pilotage.KindEvent, Name: in.Str(ev.Name), Description: in.Str(ev.Desc),
+	return pilotage.Entry{ID: ev.ID, Kind: pilotage.KindEvent, Name: in.Str(Shown(ev.Name)), Description: in.Str(ev.Desc),
 		Tags: tags, OutputSchema: in.raw(mustJSON(schema)), Risk: pilotage.RiskRead, RiskHints: readHints()}
 }
 
 func actionEntry(a *Action, tags []string, in *Interner) pilotage.Entry {
-	return pilotage.Entry{ID: a.ID, Kind: pilotage.KindAction, Name: a.name, Description: a.Desc,
+	return pilotage.Entry{ID: a.ID, Kind: pilotage.KindAction, Name: Shown(a.name), Description: a.Desc,
 		Tags: tags, Callable: true, InputSchema: in.raw(mustJSON(a.inputSchema())), Risk: a.Risk, RiskHints: pilotage.HintsOf(a.Risk)}
 }
 
@@ -194,12 +196,49 @@ func mustJSON(v any) json.RawMessage {
 	return b
 }
 
+// maxShown bounds a name as the catalog shows it, in runes.
+const maxShown = 128
+
+// Shown is a name from the bus as the catalog shows it: without control
+// and format characters (a right-to-left override makes "kcol" read
+// "lock", a NUL or a BOM hides in a copy), at most maxShown runes.
+func Shown(s string) string {
+	plain := len(s) <= maxShown
+	for i := 0; plain && i < len(s); i++ {
+		plain = s[i] >= 0x20 && s[i] < 0x7f
+	}
+	if plain {
+		return s
+	}
+	var b strings.Builder
+	n := 0
+	for _, r := range s {
+		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
+			continue
+		}
+		if n == maxShown {
+			b.WriteRune('…')
+			break
+		}
+		b.WriteRune(r)
+		n++
+	}
+	return b.String()
+}
+
+// maxSlug bounds an id segment made from a name, in bytes.
+const maxSlug = 64
+
 // Slug turns a friendly name into an id segment: lowercase ASCII letters,
-// digits and '_' (everything else becomes '_', runs collapse, ends trimmed).
+// digits and '_' (everything else becomes '_', runs collapse, ends
+// trimmed), at most maxSlug bytes.
 func Slug(s string) string {
 	var b strings.Builder
 	under := false
 	for _, r := range strings.ToLower(s) {
+		if b.Len() >= maxSlug {
+			break
+		}
 		if (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') {
 			b.WriteRune(r)
 			under = false
