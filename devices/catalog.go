@@ -187,10 +187,11 @@ func NewCatalog(o Options) *Catalog {
 		o.MaxPayload = DefaultMaxPayload
 	}
 	in := model.NewInterner()
-	ids := model.NewIDTable(o.Logger.With("component", "devices"), o.Now)
+	log := slog.New(throttled(o.Logger.Handler(), o.Now)).With("component", "devices")
+	ids := model.NewIDTable(log, o.Now)
 	c := &Catalog{
 		opts:    o,
-		log:     o.Logger.With("component", "devices"),
+		log:     log,
 		now:     o.Now,
 		z2m:     z2m.NewSource(o.Z2MBase, in, o.Areas),
 		ha:      ha.NewSource(o.HAPrefix, in, ids, o.Areas),

@@ -20,11 +20,14 @@ import (
 func TestTemplateWorkBoundedPerSecond(t *testing.T) {
 	for _, tc := range []struct {
 		topics int
-		bound  time.Duration // the neighbour's wait (with -race, on a busy machine)
+		// bound: the neighbour's wait (with -race, on a busy machine: 2 s
+		// and 5 s were seen exceeded at load 16-24); unthrottled, the
+		// burst takes about three minutes.
+		bound time.Duration
 	}{
-		{1, 2 * time.Second},
+		{1, 15 * time.Second},
 		// The global bucket's capacity (4*MsgJBudget) is spent first.
-		{10, 5 * time.Second},
+		{10, 30 * time.Second},
 	} {
 		t.Run(fmt.Sprint(tc.topics, " hostile topics"), func(t *testing.T) { burnAndListen(t, tc.topics, tc.bound) })
 	}
