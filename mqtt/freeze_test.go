@@ -50,14 +50,14 @@ func TestPublishBoundedWhenBrokerFreezes(t *testing.T) {
 			if !errors.Is(err, ErrNotConnected) && !strings.Contains(err.Error(), "within "+timeout.String()) {
 				t.Errorf("Publish error %q does not say what happened", err)
 			}
-			waitFor(t, 5*time.Second, "Health to report the frozen broker", func() bool { ok, _ := c.Health(); return !ok })
+			waitFor(t, 15*time.Second, "Health to report the frozen broker", func() bool { ok, _ := c.Health(); return !ok })
 			_, reason := c.Health()
 			if !strings.Contains(reason, "broker") {
 				t.Errorf("Health reason %q", reason)
 			}
 			p.Thaw()
 			if tc.qos > 0 {
-				waitFor(t, 5*time.Second, "Health to recover once the broker answers", func() bool { ok, _ := c.Health(); return ok })
+				waitFor(t, 15*time.Second, "Health to recover once the broker answers", func() bool { ok, _ := c.Health(); return ok })
 			}
 		})
 	}

@@ -2,4 +2,8 @@
 
 package rules
 
+import "time"
+
 const raceEnabled = false
+
+func raceSlowdown() time.Duration { return 1 }
