@@ -87,7 +87,10 @@ func TestSelectorPlanAndRun(t *testing.T) {
 	}{
 		{"lights", `{"type":"light","action":"set"}`, `{"state":"OFF"}`, []string{"hall_light.set", "porch_light.set"}, pilotage.RiskControl},
 		{"hall locks", `{"area":"hall","type":"lock","action":"set"}`, `{"state":"LOCK"}`, []string{"front_lock.set"}, pilotage.RiskSecurity},
-		{"nothing", `{"area":"attic","action":"set"}`, `{"state":"OFF"}`, nil, pilotage.RiskOf(pilotage.HintsOf(""))},
+		// Nothing now: planned at the type's risk, else control (the
+		// engine refuses anything riskier that joins later).
+		{"nothing", `{"area":"attic","action":"set"}`, `{"state":"OFF"}`, nil, pilotage.RiskControl},
+		{"no lock yet", `{"area":"attic","type":"lock","action":"set"}`, `{"state":"LOCK"}`, nil, pilotage.RiskSecurity},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -76,6 +76,8 @@ type planBuilder struct {
 	ref   func(name string) *model.RefParam
 	out   []pilotage.PlanStep
 	calls []string
+	// selects: a call is by selector, so the plan says what bounds it.
+	selects bool
 }
 
 func (b *planBuilder) add(s pilotage.PlanStep) { b.out = append(b.out, s) }
@@ -106,7 +108,8 @@ func (b *planBuilder) step(s *model.RunStep, ctx planCtx) {
 		ps.Calls, ps.Selector = sel.Resolved, sel.Members(model.SelectorMembers.Call)
 		ps.RiskHints = sel.Hints
 		ps.Risk = pilotage.RiskOf(ps.RiskHints)
-		b.calls = append(b.calls, sel.Resolved...)
+		b.calls = append(b.calls, sel.Describe()+" ("+sel.NowText()+")")
+		b.selects = true
 	case s.Kind() == model.StepCall:
 		ps.Calls = []string{s.Text}
 		if e := b.entry(s.Text); e != nil {
@@ -162,8 +165,13 @@ func (b *planBuilder) summary(c *model.Compiled, risk pilotage.Risk) string {
 	default:
 		when += " and all " + core.Plural(n, "condition", "") + " hold"
 	}
-	return fmt.Sprintf("Rule %s (mode %s%s) %s; %s. Highest risk: %s.",
-		c.ProgramName, c.Mode(), throttle, when, calls, risk)
+	bound := ""
+	if b.selects {
+		// The engine holds a firing to the approved risk (its ceiling).
+		bound = "; a selector calls what it matches when the rule runs, never an entry above this risk (a riskier one that joins later is refused)"
+	}
+	return fmt.Sprintf("Rule %s (mode %s%s) %s; %s. Highest risk: %s%s.",
+		c.ProgramName, c.Mode(), throttle, when, calls, risk, bound)
 }
 
 // TriggersText describes the reserved "triggers" branch.

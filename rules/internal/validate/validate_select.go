@@ -34,14 +34,23 @@ func (c *checker) resolveSelector(s *model.Selector, kind pilotage.Kind, path st
 		}
 	}
 	s.Resolved = ids
-	// Nothing to judge now: the worst any entry could be (as for an
-	// unbound catalog param), so a deploy is never approved for less
-	// than what it may reach.
-	s.Hints = pilotage.HintsOf("")
+	s.Hints = emptyBound(s)
 	if len(hints) > 0 {
 		s.Hints = pilotage.Aggregate(hints...)
 	}
 	return entries
+}
+
+// emptyBound is the risk a selector matching nothing now is planned at:
+// its type's (a lock's is security), else control. It is what the rule
+// is approved for, and at run time a rule never calls an entry above its
+// approved risk (the engine's ceiling), so what joins later and is
+// riskier is refused rather than called unapproved.
+func emptyBound(s *model.Selector) pilotage.RiskHints {
+	if s.Type != "" {
+		return pilotage.HintsOf(pilotage.DeviceTypeRisk(s.Type))
+	}
+	return pilotage.HintsOf(pilotage.RiskControl)
 }
 
 // selectCall checks a call by selector: its arguments against the
