@@ -91,6 +91,9 @@ type armedTrigger struct {
 	self [1]*armedTrigger  // {itself}: the index entry of an entity only it watches
 	mu   sync.Mutex
 	hold *heldWindow // pending "for" window
+	// holds: a trigger by selector's pending windows, by state (nil
+	// until one opens; at most MaxSelected).
+	holds map[string]*heldWindow
 
 	// Guarded by the scheduler's mu while armed:
 	cronID cron.EntryID  // its cron entry (cron and time triggers; 0 = none)
@@ -247,7 +250,10 @@ func (s *scheduler) armLocked(ar *armedRule) {
 		switch t.Kind() {
 		case rules.TriggerState, rules.TriggerNumeric, rules.TriggerEvent:
 			if t.Selector() != nil {
-				s.selIdx.Add(at) // never held: validation refuses "for" here
+				s.selIdx.Add(at)
+				if t.For() > 0 {
+					at.resumeWindows()
+				}
 				continue
 			}
 			if ats := s.index[t.Entity()]; len(ats) == 0 {
@@ -330,6 +336,9 @@ func (s *scheduler) disarmLocked(ar *armedRule) int {
 	for _, at := range ar.triggers {
 		if at.t.Selector() != nil {
 			s.selIdx.Remove(at)
+			at.mu.Lock()
+			at.closeHold(!s.closing) // at shutdown the windows' deadlines are kept
+			at.mu.Unlock()
 			continue
 		}
 		entity := at.t.Entity()
@@ -414,6 +423,10 @@ func (at *armedTrigger) observe(ch devices.Change, restored bool) {
 		} else if matched {
 			at.fire(ch.Value, ch.Prev, at.describe(ch, restored))
 		}
+		return
+	}
+	if t.Selector() != nil {
+		at.observeHeld(ch, matched, restored)
 		return
 	}
 	at.mu.Lock()

@@ -63,3 +63,54 @@ func TestEmptySelectorPlansItsBound(t *testing.T) {
 		}
 	}
 }
+
+// TestSelectorTriggerHoldsEachState: a trigger on every hall sensor with
+// "for" holds each sensor on its own (Home Assistant's entity lists): a
+// sensor that stays fires once, naming itself; one that comes back within
+// the hold ends only its own window and fires when it holds later.
+func TestSelectorTriggerHoldsEachState(t *testing.T) {
+	h := newZ2MHouse(t, nil)
+	owner := h.client("")
+	h.announce(z2mDev{"lamp_a", "light", "living"}, z2mDev{"pir_1", "motion", "hall"}, z2mDev{"pir_2", "motion", "hall"})
+	const src = `{"name":"hall-empty","mode":"parallel","triggers":[{"id":"m","state":{"area":"hall","property":"occupancy"},"to":false,"for":"2s"}],
+	  "steps":[{"id":"off","call":"lamp_a.set","args":{"state":"OFF"}}]}`
+	v := validate(t, owner, src)
+	if d := step(v["plan"], "m")["description"].(string); !strings.Contains(d, "for 2 seconds (each device on its own)") {
+		t.Fatalf("trigger description %q", d)
+	}
+	if r := deployOf(t, owner, src); r["outcome"].(map[string]any)["ok"] != true {
+		t.Fatalf("deploy: %s", js(r))
+	}
+	h.report("pir_1", `{"occupancy":true}`) // first values: baselines
+	h.report("pir_2", `{"occupancy":true}`)
+	n := h.count()
+	h.report("pir_1", `{"occupancy":false}`)
+	h.report("pir_2", `{"occupancy":false}`)
+	h.report("pir_2", `{"occupancy":true}`) // back within the hold: its window ends
+	h.commands(n, 1)
+	because := func(ids []string) []string {
+		var out []string
+		for _, id := range ids {
+			tr, _ := callTool(t, owner, "pilotage_trace", map[string]any{"run_id": id})
+			for _, p := range []string{"pir_1", "pir_2"} {
+				if strings.Contains(js(tr), "because "+p+".occupancy") {
+					out = append(out, p)
+				}
+			}
+		}
+		return out
+	}
+	var ids []string
+	testutil.Eventually(t, 10*time.Second, "the first firing's record", func() bool { ids = firingsOf(t, owner, "hall-empty"); return len(ids) == 1 })
+	if got := because(ids); js(got) != `["pir_1"]` {
+		t.Fatalf("the first firing came from %v", got)
+	}
+	h.report("pir_2", `{"occupancy":false}`)
+	testutil.Eventually(t, 15*time.Second, "pir_2's firing", func() bool { ids = firingsOf(t, owner, "hall-empty"); return len(ids) >= 2 })
+	h.eng.Flush()
+	// Newest first; a window of pir_2 left open by its return would have
+	// fired a third time before this one.
+	if got := because(firingsOf(t, owner, "hall-empty")); js(got) != `["pir_2","pir_1"]` {
+		t.Fatalf("firings came from %v", got)
+	}
+}

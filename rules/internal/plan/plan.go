@@ -203,9 +203,9 @@ func DescribeTrigger(t *model.RunTrigger, zone string, loc *time.Location) strin
 		} else if notTo.Set {
 			s += " to anything but " + oneOfText(notTo.V)
 		}
-		return s + holdText(t, "and stays so")
+		return s + holdText(t, "and stays so") + eachText(t)
 	case model.TriggerNumeric:
-		return "When " + triggerSubject(t) + " goes " + boundsText(t) + holdText(t, "and stays there")
+		return "When " + triggerSubject(t) + " goes " + boundsText(t) + holdText(t, "and stays there") + eachText(t)
 	case model.TriggerEvent:
 		s := "When event " + t.EntityID + " arrives"
 		if list, isList := t.ToValue.([]any); t.ToSet && isList {
@@ -427,6 +427,15 @@ func templateText(t *model.Template) string {
 		return "(value)"
 	}
 	return b.String()
+}
+
+// eachText says that a held trigger by selector holds each state on its
+// own.
+func eachText(t *model.RunTrigger) string {
+	if t.Selector() == nil || holdText(t, "") == "" {
+		return ""
+	}
+	return " (each device on its own)"
 }
 
 // triggerSubject is what a state or numeric trigger watches, as plans

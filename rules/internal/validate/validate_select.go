@@ -64,12 +64,8 @@ func (c *checker) selectCall(s *model.Step) {
 	}
 }
 
-// selectTrigger checks a state trigger by selector. A held ("for")
-// selector trigger is refused: which of the addressed states must hold
-// would be ambiguous.
+// selectTrigger checks a state trigger by selector. A held ("for") one
+// holds each state it addresses on its own.
 func (c *checker) selectTrigger(t *model.Trigger) {
 	c.resolveSelector(t.Select, pilotage.KindState, t.Ptr+"/state")
-	if t.For > 0 {
-		c.d.Add(core.CodeConstraint, t.Ptr+"/for", "watch one state by id to hold it, or wait in the body", "a trigger by selector cannot hold (\"for\"): it fires on a change of any state it addresses")
-	}
 }
