@@ -27,6 +27,9 @@ func (at *armedTrigger) holdID() string {
 type heldWindow struct {
 	timer         *time.Timer
 	left, entered any
+	// each: a trigger by selector's windows, by state (its own timer
+	// is nil).
+	each map[string]*heldWindow
 }
 
 // openHold starts the window; at.mu is held.
@@ -76,15 +79,20 @@ type heldState struct {
 // closeHold cancels the window; at.mu is held. forget=false keeps the
 // persisted deadline (server shutdown: the window resumes at the next start).
 func (at *armedTrigger) closeHold(forget bool) {
-	if at.hold != nil {
-		at.hold.timer.Stop()
+	if w := at.hold; w != nil {
+		for entity := range w.each {
+			at.closeWindow(entity, forget)
+		}
+		if w.timer != nil {
+			w.timer.Stop()
+		}
 		at.hold = nil
+		if w.each != nil {
+			return // a trigger by selector has no window of its own
+		}
 	}
 	if forget {
 		at.r.s.pend.Delete(at.holdID())
-	}
-	for entity := range at.holds {
-		at.closeWindow(entity, forget)
 	}
 }
 

@@ -17,10 +17,10 @@ import (
 // window is the open window of entity ("" = the trigger's one window);
 // at.mu is held.
 func (at *armedTrigger) window(entity string) *heldWindow {
-	if entity == "" {
+	if entity == "" || at.hold == nil {
 		return at.hold
 	}
-	return at.holds[entity]
+	return at.hold.each[entity]
 }
 
 // setWindow records (w != nil) or forgets entity's window; at.mu is held.
@@ -29,12 +29,12 @@ func (at *armedTrigger) setWindow(entity string, w *heldWindow) {
 	case entity == "":
 		at.hold = w
 	case w != nil:
-		if at.holds == nil {
-			at.holds = map[string]*heldWindow{}
+		if at.hold == nil {
+			at.hold = &heldWindow{each: map[string]*heldWindow{}}
 		}
-		at.holds[entity] = w
-	default:
-		delete(at.holds, entity)
+		at.hold.each[entity] = w
+	case at.hold != nil:
+		delete(at.hold.each, entity)
 	}
 }
 
@@ -48,9 +48,9 @@ func (at *armedTrigger) windowID(entity string) string {
 
 // closeWindow cancels entity's window (see closeHold); at.mu is held.
 func (at *armedTrigger) closeWindow(entity string, forget bool) {
-	if w := at.holds[entity]; w != nil {
+	if w := at.window(entity); w != nil {
 		w.timer.Stop()
-		delete(at.holds, entity)
+		at.setWindow(entity, nil)
 	}
 	if forget {
 		at.r.s.pend.Delete(at.windowID(entity))
@@ -63,10 +63,10 @@ func (at *armedTrigger) closeWindow(entity string, forget bool) {
 func (at *armedTrigger) observeHeld(ch devices.Change, matched, restored bool) {
 	at.mu.Lock()
 	defer at.mu.Unlock()
-	if w := at.holds[ch.ID]; w != nil && !at.t.Keeps(w.left, w.entered, ch.Value) {
+	if w := at.window(ch.ID); w != nil && !at.t.Keeps(w.left, w.entered, ch.Value) {
 		at.closeWindow(ch.ID, true)
 	}
-	if matched && at.holds[ch.ID] == nil {
+	if matched && at.window(ch.ID) == nil {
 		because := describeChange(ch.ID, ch, restored) + " and held for " + at.t.For().String()
 		at.openWindow(ch.ID, ch.Value, ch.Prev, because, at.r.s.e.Now().Add(at.t.For()))
 	}
@@ -105,7 +105,7 @@ func (at *armedTrigger) resumeWindows() {
 			continue
 		}
 		at.mu.Lock()
-		if at.holds[entity] == nil {
+		if at.window(entity) == nil {
 			because := entity + " changed to " + compact(st.Value) + " before the restart and the window held"
 			at.openWindow(entity, st.Value, st.Left, because, saved.Deadline)
 		}

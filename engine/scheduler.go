@@ -36,6 +36,7 @@ type scheduler struct {
 
 	// Triggers by selector (selector.go); changed under mu.
 	selIdx catalog.SelectIndex[*armedTrigger]
+	over   selectorOverflow // those that address more states than they watch
 
 	pend       *pending.Writer
 	savedHolds map[string]storage.Pending // held windows persisted before the start
@@ -90,10 +91,7 @@ type armedTrigger struct {
 	t    *rules.RunTrigger // in the rule's run form
 	self [1]*armedTrigger  // {itself}: the index entry of an entity only it watches
 	mu   sync.Mutex
-	hold *heldWindow // pending "for" window
-	// holds: a trigger by selector's pending windows, by state (nil
-	// until one opens; at most MaxSelected).
-	holds map[string]*heldWindow
+	hold *heldWindow // pending "for" window (a trigger by selector's: one per state)
 
 	// Guarded by the scheduler's mu while armed:
 	cronID cron.EntryID  // its cron entry (cron and time triggers; 0 = none)
@@ -336,6 +334,7 @@ func (s *scheduler) disarmLocked(ar *armedRule) int {
 	for _, at := range ar.triggers {
 		if at.t.Selector() != nil {
 			s.selIdx.Remove(at)
+			s.over.forget(at)
 			at.mu.Lock()
 			at.closeHold(!s.closing) // at shutdown the windows' deadlines are kept
 			at.mu.Unlock()
@@ -476,6 +475,9 @@ func (ar *armedRule) info(e *Engine) ruleArmInfo {
 	for _, at := range ar.triggers {
 		t := at.t
 		ti := pilotage.TriggerInfo{ID: t.ID(), Kind: string(t.Kind()), Entity: t.Entity()}
+		if t.Selector() != nil {
+			ti.Note = at.overflowNote(e)
+		}
 		var next time.Time
 		switch t.Kind() {
 		case rules.TriggerCron, rules.TriggerTime:

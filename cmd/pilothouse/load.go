@@ -44,8 +44,11 @@ type loadReport struct {
 	Recorder engine.RecorderStats `json:"recorder"`
 	// Firings: the firing slots now; a firing that waited a second for
 	// one means events are answered late (saturated).
-	Firings  engine.FiringLoad `json:"firings"`
-	Warnings []string          `json:"warnings,omitempty"`
+	Firings engine.FiringLoad `json:"firings"`
+	// Selectors: triggers by selector that address more states than they
+	// watch (the first rules.MaxSelected by id), now and since the start.
+	Selectors engine.SelectorOverflow `json:"selectors"`
+	Warnings  []string                `json:"warnings,omitempty"`
 }
 
 // saturatedWait is how long the oldest firing may wait for a slot before
@@ -62,7 +65,11 @@ func (a *app) load() loadReport {
 	r.Recorder = a.eng.RecorderStats()
 	rec := r.Recorder
 	r.Firings = a.eng.FiringLoad()
+	r.Selectors = a.eng.SelectorOverflow()
 	r.Status = "ok"
+	if n := r.Selectors.Now; n > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d triggers by selector address more states than they watch: pilothouse_rules says which (narrow them with area, type or tag)", n))
+	}
 	if fl := r.Firings; fl.OldestWaitMS >= float64(saturatedWait.Milliseconds()) {
 		r.Status = "saturated"
 		r.Warnings = append(r.Warnings, fmt.Sprintf("saturated: %d firings wait for one of the %d run slots, the oldest for %s; events are answered late (the engine is past its capacity)",

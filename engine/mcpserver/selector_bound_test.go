@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -112,5 +113,47 @@ func TestSelectorTriggerHoldsEachState(t *testing.T) {
 	// fired a third time before this one.
 	if got := because(firingsOf(t, owner, "hall-empty")); js(got) != `["pir_2","pir_1"]` {
 		t.Fatalf("firings came from %v", got)
+	}
+}
+
+// TestSelectorTriggerOverflowIsBounded: a trigger on every hall sensor,
+// deployed when the hall held two, watches at most 64 (the first by id)
+// once 66 sensors joined: the 66th fires nothing, the first still does,
+// and the rule's status and the engine's counter say so.
+func TestSelectorTriggerOverflowIsBounded(t *testing.T) {
+	h := newZ2MHouse(t, nil)
+	owner := h.client("")
+	devs := []z2mDev{{"lamp_a", "light", "living"}, {"pir_00", "motion", "hall"}}
+	h.announce(devs...)
+	const src = `{"name":"hall-any","mode":"parallel","triggers":[{"id":"m","state":{"area":"hall","property":"occupancy"},"to":true}],
+	  "steps":[{"id":"on","call":"lamp_a.set","args":{"state":"ON"}}]}`
+	if r := deployOf(t, owner, src); r["outcome"].(map[string]any)["ok"] != true {
+		t.Fatalf("deploy: %s", js(r))
+	}
+	for i := 1; i < 66; i++ {
+		devs = append(devs, z2mDev{fmt.Sprintf("pir_%02d", i), "motion", "hall"})
+	}
+	h.announce(devs...)
+	n := h.count()
+	for _, p := range []string{"pir_65", "pir_00"} { // the 66th by id, then the first
+		h.report(p, `{"occupancy":false}`)
+		h.report(p, `{"occupancy":true}`)
+	}
+	h.commands(n, 1)
+	var ids []string
+	testutil.Eventually(t, 10*time.Second, "the firing's record", func() bool { ids = firingsOf(t, owner, "hall-any"); return len(ids) >= 1 })
+	h.eng.Flush()
+	if ids = firingsOf(t, owner, "hall-any"); len(ids) != 1 {
+		t.Fatalf("%d firings, want 1 (pir_00's)", len(ids))
+	}
+	if tr, _ := callTool(t, owner, "pilotage_trace", map[string]any{"run_id": ids[0]}); !strings.Contains(js(tr), "because pir_00.occupancy") {
+		t.Fatalf("the firing: %s", js(tr))
+	}
+	out, _ := callTool(t, owner, "pilothouse_rules", map[string]any{})
+	if !strings.Contains(js(out), "its selector addresses 66 states now; the trigger watches only the first 64 by id") {
+		t.Fatalf("the rule's status does not say it: %s", js(out))
+	}
+	if got := h.eng.SelectorOverflow(); got.Now != 1 || got.Total != 1 {
+		t.Fatalf("overflow counter %+v, want 1 now and 1 in all", got)
 	}
 }
