@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -37,6 +38,13 @@ func (l *cfgLoader) helpers(n *yaml.Node, key string) error {
 			return err
 		}
 		d.Kind = helpers.Kind(kind)
+		if low := strings.ToLower(d.ID); low != d.ID {
+			// Ids are lowercase; the name keeps the case written.
+			if d.Name == "" {
+				d.Name = strings.ReplaceAll(d.ID, "_", " ")
+			}
+			d.ID = low
+		}
 		if err := d.Normalize(); err != nil {
 			return l.errAt(it, k, "%v", err)
 		}
