@@ -215,6 +215,9 @@ func DescribeTrigger(t *model.RunTrigger, zone string, loc *time.Location) strin
 		}
 		return s
 	case model.TriggerCron:
+		if in := t.Inputs(); model.HasField(in, "cron") {
+			return "On the cron schedule " + model.FieldText(in, "cron", "") + inZone(zone, "")
+		}
 		return clock.CronWords(t.Spec()) + inZone(zone, clock.DSTNote(t.Schedule(), loc))
 	case model.TriggerTime:
 		return "Every day at " + atText(t) + inZone(zone, clock.DSTNote(t.Schedule(), loc))
@@ -376,12 +379,12 @@ func describeWait(w *model.WaitStep) string {
 	if w.Hold != nil {
 		d += " for " + durationText(w.Hold)
 	}
-	if w.Timeout > 0 {
+	if w.Timeout > 0 || model.HasField(w.Inputs, "timeout") {
 		then := "then the run times out"
 		if w.Cont {
 			then = "then the run goes on"
 		}
-		d += " (at most " + clock.HumanDuration(w.Timeout) + ", " + then + ")"
+		d += " (at most " + model.FieldText(w.Inputs, "timeout", clock.HumanDuration(w.Timeout)) + ", " + then + ")"
 	}
 	return d
 }
