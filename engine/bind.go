@@ -182,13 +182,14 @@ func (iv installedView) Watching(entity string) []rules.InstalledTrigger {
 	s.mu.RLock()
 	ats := slices.Clone(s.index[entity])
 	s.mu.RUnlock()
+	ats = append(ats, s.selected(entity)...) // triggers by selector watching it now
 	var out []rules.InstalledTrigger
 	for _, at := range ats {
 		ar := at.r
 		if !iv.e.armedVisible(iv.p, iv.v, ar) {
 			continue
 		}
-		out = append(out, rules.InstalledTrigger{Rule: ar.name, Trigger: at.t, Calls: ar.c.Calls()})
+		out = append(out, rules.InstalledTrigger{Rule: ar.name, Trigger: at.t, Calls: ar.c.Calls(), Selects: ar.c.CallSelectors()})
 	}
 	return out
 }

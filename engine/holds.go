@@ -27,31 +27,45 @@ func (at *armedTrigger) holdID() string {
 type heldWindow struct {
 	timer         *time.Timer
 	left, entered any
+	// each: a trigger by selector's windows, by state (its own timer
+	// is nil).
+	each map[string]*heldWindow
 }
 
 // openHold starts the window; at.mu is held.
 func (at *armedTrigger) openHold(val, prev any, because string, deadline time.Time) {
+	at.openWindow("", val, prev, because, deadline)
+}
+
+// openWindow starts the window of entity (a trigger by selector holds
+// each state it addresses on its own; "" is the trigger's one window);
+// at.mu is held.
+func (at *armedTrigger) openWindow(entity string, val, prev any, because string, deadline time.Time) {
 	s := at.r.s
 	d := time.Until(deadline)
 	if d < 0 {
 		d = 0
 	}
 	w := &heldWindow{left: prev, entered: val}
-	at.hold = w
+	at.setWindow(entity, w)
 	w.timer = time.AfterFunc(d, func() {
 		at.mu.Lock()
-		if at.hold != w {
+		if at.window(entity) != w {
 			// Closed while this call waited for the lock: Stop came too late.
 			at.mu.Unlock()
 			return
 		}
-		at.hold = nil
+		at.setWindow(entity, nil)
 		at.mu.Unlock()
-		s.pend.Delete(at.holdID())
-		at.fire(val, prev, because)
+		s.pend.Delete(at.windowID(entity))
+		if entity != "" && !at.selects(entity) {
+			s.e.log.Info("a held window ended without firing: its state is no longer addressed by the trigger's selector", "rule", at.r.name, "trigger", at.t.ID(), "state", entity)
+			return
+		}
+		at.fireAs(entity, val, prev, because)
 	})
 	state, _ := json.Marshal(heldState{Value: val, Left: prev})
-	s.pend.Put(storage.Pending{ID: at.holdID(), Rule: at.r.name, Kind: "for", Deadline: deadline, State: state})
+	s.pend.Put(storage.Pending{ID: at.windowID(entity), Rule: at.r.name, Kind: "for", Deadline: deadline, State: state})
 }
 
 // heldState is a window's persisted change: the value it entered and the
@@ -65,9 +79,17 @@ type heldState struct {
 // closeHold cancels the window; at.mu is held. forget=false keeps the
 // persisted deadline (server shutdown: the window resumes at the next start).
 func (at *armedTrigger) closeHold(forget bool) {
-	if at.hold != nil {
-		at.hold.timer.Stop()
+	if w := at.hold; w != nil {
+		for entity := range w.each {
+			at.closeWindow(entity, forget)
+		}
+		if w.timer != nil {
+			w.timer.Stop()
+		}
 		at.hold = nil
+		if w.each != nil {
+			return // a trigger by selector has no window of its own
+		}
 	}
 	if forget {
 		at.r.s.pend.Delete(at.holdID())

@@ -37,7 +37,9 @@ func (e *Engine) runOnce(ctx context.Context, p *Principal, runID string, c *rul
 	// worse than one finished), within the wall-time bound.
 	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.Limits.MaxWall)
 	defer cancel()
-	w := &liveWorld{e: e, p: p}
+	// Held to its plan's risk, as a firing is: a riskier device that
+	// joined a selector's area since it was validated is refused.
+	w := &liveWorld{e: e, p: p, ceiling: &plan.MaxRiskHints}
 	// A program has at least one trigger: the first one stands for the
 	// caller's hand (nothing is armed).
 	tf := rules.TriggerFire{ID: c.Triggers()[0].ID(), Time: e.Now().In(e.cfg.TimeZone), Because: "manual run by " + p.Name}

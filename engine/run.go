@@ -83,7 +83,14 @@ func (e *Engine) simWorld(p *Principal, v *view, scen rules.Scenario) *rules.Sim
 		w.SetCallCheck(func(id string, args map[string]any) error { return callError(e.devs.CheckArgs(id, args)) })
 	}
 	if e.helpers != nil {
-		w.SetStateEffects(e.helpers.Simulate)
+		w.SetStateEffects(func(id string, args map[string]any, now time.Time, state func(string) (any, bool)) (map[string]any, []rules.Later, bool, error) {
+			changes, later, handled, err := e.helpers.Simulate(id, args, now, state)
+			out := make([]rules.Later, len(later))
+			for i, l := range later {
+				out[i] = rules.Later(l)
+			}
+			return changes, out, handled, err
+		})
 	}
 	w.SetPlace(e.place())
 	w.SetChangedBase(func(id string) (time.Time, bool) { return e.lastChanged(p, id) })

@@ -36,6 +36,7 @@ type scheduler struct {
 
 	// Triggers by selector (selector.go); changed under mu.
 	selIdx catalog.SelectIndex[*armedTrigger]
+	over   selectorOverflow // those that address more states than they watch
 
 	pend       *pending.Writer
 	savedHolds map[string]storage.Pending // held windows persisted before the start
@@ -90,7 +91,7 @@ type armedTrigger struct {
 	t    *rules.RunTrigger // in the rule's run form
 	self [1]*armedTrigger  // {itself}: the index entry of an entity only it watches
 	mu   sync.Mutex
-	hold *heldWindow // pending "for" window
+	hold *heldWindow // pending "for" window (a trigger by selector's: one per state)
 
 	// Guarded by the scheduler's mu while armed:
 	cronID cron.EntryID  // its cron entry (cron and time triggers; 0 = none)
@@ -247,7 +248,10 @@ func (s *scheduler) armLocked(ar *armedRule) {
 		switch t.Kind() {
 		case rules.TriggerState, rules.TriggerNumeric, rules.TriggerEvent:
 			if t.Selector() != nil {
-				s.selIdx.Add(at) // never held: validation refuses "for" here
+				s.selIdx.Add(at)
+				if t.For() > 0 {
+					at.resumeWindows()
+				}
 				continue
 			}
 			if ats := s.index[t.Entity()]; len(ats) == 0 {
@@ -330,6 +334,10 @@ func (s *scheduler) disarmLocked(ar *armedRule) int {
 	for _, at := range ar.triggers {
 		if at.t.Selector() != nil {
 			s.selIdx.Remove(at)
+			s.over.forget(at)
+			at.mu.Lock()
+			at.closeHold(!s.closing) // at shutdown the windows' deadlines are kept
+			at.mu.Unlock()
 			continue
 		}
 		entity := at.t.Entity()
@@ -420,6 +428,10 @@ func (at *armedTrigger) observe(ch devices.Change, restored bool) {
 		}
 		return
 	}
+	if t.Selector() != nil {
+		at.observeHeld(ch, matched, restored)
+		return
+	}
 	at.mu.Lock()
 	defer at.mu.Unlock()
 	if w := at.hold; w != nil && !t.Keeps(w.left, w.entered, ch.Value) {
@@ -467,6 +479,9 @@ func (ar *armedRule) info(e *Engine) ruleArmInfo {
 	for _, at := range ar.triggers {
 		t := at.t
 		ti := pilotage.TriggerInfo{ID: t.ID(), Kind: string(t.Kind()), Entity: t.Entity()}
+		if t.Selector() != nil {
+			ti.Note = at.overflowNote(e)
+		}
 		var next time.Time
 		switch t.Kind() {
 		case rules.TriggerCron, rules.TriggerTime:

@@ -1,6 +1,9 @@
 package engine
 
 import (
+	"fmt"
+	"sync"
+
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 )
@@ -16,7 +19,9 @@ func (w *liveWorld) Select(kind pilotage.Kind, sel *rules.Selector) []string {
 }
 
 // selected returns the triggers by selector watching state id, resolved
-// in each rule owner's view of the catalog now.
+// in each rule owner's view of the catalog now. A trigger watches at most
+// rules.MaxSelected states (the first by id): one whose area grew past
+// that since it was validated is bounded, and says so.
 func (s *scheduler) selected(id string) []*armedTrigger {
 	s.mu.RLock()
 	trigs, ver := s.selIdx.Snapshot()
@@ -29,6 +34,79 @@ func (s *scheduler) selected(id string) []*armedTrigger {
 		gen = snap.Gen
 	}
 	return s.selIdx.Lookup(id, trigs, ver, gen, func(at *armedTrigger) []string {
-		return s.e.cat.View(at.r.principal).Select(pilotage.KindState, at.t.Selector())
+		ids := s.e.cat.View(at.r.principal).Select(pilotage.KindState, at.t.Selector())
+		s.over.note(s, at, len(ids))
+		if len(ids) > rules.MaxSelected {
+			ids = ids[:rules.MaxSelected]
+		}
+		return ids
 	})
+}
+
+// selectorOverflow tracks the triggers by selector that address more
+// states than they watch: a rule's status names them (overflowNote), a
+// log line marks each time one goes over, and /healthz counts them.
+type selectorOverflow struct {
+	mu    sync.Mutex
+	now   map[*armedTrigger]int // over the bound now: how many it addresses
+	total uint64                // times a trigger went over since the start
+}
+
+// note records that at addresses n states now.
+func (o *selectorOverflow) note(s *scheduler, at *armedTrigger, n int) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	was := o.now[at]
+	switch {
+	case n > rules.MaxSelected && was == 0:
+		if o.now == nil {
+			o.now = map[*armedTrigger]int{}
+		}
+		o.now[at] = n
+		o.total++
+		s.e.log.Warn("a trigger by selector addresses more states than it watches; narrow it with area, type or tag",
+			"rule", at.r.name, "trigger", at.t.ID(), "addresses", n, "watched", rules.MaxSelected)
+	case n > rules.MaxSelected:
+		o.now[at] = n
+	case was > 0:
+		delete(o.now, at)
+		s.e.log.Info("a trigger by selector watches every state it addresses again", "rule", at.r.name, "trigger", at.t.ID(), "addresses", n)
+	}
+}
+
+// forget drops a disarmed trigger.
+func (o *selectorOverflow) forget(at *armedTrigger) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.now, at)
+}
+
+// overflowNote says, for a rule's status, that the trigger watches only
+// part of what its selector addresses now in its owner's scope ("" when
+// it watches all).
+func (at *armedTrigger) overflowNote(e *Engine) string {
+	n := len(e.cat.View(at.r.principal).Select(pilotage.KindState, at.t.Selector()))
+	if n <= rules.MaxSelected {
+		return ""
+	}
+	return fmt.Sprintf("its selector addresses %d states now; the trigger watches only the first %d by id: narrow it with area, type or tag", n, rules.MaxSelected)
+}
+
+// SelectorOverflow is how many triggers by selector watch only part of
+// what they address now, and how many times one went over since the
+// start (/healthz).
+type SelectorOverflow struct {
+	Now   int    `json:"now"`
+	Total uint64 `json:"total"`
+}
+
+// SelectorOverflow reports the triggers by selector over their bound.
+func (e *Engine) SelectorOverflow() SelectorOverflow {
+	if e.sched == nil {
+		return SelectorOverflow{}
+	}
+	o := &e.sched.over
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return SelectorOverflow{Now: len(o.now), Total: o.total}
 }

@@ -104,7 +104,8 @@ func (d *Def) Normalize() error {
 		return invalid("id %q is reserved", d.ID)
 	}
 	if d.Name == "" {
-		d.Name = strings.ReplaceAll(d.ID, "_", " ")
+		// "vacation_mode" reads "Vacation mode", as Home Assistant names it.
+		d.Name = strings.ToUpper(d.ID[:1]) + strings.ReplaceAll(d.ID[1:], "_", " ")
 	}
 	if len(d.Name) > maxNameLen || len(d.Area) > maxNameLen || len(d.Unit) > 16 {
 		return invalid("name and area: at most %d bytes; unit: at most 16", maxNameLen)

@@ -87,6 +87,32 @@ func (m *Manager) dropped(id string, old *helper) {
 	m.o.Note(id, old.def.Area, id+": removed, no longer in the configuration file (its state was "+string(val)+")")
 }
 
+// StartWithDefaults is Start with defaults (the demo house's helpers)
+// served as the configuration file's are, except where the file or the
+// owner already has a helper of that id: theirs wins.
+func (m *Manager) StartWithDefaults(ctx context.Context, config, defaults []Def) error {
+	stored, err := m.load(ctx)
+	if err != nil {
+		return err
+	}
+	taken := map[string]bool{}
+	for _, d := range config {
+		taken[d.ID] = true
+	}
+	for id, h := range stored {
+		if h.source != SourceConfig {
+			taken[id] = true
+		}
+	}
+	all := append([]Def(nil), config...)
+	for _, d := range defaults {
+		if !taken[d.ID] {
+			all = append(all, d)
+		}
+	}
+	return m.Start(ctx, all)
+}
+
 // load reads the stored helpers; one that no longer reads is logged and
 // left out (its row stays for a later version to read).
 func (m *Manager) load(ctx context.Context) (map[string]*helper, error) {

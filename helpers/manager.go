@@ -276,13 +276,14 @@ func (m *Manager) Close() {
 
 // Simulate predicts a helper action's effect for a test run, whose world
 // is read through state at the virtual now: the helper's states that
-// change (state id → value), or the error the real call would give.
-// handled is false for an action of no helper. Nothing is stored, served
-// or fired (a started timer's end is not simulated).
-func (m *Manager) Simulate(actionID string, args map[string]any, now time.Time, state func(string) (any, bool)) (map[string]any, bool, error) {
+// change (state id → value), what follows on its own (later: the event a
+// finish or cancel fires now, the end of a timer it starts), or the error
+// the real call would give. handled is false for an action of no helper.
+// Nothing is stored, served or fired.
+func (m *Manager) Simulate(actionID string, args map[string]any, now time.Time, state func(string) (any, bool)) (changes map[string]any, later []SimLater, handled bool, err error) {
 	id, verb, ok := cut(actionID)
 	if !ok {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	m.mu.Lock()
 	h := m.byID[id]
@@ -293,7 +294,7 @@ func (m *Manager) Simulate(actionID string, args map[string]any, now time.Time, 
 	}
 	m.mu.Unlock()
 	if h == nil {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	for k := range cur {
 		if v, ok := state(id + "." + k); ok {
@@ -302,13 +303,37 @@ func (m *Manager) Simulate(actionID string, args map[string]any, now time.Time, 
 	}
 	out, err := d.apply(cur, verb, args, now)
 	if err != nil {
-		return nil, true, fmt.Errorf("helpers: %w", err)
+		return nil, nil, true, fmt.Errorf("helpers: %w", err)
 	}
+	changes = diffValues(id, cur, out.value)
+	if out.event != "" {
+		later = append(later, SimLater{At: now, Event: map[string]any{id + "." + out.event: out.event}})
+	}
+	if end := finishesAt(out.value); d.Kind == Timer && !end.IsZero() {
+		// The timer ends then unless cancelled, paused or started again
+		// (each changes finishes_at).
+		fin, _ := d.apply(out.value, "finish", nil, end)
+		later = append(later, SimLater{At: end, If: map[string]any{id + ".finishes_at": out.value["finishes_at"]},
+			State: diffValues(id, out.value, fin.value), Event: map[string]any{id + ".finished": fin.event}})
+	}
+	return changes, later, true, nil
+}
+
+// SimLater is what a simulated helper action makes happen on its own on
+// a test run's clock (rules.Later).
+type SimLater struct {
+	At               time.Time
+	If, State, Event map[string]any
+}
+
+// diffValues lists the states of helper id whose value differs from cur
+// in next (state id → new value).
+func diffValues(id string, cur, next Value) map[string]any {
 	changes := map[string]any{}
-	for k, v := range out.value {
+	for k, v := range next {
 		if !equal(cur[k], v) {
 			changes[id+"."+k] = v
 		}
 	}
-	return changes, true, nil
+	return changes
 }

@@ -48,6 +48,9 @@ type TriggerInfo struct {
 	NextFire *time.Time `json:"next_fire,omitempty"` // local, with its UTC offset
 	// TimeZone is the zone a schedule or sun trigger's times are in.
 	TimeZone string `json:"time_zone,omitempty"`
+	// Note says what the trigger does not do as written (a selector
+	// addressing more states than a trigger watches).
+	Note string `json:"note,omitempty"`
 }
 
 // RuleInfo is one installed rule as pilothouse_rules lists it.

@@ -350,6 +350,10 @@ func SectionOf(body string, topic string) (string, bool) {
 // instead of published. It has no side effect outside itself.
 type SimWorld = sim.SimWorld
 
+// Later is what a simulated call makes happen on its own on a test run's
+// virtual clock (a timer's end).
+type Later = sim.Later
+
 const StatusApprovalPending = core.StatusApprovalPending
 
 const StatusBroken = core.StatusBroken

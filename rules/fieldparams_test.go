@@ -25,6 +25,7 @@ func fieldParamsProgWith(trigger, steps, extra string) string {
     "open_duration": {"type": "string", "format": "duration", "default": "10m"},
     "wake": {"type": "string", "default": "07:30"},
     "shift": {"type": "string", "default": "-30m"},
+    "schedule": {"type": "string", "default": "0 30 7 * * *"},
     "label": {"type": "boolean"}` + extra + `}},
   "triggers": [` + trigger + `],
   "steps": ` + steps + `}`
@@ -51,6 +52,8 @@ var fieldParamCases = []struct {
 		"Every day at {{ params.wake }} (default \"07:30\")", "Every day at 06:45"},
 	{"offset", `{"id": "t", "sun": "sunset", "offset": "{{ params.shift }}"}`, map[string]any{"shift": "15m"},
 		"At sunset shifted by {{ params.shift }} (default \"-30m\")", "At 15 minutes after sunset"},
+	{"cron", `{"id": "t", "cron": "{{ params.schedule }}"}`, map[string]any{"schedule": "0 30 7 * * 1-5"},
+		"On the cron schedule {{ params.schedule }} (default \"0 30 7 * * *\")", "At 07:30"},
 }
 
 // TestParamFields decodes, validates and binds each field a param may

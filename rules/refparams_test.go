@@ -24,7 +24,7 @@ func (in installed) Watching(entity string) []InstalledTrigger {
 		ts := c.Triggers()
 		for i := range ts {
 			if ts[i].Entity() == entity {
-				out = append(out, InstalledTrigger{Rule: c.Name(), Trigger: &ts[i], Calls: c.Calls()})
+				out = append(out, InstalledTrigger{Rule: c.Name(), Trigger: &ts[i], Calls: c.Calls(), Selects: c.CallSelectors()})
 			}
 		}
 	}

@@ -36,8 +36,7 @@ func TestSelectorValidate(t *testing.T) {
 		{name: "unknown member", step: `{"id":"off","call":{"room":"hall","action":"set"},"args":{"state":"OFF"}}`,
 			code: core.CodeUnknownField, path: "/steps/0/call/room"},
 		{name: "trigger", trigger: `{"id":"m","state":{"area":"hall","property":"occupancy"},"to":true}`},
-		{name: "trigger held", trigger: `{"id":"m","state":{"area":"hall","property":"occupancy"},"to":false,"for":"5m"}`,
-			code: core.CodeConstraint, path: "/triggers/0/for"},
+		{name: "trigger held", trigger: `{"id":"m","state":{"area":"hall","property":"occupancy"},"to":false,"for":"5m"}`},
 		{name: "trigger nothing", trigger: `{"id":"m","state":{"area":"hall","property":"smoke"},"to":true}`,
 			code: core.CodeNoMatch, path: "/triggers/0/state"},
 		{name: "trigger by tag", trigger: `{"id":"m","state":{"tag":"class:occupancy","property":"occupancy"},"to":true}`},
@@ -87,7 +86,10 @@ func TestSelectorPlanAndRun(t *testing.T) {
 	}{
 		{"lights", `{"type":"light","action":"set"}`, `{"state":"OFF"}`, []string{"hall_light.set", "porch_light.set"}, pilotage.RiskControl},
 		{"hall locks", `{"area":"hall","type":"lock","action":"set"}`, `{"state":"LOCK"}`, []string{"front_lock.set"}, pilotage.RiskSecurity},
-		{"nothing", `{"area":"attic","action":"set"}`, `{"state":"OFF"}`, nil, pilotage.RiskOf(pilotage.HintsOf(""))},
+		// Nothing now: planned at the type's risk, else control (the
+		// engine refuses anything riskier that joins later).
+		{"nothing", `{"area":"attic","action":"set"}`, `{"state":"OFF"}`, nil, pilotage.RiskControl},
+		{"no lock yet", `{"area":"attic","type":"lock","action":"set"}`, `{"state":"LOCK"}`, nil, pilotage.RiskSecurity},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -116,11 +116,12 @@ func countOf(n, of int) string {
 }
 
 // coverageOf counts the devices of list by how fully they are modelled
-// (notification channels and other device-less groups aside).
+// (notification channels, other device-less groups and helpers aside:
+// /healthz counts the same).
 func coverageOf(list []*deviceView, scoped bool) coverageView {
 	c := coverageView{Scoped: scoped}
 	for _, dv := range list {
-		if dv.Entry.Kind != pilotage.KindDevice {
+		if dv.Entry.Kind != pilotage.KindDevice || dv.Type == "helper" {
 			continue
 		}
 		c.Devices++

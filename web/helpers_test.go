@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -80,5 +81,31 @@ func TestHelpersPage(t *testing.T) {
 	}
 	if code, _, _ := guest.get("/devices/vacation_mode"); code != http.StatusNotFound {
 		t.Errorf("guest's vacation_mode page: %d", code)
+	}
+}
+
+// TestHelperPageOpensWithItsValue: a helper's page shows its value first,
+// above its controls and history (a device's page keeps its values last).
+func TestHelperPageOpensWithItsValue(t *testing.T) {
+	ownerP := &engine.Principal{Name: "owner", TokenHash: engine.HashToken(ownerTok), Deploy: true, Admin: true}
+	f := newFixture(t, []*engine.Principal{ownerP})
+	owner := f.client()
+	owner.login(ownerTok)
+	tok := owner.csrf("/helpers")
+	if code, _, _ := owner.post("/helpers", url.Values{"csrf": {tok}, "id": {"guests"}, "kind": {"counter"}, "initial": {"3"}}); code != http.StatusSeeOther {
+		t.Fatalf("create: %d", code)
+	}
+	for _, tt := range []struct {
+		path  string
+		first bool
+	}{{"/devices/guests", true}, {"/devices/hall_light", false}} {
+		_, page, _ := owner.get(tt.path)
+		now, ctl, hist := strings.Index(page, `id="now-h"`), strings.Index(page, `id="ctl-h"`), strings.Index(page, `id="hist-h"`)
+		if now < 0 || ctl < 0 || hist < 0 {
+			t.Fatalf("%s: a section is missing (now %d, control %d, history %d)", tt.path, now, ctl, hist)
+		}
+		if first := now < ctl && now < hist; first != tt.first {
+			t.Errorf("%s: values first = %v, want %v", tt.path, first, tt.first)
+		}
 	}
 }

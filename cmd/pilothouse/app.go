@@ -152,7 +152,13 @@ func (a *app) startEngine(ctx context.Context) error {
 	a.stops = append(a.stops, a.eng.Close)
 	// After the rules are armed: a timer that ended while the server was
 	// down finishes now, and the rules on its end see it.
-	if err := hm.Start(ctx, a.cfg.Helpers); err != nil {
+	start := hm.Start
+	if a.cfg.Demo {
+		start = func(ctx context.Context, config []helpers.Def) error {
+			return hm.StartWithDefaults(ctx, config, demo.Helpers())
+		}
+	}
+	if err := start(ctx, a.cfg.Helpers); err != nil {
 		return fmt.Errorf("starting the helpers: %w", err)
 	}
 	a.stops = append(a.stops, hm.Close)

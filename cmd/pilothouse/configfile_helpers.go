@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 
@@ -29,8 +30,18 @@ func (l *cfgLoader) helper() listItem[helpers.Def] {
 		"duration": l.str(&d.Duration), "initial": l.scalar(&d.Initial),
 	}
 	return listItem[helpers.Def]{keys: keys, id: &d.ID,
-		valid: func() error { d.Kind = helpers.Kind(kind); return d.Normalize() },
-		done:  func(*yaml.Node, string) (helpers.Def, error) { return d, nil }}
+		valid: func() error {
+			d.Kind = helpers.Kind(kind)
+			if low := strings.ToLower(d.ID); low != d.ID {
+				// Ids are lowercase; the name keeps the case written.
+				if d.Name == "" {
+					d.Name = strings.ReplaceAll(d.ID, "_", " ")
+				}
+				d.ID = low
+			}
+			return d.Normalize()
+		},
+		done: func(*yaml.Node, string) (helpers.Def, error) { return d, nil }}
 }
 
 func (l *cfgLoader) step(dst *float64) handler {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
 
@@ -50,7 +51,44 @@ func TestHelpersSurviveARestart(t *testing.T) {
 		t.Errorf("the logbook after the restart: %+v %v", lp.Entries, err)
 	}
 	page, _ := call(t, c, "pilotage_lookup", map[string]any{"language": "automation/1", "verb": "list", "tag": "type:helper"})
-	if n := len(page["items"].([]any)); n != 2 {
-		t.Errorf("type:helper lists %d entries, want the 2 devices", n)
+	// The file's vacation_mode wins over the demo's; the demo adds 3.
+	if n := len(page["items"].([]any)); n != 2+3 {
+		t.Errorf("type:helper lists %d entries, want the 2 devices and the demo's 3", n)
+	}
+}
+
+// TestDemoHouseShipsHelpers: a zero-setup start serves the demo house's
+// helpers (named for display), a helper of the configuration file keeps
+// the case of its name while its id is lowercase, and the demo's helpers
+// go once the demo is off.
+func TestDemoHouseShipsHelpers(t *testing.T) {
+	cfg := testConfig(t)
+	if err := parseConfigYAML("pilothouse.yaml", []byte("helpers:\n  - {id: Guest_Mode, kind: flag}\n"), cfg, nil); err != nil {
+		t.Fatal(err)
+	}
+	a := startTestApp(t, cfg)
+	c := mcpClient(t, a.URL()+"/mcp", nil, "")
+	names := map[string]string{}
+	page, _ := call(t, c, "pilotage_lookup", map[string]any{"language": "automation/1", "verb": "list", "tag": "type:helper"})
+	for _, it := range page["items"].([]any) {
+		it := it.(map[string]any)
+		names[it["id"].(string)], _ = it["name"].(string)
+	}
+	want := map[string]string{"guest_mode": "Guest Mode", "vacation_mode": "Vacation mode", "kitchen_timer": "Kitchen timer",
+		"night_counter": "Night visits", "wake_up": "Wake-up time"}
+	if !maps.Equal(names, want) {
+		t.Fatalf("helpers %v, want %v", names, want)
+	}
+	if got, _ := call(t, c, "pilotage_lookup", map[string]any{"language": "automation/1", "verb": "get", "id": "kitchen_timer.finished"}); got["entry"] == nil {
+		t.Errorf("the demo's timer has no finished event: %v", got)
+	}
+	a.stop()
+
+	cfg.Demo = false
+	b := startTestApp(t, cfg)
+	c = mcpClient(t, b.URL()+"/mcp", nil, "")
+	page, _ = call(t, c, "pilotage_lookup", map[string]any{"language": "automation/1", "verb": "list", "tag": "type:helper"})
+	if items := page["items"].([]any); len(items) != 1 || items[0].(map[string]any)["id"] != "guest_mode" {
+		t.Errorf("without the demo: %v", items)
 	}
 }

@@ -47,8 +47,11 @@ type loadReport struct {
 	Firings engine.FiringLoad `json:"firings"`
 	// OfflineChanges: state changes of devices that said they were
 	// offline; no trigger fired on them.
-	OfflineChanges uint64   `json:"offline_changes"`
-	Warnings       []string `json:"warnings,omitempty"`
+	OfflineChanges uint64 `json:"offline_changes"`
+	// Selectors: triggers by selector that address more states than they
+	// watch (the first rules.MaxSelected by id), now and since the start.
+	Selectors engine.SelectorOverflow `json:"selectors"`
+	Warnings  []string                `json:"warnings,omitempty"`
 }
 
 // saturatedWait is how long the oldest firing may wait for a slot before
@@ -66,7 +69,11 @@ func (a *app) load() loadReport {
 	rec := r.Recorder
 	r.Firings = a.eng.FiringLoad()
 	r.OfflineChanges = a.eng.OfflineChanges()
+	r.Selectors = a.eng.SelectorOverflow()
 	r.Status = "ok"
+	if n := r.Selectors.Now; n > 0 {
+		r.Warnings = append(r.Warnings, fmt.Sprintf("%d triggers by selector address more states than they watch: pilothouse_rules says which (narrow them with area, type or tag)", n))
+	}
 	if fl := r.Firings; fl.OldestWaitMS >= float64(saturatedWait.Milliseconds()) {
 		r.Status = "saturated"
 		r.Warnings = append(r.Warnings, fmt.Sprintf("saturated: %d firings wait for one of the %d run slots, the oldest for %s; events are answered late (the engine is past its capacity)",

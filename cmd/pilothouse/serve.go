@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices/demo"
@@ -98,9 +99,13 @@ func (a *app) logStarted(t0 time.Time) {
 	if cfgFile == "" {
 		cfgFile = "none (defaults, PILOTHOUSE_* and flags)"
 	}
-	devs := 0
+	devs, helps := 0, 0
 	for _, e := range a.devs.Snapshot().Entries() {
-		if e.Kind == pilotage.KindDevice {
+		switch {
+		case e.Kind != pilotage.KindDevice:
+		case slices.Contains(e.Tags, "type:helper"):
+			helps++
+		default:
 			devs++
 		}
 	}
@@ -109,7 +114,7 @@ func (a *app) logStarted(t0 time.Time) {
 		principals = "0 (every caller is the owner: loopback only)"
 	}
 	a.log.Info("pilothouse started", "in", time.Since(t0).Round(time.Millisecond), "version", versionString(),
-		"config", cfgFile, "data", a.cfg.DataDir, "principals", principals, "devices", devs)
+		"config", cfgFile, "data", a.cfg.DataDir, "principals", principals, "devices", devs, "helpers", helps)
 }
 
 // shutdown stops every part within the shutdown budget.

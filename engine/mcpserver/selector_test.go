@@ -3,6 +3,7 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -105,7 +106,7 @@ func (h *z2mHouse) announce(devs ...z2mDev) {
 		case "motion":
 			expose = map[string]any{"type": "binary", "name": "occupancy", "property": "occupancy", "access": 1, "value_on": true, "value_off": false}
 		}
-		list = append(list, map[string]any{"ieee_address": "0x00000000000000" + string(rune('a'+i)) + "1", "friendly_name": d.name,
+		list = append(list, map[string]any{"ieee_address": fmt.Sprintf("0x%016x", 0xa1+16*i), "friendly_name": d.name,
 			"type": "Router", "supported": true, "interview_completed": true, "description": "area:" + d.area,
 			"definition": map[string]any{"model": "M-" + d.kind, "vendor": "V", "description": d.kind, "exposes": []any{expose}}})
 	}

@@ -357,6 +357,9 @@ func (dc *decoder) triggerKind(n *core.JNode, t *model.Trigger, key string) {
 // cronTrigger parses a cron trigger's spec, once: the run form keeps the
 // schedule.
 func (dc *decoder) cronTrigger(v *core.JNode, t *model.Trigger) {
+	if dc.paramField(v, "cron", &t.Inputs) {
+		return
+	}
 	s, ok := dc.str(v, "cron")
 	if !ok {
 		return

@@ -117,8 +117,10 @@ func (dc *decoder) setStep(v *core.JNode, s *model.Step) {
 
 func (dc *decoder) waitStep(n *core.JNode, s *model.Step) {
 	v := n.Get("wait")
-	if t := n.Get("timeout"); t != nil {
-		s.Timeout = dc.constDuration(t, "timeout", false)
+	timeout := n.Get("timeout")
+	var byParam []model.ParamField // a timeout written "{{ params.<name> }}"
+	if timeout != nil && !dc.paramField(timeout, "timeout", &byParam) {
+		s.Timeout = dc.constDuration(timeout, "timeout", false)
 	}
 	if c := n.Get("continue_on_timeout"); c != nil {
 		s.ContinueOnTimeout, _ = dc.boolean(c, "continue_on_timeout")
@@ -129,7 +131,7 @@ func (dc *decoder) waitStep(n *core.JNode, s *model.Step) {
 	if !dc.object(v, "wait") {
 		return
 	}
-	w := &model.WaitSpec{Ptr: v.Ptr}
+	w := &model.WaitSpec{Ptr: v.Ptr, Inputs: byParam}
 	s.Wait = w
 	key, ok := dc.kindKey(v, "a wait", []string{"state", "event", "expr"})
 	if !ok {

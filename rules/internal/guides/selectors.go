@@ -15,7 +15,7 @@ func selectorTable(w writeFunc) {
 	w("| `call` | `%s` | %s |\n", m.Call, codeList(m.Filters))
 	w("| trigger `state` | `%s` | %s |\n", m.Property, codeList(m.Filters))
 	w("\n`area` matches the `area:<x>` tag (any case), `type` the device's `type:<x>`, `tag` any tag exactly. ")
-	w("Resolved at every run in the rule owner's scope (at most %d entries; at most %d selectors per program); a trigger by selector cannot hold (`for`).\n", model.MaxSelected, model.MaxSelectors)
+	w("Resolved at every run in the rule owner's scope (at most %d entries; at most %d selectors per program); a trigger by selector that holds (`for`) holds each state on its own, as Home Assistant does for a list of entities: it fires for the one that stayed, named by `trigger.entity`.\n", model.MaxSelected, model.MaxSelectors)
 }
 
 // codeList writes ss as code spans separated by commas.

@@ -94,10 +94,14 @@ func boundWait(f *frame, ws *model.WaitStep, qid string) (*model.WaitStep, *halt
 		if err != nil {
 			return nil, &halt{core.StatusFailed, fmt.Sprintf("step %q: params.%s as %s: %v", qid, in.Param, in.Field, err)}
 		}
-		n := v.(float64)
-		if in.Field == "above" {
+		switch in.Field {
+		case "timeout":
+			bound.Timeout = v.(time.Duration)
+		case "above":
+			n := v.(float64)
 			bound.Above = &n
-		} else {
+		default:
+			n := v.(float64)
 			bound.Below = &n
 		}
 	}

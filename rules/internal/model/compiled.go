@@ -81,8 +81,28 @@ func (c *Compiled) Entry(id string) *pilotage.Entry {
 	return nil
 }
 
+// CallSelectors lists the selectors of the body's calls by selector, in
+// step order: what they address is known only against a catalog.
+func (c *Compiled) CallSelectors() []*Selector {
+	var out []*Selector
+	var walk func(list []RunStep)
+	walk = func(list []RunStep) {
+		for i := range list {
+			s := &list[i]
+			if s.Kind() == StepCall && s.Flags&CallSelect != 0 {
+				out = append(out, s.More.(*Selector))
+			}
+			for ch := range s.Children() {
+				walk(ch.Steps)
+			}
+		}
+	}
+	walk(c.Steps)
+	return out
+}
+
 // Calls lists the catalog ids the body calls, sorted, each once (a call
-// through a catalog-reference param is left out until bound).
+// through a catalog-reference param or a selector is left out).
 func (c *Compiled) Calls() []string {
 	var out []string
 	var walk func(list []RunStep)

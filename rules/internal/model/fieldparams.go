@@ -12,7 +12,8 @@ import (
 )
 
 // Param fields: a trigger's or a wait's threshold (above, below), a
-// trigger's hold (for), time of day (at) or sun offset (offset), a time
+// trigger's hold (for), time of day (at), cron spec (cron) or sun offset
+// (offset), a wait's timeout, a time
 // condition's bounds (after, before) or a sun condition's offsets
 // (after_offset, before_offset) written as "{{ params.<name> }}", as a
 // Home Assistant blueprint writes !input.
@@ -71,6 +72,9 @@ var ParamFieldKinds = map[string]ParamFieldKind{
 	"for":    {[]string{"string"}, core.CodeBadDuration, "a duration such as \"10m\"", `{"type": "string", "format": "duration", "default": "10m"}`},
 	"offset": {[]string{"string"}, core.CodeBadDuration, "a duration such as \"-30m\"", `{"type": "string", "default": "-30m"}`},
 	"at":     {[]string{"string"}, core.CodeBadTime, "a time of day HH:MM or HH:MM:SS", `{"type": "string", "default": "07:30"}`},
+	// A cron trigger's spec and a wait's timeout.
+	"cron":    {[]string{"string"}, core.CodeBadCron, "a cron spec such as \"0 30 7 * * 1-5\"", `{"type": "string", "default": "0 30 7 * * 1-5"}`},
+	"timeout": {[]string{"string"}, core.CodeBadDuration, "a positive duration such as \"10m\"", `{"type": "string", "default": "10m"}`},
 	// Time conditions' bounds and sun conditions' offsets.
 	"after":         {[]string{"string"}, core.CodeBadTime, "a time of day HH:MM or HH:MM:SS", `{"type": "string", "default": "22:00"}`},
 	"before":        {[]string{"string"}, core.CodeBadTime, "a time of day HH:MM or HH:MM:SS", `{"type": "string", "default": "06:00"}`},
@@ -102,6 +106,28 @@ func FieldValue(field string, v any) (any, error) {
 			return nil, fmt.Errorf("a hold cannot be negative")
 		}
 		return d, nil
+	case "timeout":
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("want a duration such as \"10m\", got %s", core.InterpTypeName(v))
+		}
+		d, err := clock.ParseDuration(s)
+		if err == nil && d <= 0 {
+			err = fmt.Errorf("a timeout must be positive")
+		}
+		if err != nil {
+			return nil, err
+		}
+		return d, nil
+	case "cron":
+		s, ok := v.(string)
+		if !ok {
+			return nil, fmt.Errorf("want a cron spec such as \"0 30 7 * * 1-5\", got %s", core.InterpTypeName(v))
+		}
+		if _, err := clock.ParseCron(s); err != nil {
+			return nil, fmt.Errorf("cron %q: %v", s, err)
+		}
+		return s, nil
 	case "at", "after", "before":
 		s, ok := v.(string)
 		if !ok || !clock.ValidClock(s) {
@@ -165,6 +191,9 @@ func BindTrigger(t *Trigger, field string, v any) {
 	case "at":
 		t.At = v.(string)
 		t.Schedule, _ = clock.ParseCron(TimeOfDaySpec(t.At))
+	case "cron":
+		t.Cron = v.(string)
+		t.Schedule, _ = clock.ParseCron(t.Cron)
 	}
 }
 

@@ -213,7 +213,10 @@ func (in *Interner) trigger(t *Trigger) RunTrigger {
 		}
 		rt.more = m
 	case TriggerCron:
-		rt.more = &triggerMore{schedule: in.schedule(t.Cron, t.Schedule), text: in.str(t.Cron)}
+		rt.more = &triggerMore{text: in.str(t.Cron)}
+		if len(t.Inputs) == 0 {
+			rt.more.schedule = in.schedule(t.Cron, t.Schedule)
+		}
 	case TriggerTime:
 		rt.more = &triggerMore{text: in.str(t.At)}
 		if len(t.Inputs) == 0 {

@@ -154,7 +154,7 @@ func (s *Selector) Quantified(quant string) string {
 // NowText is the set s resolved to when validated, as plans say it.
 func (s *Selector) NowText() string {
 	if len(s.Resolved) == 0 {
-		return "none now"
+		return "matches nothing now"
 	}
 	return "now: " + strings.Join(s.Resolved, ", ")
 }

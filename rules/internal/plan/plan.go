@@ -76,6 +76,8 @@ type planBuilder struct {
 	ref   func(name string) *model.RefParam
 	out   []pilotage.PlanStep
 	calls []string
+	// selects: a call is by selector, so the plan says what bounds it.
+	selects bool
 }
 
 func (b *planBuilder) add(s pilotage.PlanStep) { b.out = append(b.out, s) }
@@ -106,7 +108,8 @@ func (b *planBuilder) step(s *model.RunStep, ctx planCtx) {
 		ps.Calls, ps.Selector = sel.Resolved, sel.Members(model.SelectorMembers.Call)
 		ps.RiskHints = sel.Hints
 		ps.Risk = pilotage.RiskOf(ps.RiskHints)
-		b.calls = append(b.calls, sel.Resolved...)
+		b.calls = append(b.calls, sel.Describe()+" ("+sel.NowText()+")")
+		b.selects = true
 	case s.Kind() == model.StepCall:
 		ps.Calls = []string{s.Text}
 		if e := b.entry(s.Text); e != nil {
@@ -162,8 +165,13 @@ func (b *planBuilder) summary(c *model.Compiled, risk pilotage.Risk) string {
 	default:
 		when += " and all " + core.Plural(n, "condition", "") + " hold"
 	}
-	return fmt.Sprintf("Rule %s (mode %s%s) %s; %s. Highest risk: %s.",
-		c.ProgramName, c.Mode(), throttle, when, calls, risk)
+	bound := ""
+	if b.selects {
+		// The engine holds a firing to the approved risk (its ceiling).
+		bound = "; a selector calls what it matches when the rule runs, never an entry above this risk (a riskier one that joins later is refused)"
+	}
+	return fmt.Sprintf("Rule %s (mode %s%s) %s; %s. Highest risk: %s%s.",
+		c.ProgramName, c.Mode(), throttle, when, calls, risk, bound)
 }
 
 // TriggersText describes the reserved "triggers" branch.
@@ -195,9 +203,9 @@ func DescribeTrigger(t *model.RunTrigger, zone string, loc *time.Location) strin
 		} else if notTo.Set {
 			s += " to anything but " + oneOfText(notTo.V)
 		}
-		return s + holdText(t, "and stays so")
+		return s + holdText(t, "and stays so") + eachText(t)
 	case model.TriggerNumeric:
-		return "When " + triggerSubject(t) + " goes " + boundsText(t) + holdText(t, "and stays there")
+		return "When " + triggerSubject(t) + " goes " + boundsText(t) + holdText(t, "and stays there") + eachText(t)
 	case model.TriggerEvent:
 		s := "When event " + t.EntityID + " arrives"
 		if list, isList := t.ToValue.([]any); t.ToSet && isList {
@@ -207,6 +215,9 @@ func DescribeTrigger(t *model.RunTrigger, zone string, loc *time.Location) strin
 		}
 		return s
 	case model.TriggerCron:
+		if in := t.Inputs(); model.HasField(in, "cron") {
+			return "On the cron schedule " + model.FieldText(in, "cron", "") + inZone(zone, "")
+		}
 		return clock.CronWords(t.Spec()) + inZone(zone, clock.DSTNote(t.Schedule(), loc))
 	case model.TriggerTime:
 		return "Every day at " + atText(t) + inZone(zone, clock.DSTNote(t.Schedule(), loc))
@@ -368,12 +379,12 @@ func describeWait(w *model.WaitStep) string {
 	if w.Hold != nil {
 		d += " for " + durationText(w.Hold)
 	}
-	if w.Timeout > 0 {
+	if w.Timeout > 0 || model.HasField(w.Inputs, "timeout") {
 		then := "then the run times out"
 		if w.Cont {
 			then = "then the run goes on"
 		}
-		d += " (at most " + clock.HumanDuration(w.Timeout) + ", " + then + ")"
+		d += " (at most " + model.FieldText(w.Inputs, "timeout", clock.HumanDuration(w.Timeout)) + ", " + then + ")"
 	}
 	return d
 }
@@ -419,6 +430,15 @@ func templateText(t *model.Template) string {
 		return "(value)"
 	}
 	return b.String()
+}
+
+// eachText says that a held trigger by selector holds each state on its
+// own.
+func eachText(t *model.RunTrigger) string {
+	if t.Selector() == nil || holdText(t, "") == "" {
+		return ""
+	}
+	return " (each device on its own)"
 }
 
 // triggerSubject is what a state or numeric trigger watches, as plans

@@ -115,9 +115,19 @@ type SimWorld struct {
 
 // StateEffects predicts the effect of a call whose outcome depends on the
 // state it finds (a helper's toggle or increment): the state changes
-// (state id → value) read through state at now, handled false when id is
-// not its to predict, or the error the real call would give.
-type StateEffects func(id string, args map[string]any, now time.Time, state func(id string) (any, bool)) (map[string]any, bool, error)
+// (state id → value) read through state at now, what follows the call on
+// its own (later: a timer's end, a finish's event), handled false when id
+// is not its to predict, or the error the real call would give.
+type StateEffects func(id string, args map[string]any, now time.Time, state func(id string) (any, bool)) (changes map[string]any, later []Later, handled bool, err error)
+
+// Later is what a simulated call makes happen on its own on the virtual
+// clock (a timer started now ends then): at At, if every state of If
+// still has its value (the timer was not cancelled or started again),
+// the states of State change and the events of Event occur.
+type Later struct {
+	At               time.Time
+	If, State, Event map[string]any
+}
 
 // SetStateEffects makes f predict calls before the effects NewSimWorld
 // was given.
@@ -289,10 +299,11 @@ func (w *SimWorld) Call(ctx context.Context, id string, args map[string]any) (an
 	defer w.mu.Unlock()
 	var changes map[string]any
 	if w.stateEffects != nil {
-		ch, handled, err := w.stateEffects(id, args, w.Clock, w.stateLocked)
+		ch, later, handled, err := w.stateEffects(id, args, w.Clock, w.stateLocked)
 		if err != nil {
 			return nil, err // the real call would fail here too
 		}
+		defer w.scheduleLocked(later) // once the call's own changes are made
 		if handled && ch == nil {
 			ch = map[string]any{}
 		}

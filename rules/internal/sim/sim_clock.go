@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/pilothouse/pilothouse/rules/internal/core"
@@ -18,18 +19,44 @@ type simEntry struct {
 	at    time.Time
 	state map[string]any
 	event map[string]any
+	cond  map[string]any // applied only if these states have these values (Later.If)
+}
+
+// scheduleLocked puts what calls make happen later on the timeline, after
+// the entries of the same moment; one due now happens now.
+func (w *SimWorld) scheduleLocked(later []Later) {
+	for _, l := range later {
+		e := simEntry{at: l.At, state: l.State, event: l.Event, cond: l.If}
+		if !e.at.After(w.Clock) {
+			w.applyLocked(e)
+			continue
+		}
+		i := w.next
+		for i < len(w.timeline) && !w.timeline[i].at.After(e.at) {
+			i++
+		}
+		w.timeline = slices.Insert(w.timeline, i, e)
+	}
 }
 
 // applyLocked applies one entry at the virtual now: its states change
 // (a different value is a change since() counts from), its events occur
 // (state(event) reads the last payload).
-func (w *SimWorld) applyLocked(e simEntry) {
+// It reports false for an entry whose cond no longer holds: nothing
+// happens.
+func (w *SimWorld) applyLocked(e simEntry) bool {
+	for id, want := range e.cond {
+		if got, _ := w.stateLocked(id); core.CompactJSON(got) != core.CompactJSON(want) {
+			return false // what scheduled it was undone (a timer cancelled)
+		}
+	}
 	for _, id := range core.SortedKeys(e.state) {
 		w.setLocked(id, e.state[id])
 	}
 	for _, id := range core.SortedKeys(e.event) {
 		w.scratch[id], w.changed[id] = e.event[id], w.Clock
 	}
+	return true
 }
 
 // pastLocked applies an entry before the start: the history since() and
@@ -128,9 +155,14 @@ func (w *SimWorld) forced(stepID string) (string, bool) {
 func (w *SimWorld) waitEvent(req *model.WaitRequest, end time.Time) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for i := w.next; i < len(w.timeline) && !w.timeline[i].at.After(end); i++ {
-		if v, ok := w.timeline[i].event[req.Event]; ok && model.EventMatches(req.EventValue, v) {
-			w.advanceLocked(w.timeline[i].at)
+	for w.next < len(w.timeline) && !w.timeline[w.next].at.After(end) {
+		e := w.timeline[w.next]
+		if e.at.After(w.Clock) {
+			w.Clock = e.at
+		}
+		applied := w.applyLocked(e)
+		w.next++
+		if v, ok := e.event[req.Event]; applied && ok && model.EventMatches(req.EventValue, v) {
 			return true
 		}
 	}

@@ -120,7 +120,9 @@ func (b *binding) step(s *model.Step) *model.Step {
 				v.Event = b.id(w.Event, w.Ptr, w.Ptr+"/event")
 			}
 			v.For = b.duration(w.For, "wait for")
-			b.bindWait(&v)
+			if d := b.bindWait(&v); d > 0 {
+				u.Timeout = d
+			}
 			u.Wait = &v
 		}
 	case model.StepIf:

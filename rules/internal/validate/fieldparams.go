@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/pilothouse/pilothouse/rules/internal/core"
 	"github.com/pilothouse/pilothouse/rules/internal/model"
@@ -115,19 +116,26 @@ func (b *binding) bindConditions(list []*model.Condition) []*model.Condition {
 	return out
 }
 
-// bindWait sets a wait's param fields (its thresholds).
-func (b *binding) bindWait(w *model.WaitSpec) {
+// bindWait sets a wait's param fields (its thresholds) and returns its
+// timeout when a param gives it (0: none does).
+func (b *binding) bindWait(w *model.WaitSpec) (timeout time.Duration) {
 	for _, f := range w.Inputs {
-		if v, ok := b.field(f); ok && f.Field == "above" {
+		v, ok := b.field(f)
+		switch {
+		case !ok:
+		case f.Field == "above":
 			n := v.(float64)
 			w.Above = &n
-		} else if ok && f.Field == "below" {
+		case f.Field == "below":
 			n := v.(float64)
 			w.Below = &n
+		case f.Field == "timeout":
+			timeout = v.(time.Duration)
 		}
 	}
 	b.band(w.Inputs, w.Above, w.Below, w.Ptr)
 	w.Inputs = nil
+	return timeout
 }
 
 // field reads and checks the bound value of one param field.

@@ -24,13 +24,18 @@ type InstalledTrigger struct {
 	Rule    string            // the rule's name
 	Trigger *model.RunTrigger // in its run form
 	Calls   []string          // the catalog ids its body calls (Compiled.Calls)
+	// Selects are its body's calls by selector (Compiled.CallSelectors),
+	// resolved against the caller's catalog when compared.
+	Selects []*model.Selector
 }
 
 // MaxOverlaps bounds the rules one call's overlapping_rule warnings name.
 const MaxOverlaps = 3
 
-// overlaps warns about each call of p to a device that another installed
-// rule also drives from a trigger p shares with it.
+// overlaps warns about each call of p that writes a device another
+// installed rule also writes from a trigger p shares with it. Selectors,
+// p's and the installed rules', count as what they address in the
+// caller's catalog now. Two notifications race nothing: both arrive.
 func (c *checker) overlaps(p *model.Program) {
 	if c.o.Installed == nil {
 		return
@@ -38,9 +43,16 @@ func (c *checker) overlaps(p *model.Program) {
 	type site struct{ ptr, id, dev string }
 	var sites []site
 	model.WalkSteps(p.Steps, func(s *model.Step) bool {
-		if s.Kind == model.StepCall {
-			if e, ok := c.entries[s.Call]; ok && e.Kind == pilotage.KindAction && !e.RiskHints.ReadOnly {
-				sites = append(sites, site{s.Ptr + "/call", s.Call, c.deviceID(e.ID)})
+		if s.Kind != model.StepCall {
+			return true
+		}
+		ids := []string{s.Call}
+		if s.Target != nil {
+			ids = s.Target.Resolved
+		}
+		for _, id := range ids {
+			if dev := c.writes(id); dev != "" {
+				sites = append(sites, site{s.Ptr + "/call", id, dev})
 			}
 		}
 		return true
@@ -50,35 +62,61 @@ func (c *checker) overlaps(p *model.Program) {
 	}
 	warned, named := map[string]bool{}, map[string]int{}
 	for _, t := range p.Triggers {
-		if t.Entity == "" || strings.Contains(t.Entity, "{{") {
-			continue
-		}
-		for _, it := range c.o.Installed.Watching(t.Entity) {
-			if it.Rule == p.Name || it.Trigger == nil || !sameTrigger(t, it.Trigger) {
-				continue
-			}
-			for _, s := range sites {
-				other := c.drives(it.Calls, s.dev)
-				if other == "" || warned[s.ptr+"\x00"+it.Rule] || named[s.ptr] == MaxOverlaps {
+		for _, entity := range watched(t) {
+			for _, it := range c.o.Installed.Watching(entity) {
+				if it.Rule == p.Name || it.Trigger == nil || !sameTrigger(t, it.Trigger) {
 					continue
 				}
-				warned[s.ptr+"\x00"+it.Rule] = true
-				named[s.ptr]++
-				c.d.Add(core.CodeOverlappingRule, s.ptr, "merge the two into one rule, or make their conditions exclusive; deploying under the name "+it.Rule+" replaces that rule",
-					"rule %q also calls %s %s (its trigger %q): the two rules race and the last command wins", it.Rule, other, plan.MidSentence(plan.DescribeTrigger(it.Trigger, model.ZoneName(c.o.Zone), c.o.Zone)), it.Trigger.ID())
+				calls := it.Calls
+				for _, sel := range it.Selects {
+					calls = append(calls[:len(calls):len(calls)], model.Resolve(c.cat, pilotage.KindAction, sel)...)
+				}
+				for _, s := range sites {
+					other := c.drives(calls, s.dev)
+					if other == "" || warned[s.ptr+"\x00"+it.Rule] || named[s.ptr] == MaxOverlaps {
+						continue
+					}
+					warned[s.ptr+"\x00"+it.Rule] = true
+					named[s.ptr]++
+					c.d.Add(core.CodeOverlappingRule, s.ptr, "merge the two into one rule, or make their conditions exclusive; deploying under the name "+it.Rule+" replaces that rule",
+						"rule %q also calls %s %s (its trigger %q): the two rules race and the last command wins", it.Rule, other, plan.MidSentence(plan.DescribeTrigger(it.Trigger, model.ZoneName(c.o.Zone), c.o.Zone)), it.Trigger.ID())
+				}
 			}
 		}
 	}
 }
 
-// drives returns the first of calls that commands device dev ("" if none).
+// watched lists the states or events a trigger of p watches: its entity,
+// or what its selector addresses now.
+func watched(t *model.Trigger) []string {
+	switch {
+	case t.Select != nil:
+		return t.Select.Resolved
+	case t.Entity == "" || strings.Contains(t.Entity, "{{"):
+		return nil
+	}
+	return []string{t.Entity}
+}
+
+// drives returns the first of calls that writes device dev ("" if none).
 func (c *checker) drives(calls []string, dev string) string {
 	for _, id := range calls {
-		if e, ok := c.cat.Get(id); ok && e.Kind == pilotage.KindAction && !e.RiskHints.ReadOnly && c.deviceID(id) == dev {
+		if c.writes(id) == dev {
 			return id
 		}
 	}
 	return ""
+}
+
+// writes names the device a call of action id writes ("" for none): a
+// call that leaves the house (openWorld: a notification) changes no
+// state here, so two of them race nothing.
+func (c *checker) writes(id string) string {
+	e, ok := c.cat.Get(id)
+	if !ok || e.Kind != pilotage.KindAction || e.RiskHints.ReadOnly || e.RiskHints.OpenWorld {
+		return ""
+	}
+	return c.deviceID(id)
 }
 
 // deviceID names the device an entry belongs to.

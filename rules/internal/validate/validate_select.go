@@ -34,14 +34,23 @@ func (c *checker) resolveSelector(s *model.Selector, kind pilotage.Kind, path st
 		}
 	}
 	s.Resolved = ids
-	// Nothing to judge now: the worst any entry could be (as for an
-	// unbound catalog param), so a deploy is never approved for less
-	// than what it may reach.
-	s.Hints = pilotage.HintsOf("")
+	s.Hints = emptyBound(s)
 	if len(hints) > 0 {
 		s.Hints = pilotage.Aggregate(hints...)
 	}
 	return entries
+}
+
+// emptyBound is the risk a selector matching nothing now is planned at:
+// its type's (a lock's is security), else control. It is what the rule
+// is approved for, and at run time a rule never calls an entry above its
+// approved risk (the engine's ceiling), so what joins later and is
+// riskier is refused rather than called unapproved.
+func emptyBound(s *model.Selector) pilotage.RiskHints {
+	if s.Type != "" {
+		return pilotage.HintsOf(pilotage.DeviceTypeRisk(s.Type))
+	}
+	return pilotage.HintsOf(pilotage.RiskControl)
 }
 
 // selectCall checks a call by selector: its arguments against the
@@ -55,12 +64,8 @@ func (c *checker) selectCall(s *model.Step) {
 	}
 }
 
-// selectTrigger checks a state trigger by selector. A held ("for")
-// selector trigger is refused: which of the addressed states must hold
-// would be ambiguous.
+// selectTrigger checks a state trigger by selector. A held ("for") one
+// holds each state it addresses on its own.
 func (c *checker) selectTrigger(t *model.Trigger) {
 	c.resolveSelector(t.Select, pilotage.KindState, t.Ptr+"/state")
-	if t.For > 0 {
-		c.d.Add(core.CodeConstraint, t.Ptr+"/for", "watch one state by id to hold it, or wait in the body", "a trigger by selector cannot hold (\"for\"): it fires on a change of any state it addresses")
-	}
 }

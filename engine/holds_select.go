@@ -1,0 +1,114 @@
+package engine
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/pilotage"
+)
+
+// A trigger by selector that holds ("for") keeps one window per state it
+// addresses, as Home Assistant does for a trigger on a list of entities:
+// each state must stay for the duration on its own, and the firing names
+// the one that did (trigger.entity).
+
+// window is the open window of entity ("" = the trigger's one window);
+// at.mu is held.
+func (at *armedTrigger) window(entity string) *heldWindow {
+	if entity == "" || at.hold == nil {
+		return at.hold
+	}
+	return at.hold.each[entity]
+}
+
+// setWindow records (w != nil) or forgets entity's window; at.mu is held.
+func (at *armedTrigger) setWindow(entity string, w *heldWindow) {
+	switch {
+	case entity == "":
+		at.hold = w
+	case w != nil:
+		if at.hold == nil {
+			at.hold = &heldWindow{each: map[string]*heldWindow{}}
+		}
+		at.hold.each[entity] = w
+	case at.hold != nil:
+		delete(at.hold.each, entity)
+	}
+}
+
+// windowID names entity's window in the pending table.
+func (at *armedTrigger) windowID(entity string) string {
+	if entity == "" {
+		return at.holdID()
+	}
+	return at.holdID() + "@" + entity
+}
+
+// closeWindow cancels entity's window (see closeHold); at.mu is held.
+func (at *armedTrigger) closeWindow(entity string, forget bool) {
+	if w := at.window(entity); w != nil {
+		w.timer.Stop()
+		at.setWindow(entity, nil)
+	}
+	if forget {
+		at.r.s.pend.Delete(at.windowID(entity))
+	}
+}
+
+// observeHeld applies a change of one of its states to a held trigger by
+// selector: the change closes that state's window when it leaves what the
+// trigger holds, and opens one when it matches.
+func (at *armedTrigger) observeHeld(ch devices.Change, matched, restored bool) {
+	at.mu.Lock()
+	defer at.mu.Unlock()
+	if w := at.window(ch.ID); w != nil && !at.t.Keeps(w.left, w.entered, ch.Value) {
+		at.closeWindow(ch.ID, true)
+	}
+	if matched && at.window(ch.ID) == nil {
+		because := describeChange(ch.ID, ch, restored) + " and held for " + at.t.For().String()
+		at.openWindow(ch.ID, ch.Value, ch.Prev, because, at.r.s.e.Now().Add(at.t.For()))
+	}
+}
+
+// selects reports whether the trigger addresses state id now, in its
+// rule owner's scope: a window whose state left the area fires nothing.
+func (at *armedTrigger) selects(id string) bool {
+	ids := at.r.s.e.cat.View(at.r.principal).Select(pilotage.KindState, at.t.Selector())
+	_, found := slices.BinarySearch(ids, id)
+	return found
+}
+
+// resumeWindows reopens, as the trigger is armed, the windows persisted
+// before a restart whose state is known and still held; the others are
+// forgotten, with a log line. s.mu is held.
+func (at *armedTrigger) resumeWindows() {
+	s := at.r.s
+	prefix := at.holdID() + "@"
+	for id, saved := range s.savedHolds {
+		entity, ok := strings.CutPrefix(id, prefix)
+		if !ok {
+			continue
+		}
+		delete(s.savedHolds, id)
+		var st heldState
+		var v any
+		if s.e.devs != nil {
+			if l, ok := s.e.devs.Live(entity); ok {
+				v = l.Value
+			}
+		}
+		if v == nil || json.Unmarshal(saved.State, &st) != nil || !at.t.Keeps(st.Left, st.Value, v) {
+			s.pend.Delete(id)
+			s.e.log.Info("a held window did not resume after the restart: its state is unknown or changed", "rule", at.r.name, "trigger", at.t.ID(), "state", entity)
+			continue
+		}
+		at.mu.Lock()
+		if at.window(entity) == nil {
+			because := entity + " changed to " + compact(st.Value) + " before the restart and the window held"
+			at.openWindow(entity, st.Value, st.Left, because, saved.Deadline)
+		}
+		at.mu.Unlock()
+	}
+}
