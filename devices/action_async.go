@@ -8,13 +8,6 @@ import (
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
-// asyncPublisher is a connection whose QoS 1 publishes can be acknowledged
-// after they return (mqtt.Client; the embedded broker's Inline client
-// publishes synchronously, with nothing to wait for).
-type asyncPublisher interface {
-	PublishAsync(ctx context.Context, topic string, payload []byte, qos byte, retain bool, done mqtt.Acker) (abort func(error), err error)
-}
-
 // heldMessage is the last message of a CallAsync, held back by its sender.
 type heldMessage struct {
 	topic   string
@@ -64,7 +57,7 @@ func (c *Catalog) CallAsync(ctx context.Context, id string, args map[string]any,
 	if a.OffBus {
 		return Sent{id: id, abort: sendOffBus(ctx, a, sender{id: id, conn: conn, http: notifyHTTP}, norm, ack)}, nil
 	}
-	ap, ok := conn.(asyncPublisher)
+	ap, ok := conn.(mqtt.AsyncPublisher)
 	if !ok {
 		return Sent{}, a.Send(ctx, sender{id: id, conn: conn, http: notifyHTTP, c: c}, norm)
 	}

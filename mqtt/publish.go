@@ -63,6 +63,16 @@ type Acker interface {
 	Acked(err error)
 }
 
+// AsyncPublisher is a connection whose QoS 1 publishes can be acknowledged
+// after they return (Client; the embedded broker's Inline client publishes
+// synchronously, with nothing to wait for). Wrappers of a Client keep it
+// by this one name, so that the signature cannot drift from the Client's.
+type AsyncPublisher interface {
+	PublishAsync(ctx context.Context, topic string, payload []byte, qos byte, retain bool, done Acker) (abort func(error), err error)
+}
+
+var _ AsyncPublisher = (*Client)(nil)
+
 // AckFunc is a func as an Acker.
 type AckFunc func(error)
 

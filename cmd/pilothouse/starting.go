@@ -60,20 +60,16 @@ func (c configCounter) SubscribeSet(qos byte, h mqtt.Handler) (mqtt.Filters, err
 	})
 }
 
-// asyncPublisher is the fast path of a command (mqtt.Client.PublishAsync)
-// that the catalog looks for on its connection.
-type asyncPublisher interface {
-	PublishAsync(ctx context.Context, topic string, payload []byte, qos byte, retain bool, done func(error)) (abort func(error), err error)
-}
-
 // asyncConfigCounter is a configCounter on a connection with PublishAsync,
 // which it keeps.
 type asyncConfigCounter struct {
 	configCounter
-	ap asyncPublisher
+	ap mqtt.AsyncPublisher
 }
 
-func (c asyncConfigCounter) PublishAsync(ctx context.Context, topic string, payload []byte, qos byte, retain bool, done func(error)) (func(error), error) {
+var _ mqtt.AsyncPublisher = asyncConfigCounter{}
+
+func (c asyncConfigCounter) PublishAsync(ctx context.Context, topic string, payload []byte, qos byte, retain bool, done mqtt.Acker) (func(error), error) {
 	return c.ap.PublishAsync(ctx, topic, payload, qos, retain, done)
 }
 
@@ -81,7 +77,7 @@ func (c asyncConfigCounter) PublishAsync(ctx context.Context, topic string, payl
 // the discovery configs into n.
 func (a *app) catalogConn(n *atomic.Int64) mqtt.PubSub {
 	cc := configCounter{mqttConn: a.client, n: n, ha: a.cfg.HAPrefix + "/", z2mBridge: a.cfg.Z2MBase + "/bridge/devices"}
-	if ap, ok := a.client.(asyncPublisher); ok {
+	if ap, ok := a.client.(mqtt.AsyncPublisher); ok {
 		return asyncConfigCounter{cc, ap}
 	}
 	return cc
