@@ -46,6 +46,14 @@ func (e *Engine) FlushHistory() {
 	}
 }
 
+// A state entry's history as History reads it (engine/internal/history).
+type (
+	EntityHistory = history.EntityHistory
+	HistoryChange = history.Change
+	NumBucket     = history.NumBucket
+	BandBucket    = history.BandBucket
+)
+
 // HistoryRequest asks for one state entry's recorded changes in [From, To).
 type HistoryRequest struct {
 	ID       string
@@ -55,56 +63,6 @@ type HistoryRequest struct {
 	// DefaultHistoryPoints, at most MaxHistoryPoints). Numeric states are
 	// always read as buckets (count, min, max, mean).
 	Points int
-}
-
-// EntityHistory is a state entry's history over a range.
-type EntityHistory struct {
-	ID      string    `json:"id"`
-	From    time.Time `json:"from"`
-	To      time.Time `json:"to"`
-	Numeric bool      `json:"numeric"`
-	Unit    string    `json:"unit,omitempty"`
-	// Count is how many changes were recorded in the range; Counts, for
-	// a state that is not numeric, how many set each value (keys are the
-	// values as JSON: "true", "\"ON\"").
-	Count  int            `json:"count"`
-	Counts map[string]int `json:"counts,omitempty"`
-	// CountsOf, when set, says Counts cover only the range's latest
-	// CountsOf changes (values not counted by the store: a state with
-	// many distinct values, or changes recorded by an older version).
-	CountsOf int `json:"counts_of,omitempty"`
-	// Start is the value in force when the range began (its last change
-	// before From), when one is recorded.
-	Start *HistoryChange `json:"start,omitempty"`
-	// Changes, when the range holds at most Points of them; else Bands
-	// (not numeric) summarise each bucket. Numeric states have Buckets.
-	Changes       []HistoryChange `json:"changes,omitempty"`
-	Bands         []BandBucket    `json:"bands,omitempty"`
-	Buckets       []NumBucket     `json:"buckets,omitempty"`
-	BucketSeconds int64           `json:"bucket_seconds,omitempty"`
-}
-
-// HistoryChange is one recorded change.
-type HistoryChange struct {
-	T     time.Time `json:"t"`
-	Value any       `json:"value"`
-}
-
-// NumBucket summarises a numeric state's changes in one bucket.
-type NumBucket struct {
-	T    time.Time `json:"t"`
-	N    int       `json:"n"`
-	Min  float64   `json:"min"`
-	Max  float64   `json:"max"`
-	Mean float64   `json:"mean"`
-}
-
-// BandBucket is one bucket of a state that changed too often to list:
-// how many changes it saw and the last value it was set to.
-type BandBucket struct {
-	T    time.Time `json:"t"`
-	N    int       `json:"n"`
-	Last any       `json:"last"`
 }
 
 // History reads a state entry's recorded history within the caller's
@@ -134,60 +92,13 @@ func (e *Engine) History(ctx context.Context, req HistoryRequest) (*EntityHistor
 	req.Points = min(req.Points, MaxHistoryPoints)
 	num, unit := numericSchema(en.OutputSchema)
 	h := &EntityHistory{ID: req.ID, From: req.From.UTC(), To: req.To.UTC(), Numeric: num, Unit: unit}
-	if err := e.readHistory(ctx, h, req); err != nil {
+	if err := history.Read(ctx, e.store, h, req.ID, req.From, req.To, req.Points, maxHistoryValues); err != nil {
 		if re := StorageRequestError(err); re != nil {
 			return nil, re
 		}
 		return nil, fmt.Errorf("engine: reading history of %s: %w", req.ID, err)
 	}
 	return h, nil
-}
-
-func (e *Engine) readHistory(ctx context.Context, h *EntityHistory, req HistoryRequest) error {
-	st := e.store
-	w := history.BucketWidth(req.To.Sub(req.From), req.Points)
-	if sv, ok, err := st.HistoryBefore(ctx, req.ID, req.From); err != nil {
-		return err
-	} else if ok {
-		h.Start = &HistoryChange{T: sv.T, Value: history.Value(sv)}
-	}
-	if h.Numeric {
-		bs, err := st.HistoryNumBuckets(ctx, req.ID, req.From, req.To, w)
-		h.BucketSeconds = int64(w / time.Second)
-		h.Buckets = make([]NumBucket, len(bs))
-		for i, b := range bs {
-			h.Buckets[i] = NumBucket{T: b.T, N: b.N, Min: b.Lo, Max: b.Hi, Mean: b.Mean}
-			h.Count += b.N
-		}
-		return err
-	}
-	n, err := st.HistoryCount(ctx, req.ID, req.From, req.To)
-	if err != nil {
-		return err
-	}
-	h.Count = n
-	var walked int
-	if h.Counts, walked, err = st.HistoryValueCounts(ctx, req.ID, req.From, req.To, maxHistoryValues); err != nil {
-		return err
-	}
-	if walked > 0 && walked < n {
-		h.CountsOf = walked
-	}
-	if n <= req.Points {
-		ch, err := st.HistoryChanges(ctx, req.ID, req.From, req.To, req.Points)
-		h.Changes = make([]HistoryChange, len(ch))
-		for i, c := range ch {
-			h.Changes[i] = HistoryChange{T: c.T, Value: history.Value(c)}
-		}
-		return err
-	}
-	bs, err := st.HistoryLastBuckets(ctx, req.ID, req.From, req.To, w)
-	h.BucketSeconds = int64(w / time.Second)
-	h.Bands = make([]BandBucket, len(bs))
-	for i, b := range bs {
-		h.Bands[i] = BandBucket{T: b.T, N: b.N, Last: history.Value(b.Last)}
-	}
-	return err
 }
 
 // numericSchema reports whether an output schema describes a number, and

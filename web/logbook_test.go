@@ -35,14 +35,14 @@ func TestLogbookPage(t *testing.T) {
 	f := newFixture(t, nil)
 	f.deploy(nil, motionRule)
 	f.availability("hall_motion", true)
-	f.availability("hall_motion", false)
-	f.motion(true)
+	f.motion(true) // online: an offline device fires nothing
 	testutil.Eventually(t, 10*time.Second, "the firing", func() bool { return len(f.firings("hall-motion-light")) == 1 })
+	f.availability("hall_motion", false)
 	f.e.FlushLogbook()
 	c := f.client()
 	_, body, _ := c.get("/logbook")
 	all := logRowsOf(body)
-	want := []string{"hall-motion-light fired: success", "hall_motion went offline", "rule hall-motion-light installed (owner owner)", "Pilothouse started: 0 rules armed"}
+	want := []string{"hall_motion went offline", "hall-motion-light fired: success", "rule hall-motion-light installed (owner owner)", "Pilothouse started: 0 rules armed"}
 	if fmt.Sprint(all) != fmt.Sprint(want) {
 		t.Fatalf("logbook: %q, want %q", all, want)
 	}
