@@ -13,7 +13,6 @@ import (
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
-// lockedBuffer is a log sink the catalog's goroutines may share.
 // variantHouse is the house with what the devices received on the
 // command topics.
 type variantHouse struct {

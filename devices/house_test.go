@@ -1,7 +1,6 @@
 package devices
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -25,8 +24,8 @@ const waitTime = 10 * time.Second
 type house struct {
 	b    *mqtt.Broker
 	c    *Catalog
-	pub  *mqtt.Client  // plays the devices: Zigbee2MQTT, discovery configs
-	logs *lockedBuffer // the catalog's log (when houseOptions.Logger is nil)
+	pub  *mqtt.Client           // plays the devices: Zigbee2MQTT, discovery configs
+	logs *testutil.LockedBuffer // the catalog's log (when houseOptions.Logger is nil)
 }
 
 // houseOptions configure runHouse; the zero value is the common house.
@@ -54,7 +53,7 @@ func runHouse(t *testing.T, o houseOptions) *house {
 		bo = append(bo, mqtt.WithMaxPacketBytes(o.MaxPacketBytes))
 	}
 	ctx, b := startBroker(t, bo...)
-	h := &house{b: b, logs: &lockedBuffer{}}
+	h := &house{b: b, logs: &testutil.LockedBuffer{}}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(h.logs, nil))
 	}
@@ -224,22 +223,4 @@ func (l *commandLog) during(n int, call func() error) ([]Published, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]Published{}, l.got...), nil
-}
-
-// lockedBuffer is a log sink safe for the catalog's goroutines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

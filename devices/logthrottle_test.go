@@ -4,6 +4,8 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"time"
 )
 
@@ -11,7 +13,7 @@ import (
 // bad discovery config gets logBurst lines a window, then one line with
 // the count of the rest once the window turns.
 func TestRepeatedRefusalsLogABoundedNumberOfLines(t *testing.T) {
-	logs := &lockedBuffer{}
+	logs := &testutil.LockedBuffer{}
 	c, clk := newTestCatalog(func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
 	for range 500 {
 		c.HandleMessage(msg("homeassistant/sensor/bad/config", `{"name": 5}`))

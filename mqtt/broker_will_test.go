@@ -14,26 +14,8 @@ import (
 	"time"
 
 	"github.com/mochi-mqtt/server/v2/packets"
+	"github.com/pilothouse/pilothouse/internal/testutil"
 )
-
-// lockedBuffer is a log sink the broker's goroutines may write to while a
-// test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // willClient is an MQTT 3.1.1 connection with a last will whose TCP
 // connection the test can cut without a DISCONNECT, as kill -9 would.
@@ -79,7 +61,7 @@ func (w *willClient) cut() { _ = w.conn.Close() }
 // and logged; an allowed will is published and retained when the
 // connection drops (issue 14, item 4).
 func TestBrokerChecksWillsAtConnect(t *testing.T) {
-	var logs lockedBuffer
+	var logs testutil.LockedBuffer
 	b, err := StartBroker("127.0.0.1:0", quietLogger(), WithAuthLogger(slog.New(slog.NewTextHandler(&logs, nil))),
 		WithBrokerUsers([]BrokerUser{
 			{Name: "house", Password: "h0use"},
