@@ -10,9 +10,10 @@ import (
 
 // The catalog logs what it refuses of the bus, and the bus is untrusted: a
 // publisher repeating a bad config would otherwise write a line per
-// message. Warnings and errors of one text are written at most
-// logBurst times a logWindow; the rest are counted and said in one line
-// when the window turns.
+// message (a device's id reserved, a reservation ended, a config refused).
+// Lines of one text at INFO and above are written at most logBurst times
+// a logWindow; the rest are counted and said in one line when the window
+// turns.
 const (
 	logBurst  = 20
 	logWindow = time.Minute
@@ -38,7 +39,7 @@ func throttled(h slog.Handler, now func() time.Time) slog.Handler {
 func (t *throttledLog) Enabled(ctx context.Context, l slog.Level) bool { return t.next.Enabled(ctx, l) }
 
 func (t *throttledLog) Handle(ctx context.Context, r slog.Record) error {
-	if r.Level < slog.LevelWarn {
+	if r.Level < slog.LevelInfo {
 		return t.next.Handle(ctx, r)
 	}
 	gone, pass := t.st.admit(r.Message)
