@@ -15,9 +15,15 @@ type findData struct {
 	Areas, Types        []string // choices, from the visible devices
 	Groups              []areaGroup
 	Shown, Total        int
-	Filtered            bool
-	Gaps                bool // only devices not fully modelled
+	// More: devices that match beyond maxListed, not listed (a house
+	// flooded by discovery must not make a page of tens of megabytes).
+	More     int
+	Filtered bool
+	Gaps     bool // only devices not fully modelled
 }
+
+// maxListed bounds the devices one Devices page lists.
+const maxListed = 500
 
 type areaGroup struct {
 	Area     string // "" = no area
@@ -65,6 +71,10 @@ func findDevices(list []*deviceView, q url.Values) findData {
 		key := m.Area
 		if m.Channel {
 			key = "\x00channels"
+		}
+		if f.Shown == maxListed {
+			f.More++
+			continue
 		}
 		g := groups[key]
 		if g == nil {
