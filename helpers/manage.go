@@ -18,13 +18,20 @@ import (
 // logbook says so. Call it once the rules are armed, so that they see
 // those ends.
 func (m *Manager) Start(ctx context.Context, config []Def) error {
+	return m.StartWithDefaults(ctx, config, nil)
+}
+
+// StartWithDefaults is Start with defaults (the demo house's helpers)
+// served as the configuration file's are, except where the file or the
+// owner already has a helper of that id: theirs wins.
+func (m *Manager) StartWithDefaults(ctx context.Context, config, defaults []Def) error {
 	m.admin.Lock()
 	defer m.admin.Unlock()
 	stored, err := m.load(ctx)
 	if err != nil {
 		return err
 	}
-	want, err := m.merge(stored, config)
+	want, err := m.merge(stored, config, defaults)
 	if err != nil {
 		return err
 	}
@@ -50,8 +57,10 @@ func (m *Manager) Start(ctx context.Context, config []Def) error {
 // merge makes the helpers to serve: the stored ones made over MCP or the
 // web UI, and the configuration file's, which keep their stored values. A
 // file's helper whose id one of the others holds is not served, so that
-// starting with a file never destroys what a user made elsewhere.
-func (m *Manager) merge(stored map[string]*helper, config []Def) (map[string]*helper, error) {
+// starting with a file never destroys what a user made elsewhere. A
+// default is served as a file's is unless a helper of the file or the
+// user has its id.
+func (m *Manager) merge(stored map[string]*helper, config, defaults []Def) (map[string]*helper, error) {
 	want := map[string]*helper{}
 	for _, h := range stored {
 		if h.source != SourceConfig {
@@ -76,6 +85,19 @@ func (m *Manager) merge(stored map[string]*helper, config []Def) (map[string]*he
 		}
 		want[d.ID] = h
 	}
+	for _, d := range defaults {
+		if want[d.ID] != nil {
+			continue
+		}
+		if err := d.Normalize(); err != nil {
+			return nil, fmt.Errorf("default helper %s: %w", d.ID, err)
+		}
+		h := &helper{def: d, source: SourceConfig, value: d.initial()}
+		if old := stored[d.ID]; old != nil {
+			h.value = d.keep(old.value)
+		}
+		want[d.ID] = h
+	}
 	return want, nil
 }
 
@@ -85,32 +107,6 @@ func (m *Manager) dropped(id string, old *helper) {
 	val, _ := json.Marshal(old.value["state"])
 	m.o.Log.Warn("a helper of the configuration file is no longer in it: removed with its state", "helper", id, "state", string(val))
 	m.o.Note(id, old.def.Area, id+": removed, no longer in the configuration file (its state was "+string(val)+")")
-}
-
-// StartWithDefaults is Start with defaults (the demo house's helpers)
-// served as the configuration file's are, except where the file or the
-// owner already has a helper of that id: theirs wins.
-func (m *Manager) StartWithDefaults(ctx context.Context, config, defaults []Def) error {
-	stored, err := m.load(ctx)
-	if err != nil {
-		return err
-	}
-	taken := map[string]bool{}
-	for _, d := range config {
-		taken[d.ID] = true
-	}
-	for id, h := range stored {
-		if h.source != SourceConfig {
-			taken[id] = true
-		}
-	}
-	all := append([]Def(nil), config...)
-	for _, d := range defaults {
-		if !taken[d.ID] {
-			all = append(all, d)
-		}
-	}
-	return m.Start(ctx, all)
 }
 
 // load reads the stored helpers; one that no longer reads is logged and

@@ -234,7 +234,7 @@ func TestConfigNeverDestroysAUserHelper(t *testing.T) {
 	}
 	h.close()
 
-	h2 := newHouse(t, dir, now, Def{ID: "guest_mode", Kind: Number, Min: ptr(0.0), Max: ptr(10.0)})
+	h2 := newHouse(t, dir, now, Def{ID: "guest_mode", Kind: Number, Min: fp(0), Max: fp(10)})
 	if v := h2.live("guest_mode.state"); v != true {
 		t.Errorf("the user's guest_mode after a file took its id: %v", v)
 	}
@@ -248,5 +248,3 @@ func TestConfigNeverDestroysAUserHelper(t *testing.T) {
 		t.Errorf("the user's guest_mode once the file no longer names it: %v", v)
 	}
 }
-
-func ptr[T any](v T) *T { return &v }
