@@ -89,6 +89,9 @@ type Change struct {
 	ID          string
 	Value, Prev any
 	Time        time.Time
+	// Offline: a state change of a device whose availability said it was
+	// offline (its value is kept; the rules fire nothing on it).
+	Offline bool
 }
 
 // Catalog is the catalog source. All methods are safe for concurrent use.

@@ -288,7 +288,8 @@ func (tx *txn) applyState(dev, id, prop string, v any) {
 	prev := lv.value
 	lv.value, lv.changed, lv.first = v, tx.Now, prev == nil && lv.changed.IsZero()
 	tx.c.live[id] = lv
-	tx.changes = append(tx.changes, Change{Kind: ChangeState, ID: id, Value: v, Prev: prev, Time: tx.Now})
+	tx.changes = append(tx.changes, Change{Kind: ChangeState, ID: id, Value: v, Prev: prev, Time: tx.Now,
+		Offline: d.availNow != nil && !*d.availNow})
 }
 
 func (tx *txn) applyUnread(id, why string) {

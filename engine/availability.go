@@ -81,12 +81,6 @@ func (at *armedTrigger) describe(ch devices.Change, restored bool) string {
 // meanwhile is kept as its value but fires nothing, and going offline
 // breaks the "for" windows open on its states.
 
-// offline reports whether entity's device has said it is offline.
-func (s *scheduler) offline(entity string) bool {
-	l, ok := s.e.devs.Live(entity)
-	return ok && l.Available != nil && !*l.Available
-}
-
 // offlineChange counts a change of an offline device and closes the
 // windows of the triggers watching it.
 func (s *scheduler) offlineChange(ats []*armedTrigger) {

@@ -405,7 +405,7 @@ func (s *scheduler) onChange(ch devices.Change) {
 			return
 		}
 	}
-	if ch.Kind == devices.ChangeState && len(ats) > 0 && s.offline(ch.ID) {
+	if ch.Offline && len(ats) > 0 {
 		s.offlineChange(ats)
 		return
 	}
