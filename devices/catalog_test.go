@@ -66,18 +66,8 @@ func (f *fakeConn) subscribed() []string {
 	return append([]string(nil), f.subs...)
 }
 
-const bridgeTwo = `[
- {"ieee_address":"0x01","type":"Coordinator","friendly_name":"Coordinator","definition":null},
- {"ieee_address":"0x02","type":"Router","friendly_name":"Hall Light","supported":true,
-  "definition":{"vendor":"Philips","model":"X1","description":"Bulb","exposes":[
-   {"type":"light","features":[
-    {"type":"binary","name":"state","property":"state","access":7,"value_on":"ON","value_off":"OFF","value_toggle":"TOGGLE"},
-    {"type":"numeric","name":"brightness","property":"brightness","access":7,"value_min":0,"value_max":254}]}]}},
- {"ieee_address":"0x03","type":"EndDevice","friendly_name":"hall_motion","supported":true,
-  "definition":{"vendor":"Aqara","model":"M1","description":"Motion","exposes":[
-   {"type":"binary","name":"occupancy","property":"occupancy","access":1,"value_on":true,"value_off":false},
-   {"type":"numeric","name":"illuminance","property":"illuminance","access":1,"unit":"lx"}]}}
-]`
+// bridgeTwo is a Zigbee2MQTT bridge: a light named with a space and a motion sensor.
+var bridgeTwo = testutil.Z2MBridge(testutil.Z2MLight("0x02", "Hall Light"), testutil.Z2MMotion("0x03", "hall_motion"))
 
 func msg(topic, payload string) mqtt.Message {
 	return mqtt.Message{Topic: topic, Payload: []byte(payload)}

@@ -24,22 +24,8 @@ import (
 
 // bridge is a Zigbee2MQTT bridge/devices payload: a light, a motion
 // sensor and a lock.
-const bridge = `[
- {"ieee_address":"0x01","type":"Coordinator","friendly_name":"Coordinator","definition":null},
- {"ieee_address":"0x02","type":"Router","friendly_name":"hall_light","supported":true,
-  "definition":{"vendor":"Philips","model":"X1","description":"Bulb","exposes":[
-   {"type":"light","features":[
-    {"type":"binary","name":"state","property":"state","access":7,"value_on":"ON","value_off":"OFF","value_toggle":"TOGGLE"},
-    {"type":"numeric","name":"brightness","property":"brightness","access":7,"value_min":0,"value_max":254}]}]}},
- {"ieee_address":"0x03","type":"EndDevice","friendly_name":"hall_motion","supported":true,
-  "definition":{"vendor":"Aqara","model":"M1","description":"Motion","exposes":[
-   {"type":"binary","name":"occupancy","property":"occupancy","access":1,"value_on":true,"value_off":false},
-   {"type":"numeric","name":"illuminance","property":"illuminance","access":1,"unit":"lx"}]}},
- {"ieee_address":"0x04","type":"EndDevice","friendly_name":"front_lock","supported":true,
-  "definition":{"vendor":"Yale","model":"YRD","description":"Assure lock","exposes":[
-   {"type":"lock","features":[
-    {"type":"binary","name":"state","property":"state","access":7,"value_on":"LOCK","value_off":"UNLOCK"}]}]}}
-]`
+var bridge = testutil.Z2MBridge(testutil.Z2MLight("0x02", "hall_light"),
+	testutil.Z2MMotion("0x03", "hall_motion"), testutil.Z2MLock("0x04", "front_lock"))
 
 const motionRule = `{
   "name": "hall-motion-light",
