@@ -35,9 +35,18 @@ type editorData struct {
 	Program, Params, Scenario string
 	Recipes                   []recipe
 	Recipe                    string // the recipe the program came from
+	Needs                     []neededHelper
+	CanMakeHelpers            bool
 	CanDeploy                 bool
 	Result                    *editorResult
 	Nonce                     string // the page's style nonce, for CodeMirror
+}
+
+// neededHelper is a helper the chosen recipe uses, and whether the
+// caller's house has it already.
+type neededHelper struct {
+	recipeHelper
+	Exists bool
 }
 
 // editorResult is the answer to one op, shown beside the program.
@@ -76,8 +85,22 @@ func (s *server) editorNew(w http.ResponseWriter, r *http.Request, ss *session) 
 			return
 		}
 		d.Program, d.Params, d.Scenario, d.Recipe = rc.Program, rc.Params, rc.Scenario, slug
+		d.Needs, d.CanMakeHelpers = s.neededHelpers(r, ss, rc), s.e.MayManageHelpers(ss.ctx(r))
 	}
 	s.renderEditor(w, r, ss, d, "New rule")
+}
+
+// neededHelpers says which of a recipe's helpers the caller's scope has.
+func (s *server) neededHelpers(r *http.Request, ss *session, rc recipe) []neededHelper {
+	have := map[string]bool{}
+	for _, h := range s.e.Helpers(ss.ctx(r)) {
+		have[h.Def.ID] = true
+	}
+	var out []neededHelper
+	for _, h := range rc.Helpers {
+		out = append(out, neededHelper{recipeHelper: h, Exists: have[h.ID]})
+	}
+	return out
 }
 
 func (s *server) editorEdit(w http.ResponseWriter, r *http.Request, ss *session) {

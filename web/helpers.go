@@ -58,6 +58,10 @@ func (s *server) helperCreate(w http.ResponseWriter, r *http.Request, ss *sessio
 		redirect(w, r, "/helpers")
 	case err != nil:
 		s.fail(w, r, ss, http.StatusInternalServerError, "Creating the helper failed.", err)
+	case r.PostFormValue("recipe") != "":
+		// Made from a recipe's list: back to that recipe, which now has it.
+		ss.setFlash("Helper " + d.ID + " created.")
+		redirect(w, r, "/editor?recipe="+url.QueryEscape(r.PostFormValue("recipe")))
 	default:
 		ss.setFlash("Helper " + d.ID + " created: rules read " + d.ID + ".state and call its actions.")
 		redirect(w, r, "/devices/"+url.PathEscape(d.ID))

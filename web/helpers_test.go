@@ -2,8 +2,10 @@ package web
 
 import (
 	"context"
+	"html"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -108,4 +110,45 @@ func TestHelperPageOpensWithItsValue(t *testing.T) {
 			t.Errorf("%s: values first = %v, want %v", tt.path, first, tt.first)
 		}
 	}
+}
+
+// TestRecipeMakesItsHelpers: a helpers-guide recipe in the editor lists the
+// helpers it uses; the owner makes a missing one with the form the page
+// gives (the guide's definition, exactly), and lands back on the recipe,
+// which now says it is in the house. A guest is told to ask the owner.
+func TestRecipeMakesItsHelpers(t *testing.T) {
+	ownerP := &engine.Principal{Name: "owner", TokenHash: engine.HashToken(ownerTok), Deploy: true, Admin: true}
+	guestP := &engine.Principal{Name: "guest", TokenHash: engine.HashToken(guestTok), Scope: engine.Scope{Areas: []string{"living"}}}
+	f := newFixture(t, []*engine.Principal{ownerP, guestP})
+	owner := f.client()
+	owner.login(ownerTok)
+	const page = "/editor?recipe=wake-up-time-from-a-helper"
+	_, body, _ := owner.get(page)
+	mustContain(t, "recipe page", body, `id="ed-needs"`, "Make wake_up", `name="mode" value="time"`, `name="initial" value="06:45"`)
+	form := url.Values{}
+	for _, m := range regexp.MustCompile(`<input type="hidden" name="([a-z_]+)" value="([^"]*)">`).FindAllStringSubmatch(body[strings.Index(body, `id="ed-needs"`):], -1) {
+		form.Set(m[1], html.UnescapeString(m[2]))
+	}
+	code, _, h := owner.post("/helpers", form)
+	if code != http.StatusSeeOther || h.Get("Location") != page {
+		t.Fatalf("make wake_up: %d %v (form %v)", code, h, form)
+	}
+	var made *engine.HelperDef
+	for _, hv := range f.e.Helpers(context.Background()) {
+		if hv.Def.ID == "wake_up" {
+			made = &hv.Def
+		}
+	}
+	if made == nil || made.Kind != "datetime" || made.Mode != "time" || made.Initial != "06:45:00" {
+		t.Fatalf("wake_up as made: %+v", made)
+	}
+	_, body, _ = owner.get(page)
+	mustContain(t, "recipe page after", body, "wake_up</span> (datetime): in your house.")
+	mustNotContain(t, "recipe page after", body, "Make wake_up")
+
+	guest := f.client()
+	guest.login(guestTok)
+	_, body, _ = guest.get("/editor?recipe=notify-once-per-day")
+	mustContain(t, "guest's recipe page", body, "notified_today</span> (flag): missing; the owner makes it")
+	mustNotContain(t, "guest's recipe page", body, "Make notified_today")
 }

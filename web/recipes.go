@@ -2,6 +2,7 @@ package web
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"sync"
@@ -15,6 +16,13 @@ type recipe struct {
 	Slug, Title      string
 	Program          string
 	Params, Scenario string
+	Helpers          []recipeHelper // what the program reads and calls beside devices
+}
+
+// recipeHelper is a helper a recipe needs, as the create form's fields.
+type recipeHelper struct {
+	ID, Kind string
+	Fields   map[string]string
 }
 
 // recipeBook reads the served cookbook guide once: its sections are fixed
@@ -26,8 +34,12 @@ type recipeBook struct {
 
 func (b *recipeBook) all(e *engine.Engine) []recipe {
 	b.once.Do(func() {
-		if g, ok := e.Guide("cookbook"); ok {
-			b.list = parseRecipes(g.Body)
+		// The helpers guide's recipes come after the cookbook's: both
+		// teach an assistant, so the editor offers both.
+		for _, name := range []string{"cookbook", "helpers"} {
+			if g, ok := e.Guide(name); ok {
+				b.list = append(b.list, parseRecipes(g.Body)...)
+			}
 		}
 	})
 	return b.list
@@ -43,9 +55,10 @@ func (b *recipeBook) get(e *engine.Engine, slug string) (recipe, bool) {
 }
 
 var (
-	jsonBlock = regexp.MustCompile("(?s)```json\n(.*?)\n```")
-	testRun   = regexp.MustCompile("Test run: `([^`]*)`")
-	slugChars = regexp.MustCompile(`[^a-z0-9]+`)
+	jsonBlock    = regexp.MustCompile("(?s)```json\n(.*?)\n```")
+	helpersBlock = regexp.MustCompile("(?s)```helpers\n(.*?)\n```")
+	testRun      = regexp.MustCompile("Test run: `([^`]*)`")
+	slugChars    = regexp.MustCompile(`[^a-z0-9]+`)
 )
 
 // parseRecipes takes each "## " section of the cookbook that holds a JSON
@@ -62,6 +75,9 @@ func parseRecipes(body string) []recipe {
 		r.Slug = strings.Trim(slugChars.ReplaceAllString(strings.ToLower(r.Title), "-"), "-")
 		if t := testRun.FindStringSubmatch(rest); t != nil {
 			r.Params, r.Scenario = splitInput(t[1])
+		}
+		if h := helpersBlock.FindStringSubmatch(rest); h != nil {
+			r.Helpers = parseRecipeHelpers(h[1])
 		}
 		out = append(out, r)
 	}
@@ -84,4 +100,34 @@ func splitInput(s string) (params, scenario string) {
 	}
 	raw, _ := json.Marshal(call.Input)
 	return prettyJSON(json.RawMessage(raw)), scenario
+}
+
+// parseRecipeHelpers reads a guide's helpers block, one definition a line,
+// into the create form's fields (options comma-separated, as typed there).
+func parseRecipeHelpers(block string) []recipeHelper {
+	var out []recipeHelper
+	for _, line := range strings.Split(block, "\n") {
+		var def map[string]any
+		if json.Unmarshal([]byte(line), &def) != nil {
+			continue
+		}
+		h := recipeHelper{Fields: map[string]string{}}
+		for k, v := range def {
+			switch v := v.(type) {
+			case string:
+				h.Fields[k] = v
+			case []any:
+				var parts []string
+				for _, o := range v {
+					parts = append(parts, fmt.Sprint(o))
+				}
+				h.Fields[k] = strings.Join(parts, ", ")
+			default:
+				h.Fields[k] = fmt.Sprint(v)
+			}
+		}
+		h.ID, h.Kind = h.Fields["id"], h.Fields["kind"]
+		out = append(out, h)
+	}
+	return out
 }
