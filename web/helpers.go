@@ -16,6 +16,7 @@ type helpersData struct {
 	Kinds   []string
 	Docs    []string
 	CanEdit bool
+	Form    map[string]string // a refused create's fields, to fix rather than retype
 }
 
 type helperRow struct {
@@ -23,8 +24,14 @@ type helperRow struct {
 }
 
 func (s *server) helpersPage(w http.ResponseWriter, r *http.Request, ss *session) {
+	s.showHelpers(w, r, ss, http.StatusOK, nil)
+}
+
+// showHelpers renders the page; after a refused create, with the refused
+// fields back in the form and status 422.
+func (s *server) showHelpers(w http.ResponseWriter, r *http.Request, ss *session, code int, form map[string]string) {
 	ctx := ss.ctx(r)
-	d := helpersData{CanEdit: s.e.MayManageHelpers(ctx)}
+	d := helpersData{CanEdit: s.e.MayManageHelpers(ctx), Form: form}
 	for _, k := range engine.HelperKinds {
 		d.Kinds = append(d.Kinds, string(k.Kind))
 		d.Docs = append(d.Docs, string(k.Kind)+": "+k.Doc)
@@ -33,7 +40,7 @@ func (s *server) helpersPage(w http.ResponseWriter, r *http.Request, ss *session
 		d.Helpers = append(d.Helpers, helperRow{ID: h.Def.ID, Name: h.Def.Name, Kind: string(h.Def.Kind), Area: h.Def.Area,
 			Value: compactJSON(h.Value["state"]), Source: h.Source})
 	}
-	s.render(w, r, ss, "helpers", page{Title: "Helpers", Nav: "helpers", Data: d})
+	s.renderCode(w, r, ss, code, "helpers", page{Title: "Helpers", Nav: "helpers", Data: d})
 }
 
 // helperCreate makes a helper from the page's form; it works without
@@ -51,11 +58,9 @@ func (s *server) helperCreate(w http.ResponseWriter, r *http.Request, ss *sessio
 	}
 	switch {
 	case bad != "":
-		ss.setFlash("Refused: " + bad)
-		redirect(w, r, "/helpers")
+		s.refuseHelper(w, r, ss, bad)
 	case err != nil && engine.HelperRefused(err):
-		ss.setFlash("Refused: " + err.Error())
-		redirect(w, r, "/helpers")
+		s.refuseHelper(w, r, ss, err.Error())
 	case err != nil:
 		s.fail(w, r, ss, http.StatusInternalServerError, "Creating the helper failed.", err)
 	case r.PostFormValue("recipe") != "":
@@ -67,6 +72,20 @@ func (s *server) helperCreate(w http.ResponseWriter, r *http.Request, ss *sessio
 		redirect(w, r, "/devices/"+url.PathEscape(d.ID))
 	}
 }
+
+// refuseHelper answers a refused create with the page, the reason and the
+// fields as typed.
+func (s *server) refuseHelper(w http.ResponseWriter, r *http.Request, ss *session, why string) {
+	form := map[string]string{}
+	for _, k := range helperFields {
+		form[k] = r.PostFormValue(k)
+	}
+	ss.setFlash("Refused: " + why)
+	s.showHelpers(w, r, ss, http.StatusUnprocessableEntity, form)
+}
+
+// helperFields are the create form's fields.
+var helperFields = []string{"id", "kind", "name", "area", "unit", "mode", "duration", "min", "max", "step", "max_length", "options", "initial"}
 
 func (s *server) helperDelete(w http.ResponseWriter, r *http.Request, ss *session) {
 	id := r.PathValue("id")

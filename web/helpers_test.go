@@ -38,12 +38,17 @@ func TestHelpersPage(t *testing.T) {
 	_, page, _ := owner.get("/devices/target")
 	mustContain(t, "helper page", page, "Helper target created", "target.state", "20", "target.set", "target.increment", "target.decrement")
 	bad := url.Values{"csrf": {tok}, "id": {"vacation_mode"}, "kind": {"flag"}, "area": {"hall"}, "min": {"x"}}
-	owner.post("/helpers", bad)
-	_, list, _ := owner.get("/helpers")
-	mustContain(t, "helpers page after a bad form", list, "Refused: min is not a number: x", `id="helper-target"`)
-	owner.post("/helpers", url.Values{"csrf": {tok}, "id": {"target"}, "kind": {"flag"}})
-	_, list, _ = owner.get("/helpers")
+	// A refused form comes back as typed, to fix rather than retype.
+	code, list, _ := owner.post("/helpers", bad)
+	if code != http.StatusUnprocessableEntity {
+		t.Fatalf("a bad form: %d", code)
+	}
+	mustContain(t, "helpers page after a bad form", list, "Refused: min is not a number: x", `id="helper-target"`,
+		`name="id" value="vacation_mode"`, `name="area" value="hall"`, `name="min" value="x"`, `<option selected>flag</option>`)
+	_, list, _ = owner.post("/helpers", url.Values{"csrf": {tok}, "id": {"target"}, "kind": {"flag"}})
 	mustContain(t, "helpers page after a second create", list, "Refused: helper target exists")
+	_, list, _ = owner.get("/helpers")
+	mustNotContain(t, "helpers page read again", list, "Refused:", `value="vacation_mode"`)
 	form = url.Values{"csrf": {tok}, "id": {"vacation_mode"}, "kind": {"flag"}, "area": {"hall"}}
 	if code, _, _ := owner.post("/helpers", form); code != http.StatusSeeOther {
 		t.Fatalf("create vacation_mode: %d", code)
@@ -75,8 +80,7 @@ func TestHelpersPage(t *testing.T) {
 	mustContain(t, "guest's logbook", gbook, "target: 20 → 21.5")
 	mustNotContain(t, "guest's logbook", gbook, "vacation_mode")
 	gtok := guest.csrf("/helpers")
-	guest.post("/helpers", url.Values{"csrf": {gtok}, "id": {"mine"}, "kind": {"flag"}, "area": {"living"}})
-	_, glist, _ = guest.get("/helpers")
+	_, glist, _ = guest.post("/helpers", url.Values{"csrf": {gtok}, "id": {"mine"}, "kind": {"flag"}, "area": {"living"}})
 	mustContain(t, "guest's refused create", glist, "Refused: principal")
 	if len(f.e.Helpers(context.Background())) != 2 {
 		t.Errorf("helpers: %+v", f.e.Helpers(context.Background()))
