@@ -29,18 +29,31 @@ const (
 	Timer    Kind = "timer"
 )
 
-// Kinds is the closed set of helper kinds with what each holds.
+// Kinds is the closed set of helper kinds with what each holds and the
+// definition fields it takes beside id, name, kind, area and tags.
 var Kinds = []struct {
-	Kind Kind
-	Doc  string
+	Kind   Kind
+	Doc    string
+	Fields string
 }{
-	{Flag, "on or off (true/false): turn_on, turn_off, toggle, set"},
-	{Number, "a number within min..max (step, unit): set, increment, decrement"},
-	{Choice, "one of its options: select, next, previous"},
-	{Text, "a text of at most max_length characters: set"},
-	{DateTime, "a date, a time of day or both (mode date, time or datetime): set"},
-	{Counter, "a whole number from initial, within min..max, by step: increment, decrement, reset, set"},
-	{Timer, "counts down a duration: start, pause, cancel, finish; events finished and cancelled"},
+	{Flag, "on or off (true/false): turn_on, turn_off, toggle, set", "initial"},
+	{Number, "a number within min..max (step, unit): set, increment, decrement", "min max step unit initial"},
+	{Choice, "one of its options: select, next, previous", "options initial"},
+	{Text, "a text of at most max_length characters: set", "max_length initial"},
+	{DateTime, "a date, a time of day or both (mode date, time or datetime): set", "mode initial"},
+	{Counter, "a whole number from initial, within min..max, by step: increment, decrement, reset, set", "min max step initial"},
+	{Timer, "counts down a duration: start, pause, cancel, finish; events finished and cancelled", "duration"},
+}
+
+// refuses says whether kind k is known and its definition does not take
+// field f.
+func refuses(k Kind, f string) bool {
+	for _, row := range Kinds {
+		if row.Kind == k {
+			return !slices.Contains(strings.Fields(row.Fields), f)
+		}
+	}
+	return false
 }
 
 // Def is a helper's definition, as the configuration file, MCP and the
@@ -121,11 +134,8 @@ func (d *Def) Normalize() error {
 	if d.Area != "" && !idRE.MatchString(d.Area) {
 		return invalid("area %q: lowercase letters, digits and _", d.Area)
 	}
-	switch d.Kind {
-	case Flag, Text, DateTime, Timer, Choice:
-		if d.Min != nil || d.Max != nil || d.Step != 0 {
-			return invalid("%s helper: min, max and step are for number and counter helpers", d.Kind)
-		}
+	if refuses(d.Kind, "min") && (d.Min != nil || d.Max != nil || d.Step != 0) {
+		return invalid("%s helper: min, max and step are for number and counter helpers", d.Kind)
 	}
 	switch d.Kind {
 	case Flag:

@@ -17,6 +17,9 @@ type helpersData struct {
 	Docs    []string
 	CanEdit bool
 	Form    map[string]string // a refused create's fields, to fix rather than retype
+	// FieldKinds gives each kind-specific field the kinds that take it:
+	// the page's script shows a field only for those.
+	FieldKinds map[string]string
 }
 
 type helperRow struct {
@@ -32,9 +35,13 @@ func (s *server) helpersPage(w http.ResponseWriter, r *http.Request, ss *session
 func (s *server) showHelpers(w http.ResponseWriter, r *http.Request, ss *session, code int, form map[string]string) {
 	ctx := ss.ctx(r)
 	d := helpersData{CanEdit: s.e.MayManageHelpers(ctx), Form: form}
+	d.FieldKinds = map[string]string{}
 	for _, k := range engine.HelperKinds {
 		d.Kinds = append(d.Kinds, string(k.Kind))
 		d.Docs = append(d.Docs, string(k.Kind)+": "+k.Doc)
+		for _, f := range strings.Fields(k.Fields) {
+			d.FieldKinds[f] = strings.TrimSpace(d.FieldKinds[f] + " " + string(k.Kind))
+		}
 	}
 	for _, h := range s.e.Helpers(ctx) {
 		d.Helpers = append(d.Helpers, helperRow{ID: h.Def.ID, Name: h.Def.Name, Kind: string(h.Def.Kind), Area: h.Def.Area,

@@ -12,6 +12,14 @@
     var out = e.target.getAttribute && e.target.getAttribute("data-out");
     if (out && document.getElementById(out)) document.getElementById(out).textContent = e.target.value;
   });
+  // The new-helper form shows the fields its kind takes (all without script).
+  var helperKind = document.getElementById("h-kind");
+  function helperFields() {
+    document.querySelectorAll(".helper-form [data-kinds]").forEach(function (f) {
+      f.hidden = f.getAttribute("data-kinds").split(" ").indexOf(helperKind.value) < 0;
+    });
+  }
+  if (helperKind) { helperKind.addEventListener("change", helperFields); helperFields(); }
   // Filters apply as soon as a choice changes.
   document.querySelectorAll("form.find select").forEach(function (s) {
     s.addEventListener("change", function () { s.form.submit(); });
