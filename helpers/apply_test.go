@@ -157,6 +157,10 @@ func TestNormalize(t *testing.T) {
 		{Def{ID: "x", Kind: Counter, Step: 0.5}, "whole number"},
 		{Def{ID: "x", Kind: Flag, Area: "Living Room"}, "area"},
 		{Def{ID: "x", Kind: Flag, Tags: []string{"two words"}}, "no spaces"},
+		{Def{ID: "x", Kind: Flag, Name: "kcol\u202e"}, "U+202E"},
+		{Def{ID: "x", Kind: Flag, Name: "hall\u200blight"}, "U+200B"},
+		{Def{ID: "x", Kind: Choice, Options: []string{"home", "a\x00"}}, "U+0000"},
+		{Def{ID: "x", Kind: Number, Min: fp(0), Max: fp(1), Unit: "\xff"}, "not UTF-8"},
 	}
 	for _, tc := range cases {
 		err := tc.def.Normalize()

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // Kind is one kind of helper.
@@ -119,6 +121,9 @@ func (d *Def) Normalize() error {
 	if d.Name == "" {
 		// "vacation_mode" reads "Vacation mode", as Home Assistant names it.
 		d.Name = strings.ToUpper(d.ID[:1]) + strings.ReplaceAll(d.ID[1:], "_", " ")
+	}
+	if err := hiddenChars(append([]string{d.Name, d.Unit}, append(d.Tags, d.Options...)...)); err != nil {
+		return err
 	}
 	if len(d.Name) > maxNameLen || len(d.Area) > maxNameLen || len(d.Unit) > 16 {
 		return invalid("name and area: at most %d bytes; unit: at most 16", maxNameLen)
@@ -243,6 +248,23 @@ func (d *Def) duration() (time.Duration, error) {
 		return 0, invalid("timer helper: duration is required (e.g. \"PT10M\")")
 	}
 	return parseDuration(d.Duration)
+}
+
+// hiddenChars refuses a shown text with a character that is not shown as
+// itself: a control, a text-direction mark (U+202E makes "kcol" read
+// "lock") or a zero-width one, or bytes that are not UTF-8.
+func hiddenChars(texts []string) error {
+	for _, t := range texts {
+		if !utf8.ValidString(t) {
+			return invalid("%q is not UTF-8", t)
+		}
+		for _, r := range t {
+			if unicode.IsControl(r) || (unicode.Is(unicode.Cf, r) && r != '\u200d') {
+				return invalid("%q: character %U is not shown as itself (a control, direction or zero-width mark)", t, r)
+			}
+		}
+	}
+	return nil
 }
 
 // isoDuration is the ISO 8601 durations a timer takes: days, hours,
