@@ -41,15 +41,16 @@ func (g *Guard) Admit(r *http.Request, principals []*engine.Principal) (*engine.
 	p := Authenticate(r, principals)
 	a := ratelimit.Attempt{Addr: ratelimit.ClientKey(r.RemoteAddr), Presented: presented(r), Right: p != nil, Unguessable: p != nil && p.Unguessable}
 	pass, wait := g.tokens.Admit(a)
+	failed, throttled := g.tokens.Counts()
 	switch {
 	case wait > 0:
-		if n := g.tokensThrottled.Add(1); n == 1 || n%1000 == 0 {
-			g.log.Warn("refused a bearer token: too many wrong ones from this address", "remote", r.RemoteAddr, "wait", wait.Round(time.Second), "throttled", n)
+		if throttled == 1 || throttled%1000 == 0 {
+			g.log.Warn("refused a bearer token: too many wrong ones from this address", "remote", r.RemoteAddr, "wait", wait.Round(time.Second), "throttled", throttled)
 		}
 		return nil, wait
 	case !pass && a.Presented:
-		if n := g.tokensFailed.Add(1); n == 1 || n%1000 == 0 {
-			g.log.Warn("refused a wrong bearer token", "remote", r.RemoteAddr, "failed", n)
+		if failed == 1 || failed%1000 == 0 {
+			g.log.Warn("refused a wrong bearer token", "remote", r.RemoteAddr, "failed", failed)
 		}
 	}
 	return p, 0

@@ -71,9 +71,7 @@ type Guard struct {
 	lateBodies    atomic.Uint64
 
 	// tokens bounds wrong bearer tokens per client address (bearer).
-	tokens          *ratelimit.Failures
-	tokensFailed    atomic.Uint64
-	tokensThrottled atomic.Uint64
+	tokens *ratelimit.Failures
 
 	streams streamLimit
 	conns   connLimit

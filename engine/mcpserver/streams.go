@@ -163,8 +163,10 @@ type HTTPStats struct {
 	HostsRefused       uint64 `json:"hosts_refused"`
 	BodiesRefused      uint64 `json:"bodies_refused"`
 	BodiesLate         uint64 `json:"bodies_late"` // closed: the body did not arrive within the body timeout
-	// BearerFailed counts wrong bearer tokens; BearerThrottled requests
-	// refused (429) after too many from their address.
+	// BearerFailed counts wrong tokens at every door that shares the
+	// allowance (/mcp, the house API, the web login, the approvals API);
+	// BearerThrottled attempts refused (429) after too many from their
+	// address.
 	BearerFailed    uint64 `json:"bearer_tokens_failed"`
 	BearerThrottled uint64 `json:"bearer_tokens_throttled"`
 }
@@ -178,8 +180,10 @@ func (g *Guard) Stats() HTTPStats {
 	streams := g.streams.total
 	g.streams.mu.Unlock()
 	hosts, bodies := g.Refused()
-	return HTTPStats{Connections: conns, ConnectionsClosed: g.conns.shed.Load(), ConnectionsRefused: g.conns.refused.Load(),
+	st := HTTPStats{Connections: conns, ConnectionsClosed: g.conns.shed.Load(), ConnectionsRefused: g.conns.refused.Load(),
 		Streams: streams, StreamsRefused: g.streams.refusedPer.Load() + g.streams.refusedTotal.Load(),
 		HostsRefused: hosts, BodiesRefused: bodies, BodiesLate: g.lateBodies.Load(),
-		BearerFailed: g.tokensFailed.Load(), BearerThrottled: g.tokensThrottled.Load()}
+	}
+	st.BearerFailed, st.BearerThrottled = g.tokens.Counts()
+	return st
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,6 +19,8 @@ type Failures struct {
 	mu       sync.Mutex
 	failures map[string][]time.Time
 	now      func() time.Time
+	// failed and throttled count every door's refusals, for /healthz.
+	failed, throttled atomic.Uint64
 }
 
 const (
@@ -92,12 +95,20 @@ func (l *Failures) Admit(a Attempt) (pass bool, wait time.Duration) {
 		return true, 0
 	}
 	if wait := l.Wait(a.Addr); wait > 0 {
+		l.throttled.Add(1)
 		return false, wait
 	}
 	if !a.Right && a.Presented {
+		l.failed.Add(1)
 		l.Fail(a.Addr)
 	}
 	return a.Right, 0
+}
+
+// Counts reports the wrong secrets every door has refused and the
+// attempts refused because their address was throttled.
+func (l *Failures) Counts() (failed, throttled uint64) {
+	return l.failed.Load(), l.throttled.Load()
 }
 
 // recent returns addr's failures inside the window (l.mu held).
