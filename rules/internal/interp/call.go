@@ -1,10 +1,20 @@
 package interp
 
+// The call step end to end: its arguments, the send (the run's last call
+// perhaps left pending, then ended by RunResult.Finish), its record and
+// the values it records; then the call's other forms (a promoted
+// automation run inline, a selector's calls).
+
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"reflect"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules/internal/core"
@@ -61,18 +71,32 @@ func (r *interp) call(f *frame, s *model.RunStep, qid string, i int) *halt {
 	return nil
 }
 
-// callHalt is how a call's error ends its step.
-func (r *interp) callHalt(qid, id string, err error) *halt {
-	switch {
-	case errors.Is(err, ErrNotAcknowledged):
-		why := strings.TrimPrefix(err.Error(), ErrNotAcknowledged.Error()+": ")
-		return &halt{core.StatusNotAcknowledged, fmt.Sprintf("step %q: %s %s: %s", qid, id, ErrNotAcknowledged, why)}
-	case errors.Is(err, ErrNotConnected):
-		return &halt{core.StatusNotConnected, fmt.Sprintf("step %q: %s not sent: not connected to the MQTT broker", qid, id)}
-	case r.ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
-		return r.ctxHalt("during", qid)
+// evalArgs evaluates named templates in name order, each recorded as it
+// is made (the step's trace entry holds them): what (e.g. "setting %q")
+// names one in a message.
+func (r *interp) evalArgs(f *frame, qid, what string, args []model.NamedTemplate) (map[string]any, *halt) {
+	out := make(map[string]any, len(args))
+	for _, a := range args {
+		v, err := a.Tmpl.Eval(f.env)
+		if err != nil {
+			return nil, exprHalt(qid, err)
+		}
+		if h := r.recordf(qid, v, what, a.Name); h != nil {
+			return nil, h
+		}
+		out[a.Name] = v
 	}
-	return &halt{core.StatusFailed, fmt.Sprintf("step %q: %s failed: %v", qid, id, err)}
+	return out, nil
+}
+
+// paramID is the catalog id a catalog-reference param holds in this
+// frame (a promoted automation's: its caller passed it, checked when the
+// caller was validated).
+func paramID(f *frame, name, qid string) (string, *halt) {
+	if id, ok := f.env.Params[name].(string); ok && id != "" {
+		return id, nil
+	}
+	return "", &halt{core.StatusFailed, fmt.Sprintf("step %q: catalog param %q is not bound to an id", qid, name)}
 }
 
 // automation resolves a call target to a promoted body: first the bodies
@@ -90,6 +114,229 @@ func (r *interp) automation(f *frame, id string) (sub *model.Compiled, isAuto bo
 		return c, true
 	}
 	return nil, e != nil
+}
+
+// send makes call step s (entry i): as the run's pending tail when it may
+// be (asyncTail) and the World leaves it pending, else waiting for it.
+func (r *interp) send(f *frame, s *model.RunStep, i int, qid, target string, args map[string]any) (any, error) {
+	ac := r.asyncTail(f, s)
+	if ac == nil {
+		return r.w.Call(r.ctx, target, args)
+	}
+	out, pending, err := ac.CallAsync(r.ctx, target, args)
+	if pending && err == nil {
+		r.mem.res.tail = tailCall{r: r, i: i, k: len(r.calls), qid: qid, target: target} // k: the record call appends next
+	}
+	return out, err
+}
+
+// asyncTail returns the AsyncCaller to send s with when s is the run's
+// last top-level step and the run may end before its acknowledgement.
+func (r *interp) asyncTail(f *frame, s *model.RunStep) AsyncCaller {
+	if !r.tailAsync || f != &r.mem.top || len(f.c.Steps) == 0 || s != &f.c.Steps[len(f.c.Steps)-1] || s.Flags&model.CallContinue != 0 {
+		return nil
+	}
+	ac, _ := r.w.(AsyncCaller)
+	return ac
+}
+
+// AsyncCaller is a World whose calls can be acknowledged after they
+// return (the engine's live world over a broker connection).
+type AsyncCaller interface {
+	// CallAsync starts a call as Call does and returns the output it has if
+	// it succeeds. pending: the call's end is still to come, and is told to
+	// the World's owner, not to the run; the owner then hands it to
+	// RunResult.Finish. An error returned ends the call.
+	CallAsync(ctx context.Context, id string, args map[string]any) (out any, pending bool, err error)
+}
+
+// A run whose last step is a call need not wait for that call's
+// acknowledgement to be over: nothing follows it that could depend on
+// its result. With RunInput.AsyncTail and an AsyncCaller World, Run
+// returns once the call is sent (RunResult.Pending), and the run's result
+// becomes final when its owner hands it the call's end (RunResult.Finish).
+// A call that fails then amends the result to exactly what a waiting run
+// would have made of it. The call is the last top-level step of the body,
+// to an action (a promoted automation is run inline, and its steps follow
+// the call).
+
+// tailCall is the pending last call of a run: where its end goes.
+type tailCall struct {
+	r      *interp
+	i      int // the call's trace entry
+	k      int // the call's record
+	qid    string
+	target string
+}
+
+// Pending reports whether the run's last call is still waiting for its
+// end: res is final only once Finish is called with it.
+func (res *RunResult) Pending() bool { return res.tail.r != nil }
+
+// Finish ends a Pending run with its last call's end (err nil: the call
+// succeeded). A failed call ends the run as it would have ended a run
+// that waited: the call's record has its error, its entry the failure,
+// and the run its status. Finish is called once, after Run returned.
+func (res *RunResult) Finish(err error) {
+	t := &res.tail
+	r := t.r
+	if r == nil {
+		return
+	}
+	if err != nil {
+		rec := &r.calls[t.k]
+		rec.Output, rec.Error = nil, err.Error()
+		r.steps[t.i].Output = nil
+		h := r.fail(t.i, r.callHalt(t.qid, t.target, err))
+		res.Outcome = pilotage.Outcome{OK: h.ok(), Status: h.status}
+		if !h.ok() {
+			res.Outcome.Error = h.msg
+		}
+	}
+	res.Ended = r.safeNow()
+	*t = tailCall{}
+}
+
+// CallRecord is one World.Call the run made.
+type CallRecord struct {
+	Step   string         `json:"step"` // qualified trace id
+	ID     string         `json:"id"`   // catalog id
+	Args   map[string]any `json:"args,omitempty"`
+	Output any            `json:"output,omitempty"`
+	Error  string         `json:"error,omitempty"`
+	At     time.Time      `json:"at"`
+}
+
+// keepCall appends the record of a call the World was asked to make. The
+// record holds the arguments a second time (the trace entry's input holds
+// them too) and the output twice with the entry's: both count against
+// MaxRunBytes, and when they would pass it the record keeps only which
+// call was made, when (the halt says why the rest is missing).
+func (r *interp) keepCall(qid string, rec CallRecord) *halt {
+	h := r.record(qid, "the call's record", rec.Args)
+	for k := 0; k < 2 && h == nil && rec.Output != nil; k++ {
+		h = r.record(qid, "the call's output", rec.Output)
+	}
+	if h != nil {
+		rec.Args, rec.Output = nil, nil
+	}
+	r.calls = append(r.calls, rec)
+	return h
+}
+
+// callHalt is how a call's error ends its step.
+func (r *interp) callHalt(qid, id string, err error) *halt {
+	switch {
+	case errors.Is(err, ErrNotAcknowledged):
+		why := strings.TrimPrefix(err.Error(), ErrNotAcknowledged.Error()+": ")
+		return &halt{core.StatusNotAcknowledged, fmt.Sprintf("step %q: %s %s: %s", qid, id, ErrNotAcknowledged, why)}
+	case errors.Is(err, ErrNotConnected):
+		return &halt{core.StatusNotConnected, fmt.Sprintf("step %q: %s not sent: not connected to the MQTT broker", qid, id)}
+	case r.ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+		return r.ctxHalt("during", qid)
+	}
+	return &halt{core.StatusFailed, fmt.Sprintf("step %q: %s failed: %v", qid, id, err)}
+}
+
+// ErrNotConnected marks a call that could not be published because the MQTT
+// broker is unreachable. The engine's live World wraps the mqtt package's
+// error with it, so the run ends with status not_connected instead of failed.
+var ErrNotConnected = errors.New("not connected to the MQTT broker")
+
+// ErrNotAcknowledged marks a call that was published but not acknowledged
+// by the broker in time: it may still arrive. The engine's live World
+// wraps the mqtt package's error with it, so the run ends with status
+// not_acknowledged instead of failed (a retry could apply it twice).
+var ErrNotAcknowledged = errors.New("not acknowledged (may still arrive)")
+
+// jsonSafeFresh is jsonSafe for a value made for this step alone (the
+// args map of a call, the values of a set step, a World's call output):
+// when it is an object whose members are already JSON-safe scalars, the
+// copy jsonSafe would make is equal to it, and since nothing changes such
+// a value later, the trace can hold it as it is. Anything else (members
+// that are objects or lists, which may be the run's live vars or steps)
+// is copied as before.
+func jsonSafeFresh(v any) any {
+	if m, ok := v.(map[string]any); ok && m != nil {
+		for _, e := range m {
+			if !safeScalar(e) {
+				return jsonSafe(v)
+			}
+		}
+		return v
+	}
+	return jsonSafe(v)
+}
+
+// safeScalar reports whether jsonSafe returns v itself and v holds no
+// reference (an immutable scalar).
+func safeScalar(v any) bool {
+	switch x := v.(type) {
+	case nil, bool, string, int, int64, int32, uint, uint64, uint32, json.Number, time.Time:
+		return true
+	case float64:
+		return !math.IsNaN(x) && !math.IsInf(x, 0)
+	}
+	return false
+}
+
+// jsonSafe returns v in a form encoding/json always accepts: maps with
+// string keys, slices, strings, finite numbers, booleans, nil and
+// time.Time. Non-finite floats and values JSON cannot carry (functions,
+// channels) become strings, so a trace never fails to encode.
+func jsonSafe(v any) any {
+	switch x := v.(type) {
+	case nil, bool, string, int, int64, int32, uint, uint64, uint32, json.Number, time.Time:
+		return v
+	case float64:
+		if math.IsNaN(x) || math.IsInf(x, 0) {
+			return strconv.FormatFloat(x, 'g', -1, 64)
+		}
+		return v
+	case time.Duration:
+		return x.String()
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = jsonSafe(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonSafe(e)
+		}
+		return out
+	}
+	rv := reflect.ValueOf(v)
+	switch rv.Kind() {
+	case reflect.Slice, reflect.Array:
+		if l, ok := interpList(v); ok {
+			return jsonSafe(l)
+		}
+	case reflect.Map:
+		if rv.Type().Key().Kind() == reflect.String {
+			out := make(map[string]any, rv.Len())
+			it := rv.MapRange()
+			for it.Next() {
+				out[it.Key().String()] = jsonSafe(it.Value().Interface())
+			}
+			return out
+		}
+	case reflect.Float32:
+		return jsonSafe(rv.Float())
+	case reflect.Func, reflect.Chan, reflect.UnsafePointer:
+		return fmt.Sprintf("<%s>", rv.Kind())
+	case reflect.Pointer:
+		if rv.IsNil() {
+			return nil
+		}
+		return jsonSafe(rv.Elem().Interface())
+	}
+	if _, err := json.Marshal(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return v
 }
 
 // callAutomation runs a promoted body inline (trace_subprogram expanded):
@@ -199,85 +446,4 @@ func (r *interp) callSelect(f *frame, s *model.RunStep, qid string, i int) *halt
 	}
 	r.setOutcome(i, core.StepSuccess, "")
 	return nil
-}
-
-// AsyncCaller is a World whose calls can be acknowledged after they
-// return (the engine's live world over a broker connection).
-type AsyncCaller interface {
-	// CallAsync starts a call as Call does and returns the output it has if
-	// it succeeds. pending: the call's end is still to come, and is told to
-	// the World's owner, not to the run; the owner then hands it to
-	// RunResult.Finish. An error returned ends the call.
-	CallAsync(ctx context.Context, id string, args map[string]any) (out any, pending bool, err error)
-}
-
-// A run whose last step is a call need not wait for that call's
-// acknowledgement to be over: nothing follows it that could depend on
-// its result. With RunInput.AsyncTail and an AsyncCaller World, Run
-// returns once the call is sent (RunResult.Pending), and the run's result
-// becomes final when its owner hands it the call's end (RunResult.Finish).
-// A call that fails then amends the result to exactly what a waiting run
-// would have made of it. The call is the last top-level step of the body,
-// to an action (a promoted automation is run inline, and its steps follow
-// the call).
-
-// tailCall is the pending last call of a run: where its end goes.
-type tailCall struct {
-	r      *interp
-	i      int // the call's trace entry
-	k      int // the call's record
-	qid    string
-	target string
-}
-
-// asyncTail returns the AsyncCaller to send s with when s is the run's
-// last top-level step and the run may end before its acknowledgement.
-func (r *interp) asyncTail(f *frame, s *model.RunStep) AsyncCaller {
-	if !r.tailAsync || f != &r.mem.top || len(f.c.Steps) == 0 || s != &f.c.Steps[len(f.c.Steps)-1] || s.Flags&model.CallContinue != 0 {
-		return nil
-	}
-	ac, _ := r.w.(AsyncCaller)
-	return ac
-}
-
-// send makes call step s (entry i): as the run's pending tail when it may
-// be (asyncTail) and the World leaves it pending, else waiting for it.
-func (r *interp) send(f *frame, s *model.RunStep, i int, qid, target string, args map[string]any) (any, error) {
-	ac := r.asyncTail(f, s)
-	if ac == nil {
-		return r.w.Call(r.ctx, target, args)
-	}
-	out, pending, err := ac.CallAsync(r.ctx, target, args)
-	if pending && err == nil {
-		r.mem.res.tail = tailCall{r: r, i: i, k: len(r.calls), qid: qid, target: target} // k: the record call appends next
-	}
-	return out, err
-}
-
-// Pending reports whether the run's last call is still waiting for its
-// end: res is final only once Finish is called with it.
-func (res *RunResult) Pending() bool { return res.tail.r != nil }
-
-// Finish ends a Pending run with its last call's end (err nil: the call
-// succeeded). A failed call ends the run as it would have ended a run
-// that waited: the call's record has its error, its entry the failure,
-// and the run its status. Finish is called once, after Run returned.
-func (res *RunResult) Finish(err error) {
-	t := &res.tail
-	r := t.r
-	if r == nil {
-		return
-	}
-	if err != nil {
-		rec := &r.calls[t.k]
-		rec.Output, rec.Error = nil, err.Error()
-		r.steps[t.i].Output = nil
-		h := r.fail(t.i, r.callHalt(t.qid, t.target, err))
-		res.Outcome = pilotage.Outcome{OK: h.ok(), Status: h.status}
-		if !h.ok() {
-			res.Outcome.Error = h.msg
-		}
-	}
-	res.Ended = r.safeNow()
-	*t = tailCall{}
 }

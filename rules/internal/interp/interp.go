@@ -1,7 +1,11 @@
 package interp
 
+// The run loop: Run, the trigger's entry, seq and step (which hands each
+// step to the file named for it), the trace entries and what they cost.
+
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,17 +16,6 @@ import (
 	"github.com/pilothouse/pilothouse/rules/internal/core"
 	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
-
-// ErrNotConnected marks a call that could not be published because the MQTT
-// broker is unreachable. The engine's live World wraps the mqtt package's
-// error with it, so the run ends with status not_connected instead of failed.
-var ErrNotConnected = errors.New("not connected to the MQTT broker")
-
-// ErrNotAcknowledged marks a call that was published but not acknowledged
-// by the broker in time: it may still arrive. The engine's live World
-// wraps the mqtt package's error with it, so the run ends with status
-// not_acknowledged instead of failed (a retry could apply it twice).
-var ErrNotAcknowledged = errors.New("not acknowledged (may still arrive)")
 
 // RunInput is everything a run starts from besides the program and World.
 type RunInput struct {
@@ -44,16 +37,6 @@ type RunInput struct {
 	// when the World is an AsyncCaller: a RunResult that is Pending then
 	// waits for the caller's Finish.
 	AsyncTail bool
-}
-
-// CallRecord is one World.Call the run made.
-type CallRecord struct {
-	Step   string         `json:"step"` // qualified trace id
-	ID     string         `json:"id"`   // catalog id
-	Args   map[string]any `json:"args,omitempty"`
-	Output any            `json:"output,omitempty"`
-	Error  string         `json:"error,omitempty"`
-	At     time.Time      `json:"at"`
 }
 
 // RunResult is a finished (or ended) run. Steps is the full-detail trace;
@@ -317,6 +300,40 @@ func (r *interp) run(c *model.Compiled, in RunInput) (*frame, *halt) {
 	return f, r.seq(f, c.Steps, "")
 }
 
+// WithParamDefaults fills absent top-level params from the "default" of
+// each property in the program's params schema. The caller's map is not
+// modified.
+func WithParamDefaults(schema json.RawMessage, params map[string]any) map[string]any {
+	if len(params) == 0 && len(schema) == 0 {
+		return nil // made when an expression reads params
+	}
+	out := make(map[string]any, len(params))
+	for k, v := range params {
+		out[k] = v
+	}
+	if len(schema) == 0 {
+		return out
+	}
+	var s struct {
+		Properties map[string]struct {
+			Default json.RawMessage `json:"default"`
+		} `json:"properties"`
+	}
+	if json.Unmarshal(schema, &s) != nil {
+		return out
+	}
+	for k, p := range s.Properties {
+		if _, ok := out[k]; ok || len(p.Default) == 0 {
+			continue
+		}
+		var v any
+		if json.Unmarshal(p.Default, &v) == nil {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // triggers records the trigger branch ("triggers" took <id>) and the
 // trigger's own entry, and binds trigger.* for expressions.
 func (r *interp) triggers(f *frame, fire model.TriggerFire) *halt {
@@ -376,168 +393,6 @@ func (r *interp) fireTime(fire model.TriggerFire) time.Time {
 	return fire.Time
 }
 
-// TriggerReason says why trigger t fired, for its trace entry.
-func TriggerReason(t *model.RunTrigger, fire model.TriggerFire) string {
-	switch t.Kind() {
-	case model.TriggerState, model.TriggerNumeric:
-		return fmt.Sprintf("%s changed to %s", t.EntityID, FormatReason(fire.Value))
-	case model.TriggerEvent:
-		return fmt.Sprintf("event %s arrived with %s", t.EntityID, FormatReason(fire.Value))
-	case model.TriggerCron:
-		return "the cron schedule " + t.Spec() + " matched"
-	case model.TriggerTime:
-		return "it was " + t.Spec()
-	case model.TriggerSun:
-		sun, offset := t.Sun()
-		return "it was " + clock.SunPhrase(sun, offset)
-	case model.TriggerAvailable:
-		return t.EntityID + "'s device " + core.AvailablePhrase(fire.Value)
-	}
-	return "trigger " + t.TriggerID + " fired"
-}
-
-func (r *interp) condition(f *frame, cond *model.RunCond, skip bool) *halt {
-	i, h := r.begin(cond.ID)
-	if h != nil {
-		return h
-	}
-	if skip {
-		r.setOutcome(i, core.StepSkipped, "")
-		return nil
-	}
-	why := ""
-	if cond.Expr != nil {
-		if id := model.UnavailableRead(cond.Expr, r.w); id != "" {
-			why = id + " is unavailable (its device is offline), so the condition does not hold"
-		}
-	}
-	b := false
-	if why == "" {
-		var h *halt
-		if b, h = r.conditionHolds(f, cond); h != nil {
-			return r.fail(i, h)
-		}
-	}
-	if cond.Expr != nil {
-		if h := r.noteReads(i, cond.ID, readsInto(nil, cond.Expr, f.env, r.w)); h != nil {
-			return r.fail(i, h)
-		}
-	}
-	r.steps[i].Output = b
-	f.env.SetStepOutput(cond.ID, b)
-	if !b {
-		r.setOutcome(i, core.StepNotMet, why)
-		return &halt{core.StatusConditionsNotMet, cond.ID}
-	}
-	r.setOutcome(i, core.StepSuccess, "")
-	return nil
-}
-
-// conditionHolds evaluates a condition: its expression, or its time or
-// sun window at the world's clock (the entry's input then says how the
-// window stood that day).
-func (r *interp) conditionHolds(f *frame, cond *model.RunCond) (bool, *halt) {
-	if cond.Window == nil {
-		b, err := cond.Expr.EvalBool(f.env)
-		if err != nil {
-			return false, exprHalt(cond.ID, err)
-		}
-		return b, nil
-	}
-	b, in, err := cond.Window.Eval(r.w.Now(), model.PlaceOf(r.w))
-	if h := r.record(cond.ID, "the condition's input", in); h != nil {
-		return false, h
-	}
-	r.steps[len(r.steps)-1].Input = in
-	if err != nil {
-		return false, &halt{core.StatusFailed, fmt.Sprintf("condition %q: %v", cond.ID, err)}
-	}
-	return b, nil
-}
-
-// begin appends the entry for qid, after checking cancellation and the
-// run's bounds. The entry's outcome stays empty until setOutcome.
-func (r *interp) begin(qid string) (int, *halt) {
-	r.current = qid
-	if r.ctx.Err() != nil {
-		return -1, r.ctxHalt("before", qid)
-	}
-	now := r.w.Now()
-	if now.After(r.deadline) {
-		return -1, r.wallHalt(qid)
-	}
-	if len(r.steps) >= r.lim.MaxSteps {
-		return -1, &halt{core.StatusLimitExceeded, fmt.Sprintf("step limit of %d trace entries reached before step %q", r.lim.MaxSteps, qid)}
-	}
-	if r.chargeText(len(qid) + parentBytes(r.parent) + entryOverhead); r.bytes > r.lim.MaxRunBytes {
-		return -1, r.runBytesHalt(qid, "this entry")
-	}
-	if len(r.tms) == cap(r.tms) {
-		r.tms = make([]float64, 0, min(max(2*cap(r.tms), 4), 64))
-	}
-	r.tms = append(r.tms, float64(now.Sub(r.start))/float64(time.Millisecond))
-	r.steps = append(r.steps, pilotage.TraceStep{ID: qid, Parent: r.parent, TMs: &r.tms[len(r.tms)-1]})
-	return len(r.steps) - 1, nil
-}
-
-// ctxHalt reports the end of the run's context: cancelled (mode restart, a
-// disabled rule, shutdown), or timeout when the engine's deadline passed.
-func (r *interp) ctxHalt(where, qid string) *halt {
-	why := ""
-	if c := context.Cause(r.ctx); c != nil && c != r.ctx.Err() {
-		why = ": " + c.Error()
-	}
-	if errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
-		return &halt{core.StatusTimeout, fmt.Sprintf("run deadline passed %s step %q%s", where, qid, why)}
-	}
-	return &halt{core.StatusCancelled, fmt.Sprintf("cancelled %s step %q%s", where, qid, why)}
-}
-
-func (r *interp) wallHalt(qid string) *halt {
-	return &halt{core.StatusTimeout, fmt.Sprintf("run exceeded its wall-time bound of %s at step %q", r.lim.MaxWall, qid)}
-}
-
-func (r *interp) setOutcome(i int, status, msg string) {
-	s, _ := core.LookupStatus(core.StepStatuses, status)
-	r.steps[i].Outcome = pilotage.Outcome{OK: s.OK, Status: status, Error: msg}
-}
-
-// fail marks entry i with h's status and returns h.
-func (r *interp) fail(i int, h *halt) *halt {
-	msg := ""
-	if !h.ok() {
-		msg = h.msg
-	}
-	r.setOutcome(i, stepStatusFor(h.status), msg)
-	return h
-}
-
-// stepStatusFor maps a run status to the step status that reports it.
-func stepStatusFor(runStatus string) string {
-	switch runStatus {
-	case core.StatusStopped:
-		return core.StepStopped
-	case core.StatusConditionsNotMet:
-		return core.StepNotMet
-	case core.StatusSuccess:
-		return core.StepSuccess
-	}
-	if _, ok := core.LookupStatus(core.StepStatuses, runStatus); ok {
-		return runStatus
-	}
-	return core.StepFailed
-}
-
-// nested runs a list of steps whose entries are nested in the entry
-// qid (a branch's arm, a loop's body, a called automation's body).
-func (r *interp) nested(f *frame, qid string, list []model.RunStep, sfx string) *halt {
-	outer := r.parent
-	r.parent = qid
-	h := r.seq(f, list, sfx)
-	r.parent = outer
-	return h
-}
-
 // seq runs a list of steps; sfx is the loop qualification ("#2#1").
 func (r *interp) seq(f *frame, list []model.RunStep, sfx string) *halt {
 	for i := range list {
@@ -572,3 +427,152 @@ func (r *interp) step(f *frame, s *model.RunStep, sfx string) *halt {
 	}
 	return r.fail(i, &halt{core.StatusFailed, fmt.Sprintf("step %q: unknown step kind %q", qid, s.Kind())})
 }
+
+// nested runs a list of steps whose entries are nested in the entry
+// qid (a branch's arm, a loop's body, a called automation's body).
+func (r *interp) nested(f *frame, qid string, list []model.RunStep, sfx string) *halt {
+	outer := r.parent
+	r.parent = qid
+	h := r.seq(f, list, sfx)
+	r.parent = outer
+	return h
+}
+
+// begin appends the entry for qid, after checking cancellation and the
+// run's bounds. The entry's outcome stays empty until setOutcome.
+func (r *interp) begin(qid string) (int, *halt) {
+	r.current = qid
+	if r.ctx.Err() != nil {
+		return -1, r.ctxHalt("before", qid)
+	}
+	now := r.w.Now()
+	if now.After(r.deadline) {
+		return -1, r.wallHalt(qid)
+	}
+	if len(r.steps) >= r.lim.MaxSteps {
+		return -1, &halt{core.StatusLimitExceeded, fmt.Sprintf("step limit of %d trace entries reached before step %q", r.lim.MaxSteps, qid)}
+	}
+	if r.chargeText(len(qid) + parentBytes(r.parent) + entryOverhead); r.bytes > r.lim.MaxRunBytes {
+		return -1, r.runBytesHalt(qid, "this entry")
+	}
+	if len(r.tms) == cap(r.tms) {
+		r.tms = make([]float64, 0, min(max(2*cap(r.tms), 4), 64))
+	}
+	r.tms = append(r.tms, float64(now.Sub(r.start))/float64(time.Millisecond))
+	r.steps = append(r.steps, pilotage.TraceStep{ID: qid, Parent: r.parent, TMs: &r.tms[len(r.tms)-1]})
+	return len(r.steps) - 1, nil
+}
+
+func (r *interp) setOutcome(i int, status, msg string) {
+	s, _ := core.LookupStatus(core.StepStatuses, status)
+	r.steps[i].Outcome = pilotage.Outcome{OK: s.OK, Status: status, Error: msg}
+}
+
+// fail marks entry i with h's status and returns h.
+func (r *interp) fail(i int, h *halt) *halt {
+	msg := ""
+	if !h.ok() {
+		msg = h.msg
+	}
+	r.setOutcome(i, stepStatusFor(h.status), msg)
+	return h
+}
+
+// stepStatusFor maps a run status to the step status that reports it.
+func stepStatusFor(runStatus string) string {
+	switch runStatus {
+	case core.StatusStopped:
+		return core.StepStopped
+	case core.StatusConditionsNotMet:
+		return core.StepNotMet
+	case core.StatusSuccess:
+		return core.StepSuccess
+	}
+	if _, ok := core.LookupStatus(core.StepStatuses, runStatus); ok {
+		return runStatus
+	}
+	return core.StepFailed
+}
+
+// ctxHalt reports the end of the run's context: cancelled (mode restart, a
+// disabled rule, shutdown), or timeout when the engine's deadline passed.
+func (r *interp) ctxHalt(where, qid string) *halt {
+	why := ""
+	if c := context.Cause(r.ctx); c != nil && c != r.ctx.Err() {
+		why = ": " + c.Error()
+	}
+	if errors.Is(r.ctx.Err(), context.DeadlineExceeded) {
+		return &halt{core.StatusTimeout, fmt.Sprintf("run deadline passed %s step %q%s", where, qid, why)}
+	}
+	return &halt{core.StatusCancelled, fmt.Sprintf("cancelled %s step %q%s", where, qid, why)}
+}
+
+func (r *interp) wallHalt(qid string) *halt {
+	return &halt{core.StatusTimeout, fmt.Sprintf("run exceeded its wall-time bound of %s at step %q", r.lim.MaxWall, qid)}
+}
+
+// exprHalt turns an evaluation error into a short failure naming the step.
+// expr errors carry a multi-line source snippet; only the first line is
+// kept.
+func exprHalt(qid string, err error) *halt {
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	status := core.StatusFailed
+	var le *model.LimitError
+	switch {
+	case errors.Is(err, context.Canceled):
+		status = core.StatusCancelled
+	case errors.Is(err, context.DeadlineExceeded):
+		status = core.StatusTimeout
+	case errors.As(err, &le) || strings.Contains(msg, "memory budget exceeded"):
+		status = core.StatusLimitExceeded
+	}
+	return &halt{status, fmt.Sprintf("step %q: %s", qid, msg)}
+}
+
+// entryOverhead is what a trace entry costs in a stored run besides its
+// id, input, output and decisions: the outcome, the time, the JSON keys.
+const entryOverhead = 64
+
+// parentBytes is what an entry's parent costs: `,"parent":"<id>"`.
+func parentBytes(parent string) int {
+	if parent == "" {
+		return 0
+	}
+	return len(parent) + len(`,"parent":""`)
+}
+
+// record charges what the run keeps of v (a trace entry's input or output,
+// a call record's args or output) against MaxRunBytes: the stored envelope
+// of a run is the trace and the outputs, so a loop that makes a 400 kB
+// value 200 times must end before it has stored 80 MB.
+func (r *interp) record(qid, what string, v any) *halt { return r.recordf(qid, v, what, "") }
+
+// recordf is record with what made from a format and its argument only
+// when it is needed (a halt's message).
+func (r *interp) recordf(qid string, v any, format, arg string) *halt {
+	rest := r.lim.MaxRunBytes - r.bytes
+	s := core.Measure(v, rest, false)
+	r.bytes += s.Bytes
+	if !s.Over(rest) {
+		return nil
+	}
+	what := format
+	if arg != "" {
+		what = fmt.Sprintf(format, arg)
+	}
+	if s.Deep {
+		return &halt{core.StatusLimitExceeded, fmt.Sprintf("step %q: %s is nested more than %d levels deep", qid, what, core.MaxMeasureDepth)}
+	}
+	return r.runBytesHalt(qid, what)
+}
+
+func (r *interp) runBytesHalt(qid, what string) *halt {
+	return &halt{core.StatusLimitExceeded, fmt.Sprintf("step %q: %s would bring what this run records (trace and outputs) past %d bytes (MaxRunBytes)", qid, what, r.lim.MaxRunBytes)}
+}
+
+// chargeText charges a fixed part of the trace (an entry's id, a
+// decision's reason); the next entry's begin reports going past the limit.
+func (r *interp) chargeText(n int) { r.bytes += n }

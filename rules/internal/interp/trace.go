@@ -1,13 +1,20 @@
 package interp
 
+// The trace as callers read it: its levels, its check against the plan,
+// and the texts its entries say (why a trigger fired, values in reasons).
+
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
 	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
 // Summary truncation (documented in the closed-sets guide): an output whose
@@ -64,6 +71,18 @@ func truncateOutput(v any) any {
 		}
 	}
 	return map[string]any{"truncated": true, "bytes": len(b), "preview": preview}
+}
+
+// MarshalCompact encodes v without HTML escaping (the byte counts and
+// previews of truncated outputs are measured on this form).
+func MarshalCompact(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 // CheckCorrespondence checks a trace against the plan of the program that
@@ -177,4 +196,46 @@ func traceHasString(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TriggerReason says why trigger t fired, for its trace entry.
+func TriggerReason(t *model.RunTrigger, fire model.TriggerFire) string {
+	switch t.Kind() {
+	case model.TriggerState, model.TriggerNumeric:
+		return fmt.Sprintf("%s changed to %s", t.EntityID, FormatReason(fire.Value))
+	case model.TriggerEvent:
+		return fmt.Sprintf("event %s arrived with %s", t.EntityID, FormatReason(fire.Value))
+	case model.TriggerCron:
+		return "the cron schedule " + t.Spec() + " matched"
+	case model.TriggerTime:
+		return "it was " + t.Spec()
+	case model.TriggerSun:
+		sun, offset := t.Sun()
+		return "it was " + clock.SunPhrase(sun, offset)
+	case model.TriggerAvailable:
+		return t.EntityID + "'s device " + core.AvailablePhrase(fire.Value)
+	}
+	return "trigger " + t.TriggerID + " fired"
+}
+
+// FormatReason renders a value inside a decision's because: JSON when it
+// can be encoded, otherwise Go's %v.
+func FormatReason(v any) string {
+	b, err := MarshalCompact(jsonSafe(v))
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// BaseStepID recovers the program step id of a trace entry id (spec
+// §5.8.2): the segment after the final "/", without its "#n" suffixes.
+func BaseStepID(traceID string) string {
+	if i := strings.LastIndexByte(traceID, '/'); i >= 0 {
+		traceID = traceID[i+1:]
+	}
+	if i := strings.IndexByte(traceID, '#'); i >= 0 {
+		traceID = traceID[:i]
+	}
+	return traceID
 }

@@ -1,15 +1,58 @@
 package interp
 
+// The steps that wait: delay (a duration) and wait (until a state, an
+// event or a condition, or a timeout).
+
 import (
 	"fmt"
+	"reflect"
 	"sync"
 	"time"
 
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
 	"github.com/pilothouse/pilothouse/rules/internal/core"
 	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
 
-// The wait step: until a state, an event or a condition, or a timeout.
+func (r *interp) delay(f *frame, s *model.RunStep, qid string, i int) *halt {
+	d, h := r.duration(f, s.More.(*model.DurSpec), qid, "delay")
+	if h != nil {
+		return r.fail(i, h)
+	}
+	r.steps[i].Input = map[string]any{"duration": d.String()}
+	capped := false
+	if rem := r.deadline.Sub(r.w.Now()); d > rem {
+		d, capped = max(rem, 0), true
+	}
+	if err := r.w.Sleep(r.ctx, d); err != nil {
+		if r.ctx.Err() != nil {
+			return r.fail(i, r.ctxHalt("during", qid))
+		}
+		return r.fail(i, &halt{core.StatusFailed, fmt.Sprintf("step %q: delay failed: %v", qid, err)})
+	}
+	if capped {
+		return r.fail(i, r.wallHalt(qid))
+	}
+	r.setOutcome(i, core.StepSuccess, "")
+	return nil
+}
+
+// duration is a delay's or a wait's hold duration: parsed once when it is
+// constant, else evaluated.
+func (r *interp) duration(f *frame, ds *model.DurSpec, qid, what string) (time.Duration, *halt) {
+	if ds.Constant {
+		return ds.Dur, nil
+	}
+	v, err := ds.Tmpl.Eval(f.env)
+	if err != nil {
+		return 0, exprHalt(qid, err)
+	}
+	d, err := clock.DurationValue(v)
+	if err != nil {
+		return 0, &halt{core.StatusFailed, fmt.Sprintf("step %q: %s: %v", qid, what, err)}
+	}
+	return d, nil
+}
 
 func (r *interp) wait(f *frame, s *model.RunStep, qid string, i int) *halt {
 	ws := s.More.(*model.WaitStep)
@@ -227,4 +270,22 @@ func (r *interp) stateCheck(ws *model.WaitStep) func() bool {
 		}
 		return true
 	}
+}
+
+// interpEqual compares JSON-ish values: numbers by value, the rest deeply.
+func interpEqual(a, b any) bool {
+	if x, ok := core.InterpNumber(a); ok {
+		y, ok := core.InterpNumber(b)
+		return ok && x == y
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+func interpAppendUnique(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
 }

@@ -1,5 +1,7 @@
 package interp
 
+// The repeat step: count, while, until and for_each loops.
+
 import (
 	"fmt"
 	"reflect"
