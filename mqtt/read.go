@@ -74,18 +74,14 @@ func readControl(r *bufio.Reader, b0 byte, length int) (packet, error) {
 // handle acts on a packet other than PUBLISH.
 func (c *Client) handle(k *conn, p packet) error {
 	switch p.kind {
-	case pubackType, pubcompType:
+	case pubackType:
 		c.sess.acked(p.id)
-	case pubrecType:
-		c.sess.releasing(p.id)
-		return k.writePacket(encodeAck(pubrelType, p.id))
+	case pubrecType, pubrelType, pubcompType:
+		return c.handleQoS2(k, p)
 	case subackType:
 		c.sess.answered(p.id, p.codes)
 	case unsubackType:
 		c.sess.answered(p.id, []byte{})
-	case pubrelType:
-		c.sess.released(p.id)
-		return k.writePacket(encodeAck(pubcompType, p.id))
 	case pingrespType:
 	case disconnectType: // mochi's, as it closes a connection taken over
 		return fmt.Errorf("mqtt: the broker closed the connection (DISCONNECT): %w", io.EOF)
@@ -143,50 +139,4 @@ func readBody(r *bufio.Reader, length int) ([]byte, error) {
 		err = io.ErrUnexpectedEOF
 	}
 	return body, err
-}
-
-// skip reads past an oversized PUBLISH without holding it (its topic kept
-// for the log) and acknowledges it: the broker would otherwise hold it,
-// and its later messages, in flight.
-func (c *Client) skip(k *conn, qos byte, length int) error {
-	var tl [2]byte
-	if _, err := io.ReadFull(k.r, tl[:]); err != nil {
-		return noEOF(err)
-	}
-	n := int(be16(tl[:]))
-	lead := 2 + n
-	if qos > 0 {
-		lead += 2
-	}
-	if lead > length {
-		return fmt.Errorf("mqtt: malformed PUBLISH from the broker: topic of %d bytes in a packet of %d", n, length)
-	}
-	topic := make([]byte, min(n, 256))
-	if _, err := io.ReadFull(k.r, topic); err != nil {
-		return noEOF(err)
-	}
-	if _, err := k.r.Discard(n - len(topic)); err != nil {
-		return noEOF(err)
-	}
-	var id [2]byte
-	if qos > 0 {
-		if _, err := io.ReadFull(k.r, id[:]); err != nil {
-			return noEOF(err)
-		}
-	}
-	if _, err := k.r.Discard(length - lead); err != nil {
-		return noEOF(err)
-	}
-	if qos == 2 {
-		c.sess.received2(be16(id[:]))
-	}
-	c.oversized(string(topic), length)
-	return c.ackPublish(k, qos, be16(id[:]))
-}
-
-// oversized counts and logs (now and then) a message skipped for its size.
-func (c *Client) oversized(topic string, size int) {
-	if n := c.stats.oversized.Add(1); n == 1 || n%1000 == 0 {
-		c.log.Warn("message over mqtt.max_message_bytes skipped", "topic", topic, "bytes", size, "max", c.opts.MaxMessageBytes, "skipped_total", n)
-	}
 }

@@ -1,9 +1,7 @@
 package mqtt
 
 import (
-	"cmp"
 	"errors"
-	"slices"
 	"sync"
 	"time"
 )
@@ -130,77 +128,6 @@ func (s *session) acked(id uint16) {
 	}
 }
 
-// releasing notes that the broker received id's QoS 2 PUBLISH (PUBREC):
-// from now on the PUBREL is what is sent again after a reconnect (§4.3.3).
-func (s *session) releasing(id uint16) {
-	s.mu.Lock()
-	if w, ok := s.pending[id]; ok {
-		w.pkt = encodeAck(pubrelType, id)
-	}
-	s.mu.Unlock()
-}
-
-// ask registers a SUBSCRIBE or UNSUBSCRIBE on the current connection: its
-// answer (the SUBACK's return codes; none for an UNSUBACK) comes on the
-// channel, which is closed if the connection is lost first.
-func (s *session) ask() (*conn, uint16, chan []byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cur == nil {
-		return nil, 0, nil, ErrNotConnected
-	}
-	id, err := s.nextID()
-	if err != nil {
-		return nil, 0, nil, err
-	}
-	if s.answers == nil {
-		s.answers = make(map[uint16]chan []byte)
-	}
-	ch := make(chan []byte, 1)
-	s.answers[id] = ch
-	return s.cur, id, ch, nil
-}
-
-// answered hands a SUBACK's codes (or an UNSUBACK) to whoever asked.
-func (s *session) answered(id uint16, codes []byte) {
-	s.mu.Lock()
-	ch, ok := s.answers[id]
-	delete(s.answers, id)
-	s.mu.Unlock()
-	if ok {
-		ch <- codes
-	}
-}
-
-// drop forgets a question nobody waits for any more.
-func (s *session) drop(id uint16) {
-	s.mu.Lock()
-	delete(s.answers, id)
-	s.mu.Unlock()
-}
-
-// received2 records a QoS 2 PUBLISH and reports whether it is new (to be
-// delivered): a resent one, before its PUBREL, was delivered already.
-func (s *session) received2(id uint16) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, dup := s.inbound2[id]; dup {
-		return false
-	}
-	if s.inbound2 == nil {
-		s.inbound2 = make(map[uint16]struct{})
-	}
-	s.inbound2[id] = struct{}{}
-	return true
-}
-
-// released ends a QoS 2 delivery (its PUBREL came).
-func (s *session) released(id uint16) {
-	s.mu.Lock()
-	delete(s.inbound2, id)
-	s.mu.Unlock()
-}
-
 // lost detaches the connection k: every publish waiting for its PUBACK
 // hears errLostUnacked (on a persistent session its packet stays, to be
 // sent again), and every SUBSCRIBE or UNSUBSCRIBE hears nothing more.
@@ -230,47 +157,6 @@ func (s *session) lost(k *conn) {
 	for _, a := range told {
 		a.result(errLostUnacked)
 	}
-}
-
-// resume prepares a new connection: with the session still at the broker
-// it returns the unacknowledged publishes to send again first, in the
-// order they were first sent and marked DUP (§4.4); without it they are
-// dropped (the broker forgot them with the session: counted in the
-// return) and so are the QoS 2 messages still waiting for their PUBREL.
-func (s *session) resume(present bool) (resend [][]byte, dropped int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !present {
-		dropped = len(s.pending)
-		clear(s.pending)
-		clear(s.inbound2)
-		return nil, dropped
-	}
-	ws := make([]*waiter, 0, len(s.pending))
-	for _, w := range s.pending {
-		ws = append(ws, w)
-	}
-	slices.SortFunc(ws, func(a, b *waiter) int { return cmp.Compare(a.seq, b.seq) })
-	for _, w := range ws {
-		p := slices.Clone(w.pkt)
-		if p[0]>>4 == publishType {
-			p[0] |= dupBit
-		}
-		resend = append(resend, p)
-	}
-	return resend, 0
-}
-
-// attach makes k the connection packets are written to, unless it died
-// already.
-func (s *session) attach(k *conn) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if k.isDead() {
-		return false
-	}
-	s.cur = k
-	return true
 }
 
 // errExpired is what an asynchronous publish's waiter is given when its due

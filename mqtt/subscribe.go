@@ -418,3 +418,42 @@ func (c *Client) dispatch(s *subscription) {
 	defer c.wg.Done()
 	s.run(c.quit)
 }
+
+// ask registers a SUBSCRIBE or UNSUBSCRIBE on the current connection: its
+// answer (the SUBACK's return codes; none for an UNSUBACK) comes on the
+// channel, which is closed if the connection is lost first.
+func (s *session) ask() (*conn, uint16, chan []byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil {
+		return nil, 0, nil, ErrNotConnected
+	}
+	id, err := s.nextID()
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if s.answers == nil {
+		s.answers = make(map[uint16]chan []byte)
+	}
+	ch := make(chan []byte, 1)
+	s.answers[id] = ch
+	return s.cur, id, ch, nil
+}
+
+// answered hands a SUBACK's codes (or an UNSUBACK) to whoever asked.
+func (s *session) answered(id uint16, codes []byte) {
+	s.mu.Lock()
+	ch, ok := s.answers[id]
+	delete(s.answers, id)
+	s.mu.Unlock()
+	if ok {
+		ch <- codes
+	}
+}
+
+// drop forgets a question nobody waits for any more.
+func (s *session) drop(id uint16) {
+	s.mu.Lock()
+	delete(s.answers, id)
+	s.mu.Unlock()
+}
