@@ -101,9 +101,9 @@ type Options struct {
 // Options.ClientID its session is persistent: QoS 1 publishes the broker
 // did not acknowledge are sent again when it still has the session.
 // One reading goroutine per connection handles every packet from the
-// broker (read.go); every packet to it is written whole by the goroutine
-// that made it (write.go); the session (session.go) holds what waits for
-// an answer across connections.
+// broker, and every packet to it is written whole by the goroutine that
+// made it (conn.go); the session (session.go) holds what waits for an
+// answer across connections.
 //
 // Delivery: each Subscribe (and each SubscribeSet) gets its own queue and
 // goroutine, so a handler sees the messages of its subscription in the
