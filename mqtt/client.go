@@ -102,7 +102,7 @@ type Options struct {
 // did not acknowledge are sent again when it still has the session.
 // One reading goroutine per connection handles every packet from the
 // broker, and every packet to it is written whole by the goroutine that
-// made it (conn.go); the session (session.go) holds what waits for an
+// made it (conn.go); the session (publish.go) holds what waits for an
 // answer across connections.
 //
 // Delivery: each Subscribe (and each SubscribeSet) gets its own queue and

@@ -1,5 +1,10 @@
 package mqtt
 
+// The MQTT 3.1.1 packet types and the codec of the packets that set a
+// session up (CONNECT/CONNACK, SUBSCRIBE/UNSUBSCRIBE); readPacket decodes
+// any packet (the CONNACK, the tests' brokers, FuzzReadPacket). What the
+// event path carries is coded where it is read (conn.go) or sent (publish.go).
+
 import (
 	"bufio"
 	"errors"
@@ -169,53 +174,6 @@ func decodeConnect(p packet, body []byte) (packet, error) {
 	}
 	p.connect = cf
 	return p, nil
-}
-
-// appendHeader appends a fixed header with remaining length length.
-func appendHeader(b []byte, b0 byte, length int) []byte {
-	b = append(b, b0)
-	for {
-		d := byte(length & 0x7f)
-		length >>= 7
-		if length > 0 {
-			d |= 0x80
-		}
-		b = append(b, d)
-		if length == 0 {
-			return b
-		}
-	}
-}
-
-func appendString(b []byte, s string) []byte {
-	return append(append(b, byte(len(s)>>8), byte(len(s))), s...)
-}
-
-// encodePublish frames a PUBLISH (§3.3); for QoS 1 and 2 it also returns
-// where its packet identifier is, so that the session can write it in
-// once it has claimed one.
-func encodePublish(topic string, payload []byte, qos byte, retain bool, id uint16) (pkt []byte, idAt int, err error) {
-	if len(topic) > 0xFFFF {
-		return nil, 0, fmt.Errorf("mqtt: topic of %d bytes (at most 65535)", len(topic))
-	}
-	length := 2 + len(topic) + len(payload)
-	if qos > 0 {
-		length += 2
-	}
-	if length > maxRemainingLength {
-		return nil, 0, fmt.Errorf("mqtt: message of %d bytes (MQTT frames at most %d)", length, maxRemainingLength)
-	}
-	b0 := byte(publishType<<4) | qos<<1
-	if retain {
-		b0 |= retainBit
-	}
-	pkt = appendHeader(make([]byte, 0, 5+length), b0, length)
-	pkt = appendString(pkt, topic)
-	if qos > 0 {
-		idAt = len(pkt)
-		pkt = append(pkt, byte(id>>8), byte(id))
-	}
-	return append(pkt, payload...), idAt, nil
 }
 
 // encodeConnect frames a CONNECT (§3.1) for MQTT 3.1.1.

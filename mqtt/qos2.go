@@ -4,6 +4,20 @@ package mqtt
 // Publish at QoS 2 and a QoS 2 subscription exchange. Nothing in the server
 // uses QoS 2; the event path never comes here.
 
+// handleQoS2 takes a PUBREC, PUBREL or PUBCOMP from the broker.
+func (c *Client) handleQoS2(k *conn, p packet) error {
+	switch p.kind {
+	case pubrecType:
+		c.sess.releasing(p.id)
+		return k.writePacket(encodeAck(pubrelType, p.id))
+	case pubrelType:
+		c.sess.released(p.id)
+		return k.writePacket(encodeAck(pubcompType, p.id))
+	}
+	c.sess.acked(p.id) // PUBCOMP ends a QoS 2 publish as PUBACK a QoS 1 one
+	return nil
+}
+
 // received2 records a QoS 2 PUBLISH and reports whether it is new (to be
 // delivered): a resent one, before its PUBREL, was delivered already.
 func (s *session) received2(id uint16) bool {
@@ -34,18 +48,4 @@ func (s *session) released(id uint16) {
 	s.mu.Lock()
 	delete(s.inbound2, id)
 	s.mu.Unlock()
-}
-
-// handleQoS2 takes a PUBREC, PUBREL or PUBCOMP from the broker.
-func (c *Client) handleQoS2(k *conn, p packet) error {
-	switch p.kind {
-	case pubrecType:
-		c.sess.releasing(p.id)
-		return k.writePacket(encodeAck(pubrelType, p.id))
-	case pubrelType:
-		c.sess.released(p.id)
-		return k.writePacket(encodeAck(pubcompType, p.id))
-	}
-	c.sess.acked(p.id) // PUBCOMP ends a QoS 2 publish as PUBACK a QoS 1 one
-	return nil
 }
