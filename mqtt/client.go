@@ -101,17 +101,18 @@ type Options struct {
 // Options.ClientID its session is persistent: QoS 1 publishes the broker
 // did not acknowledge are sent again when it still has the session.
 // One reading goroutine per connection handles every packet from the
-// broker (read.go); every packet to it is written whole by the goroutine
-// that made it (write.go); the session (session.go) holds what waits for
-// an answer across connections.
+// broker, and every packet to it is written whole by the goroutine that
+// made it (conn.go); the session (publish.go) holds what waits for an
+// answer across connections.
 //
-// Delivery: each Subscribe (and each SubscribeSet) gets its own queue and
-// goroutine, so a handler sees the messages of its subscription in the
-// order the broker sent them. Handlers may call Publish. A handler that
-// falls QueueSize messages behind holds the connection back until it
-// catches up (TCP backpressure to the broker rather than lost messages),
-// at most StallLimit per message; so a handler must not wait for the
-// connection (a QoS 1 acknowledgement, a SUBACK) while its queue is full.
+// Delivery (deliver.go): each Subscribe (and each SubscribeSet) gets its
+// own queue and goroutine, so a handler sees the messages of its
+// subscription in the order the broker sent them. Handlers may call
+// Publish. A handler that falls QueueSize messages behind holds the
+// connection back until it catches up (TCP backpressure to the broker
+// rather than lost messages), at most StallLimit per message; so a handler
+// must not wait for the connection (a QoS 1 acknowledgement, a SUBACK)
+// while its queue is full.
 type Client struct {
 	opts Options
 	log  *slog.Logger

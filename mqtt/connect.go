@@ -173,3 +173,15 @@ func (c *Client) noteFailed(err error) {
 	c.link.failedWhy, c.link.failedAt = why, time.Now()
 	c.mu.Unlock()
 }
+
+// attach makes k the connection packets are written to, unless it died
+// already.
+func (s *session) attach(k *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if k.isDead() {
+		return false
+	}
+	s.cur = k
+	return true
+}

@@ -1,5 +1,10 @@
 package mqtt
 
+// The MQTT 3.1.1 packet types and the codec of the packets that set a
+// session up (CONNECT/CONNACK, SUBSCRIBE/UNSUBSCRIBE); readPacket decodes
+// any packet (the CONNACK, the tests' brokers, FuzzReadPacket). What the
+// event path carries is coded where it is read (conn.go) or sent (publish.go).
+
 import (
 	"bufio"
 	"errors"
@@ -83,35 +88,6 @@ type Will struct {
 	Retain  bool
 }
 
-// readHeader reads a fixed header (§2.2): the first byte and the remaining
-// length (1 to 4 bytes of 7 bits, least significant first).
-func readHeader(r *bufio.Reader) (b0 byte, length int, err error) {
-	if b0, err = r.ReadByte(); err != nil {
-		return 0, 0, err
-	}
-	shift := 0
-	for range 4 {
-		b, err := r.ReadByte()
-		if err != nil {
-			return 0, 0, noEOF(err)
-		}
-		length |= int(b&0x7f) << shift
-		if b&0x80 == 0 {
-			return b0, length, nil
-		}
-		shift += 7
-	}
-	return 0, 0, errors.New("mqtt: malformed packet from the broker: remaining length over 4 bytes")
-}
-
-// noEOF turns an end of stream inside a packet into ErrUnexpectedEOF.
-func noEOF(err error) error {
-	if err == io.EOF {
-		return io.ErrUnexpectedEOF
-	}
-	return err
-}
-
 // readPacket reads one whole packet whose remaining length is at most max.
 func readPacket(r *bufio.Reader, max int) (packet, error) {
 	b0, length, err := readHeader(r)
@@ -135,63 +111,6 @@ func decode(b0 byte, body []byte) (packet, error) {
 		return decodePublish(packet{kind: publishType, flags: b0 & 0x0f}, body)
 	}
 	return decodeControl(b0, body)
-}
-
-// decodeControl parses the body of a packet other than PUBLISH and keeps
-// no reference to it, so the reader may decode from a buffer on its stack.
-func decodeControl(b0 byte, body []byte) (packet, error) {
-	p := packet{kind: b0 >> 4, flags: b0 & 0x0f}
-	bad := func(why string) (packet, error) {
-		return packet{}, fmt.Errorf("mqtt: malformed packet of type %d: %s", p.kind, why)
-	}
-	switch p.kind {
-	case connackType:
-		if len(body) != 2 {
-			return bad("length not 2")
-		}
-		p.sessionPresent, p.code = body[0]&1 == 1, body[1]
-	case pubackType, pubrecType, pubrelType, pubcompType, unsubackType:
-		if len(body) != 2 {
-			return bad("length not 2")
-		}
-		p.id = be16(body)
-	case subackType:
-		if len(body) < 3 {
-			return bad("no return code")
-		}
-		p.id, p.codes = be16(body), append([]byte(nil), body[2:]...)
-	case pingreqType, pingrespType, disconnectType:
-		if len(body) != 0 {
-			return bad("a body")
-		}
-	case subscribeType, unsubscribeType:
-		return decodeSubscribe(p, body)
-	case connectType:
-		return decodeConnect(p, body)
-	default:
-		return bad("unknown type")
-	}
-	return p, nil
-}
-
-func decodePublish(p packet, body []byte) (packet, error) {
-	topic, rest, ok := cutString(body)
-	if !ok {
-		return packet{}, errors.New("mqtt: malformed PUBLISH: topic longer than the packet")
-	}
-	p.topic = topic
-	switch p.pubQoS() {
-	case 0:
-	case 1, 2:
-		if len(rest) < 2 {
-			return packet{}, errors.New("mqtt: malformed PUBLISH: no packet identifier")
-		}
-		p.id, rest = be16(rest), rest[2:]
-	default:
-		return packet{}, errors.New("mqtt: malformed PUBLISH: QoS 3")
-	}
-	p.payload = rest
-	return p, nil
 }
 
 func decodeSubscribe(p packet, body []byte) (packet, error) {
@@ -255,76 +174,6 @@ func decodeConnect(p packet, body []byte) (packet, error) {
 	}
 	p.connect = cf
 	return p, nil
-}
-
-func be16(b []byte) uint16 { return uint16(b[0])<<8 | uint16(b[1]) }
-
-// cutString splits a length-prefixed string (§1.5.3) off b.
-func cutString(b []byte) (string, []byte, bool) {
-	if len(b) < 2 {
-		return "", nil, false
-	}
-	n := int(be16(b))
-	if 2+n > len(b) {
-		return "", nil, false
-	}
-	return string(b[2 : 2+n]), b[2+n:], true
-}
-
-// appendHeader appends a fixed header with remaining length length.
-func appendHeader(b []byte, b0 byte, length int) []byte {
-	b = append(b, b0)
-	for {
-		d := byte(length & 0x7f)
-		length >>= 7
-		if length > 0 {
-			d |= 0x80
-		}
-		b = append(b, d)
-		if length == 0 {
-			return b
-		}
-	}
-}
-
-func appendString(b []byte, s string) []byte {
-	return append(append(b, byte(len(s)>>8), byte(len(s))), s...)
-}
-
-// encodePublish frames a PUBLISH (§3.3); for QoS 1 and 2 it also returns
-// where its packet identifier is, so that the session can write it in
-// once it has claimed one.
-func encodePublish(topic string, payload []byte, qos byte, retain bool, id uint16) (pkt []byte, idAt int, err error) {
-	if len(topic) > 0xFFFF {
-		return nil, 0, fmt.Errorf("mqtt: topic of %d bytes (at most 65535)", len(topic))
-	}
-	length := 2 + len(topic) + len(payload)
-	if qos > 0 {
-		length += 2
-	}
-	if length > maxRemainingLength {
-		return nil, 0, fmt.Errorf("mqtt: message of %d bytes (MQTT frames at most %d)", length, maxRemainingLength)
-	}
-	b0 := byte(publishType<<4) | qos<<1
-	if retain {
-		b0 |= retainBit
-	}
-	pkt = appendHeader(make([]byte, 0, 5+length), b0, length)
-	pkt = appendString(pkt, topic)
-	if qos > 0 {
-		idAt = len(pkt)
-		pkt = append(pkt, byte(id>>8), byte(id))
-	}
-	return append(pkt, payload...), idAt, nil
-}
-
-// encodeAck frames a PUBACK, PUBREC, PUBREL or PUBCOMP (§3.4-3.7).
-func encodeAck(kind byte, id uint16) []byte {
-	b0 := kind << 4
-	if kind == pubrelType {
-		b0 |= 0x02 // §3.6.1: PUBREL's reserved flags are 0010
-	}
-	return []byte{b0, 2, byte(id >> 8), byte(id)}
 }
 
 // encodeConnect frames a CONNECT (§3.1) for MQTT 3.1.1.

@@ -1,52 +1,15 @@
 package mqtt
 
+// Subscribing: Subscribe, the SUBSCRIBE and UNSUBSCRIBE requests and their
+// answers (SUBACK, UNSUBACK), and the resubscription on every connect.
+
 import (
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 )
-
-// subscription is one handler with its queue and delivery goroutine. A
-// plain Subscribe has one filter; a filter set (SubscribeSet) registers the
-// same subscription under each of its filters.
-type subscription struct {
-	filter string // the filter, or a description of a set (for logs)
-	qos    byte
-	h      Handler
-	queue  chan Message
-	stats  *deliveryStats // the owning client's
-	stall  time.Duration  // how long an offer may wait for room
-	quit   <-chan struct{}
-	log    *slog.Logger
-	// direct: the deliverer runs the handler itself when nothing is queued
-	// for it (see offer). running is held while the handler runs; pending
-	// counts the messages queued and not yet handled.
-	direct  bool
-	running sync.Mutex
-	pending atomic.Int64
-	busy    *busyMeter // how much of the time the handler runs
-}
-
-// deliveryStats counts how deliveries to a client's handlers went.
-type deliveryStats struct {
-	waits, waitedNs, dropped, oversized atomic.Uint64
-	meters                              meters
-}
-
-func (d *deliveryStats) snapshot() Delivery {
-	return Delivery{Backpressured: d.waits.Load(), Waited: time.Duration(d.waitedNs.Load()), Dropped: d.dropped.Load(),
-		Oversized: d.oversized.Load(), Busy: d.meters.busiest()}
-}
-
-func newSubscription(filter string, qos byte, h Handler, queueSize int, stall time.Duration, stats *deliveryStats, quit <-chan struct{}, log *slog.Logger) *subscription {
-	return &subscription{filter: filter, qos: qos, h: h, queue: make(chan Message, queueSize), stats: stats, stall: stall, quit: quit, log: log,
-		busy: stats.meters.add()}
-}
 
 // resubscribeAll subscribes every filter of the table on a new connection,
 // in batches (a house of thousands of devices has thousands of exact
@@ -231,119 +194,6 @@ func (c *Client) subscribeBatch(batch map[string]byte) map[string]error {
 	return out
 }
 
-// route hands m to every subscription whose filters match it (once each),
-// waiting for room in a full queue (see offer). Exact filters are one map
-// lookup; only wildcard filters are matched one by one.
-// The table's lock is not held while waiting.
-func (c *Client) route(m Message) {
-	var buf [4]*subscription
-	c.mu.Lock()
-	subs := c.subs.matching(m.Topic, buf[:0])
-	c.mu.Unlock()
-	for _, s := range subs {
-		s.offer(m)
-	}
-}
-
-// offer hands m to the handler. A direct subscription's handler runs on
-// the deliverer's goroutine when nothing is queued for it and it is not
-// running: no hand-over to the delivery goroutine, and the deliverer (the
-// connection) waits for it. Otherwise m is queued. A full queue is
-// backpressure: the deliverer waits for room (the connection's reader,
-// and so the broker holds further messages back; or the embedded
-// broker's publisher), counted in the client's Delivery. Only a handler
-// stuck for the whole stall limit loses m (counted, logged now and then),
-// so that a handler that waits for the connection itself cannot stall it
-// for good. Shared by Client and Inline.
-func (s *subscription) offer(m Message) {
-	if s.direct && s.pending.Load() == 0 && s.running.TryLock() {
-		if s.pending.Load() == 0 { // nothing was queued meanwhile: m is next
-			s.call(m)
-			s.running.Unlock()
-			return
-		}
-		s.running.Unlock()
-	}
-	s.pending.Add(1)
-	select {
-	case s.queue <- m:
-		return
-	default:
-	}
-	start := time.Now()
-	t := time.NewTimer(s.stall)
-	defer t.Stop()
-	s.stats.waits.Add(1)
-	defer func() { s.stats.waitedNs.Add(uint64(time.Since(start))) }()
-	select {
-	case s.queue <- m:
-	case <-s.quit:
-		s.pending.Add(-1)
-	case <-t.C:
-		s.pending.Add(-1)
-		if n := s.stats.dropped.Add(1); n == 1 || n%1000 == 0 {
-			s.log.Warn("handler stuck; message dropped", "filter", s.filter, "topic", m.Topic, "waited", s.stall, "dropped_total", n)
-		}
-	}
-}
-
-// run calls the handler for each queued message, in order, until quit is
-// closed; a panicking handler is logged and the next message goes on.
-func (s *subscription) run(quit <-chan struct{}) {
-	for {
-		select {
-		case <-quit:
-			return
-		case m := <-s.queue:
-			s.running.Lock()
-			s.call(m)
-			s.pending.Add(-1)
-			s.running.Unlock()
-		}
-	}
-}
-
-func (s *subscription) call(m Message) {
-	s.busy.begin()
-	defer s.busy.end()
-	defer func() {
-		if r := recover(); r != nil {
-			s.log.Error("message handler panicked", "filter", s.filter, "topic", m.Topic, "panic", r)
-		}
-	}()
-	s.h(m)
-}
-
-// TopicMatch reports whether topic matches filter (MQTT 3.1.1 §4.7):
-// "+" matches one level, a final "#" the rest (and the parent level), and
-// wildcards at the first level never match topics starting with "$".
-func TopicMatch(filter, topic string) bool {
-	if topic != "" && topic[0] == '$' && filter != "" && (filter[0] == '+' || filter[0] == '#') {
-		return false
-	}
-	for {
-		fl, frest, fmore := strings.Cut(filter, "/")
-		if fl == "#" {
-			return true
-		}
-		tl, trest, tmore := strings.Cut(topic, "/")
-		if fl != "+" && fl != tl {
-			return false
-		}
-		switch {
-		case !fmore && !tmore:
-			return true
-		case !tmore:
-			return frest == "#"
-		case !fmore:
-			return false
-		}
-		filter, topic = frest, trest
-	}
-}
-
-func isWild(filter string) bool { return strings.ContainsAny(filter, "+#") }
-
 // Subscribe registers h for filter (MQTT wildcards allowed) at the given QoS.
 // The subscription is remembered and re-established after every reconnect;
 // while disconnected it is only remembered and Subscribe returns nil. A
@@ -413,8 +263,41 @@ func validFilter(f string) error {
 	return nil
 }
 
-// dispatch runs one subscription's handler, in order, until Close.
-func (c *Client) dispatch(s *subscription) {
-	defer c.wg.Done()
-	s.run(c.quit)
+// ask registers a SUBSCRIBE or UNSUBSCRIBE on the current connection: its
+// answer (the SUBACK's return codes; none for an UNSUBACK) comes on the
+// channel, which is closed if the connection is lost first.
+func (s *session) ask() (*conn, uint16, chan []byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil {
+		return nil, 0, nil, ErrNotConnected
+	}
+	id, err := s.nextID()
+	if err != nil {
+		return nil, 0, nil, err
+	}
+	if s.answers == nil {
+		s.answers = make(map[uint16]chan []byte)
+	}
+	ch := make(chan []byte, 1)
+	s.answers[id] = ch
+	return s.cur, id, ch, nil
+}
+
+// answered hands a SUBACK's codes (or an UNSUBACK) to whoever asked.
+func (s *session) answered(id uint16, codes []byte) {
+	s.mu.Lock()
+	ch, ok := s.answers[id]
+	delete(s.answers, id)
+	s.mu.Unlock()
+	if ok {
+		ch <- codes
+	}
+}
+
+// drop forgets a question nobody waits for any more.
+func (s *session) drop(id uint16) {
+	s.mu.Lock()
+	delete(s.answers, id)
+	s.mu.Unlock()
 }
