@@ -7,6 +7,9 @@ import (
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
+// One message into the catalog, top to bottom: HandleMessage, its size
+// check, the compute phase, the commit phase and fanOut to subscribers.
+//
 // Ingestion runs in two phases under c.ingest, which serialises messages
 // (a topic's messages, and the changes they make, keep the bus's order).
 // The compute phase decodes the payload, renders its templates and builds
@@ -65,6 +68,29 @@ func (c *Catalog) HandleMessage(m mqtt.Message) {
 		c.logThrottled(m.Topic, tx.JThrottled)
 	}
 	c.fanOut(tx, subs)
+}
+
+// oversized reports (and logs, the 1st, 2nd, 4th, 8th, … time) a payload
+// over its bound.
+func (c *Catalog) oversized(t string, n int) bool {
+	bound := c.payloadBound(t)
+	if n <= bound {
+		return false
+	}
+	if k := c.refused.Oversized.Add(1); k&(k-1) == 0 {
+		c.log.Warn("mqtt message over its size bound not read; the catalog keeps what it had (mqtt.max_message_bytes)",
+			"topic", t, "bytes", n, "max_bytes", bound, "refused", k)
+	}
+	return true
+}
+
+// payloadBound is the largest payload the catalog reads on topic t.
+func (c *Catalog) payloadBound(t string) int {
+	maxP := c.opts.MaxPayload
+	if t == c.topics.devices || t == c.topics.event {
+		return maxP
+	}
+	return min(maxP, maxEntityPayload)
 }
 
 // begin starts an ingestion (c.ingest held): one txn and its buffers are
@@ -183,7 +209,9 @@ func (c *Catalog) commitLocked(tx *txn) {
 	for i := range tx.Ops {
 		tx.apply(&tx.Ops[i])
 	}
-	c.commitSpecs(tx, tx.specs)
+	if len(tx.specs) > 0 {
+		c.commitSpecs(tx, tx.specs) // discovery's; a state message has none
+	}
 	clear(tx.Ops)
 	clear(tx.lists)
 	tx.Ops, tx.lists, tx.specs = tx.Ops[:0], tx.lists[:0], nil
