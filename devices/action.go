@@ -94,20 +94,6 @@ func (c *Catalog) Call(ctx context.Context, id string, args map[string]any) erro
 	return a.Send(ctx, sender{id: id, conn: conn, http: notifyHTTP, c: c}, norm)
 }
 
-// CheckArgs checks args against action id's input schema exactly as Call
-// does, publishing nothing (test runs). An id that is not a device action
-// is not its to check: nil.
-func (c *Catalog) CheckArgs(id string, args map[string]any) error {
-	c.mu.RLock()
-	known := c.model.actions[id] != nil
-	c.mu.RUnlock()
-	if !known {
-		return nil
-	}
-	_, _, _, err := c.prepare(id, args)
-	return err
-}
-
 // prepare finds id's action and checks args against its schema: the
 // arguments it publishes are returned.
 func (c *Catalog) prepare(id string, args map[string]any) (*action, mqtt.PubSub, map[string]any, error) {
@@ -281,4 +267,18 @@ func sendOffBus(ctx context.Context, a *action, s sender, args map[string]any, a
 		cancel(err)
 		finish(fmt.Errorf("devices: %s: %w", s.id, err))
 	}
+}
+
+// CheckArgs checks args against action id's input schema exactly as Call
+// does, publishing nothing (test runs). An id that is not a device action
+// is not its to check: nil.
+func (c *Catalog) CheckArgs(id string, args map[string]any) error {
+	c.mu.RLock()
+	known := c.model.actions[id] != nil
+	c.mu.RUnlock()
+	if !known {
+		return nil
+	}
+	_, _, _, err := c.prepare(id, args)
+	return err
 }

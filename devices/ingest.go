@@ -164,22 +164,6 @@ func (c *Catalog) runRoutes(tx *txn, t string, payload []byte) bool {
 	return true
 }
 
-// keepPending keeps the last payload of a topic nobody routes yet, so
-// that a retained state that arrives before its discovery is not lost.
-func (c *Catalog) keepPending(t string, payload []byte) {
-	if len(payload) > maxPendingPayload || len(t) > maxPendingTopic {
-		return
-	}
-	if old := c.pending[t]; len(c.pending) < maxPending || old != nil {
-		if len(payload) == 0 {
-			old = nil // as append([]byte(nil)) of nothing
-		}
-		// The old payload was never handed out (replayTopics deletes
-		// before it hands out), so its buffer is reused.
-		c.pending[t] = append(old[:0], payload...)
-	}
-}
-
 // commitPhase applies what tx computed, holding c.mu only for that, and
 // returns the subscribers to notify. Payloads that waited for a route the
 // commit added are then computed (without c.mu) and committed in turn.
@@ -215,58 +199,6 @@ func (c *Catalog) commitLocked(tx *txn) {
 	clear(tx.Ops)
 	clear(tx.lists)
 	tx.Ops, tx.lists, tx.specs = tx.Ops[:0], tx.lists[:0], nil
-}
-
-// finish returns the subscribers to notify (nil when nothing changed).
-func (c *Catalog) finish(tx *txn) []func(Change) {
-	if len(tx.changes) == 0 || len(c.subs) == 0 {
-		return nil
-	}
-	return c.subList
-}
-
-// fanOut tells subs of the ingestion's changes (c.mu released), applies
-// what follows from them, and ends tx.
-func (c *Catalog) fanOut(tx *txn, subs []func(Change)) {
-	for _, ch := range tx.changes {
-		for _, fn := range subs {
-			fn(ch)
-		}
-	}
-	if tx.newSubs {
-		c.wakeSubscriber()
-	}
-	if tx.rebuilt {
-		c.saveIDs()
-	}
-	tx.end()
-}
-
-// end forgets the values of the finished ingestion and keeps small
-// buffers for the next.
-func (tx *txn) end() {
-	tx.JSONOf, tx.JSONVal = nil, nil
-	clear(tx.changes)
-	if cap(tx.changes) > 64 {
-		tx.changes = nil
-	}
-	if cap(tx.Ops) > 64 {
-		tx.Ops = nil
-	}
-	tx.changes, tx.Ops = tx.changes[:0], tx.Ops[:0]
-}
-
-// z2mCommand reports whether t is a Zigbee2MQTT command topic:
-// <base>/<name>/set or /get, optionally followed by /<attribute>. The
-// catalog's filters match none, but HandleMessage may be given one; none is
-// state to keep for a device that is not discovered yet.
-func (c *Catalog) z2mCommand(t string) bool {
-	rest, ok := strings.CutPrefix(t, c.topics.z2mPrefix)
-	if !ok {
-		return false
-	}
-	return strings.HasSuffix(rest, "/set") || strings.HasSuffix(rest, "/get") ||
-		strings.Contains(rest, "/set/") || strings.Contains(rest, "/get/")
 }
 
 // apply applies one op (commit phase, c.mu held).
@@ -318,6 +250,74 @@ func (tx *txn) applyState(dev, id, prop string, v any) {
 	tx.c.live[id] = lv
 	tx.changes = append(tx.changes, Change{Kind: ChangeState, ID: id, Value: v, Prev: prev, Time: tx.Now,
 		Offline: d.availNow != nil && !*d.availNow})
+}
+
+// finish returns the subscribers to notify (nil when nothing changed).
+func (c *Catalog) finish(tx *txn) []func(Change) {
+	if len(tx.changes) == 0 || len(c.subs) == 0 {
+		return nil
+	}
+	return c.subList
+}
+
+// fanOut tells subs of the ingestion's changes (c.mu released), applies
+// what follows from them, and ends tx.
+func (c *Catalog) fanOut(tx *txn, subs []func(Change)) {
+	for _, ch := range tx.changes {
+		for _, fn := range subs {
+			fn(ch)
+		}
+	}
+	if tx.newSubs {
+		c.wakeSubscriber()
+	}
+	if tx.rebuilt {
+		c.saveIDs()
+	}
+	tx.end()
+}
+
+// end forgets the values of the finished ingestion and keeps small
+// buffers for the next.
+func (tx *txn) end() {
+	tx.JSONOf, tx.JSONVal = nil, nil
+	clear(tx.changes)
+	if cap(tx.changes) > 64 {
+		tx.changes = nil
+	}
+	if cap(tx.Ops) > 64 {
+		tx.Ops = nil
+	}
+	tx.changes, tx.Ops = tx.changes[:0], tx.Ops[:0]
+}
+
+// keepPending keeps the last payload of a topic nobody routes yet, so
+// that a retained state that arrives before its discovery is not lost.
+func (c *Catalog) keepPending(t string, payload []byte) {
+	if len(payload) > maxPendingPayload || len(t) > maxPendingTopic {
+		return
+	}
+	if old := c.pending[t]; len(c.pending) < maxPending || old != nil {
+		if len(payload) == 0 {
+			old = nil // as append([]byte(nil)) of nothing
+		}
+		// The old payload was never handed out (replayTopics deletes
+		// before it hands out), so its buffer is reused.
+		c.pending[t] = append(old[:0], payload...)
+	}
+}
+
+// z2mCommand reports whether t is a Zigbee2MQTT command topic:
+// <base>/<name>/set or /get, optionally followed by /<attribute>. The
+// catalog's filters match none, but HandleMessage may be given one; none is
+// state to keep for a device that is not discovered yet.
+func (c *Catalog) z2mCommand(t string) bool {
+	rest, ok := strings.CutPrefix(t, c.topics.z2mPrefix)
+	if !ok {
+		return false
+	}
+	return strings.HasSuffix(rest, "/set") || strings.HasSuffix(rest, "/get") ||
+		strings.Contains(rest, "/set/") || strings.Contains(rest, "/get/")
 }
 
 func (tx *txn) applyUnread(id, why string) {
