@@ -124,7 +124,7 @@ func BenchmarkDiscoveryRebuild(b *testing.B) {
 }
 
 // BenchmarkTemplateWork measures what a million template operations cost
-// (ns/Mop), which the work rates of workbudget.go are chosen against: a
+// (ns/Mop), which the work rates of model.WorkBudget are chosen against: a
 // burn-style loop rendered with the message's whole budget.
 func BenchmarkTemplateWork(b *testing.B) {
 	burn := model.CompileTemplate("{% set ns=namespace(c=0) %}{% for i in range(10000) %}{% set ns.c = ns.c + (value_json.v|length) %}{% endfor %}{{ ns.c }}")

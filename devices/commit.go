@@ -41,13 +41,11 @@ func specKey(s *model.Spec) string {
 	return s.ID
 }
 
-// commitSpecs applies spec changes: the entries of each device are compared
-// with its previous ones (ChangeCatalog per added, modified or removed
-// id), Gen bumps iff one changed, and the model follows.
+// commitSpecs applies spec changes (at least one): the entries of each
+// device are compared with its previous ones (ChangeCatalog per added,
+// modified or removed id), Gen bumps iff one changed, and the model
+// follows.
 func (c *Catalog) commitSpecs(tx *txn, changes []model.SpecChange) {
-	if len(changes) == 0 {
-		return
-	}
 	tx.rebuilt = true
 	old := c.snap.Load()
 	ed := old.edit()

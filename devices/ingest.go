@@ -7,6 +7,9 @@ import (
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
+// One message into the catalog, top to bottom: HandleMessage, its size
+// check, the compute phase, the commit phase and fanOut to subscribers.
+//
 // Ingestion runs in two phases under c.ingest, which serialises messages
 // (a topic's messages, and the changes they make, keep the bus's order).
 // The compute phase decodes the payload, renders its templates and builds
@@ -65,6 +68,29 @@ func (c *Catalog) HandleMessage(m mqtt.Message) {
 		c.logThrottled(m.Topic, tx.JThrottled)
 	}
 	c.fanOut(tx, subs)
+}
+
+// oversized reports (and logs, the 1st, 2nd, 4th, 8th, … time) a payload
+// over its bound.
+func (c *Catalog) oversized(t string, n int) bool {
+	bound := c.payloadBound(t)
+	if n <= bound {
+		return false
+	}
+	if k := c.refused.Oversized.Add(1); k&(k-1) == 0 {
+		c.log.Warn("mqtt message over its size bound not read; the catalog keeps what it had (mqtt.max_message_bytes)",
+			"topic", t, "bytes", n, "max_bytes", bound, "refused", k)
+	}
+	return true
+}
+
+// payloadBound is the largest payload the catalog reads on topic t.
+func (c *Catalog) payloadBound(t string) int {
+	maxP := c.opts.MaxPayload
+	if t == c.topics.devices || t == c.topics.event {
+		return maxP
+	}
+	return min(maxP, maxEntityPayload)
 }
 
 // begin starts an ingestion (c.ingest held): one txn and its buffers are
@@ -138,22 +164,6 @@ func (c *Catalog) runRoutes(tx *txn, t string, payload []byte) bool {
 	return true
 }
 
-// keepPending keeps the last payload of a topic nobody routes yet, so
-// that a retained state that arrives before its discovery is not lost.
-func (c *Catalog) keepPending(t string, payload []byte) {
-	if len(payload) > maxPendingPayload || len(t) > maxPendingTopic {
-		return
-	}
-	if old := c.pending[t]; len(c.pending) < maxPending || old != nil {
-		if len(payload) == 0 {
-			old = nil // as append([]byte(nil)) of nothing
-		}
-		// The old payload was never handed out (replayTopics deletes
-		// before it hands out), so its buffer is reused.
-		c.pending[t] = append(old[:0], payload...)
-	}
-}
-
 // commitPhase applies what tx computed, holding c.mu only for that, and
 // returns the subscribers to notify. Payloads that waited for a route the
 // commit added are then computed (without c.mu) and committed in turn.
@@ -183,62 +193,12 @@ func (c *Catalog) commitLocked(tx *txn) {
 	for i := range tx.Ops {
 		tx.apply(&tx.Ops[i])
 	}
-	c.commitSpecs(tx, tx.specs)
+	if len(tx.specs) > 0 {
+		c.commitSpecs(tx, tx.specs) // discovery's; a state message has none
+	}
 	clear(tx.Ops)
 	clear(tx.lists)
 	tx.Ops, tx.lists, tx.specs = tx.Ops[:0], tx.lists[:0], nil
-}
-
-// finish returns the subscribers to notify (nil when nothing changed).
-func (c *Catalog) finish(tx *txn) []func(Change) {
-	if len(tx.changes) == 0 || len(c.subs) == 0 {
-		return nil
-	}
-	return c.subList
-}
-
-// fanOut tells subs of the ingestion's changes (c.mu released), applies
-// what follows from them, and ends tx.
-func (c *Catalog) fanOut(tx *txn, subs []func(Change)) {
-	for _, ch := range tx.changes {
-		for _, fn := range subs {
-			fn(ch)
-		}
-	}
-	if tx.newSubs {
-		c.wakeSubscriber()
-	}
-	if tx.rebuilt {
-		c.saveIDs()
-	}
-	tx.end()
-}
-
-// end forgets the values of the finished ingestion and keeps small
-// buffers for the next.
-func (tx *txn) end() {
-	tx.JSONOf, tx.JSONVal = nil, nil
-	clear(tx.changes)
-	if cap(tx.changes) > 64 {
-		tx.changes = nil
-	}
-	if cap(tx.Ops) > 64 {
-		tx.Ops = nil
-	}
-	tx.changes, tx.Ops = tx.changes[:0], tx.Ops[:0]
-}
-
-// z2mCommand reports whether t is a Zigbee2MQTT command topic:
-// <base>/<name>/set or /get, optionally followed by /<attribute>. The
-// catalog's filters match none, but HandleMessage may be given one; none is
-// state to keep for a device that is not discovered yet.
-func (c *Catalog) z2mCommand(t string) bool {
-	rest, ok := strings.CutPrefix(t, c.topics.z2mPrefix)
-	if !ok {
-		return false
-	}
-	return strings.HasSuffix(rest, "/set") || strings.HasSuffix(rest, "/get") ||
-		strings.Contains(rest, "/set/") || strings.Contains(rest, "/get/")
 }
 
 // apply applies one op (commit phase, c.mu held).
@@ -290,6 +250,74 @@ func (tx *txn) applyState(dev, id, prop string, v any) {
 	tx.c.live[id] = lv
 	tx.changes = append(tx.changes, Change{Kind: ChangeState, ID: id, Value: v, Prev: prev, Time: tx.Now,
 		Offline: d.availNow != nil && !*d.availNow})
+}
+
+// finish returns the subscribers to notify (nil when nothing changed).
+func (c *Catalog) finish(tx *txn) []func(Change) {
+	if len(tx.changes) == 0 || len(c.subs) == 0 {
+		return nil
+	}
+	return c.subList
+}
+
+// fanOut tells subs of the ingestion's changes (c.mu released), applies
+// what follows from them, and ends tx.
+func (c *Catalog) fanOut(tx *txn, subs []func(Change)) {
+	for _, ch := range tx.changes {
+		for _, fn := range subs {
+			fn(ch)
+		}
+	}
+	if tx.newSubs {
+		c.wakeSubscriber()
+	}
+	if tx.rebuilt {
+		c.saveIDs()
+	}
+	tx.end()
+}
+
+// end forgets the values of the finished ingestion and keeps small
+// buffers for the next.
+func (tx *txn) end() {
+	tx.JSONOf, tx.JSONVal = nil, nil
+	clear(tx.changes)
+	if cap(tx.changes) > 64 {
+		tx.changes = nil
+	}
+	if cap(tx.Ops) > 64 {
+		tx.Ops = nil
+	}
+	tx.changes, tx.Ops = tx.changes[:0], tx.Ops[:0]
+}
+
+// keepPending keeps the last payload of a topic nobody routes yet, so
+// that a retained state that arrives before its discovery is not lost.
+func (c *Catalog) keepPending(t string, payload []byte) {
+	if len(payload) > maxPendingPayload || len(t) > maxPendingTopic {
+		return
+	}
+	if old := c.pending[t]; len(c.pending) < maxPending || old != nil {
+		if len(payload) == 0 {
+			old = nil // as append([]byte(nil)) of nothing
+		}
+		// The old payload was never handed out (replayTopics deletes
+		// before it hands out), so its buffer is reused.
+		c.pending[t] = append(old[:0], payload...)
+	}
+}
+
+// z2mCommand reports whether t is a Zigbee2MQTT command topic:
+// <base>/<name>/set or /get, optionally followed by /<attribute>. The
+// catalog's filters match none, but HandleMessage may be given one; none is
+// state to keep for a device that is not discovered yet.
+func (c *Catalog) z2mCommand(t string) bool {
+	rest, ok := strings.CutPrefix(t, c.topics.z2mPrefix)
+	if !ok {
+		return false
+	}
+	return strings.HasSuffix(rest, "/set") || strings.HasSuffix(rest, "/get") ||
+		strings.Contains(rest, "/set/") || strings.Contains(rest, "/get/")
 }
 
 func (tx *txn) applyUnread(id, why string) {

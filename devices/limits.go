@@ -7,8 +7,8 @@ import (
 
 // What the catalog reads of one message is bounded in bytes, whatever the
 // broker lets through (an external broker may have no bound at all): a
-// payload over the bound is refused, logged and counted (Refusals), and
-// the catalog keeps what it had.
+// payload over the bound is refused (HandleMessage checks it first),
+// logged and counted (Refusals), and the catalog keeps what it had.
 const (
 	// DefaultMaxPayload bounds Zigbee2MQTT's bridge/devices and
 	// bridge/event (the largest real payloads: 4–6 KB per device).
@@ -45,29 +45,6 @@ func (c *Catalog) Refusals() Refusals {
 		r.LastTemplateFailure = *p
 	}
 	return r
-}
-
-// payloadBound is the largest payload the catalog reads on topic t.
-func (c *Catalog) payloadBound(t string) int {
-	maxP := c.opts.MaxPayload
-	if t == c.topics.devices || t == c.topics.event {
-		return maxP
-	}
-	return min(maxP, maxEntityPayload)
-}
-
-// oversized reports (and logs, the 1st, 2nd, 4th, 8th, … time) a payload
-// over its bound.
-func (c *Catalog) oversized(t string, n int) bool {
-	bound := c.payloadBound(t)
-	if n <= bound {
-		return false
-	}
-	if k := c.refused.Oversized.Add(1); k&(k-1) == 0 {
-		c.log.Warn("mqtt message over its size bound not read; the catalog keeps what it had (mqtt.max_message_bytes)",
-			"topic", t, "bytes", n, "max_bytes", bound, "refused", k)
-	}
-	return true
 }
 
 // logSkipped logs a message whose renderings went past its work budget,

@@ -70,7 +70,7 @@ func notifyAction(ch NotifyChannel, counts *notifyCounters) *action {
 		message, _ := args["message"].(string)
 		switch {
 		case ch.Topic != "":
-			return p.publishJSON(ctx, ch.Topic, map[string]any{"message": message, "title": title})
+			return p.PublishJSON(ctx, ch.Topic, map[string]any{"message": message, "title": title})
 		case ch.Ntfy != "" && p.record != nil:
 			*p.record = append(*p.record, Published{URL: ch.Ntfy, Payload: message})
 			return nil

@@ -2,12 +2,12 @@ package model
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
-// Action is one callable entry and how to carry it out.
+// Action is one callable entry and how to carry it out; Validate, with
+// the checks of its fields, is in field.go.
 type Action struct {
 	ID, name, Desc string
 	Risk           pilotage.Risk
@@ -44,24 +44,6 @@ func (a *Action) inputSchema() map[string]any {
 		s["required"] = a.Required
 	}
 	return s
-}
-
-func (a *Action) Validate(args map[string]any) error {
-	if a.Check != nil {
-		return a.Check(args)
-	}
-	if len(args) < a.MinProps {
-		return fmt.Errorf("%s: at least %d argument(s) required", a.ID, a.MinProps)
-	}
-	for _, r := range a.Required {
-		if _, ok := args[r]; !ok {
-			return fmt.Errorf("%s: argument %s is required", a.ID, r)
-		}
-	}
-	if err := checkProps("", a.Fields, args); err != nil {
-		return fmt.Errorf("%s: %w", a.ID, err)
-	}
-	return nil
 }
 
 // dropSchemas forgets the schemas of built fields: only Call's checks read

@@ -8,6 +8,10 @@ import (
 	"strings"
 )
 
+// An action's input: its fields (their JSON Schema and checks), the check
+// of a call's arguments (Action.Validate), and what is published for them
+// (PublishProps).
+
 // Field is one input property of an action: its JSON Schema and the checks
 // Call applies before publishing. The two say the same thing: what the
 // schema admits (as the rules validator reads it), check admits.
@@ -345,6 +349,26 @@ func matchesFormat(format, s string) bool {
 		}
 	}
 	return true
+}
+
+// Validate checks a call's arguments against the action's input: its
+// Check when its owner states one, else its fields (the checks below).
+func (a *Action) Validate(args map[string]any) error {
+	if a.Check != nil {
+		return a.Check(args)
+	}
+	if len(args) < a.MinProps {
+		return fmt.Errorf("%s: at least %d argument(s) required", a.ID, a.MinProps)
+	}
+	for _, r := range a.Required {
+		if _, ok := args[r]; !ok {
+			return fmt.Errorf("%s: argument %s is required", a.ID, r)
+		}
+	}
+	if err := checkProps("", a.Fields, args); err != nil {
+		return fmt.Errorf("%s: %w", a.ID, err)
+	}
+	return nil
 }
 
 func checkProps(prefix string, fields map[string]*Field, args map[string]any) error {

@@ -1,6 +1,17 @@
 package model
 
-import "sort"
+import (
+	"errors"
+	"log/slog"
+	"reflect"
+	"sort"
+	"sync/atomic"
+	"time"
+)
+
+// What one message's routes compute: the routes a topic runs, the Rec
+// they record their live changes in, whether a value is a change
+// (EqualValues), and the template work a message may do (WorkBudget).
 
 // Route handles one payload on a routed topic.
 type Route func(tx *Rec, payload []byte)
@@ -48,6 +59,7 @@ func (tr *TopicRoutes) Remove(dev string) bool {
 	return len(tr.ByDev) == 0
 }
 
+// Run runs the topic's routes on payload, in device order.
 func (tr *TopicRoutes) Run(tx *Rec, payload []byte) {
 	if tr.ByDev == nil {
 		tr.one(tx, payload)
@@ -65,5 +77,208 @@ func (tr *TopicRoutes) Run(tx *Rec, payload []byte) {
 	}
 	for _, r := range tr.List {
 		r(tx, payload)
+	}
+}
+
+// The routes of a topic run in the compute phase: what they find is
+// recorded as ops, which the commit phase applies in order under c.mu. No
+// route reads the live values, so applying later changes nothing.
+
+// Rec is what the compute phase of one ingestion records: the routes'
+// live changes (ops) in order, the payload decoded for value_json, shared
+// by the routes of one topic (renderMsg), and the template work the
+// message may still do.
+type Rec struct {
+	Now     time.Time
+	Log     *slog.Logger
+	Refused *RefusalCounts
+	Ops     []Op
+	JSONOf  *byte
+	jsonLen int
+	JSONVal any
+	// jLeft is the template work the message may still do (MsgJBudget,
+	// or less when jRated: what the work budget per second grants);
+	// jSkipped and jThrottled count the renderings it did not cover.
+	JLeft      int
+	JRated     bool
+	JSkipped   int
+	JThrottled int
+}
+
+type opKind uint8
+
+const (
+	OpState  opKind = iota + 1 // a state value (and its key in the device object)
+	OpEvent                    // an occurrence of an event
+	OpTouch                    // the device was heard from
+	OpProp                     // a key of the device object no entry routes
+	OpAvail                    // one availability topic of a device
+	OpUnread                   // a state's message could not be read (v: why)
+)
+
+// Op is one live change a route computed.
+type Op struct {
+	Kind opKind
+	Dev  string
+	ID   string // the state or event id; opAvail: the availability topic
+	Key  string // the key in the device object; opAvail: the mode
+	V    any    // opAvail: the topic's availability (bool)
+}
+
+// SetState records a state value; prop is the key in the device object.
+func (tx *Rec) SetState(dev, id, prop string, v any) {
+	tx.Ops = append(tx.Ops, Op{Kind: OpState, Dev: dev, ID: id, Key: prop, V: v})
+}
+
+// FireEvent records an occurrence; Live of an event id is its last value.
+func (tx *Rec) FireEvent(dev, id string, v any) {
+	tx.Ops = append(tx.Ops, Op{Kind: OpEvent, Dev: dev, ID: id, V: v})
+}
+
+// Touch records that the device was heard from.
+func (tx *Rec) Touch(dev string) { tx.Ops = append(tx.Ops, Op{Kind: OpTouch, Dev: dev}) }
+
+// SetProp records a key of the device object that no entry routes.
+func (tx *Rec) SetProp(dev, key string, v any) {
+	tx.Ops = append(tx.Ops, Op{Kind: OpProp, Dev: dev, Key: key, V: v})
+}
+
+// SetAvail records one availability topic of a device; the device's
+// availability is recomputed under mode ("all", "any", or "latest").
+func (tx *Rec) SetAvail(dev, topic string, ok bool, mode string) {
+	tx.Ops = append(tx.Ops, Op{Kind: OpAvail, Dev: dev, ID: topic, Key: mode, V: ok})
+}
+
+// unread records that a message for state id could not be read; the
+// state keeps its value and says why until a message reads again.
+func (tx *Rec) unread(id, why string) {
+	tx.Ops = append(tx.Ops, Op{Kind: OpUnread, ID: id, V: why})
+}
+
+// RefusalCounts counts what ingestion refused to read (Refusals).
+type RefusalCounts struct {
+	Oversized, Skipped, Failed atomic.Uint64
+	Throttled                  atomic.Uint64
+	SkippedMsgs                uint64 // messages with skipped renderings (under the ingest lock)
+	ThrottledMsgs              uint64 // messages with throttled renderings (under the ingest lock)
+	LastFailure                atomic.Pointer[string]
+}
+
+// EqualValues reports whether two live values are equal.
+func EqualValues(a, b any) bool {
+	switch av := a.(type) {
+	case nil:
+		return b == nil
+	case string:
+		bv, ok := b.(string)
+		return ok && av == bv
+	case float64:
+		bv, ok := b.(float64)
+		return ok && av == bv
+	case bool:
+		bv, ok := b.(bool)
+		return ok && av == bv
+	}
+	return reflect.DeepEqual(a, b)
+}
+
+// Template work is bounded per second as well as per message: a topic
+// whose every message used its whole budget (MsgJBudget) kept the reader,
+// and so every other device's messages and the rules they fire, busy for
+// as long as its burst lasted. Each message may do the least of MsgJBudget,
+// what its topic's bucket holds (one hostile topic cannot starve the
+// others) and what the bucket of all topics holds (many cannot take the
+// CPU); what it did is taken from both, and the buckets refill with time.
+// A house of 1,000 entities each rendering a 200-operation template every
+// second does a tenth of the global rate, and a topic a few of its own.
+const (
+	WorkRate      = 2_000_000 // operations per second, all topics together
+	workCap       = 4 * MsgJBudget
+	TopicWorkRate = 250_000 // operations per second, one topic
+	// topicWorkCap lets a topic's message use the whole MsgJBudget twice
+	// in a row (a retained state and its first update, say).
+	topicWorkCap = 2 * MsgJBudget
+	// maxWorkTopics bounds the topic buckets (topics are chosen by whoever
+	// publishes); topics beyond it share one bucket until idle ones go.
+	maxWorkTopics = 1024
+)
+
+// errRate: a bucket of workBudget is empty; the rendering is skipped.
+var errRate = errors.New("template work over its rate: this topic's templates, or all topics' together, " +
+	"used up the work they may do per second")
+
+// bucket is a token bucket of template operations.
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+// level refills b up to now and returns what it holds.
+func (b *bucket) level(now time.Time, rate, capacity float64) float64 {
+	if b.at.IsZero() {
+		b.tokens, b.at = capacity, now
+	} else if d := now.Sub(b.at).Seconds(); d > 0 {
+		b.tokens, b.at = min(capacity, b.tokens+d*rate), now
+	} else if d < 0 {
+		b.at = now // a clock set back must not stop the refill until it catches up
+	}
+	return b.tokens
+}
+
+// WorkBudget holds the buckets; it belongs to the holder of c.ingest. A
+// topic without a bucket has a full one (buckets are made when a topic
+// spends and dropped when they are full again).
+type WorkBudget struct {
+	global   bucket
+	topics   map[string]*bucket
+	overflow bucket    // the topics beyond maxWorkTopics
+	swept    time.Time // the last sweep of the full buckets
+}
+
+func NewWorkBudget() *WorkBudget { return &WorkBudget{topics: map[string]*bucket{}} }
+
+// topic returns topic's bucket, or nil when it has none and may get one.
+func (w *WorkBudget) topic(t string) *bucket {
+	if b := w.topics[t]; b != nil || len(w.topics) < maxWorkTopics {
+		return b
+	}
+	return &w.overflow
+}
+
+// Grant returns the work a message on topic t may do at now.
+func (w *WorkBudget) Grant(t string, now time.Time) int {
+	g := min(float64(MsgJBudget), w.global.level(now, WorkRate, workCap))
+	if b := w.topic(t); b != nil {
+		g = min(g, b.level(now, TopicWorkRate, topicWorkCap))
+	}
+	return max(int(g), 0)
+}
+
+// Spend takes the work a message on topic t did from both buckets.
+func (w *WorkBudget) Spend(t string, spent int, now time.Time) {
+	if spent <= 0 {
+		return
+	}
+	w.global.level(now, WorkRate, workCap)
+	w.global.tokens -= float64(spent)
+	if len(w.topics) >= maxWorkTopics && now.Sub(w.swept) >= time.Second {
+		w.sweep(now)
+	}
+	b := w.topic(t)
+	if b == nil {
+		b = &bucket{}
+		w.topics[t] = b
+	}
+	b.level(now, TopicWorkRate, topicWorkCap)
+	b.tokens -= float64(spent)
+}
+
+// sweep drops the topic buckets that are full again (as good as none).
+func (w *WorkBudget) sweep(now time.Time) {
+	w.swept = now
+	for t, b := range w.topics {
+		if b.level(now, TopicWorkRate, topicWorkCap) >= topicWorkCap {
+			delete(w.topics, t)
+		}
 	}
 }

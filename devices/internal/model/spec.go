@@ -2,7 +2,6 @@ package model
 
 import (
 	"encoding/json"
-	"reflect"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -268,22 +267,4 @@ func StringsOf(vs []any) []string {
 		}
 	}
 	return out
-}
-
-// EqualValues reports whether two live values are equal.
-func EqualValues(a, b any) bool {
-	switch av := a.(type) {
-	case nil:
-		return b == nil
-	case string:
-		bv, ok := b.(string)
-		return ok && av == bv
-	case float64:
-		bv, ok := b.(float64)
-		return ok && av == bv
-	case bool:
-		bv, ok := b.(bool)
-		return ok && av == bv
-	}
-	return reflect.DeepEqual(a, b)
 }

@@ -1,7 +1,6 @@
 package z2m
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -280,19 +279,13 @@ func (b *z2mBuilder) finish(log *slog.Logger, d *Device, n z2mNames) {
 		b.act.Risk = pilotage.DeviceTypeRisk(s.Typ)
 		b.act.Desc = fmt.Sprintf("Set settable properties of %s (%s); publishes a JSON object to %s.", d.FriendlyName, s.Desc, n.setTopic)
 		b.act.Presets = anyPresets(b.act.Fields)
-		setTopic := n.setTopic
-		b.act.Send = func(ctx context.Context, p model.Sender, args map[string]any) error {
-			return p.PublishJSON(ctx, setTopic, args)
-		}
+		b.act.Send = command(n.setTopic)
 		s.Actions = append(s.Actions, b.act)
 	}
 	if len(b.get.Fields) > 0 {
 		b.get.Desc = `Ask Zigbee2MQTT to read current values from the device: publishes {"<property>": ""} to its /get topic; ` +
 			"the values arrive as state changes."
-		getTopic := n.getTopic
-		b.get.Send = func(ctx context.Context, p model.Sender, args map[string]any) error {
-			return p.PublishJSON(ctx, getTopic, args)
-		}
+		b.get.Send = command(n.getTopic)
 		s.Actions = append(s.Actions, b.get)
 	}
 	if len(b.gaps) == 0 {

@@ -2,6 +2,7 @@ package z2m
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"slices"
 	"sort"
@@ -11,6 +12,9 @@ import (
 
 	"github.com/pilothouse/pilothouse/devices/internal/model"
 )
+
+// Zigbee2MQTT's device topics on the wire: the state, action and
+// availability messages in (the routes), the set and get commands out.
 
 // stateRoute merges a (partial) JSON state object into the device; props
 // are sorted by key. The common flat message is read without building a
@@ -76,6 +80,14 @@ func (z *Source) applyProp(tx *model.Rec, dev string, p *z2mProp, v any) {
 		v = coerceNumber(v)
 	}
 	tx.SetState(dev, p.id, p.key, v) // the key kept with the route, not the message's copy
+}
+
+// command is the Send of the set and get actions: the call's checked
+// arguments, published as one JSON object to topic (<name>/set or /get).
+func command(topic string) func(context.Context, model.Sender, map[string]any) error {
+	return func(ctx context.Context, p model.Sender, args map[string]any) error {
+		return p.PublishJSON(ctx, topic, args)
+	}
 }
 
 // flatMember is one member of a flat JSON state object.
