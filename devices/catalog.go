@@ -240,8 +240,19 @@ func (c *Catalog) Start(ctx context.Context, conn mqtt.PubSub) error {
 	if err := c.loadIDs(ctx); err != nil {
 		return fmt.Errorf("devices: loading the device id registry: %w", err)
 	}
-	// QoS 1: a broker keeps what QoS 1 publishers send while a persistent
-	// session is away, and delivers it on reconnect.
+	// Discovery configs at QoS 0, as Home Assistant subscribes them: they
+	// are retained and sent again at every subscribe, and a stock
+	// Mosquitto drops what a subscribe's QoS 1 burst has beyond 1,020
+	// (max_inflight_messages + max_queued_messages).
+	ds, err := mqtt.SubscribeSet(conn, 0, c.HandleMessage)
+	if err == nil {
+		err = ds.Set(c.discoveryFilters())
+	}
+	if err != nil {
+		return fmt.Errorf("devices: subscribe: %w", err)
+	}
+	// The rest at QoS 1: a broker keeps what QoS 1 publishers send while a
+	// persistent session is away, and delivers it on reconnect.
 	fs, err := mqtt.SubscribeSet(conn, 1, c.HandleMessage)
 	if err != nil {
 		return fmt.Errorf("devices: subscribe: %w", err)
@@ -264,15 +275,22 @@ func (c *Catalog) Start(ctx context.Context, conn mqtt.PubSub) error {
 // anyone else's. Topics discovery points to outside them (names with "/",
 // Home Assistant state topics) are subscribed one by one.
 func (c *Catalog) staticFilters() []string {
-	b, p := c.opts.Z2MBase, c.opts.HAPrefix
-	return []string{b + "/bridge/devices", b + "/bridge/event", b + "/+", b + "/+/availability", b + "/+/action",
-		p + "/+/+/config", p + "/+/+/+/config"}
+	b := c.opts.Z2MBase
+	return append([]string{b + "/bridge/devices", b + "/bridge/event", b + "/+", b + "/+/availability", b + "/+/action"},
+		c.discoveryFilters()...)
+}
+
+// discoveryFilters are the Home Assistant discovery configs' filters,
+// subscribed apart at QoS 0 (see Start).
+func (c *Catalog) discoveryFilters() []string {
+	p := c.opts.HAPrefix
+	return []string{p + "/+/+/config", p + "/+/+/+/config"}
 }
 
 // wantLocked is the subscription's filters, sorted: the static ones and
 // the routed topics they do not cover.
 func (c *Catalog) wantLocked() []string {
-	want := slices.Clone(c.static)
+	want := slices.DeleteFunc(slices.Clone(c.static), func(f string) bool { return slices.Contains(c.discoveryFilters(), f) })
 	for t := range c.extra {
 		want = append(want, t)
 	}

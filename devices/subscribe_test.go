@@ -190,10 +190,12 @@ func ExampleCatalog_Start_filters() {
 	c.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/bridge/devices", Payload: []byte(bridgeWithLamp())})
 	c.mu.RLock()
 	defer c.mu.RUnlock()
+	fmt.Println("QoS 0:", strings.Join(c.discoveryFilters(), " "))
+	fmt.Println("QoS 1:")
 	fmt.Println(strings.Join(c.wantLocked(), "\n"))
 	// Output:
-	// homeassistant/+/+/+/config
-	// homeassistant/+/+/config
+	// QoS 0: homeassistant/+/+/config homeassistant/+/+/+/config
+	// QoS 1:
 	// zigbee2mqtt/+
 	// zigbee2mqtt/+/action
 	// zigbee2mqtt/+/availability
