@@ -65,17 +65,6 @@ func (at *armedTrigger) current() (any, bool) {
 	return l.Value, l.Value != nil
 }
 
-// describe says why at fires for ch, for the trace.
-func (at *armedTrigger) describe(ch devices.Change, restored bool) string {
-	if at.t.Kind() != rules.TriggerAvailable {
-		return describeChange(at.t.Entity(), ch, restored)
-	}
-	if on, _ := ch.Value.(bool); on {
-		return at.t.Entity() + "'s device came back online"
-	}
-	return at.t.Entity() + "'s device went offline"
-}
-
 // A state trigger never fires on a device that reports itself offline, as
 // in Home Assistant, where its entities are "unavailable": a state it sends
 // meanwhile is kept as its value but fires nothing, and going offline

@@ -98,17 +98,14 @@ func watchesState(ats []*armedTrigger) bool {
 	return false
 }
 
-// takeBaseline returns and forgets the baseline of a state whose first
-// value after the start just arrived.
-func (s *scheduler) takeBaseline(ch devices.Change) (baseline, bool) {
-	if ch.Kind != devices.ChangeState || ch.Prev != nil {
-		return baseline{}, false
-	}
+// takeBaseline returns and forgets the baseline of state id, whose first
+// value (no previous one) just arrived.
+func (s *scheduler) takeBaseline(id string) (baseline, bool) {
 	s.bmu.Lock()
 	defer s.bmu.Unlock()
-	b, ok := s.baselines[ch.ID]
+	b, ok := s.baselines[id]
 	if ok {
-		delete(s.baselines, ch.ID)
+		delete(s.baselines, id)
 	}
 	return b, ok
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	"github.com/pilothouse/pilothouse/storage"
@@ -73,6 +74,8 @@ func (e *Engine) announceFiring(run *storage.Run) {
 		Principal: run.Principal, Ref: run.Ref})
 }
 
+// notify writes ev to the logbook (logEvent) and offers it to every
+// subscriber.
 func (e *Engine) notify(ev Event) {
 	e.logEvent(ev)
 	e.hubMu.Lock()
@@ -83,4 +86,21 @@ func (e *Engine) notify(ev Event) {
 		default:
 		}
 	}
+}
+
+// logEvent records a firing or a rule change announced on the event hub.
+func (e *Engine) logEvent(ev Event) {
+	en := storage.LogEntry{T: ev.Time, Rule: ev.Rule, Run: ev.RunID, Status: ev.Status, Principal: ev.Principal, Ref: ev.Ref}
+	switch ev.Type {
+	case "firing":
+		en.Kind, en.Text = "firing", ev.Rule+" fired: "+strings.ReplaceAll(ev.Status, "_", " ")
+	case "rule":
+		en.Kind, en.Text = "rule", "rule "+ev.Rule+" "+ev.Status
+		if ev.Principal != "" {
+			en.Text += " (owner " + ev.Principal + ")"
+		}
+	default:
+		return
+	}
+	e.book.Add(en)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -14,6 +15,122 @@ import (
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 )
+
+// A change fires a rule, read top to bottom as it happens: the triggers
+// watching the changed entity (onChange, observe), the rule's mode
+// (fireAs), the firing, run here or on a worker (startLocked, Do, run),
+// its last command's end (returned, Acked, settle), then its record and
+// its end (recordRun, record, end). Arming is scheduler.go's.
+
+// onChange is called on the ingestion goroutine for every state change and
+// event: one map lookup finds the triggers that watch this entity.
+func (s *scheduler) onChange(ch devices.Change) {
+	if ch.Kind == devices.ChangeAvailability {
+		s.onAvailability(ch)
+		return
+	}
+	if ch.Kind != devices.ChangeState && ch.Kind != devices.ChangeEvent {
+		return
+	}
+	s.mu.RLock()
+	ats := s.index[ch.ID] // never changed in place: no copy needed (see disarmLocked)
+	sels, selVer := s.selIdx.Snapshot()
+	s.mu.RUnlock()
+	restored := false
+	switch {
+	case ch.Kind != devices.ChangeState:
+	case ch.Prev == nil: // its first value since the start: perhaps a baseline (baseline.go)
+		if b, ok := s.takeBaseline(ch.ID); ok {
+			if restored = s.applyBaseline(&ch, b, ats); !restored {
+				return
+			}
+		}
+	case len(sels) > 0:
+		// Triggers by selector see only changes from a value: a state's
+		// first value (after a start, or from a device that just joined)
+		// is a baseline for them, as their states are only known once the
+		// catalog is, so no baseline is read for them.
+		if sel := s.selectedIn(ch.ID, sels, selVer); len(sel) > 0 {
+			ats = append(ats[:len(ats):len(ats)], sel...)
+		}
+	}
+	if ch.Offline && len(ats) > 0 {
+		s.offlineChange(ats)
+		return
+	}
+	for _, at := range ats {
+		at.observe(ch, restored)
+	}
+}
+
+// observe applies one change to a trigger: fire now, start or cancel a
+// held window.
+// restored: ch.Prev is the value recorded before the start.
+func (at *armedTrigger) observe(ch devices.Change, restored bool) {
+	t := at.t
+	matched, _ := t.Match(ch.Prev, ch.Value, ch.Kind == devices.ChangeEvent)
+	if t.For() <= 0 {
+		if matched && t.Selector() != nil {
+			at.fireAs(ch.ID, ch.Value, ch.Prev, describeChange(ch.ID, ch, restored))
+		} else if matched {
+			at.fire(ch.Value, ch.Prev, at.describe(ch, restored))
+		}
+		return
+	}
+	if t.Selector() != nil {
+		at.observeHeld(ch, matched, restored)
+		return
+	}
+	at.mu.Lock()
+	defer at.mu.Unlock()
+	if w := at.hold; w != nil && !t.Keeps(w.left, w.entered, ch.Value) {
+		at.closeHold(true)
+	}
+	if matched && at.hold == nil {
+		at.openHold(ch.Value, ch.Prev, at.describe(ch, restored)+" and held for "+t.For().String(), at.r.s.e.Now().Add(t.For()))
+	}
+}
+
+// describe says why at fires for ch, for the trace.
+func (at *armedTrigger) describe(ch devices.Change, restored bool) string {
+	if at.t.Kind() != rules.TriggerAvailable {
+		return describeChange(at.t.Entity(), ch, restored)
+	}
+	if on, _ := ch.Value.(bool); on {
+		return at.t.Entity() + "'s device came back online"
+	}
+	return at.t.Entity() + "'s device went offline"
+}
+
+func describeChange(entity string, ch devices.Change, restored bool) string {
+	// Built in one buffer, not one allocation per part and a Sprintf.
+	b := make([]byte, 0, len(entity)+48)
+	b = append(b, entity...)
+	if ch.Kind == devices.ChangeEvent {
+		b = append(b, " fired "...)
+	} else {
+		b = append(b, " changed from "...)
+		b = appendCompact(b, ch.Prev)
+		if restored {
+			b = append(b, " (its value before the restart)"...)
+		}
+		b = append(b, " to "...)
+	}
+	b = appendCompact(b, ch.Value)
+	return string(b)
+}
+
+func compact(v any) string { return string(appendCompact(nil, v)) }
+
+// appendCompact appends v's JSON, or fmt.Sprint(v) when it has none.
+func appendCompact(b []byte, v any) []byte {
+	n := len(b)
+	b, err := pilotage.AppendJSON(b, v)
+	if err != nil {
+		return fmt.Append(b[:n], v)
+	}
+	return b
+}
 
 // Mode bounds when a program sets none.
 const defaultModeMax = 10
@@ -109,6 +226,30 @@ func (ar *armedRule) startLocked(tf rules.TriggerFire) *firing {
 	return f
 }
 
+// firing is one running execution of a rule body: the trigger that fired
+// it, the world it runs on, and the context it runs under (the
+// scheduler's, bounded by the limits' MaxWall; cancel ends it early, as a
+// restart or the rule's removal does).
+type firing struct {
+	ar     *armedRule
+	tf     rules.TriggerFire
+	world  liveWorld
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	// A run left pending by its last command (run, then Acked): the
+	// command, set once before the run returns, and the two ends, the
+	// run's and the command's, that settle the firing whichever comes
+	// second.
+	sent    devices.Sent
+	waiting bool // guarded by ar.mu: sent's end is still to come (stopLocked aborts it)
+	res     *rules.RunResult
+	runID   string
+	started time.Time
+	ackErr  error
+	ends    atomic.Int32
+}
+
 // Limited: a body without delays and waits only waits for its commands'
 // acknowledgements; it counts against workers' maxRunning.
 func (f *firing) Limited() bool { return !f.ar.waits }
@@ -123,6 +264,139 @@ func (f *firing) Do() bool {
 	}
 	f.end()
 	return true
+}
+
+// run executes the body once on the firing's live world and records it. A
+// body whose last step is a command may end once that command is sent:
+// run then reports true, and the firing is recorded and ended when the
+// command's end comes (returned, settle).
+func (f *firing) run() (pending bool) {
+	ar := f.ar
+	e := ar.s.e
+	runID := storage.NewRunID()
+	started := e.Now()
+	if reason := ar.checkBroken(); reason != "" {
+		ar.record(runID, started, pilotage.Outcome{OK: false, Status: rules.StatusBroken, Error: reason}, nil, nil)
+		return false
+	}
+	if ar.waits {
+		// A body that can take time is recorded as running first, so a
+		// crash in the middle leaves a record that the next start marks
+		// interrupted.
+		ar.record(runID, started, pilotage.Outcome{OK: false, Status: rules.StatusRunning, Error: "the firing is running"}, nil, nil)
+	}
+	in := rules.RunInput{Trigger: f.tf, Params: ar.params, Limits: e.cfg.Limits, Cache: e.rules, AsyncTail: !ar.waits}
+	if ar.c.Throttle() > 0 {
+		in.Throttle = ar.throttleGate
+	}
+	return f.returned(rules.Run(f.ctx, ar.c, &f.world, in), runID, started)
+}
+
+// checkBroken re-checks referenced entries when the device catalog moved
+// (a firing on an unchanged catalog costs one comparison). Promoted bodies
+// are immutable and scopes are fixed, so the device generation is the key.
+func (ar *armedRule) checkBroken() string {
+	e := ar.s.e
+	gen := e.cat.View(ar.principal).DevGen() + 1 // +1: 0 means never checked
+	ar.mu.Lock()
+	if gen == ar.checkedGen {
+		reason := ar.broken
+		ar.mu.Unlock()
+		return reason
+	}
+	ar.mu.Unlock()
+	reason := ar.brokenReason(e)
+	ar.mu.Lock()
+	ar.checkedGen = gen
+	changed := reason != ar.broken
+	ar.broken = reason
+	ar.mu.Unlock()
+	if changed {
+		if err := e.store.SetRuleBroken(context.Background(), ar.name, reason); err != nil {
+			e.log.Warn("marking rule broken", "rule", ar.name, "err", err)
+		}
+		if reason != "" {
+			e.log.Warn("rule is broken", "rule", ar.name, "reason", reason)
+		}
+	}
+	return reason
+}
+
+// sentAsync registers the firing's command sent without waiting (see
+// liveWorld.CallAsync), aborted if the firing is stopped; at once if it
+// already was.
+func (f *firing) sentAsync(sent devices.Sent) {
+	f.ar.mu.Lock()
+	f.sent = sent
+	err := f.ctx.Err()
+	f.waiting = err == nil
+	f.ar.mu.Unlock()
+	if err != nil {
+		sent.Abort(err)
+	}
+}
+
+// returned is the run's end: a result that is final is recorded; one left
+// Pending by its last command waits for that command's end (settle), and
+// returned reports true.
+func (f *firing) returned(res *rules.RunResult, runID string, started time.Time) (pending bool) {
+	if !res.Pending() {
+		f.ar.recordRun(runID, started, res)
+		return false
+	}
+	f.res, f.runID, f.started = res, runID, started
+	f.settle()
+	return true
+}
+
+// Acked is the end of the firing's command sent without waiting: the
+// connection tells it once (mqtt.Acker), on its reader, a timer's
+// goroutine or an abort's; it must not block.
+func (f *firing) Acked(err error) {
+	f.ackErr = err
+	f.settle()
+}
+
+// settle is called by both ends of a pending firing, its run's return and
+// its command's end, in either order (the acknowledgement may come before
+// Run returns); the second finishes the run's result (in rules), records
+// it and ends the firing.
+func (f *firing) settle() {
+	if f.ends.Add(1) < 2 {
+		return
+	}
+	err := f.ackErr
+	if err != nil {
+		err = callError(f.sent.Err(err))
+	}
+	f.res.Finish(err)
+	f.ar.recordRun(f.runID, f.started, f.res)
+	f.endAlone()
+}
+
+// recordRun records the firing that ended with res.
+func (ar *armedRule) recordRun(runID string, started time.Time, res *rules.RunResult) {
+	out := res.Outcome
+	if out.Status == rules.StatusCancelled && errors.Is(ar.s.ctx.Err(), context.Canceled) {
+		out = pilotage.Outcome{OK: false, Status: rules.StatusInterrupted, Error: "the server stopped during the firing"}
+	}
+	steps := res.Steps
+	if !out.OK {
+		res = nil // no output
+	}
+	ar.record(runID, started, out, res, steps)
+}
+
+// record hands the firing's run to the recorder (never blocks dispatch).
+// res, when not nil, gives the output {"calls": …, "vars": …} of a firing
+// that ended ok.
+func (ar *armedRule) record(runID string, started time.Time, out pilotage.Outcome, res *rules.RunResult, steps []pilotage.TraceStep) {
+	e := ar.s.e
+	now := e.Now()
+	fr := recorder.NewFiringRecord(storage.Run{ID: runID, Principal: ar.principal.Name, Rule: ar.name, Ref: ar.ref, Kind: "firing",
+		Status: out.Status, OK: out.OK, Started: started, Ended: now, Level: pilotage.LevelFull,
+		Expires: now.Add(e.cfg.Retention)}, out, res, steps, !ar.waits)
+	e.rec.AddItem(&fr.Item) // the recorder announces it once committed
 }
 
 // endAlone ends a firing that went on without its worker, and hands its
@@ -158,44 +432,6 @@ func (f *firing) end() {
 	}
 }
 
-// firing is one running execution of a rule body: the trigger that fired
-// it, the world it runs on, and the context it runs under (the
-// scheduler's, bounded by the limits' MaxWall; cancel ends it early, as a
-// restart or the rule's removal does).
-type firing struct {
-	ar     *armedRule
-	tf     rules.TriggerFire
-	world  liveWorld
-	ctx    context.Context
-	cancel context.CancelFunc
-
-	// A run left pending by its last command (run, then Acked): the
-	// command, set once before the run returns, and the two ends, the
-	// run's and the command's, that settle the firing whichever comes
-	// second.
-	sent    devices.Sent
-	waiting bool // guarded by ar.mu: sent's end is still to come (stopLocked aborts it)
-	res     *rules.RunResult
-	runID   string
-	started time.Time
-	ackErr  error
-	ends    atomic.Int32
-}
-
-// sentAsync registers the firing's command sent without waiting (see
-// liveWorld.CallAsync), aborted if the firing is stopped; at once if it
-// already was.
-func (f *firing) sentAsync(sent devices.Sent) {
-	f.ar.mu.Lock()
-	f.sent = sent
-	err := f.ctx.Err()
-	f.waiting = err == nil
-	f.ar.mu.Unlock()
-	if err != nil {
-		sent.Abort(err)
-	}
-}
-
 // stopLocked cancels the firing (mode restart, the rule disarmed) and ends
 // the wait of its command sent without waiting; ar.mu is held. That
 // command's end is handled on a goroutine of its own, as ending the
@@ -208,127 +444,8 @@ func (f *firing) stopLocked() {
 	}
 }
 
-// Acked is the end of the firing's command sent without waiting: the
-// connection tells it once (mqtt.Acker), on its reader, a timer's
-// goroutine or an abort's; it must not block.
-func (f *firing) Acked(err error) {
-	f.ackErr = err
-	f.settle()
-}
-
-// settle is called by both ends of a pending firing, its run's return and
-// its command's end, in either order (the acknowledgement may come before
-// Run returns); the second finishes the run's result (in rules), records
-// it and ends the firing.
-func (f *firing) settle() {
-	if f.ends.Add(1) < 2 {
-		return
-	}
-	err := f.ackErr
-	if err != nil {
-		err = callError(f.sent.Err(err))
-	}
-	f.res.Finish(err)
-	f.ar.recordRun(f.runID, f.started, f.res)
-	f.endAlone()
-}
-
-// run executes the body once on the firing's live world and records it. A
-// body whose last step is a command may end once that command is sent:
-// run then reports true, and the firing is recorded and ended when the
-// command's end comes (returned, settle).
-func (f *firing) run() (pending bool) {
-	ar := f.ar
-	e := ar.s.e
-	runID := storage.NewRunID()
-	started := e.Now()
-	if reason := ar.checkBroken(); reason != "" {
-		ar.record(runID, started, pilotage.Outcome{OK: false, Status: rules.StatusBroken, Error: reason}, nil, nil)
-		return false
-	}
-	if ar.waits {
-		// A body that can take time is recorded as running first, so a
-		// crash in the middle leaves a record that the next start marks
-		// interrupted.
-		ar.record(runID, started, pilotage.Outcome{OK: false, Status: rules.StatusRunning, Error: "the firing is running"}, nil, nil)
-	}
-	in := rules.RunInput{Trigger: f.tf, Params: ar.params, Limits: e.cfg.Limits, Cache: e.rules, AsyncTail: !ar.waits}
-	if ar.c.Throttle() > 0 {
-		in.Throttle = ar.throttleGate
-	}
-	return f.returned(rules.Run(f.ctx, ar.c, &f.world, in), runID, started)
-}
-
-// returned is the run's end: a result that is final is recorded; one left
-// Pending by its last command waits for that command's end (settle), and
-// returned reports true.
-func (f *firing) returned(res *rules.RunResult, runID string, started time.Time) (pending bool) {
-	if !res.Pending() {
-		f.ar.recordRun(runID, started, res)
-		return false
-	}
-	f.res, f.runID, f.started = res, runID, started
-	f.settle()
-	return true
-}
-
-// recordRun records the firing that ended with res.
-func (ar *armedRule) recordRun(runID string, started time.Time, res *rules.RunResult) {
-	out := res.Outcome
-	if out.Status == rules.StatusCancelled && errors.Is(ar.s.ctx.Err(), context.Canceled) {
-		out = pilotage.Outcome{OK: false, Status: rules.StatusInterrupted, Error: "the server stopped during the firing"}
-	}
-	steps := res.Steps
-	if !out.OK {
-		res = nil // no output
-	}
-	ar.record(runID, started, out, res, steps)
-}
-
-// checkBroken re-checks referenced entries when the device catalog moved
-// (a firing on an unchanged catalog costs one comparison). Promoted bodies
-// are immutable and scopes are fixed, so the device generation is the key.
-func (ar *armedRule) checkBroken() string {
-	e := ar.s.e
-	gen := e.cat.View(ar.principal).DevGen() + 1 // +1: 0 means never checked
-	ar.mu.Lock()
-	if gen == ar.checkedGen {
-		reason := ar.broken
-		ar.mu.Unlock()
-		return reason
-	}
-	ar.mu.Unlock()
-	reason := ar.brokenReason(e)
-	ar.mu.Lock()
-	ar.checkedGen = gen
-	changed := reason != ar.broken
-	ar.broken = reason
-	ar.mu.Unlock()
-	if changed {
-		if err := e.store.SetRuleBroken(context.Background(), ar.name, reason); err != nil {
-			e.log.Warn("marking rule broken", "rule", ar.name, "err", err)
-		}
-		if reason != "" {
-			e.log.Warn("rule is broken", "rule", ar.name, "reason", reason)
-		}
-	}
-	return reason
-}
-
 func (ar *armedRule) recordSkipped(tf rules.TriggerFire, why string) {
 	steps := []pilotage.TraceStep{{ID: "triggers", Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess},
 		Decisions: []pilotage.Decision{{At: "triggers", Took: tf.ID, Because: tf.Because}}}}
 	ar.record(storage.NewRunID(), ar.s.e.Now(), pilotage.Outcome{OK: true, Status: rules.StatusSkipped, Error: why}, nil, steps)
-}
-
-// record hands the firing's run to the recorder (never blocks dispatch).
-// res, when not nil, gives the output {"calls": …, "vars": …} of a firing
-// that ended ok.
-func (ar *armedRule) record(runID string, started time.Time, out pilotage.Outcome, res *rules.RunResult, steps []pilotage.TraceStep) {
-	e := ar.s.e
-	now := e.Now()
-	fr := recorder.NewFiringRecord(storage.Run{ID: runID, Principal: ar.principal.Name, Rule: ar.name, Ref: ar.ref, Kind: "firing",
-		Status: out.Status, OK: out.OK, Started: started, Ended: now, Level: pilotage.LevelFull,
-		Expires: now.Add(e.cfg.Retention)}, out, res, steps, !ar.waits)
-	e.rec.AddItem(&fr.Item) // the recorder announces it once committed
 }

@@ -141,23 +141,6 @@ func (e *Engine) FlushLogbook() { e.book.Sync() }
 // LogbookStatus reports the logbook writer's health.
 func (e *Engine) LogbookStatus() LogbookStatus { return e.book.Status() }
 
-// logEvent records a firing or a rule change announced on the event hub.
-func (e *Engine) logEvent(ev Event) {
-	en := storage.LogEntry{T: ev.Time, Rule: ev.Rule, Run: ev.RunID, Status: ev.Status, Principal: ev.Principal, Ref: ev.Ref}
-	switch ev.Type {
-	case "firing":
-		en.Kind, en.Text = "firing", ev.Rule+" fired: "+strings.ReplaceAll(ev.Status, "_", " ")
-	case "rule":
-		en.Kind, en.Text = "rule", "rule "+ev.Rule+" "+ev.Status
-		if ev.Principal != "" {
-			en.Text += " (owner " + ev.Principal + ")"
-		}
-	default:
-		return
-	}
-	e.book.Add(en)
-}
-
 // logApproval records an approval request or its decision.
 func (e *Engine) logApproval(a storage.Approval, text string) {
 	e.book.Add(storage.LogEntry{T: e.Now(), Kind: "approval", Rule: a.Rule, Principal: a.Principal, Ref: a.Ref,

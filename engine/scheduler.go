@@ -10,7 +10,6 @@ import (
 
 	"github.com/robfig/cron/v3"
 
-	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine/internal/catalog"
 	"github.com/pilothouse/pilothouse/engine/internal/pending"
 	"github.com/pilothouse/pilothouse/engine/internal/workers"
@@ -376,100 +375,6 @@ func (s *scheduler) disarmLocked(ar *armedRule) int {
 		f.stopLocked()
 	}
 	return len(ar.running)
-}
-
-// onChange is called on the ingestion goroutine for every state change and
-// event: one map lookup finds the triggers that watch this entity.
-func (s *scheduler) onChange(ch devices.Change) {
-	if ch.Kind == devices.ChangeAvailability {
-		s.onAvailability(ch)
-		return
-	}
-	if ch.Kind != devices.ChangeState && ch.Kind != devices.ChangeEvent {
-		return
-	}
-	s.mu.RLock()
-	ats := s.index[ch.ID] // never changed in place: no copy needed (see disarmLocked)
-	s.mu.RUnlock()
-	// A state's first value (after a start, or from a device that just
-	// joined) is a baseline for the triggers by selector: their states
-	// are only known once the catalog is, so no baseline is read for them.
-	if ch.Kind == devices.ChangeState && ch.Prev != nil {
-		if sel := s.selected(ch.ID); len(sel) > 0 {
-			ats = append(ats[:len(ats):len(ats)], sel...)
-		}
-	}
-	restored := false
-	if b, ok := s.takeBaseline(ch); ok {
-		if restored = s.applyBaseline(&ch, b, ats); !restored {
-			return
-		}
-	}
-	if ch.Offline && len(ats) > 0 {
-		s.offlineChange(ats)
-		return
-	}
-	for _, at := range ats {
-		at.observe(ch, restored)
-	}
-}
-
-// observe applies one change to a trigger: fire now, start or cancel a
-// held window.
-// restored: ch.Prev is the value recorded before the start.
-func (at *armedTrigger) observe(ch devices.Change, restored bool) {
-	t := at.t
-	matched, _ := t.Match(ch.Prev, ch.Value, ch.Kind == devices.ChangeEvent)
-	if t.For() <= 0 {
-		if matched && t.Selector() != nil {
-			at.fireAs(ch.ID, ch.Value, ch.Prev, describeChange(ch.ID, ch, restored))
-		} else if matched {
-			at.fire(ch.Value, ch.Prev, at.describe(ch, restored))
-		}
-		return
-	}
-	if t.Selector() != nil {
-		at.observeHeld(ch, matched, restored)
-		return
-	}
-	at.mu.Lock()
-	defer at.mu.Unlock()
-	if w := at.hold; w != nil && !t.Keeps(w.left, w.entered, ch.Value) {
-		at.closeHold(true)
-	}
-	if matched && at.hold == nil {
-		at.openHold(ch.Value, ch.Prev, at.describe(ch, restored)+" and held for "+t.For().String(), at.r.s.e.Now().Add(t.For()))
-	}
-}
-
-func describeChange(entity string, ch devices.Change, restored bool) string {
-	// Built in one buffer, not one allocation per part and a Sprintf.
-	b := make([]byte, 0, len(entity)+48)
-	b = append(b, entity...)
-	if ch.Kind == devices.ChangeEvent {
-		b = append(b, " fired "...)
-	} else {
-		b = append(b, " changed from "...)
-		b = appendCompact(b, ch.Prev)
-		if restored {
-			b = append(b, " (its value before the restart)"...)
-		}
-		b = append(b, " to "...)
-	}
-	b = appendCompact(b, ch.Value)
-	return string(b)
-}
-
-func compact(v any) string { return string(appendCompact(nil, v)) }
-
-// appendCompact appends v's JSON, or fmt.Sprint(v) when it has none.
-func appendCompact(b []byte, v any) []byte {
-	n := len(b)
-	b, err := pilotage.AppendJSON(b, v)
-	if err != nil {
-		return fmt.Append(b[:n], v)
-	}
-	return b
 }
 
 // info summarises a rule's triggers and next scheduled time.

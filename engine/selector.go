@@ -26,6 +26,12 @@ func (s *scheduler) selected(id string) []*armedTrigger {
 	s.mu.RLock()
 	trigs, ver := s.selIdx.Snapshot()
 	s.mu.RUnlock()
+	return s.selectedIn(id, trigs, ver)
+}
+
+// selectedIn is selected among trigs, the triggers by selector at
+// version ver (read under s.mu, as onChange reads them with the index).
+func (s *scheduler) selectedIn(id string, trigs []*armedTrigger, ver uint64) []*armedTrigger {
 	if len(trigs) == 0 {
 		return nil
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 )
 
@@ -69,4 +70,66 @@ func TestSelectorHeldWindowSurvivesRestart(t *testing.T) {
 		p, _ := h.store.ListPending(context.Background(), "hall-door-open")
 		return len(p) == 0
 	})
+}
+
+// TestOnChangeFindsTriggersByIDAndSelector: a state's change from a value
+// fires both the rule naming the state and the rule whose selector
+// reaches it; its first value (no previous one) never fires the one by
+// selector, and fires the other only when the value recorded before the
+// start differs (baseline.go).
+func TestOnChangeFindsTriggersByIDAndSelector(t *testing.T) {
+	h := newHouse(t, Config{})
+	h.deploy(`{"name":"by-id","mode":"parallel","triggers":[{"id":"m","state":"hall_motion.occupancy"}],
+	 "steps":[{"id":"on","call":"hall_light.set","args":{"state":"ON"}}]}`)
+	h.deploy(`{"name":"by-selector","mode":"parallel","triggers":[{"id":"m","state":{"area":"hall","property":"occupancy"}}],
+	 "steps":[{"id":"on","call":"hall_light.set","args":{"state":"ON"}}]}`)
+	const id = "hall_motion.occupancy"
+	s := h.eng.sched
+	for _, tc := range []struct {
+		name        string
+		baseline    *baseline // recorded before the start, for a first value
+		prev        any
+		byID, bySel int // firings the change adds
+		because     string
+	}{
+		{"a change from a value", nil, false, 1, 1, id + " changed from false to true"},
+		{"a first value recorded otherwise", &baseline{v: false, recorded: true}, nil, 1, 0,
+			id + " changed from false (its value before the restart) to true"},
+		{"a first value recorded the same", &baseline{v: true, recorded: true}, nil, 0, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			byID, bySel := len(h.firings("by-id")), len(h.firings("by-selector"))
+			if tc.baseline != nil {
+				s.bmu.Lock()
+				s.baselines[id] = *tc.baseline
+				s.bmu.Unlock()
+			}
+			// A firing counts as running from fire on, until its
+			// record is queued and its command acknowledged; h.firings
+			// then waits for the records.
+			s.onChange(devices.Change{Kind: devices.ChangeState, ID: id, Value: true, Prev: tc.prev, Time: time.Now()})
+			testutil.Eventually(t, 10*time.Second, "the firings to end", func() bool {
+				for _, name := range []string{"by-id", "by-selector"} {
+					ar := s.ruleByName(name)
+					ar.mu.Lock()
+					n := len(ar.running)
+					ar.mu.Unlock()
+					if n > 0 {
+						return false
+					}
+				}
+				return true
+			})
+			runsID, runsSel := h.firings("by-id"), h.firings("by-selector")
+			if got := len(runsID) - byID; got != tc.byID {
+				t.Errorf("the rule naming the state fired %d times, want %d", got, tc.byID)
+			}
+			if got := len(runsSel) - bySel; got != tc.bySel {
+				t.Errorf("the rule by selector fired %d times, want %d", got, tc.bySel)
+			}
+			if tc.because != "" && (len(runsID) == 0 || !strings.Contains(string(runsID[0].Envelope), tc.because)) {
+				t.Errorf("the firing does not say %q", tc.because)
+			}
+		})
+	}
 }

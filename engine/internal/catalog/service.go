@@ -131,56 +131,12 @@ func (c *Service) reach(body *rules.Compiled) ([]string, bool) {
 	return reach, opaque
 }
 
-// DevSnapshot is the device catalog's snapshot (nil without devices).
-func (c *Service) DevSnapshot() *devices.Snapshot {
-	if c.devs == nil {
-		return nil
-	}
-	return c.devs.Snapshot()
-}
-
 // AutomationIDs is the registered automations' ids, in the order they
 // were added (never changed in place).
 func (c *Service) AutomationIDs() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.autoOrder
-}
-
-// View returns p's current view, building it when the catalog moved.
-func (c *Service) View(p *access.Principal) *View {
-	snap := c.DevSnapshot()
-	var devGen uint64
-	if snap != nil {
-		devGen = snap.Gen
-	}
-	key := p.ScopeKey()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if v := c.views[key]; v != nil && v.devGen == devGen && v.autoGen == c.autoGen && v.bindGen == c.bindGen {
-		return v
-	}
-	var v *View
-	if old := c.views[key]; old != nil && old.devGen == devGen && old.autoGen < c.autoGen && old.bindGen == c.bindGen {
-		v = c.extend(p, old, snap) // only automations were added: no full rebuild
-	} else {
-		v = c.build(p, snap, devGen)
-	}
-	c.views[key] = v
-	h := c.history[key]
-	if h == nil {
-		h = map[string]*View{}
-		c.history[key] = h
-	}
-	if _, seen := h[v.version]; !seen {
-		h[v.version] = v
-		c.order[key] = append(c.order[key], v.version)
-		if len(c.order[key]) > maxHistory {
-			delete(h, c.order[key][0])
-			c.order[key] = c.order[key][1:]
-		}
-	}
-	return v
 }
 
 // maxPinned bounds the changed_since targets kept per principal.

@@ -13,6 +13,10 @@ import (
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
+// A principal's view: found (Service.View, the lookup every firing and
+// every call of a firing makes), read (Get), and built or extended when
+// the catalog moved.
+
 // View is one principal's immutable snapshot of the catalog. A view is
 // either flat (base == nil: own holds every entry, and snap, when set,
 // holds every device entry: a principal who sees all of them) or a layer
@@ -75,6 +79,50 @@ func (v *View) add(id string, e *pilotage.Entry, hash string) {
 func (v *View) seal() *View {
 	v.version = fmt.Sprintf("cv1-%016x%016x", v.sum[0], v.sum[1])
 	return v
+}
+
+// View returns p's current view, building it when the catalog moved.
+func (c *Service) View(p *access.Principal) *View {
+	snap := c.DevSnapshot()
+	var devGen uint64
+	if snap != nil {
+		devGen = snap.Gen
+	}
+	key := p.ScopeKey()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if v := c.views[key]; v != nil && v.devGen == devGen && v.autoGen == c.autoGen && v.bindGen == c.bindGen {
+		return v
+	}
+	var v *View
+	if old := c.views[key]; old != nil && old.devGen == devGen && old.autoGen < c.autoGen && old.bindGen == c.bindGen {
+		v = c.extend(p, old, snap) // only automations were added: no full rebuild
+	} else {
+		v = c.build(p, snap, devGen)
+	}
+	c.views[key] = v
+	h := c.history[key]
+	if h == nil {
+		h = map[string]*View{}
+		c.history[key] = h
+	}
+	if _, seen := h[v.version]; !seen {
+		h[v.version] = v
+		c.order[key] = append(c.order[key], v.version)
+		if len(c.order[key]) > maxHistory {
+			delete(h, c.order[key][0])
+			c.order[key] = c.order[key][1:]
+		}
+	}
+	return v
+}
+
+// DevSnapshot is the device catalog's snapshot (nil without devices).
+func (c *Service) DevSnapshot() *devices.Snapshot {
+	if c.devs == nil {
+		return nil
+	}
+	return c.devs.Snapshot()
 }
 
 // Get implements rules.Catalog.
