@@ -66,14 +66,9 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 			return a, err
 		}
 	}
-	if a.store, err = storage.Open(ctx, cfg.DataDir); err != nil {
-		if note := freeSpaceNote(cfg.DataDir); note != "" {
-			return a, fmt.Errorf("opening storage in %s: %w%s: SQLite needs room for its write-ahead files to open the database, "+
-				"and without it no rule can be armed nor anything recorded, so the house does not start; free some space and start again", cfg.DataDir, err, note)
-		}
-		return a, fmt.Errorf("opening storage in %s: %w", cfg.DataDir, err)
+	if err := a.openStore(ctx); err != nil {
+		return a, err
 	}
-	a.stops = append(a.stops, func() { _ = a.store.Close() })
 
 	if err := a.connectMQTT(ctx); err != nil {
 		return a, err
@@ -90,16 +85,8 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 	}
 
 	if cfg.Demo {
-		a.sim = demo.New(a.client, demo.Options{Base: cfg.Z2MBase, HAPrefix: cfg.HAPrefix, Pace: cfg.DemoPace,
-			NotifyTopic: "pilothouse/notify/phone", Logger: log.With("part", "demo")})
-		if err := a.sim.Start(ctx); err != nil {
-			return a, fmt.Errorf("starting the demo devices: %w", err)
-		}
-		a.stops = append(a.stops, a.sim.Close)
-		// Announcements reach the catalog asynchronously: serve once the
-		// demo house is in it, so a client's first lookup sees it.
-		if !waitCatalog(ctx, a.devs, a.sim.Devices(), 5*time.Second) {
-			log.Warn("demo devices not all in the catalog yet; serving anyway")
+		if err := a.startDemo(ctx); err != nil {
+			return a, err
 		}
 	}
 
@@ -110,6 +97,38 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 		}
 	}
 	return a, nil
+}
+
+// openStore opens the data folder's database; a full disk is said as such.
+func (a *app) openStore(ctx context.Context) (err error) {
+	dir := a.cfg.DataDir
+	if a.store, err = storage.Open(ctx, dir); err != nil {
+		if note := freeSpaceNote(dir); note != "" {
+			return fmt.Errorf("opening storage in %s: %w%s: SQLite needs room for its write-ahead files to open the database, "+
+				"and without it no rule can be armed nor anything recorded, so the house does not start; free some space and start again", dir, err, note)
+		}
+		return fmt.Errorf("opening storage in %s: %w", dir, err)
+	}
+	a.stops = append(a.stops, func() { _ = a.store.Close() })
+	return nil
+}
+
+// startDemo starts the simulated devices and waits for the catalog to
+// hold them.
+func (a *app) startDemo(ctx context.Context) error {
+	cfg := a.cfg
+	a.sim = demo.New(a.client, demo.Options{Base: cfg.Z2MBase, HAPrefix: cfg.HAPrefix, Pace: cfg.DemoPace,
+		NotifyTopic: "pilothouse/notify/phone", Logger: a.log.With("part", "demo")})
+	if err := a.sim.Start(ctx); err != nil {
+		return fmt.Errorf("starting the demo devices: %w", err)
+	}
+	a.stops = append(a.stops, a.sim.Close)
+	// Announcements reach the catalog asynchronously: serve once the demo
+	// house is in it, so a client's first lookup sees it.
+	if !waitCatalog(ctx, a.devs, a.sim.Devices(), 5*time.Second) {
+		a.log.Warn("demo devices not all in the catalog yet; serving anyway")
+	}
+	return nil
 }
 
 // connectMQTT starts the embedded broker and its Inline client, or dials

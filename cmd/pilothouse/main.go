@@ -10,7 +10,6 @@ import (
 	"github.com/pilothouse/pilothouse/cmd/pilothouse/internal/bench"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 )
 
@@ -36,10 +35,6 @@ func main() {
 			err = runCLI(ctx, cmd, args, os.Stdout, os.Stderr, os.Stdin)
 			break
 		}
-		if len(args) > 0 && isHelp(args[0]) {
-			c, _ := lookupCommand(cmd)
-			fmt.Fprintf(os.Stderr, "usage: pilothouse sim %s\n  %s\n\n", c.args, strings.ReplaceAll(c.help, "\n", "\n  "))
-		}
 		err = runSim(ctx, args)
 	case "bench-load": // started by bench
 		err = bench.RunLoad(ctx, args)
@@ -57,16 +52,7 @@ func main() {
 		fmt.Print(usage())
 		return
 	case "version", "-version", "--version":
-		if len(args) > 0 && isHelp(args[0]) {
-			c, _ := lookupCommand("version")
-			fmt.Printf("usage: pilothouse version\n\n  %s\n", c.summary)
-			return
-		}
-		if len(args) > 0 {
-			fmt.Fprintf(os.Stderr, "pilothouse: version takes no arguments (got %q)\n", args[0])
-			os.Exit(2)
-		}
-		fmt.Println(versionString())
+		runVersion(args)
 		return
 	default:
 		fmt.Fprintf(os.Stderr, "pilothouse: unknown command %q\n\n%s", cmd, usage())
@@ -79,6 +65,20 @@ func main() {
 		fmt.Fprintln(os.Stderr, "pilothouse:", err)
 		os.Exit(1)
 	}
+}
+
+// runVersion prints the version, or its usage with -h.
+func runVersion(args []string) {
+	if len(args) > 0 && isHelp(args[0]) {
+		c, _ := lookupCommand("version")
+		fmt.Printf("usage: pilothouse version\n\n  %s\n", c.summary)
+		return
+	}
+	if len(args) > 0 {
+		fmt.Fprintf(os.Stderr, "pilothouse: version takes no arguments (got %q)\n", args[0])
+		os.Exit(2)
+	}
+	fmt.Println(versionString())
 }
 
 func isHelp(a string) bool    { return a == "-h" || a == "-help" || a == "--help" }

@@ -6,7 +6,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices/demo"
@@ -131,6 +133,11 @@ func (a *app) shutdown() {
 
 // runSim runs only the demo devices against a broker.
 func runSim(ctx context.Context, args []string) error {
+	if len(args) > 0 && isHelp(args[0]) {
+		// The verbs' usage first; parseFlags then prints the flags.
+		c, _ := lookupCommand("sim")
+		fmt.Fprintf(os.Stderr, "usage: pilothouse sim %s\n  %s\n\n", c.args, strings.ReplaceAll(c.help, "\n", "\n  "))
+	}
 	cfg, err := parseFlags("sim", args)
 	if err != nil {
 		return err
