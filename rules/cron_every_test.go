@@ -42,3 +42,28 @@ func TestCronEveryNeedsWholeSeconds(t *testing.T) {
 		}
 	}
 }
+
+// TestCronThatNeverFiresIsRefused: a spec no date matches (30 February,
+// 31 April) was armed and never fired; it is now a bad_cron at validate
+// that says so. 29 February fires within five years and is kept.
+func TestCronThatNeverFiresIsRefused(t *testing.T) {
+	for _, tt := range []struct {
+		spec string
+		ok   bool
+	}{
+		{"0 0 29 2 *", true}, {"0 7 * * 1-5", true}, {"0 0 31 * *", true},
+		{"0 0 30 2 *", false}, {"0 0 31 4 *", false}, {"0 0 0 31 11 *", false},
+	} {
+		src := `{"name":"c","triggers":[{"id":"c","cron":"` + tt.spec + `"}],"steps":[{"id":"x","stop":""}]}`
+		_, ds, err := decode.Decode([]byte(src), Limits{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case tt.ok && len(ds) != 0:
+			t.Errorf("%q: %s", tt.spec, diagString(ds))
+		case !tt.ok && (len(ds) != 1 || ds[0].Code != core.CodeBadCron || !strings.Contains(ds[0].Message, "never fires")):
+			t.Errorf("%q: want one bad_cron saying it never fires, got %s", tt.spec, diagString(ds))
+		}
+	}
+}

@@ -146,6 +146,11 @@ func ParseCron(spec string) (s cron.Schedule, err error) {
 	if err != nil {
 		return nil, err
 	}
+	// robfig/cron looks five years ahead: a spec with no date there
+	// ("0 0 30 2 *", 30 February) would be armed and never fire.
+	if s.Next(time.Now()).IsZero() {
+		return nil, fmt.Errorf("cron spec %q never fires: no date in the next five years matches its day, month and weekday fields", spec)
+	}
 	return wallClock(s), nil
 }
 
