@@ -328,9 +328,14 @@ func (dc *decoder) fields(n *core.JNode, what string, allowed []string) {
 		if slices.Contains(allowed, k) {
 			continue
 		}
-		hint := core.HintFor(core.CloseMatches(k, allowed, 2))
-		if home, ok := model.FieldHomes[k]; ok && hint == "" {
+		// A member of another kind is a known word misplaced ("to" on an
+		// event trigger), not a typo: say where it belongs rather than the
+		// nearest spelling ("id").
+		hint := ""
+		if home, ok := model.FieldHomes[k]; ok {
 			hint = fmt.Sprintf("%q belongs to %s; allowed here: %s", k, home, strings.Join(allowed, ", "))
+		} else {
+			hint = core.HintFor(core.CloseMatches(k, allowed, 2))
 		}
 		if hint == "" {
 			hint = "allowed here: " + strings.Join(allowed, ", ")
