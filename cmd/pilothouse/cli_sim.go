@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/pilothouse/pilothouse/devices/demo"
 )
 
 // simVerbs are the sim subcommands that drive the running serve's demo
@@ -45,6 +47,10 @@ func cliSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	what := "pressed " + req.Press
+	if a := demo.GestureAction(req.Press); req.Press != "" && a != req.Press {
+		// "single" is the toggle button's press: say the value a rule sees.
+		what += fmt.Sprintf(" (action %q: a rule's event trigger takes \"value\": %q)", a, a)
+	}
 	if req.Press == "" {
 		what = "set " + strings.Join(pos[2:], " ")
 	}

@@ -86,7 +86,7 @@ func TestSimFiresDemoRule(t *testing.T) {
 		return err == nil && strings.Contains(out, "fired ") && strings.Contains(out, ": success")
 	})
 	t.Logf("sim set → firing listed in %s", time.Since(t0).Round(time.Millisecond))
-	if out, errOut, err := ph("sim", "press", "bedroom_remote", "single"); err != nil || !strings.Contains(out, "bedroom_remote: pressed single") ||
+	if out, errOut, err := ph("sim", "press", "bedroom_remote", "single"); err != nil || !strings.Contains(out, `bedroom_remote: pressed single (action "toggle": a rule's event trigger takes "value": "toggle")`) ||
 		!strings.Contains(out, "fired: nothing within 1.5s") {
 		t.Fatalf("sim press: %v\n%s%s", err, out, errOut)
 	}

@@ -34,10 +34,10 @@ func (d *device) propertyList() string {
 	return strings.Join(names, ", ")
 }
 
-// gestureAction turns a gesture alone ("single", "double", "triple",
+// GestureAction turns a gesture alone ("single", "double", "triple",
 // "hold", "release") into that gesture of the remote's toggle button, so
 // "press bedroom_remote single" works; anything else is left as it is.
-func gestureAction(a string) string {
+func GestureAction(a string) string {
 	g := strings.ToLower(strings.TrimSpace(a))
 	if g == "single" {
 		return "toggle"

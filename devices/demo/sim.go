@@ -403,7 +403,7 @@ func (s *Sim) Trigger(ctx context.Context, name string, patch map[string]any) er
 // text action on <base>/bedroom_remote/action. A gesture alone ("single",
 // "double", "hold") presses the toggle button.
 func (s *Sim) Press(ctx context.Context, action string) error {
-	action = gestureAction(action)
+	action = GestureAction(action)
 	s.opMu.Lock()
 	defer s.opMu.Unlock()
 	s.mu.Lock()
