@@ -92,7 +92,7 @@ func (m *Manager) merge(stored map[string]*helper, config, defaults []Def) (map[
 		if err := d.Normalize(); err != nil {
 			return nil, fmt.Errorf("default helper %s: %w", d.ID, err)
 		}
-		h := &helper{def: d, source: SourceConfig, value: d.initial()}
+		h := &helper{def: d, source: SourceConfig, demo: true, value: d.initial()}
 		if old := stored[d.ID]; old != nil {
 			h.value = d.keep(old.value)
 		}

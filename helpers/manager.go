@@ -66,6 +66,7 @@ type Manager struct {
 type helper struct {
 	def    Def
 	source string
+	demo   bool // one of the defaults (the demo house's), served as the file's
 	value  Value
 	timer  *time.Timer
 	gen    int // bumped whenever the timer is rescheduled
@@ -75,6 +76,7 @@ type helper struct {
 type Info struct {
 	Def    Def    `json:"def"`
 	Source string `json:"source"`
+	Demo   bool   `json:"demo,omitempty"` // a default the demo house adds, not in the file
 	Value  Value  `json:"value"`
 }
 
@@ -129,7 +131,7 @@ func (h *helper) info() Info {
 	for k, x := range h.value {
 		v[k] = x
 	}
-	return Info{Def: h.def, Source: h.source, Value: v}
+	return Info{Def: h.def, Source: h.source, Demo: h.demo, Value: v}
 }
 
 // Act carries out a helper's action (id <helper>.<verb>): the value is

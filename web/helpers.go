@@ -24,6 +24,7 @@ type helpersData struct {
 
 type helperRow struct {
 	ID, Name, Kind, Area, Value, Source string
+	Demo                                bool
 }
 
 func (s *server) helpersPage(w http.ResponseWriter, r *http.Request, ss *session) {
@@ -45,7 +46,7 @@ func (s *server) showHelpers(w http.ResponseWriter, r *http.Request, ss *session
 	}
 	for _, h := range s.e.Helpers(ctx) {
 		d.Helpers = append(d.Helpers, helperRow{ID: h.Def.ID, Name: h.Def.Name, Kind: string(h.Def.Kind), Area: h.Def.Area,
-			Value: compactJSON(h.Value["state"]), Source: h.Source})
+			Value: compactJSON(h.Value["state"]), Source: h.Source, Demo: h.Demo})
 	}
 	s.renderCode(w, r, ss, code, "helpers", page{Title: "Helpers", Nav: "helpers", Data: d})
 }

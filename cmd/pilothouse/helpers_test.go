@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"io"
 	"maps"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -81,6 +83,26 @@ func TestDemoHouseShipsHelpers(t *testing.T) {
 	}
 	if got, _ := call(t, c, "pilotage_lookup", map[string]any{"language": "automation/1", "verb": "get", "id": "kitchen_timer.finished"}); got["entry"] == nil {
 		t.Errorf("the demo's timer has no finished event: %v", got)
+	}
+	// The web says where each came from: the demo's are not the file's.
+	for path, want := range map[string][]string{
+		"/helpers": {`id="helper-kitchen_timer"`, "the demo house", "configuration file"},
+		"/devices": {`<span class="badge st-idle">helper</span>`},
+	} {
+		resp, err := http.Get(a.URL() + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		for _, w := range want {
+			if !strings.Contains(string(body), w) {
+				t.Errorf("%s lacks %q", path, w)
+			}
+		}
+		if path == "/helpers" && strings.Count(string(body), "configuration file") != 1 {
+			t.Errorf("/helpers: guest_mode alone is the file's: %d", strings.Count(string(body), "configuration file"))
+		}
 	}
 	a.stop()
 
