@@ -36,3 +36,17 @@ func TestMisplacedFieldSaysWhereItBelongs(t *testing.T) {
 		}
 	}
 }
+
+// TestBoundNamingAnEntrySaysHowToCompare: "above": "humidity_limit.state"
+// (an entry, as a Home Assistant user writes it) is refused with how to
+// compare two entries, not only "must be a number".
+func TestBoundNamingAnEntrySaysHowToCompare(t *testing.T) {
+	src := `{"name":"c","triggers":[{"id":"t","state":"outdoor_weather.humidity","above":"humidity_limit.state"}],"steps":[{"id":"x","stop":""}]}`
+	_, ds, err := decode.Decode([]byte(src), Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ds) != 1 || ds[0].Code != core.CodeTypeMismatch || ds[0].Path != "/triggers/0/above" || !strings.Contains(ds[0].Hint, "state('a.humidity') > state('b.state')") {
+		t.Fatalf("want one type_mismatch at /triggers/0/above with how to compare, got %s", diagString(ds))
+	}
+}

@@ -430,12 +430,12 @@ func (dc *decoder) triggerFilters(n *core.JNode, t *model.Trigger) {
 // bounds reads above and below: numbers, or params (recorded in inputs).
 func (dc *decoder) bounds(n *core.JNode, inputs *[]model.ParamField) (above, below *float64) {
 	if v := n.Get("above"); v != nil && !dc.paramField(v, "above", inputs) {
-		if f, ok := dc.number(v, "above"); ok {
+		if f, ok := dc.bound(v, "above"); ok {
 			above = &f
 		}
 	}
 	if v := n.Get("below"); v != nil && !dc.paramField(v, "below", inputs) {
-		if f, ok := dc.number(v, "below"); ok {
+		if f, ok := dc.bound(v, "below"); ok {
 			below = &f
 		}
 	}
@@ -443,6 +443,19 @@ func (dc *decoder) bounds(n *core.JNode, inputs *[]model.ParamField) (above, bel
 		dc.Diags.Add(core.CodeUnreachableValue, n.Get("below").Ptr, "above < value < below is a band; above must be less than below", "no value is above %g and below %g", *above, *below)
 	}
 	return above, below
+}
+
+// bound reads above or below as a number. Home Assistant users write an
+// entry there ("humidity_limit.state"): the hint says what compares two
+// entries.
+func (dc *decoder) bound(n *core.JNode, what string) (float64, bool) {
+	if n.Kind != core.JStr {
+		return dc.number(n, what)
+	}
+	dc.Diags.Add(core.CodeTypeMismatch, n.Ptr,
+		`above and below take a number or "{{ params.x }}"; to compare with another entry's value, use a condition such as "state('a.humidity') > state('b.state')"`,
+		"%s must be a number, got string", what)
+	return 0, false
 }
 
 func jvalue(n *core.JNode) model.Value {
