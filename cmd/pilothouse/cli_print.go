@@ -104,7 +104,12 @@ func printDiagnostics(w io.Writer, prog json.RawMessage, diags []pilotage.Diagno
 			fmt.Fprintf(w, "    hint: %s\n", d.Hint)
 		}
 		if d.Code == rules.CodeInputBinding {
-			continue // its path is in the input, not the program
+			// Its path is in the input, not the program: for a missing
+			// param, say how the command line gives one.
+			if strings.HasPrefix(d.Message, "params needs") {
+				fmt.Fprintf(w, "    the rule's params come from --input, e.g. --input '{%q: …}'\n", inputMember(d.Path))
+			}
+			continue
 		}
 		if at, v, ok := resolvePointer(doc, d.Path); ok && d.Path != "" {
 			if at != d.Path {
@@ -115,6 +120,13 @@ func printDiagnostics(w io.Writer, prog json.RawMessage, diags []pilotage.Diagno
 			}
 		}
 	}
+}
+
+// inputMember is the first member an input path names ("/level/x":
+// "level").
+func inputMember(ptr string) string {
+	m, _, _ := strings.Cut(strings.TrimPrefix(ptr, "/"), "/")
+	return cmp.Or(m, "name")
 }
 
 // resolvePointer follows a JSON Pointer as far as it goes, returning the

@@ -407,7 +407,7 @@ const reusableLight = `{"name":"any-light","params":{"type":"object","required":
 func TestCLIInputBindsCatalogParams(t *testing.T) {
 	_, url := startCLIApp(t)
 	file := writeFile(t, "any.json", reusableLight)
-	if out, err := cli(t, url, "", "apply", file); err == nil || !strings.Contains(out, "/light") {
+	if out, err := cli(t, url, "", "apply", file); err == nil || !strings.Contains(out, "/light") || !strings.Contains(out, `--input '{"light": …}'`) {
 		t.Fatalf("apply without input: %v\n%s", err, out)
 	}
 	out, err := cli(t, url, "", "test", file, "--input", `{"light":"porch_light.set"}`)
