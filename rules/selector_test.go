@@ -131,6 +131,11 @@ func TestSelectorPlanAndRun(t *testing.T) {
 			if err := CheckCorrespondence(res.Plan, out.Steps, out.Outcome); err != nil {
 				t.Fatal(err)
 			}
+			// A selector that called nothing says so in its step's output.
+			goOut, _ := out.Steps[slices.IndexFunc(out.Steps, func(s pilotage.TraceStep) bool { return s.ID == "go" })].Output.(map[string]any)
+			if _, noted := goOut["note"]; noted != (len(tt.calls) == 0) {
+				t.Fatalf("step go's output %v: a note iff nothing matched", goOut)
+			}
 		})
 	}
 }

@@ -435,6 +435,10 @@ func (r *interp) callSelect(f *frame, s *model.RunStep, qid string, i int) *halt
 		}
 	}
 	out := map[string]any{"selector": sel.Describe(), "calls": results}
+	if len(ids) == 0 {
+		// A run that called nothing reads as a success: say why in the trace.
+		out["note"] = "the selector matches no action now: nothing was called"
+	}
 	r.steps[i].Output = jsonSafeFresh(out)
 	f.env.SetStepOutput(s.ID, out)
 	if failed != nil {
