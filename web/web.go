@@ -115,6 +115,8 @@ func (s *server) routes() http.Handler {
 	mux.Handle("GET /helpers", s.authed(s.helpersPage))
 	mux.Handle("POST /helpers", s.authed(s.helperCreate))
 	mux.Handle("POST /helpers/{id}/delete", s.authed(s.helperDelete))
+	mux.Handle("GET /guides", s.authed(s.guidesPage))
+	mux.Handle("GET /guides/{id}", s.authed(s.guidesPage))
 	mux.Handle("GET /status", s.authed(s.status))
 	mux.Handle("GET /approvals", s.authed(s.approvalsPage))
 	mux.Handle("GET /approvals/{id}", s.authed(s.approvalPage))
