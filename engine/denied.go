@@ -66,9 +66,12 @@ func noteUnstored(t *pilotage.Trace, why string) {
 // RunStats counts the run records the engine did not store, for /healthz.
 type RunStats struct {
 	DeniedUnstored uint64 `json:"denied_unstored"`
+	// LoopsStopped counts the rules disabled because they kept firing
+	// themselves (engine/loop.go).
+	LoopsStopped uint64 `json:"loops_stopped"`
 }
 
 // RunStats returns the engine's run-record counters.
 func (e *Engine) RunStats() RunStats {
-	return RunStats{DeniedUnstored: e.deniedUnstored.Load()}
+	return RunStats{DeniedUnstored: e.deniedUnstored.Load(), LoopsStopped: e.loopsStopped.Load()}
 }

@@ -132,6 +132,7 @@ type Engine struct {
 
 	deniedMu       sync.Mutex    // counting and storing a refusal (storeRefusable)
 	deniedUnstored atomic.Uint64 // refusals not stored over the per-principal bound
+	loopsStopped   atomic.Uint64 // rules disabled because they kept firing themselves
 
 	approvals *approval.Book // the risk gate's requests
 

@@ -18,6 +18,7 @@ type Event struct {
 	ID     string    `json:"id,omitempty"` // entity id for state events
 	Value  any       `json:"value,omitempty"`
 	Time   time.Time `json:"time"`
+	Why    string    `json:"why,omitempty"` // a rule change the server made itself: why
 	// Principal and Ref say whom the event concerns, for EventVisible: a
 	// firing's run principal and the rule's program; a rule change's owner
 	// and program as of the change.
@@ -98,6 +99,9 @@ func (e *Engine) logEvent(ev Event) {
 		en.Kind, en.Text = "rule", "rule "+ev.Rule+" "+ev.Status
 		if ev.Principal != "" {
 			en.Text += " (owner " + ev.Principal + ")"
+		}
+		if ev.Why != "" {
+			en.Text += ": " + ev.Why
 		}
 	default:
 		return

@@ -69,6 +69,14 @@ func (s *scheduler) onChange(ch devices.Change) {
 func (at *armedTrigger) observe(ch devices.Change, restored bool) {
 	t := at.t
 	matched, _ := t.Match(ch.Prev, ch.Value, ch.Kind == devices.ChangeEvent)
+	if matched {
+		if looping, first := at.r.loop.caused(ch.ID, at.r.s.e.Now()); looping {
+			if first {
+				at.r.stopLoop(ch.ID)
+			}
+			return
+		}
+	}
 	if t.For() <= 0 {
 		if matched && t.Selector() != nil {
 			at.fireAs(ch.ID, ch.Value, ch.Prev, describeChange(ch.ID, ch, restored))

@@ -79,6 +79,8 @@ type armedRule struct {
 	broken     string
 	lastBody   time.Time // when the body last started (throttled rules)
 
+	loop loopGuard // the devices it commanded, against firing itself
+
 	// The trigger of a one-trigger rule (most rules), allocated with it.
 	one     armedTrigger
 	oneList [1]*armedTrigger

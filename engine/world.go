@@ -70,7 +70,15 @@ func (w *liveWorld) Call(ctx context.Context, id string, args map[string]any) (a
 	if err := w.e.devs.Call(ctx, id, args); err != nil {
 		return nil, callError(err)
 	}
+	w.wrote(id)
 	return publishedOutput, nil
+}
+
+// wrote notes a firing's command for its rule's loop guard.
+func (w *liveWorld) wrote(id string) {
+	if w.f != nil {
+		w.f.ar.loop.wrote(id, w.e.Now())
+	}
 }
 
 // CallAsync is Call whose command need not be waited for (see
@@ -88,6 +96,7 @@ func (w *liveWorld) CallAsync(ctx context.Context, id string, args map[string]an
 	if err != nil {
 		return nil, false, callError(err)
 	}
+	w.wrote(id)
 	if !sent.Pending() {
 		return publishedOutput, false, nil
 	}
