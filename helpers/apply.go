@@ -96,6 +96,16 @@ func (d *Def) checkValue(v any) (any, error) {
 		if n := utf8.RuneCountInString(s); n > d.MaxLength {
 			return nil, invalid("%s: the text has %d characters, more than its max_length %d", d.ID, n, d.MaxLength)
 		}
+		if !utf8.ValidString(s) {
+			return nil, invalid("%s: the text is not UTF-8", d.ID)
+		}
+		// Shown on every page that lists it: no controls or direction marks.
+		rs := []rune(s)
+		for i, r := range rs {
+			if !shownAsItself(rs, i) {
+				return nil, invalid("%s: character %U is not shown as itself (a control, direction, zero-width or blank mark)", d.ID, r)
+			}
+		}
 		return s, nil
 	case DateTime:
 		return d.checkDateTime(v)

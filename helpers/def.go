@@ -135,6 +135,13 @@ func (d *Def) Normalize() error {
 		if tag == "" || len(tag) > maxNameLen || strings.ContainsAny(tag, " \t\n") {
 			return invalid("tag %q: 1 to %d bytes, no spaces", tag, maxNameLen)
 		}
+		// The catalog writes these itself: a helper tagged type:lock would
+		// join the lock selectors, area:x give it a second area.
+		for _, p := range reservedTagPrefixes {
+			if strings.HasPrefix(tag, p) {
+				return invalid("tag %q: %s tags are the catalog's own (a helper's area is its area field)", tag, p)
+			}
+		}
 	}
 	if d.Area != "" && !idRE.MatchString(d.Area) {
 		return invalid("area %q: lowercase letters, digits and _", d.Area)
@@ -250,21 +257,49 @@ func (d *Def) duration() (time.Duration, error) {
 	return parseDuration(d.Duration)
 }
 
+// reservedTagPrefixes are the tags the catalog makes from what a device
+// is: type, area, device and source.
+var reservedTagPrefixes = []string{"type:", "area:", "device:", "source:"}
+
 // hiddenChars refuses a shown text with a character that is not shown as
 // itself: a control, a text-direction mark (U+202E makes "kcol" read
-// "lock") or a zero-width one, or bytes that are not UTF-8.
+// "lock"), a zero-width or blank-looking one, a line separator, a private
+// or non-character, or bytes that are not UTF-8; and a text that is all
+// blank. ZWJ stays between two symbols (emoji sequences).
 func hiddenChars(texts []string) error {
 	for _, t := range texts {
 		if !utf8.ValidString(t) {
 			return invalid("%q is not UTF-8", t)
 		}
-		for _, r := range t {
-			if unicode.IsControl(r) || (unicode.Is(unicode.Cf, r) && r != '\u200d') {
-				return invalid("%q: character %U is not shown as itself (a control, direction or zero-width mark)", t, r)
+		if t != "" && strings.TrimFunc(t, unicode.IsSpace) == "" {
+			return invalid("%q: a name or value must show something, not only blanks", t)
+		}
+		rs := []rune(t)
+		for i, r := range rs {
+			if !shownAsItself(rs, i) {
+				return invalid("%q: character %U is not shown as itself (a control, direction, zero-width or blank mark)", t, r)
 			}
 		}
 	}
 	return nil
+}
+
+// blankLooking are letters and symbols that print as nothing.
+var blankLooking = []rune{'\u115f', '\u1160', '\u17b4', '\u17b5', '\u2800', '\u3164', '\uffa0'}
+
+// shownAsItself says whether rs[i] prints as a visible character or a
+// plain space.
+func shownAsItself(rs []rune, i int) bool {
+	r := rs[i]
+	switch {
+	case r == '\u200d': // ZWJ joins emoji: a symbol on each side
+		return i > 0 && i < len(rs)-1 && unicode.Is(unicode.So, rs[i-1]) && unicode.Is(unicode.So, rs[i+1])
+	case unicode.IsControl(r), unicode.In(r, unicode.Cf, unicode.Co, unicode.Cs, unicode.Zl, unicode.Zp):
+		return false
+	case r >= 0xfdd0 && r <= 0xfdef, r&0xfffe == 0xfffe, r == utf8.RuneError:
+		return false // non-characters
+	}
+	return !slices.Contains(blankLooking, r)
 }
 
 // isoDuration is the ISO 8601 durations a timer takes: days, hours,

@@ -262,7 +262,7 @@ func (m *Manager) Put(ctx context.Context, d Def) (Info, error) {
 	m.mu.Unlock()
 	h := &helper{def: d, source: SourceAPI, value: d.initial()}
 	switch {
-	case old != nil && old.source == SourceConfig:
+	case old != nil && old.source == SourceConfig && !old.demo: // the owner's replaces a demo one
 		return Info{}, fmt.Errorf("helpers: %s: %w", d.ID, ErrConfigured)
 	case old == nil && n >= m.o.Max:
 		return Info{}, fmt.Errorf("%w: a house holds at most %d helpers", ErrInvalid, m.o.Max)
@@ -299,6 +299,8 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 	switch {
 	case h == nil:
 		return fmt.Errorf("helpers: %s: %w", id, ErrNotFound)
+	case h.demo:
+		return fmt.Errorf("helpers: %s: %w", id, ErrDemo)
 	case h.source == SourceConfig:
 		return fmt.Errorf("helpers: %s: %w", id, ErrConfigured)
 	}
@@ -316,5 +318,5 @@ func (m *Manager) Delete(ctx context.Context, id string) error {
 // IsInvalid reports whether err refuses what the caller asked (not a
 // failure of the house).
 func IsInvalid(err error) bool {
-	return errors.Is(err, ErrInvalid) || errors.Is(err, ErrConfigured) || errors.Is(err, ErrNotFound) || errors.Is(err, devices.ErrIDTaken)
+	return errors.Is(err, ErrInvalid) || errors.Is(err, ErrConfigured) || errors.Is(err, ErrDemo) || errors.Is(err, ErrNotFound) || errors.Is(err, devices.ErrIDTaken)
 }

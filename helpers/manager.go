@@ -86,6 +86,9 @@ var ErrNotFound = errors.New("no such helper")
 // ErrConfigured: the helper is the configuration file's to change.
 var ErrConfigured = errors.New("defined in the configuration file: change it there")
 
+// ErrDemo: the helper is the demo house's; it goes when the demo is off.
+var ErrDemo = errors.New("the demo house's helper: it goes when the demo is off (make one of the same id, over MCP's update or the web UI, to replace it)")
+
 // New makes a manager; Start loads and serves the helpers.
 func New(o Options) *Manager {
 	if o.Log == nil {

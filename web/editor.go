@@ -47,6 +47,7 @@ type editorData struct {
 type neededHelper struct {
 	recipeHelper
 	Exists bool
+	Other  string // the kind of a helper of that id that is not the recipe's kind
 }
 
 // editorResult is the answer to one op, shown beside the program.
@@ -81,7 +82,12 @@ func (s *server) editorNew(w http.ResponseWriter, r *http.Request, ss *session) 
 	if slug := r.URL.Query().Get("recipe"); slug != "" {
 		rc, ok := s.recipes.get(s.e, slug)
 		if !ok {
-			s.fail(w, r, ss, http.StatusNotFound, "The cookbook has no recipe called "+slug+".", nil)
+			if len(slug) > 80 || strings.Trim(slug, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
+				slug = "by that name" // not a slug: not echoed (it may hold direction marks)
+			} else {
+				slug = "called " + slug
+			}
+			s.fail(w, r, ss, http.StatusNotFound, "The cookbook has no recipe "+slug+".", nil)
 			return
 		}
 		d.Program, d.Params, d.Scenario, d.Recipe = rc.Program, rc.Params, rc.Scenario, slug
@@ -92,13 +98,18 @@ func (s *server) editorNew(w http.ResponseWriter, r *http.Request, ss *session) 
 
 // neededHelpers says which of a recipe's helpers the caller's scope has.
 func (s *server) neededHelpers(r *http.Request, ss *session, rc recipe) []neededHelper {
-	have := map[string]bool{}
+	kinds := map[string]string{}
 	for _, h := range s.e.Helpers(ss.ctx(r)) {
-		have[h.Def.ID] = true
+		kinds[h.Def.ID] = string(h.Def.Kind)
 	}
 	var out []neededHelper
 	for _, h := range rc.Helpers {
-		out = append(out, neededHelper{recipeHelper: h, Exists: have[h.ID]})
+		k, ok := kinds[h.ID]
+		n := neededHelper{recipeHelper: h, Exists: ok && k == h.Kind}
+		if ok && k != h.Kind {
+			n.Other = k
+		}
+		out = append(out, n)
 	}
 	return out
 }

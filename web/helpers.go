@@ -56,7 +56,7 @@ func (s *server) showHelpers(w http.ResponseWriter, r *http.Request, ss *session
 func (s *server) helperCreate(w http.ResponseWriter, r *http.Request, ss *session) {
 	d, bad := helperForm(r)
 	for _, h := range s.e.Helpers(ss.ctx(r)) {
-		if bad == "" && h.Def.ID == d.ID {
+		if bad == "" && h.Def.ID == d.ID && !h.Demo { // the owner's replaces a demo one
 			bad = "helper " + d.ID + " exists (delete it first to make it again)"
 		}
 	}

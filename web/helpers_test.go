@@ -150,9 +150,23 @@ func TestRecipeMakesItsHelpers(t *testing.T) {
 	mustContain(t, "recipe page after", body, "wake_up</span> (datetime): in your house.")
 	mustNotContain(t, "recipe page after", body, "Make wake_up")
 
+	// A helper of the recipe's id but another kind is said as such.
+	if _, err := f.e.PutHelper(engine.WithPrincipal(context.Background(), ownerP), engine.HelperDef{ID: "house_empty", Kind: "number", Min: ptr(0.0), Max: ptr(1.0)}); err != nil {
+		t.Fatal(err)
+	}
+	_, body, _ = owner.get("/editor?recipe=presence-heating-with-a-house-empty-flag")
+	mustContain(t, "recipe with a clashing helper", body, "house_empty</span> (flag): your house has a number of that id")
+	// An unknown recipe's name is echoed only when it is a slug.
+	code, body, _ = owner.get("/editor?recipe=abc%E2%80%AEfdp.exe")
+	if code != http.StatusNotFound || strings.Contains(body, "\u202e") || !strings.Contains(body, "no recipe by that name") {
+		t.Fatalf("an unknown recipe with a direction mark: %d", code)
+	}
+
 	guest := f.client()
 	guest.login(guestTok)
 	_, body, _ = guest.get("/editor?recipe=notify-once-per-day")
 	mustContain(t, "guest's recipe page", body, "notified_today</span> (flag): missing; the owner makes it")
 	mustNotContain(t, "guest's recipe page", body, "Make notified_today")
 }
+
+func ptr(v float64) *float64 { return &v }

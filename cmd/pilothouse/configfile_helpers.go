@@ -32,7 +32,9 @@ func (l *cfgLoader) helper() listItem[helpers.Def] {
 	return listItem[helpers.Def]{keys: keys, id: &d.ID,
 		valid: func() error {
 			d.Kind = helpers.Kind(kind)
-			if low := strings.ToLower(d.ID); low != d.ID {
+			// Only ASCII folds: the Kelvin sign of "Kitchen" or the dotted
+			// İ would become another id than the one written.
+			if low := strings.ToLower(d.ID); low != d.ID && isASCII(d.ID) {
 				// Ids are lowercase; the name keeps the case written.
 				if d.Name == "" {
 					d.Name = strings.ReplaceAll(d.ID, "_", " ")
@@ -82,4 +84,13 @@ func (l *cfgLoader) scalar(dst *any) handler {
 		*dst = v
 		return nil
 	}
+}
+
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }

@@ -126,6 +126,7 @@ func TestConfigFileBad(t *testing.T) {
 		{"typo nested", "mqtt:\n  broker: tcp://x:1883\n  brokr: tcp://y:1883\n", "config pilothouse.yaml:3:3: mqtt.brokr: unknown key (did you mean broker?)"},
 		{"typo top", "listn: 1.2.3.4:80\n", "config pilothouse.yaml:1:1: listn: unknown key (did you mean listen?)"},
 		{"helper bounds", "helpers:\n  - {id: vacation_mode, kind: flag}\n  - {id: target, kind: number}\n", "config pilothouse.yaml:3:5: helpers[1]: invalid: number helper: min and max are required"},
+		{"helper id not ASCII", "helpers:\n  - {id: \u212aitchen, kind: flag}\n", "config pilothouse.yaml:2:5: helpers[0]: invalid: id \"\u212aitchen\": lowercase letters, digits and _ (starting with a letter, at most 64)"},
 		{"helper twice", "helpers:\n  - {id: a, kind: flag}\n  - {id: a, kind: flag}\n", "config pilothouse.yaml:3:5: helpers[1].id: helper \"a\" is defined twice"},
 		{"helper key", "helpers:\n  - {id: a, kind: flag, colour: red}\n", "config pilothouse.yaml:2:25: helpers[0].colour: unknown key (known keys: area, duration, id, initial, kind, max, max_length, min, mode, name, options, step, tags, unit)"},
 		{"unknown far", "colour: blue\n", "config pilothouse.yaml:1:1: colour: unknown key (known keys: allowed_hosts, allowed_origins, approvals, areas, data_dir, demo, helpers, history, homeassistant, limits, listen, location, log, mqtt, notify, principals, retention, stdio_principal, stdio_request_timeout, time_zone, zigbee2mqtt)"},

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -104,13 +106,26 @@ func TestDemoHouseShipsHelpers(t *testing.T) {
 			t.Errorf("/helpers: guest_mode alone is the file's: %d", strings.Count(string(body), "configuration file"))
 		}
 	}
+	// A demo helper is not deleted (it comes back with the demo), and the
+	// owner's helper of its id replaces it, as the documentation says.
+	if out, isErr := call(t, c, "pilothouse_helpers", map[string]any{"verb": "delete", "id": "kitchen_timer"}); !isErr || !strings.Contains(fmt.Sprint(out), "demo house's helper") {
+		t.Errorf("delete a demo helper: %v", out)
+	}
+	if out, isErr := call(t, c, "pilothouse_helpers", map[string]any{"verb": "update", "helper": map[string]any{"id": "vacation_mode", "kind": "flag", "name": "Away"}}); isErr {
+		t.Errorf("the owner's vacation_mode over the demo's: %v", out)
+	}
 	a.stop()
 
 	cfg.Demo = false
 	b := startTestApp(t, cfg)
 	c = mcpClient(t, b.URL()+"/mcp", nil, "")
 	page, _ = call(t, c, "pilotage_lookup", map[string]any{"language": "automation/1", "verb": "list", "tag": "type:helper"})
-	if items := page["items"].([]any); len(items) != 1 || items[0].(map[string]any)["id"] != "guest_mode" {
-		t.Errorf("without the demo: %v", items)
+	// The demo's go; the file's guest_mode and the owner's vacation_mode stay.
+	var ids []string
+	for _, it := range page["items"].([]any) {
+		ids = append(ids, it.(map[string]any)["id"].(string))
+	}
+	if slices.Sort(ids); !slices.Equal(ids, []string{"guest_mode", "vacation_mode"}) {
+		t.Errorf("without the demo: %v", ids)
 	}
 }
