@@ -75,8 +75,8 @@ func narrateDecisions(b *strings.Builder, t *pilotage.Trace) {
 func narrateSteps(b *strings.Builder, t *pilotage.Trace, kind string) {
 	var calls []string
 	for _, s := range t.Steps {
-		if len(s.Calls) > 0 && s.Outcome.OK {
-			calls = append(calls, fmt.Sprintf("%s (step %s)", rules.JoinList(s.Calls, "and"), quote(s.ID)))
+		if ids := sentCalls(s); len(ids) > 0 {
+			calls = append(calls, fmt.Sprintf("%s (step %s)", rules.JoinList(ids, "and"), quote(s.ID)))
 		}
 	}
 	called, none := "It called ", "It called nothing."
@@ -98,6 +98,25 @@ func narrateSteps(b *strings.Builder, t *pilotage.Trace, kind string) {
 		}
 	}
 	fmt.Fprintf(b, " The trace has %s.", rules.Plural(len(t.Steps), "step", ""))
+}
+
+// sentCalls are the calls of step s that went out: all of a step that
+// succeeded; of a selector step that failed, those its output does not
+// give an error for (two of three lights set, the lock refused).
+func sentCalls(s pilotage.TraceStep) []string {
+	if s.Outcome.OK || len(s.Calls) == 0 {
+		return s.Calls
+	}
+	out, _ := s.Output.(map[string]any)
+	results, _ := out["calls"].(map[string]any)
+	var sent []string
+	for _, id := range s.Calls {
+		r, ok := results[id]
+		if m, isMap := r.(map[string]any); ok && (!isMap || m["error"] == nil) {
+			sent = append(sent, id)
+		}
+	}
+	return sent
 }
 
 func quote(s string) string {

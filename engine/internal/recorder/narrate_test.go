@@ -37,6 +37,12 @@ func TestNarration(t *testing.T) {
 			[]pilotage.TraceStep{trig, call("on", "failed", "refused", "hall_light.set")},
 			`Rule "hall" fired at 2026-01-15 07:00:00 CET (run r1). Trigger "motion" fired because hall_motion.occupancy changed to true. ` +
 				`The run failed: step "on": hall_light.set failed: refused. It called nothing. Step "on" failed: refused. The trace has 2 steps.`},
+		{"selector, one refused", "firing", pilotage.Outcome{Status: "failed", Error: `step "all": front_lock.set failed: refused.`},
+			[]pilotage.TraceStep{trig, {ID: "all", Calls: []string{"front_lock.set", "hall_light.set", "porch_light.set"},
+				Output:  map[string]any{"calls": map[string]any{"front_lock.set": map[string]any{"error": "refused"}, "hall_light.set": "published", "porch_light.set": "published"}},
+				Outcome: pilotage.Outcome{Status: "failed", Error: "refused"}}},
+			`Rule "hall" fired at 2026-01-15 07:00:00 CET (run r1). Trigger "motion" fired because hall_motion.occupancy changed to true. ` +
+				`The run failed: step "all": front_lock.set failed: refused. It called hall_light.set and porch_light.set (step "all"). Step "all" failed: refused. The trace has 2 steps.`},
 		{"not met", "firing", pilotage.Outcome{Status: "conditions_not_met", OK: true},
 			[]pilotage.TraceStep{trig, call("dark", "not_met", "")},
 			`Rule "hall" fired at 2026-01-15 07:00:00 CET (run r1). Trigger "motion" fired because hall_motion.occupancy changed to true. ` +
