@@ -69,19 +69,18 @@ func (s *scheduler) onChange(ch devices.Change) {
 func (at *armedTrigger) observe(ch devices.Change, restored bool) {
 	t := at.t
 	matched, _ := t.Match(ch.Prev, ch.Value, ch.Kind == devices.ChangeEvent)
+	depth := 0
 	if matched {
-		if looping, first := at.r.loop.caused(ch.ID, at.r.s.e.Now()); looping {
-			if first {
-				at.r.stopLoop(ch.ID)
-			}
+		if depth = at.r.s.chains.depthOf(ch.ID, at.r.s.e.Now()); depth >= loopDepth {
+			at.r.stopLoop(ch.ID)
 			return
 		}
 	}
 	if t.For() <= 0 {
 		if matched && t.Selector() != nil {
-			at.fireAs(ch.ID, ch.Value, ch.Prev, describeChange(ch.ID, ch, restored))
+			at.fireDepth(depth, ch.ID, ch.Value, ch.Prev, describeChange(ch.ID, ch, restored))
 		} else if matched {
-			at.fire(ch.Value, ch.Prev, at.describe(ch, restored))
+			at.fireDepth(depth, "", ch.Value, ch.Prev, at.describe(ch, restored))
 		}
 		return
 	}
@@ -144,11 +143,24 @@ func appendCompact(b []byte, v any) []byte {
 const defaultModeMax = 10
 
 // fire starts a firing of the trigger's rule according to its mode.
-func (at *armedTrigger) fire(value, prev any, because string) { at.fireAs("", value, prev, because) }
+func (at *armedTrigger) fire(value, prev any, because string) {
+	at.fireDepth(0, "", value, prev, because)
+}
 
 // fireAs fires the trigger; entity names the state that fired a trigger
 // by selector ("" for the others).
 func (at *armedTrigger) fireAs(entity string, value, prev any, because string) {
+	at.fireDepth(0, entity, value, prev, because)
+}
+
+// queuedFire is a firing waiting for the running one (mode queued).
+type queuedFire struct {
+	tf    rules.TriggerFire
+	depth int
+}
+
+// fireDepth is fireAs for a firing depth rule-caused hops deep (loop.go).
+func (at *armedTrigger) fireDepth(depth int, entity string, value, prev any, because string) {
 	ar := at.r
 	e := ar.s.e
 	tf := rules.TriggerFire{ID: at.t.ID(), Entity: entity, Value: value, From: prev, Time: e.Now().In(e.cfg.TimeZone), Because: because}
@@ -176,7 +188,7 @@ func (at *armedTrigger) fireAs(entity string, value, prev any, because string) {
 				ar.recordSkipped(tf, "queue full (max "+itoa(max)+" running or waiting)")
 				return
 			}
-			ar.queue = append(ar.queue, tf)
+			ar.queue = append(ar.queue, queuedFire{tf, depth})
 			ar.mu.Unlock()
 			return
 		}
@@ -193,7 +205,7 @@ func (at *armedTrigger) fireAs(entity string, value, prev any, because string) {
 			return
 		}
 	}
-	f := ar.startLocked(tf)
+	f := ar.startLocked(tf, depth)
 	ar.mu.Unlock()
 	if !ar.here.Load() {
 		ar.s.work.Run(f)
@@ -221,10 +233,10 @@ func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 // startLocked makes one firing, counted as running; ar.mu is held. The
 // caller runs it once ar.mu is released.
-func (ar *armedRule) startLocked(tf rules.TriggerFire) *firing {
+func (ar *armedRule) startLocked(tf rules.TriggerFire, depth int) *firing {
 	s := ar.s
 	ctx, cancel := context.WithTimeout(s.ctx, s.e.cfg.Limits.MaxWall)
-	f := &firing{ar: ar, tf: tf, ctx: ctx, cancel: cancel}
+	f := &firing{ar: ar, tf: tf, depth: depth, ctx: ctx, cancel: cancel}
 	f.world = liveWorld{e: s.e, p: ar.principal, f: f}
 	if ar.hasCeiling {
 		f.world.ceiling = &ar.ceiling
@@ -241,6 +253,7 @@ func (ar *armedRule) startLocked(tf rules.TriggerFire) *firing {
 type firing struct {
 	ar     *armedRule
 	tf     rules.TriggerFire
+	depth  int // rule-caused hops that led to it (loop.go)
 	world  liveWorld
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -432,7 +445,7 @@ func (f *firing) end() {
 	if len(ar.queue) > 0 && !ar.stopped {
 		n := ar.queue[0]
 		ar.queue = ar.queue[1:]
-		next = ar.startLocked(n)
+		next = ar.startLocked(n.tf, n.depth)
 	}
 	ar.mu.Unlock()
 	if next != nil {

@@ -7,24 +7,31 @@ import (
 	"time"
 )
 
-// A rule that commands the device whose change fires it can fire itself
-// without end: a plug toggled on its own state sent 26,000 commands a
-// second to the demo house, a helper toggled on its own state wrote 10,000
-// history rows a second and overwrote the logbook. loopGuard counts the
-// firings a change of a device the rule commanded within loopWindow
-// caused; loopStrikes of them in a row disable the rule, as its owner
-// would, and say so. A rule that converges (brightness set to what it
-// is) fires itself once or twice and resets the count.
+// Rules can fire each other, or themselves, without end: a plug toggled on
+// its own state sent 26,000 commands a second to the demo house; a helper
+// toggled on its own state wrote 10,000 history rows a second and
+// overwrote the logbook; two rules each writing what triggers the other do
+// the same. A firing's depth counts the rule-caused hops that led to it: a
+// change of a device a firing of depth d commanded within chainWindow
+// fires at depth d+1; any other firing is at depth 0 (a sensor, a person,
+// a schedule). No household chain is loopDepth hops deep: the rule whose
+// firing would reach it is disabled, as its owner would, and says why.
 const (
-	loopWindow  = 2 * time.Second
-	loopStrikes = 20
+	chainWindow = 2 * time.Second
+	loopDepth   = 20
 )
 
-// loopGuard is one armed rule's record of the devices it commanded.
-type loopGuard struct {
-	mu     sync.Mutex
-	last   map[string]time.Time // device → the rule's last command to it
-	streak int                  // firings in a row caused by such a device
+// chainMark is the last command a firing sent to one device.
+type chainMark struct {
+	depth int // the commanding firing's depth + 1
+	at    time.Time
+}
+
+// chains records, per device, the depth of the firing that last commanded
+// it; every rule's firings share it.
+type chains struct {
+	mu   sync.Mutex
+	last map[string]chainMark
 }
 
 // deviceOf is the device part of an entry id ("living_plug.state").
@@ -33,44 +40,44 @@ func deviceOf(id string) string {
 	return d
 }
 
-// wrote notes a command of the rule to entry id's device.
-func (g *loopGuard) wrote(id string, at time.Time) {
-	g.mu.Lock()
-	if g.last == nil {
-		g.last = map[string]time.Time{}
+// wrote notes that a firing of depth depth commanded entry id's device.
+func (c *chains) wrote(id string, depth int, at time.Time) {
+	c.mu.Lock()
+	if c.last == nil {
+		c.last = map[string]chainMark{}
 	}
-	g.last[deviceOf(id)] = at
-	g.mu.Unlock()
+	c.last[deviceOf(id)] = chainMark{depth: depth + 1, at: at}
+	c.mu.Unlock()
 }
 
-// caused counts a firing by a change of entry id at time at: looping
-// when the rule's own commands caused loopStrikes firings in a row (the
-// firing is not run), first for the one that reached the bound.
-func (g *loopGuard) caused(id string, at time.Time) (looping, first bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if t, ok := g.last[deviceOf(id)]; ok && at.Sub(t) <= loopWindow {
-		g.streak++
-		return g.streak >= loopStrikes, g.streak == loopStrikes
+// depthOf is the depth of a firing by a change of entry id at time at.
+func (c *chains) depthOf(id string, at time.Time) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m, ok := c.last[deviceOf(id)]; ok && at.Sub(m.at) <= chainWindow {
+		return m.depth
 	}
-	g.streak = 0
-	return false, false
+	return 0
 }
 
-// stopLoop disables a rule that keeps firing itself, off the firing's
-// path (disarming takes the scheduler's and the rule's locks), stored so
-// that a restart does not start it again.
+// stopLoop disables a rule whose firing would be loopDepth rule-caused
+// hops deep, once, off the firing's path (disarming takes the scheduler's
+// and the rule's locks), stored so that a restart does not start it again.
 func (ar *armedRule) stopLoop(entity string) {
+	if !ar.looped.CompareAndSwap(false, true) {
+		return
+	}
 	e := ar.s.e
-	why := "it fired itself " + itoa(loopStrikes) + " times in a row: each of its commands to " + deviceOf(entity) +
-		" changed " + entity + ", which fires it again; fix the rule, then enable it"
+	why := "it was about to fire for the " + itoa(loopDepth) + "th time in a row because of a rule's command (" +
+		entity + " changed within " + chainWindow.String() + " of a command to " + deviceOf(entity) +
+		"): rules are firing each other or this one itself; fix the rule, then enable it"
 	e.loopsStopped.Add(1)
-	e.log.Error("rule disabled: it keeps firing itself", "rule", ar.name, "entity", entity, "strikes", loopStrikes)
+	e.log.Error("rule disabled: rules keep firing each other", "rule", ar.name, "entity", entity, "depth", loopDepth)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		if err := e.store.SetRuleEnabled(ctx, ar.name, false); err != nil {
-			e.log.Error("disabling a rule that keeps firing itself: not stored", "rule", ar.name, "err", err)
+			e.log.Error("disabling a rule that keeps firing: not stored", "rule", ar.name, "err", err)
 		}
 		e.sched.setEnabled(ar.name, false)
 		e.notify(Event{Type: "rule", Rule: ar.name, Status: "disabled", Why: why, OK: false, Time: e.Now(),

@@ -24,6 +24,8 @@ import (
 type scheduler struct {
 	e *Engine
 
+	chains chains // the depth of the firings that last commanded each device (loop.go)
+
 	mu    sync.RWMutex
 	rules map[string]*armedRule
 	index map[string][]*armedTrigger // state/event entity id → triggers
@@ -75,11 +77,11 @@ type armedRule struct {
 	mu         sync.Mutex
 	checkedGen uint64 // device catalog generation brokenReason last ran against (0 = never)
 	running    []*firing
-	queue      []rules.TriggerFire
+	queue      []queuedFire
 	broken     string
 	lastBody   time.Time // when the body last started (throttled rules)
 
-	loop loopGuard // the devices it commanded, against firing itself
+	looped atomic.Bool // disabled by the loop guard (loop.go): said once
 
 	// The trigger of a one-trigger rule (most rules), allocated with it.
 	one     armedTrigger

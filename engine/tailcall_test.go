@@ -197,7 +197,7 @@ func TestPendingFiringSettlesInEitherOrder(t *testing.T) {
 			h.eng.sched.work.Run(heldSlot{})
 			testutil.Eventually(t, 5*time.Second, "the held slot", func() bool { return h.eng.FiringLoad().Running == 1 })
 			ar.mu.Lock()
-			f := ar.startLocked(tf)
+			f := ar.startLocked(tf, 0)
 			ar.mu.Unlock()
 			res := rules.Run(f.ctx, ar.c, heldWorld{&f.world}, rules.RunInput{Trigger: tf, Limits: h.eng.cfg.Limits, AsyncTail: true})
 			if !res.Pending() {

@@ -74,10 +74,10 @@ func (w *liveWorld) Call(ctx context.Context, id string, args map[string]any) (a
 	return publishedOutput, nil
 }
 
-// wrote notes a firing's command for its rule's loop guard.
+// wrote notes a firing's command for the loop guard (loop.go).
 func (w *liveWorld) wrote(id string) {
 	if w.f != nil {
-		w.f.ar.loop.wrote(id, w.e.Now())
+		w.e.sched.chains.wrote(id, w.f.depth, w.e.Now())
 	}
 }
 
