@@ -25,6 +25,9 @@ type Sent struct {
 	abort     func(error) // nil: not pending
 }
 
+// Topic is the topic of the command's last message ("" for a webhook).
+func (s Sent) Topic() string { return s.topic }
+
 // Pending reports whether the command's end is still to be told to the
 // Acker; if not, the command is over and succeeded.
 func (s Sent) Pending() bool { return s.abort != nil }
@@ -60,8 +63,10 @@ func (c *Catalog) CallAsync(ctx context.Context, id string, args map[string]any,
 		return Sent{id: id, abort: sendOffBus(ctx, a, sender{id: id, conn: conn, http: notifyHTTP}, norm, ack)}, nil
 	}
 	ap, ok := conn.(mqtt.AsyncPublisher)
-	if !ok {
-		return Sent{}, a.Send(ctx, sender{id: id, conn: conn, http: notifyHTTP, c: c}, norm)
+	if !ok { // the embedded broker's client: published when Send returns
+		var topic string
+		err := a.Send(ctx, sender{id: id, conn: conn, http: notifyHTTP, c: c, sent: &topic}, norm)
+		return Sent{id: id, topic: topic}, err
 	}
 	s := sender{id: id, conn: conn, http: notifyHTTP, held: &heldMessage{}, c: c}
 	err = a.Send(ctx, s, norm)
@@ -87,11 +92,20 @@ func (c *Catalog) CallAsync(ctx context.Context, id string, args map[string]any,
 // command (QoS 1). It returns an error wrapping mqtt.ErrNotConnected while
 // disconnected, and an error for an unknown or non-callable id.
 func (c *Catalog) Call(ctx context.Context, id string, args map[string]any) error {
+	_, err := c.CallTopic(ctx, id, args)
+	return err
+}
+
+// CallTopic is Call that also says the topic of the last message it
+// published ("" for none, or a webhook).
+func (c *Catalog) CallTopic(ctx context.Context, id string, args map[string]any) (string, error) {
 	a, conn, norm, err := c.prepare(id, args)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return a.Send(ctx, sender{id: id, conn: conn, http: notifyHTTP, c: c}, norm)
+	var topic string
+	err = a.Send(ctx, sender{id: id, conn: conn, http: notifyHTTP, c: c, sent: &topic}, norm)
+	return topic, err
 }
 
 // prepare finds id's action and checks args against its schema: the
@@ -181,6 +195,8 @@ type sender struct {
 	// c reads the live state a command depends on (a light turned on
 	// at its last brightness).
 	c *Catalog
+	// sent, when set (Call), is told each published message's topic.
+	sent *string
 }
 
 // heldMessage is the last message of a CallAsync, held back by its sender.
@@ -222,6 +238,9 @@ func (s *sender) publish(ctx context.Context, topic string, payload []byte) erro
 	}
 	if err := s.conn.Publish(ctx, topic, payload, 1, false); err != nil {
 		return publishError(s.id, topic, err)
+	}
+	if s.sent != nil {
+		*s.sent = topic
 	}
 	return nil
 }

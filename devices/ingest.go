@@ -27,7 +27,8 @@ type txn struct {
 	c       *Catalog
 	changes []Change
 	newSubs bool
-	rebuilt bool // discovery changed: device ids may have been assigned
+	rebuilt bool   // discovery changed: device ids may have been assigned
+	topic   string // the message's, for its changes ("" for a local device)
 	// Computed, to be committed: the route lists a topic's first message
 	// built, discovery's spec changes (the live changes are rec.ops).
 	lists []topicList
@@ -56,6 +57,7 @@ func (c *Catalog) HandleMessage(m mqtt.Message) {
 	c.ingest.Lock()
 	defer c.ingest.Unlock()
 	tx := c.begin()
+	tx.topic = m.Topic
 	granted := c.work.Grant(m.Topic, tx.Now)
 	tx.JLeft, tx.JRated = granted, granted < model.MsgJBudget
 	c.compute(tx, m)
@@ -249,7 +251,7 @@ func (tx *txn) applyState(dev, id, prop string, v any) {
 	lv.value, lv.changed, lv.first = v, tx.Now, prev == nil && lv.changed.IsZero()
 	tx.c.live[id] = lv
 	tx.changes = append(tx.changes, Change{Kind: ChangeState, ID: id, Value: v, Prev: prev, Time: tx.Now,
-		Offline: d.availNow != nil && !*d.availNow})
+		Offline: d.availNow != nil && !*d.availNow, Topic: tx.topic})
 }
 
 // finish returns the subscribers to notify (nil when nothing changed).
@@ -342,7 +344,7 @@ func (tx *txn) applyEvent(dev, id string, v any) {
 	}
 	lv.value, lv.lastSeen, lv.changed = v, tx.Now, tx.Now
 	tx.c.live[id] = lv
-	tx.changes = append(tx.changes, Change{Kind: ChangeEvent, ID: id, Value: v, Time: tx.Now})
+	tx.changes = append(tx.changes, Change{Kind: ChangeEvent, ID: id, Value: v, Time: tx.Now, Topic: tx.topic})
 }
 
 func (tx *txn) applyAvail(dev, topic string, ok bool, mode string) {

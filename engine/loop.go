@@ -27,11 +27,15 @@ type chainMark struct {
 	at    time.Time
 }
 
-// chains records, per device, the depth of the firing that last commanded
-// it; every rule's firings share it.
+// chains records the depth of the firing that last commanded each device,
+// and each topic a command went to; every rule's firings share it. The
+// topic catches what the device id does not: another entity on the
+// device's state topic (a Home Assistant sensor on zigbee2mqtt/plug), a
+// sensor on a notification channel's topic.
 type chains struct {
-	mu   sync.Mutex
-	last map[string]chainMark
+	mu       sync.Mutex
+	byDevice map[string]chainMark
+	byTopic  map[string]chainMark // a command's topic, and that topic without "/set"
 }
 
 // deviceOf is the device part of an entry id ("living_plug.state").
@@ -40,24 +44,37 @@ func deviceOf(id string) string {
 	return d
 }
 
-// wrote notes that a firing of depth depth commanded entry id's device.
-func (c *chains) wrote(id string, depth int, at time.Time) {
+// wrote notes that a firing of depth depth commanded entry id's device,
+// on topic ("" when unknown, or a webhook).
+func (c *chains) wrote(id, topic string, depth int, at time.Time) {
+	m := chainMark{depth: depth + 1, at: at}
 	c.mu.Lock()
-	if c.last == nil {
-		c.last = map[string]chainMark{}
+	if c.byDevice == nil {
+		c.byDevice, c.byTopic = map[string]chainMark{}, map[string]chainMark{}
 	}
-	c.last[deviceOf(id)] = chainMark{depth: depth + 1, at: at}
+	c.byDevice[deviceOf(id)] = m
+	if topic != "" {
+		c.byTopic[topic] = m
+		if base, ok := strings.CutSuffix(topic, "/set"); ok {
+			c.byTopic[base] = m // Zigbee2MQTT: the state comes back on <base>/<device>
+		}
+	}
 	c.mu.Unlock()
 }
 
-// depthOf is the depth of a firing by a change of entry id at time at.
-func (c *chains) depthOf(id string, at time.Time) int {
+// depthOf is the depth of a firing by a change of entry id, from a message
+// on topic, at time at.
+func (c *chains) depthOf(id, topic string, at time.Time) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if m, ok := c.last[deviceOf(id)]; ok && at.Sub(m.at) <= chainWindow {
-		return m.depth
+	d := 0
+	if m, ok := c.byDevice[deviceOf(id)]; ok && at.Sub(m.at) <= chainWindow {
+		d = m.depth
 	}
-	return 0
+	if m, ok := c.byTopic[topic]; ok && topic != "" && at.Sub(m.at) <= chainWindow {
+		d = max(d, m.depth)
+	}
+	return d
 }
 
 // stopLoop disables a rule whose firing would be loopDepth rule-caused

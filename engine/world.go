@@ -67,17 +67,18 @@ func (w *liveWorld) Call(ctx context.Context, id string, args map[string]any) (a
 	if err := w.callable(id); err != nil {
 		return nil, err
 	}
-	if err := w.e.devs.Call(ctx, id, args); err != nil {
+	topic, err := w.e.devs.CallTopic(ctx, id, args)
+	if err != nil {
 		return nil, callError(err)
 	}
-	w.wrote(id)
+	w.wrote(id, topic)
 	return publishedOutput, nil
 }
 
 // wrote notes a firing's command for the loop guard (loop.go).
-func (w *liveWorld) wrote(id string) {
+func (w *liveWorld) wrote(id, topic string) {
 	if w.f != nil {
-		w.e.sched.chains.wrote(id, w.f.depth, w.e.Now())
+		w.e.sched.chains.wrote(id, topic, w.f.depth, w.e.Now())
 	}
 }
 
@@ -96,7 +97,7 @@ func (w *liveWorld) CallAsync(ctx context.Context, id string, args map[string]an
 	if err != nil {
 		return nil, false, callError(err)
 	}
-	w.wrote(id)
+	w.wrote(id, sent.Topic())
 	if !sent.Pending() {
 		return publishedOutput, false, nil
 	}

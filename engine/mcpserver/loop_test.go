@@ -116,4 +116,27 @@ func TestRuleThatFiresItselfIsStopped(t *testing.T) {
 	if n > 40 {
 		t.Errorf("%d commands to the plug from the pair, want about 10", n)
 	}
+
+	// Another device's entity on the plug's state topic (a Home Assistant
+	// sensor mirroring it), triggering a rule that toggles the plug: the
+	// command's topic ties them.
+	cfg := `{"name":"Plug mirror","state_topic":"zigbee2mqtt/living_plug","value_template":"{{ value_json.state }}","unique_id":"plugmirror"}`
+	if err := h.Conn.Publish(ctx, "homeassistant/sensor/plugmirror/config", []byte(cfg), 1, true); err != nil {
+		t.Fatal(err)
+	}
+	var mirror string
+	testutil.Eventually(t, 10*time.Second, "the mirror sensor in the catalog", func() bool {
+		for _, en := range h.Devices.Snapshot().Entries() {
+			if strings.HasPrefix(en.ID, "plug_mirror.") && en.Kind == "state" {
+				mirror = en.ID
+			}
+		}
+		return mirror != ""
+	})
+	deployed(t, c, `{"name":"mirror-loop","mode":"queued","triggers":[{"id":"t","state":"`+mirror+`"}],
+	  "steps":[{"id":"flip","call":"living_plug.set","args":{"state":"TOGGLE"}}]}`)
+	if err := h.Conn.Publish(ctx, "zigbee2mqtt/living_plug/set", []byte(`{"state":"TOGGLE"}`), 0, false); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 15*time.Second, "the mirror loop disabled", func() bool { return status("mirror-loop") == "disabled" })
 }
