@@ -12,6 +12,8 @@ import (
 	mochi "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/listeners"
 	"github.com/mochi-mqtt/server/v2/packets"
+
+	"github.com/pilothouse/pilothouse/internal/ratelimit"
 )
 
 // Broker is an embedded MQTT broker (mochi-mqtt) on one TCP listener, with
@@ -93,7 +95,7 @@ func StartBroker(addr string, logger *slog.Logger, opts ...BrokerOption) (*Broke
 	}
 	b := &Broker{srv: srv, ln: ln, guard: new(retainGuard), router: new(inlineRouter),
 		limits: &limitsHook{max: int64(orDefault(cfg.maxRetained, DefaultMaxRetainedBytes)), log: alog, sizes: map[string]int64{}}}
-	hook := &authHook{anonymous: len(users) == 0, users: users, sessions: srv.Clients, log: alog, counts: &b.auth}
+	hook := &authHook{anonymous: len(users) == 0, users: users, sessions: srv.Clients, log: alog, counts: &b.auth, fails: ratelimit.New(nil)}
 	// limits before the guard: a retained PUBLISH it refuses to retain
 	// takes no write lock.
 	for _, h := range []mochi.Hook{hook, b.limits, b.guard, b.router, &takeoverHook{clients: srv.Clients}} {

@@ -14,9 +14,12 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	mochi "github.com/mochi-mqtt/server/v2"
 	"github.com/mochi-mqtt/server/v2/packets"
+
+	"github.com/pilothouse/pilothouse/internal/ratelimit"
 )
 
 // ErrAnonymousListener is returned by StartBroker for a listener beyond
@@ -230,11 +233,15 @@ type authHook struct {
 	dummy     authUser       // compared against for unknown users, so they cost as much
 	log       *slog.Logger
 	counts    *AuthCounts
+	// fails bounds wrong passwords per client address, as the HTTP doors
+	// bound wrong tokens (a script tried 2,000 a second).
+	fails *ratelimit.Failures
 }
 
 // AuthCounts counts what the broker's authentication refused.
 type AuthCounts struct {
 	RefusedConnects  atomic.Uint64 // bad credentials, or a will the client may not publish
+	Throttled        atomic.Uint64 // refused unread: too many wrong passwords from the address
 	DeniedPublishes  atomic.Uint64
 	DeniedSubscribes atomic.Uint64
 }
@@ -284,15 +291,29 @@ func (h *authHook) authenticate(cl *mochi.Client, pk packets.Packet) *authUser {
 	if !ok {
 		u = &h.dummy
 	}
-	if u.passwordOK(pk.Connect.Password) && ok {
+	right := u.passwordOK(pk.Connect.Password) && ok
+	// Loopback is not throttled: a local script must not lock Zigbee2MQTT
+	// on the same host out of the house; the network is.
+	if cl.Net.Inline || h.fails == nil || loopbackRemote(cl.Net.Remote) {
+		if right {
+			return u
+		}
+	} else if pass, wait := h.fails.Admit(ratelimit.Attempt{Addr: ratelimit.ClientKey(cl.Net.Remote), Presented: true, Right: right}); pass {
 		return u
+	} else if wait > 0 {
+		if n := h.counts.Throttled.Add(1); n == 1 || n%1000 == 0 {
+			h.log.Warn("mqtt client refused: too many wrong passwords from this address", "remote", cl.Net.Remote, "wait", wait.Round(time.Second), "throttled", n)
+		}
+		return nil
 	}
-	h.counts.RefusedConnects.Add(1)
+	n := h.counts.RefusedConnects.Add(1)
 	reason := "bad username or password"
 	if !pk.Connect.UsernameFlag {
 		reason = "anonymous clients are not allowed (broker users are configured)"
 	}
-	h.log.Warn("mqtt client refused", "remote", cl.Net.Remote, "client_id", cl.ID, "username", name, "reason", reason)
+	if n <= 20 || n%1000 == 0 { // a script's guesses do not flood the log
+		h.log.Warn("mqtt client refused", "remote", cl.Net.Remote, "client_id", cl.ID, "username", name, "reason", reason, "refused", n)
+	}
 	return nil
 }
 
@@ -371,6 +392,14 @@ func (h *authHook) OnSubscribed(cl *mochi.Client, pk packets.Packet, codes []byt
 }
 
 // loopbackAddr reports whether a listener's address is loopback only.
+// loopbackRemote reports whether a client's remote address ("ip:port") is
+// a loopback one.
+func loopbackRemote(remote string) bool {
+	host, _, err := net.SplitHostPort(remote)
+	ip := net.ParseIP(host)
+	return err == nil && ip != nil && ip.IsLoopback()
+}
+
 func loopbackAddr(a net.Addr) bool {
 	ta, ok := a.(*net.TCPAddr)
 	return ok && ta.IP.IsLoopback()

@@ -78,6 +78,11 @@ type brokerHealth struct {
 	// (mqtt.embedded_max_retained_bytes); RetainedBytes: retained now.
 	RetainRefused uint64 `json:"retain_refused"`
 	RetainedBytes int64  `json:"retained_bytes"`
+	// AuthRefused: connections refused for their credentials (or a will
+	// they may not publish); AuthThrottled: refused unread, after too many
+	// wrong passwords from the address.
+	AuthRefused   uint64 `json:"auth_refused"`
+	AuthThrottled uint64 `json:"auth_throttled"`
 }
 
 // healthz answers 200 when the broker answers and storage can write, else
@@ -91,7 +96,9 @@ func (a *app) healthz(w http.ResponseWriter, _ *http.Request) {
 	h.Notify = a.devs.NotifyStats()
 	if a.broker != nil {
 		lc := a.broker.LimitCounts()
-		h.Broker = &brokerHealth{OversizedPackets: lc.OversizedPackets.Load(), RetainRefused: lc.RetainRefused.Load(), RetainedBytes: lc.RetainedBytes.Load()}
+		ac := a.broker.AuthCounts()
+		h.Broker = &brokerHealth{OversizedPackets: lc.OversizedPackets.Load(), RetainRefused: lc.RetainRefused.Load(), RetainedBytes: lc.RetainedBytes.Load(),
+			AuthRefused: ac.RefusedConnects.Load(), AuthThrottled: ac.Throttled.Load()}
 	}
 	if c, ok := a.client.(*mqtt.Client); ok {
 		l := c.Link()
