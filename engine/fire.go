@@ -85,7 +85,7 @@ func (at *armedTrigger) observe(ch devices.Change, restored bool) {
 		return
 	}
 	if t.Selector() != nil {
-		at.observeHeld(ch, matched, restored)
+		at.observeHeld(ch, matched, restored, depth)
 		return
 	}
 	at.mu.Lock()
@@ -94,7 +94,7 @@ func (at *armedTrigger) observe(ch devices.Change, restored bool) {
 		at.closeHold(true)
 	}
 	if matched && at.hold == nil {
-		at.openHold(ch.Value, ch.Prev, at.describe(ch, restored)+" and held for "+t.For().String(), at.r.s.e.Now().Add(t.For()))
+		at.openHold(ch.Value, ch.Prev, at.describe(ch, restored)+" and held for "+t.For().String(), at.r.s.e.Now().Add(t.For()), depth)
 	}
 }
 

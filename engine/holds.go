@@ -32,15 +32,16 @@ type heldWindow struct {
 	each map[string]*heldWindow
 }
 
-// openHold starts the window; at.mu is held.
-func (at *armedTrigger) openHold(val, prev any, because string, deadline time.Time) {
-	at.openWindow("", val, prev, because, deadline)
+// openHold starts the window; at.mu is held. depth is the rule-caused
+// hops that led to the change (loop.go), kept for the firing it holds.
+func (at *armedTrigger) openHold(val, prev any, because string, deadline time.Time, depth int) {
+	at.openWindow("", val, prev, because, deadline, depth)
 }
 
 // openWindow starts the window of entity (a trigger by selector holds
 // each state it addresses on its own; "" is the trigger's one window);
 // at.mu is held.
-func (at *armedTrigger) openWindow(entity string, val, prev any, because string, deadline time.Time) {
+func (at *armedTrigger) openWindow(entity string, val, prev any, because string, deadline time.Time, depth int) {
 	s := at.r.s
 	d := time.Until(deadline)
 	if d < 0 {
@@ -62,7 +63,7 @@ func (at *armedTrigger) openWindow(entity string, val, prev any, because string,
 			s.e.log.Info("a held window ended without firing: its state is no longer addressed by the trigger's selector", "rule", at.r.name, "trigger", at.t.ID(), "state", entity)
 			return
 		}
-		at.fireAs(entity, val, prev, because)
+		at.fireDepth(depth, entity, val, prev, because)
 	})
 	state, _ := json.Marshal(heldState{Value: val, Left: prev})
 	s.pend.Put(storage.Pending{ID: at.windowID(entity), Rule: at.r.name, Kind: "for", Deadline: deadline, State: state})
@@ -134,7 +135,7 @@ func (at *armedTrigger) resumeHold() {
 		deadline = saved.Deadline
 		because = fmt.Sprintf("%s changed to %s before the restart and the window held (due %s)", at.t.Entity(), compact(val), deadline.Format(time.RFC3339))
 	}
-	at.openHold(val, left, because, deadline)
+	at.openHold(val, left, because, deadline, 0)
 }
 
 // holdsAtArming reports whether the value v opens (or keeps) the trigger's
@@ -174,6 +175,6 @@ func (at *armedTrigger) keepOrDropSavedHold(v any) {
 	defer at.mu.Unlock()
 	if at.hold == nil {
 		because := fmt.Sprintf("%s changed to %s before the restart and the window held (due %s)", at.t.Entity(), compact(st.Value), saved.Deadline.Format(time.RFC3339))
-		at.openHold(st.Value, st.Left, because, saved.Deadline)
+		at.openHold(st.Value, st.Left, because, saved.Deadline, 0)
 	}
 }

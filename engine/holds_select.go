@@ -60,7 +60,7 @@ func (at *armedTrigger) closeWindow(entity string, forget bool) {
 // observeHeld applies a change of one of its states to a held trigger by
 // selector: the change closes that state's window when it leaves what the
 // trigger holds, and opens one when it matches.
-func (at *armedTrigger) observeHeld(ch devices.Change, matched, restored bool) {
+func (at *armedTrigger) observeHeld(ch devices.Change, matched, restored bool, depth int) {
 	at.mu.Lock()
 	defer at.mu.Unlock()
 	if w := at.window(ch.ID); w != nil && !at.t.Keeps(w.left, w.entered, ch.Value) {
@@ -68,7 +68,7 @@ func (at *armedTrigger) observeHeld(ch devices.Change, matched, restored bool) {
 	}
 	if matched && at.window(ch.ID) == nil {
 		because := describeChange(ch.ID, ch, restored) + " and held for " + at.t.For().String()
-		at.openWindow(ch.ID, ch.Value, ch.Prev, because, at.r.s.e.Now().Add(at.t.For()))
+		at.openWindow(ch.ID, ch.Value, ch.Prev, because, at.r.s.e.Now().Add(at.t.For()), depth)
 	}
 }
 
@@ -107,7 +107,7 @@ func (at *armedTrigger) resumeWindows() {
 		at.mu.Lock()
 		if at.window(entity) == nil {
 			because := entity + " changed to " + compact(st.Value) + " before the restart and the window held"
-			at.openWindow(entity, st.Value, st.Left, because, saved.Deadline)
+			at.openWindow(entity, st.Value, st.Left, because, saved.Deadline, 0)
 		}
 		at.mu.Unlock()
 	}
