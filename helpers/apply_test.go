@@ -173,6 +173,13 @@ func TestNormalize(t *testing.T) {
 		{Def{ID: "x", Kind: Flag, Name: "\u3000\u00a0"}, "only blanks"},
 		{Def{ID: "x", Kind: Flag, Tags: []string{"type:lock"}}, "catalog's own"},
 		{Def{ID: "x", Kind: Flag, Tags: []string{"area:bedroom"}}, "catalog's own"},
+		// The recheck: marks with no base, unassigned code points, cased tags.
+		{Def{ID: "x", Kind: Flag, Name: "\ufe0f"}, "U+FE0F"},
+		{Def{ID: "x", Kind: Flag, Name: "\u0301\u0300"}, "U+0301"},
+		{Def{ID: "x", Kind: Choice, Options: []string{"a", " \u034f"}}, "U+034F"},
+		{Def{ID: "x", Kind: Flag, Name: "a\u0378"}, "U+0378"},
+		{Def{ID: "x", Kind: Flag, Name: "a\ufffc"}, "U+FFFC"},
+		{Def{ID: "x", Kind: Flag, Tags: []string{"TYPE:lock"}}, "catalog's own"},
 	}
 	for _, tc := range cases {
 		err := tc.def.Normalize()
@@ -182,7 +189,8 @@ func TestNormalize(t *testing.T) {
 	}
 	// What people write stays: an emoji family (ZWJ between symbols),
 	// accents, a no-break space inside.
-	for _, name := range []string{"Family \U0001F468\u200d\U0001F469\u200d\U0001F467", "Küche", "Salle\u00a0à manger", "Bad 2 ☀"} {
+	for _, name := range []string{"Family \U0001F468\u200d\U0001F469\u200d\U0001F467", "Küche", "Salle\u00a0à manger", "Bad 2 ☀",
+		"Cafe\u0301", "\u2600\ufe0f Sun", "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"} {
 		if err := (&Def{ID: "x", Kind: Flag, Name: name}).Normalize(); err != nil {
 			t.Errorf("%q: %v", name, err)
 		}

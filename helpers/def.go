@@ -138,7 +138,7 @@ func (d *Def) Normalize() error {
 		// The catalog writes these itself: a helper tagged type:lock would
 		// join the lock selectors, area:x give it a second area.
 		for _, p := range reservedTagPrefixes {
-			if strings.HasPrefix(tag, p) {
+			if strings.HasPrefix(strings.ToLower(tag), p) {
 				return invalid("tag %q: %s tags are the catalog's own (a helper's area is its area field)", tag, p)
 			}
 		}
@@ -291,13 +291,20 @@ var blankLooking = []rune{'\u115f', '\u1160', '\u17b4', '\u17b5', '\u2800', '\u3
 // plain space.
 func shownAsItself(rs []rune, i int) bool {
 	r := rs[i]
+	prevVisible := i > 0 && !unicode.IsSpace(rs[i-1]) && !unicode.IsControl(rs[i-1])
 	switch {
 	case r == '\u200d': // ZWJ joins emoji: a symbol on each side
 		return i > 0 && i < len(rs)-1 && unicode.Is(unicode.So, rs[i-1]) && unicode.Is(unicode.So, rs[i+1])
+	case r == '\u200c': // ZWNJ keeps two letters apart (Persian)
+		return i > 0 && i < len(rs)-1 && unicode.IsLetter(rs[i-1]) && unicode.IsLetter(rs[i+1])
+	case unicode.In(r, unicode.Mn, unicode.Me): // a mark (accent, variation selector) needs a base
+		return prevVisible
 	case unicode.IsControl(r), unicode.In(r, unicode.Cf, unicode.Co, unicode.Cs, unicode.Zl, unicode.Zp):
 		return false
-	case r >= 0xfdd0 && r <= 0xfdef, r&0xfffe == 0xfffe, r == utf8.RuneError:
-		return false // non-characters
+	case r >= 0xfdd0 && r <= 0xfdef, r&0xfffe == 0xfffe, r == utf8.RuneError, r == '\ufffc':
+		return false // non-characters, the object replacement character
+	case !unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Zs):
+		return false // unassigned
 	}
 	return !slices.Contains(blankLooking, r)
 }
