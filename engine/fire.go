@@ -18,7 +18,7 @@ import (
 
 // A change fires a rule, read top to bottom as it happens: the triggers
 // watching the changed entity (onChange, observe), the rule's mode
-// (fireAs), the firing, run here or on a worker (startLocked, Do, run),
+// (fireDepth), the firing, run here or on a worker (startLocked, Do, run),
 // its last command's end (returned, Acked, settle), then its record and
 // its end (recordRun, record, end). Arming is scheduler.go's.
 
@@ -147,19 +147,15 @@ func (at *armedTrigger) fire(value, prev any, because string) {
 	at.fireDepth(0, "", value, prev, because)
 }
 
-// fireAs fires the trigger; entity names the state that fired a trigger
-// by selector ("" for the others).
-func (at *armedTrigger) fireAs(entity string, value, prev any, because string) {
-	at.fireDepth(0, entity, value, prev, because)
-}
-
 // queuedFire is a firing waiting for the running one (mode queued).
 type queuedFire struct {
 	tf    rules.TriggerFire
 	depth int
 }
 
-// fireDepth is fireAs for a firing depth rule-caused hops deep (loop.go).
+// fireDepth fires the trigger, depth rule-caused hops deep (loop.go);
+// entity names the state that fired a trigger by selector ("" for the
+// others).
 func (at *armedTrigger) fireDepth(depth int, entity string, value, prev any, because string) {
 	ar := at.r
 	e := ar.s.e
