@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/pilothouse/pilothouse/helpers"
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -68,6 +69,29 @@ func (e *Engine) DeleteHelper(ctx context.Context, id string) error {
 		return err
 	}
 	return e.helpers.Delete(ctx, id)
+}
+
+// RulesReading lists the installed rules, visible to the caller, whose
+// programs name an entry of helper (or device) id: deleting it breaks
+// them until a helper of that id is back.
+func (e *Engine) RulesReading(ctx context.Context, id string) []string {
+	p := e.principal(ctx)
+	var reading []storage.Rule
+	e.sched.mu.RLock()
+	for name, ar := range e.sched.rules {
+		if slices.ContainsFunc(ar.c.Refs, func(ref string) bool { return deviceOf(ref) == id }) {
+			reading = append(reading, storage.Rule{Name: name, Principal: ar.principal.Name, Ref: ar.ref})
+		}
+	}
+	e.sched.mu.RUnlock()
+	var out []string
+	for _, r := range reading { // visibleRule takes the scheduler's lock itself
+		if e.visibleRule(p, r) {
+			out = append(out, r.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func (e *Engine) helperAdmin(ctx context.Context) error {

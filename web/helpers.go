@@ -97,6 +97,7 @@ var helperFields = []string{"id", "kind", "name", "area", "unit", "mode", "durat
 
 func (s *server) helperDelete(w http.ResponseWriter, r *http.Request, ss *session) {
 	id := r.PathValue("id")
+	reading := s.e.RulesReading(ss.ctx(r), id)
 	err := s.e.DeleteHelper(ss.ctx(r), id)
 	switch {
 	case err != nil && engine.HelperRefused(err):
@@ -104,6 +105,8 @@ func (s *server) helperDelete(w http.ResponseWriter, r *http.Request, ss *sessio
 	case err != nil:
 		s.fail(w, r, ss, http.StatusInternalServerError, "Deleting the helper failed.", err)
 		return
+	case len(reading) > 0:
+		ss.setFlash("Helper " + id + " deleted. These rules name it and fail until a helper of that id is back: " + strings.Join(reading, ", ") + ".")
 	default:
 		ss.setFlash("Helper " + id + " deleted.")
 	}

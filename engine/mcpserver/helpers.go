@@ -47,10 +47,16 @@ func (s *Server) helpersCall(ctx context.Context, args map[string]json.RawMessag
 		}
 		return nil, pilotage.Errorf(pilotage.ErrNotFound, "no helper "+quote(id)+" in your scope")
 	case "delete":
+		reading := s.e.RulesReading(ctx, id)
 		if err := s.e.DeleteHelper(ctx, id); err != nil {
 			return nil, helperError(err)
 		}
-		return map[string]any{"deleted": id}, nil
+		out := map[string]any{"deleted": id}
+		if len(reading) > 0 {
+			out["rules_reading_it"] = reading
+			out["note"] = "these rules name " + id + ": they fail until a helper of that id is back"
+		}
+		return out, nil
 	case "create", "update":
 		return s.putHelper(ctx, verb, args)
 	}

@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -143,4 +144,24 @@ func TestTimerFinishedFiresARule(t *testing.T) {
 	testutil.Eventually(t, 15*time.Second, "the egg's end counted", func() bool {
 		return liveOf(t, owner, "eggs_done.state") == 1.0 && liveOf(t, owner, "egg.state") == "idle"
 	})
+}
+
+// TestDeletingAHelperNamesTheRulesReadingIt: the attacker judge deleted a
+// helper an installed rule read, and the rule silently stopped working.
+// The answer now names the rules that read it.
+func TestDeletingAHelperNamesTheRulesReadingIt(t *testing.T) {
+	_, c := ownerStack(t)
+	for _, id := range []string{"c5", "c6"} {
+		if out, isErr := callTool(t, c, "pilothouse_helpers", map[string]any{"verb": "create", "helper": map[string]any{"id": id, "kind": "flag"}}); isErr {
+			t.Fatalf("create %s: %v", id, out)
+		}
+	}
+	deployed(t, c, `{"name":"uses-c5","triggers":[{"id":"t","state":"c5.state","to":true}],"steps":[{"id":"on","call":"hall_light.set","args":{"state":"ON"}}]}`)
+	out, isErr := callTool(t, c, "pilothouse_helpers", map[string]any{"verb": "delete", "id": "c5"})
+	if isErr || fmt.Sprint(out["rules_reading_it"]) != "[uses-c5]" || !strings.Contains(fmt.Sprint(out["note"]), "fail until a helper of that id is back") {
+		t.Fatalf("delete c5: %v", out)
+	}
+	if out, _ := callTool(t, c, "pilothouse_helpers", map[string]any{"verb": "delete", "id": "c6"}); out["rules_reading_it"] != nil {
+		t.Fatalf("delete c6, which no rule reads: %v", out)
+	}
 }
