@@ -92,8 +92,8 @@ type Change struct {
 	// Offline: a state change of a device whose availability said it was
 	// offline (its value is kept; the rules fire nothing on it).
 	Offline bool
-	// Topic is the MQTT topic of the message that made a state or event
-	// change ("" for a local device's).
+	// Topic is the MQTT topic of the message that made a state, event or
+	// availability change ("" for a local device's).
 	Topic string
 }
 

@@ -374,5 +374,5 @@ func (tx *txn) applyAvail(dev, topic string, ok bool, mode string) {
 		prev = *d.availNow
 	}
 	d.availNow = &now
-	tx.changes = append(tx.changes, Change{Kind: ChangeAvailability, ID: dev, Value: now, Prev: prev, Time: tx.Now})
+	tx.changes = append(tx.changes, Change{Kind: ChangeAvailability, ID: dev, Value: now, Prev: prev, Time: tx.Now, Topic: tx.topic})
 }

@@ -34,7 +34,7 @@ func (s *scheduler) onAvailability(ch devices.Change) {
 			}
 			continue
 		}
-		at.observe(devices.Change{Kind: devices.ChangeState, ID: at.t.Entity(), Value: ch.Value, Prev: ch.Prev, Time: ch.Time}, false)
+		at.observe(devices.Change{Kind: devices.ChangeState, ID: at.t.Entity(), Value: ch.Value, Prev: ch.Prev, Time: ch.Time, Topic: ch.Topic}, false)
 	}
 }
 

@@ -31,7 +31,8 @@ type chainMark struct {
 // and each topic a command went to; every rule's firings share it. The
 // topic catches what the device id does not: another entity on the
 // device's state topic (a Home Assistant sensor on zigbee2mqtt/plug), a
-// sensor on a notification channel's topic.
+// sensor on a notification channel's topic, a command published on
+// another device's availability topic.
 type chains struct {
 	mu       sync.Mutex
 	byDevice map[string]chainMark
@@ -55,8 +56,12 @@ func (c *chains) wrote(id, topic string, depth int, at time.Time) {
 	c.byDevice[deviceOf(id)] = m
 	if topic != "" {
 		c.byTopic[topic] = m
+		// Zigbee2MQTT: <base>/<device>/set and /set/<attribute> come back
+		// on <base>/<device>.
 		if base, ok := strings.CutSuffix(topic, "/set"); ok {
-			c.byTopic[base] = m // Zigbee2MQTT: the state comes back on <base>/<device>
+			c.byTopic[base] = m
+		} else if i := strings.Index(topic, "/set/"); i > 0 {
+			c.byTopic[topic[:i]] = m
 		}
 	}
 	c.mu.Unlock()

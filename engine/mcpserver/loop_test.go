@@ -26,22 +26,45 @@ const toggle = `"steps":[{"id":"flip","call":"living_plug.set","args":{"state":"
 // be 20 rule-caused hops deep is disabled, stored, and says so. A rule a
 // busy sensor fires, commanding another device, is untouched.
 func TestRulesThatFireThemselvesAreStopped(t *testing.T) {
-	mirror := `{"name":"Plug mirror","state_topic":"zigbee2mqtt/living_plug","value_template":"{{ value_json.state }}","unique_id":"plugmirror"}`
+	mirror := discovery{"homeassistant/sensor/plugmirror/config", "plug_mirror.state",
+		`{"name":"Plug mirror","state_topic":"zigbee2mqtt/living_plug","value_template":"{{ value_json.state }}","unique_id":"plugmirror"}`}
+	// A switch on the plug that commands it per attribute, as Zigbee2MQTT
+	// also takes (<base>/<device>/set/<attribute>).
+	// A switch whose command topic is a door sensor's availability topic.
+	availSwitch := discovery{"homeassistant/switch/atka/config", "atka.set",
+		`{"name":"atka","state_topic":"atk/a","command_topic":"atk/avail","payload_on":"online","payload_off":"offline","unique_id":"atka"}`}
+	availSensor := discovery{"homeassistant/binary_sensor/atkb/config", "atkb.state",
+		`{"name":"atkb","state_topic":"atk/b","availability_topic":"atk/avail","device_class":"door","unique_id":"atkb"}`}
+	attrSwitch := discovery{"homeassistant/switch/mirrorsw/config", "mirror.set",
+		`{"name":"Mirror","state_topic":"zigbee2mqtt/living_plug","value_template":"{{ value_json.state }}","command_topic":"zigbee2mqtt/living_plug/set/state","payload_on":"ON","payload_off":"OFF","state_on":"ON","state_off":"OFF","unique_id":"mirrorsw"}`}
 	cases := []struct {
 		name     string
-		config   string // a discovery config published first
+		config   []discovery // published first
 		programs []string
 		kick     func(h *testhouse.House) error
 		stopped  []string // one of these is disabled
 	}{
-		{"a plug toggled on its own state", "", []string{`{"name":"loop",` + `"triggers":[{"id":"t","state":"living_plug.state"}],` + toggle}, kickPlug, []string{"loop"}},
-		{"held for 50 ms", "", []string{`{"name":"loop",` + `"triggers":[{"id":"t","state":"living_plug.state","for":"50ms"}],` + toggle}, kickPlug, []string{"loop"}},
-		{"a helper toggled on its own state, queued", "", []string{`{"name":"loop","mode":"queued","triggers":[{"id":"t","state":"ping.state"}],"steps":[{"id":"flip","call":"ping.toggle"}]}`},
+		{"a plug toggled on its own state", nil, []string{`{"name":"loop",` + `"triggers":[{"id":"t","state":"living_plug.state"}],` + toggle}, kickPlug, []string{"loop"}},
+		{"held for 50 ms", nil, []string{`{"name":"loop",` + `"triggers":[{"id":"t","state":"living_plug.state","for":"50ms"}],` + toggle}, kickPlug, []string{"loop"}},
+		{"a helper toggled on its own state, queued", nil, []string{`{"name":"loop","mode":"queued","triggers":[{"id":"t","state":"ping.state"}],"steps":[{"id":"flip","call":"ping.toggle"}]}`},
 			func(h *testhouse.House) error { return h.Devices.Call(context.Background(), "ping.toggle", nil) }, []string{"loop"}},
-		{"two rules feeding each other", "", []string{
+		{"two rules feeding each other", nil, []string{
 			`{"name":"plug-to-porch","triggers":[{"id":"t","state":"living_plug.state"}],"steps":[{"id":"flip","call":"porch_light.set","args":{"state":"TOGGLE"}}]}`,
 			`{"name":"porch-to-plug","triggers":[{"id":"t","state":"porch_light.state"}],` + toggle}, kickPlug, []string{"plug-to-porch", "porch-to-plug"}},
-		{"a mirror entity on the plug's topic", mirror, []string{`{"name":"loop","mode":"queued","triggers":[{"id":"t","state":"plug_mirror.state"}],` + toggle}, kickPlug, []string{"loop"}},
+		{"a mirror entity on the plug's topic", []discovery{mirror}, []string{`{"name":"loop","mode":"queued","triggers":[{"id":"t","state":"plug_mirror.state"}],` + toggle}, kickPlug, []string{"loop"}},
+		{"a switch commanding the plug per attribute", []discovery{attrSwitch}, []string{
+			`{"name":"on-to-off","triggers":[{"id":"t","state":"living_plug.state","to":"ON"}],"steps":[{"id":"off","call":"mirror.set","args":{"state":"OFF"}}]}`,
+			`{"name":"off-to-on","triggers":[{"id":"t","state":"living_plug.state","to":"OFF"}],"steps":[{"id":"on","call":"mirror.set","args":{"state":"ON"}}]}`},
+			kickPlug, []string{"on-to-off", "off-to-on"}},
+		{"a command on another device's availability topic", []discovery{availSwitch, availSensor}, []string{
+			`{"name":"gone","triggers":[{"id":"t","available":"atkb.state","to":false}],"steps":[{"id":"on","call":"atka.set","args":{"state":"ON"}}]}`,
+			`{"name":"back","triggers":[{"id":"t","available":"atkb.state","to":true}],"steps":[{"id":"off","call":"atka.set","args":{"state":"OFF"}}]}`},
+			func(h *testhouse.House) error { // a first report is a baseline; then a change
+				if err := h.Conn.Publish(context.Background(), "atk/avail", []byte("online"), 0, false); err != nil {
+					return err
+				}
+				return h.Conn.Publish(context.Background(), "atk/avail", []byte("offline"), 0, false)
+			}, []string{"gone", "back"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,25 +103,28 @@ func TestRulesThatFireThemselvesAreStopped(t *testing.T) {
 	}
 }
 
+// discovery is a Home Assistant discovery config and the entry it makes.
+type discovery struct{ topic, entry, config string }
+
 // loopHouse starts a house with a flag helper "ping" and a counter of the
-// commands to the plug; config, if any, is published as a Home Assistant
-// discovery config first.
-func loopHouse(t *testing.T, config string) (*testhouse.House, *client.Client, *atomic.Int64) {
+// commands to the plug (any topic under zigbee2mqtt/living_plug/set);
+// configs are published first.
+func loopHouse(t *testing.T, configs []discovery) (*testhouse.House, *client.Client, *atomic.Int64) {
 	h := testhouse.RunHouse(t, testhouse.Options{})
 	var sets atomic.Int64
-	if err := h.Conn.Subscribe("zigbee2mqtt/living_plug/set", 0, func(mqtt.Message) { sets.Add(1) }); err != nil {
+	if err := h.Conn.Subscribe("zigbee2mqtt/living_plug/set/#", 0, func(mqtt.Message) { sets.Add(1) }); err != nil {
 		t.Fatal(err)
 	}
 	c := h.InProcess()
 	if out, isErr := callTool(t, c, "pilothouse_helpers", map[string]any{"verb": "create", "helper": map[string]any{"id": "ping", "kind": "flag"}}); isErr {
 		t.Fatalf("create ping: %v", out)
 	}
-	if config != "" {
-		if err := h.Conn.Publish(context.Background(), "homeassistant/sensor/plugmirror/config", []byte(config), 1, true); err != nil {
+	for _, config := range configs {
+		if err := h.Conn.Publish(context.Background(), config.topic, []byte(config.config), 1, true); err != nil {
 			t.Fatal(err)
 		}
-		testutil.Eventually(t, 10*time.Second, "the mirror sensor in the catalog", func() bool {
-			_, ok := h.Devices.Snapshot().Get("plug_mirror.state")
+		testutil.Eventually(t, 10*time.Second, config.entry+" in the catalog", func() bool {
+			_, ok := h.Devices.Snapshot().Get(config.entry)
 			return ok
 		})
 	}
