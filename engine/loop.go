@@ -98,11 +98,9 @@ func (ar *armedRule) stopLoop(entity string) {
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := e.store.SetRuleEnabled(ctx, ar.name, false); err != nil {
-			e.log.Error("disabling a rule that keeps firing: not stored", "rule", ar.name, "err", err)
+		if _, err := e.switchRule(ctx, ar.name, false, Event{Why: why, Principal: ar.principal.Name, Ref: ar.ref}); err != nil {
+			e.log.Error("disabling a rule that keeps firing: not stored, disarmed until a restart", "rule", ar.name, "err", err)
+			e.sched.setEnabled(ar.name, false) // the loop stops even so
 		}
-		e.sched.setEnabled(ar.name, false)
-		e.notify(Event{Type: "rule", Rule: ar.name, Status: "disabled", Why: why, OK: false, Time: e.Now(),
-			Principal: ar.principal.Name, Ref: ar.ref})
 	}()
 }

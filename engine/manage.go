@@ -179,14 +179,27 @@ func (e *Engine) SetRuleEnabled(ctx context.Context, name string, on bool) (Rule
 	if !e.principal(ctx).Deploy {
 		return RuleInfo{}, ErrNotAllowed
 	}
-	if err := e.store.SetRuleEnabled(ctx, name, on); err != nil {
-		return RuleInfo{}, fmt.Errorf("engine: updating rule: %w", err)
+	cancelled, err := e.switchRule(ctx, name, on, Event{OK: true, Principal: ri.Principal, Ref: ri.ProgramRef})
+	if err != nil {
+		return RuleInfo{}, err
 	}
-	cancelled := e.sched.setEnabled(name, on)
-	e.notify(Event{Type: "rule", Rule: name, Status: map[bool]string{true: "enabled", false: "disabled"}[on], OK: true, Time: e.Now(), Principal: ri.Principal, Ref: ri.ProgramRef})
 	ri, err = e.GetRule(ctx, name, 5)
 	ri.CancelledRuns, ri.Note = cancelled, CancelledNote(cancelled)
 	return ri, err
+}
+
+// switchRule stores a rule enabled or disabled, arms or disarms it and
+// announces it with ev's OK, principal, program and reason (the owner's
+// switch and the loop guard's); it returns the firings a disable
+// cancelled.
+func (e *Engine) switchRule(ctx context.Context, name string, on bool, ev Event) (int, error) {
+	if err := e.store.SetRuleEnabled(ctx, name, on); err != nil {
+		return 0, fmt.Errorf("engine: updating rule: %w", err)
+	}
+	cancelled := e.sched.setEnabled(name, on)
+	ev.Type, ev.Rule, ev.Status, ev.Time = "rule", name, map[bool]string{true: "enabled", false: "disabled"}[on], e.Now()
+	e.notify(ev)
+	return cancelled, nil
 }
 
 // CancelledNote says what cancelling n runs in progress means ("" for 0).

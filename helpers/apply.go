@@ -100,11 +100,8 @@ func (d *Def) checkValue(v any) (any, error) {
 			return nil, invalid("%s: the text is not UTF-8", d.ID)
 		}
 		// Shown on every page that lists it: no controls or direction marks.
-		rs := []rune(s)
-		for i, r := range rs {
-			if !shownAsItself(rs, i) {
-				return nil, invalid("%s: character %U is not shown as itself (a control, direction, zero-width or blank mark)", d.ID, r)
-			}
+		if r, hidden := hiddenRune(s); hidden {
+			return nil, invalid("%s: character %U is not shown as itself (a control, direction, zero-width or blank mark)", d.ID, r)
 		}
 		return s, nil
 	case DateTime:

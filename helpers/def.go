@@ -274,11 +274,8 @@ func hiddenChars(texts []string) error {
 		if t != "" && strings.TrimFunc(t, unicode.IsSpace) == "" {
 			return invalid("%q: a name or value must show something, not only blanks", t)
 		}
-		rs := []rune(t)
-		for i, r := range rs {
-			if !shownAsItself(rs, i) {
-				return invalid("%q: character %U is not shown as itself (a control, direction, zero-width or blank mark)", t, r)
-			}
+		if r, hidden := hiddenRune(t); hidden {
+			return invalid("%q: character %U is not shown as itself (a control, direction, zero-width or blank mark)", t, r)
 		}
 	}
 	return nil
@@ -286,6 +283,17 @@ func hiddenChars(texts []string) error {
 
 // blankLooking are letters and symbols that print as nothing.
 var blankLooking = []rune{'\u115f', '\u1160', '\u17b4', '\u17b5', '\u2800', '\u3164', '\uffa0'}
+
+// hiddenRune is the first character of t not shown as itself.
+func hiddenRune(t string) (rune, bool) {
+	rs := []rune(t)
+	for i, r := range rs {
+		if !shownAsItself(rs, i) {
+			return r, true
+		}
+	}
+	return 0, false
+}
 
 // shownAsItself says whether rs[i] prints as a visible character or a
 // plain space.
