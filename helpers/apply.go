@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/pilothouse/pilothouse/internal/shown"
 )
 
 // Value is a helper's state: its catalog states by key ("state"; a
@@ -100,7 +102,7 @@ func (d *Def) checkValue(v any) (any, error) {
 			return nil, invalid("%s: the text is not UTF-8", d.ID)
 		}
 		// Shown on every page that lists it: no controls or direction marks.
-		if r, hidden := hiddenRune(s); hidden {
+		if r, hidden := shown.Hidden(s); hidden {
 			return nil, invalid("%s: character %U is not shown as itself (a control, direction, zero-width or blank mark)", d.ID, r)
 		}
 		return s, nil

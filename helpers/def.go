@@ -12,8 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/pilothouse/pilothouse/internal/shown"
 )
 
 // Kind is one kind of helper.
@@ -262,59 +263,20 @@ func (d *Def) duration() (time.Duration, error) {
 var reservedTagPrefixes = []string{"type:", "area:", "device:", "source:"}
 
 // hiddenChars refuses a shown text with a character that is not shown as
-// itself: a control, a text-direction mark (U+202E makes "kcol" read
-// "lock"), a zero-width or blank-looking one, a line separator, a private
-// or non-character, or bytes that are not UTF-8; and a text that is all
-// blank. ZWJ stays between two symbols (emoji sequences).
+// itself (internal/shown), bytes that are not UTF-8, or only blanks.
 func hiddenChars(texts []string) error {
 	for _, t := range texts {
 		if !utf8.ValidString(t) {
 			return invalid("%q is not UTF-8", t)
 		}
-		if t != "" && strings.TrimFunc(t, unicode.IsSpace) == "" {
+		if shown.Blank(t) {
 			return invalid("%q: a name or value must show something, not only blanks", t)
 		}
-		if r, hidden := hiddenRune(t); hidden {
+		if r, hidden := shown.Hidden(t); hidden {
 			return invalid("%q: character %U is not shown as itself (a control, direction, zero-width or blank mark)", t, r)
 		}
 	}
 	return nil
-}
-
-// blankLooking are letters and symbols that print as nothing.
-var blankLooking = []rune{'\u115f', '\u1160', '\u17b4', '\u17b5', '\u2800', '\u3164', '\uffa0'}
-
-// hiddenRune is the first character of t not shown as itself.
-func hiddenRune(t string) (rune, bool) {
-	rs := []rune(t)
-	for i, r := range rs {
-		if !shownAsItself(rs, i) {
-			return r, true
-		}
-	}
-	return 0, false
-}
-
-// shownAsItself says whether rs[i] prints as a visible character or a
-// plain space.
-func shownAsItself(rs []rune, i int) bool {
-	r := rs[i]
-	prevVisible := i > 0 && !unicode.IsSpace(rs[i-1]) && !unicode.IsControl(rs[i-1])
-	switch {
-	case r == '\u200d': // ZWJ joins emoji: a symbol on each side
-		return i > 0 && i < len(rs)-1 && unicode.Is(unicode.So, rs[i-1]) && unicode.Is(unicode.So, rs[i+1])
-	case r == '\u200c': // ZWNJ keeps two letters apart (Persian)
-		return i > 0 && i < len(rs)-1 && unicode.IsLetter(rs[i-1]) && unicode.IsLetter(rs[i+1])
-	case unicode.In(r, unicode.Mn, unicode.Me): // a mark (accent, variation selector) needs a base
-		return prevVisible
-	case unicode.IsControl(r), unicode.In(r, unicode.Cf, unicode.Co, unicode.Cs, unicode.Zl, unicode.Zp):
-		return false
-	case r >= 0xfdd0 && r <= 0xfdef, r&0xfffe == 0xfffe, r == utf8.RuneError, r == '\ufffc':
-		return false // non-characters, the object replacement character
-	case !unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S, unicode.Zs):
-		return false // unassigned
-	}
-	return !slices.Contains(blankLooking, r)
 }
 
 // isoDuration is the ISO 8601 durations a timer takes: days, hours,

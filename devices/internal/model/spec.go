@@ -3,8 +3,8 @@ package model
 import (
 	"encoding/json"
 	"strings"
-	"unicode"
-	"unicode/utf8"
+
+	"github.com/pilothouse/pilothouse/internal/shown"
 
 	"github.com/pilothouse/pilothouse/pilotage"
 )
@@ -198,32 +198,11 @@ func mustJSON(v any) json.RawMessage {
 // maxShown bounds a name as the catalog shows it, in runes.
 const maxShown = 128
 
-// Shown is a name from the bus as the catalog shows it: without control
-// and format characters (a right-to-left override makes "kcol" read
-// "lock", a NUL or a BOM hides in a copy), at most maxShown runes.
-func Shown(s string) string {
-	plain := len(s) <= maxShown
-	for i := 0; plain && i < len(s); i++ {
-		plain = s[i] >= 0x20 && s[i] < 0x7f
-	}
-	if plain {
-		return s
-	}
-	var b strings.Builder
-	n := 0
-	for _, r := range s {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) || r == utf8.RuneError {
-			continue
-		}
-		if n == maxShown {
-			b.WriteRune('…')
-			break
-		}
-		b.WriteRune(r)
-		n++
-	}
-	return b.String()
-}
+// Shown is a name from the bus as the catalog shows it: without the
+// characters not shown as themselves (a right-to-left override makes
+// "kcol" read "lock", a NUL or a BOM hides in a copy), at most maxShown
+// runes.
+func Shown(s string) string { return shown.Clean(s, maxShown) }
 
 // maxSlug bounds an id segment made from a name, in bytes.
 const maxSlug = 64

@@ -13,6 +13,7 @@ func TestShownAndSlug(t *testing.T) {
 		{"\u202Ekcol", "kcol", "kcol"},
 		{"lamp\x00\uFEFF\u200F", "lamp", "lamp"},
 		{"Küche ☀", "Küche ☀", "k_che"},
+		{"Door\u3164\u2028", "Door", "door"}, // blank-looking, a line separator
 		{strings.Repeat("a", 5000), strings.Repeat("a", maxShown) + "…", strings.Repeat("a", maxSlug)},
 	} {
 		if got := Shown(tc.in); got != tc.shown {
