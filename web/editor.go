@@ -82,7 +82,7 @@ func (s *server) editorNew(w http.ResponseWriter, r *http.Request, ss *session) 
 	if slug := r.URL.Query().Get("recipe"); slug != "" {
 		rc, ok := s.recipes.get(s.e, slug)
 		if !ok {
-			if len(slug) > 80 || strings.Trim(slug, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
+			if !isSlug(slug) {
 				slug = "by that name" // not a slug: not echoed (it may hold direction marks)
 			} else {
 				slug = "called " + slug

@@ -161,6 +161,9 @@ func TestRecipeMakesItsHelpers(t *testing.T) {
 	if code != http.StatusNotFound || strings.Contains(body, "\u202e") || !strings.Contains(body, "no recipe by that name") {
 		t.Fatalf("an unknown recipe with a direction mark: %d", code)
 	}
+	if _, body, _ = owner.get("/editor?recipe=no-such-recipe"); !strings.Contains(body, "no recipe called no-such-recipe") {
+		t.Fatal("an unknown recipe's slug is not echoed")
+	}
 
 	guest := f.client()
 	guest.login(guestTok)

@@ -72,7 +72,7 @@ func parseRecipes(body string) []recipe {
 			continue
 		}
 		r := recipe{Title: strings.TrimSpace(title), Program: m[1], Params: "{}", Scenario: "{}"}
-		r.Slug = strings.Trim(slugChars.ReplaceAllString(strings.ToLower(r.Title), "-"), "-")
+		r.Slug = recipeSlug(r.Title)
 		if t := testRun.FindStringSubmatch(rest); t != nil {
 			r.Params, r.Scenario = splitInput(t[1])
 		}
@@ -83,6 +83,15 @@ func parseRecipes(body string) []recipe {
 	}
 	return out
 }
+
+// recipeSlug is a recipe's name in a URL: its title's letters and digits,
+// lowercase, words joined by '-'.
+func recipeSlug(title string) string {
+	return strings.Trim(slugChars.ReplaceAllString(strings.ToLower(title), "-"), "-")
+}
+
+// isSlug says whether s is a name recipeSlug could have made.
+func isSlug(s string) bool { return len(s) <= 80 && recipeSlug(s) == s }
 
 // splitInput splits a cookbook test run's `"input": {...}` into the
 // params (every member but scenario) and the scenario, pretty-printed.
