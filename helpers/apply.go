@@ -117,8 +117,8 @@ func (d *Def) checkNumber(v any) (any, error) {
 	if !ok {
 		return nil, invalid("%s is a %s: the value is a number, not %s", d.ID, d.Kind, show(v))
 	}
-	if d.Kind == Counter && f != math.Trunc(f) {
-		return nil, invalid("%s is a counter: %s is not a whole number", d.ID, num(f))
+	if d.Kind == Counter && (f != math.Trunc(f) || math.Abs(f) > maxCount) {
+		return nil, invalid("%s is a counter: %s is not a whole number within ±%d", d.ID, num(f), int64(maxCount))
 	}
 	if d.Min != nil && f < *d.Min {
 		return nil, invalid("%s: %s is below its min %s", d.ID, num(f), num(*d.Min))
@@ -232,9 +232,9 @@ func (d *Def) applyNumber(next Value, action string, args map[string]any) (outco
 	case "set":
 		return d.set(next, args["value"])
 	case "increment":
-		v = cur + d.Step
+		v = cur + *d.Step
 	case "decrement":
-		v = cur - d.Step
+		v = cur - *d.Step
 	case "reset":
 		if d.Kind != Counter {
 			return outcome{}, invalid("%s has no action %q", d.ID, action)
@@ -246,10 +246,10 @@ func (d *Def) applyNumber(next Value, action string, args map[string]any) (outco
 	}
 	v = math.Round(v*1e9) / 1e9 // 0.1 steps add up without drift
 	if d.Min != nil && v < *d.Min {
-		return outcome{}, invalid("%s: %s − %s would be below its min %s", d.ID, num(cur), num(d.Step), num(*d.Min))
+		return outcome{}, invalid("%s: %s − %s would be below its min %s", d.ID, num(cur), num(*d.Step), num(*d.Min))
 	}
 	if d.Max != nil && v > *d.Max {
-		return outcome{}, invalid("%s: %s + %s would be above its max %s", d.ID, num(cur), num(d.Step), num(*d.Max))
+		return outcome{}, invalid("%s: %s + %s would be above its max %s", d.ID, num(cur), num(*d.Step), num(*d.Max))
 	}
 	next["state"] = v
 	return outcome{value: next}, nil

@@ -70,7 +70,7 @@ type Def struct {
 	// Number and counter.
 	Min  *float64 `json:"min,omitempty" yaml:"min"`
 	Max  *float64 `json:"max,omitempty" yaml:"max"`
-	Step float64  `json:"step,omitempty" yaml:"step"`
+	Step *float64 `json:"step,omitempty" yaml:"step"` // nil: 1
 	Unit string   `json:"unit,omitempty" yaml:"unit"`
 	// Choice.
 	Options []string `json:"options,omitempty" yaml:"options"`
@@ -147,8 +147,8 @@ func (d *Def) Normalize() error {
 	if d.Area != "" && !idRE.MatchString(d.Area) {
 		return invalid("area %q: lowercase letters, digits and _", d.Area)
 	}
-	if refuses(d.Kind, "min") && (d.Min != nil || d.Max != nil || d.Step != 0) {
-		return invalid("%s helper: min, max and step are for number and counter helpers", d.Kind)
+	if err := d.refusedFields(); err != nil {
+		return err
 	}
 	switch d.Kind {
 	case Flag:
@@ -190,16 +190,78 @@ func (d *Def) normalizeNumber() error {
 	if d.Min != nil && d.Max != nil && *d.Min > *d.Max {
 		return invalid("min %s is above max %s", num(*d.Min), num(*d.Max))
 	}
-	if d.Step < 0 || math.IsNaN(d.Step) || math.IsInf(d.Step, 0) {
-		return invalid("step must be a positive number")
+	if d.Step == nil {
+		d.Step = &one
 	}
-	if d.Step == 0 {
-		d.Step = 1
+	if st := *d.Step; st <= 0 || math.IsNaN(st) || math.IsInf(st, 0) {
+		return invalid("step must be a positive number, not %s", num(st))
 	}
-	if d.Kind == Counter && (d.Step != math.Trunc(d.Step) || d.Unit != "") {
-		return invalid("counter helper: step is a whole number and there is no unit")
+	if d.Kind == Counter {
+		if err := d.countable(); err != nil {
+			return err
+		}
 	}
 	return d.checkInitial()
+}
+
+// one is the step of a number or counter that gives none.
+var one = 1.0
+
+// maxCount is the largest whole number a counter holds exactly (a float64's
+// 2^53): past it, increment would leave the count where it was.
+const maxCount = 1 << 53
+
+// countable checks a counter's step and bounds are whole numbers it can
+// count exactly.
+func (d *Def) countable() error {
+	if *d.Step != math.Trunc(*d.Step) || *d.Step > maxCount {
+		return invalid("counter helper: step is a whole number from 1 to %d, not %s", int64(maxCount), num(*d.Step))
+	}
+	for _, v := range []*float64{d.Min, d.Max} {
+		if v != nil && math.Abs(*v) > maxCount {
+			return invalid("counter helper: min and max within ±%d (a larger count is not exact)", int64(maxCount))
+		}
+	}
+	return nil
+}
+
+// given are the definition fields d sets, by the names Kinds uses.
+func (d *Def) given() []string {
+	var out []string
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{
+		{"min", d.Min != nil}, {"max", d.Max != nil}, {"step", d.Step != nil}, {"unit", d.Unit != ""},
+		{"options", len(d.Options) > 0}, {"max_length", d.MaxLength != 0}, {"mode", d.Mode != ""},
+		{"duration", d.Duration != ""}, {"initial", d.Initial != nil},
+	} {
+		if f.set {
+			out = append(out, f.name)
+		}
+	}
+	return out
+}
+
+// refusedFields refuses a field d's kind does not take (a unit on a
+// choice would be dropped without a word).
+func (d *Def) refusedFields() error {
+	for _, f := range d.given() {
+		if refuses(d.Kind, f) {
+			return invalid("%s helper: %s is not one of its fields (%s)", d.Kind, f, fieldsOf(d.Kind))
+		}
+	}
+	return nil
+}
+
+// fieldsOf lists the definition fields kind k takes.
+func fieldsOf(k Kind) string {
+	for _, row := range Kinds {
+		if row.Kind == k {
+			return strings.ReplaceAll(row.Fields, " ", ", ")
+		}
+	}
+	return ""
 }
 
 func (d *Def) normalizeChoice() error {

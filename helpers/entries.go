@@ -32,7 +32,7 @@ func (d *Def) stateSchema() map[string]any {
 		if d.Max != nil {
 			s["maximum"] = *d.Max
 		}
-		s["x-step"] = d.Step
+		s["x-step"] = *d.Step
 		if d.Unit != "" {
 			s["x-unit"] = d.Unit
 		}

@@ -60,7 +60,7 @@ func (h *house) noted(part string) bool {
 // schemas, control-risk actions in its area, and its actions go through
 // the catalog's Call like a device's.
 func TestCatalogEntries(t *testing.T) {
-	h := newHouse(t, t.TempDir(), time.Now, Def{ID: "target", Kind: Number, Min: fp(5), Max: fp(30), Step: 0.5, Unit: "°C", Area: "living"})
+	h := newHouse(t, t.TempDir(), time.Now, Def{ID: "target", Kind: Number, Min: fp(5), Max: fp(30), Step: fp(0.5), Unit: "°C", Area: "living"})
 	snap := h.cat.Snapshot()
 	dev, ok := snap.Get("target")
 	if !ok || dev.Kind != pilotage.KindDevice || !hasTag(dev.Tags, "type:helper") || !hasTag(dev.Tags, "area:living") {

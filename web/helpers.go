@@ -131,10 +131,7 @@ func helperForm(r *http.Request) (d engine.HelperDef, bad string) {
 		}
 		return &x
 	}
-	d.Min, d.Max = num("min"), num("max")
-	if st := num("step"); st != nil {
-		d.Step = *st
-	}
+	d.Min, d.Max, d.Step = num("min"), num("max"), num("step")
 	if ml := num("max_length"); ml != nil {
 		d.MaxLength = int(*ml)
 	}

@@ -26,7 +26,7 @@ func (l *cfgLoader) helper() listItem[helpers.Def] {
 		"id": l.str(&d.ID), "name": l.str(&d.Name), "kind": l.str(&kind), "area": l.str(&d.Area),
 		"tags": l.strList(&d.Tags, nonEmpty), "unit": l.str(&d.Unit), "mode": l.str(&d.Mode),
 		"min": l.float(&d.Min, -math.MaxFloat64, math.MaxFloat64), "max": l.float(&d.Max, -math.MaxFloat64, math.MaxFloat64),
-		"step": l.step(&d.Step), "options": l.strList(&d.Options, nonEmpty), "max_length": l.integer(&d.MaxLength),
+		"step": l.float(&d.Step, -math.MaxFloat64, math.MaxFloat64), "options": l.strList(&d.Options, nonEmpty), "max_length": l.integer(&d.MaxLength),
 		"duration": l.str(&d.Duration), "initial": l.scalar(&d.Initial),
 	}
 	return listItem[helpers.Def]{keys: keys, id: &d.ID,
@@ -44,17 +44,6 @@ func (l *cfgLoader) helper() listItem[helpers.Def] {
 			return d.Normalize()
 		},
 		done: func(*yaml.Node, string) (helpers.Def, error) { return d, nil }}
-}
-
-func (l *cfgLoader) step(dst *float64) handler {
-	return func(n *yaml.Node, key string) error {
-		var p *float64
-		if err := l.float(&p, 0, math.MaxFloat64)(n, key); err != nil {
-			return err
-		}
-		*dst = *p
-		return nil
-	}
 }
 
 // scalar reads a plain value: a boolean, a number or a string.
