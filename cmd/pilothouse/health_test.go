@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -54,4 +56,39 @@ func TestHealthzReportsStorageThatCannotWrite(t *testing.T) {
 		code, h := getHealth(t, a.URL())
 		return code == http.StatusOK && h.Storage.OK && h.Status == "ok"
 	})
+}
+
+// TestLossesAreSaidOnHealthzAndEveryPage: a rule the loop guard disabled
+// is counted on /healthz (runs.loops_stopped) and said, with the other
+// losses since the start, in load.warnings, which every web page shows.
+func TestLossesAreSaidOnHealthzAndEveryPage(t *testing.T) {
+	a := startTestApp(t, testConfig(t))
+	c := mcpClient(t, a.URL()+"/mcp", nil, "")
+	var prog map[string]any
+	_ = json.Unmarshal([]byte(`{"name":"loop","triggers":[{"id":"t","state":"living_plug.state"}],
+		"steps":[{"id":"flip","call":"living_plug.set","args":{"state":"TOGGLE"}}]}`), &prog)
+	if out, isErr := call(t, c, "pilotage_execute", map[string]any{"language": "automation/1", "program": prog}); isErr {
+		t.Fatalf("deploy: %v", out)
+	}
+	next := "ON"
+	if a.sim.State("living_plug")["state"] == "ON" {
+		next = "OFF"
+	}
+	if err := a.sim.Trigger(context.Background(), "living_plug", map[string]any{"state": next}); err != nil {
+		t.Fatal(err)
+	}
+	const said = "1 rules disabled because they kept firing themselves or each other"
+	testutil.Eventually(t, 15*time.Second, "the loop stopped and counted", func() bool {
+		_, h := getHealth(t, a.URL())
+		return h.Runs.LoopsStopped == 1 && len(h.Load.Warnings) == 1 && strings.HasPrefix(h.Load.Warnings[0], said)
+	})
+	resp, err := http.Get(a.URL() + "/devices")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if !strings.Contains(string(body), said) {
+		t.Errorf("/devices does not say the loop stopped:\n%.2000s", body)
+	}
 }

@@ -89,20 +89,45 @@ func (a *app) load() loadReport {
 		r.Warnings = append(r.Warnings, fmt.Sprintf("saturated: %d KiB of MQTT messages wait unread in the connection; events are answered late",
 			d.Unread>>10))
 	}
-	for _, w := range []struct {
-		n    uint64
-		text string
-	}{
-		{d.Backpressured, fmt.Sprintf("%d MQTT messages waited for the rule engine to catch up (%s in all): the broker was held back", d.Backpressured, d.Waited.Round(time.Millisecond))},
-		{d.Dropped, fmt.Sprintf("%d MQTT messages lost: a handler was stuck", d.Dropped)},
-		{d.Oversized, fmt.Sprintf("%d MQTT messages over mqtt.max_message_bytes skipped", d.Oversized)},
-		{rec.Summarized, fmt.Sprintf("%d firings recorded as summaries without their trace: the run recorder was behind", rec.Summarized)},
-		{rec.Dropped, fmt.Sprintf("%d firing records lost: the run recorder was far behind", rec.Dropped)},
-		{rec.Failed, fmt.Sprintf("%d firing records lost: the database refused them", rec.Failed)},
-	} {
-		if w.n > 0 {
-			r.Warnings = append(r.Warnings, w.text+" (since the start)")
+	r.Warnings = append(r.Warnings, sinceStart(
+		counted{d.Backpressured, fmt.Sprintf("%d MQTT messages waited for the rule engine to catch up (%s in all): the broker was held back", d.Backpressured, d.Waited.Round(time.Millisecond))},
+		counted{d.Dropped, fmt.Sprintf("%d MQTT messages lost: a handler was stuck", d.Dropped)},
+		counted{d.Oversized, fmt.Sprintf("%d MQTT messages over mqtt.max_message_bytes skipped", d.Oversized)},
+		counted{rec.Summarized, fmt.Sprintf("%d firings recorded as summaries without their trace: the run recorder was behind", rec.Summarized)},
+		counted{rec.Dropped, fmt.Sprintf("%d firing records lost: the run recorder was far behind", rec.Dropped)},
+		counted{rec.Failed, fmt.Sprintf("%d firing records lost: the database refused them", rec.Failed)},
+	)...)
+	r.Warnings = append(r.Warnings, a.losses()...)
+	return r
+}
+
+// losses are what the house did not keep or do since the start, beside
+// the load: each is on /healthz too, and said on every page.
+func (a *app) losses() []string {
+	h, l, runs := a.eng.HistoryStatus(), a.eng.LogbookStatus(), a.eng.RunStats()
+	return sinceStart(
+		counted{h.Dropped, fmt.Sprintf("%d device state changes not kept in the history: its queue was full", h.Dropped)},
+		counted{h.Failed, fmt.Sprintf("%d device state changes not kept in the history: the database refused them", h.Failed)},
+		counted{l.Dropped, fmt.Sprintf("%d logbook entries lost: the logbook's queue was full", l.Dropped)},
+		counted{l.Failed, fmt.Sprintf("%d logbook entries lost: the database refused them", l.Failed)},
+		counted{runs.LoopsStopped, fmt.Sprintf("%d rules disabled because they kept firing themselves or each other: the logbook says which", runs.LoopsStopped)},
+		counted{runs.DeniedUnstored, fmt.Sprintf("%d refused requests not stored: their principals had the most kept", runs.DeniedUnstored)},
+	)
+}
+
+// counted is a count since the start and what it says when it is not 0.
+type counted struct {
+	n    uint64
+	text string
+}
+
+// sinceStart says the counts that are not 0.
+func sinceStart(cs ...counted) []string {
+	var out []string
+	for _, c := range cs {
+		if c.n > 0 {
+			out = append(out, c.text+" (since the start)")
 		}
 	}
-	return r
+	return out
 }
