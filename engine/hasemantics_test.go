@@ -125,3 +125,33 @@ func TestFromForWindowSurvivesAChangeWhileDown(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenForWindowIsTheNextFire: while a "for" window is open, the rule's
+// next fire is the window's end, marked held (it fires then if the state
+// holds), as the web's rule page and pilothouse rules say; the window
+// closed, the rule waits for its next event again.
+func TestOpenForWindowIsTheNextFire(t *testing.T) {
+	h := newHouse(t, Config{Approval: noApproval})
+	h.set("living_thermostat", "system_mode", "heat")
+	h.deploy(`{"name":"left-heat","triggers":[{"id":"left","state":"living_thermostat.system_mode","from":"heat","for":"2m"}],
+	 "steps":[{"id":"tell","call":"notify.phone","args":{"message":"left heat"}}]}`)
+	ctx := context.Background()
+	if ri, err := h.eng.GetRule(ctx, "left-heat", 0); err != nil || ri.NextFire != nil || ri.NextFireHeld {
+		t.Fatalf("before any change: %v %v %v, want no next fire", err, ri.NextFire, ri.NextFireHeld)
+	}
+	opened := time.Now()
+	h.set("living_thermostat", "system_mode", "auto") // opens the window
+	var ri RuleInfo
+	testutil.Eventually(t, 10*time.Second, "the window's end as the next fire", func() bool {
+		ri, _ = h.eng.GetRule(ctx, "left-heat", 0)
+		return ri.NextFire != nil
+	})
+	if end := opened.Add(2 * time.Minute); !ri.NextFireHeld || !ri.Triggers[0].Held || ri.NextFire.Before(end.Add(-time.Second)) || ri.NextFire.After(end.Add(10*time.Second)) {
+		t.Fatalf("next fire %v held %v (trigger %+v), want about %v and held", ri.NextFire, ri.NextFireHeld, ri.Triggers[0], end)
+	}
+	h.set("living_thermostat", "system_mode", "heat") // back: the window closes
+	testutil.Eventually(t, 10*time.Second, "no next fire once the window closed", func() bool {
+		ri, _ = h.eng.GetRule(ctx, "left-heat", 0)
+		return ri.NextFire == nil && !ri.NextFireHeld
+	})
+}

@@ -26,6 +26,7 @@ func (at *armedTrigger) holdID() string {
 // when a window opens, so an idle trigger keeps only a nil pointer.
 type heldWindow struct {
 	timer         *time.Timer
+	deadline      time.Time // when it fires if the state holds
 	left, entered any
 	// each: a trigger by selector's windows, by state (its own timer
 	// is nil).
@@ -47,7 +48,7 @@ func (at *armedTrigger) openWindow(entity string, val, prev any, because string,
 	if d < 0 {
 		d = 0
 	}
-	w := &heldWindow{left: prev, entered: val}
+	w := &heldWindow{left: prev, entered: val, deadline: deadline}
 	at.setWindow(entity, w)
 	w.timer = time.AfterFunc(d, func() {
 		at.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -21,6 +22,32 @@ func (at *armedTrigger) window(entity string) *heldWindow {
 		return at.hold
 	}
 	return at.hold.each[entity]
+}
+
+// heldUntil is when the trigger's earliest open window fires if its state
+// holds.
+func (at *armedTrigger) heldUntil() (time.Time, bool) {
+	at.mu.Lock()
+	defer at.mu.Unlock()
+	var until time.Time
+	for _, w := range append([]*heldWindow{at.hold}, at.holdEach()...) {
+		if w != nil && !w.deadline.IsZero() && (until.IsZero() || w.deadline.Before(until)) {
+			until = w.deadline
+		}
+	}
+	return until, !until.IsZero()
+}
+
+// holdEach lists a trigger by selector's open windows; at.mu is held.
+func (at *armedTrigger) holdEach() []*heldWindow {
+	if at.hold == nil {
+		return nil
+	}
+	out := make([]*heldWindow, 0, len(at.hold.each))
+	for _, w := range at.hold.each {
+		out = append(out, w)
+	}
+	return out
 }
 
 // setWindow records (w != nil) or forgets entity's window; at.mu is held.

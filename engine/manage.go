@@ -163,7 +163,7 @@ func (ar *armedRule) describe(e *Engine, enabled bool, ri *RuleInfo) {
 		ri.Status = "broken"
 	case enabled:
 		ri.Status = "enabled"
-		ri.NextFire = info.NextFire
+		ri.NextFire, ri.NextFireHeld = info.NextFire, info.Held
 	default:
 		ri.Status = "disabled"
 	}

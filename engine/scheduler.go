@@ -105,6 +105,7 @@ type armedTrigger struct {
 type ruleArmInfo struct {
 	Triggers []pilotage.TriggerInfo
 	NextFire *time.Time
+	Held     bool // NextFire is an open "for" window's end
 }
 
 func newScheduler(e *Engine) *scheduler {
@@ -411,11 +412,14 @@ func (ar *armedRule) info(e *Engine) ruleArmInfo {
 		if k := t.Kind(); k == rules.TriggerCron || k == rules.TriggerTime || k == rules.TriggerSun {
 			ti.TimeZone = zoneText(e.cfg.TimeZone)
 		}
+		if until, held := at.heldUntil(); held && (next.IsZero() || until.Before(next)) {
+			next, ti.Held = until, true
+		}
 		if !next.IsZero() {
 			n := next.In(e.cfg.TimeZone)
 			ti.NextFire = &n
 			if out.NextFire == nil || n.Before(*out.NextFire) {
-				out.NextFire = &n
+				out.NextFire, out.Held = &n, ti.Held
 			}
 		}
 		out.Triggers = append(out.Triggers, ti)

@@ -46,6 +46,9 @@ type TriggerInfo struct {
 	Entity   string     `json:"entity,omitempty"`
 	Spec     string     `json:"spec,omitempty"`
 	NextFire *time.Time `json:"next_fire,omitempty"` // local, with its UTC offset
+	// Held: NextFire is the end of an open "for" window, when the trigger
+	// fires if its state holds until then.
+	Held bool `json:"held,omitempty"`
 	// TimeZone is the zone a schedule or sun trigger's times are in.
 	TimeZone string `json:"time_zone,omitempty"`
 	// Note says what the trigger does not do as written (a selector
@@ -55,19 +58,22 @@ type TriggerInfo struct {
 
 // RuleInfo is one installed rule as pilothouse_rules lists it.
 type RuleInfo struct {
-	Name        string          `json:"name"`
-	Status      string          `json:"status"` // enabled, disabled, broken
-	Broken      string          `json:"broken,omitempty"`
-	ProgramRef  string          `json:"program_ref"`
-	Description string          `json:"description,omitempty"`
-	MaxRisk     Risk            `json:"max_risk"`
-	Triggers    []TriggerInfo   `json:"triggers"`
-	NextFire    *time.Time      `json:"next_fire,omitempty"`
-	LastFirings []FiringInfo    `json:"last_firings"`
-	InstalledAt time.Time       `json:"installed_at"`
-	UpdatedAt   time.Time       `json:"updated_at"`
-	Principal   string          `json:"principal"`
-	Params      json.RawMessage `json:"params,omitempty"`
+	Name        string        `json:"name"`
+	Status      string        `json:"status"` // enabled, disabled, broken
+	Broken      string        `json:"broken,omitempty"`
+	ProgramRef  string        `json:"program_ref"`
+	Description string        `json:"description,omitempty"`
+	MaxRisk     Risk          `json:"max_risk"`
+	Triggers    []TriggerInfo `json:"triggers"`
+	NextFire    *time.Time    `json:"next_fire,omitempty"`
+	// NextFireHeld: NextFire is an open "for" window's end (it fires then
+	// if the state holds).
+	NextFireHeld bool            `json:"next_fire_held,omitempty"`
+	LastFirings  []FiringInfo    `json:"last_firings"`
+	InstalledAt  time.Time       `json:"installed_at"`
+	UpdatedAt    time.Time       `json:"updated_at"`
+	Principal    string          `json:"principal"`
+	Params       json.RawMessage `json:"params,omitempty"`
 	// Missing lists the catalog entries the rule references that are not
 	// in the catalog now (a device removed, renamed, or not announced yet
 	// since a restart): until they are back, the rule cannot fire, or

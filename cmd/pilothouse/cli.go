@@ -231,7 +231,10 @@ func triggerDetail(t pilotage.TriggerInfo, loc *time.Location) string {
 	if t.Spec != "" {
 		s += " " + t.Spec
 	}
-	if t.NextFire != nil {
+	switch {
+	case t.NextFire != nil && t.Held:
+		s += " (next " + houseTime(*t.NextFire, loc) + " if the state holds until then)"
+	case t.NextFire != nil:
 		s += " (next " + houseTime(*t.NextFire, loc) + ")"
 	}
 	return s

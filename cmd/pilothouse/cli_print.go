@@ -303,7 +303,11 @@ func printRules(w io.Writer, list []pilotage.RuleInfo, loc *time.Location) {
 			fmt.Fprintf(w, "    trigger %s: %s%s\n", t.ID, t.Kind, triggerDetail(t, loc))
 		}
 		if r.NextFire != nil {
-			fmt.Fprintf(w, "    next fire: %s\n", houseTime(*r.NextFire, loc))
+			held := ""
+			if r.NextFireHeld {
+				held = " if its state holds until then (a \"for\" window is open)"
+			}
+			fmt.Fprintf(w, "    next fire: %s%s\n", houseTime(*r.NextFire, loc), held)
 		}
 		for _, f := range r.LastFirings {
 			fmt.Fprintf(w, "    fired %s: %s (run %s)\n", houseTime(f.Started, loc), f.Status, f.RunID)

@@ -92,7 +92,7 @@ func waitFirings(ctx context.Context, cn *conn, at time.Time) []apiRun {
 
 func printFired(w io.Writer, runs []apiRun) {
 	if len(runs) == 0 {
-		fmt.Fprintf(w, "  fired: nothing within %s (no enabled rule listens to this change, its device says it is offline and rules do not fire on it, or its record comes later: pilothouse runs)\n", firingWait)
+		fmt.Fprintf(w, "  fired: nothing within %s (no enabled rule listens to this change, a rule holds it for a \"for\" duration and fires later if it stays (pilothouse rules says when), its device says it is offline and rules do not fire on it, or its record comes later: pilothouse runs)\n", firingWait)
 		return
 	}
 	for i := len(runs) - 1; i >= 0; i-- { // oldest first
