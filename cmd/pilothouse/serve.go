@@ -116,7 +116,19 @@ func (a *app) logStarted(t0 time.Time) {
 		principals = "0 (every caller is the owner: loopback only)"
 	}
 	a.log.Info("pilothouse started", "in", time.Since(t0).Round(time.Millisecond), "version", versionString(),
-		"config", cfgFile, "data", a.cfg.DataDir, "principals", principals, "devices", devs, "helpers", helps)
+		"config", cfgFile, "data", a.cfg.DataDir, "principals", principals, "devices", devs, "helpers", helps,
+		"time_zone", a.cfg.engineConfig().TimeZone.String(), "sun", a.sunSource())
+}
+
+// sunSource says where sun triggers' times are computed for.
+func (a *app) sunSource() string {
+	switch {
+	case a.cfg.Latitude != nil:
+		return fmt.Sprintf("%.4f, %.4f (configured)", *a.cfg.Latitude, *a.cfg.Longitude)
+	case a.cfg.Demo:
+		return "the demo house's example location, Greenwich: set --lat and --lon (or location in the configuration file) for your home"
+	}
+	return "no location: sun triggers are refused until --lat and --lon (or location in the configuration file) are set"
 }
 
 // shutdown stops every part within the shutdown budget.
