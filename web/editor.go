@@ -60,6 +60,9 @@ type editorResult struct {
 	Steps    []planStep
 	Test     *editorTest
 	Approval *pilotage.Approval
+	// Exists is the installed rule of the program's name a deploy from
+	// "New rule" did not replace: its page's Edit does.
+	Exists string
 }
 
 // editorTest is a test run's result: its outcome and trace steps.
@@ -187,7 +190,7 @@ func (s *server) editorOp(r *http.Request, ss *session, op string, d editorData)
 	if err != nil {
 		return nil, "", err
 	}
-	res.Valid, res.Diags, res.Plan = v.Valid, v.Diagnostics, v.Plan
+	res.Valid, res.Diags, res.Plan = v.Valid, forPerson(v.Diagnostics), v.Plan
 	if v.Plan != nil {
 		for i, st := range v.Plan.Steps {
 			res.Steps = append(res.Steps, planStep{PlanStep: st, N: i + 1})
@@ -243,7 +246,7 @@ func refused(res *editorResult, err error) bool {
 // rule's name when a deploy installed one.
 func executed(res *editorResult, resp *engine.ExecuteResponse, op string) string {
 	if len(resp.Diagnostics) > 0 {
-		res.Diags = append(res.Diags, resp.Diagnostics...)
+		res.Diags = append(res.Diags, forPerson(resp.Diagnostics)...)
 	}
 	if resp.Approval != nil && resp.Outcome.Status == "approval_pending" {
 		res.Approval = resp.Approval
@@ -254,6 +257,12 @@ func executed(res *editorResult, resp *engine.ExecuteResponse, op string) string
 		if resp.Trace != nil {
 			res.Test.Steps = resp.Trace.Steps
 		}
+		return ""
+	}
+	if resp.Outcome.Status == "rule_exists" && resp.Replaces != nil {
+		// The assistant's way (input.install.replace) is not the person's.
+		res.Error = "Not deployed: a rule named " + resp.Replaces.Rule + " is installed already (another program). To change it, use Edit on its page; to keep both, give this program another \"name\"."
+		res.Exists = resp.Replaces.Rule
 		return ""
 	}
 	if !resp.Outcome.OK {

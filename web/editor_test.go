@@ -118,6 +118,31 @@ func TestEditorValidate(t *testing.T) {
 	}
 }
 
+// TestEditorHintsForAPerson: the editor says a diagnostic's hint as the
+// web's pages do (the Devices page, a rule's Edit), never with the tool
+// names or input members an assistant is told.
+func TestEditorHintsForAPerson(t *testing.T) {
+	f := newFixture(t, testPrincipals())
+	f.deploy(testPrincipals()[0], motionRule)
+	c := f.client()
+	c.login(ownerTok)
+	tok := c.csrf("/editor")
+	for _, tc := range []struct{ name, program, want string }{
+		{"unknown entry", strings.Replace(motionRule, "hall_light.set", "zzqx_qqq.set", 1), "Devices page"},
+		{"bad arguments", strings.Replace(motionRule, `"brightness": 180`, `"glow": 1`, 1), "a device's page shows them"},
+		{"selector matching nothing", strings.Replace(motionRule, `"call": "hall_light.set"`, `"call": {"area": "attic", "type": "light", "action": "set"}`, 1), "Devices page shows by area and type"},
+		{"a rule of the name installed", strings.Replace(motionRule, `"brightness": 180`, `"brightness": 90`, 1), "use Edit on its page"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, out := c.editorOp(tok, "validate", tc.program, "{}", "{}")
+			got, _ := json.Marshal(out["diagnostics"])
+			if !strings.Contains(string(got), tc.want) || strings.Contains(string(got), "pilotage_") || strings.Contains(string(got), "install.replace") {
+				t.Fatalf("diagnostics %s, want %q and no assistant's words", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestEditorTestRun: a test run runs the program as written with the
 // params and the scenario, answers with its steps and a link to the stored
 // trace, and sends nothing.
@@ -169,6 +194,14 @@ func TestEditorDeployForm(t *testing.T) {
 	}
 	_, body, _ := c.get("/rules/hall-motion-light")
 	mustContain(t, "rule page", body, "Deployed: rule hall-motion-light is installed")
+
+	// Another program of the same name from "New rule" is not installed
+	// over it: the person is sent to the rule's Edit, not told about
+	// input.install.replace (the assistant's way).
+	other := url.Values{"csrf": {c.csrf("/editor")}, "op": {"deploy"}, "program": {strings.Replace(motionRule, `"brightness": 180`, `"brightness": 90`, 1)}, "params": {"{}"}}
+	_, body, _ = c.post("/editor", other)
+	mustContain(t, "a second program of the name", body, "use Edit on its page", `<a href="/rules/hall-motion-light">Open hall-motion-light</a>`)
+	mustNotContain(t, "a second program of the name", body, "install.replace")
 
 	// The no-JS validate renders the page again with the diagnostics.
 	form.Set("op", "validate")
