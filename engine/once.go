@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
@@ -33,6 +34,9 @@ func (e *Engine) runOnce(ctx context.Context, p *Principal, runID string, c *rul
 	if msg := riskGate(plan, confirmed); msg != "" {
 		return refuse(rules.StatusDenied, msg)
 	}
+	if msg := e.handGate(p, plan); msg != "" {
+		return refuse(rules.StatusDenied, msg)
+	}
 	// The run outlives a caller that hangs up (a command half sent is
 	// worse than one finished), within the wall-time bound.
 	runCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), e.cfg.Limits.MaxWall)
@@ -54,6 +58,20 @@ func (e *Engine) runOnce(ctx context.Context, p *Principal, runID string, c *rul
 		resp.Output = map[string]any{"calls": calls, "vars": orEmptyMap(res.Vars)}
 	}
 	return resp
+}
+
+// handGate refuses a manual run the principal's risk-gate policy would
+// send to a person for approval, unless the principal is such a person:
+// an assistant logged in to the web UI with its own token confirms its
+// own controls, so the confirmation is no human's (spec §7.3).
+func (e *Engine) handGate(p *Principal, plan *pilotage.Plan) string {
+	reasons := e.approvals.PolicyOf(p).Reasons(plan)
+	if len(reasons) == 0 || e.approvals.MayApprove(p, p.Name) {
+		return ""
+	}
+	return "principal " + quote(p.Name) + " may not send this by hand: its risky actions need a person's approval (" +
+		strings.Join(reasons, ", ") + "), and it may not approve its own; a person who may approve (the owner) sends it, or a rule deployed by " +
+		quote(p.Name) + " asks for that approval"
 }
 
 // riskGate refuses a plan that is destructive or leaves the house unless

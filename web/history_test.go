@@ -247,3 +247,29 @@ func TestBandSummarySaysPartialCounts(t *testing.T) {
 		}
 	}
 }
+
+// TestGatedLoginCannotConfirmItsOwnSecurityControl: a principal whose
+// risky actions need a person's approval (an assistant, logged in to the
+// web UI with its own token) is refused a security control even when it
+// confirms it: its confirmation is no person's. Nothing is published.
+func TestGatedLoginCannotConfirmItsOwnSecurityControl(t *testing.T) {
+	kid := &engine.Principal{Name: "kid", TokenHash: engine.HashToken(kidTok), Deploy: true, Approval: &engine.ApprovalPolicy{}}
+	f := newFixture(t, append(testPrincipals(), kid))
+	c := f.client()
+	c.login(kidTok)
+	form := url.Values{"csrf": {c.csrf("/devices/front_lock")}, "action": {"front_lock.set"}, "arg.state": {"UNLOCK"}, "confirm": {"security"}}
+	_, _, h := c.post("/devices/front_lock/control", form)
+	_, body, _ := c.get(h.Get("Location"))
+	mustContain(t, "the kid's confirmed unlock", body, "denied", "may not send this by hand", "destructive: front_lock.set")
+	runs, _ := f.store.ListRuns(context.Background(), storage.RunFilter{Kind: storage.KindManual})
+	for _, r := range runs {
+		if r.OK {
+			t.Fatalf("the kid's unlock ran: %+v", r)
+		}
+	}
+	// A control its policy does not gate is its to send.
+	form = url.Values{"csrf": {c.csrf("/devices/hall_light")}, "action": {"hall_light.set"}, "arg.state": {"ON"}}
+	_, _, h = c.post("/devices/hall_light/control", form)
+	_, body, _ = c.get(h.Get("Location"))
+	mustContain(t, "the kid's light", body, "success")
+}
