@@ -588,3 +588,40 @@ func TestNarrowDeployerCannotReplaceHiddenRule(t *testing.T) {
 		}
 	}
 }
+
+// TestGatedDeployerCannotSwitchOffAnotherRiskyRule: a deployer whose
+// policy sends risky plans to a person (an assistant) may not disable,
+// enable or remove a risky rule another principal installed (the owner's
+// approved night lock): it could disarm what a person approved. Its own
+// rules and harmless ones of others stay its to manage.
+func TestGatedDeployerCannotSwitchOffAnotherRiskyRule(t *testing.T) {
+	owner := &Principal{Name: "owner", TokenHash: HashToken("o"), Deploy: true, Approval: &noApproval}
+	bot := &Principal{Name: "assistant", TokenHash: HashToken("a"), Deploy: true, Approval: &ApprovalPolicy{}}
+	h := newHouse(t, Config{Principals: []*Principal{owner, bot}})
+	octx := WithPrincipal(context.Background(), owner)
+	actx := WithPrincipal(context.Background(), bot)
+	for _, prog := range []string{
+		`{"name":"night-lock","triggers":[{"id":"t","cron":"0 0 23 * * *"}],"steps":[{"id":"s","call":"front_lock.set","args":{"state":"LOCK"}}]}`,
+		`{"name":"porch-off","triggers":[{"id":"t","cron":"0 0 23 * * *"}],"steps":[{"id":"s","call":"porch_light.set","args":{"state":"OFF"}}]}`,
+	} {
+		if r, err := h.eng.Execute(octx, ExecuteRequest{Program: json.RawMessage(prog)}); err != nil || !r.Outcome.OK {
+			t.Fatalf("owner deploy: %+v %v", r, err)
+		}
+	}
+	var re *pilotage.RequestError
+	if _, err := h.eng.SetRuleEnabled(actx, "night-lock", false); !errors.As(err, &re) || !strings.Contains(re.Message, "destructive: front_lock.set") {
+		t.Fatalf("the assistant disabled the owner's lock rule: %v", err)
+	}
+	if _, err := h.eng.RemoveRule(actx, "night-lock"); !errors.As(err, &re) {
+		t.Fatalf("the assistant removed the owner's lock rule: %v", err)
+	}
+	if ri, err := h.eng.GetRule(octx, "night-lock", 0); err != nil || ri.Status != "enabled" {
+		t.Fatalf("the owner's lock rule: %+v %v", ri.Status, err)
+	}
+	if _, err := h.eng.SetRuleEnabled(actx, "porch-off", false); err != nil {
+		t.Fatalf("the assistant may switch a harmless rule: %v", err)
+	}
+	if _, err := h.eng.SetRuleEnabled(octx, "night-lock", false); err != nil {
+		t.Fatalf("the owner may switch its lock rule: %v", err)
+	}
+}

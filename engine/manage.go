@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
@@ -176,8 +177,8 @@ func (e *Engine) SetRuleEnabled(ctx context.Context, name string, on bool) (Rule
 	if err != nil {
 		return RuleInfo{}, err
 	}
-	if !e.principal(ctx).Deploy {
-		return RuleInfo{}, ErrNotAllowed
+	if err := e.mayManage(ctx, ri, "switch"); err != nil {
+		return RuleInfo{}, err
 	}
 	cancelled, err := e.switchRule(ctx, name, on, Event{OK: true, Principal: ri.Principal, Ref: ri.ProgramRef})
 	if err != nil {
@@ -210,6 +211,34 @@ func CancelledNote(n int) string {
 	return rules.Plural(n, "run", "") + " in progress cancelled: the steps not reached yet (such as turning a light back off) will not run; check the devices they control"
 }
 
+// mayManage says whether the caller may switch or remove (verb) the rule
+// ri: it may deploy, and a rule another principal installed whose plan its
+// risk-gate policy would send to a person (a night lock rule) is only its
+// to switch off or on when it may approve its own requests; else an
+// assistant could disarm what a person approved.
+func (e *Engine) mayManage(ctx context.Context, ri RuleInfo, verb string) error {
+	p := e.principal(ctx)
+	if !p.Deploy {
+		return ErrNotAllowed
+	}
+	if ri.Principal == p.Name || e.approvals.MayApprove(p, p.Name) {
+		return nil
+	}
+	ar := e.sched.ruleByName(ri.Name)
+	if ar == nil {
+		return nil
+	}
+	plan := ar.c.Plan
+	if plan == nil {
+		plan = rules.BuildPlan(ar.c)
+	}
+	if reasons := e.approvals.PolicyOf(p).Reasons(plan); len(reasons) > 0 {
+		return pilotage.Errorf(pilotage.ErrInvalidRequest, fmt.Sprintf("principal %s may not %s rule %s: %s installed it, and its plan needs a person's approval for %s (%s); a person who may approve (the owner) can",
+			quote(p.Name), verb, quote(ri.Name), quote(ri.Principal), quote(p.Name), strings.Join(reasons, ", ")))
+	}
+	return nil
+}
+
 // RemoveRule uninstalls a visible rule. Its promoted programs stay (they are
 // immutable history, and rollback targets). It returns how many of the
 // rule's runs in progress were cancelled.
@@ -218,8 +247,8 @@ func (e *Engine) RemoveRule(ctx context.Context, name string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if !e.principal(ctx).Deploy {
-		return 0, ErrNotAllowed
+	if err := e.mayManage(ctx, ri, "remove"); err != nil {
+		return 0, err
 	}
 	if err := e.store.RemoveRule(ctx, name); err != nil {
 		return 0, fmt.Errorf("engine: removing rule: %w", err)
