@@ -35,6 +35,11 @@ type approvalData struct {
 	Params    string
 	Diff      []diffLine
 	ParamsWas string // the installed rule's input, when it differs
+	// InstallNow: the viewer asked for it, it is approved and unused: the
+	// page offers the deploy again (the editor's, with this program and
+	// input; ReplaceRule when it replaces an installed rule).
+	InstallNow  bool
+	ReplaceRule string
 }
 
 func (s *server) approvalPage(w http.ResponseWriter, r *http.Request, ss *session) {
@@ -48,7 +53,9 @@ func (s *server) approvalPage(w http.ResponseWriter, r *http.Request, ss *sessio
 		return
 	}
 	data := approvalData{A: d, Program: prettyJSON(d.Program), Params: prettyJSON(orEmptyObject(d.Params))}
+	data.InstallNow = d.Status == "approved" && d.UsedRun == "" && d.Principal == ss.principal.Name && ss.principal.Deploy
 	if d.Installed != nil {
+		data.ReplaceRule = d.Rule
 		data.Diff = lineDiff(prettyJSON(d.Installed), data.Program)
 		if was := prettyJSON(orEmptyObject(d.InstalledParams)); was != data.Params {
 			data.ParamsWas = was

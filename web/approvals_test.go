@@ -3,8 +3,10 @@ package web
 import (
 	"context"
 	"encoding/json"
+	"html"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -66,9 +68,19 @@ func TestApprovalPages(t *testing.T) {
 	if code, _, h := oc.post(page+"/approve", url.Values{"csrf": {oc.csrf(page)}}); code != http.StatusSeeOther || h.Get("Location") != page {
 		t.Fatalf("approve: %d %v", code, h)
 	}
-	if r := deploy(lockRule); !r.Outcome.OK || r.Approval == nil || r.Approval.DecidedBy != "owner" || r.Approval.Channel != engine.ChannelWeb {
-		t.Fatalf("retry after approval: %+v", r)
+	// The requester installs it from the page: the form sends the same
+	// program and input, replacing the installed rule as it asked.
+	_, body, _ = kc.get(page)
+	mustContain(t, "the requester's approved page", body, `id="install-now"`, `name="rule" value="night-lock"`)
+	mustNotContain(t, "the owner's approved page", func() string { _, b, _ := oc.get(page); return b }(), `id="install-now"`)
+	form := url.Values{"csrf": {kc.csrf(page)}}
+	for _, m := range regexp.MustCompile(`<input type="hidden" name="(op|program|params|rule)" value="([^"]*)">`).FindAllStringSubmatch(body, -1) {
+		form.Set(m[1], html.UnescapeString(m[2]))
+	}
+	if code, _, h := kc.post("/editor", form); code != http.StatusSeeOther || h.Get("Location") != "/rules/night-lock" {
+		t.Fatalf("install now: %d %v", code, h)
 	}
 	_, body, _ = oc.get(page)
 	mustContain(t, "decided page", body, "used", "approved by owner (web)")
+	mustNotContain(t, "used page", body, `id="install-now"`)
 }
