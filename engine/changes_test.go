@@ -62,6 +62,10 @@ func TestSinceSurvivesRestart(t *testing.T) {
 		m, _ := h.devs.Live("hall_motion.occupancy")
 		return d.Value == false && m.Value == false
 	})
+	// lookup get's live value, asked first, agrees with since().
+	if l, ok := h.eng.Live(ctx, "front_door.contact"); !ok || l.LastChanged.Sub(now.Add(-2*time.Hour)).Abs() > time.Second {
+		t.Errorf("lookup's last_changed %v, want %v (what since() counts from)", l.LastChanged, now.Add(-2*time.Hour))
+	}
 	resp := h.execute(ExecuteRequest{TestRun: true, Program: json.RawMessage(`{"name": "since",
 	  "triggers": [{"id": "t", "event": "bedroom_remote.action"}],
 	  "steps": [{"id": "read", "set": {"door": "{{ since('front_door.contact') }}", "hall": "{{ since('hall_motion.occupancy') }}",

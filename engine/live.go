@@ -17,11 +17,20 @@ func (e *Engine) Live(ctx context.Context, id string) (pilotage.Live, bool) {
 	if e.devs == nil {
 		return pilotage.Live{}, false
 	}
-	en, ok := e.cat.View(e.principal(ctx)).Get(id)
+	p := e.principal(ctx)
+	en, ok := e.cat.View(p).Get(id)
 	if !ok || en.Kind == pilotage.KindAutomation {
 		return pilotage.Live{}, false
 	}
-	return e.devs.Live(id)
+	l, ok := e.devs.Live(id)
+	if ok && en.Kind == pilotage.KindState && l.FirstValue {
+		// The first value after a start: since when it has held it is what
+		// since() reads (the history's, when it is the value before).
+		if at, known := e.lastChanged(p, id); known {
+			l.LastChanged = at
+		}
+	}
+	return l, ok
 }
 
 // LiveKind classifies a LiveChange.
