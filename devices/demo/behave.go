@@ -174,7 +174,13 @@ func (s *Sim) plugNoise() {
 		if d.state["state"] != "ON" {
 			return false
 		}
-		p := round(clamp(62+j, 0, 3600), 1)
+		// Noise of a few percent around the draw set last, so a draw
+		// someone set (a washing machine done at 3 W) stays about there.
+		base := d.drawLevel
+		if base <= 0 {
+			base = 62
+		}
+		p := round(clamp(base+j*base/62, 0, 3600), 1)
 		e, _ := d.state["energy"].(float64)
 		d.state["power"] = p
 		// Energy as if this power had been drawn since the last report.

@@ -149,12 +149,15 @@ func (d *device) sideEffects(set map[string]any) {
 			}
 		}
 	case "switch":
+		if p, ok := set["power"].(float64); ok {
+			d.drawLevel = p
+		}
 		switch set["state"] {
 		case "OFF":
 			d.state["power"] = 0.0
 		case "ON":
 			if p, _ := d.state["power"].(float64); p == 0 {
-				d.state["power"] = 60.0
+				d.state["power"], d.drawLevel = 60.0, 60.0
 			}
 		}
 	case "lock":

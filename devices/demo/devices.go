@@ -93,6 +93,9 @@ type device struct {
 	clusters     []string
 	exposes      []expose
 	state        map[string]any
+	// drawLevel is the draw a plug's noise varies around: the one set
+	// last (0: its usual 62 W).
+	drawLevel float64
 	props        map[string]*expose // flattened exposes by property
 }
 

@@ -394,6 +394,10 @@ func (s *Sim) Trigger(ctx context.Context, name string, patch map[string]any) er
 			next[k] = val
 		}
 		maps.Copy(d.state, next)
+		// As the device would report it (a lock's lock_state follows its
+		// state), but what was given explicitly stands.
+		d.sideEffects(next)
+		maps.Copy(d.state, next)
 		return true, nil
 	})
 }
