@@ -153,7 +153,8 @@ func TestEditorTestRun(t *testing.T) {
 	tok := c.csrf("/editor")
 	_, out := c.editorOp(tok, "test", motionRule, "{}", `{"trigger": "motion"}`)
 	panel := out["panel"].(string)
-	mustContain(t, "test panel", panel, `id="ed-test"`, "success", "hall_light.set", `href="/runs/`)
+	mustContain(t, "test panel", panel, `id="ed-test"`, "success", "hall_light.set", `href="/runs/`,
+		`<div class="sub decision">test run: scenario</div>`) // why the trigger fired, beside it
 	if s := out["summary"].(string); !strings.Contains(s, "Test run finished: success") {
 		t.Fatalf("summary %q", s)
 	}
