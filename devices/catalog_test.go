@@ -271,7 +271,7 @@ func TestCallPublishes(t *testing.T) {
 		{"kitchen_2.set", map[string]any{"brightness": 10}, nil, "kitchen_2.set: brightness: unknown argument"},
 		{"kitchen_2.set", map[string]any{"state": "ON"}, []published{{"homeassistant/light/kitchen/set", `{"state":"ON"}`, 1}}, ""},
 		{"pi_touchscreen.current_brightness.set", map[string]any{"value": 200}, []published{{"pi_ts_control/brightness/set", "200", 1}}, ""},
-		{"notify.phone", map[string]any{"message": "hi"}, []published{{"notify/phone", `{"message":"hi","title":""}`, 1}}, ""},
+		{"notify.phone", map[string]any{"message": "hi"}, []published{{"notify/phone", `{"message":"hi"}`, 1}}, ""},
 		{"notify.phone", map[string]any{"title": "x"}, nil, "notify.phone: argument message is required"},
 		{"hallway_motion.occupancy", map[string]any{"x": 1}, nil, `devices: unknown action "hallway_motion.occupancy"`},
 	}

@@ -70,7 +70,7 @@ func notifyAction(ch NotifyChannel, counts *notifyCounters) *action {
 		message, _ := args["message"].(string)
 		switch {
 		case ch.Topic != "":
-			return p.PublishJSON(ctx, ch.Topic, map[string]any{"message": message, "title": title})
+			return p.PublishJSON(ctx, ch.Topic, notifyBody(message, title))
 		case ch.Ntfy != "" && p.record != nil:
 			*p.record = append(*p.record, Published{URL: ch.Ntfy, Payload: message})
 			return nil
@@ -80,9 +80,9 @@ func notifyAction(ch NotifyChannel, counts *notifyCounters) *action {
 				return ntfyRequest(ctx, ch, title, message, prio)
 			})
 		case ch.URL != "" && p.record != nil:
-			return p.recordPost(ch.URL, map[string]any{"message": message, "title": title})
+			return p.recordPost(ch.URL, notifyBody(message, title))
 		case ch.URL != "":
-			body, err := json.Marshal(map[string]any{"message": message, "title": title})
+			body, err := json.Marshal(notifyBody(message, title))
 			if err != nil {
 				return err
 			}
@@ -175,6 +175,15 @@ func post(ctx context.Context, hc *http.Client, timeout time.Duration, newReq fu
 	default:
 		return fmt.Errorf("answered %s (%w)", resp.Status, errPermanent)
 	}
+}
+
+// notifyBody is a notification's JSON: its message, and its title when
+// it has one (receivers show an empty one as a blank heading).
+func notifyBody(message, title string) map[string]any {
+	if title == "" {
+		return map[string]any{"message": message}
+	}
+	return map[string]any{"message": message, "title": title}
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
