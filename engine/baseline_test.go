@@ -149,3 +149,28 @@ func TestRestartChangeFiresOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestRestartWithHistoryOff: with the history off nothing records the
+// value seen at a start, so no value from before a start is known (rows
+// from when it was on are stale): a state changed while the server was
+// down fires at no start, rather than at every one.
+func TestRestartWithHistoryOff(t *testing.T) {
+	h := newHouse(t, Config{})
+	h.deploy(`{"name":"opened","mode":"parallel","triggers":[{"id":"o","state":"front_door.contact","to":false}],
+	 "steps":[{"id":"note","set":{"seen":"{{ trigger.value }}"}}]}`)
+	h.set("front_door", "contact", false)
+	h.set("front_door", "contact", true)
+	testutil.Eventually(t, 5*time.Second, "the live firing", func() bool { return len(h.firings("opened")) == 1 })
+	h.cfg.History.Off = true
+	for n := range 3 {
+		h.restartProcess(40+n, func() {
+			if n == 0 {
+				h.set("front_door", "contact", false)
+			}
+		}, true)
+	}
+	h.eng.Close() // waits for the firings and writes their records
+	if runs := h.firings("opened"); len(runs) != 1 {
+		t.Fatalf("%d firings of opened, want only the live one; newest %s", len(runs), runs[0].Envelope)
+	}
+}
