@@ -14,8 +14,10 @@ import (
 // not at all); for a rule that was installed before this start that
 // value is a baseline, not a change (Home Assistant never triggers on
 // bootstrap). The value the state history recorded before the start
-// decides: the same value (or none recorded) fires nothing; a different
-// one is a change from the recorded value, and the trace says so.
+// decides: the same value (or none recorded, or the history off) fires
+// nothing; a different one is a change from the recorded value, and the
+// trace says so. The history records each start's first values, so a
+// change seen at one start is the value before the next.
 
 // baselineBudget bounds the history reads of one start-up.
 const baselineBudget = 5 * time.Second
@@ -57,7 +59,9 @@ func (s *scheduler) loadBaselines(ctx context.Context) (reported []string) {
 			reported = append(reported, id)
 		}
 		b := baseline{}
-		if s.e.store != nil && ctx.Err() == nil {
+		// With the history off nothing records the values seen from now
+		// on: a row from when it was on would fire again at every start.
+		if s.e.hist != nil && ctx.Err() == nil {
 			if v, ok, err := s.e.store.HistoryBefore(ctx, id, before); err != nil {
 				s.e.log.Warn("reading a state's value from before the start", "id", id, "err", err)
 			} else if ok {

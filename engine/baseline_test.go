@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -106,5 +107,70 @@ func TestRestartIsNoChange(t *testing.T) {
 			t.Fatalf("catalog first %v: %d firings after %d; want %q in %s", tc.catalogFirst, len(runs), before, tc.want, runs[0].Envelope)
 		}
 		before = len(runs)
+	}
+}
+
+// TestRestartChangeFiresOnce: a state that changed while the server was
+// down fires once, at the first start; the value seen then is the value
+// before the next restart, so later restarts with no change in between
+// fire nothing, whichever of the catalog and the engine starts first.
+// A second rule, on a state changed during every downtime, shows each
+// start has replayed its first values.
+func TestRestartChangeFiresOnce(t *testing.T) {
+	for i, catalogFirst := range []bool{false, true} {
+		t.Run(fmt.Sprintf("catalog first %v", catalogFirst), func(t *testing.T) {
+			h := newHouse(t, Config{})
+			h.deploy(`{"name":"opened","mode":"parallel","triggers":[{"id":"o","state":"front_door.contact","to":false}],
+			 "steps":[{"id":"note","set":{"seen":"{{ trigger.value }}"}}]}`)
+			h.deploy(`{"name":"setpoint","mode":"parallel","triggers":[{"id":"s","state":"living_thermostat.occupied_heating_setpoint"}],
+			 "steps":[{"id":"note","set":{"seen":"{{ trigger.value }}"}}]}`)
+			h.set("living_thermostat", "occupied_heating_setpoint", 21.0)
+			h.set("front_door", "contact", false)
+			h.set("front_door", "contact", true)
+			testutil.Eventually(t, 5*time.Second, "the live firing", func() bool { return len(h.firings("opened")) == 1 })
+			setpoints := len(h.firings("setpoint"))
+			for n, sp := range []float64{22, 23, 24} {
+				h.restartProcess(20+10*i+n, func() {
+					if n == 0 {
+						h.set("front_door", "contact", false)
+					}
+					h.set("living_thermostat", "occupied_heating_setpoint", sp)
+				}, catalogFirst)
+				testutil.Eventually(t, 10*time.Second, "the setpoint firing of start "+itoa(n+1), func() bool { return len(h.firings("setpoint")) > setpoints+n })
+			}
+			h.eng.Close() // waits for the firings and writes their records
+			runs := h.firings("opened")
+			if len(runs) != 2 || !strings.Contains(string(runs[0].Envelope), "front_door.contact changed from true (its value before the restart) to false") {
+				t.Fatalf("%d firings of opened, want the live one and the first start's; newest %s", len(runs), runs[0].Envelope)
+			}
+			if got := len(h.firings("setpoint")) - setpoints; got != 3 {
+				t.Fatalf("%d firings of setpoint over 3 starts, want 3", got)
+			}
+		})
+	}
+}
+
+// TestRestartWithHistoryOff: with the history off nothing records the
+// value seen at a start, so no value from before a start is known (rows
+// from when it was on are stale): a state changed while the server was
+// down fires at no start, rather than at every one.
+func TestRestartWithHistoryOff(t *testing.T) {
+	h := newHouse(t, Config{})
+	h.deploy(`{"name":"opened","mode":"parallel","triggers":[{"id":"o","state":"front_door.contact","to":false}],
+	 "steps":[{"id":"note","set":{"seen":"{{ trigger.value }}"}}]}`)
+	h.set("front_door", "contact", false)
+	h.set("front_door", "contact", true)
+	testutil.Eventually(t, 5*time.Second, "the live firing", func() bool { return len(h.firings("opened")) == 1 })
+	h.cfg.History.Off = true
+	for n := range 3 {
+		h.restartProcess(40+n, func() {
+			if n == 0 {
+				h.set("front_door", "contact", false)
+			}
+		}, true)
+	}
+	h.eng.Close() // waits for the firings and writes their records
+	if runs := h.firings("opened"); len(runs) != 1 {
+		t.Fatalf("%d firings of opened, want only the live one; newest %s", len(runs), runs[0].Envelope)
 	}
 }

@@ -26,7 +26,7 @@ func TestDevicePageHistoryAndRanges(t *testing.T) {
 	mustContain(t, "device page", body,
 		`<script type="application/json" id="chart-data">`, `"id":"hall_motion.occupancy"`, `"kind":"band"`,
 		`"id":"hall_motion.illuminance"`, `"kind":"line"`, `"unit":"lx"`,
-		`data-chart="hall_motion.occupancy"`, `3 changes, true 2×, false 1×`, // the caption says it in words
+		`data-chart="hall_motion.occupancy"`, `4 changes, false 2×, true 2×`, // in words; the value at the start counts
 		`href="/devices/hall_motion?range=7d"`, "Fitted to the recorded data", // a fresh install's minutes fill the chart
 		`/static/vendor/uplot/uPlot.iife.min.js`, `/static/charts.js`)
 	_, body, _ = c.get("/devices/hall_motion?range=1h")

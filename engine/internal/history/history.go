@@ -13,6 +13,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine/internal/background"
+	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -84,6 +85,8 @@ type Recorder struct {
 	stop  chan struct{}
 	done  chan struct{}
 	unsub func()
+	// fed holds the states the feed reported while Start seeds (nil after).
+	fed map[string]struct{}
 
 	started                           atomic.Bool
 	dropped, written, failed, trimmed atomic.Uint64
@@ -115,6 +118,9 @@ func (h *Recorder) onChange(c devices.Change) {
 		return
 	}
 	h.mu.Lock()
+	if h.fed != nil {
+		h.fed[c.ID] = struct{}{}
+	}
 	n := len(h.buf)
 	if n == cap(h.buf) {
 		h.mu.Unlock()
@@ -131,11 +137,56 @@ func (h *Recorder) onChange(c devices.Change) {
 	}
 }
 
-// Start starts the writer and subscribes to the catalog.
+// Start starts the writer, subscribes to the catalog and records the
+// values that arrived before it subscribed.
 func (h *Recorder) Start(ctx context.Context) {
 	h.started.Store(true)
 	go h.loop(ctx)
+	h.mu.Lock()
+	h.fed = map[string]struct{}{}
+	h.mu.Unlock()
 	h.unsub = h.devs.Subscribe(h.onChange)
+	h.seed()
+}
+
+// seed records the current value of every state the feed has not
+// reported since Start subscribed: the catalog starts first, and the next
+// start reads this row as the value before its restart (without it a
+// change seen at this start would fire again at every start).
+func (h *Recorder) seed() {
+	for _, e := range h.devs.Snapshot().Entries() {
+		if e.Kind != pilotage.KindState {
+			continue
+		}
+		l, ok := h.devs.Live(e.ID)
+		if !ok || l.Value == nil || l.LastChanged.IsZero() {
+			continue
+		}
+		if !h.seedOne(e.ID, l) {
+			h.Sync() // a full queue is written, not dropped
+			if !h.seedOne(e.ID, l) {
+				h.dropped.Add(1)
+			}
+		}
+	}
+	h.mu.Lock()
+	h.fed = nil
+	h.mu.Unlock()
+}
+
+// seedOne queues l as id's value unless the feed reported id; false: the
+// queue is full.
+func (h *Recorder) seedOne(id string, l devices.Live) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.fed[id]; ok {
+		return true
+	}
+	if len(h.buf) == cap(h.buf) {
+		return false
+	}
+	h.buf = append(h.buf, histItem{id: id, v: l.Value, t: l.LastChanged})
+	return true
 }
 
 // Close stops listening and writes what is queued.
