@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/pilothouse/pilothouse/pilotage"
 )
 
 // TestRunOpsBound: MaxEvalOps bounded one evaluation only, so a loop of
@@ -87,4 +89,29 @@ func TestRunOpsDefaultBound(t *testing.T) {
 			t.Fatalf("one evaluation of %s: %+v, want MaxEvalOps named", x, o)
 		}
 	}
+}
+
+// TestRunOpsSharedWithCalledAutomation: a promoted automation called in a
+// loop draws on its caller's budget (each call's body stays far under
+// MaxRunOps; together they pass it).
+func TestRunOpsSharedWithCalledAutomation(t *testing.T) {
+	cat := newMapCatalog("calls", entry("auto.b", pilotage.KindAutomation, pilotage.RiskRead, "", ""))
+	sub, err := Validate([]byte(`{"name":"b","triggers":[{"id":"t","cron":"@hourly"}],"steps":[{"id":"d","set":{"v":"{{ sum(1..5000, #) }}"}}]}`), cat, ValidateOptions{})
+	if err != nil || !sub.Valid {
+		t.Fatalf("sub: %v %+v", err, sub.Diagnostics)
+	}
+	opts := ValidateOptions{Automation: func(id string) (*Compiled, bool) { return sub.Compiled, id == "auto.b" }}
+	top, err := Validate([]byte(`{"name":"a","triggers":[{"id":"t","cron":"@hourly"}],"steps":[{"id":"r","repeat":{"count":1000},"do":[{"id":"c","call":"auto.b"}]}]}`), cat, opts)
+	if err != nil || !top.Valid {
+		t.Fatalf("top: %v %+v", err, top.Diagnostics)
+	}
+	w := NewSimWorld(func(string) (any, bool) { return nil, false }, itStart, Scenario{}, nil)
+	w.SetAutomation("auto.b", sub.Compiled)
+	lim := DefaultLimits
+	lim.MaxRunOps = 200_000
+	res := Run(context.Background(), top.Compiled, w, RunInput{Trigger: TriggerFire{ID: "t"}, Limits: lim})
+	if o := res.Outcome; o.Status != StatusLimitExceeded || !strings.Contains(o.Error, "(MaxRunOps)") || !strings.Contains(o.Error, `step "c#`) {
+		t.Fatalf("outcome %+v, want limit_exceeded naming MaxRunOps in a call of auto.b", o)
+	}
+	t.Log(res.Outcome.Error)
 }
