@@ -68,8 +68,9 @@ func TestRunOpsDefaultBound(t *testing.T) {
 	lim := DefaultLimits
 	if raceEnabled {
 		// The race detector slows evaluation about 13 times: the same
-		// bound, a fifth of the work.
+		// bounds, a fifth of the work.
 		lim.MaxRunOps /= 5
+		lim.MaxEvalOps /= 5
 	}
 	cpu := cpuTime(t)
 	res := runWithin(t, context.Background(), burn, lim, 30*slow()*time.Second)
@@ -85,7 +86,7 @@ func TestRunOpsDefaultBound(t *testing.T) {
 	// 130,000 operations).
 	for _, x := range []string{"sum(vars.l, sum(vars.l, #))", "len(filter(1..130000, " + strings.Repeat("# % 7 + ", 60) + "0 == 0))"} {
 		one := boundsProg(`[{"id":"a","set":{"l":"{{ 1..1100 }}"}},{"id":"d","set":{"v":"{{ ` + x + ` }}"}}]`)
-		if o := runWithin(t, context.Background(), one, DefaultLimits, 10*slow()*time.Second).Outcome; !strings.Contains(o.Error, "(MaxEvalOps)") {
+		if o := runWithin(t, context.Background(), one, lim, 10*slow()*time.Second).Outcome; !strings.Contains(o.Error, "(MaxEvalOps)") {
 			t.Fatalf("one evaluation of %s: %+v, want MaxEvalOps named", x, o)
 		}
 	}
