@@ -40,12 +40,27 @@ func TestEnvironment(t *testing.T) {
 			}
 			g, _ := e.Guide("core")
 			sec, ok := rules.SectionOf(g.Body, "this-server")
-			if !ok || !strings.Contains(sec, c.guide) || !strings.Contains(sec, "Time zone: UTC") {
+			if !ok || !strings.Contains(sec, c.guide) || !strings.Contains(sec, "Time zone: UTC") || strings.Contains(sec, "Limits") {
 				t.Errorf("server section:\n%s", sec)
 			}
 			if base, _ := rules.GuideByID("core"); g.Version == base.Version || g.SizeBytes <= base.SizeBytes {
 				t.Error("the served core guide's version and size must follow its body")
 			}
 		})
+	}
+}
+
+// TestServerSectionLimits: the closed-sets guide's limits table gives the
+// defaults; the core guide's server section names the limits this
+// server's configuration sets apart from them (an assistant told the
+// default MaxRunOps would write rules a lowered one ends).
+func TestServerSectionLimits(t *testing.T) {
+	lim := rules.DefaultLimits
+	lim.MaxRunOps, lim.MaxWall = 1_000_000, time.Hour
+	e := New(Config{Limits: lim, TimeZone: time.UTC}, nil, nil, quiet())
+	g, _ := e.Guide("core")
+	sec, _ := rules.SectionOf(g.Body, "this-server")
+	if want := "- **Limits: configured.** The `closed-sets` guide's limits table, except `MaxWall` 1h0m0s, `MaxRunOps` 1000000.\n"; !strings.Contains(sec, want) {
+		t.Errorf("server section:\n%s\nwant the line %q", sec, want)
 	}
 }

@@ -22,6 +22,7 @@ import (
 func TestTestRunRealTimeBound(t *testing.T) {
 	lim := rules.DefaultLimits
 	lim.MaxTestRunWall = 300 * time.Millisecond
+	lim.MaxRunOps = 1 << 62
 	h := newHouse(t, Config{Limits: lim})
 	prog := `{"name":"slow","triggers":[{"id":"t","state":"hall_motion.occupancy"}],"steps":[{"id":"a","set":{"l":"{{ 1..900 }}"}},` +
 		`{"id":"r","repeat":{"count":1000},"do":[{"id":"d","set":{"v":"{{ sum(vars.l, sum(vars.l, #)) }}"}}]}]}`
@@ -41,7 +42,7 @@ func TestTestRunRealTimeBound(t *testing.T) {
 // whose test run keeps a core busy far longer than any test waits.
 func cpuBoundHouse(t *testing.T) (*house, string) {
 	lim := rules.DefaultLimits
-	lim.MaxEvalOps = 1 << 62
+	lim.MaxEvalOps, lim.MaxRunOps = 1<<62, 1<<62
 	prog := `{"name":"cpu","triggers":[{"id":"t","state":"hall_motion.occupancy"}],"steps":[{"id":"a","set":{"l":"{{ 1..300 }}"}},` +
 		`{"id":"d","set":{"v":"{{ sum(vars.l, sum(vars.l, sum(vars.l, sum(vars.l, sum(vars.l, #))))) }}"}}]}`
 	return newHouse(t, Config{Limits: lim}), prog

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/pilothouse/pilothouse/rules"
@@ -62,5 +63,24 @@ func (e *Engine) serverSection() string {
 		fmt.Fprintf(&b, "- **Sun: available** at the configured location (latitude %g, longitude %g). `pilotage_discover` shows today's sunrise and sunset (`environment.sun`).\n",
 			e.cfg.Location.Latitude, e.cfg.Location.Longitude)
 	}
+	b.WriteString(limitsLine(e.cfg.Limits))
 	return b.String()
+}
+
+// limitsLine is the server section's line on the limits configured apart
+// from the defaults the closed-sets guide's table gives (a lowered
+// MaxRunOps ends a rule the table admits); none when there are none.
+func limitsLine(l rules.Limits) string {
+	l = l.WithDefaults()
+	lv, dv := reflect.ValueOf(l), reflect.ValueOf(rules.DefaultLimits)
+	var set []string
+	for i := range lv.NumField() {
+		if !lv.Field(i).Equal(dv.Field(i)) {
+			set = append(set, fmt.Sprintf("`%s` %v", lv.Type().Field(i).Name, lv.Field(i).Interface()))
+		}
+	}
+	if len(set) == 0 {
+		return "" // the core guide keeps within 8 KiB
+	}
+	return "- **Limits: configured.** The `closed-sets` guide's limits table, except " + strings.Join(set, ", ") + ".\n"
 }

@@ -258,7 +258,7 @@ func TestIssue14EvalStopsWhenCancelled(t *testing.T) {
 	// 2.4e12 additions over a short list: the first step takes no time.
 	endless := boundsProg(`[{"id":"a","set":{"l":"{{ 1..300 }}"}},{"id":"d","set":{"v":"{{ sum(vars.l, sum(vars.l, sum(vars.l, sum(vars.l, sum(vars.l, #))))) }}"}}]`)
 	lim := DefaultLimits
-	lim.MaxEvalOps = math.MaxInt64
+	lim.MaxEvalOps, lim.MaxRunOps = math.MaxInt64, math.MaxInt64
 	for _, deadline := range []bool{false, true} {
 		ctx, cancel := context.WithCancel(context.Background())
 		ended := time.Now().Add(300 * time.Millisecond)

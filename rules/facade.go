@@ -303,7 +303,8 @@ type Result = validate.Result
 // MaxIterations per loop activation, MaxCallDepth, expression memory,
 // MaxValueBytes and MaxEvalBytes for what an evaluation builds,
 // MaxRunBytes for what the run records, MaxSetValues and MaxValueDepth
-// for values set steps store, MaxEvalOps for an evaluation's operations);
+// for values set steps store, MaxEvalOps for an evaluation's operations,
+// MaxRunOps for the operations of all its evaluations together);
 // cancelled (ctx cancelled; the engine reports shutdowns as interrupted).
 // A branch or loop entry's outcome is that of its activation: success, or
 // the status of the step that ended it.

@@ -266,6 +266,7 @@ func (l *cfgLoader) limits(n *yaml.Node, key string) error {
 		"max_eval_bytes":    l.integer(&lim.MaxEvalBytes),
 		"max_run_bytes":     l.integer(&lim.MaxRunBytes),
 		"max_eval_ops":      l.integer(&lim.MaxEvalOps),
+		"max_run_ops":       l.integer(&lim.MaxRunOps),
 		"max_test_run_wall": l.duration(&lim.MaxTestRunWall),
 
 		"max_connections":            l.integer(&lim.MaxConnections),

@@ -360,6 +360,7 @@ func limitKeyRows() map[string]keyRow {
 		"max_eval_bytes":    func(l rules.Limits) any { return l.MaxEvalBytes },
 		"max_run_bytes":     func(l rules.Limits) any { return l.MaxRunBytes },
 		"max_eval_ops":      func(l rules.Limits) any { return l.MaxEvalOps },
+		"max_run_ops":       func(l rules.Limits) any { return l.MaxRunOps },
 		"max_test_run_wall": func(l rules.Limits) any { return l.MaxTestRunWall },
 
 		"max_connections":            func(l rules.Limits) any { return l.MaxConnections },

@@ -251,7 +251,7 @@ func TestHardeningRound2OverMCP(t *testing.T) {
 		// it), only the request's context can stop it.
 		steps := `[{"id":"a","set":{"l":"{{ 1..300 }}"}},{"id":"d","set":{"v":"{{ sum(vars.l, sum(vars.l, sum(vars.l, sum(vars.l, sum(vars.l, #))))) }}"}}]`
 		cfg := testConfig(t)
-		cfg.Limits.MaxEvalOps = 1 << 62
+		cfg.Limits.MaxEvalOps, cfg.Limits.MaxRunOps = 1<<62, 1<<62
 		cfg.Limits.MaxTestRunWall = time.Hour
 		a := startTestApp(t, cfg)
 		client := mcpClientWith(t, a.URL()+"/mcp", "", nil)

@@ -34,9 +34,11 @@ type Limits struct {
 	MaxRunBytes   int // what one run records: trace inputs, outputs and decisions, call records
 
 	// CPU: operations one evaluation may do (each iteration of a loop
-	// builtin, and each builtin or operator by the size of its input), and
-	// the real time a test run may take (its World's clock is virtual).
+	// builtin, and each builtin or operator by the size of its input), the
+	// operations all the evaluations of one run may do together, and the
+	// real time a test run may take (its World's clock is virtual).
 	MaxEvalOps     int
+	MaxRunOps      int
 	MaxTestRunWall time.Duration
 
 	// Serving: what clients may hold open (HTTP), beyond: refused or ended.
@@ -90,7 +92,12 @@ var DefaultLimits = Limits{
 	// An operation is about one step of the expression VM (tens of
 	// nanoseconds): a million is a loop over a thousand items nested in
 	// one over a thousand, a fraction of a second of CPU.
-	MaxEvalOps:     1_000_000,
+	MaxEvalOps: 1_000_000,
+	// MaxSteps evaluations each under MaxEvalOps would keep a core busy
+	// for minutes; a run's evaluations together get about a second of CPU
+	// at the dearest operation (a loop builtin's iteration), a thousand
+	// times what a household rule's run uses.
+	MaxRunOps:      5_000_000,
 	MaxTestRunWall: 10 * time.Second,
 
 	// A browser holds one stream per open page, an assistant one per
@@ -125,7 +132,7 @@ func (l Limits) WithDefaults() Limits {
 		{&l.MaxExprLen, d.MaxExprLen}, {&l.MaxSteps, d.MaxSteps}, {&l.MaxIterations, d.MaxIterations},
 		{&l.MaxCallDepth, d.MaxCallDepth}, {&l.MaxConcurrent, d.MaxConcurrent}, {&l.MaxSetValues, d.MaxSetValues},
 		{&l.MaxValueBytes, d.MaxValueBytes}, {&l.MaxEvalBytes, d.MaxEvalBytes}, {&l.MaxRunBytes, d.MaxRunBytes},
-		{&l.MaxEvalOps, d.MaxEvalOps}, {&l.MaxConnections, d.MaxConnections}, {&l.MaxStreams, d.MaxStreams},
+		{&l.MaxEvalOps, d.MaxEvalOps}, {&l.MaxRunOps, d.MaxRunOps}, {&l.MaxConnections, d.MaxConnections}, {&l.MaxStreams, d.MaxStreams},
 		{&l.MaxStreamsPerPrincipal, d.MaxStreamsPerPrincipal}, {&l.MaxSessions, d.MaxSessions},
 		{&l.MaxSessionsPerPrincipal, d.MaxSessionsPerPrincipal}, {&l.MaxServedRunBytes, d.MaxServedRunBytes},
 		{&l.MaxStoredTestRuns, d.MaxStoredTestRuns}, {&l.MaxStoredTestBytes, d.MaxStoredTestBytes},

@@ -150,6 +150,7 @@ var limitDocs = map[string]string{
 	"MaxEvalBytes":    "bytes one expression evaluation builds in all (string +, repeat, join, replace, split, toJSON, list and object literals, …)",
 	"MaxRunBytes":     "bytes one run records, measured as JSON with its escapes: trace inputs, outputs and decisions, call records, the output vars (bounds the stored run)",
 	"MaxEvalOps":      "operations one expression or template evaluation may do: each iteration of map, filter, all, sum, groupBy, reduce, …; each builtin and comparison by the size of what it walks (beyond: `limit_exceeded`)",
+	"MaxRunOps":       "operations all the evaluations of one run may do together, counted as MaxEvalOps counts them; each evaluation may do at most what the run has left (beyond: `limit_exceeded`)",
 	"MaxTestRunWall":  "real time a test run may take (its clock is virtual; beyond: `timeout`)",
 
 	"MaxConnections":          "HTTP connections open at once (beyond: the oldest idle one is closed, or the new one)",

@@ -360,6 +360,7 @@ func (r *interp) callAutomation(f *frame, s *model.RunStep, qid string, i int, a
 		ValueBytes: r.lim.MaxValueBytes,
 		EvalBytes:  r.lim.MaxEvalBytes,
 		EvalOps:    r.lim.MaxEvalOps,
+		RunOps:     &r.ops,
 		Ctx:        r.ctx,
 	}
 	sf := &frame{c: sub, env: env, prefix: qid + "/", depth: f.depth + 1}

@@ -94,6 +94,8 @@ type interp struct {
 	setValues int
 	// bytes counts what the run records (Limits.MaxRunBytes).
 	bytes int
+	// ops counts the operations of the run's evaluations (Limits.MaxRunOps).
+	ops model.RunOps
 	// throttle is the program's throttle once the gate was asked.
 	throttle time.Duration
 	// assumed lists the entries whose result a test run's scenario
@@ -130,7 +132,8 @@ type frame struct {
 // MaxIterations per loop activation, MaxCallDepth, expression memory,
 // MaxValueBytes and MaxEvalBytes for what an evaluation builds,
 // MaxRunBytes for what the run records, MaxSetValues and MaxValueDepth
-// for values set steps store, MaxEvalOps for an evaluation's operations);
+// for values set steps store, MaxEvalOps for an evaluation's operations,
+// MaxRunOps for the operations of all its evaluations together);
 // cancelled (ctx cancelled; the engine reports shutdowns as interrupted).
 // A branch or loop entry's outcome is that of its activation: success, or
 // the status of the step that ended it.
@@ -279,8 +282,10 @@ func (r *interp) run(c *model.Compiled, in RunInput) (*frame, *halt) {
 		ValueBytes: r.lim.MaxValueBytes,
 		EvalBytes:  r.lim.MaxEvalBytes,
 		EvalOps:    r.lim.MaxEvalOps,
+		RunOps:     &r.ops,
 		Ctx:        r.ctx,
 	}
+	r.ops = model.RunOps{Max: r.lim.MaxRunOps}
 	f := &r.mem.top
 	*f = frame{c: c, env: env}
 	if h := r.triggers(f, in.Trigger); h != nil {

@@ -139,7 +139,9 @@ func (x *Expr) Node() ast.Node { return x.prog.Node() }
 // Eval runs the expression against env, as one evaluation.
 func (x *Expr) Eval(env *Env) (any, error) {
 	env.beginEval()
-	return x.run(env)
+	out, err := x.run(env)
+	env.endEval()
+	return out, err
 }
 
 // run runs the expression within the evaluation under way (an expression

@@ -24,6 +24,9 @@ type Env struct {
 	// value it may build or return, and all it may build together; and
 	// the operations it may do.
 	ValueBytes, EvalBytes, EvalOps int
+	// RunOps is the run's operation budget, which every evaluation of the
+	// run draws on (nil: only EvalOps bounds an evaluation).
+	RunOps *RunOps
 
 	// Ctx is the run's context: an evaluation stops when it ends.
 	Ctx context.Context
@@ -260,7 +263,31 @@ func (e *Env) beginEval() {
 	// evaluation without loops never looks at it, and a firing makes one
 	// (and its deadline timer) only when asked.
 	e.mem = evalMem{value: e.valueBytes(), total: e.evalBytes(), maxOps: e.evalOps(), ctx: e.Ctx}
+	if r := e.RunOps; r != nil && r.left() < e.mem.maxOps {
+		e.mem.maxOps, e.mem.run = r.left(), r
+	}
 }
+
+// endEval charges the evaluation's operations to its run.
+func (e *Env) endEval() {
+	if r := e.RunOps; r != nil {
+		if e.mem.ops >= r.left() {
+			r.Used = r.Max // spent (never counted past Max: no overflow)
+		} else {
+			r.Used += e.mem.ops
+		}
+	}
+}
+
+// RunOps is one run's operation budget (MaxRunOps), shared by all its
+// evaluations: each gets at most what the run has left, so that a loop of
+// evaluations each under MaxEvalOps cannot keep a core busy for minutes.
+type RunOps struct {
+	Used int // operations the run's finished evaluations did
+	Max  int // MaxRunOps
+}
+
+func (r *RunOps) left() int { return max(r.Max-r.Used, 0) }
 
 func (e *Env) budget() uint {
 	if e.Budget == 0 {

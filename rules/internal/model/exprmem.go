@@ -41,7 +41,10 @@ type evalMem struct {
 	total int // MaxEvalBytes
 
 	ops    int // operations done so far
-	maxOps int // MaxEvalOps
+	maxOps int // MaxEvalOps, or what the run has left when that is less
+	// run is the run's budget when it bounds this evaluation (maxOps is
+	// what the run had left), nil when MaxEvalOps does.
+	run *RunOps
 	// done is the run's context's Done channel (nil: it never ends).
 	done <-chan struct{}
 	ctx  context.Context
@@ -66,7 +69,7 @@ func overLimit(what string, s core.ValueSize, limit int) *LimitError {
 }
 
 func (e *LimitError) Error() string {
-	if e.Limit == opsLimit {
+	if e.Limit == opsLimit || e.Limit == runOpsLimit {
 		return opsMessage(e)
 	}
 	if e.Limit == "MaxEvalBytes" {
@@ -370,7 +373,7 @@ var memFunctions = map[string]*builtin.Function{
 	"_cat":    {Name: "_cat", Func: memAdd, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, string, string) string)).Elem()}},
 	"_list":   {Name: "_list", Func: memList, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, ...any) []any)).Elem()}},
 	"_map":    {Name: "_map", Func: memMap, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, ...any) map[string]any)).Elem()}},
-	"_tick":   {Name: "_tick", Func: memTick, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, string, int) bool)).Elem()}},
+	"_tick":   {Name: "_tick", Func: memTick, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, string, int, int) bool)).Elem()}},
 	"_range":  {Name: "_range", Func: memRange, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, any, any) []int)).Elem()}},
 	"_cmp":    {Name: "_cmp", Func: memCmp, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, string, any, any) bool)).Elem()}},
 	"_method": {Name: "_method", Func: memMethod, Types: []reflect.Type{reflect.TypeOf(new(func(*evalMem, ...any) bool)).Elem()}},

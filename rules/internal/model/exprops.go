@@ -23,7 +23,8 @@ import (
 //   - each iteration of a loop builtin (all, any, map, filter, sum,
 //     groupBy, reduce, …): memPatcher puts a call of _tick in front of
 //     the predicate's body (and gives sum and count without one the
-//     predicate #);
+//     predicate #), charging one operation per predOpNodes of its
+//     syntax nodes (at least one);
 //   - each builtin that walks its arguments (memBuiltin): by their size,
 //     times log n for sorting and n for uniq;
 //   - the operators whose cost follows their operands (==, <, in,
@@ -37,13 +38,17 @@ import (
 // An operation is about one step of the VM; walking a list costs one per
 // element, a string one per 16 bytes.
 
-// LimitError's limit name for the operation budget.
-const opsLimit = "MaxEvalOps"
+// LimitError's limit names for the operation budgets of an evaluation
+// and of a run.
+const (
+	opsLimit    = "MaxEvalOps"
+	runOpsLimit = "MaxRunOps"
+)
 
 // tick charges n operations and checks the run's context.
 func (m *evalMem) tick(what string, n int) error {
 	if m.ops += n; m.ops > m.maxOps || n < 0 {
-		return &LimitError{What: what, Bytes: m.ops, Limit: opsLimit, Max: m.maxOps}
+		return m.opsError(what)
 	}
 	if m.done == nil && m.ctx != nil {
 		m.done = m.ctx.Done()
@@ -56,6 +61,15 @@ func (m *evalMem) tick(what string, n int) error {
 		}
 	}
 	return nil
+}
+
+// opsError names the budget an evaluation went past: its own, or its
+// run's (Bytes counts the run's operations then).
+func (m *evalMem) opsError(what string) error {
+	if m.run != nil {
+		return &LimitError{What: what, Bytes: m.run.Used + m.ops, Limit: runOpsLimit, Max: m.run.Max}
+	}
+	return &LimitError{What: what, Bytes: m.ops, Limit: opsLimit, Max: m.maxOps}
 }
 
 // opsLeft is how many operations the evaluation may still do.
@@ -78,13 +92,14 @@ func (e *stoppedError) Error() string {
 
 func (e *stoppedError) Unwrap() error { return e.ctx.Err() }
 
-// memTick is _tick(mem, builtin, bytes): one iteration of a loop builtin,
-// which adds bytes to what the evaluation builds (the slot of a map or
-// filter result, a groupBy entry).
+// memTick is _tick(mem, builtin, bytes, ops): one iteration of a loop
+// builtin, which costs ops operations and adds bytes to what the
+// evaluation builds (the slot of a map or filter result, a groupBy entry).
 func memTick(args ...any) (any, error) {
 	m := memOf(args[0])
 	name, _ := args[1].(string)
-	if err := m.tick(name, 1); err != nil {
+	ops, _ := args[3].(int)
+	if err := m.tick(name, max(ops, 1)); err != nil {
 		return nil, err
 	}
 	if n, _ := args[2].(int); n > 0 {
@@ -93,6 +108,19 @@ func memTick(args ...any) (any, error) {
 		}
 	}
 	return true, nil
+}
+
+// predOpNodes is how many syntax nodes of a loop builtin's predicate one
+// operation of each iteration stands for: a predicate of 500 scalar
+// operations costs as much to run as a walk over a list of 60 items, not
+// as a single step.
+const predOpNodes = 8
+
+// predicateOps is what one iteration of a predicate costs in operations.
+func predicateOps(pred ast.Node) int {
+	n := 0
+	ast.Find(pred, func(ast.Node) bool { n++; return false })
+	return max(n/predOpNodes, 1)
 }
 
 // loopBytes is what one iteration of a loop builtin adds to its result.
@@ -222,7 +250,8 @@ func (w *worker) addReflect(rv reflect.Value, depth int) {
 
 // builtinOps is what a builtin call costs before it runs: walking its
 // arguments, times log n to sort and n for uniq (which compares each item
-// with every one kept), plus loading a time zone.
+// with every one kept), plus loading a time zone; fromJSON and split make
+// a value every few bytes, so they cost 16 times a walk of their text.
 func builtinOps(name string, args []any, limit int) int {
 	if name == "get" { // a lookup: hashing the key
 		return 1 + work(args[1:], limit)
@@ -233,6 +262,8 @@ func builtinOps(name string, args []any, limit int) int {
 		n = mulSize(n, bits.Len(uint(n)))
 	case "uniq":
 		n = mulSize(n, n/2+1)
+	case "fromJSON", "split", "splitAfter":
+		n = mulSize(n, 16)
 	case "timezone", "date":
 		if name == "timezone" || len(args) == 3 {
 			n += 1000
@@ -267,7 +298,8 @@ func tickPredicate(n *ast.BuiltinNode) {
 		return
 	}
 	tick := &ast.CallNode{Callee: &ast.IdentifierNode{Value: "_tick"}, Arguments: []ast.Node{
-		memIdent(), &ast.StringNode{Value: n.Name}, &ast.IntegerNode{Value: loopBytes[n.Name]}}}
+		memIdent(), &ast.StringNode{Value: n.Name}, &ast.IntegerNode{Value: loopBytes[n.Name]},
+		&ast.IntegerNode{Value: predicateOps(pred.Node)}}}
 	pred.Node = &ast.SequenceNode{Nodes: []ast.Node{tick, pred.Node}}
 }
 
@@ -438,7 +470,11 @@ func mayBeInt(t reflect.Type) bool {
 	return t == nil || t.Kind() == reflect.Interface || t.Kind() == reflect.Int
 }
 
-// opsMessage is the message of an evaluation past MaxEvalOps.
+// opsMessage is the message of an evaluation past MaxEvalOps, or of a
+// run past MaxRunOps.
 func opsMessage(e *LimitError) string {
+	if e.Limit == runOpsLimit {
+		return fmt.Sprintf("%s would bring this run's evaluations to more than %d operations together (MaxRunOps): a loop of steps whose expressions each do much work", e.What, e.Max)
+	}
 	return fmt.Sprintf("%s would bring this evaluation to more than %d operations (MaxEvalOps): a loop or a walk over a large value", e.What, e.Max)
 }

@@ -58,7 +58,9 @@ func (t *Template) Exprs() []*Expr {
 // one is refused before it is whole.
 func (t *Template) Eval(env *Env) (any, error) {
 	env.beginEval()
-	return t.eval(env)
+	out, err := t.eval(env)
+	env.endEval()
+	return out, err
 }
 
 func (t *Template) eval(env *Env) (any, error) {
