@@ -9,14 +9,6 @@ import (
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
-// TestNoParamsSchemaIsCanonical: the shared schema of a program without
-// params is what canonicalJSON makes of it (entry revisions depend on it).
-func TestNoParamsSchemaIsCanonical(t *testing.T) {
-	if got := string(canonicalJSON(json.RawMessage(`{"type":"object","additionalProperties":false}`))); got != string(noParamsSchema) {
-		t.Fatalf("canonical %s, shared %s", got, noParamsSchema)
-	}
-}
-
 // TestOldVersionsLoadOnDemand: after a restart only the installed version
 // of a rule is held compiled; an older version (a rollback target) is
 // compiled when first used, and the catalog is the same as before.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/engine/internal/catalog"
 	"github.com/pilothouse/pilothouse/engine/internal/pending"
+	"github.com/pilothouse/pilothouse/engine/internal/promoted"
 	"github.com/pilothouse/pilothouse/engine/internal/workers"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
@@ -151,7 +152,7 @@ func (s *scheduler) start(ctx context.Context) error {
 			s.e.log.Warn("rule not armed: its stored row is damaged", "rule", r.Name, "reason", r.Damaged)
 			continue
 		}
-		c := b.compiled
+		c := b.Compiled()
 		if c.Binds() {
 			bc, err := s.e.rebind(r, c, params)
 			if err != nil {
@@ -204,8 +205,8 @@ func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[str
 	}
 	ar = &armedRule{s: s, name: rule.Name, ref: rule.Ref, enabled: rule.Enabled, c: c, params: params, principal: p,
 		broken: rule.Broken, waits: c.TakesTime(), checkedGen: validatedAt}
-	if b := s.e.body(rule.Ref); b != nil && b.hasPlan {
-		ar.ceiling, ar.hasCeiling = b.maxHints, true
+	if b := s.e.body(rule.Ref); b != nil && b.HasPlan() {
+		ar.ceiling, ar.hasCeiling = b.MaxHints(), true
 	}
 	// A throttled body writes its window before it runs (throttleGate):
 	// on a worker, not on the goroutine that delivers the events.
@@ -495,7 +496,7 @@ func (ar *armedRule) brokenReason(e *Engine) string {
 		if !ok {
 			return "referenced entry " + quote(id) + " vanished from the catalog"
 		}
-		if string(baselineJSON(baselineOf(cur))) != string(baselineJSON(baselineOf(en))) {
+		if string(promoted.BaselineJSON(promoted.BaselineOf(cur))) != string(promoted.BaselineJSON(promoted.BaselineOf(en))) {
 			return "referenced entry " + quote(id) + " changed shape since install"
 		}
 	}
