@@ -11,6 +11,7 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/pilothouse/pilothouse/engine/internal/catalog"
+	"github.com/pilothouse/pilothouse/engine/internal/loopguard"
 	"github.com/pilothouse/pilothouse/engine/internal/pending"
 	"github.com/pilothouse/pilothouse/engine/internal/promoted"
 	"github.com/pilothouse/pilothouse/engine/internal/workers"
@@ -25,7 +26,7 @@ import (
 type scheduler struct {
 	e *Engine
 
-	chains chains // the depth of the firings that last commanded each device (loop.go)
+	chains loopguard.Chains // the depth of the firings that last commanded each device
 
 	mu    sync.RWMutex
 	rules map[string]*armedRule
