@@ -126,7 +126,7 @@ type Engine struct {
 
 	mu     sync.Mutex
 	closed bool
-	bodies map[string]*promoted.Body // program_ref → compiled promoted body
+	bodies promoted.Held // program_ref → compiled promoted body
 
 	admit  *admission.Gate // test runs in flight and what they may store
 	served *served.Gate    // stored run records being served (limits.MaxServedRunBytes)

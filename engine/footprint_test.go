@@ -108,7 +108,7 @@ func TestHeldPlanIsStoredPlan(t *testing.T) {
 func TestPromotedBodyBaseline(t *testing.T) {
 	h := newHouse(t, Config{})
 	ref := h.deploy(motionLight).Output.(*pilotage.DeployOutput).ProgramRef
-	b := h.eng.heldBody(ref)
+	b := h.eng.bodies.Get(ref)
 	if id, gone := b.Drift(h.eng.cat.View(h.eng.principal(context.Background())).Get); id != "" {
 		t.Fatalf("drift on the catalog it was deployed on: %q (gone %v)", id, gone)
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/pilothouse/pilothouse/engine/internal/promoted"
@@ -33,7 +32,7 @@ func (e *Engine) preparePromotion(p *Principal, c *rules.Compiled) *promotion {
 	bj, _ := json.Marshal(base)
 	// A body promoted before (redeploying a program_ref) keeps its plan
 	// encoded, not in c: take it from there, and keep the body held.
-	plan, held := c.Plan, e.heldBody(ref)
+	plan, held := c.Plan, e.bodies.Get(ref)
 	if plan == nil && held != nil {
 		plan = held.DecodedPlan()
 	}
@@ -54,45 +53,16 @@ func (e *Engine) preparePromotion(p *Principal, c *rules.Compiled) *promotion {
 func (e *Engine) commitPromotion(pr *promotion) *rules.Compiled {
 	b := pr.held
 	if b == nil {
-		b = e.rememberBody(pr.prog.Ref, promoted.NewBody(pr.c, pr.prog.Ref, promoted.Sums(pr.base)))
+		b = e.bodies.Keep(pr.prog.Ref, promoted.NewBody(pr.c, pr.prog.Ref, promoted.Sums(pr.base)))
 	}
 	e.cat.AddAutomation(pr.entry, b.Compiled())
 	return b.Compiled()
 }
 
-// rememberBody holds b as ref's body, unless one is held already (refs
-// are content-addressed: it is the same program), and returns the held one.
-func (e *Engine) rememberBody(ref string, b *promoted.Body) *promoted.Body {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if old := e.bodies[ref]; old != nil {
-		return old
-	}
-	if e.bodies == nil {
-		e.bodies = map[string]*promoted.Body{}
-	}
-	e.bodies[ref] = b
-	return b
-}
-
-// storedBody is the promoted body of a stored program compiled as c.
-func storedBody(pr storage.Program, c *rules.Compiled) *promoted.Body {
-	var base map[string]promoted.BaselineField
-	_ = json.Unmarshal(pr.Baseline, &base)
-	return promoted.NewBody(c, pr.Ref, promoted.Sums(base))
-}
-
-// heldBody returns ref's body if it is held in memory.
-func (e *Engine) heldBody(ref string) *promoted.Body {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.bodies[ref]
-}
-
 // body returns the compiled promoted body of ref, compiling a stored
 // version that is not held in memory (nil if there is none).
 func (e *Engine) body(ref string) *promoted.Body {
-	b := e.heldBody(ref)
+	b := e.bodies.Get(ref)
 	if b != nil || e.store == nil {
 		return b
 	}
@@ -113,7 +83,7 @@ func (e *Engine) loadBody(ref string) *promoted.Body {
 		e.log.Warn("promoted program no longer compiles", "ref", ref, "err", err)
 		return nil
 	}
-	return e.rememberBody(ref, storedBody(pr, c)) // or the one another caller compiled meanwhile
+	return e.bodies.Keep(ref, promoted.Stored(pr, c)) // or the one another caller compiled meanwhile
 }
 
 // recordedBody is any promoted body by id, whoever may see it: what a
@@ -164,69 +134,14 @@ func (e *Engine) loadAutomations(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("engine: loading promoted programs: %w", err)
 	}
-	// Bodies may call other automations: load in creation order (oldest
-	// first), which is dependency order since a callee is promoted first.
-	sort.Slice(progs, func(i, j int) bool { return progs[i].CreatedAt.Before(progs[j].CreatedAt) })
-	l := &loader{e: e, byRef: make(map[string]storage.Program, len(progs)), installed: map[string]bool{}, done: map[string]bool{}}
+	installed := map[string]bool{}
 	if list, err := e.store.ListRules(ctx); err == nil {
 		for _, r := range list {
-			l.installed[r.Ref] = true
+			installed[r.Ref] = true
 		}
 	}
-	for _, pr := range progs {
-		l.byRef[pr.Ref] = pr
-	}
-	for _, pr := range progs {
-		l.register(pr)
-	}
+	promoted.Loader{Held: &e.bodies, Compile: e.compileStored, Add: e.cat.AddAutomation, Log: e.log}.Load(progs, installed)
 	return nil
-}
-
-// loader registers stored promoted programs at start-up.
-type loader struct {
-	e         *Engine
-	byRef     map[string]storage.Program
-	installed map[string]bool
-	done      map[string]bool
-}
-
-// register compiles pr and registers its catalog entry, after the
-// automations it calls: an automation's reach (who may see it) is computed
-// from its callees' when it is registered. Creation order is normally
-// dependency order, but creation times come from a wall clock, which may
-// have stepped back.
-func (l *loader) register(pr storage.Program) {
-	if l.done[pr.Ref] {
-		return
-	}
-	l.done[pr.Ref] = true
-	e := l.e
-	known := e.heldBody(pr.Ref)
-	var c *rules.Compiled
-	var plan *pilotage.Plan
-	if known != nil { // compiled already as another program's callee
-		c, plan = known.Compiled(), known.DecodedPlan()
-	} else {
-		var err error
-		if c, err = e.compileStored(pr); err != nil {
-			e.log.Warn("promoted program no longer compiles; its rule will be marked broken", "ref", pr.Ref, "err", err)
-			return
-		}
-		c = c.Hold(pr.Ref)
-		plan = c.Plan
-	}
-	for i, id := range c.Refs {
-		if i < len(c.Entries) && c.Entries[i] != nil && c.Entries[i].Kind == pilotage.KindAutomation {
-			if callee, ok := l.byRef[id]; ok {
-				l.register(callee)
-			}
-		}
-	}
-	en := promoted.Entry(pr.Ref, c, plan)
-	if l.installed[pr.Ref] && known == nil {
-		e.rememberBody(pr.Ref, storedBody(pr, c))
-	}
-	e.cat.AddAutomation(en, c)
 }
 
 // compileStored recompiles a stored body. It validates against the full
