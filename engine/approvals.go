@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/pilothouse/pilothouse/engine/internal/approval"
+	"github.com/pilothouse/pilothouse/engine/internal/promoted"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -57,7 +58,7 @@ func (e *Engine) gate(ctx context.Context, p *Principal, runID, rule string, c *
 	if plan == nil {
 		plan = rules.BuildPlan(b.c)
 	}
-	g := approval.Request{P: p, RunID: runID, Rule: rule, Ref: programRef(c), Program: c.Raw, Plan: plan,
+	g := approval.Request{P: p, RunID: runID, Rule: rule, Ref: promoted.Ref(c), Program: c.Raw, Plan: plan,
 		Reasons: e.approvals.PolicyOf(p).Reasons(plan)}
 	if len(g.Reasons) == 0 {
 		return nil, nil, nil
@@ -66,7 +67,7 @@ func (e *Engine) gate(ctx context.Context, p *Principal, runID, rule string, c *
 		g.Summary = b.c.Plan.Summary
 	}
 	g.Params, _ = json.Marshal(params)
-	g.Key = approval.Key(g.Ref, canonicalJSON(g.Params), rule, p.Name)
+	g.Key = approval.Key(g.Ref, pilotage.CanonicalJSON(g.Params), rule, p.Name)
 	used, refused, err := e.approvals.Gate(ctx, g)
 	if refused != nil {
 		return nil, &ExecuteResponse{RunID: runID, Outcome: refused.Outcome, Approval: refused.Approval, Trace: refused.Trace}, err
@@ -103,7 +104,7 @@ func (e *Engine) GetApproval(ctx context.Context, id string) (ApprovalDetail, er
 			d.RunsInProgress = ar.inProgress()
 		}
 		if b := e.body(r.Ref); b != nil {
-			d.Installed = b.compiled.Raw
+			d.Installed = b.Compiled().Raw
 		}
 	}
 	return d, nil

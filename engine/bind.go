@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"sort"
 
 	"github.com/pilothouse/pilothouse/engine/internal/catalog"
+	"github.com/pilothouse/pilothouse/engine/internal/promoted"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -83,11 +83,7 @@ func (b *bound) binding() json.RawMessage {
 	if !b.refs {
 		return nil
 	}
-	base := make(map[string]baselineField, len(b.c.Refs))
-	for i, en := range b.c.Entries {
-		base[b.c.Refs[i]] = baselineOf(en)
-	}
-	out, _ := json.Marshal(base)
+	out, _ := json.Marshal(promoted.Baseline(b.c))
 	return out
 }
 
@@ -104,21 +100,14 @@ func (b *bound) references(params map[string]any) map[string]any {
 // the entries recorded when it was installed: drift against the live
 // catalog is found when it fires, as for any reference.
 func (e *Engine) rebind(r storage.Rule, c *rules.Compiled, params map[string]any) (*rules.Compiled, error) {
-	var base map[string]baselineField
+	var base map[string]promoted.BaselineField
 	if err := json.Unmarshal(r.Binding, &base); err != nil {
 		return nil, fmt.Errorf("its binding is not readable: %w", err)
 	}
-	cat := &baselineCatalog{base: map[string]*pilotage.Entry{}}
-	for id, b := range base {
-		cat.base[id] = &pilotage.Entry{ID: id, Kind: b.Kind, Callable: pilotage.KindCallable(b.Kind),
-			InputSchema: b.InputSchema, OutputSchema: b.OutputSchema, Risk: b.Risk, RiskHints: b.RiskHints, Languages: b.Languages}
-		cat.ids = append(cat.ids, id)
-	}
-	sort.Strings(cat.ids)
 	if params == nil {
 		params = map[string]any{}
 	}
-	res, err := rules.Validate(c.Raw, cat, rules.ValidateOptions{
+	res, err := rules.Validate(c.Raw, promoted.Catalog(base), rules.ValidateOptions{
 		Limits: e.cfg.Limits, HasLocation: true, Zone: e.cfg.TimeZone, Cache: e.rules, Bind: params, Recorded: true,
 		Automation: e.recordedBody,
 	})

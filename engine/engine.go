@@ -20,6 +20,7 @@ import (
 	"github.com/pilothouse/pilothouse/engine/internal/catalog"
 	"github.com/pilothouse/pilothouse/engine/internal/history"
 	"github.com/pilothouse/pilothouse/engine/internal/logbook"
+	"github.com/pilothouse/pilothouse/engine/internal/promoted"
 	"github.com/pilothouse/pilothouse/engine/internal/recorder"
 	"github.com/pilothouse/pilothouse/engine/internal/served"
 	"github.com/pilothouse/pilothouse/engine/internal/uptime"
@@ -125,7 +126,7 @@ type Engine struct {
 
 	mu     sync.Mutex
 	closed bool
-	bodies map[string]*promotedBody // program_ref → compiled promoted body
+	bodies promoted.Held // program_ref → compiled promoted body
 
 	admit  *admission.Gate // test runs in flight and what they may store
 	served *served.Gate    // stored run records being served (limits.MaxServedRunBytes)

@@ -52,7 +52,7 @@ func TestDeployFiresOnMotion(t *testing.T) {
 	if strings.Join(ids, ",") != "triggers,motion,on" {
 		t.Fatalf("trace ids = %v", ids)
 	}
-	if err := rules.CheckCorrespondence(h.eng.body(out.ProgramRef).decodedPlan(), tr.Trace.Steps, tr.Outcome); err != nil {
+	if err := rules.CheckCorrespondence(h.eng.body(out.ProgramRef).DecodedPlan(), tr.Trace.Steps, tr.Outcome); err != nil {
 		t.Fatalf("plan–trace correspondence: %v", err)
 	}
 	// Motion going false does not fire (to: true).

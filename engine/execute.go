@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine/internal/input"
+	"github.com/pilothouse/pilothouse/engine/internal/promoted"
 	"github.com/pilothouse/pilothouse/engine/internal/recorder"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
@@ -377,7 +378,7 @@ func refOf(c *rules.Compiled) string {
 	if c == nil {
 		return ""
 	}
-	return programRef(c)
+	return promoted.Ref(c)
 }
 
 func traceAt(t *pilotage.Trace, level string) *pilotage.Trace {
@@ -399,33 +400,19 @@ func runnableHash(req ExecuteRequest) string {
 	h := sha256.New()
 	if input.Present(req.Program) {
 		h.Write([]byte("program\x00"))
-		h.Write(canonicalJSON(req.Program))
+		h.Write(pilotage.CanonicalJSON(req.Program))
 	} else {
 		h.Write([]byte("ref\x00" + req.ProgramRef))
 	}
 	h.Write([]byte("\x00input\x00"))
 	if input.Present(req.Input) {
-		h.Write(canonicalJSON(req.Input))
+		h.Write(pilotage.CanonicalJSON(req.Input))
 	}
 	fmt.Fprintf(h, "\x00test_run=%v", req.TestRun)
 	if req.Once {
 		h.Write([]byte("\x00once"))
 	}
 	return hex.EncodeToString(h.Sum(nil))
-}
-
-// canonicalJSON re-encodes JSON with sorted keys (encoding/json sorts map
-// keys), so equal values hash equally.
-func canonicalJSON(raw json.RawMessage) []byte {
-	var v any
-	if err := json.Unmarshal(raw, &v); err != nil {
-		return raw
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return raw
-	}
-	return b
 }
 
 func (e *Engine) storeRun(ctx context.Context, p *Principal, runID, rule, ref, kind string, env envelope) error {

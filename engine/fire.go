@@ -71,7 +71,7 @@ func (at *armedTrigger) observe(ch devices.Change, restored bool) {
 	matched, _ := t.Match(ch.Prev, ch.Value, ch.Kind == devices.ChangeEvent)
 	depth := 0
 	if matched {
-		if depth = at.r.s.chains.depthOf(ch.ID, ch.Topic, at.r.s.e.Now()); depth >= loopDepth {
+		if depth = at.r.s.chains.DepthOf(ch.ID, ch.Topic, at.r.s.e.Now()); depth >= loopDepth {
 			at.r.stopLoop(ch.ID)
 			return
 		}

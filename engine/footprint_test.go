@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/pilothouse/pilothouse/pilotage"
-	"github.com/pilothouse/pilothouse/rules"
 )
 
 // footprintRule is a typical installed rule: a state trigger and a call
@@ -92,7 +91,7 @@ func TestHeldPlanIsStoredPlan(t *testing.T) {
 				t.Fatal(err)
 			}
 			got, _ := json.Marshal(ri.Plan)
-			if string(got) != string(canonicalJSON(pr.Plan)) && string(got) != string(pr.Plan) {
+			if string(got) != string(pilotage.CanonicalJSON(pr.Plan)) && string(got) != string(pr.Plan) {
 				t.Errorf("%s: rule %s plans\n%s\nstored\n%s", when, name, got, pr.Plan)
 			}
 		}
@@ -103,30 +102,18 @@ func TestHeldPlanIsStoredPlan(t *testing.T) {
 	check("after restart")
 }
 
-// TestPromotedBodyBaseline: a held body's baseline is the one it was
-// promoted with, its ids shared with the program's references when they
-// are the same and its own when not.
+// TestPromotedBodyBaseline: a deployed body holds the baseline of the
+// entries it was validated against: none drifted on the catalog it was
+// deployed on, the first one when the catalog loses them.
 func TestPromotedBodyBaseline(t *testing.T) {
 	h := newHouse(t, Config{})
 	ref := h.deploy(motionLight).Output.(*pilotage.DeployOutput).ProgramRef
-	b := h.eng.heldBody(ref)
-	base := map[string]baselineField{}
-	for i, en := range b.compiled.Entries {
-		base[b.compiled.Refs[i]] = baselineOf(en)
+	b := h.eng.bodies.Get(ref)
+	if id, gone := b.Drift(h.eng.cat.View(h.eng.principal(context.Background())).Get); id != "" {
+		t.Fatalf("drift on the catalog it was deployed on: %q (gone %v)", id, gone)
 	}
-	want := baselineSums(base)
-	if len(want) != 2 || len(b.baseIDs) != len(want) || &b.baseIDs[0] != &b.compiled.Refs[0] {
-		t.Fatalf("baseline ids %v, refs %v, want %d shared", b.baseIDs, b.compiled.Refs, len(want))
-	}
-	for i := range want {
-		if got := b.baseline(i); got != want[i] {
-			t.Errorf("baseline %d: %v, want %v", i, got, want[i])
-		}
-	}
-	own := newPromotedBody(&rules.Compiled{Raw: []byte(`{}`), Refs: []string{"a.set"}},
-		"automation.x@0", []baselineSum{{id: "b.set", sum: [32]byte{1}}, {id: "c.set", sum: [32]byte{2}}})
-	if len(own.baseIDs) != 2 || own.baseline(0) != (baselineSum{"b.set", [32]byte{1}}) || own.baseline(1) != (baselineSum{"c.set", [32]byte{2}}) ||
-		string(own.compiled.Raw) != `{}` {
-		t.Fatalf("a baseline of other ids: %v %x %s", own.baseIDs, own.baseSums, own.compiled.Raw)
+	none := func(string) (*pilotage.Entry, bool) { return nil, false }
+	if id, gone := b.Drift(none); id != "hall_light.set" || !gone {
+		t.Fatalf("drift on an empty catalog: %q (gone %v), want hall_light.set", id, gone)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/pilothouse/pilothouse/engine/internal/access"
 	"github.com/pilothouse/pilothouse/helpers"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/storage"
@@ -79,7 +80,7 @@ func (e *Engine) RulesReading(ctx context.Context, id string) []string {
 	var reading []storage.Rule
 	e.sched.mu.RLock()
 	for name, ar := range e.sched.rules {
-		if slices.ContainsFunc(ar.c.Refs, func(ref string) bool { return deviceOf(ref) == id }) {
+		if slices.ContainsFunc(ar.c.Refs, func(ref string) bool { return access.DeviceOf(ref) == id }) {
 			reading = append(reading, storage.Rule{Name: name, Principal: ar.principal.Name, Ref: ar.ref})
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 
 	"github.com/pilothouse/pilothouse/engine/internal/input"
+	"github.com/pilothouse/pilothouse/engine/internal/promoted"
 	"github.com/pilothouse/pilothouse/rules"
 )
 
@@ -23,7 +24,7 @@ func (e *Engine) instanceName(ctx context.Context, p *Principal, c *rules.Compil
 	base := c.Name()
 	pj, _ := json.Marshal(params)
 	old, err := e.store.GetRule(ctx, base)
-	if err != nil || old.Ref != programRef(c) || old.Principal != p.Name || string(paramsKey(old.Params)) == string(paramsKey(pj)) {
+	if err != nil || old.Ref != promoted.Ref(c) || old.Principal != p.Name || string(paramsKey(old.Params)) == string(paramsKey(pj)) {
 		return base
 	}
 	sum := sha256.Sum256(paramsKey(pj))

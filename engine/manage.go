@@ -84,7 +84,7 @@ func (e *Engine) GetRule(ctx context.Context, name string, lastFirings int) (Rul
 		if ar := e.sched.ruleByName(r.Name); ar != nil && e.runsBound(ar, r.Ref) {
 			ri.Plan = rules.BuildPlan(ar.c) // bound: the real ids, values and risk
 		} else if b := e.body(r.Ref); b != nil {
-			ri.Plan = b.decodedPlan()
+			ri.Plan = b.DecodedPlan()
 		}
 	}
 	return ri, err
@@ -98,7 +98,7 @@ func (e *Engine) runsBound(ar *armedRule, ref string) bool {
 		return true
 	}
 	b := e.body(ref)
-	return b != nil && b.compiled.Binds()
+	return b != nil && b.Compiled().Binds()
 }
 
 func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, lastFirings int) (RuleInfo, error) {
@@ -113,9 +113,9 @@ func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, las
 		ri.Status = "disabled"
 	}
 	if b := e.body(r.Ref); b != nil {
-		ri.Program = b.compiled.Raw
-		ri.Description = b.compiled.Description()
-		ri.MaxRisk = b.maxRisk
+		ri.Program = b.Compiled().Raw
+		ri.Description = b.Compiled().Description()
+		ri.MaxRisk = b.MaxRisk()
 	}
 	if ar := e.sched.ruleByName(r.Name); ar != nil {
 		if e.runsBound(ar, r.Ref) {

@@ -9,14 +9,6 @@ import (
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
-// TestNoParamsSchemaIsCanonical: the shared schema of a program without
-// params is what canonicalJSON makes of it (entry revisions depend on it).
-func TestNoParamsSchemaIsCanonical(t *testing.T) {
-	if got := string(canonicalJSON(json.RawMessage(`{"type":"object","additionalProperties":false}`))); got != string(noParamsSchema) {
-		t.Fatalf("canonical %s, shared %s", got, noParamsSchema)
-	}
-}
-
 // TestOldVersionsLoadOnDemand: after a restart only the installed version
 // of a rule is held compiled; an older version (a rollback target) is
 // compiled when first used, and the catalog is the same as before.
@@ -31,10 +23,7 @@ func TestOldVersionsLoadOnDemand(t *testing.T) {
 	version := h.eng.cat.View(h.eng.principal(ctx)).Version()
 	h.stop()
 	h.start()
-	h.eng.mu.Lock()
-	_, held1 := h.eng.bodies[v1]
-	_, held2 := h.eng.bodies[v2]
-	h.eng.mu.Unlock()
+	held1, held2 := h.eng.bodies.Get(v1) != nil, h.eng.bodies.Get(v2) != nil
 	if held1 || !held2 {
 		t.Fatalf("after restart: v1 held %v (want false), v2 held %v (want true)", held1, held2)
 	}
@@ -64,18 +53,22 @@ func TestOldVersionsLoadOnDemand(t *testing.T) {
 func TestAutomationBodyOnlyForAutomations(t *testing.T) {
 	h := newHouse(t, Config{})
 	ctx := context.Background()
+	// A version not installed is not held after a restart.
 	ref := h.deploy(motionLight).Output.(*pilotage.DeployOutput).ProgramRef
+	h.redeploy(strings.Replace(motionLight, `"brightness":180`, `"brightness":90`, 1))
+	h.stop()
+	h.start()
 	p := h.eng.principal(ctx)
 	if c, ok := h.eng.automationBody(p, "hall_light.set"); ok || c != nil {
 		t.Fatal("an action resolved to a promoted body")
 	}
-	if h.eng.heldBody("hall_light.set") != nil {
+	if h.eng.bodies.Get("hall_light.set") != nil {
 		t.Fatal("an action id was loaded as a body")
 	}
-	h.eng.mu.Lock()
-	delete(h.eng.bodies, ref) // as after a restart, for a version not installed
-	h.eng.mu.Unlock()
-	if c, ok := h.eng.automationBody(p, ref); !ok || c == nil {
-		t.Fatal("a promoted automation not held was not compiled on demand")
+	if h.eng.bodies.Get(ref) != nil {
+		t.Fatal("a version no rule installs was held at start-up")
+	}
+	if c, ok := h.eng.automationBody(p, ref); !ok || c == nil || h.eng.bodies.Get(ref) == nil {
+		t.Fatal("a promoted automation not held was not compiled on demand and kept")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/pilothouse/pilothouse/engine/internal/promoted"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 )
@@ -16,7 +17,7 @@ import (
 // nil: the deploy changes something.
 func (e *Engine) unchangedDeploy(ctx context.Context, p *Principal, runID, name string, c *rules.Compiled, b *bound, params map[string]any) *ExecuteResponse {
 	old, err := e.store.GetRule(ctx, name)
-	if err != nil || !old.Enabled || old.Broken != "" || old.Principal != p.Name || old.Ref != programRef(c) {
+	if err != nil || !old.Enabled || old.Broken != "" || old.Principal != p.Name || old.Ref != promoted.Ref(c) {
 		return nil
 	}
 	pj, _ := json.Marshal(params)
@@ -45,7 +46,7 @@ func paramsKey(raw []byte) []byte {
 	if s := string(bytes.TrimSpace(raw)); s == "" || s == "null" {
 		return []byte("{}")
 	}
-	return canonicalJSON(raw)
+	return pilotage.CanonicalJSON(raw)
 }
 
 // replaceNotice warns at validate, before a deploy, that deploying c
@@ -56,7 +57,7 @@ func (e *Engine) replaceNotice(ctx context.Context, p *Principal, c *rules.Compi
 		return nil
 	}
 	old, err := e.store.GetRule(ctx, c.Name())
-	if err != nil || !e.visibleRule(p, old) || old.Ref == programRef(c) {
+	if err != nil || !e.visibleRule(p, old) || old.Ref == promoted.Ref(c) {
 		return nil
 	}
 	msg := "a rule named " + quote(old.Name) + " is installed (by " + old.Principal + ", " + old.Ref + "): deploying this under its name would replace it"
@@ -91,7 +92,7 @@ func (e *Engine) replaceCheck(ctx context.Context, p *Principal, runID, name str
 		return nil, nil // deploy reads it again and answers for it
 	}
 	pj, _ := json.Marshal(params)
-	if old.Ref == programRef(c) && old.Principal == p.Name && bytes.Equal(paramsKey(old.Params), paramsKey(pj)) {
+	if old.Ref == promoted.Ref(c) && old.Principal == p.Name && bytes.Equal(paramsKey(old.Params), paramsKey(pj)) {
 		return nil, nil
 	}
 	rep := &pilotage.Replaces{Rule: old.Name, ProgramRef: old.Ref, Principal: old.Principal, Input: paramsKey(old.Params), Enabled: old.Enabled}
@@ -103,7 +104,7 @@ func (e *Engine) replaceCheck(ctx context.Context, p *Principal, runID, name str
 		msg += "; replacing it would cancel its " + rules.Plural(rep.RunsInProgress, "run", "") + " in progress"
 	}
 	msg += ". Nothing was installed: send the same request with input.install.replace: true to replace it, or with input.install.rule set to another name to keep both"
-	step := pilotage.TraceStep{ID: "install", Input: map[string]any{"rule": name, "program_ref": programRef(c)}, Output: map[string]any{"replaces": rep},
+	step := pilotage.TraceStep{ID: "install", Input: map[string]any{"rule": name, "program_ref": promoted.Ref(c)}, Output: map[string]any{"replaces": rep},
 		Outcome: pilotage.Outcome{OK: false, Status: rules.StepFailed, Error: msg}}
 	return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: rules.StatusRuleExists, Error: msg}, Replaces: rep,
 		Trace: &pilotage.Trace{Level: pilotage.LevelFull, Steps: []pilotage.TraceStep{step}}}, nil

@@ -30,7 +30,7 @@ func (e *Engine) RuleReads(ctx context.Context, name string) ([]string, error) {
 	if ar := e.sched.ruleByName(name); ar != nil {
 		c = ar.c // bound to its params when they name entries
 	} else if b := e.body(r.Ref); b != nil {
-		c = b.compiled
+		c = b.Compiled()
 	}
 	if c == nil {
 		return nil, nil // its program no longer compiles: nothing to show

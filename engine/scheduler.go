@@ -11,7 +11,9 @@ import (
 	"github.com/robfig/cron/v3"
 
 	"github.com/pilothouse/pilothouse/engine/internal/catalog"
+	"github.com/pilothouse/pilothouse/engine/internal/loopguard"
 	"github.com/pilothouse/pilothouse/engine/internal/pending"
+	"github.com/pilothouse/pilothouse/engine/internal/promoted"
 	"github.com/pilothouse/pilothouse/engine/internal/workers"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
@@ -24,7 +26,7 @@ import (
 type scheduler struct {
 	e *Engine
 
-	chains chains // the depth of the firings that last commanded each device (loop.go)
+	chains loopguard.Chains // the depth of the firings that last commanded each device
 
 	mu    sync.RWMutex
 	rules map[string]*armedRule
@@ -151,7 +153,7 @@ func (s *scheduler) start(ctx context.Context) error {
 			s.e.log.Warn("rule not armed: its stored row is damaged", "rule", r.Name, "reason", r.Damaged)
 			continue
 		}
-		c := b.compiled
+		c := b.Compiled()
 		if c.Binds() {
 			bc, err := s.e.rebind(r, c, params)
 			if err != nil {
@@ -204,8 +206,8 @@ func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[str
 	}
 	ar = &armedRule{s: s, name: rule.Name, ref: rule.Ref, enabled: rule.Enabled, c: c, params: params, principal: p,
 		broken: rule.Broken, waits: c.TakesTime(), checkedGen: validatedAt}
-	if b := s.e.body(rule.Ref); b != nil && b.hasPlan {
-		ar.ceiling, ar.hasCeiling = b.maxHints, true
+	if b := s.e.body(rule.Ref); b != nil && b.HasPlan() {
+		ar.ceiling, ar.hasCeiling = b.MaxHints(), true
 	}
 	// A throttled body writes its window before it runs (throttleGate):
 	// on a worker, not on the goroutine that delivers the events.
@@ -495,7 +497,7 @@ func (ar *armedRule) brokenReason(e *Engine) string {
 		if !ok {
 			return "referenced entry " + quote(id) + " vanished from the catalog"
 		}
-		if string(baselineJSON(baselineOf(cur))) != string(baselineJSON(baselineOf(en))) {
+		if string(promoted.BaselineJSON(promoted.BaselineOf(cur))) != string(promoted.BaselineJSON(promoted.BaselineOf(en))) {
 			return "referenced entry " + quote(id) + " changed shape since install"
 		}
 	}

@@ -75,10 +75,10 @@ func (w *liveWorld) Call(ctx context.Context, id string, args map[string]any) (a
 	return publishedOutput, nil
 }
 
-// wrote notes a firing's command for the loop guard (loop.go).
+// wrote notes a firing's command for the loop guard (loopguard.Chains).
 func (w *liveWorld) wrote(id, topic string) {
 	if w.f != nil {
-		w.e.sched.chains.wrote(id, topic, w.f.depth, w.e.Now())
+		w.e.sched.chains.Wrote(id, topic, w.f.depth, w.e.Now())
 	}
 }
 
