@@ -96,7 +96,7 @@ type device struct {
 	// drawLevel is the draw a plug's noise varies around: the one set
 	// last (0: its usual 62 W).
 	drawLevel float64
-	props        map[string]*expose // flattened exposes by property
+	props     map[string]*expose // flattened exposes by property
 }
 
 func (d *device) index() {
