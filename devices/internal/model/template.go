@@ -65,6 +65,11 @@ var (
 	unreadRate any = "the latest message was not read (the value is the one before): " + errRate.Error()
 )
 
+// NotRendered reports whether err is a rendering the work budget did not
+// cover (of the message or per second): counted and logged by the catalog,
+// not a template's failure.
+func NotRendered(err error) bool { return errors.Is(err, ErrMsgBudget) || errors.Is(err, errRate) }
+
 func CompileTemplate(src string) *Template {
 	if strings.TrimSpace(src) == "" {
 		return nil
