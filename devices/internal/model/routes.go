@@ -202,7 +202,11 @@ const (
 	workCap  = 4 * MsgJBudget
 	// workReserve is what topics at rest may take below an empty global
 	// bucket (Grant); it refills at WorkRate like the rest.
-	workReserve   = MsgJBudget / 4
+	workReserve = MsgJBudget / 4
+	// restSlack is what a topic at rest may have spent beyond what it
+	// earned: a device's few messages in a row, not one message of a
+	// topic that a thousand routes read.
+	restSlack     = 1 << 14
 	TopicWorkRate = 250_000 // operations per second, one topic
 	// topicWorkCap lets a topic's message use the whole MsgJBudget twice
 	// in a row (a retained state and its first update, say).
@@ -255,13 +259,14 @@ func (w *WorkBudget) topic(t string) *bucket {
 }
 
 // Grant returns the work a message on topic t may do at now. A topic at
-// rest (its bucket full) may also take workReserve below the empty global
-// bucket: busy topics that together empty it then hold back one another,
-// not every quiet device's next message.
+// rest (its bucket within restSlack of full: it spent little lately) may
+// also take workReserve below the empty global bucket: busy topics that
+// together empty it then hold back one another, not every quiet device's
+// next message.
 func (w *WorkBudget) Grant(t string, now time.Time) int {
 	g := w.global.level(now, WorkRate, workCap)
 	b := w.topic(t)
-	if b == nil || b.level(now, TopicWorkRate, topicWorkCap) >= topicWorkCap {
+	if b == nil || b.level(now, TopicWorkRate, topicWorkCap) >= topicWorkCap-restSlack {
 		g += workReserve
 	}
 	g = min(g, float64(MsgJBudget))
