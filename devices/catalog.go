@@ -120,6 +120,9 @@ type Catalog struct {
 	notify  *model.Spec            // the notification channels (built once)
 	local   map[string]*model.Spec // the local devices (PutLocal) by id
 	work    *model.WorkBudget      // template work per second
+	// fanout is len(subList), read by ingestion without c.mu to charge
+	// what a change costs (model.Rec.Fanout).
+	fanout atomic.Int32
 
 	// mu guards the fields below. Ingestion changes them holding c.ingest
 	// too, so its compute phase reads the model holding c.ingest alone.
@@ -458,4 +461,5 @@ func (c *Catalog) listSubs() {
 		out[i] = c.subs[id]
 	}
 	c.subList = out
+	c.fanout.Store(int32(len(out)))
 }

@@ -100,7 +100,8 @@ func (c *Catalog) payloadBound(t string) int {
 func (c *Catalog) begin() *txn {
 	tx := &c.tx
 	*tx = txn{c: c, changes: tx.changes[:0], lists: tx.lists[:0],
-		Rec: model.Rec{Now: c.now(), Log: c.log, Refused: &c.refused, Ops: tx.Ops[:0], JLeft: model.MsgJBudget}}
+		Rec: model.Rec{Now: c.now(), Log: c.log, Refused: &c.refused, Ops: tx.Ops[:0], JLeft: model.MsgJBudget,
+			Fanout: int(c.fanout.Load())}}
 	return tx
 }
 
@@ -279,15 +280,21 @@ func (c *Catalog) fanOut(tx *txn, subs []func(Change)) {
 	tx.end()
 }
 
+// keptOps is the most ops whose buffer the next ingestion reuses (~230
+// KB): a topic that many routes read records one or two ops per route on
+// every message, and growing the buffer again each time cost it more than
+// its routes (commitLocked clears what the ops refer to).
+const keptOps = 4096
+
 // end forgets the values of the finished ingestion and keeps small
 // buffers for the next.
 func (tx *txn) end() {
-	tx.JSONOf, tx.JSONVal = nil, nil
+	tx.Forget()
 	clear(tx.changes)
 	if cap(tx.changes) > 64 {
 		tx.changes = nil
 	}
-	if cap(tx.Ops) > 64 {
+	if cap(tx.Ops) > keptOps {
 		tx.Ops = nil
 	}
 	tx.changes, tx.Ops = tx.changes[:0], tx.Ops[:0]

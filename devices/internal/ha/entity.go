@@ -79,7 +79,7 @@ func (x *ent) addState(id, name, desc string, schema map[string]any, topic, tplS
 	x.b.spec.Routes = append(x.b.spec.Routes, model.TopicRoute{Topic: topic, Fn: func(tx *model.Rec, p []byte) {
 		v, err := t.RenderMsg(tx, id, p)
 		if err != nil {
-			if !warned && !errors.Is(err, model.ErrNoValue) && !errors.Is(err, model.ErrMsgBudget) {
+			if !warned && !errors.Is(err, model.ErrNoValue) && !model.NotRendered(err) {
 				warned = true
 				tx.Log.Warn("home assistant template failed; the state keeps its value", "id", id, "topic", topic, "err", err)
 			}

@@ -96,6 +96,8 @@ type Rec struct {
 	JSONOf  *byte
 	jsonLen int
 	JSONVal any
+	textOf  *byte // the payload text is of (valueText)
+	text    string
 	// jLeft is the template work the message may still do (MsgJBudget,
 	// or less when jRated: what the work budget per second grants);
 	// jSkipped and jThrottled count the renderings it did not cover.
@@ -103,6 +105,10 @@ type Rec struct {
 	JRated     bool
 	JSkipped   int
 	JThrottled int
+	// Fanout is the number of subscribers a change is handed to (the
+	// engine's scheduler, history, logbook, live watchers); each rendering
+	// is charged the change it may make (routeCost).
+	Fanout int
 }
 
 type opKind uint8
@@ -192,8 +198,15 @@ func EqualValues(a, b any) bool {
 // A house of 1,000 entities each rendering a 200-operation template every
 // second does a tenth of the global rate, and a topic a few of its own.
 const (
-	WorkRate      = 2_000_000 // operations per second, all topics together
-	workCap       = 4 * MsgJBudget
+	WorkRate = 2_000_000 // operations per second, all topics together
+	workCap  = 4 * MsgJBudget
+	// workReserve is what topics at rest may take below an empty global
+	// bucket (Grant); it refills at WorkRate like the rest.
+	workReserve = MsgJBudget / 4
+	// restSlack is what a topic at rest may have spent beyond what it
+	// earned: a device's few messages in a row, not one message of a
+	// topic that a thousand routes read.
+	restSlack     = 1 << 14
 	TopicWorkRate = 250_000 // operations per second, one topic
 	// topicWorkCap lets a topic's message use the whole MsgJBudget twice
 	// in a row (a retained state and its first update, say).
@@ -245,11 +258,20 @@ func (w *WorkBudget) topic(t string) *bucket {
 	return &w.overflow
 }
 
-// Grant returns the work a message on topic t may do at now.
+// Grant returns the work a message on topic t may do at now. A topic at
+// rest (its bucket within restSlack of full: it spent little lately) may
+// also take workReserve below the empty global bucket: busy topics that
+// together empty it then hold back one another, not every quiet device's
+// next message.
 func (w *WorkBudget) Grant(t string, now time.Time) int {
-	g := min(float64(MsgJBudget), w.global.level(now, WorkRate, workCap))
-	if b := w.topic(t); b != nil {
-		g = min(g, b.level(now, TopicWorkRate, topicWorkCap))
+	g := w.global.level(now, WorkRate, workCap)
+	b := w.topic(t)
+	if b == nil || b.level(now, TopicWorkRate, topicWorkCap) >= topicWorkCap-restSlack {
+		g += workReserve
+	}
+	g = min(g, float64(MsgJBudget))
+	if b != nil {
+		g = min(g, b.tokens)
 	}
 	return max(int(g), 0)
 }

@@ -35,21 +35,40 @@ type Template struct {
 }
 
 // MsgJBudget is the work all the renderings one message triggers may do
-// together (each costs at least jRouteCost): 1,000 discovery configs
+// together (each costs at least routeCost): 1,000 discovery configs
 // sharing one state topic, each looping within jinja.DefaultBudget (2^18
 // then), made every 10-byte message cost ~1 s of CPU. Renderings past it
 // are skipped (errMsgBudget): their states keep their values, and Refusals
 // counts them.
+//
+// A rendering is charged, before it is done, what it costs beyond its
+// template's own operations: its route (jRouteCost) and the change it may
+// make, committed and handed to every subscriber (ChangeCost each, and one
+// for the commit). Cheap templates on a shared topic (1,000 sensors of
+// {{ value_json.vN }}) otherwise cost the house far more than they were
+// charged, never met the work per second, and held back every rule.
 const (
 	MsgJBudget = 1 << 20
 	jRouteCost = 16
+	ChangeCost = 16
 )
+
+// routeCost is what a rendering is charged besides its template's work.
+func (tx *Rec) routeCost() int { return jRouteCost + ChangeCost*(1+tx.Fanout) }
 
 var (
 	ErrNoValue = errors.New("template path not present in payload")
 	// ErrMsgBudget: the message's work budget (MsgJBudget) is spent.
 	ErrMsgBudget = errors.New("template not rendered: the renderings of this message used up its work budget")
+	// unreadRate is made (and boxed) once: a throttled topic's every
+	// route says it.
+	unreadRate any = "the latest message was not read (the value is the one before): " + errRate.Error()
 )
+
+// NotRendered reports whether err is a rendering the work budget did not
+// cover (of the message or per second): counted and logged by the catalog,
+// not a template's failure.
+func NotRendered(err error) bool { return errors.Is(err, ErrMsgBudget) || errors.Is(err, errRate) }
 
 func CompileTemplate(src string) *Template {
 	if strings.TrimSpace(src) == "" {
@@ -89,7 +108,7 @@ func (t *Template) Render(payload []byte, now time.Time) (any, error) {
 func (t *Template) RenderMsg(tx *Rec, id string, payload []byte) (any, error) {
 	v, err := t.renderJSON(payload, tx.Now, tx)
 	if errors.Is(err, errRate) {
-		tx.unread(id, "the latest message was not read (the value is the one before): "+err.Error())
+		tx.Ops = append(tx.Ops, Op{Kind: OpUnread, ID: id, V: unreadRate})
 	}
 	if err != nil && !errors.Is(err, ErrNoValue) && !errors.Is(err, ErrMsgBudget) && !errors.Is(err, errRate) {
 		tx.Refused.Failed.Add(1)
@@ -103,19 +122,20 @@ func (t *Template) RenderMsg(tx *Rec, id string, payload []byte) (any, error) {
 func (t *Template) renderJSON(payload []byte, now time.Time, tx *Rec) (any, error) {
 	budget := jinja.DefaultBudget
 	if tx != nil {
-		if tx.JLeft < jRouteCost {
+		cost := tx.routeCost()
+		if tx.JLeft < cost {
 			return nil, tx.skipRender()
 		}
-		tx.JLeft -= jRouteCost
+		tx.JLeft -= cost
 		budget = min(budget, tx.JLeft)
 	}
 	if t == nil {
-		return string(payload), nil
+		return tx.valueText(payload), nil
 	}
 	if t.Unsupported != "" {
 		return nil, errors.New(t.Unsupported)
 	}
-	in := jinja.Input{Value: string(payload), Now: now}
+	in := jinja.Input{Value: tx.valueText(payload), Now: now}
 	if t.Prog.UsesJSON() {
 		in.JSON = tx.valueJSON(payload)
 	}
@@ -133,6 +153,25 @@ func (t *Template) renderJSON(payload []byte, now time.Time, tx *Rec) (any, erro
 		return nil, ErrNoValue
 	}
 	return res.Text, nil
+}
+
+// valueText is the payload as text, made once per message when tx is not
+// nil: a copy per rendering made every route of a topic cost its payload's
+// bytes (1,000 routes on a 12.8 KB payload: 12.8 MB per message).
+func (tx *Rec) valueText(p []byte) string {
+	if tx == nil || len(p) == 0 {
+		return string(p)
+	}
+	if tx.textOf != &p[0] || len(tx.text) != len(p) {
+		tx.textOf, tx.text = &p[0], string(p)
+	}
+	return tx.text
+}
+
+// Forget drops what the message's payload was decoded to (the next
+// message's buffer may be at the same address).
+func (tx *Rec) Forget() {
+	tx.JSONOf, tx.JSONVal, tx.textOf, tx.text = nil, nil, nil, ""
 }
 
 // valueJSON decodes a payload for value_json (undefined when it is not
