@@ -59,7 +59,7 @@ func (e *Engine) gate(ctx context.Context, p *Principal, runID, rule string, c *
 		plan = rules.BuildPlan(b.c)
 	}
 	g := approval.Request{P: p, RunID: runID, Rule: rule, Ref: promoted.Ref(c), Program: c.Raw, Plan: plan,
-		Reasons: e.approvals.PolicyOf(p).Reasons(plan)}
+		Reasons: append(e.approvals.PolicyOf(p).Reasons(plan), e.replacedReasons(ctx, p, rule)...)}
 	if len(g.Reasons) == 0 {
 		return nil, nil, nil
 	}
@@ -73,6 +73,25 @@ func (e *Engine) gate(ctx context.Context, p *Principal, runID, rule string, c *
 		return nil, &ExecuteResponse{RunID: runID, Outcome: refused.Outcome, Approval: refused.Approval, Trace: refused.Trace}, err
 	}
 	return used, nil, err
+}
+
+// replacedReasons is why replacing the installed rule of that name needs
+// a person: another principal's rule whose plan p's policy would gate (a
+// harmless body under the night-lock rule's name disarms it as surely as
+// disabling it would).
+func (e *Engine) replacedReasons(ctx context.Context, p *Principal, rule string) []string {
+	if e.store == nil || rule == "" {
+		return nil
+	}
+	old, err := e.store.GetRule(ctx, rule)
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, r := range e.othersRiskyRule(p, rule, old.Principal) {
+		out = append(out, "replaces "+old.Principal+"'s rule "+quote(rule)+": "+r)
+	}
+	return out
 }
 
 // withApproval adds the approval a deploy used to its response.

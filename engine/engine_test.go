@@ -615,8 +615,15 @@ func TestGatedDeployerCannotSwitchOffAnotherRiskyRule(t *testing.T) {
 	if _, err := h.eng.RemoveRule(actx, "night-lock"); !errors.As(err, &re) {
 		t.Fatalf("the assistant removed the owner's lock rule: %v", err)
 	}
-	if ri, err := h.eng.GetRule(octx, "night-lock", 0); err != nil || ri.Status != "enabled" {
-		t.Fatalf("the owner's lock rule: %+v %v", ri.Status, err)
+	// Replacing it with a harmless body under its name would disarm it as
+	// surely: that waits for a person's approval, naming the rule it replaces.
+	harmless := `{"name":"night-lock","triggers":[{"id":"t","cron":"0 0 23 * * *"}],"steps":[{"id":"s","call":"porch_light.set","args":{"state":"OFF"}}]}`
+	r, err := h.eng.Execute(actx, ExecuteRequest{Program: json.RawMessage(harmless), Input: json.RawMessage(`{"install":{"replace":true}}`)})
+	if err != nil || r.Outcome.Status != rules.StatusApprovalPending || r.Approval == nil || !strings.Contains(strings.Join(r.Approval.Reasons, ";"), "replaces owner's rule") {
+		t.Fatalf("the assistant's harmless replacement of the lock rule: %+v %+v %v", r.Outcome, r.Approval, err)
+	}
+	if ri, err := h.eng.GetRule(octx, "night-lock", 0); err != nil || ri.Status != "enabled" || !strings.Contains(string(ri.Program), "front_lock.set") {
+		t.Fatalf("the owner's lock rule: %+v %s %v", ri.Status, ri.Program, err)
 	}
 	if _, err := h.eng.SetRuleEnabled(actx, "porch-off", false); err != nil {
 		t.Fatalf("the assistant may switch a harmless rule: %v", err)

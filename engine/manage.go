@@ -221,10 +221,21 @@ func (e *Engine) mayManage(ctx context.Context, ri RuleInfo, verb string) error 
 	if !p.Deploy {
 		return ErrNotAllowed
 	}
-	if ri.Principal == p.Name || e.approvals.MayApprove(p, p.Name) {
+	if reasons := e.othersRiskyRule(p, ri.Name, ri.Principal); len(reasons) > 0 {
+		return pilotage.Errorf(pilotage.ErrInvalidRequest, fmt.Sprintf("principal %s may not %s rule %s: %s installed it, and its plan needs a person's approval for %s (%s); a person who may approve (the owner) can",
+			quote(p.Name), verb, quote(ri.Name), quote(ri.Principal), quote(p.Name), strings.Join(reasons, ", ")))
+	}
+	return nil
+}
+
+// othersRiskyRule is why p's risk-gate policy would send rule name, which
+// installer installed, to a person: none when p installed it, may approve
+// its own requests, or the rule's plan needs no approval.
+func (e *Engine) othersRiskyRule(p *Principal, name, installer string) []string {
+	if installer == p.Name || e.approvals.MayApprove(p, p.Name) {
 		return nil
 	}
-	ar := e.sched.ruleByName(ri.Name)
+	ar := e.sched.ruleByName(name)
 	if ar == nil {
 		return nil
 	}
@@ -232,11 +243,7 @@ func (e *Engine) mayManage(ctx context.Context, ri RuleInfo, verb string) error 
 	if plan == nil {
 		plan = rules.BuildPlan(ar.c)
 	}
-	if reasons := e.approvals.PolicyOf(p).Reasons(plan); len(reasons) > 0 {
-		return pilotage.Errorf(pilotage.ErrInvalidRequest, fmt.Sprintf("principal %s may not %s rule %s: %s installed it, and its plan needs a person's approval for %s (%s); a person who may approve (the owner) can",
-			quote(p.Name), verb, quote(ri.Name), quote(ri.Principal), quote(p.Name), strings.Join(reasons, ", ")))
-	}
-	return nil
+	return e.approvals.PolicyOf(p).Reasons(plan)
 }
 
 // RemoveRule uninstalls a visible rule. Its promoted programs stay (they are
