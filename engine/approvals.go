@@ -84,8 +84,8 @@ func (e *Engine) replacedReasons(ctx context.Context, p *Principal, rule string)
 		return nil
 	}
 	old, err := e.store.GetRule(ctx, rule)
-	if err != nil {
-		return nil
+	if err != nil || !e.visibleRule(p, old) {
+		return nil // a rule p cannot see, deploy refuses to replace
 	}
 	var out []string
 	for _, r := range e.othersRiskyRule(p, rule, old.Principal) {

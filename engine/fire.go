@@ -306,7 +306,7 @@ func (f *firing) run() (pending bool) {
 	if ar.c.Throttle() > 0 {
 		in.Throttle = ar.throttleGate
 	}
-	return f.returned(rules.Run(f.ctx, ar.c, &f.world, in), runID, started)
+	return f.returned(f.runShared(in), runID, started)
 }
 
 // checkBroken re-checks referenced entries when the device catalog moved

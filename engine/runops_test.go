@@ -60,3 +60,65 @@ func TestBurnFiringEndsAtMaxRunOps(t *testing.T) {
 	}
 	t.Logf("test run: %s; firing %s in %v", tr.Outcome.Error, run.Status, run.Ended.Sub(run.Started))
 }
+
+// TestRuleFiringsShareTheirOperations: many firings of the burn rule at
+// once (parallel) share one MaxRunOps, refilled over shareRefill: the
+// first takes it, the others end at once saying the rule's share is used
+// up, instead of each burning its own MaxRunOps (the recheck's 300
+// firings took the house's cores for minutes).
+func TestRuleFiringsShareTheirOperations(t *testing.T) {
+	lim := rules.DefaultLimits
+	lim.MaxRunOps = 200_000
+	h := newHouse(t, Config{Limits: lim})
+	h.deploy(burnRule)
+	const presses = 12
+	for range presses {
+		if err := h.sim.Press(t.Context(), "on"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var runs []storage.Run
+	testutil.Eventually(t, 60*time.Second, "every burn firing ended", func() bool {
+		runs = h.firings("burn")
+		for _, r := range runs {
+			if r.Status == rules.StatusRunning {
+				return false
+			}
+		}
+		return len(runs) == presses
+	})
+	shared := 0
+	for _, r := range runs {
+		if r.Status != rules.StatusLimitExceeded {
+			t.Fatalf("a burn firing %s: %.300s", r.Status, r.Envelope)
+		}
+		if strings.Contains(string(r.Envelope), "its other firings had used all but") {
+			shared++
+		}
+	}
+	if shared < presses-3 {
+		t.Fatalf("%d of %d firings were cut by the rule's share, want nearly all but the first", shared, presses)
+	}
+}
+
+func TestOpsShare(t *testing.T) {
+	var s opsShare
+	t0 := time.Now()
+	if g := s.take(t0, 1000); g != 1000 {
+		t.Fatalf("a full share grants %d", g)
+	}
+	if g := s.take(t0, 1000); g != 0 {
+		t.Fatalf("an empty share grants %d", g)
+	}
+	s.give(600)
+	if g := s.take(t0, 1000); g != 600 {
+		t.Fatalf("after 600 given back: %d", g)
+	}
+	if g := s.take(t0.Add(shareRefill/2), 1000); g != 500 {
+		t.Fatalf("half the refill later: %d", g)
+	}
+	s.give(5000)
+	if g := s.take(t0.Add(shareRefill), 1000); g != 1000 {
+		t.Fatalf("never more than the whole share: %d", g)
+	}
+}

@@ -65,6 +65,8 @@ type armedRule struct {
 	triggers  []*armedTrigger
 	// ceiling is the risk the rule's program was promoted (and approved)
 	// at; a firing's call to an entry above it is refused (nil: no plan).
+	share atomic.Pointer[opsShare] // its firings' operations (share.go), made at the first
+
 	ceiling    pilotage.RiskHints
 	hasCeiling bool
 

@@ -52,6 +52,8 @@ type RunResult struct {
 	Vars           map[string]any
 	Calls          []CallRecord
 	Started, Ended time.Time
+	// Ops is how many operations the run's evaluations did (MaxRunOps).
+	Ops int
 
 	tail tailCall // the last call, still waiting (see Pending)
 }
@@ -209,6 +211,7 @@ func (r *interp) finishResult(res *RunResult, top *frame, h *halt) {
 	}
 	res.Steps = r.steps
 	res.Calls = r.calls
+	res.Ops = r.ops.Used
 	res.Ended = r.safeNow()
 	var out map[string]any // made only when there is something to report
 	switch {
