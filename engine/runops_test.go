@@ -2,6 +2,7 @@ package engine
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -92,7 +93,7 @@ func TestRuleFiringsShareTheirOperations(t *testing.T) {
 		if r.Status != rules.StatusLimitExceeded {
 			t.Fatalf("a burn firing %s: %.300s", r.Status, r.Envelope)
 		}
-		if strings.Contains(string(r.Envelope), "its other firings had used all but") {
+		if strings.Contains(string(r.Envelope), "the others had used all but") {
 			shared++
 		}
 	}
@@ -120,5 +121,39 @@ func TestOpsShare(t *testing.T) {
 	s.give(5000)
 	if g := s.take(t0.Add(shareRefill), 1000); g != 1000 {
 		t.Fatalf("never more than the whole share: %d", g)
+	}
+}
+
+// TestPrincipalsRulesShareTheirOperations: many heavy rules of one
+// principal share principalShares × MaxRunOps: with six burn rules fired
+// at once, at most four get a whole MaxRunOps, the others are cut by the
+// principal's share (one rule each would otherwise add up to the cores).
+func TestPrincipalsRulesShareTheirOperations(t *testing.T) {
+	lim := rules.DefaultLimits
+	lim.MaxRunOps = 200_000
+	h := newHouse(t, Config{Limits: lim})
+	const n = 6
+	for i := range n {
+		h.deploy(strings.Replace(burnRule, `"name":"burn"`, fmt.Sprintf(`"name":"burn%d"`, i), 1))
+	}
+	if err := h.sim.Press(t.Context(), "on"); err != nil {
+		t.Fatal(err)
+	}
+	cut := 0
+	testutil.Eventually(t, 60*time.Second, "every burn rule's firing ended", func() bool {
+		cut = 0
+		for i := range n {
+			runs := h.firings(fmt.Sprintf("burn%d", i))
+			if len(runs) != 1 || runs[0].Status == rules.StatusRunning {
+				return false
+			}
+			if strings.Contains(string(runs[0].Envelope), "the others had used all but") {
+				cut++
+			}
+		}
+		return true
+	})
+	if cut < n-principalShares {
+		t.Fatalf("%d of %d rules' firings were cut by the principal's share, want at least %d", cut, n, n-principalShares)
 	}
 }

@@ -27,6 +27,7 @@ type scheduler struct {
 	e *Engine
 
 	chains loopguard.Chains // the depth of the firings that last commanded each device
+	shares sync.Map         // principal name → *opsShare (share.go)
 
 	mu    sync.RWMutex
 	rules map[string]*armedRule

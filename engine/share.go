@@ -16,7 +16,13 @@ import (
 // what the bucket holds (up to MaxRunOps) and gives back what it did not
 // use, so a household rule (a few hundred operations a firing) never
 // notices it.
-const shareRefill = 10 * time.Second // to refill a whole MaxRunOps
+// A principal's rules together share principalShares times that, so many
+// heavy rules of one principal (an assistant's) do not add up to the
+// cores either.
+const (
+	shareRefill     = 10 * time.Second // to refill a whole share
+	principalShares = 4
+)
 
 // opsShare is one rule's bucket of expression operations.
 type opsShare struct {
@@ -48,16 +54,34 @@ func (s *opsShare) take(now time.Time, max int) int {
 // the run short.
 func (f *firing) runShared(in rules.RunInput) *rules.RunResult {
 	ar := f.ar
-	full := ar.s.e.cfg.Limits.WithDefaults().MaxRunOps
-	share := ar.opsShare()
-	grant := share.take(ar.s.e.Now(), full)
+	now, full := ar.s.e.Now(), ar.s.e.cfg.Limits.WithDefaults().MaxRunOps
+	rule, mine := ar.opsShare(), ar.s.principalShare(ar.principal.Name)
+	byRule := rule.take(now, full)
+	grant := mine.take(now, principalShares*full)
+	if byRule < grant {
+		mine.give(grant - byRule)
+		grant = byRule
+	} else {
+		rule.give(byRule - grant)
+	}
 	in.Limits.MaxRunOps = max(grant, 1)
 	res := rules.Run(f.ctx, ar.c, &f.world, in)
-	share.give(grant - res.Ops)
+	rule.give(grant - res.Ops)
+	mine.give(grant - res.Ops)
 	if grant < full && res.Outcome.Status == rules.StatusLimitExceeded {
-		res.Outcome.Error += fmt.Sprintf(" (this rule's firings share %d operations, refilled over %s: its other firings had used all but %d)", full, shareRefill, grant)
+		res.Outcome.Error += fmt.Sprintf(" (this rule's firings share %d operations and %s's rules %d, refilled over %s: the others had used all but %d)",
+			full, ar.principal.Name, principalShares*full, shareRefill, grant)
 	}
 	return res
+}
+
+// principalShare is the share of the rules name installed.
+func (s *scheduler) principalShare(name string) *opsShare {
+	if v, ok := s.shares.Load(name); ok {
+		return v.(*opsShare)
+	}
+	v, _ := s.shares.LoadOrStore(name, &opsShare{})
+	return v.(*opsShare)
 }
 
 // opsShare is the rule's share, made at its first firing (a house holds
