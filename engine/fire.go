@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/engine/internal/bounds"
 	"github.com/pilothouse/pilothouse/engine/internal/recorder"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
@@ -268,7 +269,7 @@ type firing struct {
 }
 
 // Limited: a body without delays and waits only waits for its commands'
-// acknowledgements; it counts against workers' maxRunning.
+// acknowledgements; it counts against bounds.MaxRunning.
 func (f *firing) Limited() bool { return !f.ar.waits }
 
 // Do runs the firing on a worker (the task workers run), and reports
@@ -307,6 +308,33 @@ func (f *firing) run() (pending bool) {
 		in.Throttle = ar.throttleGate
 	}
 	return f.returned(f.runShared(in), runID, started)
+}
+
+// runShared runs f's rule body with the operations its rule's and its
+// principal's shares grant (bounds.TakeOps), gives back what it did not
+// use, and says so when the shares cut the run short.
+func (f *firing) runShared(in rules.RunInput) *rules.RunResult {
+	ar := f.ar
+	full := ar.s.e.cfg.Limits.WithDefaults().MaxRunOps
+	g := bounds.TakeOps(ar.opsShare(), ar.s.shares.Of(ar.principal.Name), ar.s.e.Now(), full)
+	in.Limits.MaxRunOps = max(g.Ops, 1)
+	res := rules.Run(f.ctx, ar.c, &f.world, in)
+	g.Return(res.Ops)
+	if g.Ops < full && res.Outcome.Status == rules.StatusLimitExceeded {
+		res.Outcome.Error += fmt.Sprintf(" (this rule's firings share %d operations and %s's rules %d, refilled over %s: the others had used all but %d)",
+			full, ar.principal.Name, bounds.PrincipalShares*full, bounds.ShareRefill, g.Ops)
+	}
+	return res
+}
+
+// opsShare is the rule's share, made at its first firing (a house holds
+// thousands of rules that rarely fire).
+func (ar *armedRule) opsShare() *bounds.Share {
+	if s := ar.share.Load(); s != nil {
+		return s
+	}
+	ar.share.CompareAndSwap(nil, &bounds.Share{})
+	return ar.share.Load()
 }
 
 // checkBroken re-checks referenced entries when the device catalog moved

@@ -1,8 +1,8 @@
 package engine
 
 import (
+	"github.com/pilothouse/pilothouse/engine/internal/bounds"
 	"github.com/pilothouse/pilothouse/engine/internal/recorder"
-	"github.com/pilothouse/pilothouse/engine/internal/workers"
 )
 
 // RecorderStats counts what became of the run records handed to the
@@ -20,12 +20,12 @@ func (e *Engine) RecorderStats() RecorderStats {
 
 // FiringLoad is how the firing slots are used now: firings running, and
 // firings waiting for a slot with the oldest's wait.
-type FiringLoad = workers.Load
+type FiringLoad = bounds.Load
 
 // FiringLoad reports how the firing slots are used now (/healthz).
 func (e *Engine) FiringLoad() FiringLoad {
 	if e.sched == nil || e.sched.work == nil {
-		return FiringLoad{Slots: workers.MaxRunning}
+		return FiringLoad{Slots: bounds.MaxRunning}
 	}
 	return e.sched.work.Load()
 }

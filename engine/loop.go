@@ -5,14 +5,14 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine/internal/access"
-	"github.com/pilothouse/pilothouse/engine/internal/loopguard"
+	"github.com/pilothouse/pilothouse/engine/internal/bounds"
 )
 
 // Rules can fire each other, or themselves, without end: a plug toggled on
 // its own state sent 26,000 commands a second to the demo house; a helper
 // toggled on its own state wrote 10,000 history rows a second and
 // overwrote the logbook; two rules each writing what triggers the other do
-// the same. The loop guard (engine/internal/loopguard) counts the
+// the same. The loop guard (engine/internal/bounds Chains) counts the
 // rule-caused hops that led to a firing. No household chain is loopDepth
 // hops deep: the rule whose firing would reach it is disabled, as its
 // owner would, and says why.
@@ -27,7 +27,7 @@ func (ar *armedRule) stopLoop(entity string) {
 	}
 	e := ar.s.e
 	why := "it was about to fire for the " + itoa(loopDepth) + "th time in a row because of a rule's command (" +
-		entity + " changed within " + loopguard.Window.String() + " of a command to " + access.DeviceOf(entity) +
+		entity + " changed within " + bounds.Window.String() + " of a command to " + access.DeviceOf(entity) +
 		"): rules are firing each other or this one itself; fix the rule, then enable it"
 	e.loopsStopped.Add(1)
 	e.log.Error("rule disabled: rules keep firing each other", "rule", ar.name, "entity", entity, "depth", loopDepth)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/engine/internal/bounds"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -63,7 +64,7 @@ func TestBurnFiringEndsAtMaxRunOps(t *testing.T) {
 }
 
 // TestRuleFiringsShareTheirOperations: many firings of the burn rule at
-// once (parallel) share one MaxRunOps, refilled over shareRefill: the
+// once (parallel) share one MaxRunOps, refilled over bounds.ShareRefill: the
 // first takes it, the others end at once saying the rule's share is used
 // up, instead of each burning its own MaxRunOps (the recheck's 300
 // firings took the house's cores for minutes).
@@ -102,30 +103,8 @@ func TestRuleFiringsShareTheirOperations(t *testing.T) {
 	}
 }
 
-func TestOpsShare(t *testing.T) {
-	var s opsShare
-	t0 := time.Now()
-	if g := s.take(t0, 1000); g != 1000 {
-		t.Fatalf("a full share grants %d", g)
-	}
-	if g := s.take(t0, 1000); g != 0 {
-		t.Fatalf("an empty share grants %d", g)
-	}
-	s.give(600)
-	if g := s.take(t0, 1000); g != 600 {
-		t.Fatalf("after 600 given back: %d", g)
-	}
-	if g := s.take(t0.Add(shareRefill/2), 1000); g != 500 {
-		t.Fatalf("half the refill later: %d", g)
-	}
-	s.give(5000)
-	if g := s.take(t0.Add(shareRefill), 1000); g != 1000 {
-		t.Fatalf("never more than the whole share: %d", g)
-	}
-}
-
 // TestPrincipalsRulesShareTheirOperations: many heavy rules of one
-// principal share principalShares × MaxRunOps: with six burn rules fired
+// principal share bounds.PrincipalShares × MaxRunOps: with six burn rules fired
 // at once, at most four get a whole MaxRunOps, the others are cut by the
 // principal's share (one rule each would otherwise add up to the cores).
 func TestPrincipalsRulesShareTheirOperations(t *testing.T) {
@@ -153,7 +132,7 @@ func TestPrincipalsRulesShareTheirOperations(t *testing.T) {
 		}
 		return true
 	})
-	if cut < n-principalShares {
-		t.Fatalf("%d of %d rules' firings were cut by the principal's share, want at least %d", cut, n, n-principalShares)
+	if cut < n-bounds.PrincipalShares {
+		t.Fatalf("%d of %d rules' firings were cut by the principal's share, want at least %d", cut, n, n-bounds.PrincipalShares)
 	}
 }

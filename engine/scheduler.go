@@ -10,11 +10,10 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/pilothouse/pilothouse/engine/internal/bounds"
 	"github.com/pilothouse/pilothouse/engine/internal/catalog"
-	"github.com/pilothouse/pilothouse/engine/internal/loopguard"
 	"github.com/pilothouse/pilothouse/engine/internal/pending"
 	"github.com/pilothouse/pilothouse/engine/internal/promoted"
-	"github.com/pilothouse/pilothouse/engine/internal/workers"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -26,8 +25,8 @@ import (
 type scheduler struct {
 	e *Engine
 
-	chains loopguard.Chains // the depth of the firings that last commanded each device
-	shares sync.Map         // principal name → *opsShare (share.go)
+	chains bounds.Chains // the depth of the firings that last commanded each device
+	shares bounds.Shares // the operations of each principal's rules
 
 	mu    sync.RWMutex
 	rules map[string]*armedRule
@@ -47,7 +46,7 @@ type scheduler struct {
 	bmu        sync.Mutex
 	baselines  map[string]baseline // guarded by bmu: states not reported since the start (baseline.go)
 	closing    bool                // set under mu by close: disarming keeps persisted windows
-	work       *workers.Pool       // goroutines firings run on
+	work       *bounds.Pool        // goroutines firings run on
 	slowHere   time.Duration       // a firing run here longer than this is slow
 	sunRecheck time.Duration       // the longest a sun trigger's timer waits (tests shorten it)
 }
@@ -66,7 +65,7 @@ type armedRule struct {
 	triggers  []*armedTrigger
 	// ceiling is the risk the rule's program was promoted (and approved)
 	// at; a firing's call to an entry above it is refused (nil: no plan).
-	share atomic.Pointer[opsShare] // its firings' operations (share.go), made at the first
+	share atomic.Pointer[bounds.Share] // its firings' operations (fire.go runShared), made at the first
 
 	ceiling    pilotage.RiskHints
 	hasCeiling bool
@@ -75,7 +74,7 @@ type armedRule struct {
 	waits   bool // the body has delays or waits (recorded as running first)
 	stopped bool // guarded by mu
 	// here: a firing runs on the goroutine that fires it (see
-	// workers.runHere); cleared for good by a body that took too long.
+	// bounds.Pool.RunHere); cleared for good by a body that took too long.
 	here     atomic.Bool
 	slowHere atomic.Int32 // firings run here that took longer than slowHere
 
@@ -118,7 +117,7 @@ func newScheduler(e *Engine) *scheduler {
 		e:          e,
 		rules:      map[string]*armedRule{},
 		index:      map[string][]*armedTrigger{},
-		work:       workers.New(),
+		work:       bounds.New(),
 		slowHere:   defaultSlowHere,
 		sunRecheck: sunRecheck,
 		cron:       cron.New(cron.WithLocation(e.cfg.TimeZone), cron.WithChain(cron.Recover(cron.DiscardLogger))),

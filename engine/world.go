@@ -75,7 +75,7 @@ func (w *liveWorld) Call(ctx context.Context, id string, args map[string]any) (a
 	return publishedOutput, nil
 }
 
-// wrote notes a firing's command for the loop guard (loopguard.Chains).
+// wrote notes a firing's command for the loop guard (bounds.Chains).
 func (w *liveWorld) wrote(id, topic string) {
 	if w.f != nil {
 		w.e.sched.chains.Wrote(id, topic, w.f.depth, w.e.Now())

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"sync/atomic"
 	"time"
+
+	"github.com/pilothouse/pilothouse/internal/bucket"
 )
 
 // What one message's routes compute: the routes a topic runs, the Rec
@@ -220,38 +222,20 @@ const (
 var errRate = errors.New("template work over its rate: this topic's templates, or all topics' together, " +
 	"used up the work they may do per second")
 
-// bucket is a token bucket of template operations.
-type bucket struct {
-	tokens float64
-	at     time.Time
-}
-
-// level refills b up to now and returns what it holds.
-func (b *bucket) level(now time.Time, rate, capacity float64) float64 {
-	if b.at.IsZero() {
-		b.tokens, b.at = capacity, now
-	} else if d := now.Sub(b.at).Seconds(); d > 0 {
-		b.tokens, b.at = min(capacity, b.tokens+d*rate), now
-	} else if d < 0 {
-		b.at = now // a clock set back must not stop the refill until it catches up
-	}
-	return b.tokens
-}
-
 // WorkBudget holds the buckets; it belongs to the holder of c.ingest. A
 // topic without a bucket has a full one (buckets are made when a topic
 // spends and dropped when they are full again).
 type WorkBudget struct {
-	global   bucket
-	topics   map[string]*bucket
-	overflow bucket    // the topics beyond maxWorkTopics
-	swept    time.Time // the last sweep of the full buckets
+	global   bucket.Bucket
+	topics   map[string]*bucket.Bucket
+	overflow bucket.Bucket // the topics beyond maxWorkTopics
+	swept    time.Time     // the last sweep of the full buckets
 }
 
-func NewWorkBudget() *WorkBudget { return &WorkBudget{topics: map[string]*bucket{}} }
+func NewWorkBudget() *WorkBudget { return &WorkBudget{topics: map[string]*bucket.Bucket{}} }
 
 // topic returns topic's bucket, or nil when it has none and may get one.
-func (w *WorkBudget) topic(t string) *bucket {
+func (w *WorkBudget) topic(t string) *bucket.Bucket {
 	if b := w.topics[t]; b != nil || len(w.topics) < maxWorkTopics {
 		return b
 	}
@@ -264,14 +248,14 @@ func (w *WorkBudget) topic(t string) *bucket {
 // together empty it then hold back one another, not every quiet device's
 // next message.
 func (w *WorkBudget) Grant(t string, now time.Time) int {
-	g := w.global.level(now, WorkRate, workCap)
+	g := w.global.Level(now, WorkRate, workCap)
 	b := w.topic(t)
-	if b == nil || b.level(now, TopicWorkRate, topicWorkCap) >= topicWorkCap-restSlack {
+	if b == nil || b.Level(now, TopicWorkRate, topicWorkCap) >= topicWorkCap-restSlack {
 		g += workReserve
 	}
 	g = min(g, float64(MsgJBudget))
 	if b != nil {
-		g = min(g, b.tokens)
+		g = min(g, b.Tokens)
 	}
 	return max(int(g), 0)
 }
@@ -281,25 +265,25 @@ func (w *WorkBudget) Spend(t string, spent int, now time.Time) {
 	if spent <= 0 {
 		return
 	}
-	w.global.level(now, WorkRate, workCap)
-	w.global.tokens -= float64(spent)
+	w.global.Level(now, WorkRate, workCap)
+	w.global.Tokens -= float64(spent)
 	if len(w.topics) >= maxWorkTopics && now.Sub(w.swept) >= time.Second {
 		w.sweep(now)
 	}
 	b := w.topic(t)
 	if b == nil {
-		b = &bucket{}
+		b = &bucket.Bucket{}
 		w.topics[t] = b
 	}
-	b.level(now, TopicWorkRate, topicWorkCap)
-	b.tokens -= float64(spent)
+	b.Level(now, TopicWorkRate, topicWorkCap)
+	b.Tokens -= float64(spent)
 }
 
 // sweep drops the topic buckets that are full again (as good as none).
 func (w *WorkBudget) sweep(now time.Time) {
 	w.swept = now
 	for t, b := range w.topics {
-		if b.level(now, TopicWorkRate, topicWorkCap) >= topicWorkCap {
+		if b.Level(now, TopicWorkRate, topicWorkCap) >= topicWorkCap {
 			delete(w.topics, t)
 		}
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/pilothouse/pilothouse/internal/bucket"
 )
 
 // TestWorkBudgetRates: a topic that spends all it is granted gets its
@@ -65,7 +67,7 @@ func TestWorkBudgetTopicsBounded(t *testing.T) {
 			t.Fatalf("%d topic buckets after %d topics, want at most %d", len(w.topics), i+1, maxWorkTopics)
 		}
 	}
-	if w.overflow.at.IsZero() {
+	if w.overflow == (bucket.Bucket{}) {
 		t.Error("the topics past the bound did not share the overflow bucket")
 	}
 	now = now.Add(time.Minute)

@@ -1,4 +1,4 @@
-package workers
+package bounds
 
 import (
 	"sync"
@@ -150,3 +150,95 @@ type taskFunc func()
 
 func (f taskFunc) Do() bool      { f(); return true }
 func (f taskFunc) Limited() bool { return false }
+
+// TestDepthOf: a change within Window of a command to its device, or on
+// the command's topic (or the state topic a Zigbee2MQTT set comes back
+// on), is one hop deeper than the commanding firing; anything else is 0.
+func TestDepthOf(t *testing.T) {
+	at := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+	var c Chains
+	c.Wrote("plug.set", "zigbee2mqtt/plug/set", 3, at)
+	c.Wrote("lamp.set", "zigbee2mqtt/lamp/set/brightness", 5, at)
+	c.Wrote("hook.call", "", 7, at)
+	for _, tc := range []struct {
+		name, id, topic string
+		after           time.Duration
+		want            int
+	}{
+		{"same device", "plug.state", "", time.Second, 4},
+		{"state topic of a set", "ha_power.state", "zigbee2mqtt/plug", time.Second, 4},
+		{"state topic of an attribute set", "ha_lamp.brightness", "zigbee2mqtt/lamp", 0, 6},
+		{"command topic itself", "other.state", "zigbee2mqtt/lamp/set/brightness", 0, 6},
+		{"no topic, device only", "hook.fired", "", Window, 8},
+		{"after the window", "plug.state", "zigbee2mqtt/plug", Window + time.Millisecond, 0},
+		{"another device", "sensor.state", "zigbee2mqtt/sensor", 0, 0},
+		{"empty topic matches no topic mark", "sensor.state", "", 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := c.DepthOf(tc.id, tc.topic, at.Add(tc.after)); got != tc.want {
+				t.Fatalf("DepthOf(%q, %q) = %d, want %d", tc.id, tc.topic, got, tc.want)
+			}
+		})
+	}
+	var empty Chains
+	if got := empty.DepthOf("plug.state", "zigbee2mqtt/plug", at); got != 0 {
+		t.Fatalf("nothing written: depth %d", got)
+	}
+}
+
+// TestShare: a share grants what it holds, up to the run's whole bound,
+// takes back what a run did not use, and refills over ShareRefill.
+func TestShare(t *testing.T) {
+	var s Share
+	t0 := time.Now()
+	steps := []struct {
+		name      string
+		at        time.Duration
+		give, max int
+		want      int
+	}{
+		{"a full share", 0, 0, 1000, 1000},
+		{"an empty share", 0, 0, 1000, 0},
+		{"after 600 given back", 0, 600, 1000, 600},
+		{"half the refill later", ShareRefill / 2, 0, 1000, 500},
+		{"never more than the whole share", ShareRefill, 5000, 1000, 1000},
+	}
+	for _, st := range steps {
+		s.give(st.give)
+		if g := s.take(t0.Add(st.at), st.max); g != st.want {
+			t.Fatalf("%s: grants %d, want %d", st.name, g, st.want)
+		}
+	}
+}
+
+// TestTakeOps: a run gets the least of its rule's and its principal's
+// shares, and both get back what it did not use.
+func TestTakeOps(t *testing.T) {
+	t0 := time.Now()
+	var ss Shares
+	mine := ss.Of("guest")
+	if ss.Of("guest") != mine || ss.Of("owner") == mine {
+		t.Fatal("one share per principal")
+	}
+	rules := make([]Share, PrincipalShares+2)
+	for i := range rules {
+		g := TakeOps(&rules[i], mine, t0, 100)
+		want := 100
+		if i >= PrincipalShares {
+			want = 0 // the principal's four shares are spent
+		}
+		if g.Ops != want {
+			t.Fatalf("rule %d: granted %d, want %d", i, g.Ops, want)
+		}
+	}
+	g := TakeOps(&rules[0], ss.Of("owner"), t0, 100)
+	if g.Ops != 0 {
+		t.Fatalf("a spent rule's share granted %d under another principal", g.Ops)
+	}
+	TakeOps(&rules[1], mine, t0, 100).Return(0) // nothing granted, nothing back
+	g = Grant{&rules[1], mine, 100}
+	g.Return(40)
+	if got := TakeOps(&rules[1], mine, t0, 100).Ops; got != 60 {
+		t.Fatalf("after a run used 40 of 100: %d granted again, want 60", got)
+	}
+}
