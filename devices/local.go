@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/pilothouse/pilothouse/devices/internal/model"
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -86,12 +87,16 @@ func (c *Catalog) PutLocal(d LocalDevice, values map[string]any) error {
 	if old != nil && !old.Local {
 		return fmt.Errorf("%w: %q is a device", ErrIDTaken, d.ID)
 	}
+	if r, held := c.ids.ByID[d.ID]; held {
+		return fmt.Errorf("%w: %q is a device's id (%s)", ErrIDTaken, d.ID, heldFor(r))
+	}
 	for _, id := range specIDs(d) {
 		if owner := c.model.devOf[id]; owner != "" && owner != d.ID {
 			return fmt.Errorf("%w: %q belongs to %s", ErrIDTaken, id, owner)
 		}
 	}
 	c.local[d.ID] = s
+	c.ids.Local[d.ID] = true
 	keys := make(map[string]string, len(d.States))
 	for _, st := range d.States {
 		keys[st.ID] = st.Key
@@ -114,6 +119,16 @@ func (c *Catalog) PutLocal(d LocalDevice, values map[string]any) error {
 	c.mu.Unlock()
 	c.fanOut(tx, subs)
 	return nil
+}
+
+// heldFor says who holds a device id: a device now, or one that left
+// and may come back for it.
+func heldFor(r model.IDRow) string {
+	if r.Left.IsZero() {
+		return "held by " + r.Key.String()
+	}
+	return fmt.Sprintf("kept until %s for %s, which left at %s and may come back", r.Left.Add(model.IDReserve).UTC().Format(time.RFC3339),
+		r.Key.String(), r.Left.UTC().Format(time.RFC3339))
 }
 
 func specIDs(d LocalDevice) []string {
@@ -139,6 +154,7 @@ func (c *Catalog) RemoveLocal(id string) {
 		return
 	}
 	delete(c.local, id)
+	delete(c.ids.Local, id)
 	tx := c.begin()
 	tx.specs = []model.SpecChange{{Old: old}}
 	subs := c.commitPhase(tx)

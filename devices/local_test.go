@@ -3,10 +3,12 @@ package devices
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/devices/internal/model"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -94,5 +96,49 @@ func TestLocalDevices(t *testing.T) {
 	c.SetLocal("guest_mode.state", false) // gone: ignored
 	if _, ok := c.Live("guest_mode.state"); ok {
 		t.Error("a removed local state still has a live value")
+	}
+}
+
+// TestHelperIDsKeptFromTheBus: a device from the bus named like a helper
+// gets a suffixed id (it used to take the helper's entries from the rules
+// naming them, in Zigbee2MQTT's list or Home Assistant discovery alike),
+// and a helper may not take an id a device holds or that is kept for a
+// device that left.
+func TestHelperIDsKeptFromTheBus(t *testing.T) {
+	left := time.Now().Add(-time.Hour)
+	reg := &memRegistry{m: map[string]model.IDAssignment{
+		"away_flag": {ID: "away_flag", Key: "z2m:0x0002", Base: "away_flag", Left: left},
+	}}
+	h := runHouse(t, houseOptions{Options: Options{IDs: reg}})
+	var mu sync.Mutex
+	on := false
+	if err := h.c.PutLocal(flagDevice(h.c, "hall_flag", &mu, &on), map[string]any{"hall_flag.state": false}); err != nil {
+		t.Fatal(err)
+	}
+	z2m := `[{"ieee_address":"0x0001","friendly_name":"hall_flag","type":"EndDevice","supported":true,"definition":{"vendor":"Aqara","model":"M1","description":"Motion","exposes":[{"type":"binary","name":"occupancy","property":"occupancy","access":1,"value_on":true,"value_off":false}]}}]`
+	h.publish(t, "zigbee2mqtt/bridge/devices", z2m, "hall_flag_2.occupancy")
+	h.publish(t, "homeassistant/binary_sensor/hf/motion/config",
+		`{"name":"Motion","unique_id":"hf_motion","state_topic":"hf/motion","device":{"identifiers":["hf-1"],"name":"Hall Flag"}}`, "hall_flag_3")
+	if e, ok := h.c.Snapshot().Get("hall_flag.toggle"); !ok || e.Kind != pilotage.KindAction {
+		t.Fatalf("the helper lost its action: %+v %v", e, ok)
+	}
+	if err := h.c.Call(t.Context(), "hall_flag.toggle", nil); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, "the helper's own state to change", func() bool {
+		l, _ := h.c.Live("hall_flag.state")
+		return l.Value == true
+	})
+	if !strings.Contains(h.logs.String(), "device id taken by a helper") {
+		t.Errorf("the suffix was not logged:\n%s", h.logs.String())
+	}
+	for _, tc := range []struct{ id, says string }{
+		{"hall_flag_2", "is a device"},
+		{"away_flag", "which left at"},
+	} {
+		err := h.c.PutLocal(LocalDevice{ID: tc.id}, nil)
+		if !errors.Is(err, ErrIDTaken) || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("a helper named %s: %v, want ErrIDTaken saying %q", tc.id, err, tc.says)
+		}
 	}
 }

@@ -48,7 +48,8 @@ func (m *Manager) StartWithDefaults(ctx context.Context, config, defaults []Def)
 	now := m.o.Now()
 	for _, id := range sortedIDs(want) {
 		if err := m.serve(ctx, want[id], stored[id] != want[id], now); err != nil {
-			m.o.Log.Warn("a helper is not served", "helper", id, "err", err)
+			m.o.Log.Error("a helper is not served", "helper", id, "err", err)
+			m.notServed(id, fmt.Sprintf("helper %s is not served: %v", id, err))
 		}
 	}
 	return nil
@@ -77,6 +78,8 @@ func (m *Manager) merge(stored map[string]*helper, config, defaults []Def) (map[
 			}
 			m.o.Log.Error("a helper of the configuration file is not served: a helper made over MCP or the web UI has its id (delete that one first, or choose another id)",
 				"item", fmt.Sprintf("helpers[%d]", i), "helper", d.ID, "kept", prev.def.Kind)
+			item := fmt.Sprintf("helpers[%d]", i)
+			m.notServed(item, fmt.Sprintf("the configuration file's %s (%s) is not served: a helper made over MCP or the web UI has its id", item, d.ID))
 			continue
 		}
 		h := &helper{def: d, source: SourceConfig, value: d.initial()}
@@ -179,6 +182,7 @@ func (m *Manager) serve(ctx context.Context, h *helper, write bool, now time.Tim
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	delete(m.unserved, h.def.ID)
 	for id, v := range h.values() {
 		m.o.Catalog.SetLocal(id, v) // an action's change since vals (else nothing)
 	}

@@ -61,6 +61,9 @@ type Manager struct {
 	admin sync.Mutex
 	mu    sync.Mutex
 	byID  map[string]*helper
+	// unserved says what the start could not serve and why, for /healthz
+	// and every page (a log line scrolls away).
+	unserved map[string]string
 }
 
 type helper struct {
@@ -103,7 +106,7 @@ func New(o Options) *Manager {
 	if o.Note == nil {
 		o.Note = func(string, string, string) {}
 	}
-	return &Manager{o: o, byID: map[string]*helper{}}
+	return &Manager{o: o, byID: map[string]*helper{}, unserved: map[string]string{}}
 }
 
 // Get returns one helper.
@@ -341,4 +344,24 @@ func diffValues(id string, cur, next Value) map[string]any {
 		}
 	}
 	return changes
+}
+
+// Unserved lists the helpers the start could not serve, each with why.
+func (m *Manager) Unserved() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]string, 0, len(m.unserved))
+	for _, said := range m.unserved {
+		out = append(out, said)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// notServed notes what the start could not serve, under key: a helper's
+// id, which serving it later clears, or a file's item, which stays.
+func (m *Manager) notServed(key, said string) {
+	m.mu.Lock()
+	m.unserved[key] = said
+	m.mu.Unlock()
 }

@@ -3,6 +3,7 @@ package helpers
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/internal/testutil"
+	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -241,10 +243,41 @@ func TestConfigNeverDestroysAUserHelper(t *testing.T) {
 	if !h2.noted("vacation_mode: removed, no longer in the configuration file (its state was true)") {
 		t.Errorf("no logbook line for the dropped helper: %v", h2.notes)
 	}
+	if u := h2.m.Unserved(); len(u) != 1 || !strings.Contains(u[0], "the configuration file's helpers[0] (guest_mode) is not served: a helper made over MCP") {
+		t.Errorf("the file's guest_mode not said unserved: %q", u)
+	}
 	h2.close()
 
 	h3 := newHouse(t, dir, now)
 	if v := h3.live("guest_mode.state"); v != true {
 		t.Errorf("the user's guest_mode once the file no longer names it: %v", v)
+	}
+}
+
+// TestHelperOnADevicesIDIsSaid: a file's helper whose id a device from
+// the bus holds is not served, and says so (for /healthz and every page),
+// rather than sharing the id with the device.
+func TestHelperOnADevicesIDIsSaid(t *testing.T) {
+	st, err := storage.Open(t.Context(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cat := devices.NewCatalog(devices.Options{})
+	cat.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/bridge/devices", Payload: devices.SyntheticZ2MHouse(1, 1)})
+	m := New(Options{Catalog: cat, Store: st, Now: time.Now, Note: func(string, string, string) {}})
+	defer m.Close()
+	if err := m.Start(t.Context(), []Def{{ID: "bench_sensor_0", Kind: Flag}, {ID: "guest_mode", Kind: Flag}}); err != nil {
+		t.Fatal(err)
+	}
+	u := m.Unserved()
+	if len(u) != 1 || !strings.Contains(u[0], `helper bench_sensor_0 is not served: `) || !strings.Contains(u[0], `"bench_sensor_0" is a device`) {
+		t.Fatalf("unserved %q", u)
+	}
+	if e, ok := cat.Snapshot().Get("bench_sensor_0"); !ok || slices.Contains(e.Tags, "type:helper") {
+		t.Fatalf("the device lost its id: %+v", e)
+	}
+	if _, ok := cat.Snapshot().Get("guest_mode.turn_on"); !ok {
+		t.Fatal("the other helper is not served")
 	}
 }

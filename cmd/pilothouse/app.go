@@ -24,19 +24,20 @@ import (
 // app is one running Pilothouse: every part with its stop function, stopped
 // in reverse start order.
 type app struct {
-	cfg    *Config
-	log    *slog.Logger
-	broker *mqtt.Broker
-	client mqttConn
-	store  *storage.Store
-	devs   *devices.Catalog
-	sim    *demo.Sim
-	eng    *engine.Engine
-	mcp    *mcpserver.Server
-	http   *http.Server
-	guard  *mcpserver.Guard
-	ln     net.Listener
-	stops  []func()
+	cfg     *Config
+	log     *slog.Logger
+	broker  *mqtt.Broker
+	client  mqttConn
+	store   *storage.Store
+	devs    *devices.Catalog
+	sim     *demo.Sim
+	eng     *engine.Engine
+	helpers *helpers.Manager
+	mcp     *mcpserver.Server
+	http    *http.Server
+	guard   *mcpserver.Guard
+	ln      net.Listener
+	stops   []func()
 
 	instance   string // this run's id, in /healthz and the endpoint file
 	localToken string // the house's local token (see mcpPrincipals)
@@ -165,6 +166,7 @@ func (a *app) startEngine(ctx context.Context) error {
 	a.eng = engine.New(a.cfg.engineConfig(), a.devs, a.store, a.log.With("part", "engine"))
 	hm := helpers.New(helpers.Options{Catalog: a.devs, Store: a.store, Log: a.log.With("part", "helpers"), Note: a.eng.HelperNote})
 	a.eng.SetHelpers(hm)
+	a.helpers = hm
 	if err := a.eng.Start(ctx); err != nil {
 		return fmt.Errorf("starting the engine: %w", err)
 	}

@@ -9,8 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/helpers"
 	"github.com/pilothouse/pilothouse/internal/testhouse"
 	"github.com/pilothouse/pilothouse/internal/testutil"
+	"github.com/pilothouse/pilothouse/pilotage"
 )
 
 // getHealth fetches base's /healthz, decoded as the server's own document.
@@ -90,5 +92,22 @@ func TestLossesAreSaidOnHealthzAndEveryPage(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	if !strings.Contains(string(body), said) {
 		t.Errorf("/devices does not say the loop stopped:\n%.2000s", body)
+	}
+}
+
+// TestUnservedHelperIsSaidOnHealthz: a configured helper whose id a
+// device holds (the demo plug's, stored by the start before) is not
+// served, and /healthz says so (it was a log line); the plug keeps its id.
+func TestUnservedHelperIsSaidOnHealthz(t *testing.T) {
+	cfg := testConfig(t)
+	startTestApp(t, cfg).stop()
+	cfg.Helpers = []helpers.Def{{ID: "living_plug", Kind: helpers.Flag}}
+	a := startTestApp(t, cfg)
+	_, h := getHealth(t, a.URL())
+	if len(h.Load.Warnings) != 1 || !strings.HasPrefix(h.Load.Warnings[0], `helper living_plug is not served: `) {
+		t.Fatalf("warnings %q", h.Load.Warnings)
+	}
+	if e, ok := a.devs.Snapshot().Get("living_plug.set"); !ok || e.Kind != pilotage.KindAction {
+		t.Fatalf("the demo plug lost its action: %+v", e)
 	}
 }

@@ -105,14 +105,18 @@ func (a *app) load() loadReport {
 // the load: each is on /healthz too, and said on every page.
 func (a *app) losses() []string {
 	h, l, runs := a.eng.HistoryStatus(), a.eng.LogbookStatus(), a.eng.RunStats()
-	return sinceStart(
+	var unserved []string
+	if a.helpers != nil {
+		unserved = a.helpers.Unserved()
+	}
+	return append(unserved, sinceStart(
 		counted{h.Dropped, fmt.Sprintf("%d device state changes not kept in the history: its queue was full", h.Dropped)},
 		counted{h.Failed, fmt.Sprintf("%d device state changes not kept in the history: the database refused them", h.Failed)},
 		counted{l.Dropped, fmt.Sprintf("%d logbook entries lost: the logbook's queue was full", l.Dropped)},
 		counted{l.Failed, fmt.Sprintf("%d logbook entries lost: the database refused them", l.Failed)},
 		counted{runs.LoopsStopped, fmt.Sprintf("%d rules disabled because they kept firing themselves or each other: the logbook says which", runs.LoopsStopped)},
 		counted{runs.DeniedUnstored, fmt.Sprintf("%d refused requests not stored: their principals had the most kept", runs.DeniedUnstored)},
-	)
+	)...)
 }
 
 // counted is a count since the start and what it says when it is not 0.

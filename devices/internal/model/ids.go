@@ -139,12 +139,16 @@ type IDTable struct {
 	// ownerSeen marks the entity keys whose owning discovery topic this
 	// run has seen (see slotKeys).
 	OwnerSeen map[IDKey]bool
+	// Local holds the local devices' ids (helpers): never stored, and
+	// never given to a device from the bus, which would take the helper's
+	// entries from the rules that name them.
+	Local map[string]bool
 }
 
 func NewIDTable(log *slog.Logger, clock func() time.Time) *IDTable {
 	return &IDTable{log: log, clock: clock, ByID: map[string]IDRow{}, Cur: map[IDKey]string{},
 		Kept: map[IDKey][]string{}, present: map[IDKey]bool{}, dirty: map[string]bool{}, Limit: maxReserved,
-		OwnerSeen: map[IDKey]bool{}}
+		OwnerSeen: map[IDKey]bool{}, Local: map[string]bool{}}
 }
 
 // Load adds persisted assignments; one whose key is malformed, whose id is
@@ -279,12 +283,14 @@ func (t *IDTable) reclaim(key IDKey, base string) (string, bool) {
 func (t *IDTable) assign(key IDKey, base string) string {
 	id := base
 	for n := 2; ; n++ {
-		if _, taken := t.ByID[id]; !taken {
+		if _, taken := t.ByID[id]; !taken && !t.Local[id] {
 			break
 		}
 		id = base + "_" + strconv.Itoa(n)
 	}
-	if id != base {
+	if id != base && t.Local[base] {
+		t.log.Warn("device id taken by a helper: the device gets a suffix", "wants", base, "gets", id, "key", key.String())
+	} else if id != base {
 		holder := t.ByID[base]
 		t.log.Warn("device id taken: the newcomer gets a suffix", "wants", base, "gets", id, "key", key.String(),
 			"holder", holder.Key.String(), "holder_left", !holder.Left.IsZero())
