@@ -7,9 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/internal/testutil"
-	"github.com/pilothouse/pilothouse/mqtt"
 )
 
 // restartProcess stops the engine and starts a new process over the same
@@ -25,18 +23,12 @@ func (h *house) restartProcess(n int, whileDown func(), catalogFirst bool) {
 	if whileDown != nil {
 		whileDown()
 	}
-	c, err := mqtt.Dial(context.Background(), mqtt.Options{Broker: h.broker.URL(), ClientID: "engine-restart-" + itoa(n), Logger: quiet()})
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	h.t.Cleanup(c.Close)
-	h.devs = devices.NewCatalog(devices.Options{Logger: quiet()})
+	c := h.dial(h.broker.URL(), "engine-restart-"+itoa(n), 0)
+	h.devs = newCatalog()
 	if !catalogFirst {
 		h.start() // the engine subscribes before the catalog hears anything
 	}
-	if err := h.devs.Start(context.Background(), c); err != nil {
-		h.t.Fatal(err)
-	}
+	h.listen(c)
 	if catalogFirst {
 		testutil.Eventually(h.t, 5*time.Second, "the retained door state", func() bool {
 			l, _ := h.devs.Live("front_door.contact")

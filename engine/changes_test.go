@@ -9,8 +9,6 @@ import (
 
 	"github.com/pilothouse/pilothouse/internal/testutil"
 
-	"github.com/pilothouse/pilothouse/devices"
-	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -44,19 +42,8 @@ func TestSinceSurvivesRestart(t *testing.T) {
 	if _, err := h.store.WriteHistory(ctx, pts, storage.HistoryWrite{}); err != nil {
 		t.Fatal(err)
 	}
-	h.stop()
 	h.cfg.History.Off = false
-	// A new process: a new connection and catalog over the same broker.
-	c2, err := mqtt.Dial(ctx, mqtt.Options{Broker: h.broker.URL(), ClientID: "engine-test-2", Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c2.Close)
-	h.devs = devices.NewCatalog(devices.Options{Logger: quiet()})
-	if err := h.devs.Start(ctx, c2); err != nil {
-		t.Fatal(err)
-	}
-	h.start()
+	h.restartProcess(1, nil, true)
 	testutil.Eventually(h.t, 5*time.Second, "the retained states", func() bool {
 		d, _ := h.devs.Live("front_door.contact")
 		m, _ := h.devs.Live("hall_motion.occupancy")

@@ -35,28 +35,67 @@ func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)
 
 func newHouse(t *testing.T, cfg Config) *house {
 	t.Helper()
+	h := withBroker(t, cfg)
+	h.client = h.dial(h.broker.URL(), "engine-test", 0)
+	h.devs = newCatalog()
+	h.listen(h.client)
+	h.start()
+	h.startSim(h.client)
+	h.awaitDemo()
+	return h
+}
+
+// withBroker is a house with only its embedded broker; the builders add
+// the connections, catalog, engine and devices their tests need.
+func withBroker(t *testing.T, cfg Config) *house {
+	t.Helper()
 	h := &house{t: t, dir: t.TempDir(), cfg: cfg}
 	var err error
-	h.broker, err = mqtt.StartBroker("127.0.0.1:0", quiet())
-	if err != nil {
+	if h.broker, err = mqtt.StartBroker("127.0.0.1:0", quiet()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = h.broker.Close() })
-	h.client, err = mqtt.Dial(context.Background(), mqtt.Options{Broker: h.broker.URL(), ClientID: "engine-test", Logger: quiet()})
+	return h
+}
+
+// dial connects a client named id to the broker at url until the test
+// ends; publishTimeout 0 is the client's default.
+func (h *house) dial(url, id string, publishTimeout time.Duration) *mqtt.Client {
+	h.t.Helper()
+	c, err := mqtt.Dial(context.Background(), mqtt.Options{Broker: url, ClientID: id, Logger: quiet(), PublishTimeout: publishTimeout})
 	if err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
-	t.Cleanup(h.client.Close)
-	h.devs = devices.NewCatalog(devices.Options{Logger: quiet(), Notify: []devices.NotifyChannel{{ID: "notify.phone", Name: "Phone", Topic: "pilothouse/notify/phone"}}})
-	if err := h.devs.Start(context.Background(), h.client); err != nil {
-		t.Fatal(err)
+	h.t.Cleanup(c.Close)
+	return c
+}
+
+// newCatalog is a house's catalog before it listens (a new process's).
+func newCatalog() *devices.Catalog {
+	return devices.NewCatalog(devices.Options{Logger: quiet(), Notify: []devices.NotifyChannel{{ID: "notify.phone", Name: "Phone", Topic: "pilothouse/notify/phone"}}})
+}
+
+// listen starts the house's catalog on c.
+func (h *house) listen(c *mqtt.Client) {
+	h.t.Helper()
+	if err := h.devs.Start(context.Background(), c); err != nil {
+		h.t.Fatal(err)
 	}
-	h.start()
-	h.sim = demo.New(h.client, demo.Options{Pace: time.Hour, Logger: quiet()})
+}
+
+// startSim starts the demo devices on c until the test ends.
+func (h *house) startSim(c *mqtt.Client) {
+	h.t.Helper()
+	h.sim = demo.New(c, demo.Options{Pace: time.Hour, Logger: quiet()})
 	if err := h.sim.Start(context.Background()); err != nil {
-		t.Fatal(err)
+		h.t.Fatal(err)
 	}
-	t.Cleanup(h.sim.Close)
+	h.t.Cleanup(h.sim.Close)
+}
+
+// awaitDemo waits until the house's catalog has every demo device.
+func (h *house) awaitDemo() {
+	h.t.Helper()
 	testutil.Eventually(h.t, 10*time.Second, "demo catalog", func() bool {
 		snap := h.devs.Snapshot()
 		for _, id := range demoIDs {
@@ -66,7 +105,6 @@ func newHouse(t *testing.T, cfg Config) *house {
 		}
 		return true
 	})
-	return h
 }
 
 // start opens storage and starts the engine (again, for restart tests).

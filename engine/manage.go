@@ -228,13 +228,10 @@ func (e *Engine) mayManage(ctx context.Context, ri RuleInfo, verb string) error 
 	return nil
 }
 
-// othersRiskyRule is why p's risk-gate policy would send rule name, which
-// installer installed, to a person: none when p installed it, may approve
-// its own requests, or the rule's plan needs no approval.
+// othersRiskyRule is why p may not disarm the armed rule name, which
+// installer installed, without a person; none when no rule of that name
+// is armed (nothing to disarm).
 func (e *Engine) othersRiskyRule(p *Principal, name, installer string) []string {
-	if installer == p.Name || e.approvals.MayApprove(p, p.Name) {
-		return nil
-	}
 	ar := e.sched.ruleByName(name)
 	if ar == nil {
 		return nil
@@ -243,7 +240,7 @@ func (e *Engine) othersRiskyRule(p *Principal, name, installer string) []string 
 	if plan == nil {
 		plan = rules.BuildPlan(ar.c)
 	}
-	return e.approvals.PolicyOf(p).Reasons(plan)
+	return e.approvals.NeedsPerson(p, plan, installer)
 }
 
 // RemoveRule uninstalls a visible rule. Its promoted programs stay (they are

@@ -65,8 +65,8 @@ func (e *Engine) runOnce(ctx context.Context, p *Principal, runID string, c *rul
 // an assistant logged in to the web UI with its own token confirms its
 // own controls, so the confirmation is no human's (spec §7.3).
 func (e *Engine) handGate(p *Principal, plan *pilotage.Plan) string {
-	reasons := e.approvals.PolicyOf(p).Reasons(plan)
-	if len(reasons) == 0 || e.approvals.MayApprove(p, p.Name) {
+	reasons := e.approvals.NeedsPerson(p, plan, "")
+	if len(reasons) == 0 {
 		return ""
 	}
 	return "principal " + quote(p.Name) + " may not send this by hand: its risky actions need a person's approval (" +

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
-	"github.com/pilothouse/pilothouse/devices/demo"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/mqtt/mqtttest"
@@ -21,33 +20,14 @@ import (
 // proxy that can freeze, and the demo devices on a connection of their own.
 func newProxiedHouse(t *testing.T, publishTimeout time.Duration) (*house, *mqtttest.FreezeProxy) {
 	t.Helper()
-	h := &house{t: t, dir: t.TempDir()}
-	var err error
-	if h.broker, err = mqtt.StartBroker("127.0.0.1:0", quiet()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = h.broker.Close() })
+	h := withBroker(t, Config{})
 	p := mqtttest.StartFreezeProxy(t, h.broker.Addr())
-	dial := func(url, id string) *mqtt.Client {
-		c, err := mqtt.Dial(context.Background(), mqtt.Options{Broker: url, ClientID: id, Logger: quiet(), PublishTimeout: publishTimeout})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		return c
-	}
-	h.client = dial(p.URL(), "engine-test")
-	h.devs = devices.NewCatalog(devices.Options{Logger: quiet()})
-	if err := h.devs.Start(context.Background(), h.client); err != nil {
-		t.Fatal(err)
-	}
+	h.client = h.dial(p.URL(), "engine-test", publishTimeout)
+	h.devs = newCatalog()
+	h.listen(h.client)
 	h.start()
-	h.sim = demo.New(dial(h.broker.URL(), "demo"), demo.Options{Pace: time.Hour, Logger: quiet()})
-	if err := h.sim.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(h.sim.Close)
-	testutil.Eventually(t, 10*time.Second, "the hall light", func() bool { _, ok := h.devs.Snapshot().Get("hall_light.set"); return ok })
+	h.startSim(h.dial(h.broker.URL(), "demo", publishTimeout))
+	h.awaitDemo()
 	return h, p
 }
 

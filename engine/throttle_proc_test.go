@@ -3,19 +3,14 @@ package engine
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/pilothouse/pilothouse/devices"
-	"github.com/pilothouse/pilothouse/devices/demo"
 	"github.com/pilothouse/pilothouse/internal/testutil"
-	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -34,38 +29,21 @@ const throttledPorch = `{"name": "throttled-porch", "throttle": "1h",
 // ends the next press within the hour throttled and sends nothing.
 func TestThrottleSurvivesKill(t *testing.T) {
 	ctx := context.Background()
-	broker, err := mqtt.StartBroker("127.0.0.1:0", quiet())
-	if err != nil {
+	h := withBroker(t, Config{}) // the broker and devices; the engine runs in the house processes
+	cmds := h.watch("zigbee2mqtt/porch_light/set")
+	h.startSim(h.dial(h.broker.URL(), "throttle-parent", 0))
+	proc := startHouseProcess(t, h.dir, h.broker.URL())
+	if err := h.sim.Press(ctx, "on"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = broker.Close() })
-	client, err := mqtt.Dial(ctx, mqtt.Options{Broker: broker.URL(), ClientID: "throttle-parent", Logger: quiet()})
-	if err != nil {
+	testutil.Eventually(t, 5*time.Second, "the command", func() bool { return cmds.count() == 1 })
+	_ = proc.Process.Kill()
+	_ = proc.Wait()
+	startHouseProcess(t, h.dir, h.broker.URL())
+	if err := h.sim.Press(ctx, "on"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(client.Close)
-	var cmds atomic.Int64
-	if err := client.Subscribe("zigbee2mqtt/porch_light/set", 1, func(mqtt.Message) { cmds.Add(1) }); err != nil {
-		t.Fatal(err)
-	}
-	sim := demo.New(client, demo.Options{Pace: time.Hour, Logger: quiet()})
-	if err := sim.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(sim.Close)
-	dir := t.TempDir()
-	house := startHouseProcess(t, dir, broker.URL())
-	if err := sim.Press(ctx, "on"); err != nil {
-		t.Fatal(err)
-	}
-	testutil.Eventually(t, 5*time.Second, "the command", func() bool { return cmds.Load() == 1 })
-	_ = house.Process.Kill()
-	_ = house.Wait()
-	startHouseProcess(t, dir, broker.URL())
-	if err := sim.Press(ctx, "on"); err != nil {
-		t.Fatal(err)
-	}
-	store, err := storage.Open(ctx, dir)
+	store, err := storage.Open(ctx, h.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,8 +57,8 @@ func TestThrottleSurvivesKill(t *testing.T) {
 		last = runs[0]
 		return true
 	})
-	if last.Status != rules.StatusThrottled || cmds.Load() != 1 {
-		t.Errorf("after the kill: %s with %d commands, want throttled with 1", last.Status, cmds.Load())
+	if last.Status != rules.StatusThrottled || cmds.count() != 1 {
+		t.Errorf("after the kill: %s with %d commands, want throttled with 1", last.Status, cmds.count())
 	}
 }
 
@@ -128,34 +106,13 @@ func TestThrottleChild(t *testing.T) {
 	if !ok {
 		t.Skip("the house process of TestThrottleSurvivesKill")
 	}
-	ctx := context.Background()
-	c, err := mqtt.Dial(ctx, mqtt.Options{Broker: broker, ClientID: "throttle-house", Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	devs := devices.NewCatalog(devices.Options{Logger: quiet()})
-	if err := devs.Start(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	testutil.Eventually(t, 10*time.Second, "the demo catalog", func() bool {
-		snap := devs.Snapshot()
-		_, light := snap.Get("porch_light.set")
-		_, remote := snap.Get("bedroom_remote.action")
-		return light && remote
-	})
-	store, err := storage.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eng := New(Config{}, devs, store, quiet())
-	if err := eng.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := eng.GetRule(ctx, "throttled-porch", 0); err != nil {
-		resp, err := eng.Execute(ctx, ExecuteRequest{Program: json.RawMessage(throttledPorch)})
-		if err != nil || !resp.Outcome.OK {
-			t.Fatalf("deploy: %v %+v", err, resp)
-		}
+	h := &house{t: t, dir: dir}
+	h.devs = newCatalog()
+	h.listen(h.dial(broker, "throttle-house", 0))
+	h.awaitDemo()
+	h.start()
+	if _, err := h.eng.GetRule(context.Background(), "throttled-porch", 0); err != nil {
+		h.deploy(throttledPorch)
 	}
 	fmt.Println("house ready")
 	select {}

@@ -79,6 +79,19 @@ func (b *Book) MayApprove(p *access.Principal, requester string) bool {
 	return true
 }
 
+// NeedsPerson is why p may not act on plan without a person who is not
+// p (none: it may), the one check for a manual run and for switching,
+// removing or replacing a rule. installer is who installed the rule whose
+// plan it is ("" for a manual run): p's own rule passed the gate when p
+// deployed it, and a principal that may approve its own requests would
+// only be asking itself.
+func (b *Book) NeedsPerson(p *access.Principal, plan *pilotage.Plan, installer string) []string {
+	if installer != "" && installer == p.Name || b.MayApprove(p, p.Name) {
+		return nil
+	}
+	return b.PolicyOf(p).Reasons(plan)
+}
+
 // MaySee reports whether p may see a request made by requester: it may
 // decide it, made it, or is an admin.
 func (b *Book) MaySee(p *access.Principal, requester string) bool {

@@ -210,11 +210,7 @@ func TestEnvelopeEncodingTags(t *testing.T) {
 // one buffer.
 func TestRecorderStoresEncodedEnvelopes(t *testing.T) {
 	ctx := context.Background()
-	store, err := storage.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := openStore(t)
 	rec := New(store, quiet(), 100)
 	rec.Start()
 	defer rec.Close()
@@ -276,11 +272,7 @@ func BenchmarkEnvelopeEncode(b *testing.B) {
 // rows per statement), not tens of thousands of rows every trimEvery.
 func TestRecorderTrimsAHotRuleAtOnce(t *testing.T) {
 	ctx := context.Background()
-	store, err := storage.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := openStore(t)
 	const keep = 5
 	rec := New(store, quiet(), keep)
 	rec.Start()
