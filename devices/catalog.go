@@ -146,6 +146,7 @@ type Catalog struct {
 	coverage atomic.Pointer[Coverage]
 	notices  notifyCounters // what the channels sent and failed to send (own lock)
 	refused  model.RefusalCounts
+	configs  atomic.Int64 // discovery configs read (ConfigsRead)
 }
 
 type liveVal struct {

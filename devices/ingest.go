@@ -47,6 +47,10 @@ type topicPayload struct {
 	payload []byte
 }
 
+// ConfigsRead counts the discovery configs read since the start: Home
+// Assistant's, and Zigbee2MQTT's device lists (a long start's progress).
+func (c *Catalog) ConfigsRead() int64 { return c.configs.Load() }
+
 // HandleMessage ingests one MQTT message: discovery, state, availability or
 // event. It never panics on payload content; malformed payloads are logged
 // with their topic and skipped, keeping the previous catalog.
@@ -62,7 +66,7 @@ func (c *Catalog) HandleMessage(m mqtt.Message) {
 	tx.JLeft, tx.JRated = granted, granted < model.MsgJBudget
 	c.compute(tx, m)
 	subs := c.commitPhase(tx)
-	c.work.Spend(m.Topic, granted-tx.JLeft, tx.Now)
+	c.work.Spend(m.Topic, granted-tx.JLeft, tx.JThrottled > 0, tx.Now)
 	if tx.JSkipped > 0 {
 		c.logSkipped(m.Topic, tx.JSkipped)
 	}
@@ -110,6 +114,7 @@ func (c *Catalog) compute(tx *txn, m mqtt.Message) {
 	t := m.Topic
 	switch {
 	case t == c.topics.devices:
+		c.configs.Add(1)
 		changed, refused := c.z2m.HandleDevices(c.log, m.Payload)
 		if refused {
 			c.refused.Oversized.Add(1)
@@ -124,6 +129,7 @@ func (c *Catalog) compute(tx *txn, m mqtt.Message) {
 		}
 		return
 	case strings.HasPrefix(t, c.topics.haPrefix) && strings.HasSuffix(t, "/config"):
+		c.configs.Add(1)
 		if c.ha.HandleConfig(c.log, t, m.Payload) {
 			tx.specs = c.ha.Rebuild(c.log, c.ids, c.z2mIDs)
 		}

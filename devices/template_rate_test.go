@@ -56,10 +56,14 @@ func burnAndListen(t *testing.T, topics int, bound time.Duration) {
 	}
 	start := time.Now()
 	h.send(t, "calm/state", `{"t":7}`, false)
-	testutil.Eventually(t, bound, "the neighbour's value after the burst", func() bool {
+	if !testutil.Within(bound, func() bool {
 		l, _ := h.c.Live(calm)
 		return fmt.Sprint(l.Value) == "7"
-	})
+	}) {
+		l, _ := h.c.Live(calm)
+		t.Fatalf("the neighbour's value %v %v after the burst (unread %q), refusals %+v",
+			l.Value, bound, l.Unread, h.c.Refusals())
+	}
 	t.Logf("the neighbour was read %v after the burst", time.Since(start))
 	if r := h.c.Refusals(); r.TemplateWorkThrottled == 0 {
 		t.Errorf("Refusals = %+v, want throttled renderings counted", r)

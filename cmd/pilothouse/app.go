@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"sync/atomic"
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
@@ -42,8 +41,7 @@ type app struct {
 	instance   string // this run's id, in /healthz and the endpoint file
 	localToken string // the house's local token (see mcpPrincipals)
 	announced  announceState
-	door       *frontDoor   // HTTP from the start (see listen)
-	configs    atomic.Int64 // discovery configs delivered to the catalog
+	door       *frontDoor // HTTP from the start (see listen)
 }
 
 // startApp starts the parts in dependency order; on any failure it stops
@@ -77,7 +75,10 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 
 	a.devs = devices.NewCatalog(devices.Options{Z2MBase: cfg.Z2MBase, HAPrefix: cfg.HAPrefix, Notify: cfg.Notify, Areas: cfg.Areas,
 		Logger: log.With("part", "devices"), IDs: deviceIDs{a.store}, MaxPayload: cfg.MaxMessageBytes})
-	if err := a.devs.Start(ctx, a.catalogConn(&a.configs)); err != nil {
+	if a.door != nil {
+		a.door.catalog.Store(a.devs)
+	}
+	if err := a.devs.Start(ctx, a.client); err != nil {
 		return a, fmt.Errorf("starting device discovery: %w", err)
 	}
 
@@ -232,7 +233,7 @@ func (a *app) listen() error {
 	gopts.AllowedHosts, gopts.Logger = a.cfg.AllowedHosts, a.log.With("part", "http")
 	gopts.BodyTimeout = a.cfg.bodyTimeout
 	a.guard = mcpserver.NewGuard(gopts)
-	a.door = &frontDoor{configs: &a.configs, instance: a.instance}
+	a.door = &frontDoor{instance: a.instance}
 	a.http = &http.Server{Handler: a.guard.Bodies(a.door), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
 		MaxHeaderBytes: 64 << 10, ConnState: a.guard.ConnState, ConnContext: a.guard.ConnContext}
 	go func() {

@@ -61,7 +61,7 @@ type devicesHealth struct {
 	Partial    int `json:"partial"`
 	Unmodelled int `json:"unmodelled"`
 	// ConfigsRead counts the discovery configs (Home Assistant's, and
-	// Zigbee2MQTT's device list) delivered to the catalog since the start.
+	// Zigbee2MQTT's device list) the catalog read since the start.
 	ConfigsRead int64 `json:"configs_read"`
 	// Refused: MQTT payloads over mqtt.max_message_bytes (or 256 KiB for
 	// a discovery config or a state) not read, and template renderings
@@ -92,7 +92,7 @@ func (a *app) healthz(w http.ResponseWriter, _ *http.Request) {
 		History: a.eng.HistoryStatus(), Logbook: a.eng.LogbookStatus(), Load: a.load(), ServedRuns: a.eng.ServedStats(), Runs: a.eng.RunStats()}
 	cov := a.devs.Coverage()
 	h.Devices = devicesHealth{Total: cov.Devices, Partial: cov.Partial, Unmodelled: cov.Unmodelled, Refused: a.devs.Refusals(),
-		ConfigsRead: a.configs.Load()}
+		ConfigsRead: a.devs.ConfigsRead()}
 	h.Notify = a.devs.NotifyStats()
 	if a.broker != nil {
 		lc := a.broker.LimitCounts()

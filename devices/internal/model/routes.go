@@ -260,13 +260,16 @@ func (w *WorkBudget) Grant(t string, now time.Time) int {
 	return max(int(g), 0)
 }
 
-// Spend takes the work a message on topic t did from both buckets.
-func (w *WorkBudget) Spend(t string, spent int, now time.Time) {
-	if spent <= 0 {
+// Spend takes the work a message on topic t did from both buckets. A
+// message whose renderings were throttled takes at least restSlack from
+// its topic's: a topic the global bucket holds back is busy, not at rest,
+// however little it got to spend (else it took the quiet topics' reserve).
+func (w *WorkBudget) Spend(t string, spent int, throttled bool, now time.Time) {
+	if spent <= 0 && !throttled {
 		return
 	}
 	w.global.Level(now, WorkRate, workCap)
-	w.global.Tokens -= float64(spent)
+	w.global.Tokens -= float64(max(spent, 0))
 	if len(w.topics) >= maxWorkTopics && now.Sub(w.swept) >= time.Second {
 		w.sweep(now)
 	}
@@ -276,6 +279,9 @@ func (w *WorkBudget) Spend(t string, spent int, now time.Time) {
 		w.topics[t] = b
 	}
 	b.Level(now, TopicWorkRate, topicWorkCap)
+	if throttled {
+		spent = max(spent, restSlack+1)
+	}
 	b.Tokens -= float64(spent)
 }
 

@@ -28,7 +28,7 @@ func TestWorkBudgetRates(t *testing.T) {
 				for i := range tc.topics {
 					topic := fmt.Sprint("t/", i)
 					for g := w.Grant(topic, now); g > 0; g = w.Grant(topic, now) {
-						w.Spend(topic, g, now)
+						w.Spend(topic, g, false, now)
 						total += g
 					}
 				}
@@ -62,7 +62,7 @@ func TestWorkBudgetTopicsBounded(t *testing.T) {
 	now := time.Unix(1e9, 0)
 	for i := range 2 * maxWorkTopics {
 		topic := fmt.Sprint("t/", i)
-		w.Spend(topic, 1000, now)
+		w.Spend(topic, 1000, false, now)
 		if len(w.topics) > maxWorkTopics {
 			t.Fatalf("%d topic buckets after %d topics, want at most %d", len(w.topics), i+1, maxWorkTopics)
 		}
@@ -71,7 +71,7 @@ func TestWorkBudgetTopicsBounded(t *testing.T) {
 		t.Error("the topics past the bound did not share the overflow bucket")
 	}
 	now = now.Add(time.Minute)
-	w.Spend("late", 1000, now)
+	w.Spend("late", 1000, false, now)
 	if len(w.topics) != 1 || w.topics["late"] == nil {
 		t.Errorf("%d topic buckets after a minute idle, want the one just spent", len(w.topics))
 	}
@@ -83,12 +83,42 @@ func TestWorkBudgetClockSetBack(t *testing.T) {
 	w := NewWorkBudget()
 	now := time.Unix(1e9, 0)
 	for g := w.Grant("t", now); g > 0; g = w.Grant("t", now) {
-		w.Spend("t", g, now)
+		w.Spend("t", g, false, now)
 	}
 	now = now.Add(-time.Hour)
 	w.Grant("t", now)
 	now = now.Add(time.Second)
 	if g := w.Grant("t", now); g < TopicWorkRate*9/10 {
 		t.Errorf("a second after the clock was set back, granted %d, want ~%d", g, TopicWorkRate)
+	}
+}
+
+// TestQuietTopicKeepsItsReserve: busy topics held back by the empty global
+// bucket spend nothing, so their own buckets filled again and they passed
+// for topics at rest, taking the reserve that quiet topics keep below the
+// global bucket; a neighbour's first message after a few seconds of that
+// was throttled (devices TestTemplateWorkBoundedPerSecond failed so on a
+// loaded machine). A throttled message now keeps its topic from rest.
+func TestQuietTopicKeepsItsReserve(t *testing.T) {
+	w := NewWorkBudget()
+	now := time.Unix(1e9, 0)
+	const burn = MsgJBudget // a hostile rendering takes all it is granted
+	for step := range 300 { // 10 hostile topics, a message every 10 ms each, for 3 s
+		now = now.Add(10 * time.Millisecond)
+		for i := range 10 {
+			topic := fmt.Sprint("burn/", i)
+			g := w.Grant(topic, now)
+			if g < 1000 { // too little for one rendering: throttled
+				w.Spend(topic, 0, true, now)
+				continue
+			}
+			w.Spend(topic, min(g, burn), false, now)
+		}
+		// Past the first second (each hostile topic's first message was
+		// at rest, and took the reserve), a quiet topic's first message
+		// gets the reserve whenever it comes.
+		if g := w.Grant("calm/state", now); step >= 100 && g < workReserve/2 {
+			t.Fatalf("at %d ms, a quiet topic's first message is granted %d, want at least %d", 10*step, g, workReserve/2)
+		}
 	}
 }
