@@ -272,16 +272,13 @@ type firing struct {
 // acknowledgements; it counts against bounds.MaxRunning.
 func (f *firing) Limited() bool { return !f.ar.waits }
 
-// Do runs the firing on a worker (the task workers run), and reports
-// whether it is over: a firing whose last command waits for its
-// acknowledgement goes on without the worker, and ends on the
-// acknowledgement (Acked).
-func (f *firing) Do() bool {
-	if f.run() {
-		return false
+// Do runs the firing (the pool's Task) and ends it, unless its last
+// command waits for its acknowledgement: then it goes on without the
+// goroutine, and ends on the acknowledgement (Acked, settle).
+func (f *firing) Do() {
+	if !f.run() {
+		f.end()
 	}
-	f.end()
-	return true
 }
 
 // run executes the body once on the firing's live world and records it. A
@@ -416,7 +413,7 @@ func (f *firing) settle() {
 	}
 	f.res.Finish(err)
 	f.ar.recordRun(f.runID, f.started, f.res)
-	f.endAlone()
+	f.end()
 }
 
 // recordRun records the firing that ended with res.
@@ -444,16 +441,8 @@ func (ar *armedRule) record(runID string, started time.Time, out pilotage.Outcom
 	e.rec.AddItem(&fr.Item) // the recorder announces it once committed
 }
 
-// endAlone ends a firing that went on without its worker, and hands its
+// end lets the rule's next queued firing start, and hands the firing's
 // slot on.
-func (f *firing) endAlone() {
-	f.end()
-	if f.Limited() {
-		f.ar.s.work.Finished()
-	}
-}
-
-// end lets the rule's next queued firing start.
 func (f *firing) end() {
 	ar, s := f.ar, f.ar.s
 	defer s.wg.Done()
@@ -474,6 +463,9 @@ func (f *firing) end() {
 	ar.mu.Unlock()
 	if next != nil {
 		s.work.Run(next)
+	}
+	if f.Limited() {
+		s.work.Release()
 	}
 }
 

@@ -148,7 +148,7 @@ func (w heldWorld) CallAsync(ctx context.Context, id string, args map[string]any
 // pending does (its settle hands the slot on).
 type heldSlot struct{}
 
-func (heldSlot) Do() bool      { return false }
+func (heldSlot) Do()           {}
 func (heldSlot) Limited() bool { return true }
 
 // TestPendingFiringSettlesInEitherOrder: a firing left pending by its last

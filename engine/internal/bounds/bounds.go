@@ -60,12 +60,12 @@ func (w *Pool) Load() Load {
 	return fl
 }
 
-// Task is work for a worker (a *firing: no closure to allocate per run).
+// Task is work for the pool (a *firing: no closure to allocate per run).
 type Task interface {
-	// do runs the Task and reports whether it is over. One that is not
-	// goes on without the worker; a limited one keeps its slot until it
-	// calls finished.
-	Do() bool
+	// Do runs the Task. A limited one holds its slot until it ends and
+	// calls Release, once: after Do returned when it goes on without its
+	// goroutine (a firing waiting for its command's acknowledgement).
+	Do()
 	Limited() bool // counts against MaxRunning
 }
 
@@ -83,13 +83,12 @@ func (w *Pool) Run(f Task) {
 	}
 }
 
-// RunHere runs f on the calling goroutine, as a worker would: for a Task
-// that waits for nothing (see armedRule.here), handing it to a worker
-// would cost more (a thread wake-up, a crossing between threads) than
-// the Task itself.
+// RunHere runs f on the calling goroutine: for a Task that waits for
+// nothing (see armedRule.here), a goroutine of its own would cost more (a
+// thread wake-up, a crossing between threads) than the Task itself.
 func (w *Pool) RunHere(f Task) {
-	if w.admit(f) && f.Do() && f.Limited() {
-		w.Finished()
+	if w.admit(f) {
+		f.Do()
 	}
 }
 
@@ -112,25 +111,22 @@ func (w *Pool) admit(f Task) bool {
 // start runs f, which has its slot, on a goroutine of its own.
 func (w *Pool) start(f Task) {
 	w.active.Add(1)
-	go w.loop(f)
+	go w.do(f)
 }
 
-// Finished is called when a limited Task that went on without its worker
-// ended: the oldest waiting one takes its slot, or the slot is freed.
-func (w *Pool) Finished() {
-	if f := w.next(); f != nil {
-		w.start(f)
-	}
+func (w *Pool) do(f Task) {
+	defer w.active.Add(-1)
+	f.Do()
 }
 
-// next is called when a limited Task ended: the oldest waiting one takes
-// its slot (run on the same goroutine), or the slot is freed.
-func (w *Pool) next() Task {
+// Release is a limited Task's end: the oldest waiting one takes its slot,
+// or the slot is freed.
+func (w *Pool) Release() {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	if len(w.backlog) == 0 {
 		w.running--
-		return nil
+		w.mu.Unlock()
+		return
 	}
 	f := w.backlog[0].t
 	w.backlog[0] = queued{}
@@ -138,23 +134,12 @@ func (w *Pool) next() Task {
 	if len(w.backlog) == 0 {
 		w.backlog = nil // let the array go
 	}
-	return f
+	w.mu.Unlock()
+	w.start(f)
 }
 
 // Active is how many goroutines run a Task now.
 func (w *Pool) Active() int { return int(w.active.Load()) }
-
-// loop runs f and then, while f was a limited Task that ended, the Task
-// that takes its slot from the backlog.
-func (w *Pool) loop(f Task) {
-	defer w.active.Add(-1)
-	for f != nil {
-		if over := f.Do(); !over || !f.Limited() {
-			return
-		}
-		f = w.next()
-	}
-}
 
 // Rules can fire each other, or themselves, without end. A firing's depth
 // counts the rule-caused hops that led to it: a change of a device a

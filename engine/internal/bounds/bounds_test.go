@@ -27,11 +27,15 @@ func TestWorkersRunEverythingConcurrently(t *testing.T) {
 	testutil.Eventually(t, 10*time.Second, "every goroutine to end", func() bool { return w.Active() == 0 })
 }
 
-// limitedTask is a limited Task for tests.
-type limitedTask func()
+// limitedTask is a limited Task for tests that ends when its function
+// returns.
+type limitedTask struct {
+	w *Pool
+	f func()
+}
 
-func (f limitedTask) Do() bool      { f(); return true }
-func (f limitedTask) Limited() bool { return true }
+func (t limitedTask) Do()           { t.f(); t.w.Release() }
+func (t limitedTask) Limited() bool { return true }
 
 // TestWorkersLimitRunningFirings: at most MaxRunning limited tasks run at
 // once, the others start in order as slots free up, and unlimited tasks
@@ -46,7 +50,7 @@ func TestWorkersLimitRunningFirings(t *testing.T) {
 	const n = MaxRunning + 50
 	for i := range n {
 		wg.Add(1)
-		w.Run(limitedTask(func() {
+		w.Run(limitedTask{w, func() {
 			defer wg.Done()
 			mu.Lock()
 			running++
@@ -57,7 +61,7 @@ func TestWorkersLimitRunningFirings(t *testing.T) {
 			mu.Lock()
 			running--
 			mu.Unlock()
-		}))
+		}})
 	}
 	unlimited := make(chan struct{})
 	w.Run(taskFunc(func() { close(unlimited) }))
@@ -128,7 +132,7 @@ func TestWorkersLoad(t *testing.T) {
 	var started sync.WaitGroup
 	for range MaxRunning + 3 {
 		started.Add(1)
-		w.Run(limitedTask(func() { started.Done(); <-release }))
+		w.Run(limitedTask{w, func() { started.Done(); <-release }})
 	}
 	defer func() {
 		close(release)
@@ -148,8 +152,45 @@ func TestWorkersLoad(t *testing.T) {
 // taskFunc runs a function as an unlimited task.
 type taskFunc func()
 
-func (f taskFunc) Do() bool      { f(); return true }
+func (f taskFunc) Do()           { f() }
 func (f taskFunc) Limited() bool { return false }
+
+// pendingTask is a limited Task that goes on without its goroutine: it
+// ends when end is closed, after Do returned.
+type pendingTask struct {
+	w   *Pool
+	end chan struct{}
+}
+
+func (t pendingTask) Do()           { go func() { <-t.end; t.w.Release() }() }
+func (t pendingTask) Limited() bool { return true }
+
+// TestSlotHeldUntilRelease: a limited Task that goes on after Do returned
+// (a firing waiting for its acknowledgement) keeps its slot until it
+// releases it, and the waiting Task then starts, run here or not.
+func TestSlotHeldUntilRelease(t *testing.T) {
+	w := New()
+	ends := make([]chan struct{}, MaxRunning)
+	for i := range ends {
+		ends[i] = make(chan struct{})
+		w.RunHere(pendingTask{w, ends[i]})
+	}
+	ran := make(chan struct{})
+	w.RunHere(limitedTask{w, func() { close(ran) }})
+	if l := w.Load(); l.Running != MaxRunning || l.Waiting != 1 {
+		t.Fatalf("load %+v, want every slot held and one waiting", l)
+	}
+	close(ends[0])
+	select {
+	case <-ran:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting Task did not start when a slot was released")
+	}
+	for _, e := range ends[1:] {
+		close(e)
+	}
+	testutil.Eventually(t, 5*time.Second, "every slot free", func() bool { return w.Load().Running == 0 })
+}
 
 // TestDepthOf: a change within Window of a command to its device, or on
 // the command's topic (or the state topic a Zigbee2MQTT set comes back
