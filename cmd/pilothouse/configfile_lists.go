@@ -278,5 +278,8 @@ func (l *cfgLoader) limits(n *yaml.Node, key string) error {
 		"max_stored_test_runs":       l.integer(&lim.MaxStoredTestRuns),
 		"max_served_run_bytes":       l.integer(&lim.MaxServedRunBytes),
 		"max_stored_test_bytes":      l.integer(&lim.MaxStoredTestBytes),
+		"max_stored_rule_bytes":      l.integer(&lim.MaxStoredRuleBytes),
+		"max_stored_firing_bytes":    l.integer(&lim.MaxStoredFiringBytes),
+		"max_rules_per_principal":    l.integer(&lim.MaxRulesPerPrincipal),
 	})
 }

@@ -372,6 +372,9 @@ func limitKeyRows() map[string]keyRow {
 		"max_stored_test_runs":       func(l rules.Limits) any { return l.MaxStoredTestRuns },
 		"max_served_run_bytes":       func(l rules.Limits) any { return l.MaxServedRunBytes },
 		"max_stored_test_bytes":      func(l rules.Limits) any { return l.MaxStoredTestBytes },
+		"max_stored_rule_bytes":      func(l rules.Limits) any { return l.MaxStoredRuleBytes },
+		"max_stored_firing_bytes":    func(l rules.Limits) any { return l.MaxStoredFiringBytes },
+		"max_rules_per_principal":    func(l rules.Limits) any { return l.MaxRulesPerPrincipal },
 	}
 	out := map[string]keyRow{}
 	for k, get := range fields {

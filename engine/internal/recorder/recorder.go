@@ -55,6 +55,10 @@ type Recorder struct {
 	// Announce, when set, is told about every committed firing marked
 	// Announce (the live stream), after its batch's transaction.
 	Announce func(run *storage.Run)
+	// MaxRuleBytes and MaxPrincipalBytes, when set before Start, bound the
+	// bytes of the finished firings kept of each rule and each principal
+	// (limits.max_stored_rule_bytes, max_stored_firing_bytes).
+	MaxRuleBytes, MaxPrincipalBytes int64
 }
 
 // overflow holds summary records of firings that found the queue full.
@@ -67,6 +71,7 @@ type overflow struct {
 
 type recorderCounts struct {
 	written, superseded, summarized, dropped, failed atomic.Uint64
+	trimmed, trimmedPrincipal                        atomic.Uint64
 }
 
 // Stats counts what became of the run records handed to the
@@ -78,6 +83,11 @@ type Stats struct {
 	Dropped    uint64 `json:"dropped"`    // lost: the summaries' bound was reached too
 	Failed     uint64 `json:"failed"`     // lost: the database refused the batch
 	Queued     uint64 `json:"queued"`     // accepted, not written yet
+	// Stored firings deleted to keep a rule's count and bytes
+	// (KeepPerStatus, limits.max_stored_rule_bytes), and a principal's
+	// bytes (limits.max_stored_firing_bytes).
+	Trimmed          uint64 `json:"trimmed"`
+	TrimmedPrincipal uint64 `json:"trimmed_principal"`
 }
 
 const (
@@ -240,7 +250,8 @@ func (r *Recorder) takeOverflow() []*Item {
 // Stats reports the recorder's counts.
 func (r *Recorder) Stats() Stats {
 	st := Stats{Written: r.stats.written.Load(), Superseded: r.stats.superseded.Load(),
-		Summarized: r.stats.summarized.Load(), Dropped: r.stats.dropped.Load(), Failed: r.stats.failed.Load()}
+		Summarized: r.stats.summarized.Load(), Dropped: r.stats.dropped.Load(), Failed: r.stats.failed.Load(),
+		Trimmed: r.stats.trimmed.Load(), TrimmedPrincipal: r.stats.trimmedPrincipal.Load()}
 	if enq, done := r.enq.Load(), r.done2.Load(); enq > done {
 		st.Queued = enq - done
 	}

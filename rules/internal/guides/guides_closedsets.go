@@ -162,6 +162,9 @@ var limitDocs = map[string]string{
 	"MaxServedRunBytes":       "bytes of stored run records being read and sent at once (pilotage_trace, the web UI's run pages); a read that finds no room within 2 s is refused with `resource_exhausted` (web: 503)",
 	"MaxStoredTestRuns":       "test runs one principal keeps stored within the retention (beyond: a stored test run is refused with `resource_exhausted`; store: false still runs)",
 	"MaxStoredTestBytes":      "bytes of the test-run records one principal keeps stored (beyond: as MaxStoredTestRuns)",
+	"MaxStoredRuleBytes":      "bytes of one rule's stored firings (beyond: the oldest are deleted, never the newest of each outcome; counted as `trimmed` on /healthz)",
+	"MaxStoredFiringBytes":    "bytes of the stored firings of all one principal's rules (beyond: as MaxStoredRuleBytes; counted as `trimmed_principal`)",
+	"MaxRulesPerPrincipal":    "rules one principal other than an admin (the owner) keeps installed (beyond: a deploy of a new rule is refused with `resource_exhausted`, nothing installed)",
 }
 
 // deviceTypesTable writes pilotage.DeviceTypes, the table the catalog
