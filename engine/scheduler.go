@@ -28,6 +28,7 @@ type scheduler struct {
 
 	chains loopguard.Chains // the depth of the firings that last commanded each device
 	shares sync.Map         // principal name → *opsShare (share.go)
+	live   liveFirings      // each principal's firings running at once (caps.go)
 
 	mu    sync.RWMutex
 	rules map[string]*armedRule
@@ -120,6 +121,7 @@ func newScheduler(e *Engine) *scheduler {
 		index:      map[string][]*armedTrigger{},
 		work:       workers.New(),
 		slowHere:   defaultSlowHere,
+		live:       liveFirings{max: int64(e.cfg.Limits.MaxLiveFiringsPerPrincipal)},
 		sunRecheck: sunRecheck,
 		cron:       cron.New(cron.WithLocation(e.cfg.TimeZone), cron.WithChain(cron.Recover(cron.DiscardLogger))),
 	}

@@ -114,3 +114,70 @@ func TestRulesPerPrincipalCapped(t *testing.T) {
 		t.Errorf("installed %q, want the guest's first three and the owner's four", got)
 	}
 }
+
+// TestLiveFiringsPerPrincipalBounded: a guest's parallel rules that each
+// build a large value and wait took the server to 1.24 GB. Beyond
+// limits.max_live_firings_per_principal running at once (over all its
+// rules), a new firing is refused: recorded skipped with the limit named
+// and counted; an admin is not bounded; an ended firing gives its slot
+// back.
+func TestLiveFiringsPerPrincipalBounded(t *testing.T) {
+	guest := &Principal{Name: "guest", TokenHash: HashToken("g"), Deploy: true}
+	owner := &Principal{Name: "owner", TokenHash: HashToken("o"), Deploy: true, Admin: true}
+	h := newHouse(t, Config{Principals: []*Principal{owner, guest}, Limits: rules.Limits{MaxLiveFiringsPerPrincipal: 3}})
+	ctx := context.Background()
+	for _, d := range []struct {
+		who  *Principal
+		name string
+	}{{guest, "hold1"}, {guest, "hold2"}, {owner, "own"}} {
+		resp, err := h.eng.Execute(WithPrincipal(ctx, d.who), ExecuteRequest{Program: json.RawMessage(`{"name":"` + d.name + `","mode":"parallel","max":10,
+			"triggers":[{"id":"press","event":"bedroom_remote.action","value":"on"}],
+			"steps":[{"id":"big","set":{"v":"{{ repeat('x', 1000) }}"}},{"id":"hold","delay":"10m"}]}`)})
+		if err != nil || !resp.Outcome.OK {
+			t.Fatalf("deploy %s: %v %s", d.name, err, mustJSON(resp))
+		}
+	}
+	statuses := func(rule string) map[string]int {
+		got := map[string]int{}
+		for _, r := range h.firings(rule) {
+			got[r.Status]++
+		}
+		return got
+	}
+	for range 2 {
+		if err := h.sim.Press(ctx, "on"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.Eventually(t, 15*time.Second, "the guest's 3 firings running, 1 refused; the owner's 2 running", func() bool {
+		g1, g2, o := statuses("hold1"), statuses("hold2"), statuses("own")
+		return g1["running"]+g2["running"] == 3 && g1["skipped"]+g2["skipped"] == 1 && o["running"] == 2
+	})
+	for _, rule := range []string{"hold1", "hold2"} {
+		for _, r := range h.firings(rule) {
+			if env := string(r.Envelope); r.Status == "skipped" && !strings.Contains(env, "limits.max_live_firings_per_principal") {
+				t.Errorf("the refused firing does not name the limit: %s", env)
+			}
+		}
+	}
+	if n := h.eng.RunStats().FiringsRefused; n != 1 {
+		t.Errorf("firings_refused %d, want 1", n)
+	}
+	// Removing hold2 ends its firings, whose slots go back to the guest.
+	if _, err := h.eng.RemoveRule(ctx, "hold2"); err != nil {
+		t.Fatal(err)
+	}
+	before := statuses("hold1")["running"]
+	testutil.Eventually(t, 15*time.Second, "hold2's firings ended, their slots given back", func() bool {
+		return h.eng.sched.live.count(guest).Load() == int64(before)
+	})
+	if err := h.sim.Press(ctx, "on"); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 15*time.Second, "hold1 runs one more firing", func() bool {
+		return statuses("hold1")["running"] == before+1
+	})
+	if n := h.eng.RunStats().FiringsRefused; n != 1 {
+		t.Errorf("firings_refused %d after the slots were given back, want 1", n)
+	}
+}

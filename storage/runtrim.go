@@ -35,13 +35,21 @@ const trimRuleBytesSQL = `DELETE FROM runs WHERE rowid IN (
 		WHERE n > ?2 OR (n > 1 AND total > ?3))`
 
 // trimPrincipalSQL keeps a principal's newest finished firings while their
-// bytes fit ?2, never the newest of each of its rules' statuses.
+// bytes fit ?2, never the newest of each of its rules' statuses unless it
+// is over ?3 bytes (principalKeepsNewest): those alone could otherwise
+// pass the bound many times (rules × statuses × MaxRunBytes).
 const trimPrincipalSQL = `DELETE FROM runs WHERE rowid IN (
 		SELECT rowid FROM (
-			SELECT rowid, ROW_NUMBER() OVER (PARTITION BY rule, status ORDER BY started DESC, id DESC) AS n,
+			SELECT rowid, coalesce(octet_length(envelope), 0) AS len,
+				ROW_NUMBER() OVER (PARTITION BY rule, status ORDER BY started DESC, id DESC) AS n,
 				SUM(coalesce(octet_length(envelope), 0)) OVER (ORDER BY started DESC, id DESC ROWS UNBOUNDED PRECEDING) AS total
 			FROM runs WHERE principal = ?1 AND kind = '` + KindFiring + `' AND status <> '` + StatusRunning + `')
-		WHERE n > 1 AND total > ?2)`
+		WHERE total > ?2 AND (n > 1 OR len > ?3))`
+
+// principalKeepsNewest is the largest newest-of-a-status firing a
+// principal's byte bound never deletes: a household firing's record is a
+// few KB.
+const principalKeepsNewest = 64 << 10
 
 func (o WriteOptions) check() error {
 	if len(o.Trim) > 0 && o.KeepPerStatus < 1 {
@@ -86,7 +94,7 @@ func (t trims) run(ctx context.Context, tx *sql.Tx, o WriteOptions, got *Trimmed
 	if err := trimEach(ctx, tx, t.rule, o, o.Trim, ruleArgs, &got.Rule); err != nil {
 		return err
 	}
-	principalArgs := func(p string) []any { return []any{p, o.MaxPrincipalBytes} }
+	principalArgs := func(p string) []any { return []any{p, o.MaxPrincipalBytes, principalKeepsNewest} }
 	return trimEach(ctx, tx, t.principal, o, o.TrimPrincipals, principalArgs, &got.Principal)
 }
 

@@ -75,3 +75,37 @@ func TestWriteRunsTrimsByBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestPrincipalTrimTakesLargeNewest: a rule's newest firing of a status
+// is kept by a principal's byte bound only while small; large ones (many
+// rules' worth of MaxRunBytes) go oldest first like the rest.
+func TestPrincipalTrimTakesLargeNewest(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	var rows []Run
+	for i, rule := range []string{"r0", "r1", "r2", "r3"} {
+		rows = append(rows, bigRun("alice", rule, "success", t0.Add(time.Duration(i)*time.Second), 100<<10),
+			bigRun("alice", rule, "failed", t0.Add(time.Duration(i)*time.Second+time.Millisecond), 1<<10))
+	}
+	if err := s.InsertRuns(ctx, rows); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.WriteRuns(ctx, nil, WriteOptions{TrimPrincipals: []string{"alice"}, MaxPrincipalBytes: 250 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, r := range []string{"r0", "r1", "r2", "r3"} {
+		l, err := s.ListRuns(ctx, RunFilter{Rule: r, Limit: 10, SkipEnvelope: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, run := range l {
+			kept = append(kept, r+"/"+run.Status)
+		}
+	}
+	want := "r0/failed r1/failed r2/failed r2/success r3/failed r3/success" // newest first
+	if strings.Join(kept, " ") != want || got.Principal != 2 {
+		t.Errorf("kept %q, trimmed %d; want %q, 2 trimmed", strings.Join(kept, " "), got.Principal, want)
+	}
+}

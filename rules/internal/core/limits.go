@@ -58,8 +58,11 @@ type Limits struct {
 	MaxStoredRuleBytes   int // bytes of one rule's stored firings
 	MaxStoredFiringBytes int // bytes of all the stored firings of one principal's rules
 
-	// Rules: how many one principal (not an admin) keeps installed.
-	MaxRulesPerPrincipal int
+	// Rules: how many one principal (not an admin) keeps installed, and
+	// how many firings of its rules run at once (each may hold up to
+	// MaxEvalBytes and MaxRunBytes in memory).
+	MaxRulesPerPrincipal       int
+	MaxLiveFiringsPerPrincipal int
 }
 
 // MaxValueDepth is how deep a value a set step stores may nest (not
@@ -132,6 +135,9 @@ var DefaultLimits = Limits{
 	// A household has tens of rules; an assistant deploying for a guest
 	// has no need of hundreds.
 	MaxRulesPerPrincipal: 200,
+	// A household's rules run a few firings at once, some waiting in a
+	// delay; 64 at a few MiB each is what one guest may hold.
+	MaxLiveFiringsPerPrincipal: 64,
 }
 
 // WithDefaults is l with every unset bound (zero or negative) taken from
@@ -153,7 +159,7 @@ func (l Limits) WithDefaults() Limits {
 		{&l.MaxSessionsPerPrincipal, d.MaxSessionsPerPrincipal}, {&l.MaxServedRunBytes, d.MaxServedRunBytes},
 		{&l.MaxStoredTestRuns, d.MaxStoredTestRuns}, {&l.MaxStoredTestBytes, d.MaxStoredTestBytes},
 		{&l.MaxStoredRuleBytes, d.MaxStoredRuleBytes}, {&l.MaxStoredFiringBytes, d.MaxStoredFiringBytes},
-		{&l.MaxRulesPerPrincipal, d.MaxRulesPerPrincipal},
+		{&l.MaxRulesPerPrincipal, d.MaxRulesPerPrincipal}, {&l.MaxLiveFiringsPerPrincipal, d.MaxLiveFiringsPerPrincipal},
 	} {
 		if *f.v <= 0 {
 			*f.v = f.def
