@@ -29,8 +29,9 @@ import (
 // linger longer (one commit for up to a second of firings), and a batch
 // does not write the firings the retention policy would trim at once (of a
 // rule's finished firings of one status, only the newest keep per status
-// are kept, and a batch holding more than keep of them supersedes the older
-// ones: counted, never written, never announced). Past the queue, a firing
+// are kept, and a batch holding more than keep of them, or more than
+// MaxRuleBytes, supersedes the older ones: counted, never written, never
+// announced). Past the queue, a firing
 // keeps a summary record (outcome and times, no trace: counted); only past
 // the summaries' bound too is a record dropped (counted and logged).
 type Recorder struct {

@@ -53,7 +53,8 @@ type batchWriter struct {
 	// bytes written since the rule's and the principal's last trim
 	// (trim.go).
 	ruleBytes, principalBytes map[string]int64
-	slice0                    time.Time // start of the current slice of work (pace)
+	tailBytes                 map[tailKey]int64 // bytes held in each tail
+	slice0                    time.Time         // start of the current slice of work (pace)
 	yield                     background.Yielder
 	urgent                    bool // a flush waits: no pauses (pace)
 	paced                     bool // a busy batch: pauses between slices of work (pace)
@@ -71,7 +72,8 @@ const (
 
 func newBatchWriter(r *Recorder) *batchWriter {
 	return &batchWriter{r: r, tails: map[tailKey]*tail{}, arrived: map[tailKey]int{}, superseded: map[string]bool{},
-		trimCount: map[string]int{}, lastTrim: time.Now(), ruleBytes: map[string]int64{}, principalBytes: map[string]int64{}}
+		trimCount: map[string]int{}, lastTrim: time.Now(), ruleBytes: map[string]int64{}, principalBytes: map[string]int64{},
+		tailBytes: map[tailKey]int64{}}
 }
 
 // push adds a run to the batch: held (encoded), or superseded at once.
@@ -94,6 +96,7 @@ func (w *batchWriter) push(it *Item) {
 	if len(*t) < w.r.keep {
 		w.hold(it)
 		heap.Push(t, it)
+		w.fitBytes(k, t, len(it.json))
 		return
 	}
 	w.superseded[k.rule] = true
@@ -101,10 +104,12 @@ func (w *batchWriter) push(it *Item) {
 		return
 	}
 	w.held--
+	gone := len((*t)[0].json)
 	(*t)[0].json = nil // the oldest held goes
 	w.hold(it)
 	(*t)[0] = it
 	heap.Fix(t, 0)
+	w.fitBytes(k, t, len(it.json)-gone)
 }
 
 // hold encodes a run's envelope (exactly sized) and counts it held.
@@ -369,6 +374,7 @@ func (w *batchWriter) gather() {
 	w.kept = append(w.kept, w.fifo...)
 	clear(w.fifo)
 	w.fifo = w.fifo[:0]
+	clear(w.tailBytes)
 	for k, t := range w.tails {
 		if len(*t) == 0 { // a rule that fired in the batch before: its tail goes
 			delete(w.tails, k)

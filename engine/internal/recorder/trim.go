@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"container/heap"
 	"slices"
 	"time"
 
@@ -98,4 +99,19 @@ func (w *batchWriter) trims() []string {
 		}
 	}
 	return trim
+}
+
+// fitBytes adds added bytes to tail k and supersedes its oldest firings
+// while it holds more than MaxRuleBytes, never its newest: the batch
+// never writes what its trim would delete at once, so a rule's large
+// firings cannot grow the database file by a batch of them.
+func (w *batchWriter) fitBytes(k tailKey, t *tail, added int) {
+	w.tailBytes[k] += int64(added)
+	for w.r.MaxRuleBytes > 0 && len(*t) > 1 && w.tailBytes[k] > w.r.MaxRuleBytes {
+		old := heap.Pop(t).(*Item)
+		w.tailBytes[k] -= int64(len(old.json))
+		old.json = nil
+		w.held--
+		w.superseded[k.rule] = true
+	}
 }
