@@ -21,11 +21,17 @@ import (
 // rule's newest (each firing here stores about 80 kB); what was deleted is counted for /healthz.
 func TestStoredFiringsBoundedByBytes(t *testing.T) {
 	const ruleMax, principalMax = 170 << 10, 300 << 10
-	h := newHouse(t, Config{Limits: rules.Limits{MaxStoredRuleBytes: ruleMax, MaxStoredFiringBytes: principalMax}})
-	for _, name := range []string{"big1", "big2"} {
-		h.deploy(`{"name":"` + name + `","triggers":[{"id":"t","state":"hall_motion.occupancy"}],"steps":[{"id":"a","set":{"v":"{{ repeat('x', 40000) }}"}}]}`)
-	}
+	guest := &Principal{Name: "guest", TokenHash: HashToken("g"), Deploy: true}
+	owner := &Principal{Name: "owner", TokenHash: HashToken("o"), Deploy: true, Admin: true}
+	h := newHouse(t, Config{Principals: []*Principal{owner, guest}, Limits: rules.Limits{MaxStoredRuleBytes: ruleMax, MaxStoredFiringBytes: principalMax}})
 	ctx := context.Background()
+	for _, name := range []string{"big1", "big2"} {
+		resp, err := h.eng.Execute(WithPrincipal(ctx, guest), ExecuteRequest{Program: json.RawMessage(`{"name":"` + name +
+			`","triggers":[{"id":"t","state":"hall_motion.occupancy"}],"steps":[{"id":"a","set":{"v":"{{ repeat('x', 40000) }}"}}]}`)})
+		if err != nil || !resp.Outcome.OK {
+			t.Fatalf("deploy %s: %v %s", name, err, mustJSON(resp))
+		}
+	}
 	seen := map[string]bool{}
 	for i := range 6 {
 		if err := h.sim.Trigger(ctx, "hall_motion", map[string]any{"occupancy": i%2 == 0}); err != nil {

@@ -60,6 +60,9 @@ type Recorder struct {
 	// bytes of the finished firings kept of each rule and each principal
 	// (limits.max_stored_rule_bytes, max_stored_firing_bytes).
 	MaxRuleBytes, MaxPrincipalBytes int64
+	// Unbounded, when set, names the principals MaxPrincipalBytes does
+	// not bound (admins: a large house's scan would cost seconds).
+	Unbounded func(principal string) bool
 }
 
 // overflow holds summary records of firings that found the queue full.

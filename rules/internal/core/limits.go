@@ -56,7 +56,7 @@ type Limits struct {
 	// Firings are kept while they fit these too, oldest trimmed first,
 	// never a rule's newest of each status.
 	MaxStoredRuleBytes   int // bytes of one rule's stored firings
-	MaxStoredFiringBytes int // bytes of all the stored firings of one principal's rules
+	MaxStoredFiringBytes int // bytes of all the stored firings of one principal's rules (not an admin's)
 
 	// Rules: how many one principal (not an admin) keeps installed, and
 	// how many firings of its rules run at once (each may hold up to

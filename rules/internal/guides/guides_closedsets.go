@@ -163,7 +163,7 @@ var limitDocs = map[string]string{
 	"MaxStoredTestRuns":          "test runs one principal keeps stored within the retention (beyond: a stored test run is refused with `resource_exhausted`; store: false still runs)",
 	"MaxStoredTestBytes":         "bytes of the test-run records one principal keeps stored (beyond: as MaxStoredTestRuns)",
 	"MaxStoredRuleBytes":         "bytes of one rule's stored firings (beyond: the oldest are deleted, never the newest of each outcome; counted as `trimmed` on /healthz)",
-	"MaxStoredFiringBytes":       "bytes of the stored firings of all one principal's rules (beyond: as MaxStoredRuleBytes, but a rule's newest of an outcome over 64 KiB goes too; counted as `trimmed_principal`)",
+	"MaxStoredFiringBytes":       "bytes of the stored firings of all one principal's rules, not an admin's; checked after each eighth of it written (beyond: as MaxStoredRuleBytes, but a rule's newest of an outcome over 64 KiB goes too; counted as `trimmed_principal`)",
 	"MaxRulesPerPrincipal":       "rules one principal other than an admin (the owner) keeps installed (beyond: a deploy of a new rule is refused with `resource_exhausted`, nothing installed)",
 	"MaxLiveFiringsPerPrincipal": "firings of one principal's rules (not an admin's) running at once, those waiting in a delay or wait step included (beyond: a new firing is refused, recorded `skipped` with the limit named, counted in /healthz `runs.firings_refused`)",
 }
