@@ -69,9 +69,16 @@ type RunStats struct {
 	// LoopsStopped counts the rules disabled because they kept firing
 	// themselves (engine/loop.go).
 	LoopsStopped uint64 `json:"loops_stopped"`
+	// FiringsRefused counts the firings refused because their principal's
+	// rules ran limits.max_live_firings_per_principal at once (caps.go).
+	FiringsRefused uint64 `json:"firings_refused"`
 }
 
 // RunStats returns the engine's run-record counters.
 func (e *Engine) RunStats() RunStats {
-	return RunStats{DeniedUnstored: e.deniedUnstored.Load(), LoopsStopped: e.loopsStopped.Load()}
+	st := RunStats{DeniedUnstored: e.deniedUnstored.Load(), LoopsStopped: e.loopsStopped.Load()}
+	if e.sched != nil {
+		st.FiringsRefused = e.sched.live.refused.Load()
+	}
+	return st
 }

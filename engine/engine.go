@@ -163,6 +163,8 @@ func New(cfg Config, devs *devices.Catalog, store *storage.Store, log *slog.Logg
 		e.up = uptime.New(store, log, cfg.Now)
 		e.rec = recorder.New(store, log, cfg.KeepPerStatus)
 		e.rec.Announce = e.announceFiring
+		e.rec.MaxRuleBytes, e.rec.MaxPrincipalBytes = int64(cfg.Limits.MaxStoredRuleBytes), int64(cfg.Limits.MaxStoredFiringBytes)
+		e.rec.Unbounded = func(name string) bool { return e.principalByName(name).Admin }
 		e.sched = newScheduler(e)
 		e.book = logbook.New(store, log.With("part", "logbook"), cfg.Logbook, cfg.Retention, cfg.Now)
 	}

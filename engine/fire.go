@@ -181,8 +181,7 @@ func (at *armedTrigger) fireDepth(depth int, entity string, value, prev any, bec
 			// max counts the running firing and the waiting ones, as in
 			// Home Assistant, so a ported max means the same.
 			if len(ar.running)+len(ar.queue) >= max {
-				ar.mu.Unlock()
-				ar.recordSkipped(tf, "queue full (max "+itoa(max)+" running or waiting)")
+				ar.skipLocked(tf, "queue full (max "+itoa(max)+" running or waiting)")
 				return
 			}
 			ar.queue = append(ar.queue, queuedFire{tf, depth})
@@ -191,16 +190,18 @@ func (at *armedTrigger) fireDepth(depth int, entity string, value, prev any, bec
 		}
 	case rules.ModeParallel:
 		if len(ar.running) >= max {
-			ar.mu.Unlock()
-			ar.recordSkipped(tf, "already running "+itoa(max)+" times (max)")
+			ar.skipLocked(tf, "already running "+itoa(max)+" times (max)")
 			return
 		}
 	default: // single
 		if len(ar.running) > 0 {
-			ar.mu.Unlock()
-			ar.recordSkipped(tf, "already running (mode single)")
+			ar.skipLocked(tf, "already running (mode single)")
 			return
 		}
+	}
+	if why := ar.s.live.acquire(ar.principal); why != "" {
+		ar.skipLocked(tf, why)
+		return
 	}
 	f := ar.startLocked(tf, depth)
 	ar.mu.Unlock()
@@ -458,7 +459,9 @@ func (f *firing) end() {
 	if len(ar.queue) > 0 && !ar.stopped {
 		n := ar.queue[0]
 		ar.queue = ar.queue[1:]
-		next = ar.startLocked(n.tf, n.depth)
+		next = ar.startLocked(n.tf, n.depth) // takes over f's slot (caps.go)
+	} else {
+		s.live.release(ar.principal)
 	}
 	ar.mu.Unlock()
 	if next != nil {
@@ -479,6 +482,12 @@ func (f *firing) stopLocked() {
 		go f.sent.Abort(context.Canceled)
 		f.waiting = false
 	}
+}
+
+// skipLocked releases ar.mu and records the firing it refused for why.
+func (ar *armedRule) skipLocked(tf rules.TriggerFire, why string) {
+	ar.mu.Unlock()
+	ar.recordSkipped(tf, why)
 }
 
 func (ar *armedRule) recordSkipped(tf rules.TriggerFire, why string) {

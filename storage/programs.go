@@ -185,6 +185,25 @@ func (s *Store) listPrograms(ctx context.Context, name string) ([]Program, error
 // over an existing name replaces the binding atomically (keeping the first
 // InstalledAt). r.Ref is taken from p.Ref. Zero timestamps default to now.
 func (s *Store) InstallRule(ctx context.Context, p Program, r Rule) error {
+	return s.InstallRuleCapped(ctx, p, r, 0)
+}
+
+// RuleCapError is InstallRuleCapped's refusal: r.Principal keeps Rules
+// other rules, and the cap is Max.
+type RuleCapError struct {
+	Principal  string
+	Rules, Max int
+}
+
+func (e *RuleCapError) Error() string {
+	return fmt.Sprintf("storage: principal %s keeps %d rules, the most it may", e.Principal, e.Rules)
+}
+
+// InstallRuleCapped is InstallRule refusing (*RuleCapError, nothing
+// stored) a rule that would make r.Principal keep more than maxRules rules
+// (0: no cap); counted in the install's transaction, so concurrent deploys
+// cannot pass the cap together.
+func (s *Store) InstallRuleCapped(ctx context.Context, p Program, r Rule, maxRules int) error {
 	if r.Name == "" {
 		return fmt.Errorf("%w: rule needs a name", ErrInvalid)
 	}
@@ -199,6 +218,9 @@ func (s *Store) InstallRule(ctx context.Context, p Program, r Rule) error {
 		r.UpdatedAt = r.InstalledAt
 	}
 	return s.inTx(ctx, "install rule "+r.Name, func(tx *sql.Tx) error {
+		if err := checkRuleCap(ctx, tx, r, maxRules); err != nil {
+			return err
+		}
 		if err := putProgram(ctx, tx, p, now); err != nil {
 			return err
 		}
@@ -213,6 +235,21 @@ func (s *Store) InstallRule(ctx context.Context, p Program, r Rule) error {
 		}
 		return nil
 	})
+}
+
+// checkRuleCap refuses r when its principal keeps maxRules other rules.
+func checkRuleCap(ctx context.Context, tx *sql.Tx, r Rule, maxRules int) error {
+	if maxRules <= 0 {
+		return nil
+	}
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM rules WHERE principal = ? AND name <> ?`, r.Principal, r.Name).Scan(&n); err != nil {
+		return fmt.Errorf("storage: install rule %s: count rules: %w", r.Name, err)
+	}
+	if n >= maxRules {
+		return &RuleCapError{Principal: r.Principal, Rules: n, Max: maxRules}
+	}
+	return nil
 }
 
 // soundJSON is a rule's JSON column b, or nil with r.Damaged saying why
@@ -332,3 +369,7 @@ func (s *Store) execOne(ctx context.Context, what, query string, args ...any) er
 	}
 	return nil
 }
+
+// Unwrap makes a refusal an ErrConflict: the request, not the database,
+// is at fault.
+func (e *RuleCapError) Unwrap() error { return ErrConflict }

@@ -96,6 +96,12 @@ type WriteOptions struct {
 	// a 1,000-rule house fall behind at 5,000 firings/s).
 	Trim          []string
 	KeepPerStatus int
+	// MaxRuleBytes, when set, also bounds the bytes of each trimmed rule's
+	// finished firings (see TrimRule); MaxPrincipalBytes those of each
+	// principal in TrimPrincipals (see trimPrincipalSQL).
+	MaxRuleBytes      int64
+	TrimPrincipals    []string
+	MaxPrincipalBytes int64
 	// EncodedJSON says every envelope was produced by a JSON encoder (always
 	// valid: encoding/json or pilotage.AppendJSON), so the store need not
 	// parse it again: on a firing's path that
@@ -125,35 +131,43 @@ func (s *Store) InsertRuns(ctx context.Context, runs []Run, opts ...WriteOptions
 	for _, x := range opts {
 		o = x
 	}
-	if len(o.Trim) > 0 && o.KeepPerStatus < 1 {
-		return fmt.Errorf("%w: insert runs: KeepPerStatus must be at least 1 to trim, got %d", ErrInvalid, o.KeepPerStatus)
+	_, err := s.WriteRuns(ctx, runs, o)
+	return err
+}
+
+// WriteRuns is InsertRuns reporting how many stored firings its trims
+// deleted.
+func (s *Store) WriteRuns(ctx context.Context, runs []Run, o WriteOptions) (Trimmed, error) {
+	if err := o.check(); err != nil {
+		return Trimmed{}, err
 	}
-	if len(runs) == 0 && len(o.Trim) == 0 {
-		return nil
+	if len(runs) == 0 && len(o.Trim) == 0 && len(o.TrimPrincipals) == 0 {
+		return Trimmed{}, nil
 	}
 	for i := range runs {
 		if err := checkRun(&runs[i], o.EncodedJSON); err != nil {
-			return err
+			return Trimmed{}, err
 		}
 	}
 	// Prepare before BEGIN: the writer pool has one connection, which the
 	// transaction holds.
 	ps, err := s.stmt(ctx, s.w, upsertRunSQL)
 	if err != nil {
-		return s.wrote(ctx, fmt.Errorf("storage: insert runs: prepare: %w", err))
+		return Trimmed{}, s.wrote(ctx, fmt.Errorf("storage: insert runs: prepare: %w", err))
 	}
-	var trim *sql.Stmt
-	if len(o.Trim) > 0 {
-		if trim, err = s.stmt(ctx, s.w, trimRuleSQL); err != nil {
-			return s.wrote(ctx, fmt.Errorf("storage: insert runs: prepare trim: %w", err))
-		}
+	tr, err := s.prepareTrims(ctx, o)
+	if err != nil {
+		return Trimmed{}, s.wrote(ctx, fmt.Errorf("storage: insert runs: prepare trim: %w", err))
 	}
-	return s.inTx(ctx, fmt.Sprintf("insert %d runs", len(runs)), func(tx *sql.Tx) error {
+	var got Trimmed
+	err = s.inTx(ctx, fmt.Sprintf("insert %d runs", len(runs)), func(tx *sql.Tx) error {
+		got = Trimmed{}
 		if err := upsertRows(ctx, tx, ps, runs, o); err != nil {
 			return err
 		}
-		return trimRules(ctx, tx, trim, o)
+		return tr.run(ctx, tx, o, &got)
 	})
+	return got, err
 }
 
 // upsertRows executes the prepared upsert for each run. Rows are executed
@@ -173,29 +187,6 @@ func upsertRows(ctx context.Context, tx *sql.Tx, ps *sql.Stmt, runs []Run, o Wri
 		}
 		if _, err := st.ExecContext(rowCtx, ra.fill(r)...); err != nil {
 			return fmt.Errorf("storage: insert run %s: %w", r.ID, err)
-		}
-		if o.Yield != nil {
-			o.Yield()
-		}
-	}
-	return nil
-}
-
-// trimRules keeps o.KeepPerStatus firings per status of each rule in
-// o.Trim (none when trim is nil), like upsertRows row by row.
-func trimRules(ctx context.Context, tx *sql.Tx, trim *sql.Stmt, o WriteOptions) error {
-	if trim == nil {
-		return nil
-	}
-	rowCtx := context.WithoutCancel(ctx)
-	tt := tx.StmtContext(rowCtx, trim)
-	defer tt.Close()
-	for _, rule := range o.Trim {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if _, err := tt.ExecContext(rowCtx, rule, o.KeepPerStatus); err != nil {
-			return fmt.Errorf("storage: trim rule %s: %w", rule, err)
 		}
 		if o.Yield != nil {
 			o.Yield()
@@ -500,36 +491,6 @@ func (s *Store) PurgeExpired(ctx context.Context, now time.Time, minAge time.Dur
 		}
 	}
 	return total, nil
-}
-
-// trimRuleSQL's kind and status are literals: SQLite compares a bound
-// status with the partial index runs_by_status's WHERE, and a statement
-// whose plan depended on a bound value is prepared again after every bind
-// (BenchmarkTrimRule).
-const trimRuleSQL = `DELETE FROM runs WHERE rowid IN (
-		SELECT rowid FROM (
-			SELECT rowid, ROW_NUMBER() OVER (PARTITION BY status ORDER BY started DESC, id DESC) AS n
-			FROM runs WHERE rule = ? AND kind = '` + KindFiring + `' AND status <> '` + StatusRunning + `')
-		WHERE n > ?)`
-
-// TrimRule keeps, for each status, the newest keepPerStatus finished
-// firings of rule and deletes the older ones, so a burst of successes
-// cannot evict the last failure. Running firings are never trimmed, and
-// neither are deploy or test runs: those came from execute and carry the
-// retention commitment of spec §6.6.
-func (s *Store) TrimRule(ctx context.Context, rule string, keepPerStatus int) (int, error) {
-	if keepPerStatus < 1 {
-		return 0, fmt.Errorf("%w: trim rule %s: keepPerStatus must be at least 1, got %d", ErrInvalid, rule, keepPerStatus)
-	}
-	res, err := s.w.ExecContext(ctx, trimRuleSQL, rule, keepPerStatus)
-	if err != nil {
-		return 0, s.wrote(ctx, fmt.Errorf("storage: trim rule %s: %w", rule, err))
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, s.wrote(ctx, fmt.Errorf("storage: trim rule %s: %w", rule, err))
-	}
-	return int(n), s.wrote(ctx, nil)
 }
 
 // InterruptedError is the outcome error MarkInterrupted writes.

@@ -363,15 +363,19 @@ func limitKeyRows() map[string]keyRow {
 		"max_run_ops":       func(l rules.Limits) any { return l.MaxRunOps },
 		"max_test_run_wall": func(l rules.Limits) any { return l.MaxTestRunWall },
 
-		"max_connections":            func(l rules.Limits) any { return l.MaxConnections },
-		"max_streams":                func(l rules.Limits) any { return l.MaxStreams },
-		"max_streams_per_principal":  func(l rules.Limits) any { return l.MaxStreamsPerPrincipal },
-		"max_sessions":               func(l rules.Limits) any { return l.MaxSessions },
-		"max_sessions_per_principal": func(l rules.Limits) any { return l.MaxSessionsPerPrincipal },
-		"session_idle":               func(l rules.Limits) any { return l.SessionIdle },
-		"max_stored_test_runs":       func(l rules.Limits) any { return l.MaxStoredTestRuns },
-		"max_served_run_bytes":       func(l rules.Limits) any { return l.MaxServedRunBytes },
-		"max_stored_test_bytes":      func(l rules.Limits) any { return l.MaxStoredTestBytes },
+		"max_connections":                func(l rules.Limits) any { return l.MaxConnections },
+		"max_streams":                    func(l rules.Limits) any { return l.MaxStreams },
+		"max_streams_per_principal":      func(l rules.Limits) any { return l.MaxStreamsPerPrincipal },
+		"max_sessions":                   func(l rules.Limits) any { return l.MaxSessions },
+		"max_sessions_per_principal":     func(l rules.Limits) any { return l.MaxSessionsPerPrincipal },
+		"session_idle":                   func(l rules.Limits) any { return l.SessionIdle },
+		"max_stored_test_runs":           func(l rules.Limits) any { return l.MaxStoredTestRuns },
+		"max_served_run_bytes":           func(l rules.Limits) any { return l.MaxServedRunBytes },
+		"max_stored_test_bytes":          func(l rules.Limits) any { return l.MaxStoredTestBytes },
+		"max_stored_rule_bytes":          func(l rules.Limits) any { return l.MaxStoredRuleBytes },
+		"max_stored_firing_bytes":        func(l rules.Limits) any { return l.MaxStoredFiringBytes },
+		"max_rules_per_principal":        func(l rules.Limits) any { return l.MaxRulesPerPrincipal },
+		"max_live_firings_per_principal": func(l rules.Limits) any { return l.MaxLiveFiringsPerPrincipal },
 	}
 	out := map[string]keyRow{}
 	for k, get := range fields {

@@ -29,8 +29,9 @@ import (
 // linger longer (one commit for up to a second of firings), and a batch
 // does not write the firings the retention policy would trim at once (of a
 // rule's finished firings of one status, only the newest keep per status
-// are kept, and a batch holding more than keep of them supersedes the older
-// ones: counted, never written, never announced). Past the queue, a firing
+// are kept, and a batch holding more than keep of them, or more than
+// MaxRuleBytes, supersedes the older ones: counted, never written, never
+// announced). Past the queue, a firing
 // keeps a summary record (outcome and times, no trace: counted); only past
 // the summaries' bound too is a record dropped (counted and logged).
 type Recorder struct {
@@ -55,6 +56,13 @@ type Recorder struct {
 	// Announce, when set, is told about every committed firing marked
 	// Announce (the live stream), after its batch's transaction.
 	Announce func(run *storage.Run)
+	// MaxRuleBytes and MaxPrincipalBytes, when set before Start, bound the
+	// bytes of the finished firings kept of each rule and each principal
+	// (limits.max_stored_rule_bytes, max_stored_firing_bytes).
+	MaxRuleBytes, MaxPrincipalBytes int64
+	// Unbounded, when set, names the principals MaxPrincipalBytes does
+	// not bound (admins: a large house's scan would cost seconds).
+	Unbounded func(principal string) bool
 }
 
 // overflow holds summary records of firings that found the queue full.
@@ -67,6 +75,7 @@ type overflow struct {
 
 type recorderCounts struct {
 	written, superseded, summarized, dropped, failed atomic.Uint64
+	trimmed, trimmedPrincipal                        atomic.Uint64
 }
 
 // Stats counts what became of the run records handed to the
@@ -78,6 +87,11 @@ type Stats struct {
 	Dropped    uint64 `json:"dropped"`    // lost: the summaries' bound was reached too
 	Failed     uint64 `json:"failed"`     // lost: the database refused the batch
 	Queued     uint64 `json:"queued"`     // accepted, not written yet
+	// Stored firings deleted to keep a rule's count and bytes
+	// (KeepPerStatus, limits.max_stored_rule_bytes), and a principal's
+	// bytes (limits.max_stored_firing_bytes).
+	Trimmed          uint64 `json:"trimmed"`
+	TrimmedPrincipal uint64 `json:"trimmed_principal"`
 }
 
 const (
@@ -240,7 +254,8 @@ func (r *Recorder) takeOverflow() []*Item {
 // Stats reports the recorder's counts.
 func (r *Recorder) Stats() Stats {
 	st := Stats{Written: r.stats.written.Load(), Superseded: r.stats.superseded.Load(),
-		Summarized: r.stats.summarized.Load(), Dropped: r.stats.dropped.Load(), Failed: r.stats.failed.Load()}
+		Summarized: r.stats.summarized.Load(), Dropped: r.stats.dropped.Load(), Failed: r.stats.failed.Load(),
+		Trimmed: r.stats.trimmed.Load(), TrimmedPrincipal: r.stats.trimmedPrincipal.Load()}
 	if enq, done := r.enq.Load(), r.done2.Load(); enq > done {
 		st.Queued = enq - done
 	}

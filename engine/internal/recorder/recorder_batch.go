@@ -50,10 +50,14 @@ type batchWriter struct {
 	// or that had firings superseded in this batch.
 	trimCount map[string]int
 	lastTrim  time.Time
-	slice0    time.Time // start of the current slice of work (pace)
-	yield     background.Yielder
-	urgent    bool // a flush waits: no pauses (pace)
-	paced     bool // a busy batch: pauses between slices of work (pace)
+	// bytes written since the rule's and the principal's last trim
+	// (trim.go).
+	ruleBytes, principalBytes map[string]int64
+	tailBytes                 map[tailKey]int64 // bytes held in each tail
+	slice0                    time.Time         // start of the current slice of work (pace)
+	yield                     background.Yielder
+	urgent                    bool // a flush waits: no pauses (pace)
+	paced                     bool // a busy batch: pauses between slices of work (pace)
 }
 
 type tailKey struct{ rule, status string }
@@ -68,7 +72,8 @@ const (
 
 func newBatchWriter(r *Recorder) *batchWriter {
 	return &batchWriter{r: r, tails: map[tailKey]*tail{}, arrived: map[tailKey]int{}, superseded: map[string]bool{},
-		trimCount: map[string]int{}, lastTrim: time.Now()}
+		trimCount: map[string]int{}, lastTrim: time.Now(), ruleBytes: map[string]int64{}, principalBytes: map[string]int64{},
+		tailBytes: map[tailKey]int64{}}
 }
 
 // push adds a run to the batch: held (encoded), or superseded at once.
@@ -91,6 +96,7 @@ func (w *batchWriter) push(it *Item) {
 	if len(*t) < w.r.keep {
 		w.hold(it)
 		heap.Push(t, it)
+		w.fitBytes(k, t, len(it.json))
 		return
 	}
 	w.superseded[k.rule] = true
@@ -98,10 +104,12 @@ func (w *batchWriter) push(it *Item) {
 		return
 	}
 	w.held--
+	gone := len((*t)[0].json)
 	(*t)[0].json = nil // the oldest held goes
 	w.hold(it)
 	(*t)[0] = it
 	heap.Fix(t, 0)
+	w.fitBytes(k, t, len(it.json)-gone)
 }
 
 // hold encodes a run's envelope (exactly sized) and counts it held.
@@ -286,19 +294,20 @@ func (w *batchWriter) write() int {
 		return 0
 	}
 	w.gather()
-	trim := w.trims()
+	o := w.trimOptions()
 	r := w.r
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	w.slice0 = time.Now()
-	err := r.store.InsertRuns(ctx, w.rows, storage.WriteOptions{Yield: w.pace, EncodedJSON: true, Trim: trim, KeepPerStatus: r.keep})
+	o.Yield, o.EncodedJSON = w.pace, true
+	got, err := r.store.WriteRuns(ctx, w.rows, o)
 	cancel()
 	if err != nil {
-		r.log.Warn("writing run records", "count", len(w.rows), "trims", len(trim), "err", err)
+		r.log.Warn("writing run records", "count", len(w.rows), "trims", len(o.Trim), "err", err)
 		r.stats.failed.Add(uint64(len(w.rows)))
-		for _, rule := range trim {
-			w.trimCount[rule] += r.keep // retried with the next batch after trimEvery
-		}
+		w.retryTrims(o)
 	} else {
+		r.stats.trimmed.Add(uint64(got.Rule))
+		r.stats.trimmedPrincipal.Add(uint64(got.Principal))
 		r.committed(w.kept)
 	}
 	r.stats.superseded.Add(uint64(n - len(w.kept)))
@@ -365,6 +374,7 @@ func (w *batchWriter) gather() {
 	w.kept = append(w.kept, w.fifo...)
 	clear(w.fifo)
 	w.fifo = w.fifo[:0]
+	clear(w.tailBytes)
 	for k, t := range w.tails {
 		if len(*t) == 0 { // a rule that fired in the batch before: its tail goes
 			delete(w.tails, k)
@@ -380,37 +390,4 @@ func (w *batchWriter) gather() {
 		w.rows[len(w.rows)-1].Envelope = it.json
 		it.json = nil
 	}
-}
-
-// trims lists the rules to trim with this batch (rides in its
-// transaction).
-func (w *batchWriter) trims() []string {
-	var trim []string
-	for _, run := range w.rows {
-		if run.Rule == "" || w.superseded[run.Rule] {
-			continue
-		}
-		n := w.trimCount[run.Rule] + 1
-		w.trimCount[run.Rule] = n
-		if n == hotTrim*w.r.keep {
-			trim = append(trim, run.Rule)
-		}
-	}
-	for rule := range w.superseded {
-		trim = append(trim, rule)
-	}
-	for _, rule := range trim {
-		delete(w.trimCount, rule)
-	}
-	if time.Since(w.lastTrim) >= trimEvery {
-		w.lastTrim = time.Now()
-		for rule, n := range w.trimCount {
-			if n >= w.r.keep {
-				trim = append(trim, rule)
-				delete(w.trimCount, rule)
-			}
-		}
-	}
-	slices.Sort(trim)
-	return trim
 }

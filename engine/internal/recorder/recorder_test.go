@@ -212,3 +212,45 @@ func TestHeldFiringLetsItsTraceGo(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchSupersedesPastTheRuleBytes: a batch of a rule's large firings
+// wrote them all before its trim deleted most, so the database file grew
+// by the whole batch (573 MB for 152 MB kept). The batch now writes only
+// the newest that fit MaxRuleBytes, never fewer than one.
+func TestBatchSupersedesPastTheRuleBytes(t *testing.T) {
+	store := openStore(t)
+	rec := New(store, quiet(), 50)
+	pad := strings.Repeat("x", 10<<10)
+	rec.MaxRuleBytes = 3*int64(len(pad)) + 3<<10 // three firings' envelopes
+	rec.Start()
+	defer rec.Close()
+	t0 := time.Now()
+	var newest []string
+	for i := range 20 {
+		it := firingItem("big", rules.StatusSuccess, t0.Add(time.Duration(i)*time.Millisecond), true)
+		it.Env.Output = pad
+		if i >= 17 {
+			newest = append(newest, it.Run.ID)
+		}
+		rec.AddItem(it)
+	}
+	huge := firingItem("huge", rules.StatusSuccess, t0, true)
+	huge.Env.Output = strings.Repeat(pad, 4) // alone past the bound: still written
+	rec.AddItem(huge)
+	rec.Flush()
+	stored := countRuns(t, store, storage.RunFilter{Rule: "big"})
+	if len(stored) != 3 {
+		t.Fatalf("big firings stored: %d, want the newest 3", len(stored))
+	}
+	for i, r := range stored {
+		if r.ID != newest[2-i] {
+			t.Fatalf("stored %d is %s, want %s (newest first)", i, r.ID, newest[2-i])
+		}
+	}
+	if n := len(countRuns(t, store, storage.RunFilter{Rule: "huge"})); n != 1 {
+		t.Fatalf("a rule's only firing over the bound: %d stored, want 1", n)
+	}
+	if st := rec.Stats(); st.Superseded != 17 || st.Trimmed != 0 {
+		t.Fatalf("stats %+v, want 17 superseded in the batch, none written to be trimmed", st)
+	}
+}

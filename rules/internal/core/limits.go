@@ -53,6 +53,16 @@ type Limits struct {
 	// Storage: what one principal may keep stored within the retention.
 	MaxStoredTestRuns  int // test runs kept
 	MaxStoredTestBytes int // bytes of test-run records kept
+	// Firings are kept while they fit these too, oldest trimmed first,
+	// never a rule's newest of each status.
+	MaxStoredRuleBytes   int // bytes of one rule's stored firings
+	MaxStoredFiringBytes int // bytes of all the stored firings of one principal's rules (not an admin's)
+
+	// Rules: how many one principal (not an admin) keeps installed, and
+	// how many firings of its rules run at once (each may hold up to
+	// MaxEvalBytes and MaxRunBytes in memory).
+	MaxRulesPerPrincipal       int
+	MaxLiveFiringsPerPrincipal int
 }
 
 // MaxValueDepth is how deep a value a set step stores may nest (not
@@ -116,6 +126,18 @@ var DefaultLimits = Limits{
 	// at the MaxRunBytes bound.
 	MaxStoredTestRuns:  1000,
 	MaxStoredTestBytes: 64 << 20,
+	// A house rule's firing record is a few KB, so 50 per outcome fit
+	// 16 MiB many times over; a principal's 256 MiB holds hundreds of
+	// such rules, and bounds what rules with large traces may keep.
+	MaxStoredRuleBytes:   16 << 20,
+	MaxStoredFiringBytes: 256 << 20,
+
+	// A household has tens of rules; an assistant deploying for a guest
+	// has no need of hundreds.
+	MaxRulesPerPrincipal: 200,
+	// A household's rules run a few firings at once, some waiting in a
+	// delay; 64 at a few MiB each is what one guest may hold.
+	MaxLiveFiringsPerPrincipal: 64,
 }
 
 // WithDefaults is l with every unset bound (zero or negative) taken from
@@ -136,6 +158,8 @@ func (l Limits) WithDefaults() Limits {
 		{&l.MaxStreamsPerPrincipal, d.MaxStreamsPerPrincipal}, {&l.MaxSessions, d.MaxSessions},
 		{&l.MaxSessionsPerPrincipal, d.MaxSessionsPerPrincipal}, {&l.MaxServedRunBytes, d.MaxServedRunBytes},
 		{&l.MaxStoredTestRuns, d.MaxStoredTestRuns}, {&l.MaxStoredTestBytes, d.MaxStoredTestBytes},
+		{&l.MaxStoredRuleBytes, d.MaxStoredRuleBytes}, {&l.MaxStoredFiringBytes, d.MaxStoredFiringBytes},
+		{&l.MaxRulesPerPrincipal, d.MaxRulesPerPrincipal}, {&l.MaxLiveFiringsPerPrincipal, d.MaxLiveFiringsPerPrincipal},
 	} {
 		if *f.v <= 0 {
 			*f.v = f.def

@@ -153,15 +153,19 @@ var limitDocs = map[string]string{
 	"MaxRunOps":       "operations all the evaluations of one run may do together, counted as MaxEvalOps counts them; each evaluation may do at most what the run has left (beyond: `limit_exceeded`)",
 	"MaxTestRunWall":  "real time a test run may take (its clock is virtual; beyond: `timeout`)",
 
-	"MaxConnections":          "HTTP connections open at once (beyond: the oldest idle one is closed, or the new one)",
-	"MaxStreams":              "event streams open at once: GET /mcp and the web UI's /events (beyond: HTTP 503)",
-	"MaxStreamsPerPrincipal":  "event streams one principal holds open (beyond: HTTP 429)",
-	"MaxSessions":             "MCP sessions live at once (beyond: initialize is refused with HTTP 503)",
-	"MaxSessionsPerPrincipal": "MCP sessions one principal holds (beyond: its least recently used session without a stream ends)",
-	"SessionIdle":             "an MCP session unused this long, with no open stream, ends (its next request: HTTP 404, initialize again)",
-	"MaxServedRunBytes":       "bytes of stored run records being read and sent at once (pilotage_trace, the web UI's run pages); a read that finds no room within 2 s is refused with `resource_exhausted` (web: 503)",
-	"MaxStoredTestRuns":       "test runs one principal keeps stored within the retention (beyond: a stored test run is refused with `resource_exhausted`; store: false still runs)",
-	"MaxStoredTestBytes":      "bytes of the test-run records one principal keeps stored (beyond: as MaxStoredTestRuns)",
+	"MaxConnections":             "HTTP connections open at once (beyond: the oldest idle one is closed, or the new one)",
+	"MaxStreams":                 "event streams open at once: GET /mcp and the web UI's /events (beyond: HTTP 503)",
+	"MaxStreamsPerPrincipal":     "event streams one principal holds open (beyond: HTTP 429)",
+	"MaxSessions":                "MCP sessions live at once (beyond: initialize is refused with HTTP 503)",
+	"MaxSessionsPerPrincipal":    "MCP sessions one principal holds (beyond: its least recently used session without a stream ends)",
+	"SessionIdle":                "an MCP session unused this long, with no open stream, ends (its next request: HTTP 404, initialize again)",
+	"MaxServedRunBytes":          "bytes of stored run records being read and sent at once (pilotage_trace, the web UI's run pages); a read that finds no room within 2 s is refused with `resource_exhausted` (web: 503)",
+	"MaxStoredTestRuns":          "test runs one principal keeps stored within the retention (beyond: a stored test run is refused with `resource_exhausted`; store: false still runs)",
+	"MaxStoredTestBytes":         "bytes of the test-run records one principal keeps stored (beyond: as MaxStoredTestRuns)",
+	"MaxStoredRuleBytes":         "bytes of one rule's stored firings (beyond: the oldest are deleted, never the newest of each outcome; counted as `trimmed` on /healthz)",
+	"MaxStoredFiringBytes":       "bytes of the stored firings of all one principal's rules, not an admin's; checked after each eighth of it written (beyond: as MaxStoredRuleBytes, but a rule's newest of an outcome over 64 KiB goes too; counted as `trimmed_principal`)",
+	"MaxRulesPerPrincipal":       "rules one principal other than an admin (the owner) keeps installed (beyond: a deploy of a new rule is refused with `resource_exhausted`, nothing installed)",
+	"MaxLiveFiringsPerPrincipal": "firings of one principal's rules (not an admin's) running at once, those waiting in a delay or wait step included (beyond: a new firing is refused, recorded `skipped` with the limit named, counted in /healthz `runs.firings_refused`)",
 }
 
 // deviceTypesTable writes pilotage.DeviceTypes, the table the catalog
