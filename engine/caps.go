@@ -3,8 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/storage"
@@ -29,48 +27,23 @@ func (e *Engine) ruleCapError(p *Principal, err error) *pilotage.RequestError {
 			quote(p.Name), c.Rules, c.Max)}
 }
 
-// liveFirings counts each principal's firings running at once (a firing
-// waiting in a delay or wait step is running), bounded by
-// limits.max_live_firings_per_principal: what a principal's firings hold
-// in memory together is at most that many runs' MaxEvalBytes and
-// MaxRunBytes. Queued firings hold only their trigger and are not counted.
-type liveFirings struct {
-	max     int64
-	counts  sync.Map // principal name → *atomic.Int64
-	refused atomic.Uint64
-}
-
-func (l *liveFirings) count(p *Principal) *atomic.Int64 {
-	if c, ok := l.counts.Load(p.Name); ok {
-		return c.(*atomic.Int64)
-	}
-	c, _ := l.counts.LoadOrStore(p.Name, new(atomic.Int64))
-	return c.(*atomic.Int64)
-}
-
-// acquire takes a firing slot of p, or says why there is none (counted);
-// an admin (the owner) is not bounded.
-func (l *liveFirings) acquire(p *Principal) (refused string) {
+// takeLive takes one of the rule's principal's live firings (bounds.Live),
+// or says why there is none; an admin (the owner) is not bounded.
+func (ar *armedRule) takeLive() (refused string) {
+	p := ar.principal
 	if p.Admin {
 		return ""
 	}
-	c := l.count(p)
-	for {
-		n := c.Load()
-		if n >= l.max {
-			l.refused.Add(1)
-			return "refused: the rules of principal " + quote(p.Name) + " already run " + itoa(int(n)) +
-				" firings at once (limits.max_live_firings_per_principal)"
-		}
-		if c.CompareAndSwap(n, n+1) {
-			return ""
-		}
+	if n, ok := ar.s.live.Acquire(p.Name); !ok {
+		return "refused: the rules of principal " + quote(p.Name) + " already run " + itoa(int(n)) +
+			" firings at once (limits.max_live_firings_per_principal)"
 	}
+	return ""
 }
 
-// release gives back the slot of one of p's firings that ended.
-func (l *liveFirings) release(p *Principal) {
-	if !p.Admin {
-		l.count(p).Add(-1)
+// giveLive gives back the live firing of one of the rule's that ended.
+func (ar *armedRule) giveLive() {
+	if !ar.principal.Admin {
+		ar.s.live.Release(ar.principal.Name)
 	}
 }

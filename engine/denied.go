@@ -78,7 +78,7 @@ type RunStats struct {
 func (e *Engine) RunStats() RunStats {
 	st := RunStats{DeniedUnstored: e.deniedUnstored.Load(), LoopsStopped: e.loopsStopped.Load()}
 	if e.sched != nil {
-		st.FiringsRefused = e.sched.live.refused.Load()
+		st.FiringsRefused = e.sched.live.Refused()
 	}
 	return st
 }

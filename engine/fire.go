@@ -199,7 +199,7 @@ func (at *armedTrigger) fireDepth(depth int, entity string, value, prev any, bec
 			return
 		}
 	}
-	if why := ar.s.live.acquire(ar.principal); why != "" {
+	if why := ar.takeLive(); why != "" {
 		ar.skipLocked(tf, why)
 		return
 	}
@@ -461,7 +461,7 @@ func (f *firing) end() {
 		ar.queue = ar.queue[1:]
 		next = ar.startLocked(n.tf, n.depth) // takes over f's slot (caps.go)
 	} else {
-		s.live.release(ar.principal)
+		ar.giveLive()
 	}
 	ar.mu.Unlock()
 	if next != nil {

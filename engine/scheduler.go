@@ -27,7 +27,7 @@ type scheduler struct {
 
 	chains bounds.Chains // the depth of the firings that last commanded each device
 	shares bounds.Shares // the operations of each principal's rules
-	live   liveFirings   // each principal's firings running at once (caps.go)
+	live   bounds.Live   // each principal's firings running at once
 
 	mu    sync.RWMutex
 	rules map[string]*armedRule
@@ -120,7 +120,7 @@ func newScheduler(e *Engine) *scheduler {
 		index:      map[string][]*armedTrigger{},
 		work:       bounds.New(),
 		slowHere:   defaultSlowHere,
-		live:       liveFirings{max: int64(e.cfg.Limits.MaxLiveFiringsPerPrincipal)},
+		live:       bounds.Live{Max: int64(e.cfg.Limits.MaxLiveFiringsPerPrincipal)},
 		sunRecheck: sunRecheck,
 		cron:       cron.New(cron.WithLocation(e.cfg.TimeZone), cron.WithChain(cron.Recover(cron.DiscardLogger))),
 	}

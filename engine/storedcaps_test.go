@@ -175,7 +175,7 @@ func TestLiveFiringsPerPrincipalBounded(t *testing.T) {
 	}
 	before := statuses("hold1")["running"]
 	testutil.Eventually(t, 15*time.Second, "hold2's firings ended, their slots given back", func() bool {
-		return h.eng.sched.live.count(guest).Load() == int64(before)
+		return h.eng.sched.live.Running(guest.Name) == int64(before)
 	})
 	if err := h.sim.Press(ctx, "on"); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 // Package bounds holds what bounds the firings of rules: the slots they
-// run in at once (Pool), the expression operations they use over time
-// (Share), and how long a chain of rule-caused firings may grow (Chains).
+// run in at once (Pool), each principal's firings running at once (Live),
+// the expression operations they use over time (Share), and how long a
+// chain of rule-caused firings may grow (Chains).
 package bounds
 
 import (
@@ -282,4 +283,46 @@ func TakeOps(rule, principal *Share, now time.Time, full int) Grant {
 func (g Grant) Return(used int) {
 	g.rule.give(g.Ops - used)
 	g.principal.give(g.Ops - used)
+}
+
+// Live counts each principal's firings running at once (a firing waiting
+// in a delay or wait step is running), at most Max of one principal's:
+// what they hold in memory together is then at most Max runs' bounds.
+type Live struct {
+	Max     int64
+	counts  sync.Map // principal name → *atomic.Int64
+	refused atomic.Uint64
+}
+
+// Acquire takes one of principal's live firings; when Max are running it
+// counts a refusal and says how many run.
+func (l *Live) Acquire(principal string) (running int64, ok bool) {
+	c := l.count(principal)
+	for {
+		n := c.Load()
+		if n >= l.Max {
+			l.refused.Add(1)
+			return n, false
+		}
+		if c.CompareAndSwap(n, n+1) {
+			return n + 1, true
+		}
+	}
+}
+
+// Release gives back one of principal's live firings that ended.
+func (l *Live) Release(principal string) { l.count(principal).Add(-1) }
+
+// Running is how many of principal's firings run now.
+func (l *Live) Running(principal string) int64 { return l.count(principal).Load() }
+
+// Refused counts the firings Acquire refused.
+func (l *Live) Refused() uint64 { return l.refused.Load() }
+
+func (l *Live) count(principal string) *atomic.Int64 {
+	if c, ok := l.counts.Load(principal); ok {
+		return c.(*atomic.Int64)
+	}
+	c, _ := l.counts.LoadOrStore(principal, new(atomic.Int64))
+	return c.(*atomic.Int64)
 }

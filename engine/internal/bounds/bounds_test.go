@@ -283,3 +283,24 @@ func TestTakeOps(t *testing.T) {
 		t.Fatalf("after a run used 40 of 100: %d granted again, want 60", got)
 	}
 }
+
+// TestLive: a principal runs at most Max firings at once, each principal
+// its own, and a released one may be taken again.
+func TestLive(t *testing.T) {
+	l := Live{Max: 2}
+	for i, want := range []bool{true, true, false} {
+		if _, ok := l.Acquire("guest"); ok != want {
+			t.Fatalf("firing %d of guest: ok %v, want %v", i, ok, want)
+		}
+	}
+	if _, ok := l.Acquire("assistant"); !ok {
+		t.Fatal("another principal's firing was refused")
+	}
+	l.Release("guest")
+	if n, ok := l.Acquire("guest"); !ok || n != 2 {
+		t.Fatalf("after a release: %d running, ok %v", n, ok)
+	}
+	if l.Refused() != 1 || l.Running("guest") != 2 {
+		t.Fatalf("refused %d, running %d", l.Refused(), l.Running("guest"))
+	}
+}
