@@ -178,6 +178,9 @@ func (e *Engine) execution(ctx context.Context, p *Principal, runID string, c *r
 	if same := e.unchangedDeploy(ctx, p, runID, req.rule, c, b, params); same != nil {
 		return same, nil
 	}
+	if refusal := e.lookAlikeCheck(ctx, runID, req.rule, p); refusal != nil {
+		return refusal, nil
+	}
 	if refusal, err := e.replaceCheck(ctx, p, runID, req.rule, c, params, req.install.Replace); err != nil || refusal != nil {
 		return refusal, err
 	}
