@@ -331,7 +331,7 @@ func (e *Engine) record(ctx context.Context, p *Principal, runID string, compile
 	full := resp.Trace
 	if req.Store == nil || *req.Store {
 		env := envelope{RunID: runID, Outcome: resp.Outcome, Output: resp.Output, Trace: full}
-		err := e.storeRefusable(ctx, p, runID, refOf(compiled), kindOf(req), env)
+		err := e.storeRefusable(ctx, p, runID, installedRule(resp), refOf(compiled), kindOf(req), env)
 		switch {
 		case errors.Is(err, errDeniedNotStored):
 			noteUnstored(full, err.Error())
@@ -348,6 +348,15 @@ func (e *Engine) record(ctx context.Context, p *Principal, runID string, compile
 	}
 	resp.Trace = traceAt(full, level)
 	return nil
+}
+
+// installedRule is the rule a deploy installed ("" for any other run), so
+// its run record is listed under that rule like the rule's firings.
+func installedRule(resp *ExecuteResponse) string {
+	if out, ok := resp.Output.(*pilotage.DeployOutput); ok && out != nil {
+		return out.Rule
+	}
+	return ""
 }
 
 // storageRequestError is the request error of an operation storage could
