@@ -26,12 +26,13 @@ import (
 // most denied records).
 var errDeniedNotStored = errors.New("denied not stored")
 
-// storeRefusable stores a deploy's, manual run's or test run's record,
-// bounding the denied ones per principal.
-func (e *Engine) storeRefusable(ctx context.Context, p *Principal, runID, ref, kind string, env envelope) error {
+// storeRefusable stores a deploy's, manual run's or test run's record
+// (rule: the rule a deploy installed), bounding the denied ones per
+// principal.
+func (e *Engine) storeRefusable(ctx context.Context, p *Principal, runID, rule, ref, kind string, env envelope) error {
 	status := env.Outcome.Status
 	if status != rules.StatusDenied && status != rules.StatusApprovalPending || kind == storage.KindTest {
-		return e.storeRun(ctx, p, runID, "", ref, kind, env)
+		return e.storeRun(ctx, p, runID, rule, ref, kind, env)
 	}
 	e.deniedMu.Lock()
 	defer e.deniedMu.Unlock()
@@ -48,7 +49,7 @@ func (e *Engine) storeRefusable(ctx context.Context, p *Principal, runID, ref, k
 		return fmt.Errorf("%w: this refusal was not stored: principal %s already has %d refused requests stored within the retention (%s), the most kept; it is counted in /healthz runs.denied_unstored",
 			errDeniedNotStored, quote(p.Name), n, e.cfg.RetentionText())
 	}
-	return e.storeRun(ctx, p, runID, "", ref, kind, env)
+	return e.storeRun(ctx, p, runID, rule, ref, kind, env)
 }
 
 // noteUnstored says in a trace's stats that its record is not stored.

@@ -178,6 +178,9 @@ func (e *Engine) execution(ctx context.Context, p *Principal, runID string, c *r
 	if same := e.unchangedDeploy(ctx, p, runID, req.rule, c, b, params); same != nil {
 		return same, nil
 	}
+	if refusal := e.lookAlikeCheck(ctx, runID, req.rule, p); refusal != nil {
+		return refusal, nil
+	}
 	if refusal, err := e.replaceCheck(ctx, p, runID, req.rule, c, params, req.install.Replace); err != nil || refusal != nil {
 		return refusal, err
 	}
@@ -328,7 +331,7 @@ func (e *Engine) record(ctx context.Context, p *Principal, runID string, compile
 	full := resp.Trace
 	if req.Store == nil || *req.Store {
 		env := envelope{RunID: runID, Outcome: resp.Outcome, Output: resp.Output, Trace: full}
-		err := e.storeRefusable(ctx, p, runID, refOf(compiled), kindOf(req), env)
+		err := e.storeRefusable(ctx, p, runID, installedRule(resp), refOf(compiled), kindOf(req), env)
 		switch {
 		case errors.Is(err, errDeniedNotStored):
 			noteUnstored(full, err.Error())
@@ -345,6 +348,15 @@ func (e *Engine) record(ctx context.Context, p *Principal, runID string, compile
 	}
 	resp.Trace = traceAt(full, level)
 	return nil
+}
+
+// installedRule is the rule a deploy installed ("" for any other run), so
+// its run record is listed under that rule like the rule's firings.
+func installedRule(resp *ExecuteResponse) string {
+	if out, ok := resp.Output.(*pilotage.DeployOutput); ok && out != nil {
+		return out.Rule
+	}
+	return ""
 }
 
 // storageRequestError is the request error of an operation storage could

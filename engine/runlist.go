@@ -53,7 +53,7 @@ type RunFilter struct {
 type Run struct {
 	ID        string
 	Principal string
-	Rule      string // "" for an inline program
+	Rule      string // the rule fired or a deploy installed; "" for other runs
 	Ref       string
 	Kind      string // KindDeploy, KindTest, KindFiring, KindManual
 	Status    string

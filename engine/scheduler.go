@@ -144,6 +144,7 @@ func (s *scheduler) start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("engine: loading rules: %w", err)
 	}
+	warnLookAlikes(s.e.log, list)
 	for _, r := range list {
 		b := s.e.body(r.Ref)
 		if b == nil {

@@ -66,8 +66,17 @@ func TestThrottleSurvivesKill(t *testing.T) {
 // broker, and returns once its rule is armed; it is killed at the end.
 func startHouseProcess(t *testing.T, dir, broker string) *exec.Cmd {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestThrottleChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), throttleChildEnv+"="+dir+"|"+broker)
+	cmd, _ := startChild(t, "TestThrottleChild", throttleChildEnv+"="+dir+"|"+broker)
+	return cmd
+}
+
+// startChild runs the test named child in a new process with env added,
+// and returns once it printed "house ready", with the lines it printed
+// before; it is killed at the end.
+func startChild(t *testing.T, child, env string) (*exec.Cmd, []string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -77,25 +86,37 @@ func startHouseProcess(t *testing.T, dir, broker string) *exec.Cmd {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	ready := make(chan bool, 1)
+	type printed struct {
+		lines []string
+		ready bool
+	}
+	ready := make(chan printed, 2)
 	go func() {
+		var lines []string
+		seen := false
 		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if sc.Text() == "house ready" {
-				ready <- true
+		for sc.Scan() { // to the end: a full pipe would block the child
+			switch {
+			case seen:
+			case sc.Text() == "house ready":
+				ready <- printed{lines, true}
+				seen = true
+			default:
+				lines = append(lines, sc.Text())
 			}
 		}
-		ready <- false
+		ready <- printed{}
 	}()
 	select {
-	case ok := <-ready:
-		if !ok {
+	case p := <-ready:
+		if !p.ready {
 			t.Fatal("the house process ended before it was ready")
 		}
+		return cmd, p.lines
 	case <-time.After(30 * time.Second):
 		t.Fatal("the house process was not ready within 30 s")
 	}
-	return cmd
+	return nil, nil
 }
 
 // TestThrottleChild is the house process of TestThrottleSurvivesKill

@@ -317,5 +317,5 @@ func (s *server) principalOf(tok string) *engine.Principal {
 // attempt describes a presented token for the wrong-token bound that the
 // web UI shares with /mcp and the house API.
 func attempt(r *http.Request, presented bool, p *engine.Principal) ratelimit.Attempt {
-	return ratelimit.Attempt{Addr: ratelimit.ClientKey(r.RemoteAddr), Presented: presented, Right: p != nil, Unguessable: p != nil && p.Unguessable}
+	return ratelimit.Attempt{Addr: ratelimit.ClientKey(r.RemoteAddr), Presented: presented, Right: p != nil}
 }

@@ -27,10 +27,11 @@ var stepTimeRE = regexp.MustCompile(`<time title="[^"]+">\d\d:\d\d:\d\d\.\d\d\d<
 // TestRunPageFollowsTrace: a firing's page names it a firing with its
 // trigger, gives each step its start time and duration, lists what the
 // condition and the choose read, indents the arm's step under the choose,
-// and links the rule's previous and next runs; a test run says so.
+// and links the rule's previous and next runs (the first is the deploy
+// that installed it); a test run says so.
 func TestRunPageFollowsTrace(t *testing.T) {
 	f := newFixture(t, nil)
-	f.deploy(nil, chooseRule)
+	deployed := f.deploy(nil, chooseRule).RunID
 	c := f.client()
 	var runs []storage.Run
 	for i := 1; i <= 2; i++ {
@@ -60,7 +61,10 @@ func TestRunPageFollowsTrace(t *testing.T) {
 		}
 	}
 	_, body, _ = c.get("/runs/" + older)
-	mustContain(t, "older firing's page", body, `rel="next" href="/runs/`+newer+`"`, "No earlier run")
+	// The deploy that installed the rule is its first run.
+	mustContain(t, "older firing's page", body, `rel="next" href="/runs/`+newer+`"`, `rel="prev" href="/runs/`+deployed+`"`)
+	_, body, _ = c.get("/runs/" + deployed)
+	mustContain(t, "the deploy's page", body, `rel="next" href="/runs/`+older+`"`, "No earlier run")
 
 	tok := c.csrf("/rules/hall-choose")
 	code, _, h := c.post("/rules/hall-choose/test", url.Values{"csrf": {tok}, "trigger": {"motion"}, "value": {"true"}})

@@ -13,7 +13,8 @@ import (
 
 // TestCLIRunsAndHouseTimes: through the real binary, a house in another
 // zone than the machine's: pilothouse runs lists the demo rule's firing
-// with each filter, and runs and rules print times in the house's zone.
+// and the deploy that installed it, both under the rule's name, with each
+// filter, and runs and rules print times in the house's zone.
 func TestCLIRunsAndHouseTimes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -55,8 +56,9 @@ func TestCLIRunsAndHouseTimes(t *testing.T) {
 		says      string // in stdout, or stderr for an error
 		mustNotBe string
 	}{
-		{[]string{"runs"}, 2, "deploy  success  -", ""},
-		{[]string{"runs", "--rule", "hall-motion-light", "--status", "success"}, 1, "firing  success  hall-motion-light", "deploy"},
+		{[]string{"runs"}, 2, "deploy  success  hall-motion-light", ""}, // the rule the deploy installed
+		{[]string{"runs", "--rule", "hall-motion-light", "--status", "success"}, 2, "firing  success  hall-motion-light", ""},
+		{[]string{"runs", "--rule", "hall-motion-light", "--kind", "firing"}, 1, "firing  success  hall-motion-light", "deploy"},
 		{[]string{"runs", "--kind", "deploy"}, 1, "deploy", "firing"},
 		{[]string{"runs", "--limit", "1"}, 1, "firing", "deploy"},
 		{[]string{"runs", "--since", "1h"}, 2, "firing", ""},

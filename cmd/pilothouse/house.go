@@ -191,6 +191,6 @@ func (a *app) mcpPrincipals() []*engine.Principal {
 		a.localToken = randomHex(32)
 	}
 	local := *a.cfg.stdioPrincipal()
-	local.TokenHash, local.Unguessable = engine.HashToken(a.localToken), true
+	local.TokenHash = engine.HashToken(a.localToken)
 	return append(append([]*engine.Principal(nil), a.cfg.Principals...), &local)
 }

@@ -11,13 +11,13 @@ import (
 	"github.com/pilothouse/pilothouse/internal/ratelimit"
 )
 
-// bearer answers /mcp's request through Admit: 429 with Retry-After while
-// its address is throttled (after ratelimit.MaxFailures wrong tokens within
-// ratelimit.Window even a right configured token waits, so a script cannot
-// go on guessing), 401 without a right token. A request without a token (a
-// client asking what authentication is needed) is no failure, and a
-// success does not forget the failures: a client sharing the address would
-// otherwise clear a guesser's count. It returns nil having answered.
+// bearer answers /mcp's request through Admit: a right token passes; 429
+// with Retry-After while its address is throttled (after
+// ratelimit.MaxFailures wrong tokens within ratelimit.Window, so a script
+// cannot go on guessing), 401 without a right token. A request without a
+// token (a client asking what authentication is needed) is no failure, and
+// a success does not forget the failures: a client sharing the address
+// would otherwise clear a guesser's count. It returns nil having answered.
 func (g *Guard) bearer(w http.ResponseWriter, r *http.Request, principals []*engine.Principal) *engine.Principal {
 	p, wait := g.Admit(r, principals)
 	switch {
@@ -36,10 +36,10 @@ func (g *Guard) bearer(w http.ResponseWriter, r *http.Request, principals []*eng
 // address, for every door that takes tokens (/mcp, the house API): the
 // principal, or nil and how long the address must wait (0: the token was
 // missing or wrong, and a wrong one is counted). The token is compared
-// once; only the house's local token passes a throttled address.
+// once; a right one passes even a throttled address.
 func (g *Guard) Admit(r *http.Request, principals []*engine.Principal) (*engine.Principal, time.Duration) {
 	p := Authenticate(r, principals)
-	a := ratelimit.Attempt{Addr: ratelimit.ClientKey(r.RemoteAddr), Presented: presented(r), Right: p != nil, Unguessable: p != nil && p.Unguessable}
+	a := ratelimit.Attempt{Addr: ratelimit.ClientKey(r.RemoteAddr), Presented: presented(r), Right: p != nil}
 	pass, wait := g.tokens.Admit(a)
 	failed, throttled := g.tokens.Counts()
 	switch {

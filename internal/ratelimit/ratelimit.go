@@ -13,8 +13,9 @@ import (
 
 // Failures bounds failed attempts per client address: after MaxFailures
 // failures within Window, attempts from that address are refused until the
-// oldest failure leaves the window. Tokens are long random strings, so
-// guessing is hopeless anyway; this keeps a script from trying.
+// oldest failure leaves the window, but for a right secret (see Admit).
+// Tokens are long random strings, so guessing is hopeless anyway; this
+// keeps a script from trying.
 type Failures struct {
 	mu       sync.Mutex
 	failures map[string][]time.Time
@@ -79,30 +80,33 @@ func (l *Failures) Fail(addr string) {
 // Attempt is one presentation of a secret from an address, judged by the
 // door that received it.
 type Attempt struct {
-	Addr        string // ClientKey of the request
-	Presented   bool   // a secret was sent at all (a missing one is not counted)
-	Right       bool   // it matched a principal
-	Unguessable bool   // it is a secret the server drew itself (256 random bits)
+	Addr      string // ClientKey of the request
+	Presented bool   // a secret was sent at all (a missing one is not counted)
+	Right     bool   // it matched a principal
 }
 
 // Admit applies the bound to a: it reports whether the attempt passes and,
-// when it does not because addr is throttled, how long addr must wait. A
-// right secret never clears the count (one known guest token must not buy
-// unlimited guesses at the others); only an unguessable one passes a
-// throttled address, so a guesser learns nothing from the answers.
+// when it does not because addr is throttled, how long addr must wait.
+// The bound is on what a guesser holds, its address, never on a right
+// secret: a right one always passes, or whoever shares the owner's address
+// (a NAT, an IPv6 /64, a reverse proxy) could lock the owner out with ten
+// wrong ones. Guessing one is hopeless (configured tokens have at least 32
+// characters, the server's own 256 random bits). A right secret never
+// clears the count (one known guest token must not buy unlimited guesses
+// at the others).
 func (l *Failures) Admit(a Attempt) (pass bool, wait time.Duration) {
-	if a.Right && a.Unguessable {
+	if a.Right {
 		return true, 0
 	}
 	if wait := l.Wait(a.Addr); wait > 0 {
 		l.throttled.Add(1)
 		return false, wait
 	}
-	if !a.Right && a.Presented {
+	if a.Presented {
 		l.failed.Add(1)
 		l.Fail(a.Addr)
 	}
-	return a.Right, 0
+	return false, 0
 }
 
 // Counts reports the wrong secrets every door has refused and the

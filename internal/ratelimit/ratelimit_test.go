@@ -50,20 +50,19 @@ func TestClientKey(t *testing.T) {
 	}
 }
 
-// TestAdmit: a right configured token neither clears the count nor passes a
-// throttled address; only the server's own unguessable token does.
+// TestAdmit: a right token passes a throttled address and does not clear
+// its count; wrong tokens and none wait there; another address is free.
 func TestAdmit(t *testing.T) {
 	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 	l := New(func() time.Time { return now })
 	const addr = "10.0.0.9"
 	wrong := Attempt{Addr: addr, Presented: true}
-	guest := Attempt{Addr: addr, Presented: true, Right: true}
-	local := Attempt{Addr: addr, Presented: true, Right: true, Unguessable: true}
+	right := Attempt{Addr: addr, Presented: true, Right: true}
 	for i := range MaxFailures - 1 {
 		if pass, _ := l.Admit(wrong); pass {
 			t.Fatalf("wrong token %d passed", i)
 		}
-		if pass, _ := l.Admit(guest); !pass {
+		if pass, _ := l.Admit(right); !pass {
 			t.Fatalf("right token after %d wrong ones refused", i+1)
 		}
 	}
@@ -77,15 +76,18 @@ func TestAdmit(t *testing.T) {
 		pass     bool
 		throttle bool
 	}{
-		{"configured token waits", guest, false, true},
+		{"right token passes", right, true, false},
 		{"wrong token waits", wrong, false, true},
-		{"local token passes", local, true, false},
-		{"another address", Attempt{Addr: "10.0.0.10", Presented: true, Right: true}, true, false},
+		{"no token waits", Attempt{Addr: addr}, false, true},
+		{"another address", Attempt{Addr: "10.0.0.10", Presented: true}, false, false},
 	}
 	for _, c := range cases {
 		pass, wait := l.Admit(c.a)
 		if pass != c.pass || (wait > 0) != c.throttle {
 			t.Errorf("%s: pass %v wait %v, want pass %v throttled %v", c.name, pass, wait, c.pass, c.throttle)
 		}
+	}
+	if failed, throttled := l.Counts(); failed != MaxFailures+1 || throttled != 2 {
+		t.Errorf("counts: %d failed, %d throttled; want %d and 2", failed, throttled, MaxFailures+1)
 	}
 }

@@ -1,6 +1,7 @@
 // Package shown owns which characters a person sees as themselves: the one
 // test behind names from the bus (cleaned) and names the owner types
-// (refused).
+// (refused), and the fold under which names a person cannot tell apart
+// are equal (rule names).
 package shown
 
 import (

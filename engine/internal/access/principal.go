@@ -21,11 +21,7 @@ type Principal struct {
 	// TokenHash is the hex SHA-256 of the bearer token ("" = no token: only
 	// usable as the stdio/in-process default principal).
 	TokenHash string `json:"-"`
-	// Unguessable: the token was drawn by the server itself (256 random
-	// bits, the house's local token), so answering it while an address is
-	// throttled for wrong tokens tells a guesser nothing.
-	Unguessable bool `json:"-"`
-	Deploy      bool `json:"deploy"`
+	Deploy    bool   `json:"deploy"`
 	// Admin sees every installed rule, run and trace of the house,
 	// whoever installed or ran it (the owner is one); Scope still bounds
 	// its catalog. Managing a rule still needs Deploy.

@@ -137,23 +137,26 @@ func (h *Recorder) onChange(c devices.Change) {
 	}
 }
 
-// Start starts the writer, subscribes to the catalog and records the
-// values that arrived before it subscribed.
+// Start subscribes to the catalog, writes the values that arrived before
+// it subscribed, and starts the writer. It returns once they are written:
+// a process killed within FlushEvery of its start would otherwise lose
+// them, and a change seen at this start would fire again at the next.
 func (h *Recorder) Start(ctx context.Context) {
-	h.started.Store(true)
-	go h.loop(ctx)
 	h.mu.Lock()
 	h.fed = map[string]struct{}{}
 	h.mu.Unlock()
 	h.unsub = h.devs.Subscribe(h.onChange)
-	h.seed()
+	h.seed(ctx)
+	h.write(ctx, false) // the writer's own state is Start's until the loop starts
+	h.started.Store(true)
+	go h.loop(ctx)
 }
 
 // seed records the current value of every state the feed has not
 // reported since Start subscribed: the catalog starts first, and the next
 // start reads this row as the value before its restart (without it a
 // change seen at this start would fire again at every start).
-func (h *Recorder) seed() {
+func (h *Recorder) seed(ctx context.Context) {
 	for _, e := range h.devs.Snapshot().Entries() {
 		if e.Kind != pilotage.KindState {
 			continue
@@ -163,7 +166,7 @@ func (h *Recorder) seed() {
 			continue
 		}
 		if !h.seedOne(e.ID, l) {
-			h.Sync() // a full queue is written, not dropped
+			h.write(ctx, false) // a full queue is written, not dropped
 			if !h.seedOne(e.ID, l) {
 				h.dropped.Add(1)
 			}

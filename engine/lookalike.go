@@ -1,0 +1,64 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/pilothouse/pilothouse/internal/shown"
+	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// lookAlikeCheck refuses to install name beside a rule whose name a person
+// cannot tell apart from it (shown.Fold) without being it: a guest's
+// "Owner-Lock" must not pass for the owner's "owner-lock". The answer is
+// the one a taken name gets, naming the rule already installed. Replacing
+// a rule of this very name adds no look-alike, so it is let through.
+func (e *Engine) lookAlikeCheck(ctx context.Context, runID, name string, p *Principal) *ExecuteResponse {
+	list, err := e.store.ListRules(ctx)
+	if err != nil {
+		e.log.Warn("deploy: reading the installed rules failed; nothing was installed", "rule", name, "err", err)
+		return nameRefusal(runID, name, rules.StatusPartial, "reading the installed rules failed; nothing was promoted or installed", err.Error())
+	}
+	want := shown.Fold(name)
+	var alike *storage.Rule
+	for i, r := range list {
+		if r.Name == name {
+			return nil
+		}
+		if alike == nil && shown.Fold(r.Name) == want {
+			alike = &list[i]
+		}
+	}
+	if r := alike; r != nil {
+		msg := "a rule named " + quote(r.Name) + " is installed, and " + quote(name) + " looks the same to a person; nothing was installed: choose another name"
+		if e.visibleRule(p, *r) {
+			msg += ", or deploy as " + quote(r.Name) + " to replace it"
+		}
+		return nameRefusal(runID, name, rules.StatusDenied, msg, "name taken")
+	}
+	return nil
+}
+
+func nameRefusal(runID, name, status, msg, stepErr string) *ExecuteResponse {
+	step := pilotage.TraceStep{ID: "install", Input: map[string]any{"rule": name},
+		Outcome: pilotage.Outcome{OK: false, Status: rules.StepFailed, Error: stepErr}}
+	return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: status, Error: msg},
+		Trace: &pilotage.Trace{Level: pilotage.LevelFull, Steps: []pilotage.TraceStep{step}}}
+}
+
+// warnLookAlikes logs the stored rules whose names a person cannot tell
+// apart (installed before deploys refused them): both stay installed, and
+// the owner learns which to rename.
+func warnLookAlikes(log *slog.Logger, list []storage.Rule) {
+	seen := make(map[string]string, len(list))
+	for _, r := range list {
+		f := shown.Fold(r.Name)
+		if other, ok := seen[f]; ok {
+			log.Warn("two installed rules have names a person cannot tell apart; both stay installed, rename one", "rule", r.Name, "looks_like", other)
+			continue
+		}
+		seen[f] = r.Name
+	}
+}

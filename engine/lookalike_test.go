@@ -1,0 +1,81 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules"
+	"github.com/pilothouse/pilothouse/storage"
+)
+
+// lockedBuffer is a log sink the engine's goroutines may share.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestStoredLookAlikesStillLoad: rules stored before deploys refused
+// look-alike names (here "porch-late" and "Porch-Late") both load and arm
+// at the next start, which warns naming both; a new look-alike is refused.
+func TestStoredLookAlikesStillLoad(t *testing.T) {
+	h := newHouse(t, Config{})
+	ctx := context.Background()
+	src := `{"name":"porch-late","triggers":[{"id":"t","at":"23:00"}],"steps":[{"id":"off","call":"porch_light.set","args":{"state":"OFF"}}]}`
+	ref := h.deploy(src).Output.(*pilotage.DeployOutput).ProgramRef
+	prog, err := h.store.GetProgram(ctx, ref)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := h.store.GetRule(ctx, "porch-late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	old.Name = "Porch-Late"
+	if err := h.store.InstallRule(ctx, prog, old); err != nil {
+		t.Fatal(err)
+	}
+	h.stop()
+	var logs lockedBuffer
+	if h.store, err = storage.Open(ctx, h.dir); err != nil {
+		t.Fatal(err)
+	}
+	h.eng = New(h.cfg, h.devs, h.store, slog.New(slog.NewTextHandler(&logs, nil)))
+	if err := h.eng.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eng, store := h.eng, h.store
+	t.Cleanup(func() { eng.Close(); _ = store.Close() })
+
+	for _, name := range []string{"porch-late", "Porch-Late"} {
+		if h.eng.sched.ruleByName(name) == nil {
+			t.Errorf("stored rule %q not armed after the restart", name)
+		}
+	}
+	if l := logs.String(); !strings.Contains(l, "cannot tell apart") || !strings.Contains(l, "porch-late") || !strings.Contains(l, "Porch-Late") {
+		t.Errorf("no warning naming both look-alikes:\n%s", l)
+	}
+	r := h.execute(ExecuteRequest{Program: json.RawMessage(strings.Replace(src, "porch-late", "PORCH-LATE", 1))})
+	if r.Outcome.OK || r.Outcome.Status != rules.StatusDenied || !strings.Contains(r.Outcome.Error, "looks the same") {
+		t.Errorf("a third look-alike: %+v, want denied", r.Outcome)
+	}
+	// Either stored rule may still be replaced under its own name.
+	h.redeploy(strings.Replace(src, "23:00", "23:15", 1))
+}
