@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"github.com/pilothouse/pilothouse/internal/shown"
@@ -39,6 +40,17 @@ func (e *Engine) lookAlikeCheck(ctx context.Context, runID, name string, p *Prin
 		return nameRefusal(runID, name, rules.StatusDenied, msg, "name taken")
 	}
 	return nil
+}
+
+// lookAlikeInstalled says why storage refused name: a rule whose name a
+// person cannot tell from it was installed since lookAlikeCheck.
+func lookAlikeInstalled(err error, name string) (msg string, ok bool) {
+	var alike *storage.LookAlikeError
+	if !errors.As(err, &alike) {
+		return "", false
+	}
+	return "a rule named " + quote(alike.Installed) + " is installed, and " + quote(name) +
+		" looks the same to a person; nothing was installed: choose another name", true
 }
 
 func nameRefusal(runID, name, status, msg, stepErr string) *ExecuteResponse {

@@ -3,13 +3,15 @@ package engine
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
+	"errors"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -39,20 +41,27 @@ func TestStoredLookAlikesStillLoad(t *testing.T) {
 	h := newHouse(t, Config{})
 	ctx := context.Background()
 	src := `{"name":"porch-late","triggers":[{"id":"t","at":"23:00"}],"steps":[{"id":"off","call":"porch_light.set","args":{"state":"OFF"}}]}`
-	ref := h.deploy(src).Output.(*pilotage.DeployOutput).ProgramRef
-	prog, err := h.store.GetProgram(ctx, ref)
-	if err != nil {
-		t.Fatal(err)
-	}
-	old, err := h.store.GetRule(ctx, "porch-late")
-	if err != nil {
-		t.Fatal(err)
-	}
-	old.Name = "Porch-Late"
-	if err := h.store.InstallRule(ctx, prog, old); err != nil {
-		t.Fatal(err)
-	}
+	h.deploy(src)
 	h.stop()
+	// Stored before: storage refuses the look-alike itself now, so the
+	// old row is copied in SQL.
+	db, err := sql.Open("sqlite", filepath.Join(h.dir, storage.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(ctx) // one connection: the temporary table is its own
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{`CREATE TEMP TABLE old AS SELECT * FROM rules WHERE name = 'porch-late'`,
+		`UPDATE old SET name = 'Porch-Late'`, `INSERT INTO rules SELECT * FROM old`} {
+		if _, err := conn.ExecContext(ctx, q); err != nil {
+			t.Fatal(q, err)
+		}
+	}
+	if err := errors.Join(conn.Close(), db.Close()); err != nil {
+		t.Fatal(err)
+	}
 	var logs lockedBuffer
 	if h.store, err = storage.Open(ctx, h.dir); err != nil {
 		t.Fatal(err)

@@ -173,6 +173,8 @@ func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rule
 	rule := storage.Rule{Name: name, Ref: pr.prog.Ref, Principal: p.Name, Enabled: true, Params: paramsJSON, Binding: b.binding(), InstalledAt: now, UpdatedAt: now}
 	if err := e.store.InstallRuleCapped(ctx, pr.prog, rule, e.ruleCap(p)); errors.As(err, new(*storage.RuleCapError)) {
 		return nil, e.ruleCapError(p, err)
+	} else if msg, ok := lookAlikeInstalled(err, name); ok {
+		return fail(rules.StatusDenied, msg, "name taken", nil), nil
 	} else if err != nil {
 		e.log.Warn("deploy: storing the program and the rule failed; nothing was installed", "rule", rule.Name, "err", err)
 		return fail(rules.StatusPartial, "storing the program and the rule failed; nothing was promoted or installed", err.Error(), steps), nil

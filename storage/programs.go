@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/pilothouse/pilothouse/internal/shown"
 )
 
 // Program is a promoted program (spec §5.4): an immutable body under a
@@ -221,6 +223,9 @@ func (s *Store) InstallRuleCapped(ctx context.Context, p Program, r Rule, maxRul
 		if err := checkRuleCap(ctx, tx, r, maxRules); err != nil {
 			return err
 		}
+		if err := checkLookAlike(ctx, tx, r.Name); err != nil {
+			return err
+		}
 		if err := putProgram(ctx, tx, p, now); err != nil {
 			return err
 		}
@@ -248,6 +253,46 @@ func checkRuleCap(ctx context.Context, tx *sql.Tx, r Rule, maxRules int) error {
 	}
 	if n >= maxRules {
 		return &RuleCapError{Principal: r.Principal, Rules: n, Max: maxRules}
+	}
+	return nil
+}
+
+// LookAlikeError is InstallRule's refusal of a name a person cannot tell
+// from Installed's (shown.Fold): nothing was stored.
+type LookAlikeError struct{ Name, Installed string }
+
+func (e *LookAlikeError) Error() string {
+	return fmt.Sprintf("storage: rule %q looks the same to a person as the installed %q", e.Name, e.Installed)
+}
+
+// checkLookAlike refuses name beside a rule whose name folds to the same
+// (shown.Fold), unless it replaces a rule of this very name; in the
+// install's transaction, so two look-alike deploys at once cannot both
+// pass the engine's check made before it.
+func checkLookAlike(ctx context.Context, tx *sql.Tx, name string) error {
+	rows, err := tx.QueryContext(ctx, `SELECT name FROM rules`)
+	if err != nil {
+		return fmt.Errorf("storage: install rule %s: read names: %w", name, err)
+	}
+	defer rows.Close()
+	want, alike := shown.Fold(name), ""
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return fmt.Errorf("storage: install rule %s: read names: %w", name, err)
+		}
+		if n == name {
+			return nil
+		}
+		if alike == "" && shown.Fold(n) == want {
+			alike = n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("storage: install rule %s: read names: %w", name, err)
+	}
+	if alike != "" {
+		return &LookAlikeError{Name: name, Installed: alike}
 	}
 	return nil
 }

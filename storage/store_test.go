@@ -420,3 +420,27 @@ func TestWriterPragmas(t *testing.T) {
 		}
 	}
 }
+
+// TestInstallRefusesLookAlikeNames: in the install's transaction, a name a
+// person cannot tell from an installed rule's is refused and nothing is
+// stored (two look-alike deploys at once both passed the engine's check
+// made before); the rule of that very name is replaced as ever.
+func TestInstallRefusesLookAlikeNames(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	if err := s.InstallRule(ctx, prog("owner-lock", "ref1"), Rule{Name: "owner-lock", Principal: "owner", Enabled: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"Owner-Lock", "0wner-lock", "owner-Iock"} {
+		var alike *LookAlikeError
+		if err := s.InstallRule(ctx, prog(name, "ref2"), Rule{Name: name, Principal: "guest", Enabled: true}); !errors.As(err, &alike) || alike.Installed != "owner-lock" {
+			t.Errorf("%s: %v, want a LookAlikeError naming owner-lock", name, err)
+		}
+		if _, err := s.GetRule(ctx, name); !errors.Is(err, ErrNotFound) {
+			t.Errorf("%s was stored: %v", name, err)
+		}
+	}
+	if err := s.InstallRule(ctx, prog("owner-lock", "ref3"), Rule{Name: "owner-lock", Principal: "owner", Enabled: true}); err != nil {
+		t.Fatalf("replacing owner-lock: %v", err)
+	}
+}
