@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"html/template"
 	"net/http"
 	"net/url"
@@ -205,6 +206,7 @@ type ruleData struct {
 	Activity []engine.Run
 	Triggers []string
 	MoreRuns string // link to the full run list for this rule
+	Kept     string // which firings are kept: what is listed is all there is
 	History  historyView
 	Logbook  logbookView
 	// CanDeploy: the login may deploy, so restore a version.
@@ -234,7 +236,7 @@ func (s *server) rulePage(w http.ResponseWriter, r *http.Request, ss *session) {
 		return
 	}
 	d := ruleData{Rule: ri, Summary: triggerSummary(ri), Program: prettyJSON(ri.Program), Versions: versions, Activity: activity,
-		MoreRuns: "/runs?rule=" + url.QueryEscape(name), CanDeploy: ss.principal.Deploy}
+		MoreRuns: "/runs?rule=" + url.QueryEscape(name), Kept: keptText(s.e.Config()), CanDeploy: ss.principal.Deploy}
 	if ri.Plan != nil {
 		for i, st := range ri.Plan.Steps {
 			d.Steps = append(d.Steps, planStep{PlanStep: st, N: i + 1})
@@ -384,4 +386,13 @@ func cancelledText(n int) string {
 		return ""
 	}
 	return " " + engine.CancelledNote(n) + "."
+}
+
+// keptText says which firings of a rule are kept, so that older ones
+// missing from the list are not a surprise (they were removed to fit).
+func keptText(c engine.Config) string {
+	l := c.Limits.WithDefaults()
+	return fmt.Sprintf("Firings kept: the last %d of each outcome, for %d days, within %d MiB for this rule and %d MiB for all "+
+		"the rules of a principal other than the owner (limits.max_stored_rule_bytes, limits.max_stored_firing_bytes); older ones are removed.",
+		c.KeepPerStatus, int(c.Retention.Hours()/24), l.MaxStoredRuleBytes>>20, l.MaxStoredFiringBytes>>20)
 }

@@ -57,7 +57,8 @@ func TestRulesListDetailAndRun(t *testing.T) {
 		"Plan", `<span class="mono step-id">on</span>`, "hall_light.set", // plan step with its call
 		`&#34;brightness&#34;: 180`,                    // pretty program JSON
 		dep.Output.(*pilotage.DeployOutput).ProgramRef, // promoted version
-		`/runs/`+runs[0].ID, "Disable", "Remove", "Test run now", `<option value="motion">`)
+		`/runs/`+runs[0].ID, "Disable", "Remove", "Test run now", `<option value="motion">`,
+		"Firings kept: the last 50 of each outcome, for 30 days, within 16 MiB for this rule and 256 MiB")
 
 	code, body, _ := c.get("/runs/" + runs[0].ID)
 	if code != 200 {
