@@ -298,7 +298,7 @@ func (h *authHook) authenticate(cl *mochi.Client, pk packets.Packet) *authUser {
 		if right {
 			return u
 		}
-	} else if pass, wait := h.fails.Admit(ratelimit.Attempt{Addr: ratelimit.ClientKey(cl.Net.Remote), Presented: true, Right: right}); pass {
+	} else if pass, wait := h.fails.Admit(ratelimit.Attempt{Addr: ratelimit.ClientKey(cl.Net.Remote), Presented: true, Right: right, Guessable: true}); pass {
 		return u
 	} else if wait > 0 {
 		if n := h.counts.Throttled.Add(1); n == 1 || n%1000 == 0 {

@@ -83,6 +83,10 @@ type Attempt struct {
 	Addr      string // ClientKey of the request
 	Presented bool   // a secret was sent at all (a missing one is not counted)
 	Right     bool   // it matched a principal
+	// Guessable: a secret a person chose, of any length (an MQTT broker
+	// user's password): a right one is refused too while addr is
+	// throttled, so that guessing it learns nothing.
+	Guessable bool
 }
 
 // Admit applies the bound to a: it reports whether the attempt passes and,
@@ -93,14 +97,17 @@ type Attempt struct {
 // wrong ones. Guessing one is hopeless (configured tokens have at least 32
 // characters, the server's own 256 random bits). A right secret never
 // clears the count (one known guest token must not buy unlimited guesses
-// at the others).
+// at the others). A Guessable secret is the exception.
 func (l *Failures) Admit(a Attempt) (pass bool, wait time.Duration) {
-	if a.Right {
+	if a.Right && !a.Guessable {
 		return true, 0
 	}
 	if wait := l.Wait(a.Addr); wait > 0 {
 		l.throttled.Add(1)
 		return false, wait
+	}
+	if a.Right {
+		return true, 0
 	}
 	if a.Presented {
 		l.failed.Add(1)

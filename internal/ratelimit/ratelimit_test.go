@@ -77,6 +77,7 @@ func TestAdmit(t *testing.T) {
 		throttle bool
 	}{
 		{"right token passes", right, true, false},
+		{"right broker password waits", Attempt{Addr: addr, Presented: true, Right: true, Guessable: true}, false, true},
 		{"wrong token waits", wrong, false, true},
 		{"no token waits", Attempt{Addr: addr}, false, true},
 		{"another address", Attempt{Addr: "10.0.0.10", Presented: true}, false, false},
@@ -87,7 +88,7 @@ func TestAdmit(t *testing.T) {
 			t.Errorf("%s: pass %v wait %v, want pass %v throttled %v", c.name, pass, wait, c.pass, c.throttle)
 		}
 	}
-	if failed, throttled := l.Counts(); failed != MaxFailures+1 || throttled != 2 {
-		t.Errorf("counts: %d failed, %d throttled; want %d and 2", failed, throttled, MaxFailures+1)
+	if failed, throttled := l.Counts(); failed != MaxFailures+1 || throttled != 3 {
+		t.Errorf("counts: %d failed, %d throttled; want %d and 3", failed, throttled, MaxFailures+1)
 	}
 }
