@@ -83,9 +83,12 @@ func (s *server) approvalAction(w http.ResponseWriter, r *http.Request, ss *sess
 		s.fail(w, r, ss, code, "Could not "+verb+" "+id+": "+msg+".", errUnlessInternal(code, err))
 		return
 	}
-	if a.Status == "approved" {
-		ss.setFlash("Approved. The assistant's next try of this deploy installs it (until " + s.clock.when(a.ExpiresAt) + "); tell it to try again.")
-	} else {
+	switch {
+	case a.Status == "approved" && a.Principal == ss.principal.Name:
+		ss.setFlash("Approved. Install it now (below), or deploy it again before " + s.clock.when(a.ExpiresAt) + ".")
+	case a.Status == "approved":
+		ss.setFlash("Approved. " + a.Principal + "'s next try of this deploy installs it (until " + s.clock.when(a.ExpiresAt) + "); if an assistant asked, tell it to try again.")
+	default:
 		ss.setFlash("Declined. Nothing was installed.")
 	}
 	redirect(w, r, "/approvals/"+url.PathEscape(id))

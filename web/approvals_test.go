@@ -68,6 +68,8 @@ func TestApprovalPages(t *testing.T) {
 	if code, _, h := oc.post(page+"/approve", url.Values{"csrf": {oc.csrf(page)}}); code != http.StatusSeeOther || h.Get("Location") != page {
 		t.Fatalf("approve: %d %v", code, h)
 	}
+	_, body, _ = oc.get(page)
+	mustContain(t, "the approver's flash", body, "Approved. kid&#39;s next try of this deploy installs it")
 	// The requester installs it from the page: the form sends the same
 	// program and input, replacing the installed rule as it asked.
 	_, body, _ = kc.get(page)

@@ -176,3 +176,25 @@ func installedRef(t *testing.T, a *app, name string) string {
 	}
 	return ri.ProgramRef
 }
+
+// TestEditorKeepsADeploysAnswer: a risky deploy from the editor answers
+// "approval pending"; the editor, mounting on that answer, validated at
+// once and replaced it with "Valid" within a second, so the deploy looked
+// as if nothing had happened (a new user clicked Deploy six times). The
+// answer now stays until the text changes.
+func TestEditorKeepsADeploysAnswer(t *testing.T) {
+	a := startTestApp(t, testConfig(t))
+	ctx := browser(t)
+	prog := `{"name": "night-lock", "triggers": [{"id": "night", "at": "23:00"}], "steps": [{"id": "lock", "call": "front_lock.set", "args": {"state": "LOCK"}}]}`
+	do(t, ctx, "editor", chromedp.Navigate(a.URL()+"/editor"), chromedp.WaitVisible(chromedp.CSS(".cm-content")))
+	eval[bool](t, ctx, `(v => { v.dispatch({changes: {from: 0, to: v.state.doc.length, insert: `+strconv.Quote(prog)+`}}); return true; })(document.getElementById('program-editor').pilotView)`)
+	settled(t, ctx, "the lock rule validated", `document.getElementById('ed-valid') && document.querySelector('#ed-plan .risk-security')`)
+	do(t, ctx, "deploy", chromedp.Click(chromedp.CSS("#deploy")), chromedp.WaitVisible(chromedp.CSS("#ed-approval")),
+		chromedp.WaitVisible(chromedp.CSS(".cm-content")))
+	waitJS(t, ctx, "no answer awaited", `document.getElementById('ed-results').getAttribute('aria-busy') !== 'true'`)
+	if !eval[bool](t, ctx, `!!document.querySelector('#ed-approval a[href^="/approvals/"]')`) {
+		t.Fatalf("the approval notice is gone: %s", eval[string](t, ctx, `document.getElementById('ed-results').textContent`))
+	}
+	typeOver(t, ctx, `"night-lock"`, `"night-lock-2"`)
+	settled(t, ctx, "an edit validates again", `document.getElementById('ed-valid') && !document.getElementById('ed-approval')`)
+}

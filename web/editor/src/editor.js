@@ -139,7 +139,10 @@ function mount() {
   results.addEventListener("keydown", follow);
   const keys = document.getElementById("ed-keys");
   if (keys) keys.hidden = false;
-  ask("validate");
+  // A deploy's answer (approval pending, a refusal) stays until the text
+  // changes: validating at once would replace it with "Valid" within a
+  // second, and a risky deploy would look as if nothing had happened.
+  if (!results.querySelector("#ed-approval, #ed-error")) ask("validate");
 }
 
 if (form && area && results) mount();
