@@ -100,7 +100,8 @@ func TestStartupLogSaysWhatRuns(t *testing.T) {
 	data := t.TempDir()
 	cmd := exec.Command(bin, "serve", "--config", cfgFile, "--data", data, "--addr", "127.0.0.1:0", "--broker-listen", "127.0.0.1:0", "--demo-pace", "1h")
 	line := startedLine(t, cmd)
-	for _, want := range []string{"config=" + cfgFile, "data=" + data, "principals=2", "devices=10", "helpers=4", "version=\"pilothouse " + engine.Version} {
+	for _, want := range []string{"config=" + cfgFile, "data=" + data, "principals=2", "devices=10", "helpers=4", "version=\"pilothouse " + engine.Version,
+		"set --tz, or time_zone in the configuration file", "set --lat and --lon"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("startup line lacks %q:\n%s", want, line)
 		}

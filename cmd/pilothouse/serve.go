@@ -117,7 +117,16 @@ func (a *app) logStarted(t0 time.Time) {
 	}
 	a.log.Info("pilothouse started", "in", time.Since(t0).Round(time.Millisecond), "version", versionString(),
 		"config", cfgFile, "data", a.cfg.DataDir, "principals", principals, "devices", devs, "helpers", helps,
-		"time_zone", a.cfg.engineConfig().TimeZone.String(), "sun", a.sunSource())
+		"time_zone", a.zoneSource(), "sun", a.sunSource())
+}
+
+// zoneSource says which time zone schedules use, and where it came from.
+func (a *app) zoneSource() string {
+	z := a.cfg.engineConfig().TimeZone.String()
+	if a.cfg.TimeZone != "" {
+		return z + " (configured)"
+	}
+	return z + " (the system's: set --tz, or time_zone in the configuration file, for your home)"
 }
 
 // sunSource says where sun triggers' times are computed for.
