@@ -622,6 +622,10 @@ func TestGatedDeployerCannotSwitchOffAnotherRiskyRule(t *testing.T) {
 	if err != nil || r.Outcome.Status != rules.StatusApprovalPending || r.Approval == nil || !strings.Contains(strings.Join(r.Approval.Reasons, ";"), "replaces owner's rule") {
 		t.Fatalf("the assistant's harmless replacement of the lock rule: %+v %+v %v", r.Outcome, r.Approval, err)
 	}
+	h.eng.Flush()
+	if run, err := h.store.GetRun(context.Background(), r.RunID); err != nil || run.Rule != "night-lock" {
+		t.Fatalf("the pending deploy's run names rule %q, want night-lock (%v)", run.Rule, err)
+	}
 	if ri, err := h.eng.GetRule(octx, "night-lock", 0); err != nil || ri.Status != "enabled" || !strings.Contains(string(ri.Program), "front_lock.set") {
 		t.Fatalf("the owner's lock rule: %+v %s %v", ri.Status, ri.Program, err)
 	}

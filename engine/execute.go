@@ -350,11 +350,15 @@ func (e *Engine) record(ctx context.Context, p *Principal, runID string, compile
 	return nil
 }
 
-// installedRule is the rule a deploy installed ("" for any other run), so
-// its run record is listed under that rule like the rule's firings.
+// installedRule is the rule a deploy installed, or would install once
+// approved ("" for any other run), so its run record is listed under that
+// rule like the rule's firings.
 func installedRule(resp *ExecuteResponse) string {
 	if out, ok := resp.Output.(*pilotage.DeployOutput); ok && out != nil {
 		return out.Rule
+	}
+	if a := resp.Approval; a != nil && resp.Outcome.Status == rules.StatusApprovalPending {
+		return a.Rule // the rule it would install, once approved
 	}
 	return ""
 }

@@ -230,7 +230,7 @@ func (s *server) rulePage(w http.ResponseWriter, r *http.Request, ss *session) {
 		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the rule's versions failed.", err)
 		return
 	}
-	activity, err := s.e.ListRuns(ctx, engine.RunFilter{Rule: name, Limit: 25})
+	activity, err := s.e.ListRuns(ctx, engine.RunFilter{Rule: name, Kind: "firing", Limit: 25})
 	if err != nil {
 		s.fail(w, r, ss, http.StatusInternalServerError, "Listing the rule's firings failed.", err)
 		return

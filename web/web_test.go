@@ -39,8 +39,11 @@ func TestRulesListDetailAndRun(t *testing.T) {
 	dep := f.deploy(nil, motionRule)
 	f.deploy(nil, lockRule)
 	c := f.client()
+	// Its deploy's run names the rule, but is no firing.
+	_, body, _ := c.get("/rules/night-lock")
+	mustContain(t, "a rule that never fired", body, `id="no-activity"`)
 
-	_, body, _ := c.get("/")
+	_, body, _ = c.get("/")
 	mustContain(t, "rules page", body,
 		`href="/rules/hall-motion-light"`, "Hall light on when motion is seen",
 		"hall_motion.occupancy to true", `badge risk-control`, `badge risk-security`,
