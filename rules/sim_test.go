@@ -170,23 +170,27 @@ func TestFireFor(t *testing.T) {
 		{ID: "dusk", Kind: TriggerCron, Cron: "0 30 18 * * *"},
 	}, nil, itCall("a", "a.set"))
 	base := map[string]any{"hall_motion.occupancy": false, "front_door.contact": true, "room.temp": 20.0}
+	const scenario = "test run: scenario"
 	tests := []struct {
 		sc         Scenario
 		id         string
 		value, frm any
+		because    string
 	}{
-		{Scenario{}, "motion", true, false},
-		{Scenario{Trigger: "any"}, "any", true, nil}, // no change to report: from is unknown
-		{Scenario{Trigger: "any", Value: false, From: true}, "any", false, true},
-		{Scenario{Trigger: "hot"}, "hot", 26.0, 20.0},
-		{Scenario{Trigger: "band"}, "band", 27.5, 20.0},
-		{Scenario{Trigger: "press"}, "press", "on", nil},
-		{Scenario{Trigger: "dusk"}, "dusk", "2026-01-16T18:30:00Z", nil}, // no now: the next firing
+		{Scenario{}, "motion", true, false, scenario},
+		{Scenario{Trigger: "any"}, "any", true, nil, scenario}, // no change to report: from is unknown
+		{Scenario{Trigger: "any", Value: false, From: true}, "any", false, true, scenario},
+		{Scenario{Trigger: "hot"}, "hot", 26.0, 20.0, scenario},
+		{Scenario{Trigger: "band"}, "band", 27.5, 20.0, scenario},
+		{Scenario{Trigger: "press"}, "press", "on", nil, scenario},
+		// No now: the next firing, said in the decision.
+		{Scenario{Trigger: "dusk"}, "dusk", "2026-01-16T18:30:00Z", nil,
+			"test run: cron 0 30 18 * * * at its next firing, Fri 2026-01-16 18:30:00 +00:00 (no scenario.now)"},
 	}
 	for _, tt := range tests {
 		w := itSim(base, tt.sc)
 		fire, err := FireFor(c, tt.sc, w)
-		if err != nil || fire.ID != tt.id || fire.Value != tt.value || fire.From != tt.frm || fire.Because != "test run: scenario" || fire.NotFired != "" {
+		if err != nil || fire.ID != tt.id || fire.Value != tt.value || fire.From != tt.frm || fire.Because != tt.because || fire.NotFired != "" {
 			t.Errorf("%+v: fire = %+v, %v", tt.sc, fire, err)
 		}
 	}

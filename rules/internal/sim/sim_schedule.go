@@ -37,6 +37,7 @@ func (w *SimWorld) scheduleFire(t *model.RunTrigger, hasNow bool, fire *model.Tr
 		}
 		w.shift(next[0].Sub(now))
 		fire.Time, fire.Value = next[0], next[0].Format(time.RFC3339)
+		fire.Because = "test run: " + desc + " at its next firing, " + next[0].Format("Mon 2006-01-02 15:04:05 -07:00") + " (no scenario.now)"
 		detail["fires_at"] = fire.Value
 		detail["note"] = "no scenario.now: the run is simulated at the next firing"
 		next, _, _ = nextFirings(t, p, next[0])
