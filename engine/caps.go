@@ -35,7 +35,7 @@ func (ar *armedRule) takeLive() (refused string) {
 		return ""
 	}
 	if n, ok := ar.s.live.Acquire(p.Name); !ok {
-		return "refused: the rules of principal " + quote(p.Name) + " already run " + itoa(int(n)) +
+		return "refused: the rules of principal " + quote(p.Name) + " already run or queue " + itoa(int(n)) +
 			" firings at once (limits.max_live_firings_per_principal)"
 	}
 	return ""

@@ -71,7 +71,7 @@ type RunStats struct {
 	// themselves (engine/loop.go).
 	LoopsStopped uint64 `json:"loops_stopped"`
 	// FiringsRefused counts the firings refused because their principal's
-	// rules ran limits.max_live_firings_per_principal at once (caps.go).
+	// rules ran or queued limits.max_live_firings_per_principal at once (caps.go).
 	FiringsRefused uint64 `json:"firings_refused"`
 }
 

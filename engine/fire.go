@@ -184,6 +184,12 @@ func (at *armedTrigger) fireDepth(depth int, entity string, value, prev any, bec
 				ar.skipLocked(tf, "queue full (max "+itoa(max)+" running or waiting)")
 				return
 			}
+			// A waiting firing holds its trigger's value (up to a whole
+			// message): it counts against its principal's as a running one.
+			if why := ar.takeLive(); why != "" {
+				ar.skipLocked(tf, why)
+				return
+			}
 			ar.queue = append(ar.queue, queuedFire{tf, depth})
 			ar.mu.Unlock()
 			return
@@ -459,10 +465,9 @@ func (f *firing) end() {
 	if len(ar.queue) > 0 && !ar.stopped {
 		n := ar.queue[0]
 		ar.queue = ar.queue[1:]
-		next = ar.startLocked(n.tf, n.depth) // takes over f's slot (caps.go)
-	} else {
-		ar.giveLive()
+		next = ar.startLocked(n.tf, n.depth) // it holds its live firing since it was queued
 	}
+	ar.giveLive()
 	ar.mu.Unlock()
 	if next != nil {
 		s.work.Run(next)

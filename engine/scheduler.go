@@ -382,6 +382,9 @@ func (s *scheduler) disarmLocked(ar *armedRule) int {
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
 	ar.stopped = true
+	for range ar.queue {
+		ar.giveLive()
+	}
 	ar.queue = nil
 	for _, f := range ar.running {
 		f.stopLocked()

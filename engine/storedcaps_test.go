@@ -187,3 +187,40 @@ func TestLiveFiringsPerPrincipalBounded(t *testing.T) {
 		t.Errorf("firings_refused %d after the slots were given back, want 1", n)
 	}
 }
+
+// TestQueuedFiringsCountAsLive: a queued firing holds its trigger's value
+// (up to a whole message), so it counts against its principal's live
+// firings: a guest's rule in mode queued with max 1000 took the server to
+// 1 GB with none refused. Removing the rule gives the queued ones back.
+func TestQueuedFiringsCountAsLive(t *testing.T) {
+	guest := &Principal{Name: "guest", TokenHash: HashToken("g"), Deploy: true}
+	owner := &Principal{Name: "owner", TokenHash: HashToken("o"), Deploy: true, Admin: true}
+	h := newHouse(t, Config{Principals: []*Principal{owner, guest}, Limits: rules.Limits{MaxLiveFiringsPerPrincipal: 3}})
+	ctx := context.Background()
+	resp, err := h.eng.Execute(WithPrincipal(ctx, guest), ExecuteRequest{Program: json.RawMessage(`{"name":"queue","mode":"queued","max":1000,
+		"triggers":[{"id":"press","event":"bedroom_remote.action","value":"on"}],
+		"steps":[{"id":"hold","delay":"10m"}]}`)})
+	if err != nil || !resp.Outcome.OK {
+		t.Fatalf("deploy: %v %s", err, mustJSON(resp))
+	}
+	for range 6 {
+		if err := h.sim.Press(ctx, "on"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.Eventually(t, 15*time.Second, "1 running, 2 queued, 3 refused", func() bool {
+		skipped := 0
+		for _, r := range h.firings("queue") {
+			if r.Status == "skipped" && strings.Contains(string(r.Envelope), "limits.max_live_firings_per_principal") {
+				skipped++
+			}
+		}
+		return skipped == 3 && h.eng.sched.live.Running(guest.Name) == 3
+	})
+	if _, err := h.eng.RemoveRule(ctx, "queue"); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 15*time.Second, "every live firing given back", func() bool {
+		return h.eng.sched.live.Running(guest.Name) == 0
+	})
+}

@@ -285,9 +285,10 @@ func (g Grant) Return(used int) {
 	g.principal.give(g.Ops - used)
 }
 
-// Live counts each principal's firings running at once (a firing waiting
-// in a delay or wait step is running), at most Max of one principal's:
-// what they hold in memory together is then at most Max runs' bounds.
+// Live counts each principal's firings running or queued at once (a
+// firing waiting in a delay or wait step is running; a queued one holds
+// its trigger's value), at most Max of one principal's: what they hold in
+// memory together is then at most Max runs' bounds.
 type Live struct {
 	Max     int64
 	counts  sync.Map // principal name → *atomic.Int64
