@@ -166,47 +166,16 @@ func (at *armedTrigger) fireDepth(depth int, entity string, value, prev any, bec
 		ar.mu.Unlock()
 		return
 	}
-	mode := ar.c.Mode()
-	max := ar.c.Max()
-	if max <= 0 {
-		max = defaultModeMax
+	why, queued := ar.byModeLocked(tf, depth)
+	if why == "" && !queued {
+		why = ar.takeLive()
 	}
-	switch mode {
-	case rules.ModeRestart:
-		for _, f := range ar.running {
-			f.stopLocked()
-		}
-	case rules.ModeQueued:
-		if len(ar.running) > 0 {
-			// max counts the running firing and the waiting ones, as in
-			// Home Assistant, so a ported max means the same.
-			if len(ar.running)+len(ar.queue) >= max {
-				ar.skipLocked(tf, "queue full (max "+itoa(max)+" running or waiting)")
-				return
-			}
-			// A waiting firing holds its trigger's value (up to a whole
-			// message): it counts against its principal's as a running one.
-			if why := ar.takeLive(); why != "" {
-				ar.skipLocked(tf, why)
-				return
-			}
-			ar.queue = append(ar.queue, queuedFire{tf, depth})
-			ar.mu.Unlock()
-			return
-		}
-	case rules.ModeParallel:
-		if len(ar.running) >= max {
-			ar.skipLocked(tf, "already running "+itoa(max)+" times (max)")
-			return
-		}
-	default: // single
-		if len(ar.running) > 0 {
-			ar.skipLocked(tf, "already running (mode single)")
-			return
-		}
-	}
-	if why := ar.takeLive(); why != "" {
+	if why != "" {
 		ar.skipLocked(tf, why)
+		return
+	}
+	if queued {
+		ar.mu.Unlock()
 		return
 	}
 	f := ar.startLocked(tf, depth)
@@ -222,6 +191,46 @@ func (at *armedTrigger) fireDepth(depth int, entity string, value, prev any, bec
 		e.log.Warn("rule's firings now run on workers: its body took too long on the goroutine delivering events",
 			"rule", ar.name, "took", took, "over", ar.s.slowHere)
 	}
+}
+
+// byModeLocked applies the rule's mode to a new firing (ar.mu held): why
+// it is refused, or that it waits in the queue; else it may start.
+func (ar *armedRule) byModeLocked(tf rules.TriggerFire, depth int) (why string, queued bool) {
+	max := ar.c.Max()
+	if max <= 0 {
+		max = defaultModeMax
+	}
+	switch ar.c.Mode() {
+	case rules.ModeRestart:
+		for _, f := range ar.running {
+			f.stopLocked()
+		}
+	case rules.ModeQueued:
+		if len(ar.running) == 0 {
+			return "", false
+		}
+		// max counts the running firing and the waiting ones, as in Home
+		// Assistant, so a ported max means the same.
+		if len(ar.running)+len(ar.queue) >= max {
+			return "queue full (max " + itoa(max) + " running or waiting)", false
+		}
+		// A waiting firing holds its trigger's value (up to a whole
+		// message): it counts against its principal's as a running one.
+		if why := ar.takeLive(); why != "" {
+			return why, false
+		}
+		ar.queue = append(ar.queue, queuedFire{tf, depth})
+		return "", true
+	case rules.ModeParallel:
+		if len(ar.running) >= max {
+			return "already running " + itoa(max) + " times (max)", false
+		}
+	default: // single
+		if len(ar.running) > 0 {
+			return "already running (mode single)", false
+		}
+	}
+	return "", false
 }
 
 // A rule whose body only ends in a command runs where its event is

@@ -171,13 +171,10 @@ func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rule
 	now := e.Now()
 	paramsJSON, _ := json.Marshal(params)
 	rule := storage.Rule{Name: name, Ref: pr.prog.Ref, Principal: p.Name, Enabled: true, Params: paramsJSON, Binding: b.binding(), InstalledAt: now, UpdatedAt: now}
-	if err := e.store.InstallRuleCapped(ctx, pr.prog, rule, e.ruleCap(p)); errors.As(err, new(*storage.RuleCapError)) {
-		return nil, e.ruleCapError(p, err)
-	} else if msg, ok := lookAlikeInstalled(err, name); ok {
-		return fail(rules.StatusDenied, msg, "name taken", nil), nil
-	} else if err != nil {
-		e.log.Warn("deploy: storing the program and the rule failed; nothing was installed", "rule", rule.Name, "err", err)
-		return fail(rules.StatusPartial, "storing the program and the rule failed; nothing was promoted or installed", err.Error(), steps), nil
+	if resp, err := e.storeRule(ctx, p, pr.prog, rule, func(status, msg, stepErr string) *ExecuteResponse {
+		return fail(status, msg, stepErr, steps)
+	}); resp != nil || err != nil {
+		return resp, err
 	}
 	armed := e.commitPromotion(pr)
 	if b.refs {
@@ -240,4 +237,22 @@ func replacedWarnings(replaced bool, old storage.Rule, params json.RawMessage, c
 			Hint:    "check the devices those runs control (pilotage_trace of the cancelled run shows how far it got)"})
 	}
 	return out
+}
+
+// storeRule installs rule over prog; what storage refuses is the deploy's
+// answer, nothing installed: past p's rule cap (a request error), a name a
+// person cannot tell from a rule installed meanwhile, a failed write.
+func (e *Engine) storeRule(ctx context.Context, p *Principal, prog storage.Program, rule storage.Rule, fail func(status, msg, stepErr string) *ExecuteResponse) (*ExecuteResponse, error) {
+	err := e.store.InstallRuleCapped(ctx, prog, rule, e.ruleCap(p))
+	if err == nil {
+		return nil, nil
+	}
+	if errors.As(err, new(*storage.RuleCapError)) {
+		return nil, e.ruleCapError(p, err)
+	}
+	if msg, ok := lookAlikeInstalled(err, rule.Name); ok {
+		return fail(rules.StatusDenied, msg, "name taken"), nil
+	}
+	e.log.Warn("deploy: storing the program and the rule failed; nothing was installed", "rule", rule.Name, "err", err)
+	return fail(rules.StatusPartial, "storing the program and the rule failed; nothing was promoted or installed", err.Error()), nil
 }
