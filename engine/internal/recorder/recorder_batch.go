@@ -301,6 +301,10 @@ func (w *batchWriter) write() int {
 	o.Yield, o.EncodedJSON = w.pace, true
 	got, err := r.store.WriteRuns(ctx, w.rows, o)
 	cancel()
+	if err != nil && (len(o.Trim) > 0 || len(o.TrimPrincipals) > 0) {
+		got, err = w.writeWithoutTrims(o, err)
+		o = storage.WriteOptions{} // retried: nothing more to keep for the next batch
+	}
 	if err != nil {
 		r.log.Warn("writing run records", "count", len(w.rows), "trims", len(o.Trim), "err", err)
 		r.stats.failed.Add(uint64(len(w.rows)))
@@ -319,6 +323,19 @@ func (w *batchWriter) write() int {
 	w.n, w.held, w.urgent = 0, 0, false
 	clear(w.superseded)
 	return n
+}
+
+// writeWithoutTrims writes the batch's rows alone after the write with
+// its trims failed (err): a principal's trim scans all its firings and
+// may be what ran past the deadline, and the records come first. The
+// trims are due again with the next batch.
+func (w *batchWriter) writeWithoutTrims(o storage.WriteOptions, err error) (storage.Trimmed, error) {
+	w.r.log.Warn("writing run records with their trims failed; writing the records alone", "count", len(w.rows), "err", err)
+	w.retryTrims(o)
+	o.Trim, o.TrimPrincipals = nil, nil
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return w.r.store.WriteRuns(ctx, w.rows, o)
 }
 
 // nextLinger is the linger of the next batch, from the n runs of the one

@@ -2,8 +2,10 @@ package recorder
 
 import (
 	"context"
+	"database/sql"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -252,5 +254,47 @@ func TestBatchSupersedesPastTheRuleBytes(t *testing.T) {
 	}
 	if st := rec.Stats(); st.Superseded != 17 || st.Trimmed != 0 {
 		t.Fatalf("stats %+v, want 17 superseded in the batch, none written to be trimmed", st)
+	}
+}
+
+// TestRecordsOutliveAFailingTrim: a batch whose trims fail (here the
+// database refuses every delete; in the attacker's flood a principal's
+// trim ran past the write's deadline) is written again without them: its
+// 2,988 records were lost whole, the owner's real firings among them.
+func TestRecordsOutliveAFailingTrim(t *testing.T) {
+	dir := t.TempDir()
+	store, err := storage.Open(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	db, err := sql.Open("sqlite", filepath.Join(dir, storage.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(`CREATE TRIGGER no_trims BEFORE DELETE ON runs BEGIN SELECT RAISE(ABORT, 'no deletes'); END`); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	const keep = 5
+	rec := New(store, quiet(), keep)
+	rec.Start()
+	defer rec.Close()
+	t0 := time.Now()
+	old := firingItem("hot", rules.StatusSuccess, t0.Add(-time.Minute), true) // what the trim would delete
+	if err := store.InsertRuns(context.Background(), []storage.Run{old.Run}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 { // past keep: the rule is trimmed with the batch
+		rec.AddItem(firingItem("hot", rules.StatusSuccess, t0.Add(time.Duration(i)*time.Millisecond), true))
+	}
+	rec.Flush()
+	if n := len(countRuns(t, store, storage.RunFilter{Rule: "hot"})); n != keep+1 {
+		t.Fatalf("hot firings stored: %d, want the newest %d and the old one, not trimmed", n, keep)
+	}
+	if st := rec.Stats(); st.Failed != 0 || st.Written != keep {
+		t.Fatalf("stats %+v, want %d written and none failed", st, keep)
 	}
 }
