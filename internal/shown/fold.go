@@ -2,6 +2,7 @@ package shown
 
 import (
 	"strings"
+	"unicode"
 
 	"golang.org/x/text/cases"
 	"golang.org/x/text/unicode/norm"
@@ -40,7 +41,19 @@ func Fold(s string) string {
 	})
 	// Twice: the look-alike pass before folding keeps 'I' from becoming
 	// 'i', the one after catches a lowercase homoglyph folding made.
-	return mapLookAlikes(cases.Fold().String(mapLookAlikes(norm.NFKC.String(b.String()))))
+	f := mapLookAlikes(cases.Fold().String(mapLookAlikes(norm.NFKC.String(b.String()))))
+	return separators(lookAlikePairs.Replace(f))
+}
+
+// lookAlikePairs are letter pairs a person reads as one letter.
+var lookAlikePairs = strings.NewReplacer("rn", "m", "vv", "w")
+
+// separators makes every run of the characters that separate words in a
+// name ('-', '_', '.', spaces) one '-', with none at either end:
+// "owner_lock", "owner--lock" and "owner-lock." read as "owner-lock".
+func separators(s string) string {
+	words := strings.FieldsFunc(s, func(r rune) bool { return r == '-' || r == '_' || r == '.' || unicode.IsSpace(r) })
+	return strings.Join(words, "-")
 }
 
 func mapLookAlikes(s string) string {

@@ -21,7 +21,12 @@ func TestFold(t *testing.T) {
 		{"hidden zero-width", "lock", "lo\u200bck", true},
 		{"sharp s", "strasse", "stra\u00dfe", true},
 		{"different words", "owner-lock", "owner-lamp", false},
-		{"dash and underscore", "a-b", "a_b", false},
+		{"dash and underscore", "owner-lock", "owner_lock", true},
+		{"dot", "owner-lock", "owner.lock", true},
+		{"doubled and trailing separators", "owner-lock", "owner--lock-.", true},
+		{"vv as w", "owner-lock", "ovvner-lock", true},
+		{"rn as m", "mode", "rnode", true},
+		{"separators keep words apart", "ab", "a-b", false},
 		{"accent", "cafe", "caf\u00e9", false},
 		{"lowercase i and l", "il", "ll", false},
 	} {
