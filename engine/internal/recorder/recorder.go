@@ -51,8 +51,11 @@ type Recorder struct {
 	// written, superseded or failed; flush waits for done2 to reach enq as
 	// it was at the call.
 	enq, done2 atomic.Uint64
-	mu         sync.Mutex
-	progress   *sync.Cond
+	// queuedBytes is the Bytes of the firings queued or in the batch
+	// being made (maxQueuedBytes).
+	queuedBytes atomic.Int64
+	mu          sync.Mutex
+	progress    *sync.Cond
 	// Announce, when set, is told about every committed firing marked
 	// Announce (the live stream), after its batch's transaction.
 	Announce func(run *storage.Run)
@@ -96,7 +99,11 @@ type Stats struct {
 
 const (
 	recorderQueue = 1 << 14 // firings waiting for the writer with their traces
-	overflowMax   = 1 << 16 // summary records waiting beyond the queue
+	// maxQueuedBytes bounds what the queued and batched firings record
+	// together: a guest's firings each recording megabytes took the server
+	// past 500 MB while their batch waited.
+	maxQueuedBytes = 64 << 20
+	overflowMax    = 1 << 16 // summary records waiting beyond the queue
 	// kickAt: the writer takes what is queued once the queue is 1/kickAt
 	// full (a queued firing holds its objects, about 3 KB; a batch holds
 	// its JSON).
@@ -136,8 +143,11 @@ type Envelope struct {
 // retention policy may supersede. Owned: nothing else holds env (a
 // firing's record), so once encoded the recorder empties it.
 type Item struct {
-	Run      storage.Run
-	Env      *Envelope
+	Run storage.Run
+	Env *Envelope
+	// Bytes is about what Env holds (the run's recorded bytes), counted
+	// against maxQueuedBytes from AddItem until its batch is written.
+	Bytes    int64
 	json     []byte // env encoded, once the batch holds it
 	Announce bool
 	Final    bool
@@ -162,9 +172,10 @@ func NewFiringRecord(run storage.Run, out pilotage.Outcome, res *rules.RunResult
 		}
 		fr.out = firingOutput{calls: calls, vars: res.Vars}
 		fr.Env.Output = &fr.out
+		fr.Item.Bytes = int64(res.Bytes)
 	}
 	running := out.Status == rules.StatusRunning
-	fr.Item = Item{Run: run, Env: &fr.Env, Announce: !running, Final: mayEnd && !running, Owned: true}
+	fr.Item.Run, fr.Item.Env, fr.Item.Announce, fr.Item.Final, fr.Item.Owned = run, &fr.Env, !running, mayEnd && !running, true
 	return fr
 }
 
@@ -202,6 +213,11 @@ func (r *Recorder) Add(run storage.Run, env *Envelope) { r.AddItem(&Item{Run: ru
 // AddItem queues it; it never blocks. it must not change once queued.
 func (r *Recorder) AddItem(it *Item) {
 	r.enq.Add(1)
+	if r.queuedBytes.Add(it.Bytes) > maxQueuedBytes {
+		r.queuedBytes.Add(-it.Bytes) // past the bytes queued: a summary, as past the queue
+		r.summarize(it)
+		return
+	}
 	select {
 	case r.ch <- it:
 		if len(r.ch) >= cap(r.ch)/kickAt { // time the writer took some
@@ -213,8 +229,13 @@ func (r *Recorder) AddItem(it *Item) {
 		return
 	default:
 	}
-	// The queue is full: keep a summary (a fresh small record, so the
-	// firing's trace can go).
+	r.queuedBytes.Add(-it.Bytes)
+	r.summarize(it)
+}
+
+// summarize keeps a summary of it when the queue is full (a fresh small
+// record, so the firing's trace can go), or drops it far behind.
+func (r *Recorder) summarize(it *Item) {
 	sum := &Item{Run: it.Run, Announce: it.Announce}
 	sum.Run.Level = pilotage.LevelSummary
 	if it.Env != nil {

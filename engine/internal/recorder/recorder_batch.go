@@ -34,6 +34,7 @@ type batchWriter struct {
 	// into this batch (nextLinger).
 	arrived map[tailKey]int
 	held    int    // runs held (fifo and tails)
+	bytes   int64  // the pushed runs' Bytes, given back once written
 	n       int    // runs pushed into this batch
 	seq     uint64 // queue order of the pushed runs
 	// superseded lists the rules that had firings superseded in this
@@ -79,6 +80,7 @@ func newBatchWriter(r *Recorder) *batchWriter {
 // push adds a run to the batch: held (encoded), or superseded at once.
 func (w *batchWriter) push(it *Item) {
 	w.n++
+	w.bytes += it.Bytes
 	w.seq++
 	it.seq = w.seq
 	if !it.Final || it.Run.Status == rules.StatusRunning {
@@ -315,6 +317,8 @@ func (w *batchWriter) write() int {
 		r.committed(w.kept)
 	}
 	r.stats.superseded.Add(uint64(n - len(w.kept)))
+	r.queuedBytes.Add(-w.bytes)
+	w.bytes = 0
 	r.settled(n)
 	clear(w.rows) // let the envelopes go
 	w.rows = w.rows[:0]

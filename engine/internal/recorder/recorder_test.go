@@ -3,6 +3,7 @@ package recorder
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"io"
 	"log/slog"
 	"path/filepath"
@@ -296,5 +297,39 @@ func TestRecordsOutliveAFailingTrim(t *testing.T) {
 	}
 	if st := rec.Stats(); st.Failed != 0 || st.Written != keep {
 		t.Fatalf("stats %+v, want %d written and none failed", st, keep)
+	}
+}
+
+// TestQueuedBytesBounded: firings waiting for the writer keep their
+// traces up to maxQueuedBytes together; past it a firing keeps a summary
+// (counted), as past the queue's length. A guest's firings recording
+// megabytes each took the server past 500 MB while they waited.
+func TestQueuedBytesBounded(t *testing.T) {
+	store := openStore(t)
+	rec := New(store, quiet(), 50)
+	const each = 10 << 20
+	t0 := time.Now()
+	for i := range 10 { // the writer has not started: they all wait
+		it := firingItem(fmt.Sprint("big", i), rules.StatusSuccess, t0, true)
+		it.Bytes = each
+		rec.AddItem(it)
+	}
+	if st := rec.Stats(); st.Summarized != 10-maxQueuedBytes/each {
+		t.Fatalf("stats %+v, want %d summarized", st, 10-maxQueuedBytes/each)
+	}
+	rec.Start()
+	defer rec.Close()
+	rec.Flush()
+	if n := rec.queuedBytes.Load(); n != 0 {
+		t.Fatalf("%d bytes still counted once written", n)
+	}
+	full := 0
+	for _, r := range countRuns(t, store, storage.RunFilter{Kind: "firing"}) {
+		if r.Level == pilotage.LevelFull {
+			full++
+		}
+	}
+	if full != maxQueuedBytes/each {
+		t.Fatalf("%d firings stored with their trace, want %d", full, maxQueuedBytes/each)
 	}
 }

@@ -54,6 +54,9 @@ type RunResult struct {
 	Started, Ended time.Time
 	// Ops is how many operations the run's evaluations did (MaxRunOps).
 	Ops int
+	// Bytes is about what the run records: its trace's inputs, outputs
+	// and decisions and its call records (MaxRunBytes).
+	Bytes int
 
 	tail tailCall // the last call, still waiting (see Pending)
 }
@@ -211,7 +214,7 @@ func (r *interp) finishResult(res *RunResult, top *frame, h *halt) {
 	}
 	res.Steps = r.steps
 	res.Calls = r.calls
-	res.Ops = r.ops.Used
+	res.Ops, res.Bytes = r.ops.Used, r.bytes
 	res.Ended = r.safeNow()
 	var out map[string]any // made only when there is something to report
 	switch {
