@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pilothouse/pilothouse/rules/internal/interp"
 	"github.com/pilothouse/pilothouse/rules/internal/model"
@@ -70,4 +71,28 @@ func itJSON(v any) string {
 		return fmt.Sprint(v)
 	}
 	return string(b)
+}
+
+// TestMonthAndDay: month() and day() read the world's clock in its zone,
+// so "winter only" is one condition (an assistant tried now().Month() and
+// met a bare type error).
+func TestMonthAndDay(t *testing.T) {
+	const cond = "month(now()) in [11, 12, 1, 2] && day(now()) == 15"
+	for _, tc := range []struct {
+		now  string
+		want string
+	}{
+		{"2026-12-15T20:00:00Z", StatusSuccess},
+		{"2026-02-15T08:00:00Z", StatusSuccess},
+		{"2026-07-15T20:00:00Z", StatusConditionsNotMet},
+		{"2026-12-16T20:00:00Z", StatusConditionsNotMet},
+	} {
+		now, _ := time.Parse(time.RFC3339, tc.now)
+		c := itProgram([]*model.Trigger{itState("t", "hall.switch", nil)}, []*model.Condition{itCond("winter", cond)},
+			itSet("inner", "n", itConst(1)))
+		res := itRun(t, c, itSim(nil, Scenario{Now: &now}), RunInput{Trigger: TriggerFire{ID: "t", Value: "on"}, Cache: itCache})
+		if res.Outcome.Status != tc.want {
+			t.Errorf("%s: %s, want %s (%s)", tc.now, res.Outcome.Status, tc.want, res.Outcome.Error)
+		}
+	}
 }

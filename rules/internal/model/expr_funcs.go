@@ -18,6 +18,8 @@ var EnvFunctions = []struct{ Name, Signature, Doc string }{
 	{"hour", "hour(t time) int", "hour of day 0-23 in the configured time zone"},
 	{"minute", "minute(t time) int", "minute 0-59"},
 	{"weekday", "weekday(t time) int", "day of week, 0 = Sunday … 6 = Saturday"},
+	{"day", "day(t time) int", "day of the month 1-31"},
+	{"month", "month(t time) int", "month 1 = January … 12 = December (winter: month(now()) in [11, 12, 1, 2])"},
 	{"seconds", "seconds(d string) float", "a duration such as \"90s\" or \"2m\" in seconds"},
 	{"since", "since(id string) float", "seconds since a state last changed (an event: last occurred), on the world's clock; nil when it has no value yet; id must be a string constant"},
 	{"last_changed", "last_changed(id string) time", "when a state last changed (an event: last occurred), local time; nil when it has no value yet; id must be a string constant"},
@@ -37,6 +39,8 @@ func nowStub() time.Time        { return time.Time{} }
 func hourOf(t time.Time) int    { return t.Hour() }
 func minuteOf(t time.Time) int  { return t.Minute() }
 func weekdayOf(t time.Time) int { return int(t.Weekday()) }
+func dayOf(t time.Time) int     { return t.Day() }
+func monthOf(t time.Time) int   { return int(t.Month()) }
 
 // compileEnv is the typing environment expressions are checked against.
 var compileEnv = map[string]any{
@@ -50,6 +54,8 @@ var compileEnv = map[string]any{
 	"hour":         hourOf,
 	"minute":       minuteOf,
 	"weekday":      weekdayOf,
+	"day":          dayOf,
+	"month":        monthOf,
 	"seconds":      clock.SecondsOf,
 	"since":        stateStub,
 	"last_changed": stateStub,
@@ -87,6 +93,8 @@ func newEnvVars() *envVars {
 		"hour":    hourOf,
 		"minute":  minuteOf,
 		"weekday": weekdayOf,
+		"day":     dayOf,
+		"month":   monthOf,
 		"seconds": clock.SecondsOf,
 		"since": func(id string) any {
 			t, ok := LastChangedOf(h.w, id)
