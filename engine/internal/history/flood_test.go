@@ -170,6 +170,11 @@ func TestHistoryQueueBoundedInBytes(t *testing.T) {
 			cfg := Config{Queue: 64, QueueBytes: 16 * 1024}
 			cfg.Defaults()
 			h := New(nil, nil, quiet(), cfg, time.Now)
+			ch := devices.Change{Kind: devices.ChangeState, ID: "panel.note", Value: c.v, Time: time.Now()}
+			roomy := New(nil, nil, quiet(), Config{Queue: 64, QueueBytes: 1 << 20}, time.Now)
+			if a := testing.AllocsPerRun(50, func() { roomy.onChange(ch) }); a != 0 {
+				t.Errorf("sizing a change allocates %v", a)
+			}
 			for range 100 {
 				h.onChange(devices.Change{Kind: devices.ChangeState, ID: "panel.note", Value: c.v, Time: time.Now()})
 			}
