@@ -24,8 +24,9 @@ type Config struct {
 	// Retention is how long changes are kept (default 10 days).
 	Retention time.Duration
 	// MaxRows bounds the stored changes; the oldest go first (default
-	// 2,000,000, about 90 MB). Numeric states keep 5-minute summaries for
-	// the whole retention beyond it.
+	// 2,000,000, about 90 MB of small values, 2.2 GB at most of values of
+	// MaxValueBytes). Numeric states keep 5-minute summaries for the whole
+	// retention beyond it.
 	MaxRows int
 	// FlushEvery is how often queued changes are written (default 2 s).
 	FlushEvery time.Duration
