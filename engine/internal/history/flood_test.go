@@ -216,3 +216,43 @@ func TestHistoryValueBoundIsOnItsJSON(t *testing.T) {
 		t.Errorf("recorded %.60q (%v, %v), %d too large", v.JSON, ok, err, h.Status().TooLarge)
 	}
 }
+
+// TestHistorySameRecorded: the value a huge one is recorded as matches
+// that value after a restart (its size, escapes included), and no other.
+func TestHistorySameRecorded(t *testing.T) {
+	ctx := context.Background()
+	store, err := storage.Open(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	cfg := Config{}
+	cfg.Defaults()
+	h := New(store, nil, quiet(), cfg, time.Now)
+	huge, ctl := strings.Repeat("x", 5000), strings.Repeat("\x01", 300)
+	recorded := func(v any) any {
+		h.onChange(devices.Change{Kind: devices.ChangeState, ID: "panel.note", Value: v, Time: time.Now()})
+		h.write(ctx, false)
+		got, _, _, err := store.HistorySince(ctx, "panel.note")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Value(got)
+	}
+	for _, c := range []struct {
+		name     string
+		recorded any
+		v        any
+		same     bool
+	}{
+		{"the same huge value", recorded(huge), huge, true},
+		{"another size", recorded(huge), huge + "x", false},
+		{"escaped over the bound", recorded(ctl), ctl, true},
+		{"a small value", recorded("ON"), "ON", false},
+		{"a value that looks like a marker", recorded(map[string]any{"too_large_bytes": 5.0}), 5.0, false},
+	} {
+		if got := SameRecorded(c.recorded, c.v); got != c.same {
+			t.Errorf("%s: SameRecorded(%.60v) = %v", c.name, c.recorded, got)
+		}
+	}
+}

@@ -74,3 +74,29 @@ func jsonSize(v any, stop int) int {
 func tooLargeJSON(n int) string {
 	return `{"too_large_bytes":` + strconv.Itoa(n) + `}`
 }
+
+// SameRecorded reports whether recorded, a value read back from the
+// history, is the marker recorded for v: a value over MaxValueBytes is
+// the same as the one before a restart when its size is (its content is
+// not kept to tell them apart).
+func SameRecorded(recorded, v any) bool {
+	m, ok := recorded.(map[string]any)
+	if !ok || len(m) != 1 {
+		return false
+	}
+	n, ok := m["too_large_bytes"].(float64)
+	return ok && n > MaxValueBytes && recordedSize(v) == int(n)
+}
+
+// recordedSize is the size a marker records for v, or 0 when v is
+// recorded itself.
+func recordedSize(v any) int {
+	if n := jsonSize(v, maxSized); n > MaxValueBytes {
+		return n
+	}
+	b, err := json.Marshal(v)
+	if err != nil || len(b) <= MaxValueBytes {
+		return 0
+	}
+	return len(b)
+}
