@@ -166,3 +166,39 @@ func TestRestartWithHistoryOff(t *testing.T) {
 		t.Fatalf("%d firings of opened, want only the live one; newest %s", len(runs), runs[0].Envelope)
 	}
 }
+
+// TestRestartIsNoChangeForValuesTooLargeToRecord: a value over the
+// history's bound is recorded as its size; after a restart the same value
+// is still a baseline, and a real change still fires once.
+func TestRestartIsNoChangeForValuesTooLargeToRecord(t *testing.T) {
+	ctx := context.Background()
+	h := newHouse(t, Config{})
+	h.awaitDemo()
+	h.deploy(`{"name":"lock-any","mode":"parallel","triggers":[{"id":"l","state":"front_lock.state"}],
+	 "steps":[{"id":"note","set":{"seen":"{{ trigger.to_state }}"}}]}`)
+	publish := func(v string) {
+		t.Helper()
+		if err := h.client.Publish(ctx, "zigbee2mqtt/front_lock", []byte(`{"state":"`+v+`"}`), 1, true); err != nil {
+			t.Fatal(err)
+		}
+		testutil.Eventually(t, 10*time.Second, "the lock's state", func() bool {
+			l, _ := h.devs.Live("front_lock.state")
+			return l.Value == v
+		})
+	}
+	huge := strings.Repeat("L", 4000)
+	publish(huge)
+	testutil.Eventually(t, 10*time.Second, "the live firing", func() bool { return len(h.firings("lock-any")) >= 1 })
+	before := len(h.firings("lock-any"))
+	h.restartProcess(1, nil, false)
+	testutil.Eventually(t, 10*time.Second, "the retained huge state", func() bool {
+		l, _ := h.devs.Live("front_lock.state")
+		return l.Value == huge
+	})
+	publish("LOCK")
+	testutil.Eventually(t, 10*time.Second, "the real change fires", func() bool { return len(h.firings("lock-any")) > before })
+	h.eng.Close() // waits for the firings and writes their records
+	if got := len(h.firings("lock-any")) - before; got != 1 {
+		t.Fatalf("after a restart with the same huge value: %d new firings, want 1 (the real change)", got)
+	}
+}

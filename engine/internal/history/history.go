@@ -24,14 +24,19 @@ type Config struct {
 	// Retention is how long changes are kept (default 10 days).
 	Retention time.Duration
 	// MaxRows bounds the stored changes; the oldest go first (default
-	// 2,000,000, about 90 MB). Numeric states keep 5-minute summaries for
-	// the whole retention beyond it.
+	// 2,000,000, about 90 MB of small values, 2.2 GB at most of values of
+	// MaxValueBytes). Numeric states keep 5-minute summaries for the whole
+	// retention beyond it.
 	MaxRows int
 	// FlushEvery is how often queued changes are written (default 2 s).
 	FlushEvery time.Duration
 	// Queue bounds the changes waiting for a write (default 8,192); more
 	// are dropped and counted (Status).
 	Queue int
+	// QueueBytes bounds the bytes of the values waiting for a write
+	// (default 8 MiB), since a bus can fill a count-bounded queue with
+	// values of the message bound.
+	QueueBytes int
 }
 
 // Defaults fills in the defaults of what is not set.
@@ -48,6 +53,9 @@ func (c *Config) Defaults() {
 	if c.Queue <= 0 {
 		c.Queue = 8192
 	}
+	if c.QueueBytes <= 0 {
+		c.QueueBytes = 8 << 20
+	}
 }
 
 // Status is the recorder's health, for /healthz.
@@ -59,6 +67,11 @@ type Status struct {
 	Dropped uint64 `json:"dropped"`
 	Failed  uint64 `json:"failed"`
 	Queued  int    `json:"queued"`
+	// QueuedBytes is about how many bytes the queued values hold.
+	QueuedBytes int `json:"queued_bytes"`
+	// TooLarge values were over MaxValueBytes: a marker with their size
+	// was recorded instead.
+	TooLarge uint64 `json:"too_large"`
 	// Trimmed rows were deleted to stay within MaxRows.
 	Trimmed   uint64 `json:"trimmed"`
 	MaxRows   int    `json:"max_rows"`
@@ -77,19 +90,20 @@ type Recorder struct {
 	now   func() time.Time
 	devs  *devices.Catalog
 
-	mu    sync.Mutex
-	buf   []histItem // cap = cfg.Queue, never grown
-	spare []histItem // the writer's buffer between swaps
-	wake  chan struct{}
-	flush chan chan struct{}
-	stop  chan struct{}
-	done  chan struct{}
-	unsub func()
+	mu     sync.Mutex
+	buf    []histItem // cap = cfg.Queue, never grown
+	qbytes int        // the queued items' cost (item), at most cfg.QueueBytes
+	spare  []histItem // the writer's buffer between swaps
+	wake   chan struct{}
+	flush  chan chan struct{}
+	stop   chan struct{}
+	done   chan struct{}
+	unsub  func()
 	// fed holds the states the feed reported while Start seeds (nil after).
 	fed map[string]struct{}
 
-	started                           atomic.Bool
-	dropped, written, failed, trimmed atomic.Uint64
+	started                                     atomic.Bool
+	dropped, written, failed, trimmed, tooLarge atomic.Uint64
 	// The writer's own:
 	pts      []storage.HistoryPoint // reused from batch to batch
 	ids      storage.HistoryIDs     // entity ids, kept between writes
@@ -103,6 +117,9 @@ type histItem struct {
 	id string
 	v  any
 	t  time.Time
+	// big, when not 0, is the size of a value over MaxValueBytes, which
+	// is not kept (v is nil).
+	big int
 }
 
 func New(store *storage.Store, devs *devices.Catalog, log *slog.Logger, cfg Config, now func() time.Time) *Recorder {
@@ -117,19 +134,22 @@ func (h *Recorder) onChange(c devices.Change) {
 	if c.Kind != devices.ChangeState {
 		return
 	}
+	it, cost := item(c.ID, c.Value, c.Time) // sized outside the lock Status takes
 	h.mu.Lock()
 	if h.fed != nil {
 		h.fed[c.ID] = struct{}{}
 	}
-	n := len(h.buf)
-	if n == cap(h.buf) {
+	n, half := len(h.buf), h.qbytes < h.cfg.QueueBytes/2
+	if n == cap(h.buf) || h.qbytes+cost > h.cfg.QueueBytes {
 		h.mu.Unlock()
 		h.dropped.Add(1)
 		return
 	}
-	h.buf = append(h.buf, histItem{id: c.ID, v: c.Value, t: c.Time})
+	h.buf = append(h.buf, it)
+	h.qbytes += cost
+	half = half && h.qbytes >= h.cfg.QueueBytes/2
 	h.mu.Unlock()
-	if n+1 == h.cfg.Queue/2 {
+	if n+1 == h.cfg.Queue/2 || half {
 		select {
 		case h.wake <- struct{}{}:
 		default:
@@ -180,15 +200,17 @@ func (h *Recorder) seed(ctx context.Context) {
 // seedOne queues l as id's value unless the feed reported id; false: the
 // queue is full.
 func (h *Recorder) seedOne(id string, l devices.Live) bool {
+	it, cost := item(id, l.Value, l.LastChanged)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if _, ok := h.fed[id]; ok {
 		return true
 	}
-	if len(h.buf) == cap(h.buf) {
+	if len(h.buf) == cap(h.buf) || h.qbytes+cost > h.cfg.QueueBytes {
 		return false
 	}
-	h.buf = append(h.buf, histItem{id: id, v: l.Value, t: l.LastChanged})
+	h.buf = append(h.buf, it)
+	h.qbytes += cost
 	return true
 }
 
@@ -255,6 +277,7 @@ func (h *Recorder) write(ctx context.Context, sums bool) {
 	h.mu.Lock()
 	items := h.buf
 	h.buf = h.spare
+	h.qbytes = 0
 	h.mu.Unlock()
 	now := time.Now()
 	sums = sums || now.Sub(h.lastSums) >= sumsEvery
@@ -264,7 +287,14 @@ func (h *Recorder) write(ctx context.Context, sums bool) {
 	}
 	pts := h.pts[:0]
 	for i := range items {
-		if p, ok := historyPoint(&items[i]); ok {
+		p, ok := historyPoint(&items[i])
+		if ok && len(p.JSON) > MaxValueBytes { // escapes made it longer than its estimate
+			items[i].big, p.JSON = len(p.JSON), tooLargeJSON(len(p.JSON))
+		}
+		if items[i].big != 0 {
+			h.tooLarge.Add(1)
+		}
+		if ok {
 			pts = append(pts, p)
 		}
 	}
@@ -302,6 +332,10 @@ func (h *Recorder) purge(ctx context.Context) {
 // JSON. Non-finite numbers are not recorded (JSON has none).
 func historyPoint(it *histItem) (storage.HistoryPoint, bool) {
 	p := storage.HistoryPoint{Entity: it.id, T: it.t}
+	if it.big != 0 {
+		p.JSON = tooLargeJSON(it.big)
+		return p, true
+	}
 	switch v := it.v.(type) {
 	case float64:
 		if math.IsNaN(v) || math.IsInf(v, 0) {
@@ -332,10 +366,10 @@ func historyPoint(it *histItem) (storage.HistoryPoint, bool) {
 // Status reports the recorder's health (Retention is the engine's to say).
 func (h *Recorder) Status() Status {
 	h.mu.Lock()
-	q := len(h.buf)
+	q, qb := len(h.buf), h.qbytes
 	h.mu.Unlock()
 	return Status{On: true, Written: h.written.Load(), Dropped: h.dropped.Load(), Failed: h.failed.Load(),
-		Queued: q, Trimmed: h.trimmed.Load(), MaxRows: h.cfg.MaxRows}
+		Queued: q, QueuedBytes: qb, TooLarge: h.tooLarge.Load(), Trimmed: h.trimmed.Load(), MaxRows: h.cfg.MaxRows}
 }
 
 // BucketWidth divides span into at most points buckets: whole seconds,
