@@ -119,7 +119,7 @@ func (s *scheduler) takeBaseline(id string) (baseline, bool) {
 // recorded value). A baseline opens the "for" windows it satisfies, as
 // arming does, and is logged.
 func (s *scheduler) applyBaseline(ch *devices.Change, b baseline, ats []*armedTrigger) bool {
-	changed := b.recorded && !rules.SameValue(b.v, ch.Value) && !history.SameRecorded(b.v, ch.Value)
+	changed := b.recorded && !history.Same(b.v, ch.Value)
 	if changed {
 		ch.Prev = b.v
 	} else {

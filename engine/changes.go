@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine/internal/history"
-	"github.com/pilothouse/pilothouse/rules"
 )
 
 // When states last changed, for since() and last_changed(). The catalog
@@ -58,7 +57,7 @@ func (e *Engine) storedChange(id string, value any, seen time.Time) (time.Time, 
 	// the history's bound (a chattier entity pushes them out).
 	if last, since, ok, err := e.store.HistorySince(ctx, id); err != nil {
 		e.log.Warn("reading the last change for since()", "id", id, "err", err)
-	} else if ok && !since.After(seen) && rules.SameValue(history.Value(last), value) {
+	} else if ok && !since.After(seen) && history.Same(history.Value(last), value) {
 		return since, true
 	}
 	rows, err := e.store.HistoryLatest(ctx, id, seen, changeLookback)
@@ -68,7 +67,7 @@ func (e *Engine) storedChange(id string, value any, seen time.Time) (time.Time, 
 	}
 	var at time.Time
 	for _, r := range rows {
-		if !rules.SameValue(history.Value(r), value) {
+		if !history.Same(history.Value(r), value) {
 			break
 		}
 		at = r.T

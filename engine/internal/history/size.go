@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strconv"
 	"time"
+
+	"github.com/pilothouse/pilothouse/rules"
 )
 
 // MaxValueBytes bounds a recorded value's JSON: anything from the bus is
@@ -73,6 +75,12 @@ func jsonSize(v any, stop int) int {
 // tooLargeJSON is the marker recorded for a value of n bytes.
 func tooLargeJSON(n int) string {
 	return `{"too_large_bytes":` + strconv.Itoa(n) + `}`
+}
+
+// Same reports whether v is what recorded, a value read back from the
+// history, records: the same value, or the marker of a value too large.
+func Same(recorded, v any) bool {
+	return rules.SameValue(recorded, v) || SameRecorded(recorded, v)
 }
 
 // SameRecorded reports whether recorded, a value read back from the
