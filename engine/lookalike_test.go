@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -9,30 +8,12 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 )
-
-// lockedBuffer is a log sink the engine's goroutines may share.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestStoredLookAlikesStillLoad: rules stored before deploys refused
 // look-alike names (here "porch-late" and "Porch-Late") both load and arm
@@ -62,7 +43,7 @@ func TestStoredLookAlikesStillLoad(t *testing.T) {
 	if err := errors.Join(conn.Close(), db.Close()); err != nil {
 		t.Fatal(err)
 	}
-	var logs lockedBuffer
+	var logs testutil.LockedBuffer
 	if h.store, err = storage.Open(ctx, h.dir); err != nil {
 		t.Fatal(err)
 	}

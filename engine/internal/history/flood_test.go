@@ -200,14 +200,7 @@ func TestHistoryQueueBoundedInBytes(t *testing.T) {
 // encoded size.
 func TestHistoryValueBoundIsOnItsJSON(t *testing.T) {
 	ctx := context.Background()
-	store, err := storage.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	cfg := Config{}
-	cfg.Defaults()
-	h := New(store, nil, quiet(), cfg, time.Now)
+	h, store := feedless(t)
 	ctl := strings.Repeat("\x01", 300) // 302 bytes estimated, 1,802 encoded
 	h.onChange(devices.Change{Kind: devices.ChangeState, ID: "panel.note", Value: ctl, Time: time.Now()})
 	h.write(ctx, false)
@@ -221,14 +214,7 @@ func TestHistoryValueBoundIsOnItsJSON(t *testing.T) {
 // that value after a restart (its size, escapes included), and no other.
 func TestHistorySameRecorded(t *testing.T) {
 	ctx := context.Background()
-	store, err := storage.Open(ctx, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	cfg := Config{}
-	cfg.Defaults()
-	h := New(store, nil, quiet(), cfg, time.Now)
+	h, store := feedless(t)
 	huge, ctl := strings.Repeat("x", 5000), strings.Repeat("\x01", 300)
 	recorded := func(v any) any {
 		h.onChange(devices.Change{Kind: devices.ChangeState, ID: "panel.note", Value: v, Time: time.Now()})
@@ -255,4 +241,18 @@ func TestHistorySameRecorded(t *testing.T) {
 			t.Errorf("%s: SameRecorded(%.60v) = %v", c.name, c.recorded, got)
 		}
 	}
+}
+
+// feedless is a recorder with the defaults over a store in a temporary
+// folder and no catalog: a test feeds it onChange itself.
+func feedless(t *testing.T) (*Recorder, *storage.Store) {
+	t.Helper()
+	store, err := storage.Open(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	cfg := Config{}
+	cfg.Defaults()
+	return New(store, nil, quiet(), cfg, time.Now), store
 }
