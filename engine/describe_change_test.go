@@ -5,6 +5,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -23,7 +24,7 @@ func TestDescribeChangeText(t *testing.T) {
 	const entity = "hall_motion.occupancy"
 	for _, c := range []struct{ prev, cur any }{
 		{false, true}, {nil, 21.5}, {"off", "on"}, {1e21, math.NaN()},
-		{map[string]any{"a": []any{1, "<b>"}}, strings.Repeat("x", 300)},
+		{map[string]any{"a": []any{1, "<b>"}}, strings.Repeat("x", 200)},
 		{make(chan int), func() {}},
 	} {
 		got := describeChange(entity, devices.Change{Kind: devices.ChangeState, Prev: c.prev, Value: c.cur}, false)
@@ -34,6 +35,14 @@ func TestDescribeChangeText(t *testing.T) {
 		if want := fmt.Sprintf("%s fired %s", entity, old(c.cur)); got != want {
 			t.Errorf("event %v:\n got %s\nwant %s", c.cur, got, want)
 		}
+	}
+	// A value from the bus is cut in the reason, at a whole character,
+	// with its size: every firing's record keeps the reason.
+	big := strings.Repeat("é", 100_000)
+	got := describeChange(entity, devices.Change{Kind: devices.ChangeState, Prev: big, Value: "off"}, false)
+	if !strings.HasPrefix(got, entity+` changed from "éé`) || !strings.Contains(got, "… (200002 bytes) to \"off\"") ||
+		len(got) > 2*maxShownValue+100 || !utf8.ValidString(got) {
+		t.Errorf("a 200 KB value's reason: %d bytes, %.80q … %q", len(got), got, got[max(0, len(got)-60):])
 	}
 	if !raceEnabled {
 		ch := devices.Change{Kind: devices.ChangeState, Prev: 20.5, Value: 21.0}

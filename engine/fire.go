@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine/internal/bounds"
@@ -118,14 +119,34 @@ func describeChange(entity string, ch devices.Change, restored bool) string {
 		b = append(b, " fired "...)
 	} else {
 		b = append(b, " changed from "...)
-		b = appendCompact(b, ch.Prev)
+		b = appendShown(b, ch.Prev)
 		if restored {
 			b = append(b, " (its value before the restart)"...)
 		}
 		b = append(b, " to "...)
 	}
-	b = appendCompact(b, ch.Value)
+	b = appendShown(b, ch.Value)
 	return string(b)
+}
+
+// maxShownValue bounds a value in a trigger's reason: every firing's
+// record keeps the reason, skipped and cancelled ones too, and a bus value
+// of 200 KB in each made a guest's refused firings hold gigabytes.
+const maxShownValue = 256
+
+// appendShown appends v's JSON, cut to maxShownValue bytes (at a whole
+// character) with its full size said.
+func appendShown(b []byte, v any) []byte {
+	n := len(b)
+	b = appendCompact(b, v)
+	if size := len(b) - n; size > maxShownValue {
+		cut := n + maxShownValue
+		for cut > n && !utf8.RuneStart(b[cut]) {
+			cut--
+		}
+		b = append(b[:cut], fmt.Sprintf("… (%d bytes)", size)...)
+	}
+	return b
 }
 
 func compact(v any) string { return string(appendCompact(nil, v)) }

@@ -48,12 +48,11 @@ func Fold(s string) string {
 // lookAlikePairs are letter pairs a person reads as one letter.
 var lookAlikePairs = strings.NewReplacer("rn", "m", "vv", "w")
 
-// separators makes every run of the characters that separate words in a
-// name ('-', '_', '.', spaces) one '-', with none at either end:
-// "owner_lock", "owner--lock" and "owner-lock." read as "owner-lock".
+// separators drops the characters that separate words in a name ('-',
+// '_', '.', spaces): "owner_lock", "owner--lock", "owner-lock." and
+// "ownerlock" read as the same name as "owner-lock".
 func separators(s string) string {
-	words := strings.FieldsFunc(s, func(r rune) bool { return r == '-' || r == '_' || r == '.' || unicode.IsSpace(r) })
-	return strings.Join(words, "-")
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '-' || r == '_' || r == '.' || unicode.IsSpace(r) }), "")
 }
 
 func mapLookAlikes(s string) string {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"time"
@@ -303,7 +304,7 @@ func (w *batchWriter) write() int {
 	o.Yield, o.EncodedJSON = w.pace, true
 	got, err := r.store.WriteRuns(ctx, w.rows, o)
 	cancel()
-	if err != nil && (len(o.Trim) > 0 || len(o.TrimPrincipals) > 0) {
+	if err != nil && (len(o.Trim) > 0 || len(o.TrimPrincipals) > 0 || errors.Is(err, context.DeadlineExceeded)) {
 		got, err = w.writeWithoutTrims(o, err)
 		o = storage.WriteOptions{} // retried: nothing more to keep for the next batch
 	}
@@ -329,15 +330,16 @@ func (w *batchWriter) write() int {
 	return n
 }
 
-// writeWithoutTrims writes the batch's rows alone after the write with
-// its trims failed (err): a principal's trim scans all its firings and
-// may be what ran past the deadline, and the records come first. The
-// trims are due again with the next batch.
+// writeWithoutTrims writes the batch's rows alone, with a longer
+// deadline, after the write with its trims failed (err): a principal's
+// trim scans all its firings and may be what ran past the deadline, or a
+// burst on a loaded machine did; the records come first. The trims are
+// due again with the next batch.
 func (w *batchWriter) writeWithoutTrims(o storage.WriteOptions, err error) (storage.Trimmed, error) {
 	w.r.log.Warn("writing run records with their trims failed; writing the records alone", "count", len(w.rows), "err", err)
 	w.retryTrims(o)
 	o.Trim, o.TrimPrincipals = nil, nil
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	return w.r.store.WriteRuns(ctx, w.rows, o)
 }
