@@ -17,29 +17,23 @@ import (
 // the one a taken name gets, naming the rule already installed. Replacing
 // a rule of this very name adds no look-alike, so it is let through.
 func (e *Engine) lookAlikeCheck(ctx context.Context, runID, name string, p *Principal) *ExecuteResponse {
-	list, err := e.store.ListRules(ctx)
+	alike, err := e.store.LookAlikeOf(ctx, name)
+	var r storage.Rule
+	if err == nil && alike != "" {
+		r, err = e.store.GetRule(ctx, alike)
+	}
 	if err != nil {
 		e.log.Warn("deploy: reading the installed rules failed; nothing was installed", "rule", name, "err", err)
 		return nameRefusal(runID, name, rules.StatusPartial, "reading the installed rules failed; nothing was promoted or installed", err.Error())
 	}
-	want := shown.Fold(name)
-	var alike *storage.Rule
-	for i, r := range list {
-		if r.Name == name {
-			return nil
-		}
-		if alike == nil && shown.Fold(r.Name) == want {
-			alike = &list[i]
-		}
+	if alike == "" {
+		return nil
 	}
-	if r := alike; r != nil {
-		msg := "a rule named " + quote(r.Name) + " is installed, and " + quote(name) + " looks the same to a person; nothing was installed: choose another name"
-		if e.visibleRule(p, *r) {
-			msg += ", or deploy as " + quote(r.Name) + " to replace it"
-		}
-		return nameRefusal(runID, name, rules.StatusDenied, msg, "name taken")
+	msg := "a rule named " + quote(r.Name) + " is installed, and " + quote(name) + " looks the same to a person; nothing was installed: choose another name"
+	if e.visibleRule(p, r) {
+		msg += ", or deploy as " + quote(r.Name) + " to replace it"
 	}
-	return nil
+	return nameRefusal(runID, name, rules.StatusDenied, msg, "name taken")
 }
 
 // lookAlikeInstalled says why storage refused name: a rule whose name a

@@ -268,33 +268,52 @@ func (e *LookAlikeError) Error() string {
 // checkLookAlike refuses name beside a rule whose name folds to the same
 // (shown.Fold), unless it replaces a rule of this very name; in the
 // install's transaction, so two look-alike deploys at once cannot both
-// pass the engine's check made before it.
+// pass the engine's check made before it (LookAlikeOf).
 func checkLookAlike(ctx context.Context, tx *sql.Tx, name string) error {
 	rows, err := tx.QueryContext(ctx, `SELECT name FROM rules`)
 	if err != nil {
 		return fmt.Errorf("storage: install rule %s: read names: %w", name, err)
 	}
-	defer rows.Close()
-	want, alike := shown.Fold(name), ""
-	for rows.Next() {
-		var n string
-		if err := rows.Scan(&n); err != nil {
-			return fmt.Errorf("storage: install rule %s: read names: %w", name, err)
-		}
-		if n == name {
-			return nil
-		}
-		if alike == "" && shown.Fold(n) == want {
-			alike = n
-		}
-	}
-	if err := rows.Err(); err != nil {
+	alike, err := lookAlikeIn(rows, name)
+	if err != nil {
 		return fmt.Errorf("storage: install rule %s: read names: %w", name, err)
 	}
 	if alike != "" {
 		return &LookAlikeError{Name: name, Installed: alike}
 	}
 	return nil
+}
+
+// LookAlikeOf is the installed rule whose name a person cannot tell from
+// name (shown.Fold): "" when there is none, or when a rule of that very
+// name is installed (replacing it adds no look-alike).
+func (s *Store) LookAlikeOf(ctx context.Context, name string) (string, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT name FROM rules ORDER BY name`)
+	if err != nil {
+		return "", s.fault(ctx, fmt.Errorf("storage: look-alikes of %s: %w", name, err))
+	}
+	alike, err := lookAlikeIn(rows, name)
+	return alike, s.fault(ctx, err)
+}
+
+// lookAlikeIn reads rows of rule names and closes them: the first whose
+// name folds to name's, or "" when name itself is among them.
+func lookAlikeIn(rows *sql.Rows, name string) (string, error) {
+	defer rows.Close()
+	want, alike := shown.Fold(name), ""
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			return "", err
+		}
+		if n == name {
+			return "", nil
+		}
+		if alike == "" && shown.Fold(n) == want {
+			alike = n
+		}
+	}
+	return alike, rows.Err()
 }
 
 // soundJSON is a rule's JSON column b, or nil with r.Damaged saying why
