@@ -336,7 +336,11 @@ func (w *batchWriter) write() int {
 // burst on a loaded machine did; the records come first. The trims are
 // due again with the next batch.
 func (w *batchWriter) writeWithoutTrims(o storage.WriteOptions, err error) (storage.Trimmed, error) {
-	w.r.log.Warn("writing run records with their trims failed; writing the records alone", "count", len(w.rows), "err", err)
+	if len(o.Trim) > 0 || len(o.TrimPrincipals) > 0 {
+		w.r.log.Warn("writing run records with their trims failed; writing the records alone", "count", len(w.rows), "trims", len(o.Trim)+len(o.TrimPrincipals), "err", err)
+	} else {
+		w.r.log.Warn("writing run records failed; writing them again with a longer deadline", "count", len(w.rows), "err", err)
+	}
 	w.retryTrims(o)
 	o.Trim, o.TrimPrincipals = nil, nil
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
