@@ -119,8 +119,8 @@ func (e *Engine) GetApproval(ctx context.Context, id string) (ApprovalDetail, er
 	}
 	if r, err := e.store.GetRule(ctx, a.Rule); err == nil {
 		d.InstalledParams = r.Params
-		if ar := e.sched.ruleByName(r.Name); ar != nil {
-			d.RunsInProgress = ar.inProgress()
+		if ar := e.sched.Rule(r.Name); ar != nil {
+			d.RunsInProgress = ar.InProgress()
 		}
 		if b := e.body(r.Ref); b != nil {
 			d.Installed = b.Compiled().Raw

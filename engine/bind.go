@@ -7,6 +7,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/engine/internal/catalog"
 	"github.com/pilothouse/pilothouse/engine/internal/promoted"
+	"github.com/pilothouse/pilothouse/engine/internal/sched"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -143,11 +144,11 @@ func diagSummary(ds []pilotage.Diagnostic) string {
 // boundVisible reports whether p may see every entry an installed rule
 // was bound to: a rule bound to an entry p cannot see is as invisible to
 // p as an automation reaching one (catalog.Service.View).
-func (e *Engine) boundVisible(p *Principal, v *view, ar *armedRule) bool {
-	if ar == nil || len(ar.c.RefParams()) == 0 || p.Unrestricted() {
+func (e *Engine) boundVisible(p *Principal, v *view, ar *sched.Rule) bool {
+	if ar == nil || len(ar.Compiled().RefParams()) == 0 || p.Unrestricted() {
 		return true
 	}
-	return catalog.SeesAll(p, v, e.cat.DevSnapshot(), ar.c.Refs)
+	return catalog.SeesAll(p, v, e.cat.DevSnapshot(), ar.Compiled().Refs)
 }
 
 // installedView is the validator's view of the installed rules
@@ -167,39 +168,25 @@ func (e *Engine) installed(p *Principal) rules.InstalledRules {
 
 // Watching implements rules.InstalledRules.
 func (iv installedView) Watching(entity string) []rules.InstalledTrigger {
-	s := iv.e.sched
-	s.mu.RLock()
-	ats := slices.Clone(s.index[entity])
-	s.mu.RUnlock()
-	ats = append(ats, s.selected(entity)...) // triggers by selector watching it now
 	var out []rules.InstalledTrigger
-	for _, at := range ats {
-		ar := at.r
+	for _, at := range iv.e.sched.Watching(entity) {
+		ar := at.Rule()
 		if !iv.e.armedVisible(iv.p, iv.v, ar) {
 			continue
 		}
-		out = append(out, rules.InstalledTrigger{Rule: ar.name, Trigger: at.t, Calls: ar.c.Calls(), Selects: ar.c.CallSelectors()})
+		out = append(out, rules.InstalledTrigger{Rule: ar.Name(), Trigger: at.RunTrigger(), Calls: ar.Compiled().Calls(), Selects: ar.Compiled().CallSelectors()})
 	}
 	return out
 }
 
 // armedVisible reports whether p may see an armed rule (visibleRule for
 // what is in memory).
-func (e *Engine) armedVisible(p *Principal, v *view, ar *armedRule) bool {
-	if ar.principal != nil && p.OwnsRun(ar.principal.Name) {
+func (e *Engine) armedVisible(p *Principal, v *view, ar *sched.Rule) bool {
+	if ar.Principal() != nil && p.OwnsRun(ar.Principal().Name) {
 		return true
 	}
-	if _, ok := v.Get(ar.ref); !ok {
+	if _, ok := v.Get(ar.Ref()); !ok {
 		return false
 	}
 	return e.boundVisible(p, v, ar)
-}
-
-// boundIDs is what an armed rule's program is bound to: its references,
-// when it has catalog-reference params (nil otherwise).
-func (ar *armedRule) boundIDs() []string {
-	if len(ar.c.RefParams()) == 0 {
-		return nil
-	}
-	return ar.c.Refs
 }

@@ -26,24 +26,3 @@ func (e *Engine) ruleCapError(p *Principal, err error) *pilotage.RequestError {
 		Message: fmt.Sprintf("principal %s keeps %d rules, the most limits.max_rules_per_principal (%d) allows; nothing was installed: remove a rule (pilotage_manage) or deploy over one of yours (input.install.replace)",
 			quote(p.Name), c.Rules, c.Max)}
 }
-
-// takeLive takes one of the rule's principal's live firings (bounds.Live),
-// or says why there is none; an admin (the owner) is not bounded.
-func (ar *armedRule) takeLive() (refused string) {
-	p := ar.principal
-	if p.Admin {
-		return ""
-	}
-	if n, ok := ar.s.live.Acquire(p.Name); !ok {
-		return "refused: the rules of principal " + quote(p.Name) + " already run or queue " + itoa(int(n)) +
-			" firings at once (limits.max_live_firings_per_principal)"
-	}
-	return ""
-}
-
-// giveLive gives back the live firing of one of the rule's that ended.
-func (ar *armedRule) giveLive() {
-	if !ar.principal.Admin {
-		ar.s.live.Release(ar.principal.Name)
-	}
-}

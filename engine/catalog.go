@@ -197,6 +197,8 @@ func quote(s string) string {
 	return string(b)
 }
 
+func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
+
 // changedSince serves one page of changes from the baseline: up to limit
 // (default and most MaxListLimit) in id order, toward the current version,
 // or, with a cursor, toward the version the first page named.

@@ -68,7 +68,7 @@ func noteUnstored(t *pilotage.Trace, why string) {
 type RunStats struct {
 	DeniedUnstored uint64 `json:"denied_unstored"`
 	// LoopsStopped counts the rules disabled because they kept firing
-	// themselves (engine/loop.go).
+	// themselves (engine/internal/sched/loop.go).
 	LoopsStopped uint64 `json:"loops_stopped"`
 	// FiringsRefused counts the firings refused because their principal's
 	// rules ran or queued limits.max_live_firings_per_principal at once (caps.go).
@@ -77,9 +77,9 @@ type RunStats struct {
 
 // RunStats returns the engine's run-record counters.
 func (e *Engine) RunStats() RunStats {
-	st := RunStats{DeniedUnstored: e.deniedUnstored.Load(), LoopsStopped: e.loopsStopped.Load()}
+	st := RunStats{DeniedUnstored: e.deniedUnstored.Load()}
 	if e.sched != nil {
-		st.FiringsRefused = e.sched.live.Refused()
+		st.FiringsRefused, st.LoopsStopped = e.sched.Live().Refused(), e.sched.LoopsStopped()
 	}
 	return st
 }

@@ -1,16 +1,9 @@
 // Package engine implements the Pilotage semantics of Pilothouse, the one
 // door its transports (MCP, web) use: the manifest, the execute pipeline in
-// the spec's processing order, the scheduler that arms installed rules and
-// fires them, approvals, and the scoped API over the catalog, runs, state
-// history, the logbook and event streams (what only it needs lives in
-// engine/internal).
-//
-// It is past issue 29's 6,000 lines of non-test code (about 6,130): the
-// per-principal bounds and the look-alike names of session 41 are its
-// own rules about rules and principals. The next split is the scheduler's
-// runtime (fire.go, scheduler.go, holds*.go, baseline.go, availability.go,
-// selector.go: about 1,700 lines), which needs the catalog, the store and
-// the principals behind one interface first.
+// the spec's processing order, approvals, and the scoped API over the
+// catalog, rules, runs, state history, the logbook and event streams; what
+// only it needs lives in engine/internal (the armed rules and their firings
+// in engine/internal/sched).
 package engine
 
 import (
@@ -29,6 +22,7 @@ import (
 	"github.com/pilothouse/pilothouse/engine/internal/logbook"
 	"github.com/pilothouse/pilothouse/engine/internal/promoted"
 	"github.com/pilothouse/pilothouse/engine/internal/recorder"
+	"github.com/pilothouse/pilothouse/engine/internal/sched"
 	"github.com/pilothouse/pilothouse/engine/internal/served"
 	"github.com/pilothouse/pilothouse/engine/internal/uptime"
 	"github.com/pilothouse/pilothouse/helpers"
@@ -110,17 +104,16 @@ func (c *Config) defaults() {
 
 // Engine ties the catalog, the Language, storage and the scheduler together.
 type Engine struct {
-	cfg Config
-	// offlineChanges counts state changes of offline devices (availability.go).
-	offlineChanges atomic.Uint64
-	log            *slog.Logger
-	devs           *devices.Catalog
+	cfg  Config
+	log  *slog.Logger
+	devs *devices.Catalog
 	// helpers, when set (SetHelpers), owns the household's helpers.
 	helpers *helpers.Manager
 	store   *storage.Store
 
 	cat   *catalog.Service
-	sched *scheduler
+	sched *sched.Scheduler // nil without storage
+	deps  *sched.Deps      // what the scheduler and live worlds read of the engine
 	rec   *recorder.Recorder
 	hist  *history.Recorder // nil when off, or without devices or storage
 	book  *logbook.Logbook  // nil without storage
@@ -140,7 +133,6 @@ type Engine struct {
 
 	deniedMu       sync.Mutex    // counting and storing a refusal (storeRefusable)
 	deniedUnstored atomic.Uint64 // refusals not stored over the per-principal bound
-	loopsStopped   atomic.Uint64 // rules disabled because they kept firing themselves
 
 	approvals *approval.Book // the risk gate's requests
 
@@ -166,13 +158,17 @@ func New(cfg Config, devs *devices.Catalog, store *storage.Store, log *slog.Logg
 		store.SetClock(cfg.Now)
 	}
 	e.cat = catalog.New(devs)
+	e.deps = &sched.Deps{Log: log, Store: store, Devs: devs, Cat: e.cat, Rules: e.rules, Now: cfg.Now, Zone: cfg.TimeZone,
+		Location: cfg.Location, Limits: cfg.Limits, Retention: cfg.Retention, Host: (*schedHost)(e),
+		History: store != nil && devs != nil && !cfg.History.Off}
 	if store != nil {
 		e.up = uptime.New(store, log, cfg.Now)
 		e.rec = recorder.New(store, log, cfg.KeepPerStatus)
 		e.rec.Announce = e.announceFiring
 		e.rec.MaxRuleBytes, e.rec.MaxPrincipalBytes = int64(cfg.Limits.MaxStoredRuleBytes), int64(cfg.Limits.MaxStoredFiringBytes)
 		e.rec.Unbounded = func(name string) bool { return e.principalByName(name).Admin }
-		e.sched = newScheduler(e)
+		e.deps.Rec = e.rec
+		e.sched = sched.New(e.deps)
 		e.book = logbook.New(store, log.With("part", "logbook"), cfg.Logbook, cfg.Retention, cfg.Now)
 	}
 	if store != nil && devs != nil && !cfg.History.Off {
@@ -207,7 +203,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.log.Info("firings interrupted by the last stop recorded", "count", n)
 	}
 	e.rec.Start()
-	if err := e.sched.start(ctx); err != nil {
+	if err := e.sched.Start(ctx); err != nil {
 		e.rec.Close()
 		return err
 	}
@@ -221,7 +217,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.hist.Start(ctx) // after the scheduler: its subscriber runs first
 	}
 	e.book.Start(ctx, e.devs)
-	e.Note("server", fmt.Sprintf("Pilothouse started: %d rules armed", e.sched.armedCount()))
+	e.Note("server", fmt.Sprintf("Pilothouse started: %d rules armed", e.sched.Armed()))
 	return nil
 }
 
@@ -239,7 +235,7 @@ func (e *Engine) Close() {
 		e.cancel()
 	}
 	if e.sched != nil {
-		e.sched.close()
+		e.sched.Close()
 	}
 	if e.hist != nil {
 		e.hist.Close()

@@ -3,6 +3,7 @@ package engine
 import (
 	"time"
 
+	"github.com/pilothouse/pilothouse/engine/internal/sched"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 )
@@ -17,7 +18,7 @@ const (
 // Environment describes the server's time zone and location now.
 func (e *Engine) Environment() *pilotage.Environment {
 	now := e.Now().In(e.cfg.TimeZone)
-	env := &pilotage.Environment{TimeZone: zoneText(e.cfg.TimeZone), Now: now.Format(time.RFC3339)}
+	env := &pilotage.Environment{TimeZone: sched.ZoneText(e.cfg.TimeZone), Now: now.Format(time.RFC3339)}
 	s := &env.Sun
 	switch {
 	case e.cfg.Location == nil:
@@ -45,18 +46,3 @@ func (e *Engine) Environment() *pilotage.Environment {
 var DemoLocation = rules.Location{Latitude: 51.4779, Longitude: -0.0015}
 
 const demoPlaceName = "the Royal Observatory, Greenwich (London)"
-
-// zoneText names a zone: its IANA name, or for the system's zone ("Local")
-// its abbreviation and offset now.
-func zoneText(z *time.Location) string {
-	if z == nil {
-		return "UTC"
-	}
-	if n := z.String(); n != "Local" {
-		return n
-	}
-	if name, _ := time.Now().In(z).Zone(); name != "" {
-		return name
-	}
-	return time.Now().In(z).Format("-07:00")
-}

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 
+	"github.com/pilothouse/pilothouse/engine/internal/sched"
 	"github.com/pilothouse/pilothouse/rules"
 )
 
@@ -50,7 +51,7 @@ func (e *Engine) GuideTopic(id, topic string) (string, bool) {
 // serverSection is the core guide's "This server" section.
 func (e *Engine) serverSection() string {
 	var b strings.Builder
-	zone := zoneText(e.cfg.TimeZone)
+	zone := sched.ZoneText(e.cfg.TimeZone)
 	b.WriteString("## This server\n\n")
 	fmt.Fprintf(&b, "- **Time zone: %s.** `at` and `cron` triggers, time conditions, `hour()`, `minute()`, `weekday()`, `scenario.now` and the times in traces and `next_fire` are in it; `pilotage_discover` shows the local time now (`environment.now`).\n", zone)
 	switch {

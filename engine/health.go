@@ -24,8 +24,8 @@ type FiringLoad = bounds.Load
 
 // FiringLoad reports how the firing slots are used now (/healthz).
 func (e *Engine) FiringLoad() FiringLoad {
-	if e.sched == nil || e.sched.work == nil {
+	if e.sched == nil {
 		return FiringLoad{Slots: bounds.MaxRunning}
 	}
-	return e.sched.work.Load()
+	return e.sched.Work().Load()
 }

@@ -78,13 +78,11 @@ func (e *Engine) DeleteHelper(ctx context.Context, id string) error {
 func (e *Engine) RulesReading(ctx context.Context, id string) []string {
 	p := e.principal(ctx)
 	var reading []storage.Rule
-	e.sched.mu.RLock()
-	for name, ar := range e.sched.rules {
-		if slices.ContainsFunc(ar.c.Refs, func(ref string) bool { return access.DeviceOf(ref) == id }) {
-			reading = append(reading, storage.Rule{Name: name, Principal: ar.principal.Name, Ref: ar.ref})
+	for _, ar := range e.sched.Rules() {
+		if slices.ContainsFunc(ar.Compiled().Refs, func(ref string) bool { return access.DeviceOf(ref) == id }) {
+			reading = append(reading, storage.Rule{Name: ar.Name(), Principal: ar.Principal().Name, Ref: ar.Ref()})
 		}
 	}
-	e.sched.mu.RUnlock()
 	var out []string
 	for _, r := range reading { // visibleRule takes the scheduler's lock itself
 		if e.visibleRule(p, r) {

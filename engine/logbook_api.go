@@ -146,10 +146,3 @@ func (e *Engine) logApproval(a storage.Approval, text string) {
 	e.book.Add(storage.LogEntry{T: e.Now(), Kind: "approval", Rule: a.Rule, Principal: a.Principal, Ref: a.Ref,
 		Status: a.Status, Text: text})
 }
-
-// armedCount is how many rules are armed, for the start's entry.
-func (s *scheduler) armedCount() int {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return len(s.rules)
-}

@@ -3,9 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
-	"log/slog"
 
-	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -52,19 +50,4 @@ func nameRefusal(runID, name, status, msg, stepErr string) *ExecuteResponse {
 		Outcome: pilotage.Outcome{OK: false, Status: rules.StepFailed, Error: stepErr}}
 	return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: status, Error: msg},
 		Trace: &pilotage.Trace{Level: pilotage.LevelFull, Steps: []pilotage.TraceStep{step}}}
-}
-
-// warnLookAlikes logs the stored rules whose names a person cannot tell
-// apart (installed before deploys refused them): both stay installed, and
-// the owner learns which to rename.
-func warnLookAlikes(log *slog.Logger, list []storage.Rule) {
-	seen := make(map[string]string, len(list))
-	for _, r := range list {
-		f := shown.Fold(r.Name)
-		if other, ok := seen[f]; ok {
-			log.Warn("two installed rules have names a person cannot tell apart; both stay installed, rename one", "rule", r.Name, "looks_like", other)
-			continue
-		}
-		seen[f] = r.Name
-	}
 }

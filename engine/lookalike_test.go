@@ -55,7 +55,7 @@ func TestStoredLookAlikesStillLoad(t *testing.T) {
 	t.Cleanup(func() { eng.Close(); _ = store.Close() })
 
 	for _, name := range []string{"porch-late", "Porch-Late"} {
-		if h.eng.sched.ruleByName(name) == nil {
+		if h.eng.sched.Rule(name) == nil {
 			t.Errorf("stored rule %q not armed after the restart", name)
 		}
 	}

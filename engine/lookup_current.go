@@ -24,8 +24,8 @@ func (e *Engine) currentAutomation(v *view, id string) (*pilotage.Entry, bool) {
 	if e.sched == nil {
 		return nil, false
 	}
-	if ar := e.sched.ruleByName(name); ar != nil {
-		return v.Get(ar.ref) // not an older version in its place
+	if ar := e.sched.Rule(name); ar != nil {
+		return v.Get(ar.Ref()) // not an older version in its place
 	}
 	order := e.cat.AutomationIDs()
 	prefix := id + "@"

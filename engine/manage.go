@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/pilothouse/pilothouse/engine/internal/sched"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -38,7 +39,7 @@ func (e *Engine) visibleRule(p *Principal, r storage.Rule) bool {
 	if _, ok := v.Get(r.Ref); !ok {
 		return false
 	}
-	return e.boundVisible(p, v, e.sched.ruleByName(r.Name))
+	return e.boundVisible(p, v, e.sched.Rule(r.Name))
 }
 
 // ListRules lists the installed rules visible to the caller, by name.
@@ -81,8 +82,8 @@ func (e *Engine) GetRule(ctx context.Context, name string, lastFirings int) (Rul
 	ri, err := e.ruleInfo(ctx, p, r, lastFirings)
 	if err == nil {
 		ri.Approval = e.approvals.RuleApproval(ctx, r.Name, r.Ref)
-		if ar := e.sched.ruleByName(r.Name); ar != nil && e.runsBound(ar, r.Ref) {
-			ri.Plan = rules.BuildPlan(ar.c) // bound: the real ids, values and risk
+		if ar := e.sched.Rule(r.Name); ar != nil && e.runsBound(ar, r.Ref) {
+			ri.Plan = rules.BuildPlan(ar.Compiled()) // bound: the real ids, values and risk
 		} else if b := e.body(r.Ref); b != nil {
 			ri.Plan = b.DecodedPlan()
 		}
@@ -93,8 +94,8 @@ func (e *Engine) GetRule(ctx context.Context, name string, lastFirings int) (Rul
 // runsBound reports whether an armed rule runs its program bound to its
 // input (rules.Compiled.Binds of the promoted body; the bound program
 // itself keeps only its catalog references): its plan is the bound one's.
-func (e *Engine) runsBound(ar *armedRule, ref string) bool {
-	if len(ar.c.RefParams()) > 0 {
+func (e *Engine) runsBound(ar *sched.Rule, ref string) bool {
+	if len(ar.Compiled().RefParams()) > 0 {
 		return true
 	}
 	b := e.body(ref)
@@ -117,11 +118,11 @@ func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, las
 		ri.Description = b.Compiled().Description()
 		ri.MaxRisk = b.MaxRisk()
 	}
-	if ar := e.sched.ruleByName(r.Name); ar != nil {
+	if ar := e.sched.Rule(r.Name); ar != nil {
 		if e.runsBound(ar, r.Ref) {
-			ri.MaxRisk = rules.BuildPlan(ar.c).MaxRisk
+			ri.MaxRisk = rules.BuildPlan(ar.Compiled()).MaxRisk
 		}
-		ar.describe(e, r.Enabled, &ri)
+		describeArmed(ar, r.Enabled, &ri)
 	}
 	if r.Damaged != "" {
 		ri.Status, ri.Broken = "broken", r.Damaged
@@ -150,14 +151,11 @@ func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, las
 // a referenced entry gone or changed: it is judged against the catalog
 // now, as the next firing will judge it (a device that came back clears
 // it), without recording anything.
-func (ar *armedRule) describe(e *Engine, enabled bool, ri *RuleInfo) {
-	info := ar.info(e)
+func describeArmed(ar *sched.Rule, enabled bool, ri *RuleInfo) {
+	info := ar.Info()
 	ri.Triggers = info.Triggers
-	ar.mu.Lock()
-	marked := ar.broken
-	ar.mu.Unlock()
-	if marked != "" || ri.Broken != "" {
-		ri.Broken = ar.brokenReason(e)
+	if ar.Marked() != "" || ri.Broken != "" {
+		ri.Broken = ar.BrokenReason()
 	}
 	switch {
 	case ri.Broken != "":
@@ -168,7 +166,7 @@ func (ar *armedRule) describe(e *Engine, enabled bool, ri *RuleInfo) {
 	default:
 		ri.Status = "disabled"
 	}
-	ri.Missing = ar.missing(e)
+	ri.Missing = ar.Missing()
 }
 
 // SetRuleEnabled enables or disables a visible rule.
@@ -197,7 +195,7 @@ func (e *Engine) switchRule(ctx context.Context, name string, on bool, ev Event)
 	if err := e.store.SetRuleEnabled(ctx, name, on); err != nil {
 		return 0, fmt.Errorf("engine: updating rule: %w", err)
 	}
-	cancelled := e.sched.setEnabled(name, on)
+	cancelled := e.sched.SetEnabled(name, on)
 	ev.Type, ev.Rule, ev.Status, ev.Time = "rule", name, map[bool]string{true: "enabled", false: "disabled"}[on], e.Now()
 	e.notify(ev)
 	return cancelled, nil
@@ -232,13 +230,13 @@ func (e *Engine) mayManage(ctx context.Context, ri RuleInfo, verb string) error 
 // installer installed, without a person; none when no rule of that name
 // is armed (nothing to disarm).
 func (e *Engine) othersRiskyRule(p *Principal, name, installer string) []string {
-	ar := e.sched.ruleByName(name)
+	ar := e.sched.Rule(name)
 	if ar == nil {
 		return nil
 	}
-	plan := ar.c.Plan
+	plan := ar.Compiled().Plan
 	if plan == nil {
-		plan = rules.BuildPlan(ar.c)
+		plan = rules.BuildPlan(ar.Compiled())
 	}
 	return e.approvals.NeedsPerson(p, plan, installer)
 }
@@ -257,7 +255,7 @@ func (e *Engine) RemoveRule(ctx context.Context, name string) (int, error) {
 	if err := e.store.RemoveRule(ctx, name); err != nil {
 		return 0, fmt.Errorf("engine: removing rule: %w", err)
 	}
-	cancelled := e.sched.remove(name)
+	cancelled := e.sched.Remove(name)
 	e.notify(Event{Type: "rule", Rule: name, Status: "removed", OK: true, Time: e.Now(), Principal: ri.Principal, Ref: ri.ProgramRef})
 	return cancelled, nil
 }

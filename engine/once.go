@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pilothouse/pilothouse/engine/internal/sched"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 )
@@ -43,7 +44,7 @@ func (e *Engine) runOnce(ctx context.Context, p *Principal, runID string, c *rul
 	defer cancel()
 	// Held to its plan's risk, as a firing is: a riskier device that
 	// joined a selector's area since it was validated is refused.
-	w := &liveWorld{e: e, p: p, ceiling: &plan.MaxRiskHints}
+	w := sched.NewWorld(e.deps, p, &plan.MaxRiskHints)
 	// A program has at least one trigger: the first one stands for the
 	// caller's hand (nothing is armed).
 	tf := rules.TriggerFire{ID: c.Triggers()[0].ID(), Time: e.Now().In(e.cfg.TimeZone), Because: "manual run by " + p.Name}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 
 	"github.com/pilothouse/pilothouse/engine/internal/promoted"
+	"github.com/pilothouse/pilothouse/engine/internal/sched"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 )
@@ -24,13 +25,13 @@ func (e *Engine) unchangedDeploy(ctx context.Context, p *Principal, runID, name 
 	if !bytes.Equal(paramsKey(old.Params), paramsKey(pj)) {
 		return nil
 	}
-	ar := e.sched.ruleByName(old.Name)
+	ar := e.sched.Rule(old.Name)
 	if ar == nil {
 		return nil
 	}
-	info := ar.info(e)
+	info := ar.Info()
 	out := &pilotage.DeployOutput{ProgramRef: old.Ref, Rule: old.Name, Unchanged: true, Triggers: info.Triggers, NextFire: info.NextFire,
-		TimeZone: zoneText(e.cfg.TimeZone), Warnings: b.warnings}
+		TimeZone: sched.ZoneText(e.cfg.TimeZone), Warnings: b.warnings}
 	if b.refs {
 		out.Plan = b.c.Plan
 	}
@@ -61,20 +62,13 @@ func (e *Engine) replaceNotice(ctx context.Context, p *Principal, c *rules.Compi
 		return nil
 	}
 	msg := "a rule named " + quote(old.Name) + " is installed (by " + old.Principal + ", " + old.Ref + "): deploying this under its name would replace it"
-	if ar := e.sched.ruleByName(old.Name); ar != nil {
-		if n := ar.inProgress(); n > 0 {
+	if ar := e.sched.Rule(old.Name); ar != nil {
+		if n := ar.InProgress(); n > 0 {
 			msg += "; its " + rules.Plural(n, "run", "") + " in progress now would be cancelled"
 		}
 	}
 	return &pilotage.Diagnostic{Code: rules.CodeReplacedRule, Severity: pilotage.SeverityWarning, Path: "/name", Message: msg,
 		Hint: "a deploy replaces it only with input.install.replace: true (otherwise it answers rule_exists and installs nothing); to keep both, deploy with input.install.rule set to another name"}
-}
-
-// inProgress counts the rule's runs in progress.
-func (ar *armedRule) inProgress() int {
-	ar.mu.Lock()
-	defer ar.mu.Unlock()
-	return len(ar.running)
 }
 
 // replaceCheck refuses a deploy that would replace an installed rule of
@@ -96,8 +90,8 @@ func (e *Engine) replaceCheck(ctx context.Context, p *Principal, runID, name str
 		return nil, nil
 	}
 	rep := &pilotage.Replaces{Rule: old.Name, ProgramRef: old.Ref, Principal: old.Principal, Input: paramsKey(old.Params), Enabled: old.Enabled}
-	if ar := e.sched.ruleByName(old.Name); ar != nil {
-		rep.RunsInProgress = ar.inProgress()
+	if ar := e.sched.Rule(old.Name); ar != nil {
+		rep.RunsInProgress = ar.InProgress()
 	}
 	msg := "a rule named " + quote(name) + " is installed (program " + old.Ref + ", input " + string(rep.Input) + ", by " + old.Principal + ")"
 	if rep.RunsInProgress > 0 {

@@ -27,8 +27,8 @@ func (e *Engine) RuleReads(ctx context.Context, name string) ([]string, error) {
 		return nil, fmt.Errorf("engine: reading rule: %w", err)
 	}
 	var c *rules.Compiled
-	if ar := e.sched.ruleByName(name); ar != nil {
-		c = ar.c // bound to its params when they name entries
+	if ar := e.sched.Rule(name); ar != nil {
+		c = ar.Compiled() // bound to its params when they name entries
 	} else if b := e.body(r.Ref); b != nil {
 		c = b.Compiled()
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine/internal/input"
+	"github.com/pilothouse/pilothouse/engine/internal/sched"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -71,16 +72,16 @@ func (e *Engine) simWorld(p *Principal, v *view, scen rules.Scenario) *rules.Sim
 		if !ok {
 			return nil, false
 		}
-		return liveValue(l), true
+		return sched.LiveValue(l), true
 	}
 	w := rules.NewSimWorld(base, e.Now(), scen, e.simEffects)
-	w.SetAvailableBase((&liveWorld{e: e, p: p}).Available)
+	w.SetAvailableBase(sched.NewWorld(e.deps, p, nil).Available)
 	w.SetSelectBase(v.Select)
 	if e.devs != nil {
 		w.SetPreview(func(ctx context.Context, id string, args map[string]any) (any, error) {
 			return e.devs.Preview(ctx, id, args)
 		})
-		w.SetCallCheck(func(id string, args map[string]any) error { return callError(e.devs.CheckArgs(id, args)) })
+		w.SetCallCheck(func(id string, args map[string]any) error { return sched.CallError(e.devs.CheckArgs(id, args)) })
 	}
 	if e.helpers != nil {
 		w.SetStateEffects(func(id string, args map[string]any, now time.Time, state func(string) (any, bool)) (map[string]any, []rules.Later, bool, error) {
@@ -182,11 +183,11 @@ func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rule
 	}
 	steps = append(steps, pilotage.TraceStep{ID: "install", Output: map[string]any{"rule": rule.Name, "replaced": replaced},
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}, TMs: ms()})
-	ar, cancelled := e.sched.install(rule, armed, params, e.cat.View(p).DevGen()+1)
-	info := ar.info(e)
+	ar, cancelled := e.sched.Install(rule, armed, params, e.cat.View(p).DevGen()+1)
+	info := ar.Info()
 	warnings := slices.Concat(b.warnings, replacedWarnings(replaced, existing, paramsJSON, cancelled))
 	out := &pilotage.DeployOutput{ProgramRef: pr.prog.Ref, Rule: rule.Name, Replaced: replaced, Triggers: info.Triggers, NextFire: info.NextFire,
-		TimeZone: zoneText(e.cfg.TimeZone), Warnings: warnings}
+		TimeZone: sched.ZoneText(e.cfg.TimeZone), Warnings: warnings}
 	if b.refs {
 		out.Plan = b.c.Plan
 	}

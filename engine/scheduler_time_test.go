@@ -82,9 +82,7 @@ func TestSunTriggerRearmsThroughPolarNight(t *testing.T) {
 	tromso := Location{Latitude: 69.6492, Longitude: 18.9553}
 	clock := &simClock{now: time.Date(2026, 12, 1, 12, 0, 0, 0, oslo)}
 	h := newHouse(t, Config{TimeZone: oslo, Location: &tromso, LocationSource: LocationConfigured, Now: clock.Now})
-	h.eng.sched.mu.Lock()
-	h.eng.sched.sunRecheck = 20 * time.Millisecond
-	h.eng.sched.mu.Unlock()
+	h.eng.sched.SunRecheck = 20 * time.Millisecond // before the deploy arms the trigger
 	h.deploy(`{"name":"polar-sunrise","triggers":[{"id":"dawn","sun":"sunrise"}],"steps":[{"id":"x","stop":""}]}`)
 	ri, err := h.eng.GetRule(context.Background(), "polar-sunrise", 0)
 	if err != nil || ri.NextFire == nil || ri.NextFire.Month() != time.January {

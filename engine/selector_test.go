@@ -87,34 +87,28 @@ func TestOnChangeFindsTriggersByIDAndSelector(t *testing.T) {
 	s := h.eng.sched
 	for _, tc := range []struct {
 		name        string
-		baseline    *baseline // recorded before the start, for a first value
+		baseline    []any // recorded before the start, for a first value: value, recorded
 		prev        any
 		byID, bySel int // firings the change adds
 		because     string
 	}{
 		{"a change from a value", nil, false, 1, 1, id + " changed from false to true"},
-		{"a first value recorded otherwise", &baseline{v: false, recorded: true}, nil, 1, 0,
+		{"a first value recorded otherwise", []any{false, true}, nil, 1, 0,
 			id + " changed from false (its value before the restart) to true"},
-		{"a first value recorded the same", &baseline{v: true, recorded: true}, nil, 0, 0, ""},
+		{"a first value recorded the same", []any{true, true}, nil, 0, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			byID, bySel := len(h.firings("by-id")), len(h.firings("by-selector"))
 			if tc.baseline != nil {
-				s.bmu.Lock()
-				s.baselines[id] = *tc.baseline
-				s.bmu.Unlock()
+				s.SetBaseline(id, tc.baseline[0], tc.baseline[1].(bool))
 			}
 			// A firing counts as running from fire on, until its
 			// record is queued and its command acknowledged; h.firings
 			// then waits for the records.
-			s.onChange(devices.Change{Kind: devices.ChangeState, ID: id, Value: true, Prev: tc.prev, Time: time.Now()})
+			s.OnChange(devices.Change{Kind: devices.ChangeState, ID: id, Value: true, Prev: tc.prev, Time: time.Now()})
 			testutil.Eventually(t, 10*time.Second, "the firings to end", func() bool {
 				for _, name := range []string{"by-id", "by-selector"} {
-					ar := s.ruleByName(name)
-					ar.mu.Lock()
-					n := len(ar.running)
-					ar.mu.Unlock()
-					if n > 0 {
+					if s.Rule(name).InProgress() > 0 {
 						return false
 					}
 				}

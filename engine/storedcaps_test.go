@@ -175,7 +175,7 @@ func TestLiveFiringsPerPrincipalBounded(t *testing.T) {
 	}
 	before := statuses("hold1")["running"]
 	testutil.Eventually(t, 15*time.Second, "hold2's firings ended, their slots given back", func() bool {
-		return h.eng.sched.live.Running(guest.Name) == int64(before)
+		return h.eng.sched.Live().Running(guest.Name) == int64(before)
 	})
 	if err := h.sim.Press(ctx, "on"); err != nil {
 		t.Fatal(err)
@@ -215,12 +215,12 @@ func TestQueuedFiringsCountAsLive(t *testing.T) {
 				skipped++
 			}
 		}
-		return skipped == 3 && h.eng.sched.live.Running(guest.Name) == 3
+		return skipped == 3 && h.eng.sched.Live().Running(guest.Name) == 3
 	})
 	if _, err := h.eng.RemoveRule(ctx, "queue"); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, 15*time.Second, "every live firing given back", func() bool {
-		return h.eng.sched.live.Running(guest.Name) == 0
+		return h.eng.sched.Live().Running(guest.Name) == 0
 	})
 }

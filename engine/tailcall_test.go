@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/engine/internal/sched"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/mqtt/mqtttest"
@@ -49,18 +50,14 @@ func firingEndsOnItsAcknowledgement(t *testing.T, here bool) {
 	const timeout = 500 * time.Millisecond
 	h, p := newProxiedHouse(t, timeout)
 	h.deploy(motionLight)
-	ar := h.eng.sched.ruleByName("hall-motion-light")
-	if !ar.here.Load() {
+	ar := h.eng.sched.Rule("hall-motion-light")
+	if !ar.Here().Load() {
 		t.Fatal("a body whose only call is its last step does not run here")
 	}
-	ar.here.Store(here)
-	sent := func() bool { // the running firing's command was sent asynchronously
-		ar.mu.Lock()
-		defer ar.mu.Unlock()
-		return len(ar.running) == 1 && ar.running[0].waiting
-	}
+	ar.Here().Store(here)
+	sent := ar.Waiting // the running firing's command was sent asynchronously
 	motion := func() {
-		h.eng.sched.onChange(devices.Change{Kind: devices.ChangeState, ID: "hall_motion.occupancy", Value: true, Prev: false, Time: time.Now()})
+		h.eng.sched.OnChange(devices.Change{Kind: devices.ChangeState, ID: "hall_motion.occupancy", Value: true, Prev: false, Time: time.Now()})
 	}
 	statuses := func() []string {
 		var out []string
@@ -89,7 +86,7 @@ func firingEndsOnItsAcknowledgement(t *testing.T, here bool) {
 	}
 	testutil.Eventually(t, 5*time.Second, "the command sent asynchronously", sent)
 	if !here {
-		testutil.Eventually(t, 5*time.Second, "its goroutine to end", func() bool { return h.eng.sched.work.Active() == 0 })
+		testutil.Eventually(t, 5*time.Second, "its goroutine to end", func() bool { return h.eng.sched.Work().Active() == 0 })
 	}
 	motion() // mode restart: the waiting firing is cancelled
 	testutil.Eventually(t, 5*time.Second, "the cancelled firing", func() bool { return len(statuses()) == 2 })
@@ -114,34 +111,34 @@ func firingEndsOnItsAcknowledgement(t *testing.T, here bool) {
 }
 
 // TestSlowBodyLeavesTheDeliveringGoroutine: a rule whose firings run here
-// moves to workers for good after slowHereStrikes slow ones, and still
+// moves to workers for good after sched.SlowHereStrikes slow ones, and still
 // fires.
 func TestSlowBodyLeavesTheDeliveringGoroutine(t *testing.T) {
 	h := newHouse(t, Config{})
 	cmds := h.watch("zigbee2mqtt/hall_light/set")
 	h.deploy(motionLight)
-	ar := h.eng.sched.ruleByName("hall-motion-light")
-	h.eng.sched.slowHere = 0 // every firing is slow
-	for i := 1; i <= slowHereStrikes; i++ {
-		if !ar.here.Load() {
+	ar := h.eng.sched.Rule("hall-motion-light")
+	h.eng.sched.SlowHere = 0 // every firing is slow
+	for i := 1; i <= sched.SlowHereStrikes; i++ {
+		if !ar.Here().Load() {
 			t.Fatalf("firing %d: moved to workers after %d slow firings", i, i-1)
 		}
-		h.eng.sched.onChange(devices.Change{Kind: devices.ChangeState, ID: "hall_motion.occupancy", Value: true, Prev: false, Time: time.Now()})
+		h.eng.sched.OnChange(devices.Change{Kind: devices.ChangeState, ID: "hall_motion.occupancy", Value: true, Prev: false, Time: time.Now()})
 		testutil.Eventually(t, 5*time.Second, "the command", func() bool { return cmds.count() == i })
 	}
-	if ar.here.Load() {
-		t.Fatalf("still run here after %d slow firings", slowHereStrikes)
+	if ar.Here().Load() {
+		t.Fatalf("still run here after %d slow firings", sched.SlowHereStrikes)
 	}
-	h.eng.sched.onChange(devices.Change{Kind: devices.ChangeState, ID: "hall_motion.occupancy", Value: true, Prev: false, Time: time.Now()})
-	testutil.Eventually(t, 5*time.Second, "a command from a worker", func() bool { return cmds.count() == slowHereStrikes+1 })
+	h.eng.sched.OnChange(devices.Change{Kind: devices.ChangeState, ID: "hall_motion.occupancy", Value: true, Prev: false, Time: time.Now()})
+	testutil.Eventually(t, 5*time.Second, "a command from a worker", func() bool { return cmds.count() == sched.SlowHereStrikes+1 })
 }
 
 // heldWorld is a firing's live world whose last call is left pending, for
 // the test to end.
-type heldWorld struct{ *liveWorld }
+type heldWorld struct{ *sched.World }
 
 func (w heldWorld) CallAsync(ctx context.Context, id string, args map[string]any) (any, bool, error) {
-	return publishedOutput, true, nil
+	return map[string]any{"published": true}, true, nil
 }
 
 // heldSlot takes a firing slot and keeps it, as a firing whose command is
@@ -172,21 +169,19 @@ func TestPendingFiringSettlesInEitherOrder(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHouse(t, Config{})
 			h.deploy(motionLight)
-			ar := h.eng.sched.ruleByName("hall-motion-light")
+			ar := h.eng.sched.Rule("hall-motion-light")
 			tf := rules.TriggerFire{ID: "motion", Value: true, From: false, Time: time.Now()}
-			h.eng.sched.work.Run(heldSlot{})
+			h.eng.sched.Work().Run(heldSlot{})
 			testutil.Eventually(t, 5*time.Second, "the held slot", func() bool { return h.eng.FiringLoad().Running == 1 })
-			ar.mu.Lock()
-			f := ar.startLocked(tf, 0)
-			ar.mu.Unlock()
-			res := rules.Run(f.ctx, ar.c, heldWorld{&f.world}, rules.RunInput{Trigger: tf, Limits: h.eng.cfg.Limits, AsyncTail: true})
+			f := ar.StartFiring(tf)
+			res := rules.Run(f.Context(), ar.Compiled(), heldWorld{f.World()}, rules.RunInput{Trigger: tf, Limits: h.eng.cfg.Limits, AsyncTail: true})
 			if !res.Pending() {
 				t.Fatalf("the run is not pending: %+v", res.Outcome)
 			}
 			ends := []func(){
 				func() { f.Acked(tc.err) },
 				func() {
-					if !f.returned(res, storage.NewRunID(), time.Now()) {
+					if !f.Returned(res, storage.NewRunID(), time.Now()) {
 						t.Error("returned: not pending")
 					}
 				},
@@ -198,9 +193,7 @@ func TestPendingFiringSettlesInEitherOrder(t *testing.T) {
 			if got := h.firings("hall-motion-light"); len(got) != 0 {
 				t.Fatalf("recorded after one end: %+v", got)
 			}
-			ar.mu.Lock()
-			running := len(ar.running)
-			ar.mu.Unlock()
+			running := ar.InProgress()
 			if running != 1 {
 				t.Fatalf("%d running after one end", running)
 			}
@@ -212,9 +205,7 @@ func TestPendingFiringSettlesInEitherOrder(t *testing.T) {
 			if got := r.Status + ": " + env.Outcome.Error; !strings.HasPrefix(got, tc.want) {
 				t.Errorf("recorded %q, want %q…", got, tc.want)
 			}
-			ar.mu.Lock()
-			running = len(ar.running)
-			ar.mu.Unlock()
+			running = ar.InProgress()
 			if load := h.eng.FiringLoad(); running != 0 || load.Running != 0 {
 				t.Errorf("after both ends: %d running, slots %+v", running, load)
 			}

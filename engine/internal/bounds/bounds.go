@@ -85,7 +85,7 @@ func (w *Pool) Run(f Task) {
 }
 
 // RunHere runs f on the calling goroutine: for a Task that waits for
-// nothing (see armedRule.here), a goroutine of its own would cost more (a
+// nothing (see sched.Rule.here), a goroutine of its own would cost more (a
 // thread wake-up, a crossing between threads) than the Task itself.
 func (w *Pool) RunHere(f Task) {
 	if w.admit(f) {

@@ -18,7 +18,7 @@ import (
 
 func ptrF(f float64) *float64 { return &f }
 
-// firingEnvelope is what armedRule.record queues for a successful firing of
+// firingEnvelope is what sched.Rule.record queues for a successful firing of
 // a motion-light rule.
 func firingEnvelope(id string, calls []rules.CallRecord, vars map[string]any) *Envelope {
 	ok := pilotage.Outcome{OK: true, Status: rules.StepSuccess}

@@ -1,4 +1,4 @@
-package engine
+package sched
 
 import (
 	"encoding/json"
@@ -17,7 +17,7 @@ import (
 
 // window is the open window of entity ("" = the trigger's one window);
 // at.mu is held.
-func (at *armedTrigger) window(entity string) *heldWindow {
+func (at *Trigger) window(entity string) *heldWindow {
 	if entity == "" || at.hold == nil {
 		return at.hold
 	}
@@ -26,7 +26,7 @@ func (at *armedTrigger) window(entity string) *heldWindow {
 
 // heldUntil is when the trigger's earliest open window fires if its state
 // holds.
-func (at *armedTrigger) heldUntil() (time.Time, bool) {
+func (at *Trigger) heldUntil() (time.Time, bool) {
 	at.mu.Lock()
 	defer at.mu.Unlock()
 	var until time.Time
@@ -39,7 +39,7 @@ func (at *armedTrigger) heldUntil() (time.Time, bool) {
 }
 
 // holdEach lists a trigger by selector's open windows; at.mu is held.
-func (at *armedTrigger) holdEach() []*heldWindow {
+func (at *Trigger) holdEach() []*heldWindow {
 	if at.hold == nil {
 		return nil
 	}
@@ -51,7 +51,7 @@ func (at *armedTrigger) holdEach() []*heldWindow {
 }
 
 // setWindow records (w != nil) or forgets entity's window; at.mu is held.
-func (at *armedTrigger) setWindow(entity string, w *heldWindow) {
+func (at *Trigger) setWindow(entity string, w *heldWindow) {
 	switch {
 	case entity == "":
 		at.hold = w
@@ -66,7 +66,7 @@ func (at *armedTrigger) setWindow(entity string, w *heldWindow) {
 }
 
 // windowID names entity's window in the pending table.
-func (at *armedTrigger) windowID(entity string) string {
+func (at *Trigger) windowID(entity string) string {
 	if entity == "" {
 		return at.holdID()
 	}
@@ -74,7 +74,7 @@ func (at *armedTrigger) windowID(entity string) string {
 }
 
 // closeWindow cancels entity's window (see closeHold); at.mu is held.
-func (at *armedTrigger) closeWindow(entity string, forget bool) {
+func (at *Trigger) closeWindow(entity string, forget bool) {
 	if w := at.window(entity); w != nil {
 		w.timer.Stop()
 		at.setWindow(entity, nil)
@@ -87,7 +87,7 @@ func (at *armedTrigger) closeWindow(entity string, forget bool) {
 // observeHeld applies a change of one of its states to a held trigger by
 // selector: the change closes that state's window when it leaves what the
 // trigger holds, and opens one when it matches.
-func (at *armedTrigger) observeHeld(ch devices.Change, matched, restored bool, depth int) {
+func (at *Trigger) observeHeld(ch devices.Change, matched, restored bool, depth int) {
 	at.mu.Lock()
 	defer at.mu.Unlock()
 	if w := at.window(ch.ID); w != nil && !at.t.Keeps(w.left, w.entered, ch.Value) {
@@ -95,14 +95,14 @@ func (at *armedTrigger) observeHeld(ch devices.Change, matched, restored bool, d
 	}
 	if matched && at.window(ch.ID) == nil {
 		because := describeChange(ch.ID, ch, restored) + " and held for " + at.t.For().String()
-		at.openWindow(ch.ID, ch.Value, ch.Prev, because, at.r.s.e.Now().Add(at.t.For()), depth)
+		at.openWindow(ch.ID, ch.Value, ch.Prev, because, at.r.s.d.Now().Add(at.t.For()), depth)
 	}
 }
 
 // selects reports whether the trigger addresses state id now, in its
 // rule owner's scope: a window whose state left the area fires nothing.
-func (at *armedTrigger) selects(id string) bool {
-	ids := at.r.s.e.cat.View(at.r.principal).Select(pilotage.KindState, at.t.Selector())
+func (at *Trigger) selects(id string) bool {
+	ids := at.r.s.d.Cat.View(at.r.principal).Select(pilotage.KindState, at.t.Selector())
 	_, found := slices.BinarySearch(ids, id)
 	return found
 }
@@ -110,7 +110,7 @@ func (at *armedTrigger) selects(id string) bool {
 // resumeWindows reopens, as the trigger is armed, the windows persisted
 // before a restart whose state is known and still held; the others are
 // forgotten, with a log line. s.mu is held.
-func (at *armedTrigger) resumeWindows() {
+func (at *Trigger) resumeWindows() {
 	s := at.r.s
 	prefix := at.holdID() + "@"
 	for id, saved := range s.savedHolds {
@@ -121,14 +121,14 @@ func (at *armedTrigger) resumeWindows() {
 		delete(s.savedHolds, id)
 		var st heldState
 		var v any
-		if s.e.devs != nil {
-			if l, ok := s.e.devs.Live(entity); ok {
+		if s.d.Devs != nil {
+			if l, ok := s.d.Devs.Live(entity); ok {
 				v = l.Value
 			}
 		}
 		if v == nil || json.Unmarshal(saved.State, &st) != nil || !at.t.Keeps(st.Left, st.Value, v) {
 			s.pend.Delete(id)
-			s.e.log.Info("a held window did not resume after the restart: its state is unknown or changed", "rule", at.r.name, "trigger", at.t.ID(), "state", entity)
+			s.d.Log.Info("a held window did not resume after the restart: its state is unknown or changed", "rule", at.r.name, "trigger", at.t.ID(), "state", entity)
 			continue
 		}
 		at.mu.Lock()

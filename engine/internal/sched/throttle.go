@@ -1,4 +1,4 @@
-package engine
+package sched
 
 import (
 	"context"
@@ -26,20 +26,20 @@ const throttleWriteTimeout = 2 * time.Second
 // later of the recorded window start and the latest stored firing whose
 // body ran (zero when never, or when storage cannot say: the window then
 // starts afresh).
-func (s *scheduler) lastBodyStart(rule string) time.Time {
+func (s *Scheduler) lastBodyStart(rule string) time.Time {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	var last time.Time
-	t, ok, err := s.e.store.LastFiringStart(ctx, rule, bodyLessStatuses...)
+	t, ok, err := s.d.Store.LastFiringStart(ctx, rule, bodyLessStatuses...)
 	if err != nil {
-		s.e.log.Warn("reading the last firing for the throttle", "rule", rule, "err", err)
+		s.d.Log.Warn("reading the last firing for the throttle", "rule", rule, "err", err)
 	}
 	if ok && err == nil {
 		last = t
 	}
-	t, ok, err = s.e.store.ThrottleStart(ctx, rule)
+	t, ok, err = s.d.Store.ThrottleStart(ctx, rule)
 	if err != nil {
-		s.e.log.Warn("reading the throttle window", "rule", rule, "err", err)
+		s.d.Log.Warn("reading the throttle window", "rule", rule, "err", err)
 	}
 	if ok && err == nil && t.After(last) {
 		last = t
@@ -52,21 +52,21 @@ func (s *scheduler) lastBodyStart(rule string) time.Time {
 // before the body runs (one small write per window), so a crash right
 // after the body's command went out still finds the window at the next
 // start; the firing's own record is written later, in a batch.
-func (ar *armedRule) throttleGate(now time.Time) (until time.Time, throttled bool) {
-	d := ar.c.Throttle()
+func (ar *Rule) throttleGate(now time.Time) (until time.Time, throttled bool) {
+	window := ar.c.Throttle()
 	ar.mu.Lock()
-	if !ar.lastBody.IsZero() && now.Before(ar.lastBody.Add(d)) {
-		until := ar.lastBody.Add(d).In(ar.s.e.cfg.TimeZone)
+	if !ar.lastBody.IsZero() && now.Before(ar.lastBody.Add(window)) {
+		until := ar.lastBody.Add(window).In(ar.s.d.Zone)
 		ar.mu.Unlock()
 		return until, true
 	}
 	ar.lastBody = now
 	ar.mu.Unlock()
-	e := ar.s.e
+	d := ar.s.d
 	ctx, cancel := context.WithTimeout(context.Background(), throttleWriteTimeout)
 	defer cancel()
-	if err := e.store.SetThrottleStart(ctx, ar.name, now); err != nil {
-		e.log.Warn("storing the throttle window (held in memory only: a restart may run the body again)",
+	if err := d.Store.SetThrottleStart(ctx, ar.name, now); err != nil {
+		d.Log.Warn("storing the throttle window (held in memory only: a restart may run the body again)",
 			"rule", ar.name, "err", err)
 	}
 	return time.Time{}, false

@@ -1,4 +1,4 @@
-package engine
+package sched
 
 import (
 	"encoding/json"
@@ -16,7 +16,7 @@ import (
 // was down); a window whose state no longer holds is dropped.
 
 // holdID names a trigger's window in the pending table.
-func (at *armedTrigger) holdID() string {
+func (at *Trigger) holdID() string {
 	return at.r.name + "/" + at.t.ID()
 }
 
@@ -35,14 +35,14 @@ type heldWindow struct {
 
 // openHold starts the window; at.mu is held. depth is the rule-caused
 // hops that led to the change (loop.go), kept for the firing it holds.
-func (at *armedTrigger) openHold(val, prev any, because string, deadline time.Time, depth int) {
+func (at *Trigger) openHold(val, prev any, because string, deadline time.Time, depth int) {
 	at.openWindow("", val, prev, because, deadline, depth)
 }
 
 // openWindow starts the window of entity (a trigger by selector holds
 // each state it addresses on its own; "" is the trigger's one window);
 // at.mu is held.
-func (at *armedTrigger) openWindow(entity string, val, prev any, because string, deadline time.Time, depth int) {
+func (at *Trigger) openWindow(entity string, val, prev any, because string, deadline time.Time, depth int) {
 	s := at.r.s
 	d := time.Until(deadline)
 	if d < 0 {
@@ -61,7 +61,7 @@ func (at *armedTrigger) openWindow(entity string, val, prev any, because string,
 		at.mu.Unlock()
 		s.pend.Delete(at.windowID(entity))
 		if entity != "" && !at.selects(entity) {
-			s.e.log.Info("a held window ended without firing: its state is no longer addressed by the trigger's selector", "rule", at.r.name, "trigger", at.t.ID(), "state", entity)
+			s.d.Log.Info("a held window ended without firing: its state is no longer addressed by the trigger's selector", "rule", at.r.name, "trigger", at.t.ID(), "state", entity)
 			return
 		}
 		at.fireDepth(depth, entity, val, prev, because)
@@ -80,7 +80,7 @@ type heldState struct {
 
 // closeHold cancels the window; at.mu is held. forget=false keeps the
 // persisted deadline (server shutdown: the window resumes at the next start).
-func (at *armedTrigger) closeHold(forget bool) {
+func (at *Trigger) closeHold(forget bool) {
 	if w := at.hold; w != nil {
 		for entity := range w.each {
 			at.closeWindow(entity, forget)
@@ -102,14 +102,14 @@ func (at *armedTrigger) closeHold(forget bool) {
 // satisfies the trigger: with the persisted deadline when one survived a
 // restart, otherwise counted from the arming. A persisted window whose
 // state no longer holds is dropped.
-func (at *armedTrigger) resumeHold() {
+func (at *Trigger) resumeHold() {
 	s := at.r.s
-	e := s.e
+	d := s.d
 	saved, hadSaved := s.savedHolds[at.holdID()] // s.mu is held (armLocked)
 	delete(s.savedHolds, at.holdID())
 	holds := false
 	var val, left any
-	if e.devs != nil {
+	if d.Devs != nil {
 		if v, ok := at.current(); ok {
 			holds, val, left = at.holdsAtArming(v, saved, hadSaved)
 		} else if hadSaved {
@@ -130,7 +130,7 @@ func (at *armedTrigger) resumeHold() {
 	if at.hold != nil {
 		return
 	}
-	deadline := e.Now().Add(at.t.For())
+	deadline := d.Now().Add(at.t.For())
 	because := fmt.Sprintf("%s was %s when the rule was armed and held for %s", at.t.Entity(), compact(val), at.t.For())
 	if hadSaved {
 		deadline = saved.Deadline
@@ -144,7 +144,7 @@ func (at *armedTrigger) resumeHold() {
 // entered and the one it left. A window persisted before a restart stays
 // while the trigger Keeps it, with its own change; otherwise v must be one
 // the trigger targets ("any change" and from alone have nothing to hold).
-func (at *armedTrigger) holdsAtArming(v any, saved storage.Pending, hadSaved bool) (holds bool, entered, left any) {
+func (at *Trigger) holdsAtArming(v any, saved storage.Pending, hadSaved bool) (holds bool, entered, left any) {
 	var st heldState
 	if hadSaved && json.Unmarshal(saved.State, &st) == nil {
 		return at.t.Keeps(st.Left, st.Value, v), st.Value, st.Left
@@ -160,7 +160,7 @@ func (at *armedTrigger) holdsAtArming(v any, saved storage.Pending, hadSaved boo
 // state changed to v while the server was down: it resumes when the
 // trigger keeps it through v (from without to: v is not the value it
 // left), else it is forgotten; s.mu is held.
-func (at *armedTrigger) keepOrDropSavedHold(v any) {
+func (at *Trigger) keepOrDropSavedHold(v any) {
 	s := at.r.s
 	saved, ok := s.savedHolds[at.holdID()]
 	if !ok {

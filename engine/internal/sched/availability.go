@@ -1,4 +1,4 @@
-package engine
+package sched
 
 import (
 	"github.com/pilothouse/pilothouse/devices"
@@ -13,7 +13,7 @@ import (
 // watching one of its entries. The first report after a start (no
 // previous value) is a baseline, as for states (baseline.go): it only
 // opens the "for" windows it satisfies.
-func (s *scheduler) onAvailability(ch devices.Change) {
+func (s *Scheduler) onAvailability(ch devices.Change) {
 	if on, _ := ch.Value.(bool); !on {
 		defer s.closeHoldsOf(ch.ID) // after the availability triggers saw it
 	}
@@ -21,7 +21,7 @@ func (s *scheduler) onAvailability(ch devices.Change) {
 	ats := s.avail
 	s.mu.RUnlock()
 	for _, at := range ats {
-		if dev, ok := s.e.devs.DeviceOf(at.t.Entity()); !ok || dev != ch.ID {
+		if dev, ok := s.d.Devs.DeviceOf(at.t.Entity()); !ok || dev != ch.ID {
 			continue
 		}
 		if ch.Prev == nil {
@@ -40,7 +40,7 @@ func (s *scheduler) onAvailability(ch devices.Change) {
 
 // unwatchAvailability drops at from the availability triggers; s.mu is
 // held.
-func (s *scheduler) unwatchAvailability(at *armedTrigger) {
+func (s *Scheduler) unwatchAvailability(at *Trigger) {
 	for i, x := range s.avail {
 		if x == at {
 			s.avail = append(s.avail[:i:i], s.avail[i+1:]...)
@@ -51,8 +51,8 @@ func (s *scheduler) unwatchAvailability(at *armedTrigger) {
 
 // current is what at watches now: its entry's availability (known once
 // its device reported it) or its state's value.
-func (at *armedTrigger) current() (any, bool) {
-	l, ok := at.r.s.e.devs.Live(at.t.Entity())
+func (at *Trigger) current() (any, bool) {
+	l, ok := at.r.s.d.Devs.Live(at.t.Entity())
 	if !ok {
 		return nil, false
 	}
@@ -72,8 +72,8 @@ func (at *armedTrigger) current() (any, bool) {
 
 // offlineChange counts a change of an offline device and closes the
 // windows of the triggers watching it.
-func (s *scheduler) offlineChange(ats []*armedTrigger) {
-	s.e.offlineChanges.Add(1)
+func (s *Scheduler) offlineChange(ats []*Trigger) {
+	s.offline.Add(1)
 	for _, at := range ats {
 		if at.t.Kind() == rules.TriggerAvailable || at.t.For() <= 0 {
 			continue
@@ -86,11 +86,11 @@ func (s *scheduler) offlineChange(ats []*armedTrigger) {
 
 // closeHoldsOf closes the "for" windows open on the states of device dev,
 // which went offline.
-func (s *scheduler) closeHoldsOf(dev string) {
+func (s *Scheduler) closeHoldsOf(dev string) {
 	s.mu.RLock()
-	var ats []*armedTrigger
+	var ats []*Trigger
 	for id, list := range s.index {
-		if d, ok := s.e.devs.DeviceOf(id); ok && d == dev {
+		if d, ok := s.d.Devs.DeviceOf(id); ok && d == dev {
 			ats = append(ats, list...)
 		}
 	}
@@ -107,4 +107,4 @@ func (s *scheduler) closeHoldsOf(dev string) {
 
 // OfflineChanges counts the state changes of devices that had said they
 // were offline since the start: no trigger fired on them (/healthz).
-func (e *Engine) OfflineChanges() uint64 { return e.offlineChanges.Load() }
+func (s *Scheduler) OfflineChanges() uint64 { return s.offline.Load() }

@@ -1,8 +1,7 @@
-package engine
+package sched
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -19,14 +18,14 @@ import (
 )
 
 // A change fires a rule, read top to bottom as it happens: the triggers
-// watching the changed entity (onChange, observe), the rule's mode
+// watching the changed entity (OnChange, observe), the rule's mode
 // (fireDepth), the firing, run here or on a worker (startLocked, Do, run),
 // its last command's end (returned, Acked, settle), then its record and
 // its end (recordRun, record, end). Arming is scheduler.go's.
 
-// onChange is called on the ingestion goroutine for every state change and
+// OnChange is called on the ingestion goroutine for every state change and
 // event: one map lookup finds the triggers that watch this entity.
-func (s *scheduler) onChange(ch devices.Change) {
+func (s *Scheduler) OnChange(ch devices.Change) {
 	if ch.Kind == devices.ChangeAvailability {
 		s.onAvailability(ch)
 		return
@@ -68,12 +67,12 @@ func (s *scheduler) onChange(ch devices.Change) {
 // observe applies one change to a trigger: fire now, start or cancel a
 // held window.
 // restored: ch.Prev is the value recorded before the start.
-func (at *armedTrigger) observe(ch devices.Change, restored bool) {
+func (at *Trigger) observe(ch devices.Change, restored bool) {
 	t := at.t
 	matched, _ := t.Match(ch.Prev, ch.Value, ch.Kind == devices.ChangeEvent)
 	depth := 0
 	if matched {
-		if depth = at.r.s.chains.DepthOf(ch.ID, ch.Topic, at.r.s.e.Now()); depth >= loopDepth {
+		if depth = at.r.s.chains.DepthOf(ch.ID, ch.Topic, at.r.s.d.Now()); depth >= loopDepth {
 			at.r.stopLoop(ch.ID)
 			return
 		}
@@ -96,12 +95,12 @@ func (at *armedTrigger) observe(ch devices.Change, restored bool) {
 		at.closeHold(true)
 	}
 	if matched && at.hold == nil {
-		at.openHold(ch.Value, ch.Prev, at.describe(ch, restored)+" and held for "+t.For().String(), at.r.s.e.Now().Add(t.For()), depth)
+		at.openHold(ch.Value, ch.Prev, at.describe(ch, restored)+" and held for "+t.For().String(), at.r.s.d.Now().Add(t.For()), depth)
 	}
 }
 
 // describe says why at fires for ch, for the trace.
-func (at *armedTrigger) describe(ch devices.Change, restored bool) string {
+func (at *Trigger) describe(ch devices.Change, restored bool) string {
 	if at.t.Kind() != rules.TriggerAvailable {
 		return describeChange(at.t.Entity(), ch, restored)
 	}
@@ -165,7 +164,7 @@ func appendCompact(b []byte, v any) []byte {
 const defaultModeMax = 10
 
 // fire starts a firing of the trigger's rule according to its mode.
-func (at *armedTrigger) fire(value, prev any, because string) {
+func (at *Trigger) fire(value, prev any, because string) {
 	at.fireDepth(0, "", value, prev, because)
 }
 
@@ -178,10 +177,10 @@ type queuedFire struct {
 // fireDepth fires the trigger, depth rule-caused hops deep (loop.go);
 // entity names the state that fired a trigger by selector ("" for the
 // others).
-func (at *armedTrigger) fireDepth(depth int, entity string, value, prev any, because string) {
+func (at *Trigger) fireDepth(depth int, entity string, value, prev any, because string) {
 	ar := at.r
-	e := ar.s.e
-	tf := rules.TriggerFire{ID: at.t.ID(), Entity: entity, Value: value, From: prev, Time: e.Now().In(e.cfg.TimeZone), Because: because}
+	d := ar.s.d
+	tf := rules.TriggerFire{ID: at.t.ID(), Entity: entity, Value: value, From: prev, Time: d.Now().In(d.Zone), Because: because}
 	ar.mu.Lock()
 	if ar.stopped {
 		ar.mu.Unlock()
@@ -207,16 +206,16 @@ func (at *armedTrigger) fireDepth(depth int, entity string, value, prev any, bec
 	}
 	start := time.Now()
 	ar.s.work.RunHere(f)
-	if took := time.Since(start); took > ar.s.slowHere && ar.slowHere.Add(1) == slowHereStrikes {
+	if took := time.Since(start); took > ar.s.SlowHere && ar.slowHere.Add(1) == SlowHereStrikes {
 		ar.here.Store(false)
-		e.log.Warn("rule's firings now run on workers: its body took too long on the goroutine delivering events",
-			"rule", ar.name, "took", took, "over", ar.s.slowHere)
+		d.Log.Warn("rule's firings now run on workers: its body took too long on the goroutine delivering events",
+			"rule", ar.name, "took", took, "over", ar.s.SlowHere)
 	}
 }
 
 // byModeLocked applies the rule's mode to a new firing (ar.mu held): why
 // it is refused, or that it waits in the queue; else it may start.
-func (ar *armedRule) byModeLocked(tf rules.TriggerFire, depth int) (why string, queued bool) {
+func (ar *Rule) byModeLocked(tf rules.TriggerFire, depth int) (why string, queued bool) {
 	max := ar.c.Max()
 	if max <= 0 {
 		max = defaultModeMax
@@ -255,23 +254,21 @@ func (ar *armedRule) byModeLocked(tf rules.TriggerFire, depth int) (why string, 
 }
 
 // A rule whose body only ends in a command runs where its event is
-// delivered (armedRule.here), holding up the events behind it; one whose
-// firings took longer than scheduler.slowHere (defaultSlowHere)
-// slowHereStrikes times runs on workers from then on.
+// delivered (Rule.here), holding up the events behind it; one whose
+// firings took longer than Scheduler.SlowHere (defaultSlowHere)
+// SlowHereStrikes times runs on workers from then on.
 const (
 	defaultSlowHere = 10 * time.Millisecond
-	slowHereStrikes = 3
+	SlowHereStrikes = 3
 )
-
-func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 // startLocked makes one firing, counted as running; ar.mu is held. The
 // caller runs it once ar.mu is released.
-func (ar *armedRule) startLocked(tf rules.TriggerFire, depth int) *firing {
+func (ar *Rule) startLocked(tf rules.TriggerFire, depth int) *Firing {
 	s := ar.s
-	ctx, cancel := context.WithTimeout(s.ctx, s.e.cfg.Limits.MaxWall)
-	f := &firing{ar: ar, tf: tf, depth: depth, ctx: ctx, cancel: cancel}
-	f.world = liveWorld{e: s.e, p: ar.principal, f: f}
+	ctx, cancel := context.WithTimeout(s.ctx, s.d.Limits.MaxWall)
+	f := &Firing{ar: ar, tf: tf, depth: depth, ctx: ctx, cancel: cancel}
+	f.world = World{d: s.d, p: ar.principal, f: f}
 	if ar.hasCeiling {
 		f.world.ceiling = &ar.ceiling
 	}
@@ -284,11 +281,11 @@ func (ar *armedRule) startLocked(tf rules.TriggerFire, depth int) *firing {
 // it, the world it runs on, and the context it runs under (the
 // scheduler's, bounded by the limits' MaxWall; cancel ends it early, as a
 // restart or the rule's removal does).
-type firing struct {
-	ar     *armedRule
+type Firing struct {
+	ar     *Rule
 	tf     rules.TriggerFire
 	depth  int // rule-caused hops that led to it (loop.go)
-	world  liveWorld
+	world  World
 	ctx    context.Context
 	cancel context.CancelFunc
 
@@ -307,12 +304,12 @@ type firing struct {
 
 // Limited: a body without delays and waits only waits for its commands'
 // acknowledgements; it counts against bounds.MaxRunning.
-func (f *firing) Limited() bool { return !f.ar.waits }
+func (f *Firing) Limited() bool { return !f.ar.waits }
 
 // Do runs the firing (the pool's Task) and ends it, unless its last
 // command waits for its acknowledgement: then it goes on without the
 // goroutine, and ends on the acknowledgement (Acked, settle).
-func (f *firing) Do() {
+func (f *Firing) Do() {
 	if !f.run() {
 		f.end()
 	}
@@ -322,11 +319,11 @@ func (f *firing) Do() {
 // body whose last step is a command may end once that command is sent:
 // run then reports true, and the firing is recorded and ended when the
 // command's end comes (returned, settle).
-func (f *firing) run() (pending bool) {
+func (f *Firing) run() (pending bool) {
 	ar := f.ar
-	e := ar.s.e
+	d := ar.s.d
 	runID := storage.NewRunID()
-	started := e.Now()
+	started := d.Now()
 	if reason := ar.checkBroken(); reason != "" {
 		ar.record(runID, started, pilotage.Outcome{OK: false, Status: rules.StatusBroken, Error: reason}, nil, nil)
 		return false
@@ -337,7 +334,7 @@ func (f *firing) run() (pending bool) {
 		// interrupted.
 		ar.record(runID, started, pilotage.Outcome{OK: false, Status: rules.StatusRunning, Error: "the firing is running"}, nil, nil)
 	}
-	in := rules.RunInput{Trigger: f.tf, Params: ar.params, Limits: e.cfg.Limits, Cache: e.rules, AsyncTail: !ar.waits}
+	in := rules.RunInput{Trigger: f.tf, Params: ar.params, Limits: d.Limits, Cache: d.Rules, AsyncTail: !ar.waits}
 	if ar.c.Throttle() > 0 {
 		in.Throttle = ar.throttleGate
 	}
@@ -347,10 +344,10 @@ func (f *firing) run() (pending bool) {
 // runShared runs f's rule body with the operations its rule's and its
 // principal's shares grant (bounds.TakeOps), gives back what it did not
 // use, and says so when the shares cut the run short.
-func (f *firing) runShared(in rules.RunInput) *rules.RunResult {
+func (f *Firing) runShared(in rules.RunInput) *rules.RunResult {
 	ar := f.ar
-	full := ar.s.e.cfg.Limits.WithDefaults().MaxRunOps
-	g := bounds.TakeOps(ar.opsShare(), ar.s.shares.Of(ar.principal.Name), ar.s.e.Now(), full)
+	full := ar.s.d.Limits.WithDefaults().MaxRunOps
+	g := bounds.TakeOps(ar.opsShare(), ar.s.shares.Of(ar.principal.Name), ar.s.d.Now(), full)
 	in.Limits.MaxRunOps = max(g.Ops, 1)
 	res := rules.Run(f.ctx, ar.c, &f.world, in)
 	g.Return(res.Ops)
@@ -363,7 +360,7 @@ func (f *firing) runShared(in rules.RunInput) *rules.RunResult {
 
 // opsShare is the rule's share, made at its first firing (a house holds
 // thousands of rules that rarely fire).
-func (ar *armedRule) opsShare() *bounds.Share {
+func (ar *Rule) opsShare() *bounds.Share {
 	if s := ar.share.Load(); s != nil {
 		return s
 	}
@@ -374,9 +371,9 @@ func (ar *armedRule) opsShare() *bounds.Share {
 // checkBroken re-checks referenced entries when the device catalog moved
 // (a firing on an unchanged catalog costs one comparison). Promoted bodies
 // are immutable and scopes are fixed, so the device generation is the key.
-func (ar *armedRule) checkBroken() string {
-	e := ar.s.e
-	gen := e.cat.View(ar.principal).DevGen() + 1 // +1: 0 means never checked
+func (ar *Rule) checkBroken() string {
+	d := ar.s.d
+	gen := d.Cat.View(ar.principal).DevGen() + 1 // +1: 0 means never checked
 	ar.mu.Lock()
 	if gen == ar.checkedGen {
 		reason := ar.broken
@@ -384,27 +381,27 @@ func (ar *armedRule) checkBroken() string {
 		return reason
 	}
 	ar.mu.Unlock()
-	reason := ar.brokenReason(e)
+	reason := ar.BrokenReason()
 	ar.mu.Lock()
 	ar.checkedGen = gen
 	changed := reason != ar.broken
 	ar.broken = reason
 	ar.mu.Unlock()
 	if changed {
-		if err := e.store.SetRuleBroken(context.Background(), ar.name, reason); err != nil {
-			e.log.Warn("marking rule broken", "rule", ar.name, "err", err)
+		if err := d.Store.SetRuleBroken(context.Background(), ar.name, reason); err != nil {
+			d.Log.Warn("marking rule broken", "rule", ar.name, "err", err)
 		}
 		if reason != "" {
-			e.log.Warn("rule is broken", "rule", ar.name, "reason", reason)
+			d.Log.Warn("rule is broken", "rule", ar.name, "reason", reason)
 		}
 	}
 	return reason
 }
 
 // sentAsync registers the firing's command sent without waiting (see
-// liveWorld.CallAsync), aborted if the firing is stopped; at once if it
+// World.CallAsync), aborted if the firing is stopped; at once if it
 // already was.
-func (f *firing) sentAsync(sent devices.Sent) {
+func (f *Firing) sentAsync(sent devices.Sent) {
 	f.ar.mu.Lock()
 	f.sent = sent
 	err := f.ctx.Err()
@@ -418,7 +415,7 @@ func (f *firing) sentAsync(sent devices.Sent) {
 // returned is the run's end: a result that is final is recorded; one left
 // Pending by its last command waits for that command's end (settle), and
 // returned reports true.
-func (f *firing) returned(res *rules.RunResult, runID string, started time.Time) (pending bool) {
+func (f *Firing) returned(res *rules.RunResult, runID string, started time.Time) (pending bool) {
 	if !res.Pending() {
 		f.ar.recordRun(runID, started, res)
 		return false
@@ -431,7 +428,7 @@ func (f *firing) returned(res *rules.RunResult, runID string, started time.Time)
 // Acked is the end of the firing's command sent without waiting: the
 // connection tells it once (mqtt.Acker), on its reader, a timer's
 // goroutine or an abort's; it must not block.
-func (f *firing) Acked(err error) {
+func (f *Firing) Acked(err error) {
 	f.ackErr = err
 	f.settle()
 }
@@ -440,13 +437,13 @@ func (f *firing) Acked(err error) {
 // its command's end, in either order (the acknowledgement may come before
 // Run returns); the second finishes the run's result (in rules), records
 // it and ends the firing.
-func (f *firing) settle() {
+func (f *Firing) settle() {
 	if f.ends.Add(1) < 2 {
 		return
 	}
 	err := f.ackErr
 	if err != nil {
-		err = callError(f.sent.Err(err))
+		err = CallError(f.sent.Err(err))
 	}
 	f.res.Finish(err)
 	f.ar.recordRun(f.runID, f.started, f.res)
@@ -454,7 +451,7 @@ func (f *firing) settle() {
 }
 
 // recordRun records the firing that ended with res.
-func (ar *armedRule) recordRun(runID string, started time.Time, res *rules.RunResult) {
+func (ar *Rule) recordRun(runID string, started time.Time, res *rules.RunResult) {
 	out := res.Outcome
 	if out.Status == rules.StatusCancelled && errors.Is(ar.s.ctx.Err(), context.Canceled) {
 		out = pilotage.Outcome{OK: false, Status: rules.StatusInterrupted, Error: "the server stopped during the firing"}
@@ -469,18 +466,18 @@ func (ar *armedRule) recordRun(runID string, started time.Time, res *rules.RunRe
 // record hands the firing's run to the recorder (never blocks dispatch).
 // res, when not nil, gives the output {"calls": …, "vars": …} of a firing
 // that ended ok.
-func (ar *armedRule) record(runID string, started time.Time, out pilotage.Outcome, res *rules.RunResult, steps []pilotage.TraceStep) {
-	e := ar.s.e
-	now := e.Now()
+func (ar *Rule) record(runID string, started time.Time, out pilotage.Outcome, res *rules.RunResult, steps []pilotage.TraceStep) {
+	d := ar.s.d
+	now := d.Now()
 	fr := recorder.NewFiringRecord(storage.Run{ID: runID, Principal: ar.principal.Name, Rule: ar.name, Ref: ar.ref, Kind: "firing",
 		Status: out.Status, OK: out.OK, Started: started, Ended: now, Level: pilotage.LevelFull,
-		Expires: now.Add(e.cfg.Retention)}, out, res, steps, !ar.waits)
-	e.rec.AddItem(&fr.Item) // the recorder announces it once committed
+		Expires: now.Add(d.Retention)}, out, res, steps, !ar.waits)
+	d.Rec.AddItem(&fr.Item) // the recorder announces it once committed
 }
 
 // end lets the rule's next queued firing start, and hands the firing's
 // slot on.
-func (f *firing) end() {
+func (f *Firing) end() {
 	ar, s := f.ar, f.ar.s
 	defer s.wg.Done()
 	f.cancel() // the deadline timer
@@ -491,7 +488,7 @@ func (f *firing) end() {
 	if i := slices.Index(ar.running, f); i >= 0 {
 		ar.running = slices.Delete(ar.running, i, i+1)
 	}
-	var next *firing
+	var next *Firing
 	if len(ar.queue) > 0 && !ar.stopped {
 		n := ar.queue[0]
 		ar.queue = ar.queue[1:]
@@ -511,7 +508,7 @@ func (f *firing) end() {
 // the wait of its command sent without waiting; ar.mu is held. That
 // command's end is handled on a goroutine of its own, as ending the
 // firing takes ar.mu.
-func (f *firing) stopLocked() {
+func (f *Firing) stopLocked() {
 	f.cancel()
 	if f.waiting {
 		go f.sent.Abort(context.Canceled)
@@ -520,13 +517,13 @@ func (f *firing) stopLocked() {
 }
 
 // skipLocked releases ar.mu and records the firing it refused for why.
-func (ar *armedRule) skipLocked(tf rules.TriggerFire, why string) {
+func (ar *Rule) skipLocked(tf rules.TriggerFire, why string) {
 	ar.mu.Unlock()
 	ar.recordSkipped(tf, why)
 }
 
-func (ar *armedRule) recordSkipped(tf rules.TriggerFire, why string) {
+func (ar *Rule) recordSkipped(tf rules.TriggerFire, why string) {
 	steps := []pilotage.TraceStep{{ID: "triggers", Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess},
 		Decisions: []pilotage.Decision{{At: "triggers", Took: tf.ID, Because: tf.Because}}}}
-	ar.record(storage.NewRunID(), ar.s.e.Now(), pilotage.Outcome{OK: true, Status: rules.StatusSkipped, Error: why}, nil, steps)
+	ar.record(storage.NewRunID(), ar.s.d.Now(), pilotage.Outcome{OK: true, Status: rules.StatusSkipped, Error: why}, nil, steps)
 }

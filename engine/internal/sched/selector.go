@@ -1,4 +1,4 @@
-package engine
+package sched
 
 import (
 	"fmt"
@@ -14,15 +14,15 @@ import (
 // swapped into an area is addressed without a redeploy.
 
 // Select resolves a selector in the firing's owner's scope, now.
-func (w *liveWorld) Select(kind pilotage.Kind, sel *rules.Selector) []string {
-	return w.e.cat.View(w.p).Select(kind, sel)
+func (w *World) Select(kind pilotage.Kind, sel *rules.Selector) []string {
+	return w.d.Cat.View(w.p).Select(kind, sel)
 }
 
 // selected returns the triggers by selector watching state id, resolved
 // in each rule owner's view of the catalog now. A trigger watches at most
 // rules.MaxSelected states (the first by id): one whose area grew past
 // that since it was validated is bounded, and says so.
-func (s *scheduler) selected(id string) []*armedTrigger {
+func (s *Scheduler) selected(id string) []*Trigger {
 	s.mu.RLock()
 	trigs, ver := s.selIdx.Snapshot()
 	s.mu.RUnlock()
@@ -30,17 +30,17 @@ func (s *scheduler) selected(id string) []*armedTrigger {
 }
 
 // selectedIn is selected among trigs, the triggers by selector at
-// version ver (read under s.mu, as onChange reads them with the index).
-func (s *scheduler) selectedIn(id string, trigs []*armedTrigger, ver uint64) []*armedTrigger {
+// version ver (read under s.mu, as OnChange reads them with the index).
+func (s *Scheduler) selectedIn(id string, trigs []*Trigger, ver uint64) []*Trigger {
 	if len(trigs) == 0 {
 		return nil
 	}
 	var gen uint64
-	if snap := s.e.cat.DevSnapshot(); snap != nil {
+	if snap := s.d.Cat.DevSnapshot(); snap != nil {
 		gen = snap.Gen
 	}
-	return s.selIdx.Lookup(id, trigs, ver, gen, func(at *armedTrigger) []string {
-		ids := s.e.cat.View(at.r.principal).Select(pilotage.KindState, at.t.Selector())
+	return s.selIdx.Lookup(id, trigs, ver, gen, func(at *Trigger) []string {
+		ids := s.d.Cat.View(at.r.principal).Select(pilotage.KindState, at.t.Selector())
 		s.over.note(s, at, len(ids))
 		if len(ids) > rules.MaxSelected {
 			ids = ids[:rules.MaxSelected]
@@ -54,34 +54,34 @@ func (s *scheduler) selectedIn(id string, trigs []*armedTrigger, ver uint64) []*
 // log line marks each time one goes over, and /healthz counts them.
 type selectorOverflow struct {
 	mu    sync.Mutex
-	now   map[*armedTrigger]int // over the bound now: how many it addresses
-	total uint64                // times a trigger went over since the start
+	now   map[*Trigger]int // over the bound now: how many it addresses
+	total uint64           // times a trigger went over since the start
 }
 
 // note records that at addresses n states now.
-func (o *selectorOverflow) note(s *scheduler, at *armedTrigger, n int) {
+func (o *selectorOverflow) note(s *Scheduler, at *Trigger, n int) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	was := o.now[at]
 	switch {
 	case n > rules.MaxSelected && was == 0:
 		if o.now == nil {
-			o.now = map[*armedTrigger]int{}
+			o.now = map[*Trigger]int{}
 		}
 		o.now[at] = n
 		o.total++
-		s.e.log.Warn("a trigger by selector addresses more states than it watches; narrow it with area, type or tag",
+		s.d.Log.Warn("a trigger by selector addresses more states than it watches; narrow it with area, type or tag",
 			"rule", at.r.name, "trigger", at.t.ID(), "addresses", n, "watched", rules.MaxSelected)
 	case n > rules.MaxSelected:
 		o.now[at] = n
 	case was > 0:
 		delete(o.now, at)
-		s.e.log.Info("a trigger by selector watches every state it addresses again", "rule", at.r.name, "trigger", at.t.ID(), "addresses", n)
+		s.d.Log.Info("a trigger by selector watches every state it addresses again", "rule", at.r.name, "trigger", at.t.ID(), "addresses", n)
 	}
 }
 
 // forget drops a disarmed trigger.
-func (o *selectorOverflow) forget(at *armedTrigger) {
+func (o *selectorOverflow) forget(at *Trigger) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.now, at)
@@ -90,8 +90,9 @@ func (o *selectorOverflow) forget(at *armedTrigger) {
 // overflowNote says, for a rule's status, that the trigger watches only
 // part of what its selector addresses now in its owner's scope ("" when
 // it watches all).
-func (at *armedTrigger) overflowNote(e *Engine) string {
-	n := len(e.cat.View(at.r.principal).Select(pilotage.KindState, at.t.Selector()))
+func (at *Trigger) overflowNote() string {
+	d := at.r.s.d
+	n := len(d.Cat.View(at.r.principal).Select(pilotage.KindState, at.t.Selector()))
 	if n <= rules.MaxSelected {
 		return ""
 	}
@@ -106,12 +107,9 @@ type SelectorOverflow struct {
 	Total uint64 `json:"total"`
 }
 
-// SelectorOverflow reports the triggers by selector over their bound.
-func (e *Engine) SelectorOverflow() SelectorOverflow {
-	if e.sched == nil {
-		return SelectorOverflow{}
-	}
-	o := &e.sched.over
+// Overflow reports the triggers by selector over their bound.
+func (s *Scheduler) Overflow() SelectorOverflow {
+	o := &s.over
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return SelectorOverflow{Now: len(o.now), Total: o.total}

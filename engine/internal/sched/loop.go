@@ -1,4 +1,4 @@
-package engine
+package sched
 
 import (
 	"context"
@@ -21,22 +21,26 @@ const loopDepth = 20
 // stopLoop disables a rule whose firing would be loopDepth rule-caused
 // hops deep, once, off the firing's path (disarming takes the scheduler's
 // and the rule's locks), stored so that a restart does not start it again.
-func (ar *armedRule) stopLoop(entity string) {
+func (ar *Rule) stopLoop(entity string) {
 	if !ar.looped.CompareAndSwap(false, true) {
 		return
 	}
-	e := ar.s.e
+	s, d := ar.s, ar.s.d
 	why := "it was about to fire for the " + itoa(loopDepth) + "th time in a row because of a rule's command (" +
 		entity + " changed within " + bounds.Window.String() + " of a command to " + access.DeviceOf(entity) +
 		"): rules are firing each other or this one itself; fix the rule, then enable it"
-	e.loopsStopped.Add(1)
-	e.log.Error("rule disabled: rules keep firing each other", "rule", ar.name, "entity", entity, "depth", loopDepth)
+	s.looped.Add(1)
+	d.Log.Error("rule disabled: rules keep firing each other", "rule", ar.name, "entity", entity, "depth", loopDepth)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if _, err := e.switchRule(ctx, ar.name, false, Event{Why: why, Principal: ar.principal.Name, Ref: ar.ref}); err != nil {
-			e.log.Error("disabling a rule that keeps firing: not stored, disarmed until a restart", "rule", ar.name, "err", err)
-			e.sched.setEnabled(ar.name, false) // the loop stops even so
+		if err := d.Host.Disable(ctx, ar, why); err != nil {
+			d.Log.Error("disabling a rule that keeps firing: not stored, disarmed until a restart", "rule", ar.name, "err", err)
+			s.SetEnabled(ar.name, false) // the loop stops even so
 		}
 	}()
 }
+
+// LoopsStopped counts the rules disabled since the start because they
+// kept firing themselves or each other.
+func (s *Scheduler) LoopsStopped() uint64 { return s.looped.Load() }

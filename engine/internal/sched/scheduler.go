@@ -1,4 +1,4 @@
-package engine
+package sched
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/robfig/cron/v3"
 
+	"github.com/pilothouse/pilothouse/engine/internal/access"
 	"github.com/pilothouse/pilothouse/engine/internal/bounds"
 	"github.com/pilothouse/pilothouse/engine/internal/catalog"
 	"github.com/pilothouse/pilothouse/engine/internal/pending"
@@ -19,27 +20,27 @@ import (
 	"github.com/pilothouse/pilothouse/storage"
 )
 
-// scheduler arms installed rules: an index from entity id to the triggers
+// Scheduler arms installed rules: an index from entity id to the triggers
 // watching it (a firing is a map lookup, never a scan of all rules), cron
 // entries for schedules, timers for sun events and held ("for") states.
-type scheduler struct {
-	e *Engine
+type Scheduler struct {
+	d *Deps
 
 	chains bounds.Chains // the depth of the firings that last commanded each device
 	shares bounds.Shares // the operations of each principal's rules
 	live   bounds.Live   // each principal's firings running at once
 
 	mu    sync.RWMutex
-	rules map[string]*armedRule
-	index map[string][]*armedTrigger // state/event entity id → triggers
-	avail []*armedTrigger            // availability triggers (availability.go); replaced, never changed in place
+	rules map[string]*Rule
+	index map[string][]*Trigger // state/event entity id → triggers
+	avail []*Trigger            // availability triggers (availability.go); replaced, never changed in place
 	cron  *cron.Cron
 	unsub func()
 	ctx   context.Context
 	wg    sync.WaitGroup
 
 	// Triggers by selector (selector.go); changed under mu.
-	selIdx catalog.SelectIndex[*armedTrigger]
+	selIdx catalog.SelectIndex[*Trigger]
 	over   selectorOverflow // those that address more states than they watch
 
 	pend       *pending.Writer
@@ -48,22 +49,28 @@ type scheduler struct {
 	baselines  map[string]baseline // guarded by bmu: states not reported since the start (baseline.go)
 	closing    bool                // set under mu by close: disarming keeps persisted windows
 	work       *bounds.Pool        // goroutines firings run on
-	slowHere   time.Duration       // a firing run here longer than this is slow
-	sunRecheck time.Duration       // the longest a sun trigger's timer waits (tests shorten it)
+
+	offline atomic.Uint64 // state changes of offline devices (availability.go)
+	looped  atomic.Uint64 // rules disabled because they kept firing themselves (loop.go)
+
+	// SlowHere: a firing run here longer than this is slow. SunRecheck:
+	// the longest a sun trigger's timer waits. Tests shorten them.
+	SlowHere   time.Duration
+	SunRecheck time.Duration
 }
 
-// armedRule is one installed, enabled rule in memory.
+// Rule is one installed, enabled rule in memory.
 //
 // It keeps only what arming and firing read of the stored rule (the rest
 // is read from storage when a rule is listed): a house holds thousands.
-type armedRule struct {
-	s         *scheduler
+type Rule struct {
+	s         *Scheduler
 	name      string // the rule's name
 	ref       string // its program_ref
 	c         *rules.Compiled
 	params    map[string]any // nil when the program takes none
-	principal *Principal
-	triggers  []*armedTrigger
+	principal *access.Principal
+	triggers  []*Trigger
 	// ceiling is the risk the rule's program was promoted (and approved)
 	// at; a firing's call to an entry above it is refused (nil: no plan).
 	share atomic.Pointer[bounds.Share] // its firings' operations (fire.go runShared), made at the first
@@ -80,8 +87,8 @@ type armedRule struct {
 	slowHere atomic.Int32 // firings run here that took longer than slowHere
 
 	mu         sync.Mutex
-	checkedGen uint64 // device catalog generation brokenReason last ran against (0 = never)
-	running    []*firing
+	checkedGen uint64 // device catalog generation BrokenReason last ran against (0 = never)
+	running    []*Firing
 	queue      []queuedFire
 	broken     string
 	lastBody   time.Time // when the body last started (throttled rules)
@@ -89,15 +96,15 @@ type armedRule struct {
 	looped atomic.Bool // disabled by the loop guard (loop.go): said once
 
 	// The trigger of a one-trigger rule (most rules), allocated with it.
-	one     armedTrigger
-	oneList [1]*armedTrigger
+	one     Trigger
+	oneList [1]*Trigger
 }
 
-// armedTrigger is one trigger of an armed rule.
-type armedTrigger struct {
-	r    *armedRule
+// Trigger is one trigger of an armed rule.
+type Trigger struct {
+	r    *Rule
 	t    *rules.RunTrigger // in the rule's run form
-	self [1]*armedTrigger  // {itself}: the index entry of an entity only it watches
+	self [1]*Trigger       // {itself}: the index entry of an entity only it watches
 	mu   sync.Mutex
 	hold *heldWindow // pending "for" window (a trigger by selector's: one per state)
 
@@ -106,82 +113,83 @@ type armedTrigger struct {
 	suns   []*time.Timer // its sun event timers since armed (sun triggers)
 }
 
-// ruleArmInfo is the arming summary of a rule.
-type ruleArmInfo struct {
+// ArmInfo is the arming summary of a rule.
+type ArmInfo struct {
 	Triggers []pilotage.TriggerInfo
 	NextFire *time.Time
 	Held     bool // NextFire is an open "for" window's end
 }
 
-func newScheduler(e *Engine) *scheduler {
-	return &scheduler{
-		e:          e,
-		rules:      map[string]*armedRule{},
-		index:      map[string][]*armedTrigger{},
+// New makes the scheduler of the engine that gives d; Start arms its rules.
+func New(d *Deps) *Scheduler {
+	return &Scheduler{
+		d:          d,
+		rules:      map[string]*Rule{},
+		index:      map[string][]*Trigger{},
 		work:       bounds.New(),
-		slowHere:   defaultSlowHere,
-		live:       bounds.Live{Max: int64(e.cfg.Limits.MaxLiveFiringsPerPrincipal)},
-		sunRecheck: sunRecheck,
-		cron:       cron.New(cron.WithLocation(e.cfg.TimeZone), cron.WithChain(cron.Recover(cron.DiscardLogger))),
+		SlowHere:   defaultSlowHere,
+		live:       bounds.Live{Max: int64(d.Limits.MaxLiveFiringsPerPrincipal)},
+		SunRecheck: sunRecheck,
+		cron:       cron.New(cron.WithLocation(d.Zone), cron.WithChain(cron.Recover(cron.DiscardLogger))),
 	}
 }
 
-// start loads every installed rule from storage and arms the enabled ones.
-func (s *scheduler) start(ctx context.Context) error {
+// Start loads every installed rule from storage and arms the enabled ones.
+func (s *Scheduler) Start(ctx context.Context) error {
 	s.ctx = ctx
-	s.pend = pending.New(s.e.store, s.e.log)
+	s.pend = pending.New(s.d.Store, s.d.Log)
 	s.savedHolds = map[string]storage.Pending{}
-	if saved, err := s.e.store.ListPending(ctx, ""); err == nil {
+	if saved, err := s.d.Store.ListPending(ctx, ""); err == nil {
 		for _, p := range saved {
 			if p.Kind == "for" {
 				s.savedHolds[p.ID] = p
 			}
 		}
 	} else {
-		s.e.log.Warn("reading held windows", "err", err)
+		s.d.Log.Warn("reading held windows", "err", err)
 	}
-	list, err := s.e.store.ListRules(ctx)
+	list, err := s.d.Store.ListRules(ctx)
 	if err != nil {
 		return fmt.Errorf("engine: loading rules: %w", err)
 	}
-	warnLookAlikes(s.e.log, list)
+	warnLookAlikes(s.d.Log, list)
 	for _, r := range list {
-		b := s.e.body(r.Ref)
+		b := s.d.Host.Body(r.Ref)
 		if b == nil {
-			_ = s.e.store.SetRuleBroken(ctx, r.Name, "its program no longer compiles")
+			_ = s.d.Store.SetRuleBroken(ctx, r.Name, "its program no longer compiles")
 			continue
 		}
 		var params map[string]any
 		if r.Damaged != "" || (len(r.Params) > 0 && json.Unmarshal(r.Params, &params) != nil) {
 			// Not armed: without its params it would fire with other
 			// inputs than it was deployed with. The listing says why.
-			s.e.log.Warn("rule not armed: its stored row is damaged", "rule", r.Name, "reason", r.Damaged)
+			s.d.Log.Warn("rule not armed: its stored row is damaged", "rule", r.Name, "reason", r.Damaged)
 			continue
 		}
 		c := b.Compiled()
 		if c.Binds() {
-			bc, err := s.e.rebind(r, c, params)
+			bc, err := s.d.Host.Rebind(r, c, params)
 			if err != nil {
-				s.e.log.Warn("rule no longer binds; it is marked broken", "rule", r.Name, "err", err)
-				_ = s.e.store.SetRuleBroken(ctx, r.Name, err.Error())
+				s.d.Log.Warn("rule no longer binds; it is marked broken", "rule", r.Name, "err", err)
+				_ = s.d.Store.SetRuleBroken(ctx, r.Name, err.Error())
 				continue
 			}
 			c = bc
 		}
-		s.install(r, c, params, 0)
+		s.Install(r, c, params, 0)
 	}
 	reported := s.loadBaselines(ctx)
-	if s.e.devs != nil {
-		s.unsub = s.e.devs.Subscribe(s.onChange)
+	if s.d.Devs != nil {
+		s.unsub = s.d.Devs.Subscribe(s.OnChange)
 		s.replayBaselines(reported)
 	}
 	s.cron.Start()
 	return nil
 }
 
-// close disarms everything and waits for running firings to end (they are
+// Close disarms everything and waits for running firings to end (they are
 // cancelled and recorded as interrupted).
-func (s *scheduler) close() {
+func (s *Scheduler) Close() {
 	if s.unsub != nil {
 		s.unsub()
 	}
@@ -198,20 +206,20 @@ func (s *scheduler) close() {
 	}
 }
 
-// install arms a rule, replacing one of the same name atomically: the index
+// Install arms a rule, replacing one of the same name atomically: the index
 // never holds both.
 // validatedAt is the device catalog generation the body was just validated
 // against (0 when unknown, e.g. re-arming at start-up): firings on that same
 // generation skip the broken check. cancelled counts the replaced rule's
 // firings that were in progress.
-func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[string]any, validatedAt uint64) (ar *armedRule, cancelled int) {
-	p := s.e.principalByName(rule.Principal)
+func (s *Scheduler) Install(rule storage.Rule, c *rules.Compiled, params map[string]any, validatedAt uint64) (ar *Rule, cancelled int) {
+	p := s.d.Host.Principal(rule.Principal)
 	if len(params) == 0 {
 		params = nil // a run copies its params: nil reads as none
 	}
-	ar = &armedRule{s: s, name: rule.Name, ref: rule.Ref, enabled: rule.Enabled, c: c, params: params, principal: p,
+	ar = &Rule{s: s, name: rule.Name, ref: rule.Ref, enabled: rule.Enabled, c: c, params: params, principal: p,
 		broken: rule.Broken, waits: c.TakesTime(), checkedGen: validatedAt}
-	if b := s.e.body(rule.Ref); b != nil && b.HasPlan() {
+	if b := s.d.Host.Body(rule.Ref); b != nil && b.HasPlan() {
 		ar.ceiling, ar.hasCeiling = b.MaxHints(), true
 	}
 	// A throttled body writes its window before it runs (throttleGate):
@@ -228,8 +236,8 @@ func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[str
 		ar.oneList[0] = &ar.one
 		ar.triggers = ar.oneList[:]
 	default:
-		ats := make([]armedTrigger, len(ts))
-		ar.triggers = make([]*armedTrigger, len(ts))
+		ats := make([]Trigger, len(ts))
+		ar.triggers = make([]*Trigger, len(ts))
 		for i := range ts {
 			at := &ats[i]
 			at.r, at.t = ar, &ts[i]
@@ -237,7 +245,7 @@ func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[str
 			ar.triggers[i] = at
 		}
 	}
-	s.e.cat.SetBound(rule.Name, rule.Ref, ar.boundIDs())
+	s.d.Cat.SetBound(rule.Name, rule.Ref, ar.boundIDs())
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if old := s.rules[rule.Name]; old != nil {
@@ -250,7 +258,7 @@ func (s *scheduler) install(rule storage.Rule, c *rules.Compiled, params map[str
 	return ar, cancelled
 }
 
-func (s *scheduler) armLocked(ar *armedRule) {
+func (s *Scheduler) armLocked(ar *Rule) {
 	ar.mu.Lock()
 	ar.stopped = false
 	ar.mu.Unlock()
@@ -276,7 +284,7 @@ func (s *scheduler) armLocked(ar *armedRule) {
 		case rules.TriggerCron, rules.TriggerTime:
 			sch := t.Schedule() // parsed when the program was decoded
 			if sch == nil {
-				s.e.log.Warn("trigger has no schedule", "rule", ar.name, "trigger", t.ID())
+				s.d.Log.Warn("trigger has no schedule", "rule", ar.name, "trigger", t.ID())
 				continue
 			}
 			because := "the schedule " + t.CronSpec() + " came due"
@@ -302,30 +310,30 @@ const sunRecheck = 24 * time.Hour
 // armSun schedules the next sunrise/sunset (+offset) after now, and after
 // notBefore (the event it last fired for: a timer a moment early must not
 // find that event again), and re-arms after it. An event more than
-// s.sunRecheck away (through polar night or midnight sun, none for
+// s.SunRecheck away (through polar night or midnight sun, none for
 // months) is looked for again after that long instead, so the trigger is
 // armed every day and no timer waits for months.
-func (s *scheduler) armSun(ar *armedRule, at *armedTrigger, notBefore time.Time) {
-	loc := s.e.cfg.Location
+func (s *Scheduler) armSun(ar *Rule, at *Trigger, notBefore time.Time) {
+	loc := s.d.Location
 	if loc == nil {
 		return
 	}
 	sun, offset := at.t.Sun()
-	now := s.e.Now()
+	now := s.d.Now()
 	from := now
 	if from.Before(notBefore) {
 		from = notBefore
 	}
-	next := rules.NextSunEvent(from.In(s.e.cfg.TimeZone), *loc, sun, offset)
+	next := rules.NextSunEvent(from.In(s.d.Zone), *loc, sun, offset)
 	wait, fires := next.Sub(now), true
-	if next.IsZero() || wait > s.sunRecheck {
-		wait, fires = s.sunRecheck, false
+	if next.IsZero() || wait > s.SunRecheck {
+		wait, fires = s.SunRecheck, false
 	}
 	var tm *time.Timer
 	tm = time.AfterFunc(wait, func() {
 		if fires {
 			notBefore = next
-			at.fire(nil, nil, "it was "+rules.SunPhrase(sun, offset)+" ("+next.In(s.e.cfg.TimeZone).Format("15:04")+")")
+			at.fire(nil, nil, "it was "+rules.SunPhrase(sun, offset)+" ("+next.In(s.d.Zone).Format("15:04")+")")
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -341,7 +349,7 @@ func (s *scheduler) armSun(ar *armedRule, at *armedTrigger, notBefore time.Time)
 // disarmLocked removes a rule's triggers and cancels its firings; it
 // returns how many firings were in progress (their remaining steps will
 // not run: callers say so to whoever asked).
-func (s *scheduler) disarmLocked(ar *armedRule) int {
+func (s *Scheduler) disarmLocked(ar *Rule) int {
 	for _, at := range ar.triggers {
 		if at.t.Selector() != nil {
 			s.selIdx.Remove(at)
@@ -353,7 +361,7 @@ func (s *scheduler) disarmLocked(ar *armedRule) int {
 		}
 		entity := at.t.Entity()
 		ids := s.index[entity]
-		// A new array: onChange reads index slices after releasing the
+		// A new array: OnChange reads index slices after releasing the
 		// lock (arming only appends past the length a reader holds).
 		for i, x := range ids {
 			if x == at {
@@ -392,22 +400,23 @@ func (s *scheduler) disarmLocked(ar *armedRule) int {
 	return len(ar.running)
 }
 
-// info summarises a rule's triggers and next scheduled time.
-func (ar *armedRule) info(e *Engine) ruleArmInfo {
-	var out ruleArmInfo
-	now := e.Now()
+// Info summarises a rule's triggers and next scheduled time.
+func (ar *Rule) Info() ArmInfo {
+	d := ar.s.d
+	var out ArmInfo
+	now := d.Now()
 	for _, at := range ar.triggers {
 		t := at.t
 		ti := pilotage.TriggerInfo{ID: t.ID(), Kind: string(t.Kind()), Entity: t.Entity()}
 		if t.Selector() != nil {
-			ti.Note = at.overflowNote(e)
+			ti.Note = at.overflowNote()
 		}
 		var next time.Time
 		switch t.Kind() {
 		case rules.TriggerCron, rules.TriggerTime:
 			ti.Spec = t.Spec()
 			if sch := t.Schedule(); sch != nil {
-				next = sch.Next(now.In(e.cfg.TimeZone))
+				next = sch.Next(now.In(d.Zone))
 			}
 		case rules.TriggerSun:
 			sun, offset := t.Sun()
@@ -415,18 +424,18 @@ func (ar *armedRule) info(e *Engine) ruleArmInfo {
 			if offset != 0 {
 				ti.Spec += " " + offset.String()
 			}
-			if e.cfg.Location != nil {
-				next = rules.NextSunEvent(now.In(e.cfg.TimeZone), *e.cfg.Location, sun, offset)
+			if d.Location != nil {
+				next = rules.NextSunEvent(now.In(d.Zone), *d.Location, sun, offset)
 			}
 		}
 		if k := t.Kind(); k == rules.TriggerCron || k == rules.TriggerTime || k == rules.TriggerSun {
-			ti.TimeZone = zoneText(e.cfg.TimeZone)
+			ti.TimeZone = ZoneText(d.Zone)
 		}
 		if until, held := at.heldUntil(); held && (next.IsZero() || until.Before(next)) {
 			next, ti.Held = until, true
 		}
 		if !next.IsZero() {
-			n := next.In(e.cfg.TimeZone)
+			n := next.In(d.Zone)
 			ti.NextFire = &n
 			if out.NextFire == nil || n.Before(*out.NextFire) {
 				out.NextFire, out.Held = &n, ti.Held
@@ -437,16 +446,16 @@ func (ar *armedRule) info(e *Engine) ruleArmInfo {
 	return out
 }
 
-// ruleByName returns the armed (or disabled) rule.
-func (s *scheduler) ruleByName(name string) *armedRule {
+// Rule returns the armed (or disabled) rule of name (nil: none).
+func (s *Scheduler) Rule(name string) *Rule {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.rules[name]
 }
 
-// setEnabled arms or disarms a rule in memory; it returns how many of
+// SetEnabled arms or disarms a rule in memory; it returns how many of
 // its firings in progress a disable cancelled.
-func (s *scheduler) setEnabled(name string, on bool) int {
+func (s *Scheduler) SetEnabled(name string, on bool) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ar := s.rules[name]
@@ -461,10 +470,10 @@ func (s *scheduler) setEnabled(name string, on bool) int {
 	return s.disarmLocked(ar)
 }
 
-// remove disarms and forgets a rule; it returns how many of its firings
+// Remove disarms and forgets a rule; it returns how many of its firings
 // in progress were cancelled.
-func (s *scheduler) remove(name string) int {
-	s.e.cat.SetBound(name, "", nil)
+func (s *Scheduler) Remove(name string) int {
+	s.d.Cat.SetBound(name, "", nil)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ar := s.rules[name]
@@ -475,14 +484,15 @@ func (s *scheduler) remove(name string) int {
 	return s.disarmLocked(ar)
 }
 
-// missing lists the referenced entries the rule's principal cannot find
-// in the catalog now, without side effects (brokenReason, run when the
+// Missing lists the referenced entries the rule's principal cannot find
+// in the catalog now, without side effects (BrokenReason, run when the
 // rule fires, also records the rule broken).
-func (ar *armedRule) missing(e *Engine) []string {
-	if e.devs == nil {
+func (ar *Rule) Missing() []string {
+	d := ar.s.d
+	if d.Devs == nil {
 		return nil
 	}
-	v := e.cat.View(ar.principal)
+	v := d.Cat.View(ar.principal)
 	var out []string
 	for _, id := range ar.c.Refs {
 		if _, ok := v.Get(id); !ok {
@@ -492,13 +502,14 @@ func (ar *armedRule) missing(e *Engine) []string {
 	return out
 }
 
-// entryBaseline checks that every entry the rule references still exists
+// BrokenReason checks that every entry the rule references still exists
 // with the shape it was validated against; "" means fine.
-func (ar *armedRule) brokenReason(e *Engine) string {
-	if e.devs == nil {
+func (ar *Rule) BrokenReason() string {
+	d := ar.s.d
+	if d.Devs == nil {
 		return ""
 	}
-	v := e.cat.View(ar.principal)
+	v := d.Cat.View(ar.principal)
 	for i, en := range ar.c.Entries {
 		id := ar.c.Refs[i]
 		cur, ok := v.Get(id)

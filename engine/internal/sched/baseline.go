@@ -1,4 +1,4 @@
-package engine
+package sched
 
 import (
 	"context"
@@ -33,13 +33,13 @@ type baseline struct {
 // before the scheduler listens), its last value recorded before the
 // start. It runs at start-up before the scheduler subscribes to changes
 // and returns the states already reported (see replayBaselines).
-func (s *scheduler) loadBaselines(ctx context.Context) (reported []string) {
-	if s.e.devs == nil {
+func (s *Scheduler) loadBaselines(ctx context.Context) (reported []string) {
+	if s.d.Devs == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, baselineBudget)
 	defer cancel()
-	now := s.e.Now()
+	now := s.d.Now()
 	var ids []string
 	s.mu.RLock()
 	for id, ats := range s.index {
@@ -51,7 +51,7 @@ func (s *scheduler) loadBaselines(ctx context.Context) (reported []string) {
 	found := make(map[string]baseline, len(ids))
 	for _, id := range ids {
 		before := now
-		if l, ok := s.e.devs.Live(id); ok && l.Value != nil {
+		if l, ok := s.d.Devs.Live(id); ok && l.Value != nil {
 			if !l.FirstValue {
 				continue // changed since the start: later changes have a previous value
 			}
@@ -61,9 +61,9 @@ func (s *scheduler) loadBaselines(ctx context.Context) (reported []string) {
 		b := baseline{}
 		// With the history off nothing records the values seen from now
 		// on: a row from when it was on would fire again at every start.
-		if s.e.hist != nil && ctx.Err() == nil {
-			if v, ok, err := s.e.store.HistoryBefore(ctx, id, before); err != nil {
-				s.e.log.Warn("reading a state's value from before the start", "id", id, "err", err)
+		if s.d.History && ctx.Err() == nil {
+			if v, ok, err := s.d.Store.HistoryBefore(ctx, id, before); err != nil {
+				s.d.Log.Warn("reading a state's value from before the start", "id", id, "err", err)
 			} else if ok {
 				b = baseline{v: history.Value(v), recorded: true}
 			}
@@ -80,11 +80,11 @@ func (s *scheduler) loadBaselines(ctx context.Context) (reported []string) {
 // scheduler subscribed, as if they arrived now; takeBaseline lets each
 // state's first value act once. A state that changed again meanwhile
 // had its change observed with a previous value: its baseline goes.
-func (s *scheduler) replayBaselines(reported []string) {
+func (s *Scheduler) replayBaselines(reported []string) {
 	for _, id := range reported {
-		l, ok := s.e.devs.Live(id)
+		l, ok := s.d.Devs.Live(id)
 		if ok && l.FirstValue && l.Value != nil {
-			s.onChange(devices.Change{Kind: devices.ChangeState, ID: id, Value: l.Value, Time: l.LastChanged})
+			s.OnChange(devices.Change{Kind: devices.ChangeState, ID: id, Value: l.Value, Time: l.LastChanged})
 			continue
 		}
 		s.bmu.Lock()
@@ -93,7 +93,7 @@ func (s *scheduler) replayBaselines(reported []string) {
 	}
 }
 
-func watchesState(ats []*armedTrigger) bool {
+func watchesState(ats []*Trigger) bool {
 	for _, at := range ats {
 		if k := at.t.Kind(); k == rules.TriggerState || k == rules.TriggerNumeric {
 			return true
@@ -104,7 +104,7 @@ func watchesState(ats []*armedTrigger) bool {
 
 // takeBaseline returns and forgets the baseline of state id, whose first
 // value (no previous one) just arrived.
-func (s *scheduler) takeBaseline(id string) (baseline, bool) {
+func (s *Scheduler) takeBaseline(id string) (baseline, bool) {
 	s.bmu.Lock()
 	defer s.bmu.Unlock()
 	b, ok := s.baselines[id]
@@ -118,12 +118,12 @@ func (s *scheduler) takeBaseline(id string) (baseline, bool) {
 // triggers ats: it reports whether it is a change (then ch.Prev is the
 // recorded value). A baseline opens the "for" windows it satisfies, as
 // arming does, and is logged.
-func (s *scheduler) applyBaseline(ch *devices.Change, b baseline, ats []*armedTrigger) bool {
+func (s *Scheduler) applyBaseline(ch *devices.Change, b baseline, ats []*Trigger) bool {
 	changed := b.recorded && !history.Same(b.v, ch.Value)
 	if changed {
 		ch.Prev = b.v
 	} else {
-		s.e.log.Info("first value after the start is a baseline, not a change", "id", ch.ID, "value", compact(ch.Value), "recorded", b.recorded)
+		s.d.Log.Info("first value after the start is a baseline, not a change", "id", ch.ID, "value", compact(ch.Value), "recorded", b.recorded)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
