@@ -47,7 +47,7 @@ func BuildPlan(c *model.Compiled) *pilotage.Plan {
 		desc := ""
 		switch {
 		case cd.Expr != nil:
-			desc = "Only if " + cd.Expr.Src
+			desc = "Only if " + cd.Expr.Src + selectorsText(c, cd.Expr)
 		case cd.Window != nil:
 			desc = cd.Window.Describe(c.Zone)
 		}
@@ -448,4 +448,17 @@ func triggerSubject(t *model.RunTrigger) string {
 		return sel.Quantified("any") + " (" + sel.NowText() + ")"
 	}
 	return t.EntityID
+}
+
+// selectorsText says what the selector objects of x read, and what they
+// resolved to when validated: ` (reads "occupancy" of any device of type
+// "motion", now: hall_motion.occupancy)`.
+func selectorsText(c *model.Compiled, x *model.Expr) string {
+	var b strings.Builder
+	for _, sr := range x.Sels {
+		sel := sr.Sel
+		sel.Resolved = c.ExprSels[sel.Key()]
+		fmt.Fprintf(&b, " (%s reads %s, %s)", sr.Fn+"()", sel.Quantified("any"), sel.NowText())
+	}
+	return b.String()
 }
