@@ -255,3 +255,37 @@ func TestSelectorReadsLive(t *testing.T) {
 		})
 	}
 }
+
+// TestSelectorReadsTestRun is the assistant's test run of "the front door
+// opens and nobody has been seen by any motion sensor for 30 minutes":
+// the scenario's timeline moves the sensors, and the condition's trace
+// entry says which ids the selector read and what each read.
+func TestSelectorReadsTestRun(t *testing.T) {
+	res, err := Validate([]byte(selCond("since({type: 'motion', property: 'occupancy'}) >= 1800")), motionCatalog(), ValidateOptions{Cache: itCache})
+	if err != nil || !res.Valid {
+		t.Fatalf("%v %+v", err, res.Diagnostics)
+	}
+	for _, c := range []struct {
+		name, scenario, status string
+		reads                  map[string]any
+	}{
+		{"quiet", `{"timeline": [{"at": "-40m", "state": {"hall_motion.occupancy": false}}, {"at": "-45m", "state": {"stairs_motion.occupancy": false}}]}`,
+			StatusSuccess, map[string]any{"hall_motion.occupancy": 2400.0, "stairs_motion.occupancy": 2700.0}},
+		{"stairs just now", `{"timeline": [{"at": "-40m", "state": {"hall_motion.occupancy": false}}, {"at": "-10m", "state": {"stairs_motion.occupancy": true}}]}`,
+			StatusConditionsNotMet, map[string]any{"hall_motion.occupancy": 2400.0, "stairs_motion.occupancy": 600.0}},
+		{"hall in the scenario's state", `{"state": {"hall_motion.occupancy": true}, "timeline": [{"at": "-45m", "state": {"stairs_motion.occupancy": false}}]}`,
+			StatusConditionsNotMet, map[string]any{"hall_motion.occupancy": 0.0, "stairs_motion.occupancy": 2700.0}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out, _ := honestRun(t, res.Compiled, c.scenario)
+			if out.Outcome.Status != c.status {
+				t.Fatalf("%+v", out.Outcome)
+			}
+			in, _ := itStep(t, out, "quiet").Input.(map[string]any)
+			got := in[`since({type: "motion", property: "occupancy"})`]
+			if fmt.Sprint(got) != fmt.Sprint(c.reads) {
+				t.Fatalf("the condition read %v, want %v", in, c.reads)
+			}
+		})
+	}
+}
