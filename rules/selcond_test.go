@@ -226,6 +226,9 @@ func TestSelectorReadsLive(t *testing.T) {
 	if want := `states() reads "occupancy" of any device of type "motion", now: hall_motion.occupancy, stairs_motion.occupancy`; !strings.Contains(cond.Description, want) {
 		t.Errorf("condition's plan %q lacks %q", cond.Description, want)
 	}
+	if wait, want := planStep(res.Plan, "quiet"), `since() reads "occupancy" of any device in area "hall", now: hall_motion.occupancy, stairs_motion.occupancy`; !strings.Contains(wait.Description, want) {
+		t.Errorf("wait's plan %q lacks %q", wait.Description, want)
+	}
 	if got := res.Compiled.Reads(); !slices.Equal(got, []string{"front_door.contact", "hall_motion.occupancy", "stairs_motion.occupancy"}) {
 		t.Errorf("Reads %v", got)
 	}
