@@ -121,8 +121,8 @@ func SelectStates(w World, s *Selector, resolved []string) ([]string, error) {
 // does.
 func statesOf(w World, s *Selector, resolved []string) ([]any, error) {
 	ids, err := SelectStates(w, s, resolved)
-	if err != nil {
-		return nil, err
+	if err != nil || w == nil {
+		return nil, err // no World (an Env that folds params): nothing read
 	}
 	out := make([]any, len(ids))
 	for i, id := range ids {
