@@ -14,6 +14,7 @@ import (
 var EnvFunctions = []struct{ Name, Signature, Doc string }{
 	{"state", "state(id string) any", "current value of a state entry; id must be a string constant"},
 	{"available", "available(id string) bool", "false when the device of a state or event entry is offline (its state then reads null); id must be a string constant"},
+	{"available", "available(selector object) bool", "false when the device of any state a selector object addresses (as for states()) is offline; true when it addresses none"},
 	{"now", "now() time", "the world's clock (virtual in test runs)"},
 	{"hour", "hour(t time) int", "hour of day 0-23 in the configured time zone"},
 	{"minute", "minute(t time) int", "minute 0-59"},
@@ -35,9 +36,9 @@ var EnvVariables = []struct{ Name, Doc string }{
 	{"steps", "outputs of earlier steps: steps.<id>.output (scope rules apply)"},
 }
 
-func stateStub(string) any       { return nil }
-func availableStub(string) bool  { return true }
-func sinceStub(any) (any, error) { return nil, nil }
+func stateStub(string) any            { return nil }
+func availableStub(any) (bool, error) { return true, nil }
+func sinceStub(any) (any, error)      { return nil, nil }
 func statesStub(map[string]any) ([]any, error) {
 	return nil, nil
 }
@@ -91,7 +92,14 @@ func newEnvVars() *envVars {
 			v, _ := h.w.State(id)
 			return v
 		},
-		"available": func(id string) bool { return h.w == nil || AvailableIn(h.w, id) },
+		"available": func(arg any) (bool, error) {
+			if m, ok := arg.(map[string]any); ok {
+				s := selectorFrom(m)
+				return availableOf(h.w, &s, h.sels[s.Key()])
+			}
+			id, _ := arg.(string)
+			return h.w == nil || AvailableIn(h.w, id), nil
+		},
 		"now": func() time.Time {
 			if h.w == nil {
 				return time.Now()

@@ -16,13 +16,13 @@ import (
 
 // SelRead is one call of a catalog reader with a selector object.
 type SelRead struct {
-	Fn   string // states or since
+	Fn   string // states, since or available
 	Sel  Selector
 	Text string // the call as a trace's reads name it
 }
 
 // SelectorReaders are the readers that take a selector object.
-var SelectorReaders = map[string]bool{"states": true, "since": true}
+var SelectorReaders = map[string]bool{"states": true, "since": true, "available": true}
 
 // SelectorArg reads a selector object literal: the call's one argument
 // when it is an object (a map literal, or the _map call a literal with a
@@ -149,6 +149,24 @@ func sinceOf(w World, s *Selector, resolved []string) (any, error) {
 	return out, nil
 }
 
+// availableOf is available({...}): false when the device of any state s
+// addresses is offline.
+func availableOf(w World, s *Selector, resolved []string) (bool, error) {
+	if w == nil {
+		return true, nil // no World: nothing is known to be offline
+	}
+	ids, err := SelectStates(w, s, resolved)
+	if err != nil {
+		return false, err
+	}
+	for _, id := range ids {
+		if !AvailableIn(w, id) {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 // SinceOf is the seconds since id last changed, on w's clock.
 func SinceOf(w World, id string) (float64, bool) {
 	t, ok := LastChangedOf(w, id)
@@ -183,8 +201,8 @@ func (s *Selector) Literal() string {
 }
 
 // SelReads is what a selector reader reads now, id by id: each state's
-// value (states) or the seconds since it changed (since; nil when it has
-// no value yet). It is what a trace entry records, so a reader sees which
+// value (states), the seconds since it changed (since; nil when it has
+// no value yet) or whether its device is online (available). It is what a trace entry records, so a reader sees which
 // states the selector addressed.
 func SelReads(w World, r SelRead, resolved []string) (map[string]any, error) {
 	ids, err := SelectStates(w, &r.Sel, resolved)
@@ -193,12 +211,16 @@ func SelReads(w World, r SelRead, resolved []string) (map[string]any, error) {
 	}
 	out := make(map[string]any, len(ids))
 	for _, id := range ids {
-		if r.Fn == "states" {
+		switch r.Fn {
+		case "states":
 			out[id] = stateRead(w, id)
-		} else if v, ok := SinceOf(w, id); ok {
-			out[id] = v
-		} else {
+		case "available":
+			out[id] = AvailableIn(w, id)
+		default:
 			out[id] = nil
+			if v, ok := SinceOf(w, id); ok {
+				out[id] = v
+			}
 		}
 	}
 	return out, nil
