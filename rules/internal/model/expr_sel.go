@@ -1,9 +1,10 @@
 package model
 
 // Catalog readers given a selector object instead of an id:
-// states({area: 'hall', property: 'occupancy'}) and since({...}) read
-// every state a selector addresses, so a condition over "any motion
-// sensor of the hall" keeps working when a sensor joins the area.
+// states({area: 'hall', property: 'occupancy'}), since({...}) and
+// available({...}) read every state a selector addresses, so a condition
+// over "any motion sensor of the hall" keeps working when a sensor joins
+// the area.
 
 import (
 	"fmt"
@@ -202,8 +203,9 @@ func (s *Selector) Literal() string {
 
 // SelReads is what a selector reader reads now, id by id: each state's
 // value (states), the seconds since it changed (since; nil when it has
-// no value yet) or whether its device is online (available). It is what a trace entry records, so a reader sees which
-// states the selector addressed.
+// no value yet) or whether its device is online (available). It is what
+// a trace entry records, so a reader sees which states the selector
+// addressed.
 func SelReads(w World, r SelRead, resolved []string) (map[string]any, error) {
 	ids, err := SelectStates(w, &r.Sel, resolved)
 	if err != nil {
