@@ -76,7 +76,7 @@ var Codes = []CodeInfo{
 	{CodeNotCallable, pilotage.SeverityError, "call names an entry that is not callable (only action and automation entries are)"},
 	{CodeBadArguments, pilotage.SeverityError, "call args do not satisfy the entry's input_schema; path points at the argument"},
 	{CodeBadExpression, pilotage.SeverityError, "an expression does not compile in the closed environment; range points inside the string"},
-	{CodeNonConstantRef, pilotage.SeverityError, "state(...), since(...) or last_changed(...) was given something other than a string constant or params.<name> of a catalog param of kind state or event, such a reader was used other than as a direct call (an alias, a value passed on), or $env was used: the references would not be known statically"},
+	{CodeNonConstantRef, pilotage.SeverityError, "state(...), since(...) or last_changed(...) was given something other than a string constant or params.<name> of a catalog param of kind state or event, states(...), since(...) or available(...) a selector object that is not an object of string constants, such a reader was used other than as a direct call (an alias, a value passed on), or $env was used: the references would not be known statically"},
 	{CodeBadCron, pilotage.SeverityError, "a cron spec does not parse (5 fields, or 6 with seconds first, or a descriptor like @hourly)"},
 	{CodeBadDuration, pilotage.SeverityError, "a duration does not parse (\"500ms\", \"90s\", \"2m\", \"1h30m\", \"PT2M\"), is negative, or is templated where a constant is required"},
 	{CodeBadTime, pilotage.SeverityError, "a time of day is not HH:MM or HH:MM:SS (24-hour clock)"},

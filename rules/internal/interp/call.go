@@ -351,11 +351,12 @@ func (r *interp) callAutomation(f *frame, s *model.RunStep, qid string, i int, a
 		return r.fail(i, &halt{core.StatusLimitExceeded, fmt.Sprintf("step %q: call depth limit of %d exceeded", qid, r.lim.MaxCallDepth)})
 	}
 	env := &model.Env{
-		Trigger: f.env.TriggerMap(),
-		Params:  WithParamDefaults(sub.ParamsSchema, args),
-		World:   r.w,
-		Budget:  r.lim.MemoryBudget,
-		Cache:   r.cache,
+		Trigger:  f.env.TriggerMap(),
+		Params:   WithParamDefaults(sub.ParamsSchema, args),
+		World:    r.w,
+		Selected: sub.ExprSels,
+		Budget:   r.lim.MemoryBudget,
+		Cache:    r.cache,
 
 		ValueBytes: r.lim.MaxValueBytes,
 		EvalBytes:  r.lim.MaxEvalBytes,

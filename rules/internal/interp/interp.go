@@ -280,10 +280,11 @@ func (r *interp) run(c *model.Compiled, in RunInput) (*frame, *halt) {
 	}
 	env := &r.mem.env
 	*env = model.Env{
-		Params: WithParamDefaults(c.ParamsSchema, in.Params),
-		World:  r.w,
-		Budget: r.lim.MemoryBudget,
-		Cache:  r.cache,
+		Params:   WithParamDefaults(c.ParamsSchema, in.Params),
+		World:    r.w,
+		Selected: c.ExprSels,
+		Budget:   r.lim.MemoryBudget,
+		Cache:    r.cache,
 
 		ValueBytes: r.lim.MaxValueBytes,
 		EvalBytes:  r.lim.MaxEvalBytes,

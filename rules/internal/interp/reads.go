@@ -14,11 +14,11 @@ import (
 // readsInto adds to m (made when nil) what x reads now, each value cut,
 // up to maxReads values; it returns m.
 func readsInto(m map[string]any, x *model.Expr, env *model.Env, w model.World) map[string]any {
-	if x == nil || len(x.Refs)+len(x.Paths)+x.Omitted == 0 {
+	if x == nil || len(x.Refs)+len(x.Sels)+len(x.Paths)+x.Omitted == 0 {
 		return m
 	}
 	if m == nil {
-		m = make(map[string]any, min(len(x.Refs)+len(x.Paths), model.MaxReads))
+		m = make(map[string]any, min(len(x.Refs)+len(x.Sels)+len(x.Paths), model.MaxReads))
 	}
 	add := func(k string, v func() any) {
 		if _, ok := m[k]; ok {
@@ -32,6 +32,15 @@ func readsInto(m map[string]any, x *model.Expr, env *model.Env, w model.World) m
 	}
 	for _, ref := range x.Refs {
 		add(ref.Fn+"('"+ref.ID+"')", func() any { return readRef(w, ref) })
+	}
+	for _, sr := range x.Sels {
+		add(sr.Text, func() any {
+			v, err := model.SelReads(w, sr, env.Selected[sr.Sel.Key()])
+			if err != nil {
+				return err.Error()
+			}
+			return v
+		})
 	}
 	for _, p := range x.Paths {
 		if p.Root == "now" {

@@ -186,6 +186,14 @@ func (r *interp) waitRequest(f *frame, ws *model.WaitStep, qid string) (*model.W
 		for _, ref := range ws.Expr.Refs {
 			req.Entities = interpAppendUnique(req.Entities, ref.ID)
 		}
+		for _, sr := range ws.Expr.Sels {
+			// The states it addresses as the wait starts (the check
+			// itself resolves again each time).
+			ids, _ := model.SelectStates(r.w, &sr.Sel, f.env.Selected[sr.Sel.Key()])
+			for _, id := range ids {
+				req.Entities = interpAppendUnique(req.Entities, id)
+			}
+		}
 		x, env := ws.Expr, f.env
 		if _, err := x.EvalBool(env); err != nil {
 			return nil, nil, exprHalt(qid, err)

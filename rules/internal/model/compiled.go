@@ -46,6 +46,11 @@ type Compiled struct {
 	// deep below its own frame.
 	CallDepth int
 
+	// ExprSels are what the selector objects of its expressions
+	// (states({…}), since({…})) resolved to when validated, by
+	// Selector.Key: what a test run reads, and what the plan lists.
+	ExprSels map[string][]string
+
 	// RefList are the program's catalog-reference params, by name.
 	RefList []*RefParam
 

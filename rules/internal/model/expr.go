@@ -17,10 +17,11 @@ import (
 // Expr is one compiled expression. It is compiled once, when the program is
 // validated, and evaluated many times; the hot path never parses.
 type Expr struct {
-	Src    string // the expression text (without {{ }})
-	Ptr    string // JSON Pointer of the string value that holds it
-	Offset int    // rune offset of Src inside that string value
-	Refs   []Ref  // catalog ids referenced through state('…'), since('…'), last_changed('…')
+	Src    string    // the expression text (without {{ }})
+	Ptr    string    // JSON Pointer of the string value that holds it
+	Offset int       // rune offset of Src inside that string value
+	Refs   []Ref     // catalog ids referenced through state('…'), since('…'), last_changed('…')
+	Sels   []SelRead // selector objects read through states({…}), since({…})
 	prog   *vm.Program
 
 	// Paths are the variable paths it names (trace reads, reads.go);
@@ -85,7 +86,7 @@ func reachOf(prog *vm.Program) uint32 {
 // newExpr is the one way an Expr is made from a compiled program.
 func newExpr(src string, prog *vm.Program) *Expr {
 	paths, omitted := collectPaths(prog.Node())
-	return &Expr{Src: src, prog: prog, Refs: collectRefs(prog.Node()), reach: reachOf(prog), Paths: paths, Omitted: omitted}
+	return &Expr{Src: src, prog: prog, Refs: collectRefs(prog.Node()), Sels: collectSels(prog.Node()), reach: reachOf(prog), Paths: paths, Omitted: omitted}
 }
 
 // Ref is one catalog id named inside an expression, with its rune offsets
@@ -177,5 +178,5 @@ func (x *Expr) EvalBool(env *Env) (bool, error) {
 // CatalogReaders are the environment functions that read catalog entries:
 // each use must be a direct call with a string constant id, so that every
 // entry a program can read is known before it runs (plan, references,
-// scope).
-var CatalogReaders = map[string]bool{"state": true, "since": true, "last_changed": true, "available": true}
+// scope). since and states take a selector object instead (expr_sel.go).
+var CatalogReaders = map[string]bool{"state": true, "since": true, "last_changed": true, "available": true, "states": true}

@@ -19,7 +19,11 @@ type Env struct {
 	Vars    map[string]any
 	Steps   map[string]any // step id → {"output": v}
 	World   World
-	Budget  uint // expr memory budget (0 = DefaultLimits.MemoryBudget)
+	// Selected is what the program's selector objects resolved to when
+	// validated, by Selector.Key (Compiled.ExprSels): a World that does
+	// not resolve selectors itself reads those.
+	Selected map[string][]string
+	Budget   uint // expr memory budget (0 = DefaultLimits.MemoryBudget)
 	// Byte budgets of one evaluation (0 = DefaultLimits'): the largest
 	// value it may build or return, and all it may build together; and
 	// the operations it may do.
@@ -99,6 +103,7 @@ func (h *envVars) bind(e *Env) {
 	h.m["vars"] = e.Vars
 	h.m["steps"] = e.Steps
 	h.m[memVar] = &e.mem
+	h.sels = e.Selected
 }
 
 // Release hands the Env's expression environment back for reuse. The Env
@@ -114,7 +119,7 @@ func (e *Env) Release() {
 	}
 	h.m["trigger"], h.m["params"], h.m["vars"], h.m["steps"] = nil, nil, nil, nil
 	h.m[memVar] = (*evalMem)(nil)
-	h.w = nil
+	h.w, h.sels = nil, nil
 	e.Cache.putEnv(h)
 }
 

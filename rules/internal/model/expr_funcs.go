@@ -14,6 +14,7 @@ import (
 var EnvFunctions = []struct{ Name, Signature, Doc string }{
 	{"state", "state(id string) any", "current value of a state entry; id must be a string constant"},
 	{"available", "available(id string) bool", "false when the device of a state or event entry is offline (its state then reads null); id must be a string constant"},
+	{"available", "available(selector object) bool", "false when the device of any state a selector object addresses (as for states()) is offline; true when it addresses none"},
 	{"now", "now() time", "the world's clock (virtual in test runs)"},
 	{"hour", "hour(t time) int", "hour of day 0-23 in the configured time zone"},
 	{"minute", "minute(t time) int", "minute 0-59"},
@@ -22,6 +23,8 @@ var EnvFunctions = []struct{ Name, Signature, Doc string }{
 	{"month", "month(t time) int", "month 1 = January … 12 = December (winter: month(now()) in [11, 12, 1, 2])"},
 	{"seconds", "seconds(d string) float", "a duration such as \"90s\" or \"2m\" in seconds"},
 	{"since", "since(id string) float", "seconds since a state last changed (an event: last occurred), on the world's clock; nil when it has no value yet; id must be a string constant"},
+	{"states", "states(selector object) list", "the current values of every state a selector object addresses ({area: 'hall', type: 'motion', tag: '…', property: 'occupancy'}: property and at least one of area, type, tag, all string constants), in id order; an offline device's reads null; resolved when it runs, in the rule owner's scope"},
+	{"since", "since(selector object) float", "seconds since the most recent change among the states a selector object addresses (as for states()); nil when none has a value yet"},
 	{"last_changed", "last_changed(id string) time", "when a state last changed (an event: last occurred), local time; nil when it has no value yet; id must be a string constant"},
 }
 
@@ -33,8 +36,12 @@ var EnvVariables = []struct{ Name, Doc string }{
 	{"steps", "outputs of earlier steps: steps.<id>.output (scope rules apply)"},
 }
 
-func stateStub(string) any      { return nil }
-func availableStub(string) bool { return true }
+func stateStub(string) any            { return nil }
+func availableStub(any) (bool, error) { return true, nil }
+func sinceStub(any) (any, error)      { return nil, nil }
+func statesStub(map[string]any) ([]any, error) {
+	return nil, nil
+}
 func nowStub() time.Time        { return time.Time{} }
 func hourOf(t time.Time) int    { return t.Hour() }
 func minuteOf(t time.Time) int  { return t.Minute() }
@@ -57,7 +64,8 @@ var compileEnv = map[string]any{
 	"day":          dayOf,
 	"month":        monthOf,
 	"seconds":      clock.SecondsOf,
-	"since":        stateStub,
+	"since":        sinceStub,
+	"states":       statesStub,
 	"last_changed": stateStub,
 	memVar:         (*evalMem)(nil),
 }
@@ -65,8 +73,9 @@ var compileEnv = map[string]any{
 // envVars is a pooled expression environment: the map and the closures
 // over the World it holds (built once per holder, not once per run).
 type envVars struct {
-	m map[string]any
-	w World
+	m    map[string]any
+	w    World
+	sels map[string][]string // the bound Env's Selected
 }
 
 func newEnvVars() *envVars {
@@ -83,7 +92,14 @@ func newEnvVars() *envVars {
 			v, _ := h.w.State(id)
 			return v
 		},
-		"available": func(id string) bool { return h.w == nil || AvailableIn(h.w, id) },
+		"available": func(arg any) (bool, error) {
+			if m, ok := arg.(map[string]any); ok {
+				s := selectorFrom(m)
+				return availableOf(h.w, &s, h.sels[s.Key()])
+			}
+			id, _ := arg.(string)
+			return h.w == nil || AvailableIn(h.w, id), nil
+		},
 		"now": func() time.Time {
 			if h.w == nil {
 				return time.Now()
@@ -96,12 +112,20 @@ func newEnvVars() *envVars {
 		"day":     dayOf,
 		"month":   monthOf,
 		"seconds": clock.SecondsOf,
-		"since": func(id string) any {
-			t, ok := LastChangedOf(h.w, id)
-			if !ok {
-				return nil
+		"since": func(arg any) (any, error) {
+			if m, ok := arg.(map[string]any); ok {
+				s := selectorFrom(m)
+				return sinceOf(h.w, &s, h.sels[s.Key()])
 			}
-			return max(h.w.Now().Sub(t).Seconds(), 0)
+			id, _ := arg.(string)
+			if v, ok := SinceOf(h.w, id); ok {
+				return v, nil
+			}
+			return nil, nil
+		},
+		"states": func(arg map[string]any) ([]any, error) {
+			s := selectorFrom(arg)
+			return statesOf(h.w, &s, h.sels[s.Key()])
 		},
 		"last_changed": func(id string) any {
 			t, ok := LastChangedOf(h.w, id)

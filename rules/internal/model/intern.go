@@ -114,7 +114,7 @@ func (in *Interner) expr(x *Expr) *Expr {
 		return nil
 	}
 	return shared(in, shareKey{kind: shareExpr, s: x.Src}, func() *Expr {
-		return &Expr{Src: x.Src, Refs: x.Refs, prog: x.prog, reach: x.reach, Paths: x.Paths, Omitted: x.Omitted}
+		return &Expr{Src: x.Src, Refs: x.Refs, Sels: x.Sels, prog: x.prog, reach: x.reach, Paths: x.Paths, Omitted: x.Omitted}
 	})
 }
 

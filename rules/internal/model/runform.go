@@ -314,7 +314,8 @@ func (c *Compiled) Triggers() []RunTrigger { return c.RunTriggers }
 
 // Reads lists the entries the triggers and conditions read, in order of
 // mention (an id may come again): the states of state and numeric
-// triggers, then the state('…') ids of each condition.
+// triggers, then the state('…') ids of each condition and the states its
+// selector objects (states({…}), since({…})) resolved to when validated.
 func (c *Compiled) Reads() []string {
 	var out []string
 	for i := range c.RunTriggers {
@@ -326,6 +327,9 @@ func (c *Compiled) Reads() []string {
 		if cd.Expr != nil {
 			for _, ref := range cd.Expr.Refs {
 				out = append(out, ref.ID)
+			}
+			for _, sr := range cd.Expr.Sels {
+				out = append(out, c.ExprSels[sr.Sel.Key()]...)
 			}
 		}
 	}

@@ -28,7 +28,7 @@ const (
 // (c.Entry). It is a function of c alone: a held program's plan is derived
 // again whenever it is needed, rather than held.
 func BuildPlan(c *model.Compiled) *pilotage.Plan {
-	b := &planBuilder{entry: c.Entry, ref: c.RefParam}
+	b := &planBuilder{entry: c.Entry, ref: c.RefParam, c: c}
 	read := pilotage.HintsOf(pilotage.RiskRead)
 	b.add(pilotage.PlanStep{ID: interp.TriggersStepID, Kind: PlanKindTrigger,
 		Description: TriggersText(len(c.RunTriggers)),
@@ -47,7 +47,7 @@ func BuildPlan(c *model.Compiled) *pilotage.Plan {
 		desc := ""
 		switch {
 		case cd.Expr != nil:
-			desc = "Only if " + cd.Expr.Src
+			desc = "Only if " + cd.Expr.Src + selectorsText(c, cd.Expr)
 		case cd.Window != nil:
 			desc = cd.Window.Describe(c.Zone)
 		}
@@ -74,6 +74,7 @@ type planCtx struct {
 type planBuilder struct {
 	entry func(id string) *pilotage.Entry
 	ref   func(name string) *model.RefParam
+	c     *model.Compiled // what its selector objects resolved to
 	out   []pilotage.PlanStep
 	calls []string
 	// selects: a call is by selector, so the plan says what bounds it.
@@ -91,7 +92,7 @@ func (b *planBuilder) steps(list []model.RunStep, ctx planCtx) {
 func (b *planBuilder) step(s *model.RunStep, ctx planCtx) {
 	ps := pilotage.PlanStep{ID: s.ID, Kind: string(s.Kind()), Risk: pilotage.RiskRead,
 		RiskHints: pilotage.HintsOf(pilotage.RiskRead), Arm: ctx.arm, Loop: ctx.loop,
-		Description: describeStep(s)}
+		Description: describeStep(s) + selectorsText(b.c, stepCond(s))}
 	switch {
 	case s.Kind() == model.StepCall && s.Flags&model.CallParam != 0:
 		// Not bound yet: the worst its constraints admit.
@@ -448,4 +449,31 @@ func triggerSubject(t *model.RunTrigger) string {
 		return sel.Quantified("any") + " (" + sel.NowText() + ")"
 	}
 	return t.EntityID
+}
+
+// stepCond is the expression an if or wait step tests (nil for others).
+func stepCond(s *model.RunStep) *model.Expr {
+	switch x := s.More.(type) {
+	case *model.IfStep:
+		return x.Cond
+	case *model.WaitStep:
+		return x.Expr
+	}
+	return nil
+}
+
+// selectorsText says what the selector objects of x read, and what they
+// resolved to when validated: ` (reads "occupancy" of any device of type
+// "motion", now: hall_motion.occupancy)`.
+func selectorsText(c *model.Compiled, x *model.Expr) string {
+	if x == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, sr := range x.Sels {
+		sel := sr.Sel
+		sel.Resolved = c.ExprSels[sel.Key()]
+		fmt.Fprintf(&b, " (%s reads %s, %s)", sr.Fn+"()", sel.Quantified("any"), sel.NowText())
+	}
+	return b.String()
 }

@@ -125,10 +125,11 @@ func (c *checker) compiled(prog *model.Program, canon []byte) *model.Compiled {
 		entries[i] = c.entries[id]
 	}
 	cp := &model.Compiled{
-		Raw:     canon,
-		Refs:    refs,
-		Entries: entries,
-		Sub:     c.sub, // nil unless the program calls promoted automations
+		Raw:      canon,
+		Refs:     refs,
+		Entries:  entries,
+		ExprSels: c.exprSels,
+		Sub:      c.sub, // nil unless the program calls promoted automations
 
 		CallDepth: c.callDepth,
 	}
@@ -174,6 +175,9 @@ type checker struct {
 	// selectors counts the selectors resolved so far (each visits the
 	// catalog; MaxSelectors bounds them).
 	selectors int
+	// exprSels are what expressions' selector objects resolved to
+	// (Compiled.ExprSels).
+	exprSels map[string][]string
 }
 
 // bindTo binds prog to the options' input, when there is one and prog

@@ -238,10 +238,18 @@ func (c *checker) constantArgs(n *ast.CallNode, name string, x *model.Expr, rng 
 	if len(n.Arguments) != 1 {
 		return
 	}
-	if _, ok := n.Arguments[0].(*ast.StringNode); ok || c.refArg(name, n.Arguments[0], x, rng) {
+	if model.SelectorReaders[name] && c.exprSelector(n, name, x, rng) {
 		return
 	}
 	from, to := nodeSpan(n.Arguments[0])
+	if name == "states" {
+		c.d.Add(core.CodeNonConstantRef, x.Ptr, "write the selector as an object of constants: states({area: 'hall', type: 'motion', property: 'occupancy'})",
+			"states() needs a selector object literal so every state it may read is known before the program runs").Range = rng(from, max(to, from+1))
+		return
+	}
+	if _, ok := n.Arguments[0].(*ast.StringNode); ok || c.refArg(name, n.Arguments[0], x, rng) {
+		return
+	}
 	c.d.Add(core.CodeNonConstantRef, x.Ptr, "write the id as a string constant: "+name+"('hall_motion.occupancy'), or pass it as a catalog-reference param: "+name+"(params.sensor) with \"sensor\": {\"type\": \"string\", \"catalog\": {\"kind\": \"state\"}} in params",
 		"%s() needs a string constant so every reference is known before the program runs", name).Range = rng(from, max(to, from+1))
 }
