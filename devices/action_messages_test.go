@@ -3,10 +3,14 @@ package devices
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
+	"sync/atomic"
 	"testing"
 
 	"github.com/pilothouse/pilothouse/mqtt"
+	"github.com/pilothouse/pilothouse/pilotage"
 )
 
 // The messages of a call: an action's Send makes them, and Preview lists,
@@ -118,7 +122,57 @@ func TestCallMessages(t *testing.T) {
 			if err := <-acked; err != nil || len(acked) != 0 {
 				t.Fatalf("acked %v, then %d more", err, len(acked))
 			}
+			// Over a connection that publishes synchronously (the embedded
+			// broker's Inline client), CallAsync publishes as Call does.
+			inline := newFakeConn()
+			c.mu.Lock()
+			c.conn = inline
+			c.mu.Unlock()
+			sent, err = c.CallAsync(ctx, tc.id, tc.args, mqtt.AckFunc(func(err error) { acked <- err }))
+			if err != nil || sent.Pending() || sent.Topic() != topics[len(topics)-1] || !reflect.DeepEqual(inline.published(), want) {
+				t.Fatalf("synchronous CallAsync = %+v, %v; published %+v", sent, err, inline.published())
+			}
 		})
+	}
+}
+
+// TestPreviewOwnActions: Preview lists what the catalog's own actions
+// would send (a notification on the bus, a webhook's and an ntfy push's
+// bodies) and does nothing: no request is made, a local action's Run is
+// not called.
+func TestPreviewOwnActions(t *testing.T) {
+	var posts atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { posts.Add(1) }))
+	defer srv.Close()
+	c := NewCatalog(Options{Logger: quietLogger(), Notify: []NotifyChannel{{ID: "notify.bus", Topic: "notify/bus"},
+		{ID: "notify.hook", URL: srv.URL + "/hook"}, {ID: "notify.push", Ntfy: srv.URL + "/push"}}})
+	var runs atomic.Int32
+	if err := c.PutLocal(LocalDevice{ID: "guest", Name: "guest", Type: "helper", Actions: []LocalAction{{ID: "guest.toggle",
+		Risk: pilotage.RiskControl, Input: map[string]any{"type": "object"}, Check: func(map[string]any) error { return nil },
+		Run: func(context.Context, map[string]any) error { runs.Add(1); return nil }}}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	note := map[string]any{"message": "hi", "title": "t"}
+	cases := []struct {
+		id   string
+		args map[string]any
+		want []Published
+	}{
+		{"notify.bus", note, []Published{{Topic: "notify/bus", Payload: `{"message":"hi","title":"t"}`}}},
+		{"notify.hook", note, []Published{{URL: srv.URL + "/hook", Payload: `{"message":"hi","title":"t"}`}}},
+		{"notify.push", note, []Published{{URL: srv.URL + "/push", Payload: "hi"}}},
+		{"guest.toggle", map[string]any{}, []Published{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.id, func(t *testing.T) {
+			got, err := c.Preview(context.Background(), tc.id, tc.args)
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Fatalf("Preview = %#v, %v; want %#v", got, err, tc.want)
+			}
+		})
+	}
+	if posts.Load() != 0 || runs.Load() != 0 {
+		t.Fatalf("Preview made %d requests and ran %d local actions", posts.Load(), runs.Load())
 	}
 }
 
