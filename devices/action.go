@@ -244,7 +244,7 @@ func (s *sender) Value(id string) any {
 
 // own adapts a send function of the catalog's own actions (notification
 // channels, local devices), which use what only the catalog's sender has:
-// its HTTP client and whether it is dry (Preview).
+// whether it is dry (Preview), and its list of messages.
 func own(send func(ctx context.Context, p *sender, args map[string]any) error) func(context.Context, model.Sender, map[string]any) error {
 	return func(ctx context.Context, p model.Sender, args map[string]any) error {
 		return send(ctx, p.(*sender), args)
