@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"sync"
 
 	"github.com/pilothouse/pilothouse/devices/internal/model"
@@ -14,8 +13,8 @@ import (
 
 // A call of an action, from its arguments to its command on the bus: Call
 // and CallAsync, prepare (the action and its checked arguments), the
-// sender that publishes the call's messages, and Sent, the pending end of
-// CallAsync's last command.
+// sender that collects the messages an action's Send makes, publish, which
+// sends them, and Sent, the pending end of CallAsync's last command.
 
 // Sent is a command CallAsync sent. When it is Pending, its end is told to
 // the Acker CallAsync was given (once), and Err turns what that was told
@@ -59,28 +58,21 @@ func (c *Catalog) CallAsync(ctx context.Context, id string, args map[string]any,
 	if err != nil {
 		return Sent{}, err
 	}
+	s := &sender{id: id, c: c}
 	if a.OffBus {
-		return Sent{id: id, abort: sendOffBus(ctx, a, sender{id: id, conn: conn, http: notifyHTTP}, norm, ack)}, nil
+		return Sent{id: id, abort: sendOffBus(ctx, a, s, norm, ack)}, nil
 	}
-	ap, ok := conn.(mqtt.AsyncPublisher)
-	if !ok { // the embedded broker's client: published when Send returns
-		var topic string
-		err := a.Send(ctx, sender{id: id, conn: conn, http: notifyHTTP, c: c, sent: &topic}, norm)
+	err = a.Send(ctx, s, norm)
+	ap, async := conn.(mqtt.AsyncPublisher)
+	n := len(s.msgs)
+	if err != nil || !async || n == 0 { // as Call: a failed Send, the embedded broker's client, or nothing to send
+		topic, err := publish(ctx, id, conn, s.msgs, err)
 		return Sent{id: id, topic: topic}, err
 	}
-	s := sender{id: id, conn: conn, http: notifyHTTP, held: &heldMessage{}, c: c}
-	err = a.Send(ctx, s, norm)
-	last := *s.held
-	if err != nil {
-		if last.ok { // what Call would have published before failing
-			s.held = nil
-			_ = s.publish(ctx, last.topic, last.payload)
-		}
+	if _, err := publish(ctx, id, conn, s.msgs[:n-1], nil); err != nil {
 		return Sent{}, err
 	}
-	if !last.ok { // nothing published
-		return Sent{}, nil
-	}
+	last := s.msgs[n-1]
 	abort, err := ap.PublishAsync(ctx, last.topic, last.payload, 1, false, ack)
 	if err != nil {
 		return Sent{}, publishError(id, last.topic, err)
@@ -103,9 +95,26 @@ func (c *Catalog) CallTopic(ctx context.Context, id string, args map[string]any)
 	if err != nil {
 		return "", err
 	}
-	var topic string
-	err = a.Send(ctx, sender{id: id, conn: conn, http: notifyHTTP, c: c, sent: &topic}, norm)
-	return topic, err
+	s := &sender{id: id, c: c}
+	err = a.Send(ctx, s, norm)
+	return publish(ctx, id, conn, s.msgs, err)
+}
+
+// publish publishes the messages an action's Send made, in order, each
+// acknowledged before the next, then returns failed, the error Send
+// returned after making them: a call publishes what came before its
+// failure. topic is the last message's that was published.
+func publish(ctx context.Context, id string, conn mqtt.PubSub, msgs []outMsg, failed error) (topic string, err error) {
+	for _, m := range msgs {
+		if conn == nil {
+			return topic, fmt.Errorf("devices: %s: %w", id, mqtt.ErrNotConnected)
+		}
+		if err := conn.Publish(ctx, m.topic, m.payload, 1, false); err != nil {
+			return topic, publishError(id, m.topic, err)
+		}
+		topic = m.topic
+	}
+	return topic, failed
 }
 
 // prepare finds id's action and checks args against its schema: the
@@ -180,69 +189,43 @@ func isNormal(v any) bool {
 	return true
 }
 
-// sender publishes the messages of one Call; it is the model.Sender an
-// action's Send is given. With held set (CallAsync), the last message is
-// held back for its caller to publish; every earlier one is published,
-// and acknowledged, before the next is.
+// sender is the model.Sender an action's Send is given: it collects the
+// call's messages, which its caller then publishes (Call, CallAsync) or
+// lists (Preview). The catalog's own actions do their own work when it is
+// not dry: a local action's Run, a webhook's POST (notifyHTTP).
 type sender struct {
-	id   string
-	conn mqtt.PubSub
-	http *http.Client
-	held *heldMessage
-	// record, when set (Preview), collects the messages instead of
-	// sending them.
-	record *[]Published
+	id string
 	// c reads the live state a command depends on (a light turned on
 	// at its last brightness).
-	c *Catalog
-	// sent, when set (Call), is told each published message's topic.
-	sent *string
+	c    *Catalog
+	dry  bool // Preview: nothing is done, the messages are only listed
+	msgs []outMsg
+	one  [1]outMsg // msgs' first array: most commands are one message
 }
 
-// heldMessage is the last message of a CallAsync, held back by its sender.
-type heldMessage struct {
-	topic   string
-	payload []byte
-	ok      bool
+// outMsg is one message of a call: an MQTT publish (QoS 1, not retained)
+// of payload on topic or, listed by Preview only, a webhook's POST to url.
+type outMsg struct {
+	topic, url string
+	payload    []byte
 }
 
-// PublishJSON publishes v, encoded as json.Marshal does, on topic.
-func (s sender) PublishJSON(ctx context.Context, topic string, v any) error {
+// AddJSON adds v, encoded as json.Marshal does, on topic.
+func (s *sender) AddJSON(topic string, v any) error {
 	b, err := pilotage.AppendJSON(make([]byte, 0, 128), v) // exactly json.Marshal's bytes
 	if err != nil {
 		return fmt.Errorf("devices: %s: encode: %w", s.id, err)
 	}
-	return s.publish(ctx, topic, b)
-}
-
-// Publish publishes payload on topic as the call's next message.
-func (s sender) Publish(ctx context.Context, topic string, payload []byte) error {
-	return s.publish(ctx, topic, payload)
-}
-
-func (s *sender) publish(ctx context.Context, topic string, payload []byte) error {
-	if s.record != nil {
-		*s.record = append(*s.record, Published{Topic: topic, Payload: string(payload)})
-		return nil
-	}
-	if s.conn == nil {
-		return fmt.Errorf("devices: %s: %w", s.id, mqtt.ErrNotConnected)
-	}
-	if s.held != nil {
-		prev := *s.held
-		*s.held = heldMessage{topic: topic, payload: payload, ok: true}
-		if !prev.ok {
-			return nil
-		}
-		topic, payload = prev.topic, prev.payload
-	}
-	if err := s.conn.Publish(ctx, topic, payload, 1, false); err != nil {
-		return publishError(s.id, topic, err)
-	}
-	if s.sent != nil {
-		*s.sent = topic
-	}
+	s.Add(topic, b)
 	return nil
+}
+
+// Add adds payload on topic as the call's next message.
+func (s *sender) Add(topic string, payload []byte) {
+	if s.msgs == nil {
+		s.msgs = s.one[:0]
+	}
+	s.msgs = append(s.msgs, outMsg{topic: topic, payload: payload})
 }
 
 // publishError is the error of a publish to topic of action id's call.
@@ -251,30 +234,27 @@ func publishError(id, topic string, err error) error {
 }
 
 // ID is the action's id.
-func (s sender) ID() string { return s.id }
+func (s *sender) ID() string { return s.id }
 
 // Value is the live value of state id (nil when unknown).
-func (s sender) Value(id string) any {
-	if s.c == nil {
-		return nil
-	}
+func (s *sender) Value(id string) any {
 	l, _ := s.c.Live(id)
 	return l.Value
 }
 
 // own adapts a send function of the catalog's own actions (notification
 // channels, local devices), which use what only the catalog's sender has:
-// its HTTP client and Preview's record.
-func own(send func(ctx context.Context, p sender, args map[string]any) error) func(context.Context, model.Sender, map[string]any) error {
+// whether it is dry (Preview), and its list of messages.
+func own(send func(ctx context.Context, p *sender, args map[string]any) error) func(context.Context, model.Sender, map[string]any) error {
 	return func(ctx context.Context, p model.Sender, args map[string]any) error {
-		return send(ctx, p.(sender), args)
+		return send(ctx, p.(*sender), args)
 	}
 }
 
 // sendOffBus sends an HTTP notification on its own goroutine: its attempts
 // (up to about 20 s) must not hold the caller, which may be the
 // connection's reader. abort cancels it and ends the wait at once.
-func sendOffBus(ctx context.Context, a *action, s sender, args map[string]any, ack mqtt.Acker) (abort func(error)) {
+func sendOffBus(ctx context.Context, a *action, s *sender, args map[string]any, ack mqtt.Acker) (abort func(error)) {
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	var once sync.Once
 	finish := func(err error) { once.Do(func() { ack.Acked(err) }) }

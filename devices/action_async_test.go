@@ -83,3 +83,40 @@ func TestCallAsync(t *testing.T) {
 		})
 	}
 }
+
+// TestCallAsyncMessages: over a broker connection a command of several
+// messages reaches the broker whole and in order, the last one
+// acknowledged to the Acker.
+func TestCallAsyncMessages(t *testing.T) {
+	h := runHouse(t, houseOptions{Options: Options{Logger: quietLogger()}, Conn: viaTCP})
+	seen := make(chan mqtt.Message, 8)
+	if err := dialTest(t, h.b).Subscribe("desk/#", 1, func(m mqtt.Message) { seen <- m }); err != nil {
+		t.Fatal(err)
+	}
+	h.publish(t, messageConfigs[0].topic, messageConfigs[0].payload, "desk.set")
+	results := make(chan error, 2)
+	args := map[string]any{"state": "ON", "brightness": 100, "color": map[string]any{"r": 1, "g": 2, "b": 3}}
+	sent, err := h.c.CallAsync(t.Context(), "desk.set", args, mqtt.AckFunc(func(err error) { results <- err }))
+	if err != nil || !sent.Pending() || sent.Topic() != "desk/bri/set" {
+		t.Fatalf("CallAsync = %+v, %v", sent, err)
+	}
+	select {
+	case err := <-results:
+		if err != nil {
+			t.Fatalf("acked %v", err)
+		}
+	case <-time.After(waitTime):
+		t.Fatal("the last message was not acknowledged")
+	}
+	want := []string{"desk/set ON", "desk/rgb/set 1,2,3", "desk/bri/set 100"}
+	for i, w := range want {
+		select {
+		case m := <-seen:
+			if got := m.Topic + " " + string(m.Payload); got != w {
+				t.Fatalf("message %d: %s, want %s", i, got, w)
+			}
+		case <-time.After(waitTime):
+			t.Fatalf("message %d (%s) did not reach the broker", i, w)
+		}
+	}
+}

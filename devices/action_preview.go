@@ -23,19 +23,23 @@ func (c *Catalog) Preview(ctx context.Context, id string, args map[string]any) (
 	if err != nil {
 		return nil, err
 	}
-	out := []Published{}
-	if err := a.Send(ctx, sender{id: id, record: &out, c: c}, norm); err != nil {
+	s := &sender{id: id, c: c, dry: true}
+	if err := a.Send(ctx, s, norm); err != nil {
 		return nil, err
+	}
+	out := make([]Published, len(s.msgs))
+	for i, m := range s.msgs {
+		out[i] = Published{Topic: m.topic, URL: m.url, Payload: string(m.payload)}
 	}
 	return out, nil
 }
 
-// recordPost records a webhook body instead of posting it (Preview).
+// recordPost lists a webhook's body instead of posting it (Preview).
 func (s *sender) recordPost(url string, body any) error {
 	b, err := pilotage.AppendJSON(nil, body)
 	if err != nil {
 		return err
 	}
-	*s.record = append(*s.record, Published{URL: url, Payload: string(b)})
+	s.msgs = append(s.msgs, outMsg{url: url, payload: b})
 	return nil
 }

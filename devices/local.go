@@ -65,8 +65,8 @@ func localSpec(d LocalDevice) *model.Spec {
 		a := model.NewAction(la.ID, la.Name, la.Description, la.Risk)
 		a.Schema, a.Check, a.MinProps = la.Input, la.Check, 0
 		run := la.Run
-		a.Send = own(func(ctx context.Context, p sender, args map[string]any) error {
-			if p.record != nil {
+		a.Send = own(func(ctx context.Context, p *sender, args map[string]any) error {
+			if p.dry {
 				return nil // a preview: a helper's action publishes nothing
 			}
 			return run(ctx, args)

@@ -65,28 +65,28 @@ func notifyAction(ch NotifyChannel, counts *notifyCounters) *action {
 		a.Fields["priority"] = model.EnumField("Optional priority of the push (default: the channel's)", ntfyPriorities)
 	}
 	a.OffBus = ch.Topic == ""
-	a.Send = own(func(ctx context.Context, p sender, args map[string]any) error {
+	a.Send = own(func(ctx context.Context, p *sender, args map[string]any) error {
 		title, _ := args["title"].(string)
 		message, _ := args["message"].(string)
 		switch {
 		case ch.Topic != "":
-			return p.PublishJSON(ctx, ch.Topic, notifyBody(message, title))
-		case ch.Ntfy != "" && p.record != nil:
-			*p.record = append(*p.record, Published{URL: ch.Ntfy, Payload: message})
+			return p.AddJSON(ch.Topic, notifyBody(message, title))
+		case ch.Ntfy != "" && p.dry:
+			p.msgs = append(p.msgs, outMsg{url: ch.Ntfy, payload: []byte(message)})
 			return nil
 		case ch.Ntfy != "":
 			prio, _ := args["priority"].(string)
-			return counts.deliver(ctx, p.http, defaultNotifyPolicy, ch.ID, "ntfy", func(ctx context.Context) (*http.Request, error) {
+			return counts.deliver(ctx, notifyHTTP, defaultNotifyPolicy, ch.ID, "ntfy", func(ctx context.Context) (*http.Request, error) {
 				return ntfyRequest(ctx, ch, title, message, prio)
 			})
-		case ch.URL != "" && p.record != nil:
+		case ch.URL != "" && p.dry:
 			return p.recordPost(ch.URL, notifyBody(message, title))
 		case ch.URL != "":
 			body, err := json.Marshal(notifyBody(message, title))
 			if err != nil {
 				return err
 			}
-			return counts.deliver(ctx, p.http, defaultNotifyPolicy, ch.ID, "the webhook", func(ctx context.Context) (*http.Request, error) {
+			return counts.deliver(ctx, notifyHTTP, defaultNotifyPolicy, ch.ID, "the webhook", func(ctx context.Context) (*http.Request, error) {
 				req, err := http.NewRequestWithContext(ctx, http.MethodPost, ch.URL, bytes.NewReader(body))
 				if err == nil {
 					req.Header.Set("Content-Type", "application/json")

@@ -46,12 +46,12 @@ func scalarConv(v any) (any, bool) {
 	return model.Stringify(v), true
 }
 
-// cmdSend publishes one command value through the entity's command
-// template (vars: the template's other variables, e.g. a cover's
-// position).
+// cmdSend adds the message of one command value, rendered through the
+// entity's command template (vars: the template's other variables, e.g. a
+// cover's position), to the call's messages.
 type cmdSend func(ctx context.Context, p model.Sender, v any, vars map[string]any) error
 
-// command returns the publisher of topicKey through the command template
+// command returns the cmdSend of topicKey through the command template
 // tplKey; ok is false without a topic, or when the template cannot be
 // rendered (the device then says so: the command is not offered).
 func (x *ent) command(topicKey, tplKey string) (cmdSend, bool) {
@@ -74,7 +74,8 @@ func (x *ent) command(topicKey, tplKey string) (cmdSend, bool) {
 		if err != nil {
 			return fmt.Errorf("devices: %s: %s: %w", p.ID(), tplKey, err)
 		}
-		return p.Publish(ctx, topic, []byte(s))
+		p.Add(topic, []byte(s))
+		return nil
 	}, true
 }
 

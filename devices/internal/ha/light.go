@@ -156,7 +156,7 @@ func (x *ent) jsonLight() {
 		if _, ok := msg["state"]; !ok {
 			msg["state"] = "ON"
 		}
-		return p.PublishJSON(ctx, cmd, msg)
+		return p.AddJSON(cmd, msg)
 	}
 }
 

@@ -59,7 +59,8 @@ func (x *ent) siren() {
 		if pl == "" || pl == "None" {
 			return nil // Home Assistant publishes nothing for an empty or None payload
 		}
-		return p.Publish(ctx, topic, []byte(pl))
+		p.Add(topic, []byte(pl))
+		return nil
 	}
 }
 

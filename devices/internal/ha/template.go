@@ -66,7 +66,8 @@ func (x *ent) templateLight() {
 		if err != nil {
 			return fmt.Errorf("devices: %s: %w", p.ID(), err)
 		}
-		return p.Publish(ctx, topic, []byte(s))
+		p.Add(topic, []byte(s))
+		return nil
 	}
 }
 

@@ -66,14 +66,17 @@ func dropSchema(f *Field) {
 	}
 }
 
-// Sender publishes the messages of one call of an action: the catalog's
-// sender, which Call, CallAsync and Preview make.
+// Sender collects the messages of one call of an action, in the order
+// they are to be published (QoS 1, not retained): the catalog's sender,
+// which Call, CallAsync and Preview make and which sends, or only lists,
+// them once Send has returned.
 type Sender interface {
 	// ID is the action's id, for errors.
 	ID() string
-	Publish(ctx context.Context, topic string, payload []byte) error
-	// PublishJSON publishes v as json.Marshal encodes it.
-	PublishJSON(ctx context.Context, topic string, v any) error
+	// Add adds payload on topic as the call's next message.
+	Add(topic string, payload []byte)
+	// AddJSON adds v, as json.Marshal encodes it, on topic.
+	AddJSON(topic string, v any) error
 	// Value is the live value of state id (nil when unknown): a command
 	// may depend on it (a light turned on at its last brightness).
 	Value(id string) any

@@ -86,7 +86,7 @@ func (z *Source) applyProp(tx *model.Rec, dev string, p *z2mProp, v any) {
 // arguments, published as one JSON object to topic (<name>/set or /get).
 func command(topic string) func(context.Context, model.Sender, map[string]any) error {
 	return func(ctx context.Context, p model.Sender, args map[string]any) error {
-		return p.PublishJSON(ctx, topic, args)
+		return p.AddJSON(topic, args)
 	}
 }
 
