@@ -67,7 +67,7 @@ func ScanSelect(ids []string, get func(string) (*pilotage.Entry, bool), kind pil
 	var out []string
 	for _, id := range ids {
 		e, ok := get(id)
-		if !ok || e.Kind != kind || nameOf(id) != s.Name {
+		if !ok || e.Kind != kind || s.Name != "" && nameOf(id) != s.Name {
 			continue
 		}
 		dev, _ := get(deviceOf(id))
@@ -83,13 +83,19 @@ func ScanSelect(ids []string, get func(string) (*pilotage.Entry, bool), kind pil
 }
 
 // Matches reports whether an entry with tags, of a device with devTags,
-// is one s addresses (its name aside).
+// is one s addresses (its name aside). Without a name, the tag must be
+// the entry's own ("class:occupancy" on the state, not on its device):
+// that is what reads the occupancy of a Zigbee2MQTT sensor and of a Home
+// Assistant one whose state is named after the entity.
 func (s *Selector) Matches(tags, devTags []string) bool {
 	if s.Area != "" && !strings.EqualFold(tagValue(tags, "area:", devTags), s.Area) {
 		return false
 	}
 	if s.Type != "" && tagValue(devTags, "type:", nil) != s.Type {
 		return false
+	}
+	if s.Name == "" {
+		return slices.Contains(tags, s.Tag)
 	}
 	return s.Tag == "" || slices.Contains(tags, s.Tag) || slices.Contains(devTags, s.Tag)
 }
@@ -135,7 +141,12 @@ func (s *Selector) Describe() string { return s.Quantified("every") }
 
 // Quantified is Describe with another quantifier ("any").
 func (s *Selector) Quantified(quant string) string {
-	b := []byte(strconv.Quote(s.Name) + " of " + quant + " device")
+	var b []byte
+	if s.Name == "" { // states by their own tag, whatever their names
+		b = []byte(quant + " state tagged " + strconv.Quote(s.Tag) + " of a device")
+	} else {
+		b = []byte(strconv.Quote(s.Name) + " of " + quant + " device")
+	}
 	if s.Area != "" {
 		b = append(b, " in area "...)
 		b = strconv.AppendQuote(b, s.Area)
@@ -144,7 +155,7 @@ func (s *Selector) Quantified(quant string) string {
 		b = append(b, " of type "...)
 		b = strconv.AppendQuote(b, s.Type)
 	}
-	if s.Tag != "" {
+	if s.Tag != "" && s.Name != "" {
 		b = append(b, " tagged "...)
 		b = strconv.AppendQuote(b, s.Tag)
 	}

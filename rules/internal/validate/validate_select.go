@@ -17,8 +17,8 @@ import (
 // at, when set, locates them inside the string at path (an expression's
 // selector object).
 func (c *checker) resolveSelector(s *model.Selector, kind pilotage.Kind, path string, at *pilotage.Range) []*pilotage.Entry {
-	if s.Name == "" || (s.Area == "" && s.Type == "" && s.Tag == "") {
-		return nil // reported when decoded
+	if s.Name == "" && s.Tag == "" || s.Area == "" && s.Type == "" && s.Tag == "" {
+		return nil // reported when decoded (a tag alone reads the states carrying it)
 	}
 	if c.selectors++; c.selectors > model.MaxSelectors {
 		c.d.Add(core.CodeConstraint, path, "address these devices by id, or merge selectors", "a program may hold at most %d selectors", model.MaxSelectors).Range = at
@@ -89,15 +89,15 @@ func (c *checker) exprSelector(n *ast.CallNode, name string, x *model.Expr, rng 
 	}
 	from, to := nodeSpan(obj)
 	at := rng(from, closingBrace(x.Src, to))
-	eg := name + "({type: 'motion', property: 'occupancy'})"
+	eg := name + "({area: 'hall', tag: 'class:occupancy'})"
 	if badKey != nil {
 		c.badSelectorMember(name, eg, badKey, badVal, x, rng)
 		return true
 	}
-	if s.Name == "" {
-		c.d.Add(core.CodeMissingField, x.Ptr, "e.g. "+eg, "%s()'s selector object needs property: which state of each device it reads", name).Range = at
-	}
-	if s.Area == "" && s.Type == "" && s.Tag == "" {
+	if s.Name == "" && s.Tag == "" {
+		c.d.Add(core.CodeMissingField, x.Ptr, "e.g. "+eg+", or property: 'occupancy'",
+			"%s()'s selector object needs a tag its states carry, or property: which state of each device it reads", name).Range = at
+	} else if s.Area == "" && s.Type == "" && s.Tag == "" {
 		c.d.Add(core.CodeMissingField, x.Ptr, "e.g. "+eg, "%s()'s selector object needs at least one of area, type, tag", name).Range = at
 	}
 	if c.resolveSelector(&s, pilotage.KindState, x.Ptr, at); s.Hints == (pilotage.RiskHints{}) {
