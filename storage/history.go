@@ -17,7 +17,8 @@ import (
 // instead of 60,480 rows, and survives the raw rows' size bound.
 //
 // The raw table is bounded by a row count: rowids grow with every insert,
-// so max(rowid) - min(rowid) bounds the rows, and the oldest go first.
+// so max(rowid) - min(rowid) bounds the rows, and the oldest go first;
+// and by bytes the same way (history_bytes.go).
 // Both tables are purged by age (PurgeHistory). Each entity's latest value
 // and since when it has held it are kept apart (history_last, see
 // histlast.go), whatever the bound and the age.
@@ -41,6 +42,9 @@ type HistoryWrite struct {
 	// most trimChunk of the oldest rows, so a lowered bound is reached
 	// over a few batches rather than in one long transaction.
 	MaxRows int
+	// MaxBytes bounds the raw table's bytes (history_bytes.go) the same
+	// way; 0 = unbounded.
+	MaxBytes int64
 	// Yield is called between statements (runtime.Gosched for a
 	// background writer, as WriteOptions.Yield).
 	Yield func()
@@ -77,8 +81,8 @@ const (
 const (
 	histEntitySQL = `INSERT INTO history_entities (entity) VALUES (?)
 		ON CONFLICT (entity) DO UPDATE SET entity = excluded.entity RETURNING id`
-	histInsertSQL = `INSERT INTO history (entity, t, num, val, seq, vcounts) VALUES `
-	histRowSQL    = `(?, ?, ?, ?, ?, ?)`
+	histInsertSQL = `INSERT INTO history (entity, t, num, val, seq, vcounts, bpos) VALUES `
+	histRowSQL    = `(?, ?, ?, ?, ?, ?, ?)`
 	histBucketSQL = `INSERT INTO history_5m (entity, bucket, n, lo, hi, total) VALUES `
 	histSumSQL    = `(?, ?, ?, ?, ?, ?)`
 	histUpsertSQL = ` ON CONFLICT (entity, bucket) DO UPDATE SET n = n + excluded.n, lo = min(lo, excluded.lo),
@@ -113,12 +117,14 @@ type HistoryWritten struct {
 	// Rows is the changes written; Same the points not written because
 	// their value was their entity's latest (not a change).
 	Rows, Same int
-	// Trimmed is the old rows deleted to honour MaxRows.
-	Trimmed int
+	// Trimmed and TrimmedForBytes are the old rows deleted to honour
+	// MaxRows and MaxBytes.
+	Trimmed, TrimmedForBytes int
 }
 
 // WriteHistory stores the changes of a batch in one transaction, with
-// their 5-minute summaries, and trims the raw table to o.MaxRows. It is
+// their 5-minute summaries, and trims the raw table to o.MaxRows and
+// o.MaxBytes. It is
 // the one judge of what a change is: a point whose value is its entity's
 // latest (history_last, or the batch's point before it) is not written,
 // so a value seen again after a restart is no new point.
@@ -182,7 +188,11 @@ func writeHistoryTx(ctx context.Context, tx *sql.Tx, ps [7]*sql.Stmt, pts []Hist
 	if err != nil {
 		return w, nil, err
 	}
-	if err := writeHistoryRows(ctx, rowCtx, st, changes, seqs, idOf, batch, o); err != nil {
+	end, err := historyEnd(rowCtx, tx)
+	if err != nil {
+		return w, nil, err
+	}
+	if end, err = writeHistoryRows(ctx, rowCtx, st, changes, seqs, idOf, batch, end, o); err != nil {
 		return w, nil, err
 	}
 	if err := writeLastChanges(rowCtx, st[5], changes, idOf, seqs); err != nil {
@@ -191,7 +201,10 @@ func writeHistoryTx(ctx context.Context, tx *sql.Tx, ps [7]*sql.Stmt, pts []Hist
 	if err := seqs.writeValues(rowCtx, tx); err != nil {
 		return w, nil, err
 	}
-	w.Trimmed, err = trimHistory(rowCtx, tx, o.MaxRows)
+	if w.Trimmed, err = trimHistory(rowCtx, tx, o.MaxRows); err != nil {
+		return w, nil, err
+	}
+	w.TrimmedForBytes, err = trimHistoryBytes(rowCtx, tx, o.MaxBytes, end)
 	return w, fresh, err
 }
 
@@ -238,16 +251,19 @@ func (c *HistoryIDs) keep(fresh map[string]int64) {
 	}
 }
 
-// writeHistoryRows inserts the rows, summing their numbers into batch,
-// and with o.FlushSums upserts the pending sums and batch's (st: see
-// histStatements). The caller keeps batch's sums once the transaction
-// commits: a failed write changes no sum.
-func writeHistoryRows(ctx, rowCtx context.Context, st [7]*sql.Stmt, pts []HistoryPoint, seqs *histSeqs, id func(string) int64, batch map[bucketKey]*bucketAgg, o HistoryWrite) error {
+// writeHistoryRows inserts the rows from end on in the running sum of
+// their bytes, summing their numbers into batch, and with o.FlushSums
+// upserts the pending sums and batch's (st: see histStatements). It
+// returns the last row's end. The caller keeps batch's sums once the
+// transaction commits: a failed write changes no sum.
+func writeHistoryRows(ctx, rowCtx context.Context, st [7]*sql.Stmt, pts []HistoryPoint, seqs *histSeqs, id func(string) int64, batch map[bucketKey]*bucketAgg, end int64, o HistoryWrite) (int64, error) {
 	err := execChunks(ctx, rowCtx, st[1], st[2], len(pts), histChunk, func(args []any, i int) []any {
-		return append(appendHistoryRow(args, pts[i], id(pts[i].Entity), batch), seqs.seq[i], seqs.vcounts[i])
+		args = append(appendHistoryRow(args, pts[i], id(pts[i].Entity), batch), seqs.seq[i], seqs.vcounts[i], end)
+		end += rowCost(pts[i])
+		return args
 	}, o.Yield)
 	if err != nil || !o.FlushSums {
-		return wrapErr("storage: write history rows: %w", err)
+		return end, wrapErr("storage: write history rows: %w", err)
 	}
 	all := &HistorySums{}
 	all.merge(o.Sums.m)
@@ -260,7 +276,7 @@ func writeHistoryRows(ctx, rowCtx context.Context, st [7]*sql.Stmt, pts []Histor
 		a := all.m[keys[i]]
 		return append(args, keys[i].entity, keys[i].bucket, a.n, a.lo, a.hi, a.total)
 	}, o.Yield)
-	return wrapErr("storage: write history summaries: %w", err)
+	return end, wrapErr("storage: write history summaries: %w", err)
 }
 
 // merge adds sums to h.

@@ -24,10 +24,13 @@ type Config struct {
 	// Retention is how long changes are kept (default 10 days).
 	Retention time.Duration
 	// MaxRows bounds the stored changes; the oldest go first (default
-	// 2,000,000, about 90 MB of small values, 2.2 GB at most of values of
-	// MaxValueBytes). Numeric states keep 5-minute summaries for the whole
-	// retention beyond it.
+	// 2,000,000, about 90 MB of small values). Numeric states keep
+	// 5-minute summaries for the whole retention beyond it.
 	MaxRows int
+	// MaxBytes bounds the stored changes' bytes the same way (default
+	// 256 MiB): values of up to MaxValueBytes from the bus would make
+	// MaxRows alone about 2.2 GB, while small values stay under it.
+	MaxBytes int64
 	// FlushEvery is how often queued changes are written (default 2 s).
 	FlushEvery time.Duration
 	// Queue bounds the changes waiting for a write (default 8,192); more
@@ -46,6 +49,9 @@ func (c *Config) Defaults() {
 	}
 	if c.MaxRows <= 0 {
 		c.MaxRows = 2_000_000
+	}
+	if c.MaxBytes <= 0 {
+		c.MaxBytes = 256 << 20
 	}
 	if c.FlushEvery <= 0 {
 		c.FlushEvery = 2 * time.Second
@@ -74,10 +80,13 @@ type Status struct {
 	// TooLarge values were over MaxValueBytes: a marker with their size
 	// was recorded instead.
 	TooLarge uint64 `json:"too_large"`
-	// Trimmed rows were deleted to stay within MaxRows.
-	Trimmed   uint64 `json:"trimmed"`
-	MaxRows   int    `json:"max_rows"`
-	Retention string `json:"retention"`
+	// Trimmed rows were deleted to stay within MaxRows, TrimmedForBytes
+	// within MaxBytes.
+	Trimmed         uint64 `json:"trimmed"`
+	TrimmedForBytes uint64 `json:"trimmed_for_bytes"`
+	MaxRows         int    `json:"max_rows"`
+	MaxBytes        int64  `json:"max_bytes"`
+	Retention       string `json:"retention"`
 }
 
 // Recorder records state changes off the ingestion path: the
@@ -102,8 +111,8 @@ type Recorder struct {
 	done   chan struct{}
 	unsub  func()
 
-	started                                           atomic.Bool
-	dropped, written, same, failed, trimmed, tooLarge atomic.Uint64
+	started                                                    atomic.Bool
+	dropped, written, same, failed, trimmed, tooLarge, byBytes atomic.Uint64
 	// The writer's own:
 	pts      []storage.HistoryPoint // reused from batch to batch
 	ids      storage.HistoryIDs     // entity ids, kept between writes
@@ -288,7 +297,7 @@ func (h *Recorder) write(ctx context.Context, sums bool) {
 	}
 	clear(items) // drop the values' references
 	h.spare = items[:0]
-	w, err := h.store.WriteHistory(ctx, pts, storage.HistoryWrite{MaxRows: h.cfg.MaxRows, Yield: h.yield.Yield,
+	w, err := h.store.WriteHistory(ctx, pts, storage.HistoryWrite{MaxRows: h.cfg.MaxRows, MaxBytes: h.cfg.MaxBytes, Yield: h.yield.Yield,
 		IDs: &h.ids, Sums: &h.sums, FlushSums: sums})
 	if err == nil && sums {
 		h.lastSums = now
@@ -302,6 +311,7 @@ func (h *Recorder) write(ctx context.Context, sums bool) {
 		h.written.Add(uint64(w.Rows))
 		h.same.Add(uint64(w.Same))
 		h.trimmed.Add(uint64(w.Trimmed))
+		h.byBytes.Add(uint64(w.TrimmedForBytes))
 	}
 	clear(pts)
 	h.pts = pts[:0]
@@ -358,7 +368,8 @@ func (h *Recorder) Status() Status {
 	q, qb := len(h.buf), h.qbytes
 	h.mu.Unlock()
 	return Status{On: true, Written: h.written.Load(), Same: h.same.Load(), Dropped: h.dropped.Load(), Failed: h.failed.Load(),
-		Queued: q, QueuedBytes: qb, TooLarge: h.tooLarge.Load(), Trimmed: h.trimmed.Load(), MaxRows: h.cfg.MaxRows}
+		Queued: q, QueuedBytes: qb, TooLarge: h.tooLarge.Load(), Trimmed: h.trimmed.Load(),
+		TrimmedForBytes: h.byBytes.Load(), MaxRows: h.cfg.MaxRows, MaxBytes: h.cfg.MaxBytes}
 }
 
 // BucketWidth divides span into at most points buckets: whole seconds,
