@@ -124,10 +124,10 @@ type HistoryWritten struct {
 
 // WriteHistory stores the changes of a batch in one transaction, with
 // their 5-minute summaries, and trims the raw table to o.MaxRows and
-// o.MaxBytes. It is
-// the one judge of what a change is: a point whose value is its entity's
-// latest (history_last, or the batch's point before it) is not written,
-// so a value seen again after a restart is no new point.
+// o.MaxBytes. It is the one judge of what a change is: a point whose
+// value is its entity's latest (history_last, or the batch's point
+// before it) is not written, so a value seen again after a restart is no
+// new point.
 func (s *Store) WriteHistory(ctx context.Context, pts []HistoryPoint, o HistoryWrite) (HistoryWritten, error) {
 	var w HistoryWritten
 	if len(pts) == 0 && (o.Sums == nil || !o.FlushSums || o.Sums.Len() == 0) {
