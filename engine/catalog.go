@@ -83,7 +83,7 @@ func (e *Engine) Lookup(ctx context.Context, req LookupRequest) (any, error) {
 		}
 		resp := &GetResponse{Entry: en, CatalogVersion: v.Version()}
 		if e.devs != nil && en.Kind != pilotage.KindAutomation {
-			if l, ok := e.devs.Live(req.ID); ok {
+			if l, ok := e.Live(ctx, req.ID); ok { // a first value's last change settled, as since() reads it
 				resp.Live = &l
 			}
 		}

@@ -17,7 +17,8 @@ import (
 // instead of 60,480 rows, and survives the raw rows' size bound.
 //
 // The raw table is bounded by a row count: rowids grow with every insert,
-// so max(rowid) - min(rowid) bounds the rows, and the oldest go first.
+// so max(rowid) - min(rowid) bounds the rows, and the oldest go first;
+// and by bytes the same way (history_bytes.go).
 // Both tables are purged by age (PurgeHistory). Each entity's latest value
 // and since when it has held it are kept apart (history_last, see
 // histlast.go), whatever the bound and the age.
@@ -41,6 +42,9 @@ type HistoryWrite struct {
 	// most trimChunk of the oldest rows, so a lowered bound is reached
 	// over a few batches rather than in one long transaction.
 	MaxRows int
+	// MaxBytes bounds the raw table's bytes (history_bytes.go) the same
+	// way; 0 = unbounded.
+	MaxBytes int64
 	// Yield is called between statements (runtime.Gosched for a
 	// background writer, as WriteOptions.Yield).
 	Yield func()
@@ -77,8 +81,8 @@ const (
 const (
 	histEntitySQL = `INSERT INTO history_entities (entity) VALUES (?)
 		ON CONFLICT (entity) DO UPDATE SET entity = excluded.entity RETURNING id`
-	histInsertSQL = `INSERT INTO history (entity, t, num, val, seq, vcounts) VALUES `
-	histRowSQL    = `(?, ?, ?, ?, ?, ?)`
+	histInsertSQL = `INSERT INTO history (entity, t, num, val, seq, vcounts, bpos) VALUES `
+	histRowSQL    = `(?, ?, ?, ?, ?, ?, ?)`
 	histBucketSQL = `INSERT INTO history_5m (entity, bucket, n, lo, hi, total) VALUES `
 	histSumSQL    = `(?, ?, ?, ?, ?, ?)`
 	histUpsertSQL = ` ON CONFLICT (entity, bucket) DO UPDATE SET n = n + excluded.n, lo = min(lo, excluded.lo),
@@ -86,15 +90,16 @@ const (
 )
 
 // histStatements are WriteHistory's statements: the entity upsert, one
-// row and a chunk of rows of the changes and of the summaries, and the
-// last-change upsert.
-var histStatements = [6]string{
+// row and a chunk of rows of the changes and of the summaries, the
+// last-change upsert and read.
+var histStatements = [7]string{
 	histEntitySQL,
 	histInsertSQL + histRowSQL,
 	histInsertSQL + histRowSQL + strings.Repeat(", "+histRowSQL, histChunk-1),
 	histBucketSQL + histSumSQL + histUpsertSQL,
 	histBucketSQL + histSumSQL + strings.Repeat(", "+histSumSQL, sumChunk-1) + histUpsertSQL,
 	histLastSQL,
+	histLastReadSQL,
 }
 
 type bucketKey struct {
@@ -107,18 +112,32 @@ type bucketAgg struct {
 	lo, hi, total float64
 }
 
-// WriteHistory stores a batch of changes in one transaction, with their
-// 5-minute summaries, and trims the raw table to o.MaxRows. It returns
-// how many old rows the bound deleted.
-func (s *Store) WriteHistory(ctx context.Context, pts []HistoryPoint, o HistoryWrite) (int, error) {
+// HistoryWritten is what a WriteHistory did.
+type HistoryWritten struct {
+	// Rows is the changes written; Same the points not written because
+	// their value was their entity's latest (not a change).
+	Rows, Same int
+	// Trimmed and TrimmedForBytes are the old rows deleted to honour
+	// MaxRows and MaxBytes.
+	Trimmed, TrimmedForBytes int
+}
+
+// WriteHistory stores the changes of a batch in one transaction, with
+// their 5-minute summaries, and trims the raw table to o.MaxRows and
+// o.MaxBytes. It is the one judge of what a change is: a point whose
+// value is its entity's latest (history_last, or the batch's point
+// before it) is not written, so a value seen again after a restart is no
+// new point.
+func (s *Store) WriteHistory(ctx context.Context, pts []HistoryPoint, o HistoryWrite) (HistoryWritten, error) {
+	var w HistoryWritten
 	if len(pts) == 0 && (o.Sums == nil || !o.FlushSums || o.Sums.Len() == 0) {
-		return 0, nil
+		return w, nil
 	}
-	var ps [6]*sql.Stmt
+	var ps [7]*sql.Stmt
 	for i, q := range histStatements {
 		st, err := s.stmt(ctx, s.w, q)
 		if err != nil {
-			return 0, s.wrote(ctx, fmt.Errorf("storage: write history: prepare: %w", err))
+			return w, s.wrote(ctx, fmt.Errorf("storage: write history: prepare: %w", err))
 		}
 		ps[i] = st
 	}
@@ -128,46 +147,65 @@ func (s *Store) WriteHistory(ctx context.Context, pts []HistoryPoint, o HistoryW
 	if o.Sums == nil {
 		o.Sums, o.FlushSums = &HistorySums{}, true
 	}
-	trimmed := 0
 	var fresh map[string]int64
 	batch := map[bucketKey]*bucketAgg{}
-	rowCtx := context.WithoutCancel(ctx) // as InsertRuns: no watcher goroutine per row
 	err := s.inTx(ctx, fmt.Sprintf("write %d history rows", len(pts)), func(tx *sql.Tx) error {
-		var st [6]*sql.Stmt
-		for i := range ps {
-			st[i] = tx.StmtContext(rowCtx, ps[i])
-			defer st[i].Close()
-		}
 		var err error
-		if fresh, err = o.IDs.resolve(rowCtx, st[0], pts); err != nil {
-			return err
-		}
-		idOf := o.IDs.idOf(fresh)
-		seqs, err := assignSeqs(rowCtx, tx, pts, idOf)
-		if err != nil {
-			return err
-		}
-		if err := writeHistoryRows(ctx, rowCtx, st, pts, seqs, idOf, batch, o); err != nil {
-			return err
-		}
-		if err := writeLastChanges(rowCtx, st[5], pts, idOf, seqs); err != nil {
-			return err
-		}
-		if err := seqs.writeValues(rowCtx, tx); err != nil {
-			return err
-		}
-		trimmed, err = trimHistory(rowCtx, tx, o.MaxRows)
+		w, fresh, err = writeHistoryTx(ctx, tx, ps, pts, batch, o)
 		return err
 	})
-	if err == nil {
-		o.IDs.keep(fresh)
-		if o.FlushSums {
-			clear(o.Sums.m)
-		} else {
-			o.Sums.merge(batch)
-		}
+	if err != nil {
+		return HistoryWritten{}, err
 	}
-	return trimmed, err
+	o.IDs.keep(fresh)
+	if o.FlushSums {
+		clear(o.Sums.m)
+	} else {
+		o.Sums.merge(batch)
+	}
+	return w, nil
+}
+
+// writeHistoryTx is WriteHistory's transaction: the batch's changes are
+// written and the raw table trimmed; fresh is the entity ids it made.
+func writeHistoryTx(ctx context.Context, tx *sql.Tx, ps [7]*sql.Stmt, pts []HistoryPoint, batch map[bucketKey]*bucketAgg, o HistoryWrite) (w HistoryWritten, fresh map[string]int64, err error) {
+	rowCtx := context.WithoutCancel(ctx) // as InsertRuns: no watcher goroutine per row
+	var st [7]*sql.Stmt
+	for i := range ps {
+		st[i] = tx.StmtContext(rowCtx, ps[i])
+		defer st[i].Close()
+	}
+	if fresh, err = o.IDs.resolve(rowCtx, st[0], pts); err != nil {
+		return w, nil, err
+	}
+	idOf := o.IDs.idOf(fresh)
+	changes, err := changesOnly(rowCtx, st[6], pts, idOf)
+	if err != nil {
+		return w, nil, err
+	}
+	w.Rows, w.Same = len(changes), len(pts)-len(changes)
+	seqs, err := assignSeqs(rowCtx, tx, changes, idOf)
+	if err != nil {
+		return w, nil, err
+	}
+	end, err := historyEnd(rowCtx, tx)
+	if err != nil {
+		return w, nil, err
+	}
+	if end, err = writeHistoryRows(ctx, rowCtx, st, changes, seqs, idOf, batch, end, o); err != nil {
+		return w, nil, err
+	}
+	if err := writeLastChanges(rowCtx, st[5], changes, idOf, seqs); err != nil {
+		return w, nil, err
+	}
+	if err := seqs.writeValues(rowCtx, tx); err != nil {
+		return w, nil, err
+	}
+	if w.Trimmed, err = trimHistory(rowCtx, tx, o.MaxRows); err != nil {
+		return w, nil, err
+	}
+	w.TrimmedForBytes, err = trimHistoryBytes(rowCtx, tx, o.MaxBytes, end)
+	return w, fresh, err
 }
 
 // resolve creates the ids of the batch's entities it does not know yet;
@@ -213,16 +251,19 @@ func (c *HistoryIDs) keep(fresh map[string]int64) {
 	}
 }
 
-// writeHistoryRows inserts the rows, summing their numbers into batch,
-// and with o.FlushSums upserts the pending sums and batch's (st: see
-// histStatements). The caller keeps batch's sums once the transaction
-// commits: a failed write changes no sum.
-func writeHistoryRows(ctx, rowCtx context.Context, st [6]*sql.Stmt, pts []HistoryPoint, seqs *histSeqs, id func(string) int64, batch map[bucketKey]*bucketAgg, o HistoryWrite) error {
+// writeHistoryRows inserts the rows from end on in the running sum of
+// their bytes, summing their numbers into batch, and with o.FlushSums
+// upserts the pending sums and batch's (st: see histStatements). It
+// returns the last row's end. The caller keeps batch's sums once the
+// transaction commits: a failed write changes no sum.
+func writeHistoryRows(ctx, rowCtx context.Context, st [7]*sql.Stmt, pts []HistoryPoint, seqs *histSeqs, id func(string) int64, batch map[bucketKey]*bucketAgg, end int64, o HistoryWrite) (int64, error) {
 	err := execChunks(ctx, rowCtx, st[1], st[2], len(pts), histChunk, func(args []any, i int) []any {
-		return append(appendHistoryRow(args, pts[i], id(pts[i].Entity), batch), seqs.seq[i], seqs.vcounts[i])
+		args = append(appendHistoryRow(args, pts[i], id(pts[i].Entity), batch), seqs.seq[i], seqs.vcounts[i], end)
+		end += rowCost(pts[i])
+		return args
 	}, o.Yield)
 	if err != nil || !o.FlushSums {
-		return wrapErr("storage: write history rows: %w", err)
+		return end, wrapErr("storage: write history rows: %w", err)
 	}
 	all := &HistorySums{}
 	all.merge(o.Sums.m)
@@ -235,7 +276,7 @@ func writeHistoryRows(ctx, rowCtx context.Context, st [6]*sql.Stmt, pts []Histor
 		a := all.m[keys[i]]
 		return append(args, keys[i].entity, keys[i].bucket, a.n, a.lo, a.hi, a.total)
 	}, o.Yield)
-	return wrapErr("storage: write history summaries: %w", err)
+	return end, wrapErr("storage: write history summaries: %w", err)
 }
 
 // merge adds sums to h.

@@ -230,6 +230,12 @@ CREATE INDEX logbook_by_kind ON logbook (kind, t, id);`,
 	value      TEXT NOT NULL,
 	updated_at INTEGER NOT NULL
 );`,
+	// 17: the history's bound by bytes (history_bytes.go): each row's
+	// place in the running sum of the rows' bytes (histRowBytes is 40).
+	`ALTER TABLE history ADD COLUMN bpos INTEGER;
+UPDATE history SET bpos = p.b FROM (SELECT rowid AS r,
+	sum(40 + coalesce(length(CAST(val AS BLOB)), 8)) OVER (ORDER BY rowid) - (40 + coalesce(length(CAST(val AS BLOB)), 8)) AS b
+	FROM history) AS p WHERE history.rowid = p.r;`,
 }
 
 // migrate brings db up to len(list), one transaction per migration. A

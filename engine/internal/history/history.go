@@ -24,10 +24,13 @@ type Config struct {
 	// Retention is how long changes are kept (default 10 days).
 	Retention time.Duration
 	// MaxRows bounds the stored changes; the oldest go first (default
-	// 2,000,000, about 90 MB of small values, 2.2 GB at most of values of
-	// MaxValueBytes). Numeric states keep 5-minute summaries for the whole
-	// retention beyond it.
+	// 2,000,000, about 90 MB of small values). Numeric states keep
+	// 5-minute summaries for the whole retention beyond it.
 	MaxRows int
+	// MaxBytes bounds the stored changes' bytes the same way (default
+	// 256 MiB): values of up to MaxValueBytes from the bus would make
+	// MaxRows alone about 2.2 GB, while small values stay under it.
+	MaxBytes int64
 	// FlushEvery is how often queued changes are written (default 2 s).
 	FlushEvery time.Duration
 	// Queue bounds the changes waiting for a write (default 8,192); more
@@ -47,6 +50,9 @@ func (c *Config) Defaults() {
 	if c.MaxRows <= 0 {
 		c.MaxRows = 2_000_000
 	}
+	if c.MaxBytes <= 0 {
+		c.MaxBytes = 256 << 20
+	}
 	if c.FlushEvery <= 0 {
 		c.FlushEvery = 2 * time.Second
 	}
@@ -62,6 +68,8 @@ func (c *Config) Defaults() {
 type Status struct {
 	On      bool   `json:"on"`
 	Written uint64 `json:"written"`
+	// Same values were their state's recorded one: no change, no row.
+	Same uint64 `json:"same"`
 	// Dropped changes found the queue full; Failed were lost to writes
 	// that failed (the storage status says why).
 	Dropped uint64 `json:"dropped"`
@@ -72,10 +80,13 @@ type Status struct {
 	// TooLarge values were over MaxValueBytes: a marker with their size
 	// was recorded instead.
 	TooLarge uint64 `json:"too_large"`
-	// Trimmed rows were deleted to stay within MaxRows.
-	Trimmed   uint64 `json:"trimmed"`
-	MaxRows   int    `json:"max_rows"`
-	Retention string `json:"retention"`
+	// Trimmed rows were deleted to stay within MaxRows, TrimmedForBytes
+	// within MaxBytes.
+	Trimmed         uint64 `json:"trimmed"`
+	TrimmedForBytes uint64 `json:"trimmed_for_bytes"`
+	MaxRows         int    `json:"max_rows"`
+	MaxBytes        int64  `json:"max_bytes"`
+	Retention       string `json:"retention"`
 }
 
 // Recorder records state changes off the ingestion path: the
@@ -99,11 +110,9 @@ type Recorder struct {
 	stop   chan struct{}
 	done   chan struct{}
 	unsub  func()
-	// fed holds the states the feed reported while Start seeds (nil after).
-	fed map[string]struct{}
 
-	started                                     atomic.Bool
-	dropped, written, failed, trimmed, tooLarge atomic.Uint64
+	started                                                    atomic.Bool
+	dropped, written, same, failed, trimmed, tooLarge, byBytes atomic.Uint64
 	// The writer's own:
 	pts      []storage.HistoryPoint // reused from batch to batch
 	ids      storage.HistoryIDs     // entity ids, kept between writes
@@ -136,9 +145,6 @@ func (h *Recorder) onChange(c devices.Change) {
 	}
 	it, cost := item(c.ID, c.Value, c.Time) // sized outside the lock Status takes
 	h.mu.Lock()
-	if h.fed != nil {
-		h.fed[c.ID] = struct{}{}
-	}
 	n, half := len(h.buf), h.qbytes < h.cfg.QueueBytes/2
 	if n == cap(h.buf) || h.qbytes+cost > h.cfg.QueueBytes {
 		h.mu.Unlock()
@@ -162,9 +168,6 @@ func (h *Recorder) onChange(c devices.Change) {
 // a process killed within FlushEvery of its start would otherwise lose
 // them, and a change seen at this start would fire again at the next.
 func (h *Recorder) Start(ctx context.Context) {
-	h.mu.Lock()
-	h.fed = map[string]struct{}{}
-	h.mu.Unlock()
 	h.unsub = h.devs.Subscribe(h.onChange)
 	h.seed(ctx)
 	h.write(ctx, false) // the writer's own state is Start's until the loop starts
@@ -172,10 +175,11 @@ func (h *Recorder) Start(ctx context.Context) {
 	go h.loop(ctx)
 }
 
-// seed records the current value of every state the feed has not
-// reported since Start subscribed: the catalog starts first, and the next
-// start reads this row as the value before its restart (without it a
-// change seen at this start would fire again at every start).
+// seed records the current value of every state: the catalog starts
+// first, and the next start reads this row as the value before its
+// restart (without it a change seen at this start would fire again at
+// every start). The storage writes only changes, so a value the feed
+// reported too, or the one recorded before the start, adds no point.
 func (h *Recorder) seed(ctx context.Context) {
 	for _, e := range h.devs.Snapshot().Entries() {
 		if e.Kind != pilotage.KindState {
@@ -192,20 +196,13 @@ func (h *Recorder) seed(ctx context.Context) {
 			}
 		}
 	}
-	h.mu.Lock()
-	h.fed = nil
-	h.mu.Unlock()
 }
 
-// seedOne queues l as id's value unless the feed reported id; false: the
-// queue is full.
+// seedOne queues l as id's value; false: the queue is full.
 func (h *Recorder) seedOne(id string, l devices.Live) bool {
 	it, cost := item(id, l.Value, l.LastChanged)
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, ok := h.fed[id]; ok {
-		return true
-	}
 	if len(h.buf) == cap(h.buf) || h.qbytes+cost > h.cfg.QueueBytes {
 		return false
 	}
@@ -300,7 +297,7 @@ func (h *Recorder) write(ctx context.Context, sums bool) {
 	}
 	clear(items) // drop the values' references
 	h.spare = items[:0]
-	n, err := h.store.WriteHistory(ctx, pts, storage.HistoryWrite{MaxRows: h.cfg.MaxRows, Yield: h.yield.Yield,
+	w, err := h.store.WriteHistory(ctx, pts, storage.HistoryWrite{MaxRows: h.cfg.MaxRows, MaxBytes: h.cfg.MaxBytes, Yield: h.yield.Yield,
 		IDs: &h.ids, Sums: &h.sums, FlushSums: sums})
 	if err == nil && sums {
 		h.lastSums = now
@@ -311,8 +308,10 @@ func (h *Recorder) write(ctx context.Context, sums bool) {
 			h.log.Warn("writing state history failed; changes lost", "changes", len(pts), "failed_writes", h.failures, "err", err)
 		}
 	} else {
-		h.written.Add(uint64(len(pts)))
-		h.trimmed.Add(uint64(n))
+		h.written.Add(uint64(w.Rows))
+		h.same.Add(uint64(w.Same))
+		h.trimmed.Add(uint64(w.Trimmed))
+		h.byBytes.Add(uint64(w.TrimmedForBytes))
 	}
 	clear(pts)
 	h.pts = pts[:0]
@@ -368,8 +367,9 @@ func (h *Recorder) Status() Status {
 	h.mu.Lock()
 	q, qb := len(h.buf), h.qbytes
 	h.mu.Unlock()
-	return Status{On: true, Written: h.written.Load(), Dropped: h.dropped.Load(), Failed: h.failed.Load(),
-		Queued: q, QueuedBytes: qb, TooLarge: h.tooLarge.Load(), Trimmed: h.trimmed.Load(), MaxRows: h.cfg.MaxRows}
+	return Status{On: true, Written: h.written.Load(), Same: h.same.Load(), Dropped: h.dropped.Load(), Failed: h.failed.Load(),
+		Queued: q, QueuedBytes: qb, TooLarge: h.tooLarge.Load(), Trimmed: h.trimmed.Load(),
+		TrimmedForBytes: h.byBytes.Load(), MaxRows: h.cfg.MaxRows, MaxBytes: h.cfg.MaxBytes}
 }
 
 // BucketWidth divides span into at most points buckets: whole seconds,
