@@ -104,12 +104,13 @@ func (m *Manager) merge(stored map[string]*helper, config, defaults []Def) (map[
 	return want, nil
 }
 
-// dropped says that a helper of the configuration file is gone from it,
-// with the value that goes with it.
+// dropped says that a helper of the configuration file, or of the demo
+// house (whose helpers are served as the file's), is gone from both, with
+// the value that goes with it: a stored row does not say which it was.
 func (m *Manager) dropped(id string, old *helper) {
 	val, _ := json.Marshal(old.value["state"])
-	m.o.Log.Warn("a helper of the configuration file is no longer in it: removed with its state", "helper", id, "state", string(val))
-	m.o.Note(id, old.def.Area, id+": removed, no longer in the configuration file (its state was "+string(val)+")")
+	m.o.Log.Warn("a helper of the configuration file or of the demo house is in neither now (the demo is off, or the file no longer has it): removed with its state", "helper", id, "state", string(val))
+	m.o.Note(id, old.def.Area, id+": removed, in neither the configuration file nor the demo house now (its state was "+string(val)+")")
 }
 
 // load reads the stored helpers; one that no longer reads is logged and

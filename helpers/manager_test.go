@@ -240,7 +240,7 @@ func TestConfigNeverDestroysAUserHelper(t *testing.T) {
 	if v := h2.live("guest_mode.state"); v != true {
 		t.Errorf("the user's guest_mode after a file took its id: %v", v)
 	}
-	if !h2.noted("vacation_mode: removed, no longer in the configuration file (its state was true)") {
+	if !h2.noted("vacation_mode: removed, in neither the configuration file nor the demo house now (its state was true)") {
 		t.Errorf("no logbook line for the dropped helper: %v", h2.notes)
 	}
 	if u := h2.m.Unserved(); len(u) != 1 || !strings.Contains(u[0], "the configuration file's helpers[0] (guest_mode) is not served: a helper made over MCP") {

@@ -296,6 +296,13 @@ func printRules(w io.Writer, list []pilotage.RuleInfo, loc *time.Location) {
 		if r.Broken != "" {
 			fmt.Fprintf(w, "    broken: %s\n", r.Broken)
 		}
+		if len(r.Missing) > 0 {
+			can := "cannot fire"
+			if r.Status != "enabled" {
+				can = "could not fire if enabled"
+			}
+			fmt.Fprintf(w, "    %s: not in the catalog: %s\n", can, strings.Join(r.Missing, ", "))
+		}
 		if r.Description != "" {
 			fmt.Fprintf(w, "    %s\n", r.Description)
 		}
