@@ -101,10 +101,10 @@ func CheckScenario(c *Compiled, sc Scenario) []pilotage.Diagnostic {
 }
 
 // CheckScenarioIDs reports the ids of scenario.state and the timeline
-// that are not entries of the right kind (states; events in a
-// timeline's event) as kindOf (the caller's catalog) sees them.
-func CheckScenarioIDs(sc Scenario, kindOf func(id string) (pilotage.Kind, bool)) []pilotage.Diagnostic {
-	return sim.CheckScenarioIDs(sc, kindOf)
+// that are not entries of the right kind as get (the caller's catalog)
+// sees them, and the state values their output_schema refuses.
+func CheckScenarioIDs(sc Scenario, get func(id string) (*pilotage.Entry, bool), cache *Cache) []pilotage.Diagnostic {
+	return sim.CheckScenarioIDs(sc, get, cache)
 }
 
 // ClosedSetsTopic is the reserved topic of the one closed-sets guide.

@@ -88,6 +88,23 @@ func TestHonestTestRunsThroughMCP(t *testing.T) {
 	if oc["status"] != "validation_error" || len(d) != 1 || d[0].(map[string]any)["path"] != "/scenario/timeline/0/state/garage_door.postion" {
 		t.Errorf("unknown timeline id: %v", oc)
 	}
+	// A value the device never reports would predict a firing that
+	// cannot happen; null (offline) is one a state may read.
+	for _, tc := range []struct{ scenario, path, says string }{
+		{`{"state": {"front_door.contact": "maybe"}}`, "/scenario/state/front_door.contact", `front_door.contact never reports "maybe"`},
+		{`{"timeline": [{"at": "1m", "state": {"front_door.contact": "open"}}]}`, "/scenario/timeline/0/state/front_door.contact", `never reports "open"`},
+		{`{"state": {"front_door.contact": null}, "timeline": [{"at": "1m", "state": {"front_door.contact": false}}]}`, "", ""},
+	} {
+		oc, _, _ = testRun(t, c, door, tc.scenario)
+		d, _ := oc["diagnostics"].([]any)
+		switch {
+		case tc.path == "" && oc["status"] == "validation_error":
+			t.Errorf("%s refused: %v", tc.scenario, oc)
+		case tc.path != "" && (oc["status"] != "validation_error" || len(d) != 1 || d[0].(map[string]any)["path"] != tc.path ||
+			!strings.Contains(d[0].(map[string]any)["message"].(string), tc.says)):
+			t.Errorf("%s: %v", tc.scenario, oc)
+		}
+	}
 }
 
 // TestGarageAfterSunsetThroughMCP is the issue's failed request: close the

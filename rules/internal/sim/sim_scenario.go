@@ -11,6 +11,7 @@ import (
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules/internal/clock"
 	"github.com/pilothouse/pilothouse/rules/internal/core"
+	"github.com/pilothouse/pilothouse/rules/internal/decode"
 	"github.com/pilothouse/pilothouse/rules/internal/interp"
 	"github.com/pilothouse/pilothouse/rules/internal/model"
 )
@@ -217,31 +218,42 @@ func simEscapePointer(s string) string {
 
 // CheckScenarioIDs reports the ids of scenario.state and the timeline
 // that are not entries of the right kind (states; events in a
-// timeline's event) as kindOf (the caller's catalog) sees them.
-func CheckScenarioIDs(sc Scenario, kindOf func(id string) (pilotage.Kind, bool)) []pilotage.Diagnostic {
+// timeline's event) as get (the caller's catalog) sees them, and the
+// state values their entry's output_schema refuses (null aside: an
+// offline device's state reads null): a test run on a value the device
+// never reports would predict a firing that cannot happen.
+func CheckScenarioIDs(sc Scenario, get func(id string) (*pilotage.Entry, bool), cache *model.Cache) []pilotage.Diagnostic {
 	var diags []pilotage.Diagnostic
-	check := func(path, id string, want ...pilotage.Kind) {
-		k, ok := kindOf(id)
-		if ok && slices.Contains(want, k) {
-			return
+	add := func(path, msg, hint string) {
+		diags = append(diags, pilotage.Diagnostic{Code: core.CodeInputBinding, Severity: pilotage.SeverityError, Message: msg, Path: path, Hint: hint})
+	}
+	check := func(path, id string, v any, want ...pilotage.Kind) {
+		path += "/" + simEscapePointer(id)
+		e, ok := get(id)
+		switch {
+		case !ok:
+			add(path, fmt.Sprintf("unknown id %q", id), "use ids as pilotage_lookup lists them")
+		case !slices.Contains(want, e.Kind):
+			add(path, fmt.Sprintf("%q is not a %s entry", id, want[0]), "use ids as pilotage_lookup lists them")
+		case v != nil && e.Kind == pilotage.KindState && len(e.OutputSchema) > 0 && cache != nil:
+			if sch := cache.Schema(e.OutputSchema); sch != nil {
+				if err := sch.Validate(v); err != nil {
+					add(path, fmt.Sprintf("%s never reports %s: %s", id, core.CompactJSON(v), decode.FirstLeafMessage(err)),
+						"its output_schema (pilotage_lookup get) says what it reports")
+				}
+			}
 		}
-		msg := fmt.Sprintf("%q is not a %s entry", id, want[0])
-		if !ok {
-			msg = fmt.Sprintf("unknown id %q", id)
-		}
-		diags = append(diags, pilotage.Diagnostic{Code: core.CodeInputBinding, Severity: pilotage.SeverityError, Message: msg,
-			Path: path + "/" + simEscapePointer(id), Hint: "use ids as pilotage_lookup lists them"})
 	}
 	for _, id := range core.SortedKeys(sc.State) {
-		check("/scenario/state", id, pilotage.KindState, pilotage.KindEvent)
+		check("/scenario/state", id, sc.State[id], pilotage.KindState, pilotage.KindEvent)
 	}
 	for _, e := range sc.Timeline {
 		p := "/scenario/timeline/" + strconv.Itoa(e.Index)
 		for _, id := range core.SortedKeys(e.State) {
-			check(p+"/state", id, pilotage.KindState)
+			check(p+"/state", id, e.State[id], pilotage.KindState)
 		}
 		for _, id := range core.SortedKeys(e.Event) {
-			check(p+"/event", id, pilotage.KindEvent)
+			check(p+"/event", id, nil, pilotage.KindEvent)
 		}
 	}
 	return diags
