@@ -180,7 +180,7 @@ func TestArgumentsBounded(t *testing.T) {
 	// the client and in mcp-go; the race detector slows it tenfold).
 	big := strings.Repeat("x", 900<<10)
 	budget := 5 * time.Second // 2.4 s seen at load 10 on 2 cores
-	if raceEnabled { // and a loaded CI machine: 14-21 s seen at load 15-18
+	if raceEnabled {          // and a loaded CI machine: 14-21 s seen at load 15-18
 		budget = 60 * time.Second
 	}
 	for _, args := range []map[string]any{with(with(lang, "verb", "list"), "q", big), with(with(lang, "verb", "get"), "id", big)} {
