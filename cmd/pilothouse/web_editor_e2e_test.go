@@ -74,7 +74,10 @@ func TestWebEditorEndToEnd(t *testing.T) {
 			// Deploy, then edit and deploy a second version.
 			do(t, ctx, "deploy", chromedp.Click(chromedp.CSS("#deploy")), chromedp.WaitVisible(chromedp.CSS("#edit-rule")))
 			first := installedRef(t, a, "hall-motion-light")
-			do(t, ctx, "edit", chromedp.Click(chromedp.CSS("#edit-rule")), chromedp.WaitVisible(chromedp.CSS(".cm-content")))
+			// Clicked in one evaluation: the rule page's live parts may
+			// replace the link between a lookup and a click.
+			waitJS(t, ctx, "the Edit link clicked", `(e => e ? (e.click(), true) : false)(document.getElementById('edit-rule'))`)
+			do(t, ctx, "edit", chromedp.WaitVisible(chromedp.CSS(".cm-content")))
 			settled(t, ctx, "the rule validated", `document.getElementById('ed-valid')`)
 			typeOver(t, ctx, `"default": 180`, `"default": 200`)
 			settled(t, ctx, "the edit validated: it would replace the installed rule", `document.getElementById('ed-valid') && document.querySelector('#ed-diags a[data-path="/name"]')`)
@@ -91,15 +94,16 @@ func TestWebEditorEndToEnd(t *testing.T) {
 			}
 			noSideways(t, ctx, "the rule page")
 			snap(t, ctx, shot.dir, "rule-versions-"+vp.name)
-			do(t, ctx, "compare", chromedp.Click(chromedp.CSS("#compare-versions")), chromedp.WaitVisible(chromedp.CSS("#diff")))
+			waitJS(t, ctx, "Compare clicked", `(e => e ? (e.click(), true) : false)(document.getElementById('compare-versions'))`)
+			do(t, ctx, "compare", chromedp.WaitVisible(chromedp.CSS("#diff")))
 			if del, add := eval[string](t, ctx, `document.querySelector('#diff .ddel').textContent`), eval[string](t, ctx, `document.querySelector('#diff .dadd').textContent`); !strings.Contains(del, "180") || !strings.Contains(add, "200") {
 				t.Fatalf("diff: - %q + %q", del, add)
 			}
 			noSideways(t, ctx, "the diff page")
 			snap(t, ctx, shot.dir, "rule-diff-"+vp.name)
-			do(t, ctx, "restore the first", chromedp.Navigate(base+"/rules/hall-motion-light"),
-				chromedp.Click(chromedp.CSS(`#versions li[data-ref="`+first+`"] button.restore`)),
-				chromedp.WaitVisible(chromedp.CSS(`#versions li[data-ref="`+first+`"] .st-ok`)))
+			do(t, ctx, "the rule page", chromedp.Navigate(base+"/rules/hall-motion-light"))
+			waitJS(t, ctx, "Restore clicked", `(e => e ? (e.click(), true) : false)(document.querySelector('#versions li[data-ref="`+first+`"] button.restore'))`)
+			do(t, ctx, "restore the first", chromedp.WaitVisible(chromedp.CSS(`#versions li[data-ref="`+first+`"] .st-ok`)))
 			if got := installedRef(t, a, "hall-motion-light"); got != first {
 				t.Fatalf("after restore the rule runs %s, want %s", got, first)
 			}
