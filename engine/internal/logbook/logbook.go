@@ -41,7 +41,9 @@ var Kinds = []Kind{
 // Config configures the logbook's writer.
 type Config struct {
 	// MaxRows bounds the stored entries; the oldest go first (default
-	// 100,000). Entries older than the run retention are purged too.
+	// 100,000), and the bus's (events, availability) keep at most half,
+	// so that a flood cannot evict the owner's lines. Entries older than
+	// the run retention are purged too.
 	MaxRows int
 	// FlushEvery is how often queued entries are written (default 1 s).
 	FlushEvery time.Duration
@@ -111,6 +113,9 @@ type Status struct {
 	Dropped uint64 `json:"dropped"`
 	Failed  uint64 `json:"failed"`
 	Trimmed uint64 `json:"trimmed"`
+	// TrimmedBus of them were the bus's (events, availability), which
+	// keep at most half of MaxRows: the rest is the owner's lines'.
+	TrimmedBus uint64 `json:"trimmed_bus"`
 	// Cut entries had their text cut to its bound (the text says so).
 	Cut     uint64 `json:"cut"`
 	MaxRows int    `json:"max_rows"`
@@ -141,7 +146,7 @@ type Logbook struct {
 
 	started                           atomic.Bool
 	dropped, written, failed, trimmed atomic.Uint64
-	cut                               atomic.Uint64
+	cut, trimmedBus                   atomic.Uint64
 	failures                          int // failed writes, for the log (the writer's own)
 }
 
@@ -358,7 +363,8 @@ func (b *Logbook) write(ctx context.Context) {
 		return
 	}
 	b.written.Add(uint64(len(items)))
-	b.trimmed.Add(uint64(n))
+	b.trimmed.Add(uint64(n.Bus + n.Own))
+	b.trimmedBus.Add(uint64(n.Bus))
 }
 
 func (b *Logbook) purge(ctx context.Context) {
@@ -395,7 +401,7 @@ func (b *Logbook) Status() Status {
 		return Status{}
 	}
 	return Status{Written: b.written.Load(), Dropped: b.dropped.Load(), Failed: b.failed.Load(),
-		Trimmed: b.trimmed.Load(), Cut: b.cut.Load(), MaxRows: b.cfg.MaxRows}
+		Trimmed: b.trimmed.Load(), TrimmedBus: b.trimmedBus.Load(), Cut: b.cut.Load(), MaxRows: b.cfg.MaxRows}
 }
 
 // compact is v's JSON, or fmt.Sprint(v) when it has none.

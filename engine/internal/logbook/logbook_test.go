@@ -155,3 +155,33 @@ func TestLogbookQueueBoundedByBytes(t *testing.T) {
 		t.Fatalf("queued %d entries (%d bytes), dropped %d", len(book.buf), book.bytes, st.Dropped)
 	}
 }
+
+// TestLogbookBusFloodKeepsTheOwnersLines: presses on the bus past its
+// share of MaxRows trim only older presses; the rule, approval and server
+// lines written before stay.
+func TestLogbookBusFloodKeepsTheOwnersLines(t *testing.T) {
+	b := newBus(t, Config{MaxRows: 20, FlushEvery: 50 * time.Millisecond})
+	own := []storage.LogEntry{{Kind: "server", Text: "Pilothouse started: 0 rules armed"}, {Kind: "rule", Rule: "r", Text: "rule r installed"},
+		{Kind: "approval", Rule: "r", Text: "deploy of r approved"}}
+	for _, en := range own {
+		b.book.Add(en)
+	}
+	b.book.Sync()
+	const presses = 60
+	for i := range presses {
+		b.press(fmt.Sprint("p", i))
+	}
+	testutil.Eventually(t, 15*time.Second, "the presses written", func() bool {
+		b.book.Sync()
+		return b.book.Status().Written >= uint64(len(own)+presses)
+	})
+	for _, en := range own {
+		if got := b.entries(en.Kind, 0); len(got) != 1 || got[0].Text != en.Text {
+			t.Errorf("%s lines after the flood: %v", en.Kind, got)
+		}
+	}
+	events := b.entries("event", 10)
+	if st := b.book.Status(); len(events) != 10 || events[0].Text != fmt.Sprint("remote.action: p", presses-1) || st.TrimmedBus != presses-10 || st.Trimmed != st.TrimmedBus {
+		t.Errorf("%d events kept, newest %q; status %+v", len(events), events[0].Text, st)
+	}
+}
