@@ -22,6 +22,10 @@ const remote = `{"ieee_address":"0x9","type":"EndDevice","friendly_name":"remote
   "definition":{"vendor":"IKEA","model":"E1524/E1810","description":"Remote","exposes":[
    {"type":"enum","name":"action","property":"action","access":1,"values":["toggle","on"]}]}}`
 
+// haButton is a Home Assistant device trigger that fires on any payload.
+const haButton = `{"automation_type":"trigger","topic":"hall/button/action","type":"button_short_press","subtype":"button_1",
+  "device":{"identifiers":["btn1"],"name":"Hall button"}}`
+
 // bus is a catalog of the remote on an embedded broker, the client that
 // publishes as an outsider would, and a logbook on a fresh store.
 type bus struct {
@@ -47,13 +51,17 @@ func newBus(t *testing.T, cfg Config) *bus {
 	if err := c.Publish(ctx, "zigbee2mqtt/bridge/devices", []byte(testutil.Z2MBridge(remote)), 1, true); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.Publish(ctx, "homeassistant/device_automation/hall/button/config", []byte(haButton), 1, true); err != nil {
+		t.Fatal(err)
+	}
 	cat := devices.NewCatalog(devices.Options{Logger: quiet()})
 	if err := cat.Start(ctx, c); err != nil {
 		t.Fatal(err)
 	}
-	testutil.Eventually(t, 10*time.Second, "the remote in the catalog", func() bool {
+	testutil.Eventually(t, 10*time.Second, "the remote and the button in the catalog", func() bool {
 		_, ok := cat.Snapshot().Get("remote")
-		return ok
+		_, ok2 := cat.Snapshot().Get("hall_button")
+		return ok && ok2
 	})
 	store, err := storage.Open(ctx, t.TempDir())
 	if err != nil {
@@ -68,8 +76,12 @@ func newBus(t *testing.T, cfg Config) *bus {
 
 func (b *bus) press(action string) {
 	b.t.Helper()
-	payload := fmt.Sprintf(`{"action":%q}`, action)
-	if err := b.c.Publish(context.Background(), "zigbee2mqtt/remote", []byte(payload), 0, false); err != nil {
+	b.publish("zigbee2mqtt/remote", fmt.Sprintf(`{"action":%q}`, action))
+}
+
+func (b *bus) publish(topic, payload string) {
+	b.t.Helper()
+	if err := b.c.Publish(context.Background(), topic, []byte(payload), 0, false); err != nil {
 		b.t.Fatal(err)
 	}
 }
@@ -90,31 +102,36 @@ func (b *bus) entries(kind string, n int) []storage.LogEntry {
 	return got
 }
 
-// TestLogbookBoundsAnEventsText: a 255 KB action from the bus, even one
-// outside the device's values, is an entry of a few hundred bytes that
-// says it was cut and how big it was, counted in Status.
+// TestLogbookBoundsAnEventsText: a 255 KB action from the bus (a
+// Zigbee2MQTT remote's, even one outside its values, or a Home Assistant
+// device trigger's) is an entry of a few hundred bytes that says it was
+// cut and how big it was, counted in Status.
 func TestLogbookBoundsAnEventsText(t *testing.T) {
 	b := newBus(t, Config{FlushEvery: 50 * time.Millisecond})
+	big := strings.Repeat("é", 255<<10/2)
 	const n = 4
 	for i := range n {
-		b.press(fmt.Sprintf("%d", i) + strings.Repeat("é", 255<<10/2))
+		b.press(fmt.Sprint(i) + big)
 	}
+	b.publish("hall/button/action", "x"+big)
 	b.press("toggle")
-	got := b.entries("event", n+1)
-	size := 1 + 255<<10/2*len("é")
+	got := b.entries("event", n+2)
+	var sizes []int
 	for _, en := range got {
 		if en.Text == "remote.action: toggle" {
 			continue
 		}
-		if len(en.Text) > maxText+32 || !strings.HasSuffix(en.Text, fmt.Sprintf("… (%d bytes)", size)) {
+		sizes = append(sizes, len(en.Text))
+		if len(en.Text) > maxText || !strings.HasSuffix(en.Text, fmt.Sprintf("… (%d bytes)", 1+len(big))) {
 			t.Errorf("an event's text is %d bytes: %.80q…%q", len(en.Text), en.Text, en.Text[max(0, len(en.Text)-40):])
 		}
-		if !strings.HasPrefix(en.Text, "remote.action: ") || strings.ContainsRune(en.Text, '\uFFFD') {
+		if strings.ContainsRune(en.Text, '\uFFFD') {
 			t.Errorf("text not cut at a whole character: %.80q", en.Text)
 		}
 	}
-	if st := b.book.Status(); st.Cut != n || st.Written != n+1 {
-		t.Errorf("status: cut %d, written %d; want %d and %d", st.Cut, st.Written, n, n+1)
+	t.Logf("stored texts of %d-byte values: %v bytes", 1+len(big), sizes)
+	if st := b.book.Status(); st.Cut != n+1 || st.Written != n+2 {
+		t.Errorf("status: cut %d, written %d; want %d and %d", st.Cut, st.Written, n+1, n+2)
 	}
 }
 
