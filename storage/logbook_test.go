@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -141,22 +142,32 @@ func TestLogbookBusKeepsToItsShare(t *testing.T) {
 
 // TestLogbookSharesMigrated: a logbook written before the shares existed
 // (version 17) is numbered into them, so the first write after trims each
-// share to its window, the oldest first.
+// share to its window, the oldest first; a text the bus made huge is cut.
 func TestLogbookSharesMigrated(t *testing.T) {
 	dir := t.TempDir()
 	db := openAtVersion(t, dir, 17)
+	huge := "6" + strings.Repeat("é", 100_000)
 	for i, kind := range []string{"server", "event", "rule", "event", "availability", "approval", "event"} {
-		if _, err := db.Exec(`INSERT INTO logbook (t, kind, text) VALUES (?, ?, ?)`, i, kind, fmt.Sprint(i)); err != nil {
+		text := fmt.Sprint(i)
+		if i == 6 {
+			text = huge
+		}
+		if _, err := db.Exec(`INSERT INTO logbook (t, kind, text) VALUES (?, ?, ?)`, i, kind, text); err != nil {
 			t.Fatal(err)
 		}
 	}
 	s := migrated(t, db, dir)
+	got, _ := s.ListLog(context.Background(), LogFilter{Limit: 1})
+	cut := "6" + strings.Repeat("é", 127) + "… (200001 bytes)"
+	if len(got) != 1 || got[0].Text != cut {
+		t.Fatalf("the huge text migrated as %.60q…, want it cut", got[0].Text)
+	}
 	n, err := s.WriteLog(context.Background(), []LogEntry{{T: time.Unix(0, 7), Kind: "event", Text: "7"}}, 6)
 	if err != nil || n != (LogTrimmed{Bus: 2, Own: 0}) {
 		t.Fatalf("trimmed %+v, %v", n, err)
 	}
-	got, _ := s.ListLog(context.Background(), LogFilter{})
-	if fmt.Sprint(logTexts(got)) != "[7 6 5 4 2 0]" {
+	got, _ = s.ListLog(context.Background(), LogFilter{})
+	if fmt.Sprint(logTexts(got)) != "[7 "+cut+" 5 4 2 0]" {
 		t.Fatalf("kept %v", logTexts(got))
 	}
 }
