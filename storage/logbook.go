@@ -37,38 +37,71 @@ type LogFilter struct {
 // MaxLogLimit bounds one ListLog answer.
 const MaxLogLimit = 500
 
-// WriteLog appends entries in one transaction and keeps the newest maxRows
-// (by rowid: entries are appended in time order). It returns the rows
-// trimmed.
-func (s *Store) WriteLog(ctx context.Context, entries []LogEntry, maxRows int) (int, error) {
-	trimmed := 0
+// fromBus reports whether entries of kind come from the bus (a device's
+// event or availability): anyone who can publish can make them, so they
+// are kept within their own share of the rows.
+func fromBus(kind string) bool { return kind == "event" || kind == "availability" }
+
+// LogTrimmed is what a WriteLog trimmed: the bus's entries and the others.
+type LogTrimmed struct{ Bus, Own int }
+
+// WriteLog appends entries in one transaction and keeps the newest maxRows:
+// the bus's entries (fromBus) at most half of them, the others the rest,
+// so that a flood on the bus cannot evict the rules', firings', approvals'
+// and server's lines. Each share is trimmed by its own sequence (seq), the
+// oldest first.
+func (s *Store) WriteLog(ctx context.Context, entries []LogEntry, maxRows int) (LogTrimmed, error) {
+	var trimmed LogTrimmed
 	err := s.inTx(ctx, "logbook", func(tx *sql.Tx) error {
-		st, err := tx.PrepareContext(ctx, `INSERT INTO logbook (t, kind, device, area, rule, principal, ref, run, status, text)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
-		if err != nil {
-			return fmt.Errorf("storage: logbook: %w", err)
-		}
-		defer st.Close()
-		var last int64
-		for _, e := range entries {
-			res, err := st.ExecContext(ctx, e.T.UnixNano(), e.Kind, e.Device, e.Area, e.Rule, e.Principal, e.Ref, e.Run, e.Status, e.Text)
-			if err != nil {
+		var last [2]int64 // each share's last seq
+		for share := range last {
+			if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM logbook WHERE bus = ?`, share).Scan(&last[share]); err != nil {
 				return fmt.Errorf("storage: logbook: %w", err)
 			}
-			last, _ = res.LastInsertId()
 		}
-		if maxRows <= 0 || last <= int64(maxRows) {
+		if err := insertLog(ctx, tx, entries, &last); err != nil {
+			return err
+		}
+		if maxRows <= 0 {
 			return nil
 		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM logbook WHERE id <= ?`, last-int64(maxRows))
-		if err != nil {
-			return fmt.Errorf("storage: logbook: trim: %w", err)
+		keep := [2]int64{int64(maxRows - maxRows/2), int64(maxRows / 2)}
+		for share, n := range []*int{&trimmed.Own, &trimmed.Bus} {
+			if last[share] <= keep[share] {
+				continue
+			}
+			res, err := tx.ExecContext(ctx, `DELETE FROM logbook WHERE bus = ? AND seq <= ?`, share, last[share]-keep[share])
+			if err != nil {
+				return fmt.Errorf("storage: logbook: trim: %w", err)
+			}
+			d, _ := res.RowsAffected()
+			*n = int(d)
 		}
-		n, _ := res.RowsAffected()
-		trimmed = int(n)
 		return nil
 	})
 	return trimmed, err
+}
+
+// insertLog inserts entries, numbering each in its share from last on.
+func insertLog(ctx context.Context, tx *sql.Tx, entries []LogEntry, last *[2]int64) error {
+	st, err := tx.PrepareContext(ctx, `INSERT INTO logbook (t, kind, device, area, rule, principal, ref, run, status, text, bus, seq)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return fmt.Errorf("storage: logbook: %w", err)
+	}
+	defer st.Close()
+	for _, e := range entries {
+		share := 0
+		if fromBus(e.Kind) {
+			share = 1
+		}
+		last[share]++
+		if _, err := st.ExecContext(ctx, e.T.UnixNano(), e.Kind, e.Device, e.Area, e.Rule, e.Principal, e.Ref, e.Run, e.Status, e.Text,
+			share, last[share]); err != nil {
+			return fmt.Errorf("storage: logbook: %w", err)
+		}
+	}
+	return nil
 }
 
 // ListLog lists logbook entries, newest first.

@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -70,23 +71,25 @@ func TestLogbookFiltersPagesAndSurvivesReopen(t *testing.T) {
 	}
 }
 
-// TestLogbookBounds: the newest maxRows are kept, and entries older than
-// the retention are purged.
+// TestLogbookBounds: the newest maxRows are kept, the bus's entries
+// (events, availability) within half of them and the others within the
+// rest, and entries older than the retention are purged.
 func TestLogbookBounds(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	t0 := time.Date(2026, 1, 15, 7, 0, 0, 0, time.UTC)
-	trimmed := 0
+	var trimmed LogTrimmed
 	for i := range 10 {
-		n, err := s.WriteLog(ctx, []LogEntry{{T: t0.Add(time.Duration(i) * time.Hour), Kind: "event", Text: fmt.Sprint(i)}}, 4)
+		kind := []string{"event", "availability"}[i%2]
+		n, err := s.WriteLog(ctx, []LogEntry{{T: t0.Add(time.Duration(i) * time.Hour), Kind: kind, Text: fmt.Sprint(i)}}, 8)
 		if err != nil {
 			t.Fatal(err)
 		}
-		trimmed += n
+		trimmed.Bus, trimmed.Own = trimmed.Bus+n.Bus, trimmed.Own+n.Own
 	}
 	got, _ := s.ListLog(ctx, LogFilter{})
-	if fmt.Sprint(logTexts(got)) != "[9 8 7 6]" || trimmed != 6 {
-		t.Fatalf("kept %v, trimmed %d", logTexts(got), trimmed)
+	if fmt.Sprint(logTexts(got)) != "[9 8 7 6]" || trimmed != (LogTrimmed{Bus: 6}) {
+		t.Fatalf("kept %v, trimmed %+v", logTexts(got), trimmed)
 	}
 	n, err := s.PurgeLog(ctx, t0.Add(8*time.Hour))
 	if err != nil || n != 2 {
@@ -94,5 +97,77 @@ func TestLogbookBounds(t *testing.T) {
 	}
 	if got, _ := s.ListLog(ctx, LogFilter{}); fmt.Sprint(logTexts(got)) != "[9 8]" {
 		t.Fatalf("after purge: %v", logTexts(got))
+	}
+}
+
+// TestLogbookBusKeepsToItsShare: a flood of the bus's entries past its
+// share trims only its own oldest entries; the rules', firings',
+// approvals' and server's lines stay, and are trimmed within their own
+// share only by their own kind's later lines.
+func TestLogbookBusKeepsToItsShare(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	t0 := time.Date(2026, 1, 15, 7, 0, 0, 0, time.UTC)
+	own := []LogEntry{{T: t0, Kind: "server", Text: "started"}, {T: t0, Kind: "rule", Text: "installed"},
+		{T: t0, Kind: "approval", Text: "approved"}, {T: t0, Kind: "firing", Text: "fired"}}
+	if _, err := s.WriteLog(ctx, own, 10); err != nil {
+		t.Fatal(err)
+	}
+	var bus int
+	for i := range 20 {
+		flood := []LogEntry{{T: t0.Add(time.Second), Kind: "event", Text: fmt.Sprint("press ", i)}, {T: t0.Add(time.Second), Kind: "availability", Text: "offline"}}
+		n, err := s.WriteLog(ctx, flood, 10)
+		if err != nil || n.Own != 0 {
+			t.Fatalf("trimmed %+v, %v", n, err)
+		}
+		bus += n.Bus
+	}
+	for _, tc := range []struct {
+		kind string
+		want int
+	}{{"server", 1}, {"rule", 1}, {"approval", 1}, {"firing", 1}, {"event", 2}, {"availability", 3}} {
+		if got, _ := s.ListLog(ctx, LogFilter{Kind: tc.kind}); len(got) != tc.want {
+			t.Errorf("%s: %d kept, want %d", tc.kind, len(got), tc.want)
+		}
+	}
+	if bus != 40-5 {
+		t.Errorf("trimmed %d of the bus's, want 35", bus)
+	}
+	// The owner's share is trimmed by its own lines, the oldest first.
+	n, err := s.WriteLog(ctx, []LogEntry{{T: t0.Add(2 * time.Second), Kind: "firing", Text: "a"}, {T: t0.Add(2 * time.Second), Kind: "firing", Text: "b"}}, 10)
+	if got, _ := s.ListLog(ctx, LogFilter{Kind: "server"}); err != nil || n != (LogTrimmed{Own: 1}) || len(got) != 0 {
+		t.Fatalf("trimmed %+v (%v); server lines %d, want the oldest one trimmed", n, err, len(got))
+	}
+}
+
+// TestLogbookSharesMigrated: a logbook written before the shares existed
+// (version 17) is numbered into them, so the first write after trims each
+// share to its window, the oldest first; a text the bus made huge is cut.
+func TestLogbookSharesMigrated(t *testing.T) {
+	dir := t.TempDir()
+	db := openAtVersion(t, dir, 17)
+	huge := "6" + strings.Repeat("é", 100_000)
+	for i, kind := range []string{"server", "event", "rule", "event", "availability", "approval", "event"} {
+		text := fmt.Sprint(i)
+		if i == 6 {
+			text = huge
+		}
+		if _, err := db.Exec(`INSERT INTO logbook (t, kind, text) VALUES (?, ?, ?)`, i, kind, text); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := migrated(t, db, dir)
+	got, _ := s.ListLog(context.Background(), LogFilter{Limit: 1})
+	cut := "6" + strings.Repeat("é", 127) + "… (200001 bytes)"
+	if len(got) != 1 || got[0].Text != cut {
+		t.Fatalf("the huge text migrated as %.60q…, want it cut", got[0].Text)
+	}
+	n, err := s.WriteLog(context.Background(), []LogEntry{{T: time.Unix(0, 7), Kind: "event", Text: "7"}}, 6)
+	if err != nil || n != (LogTrimmed{Bus: 2, Own: 0}) {
+		t.Fatalf("trimmed %+v, %v", n, err)
+	}
+	got, _ = s.ListLog(context.Background(), LogFilter{})
+	if fmt.Sprint(logTexts(got)) != "[7 "+cut+" 5 4 2 0]" {
+		t.Fatalf("kept %v", logTexts(got))
 	}
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine/internal/background"
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -40,13 +41,32 @@ var Kinds = []Kind{
 // Config configures the logbook's writer.
 type Config struct {
 	// MaxRows bounds the stored entries; the oldest go first (default
-	// 100,000). Entries older than the run retention are purged too.
+	// 100,000), and the bus's (events, availability) keep at most half,
+	// so that a flood cannot evict the owner's lines. Entries older than
+	// the run retention are purged too.
 	MaxRows int
 	// FlushEvery is how often queued entries are written (default 1 s).
 	FlushEvery time.Duration
-	// Queue bounds the entries waiting for a write (default 4,096); more
-	// are dropped and counted (Status).
-	Queue int
+	// Queue bounds the entries waiting for a write (default 4,096), and
+	// QueueBytes their bytes (default 4 MiB); more are dropped and
+	// counted (Status).
+	Queue      int
+	QueueBytes int
+}
+
+// maxText bounds an entry's text: a device's event carries whatever the
+// bus sent, and a 255 KB action in every row filled the disk at 15 MB/s.
+const maxText = 512
+
+// maxValue bounds the bus's value in an event's text, leaving room in
+// maxText for the entity's name.
+const maxValue = maxText / 2
+
+// entryBytes is what an entry holds in the queue: its strings and about
+// the size of the rest.
+func entryBytes(en storage.LogEntry) int {
+	return 64 + len(en.Kind) + len(en.Device) + len(en.Area) + len(en.Rule) + len(en.Principal) + len(en.Ref) +
+		len(en.Run) + len(en.Status) + len(en.Text)
 }
 
 func (c *Config) defaults() {
@@ -58,6 +78,9 @@ func (c *Config) defaults() {
 	}
 	if c.Queue <= 0 {
 		c.Queue = 4096
+	}
+	if c.QueueBytes <= 0 {
+		c.QueueBytes = 4 << 20
 	}
 }
 
@@ -90,6 +113,11 @@ type Status struct {
 	Dropped uint64 `json:"dropped"`
 	Failed  uint64 `json:"failed"`
 	Trimmed uint64 `json:"trimmed"`
+	// TrimmedBus of them were the bus's (events, availability), which
+	// keep at most half of MaxRows: the rest is the owner's lines'.
+	TrimmedBus uint64 `json:"trimmed_bus"`
+	// Cut entries had their text cut to its bound (the text says so).
+	Cut     uint64 `json:"cut"`
 	MaxRows int    `json:"max_rows"`
 }
 
@@ -105,6 +133,7 @@ type Logbook struct {
 
 	mu    sync.Mutex
 	buf   []storage.LogEntry // cap = cfg.Queue, never grown
+	bytes int                // buf's entryBytes, at most cfg.QueueBytes
 	spare []storage.LogEntry // the writer's buffer between swaps
 	subs  map[chan Entry]struct{}
 	flush chan chan struct{}
@@ -117,6 +146,7 @@ type Logbook struct {
 
 	started                           atomic.Bool
 	dropped, written, failed, trimmed atomic.Uint64
+	cut, trimmedBus                   atomic.Uint64
 	failures                          int // failed writes, for the log (the writer's own)
 }
 
@@ -128,19 +158,30 @@ func New(store *storage.Store, log *slog.Logger, cfg Config, retention time.Dura
 }
 
 // Add queues an entry for writing and tells the watchers; it never
-// blocks (a full queue or a slow watcher loses the entry, counted).
+// blocks (a full queue or a slow watcher loses the entry, counted). A
+// text over maxText is cut, saying so.
 func (b *Logbook) Add(en storage.LogEntry) {
-	if b == nil {
-		return
+	if b != nil {
+		b.add(en, false)
+	}
+}
+
+// add is Add for an entry whose text was already cut (cut: count it).
+func (b *Logbook) add(en storage.LogEntry, cut bool) {
+	var again bool
+	if en.Text, again = shown.Cut(en.Text, maxText); cut || again {
+		b.cut.Add(1)
 	}
 	if en.T.IsZero() {
 		en.T = b.now()
 	}
 	live := EntryOf(en)
+	size := entryBytes(en)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.buf) < cap(b.buf) {
+	if len(b.buf) < cap(b.buf) && b.bytes+size <= b.cfg.QueueBytes {
 		b.buf = append(b.buf, en)
+		b.bytes += size
 	} else {
 		b.dropped.Add(1)
 	}
@@ -176,6 +217,7 @@ func (b *Logbook) Start(ctx context.Context, devs *devices.Catalog) {
 // availability changes after the first report become entries.
 func (b *Logbook) onChange(devs *devices.Catalog, c devices.Change) {
 	var en storage.LogEntry
+	var cut bool
 	switch c.Kind {
 	case devices.ChangeEvent:
 		dev, _ := devs.DeviceOf(c.ID)
@@ -183,6 +225,8 @@ func (b *Logbook) onChange(devs *devices.Catalog, c devices.Change) {
 		if !ok {
 			v = compact(c.Value)
 		}
+		// Cut before it is joined: the bus's value is not copied whole.
+		v, cut = shown.Cut(v, maxValue)
 		en = storage.LogEntry{Kind: "event", Device: dev, Text: c.ID + ": " + v}
 	case devices.ChangeAvailability:
 		on, ok := c.Value.(bool)
@@ -206,7 +250,7 @@ func (b *Logbook) onChange(devs *devices.Catalog, c devices.Change) {
 		}
 		en.Area = areaOf(d.Tags)
 	}
-	b.Add(en)
+	b.add(en, cut)
 }
 
 // isHelper reports whether a device's tags make it a household helper.
@@ -297,7 +341,7 @@ func (b *Logbook) loop(ctx context.Context) {
 func (b *Logbook) write(ctx context.Context) {
 	b.mu.Lock()
 	items := b.buf
-	b.buf = b.spare
+	b.buf, b.bytes = b.spare, 0
 	b.writing = len(items) > 0
 	b.mu.Unlock()
 	defer func() {
@@ -319,7 +363,8 @@ func (b *Logbook) write(ctx context.Context) {
 		return
 	}
 	b.written.Add(uint64(len(items)))
-	b.trimmed.Add(uint64(n))
+	b.trimmed.Add(uint64(n.Bus + n.Own))
+	b.trimmedBus.Add(uint64(n.Bus))
 }
 
 func (b *Logbook) purge(ctx context.Context) {
@@ -356,7 +401,7 @@ func (b *Logbook) Status() Status {
 		return Status{}
 	}
 	return Status{Written: b.written.Load(), Dropped: b.dropped.Load(), Failed: b.failed.Load(),
-		Trimmed: b.trimmed.Load(), MaxRows: b.cfg.MaxRows}
+		Trimmed: b.trimmed.Load(), TrimmedBus: b.trimmedBus.Load(), Cut: b.cut.Load(), MaxRows: b.cfg.MaxRows}
 }
 
 // compact is v's JSON, or fmt.Sprint(v) when it has none.

@@ -7,11 +7,11 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine/internal/bounds"
 	"github.com/pilothouse/pilothouse/engine/internal/recorder"
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -137,15 +137,7 @@ const maxShownValue = 256
 // character) with its full size said.
 func appendShown(b []byte, v any) []byte {
 	n := len(b)
-	b = appendCompact(b, v)
-	if size := len(b) - n; size > maxShownValue {
-		cut := n + maxShownValue
-		for cut > n && !utf8.RuneStart(b[cut]) {
-			cut--
-		}
-		b = append(b[:cut], fmt.Sprintf("… (%d bytes)", size)...)
-	}
-	return b
+	return shown.CutFrom(appendCompact(b, v), n, maxShownValue)
 }
 
 func compact(v any) string { return string(appendCompact(nil, v)) }

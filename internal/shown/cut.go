@@ -1,0 +1,33 @@
+package shown
+
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+// Cut is s cut to at most max bytes at a whole character, saying its full
+// size, and whether it was cut; s as it is when it fits.
+func Cut(s string, max int) (string, bool) {
+	if len(s) <= max {
+		return s, false
+	}
+	return s[:wholeAt(s, max)] + fmt.Sprintf("… (%d bytes)", len(s)), true
+}
+
+// CutFrom cuts b's bytes after from as Cut does, in place.
+func CutFrom(b []byte, from, max int) []byte {
+	size := len(b) - from
+	if size <= max {
+		return b
+	}
+	return fmt.Appendf(b[:from+wholeAt(b[from:], max)], "… (%d bytes)", size)
+}
+
+// wholeAt is the largest n <= max at which s starts a character.
+func wholeAt[S string | []byte](s S, max int) int {
+	n := max
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return n
+}
