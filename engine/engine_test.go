@@ -510,9 +510,9 @@ func TestModes(t *testing.T) {
 				if err := h.sim.Press(context.Background(), tc.press); err != nil {
 					t.Fatal(err)
 				}
-				testutil.Eventually(h.t, 5*time.Second, "the press to reach the rule", func() bool { return len(h.firings(name)) > i })
+				testutil.Eventually(h.t, 15*time.Second, "the press to reach the rule", func() bool { return len(h.firings(name)) > i })
 			}
-			testutil.Eventually(h.t, 5*time.Second, "both firings to finish as "+fmt.Sprint(tc.want), func() bool {
+			testutil.Eventually(h.t, 15*time.Second, "both firings to finish as "+fmt.Sprint(tc.want), func() bool {
 				got := map[string]int{}
 				for _, r := range h.firings(name) {
 					got[r.Status]++
