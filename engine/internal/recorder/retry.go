@@ -16,7 +16,7 @@ type writeLimits struct {
 }
 
 func defaultWriteLimits() writeLimits {
-	return writeLimits{write: 10 * time.Second, chunk: 256,
+	return writeLimits{write: 10 * time.Second, chunk: 64,
 		retries: []time.Duration{10 * time.Second, 30 * time.Second, 60 * time.Second}}
 }
 
@@ -35,9 +35,12 @@ func (w *batchWriter) writeChunks(o storage.WriteOptions, err error) {
 		"trims", len(o.Trim)+len(o.TrimPrincipals), "err", err)
 	o.Trim, o.TrimPrincipals = nil, nil
 	o.Yield = nil // the batch is late already; a chunk is milliseconds of work
+	began, failed := time.Now(), 0
 	for at := 0; at < len(w.rows); at += r.limits.chunk {
 		end := min(at+r.limits.chunk, len(w.rows))
-		if err := w.writeChunk(w.rows[at:end], o); err != nil {
+		tries, err := w.writeChunk(w.rows[at:end], o)
+		failed += tries - 1
+		if err != nil {
 			lost := len(w.rows) - at
 			r.log.Warn("writing run records", "failed", lost, "written", at, "err", err)
 			r.stats.failed.Add(uint64(lost))
@@ -46,19 +49,20 @@ func (w *batchWriter) writeChunks(o storage.WriteOptions, err error) {
 		r.committed(w.kept[at:end])
 		runtime.Gosched() // between chunks, the firings' goroutines run
 	}
+	r.log.Info("run records written again in chunks", "count", len(w.rows), "failed_tries", failed, "took", time.Since(began))
 }
 
 // writeChunk writes rows in one transaction, tried with each of
-// limits.retries' deadlines in turn.
-func (w *batchWriter) writeChunk(rows []storage.Run, o storage.WriteOptions) error {
+// limits.retries' deadlines in turn, and says how many tries it took.
+func (w *batchWriter) writeChunk(rows []storage.Run, o storage.WriteOptions) (int, error) {
 	var err error
-	for _, d := range w.r.limits.retries {
+	for i, d := range w.r.limits.retries {
 		ctx, cancel := context.WithTimeout(context.Background(), d)
 		_, err = w.r.store.WriteRuns(ctx, rows, o)
 		cancel()
 		if err == nil {
-			return nil
+			return i + 1, nil
 		}
 	}
-	return err
+	return len(w.r.limits.retries), err
 }
