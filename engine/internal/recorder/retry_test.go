@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 	sqlite "modernc.org/sqlite"
@@ -134,5 +135,42 @@ func TestFailedBatchWrittenAgainInChunks(t *testing.T) {
 				t.Fatalf("log does not say %q:\n%s", tc.log, logs.String())
 			}
 		})
+	}
+}
+
+// TestTrimsOfARetriedBatchRunLater: a batch written again in chunks
+// leaves its trims (they ride one transaction, and a principal's scans
+// all its firings) to a later batch, which runs them.
+func TestTrimsOfARetriedBatchRunLater(t *testing.T) {
+	store, _ := stalledStore(t, 2, 0)
+	const keep = 5
+	t0 := time.Now()
+	old := firingItem("hot", rules.StatusSuccess, t0.Add(-time.Minute), true) // what the trim deletes
+	stall.fails.Store(0)
+	if err := store.InsertRuns(context.Background(), []storage.Run{old.Run}); err != nil {
+		t.Fatal(err)
+	}
+	stall.fails.Store(2)
+	rec := New(store, quiet(), keep)
+	for i := range 20 { // past keep: superseded, and the rule is trimmed with the batch
+		rec.AddItem(firingItem("hot", rules.StatusSuccess, t0.Add(time.Duration(i)*time.Millisecond), true))
+	}
+	rec.Start()
+	defer rec.Close()
+	rec.Flush()
+	if n := len(countRuns(t, store, storage.RunFilter{Rule: "hot"})); n != keep+1 {
+		t.Fatalf("hot firings stored: %d, want the newest %d and the old one, not trimmed yet", n, keep)
+	}
+	if st := rec.Stats(); st.Failed != 0 || st.Written != keep || st.Trimmed != 0 {
+		t.Fatalf("stats %+v, want %d written, none failed or trimmed", st, keep)
+	}
+	// The trim is due with the first batch trimEvery after the last.
+	testutil.Eventually(t, trimEvery+15*time.Second, "the deferred trim", func() bool {
+		rec.AddItem(firingItem("other", rules.StatusSuccess, time.Now(), true))
+		rec.Flush()
+		return len(countRuns(t, store, storage.RunFilter{Rule: "hot"})) == keep
+	})
+	if st := rec.Stats(); st.Failed != 0 || st.Trimmed == 0 {
+		t.Fatalf("stats %+v, want the trim counted, none failed", st)
 	}
 }
