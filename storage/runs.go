@@ -167,6 +167,12 @@ func (s *Store) WriteRuns(ctx context.Context, runs []Run, o WriteOptions) (Trim
 		}
 		return tr.run(ctx, tx, o, &got)
 	})
+	if err != nil && ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+		// database/sql rolled the transaction back when ctx ended: what
+		// ran next failed with "statement is closed" or "transaction has
+		// already been committed or rolled back".
+		err = fmt.Errorf("%w: %w", ctx.Err(), err)
+	}
 	return got, err
 }
 

@@ -44,6 +44,8 @@ type Recorder struct {
 	kick  chan struct{} // the queue fills: take what is queued
 	stats recorderCounts
 	once  sync.Once
+	// limits are the write's deadlines (tests shorten them).
+	limits writeLimits
 
 	started atomic.Bool
 	done    chan struct{}
@@ -115,7 +117,8 @@ func New(store *storage.Store, log *slog.Logger, keep int) *Recorder {
 }
 
 func NewSized(store *storage.Store, log *slog.Logger, keep, queue, overMax int) *Recorder {
-	r := &Recorder{store: store, log: log, keep: keep, ch: make(chan *Item, queue), done: make(chan struct{})}
+	r := &Recorder{store: store, log: log, keep: keep, ch: make(chan *Item, queue), done: make(chan struct{}),
+		limits: defaultWriteLimits()}
 	r.over.kick, r.over.max = make(chan struct{}, 1), overMax
 	r.hurry, r.kick = make(chan struct{}, 1), make(chan struct{}, 1)
 	r.progress = sync.NewCond(&r.mu)

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
-	"errors"
 	"slices"
 	"strconv"
 	"time"
@@ -290,7 +289,9 @@ func (t *tail) Pop() any {
 	return it
 }
 
-// write stores the batch and returns how many runs were pushed into it.
+// write stores the batch in one transaction (a commit per batch: commits
+// are what cost) and returns how many runs were pushed into it; when that
+// fails, writeChunks writes the rows again.
 func (w *batchWriter) write() int {
 	n := w.n
 	if n == 0 {
@@ -299,19 +300,14 @@ func (w *batchWriter) write() int {
 	w.gather()
 	o := w.trimOptions()
 	r := w.r
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), r.limits.write)
 	w.slice0 = time.Now()
 	o.Yield, o.EncodedJSON = w.pace, true
 	got, err := r.store.WriteRuns(ctx, w.rows, o)
 	cancel()
-	if err != nil && (len(o.Trim) > 0 || len(o.TrimPrincipals) > 0 || errors.Is(err, context.DeadlineExceeded)) {
-		got, err = w.writeWithoutTrims(o, err)
-		o = storage.WriteOptions{} // retried: nothing more to keep for the next batch
-	}
 	if err != nil {
-		r.log.Warn("writing run records", "count", len(w.rows), "trims", len(o.Trim), "err", err)
-		r.stats.failed.Add(uint64(len(w.rows)))
-		w.retryTrims(o)
+		w.retryTrims(o) // due again with a later batch
+		w.writeChunks(o, err)
 	} else {
 		r.stats.trimmed.Add(uint64(got.Rule))
 		r.stats.trimmedPrincipal.Add(uint64(got.Principal))
@@ -328,24 +324,6 @@ func (w *batchWriter) write() int {
 	w.n, w.held, w.urgent = 0, 0, false
 	clear(w.superseded)
 	return n
-}
-
-// writeWithoutTrims writes the batch's rows alone, with a longer
-// deadline, after the write with its trims failed (err): a principal's
-// trim scans all its firings and may be what ran past the deadline, or a
-// burst on a loaded machine did; the records come first. The trims are
-// due again with the next batch.
-func (w *batchWriter) writeWithoutTrims(o storage.WriteOptions, err error) (storage.Trimmed, error) {
-	if len(o.Trim) > 0 || len(o.TrimPrincipals) > 0 {
-		w.r.log.Warn("writing run records with their trims failed; writing the records alone", "count", len(w.rows), "trims", len(o.Trim)+len(o.TrimPrincipals), "err", err)
-	} else {
-		w.r.log.Warn("writing run records failed; writing them again with a longer deadline", "count", len(w.rows), "err", err)
-	}
-	w.retryTrims(o)
-	o.Trim, o.TrimPrincipals = nil, nil
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	return w.r.store.WriteRuns(ctx, w.rows, o)
 }
 
 // nextLinger is the linger of the next batch, from the n runs of the one
