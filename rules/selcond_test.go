@@ -92,26 +92,10 @@ func TestSelectorReadsValidate(t *testing.T) {
 	cat := motionCatalog()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			res, err := Validate([]byte(tt.src), cat, ValidateOptions{})
-			if err != nil {
-				t.Fatal(err)
+			d := validateFinds(t, tt.src, cat, tt.code, tt.path, tt.msg)
+			if d != nil && tt.rangeOf != "" && (d.Range == nil || !rangeCovers(tt.src, *d, tt.rangeOf)) {
+				t.Fatalf("finding %+v (range %+v) does not cover %q", d, d.Range, tt.rangeOf)
 			}
-			if tt.code == "" {
-				if !res.Valid || len(res.Diagnostics) > 0 {
-					t.Fatalf("want valid with no finding, got %+v", res.Diagnostics)
-				}
-				return
-			}
-			for _, d := range res.Diagnostics {
-				if d.Code != tt.code || d.Path != tt.path || !strings.Contains(d.Message, tt.msg) {
-					continue
-				}
-				if tt.rangeOf != "" && (d.Range == nil || !rangeCovers(tt.src, d, tt.rangeOf)) {
-					t.Fatalf("finding %+v (range %+v) does not cover %q", d, d.Range, tt.rangeOf)
-				}
-				return
-			}
-			t.Fatalf("want %s at %s saying %q, got %+v", tt.code, tt.path, tt.msg, res.Diagnostics)
 		})
 	}
 }

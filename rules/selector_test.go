@@ -54,22 +54,7 @@ func TestSelectorValidate(t *testing.T) {
 				trig = `{"id":"at","at":"07:00"}`
 			}
 			src := `{"name":"sel","triggers":[` + trig + `],"steps":[` + numbered(step) + `]}`
-			res, err := Validate([]byte(src), cat, ValidateOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tt.code == "" {
-				if !res.Valid || len(res.Diagnostics) > 0 {
-					t.Fatalf("want valid with no finding, got %+v", res.Diagnostics)
-				}
-				return
-			}
-			for _, d := range res.Diagnostics {
-				if d.Code == tt.code && d.Path == tt.path && strings.Contains(d.Message, tt.msg) {
-					return
-				}
-			}
-			t.Fatalf("want %s at %s saying %q, got %+v", tt.code, tt.path, tt.msg, res.Diagnostics)
+			validateFinds(t, src, cat, tt.code, tt.path, tt.msg)
 		})
 	}
 }
@@ -146,4 +131,28 @@ func numbered(steps string) string {
 		steps = strings.Replace(steps, `"id":"s",`, `"id":"s`+strconv.Itoa(i)+`",`, 1)
 	}
 	return steps
+}
+
+// validateFinds validates src against cat and returns its finding of
+// code at path whose message holds msg; code "" wants it valid with no
+// finding (and returns nil).
+func validateFinds(t *testing.T, src string, cat Catalog, code, path, msg string) *pilotage.Diagnostic {
+	t.Helper()
+	res, err := Validate([]byte(src), cat, ValidateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code == "" {
+		if !res.Valid || len(res.Diagnostics) > 0 {
+			t.Fatalf("want valid with no finding, got %+v", res.Diagnostics)
+		}
+		return nil
+	}
+	for i, d := range res.Diagnostics {
+		if d.Code == code && d.Path == path && strings.Contains(d.Message, msg) {
+			return &res.Diagnostics[i]
+		}
+	}
+	t.Fatalf("want %s at %s saying %q, got %+v", code, path, msg, res.Diagnostics)
+	return nil
 }

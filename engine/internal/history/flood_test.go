@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/internal/testbus"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/storage"
@@ -29,28 +30,8 @@ func z2mPanel(ieee, name string) string {
 func floodHouse(t *testing.T, dir string) (*devices.Catalog, *mqtt.Client, *storage.Store) {
 	t.Helper()
 	ctx := context.Background()
-	broker, err := mqtt.StartBroker("127.0.0.1:0", quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { broker.Close() })
-	c, err := mqtt.Dial(ctx, mqtt.Options{Broker: broker.URL(), ClientID: "history-flood", Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
 	bridge := testutil.Z2MBridge(testutil.Z2MMotion("0x11", "hall"), z2mPanel("0x12", "panel"))
-	if err := c.Publish(ctx, "zigbee2mqtt/bridge/devices", []byte(bridge), 1, true); err != nil {
-		t.Fatal(err)
-	}
-	cat := devices.NewCatalog(devices.Options{Logger: quiet()})
-	if err := cat.Start(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	testutil.Eventually(t, 10*time.Second, "the devices in the catalog", func() bool {
-		_, ok := cat.Snapshot().Get("panel.note")
-		return ok
-	})
+	cat, c := testbus.Start(t, "history-flood", []mqtt.Message{{Topic: "zigbee2mqtt/bridge/devices", Payload: []byte(bridge)}}, "panel.note")
 	store, err := storage.Open(ctx, dir)
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/internal/testbus"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/storage"
@@ -38,31 +38,10 @@ type bus struct {
 func newBus(t *testing.T, cfg Config) *bus {
 	t.Helper()
 	ctx := context.Background()
-	broker, err := mqtt.StartBroker("127.0.0.1:0", quiet())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { broker.Close() })
-	c, err := mqtt.Dial(ctx, mqtt.Options{Broker: broker.URL(), ClientID: "logbook-test", Logger: quiet()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	if err := c.Publish(ctx, "zigbee2mqtt/bridge/devices", []byte(testutil.Z2MBridge(remote)), 1, true); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Publish(ctx, "homeassistant/device_automation/hall/button/config", []byte(haButton), 1, true); err != nil {
-		t.Fatal(err)
-	}
-	cat := devices.NewCatalog(devices.Options{Logger: quiet()})
-	if err := cat.Start(ctx, c); err != nil {
-		t.Fatal(err)
-	}
-	testutil.Eventually(t, 10*time.Second, "the remote and the button in the catalog", func() bool {
-		_, ok := cat.Snapshot().Get("remote")
-		_, ok2 := cat.Snapshot().Get("hall_button")
-		return ok && ok2
-	})
+	cat, c := testbus.Start(t, "logbook-test", []mqtt.Message{
+		{Topic: "zigbee2mqtt/bridge/devices", Payload: []byte(testutil.Z2MBridge(remote))},
+		{Topic: "homeassistant/device_automation/hall/button/config", Payload: []byte(haButton)},
+	}, "remote", "hall_button")
 	store, err := storage.Open(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package recorder
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
 	"database/sql/driver"
@@ -9,7 +8,6 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -67,24 +65,6 @@ func stalledStore(t *testing.T, fails int64, perRow time.Duration) (*storage.Sto
 	return store, db
 }
 
-// lockedBuffer collects the recorder's log lines.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestFailedBatchWrittenAgainInChunks: a batch whose transaction fails is
 // written again in chunks, each tried again when it fails, and only what
 // the database still refuses is counted failed. In the attacker's burst
@@ -109,7 +89,7 @@ func TestFailedBatchWrittenAgainInChunks(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			store, db := stalledStore(t, tc.fails, tc.perRow)
-			var logs lockedBuffer
+			var logs testutil.LockedBuffer
 			rec := New(store, slog.New(slog.NewTextHandler(&logs, nil)), 50)
 			if tc.limits != nil {
 				rec.limits = *tc.limits
