@@ -6,6 +6,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/engine/internal/approval"
 	"github.com/pilothouse/pilothouse/engine/internal/promoted"
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -89,7 +90,7 @@ func (e *Engine) replacedReasons(ctx context.Context, p *Principal, rule string)
 	}
 	var out []string
 	for _, r := range e.othersRiskyRule(p, rule, old.Principal) {
-		out = append(out, "replaces "+old.Principal+"'s rule "+quote(rule)+": "+r)
+		out = append(out, "replaces "+old.Principal+"'s rule "+shown.Quote(rule)+": "+r)
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -24,5 +25,5 @@ func (e *Engine) ruleCapError(p *Principal, err error) *pilotage.RequestError {
 	errors.As(err, &c)
 	return &pilotage.RequestError{Kind: pilotage.ErrResourceExhausted, CatalogVersion: e.cat.View(p).Version(),
 		Message: fmt.Sprintf("principal %s keeps %d rules, the most limits.max_rules_per_principal (%d) allows; nothing was installed: remove a rule (pilotage_manage) or deploy over one of yours (input.install.replace)",
-			quote(p.Name), c.Rules, c.Max)}
+			shown.Quote(p.Name), c.Rules, c.Max)}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/engine/internal/access"
 	"github.com/pilothouse/pilothouse/engine/internal/catalog"
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
@@ -79,7 +80,7 @@ func (e *Engine) Lookup(ctx context.Context, req LookupRequest) (any, error) {
 			en, ok = e.currentAutomation(v, req.ID)
 		}
 		if !ok {
-			return nil, &pilotage.RequestError{Kind: pilotage.ErrNotFound, Message: "no catalog entry with id " + quote(req.ID), CatalogVersion: v.Version()}
+			return nil, &pilotage.RequestError{Kind: pilotage.ErrNotFound, Message: "no catalog entry with id " + shown.Quote(req.ID), CatalogVersion: v.Version()}
 		}
 		resp := &GetResponse{Entry: en, CatalogVersion: v.Version()}
 		if e.devs != nil && en.Kind != pilotage.KindAutomation {
@@ -103,7 +104,7 @@ func (e *Engine) Lookup(ctx context.Context, req LookupRequest) (any, error) {
 	case "":
 		return nil, &pilotage.RequestError{Kind: pilotage.ErrInvalidRequest, Message: "verb is required: list, get or changed_since", CatalogVersion: v.Version()}
 	default:
-		return nil, &pilotage.RequestError{Kind: pilotage.ErrInvalidRequest, Message: "unknown verb " + quote(req.Verb) + ": want list, get or changed_since", CatalogVersion: v.Version()}
+		return nil, &pilotage.RequestError{Kind: pilotage.ErrInvalidRequest, Message: "unknown verb " + shown.Quote(req.Verb) + ": want list, get or changed_since", CatalogVersion: v.Version()}
 	}
 }
 
@@ -190,11 +191,6 @@ func decodeCursor(c string) (string, error) {
 		return "", fmt.Errorf("bad cursor")
 	}
 	return string(b[2:]), nil
-}
-
-func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
 }
 
 func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }

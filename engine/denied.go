@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -47,7 +48,7 @@ func (e *Engine) storeRefusable(ctx context.Context, p *Principal, runID, rule, 
 				"kept", n, "not_stored", c)
 		}
 		return fmt.Errorf("%w: this refusal was not stored: principal %s already has %d refused requests stored within the retention (%s), the most kept; it is counted in /healthz runs.denied_unstored",
-			errDeniedNotStored, quote(p.Name), n, e.cfg.RetentionText())
+			errDeniedNotStored, shown.Quote(p.Name), n, e.cfg.RetentionText())
 	}
 	return e.storeRun(ctx, p, runID, rule, ref, kind, env)
 }

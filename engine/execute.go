@@ -12,6 +12,7 @@ import (
 	"github.com/pilothouse/pilothouse/engine/internal/input"
 	"github.com/pilothouse/pilothouse/engine/internal/promoted"
 	"github.com/pilothouse/pilothouse/engine/internal/recorder"
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -220,7 +221,7 @@ func (e *Engine) checkRequest(p *Principal, v *view, req ExecuteRequest, reqErr 
 			promoted, ok = e.automationBody(p, req.ProgramRef)
 		}
 		if !ok || promoted == nil {
-			return nil, "", reqErr(pilotage.ErrNotFound, "no promoted program with program_ref "+quote(req.ProgramRef))
+			return nil, "", reqErr(pilotage.ErrNotFound, "no promoted program with program_ref "+shown.Quote(req.ProgramRef))
 		}
 	}
 	level := req.TraceLevel

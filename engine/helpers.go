@@ -8,6 +8,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/engine/internal/access"
 	"github.com/pilothouse/pilothouse/helpers"
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -98,7 +99,7 @@ func (e *Engine) helperAdmin(ctx context.Context) error {
 		return ErrHelpersOff
 	}
 	if !e.MayManageHelpers(ctx) {
-		return fmt.Errorf("principal %s: %w", quote(e.principal(ctx).Name), ErrNotOwner)
+		return fmt.Errorf("principal %s: %w", shown.Quote(e.principal(ctx).Name), ErrNotOwner)
 	}
 	return nil
 }

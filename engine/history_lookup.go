@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 )
@@ -41,7 +42,7 @@ func (e *Engine) lookupHistory(ctx context.Context, v *view, en *pilotage.Entry,
 		return &pilotage.RequestError{Kind: pilotage.ErrInvalidRequest, Message: "history: " + msg, CatalogVersion: v.Version()}
 	}
 	if en.Kind != pilotage.KindState {
-		return nil, bad("recorded for state entries only; " + quote(en.ID) + " is " + string(en.Kind))
+		return nil, bad("recorded for state entries only; " + shown.Quote(en.ID) + " is " + string(en.Kind))
 	}
 	if arg.Limit < 0 || arg.Limit > MaxLookupHistory {
 		return nil, bad("limit must be 1.." + itoa(MaxLookupHistory))
@@ -94,5 +95,5 @@ func (e *Engine) historyTime(s string, now, def time.Time) (time.Time, error) {
 type errBadTime string
 
 func (e errBadTime) Error() string {
-	return "want a duration back from now (PT12H), an RFC 3339 time or a local time (2026-03-01T22:00), got " + quote(string(e))
+	return "want a duration back from now (PT12H), an RFC 3339 time or a local time (2026-03-01T22:00), got " + shown.Quote(string(e))
 }

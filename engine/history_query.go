@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine/internal/history"
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
@@ -72,7 +73,7 @@ func (e *Engine) History(ctx context.Context, req HistoryRequest) (*EntityHistor
 	v := e.cat.View(p)
 	en, ok := v.Get(req.ID)
 	if !ok || en.Kind != pilotage.KindState {
-		return nil, &pilotage.RequestError{Kind: pilotage.ErrNotFound, Message: "no state entry with id " + quote(req.ID), CatalogVersion: v.Version()}
+		return nil, &pilotage.RequestError{Kind: pilotage.ErrNotFound, Message: "no state entry with id " + shown.Quote(req.ID), CatalogVersion: v.Version()}
 	}
 	if e.hist == nil {
 		return nil, &pilotage.RequestError{Kind: pilotage.ErrUnsupported, Message: "state history is not recorded on this server", CatalogVersion: v.Version()}

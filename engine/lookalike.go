@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -27,9 +28,9 @@ func (e *Engine) lookAlikeCheck(ctx context.Context, runID, name string, p *Prin
 	if alike == "" {
 		return nil
 	}
-	msg := "a rule named " + quote(r.Name) + " is installed, and " + quote(name) + " looks the same to a person; nothing was installed: choose another name"
+	msg := "a rule named " + shown.Quote(r.Name) + " is installed, and " + shown.Quote(name) + " looks the same to a person; nothing was installed: choose another name"
 	if e.visibleRule(p, r) {
-		msg += ", or deploy as " + quote(r.Name) + " to replace it"
+		msg += ", or deploy as " + shown.Quote(r.Name) + " to replace it"
 	}
 	return nameRefusal(runID, name, rules.StatusDenied, msg, "name taken")
 }
@@ -41,7 +42,7 @@ func lookAlikeInstalled(err error, name string) (msg string, ok bool) {
 	if !errors.As(err, &alike) {
 		return "", false
 	}
-	return "a rule named " + quote(alike.Installed) + " is installed, and " + quote(name) +
+	return "a rule named " + shown.Quote(alike.Installed) + " is installed, and " + shown.Quote(name) +
 		" looks the same to a person; nothing was installed: choose another name", true
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pilothouse/pilothouse/engine/internal/sched"
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -221,7 +222,7 @@ func (e *Engine) mayManage(ctx context.Context, ri RuleInfo, verb string) error 
 	}
 	if reasons := e.othersRiskyRule(p, ri.Name, ri.Principal); len(reasons) > 0 {
 		return pilotage.Errorf(pilotage.ErrInvalidRequest, fmt.Sprintf("principal %s may not %s rule %s: %s installed it, and its plan needs a person's approval for %s (%s); a person who may approve (the owner) can",
-			quote(p.Name), verb, quote(ri.Name), quote(ri.Principal), quote(p.Name), strings.Join(reasons, ", ")))
+			shown.Quote(p.Name), verb, shown.Quote(ri.Name), shown.Quote(ri.Principal), shown.Quote(p.Name), strings.Join(reasons, ", ")))
 	}
 	return nil
 }

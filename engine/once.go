@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pilothouse/pilothouse/engine/internal/sched"
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 )
@@ -26,7 +27,7 @@ func (e *Engine) runOnce(ctx context.Context, p *Principal, runID string, c *rul
 			Trace: &pilotage.Trace{Level: pilotage.LevelFull, Steps: []pilotage.TraceStep{}}}
 	}
 	if !p.Deploy {
-		return refuse(rules.StatusDenied, "principal "+quote(p.Name)+" may not act on the house (manual runs need deploy)")
+		return refuse(rules.StatusDenied, "principal "+shown.Quote(p.Name)+" may not act on the house (manual runs need deploy)")
 	}
 	plan := c.Plan
 	if plan == nil {
@@ -70,9 +71,9 @@ func (e *Engine) handGate(p *Principal, plan *pilotage.Plan) string {
 	if len(reasons) == 0 {
 		return ""
 	}
-	return "principal " + quote(p.Name) + " may not send this by hand: its risky actions need a person's approval (" +
+	return "principal " + shown.Quote(p.Name) + " may not send this by hand: its risky actions need a person's approval (" +
 		strings.Join(reasons, ", ") + "), and it may not approve its own; a person who may approve (the owner) sends it, or a rule deployed by " +
-		quote(p.Name) + " asks for that approval"
+		shown.Quote(p.Name) + " asks for that approval"
 }
 
 // riskGate refuses a plan that is destructive or leaves the house unless

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/pilothouse/pilothouse/engine/internal/promoted"
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -121,9 +122,9 @@ func (e *Engine) baselineDrift(p *Principal, ref string) string {
 	case id == "":
 		return ""
 	case gone:
-		return "referenced entry " + quote(id) + " no longer exists"
+		return "referenced entry " + shown.Quote(id) + " no longer exists"
 	default:
-		return "referenced entry " + quote(id) + " changed since promotion"
+		return "referenced entry " + shown.Quote(id) + " changed since promotion"
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/engine/internal/promoted"
 	"github.com/pilothouse/pilothouse/engine/internal/sched"
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 )
@@ -61,7 +62,7 @@ func (e *Engine) replaceNotice(ctx context.Context, p *Principal, c *rules.Compi
 	if err != nil || !e.visibleRule(p, old) || old.Ref == promoted.Ref(c) {
 		return nil
 	}
-	msg := "a rule named " + quote(old.Name) + " is installed (by " + old.Principal + ", " + old.Ref + "): deploying this under its name would replace it"
+	msg := "a rule named " + shown.Quote(old.Name) + " is installed (by " + old.Principal + ", " + old.Ref + "): deploying this under its name would replace it"
 	if ar := e.sched.Rule(old.Name); ar != nil {
 		if n := ar.InProgress(); n > 0 {
 			msg += "; its " + rules.Plural(n, "run", "") + " in progress now would be cancelled"
@@ -93,7 +94,7 @@ func (e *Engine) replaceCheck(ctx context.Context, p *Principal, runID, name str
 	if ar := e.sched.Rule(old.Name); ar != nil {
 		rep.RunsInProgress = ar.InProgress()
 	}
-	msg := "a rule named " + quote(name) + " is installed (program " + old.Ref + ", input " + string(rep.Input) + ", by " + old.Principal + ")"
+	msg := "a rule named " + shown.Quote(name) + " is installed (program " + old.Ref + ", input " + string(rep.Input) + ", by " + old.Principal + ")"
 	if rep.RunsInProgress > 0 {
 		msg += "; replacing it would cancel its " + rules.Plural(rep.RunsInProgress, "run", "") + " in progress"
 	}

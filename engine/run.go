@@ -10,6 +10,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/engine/internal/input"
 	"github.com/pilothouse/pilothouse/engine/internal/sched"
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -141,7 +142,7 @@ func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rule
 			Trace: &pilotage.Trace{Level: pilotage.LevelFull, Steps: steps}}
 	}
 	if !p.Deploy {
-		return fail(rules.StatusDenied, "principal "+quote(p.Name)+" may not deploy rules", "deploy not allowed", nil), nil
+		return fail(rules.StatusDenied, "principal "+shown.Quote(p.Name)+" may not deploy rules", "deploy not allowed", nil), nil
 	}
 	// A rule of the same name is replaced only if this principal could
 	// manage it (see it and deploy): a deployer with a narrow scope must
@@ -154,7 +155,7 @@ func (e *Engine) deploy(ctx context.Context, p *Principal, runID string, c *rule
 	}
 	replaced := getErr == nil
 	if replaced && !e.visibleRule(p, existing) {
-		return fail(rules.StatusDenied, "a rule named "+quote(name)+" is installed by another principal; choose another name", "name taken", nil), nil
+		return fail(rules.StatusDenied, "a rule named "+shown.Quote(name)+" is installed by another principal; choose another name", "name taken", nil), nil
 	}
 	pr := e.preparePromotion(p, c)
 	steps := []pilotage.TraceStep{{ID: "promote", Input: map[string]any{"name": name}, Output: map[string]any{"program_ref": pr.prog.Ref, "risk": pr.prog.Risk},
@@ -223,12 +224,12 @@ func replacedWarnings(replaced bool, old storage.Rule, params json.RawMessage, c
 	}
 	if oldIn != newIn {
 		out = append(out, pilotage.Diagnostic{Code: rules.CodeReplacedRule, Severity: pilotage.SeverityWarning, Path: "",
-			Message: "this deploy replaced the installed rule " + quote(old.Name) + ", which ran with input " + oldIn + "; it now runs with " + newIn,
+			Message: "this deploy replaced the installed rule " + shown.Quote(old.Name) + ", which ran with input " + oldIn + "; it now runs with " + newIn,
 			Hint:    "to keep both, deploy the program again with input.install.rule set to another name"})
 	}
 	if cancelled > 0 {
 		out = append(out, pilotage.Diagnostic{Code: rules.CodeReplacedRule, Severity: pilotage.SeverityWarning, Path: "",
-			Message: rules.Plural(cancelled, "run", "") + " of the replaced rule " + quote(old.Name) + " in progress cancelled: the steps not reached yet (such as turning a light back off) will not run",
+			Message: rules.Plural(cancelled, "run", "") + " of the replaced rule " + shown.Quote(old.Name) + " in progress cancelled: the steps not reached yet (such as turning a light back off) will not run",
 			Hint:    "check the devices those runs control (pilotage_trace of the cancelled run shows how far it got)"})
 	}
 	return out

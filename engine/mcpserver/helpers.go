@@ -7,6 +7,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/helpers"
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
@@ -45,7 +46,7 @@ func (s *Server) helpersCall(ctx context.Context, args map[string]json.RawMessag
 				return map[string]any{"helper": h, "entries": helperEntries(h)}, nil
 			}
 		}
-		return nil, pilotage.Errorf(pilotage.ErrNotFound, "no helper "+quote(id)+" in your scope")
+		return nil, pilotage.Errorf(pilotage.ErrNotFound, "no helper "+shown.Quote(id)+" in your scope")
 	case "delete":
 		reading := s.e.RulesReading(ctx, id)
 		if err := s.e.DeleteHelper(ctx, id); err != nil {
@@ -82,9 +83,9 @@ func (s *Server) putHelper(ctx context.Context, verb string, args map[string]jso
 	}
 	switch {
 	case verb == "create" && exists:
-		return nil, pilotage.Errorf(pilotage.ErrConflict, "helper "+quote(req.Helper.ID)+" exists: use verb update")
+		return nil, pilotage.Errorf(pilotage.ErrConflict, "helper "+shown.Quote(req.Helper.ID)+" exists: use verb update")
 	case verb == "update" && !exists:
-		return nil, pilotage.Errorf(pilotage.ErrNotFound, "no helper "+quote(req.Helper.ID)+": use verb create")
+		return nil, pilotage.Errorf(pilotage.ErrNotFound, "no helper "+shown.Quote(req.Helper.ID)+": use verb create")
 	}
 	h, err := s.e.PutHelper(ctx, *req.Helper)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 )
@@ -31,7 +32,7 @@ func InputTooLarge(lim rules.Limits, arg string, raw []byte) error {
 		return nil
 	}
 	return pilotage.Errorf(pilotage.ErrResourceExhausted,
-		fmt.Sprintf("argument %s is JSON of %d bytes, more than the bound of %d (limits.max_input_bytes)", quote(arg), len(raw), limit))
+		fmt.Sprintf("argument %s is JSON of %d bytes, more than the bound of %d (limits.max_input_bytes)", shown.Quote(arg), len(raw), limit))
 }
 
 // checkArgSizes bounds every argument of a tool call before any handler
@@ -62,7 +63,7 @@ func (s *Server) checkArgSizes(args map[string]json.RawMessage) error {
 		}
 		if size > limit {
 			return pilotage.Errorf(pilotage.ErrResourceExhausted,
-				fmt.Sprintf("argument %s is %d bytes, more than the bound of %d (limits.max_arg_bytes)", quote(k), size, limit))
+				fmt.Sprintf("argument %s is %d bytes, more than the bound of %d (limits.max_arg_bytes)", shown.Quote(k), size, limit))
 		}
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 )
@@ -177,13 +178,11 @@ func decodeArgs(raw any, allowed map[string]bool) (map[string]json.RawMessage, e
 	sort.Strings(keys)
 	for _, k := range keys {
 		if !allowed[k] {
-			return nil, pilotage.Errorf(pilotage.ErrInvalidRequest, "unknown argument "+quote(k))
+			return nil, pilotage.Errorf(pilotage.ErrInvalidRequest, "unknown argument "+shown.Quote(k))
 		}
 	}
 	return out, nil
 }
-
-func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
 
 // str reads an optional string member.
 func str(args map[string]json.RawMessage, name string) (string, error) {
@@ -193,7 +192,7 @@ func str(args map[string]json.RawMessage, name string) (string, error) {
 	}
 	var v string
 	if err := json.Unmarshal(raw, &v); err != nil {
-		return "", pilotage.Errorf(pilotage.ErrInvalidRequest, "argument "+quote(name)+" must be a string")
+		return "", pilotage.Errorf(pilotage.ErrInvalidRequest, "argument "+shown.Quote(name)+" must be a string")
 	}
 	return v, nil
 }
@@ -207,7 +206,7 @@ func checkLanguage(args map[string]json.RawMessage) error {
 		return pilotage.Errorf(pilotage.ErrInvalidRequest, "argument \"language\" is required (\"automation/1\")")
 	}
 	if l != rules.Language {
-		return pilotage.Errorf(pilotage.ErrNotFound, "unknown language "+quote(l)+": this server serves \"automation/1\"")
+		return pilotage.Errorf(pilotage.ErrNotFound, "unknown language "+shown.Quote(l)+": this server serves \"automation/1\"")
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 )
@@ -87,14 +88,14 @@ func (s *Server) learn(ctx context.Context, args map[string]json.RawMessage) (an
 	}
 	g, ok := s.e.Guide(id)
 	if !ok {
-		return nil, pilotage.Errorf(pilotage.ErrNotFound, "no guide with id "+quote(id))
+		return nil, pilotage.Errorf(pilotage.ErrNotFound, "no guide with id "+shown.Quote(id))
 	}
 	if topic == "" {
 		return GuideBody{GuideMeta: meta(g), Body: g.Body}, nil
 	}
 	body, ok := s.e.GuideTopic(id, topic)
 	if !ok {
-		return nil, pilotage.Errorf(pilotage.ErrNotFound, "guide "+quote(id)+" has no topic "+quote(topic))
+		return nil, pilotage.Errorf(pilotage.ErrNotFound, "guide "+shown.Quote(id)+" has no topic "+shown.Quote(topic))
 	}
 	return GuideBody{GuideMeta: meta(g), Topic: topic, Body: body}, nil
 }
@@ -233,7 +234,7 @@ func unmarshalArgs(args map[string]json.RawMessage, into any, skip ...string) er
 	if err := json.Unmarshal(b, into); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			return pilotage.Errorf(pilotage.ErrInvalidRequest, "argument "+quote(te.Field)+" has the wrong type (want "+te.Type.String()+")")
+			return pilotage.Errorf(pilotage.ErrInvalidRequest, "argument "+shown.Quote(te.Field)+" has the wrong type (want "+te.Type.String()+")")
 		}
 		return pilotage.Errorf(pilotage.ErrInvalidRequest, "arguments do not decode: "+err.Error())
 	}

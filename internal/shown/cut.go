@@ -1,6 +1,7 @@
 package shown
 
 import (
+	"encoding/json"
 	"fmt"
 	"unicode/utf8"
 )
@@ -30,4 +31,12 @@ func wholeAt[S string | []byte](s S, max int) int {
 		n--
 	}
 	return n
+}
+
+// Quote is s as messages show a name: a JSON string (every character
+// escaped as JSON escapes it, so a control or a quote in a name from the
+// bus cannot break the message's own quoting).
+func Quote(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
 }

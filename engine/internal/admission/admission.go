@@ -5,13 +5,13 @@ package admission
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"time"
 
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -133,7 +133,7 @@ func (g *Gate) holdStorage(ctx context.Context, r Run) (func(), error) {
 	if over != "" {
 		return nil, &pilotage.RequestError{Kind: pilotage.ErrResourceExhausted, CatalogVersion: r.CatalogVersion,
 			Message: fmt.Sprintf("principal %s %s. Stored runs are kept for the whole retention period (%s)%s. Pass store: false (and no idempotency_key) to test without storing; nothing ran.",
-				quote(r.Principal), over, g.cfg.Retention, oldestNote(u.OldestExpires))}
+				shown.Quote(r.Principal), over, g.cfg.Retention, oldestNote(u.OldestExpires))}
 	}
 	if r.Stores {
 		h.runs++
@@ -177,7 +177,7 @@ func (g *Gate) holdSlot(r Run) (func(), error) {
 	if mine >= MaxPerPrincipal || all >= maxInAll {
 		return nil, &pilotage.RequestError{Kind: pilotage.ErrResourceExhausted, CatalogVersion: r.CatalogVersion,
 			Message: fmt.Sprintf("%d test runs are in flight (%d of principal %s): at most %d per principal and %d in all run at once. Retry when one has ended; nothing ran.",
-				all, mine, quote(r.Principal), MaxPerPrincipal, maxInAll)}
+				all, mine, shown.Quote(r.Principal), MaxPerPrincipal, maxInAll)}
 	}
 	g.running[r.Principal] = mine + 1
 	return func() {
@@ -187,10 +187,4 @@ func (g *Gate) holdSlot(r Run) (func(), error) {
 			delete(g.running, r.Principal)
 		}
 	}, nil
-}
-
-// quote renders s as a JSON string, as messages name principals.
-func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine/internal/access"
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -151,7 +152,7 @@ func (b *Book) newRequest(ctx context.Context, g Request) (storage.Approval, *Re
 		return storage.Approval{}, nil, b.storeError(err)
 	}
 	if n >= maxOpen {
-		msg := fmt.Sprintf("principal %s already has %d deploys waiting for approval, the most kept: nothing was installed; ask a human to decide them, or wait until they expire", quote(g.P.Name), n)
+		msg := fmt.Sprintf("principal %s already has %d deploys waiting for approval, the most kept: nothing was installed; ask a human to decide them, or wait until they expire", shown.Quote(g.P.Name), n)
 		return storage.Approval{}, b.refusal(g, storage.Approval{}, rules.StatusDenied, msg), nil
 	}
 	planJSON, _ := json.Marshal(g.Plan)
@@ -214,10 +215,4 @@ func (b *Book) storeError(err error) error {
 // URL is the web page where a human decides request id.
 func (b *Book) URL(id string) string {
 	return b.cfg.WebURL + "/approvals/" + id
-}
-
-// quote renders s as a JSON string, as messages name principals and rules.
-func quote(s string) string {
-	q, _ := json.Marshal(s)
-	return string(q)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -138,7 +139,7 @@ func (b *Book) AwaitDecision(ctx context.Context, id string) error {
 // and the labels as the server's unverified claims).
 func (b *Book) askMessage(g Request, a storage.Approval) string {
 	var s strings.Builder
-	s.WriteString("Install the home automation rule " + quote(a.Rule) + "? Its risk needs your approval: " + strings.Join(g.Reasons, "; ") + ".\n")
+	s.WriteString("Install the home automation rule " + shown.Quote(a.Rule) + "? Its risk needs your approval: " + strings.Join(g.Reasons, "; ") + ".\n")
 	if g.Summary != "" {
 		s.WriteString("Plan: " + g.Summary + "\n")
 	}

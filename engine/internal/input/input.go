@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pilothouse/pilothouse/engine/internal/access"
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 )
@@ -168,7 +169,7 @@ func installOf(params map[string]any, deploy bool) (map[string]any, Install, []p
 			}
 			o.Replace = b
 		default:
-			return bad(at, "install takes only rule and replace, not "+quote(k))
+			return bad(at, "install takes only rule and replace, not "+shown.Quote(k))
 		}
 	}
 	rest := make(map[string]any, len(params)-1)
@@ -184,9 +185,4 @@ func installOf(params map[string]any, deploy bool) (map[string]any, Install, []p
 func Present(raw json.RawMessage) bool {
 	s := strings.TrimSpace(string(raw))
 	return s != "" && s != "null"
-}
-
-func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
 }

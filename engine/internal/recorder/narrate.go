@@ -1,11 +1,11 @@
 package recorder
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -21,9 +21,9 @@ func Narrate(run storage.Run, env *Envelope, question string, zone *time.Locatio
 	at := run.Started.In(zoneOr(zone)).Format("2006-01-02 15:04:05 MST")
 	switch {
 	case run.Kind == "firing":
-		fmt.Fprintf(&b, "Rule %s fired at %s (run %s).", quote(run.Rule), at, run.ID)
+		fmt.Fprintf(&b, "Rule %s fired at %s (run %s).", shown.Quote(run.Rule), at, run.ID)
 	case run.Kind == "deploy" && run.Rule != "":
-		fmt.Fprintf(&b, "An installation of rule %s started at %s (run %s).", quote(run.Rule), at, run.ID)
+		fmt.Fprintf(&b, "An installation of rule %s started at %s (run %s).", shown.Quote(run.Rule), at, run.ID)
 	case run.Kind == "deploy":
 		fmt.Fprintf(&b, "An installation started at %s (run %s).", at, run.ID)
 	case run.Kind == "test":
@@ -58,14 +58,14 @@ func narrateDecisions(b *strings.Builder, t *pilotage.Trace) {
 			if d.At != rules.TriggersStepID {
 				continue
 			}
-			fmt.Fprintf(b, " Trigger %s fired", quote(d.Took))
+			fmt.Fprintf(b, " Trigger %s fired", shown.Quote(d.Took))
 			if d.Because != "" {
 				b.WriteString(" because " + strings.TrimSuffix(d.Because, "."))
 			}
 			b.WriteString(".")
 		}
 		if s.Outcome.Status == rules.StepNotMet {
-			fmt.Fprintf(b, " Condition %s was not met.", quote(s.ID))
+			fmt.Fprintf(b, " Condition %s was not met.", shown.Quote(s.ID))
 		}
 	}
 }
@@ -76,7 +76,7 @@ func narrateSteps(b *strings.Builder, t *pilotage.Trace, kind string) {
 	var calls []string
 	for _, s := range t.Steps {
 		if ids := sentCalls(s); len(ids) > 0 {
-			calls = append(calls, fmt.Sprintf("%s (step %s)", rules.JoinList(ids, "and"), quote(s.ID)))
+			calls = append(calls, fmt.Sprintf("%s (step %s)", rules.JoinList(ids, "and"), shown.Quote(s.ID)))
 		}
 	}
 	called, none := "It called ", "It called nothing."
@@ -117,9 +117,4 @@ func sentCalls(s pilotage.TraceStep) []string {
 		}
 	}
 	return sent
-}
-
-func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
 }

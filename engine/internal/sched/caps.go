@@ -1,5 +1,11 @@
 package sched
 
+import (
+	"strconv"
+
+	"github.com/pilothouse/pilothouse/internal/shown"
+)
+
 // takeLive takes one of the rule's principal's live firings (bounds.Live),
 // or says why there is none; an admin (the owner) is not bounded.
 func (ar *Rule) takeLive() (refused string) {
@@ -8,7 +14,7 @@ func (ar *Rule) takeLive() (refused string) {
 		return ""
 	}
 	if n, ok := ar.s.live.Acquire(p.Name); !ok {
-		return "refused: the rules of principal " + quote(p.Name) + " already run or queue " + itoa(int(n)) +
+		return "refused: the rules of principal " + shown.Quote(p.Name) + " already run or queue " + strconv.Itoa(int(n)) +
 			" firings at once (limits.max_live_firings_per_principal)"
 	}
 	return ""

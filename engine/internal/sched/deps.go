@@ -4,7 +4,6 @@ package sched
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"time"
 
@@ -55,13 +54,6 @@ type Host interface {
 
 // place is the server's time zone and location, as runs see them.
 func (d *Deps) place() rules.Place { return rules.Place{Zone: d.Zone, Location: d.Location} }
-
-func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
-}
-
-func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
 
 // ZoneText names a zone: its IANA name, or for the system's zone ("Local")
 // its abbreviation and offset now.

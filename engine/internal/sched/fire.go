@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -224,7 +225,7 @@ func (ar *Rule) byModeLocked(tf rules.TriggerFire, depth int) (why string, queue
 		// max counts the running firing and the waiting ones, as in Home
 		// Assistant, so a ported max means the same.
 		if len(ar.running)+len(ar.queue) >= max {
-			return "queue full (max " + itoa(max) + " running or waiting)", false
+			return "queue full (max " + strconv.Itoa(max) + " running or waiting)", false
 		}
 		// A waiting firing holds its trigger's value (up to a whole
 		// message): it counts against its principal's as a running one.
@@ -235,7 +236,7 @@ func (ar *Rule) byModeLocked(tf rules.TriggerFire, depth int) (why string, queue
 		return "", true
 	case rules.ModeParallel:
 		if len(ar.running) >= max {
-			return "already running " + itoa(max) + " times (max)", false
+			return "already running " + strconv.Itoa(max) + " times (max)", false
 		}
 	default: // single
 		if len(ar.running) > 0 {

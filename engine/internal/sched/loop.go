@@ -2,6 +2,7 @@ package sched
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine/internal/access"
@@ -26,7 +27,7 @@ func (ar *Rule) stopLoop(entity string) {
 		return
 	}
 	s, d := ar.s, ar.s.d
-	why := "it was about to fire for the " + itoa(loopDepth) + "th time in a row because of a rule's command (" +
+	why := "it was about to fire for the " + strconv.Itoa(loopDepth) + "th time in a row because of a rule's command (" +
 		entity + " changed within " + bounds.Window.String() + " of a command to " + access.DeviceOf(entity) +
 		"): rules are firing each other or this one itself; fix the rule, then enable it"
 	s.looped.Add(1)

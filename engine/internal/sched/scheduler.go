@@ -15,6 +15,7 @@ import (
 	"github.com/pilothouse/pilothouse/engine/internal/catalog"
 	"github.com/pilothouse/pilothouse/engine/internal/pending"
 	"github.com/pilothouse/pilothouse/engine/internal/promoted"
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
@@ -514,10 +515,10 @@ func (ar *Rule) BrokenReason() string {
 		id := ar.c.Refs[i]
 		cur, ok := v.Get(id)
 		if !ok {
-			return "referenced entry " + quote(id) + " vanished from the catalog"
+			return "referenced entry " + shown.Quote(id) + " vanished from the catalog"
 		}
 		if string(promoted.BaselineJSON(promoted.BaselineOf(cur))) != string(promoted.BaselineJSON(promoted.BaselineOf(en))) {
-			return "referenced entry " + quote(id) + " changed shape since install"
+			return "referenced entry " + shown.Quote(id) + " changed shape since install"
 		}
 	}
 	return ""

@@ -9,6 +9,7 @@ import (
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine/internal/access"
 	"github.com/pilothouse/pilothouse/engine/internal/wait"
+	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
@@ -118,11 +119,11 @@ func (w *World) CallAsync(ctx context.Context, id string, args map[string]any) (
 func (w *World) callable(id string) error {
 	en, ok := w.d.Cat.View(w.p).Get(id)
 	if !ok || en.Kind != pilotage.KindAction {
-		return fmt.Errorf("no callable action %s", quote(id))
+		return fmt.Errorf("no callable action %s", shown.Quote(id))
 	}
 	if c := w.ceiling; c != nil && !within(en.RiskHints, *c) {
 		w.d.Log.Warn("refused a call above the rule's approved risk", "id", id, "risk", en.Risk, "approved", pilotage.RiskOf(*c))
-		return fmt.Errorf("%s is %s risk, above the %s this rule was deployed and approved at: deploy the rule again so a person can approve it", quote(id), en.Risk, pilotage.RiskOf(*c))
+		return fmt.Errorf("%s is %s risk, above the %s this rule was deployed and approved at: deploy the rule again so a person can approve it", shown.Quote(id), en.Risk, pilotage.RiskOf(*c))
 	}
 	return nil
 }
