@@ -369,7 +369,11 @@ func (r *interp) triggers(f *frame, fire model.TriggerFire) *halt {
 	r.chargeText(len(because) + len(t.TriggerID))
 	r.mem.decision[0] = pilotage.Decision{At: TriggersStepID, Took: t.TriggerID, Because: because}
 	r.steps[i].Decisions = r.mem.decision[:1:1]
-	r.setOutcome(i, core.StepSuccess, "")
+	if fire.NotFired != "" { // a test run's trigger that would not fire now: the branch is not met either
+		r.setOutcome(i, core.StepNotMet, fire.NotFired)
+	} else {
+		r.setOutcome(i, core.StepSuccess, "")
+	}
 	r.parent = TriggersStepID // the trigger's entry is the branch's arm, as in the plan
 	j, h := r.begin(t.TriggerID)
 	r.parent = ""
