@@ -62,7 +62,9 @@ func TestSelectorConditionReadsTheLiveCatalog(t *testing.T) {
 		}
 		return false
 	})
-	if err := h.client.Publish(ctx, "attic/pir", []byte(`{"occupancy":true}`), 1, false); err != nil {
+	// Retained: the catalog subscribes to the state's topic as it reads
+	// the config, and a message before that would be missed.
+	if err := h.client.Publish(ctx, "attic/pir", []byte(`{"occupancy":true}`), 1, true); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, 10*time.Second, "the attic sensor's value", func() bool {
