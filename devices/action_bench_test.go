@@ -36,30 +36,24 @@ func benchLight(b *testing.B, conn mqtt.PubSub) *Catalog {
 // arguments to the acknowledged publish.
 func BenchmarkCallAsync(b *testing.B) {
 	conn := ackingConn{newFakeConn()}
-	c := benchLight(b, conn)
-	args := map[string]any{"state": "ON", "brightness": 128.0}
 	ack := mqtt.AckFunc(func(error) {})
-	ctx := context.Background()
-	b.ReportAllocs()
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if i%1024 == 0 {
-			conn.mu.Lock()
-			conn.pubs = conn.pubs[:0]
-			conn.mu.Unlock()
-		}
-		if _, err := c.CallAsync(ctx, "hall_light.set", args, ack); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchCall(b, benchLight(b, conn), conn.fakeConn, func(c *Catalog, args map[string]any) error {
+		_, err := c.CallAsync(context.Background(), "hall_light.set", args, ack)
+		return err
+	})
 }
 
 // BenchmarkCall is the same command, waited for.
 func BenchmarkCall(b *testing.B) {
 	conn := newFakeConn()
-	c := benchLight(b, conn)
+	benchCall(b, benchLight(b, conn), conn, func(c *Catalog, args map[string]any) error {
+		return c.Call(context.Background(), "hall_light.set", args)
+	})
+}
+
+// benchCall runs call b.N times, forgetting conn's publishes every 1,024.
+func benchCall(b *testing.B, c *Catalog, conn *fakeConn, call func(*Catalog, map[string]any) error) {
 	args := map[string]any{"state": "ON", "brightness": 128.0}
-	ctx := context.Background()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
@@ -68,7 +62,7 @@ func BenchmarkCall(b *testing.B) {
 			conn.pubs = conn.pubs[:0]
 			conn.mu.Unlock()
 		}
-		if err := c.Call(ctx, "hall_light.set", args); err != nil {
+		if err := call(c, args); err != nil {
 			b.Fatal(err)
 		}
 	}
