@@ -30,6 +30,9 @@ type LocalDevice struct {
 type LocalState struct {
 	ID, Key, Name, Description string
 	Schema                     map[string]any
+	// Class is what the state stands for, as a device_class names it: the
+	// entry's own "class:<x>" tag, which selectors by tag read.
+	Class string
 }
 
 // LocalEvent is one event entry of a LocalDevice.
@@ -56,7 +59,7 @@ func localSpec(d LocalDevice) *model.Spec {
 	s := &model.Spec{ID: d.ID, Name: d.Name, Desc: d.Description, Source: "pilothouse", Typ: d.Type, Area: d.Area,
 		Tags: d.Tags, Local: true}
 	for _, st := range d.States {
-		s.States = append(s.States, model.StateSpec{ID: st.ID, Name: st.Name, Desc: st.Description, Schema: st.Schema})
+		s.States = append(s.States, model.StateSpec{ID: st.ID, Name: st.Name, Desc: st.Description, Schema: st.Schema, Class: st.Class})
 	}
 	for _, ev := range d.Events {
 		s.Events = append(s.Events, model.EventSpec{ID: ev.ID, Name: ev.Name, Desc: ev.Description, Values: ev.Values})

@@ -95,8 +95,17 @@ func (m *Manager) device(d *Def) devices.LocalDevice {
 	tags = append(tags, d.Tags...)
 	ld := devices.LocalDevice{ID: d.ID, Name: d.Name, Type: "helper", Area: d.Area, Tags: tags,
 		Description: fmt.Sprintf("A %s helper: %s.", d.Kind, kindDoc(d.Kind))}
+	// A class tag says what the helper's value stands for (a flag tagged
+	// class:occupancy is someone's presence): its state carries it too, so
+	// a selector by the state's own tag reads it beside real sensors.
+	class := ""
+	for _, t := range d.Tags {
+		if c, ok := strings.CutPrefix(t, "class:"); ok && class == "" {
+			class = c
+		}
+	}
 	ld.States = append(ld.States, devices.LocalState{ID: d.ID + ".state", Key: "state", Name: d.Name, Schema: d.stateSchema(),
-		Description: "The value of " + d.Name + "."})
+		Description: "The value of " + d.Name + ".", Class: class})
 	if d.Kind == Timer {
 		ld.States = append(ld.States,
 			devices.LocalState{ID: d.ID + ".remaining", Key: "remaining", Name: d.Name + " remaining",

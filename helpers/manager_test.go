@@ -96,6 +96,18 @@ func TestCatalogEntries(t *testing.T) {
 	}
 }
 
+// TestClassTagOnTheState: a helper tagged with a class (a flag standing
+// for someone's presence) carries it on its state too, where a selector
+// by the state's own tag ({tag: 'class:occupancy'}) finds it beside real
+// sensors; other tags stay the device's.
+func TestClassTagOnTheState(t *testing.T) {
+	h := newHouse(t, t.TempDir(), time.Now, Def{ID: "someone_in_garage", Kind: Flag, Area: "garage", Tags: []string{"class:occupancy", "manual"}})
+	st, ok := h.cat.Snapshot().Get("someone_in_garage.state")
+	if !ok || !hasTag(st.Tags, "class:occupancy") || hasTag(st.Tags, "manual") {
+		t.Fatalf("state entry tags: %v", st.Tags)
+	}
+}
+
 func hasTag(tags []string, tag string) bool {
 	for _, x := range tags {
 		if x == tag {

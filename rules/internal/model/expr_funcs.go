@@ -23,7 +23,7 @@ var EnvFunctions = []struct{ Name, Signature, Doc string }{
 	{"month", "month(t time) int", "month 1 = January … 12 = December (winter: month(now()) in [11, 12, 1, 2])"},
 	{"seconds", "seconds(d string) float", "a duration such as \"90s\" or \"2m\" in seconds"},
 	{"since", "since(id string) float", "seconds since a state last changed (an event: last occurred), on the world's clock; nil when it has no value yet; id must be a string constant"},
-	{"states", "states(selector object) list", "the current values of every state a selector object addresses ({area: 'hall', type: 'motion', tag: '…', property: 'occupancy'}: property and at least one of area, type, tag, all string constants), in id order; an offline device's reads null; resolved when it runs, in the rule owner's scope"},
+	{"states", "states(selector object) list", "the current values of every state a selector object addresses ({area: 'hall', type: 'motion', tag: '…', property: 'occupancy'}: property and at least one of area, type, tag, all string constants; or a tag the states carry themselves, {tag: 'class:occupancy'}), in id order; an offline device's reads null; resolved when it runs, in the rule owner's scope"},
 	{"since", "since(selector object) float", "seconds since the most recent change among the states a selector object addresses (as for states()); nil when none has a value yet"},
 	{"last_changed", "last_changed(id string) time", "when a state last changed (an event: last occurred), local time; nil when it has no value yet; id must be a string constant"},
 }

@@ -143,7 +143,10 @@ func (s *Selector) Describe() string { return s.Quantified("every") }
 func (s *Selector) Quantified(quant string) string {
 	var b []byte
 	if s.Name == "" { // states by their own tag, whatever their names
-		b = []byte(quant + " state tagged " + strconv.Quote(s.Tag) + " of a device")
+		b = []byte(quant + " state tagged " + strconv.Quote(s.Tag))
+		if s.Area != "" || s.Type != "" {
+			b = append(b, " of a device"...)
+		}
 	} else {
 		b = []byte(strconv.Quote(s.Name) + " of " + quant + " device")
 	}
