@@ -179,4 +179,4 @@ func (x *Expr) EvalBool(env *Env) (bool, error) {
 // each use must be a direct call with a string constant id, so that every
 // entry a program can read is known before it runs (plan, references,
 // scope). since and states take a selector object instead (expr_sel.go).
-var CatalogReaders = map[string]bool{"state": true, "since": true, "last_changed": true, "available": true, "states": true}
+var CatalogReaders = map[string]bool{"state": true, "since": true, "last_changed": true, "available": true, "states": true, "entities": true}

@@ -24,6 +24,7 @@ var EnvFunctions = []struct{ Name, Signature, Doc string }{
 	{"seconds", "seconds(d string) float", "a duration such as \"90s\" or \"2m\" in seconds"},
 	{"since", "since(id string) float", "seconds since a state last changed (an event: last occurred), on the world's clock; nil when it has no value yet; id must be a string constant"},
 	{"states", "states(selector object) list", "the current values of every state a selector object addresses ({area: 'hall', type: 'motion', tag: '…', property: 'occupancy'}: property and at least one of area, type, tag, all string constants; or a tag the states carry themselves, {tag: 'class:occupancy'}), in id order; an offline device's reads null; resolved when it runs, in the rule owner's scope"},
+	{"entities", "entities(selector object) list", "every state a selector object addresses (as for states()) as {id, value}, in id order: to say which, join(map(filter(entities({tag: 'class:door'}), .value == false), .id), ', ')"},
 	{"since", "since(selector object) float", "seconds since the most recent change among the states a selector object addresses (as for states()); nil when none has a value yet"},
 	{"last_changed", "last_changed(id string) time", "when a state last changed (an event: last occurred), local time; nil when it has no value yet; id must be a string constant"},
 }
@@ -66,6 +67,7 @@ var compileEnv = map[string]any{
 	"seconds":      clock.SecondsOf,
 	"since":        sinceStub,
 	"states":       statesStub,
+	"entities":     statesStub,
 	"last_changed": stateStub,
 	memVar:         (*evalMem)(nil),
 }
@@ -126,6 +128,10 @@ func newEnvVars() *envVars {
 		"states": func(arg map[string]any) ([]any, error) {
 			s := selectorFrom(arg)
 			return statesOf(h.w, &s, h.sels[s.Key()])
+		},
+		"entities": func(arg map[string]any) ([]any, error) {
+			s := selectorFrom(arg)
+			return entitiesOf(h.w, &s, h.sels[s.Key()])
 		},
 		"last_changed": func(id string) any {
 			t, ok := LastChangedOf(h.w, id)

@@ -23,7 +23,7 @@ type SelRead struct {
 }
 
 // SelectorReaders are the readers that take a selector object.
-var SelectorReaders = map[string]bool{"states": true, "since": true, "available": true}
+var SelectorReaders = map[string]bool{"states": true, "entities": true, "since": true, "available": true}
 
 // SelectorArg reads a selector object literal: the call's one argument
 // when it is an object (a map literal, or the _map call a literal with a
@@ -132,6 +132,20 @@ func statesOf(w World, s *Selector, resolved []string) ([]any, error) {
 	return out, nil
 }
 
+// entitiesOf is entities({...}): each state s addresses as {id, value},
+// in id order, for a message that says which ("the back door is open").
+func entitiesOf(w World, s *Selector, resolved []string) ([]any, error) {
+	ids, err := SelectStates(w, s, resolved)
+	if err != nil || w == nil {
+		return nil, err // no World (an Env that folds params): nothing read
+	}
+	out := make([]any, len(ids))
+	for i, id := range ids {
+		out[i] = map[string]any{"id": id, "value": stateRead(w, id)}
+	}
+	return out, nil
+}
+
 // sinceOf is since({...}): the seconds since the most recent change
 // among the states s addresses; nil when none has a value yet.
 func sinceOf(w World, s *Selector, resolved []string) (any, error) {
@@ -214,7 +228,7 @@ func SelReads(w World, r SelRead, resolved []string) (map[string]any, error) {
 	out := make(map[string]any, len(ids))
 	for _, id := range ids {
 		switch r.Fn {
-		case "states":
+		case "states", "entities":
 			out[id] = stateRead(w, id)
 		case "available":
 			out[id] = AvailableIn(w, id)

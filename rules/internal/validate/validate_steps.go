@@ -242,7 +242,7 @@ func (c *checker) constantArgs(n *ast.CallNode, name string, x *model.Expr, rng 
 		return
 	}
 	from, to := nodeSpan(n.Arguments[0])
-	if name == "states" {
+	if name == "states" || name == "entities" {
 		c.d.Add(core.CodeNonConstantRef, x.Ptr, "write the selector as an object of constants: states({area: 'hall', type: 'motion', property: 'occupancy'})",
 			"states() needs a selector object literal so every state it may read is known before the program runs").Range = rng(from, max(to, from+1))
 		return
