@@ -133,8 +133,14 @@ func TestLogbookBusKeepsToItsShare(t *testing.T) {
 	if bus != 40-5 {
 		t.Errorf("trimmed %d of the bus's, want 35", bus)
 	}
-	// The owner's share is trimmed by its own lines, the oldest first.
+	// The rules' firings (a guest's busy rules) are trimmed within their
+	// own share: the house's lines stay.
 	n, err := s.WriteLog(ctx, []LogEntry{{T: t0.Add(2 * time.Second), Kind: "firing", Text: "a"}, {T: t0.Add(2 * time.Second), Kind: "firing", Text: "b"}}, 10)
+	if got, _ := s.ListLog(ctx, LogFilter{Kind: "server"}); err != nil || n != (LogTrimmed{Firings: 1}) || len(got) != 1 {
+		t.Fatalf("trimmed %+v (%v); server lines %d, want the oldest firing trimmed", n, err, len(got))
+	}
+	// The house's share is trimmed by its own lines, the oldest first.
+	n, err = s.WriteLog(ctx, []LogEntry{{T: t0.Add(3 * time.Second), Kind: "rule", Text: "removed"}}, 10)
 	if got, _ := s.ListLog(ctx, LogFilter{Kind: "server"}); err != nil || n != (LogTrimmed{Own: 1}) || len(got) != 0 {
 		t.Fatalf("trimmed %+v (%v); server lines %d, want the oldest one trimmed", n, err, len(got))
 	}
@@ -163,11 +169,11 @@ func TestLogbookSharesMigrated(t *testing.T) {
 		t.Fatalf("the huge text migrated as %.60q…, want it cut", got[0].Text)
 	}
 	n, err := s.WriteLog(context.Background(), []LogEntry{{T: time.Unix(0, 7), Kind: "event", Text: "7"}}, 6)
-	if err != nil || n != (LogTrimmed{Bus: 2, Own: 0}) {
+	if err != nil || n != (LogTrimmed{Bus: 2, Own: 1}) {
 		t.Fatalf("trimmed %+v, %v", n, err)
 	}
 	got, _ = s.ListLog(context.Background(), LogFilter{})
-	if fmt.Sprint(logTexts(got)) != "[7 "+cut+" 5 4 2 0]" {
+	if fmt.Sprint(logTexts(got)) != "[7 "+cut+" 5 4 2]" {
 		t.Fatalf("kept %v", logTexts(got))
 	}
 }

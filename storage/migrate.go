@@ -236,19 +236,20 @@ CREATE INDEX logbook_by_kind ON logbook (kind, t, id);`,
 UPDATE history SET bpos = p.b FROM (SELECT rowid AS r,
 	sum(40 + coalesce(length(CAST(val AS BLOB)), 8)) OVER (ORDER BY rowid) - (40 + coalesce(length(CAST(val AS BLOB)), 8)) AS b
 	FROM history) AS p WHERE history.rowid = p.r;`,
-	// 18: the logbook's two shares of its rows (logbook.go): bus 1 for
-	// what the bus reports (events, availability), 0 for the owner's
-	// lines; seq numbers each share's rows, so each is trimmed to its own
-	// window without counting. The one rewrite of every row also cuts a
-	// text over 512 bytes (a bus's payload) to 128 characters.
-	`ALTER TABLE logbook ADD COLUMN bus INTEGER NOT NULL DEFAULT 0;
+	// 18: the logbook's shares of its rows (logbook.go shareOf): 0 the
+	// house's own lines, 1 what the bus reports (events, availability), 2
+	// the rules' firings; seq numbers each share's rows, so each is
+	// trimmed to its own window without counting. The one rewrite of every
+	// row also cuts a text over 512 bytes (a bus's payload) to 128
+	// characters.
+	`ALTER TABLE logbook ADD COLUMN share INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE logbook ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
-UPDATE logbook SET bus = p.b, seq = p.n, text = CASE WHEN length(CAST(logbook.text AS BLOB)) <= 512 THEN logbook.text
+UPDATE logbook SET share = p.s, seq = p.n, text = CASE WHEN length(CAST(logbook.text AS BLOB)) <= 512 THEN logbook.text
 	ELSE substr(logbook.text, 1, 128) || '… (' || length(CAST(logbook.text AS BLOB)) || ' bytes)' END
-FROM (SELECT id AS r, kind IN ('event', 'availability') AS b,
-	row_number() OVER (PARTITION BY kind IN ('event', 'availability') ORDER BY id) AS n FROM logbook) AS p
+FROM (SELECT id AS r, s, row_number() OVER (PARTITION BY s ORDER BY id) AS n FROM
+	(SELECT id, CASE WHEN kind IN ('event', 'availability') THEN 1 WHEN kind = 'firing' THEN 2 ELSE 0 END AS s FROM logbook)) AS p
 WHERE logbook.id = p.r;
-CREATE INDEX logbook_by_share ON logbook (bus, seq);`,
+CREATE INDEX logbook_by_share ON logbook (share, seq);`,
 }
 
 // migrate brings db up to len(list), one transaction per migration. A

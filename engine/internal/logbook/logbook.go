@@ -114,8 +114,12 @@ type Status struct {
 	Failed  uint64 `json:"failed"`
 	Trimmed uint64 `json:"trimmed"`
 	// TrimmedBus of them were the bus's (events, availability), which
-	// keep at most half of MaxRows: the rest is the owner's lines'.
-	TrimmedBus uint64 `json:"trimmed_bus"`
+	// keep at most half of MaxRows, TrimmedFirings the rules' firings (a
+	// quarter): the rest is the house's own lines'. DroppedBus of Dropped
+	// were the bus's, which take at most half of the queue.
+	TrimmedBus     uint64 `json:"trimmed_bus"`
+	TrimmedFirings uint64 `json:"trimmed_firings"`
+	DroppedBus     uint64 `json:"dropped_bus"`
 	// Cut entries had their text cut to its bound (the text says so).
 	Cut     uint64 `json:"cut"`
 	MaxRows int    `json:"max_rows"`
@@ -134,19 +138,23 @@ type Logbook struct {
 	mu    sync.Mutex
 	buf   []storage.LogEntry // cap = cfg.Queue, never grown
 	bytes int                // buf's entryBytes, at most cfg.QueueBytes
-	spare []storage.LogEntry // the writer's buffer between swaps
-	subs  map[chan Entry]struct{}
-	flush chan chan struct{}
-	stop  chan struct{}
-	done  chan struct{}
-	unsub func()
+	// busN and busBytes are the bus's part of buf: at most half of it, so
+	// a flood on the bus leaves room for the house's own lines.
+	busN, busBytes int
+	spare          []storage.LogEntry // the writer's buffer between swaps
+	subs           map[chan Entry]struct{}
+	flush          chan chan struct{}
+	stop           chan struct{}
+	done           chan struct{}
+	unsub          func()
 	// writing: a batch is between the queue and storage (settle waits
 	// for it).
 	writing bool
 
 	started                           atomic.Bool
 	dropped, written, failed, trimmed atomic.Uint64
-	cut, trimmedBus                   atomic.Uint64
+	cut, trimmedBus, trimmedFirings   atomic.Uint64
+	droppedBus                        atomic.Uint64
 	failures                          int // failed writes, for the log (the writer's own)
 }
 
@@ -177,12 +185,20 @@ func (b *Logbook) add(en storage.LogEntry, cut bool) {
 	}
 	live := EntryOf(en)
 	size := entryBytes(en)
+	bus := storage.LogFromBus(en.Kind)
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.buf) < cap(b.buf) && b.bytes+size <= b.cfg.QueueBytes {
+	switch {
+	case bus && (2*(b.busN+1) > cap(b.buf) || 2*(b.busBytes+size) > b.cfg.QueueBytes):
+		b.dropped.Add(1)
+		b.droppedBus.Add(1)
+	case len(b.buf) < cap(b.buf) && b.bytes+size <= b.cfg.QueueBytes:
 		b.buf = append(b.buf, en)
 		b.bytes += size
-	} else {
+		if bus {
+			b.busN, b.busBytes = b.busN+1, b.busBytes+size
+		}
+	default:
 		b.dropped.Add(1)
 	}
 	for ch := range b.subs {
@@ -341,7 +357,7 @@ func (b *Logbook) loop(ctx context.Context) {
 func (b *Logbook) write(ctx context.Context) {
 	b.mu.Lock()
 	items := b.buf
-	b.buf, b.bytes = b.spare, 0
+	b.buf, b.bytes, b.busN, b.busBytes = b.spare, 0, 0, 0
 	b.writing = len(items) > 0
 	b.mu.Unlock()
 	defer func() {
@@ -363,8 +379,9 @@ func (b *Logbook) write(ctx context.Context) {
 		return
 	}
 	b.written.Add(uint64(len(items)))
-	b.trimmed.Add(uint64(n.Bus + n.Own))
+	b.trimmed.Add(uint64(n.Bus + n.Firings + n.Own))
 	b.trimmedBus.Add(uint64(n.Bus))
+	b.trimmedFirings.Add(uint64(n.Firings))
 }
 
 func (b *Logbook) purge(ctx context.Context) {
@@ -401,7 +418,7 @@ func (b *Logbook) Status() Status {
 		return Status{}
 	}
 	return Status{Written: b.written.Load(), Dropped: b.dropped.Load(), Failed: b.failed.Load(),
-		Trimmed: b.trimmed.Load(), TrimmedBus: b.trimmedBus.Load(), Cut: b.cut.Load(), MaxRows: b.cfg.MaxRows}
+		Trimmed: b.trimmed.Load(), TrimmedBus: b.trimmedBus.Load(), TrimmedFirings: b.trimmedFirings.Load(), DroppedBus: b.droppedBus.Load(), Cut: b.cut.Load(), MaxRows: b.cfg.MaxRows}
 }
 
 // compact is v's JSON, or fmt.Sprint(v) when it has none.

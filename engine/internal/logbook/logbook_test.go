@@ -152,6 +152,33 @@ func TestLogbookQueueBoundedByBytes(t *testing.T) {
 	}
 }
 
+// TestLogbookQueueKeepsRoomForTheHouse: the bus's entries take at most
+// half of the queue, so a flood on the bus between two writes leaves room
+// for a firing or an approval that comes after it (attacker round 16:
+// one of ten approval lines reached the logbook during two floods).
+func TestLogbookQueueKeepsRoomForTheHouse(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"by count", Config{Queue: 10}},
+		{"by bytes", Config{Queue: 1000, QueueBytes: 10 * 300}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			book := New(nil, quiet(), tc.cfg, time.Hour, time.Now)
+			for i := range 100 {
+				book.Add(storage.LogEntry{Kind: "event", Text: fmt.Sprintf("remote.action: %0200d", i)})
+			}
+			bus := len(book.buf)
+			book.Add(storage.LogEntry{Kind: "approval", Text: "deploy of lock-at-night waits for approval"})
+			st := book.Status()
+			if bus == 0 || len(book.buf) != bus+1 || book.buf[bus].Kind != "approval" || st.DroppedBus != uint64(100-bus) || st.Dropped != st.DroppedBus {
+				t.Fatalf("queued %d of the bus's, then %d in all; status %+v", bus, len(book.buf), st)
+			}
+		})
+	}
+}
+
 // TestLogbookBusFloodKeepsTheOwnersLines: presses on the bus past its
 // share of MaxRows trim only older presses; the rule, approval and server
 // lines written before stay.
