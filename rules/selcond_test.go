@@ -78,6 +78,8 @@ func TestSelectorReadsValidate(t *testing.T) {
 			code: core.CodeMissingField, path: "/conditions/0/expr", msg: "at least one of area, type, tag", rangeOf: "{property: 'occupancy'}"},
 		{name: "states of a variable", src: selCond("len(states(trigger.value)) > 0"),
 			code: core.CodeNonConstantRef, path: "/conditions/0/expr", msg: "selector object literal", rangeOf: "trigger.value"},
+		{name: "entities of a variable", src: selCond("len(entities(trigger.value)) > 0"),
+			code: core.CodeNonConstantRef, path: "/conditions/0/expr", msg: "entities() needs a selector object literal", rangeOf: "trigger.value"},
 		{name: "available of a variable", src: selCond("available(trigger.entity)"),
 			code: core.CodeNonConstantRef, path: "/conditions/0/expr", msg: "available() needs a string constant", rangeOf: "trigger.entity"},
 		{name: "available unknown member", src: selCond("available({area: 'hall', prop: 'occupancy'})"),
@@ -132,6 +134,9 @@ func TestSelectorReadsRun(t *testing.T) {
 		readAs     string         // the reads' key
 	}{
 		{name: "one occupied", expr: anyOccupied, state: map[string]any{"hall_motion.occupancy": false, "stairs_motion.occupancy": true}, met: true},
+		{name: "which one", expr: "join(map(filter(entities({type: 'motion', property: 'occupancy'}), .value == true), .id), ', ') == 'stairs_motion.occupancy'",
+			state: map[string]any{"hall_motion.occupancy": false, "stairs_motion.occupancy": true}, met: true,
+			reads: map[string]any{"hall_motion.occupancy": false, "stairs_motion.occupancy": true}, readAs: `entities({type: "motion", property: "occupancy"})`},
 		{name: "none occupied", expr: anyOccupied, state: map[string]any{"hall_motion.occupancy": false, "stairs_motion.occupancy": false}},
 		{name: "joined later", expr: anyOccupied, state: map[string]any{"hall_motion.occupancy": false, "stairs_motion.occupancy": false, "attic_motion.occupancy": true}, joined: true, met: true},
 		{name: "offline reads null", expr: "count(states({area: 'hall', property: 'occupancy'}), # == nil) == 1", offline: "stairs_motion.occupancy", met: true,

@@ -243,8 +243,8 @@ func (c *checker) constantArgs(n *ast.CallNode, name string, x *model.Expr, rng 
 	}
 	from, to := nodeSpan(n.Arguments[0])
 	if name == "states" || name == "entities" {
-		c.d.Add(core.CodeNonConstantRef, x.Ptr, "write the selector as an object of constants: states({area: 'hall', type: 'motion', property: 'occupancy'})",
-			"states() needs a selector object literal so every state it may read is known before the program runs").Range = rng(from, max(to, from+1))
+		c.d.Add(core.CodeNonConstantRef, x.Ptr, "write the selector as an object of constants: "+name+"({area: 'hall', tag: 'class:occupancy'})",
+			"%s() needs a selector object literal so every state it may read is known before the program runs", name).Range = rng(from, max(to, from+1))
 		return
 	}
 	if _, ok := n.Arguments[0].(*ast.StringNode); ok || c.refArg(name, n.Arguments[0], x, rng) {
