@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"unicode/utf8"
 
@@ -49,17 +50,28 @@ func TraceAt(steps []pilotage.TraceStep, level string) *pilotage.Trace {
 }
 
 func truncateOutput(v any) any {
-	if v == nil {
-		return nil
+	if v == nil || !core.Measure(v, TruncateOver, false).Over(TruncateOver) {
+		return v // the measure is never below the compact encoding's length
 	}
-	b, err := MarshalCompact(v)
-	if err != nil {
-		b, _ = MarshalCompact(jsonSafe(v))
+	var full int
+	var preview string
+	if core.Measure(v, encodeWhole, false).Over(encodeWhole) {
+		// A huge value (64 states of 200 KB a selector read) is measured
+		// by walking it and previewed from a cut copy: encoding it whole
+		// on every firing took gigabytes at 20 firings a second.
+		full = core.Measure(v, math.MaxInt, false).Bytes
+		b, _ := MarshalCompact(previewCopy(v, 0))
+		preview = string(b)
+	} else {
+		b, err := MarshalCompact(v)
+		if err != nil {
+			b, _ = MarshalCompact(jsonSafe(v))
+		}
+		if len(b) <= TruncateOver {
+			return v
+		}
+		full, preview = len(b), string(b)
 	}
-	if len(b) <= TruncateOver {
-		return v
-	}
-	preview := string(b)
 	if utf8.RuneCountInString(preview) > TruncatePreview {
 		n := 0
 		for i := range preview {
@@ -70,7 +82,52 @@ func truncateOutput(v any) any {
 			n++
 		}
 	}
-	return map[string]any{"truncated": true, "bytes": len(b), "preview": preview}
+	return map[string]any{"truncated": true, "bytes": full, "preview": preview}
+}
+
+// encodeWhole is the size past which a value is not encoded whole for its
+// preview; its bytes are then counted as json.Marshal counts them (HTML
+// characters escaped).
+const encodeWhole = 64 << 10
+
+// previewCopy is v cut to what its preview can show: strings to
+// 4*TruncatePreview bytes (at least TruncatePreview characters), lists and
+// objects to their first TruncatePreview members (objects in key order, as
+// JSON writes them), so its encoding begins as v's does.
+func previewCopy(v any, depth int) any {
+	if depth > core.MaxMeasureDepth {
+		return nil
+	}
+	switch x := v.(type) {
+	case string:
+		return cutForPreview(x)
+	case []any:
+		out := make([]any, min(len(x), TruncatePreview))
+		for i := range out {
+			out[i] = previewCopy(x[i], depth+1)
+		}
+		return out
+	case map[string]any:
+		keys := core.SortedKeys(x)
+		out := make(map[string]any, min(len(keys), TruncatePreview))
+		for _, k := range keys[:min(len(keys), TruncatePreview)] {
+			out[cutForPreview(k)] = previewCopy(x[k], depth+1)
+		}
+		return out
+	}
+	return v
+}
+
+// cutForPreview is s cut to 4*TruncatePreview bytes at a whole character.
+func cutForPreview(s string) string {
+	n := 4 * TruncatePreview
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // MarshalCompact encodes v without HTML escaping (the byte counts and
