@@ -38,9 +38,10 @@ type LogFilter struct {
 const MaxLogLimit = 500
 
 // The logbook's shares of its rows, each trimmed on its own: what the
-// bus reports (anyone who can publish can make it), the rules' firings
-// (any principal's rules fire as often as their triggers come), and the
-// house's own lines (rule changes, approvals, the server's and helpers'
+// bus reports (anyone who can publish can make it), the rules' activity
+// (firings and rule changes: any principal's rules fire as often as their
+// triggers come, and a guest may switch its own rule as often as it
+// likes), and the house's own lines (approvals, the server's and helpers'
 // notes), which neither the bus nor a guest's busy rules can evict.
 const (
 	shareOwn = iota
@@ -54,7 +55,7 @@ func shareOf(kind string) int {
 	switch kind {
 	case "event", "availability":
 		return shareBus
-	case "firing":
+	case "firing", "rule":
 		return shareFirings
 	}
 	return shareOwn

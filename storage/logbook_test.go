@@ -136,11 +136,17 @@ func TestLogbookBusKeepsToItsShare(t *testing.T) {
 	// The rules' firings (a guest's busy rules) are trimmed within their
 	// own share: the house's lines stay.
 	n, err := s.WriteLog(ctx, []LogEntry{{T: t0.Add(2 * time.Second), Kind: "firing", Text: "a"}, {T: t0.Add(2 * time.Second), Kind: "firing", Text: "b"}}, 10)
-	if got, _ := s.ListLog(ctx, LogFilter{Kind: "server"}); err != nil || n != (LogTrimmed{Firings: 1}) || len(got) != 1 {
-		t.Fatalf("trimmed %+v (%v); server lines %d, want the oldest firing trimmed", n, err, len(got))
+	if got, _ := s.ListLog(ctx, LogFilter{Kind: "server"}); err != nil || n != (LogTrimmed{Firings: 2}) || len(got) != 1 {
+		t.Fatalf("trimmed %+v (%v); server lines %d, want the oldest rule line and firing trimmed", n, err, len(got))
+	}
+	// Rule changes (a guest switching its own rule in a loop) share the
+	// rules' part too.
+	n, err = s.WriteLog(ctx, []LogEntry{{T: t0.Add(3 * time.Second), Kind: "rule", Text: "disabled"}}, 10)
+	if got, _ := s.ListLog(ctx, LogFilter{Kind: "approval"}); err != nil || n != (LogTrimmed{Firings: 1}) || len(got) != 1 {
+		t.Fatalf("trimmed %+v (%v); approval lines %d, want a firing trimmed", n, err, len(got))
 	}
 	// The house's share is trimmed by its own lines, the oldest first.
-	n, err = s.WriteLog(ctx, []LogEntry{{T: t0.Add(3 * time.Second), Kind: "rule", Text: "removed"}}, 10)
+	n, err = s.WriteLog(ctx, []LogEntry{{T: t0.Add(3 * time.Second), Kind: "approval", Text: "a"}, {T: t0.Add(3 * time.Second), Kind: "approval", Text: "b"}}, 10)
 	if got, _ := s.ListLog(ctx, LogFilter{Kind: "server"}); err != nil || n != (LogTrimmed{Own: 1}) || len(got) != 0 {
 		t.Fatalf("trimmed %+v (%v); server lines %d, want the oldest one trimmed", n, err, len(got))
 	}
@@ -169,11 +175,11 @@ func TestLogbookSharesMigrated(t *testing.T) {
 		t.Fatalf("the huge text migrated as %.60q…, want it cut", got[0].Text)
 	}
 	n, err := s.WriteLog(context.Background(), []LogEntry{{T: time.Unix(0, 7), Kind: "event", Text: "7"}}, 6)
-	if err != nil || n != (LogTrimmed{Bus: 2, Own: 1}) {
+	if err != nil || n != (LogTrimmed{Bus: 2}) {
 		t.Fatalf("trimmed %+v, %v", n, err)
 	}
 	got, _ = s.ListLog(context.Background(), LogFilter{})
-	if fmt.Sprint(logTexts(got)) != "[7 "+cut+" 5 4 2]" {
+	if fmt.Sprint(logTexts(got)) != "[7 "+cut+" 5 4 2 0]" {
 		t.Fatalf("kept %v", logTexts(got))
 	}
 }

@@ -238,7 +238,7 @@ UPDATE history SET bpos = p.b FROM (SELECT rowid AS r,
 	FROM history) AS p WHERE history.rowid = p.r;`,
 	// 18: the logbook's shares of its rows (logbook.go shareOf): 0 the
 	// house's own lines, 1 what the bus reports (events, availability), 2
-	// the rules' firings; seq numbers each share's rows, so each is
+	// the rules' firings and changes; seq numbers each share's rows, so each is
 	// trimmed to its own window without counting. The one rewrite of every
 	// row also cuts a text over 512 bytes (a bus's payload) to 128
 	// characters.
@@ -247,7 +247,7 @@ ALTER TABLE logbook ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
 UPDATE logbook SET share = p.s, seq = p.n, text = CASE WHEN length(CAST(logbook.text AS BLOB)) <= 512 THEN logbook.text
 	ELSE substr(logbook.text, 1, 128) || '… (' || length(CAST(logbook.text AS BLOB)) || ' bytes)' END
 FROM (SELECT id AS r, s, row_number() OVER (PARTITION BY s ORDER BY id) AS n FROM
-	(SELECT id, CASE WHEN kind IN ('event', 'availability') THEN 1 WHEN kind = 'firing' THEN 2 ELSE 0 END AS s FROM logbook)) AS p
+	(SELECT id, CASE WHEN kind IN ('event', 'availability') THEN 1 WHEN kind IN ('firing', 'rule') THEN 2 ELSE 0 END AS s FROM logbook)) AS p
 WHERE logbook.id = p.r;
 CREATE INDEX logbook_by_share ON logbook (share, seq);`,
 }
