@@ -104,7 +104,7 @@ func TestLastChangeSurvivesTheBound(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if rows, err := h.store.HistoryLatest(ctx, "front_door.contact", now, 10); err != nil || len(rows) != 0 {
+	if rows, err := h.store.HistoryChanges(ctx, "front_door.contact", time.Time{}, now, 10); err != nil || len(rows) != 0 {
 		t.Fatalf("the bound kept the door's raw rows (%d, %v): the test proves nothing", len(rows), err)
 	}
 	h.cfg.History = HistoryConfig{MaxRows: bound}

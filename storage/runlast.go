@@ -35,16 +35,3 @@ func (s *Store) LastFiringStart(ctx context.Context, rule string, except ...stri
 	}
 	return time.Unix(0, started).UTC(), true, nil
 }
-
-// HistoryLatest returns entity's latest changes at or before t, newest
-// first, at most limit of them.
-func (s *Store) HistoryLatest(ctx context.Context, entity string, t time.Time, limit int) ([]HistoryValue, error) {
-	var out []HistoryValue
-	err := s.histQuery(ctx, `SELECT t, num, val FROM history WHERE entity = `+histEntity+`
-		AND t <= ? ORDER BY t DESC, rowid DESC LIMIT ?`, func(rows *sql.Rows) error {
-		v, err := scanHistValue(rows, nil)
-		out = append(out, v)
-		return err
-	}, entity, t.UnixMilli(), limit)
-	return out, err
-}
