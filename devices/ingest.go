@@ -1,6 +1,7 @@
 package devices
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/pilothouse/pilothouse/devices/internal/model"
@@ -84,10 +85,20 @@ func (c *Catalog) oversized(t string, n int) bool {
 		return false
 	}
 	if k := c.refused.Oversized.Add(1); k&(k-1) == 0 {
-		c.log.Warn("mqtt message over its size bound not read; the catalog keeps what it had (mqtt.max_message_bytes)",
+		c.log.Warn("mqtt message over its size bound not read; the catalog keeps what it had ("+boundName(bound, c.opts.MaxPayload)+")",
 			"topic", t, "bytes", n, "max_bytes", bound, "refused", k)
 	}
 	return true
+}
+
+// boundName says which bound refused a message, so the owner raises the
+// one that applied: the fixed bound of a device's own topics is not a
+// setting.
+func boundName(bound, maxPayload int) string {
+	if bound < maxPayload {
+		return fmt.Sprintf("a device's config and state messages are bounded at %d KiB, whatever mqtt.max_message_bytes says", maxEntityPayload>>10)
+	}
+	return "mqtt.max_message_bytes"
 }
 
 // payloadBound is the largest payload the catalog reads on topic t.

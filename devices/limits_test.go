@@ -73,7 +73,9 @@ func stateIDs(c *Catalog, prefix string) []string {
 // own, a discovery config, a state or a bridge/devices over its bound is
 // not read, logged and counted; the catalog keeps what it had.
 func TestOversizedPayloadsRefused(t *testing.T) {
-	h := runHouse(t, overTCP(Options{MaxPayload: 512 << 10}))
+	o := overTCP(Options{MaxPayload: 512 << 10})
+	o.Logger = nil // the house's log, read below
+	h := runHouse(t, o)
 	pad := func(n int) string { return strings.Repeat(" ", n) }
 	weather := weatherConfig("ws-1", "weather/real")
 	h.publish(t, realWeather, weather, "outdoor_weather.temperature")
@@ -89,6 +91,11 @@ func TestOversizedPayloadsRefused(t *testing.T) {
 	testutil.Eventually(t, 10*time.Second, "three refusals counted", func() bool {
 		return h.c.Refusals().OversizedMessages == 3
 	})
+	// Each refusal names the bound that applied: a device's own topics are
+	// bounded at a fixed 256 KiB that no setting raises.
+	if want := "bounded at 256 KiB, whatever mqtt.max_message_bytes says"; !strings.Contains(h.logs.String(), want) {
+		t.Errorf("the log does not say %q:\n%s", want, h.logs.String())
+	}
 	if l, _ := h.c.Live("outdoor_weather.temperature"); fmt.Sprint(l.Value) != "7.5" {
 		t.Fatalf("temperature = %v after an oversized state, want 7.5 kept", l.Value)
 	}

@@ -111,7 +111,7 @@ func (c *Client) dropSession(ctx context.Context) error {
 	}
 	_ = k.writePacket(disconnect)
 	k.close(errClosed)
-	c.log.Info("dropped the session the broker kept from before this start (events queued meanwhile are stale)", "client_id", c.opts.ClientID)
+	c.log.Info("started on a clean session: anything the broker queued for an earlier run is dropped, as it would be stale", "client_id", c.opts.ClientID)
 	return nil
 }
 
