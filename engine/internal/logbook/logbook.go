@@ -48,9 +48,9 @@ type Config struct {
 	// quarter. Entries older than the run retention are purged too.
 	MaxRows int
 	// Owner names the owner principal (default access.Owner's name) and
-	// Guests the others configured (the engine sets them): each keeps a part of the rules' share of
-	// the rows, and the guests' lines take at most a quarter of the
-	// queue.
+	// Guests the others configured (the engine sets them): each keeps a
+	// part of the rules' share of the rows, and the guests' rules' lines
+	// take at most a quarter of the queue.
 	Owner  string
 	Guests []string
 	// FlushEvery is how often queued entries are written (default 1 s).
