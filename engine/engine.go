@@ -169,7 +169,14 @@ func New(cfg Config, devs *devices.Catalog, store *storage.Store, log *slog.Logg
 		e.rec.Unbounded = func(name string) bool { return e.principalByName(name).Admin }
 		e.deps.Rec = e.rec
 		e.sched = sched.New(e.deps)
-		e.book = logbook.New(store, log.With("part", "logbook"), cfg.Logbook, cfg.Retention, cfg.Now)
+		// Each principal's rules keep their own part of the logbook (the
+		// owner's, named among them, is told apart by the logbook).
+		book := cfg.Logbook
+		book.Guests = make([]string, 0, len(cfg.Principals))
+		for _, p := range cfg.Principals {
+			book.Guests = append(book.Guests, p.Name)
+		}
+		e.book = logbook.New(store, log.With("part", "logbook"), book, cfg.Retention, cfg.Now)
 	}
 	if store != nil && devs != nil && !cfg.History.Off {
 		e.hist = history.New(store, devs, log.With("part", "history"), cfg.History, cfg.Now)

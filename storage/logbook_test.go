@@ -8,6 +8,10 @@ import (
 	"time"
 )
 
+// shares are the logbook's shares of maxRows in a house of the owner
+// alone.
+func shares(maxRows int) *LogShares { return NewLogShares(maxRows, "owner", nil) }
+
 func logTexts(es []LogEntry) []string {
 	out := make([]string, len(es))
 	for i, e := range es {
@@ -27,7 +31,7 @@ func TestLogbookFiltersPagesAndSurvivesReopen(t *testing.T) {
 		{T: t0.Add(3 * time.Second), Kind: "firing", Rule: "r1", Principal: "owner", Run: "run1", Status: "success", Text: "r1 fired"},
 		{T: t0.Add(3 * time.Second), Kind: "event", Device: "bedroom_remote", Area: "bedroom", Text: "press off"},
 	}
-	if _, err := s.WriteLog(ctx, in, 0); err != nil {
+	if _, err := s.WriteLog(ctx, in, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
@@ -81,7 +85,7 @@ func TestLogbookBounds(t *testing.T) {
 	var trimmed LogTrimmed
 	for i := range 10 {
 		kind := []string{"event", "availability"}[i%2]
-		n, err := s.WriteLog(ctx, []LogEntry{{T: t0.Add(time.Duration(i) * time.Hour), Kind: kind, Text: fmt.Sprint(i)}}, 8)
+		n, err := s.WriteLog(ctx, []LogEntry{{T: t0.Add(time.Duration(i) * time.Hour), Kind: kind, Text: fmt.Sprint(i)}}, shares(8))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,15 +112,15 @@ func TestLogbookBusKeepsToItsShare(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	t0 := time.Date(2026, 1, 15, 7, 0, 0, 0, time.UTC)
-	own := []LogEntry{{T: t0, Kind: "server", Text: "started"}, {T: t0, Kind: "rule", Text: "installed"},
-		{T: t0, Kind: "approval", Text: "approved"}, {T: t0, Kind: "firing", Text: "fired"}}
-	if _, err := s.WriteLog(ctx, own, 10); err != nil {
+	own := []LogEntry{{T: t0, Kind: "server", Text: "started"}, {T: t0, Kind: "rule", Principal: "owner", Text: "installed"},
+		{T: t0, Kind: "approval", Text: "approved"}, {T: t0, Kind: "firing", Principal: "owner", Text: "fired"}}
+	if _, err := s.WriteLog(ctx, own, shares(10)); err != nil {
 		t.Fatal(err)
 	}
 	var bus int
 	for i := range 20 {
 		flood := []LogEntry{{T: t0.Add(time.Second), Kind: "event", Text: fmt.Sprint("press ", i)}, {T: t0.Add(time.Second), Kind: "availability", Text: "offline"}}
-		n, err := s.WriteLog(ctx, flood, 10)
+		n, err := s.WriteLog(ctx, flood, shares(10))
 		if err != nil || n.Own != 0 {
 			t.Fatalf("trimmed %+v, %v", n, err)
 		}
@@ -135,18 +139,18 @@ func TestLogbookBusKeepsToItsShare(t *testing.T) {
 	}
 	// The rules' firings (a guest's busy rules) are trimmed within their
 	// own share: the house's lines stay.
-	n, err := s.WriteLog(ctx, []LogEntry{{T: t0.Add(2 * time.Second), Kind: "firing", Text: "a"}, {T: t0.Add(2 * time.Second), Kind: "firing", Text: "b"}}, 10)
-	if got, _ := s.ListLog(ctx, LogFilter{Kind: "server"}); err != nil || n != (LogTrimmed{Firings: 2}) || len(got) != 1 {
+	n, err := s.WriteLog(ctx, []LogEntry{{T: t0.Add(2 * time.Second), Kind: "firing", Principal: "owner", Text: "a"}, {T: t0.Add(2 * time.Second), Kind: "firing", Principal: "owner", Text: "b"}}, shares(10))
+	if got, _ := s.ListLog(ctx, LogFilter{Kind: "server"}); err != nil || n != (LogTrimmed{Rules: 2}) || len(got) != 1 {
 		t.Fatalf("trimmed %+v (%v); server lines %d, want the oldest rule line and firing trimmed", n, err, len(got))
 	}
 	// Rule changes (a guest switching its own rule in a loop) share the
 	// rules' part too.
-	n, err = s.WriteLog(ctx, []LogEntry{{T: t0.Add(3 * time.Second), Kind: "rule", Text: "disabled"}}, 10)
-	if got, _ := s.ListLog(ctx, LogFilter{Kind: "approval"}); err != nil || n != (LogTrimmed{Firings: 1}) || len(got) != 1 {
+	n, err = s.WriteLog(ctx, []LogEntry{{T: t0.Add(3 * time.Second), Kind: "rule", Principal: "owner", Text: "disabled"}}, shares(10))
+	if got, _ := s.ListLog(ctx, LogFilter{Kind: "approval"}); err != nil || n != (LogTrimmed{Rules: 1}) || len(got) != 1 {
 		t.Fatalf("trimmed %+v (%v); approval lines %d, want a firing trimmed", n, err, len(got))
 	}
 	// The house's share is trimmed by its own lines, the oldest first.
-	n, err = s.WriteLog(ctx, []LogEntry{{T: t0.Add(3 * time.Second), Kind: "approval", Text: "a"}, {T: t0.Add(3 * time.Second), Kind: "approval", Text: "b"}}, 10)
+	n, err = s.WriteLog(ctx, []LogEntry{{T: t0.Add(3 * time.Second), Kind: "approval", Text: "a"}, {T: t0.Add(3 * time.Second), Kind: "approval", Text: "b"}}, shares(10))
 	if got, _ := s.ListLog(ctx, LogFilter{Kind: "server"}); err != nil || n != (LogTrimmed{Own: 1}) || len(got) != 0 {
 		t.Fatalf("trimmed %+v (%v); server lines %d, want the oldest one trimmed", n, err, len(got))
 	}
@@ -174,12 +178,99 @@ func TestLogbookSharesMigrated(t *testing.T) {
 	if len(got) != 1 || got[0].Text != cut {
 		t.Fatalf("the huge text migrated as %.60q…, want it cut", got[0].Text)
 	}
-	n, err := s.WriteLog(context.Background(), []LogEntry{{T: time.Unix(0, 7), Kind: "event", Text: "7"}}, 6)
+	n, err := s.WriteLog(context.Background(), []LogEntry{{T: time.Unix(0, 7), Kind: "event", Text: "7"}}, shares(6))
 	if err != nil || n != (LogTrimmed{Bus: 2}) {
 		t.Fatalf("trimmed %+v, %v", n, err)
 	}
 	got, _ = s.ListLog(context.Background(), LogFilter{})
 	if fmt.Sprint(logTexts(got)) != "[7 "+cut+" 5 4 2 0]" {
+		t.Fatalf("kept %v", logTexts(got))
+	}
+}
+
+// TestLogbookGuestKeepsToItsPart: a guest's flood of firings and rule
+// changes past its part of the rules' share trims only its own oldest
+// lines: the owner's firing and rule-change lines, another guest's, and
+// the house's lines stay (attacker round 17: a guest's 100 busy rules left
+// 3 of the owner's 23 firing lines).
+func TestLogbookGuestKeepsToItsPart(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	t0 := time.Date(2026, 1, 15, 7, 0, 0, 0, time.UTC)
+	// 80 rows: the rules' 20, the owner's 10 of them, the guests' 10 in
+	// three parts (guest, visitor, any other name) of 3.
+	sh := NewLogShares(80, "owner", []string{"owner", "guest", "visitor"})
+	kept := []LogEntry{{T: t0, Kind: "server", Text: "started"}, {T: t0, Kind: "approval", Principal: "guest", Text: "approval asked"},
+		{T: t0, Kind: "rule", Principal: "owner", Rule: "porch", Text: "porch installed"},
+		{T: t0, Kind: "firing", Principal: "visitor", Rule: "v", Text: "v fired"}}
+	for i := range 5 {
+		kept = append(kept, LogEntry{T: t0, Kind: "firing", Principal: "owner", Rule: "porch", Text: fmt.Sprint("porch fired ", i)})
+	}
+	if _, err := s.WriteLog(ctx, kept, sh); err != nil {
+		t.Fatal(err)
+	}
+	var trimmed LogTrimmed
+	for i := range 50 {
+		var flood []LogEntry
+		for j := range 4 {
+			kind := []string{"firing", "rule"}[j%2]
+			flood = append(flood, LogEntry{T: t0.Add(time.Second), Kind: kind, Principal: "guest", Rule: "g", Text: fmt.Sprintf("g %d.%d", i, j)},
+				LogEntry{T: t0.Add(time.Second), Kind: kind, Principal: "gone", Rule: "x", Text: fmt.Sprintf("x %d.%d", i, j)})
+		}
+		n, err := s.WriteLog(ctx, flood, sh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		trimmed = LogTrimmed{trimmed.Bus + n.Bus, trimmed.Rules + n.Rules, trimmed.Guests + n.Guests, trimmed.Own + n.Own}
+	}
+	all, _ := s.ListLog(ctx, LogFilter{})
+	texts := strings.Join(logTexts(all), "|")
+	for _, en := range kept {
+		if !strings.Contains(texts, en.Text) {
+			t.Errorf("%q evicted by the guest's flood", en.Text)
+		}
+	}
+	for _, tc := range []struct{ rule, want string }{{"g", "[g 49.3 g 49.2 g 49.1]"}, {"x", "[x 49.3 x 49.2 x 49.1]"}} {
+		if got, _ := s.ListLog(ctx, LogFilter{Rule: tc.rule}); fmt.Sprint(logTexts(got)) != tc.want {
+			t.Errorf("rule %s kept %v, want %s", tc.rule, logTexts(got), tc.want)
+		}
+	}
+	if trimmed != (LogTrimmed{Guests: 2 * (200 - 3)}) {
+		t.Errorf("trimmed %+v", trimmed)
+	}
+	// The owner's own lines are trimmed within the owner's part only.
+	var more []LogEntry
+	for i := range 6 {
+		more = append(more, LogEntry{T: t0.Add(2 * time.Second), Kind: "firing", Principal: "owner", Rule: "porch", Text: fmt.Sprint("porch again ", i)})
+	}
+	n, err := s.WriteLog(ctx, more, sh)
+	if got, _ := s.ListLog(ctx, LogFilter{Rule: "v"}); err != nil || n != (LogTrimmed{Rules: 2}) || len(got) != 1 {
+		t.Fatalf("trimmed %+v (%v); the visitor's lines %d", n, err, len(got))
+	}
+}
+
+// TestLogbookPartsMigrated: a logbook of version 18 has its rules' lines
+// numbered by principal, so the first write of a guest's line trims only
+// that guest's oldest.
+func TestLogbookPartsMigrated(t *testing.T) {
+	dir := t.TempDir()
+	db := openAtVersion(t, dir, 18)
+	rows := []struct{ kind, who string }{{"rule", "owner"}, {"firing", "guest"}, {"firing", "owner"}, {"firing", "guest"},
+		{"server", ""}, {"firing", "guest"}, {"rule", "owner"}}
+	for i, r := range rows {
+		share := map[string]int{"rule": 2, "firing": 2, "server": 0}[r.kind]
+		if _, err := db.Exec(`INSERT INTO logbook (t, kind, principal, text, share, seq) VALUES (?, ?, ?, ?, ?, ?)`, i, r.kind, r.who, fmt.Sprint(i), share, i+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := migrated(t, db, dir)
+	// 32 rows: the rules' 8, the owner's 4, each guest part 2.
+	n, err := s.WriteLog(context.Background(), []LogEntry{{T: time.Unix(0, 7), Kind: "firing", Principal: "guest", Text: "7"}}, NewLogShares(32, "owner", []string{"guest"}))
+	if err != nil || n != (LogTrimmed{Guests: 2}) {
+		t.Fatalf("trimmed %+v, %v", n, err)
+	}
+	got, _ := s.ListLog(context.Background(), LogFilter{})
+	if fmt.Sprint(logTexts(got)) != "[7 6 5 4 2 0]" {
 		t.Fatalf("kept %v", logTexts(got))
 	}
 }

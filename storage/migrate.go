@@ -236,7 +236,7 @@ CREATE INDEX logbook_by_kind ON logbook (kind, t, id);`,
 UPDATE history SET bpos = p.b FROM (SELECT rowid AS r,
 	sum(40 + coalesce(length(CAST(val AS BLOB)), 8)) OVER (ORDER BY rowid) - (40 + coalesce(length(CAST(val AS BLOB)), 8)) AS b
 	FROM history) AS p WHERE history.rowid = p.r;`,
-	// 18: the logbook's shares of its rows (logbook.go shareOf): 0 the
+	// 18: the logbook's shares of its rows (logbook_shares.go shareOf): 0 the
 	// house's own lines, 1 what the bus reports (events, availability), 2
 	// the rules' firings and changes; seq numbers each share's rows, so each is
 	// trimmed to its own window without counting. The one rewrite of every
@@ -250,6 +250,15 @@ FROM (SELECT id AS r, s, row_number() OVER (PARTITION BY s ORDER BY id) AS n FRO
 	(SELECT id, CASE WHEN kind IN ('event', 'availability') THEN 1 WHEN kind IN ('firing', 'rule') THEN 2 ELSE 0 END AS s FROM logbook)) AS p
 WHERE logbook.id = p.r;
 CREATE INDEX logbook_by_share ON logbook (share, seq);`,
+	// 19: the rules' share of the logbook split by principal (logbook_shares.go
+	// LogShares): part names the principal whose part a rule's line is in,
+	// and seq numbers each part's rows.
+	`ALTER TABLE logbook ADD COLUMN part TEXT NOT NULL DEFAULT '';
+UPDATE logbook SET part = p.who, seq = p.n
+FROM (SELECT id AS r, principal AS who, row_number() OVER (PARTITION BY principal ORDER BY id) AS n FROM logbook WHERE share = 2) AS p
+WHERE logbook.id = p.r;
+DROP INDEX logbook_by_share;
+CREATE INDEX logbook_by_part ON logbook (share, part, seq);`,
 }
 
 // migrate brings db up to len(list), one transaction per migration. A

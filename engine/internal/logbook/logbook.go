@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/engine/internal/access"
 	"github.com/pilothouse/pilothouse/engine/internal/background"
 	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -41,10 +42,17 @@ var Kinds = []Kind{
 // Config configures the logbook's writer.
 type Config struct {
 	// MaxRows bounds the stored entries; the oldest go first (default
-	// 100,000), and the bus's (events, availability) keep at most half,
-	// so that a flood cannot evict the owner's lines. Entries older than
-	// the run retention are purged too.
+	// 100,000), each within its share (storage.LogShares): the bus's
+	// (events, availability) keep at most half, so that a flood cannot
+	// evict the owner's lines, and each principal's rules a part of a
+	// quarter. Entries older than the run retention are purged too.
 	MaxRows int
+	// Owner names the owner principal (default access.Owner's name) and
+	// Guests the others configured (the engine sets them): each keeps a
+	// part of the rules' share of the rows, and the guests' rules' lines
+	// take at most a quarter of the queue.
+	Owner  string
+	Guests []string
 	// FlushEvery is how often queued entries are written (default 1 s).
 	FlushEvery time.Duration
 	// Queue bounds the entries waiting for a write (default 4,096), and
@@ -70,6 +78,9 @@ func entryBytes(en storage.LogEntry) int {
 }
 
 func (c *Config) defaults() {
+	if c.Owner == "" {
+		c.Owner = access.Owner.Name
+	}
 	if c.MaxRows <= 0 {
 		c.MaxRows = 100_000
 	}
@@ -114,12 +125,17 @@ type Status struct {
 	Failed  uint64 `json:"failed"`
 	Trimmed uint64 `json:"trimmed"`
 	// TrimmedBus of them were the bus's (events, availability), which
-	// keep at most half of MaxRows, TrimmedFirings the rules' firings (a
-	// quarter): the rest is the house's own lines'. DroppedBus of Dropped
-	// were the bus's, which take at most half of the queue.
+	// keep at most half of MaxRows, TrimmedFirings the rules' firings and
+	// changes (a quarter, a part for each principal), of which
+	// TrimmedGuest were other principals' than the owner's: the rest is
+	// the house's own lines'. DroppedBus of Dropped were the bus's, which
+	// take at most half of the queue, DroppedGuest other principals'
+	// rules' lines, which take at most a quarter.
 	TrimmedBus     uint64 `json:"trimmed_bus"`
 	TrimmedFirings uint64 `json:"trimmed_firings"`
+	TrimmedGuest   uint64 `json:"trimmed_guest"`
 	DroppedBus     uint64 `json:"dropped_bus"`
+	DroppedGuest   uint64 `json:"dropped_guest"`
 	// Cut entries had their text cut to its bound (the text says so).
 	Cut     uint64 `json:"cut"`
 	MaxRows int    `json:"max_rows"`
@@ -132,6 +148,7 @@ type Logbook struct {
 	store     *storage.Store
 	log       *slog.Logger
 	cfg       Config
+	shares    *storage.LogShares
 	now       func() time.Time
 	retention time.Duration
 
@@ -139,14 +156,17 @@ type Logbook struct {
 	buf   []storage.LogEntry // cap = cfg.Queue, never grown
 	bytes int                // buf's entryBytes, at most cfg.QueueBytes
 	// busN and busBytes are the bus's part of buf: at most half of it, so
-	// a flood on the bus leaves room for the house's own lines.
-	busN, busBytes int
-	spare          []storage.LogEntry // the writer's buffer between swaps
-	subs           map[chan Entry]struct{}
-	flush          chan chan struct{}
-	stop           chan struct{}
-	done           chan struct{}
-	unsub          func()
+	// a flood on the bus leaves room for the house's own lines; guestN
+	// and guestBytes other principals' rules' lines: at most a quarter,
+	// so a guest's busy rules leave room for approvals and the owner's.
+	busN, busBytes     int
+	guestN, guestBytes int
+	spare              []storage.LogEntry // the writer's buffer between swaps
+	subs               map[chan Entry]struct{}
+	flush              chan chan struct{}
+	stop               chan struct{}
+	done               chan struct{}
+	unsub              func()
 	// writing: a batch is between the queue and storage (settle waits
 	// for it).
 	writing bool
@@ -154,13 +174,14 @@ type Logbook struct {
 	started                           atomic.Bool
 	dropped, written, failed, trimmed atomic.Uint64
 	cut, trimmedBus, trimmedFirings   atomic.Uint64
-	droppedBus                        atomic.Uint64
+	trimmedGuest                      atomic.Uint64
+	droppedBus, droppedGuest          atomic.Uint64
 	failures                          int // failed writes, for the log (the writer's own)
 }
 
 func New(store *storage.Store, log *slog.Logger, cfg Config, retention time.Duration, now func() time.Time) *Logbook {
 	cfg.defaults()
-	return &Logbook{store: store, log: log, cfg: cfg, now: now, retention: retention,
+	return &Logbook{store: store, log: log, cfg: cfg, now: now, retention: retention, shares: storage.NewLogShares(cfg.MaxRows, cfg.Owner, cfg.Guests),
 		buf: make([]storage.LogEntry, 0, cfg.Queue), spare: make([]storage.LogEntry, 0, cfg.Queue), subs: map[chan Entry]struct{}{},
 		flush: make(chan chan struct{}), stop: make(chan struct{}), done: make(chan struct{})}
 }
@@ -184,28 +205,41 @@ func (b *Logbook) add(en storage.LogEntry, cut bool) {
 		en.T = b.now()
 	}
 	live := EntryOf(en)
-	size := entryBytes(en)
-	bus := storage.LogFromBus(en.Kind)
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.enqueue(en)
+	for ch := range b.subs {
+		select {
+		case ch <- live:
+		default:
+		}
+	}
+}
+
+// enqueue queues en unless the queue, or the part of it that en's source
+// may take (the bus half, the guests' rules a quarter), is full; b.mu
+// is held.
+func (b *Logbook) enqueue(en storage.LogEntry) {
+	size := entryBytes(en)
+	bus, guest := storage.LogFromBus(en.Kind), b.shares.Guest(en)
 	switch {
 	case bus && (2*(b.busN+1) > cap(b.buf) || 2*(b.busBytes+size) > b.cfg.QueueBytes):
 		b.dropped.Add(1)
 		b.droppedBus.Add(1)
+	case guest && (4*(b.guestN+1) > cap(b.buf) || 4*(b.guestBytes+size) > b.cfg.QueueBytes):
+		b.dropped.Add(1)
+		b.droppedGuest.Add(1)
 	case len(b.buf) < cap(b.buf) && b.bytes+size <= b.cfg.QueueBytes:
 		b.buf = append(b.buf, en)
 		b.bytes += size
 		if bus {
 			b.busN, b.busBytes = b.busN+1, b.busBytes+size
 		}
+		if guest {
+			b.guestN, b.guestBytes = b.guestN+1, b.guestBytes+size
+		}
 	default:
 		b.dropped.Add(1)
-	}
-	for ch := range b.subs {
-		select {
-		case ch <- live:
-		default:
-		}
 	}
 }
 
@@ -357,7 +391,7 @@ func (b *Logbook) loop(ctx context.Context) {
 func (b *Logbook) write(ctx context.Context) {
 	b.mu.Lock()
 	items := b.buf
-	b.buf, b.bytes, b.busN, b.busBytes = b.spare, 0, 0, 0
+	b.buf, b.bytes, b.busN, b.busBytes, b.guestN, b.guestBytes = b.spare, 0, 0, 0, 0, 0
 	b.writing = len(items) > 0
 	b.mu.Unlock()
 	defer func() {
@@ -370,7 +404,7 @@ func (b *Logbook) write(ctx context.Context) {
 	if len(items) == 0 {
 		return
 	}
-	n, err := b.store.WriteLog(ctx, items, b.cfg.MaxRows)
+	n, err := b.store.WriteLog(ctx, items, b.shares)
 	if err != nil {
 		b.failed.Add(uint64(len(items)))
 		if b.failures++; b.failures == 1 || b.failures%100 == 0 {
@@ -379,9 +413,10 @@ func (b *Logbook) write(ctx context.Context) {
 		return
 	}
 	b.written.Add(uint64(len(items)))
-	b.trimmed.Add(uint64(n.Bus + n.Firings + n.Own))
+	b.trimmed.Add(uint64(n.Bus + n.Rules + n.Guests + n.Own))
 	b.trimmedBus.Add(uint64(n.Bus))
-	b.trimmedFirings.Add(uint64(n.Firings))
+	b.trimmedFirings.Add(uint64(n.Rules + n.Guests))
+	b.trimmedGuest.Add(uint64(n.Guests))
 }
 
 func (b *Logbook) purge(ctx context.Context) {
@@ -418,7 +453,9 @@ func (b *Logbook) Status() Status {
 		return Status{}
 	}
 	return Status{Written: b.written.Load(), Dropped: b.dropped.Load(), Failed: b.failed.Load(),
-		Trimmed: b.trimmed.Load(), TrimmedBus: b.trimmedBus.Load(), TrimmedFirings: b.trimmedFirings.Load(), DroppedBus: b.droppedBus.Load(), Cut: b.cut.Load(), MaxRows: b.cfg.MaxRows}
+		Trimmed: b.trimmed.Load(), TrimmedBus: b.trimmedBus.Load(), TrimmedFirings: b.trimmedFirings.Load(),
+		TrimmedGuest: b.trimmedGuest.Load(), DroppedBus: b.droppedBus.Load(), DroppedGuest: b.droppedGuest.Load(),
+		Cut: b.cut.Load(), MaxRows: b.cfg.MaxRows}
 }
 
 // compact is v's JSON, or fmt.Sprint(v) when it has none.

@@ -208,3 +208,42 @@ func TestLogbookBusFloodKeepsTheOwnersLines(t *testing.T) {
 		t.Errorf("%d events kept, newest %q; status %+v", len(events), events[0].Text, st)
 	}
 }
+
+// TestLogbookQueueKeepsRoomUnderAGuestsFlood: other principals' rules'
+// lines take at most a quarter of the queue, so a guest's firing flood
+// and a flood on the bus between two writes leave room for another
+// principal's approval requests and the owner's firings (attacker round
+// 18: 5 of 10 approval lines reached the logbook).
+func TestLogbookQueueKeepsRoomUnderAGuestsFlood(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		cfg  Config
+	}{
+		{"by count", Config{Queue: 80}},
+		{"by bytes", Config{Queue: 1000, QueueBytes: 80 * 300}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.cfg.Guests = []string{"owner", "guest", "family"}
+			book := New(nil, quiet(), tc.cfg, time.Hour, time.Now)
+			for i := range 200 {
+				book.Add(storage.LogEntry{Kind: "event", Text: fmt.Sprintf("remote.action: %0200d", i)})
+				book.Add(storage.LogEntry{Kind: []string{"firing", "rule"}[i%2], Principal: "guest", Rule: "g", Text: fmt.Sprintf("g fired: %0200d", i)})
+			}
+			guest := len(book.buf) - book.busN
+			var want []string
+			for i := range 10 {
+				want = append(want, fmt.Sprint("deploy of lock ", i, " waits for approval"), fmt.Sprint("porch fired: success ", i))
+				book.Add(storage.LogEntry{Kind: "approval", Principal: "family", Text: want[len(want)-2]})
+				book.Add(storage.LogEntry{Kind: "firing", Principal: "owner", Rule: "porch", Text: want[len(want)-1]})
+			}
+			var got []string
+			for _, en := range book.buf[len(book.buf)-len(want):] {
+				got = append(got, en.Text)
+			}
+			st := book.Status()
+			if fmt.Sprint(got) != fmt.Sprint(want) || guest == 0 || st.DroppedGuest != uint64(200-guest) || st.Dropped != st.DroppedBus+st.DroppedGuest {
+				t.Fatalf("queued %d of the guest's, then %q; status %+v", guest, got, st)
+			}
+		})
+	}
+}

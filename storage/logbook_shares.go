@@ -1,0 +1,191 @@
+package storage
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// The logbook's shares of its rows, each trimmed on its own: what the
+// bus reports (anyone who can publish can make it), the rules' activity
+// (firings and rule changes: any principal's rules fire as often as their
+// triggers come, and a guest may switch its own rule as often as it
+// likes), and the house's own lines (approvals, the server's and helpers'
+// notes), which neither the bus nor a guest's busy rules can evict. The
+// rules' share is split again by principal (LogShares), so that one
+// principal's rules cannot evict another's lines either.
+const (
+	shareOwn = iota
+	shareBus
+	shareRules
+	nShares
+)
+
+// shareOf is the share an entry of kind belongs to.
+func shareOf(kind string) int {
+	switch kind {
+	case "event", "availability":
+		return shareBus
+	case "firing", "rule":
+		return shareRules
+	}
+	return shareOwn
+}
+
+// LogFromBus reports whether an entry of kind is one the bus reports.
+func LogFromBus(kind string) bool { return shareOf(kind) == shareBus }
+
+// LogShares bounds the logbook's rows: the newest MaxRows are kept, the
+// bus's at most half of them, the rules' lines a quarter and the house's
+// own lines the rest. The rules' quarter has a part per principal: the
+// owner's rules keep half of it, and each guest (a principal known at
+// start) an equal part of the other half, with one more part for the
+// lines of any other name (a principal since removed from the
+// configuration). With no guests the owner keeps seven eighths.
+type LogShares struct {
+	maxRows int
+	rows    [nShares]int64 // the bus's and the house's parts
+	owner   string
+	guests  map[string]bool
+	// ownerRows and guestRows are the owner's part of the rules' share
+	// and each other part's.
+	ownerRows, guestRows int64
+}
+
+// NewLogShares shares maxRows out (maxRows <= 0: nothing is trimmed);
+// owner names the owner principal, guests the others configured.
+func NewLogShares(maxRows int, owner string, guests []string) *LogShares {
+	sh := &LogShares{maxRows: maxRows, owner: owner, guests: map[string]bool{}}
+	for _, g := range guests {
+		if g != owner {
+			sh.guests[g] = true
+		}
+	}
+	bus, rules := maxRows/2, maxRows/4
+	sh.rows = [nShares]int64{shareOwn: int64(maxRows - bus - rules), shareBus: int64(bus)}
+	others := rules / 8
+	if len(sh.guests) > 0 {
+		others = rules / 2
+	}
+	sh.ownerRows = int64(rules - others)
+	// A tiny logbook still keeps a guest's newest line.
+	sh.guestRows = int64(max(1, others/(len(sh.guests)+1)))
+	return sh
+}
+
+// logPart is where an entry is numbered and trimmed: its share and, in
+// the rules' share, the principal whose part it is ("" the part of
+// names not known at start).
+type logPart struct {
+	share int
+	who   string
+}
+
+// partOf is the part an entry belongs to.
+func (sh *LogShares) partOf(e LogEntry) logPart {
+	share := shareOf(e.Kind)
+	if share != shareRules {
+		return logPart{share: share}
+	}
+	if e.Principal == sh.owner || sh.guests[e.Principal] {
+		return logPart{share, e.Principal}
+	}
+	return logPart{share, ""}
+}
+
+// Guest reports whether e is a line of a rule of a principal other than
+// the owner.
+func (sh *LogShares) Guest(e LogEntry) bool {
+	return shareOf(e.Kind) == shareRules && e.Principal != sh.owner
+}
+
+// keep is how many rows part keeps (-1: no bound).
+func (sh *LogShares) keep(p logPart) int64 {
+	switch {
+	case sh == nil || sh.maxRows <= 0:
+		return -1
+	case p.share != shareRules:
+		return sh.rows[p.share]
+	case p.who == sh.owner:
+		return sh.ownerRows
+	}
+	return sh.guestRows
+}
+
+// LogTrimmed is what a WriteLog trimmed, by share: Rules the owner's
+// rules' lines, Guests other principals' rules' lines.
+type LogTrimmed struct{ Bus, Rules, Guests, Own int }
+
+// add counts n rows trimmed from part p.
+func (t *LogTrimmed) add(sh *LogShares, p logPart, n int) {
+	switch {
+	case p.share == shareBus:
+		t.Bus += n
+	case p.share == shareOwn:
+		t.Own += n
+	case p.who == sh.owner:
+		t.Rules += n
+	default:
+		t.Guests += n
+	}
+}
+
+// WriteLog appends entries in one transaction and trims each part they
+// were written to (LogShares) to its bound, the oldest first, so that a
+// flood on the bus or a guest's busy rules cannot evict the house's or
+// the owner's lines. Each part is numbered by its own sequence (seq), so
+// the trim is one indexed delete per part written to.
+func (s *Store) WriteLog(ctx context.Context, entries []LogEntry, sh *LogShares) (LogTrimmed, error) {
+	var trimmed LogTrimmed
+	err := s.inTx(ctx, "logbook", func(tx *sql.Tx) error {
+		last, err := insertLog(ctx, tx, entries, sh)
+		if err != nil {
+			return err
+		}
+		for p, seq := range last {
+			keep := sh.keep(p)
+			if keep < 0 || seq <= keep {
+				continue
+			}
+			res, err := tx.ExecContext(ctx, `DELETE FROM logbook WHERE share = ? AND part = ? AND seq <= ?`, p.share, p.who, seq-keep)
+			if err != nil {
+				return fmt.Errorf("storage: logbook: trim: %w", err)
+			}
+			d, _ := res.RowsAffected()
+			trimmed.add(sh, p, int(d))
+		}
+		return nil
+	})
+	return trimmed, err
+}
+
+// insertLog inserts entries, numbering each in its part from the part's
+// last seq on, and returns each part's last seq.
+func insertLog(ctx context.Context, tx *sql.Tx, entries []LogEntry, sh *LogShares) (map[logPart]int64, error) {
+	st, err := tx.PrepareContext(ctx, `INSERT INTO logbook (t, kind, device, area, rule, principal, ref, run, status, text, share, part, seq)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return nil, fmt.Errorf("storage: logbook: %w", err)
+	}
+	defer st.Close()
+	if sh == nil {
+		sh = NewLogShares(0, "", nil)
+	}
+	last := map[logPart]int64{}
+	for _, e := range entries {
+		p := sh.partOf(e)
+		seq, ok := last[p]
+		if !ok {
+			if err := tx.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM logbook WHERE share = ? AND part = ?`, p.share, p.who).Scan(&seq); err != nil {
+				return nil, fmt.Errorf("storage: logbook: %w", err)
+			}
+		}
+		seq++
+		last[p] = seq
+		if _, err := st.ExecContext(ctx, e.T.UnixNano(), e.Kind, e.Device, e.Area, e.Rule, e.Principal, e.Ref, e.Run, e.Status, e.Text,
+			p.share, p.who, seq); err != nil {
+			return nil, fmt.Errorf("storage: logbook: %w", err)
+		}
+	}
+	return last, nil
+}
