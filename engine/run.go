@@ -24,7 +24,7 @@ func (e *Engine) testRun(ctx context.Context, p *Principal, runID string, c *rul
 		scen = *sc
 	}
 	v := e.cat.View(p)
-	if d := rules.CheckScenarioIDs(scen, v.Get, e.rules); len(d) > 0 {
+	if d := rules.CheckScenarioIDs(c, scen, v.Get, e.rules); len(d) > 0 {
 		return &ExecuteResponse{RunID: runID, Outcome: pilotage.Outcome{OK: false, Status: rules.StatusValidationError, Error: "the scenario names ids that are not in the catalog, or values they never report"},
 			Diagnostics: d}, nil
 	}

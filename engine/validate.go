@@ -27,6 +27,9 @@ func (e *Engine) Validate(ctx context.Context, program json.RawMessage, context 
 	if d := e.replaceNotice(ctx, p, c); d != nil && res.Valid {
 		res.Diagnostics = append(res.Diagnostics, *d)
 	}
+	if res.Valid {
+		res.Plan = e.withNextFires(res.Plan, c)
+	}
 	return res, nil
 }
 

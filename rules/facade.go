@@ -102,9 +102,10 @@ func CheckScenario(c *Compiled, sc Scenario) []pilotage.Diagnostic {
 
 // CheckScenarioIDs reports the ids of scenario.state and the timeline
 // that are not entries of the right kind as get (the caller's catalog)
-// sees them, and the state values their output_schema refuses.
-func CheckScenarioIDs(sc Scenario, get func(id string) (*pilotage.Entry, bool), cache *Cache) []pilotage.Diagnostic {
-	return sim.CheckScenarioIDs(sc, get, cache)
+// sees them, and the values their output_schema refuses (the states',
+// and the value and from the scenario fires c's trigger with).
+func CheckScenarioIDs(c *Compiled, sc Scenario, get func(id string) (*pilotage.Entry, bool), cache *Cache) []pilotage.Diagnostic {
+	return sim.CheckScenarioIDs(c, sc, get, cache)
 }
 
 // ClosedSetsTopic is the reserved topic of the one closed-sets guide.

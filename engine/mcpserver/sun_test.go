@@ -84,7 +84,8 @@ func TestSunThroughMCP(t *testing.T) {
 		s := s.(map[string]any)
 		descs[s["id"].(string)], _ = s["description"].(string)
 	}
-	if descs["dusk"] != "At 15 minutes after sunset (the server's location)" || descs["evening"] != "Only from 15:00 until 02:00 the next day (Europe/Berlin)" ||
+	dusk, duskNext, _ := strings.Cut(descs["dusk"], "; deployed now, it would next fire at ")
+	if _, err := time.Parse(time.RFC3339, duskNext); err != nil || dusk != "At 15 minutes after sunset (the server's location)" || descs["evening"] != "Only from 15:00 until 02:00 the next day (Europe/Berlin)" ||
 		descs["dark"] != "Only between sunset and sunrise (the server's location)" {
 		t.Errorf("plan descriptions: %v", descs)
 	}

@@ -155,3 +155,33 @@ func TestTestRunShowsPublishes(t *testing.T) {
 		t.Errorf("publishes %v", pub)
 	}
 }
+
+// TestTestRunTriggerValuesThroughMCP: the value and from a scenario
+// fires the trigger with are checked against its entry's output_schema,
+// as the scenario's states are; null still means "the default".
+func TestTestRunTriggerValuesThroughMCP(t *testing.T) {
+	_, c := sunStack(t)
+	const plug = `{"name": "plug-watch", "triggers": [{"id": "sw", "state": "living_plug.state"}],
+	  "steps": [{"id": "light", "call": "porch_light.set", "args": {"state": "ON"}}]}`
+	const remote = `{"name": "remote-watch", "triggers": [{"id": "press", "event": "bedroom_remote.action"}],
+	  "steps": [{"id": "light", "call": "porch_light.set", "args": {"state": "ON"}}]}`
+	for _, tc := range []struct{ name, src, scenario, path, says string }{
+		{"state value", plug, `{"trigger": "sw", "value": "BANANA", "from": "OFF"}`, "/scenario/value", `living_plug.state never reports "BANANA"`},
+		{"state number", plug, `{"value": 12}`, "/scenario/value", `living_plug.state never reports 12`},
+		{"state from", plug, `{"value": "ON", "from": "BANANA"}`, "/scenario/from", `living_plug.state never reports "BANANA"`},
+		{"event value", remote, `{"value": "triple_banana"}`, "/scenario/value", `bedroom_remote.action never reports "triple_banana"`},
+		{"state ok", plug, `{"value": "ON", "from": "OFF"}`, "", ""},
+		{"state null", plug, `{"value": null, "from": null}`, "", ""},
+		{"event ok", remote, `{"value": "on_double"}`, "", ""},
+	} {
+		oc, _, _ := testRun(t, c, tc.src, tc.scenario)
+		d, _ := oc["diagnostics"].([]any)
+		switch {
+		case tc.path == "" && oc["status"] != "success":
+			t.Errorf("%s: %v", tc.name, oc)
+		case tc.path != "" && (oc["status"] != "validation_error" || len(d) != 1 || d[0].(map[string]any)["path"] != tc.path ||
+			!strings.Contains(d[0].(map[string]any)["message"].(string), tc.says)):
+			t.Errorf("%s: %v", tc.name, oc)
+		}
+	}
+}

@@ -412,21 +412,15 @@ func (ar *Rule) Info() ArmInfo {
 		if t.Selector() != nil {
 			ti.Note = at.overflowNote()
 		}
-		var next time.Time
+		next := t.NextTime(now, d.Zone, d.Location)
 		switch t.Kind() {
 		case rules.TriggerCron, rules.TriggerTime:
 			ti.Spec = t.Spec()
-			if sch := t.Schedule(); sch != nil {
-				next = sch.Next(now.In(d.Zone))
-			}
 		case rules.TriggerSun:
 			sun, offset := t.Sun()
 			ti.Spec = sun
 			if offset != 0 {
 				ti.Spec += " " + offset.String()
-			}
-			if d.Location != nil {
-				next = rules.NextSunEvent(now.In(d.Zone), *d.Location, sun, offset)
 			}
 		}
 		if k := t.Kind(); k == rules.TriggerCron || k == rules.TriggerTime || k == rules.TriggerSun {

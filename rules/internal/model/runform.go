@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/rules/internal/clock"
 	"github.com/robfig/cron/v3"
 )
 
@@ -286,6 +287,29 @@ func (t *RunTrigger) Sun() (event string, offset time.Duration) {
 		return "", 0
 	}
 	return t.more.text, t.more.offset
+}
+
+// NextTime is the first instant after now a cron, time or sun trigger
+// fires at, in zone: what the scheduler arms (its cron runner asks the
+// schedule in zone; a sun trigger needs loc). Zero for other kinds, a sun
+// trigger without loc, or a sun event beyond clock.NextSunEvent's horizon.
+func (t *RunTrigger) NextTime(now time.Time, zone *time.Location, loc *clock.Location) time.Time {
+	var next time.Time
+	switch t.Kind() {
+	case TriggerCron, TriggerTime:
+		if sch := t.Schedule(); sch != nil {
+			next = sch.Next(now.In(zone))
+		}
+	case TriggerSun:
+		if loc != nil {
+			sun, offset := t.Sun()
+			next = clock.NextSunEvent(now.In(zone), *loc, sun, offset)
+		}
+	}
+	if next.IsZero() {
+		return next
+	}
+	return next.In(zone)
 }
 
 // Name is the program's name.

@@ -219,44 +219,90 @@ func simEscapePointer(s string) string {
 // CheckScenarioIDs reports the ids of scenario.state and the timeline
 // that are not entries of the right kind (states; events in a
 // timeline's event) as get (the caller's catalog) sees them, and the
-// state values their entry's output_schema refuses (null aside: an
-// offline device's state reads null): a test run on a value the device
+// values their entry's output_schema refuses (null aside: an offline
+// device's state reads null): the states', and the value and from the
+// scenario fires c's trigger with. A test run on a value the device
 // never reports would predict a firing that cannot happen.
-func CheckScenarioIDs(sc Scenario, get func(id string) (*pilotage.Entry, bool), cache *model.Cache) []pilotage.Diagnostic {
-	var diags []pilotage.Diagnostic
-	add := func(path, msg, hint string) {
-		diags = append(diags, pilotage.Diagnostic{Code: core.CodeInputBinding, Severity: pilotage.SeverityError, Message: msg, Path: path, Hint: hint})
-	}
-	check := func(path, id string, v any, want ...pilotage.Kind) {
-		path += "/" + simEscapePointer(id)
-		e, ok := get(id)
-		switch {
-		case !ok:
-			add(path, fmt.Sprintf("unknown id %q", id), "use ids as pilotage_lookup lists them")
-		case !slices.Contains(want, e.Kind):
-			add(path, fmt.Sprintf("%q is not a %s entry", id, want[0]), "use ids as pilotage_lookup lists them")
-		case v != nil && e.Kind == pilotage.KindState && len(e.OutputSchema) > 0 && cache != nil:
-			if sch := cache.Schema(e.OutputSchema); sch != nil {
-				if err := sch.Validate(v); err != nil {
-					add(path, fmt.Sprintf("%s never reports %s: %s", id, core.CompactJSON(v), decode.FirstLeafMessage(err)),
-						"its output_schema (pilotage_lookup get) says what it reports")
-				}
-			}
-		}
-	}
+func CheckScenarioIDs(c *model.Compiled, sc Scenario, get func(id string) (*pilotage.Entry, bool), cache *model.Cache) []pilotage.Diagnostic {
+	k := &idCheck{get: get, cache: cache}
 	for _, id := range core.SortedKeys(sc.State) {
-		check("/scenario/state", id, sc.State[id], pilotage.KindState, pilotage.KindEvent)
+		k.id("/scenario/state", id, sc.State[id], pilotage.KindState, pilotage.KindEvent)
 	}
 	for _, e := range sc.Timeline {
 		p := "/scenario/timeline/" + strconv.Itoa(e.Index)
 		for _, id := range core.SortedKeys(e.State) {
-			check(p+"/state", id, e.State[id], pilotage.KindState)
+			k.id(p+"/state", id, e.State[id], pilotage.KindState)
 		}
 		for _, id := range core.SortedKeys(e.Event) {
-			check(p+"/event", id, nil, pilotage.KindEvent)
+			k.id(p+"/event", id, nil, pilotage.KindEvent)
 		}
 	}
-	return diags
+	k.trigger(c, sc)
+	return k.diags
+}
+
+// idCheck gathers CheckScenarioIDs' findings.
+type idCheck struct {
+	get   func(id string) (*pilotage.Entry, bool)
+	cache *model.Cache
+	diags []pilotage.Diagnostic
+}
+
+func (k *idCheck) add(path, msg, hint string) {
+	k.diags = append(k.diags, pilotage.Diagnostic{Code: core.CodeInputBinding, Severity: pilotage.SeverityError, Message: msg, Path: path, Hint: hint})
+}
+
+// id checks that id is an entry of one of the kinds and, for a state,
+// that it may report v.
+func (k *idCheck) id(path, id string, v any, want ...pilotage.Kind) {
+	path += "/" + simEscapePointer(id)
+	e, ok := k.get(id)
+	switch {
+	case !ok:
+		k.add(path, fmt.Sprintf("unknown id %q", id), "use ids as pilotage_lookup lists them")
+	case !slices.Contains(want, e.Kind):
+		k.add(path, fmt.Sprintf("%q is not a %s entry", id, want[0]), "use ids as pilotage_lookup lists them")
+	case e.Kind == pilotage.KindState:
+		k.value(path, e, v)
+	}
+}
+
+// value reports v (unless null) when e's output_schema refuses it.
+func (k *idCheck) value(path string, e *pilotage.Entry, v any) {
+	if v == nil || len(e.OutputSchema) == 0 || k.cache == nil {
+		return
+	}
+	if sch := k.cache.Schema(e.OutputSchema); sch != nil {
+		if err := sch.Validate(v); err != nil {
+			k.add(path, fmt.Sprintf("%s never reports %s: %s", e.ID, core.CompactJSON(v), decode.FirstLeafMessage(err)),
+				"its output_schema (pilotage_lookup get) says what it reports")
+		}
+	}
+}
+
+// trigger checks the scenario's value and from against the entry the
+// trigger FireFor picks fires on (a state, numeric or event trigger's);
+// an entry the caller cannot see was refused when the program validated.
+func (k *idCheck) trigger(c *model.Compiled, sc Scenario) {
+	if c == nil || len(c.RunTriggers) == 0 || (sc.Value == nil && sc.From == nil) {
+		return
+	}
+	t := &c.RunTriggers[0]
+	if sc.Trigger != "" {
+		t = c.Trigger(sc.Trigger)
+	}
+	if t == nil {
+		return
+	}
+	switch t.Kind() {
+	case model.TriggerState, model.TriggerNumeric, model.TriggerEvent:
+	default:
+		return
+	}
+	if e, ok := k.get(t.Watched()); ok {
+		k.value("/scenario/value", e, sc.Value)
+		k.value("/scenario/from", e, sc.From)
+	}
 }
 
 // CheckScenario reports scenario members that name nothing in the program:
