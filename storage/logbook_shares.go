@@ -7,11 +7,13 @@ import (
 )
 
 // The logbook's shares of its rows, each trimmed on its own: what the
-// bus reports (anyone who can publish can make it), the rules' activity
-// (firings and rule changes: any principal's rules fire as often as their
-// triggers come, and a guest may switch its own rule as often as it
-// likes), and the house's own lines (approvals, the server's and helpers'
-// notes), which neither the bus nor a guest's busy rules can evict. The
+// devices report (the bus's events and availability, and helpers' changes:
+// anyone who can publish, or any rule that calls a helper in a loop, can
+// make them), the rules' activity (firings and rule changes: any
+// principal's rules fire as often as their triggers come, and a guest may
+// switch its own rule as often as it likes), and the house's own lines
+// (approvals, the server's notes), which neither the devices nor a
+// guest's busy rules can evict. The
 // rules' share is split again by principal (LogShares), so that one
 // principal's rules cannot evict another's lines either.
 const (
@@ -24,7 +26,7 @@ const (
 // shareOf is the share an entry of kind belongs to.
 func shareOf(kind string) int {
 	switch kind {
-	case "event", "availability":
+	case "event", "availability", "helper":
 		return shareBus
 	case "firing", "rule":
 		return shareRules
@@ -32,7 +34,8 @@ func shareOf(kind string) int {
 	return shareOwn
 }
 
-// LogFromBus reports whether an entry of kind is one the bus reports.
+// LogFromBus reports whether an entry of kind is one the devices report
+// (the bus's, or a helper's).
 func LogFromBus(kind string) bool { return shareOf(kind) == shareBus }
 
 // LogShares bounds the logbook's rows: the newest MaxRows are kept, the

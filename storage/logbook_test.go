@@ -156,6 +156,34 @@ func TestLogbookBusKeepsToItsShare(t *testing.T) {
 	}
 }
 
+// TestLogbookHelperLinesKeepToTheDevicesShare: a guest's rule toggling a
+// helper in a loop wrote a line per change into the house's share and
+// evicted every server and approval line within seconds. A helper is a
+// device: its lines are trimmed in the devices' share.
+func TestLogbookHelperLinesKeepToTheDevicesShare(t *testing.T) {
+	ctx := context.Background()
+	s, _ := openTest(t)
+	t0 := time.Date(2026, 1, 15, 7, 0, 0, 0, time.UTC)
+	own := []LogEntry{{T: t0, Kind: "server", Text: "started"}, {T: t0, Kind: "approval", Text: "approved"}}
+	if _, err := s.WriteLog(ctx, own, shares(10)); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		line := []LogEntry{{T: t0.Add(time.Second), Kind: "helper", Device: "vacation_mode", Text: fmt.Sprint("vacation_mode: off → on ", i)}}
+		if _, err := s.WriteLog(ctx, line, shares(10)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, kind := range []string{"server", "approval"} {
+		if got, _ := s.ListLog(ctx, LogFilter{Kind: kind}); len(got) != 1 {
+			t.Errorf("%s lines: %d kept, want 1", kind, len(got))
+		}
+	}
+	if got, _ := s.ListLog(ctx, LogFilter{Kind: "helper"}); len(got) != 5 {
+		t.Errorf("helper lines: %d kept, want the devices' share of 10 rows (5)", len(got))
+	}
+}
+
 // TestLogbookSharesMigrated: a logbook written before the shares existed
 // (version 17) is numbered into them, so the first write after trims each
 // share to its window, the oldest first; a text the bus made huge is cut.
