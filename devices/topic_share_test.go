@@ -117,3 +117,43 @@ func waitRisk(t *testing.T, c *Catalog, id string, r pilotage.Risk) {
 		return ok && e.Risk == r
 	})
 }
+
+// TestSharedCommandTopicZ2MRelist: a Zigbee2MQTT device list that no
+// longer names the lock lowers the switch aimed at its set again, and one
+// that names it again raises it.
+func TestSharedCommandTopicZ2MRelist(t *testing.T) {
+	h := runHouse(t, overTCP(Options{}))
+	lock, light := testutil.Z2MLock("0x10", "front_door"), testutil.Z2MLight("0x11", "hall")
+	h.send(t, "zigbee2mqtt/bridge/devices", testutil.Z2MBridge(lock, light), true)
+	h.publish(t, "homeassistant/switch/plug_x/config", switchConfig("zigbee2mqtt/front_door/set/state"), "plug_x.set")
+	waitRisk(t, h.c, "plug_x.set", pilotage.RiskSecurity)
+	h.send(t, "zigbee2mqtt/bridge/devices", testutil.Z2MBridge(light), true)
+	waitRisk(t, h.c, "plug_x.set", pilotage.RiskControl)
+	h.send(t, "zigbee2mqtt/bridge/devices", testutil.Z2MBridge(light, lock), true)
+	waitRisk(t, h.c, "plug_x.set", pilotage.RiskSecurity)
+	if e, _ := h.c.Snapshot().Get("hall.set"); e.Risk != pilotage.RiskControl {
+		t.Errorf("the light beside them = %+v, want control", e)
+	}
+}
+
+// TestSetTargets: the topics Zigbee2MQTT reads a message on as a command
+// to a device's set, besides the topic itself.
+func TestSetTargets(t *testing.T) {
+	for _, tc := range []struct {
+		topic string
+		want  []string
+	}{
+		{"zigbee2mqtt/lock/set", []string{"zigbee2mqtt/set"}},
+		{"zigbee2mqtt/lock/set/state", []string{"zigbee2mqtt/lock/set", "zigbee2mqtt/set"}},
+		{"zigbee2mqtt/lock/l1/set", []string{"zigbee2mqtt/lock/set"}},
+		{"zigbee2mqtt/lock/settings/set/x", []string{"zigbee2mqtt/lock/settings/set", "zigbee2mqtt/lock/set"}},
+		{"home/back_door/cmd", nil},
+		{"set", nil},
+		{"/set", nil},
+		{"home/reset", nil},
+	} {
+		if got := setTargets(tc.topic); fmt.Sprint(got) != fmt.Sprint(tc.want) {
+			t.Errorf("setTargets(%q) = %q, want %q", tc.topic, got, tc.want)
+		}
+	}
+}
