@@ -159,6 +159,7 @@ func (t *topicShares) add(a *model.Action, base *pilotage.Entry, under bool) {
 	if len(a.Writes) == 0 || base == nil || base.RiskHints.ReadOnly {
 		return
 	}
+	t.remove(a.ID) // filed once, whatever held the id before
 	w := writer{base: base, writes: a.Writes, under: under}
 	for _, wk := range w.keys() {
 		t.touch(wk.key)
