@@ -24,6 +24,7 @@ type routeTable struct {
 	devOf       map[string]string      // entry id -> device id
 	specs       map[string]*model.Spec // device id (notifySpecID) -> its spec in the snapshot
 	coverage    Coverage
+	shares      topicShares // the command topics actions write (topicshare.go)
 }
 
 // notifySpecID keys the notification channels' spec (no device).
@@ -31,7 +32,7 @@ const notifySpecID = "\x00notify"
 
 func newRouteTable() *routeTable {
 	return &routeTable{routes: map[string]model.TopicRoutes{}, wild: map[string]bool{}, actions: map[string]*action{}, unsupported: map[string]string{},
-		devOf: map[string]string{}, specs: map[string]*model.Spec{}}
+		devOf: map[string]string{}, specs: map[string]*model.Spec{}, shares: newTopicShares()}
 }
 
 func specKey(s *model.Spec) string {
@@ -65,6 +66,7 @@ func (c *Catalog) commitSpecs(tx *txn, changes []model.SpecChange) {
 			delete(c.devLive, ch.Old.ID)
 		}
 	}
+	cat = c.showShares(tx, ed, old, cat)
 	if ed.changed {
 		sort.Slice(cat, func(i, j int) bool { return cat[i].ID < cat[j].ID })
 		gen := old.Gen
@@ -140,6 +142,7 @@ func (c *Catalog) unplug(tx *txn, s *model.Spec) {
 		if m.devOf[id] == key {
 			delete(m.devOf, id)
 			delete(m.actions, id)
+			m.shares.remove(id)
 			delete(m.unsupported, id)
 		}
 	}
@@ -169,6 +172,7 @@ func (c *Catalog) plug(s *model.Spec) map[string]*pilotage.Entry {
 	for _, a := range s.Actions {
 		if m.devOf[a.ID] == key {
 			m.actions[a.ID] = a
+			m.shares.add(a, out[a.ID], s.Source != "zigbee2mqtt")
 		}
 	}
 	for _, st := range s.States {

@@ -65,6 +65,9 @@ func notifyAction(ch NotifyChannel, counts *notifyCounters) *action {
 		a.Fields["priority"] = model.EnumField("Optional priority of the push (default: the channel's)", ntfyPriorities)
 	}
 	a.OffBus = ch.Topic == ""
+	if ch.Topic != "" {
+		a.WritesTo(ch.Topic)
+	}
 	a.Send = own(func(ctx context.Context, p *sender, args map[string]any) error {
 		title, _ := args["title"].(string)
 		message, _ := args["message"].(string)

@@ -242,7 +242,7 @@ func (b *haBuilder) entity(e *haEntity, devName string) {
 		x.name = devName + " " + x.name
 	}
 	b.availability(e, x.name)
-	defer x.auditTemplates(len(b.spec.Actions))
+	defer x.finishActions(len(b.spec.Actions))
 	switch e.component {
 	case "sensor":
 		x.sensor()

@@ -2,6 +2,7 @@ package ha
 
 import (
 	"errors"
+	"slices"
 	"strings"
 
 	"github.com/pilothouse/pilothouse/devices/internal/model"
@@ -103,6 +104,27 @@ func (x *ent) newAction(verb, desc string) *model.Action {
 	a := model.NewAction(x.actionID(verb), x.name+" "+verb, desc, haEntityRisk(x.component))
 	x.b.spec.Actions = append(x.b.spec.Actions, a)
 	return a
+}
+
+// finishActions audits the entity's templates, then gives each action it
+// added the command topics the entity publishes to (every topic key its
+// model read), which the catalog compares across actions.
+func (x *ent) finishActions(actionsBefore int) {
+	x.auditTemplates(actionsBefore)
+	if len(x.b.spec.Actions) <= actionsBefore {
+		return
+	}
+	var topics []string
+	for k := range x.read {
+		if t := x.str(k, ""); t != "" && strings.HasSuffix(k, "_topic") {
+			topics = append(topics, t)
+		}
+	}
+	slices.Sort(topics)
+	topics = slices.Compact(topics)
+	for _, a := range x.b.spec.Actions[actionsBefore:] {
+		a.Writes = topics
+	}
 }
 
 // gap records what of the device cannot be modelled.

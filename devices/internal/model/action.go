@@ -18,6 +18,10 @@ type Action struct {
 	Presets        bool              // a field has presets: Call sends their values for their names
 	Send           func(ctx context.Context, p Sender, args map[string]any) error
 	OffBus         bool // sends over HTTP, not MQTT (a webhook notification): CallAsync does not wait for it
+	// Writes are the topics Send may publish to: the catalog shows an
+	// action whose topic another action also writes at the higher risk.
+	Writes []string
+	writes [1]string // Writes of an action with one topic, without an allocation of its own (WritesTo)
 	// schema and check replace fields for a LocalAction, whose owner
 	// states its input schema and checks it.
 	Schema map[string]any
@@ -26,6 +30,12 @@ type Action struct {
 
 func NewAction(id, name, desc string, risk pilotage.Risk) *Action {
 	return &Action{ID: id, name: name, Desc: desc, Risk: risk, Fields: map[string]*Field{}, Affects: map[string]string{}, MinProps: 1}
+}
+
+// WritesTo sets Writes to the one topic Send publishes to.
+func (a *Action) WritesTo(topic string) {
+	a.writes[0] = topic
+	a.Writes = a.writes[:]
 }
 
 func (a *Action) inputSchema() map[string]any {

@@ -280,12 +280,14 @@ func (b *z2mBuilder) finish(log *slog.Logger, d *Device, n z2mNames) {
 		b.act.Desc = fmt.Sprintf("Set settable properties of %s (%s); publishes a JSON object to %s.", d.FriendlyName, s.Desc, n.setTopic)
 		b.act.Presets = anyPresets(b.act.Fields)
 		b.act.Send = command(n.setTopic)
+		b.act.WritesTo(n.setTopic)
 		s.Actions = append(s.Actions, b.act)
 	}
 	if len(b.get.Fields) > 0 {
 		b.get.Desc = `Ask Zigbee2MQTT to read current values from the device: publishes {"<property>": ""} to its /get topic; ` +
 			"the values arrive as state changes."
 		b.get.Send = command(n.getTopic)
+		b.get.WritesTo(n.getTopic)
 		s.Actions = append(s.Actions, b.get)
 	}
 	if len(b.gaps) == 0 {
