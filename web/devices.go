@@ -71,6 +71,7 @@ func (s *server) devicesPage(w http.ResponseWriter, r *http.Request, ss *session
 	}
 	list := s.groupDevices(ctx, entries)
 	d := devicesData{findData: findDevices(list, r.URL.Query()), Coverage: coverageOf(list, !ss.seesHouse())}
+	d.Coverage.Refused = counterValue(s.counters(), "devices.refused.oversized_messages")
 	if !hasDevice(list) {
 		d.Empty = s.noDevices(ss)
 	}
