@@ -32,11 +32,15 @@ type deviceView struct {
 	Channel bool
 }
 
+// Offline reports whether the device says it is offline.
+func (dv *deviceView) Offline() bool { return dv.Available != nil && !*dv.Available }
+
 type liveRow struct {
 	Entry *pilotage.Entry
 	Short string // the id without its device prefix, inside the device's card
 	Value string
 	Unit  string
+	Dev   string // its device, whose going offline makes the value stale
 }
 
 type actionRow struct {
@@ -170,7 +174,7 @@ func (s *server) attach(ctx context.Context, dv *deviceView, dev string, en *pil
 	case pilotage.KindAction:
 		dv.Actions = append(dv.Actions, actionRow{Entry: en, Args: schemaProps(en.InputSchema)})
 	case pilotage.KindState, pilotage.KindEvent:
-		row := liveRow{Entry: en, Short: strings.TrimPrefix(en.ID, dev+"."), Value: "—", Unit: schemaUnit(en.OutputSchema)}
+		row := liveRow{Entry: en, Short: strings.TrimPrefix(en.ID, dev+"."), Value: "—", Unit: schemaUnit(en.OutputSchema), Dev: dev}
 		if l, ok := s.e.Live(ctx, en.ID); ok && l.Value != nil {
 			row.Value = compactJSON(l.Value)
 		}

@@ -211,6 +211,9 @@ type ruleData struct {
 	Logbook  logbookView
 	// CanDeploy: the login may deploy, so restore a version.
 	CanDeploy bool
+	// Offline: devices its triggers and conditions read that say they
+	// are offline now.
+	Offline []staleView
 }
 
 func (s *server) rulePage(w http.ResponseWriter, r *http.Request, ss *session) {
@@ -250,6 +253,10 @@ func (s *server) rulePage(w http.ResponseWriter, r *http.Request, ss *session) {
 		return
 	}
 	if d.Logbook, err = s.logPanel(ctx, engine.LogQuery{Rule: name}); err != nil {
+		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the logbook failed.", err)
+		return
+	}
+	if d.Offline, err = s.offlineReads(ctx, name); err != nil {
 		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the logbook failed.", err)
 		return
 	}

@@ -189,6 +189,8 @@
   function onLive(ev) {
     if (ev.value !== undefined) {
       byData("data-live", ev.id).forEach(function (td) {
+        // An offline device's values stay as they were: rules read none of what it sends meanwhile.
+        if (td.hasAttribute("data-stale")) return;
         td.textContent = ev.value;
         td.title = "updated " + ev.when;
         td.classList.remove("flash-live"); void td.offsetWidth; td.classList.add("flash-live");
@@ -198,6 +200,14 @@
       byData("data-avail", ev.id).forEach(function (b) {
         b.textContent = ev.available ? "online" : "offline";
         b.className = "badge " + (ev.available ? "st-ok" : "st-bad");
+      });
+      byData("data-dev", ev.id).forEach(function (td) {
+        if (ev.available) { td.removeAttribute("data-stale"); td.classList.remove("stale"); }
+        else { td.setAttribute("data-stale", ""); td.classList.add("stale"); }
+      });
+      byData("data-stale-note", ev.id).forEach(function (p) {
+        p.textContent = ev.available ? "" : "Offline since " + ev.when + "; rules read no value. Shown: the last values seen before it went offline.";
+        p.hidden = !!ev.available;
       });
     }
   }
