@@ -164,8 +164,9 @@
       if (oc && oc !== "ok" && oc !== "failed" && oc !== ev.status) return;
       var r = el("a", { href: "/rules/" + encodeURIComponent(ev.rule) }, ev.rule), empty = document.getElementById("empty");
       if (empty) empty.hidden = true;
-      prependRow(t.tBodies[0], [cell("When", timeEl(ev)), cell("Kind", document.createTextNode("firing")),
-        cell("Rule", r), cell("Outcome", badge(ev.text, ev.class)), cell("Run", runLink(ev))]);
+      var cells = [cell("When", timeEl(ev)), cell("Kind", document.createTextNode("firing")), cell("Rule", r)];
+      if (t.hasAttribute("data-who")) cells.push(cell("By", document.createTextNode(ev.principal || "")));
+      prependRow(t.tBodies[0], cells.concat([cell("Outcome", badge(ev.text, ev.class)), cell("Run", runLink(ev))]));
     }
   };
 
