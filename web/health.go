@@ -25,10 +25,37 @@ func (c counter) Text() string {
 	if c.Note == nil {
 		return c.Path + " = " + c.Value
 	}
-	if strings.Contains(c.Note.Means, "%[2]s") {
-		return fmt.Sprintf(c.Note.Means, c.Value, c.key)
+	means := c.Note.Means
+	if c.Value == "1" && strings.HasPrefix(means, "%s ") {
+		means = singular(means)
 	}
-	return fmt.Sprintf(c.Note.Means, c.Value)
+	if strings.Contains(means, "%[2]s") {
+		return fmt.Sprintf(means, c.Value, c.key)
+	}
+	return fmt.Sprintf(means, c.Value)
+}
+
+// singulars are the plural words a note's count may lead: "1 entry was".
+var singulars = strings.NewReplacer("changes ", "change ", "values ", "value ", "rows ", "row ", "entries ", "entry ",
+	"devices ", "device ", "configs ", "config ", "renderings ", "rendering ", "connections ", "connection ",
+	"streams ", "stream ", "requests ", "request ", "bodies ", "body ", "sessions ", "session ", "messages ", "message ",
+	"records ", "record ", "firings ", "firing ", "triggers ", "trigger ", "clients ", "client ", "attempts ", "attempt ",
+	"reads ", "read ", "rules ", "rule ", "writes ", "write ")
+
+// singular words a note for a count of one: the noun its count leads
+// and the verb after it ("1 entry was lost", "1 of the entries was").
+func singular(means string) string {
+	for _, v := range [][2]string{{" were ", " was "}, {" are ", " is "}, {" wait ", " waits "}} {
+		subject, rest, ok := strings.Cut(means, v[0])
+		if !ok {
+			continue
+		}
+		if !strings.HasPrefix(subject, "%s of ") {
+			subject = strings.TrimSuffix(singulars.Replace(subject+" "), " ")
+		}
+		return subject + v[1] + rest
+	}
+	return means
 }
 
 // Next is what to do about the counter ("" for work as usual).

@@ -85,3 +85,19 @@ func containsAll(s string, subs ...string) bool {
 	}
 	return true
 }
+
+// TestHealthNoteSingular: a count of one reads as one.
+func TestHealthNoteSingular(t *testing.T) {
+	for path, want := range map[string]string{
+		"devices.refused.oversized_messages": "1 MQTT message was refused unread as too large",
+		"logbook.dropped":                    "1 logbook entry was lost: the queue",
+		"logbook.dropped_bus":                "1 of the lost logbook entries was the bus's",
+		"history.queued":                     "1 state change waits to be written",
+		"http.connections":                   "1 HTTP connection is open now.",
+	} {
+		i, _ := noteIndex(path)
+		if got := (counter{Path: path, Value: "1", Note: &healthNotes[i]}).Text(); !strings.HasPrefix(got, want) {
+			t.Errorf("%s: %q, want %q…", path, got, want)
+		}
+	}
+}

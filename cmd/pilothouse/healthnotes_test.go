@@ -95,7 +95,7 @@ func TestHealthPageSaysRefusedConfig(t *testing.T) {
 	})
 	body := page("/health")
 	for _, want := range []string{`id="health-notes">1 to look at</span>`, `id="note-devices.refused.oversized_messages"`,
-		"1 MQTT messages were refused unread for their size: a discovery config over 256 KiB leaves its device out",
+		"1 MQTT message was refused unread as too large: a discovery config over 256 KiB leaves its device out",
 		"What to do: The server log names each topic", "devices.refused.oversized_messages = 1"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/health lacks %q", want)
