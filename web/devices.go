@@ -75,7 +75,8 @@ func (s *server) devicesPage(w http.ResponseWriter, r *http.Request, ss *session
 	}
 	list := s.groupDevices(ctx, entries)
 	d := devicesData{findData: findDevices(list, r.URL.Query()), Coverage: coverageOf(list, !ss.seesHouse())}
-	d.Coverage.Refused = counterValue(s.counters(), "devices.refused.oversized_messages")
+	cs := s.counters()
+	d.Coverage.Refused, d.Notes = counterValue(cs, "devices.refused.oversized_messages"), troubles(cs)
 	if !hasDevice(list) {
 		d.Empty = s.noDevices(ss)
 	}
@@ -88,6 +89,7 @@ type devicesData struct {
 	findData
 	Empty    *noDevices
 	Coverage coverageView
+	Notes    int // /healthz counters that need a look (the health page)
 }
 
 // noDevices explains an empty Devices page: devices hidden by the login's

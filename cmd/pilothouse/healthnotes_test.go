@@ -103,7 +103,7 @@ func TestHealthPageSaysRefusedConfig(t *testing.T) {
 	}
 	body = page("/devices")
 	if strings.Contains(body, "fully modelled") || !strings.Contains(body, "1 message was refused for its size (a discovery config or a state).") ||
-		!strings.Contains(body, `<a href="/health" id="see-health">See health</a>`) {
+		!strings.Contains(body, `<a href="/health" id="see-health">See health (1 to look at)</a>`) {
 		t.Errorf("/devices after a refused config: %.3000s", body)
 	}
 }
