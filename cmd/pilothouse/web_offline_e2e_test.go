@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 )
 
@@ -51,4 +53,35 @@ func TestWebOfflineDeviceStaysStale(t *testing.T) {
 	}
 	lux(88)
 	waitJS(t, ctx, "the value after coming back", cell+`.textContent === '88' && !`+cell+`.hasAttribute('data-stale')`)
+}
+
+// TestWebRunsListSaysWho: with logins, the Runs page open in the browser
+// gets a live firing's row with whom it ran as in its By column.
+func TestWebRunsListSaysWho(t *testing.T) {
+	tok := "owner-who-token"
+	cfg := testConfig(t)
+	cfg.Principals = []*engine.Principal{{Name: "owner", TokenHash: engine.HashToken(tok), Deploy: true}}
+	a := startTestApp(t, cfg)
+	owner := engine.WithPrincipal(context.Background(), cfg.Principals[0])
+	if resp, err := a.eng.Execute(owner, engine.ExecuteRequest{Program: json.RawMessage(`{"name": "motion-on",
+	  "triggers": [{"id": "motion", "state": "hall_motion.occupancy", "to": true}],
+	  "steps": [{"id": "on", "call": "hall_light.set", "args": {"state": "ON"}}]}`)}); err != nil || !resp.Outcome.OK {
+		t.Fatalf("deploy: %v %+v", err, resp)
+	}
+	ctx := browser(t)
+	failOnJSErrors(t, ctx)
+	do(t, ctx, "login page", chromedp.Navigate(a.URL()+"/runs"), chromedp.WaitVisible(chromedp.CSS("#token")))
+	login(t, ctx, tok)
+	do(t, ctx, "runs page", chromedp.Navigate(a.URL()+"/runs"), chromedp.WaitVisible(chromedp.CSS("#runs")))
+	waitLive(t, ctx)
+	if err := a.sim.Trigger(context.Background(), "hall_motion", map[string]any{"occupancy": false}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.sim.Trigger(context.Background(), "hall_motion", map[string]any{"occupancy": true}); err != nil {
+		t.Fatal(err)
+	}
+	waitJS(t, ctx, "the live firing's row", `Array.from(document.querySelectorAll('#runs tbody tr')).some(function (tr) {
+		var by = tr.querySelector('td[data-label="By"]'), kind = tr.querySelector('td[data-label="Kind"]');
+		return kind && kind.textContent === 'firing' && by && by.textContent === 'owner' && tr.cells.length === 6;
+	})`)
 }
