@@ -24,6 +24,9 @@ type Event struct {
 	// and program as of the change.
 	Principal string `json:"-"`
 	Ref       string `json:"-"`
+	// By is who made a rule change when not its owner (an owner removing
+	// a guest's rule); "" = Principal.
+	By string `json:"-"`
 }
 
 // Events subscribes (a slow subscriber loses events, it never blocks the
@@ -97,8 +100,11 @@ func (e *Engine) logEvent(ev Event) {
 		en.Kind, en.Text = "firing", ev.Rule+" fired: "+strings.ReplaceAll(ev.Status, "_", " ")
 	case "rule":
 		en.Kind, en.Text = "rule", "rule "+ev.Rule+" "+ev.Status
-		if ev.Principal != "" {
-			en.Text += " (owner " + ev.Principal + ")"
+		switch {
+		case ev.By != "" && ev.By != ev.Principal:
+			en.Text += " (by " + ev.By + ", a rule of " + ev.Principal + ")"
+		case ev.Principal != "":
+			en.Text += " (by " + ev.Principal + ")"
 		}
 		if ev.Why != "" {
 			en.Text += ": " + ev.Why

@@ -46,7 +46,7 @@ func TestLogbookRecordsTheHouse(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{"event: bedroom_remote.action: toggle", "availability: hall_motion went offline",
-		"firing: press-porch fired: success", "rule: rule press-porch installed (owner owner)", "server: Pilothouse started: 0 rules armed"}
+		"firing: press-porch fired: success", "rule: rule press-porch installed (by owner)", "server: Pilothouse started: 0 rules armed"}
 	ctx := WithPrincipal(context.Background(), Owner)
 	testutil.Eventually(t, 10*time.Second, "the logbook's entries", func() bool {
 		got := logTexts(h.logbook(ctx, LogQuery{}))
@@ -73,7 +73,7 @@ func TestLogbookRecordsTheHouse(t *testing.T) {
 	}{
 		{"device", LogQuery{Device: "bedroom_remote"}, `[event: bedroom_remote.action: toggle]`},
 		{"area of the device", LogQuery{Area: "hall", Kind: "availability"}, `[availability: hall_motion went offline]`},
-		{"rule", LogQuery{Rule: "press-porch"}, `[firing: press-porch fired: success rule: rule press-porch installed (owner owner)]`},
+		{"rule", LogQuery{Rule: "press-porch"}, `[firing: press-porch fired: success rule: rule press-porch installed (by owner)]`},
 		{"kind", LogQuery{Kind: "server"}, `[server: Pilothouse started: 0 rules armed]`},
 	} {
 		if got := logTexts(h.logbook(ctx, tc.q)); "["+strings.Join(got, " ")+"]" != tc.want {
@@ -112,4 +112,26 @@ func TestLogbookRecordsTheHouse(t *testing.T) {
 	if st := h.eng.LogbookStatus(); st.Dropped != 0 || st.Failed != 0 || st.Written == 0 {
 		t.Errorf("status %+v", st)
 	}
+}
+
+// TestLogbookSaysWhoChangedARule: a rule change's entry names who made
+// it, and whose rule it was when that was someone else (it read "(owner
+// guest)" for a guest's install, as if the owner had done it).
+func TestLogbookSaysWhoChangedARule(t *testing.T) {
+	guest := &Principal{Name: "guest", Deploy: true}
+	h := newHouse(t, Config{Principals: []*Principal{Owner, guest}, Approval: noApproval})
+	gctx := WithPrincipal(context.Background(), guest)
+	resp, err := h.eng.Execute(gctx, ExecuteRequest{Program: []byte(`{"name": "guest-porch", "triggers": [{"id": "press", "event": "bedroom_remote.action"}],
+	  "steps": [{"id": "on", "call": "porch_light.set", "args": {"state": "TOGGLE"}}]}`)})
+	if err != nil || !resp.Outcome.OK {
+		t.Fatalf("guest deploy: %v %+v", err, resp)
+	}
+	octx := WithPrincipal(context.Background(), Owner)
+	if _, err := h.eng.RemoveRule(octx, "guest-porch"); err != nil {
+		t.Fatal(err)
+	}
+	want := `[rule: rule guest-porch removed (by owner, a rule of guest) rule: rule guest-porch installed (by guest)]`
+	testutil.Eventually(t, 10*time.Second, "the rule's entries", func() bool {
+		return "["+strings.Join(logTexts(h.logbook(octx, LogQuery{Rule: "guest-porch"})), " ")+"]" == want
+	})
 }

@@ -257,7 +257,7 @@ func (e *Engine) RemoveRule(ctx context.Context, name string) (int, error) {
 		return 0, fmt.Errorf("engine: removing rule: %w", err)
 	}
 	cancelled := e.sched.Remove(name)
-	e.notify(Event{Type: "rule", Rule: name, Status: "removed", OK: true, Time: e.Now(), Principal: ri.Principal, Ref: ri.ProgramRef})
+	e.notify(Event{Type: "rule", Rule: name, Status: "removed", OK: true, Time: e.Now(), Principal: ri.Principal, Ref: ri.ProgramRef, By: e.principal(ctx).Name})
 	return cancelled, nil
 }
 

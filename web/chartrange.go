@@ -127,6 +127,9 @@ func (s *server) chartsIn(ctx context.Context, h *historyView, q url.Values, bas
 	for i := range charts {
 		cutGaps(&charts[i], h.Chart.Gaps, w.from.Unix())
 	}
+	if err := s.offlineCharts(ctx, charts, states, w.from, w.to); err != nil {
+		return w.from, w.to, err
+	}
 	h.Chart.TZ, h.Chart.From, h.Chart.To, h.Chart.Charts = h.TZ, w.from.Unix(), w.to.Unix(), charts
 	return w.from, w.to, nil
 }

@@ -73,6 +73,21 @@ func hasTag(tags []string, tag string) bool {
 type coverageView struct {
 	Devices, Full, Partial, Unmodelled int
 	Scoped                             bool // counted over the login's scope, not the house
+	// Refused is how many messages the catalog refused for their size
+	// (/healthz devices.refused.oversized_messages): a refused discovery
+	// config leaves its device out, so "all fully modelled" would be false.
+	Refused string
+}
+
+// refusedText is the line's part about refused messages.
+func (c coverageView) refusedText() string {
+	if c.Refused == "" {
+		return ""
+	}
+	if c.Refused == "1" {
+		return " 1 message was refused for its size (a discovery config or a state)."
+	}
+	return " " + c.Refused + " messages were refused for their size (discovery configs or states)."
 }
 
 // Text is the line: "312 devices: 309 fully modelled, 3 partly
@@ -83,7 +98,10 @@ func (c coverageView) Text() string {
 		n += " in your scope"
 	}
 	if c.Devices == 0 {
-		return ""
+		return strings.TrimSpace(c.refusedText())
+	}
+	if c.Full == c.Devices && c.Refused != "" {
+		return n + ", modelled as far as read." + c.refusedText()
 	}
 	if c.Full == c.Devices {
 		if c.Devices == 1 {
@@ -101,7 +119,7 @@ func (c coverageView) Text() string {
 	if c.Unmodelled > 0 {
 		parts = append(parts, countOf(c.Unmodelled, c.Devices)+" not modelled at all")
 	}
-	return n + ": " + engine.JoinList(parts, "and") + "."
+	return n + ": " + engine.JoinList(parts, "and") + "." + c.refusedText()
 }
 
 // Gaps is how many devices are not fully modelled.

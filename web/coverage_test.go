@@ -69,6 +69,9 @@ func TestCoverageText(t *testing.T) {
 		{coverageView{Devices: 312, Full: 312}, "312 devices, all fully modelled."},
 		{coverageView{Devices: 312, Full: 309, Partial: 3}, "312 devices: 309 fully modelled and 3 partly modelled."},
 		{coverageView{Devices: 2, Unmodelled: 2, Scoped: true}, "2 devices in your scope: all 2 not modelled at all."},
+		{coverageView{Devices: 2, Full: 2, Refused: "1"}, "2 devices, modelled as far as read. 1 message was refused for its size (a discovery config or a state)."},
+		{coverageView{Devices: 2, Full: 1, Partial: 1, Refused: "3"}, "2 devices: 1 fully modelled and 1 partly modelled. 3 messages were refused for their size (discovery configs or states)."},
+		{coverageView{Refused: "1"}, "1 message was refused for its size (a discovery config or a state)."},
 	}
 	for _, c := range cases {
 		if got := c.c.Text(); got != c.want {

@@ -24,6 +24,8 @@ type deviceData struct {
 	CanAct   bool   // the principal may act on the house (deploy)
 	Simulate *simView
 	Logbook  logbookView
+	// Stale: the device is offline; its values are those before.
+	Stale *staleView
 }
 
 // controlRun is a recent manual run of one of the device's actions.
@@ -96,6 +98,10 @@ func (s *server) devicePage(w http.ResponseWriter, r *http.Request, ss *session)
 		states = append(states, row.Entry)
 	}
 	if _, _, err := s.chartsIn(ctx, &d.History, r.URL.Query(), d.Href, states); err != nil {
+		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the history failed.", err)
+		return
+	}
+	if d.Stale, err = s.staleValues(ctx, d.deviceView); err != nil {
 		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the history failed.", err)
 		return
 	}

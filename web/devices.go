@@ -32,11 +32,15 @@ type deviceView struct {
 	Channel bool
 }
 
+// Offline reports whether the device says it is offline.
+func (dv *deviceView) Offline() bool { return dv.Available != nil && !*dv.Available }
+
 type liveRow struct {
 	Entry *pilotage.Entry
 	Short string // the id without its device prefix, inside the device's card
 	Value string
 	Unit  string
+	Dev   string // its device, whose going offline makes the value stale
 }
 
 type actionRow struct {
@@ -71,6 +75,8 @@ func (s *server) devicesPage(w http.ResponseWriter, r *http.Request, ss *session
 	}
 	list := s.groupDevices(ctx, entries)
 	d := devicesData{findData: findDevices(list, r.URL.Query()), Coverage: coverageOf(list, !ss.seesHouse())}
+	cs := s.counters()
+	d.Coverage.Refused, d.Notes = counterValue(cs, "devices.refused.oversized_messages"), troubles(cs)
 	if !hasDevice(list) {
 		d.Empty = s.noDevices(ss)
 	}
@@ -83,6 +89,7 @@ type devicesData struct {
 	findData
 	Empty    *noDevices
 	Coverage coverageView
+	Notes    int // /healthz counters that need a look (the health page)
 }
 
 // noDevices explains an empty Devices page: devices hidden by the login's
@@ -169,7 +176,7 @@ func (s *server) attach(ctx context.Context, dv *deviceView, dev string, en *pil
 	case pilotage.KindAction:
 		dv.Actions = append(dv.Actions, actionRow{Entry: en, Args: schemaProps(en.InputSchema)})
 	case pilotage.KindState, pilotage.KindEvent:
-		row := liveRow{Entry: en, Short: strings.TrimPrefix(en.ID, dev+"."), Value: "—", Unit: schemaUnit(en.OutputSchema)}
+		row := liveRow{Entry: en, Short: strings.TrimPrefix(en.ID, dev+"."), Value: "—", Unit: schemaUnit(en.OutputSchema), Dev: dev}
 		if l, ok := s.e.Live(ctx, en.ID); ok && l.Value != nil {
 			row.Value = compactJSON(l.Value)
 		}

@@ -129,6 +129,8 @@ type firingMsg struct {
 	OK     bool   `json:"ok"`
 	When   string `json:"when"`
 	Time   string `json:"time"`
+	// Principal is whom it ran as (the Runs list's By column).
+	Principal string `json:"principal,omitempty"`
 }
 
 type ruleMsg struct {
@@ -146,7 +148,7 @@ func (st *stream) engineEvent(ev engine.Event) error {
 	}
 	switch ev.Type {
 	case "firing":
-		return st.send("firing", firingMsg{Rule: ev.Rule, RunID: ev.RunID, Status: ev.Status, Text: statusText(ev.Status),
+		return st.send("firing", firingMsg{Rule: ev.Rule, Principal: ev.Principal, RunID: ev.RunID, Status: ev.Status, Text: statusText(ev.Status),
 			Class: statusClass(ev.Status, ev.OK), OK: ev.OK, When: st.s.when(ev.Time), Time: ev.Time.UTC().Format(time.RFC3339)})
 	case "rule":
 		return st.send("rule", ruleMsg{Rule: ev.Rule, Status: ev.Status, Class: statusClass(ev.Status, true)})

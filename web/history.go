@@ -79,6 +79,8 @@ type chartSpec struct {
 	Values []string   `json:"values,omitempty"`
 	// Count is how many changes were recorded in the range.
 	Count int `json:"count"`
+	// Offline are the spans its device said it was offline: [from, to].
+	Offline [][2]int64 `json:"offline,omitempty"`
 	// Summary is a text equivalent for screen readers and no-JS.
 	Summary string `json:"-"`
 	// first is when its data begins (Unix seconds; 0: none).

@@ -42,7 +42,7 @@ func TestLogbookPage(t *testing.T) {
 	c := f.client()
 	_, body, _ := c.get("/logbook")
 	all := logRowsOf(body)
-	want := []string{"hall_motion went offline", "hall-motion-light fired: success", "rule hall-motion-light installed (owner owner)", "Pilothouse started: 0 rules armed"}
+	want := []string{"hall_motion went offline", "hall-motion-light fired: success", "rule hall-motion-light installed (by owner)", "Pilothouse started: 0 rules armed"}
 	if fmt.Sprint(all) != fmt.Sprint(want) {
 		t.Fatalf("logbook: %q, want %q", all, want)
 	}
@@ -52,7 +52,7 @@ func TestLogbookPage(t *testing.T) {
 	for _, tc := range []struct{ query, want string }{
 		{"kind=availability", "[hall_motion went offline]"},
 		{"device=hall_motion", "[hall_motion went offline]"},
-		{"rule=hall-motion-light", "[hall-motion-light fired: success rule hall-motion-light installed (owner owner)]"},
+		{"rule=hall-motion-light", "[hall-motion-light fired: success rule hall-motion-light installed (by owner)]"},
 		{"kind=server", "[Pilothouse started: 0 rules armed]"},
 		{"kind=bogus", fmt.Sprint(want)}, // an unknown kind filters nothing
 	} {
@@ -69,7 +69,7 @@ func TestLogbookPage(t *testing.T) {
 		t.Errorf("device page logbook: %s", got)
 	}
 	_, body, _ = c.get("/rules/hall-motion-light")
-	if got := fmt.Sprint(logRowsOf(body)); got != "[hall-motion-light fired: success rule hall-motion-light installed (owner owner)]" {
+	if got := fmt.Sprint(logRowsOf(body)); got != "[hall-motion-light fired: success rule hall-motion-light installed (by owner)]" {
 		t.Errorf("rule page logbook: %s", got)
 	}
 	if code, _, _ := c.get("/logbook?cursor=x"); code != http.StatusBadRequest {

@@ -24,6 +24,17 @@ type ruleRow struct {
 	engine.RuleInfo
 	Summary string
 	Last    *pilotage.FiringInfo
+	// Who: logins are configured, so a column says who installed it.
+	Who bool
+	// Hidden: the rule is another principal's, whose firings (runs
+	// belong to the principal they ran as) this login may not see, so
+	// "never" would be a guess.
+	Hidden bool
+}
+
+// firingsHidden reports whether the login may not see ri's firings.
+func firingsHidden(ss *session, ri engine.RuleInfo) bool {
+	return !ss.principal.Admin && ri.Principal != "" && ri.Principal != ss.principal.Name
 }
 
 // rulesPerPage bounds one Rules page.
@@ -32,6 +43,7 @@ const rulesPerPage = 200
 // rulesData is what the Rules page template gets.
 type rulesData struct {
 	Rows       []template.HTML
+	Who        bool // logins are configured: the Installed by column
 	Total      int
 	From, To   int
 	Prev, Next int // page numbers, 0 = none
@@ -66,13 +78,14 @@ func (s *server) rulesPage(w http.ResponseWriter, r *http.Request, ss *session) 
 	}
 	rows := make([]template.HTML, len(list))
 	for i, ri := range list {
-		if rows[i], err = s.rows.html(s.pages["rules"], ri, last[ri.Name]); err != nil {
+		row := ruleRow{RuleInfo: ri, Last: last[ri.Name], Who: len(s.o.Principals) > 0, Hidden: firingsHidden(ss, ri)}
+		if rows[i], err = s.rows.html(s.pages["rules"], row); err != nil {
 			s.fail(w, r, ss, http.StatusInternalServerError, "Rendering the rules failed.", err)
 			return
 		}
 	}
 	s.rows.prune(all)
-	d := rulesData{Rows: rows, Total: len(all), From: from + 1, To: to, Paginated: len(all) > rulesPerPage,
+	d := rulesData{Who: len(s.o.Principals) > 0, Rows: rows, Total: len(all), From: from + 1, To: to, Paginated: len(all) > rulesPerPage,
 		MCP: mcpURL(r), CanDeploy: ss.principal.Deploy}
 	if pageNo > 1 {
 		d.Prev = pageNo - 1
@@ -98,8 +111,10 @@ type cachedRow struct {
 
 // rowKey names everything a row shows; the program ref stands for the
 // description, triggers and risk, which a ref fixes.
-func rowKey(ri engine.RuleInfo, last *pilotage.FiringInfo) string {
+func rowKey(row ruleRow) string {
+	ri, last := row.RuleInfo, row.Last
 	var b strings.Builder
+	b.WriteString(strconv.FormatBool(row.Who) + strconv.FormatBool(row.Hidden) + ri.Principal + "\x00")
 	b.WriteString(ri.Status + "\x00" + ri.Broken + "\x00" + ri.ProgramRef + "\x00" + string(ri.MaxRisk) + "\x00" + strings.Join(ri.Missing, ",") + "\x00")
 	if last != nil {
 		b.WriteString(last.RunID + "\x00" + last.Status)
@@ -111,8 +126,9 @@ func rowKey(ri engine.RuleInfo, last *pilotage.FiringInfo) string {
 	return b.String()
 }
 
-func (c *rowCache) html(t *template.Template, ri engine.RuleInfo, last *pilotage.FiringInfo) (template.HTML, error) {
-	key := rowKey(ri, last)
+func (c *rowCache) html(t *template.Template, row ruleRow) (template.HTML, error) {
+	ri := row.RuleInfo
+	key := rowKey(row)
 	c.mu.Lock()
 	cr, ok := c.m[ri.Name]
 	c.mu.Unlock()
@@ -120,7 +136,8 @@ func (c *rowCache) html(t *template.Template, ri engine.RuleInfo, last *pilotage
 		return cr.html, nil
 	}
 	var buf bytes.Buffer
-	if err := t.ExecuteTemplate(&buf, "row", ruleRow{RuleInfo: ri, Summary: triggerSummary(ri), Last: last}); err != nil {
+	row.Summary = triggerSummary(ri)
+	if err := t.ExecuteTemplate(&buf, "row", row); err != nil {
 		return "", err
 	}
 	h := template.HTML(buf.String()) // produced by html/template: escaped
@@ -211,6 +228,11 @@ type ruleData struct {
 	Logbook  logbookView
 	// CanDeploy: the login may deploy, so restore a version.
 	CanDeploy bool
+	// Offline: devices its triggers and conditions read that say they
+	// are offline now.
+	Offline []staleView
+	// Hidden: its firings are another principal's runs, not visible here.
+	Hidden bool
 }
 
 func (s *server) rulePage(w http.ResponseWriter, r *http.Request, ss *session) {
@@ -236,7 +258,7 @@ func (s *server) rulePage(w http.ResponseWriter, r *http.Request, ss *session) {
 		return
 	}
 	d := ruleData{Rule: ri, Summary: triggerSummary(ri), Program: prettyJSON(ri.Program), Versions: versions, Activity: activity,
-		MoreRuns: "/runs?rule=" + url.QueryEscape(name), Kept: keptText(s.e.Config()), CanDeploy: ss.principal.Deploy}
+		MoreRuns: "/runs?rule=" + url.QueryEscape(name), Kept: keptText(s.e.Config()), CanDeploy: ss.principal.Deploy, Hidden: firingsHidden(ss, ri)}
 	if ri.Plan != nil {
 		for i, st := range ri.Plan.Steps {
 			d.Steps = append(d.Steps, planStep{PlanStep: st, N: i + 1})
@@ -250,6 +272,10 @@ func (s *server) rulePage(w http.ResponseWriter, r *http.Request, ss *session) {
 		return
 	}
 	if d.Logbook, err = s.logPanel(ctx, engine.LogQuery{Rule: name}); err != nil {
+		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the logbook failed.", err)
+		return
+	}
+	if d.Offline, err = s.offlineReads(ctx, name); err != nil {
 		s.fail(w, r, ss, http.StatusInternalServerError, "Reading the logbook failed.", err)
 		return
 	}

@@ -19,6 +19,7 @@ const runsPageSize = 50
 
 type runsData struct {
 	Runs     []engine.Run
+	Who      bool // logins are configured: a column says whom each ran as
 	Outcome  string
 	Kind     string
 	Rule     string
@@ -35,7 +36,7 @@ var runStatuses = []string{"success", "conditions_not_met", "skipped", "throttle
 
 func (s *server) runsPage(w http.ResponseWriter, r *http.Request, ss *session) {
 	q := r.URL.Query()
-	d := runsData{Outcome: q.Get("outcome"), Kind: q.Get("kind"), Rule: q.Get("rule"), Before: q.Get("before"), After: q.Get("after"), Outcomes: runStatuses}
+	d := runsData{Who: len(s.o.Principals) > 0, Outcome: q.Get("outcome"), Kind: q.Get("kind"), Rule: q.Get("rule"), Before: q.Get("before"), After: q.Get("after"), Outcomes: runStatuses}
 	if d.Before != "" && d.After != "" {
 		d.After = "" // a hand-made URL: older wins
 	}
@@ -113,9 +114,12 @@ func (d *runsData) page(runs []engine.Run) {
 
 type runData struct {
 	*pilotage.TraceResponse
-	Rule    string
-	Kind    string
-	Started time.Time
+	Rule string
+	Kind string
+	// Principal is whom the run ran as: a deploy's installer, a firing's
+	// rule owner, a manual run's person.
+	Principal string
+	Started   time.Time
 	// Heading names the run's kind; Trigger and Because say what fired.
 	Heading, Trigger, Because string
 	Older, Newer              *runNeighbour // the rule's runs around this one
@@ -170,7 +174,7 @@ func (s *server) runPage(w http.ResponseWriter, r *http.Request, ss *session) {
 	d.Started, _ = engine.RunIDTime(tr.RunID)
 	meta, err := s.e.RunInfo(ctx, id)
 	if err == nil {
-		d.Kind, d.Started = meta.Kind, meta.Started
+		d.Kind, d.Started, d.Principal = meta.Kind, meta.Started, meta.Principal
 	}
 	if err == nil && meta.Rule != "" {
 		d.Rule = meta.Rule

@@ -67,6 +67,9 @@ type statusView struct {
 	Label   string `json:"label"`             // the indicator's words
 	Title   string `json:"title"`             // its tooltip: each part's state
 	Problem string `json:"problem,omitempty"` // the banner: what is wrong, what it means
+	// Notes counts the /healthz counters that need a look (lost,
+	// refused, cut since the start): the header links the health page.
+	Notes int `json:"notes,omitempty"`
 }
 
 func (s *server) statusView(ss *session) statusView {
@@ -102,6 +105,7 @@ func (s *server) statusView(ss *session) statusView {
 		v = statusView{Label: "storage failing", Title: "Storage: " + h.StorageError,
 			Problem: "Storage cannot write" + since + " (" + h.StorageError + "). Installing rules fails and runs are not recorded until it recovers."}
 	}
+	v.Notes = troubles(s.counters())
 	return v
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/internal/testhouse"
 )
 
 // houseState is a settable Options.Health.
@@ -120,4 +121,18 @@ func TestDevicesEmptyWhenScopeHidesAll(t *testing.T) {
 	mustNotContain(t, "devices, nothing in scope", body, "broker.lan", "bridge/devices")
 	_, body, _ = c.get("/")
 	mustContain(t, "rules, may not deploy", body, "No rules visible to you")
+}
+
+// TestDevicesEmptyHouseSaysWhereToLook: an empty house's Devices page
+// tells how to see what arrives on both discovery topics, Zigbee2MQTT's
+// device list and Home Assistant's prefix (it gave only the first).
+func TestDevicesEmptyHouseSaysWhereToLook(t *testing.T) {
+	h := testhouse.RunHouse(t, testhouse.Options{NoDemo: true})
+	hs := &houseState{h: Health{Broker: "tcp://broker.lan:1883", BrokerOK: true, StorageOK: true, Z2MBase: "zigbee2mqtt", HAPrefix: "homeassistant"}}
+	srv := httptest.NewServer(Handler(h.Engine, Options{Logger: quiet(), Health: hs.get}))
+	defer srv.Close()
+	c := &client{t: t, base: srv.URL, c: srv.Client()}
+	_, body, _ := c.get("/devices")
+	mustContain(t, "empty devices", body, `id="empty"`, "No devices yet",
+		`See what arrives, against the broker: <code>mosquitto_sub -t 'zigbee2mqtt/bridge/devices' -C 1 -v</code> (Zigbee2MQTT's device list); <code>mosquitto_sub -t 'homeassistant/#' -v</code> (Home Assistant discovery configs and states).`)
 }

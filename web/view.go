@@ -13,7 +13,7 @@ import (
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
-var pageNames = []string{"rules", "rule", "runs", "run", "devices", "device", "confirm", "login", "error", "approvals", "approval", "editor", "diff", "logbook", "helpers", "guides"}
+var pageNames = []string{"rules", "rule", "runs", "run", "devices", "device", "confirm", "login", "error", "approvals", "approval", "editor", "diff", "logbook", "helpers", "guides", "health"}
 
 func parsePages(c clock) map[string]*template.Template {
 	out := map[string]*template.Template{}

@@ -44,6 +44,10 @@ type Options struct {
 	// back the broker, kept summaries instead of traces, lost records),
 	// shown on every page.
 	Load func() []string
+	// Counters, when set, is the /healthz document: the health page
+	// explains its non-zero numbers, and every page links there while
+	// one needs a look.
+	Counters func() any
 	// Sim, when set, drives the demo's simulated devices: their pages
 	// show a simulate control to the owner.
 	Sim Simulator
@@ -118,6 +122,7 @@ func (s *server) routes() http.Handler {
 	mux.Handle("GET /guides", s.authed(s.guidesPage))
 	mux.Handle("GET /guides/{id}", s.authed(s.guidesPage))
 	mux.Handle("GET /status", s.authed(s.status))
+	mux.Handle("GET /health", s.authed(s.healthPage))
 	mux.Handle("GET /approvals", s.authed(s.approvalsPage))
 	mux.Handle("GET /approvals/{id}", s.authed(s.approvalPage))
 	mux.Handle("POST /approvals/{id}/{verb}", s.authed(s.approvalAction))

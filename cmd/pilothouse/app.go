@@ -265,7 +265,8 @@ func (a *app) serveHTTP() error {
 	a.routeAPI(mux, principals)
 	mux.HandleFunc("/healthz", a.healthz)
 	webUI := web.Handler(a.eng, web.Options{Principals: a.cfg.Principals, Logger: a.log.With("part", "web"), Guard: a.guard,
-		Health: a.webHealth, Load: func() []string { return a.load().Warnings }, Sim: webSim{a}})
+		Health: a.webHealth, Load: func() []string { return a.load().Warnings }, Sim: webSim{a},
+		Counters: func() any { return a.healthDoc() }})
 	mux.Handle("/", webUI)
 	// The approvals API belongs to the web UI (it authenticates approvers
 	// as the web UI does), beside the house API's other /api/ routes.

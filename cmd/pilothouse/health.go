@@ -88,6 +88,19 @@ type brokerHealth struct {
 // healthz answers 200 when the broker answers and storage can write, else
 // 503 with the reason in status.
 func (a *app) healthz(w http.ResponseWriter, _ *http.Request) {
+	h := a.healthDoc()
+	code := http.StatusOK
+	if h.Status != "ok" {
+		code = http.StatusServiceUnavailable
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_ = json.NewEncoder(w).Encode(h)
+}
+
+// healthDoc is the /healthz document, which the web UI's health page
+// explains too.
+func (a *app) healthDoc() health {
 	h := health{Status: "ok", Version: engine.Version, Storage: a.store.WriteStatus(), Instance: a.instance,
 		History: a.eng.HistoryStatus(), Logbook: a.eng.LogbookStatus(), Load: a.load(), ServedRuns: a.eng.ServedStats(), Runs: a.eng.RunStats()}
 	cov := a.devs.Coverage()
@@ -118,11 +131,5 @@ func (a *app) healthz(w http.ResponseWriter, _ *http.Request) {
 	} else if h.Endpoint != nil && !h.Endpoint.OK {
 		h.Status = "cannot write server.json in the data folder: pilothouse stdio cannot find this server"
 	}
-	code := http.StatusOK
-	if h.Status != "ok" {
-		code = http.StatusServiceUnavailable
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(h)
+	return h
 }

@@ -164,8 +164,9 @@
       if (oc && oc !== "ok" && oc !== "failed" && oc !== ev.status) return;
       var r = el("a", { href: "/rules/" + encodeURIComponent(ev.rule) }, ev.rule), empty = document.getElementById("empty");
       if (empty) empty.hidden = true;
-      prependRow(t.tBodies[0], [cell("When", timeEl(ev)), cell("Kind", document.createTextNode("firing")),
-        cell("Rule", r), cell("Outcome", badge(ev.text, ev.class)), cell("Run", runLink(ev))]);
+      var cells = [cell("When", timeEl(ev)), cell("Kind", document.createTextNode("firing")), cell("Rule", r)];
+      if (t.hasAttribute("data-who")) cells.push(cell("By", document.createTextNode(ev.principal || "")));
+      prependRow(t.tBodies[0], cells.concat([cell("Outcome", badge(ev.text, ev.class)), cell("Run", runLink(ev))]));
     }
   };
 
@@ -189,6 +190,8 @@
   function onLive(ev) {
     if (ev.value !== undefined) {
       byData("data-live", ev.id).forEach(function (td) {
+        // An offline device's values stay as they were: rules read none of what it sends meanwhile.
+        if (td.hasAttribute("data-stale")) return;
         td.textContent = ev.value;
         td.title = "updated " + ev.when;
         td.classList.remove("flash-live"); void td.offsetWidth; td.classList.add("flash-live");
@@ -198,6 +201,14 @@
       byData("data-avail", ev.id).forEach(function (b) {
         b.textContent = ev.available ? "online" : "offline";
         b.className = "badge " + (ev.available ? "st-ok" : "st-bad");
+      });
+      byData("data-dev", ev.id).forEach(function (td) {
+        if (ev.available) { td.removeAttribute("data-stale"); td.classList.remove("stale"); }
+        else { td.setAttribute("data-stale", ""); td.classList.add("stale"); }
+      });
+      byData("data-stale-note", ev.id).forEach(function (p) {
+        p.textContent = ev.available ? "" : "Offline since " + ev.when + "; rules read no value. Shown: the last values seen before it went offline.";
+        p.hidden = !!ev.available;
       });
     }
   }

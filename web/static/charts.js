@@ -74,6 +74,25 @@
     });
     document.body.setAttribute("data-gaps-drawn", String(n)); // what a test can see of the canvas
   }
+  // The spans a chart's device said it was offline: hatched in the alarm
+  // colour, as rules read no value of it then.
+  function drawOffline(fig, spec) {
+    return function (u) {
+      var ctx = u.ctx, top = u.bbox.top, h = u.bbox.height, step = 6 * devicePixelRatio, n = 0;
+      (spec.offline || []).forEach(function (g) {
+        var x0 = u.valToPos(g[0], "x", true), x1 = Math.max(u.valToPos(g[1], "x", true), x0 + 2 * devicePixelRatio);
+        if (x1 < u.bbox.left || x0 > u.bbox.left + u.bbox.width) return;
+        n++;
+        ctx.save();
+        ctx.beginPath(); ctx.rect(x0, top, x1 - x0, h); ctx.clip();
+        ctx.fillStyle = C.bad + "22"; ctx.fillRect(x0, top, x1 - x0, h);
+        ctx.strokeStyle = C.bad + "88"; ctx.lineWidth = devicePixelRatio;
+        for (var x = x0 - h; x < x1; x += step) { ctx.beginPath(); ctx.moveTo(x, top); ctx.lineTo(x + h, top + h); ctx.stroke(); }
+        ctx.restore();
+      });
+      fig.setAttribute("data-offline-drawn", String(n)); // what a test can see of the canvas
+    };
+  }
   // A drag across a chart asks the page for that range (the same address
   // the range form makes, so it can be kept and shared).
   function zoomTo(u) {
@@ -126,6 +145,7 @@
       }] }
     });
     opts.cursor.points = { show: true };
+    opts.hooks.draw.unshift(drawOffline(fig, spec));
     return new uPlot(opts, [spec.t, spec.mean, spec.min, spec.max], fig.querySelector(".plot"));
   }
 
@@ -160,6 +180,7 @@
         }]
       }
     });
+    opts.hooks.draw.push(drawOffline(fig, spec));
     return new uPlot(opts, [[data.from, data.to], [0, 0]], fig.querySelector(".plot"));
   }
 
