@@ -91,7 +91,7 @@ func TestHealthNoteSingular(t *testing.T) {
 	for path, want := range map[string]string{
 		"devices.refused.oversized_messages": "1 MQTT message was refused unread as too large",
 		"logbook.dropped":                    "1 logbook entry was lost: the queue",
-		"logbook.dropped_bus":                "1 of the lost logbook entries was the bus's",
+		"logbook.dropped_bus":                "1 of the lost logbook entries was the devices'",
 		"history.queued":                     "1 state change waits to be written",
 		"http.connections":                   "1 HTTP connection is open now.",
 	} {
