@@ -29,7 +29,7 @@ func TestLogbookGuestCannotEvictTheOwnersLines(t *testing.T) {
 	if err != nil || !resp.Outcome.OK {
 		t.Fatalf("the guest's deploy: %+v, %v", resp, err)
 	}
-	want := []string{"rule: rule owner-porch installed (owner owner)"}
+	want := []string{"rule: rule owner-porch installed (by owner)"}
 	for i := range 3 {
 		if err := h.sim.Press(context.Background(), "single"); err != nil {
 			t.Fatal(err)
