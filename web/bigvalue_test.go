@@ -40,6 +40,7 @@ func TestBigLiveValuesAreCut(t *testing.T) {
 	c.login(guestTok)
 	lines := openStreamAt(t, c, "/events?devices=1")
 	_, body, _ := c.get("/devices")
+	t.Logf("the devices page is %d bytes for %d values of %d bytes", len(body), n, size)
 	mustContain(t, "devices page", body, `Big 0`, fmt.Sprintf("… (%d bytes)", size))
 	if len(body) > n*2*maxLiveShown+256<<10 {
 		t.Errorf("the devices page is %d bytes for %d values of %d bytes", len(body), n, size)

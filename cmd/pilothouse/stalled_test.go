@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -64,6 +66,54 @@ func TestStalledReadersAreCut(t *testing.T) {
 				t.Errorf("the stalled connection is still open: %v", err)
 			}
 		})
+	}
+}
+
+// TestStreamsOutliveTheWriteTimeout: a live-update stream that is read
+// stays open past the write timeout however long it is idle, and gets
+// the next change: the deadline counts from each write.
+func TestStreamsOutliveTheWriteTimeout(t *testing.T) {
+	cfg := testConfig(t)
+	twoPrincipals(cfg)
+	cfg.writeTimeout = 300 * time.Millisecond
+	a := startTestApp(t, cfg)
+	cookie := webSession(t, a.URL(), "guest-token")
+	req, _ := http.NewRequest(http.MethodGet, a.URL()+"/events?devices=1", nil)
+	req.Header.Set("Cookie", strings.TrimSuffix(strings.TrimPrefix(cookie, "Cookie: "), "\r\n"))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/events: %d", resp.StatusCode)
+	}
+	got := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			got <- sc.Text()
+		}
+		close(got)
+	}()
+	// Idle for several write timeouts, then a change.
+	time.Sleep(4 * cfg.writeTimeout)
+	if err := a.sim.Trigger(context.Background(), "hall_motion", map[string]any{"occupancy": true}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case l, ok := <-got:
+			if !ok {
+				t.Fatal("the stream ended before the change arrived")
+			}
+			if strings.Contains(l, `"id":"hall_motion.occupancy"`) {
+				return
+			}
+		case <-deadline:
+			t.Fatal("no live update 10 s after the change")
+		}
 	}
 }
 

@@ -38,12 +38,12 @@ type timedWriter struct {
 	cut bool
 }
 
-// extend moves the write deadline to the write timeout from now; within a
-// second of the last move it keeps the deadline (a page's many small
-// writes need not each reset a timer).
+// extend moves the write deadline to the write timeout from now; soon
+// after the last move (a thirtieth of the timeout) it keeps the deadline,
+// so a page's many small writes need not each reset a timer.
 func (w *timedWriter) extend(always bool) {
 	now := time.Now()
-	if !always && now.Sub(w.set) < time.Second {
+	if !always && now.Sub(w.set) < w.g.writeTimeout/30 {
 		return
 	}
 	w.set = now
