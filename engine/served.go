@@ -23,6 +23,13 @@ func ServingRuns(ctx context.Context) (_ context.Context, done func()) {
 // ServedStats returns the served-run bound's counters.
 func (e *Engine) ServedStats() ServedStats { return e.served.Stats() }
 
+// readCost is what serving a stored run allocates per byte of its record,
+// at most: read from SQLite, decoded, encoded twice in the MCP answer (its
+// text and structured copies) with the encoders' buffer growth
+// (TestTraceReadsAreChargedWhatTheyCost measures it), so that
+// limits.max_served_run_bytes bounds memory rather than stored bytes.
+const readCost = 16
+
 // holdServed takes room for run id's record before it is read (its size
 // is read first, scoped to p like the record itself); release gives it
 // back, or is a no-op when ctx defers it to ServingRuns' done. A run that
@@ -42,14 +49,15 @@ func (e *Engine) holdServed(ctx context.Context, p *Principal, id string) (relea
 	if err != nil {
 		return nil, fmt.Errorf("engine: reading run: %w", err)
 	}
-	release, refused := e.served.Hold(ctx, size)
+	release, refused := e.served.Hold(ctx, size*readCost)
 	if release != nil {
 		return release, nil
 	}
 	if refused == 1 || refused%100 == 0 {
 		e.log.Warn("refused to serve a stored run: limits.max_served_run_bytes are in use by other reads", "run", id,
-			"bytes", size, "limit", e.served.Max(), "refused", refused)
+			"bytes", size, "cost", size*readCost, "limit", e.served.Max(), "refused", refused)
 	}
 	return nil, pilotage.Errorf(pilotage.ErrResourceExhausted, fmt.Sprintf(
-		"the server is busy serving other stored runs (%d bytes at once at most, limits.max_served_run_bytes; this one is %d bytes): try again in a few seconds", e.served.Max(), size))
+		"the server is busy serving other stored runs (%d bytes of memory at once at most, limits.max_served_run_bytes; this one is %d bytes stored, %d to serve): try again in a few seconds",
+		e.served.Max(), size, size*readCost))
 }

@@ -178,7 +178,7 @@ func (s *server) attach(ctx context.Context, dv *deviceView, dev string, en *pil
 	case pilotage.KindState, pilotage.KindEvent:
 		row := liveRow{Entry: en, Short: strings.TrimPrefix(en.ID, dev+"."), Value: "—", Unit: schemaUnit(en.OutputSchema), Dev: dev}
 		if l, ok := s.e.Live(ctx, en.ID); ok && l.Value != nil {
-			row.Value = compactJSON(l.Value)
+			row.Value = liveShown(l.Value)
 		}
 		if en.Kind == pilotage.KindState {
 			dv.States = append(dv.States, row)

@@ -170,7 +170,7 @@ func (st *stream) deviceChange(c engine.LiveChange) error {
 	}
 	switch c.Kind {
 	case engine.LiveState, engine.LiveEvent:
-		return st.send("live", liveMsg{ID: c.ID, Value: compactJSON(c.Value), When: st.s.when(c.Time)})
+		return st.send("live", liveMsg{ID: c.ID, Value: liveShown(c.Value), When: st.s.when(c.Time)})
 	case engine.LiveAvailability:
 		b, ok := c.Value.(bool)
 		if !ok {

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/pilothouse/pilothouse/engine"
+	cut "github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
@@ -188,6 +189,18 @@ func describeTrigger(t map[string]any) string {
 		b.WriteString(strings.Join(keys, ", "))
 	}
 	return b.String()
+}
+
+// maxLiveShown bounds a live value on a page or in a live update: a
+// sensor's 200 KB string on every row made pages of megabytes, each held
+// whole by its request; the full value stays in the history API and MCP.
+const maxLiveShown = 1 << 10
+
+// liveShown is a live value as pages and live updates show it: compact
+// JSON cut at a whole character to maxLiveShown, saying so and the full size.
+func liveShown(v any) string {
+	s, _ := cut.Cut(compactJSON(v), maxLiveShown)
+	return s
 }
 
 func compactJSON(v any) string {

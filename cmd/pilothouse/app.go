@@ -219,8 +219,9 @@ type mqttConn interface {
 // past limits.max_connections); a client gets 10 s to send its headers
 // (64 KB of them) and 10 s more for a body (guard.Bodies: a read deadline
 // only while a body arrives, so GET event streams are not cut), and may
-// keep an idle connection for a minute. Streams and long runs are not cut
-// by a write timeout.
+// keep an idle connection for a minute. A response whose client takes
+// nothing of it for 30 s is cut (guard.Writes: a deadline from each write,
+// so streams that keep writing and long runs are not).
 func (a *app) listen() error {
 	ln, err := net.Listen("tcp", a.cfg.Addr)
 	if err != nil {
@@ -231,10 +232,10 @@ func (a *app) listen() error {
 	// (/healthz stays open: the container's health check).
 	gopts := mcpserver.LimitOptions(a.cfg.Limits)
 	gopts.AllowedHosts, gopts.Logger = a.cfg.AllowedHosts, a.log.With("part", "http")
-	gopts.BodyTimeout = a.cfg.bodyTimeout
+	gopts.BodyTimeout, gopts.WriteTimeout = a.cfg.bodyTimeout, a.cfg.writeTimeout
 	a.guard = mcpserver.NewGuard(gopts)
 	a.door = &frontDoor{instance: a.instance}
-	a.http = &http.Server{Handler: a.guard.Bodies(a.door), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
+	a.http = &http.Server{Handler: a.guard.Writes(a.guard.Bodies(a.door)), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute,
 		MaxHeaderBytes: 64 << 10, ConnState: a.guard.ConnState, ConnContext: a.guard.ConnContext}
 	go func() {
 		if err := a.http.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -75,6 +75,7 @@ type Config struct {
 	tls            *tls.Config
 	publishTimeout time.Duration // mqtt.Options.PublishTimeout; 0 = its default (tests shorten it)
 	bodyTimeout    time.Duration // mcpserver.GuardOptions.BodyTimeout; 0 = its default (tests shorten it)
+	writeTimeout   time.Duration // mcpserver.GuardOptions.WriteTimeout; 0 = its default (tests shorten it)
 }
 
 func defaultConfig() *Config {

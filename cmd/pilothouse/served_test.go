@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/pilothouse/pilothouse/internal/testutil"
@@ -27,18 +28,7 @@ func TestServedRunsAreBounded(t *testing.T) {
 	cfg.Limits.MaxServedRunBytes = cfg.Limits.MaxRunBytes + cfg.Limits.MaxRunBytes/2 // one large run at a time
 	a := startTestApp(t, cfg)
 	guest := mcpClientWith(t, a.URL()+"/mcp", "guest-token", nil)
-	testutil.Eventually(t, 10*time.Second, "the demo catalog", func() bool {
-		got, isErr := call(t, guest, "pilotage_lookup", map[string]any{"language": "automation/1", "verb": "get", "id": "hall_motion.occupancy"})
-		return !isErr && got["entry"] != nil
-	})
-	var prog map[string]any
-	_ = json.Unmarshal([]byte(`{"name":"big","triggers":[{"id":"t","state":"hall_motion.occupancy"}],"steps":[
-		{"id":"r","repeat":{"count":30},"do":[{"id":"s","set":{"v":"{{ repeat('x', 200000) }}"}}]}]}`), &prog)
-	out, _ := call(t, guest, "pilotage_execute", map[string]any{"language": "automation/1", "program": prog, "test_run": true})
-	runID, _ := out["run_id"].(string)
-	if runID == "" {
-		t.Fatalf("no stored run: %v", out)
-	}
+	runID := bigGuestRun(t, guest)
 	trace := func() (map[string]any, bool) {
 		return call(t, guest, "pilotage_trace", map[string]any{"run_id": runID})
 	}
@@ -68,6 +58,25 @@ func TestServedRunsAreBounded(t *testing.T) {
 	if got, isErr := trace(); isErr {
 		t.Errorf("trace after the stalled client left: %.300v", got)
 	}
+}
+
+// bigGuestRun stores a test run of about 6 MB as the guest (the
+// attacker's large stored run) and returns its id.
+func bigGuestRun(t *testing.T, guest *client.Client) string {
+	t.Helper()
+	testutil.Eventually(t, 10*time.Second, "the demo catalog", func() bool {
+		got, isErr := call(t, guest, "pilotage_lookup", map[string]any{"language": "automation/1", "verb": "get", "id": "hall_motion.occupancy"})
+		return !isErr && got["entry"] != nil
+	})
+	var prog map[string]any
+	_ = json.Unmarshal([]byte(`{"name":"big","triggers":[{"id":"t","state":"hall_motion.occupancy"}],"steps":[
+		{"id":"r","repeat":{"count":30},"do":[{"id":"s","set":{"v":"{{ repeat('x', 200000) }}"}}]}]}`), &prog)
+	out, _ := call(t, guest, "pilotage_execute", map[string]any{"language": "automation/1", "program": prog, "test_run": true})
+	runID, _ := out["run_id"].(string)
+	if runID == "" {
+		t.Fatalf("no stored run: %v", out)
+	}
+	return runID
 }
 
 type servedRuns struct {

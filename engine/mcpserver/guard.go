@@ -35,7 +35,10 @@ type GuardOptions struct {
 	// BodyTimeout bounds the time to send a request body (Bodies; 0 =
 	// DefaultBodyTimeout).
 	BodyTimeout time.Duration
-	Logger      *slog.Logger
+	// WriteTimeout bounds the time a client may take nothing of a response
+	// (Writes; 0 = DefaultWriteTimeout).
+	WriteTimeout time.Duration
+	Logger       *slog.Logger
 	// Now is the clock of the failed-token bound (nil: time.Now).
 	Now func() time.Time
 }
@@ -61,14 +64,16 @@ func LimitOptions(l rules.Limits) GuardOptions {
 // a loopback Host) is replaced by this one so that both routes answer the
 // same and configured names work behind a local reverse proxy.
 type Guard struct {
-	hosts       map[string]bool
-	maxBody     int64
-	bodyTimeout time.Duration
-	log         *slog.Logger
+	hosts        map[string]bool
+	maxBody      int64
+	bodyTimeout  time.Duration
+	writeTimeout time.Duration
+	log          *slog.Logger
 
 	refusedHosts  atomic.Uint64
 	refusedBodies atomic.Uint64
 	lateBodies    atomic.Uint64
+	cutResponses  atomic.Uint64
 
 	// tokens bounds wrong bearer tokens per client address (bearer).
 	tokens *ratelimit.Failures
@@ -94,7 +99,10 @@ func NewGuard(o GuardOptions) *Guard {
 	if o.BodyTimeout <= 0 {
 		o.BodyTimeout = DefaultBodyTimeout
 	}
-	g := &Guard{hosts: map[string]bool{}, maxBody: int64(o.MaxBodyBytes), bodyTimeout: o.BodyTimeout, log: o.Logger, tokens: ratelimit.New(o.Now),
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	g := &Guard{hosts: map[string]bool{}, maxBody: int64(o.MaxBodyBytes), bodyTimeout: o.BodyTimeout, writeTimeout: o.WriteTimeout, log: o.Logger, tokens: ratelimit.New(o.Now),
 		streams: streamLimit{maxTotal: o.MaxStreams, maxPer: o.MaxStreamsPerPrincipal, open: map[string]int{}},
 		conns:   connLimit{max: o.MaxConnections, conns: map[net.Conn]*connState{}}}
 	for _, h := range o.AllowedHosts {

@@ -163,6 +163,9 @@ type HTTPStats struct {
 	HostsRefused       uint64 `json:"hosts_refused"`
 	BodiesRefused      uint64 `json:"bodies_refused"`
 	BodiesLate         uint64 `json:"bodies_late"` // closed: the body did not arrive within the body timeout
+	// ResponsesCut: connections closed because their client took nothing
+	// of a response within the write timeout (Writes).
+	ResponsesCut uint64 `json:"responses_cut"`
 	// BearerFailed counts wrong tokens at every door that shares the
 	// allowance (/mcp, the house API, the web login, the approvals API);
 	// BearerThrottled attempts refused (429) after too many from their
@@ -182,7 +185,7 @@ func (g *Guard) Stats() HTTPStats {
 	hosts, bodies := g.Refused()
 	st := HTTPStats{Connections: conns, ConnectionsClosed: g.conns.shed.Load(), ConnectionsRefused: g.conns.refused.Load(),
 		Streams: streams, StreamsRefused: g.streams.refusedPer.Load() + g.streams.refusedTotal.Load(),
-		HostsRefused: hosts, BodiesRefused: bodies, BodiesLate: g.lateBodies.Load(),
+		HostsRefused: hosts, BodiesRefused: bodies, BodiesLate: g.lateBodies.Load(), ResponsesCut: g.cutResponses.Load(),
 	}
 	st.BearerFailed, st.BearerThrottled = g.tokens.Counts()
 	return st

@@ -15,12 +15,13 @@ import (
 // limits.MaxServedRunBytes before it is refused.
 const wait = 2 * time.Second
 
-// Gate bounds the bytes of stored run records being served at once
+// Gate bounds the memory of stored run records being served at once
 // (pilotage_trace, the web UI's run page and run JSON). Serving a run costs
-// several times its record (decoded, encoded, copied into the response), so
+// many times its record (decoded, encoded, copied into the response), so
 // without a bound a few hundred parallel reads of one 4 MB run took
-// gigabytes. A read holds its record's size from before it reads the record
-// until its response is written (ServingRuns), else until Trace returns.
+// gigabytes. A read holds what it costs (its caller's estimate) from before
+// it reads the record until its response is written (ServingRuns), else
+// until Trace returns.
 type Gate struct {
 	sem      *semaphore.Weighted
 	max      int64
@@ -69,7 +70,7 @@ func (g *Gate) Stats() Stats {
 	return Stats{InFlightBytes: g.inFlight.Load(), MaxBytes: g.max, Refused: g.refused.Load()}
 }
 
-// Hold takes room for a record of size bytes before it is read; release
+// Hold takes size bytes of room (what reading a record costs) before it is read; release
 // gives it back, or is a no-op when ctx defers it to ServingRuns' done.
 // When no room comes within a short wait it returns refused, the number
 // of reads refused so far.

@@ -118,8 +118,9 @@ var DefaultLimits = Limits{
 	MaxSessions:             1024,
 	MaxSessionsPerPrincipal: 64,
 	SessionIdle:             time.Hour,
-	// Serving a stored run costs a few times its record; 64 MiB is 16
-	// reads of the largest run (MaxRunBytes) at once, any number of small.
+	// Serving a stored run costs up to 16 times its record (the engine's
+	// readCost): 64 MiB is one read of the largest run (MaxRunBytes) at
+	// once, or hundreds of small ones.
 	MaxServedRunBytes: 64 << 20,
 
 	// A test run's record is a few KB; 64 MiB is thousands of them, or 16
