@@ -52,3 +52,26 @@ func TestBigLiveValuesAreCut(t *testing.T) {
 		t.Errorf("live update of %d bytes: %.200s", len(last), last)
 	}
 }
+
+// TestBigValuesCutOnTheDevicePage: the device page shows a 200 KB value
+// cut, in its states and in the form that sets it, as the Devices list
+// does.
+func TestBigValuesCutOnTheDevicePage(t *testing.T) {
+	const size = 200_000
+	f := newFixture(t, testPrincipals())
+	f.devs.HandleMessage(mqtt.Message{Topic: "homeassistant/text/note/config",
+		Payload: []byte(`{"name":"Note","state_topic":"note/state","command_topic":"note/set","max":255,"unique_id":"note1","device":{"identifiers":["note"],"name":"Note"}}`)})
+	f.devs.HandleMessage(mqtt.Message{Topic: "note/state", Payload: []byte(strings.Repeat("é", size/2))})
+	testutil.Eventually(t, 10*time.Second, "the big value", func() bool {
+		l, ok := f.e.Live(context.Background(), "note.state")
+		return ok && l.Value != nil
+	})
+	c := f.client()
+	c.login(guestTok)
+	_, body, _ := c.get("/devices/note")
+	t.Logf("the device page is %d bytes for a value of %d bytes", len(body), size)
+	mustContain(t, "device page", body, "Note", fmt.Sprintf("… (%d bytes)", size))
+	if len(body) > 8*maxLiveShown+256<<10 {
+		t.Errorf("the device page is %d bytes for a value of %d bytes", len(body), size)
+	}
+}

@@ -126,7 +126,7 @@ func (s *server) devicePage(w http.ResponseWriter, r *http.Request, ss *session)
 func (s *server) currentOf(ctx context.Context, dev string) func(string) string {
 	return func(prop string) string {
 		if l, ok := s.e.Live(ctx, dev+"."+prop); ok && l.Value != nil {
-			return compactJSON(l.Value)
+			return liveShown(l.Value)
 		}
 		if l, ok := s.e.Live(ctx, dev+".state"); ok && prop == "value" && l.Value != nil {
 			return compactJSON(l.Value)

@@ -206,7 +206,7 @@ func bandChart(c *chartSpec, h *engine.EntityHistory) {
 		if !ok {
 			i = int64(len(c.Values))
 			idx[t] = i
-			c.Values = append(c.Values, t)
+			c.Values = append(c.Values, liveShown(v))
 		}
 		return i
 	}

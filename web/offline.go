@@ -157,7 +157,7 @@ func (s *server) staleValues(ctx context.Context, dv *deviceView) (*staleView, e
 		}
 		dv.States[i].Value = "—"
 		if h.Start != nil && h.Start.Value != nil {
-			dv.States[i].Value = compactJSON(h.Start.Value)
+			dv.States[i].Value = liveShown(h.Start.Value)
 		}
 	}
 	return st, nil
