@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,7 +19,20 @@ import (
 // devices (plain "sim --broker" runs the simulator itself).
 var simVerbs = []string{"press", "set"}
 
-func isSimVerb(args []string) bool { return len(args) > 0 && slices.Contains(simVerbs, args[0]) }
+// isSimVerb says whether args (those after "sim") are a client verb's; the
+// client's connection flags (--data, --server, --token) may come before
+// the verb as after it, as "sim --data X set ..." was refused with the
+// simulator's usage.
+func isSimVerb(args []string) bool {
+	fs := flag.NewFlagSet("sim", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var cn conn
+	cn.register(fs)
+	if fs.Parse(args) != nil {
+		return false
+	}
+	return fs.NArg() > 0 && slices.Contains(simVerbs, fs.Arg(0))
+}
 
 const simUsage = `usage: pilothouse sim press DEVICE ACTION          e.g. sim press bedroom_remote single
        pilothouse sim set DEVICE PROPERTY=VALUE...   e.g. sim set hall_motion occupancy=true`

@@ -90,6 +90,16 @@ func TestSimFiresDemoRule(t *testing.T) {
 		!strings.Contains(out, "fired: nothing within 1.5s") {
 		t.Fatalf("sim press: %v\n%s%s", err, out, errOut)
 	}
+	// The connection flags may come before the verb too ("sim --data X
+	// set ..." used to run the simulator and print its usage).
+	for _, early := range [][]string{
+		{"sim", "--data", data, "set", "hall_motion", "occupancy=false"},
+		{"sim", "--data=" + data, "press", "bedroom_remote", "on"},
+	} {
+		if out, errOut, err := runPH(t, bin, env, early...); err != nil || !strings.Contains(out, "state now: ") {
+			t.Errorf("%v: %v\n%s%s", early, err, out, errOut)
+		}
+	}
 	for _, bad := range []struct {
 		args []string
 		says string

@@ -100,3 +100,22 @@ func firings(t *testing.T, s *httpStack, rule string) []storage.Run {
 	}
 	return runs
 }
+
+// TestAvailableHeldTestRunNarration: a test run of a held available
+// trigger says the device was offline for the window, not that the
+// entity's own value was false.
+func TestAvailableHeldTestRunNarration(t *testing.T) {
+	_, c := ownerStack(t)
+	for _, tc := range []struct{ to, want string }{
+		{"false", "hall_motion.occupancy's device was offline from the start and held for 10m"},
+		{"true", "hall_motion.occupancy's device was online from the start and held for 10m"},
+	} {
+		src := `{"name": "hall-gone", "triggers": [{"id": "gone", "available": "hall_motion.occupancy", "to": ` + tc.to + `, "for": "10m"}],
+		  "steps": [{"id": "n", "set": {"v": "{{ trigger.value }}"}}]}`
+		out := call(t, c, "pilotage_execute", map[string]any{"test_run": true, "program": prog(t, src), "input": map[string]any{}})
+		b, _ := json.Marshal(out)
+		if status(out) != "success" || !strings.Contains(string(b), tc.want) || strings.Contains(string(b), "occupancy was") {
+			t.Errorf("to %s: want %q in the trace: %s", tc.to, tc.want, b)
+		}
+	}
+}

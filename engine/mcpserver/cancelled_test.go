@@ -140,3 +140,21 @@ func TestSecondInputIsASecondRule(t *testing.T) {
 		}
 	}
 }
+
+// TestNoRunsCancelledIsCounted: disabling or removing a rule with no run
+// in progress answers cancelled_runs 0, as the tools' descriptions say,
+// not a missing count.
+func TestNoRunsCancelledIsCounted(t *testing.T) {
+	_, c := ownerStack(t)
+	for _, tc := range []struct{ name, tool string }{
+		{"idle-disable", "pilothouse_rule_disable"},
+		{"idle-remove", "pilothouse_rule_remove"},
+	} {
+		deployed(t, c, `{"name": "`+tc.name+`", "triggers": [{"id": "press", "event": "bedroom_remote.action"}],
+		  "steps": [{"id": "on", "call": "porch_light.set", "args": {"state": "ON"}}]}`)
+		got, isErr := callTool(t, c, tc.tool, map[string]any{"name": tc.name})
+		if n, ok := got["cancelled_runs"]; isErr || !ok || n != 0.0 {
+			t.Errorf("%s: want cancelled_runs 0: %s", tc.tool, js(got))
+		}
+	}
+}

@@ -24,7 +24,7 @@ var (
 )
 
 func (s *Server) addHelpersTool() {
-	s.tool(pilotage.ToolHelpers, "Household helpers: state the house keeps beside its devices (vacation mode flag, a counter, a kitchen timer). Each is a device of type helper in the catalog: <id>.state, actions <id>.<verb> (turn_on, set, increment, start…), a timer's events <id>.finished and <id>.cancelled; rules read and call them like any entry. verb list/get shows those in your scope; create/update/delete is for the owner.",
+	s.tool(pilotage.ToolHelpers, "Household helpers: state the house keeps beside its devices (vacation mode flag, a counter, a kitchen timer). Each is a device of type helper in the catalog: <id>.state, actions <id>.<verb> (turn_on, set, increment, start…), a timer's events <id>.finished and <id>.cancelled; rules read and call them like any entry. verb list/get shows those in your scope; create/update/delete is for the owner. No tool sets a helper's value by hand (execute deploys or test-runs; people use the helper's device page in the web UI): to try a rule with a value, give it in a test run's scenario, e.g. \"input\": {\"scenario\": {\"state\": {\"alarm_mode.state\": \"armed_away\"}}}.",
 		helpersIn, helpersOut, annotations("Manage household helpers", false, true, true, false), s.helpersCall)
 }
 

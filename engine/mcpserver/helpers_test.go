@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/internal/testutil"
@@ -163,5 +164,41 @@ func TestDeletingAHelperNamesTheRulesReadingIt(t *testing.T) {
 	}
 	if out, _ := callTool(t, c, "pilothouse_helpers", map[string]any{"verb": "delete", "id": "c6"}); out["rules_reading_it"] != nil {
 		t.Fatalf("delete c6, which no rule reads: %v", out)
+	}
+}
+
+// TestHelperValueToTryARule: the pilothouse_helpers description's way to
+// try a rule with a helper at a value (alarm_mode armed_away, which no
+// tool sets by hand) works as written: the test run's scenario gives the
+// value, the rule's condition sees it, and the real helper is unchanged.
+func TestHelperValueToTryARule(t *testing.T) {
+	_, owner, _ := helperStack(t)
+	tools, err := owner.ListTools(context.Background(), mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const example = `"input": {"scenario": {"state": {"alarm_mode.state": "armed_away"}}}`
+	for _, tl := range tools.Tools {
+		if tl.Name == "pilothouse_helpers" && !strings.Contains(tl.Description, example) {
+			t.Errorf("pilothouse_helpers description lacks %s: %s", example, tl.Description)
+		}
+	}
+	def := map[string]any{"id": "alarm_mode", "kind": "choice", "options": []string{"disarmed", "armed_home", "armed_away"}}
+	if out, isErr := callTool(t, owner, "pilothouse_helpers", map[string]any{"verb": "create", "helper": def}); isErr {
+		t.Fatalf("create alarm_mode: %s", js(out))
+	}
+	src := `{"name": "away-check", "triggers": [{"id": "press", "event": "bedroom_remote.action"}],
+	  "conditions": [{"id": "away", "expr": "state('alarm_mode.state') == 'armed_away'"}],
+	  "steps": [{"id": "on", "call": "hall_light.set", "args": {"state": "ON"}}]}`
+	for _, tc := range []struct{ scenario, want string }{
+		{`{"state": {"alarm_mode.state": "armed_away"}}`, "success"},
+		{"", "conditions_not_met"},
+	} {
+		if oc, _, _ := testRun(t, owner, src, tc.scenario); oc["status"] != tc.want {
+			t.Errorf("scenario %q: %s, want %s", tc.scenario, js(oc), tc.want)
+		}
+	}
+	if v := liveOf(t, owner, "alarm_mode.state"); v != "disarmed" {
+		t.Errorf("alarm_mode after the test runs: %v, want disarmed", v)
 	}
 }

@@ -29,9 +29,9 @@ func (s *Server) addTools() {
 		rulesListIn, rulesListOut, annotations("List installed rules", true, false, true, false), s.rulesList)
 	s.tool(pilotage.ToolRuleEnable, "Enable (re-arm) an installed rule by name.",
 		ruleNameIn, ruleOut, annotations("Enable a rule", false, false, true, false), s.ruleEnable(true))
-	s.tool(pilotage.ToolRuleDisable, "Disable an installed rule by name: it stays installed but no longer fires. Its runs in progress are cancelled (steps not reached, such as turning a light back off, will not run); the answer counts them.",
+	s.tool(pilotage.ToolRuleDisable, "Disable an installed rule by name: it stays installed but no longer fires. Its runs in progress are cancelled (steps not reached, such as turning a light back off, will not run); the answer's cancelled_runs counts them (0 when none were in progress).",
 		ruleNameIn, ruleOut, annotations("Disable a rule", false, false, true, false), s.ruleEnable(false))
-	s.tool(pilotage.ToolRuleRemove, "Remove (uninstall) a rule by name. Its promoted program versions stay for rollback. Its runs in progress are cancelled (steps not reached will not run); the answer counts them.",
+	s.tool(pilotage.ToolRuleRemove, "Remove (uninstall) a rule by name. Its promoted program versions stay for rollback. Its runs in progress are cancelled (steps not reached will not run); the answer's cancelled_runs counts them (0 when none were in progress).",
 		ruleNameIn, ruleOut, annotations("Remove a rule", false, true, true, false), s.ruleRemove)
 	s.addHelpersTool()
 }
@@ -200,7 +200,12 @@ func (s *Server) ruleEnable(on bool) func(context.Context, map[string]json.RawMe
 		if err != nil {
 			return nil, notFoundRule(err)
 		}
-		return map[string]any{"rule": ri}, nil
+		if on {
+			return map[string]any{"rule": ri}, nil
+		}
+		// The count is there when nothing was cancelled too, so "none" reads
+		// as an answer rather than as a count left out.
+		return map[string]any{"rule": ri, "cancelled_runs": ri.CancelledRuns}, nil
 	}
 }
 
@@ -213,9 +218,9 @@ func (s *Server) ruleRemove(ctx context.Context, args map[string]json.RawMessage
 	if err != nil {
 		return nil, notFoundRule(err)
 	}
-	out := map[string]any{"removed": name}
+	out := map[string]any{"removed": name, "cancelled_runs": cancelled}
 	if cancelled > 0 {
-		out["cancelled_runs"], out["note"] = cancelled, engine.CancelledNote(cancelled)
+		out["note"] = engine.CancelledNote(cancelled)
 	}
 	return out, nil
 }

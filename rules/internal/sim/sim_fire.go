@@ -216,7 +216,7 @@ func (w *SimWorld) holdFire(t *model.RunTrigger, fire *model.TriggerFire) {
 		}
 		matched, _ := t.Match(last, cur, false)
 		if !opened.IsZero() && !t.Keeps(prev, value, cur) {
-			broke = fmt.Sprintf("%s changed to %s at %s, before %s had passed", t.Watched(), interp.FormatReason(cur), offsetText(next.Sub(start)), model.ShortDuration(t.Hold))
+			broke = fmt.Sprintf("%s at %s, before %s had passed", changedText(t, cur), offsetText(next.Sub(start)), model.ShortDuration(t.Hold))
 			opened = time.Time{}
 		}
 		if matched && opened.IsZero() {
@@ -234,7 +234,32 @@ func (w *SimWorld) holdFire(t *model.RunTrigger, fire *model.TriggerFire) {
 	fire.Value, fire.From, fire.Time = value, prev, due
 	fire.Detail["held_since"] = opened.Format(time.RFC3339)
 	fire.Detail["fired_at"] = due.Format(time.RFC3339)
-	fire.Because = fmt.Sprintf("test run: %s was %s from %s and held for %s", t.Watched(), interp.FormatReason(value), offsetText(opened.Sub(start)), model.ShortDuration(t.Hold))
+	fire.Because = fmt.Sprintf("test run: %s from %s and held for %s", wasText(t, value), offsetText(opened.Sub(start)), model.ShortDuration(t.Hold))
+}
+
+// wasText says what a held trigger's window held: the entity's value, or
+// for an available trigger its device's reachability (the value is not
+// the entity's state).
+func wasText(t *model.RunTrigger, v any) string {
+	if t.Kind() != model.TriggerAvailable {
+		return fmt.Sprintf("%s was %s", t.Watched(), interp.FormatReason(v))
+	}
+	if on, _ := v.(bool); on {
+		return t.Watched() + "'s device was online"
+	}
+	return t.Watched() + "'s device was offline"
+}
+
+// changedText says what ended a held trigger's window, in the words of
+// wasText.
+func changedText(t *model.RunTrigger, v any) string {
+	if t.Kind() != model.TriggerAvailable {
+		return fmt.Sprintf("%s changed to %s", t.Watched(), interp.FormatReason(v))
+	}
+	if on, _ := v.(bool); on {
+		return t.Watched() + "'s device came back online"
+	}
+	return t.Watched() + "'s device went offline"
 }
 
 // offsetText is an offset from a test run's start ("+3m", "-1h", "the
