@@ -11,6 +11,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/pilotage"
+	"github.com/pilothouse/pilothouse/web/internal/healthnote"
 )
 
 // deviceView is one device with its states, events and actions.
@@ -76,7 +77,7 @@ func (s *server) devicesPage(w http.ResponseWriter, r *http.Request, ss *session
 	list := s.groupDevices(ctx, entries)
 	d := devicesData{findData: findDevices(list, r.URL.Query()), Coverage: coverageOf(list, !ss.seesHouse())}
 	cs := s.counters()
-	d.Coverage.Refused, d.Notes = counterValue(cs, "devices.refused.oversized_messages"), troubles(cs)
+	d.Coverage.Refused, d.Notes = healthnote.Value(cs, "devices.refused.oversized_messages"), healthnote.Troubles(cs)
 	if !hasDevice(list) {
 		d.Empty = s.noDevices(ss)
 	}

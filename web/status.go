@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/pilothouse/pilothouse/web/internal/healthnote"
 )
 
 // Health is what the UI says about the house's connections: the facts
@@ -105,7 +107,7 @@ func (s *server) statusView(ss *session) statusView {
 		v = statusView{Label: "storage failing", Title: "Storage: " + h.StorageError,
 			Problem: "Storage cannot write" + since + " (" + h.StorageError + "). Installing rules fails and runs are not recorded until it recovers."}
 	}
-	v.Notes = troubles(s.counters())
+	v.Notes = healthnote.Troubles(s.counters())
 	return v
 }
 

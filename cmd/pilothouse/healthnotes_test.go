@@ -60,7 +60,7 @@ func TestHealthPageKnowsEveryCounter(t *testing.T) {
 	}
 	for _, p := range paths {
 		if !web.KnowsCounter(p) {
-			t.Errorf("/healthz %s has no sentence in web/healthnotes.go", p)
+			t.Errorf("/healthz %s has no sentence in web/internal/healthnote/notes.go", p)
 		}
 	}
 }
