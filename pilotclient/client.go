@@ -301,10 +301,13 @@ func (c *Client) SetRuleEnabled(ctx context.Context, name string, on bool) (*pil
 	}
 	var out struct {
 		Rule pilotage.RuleInfo `json:"rule"`
+		// CancelledRuns is the answer's own count, there even when 0.
+		CancelledRuns int `json:"cancelled_runs"`
 	}
 	if err := c.call(ctx, tool, map[string]any{"name": name}, &out); err != nil {
 		return nil, err
 	}
+	out.Rule.CancelledRuns = out.CancelledRuns
 	return &out.Rule, nil
 }
 

@@ -107,6 +107,7 @@ func TestWireRecordsRoundTrip(t *testing.T) {
 		Rules []pilotage.RuleInfo `json:"rules"`
 	}{})
 	roundTrip(t, "rule disable", call(pilotage.ToolRuleDisable, map[string]any{"name": "hall-motion-light"}), &struct {
-		Rule pilotage.RuleInfo `json:"rule"`
+		Rule          pilotage.RuleInfo `json:"rule"`
+		CancelledRuns int               `json:"cancelled_runs"`
 	}{})
 }
