@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
@@ -318,14 +318,22 @@ func (f levelFilter) WithGroup(g string) slog.Handler {
 	return levelFilter{f.Handler.WithGroup(g), f.min}
 }
 
-func newLogger(level string, json bool) *slog.Logger {
+// newLogger writes the log to w, its times in zone: the house's, so that a
+// line reads like the times the web UI shows (a new user saw UTC lines
+// beside a Berlin UI).
+func newLogger(w io.Writer, level string, json bool, zone *time.Location) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
-	opts := &slog.HandlerOptions{Level: l}
+	opts := &slog.HandlerOptions{Level: l, ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+		if len(groups) == 0 && a.Key == slog.TimeKey && a.Value.Kind() == slog.KindTime {
+			a.Value = slog.TimeValue(a.Value.Time().In(zone))
+		}
+		return a
+	}}
 	if json {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+		return slog.New(slog.NewJSONHandler(w, opts))
 	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 // waitUntil polls cond until it holds or the deadline passes.

@@ -349,6 +349,16 @@ func (c *Config) check(withHTTP bool) error {
 
 func (c *Config) tlsConfig() *tls.Config { return c.tls }
 
+// zone is the house's time zone: the configured one, else the system's.
+func (c *Config) zone() *time.Location {
+	if c.TimeZone != "" {
+		if z, err := time.LoadLocation(c.TimeZone); err == nil {
+			return z
+		}
+	}
+	return systemZone()
+}
+
 func (c *Config) engineConfig() engine.Config {
 	ret, _ := rules.ParseDuration(c.Retention)
 	ec := engine.Config{Retention: ret, Limits: c.Limits, Principals: c.Principals}
@@ -362,11 +372,7 @@ func (c *Config) engineConfig() engine.Config {
 		loc := engine.DemoLocation
 		ec.Location, ec.LocationSource = &loc, engine.LocationDemo
 	}
-	if c.TimeZone != "" {
-		ec.TimeZone, _ = time.LoadLocation(c.TimeZone)
-	} else {
-		ec.TimeZone = systemZone()
-	}
+	ec.TimeZone = c.zone()
 	ec.History = c.History.engine()
 	ec.ApprovalTTL, ec.WebURL, ec.Approval = c.ApprovalTTL, c.webURL(), c.Approval
 	return ec

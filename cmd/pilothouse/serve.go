@@ -25,7 +25,7 @@ func runServe(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg.LogLevel, cfg.LogJSON)
+	log := newLogger(os.Stderr, cfg.LogLevel, cfg.LogJSON, cfg.zone())
 	if note := resolveDataDir(cfg); note != "" {
 		log.Warn(note)
 	}
@@ -63,7 +63,7 @@ func runStdio(ctx context.Context, args []string, in io.Reader, out io.Writer) e
 	if err != nil {
 		return stdioFailed(ctx, in, out, err)
 	}
-	log := newLogger(cfg.LogLevel, cfg.LogJSON)
+	log := newLogger(os.Stderr, cfg.LogLevel, cfg.LogJSON, cfg.zone())
 	if note := resolveDataDir(cfg); note != "" {
 		log.Warn(note)
 	}
@@ -169,7 +169,7 @@ func runSim(ctx context.Context, args []string) error {
 	if err := cfg.check(false); err != nil {
 		return err
 	}
-	log := newLogger(cfg.LogLevel, cfg.LogJSON)
+	log := newLogger(os.Stderr, cfg.LogLevel, cfg.LogJSON, cfg.zone())
 	c, err := mqtt.Dial(ctx, mqtt.Options{Broker: cfg.Broker, ClientID: cfg.ClientID + "-sim", Username: cfg.MQTTUser, Password: cfg.MQTTPassword, TLS: cfg.tlsConfig(), Logger: log})
 	if err != nil {
 		return err
