@@ -433,8 +433,8 @@ func (w *SimWorld) setAvailLocked(id string, on bool) {
 // availability trigger, else its state.
 func (w *SimWorld) watched(t *model.RunTrigger) any {
 	if t.Kind() == model.TriggerAvailable {
-		return w.Available(t.EntityID)
+		return w.Available(t.Watched())
 	}
-	v, _ := w.State(t.EntityID)
+	v, _ := w.State(t.Watched())
 	return v
 }
