@@ -72,3 +72,41 @@ func TestAvailableBySelector(t *testing.T) {
 		t.Errorf("the firing's trace does not name pir_2: %s", s)
 	}
 }
+
+// TestAvailableBySelectorHoldsEachDevice: a held available trigger by
+// selector holds each device on its own, live: a sensor back online
+// within the hold ends only its own window, one that stays offline fires
+// once, naming itself.
+func TestAvailableBySelectorHoldsEachDevice(t *testing.T) {
+	h := newZ2MHouse(t, nil)
+	owner := h.client("")
+	h.announce(z2mDev{"lamp_a", "light", "living"}, z2mDev{"pir_1", "motion", "hall"}, z2mDev{"pir_2", "motion", "hall"})
+	const held = `{"name":"hall-gone-held","mode":"parallel","triggers":[{"id":"gone","available":{"area":"hall","property":"occupancy"},"to":false,"for":"3s"}],
+	  "steps":[{"id":"on","call":"lamp_a.set","args":{"state":"ON"}},{"id":"who","set":{"who":"{{ trigger.entity }}"}}]}`
+	if r := deployOf(t, owner, held); r["outcome"].(map[string]any)["ok"] != true {
+		t.Fatalf("deploy: %s", js(r))
+	}
+	for _, dev := range []string{"pir_1", "pir_2"} {
+		h.availability(dev, true) // first reports: baselines
+		testutil.Eventually(t, 10*time.Second, dev+" online", func() bool {
+			l, _ := h.devs.Live(dev + ".occupancy")
+			return l.Available != nil && *l.Available
+		})
+	}
+	n := h.count()
+	h.availability("pir_1", false)
+	h.availability("pir_1", true) // back within the hold: its window ends
+	h.availability("pir_2", false)
+	h.commands(n, 1)
+	var ids []string
+	testutil.Eventually(t, 10*time.Second, "the firing's record", func() bool { ids = firingsOf(t, owner, "hall-gone-held"); return len(ids) >= 1 })
+	h.eng.Flush()
+	// pir_1's window, had it stayed open, was due before pir_2's.
+	if ids = firingsOf(t, owner, "hall-gone-held"); len(ids) != 1 {
+		t.Fatalf("%d firings, want pir_2's only", len(ids))
+	}
+	tr, _ := callTool(t, owner, "pilotage_trace", map[string]any{"run_id": ids[0]})
+	if s := js(tr); !strings.Contains(s, "pir_2.occupancy's device went offline and held for 3s") || !strings.Contains(s, `"who":"pir_2.occupancy"`) {
+		t.Errorf("the firing's trace does not name pir_2: %s", s)
+	}
+}
