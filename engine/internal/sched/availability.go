@@ -134,3 +134,27 @@ func (s *Scheduler) closeHoldsOf(dev string) {
 // OfflineChanges counts the state changes of devices that had said they
 // were offline since the start: no trigger fired on them (/healthz).
 func (s *Scheduler) OfflineChanges() uint64 { return s.offline.Load() }
+
+// wasText says what entity's window held at arming: its value, or for an
+// available trigger its device's reachability (not the entity's state).
+func (at *Trigger) wasText(entity string, v any) string {
+	if at.t.Kind() != rules.TriggerAvailable {
+		return entity + " was " + compact(v)
+	}
+	if on, _ := v.(bool); on {
+		return entity + "'s device was online"
+	}
+	return entity + "'s device was offline"
+}
+
+// changedText says what change opened entity's window, in the words of
+// wasText.
+func (at *Trigger) changedText(entity string, v any) string {
+	if at.t.Kind() != rules.TriggerAvailable {
+		return entity + " changed to " + compact(v)
+	}
+	if on, _ := v.(bool); on {
+		return entity + "'s device came back online"
+	}
+	return entity + "'s device went offline"
+}

@@ -111,10 +111,7 @@ func (at *Trigger) describeOf(entity string, ch devices.Change, restored bool) s
 	if at.t.Kind() != rules.TriggerAvailable {
 		return describeChange(entity, ch, restored)
 	}
-	if on, _ := ch.Value.(bool); on {
-		return entity + "'s device came back online"
-	}
-	return entity + "'s device went offline"
+	return at.changedText(entity, ch.Value)
 }
 
 func describeChange(entity string, ch devices.Change, restored bool) string {

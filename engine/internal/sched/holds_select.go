@@ -131,7 +131,7 @@ func (at *Trigger) resumeWindows() {
 		}
 		at.mu.Lock()
 		if at.window(entity) == nil {
-			because := entity + " changed to " + compact(st.Value) + " before the restart and the window held"
+			because := at.changedText(entity, st.Value) + " before the restart and the window held"
 			at.openWindow(entity, st.Value, st.Left, because, saved.Deadline, 0)
 		}
 		at.mu.Unlock()
