@@ -73,6 +73,7 @@ func (e *Engine) simWorld(p *Principal, v *view, scen rules.Scenario) *rules.Sim
 	w.SetAvailableBase(sched.NewWorld(e.deps, p, nil).Available)
 	w.SetSelectBase(v.Select)
 	if e.devs != nil {
+		w.SetDeviceOf(e.devs.DeviceOf)
 		w.SetPreview(func(ctx context.Context, id string, args map[string]any) (any, error) {
 			return e.devs.Preview(ctx, id, args)
 		})

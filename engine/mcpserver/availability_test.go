@@ -119,3 +119,48 @@ func TestAvailableHeldTestRunNarration(t *testing.T) {
 		}
 	}
 }
+
+// TestTimelineAvailability: a test run's timeline sets a device's
+// availability as its availability topic would, for every entry of the
+// device: a device back online before an offline trigger's for has
+// passed fires nothing, one that stays offline fires, and a device going
+// offline breaks a held state trigger's window (its states read null).
+func TestTimelineAvailability(t *testing.T) {
+	_, c := ownerStack(t)
+	const gone = `{"name": "hall-gone", "triggers": [{"id": "gone", "available": "hall_motion.occupancy", "to": false, "for": "10m"}],
+	  "steps": [{"id": "n", "call": "hall_light.set", "args": {"state": "ON"}}]}`
+	const held = `{"name": "hall-held", "triggers": [{"id": "held", "state": "hall_motion.occupancy", "to": true, "for": "10m"}],
+	  "steps": [{"id": "n", "call": "hall_light.set", "args": {"state": "ON"}}]}`
+	for _, tc := range []struct {
+		name, src, timeline, status, want string
+		calls                             int
+	}{
+		{"back online", gone, `[{"at": "5m", "available": {"hall_motion.occupancy": true}}]`,
+			"not_triggered", "hall_motion.occupancy's device came back online at +5m, before 10m had passed", 0},
+		{"back online through another entry", gone, `[{"at": "5m", "available": {"hall_motion.illuminance": true}}]`,
+			"not_triggered", "came back online at +5m", 0},
+		{"stays offline", gone, `[{"at": "5m", "available": {"hall_light.state": false}}]`,
+			"success", "hall_motion.occupancy's device was offline from the start and held for 10m", 1},
+		{"back after the window", gone, `[{"at": "11m", "available": {"hall_motion.occupancy": true}}]`,
+			"success", "held for 10m", 1},
+		{"offline breaks a held state", held, `[{"at": "3m", "available": {"hall_motion.occupancy": false}}]`,
+			"not_triggered", "hall_motion.occupancy changed to null at +3m", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			oc, _, calls := testRun(t, c, tc.src, `{"timeline": `+tc.timeline+`}`)
+			b, _ := json.Marshal(oc)
+			if oc["status"] != tc.status || len(calls) != tc.calls {
+				t.Fatalf("status %v with %d calls, want %s with %d: %s", oc["status"], len(calls), tc.status, tc.calls, b)
+			}
+			out := call(t, c, "pilotage_execute", map[string]any{"test_run": true, "program": prog(t, tc.src),
+				"input": map[string]any{"scenario": prog(t, `{"timeline": `+tc.timeline+`}`)}})
+			if all, _ := json.Marshal(out); !strings.Contains(string(all), tc.want) {
+				t.Errorf("want %q in the answer: %s", tc.want, all)
+			}
+		})
+	}
+	bad, _, _ := testRun(t, c, gone, `{"timeline": [{"at": "5m", "available": {"hall_motion.occupancy": "online", "nope.x": true}}]}`)
+	if b, _ := json.Marshal(bad); bad["status"] != "validation_error" || !strings.Contains(string(b), "/scenario/timeline/0/available/hall_motion.occupancy") {
+		t.Errorf("a bad available entry: %s", b)
+	}
+}

@@ -21,6 +21,10 @@ func (s *Scheduler) onAvailability(ch devices.Change) {
 	ats := s.avail
 	s.mu.RUnlock()
 	for _, at := range ats {
+		if at.t.Selector() != nil {
+			s.availSelected(at, ch)
+			continue
+		}
 		if dev, ok := s.d.Devs.DeviceOf(at.t.Entity()); !ok || dev != ch.ID {
 			continue
 		}
@@ -38,6 +42,23 @@ func (s *Scheduler) onAvailability(ch devices.Change) {
 	}
 }
 
+// availSelected applies device ch.ID's availability change to an
+// available trigger by selector, once for each state of that device it
+// addresses now in its owner's scope (so a device that joined since it
+// was armed is watched), each with a window of its own. A device's first
+// report after a start is a baseline for it, as a state's first value is
+// for state triggers by selector.
+func (s *Scheduler) availSelected(at *Trigger, ch devices.Change) {
+	if ch.Prev == nil {
+		return
+	}
+	for _, id := range at.addressed() {
+		if dev, ok := s.d.Devs.DeviceOf(id); ok && dev == ch.ID {
+			at.observe(devices.Change{Kind: devices.ChangeState, ID: id, Value: ch.Value, Prev: ch.Prev, Time: ch.Time, Topic: ch.Topic}, false)
+		}
+	}
+}
+
 // unwatchAvailability drops at from the availability triggers; s.mu is
 // held.
 func (s *Scheduler) unwatchAvailability(at *Trigger) {
@@ -52,7 +73,12 @@ func (s *Scheduler) unwatchAvailability(at *Trigger) {
 // current is what at watches now: its entry's availability (known once
 // its device reported it) or its state's value.
 func (at *Trigger) current() (any, bool) {
-	l, ok := at.r.s.d.Devs.Live(at.t.Entity())
+	return at.currentOf(at.t.Entity())
+}
+
+// currentOf is what at watches of entity now (see current).
+func (at *Trigger) currentOf(entity string) (any, bool) {
+	l, ok := at.r.s.d.Devs.Live(entity)
 	if !ok {
 		return nil, false
 	}
@@ -108,3 +134,27 @@ func (s *Scheduler) closeHoldsOf(dev string) {
 // OfflineChanges counts the state changes of devices that had said they
 // were offline since the start: no trigger fired on them (/healthz).
 func (s *Scheduler) OfflineChanges() uint64 { return s.offline.Load() }
+
+// wasText says what entity's window held at arming: its value, or for an
+// available trigger its device's reachability (not the entity's state).
+func (at *Trigger) wasText(entity string, v any) string {
+	if at.t.Kind() != rules.TriggerAvailable {
+		return entity + " was " + compact(v)
+	}
+	if on, _ := v.(bool); on {
+		return entity + "'s device was online"
+	}
+	return entity + "'s device was offline"
+}
+
+// changedText says what change opened entity's window, in the words of
+// wasText.
+func (at *Trigger) changedText(entity string, v any) string {
+	if at.t.Kind() != rules.TriggerAvailable {
+		return entity + " changed to " + compact(v)
+	}
+	if on, _ := v.(bool); on {
+		return entity + "'s device came back online"
+	}
+	return entity + "'s device went offline"
+}

@@ -80,7 +80,7 @@ func (at *Trigger) observe(ch devices.Change, restored bool) {
 	}
 	if t.For() <= 0 {
 		if matched && t.Selector() != nil {
-			at.fireDepth(depth, ch.ID, ch.Value, ch.Prev, describeChange(ch.ID, ch, restored))
+			at.fireDepth(depth, ch.ID, ch.Value, ch.Prev, at.describeOf(ch.ID, ch, restored))
 		} else if matched {
 			at.fireDepth(depth, "", ch.Value, ch.Prev, at.describe(ch, restored))
 		}
@@ -102,13 +102,16 @@ func (at *Trigger) observe(ch devices.Change, restored bool) {
 
 // describe says why at fires for ch, for the trace.
 func (at *Trigger) describe(ch devices.Change, restored bool) string {
+	return at.describeOf(at.t.Entity(), ch, restored)
+}
+
+// describeOf says why at fires for ch of entity (the state a trigger by
+// selector fires for).
+func (at *Trigger) describeOf(entity string, ch devices.Change, restored bool) string {
 	if at.t.Kind() != rules.TriggerAvailable {
-		return describeChange(at.t.Entity(), ch, restored)
+		return describeChange(entity, ch, restored)
 	}
-	if on, _ := ch.Value.(bool); on {
-		return at.t.Entity() + "'s device came back online"
-	}
-	return at.t.Entity() + "'s device went offline"
+	return at.changedText(entity, ch.Value)
 }
 
 func describeChange(entity string, ch devices.Change, restored bool) string {

@@ -131,10 +131,10 @@ func (at *Trigger) resumeHold() {
 		return
 	}
 	deadline := d.Now().Add(at.t.For())
-	because := fmt.Sprintf("%s was %s when the rule was armed and held for %s", at.t.Entity(), compact(val), at.t.For())
+	because := fmt.Sprintf("%s when the rule was armed and held for %s", at.wasText(at.t.Entity(), val), at.t.For())
 	if hadSaved {
 		deadline = saved.Deadline
-		because = fmt.Sprintf("%s changed to %s before the restart and the window held (due %s)", at.t.Entity(), compact(val), deadline.Format(time.RFC3339))
+		because = fmt.Sprintf("%s before the restart and the window held (due %s)", at.changedText(at.t.Entity(), val), deadline.Format(time.RFC3339))
 	}
 	at.openHold(val, left, because, deadline, 0)
 }
@@ -175,7 +175,7 @@ func (at *Trigger) keepOrDropSavedHold(v any) {
 	at.mu.Lock()
 	defer at.mu.Unlock()
 	if at.hold == nil {
-		because := fmt.Sprintf("%s changed to %s before the restart and the window held (due %s)", at.t.Entity(), compact(st.Value), saved.Deadline.Format(time.RFC3339))
+		because := fmt.Sprintf("%s before the restart and the window held (due %s)", at.changedText(at.t.Entity(), st.Value), saved.Deadline.Format(time.RFC3339))
 		at.openHold(st.Value, st.Left, because, saved.Deadline, 0)
 	}
 }

@@ -94,7 +94,7 @@ func (at *Trigger) observeHeld(ch devices.Change, matched, restored bool, depth 
 		at.closeWindow(ch.ID, true)
 	}
 	if matched && at.window(ch.ID) == nil {
-		because := describeChange(ch.ID, ch, restored) + " and held for " + at.t.For().String()
+		because := at.describeOf(ch.ID, ch, restored) + " and held for " + at.t.For().String()
 		at.openWindow(ch.ID, ch.Value, ch.Prev, because, at.r.s.d.Now().Add(at.t.For()), depth)
 	}
 }
@@ -122,9 +122,7 @@ func (at *Trigger) resumeWindows() {
 		var st heldState
 		var v any
 		if s.d.Devs != nil {
-			if l, ok := s.d.Devs.Live(entity); ok {
-				v = l.Value
-			}
+			v, _ = at.currentOf(entity)
 		}
 		if v == nil || json.Unmarshal(saved.State, &st) != nil || !at.t.Keeps(st.Left, st.Value, v) {
 			s.pend.Delete(id)
@@ -133,7 +131,7 @@ func (at *Trigger) resumeWindows() {
 		}
 		at.mu.Lock()
 		if at.window(entity) == nil {
-			because := entity + " changed to " + compact(st.Value) + " before the restart and the window held"
+			because := at.changedText(entity, st.Value) + " before the restart and the window held"
 			at.openWindow(entity, st.Value, st.Left, because, saved.Deadline, 0)
 		}
 		at.mu.Unlock()

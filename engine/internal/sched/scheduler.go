@@ -297,7 +297,10 @@ func (s *Scheduler) armLocked(ar *Rule) {
 			s.armSun(ar, at, time.Time{})
 		case rules.TriggerAvailable:
 			s.avail = append(s.avail[:len(s.avail):len(s.avail)], at)
-			if t.For() > 0 {
+			switch {
+			case t.For() > 0 && t.Selector() != nil:
+				at.resumeWindows()
+			case t.For() > 0:
 				at.resumeHold()
 			}
 		}
@@ -353,7 +356,11 @@ func (s *Scheduler) armSun(ar *Rule, at *Trigger, notBefore time.Time) {
 func (s *Scheduler) disarmLocked(ar *Rule) int {
 	for _, at := range ar.triggers {
 		if at.t.Selector() != nil {
-			s.selIdx.Remove(at)
+			if at.t.Kind() == rules.TriggerAvailable {
+				s.unwatchAvailability(at)
+			} else {
+				s.selIdx.Remove(at)
+			}
 			s.over.forget(at)
 			at.mu.Lock()
 			at.closeHold(!s.closing) // at shutdown the windows' deadlines are kept

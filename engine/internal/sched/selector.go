@@ -39,14 +39,19 @@ func (s *Scheduler) selectedIn(id string, trigs []*Trigger, ver uint64) []*Trigg
 	if snap := s.d.Cat.DevSnapshot(); snap != nil {
 		gen = snap.Gen
 	}
-	return s.selIdx.Lookup(id, trigs, ver, gen, func(at *Trigger) []string {
-		ids := s.d.Cat.View(at.r.principal).Select(pilotage.KindState, at.t.Selector())
-		s.over.note(s, at, len(ids))
-		if len(ids) > rules.MaxSelected {
-			ids = ids[:rules.MaxSelected]
-		}
-		return ids
-	})
+	return s.selIdx.Lookup(id, trigs, ver, gen, (*Trigger).addressed)
+}
+
+// addressed is what a trigger by selector watches now, resolved in its
+// rule owner's view: at most rules.MaxSelected states (the first by id).
+func (at *Trigger) addressed() []string {
+	s := at.r.s
+	ids := s.d.Cat.View(at.r.principal).Select(pilotage.KindState, at.t.Selector())
+	s.over.note(s, at, len(ids))
+	if len(ids) > rules.MaxSelected {
+		ids = ids[:rules.MaxSelected]
+	}
+	return ids
 }
 
 // selectorOverflow tracks the triggers by selector that address more

@@ -350,7 +350,11 @@ func (dc *decoder) triggerKind(n *core.JNode, t *model.Trigger, key string) {
 		dc.sunTrigger(n, t)
 	case "available":
 		t.Kind = model.TriggerAvailable
-		t.Entity, _ = dc.str(n.Get("available"), "available")
+		if v := n.Get("available"); v != nil && v.Kind == core.JObj {
+			t.Select = dc.selector(v, "available", model.SelectorMembers.Property)
+		} else {
+			t.Entity, _ = dc.str(v, "available")
+		}
 	}
 }
 

@@ -48,7 +48,7 @@ const (
 	TriggerTime    TriggerKind = "time"    // {"at": "07:30"} or "07:30:15"
 	TriggerSun     TriggerKind = "sun"     // {"sun": "sunrise"|"sunset", "offset"?: "-30m"}
 	// TriggerAvailable watches whether an entry's device is reachable.
-	TriggerAvailable TriggerKind = "available" // {"available": id, "to"?: false, "for"?}
+	TriggerAvailable TriggerKind = "available" // {"available": id | selector, "to"?: false, "for"?}
 )
 
 // Value is an optional JSON literal (to/from/value filters).

@@ -225,11 +225,11 @@ func DescribeTrigger(t *model.RunTrigger, zone string, loc *time.Location) strin
 	case model.TriggerSun:
 		return "At " + sunText(t) + " (the server's location)"
 	case model.TriggerAvailable:
-		s := "When " + t.EntityID + "'s device goes offline or comes back online"
+		s := "When " + availSubject(t) + " goes offline or comes back online"
 		if t.ToSet {
-			s = "When " + t.EntityID + "'s device " + core.AvailablePhrase(t.ToValue)
+			s = "When " + availSubject(t) + " " + core.AvailablePhrase(t.ToValue)
 		}
-		return s + holdText(t, "and stays so")
+		return s + holdText(t, "and stays so") + eachText(t)
 	}
 	return ""
 }
@@ -449,6 +449,15 @@ func triggerSubject(t *model.RunTrigger) string {
 		return sel.Quantified("any") + " (" + sel.NowText() + ")"
 	}
 	return t.EntityID
+}
+
+// availSubject is whose availability an available trigger watches: its
+// entity's device, or the device of any state its selector addresses.
+func availSubject(t *model.RunTrigger) string {
+	if sel := t.Selector(); sel != nil {
+		return "the device of " + sel.Quantified("any") + " (" + sel.NowText() + ")"
+	}
+	return t.EntityID + "'s device"
 }
 
 // stepCond is the expression an if or wait step tests (nil for others).

@@ -44,7 +44,10 @@ type TimelineEntry struct {
 	At    time.Duration
 	State map[string]any // state id → new value
 	Event map[string]any // event id → payload
-	Index int            // its place in the scenario's list (diagnostics)
+	// Available sets the availability of entries' devices (entry id →
+	// online), as the device's availability topic would.
+	Available map[string]bool
+	Index     int // its place in the scenario's list (diagnostics)
 }
 
 // TimeOrOffset is a moment given as a time or as an offset from the
@@ -99,9 +102,11 @@ type SimWorld struct {
 	// shows it in the call's output.
 	preview func(ctx context.Context, id string, args map[string]any) (any, error)
 	// avail is the availability an availability trigger's activation
-	// set; availBase answers for the others (available.go).
+	// or the timeline set, by device (devKey); availBase answers for the
+	// others (available.go).
 	avail     map[string]bool
 	availBase func(id string) bool
+	deviceOf  func(id string) (string, bool)
 	// selectBase resolves selectors against the caller's live catalog
 	// (nil: the set validation found).
 	selectBase func(kind pilotage.Kind, s *model.Selector) []string
@@ -162,7 +167,7 @@ func NewSimWorld(base func(id string) (any, bool), start time.Time, sc Scenario,
 		w.lastRun, w.lastRunOffset = &t, sc.LastRun.At == nil
 	}
 	for _, e := range sc.Timeline {
-		w.timeline = append(w.timeline, simEntry{at: start.Add(e.At), state: e.State, event: e.Event})
+		w.timeline = append(w.timeline, simEntry{at: start.Add(e.At), state: e.State, event: e.Event, avail: e.Available})
 	}
 	// The past first (since() reads it), then the scenario's state at
 	// the start, then what happens at the start itself.
@@ -212,11 +217,11 @@ func (w *SimWorld) State(id string) (any, bool) {
 }
 
 func (w *SimWorld) stateLocked(id string) (any, bool) {
-	if v, ok := w.scratch[id]; ok {
-		return v, true
-	}
 	if !w.availableLocked(id) {
 		return nil, true // an offline device's state reads null, as live
+	}
+	if v, ok := w.scratch[id]; ok {
+		return v, true
 	}
 	if w.base != nil {
 		return w.base(id)
@@ -391,18 +396,45 @@ func (w *SimWorld) Available(id string) bool {
 }
 
 func (w *SimWorld) availableLocked(id string) bool {
-	if v, ok := w.avail[id]; ok {
+	if v, ok := w.avail[w.devKey(id)]; ok {
 		return v
 	}
 	return w.availBase == nil || w.availBase(id)
+}
+
+// SetDeviceOf tells the world which device each entry belongs to, so
+// that availability set for one entry holds for all of its device's
+// entries, as live (nil: each entry stands for itself).
+func (w *SimWorld) SetDeviceOf(f func(id string) (string, bool)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.deviceOf = f
+}
+
+// devKey is the key of id's device in avail.
+func (w *SimWorld) devKey(id string) string {
+	if w.deviceOf != nil {
+		if dev, ok := w.deviceOf(id); ok {
+			return "device:" + dev
+		}
+	}
+	return id
+}
+
+// setAvailLocked sets the availability of id's device.
+func (w *SimWorld) setAvailLocked(id string, on bool) {
+	if w.avail == nil {
+		w.avail = map[string]bool{}
+	}
+	w.avail[w.devKey(id)] = on
 }
 
 // watched is what a trigger watches now: its entry's availability for an
 // availability trigger, else its state.
 func (w *SimWorld) watched(t *model.RunTrigger) any {
 	if t.Kind() == model.TriggerAvailable {
-		return w.Available(t.EntityID)
+		return w.Available(t.Watched())
 	}
-	v, _ := w.State(t.EntityID)
+	v, _ := w.State(t.Watched())
 	return v
 }

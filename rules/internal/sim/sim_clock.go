@@ -19,7 +19,8 @@ type simEntry struct {
 	at    time.Time
 	state map[string]any
 	event map[string]any
-	cond  map[string]any // applied only if these states have these values (Later.If)
+	avail map[string]bool // entry id → its device online
+	cond  map[string]any  // applied only if these states have these values (Later.If)
 }
 
 // scheduleLocked puts what calls make happen later on the timeline, after
@@ -49,6 +50,9 @@ func (w *SimWorld) applyLocked(e simEntry) bool {
 		if got, _ := w.stateLocked(id); core.CompactJSON(got) != core.CompactJSON(want) {
 			return false // what scheduled it was undone (a timer cancelled)
 		}
+	}
+	for _, id := range core.SortedKeys(e.avail) {
+		w.setAvailLocked(id, e.avail[id])
 	}
 	for _, id := range core.SortedKeys(e.state) {
 		w.setLocked(id, e.state[id])

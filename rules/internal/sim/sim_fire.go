@@ -118,10 +118,8 @@ func (w *SimWorld) simulate(t *model.RunTrigger, sc Scenario, fire *model.Trigge
 		// live; a scenario's state for the entity is what it was before.
 		w.setLocked(t.Watched(), fire.Value)
 	case model.TriggerAvailable:
-		if w.avail == nil {
-			w.avail = map[string]bool{}
-		}
-		w.avail[t.Watched()], _ = fire.Value.(bool)
+		on, _ := fire.Value.(bool)
+		w.setAvailLocked(t.Watched(), on)
 	}
 	w.mu.Unlock()
 	switch t.Kind() {

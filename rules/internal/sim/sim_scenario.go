@@ -22,7 +22,8 @@ import (
 //	{"params": {…program params…},
 //	 "scenario": {"trigger": "<trigger id>", "value": …, "from": …,
 //	              "state": {"<state id>": value}, "now": "RFC 3339",
-//	              "timeline": [{"at": "90s", "state": {…}, "event": {…}}],
+//	              "timeline": [{"at": "90s", "state": {…}, "event": {…},
+//	                            "available": {"<entry id>": false}}],
 //	              "last_run": "RFC 3339" | "-20m",
 //	              "waits": {"<wait step id>": "met" | "timeout"}}}
 //
@@ -106,12 +107,13 @@ func parseScenarioObject(m map[string]any, bad func(path, msg, hint string)) Sce
 // ScenarioMembers are the members of a test run's scenario.
 var ScenarioMembers = []string{"trigger", "value", "from", "state", "now", "timeline", "last_run", "waits"}
 
-// parseTimeline reads [{"at": "<offset>", "state"?: {…}, "event"?: {…}}],
-// sorted by at (entries at the same offset keep their order).
+// parseTimeline reads [{"at": "<offset>", "state"?: {…}, "event"?: {…},
+// "available"?: {…}}], sorted by at (entries at the same offset keep
+// their order).
 func parseTimeline(v any, path string, bad func(path, msg, hint string)) []TimelineEntry {
 	list, ok := v.([]any)
 	if !ok {
-		bad(path, fmt.Sprintf("scenario timeline must be an array of {\"at\", \"state\"?, \"event\"?}, got %s", core.InterpTypeName(v)), `e.g. [{"at": "90s", "state": {"hall_motion.occupancy": false}}]`)
+		bad(path, fmt.Sprintf("scenario timeline must be an array of {\"at\", \"state\"?, \"event\"?, \"available\"?}, got %s", core.InterpTypeName(v)), `e.g. [{"at": "90s", "state": {"hall_motion.occupancy": false}}]`)
 		return nil
 	}
 	var out []TimelineEntry
@@ -125,35 +127,14 @@ func parseTimeline(v any, path string, bad func(path, msg, hint string)) []Timel
 		e := TimelineEntry{Index: i}
 		good := true
 		for _, k := range core.SortedKeys(m) {
-			switch k {
-			case "at":
-				d, err := timelineOffset(m[k])
-				if err != nil {
-					bad(p+"/at", "timeline at: "+err.Error(), `an offset from the start such as "90s", "2m" or "-1h" (before the start)`)
-					good = false
-				}
-				e.At = d
-			case "state", "event":
-				obj, ok := m[k].(map[string]any)
-				if !ok || len(obj) == 0 {
-					bad(p+"/"+k, fmt.Sprintf("timeline %s must be an object of id → value, got %s", k, interp.FormatReason(m[k])), "")
-					good = false
-				} else if k == "state" {
-					e.State = obj
-				} else {
-					e.Event = obj
-				}
-			default:
-				bad(p+"/"+simEscapePointer(k), fmt.Sprintf("unknown timeline member %q", k), "timeline entries have at, state and event")
-				good = false
-			}
+			good = timelineMember(&e, k, m[k], p, bad) && good
 		}
 		if _, has := m["at"]; !has {
 			bad(p, "a timeline entry needs \"at\"", `e.g. {"at": "90s", "state": {…}}`)
 			good = false
 		}
-		if e.State == nil && e.Event == nil && good {
-			bad(p, "a timeline entry needs \"state\" or \"event\"", "")
+		if e.State == nil && e.Event == nil && e.Available == nil && good {
+			bad(p, "a timeline entry needs \"state\", \"event\" or \"available\"", "")
 			good = false
 		}
 		if good {
@@ -162,6 +143,59 @@ func parseTimeline(v any, path string, bad func(path, msg, hint string)) []Timel
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At < out[j].At })
 	return out
+}
+
+// timelineMember reads member k of the timeline entry at p into e,
+// reporting false when it is bad.
+func timelineMember(e *TimelineEntry, k string, v any, p string, bad func(path, msg, hint string)) bool {
+	switch k {
+	case "at":
+		d, err := timelineOffset(v)
+		if err != nil {
+			bad(p+"/at", "timeline at: "+err.Error(), `an offset from the start such as "90s", "2m" or "-1h" (before the start)`)
+			return false
+		}
+		e.At = d
+	case "state", "event":
+		obj, ok := v.(map[string]any)
+		if !ok || len(obj) == 0 {
+			bad(p+"/"+k, fmt.Sprintf("timeline %s must be an object of id → value, got %s", k, interp.FormatReason(v)), "")
+			return false
+		}
+		if k == "state" {
+			e.State = obj
+		} else {
+			e.Event = obj
+		}
+	case "available":
+		return timelineAvailable(e, v, p+"/available", bad)
+	default:
+		bad(p+"/"+simEscapePointer(k), fmt.Sprintf("unknown timeline member %q", k), "timeline entries have at, state, event and available")
+		return false
+	}
+	return true
+}
+
+// timelineAvailable reads a timeline entry's "available": entry id →
+// whether its device is online from then on.
+func timelineAvailable(e *TimelineEntry, v any, p string, bad func(path, msg, hint string)) bool {
+	obj, ok := v.(map[string]any)
+	if !ok || len(obj) == 0 {
+		bad(p, fmt.Sprintf("timeline available must be an object of entry id → true (online) or false (offline), got %s", interp.FormatReason(v)), `e.g. {"hall_motion.occupancy": false}`)
+		return false
+	}
+	e.Available = map[string]bool{}
+	good := true
+	for _, id := range core.SortedKeys(obj) {
+		on, ok := obj[id].(bool)
+		if !ok {
+			bad(p+"/"+simEscapePointer(id), fmt.Sprintf("timeline available %q must be true (online) or false (offline), got %s", id, interp.FormatReason(obj[id])), "")
+			good = false
+			continue
+		}
+		e.Available[id] = on
+	}
+	return good
 }
 
 func timelineOffset(v any) (time.Duration, error) {
@@ -235,6 +269,9 @@ func CheckScenarioIDs(c *model.Compiled, sc Scenario, get func(id string) (*pilo
 		}
 		for _, id := range core.SortedKeys(e.Event) {
 			k.id(p+"/event", id, nil, pilotage.KindEvent)
+		}
+		for _, id := range core.SortedKeys(e.Available) {
+			k.id(p+"/available", id, nil, pilotage.KindState, pilotage.KindEvent, pilotage.KindAction)
 		}
 	}
 	k.trigger(c, sc)

@@ -254,10 +254,22 @@ func (c *checker) refArg(fn string, arg ast.Node, x *model.Expr, rng func(int, i
 // availableTrigger checks an availability trigger: a state or event
 // entry, and a `to` that is true (online) or false (offline).
 func (c *checker) availableTrigger(t *model.Trigger) {
+	if t.Select != nil {
+		// By selector: the devices of the states it addresses, each
+		// watched (and held) on its own, as a state trigger by selector.
+		c.resolveSelector(t.Select, pilotage.KindState, t.Ptr+"/available", nil)
+		c.availableTo(t)
+		return
+	}
 	if _, tmpl := c.refSite(t.Entity, t.Ptr+"/available", pilotage.KindState, pilotage.KindEvent); t.Entity == "" || tmpl {
 		return
 	}
 	c.lookup(t.Entity, t.Ptr+"/available", nil, "available", pilotage.KindState, pilotage.KindEvent)
+	c.availableTo(t)
+}
+
+// availableTo checks an available trigger's to: availability is a bool.
+func (c *checker) availableTo(t *model.Trigger) {
 	if _, ok := t.To.V.(bool); t.To.Set && !ok {
 		c.d.Add(core.CodeUnreachableValue, t.Ptr+"/to", "true (online) or false (offline)", "availability is true or false, never %s", core.CompactJSON(t.To.V))
 	}
