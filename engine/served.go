@@ -49,7 +49,7 @@ func (e *Engine) holdServed(ctx context.Context, p *Principal, id string) (relea
 	if err != nil {
 		return nil, fmt.Errorf("engine: reading run: %w", err)
 	}
-	release, refused := e.served.Hold(ctx, size*readCost)
+	release, refused := e.served.Hold(ctx, size*readCost, !p.Admin)
 	if release != nil {
 		return release, nil
 	}

@@ -23,15 +23,20 @@ const wait = 2 * time.Second
 // it reads the record until its response is written (ServingRuns), else
 // until Trace returns.
 type Gate struct {
-	sem      *semaphore.Weighted
+	sem *semaphore.Weighted
+	// guests bounds the reads of principals who see only their own runs
+	// to half of max together, so a guest holding reads open cannot keep
+	// the owner from reading a trace.
+	guests   *semaphore.Weighted
 	max      int64
 	inFlight atomic.Int64
 	refused  atomic.Uint64
 }
 
 // New makes a gate of max bytes.
-func New(max int) *Gate {
-	return &Gate{sem: semaphore.NewWeighted(int64(max)), max: int64(max)}
+func New(bytes int) *Gate {
+	m := int64(bytes)
+	return &Gate{sem: semaphore.NewWeighted(m), guests: semaphore.NewWeighted(max(m/2, 1)), max: m}
 }
 
 type servingKey struct{}
@@ -73,13 +78,26 @@ func (g *Gate) Stats() Stats {
 // Hold takes size bytes of room (what reading a record costs) before it is read; release
 // gives it back, or is a no-op when ctx defers it to ServingRuns' done.
 // When no room comes within a short wait it returns refused, the number
-// of reads refused so far.
-func (g *Gate) Hold(ctx context.Context, size int64) (release func(), refused uint64) {
+// of reads refused so far. A guest's reads (guest: a principal who sees
+// only its own runs) take at most half of the gate together, one larger
+// read being charged that half.
+func (g *Gate) Hold(ctx context.Context, size int64, guest bool) (release func(), refused uint64) {
 	nop := func() {}
 	n := min(max(size, 1), g.max)
+	if guest {
+		n = min(n, max(g.max/2, 1))
+	}
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
+	if guest {
+		if err := g.guests.Acquire(wctx, n); err != nil {
+			return nil, g.refused.Add(1)
+		}
+	}
 	if err := g.sem.Acquire(wctx, n); err != nil {
+		if guest {
+			g.guests.Release(n)
+		}
 		return nil, g.refused.Add(1)
 	}
 	g.inFlight.Add(n)
@@ -88,6 +106,9 @@ func (g *Gate) Hold(ctx context.Context, size int64) (release func(), refused ui
 		once.Do(func() {
 			g.inFlight.Add(-n)
 			g.sem.Release(n)
+			if guest {
+				g.guests.Release(n)
+			}
 		})
 	}
 	if s, ok := ctx.Value(servingKey{}).(*serving); ok {
