@@ -30,9 +30,9 @@ type routeTable struct {
 // notifySpecID keys the notification channels' spec (no device).
 const notifySpecID = "\x00notify"
 
-func newRouteTable() *routeTable {
+func newRouteTable(z2mBase string) *routeTable {
 	return &routeTable{routes: map[string]model.TopicRoutes{}, wild: map[string]bool{}, actions: map[string]*action{}, unsupported: map[string]string{},
-		devOf: map[string]string{}, specs: map[string]*model.Spec{}, shares: newTopicShares()}
+		devOf: map[string]string{}, specs: map[string]*model.Spec{}, shares: newTopicShares(z2mBase)}
 }
 
 func specKey(s *model.Spec) string {
@@ -137,6 +137,7 @@ func (c *Catalog) unplug(tx *txn, s *model.Spec) {
 			}
 		}
 	}
+	m.shares.know(s, -1)
 	for i := range s.Entries {
 		id := s.Entries[i].ID
 		if m.devOf[id] == key {
@@ -169,10 +170,11 @@ func (c *Catalog) plug(s *model.Spec) map[string]*pilotage.Entry {
 		m.devOf[e.ID] = key
 		out[e.ID] = e
 	}
+	m.shares.know(s, 1)
 	for _, a := range s.Actions {
 		if m.devOf[a.ID] == key {
 			m.actions[a.ID] = a
-			m.shares.add(a, out[a.ID], s.Source != "zigbee2mqtt")
+			m.shares.add(a, out[a.ID], s)
 		}
 	}
 	for _, st := range s.States {

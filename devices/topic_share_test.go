@@ -119,8 +119,9 @@ func waitRisk(t *testing.T, c *Catalog, id string, r pilotage.Risk) {
 }
 
 // TestSharedCommandTopicZ2MRelist: a Zigbee2MQTT device list that no
-// longer names the lock lowers the switch aimed at its set again, and one
-// that names it again raises it.
+// longer names the lock leaves the switch aimed at its set at security,
+// now because its topic names no device Pilothouse knows; one that names
+// the light instead lowers a switch aimed at the light's set to control.
 func TestSharedCommandTopicZ2MRelist(t *testing.T) {
 	h := runHouse(t, overTCP(Options{}))
 	lock, light := testutil.Z2MLock("0x10", "front_door"), testutil.Z2MLight("0x11", "hall")
@@ -128,8 +129,17 @@ func TestSharedCommandTopicZ2MRelist(t *testing.T) {
 	h.publish(t, "homeassistant/switch/plug_x/config", switchConfig("zigbee2mqtt/front_door/set/state"), "plug_x.set")
 	waitRisk(t, h.c, "plug_x.set", pilotage.RiskSecurity)
 	h.send(t, "zigbee2mqtt/bridge/devices", testutil.Z2MBridge(light), true)
+	testutil.Eventually(t, waitTime, "the switch raised as naming no device", func() bool {
+		e, _ := h.c.Snapshot().Get("plug_x.set")
+		return e.Risk == pilotage.RiskSecurity && strings.Contains(e.Description, "names no device Pilothouse knows")
+	})
+	h.send(t, "homeassistant/switch/plug_x/config", switchConfig("zigbee2mqtt/hall/set/state"), true)
 	waitRisk(t, h.c, "plug_x.set", pilotage.RiskControl)
-	h.send(t, "zigbee2mqtt/bridge/devices", testutil.Z2MBridge(light, lock), true)
+	h.send(t, "zigbee2mqtt/bridge/devices", testutil.Z2MBridge(lock), true)
+	waitRisk(t, h.c, "plug_x.set", pilotage.RiskSecurity)
+	h.send(t, "zigbee2mqtt/bridge/devices", testutil.Z2MBridge(lock, light), true)
+	waitRisk(t, h.c, "plug_x.set", pilotage.RiskControl)
+	h.send(t, "homeassistant/switch/plug_x/config", switchConfig("zigbee2mqtt/front_door/set/state"), true)
 	waitRisk(t, h.c, "plug_x.set", pilotage.RiskSecurity)
 	if e, _ := h.c.Snapshot().Get("hall.set"); e.Risk != pilotage.RiskControl {
 		t.Errorf("the light beside them = %+v, want control", e)

@@ -15,10 +15,18 @@ import (
 // risk among them, and its description says why. The commit phase keeps
 // the writers of every topic, so its work follows the actions a commit
 // changes, never the catalog's size or the state messages.
+//
+// Inside Zigbee2MQTT's base topic a name Pilothouse does not know may
+// still reach a device (a group, an IEEE address, the bridge's requests),
+// so an action that is not Zigbee2MQTT's own and writes there is shown at
+// security unless its topic names a device Zigbee2MQTT listed (by friendly
+// name, or by IEEE address, which files the device's actions under both).
 
 // topicShares is the writers of every command topic (model-owned:
 // changed only by the commit phase, under c.ingest and c.mu).
 type topicShares struct {
+	base    string           // Zigbee2MQTT's base topic and "/"
+	known   map[string]int32 // friendly name or IEEE address of a Zigbee2MQTT device listed -> how many
 	keys    map[string]shareKey
 	writers map[string]writer // action id -> what it writes
 	// This commit's: the hints of the keys it touched as they were
@@ -106,6 +114,7 @@ func (h *hintCount) add(r pilotage.RiskHints, d int32) {
 type writer struct {
 	base   *pilotage.Entry // its entry as its device built it
 	writes []string        // its topics (model.Action.Writes)
+	alias  string          // a Zigbee2MQTT device's set topic under its IEEE address ("" for none)
 	under  bool            // its topics may reach a Zigbee2MQTT device's set (not one of Zigbee2MQTT's own)
 }
 
@@ -118,6 +127,9 @@ type writeKey struct {
 // keys are the keys w's topics are filed under.
 func (w writer) keys() []writeKey {
 	out := make([]writeKey, 0, len(w.writes))
+	if w.alias != "" {
+		out = append(out, writeKey{w.alias, w.alias, roleExact})
+	}
 	for _, topic := range w.writes {
 		out = append(out, writeKey{topic, topic, roleExact})
 		if !w.under {
@@ -130,8 +142,83 @@ func (w writer) keys() []writeKey {
 	return out
 }
 
-func newTopicShares() topicShares {
-	return topicShares{keys: map[string]shareKey{}, writers: map[string]writer{}, touched: map[string]pilotage.RiskHints{}}
+func newTopicShares(z2mBase string) topicShares {
+	return topicShares{base: z2mBase + "/", known: map[string]int32{}, keys: map[string]shareKey{}, writers: map[string]writer{},
+		touched: map[string]pilotage.RiskHints{}}
+}
+
+// z2mNames are the names Zigbee2MQTT takes in a command topic for the
+// device of spec s: its friendly name and its IEEE address ("" for none).
+func (t *topicShares) z2mNames(s *model.Spec) [2]string {
+	if s.Source != "zigbee2mqtt" || !strings.HasPrefix(s.Z2MTopic, t.base) {
+		return [2]string{}
+	}
+	name := s.Z2MTopic[len(t.base):]
+	if s.Z2MAddr == name {
+		return [2]string{name}
+	}
+	return [2]string{name, s.Z2MAddr}
+}
+
+// know counts the Zigbee2MQTT device of spec s in (d 1) or out (d -1) of
+// the devices listed; the writers of a set topic it starts or stops
+// naming are checked again in this commit.
+func (t *topicShares) know(s *model.Spec, d int32) {
+	for _, name := range t.z2mNames(s) {
+		if name == "" {
+			continue
+		}
+		n := t.known[name] + d
+		if n <= 0 {
+			delete(t.known, name)
+		} else {
+			t.known[name] = n
+		}
+		if (n > 0) == (n-d > 0) {
+			continue
+		}
+		if k, ok := t.keys[t.base+name+"/set"]; ok {
+			t.added = append(t.added, k.writerIDs()...)
+		}
+	}
+}
+
+// z2mAlias is the topic of writes under device s's IEEE address when
+// writes is its set topic by friendly name ("" otherwise).
+func (t *topicShares) z2mAlias(s *model.Spec, writes []string) string {
+	names := t.z2mNames(s)
+	if len(writes) != 1 || names[1] == "" || writes[0] != s.Z2MTopic+"/set" {
+		return ""
+	}
+	return t.base + names[1] + "/set"
+}
+
+// names says whether set topic k (<base>/<x>/set) names a device listed.
+func (t *topicShares) names(k string) bool {
+	return len(k) > len(t.base)+4 && t.known[k[len(t.base):len(k)-4]] > 0
+}
+
+// unnamed is why topic, inside Zigbee2MQTT's base topic, may reach any
+// device ("" when it lies outside or names a device Zigbee2MQTT listed).
+func (t *topicShares) unnamed(topic string) string {
+	if !strings.HasPrefix(topic, t.base) {
+		return ""
+	}
+	if strings.HasPrefix(topic[len(t.base):], "bridge/") {
+		return "its command topic " + topic + " is a request to the Zigbee2MQTT bridge (Zigbee2MQTT's bridge requests manage the whole network)"
+	}
+	if i := setSegment(topic); i >= 0 {
+		if t.names(topic[:i+4]) {
+			return ""
+		}
+		for _, k := range setTargets(topic) {
+			if t.names(k) {
+				return ""
+			}
+		}
+	}
+	return "its command topic " + topic + " is inside Zigbee2MQTT's " + t.base +
+		" and names no device Pilothouse knows (a group, an address, or the bridge's requests can reach any device)"
 }
 
 // hints is the aggregate of the writers of key (read-only for none).
@@ -152,15 +239,19 @@ func (t *topicShares) touch(key string) {
 	}
 }
 
-// add files action a, whose entry is base, under the keys of its topics;
-// under says they may reach a Zigbee2MQTT device's set. An action that
-// only reads (a Zigbee2MQTT /get) is not filed: it changes nothing.
-func (t *topicShares) add(a *model.Action, base *pilotage.Entry, under bool) {
+// add files action a of device s, whose entry is base, under the keys of
+// its topics; those of an action that is not Zigbee2MQTT's own may reach
+// a Zigbee2MQTT device's set. An action that only reads (a Zigbee2MQTT
+// /get) is not filed: it changes nothing.
+func (t *topicShares) add(a *model.Action, base *pilotage.Entry, s *model.Spec) {
 	if len(a.Writes) == 0 || base == nil || base.RiskHints.ReadOnly {
 		return
 	}
 	t.remove(a.ID) // filed once, whatever held the id before
-	w := writer{base: base, writes: a.Writes, under: under}
+	w := writer{base: base, writes: a.Writes, under: s.Source != "zigbee2mqtt"}
+	if !w.under {
+		w.alias = t.z2mAlias(s, a.Writes)
+	}
 	for _, wk := range w.keys() {
 		t.touch(wk.key)
 		k := t.keys[wk.key]
@@ -233,10 +324,17 @@ func setSegment(t string) int {
 	return -1
 }
 
+var security = pilotage.HintsOf(pilotage.RiskSecurity)
+
 // effective is the risk hints writer w is shown at and, when they are
 // above its own, the reason.
 func (t *topicShares) effective(w writer) (pilotage.RiskHints, string) {
 	eff, why := w.base.RiskHints, ""
+	for i := 0; w.under && i < len(w.writes); i++ {
+		if r := t.unnamed(w.writes[i]); r != "" && pilotage.Aggregate(eff, security) != eff {
+			eff, why = pilotage.Aggregate(eff, security), r
+		}
+	}
 	for _, wk := range w.keys() {
 		h := t.hints(wk.key)
 		agg := pilotage.Aggregate(eff, h)
@@ -315,7 +413,7 @@ func (c *Catalog) showShares(tx *txn, ed *snapEdit, old *Snapshot, cat []Change)
 		want, why := sh.shown(w)
 		prev, had := old.Get(id)
 		if why != "" && (!had || prev.RiskHints != want.RiskHints) {
-			c.log.Warn("action shown at a higher risk: another action writes its command topic", "id", id, "risk", want.Risk, "reason", why)
+			c.log.Warn("action shown at a higher risk than its own: its command topic may reach a riskier device", "id", id, "risk", want.Risk, "reason", why)
 		}
 		if cur.Revision == want.Revision {
 			continue

@@ -28,6 +28,10 @@ type Spec struct {
 	Entries        []pilotage.Entry // built once per spec, revision set
 	built          bool
 	Fidelity       fidelity // how fully the source's description is modelled
+	// A Zigbee2MQTT device's own topic (<base>/<friendly name>) and its
+	// IEEE address, which Zigbee2MQTT takes in place of the name: the
+	// catalog maps command topics naming either to the device.
+	Z2MTopic, Z2MAddr string
 }
 
 // fidelity says how fully a device is modelled; a partial or unmodelled

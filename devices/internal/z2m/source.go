@@ -242,7 +242,7 @@ func (z *Source) Build(log *slog.Logger, ids *model.IDTable) []*model.Spec {
 				log.Warn("zigbee2mqtt device unreadable", "friendly_name", h.friendlyName, "err", err)
 				continue
 			}
-			d.FriendlyName = h.friendlyName // one copy of the name
+			d.FriendlyName, d.IEEE = h.friendlyName, h.ieee // one copy of the name and address
 			ent = z2mCached{raw: z.raws[i], spec: z.buildDevice(log, id, &d)}
 			model.SetArea(z.areas, ent.spec)
 			ent.spec.BuildEntries(z.in) // now: the build state it then drops would pile up over the list
@@ -321,6 +321,7 @@ func z2mDeviceNames(s *model.Spec, id string, d *Device, base string) z2mNames {
 func (z *Source) buildDevice(log *slog.Logger, id string, d *Device) *model.Spec {
 	s := &model.Spec{ID: id, Name: d.FriendlyName, Source: "zigbee2mqtt", Area: d.Area}
 	n := z2mDeviceNames(s, id, d, z.base)
+	s.Z2MTopic, s.Z2MAddr = n.topic, d.IEEE
 	z.routeAvailability(s, n.avail)
 	if d.Definition == nil {
 		s.Desc = "Zigbee device not yet interviewed or not supported by Zigbee2MQTT; no states are known."
