@@ -8,6 +8,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/engine/internal/access"
 	"github.com/pilothouse/pilothouse/helpers"
+	"github.com/pilothouse/pilothouse/internal/cause"
 	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/storage"
@@ -25,9 +26,11 @@ var ErrNotOwner = errors.New("only the owner (an administrator who may deploy, w
 func (e *Engine) SetHelpers(m *helpers.Manager) { e.helpers = m }
 
 // HelperNote is the helpers' logbook writer: an entry of kind "helper"
-// about device (in area), scoped as the device is.
-func (e *Engine) HelperNote(device, area, text string) {
-	e.book.Add(storage.LogEntry{T: e.Now(), Kind: "helper", Device: device, Area: area, Text: text})
+// about device (in area), scoped as the device is; a change a rule made
+// carries its principal and rule, so the storage files it in that
+// principal's part of the rules' share.
+func (e *Engine) HelperNote(c cause.Cause, device, area, text string) {
+	e.book.Add(storage.LogEntry{T: e.Now(), Kind: "helper", Device: device, Area: area, Text: text, Principal: c.Who, Rule: c.Rule})
 }
 
 // Helpers lists the helpers the caller may see (their device entry is in

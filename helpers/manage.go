@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/internal/cause"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -110,7 +111,7 @@ func (m *Manager) merge(stored map[string]*helper, config, defaults []Def) (map[
 func (m *Manager) dropped(id string, old *helper) {
 	val, _ := json.Marshal(old.value["state"])
 	m.o.Log.Warn("a helper of the configuration file or of the demo house is in neither now (the demo is off, or the file no longer has it): removed with its state", "helper", id, "state", string(val))
-	m.o.Note(id, old.def.Area, id+": removed, in neither the configuration file nor the demo house now (its state was "+string(val)+")")
+	m.o.Note(cause.Cause{}, id, old.def.Area, id+": removed, in neither the configuration file nor the demo house now (its state was "+string(val)+")")
 }
 
 // load reads the stored helpers; one that no longer reads is logged and
@@ -190,7 +191,7 @@ func (m *Manager) serve(ctx context.Context, h *helper, write bool, now time.Tim
 	if late {
 		id := h.def.ID
 		m.o.Catalog.FireLocal(id+".finished", "finished")
-		m.o.Note(id, h.def.Area, id+": finished while Pilothouse was not running (it was due at "+overdue.Format(time.RFC3339)+")")
+		m.o.Note(cause.Cause{}, id, h.def.Area, id+": finished while Pilothouse was not running (it was due at "+overdue.Format(time.RFC3339)+")")
 	}
 	m.scheduleLocked(h)
 	return nil

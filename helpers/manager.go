@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/internal/cause"
 	"github.com/pilothouse/pilothouse/storage"
 )
 
@@ -46,8 +47,9 @@ type Options struct {
 	Store   Store // nil: values live only while the process runs
 	Log     *slog.Logger
 	Now     func() time.Time
-	// Note writes a logbook entry about helper device (in area).
-	Note func(device, area, text string)
+	// Note writes a logbook entry about helper device (in area), caused
+	// by c (zero: by no principal, e.g. a timer or the configuration).
+	Note func(c cause.Cause, device, area, text string)
 	Max  int // helpers at most (0: DefaultMaxHelpers)
 }
 
@@ -104,7 +106,7 @@ func New(o Options) *Manager {
 		o.Max = DefaultMaxHelpers
 	}
 	if o.Note == nil {
-		o.Note = func(string, string, string) {}
+		o.Note = func(cause.Cause, string, string, string) {}
 	}
 	return &Manager{o: o, byID: map[string]*helper{}, unserved: map[string]string{}}
 }
@@ -157,7 +159,7 @@ func (m *Manager) Act(ctx context.Context, actionID string, args map[string]any)
 	if err := m.storeValue(ctx, id, out.value); err != nil {
 		return err
 	}
-	m.commitLocked(h, out, actionID)
+	m.commitLocked(h, out, actionID, cause.Of(ctx))
 	return nil
 }
 
@@ -186,7 +188,7 @@ func (m *Manager) storeValue(ctx context.Context, id string, v Value) error {
 
 // commitLocked makes out the helper's value: the catalog serves it, the
 // logbook says what changed and why, the timer follows (m.mu held).
-func (m *Manager) commitLocked(h *helper, out outcome, because string) {
+func (m *Manager) commitLocked(h *helper, out outcome, because string, c cause.Cause) {
 	id := h.def.ID
 	var said []string
 	for _, k := range sortedKeys(out.value) {
@@ -204,7 +206,7 @@ func (m *Manager) commitLocked(h *helper, out outcome, because string) {
 		said = append(said, out.event)
 	}
 	if len(said) > 0 {
-		m.o.Note(id, h.def.Area, id+": "+strings.Join(said, ", ")+" ("+because+")")
+		m.o.Note(c, id, h.def.Area, id+": "+strings.Join(said, ", ")+" ("+because+")")
 	}
 	m.scheduleLocked(h)
 }
@@ -270,7 +272,7 @@ func (m *Manager) expire(h *helper, gen int) {
 		// worse than one whose end is not on disk.
 		m.o.Log.Error("a timer's end could not be stored", "helper", id, "err", err)
 	}
-	m.commitLocked(h, out, "its time was up")
+	m.commitLocked(h, out, "its time was up", cause.Cause{})
 }
 
 // Close stops the timers.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
+	"github.com/pilothouse/pilothouse/internal/cause"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -25,7 +26,9 @@ type house struct {
 	m     *Manager
 	mu    sync.Mutex
 	notes []string
-	now   func() time.Time
+	// causes is each note's cause, as notes.
+	causes []cause.Cause
+	now    func() time.Time
 }
 
 func newHouse(t *testing.T, dir string, now func() time.Time, config ...Def) *house {
@@ -187,9 +190,10 @@ func newHouseWatching(t *testing.T, dir string, now func() time.Time, fn func(de
 	if fn != nil {
 		h.cat.Subscribe(fn)
 	}
-	h.m = New(Options{Catalog: h.cat, Store: st, Now: now, Note: func(dev, area, text string) {
+	h.m = New(Options{Catalog: h.cat, Store: st, Now: now, Note: func(c cause.Cause, dev, area, text string) {
 		h.mu.Lock()
 		h.notes = append(h.notes, text)
+		h.causes = append(h.causes, c)
 		h.mu.Unlock()
 	}})
 	if err := h.m.Start(context.Background(), config); err != nil {
@@ -277,7 +281,7 @@ func TestHelperOnADevicesIDIsSaid(t *testing.T) {
 	defer st.Close()
 	cat := devices.NewCatalog(devices.Options{})
 	cat.HandleMessage(mqtt.Message{Topic: "zigbee2mqtt/bridge/devices", Payload: devices.SyntheticZ2MHouse(1, 1)})
-	m := New(Options{Catalog: cat, Store: st, Now: time.Now, Note: func(string, string, string) {}})
+	m := New(Options{Catalog: cat, Store: st, Now: time.Now, Note: func(cause.Cause, string, string, string) {}})
 	defer m.Close()
 	if err := m.Start(t.Context(), []Def{{ID: "bench_sensor_0", Kind: Flag}, {ID: "guest_mode", Kind: Flag}}); err != nil {
 		t.Fatal(err)
@@ -291,5 +295,28 @@ func TestHelperOnADevicesIDIsSaid(t *testing.T) {
 	}
 	if _, ok := cat.Snapshot().Get("guest_mode.turn_on"); !ok {
 		t.Fatal("the other helper is not served")
+	}
+}
+
+// TestNoteCause: a change made through the catalog with a rule's cause on
+// the context is noted with it (the logbook files it as that principal's);
+// a change with none, and a timer's end, are noted with none.
+func TestNoteCause(t *testing.T) {
+	h := newHouse(t, t.TempDir(), time.Now, Def{ID: "away", Kind: Flag}, Def{ID: "egg", Kind: Timer, Duration: "PT1S"})
+	ruled := cause.With(context.Background(), "guest", "loop")
+	for _, c := range []struct {
+		ctx context.Context
+		id  string
+	}{{ruled, "away.toggle"}, {context.Background(), "away.toggle"}, {ruled, "egg.start"}} {
+		if err := h.cat.Call(c.ctx, c.id, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testutil.Eventually(t, 15*time.Second, "the timer's end noted", func() bool { return h.noted("its time was up") })
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	want := []cause.Cause{{Who: "guest", Rule: "loop"}, {}, {Who: "guest", Rule: "loop"}, {}}
+	if !slices.Equal(h.causes, want) {
+		t.Errorf("causes %+v of notes %q, want %+v", h.causes, h.notes, want)
 	}
 }

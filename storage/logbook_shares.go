@@ -7,9 +7,10 @@ import (
 )
 
 // The logbook's shares of its rows, each trimmed on its own: what the
-// devices report (the bus's events and availability, and helpers' changes:
-// anyone who can publish, or any rule that calls a helper in a loop, can
-// make them), the rules' activity (firings and rule changes: any
+// devices report (the bus's events and availability, and the helpers'
+// changes no principal made: anyone who can publish can make them), the
+// rules' activity (firings, rule changes and the helper changes a rule's
+// firing made, which its principal's rules can make in a loop: any
 // principal's rules fire as often as their triggers come, and a guest may
 // switch its own rule as often as it likes), and the house's own lines
 // (approvals, the server's notes), which neither the devices nor a
@@ -34,9 +35,9 @@ func shareOf(kind string) int {
 	return shareOwn
 }
 
-// LogFromBus reports whether an entry of kind is one the devices report
-// (the bus's, or a helper's).
-func LogFromBus(kind string) bool { return shareOf(kind) == shareBus }
+// LogFromBus reports whether entry e is one the devices report (the
+// bus's, or a helper's change no principal made).
+func LogFromBus(e LogEntry) bool { return entryShare(e) == shareBus }
 
 // LogShares bounds the logbook's rows: the newest MaxRows are kept, the
 // bus's at most half of them, the rules' lines a quarter and the house's
@@ -84,9 +85,18 @@ type logPart struct {
 	who   string
 }
 
+// entryShare is the share of entry e: a helper's change is the rules'
+// when a principal's rule made it (e.Principal set), else the devices'.
+func entryShare(e LogEntry) int {
+	if e.Kind == "helper" && e.Principal != "" {
+		return shareRules
+	}
+	return shareOf(e.Kind)
+}
+
 // partOf is the part an entry belongs to.
 func (sh *LogShares) partOf(e LogEntry) logPart {
-	share := shareOf(e.Kind)
+	share := entryShare(e)
 	if share != shareRules {
 		return logPart{share: share}
 	}
@@ -99,7 +109,7 @@ func (sh *LogShares) partOf(e LogEntry) logPart {
 // Guest reports whether e is a line of a rule of a principal other than
 // the owner.
 func (sh *LogShares) Guest(e LogEntry) bool {
-	return shareOf(e.Kind) == shareRules && e.Principal != sh.owner
+	return entryShare(e) == shareRules && e.Principal != sh.owner
 }
 
 // keep is how many rows part keeps (-1: no bound).

@@ -221,7 +221,7 @@ func (b *Logbook) add(en storage.LogEntry, cut bool) {
 // is held.
 func (b *Logbook) enqueue(en storage.LogEntry) {
 	size := entryBytes(en)
-	bus, guest := storage.LogFromBus(en.Kind), b.shares.Guest(en)
+	bus, guest := storage.LogFromBus(en), b.shares.Guest(en)
 	switch {
 	case bus && (2*(b.busN+1) > cap(b.buf) || 2*(b.busBytes+size) > b.cfg.QueueBytes):
 		b.dropped.Add(1)

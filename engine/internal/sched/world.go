@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine/internal/access"
 	"github.com/pilothouse/pilothouse/engine/internal/wait"
+	"github.com/pilothouse/pilothouse/internal/cause"
 	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/mqtt"
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -74,8 +76,12 @@ func LiveValue(l devices.Live) any {
 }
 
 func (w *World) Call(ctx context.Context, id string, args map[string]any) (any, error) {
-	if err := w.callable(id); err != nil {
+	local, err := w.callable(id)
+	if err != nil {
 		return nil, err
+	}
+	if local {
+		ctx = w.caused(ctx)
 	}
 	topic, err := w.d.Devs.CallTopic(ctx, id, args)
 	if err != nil {
@@ -100,8 +106,12 @@ func (w *World) CallAsync(ctx context.Context, id string, args map[string]any) (
 		out, err := w.Call(ctx, id, args)
 		return out, false, err
 	}
-	if err := w.callable(id); err != nil {
+	local, err := w.callable(id)
+	if err != nil {
 		return nil, false, err
+	}
+	if local {
+		ctx = w.caused(ctx)
 	}
 	sent, err := w.d.Devs.CallAsync(ctx, id, args, w.f)
 	if err != nil {
@@ -115,17 +125,35 @@ func (w *World) CallAsync(ctx context.Context, id string, args map[string]any) (
 	return publishedOutput, true, nil
 }
 
-// callable refuses an id that is no action in the principal's scope.
-func (w *World) callable(id string) error {
+// callable refuses an id that is no action in the principal's scope;
+// local is true for an action of a device Pilothouse owns (a helper).
+func (w *World) callable(id string) (local bool, err error) {
 	en, ok := w.d.Cat.View(w.p).Get(id)
 	if !ok || en.Kind != pilotage.KindAction {
-		return fmt.Errorf("no callable action %s", shown.Quote(id))
+		return false, fmt.Errorf("no callable action %s", shown.Quote(id))
 	}
 	if c := w.ceiling; c != nil && !within(en.RiskHints, *c) {
 		w.d.Log.Warn("refused a call above the rule's approved risk", "id", id, "risk", en.Risk, "approved", pilotage.RiskOf(*c))
-		return fmt.Errorf("%s is %s risk, above the %s this rule was deployed and approved at: deploy the rule again so a person can approve it", shown.Quote(id), en.Risk, pilotage.RiskOf(*c))
+		return false, fmt.Errorf("%s is %s risk, above the %s this rule was deployed and approved at: deploy the rule again so a person can approve it", shown.Quote(id), en.Risk, pilotage.RiskOf(*c))
 	}
-	return nil
+	return slices.Contains(en.Tags, localTag), nil
+}
+
+// localTag is the tag of the entries of the devices Pilothouse owns.
+const localTag = "source:pilothouse"
+
+// caused is ctx carrying the run's principal and rule, which a helper's
+// logbook line is filed under: only helper calls pay for it, since the
+// bus's devices never read it.
+func (w *World) caused(ctx context.Context) context.Context {
+	who, rule := "", ""
+	if w.p != nil {
+		who = w.p.Name
+	}
+	if w.f != nil {
+		rule = w.f.ar.name
+	}
+	return cause.With(ctx, who, rule)
 }
 
 // within reports whether an entry of hints h may run under ceiling c.
