@@ -18,10 +18,7 @@ import (
 // stay (attacker rounds 17 and 18: 3 of the owner's 23 firing lines were
 // left).
 func TestLogbookGuestCannotEvictTheOwnersLines(t *testing.T) {
-	guest := &Principal{Name: "guest", Deploy: true}
-	h := newHouse(t, Config{Principals: []*Principal{Owner, guest}, Approval: noApproval,
-		Logbook: LogbookConfig{MaxRows: 80, FlushEvery: 20 * time.Millisecond}})
-	ctx, gctx := WithPrincipal(context.Background(), Owner), WithPrincipal(context.Background(), guest)
+	h, ctx, gctx := guestLogbookHouse(t)
 	const rule = `{"name": %q, "triggers": [{"id": "press", "event": "bedroom_remote.action"}],
 	  "steps": [{"id": "on", "call": %q, "args": {"state": "TOGGLE"}}]}`
 	h.deploy(fmt.Sprintf(rule, "owner-porch", "porch_light.set"))
@@ -58,4 +55,14 @@ func TestLogbookGuestCannotEvictTheOwnersLines(t *testing.T) {
 	if st := h.eng.LogbookStatus(); len(guestLines) == 0 || st.TrimmedGuest == 0 || st.TrimmedFirings != st.TrimmedGuest {
 		t.Errorf("%d of the guest's lines kept; status %+v", len(guestLines), st)
 	}
+}
+
+// guestLogbookHouse is a house of the owner and a guest who may deploy,
+// with a logbook of 80 rows written every 20 ms, and each one's context.
+func guestLogbookHouse(t *testing.T) (h *house, ctx, gctx context.Context) {
+	t.Helper()
+	guest := &Principal{Name: "guest", Deploy: true}
+	h = newHouse(t, Config{Principals: []*Principal{Owner, guest}, Approval: noApproval,
+		Logbook: LogbookConfig{MaxRows: 80, FlushEvery: 20 * time.Millisecond}})
+	return h, WithPrincipal(context.Background(), Owner), WithPrincipal(context.Background(), guest)
 }

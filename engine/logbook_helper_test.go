@@ -18,15 +18,12 @@ import (
 // guest's part: the bus's event lines and a helper's change no rule made
 // stay.
 func TestLogbookGuestHelperFloodKeepsTheDevicesLines(t *testing.T) {
-	guest := &Principal{Name: "guest", Deploy: true}
-	h := newHouse(t, Config{Principals: []*Principal{Owner, guest}, Approval: noApproval,
-		Logbook: LogbookConfig{MaxRows: 80, FlushEvery: 20 * time.Millisecond}})
+	h, ctx, gctx := guestLogbookHouse(t)
 	hm := helpers.New(helpers.Options{Catalog: h.devs, Store: h.store, Log: quiet(), Note: h.eng.HelperNote})
 	if err := hm.Start(context.Background(), []helpers.Def{{ID: "away", Kind: helpers.Flag}}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(hm.Close)
-	ctx, gctx := WithPrincipal(context.Background(), Owner), WithPrincipal(context.Background(), guest)
 	if err := hm.Act(context.Background(), "away.turn_on", nil); err != nil {
 		t.Fatal(err)
 	}
