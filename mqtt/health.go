@@ -21,13 +21,13 @@ type healthState struct {
 // answering"); while a publish timed out and nothing at all has come from
 // the broker since it was sent; and first of all while the session is
 // being taken over again and again (another client with the same client
-// id), connected or not.
+// id), connected or not, until a connection outlives any twin's backoff.
 func (c *Client) Health() (ok bool, reason string) {
 	c.mu.Lock()
 	h, l := c.health, c.link
 	c.mu.Unlock()
 	now := time.Now()
-	if l.streak >= 2 && now.Sub(l.lastTakeover) < takeoverForget {
+	if l.takenOver(now, c.Connected()) {
 		return false, fmt.Sprintf("mqtt session taken over: the broker closed the connection and at once accepted a new one %d times in a row (last %s ago); another client probably uses client id %q, and gets the messages meanwhile",
 			l.streak, now.Sub(l.lastTakeover).Round(time.Second), c.opts.ClientID)
 	}

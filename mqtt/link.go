@@ -135,6 +135,18 @@ func (l *linkState) connected(now time.Time, sessionPresent bool) (takeover bool
 	return true
 }
 
+// takenOver reports whether the session is being taken over again and
+// again: a streak of two or more, the last within takeoverForget, unless
+// the connection held now has lived takeoverLived, longer than a twin
+// backing off waits, so the twin is gone (a stopped second server kept
+// /healthz at 503 for five minutes before).
+func (l *linkState) takenOver(now time.Time, connected bool) bool {
+	if connected && now.Sub(l.connectedAt) >= takeoverLived {
+		return false
+	}
+	return l.streak >= 2 && now.Sub(l.lastTakeover) < takeoverForget
+}
+
 // Link reports how the connection has held up.
 func (c *Client) Link() Link {
 	c.mu.Lock()

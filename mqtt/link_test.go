@@ -69,3 +69,35 @@ func TestTakeoverInference(t *testing.T) {
 		t.Fatalf("after an ordinary outage: wait %s, streak %d", wait, l.streak)
 	}
 }
+
+// TestTakeoverHealthClearsOnceTheTwinIsGone: a streak of takeovers makes
+// the session unhealthy while the twins fight, connected or not; once the
+// connection held outlives the longest backoff a twin waits, the twin is
+// gone and the session is healthy again, well before takeoverForget.
+func TestTakeoverHealthClearsOnceTheTwinIsGone(t *testing.T) {
+	var l linkState
+	now := time.Now()
+	l.connected(now, false)
+	for range 3 {
+		now = now.Add(time.Second)
+		l.lost(io.EOF, now)
+		l.attempts = 1
+		l.connected(now, true)
+	}
+	for _, tc := range []struct {
+		name      string
+		after     time.Duration
+		connected bool
+		want      bool
+	}{
+		{"just taken back", time.Second, true, true},
+		{"disconnected meanwhile", 2 * time.Minute, false, true},
+		{"connected less than a twin's longest backoff", takeoverMax, true, true},
+		{"connected past any twin's backoff", takeoverLived, true, false},
+		{"disconnected after the streak is forgotten", takeoverForget, false, false},
+	} {
+		if got := l.takenOver(now.Add(tc.after), tc.connected); got != tc.want {
+			t.Errorf("%s: takenOver = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
