@@ -65,8 +65,14 @@ func startApp(ctx context.Context, cfg *Config, log *slog.Logger, withHTTP bool)
 			return a, err
 		}
 	}
+	fresh := folderIsNew(cfg.DataDir)
 	if err := a.openStore(ctx); err != nil {
 		return a, err
+	}
+	if cfg.ClientID == "" && cfg.Broker != "" {
+		if cfg.ClientID, err = folderClientID(cfg.DataDir, fresh); err != nil {
+			return a, err
+		}
 	}
 
 	if err := a.connectMQTT(ctx); err != nil {

@@ -80,7 +80,7 @@ type Config struct {
 
 func defaultConfig() *Config {
 	return &Config{
-		Addr: "127.0.0.1:8080", BrokerListen: "127.0.0.1:1883", ClientID: "pilothouse",
+		Addr: "127.0.0.1:8080", BrokerListen: "127.0.0.1:1883",
 		MaxMessageBytes: mqtt.DefaultMaxPacketBytes, BrokerMaxRetained: mqtt.DefaultMaxRetainedBytes,
 		Z2MBase: "zigbee2mqtt", HAPrefix: "homeassistant", Demo: true, DemoPace: 20 * time.Second,
 		Retention: "P30D", LogLevel: "info", StdioAs: "owner", StdioTimeout: defaultStdioTimeout, Limits: rules.DefaultLimits,
@@ -148,7 +148,7 @@ func (v *flagVars) register(fs *cmdFlags, c *Config) {
 	fs.StringVar(&c.DataDir, "data", c.DataDir, "data folder (SQLite database; default: $XDG_DATA_HOME/pilothouse, else ~/.local/share/pilothouse, or ./pilothouse-data when the working directory has one)")
 	fs.StringVar(&c.Broker, "broker", c.Broker, "external MQTT broker URL (tcp://host:1883, ssl://host:8883); empty = embedded broker")
 	fs.StringVar(&c.BrokerListen, "broker-listen", c.BrokerListen, "listen address of the embedded broker")
-	fs.StringVar(&c.ClientID, "mqtt-client-id", c.ClientID, "MQTT client id")
+	fs.StringVar(&c.ClientID, "mqtt-client-id", c.ClientID, "MQTT client id (default: the data folder's own, kept in its mqtt-client-id file)")
 	fs.StringVar(&c.MQTTUser, "mqtt-user", c.MQTTUser, "MQTT username")
 	fs.StringVar(&c.MQTTPassword, "mqtt-password", c.MQTTPassword, "MQTT password")
 	fs.StringVar(&c.MQTTCAFile, "mqtt-ca", c.MQTTCAFile, "CA certificate file for ssl:// brokers")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -170,7 +171,7 @@ func runSim(ctx context.Context, args []string) error {
 		return err
 	}
 	log := newLogger(os.Stderr, cfg.LogLevel, cfg.LogJSON, cfg.zone())
-	c, err := mqtt.Dial(ctx, mqtt.Options{Broker: cfg.Broker, ClientID: cfg.ClientID + "-sim", Username: cfg.MQTTUser, Password: cfg.MQTTPassword, TLS: cfg.tlsConfig(), Logger: log})
+	c, err := mqtt.Dial(ctx, mqtt.Options{Broker: cfg.Broker, ClientID: cmp.Or(cfg.ClientID, legacyClientID+"-"+randomHex(3)) + "-sim", Username: cfg.MQTTUser, Password: cfg.MQTTPassword, TLS: cfg.tlsConfig(), Logger: log})
 	if err != nil {
 		return err
 	}
