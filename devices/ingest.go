@@ -104,7 +104,7 @@ func boundName(bound, maxPayload int) string {
 // payloadBound is the largest payload the catalog reads on topic t.
 func (c *Catalog) payloadBound(t string) int {
 	maxP := c.opts.MaxPayload
-	if t == c.topics.devices || t == c.topics.event {
+	if t == c.topics.devices || t == c.topics.groups || t == c.topics.event {
 		return maxP
 	}
 	return min(maxP, maxEntityPayload)
@@ -129,6 +129,16 @@ func (c *Catalog) compute(tx *txn, m mqtt.Message) {
 		changed, refused := c.z2m.HandleDevices(c.log, m.Payload)
 		if refused {
 			c.refused.Oversized.Add(1)
+		}
+		if changed {
+			tx.specs = c.rebuildSpecs(tx)
+		}
+		return
+	case t == c.topics.groups:
+		c.configs.Add(1)
+		changed, refused := c.z2m.HandleGroups(c.log, m.Payload)
+		if refused {
+			c.refused.Groups.Add(1)
 		}
 		if changed {
 			tx.specs = c.rebuildSpecs(tx)
