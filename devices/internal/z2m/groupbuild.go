@@ -101,6 +101,9 @@ func (z *Source) buildGroup(log *slog.Logger, id string, g *Group, ms []*model.S
 		s.Desc = groupDesc(g, ms, s.Z2MTopic)
 		groupActions(s, g, risk)
 	}
+	if risk.Hints.Destructive || risk.Hints.OpenWorld {
+		s.Desc += " A command to it is of risk " + string(pilotage.RiskOf(risk.Hints)) + ": " + risk.Why + "."
+	}
 	s.Tags = append(s.Tags, "group")
 	s.Group = &risk
 	return s
