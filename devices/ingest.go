@@ -49,7 +49,8 @@ type topicPayload struct {
 }
 
 // ConfigsRead counts the discovery configs read since the start: Home
-// Assistant's, and Zigbee2MQTT's device lists (a long start's progress).
+// Assistant's, and Zigbee2MQTT's device and group lists (a long start's
+// progress).
 func (c *Catalog) ConfigsRead() int64 { return c.configs.Load() }
 
 // HandleMessage ingests one MQTT message: discovery, state, availability or

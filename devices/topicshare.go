@@ -119,7 +119,7 @@ type writer struct {
 	base   *pilotage.Entry // its entry as its device built it
 	writes []string        // its topics (model.Action.Writes)
 	alias  string          // a Zigbee2MQTT device's set topic under its IEEE address ("" for none)
-	under  bool            // its topics may reach a Zigbee2MQTT device's set (not one of Zigbee2MQTT's own)
+	under  bool            // its topics may reach a Zigbee2MQTT device's set (not one of Zigbee2MQTT's own devices')
 }
 
 // writeKey is one key an action's topic is filed under.
@@ -283,15 +283,17 @@ func (t *topicShares) touch(key string) {
 }
 
 // add files action a of device s, whose entry is base, under the keys of
-// its topics; those of an action that is not Zigbee2MQTT's own may reach
-// a Zigbee2MQTT device's set. An action that only reads (a Zigbee2MQTT
+// its topics; those of an action that is not a Zigbee2MQTT device's own
+// (a group's among them) may reach a Zigbee2MQTT device's set. An action that only reads (a Zigbee2MQTT
 // /get) is not filed: it changes nothing.
 func (t *topicShares) add(a *model.Action, base *pilotage.Entry, s *model.Spec) {
 	if len(a.Writes) == 0 || base == nil || base.RiskHints.ReadOnly {
 		return
 	}
 	t.remove(a.ID) // filed once, whatever held the id before
-	w := writer{base: base, writes: a.Writes, under: s.Source != "zigbee2mqtt"}
+	// A group's name may read as a device's endpoint (<device>/<endpoint>):
+	// its topics may reach that device's set like any writer's.
+	w := writer{base: base, writes: a.Writes, under: s.Source != "zigbee2mqtt" || s.Group != nil}
 	if !w.under {
 		w.alias = t.z2mAlias(s, a.Writes)
 	}

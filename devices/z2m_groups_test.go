@@ -247,3 +247,18 @@ func TestZ2MGroupsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestZ2MGroupNamedAsEndpoint: a group whose name reads as a device's
+// endpoint (frontlock/l1: zigbee2mqtt/frontlock/l1/set is a command to
+// the lock's endpoint l1) has its action shown at the lock's risk,
+// whatever its members.
+func TestZ2MGroupNamedAsEndpoint(t *testing.T) {
+	h := runHouse(t, overTCP(Options{}))
+	h.send(t, "zigbee2mqtt/bridge/devices", testutil.Z2MBridge(testutil.Z2MLock("0xa3", "frontlock"), testutil.Z2MLight("0xa1", "lamp")), true)
+	h.send(t, "zigbee2mqtt/bridge/groups", testutil.Z2MGroups(testutil.Z2MGroup(1, "frontlock/l1", "0xa1")), true)
+	waitEntry(t, h.c, "frontlock_l1.set")
+	waitRisk(t, h.c, "frontlock_l1.set", pilotage.RiskSecurity)
+	if e, _ := h.c.Snapshot().Get("frontlock_l1.set"); !strings.Contains(e.Description, "reaches zigbee2mqtt/frontlock/set") {
+		t.Errorf("the group's action = %q, want it to say it reaches the lock", e.Description)
+	}
+}
