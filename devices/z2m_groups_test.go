@@ -262,3 +262,21 @@ func TestZ2MGroupNamedAsEndpoint(t *testing.T) {
 		t.Errorf("the group's action = %q, want it to say it reaches the lock", e.Description)
 	}
 }
+
+// TestZ2MGroupOwnDiscoveryShared: Zigbee2MQTT's own Home Assistant
+// discovery of a group (device identifier zigbee2mqtt_<base topic's
+// character codes>_<group id>) names the native group: it is left to it,
+// not a second device, even without an origin (older Zigbee2MQTT) and
+// under another name (a stale config from before a rename).
+func TestZ2MGroupOwnDiscoveryShared(t *testing.T) {
+	h := groupHouse(t)
+	h.send(t, "homeassistant/light/1/light/config", `{"name":null,"unique_id":"1_light_zigbee2mqtt","schema":"json",
+	  "command_topic":"zigbee2mqtt/living room lights/set","state_topic":"zigbee2mqtt/living room lights","brightness":true,
+	  "device":{"identifiers":["zigbee2mqtt_1221051039810110150109113116116_1"],"name":"lounge","model":"Group","manufacturer":"Zigbee2MQTT"}}`, true)
+	h.publish(t, "homeassistant/switch/plug_x/config", switchConfig("plug_x/set"), "plug_x.set") // read after it, in order
+	for _, e := range h.c.Snapshot().Entries() {
+		if strings.HasPrefix(e.ID, "living_room_lights_") || strings.HasPrefix(e.ID, "lounge") {
+			t.Errorf("Zigbee2MQTT's discovery of the group made %s", e.ID)
+		}
+	}
+}
