@@ -104,7 +104,7 @@ type Catalog struct {
 	now  func() time.Time
 
 	static []string // staticFilters; static and topics never change
-	topics struct{ devices, event, haPrefix, z2mPrefix string }
+	topics struct{ devices, groups, event, haPrefix, z2mPrefix string }
 
 	// ingest serialises ingestion (HandleMessage, loadIDs) and the
 	// subscribers' dispatch order; the fields from here to mu belong to
@@ -219,6 +219,7 @@ func NewCatalog(o Options) *Catalog {
 	c.notices.log = c.log
 	c.static = c.staticFilters()
 	c.topics.devices = o.Z2MBase + "/bridge/devices"
+	c.topics.groups = o.Z2MBase + "/bridge/groups"
 	c.topics.event = o.Z2MBase + "/bridge/event"
 	c.topics.haPrefix = o.HAPrefix + "/"
 	c.topics.z2mPrefix = o.Z2MBase + "/"
@@ -283,7 +284,7 @@ func (c *Catalog) Start(ctx context.Context, conn mqtt.PubSub) error {
 // Home Assistant state topics) are subscribed one by one.
 func (c *Catalog) staticFilters() []string {
 	b := c.opts.Z2MBase
-	return append([]string{b + "/bridge/devices", b + "/bridge/event", b + "/+", b + "/+/availability", b + "/+/action"},
+	return append([]string{b + "/bridge/devices", b + "/bridge/groups", b + "/bridge/event", b + "/+", b + "/+/availability", b + "/+/action"},
 		c.discoveryFilters()...)
 }
 

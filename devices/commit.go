@@ -254,7 +254,7 @@ func (c *Catalog) rebuildSpecs(tx *txn) []model.SpecChange {
 		want[s.ID] = s
 	}
 	c.ha.RebuildAll(c.log, c.ids, c.z2mIDs)
-	c.ids.End(c.z2m.Listed)
+	c.ids.End(c.z2m.Listed, c.z2m.GroupsListed)
 	for _, s := range c.ha.Current() {
 		if want[s.ID] == nil {
 			want[s.ID] = s

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pilothouse/pilothouse/internal/testutil"
 	"github.com/pilothouse/pilothouse/pilotage"
 )
 
@@ -90,6 +91,43 @@ func FuzzZ2MDevices(f *testing.F) {
 			}
 		}
 		checkSnapshot(t, c)
+	})
+}
+
+// FuzzZ2MGroups: whatever bridge/groups holds, the catalog stays sound;
+// a list it refuses changes nothing and is counted, and every group
+// it accepts with members is a device whose set action is at least as
+// risky as each member's.
+func FuzzZ2MGroups(f *testing.F) {
+	f.Add([]byte(testutil.Z2MGroups(testutil.Z2MGroup(1, "lights", "0x11", "0x12"), testutil.Z2MGroup(2, "door", "0x10", "0x11"),
+		testutil.Z2MGroup(3, "ghost", "0x99"), testutil.Z2MGroup(4, "empty"))))
+	f.Add([]byte(`[{"id":1,"friendly_name":"a/b","members":[{"ieee_address":"0x11","endpoint":11},{"ieee_address":"0x11","endpoint":12}]}]`))
+	f.Add([]byte(`[{"id":1,"friendly_name":"hall","members":[{"ieee_address":"0x11"}]}]`)) // a group named as a device
+	seedFiles(f, func(m replayMsg) bool { return strings.HasSuffix(m.Topic, "bridge/groups") }, func(m replayMsg) { f.Add(m.msg.Payload) })
+	devs := testutil.Z2MBridge(testutil.Z2MLock("0x10", "frontlock"), testutil.Z2MLight("0x11", "hall"), testutil.Z2MLight("0x12", "den"))
+	f.Fuzz(func(t *testing.T, payload []byte) {
+		c, _ := newTestCatalog()
+		c.HandleMessage(msg("zigbee2mqtt/bridge/devices", devs))
+		before := c.Snapshot()
+		c.HandleMessage(msg("zigbee2mqtt/bridge/groups", string(payload)))
+		after := c.Snapshot()
+		if c.Refusals().Z2MGroupListsRefused > 0 && after != before {
+			t.Fatal("a refused group list changed the catalog")
+		}
+		for _, e := range after.Entries() {
+			if e.Kind == pilotage.KindDevice && hasTag(e, "group") {
+				c.HandleMessage(msg("zigbee2mqtt/"+e.Name, `{"state":"ON","brightness":1}`))
+				c.HandleMessage(msg("zigbee2mqtt/"+e.Name+"/availability", "online"))
+			}
+		}
+		checkSnapshot(t, c)
+		for _, e := range after.Entries() {
+			if e.Kind == pilotage.KindDevice && hasTag(e, "group") && strings.Contains(e.Description, "frontlock") && !strings.Contains(e.Description, " — ") { // no description of its own
+				if set, ok := after.Get(e.ID + ".set"); ok && set.Risk != pilotage.RiskSecurity {
+					t.Fatalf("%s holds the lock at risk %s", set.ID, set.Risk)
+				}
+			}
+		}
 	})
 }
 

@@ -49,7 +49,8 @@ type topicPayload struct {
 }
 
 // ConfigsRead counts the discovery configs read since the start: Home
-// Assistant's, and Zigbee2MQTT's device lists (a long start's progress).
+// Assistant's, and Zigbee2MQTT's device and group lists (a long start's
+// progress).
 func (c *Catalog) ConfigsRead() int64 { return c.configs.Load() }
 
 // HandleMessage ingests one MQTT message: discovery, state, availability or
@@ -104,7 +105,7 @@ func boundName(bound, maxPayload int) string {
 // payloadBound is the largest payload the catalog reads on topic t.
 func (c *Catalog) payloadBound(t string) int {
 	maxP := c.opts.MaxPayload
-	if t == c.topics.devices || t == c.topics.event {
+	if t == c.topics.devices || t == c.topics.groups || t == c.topics.event {
 		return maxP
 	}
 	return min(maxP, maxEntityPayload)
@@ -129,6 +130,16 @@ func (c *Catalog) compute(tx *txn, m mqtt.Message) {
 		changed, refused := c.z2m.HandleDevices(c.log, m.Payload)
 		if refused {
 			c.refused.Oversized.Add(1)
+		}
+		if changed {
+			tx.specs = c.rebuildSpecs(tx)
+		}
+		return
+	case t == c.topics.groups:
+		c.configs.Add(1)
+		changed, refused := c.z2m.HandleGroups(c.log, m.Payload)
+		if refused {
+			c.refused.Groups.Add(1)
 		}
 		if changed {
 			tx.specs = c.rebuildSpecs(tx)

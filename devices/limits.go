@@ -35,12 +35,17 @@ type Refusals struct {
 	// names the latest one's state and says why.
 	TemplateFailures    uint64 `json:"template_failures"`
 	LastTemplateFailure string `json:"last_template_failure,omitempty"`
+	// Z2MGroupListsRefused: Zigbee2MQTT bridge/groups lists refused
+	// (malformed, or over z2m.MaxGroups or z2m.MaxGroupMembers); the
+	// catalog keeps the previous list, and the log says where it is wrong.
+	Z2MGroupListsRefused uint64 `json:"z2m_group_lists_refused"`
 }
 
 // Refusals returns the counters of what the catalog refused to read.
 func (c *Catalog) Refusals() Refusals {
 	r := Refusals{OversizedMessages: c.refused.Oversized.Load(), TemplateWorkSkipped: c.refused.Skipped.Load(),
-		TemplateWorkThrottled: c.refused.Throttled.Load(), TemplateFailures: c.refused.Failed.Load()}
+		TemplateWorkThrottled: c.refused.Throttled.Load(), TemplateFailures: c.refused.Failed.Load(),
+		Z2MGroupListsRefused: c.refused.Groups.Load()}
 	if p := c.refused.LastFailure.Load(); p != nil {
 		r.LastTemplateFailure = *p
 	}

@@ -198,9 +198,26 @@ func TestReplayRealData(t *testing.T) {
 		{
 			name: "everything", until: -1,
 			// One Home Assistant device has a tag entity (not modelled);
-			// every template of the set renders.
-			coverage: &Coverage{Devices: 46, Partial: 1},
+			// every template of the set renders. The capture's group
+			// "hue lights" is a device; its empty default_bind_group is not.
+			coverage: &Coverage{Devices: 47, Partial: 1},
 			present: []entryCheck{
+				{"hue_lights.set", func(t *testing.T, c *Catalog, e *pilotage.Entry) {
+					// Three bulbs of one model: the group sets what each sets.
+					s := schemaOf(t, e.InputSchema)
+					for _, k := range []string{"state", "brightness", "color_temp", "transition"} {
+						if prop(s, "properties", k) == nil {
+							t.Errorf("group set lacks %s: %s", k, e.InputSchema)
+						}
+					}
+					if e.Risk != pilotage.RiskControl || !strings.Contains(e.Description, "zigbee2mqtt/hue lights/set") {
+						t.Errorf("group set = %s %q", e.Risk, e.Description)
+					}
+					// The capture's retained hue lights/availability says offline.
+					if l, _ := c.Live("hue_lights.state"); l.Available == nil || *l.Available {
+						t.Errorf("group availability %+v", l)
+					}
+				}},
 				{"tasmota_energy_today.state", func(t *testing.T, c *Catalog, e *pilotage.Entry) {
 					// '~' placed after the keys that use it; val_tpl value_json['ENERGY'].Today.
 					l, _ := c.Live(e.ID)

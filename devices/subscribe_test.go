@@ -201,6 +201,7 @@ func ExampleCatalog_Start_filters() {
 	// zigbee2mqtt/+/availability
 	// zigbee2mqtt/bridge/devices
 	// zigbee2mqtt/bridge/event
+	// zigbee2mqtt/bridge/groups
 	// zigbee2mqtt/upstairs/lamp
 	// zigbee2mqtt/upstairs/lamp/availability
 }

@@ -20,13 +20,17 @@ import (
 // still reach a device (a group, an IEEE address, the bridge's requests),
 // so an action that is not Zigbee2MQTT's own and writes there is shown at
 // security unless its topic names a device Zigbee2MQTT listed (by friendly
-// name, or by IEEE address, which files the device's actions under both).
+// name, or by IEEE address, which files the device's actions under both)
+// or a group it listed: a command to a group reaches every member, so the
+// action is shown at the group's risk (its riskiest member's; security
+// when a member is not known), saying which member.
 
 // topicShares is the writers of every command topic (model-owned:
 // changed only by the commit phase, under c.ingest and c.mu).
 type topicShares struct {
-	base    string           // Zigbee2MQTT's base topic and "/"
-	known   map[string]int32 // friendly name or IEEE address of a Zigbee2MQTT device listed -> how many
+	base    string                     // Zigbee2MQTT's base topic and "/"
+	known   map[string]int32           // friendly name or IEEE address of a Zigbee2MQTT device or group listed -> how many
+	groups  map[string]model.GroupRisk // a Zigbee2MQTT group's friendly name -> how risky a command to it is
 	keys    map[string]shareKey
 	writers map[string]writer // action id -> what it writes
 	// This commit's: the hints of the keys it touched as they were
@@ -115,7 +119,7 @@ type writer struct {
 	base   *pilotage.Entry // its entry as its device built it
 	writes []string        // its topics (model.Action.Writes)
 	alias  string          // a Zigbee2MQTT device's set topic under its IEEE address ("" for none)
-	under  bool            // its topics may reach a Zigbee2MQTT device's set (not one of Zigbee2MQTT's own)
+	under  bool            // its topics may reach a Zigbee2MQTT device's set (not one of Zigbee2MQTT's own devices')
 }
 
 // writeKey is one key an action's topic is filed under.
@@ -143,7 +147,7 @@ func (w writer) keys() []writeKey {
 }
 
 func newTopicShares(z2mBase string) topicShares {
-	return topicShares{base: z2mBase + "/", known: map[string]int32{}, keys: map[string]shareKey{}, writers: map[string]writer{},
+	return topicShares{base: z2mBase + "/", known: map[string]int32{}, groups: map[string]model.GroupRisk{}, keys: map[string]shareKey{}, writers: map[string]writer{},
 		touched: map[string]pilotage.RiskHints{}}
 }
 
@@ -164,6 +168,7 @@ func (t *topicShares) z2mNames(s *model.Spec) [2]string {
 // the devices listed; the writers of a set topic it starts or stops
 // naming are checked again in this commit.
 func (t *topicShares) know(s *model.Spec, d int32) {
+	t.knowGroup(s, d)
 	for _, name := range t.z2mNames(s) {
 		if name == "" {
 			continue
@@ -181,6 +186,44 @@ func (t *topicShares) know(s *model.Spec, d int32) {
 			t.added = append(t.added, k.writerIDs()...)
 		}
 	}
+}
+
+// knowGroup files (d 1) or takes out (d -1) the risk of a command to
+// the group of spec s (none for a device); the writers of its set topic
+// are checked again in this commit.
+func (t *topicShares) knowGroup(s *model.Spec, d int32) {
+	name := t.z2mNames(s)[0]
+	if s.Group == nil || name == "" {
+		return
+	}
+	if d > 0 {
+		t.groups[name] = *s.Group
+	} else if t.groups[name] == *s.Group {
+		delete(t.groups, name)
+	}
+	if k, ok := t.keys[t.base+name+"/set"]; ok {
+		t.added = append(t.added, k.writerIDs()...)
+	}
+}
+
+// group is the risk of a command on topic to a Zigbee2MQTT group it
+// names (<base>/<group>/set, /set/<prop>, /<endpoint>/set), and why
+// ("" for none).
+func (t *topicShares) group(topic string) (pilotage.RiskHints, string) {
+	i := setSegment(topic)
+	if len(t.groups) == 0 || i < 0 || !strings.HasPrefix(topic, t.base) {
+		return pilotage.RiskHints{}, ""
+	}
+	for _, k := range append(setTargets(topic), topic[:i+4]) {
+		if len(k) <= len(t.base)+4 {
+			continue
+		}
+		name := k[len(t.base) : len(k)-4]
+		if g, ok := t.groups[name]; ok && g.Why != "" {
+			return g.Hints, "its command topic " + topic + " reaches every member of Zigbee2MQTT group " + name + ": " + g.Why
+		}
+	}
+	return pilotage.RiskHints{}, ""
 }
 
 // z2mAlias is the topic of writes under device s's IEEE address when
@@ -240,15 +283,17 @@ func (t *topicShares) touch(key string) {
 }
 
 // add files action a of device s, whose entry is base, under the keys of
-// its topics; those of an action that is not Zigbee2MQTT's own may reach
-// a Zigbee2MQTT device's set. An action that only reads (a Zigbee2MQTT
+// its topics; those of an action that is not a Zigbee2MQTT device's own
+// (a group's among them) may reach a Zigbee2MQTT device's set. An action that only reads (a Zigbee2MQTT
 // /get) is not filed: it changes nothing.
 func (t *topicShares) add(a *model.Action, base *pilotage.Entry, s *model.Spec) {
 	if len(a.Writes) == 0 || base == nil || base.RiskHints.ReadOnly {
 		return
 	}
 	t.remove(a.ID) // filed once, whatever held the id before
-	w := writer{base: base, writes: a.Writes, under: s.Source != "zigbee2mqtt"}
+	// A group's name may read as a device's endpoint (<device>/<endpoint>):
+	// its topics may reach that device's set like any writer's.
+	w := writer{base: base, writes: a.Writes, under: s.Source != "zigbee2mqtt" || s.Group != nil}
 	if !w.under {
 		w.alias = t.z2mAlias(s, a.Writes)
 	}
@@ -333,6 +378,9 @@ func (t *topicShares) effective(w writer) (pilotage.RiskHints, string) {
 	for i := 0; w.under && i < len(w.writes); i++ {
 		if r := t.unnamed(w.writes[i]); r != "" && pilotage.Aggregate(eff, security) != eff {
 			eff, why = pilotage.Aggregate(eff, security), r
+		}
+		if h, r := t.group(w.writes[i]); r != "" && pilotage.Aggregate(eff, h) != eff {
+			eff, why = pilotage.Aggregate(eff, h), r
 		}
 	}
 	for _, wk := range w.keys() {

@@ -1,6 +1,9 @@
 package testutil
 
-import "strings"
+import (
+	"strconv"
+	"strings"
+)
 
 // The Zigbee2MQTT devices the tests' houses are made of, as entries of a
 // bridge/devices payload: one definition each, so every package's house
@@ -30,6 +33,36 @@ func Z2MLock(ieee, name string) string {
    {"type":"lock","features":[
     {"type":"binary","name":"state","property":"state","access":7,"value_on":"LOCK","value_off":"UNLOCK"}]}]}}`
 }
+
+// Z2MPlug is a smart plug (a switch: state ON/OFF/TOGGLE).
+func Z2MPlug(ieee, name string) string {
+	return `{"ieee_address":"` + ieee + `","type":"Router","friendly_name":"` + name + `","supported":true,
+  "definition":{"vendor":"IKEA","model":"E1603","description":"Control outlet","exposes":[
+   {"type":"switch","features":[
+    {"type":"binary","name":"state","property":"state","access":7,"value_on":"ON","value_off":"OFF","value_toggle":"TOGGLE"}]}]}}`
+}
+
+// Z2MValve is a water valve: a switch by its exposes, a valve (security)
+// by its description.
+func Z2MValve(ieee, name string) string {
+	return `{"ieee_address":"` + ieee + `","type":"EndDevice","friendly_name":"` + name + `","supported":true,
+  "definition":{"vendor":"Tuya","model":"TS0001_valve","description":"Water valve","exposes":[
+   {"type":"switch","features":[
+    {"type":"binary","name":"state","property":"state","access":7,"value_on":"ON","value_off":"OFF","value_toggle":"TOGGLE"}]}]}}`
+}
+
+// Z2MGroup is an entry of a bridge/groups payload: group id, its name and
+// its members' IEEE addresses (endpoint 1 each).
+func Z2MGroup(id int, name string, members ...string) string {
+	ms := make([]string, len(members))
+	for i, m := range members {
+		ms[i] = `{"ieee_address":"` + m + `","endpoint":1}`
+	}
+	return `{"id":` + strconv.Itoa(id) + `,"friendly_name":"` + name + `","members":[` + strings.Join(ms, ",") + `],"scenes":[]}`
+}
+
+// Z2MGroups is a bridge/groups payload.
+func Z2MGroups(groups ...string) string { return "[" + strings.Join(groups, ",\n ") + "]" }
 
 // Z2MBridge is a bridge/devices payload: the coordinator, then devices.
 func Z2MBridge(devices ...string) string {

@@ -2,6 +2,7 @@ package ha
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/pilothouse/pilothouse/devices/internal/model"
@@ -44,6 +45,9 @@ func (g *haGroup) regKey() model.IDKey {
 		if ieee, ok := strings.CutPrefix(g.key, "ids:zigbee2mqtt_"); ok && strings.HasPrefix(ieee, "0x") {
 			return model.IDKey{Z2M: true, S: ieee}
 		}
+		if k, ok := z2mGroupKey(g.key); ok {
+			return k
+		}
 		return model.IDKey{S: g.key}
 	case strings.HasPrefix(g.key, "cns:"):
 		return model.IDKey{S: g.key}
@@ -53,6 +57,28 @@ func (g *haGroup) regKey() model.IDKey {
 		return model.IDKey{S: "uid:" + e.component + "/" + uid}
 	}
 	return model.IDKey{S: "topic:" + e.key}
+}
+
+// z2mGroupKey is the key of the Zigbee2MQTT group that Zigbee2MQTT's
+// discovery names "zigbee2mqtt_<its base topic's character codes>_<group
+// id>": it shares the native group's key, so either keeps the same id.
+func z2mGroupKey(key string) (model.IDKey, bool) {
+	rest, ok := strings.CutPrefix(key, "ids:zigbee2mqtt_")
+	base, num, two := strings.Cut(rest, "_")
+	if !ok || !two || !allDigits(base) || !allDigits(num) || len(num) > 5 {
+		return model.IDKey{}, false
+	}
+	n, err := strconv.ParseInt(num, 10, 64)
+	return model.GroupKey(n), err == nil
+}
+
+func allDigits(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
 }
 
 // fingerprint is what the device's spec is built from: its id and name,

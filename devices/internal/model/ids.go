@@ -85,6 +85,20 @@ func (k IDKey) String() string {
 	return haKeyPrefix + k.S
 }
 
+// GroupKey is the key of Zigbee2MQTT group id: "z2m:group:<id>". A
+// group keeps its id whatever its name (its number identifies it, as
+// Home Assistant's unique_id does an entity).
+func GroupKey(id int64) IDKey { return IDKey{Z2M: true, S: groupKeyPrefix + strconv.FormatInt(id, 10)} }
+
+const groupKeyPrefix = "group:"
+
+// group reports whether k is a Zigbee2MQTT group's key.
+func (k IDKey) group() bool { return k.Z2M && strings.HasPrefix(k.S, groupKeyPrefix) }
+
+// followsName reports whether k's id follows its device's name: a
+// Zigbee2MQTT device's (its topics change with it), not a group's.
+func (k IDKey) followsName() bool { return k.Z2M && !k.group() }
+
 func parseIDKey(s string) (IDKey, bool) {
 	if rest, ok := strings.CutPrefix(s, z2mKeyPrefix); ok && rest != "" {
 		return IDKey{Z2M: true, S: rest}, true
@@ -242,7 +256,7 @@ func (t *IDTable) claimKey(key IDKey, base string) string {
 		switch {
 		case r.Base == base:
 			return id
-		case !key.Z2M:
+		case !key.followsName():
 			t.log.Info("device renamed by discovery: its id stays (ids are pinned to the device)", "id", id, "key", key.String(), "name_asks", base)
 			r.Base = base
 			t.Put(id, r)
@@ -266,7 +280,7 @@ func (t *IDTable) reclaim(key IDKey, base string) (string, bool) {
 			best = id
 			break
 		}
-		if !key.Z2M && (best == "" || r.Left.After(t.ByID[best].Left)) {
+		if !key.followsName() && (best == "" || r.Left.After(t.ByID[best].Left)) {
 			best = id
 		}
 	}
@@ -382,20 +396,23 @@ func (t *IDTable) LeaveKey(key IDKey) {
 }
 
 // End lets the keys that left since the previous rebuild (and, once a
-// Zigbee2MQTT device list is known (z2mListed), every Zigbee2MQTT key it
-// no longer holds: that list is complete) leave their ids, reserved for
+// Zigbee2MQTT device list is known (z2mListed), every Zigbee2MQTT device
+// key it no longer holds: that list is complete; once its group list is
+// known (groupsListed), every group key) leave their ids, reserved for
 // them; and ends the reservations past idReserve or beyond maxReserved.
-func (t *IDTable) End(z2mListed bool) {
+func (t *IDTable) End(z2mListed, groupsListed bool) {
 	for k := range t.present {
 		if id, ok := t.Cur[k]; ok && !t.now[k] {
 			t.leave(id, "device left", slog.LevelInfo)
 		}
 	}
-	if z2mListed {
-		for k, id := range t.Cur {
-			if k.Z2M && !t.now[k] {
-				t.leave(id, "device no longer in the Zigbee2MQTT device list", slog.LevelInfo)
-			}
+	for k, id := range t.Cur {
+		switch {
+		case t.now[k] || !k.Z2M:
+		case k.group() && groupsListed:
+			t.leave(id, "group no longer in the Zigbee2MQTT group list", slog.LevelInfo)
+		case !k.group() && z2mListed:
+			t.leave(id, "device no longer in the Zigbee2MQTT device list", slog.LevelInfo)
 		}
 	}
 	t.expire()

@@ -167,8 +167,9 @@ func (tx *Rec) unread(id, why string) {
 type RefusalCounts struct {
 	Oversized, Skipped, Failed atomic.Uint64
 	Throttled                  atomic.Uint64
-	SkippedMsgs                uint64 // messages with skipped renderings (under the ingest lock)
-	ThrottledMsgs              uint64 // messages with throttled renderings (under the ingest lock)
+	Groups                     atomic.Uint64 // Zigbee2MQTT group lists refused (malformed, over their bounds)
+	SkippedMsgs                uint64        // messages with skipped renderings (under the ingest lock)
+	ThrottledMsgs              uint64        // messages with throttled renderings (under the ingest lock)
 	LastFailure                atomic.Pointer[string]
 }
 

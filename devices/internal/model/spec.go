@@ -32,6 +32,17 @@ type Spec struct {
 	// IEEE address, which Zigbee2MQTT takes in place of the name: the
 	// catalog maps command topics naming either to the device.
 	Z2MTopic, Z2MAddr string
+	// Group is set on a Zigbee2MQTT group: a command to its topic
+	// reaches every member, so any action writing there is as risky.
+	Group *GroupRisk
+}
+
+// GroupRisk is how risky a command to a Zigbee2MQTT group is: the
+// highest risk among its members' actions (security when a member is
+// not known), and why ("" when no member is riskier than control).
+type GroupRisk struct {
+	Hints pilotage.RiskHints
+	Why   string
 }
 
 // fidelity says how fully a device is modelled; a partial or unmodelled

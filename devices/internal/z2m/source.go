@@ -26,6 +26,12 @@ type Source struct {
 	lastFire map[string]firing
 	Listed   bool             // a bridge/devices list was accepted: it is complete
 	areas    []model.AreaRule // Options.Areas
+	// The last good bridge/groups list (GroupsListed once one was
+	// accepted), and the groups' specs built from it.
+	groups       []Group
+	groupsRaw    []byte
+	GroupsListed bool
+	gcache       map[int64]groupCached
 }
 
 type firing struct {
@@ -223,6 +229,7 @@ func (z *Source) HandleEvent(log *slog.Logger, payload []byte) bool {
 func (z *Source) Build(log *slog.Logger, ids *model.IDTable) []*model.Spec {
 	var out []*model.Spec
 	cache := make(map[string]z2mCached, len(z.devices))
+	built := make(map[string]*model.Spec, len(z.devices)) // IEEE address -> spec, for the groups
 	for i := range z.devices {
 		h := &z.devices[i]
 		key := z2mKey(h)
@@ -250,9 +257,10 @@ func (z *Source) Build(log *slog.Logger, ids *model.IDTable) []*model.Spec {
 		cache[ent.spec.ID] = ent // the spec's copy of the id, not this rebuild's
 		ids.Share(key, ent.spec.ID)
 		out = append(out, ent.spec)
+		built[h.ieee] = ent.spec
 	}
 	z.cache = cache
-	return out
+	return append(out, z.buildGroups(log, ids, built)...)
 }
 
 // z2mProp routes one key of the device's JSON state.

@@ -65,10 +65,11 @@ var Notes = []Note{
 	{"devices.total", Level, "The house knows %s devices.", ""},
 	{"devices.partial", Trouble, "%s devices are only partly modelled: some of their states or actions cannot be used.", "The Devices page lists what each one lacks (its \"See which\" link)."},
 	{"devices.unmodelled", Trouble, "%s devices are not modelled at all: rules cannot use them.", "The Devices page says why for each (its \"See which\" link)."},
-	{"devices.configs_read", Work, "%s discovery configs (Home Assistant's, and Zigbee2MQTT's device list) were read.", ""},
+	{"devices.configs_read", Work, "%s discovery configs (Home Assistant's, and Zigbee2MQTT's device and group lists) were read.", ""},
 	{"devices.refused.oversized_messages", Trouble, "%s MQTT messages were refused unread as too large: a discovery config over 256 KiB leaves its device out or unchanged, a state over it keeps its old value, a Zigbee2MQTT device list over mqtt.max_message_bytes is not read.", nextSize},
 	{"devices.refused.template_work_skipped", Trouble, "%s Home Assistant template renderings were skipped: their message used up its work budget; their states keep their values.", "A discovery config's templates are too costly: the device page's states say which; fix the config at its source."},
 	{"devices.refused.template_work_throttled", Trouble, "%s Home Assistant template renderings were skipped: template work went over its rate; their states keep their values and say why.", "A device publishes too often for its templates: calm it, or simplify its discovery config."},
+	{"devices.refused.z2m_group_lists_refused", Trouble, "%s Zigbee2MQTT group lists (bridge/groups) were refused as malformed or too large: the catalog keeps the groups it had.", "The log line \"zigbee2mqtt bridge/groups refused\" says where the list is wrong; check the Zigbee2MQTT version or who else publishes on its bridge topics."},
 	{"devices.refused.template_failures", Trouble, "%s Home Assistant template renderings failed (over their budget, a type error, …); their states keep their values.", "/healthz devices.refused.last_template_failure names the latest one's state and why."},
 
 	{"http.connections", Level, "%s HTTP connections are open now.", ""},
