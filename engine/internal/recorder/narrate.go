@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pilothouse/pilothouse/engine/internal/clocktext"
 	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
@@ -18,7 +19,7 @@ import (
 // "on"). The trace has 3 steps.` Times are in the server's zone.
 func Narrate(run storage.Run, env *Envelope, question string, zone *time.Location) string {
 	var b strings.Builder
-	at := run.Started.In(zoneOr(zone)).Format("2006-01-02 15:04:05 MST")
+	at := clocktext.Text(run.Started, zone)
 	switch {
 	case run.Kind == "firing":
 		fmt.Fprintf(&b, "Rule %s fired at %s (run %s).", shown.Quote(run.Rule), at, run.ID)
@@ -42,13 +43,6 @@ func Narrate(run storage.Run, env *Envelope, question string, zone *time.Locatio
 		b.WriteString(" (The narration restates recorded facts only; it does not answer free-form questions beyond them.)")
 	}
 	return b.String()
-}
-
-func zoneOr(z *time.Location) *time.Location {
-	if z == nil {
-		return time.UTC
-	}
-	return z
 }
 
 // narrateDecisions says which trigger fired and which conditions failed.
