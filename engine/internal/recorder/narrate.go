@@ -1,6 +1,8 @@
 package recorder
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -87,11 +89,42 @@ func narrateSteps(b *strings.Builder, t *pilotage.Trace, kind string) {
 		b.WriteString(" " + none)
 	}
 	for _, s := range t.Steps {
+		if note := callNote(s); note != "" {
+			fmt.Fprintf(b, " Step %s: %s.", shown.Quote(s.ID), strings.TrimSuffix(note, "."))
+		}
+	}
+	for _, s := range t.Steps {
 		if !s.Outcome.OK {
 			b.WriteString(" " + rules.StepSentence(s.ID, s.Outcome.Status, s.Outcome.Error))
 		}
 	}
 	fmt.Fprintf(b, " The trace has %s.", rules.Plural(len(t.Steps), "step", ""))
+}
+
+// callNote is the note a call step's published output carries (its
+// device was offline), "" for none. Stored outputs are raw JSON: only
+// one that names a note is decoded.
+func callNote(s pilotage.TraceStep) string {
+	if len(s.Calls) == 0 {
+		return ""
+	}
+	var out struct {
+		Published bool   `json:"published"`
+		Note      string `json:"note"`
+	}
+	switch x := s.Output.(type) {
+	case map[string]any:
+		out.Published, _ = x["published"].(bool)
+		out.Note, _ = x["note"].(string)
+	case json.RawMessage:
+		if !bytes.Contains(x, []byte(`"note"`)) || json.Unmarshal(x, &out) != nil {
+			return ""
+		}
+	}
+	if !out.Published {
+		return ""
+	}
+	return out.Note
 }
 
 // sentCalls are the calls of step s that went out: all of a step that
