@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/pilothouse/pilothouse/devices/internal/model"
 	"github.com/pilothouse/pilothouse/mqtt"
@@ -22,6 +23,22 @@ import (
 type Sent struct {
 	id, topic string      // topic "": a webhook notification
 	abort     func(error) // nil: not pending
+	off       offline
+}
+
+// offline is the action's device when its availability said offline as
+// the command was sent (dev ""), and when it was last heard from.
+type offline struct {
+	dev  string
+	seen time.Time
+}
+
+// Offline reports whether the device of the command's action was offline
+// (its availability said so) as the command was sent: the command was
+// published, but the device may not get it. dev is the device's id;
+// lastHeard is when it last sent anything (zero: not since the start).
+func (s Sent) Offline() (dev string, lastHeard time.Time, ok bool) {
+	return s.off.dev, s.off.seen, s.off.dev != ""
 }
 
 // Topic is the topic of the command's last message ("" for a webhook).
@@ -54,20 +71,20 @@ func (s Sent) Err(err error) error {
 // never told anything. ack may be told before CallAsync returns, and on
 // another goroutine (the connection's reader): it must not block.
 func (c *Catalog) CallAsync(ctx context.Context, id string, args map[string]any, ack mqtt.Acker) (Sent, error) {
-	a, conn, norm, err := c.prepare(id, args)
+	a, conn, off, norm, err := c.prepareSend(id, args)
 	if err != nil {
 		return Sent{}, err
 	}
 	s := &sender{id: id, c: c}
 	if a.OffBus {
-		return Sent{id: id, abort: sendOffBus(ctx, a, s, norm, ack)}, nil
+		return Sent{id: id, abort: sendOffBus(ctx, a, s, norm, ack), off: off}, nil
 	}
 	err = a.Send(ctx, s, norm)
 	ap, async := conn.(mqtt.AsyncPublisher)
 	n := len(s.msgs)
 	if err != nil || !async || n == 0 { // as Call: a failed Send, the embedded broker's client, or nothing to send
 		topic, err := publish(ctx, id, conn, s.msgs, err)
-		return Sent{id: id, topic: topic}, err
+		return Sent{id: id, topic: topic, off: off}, err
 	}
 	if _, err := publish(ctx, id, conn, s.msgs[:n-1], nil); err != nil {
 		return Sent{}, err
@@ -77,7 +94,7 @@ func (c *Catalog) CallAsync(ctx context.Context, id string, args map[string]any,
 	if err != nil {
 		return Sent{}, publishError(id, last.topic, err)
 	}
-	return Sent{id: id, topic: last.topic, abort: abort}, nil
+	return Sent{id: id, topic: last.topic, abort: abort, off: off}, nil
 }
 
 // Call validates args against the action's input schema and publishes the
@@ -91,13 +108,22 @@ func (c *Catalog) Call(ctx context.Context, id string, args map[string]any) erro
 // CallTopic is Call that also says the topic of the last message it
 // published ("" for none, or a webhook).
 func (c *Catalog) CallTopic(ctx context.Context, id string, args map[string]any) (string, error) {
-	a, conn, norm, err := c.prepare(id, args)
+	sent, err := c.CallSent(ctx, id, args)
+	return sent.topic, err
+}
+
+// CallSent is Call that says what it sent: the topic of the last message
+// it published, and whether the action's device was offline (never
+// Pending).
+func (c *Catalog) CallSent(ctx context.Context, id string, args map[string]any) (Sent, error) {
+	a, conn, off, norm, err := c.prepareSend(id, args)
 	if err != nil {
-		return "", err
+		return Sent{}, err
 	}
 	s := &sender{id: id, c: c}
 	err = a.Send(ctx, s, norm)
-	return publish(ctx, id, conn, s.msgs, err)
+	topic, err := publish(ctx, id, conn, s.msgs, err)
+	return Sent{id: id, topic: topic, off: off}, err
 }
 
 // publish publishes the messages an action's Send made, in order, each
@@ -120,12 +146,26 @@ func publish(ctx context.Context, id string, conn mqtt.PubSub, msgs []outMsg, fa
 // prepare finds id's action and checks args against its schema: the
 // arguments it publishes are returned.
 func (c *Catalog) prepare(id string, args map[string]any) (*action, mqtt.PubSub, map[string]any, error) {
+	a, conn, _, norm, err := c.prepareSend(id, args)
+	return a, conn, norm, err
+}
+
+// prepareSend is prepare that also says whether the action's device is
+// offline. That is read under the read lock prepare takes anyway, in the
+// maps it holds: no other lock on a firing's path, no allocation.
+func (c *Catalog) prepareSend(id string, args map[string]any) (*action, mqtt.PubSub, offline, map[string]any, error) {
+	var off offline
 	c.mu.RLock()
 	a := c.model.actions[id]
 	conn := c.conn
+	if dev := c.model.devOf[id]; dev != "" {
+		if d := c.devLive[dev]; d != nil && d.availNow != nil && !*d.availNow {
+			off = offline{dev: dev, seen: d.lastSeen}
+		}
+	}
 	c.mu.RUnlock()
 	if a == nil {
-		return nil, nil, nil, fmt.Errorf("devices: unknown action %q", id)
+		return nil, nil, off, nil, fmt.Errorf("devices: unknown action %q", id)
 	}
 	norm := args
 	if !isNormal(args) {
@@ -135,12 +175,12 @@ func (c *Catalog) prepare(id string, args map[string]any) (*action, mqtt.PubSub,
 		}
 	}
 	if err := a.Validate(norm); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, off, nil, err
 	}
 	if a.Presets {
 		norm = model.PublishProps(a.Fields, norm)
 	}
-	return a, conn, norm, nil
+	return a, conn, off, norm, nil
 }
 
 // normalize turns Go numeric types into float64 so that checks and JSON

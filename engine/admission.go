@@ -10,7 +10,7 @@ import (
 func (e *Engine) newAdmission() *admission.Gate {
 	lim := e.cfg.Limits
 	return admission.New(admission.Config{MaxStoredRuns: lim.MaxStoredTestRuns, MaxStoredBytes: int64(lim.MaxStoredTestBytes),
-		RunBytes: int64(lim.MaxRunBytes), Retention: e.cfg.RetentionText(),
+		RunBytes: int64(lim.MaxRunBytes), Retention: e.cfg.RetentionText(), Zone: e.cfg.TimeZone,
 		Unavailable: func(what, version string) error { return storageRequestError(what, version) }}, e.store, e.log)
 }
 

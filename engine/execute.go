@@ -403,13 +403,13 @@ func traceAt(t *pilotage.Trace, level string) *pilotage.Trace {
 		return nil
 	}
 	if level == pilotage.LevelFull && t.Level == pilotage.LevelFull {
-		return t
+		return readable(t)
 	}
 	out := rules.TraceAt(t.Steps, level)
 	if out != nil {
 		out.Stats = t.Stats
 	}
-	return out
+	return readable(out)
 }
 
 // runnableHash identifies (runnable, input, test_run) for idempotency.

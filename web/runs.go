@@ -32,7 +32,7 @@ type runsData struct {
 
 // runStatuses offered by the outcome filter (besides ok and failed).
 var runStatuses = []string{"success", "conditions_not_met", "skipped", "throttled", "stopped", "failed", "partial", "timeout",
-	"broken", "cancelled", "interrupted", "not_connected", "not_acknowledged", "limit_exceeded", "denied", "validation_error"}
+	"broken", "cancelled", "interrupted", "not_connected", "not_acknowledged", "limit_exceeded", "denied", "validation_error", "running"}
 
 func (s *server) runsPage(w http.ResponseWriter, r *http.Request, ss *session) {
 	q := r.URL.Query()

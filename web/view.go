@@ -68,6 +68,8 @@ func riskClass(v any) string {
 // statuses that did nothing (conditions not met, skipped).
 func statusClass(status string, ok bool) string {
 	switch {
+	case status == "running": // not over yet: neither failed nor done
+		return "st-run"
 	case !ok:
 		return "st-bad"
 	case status == "conditions_not_met" || status == "skipped" || status == "throttled" || status == "not_met" ||

@@ -105,6 +105,10 @@ func (s *server) routes() http.Handler {
 	mux.HandleFunc("POST /login", s.login)
 	mux.Handle("POST /logout", s.authed(s.logout))
 	mux.Handle("GET /{$}", s.authed(s.rulesPage))
+	// The list lives at /, its rules under /rules/NAME: a person trimming
+	// a rule's address to /rules is sent to the list.
+	mux.HandleFunc("GET /rules", toRulesList)
+	mux.HandleFunc("GET /rules/{$}", toRulesList)
 	mux.Handle("GET /rules/{name}", s.authed(s.rulePage))
 	mux.Handle("POST /rules/{name}/{action}", s.authed(s.ruleAction))
 	mux.Handle("GET /runs", s.authed(s.runsPage))
@@ -152,6 +156,16 @@ func secureHeaders(h http.Handler) http.Handler {
 		hd.Set("X-Frame-Options", "DENY")
 		h.ServeHTTP(w, r)
 	})
+}
+
+// toRulesList sends /rules (and /rules/) to the rules list at /, keeping
+// the query.
+func toRulesList(w http.ResponseWriter, r *http.Request) {
+	to := "/"
+	if r.URL.RawQuery != "" {
+		to += "?" + r.URL.RawQuery
+	}
+	http.Redirect(w, r, to, http.StatusFound)
 }
 
 func cacheFor(h http.Handler) http.Handler {

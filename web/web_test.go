@@ -341,3 +341,24 @@ func TestRunFailure(t *testing.T) {
 		`<span class="mono">call</span><span class="iter" title="iteration / expansion">#1</span><span class="sep" aria-hidden="true">›</span><span class="mono">inner</span><span class="iter" title="iteration / expansion">#3</span>`,
 		`class="depth-2 st-bad"`, `<span class="step-time"><time title=`, `&#34;state&#34;: &#34;ON&#34;`)
 }
+
+// TestRulesAddressShowsTheList: /rules/NAME is a rule, so /rules (a person
+// trimming the address) leads to the list rather than a plain 404.
+func TestRulesAddressShowsTheList(t *testing.T) {
+	f := newFixture(t, nil)
+	f.deploy(nil, motionRule)
+	c := f.client()
+	for _, tc := range []struct{ path, to string }{
+		{"/rules", "/"},
+		{"/rules/", "/"},
+		{"/rules?x=1", "/?x=1"},
+	} {
+		code, _, h := c.get(tc.path)
+		if code != http.StatusFound || h.Get("Location") != tc.to {
+			t.Errorf("GET %s: %d to %q, want %d to %q", tc.path, code, h.Get("Location"), http.StatusFound, tc.to)
+			continue
+		}
+		_, body, _ := c.get(h.Get("Location"))
+		mustContain(t, "the list "+tc.path+" leads to", body, `href="/rules/hall-motion-light"`)
+	}
+}

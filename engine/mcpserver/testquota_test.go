@@ -3,8 +3,10 @@ package mcpserver_test
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 
@@ -12,6 +14,9 @@ import (
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 )
+
+// oldestInZone is a refusal's "the oldest expires at …" in Asia/Tokyo.
+var oldestInZone = regexp.MustCompile(`the oldest expires at \d{4}-\d\d-\d\d \d\d:\d\d:\d\d JST`)
 
 // short is v printed, cut to a few hundred bytes.
 func short(v any) string {
@@ -35,7 +40,11 @@ func TestStoredTestRunsAreBounded(t *testing.T) {
 	lim.MaxStoredTestRuns = 5
 	lim.MaxRunBytes = 512 << 10
 	lim.MaxStoredTestBytes = 3 << 19 // 1.5 MiB
-	s := newHTTPStackCfg(t, engine.Config{Limits: lim, Principals: twoPrincipals()}, storage.Options{})
+	tokyo, zerr := time.LoadLocation("Asia/Tokyo")
+	if zerr != nil {
+		t.Skip("no zone database:", zerr)
+	}
+	s := newHTTPStackCfg(t, engine.Config{Limits: lim, Principals: twoPrincipals(), TimeZone: tokyo}, storage.Options{})
 	guest, owner := s.client("guest-token"), s.client("owner-token")
 	big := `{"name":"big","triggers":[{"id":"t","state":"hall_motion.occupancy"}],"steps":[{"id":"v","set":{"v":"{{ repeat('x', 200000) }}"}}]}`
 	small := `{"name":"small","triggers":[{"id":"t","state":"hall_motion.occupancy"}],"steps":[{"id":"v","set":{"v":"x"}}]}`
@@ -91,8 +100,13 @@ func TestStoredTestRunsAreBounded(t *testing.T) {
 			t.Fatalf("owner's test run %d: %v", i, out)
 		}
 	}
-	if out, isErr := exec(owner, small); !refusedFor(out, isErr, "limits.max_stored_test_runs") {
+	out, isErr := exec(owner, small)
+	if !refusedFor(out, isErr, "limits.max_stored_test_runs") {
 		t.Fatalf("owner's test run past max_stored_test_runs: %v", out)
+	}
+	// When room comes back is said in the house's zone (it was UTC).
+	if msg := out["error"].(map[string]any)["message"].(string); !oldestInZone.MatchString(msg) {
+		t.Errorf("the refusal %q: want when the oldest expires in the house's zone (JST)", msg)
 	}
 	if u, _ := s.store.StoredUsage(context.Background(), "owner"); u.TestRuns != lim.MaxStoredTestRuns {
 		t.Errorf("owner's stored test runs: %+v", u)

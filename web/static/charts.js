@@ -16,7 +16,7 @@
   var css = getComputedStyle(document.documentElement);
   function cv(name) { return css.getPropertyValue(name).trim(); }
   var C = { fg: cv("--fg"), muted: cv("--muted"), line: cv("--line"), accent: cv("--accent"), ok: cv("--ok"),
-    bad: cv("--bad"), idle: cv("--idle"), warn: cv("--warn"), ext: cv("--ext") };
+    bad: cv("--bad"), idle: cv("--idle"), warn: cv("--warn"), ext: cv("--ext"), run: cv("--run") };
   var palette = [C.accent, C.warn, C.ext, C.ok, "#c2410c", "#0f766e", "#a21caf", "#4d7c0f"];
   // Values that mean "nothing going on" are drawn quietly.
   var quiet = { "false": 1, "OFF": 1, "off": 1, "idle": 1, "CLOSE": 1, "closed": 1, "null": 1 };
@@ -42,7 +42,7 @@
 
   function firingColor(f) {
     if (f.status === "skipped") return C.warn;
-    return f.class === "st-bad" ? C.bad : f.class === "st-idle" ? C.idle : C.ok;
+    return f.class === "st-bad" ? C.bad : f.class === "st-idle" ? C.idle : f.class === "st-run" ? C.run : C.ok;
   }
   // Every chart shows the rule's firings as dashed lines.
   function drawFirings(u) {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/pilothouse/pilothouse/engine/internal/clocktext"
 	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/storage"
@@ -47,6 +48,8 @@ type Config struct {
 	MaxStoredBytes, RunBytes int64
 	// Retention is the declared retention, as the manifest writes it.
 	Retention string
+	// Zone is the house's, for the times a message names.
+	Zone *time.Location
 	// Unavailable is the request error for storage that cannot answer.
 	Unavailable func(what, catalogVersion string) error
 }
@@ -133,7 +136,7 @@ func (g *Gate) holdStorage(ctx context.Context, r Run) (func(), error) {
 	if over != "" {
 		return nil, &pilotage.RequestError{Kind: pilotage.ErrResourceExhausted, CatalogVersion: r.CatalogVersion,
 			Message: fmt.Sprintf("principal %s %s. Stored runs are kept for the whole retention period (%s)%s. Pass store: false (and no idempotency_key) to test without storing; nothing ran.",
-				shown.Quote(r.Principal), over, g.cfg.Retention, oldestNote(u.OldestExpires))}
+				shown.Quote(r.Principal), over, g.cfg.Retention, oldestNote(u.OldestExpires, g.cfg.Zone))}
 	}
 	if r.Stores {
 		h.runs++
@@ -158,11 +161,11 @@ func (g *Gate) release(principal string, stores bool, bytes int64) {
 	g.holds[principal] = h
 }
 
-func oldestNote(t time.Time) string {
+func oldestNote(t time.Time, zone *time.Location) string {
 	if t.IsZero() {
 		return ""
 	}
-	return ": the oldest expires at " + t.UTC().Format(time.RFC3339)
+	return ": the oldest expires at " + clocktext.Text(t, zone)
 }
 
 // holdSlot takes one of the principal's slots for a test run in flight.

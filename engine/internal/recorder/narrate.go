@@ -1,10 +1,13 @@
 package recorder
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/pilothouse/pilothouse/engine/internal/clocktext"
 	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
@@ -18,7 +21,7 @@ import (
 // "on"). The trace has 3 steps.` Times are in the server's zone.
 func Narrate(run storage.Run, env *Envelope, question string, zone *time.Location) string {
 	var b strings.Builder
-	at := run.Started.In(zoneOr(zone)).Format("2006-01-02 15:04:05 MST")
+	at := clocktext.Text(run.Started, zone)
 	switch {
 	case run.Kind == "firing":
 		fmt.Fprintf(&b, "Rule %s fired at %s (run %s).", shown.Quote(run.Rule), at, run.ID)
@@ -42,13 +45,6 @@ func Narrate(run storage.Run, env *Envelope, question string, zone *time.Locatio
 		b.WriteString(" (The narration restates recorded facts only; it does not answer free-form questions beyond them.)")
 	}
 	return b.String()
-}
-
-func zoneOr(z *time.Location) *time.Location {
-	if z == nil {
-		return time.UTC
-	}
-	return z
 }
 
 // narrateDecisions says which trigger fired and which conditions failed.
@@ -93,11 +89,42 @@ func narrateSteps(b *strings.Builder, t *pilotage.Trace, kind string) {
 		b.WriteString(" " + none)
 	}
 	for _, s := range t.Steps {
+		if note := callNote(s); note != "" {
+			fmt.Fprintf(b, " Step %s: %s.", shown.Quote(s.ID), strings.TrimSuffix(note, "."))
+		}
+	}
+	for _, s := range t.Steps {
 		if !s.Outcome.OK {
 			b.WriteString(" " + rules.StepSentence(s.ID, s.Outcome.Status, s.Outcome.Error))
 		}
 	}
 	fmt.Fprintf(b, " The trace has %s.", rules.Plural(len(t.Steps), "step", ""))
+}
+
+// callNote is the note a call step's published output carries (its
+// device was offline), "" for none. Stored outputs are raw JSON: only
+// one that names a note is decoded.
+func callNote(s pilotage.TraceStep) string {
+	if len(s.Calls) == 0 {
+		return ""
+	}
+	var out struct {
+		Published bool   `json:"published"`
+		Note      string `json:"note"`
+	}
+	switch x := s.Output.(type) {
+	case map[string]any:
+		out.Published, _ = x["published"].(bool)
+		out.Note, _ = x["note"].(string)
+	case json.RawMessage:
+		if !bytes.Contains(x, []byte(`"note"`)) || json.Unmarshal(x, &out) != nil {
+			return ""
+		}
+	}
+	if !out.Published {
+		return ""
+	}
+	return out.Note
 }
 
 // sentCalls are the calls of step s that went out: all of a step that

@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -53,6 +54,12 @@ func TestNarration(t *testing.T) {
 				`The run succeeded. It would have called hall_light.set (step "on"). The trace has 2 steps.`},
 		{"deploy", "deploy", pilotage.Outcome{Status: "success", OK: true}, []pilotage.TraceStep{},
 			`An installation of rule "hall" started at 2026-01-15 07:00:00 CET (run r1). The run succeeded. The trace has 0 steps.`},
+		{"offline device, stored", "firing", pilotage.Outcome{Status: "success", OK: true},
+			[]pilotage.TraceStep{trig, {ID: "on", Calls: []string{"living_plug.set"}, Outcome: pilotage.Outcome{Status: "success", OK: true},
+				Output: json.RawMessage(`{"note":"its device living_plug is offline (last heard from 09:02): the command was published but may not reach it","published":true}`)},
+				{ID: "v", Output: map[string]any{"note": "a variable, not a call's note"}, Outcome: pilotage.Outcome{Status: "success", OK: true}}},
+			`Rule "hall" fired at 2026-01-15 07:00:00 CET (run r1). Trigger "motion" fired because hall_motion.occupancy changed to true. ` +
+				`The run succeeded. It called living_plug.set (step "on"). Step "on": its device living_plug is offline (last heard from 09:02): the command was published but may not reach it. The trace has 3 steps.`},
 		{"throttled", "firing", pilotage.Outcome{Status: "throttled", OK: true, Error: "throttled: the body ran less than 1 hour ago"}, nil,
 			`Rule "hall" fired at 2026-01-15 07:00:00 CET (run r1). The run was held back by the rule's throttle: the body ran less than 1 hour ago.`},
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/pilothouse/pilothouse/engine/internal/clocktext"
 	"github.com/pilothouse/pilothouse/rules"
 	"github.com/pilothouse/pilothouse/storage"
 )
@@ -134,7 +135,7 @@ func (at *Trigger) resumeHold() {
 	because := fmt.Sprintf("%s when the rule was armed and held for %s", at.wasText(at.t.Entity(), val), at.t.For())
 	if hadSaved {
 		deadline = saved.Deadline
-		because = fmt.Sprintf("%s before the restart and the window held (due %s)", at.changedText(at.t.Entity(), val), deadline.Format(time.RFC3339))
+		because = fmt.Sprintf("%s before the restart and the window held (due %s)", at.changedText(at.t.Entity(), val), clocktext.Text(deadline, d.Zone))
 	}
 	at.openHold(val, left, because, deadline, 0)
 }
@@ -175,7 +176,7 @@ func (at *Trigger) keepOrDropSavedHold(v any) {
 	at.mu.Lock()
 	defer at.mu.Unlock()
 	if at.hold == nil {
-		because := fmt.Sprintf("%s before the restart and the window held (due %s)", at.changedText(at.t.Entity(), st.Value), saved.Deadline.Format(time.RFC3339))
+		because := fmt.Sprintf("%s before the restart and the window held (due %s)", at.changedText(at.t.Entity(), st.Value), clocktext.Text(saved.Deadline, s.d.Zone))
 		at.openHold(st.Value, st.Left, because, saved.Deadline, 0)
 	}
 }

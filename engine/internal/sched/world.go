@@ -9,6 +9,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine/internal/access"
+	"github.com/pilothouse/pilothouse/engine/internal/clocktext"
 	"github.com/pilothouse/pilothouse/engine/internal/wait"
 	"github.com/pilothouse/pilothouse/internal/cause"
 	"github.com/pilothouse/pilothouse/internal/shown"
@@ -83,12 +84,12 @@ func (w *World) Call(ctx context.Context, id string, args map[string]any) (any, 
 	if local {
 		ctx = w.caused(ctx)
 	}
-	topic, err := w.d.Devs.CallTopic(ctx, id, args)
+	sent, err := w.d.Devs.CallSent(ctx, id, args)
 	if err != nil {
 		return nil, CallError(err)
 	}
-	w.wrote(id, topic)
-	return publishedOutput, nil
+	w.wrote(id, sent.Topic())
+	return w.published(sent), nil
 }
 
 // wrote notes a firing's command for the loop guard (bounds.Chains).
@@ -119,10 +120,10 @@ func (w *World) CallAsync(ctx context.Context, id string, args map[string]any) (
 	}
 	w.wrote(id, sent.Topic())
 	if !sent.Pending() {
-		return publishedOutput, false, nil
+		return w.published(sent), false, nil
 	}
 	w.f.sentAsync(sent)
-	return publishedOutput, true, nil
+	return w.published(sent), true, nil
 }
 
 // callable refuses an id that is no action in the principal's scope;
@@ -176,6 +177,21 @@ func CallError(err error) error {
 // output is never changed once made (the interpreter, expressions and the
 // recorder only read it), and the race detector would catch a write.
 var publishedOutput = map[string]any{"published": true}
+
+// published is a published call's output: publishedOutput, with a note
+// when the action's device was offline (its availability said so), as the
+// command may not reach it; only that case allocates.
+func (w *World) published(sent devices.Sent) any {
+	dev, heard, off := sent.Offline()
+	if !off {
+		return publishedOutput
+	}
+	note := "its device " + dev + " is offline"
+	if !heard.IsZero() {
+		note += " (last heard from " + clocktext.Since(heard, w.d.Now(), w.d.Zone) + ")"
+	}
+	return map[string]any{"published": true, "note": note + ": the command was published but may not reach it"}
+}
 
 func (w *World) Sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)

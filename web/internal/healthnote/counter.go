@@ -3,7 +3,9 @@ package healthnote
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -114,15 +116,28 @@ func flatten(v any, path string, out *[]Counter) {
 			flatten(x[k], p, out)
 		}
 	case json.Number:
-		if f, err := x.Float64(); err != nil || f == 0 {
+		f, err := x.Float64()
+		if err != nil || f == 0 {
 			return
 		}
 		c := Counter{Path: path, Value: x.String(), order: len(Notes)}
+		if strings.HasSuffix(path, "_ms") {
+			c.Value = wholeMS(f)
+		}
 		if i, key := Index(path); i >= 0 {
 			c.Note, c.order, c.key = &Notes[i], i, key
 		}
 		*out = append(*out, c)
 	}
+}
+
+// wholeMS is a duration in milliseconds as a person reads it: whole
+// ("12048", not /healthz's "12047.573"), "under 1" below half of one.
+func wholeMS(ms float64) string {
+	if r := math.Round(ms); r != 0 {
+		return strconv.FormatFloat(r, 'f', -1, 64)
+	}
+	return "under 1"
 }
 
 // Value is the value of the /healthz number at path, 0 when zero

@@ -1,6 +1,7 @@
 package healthnote
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -46,4 +47,28 @@ func TestHealthNoteSingular(t *testing.T) {
 			t.Errorf("%s: %q, want %q…", path, got, want)
 		}
 	}
+}
+
+// TestHealthDurationsAreWhole: the health page's waits read in whole
+// milliseconds, as /healthz's microseconds mean nothing to a person.
+func TestHealthDurationsAreWhole(t *testing.T) {
+	for _, tc := range []struct{ path, value, want string }{
+		{"load.firings.oldest_wait_ms", "12047.573", "The oldest waiting firing has waited 12048 ms."},
+		{"load.mqtt.waited_ms", "0.2", "MQTT messages waited under 1 ms in all for the rule engine."},
+		{"load.mqtt.backpressured", "3", "3 MQTT messages waited for the rule engine to catch up (the broker held them back)."},
+	} {
+		cs := Read(map[string]any{"load": nestedAt(strings.TrimPrefix(tc.path, "load."), json.Number(tc.value))})
+		if len(cs) != 1 || cs[0].Text() != tc.want {
+			t.Errorf("%s = %s: %+v, want %q", tc.path, tc.value, cs, tc.want)
+		}
+	}
+}
+
+// nestedAt is v at the dotted path in nested maps.
+func nestedAt(path string, v any) map[string]any {
+	head, rest, more := strings.Cut(path, ".")
+	if !more {
+		return map[string]any{head: v}
+	}
+	return map[string]any{head: nestedAt(rest, v)}
 }
