@@ -144,10 +144,11 @@ var DefaultLimits = Limits{
 	// The owner's rules are the household's: a real house never runs
 	// more than tens of firings at once, but the owner's assistant may
 	// write a buggy rule (a parallel one that waits, fired by a chatty
-	// sensor) and the house must not fall over. A firing holding a 1 MB
-	// value measured 3.3 MB of heap (docs/security.md); 128 of them
-	// are about 420 MB, and 128 × MaxRunBytes 512 MiB, under a 1 GB
-	// Raspberry Pi's memory with the rest of the house beside them.
+	// sensor) and the house must not fall over. 128 firings holding a
+	// 1 MB value each took a server from 37 MB to 202 MB, holding two
+	// (the most a firing records within MaxRunBytes) 309 MB
+	// (docs/security.md); 128 × MaxRunBytes is 512 MiB, room on a 1 GB
+	// Raspberry Pi beside the rest of the house.
 	MaxLiveFiringsAdmin: 128,
 }
 
