@@ -72,7 +72,8 @@ type RunStats struct {
 	// themselves (engine/internal/sched/loop.go).
 	LoopsStopped uint64 `json:"loops_stopped"`
 	// FiringsRefused counts the firings refused because their principal's
-	// rules ran or queued limits.max_live_firings_per_principal at once (caps.go).
+	// rules ran or queued limits.max_live_firings_per_principal (an
+	// admin's: limits.max_live_firings_admin) at once (sched/caps.go).
 	FiringsRefused uint64 `json:"firings_refused"`
 }
 

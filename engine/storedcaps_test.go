@@ -125,7 +125,8 @@ func TestRulesPerPrincipalCapped(t *testing.T) {
 // build a large value and wait took the server to 1.24 GB. Beyond
 // limits.max_live_firings_per_principal running at once (over all its
 // rules), a new firing is refused: recorded skipped with the limit named
-// and counted; an admin is not bounded; an ended firing gives its slot
+// and counted; an admin has a bound of its own (max_live_firings_admin,
+// TestOwnerLiveFiringsBounded); an ended firing gives its slot
 // back.
 func TestLiveFiringsPerPrincipalBounded(t *testing.T) {
 	guest := &Principal{Name: "guest", TokenHash: HashToken("g"), Deploy: true}

@@ -282,5 +282,6 @@ func (l *cfgLoader) limits(n *yaml.Node, key string) error {
 		"max_stored_firing_bytes":        l.integer(&lim.MaxStoredFiringBytes),
 		"max_rules_per_principal":        l.integer(&lim.MaxRulesPerPrincipal),
 		"max_live_firings_per_principal": l.integer(&lim.MaxLiveFiringsPerPrincipal),
+		"max_live_firings_admin":         l.integer(&lim.MaxLiveFiringsAdmin),
 	})
 }

@@ -376,6 +376,7 @@ func limitKeyRows() map[string]keyRow {
 		"max_stored_firing_bytes":        func(l rules.Limits) any { return l.MaxStoredFiringBytes },
 		"max_rules_per_principal":        func(l rules.Limits) any { return l.MaxRulesPerPrincipal },
 		"max_live_firings_per_principal": func(l rules.Limits) any { return l.MaxLiveFiringsPerPrincipal },
+		"max_live_firings_admin":         func(l rules.Limits) any { return l.MaxLiveFiringsAdmin },
 	}
 	out := map[string]keyRow{}
 	for k, get := range fields {

@@ -115,7 +115,7 @@ func (a *app) losses() []string {
 		counted{l.Dropped, fmt.Sprintf("%d logbook entries lost: the logbook's queue was full", l.Dropped)},
 		counted{l.Failed, fmt.Sprintf("%d logbook entries lost: the database refused them", l.Failed)},
 		counted{runs.LoopsStopped, fmt.Sprintf("%d rules disabled because they kept firing themselves or each other: the logbook says which", runs.LoopsStopped)},
-		counted{runs.FiringsRefused, fmt.Sprintf("%d firings refused: their principal's rules ran or queued limits.max_live_firings_per_principal at once", runs.FiringsRefused)},
+		counted{runs.FiringsRefused, fmt.Sprintf("%d firings refused: their principal's rules ran or queued limits.max_live_firings_per_principal (an admin's: max_live_firings_admin) at once", runs.FiringsRefused)},
 		counted{runs.DeniedUnstored, fmt.Sprintf("%d refused requests not stored: their principals had the most kept", runs.DeniedUnstored)},
 	)...)
 }

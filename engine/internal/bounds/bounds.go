@@ -287,26 +287,32 @@ func (g Grant) Return(used int) {
 
 // Live counts each principal's firings running or queued at once (a
 // firing waiting in a delay or wait step is running; a queued one holds
-// its trigger's value), at most Max of one principal's: what they hold in
-// memory together is then at most Max runs' bounds.
+// its trigger's value), at most Max of one principal's and AdminMax of an
+// admin's (the owner's, whose buggy rule must not take the house down
+// either): what they hold in memory together is then at most that many
+// runs' bounds.
 type Live struct {
-	Max     int64
-	counts  sync.Map // principal name → *atomic.Int64
-	refused atomic.Uint64
+	Max, AdminMax int64
+	counts        sync.Map // principal name → *atomic.Int64
+	refused       atomic.Uint64
 }
 
-// Acquire takes one of principal's live firings; when Max are running it
-// counts a refusal and says how many run.
-func (l *Live) Acquire(principal string) (running int64, ok bool) {
+// Acquire takes one of principal's live firings (admin: principal is an
+// admin, bounded by AdminMax); when its bound's worth are running it counts
+// a refusal and says how many run and how many refusals there were in all.
+func (l *Live) Acquire(principal string, admin bool) (running int64, refused uint64, ok bool) {
+	limit := l.Max
+	if admin {
+		limit = l.AdminMax
+	}
 	c := l.count(principal)
 	for {
 		n := c.Load()
-		if n >= l.Max {
-			l.refused.Add(1)
-			return n, false
+		if n >= limit {
+			return n, l.refused.Add(1), false
 		}
 		if c.CompareAndSwap(n, n+1) {
-			return n + 1, true
+			return n + 1, 0, true
 		}
 	}
 }

@@ -284,23 +284,38 @@ func TestTakeOps(t *testing.T) {
 	}
 }
 
-// TestLive: a principal runs at most Max firings at once, each principal
-// its own, and a released one may be taken again.
+// TestLive: a principal runs at most Max firings at once, an admin at
+// most AdminMax, each principal its own, and a released one may be taken
+// again; each refusal is counted.
 func TestLive(t *testing.T) {
-	l := Live{Max: 2}
-	for i, want := range []bool{true, true, false} {
-		if _, ok := l.Acquire("guest"); ok != want {
-			t.Fatalf("firing %d of guest: ok %v, want %v", i, ok, want)
+	l := Live{Max: 2, AdminMax: 3}
+	for _, c := range []struct {
+		principal string
+		admin     bool
+		want      []bool
+	}{
+		{"guest", false, []bool{true, true, false}},
+		{"assistant", false, []bool{true}},
+		{"owner", true, []bool{true, true, true, false, false}},
+	} {
+		for i, want := range c.want {
+			if _, _, ok := l.Acquire(c.principal, c.admin); ok != want {
+				t.Fatalf("firing %d of %s: ok %v, want %v", i, c.principal, ok, want)
+			}
 		}
 	}
-	if _, ok := l.Acquire("assistant"); !ok {
-		t.Fatal("another principal's firing was refused")
-	}
 	l.Release("guest")
-	if n, ok := l.Acquire("guest"); !ok || n != 2 {
+	if n, _, ok := l.Acquire("guest", false); !ok || n != 2 {
 		t.Fatalf("after a release: %d running, ok %v", n, ok)
 	}
-	if l.Refused() != 1 || l.Running("guest") != 2 {
-		t.Fatalf("refused %d, running %d", l.Refused(), l.Running("guest"))
+	l.Release("owner")
+	if n, _, ok := l.Acquire("owner", true); !ok || n != 3 {
+		t.Fatalf("after the owner's release: %d running, ok %v", n, ok)
+	}
+	if n, c, ok := l.Acquire("owner", true); ok || n != 3 || c != 4 {
+		t.Fatalf("the owner past AdminMax: %d running, refusal %d, ok %v", n, c, ok)
+	}
+	if l.Refused() != 4 || l.Running("guest") != 2 || l.Running("owner") != 3 {
+		t.Fatalf("refused %d, running %d and %d", l.Refused(), l.Running("guest"), l.Running("owner"))
 	}
 }

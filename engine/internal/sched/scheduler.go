@@ -129,7 +129,7 @@ func New(d *Deps) *Scheduler {
 		index:      map[string][]*Trigger{},
 		work:       bounds.New(),
 		SlowHere:   defaultSlowHere,
-		live:       bounds.Live{Max: int64(d.Limits.MaxLiveFiringsPerPrincipal)},
+		live:       bounds.Live{Max: int64(d.Limits.MaxLiveFiringsPerPrincipal), AdminMax: int64(d.Limits.MaxLiveFiringsAdmin)},
 		SunRecheck: sunRecheck,
 		cron:       cron.New(cron.WithLocation(d.Zone), cron.WithChain(cron.Recover(cron.DiscardLogger))),
 	}

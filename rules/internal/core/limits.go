@@ -60,9 +60,11 @@ type Limits struct {
 
 	// Rules: how many one principal (not an admin) keeps installed, and
 	// how many firings of its rules run at once (each may hold up to
-	// MaxEvalBytes and MaxRunBytes in memory).
+	// MaxEvalBytes and MaxRunBytes in memory); an admin's (the owner's)
+	// firings have a bound of their own, higher.
 	MaxRulesPerPrincipal       int
 	MaxLiveFiringsPerPrincipal int
+	MaxLiveFiringsAdmin        int
 }
 
 // MaxValueDepth is how deep a value a set step stores may nest (not
@@ -139,6 +141,15 @@ var DefaultLimits = Limits{
 	// A household's rules run a few firings at once, some waiting in a
 	// delay; 64 at a few MiB each is what one guest may hold.
 	MaxLiveFiringsPerPrincipal: 64,
+	// The owner's rules are the household's: a real house never runs
+	// more than tens of firings at once, but the owner's assistant may
+	// write a buggy rule (a parallel one that waits, fired by a chatty
+	// sensor) and the house must not fall over. 128 firings holding a
+	// 1 MB value each took a server from 37 MB to 202 MB, holding two
+	// (the most a firing records within MaxRunBytes) 309 MB
+	// (docs/security.md); 128 × MaxRunBytes is 512 MiB, room on a 1 GB
+	// Raspberry Pi beside the rest of the house.
+	MaxLiveFiringsAdmin: 128,
 }
 
 // WithDefaults is l with every unset bound (zero or negative) taken from
@@ -161,6 +172,7 @@ func (l Limits) WithDefaults() Limits {
 		{&l.MaxStoredTestRuns, d.MaxStoredTestRuns}, {&l.MaxStoredTestBytes, d.MaxStoredTestBytes},
 		{&l.MaxStoredRuleBytes, d.MaxStoredRuleBytes}, {&l.MaxStoredFiringBytes, d.MaxStoredFiringBytes},
 		{&l.MaxRulesPerPrincipal, d.MaxRulesPerPrincipal}, {&l.MaxLiveFiringsPerPrincipal, d.MaxLiveFiringsPerPrincipal},
+		{&l.MaxLiveFiringsAdmin, d.MaxLiveFiringsAdmin},
 	} {
 		if *f.v <= 0 {
 			*f.v = f.def

@@ -166,6 +166,7 @@ var limitDocs = map[string]string{
 	"MaxStoredFiringBytes":       "bytes of the stored firings of all one principal's rules, not an admin's; checked after each eighth of it written (beyond: as MaxStoredRuleBytes, but a rule's newest of an outcome over 64 KiB goes too; counted as `trimmed_principal`)",
 	"MaxRulesPerPrincipal":       "rules one principal other than an admin (the owner) keeps installed (beyond: a deploy of a new rule is refused with `resource_exhausted`, nothing installed)",
 	"MaxLiveFiringsPerPrincipal": "firings of one principal's rules (not an admin's) running or queued (mode queued) at once, those waiting in a delay or wait step included (beyond: a new firing is refused, recorded `skipped` with the limit named, counted in /healthz `runs.firings_refused`)",
+	"MaxLiveFiringsAdmin":        "firings of one admin's rules (the owner's) running or queued at once, counted as MaxLiveFiringsPerPrincipal (beyond: refused the same way, with this limit named)",
 }
 
 // deviceTypesTable writes pilotage.DeviceTypes, the table the catalog

@@ -134,7 +134,7 @@ var Notes = []Note{
 
 	{"runs.denied_unstored", Trouble, "%s refused requests were answered but not stored: their login already had 50 stored within the retention.", "A client keeps trying what it may not: check its scope or its program."},
 	{"runs.loops_stopped", Trouble, "%s rules were disabled because they kept firing themselves.", "The Logbook names each rule and why; fix its program before enabling it again."},
-	{"runs.firings_refused", Trouble, "%s firings were refused: their login's rules already ran limits.max_live_firings_per_principal at once.", "A rule fires faster than it finishes: make it shorter, or give it mode single or queued."},
+	{"runs.firings_refused", Trouble, "%s firings were refused: their login's rules already ran limits.max_live_firings_per_principal (an admin's: limits.max_live_firings_admin) at once.", "A rule fires faster than it finishes: make it shorter, or give it mode single or queued."},
 
 	{"notify.*.sent", Work, "Channel %[2]s sent %[1]s messages.", ""},
 	{"notify.*.failed", Trouble, "Channel %[2]s gave up on %[1]s messages after retrying.", "/healthz notify says its last error; check the channel's URL and token."},
