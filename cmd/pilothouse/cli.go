@@ -58,7 +58,7 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout, stderr io.Wr
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlagSet(fs, args); err != nil {
 			return nil, err
 		}
 		args = fs.Args()
@@ -511,7 +511,7 @@ func healthFlags(fs *flag.FlagSet) *string {
 func runHealthcheck(ctx context.Context, args []string) error {
 	fs := newFlagSet("healthcheck", os.Stderr)
 	url := healthFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlagSet(fs, args); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)

@@ -391,10 +391,11 @@ func (l *cfgLoader) top(root *yaml.Node) error {
 			return l.mapping(n, key, map[string]handler{"latitude": l.float(&lat, -90, 90), "longitude": l.float(&lon, -180, 180)})
 		},
 		"time_zone": l.checked(&c.TimeZone, func(s string) error {
-			if _, err := time.LoadLocation(s); err != nil || s == "" {
-				return fmt.Errorf("unknown IANA time zone %q (e.g. Europe/Paris)", s)
+			if s == "" {
+				return errors.New("want an IANA time zone, e.g. Europe/Paris")
 			}
-			return nil
+			_, err := loadZone(s)
+			return err
 		}),
 		"retention": l.checked(&c.Retention, func(s string) error {
 			if d, err := rules.ParseDuration(s); err != nil || d <= 0 {
