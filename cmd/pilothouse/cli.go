@@ -70,10 +70,15 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// readProgram reads a rule file: JSON, or YAML (.yaml, .yml) turned into
+// the same JSON.
 func readProgram(path string) (json.RawMessage, error) {
-	b, err := os.ReadFile(path)
+	b, err := readRuleFile(path)
 	if err != nil {
 		return nil, err
+	}
+	if isYAML(path) {
+		return yamlProgram(path, b)
 	}
 	var v map[string]any
 	if err := json.Unmarshal(b, &v); err != nil {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/pilotclient"
@@ -244,10 +245,58 @@ func printTrace(w io.Writer, plan *pilotclient.Plan, t *pilotage.Trace) {
 			line += " error: " + s.Outcome.Error
 		}
 		fmt.Fprintln(w, line)
+		for _, r := range traceReads(s) {
+			fmt.Fprintf(w, "%s  read %s = %s\n", ind, r[0], r[1])
+		}
 		for _, dec := range s.Decisions {
 			fmt.Fprintf(w, "%s  └ took %s because %s\n", ind, dec.Took, dec.Because)
 		}
 	}
+}
+
+// maxTraceReads bounds the values read the trace lists for one step.
+const maxTraceReads = 16
+
+// traceReads are the values a condition or branch read, as the run page
+// lists them: the input the trace records for an entry whose output is a
+// boolean or that took a branch, sorted by what was read; none for
+// triggers (their input is the simulation) and calls (shown inline).
+func traceReads(s pilotage.TraceStep) [][2]string {
+	if s.ID == "triggers" || s.Parent == "triggers" || len(s.Calls) > 0 {
+		return nil
+	}
+	if _, isBool := s.Output.(bool); !isBool && len(s.Decisions) == 0 {
+		return nil
+	}
+	m, ok := s.Input.(map[string]any)
+	if !ok {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([][2]string, 0, min(len(keys), maxTraceReads))
+	for _, k := range keys[:min(len(keys), maxTraceReads)] {
+		out = append(out, [2]string{k, clipText(compactAny(m[k]))})
+	}
+	if len(keys) > maxTraceReads {
+		out = append(out, [2]string{"…", fmt.Sprintf("%d more", len(keys)-maxTraceReads)})
+	}
+	return out
+}
+
+// clipText cuts a value read to 120 bytes (on a rune boundary).
+func clipText(s string) string {
+	if len(s) <= 120 {
+		return s
+	}
+	cut := 120
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // printTestOutput prints a test run's predicted calls and variables.

@@ -335,7 +335,7 @@ func TestExampleRulesValidate(t *testing.T) {
 		_, err := c.Get(context.Background(), "hall_light.set")
 		return err == nil
 	})
-	files, _ := filepath.Glob(filepath.Join("..", "..", "examples", "rules", "*.json"))
+	files, _ := filepath.Glob(filepath.Join("..", "..", "examples", "rules", "*.*"))
 	if len(files) == 0 {
 		t.Fatal("no example rules")
 	}
