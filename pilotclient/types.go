@@ -122,6 +122,9 @@ type ExecuteResult struct {
 	// Approval is the server's risk-gate request (approval_pending) or
 	// the approval a deploy used.
 	Approval *pilotage.Approval `json:"approval,omitempty"`
+	// Replaces is the installed rule a deploy refused to replace
+	// (rule_exists): what replacing it would undo.
+	Replaces *pilotage.Replaces `json:"replaces,omitempty"`
 }
 
 // Deploy decodes the output of a successful deploy.

@@ -205,6 +205,9 @@ func reportDeploy(stdout io.Writer, prog json.RawMessage, res *pilotclient.RunRe
 	if r.Outcome.Status == "validation_error" {
 		printDiagnostics(stdout, prog, r.Diagnostics)
 	}
+	if r.Outcome.Status == rules.StatusRuleExists && r.Replaces != nil {
+		return ruleExists(r)
+	}
 	if err := pilotclient.Verify(r, false); err != nil {
 		return err
 	}
@@ -429,7 +432,7 @@ func cliRules(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		printRules(stdout, list, cn.houseZone(ctx))
+		printRules(stdout, list, cn.houseZone(ctx), offlineTriggers(ctx, c, list))
 		return nil
 	}
 	if len(pos) != 2 {

@@ -101,6 +101,9 @@ func printDiagnostics(w io.Writer, prog json.RawMessage, diags []pilotage.Diagno
 			path = "(whole program)"
 		}
 		fmt.Fprintf(w, "%s %s at %s: %s\n", d.Severity, d.Code, path, d.Message)
+		if d.Code == rules.CodeReplacedRule {
+			d.Hint = replaceHint // the server's names the MCP input
+		}
 		if d.Hint != "" {
 			fmt.Fprintf(w, "    hint: %s\n", d.Hint)
 		}
@@ -334,8 +337,9 @@ func printTestOutput(w io.Writer, raw json.RawMessage) {
 	}
 }
 
-// printRules lists rules, their times in the house's zone loc.
-func printRules(w io.Writer, list []pilotage.RuleInfo, loc *time.Location) {
+// printRules lists rules, their times in the house's zone loc; offline
+// maps the trigger entities whose device says it is offline to it.
+func printRules(w io.Writer, list []pilotage.RuleInfo, loc *time.Location, offline map[string]string) {
 	if len(list) == 0 {
 		fmt.Fprintln(w, "no rules installed")
 		return
@@ -357,6 +361,9 @@ func printRules(w io.Writer, list []pilotage.RuleInfo, loc *time.Location) {
 		}
 		for _, t := range r.Triggers {
 			fmt.Fprintf(w, "    trigger %s: %s%s\n", t.ID, t.Kind, triggerDetail(t, loc))
+			if dev, ok := offline[t.Entity]; ok && t.Entity != "" {
+				fmt.Fprintf(w, "      %s is offline: its states fire no trigger and read no value meanwhile\n", dev)
+			}
 		}
 		if r.NextFire != nil {
 			held := ""
