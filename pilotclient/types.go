@@ -69,6 +69,13 @@ type GetResult struct {
 	CatalogVersion string          `json:"catalog_version"`
 }
 
+// ListResult is one page of a catalog list.
+type ListResult struct {
+	Items          []*pilotage.Entry `json:"items"`
+	NextCursor     string            `json:"next_cursor,omitempty"`
+	CatalogVersion string            `json:"catalog_version"`
+}
+
 // Plan is a validation plan. MaxRiskHints stays raw so that missing or
 // malformed risk information can be treated as risky (spec §7.3 fail closed).
 type Plan struct {

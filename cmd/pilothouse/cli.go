@@ -44,12 +44,14 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout, stderr io.Wr
 		return cliSim(ctx, args, stdout, stderr)
 	case "runs":
 		return cliRuns(ctx, args, stdout, stderr)
+	case "lookup":
+		return cliLookup(ctx, args, stdout, stderr)
 	case "approvals":
 		return cliApprovals(ctx, args, stdout, stderr)
 	case "approve", "decline":
 		return cliDecide(ctx, cmd, args, stdout, stderr)
 	default:
-		return fmt.Errorf("unknown client command %q (apply, test, rules, runs, trace, sim, approvals, approve, decline)", cmd)
+		return fmt.Errorf("unknown client command %q (apply, test, rules, runs, trace, lookup, sim, approvals, approve, decline)", cmd)
 	}
 }
 

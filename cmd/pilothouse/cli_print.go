@@ -105,7 +105,7 @@ func printDiagnostics(w io.Writer, prog json.RawMessage, diags []pilotage.Diagno
 			d.Hint = replaceHint // the server's names the MCP input
 		}
 		if d.Hint != "" {
-			fmt.Fprintf(w, "    hint: %s\n", d.Hint)
+			fmt.Fprintf(w, "    hint: %s\n", cliHint(d.Hint))
 		}
 		if d.Code == rules.CodeInputBinding {
 			// Its path is in the input, not the program: for a missing
