@@ -488,6 +488,11 @@ func TestCLIApplyReplacesOnlyWhenAsked(t *testing.T) {
 	if err == nil || !strings.Contains(out+err.Error(), "rule_exists") {
 		t.Fatalf("a changed program without --replace: %v\n%s", err, out)
 	}
+	// The command line says its own way: --replace, not the MCP input.
+	if said := out + err.Error(); !strings.Contains(err.Error(), "run the same pilothouse apply with --replace") ||
+		!strings.Contains(out, "hint: pilothouse apply replaces it only with --replace") || strings.Contains(said, "input.install") {
+		t.Errorf("rule_exists does not say --replace:\n%s\n%v", out, err)
+	}
 	if _, err := cli(t, url, "", "apply", changed, "--replace"); err != nil {
 		t.Fatalf("--replace: %v", err)
 	}

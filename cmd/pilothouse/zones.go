@@ -26,14 +26,10 @@ func loadZone(name string) (*time.Location, error) {
 		return loc, nil
 	}
 	msg := fmt.Sprintf("unknown IANA time zone %q", name)
-	names := zoneNames()
-	switch near := rules.CloseMatches(name, names, 3); {
-	case len(near) > 0:
+	if near := rules.CloseMatches(name, zoneNames(), 3); len(near) > 0 {
 		msg += "; " + rules.HintFor(near)
-	case len(names) == 0:
+	} else {
 		msg += "; names look like Europe/Paris or America/New_York"
-	default:
-		msg += "; names look like Europe/Paris or America/New_York (ls /usr/share/zoneinfo lists them)"
 	}
 	return nil, errors.New(msg)
 }
