@@ -2,13 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"regexp"
+	"slices"
 	"strings"
 
+	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/pilotclient"
 )
 
@@ -27,8 +31,8 @@ func (o *lookupOpts) register(fs *flag.FlagSet) {
 }
 
 // cliLookup lists the catalog entries the token may see (pilotage_lookup
-// list): ids to write in a rule, with their kind and name; one entry id
-// (hall_light.set) shows that entry.
+// list): ids to write in a rule, with their kind and name; an entry's id
+// (hall_light.set) shows that entry: its arguments and live value.
 func cliLookup(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("lookup", stderr)
 	var o lookupOpts
@@ -46,6 +50,10 @@ func cliLookup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer c.Close()
+	if g, err := c.Get(ctx, q); q != "" && err == nil && g.Entry != nil {
+		printEntry(stdout, g)
+		return nil
+	}
 	res, err := c.List(ctx, pilotclient.ListOptions{Q: q, Kind: o.kind, Tag: o.tag, Limit: min(max(o.limit, 1), 500)})
 	if err != nil {
 		return err
@@ -65,6 +73,37 @@ func cliLookup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintf(stdout, "… more: narrow the search (pilothouse lookup PART_OF_A_NAME, --kind, --tag) or raise --limit\n")
 	}
 	return nil
+}
+
+// printEntry shows one entry: what it is, its arguments (input schema)
+// and its live value.
+func printEntry(w io.Writer, g *pilotclient.GetResult) {
+	e := g.Entry
+	fmt.Fprintf(w, "%s  %s  %s\n", e.ID, e.Kind, e.Name)
+	if e.Description != "" {
+		fmt.Fprintf(w, "  %s\n", e.Description)
+	}
+	if e.Callable {
+		fmt.Fprintf(w, "  callable, risk %s%s\n", e.Risk, hintWords(e.RiskHints))
+	}
+	if len(e.Tags) > 0 {
+		fmt.Fprintf(w, "  tags: %s\n", strings.Join(e.Tags, ", "))
+	}
+	var sch struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if json.Unmarshal(e.InputSchema, &sch) == nil && len(sch.Properties) > 0 {
+		names := slices.Sorted(maps.Keys(sch.Properties))
+		fmt.Fprintf(w, "  arguments: %s\n", strings.Join(names[:min(len(names), 40)], ", "))
+	}
+	var live pilotage.Live
+	if json.Unmarshal(g.Live, &live) == nil && (live.Value != nil || live.Available != nil) {
+		line := "  live: " + clipText(compactAny(live.Value))
+		if live.Available != nil && !*live.Available {
+			line += " (its device says it is offline)"
+		}
+		fmt.Fprintln(w, line)
+	}
 }
 
 // lookupHints turn the validator's hints, which name the MCP tool

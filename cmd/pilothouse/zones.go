@@ -34,6 +34,15 @@ func loadZone(name string) (*time.Location, error) {
 	return nil, errors.New(msg)
 }
 
+// checkZone checks a configuration file's time_zone.
+func checkZone(s string) error {
+	if s == "" {
+		return errors.New("want an IANA time zone, e.g. Europe/Paris")
+	}
+	_, err := loadZone(s)
+	return err
+}
+
 // zoneNames lists the zone names of the time zone database on this
 // machine, offline: the folder Go reads zones from ($ZONEINFO, a folder or
 // Go's zip; else /usr/share/zoneinfo), at most maxZoneNames; nil when
