@@ -85,7 +85,11 @@ func unchangedNote(props []string, state map[string]any) string {
 	for _, p := range props {
 		was = append(was, fmt.Sprintf("%s was already %s", p, compactAny(state[p])))
 	}
-	return rules.JoinList(was, "and") + ": the value did not change, and a state trigger fires only on a change (set another value first)"
+	what := "the value did"
+	if len(props) > 1 {
+		what = "the values did"
+	}
+	return rules.JoinList(was, "and") + ": " + what + " not change, and a state trigger fires only on a change (set another value first)"
 }
 
 // firingWait bounds how long sim waits for the firings a change causes:
