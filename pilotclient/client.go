@@ -212,6 +212,34 @@ func (c *Client) Get(ctx context.Context, id string) (*GetResult, error) {
 	return &out, nil
 }
 
+// ListOptions narrow a catalog list: a search (part of a name or id), a
+// kind, a tag (area:hall); Limit 0 is the server's default page.
+type ListOptions struct {
+	Q, Kind, Tag string
+	Limit        int
+}
+
+// List lists catalog entries visible to the caller, one page.
+func (c *Client) List(ctx context.Context, o ListOptions) (*ListResult, error) {
+	if err := c.need("catalog"); err != nil {
+		return nil, err
+	}
+	args := map[string]any{"language": Language, "verb": "list"}
+	for k, v := range map[string]string{"q": o.Q, "kind": o.Kind, "tag": o.Tag} {
+		if v != "" {
+			args[k] = v
+		}
+	}
+	if o.Limit > 0 {
+		args["limit"] = o.Limit
+	}
+	var out ListResult
+	if err := c.call(ctx, c.lang.Catalog["tool"], args, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Validate validates a program.
 func (c *Client) Validate(ctx context.Context, program json.RawMessage) (*ValidateResult, error) {
 	var out ValidateResult

@@ -69,6 +69,13 @@ type GetResult struct {
 	CatalogVersion string          `json:"catalog_version"`
 }
 
+// ListResult is one page of a catalog list.
+type ListResult struct {
+	Items          []*pilotage.Entry `json:"items"`
+	NextCursor     string            `json:"next_cursor,omitempty"`
+	CatalogVersion string            `json:"catalog_version"`
+}
+
 // Plan is a validation plan. MaxRiskHints stays raw so that missing or
 // malformed risk information can be treated as risky (spec §7.3 fail closed).
 type Plan struct {
@@ -122,6 +129,9 @@ type ExecuteResult struct {
 	// Approval is the server's risk-gate request (approval_pending) or
 	// the approval a deploy used.
 	Approval *pilotage.Approval `json:"approval,omitempty"`
+	// Replaces is the installed rule a deploy refused to replace
+	// (rule_exists): what replacing it would undo.
+	Replaces *pilotage.Replaces `json:"replaces,omitempty"`
 }
 
 // Deploy decodes the output of a successful deploy.

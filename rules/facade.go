@@ -194,6 +194,15 @@ func JoinList(items []string, conj string) string {
 	return core.JoinList(items, conj)
 }
 
+// CloseMatches returns up to limit candidates close to s, the most
+// similar first: the one did-you-mean ranking diagnostics use.
+func CloseMatches(s string, candidates []string, limit int) []string {
+	return core.CloseMatches(s, candidates, limit)
+}
+
+// HintFor is the did-you-mean sentence for matches ("" for none).
+func HintFor(matches []string) string { return core.HintFor(matches) }
+
 // Language is the one Language identifier this package implements.
 const Language = model.Language
 

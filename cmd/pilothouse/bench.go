@@ -15,7 +15,7 @@ func runBench(ctx context.Context, args []string) error {
 	bf := &bench.Flags{}
 	fs := newFlagSet("bench", os.Stderr)
 	bf.Register(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlagSet(fs, args); err != nil {
 		return err
 	}
 	return bench.Run(ctx, bf, startBenchHouse)

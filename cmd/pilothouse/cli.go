@@ -44,12 +44,14 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout, stderr io.Wr
 		return cliSim(ctx, args, stdout, stderr)
 	case "runs":
 		return cliRuns(ctx, args, stdout, stderr)
+	case "lookup":
+		return cliLookup(ctx, args, stdout, stderr)
 	case "approvals":
 		return cliApprovals(ctx, args, stdout, stderr)
 	case "approve", "decline":
 		return cliDecide(ctx, cmd, args, stdout, stderr)
 	default:
-		return fmt.Errorf("unknown client command %q (apply, test, rules, runs, trace, sim, approvals, approve, decline)", cmd)
+		return fmt.Errorf("unknown client command %q (apply, test, rules, runs, trace, lookup, sim, approvals, approve, decline)", cmd)
 	}
 }
 
@@ -58,7 +60,7 @@ func runCLI(ctx context.Context, cmd string, args []string, stdout, stderr io.Wr
 func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlagSet(fs, args); err != nil {
 			return nil, err
 		}
 		args = fs.Args()
@@ -70,10 +72,15 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
+// readProgram reads a rule file: JSON, or YAML (.yaml, .yml) turned into
+// the same JSON.
 func readProgram(path string) (json.RawMessage, error) {
-	b, err := os.ReadFile(path)
+	b, err := readRuleFile(path)
 	if err != nil {
 		return nil, err
+	}
+	if isYAML(path) {
+		return yamlProgram(path, b)
 	}
 	var v map[string]any
 	if err := json.Unmarshal(b, &v); err != nil {
@@ -199,6 +206,9 @@ func reportDeploy(stdout io.Writer, prog json.RawMessage, res *pilotclient.RunRe
 	}
 	if r.Outcome.Status == "validation_error" {
 		printDiagnostics(stdout, prog, r.Diagnostics)
+	}
+	if r.Outcome.Status == rules.StatusRuleExists && r.Replaces != nil {
+		return ruleExists(r)
 	}
 	if err := pilotclient.Verify(r, false); err != nil {
 		return err
@@ -424,7 +434,7 @@ func cliRules(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return err
 		}
-		printRules(stdout, list, cn.houseZone(ctx))
+		printRules(stdout, list, cn.houseZone(ctx), offlineTriggers(ctx, c, list))
 		return nil
 	}
 	if len(pos) != 2 {
@@ -511,7 +521,7 @@ func healthFlags(fs *flag.FlagSet) *string {
 func runHealthcheck(ctx context.Context, args []string) error {
 	fs := newFlagSet("healthcheck", os.Stderr)
 	url := healthFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlagSet(fs, args); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)

@@ -53,6 +53,8 @@ var commands = []command{
 		flagSet: clientFlagSet(func(fs *flag.FlagSet) { new(runsOpts).register(fs) })},
 	{name: "trace", args: "RUN_ID [--level summary|full]", summary: "print a run's trace",
 		flagSet: clientFlagSet(func(fs *flag.FlagSet) { new(traceOpts).register(fs) })},
+	{name: "lookup", args: "[PART_OF_A_NAME] [--kind K] [--tag area:X] [--limit N]", summary: "list the catalog entries (ids to write in a rule) the token may see",
+		flagSet: clientFlagSet(func(fs *flag.FlagSet) { new(lookupOpts).register(fs) })},
 	{name: "approvals", args: "[--all]", summary: "risky deploys waiting for a human's approval (the risk gate)",
 		flagSet: clientFlagSet(func(fs *flag.FlagSet) {
 			new(conn).register(fs)
@@ -123,7 +125,7 @@ func usage() string {
 	fmt.Fprintf(&b, "  pilothouse %-12s %s\n", "--version", "the same as pilothouse version")
 	b.WriteString(`
 
-Client commands (apply, test, rules, runs, trace, sim press/set) talk to the serve running the
+Client commands (apply, test, rules, runs, trace, lookup, sim press/set) talk to the serve running the
 data folder (--data, PILOTHOUSE_DATA: it announces itself in server.json with a local token), or to
 --server URL with --token (PILOTHOUSE_SERVER, PILOTHOUSE_TOKEN).
 

@@ -24,7 +24,13 @@ import (
 // is --server, else PILOTHOUSE_SERVER, else the serve that announced itself
 // in the data folder's server.json (with its local token), else
 // defaultServer.
-type conn struct{ server, token, data string }
+type conn struct {
+	server, token, data string
+	// guessed: no flag, variable or server.json named the server, so
+	// it is defaultServer; dataDir is the folder searched for server.json.
+	guessed bool
+	dataDir string
+}
 
 func (c *conn) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.server, "server", os.Getenv("PILOTHOUSE_SERVER"),
@@ -50,7 +56,7 @@ func (c *conn) resolve() {
 	case c.server == "" && announced:
 		c.server = ep.MCP
 	case c.server == "":
-		c.server = defaultServer
+		c.server, c.guessed, c.dataDir = defaultServer, true, cfg.DataDir
 	case !announced || !sameEndpoint(c.server, ep.MCP):
 		return // another server: the local token is not for it
 	}
@@ -101,7 +107,11 @@ func (c *conn) dial(ctx context.Context) (*pilotclient.Client, error) {
 func (c *conn) unreachable(err error) error {
 	var dnsErr *net.DNSError
 	if errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &dnsErr) {
-		return fmt.Errorf("no pilothouse serve answers at %s; start it with `pilothouse serve` (or give --server)", c.server)
+		msg := fmt.Sprintf("no pilothouse serve answers at %s; start it with `pilothouse serve` (or give --server)", c.server)
+		if c.guessed {
+			msg += fmt.Sprintf(". A serve started with --data DIR (or another --addr) announces itself in DIR/server.json: give the same --data DIR here (or PILOTHOUSE_DATA); none was announced in %s", c.dataDir)
+		}
+		return errors.New(msg)
 	}
 	return err
 }

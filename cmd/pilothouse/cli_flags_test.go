@@ -70,7 +70,7 @@ func TestCLIHelpVersionAndEnvErrors(t *testing.T) {
 			t.Errorf("sim -h lists %s, which sim does not use", unused)
 		}
 	}
-	if _, stderr, code := runBin(t, bin, nil, "sim", "--addr", "0.0.0.0:80"); code == 0 || !strings.Contains(stderr, "flag provided but not defined: -addr") {
+	if _, stderr, code := runBin(t, bin, nil, "sim", "--addr", "0.0.0.0:80"); code == 0 || !strings.Contains(stderr, "pilothouse sim has no flag --addr") {
 		t.Errorf("sim --addr: exit %d, %q", code, stderr)
 	}
 	for _, tc := range []struct{ env, want string }{

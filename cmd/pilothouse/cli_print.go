@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/pilotclient"
@@ -100,8 +101,11 @@ func printDiagnostics(w io.Writer, prog json.RawMessage, diags []pilotage.Diagno
 			path = "(whole program)"
 		}
 		fmt.Fprintf(w, "%s %s at %s: %s\n", d.Severity, d.Code, path, d.Message)
+		if d.Code == rules.CodeReplacedRule {
+			d.Hint = replaceHint // the server's names the MCP input
+		}
 		if d.Hint != "" {
-			fmt.Fprintf(w, "    hint: %s\n", d.Hint)
+			fmt.Fprintf(w, "    hint: %s\n", cliHint(d.Hint))
 		}
 		if d.Code == rules.CodeInputBinding {
 			// Its path is in the input, not the program: for a missing
@@ -244,10 +248,58 @@ func printTrace(w io.Writer, plan *pilotclient.Plan, t *pilotage.Trace) {
 			line += " error: " + s.Outcome.Error
 		}
 		fmt.Fprintln(w, line)
+		for _, r := range traceReads(s) {
+			fmt.Fprintf(w, "%s  read %s = %s\n", ind, r[0], r[1])
+		}
 		for _, dec := range s.Decisions {
 			fmt.Fprintf(w, "%s  └ took %s because %s\n", ind, dec.Took, dec.Because)
 		}
 	}
+}
+
+// maxTraceReads bounds the values read the trace lists for one step.
+const maxTraceReads = 16
+
+// traceReads are the values a condition or branch read, as the run page
+// lists them: the input the trace records for an entry whose output is a
+// boolean or that took a branch, sorted by what was read; none for
+// triggers (their input is the simulation) and calls (shown inline).
+func traceReads(s pilotage.TraceStep) [][2]string {
+	if s.ID == "triggers" || s.Parent == "triggers" || len(s.Calls) > 0 {
+		return nil
+	}
+	if _, isBool := s.Output.(bool); !isBool && len(s.Decisions) == 0 {
+		return nil
+	}
+	m, ok := s.Input.(map[string]any)
+	if !ok {
+		return nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([][2]string, 0, min(len(keys), maxTraceReads))
+	for _, k := range keys[:min(len(keys), maxTraceReads)] {
+		out = append(out, [2]string{k, clipText(compactAny(m[k]))})
+	}
+	if len(keys) > maxTraceReads {
+		out = append(out, [2]string{"…", fmt.Sprintf("%d more", len(keys)-maxTraceReads)})
+	}
+	return out
+}
+
+// clipText cuts a value read to 120 bytes (on a rune boundary).
+func clipText(s string) string {
+	if len(s) <= 120 {
+		return s
+	}
+	cut := 120
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // printTestOutput prints a test run's predicted calls and variables.
@@ -285,8 +337,9 @@ func printTestOutput(w io.Writer, raw json.RawMessage) {
 	}
 }
 
-// printRules lists rules, their times in the house's zone loc.
-func printRules(w io.Writer, list []pilotage.RuleInfo, loc *time.Location) {
+// printRules lists rules, their times in the house's zone loc; offline
+// maps the trigger entities whose device says it is offline to it.
+func printRules(w io.Writer, list []pilotage.RuleInfo, loc *time.Location, offline map[string]string) {
 	if len(list) == 0 {
 		fmt.Fprintln(w, "no rules installed")
 		return
@@ -308,6 +361,9 @@ func printRules(w io.Writer, list []pilotage.RuleInfo, loc *time.Location) {
 		}
 		for _, t := range r.Triggers {
 			fmt.Fprintf(w, "    trigger %s: %s%s\n", t.ID, t.Kind, triggerDetail(t, loc))
+			if dev, ok := offline[t.Entity]; ok && t.Entity != "" {
+				fmt.Fprintf(w, "      %s is offline: its states fire no trigger and read no value meanwhile\n", dev)
+			}
 		}
 		if r.NextFire != nil {
 			held := ""

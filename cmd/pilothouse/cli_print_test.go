@@ -24,7 +24,7 @@ func TestPrintRulesSaysWhatCannotFire(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b strings.Builder
-			printRules(&b, []pilotage.RuleInfo{tc.rule}, time.UTC)
+			printRules(&b, []pilotage.RuleInfo{tc.rule}, time.UTC, nil)
 			got := b.String()
 			if tc.want == "" && strings.Contains(got, "fire") || tc.want != "" && !strings.Contains(got, tc.want) {
 				t.Fatalf("printed %q, want %q", got, tc.want)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices/demo"
+	"github.com/pilothouse/pilothouse/rules"
 )
 
 // simVerbs are the sim subcommands that drive the running serve's demo
@@ -53,9 +54,10 @@ func cliSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	var res struct {
-		Device string         `json:"device"`
-		State  map[string]any `json:"state"`
-		At     time.Time      `json:"at"`
+		Device    string         `json:"device"`
+		State     map[string]any `json:"state"`
+		At        time.Time      `json:"at"`
+		Unchanged []string       `json:"unchanged"`
 	}
 	if err := cn.api(ctx, http.MethodPost, "sim", nil, req, &res); err != nil {
 		return err
@@ -69,8 +71,25 @@ func cliSim(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		what = "set " + strings.Join(pos[2:], " ")
 	}
 	fmt.Fprintf(stdout, "%s: %s\n  state now: %s\n", res.Device, what, compactAny(res.State))
-	printFired(stdout, waitFirings(ctx, &cn, res.At))
+	printFired(stdout, waitFirings(ctx, &cn, res.At), unchangedNote(res.Unchanged, res.State), len(res.Unchanged) > 0 && len(res.Unchanged) == len(req.Set))
 	return nil
+}
+
+// unchangedNote says which properties were set to the value they had: a
+// state trigger fires on a change, so those fired nothing ("" if none).
+func unchangedNote(props []string, state map[string]any) string {
+	if len(props) == 0 {
+		return ""
+	}
+	was := make([]string, 0, len(props))
+	for _, p := range props {
+		was = append(was, fmt.Sprintf("%s was already %s", p, compactAny(state[p])))
+	}
+	what := "the value did"
+	if len(props) > 1 {
+		what = "the values did"
+	}
+	return rules.JoinList(was, "and") + ": " + what + " not change, and a state trigger fires only on a change (set another value first)"
 }
 
 // firingWait bounds how long sim waits for the firings a change causes:
@@ -104,9 +123,19 @@ func waitFirings(ctx context.Context, cn *conn, at time.Time) []apiRun {
 	return seen
 }
 
-func printFired(w io.Writer, runs []apiRun) {
+// printFired lists the firings a change caused; with none, why that can
+// be: unchanged says which values did not change, and only (all of them)
+// leaves no other reason.
+func printFired(w io.Writer, runs []apiRun, unchanged string, only bool) {
 	if len(runs) == 0 {
-		fmt.Fprintf(w, "  fired: nothing within %s (no enabled rule listens to this change, a rule holds it for a \"for\" duration and fires later if it stays (pilothouse rules says when), its device says it is offline and rules do not fire on it, or its record comes later: pilothouse runs)\n", firingWait)
+		why := " (no enabled rule listens to this change, a rule holds it for a \"for\" duration and fires later if it stays (pilothouse rules says when), its device says it is offline and rules do not fire on it, or its record comes later: pilothouse runs)"
+		switch {
+		case only:
+			why = ": " + unchanged
+		case unchanged != "":
+			why = ": " + unchanged + "; for the rest:" + why
+		}
+		fmt.Fprintf(w, "  fired: nothing within %s%s\n", firingWait, why)
 		return
 	}
 	for i := len(runs) - 1; i >= 0; i-- { // oldest first

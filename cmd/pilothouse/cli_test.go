@@ -335,7 +335,7 @@ func TestExampleRulesValidate(t *testing.T) {
 		_, err := c.Get(context.Background(), "hall_light.set")
 		return err == nil
 	})
-	files, _ := filepath.Glob(filepath.Join("..", "..", "examples", "rules", "*.json"))
+	files, _ := filepath.Glob(filepath.Join("..", "..", "examples", "rules", "*.*"))
 	if len(files) == 0 {
 		t.Fatal("no example rules")
 	}
@@ -487,6 +487,11 @@ func TestCLIApplyReplacesOnlyWhenAsked(t *testing.T) {
 	out, err := cli(t, url, "", "apply", changed)
 	if err == nil || !strings.Contains(out+err.Error(), "rule_exists") {
 		t.Fatalf("a changed program without --replace: %v\n%s", err, out)
+	}
+	// The command line says its own way: --replace, not the MCP input.
+	if said := out + err.Error(); !strings.Contains(err.Error(), "run the same pilothouse apply with --replace") ||
+		!strings.Contains(out, "hint: pilothouse apply replaces it only with --replace") || strings.Contains(said, "input.install") {
+		t.Errorf("rule_exists does not say --replace:\n%s\n%v", out, err)
 	}
 	if _, err := cli(t, url, "", "apply", changed, "--replace"); err != nil {
 		t.Fatalf("--replace: %v", err)

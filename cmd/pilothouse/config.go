@@ -112,7 +112,7 @@ func parseFlags(name string, args []string) (*Config, error) {
 		return nil, err
 	}
 	fs.Usage = func() { flagUsage(fs.FlagSet, name) }
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlagSet(fs.FlagSet, args); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
@@ -309,8 +309,8 @@ func (c *Config) check(withHTTP bool) error {
 		return fmt.Errorf("limits.max_served_run_bytes (%d) must be at least max_run_bytes (%d): the largest run could not be read", l.MaxServedRunBytes, l.MaxRunBytes)
 	}
 	if c.TimeZone != "" {
-		if _, err := time.LoadLocation(c.TimeZone); err != nil {
-			return fmt.Errorf("tz %q: %w", c.TimeZone, err)
+		if _, err := loadZone(c.TimeZone); err != nil {
+			return fmt.Errorf("--tz: %w", err)
 		}
 	}
 	if withHTTP && len(c.Principals) == 0 {

@@ -390,12 +390,7 @@ func (l *cfgLoader) top(root *yaml.Node) error {
 			locNode = n
 			return l.mapping(n, key, map[string]handler{"latitude": l.float(&lat, -90, 90), "longitude": l.float(&lon, -180, 180)})
 		},
-		"time_zone": l.checked(&c.TimeZone, func(s string) error {
-			if _, err := time.LoadLocation(s); err != nil || s == "" {
-				return fmt.Errorf("unknown IANA time zone %q (e.g. Europe/Paris)", s)
-			}
-			return nil
-		}),
+		"time_zone": l.checked(&c.TimeZone, checkZone),
 		"retention": l.checked(&c.Retention, func(s string) error {
 			if d, err := rules.ParseDuration(s); err != nil || d <= 0 {
 				return fmt.Errorf("want an ISO 8601 duration such as \"P30D\", got %q", s)

@@ -143,7 +143,7 @@ func TestConfigFileBad(t *testing.T) {
 		{"pace", "demo: {pace: fast}\n", `config pilothouse.yaml:1:14: demo.pace: want a positive duration such as "20s" or "PT20S", got "fast"`},
 		{"latitude range", "location: {latitude: 91, longitude: 0}\n", "config pilothouse.yaml:1:22: location.latitude: must be between -90 and 90, got 91"},
 		{"location half", "location:\n  latitude: 10\n", "config pilothouse.yaml:2:3: location: set both latitude and longitude"},
-		{"tz", "time_zone: Mars/Olympus\n", `config pilothouse.yaml:1:12: time_zone: unknown IANA time zone "Mars/Olympus" (e.g. Europe/Paris)`},
+		{"tz", "time_zone: Mars/Olympus\n", `config pilothouse.yaml:1:12: time_zone: unknown IANA time zone "Mars/Olympus"; names look like Europe/Paris or America/New_York`},
 		{"retention", "retention: 30 days\n", `config pilothouse.yaml:1:12: retention: want an ISO 8601 duration such as "P30D", got "30 days"`},
 		{"log level", "log: {level: loud}\n", `config pilothouse.yaml:1:14: log.level: want debug, info, warn or error, got "loud"`},
 		{"origin", "allowed_origins: [home.example.com]\n", `config pilothouse.yaml:1:19: allowed_origins[0]: want an origin such as "https://home.example.com", got "home.example.com"`},

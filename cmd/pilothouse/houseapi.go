@@ -98,6 +98,7 @@ func (h *houseAPI) sim(ctx context.Context, w http.ResponseWriter, r *http.Reque
 		apiError(w, http.StatusBadRequest, `want {"device": "...", "set": {...}} or {"device": "...", "press": "..."}: `+err.Error())
 		return
 	}
+	before := h.a.simState(req.Device)
 	at := time.Now() // runs the change fires start from here (pilothouse sim shows them)
 	state, err := h.a.simulate(ctx, p, req)
 	switch {
@@ -110,7 +111,8 @@ func (h *houseAPI) sim(ctx context.Context, w http.ResponseWriter, r *http.Reque
 	case err != nil:
 		apiError(w, http.StatusServiceUnavailable, err.Error())
 	default:
-		writeAPI(w, http.StatusOK, map[string]any{"device": req.Device, "state": state, "at": at.In(h.zone())})
+		writeAPI(w, http.StatusOK, map[string]any{"device": req.Device, "state": state, "at": at.In(h.zone()),
+			"unchanged": unchangedBy(before, req.Set)})
 	}
 }
 

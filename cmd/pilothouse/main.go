@@ -40,7 +40,7 @@ func main() {
 		err = bench.RunLoad(ctx, args)
 	case "bench":
 		err = runBench(ctx, args)
-	case "apply", "test", "rules", "runs", "trace", "approvals", "approve", "decline":
+	case "apply", "test", "rules", "runs", "trace", "lookup", "approvals", "approve", "decline":
 		err = runCLI(ctx, cmd, args, os.Stdout, os.Stderr, os.Stdin)
 	case "healthcheck":
 		err = runHealthcheck(ctx, args)

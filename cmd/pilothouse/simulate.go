@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/pilothouse/pilothouse/devices/demo"
 	"github.com/pilothouse/pilothouse/engine"
+	"github.com/pilothouse/pilothouse/pilotage"
 )
 
 // Why a simulated change was refused before the simulator saw it.
@@ -66,4 +69,32 @@ func (s webSim) Simulate(ctx context.Context, id string, set map[string]any) err
 		err = errors.New(strings.TrimPrefix(err.Error(), "demo: "))
 	}
 	return err
+}
+
+// simState is a demo device's state now (nil: no demo, no such device).
+func (a *app) simState(dev string) map[string]any {
+	if a.sim == nil {
+		return nil
+	}
+	return a.sim.State(dev)
+}
+
+// unchangedBy lists, sorted, the properties set gives the value they
+// already had in before: a state trigger fires on a change, so setting
+// them fires none.
+func unchangedBy(before, set map[string]any) []string {
+	var out []string
+	for k, v := range set {
+		old, ok := before[k]
+		if !ok {
+			continue
+		}
+		a, errA := json.Marshal(old)
+		b, errB := json.Marshal(v)
+		if errA == nil && errB == nil && bytes.Equal(pilotage.CanonicalJSON(a), pilotage.CanonicalJSON(b)) {
+			out = append(out, k)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
