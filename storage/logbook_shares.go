@@ -12,7 +12,7 @@ import (
 // rules' firings (and the helper changes a rule's firing made: any
 // principal's rules fire as often as their triggers come, so a firing
 // can come in a loop), the rule changes (install, replace, enable,
-// disable, remove, broken: a guest may switch its own rule as often as it
+// disable, remove: a guest may switch its own rule as often as it
 // likes, but no firing may evict the line saying who installed a rule:
 // attacker round 20), and the house's own lines (approvals, the server's
 // notes), which neither the devices nor a guest's busy rules can evict.
