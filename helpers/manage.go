@@ -85,7 +85,7 @@ func (m *Manager) merge(stored map[string]*helper, config, defaults []Def) (map[
 		}
 		h := &helper{def: d, source: SourceConfig, value: d.initial()}
 		if old := stored[d.ID]; old != nil {
-			h.value = d.keep(old.value)
+			h.value, h.by = d.keep(old.value), old.by
 		}
 		want[d.ID] = h
 	}
@@ -98,7 +98,7 @@ func (m *Manager) merge(stored map[string]*helper, config, defaults []Def) (map[
 		}
 		h := &helper{def: d, source: SourceConfig, demo: true, value: d.initial()}
 		if old := stored[d.ID]; old != nil {
-			h.value = d.keep(old.value)
+			h.value, h.by = d.keep(old.value), old.by
 		}
 		want[d.ID] = h
 	}
@@ -138,6 +138,7 @@ func (m *Manager) load(ctx context.Context) (map[string]*helper, error) {
 			m.o.Log.Error("a stored helper does not read: not served", "helper", r.ID, "err", err)
 			continue
 		}
+		h.by = takeStartedBy(h.value)
 		h.value = h.def.keep(h.value)
 		out[r.ID] = h
 	}
@@ -159,9 +160,10 @@ func (m *Manager) forget(ctx context.Context, id string, gone bool) error {
 func (m *Manager) serve(ctx context.Context, h *helper, write bool, now time.Time) error {
 	overdue := finishesAt(h.value)
 	late := !overdue.IsZero() && !overdue.After(now)
+	by := h.by
 	if late {
 		out, _ := h.def.apply(h.value, "finish", nil, now)
-		h.value, write = out.value, true
+		h.value, h.by, write = out.value, cause.Cause{}, true
 	}
 	if write {
 		if err := m.put(ctx, h); err != nil {
@@ -191,7 +193,7 @@ func (m *Manager) serve(ctx context.Context, h *helper, write bool, now time.Tim
 	if late {
 		id := h.def.ID
 		m.o.Catalog.FireLocal(id+".finished", "finished")
-		m.o.Note(cause.Cause{}, id, h.def.Area, id+": finished while Pilothouse was not running (it was due at "+overdue.Format(time.RFC3339)+")")
+		m.o.Note(by, id, h.def.Area, id+": finished while Pilothouse was not running (it was due at "+overdue.Format(time.RFC3339)+")")
 	}
 	m.scheduleLocked(h)
 	return nil
@@ -205,7 +207,7 @@ func (m *Manager) put(ctx context.Context, h *helper) error {
 	if err != nil {
 		return err
 	}
-	val, err := json.Marshal(h.value)
+	val, err := encodeValue(h.value, h.by)
 	if err != nil {
 		return err
 	}
@@ -275,7 +277,7 @@ func (m *Manager) Put(ctx context.Context, d Def) (Info, error) {
 	case old != nil:
 		m.mu.Lock()
 		if old.def.Kind == d.Kind {
-			h.value = d.keep(old.value)
+			h.value, h.by = d.keep(old.value), old.by
 		}
 		stopLocked(old)
 		m.mu.Unlock()

@@ -75,6 +75,9 @@ type helper struct {
 	value  Value
 	timer  *time.Timer
 	gen    int // bumped whenever the timer is rescheduled
+	// by started a timer that is active or paused: its finish is theirs
+	// (startedby.go).
+	by cause.Cause
 }
 
 // Info is a helper as listed: definition, origin and value.
@@ -156,10 +159,11 @@ func (m *Manager) Act(ctx context.Context, actionID string, args map[string]any)
 	if err != nil {
 		return fmt.Errorf("helpers: %w", err)
 	}
-	if err := m.storeValue(ctx, id, out.value); err != nil {
+	c := cause.Of(ctx)
+	if err := m.storeValue(ctx, id, out.value, startedBy(&h.def, out.value, c)); err != nil {
 		return err
 	}
-	m.commitLocked(h, out, actionID, cause.Of(ctx))
+	m.commitLocked(h, out, actionID, c)
 	return nil
 }
 
@@ -172,11 +176,12 @@ func cut(id string) (string, string, bool) {
 	return id[:i], id[i+1:], true
 }
 
-func (m *Manager) storeValue(ctx context.Context, id string, v Value) error {
+// storeValue stores helper id's value v, started by by.
+func (m *Manager) storeValue(ctx context.Context, id string, v Value, by cause.Cause) error {
 	if m.o.Store == nil {
 		return nil
 	}
-	b, err := json.Marshal(v)
+	b, err := encodeValue(v, by)
 	if err != nil {
 		return fmt.Errorf("helpers: %s: encode: %w", id, err)
 	}
@@ -187,9 +192,11 @@ func (m *Manager) storeValue(ctx context.Context, id string, v Value) error {
 }
 
 // commitLocked makes out the helper's value: the catalog serves it, the
-// logbook says what changed and why, the timer follows (m.mu held).
+// logbook says what changed and why (c caused it), the timer follows
+// (m.mu held).
 func (m *Manager) commitLocked(h *helper, out outcome, because string, c cause.Cause) {
 	id := h.def.ID
+	h.by = startedBy(&h.def, out.value, c)
 	var said []string
 	for _, k := range sortedKeys(out.value) {
 		if v, ok := h.value[k]; ok && equal(v, out.value[k]) {
@@ -267,12 +274,12 @@ func (m *Manager) expire(h *helper, gen int) {
 		m.o.Log.Error("a timer could not finish", "helper", id, "err", err)
 		return
 	}
-	if err := m.storeValue(context.Background(), id, out.value); err != nil {
+	if err := m.storeValue(context.Background(), id, out.value, cause.Cause{}); err != nil {
 		// Served as finished all the same: a timer that never ends is
 		// worse than one whose end is not on disk.
 		m.o.Log.Error("a timer's end could not be stored", "helper", id, "err", err)
 	}
-	m.commitLocked(h, out, "its time was up", cause.Cause{})
+	m.commitLocked(h, out, "its time was up", h.by)
 }
 
 // Close stops the timers.

@@ -3,6 +3,7 @@ package helpers
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -300,7 +301,9 @@ func TestHelperOnADevicesIDIsSaid(t *testing.T) {
 
 // TestNoteCause: a change made through the catalog with a rule's cause on
 // the context is noted with it (the logbook files it as that principal's);
-// a change with none, and a timer's end, are noted with none.
+// a change with none is noted with none, and a timer's end with its
+// start's (attacker round 20: a guest's timer ended in the devices'
+// share).
 func TestNoteCause(t *testing.T) {
 	h := newHouse(t, t.TempDir(), time.Now, Def{ID: "away", Kind: Flag}, Def{ID: "egg", Kind: Timer, Duration: "PT1S"})
 	ruled := cause.With(context.Background(), "guest", "loop")
@@ -315,8 +318,52 @@ func TestNoteCause(t *testing.T) {
 	testutil.Eventually(t, 15*time.Second, "the timer's end noted", func() bool { return h.noted("its time was up") })
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	want := []cause.Cause{{Who: "guest", Rule: "loop"}, {}, {Who: "guest", Rule: "loop"}, {}}
+	want := []cause.Cause{{Who: "guest", Rule: "loop"}, {}, {Who: "guest", Rule: "loop"}, {Who: "guest", Rule: "loop"}}
 	if !slices.Equal(h.causes, want) {
 		t.Errorf("causes %+v of notes %q, want %+v", h.causes, h.notes, want)
+	}
+}
+
+// TestTimerStarterSurvivesRestart: who started a timer is stored with it:
+// a timer that ended while the server was down, and one that ends after
+// the restart, are noted with their start's cause; a timer started by no
+// rule ends with none.
+func TestTimerStarterSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	clock := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	timers := []Def{{ID: "tea", Kind: Timer, Duration: "PT1H"}, {ID: "bread", Kind: Timer, Duration: "PT2H"}, {ID: "egg", Kind: Timer, Duration: "PT1H"}}
+	h := newHouse(t, dir, now, timers...)
+	ruled := cause.With(context.Background(), "guest", "kitchen")
+	for _, c := range []struct {
+		ctx context.Context
+		id  string
+	}{{ruled, "tea.start"}, {ruled, "bread.start"}, {context.Background(), "egg.start"}} {
+		if err := h.cat.Call(c.ctx, c.id, nil); err != nil {
+			t.Fatal(c.id, err)
+		}
+	}
+	h.close()
+	mu.Lock()
+	clock = clock.Add(90 * time.Minute) // tea and egg ended while down
+	mu.Unlock()
+	h2 := newHouse(t, dir, now, timers...)
+	h2.m.mu.Lock()
+	bread, gen := h2.m.byID["bread"], h2.m.byID["bread"].gen
+	h2.m.mu.Unlock()
+	h2.m.expire(bread, gen) // its time is up
+	h2.mu.Lock()
+	defer h2.mu.Unlock()
+	got := map[string]cause.Cause{}
+	for i, n := range h2.notes {
+		got[n[:strings.IndexByte(n, ':')]] = h2.causes[i]
+	}
+	want := map[string]cause.Cause{"tea": {Who: "guest", Rule: "kitchen"}, "bread": {Who: "guest", Rule: "kitchen"}, "egg": {}}
+	if !maps.Equal(got, want) {
+		t.Errorf("the ends' causes %+v (notes %q), want %+v", got, h2.notes, want)
+	}
+	if v := h2.live("bread.state"); v != TimerIdle {
+		t.Errorf("bread %v, want idle", v)
 	}
 }

@@ -9,28 +9,45 @@ import (
 // The logbook's shares of its rows, each trimmed on its own: what the
 // devices report (the bus's events and availability, and the helpers'
 // changes no principal made: anyone who can publish can make them), the
-// rules' activity (firings, rule changes and the helper changes a rule's
-// firing made, which its principal's rules can make in a loop: any
-// principal's rules fire as often as their triggers come, and a guest may
-// switch its own rule as often as it likes), and the house's own lines
-// (approvals, the server's notes), which neither the devices nor a
-// guest's busy rules can evict. The
-// rules' share is split again by principal (LogShares), so that one
-// principal's rules cannot evict another's lines either.
+// rules' firings (and the helper changes a rule's firing made: any
+// principal's rules fire as often as their triggers come, so a firing
+// can come in a loop), the rule changes (install, replace, enable,
+// disable, remove: a guest may switch its own rule as often as it
+// likes, but no firing may evict the line saying who installed a rule:
+// attacker round 20), and the house's own lines (approvals, the server's
+// notes), which neither the devices nor a guest's busy rules can evict.
+// The firings' and the rule changes' shares are split again by principal
+// (LogShares), so that one principal's rules cannot evict another's lines
+// either.
 const (
 	shareOwn = iota
 	shareBus
-	shareRules
+	shareRules // firings, and the helper changes a rule made
+	shareChanges
 	nShares
 )
+
+// logShareTable is the one table of the shares: what each keeps of the
+// logbook's rows (num/den; the house's own lines keep the rest) and
+// whether it has a part per principal.
+var logShareTable = [nShares]struct {
+	num, den    int
+	byPrincipal bool
+}{
+	shareBus:     {1, 2, false},
+	shareRules:   {1, 4, true},
+	shareChanges: {1, 20, true},
+}
 
 // shareOf is the share an entry of kind belongs to.
 func shareOf(kind string) int {
 	switch kind {
 	case "event", "availability", "helper":
 		return shareBus
-	case "firing", "rule":
+	case "firing":
 		return shareRules
+	case "rule":
+		return shareChanges
 	}
 	return shareOwn
 }
@@ -39,21 +56,23 @@ func shareOf(kind string) int {
 // bus's, or a helper's change no principal made).
 func LogFromBus(e LogEntry) bool { return entryShare(e) == shareBus }
 
-// LogShares bounds the logbook's rows: the newest MaxRows are kept, the
-// bus's at most half of them, the rules' lines a quarter and the house's
-// own lines the rest. The rules' quarter has a part per principal: the
-// owner's rules keep half of it, and each guest (a principal known at
-// start) an equal part of the other half, with one more part for the
-// lines of any other name (a principal since removed from the
-// configuration). With no guests the owner keeps seven eighths.
+// LogShares bounds the logbook's rows: the newest MaxRows are kept, each
+// share's within its part of them (logShareTable): the bus's at most
+// half, the rules' firings a quarter, the rule changes a twentieth, and
+// the house's own lines the rest. The firings' and the changes' shares
+// each have a part per principal: the owner's rules keep half of it, and
+// each guest (a principal known at start) an equal part of the other
+// half, with one more part for the lines of any other name (a principal
+// since removed from the configuration). With no guests the owner keeps
+// seven eighths.
 type LogShares struct {
 	maxRows int
-	rows    [nShares]int64 // the bus's and the house's parts
+	rows    [nShares]int64 // the shares split by no principal
 	owner   string
 	guests  map[string]bool
-	// ownerRows and guestRows are the owner's part of the rules' share
-	// and each other part's.
-	ownerRows, guestRows int64
+	// ownerRows and guestRows are, in a share split by principal, the
+	// owner's part and each other part.
+	ownerRows, guestRows [nShares]int64
 }
 
 // NewLogShares shares maxRows out (maxRows <= 0: nothing is trimmed);
@@ -65,21 +84,32 @@ func NewLogShares(maxRows int, owner string, guests []string) *LogShares {
 			sh.guests[g] = true
 		}
 	}
-	bus, rules := maxRows/2, maxRows/4
-	sh.rows = [nShares]int64{shareOwn: int64(maxRows - bus - rules), shareBus: int64(bus)}
-	others := rules / 8
-	if len(sh.guests) > 0 {
-		others = rules / 2
+	own := maxRows
+	for share, t := range logShareTable {
+		if t.den == 0 {
+			continue
+		}
+		rows := maxRows * t.num / t.den
+		own -= rows
+		if !t.byPrincipal {
+			sh.rows[share] = int64(rows)
+			continue
+		}
+		others := rows / 8
+		if len(sh.guests) > 0 {
+			others = rows / 2
+		}
+		// A tiny logbook still keeps each part's newest line.
+		sh.ownerRows[share] = int64(max(1, rows-others))
+		sh.guestRows[share] = int64(max(1, others/(len(sh.guests)+1)))
 	}
-	sh.ownerRows = int64(rules - others)
-	// A tiny logbook still keeps a guest's newest line.
-	sh.guestRows = int64(max(1, others/(len(sh.guests)+1)))
+	sh.rows[shareOwn] = int64(max(own, 0))
 	return sh
 }
 
 // logPart is where an entry is numbered and trimmed: its share and, in
-// the rules' share, the principal whose part it is ("" the part of
-// names not known at start).
+// a share split by principal, the principal whose part it is ("" the
+// part of names not known at start).
 type logPart struct {
 	share int
 	who   string
@@ -97,7 +127,7 @@ func entryShare(e LogEntry) int {
 // partOf is the part an entry belongs to.
 func (sh *LogShares) partOf(e LogEntry) logPart {
 	share := entryShare(e)
-	if share != shareRules {
+	if !logShareTable[share].byPrincipal {
 		return logPart{share: share}
 	}
 	if e.Principal == sh.owner || sh.guests[e.Principal] {
@@ -107,9 +137,9 @@ func (sh *LogShares) partOf(e LogEntry) logPart {
 }
 
 // Guest reports whether e is a line of a rule of a principal other than
-// the owner.
+// the owner (a firing, a helper change its rule made, a rule change).
 func (sh *LogShares) Guest(e LogEntry) bool {
-	return entryShare(e) == shareRules && e.Principal != sh.owner
+	return logShareTable[entryShare(e)].byPrincipal && e.Principal != sh.owner
 }
 
 // keep is how many rows part keeps (-1: no bound).
@@ -117,16 +147,16 @@ func (sh *LogShares) keep(p logPart) int64 {
 	switch {
 	case sh == nil || sh.maxRows <= 0:
 		return -1
-	case p.share != shareRules:
+	case !logShareTable[p.share].byPrincipal:
 		return sh.rows[p.share]
 	case p.who == sh.owner:
-		return sh.ownerRows
+		return sh.ownerRows[p.share]
 	}
-	return sh.guestRows
+	return sh.guestRows[p.share]
 }
 
 // LogTrimmed is what a WriteLog trimmed, by share: Rules the owner's
-// rules' lines, Guests other principals' rules' lines.
+// rules' lines (firings and rule changes), Guests other principals'.
 type LogTrimmed struct{ Bus, Rules, Guests, Own int }
 
 // add counts n rows trimmed from part p.

@@ -138,16 +138,19 @@ func TestLogbookBusKeepsToItsShare(t *testing.T) {
 		t.Errorf("trimmed %d of the bus's, want 35", bus)
 	}
 	// The rules' firings (a guest's busy rules) are trimmed within their
-	// own share: the house's lines stay.
+	// own share: the house's lines and the rule changes stay.
 	n, err := s.WriteLog(ctx, []LogEntry{{T: t0.Add(2 * time.Second), Kind: "firing", Principal: "owner", Text: "a"}, {T: t0.Add(2 * time.Second), Kind: "firing", Principal: "owner", Text: "b"}}, shares(10))
-	if got, _ := s.ListLog(ctx, LogFilter{Kind: "server"}); err != nil || n != (LogTrimmed{Rules: 2}) || len(got) != 1 {
-		t.Fatalf("trimmed %+v (%v); server lines %d, want the oldest rule line and firing trimmed", n, err, len(got))
+	server, _ := s.ListLog(ctx, LogFilter{Kind: "server"})
+	changes, _ := s.ListLog(ctx, LogFilter{Kind: "rule"})
+	if err != nil || n != (LogTrimmed{Rules: 1}) || len(server) != 1 || len(changes) != 1 {
+		t.Fatalf("trimmed %+v (%v); server lines %d, rule changes %d, want only the oldest firing trimmed", n, err, len(server), len(changes))
 	}
-	// Rule changes (a guest switching its own rule in a loop) share the
-	// rules' part too.
+	// Rule changes (a guest switching its own rule in a loop) are trimmed
+	// within their own share: the firings stay.
 	n, err = s.WriteLog(ctx, []LogEntry{{T: t0.Add(3 * time.Second), Kind: "rule", Principal: "owner", Text: "disabled"}}, shares(10))
-	if got, _ := s.ListLog(ctx, LogFilter{Kind: "approval"}); err != nil || n != (LogTrimmed{Rules: 1}) || len(got) != 1 {
-		t.Fatalf("trimmed %+v (%v); approval lines %d, want a firing trimmed", n, err, len(got))
+	firings, _ := s.ListLog(ctx, LogFilter{Kind: "firing"})
+	if got, _ := s.ListLog(ctx, LogFilter{Kind: "approval"}); err != nil || n != (LogTrimmed{Rules: 1}) || len(got) != 1 || len(firings) != 2 {
+		t.Fatalf("trimmed %+v (%v); approval lines %d, firings %d, want the older rule change trimmed", n, err, len(got), len(firings))
 	}
 	// The house's share is trimmed by its own lines, the oldest first.
 	n, err = s.WriteLog(ctx, []LogEntry{{T: t0.Add(3 * time.Second), Kind: "approval", Text: "a"}, {T: t0.Add(3 * time.Second), Kind: "approval", Text: "b"}}, shares(10))
@@ -225,8 +228,9 @@ func TestLogbookGuestKeepsToItsPart(t *testing.T) {
 	ctx := context.Background()
 	s, _ := openTest(t)
 	t0 := time.Date(2026, 1, 15, 7, 0, 0, 0, time.UTC)
-	// 80 rows: the rules' 20, the owner's 10 of them, the guests' 10 in
-	// three parts (guest, visitor, any other name) of 3.
+	// 80 rows: the firings' 20, the owner's 10 of them, the guests' 10 in
+	// three parts (guest, visitor, any other name) of 3; the rule changes'
+	// 4, the owner's 2, each guest part 1.
 	sh := NewLogShares(80, "owner", []string{"owner", "guest", "visitor"})
 	kept := []LogEntry{{T: t0, Kind: "server", Text: "started"}, {T: t0, Kind: "approval", Principal: "guest", Text: "approval asked"},
 		{T: t0, Kind: "rule", Principal: "owner", Rule: "porch", Text: "porch installed"},
@@ -258,21 +262,22 @@ func TestLogbookGuestKeepsToItsPart(t *testing.T) {
 			t.Errorf("%q evicted by the guest's flood", en.Text)
 		}
 	}
-	for _, tc := range []struct{ rule, want string }{{"g", "[g 49.3 g 49.2 g 49.1]"}, {"x", "[x 49.3 x 49.2 x 49.1]"}} {
+	for _, tc := range []struct{ rule, want string }{{"g", "[g 49.3 g 49.2 g 49.0 g 48.2]"}, {"x", "[x 49.3 x 49.2 x 49.0 x 48.2]"}} {
 		if got, _ := s.ListLog(ctx, LogFilter{Rule: tc.rule}); fmt.Sprint(logTexts(got)) != tc.want {
 			t.Errorf("rule %s kept %v, want %s", tc.rule, logTexts(got), tc.want)
 		}
 	}
-	if trimmed != (LogTrimmed{Guests: 2 * (200 - 3)}) {
+	if trimmed != (LogTrimmed{Guests: 2 * (100 - 3 + 100 - 1)}) {
 		t.Errorf("trimmed %+v", trimmed)
 	}
-	// The owner's own lines are trimmed within the owner's part only.
+	// The owner's own firings are trimmed within the owner's part of the
+	// firings only: its rule change stays.
 	var more []LogEntry
 	for i := range 6 {
 		more = append(more, LogEntry{T: t0.Add(2 * time.Second), Kind: "firing", Principal: "owner", Rule: "porch", Text: fmt.Sprint("porch again ", i)})
 	}
 	n, err := s.WriteLog(ctx, more, sh)
-	if got, _ := s.ListLog(ctx, LogFilter{Rule: "v"}); err != nil || n != (LogTrimmed{Rules: 2}) || len(got) != 1 {
+	if got, _ := s.ListLog(ctx, LogFilter{Rule: "v"}); err != nil || n != (LogTrimmed{Rules: 1}) || len(got) != 1 {
 		t.Fatalf("trimmed %+v (%v); the visitor's lines %d", n, err, len(got))
 	}
 }

@@ -259,6 +259,12 @@ FROM (SELECT id AS r, principal AS who, row_number() OVER (PARTITION BY principa
 WHERE logbook.id = p.r;
 DROP INDEX logbook_by_share;
 CREATE INDEX logbook_by_part ON logbook (share, part, seq);`,
+	// 20: rule changes in a share of their own (logbook_shares.go, 3),
+	// which firings cannot evict; both shares' parts numbered again.
+	`UPDATE logbook SET share = 3 WHERE share = 2 AND kind = 'rule';
+UPDATE logbook SET seq = p.n
+FROM (SELECT id AS r, row_number() OVER (PARTITION BY share, part ORDER BY id) AS n FROM logbook WHERE share IN (2, 3)) AS p
+WHERE logbook.id = p.r;`,
 }
 
 // migrate brings db up to len(list), one transaction per migration. A

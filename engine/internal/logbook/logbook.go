@@ -44,8 +44,9 @@ type Config struct {
 	// MaxRows bounds the stored entries; the oldest go first (default
 	// 100,000), each within its share (storage.LogShares): the bus's
 	// (events, availability) keep at most half, so that a flood cannot
-	// evict the owner's lines, and each principal's rules a part of a
-	// quarter. Entries older than the run retention are purged too.
+	// evict the owner's lines, each principal's rules a part of a
+	// quarter for their firings and of a twentieth for their changes.
+	// Entries older than the run retention are purged too.
 	MaxRows int
 	// Owner names the owner principal (default access.Owner's name) and
 	// Guests the others configured (the engine sets them): each keeps a
@@ -126,7 +127,8 @@ type Status struct {
 	Trimmed uint64 `json:"trimmed"`
 	// TrimmedBus of them were the bus's (events, availability), which
 	// keep at most half of MaxRows, TrimmedFirings the rules' firings and
-	// changes (a quarter, a part for each principal), of which
+	// changes (a quarter and a twentieth, a part of each for each
+	// principal), of which
 	// TrimmedGuest were other principals' than the owner's: the rest is
 	// the house's own lines'. DroppedBus of Dropped were the bus's, which
 	// take at most half of the queue, DroppedGuest other principals'

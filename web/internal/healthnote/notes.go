@@ -52,13 +52,13 @@ var Notes = []Note{
 
 	{"logbook.written", Work, "%s logbook entries were written.", ""},
 	{"logbook.dropped", Trouble, "%s logbook entries were lost: the queue in front of its writer was full.", "A flood of events filled it (see logbook.dropped_bus); the server log says when."},
-	{"logbook.dropped_bus", Trouble, "%s of the lost logbook entries were the devices' (events, devices going offline and back, helpers' own changes, such as a timer finishing).", "A device floods the bus with events: find it in the Logbook and calm or remove it."},
+	{"logbook.dropped_bus", Trouble, "%s of the lost logbook entries were the devices' (events, devices going offline and back, helpers' own changes, such as the end of a timer no rule started).", "A device floods the bus with events: find it in the Logbook and calm or remove it."},
 	{"logbook.failed", Trouble, "%s logbook entries were lost to writes that failed.", nextStorage},
 	{"logbook.trimmed", Trouble, "%s logbook entries were deleted (the oldest first) to stay within its 100,000 rows: the Logbook begins later than the run retention.", "Nothing to do unless you need older entries: shorten retention, or calm the busiest devices and rules."},
-	{"logbook.trimmed_bus", Trouble, "%s of the deleted logbook entries were the devices' (events, availability, helpers' own changes, such as a timer finishing), which keep at most half of the rows.", "A busy device's events push out older ones: calm it if you need them."},
+	{"logbook.trimmed_bus", Trouble, "%s of the deleted logbook entries were the devices' (events, availability, helpers' own changes, such as the end of a timer no rule started), which keep at most half of the rows.", "A busy device's events push out older ones: calm it if you need them."},
 	{"logbook.trimmed_guest", Trouble, "%s of the deleted rules' lines were other principals' than the owner's, each trimmed within its own part, so the owner's lines stay.", "A guest's rule fires or is switched very often: look at the Runs page for which, and ask its principal."},
 	{"logbook.dropped_guest", Trouble, "%s of the lost logbook entries were other principals' rules' lines, which take at most a quarter of the queue.", "A guest's rule fires very often: look at the Runs page for which, and ask its principal."},
-	{"logbook.trimmed_firings", Trouble, "%s of the deleted logbook entries were rules' firings and changes, which keep at most a quarter of the rows.", "A rule fires very often: look at the Runs page for which."},
+	{"logbook.trimmed_firings", Trouble, "%s of the deleted logbook entries were rules' firings and changes, which keep at most a quarter and a twentieth of the rows.", "A rule fires very often: look at the Runs page for which."},
 	{"logbook.cut", Trouble, "%s logbook entries had their text cut to its bound (each says so, with the full size).", "A device sends very long event values; nothing is lost that a rule reads."},
 	{"logbook.max_rows", Level, "The logbook keeps at most %s entries.", ""},
 
