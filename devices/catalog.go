@@ -223,7 +223,7 @@ func NewCatalog(o Options) *Catalog {
 	c.topics.event = o.Z2MBase + "/bridge/event"
 	c.topics.haPrefix = o.HAPrefix + "/"
 	c.topics.z2mPrefix = o.Z2MBase + "/"
-	c.model = newRouteTable(o.Z2MBase)
+	c.model = newRouteTable(o.Z2MBase, o.HAPrefix)
 	c.snap.Store(emptySnapshot())
 	tx := c.begin()
 	tx.specs = c.rebuildSpecs(tx)

@@ -30,9 +30,10 @@ type routeTable struct {
 // notifySpecID keys the notification channels' spec (no device).
 const notifySpecID = "\x00notify"
 
-func newRouteTable(z2mBase string) *routeTable {
+func newRouteTable(z2mBase, haPrefix string) *routeTable {
+	devOf := map[string]string{}
 	return &routeTable{routes: map[string]model.TopicRoutes{}, wild: map[string]bool{}, actions: map[string]*action{}, unsupported: map[string]string{},
-		devOf: map[string]string{}, specs: map[string]*model.Spec{}, shares: newTopicShares(z2mBase)}
+		devOf: devOf, specs: map[string]*model.Spec{}, shares: newTopicShares(z2mBase, haPrefix, devOf)}
 }
 
 func specKey(s *model.Spec) string {
@@ -138,6 +139,7 @@ func (c *Catalog) unplug(tx *txn, s *model.Spec) {
 		}
 	}
 	m.shares.know(s, -1)
+	m.shares.read(s, nil, -1)
 	for i := range s.Entries {
 		id := s.Entries[i].ID
 		if m.devOf[id] == key {
@@ -177,6 +179,7 @@ func (c *Catalog) plug(s *model.Spec) map[string]*pilotage.Entry {
 			m.shares.add(a, out[a.ID], s)
 		}
 	}
+	m.shares.read(s, out, 1)
 	for _, st := range s.States {
 		if st.Unsupported != "" {
 			m.unsupported[st.ID] = st.Unsupported

@@ -24,6 +24,9 @@ import (
 // or a group it listed: a command to a group reaches every member, so the
 // action is shown at the group's risk (its riskiest member's; security
 // when a member is not known), saying which member.
+//
+// What an action's topics change of what Pilothouse reads (discovery, the
+// states of devices) raises it too: topicread.go.
 
 // topicShares is the writers of every command topic (model-owned:
 // changed only by the commit phase, under c.ingest and c.mu).
@@ -37,6 +40,11 @@ type topicShares struct {
 	// before it, and the writers it added.
 	touched map[string]pilotage.RiskHints
 	added   []string
+	// What Pilothouse reads: Home Assistant's discovery prefix and "/",
+	// and the topics read into a state riskier than control.
+	disc  string
+	reads map[string][]reader
+	devOf map[string]string // entry id -> device key (the route table's)
 }
 
 // shareKey is one topic's writers: those publishing to it (exact), and
@@ -146,9 +154,9 @@ func (w writer) keys() []writeKey {
 	return out
 }
 
-func newTopicShares(z2mBase string) topicShares {
+func newTopicShares(z2mBase, haPrefix string, devOf map[string]string) topicShares {
 	return topicShares{base: z2mBase + "/", known: map[string]int32{}, groups: map[string]model.GroupRisk{}, keys: map[string]shareKey{}, writers: map[string]writer{},
-		touched: map[string]pilotage.RiskHints{}}
+		touched: map[string]pilotage.RiskHints{}, disc: haPrefix + "/", reads: map[string][]reader{}, devOf: devOf}
 }
 
 // z2mNames are the names Zigbee2MQTT takes in a command topic for the
@@ -373,8 +381,8 @@ var security = pilotage.HintsOf(pilotage.RiskSecurity)
 
 // effective is the risk hints writer w is shown at and, when they are
 // above its own, the reason.
-func (t *topicShares) effective(w writer) (pilotage.RiskHints, string) {
-	eff, why := w.base.RiskHints, ""
+func (t *topicShares) effective(id string, w writer) (pilotage.RiskHints, string) {
+	eff, why := t.readRisk(id, w, w.base.RiskHints, "")
 	for i := 0; w.under && i < len(w.writes); i++ {
 		if r := t.unnamed(w.writes[i]); r != "" && pilotage.Aggregate(eff, security) != eff {
 			eff, why = pilotage.Aggregate(eff, security), r
@@ -401,8 +409,8 @@ func (t *topicShares) effective(w writer) (pilotage.RiskHints, string) {
 
 // shown is the entry of writer w as the catalog shows it: its own, or a
 // copy at the higher risk saying why (why is then not empty).
-func (t *topicShares) shown(w writer) (e *pilotage.Entry, why string) {
-	eff, why := t.effective(w)
+func (t *topicShares) shown(id string, w writer) (e *pilotage.Entry, why string) {
+	eff, why := t.effective(id, w)
 	if eff == w.base.RiskHints {
 		return w.base, ""
 	}
@@ -458,7 +466,7 @@ func (c *Catalog) showShares(tx *txn, ed *snapEdit, old *Snapshot, cat []Change)
 		if !isW || !ok {
 			continue
 		}
-		want, why := sh.shown(w)
+		want, why := sh.shown(id, w)
 		prev, had := old.Get(id)
 		if why != "" && (!had || prev.RiskHints != want.RiskHints) {
 			c.log.Warn("action shown at a higher risk than its own: its command topic may reach a riskier device", "id", id, "risk", want.Risk, "reason", why)

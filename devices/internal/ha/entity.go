@@ -77,7 +77,7 @@ func (x *ent) addState(id, name, desc string, schema map[string]any, topic, tplS
 	dev := x.b.spec.ID
 	prop := strings.TrimPrefix(id, dev+".")
 	warned := false // the first failure of this template is logged (routes run one at a time, under c.ingest)
-	x.b.spec.Routes = append(x.b.spec.Routes, model.TopicRoute{Topic: topic, Fn: func(tx *model.Rec, p []byte) {
+	x.b.spec.Routes = append(x.b.spec.Routes, model.TopicRoute{Topic: topic, Entity: true, Guards: pilotage.HintsOf(haEntityRisk(x.component)), Fn: func(tx *model.Rec, p []byte) {
 		v, err := t.RenderMsg(tx, id, p)
 		if err != nil {
 			if !warned && !errors.Is(err, model.ErrNoValue) && !model.NotRendered(err) {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/pilothouse/pilothouse/devices/internal/model"
+	"github.com/pilothouse/pilothouse/pilotage"
 )
 
 // lightCaps are the capabilities a light config announces.
@@ -167,7 +168,7 @@ func (x *ent) jsonLightStates(topic string, subs []jsonSub) {
 	for _, s := range subs {
 		x.b.spec.States = append(x.b.spec.States, model.StateSpec{ID: s.id, Name: x.name + " " + s.key, Desc: x.unitDesc(), Schema: s.schema})
 	}
-	x.b.spec.Routes = append(x.b.spec.Routes, model.TopicRoute{Topic: topic, Fn: func(tx *model.Rec, p []byte) {
+	x.b.spec.Routes = append(x.b.spec.Routes, model.TopicRoute{Topic: topic, Entity: true, Guards: pilotage.HintsOf(haEntityRisk(x.component)), Fn: func(tx *model.Rec, p []byte) {
 		var obj map[string]any
 		if json.Unmarshal(p, &obj) != nil {
 			return

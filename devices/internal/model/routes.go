@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/internal/bucket"
+	"github.com/pilothouse/pilothouse/pilotage"
 )
 
 // What one message's routes compute: the routes a topic runs, the Rec
@@ -21,6 +22,13 @@ type Route func(tx *Rec, payload []byte)
 type TopicRoute struct {
 	Topic string
 	Fn    Route
+	// Entity says Fn reads the topic into one entity's states (a Home
+	// Assistant entity's), whose commands are of risk Guards: a command
+	// another action writes onto the topic can fake those states. Unset,
+	// Fn reads into the whole device (its availability, a Zigbee2MQTT
+	// device's topic, events), whose riskiest action counts.
+	Entity bool
+	Guards pilotage.RiskHints
 }
 
 // TopicRoutes are the routes of one topic. Nearly always one device has
