@@ -36,16 +36,18 @@ func TestReadTopicRaisesRisk(t *testing.T) {
 	h.publish(t, "homeassistant/lock/ha_lock/config", backDoor, "back_door.set")
 	h.publish(t, "homeassistant/binary_sensor/contact/config", doorContact, "contact.state")
 	waitEntry(t, h.c, "front_door.set")
-	const disc, faked = "writes into discovery (homeassistant/#): it can add, change or remove any device", "can fake that state"
+	const disc, faked = "is a discovery config topic (homeassistant/…/config): it can add, change or remove any device", "can fake that state"
 	cases := []struct {
 		name, cmd, cfg string // cfg replaces swAt's config
 		risk           pilotage.Risk
 		says           string
 	}{
 		{"a lock's discovery config", "homeassistant/lock/ha_lock/config", "", pilotage.RiskSecurity, disc},
-		{"the prefix itself (<prefix>/# matches it)", "homeassistant", "", pilotage.RiskSecurity, disc},
-		{"discovery's status topic", "homeassistant/status", "", pilotage.RiskSecurity, disc},
-		{"under the prefix, deeper", "homeassistant/lock/ha_lock/config/x", "", pilotage.RiskSecurity, disc},
+		// Not configs: Home Assistant's own discovery example commands
+		// homeassistant/switch/irrigation/set.
+		{"the prefix itself", "homeassistant", "", pilotage.RiskControl, ""},
+		{"discovery's status topic", "homeassistant/status", "", pilotage.RiskControl, ""},
+		{"under a config, deeper", "homeassistant/lock/ha_lock/config/x", "", pilotage.RiskControl, ""},
 		{"abbreviated, through ~", "", `{"~":"homeassistant/lock/ha_lock","name":null,"uniq_id":"sw_5","cmd_t":"~/config",
 			"dev":{"ids":["sw_5"],"name":"Sw 5"}}`, pilotage.RiskSecurity, disc},
 		{"another case is another topic", "HomeAssistant/lock/ha_lock/config", "", pilotage.RiskControl, ""},
@@ -56,6 +58,8 @@ func TestReadTopicRaisesRisk(t *testing.T) {
 		{"a Zigbee2MQTT lock's topic", "zigbee2mqtt/front_door", "", pilotage.RiskSecurity, "zigbee2mqtt/front_door"},
 		{"a door contact's state_topic", "home/contact/state", "", pilotage.RiskControl, ""},
 		{"near a lock's state_topic", "home/back_door/state/x", "", pilotage.RiskControl, ""},
+		{"a device-based discovery config", "homeassistant/device/ha_dev/config", "", pilotage.RiskSecurity, disc},
+		{"Home Assistant's example command topic", "homeassistant/switch/irrigation/set", "", pilotage.RiskControl, ""},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -104,7 +108,7 @@ func TestReadTopicConfiguredPrefix(t *testing.T) {
 		risk pilotage.Risk
 	}{
 		{"ha/lock/x/config", pilotage.RiskSecurity},
-		{"ha", pilotage.RiskSecurity},
+		{"ha", pilotage.RiskControl},
 		{"homeassistant/lock/x/config", pilotage.RiskControl},
 		{"hab/lock/x/config", pilotage.RiskControl},
 	} {

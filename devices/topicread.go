@@ -8,10 +8,11 @@ import (
 )
 
 // Two more kinds of topic are read, not written, by Pilothouse, and a
-// command written there changes what it believes. One under Home
-// Assistant's discovery prefix (the prefix itself among them: the
-// discovery filter <prefix>/# matches it) can add, change or remove any
-// device, so it is security. One a device's state is read from can fake
+// command written there changes what it believes. A discovery config
+// topic (<prefix>/…/config, what the catalog reads as one) can add,
+// change or remove any device, so it is security; other topics under the
+// prefix are not configs (Home Assistant's own examples command
+// <prefix>/switch/irrigation/set), so only what reads them counts. One a device's state is read from can fake
 // that state, so it takes the risk of the riskiest entry reading it: a
 // Home Assistant entity's state topics its entity's (a lock's state is
 // a lock's), a topic read into the whole device (its availability, a
@@ -107,8 +108,8 @@ func (t *topicShares) rewritten(topic string) {
 func (t *topicShares) readRisk(id string, w writer, eff pilotage.RiskHints, why string) (pilotage.RiskHints, string) {
 	dev := t.devOf[id]
 	for _, topic := range w.writes {
-		if (topic == t.disc[:len(t.disc)-1] || strings.HasPrefix(topic, t.disc)) && pilotage.Aggregate(eff, security) != eff {
-			eff, why = pilotage.Aggregate(eff, security), "its command topic "+topic+" writes into discovery ("+t.disc+"#): it can add, change or remove any device"
+		if strings.HasPrefix(topic, t.disc) && strings.HasSuffix(topic, "/config") && pilotage.Aggregate(eff, security) != eff {
+			eff, why = pilotage.Aggregate(eff, security), "its command topic "+topic+" is a discovery config topic ("+t.disc+"…/config): it can add, change or remove any device"
 		}
 		for _, rd := range t.reads[topic] {
 			h := rd.hints
