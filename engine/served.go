@@ -33,10 +33,12 @@ func (e *Engine) ServedStats() ServedStats { return e.served.Stats() }
 const readCost = 16
 
 // answerCost is what an execute answer costs per byte of its JSON until
-// it is written: the answer itself, encoded twice in the MCP answer (its
-// text and structured copies, then the JSON-RPC message) with the
-// encoders' buffer growth (TestAnswersAreChargedWhatTheyCost measures it).
-const answerCost = 12
+// it is written, at most: the answer itself, encoded in the MCP answer
+// (its text and structured copies, then the JSON-RPC message) with the
+// encoders' buffer growth. TestAnswersAreChargedWhatTheyCost measures
+// it: the whole call over MCP, its run included, allocated 5 times the
+// answer's JSON.
+const answerCost = 8
 
 // holdServed takes room for run id's record before it is read (its size
 // is read first, scoped to p like the record itself); release gives it

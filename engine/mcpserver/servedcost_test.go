@@ -58,18 +58,58 @@ func TestTraceReadsAreChargedWhatTheyCost(t *testing.T) {
 	}
 }
 
+// TestAnswersAreChargedWhatTheyCost: a large execute answer (a test run
+// of about 2.6 MB) is charged against limits.max_served_run_bytes at
+// least what the whole call allocates over MCP (the run, its answer, the
+// MCP answer's two copies and the JSON-RPC message), so the budget bounds
+// the memory of answers their clients do not read (round 20: 180 unread
+// 4 MB answers took 2.4 GB, none of it charged).
+func TestAnswersAreChargedWhatTheyCost(t *testing.T) {
+	s, _ := ownerStack(t)
+	src := `{"name":"big","triggers":[{"id":"t","state":"hall_motion.occupancy"}],
+	  "steps":[{"id":"r","repeat":{"count":12},"do":[{"id":"s","set":{"v":"{{ repeat('x', 200000) }}"}}]}]}`
+	ctx, done := engine.ServingRuns(context.Background())
+	if r, err := s.eng.Execute(ctx, engine.ExecuteRequest{Program: []byte(src), TestRun: true, Store: new(bool)}); err != nil || !r.Outcome.OK {
+		t.Fatalf("test run: %+v %v", r, err)
+	}
+	charged := s.eng.ServedStats().InFlightBytes
+	done()
+	args := fmt.Sprintf(`{"language":"automation/1","test_run":true,"store":false,"program":%s}`, src)
+	cost, calls := uint64(1<<62), 3
+	if raceEnabled {
+		calls = 1
+	}
+	for range calls {
+		cost = min(cost, toolAllocs(t, s.url, "pilotage_execute", args))
+	}
+	if raceEnabled {
+		cost /= 2
+	}
+	t.Logf("one test run over MCP allocates %d, its answer is charged %d", cost, charged)
+	if uint64(charged) < cost {
+		t.Errorf("a 2.6 MB answer is charged %d bytes but the call allocates %d", charged, cost)
+	}
+}
+
 // traceAllocs is the bytes allocated (server and this client, which
 // discards the answer) by one pilotage_trace of run id over HTTP.
 func traceAllocs(t *testing.T, url, id string) uint64 {
 	t.Helper()
-	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"pilotage_trace","arguments":{"run_id":%q},"_meta":{%q:%q,%q:{"name":"cost","version":"1"},%q:{}}}}`,
-		id, mcp.MetaKeyProtocolVersion, mcp.LATEST_PROTOCOL_VERSION, mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities)
+	return toolAllocs(t, url, "pilotage_trace", fmt.Sprintf(`{"run_id":%q}`, id))
+}
+
+// toolAllocs is the bytes allocated (server and this client, which
+// discards the answer) by one call of tool with args (JSON) over HTTP.
+func toolAllocs(t *testing.T, url, tool, args string) uint64 {
+	t.Helper()
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":%q,"arguments":%s,"_meta":{%q:%q,%q:{"name":"cost","version":"1"},%q:{}}}}`,
+		tool, args, mcp.MetaKeyProtocolVersion, mcp.LATEST_PROTOCOL_VERSION, mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities)
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", mcp.LATEST_PROTOCOL_VERSION)
 	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", "pilotage_trace")
+	req.Header.Set("Mcp-Name", tool)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	resp, err := http.DefaultClient.Do(req)
@@ -80,7 +120,7 @@ func traceAllocs(t *testing.T, url, id string) uint64 {
 	resp.Body.Close()
 	runtime.ReadMemStats(&after)
 	if resp.StatusCode != http.StatusOK || n < 1<<20 {
-		t.Fatalf("trace over HTTP: %d, %d bytes", resp.StatusCode, n)
+		t.Fatalf("%s over HTTP: %d, %d bytes", tool, resp.StatusCode, n)
 	}
 	return after.TotalAlloc - before.TotalAlloc
 }
