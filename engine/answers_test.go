@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,5 +59,46 @@ func TestTestRunSlotsKeepRoomForAdmins(t *testing.T) {
 	cancel()
 	for range 3 {
 		<-done
+	}
+}
+
+// TestAnswersWithoutRoom: with limits.max_served_run_bytes all in use, a
+// test run's answer is refused (resource_exhausted, naming the run to read
+// when it was stored) and a deploy's goes out, its outcome standing, with
+// its trace cut to the summary.
+func TestAnswersWithoutRoom(t *testing.T) {
+	h := newHouse(t, Config{})
+	var held []func()
+	for range 2 { // each hold is charged half of the gate
+		r, _ := h.eng.served.Hold(context.Background(), h.eng.served.Max(), false)
+		if r == nil {
+			t.Fatal("filling the gate")
+		}
+		held = append(held, r)
+	}
+	defer func() {
+		for _, r := range held {
+			r()
+		}
+	}()
+	prog := json.RawMessage(`{"name":"full","triggers":[{"id":"t","state":"hall_motion.occupancy"}],"steps":[{"id":"a","set":{"x":1}}]}`)
+	cases := []struct {
+		name string
+		req  ExecuteRequest
+	}{
+		{"test run", ExecuteRequest{Program: prog, TestRun: true}},
+		{"deploy", ExecuteRequest{Program: prog}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, err := h.eng.Execute(context.Background(), c.req)
+			var re *pilotage.RequestError
+			switch {
+			case c.req.TestRun && (!errors.As(err, &re) || re.Kind != pilotage.ErrResourceExhausted || !strings.Contains(re.Message, "pilotage_trace")):
+				t.Errorf("a test run's answer without room: %+v %v, want resource_exhausted naming pilotage_trace", r, err)
+			case !c.req.TestRun && (err != nil || !r.Outcome.OK || r.Trace == nil || r.Trace.Level != pilotage.LevelSummary):
+				t.Errorf("a deploy's answer without room: %+v %v, want it installed with a summary trace", r, err)
+			}
+		})
 	}
 }
