@@ -20,6 +20,6 @@ func (e *Engine) holdTest(ctx context.Context, p *Principal, req ExecuteRequest,
 	if !req.TestRun {
 		return func() {}, nil
 	}
-	return e.admit.Admit(ctx, admission.Run{Principal: p.Name, Stores: req.Store == nil || *req.Store,
+	return e.admit.Admit(ctx, admission.Run{Principal: p.Name, Admin: p.Admin, Stores: req.Store == nil || *req.Store,
 		Keyed: req.IdempotencyKey != "", CatalogVersion: catalogVersion})
 }

@@ -41,11 +41,17 @@ func TestTestRunRealTimeBound(t *testing.T) {
 // cpuBoundHouse is a house without an evaluation bound, and a program
 // whose test run keeps a core busy far longer than any test waits.
 func cpuBoundHouse(t *testing.T) (*house, string) {
+	lim, prog := cpuBoundProgram()
+	return newHouse(t, Config{Limits: lim}), prog
+}
+
+// cpuBoundProgram is cpuBoundHouse's program and the limits it runs
+// unbounded under (but for its request's context).
+func cpuBoundProgram() (rules.Limits, string) {
 	lim := rules.DefaultLimits
 	lim.MaxEvalOps, lim.MaxRunOps = 1<<62, 1<<62
-	prog := `{"name":"cpu","triggers":[{"id":"t","state":"hall_motion.occupancy"}],"steps":[{"id":"a","set":{"l":"{{ 1..300 }}"}},` +
+	return lim, `{"name":"cpu","triggers":[{"id":"t","state":"hall_motion.occupancy"}],"steps":[{"id":"a","set":{"l":"{{ 1..300 }}"}},` +
 		`{"id":"d","set":{"v":"{{ sum(vars.l, sum(vars.l, sum(vars.l, sum(vars.l, sum(vars.l, #))))) }}"}}]}`
-	return newHouse(t, Config{Limits: lim}), prog
 }
 
 // TestTestRunStopsWithItsRequest: the evaluation under way stops when the

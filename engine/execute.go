@@ -82,8 +82,47 @@ func viewError(v *view, kind, msg string) error {
 }
 
 // Execute processes an execute request in the order of spec §6.5.2; the
-// first failing check decides the response.
+// first failing check decides the response. The answer is charged
+// against limits.max_served_run_bytes until it is written (see
+// ServingRuns and answer); a test run keeps its admission slot until
+// then, so the answers waiting for room are bounded too.
 func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteResponse, error) {
+	slot := func() {}
+	defer func() { slot() }()
+	resp, err := e.execute(ctx, req, &slot)
+	if err != nil || resp == nil {
+		return resp, err
+	}
+	return e.answer(ctx, req, resp)
+}
+
+// answer takes room for resp until it is written. With none free within
+// the wait, a test run (it had no side effect) becomes a request error to
+// retry; any other answer's outcome stands and goes out with its trace
+// cut to the summary (no step inputs, outputs cut short).
+func (e *Engine) answer(ctx context.Context, req ExecuteRequest, resp *ExecuteResponse) (*ExecuteResponse, error) {
+	p := e.principal(ctx)
+	release, err := e.holdAnswer(ctx, p, resp)
+	switch {
+	case err == nil:
+		defer release() // a no-op under ServingRuns: its done gives it back
+		return resp, nil
+	case req.TestRun:
+		var re *pilotage.RequestError
+		if errors.As(err, &re) && (req.Store == nil || *req.Store) && !resp.Replayed {
+			re.Message += "; the test run ran and was stored: read it with pilotage_trace, run_id " + resp.RunID
+		}
+		return nil, err
+	}
+	e.log.Warn("an execute answer found no room under limits.max_served_run_bytes; its trace is cut to the summary", "run", resp.RunID, "principal", p.Name)
+	cut := *resp
+	cut.Trace = traceAt(resp.Trace, pilotage.LevelSummary)
+	return &cut, nil
+}
+
+// execute is Execute before its answer is charged; a test run's admission
+// slot is handed to slot, for Execute to give back.
+func (e *Engine) execute(ctx context.Context, req ExecuteRequest, slot *func()) (*ExecuteResponse, error) {
 	p := e.principal(ctx)
 	v := e.cat.View(p)
 	reqErr := func(kind, msg string) error { return viewError(v, kind, msg) }
@@ -97,7 +136,7 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 	if err != nil {
 		return nil, err
 	}
-	defer release()
+	*slot = release
 	idem, replay, err := e.claimIdem(ctx, p, v, req, reqErr)
 	if err != nil || replay != nil {
 		return replay, err

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -14,8 +15,9 @@ import (
 type ServedStats = served.Stats
 
 // ServingRuns returns a context under which the stored runs read (Trace)
-// stay counted against limits.MaxServedRunBytes until done is called: call
-// it once the response is written, so the bound covers the encoding too.
+// and the answers built (Execute) stay counted against
+// limits.MaxServedRunBytes until done is called: call it once the
+// response is written, so the bound covers the encoding too.
 func ServingRuns(ctx context.Context) (_ context.Context, done func()) {
 	return served.ServingRuns(ctx)
 }
@@ -29,6 +31,14 @@ func (e *Engine) ServedStats() ServedStats { return e.served.Stats() }
 // (TestTraceReadsAreChargedWhatTheyCost measures it), so that
 // limits.max_served_run_bytes bounds memory rather than stored bytes.
 const readCost = 16
+
+// answerCost is what an execute answer costs per byte of its JSON until
+// it is written, at most: the answer itself, encoded in the MCP answer
+// (its text and structured copies, then the JSON-RPC message) with the
+// encoders' buffer growth. TestAnswersAreChargedWhatTheyCost measures
+// it: serving a 2.6 MB answer allocated 4 times its JSON beyond the run,
+// up to 10 times under the race detector.
+const answerCost = 12
 
 // holdServed takes room for run id's record before it is read (its size
 // is read first, scoped to p like the record itself); release gives it
@@ -49,15 +59,39 @@ func (e *Engine) holdServed(ctx context.Context, p *Principal, id string) (relea
 	if err != nil {
 		return nil, fmt.Errorf("engine: reading run: %w", err)
 	}
-	release, refused := e.served.Hold(ctx, size*readCost, !p.Admin)
+	return e.charge(ctx, p, "stored run "+id, size, readCost)
+}
+
+// holdAnswer takes room for an execute answer once it is built, until it
+// is written (see ServingRuns): nil when none came within the wait. An
+// answer that does not encode is charged what encoded before the fault
+// (the transport says it could not be encoded).
+func (e *Engine) holdAnswer(ctx context.Context, p *Principal, resp *ExecuteResponse) (release func(), err error) {
+	var n counter
+	_ = json.NewEncoder(&n).Encode(resp)
+	return e.charge(ctx, p, "answer of run "+resp.RunID, n.n, answerCost)
+}
+
+// counter counts the bytes written to it.
+type counter struct{ n int64 }
+
+func (c *counter) Write(b []byte) (int, error) { c.n += int64(len(b)); return len(b), nil }
+
+// charge is the one place serving is charged against
+// limits.max_served_run_bytes: size bytes (a stored record, an answer's
+// JSON) at perByte each, what serving them may allocate. what names it
+// in the log.
+func (e *Engine) charge(ctx context.Context, p *Principal, what string, size, perByte int64) (release func(), err error) {
+	cost := size * perByte
+	release, refused := e.served.Hold(ctx, cost, !p.Admin)
 	if release != nil {
 		return release, nil
 	}
 	if refused == 1 || refused%100 == 0 {
-		e.log.Warn("refused to serve a stored run: limits.max_served_run_bytes are in use by other reads", "run", id,
-			"bytes", size, "cost", size*readCost, "limit", e.served.Max(), "refused", refused)
+		e.log.Warn("refused to serve: limits.max_served_run_bytes are in use by other reads and answers", "what", what,
+			"bytes", size, "cost", cost, "limit", e.served.Max(), "refused", refused)
 	}
 	return nil, pilotage.Errorf(pilotage.ErrResourceExhausted, fmt.Sprintf(
-		"the server is busy serving other stored runs (%d bytes of memory at once at most, limits.max_served_run_bytes; this one is %d bytes stored, %d to serve): try again in a few seconds",
-		e.served.Max(), size, size*readCost))
+		"the server is busy serving other stored runs and answers (%d bytes of memory at once at most, limits.max_served_run_bytes; this one is %d bytes, %d to serve): try again in a few seconds",
+		e.served.Max(), size, cost))
 }

@@ -104,6 +104,14 @@ func servedHealth(t *testing.T, base string) servedRuns {
 // with a tiny receive buffer, and never reads the answer.
 func stalledTrace(t *testing.T, addr, sid, runID string) net.Conn {
 	t.Helper()
+	return stalledCall(t, addr, sid, "guest-token", "pilotage_trace", fmt.Sprintf(`{"run_id":%q}`, runID))
+}
+
+// stalledCall sends a call of tool with args (JSON) as token's principal
+// on session sid ("" = stateless) over a socket with a tiny receive
+// buffer, and never reads the answer.
+func stalledCall(t *testing.T, addr, sid, token, tool, args string) net.Conn {
+	t.Helper()
 	d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
 		return c.Control(func(fd uintptr) { _ = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
 	}}
@@ -116,10 +124,10 @@ func stalledTrace(t *testing.T, addr, sid, runID string) net.Conn {
 	if sid != "" {
 		session, version = "Mcp-Session-Id: "+sid+"\r\n", mcp.LATEST_LEGACY_PROTOCOL_VERSION
 	}
-	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"pilotage_trace","arguments":{"run_id":%q},"_meta":{%q:%q,%q:{"name":"stall","version":"1"},%q:{}}}}`,
-		runID, mcp.MetaKeyProtocolVersion, version, mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities)
-	req := "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer guest-token\r\nContent-Type: application/json\r\n" +
-		"Accept: application/json, text/event-stream\r\nMcp-Method: tools/call\r\nMcp-Name: pilotage_trace\r\n" + session + "Mcp-Protocol-Version: " + version +
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":%q,"arguments":%s,"_meta":{%q:%q,%q:{"name":"stall","version":"1"},%q:{}}}}`,
+		tool, args, mcp.MetaKeyProtocolVersion, version, mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities)
+	req := "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + token + "\r\nContent-Type: application/json\r\n" +
+		"Accept: application/json, text/event-stream\r\nMcp-Method: tools/call\r\nMcp-Name: " + tool + "\r\n" + session + "Mcp-Protocol-Version: " + version +
 		fmt.Sprintf("\r\nContent-Length: %d\r\n\r\n", len(body)) + body
 	if _, err := c.Write([]byte(req)); err != nil {
 		t.Fatal(err)

@@ -58,18 +58,70 @@ func TestTraceReadsAreChargedWhatTheyCost(t *testing.T) {
 	}
 }
 
+// TestAnswersAreChargedWhatTheyCost: a large execute answer (a test run
+// of about 2.6 MB) is charged against limits.max_served_run_bytes more
+// than serving it allocates beyond the run (the MCP answer's two copies,
+// the JSON-RPC message, the encoders' buffer growth), with room for the
+// answer itself: without the race detector the run allocated 2.5 MB,
+// the whole call over MCP 13 MB, and the answer is charged 31 MB. So the
+// budget bounds the memory of answers their clients do not read (round
+// 20: 180 unread 4 MB answers took 2.4 GB, none of it charged).
+func TestAnswersAreChargedWhatTheyCost(t *testing.T) {
+	s, _ := ownerStack(t)
+	src := `{"name":"big","triggers":[{"id":"t","state":"hall_motion.occupancy"}],
+	  "steps":[{"id":"r","repeat":{"count":12},"do":[{"id":"s","set":{"v":"{{ repeat('x', 200000) }}"}}]}]}`
+	req := engine.ExecuteRequest{Program: []byte(src), TestRun: true, Store: new(bool)}
+	ctx, done := engine.ServingRuns(context.Background())
+	if r, err := s.eng.Execute(ctx, req); err != nil || !r.Outcome.OK {
+		t.Fatalf("test run: %+v %v", r, err)
+	}
+	charged := s.eng.ServedStats().InFlightBytes
+	done()
+	direct := func() uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, _ = s.eng.Execute(context.Background(), req)
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	args := fmt.Sprintf(`{"language":"automation/1","test_run":true,"store":false,"program":%s}`, src)
+	run, call, n := uint64(1<<62), uint64(1<<62), 3
+	if raceEnabled {
+		n = 1
+	}
+	for range n {
+		run = min(run, direct())
+		call = min(call, toolAllocs(t, s.url, "pilotage_execute", args))
+	}
+	cost := call - min(run, call)
+	if raceEnabled {
+		cost /= 2 // sync.Pool keeps nothing: the encoders' buffers are allocated afresh
+	}
+	t.Logf("the run allocates %d, the call over MCP %d: serving costs %d; the answer is charged %d", run, call, cost, charged)
+	if uint64(charged) < cost {
+		t.Errorf("a 2.6 MB answer is charged %d bytes but serving it allocates %d beyond the run", charged, cost)
+	}
+}
+
 // traceAllocs is the bytes allocated (server and this client, which
 // discards the answer) by one pilotage_trace of run id over HTTP.
 func traceAllocs(t *testing.T, url, id string) uint64 {
 	t.Helper()
-	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"pilotage_trace","arguments":{"run_id":%q},"_meta":{%q:%q,%q:{"name":"cost","version":"1"},%q:{}}}}`,
-		id, mcp.MetaKeyProtocolVersion, mcp.LATEST_PROTOCOL_VERSION, mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities)
+	return toolAllocs(t, url, "pilotage_trace", fmt.Sprintf(`{"run_id":%q}`, id))
+}
+
+// toolAllocs is the bytes allocated (server and this client, which
+// discards the answer) by one call of tool with args (JSON) over HTTP.
+func toolAllocs(t *testing.T, url, tool, args string) uint64 {
+	t.Helper()
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":%q,"arguments":%s,"_meta":{%q:%q,%q:{"name":"cost","version":"1"},%q:{}}}}`,
+		tool, args, mcp.MetaKeyProtocolVersion, mcp.LATEST_PROTOCOL_VERSION, mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities)
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Mcp-Protocol-Version", mcp.LATEST_PROTOCOL_VERSION)
 	req.Header.Set("Mcp-Method", "tools/call")
-	req.Header.Set("Mcp-Name", "pilotage_trace")
+	req.Header.Set("Mcp-Name", tool)
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	resp, err := http.DefaultClient.Do(req)
@@ -80,7 +132,7 @@ func traceAllocs(t *testing.T, url, id string) uint64 {
 	resp.Body.Close()
 	runtime.ReadMemStats(&after)
 	if resp.StatusCode != http.StatusOK || n < 1<<20 {
-		t.Fatalf("trace over HTTP: %d, %d bytes", resp.StatusCode, n)
+		t.Fatalf("%s over HTTP: %d, %d bytes", tool, resp.StatusCode, n)
 	}
 	return after.TotalAlloc - before.TotalAlloc
 }

@@ -34,10 +34,14 @@ import (
 // templates): an attacker round ran 40 at once as a guest, and /healthz,
 // lookups and firings waited seconds. So test runs in flight are bounded
 // per principal and in all; one beyond is refused at once (a request
-// error, resource_exhausted) rather than queued.
+// error, resource_exhausted) rather than queued. Principals who are not
+// administrators take at most maxGuests of them together, so two guests
+// running two each cannot keep the owner from testing (attacker round
+// 20).
 const (
 	MaxPerPrincipal = 2
 	maxInAll        = 4
+	maxGuests       = maxInAll - 1
 )
 
 // Config is what admission needs from the engine.
@@ -63,6 +67,7 @@ type Gate struct {
 	mu      sync.Mutex
 	holds   map[string]hold // principal → its test runs in flight that will store
 	running map[string]int  // principal → its test runs in flight
+	guests  int             // test runs in flight of principals not administrators
 }
 
 // hold is what a principal's test runs in flight may still store: they
@@ -80,6 +85,8 @@ func New(cfg Config, store *storage.Store, log *slog.Logger) *Gate {
 // Run is a test run asking to be admitted.
 type Run struct {
 	Principal string
+	// Admin: the principal is an administrator (sees the whole house).
+	Admin bool
 	// Stores: its record would be stored; Keyed: it has an idempotency key
 	// (whose record is stored either way).
 	Stores, Keyed  bool
@@ -177,17 +184,23 @@ func (g *Gate) holdSlot(r Run) (func(), error) {
 		all += n
 	}
 	mine := g.running[r.Principal]
-	if mine >= MaxPerPrincipal || all >= maxInAll {
+	if mine >= MaxPerPrincipal || all >= maxInAll || (!r.Admin && g.guests >= maxGuests) {
 		return nil, &pilotage.RequestError{Kind: pilotage.ErrResourceExhausted, CatalogVersion: r.CatalogVersion,
-			Message: fmt.Sprintf("%d test runs are in flight (%d of principal %s): at most %d per principal and %d in all run at once. Retry when one has ended; nothing ran.",
-				all, mine, shown.Quote(r.Principal), MaxPerPrincipal, maxInAll)}
+			Message: fmt.Sprintf("%d test runs are in flight (%d of principal %s): at most %d per principal and %d in all run at once, of which principals who are not administrators take %d. Retry when one has ended; nothing ran.",
+				all, mine, shown.Quote(r.Principal), MaxPerPrincipal, maxInAll, maxGuests)}
 	}
 	g.running[r.Principal] = mine + 1
+	if !r.Admin {
+		g.guests++
+	}
 	return func() {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		if g.running[r.Principal]--; g.running[r.Principal] == 0 {
 			delete(g.running, r.Principal)
+		}
+		if !r.Admin {
+			g.guests--
 		}
 	}, nil
 }

@@ -1,5 +1,5 @@
-// Package served bounds the bytes of stored run records being served at
-// once (limits.MaxServedRunBytes).
+// Package served bounds the memory of stored run records and execute
+// answers being served at once (limits.MaxServedRunBytes).
 package served
 
 import (
@@ -11,17 +11,19 @@ import (
 	"golang.org/x/sync/semaphore"
 )
 
-// wait is how long a read of a stored run waits for room under
-// limits.MaxServedRunBytes before it is refused.
+// wait is how long a read of a stored run (or an answer) waits for room
+// under limits.MaxServedRunBytes before it is refused.
 const wait = 2 * time.Second
 
 // Gate bounds the memory of stored run records being served at once
-// (pilotage_trace, the web UI's run page and run JSON). Serving a run costs
-// many times its record (decoded, encoded, copied into the response), so
-// without a bound a few hundred parallel reads of one 4 MB run took
-// gigabytes. A read holds what it costs (its caller's estimate) from before
-// it reads the record until its response is written (ServingRuns), else
-// until Trace returns.
+// (pilotage_trace, the web UI's run page and run JSON) and of execute
+// answers (test runs, deploys). Serving a run costs many times its record
+// (decoded, encoded, copied into the response), so without a bound a few
+// hundred parallel reads of one 4 MB run took gigabytes, and 180 unread
+// 4 MB test-run answers 2.4 GB. A read holds what it costs (its caller's
+// estimate) from before it reads the record, an answer from once it is
+// built, until the response is written (ServingRuns), else until the
+// engine's call returns.
 type Gate struct {
 	sem *semaphore.Weighted
 	// guests bounds the reads of principals who see only their own runs
@@ -36,8 +38,14 @@ type Gate struct {
 // New makes a gate of max bytes.
 func New(bytes int) *Gate {
 	m := int64(bytes)
-	return &Gate{sem: semaphore.NewWeighted(m), guests: semaphore.NewWeighted(max(m/2, 1)), max: m}
+	g := &Gate{sem: semaphore.NewWeighted(m), max: m}
+	g.guests = semaphore.NewWeighted(g.half())
+	return g
 }
+
+// half is half of the gate: what one hold, and the guests' holds
+// together, take at most.
+func (g *Gate) half() int64 { return max(g.max/2, 1) }
 
 type servingKey struct{}
 
@@ -75,18 +83,19 @@ func (g *Gate) Stats() Stats {
 	return Stats{InFlightBytes: g.inFlight.Load(), MaxBytes: g.max, Refused: g.refused.Load()}
 }
 
-// Hold takes size bytes of room (what reading a record costs) before it is read; release
-// gives it back, or is a no-op when ctx defers it to ServingRuns' done.
-// When no room comes within a short wait it returns refused, the number
-// of reads refused so far. A guest's reads (guest: a principal who sees
-// only its own runs) take at most half of the gate together, one larger
-// read being charged that half.
+// Hold takes size bytes of room (what serving a record or an answer
+// costs) before it is built; release gives it back, or is a no-op when
+// ctx defers it to ServingRuns' done. When no room comes within a short
+// wait it returns refused, the number refused so far. One rule keeps the
+// owner served: any one hold is charged at most half of the gate (a
+// larger one is charged that half), and a guest's holds (guest: a
+// principal who sees only its own runs) take at most half of the gate
+// together, so the other half always has room for one administrator's
+// read, however large. The memory this bounds is the gate plus, for each
+// of the (at most two) holds charged the half, what it costs beyond it.
 func (g *Gate) Hold(ctx context.Context, size int64, guest bool) (release func(), refused uint64) {
 	nop := func() {}
-	n := min(max(size, 1), g.max)
-	if guest {
-		n = min(n, max(g.max/2, 1))
-	}
+	n := min(max(size, 1), g.half())
 	wctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	if guest {

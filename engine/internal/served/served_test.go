@@ -53,3 +53,33 @@ func TestGuestsKeepToHalf(t *testing.T) {
 		t.Errorf("in flight %d after every release", got)
 	}
 }
+
+// TestOneHoldTakesAtMostHalf: while guests hold their half, the owner's
+// read of a run costing more than the other half is still served,
+// charged that half (attacker round 20: one guest's slow reader kept the
+// owner from its own 2.3 MB traces, 37 MB to serve, for 30 s); a second
+// large one waits for it.
+func TestOneHoldTakesAtMostHalf(t *testing.T) {
+	g := New(100)
+	short := func() context.Context {
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		t.Cleanup(cancel)
+		return ctx
+	}
+	guest, _ := g.Hold(short(), 500, true)
+	if guest == nil {
+		t.Fatal("a guest's large read refused on an empty gate")
+	}
+	defer guest()
+	owner, refused := g.Hold(short(), 370, false)
+	if owner == nil {
+		t.Fatalf("the owner's large read refused (%d) while only guests hold the gate", refused)
+	}
+	if got := g.Stats().InFlightBytes; got != 100 {
+		t.Errorf("in flight %d, want the guests' half and the owner's half (100)", got)
+	}
+	if r, _ := g.Hold(short(), 370, false); r != nil {
+		t.Error("a second large read passed a full gate")
+	}
+	owner()
+}

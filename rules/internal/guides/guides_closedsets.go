@@ -159,7 +159,7 @@ var limitDocs = map[string]string{
 	"MaxSessions":                "MCP sessions live at once (beyond: initialize is refused with HTTP 503)",
 	"MaxSessionsPerPrincipal":    "MCP sessions one principal holds (beyond: its least recently used session without a stream ends)",
 	"SessionIdle":                "an MCP session unused this long, with no open stream, ends (its next request: HTTP 404, initialize again)",
-	"MaxServedRunBytes":          "bytes of stored run records being read and sent at once (pilotage_trace, the web UI's run pages); a read that finds no room within 2 s is refused with `resource_exhausted` (web: 503)",
+	"MaxServedRunBytes":          "memory of stored runs being read and execute answers being sent at once (pilotage_trace, the web UI's run pages, pilotage_execute's answers); a read or a test run's answer that finds no room within 2 s is refused with `resource_exhausted` (web: 503), a deploy's answer is sent with its trace cut to the summary",
 	"MaxStoredTestRuns":          "test runs one principal keeps stored within the retention (beyond: a stored test run is refused with `resource_exhausted`; store: false still runs)",
 	"MaxStoredTestBytes":         "bytes of the test-run records one principal keeps stored (beyond: as MaxStoredTestRuns)",
 	"MaxStoredRuleBytes":         "bytes of one rule's stored firings (beyond: the oldest are deleted, never the newest of each outcome; counted as `trimmed` on /healthz)",

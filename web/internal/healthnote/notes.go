@@ -128,9 +128,9 @@ var Notes = []Note{
 	{"mqtt.reconnects", Work, "%s connections to the broker were made after the first.", ""},
 	{"mqtt.last_connect_error.failed_attempts", Trouble, "%s attempts to connect to the broker failed.", "/healthz mqtt.last_connect_error says the last reason; check mqtt.broker and its credentials."},
 
-	{"served_runs.in_flight_bytes", Level, "Bytes of stored runs being served now: %s.", ""},
-	{"served_runs.max_bytes", Level, "At most %s bytes of stored runs are served at once.", ""},
-	{"served_runs.refused", Trouble, "%s reads of stored runs were refused: limits.max_served_run_bytes were being served.", "Clients read many large runs at once; retry, or raise limits.max_served_run_bytes."},
+	{"served_runs.in_flight_bytes", Level, "Memory counted for stored runs and execute answers being served now: %s bytes.", ""},
+	{"served_runs.max_bytes", Level, "At most %s bytes of stored runs and execute answers are served at once.", ""},
+	{"served_runs.refused", Trouble, "%s reads of stored runs or execute answers found no room: limits.max_served_run_bytes were being served (a test run's answer is refused, a deploy's trace cut to the summary).", "Clients read many large runs or leave large answers unread; retry, or raise limits.max_served_run_bytes."},
 
 	{"runs.denied_unstored", Trouble, "%s refused requests were answered but not stored: their login already had 50 stored within the retention.", "A client keeps trying what it may not: check its scope or its program."},
 	{"runs.loops_stopped", Trouble, "%s rules were disabled because they kept firing themselves.", "The Logbook names each rule and why; fix its program before enabling it again."},
