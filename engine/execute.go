@@ -116,7 +116,7 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 	}
 
 	// 3. Re-validation, or the promotion baseline.
-	compiled, refusal, err := e.runnable(p, req, promoted, refused)
+	compiled, warnings, refusal, err := e.runnable(p, req, promoted, refused)
 	if err != nil || refusal != nil {
 		return refusal, err
 	}
@@ -129,6 +129,9 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 	req.install = inst
 	if len(diags) > 0 {
 		return refused(rules.StatusValidationError, "input does not bind to the program's params", diags), nil
+	}
+	if len(compiled.Params()) == 0 { // else bind's are the bound program's own
+		bnd.warnings = warnings
 	}
 
 	// 5. Execution.
@@ -164,6 +167,9 @@ func (e *Engine) execution(ctx context.Context, p *Principal, runID string, c *r
 		resp, err := e.testRun(ctx, p, runID, b.c, params, sc, req)
 		if out, ok := outputMap(resp); ok && b.refs {
 			out["plan"] = b.c.Plan // what a deploy with this input installs
+		}
+		if out, ok := outputMap(resp); ok && len(b.warnings) > 0 {
+			out["warnings"] = b.warnings // validate's (no_match): a run that calls nothing says why
 		}
 		return resp, err
 	case req.Once:
@@ -300,27 +306,34 @@ func (c *idemClaim) release(ctx context.Context) {
 }
 
 // runnable is step 3 of execute: an inline program is validated again, a
-// promoted one is checked against its baseline.
-func (e *Engine) runnable(p *Principal, req ExecuteRequest, promoted *rules.Compiled, refused func(status, msg string, diags []pilotage.Diagnostic) *ExecuteResponse) (*rules.Compiled, *ExecuteResponse, error) {
+// promoted one is checked against its baseline. warnings are the
+// program's non-error findings now (no_match, overlapping_rule), which
+// execute's answer carries as validate's did.
+func (e *Engine) runnable(p *Principal, req ExecuteRequest, promoted *rules.Compiled, refused func(status, msg string, diags []pilotage.Diagnostic) *ExecuteResponse) (c *rules.Compiled, warnings []pilotage.Diagnostic, _ *ExecuteResponse, _ error) {
 	if input.Present(req.Program) {
 		res, c, err := e.validate(p, req.Program, req.Context)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if !res.Valid {
-			return nil, refused(rules.StatusValidationError, "the program is invalid", res.Diagnostics), nil
+			return nil, nil, refused(rules.StatusValidationError, "the program is invalid", res.Diagnostics), nil
 		}
-		return c, nil, nil
+		return c, warningsOf(res.Diagnostics), nil, nil
 	}
 	if d := e.baselineDrift(p, req.ProgramRef); d != "" {
-		return nil, refused(rules.StatusPromotionDrift, d, nil), nil
+		return nil, nil, refused(rules.StatusPromotionDrift, d, nil), nil
 	}
 	if input.Present(req.Context) {
-		return nil, refused(rules.StatusValidationError, "context is not accepted", []pilotage.Diagnostic{{
+		return nil, nil, refused(rules.StatusValidationError, "context is not accepted", []pilotage.Diagnostic{{
 			Code: rules.CodeContextBinding, Severity: pilotage.SeverityError, Path: "",
 			Message: "automation/1 declares no context_schema: omit context"}}), nil
 	}
-	return promoted, nil, nil
+	if len(promoted.Params()) == 0 { // a program with params: bind finds its warnings
+		if res, _, err := e.validate(p, promoted.Raw, nil); err == nil {
+			warnings = warningsOf(res.Diagnostics)
+		}
+	}
+	return promoted, warnings, nil, nil
 }
 
 // record stores the run (unless store is false) and cuts the inline trace

@@ -19,4 +19,21 @@ func TestEmptySelectorsThroughMCP(t *testing.T) {
 		status(steps["window_open"]) != "not_met" {
 		t.Errorf("a trigger selector matching nothing: %v %v", oc, calls)
 	}
+
+	const kitchen = `{"name": "kitchen-lights-morning", "triggers": [{"id": "seven", "at": "07:00"}],
+	  "steps": [{"id": "on", "call": {"area": "kitchen", "type": "light", "action": "set"}, "args": {"state": "ON"}}]}`
+	for _, tc := range []struct {
+		name string
+		args map[string]any
+	}{
+		{"test run", map[string]any{"test_run": true, "program": prog(t, kitchen), "input": map[string]any{}}},
+		{"deploy", map[string]any{"program": prog(t, kitchen), "input": map[string]any{}}},
+	} {
+		out := call(t, c, "pilotage_execute", tc.args)
+		o, _ := out["output"].(map[string]any)
+		ws, _ := o["warnings"].([]any)
+		if status(out) != "success" || len(ws) != 1 || ws[0].(map[string]any)["code"] != "no_match" {
+			t.Errorf("%s of a rule whose only action matches nothing: %v", tc.name, out)
+		}
+	}
 }
