@@ -1,8 +1,12 @@
 package mcpserver_test
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/pilothouse/pilothouse/internal/testutil"
 )
 
 // TestEmptySelectorsThroughMCP: what an assistant saw of selectors that
@@ -35,5 +39,26 @@ func TestEmptySelectorsThroughMCP(t *testing.T) {
 		if status(out) != "success" || len(ws) != 1 || ws[0].(map[string]any)["code"] != "no_match" {
 			t.Errorf("%s of a rule whose only action matches nothing: %v", tc.name, out)
 		}
+	}
+}
+
+// TestRunningFiringNarration: a firing waiting in its delay has already
+// turned the light on; its narration says it is still running and that
+// its trace is written when it ends, never "It called nothing".
+func TestRunningFiringNarration(t *testing.T) {
+	s, c := ownerStack(t)
+	deployed(t, c, `{"name": "on-for-an-hour", "triggers": [{"id": "press", "event": "bedroom_remote.action"}],
+	  "steps": [{"id": "on", "call": "porch_light.set", "args": {"state": "TOGGLE"}}, {"id": "later", "delay": "1h"},
+	            {"id": "off", "call": "porch_light.set", "args": {"state": "OFF"}}]}`)
+	if err := s.sim.Press(context.Background(), "toggle"); err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	testutil.Eventually(t, 10*time.Second, "the firing's record", func() bool { ids = firingsOf(t, c, "on-for-an-hour"); return len(ids) == 1 })
+	tr, isErr := callTool(t, c, "pilotage_trace", map[string]any{"run_id": ids[0]})
+	n, _ := tr["narration"].(string)
+	if isErr || !strings.Contains(n, "still running") || !strings.Contains(n, "Its trace is written when it ends") ||
+		strings.Contains(n, "called nothing") || strings.Contains(n, "0 steps") {
+		t.Errorf("narration of a running firing: %s", n)
 	}
 }
