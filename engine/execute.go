@@ -112,7 +112,7 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 
 	// 2. Catalog drift.
 	if req.ExpectedCatalogVersion != "" && req.ExpectedCatalogVersion != v.Version() {
-		return refused(rules.StatusCatalogDrift, "catalog version mismatch", nil), nil
+		return refused(rules.StatusCatalogDrift, driftMessage(req.ExpectedCatalogVersion, v.Version()), nil), nil
 	}
 
 	// 3. Re-validation, or the promotion baseline.
@@ -145,6 +145,15 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 	}
 	idem.complete(ctx, resp)
 	return resp, nil
+}
+
+// driftMessage is catalog_drift's error: what the version follows, and how
+// to get the current one (the answer's catalog_version is it).
+func driftMessage(expected, now string) string {
+	return fmt.Sprintf("catalog version mismatch: expected_catalog_version %q is not the catalog's now (%q). "+
+		"The version changes whenever a device, an entry or an installed rule changes (every deploy adds its automation entry), "+
+		"not only the entries your program uses: validate again (or pilotage_lookup) for the current version and its plan, "+
+		"then send the request with it", expected, now)
 }
 
 // bindRequest is step 4 of execute: the params against their schema,

@@ -62,3 +62,18 @@ func TestRunningFiringNarration(t *testing.T) {
 		t.Errorf("narration of a running firing: %s", n)
 	}
 }
+
+// TestDriftSaysWhy: a deploy in between changes the catalog version that
+// validate gave; the drift answer says why and what to do.
+func TestDriftSaysWhy(t *testing.T) {
+	_, c := ownerStack(t)
+	const src = `{"name": "porch-on", "triggers": [{"id": "press", "event": "bedroom_remote.action"}],
+	  "steps": [{"id": "on", "call": "porch_light.set", "args": {"state": "ON"}}]}`
+	v := call(t, c, "pilotage_validate", map[string]any{"program": prog(t, src)})
+	deployed(t, c, strings.Replace(src, "porch-on", "porch-on-too", 1))
+	out := call(t, c, "pilotage_execute", map[string]any{"program": prog(t, src), "expected_catalog_version": v["catalog_version"]})
+	oc := out["outcome"].(map[string]any)
+	if msg, _ := oc["error"].(string); oc["status"] != "catalog_drift" || !strings.Contains(msg, "installed rule changes") || !strings.Contains(msg, "validate again") {
+		t.Errorf("drift: %v", oc)
+	}
+}
