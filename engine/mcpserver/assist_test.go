@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 )
 
@@ -75,5 +76,36 @@ func TestDriftSaysWhy(t *testing.T) {
 	oc := out["outcome"].(map[string]any)
 	if msg, _ := oc["error"].(string); oc["status"] != "catalog_drift" || !strings.Contains(msg, "installed rule changes") || !strings.Contains(msg, "validate again") {
 		t.Errorf("drift: %v", oc)
+	}
+}
+
+// TestApprovalTextForTheModel: the approval_pending answer names the page
+// where a person decides, never a command the model could run to approve
+// itself; a retry after the request lapsed says so; an approval decided
+// by the principal that asked for it is recorded as self-approved.
+func TestApprovalTextForTheModel(t *testing.T) {
+	g := newGateHouse(t)
+	owner := g.client("owner-token")
+	r := deployOf(t, owner, lockProg)
+	first := pending(t, r)
+	for what, text := range map[string]string{"error": js(r["outcome"]), "approval": js(r["approval"])} {
+		if strings.Contains(text, "pilothouse approve") || !strings.Contains(text, "person") {
+			t.Errorf("%s hands the model a way to approve itself, or names no person: %s", what, text)
+		}
+	}
+	g.skew.Store(int64(engine.DefaultApprovalTTL + time.Second))
+	r = deployOf(t, owner, lockProg)
+	second := pending(t, r)
+	if msg := r["outcome"].(map[string]any)["error"].(string); second == first || !strings.Contains(msg, first+" for this deploy lapsed unanswered at ") ||
+		!strings.Contains(msg, "must approve it again") {
+		t.Errorf("the retry after the request lapsed: %s", msg)
+	}
+	if a, err := g.eng.DecideApproval(g.as("owner"), second, true, engine.ChannelCLI); err != nil || !a.SelfApproved {
+		t.Fatalf("the owner approving its own request: %+v %v", a, err)
+	}
+	r = deployOf(t, owner, lockProg)
+	if ap, _ := r["approval"].(map[string]any); r["outcome"].(map[string]any)["ok"] != true || ap["self_approved"] != true ||
+		step(r["trace"], "approval")["output"].(map[string]any)["self_approved"] != true {
+		t.Errorf("the deploy that used a self-approval: %s", js(r))
 	}
 }
