@@ -109,3 +109,20 @@ func TestApprovalTextForTheModel(t *testing.T) {
 		t.Errorf("the deploy that used a self-approval: %s", js(r))
 	}
 }
+
+// TestTraceTakesLanguage: pilotage_trace accepts the language argument
+// every other pilotage tool takes (automation/1 only).
+func TestTraceTakesLanguage(t *testing.T) {
+	_, c := ownerStack(t)
+	out := call(t, c, "pilotage_execute", map[string]any{"test_run": true, "program": prog(t, `{"name": "x", "triggers": [{"id": "press", "event": "bedroom_remote.action"}],
+	  "steps": [{"id": "on", "call": "porch_light.set", "args": {"state": "ON"}}]}`), "input": map[string]any{}})
+	for _, tc := range []struct {
+		language string
+		ok       bool
+	}{{"automation/1", true}, {"automation/2", false}} {
+		got, isErr := callTool(t, c, "pilotage_trace", map[string]any{"run_id": out["run_id"], "language": tc.language})
+		if isErr == tc.ok || tc.ok && got["run_id"] != out["run_id"] {
+			t.Errorf("trace with language %s: %v", tc.language, got)
+		}
+	}
+}
