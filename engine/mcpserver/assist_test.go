@@ -126,3 +126,23 @@ func TestTraceTakesLanguage(t *testing.T) {
 		}
 	}
 }
+
+// TestRulesInHouseZone: pilothouse_rules gives its times with the house's
+// offset, as traces, plans and next_fire do (they were UTC "Z").
+func TestRulesInHouseZone(t *testing.T) {
+	s, c := sunStack(t) // Europe/Berlin: +01:00 in winter, +02:00 in summer
+	deployed(t, c, `{"name": "porch-press", "triggers": [{"id": "press", "event": "bedroom_remote.action"}],
+	  "steps": [{"id": "on", "call": "porch_light.set", "args": {"state": "ON"}}]}`)
+	if err := s.sim.Press(context.Background(), "toggle"); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, 10*time.Second, "the firing's record", func() bool { return len(firingsOf(t, c, "porch-press")) == 1 })
+	out, _ := callTool(t, c, "pilothouse_rules", map[string]any{})
+	r := out["rules"].([]any)[0].(map[string]any)
+	f := r["last_firings"].([]any)[0].(map[string]any)
+	for name, v := range map[string]any{"installed_at": r["installed_at"], "updated_at": r["updated_at"], "started": f["started"]} {
+		if s, _ := v.(string); !strings.HasSuffix(s, "+01:00") && !strings.HasSuffix(s, "+02:00") {
+			t.Errorf("%s: %v, want the house's offset", name, v)
+		}
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/pilothouse/pilothouse/engine/internal/access"
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -50,11 +51,15 @@ type Detail struct {
 
 // Record is a stored request as the wire shows it.
 func (b *Book) Record(a storage.Approval, reasons []string) *pilotage.Approval {
-	rec := &pilotage.Approval{ID: a.ID, Status: a.Status, URL: b.URL(a.ID), ExpiresAt: a.ExpiresAt, Rule: a.Rule,
-		Principal: a.Principal, Ref: a.Ref, Risk: pilotage.Risk(a.Risk), Reasons: reasons, CreatedAt: a.CreatedAt,
+	zone := b.cfg.Zone
+	if zone == nil {
+		zone = time.UTC
+	}
+	rec := &pilotage.Approval{ID: a.ID, Status: a.Status, URL: b.URL(a.ID), ExpiresAt: a.ExpiresAt.In(zone), Rule: a.Rule,
+		Principal: a.Principal, Ref: a.Ref, Risk: pilotage.Risk(a.Risk), Reasons: reasons, CreatedAt: a.CreatedAt.In(zone),
 		DecidedBy: a.DecidedBy, Channel: a.Channel, UsedRun: a.UsedRun, SelfApproved: SelfApproved(a)}
 	if !a.DecidedAt.IsZero() {
-		t := a.DecidedAt
+		t := a.DecidedAt.In(zone)
 		rec.DecidedAt = &t
 	}
 	if a.Expired(b.cfg.Now()) {
