@@ -146,3 +146,36 @@ func TestRulesInHouseZone(t *testing.T) {
 		}
 	}
 }
+
+// TestHelperCallTrace: a firing's helper call is not on the bus: its
+// trace says what it set, never "published" (the helper as the body's
+// only call, answered at once, and before another call).
+func TestHelperCallTrace(t *testing.T) {
+	s, c := ownerStack(t)
+	if out, isErr := callTool(t, c, "pilothouse_helpers", map[string]any{"verb": "create", "helper": map[string]any{"id": "presses", "kind": "counter"}}); isErr {
+		t.Fatalf("create: %v", out)
+	}
+	for _, tc := range []struct{ name, steps string }{
+		{"count-only", `[{"id": "count", "call": "presses.increment"}]`},
+		{"count-then-light", `[{"id": "count", "call": "presses.increment"}, {"id": "on", "call": "porch_light.set", "args": {"state": "ON"}}]`},
+	} {
+		deployed(t, c, `{"name": "`+tc.name+`", "triggers": [{"id": "press", "event": "bedroom_remote.action"}], "steps": `+tc.steps+`}`)
+	}
+	if err := s.sim.Press(context.Background(), "toggle"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"count-only", "count-then-light"} {
+		var ids []string
+		testutil.Eventually(t, 10*time.Second, name+"'s firing", func() bool { ids = firingsOf(t, c, name); return len(ids) == 1 })
+		testutil.Eventually(t, 10*time.Second, name+"'s firing ends", func() bool {
+			tr, _ := callTool(t, c, "pilotage_trace", map[string]any{"run_id": ids[0]})
+			return tr["outcome"].(map[string]any)["status"] != "running"
+		})
+		tr, _ := callTool(t, c, "pilotage_trace", map[string]any{"run_id": ids[0]})
+		out, _ := step(tr["trace"], "count")["output"].(map[string]any)
+		sets, _ := out["sets"].(map[string]any)
+		if out["published"] != nil || out["helper"] != true || sets["presses.state"] == nil {
+			t.Errorf("%s: the helper call's output %s", name, js(out))
+		}
+	}
+}
