@@ -122,16 +122,13 @@ func (e *Engine) Execute(ctx context.Context, req ExecuteRequest) (*ExecuteRespo
 	}
 
 	// 4. Input binding.
-	bnd, params, scenario, inst, diags, err := e.bindRequest(p, compiled, req)
+	bnd, params, scenario, inst, diags, err := e.bindRequest(p, compiled, warnings, req)
 	if err != nil {
 		return nil, err
 	}
 	req.install = inst
 	if len(diags) > 0 {
 		return refused(rules.StatusValidationError, "input does not bind to the program's params", diags), nil
-	}
-	if len(compiled.Params()) == 0 { // else bind's are the bound program's own
-		bnd.warnings = warnings
 	}
 
 	// 5. Execution.
@@ -157,13 +154,18 @@ func driftMessage(expected, now string) string {
 }
 
 // bindRequest is step 4 of execute: the params against their schema,
-// then the program as it will run with them.
-func (e *Engine) bindRequest(p *Principal, c *rules.Compiled, req ExecuteRequest) (*bound, map[string]any, *rules.Scenario, input.Install, []pilotage.Diagnostic, error) {
+// then the program as it will run with them. warnings are the program's
+// own (runnable's): those of a program without params are its bound
+// program's too.
+func (e *Engine) bindRequest(p *Principal, c *rules.Compiled, warnings []pilotage.Diagnostic, req ExecuteRequest) (*bound, map[string]any, *rules.Scenario, input.Install, []pilotage.Diagnostic, error) {
 	params, scenario, inst, diags := e.inputOf(p, c, req)
 	if len(diags) > 0 {
 		return nil, params, scenario, inst, diags, nil
 	}
 	b, diags, err := e.bind(p, c, params)
+	if b != nil && len(c.Params()) == 0 { // else bind's are the bound program's own
+		b.warnings = warnings
+	}
 	return b, params, scenario, inst, diags, err
 }
 
