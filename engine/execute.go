@@ -151,17 +151,17 @@ func (e *Engine) execute(ctx context.Context, req ExecuteRequest, slot *func()) 
 
 	// 2. Catalog drift.
 	if req.ExpectedCatalogVersion != "" && req.ExpectedCatalogVersion != v.Version() {
-		return refused(rules.StatusCatalogDrift, "catalog version mismatch", nil), nil
+		return refused(rules.StatusCatalogDrift, driftMessage(req.ExpectedCatalogVersion, v.Version()), nil), nil
 	}
 
 	// 3. Re-validation, or the promotion baseline.
-	compiled, refusal, err := e.runnable(p, req, promoted, refused)
+	compiled, warnings, refusal, err := e.runnable(p, req, promoted, refused)
 	if err != nil || refusal != nil {
 		return refusal, err
 	}
 
 	// 4. Input binding.
-	bnd, params, scenario, inst, diags, err := e.bindRequest(p, compiled, req)
+	bnd, params, scenario, inst, diags, err := e.bindRequest(p, compiled, warnings, req)
 	if err != nil {
 		return nil, err
 	}
@@ -183,14 +183,28 @@ func (e *Engine) execute(ctx context.Context, req ExecuteRequest, slot *func()) 
 	return resp, nil
 }
 
+// driftMessage is catalog_drift's error: what the version follows, and how
+// to get the current one (the answer's catalog_version is it).
+func driftMessage(expected, now string) string {
+	return fmt.Sprintf("catalog version mismatch: expected_catalog_version %q is not the catalog's now (%q). "+
+		"The version changes whenever a device, an entry or an installed rule changes (every deploy adds its automation entry), "+
+		"not only the entries your program uses: validate again (or pilotage_lookup) for the current version and its plan, "+
+		"then send the request with it", expected, now)
+}
+
 // bindRequest is step 4 of execute: the params against their schema,
-// then the program as it will run with them.
-func (e *Engine) bindRequest(p *Principal, c *rules.Compiled, req ExecuteRequest) (*bound, map[string]any, *rules.Scenario, input.Install, []pilotage.Diagnostic, error) {
+// then the program as it will run with them. warnings are the program's
+// own (runnable's): those of a program without params are its bound
+// program's too.
+func (e *Engine) bindRequest(p *Principal, c *rules.Compiled, warnings []pilotage.Diagnostic, req ExecuteRequest) (*bound, map[string]any, *rules.Scenario, input.Install, []pilotage.Diagnostic, error) {
 	params, scenario, inst, diags := e.inputOf(p, c, req)
 	if len(diags) > 0 {
 		return nil, params, scenario, inst, diags, nil
 	}
 	b, diags, err := e.bind(p, c, params)
+	if b != nil && len(c.Params()) == 0 { // else bind's are the bound program's own
+		b.warnings = warnings
+	}
 	return b, params, scenario, inst, diags, err
 }
 
@@ -203,6 +217,9 @@ func (e *Engine) execution(ctx context.Context, p *Principal, runID string, c *r
 		resp, err := e.testRun(ctx, p, runID, b.c, params, sc, req)
 		if out, ok := outputMap(resp); ok && b.refs {
 			out["plan"] = b.c.Plan // what a deploy with this input installs
+		}
+		if out, ok := outputMap(resp); ok && len(b.warnings) > 0 {
+			out["warnings"] = b.warnings // validate's (no_match): a run that calls nothing says why
 		}
 		return resp, err
 	case req.Once:
@@ -339,27 +356,34 @@ func (c *idemClaim) release(ctx context.Context) {
 }
 
 // runnable is step 3 of execute: an inline program is validated again, a
-// promoted one is checked against its baseline.
-func (e *Engine) runnable(p *Principal, req ExecuteRequest, promoted *rules.Compiled, refused func(status, msg string, diags []pilotage.Diagnostic) *ExecuteResponse) (*rules.Compiled, *ExecuteResponse, error) {
+// promoted one is checked against its baseline. warnings are the
+// program's non-error findings now (no_match, overlapping_rule), which
+// execute's answer carries as validate's did.
+func (e *Engine) runnable(p *Principal, req ExecuteRequest, promoted *rules.Compiled, refused func(status, msg string, diags []pilotage.Diagnostic) *ExecuteResponse) (c *rules.Compiled, warnings []pilotage.Diagnostic, _ *ExecuteResponse, _ error) {
 	if input.Present(req.Program) {
 		res, c, err := e.validate(p, req.Program, req.Context)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		if !res.Valid {
-			return nil, refused(rules.StatusValidationError, "the program is invalid", res.Diagnostics), nil
+			return nil, nil, refused(rules.StatusValidationError, "the program is invalid", res.Diagnostics), nil
 		}
-		return c, nil, nil
+		return c, warningsOf(res.Diagnostics), nil, nil
 	}
 	if d := e.baselineDrift(p, req.ProgramRef); d != "" {
-		return nil, refused(rules.StatusPromotionDrift, d, nil), nil
+		return nil, nil, refused(rules.StatusPromotionDrift, d, nil), nil
 	}
 	if input.Present(req.Context) {
-		return nil, refused(rules.StatusValidationError, "context is not accepted", []pilotage.Diagnostic{{
+		return nil, nil, refused(rules.StatusValidationError, "context is not accepted", []pilotage.Diagnostic{{
 			Code: rules.CodeContextBinding, Severity: pilotage.SeverityError, Path: "",
 			Message: "automation/1 declares no context_schema: omit context"}}), nil
 	}
-	return promoted, nil, nil
+	if len(promoted.Params()) == 0 { // a program with params: bind finds its warnings
+		if res, _, err := e.validate(p, promoted.Raw, nil); err == nil {
+			warnings = warningsOf(res.Diagnostics)
+		}
+	}
+	return promoted, warnings, nil, nil
 }
 
 // record stores the run (unless store is false) and cuts the inline trace

@@ -104,7 +104,10 @@ func (e *Engine) runsBound(ar *sched.Rule, ref string) bool {
 }
 
 func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, lastFirings int) (RuleInfo, error) {
-	ri := RuleInfo{RuleInfo: pilotage.RuleInfo{Name: r.Name, ProgramRef: r.Ref, Broken: r.Broken, InstalledAt: r.InstalledAt, UpdatedAt: r.UpdatedAt,
+	// Times are in the house's zone, as traces, plans and next_fire are
+	// (the store gives them back in UTC).
+	zone := e.cfg.TimeZone
+	ri := RuleInfo{RuleInfo: pilotage.RuleInfo{Name: r.Name, ProgramRef: r.Ref, Broken: r.Broken, InstalledAt: r.InstalledAt.In(zone), UpdatedAt: r.UpdatedAt.In(zone),
 		Principal: r.Principal, Params: r.Params, LastFirings: []pilotage.FiringInfo{}, Triggers: []pilotage.TriggerInfo{}}}
 	switch {
 	case r.Broken != "":
@@ -141,7 +144,7 @@ func (e *Engine) ruleInfo(ctx context.Context, p *Principal, r storage.Rule, las
 			return ri, fmt.Errorf("engine: listing firings: %w", err)
 		}
 		for _, run := range runs {
-			ri.LastFirings = append(ri.LastFirings, pilotage.FiringInfo{RunID: run.ID, Status: run.Status, OK: run.OK, Started: run.Started})
+			ri.LastFirings = append(ri.LastFirings, pilotage.FiringInfo{RunID: run.ID, Status: run.Status, OK: run.OK, Started: run.Started.In(zone)})
 		}
 	}
 	return ri, nil

@@ -108,6 +108,9 @@ type Approval struct {
 	DecidedAt *time.Time `json:"decided_at,omitempty"`
 	Channel   string     `json:"channel,omitempty"`
 	UsedRun   string     `json:"used_run,omitempty"`
+	// SelfApproved: it was decided by the principal that requested it
+	// (the gate separated no one).
+	SelfApproved bool `json:"self_approved,omitempty"`
 	// Next says in one sentence what the caller does now.
 	Next string `json:"next,omitempty"`
 }

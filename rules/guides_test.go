@@ -4,6 +4,7 @@ import (
 	"github.com/pilothouse/pilothouse/rules/internal/model"
 
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -161,5 +162,28 @@ func TestGuideProgramsValidate(t *testing.T) {
 	}
 	if n < 19 {
 		t.Errorf("only %d guide programs", n)
+	}
+}
+
+// TestCookbookCountIsCounted: the count of the cookbook's rules that the
+// core guide, the cookbook and its summary state is the number of rules
+// the cookbook holds (the core guide said 26 when it held 27).
+func TestCookbookCountIsCounted(t *testing.T) {
+	cook, _ := GuideByID("cookbook")
+	core, _ := GuideByID("core")
+	n := strconv.Itoa(len(guidePrograms(cook.Body)))
+	for name, tc := range map[string]struct{ text, want string }{
+		"core guide":       {core.Body, "`cookbook` (" + n + " rules)"},
+		"cookbook":         {cook.Body, "\n" + n + " complete rules over the demo devices"},
+		"cookbook summary": {cook.Summary, n + " complete rules by task"},
+	} {
+		if !strings.Contains(tc.text, tc.want) {
+			t.Errorf("%s does not say %q", name, tc.want)
+		}
+	}
+	for _, g := range Guides() {
+		if strings.Contains(g.Body+g.Summary, "@COOKBOOK_RULES@") {
+			t.Errorf("guide %s keeps the placeholder", g.ID)
+		}
 	}
 }

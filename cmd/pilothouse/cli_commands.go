@@ -30,7 +30,7 @@ var commands = []command{
 		flagSet: configFlagSet("stdio")},
 	{name: "sim", args: "press DEVICE ACTION | set DEVICE PROPERTY=VALUE... | --broker URL",
 		summary: "make a demo device of the running serve act now (sim set hall_motion occupancy=true), or run only the demo devices against a broker",
-		help: "sim press DEVICE ACTION        press a button, e.g. sim press bedroom_remote single (or on, off_double, toggle_hold...)\n" +
+		help: "sim press DEVICE ACTION        press a button, e.g. sim press bedroom_remote toggle (or on, off_double, toggle_hold...; a bare single, double, hold... is the toggle button's)\n" +
 			"sim set DEVICE PROPERTY=VALUE...  set properties, e.g. sim set hall_motion occupancy=true; values are JSON when they parse, else text\n" +
 			"sim --broker URL               run only the demo devices against any broker (see pilothouse sim --broker URL -h)\n" +
 			"press and set go to the serve running the data folder (or --server), as the owner; a wrong device, property or value is refused with the allowed ones.",

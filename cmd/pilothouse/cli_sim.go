@@ -35,7 +35,7 @@ func isSimVerb(args []string) bool {
 	return fs.NArg() > 0 && slices.Contains(simVerbs, fs.Arg(0))
 }
 
-const simUsage = `usage: pilothouse sim press DEVICE ACTION          e.g. sim press bedroom_remote single
+const simUsage = `usage: pilothouse sim press DEVICE ACTION          e.g. sim press bedroom_remote toggle
        pilothouse sim set DEVICE PROPERTY=VALUE...   e.g. sim set hall_motion occupancy=true`
 
 // cliSim makes a demo device of the running serve act now: a button press

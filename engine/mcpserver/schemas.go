@@ -47,7 +47,7 @@ var (
 "test_run":{"type":"boolean","description":"simulate the body with no side effect instead of installing"}},"additionalProperties":false}`
 	executeOut = withError(`"run_id":{"type":"string"},"outcome":{"type":"object","required":["ok","status"],"properties":{"ok":{"type":"boolean"},"status":{"type":"string"},"error":{"type":"string"}}},"output":{},"trace":{"type":"object"},"diagnostics":{"type":"array"},"catalog_version":{"type":"string"}`)
 
-	traceIn  = `{"type":"object","required":["run_id"],"properties":{"run_id":{"type":"string"},"trace_level":{"type":"string","enum":["summary","full"]},"question":{"type":"string"}},"additionalProperties":false}`
+	traceIn  = `{"type":"object","required":["run_id"],"properties":{` + languageProp + `,"run_id":{"type":"string"},"trace_level":{"type":"string","enum":["summary","full"]},"question":{"type":"string"}},"additionalProperties":false}`
 	traceOut = withError(`"run_id":{"type":"string"},"outcome":{"type":"object"},"output":{},"trace":{"type":"object"},"narration":{"type":"string"}`)
 
 	rulesListIn  = `{"type":"object","properties":{"last_firings":{"type":"integer","minimum":0,"maximum":50,"description":"how many recent firings per rule (default 5)"}},"additionalProperties":false}`

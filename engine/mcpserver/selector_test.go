@@ -346,6 +346,11 @@ func TestSelectorNeverPassesItsApprovedRisk(t *testing.T) {
 	if !strings.Contains(js(st), `door_lock.set`) || !strings.Contains(js(st), "above the control this rule was deployed and approved at") {
 		t.Fatalf("trace step does not say the lock was refused: %s", js(st))
 	}
+	// The stored trace's step failed on the lock, but lamp_a's call went
+	// out: the narration says so (it said "It called nothing.").
+	if n, _ := tr["narration"].(string); !strings.Contains(n, `It called lamp_a.set (step "off").`) {
+		t.Errorf("narration: %s", n)
+	}
 	for _, c := range h.commands(n, 1) {
 		if strings.HasPrefix(c, "door_lock") {
 			t.Fatalf("the lock was called: %v", c)

@@ -141,8 +141,15 @@ func (s *Server) execute(ctx context.Context, args map[string]json.RawMessage) (
 }
 
 func (s *Server) trace(ctx context.Context, args map[string]json.RawMessage) (any, error) {
+	// language is optional here (the binding's trace takes none), but a
+	// client that sends it to every pilotage tool is not refused for it.
+	if _, ok := args["language"]; ok {
+		if err := checkLanguage(args); err != nil {
+			return nil, err
+		}
+	}
 	var req engine.TraceRequest
-	if err := unmarshalArgs(args, &req); err != nil {
+	if err := unmarshalArgs(args, &req, "language"); err != nil {
 		return nil, err
 	}
 	return s.e.Trace(ctx, req)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pilothouse/pilothouse/engine/internal/access"
+	"github.com/pilothouse/pilothouse/engine/internal/clocktext"
 	"github.com/pilothouse/pilothouse/internal/shown"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/rules"
@@ -119,6 +120,7 @@ func (b *Book) Gate(ctx context.Context, g Request) (*storage.Approval, *Refusal
 	}
 	now := b.cfg.Now()
 	a, err := b.store.LatestApproval(ctx, g.Key)
+	earlier := ""
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 	case err != nil:
@@ -133,15 +135,34 @@ func (b *Book) Gate(ctx context.Context, g Request) (*storage.Approval, *Refusal
 			return nil, nil, b.storeError(err)
 		}
 	case a.Status == storage.ApprovalPending && !a.Expired(now):
-		return b.askPending(ctx, g, a)
+		return b.askPending(ctx, g, a, "")
 	case a.Status == storage.ApprovalDeclined && now.Before(a.ExpiresAt):
 		return nil, b.refusal(g, a, rules.StatusDenied, "a human declined this deploy ("+a.ID+", by "+a.DecidedBy+" via "+a.Channel+"): nothing was installed"), nil
+	default:
+		earlier = b.lapsed(a, now)
 	}
 	a, refused, err := b.newRequest(ctx, g)
 	if err != nil || refused != nil {
 		return nil, refused, err
 	}
-	return b.askPending(ctx, g, a)
+	return b.askPending(ctx, g, a, earlier)
+}
+
+// lapsed says how the earlier request a for the same deploy lapsed ("" when
+// it did not: none, or one used already), so a retry that makes a new
+// request does not hide that the first one expired.
+func (b *Book) lapsed(a storage.Approval, now time.Time) string {
+	if a.ID == "" || !a.Expired(now) {
+		return ""
+	}
+	at := clocktext.Text(a.ExpiresAt, b.cfg.Zone)
+	switch a.Status {
+	case storage.ApprovalPending:
+		return "the earlier approval request " + a.ID + " for this deploy lapsed unanswered at " + at + "; a new one was made, and a person must approve it again. "
+	case storage.ApprovalApproved:
+		return "the earlier approval " + a.ID + " for this deploy (approved by " + a.DecidedBy + ") lapsed unused at " + at + "; a new request was made, and a person must approve it again. "
+	}
+	return ""
 }
 
 // newRequest stores a new pending request for g.
@@ -168,14 +189,17 @@ func (b *Book) newRequest(ctx context.Context, g Request) (storage.Approval, *Re
 }
 
 // askPending answers a pending request: through the client's own UI when
-// it can ask its human (elicitation), else approval_pending.
-func (b *Book) askPending(ctx context.Context, g Request, a storage.Approval) (*storage.Approval, *Refusal, error) {
+// it can ask its human (elicitation), else approval_pending. earlier says
+// how an earlier request for the deploy lapsed ("" for none). The answer
+// is read by the model: it names the page where a person decides, never a
+// command the model could run to approve its own deploy.
+func (b *Book) askPending(ctx context.Context, g Request, a storage.Approval, earlier string) (*storage.Approval, *Refusal, error) {
 	if used, refused, ok := b.askClient(ctx, g, a); ok {
 		return used, refused, nil
 	}
-	msg := "this deploy's risk (" + a.Risk + ") needs a human's approval outside the model; nothing was installed. Ask the user to approve it at " +
-		b.URL(a.ID) + " (or with `pilothouse approve " + a.ID + "`) before " + a.ExpiresAt.In(b.cfg.Zone).Format("15:04 MST") +
-		", then send the same request again"
+	msg := earlier + "this deploy's risk (" + a.Risk + ") needs a person's approval outside the model; nothing was installed. Ask the user to approve it at " +
+		b.URL(a.ID) + " before " + clocktext.Text(a.ExpiresAt, b.cfg.Zone) +
+		" (a person must decide it: do not approve it yourself), then send the same request again"
 	return nil, b.refusal(g, a, rules.StatusApprovalPending, msg), nil
 }
 
@@ -200,8 +224,16 @@ func (b *Book) refusal(g Request, a storage.Approval, status, msg string) *Refus
 // UsedStep is the trace entry of a deploy that used approval a.
 func UsedStep(a *storage.Approval) pilotage.TraceStep {
 	return pilotage.TraceStep{ID: "approval", Input: map[string]any{"approval_id": a.ID},
-		Output:  map[string]any{"approved_by": a.DecidedBy, "approved_at": a.DecidedAt, "channel": a.Channel, "requested_by": a.Principal},
+		Output: map[string]any{"approved_by": a.DecidedBy, "approved_at": a.DecidedAt, "channel": a.Channel, "requested_by": a.Principal,
+			"self_approved": SelfApproved(*a)},
 		Outcome: pilotage.Outcome{OK: true, Status: rules.StepSuccess}}
+}
+
+// SelfApproved reports whether a was decided by the principal that
+// requested it: the gate then separated no one (with the loopback default
+// every caller is the owner), and records and pages say so.
+func SelfApproved(a storage.Approval) bool {
+	return a.DecidedBy != "" && a.DecidedBy == a.Principal
 }
 
 func (b *Book) storeError(err error) error {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/pilothouse/pilothouse/engine/internal/access"
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -50,18 +51,22 @@ type Detail struct {
 
 // Record is a stored request as the wire shows it.
 func (b *Book) Record(a storage.Approval, reasons []string) *pilotage.Approval {
-	rec := &pilotage.Approval{ID: a.ID, Status: a.Status, URL: b.URL(a.ID), ExpiresAt: a.ExpiresAt, Rule: a.Rule,
-		Principal: a.Principal, Ref: a.Ref, Risk: pilotage.Risk(a.Risk), Reasons: reasons, CreatedAt: a.CreatedAt,
-		DecidedBy: a.DecidedBy, Channel: a.Channel, UsedRun: a.UsedRun}
+	zone := b.cfg.Zone
+	if zone == nil {
+		zone = time.UTC
+	}
+	rec := &pilotage.Approval{ID: a.ID, Status: a.Status, URL: b.URL(a.ID), ExpiresAt: a.ExpiresAt.In(zone), Rule: a.Rule,
+		Principal: a.Principal, Ref: a.Ref, Risk: pilotage.Risk(a.Risk), Reasons: reasons, CreatedAt: a.CreatedAt.In(zone),
+		DecidedBy: a.DecidedBy, Channel: a.Channel, UsedRun: a.UsedRun, SelfApproved: SelfApproved(a)}
 	if !a.DecidedAt.IsZero() {
-		t := a.DecidedAt
+		t := a.DecidedAt.In(zone)
 		rec.DecidedAt = &t
 	}
 	if a.Expired(b.cfg.Now()) {
 		rec.Status = "expired"
 	}
 	if rec.Status == storage.ApprovalPending {
-		rec.Next = "a human approves or declines it at url (or with `pilothouse approve " + a.ID + "`); once approved, send the same execute request again"
+		rec.Next = "a person (not the model) approves or declines it at url; once approved, send the same execute request again"
 	}
 	return rec
 }
@@ -172,8 +177,12 @@ func (b *Book) Decide(ctx context.Context, p *access.Principal, id string, appro
 	if err != nil {
 		return pilotage.Approval{}, fmt.Errorf("engine: reading approval: %w", err)
 	}
-	b.log.Info("approval decided", "approval", id, "status", a.Status, "by", p.Name, "channel", channel, "rule", a.Rule)
-	b.cfg.Note(a, "deploy of "+a.Rule+" by "+a.Principal+" "+a.Status+" by "+p.Name+" ("+channel+")")
+	self := ""
+	if SelfApproved(a) {
+		self = ", self-approved"
+	}
+	b.log.Info("approval decided", "approval", id, "status", a.Status, "by", p.Name, "channel", channel, "rule", a.Rule, "self_approved", SelfApproved(a))
+	b.cfg.Note(a, "deploy of "+a.Rule+" by "+a.Principal+" "+a.Status+" by "+p.Name+" ("+channel+self+")")
 	return *b.Record(a, nil), nil
 }
 

@@ -38,7 +38,10 @@ func Narrate(run storage.Run, env *Envelope, question string, zone *time.Locatio
 		narrateDecisions(&b, env.Trace)
 	}
 	b.WriteString(" " + rules.OutcomeSentence(env.Outcome.Status, env.Outcome.Error))
-	if env.Trace != nil {
+	switch {
+	case env.Outcome.Status == rules.StatusRunning:
+		narrateRunning(&b, env.Trace)
+	case env.Trace != nil:
 		narrateSteps(&b, env.Trace, run.Kind)
 	}
 	if question != "" {
@@ -69,12 +72,7 @@ func narrateDecisions(b *strings.Builder, t *pilotage.Trace) {
 // narrateSteps says what was called (a test run only simulates), which
 // steps did not succeed, and how long the trace is.
 func narrateSteps(b *strings.Builder, t *pilotage.Trace, kind string) {
-	var calls []string
-	for _, s := range t.Steps {
-		if ids := sentCalls(s); len(ids) > 0 {
-			calls = append(calls, fmt.Sprintf("%s (step %s)", rules.JoinList(ids, "and"), shown.Quote(s.ID)))
-		}
-	}
+	calls := stepCalls(t)
 	called, none := "It called ", "It called nothing."
 	switch kind {
 	case "test":
@@ -99,6 +97,34 @@ func narrateSteps(b *strings.Builder, t *pilotage.Trace, kind string) {
 		}
 	}
 	fmt.Fprintf(b, " The trace has %s.", rules.Plural(len(t.Steps), "step", ""))
+}
+
+// narrateRunning says what a firing still running has done so far: its
+// trace is written when it ends, so until then it has no steps to tell.
+func narrateRunning(b *strings.Builder, t *pilotage.Trace) {
+	if t == nil || len(t.Steps) == 0 {
+		b.WriteString(" Its trace is written when it ends: what it has called so far is not recorded yet (fetch it again later, or look up the devices' states).")
+		return
+	}
+	calls := stepCalls(t)
+	if len(calls) > 0 {
+		b.WriteString(" So far it called " + rules.JoinList(calls, "and") + ".")
+	} else {
+		b.WriteString(" So far it called nothing.")
+	}
+	fmt.Fprintf(b, " The trace has %s so far.", rules.Plural(len(t.Steps), "step", ""))
+}
+
+// stepCalls says, step by step, the calls of t that went out:
+// `hall_light.set (step "on")`.
+func stepCalls(t *pilotage.Trace) []string {
+	var calls []string
+	for _, s := range t.Steps {
+		if ids := sentCalls(s); len(ids) > 0 {
+			calls = append(calls, fmt.Sprintf("%s (step %s)", rules.JoinList(ids, "and"), shown.Quote(s.ID)))
+		}
+	}
+	return calls
 }
 
 // callNote is the note a call step's published output carries (its
@@ -134,8 +160,7 @@ func sentCalls(s pilotage.TraceStep) []string {
 	if s.Outcome.OK || len(s.Calls) == 0 {
 		return s.Calls
 	}
-	out, _ := s.Output.(map[string]any)
-	results, _ := out["calls"].(map[string]any)
+	results := callResults(s.Output)
 	var sent []string
 	for _, id := range s.Calls {
 		r, ok := results[id]
@@ -144,4 +169,22 @@ func sentCalls(s pilotage.TraceStep) []string {
 		}
 	}
 	return sent
+}
+
+// callResults is a selector step's output's "calls" (id to its output or
+// {"error": …}): a live trace holds a map, a stored one raw JSON.
+func callResults(output any) map[string]any {
+	switch x := output.(type) {
+	case map[string]any:
+		results, _ := x["calls"].(map[string]any)
+		return results
+	case json.RawMessage:
+		var out struct {
+			Calls map[string]any `json:"calls"`
+		}
+		if json.Unmarshal(x, &out) == nil {
+			return out.Calls
+		}
+	}
+	return nil
 }

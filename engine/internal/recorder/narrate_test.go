@@ -44,6 +44,13 @@ func TestNarration(t *testing.T) {
 				Outcome: pilotage.Outcome{Status: "failed", Error: "refused"}}},
 			`Rule "hall" fired at 2026-01-15 07:00:00 CET (run r1). Trigger "motion" fired because hall_motion.occupancy changed to true. ` +
 				`The run failed: step "all": front_lock.set failed: refused. It called hall_light.set and porch_light.set (step "all"). Step "all" failed: refused. The trace has 2 steps.`},
+		{"running, steps recorded", "firing", pilotage.Outcome{Status: "running", Error: "the firing is running"},
+			[]pilotage.TraceStep{trig, call("on", "success", "", "hall_light.set")},
+			`Rule "hall" fired at 2026-01-15 07:00:00 CET (run r1). Trigger "motion" fired because hall_motion.occupancy changed to true. ` +
+				`The run is still running: the firing is running. So far it called hall_light.set (step "on"). The trace has 2 steps so far.`},
+		{"running, nothing recorded yet", "firing", pilotage.Outcome{Status: "running", Error: "the firing is running"}, []pilotage.TraceStep{},
+			`Rule "hall" fired at 2026-01-15 07:00:00 CET (run r1). The run is still running: the firing is running. ` +
+				`Its trace is written when it ends: what it has called so far is not recorded yet (fetch it again later, or look up the devices' states).`},
 		{"not met", "firing", pilotage.Outcome{Status: "conditions_not_met", OK: true},
 			[]pilotage.TraceStep{trig, call("dark", "not_met", "")},
 			`Rule "hall" fired at 2026-01-15 07:00:00 CET (run r1). Trigger "motion" fired because hall_motion.occupancy changed to true. ` +

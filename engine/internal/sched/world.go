@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/pilothouse/pilothouse/devices"
@@ -89,7 +90,23 @@ func (w *World) Call(ctx context.Context, id string, args map[string]any) (any, 
 		return nil, CallError(err)
 	}
 	w.wrote(id, sent.Topic())
+	if local {
+		return w.helperOutput(id), nil
+	}
 	return w.published(sent), nil
+}
+
+// helperOutput is a helper call's output: a helper is not on the bus, so
+// nothing was published; it says what the call set, as a test run's
+// "sets" does ({"sets": {"door_openings.state": 2}}), read back from the
+// catalog (the helper's action ran before the call returned).
+func (w *World) helperOutput(id string) any {
+	dev, _, _ := strings.Cut(id, ".")
+	state := dev + ".state"
+	if v, ok := w.State(state); ok {
+		return map[string]any{"helper": true, "sets": map[string]any{state: v}}
+	}
+	return map[string]any{"helper": true, "changed": true}
 }
 
 // wrote notes a firing's command for the loop guard (bounds.Chains).
@@ -119,6 +136,9 @@ func (w *World) CallAsync(ctx context.Context, id string, args map[string]any) (
 		return nil, false, CallError(err)
 	}
 	w.wrote(id, sent.Topic())
+	if local && !sent.Pending() {
+		return w.helperOutput(id), false, nil
+	}
 	if !sent.Pending() {
 		return w.published(sent), false, nil
 	}

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"strconv"
 	"strings"
 )
 
@@ -40,13 +41,29 @@ var guideIndex = []struct{ id, level, summary string }{
 	{"test-runs", LevelReference, "Simulating a firing with test_run: the params/scenario input, timelines on the virtual clock, held and scheduled triggers, waits, not_triggered and assumed, outputs and traces."},
 	{"porting", LevelReference, "Porting from Home Assistant: each trigger, condition and action in automation/1, and the differences that remain (the wait timeout default, held values at arming, polar sun, what is not expressible)."},
 	{"helpers", LevelReference, "Helpers, the household's own state (flag, number, choice, text, datetime, counter, timer): their entries and actions, triggering on and calling them, test runs; recipes: vacation mode, notify once per day, presence heating with a house-empty flag, wake-up time from a helper."},
-	{"cookbook", LevelReference, "Twenty-seven complete rules by task, each with its test runs: motion lights, away mode, door alerts, all lights off by type, a door opening after no motion sensor saw anyone, heating, remote scenes and gestures, locks, laundry, loops, sunset and sunrise, night windows, weekdays, throttles, time since change, a reusable motion light with device params, a humidity fan and a door alert with threshold and hold params, an automation others call and its caller, stored runs."},
+	{"cookbook", LevelReference, cookbookRules + " complete rules by task, each with its test runs: motion lights, away mode, door alerts, all lights off by type, a door opening after no motion sensor saw anyone, heating, remote scenes and gestures, locks, laundry, loops, sunset and sunrise, night windows, weekdays, throttles, time since change, a reusable motion light with device params, a humidity fan and a door alert with threshold and hold params, an automation others call and its caller, stored runs."},
 }
 
 var guides = loadGuides()
 
+// cookbookRules stands, in guide bodies and summaries, for the number of
+// complete rules the cookbook holds (its ```json blocks), counted when the
+// guides load, so no guide states a count typed by hand.
+const cookbookRules = "@COOKBOOK_RULES@"
+
+// cookbookCount is the number of complete rules (```json blocks) in the
+// cookbook's body.
+func cookbookCount() int {
+	b, err := guideFS.ReadFile("cookbook.md")
+	if err != nil {
+		panic("rules: the cookbook is not embedded: " + err.Error()) // build-time invariant
+	}
+	return strings.Count(string(b), "```json\n")
+}
+
 func loadGuides() []Guide {
 	out := make([]Guide, 0, len(guideIndex))
+	count := strconv.Itoa(cookbookCount())
 	for _, g := range guideIndex {
 		var body string
 		if g.id == ClosedSetsTopic {
@@ -58,7 +75,7 @@ func loadGuides() []Guide {
 			}
 			body = string(b)
 		}
-		out = append(out, newGuide(g.id, g.level, g.summary, body))
+		out = append(out, newGuide(g.id, g.level, strings.ReplaceAll(g.summary, cookbookRules, count), strings.ReplaceAll(body, cookbookRules, count)))
 	}
 	return out
 }

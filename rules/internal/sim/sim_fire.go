@@ -101,6 +101,10 @@ func defaultFireValue(t *model.RunTrigger, cur any, hasCur bool, now time.Time) 
 // (state triggers) or the event occurs, a held trigger must hold through
 // the timeline, a schedule must fire at the start.
 func (w *SimWorld) simulate(t *model.RunTrigger, sc Scenario, fire *model.TriggerFire) {
+	if sel := t.Selector(); sel != nil && t.Watched() == "" {
+		fire.NotFired = fmt.Sprintf("the trigger's selector (%s) matches no entry now: there is no state for it to fire on, and the installed rule would watch nothing until a matching device joins", sel.Quantified("any"))
+		return
+	}
 	if why := filterMiss(t, sc); why != "" {
 		fire.NotFired = why
 		return
