@@ -120,6 +120,14 @@ type Catalog struct {
 	notify  *model.Spec            // the notification channels (built once)
 	local   map[string]*model.Spec // the local devices (PutLocal) by id
 	work    *model.WorkBudget      // template work per second
+	// rebuildLeft: the last paced rebuild left work for bridgeLoop.
+	rebuildLeft bool
+	// rest: the spec changes a paced rebuild left, good while specGen
+	// (commits of spec changes) is restGen.
+	rest             []model.SpecChange
+	specGen, restGen uint64
+	bridge           bridgeQueue
+	overBound        atomic.Int64 // devices of the last list past a bound
 	// fanout is len(subList), read by ingestion without c.mu to charge
 	// what a change costs (model.Rec.Fanout).
 	fanout atomic.Int32
@@ -212,6 +220,7 @@ func NewCatalog(o Options) *Catalog {
 		subs:    map[int]func(Change){},
 		extra:   map[string]bool{},
 		subWake: make(chan struct{}, 1),
+		bridge:  bridgeQueue{wake: make(chan struct{}, 1)},
 		intern:  in,
 		ids:     ids,
 		work:    model.NewWorkBudget(),
@@ -251,7 +260,8 @@ func (c *Catalog) Start(ctx context.Context, conn mqtt.PubSub) error {
 	// are retained and sent again at every subscribe, and a stock
 	// Mosquitto drops what a subscribe's QoS 1 burst has beyond 1,020
 	// (max_inflight_messages + max_queued_messages).
-	ds, err := mqtt.SubscribeSet(conn, 0, c.HandleMessage)
+	c.startBridge(ctx)
+	ds, err := mqtt.SubscribeSet(conn, 0, c.deliver)
 	if err == nil {
 		err = ds.Set(c.discoveryFilters())
 	}
@@ -260,7 +270,7 @@ func (c *Catalog) Start(ctx context.Context, conn mqtt.PubSub) error {
 	}
 	// The rest at QoS 1: a broker keeps what QoS 1 publishers send while a
 	// persistent session is away, and delivers it on reconnect.
-	fs, err := mqtt.SubscribeSet(conn, 1, c.HandleMessage)
+	fs, err := mqtt.SubscribeSet(conn, 1, c.deliver)
 	if err != nil {
 		return fmt.Errorf("devices: subscribe: %w", err)
 	}

@@ -33,14 +33,19 @@ type Refusals struct {
 	// TemplateFailures: renderings that failed (over their work budget, a
 	// type error, …); their states keep their values. LastTemplateFailure
 	// names the latest one's state and says why.
-	TemplateFailures    uint64 `json:"template_failures"`
-	LastTemplateFailure string `json:"last_template_failure,omitempty"`
+	TemplateFailures uint64 `json:"template_failures"`
+	// BridgeDevicesOverBound: devices of the last Zigbee2MQTT device list
+	// not modelled for a bound of its work (z2m.MaxExposes,
+	// MaxExposeDepth, MaxListExposes); each says why in its description.
+	BridgeDevicesOverBound uint64 `json:"bridge_devices_over_bound"`
+	LastTemplateFailure    string `json:"last_template_failure,omitempty"`
 }
 
 // Refusals returns the counters of what the catalog refused to read.
 func (c *Catalog) Refusals() Refusals {
 	r := Refusals{OversizedMessages: c.refused.Oversized.Load(), TemplateWorkSkipped: c.refused.Skipped.Load(),
-		TemplateWorkThrottled: c.refused.Throttled.Load(), TemplateFailures: c.refused.Failed.Load()}
+		TemplateWorkThrottled: c.refused.Throttled.Load(), TemplateFailures: c.refused.Failed.Load(),
+		BridgeDevicesOverBound: uint64(c.overBound.Load())}
 	if p := c.refused.LastFailure.Load(); p != nil {
 		r.LastTemplateFailure = *p
 	}

@@ -3,7 +3,6 @@ package z2m
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"sort"
 	"strings"
@@ -38,13 +37,17 @@ type firing struct {
 // and IEEE address share one string.
 type Head struct {
 	ieee, friendlyName string
-	skip               bool // the coordinator, or disabled
+	skip               bool   // the coordinator, or disabled
+	exposes            int    // its exposes and features
+	over               string // why it is past a bound (bounds.go), or ""
+	base               string // the id it asks for
 }
 
 func headOf(d *Device) Head {
 	both := d.FriendlyName + d.IEEE
 	n := len(d.FriendlyName)
-	return Head{ieee: both[n:], friendlyName: both[:n], skip: d.Type == "Coordinator" || d.Disabled}
+	return Head{ieee: both[n:], friendlyName: both[:n], skip: d.Type == "Coordinator" || d.Disabled,
+		base: model.FirstNonEmpty(model.Slug(d.FriendlyName), model.Slug(d.IEEE))}
 }
 
 type z2mCached struct {
@@ -65,37 +68,6 @@ type Device struct {
 	ModelID            string         `json:"model_id"`
 	Description        string         `json:"description"`
 	Area               string         `json:"area"`
-}
-
-// z2mDeviceHead reads a device without its definition's contents (the
-// list is checked and its heads kept; each definition is decoded when its
-// device is built).
-type z2mDeviceHead Device
-
-func (d *z2mDeviceHead) UnmarshalJSON(b []byte) error {
-	type head struct {
-		IEEE         string       `json:"ieee_address"`
-		FriendlyName string       `json:"friendly_name"`
-		Type         string       `json:"type"`
-		Disabled     bool         `json:"disabled"`
-		Definition   objectOrNull `json:"definition"`
-	}
-	var h head
-	if err := json.Unmarshal(b, &h); err != nil {
-		return err
-	}
-	d.IEEE, d.FriendlyName, d.Type, d.Disabled = h.IEEE, h.FriendlyName, h.Type, h.Disabled
-	return nil
-}
-
-// objectOrNull accepts a JSON object or null without decoding it.
-type objectOrNull struct{}
-
-func (objectOrNull) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] != '{' && string(b) != "null" {
-		return errors.New("definition is not an object")
-	}
-	return nil
 }
 
 type z2mDefinition struct {
@@ -141,35 +113,15 @@ func NewSource(base string, in *model.Interner, areas []model.AreaRule) *Source 
 const MaxDevices = 8192
 
 // HandleDevices replaces the device list; a malformed payload, or one over
-// maxZ2MDevices (refused true), keeps the old.
-func (z *Source) HandleDevices(log *slog.Logger, payload []byte) (changed, refused bool) {
-	var raws []json.RawMessage
-	if err := json.Unmarshal(payload, &raws); err != nil {
-		log.Warn("malformed zigbee2mqtt bridge/devices skipped", "topic", z.base+"/bridge/devices", "err", err)
-		return false, false
+// MaxDevices (refused true), keeps the old. over counts the devices of
+// the new list past a bound (bounds.go).
+func (z *Source) HandleDevices(log *slog.Logger, payload []byte) (changed, refused bool, over int) {
+	l, refused := ParseDevices(log, z.base, payload)
+	if l == nil {
+		return false, refused, 0
 	}
-	if len(raws) > MaxDevices {
-		log.Warn("zigbee2mqtt bridge/devices lists more devices than a network has; the catalog keeps the previous list",
-			"topic", z.base+"/bridge/devices", "devices", len(raws), "max_devices", MaxDevices)
-		return false, true
-	}
-	devs := make([]Head, 0, len(raws))
-	keys := make([]json.RawMessage, 0, len(raws))
-	for _, r := range raws {
-		var d Device
-		if err := json.Unmarshal(r, (*z2mDeviceHead)(&d)); err != nil {
-			log.Warn("malformed zigbee2mqtt bridge/devices skipped", "topic", z.base+"/bridge/devices", "err", err)
-			return false, false
-		}
-		if d.IEEE == "" && d.FriendlyName == "" {
-			log.Warn("zigbee2mqtt device without ieee_address and friendly_name skipped", "topic", z.base+"/bridge/devices")
-			continue
-		}
-		devs = append(devs, headOf(&d))
-		keys = append(keys, r)
-	}
-	z.devices, z.raws, z.Listed = devs, keys, true
-	return true, false
+	z.Install(l)
+	return true, false, l.Over
 }
 
 // HandleEvent applies bridge/event: device_leave removes a device at once,
@@ -220,9 +172,12 @@ func (z *Source) HandleEvent(log *slog.Logger, payload []byte) bool {
 
 // Build makes the devices' specs; each device's id is claimed from ids
 // under its IEEE address (first come, first served: see model.IDTable).
-func (z *Source) Build(log *slog.Logger, ids *model.IDTable) []*model.Spec {
-	var out []*model.Spec
+// Past until (zero: never), it builds no device anew (it builds one at
+// least): such a device keeps its previous spec, or waits without one,
+// and more says that a later Build has work left.
+func (z *Source) Build(log *slog.Logger, ids *model.IDTable, until time.Time) (out []*model.Spec, more bool) {
 	cache := make(map[string]z2mCached, len(z.devices))
+	built := 0
 	for i := range z.devices {
 		h := &z.devices[i]
 		key := z2mKey(h)
@@ -230,29 +185,50 @@ func (z *Source) Build(log *slog.Logger, ids *model.IDTable) []*model.Spec {
 			ids.Keep(key)
 			continue
 		}
-		id, ok := ids.Claim(key, model.FirstNonEmpty(model.Slug(h.friendlyName), model.Slug(h.ieee)))
+		id, ok := ids.Claim(key, h.base)
 		if !ok {
 			log.Warn("zigbee2mqtt device skipped: no usable name, or its ieee_address is listed twice", "friendly_name", h.friendlyName, "ieee_address", h.ieee)
 			continue
 		}
 		ent, ok := z.cache[id]
 		if !ok || !bytes.Equal(ent.raw, z.raws[i]) {
-			var d Device
-			if err := json.Unmarshal(z.raws[i], &d); err != nil {
-				log.Warn("zigbee2mqtt device unreadable", "friendly_name", h.friendlyName, "err", err)
+			if built > 0 && !until.IsZero() && (more || time.Now().After(until)) {
+				more = true // built anew by a later Build
+				if !ok {
+					continue
+				}
+			} else if ent, ok = z.buildOne(log, id, i); !ok {
 				continue
+			} else {
+				built++
 			}
-			d.FriendlyName, d.IEEE = h.friendlyName, h.ieee // one copy of the name and address
-			ent = z2mCached{raw: z.raws[i], spec: z.buildDevice(log, id, &d)}
-			model.SetArea(z.areas, ent.spec)
-			ent.spec.BuildEntries(z.in) // now: the build state it then drops would pile up over the list
 		}
 		cache[ent.spec.ID] = ent // the spec's copy of the id, not this rebuild's
 		ids.Share(key, ent.spec.ID)
 		out = append(out, ent.spec)
 	}
 	z.cache = cache
-	return out
+	return out, more
+}
+
+// buildOne builds the spec of device i, whose id is id.
+func (z *Source) buildOne(log *slog.Logger, id string, i int) (z2mCached, bool) {
+	h := &z.devices[i]
+	ent := z2mCached{raw: z.raws[i]}
+	if h.over != "" {
+		ent.spec = z.buildOver(id, h)
+	} else {
+		var d Device
+		if err := json.Unmarshal(z.raws[i], &d); err != nil {
+			log.Warn("zigbee2mqtt device unreadable", "friendly_name", h.friendlyName, "err", err)
+			return ent, false
+		}
+		d.FriendlyName, d.IEEE = h.friendlyName, h.ieee // one copy of the name and address
+		ent.spec = z.buildDevice(log, id, &d)
+	}
+	model.SetArea(z.areas, ent.spec)
+	ent.spec.BuildEntries(z.in) // now: the build state it then drops would pile up over the list
+	return ent, true
 }
 
 // z2mProp routes one key of the device's JSON state.
