@@ -49,7 +49,7 @@ type bridgeQueue struct {
 // deliver is the subscriptions' handler: a device list goes to
 // bridgeLoop, the rest to HandleMessage's path, paced.
 func (c *Catalog) deliver(m mqtt.Message) {
-	if m.Topic == c.topics.devices && !c.oversized(m.Topic, len(m.Payload)) && c.queueBridge(m.Payload) {
+	if m.Topic == c.topics.devices && len(m.Payload) <= c.payloadBound(m.Topic) && c.queueBridge(m.Payload) {
 		return
 	}
 	c.handle(m, true)
@@ -135,7 +135,7 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 // the first step of its rebuild.
 func (c *Catalog) readBridge(p []byte) {
 	c.configs.Add(1)
-	l, refused := z2m.ParseDevices(c.log, c.opts.Z2MBase, p)
+	l, refused := z2m.ParseDevices(c.log, c.opts.Z2MBase, p, c.opts.MaxListExposes)
 	if refused {
 		c.refused.Oversized.Add(1)
 	}

@@ -34,6 +34,9 @@ type Options struct {
 	// (0: DefaultMaxPayload); a discovery config or a state is bounded by
 	// 256 KiB or MaxPayload when smaller (see limits.go).
 	MaxPayload int
+	// MaxListExposes bounds the exposes and features a Zigbee2MQTT device
+	// list models (0: z2m.MaxListExposes; a test lowers it).
+	MaxListExposes int
 }
 
 // NotifyChannel is a configured notification target, exposed as an action
@@ -204,6 +207,9 @@ func NewCatalog(o Options) *Catalog {
 	if o.MaxPayload <= 0 {
 		o.MaxPayload = DefaultMaxPayload
 	}
+	if o.MaxListExposes <= 0 {
+		o.MaxListExposes = z2m.MaxListExposes
+	}
 	in := model.NewInterner()
 	log := slog.New(throttled(o.Logger.Handler(), o.Now)).With("component", "devices")
 	ids := model.NewIDTable(log, o.Now)
@@ -211,7 +217,7 @@ func NewCatalog(o Options) *Catalog {
 		opts:    o,
 		log:     log,
 		now:     o.Now,
-		z2m:     z2m.NewSource(o.Z2MBase, in, o.Areas),
+		z2m:     z2m.NewSource(o.Z2MBase, in, o.Areas, o.MaxListExposes),
 		ha:      ha.NewSource(o.HAPrefix, in, ids, o.Areas),
 		live:    map[string]liveVal{},
 		devLive: map[string]*devLive{},

@@ -26,8 +26,8 @@ const (
 	// MaxListExposes bounds the exposes and features of a whole list:
 	// above the whole library as one network (48,880 exposes), 480 times
 	// the real capture. A list of MaxDevices devices averages 8 each (the
-	// library averages 10.8); the devices past it in the list's order are
-	// not modelled. Its cost: about 35 ms of CPU and 2 KB of heap per 30
+	// library averages 10.8); a device whose exposes do not fit in what
+	// the devices before it left is not modelled. Its cost: about 35 ms of CPU and 2 KB of heap per 30
 	// exposes modelled.
 	MaxListExposes = 65536
 )
@@ -39,6 +39,7 @@ type List struct {
 	devices   []Head
 	raws      []json.RawMessage
 	exposes   int
+	max       int // MaxListExposes, or a test's
 	Over      int
 	FirstOver string
 }
@@ -101,9 +102,10 @@ func parseHead(b []byte) (Head, error) {
 }
 
 // ParseDevices reads a bridge/devices payload into a List without
-// touching the source (no lock needed); nil for a malformed payload or,
-// refused true, one over MaxDevices (logged).
-func ParseDevices(log *slog.Logger, base string, payload []byte) (l *List, refused bool) {
+// touching the source (no lock needed), bounding its exposes and features
+// at maxList (MaxListExposes); nil for a malformed payload or, refused
+// true, one over MaxDevices (logged).
+func ParseDevices(log *slog.Logger, base string, payload []byte, maxList int) (l *List, refused bool) {
 	topic := base + "/bridge/devices"
 	var raws []json.RawMessage
 	if err := json.Unmarshal(payload, &raws); err != nil {
@@ -115,7 +117,7 @@ func ParseDevices(log *slog.Logger, base string, payload []byte) (l *List, refus
 			"topic", topic, "devices", len(raws), "max_devices", MaxDevices)
 		return nil, true
 	}
-	l = &List{devices: make([]Head, 0, len(raws)), raws: make([]json.RawMessage, 0, len(raws))}
+	l = &List{devices: make([]Head, 0, len(raws)), raws: make([]json.RawMessage, 0, len(raws)), max: maxList}
 	for _, r := range raws {
 		h, err := parseHead(r)
 		if err != nil {
@@ -130,17 +132,18 @@ func ParseDevices(log *slog.Logger, base string, payload []byte) (l *List, refus
 	}
 	if l.Over > 0 {
 		log.Warn("zigbee2mqtt devices not modelled: past the bounds of a device list's work; each says why in its description",
-			"topic", topic, "not_modelled", l.Over, "first", l.FirstOver, "max_exposes", MaxExposes, "max_list_exposes", MaxListExposes)
+			"topic", topic, "not_modelled", l.Over, "first", l.FirstOver, "max_exposes", MaxExposes, "max_list_exposes", maxList)
 	}
 	return l, false
 }
 
 // add appends a device, marked over the list's bound when its exposes
-// do not fit in what the devices before it left.
+// do not fit in what the devices before it left (a smaller one after it
+// may still fit).
 func (l *List) add(h Head, raw json.RawMessage) {
 	if h.over == "" && !h.skip {
-		if l.exposes+h.exposes > MaxListExposes {
-			h.over = fmt.Sprintf("the device list's exposes and features went past %d before it", MaxListExposes)
+		if l.exposes+h.exposes > l.max {
+			h.over = fmt.Sprintf("its %d exposes and features do not fit in the %d of a device list (the devices before it took %d)", h.exposes, l.max, l.exposes)
 		} else {
 			l.exposes += h.exposes
 		}

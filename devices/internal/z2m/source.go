@@ -25,6 +25,7 @@ type Source struct {
 	lastFire map[string]firing
 	Listed   bool             // a bridge/devices list was accepted: it is complete
 	areas    []model.AreaRule // Options.Areas
+	maxList  int              // MaxListExposes, or a test's
 }
 
 type firing struct {
@@ -100,8 +101,10 @@ type Expose struct {
 	LengthMax   *float64       `json:"length_max"`
 }
 
-func NewSource(base string, in *model.Interner, areas []model.AreaRule) *Source {
-	return &Source{base: base, lastFire: map[string]firing{}, in: in, areas: areas}
+// NewSource is an empty source; maxList bounds a list's exposes and
+// features (MaxListExposes).
+func NewSource(base string, in *model.Interner, areas []model.AreaRule, maxList int) *Source {
+	return &Source{base: base, lastFire: map[string]firing{}, in: in, areas: areas, maxList: maxList}
 }
 
 // MaxDevices bounds one bridge/devices list: many times the largest
@@ -116,7 +119,7 @@ const MaxDevices = 8192
 // MaxDevices (refused true), keeps the old. over counts the devices of
 // the new list past a bound (bounds.go).
 func (z *Source) HandleDevices(log *slog.Logger, payload []byte) (changed, refused bool, over int) {
-	l, refused := ParseDevices(log, z.base, payload)
+	l, refused := ParseDevices(log, z.base, payload, z.maxList)
 	if l == nil {
 		return false, refused, 0
 	}
