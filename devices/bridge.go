@@ -2,6 +2,7 @@ package devices
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -143,27 +144,45 @@ func (c *Catalog) readBridge(p []byte) {
 		return
 	}
 	c.bridgeStep(func() {
+		c.rebuildLeft = false // a full rebuild of the new list
 		c.z2m.Install(l)
 		c.overBound.Store(int64(l.Over))
 	})
 }
 
 // bridgeStep takes one paced step of a rebuild, after install (if any),
-// under the ingest lock; true when a step has work left.
+// under the ingest lock; true when a step has work left. The ids it
+// assigned are stored once the lock is released (a list's first step
+// may assign thousands).
 func (c *Catalog) bridgeStep(install func()) bool {
 	c.ingest.Lock()
-	defer c.ingest.Unlock()
 	if install == nil && !c.rebuildLeft {
+		c.ingest.Unlock()
 		return false
 	}
 	if install != nil {
 		install()
 	}
 	tx := c.begin()
-	tx.topic, tx.paced = c.topics.devices, true
+	tx.topic, tx.paced, tx.cont = c.topics.devices, true, install == nil
 	tx.specs = c.rebuildSpecs(tx)
-	c.fanOut(tx, c.commitPhase(tx))
-	return c.rebuildLeft
+	subs := c.commitPhase(tx)
+	save := tx.rebuilt
+	tx.rebuilt = false
+	c.fanOut(tx, subs)
+	left := c.rebuildLeft
+	var put []model.IDAssignment
+	var del []string
+	if save {
+		put, del = c.ids.Pending()
+	}
+	c.ingest.Unlock()
+	if len(put)+len(del) > 0 && c.storeIDs(put, del) {
+		c.ingest.Lock()
+		c.ids.Saved(put, del)
+		c.ingest.Unlock()
+	}
+	return left
 }
 
 // takeStep cuts a paced rebuild's spec changes (in commit order) to
@@ -179,14 +198,37 @@ func (c *Catalog) takeStep(changes []model.SpecChange, more bool) []model.SpecCh
 		}
 		n += max(1, specEntries(ch.Old)+specEntries(ch.New))
 	}
-	c.rest, c.restGen = nil, c.specGen+1 // the gen this step's commit makes
-	if cut < len(changes) && !more {
+	c.rest, c.restGen, c.buildLeft = nil, c.specGen+1, more // the gen this step's commit makes
+	if cut < len(changes) {
 		c.rest = changes[cut:]
 	}
 	if c.rebuildLeft = more || cut < len(changes); c.rebuildLeft {
 		c.wakeBridge()
 	}
 	return changes[:cut]
+}
+
+// nextStep is the next step of a paced rebuild while nothing else
+// changed the specs: the changes it left, and those of the devices
+// BuildMore builds (each replacing a change left for its device).
+func (c *Catalog) nextStep() []model.SpecChange {
+	changes, more := c.rest, false
+	if c.buildLeft {
+		var specs []*model.Spec
+		specs, more = c.z2m.BuildMore(c.log, c.ids, time.Now().Add(buildStep))
+		built := make(map[string]bool, len(specs))
+		for _, s := range specs {
+			built[s.ID], c.z2mIDs[s.ID] = true, true
+		}
+		changes = slices.DeleteFunc(slices.Clone(changes), func(ch model.SpecChange) bool {
+			return (ch.New != nil && built[specKey(ch.New)]) || (ch.Old != nil && built[specKey(ch.Old)])
+		})
+		for _, s := range specs {
+			changes = append(changes, model.SpecChange{Old: c.model.specs[s.ID], New: s})
+		}
+		sortChanges(changes)
+	}
+	return c.takeStep(changes, more)
 }
 
 func specEntries(s *model.Spec) int {

@@ -129,8 +129,10 @@ type Catalog struct {
 	// (commits of spec changes) is restGen.
 	rest             []model.SpecChange
 	specGen, restGen uint64
+	buildLeft        bool // the z2m source has devices to BuildMore
 	bridge           bridgeQueue
 	overBound        atomic.Int64 // devices of the last list past a bound
+	saveMu           sync.Mutex   // orders the id registry's writes (storeIDs)
 	// fanout is len(subList), read by ingestion without c.mu to charge
 	// what a change costs (model.Rec.Fanout).
 	fanout atomic.Int32

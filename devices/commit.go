@@ -249,8 +249,8 @@ func (c *Catalog) replayTopics(tx *txn, topics []string) {
 // bridgeLoop.
 func (c *Catalog) rebuildSpecs(tx *txn) []model.SpecChange {
 	tx.rebuilt = true
-	if tx.paced && c.rest != nil && c.restGen == c.specGen {
-		return c.takeStep(c.rest, false) // nothing committed specs since the last step
+	if tx.cont && c.restGen == c.specGen && c.rebuildLeft {
+		return c.nextStep() // nothing changed the specs since the last step
 	}
 	var until time.Time
 	if tx.paced {
@@ -296,7 +296,7 @@ func (c *Catalog) rebuildSpecs(tx *txn) []model.SpecChange {
 		}
 	}
 	sortChanges(changes)
-	c.rest, c.rebuildLeft = nil, false
+	c.rest, c.rebuildLeft, c.buildLeft = nil, false, false
 	if tx.paced {
 		return c.takeStep(changes, more)
 	}

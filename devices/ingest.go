@@ -30,6 +30,7 @@ type txn struct {
 	newSubs bool
 	rebuilt bool   // discovery changed: device ids may have been assigned
 	paced   bool   // from the bus: a rebuild takes a step (bridge.go)
+	cont    bool   // bridgeLoop's next step of a paced rebuild
 	topic   string // the message's, for its changes ("" for a local device)
 	// Computed, to be committed: the route lists a topic's first message
 	// built, discovery's spec changes (the live changes are rec.ops).

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/pilothouse/pilothouse/devices/internal/model"
 )
@@ -175,4 +176,31 @@ func (z *Source) buildOver(id string, h *Head) *model.Spec {
 	s.Tags = append(s.Tags, model.TagUnmodelled, "over_bound")
 	s.Fidelity = model.FidelityNone
 	return s
+}
+
+// todo is a device a Build claimed an id for but left to build.
+type todo struct {
+	i   int
+	id  string
+	key model.IDKey
+}
+
+// BuildMore builds, until until (one at least), the devices the last
+// Build left, with the ids it claimed: only while nothing else rebuilt
+// since (the catalog's caller knows). more says some are left.
+func (z *Source) BuildMore(log *slog.Logger, ids *model.IDTable, until time.Time) (out []*model.Spec, more bool) {
+	n := 0
+	for n < len(z.todo) && (n == 0 || time.Now().Before(until)) {
+		td := z.todo[n]
+		n++
+		ent, ok := z.buildOne(log, td.id, td.i)
+		if !ok {
+			continue
+		}
+		z.cache[ent.spec.ID] = ent
+		ids.Share(td.key, ent.spec.ID)
+		out = append(out, ent.spec)
+	}
+	z.todo = z.todo[n:]
+	return out, len(z.todo) > 0
 }

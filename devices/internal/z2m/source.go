@@ -26,6 +26,7 @@ type Source struct {
 	Listed   bool             // a bridge/devices list was accepted: it is complete
 	areas    []model.AreaRule // Options.Areas
 	maxList  int              // MaxListExposes, or a test's
+	todo     []todo           // the devices the last Build left to BuildMore
 }
 
 type firing struct {
@@ -181,6 +182,7 @@ func (z *Source) HandleEvent(log *slog.Logger, payload []byte) bool {
 func (z *Source) Build(log *slog.Logger, ids *model.IDTable, until time.Time) (out []*model.Spec, more bool) {
 	cache := make(map[string]z2mCached, len(z.devices))
 	built := 0
+	z.todo = nil
 	for i := range z.devices {
 		h := &z.devices[i]
 		key := z2mKey(h)
@@ -196,7 +198,8 @@ func (z *Source) Build(log *slog.Logger, ids *model.IDTable, until time.Time) (o
 		ent, ok := z.cache[id]
 		if !ok || !bytes.Equal(ent.raw, z.raws[i]) {
 			if built > 0 && !until.IsZero() && (more || time.Now().After(until)) {
-				more = true // built anew by a later Build
+				more = true // built anew by a later Build, or BuildMore
+				z.todo = append(z.todo, todo{i, id, key})
 				if !ok {
 					continue
 				}
