@@ -25,18 +25,20 @@ import (
 //   - it is parsed, and its bounds applied (z2m.ParseDevices), without a
 //     lock;
 //   - each step then holds the ingest lock for a bounded part of the work:
-//     a rebuild builds at most buildStep exposes anew and commits at most
-//     commitStep entries (rebuildSpecs), then lets the messages waiting
-//     for the lock in. Every step diffs the sources against the model
-//     again, so a rebuild in between (a bridge/event, a config) leaves
-//     nothing stale; the catalog shows the list's devices as they come.
+//     it builds devices for buildStep and commits at most commitStep
+//     entries (rebuildSpecs), then lets the messages waiting for the lock
+//     in. The first step diffs the sources against the model; the next
+//     ones carry on with what it left (nextStep) while nothing else
+//     changed the specs, else diff again, so a rebuild in between (a
+//     bridge/event, a config) leaves nothing stale. The catalog shows the
+//     list's devices as they come.
 //
 // HandleMessage, called directly (tests, tools), still reads a list at
 // once.
 const (
 	bridgeGap  = time.Second
-	buildStep  = 20 * time.Millisecond
-	commitStep = 1024
+	buildStep  = 10 * time.Millisecond
+	commitStep = 512
 )
 
 // bridgeQueue is the list waiting for bridgeLoop.
@@ -108,7 +110,11 @@ func (c *Catalog) bridgeLoop(ctx context.Context) {
 		if p != nil {
 			c.readBridge(p)
 		}
-		for c.bridgeStep(nil) {
+		for {
+			s := time.Now()
+			if !c.bridgeStep(nil) || !sleepUntil(ctx, time.Now().Add(time.Since(s))) {
+				break // a step rests as long as it took: the list takes half the time at most
+			}
 		}
 		if p != nil {
 			next = time.Now().Add(max(bridgeGap, time.Since(begun)))
@@ -209,11 +215,12 @@ func (c *Catalog) takeStep(changes []model.SpecChange, more bool) []model.SpecCh
 }
 
 // nextStep is the next step of a paced rebuild while nothing else
-// changed the specs: the changes it left, and those of the devices
-// BuildMore builds (each replacing a change left for its device).
+// changed the specs: the changes it left, and, once they are fewer than
+// a step commits, those of the devices BuildMore builds (each replacing
+// a change left for its device).
 func (c *Catalog) nextStep() []model.SpecChange {
-	changes, more := c.rest, false
-	if c.buildLeft {
+	changes, more := c.rest, c.buildLeft
+	if c.buildLeft && len(changes) < commitStep {
 		var specs []*model.Spec
 		specs, more = c.z2m.BuildMore(c.log, c.ids, time.Now().Add(buildStep))
 		built := make(map[string]bool, len(specs))

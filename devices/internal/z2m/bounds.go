@@ -1,6 +1,7 @@
 package z2m
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"log/slog"
@@ -154,6 +155,11 @@ func (l *List) add(h Head, raw json.RawMessage) {
 		if l.FirstOver == "" {
 			l.FirstOver = h.friendlyName + ": " + h.over
 		}
+	}
+	if h.over != "" {
+		raw = json.RawMessage("over:" + h.over) // its cache key: none of its JSON is kept
+	} else {
+		raw = bytes.Clone(raw) // not the payload's: a list past its bounds is not kept whole
 	}
 	l.devices = append(l.devices, h)
 	l.raws = append(l.raws, raw)

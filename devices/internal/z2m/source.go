@@ -156,7 +156,7 @@ func (z *Source) HandleEvent(log *slog.Logger, payload []byte) bool {
 		}
 	case ev.Type == "device_interview" && ev.Data.Status == "successful" && ev.Data.Definition != nil:
 		for i, h := range z.devices {
-			if h.ieee == ev.Data.IEEE {
+			if h.ieee == ev.Data.IEEE && h.over == "" { // a device past a bound waits for the next list
 				var d Device
 				if err := json.Unmarshal(z.raws[i], &d); err != nil {
 					log.Warn("zigbee2mqtt device unreadable", "topic", z.base+"/bridge/event", "err", err)
