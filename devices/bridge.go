@@ -27,7 +27,7 @@ import (
 //   - each step then holds the ingest lock for a bounded part of the work:
 //     it builds devices for buildStep and commits at most commitStep
 //     entries (rebuildSpecs), then lets the messages waiting for the lock
-//     in. The first step diffs the sources against the model; the next
+//     in, and rests as long as it took. The first step diffs the sources against the model; the next
 //     ones carry on with what it left (nextStep) while nothing else
 //     changed the specs, else diff again, so a rebuild in between (a
 //     bridge/event, a config) leaves nothing stale. The catalog shows the
