@@ -34,6 +34,9 @@ type Options struct {
 	// (0: DefaultMaxPayload); a discovery config or a state is bounded by
 	// 256 KiB or MaxPayload when smaller (see limits.go).
 	MaxPayload int
+	// MaxListExposes bounds the exposes and features a Zigbee2MQTT device
+	// list models (0: z2m.MaxListExposes; a test lowers it).
+	MaxListExposes int
 }
 
 // NotifyChannel is a configured notification target, exposed as an action
@@ -120,6 +123,16 @@ type Catalog struct {
 	notify  *model.Spec            // the notification channels (built once)
 	local   map[string]*model.Spec // the local devices (PutLocal) by id
 	work    *model.WorkBudget      // template work per second
+	// rebuildLeft: the last paced rebuild left work for bridgeLoop.
+	rebuildLeft bool
+	// rest: the spec changes a paced rebuild left, good while specGen
+	// (commits of spec changes) is restGen.
+	rest             []model.SpecChange
+	specGen, restGen uint64
+	buildLeft        bool // the z2m source has devices to BuildMore
+	bridge           bridgeQueue
+	overBound        atomic.Int64 // devices of the last list past a bound
+	saveMu           sync.Mutex   // orders the id registry's writes (storeIDs)
 	// fanout is len(subList), read by ingestion without c.mu to charge
 	// what a change costs (model.Rec.Fanout).
 	fanout atomic.Int32
@@ -196,6 +209,9 @@ func NewCatalog(o Options) *Catalog {
 	if o.MaxPayload <= 0 {
 		o.MaxPayload = DefaultMaxPayload
 	}
+	if o.MaxListExposes <= 0 {
+		o.MaxListExposes = z2m.MaxListExposes
+	}
 	in := model.NewInterner()
 	log := slog.New(throttled(o.Logger.Handler(), o.Now)).With("component", "devices")
 	ids := model.NewIDTable(log, o.Now)
@@ -203,7 +219,7 @@ func NewCatalog(o Options) *Catalog {
 		opts:    o,
 		log:     log,
 		now:     o.Now,
-		z2m:     z2m.NewSource(o.Z2MBase, in, o.Areas),
+		z2m:     z2m.NewSource(o.Z2MBase, in, o.Areas, o.MaxListExposes),
 		ha:      ha.NewSource(o.HAPrefix, in, ids, o.Areas),
 		live:    map[string]liveVal{},
 		devLive: map[string]*devLive{},
@@ -212,6 +228,7 @@ func NewCatalog(o Options) *Catalog {
 		subs:    map[int]func(Change){},
 		extra:   map[string]bool{},
 		subWake: make(chan struct{}, 1),
+		bridge:  bridgeQueue{wake: make(chan struct{}, 1)},
 		intern:  in,
 		ids:     ids,
 		work:    model.NewWorkBudget(),
@@ -252,7 +269,8 @@ func (c *Catalog) Start(ctx context.Context, conn mqtt.PubSub) error {
 	// are retained and sent again at every subscribe, and a stock
 	// Mosquitto drops what a subscribe's QoS 1 burst has beyond 1,020
 	// (max_inflight_messages + max_queued_messages).
-	ds, err := mqtt.SubscribeSet(conn, 0, c.HandleMessage)
+	c.startBridge(ctx)
+	ds, err := mqtt.SubscribeSet(conn, 0, c.deliver)
 	if err == nil {
 		err = ds.Set(c.discoveryFilters())
 	}
@@ -261,7 +279,7 @@ func (c *Catalog) Start(ctx context.Context, conn mqtt.PubSub) error {
 	}
 	// The rest at QoS 1: a broker keeps what QoS 1 publishers send while a
 	// persistent session is away, and delivers it on reconnect.
-	fs, err := mqtt.SubscribeSet(conn, 1, c.HandleMessage)
+	fs, err := mqtt.SubscribeSet(conn, 1, c.deliver)
 	if err != nil {
 		return fmt.Errorf("devices: subscribe: %w", err)
 	}

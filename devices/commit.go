@@ -3,6 +3,7 @@ package devices
 import (
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/pilothouse/pilothouse/devices/internal/model"
 	"github.com/pilothouse/pilothouse/pilotage"
@@ -49,6 +50,7 @@ func specKey(s *model.Spec) string {
 // follows.
 func (c *Catalog) commitSpecs(tx *txn, changes []model.SpecChange) {
 	tx.rebuilt = true
+	c.specGen++
 	old := c.snap.Load()
 	ed := old.edit()
 	var cat []Change
@@ -245,11 +247,20 @@ func (c *Catalog) replayTopics(tx *txn, topics []string) {
 
 // rebuildSpecs recomputes every device from the sources (a Zigbee2MQTT
 // device list, the id registry loaded, the catalog made) and returns the
-// changes to the specs in the model, in commit order (compute phase).
+// changes to the specs in the model, in commit order (compute phase). A
+// paced rebuild takes one step (bridge.go) and leaves the rest to
+// bridgeLoop.
 func (c *Catalog) rebuildSpecs(tx *txn) []model.SpecChange {
 	tx.rebuilt = true
+	if tx.cont && c.restGen == c.specGen && c.rebuildLeft {
+		return c.nextStep() // nothing changed the specs since the last step
+	}
+	var until time.Time
+	if tx.paced {
+		until = time.Now().Add(buildStep)
+	}
 	c.ids.Begin()
-	specs := c.z2m.Build(c.log, c.ids)
+	specs, more := c.z2m.Build(c.log, c.ids, until)
 	c.z2mIDs = make(map[string]bool, len(specs))
 	want := make(map[string]*model.Spec, len(specs)+len(c.ha.Groups)+1)
 	for _, s := range specs {
@@ -287,8 +298,33 @@ func (c *Catalog) rebuildSpecs(tx *txn) []model.SpecChange {
 			changes = append(changes, model.SpecChange{New: s})
 		}
 	}
-	sort.Slice(changes, func(i, j int) bool { return changeOrder(changes[i]) < changeOrder(changes[j]) })
+	sortChanges(changes)
+	c.rest, c.rebuildLeft, c.buildLeft = nil, false, false
+	if tx.paced {
+		return c.takeStep(changes, more)
+	}
 	return changes
+}
+
+// sortChanges sorts spec changes in commit order (changeOrder).
+func sortChanges(changes []model.SpecChange) {
+	keys := make([]string, len(changes))
+	for i := range changes {
+		keys[i] = changeOrder(changes[i])
+	}
+	sort.Sort(byKey{keys, changes})
+}
+
+type byKey struct {
+	keys    []string
+	changes []model.SpecChange
+}
+
+func (b byKey) Len() int           { return len(b.keys) }
+func (b byKey) Less(i, j int) bool { return b.keys[i] < b.keys[j] }
+func (b byKey) Swap(i, j int) {
+	b.keys[i], b.keys[j] = b.keys[j], b.keys[i]
+	b.changes[i], b.changes[j] = b.changes[j], b.changes[i]
 }
 
 // changeOrder commits removals first, then Zigbee2MQTT devices, then Home

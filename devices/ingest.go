@@ -29,6 +29,8 @@ type txn struct {
 	changes []Change
 	newSubs bool
 	rebuilt bool   // discovery changed: device ids may have been assigned
+	paced   bool   // from the bus: a rebuild takes a step (bridge.go)
+	cont    bool   // bridgeLoop's next step of a paced rebuild
 	topic   string // the message's, for its changes ("" for a local device)
 	// Computed, to be committed: the route lists a topic's first message
 	// built, discovery's spec changes (the live changes are rec.ops).
@@ -55,15 +57,18 @@ func (c *Catalog) ConfigsRead() int64 { return c.configs.Load() }
 
 // HandleMessage ingests one MQTT message: discovery, state, availability or
 // event. It never panics on payload content; malformed payloads are logged
-// with their topic and skipped, keeping the previous catalog.
-func (c *Catalog) HandleMessage(m mqtt.Message) {
+// with their topic and skipped, keeping the previous catalog. A device
+// list is read at once (the subscriptions' handler, deliver, paces it).
+func (c *Catalog) HandleMessage(m mqtt.Message) { c.handle(m, false) }
+
+func (c *Catalog) handle(m mqtt.Message, paced bool) {
 	if c.oversized(m.Topic, len(m.Payload)) {
 		return
 	}
 	c.ingest.Lock()
 	defer c.ingest.Unlock()
 	tx := c.begin()
-	tx.topic = m.Topic
+	tx.topic, tx.paced = m.Topic, paced
 	granted := c.work.Grant(m.Topic, tx.Now)
 	tx.JLeft, tx.JRated = granted, granted < model.MsgJBudget
 	c.compute(tx, m)
@@ -127,11 +132,12 @@ func (c *Catalog) compute(tx *txn, m mqtt.Message) {
 	switch {
 	case t == c.topics.devices:
 		c.configs.Add(1)
-		changed, refused := c.z2m.HandleDevices(c.log, m.Payload)
+		changed, refused, over := c.z2m.HandleDevices(c.log, m.Payload)
 		if refused {
 			c.refused.Oversized.Add(1)
 		}
 		if changed {
+			c.overBound.Store(int64(over))
 			tx.specs = c.rebuildSpecs(tx)
 		}
 		return

@@ -39,13 +39,17 @@ type Refusals struct {
 	// (malformed, or over z2m.MaxGroups or z2m.MaxGroupMembers); the
 	// catalog keeps the previous list, and the log says where it is wrong.
 	Z2MGroupListsRefused uint64 `json:"z2m_group_lists_refused"`
+	// BridgeDevicesOverBound: devices of the last Zigbee2MQTT device list
+	// not modelled for a bound of its work (z2m.MaxExposes,
+	// MaxExposeDepth, MaxListExposes); each says why in its description.
+	BridgeDevicesOverBound uint64 `json:"bridge_devices_over_bound"`
 }
 
 // Refusals returns the counters of what the catalog refused to read.
 func (c *Catalog) Refusals() Refusals {
 	r := Refusals{OversizedMessages: c.refused.Oversized.Load(), TemplateWorkSkipped: c.refused.Skipped.Load(),
 		TemplateWorkThrottled: c.refused.Throttled.Load(), TemplateFailures: c.refused.Failed.Load(),
-		Z2MGroupListsRefused: c.refused.Groups.Load()}
+		Z2MGroupListsRefused: c.refused.Groups.Load(), BridgeDevicesOverBound: uint64(c.overBound.Load())}
 	if p := c.refused.LastFailure.Load(); p != nil {
 		r.LastTemplateFailure = *p
 	}

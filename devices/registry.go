@@ -3,6 +3,8 @@ package devices
 import (
 	"context"
 	"time"
+
+	"github.com/pilothouse/pilothouse/devices/internal/model"
 )
 
 // saveTimeout bounds one write of the registry.
@@ -34,19 +36,26 @@ func (c *Catalog) loadIDs(ctx context.Context) error {
 // ids hold in memory meanwhile.
 func (c *Catalog) saveIDs() {
 	put, del := c.ids.Pending()
-	if len(put)+len(del) == 0 {
-		return
-	}
-	if c.opts.IDs == nil {
+	if len(put)+len(del) > 0 && c.storeIDs(put, del) {
 		c.ids.Saved(put, del)
-		return
 	}
+}
+
+// storeIDs writes id changes to the registry (no lock needed: writes are
+// serialised by saveMu, and Saved forgets only what is still as
+// written); false when it failed (logged).
+func (c *Catalog) storeIDs(put []model.IDAssignment, del []string) bool {
+	if c.opts.IDs == nil {
+		return true
+	}
+	c.saveMu.Lock()
+	defer c.saveMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), saveTimeout)
 	defer cancel()
 	if err := c.opts.IDs.SaveDeviceIDs(ctx, put, del); err != nil {
 		c.log.Error("device id registry: saving failed; the ids hold until restart and the save is retried at the next discovery change",
 			"stored", len(put), "freed", len(del), "err", err)
-		return
+		return false
 	}
-	c.ids.Saved(put, del)
+	return true
 }

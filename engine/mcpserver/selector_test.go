@@ -122,8 +122,8 @@ func (h *z2mHouse) announce(devs ...z2mDev) {
 				n++
 			}
 		}
-		for _, d := range devs {
-			if _, ok := snap.Get(d.name); !ok {
+		for _, d := range devs { // in their areas: a list from the bus is read on its own goroutine
+			if e, ok := snap.Get(d.name); !ok || !slices.Contains(e.Tags, "area:"+d.area) {
 				return false
 			}
 		}

@@ -3,7 +3,6 @@ package z2m
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"sort"
 	"strings"
@@ -32,6 +31,9 @@ type Source struct {
 	groupsRaw    []byte
 	GroupsListed bool
 	gcache       map[int64]groupCached
+	maxList      int                    // MaxListExposes, or a test's
+	todo         []todo                 // the devices the last Build left to BuildMore
+	built        map[string]*model.Spec // IEEE address -> spec of the last Build and BuildMore, for the groups
 }
 
 type firing struct {
@@ -44,13 +46,17 @@ type firing struct {
 // and IEEE address share one string.
 type Head struct {
 	ieee, friendlyName string
-	skip               bool // the coordinator, or disabled
+	skip               bool   // the coordinator, or disabled
+	exposes            int    // its exposes and features
+	over               string // why it is past a bound (bounds.go), or ""
+	base               string // the id it asks for
 }
 
 func headOf(d *Device) Head {
 	both := d.FriendlyName + d.IEEE
 	n := len(d.FriendlyName)
-	return Head{ieee: both[n:], friendlyName: both[:n], skip: d.Type == "Coordinator" || d.Disabled}
+	return Head{ieee: both[n:], friendlyName: both[:n], skip: d.Type == "Coordinator" || d.Disabled,
+		base: model.FirstNonEmpty(model.Slug(d.FriendlyName), model.Slug(d.IEEE))}
 }
 
 type z2mCached struct {
@@ -71,37 +77,6 @@ type Device struct {
 	ModelID            string         `json:"model_id"`
 	Description        string         `json:"description"`
 	Area               string         `json:"area"`
-}
-
-// z2mDeviceHead reads a device without its definition's contents (the
-// list is checked and its heads kept; each definition is decoded when its
-// device is built).
-type z2mDeviceHead Device
-
-func (d *z2mDeviceHead) UnmarshalJSON(b []byte) error {
-	type head struct {
-		IEEE         string       `json:"ieee_address"`
-		FriendlyName string       `json:"friendly_name"`
-		Type         string       `json:"type"`
-		Disabled     bool         `json:"disabled"`
-		Definition   objectOrNull `json:"definition"`
-	}
-	var h head
-	if err := json.Unmarshal(b, &h); err != nil {
-		return err
-	}
-	d.IEEE, d.FriendlyName, d.Type, d.Disabled = h.IEEE, h.FriendlyName, h.Type, h.Disabled
-	return nil
-}
-
-// objectOrNull accepts a JSON object or null without decoding it.
-type objectOrNull struct{}
-
-func (objectOrNull) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] != '{' && string(b) != "null" {
-		return errors.New("definition is not an object")
-	}
-	return nil
 }
 
 type z2mDefinition struct {
@@ -134,8 +109,10 @@ type Expose struct {
 	LengthMax   *float64       `json:"length_max"`
 }
 
-func NewSource(base string, in *model.Interner, areas []model.AreaRule) *Source {
-	return &Source{base: base, lastFire: map[string]firing{}, in: in, areas: areas}
+// NewSource is an empty source; maxList bounds a list's exposes and
+// features (MaxListExposes).
+func NewSource(base string, in *model.Interner, areas []model.AreaRule, maxList int) *Source {
+	return &Source{base: base, lastFire: map[string]firing{}, in: in, areas: areas, maxList: maxList}
 }
 
 // MaxDevices bounds one bridge/devices list: many times the largest
@@ -147,35 +124,15 @@ func NewSource(base string, in *model.Interner, areas []model.AreaRule) *Source 
 const MaxDevices = 8192
 
 // HandleDevices replaces the device list; a malformed payload, or one over
-// maxZ2MDevices (refused true), keeps the old.
-func (z *Source) HandleDevices(log *slog.Logger, payload []byte) (changed, refused bool) {
-	var raws []json.RawMessage
-	if err := json.Unmarshal(payload, &raws); err != nil {
-		log.Warn("malformed zigbee2mqtt bridge/devices skipped", "topic", z.base+"/bridge/devices", "err", err)
-		return false, false
+// MaxDevices (refused true), keeps the old. over counts the devices of
+// the new list past a bound (bounds.go).
+func (z *Source) HandleDevices(log *slog.Logger, payload []byte) (changed, refused bool, over int) {
+	l, refused := ParseDevices(log, z.base, payload, z.maxList)
+	if l == nil {
+		return false, refused, 0
 	}
-	if len(raws) > MaxDevices {
-		log.Warn("zigbee2mqtt bridge/devices lists more devices than a network has; the catalog keeps the previous list",
-			"topic", z.base+"/bridge/devices", "devices", len(raws), "max_devices", MaxDevices)
-		return false, true
-	}
-	devs := make([]Head, 0, len(raws))
-	keys := make([]json.RawMessage, 0, len(raws))
-	for _, r := range raws {
-		var d Device
-		if err := json.Unmarshal(r, (*z2mDeviceHead)(&d)); err != nil {
-			log.Warn("malformed zigbee2mqtt bridge/devices skipped", "topic", z.base+"/bridge/devices", "err", err)
-			return false, false
-		}
-		if d.IEEE == "" && d.FriendlyName == "" {
-			log.Warn("zigbee2mqtt device without ieee_address and friendly_name skipped", "topic", z.base+"/bridge/devices")
-			continue
-		}
-		devs = append(devs, headOf(&d))
-		keys = append(keys, r)
-	}
-	z.devices, z.raws, z.Listed = devs, keys, true
-	return true, false
+	z.Install(l)
+	return true, false, l.Over
 }
 
 // HandleEvent applies bridge/event: device_leave removes a device at once,
@@ -206,7 +163,7 @@ func (z *Source) HandleEvent(log *slog.Logger, payload []byte) bool {
 		}
 	case ev.Type == "device_interview" && ev.Data.Status == "successful" && ev.Data.Definition != nil:
 		for i, h := range z.devices {
-			if h.ieee == ev.Data.IEEE {
+			if h.ieee == ev.Data.IEEE && h.over == "" { // a device past a bound waits for the next list
 				var d Device
 				if err := json.Unmarshal(z.raws[i], &d); err != nil {
 					log.Warn("zigbee2mqtt device unreadable", "topic", z.base+"/bridge/event", "err", err)
@@ -226,10 +183,14 @@ func (z *Source) HandleEvent(log *slog.Logger, payload []byte) bool {
 
 // Build makes the devices' specs; each device's id is claimed from ids
 // under its IEEE address (first come, first served: see model.IDTable).
-func (z *Source) Build(log *slog.Logger, ids *model.IDTable) []*model.Spec {
-	var out []*model.Spec
+// Past until (zero: never), it builds no device anew (it builds one at
+// least): such a device keeps its previous spec, or waits without one,
+// and more says that a later Build has work left.
+func (z *Source) Build(log *slog.Logger, ids *model.IDTable, until time.Time) (out []*model.Spec, more bool) {
 	cache := make(map[string]z2mCached, len(z.devices))
-	built := make(map[string]*model.Spec, len(z.devices)) // IEEE address -> spec, for the groups
+	built := 0
+	z.todo = nil
+	z.built = make(map[string]*model.Spec, len(z.devices))
 	for i := range z.devices {
 		h := &z.devices[i]
 		key := z2mKey(h)
@@ -237,30 +198,52 @@ func (z *Source) Build(log *slog.Logger, ids *model.IDTable) []*model.Spec {
 			ids.Keep(key)
 			continue
 		}
-		id, ok := ids.Claim(key, model.FirstNonEmpty(model.Slug(h.friendlyName), model.Slug(h.ieee)))
+		id, ok := ids.Claim(key, h.base)
 		if !ok {
 			log.Warn("zigbee2mqtt device skipped: no usable name, or its ieee_address is listed twice", "friendly_name", h.friendlyName, "ieee_address", h.ieee)
 			continue
 		}
 		ent, ok := z.cache[id]
 		if !ok || !bytes.Equal(ent.raw, z.raws[i]) {
-			var d Device
-			if err := json.Unmarshal(z.raws[i], &d); err != nil {
-				log.Warn("zigbee2mqtt device unreadable", "friendly_name", h.friendlyName, "err", err)
+			if built > 0 && !until.IsZero() && (more || time.Now().After(until)) {
+				more = true // built anew by a later Build, or BuildMore
+				z.todo = append(z.todo, todo{i, id, key})
+				if !ok {
+					continue
+				}
+			} else if ent, ok = z.buildOne(log, id, i); !ok {
 				continue
+			} else {
+				built++
 			}
-			d.FriendlyName, d.IEEE = h.friendlyName, h.ieee // one copy of the name and address
-			ent = z2mCached{raw: z.raws[i], spec: z.buildDevice(log, id, &d)}
-			model.SetArea(z.areas, ent.spec)
-			ent.spec.BuildEntries(z.in) // now: the build state it then drops would pile up over the list
 		}
 		cache[ent.spec.ID] = ent // the spec's copy of the id, not this rebuild's
 		ids.Share(key, ent.spec.ID)
 		out = append(out, ent.spec)
-		built[h.ieee] = ent.spec
+		z.built[h.ieee] = ent.spec
 	}
 	z.cache = cache
-	return append(out, z.buildGroups(log, ids, built)...)
+	return append(out, z.buildGroups(log, ids, z.built)...), more
+}
+
+// buildOne builds the spec of device i, whose id is id.
+func (z *Source) buildOne(log *slog.Logger, id string, i int) (z2mCached, bool) {
+	h := &z.devices[i]
+	ent := z2mCached{raw: z.raws[i]}
+	if h.over != "" {
+		ent.spec = z.buildOver(id, h)
+	} else {
+		var d Device
+		if err := json.Unmarshal(z.raws[i], &d); err != nil {
+			log.Warn("zigbee2mqtt device unreadable", "friendly_name", h.friendlyName, "err", err)
+			return ent, false
+		}
+		d.FriendlyName, d.IEEE = h.friendlyName, h.ieee // one copy of the name and address
+		ent.spec = z.buildDevice(log, id, &d)
+	}
+	model.SetArea(z.areas, ent.spec)
+	ent.spec.BuildEntries(z.in) // now: the build state it then drops would pile up over the list
+	return ent, true
 }
 
 // z2mProp routes one key of the device's JSON state.
