@@ -317,11 +317,10 @@ func memBuiltin(name string, pre func(*evalMem, []any) error) *builtin.Function 
 	fn := func(args ...any) (any, error) {
 		m := memOf(args[0])
 		args = args[1:]
-		used := m.used
 		if err := pre(m, args); err != nil {
 			return nil, err
 		}
-		if err := m.tick(name, builtinOps(name, args, m.used-used, m.opsLeft())); err != nil {
+		if err := m.tick(name, builtinOps(name, args, m.opsLeft())); err != nil {
 			return nil, err
 		}
 		out, err := callBuiltin(orig, args)

@@ -47,11 +47,10 @@ import (
 //     (groupBy, which also grows a map of lists, ~1 µs: groupIterOps);
 //     a predicate's syntax node ~50 ns, was 1/8 operation, now 1;
 //   - a range's element ~40-60 ns made and walked, was 1/16, now 1;
-//   - what a builtin builds (repeat, replace, join, split, toBase64), by
-//     the bytes it builds (repeat('x', 100000) was 4 operations for 250 µs);
 //   - measuring a value made (a list or object literal, a builtin's
-//     result, the evaluation's result), by its bytes: [vars.l] over 100,000
-//     numbers was 2 operations for 0.5 ms;
+//     result, the evaluation's result), by its bytes, which also charges
+//     what a builtin builds: [vars.l] over 100,000 numbers was 2
+//     operations for 0.5 ms, repeat('x', 100000) 4 for 250 µs;
 //   - concat, flatten, toJSON and string walk with reflection or encode:
 //     2 to 3 operations per element (walkOps).
 //
@@ -294,18 +293,15 @@ var walkOps = map[string]int{"concat": 2, "flatten": 3, "toJSON": 3, "string": 3
 
 // builtinOps is what a builtin call costs before it runs: walking its
 // arguments (walkOps), times log n to sort and n for uniq (which compares
-// each item with every one kept), plus loading a time zone, plus the
-// bytes its check said it builds (built: repeat's, join's, …).
-func builtinOps(name string, args []any, built, limit int) int {
+// each item with every one kept), plus loading a time zone. What it
+// builds is charged as its result is measured (evalMem.chargeValue).
+func builtinOps(name string, args []any, limit int) int {
 	if name == "get" { // a lookup: hashing the key
 		return 1 + work(args[1:], limit)
 	}
 	n := 1 + work(args, limit)
 	if w, ok := walkOps[name]; ok {
 		n = mulSize(n, w)
-	}
-	if n >= 0 && built > 0 {
-		n += built / 16
 	}
 	switch name {
 	case "sort", "median":
