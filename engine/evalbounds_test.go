@@ -17,14 +17,14 @@ import (
 
 // TestTestRunRealTimeBound: a test run's World clock is virtual, so
 // MaxWall never bounded its real time. A loop of evaluations each under
-// MaxEvalOps (a thousand of ~0.1 s) ends with timeout at MaxTestRunWall,
+// MaxEvalOps (a thousand of ~20 ms) ends with timeout at MaxTestRunWall,
 // saying so.
 func TestTestRunRealTimeBound(t *testing.T) {
 	lim := rules.DefaultLimits
 	lim.MaxTestRunWall = 300 * time.Millisecond
 	lim.MaxRunOps = 1 << 62
 	h := newHouse(t, Config{Limits: lim})
-	prog := `{"name":"slow","triggers":[{"id":"t","state":"hall_motion.occupancy"}],"steps":[{"id":"a","set":{"l":"{{ 1..900 }}"}},` +
+	prog := `{"name":"slow","triggers":[{"id":"t","state":"hall_motion.occupancy"}],"steps":[{"id":"a","set":{"l":"{{ 1..300 }}"}},` +
 		`{"id":"r","repeat":{"count":1000},"do":[{"id":"d","set":{"v":"{{ sum(vars.l, sum(vars.l, #)) }}"}}]}]}`
 	start := time.Now()
 	r := h.execute(ExecuteRequest{Program: json.RawMessage(prog), TestRun: true})

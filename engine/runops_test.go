@@ -19,7 +19,7 @@ import (
 const burnRule = `{"name":"burn","mode":"parallel","max":300,
   "triggers":[{"id":"press","event":"bedroom_remote.action"}],
   "steps":[{"id":"r","repeat":{"count":1000},"do":[{"id":"q","repeat":{"count":1000},"do":[
-    {"id":"d","set":{"v":"{{ len(filter(1..130000, # % 7 == 0)) }}"}}]}]}]}`
+    {"id":"d","set":{"v":"{{ len(filter(1..50000, # % 7 == 0)) }}"}}]}]}]}`
 
 // TestBurnFiringEndsAtMaxRunOps: with the default limits, the burn
 // rule's firing ends limit_exceeded naming MaxRunOps within seconds, and

@@ -101,14 +101,13 @@ var DefaultLimits = Limits{
 	MaxEvalBytes:  4 << 20,
 	MaxRunBytes:   4 << 20,
 
-	// An operation is about one step of the expression VM (tens of
-	// nanoseconds): a million is a loop over a thousand items nested in
-	// one over a thousand, a fraction of a second of CPU.
+	// An operation is about one step of the expression VM (25-50 ns of
+	// CPU; what each operation counts: model/exprops.go): a million is a
+	// loop over 300 items nested in one over 300, about 50 ms of CPU.
 	MaxEvalOps: 1_000_000,
 	// MaxSteps evaluations each under MaxEvalOps would keep a core busy
-	// for minutes; a run's evaluations together get about a second of CPU
-	// at the dearest operation (a loop builtin's iteration), a thousand
-	// times what a household rule's run uses.
+	// for minutes; a run's evaluations together get about a quarter
+	// second of CPU, a thousand times what a household rule's run uses.
 	MaxRunOps:      5_000_000,
 	MaxTestRunWall: 10 * time.Second,
 

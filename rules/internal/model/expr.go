@@ -154,7 +154,7 @@ func (x *Expr) run(env *Env) (any, error) {
 	out, err := v.Run(x.prog, vars)
 	env.Cache.putVM(v)
 	if err == nil {
-		err = resultFits(out, env.mem.value)
+		err = env.mem.resultFits(out)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("expression %q: %w", x.Src, err)

@@ -110,6 +110,9 @@ func (m *evalMem) chargeValue(what string, v any) error {
 	if s.Over(m.value) {
 		return overLimit(what, s, m.value)
 	}
+	if err := m.measured(what, s.Bytes); err != nil {
+		return err
+	}
 	return m.charge(what, s.Bytes)
 }
 
@@ -124,16 +127,18 @@ func (m *evalMem) fits(what string, args []any) error {
 }
 
 // resultFits refuses a result larger than one value may be (a list of
-// references to one large string is cheap to make but not to keep).
-func resultFits(out any, limit int) error {
+// references to one large string is cheap to make but not to keep), and
+// charges measuring it.
+func (m *evalMem) resultFits(out any) error {
 	switch out.(type) {
 	case nil, bool, int, float64:
 		return nil
 	}
-	if s := core.Measure(out, limit, false); s.Over(limit) {
-		return overLimit("the result", s, limit)
+	s := core.Measure(out, m.value, false)
+	if s.Over(m.value) {
+		return overLimit("the result", s, m.value)
 	}
-	return nil
+	return m.measured("the result", s.Bytes)
 }
 
 // mulSize is a*b, or -1 when it overflows.

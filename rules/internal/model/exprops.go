@@ -35,8 +35,28 @@ import (
 //   - a method call (trigger.time.Format(layout)), by its arguments;
 //   - a range a..b (_range), and string + (memAdd).
 //
-// An operation is about one step of the VM; walking a list costs one per
-// element, a string one per 16 bytes.
+// An operation is about one step of the VM, some 50 ns of CPU on the
+// house's small machines: a syntax node of a loop builtin's predicate,
+// a list element walked or made, 16 bytes of a string walked or made.
+// Each charge follows the work measured per unit (BenchmarkOpsCost in
+// exprops_test.go; ns of CPU per operation on a 2-core server under load,
+// old counting → new):
+//
+//   - a loop builtin's iteration besides its predicate (the VM's call,
+//     the tick, the result's slot): ~300 ns, was 1 operation, now iterOps
+//     (groupBy, which also grows a map of lists, ~1 µs: groupIterOps);
+//     a predicate's syntax node ~50 ns, was 1/8 operation, now 1;
+//   - a range's element ~40-60 ns made and walked, was 1/16, now 1;
+//   - measuring a value made (a list or object literal, a builtin's
+//     result, the evaluation's result), by its bytes, which also charges
+//     what a builtin builds: [vars.l] over 100,000 numbers was 2
+//     operations for 0.5 ms, repeat('x', 100000) 4 for 250 µs;
+//   - concat, flatten, toJSON and string walk with reflection or encode:
+//     2 to 3 operations per element (walkOps).
+//
+// So an evaluation's MaxEvalOps (1,000,000) is about 50 ms of CPU, a
+// run's MaxRunOps (5,000,000) a quarter second, and a principal's share
+// (engine/internal/bounds) a tenth of a core at most.
 
 // LimitError's limit names for the operation budgets of an evaluation
 // and of a run.
@@ -59,6 +79,17 @@ func (m *evalMem) tick(what string, n int) error {
 			return &stoppedError{ctx: m.ctx}
 		default:
 		}
+	}
+	return nil
+}
+
+// measured charges the operations of measuring a value of bytes (one per
+// 16 bytes, as a walk of a string) without looking at the run's context:
+// the evaluation's result is measured on every evaluation, most of them
+// without a loop, which never ask for the context's Done channel.
+func (m *evalMem) measured(what string, bytes int) error {
+	if m.ops += bytes / 16; m.ops > m.maxOps {
+		return m.opsError(what)
 	}
 	return nil
 }
@@ -110,17 +141,23 @@ func memTick(args ...any) (any, error) {
 	return true, nil
 }
 
-// predOpNodes is how many syntax nodes of a loop builtin's predicate one
-// operation of each iteration stands for: a predicate of 500 scalar
-// operations costs as much to run as a walk over a list of 60 items, not
-// as a single step.
-const predOpNodes = 8
+// iterOps is what an iteration of a loop builtin costs besides its
+// predicate's nodes (calling it, the tick, the result's slot); groupBy's
+// also hashes the key into a map of lists.
+const (
+	iterOps      = 6
+	groupIterOps = 20
+)
 
-// predicateOps is what one iteration of a predicate costs in operations.
-func predicateOps(pred ast.Node) int {
-	n := 0
+// predicateOps is what one iteration of builtin's predicate costs: the
+// iteration itself and one operation per syntax node.
+func predicateOps(builtin string, pred ast.Node) int {
+	n := iterOps
+	if builtin == "groupBy" {
+		n = groupIterOps
+	}
 	ast.Find(pred, func(ast.Node) bool { n++; return false })
-	return max(n/predOpNodes, 1)
+	return n
 }
 
 // loopBytes is what one iteration of a loop builtin adds to its result.
@@ -143,7 +180,7 @@ func memRange(args ...any) (any, error) {
 			n = math.MaxInt // more items than an int counts
 		}
 	}
-	if err := m.tick("a range", 1+n/16); err != nil {
+	if err := m.tick("a range", 1+n); err != nil {
 		return nil, err
 	}
 	if err := m.charge("a range", mulSize(n, 8)); err != nil {
@@ -248,22 +285,29 @@ func (w *worker) addReflect(rv reflect.Value, depth int) {
 	}
 }
 
+// walkOps is how many operations a builtin's walk of its arguments costs
+// per unit of work: concat and flatten copy through reflection, toJSON
+// and string encode; fromJSON and split make a value every few bytes.
+var walkOps = map[string]int{"concat": 2, "flatten": 3, "toJSON": 3, "string": 3,
+	"fromJSON": 16, "split": 32, "splitAfter": 32}
+
 // builtinOps is what a builtin call costs before it runs: walking its
-// arguments, times log n to sort and n for uniq (which compares each item
-// with every one kept), plus loading a time zone; fromJSON and split make
-// a value every few bytes, so they cost 16 times a walk of their text.
+// arguments (walkOps), times log n to sort and n for uniq (which compares
+// each item with every one kept), plus loading a time zone. What it
+// builds is charged as its result is measured (evalMem.chargeValue).
 func builtinOps(name string, args []any, limit int) int {
 	if name == "get" { // a lookup: hashing the key
 		return 1 + work(args[1:], limit)
 	}
 	n := 1 + work(args, limit)
+	if w, ok := walkOps[name]; ok {
+		n = mulSize(n, w)
+	}
 	switch name {
 	case "sort", "median":
 		n = mulSize(n, bits.Len(uint(n)))
 	case "uniq":
 		n = mulSize(n, n/2+1)
-	case "fromJSON", "split", "splitAfter":
-		n = mulSize(n, 16)
 	case "timezone", "date":
 		if name == "timezone" || len(args) == 3 {
 			n += 1000
@@ -299,7 +343,7 @@ func tickPredicate(n *ast.BuiltinNode) {
 	}
 	tick := &ast.CallNode{Callee: &ast.IdentifierNode{Value: "_tick"}, Arguments: []ast.Node{
 		memIdent(), &ast.StringNode{Value: n.Name}, &ast.IntegerNode{Value: loopBytes[n.Name]},
-		&ast.IntegerNode{Value: predicateOps(pred.Node)}}}
+		&ast.IntegerNode{Value: predicateOps(n.Name, pred.Node)}}}
 	pred.Node = &ast.SequenceNode{Nodes: []ast.Node{tick, pred.Node}}
 }
 
