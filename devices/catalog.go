@@ -95,6 +95,13 @@ type Change struct {
 	// Topic is the MQTT topic of the message that made a state, event or
 	// availability change ("" for a local device's).
 	Topic string
+	// Retained: the state's message came with the retain flag, the
+	// broker's stored copy sent on a new subscription, not a report of
+	// now (a first value after a start is then a baseline).
+	Retained bool
+	// Why says why an availability change made its device offline when
+	// no message said so ("no report for 2 s: expire_after").
+	Why string
 }
 
 // Catalog is the catalog source. All methods are safe for concurrent use.
@@ -147,6 +154,7 @@ type Catalog struct {
 	notices  notifyCounters // what the channels sent and failed to send (own lock)
 	refused  model.RefusalCounts
 	configs  atomic.Int64 // discovery configs read (ConfigsRead)
+	exp      expiries     // expire_after deadlines (under mu; avail.go)
 }
 
 type liveVal struct {
@@ -162,8 +170,13 @@ type liveVal struct {
 type devLive struct {
 	obj      map[string]any
 	lastSeen time.Time
-	avail    map[string]bool // availability topic -> available
-	availNow *bool
+	avail    map[string]bool   // availability topic -> available
+	availNow *bool             // as last announced (a ChangeAvailability); reads use available()
+	latest   bool              // what the last availability message said
+	mode     string            // its availability mode: latest, all or any
+	declared []string          // the availability topics its spec names (avail.go)
+	expires  []string          // its states with expire_after
+	expired  map[string]string // those that ran out, or never reported: why
 }
 
 // maxPending bounds the cache of payloads on topics nobody routes yet, so
@@ -215,6 +228,7 @@ func NewCatalog(o Options) *Catalog {
 		intern:  in,
 		ids:     ids,
 		work:    model.NewWorkBudget(),
+		exp:     expiries{due: map[expKey]expDue{}},
 	}
 	c.notices.log = c.log
 	c.static = c.staticFilters()
@@ -377,7 +391,7 @@ func (c *Catalog) Live(id string) (Live, bool) {
 			for k, v := range d.obj {
 				obj[k] = v
 			}
-			return Live{Value: obj, Available: copyBool(d.availNow), LastSeen: d.lastSeen}, true
+			return Live{Value: obj, Available: d.available(), LastSeen: d.lastSeen}, true
 		}
 	}
 	e, known := snap.Get(id)
@@ -390,7 +404,7 @@ func (c *Catalog) Live(id string) (Live, bool) {
 		out.Unread = lv.unread
 	}
 	if d, ok := c.devLive[c.model.devOf[id]]; ok {
-		out.Available = copyBool(d.availNow)
+		out.Available = d.available()
 	}
 	return out, true
 }

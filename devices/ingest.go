@@ -30,6 +30,8 @@ type txn struct {
 	newSubs bool
 	rebuilt bool   // discovery changed: device ids may have been assigned
 	topic   string // the message's, for its changes ("" for a local device)
+	// retained: the message came with the retain flag (Change.Retained)
+	retained bool
 	// Computed, to be committed: the route lists a topic's first message
 	// built, discovery's spec changes (the live changes are rec.ops).
 	lists []topicList
@@ -63,7 +65,7 @@ func (c *Catalog) HandleMessage(m mqtt.Message) {
 	c.ingest.Lock()
 	defer c.ingest.Unlock()
 	tx := c.begin()
-	tx.topic = m.Topic
+	tx.topic, tx.retained = m.Topic, m.Retained
 	granted := c.work.Grant(m.Topic, tx.Now)
 	tx.JLeft, tx.JRated = granted, granted < model.MsgJBudget
 	c.compute(tx, m)
@@ -249,6 +251,8 @@ func (tx *txn) apply(o *model.Op) {
 		tx.applyAvail(o.Dev, o.ID, o.V.(bool), o.Key)
 	case model.OpUnread:
 		tx.applyUnread(o.ID, o.V.(string))
+	case model.OpFresh:
+		tx.applyFresh(o.Dev, o.ID, o.D)
 	}
 }
 
@@ -280,7 +284,7 @@ func (tx *txn) applyState(dev, id, prop string, v any) {
 	lv.value, lv.changed, lv.first = v, tx.Now, prev == nil && lv.changed.IsZero()
 	tx.c.live[id] = lv
 	tx.changes = append(tx.changes, Change{Kind: ChangeState, ID: id, Value: v, Prev: prev, Time: tx.Now,
-		Offline: d.availNow != nil && !*d.availNow, Topic: tx.topic})
+		Offline: d.offline(), Topic: tx.topic, Retained: tx.retained})
 }
 
 // finish returns the subscribers to notify (nil when nothing changed).
@@ -380,34 +384,4 @@ func (tx *txn) applyEvent(dev, id string, v any) {
 	lv.value, lv.lastSeen, lv.changed = v, tx.Now, tx.Now
 	tx.c.live[id] = lv
 	tx.changes = append(tx.changes, Change{Kind: ChangeEvent, ID: id, Value: v, Time: tx.Now, Topic: tx.topic})
-}
-
-func (tx *txn) applyAvail(dev, topic string, ok bool, mode string) {
-	d := tx.dev(dev)
-	if d.avail == nil {
-		d.avail = map[string]bool{}
-	}
-	d.avail[topic] = ok
-	now := ok
-	switch mode {
-	case "all":
-		now = true
-		for _, v := range d.avail {
-			now = now && v
-		}
-	case "any":
-		now = false
-		for _, v := range d.avail {
-			now = now || v
-		}
-	}
-	if d.availNow != nil && *d.availNow == now {
-		return
-	}
-	var prev any
-	if d.availNow != nil {
-		prev = *d.availNow
-	}
-	d.availNow = &now
-	tx.changes = append(tx.changes, Change{Kind: ChangeAvailability, ID: dev, Value: now, Prev: prev, Time: tx.Now, Topic: tx.topic})
 }

@@ -35,6 +35,13 @@ type Spec struct {
 	// Group is set on a Zigbee2MQTT group: a command to its topic
 	// reaches every member, so any action writing there is as risky.
 	Group *GroupRisk
+	// Avail is the availability topics a Home Assistant device's
+	// entities name: until one reports, the device reads offline, as Home
+	// Assistant shows it unavailable. Expire is its states with an
+	// expire_after: each reads offline until its first message, and again
+	// expire_after after its last.
+	Avail  []string
+	Expire []string
 }
 
 // GroupRisk is how risky a command to a Zigbee2MQTT group is: the
