@@ -75,7 +75,7 @@ func (tx *txn) applyAvail(dev, topic string, ok bool, mode string) {
 	d.avail[topic] = ok
 	d.latest = ok
 	d.mode = mode
-	tx.announce(dev, d)
+	tx.announce(dev, d, nil)
 }
 
 // topics is what the availability topics say: known is false while
@@ -104,7 +104,9 @@ func (d *devLive) topics() (ok, known bool) {
 }
 
 // announce recomputes the device's availability and records its change.
-func (tx *txn) announce(dev string, d *devLive) {
+// implied is its previous value when none was announced (nil: none, the
+// first report after a start, a baseline).
+func (tx *txn) announce(dev string, d *devLive, implied any) {
 	now, known := d.topics()
 	switch {
 	case len(d.expired) > 0:
@@ -116,7 +118,7 @@ func (tx *txn) announce(dev string, d *devLive) {
 	if !known || (d.availNow != nil && *d.availNow == now) {
 		return
 	}
-	var prev any
+	prev := implied
 	if d.availNow != nil {
 		prev = *d.availNow
 	}
@@ -148,7 +150,7 @@ func (tx *txn) applyFresh(dev, id string, d time.Duration) {
 	c.exp.due[k] = expDue{at, d}
 	if _, was := dl.expired[id]; was {
 		delete(dl.expired, id)
-		tx.announce(dev, dl)
+		tx.announce(dev, dl, nil)
 	}
 }
 
@@ -243,7 +245,9 @@ func (c *Catalog) expire(tx *txn, k expKey, d time.Duration) {
 	why := "no report for " + strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + " s: expire_after"
 	dl.expired[k.id] = why
 	c.log.Info("device offline: a state's expire_after ran out", "device", k.dev, "id", k.id, "why", why)
-	tx.announce(k.dev, dl)
+	// It was online as far as reads went (its state had just reported):
+	// going offline is a change, not a first report.
+	tx.announce(k.dev, dl, true)
 }
 
 func (d *devLive) declaresExpire(id string) bool {
