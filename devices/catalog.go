@@ -162,6 +162,7 @@ type liveVal struct {
 	lastSeen    time.Time
 	changed     time.Time // see Live.LastChanged
 	first       bool      // see Live.FirstValue
+	retained    bool      // see Live.Retained
 	unsupported string
 	unread      string // why the latest message was not read (Live.Unread)
 	dev         string
@@ -401,7 +402,7 @@ func (c *Catalog) Live(id string) (Live, bool) {
 	out := Live{Unsupported: c.model.unsupported[id]}
 	if lv, ok := c.live[id]; ok {
 		out.Value, out.LastSeen, out.LastChanged, out.FirstValue = lv.value, lv.lastSeen, lv.changed, lv.first
-		out.Unread = lv.unread
+		out.Unread, out.Retained = lv.unread, lv.retained
 	}
 	if d, ok := c.devLive[c.model.devOf[id]]; ok {
 		out.Available = d.available()

@@ -281,7 +281,7 @@ func (tx *txn) applyState(dev, id, prop string, v any) {
 		return
 	}
 	prev := lv.value
-	lv.value, lv.changed, lv.first = v, tx.Now, prev == nil && lv.changed.IsZero()
+	lv.value, lv.changed, lv.first, lv.retained = v, tx.Now, prev == nil && lv.changed.IsZero(), tx.retained
 	tx.c.live[id] = lv
 	tx.changes = append(tx.changes, Change{Kind: ChangeState, ID: id, Value: v, Prev: prev, Time: tx.Now,
 		Offline: d.offline(), Topic: tx.topic, Retained: tx.retained})
