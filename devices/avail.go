@@ -44,13 +44,16 @@ func (d *devLive) available() *bool {
 func (c *Catalog) declareAvail(s *model.Spec) {
 	d := c.devLive[s.ID]
 	if d == nil {
-		if len(s.Avail) == 0 && len(s.Expire) == 0 {
+		if len(s.Avail) == 0 && len(s.Expire) == 0 && (!c.z2mAvail || s.Z2MAvail == "") {
 			return
 		}
 		d = &devLive{obj: map[string]any{}}
 		c.devLive[s.ID] = d
 	}
 	d.declared = s.Avail
+	if c.z2mAvail && s.Z2MAvail != "" && s.Group == nil {
+		d.declared = []string{s.Z2MAvail}
+	}
 	old := d.expired
 	d.expired, d.expires = nil, s.Expire
 	for _, id := range s.Expire {
@@ -63,6 +66,22 @@ func (c *Catalog) declareAvail(s *model.Spec) {
 				d.expired = map[string]string{}
 			}
 			d.expired[id] = why
+		}
+	}
+}
+
+// setZ2MAvail applies bridge/info's availability setting to every
+// Zigbee2MQTT device (commit phase, c.mu held): on, a device reads
+// offline until its availability topic reports, as Home Assistant's
+// Zigbee2MQTT discovery then names that topic.
+func (c *Catalog) setZ2MAvail(on bool) {
+	if c.z2mAvail == on {
+		return
+	}
+	c.z2mAvail = on
+	for _, s := range c.model.specs {
+		if s.Z2MAvail != "" && !s.NoDevice {
+			c.declareAvail(s)
 		}
 	}
 }

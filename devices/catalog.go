@@ -111,7 +111,7 @@ type Catalog struct {
 	now  func() time.Time
 
 	static []string // staticFilters; static and topics never change
-	topics struct{ devices, groups, event, haPrefix, z2mPrefix string }
+	topics struct{ devices, groups, event, info, haPrefix, z2mPrefix string }
 
 	// ingest serialises ingestion (HandleMessage, loadIDs) and the
 	// subscribers' dispatch order; the fields from here to mu belong to
@@ -155,6 +155,7 @@ type Catalog struct {
 	refused  model.RefusalCounts
 	configs  atomic.Int64 // discovery configs read (ConfigsRead)
 	exp      expiries     // expire_after deadlines (under mu; avail.go)
+	z2mAvail bool         // Zigbee2MQTT's availability is on (bridge/info; under mu)
 }
 
 type liveVal struct {
@@ -236,6 +237,7 @@ func NewCatalog(o Options) *Catalog {
 	c.topics.devices = o.Z2MBase + "/bridge/devices"
 	c.topics.groups = o.Z2MBase + "/bridge/groups"
 	c.topics.event = o.Z2MBase + "/bridge/event"
+	c.topics.info = o.Z2MBase + "/bridge/info"
 	c.topics.haPrefix = o.HAPrefix + "/"
 	c.topics.z2mPrefix = o.Z2MBase + "/"
 	c.model = newRouteTable(o.Z2MBase)
@@ -299,7 +301,7 @@ func (c *Catalog) Start(ctx context.Context, conn mqtt.PubSub) error {
 // Home Assistant state topics) are subscribed one by one.
 func (c *Catalog) staticFilters() []string {
 	b := c.opts.Z2MBase
-	return append([]string{b + "/bridge/devices", b + "/bridge/groups", b + "/bridge/event", b + "/+", b + "/+/availability", b + "/+/action"},
+	return append([]string{b + "/bridge/devices", b + "/bridge/groups", b + "/bridge/event", b + "/bridge/info", b + "/+", b + "/+/availability", b + "/+/action"},
 		c.discoveryFilters()...)
 }
 

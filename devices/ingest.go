@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/pilothouse/pilothouse/devices/internal/model"
+	"github.com/pilothouse/pilothouse/devices/internal/z2m"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
@@ -32,6 +33,7 @@ type txn struct {
 	topic   string // the message's, for its changes ("" for a local device)
 	// retained: the message came with the retain flag (Change.Retained)
 	retained bool
+	z2mAvail *bool // bridge/info said whether availability is on
 	// Computed, to be committed: the route lists a topic's first message
 	// built, discovery's spec changes (the live changes are rec.ops).
 	lists []topicList
@@ -107,7 +109,7 @@ func boundName(bound, maxPayload int) string {
 // payloadBound is the largest payload the catalog reads on topic t.
 func (c *Catalog) payloadBound(t string) int {
 	maxP := c.opts.MaxPayload
-	if t == c.topics.devices || t == c.topics.groups || t == c.topics.event {
+	if t == c.topics.devices || t == c.topics.groups || t == c.topics.event || t == c.topics.info {
 		return maxP
 	}
 	return min(maxP, maxEntityPayload)
@@ -150,6 +152,11 @@ func (c *Catalog) compute(tx *txn, m mqtt.Message) {
 	case t == c.topics.event:
 		if c.z2m.HandleEvent(c.log, m.Payload) {
 			tx.specs = c.rebuildSpecs(tx)
+		}
+		return
+	case t == c.topics.info:
+		if on, known := z2m.AvailabilityOn(m.Payload); known {
+			tx.z2mAvail = &on
 		}
 		return
 	case strings.HasPrefix(t, c.topics.haPrefix) && strings.HasSuffix(t, "/config"):
@@ -228,6 +235,9 @@ func (c *Catalog) commitLocked(tx *txn) {
 	}
 	if len(tx.specs) > 0 {
 		c.commitSpecs(tx, tx.specs) // discovery's; a state message has none
+	}
+	if tx.z2mAvail != nil {
+		c.setZ2MAvail(*tx.z2mAvail)
 	}
 	clear(tx.Ops)
 	clear(tx.lists)

@@ -42,6 +42,10 @@ type Spec struct {
 	// expire_after after its last.
 	Avail  []string
 	Expire []string
+	// Z2MAvail is a Zigbee2MQTT device's availability topic: declared
+	// like Avail while the bridge's config (bridge/info) has availability
+	// on, as Home Assistant's Zigbee2MQTT discovery then names it.
+	Z2MAvail string
 }
 
 // GroupRisk is how risky a command to a Zigbee2MQTT group is: the
