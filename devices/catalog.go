@@ -458,14 +458,6 @@ func (c *Catalog) StateIDsForAction(actionID string) map[string]string {
 	return out
 }
 
-func copyBool(b *bool) *bool {
-	if b == nil {
-		return nil
-	}
-	v := *b
-	return &v
-}
-
 // listSubs recomputes subList, the subscribers in subscription order. It
 // is replaced, never changed in place, so a finished transaction may use
 // it after the lock is released.
