@@ -159,7 +159,7 @@ func (c *Catalog) prepareSend(id string, args map[string]any) (*action, mqtt.Pub
 	a := c.model.actions[id]
 	conn := c.conn
 	if dev := c.model.devOf[id]; dev != "" {
-		if d := c.devLive[dev]; d != nil && d.availNow != nil && !*d.availNow {
+		if d := c.devLive[dev]; d != nil && d.offline() {
 			off = offline{dev: dev, seen: d.lastSeen}
 		}
 	}

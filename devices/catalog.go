@@ -98,6 +98,13 @@ type Change struct {
 	// Topic is the MQTT topic of the message that made a state, event or
 	// availability change ("" for a local device's).
 	Topic string
+	// Retained: the state's message came with the retain flag, the
+	// broker's stored copy sent on a new subscription, not a report of
+	// now (a first value after a start is then a baseline).
+	Retained bool
+	// Why says why an availability change made its device offline when
+	// no message said so ("no report for 2 s: expire_after").
+	Why string
 }
 
 // Catalog is the catalog source. All methods are safe for concurrent use.
@@ -107,7 +114,7 @@ type Catalog struct {
 	now  func() time.Time
 
 	static []string // staticFilters; static and topics never change
-	topics struct{ devices, groups, event, haPrefix, z2mPrefix string }
+	topics struct{ devices, groups, event, info, haPrefix, z2mPrefix string }
 
 	// ingest serialises ingestion (HandleMessage, loadIDs) and the
 	// subscribers' dispatch order; the fields from here to mu belong to
@@ -160,6 +167,8 @@ type Catalog struct {
 	notices  notifyCounters // what the channels sent and failed to send (own lock)
 	refused  model.RefusalCounts
 	configs  atomic.Int64 // discovery configs read (ConfigsRead)
+	exp      expiries     // expire_after deadlines (under mu; avail.go)
+	z2mAvail bool         // Zigbee2MQTT's availability is on (bridge/info; under mu)
 }
 
 type liveVal struct {
@@ -167,6 +176,7 @@ type liveVal struct {
 	lastSeen    time.Time
 	changed     time.Time // see Live.LastChanged
 	first       bool      // see Live.FirstValue
+	retained    bool      // see Live.Retained
 	unsupported string
 	unread      string // why the latest message was not read (Live.Unread)
 	dev         string
@@ -175,8 +185,13 @@ type liveVal struct {
 type devLive struct {
 	obj      map[string]any
 	lastSeen time.Time
-	avail    map[string]bool // availability topic -> available
-	availNow *bool
+	avail    map[string]bool   // availability topic -> available
+	availNow *bool             // as last announced (a ChangeAvailability); reads use available()
+	latest   bool              // what the last availability message said
+	mode     string            // its availability mode: latest, all or any
+	declared []string          // the availability topics its spec names (avail.go)
+	expires  []string          // its states with expire_after
+	expired  map[string]string // those that ran out, or never reported: why
 }
 
 // maxPending bounds the cache of payloads on topics nobody routes yet, so
@@ -232,12 +247,14 @@ func NewCatalog(o Options) *Catalog {
 		intern:  in,
 		ids:     ids,
 		work:    model.NewWorkBudget(),
+		exp:     expiries{due: map[expKey]expDue{}},
 	}
 	c.notices.log = c.log
 	c.static = c.staticFilters()
 	c.topics.devices = o.Z2MBase + "/bridge/devices"
 	c.topics.groups = o.Z2MBase + "/bridge/groups"
 	c.topics.event = o.Z2MBase + "/bridge/event"
+	c.topics.info = o.Z2MBase + "/bridge/info"
 	c.topics.haPrefix = o.HAPrefix + "/"
 	c.topics.z2mPrefix = o.Z2MBase + "/"
 	c.model = newRouteTable(o.Z2MBase, o.HAPrefix)
@@ -302,7 +319,7 @@ func (c *Catalog) Start(ctx context.Context, conn mqtt.PubSub) error {
 // Home Assistant state topics) are subscribed one by one.
 func (c *Catalog) staticFilters() []string {
 	b := c.opts.Z2MBase
-	return append([]string{b + "/bridge/devices", b + "/bridge/groups", b + "/bridge/event", b + "/+", b + "/+/availability", b + "/+/action"},
+	return append([]string{b + "/bridge/devices", b + "/bridge/groups", b + "/bridge/event", b + "/bridge/info", b + "/+", b + "/+/availability", b + "/+/action"},
 		c.discoveryFilters()...)
 }
 
@@ -395,7 +412,7 @@ func (c *Catalog) Live(id string) (Live, bool) {
 			for k, v := range d.obj {
 				obj[k] = v
 			}
-			return Live{Value: obj, Available: copyBool(d.availNow), LastSeen: d.lastSeen}, true
+			return Live{Value: obj, Available: d.available(), LastSeen: d.lastSeen}, true
 		}
 	}
 	e, known := snap.Get(id)
@@ -405,10 +422,10 @@ func (c *Catalog) Live(id string) (Live, bool) {
 	out := Live{Unsupported: c.model.unsupported[id]}
 	if lv, ok := c.live[id]; ok {
 		out.Value, out.LastSeen, out.LastChanged, out.FirstValue = lv.value, lv.lastSeen, lv.changed, lv.first
-		out.Unread = lv.unread
+		out.Unread, out.Retained = lv.unread, lv.retained
 	}
 	if d, ok := c.devLive[c.model.devOf[id]]; ok {
-		out.Available = copyBool(d.availNow)
+		out.Available = d.available()
 	}
 	return out, true
 }
@@ -457,14 +474,6 @@ func (c *Catalog) StateIDsForAction(actionID string) map[string]string {
 		out[k] = v
 	}
 	return out
-}
-
-func copyBool(b *bool) *bool {
-	if b == nil {
-		return nil
-	}
-	v := *b
-	return &v
 }
 
 // listSubs recomputes subList, the subscribers in subscription order. It

@@ -175,6 +175,9 @@ func (c *Catalog) plug(s *model.Spec) map[string]*pilotage.Entry {
 		out[e.ID] = e
 	}
 	m.shares.know(s, 1)
+	if !s.NoDevice {
+		c.declareAvail(s)
+	}
 	for _, a := range s.Actions {
 		if m.devOf[a.ID] == key {
 			m.actions[a.ID] = a

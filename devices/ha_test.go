@@ -71,7 +71,7 @@ func TestHAAvailabilityModes(t *testing.T) {
 		topic, payload string
 		want           *bool
 	}{
-		{"bridge/state", `{"state":"online"}`, ptr(true)},
+		{"bridge/state", `{"state":"online"}`, ptr(false)}, // p/avail not reported yet: not online
 		{"p/avail", `offline`, ptr(false)},
 		{"p/avail", `ONLINE`, ptr(true)},
 		{"bridge/state", `{"state":"offline"}`, ptr(false)},

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/pilothouse/pilothouse/devices/internal/model"
+	"github.com/pilothouse/pilothouse/devices/internal/z2m"
 	"github.com/pilothouse/pilothouse/mqtt"
 )
 
@@ -32,6 +33,9 @@ type txn struct {
 	paced   bool   // from the bus: a rebuild takes a step (bridge.go)
 	cont    bool   // bridgeLoop's next step of a paced rebuild
 	topic   string // the message's, for its changes ("" for a local device)
+	// retained: the message came with the retain flag (Change.Retained)
+	retained bool
+	z2mAvail *bool // bridge/info said whether availability is on
 	// Computed, to be committed: the route lists a topic's first message
 	// built, discovery's spec changes (the live changes are rec.ops).
 	lists []topicList
@@ -68,7 +72,7 @@ func (c *Catalog) handle(m mqtt.Message, paced bool) {
 	c.ingest.Lock()
 	defer c.ingest.Unlock()
 	tx := c.begin()
-	tx.topic, tx.paced = m.Topic, paced
+	tx.topic, tx.paced, tx.retained = m.Topic, paced, m.Retained
 	granted := c.work.Grant(m.Topic, tx.Now)
 	tx.JLeft, tx.JRated = granted, granted < model.MsgJBudget
 	c.compute(tx, m)
@@ -110,7 +114,7 @@ func boundName(bound, maxPayload int) string {
 // payloadBound is the largest payload the catalog reads on topic t.
 func (c *Catalog) payloadBound(t string) int {
 	maxP := c.opts.MaxPayload
-	if t == c.topics.devices || t == c.topics.groups || t == c.topics.event {
+	if t == c.topics.devices || t == c.topics.groups || t == c.topics.event || t == c.topics.info {
 		return maxP
 	}
 	return min(maxP, maxEntityPayload)
@@ -154,6 +158,11 @@ func (c *Catalog) compute(tx *txn, m mqtt.Message) {
 	case t == c.topics.event:
 		if c.z2m.HandleEvent(c.log, m.Payload) {
 			tx.specs = c.rebuildSpecs(tx)
+		}
+		return
+	case t == c.topics.info:
+		if on, known := z2m.AvailabilityOn(m.Payload); known {
+			tx.z2mAvail = &on
 		}
 		return
 	case strings.HasPrefix(t, c.topics.haPrefix) && strings.HasSuffix(t, "/config"):
@@ -233,6 +242,9 @@ func (c *Catalog) commitLocked(tx *txn) {
 	if len(tx.specs) > 0 {
 		c.commitSpecs(tx, tx.specs) // discovery's; a state message has none
 	}
+	if tx.z2mAvail != nil {
+		c.setZ2MAvail(*tx.z2mAvail)
+	}
 	clear(tx.Ops)
 	clear(tx.lists)
 	tx.Ops, tx.lists, tx.specs = tx.Ops[:0], tx.lists[:0], nil
@@ -255,6 +267,8 @@ func (tx *txn) apply(o *model.Op) {
 		tx.applyAvail(o.Dev, o.ID, o.V.(bool), o.Key)
 	case model.OpUnread:
 		tx.applyUnread(o.ID, o.V.(string))
+	case model.OpFresh:
+		tx.applyFresh(o.Dev, o.ID, o.D)
 	}
 }
 
@@ -283,10 +297,10 @@ func (tx *txn) applyState(dev, id, prop string, v any) {
 		return
 	}
 	prev := lv.value
-	lv.value, lv.changed, lv.first = v, tx.Now, prev == nil && lv.changed.IsZero()
+	lv.value, lv.changed, lv.first, lv.retained = v, tx.Now, prev == nil && lv.changed.IsZero(), tx.retained
 	tx.c.live[id] = lv
 	tx.changes = append(tx.changes, Change{Kind: ChangeState, ID: id, Value: v, Prev: prev, Time: tx.Now,
-		Offline: d.availNow != nil && !*d.availNow, Topic: tx.topic})
+		Offline: d.offline(), Topic: tx.topic, Retained: tx.retained})
 }
 
 // finish returns the subscribers to notify (nil when nothing changed).
@@ -386,34 +400,4 @@ func (tx *txn) applyEvent(dev, id string, v any) {
 	lv.value, lv.lastSeen, lv.changed = v, tx.Now, tx.Now
 	tx.c.live[id] = lv
 	tx.changes = append(tx.changes, Change{Kind: ChangeEvent, ID: id, Value: v, Time: tx.Now, Topic: tx.topic})
-}
-
-func (tx *txn) applyAvail(dev, topic string, ok bool, mode string) {
-	d := tx.dev(dev)
-	if d.avail == nil {
-		d.avail = map[string]bool{}
-	}
-	d.avail[topic] = ok
-	now := ok
-	switch mode {
-	case "all":
-		now = true
-		for _, v := range d.avail {
-			now = now && v
-		}
-	case "any":
-		now = false
-		for _, v := range d.avail {
-			now = now || v
-		}
-	}
-	if d.availNow != nil && *d.availNow == now {
-		return
-	}
-	var prev any
-	if d.availNow != nil {
-		prev = *d.availNow
-	}
-	d.availNow = &now
-	tx.changes = append(tx.changes, Change{Kind: ChangeAvailability, ID: dev, Value: now, Prev: prev, Time: tx.Now, Topic: tx.topic})
 }

@@ -202,6 +202,7 @@ func ExampleCatalog_Start_filters() {
 	// zigbee2mqtt/bridge/devices
 	// zigbee2mqtt/bridge/event
 	// zigbee2mqtt/bridge/groups
+	// zigbee2mqtt/bridge/info
 	// zigbee2mqtt/upstairs/lamp
 	// zigbee2mqtt/upstairs/lamp/availability
 }

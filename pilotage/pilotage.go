@@ -206,6 +206,9 @@ type Live struct {
 	// so LastChanged is when it arrived, not necessarily when it changed
 	// (see devices' RestoreChanged).
 	FirstValue bool `json:"-"`
+	// Retained: the value came with the retain flag, the broker's stored
+	// copy sent as the catalog subscribed, not a report of now.
+	Retained bool `json:"-"`
 }
 
 // ContentHash identifies an entry's defined fields except Revision: two

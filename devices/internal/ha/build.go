@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/pilothouse/pilothouse/devices/internal/model"
 )
@@ -228,6 +229,9 @@ type ent struct {
 	key  string
 	name string
 	read map[string]bool // the command topics and templates its model read (auditTemplates)
+	// expire is a sensor's expire_after (0: none): addState makes its
+	// state read offline that long after its last message.
+	expire time.Duration
 }
 
 func (x *ent) mainID() string {

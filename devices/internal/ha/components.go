@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/pilothouse/pilothouse/devices/internal/model"
 )
@@ -80,6 +81,7 @@ func (x *ent) command(topicKey, tplKey string) (cmdSend, bool) {
 }
 
 func (x *ent) sensor() {
+	x.expireAfter()
 	unit := x.str("unit_of_measurement", "")
 	schema := map[string]any{"type": "string", "description": x.unitDesc()}
 	conv := scalarConv
@@ -94,6 +96,7 @@ func (x *ent) sensor() {
 }
 
 func (x *ent) binarySensor() {
+	x.expireAfter()
 	conv := matcher([2]string{x.str("payload_on", "ON"), "true"}, [2]string{x.str("payload_off", "OFF"), "false"})
 	x.addState(x.mainID(), x.name, x.unitDesc(), map[string]any{"type": "boolean", "description": x.unitDesc()},
 		x.str("state_topic", ""), x.str("value_template", ""), func(v any) (any, bool) {
@@ -101,6 +104,18 @@ func (x *ent) binarySensor() {
 			return r == "true", ok
 		})
 }
+
+// expireAfter reads a sensor's expire_after (seconds, as Home Assistant
+// takes it: a positive whole number; anything else is none), bounded
+// at a day (more would never expire a live device anyway).
+func (x *ent) expireAfter() {
+	if v, ok := x.num("expire_after"); ok && v >= 1 {
+		x.expire = time.Duration(min(v, maxExpireAfter)) * time.Second
+	}
+}
+
+// maxExpireAfter bounds expire_after, in seconds.
+const maxExpireAfter = 86400
 
 func (x *ent) switchLike() {
 	on, off := x.str("payload_on", "ON"), x.str("payload_off", "OFF")

@@ -42,6 +42,7 @@ func (b *haBuilder) availability(e *haEntity, name string) {
 			continue
 		}
 		b.availSeen[it.topic] = true
+		b.spec.Avail = append(b.spec.Avail, it.topic)
 		b.spec.Routes = append(b.spec.Routes, model.TopicRoute{Topic: it.topic, Fn: func(tx *model.Rec, p []byte) {
 			v, err := t.RenderMsg(tx, dev+" availability", p)
 			if err != nil {
@@ -76,8 +77,15 @@ func (x *ent) addState(id, name, desc string, schema map[string]any, topic, tplS
 	}
 	dev := x.b.spec.ID
 	prop := strings.TrimPrefix(id, dev+".")
+	expire := x.expire
+	if expire > 0 {
+		x.b.spec.Expire = append(x.b.spec.Expire, id)
+	}
 	warned := false // the first failure of this template is logged (routes run one at a time, under c.ingest)
 	x.b.spec.Routes = append(x.b.spec.Routes, model.TopicRoute{Topic: topic, Entity: true, Guards: pilotage.HintsOf(haEntityRisk(x.component)), Fn: func(tx *model.Rec, p []byte) {
+		if expire > 0 {
+			tx.Fresh(dev, id, expire) // any message, read or not, as Home Assistant resets it
+		}
 		v, err := t.RenderMsg(tx, id, p)
 		if err != nil {
 			if !warned && !errors.Is(err, model.ErrNoValue) && !model.NotRendered(err) {

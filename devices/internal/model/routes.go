@@ -130,15 +130,17 @@ const (
 	OpProp                     // a key of the device object no entry routes
 	OpAvail                    // one availability topic of a device
 	OpUnread                   // a state's message could not be read (v: why)
+	OpFresh                    // a state with expire_after was reported (D: its expire_after)
 )
 
 // Op is one live change a route computed.
 type Op struct {
 	Kind opKind
 	Dev  string
-	ID   string // the state or event id; opAvail: the availability topic
-	Key  string // the key in the device object; opAvail: the mode
-	V    any    // opAvail: the topic's availability (bool)
+	ID   string        // the state or event id; opAvail: the availability topic
+	Key  string        // the key in the device object; opAvail: the mode
+	V    any           // opAvail: the topic's availability (bool)
+	D    time.Duration // opFresh: the state's expire_after
 }
 
 // SetState records a state value; prop is the key in the device object.
@@ -163,6 +165,12 @@ func (tx *Rec) SetProp(dev, key string, v any) {
 // availability is recomputed under mode ("all", "any", or "latest").
 func (tx *Rec) SetAvail(dev, topic string, ok bool, mode string) {
 	tx.Ops = append(tx.Ops, Op{Kind: OpAvail, Dev: dev, ID: topic, Key: mode, V: ok})
+}
+
+// Fresh records that state id, which Home Assistant's expire_after
+// makes unavailable d after its last message, was just reported.
+func (tx *Rec) Fresh(dev, id string, d time.Duration) {
+	tx.Ops = append(tx.Ops, Op{Kind: OpFresh, Dev: dev, ID: id, D: d})
 }
 
 // unread records that a message for state id could not be read; the

@@ -35,6 +35,17 @@ type Spec struct {
 	// Group is set on a Zigbee2MQTT group: a command to its topic
 	// reaches every member, so any action writing there is as risky.
 	Group *GroupRisk
+	// Avail is the availability topics a Home Assistant device's
+	// entities name: until one reports, the device reads offline, as Home
+	// Assistant shows it unavailable. Expire is its states with an
+	// expire_after: each reads offline until its first message, and again
+	// expire_after after its last.
+	Avail  []string
+	Expire []string
+	// Z2MAvail is a Zigbee2MQTT device's availability topic: declared
+	// like Avail while the bridge's config (bridge/info) has availability
+	// on, as Home Assistant's Zigbee2MQTT discovery then names it.
+	Z2MAvail string
 }
 
 // GroupRisk is how risky a command to a Zigbee2MQTT group is: the

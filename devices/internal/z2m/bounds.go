@@ -209,8 +209,20 @@ func (z *Source) BuildMore(log *slog.Logger, ids *model.IDTable, until time.Time
 		z.built[z.devices[td.i].ieee] = ent.spec
 	}
 	z.todo = z.todo[n:]
-	if len(z.todo) == 0 { // every member built: the groups again (unchanged ones from their cache)
-		out = append(out, z.buildGroups(log, ids, z.built)...)
+	if len(z.todo) > 0 {
+		return out, true
 	}
-	return out, len(z.todo) > 0
+	return z.withGroups(log, ids, out, false), false // every member built: the groups again
+}
+
+// withGroups appends the groups' specs to out, built from every member's
+// spec (unchanged groups from their cache), and drops the specs by
+// address once no BuildMore is left (more false) so the catalog does not
+// hold a second index of its devices.
+func (z *Source) withGroups(log *slog.Logger, ids *model.IDTable, out []*model.Spec, more bool) []*model.Spec {
+	out = append(out, z.buildGroups(log, ids, z.built)...)
+	if !more {
+		z.built = nil
+	}
+	return out
 }

@@ -223,7 +223,7 @@ func (z *Source) Build(log *slog.Logger, ids *model.IDTable, until time.Time) (o
 		z.built[h.ieee] = ent.spec
 	}
 	z.cache = cache
-	return append(out, z.buildGroups(log, ids, z.built)...), more
+	return z.withGroups(log, ids, out, more), more
 }
 
 // buildOne builds the spec of device i, whose id is id.

@@ -218,6 +218,7 @@ func (z *Source) actionRoute(dev, id string) model.Route {
 
 func (z *Source) routeAvailability(s *model.Spec, topic string) {
 	dev := s.ID
+	s.Z2MAvail = topic
 	s.Routes = append(s.Routes, model.TopicRoute{Topic: topic, Fn: func(tx *model.Rec, payload []byte) {
 		ok, known := parseAvailability(payload)
 		if !known {
@@ -226,6 +227,39 @@ func (z *Source) routeAvailability(s *model.Spec, topic string) {
 		}
 		tx.SetAvail(dev, topic, ok, "latest")
 	}})
+}
+
+// AvailabilityOn reads whether a bridge/info payload's config has
+// availability on: "availability": true or an object (Zigbee2MQTT 2
+// writes "enabled"; 1.x's object means on), or the legacy
+// "advanced": {"availability_timeout": n > 0}. known is false for a
+// payload that is no bridge/info.
+func AvailabilityOn(p []byte) (on, known bool) {
+	var info struct {
+		Config *struct {
+			Availability json.RawMessage `json:"availability"`
+			Advanced     struct {
+				Timeout float64 `json:"availability_timeout"`
+			} `json:"advanced"`
+		} `json:"config"`
+	}
+	if json.Unmarshal(p, &info) != nil || info.Config == nil {
+		return false, false
+	}
+	a := strings.TrimSpace(string(info.Config.Availability))
+	switch {
+	case a == "true":
+		return true, true
+	case strings.HasPrefix(a, "{"):
+		var o struct {
+			Enabled *bool `json:"enabled"`
+		}
+		if json.Unmarshal([]byte(a), &o) != nil {
+			return false, true
+		}
+		return o.Enabled == nil || *o.Enabled, true
+	}
+	return info.Config.Advanced.Timeout > 0, true
 }
 
 // parseAvailability reads {"state":"online"} or a bare online/offline,

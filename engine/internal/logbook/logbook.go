@@ -288,6 +288,9 @@ func (b *Logbook) onChange(devs *devices.Catalog, c devices.Change) {
 		en = storage.LogEntry{Kind: "availability", Device: c.ID, Status: "online", Text: c.ID + " came back online"}
 		if !on {
 			en.Status, en.Text = "offline", c.ID+" went offline"
+			if c.Why != "" {
+				en.Text += " (" + c.Why + ")"
+			}
 		}
 	default:
 		return

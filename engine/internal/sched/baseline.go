@@ -17,7 +17,12 @@ import (
 // decides: the same value (or none recorded, or the history off) fires
 // nothing; a different one is a change from the recorded value, and the
 // trace says so. The history records each start's first values, so a
-// change seen at one start is the value before the next.
+// change seen at one start is the value before the next. A first value
+// that came with the retain flag (the broker's stored copy, sent as the
+// catalog subscribes) is a baseline whatever was recorded: it may be
+// older than the recorded value (a retained ON, then a plain OFF), and
+// MQTT 3.1.1 carries no time to tell; a change made while the server was
+// down fires when the device's own message says it.
 
 // baselineBudget bounds the history reads of one start-up.
 const baselineBudget = 5 * time.Second
@@ -84,7 +89,7 @@ func (s *Scheduler) replayBaselines(reported []string) {
 	for _, id := range reported {
 		l, ok := s.d.Devs.Live(id)
 		if ok && l.FirstValue && l.Value != nil {
-			s.OnChange(devices.Change{Kind: devices.ChangeState, ID: id, Value: l.Value, Time: l.LastChanged})
+			s.OnChange(devices.Change{Kind: devices.ChangeState, ID: id, Value: l.Value, Time: l.LastChanged, Retained: l.Retained})
 			continue
 		}
 		s.bmu.Lock()
@@ -120,9 +125,16 @@ func (s *Scheduler) takeBaseline(id string) (baseline, bool) {
 // arming does, and is logged.
 func (s *Scheduler) applyBaseline(ch *devices.Change, b baseline, ats []*Trigger) bool {
 	changed := b.recorded && !history.Same(b.v, ch.Value)
-	if changed {
+	switch {
+	case changed && ch.Retained:
+		// The broker's stored copy, perhaps older than the recorded value
+		// (a retained ON, then a plain OFF): no report of now.
+		changed = false
+		s.d.Log.Info("first value after the start is the broker's retained copy, a baseline, not a change", "id", ch.ID,
+			"value", compact(ch.Value), "recorded", compact(b.v))
+	case changed:
 		ch.Prev = b.v
-	} else {
+	default:
 		s.d.Log.Info("first value after the start is a baseline, not a change", "id", ch.ID, "value", compact(ch.Value), "recorded", b.recorded)
 	}
 	s.mu.Lock()
