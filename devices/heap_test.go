@@ -60,14 +60,17 @@ func TestCatalogHeapPerDevice(t *testing.T) {
 	// 6.5 kB, of which the device id table holds 0.4 kB and no object of its
 	// own (before entries were shared and build state dropped: 117.3 and
 	// 134.3 objects, 13.4 and 14.7 kB). The margins absorb runtime noise.
+	// Session 44 added each route's guarded risk (writes onto state topics),
+	// each spec's expiring states and availability until reported: 6.5 kB
+	// measured, so the byte bound moved from 6,500 to 6,800.
 	if c.objects > 20 {
 		t.Errorf("catalog holds %.1f live objects per device, want <= 20", c.objects)
 	}
 	if u.objects > 28 {
 		t.Errorf("catalog with live state holds %.1f live objects per device, want <= 28", u.objects)
 	}
-	if c.bytes > 6500 {
-		t.Errorf("catalog holds %.0f live bytes per device, want <= 6500", c.bytes)
+	if c.bytes > 6800 {
+		t.Errorf("catalog holds %.0f live bytes per device, want <= 6800", c.bytes)
 	}
 }
 
