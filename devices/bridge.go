@@ -8,7 +8,6 @@ import (
 
 	"github.com/pilothouse/pilothouse/devices/internal/model"
 	"github.com/pilothouse/pilothouse/devices/internal/z2m"
-	"github.com/pilothouse/pilothouse/mqtt"
 )
 
 // A Zigbee2MQTT device list from the bus (bridge/devices) names every
@@ -47,15 +46,6 @@ type bridgeQueue struct {
 	on   bool   // bridgeLoop runs
 	next []byte // the latest list not yet read
 	wake chan struct{}
-}
-
-// deliver is the subscriptions' handler: a device list goes to
-// bridgeLoop, the rest to HandleMessage's path, paced.
-func (c *Catalog) deliver(m mqtt.Message) {
-	if m.Topic == c.topics.devices && len(m.Payload) <= c.payloadBound(m.Topic) && c.queueBridge(m.Payload) {
-		return
-	}
-	c.handle(m, true)
 }
 
 // queueBridge hands a list to bridgeLoop (false when it does not run).

@@ -65,6 +65,15 @@ func (c *Catalog) ConfigsRead() int64 { return c.configs.Load() }
 // list is read at once (the subscriptions' handler, deliver, paces it).
 func (c *Catalog) HandleMessage(m mqtt.Message) { c.handle(m, false) }
 
+// deliver is the subscriptions' handler: a device list goes to
+// bridgeLoop (bridge.go), the rest to HandleMessage's path, paced.
+func (c *Catalog) deliver(m mqtt.Message) {
+	if m.Topic == c.topics.devices && len(m.Payload) <= c.payloadBound(m.Topic) && c.queueBridge(m.Payload) {
+		return
+	}
+	c.handle(m, true)
+}
+
 func (c *Catalog) handle(m mqtt.Message, paced bool) {
 	if c.oversized(m.Topic, len(m.Payload)) {
 		return
