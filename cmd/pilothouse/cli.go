@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pilothouse/pilothouse/cmd/pilothouse/internal/rulefile"
 	"github.com/pilothouse/pilothouse/pilotage"
 	"github.com/pilothouse/pilothouse/pilotclient"
 	"github.com/pilothouse/pilothouse/rules"
@@ -74,20 +75,7 @@ func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // readProgram reads a rule file: JSON, or YAML (.yaml, .yml) turned into
 // the same JSON.
-func readProgram(path string) (json.RawMessage, error) {
-	b, err := readRuleFile(path)
-	if err != nil {
-		return nil, err
-	}
-	if isYAML(path) {
-		return yamlProgram(path, b)
-	}
-	var v map[string]any
-	if err := json.Unmarshal(b, &v); err != nil {
-		return nil, jsonError(path, b, err)
-	}
-	return json.RawMessage(b), nil
-}
+func readProgram(path string) (json.RawMessage, error) { return rulefile.Program(path) }
 
 // applyOpts are pilothouse apply's flags.
 type applyOpts struct {

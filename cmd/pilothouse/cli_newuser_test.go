@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pilothouse/pilothouse/cmd/pilothouse/internal/rulefile"
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/internal/testutil"
 )
@@ -47,7 +48,7 @@ func TestCLIMistakesWithoutServer(t *testing.T) {
 		{"yaml alias", []string{"apply", yamlFile("alias.yaml", "name: &n x\ndescription: *n\n"), "--server", noServer}, "alias.yaml:2:14: an alias (*n): anchors and aliases are not taken"},
 		{"yaml key twice", []string{"apply", yamlFile("twice.yaml", "name: x\nname: y\n"), "--server", noServer}, `twice.yaml:2:1: key "name" given twice`},
 		{"yaml two documents", []string{"apply", yamlFile("two.yaml", "name: x\n---\nname: y\n"), "--server", noServer}, "two.yaml:2:1: a second YAML document"},
-		{"rule file too big", []string{"apply", yamlFile("big.yaml", "name: x\n#"+strings.Repeat("x", maxRuleFile)+"\n"), "--server", noServer}, "big.yaml: more than 1048576 bytes"},
+		{"rule file too big", []string{"apply", yamlFile("big.yaml", "name: x\n#"+strings.Repeat("x", rulefile.MaxBytes)+"\n"), "--server", noServer}, "big.yaml: more than 1048576 bytes"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, errOut, err := runPH(t, bin, env, c.args...)

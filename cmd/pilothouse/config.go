@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pilothouse/pilothouse/cmd/pilothouse/internal/zones"
 	"github.com/pilothouse/pilothouse/devices"
 	"github.com/pilothouse/pilothouse/engine"
 	"github.com/pilothouse/pilothouse/helpers"
@@ -309,7 +310,7 @@ func (c *Config) check(withHTTP bool) error {
 		return fmt.Errorf("limits.max_served_run_bytes (%d) must be at least max_run_bytes (%d): the largest run could not be read", l.MaxServedRunBytes, l.MaxRunBytes)
 	}
 	if c.TimeZone != "" {
-		if _, err := loadZone(c.TimeZone); err != nil {
+		if _, err := zones.Load(c.TimeZone); err != nil {
 			return fmt.Errorf("--tz: %w", err)
 		}
 	}
@@ -356,7 +357,7 @@ func (c *Config) zone() *time.Location {
 			return z
 		}
 	}
-	return systemZone()
+	return zones.System()
 }
 
 func (c *Config) engineConfig() engine.Config {

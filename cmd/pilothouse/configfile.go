@@ -14,6 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/pilothouse/pilothouse/cmd/pilothouse/internal/zones"
 	"github.com/pilothouse/pilothouse/rules"
 )
 
@@ -390,7 +391,7 @@ func (l *cfgLoader) top(root *yaml.Node) error {
 			locNode = n
 			return l.mapping(n, key, map[string]handler{"latitude": l.float(&lat, -90, 90), "longitude": l.float(&lon, -180, 180)})
 		},
-		"time_zone": l.checked(&c.TimeZone, checkZone),
+		"time_zone": l.checked(&c.TimeZone, zones.Check),
 		"retention": l.checked(&c.Retention, func(s string) error {
 			if d, err := rules.ParseDuration(s); err != nil || d <= 0 {
 				return fmt.Errorf("want an ISO 8601 duration such as \"P30D\", got %q", s)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pilothouse/pilothouse/cmd/pilothouse/internal/stdiobridge"
 	"github.com/pilothouse/pilothouse/devices/demo"
 	"github.com/pilothouse/pilothouse/engine/mcpserver"
 	"github.com/pilothouse/pilothouse/mqtt"
@@ -77,7 +78,7 @@ func runStdio(ctx context.Context, args []string, in io.Reader, out io.Writer) e
 	}
 	if lock == nil {
 		log.Info("bridging MCP to the server running this house", "mcp", ep.MCP, "pid", ep.PID, "data", cfg.DataDir)
-		return runBridge(ctx, ep, in, out, log, cfg.StdioTimeout)
+		return stdiobridge.Run(ctx, ep.MCP, ep.Token, in, out, log, cfg.StdioTimeout)
 	}
 	defer lock.release()
 	log.Info("no pilothouse serve runs this house: running it in this process", "data", cfg.DataDir)

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -11,33 +9,10 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/pilothouse/pilothouse/cmd/pilothouse/internal/stdiobridge"
 	"github.com/pilothouse/pilothouse/engine/mcpserver"
 	"github.com/pilothouse/pilothouse/rules"
 )
-
-// readLines sends the non-empty lines of in until it ends or ctx is done;
-// in must bound its lines (mcpserver.LimitLines).
-func readLines(ctx context.Context, in io.Reader) <-chan []byte {
-	lines := make(chan []byte)
-	go func() {
-		defer close(lines)
-		r := bufio.NewReaderSize(in, 64<<10)
-		for {
-			line, err := r.ReadBytes('\n')
-			if line = bytes.TrimSpace(line); len(line) > 0 {
-				select {
-				case lines <- line:
-				case <-ctx.Done():
-					return
-				}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	return lines
-}
 
 // stdioFailed tells the MCP client on the other end of stdin/stdout why
 // pilothouse stdio could not start, in words, instead of leaving it with a
@@ -50,18 +25,18 @@ func stdioFailed(ctx context.Context, in io.Reader, out io.Writer, err error) er
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	// Bounded like every request (the configuration may be what failed).
-	lines := readLines(ctx, mcpserver.LimitLines(in, rules.DefaultLimits.MaxRequestBytes, slog.New(slog.DiscardHandler)))
+	lines := stdiobridge.ReadLines(ctx, mcpserver.LimitLines(in, rules.DefaultLimits.MaxRequestBytes, slog.New(slog.DiscardHandler)))
 	for {
 		select {
 		case line, ok := <-lines:
 			if !ok {
 				return err
 			}
-			var m rpcMsg
-			if json.Unmarshal(line, &m) != nil || !m.isRequest() {
+			var m stdiobridge.Msg
+			if json.Unmarshal(line, &m) != nil || !m.IsRequest() {
 				continue
 			}
-			if _, werr := out.Write(append(errorResponse(m.ID, mcp.INTERNAL_ERROR, msg), '\n')); werr != nil {
+			if _, werr := out.Write(append(stdiobridge.ErrorResponse(m.ID, mcp.INTERNAL_ERROR, msg), '\n')); werr != nil {
 				return err
 			}
 			if m.Method == string(mcp.MethodInitialize) {

@@ -1,4 +1,4 @@
-package main
+package stdiobridge
 
 import (
 	"bufio"
@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -54,7 +55,7 @@ func newBridgeRig(t *testing.T) *bridgeRig {
 	r.in, r.out = inW, bufio.NewReader(outR)
 	go func() {
 		defer close(r.done)
-		_ = runBridge(context.Background(), endpoint{MCP: hs.URL + "/mcp", Token: "local"}, inR, outW, quietLogger(), 0)
+		_ = Run(context.Background(), hs.URL+"/mcp", "local", inR, outW, slog.New(slog.DiscardHandler), 0)
 		_ = outW.Close()
 	}()
 	t.Cleanup(func() { _ = r.in.Close(); <-r.done }) // before the server closes
@@ -155,7 +156,7 @@ func TestBridgeSaysWhenTheServerIsGone(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	go func() {
-		_ = runBridge(context.Background(), endpoint{MCP: url}, inR, outW, quietLogger(), 0)
+		_ = Run(context.Background(), url, "", inR, outW, slog.New(slog.DiscardHandler), 0)
 		_ = outW.Close()
 	}()
 	go func() {
@@ -193,7 +194,7 @@ func TestBridgeRequestTimeout(t *testing.T) {
 	release := make(chan struct{})
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
-		var m rpcMsg
+		var m Msg
 		_ = json.Unmarshal(b, &m)
 		w.Header().Set("Content-Type", "text/event-stream")
 		switch m.Method {
@@ -217,7 +218,7 @@ func TestBridgeRequestTimeout(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	go func() {
-		_ = runBridge(context.Background(), endpoint{MCP: hs.URL + "/mcp"}, inR, outW, quietLogger(), timeout)
+		_ = Run(context.Background(), hs.URL+"/mcp", "", inR, outW, slog.New(slog.DiscardHandler), timeout)
 		_ = outW.Close()
 	}()
 	defer inW.Close()
@@ -241,7 +242,7 @@ func TestBridgeRequestTimeout(t *testing.T) {
 	send(`{"jsonrpc":"2.0","id":"f","method":"freeze"}`)
 	m := read()
 	e, _ := m["error"].(map[string]any)
-	if m["id"] != "f" || e["code"] != float64(requestTimeoutCode) || !strings.Contains(fmt.Sprint(e["message"]), "sent no answer within 400ms (stdio_request_timeout)") {
+	if m["id"] != "f" || e["code"] != float64(RequestTimeoutCode) || !strings.Contains(fmt.Sprint(e["message"]), "sent no answer within 400ms (stdio_request_timeout)") {
 		t.Fatalf("a frozen request: %v", m)
 	}
 	if d := time.Since(t0); d > 10*timeout {

@@ -1,4 +1,6 @@
-package main
+// Package rulefile reads a rule file for apply and test: JSON, or YAML
+// (.yaml, .yml) turned into the same JSON, bounded in bytes and nodes.
+package rulefile
 
 import (
 	"bytes"
@@ -8,47 +10,48 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"gopkg.in/yaml.v3"
 )
 
-// maxRuleFile bounds what apply and test read of a rule file, JSON or
+// MaxBytes bounds what apply and test read of a rule file, JSON or
 // YAML (the server's own bound, limits.max_program_bytes, is 256 KiB by
 // default; a YAML file may carry comments beside it).
-const maxRuleFile = 1 << 20
+const MaxBytes = 1 << 20
 
 // maxYAMLNodes bounds the YAML nodes a rule file is turned from.
 const maxYAMLNodes = 100_000
 
-// readRuleFile reads a rule file, at most maxRuleFile bytes.
-func readRuleFile(path string) ([]byte, error) {
+// Read reads a rule file, at most MaxBytes bytes.
+func Read(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxRuleFile+1))
+	b, err := io.ReadAll(io.LimitReader(f, MaxBytes+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > maxRuleFile {
-		return nil, fmt.Errorf("%s: more than %d bytes: not a rule file", path, maxRuleFile)
+	if len(b) > MaxBytes {
+		return nil, fmt.Errorf("%s: more than %d bytes: not a rule file", path, MaxBytes)
 	}
 	return b, nil
 }
 
-// isYAML says whether a rule file is written in YAML (by its name).
-func isYAML(path string) bool {
+// IsYAML says whether a rule file is written in YAML (by its name).
+func IsYAML(path string) bool {
 	ext := strings.ToLower(filepath.Ext(path))
 	return ext == ".yaml" || ext == ".yml"
 }
 
-// yamlProgram turns a YAML rule file into the same program as JSON: one
+// FromYAML turns a YAML rule file into the same program as JSON: one
 // document, a mapping, string keys, no anchors or aliases. Errors are
 // located path:line:column (path:line for a YAML syntax error, which
 // yaml.v3 locates by its line only).
-func yamlProgram(path string, b []byte) (json.RawMessage, error) {
+func FromYAML(path string, b []byte) (json.RawMessage, error) {
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	if err := dec.Decode(&doc); err != nil {
@@ -149,4 +152,24 @@ func nodeKind(n *yaml.Node) string {
 		return fmt.Sprintf("%q", n.Value)
 	}
 	return "nothing"
+}
+
+// yamlLine is how yaml.v3 places its syntax errors ("line N: …").
+var yamlLine = regexp.MustCompile(`^line (\d+): (.*)$`)
+
+// Program reads the rule file at path: JSON as it is (its errors located
+// path:line:column), YAML turned into the same JSON.
+func Program(path string) (json.RawMessage, error) {
+	b, err := Read(path)
+	if err != nil {
+		return nil, err
+	}
+	if IsYAML(path) {
+		return FromYAML(path, b)
+	}
+	var v map[string]any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return nil, jsonError(path, b, err)
+	}
+	return json.RawMessage(b), nil
 }

@@ -1,4 +1,7 @@
-package main
+// Package zones resolves the house's time zone: a name from the IANA
+// database (with the closest names suggested for a wrong one), or the
+// system's.
+package zones
 
 import (
 	"archive/zip"
@@ -17,10 +20,10 @@ import (
 // 600 zones and links).
 const maxZoneNames = 4000
 
-// loadZone is time.LoadLocation whose error suggests the closest IANA
+// Load is time.LoadLocation whose error suggests the closest IANA
 // names (unknown IANA time zone "Europe/Pari"; did you mean
 // "Europe/Paris"?).
-func loadZone(name string) (*time.Location, error) {
+func Load(name string) (*time.Location, error) {
 	loc, err := time.LoadLocation(name)
 	if err == nil {
 		return loc, nil
@@ -34,12 +37,12 @@ func loadZone(name string) (*time.Location, error) {
 	return nil, errors.New(msg)
 }
 
-// checkZone checks a configuration file's time_zone.
-func checkZone(s string) error {
+// Check checks a configuration file's time_zone.
+func Check(s string) error {
 	if s == "" {
 		return errors.New("want an IANA time zone, e.g. Europe/Paris")
 	}
-	_, err := loadZone(s)
+	_, err := Load(s)
 	return err
 }
 

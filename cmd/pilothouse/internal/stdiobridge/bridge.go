@@ -1,4 +1,6 @@
-package main
+// Package stdiobridge relays MCP between a stdio client and the streamable
+// HTTP endpoint of the serve that runs the house (pilothouse stdio).
+package stdiobridge
 
 import (
 	"bufio"
@@ -28,10 +30,10 @@ import (
 // negotiated protocol version travel in headers the way the transport
 // requires, for the 2026-07-28 stateless core as for earlier revisions.
 type bridge struct {
-	ctx context.Context // ends when the client leaves
-	ep  endpoint
-	hc  *http.Client
-	log *slog.Logger
+	ctx           context.Context // ends when the client leaves
+	mcpURL, token string
+	hc            *http.Client
+	log           *slog.Logger
 	// timeout bounds the wait for the server's next message about a
 	// request (0: none).
 	timeout time.Duration
@@ -47,26 +49,27 @@ type bridge struct {
 	inflight sync.WaitGroup
 }
 
-// rpcMsg is what the bridge reads of a message to route it.
-type rpcMsg struct {
+// Msg is what the bridge (and stdio failing to start) reads of a JSON-RPC
+// message to route it.
+type Msg struct {
 	ID     json.RawMessage `json:"id,omitempty"`
 	Method string          `json:"method,omitempty"`
 	Params json.RawMessage `json:"params,omitempty"`
 	Result json.RawMessage `json:"result,omitempty"`
 }
 
-// isRequest reports whether m expects an answer.
-func (m *rpcMsg) isRequest() bool {
+// IsRequest reports whether m expects an answer.
+func (m *Msg) IsRequest() bool {
 	return m.Method != "" && len(m.ID) > 0 && string(m.ID) != "null"
 }
 
 // runBridge relays until stdin ends or ctx is done; a request the server
 // sends nothing about for timeout is answered with an error.
-func runBridge(ctx context.Context, ep endpoint, in io.Reader, out io.Writer, log *slog.Logger, timeout time.Duration) error {
+func Run(ctx context.Context, mcpURL, token string, in io.Reader, out io.Writer, log *slog.Logger, timeout time.Duration) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	b := &bridge{ctx: ctx, ep: ep, hc: &http.Client{}, log: log, out: out, timeout: timeout}
-	lines := readLines(ctx, in)
+	b := &bridge{ctx: ctx, mcpURL: mcpURL, token: token, hc: &http.Client{}, log: log, out: out, timeout: timeout}
+	lines := ReadLines(ctx, in)
 	for {
 		select {
 		case line, ok := <-lines:
@@ -87,7 +90,7 @@ func runBridge(ctx context.Context, ep endpoint, in io.Reader, out io.Writer, lo
 // read, so what follows carries their session; the rest run concurrently,
 // as a client may send a ping or a cancellation while a call runs.
 func (b *bridge) dispatch(ctx context.Context, line []byte) {
-	var m rpcMsg
+	var m Msg
 	_ = json.Unmarshal(line, &m) // a batch or a malformed line goes as it is
 	if m.Method == string(mcp.MethodInitialize) || m.Method == string(mcp.MethodServerDiscover) {
 		b.forward(ctx, line, &m)
@@ -117,7 +120,7 @@ func (b *bridge) finish(cancel context.CancelFunc) {
 	}
 	ctx, stop := context.WithTimeout(context.Background(), time.Second)
 	defer stop()
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, b.ep.MCP, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, b.mcpURL, nil)
 	if err != nil {
 		return
 	}
@@ -135,14 +138,14 @@ func (b *bridge) state() (session, version string) {
 }
 
 func (b *bridge) auth(req *http.Request) {
-	if b.ep.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+b.ep.Token)
+	if b.token != "" {
+		req.Header.Set("Authorization", "Bearer "+b.token)
 	}
 }
 
 // headers sets what the transport needs beside the body and returns the
 // session id sent ("" = none).
-func (b *bridge) headers(req *http.Request, m *rpcMsg) string {
+func (b *bridge) headers(req *http.Request, m *Msg) string {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	b.auth(req)
@@ -171,9 +174,9 @@ func (b *bridge) headers(req *http.Request, m *rpcMsg) string {
 	return session
 }
 
-// requestTimeoutCode is the JSON-RPC error code of a request the server
+// RequestTimeoutCode is the JSON-RPC error code of a request the server
 // did not answer in time (the code MCP's SDKs use for their own timeout).
-const requestTimeoutCode = -32001
+const RequestTimeoutCode = -32001
 
 // errNoAnswer ends a forwarded request that waited too long.
 var errNoAnswer = errors.New("no answer in time")
@@ -183,7 +186,7 @@ var errNoAnswer = errors.New("no answer in time")
 // to the client while a long call that reports progress goes on. A
 // subscriptions/listen request holds its answer open like a stream and is
 // not bounded.
-func (b *bridge) deadline(ctx context.Context, m *rpcMsg) (context.Context, func(), func()) {
+func (b *bridge) deadline(ctx context.Context, m *Msg) (context.Context, func(), func()) {
 	if b.timeout <= 0 || m.Method == string(mcp.MethodSubscriptionsListen) {
 		return ctx, func() {}, func() {}
 	}
@@ -193,10 +196,10 @@ func (b *bridge) deadline(ctx context.Context, m *rpcMsg) (context.Context, func
 }
 
 // forward POSTs one message and relays the answer.
-func (b *bridge) forward(ctx context.Context, line []byte, m *rpcMsg) {
+func (b *bridge) forward(ctx context.Context, line []byte, m *Msg) {
 	ctx, done, alive := b.deadline(ctx, m)
 	defer done()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.ep.MCP, bytes.NewReader(line))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.mcpURL, bytes.NewReader(line))
 	if err != nil {
 		b.fail(m, err.Error())
 		return
@@ -211,24 +214,24 @@ func (b *bridge) forward(ctx context.Context, line []byte, m *rpcMsg) {
 	}
 	switch {
 	case errors.Is(context.Cause(ctx), errNoAnswer):
-		b.failCode(m, requestTimeoutCode, fmt.Sprintf("the Pilothouse server at %s sent no answer within %v (stdio_request_timeout): "+
-			"it is busy or frozen; the request may still complete there", b.ep.MCP, b.timeout))
+		b.failCode(m, RequestTimeoutCode, fmt.Sprintf("the Pilothouse server at %s sent no answer within %v (stdio_request_timeout): "+
+			"it is busy or frozen; the request may still complete there", b.mcpURL, b.timeout))
 	case ctx.Err() != nil: // the client left
 	case err != nil:
-		b.fail(m, fmt.Sprintf("the Pilothouse server at %s did not answer (%v); is it still running?", b.ep.MCP, err))
+		b.fail(m, fmt.Sprintf("the Pilothouse server at %s did not answer (%v); is it still running?", b.mcpURL, err))
 	default:
-		b.fail(m, fmt.Sprintf("reading the answer of %s: the answer ended early", b.ep.MCP))
+		b.fail(m, fmt.Sprintf("reading the answer of %s: the answer ended early", b.mcpURL))
 	}
 }
 
 // answer relays the server's answer to m and reports whether it is
 // complete (false: reading it failed or ended before the response).
-func (b *bridge) answer(resp *http.Response, m *rpcMsg, sent string, alive func()) bool {
+func (b *bridge) answer(resp *http.Response, m *Msg, sent string, alive func()) bool {
 	switch {
 	case resp.StatusCode == http.StatusAccepted:
 		return true
 	case resp.StatusCode == http.StatusNotFound && sent != "":
-		b.fail(m, fmt.Sprintf("the Pilothouse server at %s no longer knows this session (it restarted?): reconnect", b.ep.MCP))
+		b.fail(m, fmt.Sprintf("the Pilothouse server at %s no longer knows this session (it restarted?): reconnect", b.mcpURL))
 		return true
 	case resp.StatusCode != http.StatusOK:
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
@@ -239,11 +242,11 @@ func (b *bridge) answer(resp *http.Response, m *rpcMsg, sent string, alive func(
 			b.relay(body, m, resp.Header)
 			return true
 		}
-		b.fail(m, fmt.Sprintf("the Pilothouse server at %s answered %s: %s", b.ep.MCP, resp.Status, strings.TrimSpace(string(body))))
+		b.fail(m, fmt.Sprintf("the Pilothouse server at %s answered %s: %s", b.mcpURL, resp.Status, strings.TrimSpace(string(body))))
 		return true
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
-		answered := !m.isRequest()
+		answered := !m.IsRequest()
 		readSSE(resp.Body, func(data []byte) {
 			alive()
 			answered = b.relay(data, m, resp.Header) || answered
@@ -262,8 +265,8 @@ func (b *bridge) answer(resp *http.Response, m *rpcMsg, sent string, alive func(
 
 // relay writes one message from the server, noting what initialize
 // negotiated when msg is its answer, and reports whether msg answers req.
-func (b *bridge) relay(msg []byte, req *rpcMsg, h http.Header) bool {
-	var ans rpcMsg
+func (b *bridge) relay(msg []byte, req *Msg, h http.Header) bool {
+	var ans Msg
 	answers := json.Unmarshal(msg, &ans) == nil && ans.Method == "" && len(req.ID) > 0 && bytes.Equal(ans.ID, req.ID)
 	if answers && req.Method == string(mcp.MethodInitialize) && len(ans.Result) > 0 {
 		var res struct {
@@ -295,7 +298,7 @@ func (b *bridge) listen(session string) {
 		if s, _ := b.state(); s != session {
 			return
 		}
-		req, err := http.NewRequestWithContext(b.ctx, http.MethodGet, b.ep.MCP, nil)
+		req, err := http.NewRequestWithContext(b.ctx, http.MethodGet, b.mcpURL, nil)
 		if err != nil {
 			return
 		}
@@ -325,12 +328,12 @@ func (b *bridge) listen(session string) {
 
 // fail answers a request with a JSON-RPC error saying what went wrong (a
 // notification or a response has no one to tell but the log).
-func (b *bridge) fail(m *rpcMsg, msg string) { b.failCode(m, mcp.INTERNAL_ERROR, msg) }
+func (b *bridge) fail(m *Msg, msg string) { b.failCode(m, mcp.INTERNAL_ERROR, msg) }
 
-func (b *bridge) failCode(m *rpcMsg, code int, msg string) {
+func (b *bridge) failCode(m *Msg, code int, msg string) {
 	b.log.Warn("bridge: " + msg)
-	if m.isRequest() {
-		b.write(errorResponse(m.ID, code, msg))
+	if m.IsRequest() {
+		b.write(ErrorResponse(m.ID, code, msg))
 	}
 }
 
@@ -350,7 +353,7 @@ func (b *bridge) write(msg []byte) {
 }
 
 // errorResponse is a JSON-RPC error answering id.
-func errorResponse(id json.RawMessage, code int, msg string) []byte {
+func ErrorResponse(id json.RawMessage, code int, msg string) []byte {
 	if len(id) == 0 {
 		id = json.RawMessage("null")
 	}
@@ -386,4 +389,28 @@ func readSSE(r io.Reader, each func(data []byte)) {
 			return
 		}
 	}
+}
+
+// ReadLines sends the non-empty lines of in until it ends or ctx is done;
+// in must bound its lines (mcpserver.LimitLines).
+func ReadLines(ctx context.Context, in io.Reader) <-chan []byte {
+	lines := make(chan []byte)
+	go func() {
+		defer close(lines)
+		r := bufio.NewReaderSize(in, 64<<10)
+		for {
+			line, err := r.ReadBytes('\n')
+			if line = bytes.TrimSpace(line); len(line) > 0 {
+				select {
+				case lines <- line:
+				case <-ctx.Done():
+					return
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return lines
 }

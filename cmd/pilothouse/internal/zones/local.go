@@ -1,4 +1,4 @@
-package main
+package zones
 
 import (
 	"os"
@@ -6,11 +6,11 @@ import (
 	"time"
 )
 
-// systemZone is the machine's time zone by its IANA name when one can be
+// System is the machine's time zone by its IANA name when one can be
 // found that agrees with it (TZ, the /etc/localtime link, /etc/timezone),
 // else time.Local. A name is what browsers need to draw charts in the
 // house's zone rather than their own; time.Local has none ("Local").
-func systemZone() *time.Location {
+func System() *time.Location {
 	link, _ := os.Readlink("/etc/localtime")
 	file, _ := os.ReadFile("/etc/timezone")
 	tz, tzSet := os.LookupEnv("TZ")
