@@ -122,14 +122,17 @@ type Catalog struct {
 	ingest  sync.Mutex
 	z2m     *z2m.Source
 	ha      *ha.Source
-	pending map[string][]byte      // last payload of topics nobody routes yet (bounded)
-	tx      txn                    // the running ingestion
-	intern  *model.Interner        // shares equal schemas, tags and texts between entries
-	ids     *model.IDTable         // device id assignments
-	z2mIDs  map[string]bool        // ids of the Zigbee2MQTT devices (the last list)
-	notify  *model.Spec            // the notification channels (built once)
-	local   map[string]*model.Spec // the local devices (PutLocal) by id
-	work    *model.WorkBudget      // template work per second
+	pending map[string][]byte // last payload of topics nobody routes yet (bounded)
+	// pendingCopy: the pending topics whose payload came retained (a
+	// broker's stored copy: replayed as one, a baseline after a start).
+	pendingCopy map[string]bool
+	tx          txn                    // the running ingestion
+	intern      *model.Interner        // shares equal schemas, tags and texts between entries
+	ids         *model.IDTable         // device id assignments
+	z2mIDs      map[string]bool        // ids of the Zigbee2MQTT devices (the last list)
+	notify      *model.Spec            // the notification channels (built once)
+	local       map[string]*model.Spec // the local devices (PutLocal) by id
+	work        *model.WorkBudget      // template work per second
 	// rebuildLeft: the last paced rebuild left work for bridgeLoop.
 	rebuildLeft bool
 	// rest: the spec changes a paced rebuild left, good while specGen
@@ -238,7 +241,7 @@ func NewCatalog(o Options) *Catalog {
 		ha:      ha.NewSource(o.HAPrefix, in, ids, o.Areas),
 		live:    map[string]liveVal{},
 		devLive: map[string]*devLive{},
-		pending: map[string][]byte{},
+		pending: map[string][]byte{}, pendingCopy: map[string]bool{},
 		local:   map[string]*model.Spec{},
 		subs:    map[int]func(Change){},
 		extra:   map[string]bool{},

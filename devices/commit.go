@@ -241,9 +241,11 @@ func (c *Catalog) replayTopics(tx *txn, topics []string) {
 		if !ok {
 			continue
 		}
+		copied := c.pendingCopy[t]
 		delete(c.pending, t)
+		delete(c.pendingCopy, t)
 		if _, routed := c.model.routes[t]; routed {
-			tx.replay = append(tx.replay, topicPayload{t, p})
+			tx.replay = append(tx.replay, topicPayload{t, p, copied})
 		}
 	}
 }

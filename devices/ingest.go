@@ -50,8 +50,9 @@ type topicList struct {
 }
 
 type topicPayload struct {
-	topic   string
-	payload []byte
+	topic    string
+	payload  []byte
+	retained bool
 }
 
 // ConfigsRead counts the discovery configs read since the start: Home
@@ -187,7 +188,7 @@ func (c *Catalog) compute(tx *txn, m mqtt.Message) {
 	if c.z2mCommand(t) {
 		return // a command to a device (ours, among others), never its state
 	}
-	c.keepPending(t, m.Payload)
+	c.keepPending(t, m.Payload, m.Retained)
 }
 
 // computeRoute runs the routes of topic t, and those of every routed
@@ -232,9 +233,10 @@ func (c *Catalog) commitPhase(tx *txn) []func(Change) {
 			return subs
 		}
 		replay := tx.replay
-		tx.replay = nil
+		tx.replay, tx.retained = nil, true
 		for _, r := range replay {
-			c.computeRoute(tx, r.topic, r.payload) // never adds routes: the loop ends
+			c.computeRoute(tx, r.topic, r.payload)  // never adds routes: the loop ends
+			tx.retained = tx.retained && r.retained // the batch is a copy if each payload was
 		}
 	}
 }
@@ -359,7 +361,7 @@ func (tx *txn) end() {
 
 // keepPending keeps the last payload of a topic nobody routes yet, so
 // that a retained state that arrives before its discovery is not lost.
-func (c *Catalog) keepPending(t string, payload []byte) {
+func (c *Catalog) keepPending(t string, payload []byte, retained bool) {
 	if len(payload) > maxPendingPayload || len(t) > maxPendingTopic {
 		return
 	}
@@ -370,6 +372,11 @@ func (c *Catalog) keepPending(t string, payload []byte) {
 		// The old payload was never handed out (replayTopics deletes
 		// before it hands out), so its buffer is reused.
 		c.pending[t] = append(old[:0], payload...)
+		if retained {
+			c.pendingCopy[t] = true
+		} else {
+			delete(c.pendingCopy, t)
+		}
 	}
 }
 

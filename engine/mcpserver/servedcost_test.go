@@ -24,7 +24,7 @@ func TestTraceReadsAreChargedWhatTheyCost(t *testing.T) {
 	s, c := ownerStack(t)
 	out, isErr := callTool(t, c, "pilotage_execute", map[string]any{"language": "automation/1", "test_run": true, "program": prog(t, `{"name":"big",
 	  "triggers":[{"id":"t","state":"hall_motion.occupancy"}],
-	  "steps":[{"id":"r","repeat":{"count":12},"do":[{"id":"s","set":{"v":"{{ repeat('x', 200000) }}"}}]}]}`)})
+	  "steps":[{"id":"r","repeat":{"count":6},"do":[{"id":"s","set":{"v":"{{ repeat('x', 200000) }}"}}]}]}`)})
 	id, _ := out["run_id"].(string)
 	if isErr || id == "" {
 		t.Fatalf("test run: %v", out)
@@ -59,17 +59,17 @@ func TestTraceReadsAreChargedWhatTheyCost(t *testing.T) {
 }
 
 // TestAnswersAreChargedWhatTheyCost: a large execute answer (a test run
-// of about 2.6 MB) is charged against limits.max_served_run_bytes more
+// of about 1.3 MB) is charged against limits.max_served_run_bytes more
 // than serving it allocates beyond the run (the MCP answer's two copies,
 // the JSON-RPC message, the encoders' buffer growth), with room for the
-// answer itself: without the race detector the run allocated 2.5 MB,
-// the whole call over MCP 13 MB, and the answer is charged 31 MB. So the
+// answer itself: without the race detector the run allocated 1.3 MB,
+// the whole call over MCP 16 MB, and the answer is charged 28 MB. So the
 // budget bounds the memory of answers their clients do not read (round
 // 20: 180 unread 4 MB answers took 2.4 GB, none of it charged).
 func TestAnswersAreChargedWhatTheyCost(t *testing.T) {
 	s, _ := ownerStack(t)
 	src := `{"name":"big","triggers":[{"id":"t","state":"hall_motion.occupancy"}],
-	  "steps":[{"id":"r","repeat":{"count":12},"do":[{"id":"s","set":{"v":"{{ repeat('x', 200000) }}"}}]}]}`
+	  "steps":[{"id":"r","repeat":{"count":6},"do":[{"id":"s","set":{"v":"{{ repeat('x', 200000) }}"}}]}]}`
 	req := engine.ExecuteRequest{Program: []byte(src), TestRun: true, Store: new(bool)}
 	ctx, done := engine.ServingRuns(context.Background())
 	if r, err := s.eng.Execute(ctx, req); err != nil || !r.Outcome.OK {
@@ -99,7 +99,7 @@ func TestAnswersAreChargedWhatTheyCost(t *testing.T) {
 	}
 	t.Logf("the run allocates %d, the call over MCP %d: serving costs %d; the answer is charged %d", run, call, cost, charged)
 	if uint64(charged) < cost {
-		t.Errorf("a 2.6 MB answer is charged %d bytes but serving it allocates %d beyond the run", charged, cost)
+		t.Errorf("a 1.3 MB answer is charged %d bytes but serving it allocates %d beyond the run", charged, cost)
 	}
 }
 
